@@ -1,0 +1,232 @@
+// The attention mechanism, one pure function with every intermediate kept for display.
+//
+// Conventions (used in every comment of core/):
+//   * vectors are ROWS: a sequence of n tokens of width d is an (n x d) matrix;
+//   * a projection is applied on the right: Q = X·W + b, with W (d_in x d_out), b (d_out);
+//   * n_q = number of queries, n_k = number of keys (= number of values), H = heads,
+//     d_model = projected width of Q and K, d_h = d_model / H (per-head width),
+//     dv_model = projected width of V, dv_h = dv_model / H, d_out = width after W_o.
+//
+// The steps of attend() are numbered as they are taught:
+//   1 project, 2 score, 3 mask, 4 normalise, 5 weigh values, 6 concat heads,
+//   7 output projection, (8 optional decoder output step y = tanh([c; h]·W_c)).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/types.h"
+
+namespace attn {
+
+// ---------------------------------------------------------------------------------------
+// Kinds and their names (the names are the ones used in scenario files and the CLI).
+// ---------------------------------------------------------------------------------------
+
+// dot: q·k; scaled_dot: q·k/√d_h; cosine: q·k/(|q||k|); general: qᵀ·W_a·k;
+// additive: vᵀ·tanh(W₁q + W₂k + b) (Bahdanau); mlp: w_oᵀ·tanh(W_h·[q;k] + b_h) + b_o.
+enum class ScoreKind { Dot, ScaledDot, Cosine, General, Additive, Mlp };
+// none; causal (key j allowed iff j <= i); padding (per-key validity); local (|j - p| <= D);
+// local_gaussian (local window, and weights multiplied by exp(-(j-p)²/(2σ²)), σ = D/2);
+// custom (explicit 0/1 matrix).
+enum class MaskKind { None, Causal, Padding, Local, LocalGaussian, Custom };
+// softmax (stable); hard (one-hot argmax, ties split evenly); top_k (softmax over the k
+// largest allowed scores); sparsemax (Martins & Astudillo 2016).
+enum class NormalizerKind { Softmax, Hard, TopK, Sparsemax };
+// identity (raw vectors), xavier (seeded Xavier-uniform, zero bias), explicit (given
+// matrices), pytorch (nn.MultiheadAttention's in_proj/out_proj block).
+enum class ProjectionKind { Identity, Xavier, Explicit, PyTorch };
+
+std::string_view toString(ScoreKind kind);
+std::string_view toString(MaskKind kind);
+std::string_view toString(NormalizerKind kind);
+std::string_view toString(ProjectionKind kind);
+// Parse the names above ("scaled_dot", "local_gaussian", "top_k", ...). nullopt if unknown.
+std::optional<ScoreKind> parseScoreKind(std::string_view name);
+std::optional<MaskKind> parseMaskKind(std::string_view name);
+std::optional<NormalizerKind> parseNormalizerKind(std::string_view name);
+std::optional<ProjectionKind> parseProjectionKind(std::string_view name);
+
+// ---------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------
+
+// Parameters of the parametric score functions, for ONE head (widths in terms of d_h).
+// Only the fields of the chosen ScoreKind are used. Empty fields are filled from the seed.
+struct ScoreParams {
+  Matrix generalW;        // general:  W_a (d_h x d_h); score = q·W_a·kᵀ
+  Matrix additiveWq;      // additive: W₁ (d_h x d_a), applied as q·W₁
+  Matrix additiveWk;      // additive: W₂ (d_h x d_a), applied as k·W₂
+  Vector additiveBias;    // additive: b (d_a)
+  Vector additiveV;       // additive: v (d_a); score = tanh(q·W₁ + k·W₂ + b)·v
+  Matrix mlpHiddenW;      // mlp: W_h (2·d_h x d_m), applied as [q k]·W_h
+  Vector mlpHiddenBias;   // mlp: b_h (d_m)
+  Vector mlpOutW;         // mlp: w_o (d_m)
+  Scalar mlpOutBias = 0;  // mlp: b_o; score = tanh([q k]·W_h + b_h)·w_o + b_o
+};
+
+// Full-width projections. Head h uses columns [h·d_h, (h+1)·d_h) of wq/wk (and of wv with
+// dv_h), i.e. the same split as PyTorch's nn.MultiheadAttention. When `identity` is true
+// the matrices are ignored: Q, K, V are the raw inputs and there is no output projection.
+struct Projections {
+  bool identity = true;
+  Matrix wq;  // d_q_in x d_model
+  Vector bq;  // d_model (empty = zero)
+  Matrix wk;  // d_k_in x d_model
+  Vector bk;  // d_model
+  Matrix wv;  // d_v_in x dv_model
+  Vector bv;  // dv_model
+  Matrix wo;  // dv_model x d_out (empty = no output projection: output = concat)
+  Vector bo;  // d_out
+};
+
+struct MaskOptions {
+  MaskKind kind = MaskKind::None;
+  std::vector<bool> keyValid;  // padding: n_k entries, false = padding token (masked)
+  int window = 2;              // local / local_gaussian: half-width D (>= 0)
+  // Where the local window is centred: at p = t, the query's own index (Luong local-m),
+  // or at one fixed position p for every query.
+  enum class Center { Aligned, Fixed } center = Center::Aligned;
+  int position = 0;            // fixed p (0-based key index)
+  BoolMatrix custom;           // custom: n_q x n_k, true = allowed
+};
+
+struct NormalizerOptions {
+  NormalizerKind kind = NormalizerKind::Softmax;
+  int topK = 2;  // top_k: how many keys keep weight (>= 1)
+};
+
+// The decoder output step of the seq2seq formulation (Luong et al. 2015):
+// y = tanh([c; h]·W_c), where c is the attention output row and h the raw query row.
+struct DecoderOutputOptions {
+  bool enabled = false;
+  Matrix wc;  // (d_out + d_q_in) x d_y; empty = seeded Xavier with d_y = d_q_in
+};
+
+struct Options {
+  ScoreKind score = ScoreKind::ScaledDot;
+  int heads = 1;
+  Scalar temperature = 1;  // scores are divided by it before normalising (> 0)
+  MaskOptions mask;
+  NormalizerOptions normalizer;
+  Projections projections;              // identity by default
+  std::vector<ScoreParams> scoreParams;  // per head; missing heads/fields come from `seed`
+  int scoreHidden = 0;  // d_a / d_m of additive and mlp scores; 0 = d_h
+  std::uint64_t seed = 0;
+  DecoderOutputOptions decoderOutput;
+};
+
+struct Inputs {
+  Matrix queries;  // n_q x d_q_in
+  Matrix keys;     // n_k x d_k_in
+  Matrix values;   // n_k x d_v_in (self-attention: all three are the same X)
+};
+
+// ---------------------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------------------
+
+// Something that did not stop the computation but that the user must be told about.
+struct Warning {
+  std::string code;     // stable id: "fully_masked_row", "cosine_zero_vector", ...
+  std::string message;  // one human line
+  int head = -1;        // -1 = not head-specific
+  int row = -1;         // query row, -1 = not row-specific
+};
+
+struct HeadResult {
+  Matrix q;             // n_q x d_h
+  Matrix k;             // n_k x d_h
+  Matrix v;             // n_k x dv_h
+  Matrix scores;        // n_q x n_k, raw similarity (before temperature and mask)
+  Matrix maskedScores;  // n_q x n_k, scores / temperature, -inf where masked
+  Matrix weights;       // n_q x n_k, rows sum to 1 (0 for fully masked rows)
+  Matrix context;       // n_q x dv_h, weights·v
+  ScoreParams params;   // the score parameters actually used (seeded ones filled in)
+};
+
+struct AttentionResult {
+  std::vector<HeadResult> heads;
+  BoolMatrix allowed;              // n_q x n_k, the mask actually applied
+  Matrix positionWeights;          // n_q x n_k, local_gaussian only (else empty)
+  Matrix concat;                   // n_q x dv_model, heads side by side
+  Matrix output;                   // n_q x d_out, concat·W_o + b_o (= concat if no W_o)
+  Matrix weightsMean;              // n_q x n_k, mean over heads (PyTorch average_attn_weights)
+  Matrix decoderOutput;            // n_q x d_y when enabled, else empty
+  Projections projections;         // the projections actually used (seeded ones filled in)
+  std::vector<int> fullyMaskedRows;  // query rows whose keys are all masked
+  std::vector<Warning> warnings;
+};
+
+// Checks shapes, head count, parameters and finiteness without computing. The error's
+// `field` names the option ("heads", "mask.custom", "queries", ...); `file` is empty.
+Status validate(const Inputs& inputs, const Options& options);
+
+// Runs the whole mechanism. Never asserts on user input: everything validate() rejects is
+// returned as an Error. Never produces NaN from finite inputs.
+Expected<AttentionResult> attend(const Inputs& inputs, const Options& options);
+
+// ---------------------------------------------------------------------------------------
+// The individual steps, public so that tests and the inspector can use them.
+// ---------------------------------------------------------------------------------------
+
+// Seeded Xavier-uniform (Glorot) matrix, entries in ±√(6/(rows+cols)). The same seed gives
+// the same matrix on every platform (the generator and the float mapping are our own).
+Matrix xavierUniform(int rows, int cols, std::uint64_t seed);
+
+// PyTorch nn.MultiheadAttention layout -> Projections.
+// in_proj_weight (3E x E), in_proj_bias (3E, may be empty), out_proj_weight (E x E),
+// out_proj_bias (E, may be empty). PyTorch computes x·Wᵀ, so wq = in_proj_weight[0:E]ᵀ etc.
+Expected<Projections> projectionsFromPyTorch(const Matrix& inProjWeight, const Vector& inProjBias,
+                                             const Matrix& outProjWeight,
+                                             const Vector& outProjBias);
+
+// Fills in seeded matrices for every empty field a kind needs. Xavier with `seed`.
+// d_q_in, d_k_in, d_v_in: input widths; d_model: width of Q/K; dv_model: of V.
+Projections xavierProjections(int dQIn, int dKIn, int dVIn, int dModel, int dvModel,
+                              std::uint64_t seed);
+
+// Step 2: raw similarity scores for one head. q (n_q x d_h), k (n_k x d_h) -> (n_q x n_k).
+// `params` must hold the fields `kind` needs (see completeScoreParams). Zero vectors under
+// cosine give score 0; their indices are appended to warnings if non-null.
+Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
+                  std::vector<Warning>* warnings = nullptr, int head = -1);
+
+// Returns `params` with every field that `kind` needs and that is empty filled from `seed`
+// (Xavier-uniform; biases zero). d_h: per-head width; hidden: d_a or d_m (0 = d_h).
+ScoreParams completeScoreParams(ScoreKind kind, ScoreParams params, int dH, int hidden,
+                                std::uint64_t seed);
+
+// Step 3: which keys each query may attend, (n_q x n_k). Also fills positionWeights
+// (n_q x n_k) for local_gaussian when non-null. Options must be valid (see validate()).
+BoolMatrix buildMask(const MaskOptions& mask, int nQ, int nK, Matrix* positionWeights = nullptr);
+
+// Step 4 for one row: scores (n_k), allowed (n_k) -> weights (n_k), non-negative, summing to
+// 1 over allowed keys, exactly 0 where masked. Returns false (and all-zero weights) when no
+// key is allowed. Scores are already divided by the temperature.
+bool normalizeRow(const NormalizerOptions& normalizer, const Scalar* scores, const bool* allowed,
+                  int n, Scalar* weights);
+
+// Sinusoidal positional encoding (Vaswani et al. 2017), (n x d):
+// PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
+Matrix sinusoidalPositionalEncoding(int n, int d);
+
+// Splits text into tokens at white space (punctuation stays attached). At most maxTokens.
+std::vector<std::string> tokenize(std::string_view text);
+
+// One seeded embedding row per token (n x d). The same word with the same seed always gets
+// the same row (the seed is mixed with a hash of the lower-cased word), entries ~ U(-1, 1).
+Matrix seededEmbeddings(const std::vector<std::string>& tokens, int d, std::uint64_t seed);
+
+// Documented limits on what the core accepts (validate() enforces them).
+struct Limits {
+  static constexpr int kMaxTokens = 4096;         // n_q and n_k
+  static constexpr int kMaxWidth = 4096;          // any d
+  static constexpr int kMaxHeads = 64;
+  static constexpr long long kMaxCells = 1LL << 26;  // heads · n_q · n_k
+};
+
+}  // namespace attn

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Shared by run.sh and test.sh: install missing Debian packages, configure and build.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JOBS="$(nproc 2>/dev/null || echo 2)"
+
+# Debian 12 packages attnscope needs to build, run and test (see docs/ and DESIGN.md).
+BUILD_PACKAGES=(cmake g++ make pkg-config libimgui-dev libglfw3-dev libeigen3-dev libstb-dev
+  nlohmann-json3-dev libgl-dev libgl1-mesa-dri fonts-dejavu-core)
+TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth)
+
+# install_missing PKG...: apt-get installs only what dpkg says is not installed yet.
+install_missing() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then return 0; fi
+  echo "attnscope: installing missing Debian packages: ${missing[*]}"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# build DIR [cmake args...]: configure once, then build incrementally.
+build() {
+  local dir="$1"; shift
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  fi
+  cmake --build "$dir" -j "$JOBS"
+}
