@@ -1,0 +1,23 @@
+// Entry point of the window (GLFW + OpenGL 3.3 + Dear ImGui). main.cpp calls runGui() when
+// no CLI command is given, and the CLI's `screenshot` command calls it with a screenshot
+// request. Owned by the GUI; the CLI only fills GuiLaunch.
+#pragma once
+
+#include <string>
+
+namespace attn::app {
+
+struct GuiLaunch {
+  std::string scenarioPath;    // scenario to open; empty = restore autosave, else default preset
+  std::string screenshotPath;  // non-empty: render `frames` frames, save the window as PNG, exit
+  int width = 1600, height = 1000;  // window size in screen coordinates
+  int frames = 5;                   // frames to render before the screenshot
+  bool noAutosave = false;          // do not read or write the autosave file (tests)
+};
+
+// Opens the window and runs until it is closed. Returns the process exit code:
+// 0 ok, 2 bad input (the scenario file; the error line is printed to stderr),
+// 3 no display / no OpenGL (one clear line on stderr naming the headless commands).
+int runGui(const GuiLaunch& launch);
+
+}  // namespace attn::app
