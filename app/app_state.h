@@ -1,0 +1,114 @@
+// The plain state that panels edit. Panels never compute: they change `doc` (the scenario,
+// undoable) or `view` (how things are shown), call touch() after a document edit, and read
+// the derived `computed` section, which update() refreshes when the revision changes.
+// Nothing here owns GL resources, so the whole state can be driven by tests with no window.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/attention.h"
+#include "core/scenario.h"
+#include "io/heatmap_render.h"
+
+namespace attn::app {
+
+// ---------------------------------------------------------------------------------------
+// View settings (not part of undo; saved in the autosave)
+// ---------------------------------------------------------------------------------------
+struct ViewSettings {
+  io::ColormapKind colormap = io::ColormapKind::Viridis;
+  bool cellLabels = true;        // numbers in heatmap cells (only when cells are big enough)
+  bool fixedRange = false;       // same colour range for every head (for comparing heads)
+  float rangeMin = 0, rangeMax = 1;  // the fixed range
+  int focusedHead = 0;           // head shown in detail views; -1 = mean over heads
+  int pipelineStage = -1;        // teaching step-through: -1 = all stages, else 0..kStages-1
+  float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
+  bool lightTheme = false;       // projector-friendly theme
+  bool showInputs = true, showSettings = true, showPipeline = true, showHeads = true,
+       showInspector = true, showGeometry = true;
+};
+
+// The stages of the pipeline view, in teaching order.
+enum class Stage { Q, K, V, Scores, MaskedScores, Weights, Context, Concat, Output };
+inline constexpr int kStages = 9;
+
+// What the mouse is over (set by heatmap widgets each frame, read by the inspector).
+struct Hover {
+  bool active = false;
+  io::MatrixKind matrix = io::MatrixKind::Weights;
+  int head = 0;  // -1 = mean
+  int row = -1, col = -1;
+};
+
+// ---------------------------------------------------------------------------------------
+// Undo / redo: whole-scenario snapshots. Edits made while an ImGui item stays active (a drag)
+// are coalesced into one step at endFrame().
+// ---------------------------------------------------------------------------------------
+struct History {
+  std::deque<Scenario> undo;  // states before each step, newest at the back
+  std::deque<Scenario> redo;
+  Scenario committed;         // the state after the last finished step
+  bool pending = false;       // an edit began and has not been closed by endFrame()
+  std::size_t maxSteps = 200;
+};
+
+// ---------------------------------------------------------------------------------------
+// Derived data: recomputed by update() when doc revision changes. Panels read only.
+// ---------------------------------------------------------------------------------------
+struct Computed {
+  std::uint64_t revision = ~0ull;       // doc revision these results belong to
+  std::optional<Problem> problem;       // inputs/options/labels actually used
+  std::optional<AttentionResult> result;
+  std::string error;                    // non-empty: the scenario cannot be computed (why)
+  double computeMs = 0;                 // time of the last compute
+};
+
+// A message for the user: errors from files and edits, warnings from the result.
+struct Notice {
+  enum class Kind { Info, Warning, Error } kind = Kind::Info;
+  std::string text;
+  double time = 0;  // seconds (glfwGetTime or test clock) when it was posted
+};
+
+struct AppState {
+  Scenario doc;                    // the document: everything the user edits
+  std::uint64_t revision = 0;      // bumped by touch() on every doc edit
+  std::uint64_t savedRevision = 0; // revision at the last save or open (dirty if different)
+  std::string docPath;             // file it was opened from / saved to ("" = untitled)
+  Scenario preset;                 // what "reset to preset" returns to
+
+  History history;
+  ViewSettings view;
+  Hover hover;
+  Computed computed;
+  std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
+
+  bool dirty() const { return revision != savedRevision; }
+};
+
+// Marks the document as edited: bumps the revision and opens an undo step (if none is
+// open). Call after changing state.doc.
+void touch(AppState& state);
+
+// Closes the open undo step unless an edit is still in progress (anyItemActive: an ImGui
+// widget is being dragged or typed into). Call once per frame, after the panels.
+void endFrame(AppState& state, bool anyItemActive);
+
+// Undo / redo one step. Return false when there is nothing to undo / redo.
+bool undo(AppState& state);
+bool redo(AppState& state);
+
+// Replaces the document (open, preset, drop): clears history, sets docPath and the preset.
+void loadDocument(AppState& state, Scenario scenario, std::string path);
+
+// Recomputes `computed` if the revision changed. Returns true if it recomputed.
+bool update(AppState& state);
+
+// Posts a notice (errors also go to stderr).
+void notify(AppState& state, Notice::Kind kind, std::string text, double now);
+
+}  // namespace attn::app

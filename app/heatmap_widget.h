@@ -1,0 +1,66 @@
+// The heatmap widget: a matrix drawn through an R32F texture and a colormap LUT in a
+// fragment shader (shaders/heatmap.*), with zoom, pan, hover, labels and a colorbar.
+// Per-frame cost does not grow with the number of cells: values are uploaded only when
+// their revision changes, and only visible, large-enough cells get text labels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <imgui.h>
+
+#include "io/heatmap_render.h"
+
+namespace attn::app {
+
+struct HeatmapOptions {
+  io::ColormapKind colormap = io::ColormapKind::Viridis;
+  std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
+  bool cellLabels = true;           // numbers in cells large enough to hold them
+  bool axisLabels = true;           // token labels along the axes
+  bool colorbar = true;
+  bool highlight = false;           // draw a highlight frame (pipeline step-through)
+  ImVec2 size{0, 0};                // 0 = fit: cells square, as large as the space allows
+  const char* tooltip = nullptr;    // extra line shown on hover (what the matrix means)
+};
+
+// What happened this frame. `row`/`col` are valid when hovered.
+struct HeatmapInteraction {
+  bool hovered = false;
+  int row = -1, col = -1;
+  bool clicked = false;        // left click on a cell (e.g. toggling a custom mask cell)
+  bool exportRequested = false;  // the user chose an export entry from the context menu
+};
+
+// GPU resources and zoom/pan of every heatmap on screen, keyed by ImGui id. Owned by the
+// app, not by AppState. With `gpu == false` (headless tests) nothing touches OpenGL and
+// the widget draws nothing but still reports hover from the layout.
+class HeatmapCache {
+ public:
+  explicit HeatmapCache(bool gpu);
+  ~HeatmapCache();
+  HeatmapCache(const HeatmapCache&) = delete;
+  HeatmapCache& operator=(const HeatmapCache&) = delete;
+
+  // Loads the shaders (shaders/heatmap.vert, .frag) and LUT textures. Needs a GL context.
+  // Returns an error message, empty on success.
+  std::string initGpu();
+  bool gpu() const;
+
+  struct Impl;
+  Impl& impl();
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Draws `view` as a heatmap. `contentRevision` must change whenever the values change
+// (e.g. the document revision); the texture is re-uploaded only then.
+// Right-click opens a context menu: export PNG (1x..8x), SVG, CSV through io::exportMatrix
+// (the same files as `attnscope export`), reset zoom, copy value.
+HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::MatrixView& view,
+                                 std::uint64_t contentRevision, const HeatmapOptions& options);
+
+}  // namespace attn::app

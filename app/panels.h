@@ -1,0 +1,19 @@
+// One function per panel, one file per panel (app/panel_*.cpp). A panel draws its window,
+// edits AppState (calling touch() after document edits) and never computes: everything it
+// shows comes from state.computed or from core/ helpers that explain a value.
+#pragma once
+
+#include "app/app_state.h"
+#include "app/heatmap_widget.h"
+
+namespace attn::app {
+
+// Each draws one ImGui window (Begin/End inside). `open` toggles its visibility flag.
+void drawInputsPanel(AppState& state, HeatmapCache& heatmaps);     // vectors, labels, sentence
+void drawSettingsPanel(AppState& state, HeatmapCache& heatmaps);   // mode, score, heads, mask...
+void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps);   // Q,K,V → ... → output
+void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps);      // per-head thumbnails + mean
+void drawInspectorPanel(AppState& state, HeatmapCache& heatmaps);  // explains the hovered cell
+void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows of q and k
+
+}  // namespace attn::app
