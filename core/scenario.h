@@ -57,6 +57,11 @@ struct Scenario {
   MaskOptions mask;
   NormalizerOptions normalizer;
   DecoderOutputOptions decoderOutput;
+
+  // The file's optional `view` object (colormap, selection, ...), kept as compact JSON text
+  // so that the core needs no JSON library and unknown view settings survive a save. Empty
+  // = no view object. The app reads and writes it; attend() never looks at it.
+  std::string viewJson;
 };
 
 // What attend() needs, plus the labels to show on the axes.
