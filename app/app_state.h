@@ -44,6 +44,17 @@ struct Hover {
   int row = -1, col = -1;
 };
 
+// Scratch of the editing panels that must survive from one frame to the next (text being
+// typed, a drag in progress). Not part of the document, not undoable, not saved.
+struct PanelScratch {
+  std::string sentence;                  // sentence box text before Enter / Apply
+  std::uint64_t sentenceSyncedRevision = ~0ull;  // revision the box was last filled from doc
+  int embeddingDim = 16;                 // embedding width for the next Apply
+  std::uint64_t randomiseClicks = 0;     // mixed into the seed so each Randomise differs
+  int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
+  bool dragArrowIsQuery = false;
+};
+
 // ---------------------------------------------------------------------------------------
 // Undo / redo: whole-scenario snapshots. Edits made while an ImGui item stays active (a drag)
 // are coalesced into one step at endFrame().
@@ -86,6 +97,7 @@ struct AppState {
   Hover hover;
   Computed computed;
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
+  PanelScratch panels;             // editing panels' between-frame scratch (not saved)
 
   bool dirty() const { return revision != savedRevision; }
 };
