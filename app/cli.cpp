@@ -1,0 +1,659 @@
+// The headless command line (see cli.h for the contract and exit codes).
+//
+// Each command runs the same steps:
+//   1 parse the options (syntax only: unknown options, bad numbers, bad names, missing --out),
+//   2 load the scenario (io::loadScenario names the file, field and problem),
+//   3 compute (buildProblem + attend, so the labels of the Problem are at hand),
+//   4 check what needs the result (the head range), 5 write, 6 print warnings.
+// Cheap checks come first so a typo in an option never waits for a large scenario.
+#include "app/cli.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <span>
+#include <sstream>
+#include <system_error>
+
+#include "app/gui.h"
+#include "core/scenario.h"
+#include "io/heatmap_render.h"
+#include "io/scenario_json.h"
+
+namespace attn::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// =======================================================================================
+// Help texts
+// =======================================================================================
+
+constexpr std::string_view kMainHelp =
+    R"(attnscope - see how attention works
+
+usage:
+  attnscope                        open the window (restores the last session)
+  attnscope SCENARIO.json          open the window on a scenario file
+  attnscope compute SCENARIO [--out FILE.json]
+  attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
+  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope help [COMMAND] | COMMAND --help
+  attnscope --version
+
+commands:
+  compute     run the attention mechanism, print every intermediate as JSON
+  export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
+  screenshot  open the window, render a few frames, save it as PNG and exit
+
+exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
+problem), 3 no display / no OpenGL (screenshot), 1 internal error.
+)";
+
+constexpr std::string_view kComputeHelp =
+    R"(usage: attnscope compute SCENARIO [--out FILE.json]
+
+Loads the scenario, runs attention and writes the result as JSON: per head q, k, v,
+scores, weights and context, then concat, output, weights_mean, the query and key labels
+and the warnings. Matrices are lists of rows.
+
+options:
+  --out FILE.json   write to FILE (atomically: temporary file + rename) instead of stdout
+  -h, --help        show this help
+
+Warnings (a fully masked query row, a zero vector under cosine, ...) go to stderr as
+"attnscope: warning: ..." lines; the exit code stays 0.
+)";
+
+constexpr std::string_view kExportHelp =
+    R"(usage: attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
+
+Writes one matrix of the result as a heatmap. The format follows the extension: .png
+(raster, for slides), .svg (vector, same layout), .csv (labels and values, full float
+precision). The window's export menu writes byte-identical files.
+
+options:
+  --out FILE                 output file (required); its folder must exist
+  --matrix NAME              scores | masked_scores | weights | q | k | v | context |
+                             concat | output                         (default: weights)
+  --head N|mean              0-based head, or the mean over heads (scores and weights
+                             only); concat and output ignore it       (default: 0)
+  --colormap NAME            viridis | magma | cividis | greys | purples | oranges |
+                             blues                                    (default: viridis)
+  --labels on|off            numbers in the cells                     (default: on)
+  --axis-labels on|off       token labels on the axes                 (default: on)
+  --no-colorbar              leave out the colour bar
+  --no-title                 leave out the title
+  --scale N                  1..8, multiplies every size (resolution) (default: 1)
+  --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
+  --decimals N               0..9 digits after the point in cells    (default: 2)
+  -h, --help                 show this help
+
+The default head is 0 rather than "mean" so that the same command works for every matrix
+and every head count; pass --head mean for PyTorch's averaged weights.
+)";
+
+constexpr std::string_view kScreenshotHelp =
+    R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+
+Opens the window on the scenario (without reading or writing the autosave), renders N
+frames, saves the window as PNG and exits. Needs a display; without one use
+  xvfb-run -a -s '-screen 0 1600x1000x24' attnscope screenshot SCENARIO --out shot.png
+
+options:
+  --out FILE.png    output file (required); its folder must exist
+  --size WxH        window size, each 64..8192                    (default: 1600x1000)
+  --frames N        frames to render before saving, 1..10000     (default: 5)
+  -h, --help        show this help
+)";
+
+// =======================================================================================
+// Errors
+// =======================================================================================
+
+// Errors travel as values; this is the one place where they become text.
+int fail(std::ostream& err, const Error& error) {
+  std::string line = error.message();
+  // The contract is ONE line; a multi-line message from a library must not break it.
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::replace(line.begin(), line.end(), '\r', ' ');
+  err << "attnscope: " << line << '\n';
+  return 2;
+}
+
+// "option '--NAME': PROBLEM", optionally prefixed by the scenario file it was checked against.
+Error optionError(std::string_view name, const std::string& problem, std::string file = {}) {
+  return Error{std::move(file), "", "option '" + std::string(name) + "': " + problem};
+}
+
+std::string inQuotes(std::string_view text) {
+  return "'" + std::string(text) + "'";
+}
+
+// =======================================================================================
+// Option parsing
+// =======================================================================================
+
+struct OptionSpec {
+  std::string_view name;  // "--out"
+  bool takesValue;
+};
+
+struct ParsedArgs {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string, std::less<>> values;  // last one wins
+  bool help = false;
+
+  bool has(std::string_view name) const { return values.find(name) != values.end(); }
+  const std::string* get(std::string_view name) const {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  }
+};
+
+// Accepts "--name value", "--name=value", flags, "-h"/"--help" and "--" (end of options).
+// A value may start with '-' (e.g. "--vmin -1") but not with "--", which is taken as a
+// forgotten value.
+Expected<ParsedArgs> parseArgs(std::string_view command, std::span<const std::string> args,
+                               std::span<const OptionSpec> specs) {
+  ParsedArgs parsed;
+  bool optionsEnded = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (optionsEnded || arg.empty() || arg[0] != '-' || arg == "-") {
+      parsed.positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      optionsEnded = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      parsed.help = true;
+      continue;
+    }
+    std::string_view name = arg;
+    std::optional<std::string> inlineValue;
+    if (auto eq = name.find('='); eq != std::string_view::npos) {
+      inlineValue = std::string(name.substr(eq + 1));
+      name = name.substr(0, eq);
+    }
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const OptionSpec& s) { return s.name == name; });
+    if (spec == specs.end()) {
+      return Error{"", "",
+                   "unknown option " + inQuotes(name) + " for '" + std::string(command) +
+                       "' (see attnscope " + std::string(command) + " --help)"};
+    }
+    if (!spec->takesValue) {
+      if (inlineValue) return optionError(name, "takes no value");
+      parsed.values[std::string(name)] = "";
+      continue;
+    }
+    if (inlineValue) {
+      parsed.values[std::string(name)] = *inlineValue;
+      continue;
+    }
+    if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
+      return optionError(name, "needs a value");
+    }
+    parsed.values[std::string(name)] = args[++i];
+  }
+  return parsed;
+}
+
+// Exactly one positional argument: the scenario file.
+Expected<std::string> takeScenarioPath(std::string_view command, const ParsedArgs& parsed) {
+  if (parsed.positional.empty()) {
+    return Error{"", "",
+                 "'" + std::string(command) + "' needs a SCENARIO file (see attnscope " +
+                     std::string(command) + " --help)"};
+  }
+  if (parsed.positional.size() > 1) {
+    return Error{"", "",
+                 "unexpected argument " + inQuotes(parsed.positional[1]) + " for '" +
+                     std::string(command) + "' (only one SCENARIO file)"};
+  }
+  return parsed.positional[0];
+}
+
+// The value of an on|off option.
+Expected<bool> parseOnOff(std::string_view name, std::string_view value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  return optionError(name, inQuotes(value) + " is not 'on' or 'off'");
+}
+
+std::string lowerExtension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+// --out FILE: present, not empty, its folder exists and it is not itself a folder.
+// `extensions` lists the accepted lower-case extensions (empty = any).
+Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
+                                      std::initializer_list<std::string_view> extensions,
+                                      bool required) {
+  const std::string* out = parsed.get("--out");
+  if (!out) {
+    if (required) return optionError("--out", "is required (the file to write)");
+    return std::string();
+  }
+  if (out->empty()) return optionError("--out", "needs a file name");
+  if (extensions.size() > 0) {
+    const std::string ext = lowerExtension(*out);
+    if (std::find(extensions.begin(), extensions.end(), ext) == extensions.end()) {
+      std::string list;
+      for (std::string_view e : extensions) list += (list.empty() ? "" : ", ") + std::string(e);
+      return Error{*out, "",
+                   ext.empty() ? "no file extension; use one of " + list
+                               : "unsupported extension " + inQuotes(ext) + "; use one of " + list};
+    }
+  }
+  std::error_code ec;
+  fs::path parent = fs::path(*out).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec)) {
+    return Error{*out, "", "the folder " + inQuotes(parent.string()) + " does not exist"};
+  }
+  if (fs::is_directory(*out, ec)) return Error{*out, "", "is a folder, not a file"};
+  return *out;
+}
+
+// =======================================================================================
+// Shared steps: load, compute, warnings
+// =======================================================================================
+
+struct Computed {
+  Problem problem;
+  AttentionResult result;
+};
+
+Expected<Computed> loadAndCompute(const std::string& path) {
+  Expected<Scenario> scenario = io::loadScenario(path);
+  if (!scenario) {
+    Error error = scenario.error();
+    if (error.file.empty()) error.file = path;
+    return error;
+  }
+  Expected<Problem> problem = buildProblem(*scenario);
+  if (!problem) {
+    Error error = problem.error();
+    if (error.file.empty()) error.file = path;
+    return error;
+  }
+  Expected<AttentionResult> result = attend(problem->inputs, problem->options);
+  if (!result) {
+    Error error = result.error();
+    if (error.file.empty()) error.file = path;
+    return error;
+  }
+  return Computed{std::move(problem).value(), std::move(result).value()};
+}
+
+void printWarnings(std::ostream& err, const std::string& path, const AttentionResult& result) {
+  for (const Warning& warning : result.warnings) {
+    std::string line = warning.message.empty() ? warning.code : warning.message;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    err << "attnscope: warning: " << path << ": " << line;
+    if (!warning.code.empty() && !warning.message.empty()) err << " (" << warning.code << ")";
+    err << '\n';
+  }
+}
+
+// =======================================================================================
+// compute
+// =======================================================================================
+
+constexpr OptionSpec kComputeOptions[] = {{"--out", true}};
+
+int runCompute(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  // 1 options
+  Expected<ParsedArgs> parsed = parseArgs("compute", args, kComputeOptions);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << kComputeHelp;
+    return 0;
+  }
+  Expected<std::string> path = takeScenarioPath("compute", *parsed);
+  if (!path) return fail(err, path.error());
+  Expected<std::string> outPath = checkOutputPath(*parsed, {}, /*required=*/false);
+  if (!outPath) return fail(err, outPath.error());
+
+  // 2-3 load and compute
+  Expected<Computed> computed = loadAndCompute(*path);
+  if (!computed) return fail(err, computed.error());
+
+  // 5 write
+  std::string json = io::resultToJson(computed->result, computed->problem);
+  if (json.empty() || json.back() != '\n') json += '\n';
+  if (outPath->empty()) {
+    out << json;
+    out.flush();
+  } else {
+    Status written = io::writeFileAtomic(*outPath, json);
+    if (!written) {
+      Error error = written.error();
+      if (error.file.empty()) error.file = *outPath;
+      return fail(err, error);
+    }
+  }
+  // 6 warnings
+  printWarnings(err, *path, computed->result);
+  return 0;
+}
+
+// =======================================================================================
+// export
+// =======================================================================================
+
+constexpr OptionSpec kExportOptions[] = {
+    {"--out", true},    {"--matrix", true},      {"--head", true},         {"--colormap", true},
+    {"--labels", true}, {"--axis-labels", true}, {"--scale", true},        {"--vmin", true},
+    {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false}};
+
+struct ExportRequest {
+  std::string scenarioPath;
+  std::string outPath;
+  io::MatrixKind matrix = io::MatrixKind::Weights;
+  int head = 0;  // -1 = mean
+  io::HeatmapStyle style;
+};
+
+std::string allMatrixNames() {
+  std::string names;
+  for (auto kind : {io::MatrixKind::Scores, io::MatrixKind::MaskedScores, io::MatrixKind::Weights,
+                    io::MatrixKind::Q, io::MatrixKind::K, io::MatrixKind::V,
+                    io::MatrixKind::Context, io::MatrixKind::Concat, io::MatrixKind::Output}) {
+    names += (names.empty() ? "" : ", ") + std::string(io::toString(kind));
+  }
+  return names;
+}
+
+std::string allColormapNames() {
+  std::string names;
+  for (io::ColormapKind kind : io::kAllColormaps) {
+    names += (names.empty() ? "" : ", ") + std::string(io::toString(kind));
+  }
+  return names;
+}
+
+Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
+  ExportRequest request;
+  Expected<std::string> path = takeScenarioPath("export", parsed);
+  if (!path) return path.error();
+  request.scenarioPath = *path;
+
+  if (const std::string* v = parsed.get("--matrix")) {
+    auto kind = io::parseMatrixKind(*v);
+    if (!kind)
+      return optionError("--matrix",
+                         "unknown matrix " + inQuotes(*v) + "; use one of " + allMatrixNames());
+    request.matrix = *kind;
+  }
+  if (const std::string* v = parsed.get("--head")) {
+    if (*v == "mean") {
+      request.head = -1;
+    } else if (auto n = parseIntStrict(*v, std::numeric_limits<int>::min(),
+                                       std::numeric_limits<int>::max())) {
+      if (*n < 0) {
+        return optionError("--head",
+                           inQuotes(*v) + " is negative; use a head index >= 0 or 'mean'");
+      }
+      request.head = *n;
+    } else {
+      return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...) or 'mean'");
+    }
+  }
+  if (const std::string* v = parsed.get("--colormap")) {
+    auto kind = io::parseColormapKind(*v);
+    if (!kind)
+      return optionError("--colormap",
+                         "unknown colormap " + inQuotes(*v) + "; use one of " + allColormapNames());
+    request.style.colormap = *kind;
+  }
+  if (const std::string* v = parsed.get("--labels")) {
+    Expected<bool> on = parseOnOff("--labels", *v);
+    if (!on) return on.error();
+    request.style.cellLabels = *on;
+  }
+  if (const std::string* v = parsed.get("--axis-labels")) {
+    Expected<bool> on = parseOnOff("--axis-labels", *v);
+    if (!on) return on.error();
+    request.style.axisLabels = *on;
+  }
+  if (parsed.has("--no-colorbar")) request.style.colorbar = false;
+  if (parsed.has("--no-title")) request.style.title = false;
+  if (const std::string* v = parsed.get("--scale")) {
+    auto n = parseIntStrict(*v, 1, 8);
+    if (!n) return optionError("--scale", inQuotes(*v) + " is not an integer in 1..8");
+    request.style.scale = *n;
+  }
+  if (const std::string* v = parsed.get("--decimals")) {
+    auto n = parseIntStrict(*v, 0, 9);
+    if (!n) return optionError("--decimals", inQuotes(*v) + " is not an integer in 0..9");
+    request.style.decimals = *n;
+  }
+  for (std::string_view name : {"--vmin", "--vmax"}) {
+    if (const std::string* v = parsed.get(name)) {
+      auto x = parseFloatStrict(*v);
+      if (!x) return optionError(name, inQuotes(*v) + " is not a finite number");
+      (name == "--vmin" ? request.style.vmin : request.style.vmax) = *x;
+    }
+  }
+  if (request.style.vmin && request.style.vmax && !(*request.style.vmin < *request.style.vmax)) {
+    return optionError("--vmin", "must be less than --vmax (" + *parsed.get("--vmin") +
+                                     " >= " + *parsed.get("--vmax") + ")");
+  }
+  Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
+  if (!out) return out.error();
+  request.outPath = *out;
+  return request;
+}
+
+int runExport(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  // 1 options
+  Expected<ParsedArgs> parsed = parseArgs("export", args, kExportOptions);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << kExportHelp;
+    return 0;
+  }
+  Expected<ExportRequest> request = parseExportRequest(*parsed);
+  if (!request) return fail(err, request.error());
+
+  // 2-3 load and compute
+  Expected<Computed> computed = loadAndCompute(request->scenarioPath);
+  if (!computed) return fail(err, computed.error());
+
+  // 4 the head range is only known now
+  const int heads = static_cast<int>(computed->result.heads.size());
+  if (request->head >= heads) {
+    return fail(err, optionError("--head",
+                                 "head " + std::to_string(request->head) +
+                                     " is out of range: the scenario has " + std::to_string(heads) +
+                                     (heads == 1 ? " head" : " heads") + " (valid: 0.." +
+                                     std::to_string(heads - 1) + " or mean)",
+                                 request->scenarioPath));
+  }
+  Expected<io::MatrixView> view =
+      io::selectMatrix(computed->result, computed->problem, request->matrix, request->head);
+  if (!view) {
+    Error error = view.error();
+    if (error.field == "head" || error.field == "matrix") {
+      error = optionError("--" + error.field, error.problem, request->scenarioPath);
+    } else if (error.file.empty()) {
+      error.file = request->scenarioPath;
+    }
+    return fail(err, error);
+  }
+
+  // 5 write
+  Status written = io::exportMatrix(*view, request->style, request->outPath);
+  if (!written) {
+    Error error = written.error();
+    if (error.file.empty()) error.file = request->outPath;
+    return fail(err, error);
+  }
+  // 6 warnings
+  printWarnings(err, request->scenarioPath, computed->result);
+  return 0;
+}
+
+// =======================================================================================
+// screenshot
+// =======================================================================================
+
+constexpr OptionSpec kScreenshotOptions[] = {{"--out", true}, {"--size", true}, {"--frames", true}};
+
+int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << kScreenshotHelp;
+    return 0;
+  }
+  Expected<std::string> path = takeScenarioPath("screenshot", *parsed);
+  if (!path) return fail(err, path.error());
+
+  GuiLaunch launch;
+  launch.scenarioPath = *path;
+  launch.noAutosave = true;
+  if (const std::string* v = parsed->get("--size")) {
+    auto size = parseWindowSize(*v, 64, 8192);
+    if (!size) {
+      return fail(err, optionError("--size", inQuotes(*v) + " is not WxH with both in 64..8192"));
+    }
+    launch.width = size->width;
+    launch.height = size->height;
+  }
+  if (const std::string* v = parsed->get("--frames")) {
+    auto n = parseIntStrict(*v, 1, 10000);
+    if (!n)
+      return fail(err, optionError("--frames", inQuotes(*v) + " is not an integer in 1..10000"));
+    launch.frames = *n;
+  }
+  Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
+  if (!outPath) return fail(err, outPath.error());
+  launch.screenshotPath = *outPath;
+
+  // Check the scenario here so that a bad file gives the same one line as the other
+  // commands, and fails before a window is opened.
+  Expected<Computed> computed = loadAndCompute(*path);
+  if (!computed) return fail(err, computed.error());
+  out.flush();
+  return runGui(launch);
+}
+
+// =======================================================================================
+// Dispatch
+// =======================================================================================
+
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    return fail(err, Error{"", "", "no command given (see attnscope --help)"});
+  }
+  const std::string& command = args[0];
+  std::span<const std::string> rest(args.data() + 1, args.size() - 1);
+  if (command == "compute") return runCompute(rest, out, err);
+  if (command == "export") return runExport(rest, out, err);
+  if (command == "screenshot") return runScreenshot(rest, out, err);
+  if (command == "--version") {
+    out << "attnscope " << kVersion << '\n';
+    return 0;
+  }
+  if (command == "-h" || command == "--help" || command == "help") {
+    const std::string topic = args.size() > 1 ? args[1] : "";
+    if (topic.empty())
+      out << kMainHelp;
+    else if (topic == "compute")
+      out << kComputeHelp;
+    else if (topic == "export")
+      out << kExportHelp;
+    else if (topic == "screenshot")
+      out << kScreenshotHelp;
+    else
+      return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
+    return 0;
+  }
+  if (command.ends_with(".json") || command.ends_with(".JSON")) {
+    return fail(err, Error{"", "",
+                           "unexpected argument " + inQuotes(args.size() > 1 ? args[1] : "") +
+                               ": the window takes one SCENARIO file (see attnscope --help)"});
+  }
+  if (command.starts_with("-")) {
+    return fail(err,
+                Error{"", "", "unknown option " + inQuotes(command) + " (see attnscope --help)"});
+  }
+  return fail(err, Error{"", "",
+                         "unknown command " + inQuotes(command) +
+                             " (commands: compute, export, screenshot; see attnscope --help)"});
+}
+
+}  // namespace
+
+// =======================================================================================
+// Public
+// =======================================================================================
+
+bool isCliArgument(std::string_view arg) {
+  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
+         arg.starts_with("-");
+}
+
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    return dispatch(args, out, err);
+  } catch (const std::exception& e) {
+    err << "attnscope: internal error: " << e.what() << '\n';
+    return 1;
+  } catch (...) {
+    err << "attnscope: internal error\n";
+    return 1;
+  }
+}
+
+int runCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  return runCli(args, out, err);
+}
+
+std::optional<int> parseIntStrict(std::string_view text, int lo, int hi) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<float> parseFloatStrict(std::string_view text) {
+  float value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::general);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<WindowSize> parseWindowSize(std::string_view text, int lo, int hi) {
+  const auto x = text.find('x');
+  if (x == std::string_view::npos) return std::nullopt;
+  auto width = parseIntStrict(text.substr(0, x), lo, hi);
+  auto height = parseIntStrict(text.substr(x + 1), lo, hi);
+  if (!width || !height) return std::nullopt;
+  return WindowSize{*width, *height};
+}
+
+}  // namespace attn::app
