@@ -1,0 +1,1048 @@
+// The attention mechanism: projections, score functions, masks, normalisers, multi-head,
+// positional encoding and seeded initialisation. See core/attention.h for the conventions
+// (rows are tokens, projections are applied on the right: X·W + b) and docs/formulas.md for
+// every formula.
+#include "core/attention.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+namespace attn {
+
+namespace {
+
+using Index = Eigen::Index;
+
+constexpr Scalar kInf = std::numeric_limits<Scalar>::infinity();
+constexpr Scalar kMaxFinite = std::numeric_limits<Scalar>::max();
+
+// =======================================================================================
+// Seeded randomness. Our own generator and float mapping, so that a seed gives the same
+// numbers with every compiler and standard library (std::uniform_real_distribution does not
+// promise that).
+// =======================================================================================
+
+// The splitmix64 output function (Steele, Lea & Flood 2014): a bijective 64-bit mixer.
+constexpr std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// FNV-1a, 64 bit: turns the short names below (and words) into tags.
+constexpr std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t hash = 0xCBF29CE484222325ull;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001B3ull;
+  }
+  return hash;
+}
+
+// Derives an independent seed from (seed, what it is for, which head). Different tags or
+// indices give unrelated streams; the same triple always gives the same stream.
+constexpr std::uint64_t deriveSeed(std::uint64_t seed, std::string_view tag,
+                                   std::uint64_t index = 0) {
+  return mix64(seed ^ mix64(fnv1a(tag) + 0x9E3779B97F4A7C15ull * (index + 1)));
+}
+
+// splitmix64 as a stream: good enough for initialisation, and trivially portable.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() { return mix64(state_ += 0x9E3779B97F4A7C15ull); }
+  // Uniform in [0, 1) with 24 random bits: exactly representable in float32.
+  Scalar uniform01() { return static_cast<Scalar>(next() >> 40) * 0x1p-24f; }
+  // Uniform in [-1, 1).
+  Scalar uniformSymmetric() { return Scalar(2) * uniform01() - Scalar(1); }
+
+ private:
+  std::uint64_t state_;
+};
+
+// =======================================================================================
+// Small helpers for validation messages
+// =======================================================================================
+
+std::string shapeOf(Index rows, Index cols) {
+  return std::to_string(rows) + " x " + std::to_string(cols);
+}
+std::string shapeOf(const Matrix& m) { return shapeOf(m.rows(), m.cols()); }
+
+Error makeError(std::string field, std::string problem) {
+  return Error{"", std::move(field), std::move(problem)};
+}
+
+std::string nonFiniteName(Scalar x) {
+  if (std::isnan(x)) return "NaN";
+  return x > 0 ? "+infinity" : "-infinity";
+}
+
+// First non-finite entry of m as an error naming "field[r][c]".
+std::optional<Error> checkFinite(const Matrix& m, const std::string& field) {
+  if (m.allFinite()) return std::nullopt;
+  for (Index r = 0; r < m.rows(); ++r)
+    for (Index c = 0; c < m.cols(); ++c)
+      if (!std::isfinite(m(r, c)))
+        return makeError(field + "[" + std::to_string(r) + "][" + std::to_string(c) + "]",
+                         "is not a finite number (" + nonFiniteName(m(r, c)) + ")");
+  return std::nullopt;
+}
+
+std::optional<Error> checkFinite(const Vector& v, const std::string& field) {
+  if (v.allFinite()) return std::nullopt;
+  for (Index i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v(i)))
+      return makeError(field + "[" + std::to_string(i) + "]",
+                       "is not a finite number (" + nonFiniteName(v(i)) + ")");
+  return std::nullopt;
+}
+
+// "1, 2, 3 or 6"
+std::string joinChoices(const std::vector<int>& choices) {
+  std::string out;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) out += (i + 1 == choices.size()) ? " or " : ", ";
+    out += std::to_string(choices[i]);
+  }
+  return out;
+}
+
+// Head counts that divide both widths (and respect the head limit).
+std::vector<int> headChoices(int dModel, int dvModel) {
+  std::vector<int> choices;
+  const int common = std::gcd(dModel, dvModel);
+  for (int h = 1; h <= std::min(common, Limits::kMaxHeads); ++h)
+    if (common % h == 0) choices.push_back(h);
+  return choices;
+}
+
+// The hidden width d_a (additive) or d_m (mlp) a ScoreParams implies: taken from the first
+// field that is given, else `hidden`, else d_h.
+int scoreHiddenWidth(ScoreKind kind, const ScoreParams& p, int dH, int hidden) {
+  if (kind == ScoreKind::Additive) {
+    if (p.additiveWq.size() > 0) return static_cast<int>(p.additiveWq.cols());
+    if (p.additiveWk.size() > 0) return static_cast<int>(p.additiveWk.cols());
+    if (p.additiveBias.size() > 0) return static_cast<int>(p.additiveBias.size());
+    if (p.additiveV.size() > 0) return static_cast<int>(p.additiveV.size());
+  } else if (kind == ScoreKind::Mlp) {
+    if (p.mlpHiddenW.size() > 0) return static_cast<int>(p.mlpHiddenW.cols());
+    if (p.mlpHiddenBias.size() > 0) return static_cast<int>(p.mlpHiddenBias.size());
+    if (p.mlpOutW.size() > 0) return static_cast<int>(p.mlpOutW.size());
+  }
+  return hidden > 0 ? hidden : dH;
+}
+
+// Checks one head's score parameters against d_h. Empty fields are fine (seeded later).
+std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, int dH,
+                                         int hidden, const std::string& prefix) {
+  auto matrixField = [&](const Matrix& m, const char* name, Index rows, Index cols,
+                         const char* expected) -> std::optional<Error> {
+    if (m.size() == 0) return std::nullopt;
+    if (m.rows() != rows || m.cols() != cols)
+      return makeError(prefix + name, "is " + shapeOf(m) + ", expected " + shapeOf(rows, cols) +
+                                          " (" + expected + ")");
+    return checkFinite(m, prefix + name);
+  };
+  auto vectorField = [&](const Vector& v, const char* name, Index size,
+                         const char* expected) -> std::optional<Error> {
+    if (v.size() == 0) return std::nullopt;
+    if (v.size() != size)
+      return makeError(prefix + name, "has " + std::to_string(v.size()) + " entries, expected " +
+                                          std::to_string(size) + " (" + expected + ")");
+    return checkFinite(v, prefix + name);
+  };
+  const int dHidden = scoreHiddenWidth(kind, p, dH, hidden);
+  if ((kind == ScoreKind::Additive || kind == ScoreKind::Mlp) && dHidden > Limits::kMaxWidth)
+    return makeError(prefix + (kind == ScoreKind::Additive ? "additive_wq" : "mlp_hidden_w"),
+                     "hidden width " + std::to_string(dHidden) + " exceeds the limit of " +
+                         std::to_string(Limits::kMaxWidth));
+  std::optional<Error> error;
+  switch (kind) {
+    case ScoreKind::Dot:
+    case ScoreKind::ScaledDot:
+    case ScoreKind::Cosine:
+      break;
+    case ScoreKind::General:
+      error = matrixField(p.generalW, "general_w", dH, dH, "d_h x d_h");
+      break;
+    case ScoreKind::Additive:
+      if ((error = matrixField(p.additiveWq, "additive_wq", dH, dHidden, "d_h x d_a"))) break;
+      if ((error = matrixField(p.additiveWk, "additive_wk", dH, dHidden, "d_h x d_a"))) break;
+      if ((error = vectorField(p.additiveBias, "additive_bias", dHidden, "d_a"))) break;
+      error = vectorField(p.additiveV, "additive_v", dHidden, "d_a");
+      break;
+    case ScoreKind::Mlp:
+      if ((error = matrixField(p.mlpHiddenW, "mlp_hidden_w", 2 * dH, dHidden, "2·d_h x d_m")))
+        break;
+      if ((error = vectorField(p.mlpHiddenBias, "mlp_hidden_bias", dHidden, "d_m"))) break;
+      if ((error = vectorField(p.mlpOutW, "mlp_out_w", dHidden, "d_m"))) break;
+      if (!std::isfinite(p.mlpOutBias))
+        error = makeError(prefix + "mlp_out_bias",
+                          "is not a finite number (" + nonFiniteName(p.mlpOutBias) + ")");
+      break;
+  }
+  return error;
+}
+
+// Clamps an overflowed score/temperature quotient to the largest finite float, so that a very
+// small temperature approaches the hard limit instead of producing ±infinity.
+inline Scalar clampFinite(Scalar x) { return std::clamp(x, -kMaxFinite, kMaxFinite); }
+
+// =======================================================================================
+// Normalisers for one row. `available[j]`: key j is allowed and its score is above -inf.
+// Every function writes exactly 0 for unavailable keys. `count` >= 1 available keys.
+// =======================================================================================
+
+// One-hot on the maximum; ties share the weight evenly. Also the +infinity case of softmax.
+void hardRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore, int n,
+             Scalar* weights) {
+  int ties = 0;
+  for (int j = 0; j < n; ++j) ties += (available[j] && scores[j] == maxScore) ? 1 : 0;
+  const Scalar share = Scalar(1) / static_cast<Scalar>(ties);
+  for (int j = 0; j < n; ++j) weights[j] = (available[j] && scores[j] == maxScore) ? share : 0;
+}
+
+// Stable softmax: exp(s_j - max) / Σ exp(s_k - max) over available keys.
+void softmaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore,
+                int n, Scalar* weights) {
+  if (maxScore == kInf) {  // only reachable through the public API with infinite scores
+    hardRow(scores, available, maxScore, n, weights);
+    return;
+  }
+  // Vectorised exp over the contiguous row; unavailable entries are overwritten with 0 after,
+  // because exp(-inf - max) from a fast exp is tiny rather than exactly 0.
+  Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>> s(scores, n);
+  Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>> w(weights, n);
+  w = (s - maxScore).exp();
+  double sum = 0;
+  for (int j = 0; j < n; ++j) {
+    if (available[j]) {
+      sum += weights[j];
+    } else {
+      weights[j] = 0;
+    }
+  }
+  w /= static_cast<Scalar>(sum);  // sum >= 1: the maximum contributes exp(0)
+}
+
+// Softmax over the k largest available scores; ties at the boundary go to the lower index.
+void topKRow(const Scalar* scores, const std::vector<char>& available, int count, Scalar maxScore,
+             int k, int n, Scalar* weights) {
+  k = std::max(k, 1);
+  if (k >= count) {
+    softmaxRow(scores, available, maxScore, n, weights);
+    return;
+  }
+  std::vector<int> order;
+  order.reserve(count);
+  for (int j = 0; j < n; ++j)
+    if (available[j]) order.push_back(j);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  });
+  std::vector<char> kept(n, 0);
+  for (int r = 0; r < k; ++r) kept[order[r]] = 1;
+  softmaxRow(scores, kept, maxScore, n, weights);
+}
+
+// Sparsemax (Martins & Astudillo 2016): the Euclidean projection of z onto the simplex.
+// Sort z descending, k(z) = max{k : 1 + k·z_(k) > Σ_{j<=k} z_(j)},
+// τ = (Σ_{j<=k(z)} z_(j) - 1) / k(z), p_j = max(z_j - τ, 0).
+// Runs on z - max (sparsemax is shift invariant) in double so ±1e30 cannot overflow.
+void sparsemaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore,
+                  int n, Scalar* weights) {
+  if (maxScore == kInf) {
+    hardRow(scores, available, maxScore, n, weights);
+    return;
+  }
+  std::vector<double> sorted;
+  for (int j = 0; j < n; ++j)
+    if (available[j]) sorted.push_back(static_cast<double>(scores[j]) - maxScore);
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  double cumulative = 0, support = 0;
+  int supportSize = 0;
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    cumulative += sorted[k];
+    if (1.0 + static_cast<double>(k + 1) * sorted[k] > cumulative) {
+      supportSize = static_cast<int>(k + 1);
+      support = cumulative;
+    }
+  }
+  // supportSize >= 1 always: for k = 1, 1 + z_(1) > z_(1).
+  const double tau = (support - 1.0) / supportSize;
+  for (int j = 0; j < n; ++j) {
+    const double z = static_cast<double>(scores[j]) - maxScore;
+    weights[j] = available[j] ? static_cast<Scalar>(std::max(z - tau, 0.0)) : Scalar(0);
+  }
+}
+
+// =======================================================================================
+// Score kernels
+// =======================================================================================
+
+// scores[i][j] = Σ_a v_a · tanh(A[i][a] + B[j][a]) + c, with A (n_q x d_a), B (n_k x d_a).
+// Shared by additive (A = q·W₁ + b, B = k·W₂, c = 0) and mlp (A = q·W_h[top] + b_h,
+// B = k·W_h[bottom], v = w_o, c = b_o): the projections are done once as GEMMs, the
+// n_q·n_k loop uses Eigen's vectorised tanh on one (n_k x d_a) block per query.
+void tanhScores(const Matrix& a, const Matrix& b, const Vector& v, Scalar c, Matrix& scores) {
+  const Index nQ = a.rows(), nK = b.rows();
+  scores.resize(nQ, nK);
+  Matrix hidden(nK, b.cols());  // n_k x d_a, reused for every query
+  Vector row(nK);
+  for (Index i = 0; i < nQ; ++i) {
+    hidden = (b.rowwise() + a.row(i)).array().tanh().matrix();
+    row.noalias() = hidden * v;
+    scores.row(i) = row.transpose().array() + c;
+  }
+}
+
+// Rows scaled to unit length; zero rows stay zero and are flagged. Scaling by the largest
+// magnitude first keeps |x| from overflowing for entries near the float limit.
+Matrix unitRows(const Matrix& m, std::vector<Index>& zeroRows) {
+  Matrix out(m.rows(), m.cols());
+  for (Index i = 0; i < m.rows(); ++i) {
+    const Scalar largest = m.cols() > 0 ? m.row(i).cwiseAbs().maxCoeff() : Scalar(0);
+    if (!(largest > 0)) {
+      out.row(i).setZero();
+      zeroRows.push_back(i);
+      continue;
+    }
+    out.row(i) = m.row(i) / largest;
+    out.row(i) /= out.row(i).norm();
+  }
+  return out;
+}
+
+}  // namespace
+
+// =======================================================================================
+// Names
+// =======================================================================================
+
+namespace {
+constexpr std::array<std::pair<ScoreKind, std::string_view>, 6> kScoreNames{{
+    {ScoreKind::Dot, "dot"},
+    {ScoreKind::ScaledDot, "scaled_dot"},
+    {ScoreKind::Cosine, "cosine"},
+    {ScoreKind::General, "general"},
+    {ScoreKind::Additive, "additive"},
+    {ScoreKind::Mlp, "mlp"},
+}};
+constexpr std::array<std::pair<MaskKind, std::string_view>, 6> kMaskNames{{
+    {MaskKind::None, "none"},
+    {MaskKind::Causal, "causal"},
+    {MaskKind::Padding, "padding"},
+    {MaskKind::Local, "local"},
+    {MaskKind::LocalGaussian, "local_gaussian"},
+    {MaskKind::Custom, "custom"},
+}};
+constexpr std::array<std::pair<NormalizerKind, std::string_view>, 4> kNormalizerNames{{
+    {NormalizerKind::Softmax, "softmax"},
+    {NormalizerKind::Hard, "hard"},
+    {NormalizerKind::TopK, "top_k"},
+    {NormalizerKind::Sparsemax, "sparsemax"},
+}};
+constexpr std::array<std::pair<ProjectionKind, std::string_view>, 4> kProjectionNames{{
+    {ProjectionKind::Identity, "identity"},
+    {ProjectionKind::Xavier, "xavier"},
+    {ProjectionKind::Explicit, "explicit"},
+    {ProjectionKind::PyTorch, "pytorch"},
+}};
+
+template <class Kind, std::size_t N>
+std::string_view nameOf(const std::array<std::pair<Kind, std::string_view>, N>& table,
+                        Kind kind) {
+  for (const auto& [k, name] : table)
+    if (k == kind) return name;
+  return "unknown";
+}
+
+template <class Kind, std::size_t N>
+std::optional<Kind> kindOf(const std::array<std::pair<Kind, std::string_view>, N>& table,
+                           std::string_view name) {
+  for (const auto& [k, n] : table)
+    if (n == name) return k;
+  return std::nullopt;
+}
+}  // namespace
+
+std::string_view toString(ScoreKind kind) { return nameOf(kScoreNames, kind); }
+std::string_view toString(MaskKind kind) { return nameOf(kMaskNames, kind); }
+std::string_view toString(NormalizerKind kind) { return nameOf(kNormalizerNames, kind); }
+std::string_view toString(ProjectionKind kind) { return nameOf(kProjectionNames, kind); }
+std::optional<ScoreKind> parseScoreKind(std::string_view name) {
+  return kindOf(kScoreNames, name);
+}
+std::optional<MaskKind> parseMaskKind(std::string_view name) { return kindOf(kMaskNames, name); }
+std::optional<NormalizerKind> parseNormalizerKind(std::string_view name) {
+  return kindOf(kNormalizerNames, name);
+}
+std::optional<ProjectionKind> parseProjectionKind(std::string_view name) {
+  return kindOf(kProjectionNames, name);
+}
+
+// =======================================================================================
+// Initialisation and projections
+// =======================================================================================
+
+Matrix xavierUniform(int rows, int cols, std::uint64_t seed) {
+  if (rows <= 0 || cols <= 0) return Matrix(std::max(rows, 0), std::max(cols, 0));
+  // Glorot & Bengio 2010: U(-a, a) with a = √(6 / (fan_in + fan_out)).
+  const Scalar bound = std::sqrt(Scalar(6) / static_cast<Scalar>(rows + cols));
+  SplitMix64 generator(seed);
+  Matrix m(rows, cols);
+  Scalar* data = m.data();  // row-major: row 0 first, so the order is part of the contract
+  for (Index i = 0; i < m.size(); ++i) data[i] = generator.uniformSymmetric() * bound;
+  return m;
+}
+
+Expected<Projections> projectionsFromPyTorch(const Matrix& inProjWeight, const Vector& inProjBias,
+                                             const Matrix& outProjWeight,
+                                             const Vector& outProjBias) {
+  const Index rows = inProjWeight.rows(), e = inProjWeight.cols();
+  if (e < 1 || rows != 3 * e)
+    return makeError("in_proj_weight", "is " + shapeOf(inProjWeight) +
+                                           ", expected 3E x E (Q, K and V blocks stacked)");
+  if (e > Limits::kMaxWidth)
+    return makeError("in_proj_weight", "E = " + std::to_string(e) + " exceeds the limit of " +
+                                           std::to_string(Limits::kMaxWidth));
+  if (auto error = checkFinite(inProjWeight, "in_proj_weight")) return *error;
+  if (inProjBias.size() != 0 && inProjBias.size() != 3 * e)
+    return makeError("in_proj_bias", "has " + std::to_string(inProjBias.size()) +
+                                         " entries, expected 3E = " + std::to_string(3 * e));
+  if (auto error = checkFinite(inProjBias, "in_proj_bias")) return *error;
+  if (outProjWeight.rows() != e || outProjWeight.cols() != e)
+    return makeError("out_proj_weight",
+                     "is " + shapeOf(outProjWeight) + ", expected E x E = " + shapeOf(e, e));
+  if (auto error = checkFinite(outProjWeight, "out_proj_weight")) return *error;
+  if (outProjBias.size() != 0 && outProjBias.size() != e)
+    return makeError("out_proj_bias", "has " + std::to_string(outProjBias.size()) +
+                                          " entries, expected E = " + std::to_string(e));
+  if (auto error = checkFinite(outProjBias, "out_proj_bias")) return *error;
+
+  // PyTorch computes x·Wᵀ + b with W (out x in); we compute x·W' + b, so W' = Wᵀ.
+  Projections p;
+  p.identity = false;
+  p.wq = inProjWeight.topRows(e).transpose();
+  p.wk = inProjWeight.middleRows(e, e).transpose();
+  p.wv = inProjWeight.bottomRows(e).transpose();
+  if (inProjBias.size() != 0) {
+    p.bq = inProjBias.head(e);
+    p.bk = inProjBias.segment(e, e);
+    p.bv = inProjBias.tail(e);
+  }
+  p.wo = outProjWeight.transpose();
+  p.bo = outProjBias;
+  return p;
+}
+
+Projections xavierProjections(int dQIn, int dKIn, int dVIn, int dModel, int dvModel,
+                              std::uint64_t seed) {
+  Projections p;
+  p.identity = false;
+  p.wq = xavierUniform(dQIn, dModel, deriveSeed(seed, "projection.wq"));
+  p.bq = Vector::Zero(std::max(dModel, 0));
+  p.wk = xavierUniform(dKIn, dModel, deriveSeed(seed, "projection.wk"));
+  p.bk = Vector::Zero(std::max(dModel, 0));
+  p.wv = xavierUniform(dVIn, dvModel, deriveSeed(seed, "projection.wv"));
+  p.bv = Vector::Zero(std::max(dvModel, 0));
+  p.wo = xavierUniform(dvModel, dvModel, deriveSeed(seed, "projection.wo"));
+  p.bo = Vector::Zero(std::max(dvModel, 0));
+  return p;
+}
+
+// =======================================================================================
+// Step 2: similarity
+// =======================================================================================
+
+ScoreParams completeScoreParams(ScoreKind kind, ScoreParams params, int dH, int hidden,
+                                std::uint64_t seed) {
+  const int dHidden = scoreHiddenWidth(kind, params, dH, hidden);
+  auto fill = [&](Matrix& m, int rows, int cols, std::string_view tag) {
+    if (m.size() == 0) m = xavierUniform(rows, cols, deriveSeed(seed, tag));
+  };
+  auto fillVector = [&](Vector& v, int size, std::string_view tag) {
+    if (v.size() == 0) v = xavierUniform(size, 1, deriveSeed(seed, tag)).col(0);
+  };
+  auto fillZero = [&](Vector& v, int size) {
+    if (v.size() == 0) v = Vector::Zero(size);
+  };
+  switch (kind) {
+    case ScoreKind::Dot:
+    case ScoreKind::ScaledDot:
+    case ScoreKind::Cosine:
+      break;
+    case ScoreKind::General:
+      fill(params.generalW, dH, dH, "score.general.w");
+      break;
+    case ScoreKind::Additive:
+      fill(params.additiveWq, dH, dHidden, "score.additive.wq");
+      fill(params.additiveWk, dH, dHidden, "score.additive.wk");
+      fillZero(params.additiveBias, dHidden);
+      fillVector(params.additiveV, dHidden, "score.additive.v");
+      break;
+    case ScoreKind::Mlp:
+      fill(params.mlpHiddenW, 2 * dH, dHidden, "score.mlp.hidden_w");
+      fillZero(params.mlpHiddenBias, dHidden);
+      fillVector(params.mlpOutW, dHidden, "score.mlp.out_w");
+      break;
+  }
+  return params;
+}
+
+Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
+                  std::vector<Warning>* warnings, int head) {
+  const Index nQ = q.rows(), nK = k.rows(), dH = q.cols();
+  Matrix scores(nQ, nK);
+  auto invalid = [&](const std::string& what) {
+    scores.setZero();
+    if (warnings)
+      warnings->push_back({"invalid_score_params", what + "; scores set to 0", head, -1});
+    return scores;
+  };
+  if (k.cols() != dH) return invalid("queries and keys differ in width");
+  if (dH == 0) return invalid("queries and keys have width 0");
+
+  switch (kind) {
+    case ScoreKind::Dot:
+      // q·kᵀ as one GEMM: (n_q x d_h)·(d_h x n_k)
+      scores.noalias() = q * k.transpose();
+      break;
+    case ScoreKind::ScaledDot: {
+      // q·kᵀ / √d_h; the factor rides along as the GEMM's alpha (no temporary)
+      const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(dH));
+      scores.noalias() = scale * q * k.transpose();
+      break;
+    }
+    case ScoreKind::Cosine: {
+      // q·kᵀ / (|q||k|) = unit(q)·unit(k)ᵀ; zero vectors score 0 (and are reported)
+      std::vector<Index> zeroQueries, zeroKeys;
+      const Matrix qUnit = unitRows(q, zeroQueries);
+      const Matrix kUnit = unitRows(k, zeroKeys);
+      scores.noalias() = qUnit * kUnit.transpose();
+      scores = scores.cwiseMax(Scalar(-1)).cwiseMin(Scalar(1));  // rounding can reach 1+ε
+      if (warnings) {
+        for (Index i : zeroQueries)
+          warnings->push_back({"cosine_zero_vector",
+                               "query " + std::to_string(i) +
+                                   " is a zero vector: cosine is undefined, its scores are 0",
+                               head, static_cast<int>(i)});
+        for (Index j : zeroKeys)
+          warnings->push_back({"cosine_zero_vector",
+                               "key " + std::to_string(j) +
+                                   " is a zero vector: cosine is undefined, its scores are 0",
+                               head, -1});
+      }
+      break;
+    }
+    case ScoreKind::General: {
+      // q·W_a·kᵀ = (q·W_a)·kᵀ: (n_q x d_h)·(d_h x d_h), then one GEMM with kᵀ
+      if (params.generalW.rows() != dH || params.generalW.cols() != dH)
+        return invalid("general_w must be d_h x d_h");
+      Matrix qw(nQ, dH);
+      qw.noalias() = q * params.generalW;
+      scores.noalias() = qw * k.transpose();
+      break;
+    }
+    case ScoreKind::Additive: {
+      // tanh(q·W₁ + k·W₂ + b)·v, with q·W₁ + b (n_q x d_a) and k·W₂ (n_k x d_a) done once
+      const Index dA = params.additiveWq.cols();
+      if (params.additiveWq.rows() != dH || params.additiveWk.rows() != dH ||
+          params.additiveWk.cols() != dA || params.additiveBias.size() != dA ||
+          params.additiveV.size() != dA || dA == 0)
+        return invalid("additive parameters have the wrong shapes");
+      Matrix qw(nQ, dA), kw(nK, dA);
+      qw.noalias() = q * params.additiveWq;
+      qw.rowwise() += params.additiveBias.transpose();
+      kw.noalias() = k * params.additiveWk;
+      tanhScores(qw, kw, params.additiveV, 0, scores);
+      break;
+    }
+    case ScoreKind::Mlp: {
+      // tanh([q k]·W_h + b_h)·w_o + b_o; [q k]·W_h = q·W_h[0:d_h] + k·W_h[d_h:2d_h]
+      const Index dM = params.mlpHiddenW.cols();
+      if (params.mlpHiddenW.rows() != 2 * dH || params.mlpHiddenBias.size() != dM ||
+          params.mlpOutW.size() != dM || dM == 0)
+        return invalid("mlp parameters have the wrong shapes");
+      Matrix qw(nQ, dM), kw(nK, dM);
+      qw.noalias() = q * params.mlpHiddenW.topRows(dH);
+      qw.rowwise() += params.mlpHiddenBias.transpose();
+      kw.noalias() = k * params.mlpHiddenW.bottomRows(dH);
+      tanhScores(qw, kw, params.mlpOutW, params.mlpOutBias, scores);
+      break;
+    }
+  }
+  return scores;
+}
+
+// =======================================================================================
+// Step 3: masks
+// =======================================================================================
+
+BoolMatrix buildMask(const MaskOptions& mask, int nQ, int nK, Matrix* positionWeights) {
+  nQ = std::max(nQ, 0);
+  nK = std::max(nK, 0);
+  BoolMatrix allowed(nQ, nK);
+  if (positionWeights) positionWeights->resize(0, 0);
+  switch (mask.kind) {
+    case MaskKind::None:
+      allowed.setConstant(true);
+      break;
+    case MaskKind::Causal:
+      // key j allowed iff j <= i (also for n_q != n_k: query i sees keys 0..i)
+      for (int i = 0; i < nQ; ++i)
+        for (int j = 0; j < nK; ++j) allowed(i, j) = j <= i;
+      break;
+    case MaskKind::Padding:
+      for (int j = 0; j < nK; ++j) {
+        const bool valid = j < static_cast<int>(mask.keyValid.size()) && mask.keyValid[j];
+        allowed.col(j).setConstant(valid);
+      }
+      break;
+    case MaskKind::Local:
+    case MaskKind::LocalGaussian: {
+      // |j - p| <= D with p = i (local-m) or a fixed p (64-bit so that huge D cannot overflow)
+      const long long window = std::max(mask.window, 0);
+      const bool gaussian = mask.kind == MaskKind::LocalGaussian && positionWeights;
+      if (gaussian) positionWeights->setZero(nQ, nK);
+      // σ = D/2; D = 0 leaves only j = p in the window, whose weight is exp(0) = 1.
+      const double sigma = static_cast<double>(window) / 2.0;
+      for (int i = 0; i < nQ; ++i) {
+        const long long p = mask.center == MaskOptions::Center::Aligned ? i : mask.position;
+        for (int j = 0; j < nK; ++j) {
+          const long long distance = static_cast<long long>(j) - p;
+          const bool inside = std::llabs(distance) <= window;
+          allowed(i, j) = inside;
+          if (gaussian && inside) {
+            const double d = static_cast<double>(distance);
+            (*positionWeights)(i, j) =
+                sigma > 0 ? static_cast<Scalar>(std::exp(-d * d / (2.0 * sigma * sigma)))
+                          : Scalar(1);
+          }
+        }
+      }
+      break;
+    }
+    case MaskKind::Custom:
+      if (mask.custom.rows() == nQ && mask.custom.cols() == nK) {
+        allowed = mask.custom;
+      } else {
+        allowed.setConstant(false);  // invalid options: mask everything rather than guess
+      }
+      break;
+  }
+  return allowed;
+}
+
+// =======================================================================================
+// Step 4: normalisers
+// =======================================================================================
+
+bool normalizeRow(const NormalizerOptions& normalizer, const Scalar* scores, const bool* allowed,
+                  int n, Scalar* weights) {
+  if (n <= 0) return false;
+  // A key takes part if it is allowed and its score is above -inf (NaN never takes part).
+  std::vector<char> available(n);
+  int count = 0;
+  Scalar maxScore = -kInf;
+  for (int j = 0; j < n; ++j) {
+    const bool ok = allowed[j] && scores[j] > -kInf;
+    available[j] = ok;
+    if (ok) {
+      ++count;
+      maxScore = std::max(maxScore, scores[j]);
+    }
+  }
+  if (count == 0) {
+    std::fill(weights, weights + n, Scalar(0));
+    return false;
+  }
+  switch (normalizer.kind) {
+    case NormalizerKind::Softmax:
+      softmaxRow(scores, available, maxScore, n, weights);
+      break;
+    case NormalizerKind::Hard:
+      hardRow(scores, available, maxScore, n, weights);
+      break;
+    case NormalizerKind::TopK:
+      topKRow(scores, available, count, maxScore, normalizer.topK, n, weights);
+      break;
+    case NormalizerKind::Sparsemax:
+      sparsemaxRow(scores, available, maxScore, n, weights);
+      break;
+  }
+  return true;
+}
+
+// =======================================================================================
+// Positional encoding and seeded embeddings
+// =======================================================================================
+
+Matrix sinusoidalPositionalEncoding(int n, int d) {
+  Matrix pe(std::max(n, 0), std::max(d, 0));
+  for (int column = 0; column < d; ++column) {
+    const int twoI = column - (column % 2);  // 2i for both sin (2i) and cos (2i+1)
+    const double frequency = std::pow(10000.0, -static_cast<double>(twoI) / d);
+    for (int pos = 0; pos < n; ++pos) {
+      const double angle = pos * frequency;
+      pe(pos, column) = static_cast<Scalar>(column % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  }
+  return pe;
+}
+
+std::vector<std::string> tokenize(std::string_view text) {
+  std::vector<std::string> tokens;
+  std::size_t i = 0;
+  while (i < text.size() && static_cast<int>(tokens.size()) < Limits::kMaxTokens) {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    const std::size_t start = i;
+    while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i > start) tokens.emplace_back(text.substr(start, i - start));
+  }
+  return tokens;
+}
+
+Matrix seededEmbeddings(const std::vector<std::string>& tokens, int d, std::uint64_t seed) {
+  const int width = std::max(d, 0);
+  Matrix embeddings(static_cast<Index>(tokens.size()), width);
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    std::string lower = tokens[t];
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    SplitMix64 generator(mix64(seed ^ mix64(fnv1a(lower))));
+    for (int c = 0; c < width; ++c)
+      embeddings(static_cast<Index>(t), c) = generator.uniformSymmetric();
+  }
+  return embeddings;
+}
+
+// =======================================================================================
+// Validation
+// =======================================================================================
+
+Status validate(const Inputs& inputs, const Options& options) {
+  const Matrix& queries = inputs.queries;
+  const Matrix& keys = inputs.keys;
+  const Matrix& values = inputs.values;
+
+  // Inputs: non-empty, within limits, one value per key, finite.
+  const std::pair<const Matrix*, const char*> named[] = {
+      {&queries, "queries"}, {&keys, "keys"}, {&values, "values"}};
+  for (const auto& [m, name] : named) {
+    if (m->rows() == 0 || m->cols() == 0)
+      return makeError(name, "is empty (" + shapeOf(*m) +
+                                 "); at least one row of at least one number is needed");
+    if (m->rows() > Limits::kMaxTokens)
+      return makeError(name, "has " + std::to_string(m->rows()) + " rows, more than the limit of " +
+                                 std::to_string(Limits::kMaxTokens) + " tokens");
+    if (m->cols() > Limits::kMaxWidth)
+      return makeError(name, "is " + std::to_string(m->cols()) +
+                                 " wide, more than the limit of " +
+                                 std::to_string(Limits::kMaxWidth));
+  }
+  if (values.rows() != keys.rows())
+    return makeError("values", "has " + std::to_string(values.rows()) + " rows but there are " +
+                                   std::to_string(keys.rows()) + " keys (one value per key)");
+  for (const auto& [m, name] : named)
+    if (auto error = checkFinite(*m, name)) return *error;
+
+  const int nQ = static_cast<int>(queries.rows()), nK = static_cast<int>(keys.rows());
+  const int dQIn = static_cast<int>(queries.cols()), dKIn = static_cast<int>(keys.cols()),
+            dVIn = static_cast<int>(values.cols());
+
+  // Heads and temperature.
+  const int heads = options.heads;
+  if (heads < 1) return makeError("heads", "must be at least 1 (got " + std::to_string(heads) + ")");
+  if (heads > Limits::kMaxHeads)
+    return makeError("heads", std::to_string(heads) + " heads exceed the limit of " +
+                                  std::to_string(Limits::kMaxHeads));
+  if (!std::isfinite(options.temperature) || !(options.temperature > 0))
+    return makeError("temperature", "must be a finite number above 0 (got " +
+                                        std::to_string(options.temperature) + ")");
+
+  // Projections: shapes chain X (n x d_in)·W (d_in x d_model) and concat·W_o.
+  const Projections& p = options.projections;
+  int dModel = dQIn, dvModel = dVIn, dOut = dVIn;
+  if (p.identity) {
+    if (dKIn != dQIn)
+      return makeError("keys", "are " + std::to_string(dKIn) + " wide but the queries are " +
+                                   std::to_string(dQIn) +
+                                   " wide; without projections they must be the same width");
+  } else {
+    auto checkWeight = [&](const Matrix& w, const char* field, int inWidth,
+                           const char* input) -> std::optional<Error> {
+      if (w.size() == 0)
+        return makeError(field, std::string("is missing (explicit projections need wq, wk and wv)"));
+      if (w.rows() != inWidth)
+        return makeError(field, "has " + std::to_string(w.rows()) + " rows but the " + input +
+                                    " are " + std::to_string(inWidth) + " wide");
+      if (w.cols() > Limits::kMaxWidth)
+        return makeError(field, "is " + std::to_string(w.cols()) +
+                                    " wide, more than the limit of " +
+                                    std::to_string(Limits::kMaxWidth));
+      return checkFinite(w, field);
+    };
+    auto checkBias = [&](const Vector& b, const char* field, Index width) -> std::optional<Error> {
+      if (b.size() != 0 && b.size() != width)
+        return makeError(field, "has " + std::to_string(b.size()) + " entries, expected " +
+                                    std::to_string(width) + " (or none)");
+      return checkFinite(b, field);
+    };
+    if (auto e = checkWeight(p.wq, "projections.wq", dQIn, "queries")) return *e;
+    if (auto e = checkWeight(p.wk, "projections.wk", dKIn, "keys")) return *e;
+    if (auto e = checkWeight(p.wv, "projections.wv", dVIn, "values")) return *e;
+    if (p.wk.cols() != p.wq.cols())
+      return makeError("projections.wk", "projects to width " + std::to_string(p.wk.cols()) +
+                                             " but wq projects to " +
+                                             std::to_string(p.wq.cols()) +
+                                             "; queries and keys must end up the same width");
+    if (auto e = checkBias(p.bq, "projections.bq", p.wq.cols())) return *e;
+    if (auto e = checkBias(p.bk, "projections.bk", p.wk.cols())) return *e;
+    if (auto e = checkBias(p.bv, "projections.bv", p.wv.cols())) return *e;
+    dModel = static_cast<int>(p.wq.cols());
+    dvModel = static_cast<int>(p.wv.cols());
+    dOut = dvModel;
+    if (p.wo.size() != 0) {
+      if (p.wo.rows() != dvModel)
+        return makeError("projections.wo", "has " + std::to_string(p.wo.rows()) +
+                                               " rows but the concatenated heads are " +
+                                               std::to_string(dvModel) + " wide");
+      if (p.wo.cols() > Limits::kMaxWidth)
+        return makeError("projections.wo", "is " + std::to_string(p.wo.cols()) +
+                                               " wide, more than the limit of " +
+                                               std::to_string(Limits::kMaxWidth));
+      if (auto e = checkFinite(p.wo, "projections.wo")) return *e;
+      dOut = static_cast<int>(p.wo.cols());
+      if (auto e = checkBias(p.bo, "projections.bo", p.wo.cols())) return *e;
+    } else if (p.bo.size() != 0) {
+      return makeError("projections.bo", "is given but there is no output projection wo");
+    }
+  }
+
+  // The heads split d_model and dv_model into equal column blocks.
+  if (dModel % heads != 0 || dvModel % heads != 0) {
+    const bool model = dModel % heads != 0;
+    return makeError("heads", std::to_string(heads) + " heads do not divide the " +
+                                  (model ? "model width " : "value width ") +
+                                  std::to_string(model ? dModel : dvModel) + " (choose " +
+                                  joinChoices(headChoices(dModel, dvModel)) + ")");
+  }
+  const long long cells = static_cast<long long>(heads) * nQ * nK;
+  if (cells > Limits::kMaxCells)
+    return makeError("queries", std::to_string(heads) + " heads x " + std::to_string(nQ) +
+                                    " queries x " + std::to_string(nK) + " keys = " +
+                                    std::to_string(cells) + " cells, more than the limit of " +
+                                    std::to_string(Limits::kMaxCells));
+
+  // Mask.
+  const MaskOptions& mask = options.mask;
+  switch (mask.kind) {
+    case MaskKind::None:
+    case MaskKind::Causal:
+      break;
+    case MaskKind::Padding:
+      if (static_cast<int>(mask.keyValid.size()) != nK)
+        return makeError("mask.key_valid", "has " + std::to_string(mask.keyValid.size()) +
+                                               " entries but there are " + std::to_string(nK) +
+                                               " keys");
+      break;
+    case MaskKind::Local:
+    case MaskKind::LocalGaussian:
+      if (mask.window < 0)
+        return makeError("mask.window", "must be 0 or more (got " + std::to_string(mask.window) +
+                                            ")");
+      if (mask.center == MaskOptions::Center::Fixed && (mask.position < 0 || mask.position >= nK))
+        return makeError("mask.position", "is " + std::to_string(mask.position) +
+                                              " but the keys are numbered 0 to " +
+                                              std::to_string(nK - 1));
+      break;
+    case MaskKind::Custom:
+      if (mask.custom.rows() != nQ || mask.custom.cols() != nK)
+        return makeError("mask.custom", "is " + shapeOf(mask.custom.rows(), mask.custom.cols()) +
+                                            " but there are " + std::to_string(nQ) +
+                                            " queries and " + std::to_string(nK) +
+                                            " keys (expected " + shapeOf(nQ, nK) + ")");
+      break;
+  }
+
+  // Normaliser.
+  if (options.normalizer.kind == NormalizerKind::TopK && options.normalizer.topK < 1)
+    return makeError("normalizer.top_k", "must be at least 1 (got " +
+                                             std::to_string(options.normalizer.topK) + ")");
+
+  // Score parameters, per head.
+  if (options.scoreHidden < 0 || options.scoreHidden > Limits::kMaxWidth)
+    return makeError("score_hidden", "must be between 0 (= d_h) and " +
+                                         std::to_string(Limits::kMaxWidth) + " (got " +
+                                         std::to_string(options.scoreHidden) + ")");
+  if (static_cast<int>(options.scoreParams.size()) > heads)
+    return makeError("score_params", "has " + std::to_string(options.scoreParams.size()) +
+                                         " entries but there are only " + std::to_string(heads) +
+                                         " heads");
+  const int dH = dModel / heads;
+  for (std::size_t h = 0; h < options.scoreParams.size(); ++h)
+    if (auto e = validateScoreParams(options.score, options.scoreParams[h], dH,
+                                     options.scoreHidden,
+                                     "score_params[" + std::to_string(h) + "]."))
+      return *e;
+
+  // Decoder output step: W_c ((d_out + d_q_in) x d_y).
+  if (options.decoderOutput.enabled && options.decoderOutput.wc.size() != 0) {
+    const Matrix& wc = options.decoderOutput.wc;
+    if (wc.rows() != dOut + dQIn)
+      return makeError("decoder_output.wc",
+                       "has " + std::to_string(wc.rows()) + " rows, expected d_out + d_q = " +
+                           std::to_string(dOut) + " + " + std::to_string(dQIn) + " = " +
+                           std::to_string(dOut + dQIn));
+    if (wc.cols() > Limits::kMaxWidth)
+      return makeError("decoder_output.wc", "is " + std::to_string(wc.cols()) +
+                                                " wide, more than the limit of " +
+                                                std::to_string(Limits::kMaxWidth));
+    if (auto e = checkFinite(wc, "decoder_output.wc")) return *e;
+  }
+  return Ok{};
+}
+
+// =======================================================================================
+// The whole mechanism
+// =======================================================================================
+
+Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
+  if (Status status = validate(inputs, options); !status) return status.error();
+
+  const Matrix& queries = inputs.queries;  // n_q x d_q_in
+  const Matrix& keys = inputs.keys;        // n_k x d_k_in
+  const Matrix& values = inputs.values;    // n_k x d_v_in
+  const Projections& proj = options.projections;
+  const int nQ = static_cast<int>(queries.rows()), nK = static_cast<int>(keys.rows());
+  const int heads = options.heads;
+  const int dModel = static_cast<int>(proj.identity ? queries.cols() : proj.wq.cols());
+  const int dvModel = static_cast<int>(proj.identity ? values.cols() : proj.wv.cols());
+  const int dH = dModel / heads, dvH = dvModel / heads;
+  const bool gaussian = options.mask.kind == MaskKind::LocalGaussian;
+
+  AttentionResult result;
+  result.projections = proj;
+  result.heads.resize(heads);
+
+  // The mask does not depend on the head: build it once here, apply it in step 3.
+  result.allowed = buildMask(options.mask, nQ, nK, gaussian ? &result.positionWeights : nullptr);
+  for (int i = 0; i < nQ; ++i) {
+    if (!result.allowed.row(i).any()) {
+      result.fullyMaskedRows.push_back(i);
+      result.warnings.push_back({"fully_masked_row",
+                                 "query " + std::to_string(i) +
+                                     " may attend no key: its weights are all 0",
+                                 -1, i});
+    }
+  }
+
+  auto overflow = [](const char* field, const std::string& what) {
+    return makeError(field, what + " overflows float32; scale the numbers down");
+  };
+
+  result.concat.resize(nQ, dvModel);  // n_q x dv_model
+  for (int h = 0; h < heads; ++h) {
+    HeadResult& head = result.heads[h];
+
+    // 1. Project: head h takes column block h of each projection.
+    //    q = X_q·W_q[:, h·d_h:(h+1)·d_h] + b_q[h·d_h:(h+1)·d_h]   (n_q x d_h)
+    //    k = X_k·W_k[:, block] + b_k[block]                         (n_k x d_h)
+    //    v = X_v·W_v[:, h·dv_h:(h+1)·dv_h] + b_v[...]               (n_k x dv_h)
+    //    Identity: the column blocks of the raw inputs.
+    if (proj.identity) {
+      head.q = queries.middleCols(h * dH, dH);
+      head.k = keys.middleCols(h * dH, dH);
+      head.v = values.middleCols(h * dvH, dvH);
+    } else {
+      head.q.noalias() = queries * proj.wq.middleCols(h * dH, dH);
+      if (proj.bq.size() != 0) head.q.rowwise() += proj.bq.segment(h * dH, dH).transpose();
+      head.k.noalias() = keys * proj.wk.middleCols(h * dH, dH);
+      if (proj.bk.size() != 0) head.k.rowwise() += proj.bk.segment(h * dH, dH).transpose();
+      head.v.noalias() = values * proj.wv.middleCols(h * dvH, dvH);
+      if (proj.bv.size() != 0) head.v.rowwise() += proj.bv.segment(h * dvH, dvH).transpose();
+      if (!head.q.allFinite()) return overflow("queries", "projecting the queries");
+      if (!head.k.allFinite()) return overflow("keys", "projecting the keys");
+      if (!head.v.allFinite()) return overflow("values", "projecting the values");
+    }
+
+    // 2. Score: scores = sim(q, k)   (n_q x n_k). Seeded parameters per head come from
+    //    (seed, "score", h) so that heads differ and every head is reproducible on its own.
+    head.params = completeScoreParams(
+        options.score,
+        h < static_cast<int>(options.scoreParams.size()) ? options.scoreParams[h] : ScoreParams{},
+        dH, options.scoreHidden, deriveSeed(options.seed, "score", static_cast<std::uint64_t>(h)));
+    head.scores = similarity(options.score, head.q, head.k, head.params, &result.warnings, h);
+    if (!head.scores.allFinite())
+      return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
+
+    // 3. Temperature and mask: maskedScores = scores / T, -inf where masked   (n_q x n_k).
+    //    A quotient that overflows is clamped to ±FLT_MAX (T -> 0 approaches hard attention).
+    head.maskedScores.resize(nQ, nK);
+    {
+      const Scalar temperature = options.temperature;
+      const Scalar* in = head.scores.data();
+      const bool* allowed = result.allowed.data();
+      Scalar* out = head.maskedScores.data();
+      const Index cells = head.scores.size();
+      for (Index c = 0; c < cells; ++c)
+        out[c] = allowed[c] ? clampFinite(in[c] / temperature) : -kInf;
+    }
+
+    // 4. Normalise each row: weights   (n_q x n_k), 0 where masked, rows of fully masked
+    //    queries all 0. local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
+    head.weights.resize(nQ, nK);
+    for (int i = 0; i < nQ; ++i)
+      normalizeRow(options.normalizer, head.maskedScores.row(i).data(),
+                   result.allowed.row(i).data(), nK, head.weights.row(i).data());
+    if (gaussian) head.weights.array() *= result.positionWeights.array();
+
+    // 5. Weigh the values: context = weights·v   (n_q x n_k)·(n_k x dv_h) = (n_q x dv_h)
+    head.context.noalias() = head.weights * head.v;
+
+    // 6. Concatenate the heads: concat[:, h·dv_h:(h+1)·dv_h] = context   (n_q x dv_model)
+    result.concat.middleCols(h * dvH, dvH) = head.context;
+  }
+
+  // Mean of the weights over heads (PyTorch's average_attn_weights)   (n_q x n_k)
+  result.weightsMean = result.heads[0].weights;
+  for (int h = 1; h < heads; ++h) result.weightsMean += result.heads[h].weights;
+  if (heads > 1) result.weightsMean /= static_cast<Scalar>(heads);
+
+  // 7. Output projection: output = concat·W_o + b_o   (n_q x d_out); identity or no W_o:
+  //    output = concat.
+  if (proj.identity || proj.wo.size() == 0) {
+    result.output = result.concat;
+  } else {
+    result.output.noalias() = result.concat * proj.wo;
+    if (proj.bo.size() != 0) result.output.rowwise() += proj.bo.transpose();
+    if (!result.output.allFinite()) return overflow("projections.wo", "the output projection");
+  }
+
+  // 8. Decoder output step (Luong et al. 2015): y = tanh([c; h]·W_c)   (n_q x d_y), with c the
+  //    output row (d_out) and h the raw query row (d_q_in); [c h]·W_c is split into
+  //    c·W_c[0:d_out] + h·W_c[d_out:], so the concatenation is never materialised.
+  if (options.decoderOutput.enabled) {
+    const int dOut = static_cast<int>(result.output.cols());
+    const int dQIn = static_cast<int>(queries.cols());
+    const Matrix& given = options.decoderOutput.wc;
+    const Matrix wc = given.size() != 0
+                          ? given
+                          : xavierUniform(dOut + dQIn, dQIn, deriveSeed(options.seed, "decoder.wc"));
+    Matrix pre(nQ, wc.cols());
+    pre.noalias() = result.output * wc.topRows(dOut);
+    pre.noalias() += queries * wc.bottomRows(dQIn);
+    if (pre.hasNaN()) return overflow("decoder_output.wc", "the decoder output step");
+    result.decoderOutput = pre.array().tanh().matrix();
+  }
+  return result;
+}
+
+}  // namespace attn
