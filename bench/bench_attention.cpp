@@ -1,0 +1,206 @@
+// Throughput of attn::attend (the whole multi-head forward pass, every intermediate kept)
+// next to the raw Eigen float GEMMs it is made of, so the overhead is visible as a ratio.
+// Results and how to reproduce them: docs/performance.md.
+//
+// FLOP count of one forward pass (self-attention, n tokens, width d = d_model, H heads,
+// d_h = d/H), counting a multiply-add as 2 and ignoring softmax, masking and copies:
+//   1 projections Q, K, V   3 · 2·n·d·d
+//   2 scores                H · 2·n·n·d_h = 2·n·n·d
+//   5 context               H · 2·n·n·d_h = 2·n·n·d
+//   7 output projection     2·n·d·d
+//   total                   8·n·d² + 4·n²·d
+// The "GFLOP/s" counter is that times the iterations over the measured time (kIsRate).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "core/attention.h"
+
+namespace {
+
+constexpr int kModelWidth = 512;
+constexpr int kHeads = 8;
+constexpr int kHeadWidth = kModelWidth / kHeads;
+constexpr std::uint64_t kSeed = 42;
+
+double attentionFlops(double n, double d) {
+  return 8.0 * n * d * d + 4.0 * n * n * d;
+}
+
+attn::Matrix randomMatrix(int rows, int cols, std::uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  attn::Matrix m(rows, cols);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) m(i, j) = uniform(generator);
+  return m;
+}
+
+// Self-attention over n random tokens of width 512, 8 heads, Xavier projections (made once,
+// outside the timed loop), scaled dot-product scores and softmax unless told otherwise.
+struct Setup {
+  attn::Inputs inputs;
+  attn::Options options;
+
+  explicit Setup(int n, attn::ScoreKind score = attn::ScoreKind::ScaledDot,
+                 attn::NormalizerKind normalizer = attn::NormalizerKind::Softmax) {
+    const attn::Matrix x = randomMatrix(n, kModelWidth, 7);
+    inputs = attn::Inputs{x, x, x};
+    options.score = score;
+    options.heads = kHeads;
+    options.seed = kSeed;
+    options.normalizer.kind = normalizer;
+    options.normalizer.topK = 8;
+    options.projections = attn::xavierProjections(kModelWidth, kModelWidth, kModelWidth,
+                                                  kModelWidth, kModelWidth, kSeed);
+    options.projections.identity = false;
+    // Parametric scores: fill every head's parameters now, so the loop times the math only.
+    for (int h = 0; h < kHeads; ++h) {
+      options.scoreParams.push_back(
+          attn::completeScoreParams(score, {}, kHeadWidth, 0, kSeed + 1000 + h));
+    }
+  }
+};
+
+void runAttend(benchmark::State& state, const Setup& setup) {
+  for (auto _ : state) {
+    auto result = attn::attend(setup.inputs, setup.options);
+    if (!result) {
+      state.SkipWithError(result.error().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(result->output.data());
+    benchmark::ClobberMemory();
+  }
+}
+
+// =======================================================================================
+// The whole forward pass at n = 64, 512, 2048
+// =======================================================================================
+
+void BM_Attend(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const Setup setup(n);
+  runAttend(state, setup);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      attentionFlops(n, kModelWidth) * 1e-9 * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Attend)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+
+// =======================================================================================
+// Raw Eigen float GEMMs at the same shapes (same compiler flags, same row-major Matrix)
+// =======================================================================================
+
+// n x 512 · 512 x 512: one projection.
+void BM_EigenGemmProjection(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const attn::Matrix a = randomMatrix(n, kModelWidth, 1);
+  const attn::Matrix b = randomMatrix(kModelWidth, kModelWidth, 2);
+  attn::Matrix c(n, kModelWidth);
+  for (auto _ : state) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * n * kModelWidth * kModelWidth * 1e-9 * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EigenGemmProjection)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+
+// n x 64 · 64 x n: one head's scores (Q_h · K_hᵀ).
+void BM_EigenGemmScores(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const attn::Matrix q = randomMatrix(n, kHeadWidth, 3);
+  const attn::Matrix k = randomMatrix(n, kHeadWidth, 4);
+  attn::Matrix s(n, n);
+  for (auto _ : state) {
+    s.noalias() = q * k.transpose();
+    benchmark::DoNotOptimize(s.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * kHeadWidth * 1e-9 * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EigenGemmScores)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+
+// The same products attend() does, written directly with Eigen, plus a plain stable softmax:
+// a floor for what the forward pass could cost without keeping intermediates per head.
+void BM_EigenAttentionFloor(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const Setup setup(n);
+  const attn::Projections& p = setup.options.projections;
+  const attn::Matrix& x = setup.inputs.queries;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadWidth));
+  attn::Matrix q(n, kModelWidth), k(n, kModelWidth), v(n, kModelWidth);
+  attn::Matrix concat(n, kModelWidth), out(n, kModelWidth), scores(n, n);
+  for (auto _ : state) {
+    q.noalias() = x * p.wq;  // 1 project
+    k.noalias() = x * p.wk;
+    v.noalias() = x * p.wv;
+    for (int h = 0; h < kHeads; ++h) {
+      const int c0 = h * kHeadWidth;
+      // 2 score
+      scores.noalias() =
+          q.middleCols(c0, kHeadWidth) * k.middleCols(c0, kHeadWidth).transpose() * scale;
+      // 4 normalise (row-wise stable softmax)
+      for (int i = 0; i < n; ++i) {
+        auto row = scores.row(i);
+        row.array() = (row.array() - row.maxCoeff()).exp();
+        row /= row.sum();
+      }
+      // 5 weigh values, 6 concat
+      concat.middleCols(c0, kHeadWidth).noalias() = scores * v.middleCols(c0, kHeadWidth);
+    }
+    out.noalias() = concat * p.wo;  // 7 output projection
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      attentionFlops(n, kModelWidth) * 1e-9 * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EigenAttentionFloor)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+
+// =======================================================================================
+// One benchmark per score kind and per normaliser at n = 512
+// =======================================================================================
+
+void BM_AttendScore(benchmark::State& state, attn::ScoreKind score) {
+  const int n = 512;
+  const Setup setup(n, score);
+  runAttend(state, setup);
+  // Score cells per second (H · n · n per pass): comparable across kinds whose FLOPs differ.
+  state.SetItemsProcessed(state.iterations() * kHeads * n * n);
+}
+BENCHMARK_CAPTURE(BM_AttendScore, dot, attn::ScoreKind::Dot)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendScore, scaled_dot, attn::ScoreKind::ScaledDot)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendScore, cosine, attn::ScoreKind::Cosine)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendScore, general, attn::ScoreKind::General)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendScore, additive, attn::ScoreKind::Additive)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendScore, mlp, attn::ScoreKind::Mlp)->Unit(benchmark::kMillisecond);
+
+void BM_AttendNormalizer(benchmark::State& state, attn::NormalizerKind normalizer) {
+  const int n = 512;
+  const Setup setup(n, attn::ScoreKind::ScaledDot, normalizer);
+  runAttend(state, setup);
+  state.SetItemsProcessed(state.iterations() * kHeads * n * n);
+}
+BENCHMARK_CAPTURE(BM_AttendNormalizer, softmax, attn::NormalizerKind::Softmax)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendNormalizer, hard, attn::NormalizerKind::Hard)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendNormalizer, top_k8, attn::NormalizerKind::TopK)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_AttendNormalizer, sparsemax, attn::NormalizerKind::Sparsemax)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
