@@ -1,0 +1,135 @@
+// Pure edits of a Scenario, used by the panels (and by tests, with no window). Every edit
+// leaves the scenario valid for buildProblem(): labels, the custom mask and the padding list
+// follow the token counts, the head count keeps dividing the model width, and values keep
+// as many rows as keys. An edit that cannot be made is refused with a note saying why, and
+// leaves the scenario unchanged.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/app_state.h"
+#include "core/scenario.h"
+
+namespace attn::app {
+
+// ---------------------------------------------------------------------------------------
+// Outcome
+// ---------------------------------------------------------------------------------------
+
+struct EditOutcome {
+  bool changed = false;  // the scenario was changed (call touch())
+  std::string note;      // refused: why; changed: what else was adjusted. Empty = nothing.
+  bool refused() const { return !changed && !note.empty(); }
+};
+
+// ---------------------------------------------------------------------------------------
+// Sequences and shapes
+// ---------------------------------------------------------------------------------------
+
+// Inputs = X of self mode (queries = keys = values = X); the others are cross mode's.
+enum class Sequence { Inputs, Queries, Keys, Values };
+const char* sequenceName(Sequence seq);  // "inputs", "queries", "keys", "values"
+
+// The matrix a table shows. Values in cross mode with "values = keys" return the keys.
+const Matrix& sequenceMatrix(const Scenario& s, Sequence seq);
+// Labels of a sequence's rows (may be empty = defaults; values share the keys' labels).
+const std::vector<std::string>& sequenceLabels(const Scenario& s, Sequence seq);
+// Default label of row i ("x0", "q0", "k0", "v0" style; values use "k").
+std::string defaultLabel(Sequence seq, int row);
+
+int queryCount(const Scenario& s);  // n_q (self: n)
+int keyCount(const Scenario& s);    // n_k (self: n)
+// Cross mode with no explicit values: V = K.
+bool valuesAreKeys(const Scenario& s);
+
+// The widths the head count must divide: d_model (Q, K) and dv_model (V), as buildProblem
+// resolves them for the scenario's projection kind.
+struct ModelWidths {
+  int dModel = 0;
+  int dvModel = 0;
+};
+ModelWidths modelWidths(const Scenario& s);
+// Head counts that divide both widths, ascending (1 is always there), at most kMaxHeads.
+std::vector<int> validHeadCounts(const Scenario& s);
+
+// ---------------------------------------------------------------------------------------
+// Vector tables
+// ---------------------------------------------------------------------------------------
+
+// A sentence-driven scenario (sentence non-empty) becomes a plain one whose inputs are the
+// sentence's embeddings, so that cell edits take effect. No-op otherwise.
+void materialiseSentence(Scenario& s);
+
+EditOutcome setValue(Scenario& s, Sequence seq, int row, int col, Scalar value);
+EditOutcome setLabel(Scenario& s, Sequence seq, int row, const std::string& label);
+// Appends a vector (seeded small random entries). Keys bring a value row along.
+EditOutcome addVector(Scenario& s, Sequence seq);
+// Removes row `row`. Refused for the last vector. Keys take their value row along; the
+// custom mask and padding list lose the matching row / column.
+EditOutcome removeVector(Scenario& s, Sequence seq, int row);
+// Appends / removes a dimension (column). Under identity projection queries and keys share
+// their width (q·k needs equal lengths), so editing one edits both. Refused when the
+// projection matrices were loaded from a file (they fix the input widths).
+EditOutcome addDimension(Scenario& s, Sequence seq);
+EditOutcome removeDimension(Scenario& s, Sequence seq, int col);
+// Entries uniform in [-2, 2], rounded to 0.1 (easy to follow by hand). Same seed, same values.
+EditOutcome randomise(Scenario& s, Sequence seq, std::uint64_t seed);
+// Scales every row to unit length (zero rows stay zero).
+EditOutcome normaliseRows(Scenario& s, Sequence seq);
+// Cross mode: values = keys (true drops explicit values) or a separate copy to edit.
+EditOutcome setValuesAreKeys(Scenario& s, bool same);
+
+// One token per word, seeded embeddings of width `embeddingDim`; switches to self mode.
+EditOutcome setSentence(Scenario& s, const std::string& text, int embeddingDim);
+
+// Self <-> cross. Self -> cross: queries = keys = X. Cross -> self: X = the keys (the
+// sequence being attended), the queries are dropped (said in the note).
+EditOutcome setMode(Scenario& s, Mode mode);
+
+// Makes every non-empty label list match its row count (new rows get default labels).
+void resizeLabels(Scenario& s);
+// Makes the custom mask n_q x n_k (new cells allowed) and the padding list n_k long (new
+// keys valid), and keeps the fixed window position inside [0, n_k).
+void syncMaskShapes(Scenario& s);
+
+// ---------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------
+
+// Refused (note names the valid counts) unless `heads` divides d_model and dv_model.
+EditOutcome setHeads(Scenario& s, int heads);
+// Switching to explicit / pytorch is refused unless the matrices are in the scenario.
+EditOutcome setProjection(Scenario& s, ProjectionKind kind);
+// xavier's d_model (0 = input width); the head count is lowered to a divisor if needed.
+EditOutcome setModelWidth(Scenario& s, int width);
+// Switching to custom starts from the mask currently applied (so one can "draw" on top of
+// causal, say); padding starts with every key valid.
+EditOutcome setMaskKind(Scenario& s, MaskKind kind);
+// Flips one cell of the custom mask (switching the mask to custom first if needed).
+EditOutcome toggleCustomMaskCell(Scenario& s, int row, int col);
+// Flips a key's padding flag (switching the mask to padding first if needed).
+EditOutcome togglePaddingKey(Scenario& s, int key);
+
+// The score function in symbols, e.g. "score(q,k) = qᵀk / √d_k".
+const char* scoreFormula(ScoreKind kind);
+// What a normaliser does, one line.
+const char* normalizerFormula(NormalizerKind kind);
+
+// ---------------------------------------------------------------------------------------
+// Pipeline step-through
+// ---------------------------------------------------------------------------------------
+
+// The stages worth showing: Q, K, V, scores, masked scores, weights, context, and concat /
+// output only when there are several heads or an output projection.
+std::vector<Stage> visibleStages(const AttentionResult* result);
+// Next (delta > 0) or previous stage among `visible`; -1 means "all stages". Stepping past
+// either end returns to -1, and from -1 forward starts at the first, backward at the last.
+int stepPipelineStage(int current, int delta, const std::vector<Stage>& visible);
+
+// The head to show in detail views: view.focusedHead clamped into range (-1 = mean stays -1
+// when there are several heads, else 0).
+int clampedHead(const AppState& state);
+
+}  // namespace attn::app
