@@ -40,7 +40,26 @@ Rgb colormapColor(ColormapKind kind, float t);
 
 // Colours for cells that have no colour on the map.
 inline constexpr Rgb kMaskedColor{200, 200, 200};  // -inf (masked score): light grey, hatched
+inline constexpr Rgb kMaskedHatchColor{170, 170, 170};  // the diagonal hatch lines on it
 inline constexpr Rgb kNanColor{255, 0, 255};       // NaN: magenta (should never happen)
+
+// The colour range of a matrix: [vmin, vmax] where given, else the min/max of its FINITE
+// values (0..1 if it has none). lo == hi for a constant matrix.
+struct ValueRange {
+  float lo = 0, hi = 1;
+};
+ValueRange valueRange(const Matrix& values, std::optional<float> vmin, std::optional<float> vmax);
+// The colour of one value: NaN -> kNanColor, -inf -> kMaskedColor, +inf -> top of the map,
+// finite -> colormapColor((v - lo) / (hi - lo)), or the middle of the map when lo == hi.
+Rgb valueColor(ColormapKind kind, float value, ValueRange range);
+// Black or white, whichever reads better on `cell` (sRGB relative luminance > 0.408 ->
+// black, the threshold seaborn uses for annotations).
+Rgb labelColorOn(Rgb cell);
+// The text of a cell label. `decimals` digits after the point, minus one per digit before
+// the point beyond the first, so every label has about decimals+1 significant digits:
+// (decimals 2) 0.1192 -> "0.12", 12.345 -> "12.3", 927 -> "927", 0.0004 -> "0.00" (never
+// "-0.00"). |v| >= 1e5 -> "1.2e5". -inf -> "−∞" (U+2212 U+221E), +inf -> "∞", NaN -> "NaN".
+std::string formatCellValue(float value, int decimals);
 
 // ---------------------------------------------------------------------------------------
 // Which matrix to show
@@ -78,8 +97,11 @@ struct HeatmapStyle {
   bool title = true;
   int scale = 1;            // 1..8, multiplies every size (resolution for slides)
   int cellSize = 40;        // cell edge in pixels at scale 1 (shrunk for large matrices)
-  int decimals = 2;         // digits after the point in cell labels
+  int decimals = 2;         // digits after the point in cell labels (0..9)
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
+  int cellGap = 0;          // pixels between cells at scale 1 (0..8); only used while the
+                            // shrunk cells are still >= 8 px, so tiny cells stay solid
+  std::string fontPath;     // TrueType font; empty = DejaVu Sans (fonts-dejavu-core)
 };
 
 struct Image {
@@ -90,17 +112,33 @@ struct Image {
 // Rasterises a heatmap with (optional) title, axis labels, cell labels and a colorbar.
 // Text uses DejaVu Sans through stb_truetype. Masked (-inf) cells are drawn hatched grey,
 // NaN cells magenta. The pixel rectangle of cell (r, c) is returned by cellRect().
+//
+// Size: cells are cellSize·scale px, shrunk (to >= 1 px) so that the grid stays within
+// 2048 px per side at scale 1. A matrix with more than 2048 rows or columns is max-pooled
+// by an integer factor (same for both axes; NaN wins, then the largest value, -inf only if
+// the whole block is masked) so that single sharp peaks stay visible. Cell labels appear
+// only when a cell is at least 2.5 label-font heights tall and every label fits its width.
+// Row/column labels beyond what fits are thinned to every 2nd, 5th, 10th, ... label.
+// Label vectors shorter than the matrix are padded with the index ("0", "1", ...).
+// Errors (field): "scale" outside 1..8, "cellSize" outside 1..400, "cellGap" outside 0..8,
+// "decimals" outside 0..9, "vmin" when vmin > vmax or not finite, "matrix" when empty, and
+// the font file when it cannot be read ("install fonts-dejavu-core").
 Expected<Image> renderHeatmap(const MatrixView& view, const HeatmapStyle& style);
 
 struct PixelRect {
   int x0, y0, x1, y1;  // half-open: [x0, x1) x [y0, y1)
 };
-// Where renderHeatmap() draws cell (row, col) for this view and style.
+// Where renderHeatmap() draws cell (row, col) for this view and style. When the matrix is
+// max-pooled, this is the pooled pixel block that contains the cell (shared with its
+// neighbours). Invalid styles and empty matrices give an empty rect {0, 0, 0, 0}.
 PixelRect cellRect(const MatrixView& view, const HeatmapStyle& style, int row, int col);
 
-// Writes the view to `path`, format by extension: .png (renderHeatmap + stb_image_write),
-// .svg (vector, same layout), .csv (labels + values, full float precision). Errors name
-// the file.
+// Writes the view to `path`, format by extension (case-insensitive): .png (renderHeatmap +
+// stb_image_write), .svg (vector, same layout and sizes as the PNG), .csv (RFC 4180 quoting,
+// LF line ends; header row: an empty field then the column labels; then one row per matrix
+// row: label, values as %.9g so floats round-trip; -inf/inf/nan spelled so). The file is
+// written to a temporary next to it and renamed into place, so it is never half-written.
+// Errors name the file; an unknown extension is field "out".
 Status exportMatrix(const MatrixView& view, const HeatmapStyle& style, const std::string& path);
 
 }  // namespace attn::io
