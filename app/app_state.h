@@ -45,14 +45,26 @@ struct Hover {
 };
 
 // Scratch of the editing panels that must survive from one frame to the next (text being
-// typed, a drag in progress). Not part of the document, not undoable, not saved.
+// typed, a drag in progress, views picked out of the current result). Not part of the
+// document, not undoable, not saved.
 struct PanelScratch {
   std::string sentence;                  // sentence box text before Enter / Apply
-  std::uint64_t sentenceSyncedRevision = ~0ull;  // revision the box was last filled from doc
+  std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence last copied into the box
   int embeddingDim = 16;                 // embedding width for the next Apply
   std::uint64_t randomiseClicks = 0;     // mixed into the seed so each Randomise differs
+  int focusedQuery = 0;                  // geometry: the query whose scores are shown
   int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
   bool dragArrowIsQuery = false;
+  float geometryScale = 0;               // geometry: pixels per unit, frozen while dragging
+  // io::selectMatrix results for computed.revision, so big matrices are not copied every
+  // frame. Cleared when the revision changes.
+  struct CachedView {
+    std::uint64_t revision = 0;
+    io::MatrixKind kind = io::MatrixKind::Weights;
+    int head = 0;
+    io::MatrixView view;
+  };
+  std::vector<CachedView> viewCache;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -203,20 +203,23 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
   return 0;
 }
 
-// Sparsemax threshold τ of the allowed entries of a row (Martins & Astudillo 2016).
-Scalar sparsemaxTau(std::vector<Scalar> z, int* support) {
-  std::sort(z.begin(), z.end(), std::greater<Scalar>());
-  Scalar cumulative = 0, tau = 0;
+// Sparsemax threshold τ of the allowed entries of a row (Martins & Astudillo 2016), in
+// double and shifted by the maximum like the core, so huge scores cannot overflow.
+double sparsemaxTau(const std::vector<Scalar>& scores, Scalar maxScore, int* support) {
+  std::vector<double> z;
+  for (Scalar v : scores) z.push_back(static_cast<double>(v) - maxScore);
+  std::sort(z.begin(), z.end(), std::greater<>());
+  double cumulative = 0, kept = 0;
   int k = 0;
-  for (int i = 0; i < static_cast<int>(z.size()); ++i) {
+  for (std::size_t i = 0; i < z.size(); ++i) {
     cumulative += z[i];
-    if (1 + (i + 1) * z[i] > cumulative) {
-      k = i + 1;
-      tau = (cumulative - 1) / static_cast<Scalar>(k);
+    if (1.0 + static_cast<double>(i + 1) * z[i] > cumulative) {
+      k = static_cast<int>(i + 1);
+      kept = cumulative;
     }
   }
   *support = k;
-  return tau;
+  return k > 0 ? (kept - 1.0) / k + maxScore : maxScore;
 }
 
 }  // namespace
@@ -241,11 +244,30 @@ std::string formatNumber(Scalar value) {
 
 Expected<Explanation> explainScore(const AttentionResult& result, const Problem& problem,
                                    const Options& options, int head, int row, int col) {
-  if (auto st = checkHead(result, head, false); !st) return st.error();
-  const HeadResult& h = result.heads[head];
-  if (auto st = checkCell(h.scores, row, col); !st) return st.error();
+  if (auto st = checkHead(result, head, true); !st) return st.error();
+  if (auto st = checkCell(result.heads[0].scores, row, col); !st) return st.error();
 
   Explanation out;
+  if (head < 0) {
+    // The mean over heads (what a "mean" scores heatmap shows).
+    out.title = "score(" + labelOr(problem.queryLabels, row, "q") + ", " +
+                labelOr(problem.keyLabels, col, "k") + "), mean over heads";
+    out.formula = "mean score = (1/H)·Σ_h score_h";
+    Scalar sum = 0;
+    for (int hIdx = 0; hIdx < static_cast<int>(result.heads.size()); ++hIdx) {
+      const Scalar v = result.heads[hIdx].scores(row, col);
+      out.terms.push_back({hIdx, "head " + std::to_string(hIdx), formatNumber(v), v});
+      sum += v;
+    }
+    out.value = sum / static_cast<Scalar>(result.heads.size());
+    int hidden = 0;
+    out.steps.push_back("(" + joinTerms(out.terms, &hidden, false) + ") / " +
+                        std::to_string(result.heads.size()) + " = " + formatNumber(out.value));
+    out.hiddenTerms = hidden;
+    return out;
+  }
+  const HeadResult& h = result.heads[head];
+  if (auto st = checkCell(h.scores, row, col); !st) return st.error();
   const std::string qName = labelOr(problem.queryLabels, row, "q");
   const std::string kName = labelOr(problem.keyLabels, col, "k");
   out.title = "score(" + qName + ", " + kName + ")";
@@ -303,7 +325,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
 
   // Mean over heads: the average of the heads' weights.
   if (head < 0) {
-    out.formula = "w̄ = (1/H)·Σ_h w_h";
+    out.formula = "mean weight = (1/H)·Σ_h w_h";
     std::vector<ExplainTerm> terms;
     for (int hIdx = 0; hIdx < static_cast<int>(result.heads.size()); ++hIdx) {
       const Scalar w = result.heads[hIdx].weights(row, col);
@@ -379,17 +401,25 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     case NormalizerKind::TopK: {
       const int k = std::max(1, options.normalizer.topK);
       out.formula = "softmax over the k = " + std::to_string(k) + " largest allowed scores";
-      std::vector<Scalar> sorted = allowedScores;
-      std::sort(sorted.begin(), sorted.end(), std::greater<Scalar>());
-      const int kept = std::min<int>(k, static_cast<int>(sorted.size()));
-      const Scalar threshold = kept > 0 ? sorted[kept - 1] : sij;
+      // The same order as the core: score descending, ties by key index.
+      std::vector<int> order;
+      for (int j = 0; j < nK; ++j) {
+        const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
+        if (a && s(row, j) > -std::numeric_limits<Scalar>::infinity()) order.push_back(j);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return s(row, a) > s(row, b); });
+      const int kept = std::min<int>(k, static_cast<int>(order.size()));
+      const bool isKept = std::find(order.begin(), order.begin() + kept, col) !=
+                          order.begin() + kept;
+      const Scalar threshold = kept > 0 ? s(row, order[kept - 1]) : sij;
       out.steps.push_back("s = " + formatNumber(sij) + ", k-th largest = " +
                           formatNumber(threshold) + tNote);
-      if (sij < threshold) {
-        out.steps.push_back("below the k-th largest score → w = 0");
+      if (!isKept) {
+        out.steps.push_back("not among the " + std::to_string(kept) + " largest → w = 0");
       } else {
         Scalar sum = 0;
-        for (int i = 0; i < kept; ++i) sum += std::exp(sorted[i] - maxS);
+        for (int i = 0; i < kept; ++i) sum += std::exp(s(row, order[i]) - maxS);
         const Scalar num = std::exp(sij - maxS);
         out.steps.push_back("kept; e^(s − max) = " + formatNumber(num) + ", Σ over the " +
                             std::to_string(kept) + " kept = " + formatNumber(sum));
@@ -401,11 +431,13 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     case NormalizerKind::Sparsemax: {
       out.formula = "w = max(s − τ, 0), τ chosen so the row sums to 1";
       int support = 0;
-      const Scalar tau = sparsemaxTau(allowedScores, &support);
-      out.steps.push_back("s = " + formatNumber(sij) + tNote + ", τ = " + formatNumber(tau) +
-                          " (" + std::to_string(support) + " keys above τ)");
-      out.steps.push_back("w = max(" + formatNumber(sij) + " − " + formatNumber(tau) +
-                          ", 0) = " + formatNumber(std::max<Scalar>(sij - tau, 0)));
+      const double tau = sparsemaxTau(allowedScores, maxS, &support);
+      out.steps.push_back("s = " + formatNumber(sij) + tNote + ", τ = " +
+                          formatNumber(static_cast<Scalar>(tau)) + " (" +
+                          std::to_string(support) + " keys above τ)");
+      out.steps.push_back("w = max(" + formatNumber(sij) + " − " +
+                          formatNumber(static_cast<Scalar>(tau)) + ", 0) = " +
+                          formatNumber(static_cast<Scalar>(std::max(sij - tau, 0.0))));
       break;
     }
   }

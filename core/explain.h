@@ -37,7 +37,7 @@ inline constexpr int kExplainMaxTerms = 8;
 
 // The raw score of (row, col) for `head`: q_row·k_col (dot), ÷√d_h (scaled_dot), with the
 // norms (cosine), or the steps of general / additive / mlp; then ÷T and the mask, when they
-// apply. Errors name the field ("head", "row", "col").
+// apply. head −1 = the mean over heads. Errors name the field ("head", "row", "col").
 Expected<Explanation> explainScore(const AttentionResult& result, const Problem& problem,
                                    const Options& options, int head, int row, int col);
 
