@@ -1,0 +1,139 @@
+// Small helpers shared by the panel files (app/panel_*.cpp): tooltips, colours, applying an
+// edit's outcome, hover bookkeeping and the per-revision cache of selected matrices.
+// Internal to the panels; inline so that it needs no .cpp of its own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <imgui.h>
+
+#include "app/app_state.h"
+#include "app/edits.h"
+#include "app/heatmap_widget.h"
+#include "io/heatmap_render.h"
+
+namespace attn::app::panel {
+
+// ---------------------------------------------------------------------------------------
+// Text and colours
+// ---------------------------------------------------------------------------------------
+
+inline ImVec4 errorColor() { return ImVec4(0.92f, 0.26f, 0.21f, 1.0f); }
+inline ImVec4 warningColor() { return ImVec4(0.95f, 0.62f, 0.14f, 1.0f); }
+inline ImVec4 queryColor() { return ImVec4(0.98f, 0.55f, 0.16f, 1.0f); }
+inline ImVec4 keyColor() { return ImVec4(0.26f, 0.62f, 0.96f, 1.0f); }
+// The theme's text colour at reduced strength (works on dark and light themes).
+inline ImVec4 mutedColor() { return ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]; }
+// Formulas: the theme's accent (the slider grab colour) so they stand out on both themes.
+inline ImVec4 formulaColor() {
+  ImVec4 c = ImGui::GetStyle().Colors[ImGuiCol_PlotHistogram];
+  c.w = 1.0f;
+  return c;
+}
+
+// Shows `text` in a tooltip when the last item is hovered (also when it is disabled).
+inline void tooltip(const char* text) {
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28.0f);
+    ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+inline void tooltip(const std::string& text) { tooltip(text.c_str()); }
+
+inline void coloredWrapped(const ImVec4& color, const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, color);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+}
+
+inline void mutedWrapped(const std::string& text) { coloredWrapped(mutedColor(), text); }
+
+// Shows why the scenario cannot be computed, in red. Returns true when there is no result.
+inline bool showComputeError(const AppState& state) {
+  if (!state.computed.error.empty()) {
+    coloredWrapped(errorColor(), "Cannot compute: " + state.computed.error);
+    return true;
+  }
+  if (!state.computed.result || !state.computed.problem) {
+    mutedWrapped("No result yet.");
+    return true;
+  }
+  return false;
+}
+
+inline bool hasResult(const AppState& state) {
+  return state.computed.error.empty() && state.computed.result && state.computed.problem;
+}
+
+// ---------------------------------------------------------------------------------------
+// Edits
+// ---------------------------------------------------------------------------------------
+
+// touch() after a change; a refusal becomes a warning notice, an adjustment an info one.
+inline void apply(AppState& state, const EditOutcome& outcome) {
+  if (outcome.changed) touch(state);
+  if (!outcome.note.empty()) {
+    notify(state, outcome.refused() ? Notice::Kind::Warning : Notice::Kind::Info, outcome.note,
+           ImGui::GetTime());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Heatmaps
+// ---------------------------------------------------------------------------------------
+
+// The view of (kind, head) for the current result, from the cache. nullptr if it cannot be
+// selected (no result, head out of range). The pointer is valid until the next call.
+inline const io::MatrixView* cachedView(AppState& state, io::MatrixKind kind, int head) {
+  if (!hasResult(state)) return nullptr;
+  auto& cache = state.panels.viewCache;
+  const std::uint64_t revision = state.computed.revision;
+  if (!cache.empty() && cache.front().revision != revision) cache.clear();
+  for (auto& entry : cache)
+    if (entry.kind == kind && entry.head == head) return &entry.view;
+  auto selected = io::selectMatrix(*state.computed.result, *state.computed.problem, kind, head);
+  if (!selected) return nullptr;
+  cache.push_back({revision, kind, head, std::move(selected).value()});
+  return &cache.back().view;
+}
+
+// A content revision for the heatmap cache that changes with the document revision and
+// differs between matrices / heads shown under the same widget id.
+inline std::uint64_t contentRevision(std::uint64_t revision, io::MatrixKind kind, int head) {
+  std::uint64_t x = revision * 0x9E3779B97F4A7C15ull;
+  x ^= (static_cast<std::uint64_t>(kind) + 1) * 0xBF58476D1CE4E5B9ull;
+  x ^= static_cast<std::uint64_t>(head + 2) * 0x94D049BB133111EBull;
+  return x;
+}
+
+// Records what the mouse is over for the inspector (hover stays until another cell is
+// hovered, so it can be read after moving to the inspector).
+inline void setHover(AppState& state, const HeatmapInteraction& hit, io::MatrixKind kind,
+                     int head) {
+  if (!hit.hovered || hit.row < 0 || hit.col < 0) return;
+  state.hover.active = true;
+  state.hover.matrix = kind;
+  state.hover.head = head;
+  state.hover.row = hit.row;
+  state.hover.col = hit.col;
+}
+
+inline HeatmapOptions heatmapOptions(const AppState& state) {
+  HeatmapOptions options;
+  options.colormap = state.view.colormap;
+  options.cellLabels = state.view.cellLabels;
+  return options;
+}
+
+// Number of heads in the current result (0 when there is none).
+inline int resultHeads(const AppState& state) {
+  return hasResult(state) ? static_cast<int>(state.computed.result->heads.size()) : 0;
+}
+
+}  // namespace attn::app::panel

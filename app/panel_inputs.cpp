@@ -1,0 +1,311 @@
+// The Inputs panel: the query, key and value vectors as editable tables, the sentence box,
+// and the buttons that add, remove, randomise and normalise vectors. Every change goes
+// through app/edits.h and touch(); the panel computes nothing.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <functional>
+#include <string>
+
+#include "app/edits.h"
+#include "app/panel_common.h"
+#include "app/panels.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::apply;
+using panel::tooltip;
+
+// Tables larger than this are clipped (rows) or cut (columns) so the UI stays responsive.
+constexpr int kClipRows = 64;
+constexpr int kMaxShownDims = 32;
+
+std::uint64_t hashString(const std::string& text) {
+  return std::hash<std::string>{}(text) | 1u;  // never 0, the "nothing synced" value
+}
+
+// ---------------------------------------------------------------------------------------
+// Sentence box
+// ---------------------------------------------------------------------------------------
+
+void drawSentenceBox(AppState& state) {
+  PanelScratch& scratch = state.panels;
+  // Fill the box from the document when its sentence changed (open, undo, preset).
+  if (!state.doc.sentence.empty() && hashString(state.doc.sentence) != scratch.sentenceSyncedHash) {
+    scratch.sentence = state.doc.sentence;
+    scratch.embeddingDim = state.doc.embeddingDim;
+    scratch.sentenceSyncedHash = hashString(state.doc.sentence);
+  }
+  const float font = ImGui::GetFontSize();
+  ImGui::TextUnformatted("Sentence");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(std::max(ImGui::GetContentRegionAvail().x - font * 16.0f, font * 8.0f));
+  bool applyNow = ImGui::InputTextWithHint("##sentence", "type a sentence, Enter to apply",
+                                           &scratch.sentence,
+                                           ImGuiInputTextFlags_EnterReturnsTrue);
+  tooltip("One token per word (split at spaces). Each word gets a seeded embedding vector: the "
+          "same word and seed always give the same vector. Applying switches to "
+          "self-attention: X = the embeddings, and Q = K = V = X (before projections).");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 5.5f);
+  if (ImGui::InputInt("d##embdim", &scratch.embeddingDim, 0, 0)) {
+    scratch.embeddingDim = std::clamp(scratch.embeddingDim, 1, Limits::kMaxWidth);
+  }
+  tooltip("Embedding width d: the length of each word's vector (the model width under "
+          "identity projection; the head count must divide it).");
+  ImGui::SameLine();
+  applyNow |= ImGui::Button("Apply");
+  tooltip("Make one token per word with seeded embeddings of width d.");
+  if (applyNow) {
+    const EditOutcome outcome = setSentence(state.doc, scratch.sentence, scratch.embeddingDim);
+    apply(state, outcome);
+    if (outcome.changed) scratch.sentenceSyncedHash = hashString(state.doc.sentence);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// One vector table
+// ---------------------------------------------------------------------------------------
+
+struct TableSpec {
+  Sequence seq;
+  const char* title;    // shown above the table
+  const char* what;     // tooltip: what these vectors are in the math
+  const char* symbol;   // "x", "q", "k", "v"
+};
+
+void drawToolbar(AppState& state, const TableSpec& spec) {
+  ImGui::PushID(spec.title);
+  const Matrix& m = sequenceMatrix(state.doc, spec.seq);
+  if (ImGui::SmallButton("+ vector")) apply(state, addVector(state.doc, spec.seq));
+  tooltip(spec.seq == Sequence::Values
+              ? "Add a key/value pair: every value belongs to one key, so a key is added too."
+              : "Append one vector (one more token: a row of the matrix, and a row/column of "
+                "the score matrix).");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("+ dim")) apply(state, addDimension(state.doc, spec.seq));
+  tooltip("Append one dimension to every vector (a column). Under identity projection queries "
+          "and keys grow together, since q·k needs equal lengths.");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("- dim") && m.cols() > 0) {
+    apply(state, removeDimension(state.doc, spec.seq, static_cast<int>(m.cols()) - 1));
+  }
+  tooltip("Remove the last dimension of every vector.");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Randomise")) {
+    state.panels.randomiseClicks += 1;
+    apply(state, randomise(state.doc, spec.seq,
+                           state.doc.seed * 1000003u + state.panels.randomiseClicks));
+  }
+  tooltip("Fill every entry with a seeded random number in [-2, 2] (one decimal, easy to "
+          "follow by hand). Each click draws new numbers.");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Normalise")) apply(state, normaliseRows(state.doc, spec.seq));
+  tooltip("Scale every vector to length 1. Then q·k is the cosine of the angle between q and "
+          "k, and dot-product scores stay in [-1, 1].");
+  ImGui::PopID();
+}
+
+void drawVectorTable(AppState& state, const TableSpec& spec, float maxHeight) {
+  const float font = ImGui::GetFontSize();
+  ImGui::PushID(spec.title);
+  ImGui::TextUnformatted(spec.title);
+  tooltip(spec.what);
+  const Matrix& m0 = sequenceMatrix(state.doc, spec.seq);
+  ImGui::SameLine();
+  panel::mutedWrapped(std::to_string(m0.rows()) + " x " + std::to_string(m0.cols()));
+  drawToolbar(state, spec);
+
+  // The toolbar may have changed the shapes: read them again.
+  const Matrix& m = sequenceMatrix(state.doc, spec.seq);
+  const int rows = static_cast<int>(m.rows());
+  const int dims = static_cast<int>(m.cols());
+  const int shownDims = std::min(dims, kMaxShownDims);
+  if (rows > kClipRows || dims > kMaxShownDims) {
+    panel::mutedWrapped(
+        "Large input: " + std::to_string(rows) + " vectors of " + std::to_string(dims) +
+        " dimensions. Rows are drawn only when scrolled into view" +
+        (dims > kMaxShownDims ? "; only the first " + std::to_string(kMaxShownDims) +
+                                    " dimensions are shown (edit the rest in a scenario file)"
+                              : std::string()) +
+        ".");
+  }
+  if (rows == 0) {
+    panel::mutedWrapped("No vectors.");
+    ImGui::PopID();
+    return;
+  }
+
+  const int columns = shownDims + 2;  // label, dims..., remove
+  const float rowHeight = ImGui::GetFrameHeight() + ImGui::GetStyle().CellPadding.y * 2.0f;
+  const float height = std::min(maxHeight, rowHeight * (static_cast<float>(rows) + 1.6f));
+  const ImGuiTableFlags flags = ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY |
+                                ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("##vectors", columns, flags, ImVec2(0.0f, height))) {
+    ImGui::TableSetupScrollFreeze(1, 1);
+    ImGui::TableSetupColumn("label", ImGuiTableColumnFlags_WidthFixed, font * 5.0f);
+    for (int c = 0; c < shownDims; ++c) {
+      const std::string name = std::string(spec.symbol) + "[" + std::to_string(c) + "]";
+      ImGui::TableSetupColumn(name.c_str(), ImGuiTableColumnFlags_WidthFixed, font * 3.6f);
+    }
+    ImGui::TableSetupColumn("##remove", ImGuiTableColumnFlags_WidthFixed, font * 1.4f);
+    ImGui::TableHeadersRow();
+
+    const std::vector<std::string>& labels = sequenceLabels(state.doc, spec.seq);
+    ImGuiListClipper clipper;
+    clipper.Begin(rows);
+    int removeRow = -1;
+    while (clipper.Step()) {
+      for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+        ImGui::TableNextRow();
+        ImGui::PushID(r);
+        // Label.
+        ImGui::TableSetColumnIndex(0);
+        std::string label = r < static_cast<int>(labels.size()) && !labels[r].empty()
+                                ? labels[r]
+                                : defaultLabel(spec.seq, r);
+        ImGui::SetNextItemWidth(-FLT_MIN);
+        if (ImGui::InputText("##label", &label)) {
+          apply(state, setLabel(state.doc, spec.seq, r, label));
+        }
+        tooltip("The token's label, shown on the heatmap axes.");
+        // Entries. The matrix may have been replaced by an edit this frame: re-read it.
+        const Matrix& current = sequenceMatrix(state.doc, spec.seq);
+        for (int c = 0; c < shownDims && c < current.cols() && r < current.rows(); ++c) {
+          ImGui::TableSetColumnIndex(c + 1);
+          ImGui::PushID(c);
+          float value = current(r, c);
+          ImGui::SetNextItemWidth(-FLT_MIN);
+          const float speed = std::max(0.01f, std::abs(value) * 0.01f);
+          if (ImGui::DragFloat("##v", &value, speed, 0.0f, 0.0f, "%.2f")) {
+            apply(state, setValue(state.doc, spec.seq, r, c, value));
+          }
+          if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) {
+            ImGui::SetTooltip("%s%d[%d] = %g\nDrag to change, Ctrl+click or double-click to "
+                              "type. The heatmaps update at once.",
+                              spec.symbol, r, c, static_cast<double>(current(r, c)));
+          }
+          ImGui::PopID();
+        }
+        // Remove.
+        ImGui::TableSetColumnIndex(shownDims + 1);
+        if (ImGui::SmallButton("x")) removeRow = r;
+        tooltip("Remove this vector (its row and column in the score matrix go too).");
+        ImGui::PopID();
+      }
+    }
+    ImGui::EndTable();
+    if (removeRow >= 0) apply(state, removeVector(state.doc, spec.seq, removeRow));
+  }
+  ImGui::PopID();
+}
+
+// ---------------------------------------------------------------------------------------
+// Self-mode inputs from a sentence
+// ---------------------------------------------------------------------------------------
+
+// True if doc.inputs holds the sentence's embeddings (so the table can show them).
+bool sentenceInputsReady(const Scenario& s) {
+  return static_cast<int>(s.inputs.rows()) == queryCount(s) && s.inputs.cols() == s.embeddingDim;
+}
+
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
+  if (!state.view.showInputs) return;
+  if (!ImGui::Begin("Inputs", &state.view.showInputs)) {
+    ImGui::End();
+    return;
+  }
+  const float font = ImGui::GetFontSize();
+  if (!state.computed.error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
+  }
+
+  // Header: what the mode means, reset.
+  const bool self = state.doc.mode == Mode::Self;
+  panel::mutedWrapped(self ? "Self-attention: one sequence X; queries, keys and values are "
+                             "all computed from X."
+                           : "Cross-attention: queries come from one sequence, keys and "
+                             "values from another.");
+  if (ImGui::Button("Reset to preset")) {
+    state.doc = state.preset;
+    touch(state);
+  }
+  tooltip("Return every vector and setting to the preset (or file) this document came from. "
+          "Undo brings your edits back.");
+  ImGui::SameLine();
+  bool positional = state.doc.positionalEncoding;
+  if (ImGui::Checkbox("Positional encoding", &positional)) {
+    state.doc.positionalEncoding = positional;
+    touch(state);
+  }
+  tooltip("Add sinusoidal position vectors PE[pos, 2i] = sin(pos/10000^(2i/d)), "
+          "PE[pos, 2i+1] = cos(...) to the inputs before projection, so the same word at "
+          "different positions gets different q and k.");
+
+  drawSentenceBox(state);
+  ImGui::Separator();
+
+  const float avail = ImGui::GetContentRegionAvail().y;
+  if (self) {
+    if (!state.doc.sentence.empty()) {
+      panel::mutedWrapped("X = seeded embeddings of \"" + state.doc.sentence +
+                          "\". Editing a number turns them into plain inputs.");
+    }
+    if (!state.doc.sentence.empty() && !sentenceInputsReady(state.doc)) {
+      if (ImGui::Button("Edit the embeddings as numbers")) {
+        materialiseSentence(state.doc);
+        touch(state);
+      }
+      tooltip("Copy the sentence's embeddings into the table so they can be edited.");
+    } else {
+      drawVectorTable(state,
+                      {Sequence::Inputs, "X (inputs)",
+                       "The input sequence X (n x d), one row per token. Self-attention "
+                       "projects it into Q, K and V.",
+                       "x"},
+                      std::max(avail - font * 4.0f, font * 8.0f));
+    }
+  } else {
+    const bool sameValues = valuesAreKeys(state.doc);
+    const float tableHeight =
+        std::max((avail - font * 9.0f) / (sameValues ? 2.0f : 3.0f), font * 6.0f);
+    drawVectorTable(state,
+                    {Sequence::Queries, "Queries",
+                     "The queries (n_q x d_q): what each output position is looking for. Row "
+                     "i of the weights is query i's distribution over the keys.",
+                     "q"},
+                    tableHeight);
+    drawVectorTable(state,
+                    {Sequence::Keys, "Keys",
+                     "The keys (n_k x d_k): what each source position offers to be matched "
+                     "against. score(q_i, k_j) compares query i with key j.",
+                     "k"},
+                    tableHeight);
+    bool same = sameValues;
+    if (ImGui::Checkbox("values = keys", &same)) apply(state, setValuesAreKeys(state.doc, same));
+    tooltip("Use the keys as the values (V = K), as in the classic Bahdanau/Luong setting "
+            "where the encoder states are both. Untick to edit separate values.");
+    if (!same) {
+      drawVectorTable(state,
+                      {Sequence::Values, "Values",
+                       "The values (n_k x d_v), one per key: the context vector of query i "
+                       "is Σ_j w_ij·v_j.",
+                       "v"},
+                      tableHeight);
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace attn::app
