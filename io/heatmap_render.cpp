@@ -1040,11 +1040,17 @@ std::string csvNumber(float v) {
 
 std::string renderCsv(const MatrixView& view) {
   std::string out;
-  for (int c = 0; c < view.values.cols(); ++c) out += "," + csvField(colLabel(view, c));
+  for (int c = 0; c < view.values.cols(); ++c) {
+    out += ',';  // (not "," + field: GCC 12 -Wrestrict false positive at -O3)
+    out += csvField(colLabel(view, c));
+  }
   out += "\n";
   for (int r = 0; r < view.values.rows(); ++r) {
     out += csvField(rowLabel(view, r));
-    for (int c = 0; c < view.values.cols(); ++c) out += "," + csvNumber(view.values(r, c));
+    for (int c = 0; c < view.values.cols(); ++c) {
+      out += ',';
+      out += csvNumber(view.values(r, c));
+    }
     out += "\n";
   }
   return out;
