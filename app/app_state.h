@@ -56,6 +56,9 @@ struct PanelScratch {
   int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
   bool dragArrowIsQuery = false;
   float geometryScale = 0;               // geometry: pixels per unit, frozen while dragging
+  Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
+  std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
+  int geometryHead = -2;
   // io::selectMatrix results for computed.revision, so big matrices are not copied every
   // frame. Cleared when the revision changes.
   struct CachedView {

@@ -1,0 +1,250 @@
+// The Geometry panel: the focused head's query and key vectors as arrows from the origin
+// (projected onto their top two principal axes when d_h > 2), with each key's score and
+// weight for the focused query written beside its arrow. In 2-D with identity projection,
+// dragging an arrow head edits the vector.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/edits.h"
+#include "app/panel_common.h"
+#include "app/panels.h"
+#include "core/explain.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+// At most this many queries / keys are drawn (the first ones); more would be a hairball.
+constexpr int kMaxArrows = 256;
+// Keys with a label beside the arrow head when there are many: the largest weights.
+constexpr int kMaxLabelledKeys = 8;
+
+ImU32 withAlpha(ImVec4 c, float alpha) {
+  c.w = alpha;
+  return ImGui::ColorConvertFloat4ToU32(c);
+}
+
+void drawArrow(ImDrawList* draw, ImVec2 from, ImVec2 to, ImU32 color, float thickness) {
+  const float dx = to.x - from.x, dy = to.y - from.y;
+  const float length = std::sqrt(dx * dx + dy * dy);
+  if (length < 1.0f) {
+    draw->AddCircleFilled(to, thickness * 1.5f, color);
+    return;
+  }
+  const float ux = dx / length, uy = dy / length;
+  const float head = std::min(length * 0.35f, thickness * 4.0f + 4.0f);
+  const ImVec2 base(to.x - ux * head, to.y - uy * head);
+  draw->AddLine(from, base, color, thickness);
+  draw->AddTriangleFilled(to, ImVec2(base.x - uy * head * 0.5f, base.y + ux * head * 0.5f),
+                          ImVec2(base.x + uy * head * 0.5f, base.y - ux * head * 0.5f), color);
+}
+
+// Whether dragging an arrow can edit the raw vector it shows: 2-D, one head, identity
+// projection and no positional encoding (then the arrow IS the input vector).
+bool canEdit(const AppState& state, int dims) {
+  const Scenario& doc = state.doc;
+  return dims == 2 && doc.projection == ProjectionKind::Identity && doc.heads == 1 &&
+         !doc.positionalEncoding;
+}
+
+std::string labelOf(const std::vector<std::string>& labels, int i, const char* prefix) {
+  return i < static_cast<int>(labels.size()) ? labels[i] : prefix + std::to_string(i);
+}
+
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
+  if (!state.view.showGeometry) return;
+  if (!ImGui::Begin("Geometry", &state.view.showGeometry)) {
+    ImGui::End();
+    return;
+  }
+  const float font = ImGui::GetFontSize();
+  if (panel::showComputeError(state)) {
+    ImGui::End();
+    return;
+  }
+  const AttentionResult& result = *state.computed.result;
+  const Problem& problem = *state.computed.problem;
+  const int head = std::max(clampedHead(state), 0);
+  const HeadResult& h = result.heads[head];
+  const int nQ = static_cast<int>(h.q.rows()), nK = static_cast<int>(h.k.rows());
+  const int dims = static_cast<int>(h.q.cols());
+  const int shownQ = std::min(nQ, kMaxArrows), shownK = std::min(nK, kMaxArrows);
+  const bool editable = canEdit(state, dims);
+
+  // 1 header: the focused query and what the picture is.
+  PanelScratch& scratch = state.panels;
+  scratch.focusedQuery = std::clamp(scratch.focusedQuery, 0, std::max(shownQ - 1, 0));
+  if (shownQ > 1) {
+    ImGui::SetNextItemWidth(font * 8.0f);
+    ImGui::SliderInt("query", &scratch.focusedQuery, 0, shownQ - 1, "q%d");
+    tooltip("The query whose scores and weights are written beside the keys. Clicking a query "
+            "arrow head picks it too.");
+    ImGui::SameLine();
+  }
+  std::string what;
+  if (dims > 2) {
+    what = "PCA projection of d_h = " + std::to_string(dims) +
+           " onto the top 2 axes: lengths and angles are approximate.";
+  } else if (editable) {
+    what = "2-D: drag an arrow head to edit the vector.";
+  } else {
+    what = "Projected vectors of head " + std::to_string(head) +
+           " (drag-editing needs 2-D inputs, identity projection, 1 head, no positional "
+           "encoding).";
+  }
+  panel::mutedWrapped(what);
+  if (nQ > kMaxArrows || nK > kMaxArrows) {
+    panel::mutedWrapped("Showing the first " + std::to_string(kMaxArrows) + " queries and keys.");
+  }
+
+  // 2 the 2-D points, recomputed only when the result or the head changes.
+  if (scratch.geometryRevision != state.computed.revision || scratch.geometryHead != head ||
+      scratch.geometryPoints.rows() != shownQ + shownK) {
+    Matrix points(shownQ + shownK, dims);
+    if (shownQ > 0) points.topRows(shownQ) = h.q.topRows(shownQ);
+    if (shownK > 0) points.bottomRows(shownK) = h.k.topRows(shownK);
+    scratch.geometryPoints = pcaProject2d(points);
+    scratch.geometryRevision = state.computed.revision;
+    scratch.geometryHead = head;
+  }
+  const Matrix& points = scratch.geometryPoints;
+
+  // 3 the canvas: origin in the centre, the farthest point at 42% of the smaller side.
+  ImVec2 size = ImGui::GetContentRegionAvail();
+  size.x = std::max(size.x, font * 10.0f);
+  size.y = std::max(size.y, font * 10.0f);
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("##canvas", size);
+  const bool active = ImGui::IsItemActive();
+  const bool activated = ImGui::IsItemActivated();
+  const ImVec2 center(p0.x + size.x * 0.5f, p0.y + size.y * 0.5f);
+  float extent = 0;
+  for (int i = 0; i < points.rows(); ++i)
+    extent = std::max({extent, std::abs(points(i, 0)), std::abs(points(i, 1))});
+  if (!(active && scratch.dragArrow >= 0) || scratch.geometryScale <= 0) {
+    scratch.geometryScale = extent > 0 ? std::min(size.x, size.y) * 0.42f / extent : 1.0f;
+  }
+  const float scale = scratch.geometryScale;
+  auto toScreen = [&](int i) {
+    return ImVec2(center.x + points(i, 0) * scale, center.y - points(i, 1) * scale);
+  };
+
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->PushClipRect(p0, ImVec2(p0.x + size.x, p0.y + size.y), true);
+  draw->AddRect(p0, ImVec2(p0.x + size.x, p0.y + size.y), ImGui::GetColorU32(ImGuiCol_Border));
+  const ImU32 axis = ImGui::GetColorU32(ImGuiCol_TextDisabled, 0.5f);
+  draw->AddLine(ImVec2(p0.x, center.y), ImVec2(p0.x + size.x, center.y), axis);
+  draw->AddLine(ImVec2(center.x, p0.y), ImVec2(center.x, p0.y + size.y), axis);
+
+  const int focused = scratch.focusedQuery;
+  // 3a keys: thickness and opacity follow the focused query's weight on them.
+  std::vector<int> labelled;
+  for (int j = 0; j < shownK; ++j) labelled.push_back(j);
+  if (shownK > kMaxLabelledKeys && focused < nQ) {
+    std::partial_sort(labelled.begin(), labelled.begin() + kMaxLabelledKeys, labelled.end(),
+                      [&](int a, int b) { return h.weights(focused, a) > h.weights(focused, b); });
+    labelled.resize(kMaxLabelledKeys);
+  }
+  for (int j = 0; j < shownK; ++j) {
+    const float w = focused < nQ ? h.weights(focused, j) : 0.0f;
+    const bool allowed = focused < nQ ? result.allowed(focused, j) : true;
+    const float alpha = allowed ? 0.35f + 0.65f * std::clamp(w, 0.0f, 1.0f) : 0.2f;
+    drawArrow(draw, center, toScreen(shownQ + j), withAlpha(panel::keyColor(), alpha),
+              (1.0f + 3.0f * std::clamp(w, 0.0f, 1.0f)) * font / 15.0f);
+  }
+  // 3b queries: the focused one bold, the others faint.
+  for (int i = 0; i < shownQ; ++i) {
+    if (i == focused) continue;
+    drawArrow(draw, center, toScreen(i), withAlpha(panel::queryColor(), 0.25f), font / 15.0f);
+  }
+  if (shownQ > 0) {
+    drawArrow(draw, center, toScreen(focused), withAlpha(panel::queryColor(), 1.0f),
+              2.5f * font / 15.0f);
+    const ImVec2 tip = toScreen(focused);
+    draw->AddText(ImVec2(tip.x + font * 0.3f, tip.y - font * 1.2f),
+                  withAlpha(panel::queryColor(), 1.0f),
+                  labelOf(problem.queryLabels, focused, "q").c_str());
+  }
+  // 3c key labels: name, score and weight for the focused query.
+  for (int j : labelled) {
+    const ImVec2 tip = toScreen(shownQ + j);
+    char text[128];
+    if (focused < nQ && !result.allowed(focused, j)) {
+      std::snprintf(text, sizeof text, "%s  masked", labelOf(problem.keyLabels, j, "k").c_str());
+    } else if (focused < nQ) {
+      std::snprintf(text, sizeof text, "%s  s=%s w=%s", labelOf(problem.keyLabels, j, "k").c_str(),
+                    formatNumber(h.scores(focused, j)).c_str(),
+                    formatNumber(h.weights(focused, j)).c_str());
+    } else {
+      std::snprintf(text, sizeof text, "%s", labelOf(problem.keyLabels, j, "k").c_str());
+    }
+    const float right = tip.x + font * 0.3f + ImGui::CalcTextSize(text).x;
+    const float x = right > p0.x + size.x ? tip.x - font * 0.3f - ImGui::CalcTextSize(text).x
+                                           : tip.x + font * 0.3f;
+    draw->AddText(ImVec2(x, tip.y + font * 0.1f), ImGui::GetColorU32(ImGuiCol_Text), text);
+  }
+  draw->PopClipRect();
+
+  // 4 interaction: pick the nearest arrow head on press; drag edits it in 2-D.
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  if (activated) {
+    float best = font * 0.9f;
+    scratch.dragArrow = -1;
+    for (int i = 0; i < shownQ + shownK; ++i) {
+      const ImVec2 tip = toScreen(i);
+      const float d = std::hypot(tip.x - mouse.x, tip.y - mouse.y);
+      if (d < best) {
+        best = d;
+        scratch.dragArrow = i < shownQ ? i : i - shownQ;
+        scratch.dragArrowIsQuery = i < shownQ;
+      }
+    }
+    if (scratch.dragArrow >= 0 && scratch.dragArrowIsQuery) scratch.focusedQuery = scratch.dragArrow;
+  }
+  if (!active) scratch.dragArrow = -1;
+  if (active && scratch.dragArrow >= 0 && editable && scale > 0 &&
+      ImGui::IsMouseDragging(ImGuiMouseButton_Left, 1.0f)) {
+    const float x = (mouse.x - center.x) / scale;
+    const float y = (center.y - mouse.y) / scale;
+    const Sequence seq = state.doc.mode == Mode::Self
+                             ? Sequence::Inputs
+                             : (scratch.dragArrowIsQuery ? Sequence::Queries : Sequence::Keys);
+    // Round to 0.01 so the numbers in the tables stay readable.
+    const float rx = std::round(x * 100.0f) / 100.0f, ry = std::round(y * 100.0f) / 100.0f;
+    EditOutcome a = setValue(state.doc, seq, scratch.dragArrow, 0, rx);
+    EditOutcome b = setValue(state.doc, seq, scratch.dragArrow, 1, ry);
+    if (a.changed || b.changed) touch(state);
+  }
+  if (ImGui::IsItemHovered() && scratch.dragArrow < 0) {
+    for (int i = 0; i < shownQ + shownK; ++i) {
+      const ImVec2 tip = toScreen(i);
+      if (std::hypot(tip.x - mouse.x, tip.y - mouse.y) < font * 0.9f) {
+        const bool isQuery = i < shownQ;
+        const int index = isQuery ? i : i - shownQ;
+        const std::string name = isQuery ? labelOf(problem.queryLabels, index, "q")
+                                         : labelOf(problem.keyLabels, index, "k");
+        ImGui::SetTooltip("%s %s%s", isQuery ? "query" : "key", name.c_str(),
+                          editable ? "\nDrag to move it; the heatmaps follow."
+                                   : isQuery ? "\nClick to focus this query." : "");
+        break;
+      }
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace attn::app

@@ -1,0 +1,135 @@
+// The Heads panel: a thumbnail of every head's attention weights plus their mean. Clicking a
+// thumbnail focuses that head in the detail views; a fixed colour range makes the heads
+// comparable (the same colour means the same weight in every thumbnail).
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "app/edits.h"
+#include "app/panel_common.h"
+#include "app/panels.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+// Draws one thumbnail; returns true when it was clicked.
+bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bool focused) {
+  const io::MatrixView* view = panel::cachedView(state, io::MatrixKind::Weights, head);
+  const std::string title = head < 0 ? "mean" : "head " + std::to_string(head);
+  ImGui::BeginGroup();
+  ImGui::PushID(head);
+  // The title doubles as a button, for when the thumbnail is too small to aim at.
+  bool clicked = ImGui::Selectable(title.c_str(), focused, 0, ImVec2(side, 0));
+  tooltip(head < 0 ? "The mean of all heads' weights (what PyTorch returns with "
+                     "average_attn_weights=True). Click to show it in detail."
+                   : "Click to focus this head: the Pipeline, Inspector and Geometry panels "
+                     "show it.");
+  if (view != nullptr) {
+    HeatmapOptions options = panel::heatmapOptions(state);
+    options.size = ImVec2(side, side);
+    options.colorbar = false;
+    options.axisLabels = false;
+    options.cellLabels = side > ImGui::GetFontSize() * 12.0f && state.view.cellLabels;
+    options.highlight = focused;
+    options.tooltip = head < 0 ? "mean over heads of the attention weights"
+                               : "attention weights of this head (rows: queries, columns: keys)";
+    if (state.view.fixedRange) {
+      options.vmin = state.view.rangeMin;
+      options.vmax = state.view.rangeMax;
+    }
+    const HeatmapInteraction hit = heatmapWidget(
+        "##thumb", heatmaps, *view,
+        panel::contentRevision(state.computed.revision, io::MatrixKind::Weights, head), options);
+    panel::setHover(state, hit, io::MatrixKind::Weights, head);
+    clicked |= hit.clicked;
+  } else {
+    ImGui::Dummy(ImVec2(side, side));
+  }
+  ImGui::PopID();
+  ImGui::EndGroup();
+  return clicked;
+}
+
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
+  if (!state.view.showHeads) return;
+  if (!ImGui::Begin("Heads", &state.view.showHeads)) {
+    ImGui::End();
+    return;
+  }
+  const float font = ImGui::GetFontSize();
+  if (panel::showComputeError(state)) {
+    ImGui::End();
+    return;
+  }
+  const int heads = panel::resultHeads(state);
+  const int focused = clampedHead(state);
+
+  // 1 colour range.
+  bool fixed = state.view.fixedRange;
+  if (ImGui::Checkbox("Same colour range", &fixed)) state.view.fixedRange = fixed;
+  tooltip("Use one fixed colour range for every head (default 0..1, the range of any weight), "
+          "so the same colour means the same weight in every thumbnail. Off: each heatmap "
+          "stretches its own min..max.");
+  if (state.view.fixedRange) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(font * 9.0f);
+    float range[2] = {state.view.rangeMin, state.view.rangeMax};
+    if (ImGui::DragFloat2("##range", range, 0.01f, 0.0f, 1.0f, "%.2f")) {
+      state.view.rangeMin = std::min(range[0], range[1] - 0.01f);
+      state.view.rangeMax = std::max(range[1], range[0] + 0.01f);
+    }
+    tooltip("The fixed range: weights at or below the first number get the lowest colour, at "
+            "or above the second the highest.");
+  }
+  ImGui::SameLine();
+  panel::mutedWrapped(std::to_string(heads) + (heads == 1 ? " head" : " heads") +
+                      (heads > 1 ? "; click one to focus it" : ""));
+
+  // 2 the grid: the mean first (when there are several heads), then every head.
+  const int count = heads > 1 ? heads + 1 : 1;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float titleHeight = ImGui::GetFrameHeightWithSpacing();
+  // The largest square that fits `count` thumbnails, not smaller than 4 font heights
+  // (then the panel scrolls).
+  float side = font * 4.0f;
+  for (int columns = 1; columns <= count; ++columns) {
+    const int rows = (count + columns - 1) / columns;
+    const float byWidth = (avail.x - style.ItemSpacing.x * static_cast<float>(columns - 1)) /
+                          static_cast<float>(columns);
+    const float byHeight =
+        (avail.y - (titleHeight + style.ItemSpacing.y) * static_cast<float>(rows)) /
+        static_cast<float>(rows);
+    side = std::max(side, std::min(byWidth, byHeight));
+  }
+  side = std::min(side, font * 24.0f);
+  const int columns = std::max(1, static_cast<int>((avail.x + style.ItemSpacing.x) /
+                                                  (side + style.ItemSpacing.x)));
+  ImGui::BeginChild("##grid", ImVec2(0, 0), false);
+  int index = 0;
+  auto place = [&](int head) {
+    if (index % columns != 0) ImGui::SameLine();
+    const bool isFocused = heads == 1 ? true : focused == head;
+    if (thumbnail(state, heatmaps, head, side, isFocused) && heads > 1) {
+      state.view.focusedHead = head;
+    }
+    ++index;
+  };
+  if (heads > 1) place(-1);
+  for (int h = 0; h < heads; ++h) place(h);
+  ImGui::EndChild();
+  ImGui::End();
+}
+
+}  // namespace attn::app

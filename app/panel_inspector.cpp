@@ -1,0 +1,194 @@
+// The Inspector panel: explains the hovered heatmap cell with the actual numbers (a score
+// as its sum, a weight as its softmax, a context entry as its weighted sum; see
+// core/explain.h), and lists the result's warnings with what they mean.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "app/edits.h"
+#include "app/panel_common.h"
+#include "app/panels.h"
+#include "core/explain.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+// What a warning code means, for someone who has not read the source.
+const char* warningMeaning(const std::string& code) {
+  if (code == "fully_masked_row") {
+    return "Every key is masked for this query, so it has nothing to attend: its weights are "
+           "all 0 and its context vector is 0 (never NaN). Loosen the mask to give it a key.";
+  }
+  if (code == "cosine_zero_vector") {
+    return "A zero vector has no direction, so its cosine similarity is undefined. attnscope "
+           "uses score 0 for it. Give the vector a non-zero entry.";
+  }
+  return nullptr;
+}
+
+Expected<Explanation> explainHover(const AppState& state) {
+  const AttentionResult& result = *state.computed.result;
+  const Problem& problem = *state.computed.problem;
+  const Options& options = problem.options;
+  const Hover& hover = state.hover;
+  switch (hover.matrix) {
+    case io::MatrixKind::Scores:
+    case io::MatrixKind::MaskedScores:
+      return explainScore(result, problem, options, hover.head, hover.row, hover.col);
+    case io::MatrixKind::Weights:
+      return explainWeight(result, problem, options, hover.head, hover.row, hover.col);
+    case io::MatrixKind::Context:
+      return explainContext(result, problem, std::max(hover.head, 0), hover.row, hover.col);
+    case io::MatrixKind::Concat: {
+      // Column c of concat is column c mod dv_h of head c / dv_h's context.
+      const int heads = static_cast<int>(result.heads.size());
+      const int dvH = heads > 0 ? static_cast<int>(result.concat.cols()) / heads : 0;
+      if (dvH <= 0) return Error{"", "col", "no concat"};
+      return explainContext(result, problem, hover.col / dvH, hover.row, hover.col % dvH);
+    }
+    case io::MatrixKind::Output:
+      return explainOutput(result, problem, hover.row, hover.col);
+    case io::MatrixKind::Q:
+      return explainProjected(result, problem, 'q', std::max(hover.head, 0), hover.row, hover.col);
+    case io::MatrixKind::K:
+      return explainProjected(result, problem, 'k', std::max(hover.head, 0), hover.row, hover.col);
+    case io::MatrixKind::V:
+      return explainProjected(result, problem, 'v', std::max(hover.head, 0), hover.row, hover.col);
+  }
+  return Error{"", "matrix", "unknown matrix"};
+}
+
+void drawExplanation(const Explanation& e) {
+  const float font = ImGui::GetFontSize();
+  ImGui::TextUnformatted(e.title.c_str());
+  ImGui::SameLine();
+  ImGui::TextColored(e.masked ? panel::mutedColor() : panel::queryColor(), "= %s",
+                     formatNumber(e.value).c_str());
+  if (!e.formula.empty()) panel::coloredWrapped(panel::formulaColor(), e.formula);
+  ImGui::Separator();
+  ImGui::PushTextWrapPos(0.0f);
+  for (const std::string& step : e.steps) {
+    ImGui::Bullet();
+    ImGui::TextUnformatted(step.c_str());
+  }
+  ImGui::PopTextWrapPos();
+  if (e.masked) panel::mutedWrapped("(masked: the mask forbids this query to attend this key)");
+  // The largest terms as bars: where the number comes from at a glance.
+  if (e.terms.size() > 1) {
+    float largest = 0;
+    for (const ExplainTerm& t : e.terms) largest = std::max(largest, std::abs(t.value));
+    if (largest > 0 && ImGui::TreeNodeEx("Terms", ImGuiTreeNodeFlags_DefaultOpen)) {
+      const int shown = std::min<int>(static_cast<int>(e.terms.size()), kExplainMaxTerms);
+      if (ImGui::BeginTable("##terms", 3, ImGuiTableFlags_SizingFixedFit)) {
+        ImGui::TableSetupColumn("term", ImGuiTableColumnFlags_WidthFixed, font * 9.0f);
+        ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed, font * 4.5f);
+        ImGui::TableSetupColumn("bar", ImGuiTableColumnFlags_WidthStretch);
+        for (int i = 0; i < shown; ++i) {
+          const ExplainTerm& t = e.terms[i];
+          ImGui::TableNextRow();
+          ImGui::TableSetColumnIndex(0);
+          ImGui::TextUnformatted(t.label.c_str());
+          ImGui::TableSetColumnIndex(1);
+          ImGui::TextUnformatted(formatNumber(t.value).c_str());
+          ImGui::TableSetColumnIndex(2);
+          const float width = ImGui::GetContentRegionAvail().x * std::abs(t.value) / largest;
+          const ImVec2 p = ImGui::GetCursorScreenPos();
+          const float h = ImGui::GetTextLineHeight();
+          ImGui::GetWindowDrawList()->AddRectFilled(
+              ImVec2(p.x, p.y + h * 0.2f), ImVec2(p.x + std::max(width, 1.0f), p.y + h * 0.8f),
+              ImGui::ColorConvertFloat4ToU32(t.value >= 0 ? panel::keyColor()
+                                                          : panel::errorColor()));
+          ImGui::Dummy(ImVec2(width, h));
+        }
+        ImGui::EndTable();
+      }
+      if (e.hiddenTerms > 0) panel::mutedWrapped("+ " + std::to_string(e.hiddenTerms) + " more");
+      ImGui::TreePop();
+    }
+  }
+}
+
+void drawWarnings(const AppState& state) {
+  const AttentionResult& result = *state.computed.result;
+  if (result.warnings.empty()) return;
+  ImGui::Spacing();
+  ImGui::TextColored(panel::warningColor(), "Warnings (%d)", static_cast<int>(result.warnings.size()));
+  ImGui::Separator();
+  // Many warnings of one kind (e.g. thousands of masked rows) are summarised per code.
+  constexpr int kMaxListed = 6;
+  int listed = 0;
+  std::string lastCode;
+  for (const Warning& w : result.warnings) {
+    if (listed >= kMaxListed) break;
+    panel::coloredWrapped(panel::warningColor(), "• " + w.message);
+    if (w.code != lastCode) {
+      if (const char* meaning = warningMeaning(w.code)) panel::mutedWrapped(meaning);
+      lastCode = w.code;
+    }
+    ++listed;
+  }
+  if (static_cast<int>(result.warnings.size()) > listed) {
+    panel::mutedWrapped("+ " + std::to_string(result.warnings.size() - listed) + " more");
+  }
+}
+
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
+  if (!state.view.showInspector) return;
+  if (!ImGui::Begin("Inspector", &state.view.showInspector)) {
+    ImGui::End();
+    return;
+  }
+  if (!state.computed.error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
+    panel::mutedWrapped("The inputs stay editable: fix the field named above (or undo) and the "
+                        "heatmaps come back.");
+    ImGui::End();
+    return;
+  }
+  if (!panel::hasResult(state)) {
+    panel::mutedWrapped("No result yet.");
+    ImGui::End();
+    return;
+  }
+  const Problem& problem = *state.computed.problem;
+  const AttentionResult& result = *state.computed.result;
+  // A one-line summary of the shapes.
+  const int heads = static_cast<int>(result.heads.size());
+  const int dH = heads > 0 ? static_cast<int>(result.heads[0].q.cols()) : 0;
+  char summary[160];
+  std::snprintf(summary, sizeof summary, "n_q = %d, n_k = %d, H = %d, d_h = %d  (computed in %.2f ms)",
+                static_cast<int>(problem.inputs.queries.rows()),
+                static_cast<int>(problem.inputs.keys.rows()), heads, dH, state.computed.computeMs);
+  panel::mutedWrapped(summary);
+  ImGui::Separator();
+
+  if (!state.hover.active) {
+    panel::mutedWrapped("Hover a cell of any heatmap: its value is explained here with the "
+                        "actual numbers (a score as its sum, a weight as its softmax, a context "
+                        "entry as its weighted sum).");
+  } else {
+    const Expected<Explanation> explanation = explainHover(state);
+    if (explanation) {
+      drawExplanation(*explanation);
+    } else {
+      panel::mutedWrapped("The hovered cell no longer exists (" +
+                          explanation.error().message() + "). Hover another one.");
+    }
+  }
+  drawWarnings(state);
+  ImGui::End();
+}
+
+}  // namespace attn::app
