@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -77,6 +78,13 @@ std::string shapeOf(const Matrix& m) { return shapeOf(m.rows(), m.cols()); }
 
 Error makeError(std::string field, std::string problem) {
   return Error{"", std::move(field), std::move(problem)};
+}
+
+// Shortest readable form of a number for messages ("0.5", "1e-30", "nan").
+std::string formatNumber(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", x);
+  return buffer;
 }
 
 std::string nonFiniteName(Scalar x) {
@@ -765,7 +773,7 @@ Status validate(const Inputs& inputs, const Options& options) {
                                   std::to_string(Limits::kMaxHeads));
   if (!std::isfinite(options.temperature) || !(options.temperature > 0))
     return makeError("temperature", "must be a finite number above 0 (got " +
-                                        std::to_string(options.temperature) + ")");
+                                        formatNumber(options.temperature) + ")");
 
   // Projections: shapes chain X (n x d_in)·W (d_in x d_model) and concat·W_o.
   const Projections& p = options.projections;

@@ -1,0 +1,324 @@
+// Scenario -> Problem: modes, sentences, labels, positional encoding, projection kinds, and
+// errors that name the scenario's own fields.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/scenario.h"
+#include "test_core_util.h"
+
+namespace attn {
+namespace {
+
+using testing::M;
+using testing::MatrixNear;
+using testing::randomMatrix;
+
+Scenario crossScenario() {
+  Scenario s;
+  s.mode = Mode::Cross;
+  s.queries = randomMatrix(2, 4, 1);
+  s.keys = randomMatrix(3, 4, 2);
+  return s;
+}
+
+Scenario selfScenario() {
+  Scenario s;
+  s.mode = Mode::Self;
+  s.inputs = randomMatrix(3, 4, 3);
+  return s;
+}
+
+// Expects buildProblem and compute to fail naming `field`; returns the problem text.
+std::string rejected(const Scenario& scenario, const std::string& field) {
+  auto problem = buildProblem(scenario);
+  EXPECT_FALSE(problem.ok()) << "expected an error on " << field;
+  if (problem.ok()) return {};
+  EXPECT_EQ(problem.error().field, field) << problem.error().message();
+  auto result = compute(scenario);
+  EXPECT_FALSE(result.ok());
+  if (!result.ok()) {
+    EXPECT_EQ(result.error().message(), problem.error().message());
+  }
+  return problem.error().problem;
+}
+
+TEST(Mode, Names) {
+  EXPECT_EQ(toString(Mode::Self), "self");
+  EXPECT_EQ(toString(Mode::Cross), "cross");
+  EXPECT_EQ(parseMode("self"), Mode::Self);
+  EXPECT_EQ(parseMode("cross"), Mode::Cross);
+  EXPECT_FALSE(parseMode("Self").has_value());
+}
+
+TEST(BuildProblem, SelfModeUsesInputsThreeTimes) {
+  Scenario s = selfScenario();
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_TRUE(MatrixNear(p->inputs.queries, s.inputs, 0));
+  EXPECT_TRUE(MatrixNear(p->inputs.keys, s.inputs, 0));
+  EXPECT_TRUE(MatrixNear(p->inputs.values, s.inputs, 0));
+  EXPECT_EQ(p->queryLabels, (std::vector<std::string>{"q0", "q1", "q2"}));
+  EXPECT_EQ(p->keyLabels, (std::vector<std::string>{"k0", "k1", "k2"}));
+  EXPECT_TRUE(p->options.projections.identity);
+}
+
+TEST(BuildProblem, SelfModeLabels) {
+  Scenario s = selfScenario();
+  s.inputLabels = {"a", "b", "c"};
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->queryLabels, s.inputLabels);
+  EXPECT_EQ(p->keyLabels, s.inputLabels);
+  s.inputLabels = {"a", "b"};
+  EXPECT_EQ(rejected(s, "labels"), "has 2 labels but there are 3 inputs");
+}
+
+TEST(BuildProblem, SentenceGivesSeededEmbeddingsAndTokenLabels) {
+  Scenario s;
+  s.mode = Mode::Self;
+  s.sentence = "the cat sat on the mat";
+  s.embeddingDim = 6;
+  s.seed = 11;
+  s.inputs = randomMatrix(2, 2, 1);  // replaced by the sentence
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  const std::vector<std::string> tokens = {"the", "cat", "sat", "on", "the", "mat"};
+  EXPECT_EQ(p->queryLabels, tokens);
+  EXPECT_EQ(p->keyLabels, tokens);
+  EXPECT_TRUE(MatrixNear(p->inputs.queries, seededEmbeddings(tokens, 6, 11), 0));
+  EXPECT_TRUE(MatrixNear(p->inputs.values, p->inputs.keys, 0));
+  // "the" twice: identical rows, so identical scores against every key
+  auto r = compute(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(MatrixNear(r->heads[0].weights.row(0), r->heads[0].weights.row(4), 0));
+}
+
+TEST(BuildProblem, SentenceErrors) {
+  Scenario s;
+  s.mode = Mode::Self;
+  s.sentence = "   ";
+  EXPECT_EQ(rejected(s, "sentence"), "has no words");
+  s.sentence = "a b";
+  s.embeddingDim = 0;
+  rejected(s, "embedding_dim");
+  s.embeddingDim = 4;
+  s.heads = 3;
+  EXPECT_EQ(rejected(s, "heads"), "3 heads do not divide the model width 4 (choose 1, 2 or 4)");
+}
+
+TEST(BuildProblem, SelfModeErrorsNameInputs) {
+  Scenario s = selfScenario();
+  s.inputs(1, 2) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(rejected(s, "inputs[1][2]"), "is not a finite number (NaN)");
+  s.inputs.resize(0, 0);
+  rejected(s, "inputs");
+}
+
+TEST(BuildProblem, CrossModeValuesDefaultToKeys) {
+  Scenario s = crossScenario();
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_TRUE(MatrixNear(p->inputs.queries, s.queries, 0));
+  EXPECT_TRUE(MatrixNear(p->inputs.values, s.keys, 0));
+  EXPECT_EQ(p->queryLabels, (std::vector<std::string>{"q0", "q1"}));
+  EXPECT_EQ(p->keyLabels, (std::vector<std::string>{"k0", "k1", "k2"}));
+  s.values = randomMatrix(3, 5, 9);
+  p = buildProblem(s);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(MatrixNear(p->inputs.values, s.values, 0));
+}
+
+TEST(BuildProblem, CrossModeErrors) {
+  Scenario s = crossScenario();
+  s.values = randomMatrix(2, 4, 9);
+  EXPECT_EQ(rejected(s, "values"), "has 2 rows but there are 3 keys (one value per key)");
+  s = crossScenario();
+  s.queryLabels = {"a"};
+  EXPECT_EQ(rejected(s, "query_labels"), "has 1 labels but there are 2 queries");
+  s = crossScenario();
+  s.keyLabels = {"a", "b", "c", "d"};
+  EXPECT_EQ(rejected(s, "key_labels"), "has 4 labels but there are 3 keys");
+  s = crossScenario();
+  s.queries.resize(0, 0);
+  rejected(s, "queries");
+  s = crossScenario();
+  s.keys.resize(0, 0);
+  rejected(s, "keys");
+  s = crossScenario();
+  s.keys = randomMatrix(3, 5, 2);  // identity: widths must match
+  rejected(s, "keys");
+  s = crossScenario();
+  s.keys(2, 3) = std::numeric_limits<float>::infinity();
+  rejected(s, "keys[2][3]");
+  s = crossScenario();
+  s.queryLabels = {"x", "y"};
+  s.keyLabels = {"a", "b", "c"};
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->queryLabels, s.queryLabels);
+  EXPECT_EQ(p->keyLabels, s.keyLabels);
+}
+
+TEST(BuildProblem, PositionalEncodingIsAddedBeforeProjection) {
+  Scenario s = selfScenario();
+  s.positionalEncoding = true;
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(
+      MatrixNear(p->inputs.queries, s.inputs + sinusoidalPositionalEncoding(3, 4), 0));
+  // cross: each sequence counts its own positions from 0
+  Scenario c = crossScenario();
+  c.values = randomMatrix(3, 2, 5);
+  c.positionalEncoding = true;
+  p = buildProblem(c);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(MatrixNear(p->inputs.queries, c.queries + sinusoidalPositionalEncoding(2, 4), 0));
+  EXPECT_TRUE(MatrixNear(p->inputs.keys, c.keys + sinusoidalPositionalEncoding(3, 4), 0));
+  EXPECT_TRUE(MatrixNear(p->inputs.values, c.values + sinusoidalPositionalEncoding(3, 2), 0));
+}
+
+TEST(BuildProblem, OptionsAreCopied) {
+  Scenario s = crossScenario();
+  s.score = ScoreKind::Additive;
+  s.heads = 2;
+  s.temperature = 0.5f;
+  s.seed = 99;
+  s.scoreHidden = 3;
+  s.mask.kind = MaskKind::Causal;
+  s.normalizer.kind = NormalizerKind::Sparsemax;
+  s.decoderOutput.enabled = true;
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->options.score, ScoreKind::Additive);
+  EXPECT_EQ(p->options.heads, 2);
+  EXPECT_EQ(p->options.temperature, 0.5f);
+  EXPECT_EQ(p->options.seed, 99u);
+  EXPECT_EQ(p->options.scoreHidden, 3);
+  EXPECT_EQ(p->options.mask.kind, MaskKind::Causal);
+  EXPECT_EQ(p->options.normalizer.kind, NormalizerKind::Sparsemax);
+  EXPECT_TRUE(p->options.decoderOutput.enabled);
+}
+
+TEST(BuildProblem, XavierProjections) {
+  Scenario s = crossScenario();
+  s.values = randomMatrix(3, 5, 4);
+  s.projection = ProjectionKind::Xavier;
+  s.seed = 3;
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  Projections expected = xavierProjections(4, 4, 5, 4, 4, 3);  // d_model = input width
+  EXPECT_FALSE(p->options.projections.identity);
+  EXPECT_TRUE(MatrixNear(p->options.projections.wq, expected.wq, 0));
+  EXPECT_TRUE(MatrixNear(p->options.projections.wv, expected.wv, 0));
+  EXPECT_TRUE(MatrixNear(p->options.projections.wo, expected.wo, 0));
+  s.modelWidth = 8;
+  s.heads = 4;
+  p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->options.projections.wq.cols(), 8);
+  EXPECT_EQ(p->options.projections.wv.cols(), 8);
+  auto r = compute(s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->heads.size(), 4u);
+  EXPECT_EQ(r->heads[0].q.cols(), 2);
+  s.modelWidth = -1;
+  rejected(s, "model_width");
+  s.modelWidth = 6;
+  EXPECT_EQ(rejected(s, "heads"), "4 heads do not divide the model width 6 (choose 1, 2, 3 or 6)");
+}
+
+TEST(BuildProblem, ExplicitProjections) {
+  Scenario s = crossScenario();
+  s.projection = ProjectionKind::Explicit;
+  s.explicitProjections = xavierProjections(4, 4, 4, 2, 2, 1);
+  s.explicitProjections.identity = true;  // ignored: explicit means "use the matrices"
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_FALSE(p->options.projections.identity);
+  EXPECT_TRUE(MatrixNear(p->options.projections.wq, s.explicitProjections.wq, 0));
+  s.explicitProjections.wq = randomMatrix(3, 2, 1);
+  rejected(s, "projections.wq");
+}
+
+TEST(BuildProblem, PyTorchProjections) {
+  Scenario s = crossScenario();  // E = 4
+  s.projection = ProjectionKind::PyTorch;
+  s.heads = 2;
+  s.inProjWeight = randomMatrix(12, 4, 1);
+  s.inProjBias = randomMatrix(12, 1, 2).col(0);
+  s.outProjWeight = randomMatrix(4, 4, 3);
+  auto p = buildProblem(s);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  auto expected = projectionsFromPyTorch(s.inProjWeight, s.inProjBias, s.outProjWeight, Vector());
+  EXPECT_TRUE(MatrixNear(p->options.projections.wk, expected->wk, 0));
+  EXPECT_TRUE(MatrixNear(p->options.projections.wo, expected->wo, 0));
+  EXPECT_TRUE(compute(s).ok());
+
+  Scenario wrongShape = s;
+  wrongShape.inProjWeight = randomMatrix(12, 5, 1);
+  rejected(wrongShape, "in_proj_weight");
+  Scenario wrongBias = s;
+  wrongBias.inProjBias = randomMatrix(5, 1, 1).col(0);
+  rejected(wrongBias, "in_proj_bias");
+  Scenario wrongOut = s;
+  wrongOut.outProjWeight = randomMatrix(3, 4, 1);
+  rejected(wrongOut, "out_proj_weight");
+  // E must match the inputs' width
+  Scenario narrow = s;
+  narrow.queries = randomMatrix(2, 3, 1);
+  EXPECT_NE(rejected(narrow, "in_proj_weight").find("queries are 3 wide"), std::string::npos);
+  Scenario self = s;
+  self.mode = Mode::Self;
+  self.inputs = randomMatrix(3, 6, 1);
+  EXPECT_NE(rejected(self, "in_proj_weight").find("inputs are 6 wide"), std::string::npos);
+  Scenario heads = s;
+  heads.heads = 3;
+  rejected(heads, "heads");
+}
+
+TEST(BuildProblem, OptionErrorsUseScenarioFieldNames) {
+  Scenario s = crossScenario();
+  s.mask.kind = MaskKind::Local;
+  s.mask.window = -2;
+  rejected(s, "mask.window");
+  s = crossScenario();
+  s.mask.kind = MaskKind::Padding;
+  rejected(s, "mask.key_valid");
+  s = crossScenario();
+  s.normalizer.kind = NormalizerKind::TopK;
+  s.normalizer.topK = 0;
+  rejected(s, "normalizer.top_k");
+  s = crossScenario();
+  s.temperature = -1;
+  rejected(s, "temperature");
+  s = crossScenario();
+  s.heads = 0;
+  rejected(s, "heads");
+}
+
+TEST(Compute, DecoderStateExample) {
+  Scenario s;
+  s.mode = Mode::Cross;
+  s.queries = M({{5, 1, 20}});
+  s.keys = M({{3, 12, 45}, {59, 2, 5}, {1, 43, 5}, {4, 3, 45.3f}});
+  s.score = ScoreKind::Dot;
+  auto r = compute(s);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(MatrixNear(r->heads[0].weights, M({{0.11920292f, 0, 0, 0.88079708f}}), 2e-5));
+  EXPECT_TRUE(MatrixNear(r->output, M({{3.88079708f, 4.07282630f, 45.26423912f}}), 2e-4));
+}
+
+TEST(Compute, OverflowErrorsNameTheScenarioField) {
+  Scenario s = selfScenario();
+  s.inputs *= 1e20f;  // q·k overflows float32
+  s.score = ScoreKind::Dot;
+  auto r = compute(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().field, "inputs");
+}
+
+}  // namespace
+}  // namespace attn
