@@ -629,8 +629,8 @@ ScoreParams readScoreParams(const Json& value, const std::string& field) {
 Projections readProjections(const Json& value, const std::string& field) {
   if (!value.is_object()) fail(field, "expected an object, got " + describe(value));
   checkKeys(value, field, {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"});
+  // `identity` keeps its default: buildProblem() sets it from `projection`.
   Projections projections;
-  projections.identity = false;
   if (const Json* v = find(value, "wq")) projections.wq = readMatrix(*v, joinField(field, "wq"), kW, kW);
   if (const Json* v = find(value, "bq")) projections.bq = readVector(*v, joinField(field, "bq"), kW);
   if (const Json* v = find(value, "wk")) projections.wk = readMatrix(*v, joinField(field, "wk"), kW, kW);
