@@ -750,7 +750,7 @@ class Canvas {
 bool onHatch(int localX, int localY, int cellEdge, int scale) {
   const int period = 8 * scale;
   if (cellEdge < 6) return false;
-  return (localX + (cellEdge - 1 - localY)) % period < scale;
+  return (localX + localY) % period < scale;
 }
 
 void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
