@@ -245,6 +245,12 @@ void appendUtf8(std::string& out, char32_t cp) {
   }
 }
 
+std::string toUtf8(const std::u32string& text) {
+  std::string out;
+  for (char32_t cp : text) appendUtf8(out, cp);
+  return out;
+}
+
 // =======================================================================================
 // Fonts (stb_truetype; libstb provides the implementation)
 // =======================================================================================
@@ -309,6 +315,14 @@ std::u32string displayText(const Font* font, std::string_view utf8) {
     return U"-inf";
   }
   if (font && text == U"\u221E" && !font->hasGlyph(U'\u221E')) return U"inf";
+  return text;
+}
+
+// A number as drawn: the typographic minus (U+2212) instead of the hyphen, like
+// matplotlib, when the font has it. Files of numbers (CSV) keep the ASCII '-'.
+std::u32string displayNumber(const Font* font, float value, int decimals) {
+  std::u32string text = displayText(font, formatCellValue(value, decimals));
+  if (font && !text.empty() && text[0] == U'-' && font->hasGlyph(U'\u2212')) text[0] = U'\u2212';
   return text;
 }
 
@@ -536,7 +550,7 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
     float widest = 0;
     for (int r = 0; r < L.rows; ++r) {
       for (int c = 0; c < L.cols; ++c) {
-        const float w = textWidth(font, displayText(font, formatCellValue(view.values(r, c), style.decimals)), cellPx);
+        const float w = textWidth(font, displayNumber(font, view.values(r, c), style.decimals), cellPx);
         widest = std::max(widest, w);
       }
     }
@@ -605,7 +619,9 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
     L.ticks = span > 0 ? std::vector<float>{L.range.lo, static_cast<float>(L.range.lo + span / 2), L.range.hi}
                        : std::vector<float>{L.range.lo};
     int widest = 0;
-    for (float t : L.ticks) widest = std::max(widest, widthOf(formatCellValue(t, style.decimals), tickPx));
+    for (float t : L.ticks) {
+      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(font, displayNumber(font, t, style.decimals), tickPx))));
+    }
     right = tickLabelX + widest;
     bottom = std::max(bottom, gridY + cbH + tickLine / 2 + 1);
   }
@@ -783,7 +799,7 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
     for (int r = 0; r < L.rows; ++r) {
       for (int c = 0; c < L.cols; ++c) {
         const float v = view.values(r, c);
-        const std::u32string text = displayText(&font, formatCellValue(v, style.decimals));
+        const std::u32string text = displayNumber(&font, v, style.decimals);
         const float cx = static_cast<float>(L.cellX(c)) + static_cast<float>(L.cell) / 2;
         const float cy = static_cast<float>(L.cellY(r)) + static_cast<float>(L.cell) / 2;
         const TextPlacement at = placeText(font, text, L.cellPx, cx, cy, Align::Center);
@@ -831,7 +847,7 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
     for (float t : L.ticks) {
       const int y = L.tickY(t);
       canvas.fill(L.cbX + L.cbW, y, L.cbX + L.cbW + L.tickLength, y + L.frame, kFrameColor);
-      const std::u32string text = displayText(&font, formatCellValue(t, style.decimals));
+      const std::u32string text = displayNumber(&font, t, style.decimals);
       const TextPlacement at = placeText(font, text, L.tickPx, static_cast<float>(L.tickLabelX),
                                          static_cast<float>(y) + static_cast<float>(L.frame) / 2, Align::Left);
       canvas.text(font, text, L.tickPx, at.x, at.baseline, kTextColor);
@@ -877,9 +893,7 @@ std::string num(double v) {
 
 std::string svgText(const Font& font, std::string_view label, float px, float x, float baseline,
                     const char* anchor, Rgb color, const std::string& extra = "") {
-  std::u32string shown = displayText(&font, label);
-  std::string utf8;
-  for (char32_t cp : shown) appendUtf8(utf8, cp);
+  const std::string utf8 = toUtf8(displayText(&font, label));
   return "<text x=\"" + num(x) + "\" y=\"" + num(baseline) + "\" font-size=\"" + num(px) +
          "\" text-anchor=\"" + anchor + "\" fill=\"" + hexColor(color) + "\"" + extra + ">" +
          xmlEscape(utf8) + "</text>\n";
@@ -954,7 +968,7 @@ std::string renderSvg(const MatrixView& view, const HeatmapStyle& style, const L
     for (int r = 0; r < L.rows; ++r) {
       for (int c = 0; c < L.cols; ++c) {
         const float v = view.values(r, c);
-        const std::string text = formatCellValue(v, style.decimals);
+        const std::string text = toUtf8(displayNumber(&font, v, style.decimals));
         const float cx = static_cast<float>(L.cellX(c)) + static_cast<float>(L.cell) / 2;
         const float cy = static_cast<float>(L.cellY(r)) + static_cast<float>(L.cell) / 2;
         out += svgText(font, text, L.cellPx, cx, cy + font.capHeight * L.cellPx / 2, "middle",
@@ -1005,7 +1019,7 @@ std::string renderSvg(const MatrixView& view, const HeatmapStyle& style, const L
       out += "<line x1=\"" + std::to_string(L.cbX + L.cbW) + "\" y1=\"" + num(y) + "\" x2=\"" +
              std::to_string(L.cbX + L.cbW + L.tickLength) + "\" y2=\"" + num(y) + "\" stroke=\"" +
              hexColor(kFrameColor) + "\" stroke-width=\"" + std::to_string(L.frame) + "\"/>\n";
-      out += svgText(font, formatCellValue(t, style.decimals), L.tickPx,
+      out += svgText(font, toUtf8(displayNumber(&font, t, style.decimals)), L.tickPx,
                      static_cast<float>(L.tickLabelX),
                      static_cast<float>(y) + font.capHeight * L.tickPx / 2, "start", kTextColor);
     }
