@@ -25,7 +25,9 @@ double linearChannel(std::uint8_t c) {
 }
 }  // namespace
 
-std::string_view toString(ColormapKind kind) { return kColormapNames[static_cast<int>(kind)]; }
+std::string_view toString(ColormapKind kind) {
+  return kColormapNames[static_cast<int>(kind)];
+}
 
 std::optional<ColormapKind> parseColormapKind(std::string_view name) {
   for (ColormapKind kind : kAllColormaps) {
@@ -44,8 +46,7 @@ Rgb colormapColor(ColormapKind kind, float t) {
   return colormapLut(kind)[static_cast<int>(std::lround(t * 255.0f))];
 }
 
-ValueRange valueRange(const Matrix& values, std::optional<float> vmin,
-                      std::optional<float> vmax) {
+ValueRange valueRange(const Matrix& values, std::optional<float> vmin, std::optional<float> vmax) {
   float lo = std::numeric_limits<float>::infinity();
   float hi = -std::numeric_limits<float>::infinity();
   if (!vmin || !vmax) {
@@ -61,8 +62,10 @@ ValueRange valueRange(const Matrix& values, std::optional<float> vmin,
   if (vmax) hi = *vmax;
   // One fixed end beyond the data's other end: collapse rather than invert the range.
   if (lo > hi) {
-    if (vmin && !vmax) hi = lo;
-    else lo = hi;
+    if (vmin && !vmax)
+      hi = lo;
+    else
+      lo = hi;
   }
   return {lo, hi};
 }

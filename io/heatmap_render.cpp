@@ -50,13 +50,13 @@ constexpr Rgb kFrameColor{70, 70, 70};
 // =======================================================================================
 
 namespace {
-constexpr std::string_view kMatrixNames[] = {"scores", "masked_scores", "weights",
-                                             "q",      "k",             "v",
-                                             "context", "concat",       "output"};
-constexpr MatrixKind kAllMatrixKinds[] = {
-    MatrixKind::Scores, MatrixKind::MaskedScores, MatrixKind::Weights,
-    MatrixKind::Q,      MatrixKind::K,            MatrixKind::V,
-    MatrixKind::Context, MatrixKind::Concat,      MatrixKind::Output};
+constexpr std::string_view kMatrixNames[] = {"scores", "masked_scores", "weights", "q",     "k",
+                                             "v",      "context",       "concat",  "output"};
+constexpr MatrixKind kAllMatrixKinds[] = {MatrixKind::Scores,  MatrixKind::MaskedScores,
+                                          MatrixKind::Weights, MatrixKind::Q,
+                                          MatrixKind::K,       MatrixKind::V,
+                                          MatrixKind::Context, MatrixKind::Concat,
+                                          MatrixKind::Output};
 
 // labels[i], or the fallback prefix + i when the problem has fewer labels than rows.
 std::vector<std::string> labelsOrIndices(const std::vector<std::string>& labels, Eigen::Index n,
@@ -70,10 +70,14 @@ std::vector<std::string> labelsOrIndices(const std::vector<std::string>& labels,
   return out;
 }
 
-std::vector<std::string> indexLabels(Eigen::Index n) { return labelsOrIndices({}, n, ""); }
+std::vector<std::string> indexLabels(Eigen::Index n) {
+  return labelsOrIndices({}, n, "");
+}
 }  // namespace
 
-std::string_view toString(MatrixKind kind) { return kMatrixNames[static_cast<int>(kind)]; }
+std::string_view toString(MatrixKind kind) {
+  return kMatrixNames[static_cast<int>(kind)];
+}
 
 std::optional<MatrixKind> parseMatrixKind(std::string_view name) {
   for (MatrixKind kind : kAllMatrixKinds) {
@@ -131,21 +135,35 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
       }
       break;
     }
-    case MatrixKind::MaskedScores: view.values = one->maskedScores; break;
-    case MatrixKind::Q: view.values = one->q; break;
-    case MatrixKind::K: view.values = one->k; break;
-    case MatrixKind::V: view.values = one->v; break;
-    case MatrixKind::Context: view.values = one->context; break;
-    case MatrixKind::Concat: view.values = result.concat; break;
-    case MatrixKind::Output: view.values = result.output; break;
+    case MatrixKind::MaskedScores:
+      view.values = one->maskedScores;
+      break;
+    case MatrixKind::Q:
+      view.values = one->q;
+      break;
+    case MatrixKind::K:
+      view.values = one->k;
+      break;
+    case MatrixKind::V:
+      view.values = one->v;
+      break;
+    case MatrixKind::Context:
+      view.values = one->context;
+      break;
+    case MatrixKind::Concat:
+      view.values = result.concat;
+      break;
+    case MatrixKind::Output:
+      view.values = result.output;
+      break;
   }
 
   // 3 the labels: keys label the rows of K and V; vector matrices have numbered columns
   const bool keyRows = kind == MatrixKind::K || kind == MatrixKind::V;
   view.rowLabels = keyRows ? labelsOrIndices(problem.keyLabels, view.values.rows(), "k")
                            : labelsOrIndices(problem.queryLabels, view.values.rows(), "q");
-  const bool keyCols = kind == MatrixKind::Scores || kind == MatrixKind::MaskedScores ||
-                       kind == MatrixKind::Weights;
+  const bool keyCols =
+      kind == MatrixKind::Scores || kind == MatrixKind::MaskedScores || kind == MatrixKind::Weights;
   view.colLabels = keyCols ? labelsOrIndices(problem.keyLabels, view.values.cols(), "k")
                            : indexLabels(view.values.cols());
 
@@ -181,7 +199,8 @@ std::string formatCellValue(float value, int decimals) {
     exponent.erase(0, std::min(exponent.find_first_not_of('0'), exponent.size() - 1));
     return text.substr(0, e) + "e" + (negative ? "-" : "") + exponent;
   }
-  const int integerDigits = magnitude < 1 ? 1 : static_cast<int>(std::floor(std::log10(magnitude))) + 1;
+  const int integerDigits =
+      magnitude < 1 ? 1 : static_cast<int>(std::floor(std::log10(magnitude))) + 1;
   const int after = std::max(0, decimals - (integerDigits - 1));
   std::snprintf(buffer, sizeof buffer, "%.*f", after, static_cast<double>(value));
   std::string text = buffer;
@@ -202,10 +221,15 @@ std::u32string decodeUtf8(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     const auto byte = static_cast<unsigned char>(text[i]);
-    int length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3
-                              : (byte >> 3) == 0x1E ? 4 : 0;
-    char32_t cp = length == 1 ? byte : length == 2 ? byte & 0x1F : length == 3 ? byte & 0x0F
-                                                                                : byte & 0x07;
+    int length = byte < 0x80           ? 1
+                 : (byte >> 5) == 0x6  ? 2
+                 : (byte >> 4) == 0xE  ? 3
+                 : (byte >> 3) == 0x1E ? 4
+                                       : 0;
+    char32_t cp = length == 1   ? byte
+                  : length == 2 ? byte & 0x1F
+                  : length == 3 ? byte & 0x0F
+                                : byte & 0x07;
     bool valid = length > 0 && i + static_cast<size_t>(length) <= text.size();
     for (int k = 1; valid && k < length; ++k) {
       const auto next = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
@@ -281,8 +305,8 @@ Expected<const Font*> loadFont(const std::string& path) {
   const std::string advice = " (install fonts-dejavu-core)";
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return Error{path, "", std::string("cannot read the font file: ") + std::strerror(errno) +
-                               advice};
+    return Error{path, "",
+                 std::string("cannot read the font file: ") + std::strerror(errno) + advice};
   }
   auto font = std::make_unique<Font>();
   font->data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -311,7 +335,8 @@ std::string fontPathOf(const HeatmapStyle& style) {
 // Replaces characters the font lacks where we have a plain fallback ("−∞" -> "-inf").
 std::u32string displayText(const Font* font, std::string_view utf8) {
   std::u32string text = decodeUtf8(utf8);
-  if (font && text == U"\u2212\u221E" && !(font->hasGlyph(U'\u2212') && font->hasGlyph(U'\u221E'))) {
+  if (font && text == U"\u2212\u221E" &&
+      !(font->hasGlyph(U'\u2212') && font->hasGlyph(U'\u221E'))) {
     return U"-inf";
   }
   if (font && text == U"\u221E" && !font->hasGlyph(U'\u221E')) return U"inf";
@@ -337,7 +362,8 @@ float textWidth(const Font* font, const std::u32string& text, float px) {
     const int glyph = stbtt_FindGlyphIndex(&font->info, static_cast<int>(cp));
     int advance = 0, bearing = 0;
     stbtt_GetGlyphHMetrics(&font->info, glyph, &advance, &bearing);
-    if (previous) width += scale * static_cast<float>(stbtt_GetGlyphKernAdvance(&font->info, previous, glyph));
+    if (previous)
+      width += scale * static_cast<float>(stbtt_GetGlyphKernAdvance(&font->info, previous, glyph));
     width += scale * static_cast<float>(advance);
     previous = glyph;
   }
@@ -365,7 +391,8 @@ TextMask rasterizeText(const Font& font, const std::u32string& text, float px) {
       maxY = static_cast<int>(std::ceil(font.descent * px));
   for (char32_t cp : text) {
     const int glyph = stbtt_FindGlyphIndex(&font.info, static_cast<int>(cp));
-    if (previous) pen += scale * static_cast<float>(stbtt_GetGlyphKernAdvance(&font.info, previous, glyph));
+    if (previous)
+      pen += scale * static_cast<float>(stbtt_GetGlyphKernAdvance(&font.info, previous, glyph));
     const int penX = static_cast<int>(std::floor(pen));
     const float shift = pen - static_cast<float>(penX);
     int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
@@ -483,9 +510,9 @@ Status checkStyle(const MatrixView& view, const HeatmapStyle& style) {
     return Error{"", "vmin", "vmin and vmax must be finite numbers"};
   }
   if (style.vmin && style.vmax && *style.vmin > *style.vmax) {
-    return Error{"", "vmin", "vmin (" + formatCellValue(*style.vmin, 6) +
-                                 ") must not be greater than vmax (" +
-                                 formatCellValue(*style.vmax, 6) + ")"};
+    return Error{"", "vmin",
+                 "vmin (" + formatCellValue(*style.vmin, 6) + ") must not be greater than vmax (" +
+                     formatCellValue(*style.vmax, 6) + ")"};
   }
   if (view.values.rows() == 0 || view.values.cols() == 0) {
     return Error{"", "matrix",
@@ -550,7 +577,8 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
     float widest = 0;
     for (int r = 0; r < L.rows; ++r) {
       for (int c = 0; c < L.cols; ++c) {
-        const float w = textWidth(font, displayNumber(font, view.values(r, c), style.decimals), cellPx);
+        const float w =
+            textWidth(font, displayNumber(font, view.values(r, c), style.decimals), cellPx);
         widest = std::max(widest, w);
       }
     }
@@ -565,7 +593,8 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
   int rowLabelWidth = 0, colBand = 0;
   if (L.showRowLabels) {
     L.rowStep = niceStep(axisLine * 1.05 / pitchPerIndex);
-    for (int r = 0; r < L.rows; r += L.rowStep) rowLabelWidth = std::max(rowLabelWidth, widthOf(rowLabel(view, r), axisPx));
+    for (int r = 0; r < L.rows; r += L.rowStep)
+      rowLabelWidth = std::max(rowLabelWidth, widthOf(rowLabel(view, r), axisPx));
   }
   if (L.showColLabels) {
     int widest = 0;
@@ -574,7 +603,8 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
     if (L.colLabelsVertical) {
       L.colStep = niceStep(axisLine * 1.05 / pitchPerIndex);
       widest = 0;
-      for (int c = 0; c < L.cols; c += L.colStep) widest = std::max(widest, widthOf(colLabel(view, c), axisPx));
+      for (int c = 0; c < L.cols; c += L.colStep)
+        widest = std::max(widest, widthOf(colLabel(view, c), axisPx));
       colBand = widest;
     } else {
       colBand = axisLine;
@@ -616,11 +646,13 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
     tickLength = 4;
     tickLabelX = cbX + cbW + tickLength + 3;
     const double span = static_cast<double>(L.range.hi) - L.range.lo;
-    L.ticks = span > 0 ? std::vector<float>{L.range.lo, static_cast<float>(L.range.lo + span / 2), L.range.hi}
+    L.ticks = span > 0 ? std::vector<float>{L.range.lo, static_cast<float>(L.range.lo + span / 2),
+                                            L.range.hi}
                        : std::vector<float>{L.range.lo};
     int widest = 0;
     for (float t : L.ticks) {
-      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(font, displayNumber(font, t, style.decimals), tickPx))));
+      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(
+                                    font, displayNumber(font, t, style.decimals), tickPx))));
     }
     right = tickLabelX + widest;
     bottom = std::max(bottom, gridY + cbH + tickLine / 2 + 1);
@@ -755,8 +787,9 @@ class Canvas {
 
  private:
   std::uint8_t* pixel(int x, int y) {
-    return image_.rgb.data() + (static_cast<size_t>(y) * static_cast<size_t>(image_.width) +
-                                static_cast<size_t>(x)) * 3;
+    return image_.rgb.data() +
+           (static_cast<size_t>(y) * static_cast<size_t>(image_.width) + static_cast<size_t>(x)) *
+               3;
   }
   Image& image_;
 };
@@ -769,8 +802,8 @@ bool onHatch(int localX, int localY, int cellEdge, int scale) {
   return (localX + localY) % period < scale;
 }
 
-void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
-                const Layout& L, const Font& font) {
+void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style, const Layout& L,
+                const Font& font) {
   image.width = L.width;
   image.height = L.height;
   image.rgb.assign(static_cast<size_t>(L.width) * static_cast<size_t>(L.height) * 3, 255);
@@ -786,7 +819,8 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
       if (v == -kInf && L.cell >= 6) {
         for (int y = 0; y < L.cell; ++y) {
           for (int x = 0; x < L.cell; ++x) {
-            if (onHatch(x, y, L.cell, L.scale)) canvas.fill(x0 + x, y0 + y, x0 + x + 1, y0 + y + 1, kMaskedHatchColor);
+            if (onHatch(x, y, L.cell, L.scale))
+              canvas.fill(x0 + x, y0 + y, x0 + x + 1, y0 + y + 1, kMaskedHatchColor);
           }
         }
       }
@@ -819,7 +853,8 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
     for (int r = 0; r < L.rows; r += L.rowStep) {
       const std::u32string text = displayText(&font, rowLabel(view, r));
       const float cy = static_cast<float>(L.cellY(r / L.pool)) + half;
-      const TextPlacement at = placeText(font, text, L.axisPx, static_cast<float>(L.rowLabelRight), cy, Align::Right);
+      const TextPlacement at =
+          placeText(font, text, L.axisPx, static_cast<float>(L.rowLabelRight), cy, Align::Right);
       canvas.text(font, text, L.axisPx, at.x, at.baseline, kTextColor);
     }
   }
@@ -832,7 +867,8 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
                       static_cast<float>(L.colLabelBottom), kTextColor);
       } else {
         const float baseline = static_cast<float>(L.colLabelBottom) - font.descent * L.axisPx;
-        canvas.text(font, text, L.axisPx, cx - textWidth(&font, text, L.axisPx) / 2, baseline, kTextColor);
+        canvas.text(font, text, L.axisPx, cx - textWidth(&font, text, L.axisPx) / 2, baseline,
+                    kTextColor);
       }
     }
   }
@@ -840,7 +876,8 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
   // 4 colorbar: top = high values, framed, with ticks and labels at min, mid and max
   if (L.showColorbar) {
     for (int y = 0; y < L.cbH; ++y) {
-      const float t = L.cbH > 1 ? 1.0f - static_cast<float>(y) / static_cast<float>(L.cbH - 1) : 0.5f;
+      const float t =
+          L.cbH > 1 ? 1.0f - static_cast<float>(y) / static_cast<float>(L.cbH - 1) : 0.5f;
       canvas.fill(L.cbX, L.cbY + y, L.cbX + L.cbW, L.cbY + y + 1, colormapColor(style.colormap, t));
     }
     canvas.frame(L.cbX, L.cbY, L.cbX + L.cbW, L.cbY + L.cbH, L.frame, kFrameColor);
@@ -848,8 +885,9 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
       const int y = L.tickY(t);
       canvas.fill(L.cbX + L.cbW, y, L.cbX + L.cbW + L.tickLength, y + L.frame, kFrameColor);
       const std::u32string text = displayNumber(&font, t, style.decimals);
-      const TextPlacement at = placeText(font, text, L.tickPx, static_cast<float>(L.tickLabelX),
-                                         static_cast<float>(y) + static_cast<float>(L.frame) / 2, Align::Left);
+      const TextPlacement at =
+          placeText(font, text, L.tickPx, static_cast<float>(L.tickLabelX),
+                    static_cast<float>(y) + static_cast<float>(L.frame) / 2, Align::Left);
       canvas.text(font, text, L.tickPx, at.x, at.baseline, kTextColor);
     }
   }
@@ -871,11 +909,21 @@ std::string xmlEscape(std::string_view text) {
   std::string out;
   for (char32_t cp : decodeUtf8(text)) {
     switch (cp) {
-      case U'&': out += "&amp;"; break;
-      case U'<': out += "&lt;"; break;
-      case U'>': out += "&gt;"; break;
-      case U'"': out += "&quot;"; break;
-      case U'\'': out += "&apos;"; break;
+      case U'&':
+        out += "&amp;";
+        break;
+      case U'<':
+        out += "&lt;";
+        break;
+      case U'>':
+        out += "&gt;";
+        break;
+      case U'"':
+        out += "&quot;";
+        break;
+      case U'\'':
+        out += "&apos;";
+        break;
       default:
         if (cp < 0x20 && cp != U'\t' && cp != U'\n' && cp != U'\r') break;
         if (cp == 0xFFFE || cp == 0xFFFF) break;
@@ -924,7 +972,8 @@ std::string renderSvg(const MatrixView& view, const HeatmapStyle& style, const L
     out += "<linearGradient id=\"colorbar\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n";
     const auto& lut = colormapLut(style.colormap);
     for (int i = 0; i < 256; i += 5) {  // 52 stops: the maps are smooth
-      out += "<stop offset=\"" + num(i / 255.0) + "\" stop-color=\"" + hexColor(lut[static_cast<size_t>(i)]) + "\"/>\n";
+      out += "<stop offset=\"" + num(i / 255.0) + "\" stop-color=\"" +
+             hexColor(lut[static_cast<size_t>(i)]) + "\"/>\n";
     }
     out += "</linearGradient>\n";
   }
@@ -1078,8 +1127,8 @@ std::string renderCsv(const MatrixView& view) {
 // (atomic on POSIX), so readers never see a half-written file.
 Status writeAtomically(const std::string& path, std::string_view bytes) {
   static std::atomic<unsigned> counter{0};
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid()) + "." +
-                                std::to_string(counter.fetch_add(1));
+  const std::string temporary =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   std::FILE* file = std::fopen(temporary.c_str(), "wbx");
   if (!file) return Error{path, "", std::string("cannot create the file: ") + std::strerror(errno)};
   const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();

@@ -39,9 +39,9 @@ const std::array<Rgb, 256>& colormapLut(ColormapKind kind);
 Rgb colormapColor(ColormapKind kind, float t);
 
 // Colours for cells that have no colour on the map.
-inline constexpr Rgb kMaskedColor{200, 200, 200};  // -inf (masked score): light grey, hatched
+inline constexpr Rgb kMaskedColor{200, 200, 200};       // -inf (masked score): light grey, hatched
 inline constexpr Rgb kMaskedHatchColor{170, 170, 170};  // the diagonal hatch lines on it
-inline constexpr Rgb kNanColor{255, 0, 255};       // NaN: magenta (should never happen)
+inline constexpr Rgb kNanColor{255, 0, 255};            // NaN: magenta (should never happen)
 
 // The colour range of a matrix: [vmin, vmax] where given, else the min/max of its FINITE
 // values (0..1 if it has none). lo == hi for a constant matrix.
@@ -73,13 +73,14 @@ std::optional<MatrixKind> parseMatrixKind(std::string_view name);
 
 // A matrix ready to draw: values with row and column labels and a title.
 struct MatrixView {
-  Matrix values;                        // rows x cols
-  std::vector<std::string> rowLabels;   // rows entries
-  std::vector<std::string> colLabels;   // cols entries
-  std::string title;                    // e.g. "weights, head 2"
+  Matrix values;                       // rows x cols
+  std::vector<std::string> rowLabels;  // rows entries
+  std::vector<std::string> colLabels;  // cols entries
+  std::string title;                   // e.g. "weights · head 2 of 8"
 };
 
-// Picks a matrix out of a result. head: 0-based head, or -1 for the mean over heads (only
+// Picks a matrix out of a result. head: 0-based head (the title says "head 2 of 8" for
+// head 2, like --head), or -1 for the mean over heads (only
 // scores and weights have a mean; concat and output ignore `head`). Errors name the field
 // ("head" or "matrix").
 Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& problem,
@@ -91,17 +92,17 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
 
 struct HeatmapStyle {
   ColormapKind colormap = ColormapKind::Viridis;
-  bool cellLabels = true;   // numbers in the cells
-  bool axisLabels = true;   // token labels on the axes
+  bool cellLabels = true;  // numbers in the cells
+  bool axisLabels = true;  // token labels on the axes
   bool colorbar = true;
   bool title = true;
-  int scale = 1;            // 1..8, multiplies every size (resolution for slides)
-  int cellSize = 40;        // cell edge in pixels at scale 1 (shrunk for large matrices)
-  int decimals = 2;         // digits after the point in cell labels (0..9)
+  int scale = 1;                    // 1..8, multiplies every size (resolution for slides)
+  int cellSize = 40;                // cell edge in pixels at scale 1 (shrunk for large matrices)
+  int decimals = 2;                 // digits after the point in cell labels (0..9)
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
-  int cellGap = 0;          // pixels between cells at scale 1 (0..8); only used while the
-                            // shrunk cells are still >= 8 px, so tiny cells stay solid
-  std::string fontPath;     // TrueType font; empty = DejaVu Sans (fonts-dejavu-core)
+  int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
+                                    // shrunk cells are still >= 8 px, so tiny cells stay solid
+  std::string fontPath;             // TrueType font; empty = DejaVu Sans (fonts-dejavu-core)
 };
 
 struct Image {

@@ -20,7 +20,9 @@ namespace attn::io {
 static std::ostream& operator<<(std::ostream& out, Rgb c) {
   return out << "(" << int(c.r) << "," << int(c.g) << "," << int(c.b) << ")";
 }
-static void PrintTo(Rgb c, std::ostream* out) { *out << c; }
+static void PrintTo(Rgb c, std::ostream* out) {
+  *out << c;
+}
 
 namespace {
 
@@ -69,7 +71,8 @@ Image readPng(const fs::path& path) {
 }
 
 Rgb pixelAt(const Image& image, int x, int y) {
-  const size_t i = (static_cast<size_t>(y) * static_cast<size_t>(image.width) + static_cast<size_t>(x)) * 3;
+  const size_t i =
+      (static_cast<size_t>(y) * static_cast<size_t>(image.width) + static_cast<size_t>(x)) * 3;
   return {image.rgb[i], image.rgb[i + 1], image.rgb[i + 2]};
 }
 
@@ -368,9 +371,12 @@ TEST(Render, PngPixelsAtKnownCells) {
   for (int y = m.y0; y < m.y1; ++y) {
     for (int x = m.x0; x < m.x1; ++x) {
       const Rgb p = pixelAt(image, x, y);
-      if (p == kMaskedColor) ++grey;
-      else if (p == kMaskedHatchColor) ++hatch;
-      else ADD_FAILURE() << "unexpected " << p << " at " << x << "," << y;
+      if (p == kMaskedColor)
+        ++grey;
+      else if (p == kMaskedHatchColor)
+        ++hatch;
+      else
+        ADD_FAILURE() << "unexpected " << p << " at " << x << "," << y;
     }
   }
   EXPECT_GT(grey, hatch);
@@ -488,7 +494,8 @@ TEST(Render, ConstantMatrixMapsToTheMiddle) {
   ASSERT_TRUE(image) << image.error().message();
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 4; ++c)
-      EXPECT_EQ(centreOf(*image, cellRect(view, style, r, c)), colormapLut(ColormapKind::Magma)[128]);
+      EXPECT_EQ(centreOf(*image, cellRect(view, style, r, c)),
+                colormapLut(ColormapKind::Magma)[128]);
 }
 
 TEST(Render, FixedRangeClamps) {
@@ -582,8 +589,8 @@ TEST(Render, LongColumnLabelsStandUpright) {
   Expected<Image> a = renderHeatmap(shortLabels, style);
   Expected<Image> b = renderHeatmap(longLabels, style);
   ASSERT_TRUE(a && b);
-  EXPECT_GT(b->height, a->height + 60);          // vertical labels need a taller band
-  EXPECT_LE(b->width, a->width + 2);             // ... but no wider image
+  EXPECT_GT(b->height, a->height + 60);  // vertical labels need a taller band
+  EXPECT_LE(b->width, a->width + 2);     // ... but no wider image
 }
 
 TEST(Render, NoDecorationsMeansJustTheGrid) {
