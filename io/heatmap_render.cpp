@@ -1158,6 +1158,19 @@ Error withFile(Error error, const std::string& path) {
 
 }  // namespace
 
+// Raster images larger than this are refused (an 8x export of a 512 x 512 matrix would
+// need ~1 GB); the SVG has no such limit.
+constexpr long long kMaxRasterPixels = 100'000'000;
+
+Status checkRasterSize(const Layout& layout) {
+  const long long pixels = static_cast<long long>(layout.width) * layout.height;
+  if (pixels <= kMaxRasterPixels) return Ok{};
+  return Error{"", "scale",
+               "the image would be " + std::to_string(layout.width) + " x " +
+                   std::to_string(layout.height) +
+                   " px (over 100 megapixels); use a smaller scale or export .svg"};
+}
+
 // =======================================================================================
 // Public entry points
 // =======================================================================================
@@ -1168,6 +1181,8 @@ Expected<Image> renderHeatmap(const MatrixView& view, const HeatmapStyle& style)
   Expected<const Font*> font = loadFont(fontPathOf(style));
   if (!font) return font.error();
   const Layout layout = computeLayout(view, style, *font);
+  Status size = checkRasterSize(layout);
+  if (!size) return size.error();
   Image image;
   drawRaster(image, view, style, layout, **font);
   return image;
@@ -1208,6 +1223,8 @@ Status exportMatrix(const MatrixView& view, const HeatmapStyle& style, const std
     if (extension == ".svg") {
       bytes = renderSvg(view, style, layout, **font);
     } else {
+      Status size = checkRasterSize(layout);
+      if (!size) return withFile(size.error(), path);
       Image image;
       drawRaster(image, view, style, layout, **font);
       if (!stbi_write_png_to_func(appendBytes, &bytes, image.width, image.height, 3,

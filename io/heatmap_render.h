@@ -121,7 +121,8 @@ struct Image {
 // only when a cell is at least 2.5 label-font heights tall and every label fits its width.
 // Row/column labels beyond what fits are thinned to every 2nd, 5th, 10th, ... label.
 // Label vectors shorter than the matrix are padded with the index ("0", "1", ...).
-// Errors (field): "scale" outside 1..8, "cellSize" outside 1..400, "cellGap" outside 0..8,
+// Errors (field): "scale" outside 1..8 or when the raster would exceed 100 megapixels
+// (SVG has no such limit), "cellSize" outside 1..400, "cellGap" outside 0..8,
 // "decimals" outside 0..9, "vmin" when vmin > vmax or not finite, "matrix" when empty, and
 // the font file when it cannot be read ("install fonts-dejavu-core").
 Expected<Image> renderHeatmap(const MatrixView& view, const HeatmapStyle& style);

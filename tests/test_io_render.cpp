@@ -744,6 +744,22 @@ TEST(Errors, ScaleOutOfRange) {
   }
 }
 
+TEST(Errors, HugeRasterIsRefusedButSvgWorks) {
+  MatrixView view;
+  view.values = Matrix::Zero(512, 512);
+  HeatmapStyle style;
+  style.scale = 8;
+  Expected<Image> image = renderHeatmap(view, style);
+  ASSERT_FALSE(image);
+  EXPECT_EQ(image.error().field, "scale");
+  EXPECT_NE(image.error().problem.find("megapixels"), std::string::npos);
+  const std::string png = (tempDir() / "huge.png").string();
+  Status s = exportMatrix(view, style, png);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().file, png);
+  EXPECT_TRUE(exportMatrix(view, style, (tempDir() / "huge.svg").string()));
+}
+
 TEST(Errors, OtherStyleFields) {
   HeatmapStyle style;
   style.cellSize = 0;
