@@ -157,8 +157,10 @@ const std::vector<std::string>& sequenceLabels(const Scenario& s, Sequence seq) 
 }
 
 std::string defaultLabel(Sequence seq, int row) {
-  const char* prefix = seq == Sequence::Inputs ? "x" : seq == Sequence::Queries ? "q" : "k";
-  return prefix + std::to_string(row);
+  // Built by appending: GCC 12's -Wrestrict misfires on `const char* + std::string` at -O3.
+  std::string label(seq == Sequence::Inputs ? "x" : seq == Sequence::Queries ? "q" : "k");
+  label.append(std::to_string(row));
+  return label;
 }
 
 int queryCount(const Scenario& s) {

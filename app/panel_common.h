@@ -19,6 +19,14 @@ namespace attn::app::panel {
 // Text and colours
 // ---------------------------------------------------------------------------------------
 
+// "k3" from ("k", 3). Appends instead of `"k" + std::to_string(3)`, on which GCC 12's
+// -Wrestrict misfires at -O3.
+inline std::string indexed(const char* prefix, int i) {
+  std::string out(prefix);
+  out.append(std::to_string(i));
+  return out;
+}
+
 inline ImVec4 errorColor() { return ImVec4(0.92f, 0.26f, 0.21f, 1.0f); }
 inline ImVec4 warningColor() { return ImVec4(0.95f, 0.62f, 0.14f, 1.0f); }
 inline ImVec4 queryColor() { return ImVec4(0.98f, 0.55f, 0.16f, 1.0f); }

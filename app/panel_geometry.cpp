@@ -56,7 +56,7 @@ bool canEdit(const AppState& state, int dims) {
 }
 
 std::string labelOf(const std::vector<std::string>& labels, int i, const char* prefix) {
-  return i < static_cast<int>(labels.size()) ? labels[i] : prefix + std::to_string(i);
+  return i < static_cast<int>(labels.size()) ? labels[i] : panel::indexed(prefix, i);
 }
 
 }  // namespace

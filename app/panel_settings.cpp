@@ -126,7 +126,7 @@ void sectionHeader(const char* text) {
 std::string keyLabel(const AppState& state, int j) {
   if (state.computed.problem && j < static_cast<int>(state.computed.problem->keyLabels.size()))
     return state.computed.problem->keyLabels[j];
-  return "k" + std::to_string(j);
+  return panel::indexed("k", j);
 }
 
 std::uint64_t nextSeed(std::uint64_t seed) {

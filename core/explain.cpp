@@ -21,7 +21,9 @@ namespace {
 
 std::string labelOr(const std::vector<std::string>& labels, int i, const char* prefix) {
   if (i >= 0 && i < static_cast<int>(labels.size()) && !labels[i].empty()) return labels[i];
-  return std::string(prefix) + std::to_string(i);
+  std::string out(prefix);
+  out.append(std::to_string(i));
+  return out;
 }
 
 Error fieldError(const std::string& field, const std::string& problem) {
