@@ -67,7 +67,7 @@ struct PanelScratch {
     int head = 0;
     io::MatrixView view;
   };
-  std::vector<CachedView> viewCache;
+  std::deque<CachedView> viewCache;  // deque: pointers returned by cachedView() stay valid while more are added
 };
 
 // ---------------------------------------------------------------------------------------

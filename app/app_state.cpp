@@ -1,0 +1,144 @@
+// AppState operations: undo/redo snapshots, document loading, the recompute step and
+// notices. No ImGui, no GL, no GLFW: tests drive all of this without a window.
+#include "app/app_state.h"
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+namespace attn::app {
+
+namespace {
+
+// Keeps the notice list bounded; the UI shows only the recent ones and a scrolling log.
+constexpr std::size_t kMaxNotices = 500;
+
+void trimUndo(History& history) {
+  while (history.undo.size() > history.maxSteps) history.undo.pop_front();
+}
+
+}  // namespace
+
+// =======================================================================================
+// Undo / redo
+// =======================================================================================
+
+void touch(AppState& state) {
+  ++state.revision;
+  History& history = state.history;
+  if (!history.pending) {
+    // `committed` is the document as it was before this edit began (panels change `doc`
+    // first and call touch() after), so it is the state to return to.
+    history.undo.push_back(history.committed);
+    trimUndo(history);
+    history.redo.clear();
+    history.pending = true;
+  }
+}
+
+void endFrame(AppState& state, bool anyItemActive) {
+  History& history = state.history;
+  if (!history.pending || anyItemActive) return;  // a drag or text edit is still going on
+  history.committed = state.doc;
+  history.pending = false;
+}
+
+bool undo(AppState& state) {
+  History& history = state.history;
+  if (history.pending) {  // close an edit in progress so that it becomes the step undone
+    history.committed = state.doc;
+    history.pending = false;
+  }
+  if (history.undo.empty()) return false;
+  history.redo.push_back(std::move(state.doc));
+  state.doc = std::move(history.undo.back());
+  history.undo.pop_back();
+  history.committed = state.doc;
+  ++state.revision;
+  return true;
+}
+
+bool redo(AppState& state) {
+  History& history = state.history;
+  if (history.pending) {
+    // A new edit is in progress: it already cleared the redo stack when it began.
+    history.committed = state.doc;
+    history.pending = false;
+  }
+  if (history.redo.empty()) return false;
+  history.undo.push_back(std::move(state.doc));
+  trimUndo(history);
+  state.doc = std::move(history.redo.back());
+  history.redo.pop_back();
+  history.committed = state.doc;
+  ++state.revision;
+  return true;
+}
+
+// =======================================================================================
+// Documents
+// =======================================================================================
+
+void loadDocument(AppState& state, Scenario scenario, std::string path) {
+  state.preset = scenario;
+  state.doc = std::move(scenario);
+  state.docPath = std::move(path);
+  state.history.undo.clear();
+  state.history.redo.clear();
+  state.history.committed = state.doc;
+  state.history.pending = false;
+  ++state.revision;  // a new revision, so update() recomputes even if the text is the same
+  state.savedRevision = state.revision;
+  state.hover = Hover{};
+  // Keep the focused head valid for the new document.
+  if (state.view.focusedHead >= state.doc.heads) state.view.focusedHead = 0;
+}
+
+// =======================================================================================
+// Recompute
+// =======================================================================================
+
+bool update(AppState& state) {
+  Computed& computed = state.computed;
+  if (computed.revision == state.revision) return false;
+  const auto start = std::chrono::steady_clock::now();
+  computed.revision = state.revision;
+  computed.error.clear();
+  Expected<Problem> problem = buildProblem(state.doc);
+  if (!problem) {
+    computed.problem.reset();
+    computed.result.reset();
+    computed.error = problem.error().message();
+  } else {
+    Expected<AttentionResult> result = attend(problem->inputs, problem->options);
+    if (!result) {
+      computed.problem.reset();
+      computed.result.reset();
+      computed.error = result.error().message();
+    } else {
+      computed.problem = std::move(problem).value();
+      computed.result = std::move(result).value();
+    }
+  }
+  computed.computeMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (computed.result && state.view.focusedHead >= static_cast<int>(computed.result->heads.size())) {
+    state.view.focusedHead = 0;
+  }
+  return true;
+}
+
+// =======================================================================================
+// Notices
+// =======================================================================================
+
+void notify(AppState& state, Notice::Kind kind, std::string text, double now) {
+  if (kind == Notice::Kind::Error) std::fprintf(stderr, "attnscope: %s\n", text.c_str());
+  state.notices.push_back(Notice{kind, std::move(text), now});
+  if (state.notices.size() > kMaxNotices) {
+    state.notices.erase(state.notices.begin(),
+                        state.notices.begin() + (state.notices.size() - kMaxNotices));
+  }
+}
+
+}  // namespace attn::app

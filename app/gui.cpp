@@ -1,0 +1,880 @@
+// The window: GLFW + OpenGL 3.3 core + Dear ImGui, the canonical loop, the tiled layout of
+// the panels, the main menu, shortcuts, notices, presentation mode and screenshots.
+//
+// Frame order (GuiSession::frame):
+//   1 poll events, rebuild the font if the presentation size changed
+//   2 ImGui NewFrame, shortcuts, main menu bar
+//   3 the six panels (app/panel_*.cpp), tiled; notices, log, about, file dialogs
+//   4 endFrame (closes the undo step unless a drag is still going on), update (recompute
+//     only when the revision changed)
+//   5 render, screenshot if requested (back buffer, before the swap), swap
+//   6 title, autosave, quit handling
+#include "app/gui.h"
+
+#define GLFW_INCLUDE_NONE
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+
+#include "app/cli.h"
+#include "app/files.h"
+#include "app/gui_session.h"
+#include "app/heatmap_widget_impl.h"
+#include "app/panels.h"
+#include "app/screenshot.h"
+#include "app/theme.h"
+#include "io/scenario_json.h"
+
+namespace attn::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kNoticeSeconds = 8.0;
+constexpr double kAutosaveInterval = 3.0;
+
+constexpr const char* kNoDisplayMessage =
+    "attnscope: no display available (DISPLAY/WAYLAND_DISPLAY unset or the X server refused), "
+    "so the window cannot open. Use the headless commands: attnscope compute SCENARIO, "
+    "attnscope export SCENARIO ..., or run under xvfb-run.";
+
+// GLFW reports errors through a callback; keep the last one instead of printing it, so that
+// a missing display gives exactly one line on stderr.
+std::string& lastGlfwError() {
+  static std::string error;
+  return error;
+}
+
+void glfwErrorCallback(int code, const char* description) {
+  lastGlfwError() = "GLFW error " + std::to_string(code) + ": " + (description ? description : "");
+}
+
+struct PanelSlot {
+  bool ViewSettings::*show;
+  void (*draw)(AppState&, HeatmapCache&);
+  const char* name;
+  const char* help;
+};
+constexpr PanelSlot kPanels[] = {
+    {&ViewSettings::showInputs, drawInputsPanel, "Inputs", "Query, key and value vectors, labels, sentence"},
+    {&ViewSettings::showSettings, drawSettingsPanel, "Settings", "Mode, score function, heads, mask, normaliser"},
+    {&ViewSettings::showPipeline, drawPipelinePanel, "Pipeline", "Q, K, V \xE2\x86\x92 scores \xE2\x86\x92 weights \xE2\x86\x92 context \xE2\x86\x92 output"},
+    {&ViewSettings::showHeads, drawHeadsPanel, "Heads", "Per-head weights and their mean"},
+    {&ViewSettings::showInspector, drawInspectorPanel, "Inspector", "Explains the hovered cell step by step"},
+    {&ViewSettings::showGeometry, drawGeometryPanel, "Geometry", "Queries and keys as 2-D arrows"},
+};
+enum PanelIndex { kInputs, kSettings, kPipeline, kHeads, kInspector, kGeometry, kPanelCount };
+
+struct Shortcut {
+  const char* keys;
+  const char* what;
+};
+constexpr Shortcut kShortcuts[] = {
+    {"Ctrl+O", "Open a scenario file"},
+    {"Ctrl+S", "Save"},
+    {"Ctrl+Shift+S", "Save as"},
+    {"Ctrl+Z", "Undo"},
+    {"Ctrl+Shift+Z / Ctrl+Y", "Redo"},
+    {"Ctrl+= / Ctrl+-", "Presentation: larger / smaller font"},
+    {"Ctrl+0", "Presentation: normal font size"},
+    {"F12", "Save a screenshot of the window (PNG)"},
+    {"Ctrl+Q", "Quit (asks to save unsaved changes)"},
+    {"Mouse wheel on a heatmap", "Zoom around the cursor"},
+    {"Drag on a heatmap", "Pan; double-click resets the zoom"},
+    {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
+    {"Space / \xE2\x86\x92 / \xE2\x86\x90 / Esc", "Pipeline: step through the stages / show all"},
+    {"Drop a .json file", "Open it"},
+};
+
+void tooltip(const char* text) {
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text);
+}
+
+}  // namespace
+
+// =======================================================================================
+// Session state
+// =======================================================================================
+
+struct GuiSession::Impl {
+  GuiLaunch launch;
+  Options options;
+  GLFWwindow* window = nullptr;
+  bool glfwReady = false, imguiReady = false, backendsReady = false;
+  AppState state;
+  std::unique_ptr<HeatmapCache> heatmaps;
+  FileUi files;
+
+  float contentScale = 1.f;
+  float fontPixels = 0.f;  // size the atlas was built at
+  bool themeLight = false;
+  float themeScale = 0.f;
+
+  ImVec2 lastViewport{0, 0};
+  float lastLayoutFont = 0.f;
+  bool layoutDirty = true;
+  bool lastShown[kPanelCount] = {};
+  std::pair<ImVec2, ImVec2> pendingRects[kPanelCount];  // tile (pos, size) of each panel
+  bool applyLayout = false;
+
+  std::string title;
+  int frameIndex = 0;
+  int exitCode = 0;
+  bool screenshotRequested = false;  // F12 / menu
+  bool finished = false;
+
+  bool showLog = false, showAbout = false, showShortcuts = false;
+  std::string lastComputeError;
+  std::set<std::string> lastWarnings;
+  std::vector<std::string> droppedPaths;
+
+  bool screenshotMode() const { return !launch.screenshotPath.empty(); }
+  double now() const { return ImGui::GetCurrentContext() ? ImGui::GetTime() : 0.0; }
+
+  int openWindow();
+  void loadInitialDocument(const std::string& startupError);
+  void rebuildFontIfNeeded();
+  void handleShortcuts();
+  void drawMenuBar();
+  void layoutPanels();
+  void drawPanels();
+  void drawNotices();
+  void drawLog();
+  void drawHelpWindows();
+  void postComputeNotices();
+  void updateTitle();
+  void takeScreenshot(const std::string& path, bool sidecar);
+  void shutdown();
+};
+
+namespace {
+
+void dropCallback(GLFWwindow* window, int count, const char** paths) {
+  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  if (impl == nullptr || count <= 0) return;
+  impl->droppedPaths.emplace_back(paths[0]);  // one document at a time: the first file
+}
+
+}  // namespace
+
+// =======================================================================================
+// Setup
+// =======================================================================================
+
+int GuiSession::Impl::openWindow() {
+  glfwSetErrorCallback(glfwErrorCallback);
+  if (!glfwInit()) {
+    std::fprintf(stderr, "%s\n", kNoDisplayMessage);
+    return 3;
+  }
+  glfwReady = true;
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  if (screenshotMode()) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+  window = glfwCreateWindow(launch.width, launch.height, "attnscope", nullptr, nullptr);
+  if (window == nullptr) {
+    std::fprintf(stderr,
+                 "attnscope: cannot open an OpenGL 3.3 core window (%s). Use the headless "
+                 "commands: attnscope compute SCENARIO, attnscope export SCENARIO ..., or run "
+                 "under xvfb-run.\n",
+                 lastGlfwError().empty() ? "no reason given" : lastGlfwError().c_str());
+    return 3;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(screenshotMode() || !options.vsync ? 0 : 1);
+  glfwSetWindowUserPointer(window, this);
+  glfwSetDropCallback(window, dropCallback);
+  float sx = 1.f, sy = 1.f;
+  glfwGetWindowContentScale(window, &sx, &sy);
+  contentScale = std::clamp(std::max(sx, sy), 1.f, 4.f);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  imguiReady = true;
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // the layout is computed from the window size every start
+  io.ConfigWindowsMoveFromTitleBarOnly = true;  // dragging inside a heatmap pans, not moves
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+  backendsReady = true;
+  return 0;
+}
+
+void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
+  const double t = now();
+  if (!startupError.empty()) notify(state, Notice::Kind::Error, startupError, t);
+  // An explicit file that failed, or none given: the autosave, else the default preset.
+  if (launch.scenarioPath.empty() && !files.autosaveFile.empty()) {
+    std::string error;
+    if (restoreAutosave(state, files.autosaveFile, &error)) {
+      notify(state, Notice::Kind::Info, "restored the last session from " + files.autosaveFile, t);
+      return;
+    }
+    if (error != "no autosave") {
+      notify(state, Notice::Kind::Warning,
+             "ignored the autosave " + files.autosaveFile + ": " + error, t);
+    }
+  }
+  const std::string preset = defaultScenarioPath();
+  if (preset.empty()) {
+    notify(state, Notice::Kind::Error,
+           "cannot find assets/scenarios/decoder_state.json (set ATTNSCOPE_ASSET_DIR)", t);
+    loadDocument(state, Scenario{}, "");
+    return;
+  }
+  Expected<Scenario> loaded = io::loadScenario(preset);
+  if (!loaded) {
+    notify(state, Notice::Kind::Error, loaded.error().message(), t);
+    loadDocument(state, Scenario{}, "");
+    return;
+  }
+  const std::string view = loaded->viewJson;
+  loadDocument(state, std::move(loaded).value(), preset);
+  applyViewJson(state.view, view, false);
+}
+
+void GuiSession::Impl::rebuildFontIfNeeded() {
+  state.view.fontScale = clampFontScale(state.view.fontScale);
+  const float pixels = std::round(kBaseFontPixels * state.view.fontScale * contentScale);
+  if (pixels != fontPixels) {
+    std::string warning;
+    loadUiFont(pixels, &warning);
+    if (!warning.empty()) notify(state, Notice::Kind::Warning, warning, now());
+    if (backendsReady) {
+      ImGui_ImplOpenGL3_DestroyFontsTexture();
+      ImGui_ImplOpenGL3_CreateFontsTexture();
+    }
+    fontPixels = pixels;
+  }
+  const float scale = state.view.fontScale * contentScale;
+  if (scale != themeScale || state.view.lightTheme != themeLight) {
+    applyTheme(state.view.lightTheme, scale);
+    themeScale = scale;
+    themeLight = state.view.lightTheme;
+  }
+}
+
+// =======================================================================================
+// Shortcuts and menu
+// =======================================================================================
+
+void GuiSession::Impl::handleShortcuts() {
+  const ImGuiIO& io = ImGui::GetIO();
+  const double t = now();
+  auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
+  if (pressed(GLFW_KEY_F12)) screenshotRequested = true;
+  // Nothing else while a modal dialog (open, save, export, unsaved changes) is up.
+  if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel)) return;
+  if (!io.KeyCtrl) return;
+  const bool shift = io.KeyShift;
+  if (pressed(GLFW_KEY_O)) showOpenDialog(files, state);
+  if (pressed(GLFW_KEY_S)) {
+    if (shift) showSaveAsDialog(files, state);
+    else saveOrAsk(files, state, t);
+  }
+  if (pressed(GLFW_KEY_Q)) requestQuit(files, state);
+  if (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD)) state.view.fontScale += kFontScaleStep;
+  if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT)) state.view.fontScale -= kFontScaleStep;
+  if (pressed(GLFW_KEY_0) || pressed(GLFW_KEY_KP_0)) state.view.fontScale = 1.f;
+  state.view.fontScale = clampFontScale(state.view.fontScale);
+  // A text field has its own undo; leave Ctrl+Z / Ctrl+Y to it while typing.
+  if (io.WantTextInput) return;
+  if (pressed(GLFW_KEY_Z) && !shift) {
+    if (!undo(state)) notify(state, Notice::Kind::Info, "nothing to undo", t);
+  }
+  if ((pressed(GLFW_KEY_Z) && shift) || pressed(GLFW_KEY_Y)) {
+    if (!redo(state)) notify(state, Notice::Kind::Info, "nothing to redo", t);
+  }
+}
+
+void GuiSession::Impl::drawMenuBar() {
+  const double t = now();
+  if (!ImGui::BeginMainMenuBar()) return;
+  if (ImGui::BeginMenu("File")) {
+    if (ImGui::MenuItem("Open\xE2\x80\xA6", "Ctrl+O")) showOpenDialog(files, state);
+    tooltip("Open a scenario file (JSON). You can also drop a file on the window.");
+    if (ImGui::MenuItem("Save", "Ctrl+S")) saveOrAsk(files, state, t);
+    tooltip("Save the scenario and the view settings to its file.");
+    if (ImGui::MenuItem("Save As\xE2\x80\xA6", "Ctrl+Shift+S")) showSaveAsDialog(files, state);
+    tooltip("Save the scenario to a new file.");
+    if (ImGui::BeginMenu("Presets", !files.presets.empty())) {
+      for (const Preset& preset : files.presets) {
+        if (ImGui::MenuItem(preset.name.c_str(), nullptr, preset.path == state.docPath)) {
+          requestOpen(files, state, preset.path, t);
+        }
+        tooltip(preset.path.c_str());
+      }
+      ImGui::EndMenu();
+    }
+    tooltip("Ready-made scenarios from assets/scenarios.");
+    if (ImGui::MenuItem("Revert to preset", nullptr, false, !state.docPath.empty() || state.dirty())) {
+      state.doc = state.preset;
+      touch(state);
+    }
+    tooltip("Return to the scenario as it was opened (undoable).");
+    ImGui::Separator();
+    if (ImGui::MenuItem("Export window screenshot", "F12")) screenshotRequested = true;
+    tooltip("Save the whole window as a PNG in ./screenshots/.");
+    ImGui::Separator();
+    if (ImGui::MenuItem("Quit", "Ctrl+Q")) requestQuit(files, state);
+    tooltip("Close attnscope (asks to save unsaved changes).");
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("Edit")) {
+    if (ImGui::MenuItem("Undo", "Ctrl+Z", false, !state.history.undo.empty() || state.history.pending)) undo(state);
+    tooltip("Undo the last change to the scenario.");
+    if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, !state.history.redo.empty())) redo(state);
+    tooltip("Redo the change that was undone (also Ctrl+Y).");
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("View")) {
+    for (const PanelSlot& panel : kPanels) {
+      ImGui::MenuItem(panel.name, nullptr, &(state.view.*panel.show));
+      tooltip(panel.help);
+    }
+    ImGui::MenuItem("Log", nullptr, &showLog);
+    tooltip("Every message since start: errors, warnings, saves and exports.");
+    if (ImGui::MenuItem("Reset layout")) layoutDirty = true;
+    tooltip("Tile the panels to fit the window again.");
+    ImGui::Separator();
+    if (ImGui::BeginMenu("Colormap")) {
+      for (io::ColormapKind kind : io::kAllColormaps) {
+        const std::string name(io::toString(kind));
+        if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == kind)) state.view.colormap = kind;
+      }
+      ImGui::EndMenu();
+    }
+    tooltip("Colour scale of every heatmap (the same tables as the exported files).");
+    ImGui::MenuItem("Cell values", nullptr, &state.view.cellLabels);
+    tooltip("Numbers in heatmap cells that are large enough to hold them.");
+    ImGui::MenuItem("Fixed colour range", nullptr, &state.view.fixedRange);
+    tooltip("Use the same colour range for every heatmap (to compare heads).\n"
+            "Off: each heatmap spans its own finite min..max.");
+    if (state.view.fixedRange) {
+      ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+      ImGui::DragFloatRange2("Range", &state.view.rangeMin, &state.view.rangeMax, 0.01f, -1e6f, 1e6f,
+                             "min %.3g", "max %.3g");
+      tooltip("The fixed colour range: min maps to the bottom of the colormap, max to the top.");
+      if (state.view.rangeMax <= state.view.rangeMin) state.view.rangeMax = state.view.rangeMin + 1e-3f;
+    }
+    ImGui::Separator();
+    ImGui::MenuItem("Light theme (projector)", nullptr, &state.view.lightTheme);
+    tooltip("High-contrast light colours that survive a projector.");
+    if (ImGui::MenuItem("Larger font", "Ctrl+=", false, state.view.fontScale < kMaxFontScale)) {
+      state.view.fontScale = clampFontScale(state.view.fontScale + kFontScaleStep);
+    }
+    tooltip("Presentation mode: scale the whole interface up.");
+    if (ImGui::MenuItem("Smaller font", "Ctrl+-", false, state.view.fontScale > kMinFontScale)) {
+      state.view.fontScale = clampFontScale(state.view.fontScale - kFontScaleStep);
+    }
+    tooltip("Scale the interface down.");
+    if (ImGui::MenuItem("Normal font size", "Ctrl+0")) state.view.fontScale = 1.f;
+    tooltip("Back to 100 %.");
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("Help")) {
+    if (ImGui::MenuItem("Shortcuts")) showShortcuts = true;
+    tooltip("Keyboard and mouse shortcuts.");
+    if (ImGui::MenuItem("About attnscope")) showAbout = true;
+    ImGui::EndMenu();
+  }
+  // Right side: what is computed and how long it took.
+  char info[160];
+  if (state.computed.result && state.computed.problem) {
+    const auto& problem = *state.computed.problem;
+    std::snprintf(info, sizeof info, "%d queries \xC3\x97 %d keys \xC2\xB7 %d head%s \xC2\xB7 %.2f ms  ",
+                  static_cast<int>(problem.inputs.queries.rows()),
+                  static_cast<int>(problem.inputs.keys.rows()), problem.options.heads,
+                  problem.options.heads == 1 ? "" : "s", state.computed.computeMs);
+  } else {
+    std::snprintf(info, sizeof info, "not computed  ");
+  }
+  const float width = ImGui::CalcTextSize(info).x;
+  ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width));
+  ImGui::TextDisabled("%s", info);
+  tooltip("Shape of the current problem and the time of the last recompute.");
+  ImGui::EndMainMenuBar();
+}
+
+// =======================================================================================
+// Layout
+// =======================================================================================
+
+void GuiSession::Impl::layoutPanels() {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  const float font = ImGui::GetFontSize();
+  bool shown[kPanelCount];
+  bool visibilityChanged = false;
+  for (int i = 0; i < kPanelCount; ++i) {
+    shown[i] = state.view.*kPanels[i].show;
+    if (shown[i] && !lastShown[i]) visibilityChanged = true;  // re-shown: back in its tile
+    lastShown[i] = shown[i];
+  }
+  if (viewport->Size.x != lastViewport.x || viewport->Size.y != lastViewport.y ||
+      font != lastLayoutFont || visibilityChanged) {
+    layoutDirty = true;
+  }
+  lastViewport = viewport->Size;
+  lastLayoutFont = font;
+  if (!layoutDirty) return;
+  layoutDirty = false;
+  const float menu = ImGui::GetFrameHeight();
+  const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
+  const float x0 = viewport->Pos.x, y0 = viewport->Pos.y + menu;
+  const float width = viewport->Size.x, height = std::max(font * 10, viewport->Size.y - menu - status);
+  const bool left = shown[kInputs] || shown[kSettings];
+  const bool right = shown[kHeads] || shown[kInspector] || shown[kGeometry];
+  float leftW = left ? std::clamp(font * 24, width * 0.2f, width * 0.3f) : 0.f;
+  float rightW = right ? std::clamp(font * 26, width * 0.2f, width * 0.3f) : 0.f;
+  if (!shown[kPipeline]) {  // no centre: the sides share the width
+    if (left && right) leftW = rightW = width * 0.5f;
+    else if (left) leftW = width;
+    else if (right) rightW = width;
+  }
+  const float centreW = std::max(0.f, width - leftW - rightW);
+  auto stack = [&](std::initializer_list<std::pair<int, float>> column, float x, float w) {
+    float total = 0;
+    for (auto [index, weight] : column) total += shown[index] ? weight : 0.f;
+    float y = y0;
+    for (auto [index, weight] : column) {
+      if (!shown[index]) continue;
+      const float h = std::floor(height * weight / total);
+      pendingRects[index] = {ImVec2(x, y), ImVec2(w, h)};
+      y += h;
+    }
+  };
+  stack({{kInputs, 0.56f}, {kSettings, 0.44f}}, x0, leftW);
+  stack({{kPipeline, 1.f}}, x0 + leftW, centreW);
+  stack({{kHeads, 0.34f}, {kInspector, 0.36f}, {kGeometry, 0.30f}}, x0 + leftW + centreW, rightW);
+  applyLayout = true;
+}
+
+void GuiSession::Impl::drawPanels() {
+  for (int i = 0; i < kPanelCount; ++i) {
+    if (!(state.view.*kPanels[i].show)) continue;
+    if (applyLayout) {
+      ImGui::SetNextWindowPos(pendingRects[i].first, ImGuiCond_Always);
+      ImGui::SetNextWindowSize(pendingRects[i].second, ImGuiCond_Always);
+    }
+    kPanels[i].draw(state, *heatmaps);
+  }
+  applyLayout = false;
+}
+
+// =======================================================================================
+// Notices, log, help
+// =======================================================================================
+
+namespace {
+
+ImVec4 noticeColor(Notice::Kind kind, bool light) {
+  switch (kind) {
+    case Notice::Kind::Error:
+      return light ? ImVec4(0.75f, 0.05f, 0.05f, 1.f) : ImVec4(1.f, 0.38f, 0.35f, 1.f);
+    case Notice::Kind::Warning:
+      return light ? ImVec4(0.6f, 0.4f, 0.f, 1.f) : ImVec4(1.f, 0.8f, 0.3f, 1.f);
+    case Notice::Kind::Info:
+      break;
+  }
+  return ImGui::GetStyleColorVec4(ImGuiCol_Text);
+}
+
+const char* noticePrefix(Notice::Kind kind) {
+  switch (kind) {
+    case Notice::Kind::Error: return "error: ";
+    case Notice::Kind::Warning: return "warning: ";
+    case Notice::Kind::Info: break;
+  }
+  return "";
+}
+
+}  // namespace
+
+void GuiSession::Impl::drawNotices() {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  const float font = ImGui::GetFontSize();
+  const double t = now();
+  // 1 status bar: the newest notice (or the compute error) and the log button
+  const float barHeight = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
+  ImGui::SetNextWindowPos(ImVec2(viewport->Pos.x, viewport->Pos.y + viewport->Size.y - barHeight));
+  ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, barHeight));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(font * 0.5f, ImGui::GetStyle().WindowPadding.y * 0.5f));
+  ImGui::Begin("##status", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                   ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoBringToFrontOnFocus);
+  ImGui::PopStyleVar();
+  if (ImGui::SmallButton(showLog ? "Hide log" : "Log")) showLog = !showLog;
+  tooltip("Every message since start.");
+  ImGui::SameLine();
+  if (!state.computed.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Error, state.view.lightTheme));
+    ImGui::TextUnformatted(("cannot compute: " + state.computed.error).c_str());
+    ImGui::PopStyleColor();
+  } else if (!state.notices.empty()) {
+    const Notice& last = state.notices.back();
+    ImGui::PushStyleColor(ImGuiCol_Text, t - last.time < kNoticeSeconds
+                                             ? noticeColor(last.kind, state.view.lightTheme)
+                                             : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextUnformatted((noticePrefix(last.kind) + last.text).c_str());
+    ImGui::PopStyleColor();
+  } else {
+    ImGui::TextDisabled("Ready. Hover a heatmap cell to inspect it; right-click to export.");
+  }
+  ImGui::End();
+
+  // 2 toasts: notices younger than kNoticeSeconds, newest at the bottom, above the status bar
+  std::vector<const Notice*> recent;
+  for (auto it = state.notices.rbegin(); it != state.notices.rend() && recent.size() < 4; ++it) {
+    if (t - it->time < kNoticeSeconds && it->kind != Notice::Kind::Info) recent.push_back(&*it);
+  }
+  if (recent.empty()) return;
+  ImGui::SetNextWindowPos(ImVec2(viewport->Pos.x + viewport->Size.x - font * 0.5f,
+                                 viewport->Pos.y + viewport->Size.y - barHeight - font * 0.5f),
+                          ImGuiCond_Always, ImVec2(1.f, 1.f));
+  ImGui::SetNextWindowBgAlpha(0.94f);
+  ImGui::Begin("##notices", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
+                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
+                   ImGuiWindowFlags_NoNav | ImGuiWindowFlags_NoMove);
+  ImGui::PushTextWrapPos(font * 32);
+  for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
+    ImGui::PushStyleColor(ImGuiCol_Text, noticeColor((*it)->kind, state.view.lightTheme));
+    ImGui::TextUnformatted((noticePrefix((*it)->kind) + (*it)->text).c_str());
+    ImGui::PopStyleColor();
+  }
+  ImGui::PopTextWrapPos();
+  ImGui::End();
+}
+
+void GuiSession::Impl::drawLog() {
+  if (!showLog) return;
+  const float font = ImGui::GetFontSize();
+  ImGui::SetNextWindowSize(ImVec2(font * 40, font * 16), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_FirstUseEver, ImVec2(0.5f, 0.5f));
+  if (ImGui::Begin("Log", &showLog)) {
+    if (ImGui::SmallButton("Clear")) state.notices.clear();
+    tooltip("Remove every message from the log.");
+    ImGui::Separator();
+    ImGui::BeginChild("##log");
+    for (const Notice& notice : state.notices) {
+      ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(notice.kind, state.view.lightTheme));
+      ImGui::TextWrapped("[%7.1f s] %s%s", notice.time, noticePrefix(notice.kind), notice.text.c_str());
+      ImGui::PopStyleColor();
+    }
+    if (ImGui::GetScrollY() >= ImGui::GetScrollMaxY()) ImGui::SetScrollHereY(1.f);
+    ImGui::EndChild();
+  }
+  ImGui::End();
+}
+
+void GuiSession::Impl::drawHelpWindows() {
+  const float font = ImGui::GetFontSize();
+  if (showShortcuts) {
+    ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+    if (ImGui::Begin("Shortcuts", &showShortcuts, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse)) {
+      if (ImGui::BeginTable("##shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+        for (const Shortcut& shortcut : kShortcuts) {
+          ImGui::TableNextRow();
+          ImGui::TableSetColumnIndex(0);
+          ImGui::TextUnformatted(shortcut.keys);
+          ImGui::TableSetColumnIndex(1);
+          ImGui::TextUnformatted(shortcut.what);
+        }
+        ImGui::EndTable();
+      }
+    }
+    ImGui::End();
+  }
+  if (showAbout) {
+    ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+    if (ImGui::Begin("About attnscope", &showAbout, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse)) {
+      ImGui::PushTextWrapPos(font * 30);
+      ImGui::Text("attnscope %.*s", static_cast<int>(kVersion.size()), kVersion.data());
+      ImGui::TextWrapped(
+          "See how attention works: edit queries, keys and values, choose a score function, a "
+          "mask, a normaliser and a head count, and every heatmap redraws in the same frame. "
+          "Runs offline; exports PNG, SVG and CSV identical to `attnscope export`.");
+      ImGui::Spacing();
+      ImGui::TextDisabled("Dear ImGui %s \xC2\xB7 GLFW %s \xC2\xB7 %s", ImGui::GetVersion(),
+                          glfwGetVersionString(), reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+      ImGui::TextDisabled("Autosave: %s", files.autosaveFile.empty() ? "off" : files.autosaveFile.c_str());
+      ImGui::PopTextWrapPos();
+    }
+    ImGui::End();
+  }
+}
+
+void GuiSession::Impl::postComputeNotices() {
+  const double t = now();
+  const Computed& computed = state.computed;
+  if (!computed.error.empty() && computed.error != lastComputeError) {
+    notify(state, Notice::Kind::Error, "cannot compute: " + computed.error, t);
+  }
+  lastComputeError = computed.error;
+  std::set<std::string> warnings;
+  if (computed.result) {
+    for (const Warning& warning : computed.result->warnings) warnings.insert(warning.message);
+  }
+  int posted = 0;
+  for (const std::string& warning : warnings) {
+    if (lastWarnings.count(warning) == 0 && posted < 3) {
+      notify(state, Notice::Kind::Warning, warning, t);
+      ++posted;
+    }
+  }
+  lastWarnings = std::move(warnings);
+  // Keep a sticky hover inside the new shape.
+  if (state.hover.active && computed.result && !computed.result->heads.empty()) {
+    const Matrix& weights = computed.result->heads.front().weights;
+    if (state.hover.row >= weights.rows() || state.hover.col >= weights.cols()) state.hover.active = false;
+  }
+}
+
+void GuiSession::Impl::updateTitle() {
+  std::string name = state.doc.name.empty() ? "untitled" : state.doc.name;
+  std::string text = "attnscope \xE2\x80\x94 " + name;
+  if (!state.docPath.empty()) text += " (" + state.docPath + ")";
+  if (state.dirty()) text += " *";
+  if (text != title) {
+    glfwSetWindowTitle(window, text.c_str());
+    title = text;
+  }
+}
+
+void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
+  int fbWidth = 0, fbHeight = 0, winWidth = 0, winHeight = 0;
+  glfwGetFramebufferSize(window, &fbWidth, &fbHeight);
+  glfwGetWindowSize(window, &winWidth, &winHeight);
+  const io::Image image = readBackBuffer(fbWidth, fbHeight);
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  Status written = writePng(image, path);
+  if (written && sidecar) {
+    written = io::writeFileAtomic(
+        path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight, fbWidth,
+                                              fbHeight, state.view.focusedHead));
+  }
+  if (screenshotMode()) {
+    if (!written) {
+      std::fprintf(stderr, "attnscope: %s\n", written.error().message().c_str());
+      exitCode = 2;
+    }
+    return;
+  }
+  if (written) notify(state, Notice::Kind::Info, "saved screenshot " + path, now());
+  else notify(state, Notice::Kind::Error, written.error().message(), now());
+}
+
+// =======================================================================================
+// The loop
+// =======================================================================================
+
+bool GuiSession::frame() {
+  Impl& s = *impl_;
+  if (s.finished) return false;
+  // 1 events; the font atlas can only change outside NewFrame/Render
+  glfwPollEvents();
+  s.rebuildFontIfNeeded();
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  if (s.screenshotMode()) {
+    // Deterministic screenshots: no hover, no tooltips from wherever the pointer happens to be.
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    for (bool& down : io.MouseDown) down = false;
+    io.MouseWheel = io.MouseWheelH = 0;
+  }
+  ImGui::NewFrame();
+  const double t = s.now();
+
+  // 2 dropped files, shortcuts, menu
+  for (const std::string& path : s.droppedPaths) requestOpen(s.files, s.state, path, t);
+  s.droppedPaths.clear();
+  if (!s.screenshotMode()) s.handleShortcuts();
+  update(s.state);  // results for this frame's panels (after an undo, open, ...)
+  s.drawMenuBar();
+  s.heatmaps->impl().exportPrefix = fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
+
+  // 3 panels and the windows around them
+  s.layoutPanels();
+  s.drawPanels();
+  s.drawNotices();
+  s.drawLog();
+  s.drawHelpWindows();
+  drawFileUi(s.files, s.state, t);
+  for (std::string& message : s.heatmaps->impl().messages) notify(s.state, Notice::Kind::Info, message, t);
+  s.heatmaps->impl().messages.clear();
+
+  // 4 close the undo step unless a drag is going on, recompute if the revision changed
+  endFrame(s.state, ImGui::IsAnyItemActive());
+  if (update(s.state)) s.postComputeNotices();
+
+  // 5 render, screenshot before the swap
+  ImGui::Render();
+  int fbWidth = 0, fbHeight = 0;
+  glfwGetFramebufferSize(s.window, &fbWidth, &fbHeight);
+  glViewport(0, 0, fbWidth, fbHeight);
+  const ImVec4 clear = s.state.view.lightTheme ? ImVec4(0.85f, 0.85f, 0.87f, 1.f) : ImVec4(0.05f, 0.05f, 0.06f, 1.f);
+  glClearColor(clear.x, clear.y, clear.z, clear.w);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  ++s.frameIndex;
+  if (s.screenshotMode() && s.frameIndex >= s.launch.frames) {
+    s.takeScreenshot(s.launch.screenshotPath, /*sidecar=*/true);
+    s.finished = true;
+  } else if (s.screenshotRequested) {
+    s.takeScreenshot(defaultScreenshotPath(s.state.doc.name), /*sidecar=*/false);
+    s.screenshotRequested = false;
+  }
+  glfwSwapBuffers(s.window);
+
+  // 6 title, autosave, quit (asking first when there are unsaved changes)
+  s.updateTitle();
+  autosaveTick(s.files, s.state, t, kAutosaveInterval, false);
+  if (glfwWindowShouldClose(s.window)) {
+    if (s.screenshotMode() || s.files.quitConfirmed) {
+      s.finished = true;
+    } else {
+      glfwSetWindowShouldClose(s.window, GLFW_FALSE);
+      if (s.files.after != FileUi::After::Quit) requestQuit(s.files, s.state);
+    }
+  }
+  if (s.files.quitConfirmed) s.finished = true;
+  return !s.finished;
+}
+
+// =======================================================================================
+// Session
+// =======================================================================================
+
+GuiSession::GuiSession() : impl_(std::make_unique<Impl>()) {}
+
+GuiSession::~GuiSession() { close(); }
+
+AppState& GuiSession::state() { return impl_->state; }
+HeatmapCache& GuiSession::heatmaps() { return *impl_->heatmaps; }
+int GuiSession::exitCode() const { return impl_->exitCode; }
+
+int GuiSession::open(const GuiLaunch& launch, const Options& options) {
+  Impl& s = *impl_;
+  s.launch = launch;
+  s.launch.frames = std::max(1, launch.frames);
+  s.options = options;
+  // 1 the scenario first: a bad file must fail the same way with or without a display
+  Scenario initial;
+  std::string startupError;
+  bool haveInitial = false;
+  if (!launch.scenarioPath.empty()) {
+    Expected<Scenario> loaded = io::loadScenario(launch.scenarioPath);
+    if (loaded) {
+      initial = std::move(loaded).value();
+      haveInitial = true;
+    } else {
+      Error error = loaded.error();
+      if (error.file.empty()) error.file = launch.scenarioPath;
+      if (s.screenshotMode()) {
+        std::fprintf(stderr, "attnscope: %s\n", error.message().c_str());
+        return 2;
+      }
+      startupError = "cannot open " + error.message();
+    }
+  }
+  // 2 window, GL context, ImGui
+  if (int code = s.openWindow(); code != 0) {
+    close();
+    return code;
+  }
+  s.heatmaps = std::make_unique<HeatmapCache>(true);
+  // 3 the document: the given file, else the autosave, else the default preset
+  s.files.assetDir = findAssetDir();
+  s.files.presets = listPresets(s.files.assetDir);
+  if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
+  if (haveInitial) {
+    const std::string view = initial.viewJson;
+    loadDocument(s.state, std::move(initial), launch.scenarioPath);
+    applyViewJson(s.state.view, view, false);
+  } else {
+    // An explicit file that failed starts on the default preset, not on the autosave
+    // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
+    s.loadInitialDocument(startupError);
+  }
+  s.files.autosavedRevision = s.state.revision;
+  s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
+                          (s.state.dirty() ? "d" : "c") + s.state.docPath;
+  s.rebuildFontIfNeeded();
+  if (std::string error = s.heatmaps->initGpu(); !error.empty()) {
+    notify(s.state, Notice::Kind::Error, "heatmaps cannot be drawn: " + error, s.now());
+    if (s.screenshotMode()) {
+      std::fprintf(stderr, "attnscope: heatmaps cannot be drawn: %s\n", error.c_str());
+    }
+  }
+  return 0;
+}
+
+void GuiSession::close() {
+  Impl& s = *impl_;
+  if (s.imguiReady && !s.files.autosaveFile.empty()) {
+    if (s.files.discarded) {
+      // Discarded edits must not come back on the next start: keep the saved file's state.
+      std::error_code ec;
+      bool kept = false;
+      if (!s.state.docPath.empty()) {
+        Expected<Scenario> saved = io::loadScenario(s.state.docPath);
+        if (saved) {
+          AppState clean;
+          clean.view = s.state.view;
+          loadDocument(clean, std::move(saved).value(), s.state.docPath);
+          kept = writeAutosave(clean, s.files.autosaveFile).empty();
+        }
+      }
+      if (!kept) fs::remove(s.files.autosaveFile, ec);
+    } else {
+      autosaveTick(s.files, s.state, s.now(), 0, true);
+    }
+  }
+  s.heatmaps.reset();  // GL objects, while the context still exists
+  if (s.backendsReady) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    s.backendsReady = false;
+  }
+  if (s.imguiReady) {
+    ImGui::DestroyContext();
+    s.imguiReady = false;
+  }
+  if (s.window != nullptr) {
+    glfwDestroyWindow(s.window);
+    s.window = nullptr;
+  }
+  if (s.glfwReady) {
+    glfwTerminate();
+    s.glfwReady = false;
+  }
+}
+
+int runGui(const GuiLaunch& launch) {
+  GuiSession session;
+  if (int code = session.open(launch, {}); code != 0) return code;
+  while (session.frame()) {
+  }
+  const int code = session.exitCode();
+  session.close();
+  return code;
+}
+
+}  // namespace attn::app

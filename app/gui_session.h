@@ -1,0 +1,46 @@
+// The window as an object, for runGui() and the frame-time harness (bench/bench_frame.cpp):
+// open() sets up GLFW, OpenGL and ImGui and loads the document, frame() runs one iteration
+// of the canonical loop, close() tears everything down.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "app/app_state.h"
+#include "app/gui.h"
+#include "app/heatmap_widget.h"
+
+namespace attn::app {
+
+class GuiSession {
+ public:
+  struct Options {
+    bool vsync = true;  // forced off in screenshot mode
+  };
+
+  GuiSession();
+  ~GuiSession();
+  GuiSession(const GuiSession&) = delete;
+  GuiSession& operator=(const GuiSession&) = delete;
+
+  // Returns 0 when the window is open, else the exit code (2 bad scenario, 3 no display /
+  // no OpenGL) after printing one line to stderr.
+  int open(const GuiLaunch& launch, const Options& options);
+  // One frame: events, shortcuts, menu, panels, notices, undo step, recompute, render,
+  // screenshot, swap. Returns false when the loop should end (window closed and confirmed,
+  // or the screenshot was taken).
+  bool frame();
+  // Exit code of the loop (0, or 2 when the screenshot could not be written).
+  int exitCode() const;
+  void close();
+
+  AppState& state();
+  HeatmapCache& heatmaps();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attn::app

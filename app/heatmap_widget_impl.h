@@ -1,0 +1,91 @@
+// Internals of HeatmapCache shared by the widget, the window (export notices, document
+// name) and the screenshot sidecar (where each heatmap was drawn). Not for panels.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <imgui.h>
+
+#include "app/heatmap_widget.h"
+
+namespace attn::app {
+
+// Where one heatmap was drawn in the current frame, and one sample cell of it, so that a
+// screenshot can be checked pixel by pixel against io::colormapColor.
+struct HeatmapRecord {
+  std::string id;     // the id passed to heatmapWidget()
+  std::string title;  // MatrixView::title
+  io::ColormapKind colormap = io::ColormapKind::Viridis;
+  float vmin = 0, vmax = 1;  // the effective colour range (after the degenerate-range rule)
+  int rows = 0, cols = 0;
+  ImVec2 gridMin, gridMax;          // screen rectangle of the visible grid
+  float u0 = 0, v0 = 0, u1 = 1, v1 = 1;  // visible part of the matrix (UV)
+  int level = 0;                    // level of detail: 0 = one texel per cell
+  bool drawn = false;               // the GPU quad was drawn (false headless)
+  // The sample cell: its rectangle on screen (clipped to the grid), its value, and a point
+  // inside it that no label covers.
+  int sampleRow = -1, sampleCol = -1;
+  float sampleValue = 0;
+  ImVec2 cellMin, cellMax, samplePoint;
+};
+
+struct HeatmapCache::Impl {
+  explicit Impl(bool useGpu) : gpu(useGpu) {}
+
+  bool gpu = false;
+  bool gpuReady = false;
+  unsigned program = 0;
+  int locProj = -1, locValues = -1, locLut = -1, locRange = -1, locLevel = -1,
+      locMasked = -1, locNan = -1, locHatch = -1;
+  std::vector<unsigned> lutTextures;  // one RGBA8 256x1 texture per colormap kind
+
+  struct Entry {
+    unsigned texture = 0;
+    int rows = 0, cols = 0;
+    int levels = 1;                 // max-pooled levels of detail uploaded as mip levels
+    std::uint64_t revision = ~0ull;
+    bool hasFinite = false;
+    float dataMin = 0, dataMax = 1;  // finite min / max, for the auto range
+    float u0 = 0, v0 = 0, u1 = 1, v1 = 1;  // zoom / pan
+    bool panned = false;            // the current press turned into a drag
+    int lastFrame = 0;
+    int contextRow = -1, contextCol = -1;  // cell under the mouse when the menu opened
+    // Export dialog.
+    bool openExport = false;
+    std::string exportPath;
+    int exportScale = 1;
+    std::string exportStatus;
+    bool exportFailed = false;
+  };
+  std::unordered_map<ImGuiID, Entry> entries;
+
+  // Uniforms for one draw callback; a deque so that addresses stay valid until Render().
+  struct DrawParams {
+    Impl* impl = nullptr;
+    unsigned lut = 0;
+    float vmin = 0, vmax = 1;
+    int level = 0;
+    float hatch = 8;
+  };
+  std::deque<DrawParams> drawParams;
+  int drawParamsFrame = -1;
+
+  std::vector<HeatmapRecord> records;  // heatmaps drawn in frame `recordsFrame`
+  int recordsFrame = -1;
+
+  std::string exportPrefix = "attnscope";  // scenario name for default export file names
+  std::vector<std::string> messages;       // export results, drained into notices by the window
+  std::vector<std::string> errors;
+
+  void releaseEntry(Entry& entry);
+  void releaseAll();
+};
+
+// "Decoder state (Luong)" -> "decoder_state_luong": safe in a file name.
+std::string fileStem(const std::string& text);
+
+}  // namespace attn::app

@@ -1,0 +1,32 @@
+// Look of the window: dark and light (projector) themes, and the DejaVu Sans font at the
+// presentation size. The font atlas is rebuilt when the size changes (Ctrl+= / Ctrl+-).
+#pragma once
+
+#include <string>
+
+namespace attn::app {
+
+// Presentation font scale limits and step (ViewSettings::fontScale).
+inline constexpr float kMinFontScale = 0.75f;
+inline constexpr float kMaxFontScale = 3.0f;
+inline constexpr float kFontScaleStep = 0.125f;
+// Base font size in pixels at fontScale 1 and content scale 1.
+inline constexpr float kBaseFontPixels = 15.0f;
+
+// The font file used by the window (the same family as the exported heatmaps).
+std::string uiFontPath();
+
+// Sets the ImGui style for the theme, with every size scaled by `sizeScale`
+// (fontScale x content scale). Needs a current ImGui context; no GL.
+void applyTheme(bool light, float sizeScale);
+
+// Replaces the font atlas with DejaVu Sans at `pixelSize` (with Greek, arrows and math
+// symbols for formulas). Falls back to ImGui's built-in font when the file is missing and
+// says so in `warning`. Only builds the CPU side; the caller re-creates the GL texture.
+// Must not be called between NewFrame() and Render().
+bool loadUiFont(float pixelSize, std::string* warning);
+
+// Clamps a presentation scale to [kMinFontScale, kMaxFontScale].
+float clampFontScale(float scale);
+
+}  // namespace attn::app
