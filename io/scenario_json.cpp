@@ -1018,6 +1018,13 @@ std::optional<OrderedJson> viewJson(const std::string& text) {
 
 std::string systemMessage(int error) { return std::generic_category().message(error); }
 
+// Every error leaves through here: control characters (a key may hold an escaped newline)
+// become '?', so the message is always one line.
+Error makeError(const std::string& file, const std::string& field, const std::string& problem) {
+  return Error{sanitizeForMessage(file, 4096), sanitizeForMessage(field, 200),
+               sanitizeForMessage(problem, 1000)};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -1027,13 +1034,13 @@ std::string systemMessage(int error) { return std::generic_category().message(er
 Expected<Scenario> parseScenario(std::string_view json, const std::string& fileName) {
   // 1 size
   if (json.size() > kMaxScenarioBytes) {
-    return Error{fileName, "",
+    return makeError(fileName, "",
                  "scenario is " + std::to_string(json.size()) +
-                     " bytes, more than the limit of " + std::to_string(kMaxScenarioBytes)};
+                     " bytes, more than the limit of " + std::to_string(kMaxScenarioBytes));
   }
   if (std::all_of(json.begin(), json.end(),
                   [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; })) {
-    return Error{fileName, "", "the file is empty (expected a JSON object {...})"};
+    return makeError(fileName, "", "the file is empty (expected a JSON object {...})");
   }
 
   try {
@@ -1044,25 +1051,25 @@ Expected<Scenario> parseScenario(std::string_view json, const std::string& fileN
     if (!parsed || builder.failure) {
       const FieldProblem problem =
           builder.failure.value_or(FieldProblem{"", "invalid JSON"});
-      return Error{fileName, problem.field, problem.problem};
+      return makeError(fileName, problem.field, problem.problem);
     }
 
     // 3 DOM -> Scenario, then make sure it computes
     Scenario scenario = readScenario(builder.root);
     auto problem = buildProblem(scenario);
     if (!problem) {
-      return Error{fileName, problem.error().field, problem.error().problem};
+      return makeError(fileName, problem.error().field, problem.error().problem);
     }
     if (const Status valid = validate(problem->inputs, problem->options); !valid) {
-      return Error{fileName, valid.error().field, valid.error().problem};
+      return makeError(fileName, valid.error().field, valid.error().problem);
     }
     return scenario;
   } catch (const FieldError& error) {
-    return Error{fileName, error.field, error.problem};
+    return makeError(fileName, error.field, error.problem);
   } catch (const std::bad_alloc&) {
-    return Error{fileName, "", "out of memory while reading the scenario"};
+    return makeError(fileName, "", "out of memory while reading the scenario");
   } catch (const std::exception& error) {
-    return Error{fileName, "", std::string("cannot read the scenario: ") + error.what()};
+    return makeError(fileName, "", std::string("cannot read the scenario: ") + error.what());
   }
 }
 
@@ -1071,30 +1078,30 @@ Expected<Scenario> loadScenario(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) {
-    return Error{path, "", ec && ec != std::errc::no_such_file_or_directory
+    return makeError(path, "", ec && ec != std::errc::no_such_file_or_directory
                                ? "cannot open the file: " + ec.message()
-                               : "no such file"};
+                               : "no such file");
   }
-  if (fs::is_directory(status)) return Error{path, "", "is a directory, not a scenario file"};
-  if (!fs::is_regular_file(status)) return Error{path, "", "is not a regular file"};
+  if (fs::is_directory(status)) return makeError(path, "", "is a directory, not a scenario file");
+  if (!fs::is_regular_file(status)) return makeError(path, "", "is not a regular file");
   const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) return Error{path, "", "cannot read the file size: " + ec.message()};
+  if (ec) return makeError(path, "", "cannot read the file size: " + ec.message());
   if (size > kMaxScenarioBytes) {
-    return Error{path, "",
+    return makeError(path, "",
                  "file is " + std::to_string(size) + " bytes, more than the limit of " +
-                     std::to_string(kMaxScenarioBytes) + " bytes (256 MiB)"};
+                     std::to_string(kMaxScenarioBytes) + " bytes (256 MiB)");
   }
-  if (size == 0) return Error{path, "", "the file is empty (expected a JSON object {...})"};
+  if (size == 0) return makeError(path, "", "the file is empty (expected a JSON object {...})");
 
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot open the file: " + systemMessage(errno)};
+  if (!in) return makeError(path, "", "cannot open the file: " + systemMessage(errno));
   // Read what is there (the file may change size after the check), never past the limit.
   std::string text(static_cast<std::size_t>(size), '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) return Error{path, "", "cannot read the file: " + systemMessage(errno)};
+  if (in.bad()) return makeError(path, "", "cannot read the file: " + systemMessage(errno));
   if (in && in.peek() != std::char_traits<char>::eof()) {
-    return Error{path, "", "file grew while it was being read; try again"};
+    return makeError(path, "", "file grew while it was being read; try again");
   }
   return parseScenario(text, path);
 }
