@@ -244,7 +244,7 @@ Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
                                       bool required) {
   const std::string* out = parsed.get("--out");
   if (!out) {
-    if (required) return optionError("--out", "is required (the file to write)");
+    if (required) return optionError("--out", "missing (the file to write is required)");
     return std::string();
   }
   if (out->empty()) return optionError("--out", "needs a file name");

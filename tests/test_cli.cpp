@@ -93,12 +93,15 @@ RunResult runAttnscope(const std::vector<std::string>& args, const fs::path& dir
 }
 
 // =======================================================================================
-// CSV: the numeric fields of each line (labels, quoted or not, are skipped)
+// CSV: the numeric fields of each data line. The first line is the header (column labels,
+// which may be numbers such as 0, 1, 2); labels, quoted or not, are skipped.
 // =======================================================================================
 
 std::vector<std::vector<double>> csvNumbers(const std::string& text) {
   std::vector<std::vector<double>> rows;
   std::istringstream in(text);
+  std::string header;
+  std::getline(in, header);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     std::vector<double> numbers;
