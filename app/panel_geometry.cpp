@@ -154,10 +154,13 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   // 3a keys: thickness and opacity follow the focused query's weight on them.
   std::vector<int> labelled;
   for (int j = 0; j < shownK; ++j) labelled.push_back(j);
-  if (shownK > kMaxLabelledKeys && focused < nQ) {
-    std::partial_sort(labelled.begin(), labelled.begin() + kMaxLabelledKeys, labelled.end(),
+  // As many labels as fit comfortably (about one per two text lines of canvas height).
+  const int maxLabels = std::clamp(
+      static_cast<int>(size.y / (ImGui::GetTextLineHeight() * 2.0f)), 3, kMaxLabelledKeys);
+  if (shownK > maxLabels && focused < nQ) {
+    std::partial_sort(labelled.begin(), labelled.begin() + maxLabels, labelled.end(),
                       [&](int a, int b) { return h.weights(focused, a) > h.weights(focused, b); });
-    labelled.resize(kMaxLabelledKeys);
+    labelled.resize(maxLabels);
   }
   for (int j = 0; j < shownK; ++j) {
     const float w = focused < nQ ? h.weights(focused, j) : 0.0f;
@@ -179,23 +182,40 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
                   withAlpha(panel::queryColor(), 1.0f),
                   labelOf(problem.queryLabels, focused, "q").c_str());
   }
-  // 3c key labels: name, score and weight for the focused query.
+  // 3c key labels: name, score and weight for the focused query, nudged down until they no
+  // longer overlap a label already placed.
+  std::vector<ImVec4> placed;  // x0, y0, x1, y1
+  const float lineHeight = ImGui::GetTextLineHeight();
   for (int j : labelled) {
     const ImVec2 tip = toScreen(shownQ + j);
     char text[128];
+    const std::string name = labelOf(problem.keyLabels, j, "k");
     if (focused < nQ && !result.allowed(focused, j)) {
-      std::snprintf(text, sizeof text, "%s  masked", labelOf(problem.keyLabels, j, "k").c_str());
+      std::snprintf(text, sizeof text, "%s  masked", name.c_str());
     } else if (focused < nQ) {
-      std::snprintf(text, sizeof text, "%s  s=%s w=%s", labelOf(problem.keyLabels, j, "k").c_str(),
+      std::snprintf(text, sizeof text, "%s  s=%s w=%s", name.c_str(),
                     formatNumber(h.scores(focused, j)).c_str(),
                     formatNumber(h.weights(focused, j)).c_str());
     } else {
-      std::snprintf(text, sizeof text, "%s", labelOf(problem.keyLabels, j, "k").c_str());
+      std::snprintf(text, sizeof text, "%s", name.c_str());
     }
-    const float right = tip.x + font * 0.3f + ImGui::CalcTextSize(text).x;
-    const float x = right > p0.x + size.x ? tip.x - font * 0.3f - ImGui::CalcTextSize(text).x
-                                           : tip.x + font * 0.3f;
-    draw->AddText(ImVec2(x, tip.y + font * 0.1f), ImGui::GetColorU32(ImGuiCol_Text), text);
+    const float width = ImGui::CalcTextSize(text).x;
+    float x = tip.x + font * 0.3f;
+    if (x + width > p0.x + size.x) x = tip.x - font * 0.3f - width;
+    x = std::max(x, p0.x + font * 0.2f);
+    float y = tip.y + font * 0.1f;
+    for (int attempt = 0; attempt < 12; ++attempt) {
+      bool overlaps = false;
+      for (const ImVec4& r : placed) {
+        if (x < r.z && x + width > r.x && y < r.w && y + lineHeight > r.y) {
+          overlaps = true;
+          y = r.w + 1.0f;
+        }
+      }
+      if (!overlaps) break;
+    }
+    placed.push_back(ImVec4(x, y, x + width, y + lineHeight));
+    draw->AddText(ImVec2(x, y), ImGui::GetColorU32(ImGuiCol_Text), text);
   }
   draw->PopClipRect();
 

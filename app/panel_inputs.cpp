@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "app/edits.h"
 #include "app/panel_common.h"
@@ -41,9 +42,14 @@ void drawSentenceBox(AppState& state) {
     scratch.sentenceSyncedHash = hashString(state.doc.sentence);
   }
   const float font = ImGui::GetFontSize();
+  ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Sentence");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(std::max(ImGui::GetContentRegionAvail().x - font * 16.0f, font * 8.0f));
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float trailing = font * 3.0f + ImGui::CalcTextSize("d").x + ImGui::CalcTextSize("Apply").x +
+                         style.FramePadding.x * 2.0f + style.ItemSpacing.x * 3.0f +
+                         style.ItemInnerSpacing.x;
+  ImGui::SetNextItemWidth(std::max(ImGui::GetContentRegionAvail().x - trailing, font * 6.0f));
   bool applyNow = ImGui::InputTextWithHint("##sentence", "type a sentence, Enter to apply",
                                            &scratch.sentence,
                                            ImGuiInputTextFlags_EnterReturnsTrue);
@@ -51,7 +57,7 @@ void drawSentenceBox(AppState& state) {
           "same word and seed always give the same vector. Applying switches to "
           "self-attention: X = the embeddings, and Q = K = V = X (before projections).");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(font * 5.5f);
+  ImGui::SetNextItemWidth(font * 3.0f);
   if (ImGui::InputInt("d##embdim", &scratch.embeddingDim, 0, 0)) {
     scratch.embeddingDim = std::clamp(scratch.embeddingDim, 1, Limits::kMaxWidth);
   }
@@ -148,10 +154,10 @@ void drawVectorTable(AppState& state, const TableSpec& spec, float maxHeight) {
                                 ImGuiTableFlags_SizingFixedFit;
   if (ImGui::BeginTable("##vectors", columns, flags, ImVec2(0.0f, height))) {
     ImGui::TableSetupScrollFreeze(1, 1);
-    ImGui::TableSetupColumn("label", ImGuiTableColumnFlags_WidthFixed, font * 5.0f);
+    ImGui::TableSetupColumn("label", ImGuiTableColumnFlags_WidthFixed, font * 4.2f);
     for (int c = 0; c < shownDims; ++c) {
       const std::string name = std::string(spec.symbol) + "[" + std::to_string(c) + "]";
-      ImGui::TableSetupColumn(name.c_str(), ImGuiTableColumnFlags_WidthFixed, font * 3.6f);
+      ImGui::TableSetupColumn(name.c_str(), ImGuiTableColumnFlags_WidthFixed, font * 3.3f);
     }
     ImGui::TableSetupColumn("##remove", ImGuiTableColumnFlags_WidthFixed, font * 1.4f);
     ImGui::TableHeadersRow();
@@ -278,8 +284,26 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
     }
   } else {
     const bool sameValues = valuesAreKeys(state.doc);
-    const float tableHeight =
-        std::max((avail - font * 9.0f) / (sameValues ? 2.0f : 3.0f), font * 6.0f);
+    // Share the height: small tables get what they need, the rest is split evenly.
+    const float rowHeight = ImGui::GetFrameHeight() + ImGui::GetStyle().CellPadding.y * 2.0f;
+    std::vector<float> needed = {
+        rowHeight * (static_cast<float>(state.doc.queries.rows()) + 1.6f),
+        rowHeight * (static_cast<float>(state.doc.keys.rows()) + 1.6f)};
+    if (!sameValues) needed.push_back(rowHeight * (static_cast<float>(state.doc.values.rows()) + 1.6f));
+    const float perTableOverhead = ImGui::GetFrameHeightWithSpacing() * 2.0f +
+                                   ImGui::GetStyle().ItemSpacing.y;
+    float remaining = avail - perTableOverhead * static_cast<float>(needed.size()) -
+                      ImGui::GetFrameHeightWithSpacing();
+    std::vector<float> heights(needed.size(), 0.0f);
+    std::vector<int> order(needed.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return needed[a] < needed[b]; });
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const float share = remaining / static_cast<float>(order.size() - k);
+      heights[order[k]] = std::max(std::min(needed[order[k]], share), font * 5.0f);
+      remaining -= heights[order[k]];
+    }
+    const float tableHeight = heights[0];
     drawVectorTable(state,
                     {Sequence::Queries, "Queries",
                      "The queries (n_q x d_q): what each output position is looking for. Row "
@@ -291,7 +315,7 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
                      "The keys (n_k x d_k): what each source position offers to be matched "
                      "against. score(q_i, k_j) compares query i with key j.",
                      "k"},
-                    tableHeight);
+                    heights[1]);
     bool same = sameValues;
     if (ImGui::Checkbox("values = keys", &same)) apply(state, setValuesAreKeys(state.doc, same));
     tooltip("Use the keys as the values (V = K), as in the classic Bahdanau/Luong setting "
@@ -302,7 +326,7 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
                        "The values (n_k x d_v), one per key: the context vector of query i "
                        "is Σ_j w_ij·v_j.",
                        "v"},
-                      tableHeight);
+                      heights.size() > 2 ? heights[2] : font * 6.0f);
     }
   }
   ImGui::End();

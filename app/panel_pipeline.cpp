@@ -140,8 +140,7 @@ void handleStepKeys(AppState& state, const std::vector<Stage>& visible) {
 struct Card {
   Stage stage;
   const io::MatrixView* view = nullptr;
-  std::string arrow;   // label of the arrow before this card ("" = none)
-  float width = 0;     // card width (heatmap incl. its axis labels)
+  std::string arrow;  // label of the arrow before this card ("" = none)
 };
 
 }  // namespace
@@ -216,7 +215,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
                               "the Inspector).");
   }
 
-  // 2 cards: views and widths. Every card gets the same height; widths follow the aspect.
+  // 2 cards and their layout: rows of cards, every card of the same grid height g (width
+  // g·aspect), choosing the row breaks that make g largest.
   std::vector<Card> cards;
   for (Stage stage : visible) {
     Card card;
@@ -226,48 +226,96 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     cards.push_back(card);
   }
   const ImGuiStyle& style = ImGui::GetStyle();
-  float arrowsWidth = 0;
-  for (const Card& card : cards) {
-    arrowsWidth += style.ItemSpacing.x;
-    if (!card.arrow.empty()) arrowsWidth += ImGui::CalcTextSize(card.arrow.c_str()).x + style.ItemSpacing.x;
-  }
-  const float labelSpace = font * 3.0f;  // axis labels beside / below the grid
-  float aspectSum = 0;
-  std::vector<float> aspects;
-  for (const Card& card : cards) {
-    float aspect = 1.0f;
-    if (card.view && card.view->values.rows() > 0) {
-      aspect = static_cast<float>(card.view->values.cols()) /
-               static_cast<float>(card.view->values.rows());
+  const int n = static_cast<int>(cards.size());
+  std::vector<float> aspects(n, 1.0f), fixedWidth(n, 0.0f), heightCap(n, 1e9f),
+      labelWidths(n, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    const io::MatrixView* view = cards[i].view;
+    float labelWidth = 0;
+    if (view != nullptr && view->values.rows() > 0) {
+      aspects[i] = std::clamp(static_cast<float>(view->values.cols()) /
+                                  static_cast<float>(view->values.rows()),
+                              0.35f, 2.0f);  // wide ones get tall cells, not a wide strip
+      // Row labels as the widget measures them (capped; the first 64 are enough).
+      const int count = std::min<int>(static_cast<int>(view->rowLabels.size()), 64);
+      for (int r = 0; r < count; ++r)
+        labelWidth = std::max(labelWidth, ImGui::CalcTextSize(view->rowLabels[r].c_str()).x);
+      labelWidth = std::min(labelWidth, font * 7.0f) + font * 0.4f;
+      // A matrix with few rows needs no more than ~5 font heights per row.
+      heightCap[i] = static_cast<float>(view->values.rows()) * font * 5.0f;
     }
-    aspect = std::clamp(aspect, 0.2f, 3.0f);
-    aspects.push_back(aspect);
-    aspectSum += aspect;
+    labelWidths[i] = labelWidth;
+    fixedWidth[i] = labelWidth + style.ItemSpacing.x;
+    if (!cards[i].arrow.empty())
+      fixedWidth[i] += ImGui::CalcTextSize(cards[i].arrow.c_str()).x + style.ItemSpacing.x;
   }
+  if (current >= 0) {  // the current stage shows its colour bar
+    for (int i = 0; i < n; ++i)
+      if (static_cast<int>(cards[i].stage) == current) fixedWidth[i] += font * 4.5f;
+  }
+  // A card whose axis labels repeat the card before it (K and V, masked scores after
+  // scores) leaves them out, unless it starts a row.
+  std::vector<char> sameLabels(n, 0);
+  for (int i = 1; i < n; ++i) {
+    const io::MatrixView* a = cards[i - 1].view;
+    const io::MatrixView* b = cards[i].view;
+    sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
+  }
+  auto hasLabels = [&](int i, bool rowStart) {
+    return rowStart || !sameLabels[i] || static_cast<int>(cards[i].stage) == current;
+  };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
-  const float scrollbar = style.ScrollbarSize;
-  const float maxGrid = avail.y - titleHeight - labelSpace - scrollbar - style.WindowPadding.y * 2;
-  const float widthForGrids =
-      avail.x - arrowsWidth - labelSpace * static_cast<float>(cards.size()) - style.WindowPadding.x * 2;
-  float grid = std::min(maxGrid, widthForGrids / std::max(aspectSum, 0.1f));
-  grid = std::max(grid, font * 5.0f);  // below this the strip scrolls sideways instead
-  for (std::size_t i = 0; i < cards.size(); ++i) cards[i].width = grid * aspects[i] + labelSpace;
+  const float colLabelHeight = font * 1.3f;
+  const float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
+  const float usableWidth = avail.x - style.ScrollbarSize;
+  auto gridFor = [&](const std::vector<int>& starts) {
+    const int rows = static_cast<int>(starts.size());
+    float g = (avail.y - style.ScrollbarSize) / static_cast<float>(rows) - rowOverhead;
+    for (int r = 0; r < rows; ++r) {
+      const int begin = starts[r], end = r + 1 < rows ? starts[r + 1] : n;
+      float fixed = 0, aspect = 0;
+      for (int i = begin; i < end; ++i) {
+        fixed += fixedWidth[i] - (hasLabels(i, i == begin) ? 0.0f : labelWidths[i]);
+        aspect += aspects[i];
+      }
+      g = std::min(g, (usableWidth - fixed) / std::max(aspect, 0.1f));
+    }
+    return g;
+  };
+  std::vector<int> bestStarts = {0};
+  float bestGrid = gridFor(bestStarts);
+  auto consider = [&](std::vector<int> starts) {
+    const float g = gridFor(starts);
+    if (g > bestGrid * 1.05f) {  // more rows only when clearly better
+      bestGrid = g;
+      bestStarts = std::move(starts);
+    }
+  };
+  for (int a = 1; a < n; ++a) consider({0, a});
+  for (int a = 1; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) consider({0, a, b});
+  const float grid = std::max(bestGrid, font * 4.0f);  // below this the strip scrolls
+  int revealed = n;
+  if (current >= 0) {
+    for (int i = 0; i < n; ++i)
+      if (static_cast<int>(cards[i].stage) == current) revealed = i + 1;
+  }
 
   // 3 the strip.
   ImGui::BeginChild("##strip", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
-  const float cardHeight = grid + labelSpace;
-  int revealed = static_cast<int>(cards.size());
-  if (current >= 0) {
-    for (int i = 0; i < static_cast<int>(cards.size()); ++i)
-      if (static_cast<int>(cards[i].stage) == current) revealed = i + 1;
-  }
-  for (int i = 0; i < static_cast<int>(cards.size()); ++i) {
+  for (int i = 0; i < n; ++i) {
     const Card& card = cards[i];
-    if (i > 0) ImGui::SameLine();
+    const bool rowStart = std::find(bestStarts.begin(), bestStarts.end(), i) != bestStarts.end();
+    if (i > 0 && !rowStart) ImGui::SameLine();
+    if (rowStart && i > 0) ImGui::Spacing();
+    const float cardGrid = std::min(grid, heightCap[i]);
+    const bool axisLabels = hasLabels(i, rowStart);
+    const float labelWidth = axisLabels ? labelWidths[i] : 0.0f;
+    const ImVec2 cardSize(labelWidth + cardGrid * aspects[i], colLabelHeight + cardGrid);
     if (!card.arrow.empty()) {
       ImGui::BeginGroup();
-      ImGui::Dummy(ImVec2(1.0f, titleHeight + grid * 0.5f - font * 0.5f));
+      ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardGrid * 0.5f - font * 0.5f));
       ImGui::TextColored(i < revealed ? panel::formulaColor() : panel::mutedColor(), "%s",
                          card.arrow.c_str());
       ImGui::EndGroup();
@@ -290,23 +338,31 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (i >= revealed) {
       // Not yet revealed: an empty frame keeps the layout still while stepping.
       const ImVec2 p0 = ImGui::GetCursorScreenPos();
-      ImGui::Dummy(ImVec2(card.width, cardHeight));
-      ImGui::GetWindowDrawList()->AddRect(
-          p0, ImVec2(p0.x + card.width - labelSpace, p0.y + grid),
-          ImGui::GetColorU32(ImGuiCol_Border), style.FrameRounding);
+      ImGui::Dummy(cardSize);
+      const ImVec2 boxMin(p0.x + labelWidth, p0.y + colLabelHeight);
+      const ImVec2 boxMax(p0.x + cardSize.x, p0.y + cardSize.y);
+      ImGui::GetWindowDrawList()->AddRect(boxMin, boxMax, ImGui::GetColorU32(ImGuiCol_Border),
+                                          style.FrameRounding);
       const ImVec2 q = ImGui::CalcTextSize("?");
       ImGui::GetWindowDrawList()->AddText(
-          ImVec2(p0.x + (card.width - labelSpace - q.x) * 0.5f, p0.y + (grid - q.y) * 0.5f),
+          ImVec2((boxMin.x + boxMax.x - q.x) * 0.5f, (boxMin.y + boxMax.y - q.y) * 0.5f),
           ImGui::GetColorU32(ImGuiCol_TextDisabled), "?");
     } else if (card.view == nullptr) {
-      ImGui::Dummy(ImVec2(card.width, cardHeight));
+      ImGui::Dummy(cardSize);
     } else {
       HeatmapOptions options = panel::heatmapOptions(state);
-      options.size = ImVec2(card.width, cardHeight);
+      options.size = cardSize;
+      options.axisLabels = axisLabels;
+      if (!axisLabels) {
+        // Keep the grid level with its neighbours, whose column labels sit above theirs.
+        ImGui::SetCursorPosY(ImGui::GetCursorPosY() + colLabelHeight);
+        options.size.y -= colLabelHeight;
+      }
       options.colorbar = isCurrent;
+      if (isCurrent) options.size.x += font * 4.5f;
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
-      if (state.view.fixedRange && (card.stage == Stage::Weights)) {
+      if (state.view.fixedRange && card.stage == Stage::Weights) {
         options.vmin = state.view.rangeMin;
         options.vmax = state.view.rangeMax;
       }
