@@ -1,0 +1,461 @@
+// Headless tests of the panels and of app/edits: every panel draws every preset (and the
+// awkward cases: errors, one token, thousands of tokens, a head index out of range) with
+// no window and no GL, and the edits the panels make keep the scenario computable and
+// change the results the way the math says.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <imgui.h>
+
+#include "app/app_state.h"
+#include "app/edits.h"
+#include "app/heatmap_widget.h"
+#include "app/panel_common.h"
+#include "app/panels.h"
+#include "io/scenario_json.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+// ---------------------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------------------
+
+std::vector<std::string> presetPaths() {
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios"))
+    if (entry.path().extension() == ".json") paths.push_back(entry.path().string());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+AppState loaded(const std::string& path) {
+  AppState state;
+  Expected<Scenario> scenario = io::loadScenario(path);
+  EXPECT_TRUE(scenario.ok()) << (scenario.ok() ? "" : scenario.error().message());
+  loadDocument(state, scenario.ok() ? scenario.value() : Scenario{}, path);
+  update(state);
+  return state;
+}
+
+AppState loadedPreset(const std::string& stem) {
+  return loaded((fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / (stem + ".json")).string());
+}
+
+// Key indices used for the simulated keyboard (any distinct indices < 512 do).
+enum : int { kKeySpace = 1, kKeyLeft = 2, kKeyRight = 3, kKeyEscape = 4 };
+
+class Headless : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    context_ = ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
+    io.KeyMap[ImGuiKey_Space] = kKeySpace;
+    io.KeyMap[ImGuiKey_LeftArrow] = kKeyLeft;
+    io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;
+    io.KeyMap[ImGuiKey_Escape] = kKeyEscape;
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  }
+  void TearDown() override { ImGui::DestroyContext(context_); }
+
+  // One frame of the app's loop: recompute, draw every panel, close the undo step. Panels are
+  // placed side by side so that each gets a real size.
+  void frame(AppState& state, int pressedKey = -1) {
+    update(state);
+    ImGuiIO& io = ImGui::GetIO();
+    for (bool& down : io.KeysDown) down = false;
+    if (pressedKey >= 0) io.KeysDown[pressedKey] = true;
+    ImGui::NewFrame();
+    place(0, 0, 360, 480);
+    drawInputsPanel(state, heatmaps_);
+    place(0, 480, 360, 520);
+    drawSettingsPanel(state, heatmaps_);
+    place(360, 0, 850, 1000);
+    drawPipelinePanel(state, heatmaps_);
+    place(1210, 0, 390, 330);
+    drawHeadsPanel(state, heatmaps_);
+    place(1210, 330, 390, 360);
+    drawInspectorPanel(state, heatmaps_);
+    place(1210, 690, 390, 310);
+    drawGeometryPanel(state, heatmaps_);
+    endFrame(state, ImGui::IsAnyItemActive());
+    ImGui::Render();
+  }
+  void frames(AppState& state, int count = 3) {
+    for (int i = 0; i < count; ++i) frame(state);
+  }
+  // Presses and releases a key over two frames.
+  void press(AppState& state, int key) {
+    frame(state, key);
+    frame(state);
+  }
+
+  static void place(float x, float y, float w, float h) {
+    ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
+  }
+
+  ImGuiContext* context_ = nullptr;
+  HeatmapCache heatmaps_{false};
+};
+
+Matrix weightsOf(const AppState& state, int head = 0) {
+  EXPECT_TRUE(state.computed.result.has_value()) << state.computed.error;
+  return state.computed.result ? state.computed.result->heads[head].weights : Matrix();
+}
+
+// ---------------------------------------------------------------------------------------
+// Every panel on every preset
+// ---------------------------------------------------------------------------------------
+
+TEST_F(Headless, EveryPanelDrawsEveryPreset) {
+  const std::vector<std::string> paths = presetPaths();
+  ASSERT_FALSE(paths.empty());
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    AppState state = loaded(path);
+    ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+    frames(state);
+    // Hover every kind of matrix: the inspector explains each.
+    const io::MatrixKind kinds[] = {io::MatrixKind::Q,       io::MatrixKind::K,
+                                    io::MatrixKind::V,       io::MatrixKind::Scores,
+                                    io::MatrixKind::MaskedScores, io::MatrixKind::Weights,
+                                    io::MatrixKind::Context, io::MatrixKind::Concat,
+                                    io::MatrixKind::Output};
+    for (io::MatrixKind kind : kinds) {
+      state.hover = Hover{true, kind, 0, 0, 0};
+      frame(state);
+    }
+    state.hover = Hover{true, io::MatrixKind::Weights, -1, 0, 0};  // the mean
+    frame(state);
+    // Every pipeline stage, and every head focused.
+    const std::vector<Stage> stages = visibleStages(&*state.computed.result);
+    for (Stage stage : stages) {
+      state.view.pipelineStage = static_cast<int>(stage);
+      frame(state);
+    }
+    state.view.pipelineStage = -1;
+    for (int h = -1; h < static_cast<int>(state.computed.result->heads.size()); ++h) {
+      state.view.focusedHead = h;
+      frame(state);
+    }
+    EXPECT_TRUE(state.computed.error.empty());
+    EXPECT_FALSE(state.dirty()) << "drawing alone must not edit the document";
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Edits change the results the way the math says
+// ---------------------------------------------------------------------------------------
+
+TEST_F(Headless, EditingAKeyChangesTheWeights) {
+  AppState state = loadedPreset("decoder_state");
+  frames(state, 2);
+  const Matrix before = weightsOf(state);
+  const Scalar old = sequenceMatrix(state.doc, Sequence::Keys)(1, 2);
+  panel::apply(state, setValue(state.doc, Sequence::Keys, 1, 2, old + 50));
+  EXPECT_TRUE(state.dirty());
+  frames(state, 2);
+  const Matrix after = weightsOf(state);
+  ASSERT_EQ(after.cols(), before.cols());
+  EXPECT_FALSE(after.isApprox(before));
+  // Key 1 now scores highest for the query, so it takes (almost) all the weight.
+  Eigen::Index best = 0;
+  after.row(0).maxCoeff(&best);
+  EXPECT_EQ(best, 1);
+  // And one undo step brings the old weights back.
+  ASSERT_TRUE(undo(state));
+  frames(state, 2);
+  EXPECT_TRUE(weightsOf(state).isApprox(before));
+}
+
+TEST_F(Headless, NonDivisorHeadCountIsRefusedWithANote) {
+  AppState state = loadedPreset("decoder_state");  // width 3: prime
+  frames(state, 2);
+  ImGui::NewFrame();  // apply() reads ImGui's clock
+  const EditOutcome outcome = setHeads(state.doc, 2);
+  panel::apply(state, outcome);
+  ImGui::EndFrame();
+  EXPECT_TRUE(outcome.refused());
+  EXPECT_NE(outcome.note.find("does not divide d_model = 3"), std::string::npos) << outcome.note;
+  EXPECT_NE(outcome.note.find("1 or 3"), std::string::npos) << outcome.note;
+  EXPECT_EQ(state.doc.heads, 1);
+  EXPECT_FALSE(state.dirty());
+  ASSERT_FALSE(state.notices.empty());
+  EXPECT_EQ(state.notices.back().kind, Notice::Kind::Warning);
+  EXPECT_EQ(validHeadCounts(state.doc), (std::vector<int>{1, 3}));
+  // A divisor is accepted and computes.
+  EXPECT_TRUE(setHeads(state.doc, 3).changed);
+  touch(state);
+  frames(state, 2);
+  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_EQ(state.computed.result->heads.size(), 3u);
+}
+
+TEST_F(Headless, TogglingACustomMaskCellChangesAllowed) {
+  AppState state = loadedPreset("fbi_causal");
+  frames(state, 2);
+  ASSERT_FALSE(state.computed.result->allowed(0, 1));  // causal: no looking ahead
+  const Matrix before = weightsOf(state);
+  panel::apply(state, toggleCustomMaskCell(state.doc, 0, 1));
+  EXPECT_EQ(state.doc.mask.kind, MaskKind::Custom);
+  frames(state, 2);
+  const AttentionResult& result = *state.computed.result;
+  EXPECT_TRUE(result.allowed(0, 1));
+  // The rest of the causal pattern is kept: the custom mask started from it.
+  EXPECT_FALSE(result.allowed(0, 2));
+  EXPECT_TRUE(result.allowed(3, 2));
+  EXPECT_GT(result.heads[0].weights(0, 1), 0.0f);
+  EXPECT_EQ(before(0, 1), 0.0f);
+  // Toggle back: masked again.
+  panel::apply(state, toggleCustomMaskCell(state.doc, 0, 1));
+  frames(state, 2);
+  EXPECT_FALSE(state.computed.result->allowed(0, 1));
+}
+
+TEST_F(Headless, PaddingKeysFollowAddedAndRemovedKeys) {
+  AppState state = loadedPreset("decoder_state");
+  panel::apply(state, setMaskKind(state.doc, MaskKind::Padding));
+  panel::apply(state, togglePaddingKey(state.doc, 3));
+  frames(state, 2);
+  EXPECT_FALSE(state.computed.result->allowed(0, 3));
+  EXPECT_EQ(state.computed.result->heads[0].weights(0, 3), 0.0f);
+  panel::apply(state, addVector(state.doc, Sequence::Keys));
+  EXPECT_EQ(state.doc.mask.keyValid.size(), 5u);
+  panel::apply(state, removeVector(state.doc, Sequence::Keys, 0));
+  ASSERT_EQ(state.doc.mask.keyValid.size(), 4u);
+  EXPECT_FALSE(state.doc.mask.keyValid[2]);  // the padding key moved up with its row
+  frames(state, 2);
+  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_EQ(state.computed.result->allowed.cols(), 4);
+}
+
+TEST_F(Headless, AddingAndRemovingVectorsAndDimensionsKeepsItComputable) {
+  AppState state = loadedPreset("decoder_state");
+  // Identity projection: queries and keys grow together.
+  panel::apply(state, addDimension(state.doc, Sequence::Queries));
+  EXPECT_EQ(state.doc.queries.cols(), 4);
+  EXPECT_EQ(state.doc.keys.cols(), 4);
+  panel::apply(state, addVector(state.doc, Sequence::Queries));
+  panel::apply(state, addVector(state.doc, Sequence::Keys));
+  frames(state, 2);
+  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_EQ(state.computed.result->heads[0].weights.rows(), 2);
+  EXPECT_EQ(state.computed.result->heads[0].weights.cols(), 5);
+  EXPECT_EQ(state.computed.problem->keyLabels.size(), 5u);
+  // Separate values follow the keys' rows.
+  panel::apply(state, setValuesAreKeys(state.doc, false));
+  panel::apply(state, addDimension(state.doc, Sequence::Values));
+  panel::apply(state, addVector(state.doc, Sequence::Keys));
+  EXPECT_EQ(state.doc.values.rows(), 6);
+  EXPECT_EQ(state.doc.values.cols(), 5);
+  panel::apply(state, removeVector(state.doc, Sequence::Values, 0));
+  EXPECT_EQ(state.doc.keys.rows(), 5);
+  EXPECT_EQ(state.doc.values.rows(), 5);
+  frames(state, 2);
+  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_EQ(state.computed.result->heads[0].context.cols(), 5);
+  // The last query cannot be removed.
+  panel::apply(state, removeVector(state.doc, Sequence::Queries, 0));
+  const EditOutcome last = removeVector(state.doc, Sequence::Queries, 0);
+  EXPECT_TRUE(last.refused());
+  EXPECT_EQ(state.doc.queries.rows(), 1);
+}
+
+TEST_F(Headless, DimensionChangesLowerTheHeadCountWhenNeeded) {
+  AppState state = loadedPreset("decoder_state");
+  Scenario s;
+  s.mode = Mode::Self;
+  s.inputs = Matrix::Random(3, 4);
+  s.heads = 2;
+  loadDocument(state, s, "");
+  frames(state, 2);
+  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  const EditOutcome outcome = addDimension(state.doc, Sequence::Inputs);
+  touch(state);
+  EXPECT_TRUE(outcome.changed);
+  EXPECT_NE(outcome.note.find("Heads lowered from 2 to 1"), std::string::npos) << outcome.note;
+  EXPECT_EQ(state.doc.heads, 1);
+  frames(state, 2);
+  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
+  // Back to width 4: two heads are possible again (but not forced).
+  removeDimension(state.doc, Sequence::Inputs, 4);
+  EXPECT_EQ(validHeadCounts(state.doc), (std::vector<int>{1, 2, 4}));
+}
+
+TEST_F(Headless, RandomiseAndNormalise) {
+  AppState state = loadedPreset("decoder_state");
+  Scenario a = state.doc, b = state.doc;
+  randomise(a, Sequence::Keys, 5);
+  randomise(b, Sequence::Keys, 5);
+  EXPECT_TRUE(a.keys.isApprox(b.keys));
+  EXPECT_FALSE(a.keys.isApprox(state.doc.keys));
+  EXPECT_LE(a.keys.cwiseAbs().maxCoeff(), 2.0f);
+  normaliseRows(a, Sequence::Keys);
+  for (int r = 0; r < a.keys.rows(); ++r) EXPECT_NEAR(a.keys.row(r).norm(), 1.0f, 1e-5);
+  // Refused in the wrong mode.
+  EXPECT_TRUE(randomise(a, Sequence::Inputs, 1).refused());
+}
+
+TEST_F(Headless, SwitchingModesPreservesTheData) {
+  AppState state = loadedPreset("decoder_state");
+  const Matrix keys = state.doc.keys;
+  panel::apply(state, setMode(state.doc, Mode::Self));
+  EXPECT_TRUE(state.doc.inputs.isApprox(keys));
+  EXPECT_EQ(state.doc.inputLabels.size(), 4u);
+  frames(state, 2);
+  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_EQ(state.computed.result->heads[0].weights.rows(), 4);
+  panel::apply(state, setMode(state.doc, Mode::Cross));
+  EXPECT_TRUE(state.doc.queries.isApprox(keys));
+  EXPECT_TRUE(state.doc.keys.isApprox(keys));
+  EXPECT_TRUE(valuesAreKeys(state.doc));
+  frames(state, 2);
+  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
+}
+
+TEST_F(Headless, SentenceMakesOneTokenPerWordAndEditsMaterialise) {
+  AppState state = loadedPreset("decoder_state");
+  panel::apply(state, setSentence(state.doc, "the cat sat on the mat", 6));
+  EXPECT_EQ(state.doc.mode, Mode::Self);
+  frames(state, 2);
+  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_EQ(state.computed.problem->queryLabels,
+            (std::vector<std::string>{"the", "cat", "sat", "on", "the", "mat"}));
+  // The same word gets the same embedding.
+  const Matrix& x = state.doc.inputs;
+  EXPECT_TRUE(x.row(0).isApprox(x.row(4)));
+  const Matrix before = weightsOf(state);
+  // Editing a number turns the sentence into plain inputs and takes effect.
+  panel::apply(state, setValue(state.doc, Sequence::Inputs, 1, 0, 3.0f));
+  EXPECT_TRUE(state.doc.sentence.empty());
+  EXPECT_EQ(state.doc.inputLabels[1], "cat");
+  frames(state, 2);
+  EXPECT_FALSE(weightsOf(state).isApprox(before));
+  EXPECT_TRUE(setSentence(state.doc, "   ", 4).refused());
+}
+
+// ---------------------------------------------------------------------------------------
+// Awkward cases: errors, one token, many tokens, stale head index
+// ---------------------------------------------------------------------------------------
+
+TEST_F(Headless, AComputeErrorIsShownAndInputsStayEditable) {
+  AppState state = loadedPreset("decoder_state");
+  state.doc.heads = 2;  // bypasses setHeads: what a hand-edited state could hold
+  touch(state);
+  frames(state);
+  ASSERT_FALSE(state.computed.error.empty());
+  EXPECT_FALSE(state.computed.result.has_value());
+  // Still editable: fixing the head count brings the result back.
+  state.hover = Hover{true, io::MatrixKind::Weights, 0, 0, 0};
+  frames(state);
+  state.doc.heads = 1;
+  touch(state);
+  frames(state);
+  EXPECT_TRUE(state.computed.error.empty());
+}
+
+TEST_F(Headless, OneToken) {
+  AppState state = loadedPreset("fbi_causal");
+  materialiseSentence(state.doc);
+  while (state.doc.inputs.rows() > 1) removeVector(state.doc, Sequence::Inputs, 0);
+  touch(state);
+  frames(state);
+  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_FLOAT_EQ(weightsOf(state)(0, 0), 1.0f);
+  state.hover = Hover{true, io::MatrixKind::Weights, 0, 0, 0};
+  frames(state);
+}
+
+TEST_F(Headless, ThousandsOfTokensStayInteractive) {
+  AppState state = loadedPreset("decoder_state");
+  Scenario big;
+  big.mode = Mode::Self;
+  big.inputs = Matrix::Random(2000, 8);
+  big.score = ScoreKind::ScaledDot;
+  big.heads = 2;
+  big.mask.kind = MaskKind::Causal;
+  loadDocument(state, big, "");
+  frames(state, 2);  // the first frame computes
+  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  state.hover = Hover{true, io::MatrixKind::Context, 1, 1999, 3};
+  const auto start = std::chrono::steady_clock::now();
+  frames(state, 5);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // Generous for sanitizers and slow CI; per-cell widgets would take seconds.
+  EXPECT_LT(ms / 5, 250.0) << "ms per frame";
+}
+
+TEST_F(Headless, HeadIndexOutOfRangeAfterAHeadCountChange) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  ASSERT_EQ(state.computed.result->heads.size(), 8u);
+  state.view.focusedHead = 7;
+  state.hover = Hover{true, io::MatrixKind::Context, 7, 0, 0};
+  frames(state, 2);
+  panel::apply(state, setHeads(state.doc, 1));
+  frames(state, 3);  // must neither assert nor read head 7
+  EXPECT_EQ(clampedHead(state), 0);
+  EXPECT_EQ(state.computed.result->heads.size(), 1u);
+  // A stale index set by hand (no update in between) is clamped too.
+  state.view.focusedHead = 12;
+  frame(state);
+  EXPECT_EQ(clampedHead(state), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Pipeline step-through
+// ---------------------------------------------------------------------------------------
+
+TEST(PipelineStages, StepAndWrap) {
+  const std::vector<Stage> stages = visibleStages(nullptr);
+  ASSERT_EQ(stages.size(), 7u);
+  EXPECT_EQ(stepPipelineStage(-1, +1, stages), static_cast<int>(Stage::Q));
+  EXPECT_EQ(stepPipelineStage(-1, -1, stages), static_cast<int>(Stage::Context));
+  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Context), +1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Q), -1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Scores), +1, stages),
+            static_cast<int>(Stage::MaskedScores));
+  // A stage that is not shown restarts from an end.
+  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Output), +1, stages),
+            static_cast<int>(Stage::Q));
+}
+
+TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  ASSERT_EQ(state.view.pipelineStage, -1);
+  press(state, kKeySpace);
+  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Q));
+  press(state, kKeyRight);
+  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::K));
+  press(state, kKeySpace);
+  press(state, kKeySpace);
+  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Scores));
+  press(state, kKeyLeft);
+  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::V));
+  press(state, kKeyEscape);
+  EXPECT_EQ(state.view.pipelineStage, -1);
+  // Multi-head: concat and output are stages too, and the last step returns to "all".
+  press(state, kKeyLeft);
+  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Output));
+  press(state, kKeySpace);
+  EXPECT_EQ(state.view.pipelineStage, -1);
+  EXPECT_FALSE(state.dirty());
+}
+
+}  // namespace
