@@ -819,8 +819,21 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   record.level = level;
   record.drawn = drawQuad;
   {
-    const int r = std::clamp(static_cast<int>((v0 + v1) * 0.5f * rows), firstRow, lastRow);
-    const int c = std::clamp(static_cast<int>((u0 + u1) * 0.5f * cols), firstCol, lastCol);
+    // The sample: among (at most 32 x 32, strided) visible cells, the finite value closest
+    // to the middle of the colour range, so a check of its pixel tells colours apart.
+    int r = std::clamp(static_cast<int>((v0 + v1) * 0.5f * rows), firstRow, lastRow);
+    int c = std::clamp(static_cast<int>((u0 + u1) * 0.5f * cols), firstCol, lastCol);
+    const int rowStep = std::max(1, (lastRow - firstRow + 1) / 32);
+    const int colStep = std::max(1, (lastCol - firstCol + 1) / 32);
+    float best = std::numeric_limits<float>::infinity();
+    for (int rr = firstRow; rr <= lastRow; rr += rowStep) {
+      for (int cc = firstCol; cc <= lastCol; cc += colStep) {
+        const float value = view.values(rr, cc);
+        if (!std::isfinite(value)) continue;
+        const float distance = std::fabs(colorT(value, vmin, vmax) - 0.5f);
+        if (distance < best) best = distance, r = rr, c = cc;
+      }
+    }
     const ImVec2 cellMin = cellScreenMin(r, c);
     record.sampleRow = r;
     record.sampleCol = c;
@@ -831,6 +844,9 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     // fifth of a labelled cell (>= 2.5 font heights) is free of text.
     record.samplePoint = ImVec2((record.cellMin.x + record.cellMax.x) * 0.5f,
                                 record.cellMin.y + (record.cellMax.y - record.cellMin.y) * 0.15f);
+    const ImVec2 clipMin = drawList->GetClipRectMin(), clipMax = drawList->GetClipRectMax();
+    const ImVec2 p = record.samplePoint;
+    record.sampleVisible = p.x >= clipMin.x && p.y >= clipMin.y && p.x < clipMax.x && p.y < clipMax.y;
   }
   impl.records.push_back(std::move(record));
 

@@ -31,6 +31,7 @@ struct HeatmapRecord {
   int sampleRow = -1, sampleCol = -1;
   float sampleValue = 0;
   ImVec2 cellMin, cellMax, samplePoint;
+  bool sampleVisible = false;  // the sample point is inside the window's clip rectangle
 };
 
 struct HeatmapCache::Impl {

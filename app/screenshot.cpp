@@ -76,7 +76,8 @@ std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int
                    {"col", r.sampleCol},
                    {"value", std::isfinite(r.sampleValue) ? Json(r.sampleValue) : Json(nullptr)},
                    {"cell", rect(r.cellMin, r.cellMax)},
-                   {"point", Json::array({r.samplePoint.x * sx, r.samplePoint.y * sy})}};
+                   {"point", Json::array({r.samplePoint.x * sx, r.samplePoint.y * sy})},
+                   {"visible", r.sampleVisible}};
     heatmaps.push_back({{"id", r.id},
                         {"title", r.title},
                         {"colormap", std::string(io::toString(r.colormap))},
@@ -94,8 +95,10 @@ std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int
     const bool isWeights = r.title.rfind("weights", 0) == 0 && r.title.find("mean") == std::string::npos;
     const bool namesHead = r.title.find(headTag) != std::string::npos ||
                            r.title.find("head") == std::string::npos;
-    const float area = (r.gridMax.x - r.gridMin.x) * (r.gridMax.y - r.gridMin.y);
-    if (isWeights && namesHead && r.drawn && area > weightsArea) {
+    // Prefer the pipeline's own weights view (its id names the stage) over thumbnails.
+    const float area = (r.gridMax.x - r.gridMin.x) * (r.gridMax.y - r.gridMin.y) +
+                       (r.id.find("weights") != std::string::npos ? 1e9f : 0.f);
+    if (isWeights && namesHead && r.drawn && r.sampleVisible && area > weightsArea) {
       weights = static_cast<int>(i);
       weightsArea = area;
     }

@@ -1,0 +1,109 @@
+// Frame-time harness: the real window (run it under xvfb-run), a 512-token self-attention
+// scenario, and the median time of GuiSession::frame() over N frames for
+//   (a) steady state: nothing changes, so nothing is recomputed or re-uploaded;
+//   (b) an edit every frame: the temperature changes, so attend() runs and every heatmap
+//       texture (with its pooled levels of detail) is uploaded again.
+//
+//   xvfb-run -a -s '-screen 0 1600x1000x24' build/bench_frame [FRAMES] [TOKENS] [WIDTH] [HEADS]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app/app_state.h"
+#include "app/gui_session.h"
+#include "core/attention.h"
+#include "io/scenario_json.h"
+
+namespace {
+
+struct Stats {
+  double median = 0, p90 = 0, min = 0, max = 0;
+};
+
+Stats summarise(std::vector<double> ms) {
+  Stats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  s.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  s.p90 = ms[std::min(ms.size() - 1, static_cast<std::size_t>(ms.size() * 0.9))];
+  s.min = ms.front();
+  s.max = ms.back();
+  return s;
+}
+
+int argOr(int argc, char** argv, int index, int fallback) {
+  return argc > index ? std::max(1, std::atoi(argv[index])) : fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace attn;
+  const int frames = argOr(argc, argv, 1, 120);
+  const int tokens = argOr(argc, argv, 2, 512);
+  const int width = argOr(argc, argv, 3, 64);
+  const int heads = argOr(argc, argv, 4, 1);
+
+  // 1 the scenario: n tokens of width d, scaled dot product, causal mask
+  Scenario scenario;
+  scenario.name = "frame bench " + std::to_string(tokens) + " tokens";
+  scenario.mode = Mode::Self;
+  scenario.inputs = xavierUniform(tokens, width, 7) * 4.0f;
+  scenario.score = ScoreKind::ScaledDot;
+  scenario.heads = heads;
+  scenario.mask.kind = MaskKind::Causal;
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("attnscope_bench_frame_" + std::to_string(tokens) + ".json");
+  if (Status saved = io::saveScenario(scenario, file.string()); !saved) {
+    std::fprintf(stderr, "bench_frame: %s\n", saved.error().message().c_str());
+    return 2;
+  }
+
+  // 2 the window
+  app::GuiLaunch launch;
+  launch.scenarioPath = file.string();
+  launch.width = 1600;
+  launch.height = 1000;
+  launch.noAutosave = true;
+  app::GuiSession session;
+  app::GuiSession::Options options;
+  options.vsync = false;
+  if (int code = session.open(launch, options); code != 0) return code;
+  for (int i = 0; i < 10; ++i) session.frame();  // warm up: first uploads, font atlas
+
+  using Clock = std::chrono::steady_clock;
+  auto timeFrame = [&]() {
+    const auto start = Clock::now();
+    session.frame();
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  // 3 (a) steady state
+  std::vector<double> steady;
+  for (int i = 0; i < frames; ++i) steady.push_back(timeFrame());
+  // 4 (b) an edit every frame (undoable, like a drag on the temperature slider)
+  std::vector<double> editing;
+  double computeMs = 0;
+  for (int i = 0; i < frames; ++i) {
+    app::AppState& state = session.state();
+    state.doc.temperature = (i % 2) ? 1.0f : 1.25f;
+    app::touch(state);
+    editing.push_back(timeFrame());
+    computeMs += state.computed.computeMs;
+  }
+  session.close();
+  std::filesystem::remove(file);
+
+  const Stats a = summarise(steady), b = summarise(editing);
+  std::printf("bench_frame: %d tokens x %d dims, %d head(s), causal, 1600x1000 window, %d frames each\n",
+              tokens, width, heads, frames);
+  std::printf("(a) steady state      : median %7.2f ms  p90 %7.2f ms  min %7.2f  max %7.2f\n", a.median,
+              a.p90, a.min, a.max);
+  std::printf("(b) edit every frame  : median %7.2f ms  p90 %7.2f ms  min %7.2f  max %7.2f"
+              "  (attend() itself: %.2f ms mean)\n",
+              b.median, b.p90, b.min, b.max, computeMs / frames);
+  return 0;
+}

@@ -1,0 +1,458 @@
+// Headless UI tests: AppState driven with no window, no GL and no display (an ImGui context
+// with no backend, as in DESIGN.md §4): undo/redo and drag coalescing, recompute only on
+// revision change, bad files keep the state and post a notice naming file/field/problem,
+// the autosave round trip, view settings in the `view` object, the heatmap widget's hover
+// and zoom from the layout alone, and every panel on every preset.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <imgui.h>
+
+#include "app/app_state.h"
+#include "app/files.h"
+#include "app/heatmap_widget.h"
+#include "app/heatmap_widget_impl.h"
+#include "app/panels.h"
+#include "io/scenario_json.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+fs::path tempDir(const std::string& name) {
+  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "ui_state" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string preset(const std::string& stem) {
+  return (fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / (stem + ".json")).string();
+}
+
+AppState loadedState(const std::string& stem = "decoder_state") {
+  AppState state;
+  Expected<Scenario> scenario = io::loadScenario(preset(stem));
+  EXPECT_TRUE(scenario.ok()) << (scenario.ok() ? "" : scenario.error().message());
+  loadDocument(state, scenario.ok() ? scenario.value() : Scenario{}, preset(stem));
+  return state;
+}
+
+// A headless ImGui context: no backend, fonts built on the CPU only.
+class ImGuiContextGuard {
+ public:
+  ImGuiContextGuard() {
+    context_ = ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  }
+  ~ImGuiContextGuard() { ImGui::DestroyContext(context_); }
+  ImGuiContextGuard(const ImGuiContextGuard&) = delete;
+  ImGuiContextGuard& operator=(const ImGuiContextGuard&) = delete;
+
+ private:
+  ImGuiContext* context_;
+};
+
+// =======================================================================================
+// Undo / redo
+// =======================================================================================
+
+TEST(UndoRedo, EachFinishedEditIsOneStep) {
+  AppState state = loadedState();
+  const Scalar original = state.doc.temperature;
+  EXPECT_FALSE(state.dirty());
+  state.doc.temperature = 2;
+  touch(state);
+  endFrame(state, false);
+  state.doc.temperature = 3;
+  touch(state);
+  endFrame(state, false);
+  EXPECT_TRUE(state.dirty());
+  EXPECT_EQ(state.history.undo.size(), 2u);
+
+  ASSERT_TRUE(undo(state));
+  EXPECT_EQ(state.doc.temperature, 2);
+  ASSERT_TRUE(undo(state));
+  EXPECT_EQ(state.doc.temperature, original);
+  EXPECT_FALSE(undo(state));
+  ASSERT_TRUE(redo(state));
+  EXPECT_EQ(state.doc.temperature, 2);
+  ASSERT_TRUE(redo(state));
+  EXPECT_EQ(state.doc.temperature, 3);
+  EXPECT_FALSE(redo(state));
+}
+
+TEST(UndoRedo, ADragIsCoalescedIntoOneStep) {
+  AppState state = loadedState();
+  const Scalar original = state.doc.temperature;
+  // Frames of a drag: the item stays active, so endFrame keeps the step open.
+  for (int frame = 1; frame <= 10; ++frame) {
+    state.doc.temperature = original + 0.1f * frame;
+    touch(state);
+    endFrame(state, /*anyItemActive=*/true);
+  }
+  EXPECT_TRUE(state.history.pending);
+  endFrame(state, /*anyItemActive=*/false);  // mouse released
+  EXPECT_FALSE(state.history.pending);
+  EXPECT_EQ(state.history.undo.size(), 1u);
+  ASSERT_TRUE(undo(state));
+  EXPECT_EQ(state.doc.temperature, original);
+  ASSERT_TRUE(redo(state));
+  EXPECT_FLOAT_EQ(state.doc.temperature, original + 1.0f);
+}
+
+TEST(UndoRedo, UndoDuringADragUndoesTheDragSoFar) {
+  AppState state = loadedState();
+  const Scalar original = state.doc.temperature;
+  state.doc.temperature = 4;
+  touch(state);
+  endFrame(state, true);
+  ASSERT_TRUE(undo(state));
+  EXPECT_EQ(state.doc.temperature, original);
+  EXPECT_FALSE(state.history.pending);
+}
+
+TEST(UndoRedo, ANewEditClearsRedoAndHistoryIsBounded) {
+  AppState state = loadedState();
+  state.history.maxSteps = 5;
+  for (int i = 0; i < 12; ++i) {
+    state.doc.temperature = 1 + i;
+    touch(state);
+    endFrame(state, false);
+  }
+  EXPECT_EQ(state.history.undo.size(), 5u);
+  ASSERT_TRUE(undo(state));
+  EXPECT_EQ(state.history.redo.size(), 1u);
+  state.doc.seed = 99;
+  touch(state);
+  endFrame(state, false);
+  EXPECT_TRUE(state.history.redo.empty());
+}
+
+TEST(UndoRedo, LoadDocumentClearsHistoryAndIsClean) {
+  AppState state = loadedState();
+  state.doc.temperature = 7;
+  touch(state);
+  endFrame(state, false);
+  loadDocument(state, state.preset, "other.json");
+  EXPECT_TRUE(state.history.undo.empty());
+  EXPECT_TRUE(state.history.redo.empty());
+  EXPECT_FALSE(state.dirty());
+  EXPECT_EQ(state.docPath, "other.json");
+}
+
+// =======================================================================================
+// update()
+// =======================================================================================
+
+TEST(Update, RecomputesOnlyWhenTheRevisionChanges) {
+  AppState state = loadedState();
+  EXPECT_TRUE(update(state));
+  ASSERT_TRUE(state.computed.result.has_value()) << state.computed.error;
+  ASSERT_TRUE(state.computed.problem.has_value());
+  EXPECT_EQ(state.computed.revision, state.revision);
+  EXPECT_FALSE(update(state));
+  EXPECT_FALSE(update(state));
+  state.view.colormap = io::ColormapKind::Magma;  // a view change is not a document edit
+  EXPECT_FALSE(update(state));
+  state.doc.temperature = 2;
+  touch(state);
+  EXPECT_TRUE(update(state));
+  EXPECT_FALSE(update(state));
+  ASSERT_TRUE(undo(state));
+  EXPECT_TRUE(update(state));
+}
+
+TEST(Update, AnInvalidDocumentGivesAnErrorNotACrash) {
+  AppState state = loadedState();
+  ASSERT_TRUE(update(state));
+  state.doc.heads = 2;  // the decoder state has width 3: 2 heads do not divide it
+  touch(state);
+  ASSERT_TRUE(update(state));
+  EXPECT_FALSE(state.computed.result.has_value());
+  EXPECT_NE(state.computed.error.find("heads"), std::string::npos) << state.computed.error;
+  ASSERT_TRUE(undo(state));
+  ASSERT_TRUE(update(state));
+  EXPECT_TRUE(state.computed.result.has_value());
+  EXPECT_TRUE(state.computed.error.empty());
+}
+
+// =======================================================================================
+// Files
+// =======================================================================================
+
+TEST(Files, ABadFileKeepsTheStateAndNamesFileFieldAndProblem) {
+  AppState state = loadedState();
+  const std::string before = io::scenarioToJson(state.doc);
+  const fs::path dir = tempDir("bad");
+  const std::string bad = (dir / "broken_keys.json").string();
+  std::ofstream(bad) << R"({"mode": "cross", "queries": [[1, 2]], "keys": [[1, "two"]]})";
+  EXPECT_FALSE(openDocument(state, bad, 1.5));
+  EXPECT_EQ(io::scenarioToJson(state.doc), before);
+  EXPECT_EQ(state.docPath, preset("decoder_state"));
+  ASSERT_FALSE(state.notices.empty());
+  const Notice& notice = state.notices.back();
+  EXPECT_EQ(notice.kind, Notice::Kind::Error);
+  EXPECT_EQ(notice.time, 1.5);
+  EXPECT_NE(notice.text.find("broken_keys.json"), std::string::npos) << notice.text;  // file
+  EXPECT_NE(notice.text.find("keys[0][1]"), std::string::npos) << notice.text;        // field
+  EXPECT_NE(notice.text.find("number"), std::string::npos) << notice.text;            // problem
+}
+
+TEST(Files, AMissingFileIsANoticeToo) {
+  AppState state = loadedState();
+  EXPECT_FALSE(openDocument(state, "/nonexistent/nowhere.json", 0));
+  ASSERT_FALSE(state.notices.empty());
+  EXPECT_NE(state.notices.back().text.find("nowhere.json"), std::string::npos);
+}
+
+TEST(Files, SaveThenOpenRoundTripsDocumentAndView) {
+  AppState state = loadedState();
+  state.doc.temperature = 2.5f;
+  touch(state);
+  endFrame(state, false);
+  state.view.colormap = io::ColormapKind::Oranges;
+  state.view.fixedRange = true;
+  state.view.rangeMin = -1;
+  state.view.rangeMax = 2;
+  const fs::path dir = tempDir("save");
+  const std::string path = (dir / "sub" / "saved.json").string();
+  ASSERT_TRUE(saveDocument(state, path, 0)) << state.notices.back().text;
+  EXPECT_FALSE(state.dirty());
+  EXPECT_EQ(state.docPath, path);
+
+  AppState other;
+  ASSERT_TRUE(openDocument(other, path, 0));
+  EXPECT_EQ(other.doc.temperature, 2.5f);
+  EXPECT_EQ(other.view.colormap, io::ColormapKind::Oranges);
+  EXPECT_TRUE(other.view.fixedRange);
+  EXPECT_EQ(other.view.rangeMin, -1);
+  EXPECT_EQ(other.view.rangeMax, 2);
+  EXPECT_FALSE(other.dirty());
+}
+
+TEST(Files, ViewJsonKeepsUnknownKeysAndIgnoresBadOnes) {
+  ViewSettings view;
+  view.colormap = io::ColormapKind::Blues;
+  view.fontScale = 2;
+  const std::string json = viewToJson(view, R"({"future_setting": [1, 2], "colormap": "magma"})", false);
+  EXPECT_NE(json.find("future_setting"), std::string::npos);
+  EXPECT_NE(json.find("blues"), std::string::npos);
+  EXPECT_EQ(json.find("font_scale"), std::string::npos);  // personal settings: autosave only
+  ViewSettings back;
+  applyViewJson(back, json, false);
+  EXPECT_EQ(back.colormap, io::ColormapKind::Blues);
+  ViewSettings untouched;
+  applyViewJson(untouched, R"({"colormap": "no_such_map", "focused_head": "x", "fixed_range": [3, 1]})", true);
+  EXPECT_EQ(untouched.colormap, io::ColormapKind::Viridis);
+  EXPECT_EQ(untouched.focusedHead, 0);
+  EXPECT_FALSE(untouched.fixedRange);
+  applyViewJson(untouched, "not json at all", true);  // never throws
+}
+
+TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
+  const fs::path dir = tempDir("autosave");
+  ASSERT_EQ(setenv("XDG_STATE_HOME", dir.c_str(), 1), 0);
+  const std::string path = autosavePath();
+  EXPECT_EQ(path, (dir / "attnscope" / "autosave.json").string());
+
+  AppState state = loadedState("self_attention_two_heads");
+  state.doc.temperature = 0.5f;
+  state.doc.name = "my working copy";
+  touch(state);
+  endFrame(state, false);
+  state.view.colormap = io::ColormapKind::Cividis;
+  state.view.fontScale = 1.5f;
+  state.view.lightTheme = true;
+  state.view.showGeometry = false;
+  state.view.focusedHead = 1;
+  ASSERT_EQ(writeAutosave(state, path), "");
+  ASSERT_TRUE(fs::exists(path));
+
+  AppState restored;
+  std::string error;
+  ASSERT_TRUE(restoreAutosave(restored, path, &error)) << error;
+  Scenario a = state.doc, b = restored.doc;
+  a.viewJson.clear();
+  b.viewJson.clear();
+  EXPECT_EQ(io::scenarioToJson(a), io::scenarioToJson(b));
+  EXPECT_EQ(restored.docPath, state.docPath);
+  EXPECT_TRUE(restored.dirty());
+  EXPECT_EQ(restored.view.colormap, io::ColormapKind::Cividis);
+  EXPECT_EQ(restored.view.fontScale, 1.5f);
+  EXPECT_TRUE(restored.view.lightTheme);
+  EXPECT_FALSE(restored.view.showGeometry);
+  EXPECT_EQ(restored.view.focusedHead, 1);
+  // The personal settings do not leak into the document's own view object.
+  EXPECT_EQ(restored.doc.viewJson.find("font_scale"), std::string::npos);
+  EXPECT_EQ(restored.doc.viewJson.find("autosave_source"), std::string::npos);
+  EXPECT_TRUE(update(restored));
+  EXPECT_TRUE(restored.computed.result.has_value());
+
+  // A corrupt autosave is refused with a reason and leaves the state alone.
+  std::ofstream(path) << "{ not json";
+  AppState untouched = loadedState();
+  EXPECT_FALSE(restoreAutosave(untouched, path, &error));
+  EXPECT_NE(error.find("autosave.json"), std::string::npos) << error;
+  EXPECT_EQ(untouched.docPath, preset("decoder_state"));
+  unsetenv("XDG_STATE_HOME");
+}
+
+TEST(Autosave, TickWritesOnlyWhenSomethingChanged) {
+  const fs::path dir = tempDir("tick");
+  AppState state = loadedState();
+  FileUi ui;
+  ui.autosaveFile = (dir / "autosave.json").string();
+  autosaveTick(ui, state, 10, 3, false);
+  ASSERT_TRUE(fs::exists(ui.autosaveFile));
+  fs::remove(ui.autosaveFile);
+  autosaveTick(ui, state, 20, 3, false);  // nothing changed
+  EXPECT_FALSE(fs::exists(ui.autosaveFile));
+  state.doc.temperature = 3;
+  touch(state);
+  autosaveTick(ui, state, 21, 3, false);  // changed, but within the interval
+  EXPECT_FALSE(fs::exists(ui.autosaveFile));
+  autosaveTick(ui, state, 24, 3, false);
+  EXPECT_TRUE(fs::exists(ui.autosaveFile));
+}
+
+TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
+  const std::vector<Preset> presets = listPresets(ATTNSCOPE_ASSET_DIR);
+  ASSERT_FALSE(presets.empty());
+  EXPECT_TRUE(std::any_of(presets.begin(), presets.end(),
+                          [](const Preset& p) { return p.name == "Decoder state"; }));
+  AppState state = loadedState();
+  FileUi ui;
+  requestQuit(ui, state);
+  EXPECT_TRUE(ui.quitConfirmed);
+  FileUi dirtyUi;
+  state.doc.temperature = 9;
+  touch(state);
+  requestQuit(dirtyUi, state);
+  EXPECT_FALSE(dirtyUi.quitConfirmed);
+  EXPECT_TRUE(dirtyUi.askUnsaved);
+  EXPECT_EQ(dirtyUi.after, FileUi::After::Quit);
+}
+
+TEST(Notices, ArePostedInOrderAndBounded) {
+  AppState state;
+  notify(state, Notice::Kind::Info, "one", 1);
+  notify(state, Notice::Kind::Warning, "two", 2);
+  ASSERT_EQ(state.notices.size(), 2u);
+  EXPECT_EQ(state.notices.back().text, "two");
+  for (int i = 0; i < 2000; ++i) notify(state, Notice::Kind::Info, "x", 3);
+  EXPECT_LE(state.notices.size(), 1000u);
+}
+
+// =======================================================================================
+// Headless ImGui: the heatmap widget and the panels without a window
+// =======================================================================================
+
+TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(/*gpu=*/false);
+  io::MatrixView view;
+  view.values = Matrix::Zero(8, 8);
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) view.values(r, c) = static_cast<float>(r * 8 + c);
+  for (int i = 0; i < 8; ++i) {
+    view.rowLabels.push_back("q" + std::to_string(i));
+    view.colLabels.push_back("k" + std::to_string(i));
+  }
+  view.title = "weights";
+  HeatmapOptions options;
+  options.size = ImVec2(600, 600);
+  HeatmapInteraction hit;
+  auto frame = [&](ImVec2 mouse, float wheel) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = mouse;
+    io.MouseWheel = wheel;
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(800, 800));
+    ImGui::Begin("test", nullptr, ImGuiWindowFlags_NoDecoration);
+    hit = heatmapWidget("grid", cache, view, 1, options);
+    ImGui::End();
+    ImGui::Render();
+  };
+  frame(ImVec2(-1, -1), 0);
+  frame(ImVec2(-1, -1), 0);  // a new window is hidden on its first frame
+  ASSERT_EQ(cache.impl().records.size(), 1u);
+  const HeatmapRecord record = cache.impl().records.front();
+  EXPECT_FALSE(record.drawn);  // no GL
+  EXPECT_EQ(record.vmin, 0);
+  EXPECT_EQ(record.vmax, 63);
+  // Hover the centre of cell (5, 2).
+  const float cellW = (record.gridMax.x - record.gridMin.x) / 8, cellH = (record.gridMax.y - record.gridMin.y) / 8;
+  const ImVec2 centre(record.gridMin.x + cellW * 2.5f, record.gridMin.y + cellH * 5.5f);
+  frame(centre, 0);
+  frame(centre, 0);
+  EXPECT_TRUE(hit.hovered);
+  EXPECT_EQ(hit.row, 5);
+  EXPECT_EQ(hit.col, 2);
+  // Zoom in around the cursor: the cell under the cursor stays under it.
+  frame(centre, 3);
+  frame(centre, 0);
+  const HeatmapRecord zoomed = cache.impl().records.front();
+  EXPECT_LT(zoomed.u1 - zoomed.u0, 0.99f);
+  EXPECT_EQ(hit.row, 5);
+  EXPECT_EQ(hit.col, 2);
+}
+
+class PanelsHeadless : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(/*gpu=*/false);
+  AppState state;
+  ASSERT_TRUE(openDocument(state, GetParam(), 0)) << state.notices.back().text;
+  for (int frame = 0; frame < 4; ++frame) {
+    ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
+    ImGui::NewFrame();
+    update(state);
+    drawInputsPanel(state, cache);
+    drawSettingsPanel(state, cache);
+    drawPipelinePanel(state, cache);
+    drawHeadsPanel(state, cache);
+    drawInspectorPanel(state, cache);
+    drawGeometryPanel(state, cache);
+    endFrame(state, ImGui::IsAnyItemActive());
+    update(state);
+    ImGui::Render();
+  }
+  EXPECT_TRUE(state.computed.result.has_value()) << state.computed.error;
+  EXPECT_FALSE(cache.impl().records.empty());
+}
+
+std::vector<std::string> allPresets() {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios")) {
+    if (entry.path().extension() == ".json") out.push_back(entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, PanelsHeadless, ::testing::ValuesIn(allPresets()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = fs::path(info.param).stem().string();
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
