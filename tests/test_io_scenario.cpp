@@ -593,6 +593,13 @@ TEST(BadInput, UnknownFieldsAreTypos) {
               "did you mean 'wq'?");
 }
 
+TEST(BadInput, MessagesStayOnOneLine) {
+  // Found by fuzz_scenario: an escaped newline in a key went into the field path.
+  expectError("{\"versio\\n\": 1}", "versio?", "unknown field 'versio?' (did you mean");
+  expectError("{\"inputs\": [[1]], \"score\": \"dot\\r\\nx\"}", "score",
+              "unknown score 'dot??x'");
+}
+
 TEST(BadInput, DuplicateKeys) {
   expectError(R"({"queries": [[1]], "keys": [[1]], "queries": [[2]]})", "queries",
               "appears twice");
