@@ -107,6 +107,9 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
            "encoding).";
   }
   panel::mutedWrapped(what);
+  if (!result.fullyMaskedRows.empty() || result.allowed.size() != result.allowed.count()) {
+    panel::mutedWrapped("Faint key arrows are masked for the focused query.");
+  }
   if (nQ > kMaxArrows || nK > kMaxArrows) {
     panel::mutedWrapped("Showing the first " + std::to_string(kMaxArrows) + " queries and keys.");
   }
@@ -156,7 +159,7 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   for (int j = 0; j < shownK; ++j) labelled.push_back(j);
   // As many labels as fit comfortably (about one per two text lines of canvas height).
   const int maxLabels = std::clamp(
-      static_cast<int>(size.y / (ImGui::GetTextLineHeight() * 2.0f)), 3, kMaxLabelledKeys);
+      static_cast<int>(size.y / (ImGui::GetTextLineHeight() * 3.0f)), 3, kMaxLabelledKeys);
   if (shownK > maxLabels && focused < nQ) {
     std::partial_sort(labelled.begin(), labelled.begin() + maxLabels, labelled.end(),
                       [&](int a, int b) { return h.weights(focused, a) > h.weights(focused, b); });
@@ -190,7 +193,9 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
     const ImVec2 tip = toScreen(shownQ + j);
     char text[128];
     const std::string name = labelOf(problem.keyLabels, j, "k");
-    if (focused < nQ && !result.allowed(focused, j)) {
+    const bool masked = focused < nQ && !result.allowed(focused, j);
+    if (masked && shownK > 4) continue;  // the faint arrow says enough; keep the labels few
+    if (masked) {
       std::snprintf(text, sizeof text, "%s  masked", name.c_str());
     } else if (focused < nQ) {
       std::snprintf(text, sizeof text, "%s  s=%s w=%s", name.c_str(),

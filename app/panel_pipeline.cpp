@@ -124,7 +124,11 @@ void handleStepKeys(AppState& state, const std::vector<Stage>& visible) {
   if (io.WantTextInput || ImGui::IsAnyItemActive()) return;
   if (io.KeyCtrl || io.KeyAlt || io.KeySuper) return;  // leave chords to the menus
   int& stage = state.view.pipelineStage;
-  if (keyPressed(ImGuiKey_Space) || keyPressed(ImGuiKey_RightArrow)) {
+  // ImGui 1.86 keeps only the key state per frame, so a press and release inside one frame
+  // (a quick tap, a presentation clicker, xdotool) is lost; the typed ' ' character is not.
+  bool spaceTyped = false;
+  for (ImWchar c : io.InputQueueCharacters) spaceTyped |= c == ' ';
+  if (keyPressed(ImGuiKey_Space) || spaceTyped || keyPressed(ImGuiKey_RightArrow)) {
     stage = stepPipelineStage(stage, +1, visible);
   } else if (keyPressed(ImGuiKey_LeftArrow)) {
     stage = stepPipelineStage(stage, -1, visible);
