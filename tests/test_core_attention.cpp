@@ -306,6 +306,15 @@ TEST(Softmax, PlusMinus1e30HasNoNaN) {
   expectWeights(t, {1, 0}, 0);
 }
 
+TEST(Softmax, FarBelowTheMaximumIsExactlyZeroNotDenormal) {
+  // exp(-100) underflows to a denormal in float; the weight is 0 (and the row still sums to 1)
+  auto r = normalize(NormalizerKind::Softmax, {0, -100, -50});
+  EXPECT_EQ(r.weights[1], 0.0f);
+  EXPECT_NEAR(r.weights[2], std::exp(-50.0) / (1 + std::exp(-50.0)), 1e-28);
+  EXPECT_GT(r.weights[2], 0.0f);
+  EXPECT_NEAR(r.weights[0], 1.0f, 1e-7);
+}
+
 TEST(Softmax, RowsSumToOneAndShiftInvariant) {
   std::vector<float> scores = {0.3f, -1.2f, 2.5f, 0.0f, 1.1f};
   std::vector<float> shifted;
