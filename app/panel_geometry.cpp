@@ -95,20 +95,25 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
             "arrow head picks it too.");
     ImGui::SameLine();
   }
-  std::string what;
+  std::string what, why;
   if (dims > 2) {
-    what = "PCA projection of d_h = " + std::to_string(dims) +
-           " onto the top 2 axes: lengths and angles are approximate.";
+    what = "PCA projection of d_h = " + std::to_string(dims) + " (top 2 axes)";
+    why = "The vectors have more than 2 dimensions, so they are projected onto the two "
+          "directions that keep most of their length (SVD of the stacked q and k rows, not "
+          "centred, so the origin stays put). Lengths and angles are approximate.";
   } else if (editable) {
-    what = "2-D: drag an arrow head to edit the vector.";
+    what = "2-D: drag an arrow head to edit the vector";
+    why = "The arrows are the raw input vectors, so moving one edits the table and every "
+          "heatmap follows.";
   } else {
-    what = "Projected vectors of head " + std::to_string(head) +
-           " (drag-editing needs 2-D inputs, identity projection, 1 head, no positional "
-           "encoding).";
+    what = "Head " + std::to_string(head) + "'s projected q and k";
+    why = "Drag-editing needs 2-D inputs, identity projection, one head and no positional "
+          "encoding (then the arrows are the raw input vectors).";
   }
   panel::mutedWrapped(what);
+  tooltip(why);
   if (!result.fullyMaskedRows.empty() || result.allowed.size() != result.allowed.count()) {
-    panel::mutedWrapped("Faint key arrows are masked for the focused query.");
+    panel::mutedWrapped("Faint keys: masked for this query.");
   }
   if (nQ > kMaxArrows || nK > kMaxArrows) {
     panel::mutedWrapped("Showing the first " + std::to_string(kMaxArrows) + " queries and keys.");
