@@ -1006,7 +1006,8 @@ bool isDefault(const MaskOptions& mask) {
 
 // The view object as written: the app's text if it is a JSON object we can read back.
 std::optional<OrderedJson> viewJson(const std::string& text) {
-  if (text.empty() || nestingDepth(text) >= kMaxDepth - 1) return std::nullopt;
+  // Inside a file the view object sits one level down, so it may nest kMaxDepth - 1 deep.
+  if (text.empty() || nestingDepth(text) > kMaxDepth - 1) return std::nullopt;
   OrderedJson view = OrderedJson::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!view.is_object()) return std::nullopt;
   return view;

@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto again = attn::io::parseScenario(written, "roundtrip.json");
   if (!again) die("a written scenario does not load again", again.error().message() + "\n" + written);
   if (attn::io::scenarioToJson(*again) != written) die("writing is not idempotent", written);
+  if (again->viewJson != scenario->viewJson) die("the view object did not survive", written);
 
   // 3 compute
   const auto problem = attn::buildProblem(*again);

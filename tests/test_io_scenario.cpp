@@ -661,6 +661,20 @@ TEST(BadInput, DeepNestingIsRejectedWithoutRecursion) {
               "nested deeper than 64 levels");
   expectError(R"({"inputs": [[1]], "view": {"a": )" + std::string(1000, '[') + "}", "",
               "nested deeper than 64 levels");
+  // The deepest view that is accepted also survives a save.
+  const std::string deepView = R"({"inputs": [[1]], "view": )" + std::string(62, '[') +
+                               std::string(62, ']') + "}";
+  expectError(deepView, "view", "expected an object");
+  const std::string deepestView = R"({"inputs": [[1]], "view": {"a": )" +
+                                  std::string(62, '[') + std::string(62, ']') + "}}";
+  const auto accepted = parse(deepestView);
+  ASSERT_TRUE(accepted.ok()) << accepted.error().message();
+  const auto reloaded = parse(io::scenarioToJson(*accepted));
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error().message();
+  EXPECT_EQ(reloaded->viewJson, accepted->viewJson);
+  expectError(R"({"inputs": [[1]], "view": {"a": )" + std::string(63, '[') +
+                  std::string(63, ']') + "}}",
+              "", "nested deeper than 64 levels");
   std::string deepObject;
   for (int i = 0; i < 50000; ++i) deepObject += R"({"a":)";
   expectError(deepObject, "", "nested deeper than 64 levels");
