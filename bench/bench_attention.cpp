@@ -128,6 +128,43 @@ void BM_EigenGemmScores(benchmark::State& state) {
 }
 BENCHMARK(BM_EigenGemmScores)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
 
+// n x n · n x 64: one head's context (weights · V_h).
+void BM_EigenGemmContext(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const attn::Matrix w = randomMatrix(n, n, 5);
+  const attn::Matrix v = randomMatrix(n, kHeadWidth, 6);
+  attn::Matrix c(n, kHeadWidth);
+  for (auto _ : state) {
+    c.noalias() = w * v;
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * kHeadWidth * 1e-9 * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EigenGemmContext)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+
+// n x 512 · (512 x 64 column block of a row-major 512 x 512): how attend() projects one head.
+// Eight of these do the work of one BM_EigenGemmProjection.
+void BM_EigenGemmHeadProjection(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const attn::Matrix x = randomMatrix(n, kModelWidth, 1);
+  const attn::Matrix w = randomMatrix(kModelWidth, kModelWidth, 2);
+  attn::Matrix q(n, kHeadWidth);
+  for (auto _ : state) {
+    for (int h = 0; h < kHeads; ++h) {
+      q.noalias() = x * w.middleCols(h * kHeadWidth, kHeadWidth);
+      benchmark::DoNotOptimize(q.data());
+      benchmark::ClobberMemory();
+    }
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * n * kModelWidth * kModelWidth * 1e-9 * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EigenGemmHeadProjection)->Arg(64)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond);
+
 // The same products attend() does, written directly with Eigen, plus a plain stable softmax:
 // a floor for what the forward pass could cost without keeping intermediates per head.
 void BM_EigenAttentionFloor(benchmark::State& state) {
