@@ -229,7 +229,9 @@ std::string writeAutosave(const AppState& state, const std::string& path) {
   if (path.empty()) return "no autosave location (neither XDG_STATE_HOME nor HOME is set)";
   Scenario copy = state.doc;
   Json view = Json::parse(viewToJson(state.view, state.doc.viewJson, /*includeUi=*/true));
-  view["autosave_source"] = state.docPath;
+  std::error_code absoluteError;
+  view["autosave_source"] =
+      state.docPath.empty() ? std::string() : fs::absolute(state.docPath, absoluteError).string();
   view["autosave_dirty"] = state.dirty();
   copy.viewJson = view.dump();
   std::error_code ec;

@@ -138,6 +138,13 @@ struct GuiSession::Impl {
   std::string lastComputeError;
   std::set<std::string> lastWarnings;
   std::vector<std::string> droppedPaths;
+  // Key presses from GLFW, kept until the next frame: ImGui 1.86 only sees keys that are
+  // still down at NewFrame, so a quick press+release (remote desktops, xdotool, fast typing)
+  // between two frames would lose a shortcut.
+  struct KeyPress {
+    int key, mods;
+  };
+  std::vector<KeyPress> keyPresses;
 
   bool screenshotMode() const { return !launch.screenshotPath.empty(); }
   double now() const { return ImGui::GetCurrentContext() ? ImGui::GetTime() : 0.0; }
@@ -164,6 +171,12 @@ void dropCallback(GLFWwindow* window, int count, const char** paths) {
   auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
   if (impl == nullptr || count <= 0) return;
   impl->droppedPaths.emplace_back(paths[0]);  // one document at a time: the first file
+}
+
+void keyCallback(GLFWwindow* window, int key, int /*scancode*/, int action, int mods) {
+  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  if (impl == nullptr || action == GLFW_RELEASE) return;
+  impl->keyPresses.push_back({key, mods});
 }
 
 }  // namespace
@@ -198,6 +211,7 @@ int GuiSession::Impl::openWindow() {
   glfwSwapInterval(screenshotMode() || !options.vsync ? 0 : 1);
   glfwSetWindowUserPointer(window, this);
   glfwSetDropCallback(window, dropCallback);
+  glfwSetKeyCallback(window, keyCallback);  // before ImGui's, which chains to it
   float sx = 1.f, sy = 1.f;
   glfwGetWindowContentScale(window, &sx, &sy);
   contentScale = std::clamp(std::max(sx, sy), 1.f, 4.f);
@@ -275,29 +289,50 @@ void GuiSession::Impl::rebuildFontIfNeeded() {
 void GuiSession::Impl::handleShortcuts() {
   const ImGuiIO& io = ImGui::GetIO();
   const double t = now();
-  auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
-  if (pressed(GLFW_KEY_F12)) screenshotRequested = true;
-  // Nothing else while a modal dialog (open, save, export, unsaved changes) is up.
-  if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel)) return;
-  if (!io.KeyCtrl) return;
-  const bool shift = io.KeyShift;
-  if (pressed(GLFW_KEY_O)) showOpenDialog(files, state);
-  if (pressed(GLFW_KEY_S)) {
-    if (shift) showSaveAsDialog(files, state);
-    else saveOrAsk(files, state, t);
-  }
-  if (pressed(GLFW_KEY_Q)) requestQuit(files, state);
-  if (pressed(GLFW_KEY_EQUAL) || pressed(GLFW_KEY_KP_ADD)) state.view.fontScale += kFontScaleStep;
-  if (pressed(GLFW_KEY_MINUS) || pressed(GLFW_KEY_KP_SUBTRACT)) state.view.fontScale -= kFontScaleStep;
-  if (pressed(GLFW_KEY_0) || pressed(GLFW_KEY_KP_0)) state.view.fontScale = 1.f;
-  state.view.fontScale = clampFontScale(state.view.fontScale);
-  // A text field has its own undo; leave Ctrl+Z / Ctrl+Y to it while typing.
-  if (io.WantTextInput) return;
-  if (pressed(GLFW_KEY_Z) && !shift) {
-    if (!undo(state)) notify(state, Notice::Kind::Info, "nothing to undo", t);
-  }
-  if ((pressed(GLFW_KEY_Z) && shift) || pressed(GLFW_KEY_Y)) {
-    if (!redo(state)) notify(state, Notice::Kind::Info, "nothing to redo", t);
+  std::vector<KeyPress> presses;
+  presses.swap(keyPresses);
+  // Nothing but F12 while a modal dialog (open, save, export, unsaved changes) is up.
+  const bool modal = ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
+  for (const KeyPress& press : presses) {
+    if (press.key == GLFW_KEY_F12) screenshotRequested = true;
+    if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
+    const bool shift = press.mods & GLFW_MOD_SHIFT;
+    switch (press.key) {
+      case GLFW_KEY_O:
+        showOpenDialog(files, state);
+        break;
+      case GLFW_KEY_S:
+        if (shift) showSaveAsDialog(files, state);
+        else saveOrAsk(files, state, t);
+        break;
+      case GLFW_KEY_Q:
+        requestQuit(files, state);
+        break;
+      case GLFW_KEY_EQUAL:
+      case GLFW_KEY_KP_ADD:
+        state.view.fontScale = clampFontScale(state.view.fontScale + kFontScaleStep);
+        break;
+      case GLFW_KEY_MINUS:
+      case GLFW_KEY_KP_SUBTRACT:
+        state.view.fontScale = clampFontScale(state.view.fontScale - kFontScaleStep);
+        break;
+      case GLFW_KEY_0:
+      case GLFW_KEY_KP_0:
+        state.view.fontScale = 1.f;
+        break;
+      case GLFW_KEY_Z:
+      case GLFW_KEY_Y:
+        // A text field has its own undo; leave Ctrl+Z / Ctrl+Y to it while typing.
+        if (io.WantTextInput) break;
+        if (press.key == GLFW_KEY_Z && !shift) {
+          if (!undo(state)) notify(state, Notice::Kind::Info, "nothing to undo", t);
+        } else if (!redo(state)) {
+          notify(state, Notice::Kind::Info, "nothing to redo", t);
+        }
+        break;
+      default:
+        break;
+    }
   }
 }
 
@@ -457,7 +492,7 @@ void GuiSession::Impl::layoutPanels() {
       y += h;
     }
   };
-  stack({{kInputs, 0.56f}, {kSettings, 0.44f}}, x0, leftW);
+  stack({{kInputs, 0.5f}, {kSettings, 0.5f}}, x0, leftW);
   stack({{kPipeline, 1.f}}, x0 + leftW, centreW);
   stack({{kHeads, 0.34f}, {kInspector, 0.36f}, {kGeometry, 0.30f}}, x0 + leftW + centreW, rightW);
   applyLayout = true;
@@ -706,6 +741,7 @@ bool GuiSession::frame() {
   for (const std::string& path : s.droppedPaths) requestOpen(s.files, s.state, path, t);
   s.droppedPaths.clear();
   if (!s.screenshotMode()) s.handleShortcuts();
+  else s.keyPresses.clear();
   update(s.state);  // results for this frame's panels (after an undo, open, ...)
   s.drawMenuBar();
   s.heatmaps->impl().exportPrefix = fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);

@@ -538,6 +538,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   if (entry.revision != contentRevision || entry.rows != rows || entry.cols != cols) {
     uploadValues(entry, view.values, impl.gpu && impl.gpuReady);
     entry.revision = contentRevision;
+    ++impl.uploads;
   }
   float vmin = 0, vmax = 1;
   effectiveRange(options, entry, &vmin, &vmax);
@@ -677,7 +678,11 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
         if (size.x > cellPxW - font * 0.3f) {
           text = formatValue(value, 1);
           size = ImGui::CalcTextSize(text.c_str());
-          if (size.x > cellPxW - font * 0.3f) continue;
+          if (size.x > cellPxW - font * 0.3f) {
+            text = formatValue(value, 0);
+            size = ImGui::CalcTextSize(text.c_str());
+            if (size.x > cellPxW - font * 0.3f) continue;
+          }
         }
         const ImVec2 cellMin = cellScreenMin(r, c);
         const ImVec2 at(std::round(cellMin.x + (cellPxW - size.x) * 0.5f),

@@ -80,7 +80,7 @@ struct HeatmapCache::Impl {
 
   std::string exportPrefix = "attnscope";  // scenario name for default export file names
   std::vector<std::string> messages;       // export results, drained into notices by the window
-  std::vector<std::string> errors;
+  std::uint64_t uploads = 0;  // texture uploads so far (the frame-time harness reports them)
 
   void releaseEntry(Entry& entry);
   void releaseAll();
