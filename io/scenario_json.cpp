@@ -98,6 +98,15 @@ std::string floatText(float value) {
   if (value == 0 && std::signbit(value)) return "-0.0";  // "-0" would read back as integer 0
   char buffer[64];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  // Readers that go through a double first (Python, numpy, nlohmann) round twice. For a
+  // handful of floats (e.g. -7.038531e-26) the shortest text then lands one ulp off; write
+  // those as the double's own shortest text, which every reader maps back exactly.
+  double viaDouble = 0;
+  std::from_chars(buffer, result.ptr, viaDouble);
+  if (static_cast<float>(viaDouble) != value) {
+    const auto exact = std::to_chars(buffer, buffer + sizeof buffer, static_cast<double>(value));
+    return std::string(buffer, exact.ptr);
+  }
   return std::string(buffer, result.ptr);
 }
 

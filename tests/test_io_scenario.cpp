@@ -448,7 +448,8 @@ TEST(Format, FloatsAreWrittenShortAndReadBackExactly) {
                                std::numeric_limits<float>::lowest(),
                                std::numeric_limits<float>::min(),
                                std::numeric_limits<float>::denorm_min(),
-                               -0.0f, 0.0f, 1.0f / 3.0f, 16777217.0f, 3.4028235e38f};
+                               -0.0f, 0.0f, 1.0f / 3.0f, 16777217.0f, 3.4028235e38f,
+                               -7.038531e-26f};
   while (values.size() < 64 * 64) {
     const std::uint32_t bits = rng();
     float f;
@@ -458,9 +459,19 @@ TEST(Format, FloatsAreWrittenShortAndReadBackExactly) {
   }
   s.inputs.resize(64, 64);
   for (int i = 0; i < 64 * 64; ++i) s.inputs(i / 64, i % 64) = values[static_cast<std::size_t>(i)];
-  const auto loaded = io::parseScenario(io::scenarioToJson(s), "floats.json");
+  const std::string written = io::scenarioToJson(s);
+  const auto loaded = io::parseScenario(written, "floats.json");
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   EXPECT_TRUE(sameBits(s.inputs, loaded->inputs));
+
+  // Readers that parse a double and then cast to float (Python, numpy, nlohmann) get the
+  // same floats too, including -7.038531e-26, whose shortest text double-rounds wrongly.
+  const auto json = nlohmann::json::parse(written);
+  for (int i = 0; i < 64 * 64; ++i) {
+    const float viaDouble = static_cast<float>(json["inputs"][i / 64][i % 64].get<double>());
+    ASSERT_EQ(std::memcmp(&viaDouble, &s.inputs(i / 64, i % 64), sizeof(float)), 0)
+        << json["inputs"][i / 64][i % 64].dump();
+  }
 }
 
 TEST(Format, ResultJsonHasEveryPart) {
