@@ -345,10 +345,15 @@ std::string describe(const Json& value) {
       return "a list";
     case Json::value_t::object:
       return "an object";
+    case Json::value_t::number_float: {
+      // Outside `view` numbers were read as floats; show them as the file wrote them.
+      const double d = value.get<double>();
+      const bool isFloat = static_cast<double>(static_cast<float>(d)) == d;
+      return "the number " + (isFloat ? floatText(static_cast<float>(d)) : doubleText(d));
+    }
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float:
-      return "the number " + sanitizeForMessage(value.dump());
+      return "the number " + value.dump();
     default:
       return "an unsupported value";
   }
@@ -420,7 +425,7 @@ long long readInteger(const Json& value, const std::string& field, long long low
   if (!whole) fail(field, "expected a whole number, got " + describe(value));
   if (result < lowest || result > highest) {
     fail(field, "must be between " + std::to_string(lowest) + " and " + std::to_string(highest) +
-                    ", got " + sanitizeForMessage(value.dump()));
+                    ", got " + describe(value));
   }
   return result;
 }
@@ -737,10 +742,10 @@ std::uint64_t readSeed(const Json& value, const std::string& field) {
   const std::string expected = "expected a whole number from 0 to 2^53 (9007199254740992), got ";
   if (value.is_number_unsigned()) {
     const auto seed = value.get<std::uint64_t>();
-    if (seed > kMaxSeed) fail(field, expected + sanitizeForMessage(value.dump()));
+    if (seed > kMaxSeed) fail(field, expected + describe(value));
     return seed;
   }
-  if (value.is_number_integer()) fail(field, expected + sanitizeForMessage(value.dump()));
+  if (value.is_number_integer()) fail(field, expected + describe(value));
   if (value.is_number_float()) {
     const double d = value.get<double>();
     if (d >= 0 && d <= static_cast<double>(kMaxSeed) && std::trunc(d) == d) {
@@ -816,7 +821,7 @@ Scenario readScenario(const Json& root) {
   if (const Json* v = find(root, "temperature")) {
     s.temperature = readFloat(*v, "temperature");
     if (!(s.temperature > 0)) {
-      fail("temperature", "must be greater than 0, got " + sanitizeForMessage(v->dump()));
+      fail("temperature", "must be greater than 0, got " + describe(*v));
     }
   }
   if (const Json* v = find(root, "seed")) s.seed = readSeed(*v, "seed");

@@ -534,7 +534,8 @@ TEST(BadInput, WrongTypes) {
   expectError(R"({"queries": [[1, true]], "keys": [[1, 2]]})", "queries[0][1]",
               "expected a number, got true");
   expectError(R"({"heads": "two", "inputs": [[1]]})", "heads", "expected a whole number");
-  expectError(R"({"heads": 1.5, "inputs": [[1]]})", "heads", "expected a whole number");
+  expectError(R"({"heads": 1.5, "inputs": [[1]]})", "heads", "expected a whole number, got the number 1.5");
+  expectError(R"({"heads": 0.1, "inputs": [[1]]})", "heads", "got the number 0.1");
   expectError(R"({"positional_encoding": 1, "inputs": [[1]]})", "positional_encoding",
               "expected true or false");
   expectError(R"({"query_labels": ["a", 2], "queries": [[1], [2]], "keys": [[1]]})",
@@ -617,7 +618,7 @@ TEST(BadInput, DuplicateKeys) {
 }
 
 TEST(BadInput, RangesAndVersion) {
-  expectError(R"({"inputs": [[1]], "heads": 0})", "heads", "must be between 1 and 64, got 0");
+  expectError(R"({"inputs": [[1]], "heads": 0})", "heads", "must be between 1 and 64, got the number 0");
   expectError(R"({"inputs": [[1]], "heads": 65})", "heads", "must be between 1 and 64");
   expectError(R"({"inputs": [[1]], "seed": -1})", "seed", "from 0 to 2^53");
   expectError(R"({"inputs": [[1]], "seed": 9007199254740993})", "seed", "from 0 to 2^53");
