@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -74,7 +74,9 @@ class SplitMix64 {
 std::string shapeOf(Index rows, Index cols) {
   return std::to_string(rows) + " x " + std::to_string(cols);
 }
-std::string shapeOf(const Matrix& m) { return shapeOf(m.rows(), m.cols()); }
+std::string shapeOf(const Matrix& m) {
+  return shapeOf(m.rows(), m.cols());
+}
 
 Error makeError(std::string field, std::string problem) {
   return Error{"", std::move(field), std::move(problem)};
@@ -157,8 +159,8 @@ int scoreHiddenWidth(ScoreKind kind, const ScoreParams& p, int dH, int hidden) {
 }
 
 // Checks one head's score parameters against d_h. Empty fields are fine (seeded later).
-std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, int dH,
-                                         int hidden, const std::string& prefix) {
+std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, int dH, int hidden,
+                                         const std::string& prefix) {
   auto matrixField = [&](const Matrix& m, const char* name, Index rows, Index cols,
                          const char* expected) -> std::optional<Error> {
     if (m.size() == 0) return std::nullopt;
@@ -210,7 +212,9 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
 
 // Clamps an overflowed score/temperature quotient to the largest finite float, so that a very
 // small temperature approaches the hard limit instead of producing ±infinity.
-inline Scalar clampFinite(Scalar x) { return std::clamp(x, -kMaxFinite, kMaxFinite); }
+inline Scalar clampFinite(Scalar x) {
+  return std::clamp(x, -kMaxFinite, kMaxFinite);
+}
 
 // =======================================================================================
 // Normalisers for one row. `available[j]`: key j is allowed and its score is above -inf.
@@ -227,8 +231,8 @@ void hardRow(const Scalar* scores, const std::vector<char>& available, Scalar ma
 }
 
 // Stable softmax: exp(s_j - max) / Σ exp(s_k - max) over available keys.
-void softmaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore,
-                int n, Scalar* weights) {
+void softmaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore, int n,
+                Scalar* weights) {
   if (maxScore == kInf) {  // only reachable through the public API with infinite scores
     hardRow(scores, available, maxScore, n, weights);
     return;
@@ -278,8 +282,8 @@ void topKRow(const Scalar* scores, const std::vector<char>& available, int count
 // Sort z descending, k(z) = max{k : 1 + k·z_(k) > Σ_{j<=k} z_(j)},
 // τ = (Σ_{j<=k(z)} z_(j) - 1) / k(z), p_j = max(z_j - τ, 0).
 // Runs on z - max (sparsemax is shift invariant) in double so ±1e30 cannot overflow.
-void sparsemaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore,
-                  int n, Scalar* weights) {
+void sparsemaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore, int n,
+                  Scalar* weights) {
   if (maxScore == kInf) {
     hardRow(scores, available, maxScore, n, weights);
     return;
@@ -385,8 +389,7 @@ constexpr std::array<std::pair<ProjectionKind, std::string_view>, 4> kProjection
 }};
 
 template <class Kind, std::size_t N>
-std::string_view nameOf(const std::array<std::pair<Kind, std::string_view>, N>& table,
-                        Kind kind) {
+std::string_view nameOf(const std::array<std::pair<Kind, std::string_view>, N>& table, Kind kind) {
   for (const auto& [k, name] : table)
     if (k == kind) return name;
   return "unknown";
@@ -401,14 +404,24 @@ std::optional<Kind> kindOf(const std::array<std::pair<Kind, std::string_view>, N
 }
 }  // namespace
 
-std::string_view toString(ScoreKind kind) { return nameOf(kScoreNames, kind); }
-std::string_view toString(MaskKind kind) { return nameOf(kMaskNames, kind); }
-std::string_view toString(NormalizerKind kind) { return nameOf(kNormalizerNames, kind); }
-std::string_view toString(ProjectionKind kind) { return nameOf(kProjectionNames, kind); }
+std::string_view toString(ScoreKind kind) {
+  return nameOf(kScoreNames, kind);
+}
+std::string_view toString(MaskKind kind) {
+  return nameOf(kMaskNames, kind);
+}
+std::string_view toString(NormalizerKind kind) {
+  return nameOf(kNormalizerNames, kind);
+}
+std::string_view toString(ProjectionKind kind) {
+  return nameOf(kProjectionNames, kind);
+}
 std::optional<ScoreKind> parseScoreKind(std::string_view name) {
   return kindOf(kScoreNames, name);
 }
-std::optional<MaskKind> parseMaskKind(std::string_view name) { return kindOf(kMaskNames, name); }
+std::optional<MaskKind> parseMaskKind(std::string_view name) {
+  return kindOf(kMaskNames, name);
+}
 std::optional<NormalizerKind> parseNormalizerKind(std::string_view name) {
   return kindOf(kNormalizerNames, name);
 }
@@ -771,8 +784,7 @@ Status validate(const Inputs& inputs, const Options& options) {
       return makeError(name, "has " + std::to_string(m->rows()) + " rows, more than the limit of " +
                                  std::to_string(Limits::kMaxTokens) + " tokens");
     if (m->cols() > Limits::kMaxWidth)
-      return makeError(name, "is " + std::to_string(m->cols()) +
-                                 " wide, more than the limit of " +
+      return makeError(name, "is " + std::to_string(m->cols()) + " wide, more than the limit of " +
                                  std::to_string(Limits::kMaxWidth));
   }
   if (values.rows() != keys.rows())
@@ -787,7 +799,8 @@ Status validate(const Inputs& inputs, const Options& options) {
 
   // Heads and temperature.
   const int heads = options.heads;
-  if (heads < 1) return makeError("heads", "must be at least 1 (got " + std::to_string(heads) + ")");
+  if (heads < 1)
+    return makeError("heads", "must be at least 1 (got " + std::to_string(heads) + ")");
   if (heads > Limits::kMaxHeads)
     return makeError("heads", std::to_string(heads) + " heads exceed the limit of " +
                                   std::to_string(Limits::kMaxHeads));
@@ -807,7 +820,8 @@ Status validate(const Inputs& inputs, const Options& options) {
     auto checkWeight = [&](const Matrix& w, const char* field, int inWidth,
                            const char* input) -> std::optional<Error> {
       if (w.size() == 0)
-        return makeError(field, std::string("is missing (explicit projections need wq, wk and wv)"));
+        return makeError(field,
+                         std::string("is missing (explicit projections need wq, wk and wv)"));
       if (w.rows() != inWidth)
         return makeError(field, "has " + std::to_string(w.rows()) + " rows but the " + input +
                                     " are " + std::to_string(inWidth) + " wide");
@@ -828,8 +842,7 @@ Status validate(const Inputs& inputs, const Options& options) {
     if (auto e = checkWeight(p.wv, "projections.wv", dVIn, "values")) return *e;
     if (p.wk.cols() != p.wq.cols())
       return makeError("projections.wk", "projects to width " + std::to_string(p.wk.cols()) +
-                                             " but wq projects to " +
-                                             std::to_string(p.wq.cols()) +
+                                             " but wq projects to " + std::to_string(p.wq.cols()) +
                                              "; queries and keys must end up the same width");
     if (auto e = checkBias(p.bq, "projections.bq", p.wq.cols())) return *e;
     if (auto e = checkBias(p.bk, "projections.bk", p.wk.cols())) return *e;
@@ -864,10 +877,10 @@ Status validate(const Inputs& inputs, const Options& options) {
   }
   const long long cells = static_cast<long long>(heads) * nQ * nK;
   if (cells > Limits::kMaxCells)
-    return makeError("queries", std::to_string(heads) + " heads x " + std::to_string(nQ) +
-                                    " queries x " + std::to_string(nK) + " keys = " +
-                                    std::to_string(cells) + " cells, more than the limit of " +
-                                    std::to_string(Limits::kMaxCells));
+    return makeError("queries",
+                     std::to_string(heads) + " heads x " + std::to_string(nQ) + " queries x " +
+                         std::to_string(nK) + " keys = " + std::to_string(cells) +
+                         " cells, more than the limit of " + std::to_string(Limits::kMaxCells));
 
   // Mask.
   const MaskOptions& mask = options.mask;
@@ -884,8 +897,8 @@ Status validate(const Inputs& inputs, const Options& options) {
     case MaskKind::Local:
     case MaskKind::LocalGaussian:
       if (mask.window < 0)
-        return makeError("mask.window", "must be 0 or more (got " + std::to_string(mask.window) +
-                                            ")");
+        return makeError("mask.window",
+                         "must be 0 or more (got " + std::to_string(mask.window) + ")");
       if (mask.center == MaskOptions::Center::Fixed && (mask.position < 0 || mask.position >= nK))
         return makeError("mask.position", "is " + std::to_string(mask.position) +
                                               " but the keys are numbered 0 to " +
@@ -902,8 +915,8 @@ Status validate(const Inputs& inputs, const Options& options) {
 
   // Normaliser.
   if (options.normalizer.kind == NormalizerKind::TopK && options.normalizer.topK < 1)
-    return makeError("normalizer.top_k", "must be at least 1 (got " +
-                                             std::to_string(options.normalizer.topK) + ")");
+    return makeError("normalizer.top_k",
+                     "must be at least 1 (got " + std::to_string(options.normalizer.topK) + ")");
 
   // Score parameters, per head.
   if (options.scoreHidden < 0 || options.scoreHidden > Limits::kMaxWidth)
@@ -916,8 +929,7 @@ Status validate(const Inputs& inputs, const Options& options) {
                                          " heads");
   const int dH = dModel / heads;
   for (std::size_t h = 0; h < options.scoreParams.size(); ++h)
-    if (auto e = validateScoreParams(options.score, options.scoreParams[h], dH,
-                                     options.scoreHidden,
+    if (auto e = validateScoreParams(options.score, options.scoreParams[h], dH, options.scoreHidden,
                                      "score_params[" + std::to_string(h) + "]."))
       return *e;
 
@@ -926,9 +938,9 @@ Status validate(const Inputs& inputs, const Options& options) {
     const Matrix& wc = options.decoderOutput.wc;
     if (wc.rows() != dOut + dQIn)
       return makeError("decoder_output.wc",
-                       "has " + std::to_string(wc.rows()) + " rows, expected d_out + d_q = " +
-                           std::to_string(dOut) + " + " + std::to_string(dQIn) + " = " +
-                           std::to_string(dOut + dQIn));
+                       "has " + std::to_string(wc.rows()) +
+                           " rows, expected d_out + d_q = " + std::to_string(dOut) + " + " +
+                           std::to_string(dQIn) + " = " + std::to_string(dOut + dQIn));
     if (wc.cols() > Limits::kMaxWidth)
       return makeError("decoder_output.wc", "is " + std::to_string(wc.cols()) +
                                                 " wide, more than the limit of " +
@@ -965,10 +977,9 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
   for (int i = 0; i < nQ; ++i) {
     if (!result.allowed.row(i).any()) {
       result.fullyMaskedRows.push_back(i);
-      result.warnings.push_back({"fully_masked_row",
-                                 "query " + std::to_string(i) +
-                                     " may attend no key: its weights are all 0",
-                                 -1, i});
+      result.warnings.push_back(
+          {"fully_masked_row",
+           "query " + std::to_string(i) + " may attend no key: its weights are all 0", -1, i});
     }
   }
 
@@ -1061,9 +1072,9 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
     const int dOut = static_cast<int>(result.output.cols());
     const int dQIn = static_cast<int>(queries.cols());
     const Matrix& given = options.decoderOutput.wc;
-    const Matrix wc = given.size() != 0
-                          ? given
-                          : xavierUniform(dOut + dQIn, dQIn, deriveSeed(options.seed, "decoder.wc"));
+    const Matrix wc = given.size() != 0 ? given
+                                        : xavierUniform(dOut + dQIn, dQIn,
+                                                        deriveSeed(options.seed, "decoder.wc"));
     Matrix pre(nQ, wc.cols());
     pre.noalias() = result.output * wc.topRows(dOut);
     pre.noalias() += queries * wc.bottomRows(dQIn);

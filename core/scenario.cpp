@@ -57,7 +57,9 @@ Error toScenarioError(Error error, const Scenario& scenario) {
 
 }  // namespace
 
-std::string_view toString(Mode mode) { return mode == Mode::Self ? "self" : "cross"; }
+std::string_view toString(Mode mode) {
+  return mode == Mode::Self ? "self" : "cross";
+}
 
 std::optional<Mode> parseMode(std::string_view name) {
   if (name == "self") return Mode::Self;
@@ -84,8 +86,9 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       x = seededEmbeddings(labels, scenario.embeddingDim, scenario.seed);
     } else {
       if (scenario.inputs.rows() == 0 || scenario.inputs.cols() == 0)
-        return makeError("inputs", "is empty; self attention needs at least one row (or a "
-                                   "sentence)");
+        return makeError("inputs",
+                         "is empty; self attention needs at least one row (or a "
+                         "sentence)");
       x = scenario.inputs;
       if (!scenario.inputLabels.empty() &&
           static_cast<Eigen::Index>(scenario.inputLabels.size()) != x.rows())
@@ -123,8 +126,8 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     if (!scenario.keyLabels.empty() && static_cast<Eigen::Index>(scenario.keyLabels.size()) != nK)
       return makeError("key_labels", "has " + std::to_string(scenario.keyLabels.size()) +
                                          " labels but there are " + std::to_string(nK) + " keys");
-    problem.queryLabels = scenario.queryLabels.empty() ? defaultLabels("q", nQ)
-                                                       : scenario.queryLabels;
+    problem.queryLabels =
+        scenario.queryLabels.empty() ? defaultLabels("q", nQ) : scenario.queryLabels;
     problem.keyLabels = scenario.keyLabels.empty() ? defaultLabels("k", nK) : scenario.keyLabels;
     if (scenario.positionalEncoding) {
       // Each sequence counts its own positions from 0. Sizes above the limits are left for
@@ -180,11 +183,11 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
           {dQIn, "queries"}, {dKIn, "keys"}, {dVIn, "values"}};
       for (const auto& [width, name] : widths) {
         if (width != e) {
-          const std::string input =
-              scenario.mode == Mode::Self ? (scenario.sentence.empty() ? "inputs" : "sentence")
-                                          : name;
-          return makeError("in_proj_weight", "has E = " + std::to_string(e) + " but the " +
-                                                 input + " are " + std::to_string(width) +
+          const std::string input = scenario.mode == Mode::Self
+                                        ? (scenario.sentence.empty() ? "inputs" : "sentence")
+                                        : name;
+          return makeError("in_proj_weight", "has E = " + std::to_string(e) + " but the " + input +
+                                                 " are " + std::to_string(width) +
                                                  " wide (nn.MultiheadAttention needs E-wide "
                                                  "queries, keys and values)");
         }

@@ -124,7 +124,8 @@ TEST_F(Similarity, AdditiveMatchesNaiveLoopOnRandomData) {
       for (int a = 0; a < dA; ++a) {
         double pre = p.additiveBias(a);
         for (int c = 0; c < dH; ++c)
-          pre += double(queries(i, c)) * p.additiveWq(c, a) + double(keys(j, c)) * p.additiveWk(c, a);
+          pre +=
+              double(queries(i, c)) * p.additiveWq(c, a) + double(keys(j, c)) * p.additiveWk(c, a);
         total += p.additiveV(a) * std::tanh(pre);
       }
       naive(i, j) = static_cast<float>(total);
@@ -174,7 +175,9 @@ TEST(CompleteScoreParams, FillsOnlyWhatIsMissingDeterministically) {
 // Step 3: masks
 // =======================================================================================
 
-TEST(Mask, None) { EXPECT_TRUE((buildMask({}, 2, 3).array() == true).all()); }
+TEST(Mask, None) {
+  EXPECT_TRUE((buildMask({}, 2, 3).array() == true).all());
+}
 
 TEST(Mask, CausalSquare) {
   MaskOptions mask;
@@ -301,8 +304,8 @@ TEST(Softmax, PlusMinus1e30HasNoNaN) {
   expectWeights(r, {0.5f, 0, 0.5f}, 0);
   auto s = normalize(NormalizerKind::Softmax, {-1e30f, -1e30f});
   expectWeights(s, {0.5f, 0.5f}, 0);
-  auto t = normalize(NormalizerKind::Softmax, {std::numeric_limits<float>::max(),
-                                               -std::numeric_limits<float>::max()});
+  auto t = normalize(NormalizerKind::Softmax,
+                     {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()});
   expectWeights(t, {1, 0}, 0);
 }
 
@@ -612,7 +615,8 @@ TEST(Attend, PyTorchLayoutMatchesNaiveImplementation) {
   };
   Matrix concat(nQ, e);
   for (int h = 0; h < heads; ++h) {
-    Matrix ctx = naiveSingleHead(proj(in.queries, 0, h), proj(in.keys, 1, h), proj(in.values, 2, h));
+    Matrix ctx =
+        naiveSingleHead(proj(in.queries, 0, h), proj(in.keys, 1, h), proj(in.values, 2, h));
     concat.middleCols(h * dH, dH) = ctx;
     EXPECT_TRUE(MatrixNear(result->heads[h].q, proj(in.queries, 0, h), 1e-5));
   }

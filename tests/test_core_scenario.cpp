@@ -167,8 +167,7 @@ TEST(BuildProblem, PositionalEncodingIsAddedBeforeProjection) {
   s.positionalEncoding = true;
   auto p = buildProblem(s);
   ASSERT_TRUE(p.ok());
-  EXPECT_TRUE(
-      MatrixNear(p->inputs.queries, s.inputs + sinusoidalPositionalEncoding(3, 4), 0));
+  EXPECT_TRUE(MatrixNear(p->inputs.queries, s.inputs + sinusoidalPositionalEncoding(3, 4), 0));
   // cross: each sequence counts its own positions from 0
   Scenario c = crossScenario();
   c.values = randomMatrix(3, 2, 5);

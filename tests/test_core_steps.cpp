@@ -23,31 +23,38 @@ using testing::V;
 
 TEST(Names, RoundTripEveryKind) {
   const std::vector<std::pair<ScoreKind, const char*>> scores = {
-      {ScoreKind::Dot, "dot"},         {ScoreKind::ScaledDot, "scaled_dot"},
-      {ScoreKind::Cosine, "cosine"},   {ScoreKind::General, "general"},
+      {ScoreKind::Dot, "dot"},           {ScoreKind::ScaledDot, "scaled_dot"},
+      {ScoreKind::Cosine, "cosine"},     {ScoreKind::General, "general"},
       {ScoreKind::Additive, "additive"}, {ScoreKind::Mlp, "mlp"}};
   for (auto [kind, name] : scores) {
     EXPECT_EQ(toString(kind), name);
     EXPECT_EQ(parseScoreKind(name), kind);
   }
   const std::vector<std::pair<MaskKind, const char*>> masks = {
-      {MaskKind::None, "none"},   {MaskKind::Causal, "causal"},
-      {MaskKind::Padding, "padding"}, {MaskKind::Local, "local"},
-      {MaskKind::LocalGaussian, "local_gaussian"}, {MaskKind::Custom, "custom"}};
+      {MaskKind::None, "none"},
+      {MaskKind::Causal, "causal"},
+      {MaskKind::Padding, "padding"},
+      {MaskKind::Local, "local"},
+      {MaskKind::LocalGaussian, "local_gaussian"},
+      {MaskKind::Custom, "custom"}};
   for (auto [kind, name] : masks) {
     EXPECT_EQ(toString(kind), name);
     EXPECT_EQ(parseMaskKind(name), kind);
   }
   const std::vector<std::pair<NormalizerKind, const char*>> normalizers = {
-      {NormalizerKind::Softmax, "softmax"}, {NormalizerKind::Hard, "hard"},
-      {NormalizerKind::TopK, "top_k"}, {NormalizerKind::Sparsemax, "sparsemax"}};
+      {NormalizerKind::Softmax, "softmax"},
+      {NormalizerKind::Hard, "hard"},
+      {NormalizerKind::TopK, "top_k"},
+      {NormalizerKind::Sparsemax, "sparsemax"}};
   for (auto [kind, name] : normalizers) {
     EXPECT_EQ(toString(kind), name);
     EXPECT_EQ(parseNormalizerKind(name), kind);
   }
   const std::vector<std::pair<ProjectionKind, const char*>> projections = {
-      {ProjectionKind::Identity, "identity"}, {ProjectionKind::Xavier, "xavier"},
-      {ProjectionKind::Explicit, "explicit"}, {ProjectionKind::PyTorch, "pytorch"}};
+      {ProjectionKind::Identity, "identity"},
+      {ProjectionKind::Xavier, "xavier"},
+      {ProjectionKind::Explicit, "explicit"},
+      {ProjectionKind::PyTorch, "pytorch"}};
   for (auto [kind, name] : projections) {
     EXPECT_EQ(toString(kind), name);
     EXPECT_EQ(parseProjectionKind(name), kind);
@@ -160,19 +167,20 @@ TEST(PyTorch, ShapeErrors) {
   EXPECT_EQ(wrong.error().problem, "is 5 x 2, expected 3E x E (Q, K and V blocks stacked)");
   EXPECT_EQ(projectionsFromPyTorch(Matrix(), Vector(), Matrix(), Vector()).error().field,
             "in_proj_weight");
-  EXPECT_EQ(projectionsFromPyTorch(Matrix::Ones(6, 2), Vector::Ones(5), Matrix::Ones(2, 2),
-                                   Vector())
-                .error()
-                .field,
-            "in_proj_bias");
   EXPECT_EQ(
-      projectionsFromPyTorch(Matrix::Ones(6, 2), Vector(), Matrix::Ones(2, 3), Vector()).error().field,
-      "out_proj_weight");
-  EXPECT_EQ(projectionsFromPyTorch(Matrix::Ones(6, 2), Vector(), Matrix::Ones(2, 2),
-                                   Vector::Ones(3))
+      projectionsFromPyTorch(Matrix::Ones(6, 2), Vector::Ones(5), Matrix::Ones(2, 2), Vector())
+          .error()
+          .field,
+      "in_proj_bias");
+  EXPECT_EQ(projectionsFromPyTorch(Matrix::Ones(6, 2), Vector(), Matrix::Ones(2, 3), Vector())
                 .error()
                 .field,
-            "out_proj_bias");
+            "out_proj_weight");
+  EXPECT_EQ(
+      projectionsFromPyTorch(Matrix::Ones(6, 2), Vector(), Matrix::Ones(2, 2), Vector::Ones(3))
+          .error()
+          .field,
+      "out_proj_bias");
   Matrix nan = Matrix::Ones(6, 2);
   nan(4, 1) = std::nanf("");
   EXPECT_EQ(projectionsFromPyTorch(nan, Vector(), Matrix::Ones(2, 2), Vector()).error().field,
@@ -187,10 +195,10 @@ TEST(PositionalEncoding, HandWorkedValues) {
   // d = 4: columns sin(pos), cos(pos), sin(pos/100), cos(pos/100) (10000^(2/4) = 100)
   Matrix pe = sinusoidalPositionalEncoding(3, 4);
   EXPECT_TRUE(MatrixNear(pe.row(0), M({{0, 1, 0, 1}}), 0));
-  EXPECT_TRUE(MatrixNear(pe.row(1), M({{0.84147098f, 0.54030231f, 0.00999983f, 0.99995000f}}),
-                         1e-6));
-  EXPECT_TRUE(MatrixNear(pe.row(2), M({{0.90929743f, -0.41614684f, 0.01999867f, 0.99980001f}}),
-                         1e-6));
+  EXPECT_TRUE(
+      MatrixNear(pe.row(1), M({{0.84147098f, 0.54030231f, 0.00999983f, 0.99995000f}}), 1e-6));
+  EXPECT_TRUE(
+      MatrixNear(pe.row(2), M({{0.90929743f, -0.41614684f, 0.01999867f, 0.99980001f}}), 1e-6));
 }
 
 TEST(PositionalEncoding, OddWidth) {

@@ -49,8 +49,8 @@ inline BoolMatrix B(std::initializer_list<std::initializer_list<int>> rows) {
 // Element-wise |a - b| <= tol (absolute), with shapes checked first.
 inline ::testing::AssertionResult MatrixNear(const Matrix& a, const Matrix& b, double tol) {
   if (a.rows() != b.rows() || a.cols() != b.cols())
-    return ::testing::AssertionFailure() << "shape " << a.rows() << "x" << a.cols() << " vs "
-                                         << b.rows() << "x" << b.cols();
+    return ::testing::AssertionFailure()
+           << "shape " << a.rows() << "x" << a.cols() << " vs " << b.rows() << "x" << b.cols();
   for (Eigen::Index i = 0; i < a.rows(); ++i)
     for (Eigen::Index j = 0; j < a.cols(); ++j)
       if (!(std::abs(double(a(i, j)) - double(b(i, j))) <= tol))
@@ -59,7 +59,9 @@ inline ::testing::AssertionResult MatrixNear(const Matrix& a, const Matrix& b, d
   return ::testing::AssertionSuccess();
 }
 
-inline bool allFinite(const Matrix& m) { return m.allFinite(); }
+inline bool allFinite(const Matrix& m) {
+  return m.allFinite();
+}
 
 // The first n deterministic pseudo-random entries in [-1, 1): tests need data, not statistics.
 inline Matrix randomMatrix(int rows, int cols, std::uint64_t seed) {

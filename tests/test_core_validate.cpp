@@ -296,7 +296,8 @@ TEST_F(Validate, MessageFormat) {
   options.temperature = 0;
   Error error = validate(in, options).error();
   error.file = "demo.json";
-  EXPECT_EQ(error.message(), "demo.json: field 'temperature': must be a finite number above 0 (got 0)");
+  EXPECT_EQ(error.message(),
+            "demo.json: field 'temperature': must be a finite number above 0 (got 0)");
 }
 
 }  // namespace
