@@ -744,7 +744,10 @@ bool GuiSession::frame() {
   else s.keyPresses.clear();
   update(s.state);  // results for this frame's panels (after an undo, open, ...)
   s.drawMenuBar();
-  s.heatmaps->impl().exportPrefix = fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
+  // Export file names start with the scenario file's name (else the scenario's name).
+  s.heatmaps->impl().exportPrefix =
+      !s.state.docPath.empty() ? fileStem(fs::path(s.state.docPath).stem().string())
+                               : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
 
   // 3 panels and the windows around them
   s.layoutPanels();

@@ -466,9 +466,12 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
       (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter)) && !entry.exportPath.empty())) {
     io::HeatmapStyle style;
     style.colormap = options.colormap;
+    // A file stands alone: always with axis labels and a colour bar (the on-screen widget
+    // may drop them to save space), so the output is `attnscope export` with its defaults
+    // plus the colormap, cell labels, scale and fixed range shown here.
     style.cellLabels = options.cellLabels;
-    style.axisLabels = options.axisLabels;
-    style.colorbar = options.colorbar;
+    style.axisLabels = true;
+    style.colorbar = true;
     style.scale = std::clamp(entry.exportScale, 1, 8);
     style.vmin = options.vmin;
     style.vmax = options.vmax;
@@ -633,6 +636,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     interaction.row = std::clamp(static_cast<int>(std::floor(uv.y * rows)), 0, rows - 1);
     interaction.clicked = released && !entry.panned && ImGui::IsMouseReleased(ImGuiMouseButton_Left);
   }
+  if (!ImGui::IsItemActive()) entry.panned = false;  // the drag (if any) is over
   if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right)) {
     entry.contextRow = interaction.row;
     entry.contextCol = interaction.col;
