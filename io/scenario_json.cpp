@@ -129,8 +129,10 @@ int nestingDepth(std::string_view text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (inString) {
-      if (c == '\\') ++i;
-      else if (c == '"') inString = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
     } else if (c == '"') {
       inString = true;
     } else if (c == '[' || c == '{') {
@@ -588,9 +590,8 @@ Kind readKind(const Json& value, const std::string& field, std::string_view what
                   "' (expected one of " + names + ")");
 }
 
-constexpr ScoreKind kScoreKinds[] = {ScoreKind::Dot,     ScoreKind::ScaledDot,
-                                     ScoreKind::Cosine,  ScoreKind::General,
-                                     ScoreKind::Additive, ScoreKind::Mlp};
+constexpr ScoreKind kScoreKinds[] = {ScoreKind::Dot,     ScoreKind::ScaledDot, ScoreKind::Cosine,
+                                     ScoreKind::General, ScoreKind::Additive,  ScoreKind::Mlp};
 constexpr MaskKind kMaskKinds[] = {MaskKind::None,  MaskKind::Causal,        MaskKind::Padding,
                                    MaskKind::Local, MaskKind::LocalGaussian, MaskKind::Custom};
 constexpr NormalizerKind kNormalizerKinds[] = {NormalizerKind::Softmax, NormalizerKind::Hard,
@@ -645,14 +646,22 @@ Projections readProjections(const Json& value, const std::string& field) {
   checkKeys(value, field, {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"});
   // `identity` keeps its default: buildProblem() sets it from `projection`.
   Projections projections;
-  if (const Json* v = find(value, "wq")) projections.wq = readMatrix(*v, joinField(field, "wq"), kW, kW);
-  if (const Json* v = find(value, "bq")) projections.bq = readVector(*v, joinField(field, "bq"), kW);
-  if (const Json* v = find(value, "wk")) projections.wk = readMatrix(*v, joinField(field, "wk"), kW, kW);
-  if (const Json* v = find(value, "bk")) projections.bk = readVector(*v, joinField(field, "bk"), kW);
-  if (const Json* v = find(value, "wv")) projections.wv = readMatrix(*v, joinField(field, "wv"), kW, kW);
-  if (const Json* v = find(value, "bv")) projections.bv = readVector(*v, joinField(field, "bv"), kW);
-  if (const Json* v = find(value, "wo")) projections.wo = readMatrix(*v, joinField(field, "wo"), kW, kW);
-  if (const Json* v = find(value, "bo")) projections.bo = readVector(*v, joinField(field, "bo"), kW);
+  if (const Json* v = find(value, "wq"))
+    projections.wq = readMatrix(*v, joinField(field, "wq"), kW, kW);
+  if (const Json* v = find(value, "bq"))
+    projections.bq = readVector(*v, joinField(field, "bq"), kW);
+  if (const Json* v = find(value, "wk"))
+    projections.wk = readMatrix(*v, joinField(field, "wk"), kW, kW);
+  if (const Json* v = find(value, "bk"))
+    projections.bk = readVector(*v, joinField(field, "bk"), kW);
+  if (const Json* v = find(value, "wv"))
+    projections.wv = readMatrix(*v, joinField(field, "wv"), kW, kW);
+  if (const Json* v = find(value, "bv"))
+    projections.bv = readVector(*v, joinField(field, "bv"), kW);
+  if (const Json* v = find(value, "wo"))
+    projections.wo = readMatrix(*v, joinField(field, "wo"), kW, kW);
+  if (const Json* v = find(value, "bo"))
+    projections.bo = readVector(*v, joinField(field, "bo"), kW);
   return projections;
 }
 
@@ -698,15 +707,15 @@ MaskOptions readMask(const Json& value, const std::string& field) {
   if (const Json* v = find(value, "position")) {
     mask.position = readInt(*v, joinField(field, "position"), 0, Limits::kMaxTokens - 1);
   }
-  if (const Json* v = find(value, "matrix")) mask.custom = readBoolMatrix(*v, joinField(field, "matrix"));
+  if (const Json* v = find(value, "matrix"))
+    mask.custom = readBoolMatrix(*v, joinField(field, "matrix"));
   return mask;
 }
 
 NormalizerOptions readNormalizer(const Json& value, const std::string& field) {
   NormalizerOptions normalizer;
   if (value.is_string()) {
-    normalizer.kind =
-        readKind(value, field, "normalizer", &parseNormalizerKind, kNormalizerKinds);
+    normalizer.kind = readKind(value, field, "normalizer", &parseNormalizerKind, kNormalizerKinds);
     return normalizer;
   }
   if (!value.is_object()) {
@@ -733,8 +742,10 @@ DecoderOutputOptions readDecoderOutput(const Json& value, const std::string& fie
     fail(field, "expected true/false or an object {enabled, wc}, got " + describe(value));
   }
   checkKeys(value, field, {"enabled", "wc"});
-  if (const Json* v = find(value, "enabled")) decoder.enabled = readBool(*v, joinField(field, "enabled"));
-  if (const Json* v = find(value, "wc")) decoder.wc = readMatrix(*v, joinField(field, "wc"), 2 * kW, kW);
+  if (const Json* v = find(value, "enabled"))
+    decoder.enabled = readBool(*v, joinField(field, "enabled"));
+  if (const Json* v = find(value, "wc"))
+    decoder.wc = readMatrix(*v, joinField(field, "wc"), 2 * kW, kW);
   return decoder;
 }
 
@@ -773,11 +784,37 @@ Scenario readScenario(const Json& root) {
     fail("", "expected a JSON object {...} at the top level, got " + describe(root));
   }
   checkKeys(root, "",
-            {"version", "name", "description", "mode", "inputs", "labels", "sentence",
-             "embedding_dim", "positional_encoding", "queries", "keys", "values", "query_labels",
-             "key_labels", "score", "heads", "temperature", "seed", "projection", "model_width",
-             "projections", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias",
-             "score_params", "score_hidden", "mask", "normalizer", "decoder_output", "view"});
+            {"version",
+             "name",
+             "description",
+             "mode",
+             "inputs",
+             "labels",
+             "sentence",
+             "embedding_dim",
+             "positional_encoding",
+             "queries",
+             "keys",
+             "values",
+             "query_labels",
+             "key_labels",
+             "score",
+             "heads",
+             "temperature",
+             "seed",
+             "projection",
+             "model_width",
+             "projections",
+             "in_proj_weight",
+             "in_proj_bias",
+             "out_proj_weight",
+             "out_proj_bias",
+             "score_params",
+             "score_hidden",
+             "mask",
+             "normalizer",
+             "decoder_output",
+             "view"});
 
   Scenario s;
   if (const Json* v = find(root, "version")) readInt(*v, "version", kFormatVersion, kFormatVersion);
@@ -833,14 +870,15 @@ Scenario readScenario(const Json& root) {
   if (const Json* v = find(root, "in_proj_weight")) {
     s.inProjWeight = readMatrix(*v, "in_proj_weight", 3 * kW, kW);
   }
-  if (const Json* v = find(root, "in_proj_bias")) s.inProjBias = readVector(*v, "in_proj_bias", 3 * kW);
+  if (const Json* v = find(root, "in_proj_bias"))
+    s.inProjBias = readVector(*v, "in_proj_bias", 3 * kW);
   if (const Json* v = find(root, "out_proj_weight")) {
     s.outProjWeight = readMatrix(*v, "out_proj_weight", kW, kW);
   }
-  if (const Json* v = find(root, "out_proj_bias")) s.outProjBias = readVector(*v, "out_proj_bias", kW);
+  if (const Json* v = find(root, "out_proj_bias"))
+    s.outProjBias = readVector(*v, "out_proj_bias", kW);
   if (const Json* v = find(root, "projection")) {
-    s.projection =
-        readKind(*v, "projection", "projection", &parseProjectionKind, kProjectionKinds);
+    s.projection = readKind(*v, "projection", "projection", &parseProjectionKind, kProjectionKinds);
   } else if (find(root, "in_proj_weight")) {
     s.projection = ProjectionKind::PyTorch;
   } else if (find(root, "projections")) {
@@ -919,7 +957,9 @@ OrderedJson toJson(const std::vector<std::string>& labels) {
   return list;
 }
 
-bool isScalar(const OrderedJson& value) { return !value.is_array() && !value.is_object(); }
+bool isScalar(const OrderedJson& value) {
+  return !value.is_array() && !value.is_object();
+}
 
 std::string quoted(const std::string& text) {
   // `replace` turns invalid UTF-8 into U+FFFD instead of throwing.
@@ -1031,7 +1071,9 @@ std::optional<OrderedJson> viewJson(const std::string& text) {
 // Files
 // ---------------------------------------------------------------------------------------
 
-std::string systemMessage(int error) { return std::generic_category().message(error); }
+std::string systemMessage(int error) {
+  return std::generic_category().message(error);
+}
 
 // Every error leaves through here: control characters (a key may hold an escaped newline)
 // become '?', so the message is always one line.
@@ -1050,8 +1092,8 @@ Expected<Scenario> parseScenario(std::string_view json, const std::string& fileN
   // 1 size
   if (json.size() > kMaxScenarioBytes) {
     return makeError(fileName, "",
-                 "scenario is " + std::to_string(json.size()) +
-                     " bytes, more than the limit of " + std::to_string(kMaxScenarioBytes));
+                     "scenario is " + std::to_string(json.size()) +
+                         " bytes, more than the limit of " + std::to_string(kMaxScenarioBytes));
   }
   if (std::all_of(json.begin(), json.end(),
                   [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; })) {
@@ -1064,8 +1106,7 @@ Expected<Scenario> parseScenario(std::string_view json, const std::string& fileN
     const bool parsed = Json::sax_parse(json.data(), json.data() + json.size(), &builder,
                                         Json::input_format_t::json, /*strict=*/true);
     if (!parsed || builder.failure) {
-      const FieldProblem problem =
-          builder.failure.value_or(FieldProblem{"", "invalid JSON"});
+      const FieldProblem problem = builder.failure.value_or(FieldProblem{"", "invalid JSON"});
       return makeError(fileName, problem.field, problem.problem);
     }
 
@@ -1093,9 +1134,10 @@ Expected<Scenario> loadScenario(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) {
-    return makeError(path, "", ec && ec != std::errc::no_such_file_or_directory
-                               ? "cannot open the file: " + ec.message()
-                               : "no such file");
+    return makeError(path, "",
+                     ec && ec != std::errc::no_such_file_or_directory
+                         ? "cannot open the file: " + ec.message()
+                         : "no such file");
   }
   if (fs::is_directory(status)) return makeError(path, "", "is a directory, not a scenario file");
   if (!fs::is_regular_file(status)) return makeError(path, "", "is not a regular file");
@@ -1103,8 +1145,8 @@ Expected<Scenario> loadScenario(const std::string& path) {
   if (ec) return makeError(path, "", "cannot read the file size: " + ec.message());
   if (size > kMaxScenarioBytes) {
     return makeError(path, "",
-                 "file is " + std::to_string(size) + " bytes, more than the limit of " +
-                     std::to_string(kMaxScenarioBytes) + " bytes (256 MiB)");
+                     "file is " + std::to_string(size) + " bytes, more than the limit of " +
+                         std::to_string(kMaxScenarioBytes) + " bytes (256 MiB)");
   }
   if (size == 0) return makeError(path, "", "the file is empty (expected a JSON object {...})");
 
@@ -1252,7 +1294,8 @@ Status writeFileAtomic(const std::string& path, std::string_view text) {
     const fs::path resolved = fs::weakly_canonical(target, ec);
     if (!ec) target = resolved;
   }
-  if (fs::is_directory(target, ec)) return Error{path, "", "is a directory, cannot write a file there"};
+  if (fs::is_directory(target, ec))
+    return Error{path, "", "is a directory, cannot write a file there"};
   if (!target.has_filename()) return Error{path, "", "is not a file name"};
   fs::path folder = target.parent_path();
   if (folder.empty()) folder = ".";
@@ -1261,9 +1304,9 @@ Status writeFileAtomic(const std::string& path, std::string_view text) {
   std::string temp = (folder / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
   const int fd = ::mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) {
-    return Error{path, "",
-                 "cannot create a temporary file in '" + folder.string() +
-                     "': " + systemMessage(errno)};
+    return Error{
+        path, "",
+        "cannot create a temporary file in '" + folder.string() + "': " + systemMessage(errno)};
   }
   auto abandon = [&](const std::string& what, int error) -> Status {
     ::close(fd);

@@ -30,12 +30,11 @@ namespace {
 bool smallEnough(const attn::Problem& problem) {
   const auto& in = problem.inputs;
   const long long nQ = in.queries.rows(), nK = in.keys.rows();
-  const long long widest = std::max({in.queries.cols(), in.keys.cols(), in.values.cols(),
-                                     problem.options.projections.wq.cols(),
-                                     problem.options.projections.wv.cols(),
-                                     static_cast<Eigen::Index>(problem.options.scoreHidden)});
-  return problem.options.heads * nQ * nK <= (1 << 14) && widest <= 256 && nQ <= 256 &&
-         nK <= 256;
+  const long long widest =
+      std::max({in.queries.cols(), in.keys.cols(), in.values.cols(),
+                problem.options.projections.wq.cols(), problem.options.projections.wv.cols(),
+                static_cast<Eigen::Index>(problem.options.scoreHidden)});
+  return problem.options.heads * nQ * nK <= (1 << 14) && widest <= 256 && nQ <= 256 && nK <= 256;
 }
 
 }  // namespace
@@ -56,7 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // 2 round trip
   const std::string written = attn::io::scenarioToJson(*scenario);
   const auto again = attn::io::parseScenario(written, "roundtrip.json");
-  if (!again) die("a written scenario does not load again", again.error().message() + "\n" + written);
+  if (!again)
+    die("a written scenario does not load again", again.error().message() + "\n" + written);
   if (attn::io::scenarioToJson(*again) != written) die("writing is not idempotent", written);
   if (again->viewJson != scenario->viewJson) die("the view object did not survive", written);
 

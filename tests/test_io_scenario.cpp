@@ -168,7 +168,9 @@ void expectRoundTrip(const Scenario& original, const fs::path& file) {
   expectSameResult(*first, *second);
 }
 
-Expected<Scenario> parse(const std::string& json) { return io::parseScenario(json, "bad.json"); }
+Expected<Scenario> parse(const std::string& json) {
+  return io::parseScenario(json, "bad.json");
+}
 
 // The error is one line and names the file, the field and the problem.
 void expectError(const std::string& json, const std::string& field, const std::string& problem) {
@@ -448,7 +450,11 @@ TEST(Format, FloatsAreWrittenShortAndReadBackExactly) {
                                std::numeric_limits<float>::lowest(),
                                std::numeric_limits<float>::min(),
                                std::numeric_limits<float>::denorm_min(),
-                               -0.0f, 0.0f, 1.0f / 3.0f, 16777217.0f, 3.4028235e38f,
+                               -0.0f,
+                               0.0f,
+                               1.0f / 3.0f,
+                               16777217.0f,
+                               3.4028235e38f,
                                -7.038531e-26f};
   while (values.size() < 64 * 64) {
     const std::uint32_t bits = rng();
@@ -534,7 +540,8 @@ TEST(BadInput, WrongTypes) {
   expectError(R"({"queries": [[1, true]], "keys": [[1, 2]]})", "queries[0][1]",
               "expected a number, got true");
   expectError(R"({"heads": "two", "inputs": [[1]]})", "heads", "expected a whole number");
-  expectError(R"({"heads": 1.5, "inputs": [[1]]})", "heads", "expected a whole number, got the number 1.5");
+  expectError(R"({"heads": 1.5, "inputs": [[1]]})", "heads",
+              "expected a whole number, got the number 1.5");
   expectError(R"({"heads": 0.1, "inputs": [[1]]})", "heads", "got the number 0.1");
   expectError(R"({"positional_encoding": 1, "inputs": [[1]]})", "positional_encoding",
               "expected true or false");
@@ -545,8 +552,7 @@ TEST(BadInput, WrongTypes) {
   expectError(R"([1, 2, 3])", "", "expected a JSON object");
   expectError(R"({"inputs": [[1]], "mask": {"kind": "padding", "key_valid": [1, 2]}})",
               "mask.key_valid[1]", "expected true/false or 0/1");
-  expectError(R"({"inputs": [[1]], "in_proj_bias": [[1]]})", "in_proj_bias",
-              "entry 0 is a list");
+  expectError(R"({"inputs": [[1]], "in_proj_bias": [[1]]})", "in_proj_bias", "entry 0 is a list");
 }
 
 TEST(BadInput, RaggedRows) {
@@ -583,8 +589,8 @@ TEST(BadInput, UnknownNames) {
   expectError(R"({"inputs": [[1]], "mask": "casual"})", "mask", "unknown mask kind 'casual'");
   expectError(R"({"inputs": [[1]], "mask": {"kind": "windowed"}})", "mask.kind",
               "unknown mask kind 'windowed'");
-  expectError(R"({"inputs": [[1]], "mask": {"kind": "local", "center": "middle"}})",
-              "mask.center", "unknown center 'middle'");
+  expectError(R"({"inputs": [[1]], "mask": {"kind": "local", "center": "middle"}})", "mask.center",
+              "unknown center 'middle'");
   expectError(R"({"inputs": [[1]], "normalizer": "softermax"})", "normalizer",
               "unknown normalizer 'softermax'");
   expectError(R"({"inputs": [[1]], "projection": "random"})", "projection",
@@ -608,17 +614,16 @@ TEST(BadInput, UnknownFieldsAreTypos) {
 TEST(BadInput, MessagesStayOnOneLine) {
   // Found by fuzz_scenario: an escaped newline in a key went into the field path.
   expectError("{\"versio\\n\": 1}", "versio?", "unknown field 'versio?' (did you mean");
-  expectError("{\"inputs\": [[1]], \"score\": \"dot\\r\\nx\"}", "score",
-              "unknown score 'dot??x'");
+  expectError("{\"inputs\": [[1]], \"score\": \"dot\\r\\nx\"}", "score", "unknown score 'dot??x'");
 }
 
 TEST(BadInput, DuplicateKeys) {
-  expectError(R"({"queries": [[1]], "keys": [[1]], "queries": [[2]]})", "queries",
-              "appears twice");
+  expectError(R"({"queries": [[1]], "keys": [[1]], "queries": [[2]]})", "queries", "appears twice");
 }
 
 TEST(BadInput, RangesAndVersion) {
-  expectError(R"({"inputs": [[1]], "heads": 0})", "heads", "must be between 1 and 64, got the number 0");
+  expectError(R"({"inputs": [[1]], "heads": 0})", "heads",
+              "must be between 1 and 64, got the number 0");
   expectError(R"({"inputs": [[1]], "heads": 65})", "heads", "must be between 1 and 64");
   expectError(R"({"inputs": [[1]], "seed": -1})", "seed", "from 0 to 2^53");
   expectError(R"({"inputs": [[1]], "seed": 9007199254740993})", "seed", "from 0 to 2^53");
@@ -645,11 +650,13 @@ TEST(BadInput, SizesAboveLimitsAreRejectedBeforeAllocating) {
   for (int i = 0; i <= Limits::kMaxTokens; ++i) words += "w ";
   expectError(R"({"sentence": ")" + words + R"("})", "sentence",
               "has 4097 words, more than the limit of 4096");
-  expectError(R"({"inputs": [[1]], "score_params": [)" + [] {
-    std::string list;
-    for (int i = 0; i <= Limits::kMaxHeads; ++i) list += i ? ",{}" : "{}";
-    return list;
-  }() + "]}",
+  expectError(R"({"inputs": [[1]], "score_params": [)" +
+                  [] {
+                    std::string list;
+                    for (int i = 0; i <= Limits::kMaxHeads; ++i) list += i ? ",{}" : "{}";
+                    return list;
+                  }() +
+                  "]}",
               "score_params", "more than the limit of 64 heads");
 }
 
@@ -657,8 +664,8 @@ TEST(BadInput, ProblemsTheCoreFindsNameTheField) {
   // heads must divide the width
   expectError(R"({"inputs": [[1, 2, 3, 4]], "heads": 3})", "heads", "");
   // labels must match rows
-  expectError(R"({"queries": [[1], [2]], "keys": [[1]], "query_labels": ["a"]})",
-              "query_labels", "has 1 labels but there are 2 queries");
+  expectError(R"({"queries": [[1], [2]], "keys": [[1]], "query_labels": ["a"]})", "query_labels",
+              "has 1 labels but there are 2 queries");
   // keys and values must pair up
   expectError(R"({"queries": [[1]], "keys": [[1], [2]], "values": [[1]]})", "values", "rows");
   // cross attention needs keys; self attention needs inputs
@@ -674,19 +681,19 @@ TEST(BadInput, DeepNestingIsRejectedWithoutRecursion) {
   expectError(R"({"inputs": [[1]], "view": {"a": )" + std::string(1000, '[') + "}", "",
               "nested deeper than 64 levels");
   // The deepest view that is accepted also survives a save.
-  const std::string deepView = R"({"inputs": [[1]], "view": )" + std::string(62, '[') +
-                               std::string(62, ']') + "}";
+  const std::string deepView =
+      R"({"inputs": [[1]], "view": )" + std::string(62, '[') + std::string(62, ']') + "}";
   expectError(deepView, "view", "expected an object");
-  const std::string deepestView = R"({"inputs": [[1]], "view": {"a": )" +
-                                  std::string(62, '[') + std::string(62, ']') + "}}";
+  const std::string deepestView =
+      R"({"inputs": [[1]], "view": {"a": )" + std::string(62, '[') + std::string(62, ']') + "}}";
   const auto accepted = parse(deepestView);
   ASSERT_TRUE(accepted.ok()) << accepted.error().message();
   const auto reloaded = parse(io::scenarioToJson(*accepted));
   ASSERT_TRUE(reloaded.ok()) << reloaded.error().message();
   EXPECT_EQ(reloaded->viewJson, accepted->viewJson);
-  expectError(R"({"inputs": [[1]], "view": {"a": )" + std::string(63, '[') +
-                  std::string(63, ']') + "}}",
-              "", "nested deeper than 64 levels");
+  expectError(
+      R"({"inputs": [[1]], "view": {"a": )" + std::string(63, '[') + std::string(63, ']') + "}}",
+      "", "nested deeper than 64 levels");
   std::string deepObject;
   for (int i = 0; i < 50000; ++i) deepObject += R"({"a":)";
   expectError(deepObject, "", "nested deeper than 64 levels");
