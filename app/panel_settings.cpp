@@ -410,11 +410,12 @@ void drawProjectionSection(AppState& state) {
   unsigned long long seed = state.doc.seed;
   ImGui::SetNextItemWidth(font * 7.0f);
   if (ImGui::InputScalar("seed", ImGuiDataType_U64, &seed)) {
-    state.doc.seed = seed;
+    state.doc.seed = std::min<unsigned long long>(seed, kMaxSeed);
     touch(state);
   }
   tooltip("Seed of every generated number: Xavier projections, score parameters, sentence "
-          "embeddings. The same seed always gives the same numbers.");
+          "embeddings. The same seed always gives the same numbers. At most 2^53, so that "
+          "scenario files keep it exactly.");
   ImGui::SameLine();
   if (ImGui::Button("Re-roll")) {
     state.doc.seed = nextSeed(state.doc.seed);

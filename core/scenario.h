@@ -16,6 +16,9 @@ enum class Mode { Self, Cross };
 std::string_view toString(Mode mode);
 std::optional<Mode> parseMode(std::string_view name);
 
+// Largest seed a scenario may hold: 2^53, so that it survives a JSON number in any reader.
+inline constexpr std::uint64_t kMaxSeed = std::uint64_t{1} << 53;
+
 struct Scenario {
   std::string name;         // shown in the title bar and presets menu
   std::string description;  // one paragraph, shown in the UI

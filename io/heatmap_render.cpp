@@ -39,7 +39,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // and below one pixel per cell the matrix is max-pooled.
 constexpr int kGridBudget = 2048;
 
-constexpr Rgb kBackground{255, 255, 255};
 constexpr Rgb kTextColor{25, 25, 25};
 constexpr Rgb kFrameColor{70, 70, 70};
 

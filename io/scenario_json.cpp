@@ -46,7 +46,6 @@ using OrderedJson = nlohmann::ordered_json;
 // nest a little more. Anything past this is rejected while parsing.
 constexpr int kMaxDepth = 64;
 // Seeds must survive tools that read JSON numbers as doubles (JavaScript, Python's json).
-constexpr std::uint64_t kMaxSeed = std::uint64_t{1} << 53;
 constexpr int kFormatVersion = 1;
 
 // ---------------------------------------------------------------------------------------
