@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -133,6 +134,7 @@ struct GuiSession::Impl {
   int exitCode = 0;
   bool screenshotRequested = false;  // F12 / menu
   bool finished = false;
+  GuiSession::FrameTiming timing;
 
   bool showLog = false, showAbout = false, showShortcuts = false;
   std::string lastComputeError;
@@ -722,6 +724,8 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
 bool GuiSession::frame() {
   Impl& s = *impl_;
   if (s.finished) return false;
+  using Clock = std::chrono::steady_clock;
+  const auto frameStart = Clock::now();
   // 1 events; the font atlas can only change outside NewFrame/Render
   glfwPollEvents();
   s.rebuildFontIfNeeded();
@@ -765,6 +769,7 @@ bool GuiSession::frame() {
 
   // 5 render, screenshot before the swap
   ImGui::Render();
+  const auto renderStart = Clock::now();
   int fbWidth = 0, fbHeight = 0;
   glfwGetFramebufferSize(s.window, &fbWidth, &fbHeight);
   glViewport(0, 0, fbWidth, fbHeight);
@@ -781,6 +786,8 @@ bool GuiSession::frame() {
     s.screenshotRequested = false;
   }
   glfwSwapBuffers(s.window);
+  s.timing.uiMs = std::chrono::duration<double, std::milli>(renderStart - frameStart).count();
+  s.timing.renderMs = std::chrono::duration<double, std::milli>(Clock::now() - renderStart).count();
 
   // 6 title, autosave, quit (asking first when there are unsaved changes)
   s.updateTitle();
@@ -808,6 +815,7 @@ GuiSession::~GuiSession() { close(); }
 AppState& GuiSession::state() { return impl_->state; }
 HeatmapCache& GuiSession::heatmaps() { return *impl_->heatmaps; }
 int GuiSession::exitCode() const { return impl_->exitCode; }
+GuiSession::FrameTiming GuiSession::lastFrameTiming() const { return impl_->timing; }
 
 int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   Impl& s = *impl_;

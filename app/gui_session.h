@@ -30,6 +30,13 @@ class GuiSession {
   // screenshot, swap. Returns false when the loop should end (window closed and confirmed,
   // or the screenshot was taken).
   bool frame();
+  // Where the last frame's time went: building the UI on the CPU (events, panels, update,
+  // uploads) and rendering (draw data to GL, screenshot, swap; on llvmpipe this is the
+  // software rasteriser).
+  struct FrameTiming {
+    double uiMs = 0, renderMs = 0;
+  };
+  FrameTiming lastFrameTiming() const;
   // Exit code of the loop (0, or 2 when the screenshot could not be written).
   int exitCode() const;
   void close();

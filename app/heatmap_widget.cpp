@@ -47,13 +47,13 @@ float maxWithNan(float a, float b) {
 // Halves a (h x w) row-major level by max-pooling 2x2 blocks; the last row/column of the
 // smaller level also takes the odd leftover cell, so no cell is dropped. Sizes follow GL's
 // mip chain: max(1, floor(side / 2)).
-std::vector<float> poolLevel(const std::vector<float>& src, int h, int w, int* outH, int* outW) {
+std::vector<float> poolLevel(const float* src, int h, int w, int* outH, int* outW) {
   const int dh = std::max(1, h / 2), dw = std::max(1, w / 2);
   std::vector<float> dst(static_cast<std::size_t>(dh) * dw,
                          -std::numeric_limits<float>::infinity());
   for (int y = 0; y < h; ++y) {
     const int ty = std::min(y / 2, dh - 1);
-    const float* row = src.data() + static_cast<std::size_t>(y) * w;
+    const float* row = src + static_cast<std::size_t>(y) * w;
     float* out = dst.data() + static_cast<std::size_t>(ty) * dw;
     for (int x = 0; x < w; ++x) {
       const int tx = std::min(x / 2, dw - 1);
@@ -244,15 +244,16 @@ void uploadValues(HeatmapCache::Impl::Entry& entry, const Matrix& values, bool g
   if (reshaped) entry.u0 = entry.v0 = 0, entry.u1 = entry.v1 = 1;
   if (!gpu || rows == 0 || cols == 0) return;
 
-  // 2 levels of detail: max-pooled halvings until both sides are small
-  std::vector<std::vector<float>> levels;
-  std::vector<std::pair<int, int>> sizes;  // (w, h)
+  // 2 levels of detail: max-pooled halvings until both sides are small. Level 0 is the
+  // matrix itself (row-major, uploaded straight from values.data()).
+  std::vector<std::vector<float>> pooled;
+  std::vector<const float*> levels{data};
+  std::vector<std::pair<int, int>> sizes{{cols, rows}};  // (w, h)
   int h = rows, w = cols;
-  levels.emplace_back(data, data + values.size());
-  sizes.emplace_back(w, h);
   while ((h > kMinPooledSide || w > kMinPooledSide) && (h > 1 || w > 1)) {
     int nh = 0, nw = 0;
-    levels.push_back(poolLevel(levels.back(), h, w, &nh, &nw));
+    pooled.push_back(poolLevel(levels.back(), h, w, &nh, &nw));
+    levels.push_back(pooled.back().data());
     h = nh;
     w = nw;
     sizes.emplace_back(w, h);
@@ -268,9 +269,9 @@ void uploadValues(HeatmapCache::Impl::Entry& entry, const Matrix& values, bool g
   for (int level = 0; level < entry.levels; ++level) {
     const auto [lw, lh] = sizes[level];
     if (allocate) {
-      glTexImage2D(GL_TEXTURE_2D, level, GL_R32F, lw, lh, 0, GL_RED, GL_FLOAT, levels[level].data());
+      glTexImage2D(GL_TEXTURE_2D, level, GL_R32F, lw, lh, 0, GL_RED, GL_FLOAT, levels[level]);
     } else {
-      glTexSubImage2D(GL_TEXTURE_2D, level, 0, 0, lw, lh, GL_RED, GL_FLOAT, levels[level].data());
+      glTexSubImage2D(GL_TEXTURE_2D, level, 0, 0, lw, lh, GL_RED, GL_FLOAT, levels[level]);
     }
   }
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_BASE_LEVEL, 0);
@@ -541,6 +542,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   if (entry.revision != contentRevision || entry.rows != rows || entry.cols != cols) {
     uploadValues(entry, view.values, impl.gpu && impl.gpuReady);
     entry.revision = contentRevision;
+    entry.labelFont = 0;  // labels may have changed too
     ++impl.uploads;
   }
   float vmin = 0, vmax = 1;
@@ -557,12 +559,21 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
 
   float rowLabelWidth = 0, colLabelHeight = 0;
   const float maxLabelWidth = font * 7;
+  if (entry.labelFont != font) {
+    auto widest = [&](const std::vector<std::string>& labels) {
+      float width = 0;
+      for (const std::string& label : labels) {
+        width = std::max(width, ImGui::CalcTextSize(label.c_str()).x);
+        if (width >= maxLabelWidth) break;
+      }
+      return std::min(width, maxLabelWidth);
+    };
+    entry.rowLabelWidth = widest(view.rowLabels);
+    entry.colLabelWidth = widest(view.colLabels);
+    entry.labelFont = font;
+  }
   if (options.axisLabels) {
-    for (const std::string& label : view.rowLabels) {
-      rowLabelWidth = std::max(rowLabelWidth, ImGui::CalcTextSize(label.c_str()).x);
-      if (rowLabelWidth >= maxLabelWidth) break;
-    }
-    rowLabelWidth = std::min(rowLabelWidth, maxLabelWidth) + font * 0.4f;
+    rowLabelWidth = entry.rowLabelWidth + font * 0.4f;
     colLabelHeight = font * 1.3f;
   }
   char vminText[48], vmaxText[48];
@@ -702,11 +713,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
   if (options.axisLabels) {
     if (!view.colLabels.empty()) {
-      float widest = 0;
-      for (int c = firstCol; c <= lastCol && c < static_cast<int>(view.colLabels.size()); ++c) {
-        widest = std::max(widest, ImGui::CalcTextSize(view.colLabels[c].c_str()).x);
-      }
-      widest = std::min(widest, maxLabelWidth);
+      const float widest = entry.colLabelWidth;
       const int step = std::max(1, static_cast<int>(std::ceil((widest + font * 0.5f) / cellPxW)));
       drawList->PushClipRect(ImVec2(gridMin.x - font, origin.y), ImVec2(gridMax.x + font, gridMin.y), true);
       for (int c = firstCol; c <= lastCol && c < static_cast<int>(view.colLabels.size()); ++c) {

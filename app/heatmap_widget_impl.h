@@ -55,6 +55,9 @@ struct HeatmapCache::Impl {
     bool panned = false;            // the current press turned into a drag
     int lastFrame = 0;
     int contextRow = -1, contextCol = -1;  // cell under the mouse when the menu opened
+    // Widest row / column label at font size `labelFont`, measured once per content
+    // revision (not per frame: a 2048-token axis has 2048 labels).
+    float labelFont = 0, rowLabelWidth = 0, colLabelWidth = 0;
     // Export dialog.
     bool openExport = false;
     std::string exportPath;

@@ -77,15 +77,22 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10; ++i) session.frame();  // warm up: first uploads, font atlas
 
   using Clock = std::chrono::steady_clock;
+  std::vector<double> uiMs, renderMs;
   auto timeFrame = [&]() {
     const auto start = Clock::now();
     session.frame();
+    const app::GuiSession::FrameTiming timing = session.lastFrameTiming();
+    uiMs.push_back(timing.uiMs);
+    renderMs.push_back(timing.renderMs);
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   };
   // 3 (a) steady state
   std::vector<double> steady;
   const std::uint64_t uploads0 = session.heatmaps().impl().uploads;
   for (int i = 0; i < frames; ++i) steady.push_back(timeFrame());
+  const Stats steadyUi = summarise(uiMs), steadyRender = summarise(renderMs);
+  uiMs.clear();
+  renderMs.clear();
   const std::uint64_t uploads1 = session.heatmaps().impl().uploads;
   // 4 (b) an edit every frame (undoable, like a drag on the temperature slider)
   std::vector<double> editing;
@@ -98,6 +105,7 @@ int main(int argc, char** argv) {
     computeMs += state.computed.computeMs;
   }
   const std::uint64_t uploads2 = session.heatmaps().impl().uploads;
+  const Stats editUi = summarise(uiMs), editRender = summarise(renderMs);
   session.close();
   std::filesystem::remove(file);
 
@@ -110,5 +118,7 @@ int main(int argc, char** argv) {
   std::printf("(b) edit every frame  : median %7.2f ms  p90 %7.2f ms  min %7.2f  max %7.2f"
               "  (%.1f texture uploads per frame, attend() %.2f ms mean)\n",
               b.median, b.p90, b.min, b.max, double(uploads2 - uploads1) / frames, computeMs / frames);
+  std::printf("    split (medians)    : (a) UI %.2f ms + render/swap %.2f ms;  (b) UI %.2f ms + render/swap %.2f ms\n",
+              steadyUi.median, steadyRender.median, editUi.median, editRender.median);
   return 0;
 }
