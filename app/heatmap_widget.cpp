@@ -591,6 +591,11 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   const float square = std::min(cellW, cellH);
   cellW = std::min({cellW, square * 4, font * 8});
   cellH = std::min({cellH, square * 4, font * 8});
+  // A very long thin matrix (1024 x 8) must still be wide enough to see: at least a few
+  // font sizes along each side when the space allows.
+  const float minSide = font * 5;
+  if (cellW * cols < std::min(gridAreaW, minSide)) cellW = std::min(gridAreaW, minSide) / cols;
+  if (cellH * rows < std::min(gridAreaH, minSide)) cellH = std::min(gridAreaH, minSide) / rows;
   const ImVec2 gridSize(cellW * cols, cellH * rows);
   const ImVec2 gridMin(std::floor(origin.x + rowLabelWidth), std::floor(origin.y + colLabelHeight));
   const ImVec2 gridMax(gridMin.x + std::round(gridSize.x), gridMin.y + std::round(gridSize.y));
