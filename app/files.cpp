@@ -428,6 +428,9 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     ImGui::CloseCurrentPopup();
   }
   if (confirmed && ui.path.empty()) confirmed = false;
+  if (confirmed && fs::path(ui.path).is_relative()) {
+    ui.path = (fs::path(ui.folder) / ui.path).lexically_normal().string();  // relative to the listing
+  }
   if (confirmed) {
     std::error_code ec;
     if (fs::is_directory(ui.path, ec)) {  // a folder typed into the path field: go there
