@@ -122,7 +122,8 @@ bool update(AppState& state) {
   }
   computed.computeMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (computed.result && state.view.focusedHead >= static_cast<int>(computed.result->heads.size())) {
+  if (computed.result &&
+      state.view.focusedHead >= static_cast<int>(computed.result->heads.size())) {
     state.view.focusedHead = 0;
   }
   return true;

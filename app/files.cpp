@@ -51,8 +51,10 @@ std::string prettyName(const std::string& stem) {
 std::string fileStemOf(const std::string& name) {
   std::string out;
   for (unsigned char ch : name) {
-    if (std::isalnum(ch)) out += static_cast<char>(std::tolower(ch));
-    else if (!out.empty() && out.back() != '_') out += '_';
+    if (std::isalnum(ch))
+      out += static_cast<char>(std::tolower(ch));
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
   return out.empty() ? "scenario" : out;
@@ -137,7 +139,8 @@ void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) 
 
 std::string findAssetDir() {
   std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("ATTNSCOPE_ASSET_DIR"); env && *env) candidates.emplace_back(env);
+  if (const char* env = std::getenv("ATTNSCOPE_ASSET_DIR"); env && *env)
+    candidates.emplace_back(env);
 #ifdef ATTNSCOPE_ASSET_DIR
   candidates.emplace_back(ATTNSCOPE_ASSET_DIR);
 #endif
@@ -343,7 +346,8 @@ void refreshListing(FileUi& ui) {
   ui.listedFolder = ui.folder;
   ui.listing.clear();
   std::error_code ec;
-  for (const auto& item : fs::directory_iterator(ui.folder, fs::directory_options::skip_permission_denied, ec)) {
+  for (const auto& item :
+       fs::directory_iterator(ui.folder, fs::directory_options::skip_permission_denied, ec)) {
     const std::string name = item.path().filename().string();
     if (name.empty() || name[0] == '.') continue;
     std::error_code typeError;
@@ -351,10 +355,11 @@ void refreshListing(FileUi& ui) {
     if (!directory && item.path().extension() != ".json") continue;
     ui.listing.push_back({name, directory});
   }
-  std::sort(ui.listing.begin(), ui.listing.end(), [](const FileUi::Entry& a, const FileUi::Entry& b) {
-    if (a.directory != b.directory) return a.directory;
-    return a.name < b.name;
-  });
+  std::sort(ui.listing.begin(), ui.listing.end(),
+            [](const FileUi::Entry& a, const FileUi::Entry& b) {
+              if (a.directory != b.directory) return a.directory;
+              return a.name < b.name;
+            });
 }
 
 void runAfter(FileUi& ui, AppState& state, double now) {
@@ -386,14 +391,16 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     if (ui.folder.empty()) ui.folder = "/";
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Go to the parent folder.");
-  const float listHeight = ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() * 3;
+  const float listHeight =
+      ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() * 3;
   ImGui::BeginChild("listing", ImVec2(0, std::max(listHeight, font * 4)), true);
   std::string enter;
   for (const FileUi::Entry& entry : ui.listing) {
     const std::string label = (entry.directory ? "[dir]  " : "") + entry.name;
     const std::string full = (fs::path(ui.folder) / entry.name).string();
-    if (ImGui::Selectable(label.c_str(), !entry.directory && full == ui.path,
-                          ImGuiSelectableFlags_AllowDoubleClick | ImGuiSelectableFlags_DontClosePopups)) {
+    if (ImGui::Selectable(
+            label.c_str(), !entry.directory && full == ui.path,
+            ImGuiSelectableFlags_AllowDoubleClick | ImGuiSelectableFlags_DontClosePopups)) {
       if (entry.directory) {
         enter = full;
       } else {
@@ -429,7 +436,8 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
   }
   if (confirmed && ui.path.empty()) confirmed = false;
   if (confirmed && fs::path(ui.path).is_relative()) {
-    ui.path = (fs::path(ui.folder) / ui.path).lexically_normal().string();  // relative to the listing
+    ui.path =
+        (fs::path(ui.folder) / ui.path).lexically_normal().string();  // relative to the listing
   }
   if (confirmed) {
     std::error_code ec;
@@ -452,13 +460,15 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
   const float font = ImGui::GetFontSize();
   // 1 open / save-as dialogs
   if (ui.dialog == FileUi::Dialog::Open) {
-    if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Open scenario")) ImGui::OpenPopup("Open scenario");
+    if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Open scenario"))
+      ImGui::OpenPopup("Open scenario");
     drawPathDialog(ui, "Open scenario", "Open", [&](const std::string& path) {
       requestOpen(ui, state, path, now);
       return true;
     });
   } else if (ui.dialog == FileUi::Dialog::SaveAs) {
-    if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Save scenario as")) ImGui::OpenPopup("Save scenario as");
+    if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Save scenario as"))
+      ImGui::OpenPopup("Save scenario as");
     drawPathDialog(ui, "Save scenario as", "Save", [&](const std::string& typed) {
       std::string path = typed;
       if (fs::path(path).extension().empty()) path += ".json";
@@ -480,12 +490,14 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
     ImGui::OpenPopup("Unsaved changes");
     ui.askUnsaved = false;
   }
-  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
+                          ImVec2(0.5f, 0.5f));
   if (ImGui::BeginPopupModal("Unsaved changes", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
     ImGui::Text("Save changes to %s?", displayName(state).c_str());
     ImGui::TextDisabled("Your edits since the last save will be lost otherwise.");
     ImGui::Spacing();
-    if (ImGui::Button("Save", ImVec2(font * 6, 0)) || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter))) {
+    if (ImGui::Button("Save", ImVec2(font * 6, 0)) ||
+        ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter))) {
       ImGui::CloseCurrentPopup();
       if (state.docPath.empty()) {
         showSaveAsDialog(ui, state);  // runAfter() once saved

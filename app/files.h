@@ -71,9 +71,9 @@ struct FileUi {
   enum class Dialog { None, Open, SaveAs };
   Dialog dialog = Dialog::None;
   bool dialogJustOpened = false;
-  std::string path;            // the path field
-  std::string folder;          // folder being listed
-  std::string listedFolder;    // folder `listing` belongs to
+  std::string path;          // the path field
+  std::string folder;        // folder being listed
+  std::string listedFolder;  // folder `listing` belongs to
   struct Entry {
     std::string name;
     bool directory = false;

@@ -68,11 +68,15 @@ struct PanelSlot {
   const char* help;
 };
 constexpr PanelSlot kPanels[] = {
-    {&ViewSettings::showInputs, drawInputsPanel, "Inputs", "Query, key and value vectors, labels, sentence"},
-    {&ViewSettings::showSettings, drawSettingsPanel, "Settings", "Mode, score function, heads, mask, normaliser"},
-    {&ViewSettings::showPipeline, drawPipelinePanel, "Pipeline", "Q, K, V \xE2\x86\x92 scores \xE2\x86\x92 weights \xE2\x86\x92 context \xE2\x86\x92 output"},
+    {&ViewSettings::showInputs, drawInputsPanel, "Inputs",
+     "Query, key and value vectors, labels, sentence"},
+    {&ViewSettings::showSettings, drawSettingsPanel, "Settings",
+     "Mode, score function, heads, mask, normaliser"},
+    {&ViewSettings::showPipeline, drawPipelinePanel, "Pipeline",
+     "Q, K, V \xE2\x86\x92 scores \xE2\x86\x92 weights \xE2\x86\x92 context \xE2\x86\x92 output"},
     {&ViewSettings::showHeads, drawHeadsPanel, "Heads", "Per-head weights and their mean"},
-    {&ViewSettings::showInspector, drawInspectorPanel, "Inspector", "Explains the hovered cell step by step"},
+    {&ViewSettings::showInspector, drawInspectorPanel, "Inspector",
+     "Explains the hovered cell step by step"},
     {&ViewSettings::showGeometry, drawGeometryPanel, "Geometry", "Queries and keys as 2-D arrows"},
 };
 enum PanelIndex { kInputs, kSettings, kPipeline, kHeads, kInspector, kGeometry, kPanelCount };
@@ -294,7 +298,8 @@ void GuiSession::Impl::handleShortcuts() {
   std::vector<KeyPress> presses;
   presses.swap(keyPresses);
   // Nothing but F12 while a modal dialog (open, save, export, unsaved changes) is up.
-  const bool modal = ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
+  const bool modal =
+      ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
   for (const KeyPress& press : presses) {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
@@ -304,8 +309,10 @@ void GuiSession::Impl::handleShortcuts() {
         showOpenDialog(files, state);
         break;
       case GLFW_KEY_S:
-        if (shift) showSaveAsDialog(files, state);
-        else saveOrAsk(files, state, t);
+        if (shift)
+          showSaveAsDialog(files, state);
+        else
+          saveOrAsk(files, state, t);
         break;
       case GLFW_KEY_Q:
         requestQuit(files, state);
@@ -358,7 +365,8 @@ void GuiSession::Impl::drawMenuBar() {
       ImGui::EndMenu();
     }
     tooltip("Ready-made scenarios from assets/scenarios.");
-    if (ImGui::MenuItem("Revert to preset", nullptr, false, !state.docPath.empty() || state.dirty())) {
+    if (ImGui::MenuItem("Revert to preset", nullptr, false,
+                        !state.docPath.empty() || state.dirty())) {
       state.doc = state.preset;
       touch(state);
     }
@@ -372,7 +380,9 @@ void GuiSession::Impl::drawMenuBar() {
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("Edit")) {
-    if (ImGui::MenuItem("Undo", "Ctrl+Z", false, !state.history.undo.empty() || state.history.pending)) undo(state);
+    if (ImGui::MenuItem("Undo", "Ctrl+Z", false,
+                        !state.history.undo.empty() || state.history.pending))
+      undo(state);
     tooltip("Undo the last change to the scenario.");
     if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, !state.history.redo.empty())) redo(state);
     tooltip("Redo the change that was undone (also Ctrl+Y).");
@@ -391,7 +401,8 @@ void GuiSession::Impl::drawMenuBar() {
     if (ImGui::BeginMenu("Colormap")) {
       for (io::ColormapKind kind : io::kAllColormaps) {
         const std::string name(io::toString(kind));
-        if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == kind)) state.view.colormap = kind;
+        if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == kind))
+          state.view.colormap = kind;
       }
       ImGui::EndMenu();
     }
@@ -399,14 +410,16 @@ void GuiSession::Impl::drawMenuBar() {
     ImGui::MenuItem("Cell values", nullptr, &state.view.cellLabels);
     tooltip("Numbers in heatmap cells that are large enough to hold them.");
     ImGui::MenuItem("Fixed colour range", nullptr, &state.view.fixedRange);
-    tooltip("Use the same colour range for every heatmap (to compare heads).\n"
-            "Off: each heatmap spans its own finite min..max.");
+    tooltip(
+        "Use the same colour range for every heatmap (to compare heads).\n"
+        "Off: each heatmap spans its own finite min..max.");
     if (state.view.fixedRange) {
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
-      ImGui::DragFloatRange2("Range", &state.view.rangeMin, &state.view.rangeMax, 0.01f, -1e6f, 1e6f,
-                             "min %.3g", "max %.3g");
+      ImGui::DragFloatRange2("Range", &state.view.rangeMin, &state.view.rangeMax, 0.01f, -1e6f,
+                             1e6f, "min %.3g", "max %.3g");
       tooltip("The fixed colour range: min maps to the bottom of the colormap, max to the top.");
-      if (state.view.rangeMax <= state.view.rangeMin) state.view.rangeMax = state.view.rangeMin + 1e-3f;
+      if (state.view.rangeMax <= state.view.rangeMin)
+        state.view.rangeMax = state.view.rangeMin + 1e-3f;
     }
     ImGui::Separator();
     ImGui::MenuItem("Light theme (projector)", nullptr, &state.view.lightTheme);
@@ -433,7 +446,8 @@ void GuiSession::Impl::drawMenuBar() {
   char info[160];
   if (state.computed.result && state.computed.problem) {
     const auto& problem = *state.computed.problem;
-    std::snprintf(info, sizeof info, "%d queries \xC3\x97 %d keys \xC2\xB7 %d head%s \xC2\xB7 %.2f ms  ",
+    std::snprintf(info, sizeof info,
+                  "%d queries \xC3\x97 %d keys \xC2\xB7 %d head%s \xC2\xB7 %.2f ms  ",
                   static_cast<int>(problem.inputs.queries.rows()),
                   static_cast<int>(problem.inputs.keys.rows()), problem.options.heads,
                   problem.options.heads == 1 ? "" : "s", state.computed.computeMs);
@@ -472,15 +486,19 @@ void GuiSession::Impl::layoutPanels() {
   const float menu = ImGui::GetFrameHeight();
   const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
   const float x0 = viewport->Pos.x, y0 = viewport->Pos.y + menu;
-  const float width = viewport->Size.x, height = std::max(font * 10, viewport->Size.y - menu - status);
+  const float width = viewport->Size.x,
+              height = std::max(font * 10, viewport->Size.y - menu - status);
   const bool left = shown[kInputs] || shown[kSettings];
   const bool right = shown[kHeads] || shown[kInspector] || shown[kGeometry];
   float leftW = left ? std::clamp(font * 24, width * 0.2f, width * 0.3f) : 0.f;
   float rightW = right ? std::clamp(font * 26, width * 0.2f, width * 0.3f) : 0.f;
   if (!shown[kPipeline]) {  // no centre: the sides share the width
-    if (left && right) leftW = rightW = width * 0.5f;
-    else if (left) leftW = width;
-    else if (right) rightW = width;
+    if (left && right)
+      leftW = rightW = width * 0.5f;
+    else if (left)
+      leftW = width;
+    else if (right)
+      rightW = width;
   }
   const float centreW = std::max(0.f, width - leftW - rightW);
   auto stack = [&](std::initializer_list<std::pair<int, float>> column, float x, float w) {
@@ -532,9 +550,12 @@ ImVec4 noticeColor(Notice::Kind kind, bool light) {
 
 const char* noticePrefix(Notice::Kind kind) {
   switch (kind) {
-    case Notice::Kind::Error: return "error: ";
-    case Notice::Kind::Warning: return "warning: ";
-    case Notice::Kind::Info: break;
+    case Notice::Kind::Error:
+      return "error: ";
+    case Notice::Kind::Warning:
+      return "warning: ";
+    case Notice::Kind::Info:
+      break;
   }
   return "";
 }
@@ -549,10 +570,12 @@ void GuiSession::Impl::drawNotices() {
   const float barHeight = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
   ImGui::SetNextWindowPos(ImVec2(viewport->Pos.x, viewport->Pos.y + viewport->Size.y - barHeight));
   ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, barHeight));
-  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(font * 0.5f, ImGui::GetStyle().WindowPadding.y * 0.5f));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding,
+                      ImVec2(font * 0.5f, ImGui::GetStyle().WindowPadding.y * 0.5f));
   ImGui::Begin("##status", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
-                   ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoBringToFrontOnFocus);
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus);
   ImGui::PopStyleVar();
   if (ImGui::SmallButton(showLog ? "Hide log" : "Log")) showLog = !showLog;
   tooltip("Every message since start.");
@@ -601,7 +624,8 @@ void GuiSession::Impl::drawLog() {
   if (!showLog) return;
   const float font = ImGui::GetFontSize();
   ImGui::SetNextWindowSize(ImVec2(font * 40, font * 16), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_FirstUseEver, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_FirstUseEver,
+                          ImVec2(0.5f, 0.5f));
   if (ImGui::Begin("Log", &showLog)) {
     if (ImGui::SmallButton("Clear")) state.notices.clear();
     tooltip("Remove every message from the log.");
@@ -609,7 +633,8 @@ void GuiSession::Impl::drawLog() {
     ImGui::BeginChild("##log");
     for (const Notice& notice : state.notices) {
       ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(notice.kind, state.view.lightTheme));
-      ImGui::TextWrapped("[%7.1f s] %s%s", notice.time, noticePrefix(notice.kind), notice.text.c_str());
+      ImGui::TextWrapped("[%7.1f s] %s%s", notice.time, noticePrefix(notice.kind),
+                         notice.text.c_str());
       ImGui::PopStyleColor();
     }
     if (ImGui::GetScrollY() >= ImGui::GetScrollMaxY()) ImGui::SetScrollHereY(1.f);
@@ -621,9 +646,12 @@ void GuiSession::Impl::drawLog() {
 void GuiSession::Impl::drawHelpWindows() {
   const float font = ImGui::GetFontSize();
   if (showShortcuts) {
-    ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
-    if (ImGui::Begin("Shortcuts", &showShortcuts, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse)) {
-      if (ImGui::BeginTable("##shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+    ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
+                            ImVec2(0.5f, 0.5f));
+    if (ImGui::Begin("Shortcuts", &showShortcuts,
+                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse)) {
+      if (ImGui::BeginTable("##shortcuts", 2,
+                            ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
         for (const Shortcut& shortcut : kShortcuts) {
           ImGui::TableNextRow();
           ImGui::TableSetColumnIndex(0);
@@ -637,8 +665,10 @@ void GuiSession::Impl::drawHelpWindows() {
     ImGui::End();
   }
   if (showAbout) {
-    ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
-    if (ImGui::Begin("About attnscope", &showAbout, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse)) {
+    ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
+                            ImVec2(0.5f, 0.5f));
+    if (ImGui::Begin("About attnscope", &showAbout,
+                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse)) {
       ImGui::PushTextWrapPos(font * 30);
       ImGui::Text("attnscope %.*s", static_cast<int>(kVersion.size()), kVersion.data());
       ImGui::TextWrapped(
@@ -647,8 +677,10 @@ void GuiSession::Impl::drawHelpWindows() {
           "Runs offline; exports PNG, SVG and CSV identical to `attnscope export`.");
       ImGui::Spacing();
       ImGui::TextDisabled("Dear ImGui %s \xC2\xB7 GLFW %s \xC2\xB7 %s", ImGui::GetVersion(),
-                          glfwGetVersionString(), reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
-      ImGui::TextDisabled("Autosave: %s", files.autosaveFile.empty() ? "off" : files.autosaveFile.c_str());
+                          glfwGetVersionString(),
+                          reinterpret_cast<const char*>(glGetString(GL_RENDERER)));
+      ImGui::TextDisabled("Autosave: %s",
+                          files.autosaveFile.empty() ? "off" : files.autosaveFile.c_str());
       ImGui::PopTextWrapPos();
     }
     ImGui::End();
@@ -677,7 +709,8 @@ void GuiSession::Impl::postComputeNotices() {
   // Keep a sticky hover inside the new shape.
   if (state.hover.active && computed.result && !computed.result->heads.empty()) {
     const Matrix& weights = computed.result->heads.front().weights;
-    if (state.hover.row >= weights.rows() || state.hover.col >= weights.cols()) state.hover.active = false;
+    if (state.hover.row >= weights.rows() || state.hover.col >= weights.cols())
+      state.hover.active = false;
   }
 }
 
@@ -703,8 +736,8 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
   Status written = writePng(image, path);
   if (written && sidecar) {
     written = io::writeFileAtomic(
-        path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight, fbWidth,
-                                              fbHeight, state.view.focusedHead));
+        path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight,
+                                              fbWidth, fbHeight, state.view.focusedHead));
   }
   if (screenshotMode()) {
     if (!written) {
@@ -713,8 +746,10 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
     }
     return;
   }
-  if (written) notify(state, Notice::Kind::Info, "saved screenshot " + path, now());
-  else notify(state, Notice::Kind::Error, written.error().message(), now());
+  if (written)
+    notify(state, Notice::Kind::Info, "saved screenshot " + path, now());
+  else
+    notify(state, Notice::Kind::Error, written.error().message(), now());
 }
 
 // =======================================================================================
@@ -744,14 +779,17 @@ bool GuiSession::frame() {
   // 2 dropped files, shortcuts, menu
   for (const std::string& path : s.droppedPaths) requestOpen(s.files, s.state, path, t);
   s.droppedPaths.clear();
-  if (!s.screenshotMode()) s.handleShortcuts();
-  else s.keyPresses.clear();
+  if (!s.screenshotMode())
+    s.handleShortcuts();
+  else
+    s.keyPresses.clear();
   update(s.state);  // results for this frame's panels (after an undo, open, ...)
   s.drawMenuBar();
   // Export file names start with the scenario file's name (else the scenario's name).
   s.heatmaps->impl().exportPrefix =
-      !s.state.docPath.empty() ? fileStem(fs::path(s.state.docPath).stem().string())
-                               : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
+      !s.state.docPath.empty()
+          ? fileStem(fs::path(s.state.docPath).stem().string())
+          : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
 
   // 3 panels and the windows around them
   s.layoutPanels();
@@ -760,7 +798,8 @@ bool GuiSession::frame() {
   s.drawLog();
   s.drawHelpWindows();
   drawFileUi(s.files, s.state, t);
-  for (std::string& message : s.heatmaps->impl().messages) notify(s.state, Notice::Kind::Info, message, t);
+  for (std::string& message : s.heatmaps->impl().messages)
+    notify(s.state, Notice::Kind::Info, message, t);
   s.heatmaps->impl().messages.clear();
 
   // 4 close the undo step unless a drag is going on, recompute if the revision changed
@@ -773,7 +812,8 @@ bool GuiSession::frame() {
   int fbWidth = 0, fbHeight = 0;
   glfwGetFramebufferSize(s.window, &fbWidth, &fbHeight);
   glViewport(0, 0, fbWidth, fbHeight);
-  const ImVec4 clear = s.state.view.lightTheme ? ImVec4(0.85f, 0.85f, 0.87f, 1.f) : ImVec4(0.05f, 0.05f, 0.06f, 1.f);
+  const ImVec4 clear =
+      s.state.view.lightTheme ? ImVec4(0.85f, 0.85f, 0.87f, 1.f) : ImVec4(0.05f, 0.05f, 0.06f, 1.f);
   glClearColor(clear.x, clear.y, clear.z, clear.w);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
@@ -810,12 +850,22 @@ bool GuiSession::frame() {
 
 GuiSession::GuiSession() : impl_(std::make_unique<Impl>()) {}
 
-GuiSession::~GuiSession() { close(); }
+GuiSession::~GuiSession() {
+  close();
+}
 
-AppState& GuiSession::state() { return impl_->state; }
-HeatmapCache& GuiSession::heatmaps() { return *impl_->heatmaps; }
-int GuiSession::exitCode() const { return impl_->exitCode; }
-GuiSession::FrameTiming GuiSession::lastFrameTiming() const { return impl_->timing; }
+AppState& GuiSession::state() {
+  return impl_->state;
+}
+HeatmapCache& GuiSession::heatmaps() {
+  return *impl_->heatmaps;
+}
+int GuiSession::exitCode() const {
+  return impl_->exitCode;
+}
+GuiSession::FrameTiming GuiSession::lastFrameTiming() const {
+  return impl_->timing;
+}
 
 int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   Impl& s = *impl_;

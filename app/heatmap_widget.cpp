@@ -183,7 +183,8 @@ std::string compileShader(GLenum type, const std::string& source, const std::str
 // value texture on unit 0 and draws with whatever program is current, i.e. ours. The
 // ImDrawCallback_ResetRenderState after the quad gives the backend its state back.
 void heatmapDrawCallback(const ImDrawList* /*list*/, const ImDrawCmd* command) {
-  const auto* params = static_cast<const HeatmapCache::Impl::DrawParams*>(command->UserCallbackData);
+  const auto* params =
+      static_cast<const HeatmapCache::Impl::DrawParams*>(command->UserCallbackData);
   const HeatmapCache::Impl& impl = *params->impl;
   const ImDrawData* drawData = ImGui::GetDrawData();
   const float left = drawData->DisplayPos.x, right = left + drawData->DisplaySize.x;
@@ -338,11 +339,17 @@ void HeatmapCache::Impl::releaseAll() {
 
 HeatmapCache::HeatmapCache(bool gpu) : impl_(std::make_unique<Impl>(gpu)) {}
 
-HeatmapCache::~HeatmapCache() { impl_->releaseAll(); }
+HeatmapCache::~HeatmapCache() {
+  impl_->releaseAll();
+}
 
-bool HeatmapCache::gpu() const { return impl_->gpu; }
+bool HeatmapCache::gpu() const {
+  return impl_->gpu;
+}
 
-HeatmapCache::Impl& HeatmapCache::impl() { return *impl_; }
+HeatmapCache::Impl& HeatmapCache::impl() {
+  return *impl_;
+}
 
 std::string HeatmapCache::initGpu() {
   Impl& impl = *impl_;
@@ -356,11 +363,13 @@ std::string HeatmapCache::initGpu() {
   const std::string vertSource = readTextFile(dir / "heatmap.vert");
   const std::string fragSource = readTextFile(dir / "heatmap.frag");
   GLuint vert = 0, frag = 0;
-  if (std::string error = compileShader(GL_VERTEX_SHADER, vertSource, (dir / "heatmap.vert").string(), &vert);
+  if (std::string error =
+          compileShader(GL_VERTEX_SHADER, vertSource, (dir / "heatmap.vert").string(), &vert);
       !error.empty()) {
     return error;
   }
-  if (std::string error = compileShader(GL_FRAGMENT_SHADER, fragSource, (dir / "heatmap.frag").string(), &frag);
+  if (std::string error =
+          compileShader(GL_FRAGMENT_SHADER, fragSource, (dir / "heatmap.frag").string(), &frag);
       !error.empty()) {
     glDeleteShader(vert);
     return error;
@@ -446,8 +455,9 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::InputText("File", &entry.exportPath);
   if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip("Where to write. The extension picks the format: .png, .svg or .csv.\n"
-                      "Folders are created as needed.");
+    ImGui::SetTooltip(
+        "Where to write. The extension picks the format: .png, .svg or .csv.\n"
+        "Folders are created as needed.");
   }
   const std::string extension = fs::path(entry.exportPath).extension().string();
   if (extension == ".png") {
@@ -458,8 +468,9 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
     }
   }
   if (!entry.exportStatus.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, entry.exportFailed ? ImVec4(1.f, 0.35f, 0.3f, 1.f)
-                                                            : ImGui::GetStyleColorVec4(ImGuiCol_Text));
+    ImGui::PushStyleColor(ImGuiCol_Text, entry.exportFailed
+                                             ? ImVec4(1.f, 0.35f, 0.3f, 1.f)
+                                             : ImGui::GetStyleColorVec4(ImGuiCol_Text));
     ImGui::TextWrapped("%s", entry.exportStatus.c_str());
     ImGui::PopStyleColor();
   }
@@ -491,7 +502,8 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
       entry.exportFailed = true;
     }
   }
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Write the file (same output as `attnscope export`).");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Write the file (same output as `attnscope export`).");
   ImGui::SameLine();
   if (ImGui::Button("Cancel", ImVec2(font * 6, 0)) ||
       ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
@@ -579,10 +591,11 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   char vminText[48], vmaxText[48];
   std::snprintf(vminText, sizeof vminText, "%.3g", vmin);
   std::snprintf(vmaxText, sizeof vmaxText, "%.3g", vmax);
-  const float colorbarWidth =
-      options.colorbar ? font * 1.4f + std::max(ImGui::CalcTextSize(vminText).x,
-                                                ImGui::CalcTextSize(vmaxText).x) + font * 0.4f
-                       : 0.f;
+  const float colorbarWidth = options.colorbar ? font * 1.4f +
+                                                     std::max(ImGui::CalcTextSize(vminText).x,
+                                                              ImGui::CalcTextSize(vmaxText).x) +
+                                                     font * 0.4f
+                                               : 0.f;
   const float gridAreaW = std::max(font, area.x - rowLabelWidth - colorbarWidth);
   const float gridAreaH = std::max(font, area.y - colLabelHeight);
   // Square cells, as large as the space allows, but allow up to 4:1 so that a long thin
@@ -604,9 +617,9 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   // 4 interaction: zoom with the wheel around the cursor, pan by dragging, double-click
   // resets, hover gives (row, col), click reports a cell
   ImGui::SetCursorScreenPos(gridMin);
-  const bool released = ImGui::InvisibleButton(
-      "##grid", ImVec2(std::max(gridW, 1.f), std::max(gridH, 1.f)),
-      ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonMiddle);
+  const bool released =
+      ImGui::InvisibleButton("##grid", ImVec2(std::max(gridW, 1.f), std::max(gridH, 1.f)),
+                             ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonMiddle);
   const bool hovered = ImGui::IsItemHovered();
   ImGui::SetItemUsingMouseWheel();
   ImGui::OpenPopupOnItemClick("##context", ImGuiPopupFlags_MouseButtonRight);
@@ -627,8 +640,8 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     entry.v1 = entry.v0 + spanV;
     clampUv(entry);
   }
-  if (ImGui::IsItemActive() &&
-      (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
+  if (ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) ||
+                                ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
     entry.panned = true;
     const ImVec2 delta = io.MouseDelta;
     const float du = -delta.x / gridW * (entry.u1 - entry.u0);
@@ -650,7 +663,8 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     interaction.hovered = true;
     interaction.col = std::clamp(static_cast<int>(std::floor(uv.x * cols)), 0, cols - 1);
     interaction.row = std::clamp(static_cast<int>(std::floor(uv.y * rows)), 0, rows - 1);
-    interaction.clicked = released && !entry.panned && ImGui::IsMouseReleased(ImGuiMouseButton_Left);
+    interaction.clicked =
+        released && !entry.panned && ImGui::IsMouseReleased(ImGuiMouseButton_Left);
   }
   if (!ImGui::IsItemActive()) entry.panned = false;  // the drag (if any) is over
   if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right)) {
@@ -720,10 +734,12 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     if (!view.colLabels.empty()) {
       const float widest = entry.colLabelWidth;
       const int step = std::max(1, static_cast<int>(std::ceil((widest + font * 0.5f) / cellPxW)));
-      drawList->PushClipRect(ImVec2(gridMin.x - font, origin.y), ImVec2(gridMax.x + font, gridMin.y), true);
+      drawList->PushClipRect(ImVec2(gridMin.x - font, origin.y),
+                             ImVec2(gridMax.x + font, gridMin.y), true);
       for (int c = firstCol; c <= lastCol && c < static_cast<int>(view.colLabels.size()); ++c) {
         if (c % step != 0) continue;
-        const std::string text = fitText(view.colLabels[c], std::max(cellPxW * step - font * 0.3f, font));
+        const std::string text =
+            fitText(view.colLabels[c], std::max(cellPxW * step - font * 0.3f, font));
         const float width = ImGui::CalcTextSize(text.c_str()).x;
         const float centre = cellScreenMin(0, c).x + cellPxW * 0.5f;
         drawList->AddText(ImVec2(std::round(centre - width * 0.5f), gridMin.y - font * 1.15f),
@@ -740,8 +756,9 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
         const std::string text = fitText(view.rowLabels[r], rowLabelWidth - font * 0.4f);
         const ImVec2 size = ImGui::CalcTextSize(text.c_str());
         const float centre = cellScreenMin(r, 0).y + cellPxH * 0.5f;
-        drawList->AddText(ImVec2(gridMin.x - font * 0.3f - size.x, std::round(centre - size.y * 0.5f)),
-                          textColor, text.c_str());
+        drawList->AddText(
+            ImVec2(gridMin.x - font * 0.3f - size.x, std::round(centre - size.y * 0.5f)), textColor,
+            text.c_str());
       }
       drawList->PopClipRect();
     }
@@ -752,7 +769,8 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     const ImVec2 barMin(gridMax.x + font * 0.5f, gridMin.y);
     const ImVec2 barMax(barMin.x + font * 0.8f, gridMin.y + std::max(gridH, font * 3));
     if (impl.gpu && impl.gpuReady) {
-      const auto lut = static_cast<std::intptr_t>(impl.lutTextures[colormapIndex(options.colormap)]);
+      const auto lut =
+          static_cast<std::intptr_t>(impl.lutTextures[colormapIndex(options.colormap)]);
       drawList->AddImageQuad(reinterpret_cast<ImTextureID>(lut), barMin, ImVec2(barMax.x, barMin.y),
                              barMax, ImVec2(barMin.x, barMax.y), ImVec2(1, 0.5f), ImVec2(1, 0.5f),
                              ImVec2(0, 0.5f), ImVec2(0, 0.5f));
@@ -772,8 +790,10 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     drawList->PopClipRect();
     ImGui::BeginTooltip();
     ImGui::TextUnformatted(view.title.c_str());
-    const std::string rowLabel = r < static_cast<int>(view.rowLabels.size()) ? view.rowLabels[r] : "";
-    const std::string colLabel = c < static_cast<int>(view.colLabels.size()) ? view.colLabels[c] : "";
+    const std::string rowLabel =
+        r < static_cast<int>(view.rowLabels.size()) ? view.rowLabels[r] : "";
+    const std::string colLabel =
+        c < static_cast<int>(view.colLabels.size()) ? view.colLabels[c] : "";
     ImGui::Text("row %d %s \xE2\x86\x92 column %d %s", r, rowLabel.c_str(), c, colLabel.c_str());
     const float value = view.values(r, c);
     if (std::isinf(value) && value < 0) {
@@ -782,7 +802,8 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
       ImGui::Text("value: %.6g", value);
     }
     if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
-    if (level > 0) ImGui::TextDisabled("cells are smaller than a pixel: showing the max of each block");
+    if (level > 0)
+      ImGui::TextDisabled("cells are smaller than a pixel: showing the max of each block");
     ImGui::TextDisabled("wheel: zoom  drag: pan  double-click: reset  right-click: export");
     ImGui::EndTooltip();
   }
@@ -860,19 +881,22 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     record.sampleCol = c;
     record.sampleValue = view.values(r, c);
     record.cellMin = ImVec2(std::max(cellMin.x, gridMin.x), std::max(cellMin.y, gridMin.y));
-    record.cellMax = ImVec2(std::min(cellMin.x + cellPxW, gridMax.x), std::min(cellMin.y + cellPxH, gridMax.y));
+    record.cellMax =
+        ImVec2(std::min(cellMin.x + cellPxW, gridMax.x), std::min(cellMin.y + cellPxH, gridMax.y));
     // Above the centred label: labels are one font height tall and centred, so the top
     // fifth of a labelled cell (>= 2.5 font heights) is free of text.
     record.samplePoint = ImVec2((record.cellMin.x + record.cellMax.x) * 0.5f,
                                 record.cellMin.y + (record.cellMax.y - record.cellMin.y) * 0.15f);
     const ImVec2 clipMin = drawList->GetClipRectMin(), clipMax = drawList->GetClipRectMax();
     const ImVec2 p = record.samplePoint;
-    record.sampleVisible = p.x >= clipMin.x && p.y >= clipMin.y && p.x < clipMax.x && p.y < clipMax.y;
+    record.sampleVisible =
+        p.x >= clipMin.x && p.y >= clipMin.y && p.x < clipMax.x && p.y < clipMax.y;
   }
   impl.records.push_back(std::move(record));
 
-  const ImVec2 used(options.size.x > 0 ? options.size.x : rowLabelWidth + gridW + colorbarWidth,
-                    options.size.y > 0 ? options.size.y : colLabelHeight + std::max(gridH, font * 3));
+  const ImVec2 used(
+      options.size.x > 0 ? options.size.x : rowLabelWidth + gridW + colorbarWidth,
+      options.size.y > 0 ? options.size.y : colLabelHeight + std::max(gridH, font * 3));
   ImGui::SetCursorScreenPos(origin);
   ImGui::Dummy(used);
   ImGui::PopID();

@@ -22,10 +22,10 @@ struct HeatmapRecord {
   io::ColormapKind colormap = io::ColormapKind::Viridis;
   float vmin = 0, vmax = 1;  // the effective colour range (after the degenerate-range rule)
   int rows = 0, cols = 0;
-  ImVec2 gridMin, gridMax;          // screen rectangle of the visible grid
+  ImVec2 gridMin, gridMax;               // screen rectangle of the visible grid
   float u0 = 0, v0 = 0, u1 = 1, v1 = 1;  // visible part of the matrix (UV)
-  int level = 0;                    // level of detail: 0 = one texel per cell
-  bool drawn = false;               // the GPU quad was drawn (false headless)
+  int level = 0;                         // level of detail: 0 = one texel per cell
+  bool drawn = false;                    // the GPU quad was drawn (false headless)
   // The sample cell: its rectangle on screen (clipped to the grid), its value, and a point
   // inside it that no label covers.
   int sampleRow = -1, sampleCol = -1;
@@ -40,19 +40,19 @@ struct HeatmapCache::Impl {
   bool gpu = false;
   bool gpuReady = false;
   unsigned program = 0;
-  int locProj = -1, locValues = -1, locLut = -1, locRange = -1, locLevel = -1,
-      locMasked = -1, locNan = -1, locHatch = -1;
+  int locProj = -1, locValues = -1, locLut = -1, locRange = -1, locLevel = -1, locMasked = -1,
+      locNan = -1, locHatch = -1;
   std::vector<unsigned> lutTextures;  // one RGBA8 256x1 texture per colormap kind
 
   struct Entry {
     unsigned texture = 0;
     int rows = 0, cols = 0;
-    int levels = 1;                 // max-pooled levels of detail uploaded as mip levels
+    int levels = 1;  // max-pooled levels of detail uploaded as mip levels
     std::uint64_t revision = ~0ull;
     bool hasFinite = false;
-    float dataMin = 0, dataMax = 1;  // finite min / max, for the auto range
+    float dataMin = 0, dataMax = 1;        // finite min / max, for the auto range
     float u0 = 0, v0 = 0, u1 = 1, v1 = 1;  // zoom / pan
-    bool panned = false;            // the current press turned into a drag
+    bool panned = false;                   // the current press turned into a drag
     int lastFrame = 0;
     int contextRow = -1, contextCol = -1;  // cell under the mouse when the menu opened
     // Widest row / column label at font size `labelFont`, measured once per content

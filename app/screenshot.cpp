@@ -8,8 +8,8 @@
 #include <cstring>
 #include <ctime>
 
-#include <nlohmann/json.hpp>
 #include <stb/stb_image_write.h>
+#include <nlohmann/json.hpp>
 
 #include "io/scenario_json.h"
 
@@ -65,7 +65,9 @@ std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int
   using Json = nlohmann::json;
   const float sx = windowWidth > 0 ? static_cast<float>(framebufferWidth) / windowWidth : 1.f;
   const float sy = windowHeight > 0 ? static_cast<float>(framebufferHeight) / windowHeight : 1.f;
-  auto rect = [&](ImVec2 a, ImVec2 b) { return Json::array({a.x * sx, a.y * sy, b.x * sx, b.y * sy}); };
+  auto rect = [&](ImVec2 a, ImVec2 b) {
+    return Json::array({a.x * sx, a.y * sy, b.x * sx, b.y * sy});
+  };
   Json heatmaps = Json::array();
   int weights = -1;
   float weightsArea = -1;
@@ -92,9 +94,10 @@ std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int
                         {"sample", sample}});
     // The pipeline's weights view of the focused head: a "weights" title naming the head
     // (or the only head), the largest such heatmap on screen.
-    const bool isWeights = r.title.rfind("weights", 0) == 0 && r.title.find("mean") == std::string::npos;
-    const bool namesHead = r.title.find(headTag) != std::string::npos ||
-                           r.title.find("head") == std::string::npos;
+    const bool isWeights =
+        r.title.rfind("weights", 0) == 0 && r.title.find("mean") == std::string::npos;
+    const bool namesHead =
+        r.title.find(headTag) != std::string::npos || r.title.find("head") == std::string::npos;
     // Prefer the pipeline's own weights view (its id names the stage) over thumbnails.
     const float area = (r.gridMax.x - r.gridMin.x) * (r.gridMax.y - r.gridMin.y) +
                        (r.id.find("weights") != std::string::npos ? 1e9f : 0.f);

@@ -9,9 +9,13 @@
 
 namespace attn::app {
 
-std::string uiFontPath() { return "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"; }
+std::string uiFontPath() {
+  return "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+}
 
-float clampFontScale(float scale) { return std::clamp(scale, kMinFontScale, kMaxFontScale); }
+float clampFontScale(float scale) {
+  return std::clamp(scale, kMinFontScale, kMaxFontScale);
+}
 
 void applyTheme(bool light, float sizeScale) {
   ImGuiStyle style;
@@ -75,7 +79,9 @@ bool loadUiFont(float pixelSize, std::string* warning) {
     font = io.Fonts->AddFontFromFileTTF(path.c_str(), pixelSize, &config, kRanges);
   }
   if (font == nullptr) {
-    if (warning) *warning = "font " + path + " not found (install fonts-dejavu-core); using ImGui's built-in font";
+    if (warning)
+      *warning =
+          "font " + path + " not found (install fonts-dejavu-core); using ImGui's built-in font";
     ImFontConfig config;
     config.SizePixels = pixelSize;
     io.Fonts->AddFontDefault(&config);

@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
   scenario.score = ScoreKind::ScaledDot;
   scenario.heads = heads;
   scenario.mask.kind = MaskKind::Causal;
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("attnscope_bench_frame_" + std::to_string(tokens) + ".json");
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("attnscope_bench_frame_" + std::to_string(tokens) + ".json");
   if (Status saved = io::saveScenario(scenario, file.string()); !saved) {
     std::fprintf(stderr, "bench_frame: %s\n", saved.error().message().c_str());
     return 2;
@@ -110,15 +110,20 @@ int main(int argc, char** argv) {
   std::filesystem::remove(file);
 
   const Stats a = summarise(steady), b = summarise(editing);
-  std::printf("bench_frame: %d tokens x %d dims, %d head(s), causal, 1600x1000 window, %d frames each\n",
-              tokens, width, heads, frames);
-  std::printf("(a) steady state      : median %7.2f ms  p90 %7.2f ms  min %7.2f  max %7.2f"
-              "  (%.1f texture uploads per frame)\n",
-              a.median, a.p90, a.min, a.max, double(uploads1 - uploads0) / frames);
-  std::printf("(b) edit every frame  : median %7.2f ms  p90 %7.2f ms  min %7.2f  max %7.2f"
-              "  (%.1f texture uploads per frame, attend() %.2f ms mean)\n",
-              b.median, b.p90, b.min, b.max, double(uploads2 - uploads1) / frames, computeMs / frames);
-  std::printf("    split (medians)    : (a) UI %.2f ms + render/swap %.2f ms;  (b) UI %.2f ms + render/swap %.2f ms\n",
-              steadyUi.median, steadyRender.median, editUi.median, editRender.median);
+  std::printf(
+      "bench_frame: %d tokens x %d dims, %d head(s), causal, 1600x1000 window, %d frames each\n",
+      tokens, width, heads, frames);
+  std::printf(
+      "(a) steady state      : median %7.2f ms  p90 %7.2f ms  min %7.2f  max %7.2f"
+      "  (%.1f texture uploads per frame)\n",
+      a.median, a.p90, a.min, a.max, double(uploads1 - uploads0) / frames);
+  std::printf(
+      "(b) edit every frame  : median %7.2f ms  p90 %7.2f ms  min %7.2f  max %7.2f"
+      "  (%.1f texture uploads per frame, attend() %.2f ms mean)\n",
+      b.median, b.p90, b.min, b.max, double(uploads2 - uploads1) / frames, computeMs / frames);
+  std::printf(
+      "    split (medians)    : (a) UI %.2f ms + render/swap %.2f ms;  (b) UI %.2f ms + "
+      "render/swap %.2f ms\n",
+      steadyUi.median, steadyRender.median, editUi.median, editRender.median);
   return 0;
 }

@@ -1,5 +1,6 @@
 // Real-window smoke tests: for every preset in assets/scenarios, run
-//   xvfb-run -a -s '-screen 0 1600x1000x24' attnscope screenshot PRESET --out X.png --size 1600x1000
+//   xvfb-run -a -s '-screen 0 1600x1000x24' attnscope screenshot PRESET --out X.png --size
+//   1600x1000
 // as a subprocess, then check that the PNG is a real picture (many distinct colours) and that
 // the sample cell of the pipeline's weights heatmap (read from the FILE.png.json sidecar)
 // has exactly the colour io::colormapColor gives for its value (within 3 per channel).
@@ -19,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <stb/stb_image.h>
+#include <nlohmann/json.hpp>
 
 #include "io/heatmap_render.h"
 
@@ -29,7 +30,9 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-bool haveXvfbRun() { return std::system("command -v xvfb-run >/dev/null 2>&1") == 0; }
+bool haveXvfbRun() {
+  return std::system("command -v xvfb-run >/dev/null 2>&1") == 0;
+}
 
 std::vector<std::string> presets() {
   std::vector<std::string> out;
@@ -43,8 +46,10 @@ std::vector<std::string> presets() {
 std::string shellQuote(const std::string& text) {
   std::string out = "'";
   for (char ch : text) {
-    if (ch == '\'') out += "'\\''";
-    else out += ch;
+    if (ch == '\'')
+      out += "'\\''";
+    else
+      out += ch;
   }
   return out + "'";
 }
@@ -71,9 +76,10 @@ Png readPng(const std::string& path) {
 // Runs the screenshot command; returns the exit status and fills `log` with its output.
 int runScreenshot(const std::string& scenario, const std::string& out, std::string* log) {
   const std::string logPath = out + ".log";
-  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' " + shellQuote(ATTNSCOPE_BIN) +
-                              " screenshot " + shellQuote(scenario) + " --out " + shellQuote(out) +
-                              " --size 1600x1000 > " + shellQuote(logPath) + " 2>&1";
+  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' " +
+                              shellQuote(ATTNSCOPE_BIN) + " screenshot " + shellQuote(scenario) +
+                              " --out " + shellQuote(out) + " --size 1600x1000 > " +
+                              shellQuote(logPath) + " 2>&1";
   const int status = std::system(command.c_str());
   std::ifstream in(logPath);
   std::stringstream text;
@@ -135,7 +141,8 @@ TEST_P(PresetScreenshot, RendersEveryPanelWithTheColormapColours) {
     const float vmin = heatmap["vmin"].get<float>(), vmax = heatmap["vmax"].get<float>();
     const attn::io::Rgb expected = attn::io::colormapColor(*kind, (value - vmin) / (vmax - vmin));
     const auto point = sample.at("point").get<std::vector<float>>();
-    const int x = static_cast<int>(std::floor(point[0])), y = static_cast<int>(std::floor(point[1]));
+    const int x = static_cast<int>(std::floor(point[0])),
+              y = static_cast<int>(std::floor(point[1]));
     ASSERT_TRUE(x >= 0 && y >= 0 && x < png.width && y < png.height) << heatmap.dump();
     const auto actual = png.at(x, y);
     EXPECT_LE(std::abs(actual[0] - expected.r), 3) << heatmap.dump();
@@ -173,11 +180,10 @@ TEST(Screenshot, NoDisplayGivesExitCode3AndOneLine) {
   const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "smoke";
   fs::create_directories(dir);
   const std::string logPath = (dir / "nodisplay.log").string();
-  const std::string command = "env -u DISPLAY -u WAYLAND_DISPLAY " + shellQuote(ATTNSCOPE_BIN) +
-                              " screenshot " + shellQuote(std::string(ATTNSCOPE_ASSET_DIR) +
-                                                          "/scenarios/decoder_state.json") +
-                              " --out " + shellQuote((dir / "nodisplay.png").string()) + " > " +
-                              shellQuote(logPath) + " 2>&1";
+  const std::string command =
+      "env -u DISPLAY -u WAYLAND_DISPLAY " + shellQuote(ATTNSCOPE_BIN) + " screenshot " +
+      shellQuote(std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json") + " --out " +
+      shellQuote((dir / "nodisplay.png").string()) + " > " + shellQuote(logPath) + " 2>&1";
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 3);

@@ -248,7 +248,8 @@ TEST(Files, ViewJsonKeepsUnknownKeysAndIgnoresBadOnes) {
   ViewSettings view;
   view.colormap = io::ColormapKind::Blues;
   view.fontScale = 2;
-  const std::string json = viewToJson(view, R"({"future_setting": [1, 2], "colormap": "magma"})", false);
+  const std::string json =
+      viewToJson(view, R"({"future_setting": [1, 2], "colormap": "magma"})", false);
   EXPECT_NE(json.find("future_setting"), std::string::npos);
   EXPECT_NE(json.find("blues"), std::string::npos);
   EXPECT_EQ(json.find("font_scale"), std::string::npos);  // personal settings: autosave only
@@ -256,7 +257,8 @@ TEST(Files, ViewJsonKeepsUnknownKeysAndIgnoresBadOnes) {
   applyViewJson(back, json, false);
   EXPECT_EQ(back.colormap, io::ColormapKind::Blues);
   ViewSettings untouched;
-  applyViewJson(untouched, R"({"colormap": "no_such_map", "focused_head": "x", "fixed_range": [3, 1]})", true);
+  applyViewJson(untouched,
+                R"({"colormap": "no_such_map", "focused_head": "x", "fixed_range": [3, 1]})", true);
   EXPECT_EQ(untouched.colormap, io::ColormapKind::Viridis);
   EXPECT_EQ(untouched.focusedHead, 0);
   EXPECT_FALSE(untouched.fixedRange);
@@ -396,7 +398,8 @@ TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
   EXPECT_EQ(record.vmin, 0);
   EXPECT_EQ(record.vmax, 63);
   // Hover the centre of cell (5, 2).
-  const float cellW = (record.gridMax.x - record.gridMin.x) / 8, cellH = (record.gridMax.y - record.gridMin.y) / 8;
+  const float cellW = (record.gridMax.x - record.gridMin.x) / 8,
+              cellH = (record.gridMax.y - record.gridMin.y) / 8;
   const ImVec2 centre(record.gridMin.x + cellW * 2.5f, record.gridMin.y + cellH * 5.5f);
   frame(centre, 0);
   frame(centre, 0);
