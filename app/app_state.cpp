@@ -29,10 +29,11 @@ void touch(AppState& state) {
   if (!history.pending) {
     // `committed` is the document as it was before this edit began (panels change `doc`
     // first and call touch() after), so it is the state to return to.
-    history.undo.push_back(history.committed);
+    history.undo.push_back({history.committed, history.committedId});
     trimUndo(history);
     history.redo.clear();
     history.pending = true;
+    state.contentId = ++state.lastContentId;  // a drag coalesced into this step keeps it
   }
 }
 
@@ -40,6 +41,7 @@ void endFrame(AppState& state, bool anyItemActive) {
   History& history = state.history;
   if (!history.pending || anyItemActive) return;  // a drag or text edit is still going on
   history.committed = state.doc;
+  history.committedId = state.contentId;
   history.pending = false;
 }
 
@@ -47,13 +49,16 @@ bool undo(AppState& state) {
   History& history = state.history;
   if (history.pending) {  // close an edit in progress so that it becomes the step undone
     history.committed = state.doc;
+    history.committedId = state.contentId;
     history.pending = false;
   }
   if (history.undo.empty()) return false;
-  history.redo.push_back(std::move(state.doc));
-  state.doc = std::move(history.undo.back());
+  history.redo.push_back({std::move(state.doc), state.contentId});
+  state.doc = std::move(history.undo.back().doc);
+  state.contentId = history.undo.back().contentId;
   history.undo.pop_back();
   history.committed = state.doc;
+  history.committedId = state.contentId;
   ++state.revision;
   return true;
 }
@@ -63,14 +68,17 @@ bool redo(AppState& state) {
   if (history.pending) {
     // A new edit is in progress: it already cleared the redo stack when it began.
     history.committed = state.doc;
+    history.committedId = state.contentId;
     history.pending = false;
   }
   if (history.redo.empty()) return false;
-  history.undo.push_back(std::move(state.doc));
+  history.undo.push_back({std::move(state.doc), state.contentId});
   trimUndo(history);
-  state.doc = std::move(history.redo.back());
+  state.doc = std::move(history.redo.back().doc);
+  state.contentId = history.redo.back().contentId;
   history.redo.pop_back();
   history.committed = state.doc;
+  history.committedId = state.contentId;
   ++state.revision;
   return true;
 }
@@ -85,10 +93,12 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
   state.docPath = std::move(path);
   state.history.undo.clear();
   state.history.redo.clear();
-  state.history.committed = state.doc;
   state.history.pending = false;
   ++state.revision;  // a new revision, so update() recomputes even if the text is the same
-  state.savedRevision = state.revision;
+  state.contentId = ++state.lastContentId;
+  state.history.committed = state.doc;
+  state.history.committedId = state.contentId;
+  state.markSaved();
   state.hover = Hover{};
   // Keep the focused head valid for the new document.
   if (state.view.focusedHead >= state.doc.heads) state.view.focusedHead = 0;

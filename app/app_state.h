@@ -74,10 +74,17 @@ struct PanelScratch {
 // Undo / redo: whole-scenario snapshots. Edits made while an ImGui item stays active (a drag)
 // are coalesced into one step at endFrame().
 // ---------------------------------------------------------------------------------------
+// One undo step: the document and the content id it had (see AppState::contentId).
+struct Snapshot {
+  Scenario doc;
+  std::uint64_t contentId = 0;
+};
+
 struct History {
-  std::deque<Scenario> undo;  // states before each step, newest at the back
-  std::deque<Scenario> redo;
+  std::deque<Snapshot> undo;  // states before each step, newest at the back
+  std::deque<Snapshot> redo;
   Scenario committed;         // the state after the last finished step
+  std::uint64_t committedId = 0;  // its content id
   bool pending = false;       // an edit began and has not been closed by endFrame()
   std::size_t maxSteps = 200;
 };
@@ -102,8 +109,13 @@ struct Notice {
 
 struct AppState {
   Scenario doc;                    // the document: everything the user edits
-  std::uint64_t revision = 0;      // bumped by touch() on every doc edit
-  std::uint64_t savedRevision = 0; // revision at the last save or open (dirty if different)
+  std::uint64_t revision = 0;      // bumped on every change of doc (edit, undo, open): caches
+                                   // compare against it, so it only ever grows
+  // Identifies the document's content: every edit step gets a new id, and undo/redo bring
+  // back the id the restored state had, so undoing to the saved state is clean again.
+  std::uint64_t contentId = 0;
+  std::uint64_t savedContentId = 0;  // content id at the last save or open
+  std::uint64_t lastContentId = 0;   // the last id handed out
   std::string docPath;             // file it was opened from / saved to ("" = untitled)
   Scenario preset;                 // what "reset to preset" returns to
 
@@ -114,7 +126,11 @@ struct AppState {
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
 
-  bool dirty() const { return revision != savedRevision; }
+  bool dirty() const { return contentId != savedContentId; }
+  // Marks the current content as saved (after a save or an open).
+  void markSaved() { savedContentId = contentId; }
+  // Marks the document as unsaved whatever undo does (e.g. restored from an unsaved autosave).
+  void markNeverSaved() { savedContentId = ~0ull; }
 };
 
 // Marks the document as edited: bumps the revision and opens an undo step (if none is

@@ -223,7 +223,7 @@ bool saveDocument(AppState& state, const std::string& path, double now) {
   state.doc.viewJson = copy.viewJson;
   state.history.committed.viewJson = copy.viewJson;
   state.docPath = path;
-  state.savedRevision = state.revision;
+  state.markSaved();
   notify(state, Notice::Kind::Info, "saved " + path, now);
   return true;
 }
@@ -273,7 +273,7 @@ bool restoreAutosave(AppState& state, const std::string& path, std::string* erro
   for (const char* key : kUiKeys) docView.erase(key);
   doc.viewJson = docView.empty() ? std::string() : docView.dump();
   loadDocument(state, std::move(doc), source);
-  if (wasDirty) state.savedRevision = state.revision - 1;
+  if (wasDirty) state.markNeverSaved();
   return true;
 }
 

@@ -95,6 +95,33 @@ TEST(UndoRedo, EachFinishedEditIsOneStep) {
   EXPECT_FALSE(redo(state));
 }
 
+TEST(UndoRedo, UndoingBackToTheSavedStateIsClean) {
+  AppState state = loadedState();
+  state.doc.temperature = 2;
+  touch(state);
+  endFrame(state, false);
+  state.markSaved();  // as saveDocument() does
+  EXPECT_FALSE(state.dirty());
+  state.doc.temperature = 3;
+  touch(state);
+  endFrame(state, false);
+  EXPECT_TRUE(state.dirty());
+  ASSERT_TRUE(undo(state));  // back to the saved content
+  EXPECT_FALSE(state.dirty());
+  ASSERT_TRUE(undo(state));  // before the save
+  EXPECT_TRUE(state.dirty());
+  ASSERT_TRUE(redo(state));
+  EXPECT_FALSE(state.dirty());
+  // A new edit from the saved state is a new content, even with the old value.
+  state.doc.temperature = 2;
+  touch(state);
+  endFrame(state, false);
+  EXPECT_TRUE(state.dirty());
+  const std::uint64_t revisionBefore = state.revision;
+  ASSERT_TRUE(undo(state));
+  EXPECT_GT(state.revision, revisionBefore);  // caches still see a change
+}
+
 TEST(UndoRedo, ADragIsCoalescedIntoOneStep) {
   AppState state = loadedState();
   const Scalar original = state.doc.temperature;
