@@ -32,11 +32,10 @@ const char* warningMeaning(const std::string& code) {
   return nullptr;
 }
 
-Expected<Explanation> explainHover(const AppState& state) {
+Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
   const AttentionResult& result = *state.computed.result;
   const Problem& problem = *state.computed.problem;
   const Options& options = problem.options;
-  const Hover& hover = state.hover;
   switch (hover.matrix) {
     case io::MatrixKind::Scores:
     case io::MatrixKind::MaskedScores:
@@ -175,11 +174,21 @@ void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   ImGui::Separator();
 
   if (!state.hover.active) {
+    // Until something is hovered, explain the score that wins the first query's attention in
+    // the focused head, so the panel teaches from the first frame (and in screenshots).
     panel::mutedWrapped("Hover a cell of any heatmap: its value is explained here with the "
-                        "actual numbers (a score as its sum, a weight as its softmax, a context "
-                        "entry as its weighted sum).");
+                        "actual numbers. For example, the first query's strongest score:");
+    Hover example;
+    example.matrix = io::MatrixKind::Scores;
+    example.head = std::clamp(state.view.focusedHead, 0, heads - 1);
+    example.row = 0;
+    result.heads[example.head].weights.row(0).maxCoeff(&example.col);
+    ImGui::Separator();
+    if (const Expected<Explanation> explanation = explainHover(state, example)) {
+      drawExplanation(*explanation);
+    }
   } else {
-    const Expected<Explanation> explanation = explainHover(state);
+    const Expected<Explanation> explanation = explainHover(state, state.hover);
     if (explanation) {
       drawExplanation(*explanation);
     } else {
