@@ -102,6 +102,11 @@ bool isAllFinite(const Matrix& m) {
   if (m.size() == 0) return true;
   return !std::isnan((m.array() * Scalar(0)).sum());
 }
+bool isAllFinite(const Scalar* x, Index n) {
+  if (n == 0) return true;
+  return !std::isnan(
+      (Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>(x, n) * Scalar(0)).sum());
+}
 
 // First non-finite entry of m as an error naming "field[r][c]".
 std::optional<Error> checkFinite(const Matrix& m, const std::string& field) {
@@ -217,96 +222,188 @@ inline Scalar clampFinite(Scalar x) {
 }
 
 // =======================================================================================
-// Normalisers for one row. `available[j]`: key j is allowed and its score is above -inf.
-// Every function writes exactly 0 for unavailable keys. `count` >= 1 available keys.
+// Normalisers for one row, on a MASKED row: s (n) holds -inf for every key that takes no
+// part (masked, or a score of -inf), never NaN, so no separate availability mask is needed
+// and every pass runs over the contiguous row. Each function writes exactly 0 for those
+// keys. attend() passes its maskedScores rows directly; the public normalizeRow() and the
+// helpers for explain.cpp first build such a row from (scores, allowed).
 // =======================================================================================
 
-// One-hot on the maximum; ties share the weight evenly. Also the +infinity case of softmax.
-void hardRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore, int n,
-             Scalar* weights) {
-  int ties = 0;
-  for (int j = 0; j < n; ++j) ties += (available[j] && scores[j] == maxScore) ? 1 : 0;
-  const Scalar share = Scalar(1) / static_cast<Scalar>(ties);
-  for (int j = 0; j < n; ++j) weights[j] = (available[j] && scores[j] == maxScore) ? share : 0;
+using ScoreRow = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+using ScoreRowMap = Eigen::Map<ScoreRow>;
+using ConstScoreRowMap = Eigen::Map<const ScoreRow>;
+
+// exp arguments are clamped at kExpFloor so that exp never returns a denormal: arithmetic on
+// denormals is ~100x slower on x86, and they would also slow down the weights·v GEMM.
+// exp(kExpFloor) < 1.7e-38 is below float resolution next to the maximum's exp(0) = 1, so
+// those keys get exactly 0.
+constexpr Scalar kExpFloor = -87;
+
+// Buffers the row normalisers need, sized once (per attend() call, or per public call) so
+// that no row allocates.
+struct RowScratch {
+  std::vector<Scalar> row;     // n: top_k's kept keys as a masked row
+  std::vector<int> order;      // n: key indices (top_k)
+  std::vector<double> sorted;  // n: shifted scores (sparsemax)
+
+  explicit RowScratch(int n) {
+    row.reserve(static_cast<std::size_t>(std::max(n, 0)));
+    order.reserve(static_cast<std::size_t>(std::max(n, 0)));
+    sorted.reserve(static_cast<std::size_t>(std::max(n, 0)));
+  }
+};
+
+// Writes the masked form of (scores, allowed) into `out` (n): the score where the key is
+// allowed and above -inf, else -inf (NaN never takes part). allowed may be null (all allowed).
+const Scalar* maskedRowOf(const Scalar* scores, const bool* allowed, int n,
+                          std::vector<Scalar>& out) {
+  out.resize(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j)
+    out[j] = (!allowed || allowed[j]) && scores[j] > -kInf ? scores[j] : -kInf;
+  return out.data();
 }
 
-// Stable softmax: exp(s_j - max) / Σ exp(s_k - max) over available keys.
-void softmaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore, int n,
-                Scalar* weights) {
-  if (maxScore == kInf) {  // only reachable through the public API with infinite scores
-    hardRow(scores, available, maxScore, n, weights);
+// Largest entry of a masked row; -inf when no key takes part. Vectorised.
+inline Scalar rowMax(const Scalar* s, int n) {
+  return ConstScoreRowMap(s, n).maxCoeff();
+}
+
+// One-hot on the maximum m; ties share the weight evenly. Also the +infinity case of softmax.
+void hardRow(const Scalar* s, Scalar m, int n, Scalar* weights) {
+  int ties = 0;
+  for (int j = 0; j < n; ++j) ties += s[j] == m ? 1 : 0;
+  const Scalar share = Scalar(1) / static_cast<Scalar>(ties);
+  for (int j = 0; j < n; ++j) weights[j] = s[j] == m ? share : Scalar(0);
+}
+
+// Zeroes w[j] where s[j] - m <= kExpFloor (masked keys, s = -inf, and keys whose exp was
+// floored) and returns the sum of the row, in double. Two branch-free loops that GCC
+// vectorises: the select, then the sum with eight partial sums (a single running double sum
+// is a 4-cycle dependency chain per key, and GCC does not vectorise a loop that mixes the
+// select with the float -> double sum). The partial sums change the order of the additions,
+// not the precision: the sum is rounded to float once, at the end. (Over every attend() in
+// the comparison of docs/performance.md the weights came out bit-identical to one running
+// sum.)
+double zeroFlooredAndSum(const Scalar* s, Scalar m, int n, Scalar* w) {
+  for (int j = 0; j < n; ++j) w[j] = s[j] - m > kExpFloor ? w[j] : Scalar(0);
+  double partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int u = 0; u < 8; ++u) partial[u] += w[j + u];
+  for (; j < n; ++j) partial[0] += w[j];
+  return ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
+         ((partial[1] + partial[5]) + (partial[3] + partial[7]));
+}
+
+// Stable softmax of a masked row with maximum m > -inf: exp(s_j - m) / Σ_k exp(s_k - m).
+// Three vectorised passes over the row (exp, zero + sum, divide); the row is in L1 by then.
+void softmaxRow(const Scalar* s, Scalar m, int n, Scalar* weights) {
+  if (m == kInf) {  // only reachable through the public API with infinite scores
+    hardRow(s, m, n, weights);
     return;
   }
-  // Vectorised exp over the contiguous row; unavailable entries are overwritten with 0 after,
-  // because exp(-inf - max) from a fast exp is tiny rather than exactly 0.
-  // Arguments are clamped at kExpFloor so that exp never returns a denormal: arithmetic on
-  // denormals is ~100x slower on x86, and they would also slow down the weights·v GEMM.
-  // exp(kExpFloor) < 1.7e-38 is below float resolution next to the maximum's exp(0) = 1, so
-  // those keys get exactly 0.
-  constexpr Scalar kExpFloor = -87;
-  Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>> s(scores, n);
-  Eigen::Map<Eigen::Array<Scalar, Eigen::Dynamic, 1>> w(weights, n);
-  w = (s - maxScore).max(kExpFloor).exp();
-  double sum = 0;
-  for (int j = 0; j < n; ++j) {
-    if (available[j] && scores[j] - maxScore > kExpFloor) {
-      sum += weights[j];
-    } else {
-      weights[j] = 0;
-    }
-  }
+  ScoreRowMap w(weights, n);
+  // exp(-inf - m) from Eigen's fast exp is tiny rather than exactly 0, and floored entries are
+  // exp(kExpFloor): zeroFlooredAndSum() overwrites both with exact zeros.
+  w = (ConstScoreRowMap(s, n) - m).max(kExpFloor).exp();
+  const double sum = zeroFlooredAndSum(s, m, n, weights);
   w /= static_cast<Scalar>(sum);  // sum >= 1: the maximum contributes exp(0)
 }
 
-// Softmax over the k largest available scores; ties at the boundary go to the lower index.
-void topKRow(const Scalar* scores, const std::vector<char>& available, int count, Scalar maxScore,
-             int k, int n, Scalar* weights) {
-  k = std::max(k, 1);
-  if (k >= count) {
-    softmaxRow(scores, available, maxScore, n, weights);
-    return;
-  }
-  std::vector<int> order;
-  order.reserve(count);
+// top_k's selection on a masked row: fills `order` with the min(k, available) keys of largest
+// score, in descending order, ties going to the lower index. The one implementation of the
+// rule, used by normalizeRow() and (through topKKeys()) by the explanations. Returns true
+// when every available key is kept; then `order` is only sorted if `orderAll` asks for it.
+bool selectTopK(const Scalar* s, int n, int k, std::vector<int>& order, bool orderAll) {
+  order.clear();
   for (int j = 0; j < n; ++j)
-    if (available[j]) order.push_back(j);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-  });
-  std::vector<char> kept(n, 0);
-  for (int r = 0; r < k; ++r) kept[order[r]] = 1;
-  softmaxRow(scores, kept, maxScore, n, weights);
+    if (s[j] > -kInf) order.push_back(j);
+  const int kept = std::min(std::max(k, 1), static_cast<int>(order.size()));
+  auto before = [s](int a, int b) { return s[a] > s[b] || (s[a] == s[b] && a < b); };
+  if (kept < static_cast<int>(order.size())) {
+    std::partial_sort(order.begin(), order.begin() + kept, order.end(), before);
+    order.resize(static_cast<std::size_t>(kept));
+    return false;
+  }
+  if (orderAll) std::sort(order.begin(), order.end(), before);
+  return true;
 }
 
-// Sparsemax (Martins & Astudillo 2016): the Euclidean projection of z onto the simplex.
-// Sort z descending, k(z) = max{k : 1 + k·z_(k) > Σ_{j<=k} z_(j)},
-// τ = (Σ_{j<=k(z)} z_(j) - 1) / k(z), p_j = max(z_j - τ, 0).
-// Runs on z - max (sparsemax is shift invariant) in double so ±1e30 cannot overflow.
-void sparsemaxRow(const Scalar* scores, const std::vector<char>& available, Scalar maxScore, int n,
-                  Scalar* weights) {
-  if (maxScore == kInf) {
-    hardRow(scores, available, maxScore, n, weights);
+// Softmax over the k largest available scores of a masked row with maximum m > -inf; the
+// plain softmax when k >= the available keys.
+void topKRow(const Scalar* s, Scalar m, int k, int n, Scalar* weights, RowScratch& scratch) {
+  if (selectTopK(s, n, k, scratch.order, false)) {
+    softmaxRow(s, m, n, weights);
     return;
   }
-  std::vector<double> sorted;
+  // The kept keys as a masked row of their own; the maximum is always kept.
+  scratch.row.assign(static_cast<std::size_t>(n), -kInf);
+  for (int j : scratch.order) scratch.row[j] = s[j];
+  softmaxRow(scratch.row.data(), m, n, weights);
+}
+
+// Sparsemax threshold τ of a masked row with maximum m > -inf, relative to m (sparsemax is
+// shift invariant, and in double so ±1e30 cannot overflow): sort z = s - m descending,
+// k(z) = max{k : 1 + k·z_(k) > Σ_{j<=k} z_(j)}, τ = (Σ_{j<=k(z)} z_(j) - 1) / k(z).
+// `support` = k(z) >= 1 (for k = 1, 1 + z_(1) > z_(1)).
+double sparsemaxTau(const Scalar* s, Scalar m, int n, std::vector<double>& sorted, int* support) {
+  sorted.clear();
   for (int j = 0; j < n; ++j)
-    if (available[j]) sorted.push_back(static_cast<double>(scores[j]) - maxScore);
+    if (s[j] > -kInf) sorted.push_back(static_cast<double>(s[j]) - m);
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
-  double cumulative = 0, support = 0;
+  double cumulative = 0, kept = 0;
   int supportSize = 0;
   for (std::size_t k = 0; k < sorted.size(); ++k) {
     cumulative += sorted[k];
     if (1.0 + static_cast<double>(k + 1) * sorted[k] > cumulative) {
       supportSize = static_cast<int>(k + 1);
-      support = cumulative;
+      kept = cumulative;
     }
   }
-  // supportSize >= 1 always: for k = 1, 1 + z_(1) > z_(1).
-  const double tau = (support - 1.0) / supportSize;
-  for (int j = 0; j < n; ++j) {
-    const double z = static_cast<double>(scores[j]) - maxScore;
-    weights[j] = available[j] ? static_cast<Scalar>(std::max(z - tau, 0.0)) : Scalar(0);
+  *support = supportSize;
+  return supportSize > 0 ? (kept - 1.0) / supportSize : 0.0;
+}
+
+// Sparsemax (Martins & Astudillo 2016): the Euclidean projection of z onto the simplex,
+// p_j = max(z_j - τ, 0), on a masked row with maximum m > -inf.
+void sparsemaxRow(const Scalar* s, Scalar m, int n, Scalar* weights, RowScratch& scratch) {
+  if (m == kInf) {
+    hardRow(s, m, n, weights);
+    return;
   }
+  int support = 0;
+  const double tau = sparsemaxTau(s, m, n, scratch.sorted, &support);
+  for (int j = 0; j < n; ++j) {
+    const double z = static_cast<double>(s[j]) - m;  // -inf for masked keys
+    weights[j] = static_cast<Scalar>(std::max(z - tau, 0.0));
+  }
+}
+
+// Step 4 on a masked row (see above). Returns false (and all-zero weights) when no key takes
+// part. The row's maximum is found once, vectorised; there is no per-row allocation.
+bool normalizeMaskedRow(const NormalizerOptions& normalizer, const Scalar* s, int n,
+                        Scalar* weights, RowScratch& scratch) {
+  if (n <= 0) return false;
+  const Scalar m = rowMax(s, n);
+  if (m == -kInf) {
+    std::fill(weights, weights + n, Scalar(0));
+    return false;
+  }
+  switch (normalizer.kind) {
+    case NormalizerKind::Softmax:
+      softmaxRow(s, m, n, weights);
+      break;
+    case NormalizerKind::Hard:
+      hardRow(s, m, n, weights);
+      break;
+    case NormalizerKind::TopK:
+      topKRow(s, m, normalizer.topK, n, weights, scratch);
+      break;
+    case NormalizerKind::Sparsemax:
+      sparsemaxRow(s, m, n, weights, scratch);
+      break;
+  }
+  return true;
 }
 
 // =======================================================================================
@@ -538,15 +635,17 @@ ScoreParams completeScoreParams(ScoreKind kind, ScoreParams params, int dH, int 
   return params;
 }
 
-Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
-                  std::vector<Warning>* warnings, int head) {
+namespace {
+
+// similarity() into `scores` (n_q x n_k), reusing its buffer when the shape is unchanged.
+void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
+                    std::vector<Warning>* warnings, int head, Matrix& scores) {
   const Index nQ = q.rows(), nK = k.rows(), dH = q.cols();
-  Matrix scores(nQ, nK);
+  scores.resize(nQ, nK);
   auto invalid = [&](const std::string& what) {
     scores.setZero();
     if (warnings)
       warnings->push_back({"invalid_score_params", what + "; scores set to 0", head, -1});
-    return scores;
   };
   if (k.cols() != dH) return invalid("queries and keys differ in width");
   if (dH == 0) return invalid("queries and keys have width 0");
@@ -620,6 +719,14 @@ Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreP
       break;
     }
   }
+}
+
+}  // namespace
+
+Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
+                  std::vector<Warning>* warnings, int head) {
+  Matrix scores;
+  similarityInto(kind, q, k, params, warnings, head, scores);
   return scores;
 }
 
@@ -627,10 +734,14 @@ Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreP
 // Step 3: masks
 // =======================================================================================
 
-BoolMatrix buildMask(const MaskOptions& mask, int nQ, int nK, Matrix* positionWeights) {
+namespace {
+
+// buildMask() into `allowed`, reusing its buffer when the shape is unchanged.
+void buildMaskInto(const MaskOptions& mask, int nQ, int nK, BoolMatrix& allowed,
+                   Matrix* positionWeights) {
   nQ = std::max(nQ, 0);
   nK = std::max(nK, 0);
-  BoolMatrix allowed(nQ, nK);
+  allowed.resize(nQ, nK);
   if (positionWeights) positionWeights->resize(0, 0);
   switch (mask.kind) {
     case MaskKind::None:
@@ -679,6 +790,13 @@ BoolMatrix buildMask(const MaskOptions& mask, int nQ, int nK, Matrix* positionWe
       }
       break;
   }
+}
+
+}  // namespace
+
+BoolMatrix buildMask(const MaskOptions& mask, int nQ, int nK, Matrix* positionWeights) {
+  BoolMatrix allowed;
+  buildMaskInto(mask, nQ, nK, allowed, positionWeights);
   return allowed;
 }
 
@@ -689,37 +807,38 @@ BoolMatrix buildMask(const MaskOptions& mask, int nQ, int nK, Matrix* positionWe
 bool normalizeRow(const NormalizerOptions& normalizer, const Scalar* scores, const bool* allowed,
                   int n, Scalar* weights) {
   if (n <= 0) return false;
-  // A key takes part if it is allowed and its score is above -inf (NaN never takes part).
-  std::vector<char> available(n);
-  int count = 0;
-  Scalar maxScore = -kInf;
-  for (int j = 0; j < n; ++j) {
-    const bool ok = allowed[j] && scores[j] > -kInf;
-    available[j] = ok;
-    if (ok) {
-      ++count;
-      maxScore = std::max(maxScore, scores[j]);
-    }
+  // A key takes part if it is allowed and its score is above -inf (NaN never takes part):
+  // the masked row says so with -inf, as attend()'s maskedScores do.
+  RowScratch scratch(n);
+  std::vector<Scalar> masked;
+  const Scalar* s = maskedRowOf(scores, allowed, n, masked);
+  return normalizeMaskedRow(normalizer, s, n, weights, scratch);
+}
+
+std::vector<int> topKKeys(const Scalar* scores, const bool* allowed, int n, int k) {
+  std::vector<int> order;
+  if (n <= 0) return order;
+  order.reserve(static_cast<std::size_t>(n));
+  std::vector<Scalar> masked;
+  selectTopK(maskedRowOf(scores, allowed, n, masked), n, k, order, true);
+  return order;
+}
+
+SparsemaxThreshold sparsemaxThreshold(const Scalar* scores, const bool* allowed, int n) {
+  SparsemaxThreshold t;
+  if (n <= 0) return t;
+  std::vector<Scalar> masked;
+  const Scalar* s = maskedRowOf(scores, allowed, n, masked);
+  t.maxScore = rowMax(s, n);
+  if (t.maxScore == -kInf) return t;
+  if (t.maxScore == kInf) {  // as in the core: the +inf keys share the weight (hard)
+    t.support = static_cast<int>(std::count(s, s + n, kInf));
+    return t;
   }
-  if (count == 0) {
-    std::fill(weights, weights + n, Scalar(0));
-    return false;
-  }
-  switch (normalizer.kind) {
-    case NormalizerKind::Softmax:
-      softmaxRow(scores, available, maxScore, n, weights);
-      break;
-    case NormalizerKind::Hard:
-      hardRow(scores, available, maxScore, n, weights);
-      break;
-    case NormalizerKind::TopK:
-      topKRow(scores, available, count, maxScore, normalizer.topK, n, weights);
-      break;
-    case NormalizerKind::Sparsemax:
-      sparsemaxRow(scores, available, maxScore, n, weights);
-      break;
-  }
-  return true;
+  std::vector<double> sorted;
+  sorted.reserve(static_cast<std::size_t>(n));
+  t.tau = sparsemaxTau(s, t.maxScore, n, sorted, &t.support);
+  return t;
 }
 
 // =======================================================================================
@@ -954,8 +1073,39 @@ Status validate(const Inputs& inputs, const Options& options) {
 // The whole mechanism
 // =======================================================================================
 
+namespace {
+
+// Step 3 for one row: masked = clamp(scores / T) where allowed, -inf where masked (n). A
+// quotient that overflows is clamped to ±FLT_MAX (T -> 0 approaches hard attention). The
+// common cases take the cheapest form: T = 1 and no mask is a plain copy (scores are finite,
+// so scores / 1 needs no clamp), T != 1 and no mask one vectorised Eigen expression; with a
+// mask it is one select per key (GCC 12 does not vectorise the bool -> float select).
+void maskRow(const Scalar* scores, const bool* allowed, Scalar temperature, int n, Scalar* masked) {
+  if (temperature == 1) {
+    if (!allowed) {
+      std::copy(scores, scores + n, masked);
+    } else {
+      for (int j = 0; j < n; ++j) masked[j] = allowed[j] ? scores[j] : -kInf;
+    }
+  } else if (!allowed) {
+    ScoreRowMap(masked, n) =
+        (ConstScoreRowMap(scores, n) / temperature).max(-kMaxFinite).min(kMaxFinite);
+  } else {
+    for (int j = 0; j < n; ++j)
+      masked[j] = allowed[j] ? clampFinite(scores[j] / temperature) : -kInf;
+  }
+}
+
+}  // namespace
+
 Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
-  if (Status status = validate(inputs, options); !status) return status.error();
+  AttentionResult result;
+  if (Status status = attend(inputs, options, result); !status) return status.error();
+  return result;
+}
+
+Status attend(const Inputs& inputs, const Options& options, AttentionResult& out) {
+  if (Status status = validate(inputs, options); !status) return status;
 
   const Matrix& queries = inputs.queries;  // n_q x d_q_in
   const Matrix& keys = inputs.keys;        // n_k x d_k_in
@@ -968,18 +1118,27 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
   const int dH = dModel / heads, dvH = dvModel / heads;
   const bool gaussian = options.mask.kind == MaskKind::LocalGaussian;
 
-  AttentionResult result;
+  // Every field of `out` is assigned below. Matrices are resized (a no-op when the shape is
+  // unchanged) and written in place with noalias(), never assigned from a temporary, so that
+  // their buffers are reused.
+  AttentionResult& result = out;
   result.projections = proj;
   result.heads.resize(heads);
+  result.fullyMaskedRows.clear();
+  result.warnings.clear();
 
   // The mask does not depend on the head: build it once here, apply it in step 3.
-  result.allowed = buildMask(options.mask, nQ, nK, gaussian ? &result.positionWeights : nullptr);
-  for (int i = 0; i < nQ; ++i) {
-    if (!result.allowed.row(i).any()) {
-      result.fullyMaskedRows.push_back(i);
-      result.warnings.push_back(
-          {"fully_masked_row",
-           "query " + std::to_string(i) + " may attend no key: its weights are all 0", -1, i});
+  buildMaskInto(options.mask, nQ, nK, result.allowed, gaussian ? &result.positionWeights : nullptr);
+  if (!gaussian) result.positionWeights.resize(0, 0);
+  const bool masked = options.mask.kind != MaskKind::None;  // None allows every key
+  if (masked) {
+    for (int i = 0; i < nQ; ++i) {
+      if (!result.allowed.row(i).any()) {
+        result.fullyMaskedRows.push_back(i);
+        result.warnings.push_back(
+            {"fully_masked_row",
+             "query " + std::to_string(i) + " may attend no key: its weights are all 0", -1, i});
+      }
     }
   }
 
@@ -987,7 +1146,9 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
     return makeError(field, what + " overflows float32; scale the numbers down");
   };
 
+  RowScratch scratch(nK);
   result.concat.resize(nQ, dvModel);  // n_q x dv_model
+  result.weightsMean.resize(nQ, nK);  // n_q x n_k
   for (int h = 0; h < heads; ++h) {
     HeadResult& head = result.heads[h];
 
@@ -996,6 +1157,12 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
     //    k = X_k·W_k[:, block] + b_k[block]                         (n_k x d_h)
     //    v = X_v·W_v[:, h·dv_h:(h+1)·dv_h] + b_v[...]               (n_k x dv_h)
     //    Identity: the column blocks of the raw inputs.
+    //    One GEMM per head, straight into the head's matrix. (One full-width GEMM per
+    //    projection sliced into the heads was measured too: no faster here within the noise,
+    //    see docs/performance.md, and it needs an n x d_model temporary and rounds differently.)
+    head.q.resize(nQ, dH);
+    head.k.resize(nK, dH);
+    head.v.resize(nK, dvH);
     if (proj.identity) {
       head.q = queries.middleCols(h * dH, dH);
       head.k = keys.middleCols(h * dH, dH);
@@ -1018,48 +1185,50 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
         options.score,
         h < static_cast<int>(options.scoreParams.size()) ? options.scoreParams[h] : ScoreParams{},
         dH, options.scoreHidden, deriveSeed(options.seed, "score", static_cast<std::uint64_t>(h)));
-    head.scores = similarity(options.score, head.q, head.k, head.params, &result.warnings, h);
-    if (!isAllFinite(head.scores))
-      return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
+    similarityInto(options.score, head.q, head.k, head.params, &result.warnings, h, head.scores);
 
+    // 3 and 4, row by row so that each row is still in L1 when it is normalised (the scores'
+    // finiteness is checked there too, on the row in L1, not in a pass of its own):
     // 3. Temperature and mask: maskedScores = scores / T, -inf where masked   (n_q x n_k).
-    //    A quotient that overflows is clamped to ±FLT_MAX (T -> 0 approaches hard attention).
+    // 4. Normalise: weights   (n_q x n_k), 0 where masked, rows of fully masked queries all 0.
+    //    local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
+    // Then the running sum for the mean over heads (PyTorch's average_attn_weights), added
+    // in head order and divided by H after the last head, as a separate pass would.
     head.maskedScores.resize(nQ, nK);
-    {
-      const Scalar temperature = options.temperature;
-      const Scalar* in = head.scores.data();
-      const bool* allowed = result.allowed.data();
-      Scalar* out = head.maskedScores.data();
-      const Index cells = head.scores.size();
-      for (Index c = 0; c < cells; ++c)
-        out[c] = allowed[c] ? clampFinite(in[c] / temperature) : -kInf;
+    head.weights.resize(nQ, nK);
+    for (int i = 0; i < nQ; ++i) {
+      const Scalar* scoreRow = head.scores.row(i).data();
+      if (!isAllFinite(scoreRow, nK))
+        return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
+      Scalar* maskedRowData = head.maskedScores.row(i).data();
+      maskRow(scoreRow, masked ? result.allowed.row(i).data() : nullptr, options.temperature, nK,
+              maskedRowData);
+      auto weights = head.weights.row(i);
+      normalizeMaskedRow(options.normalizer, maskedRowData, nK, weights.data(), scratch);
+      if (gaussian) weights.array() *= result.positionWeights.row(i).array();
+      auto mean = result.weightsMean.row(i);
+      if (h == 0) {
+        mean = weights;
+      } else {
+        mean += weights;
+      }
+      if (h == heads - 1 && heads > 1) mean /= static_cast<Scalar>(heads);
     }
 
-    // 4. Normalise each row: weights   (n_q x n_k), 0 where masked, rows of fully masked
-    //    queries all 0. local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
-    head.weights.resize(nQ, nK);
-    for (int i = 0; i < nQ; ++i)
-      normalizeRow(options.normalizer, head.maskedScores.row(i).data(),
-                   result.allowed.row(i).data(), nK, head.weights.row(i).data());
-    if (gaussian) head.weights.array() *= result.positionWeights.array();
-
     // 5. Weigh the values: context = weights·v   (n_q x n_k)·(n_k x dv_h) = (n_q x dv_h)
+    head.context.resize(nQ, dvH);
     head.context.noalias() = head.weights * head.v;
 
     // 6. Concatenate the heads: concat[:, h·dv_h:(h+1)·dv_h] = context   (n_q x dv_model)
     result.concat.middleCols(h * dvH, dvH) = head.context;
   }
 
-  // Mean of the weights over heads (PyTorch's average_attn_weights)   (n_q x n_k)
-  result.weightsMean = result.heads[0].weights;
-  for (int h = 1; h < heads; ++h) result.weightsMean += result.heads[h].weights;
-  if (heads > 1) result.weightsMean /= static_cast<Scalar>(heads);
-
   // 7. Output projection: output = concat·W_o + b_o   (n_q x d_out); identity or no W_o:
   //    output = concat.
   if (proj.identity || proj.wo.size() == 0) {
     result.output = result.concat;
   } else {
+    result.output.resize(nQ, proj.wo.cols());
     result.output.noalias() = result.concat * proj.wo;
     if (proj.bo.size() != 0) result.output.rowwise() += proj.bo.transpose();
     if (!isAllFinite(result.output)) return overflow("projections.wo", "the output projection");
@@ -1072,16 +1241,20 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
     const int dOut = static_cast<int>(result.output.cols());
     const int dQIn = static_cast<int>(queries.cols());
     const Matrix& given = options.decoderOutput.wc;
-    const Matrix wc = given.size() != 0 ? given
-                                        : xavierUniform(dOut + dQIn, dQIn,
-                                                        deriveSeed(options.seed, "decoder.wc"));
-    Matrix pre(nQ, wc.cols());
-    pre.noalias() = result.output * wc.topRows(dOut);
-    pre.noalias() += queries * wc.bottomRows(dQIn);
-    if (pre.hasNaN()) return overflow("decoder_output.wc", "the decoder output step");
-    result.decoderOutput = pre.array().tanh().matrix();
+    const Matrix seeded = given.size() != 0 ? Matrix()
+                                            : xavierUniform(dOut + dQIn, dQIn,
+                                                            deriveSeed(options.seed, "decoder.wc"));
+    const Matrix& wc = given.size() != 0 ? given : seeded;
+    Matrix& y = result.decoderOutput;
+    y.resize(nQ, wc.cols());
+    y.noalias() = result.output * wc.topRows(dOut);
+    y.noalias() += queries * wc.bottomRows(dQIn);
+    if (y.hasNaN()) return overflow("decoder_output.wc", "the decoder output step");
+    y.array() = y.array().tanh();
+  } else {
+    result.decoderOutput.resize(0, 0);
   }
-  return result;
+  return Ok{};
 }
 
 }  // namespace attn

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -169,6 +170,17 @@ Status validate(const Inputs& inputs, const Options& options);
 // returned as an Error. Never produces NaN from finite inputs.
 Expected<AttentionResult> attend(const Inputs& inputs, const Options& options);
 
+// The same, computed into `out`, reusing its storage: every matrix whose shape is unchanged
+// keeps its buffer (heads: n_q x d_h, n_k x d_h, n_k x dv_h, three n_q x n_k, n_q x dv_h;
+// allowed n_q x n_k; concat n_q x dv_model; output n_q x d_out; ...), so recomputing with
+// the same shapes (the window does, on every edit) allocates and page-faults almost nothing.
+// `out` may be default-constructed or hold any earlier result; on success it equals what
+// attend(inputs, options) returns, bit for bit. On a validation error `out` is untouched. On
+// an error found while computing (float32 overflow), `out` holds a partial result: a caller
+// that must keep showing the previous result computes into a second AttentionResult and
+// swaps on success.
+Status attend(const Inputs& inputs, const Options& options, AttentionResult& out);
+
 // ---------------------------------------------------------------------------------------
 // The individual steps, public so that tests and the inspector can use them.
 // ---------------------------------------------------------------------------------------
@@ -207,8 +219,29 @@ BoolMatrix buildMask(const MaskOptions& mask, int nQ, int nK, Matrix* positionWe
 // Step 4 for one row: scores (n_k), allowed (n_k) -> weights (n_k), non-negative, summing to
 // 1 over allowed keys, exactly 0 where masked. Returns false (and all-zero weights) when no
 // key is allowed. Scores are already divided by the temperature.
+// This public form allocates a little scratch per call; attend() normalises its masked rows
+// without any per-row allocation.
 bool normalizeRow(const NormalizerOptions& normalizer, const Scalar* scores, const bool* allowed,
                   int n, Scalar* weights);
+
+// The rules of top_k and sparsemax for one row, exposed so that explanations use the very
+// implementation normalizeRow() uses. scores (n), allowed (n, or null = every key allowed);
+// a key takes part when it is allowed and its score is above -inf (NaN never does).
+
+// top_k's kept set: the min(max(k, 1), available) keys with the largest scores, in
+// descending order of score, ties going to the lower index. Empty when no key takes part.
+std::vector<int> topKKeys(const Scalar* scores, const bool* allowed, int n, int k);
+
+// Sparsemax's threshold. Weights are w_j = max((s_j - maxScore) - tau, 0), so the threshold
+// on the scores themselves is maxScore + tau; `support` keys get a weight above 0.
+struct SparsemaxThreshold {
+  Scalar maxScore = -std::numeric_limits<Scalar>::infinity();  // largest available score
+  double tau = 0;   // relative to maxScore (computed on s - maxScore, in double)
+  int support = 0;  // k(z): keys above the threshold; 0 when no key takes part
+};
+// (A +inf maximum, reachable only through this API: support = the number of +inf keys and
+// tau = 0, matching the core, which then shares the weight among them.)
+SparsemaxThreshold sparsemaxThreshold(const Scalar* scores, const bool* allowed, int n);
 
 // Sinusoidal positional encoding (Vaswani et al. 2017), (n x d):
 // PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/attention.h"
@@ -842,6 +844,170 @@ TEST(Attend, EveryCombinationIsFiniteAndWeightsAreDistributions) {
             }
           }
         }
+}
+
+// =======================================================================================
+// attend(inputs, options, out): the same result, computed into reused storage
+// =======================================================================================
+
+// Every matrix and list of two results, compared bit for bit (memcmp: -0 and +0 differ).
+void expectIdentical(const AttentionResult& a, const AttentionResult& b) {
+  auto same = [](const auto& x, const auto& y, const char* what) {
+    ASSERT_EQ(x.rows(), y.rows()) << what;
+    ASSERT_EQ(x.cols(), y.cols()) << what;
+    if (x.size() > 0) {
+      EXPECT_EQ(std::memcmp(x.data(), y.data(), sizeof(*x.data()) * x.size()), 0) << what;
+    }
+  };
+  ASSERT_EQ(a.heads.size(), b.heads.size());
+  for (std::size_t h = 0; h < a.heads.size(); ++h) {
+    SCOPED_TRACE("head " + std::to_string(h));
+    same(a.heads[h].q, b.heads[h].q, "q");
+    same(a.heads[h].k, b.heads[h].k, "k");
+    same(a.heads[h].v, b.heads[h].v, "v");
+    same(a.heads[h].scores, b.heads[h].scores, "scores");
+    same(a.heads[h].maskedScores, b.heads[h].maskedScores, "maskedScores");
+    same(a.heads[h].weights, b.heads[h].weights, "weights");
+    same(a.heads[h].context, b.heads[h].context, "context");
+  }
+  same(a.allowed, b.allowed, "allowed");
+  same(a.positionWeights, b.positionWeights, "positionWeights");
+  same(a.concat, b.concat, "concat");
+  same(a.output, b.output, "output");
+  same(a.weightsMean, b.weightsMean, "weightsMean");
+  same(a.decoderOutput, b.decoderOutput, "decoderOutput");
+  EXPECT_EQ(a.fullyMaskedRows, b.fullyMaskedRows);
+  ASSERT_EQ(a.warnings.size(), b.warnings.size());
+  for (std::size_t i = 0; i < a.warnings.size(); ++i)
+    EXPECT_EQ(a.warnings[i].message, b.warnings[i].message);
+}
+
+// Where the float matrices of a result keep their numbers.
+std::vector<const float*> buffers(const AttentionResult& r) {
+  std::vector<const float*> out = {r.concat.data(), r.output.data(), r.weightsMean.data(),
+                                   r.decoderOutput.data()};
+  for (const HeadResult& h : r.heads)
+    for (const Matrix* m : {&h.q, &h.k, &h.v, &h.scores, &h.maskedScores, &h.weights, &h.context})
+      out.push_back(m->data());
+  return out;
+}
+
+TEST(AttendInto, SameShapesReuseEveryBuffer) {
+  const Matrix x = randomMatrix(9, 8, 81);
+  Inputs in{x, x, x};
+  Options options;
+  options.heads = 2;
+  options.projections = xavierProjections(8, 8, 8, 8, 8, 5);
+  options.mask.kind = MaskKind::Causal;
+  options.temperature = 0.5f;
+  options.decoderOutput.enabled = true;
+  AttentionResult out;
+  ASSERT_TRUE(attend(in, options, out).ok());
+  const std::vector<const float*> before = buffers(out);
+  const bool* allowedBefore = out.allowed.data();
+  // An edit that keeps the shapes (the window's case): new numbers, same buffers.
+  in.queries(3, 2) = 0.75f;
+  options.temperature = 2;
+  ASSERT_TRUE(attend(in, options, out).ok());
+  const std::vector<const float*> after = buffers(out);
+  EXPECT_EQ(before, after);
+  EXPECT_EQ(allowedBefore, out.allowed.data());
+  expectIdentical(out, *attend(in, options));
+}
+
+TEST(AttendInto, EqualsTheValueFormWhateverOutHeldBefore) {
+  // Reuse across changes of every kind: shapes, heads, masks, normalisers, decoder step,
+  // warnings. Each time `out` must equal a fresh attend() exactly, with nothing left over.
+  AttentionResult out;
+  int step = 0;
+  for (int n : {6, 6, 4, 7})
+    for (int heads : {1, 2})
+      for (auto mask : {MaskKind::LocalGaussian, MaskKind::None, MaskKind::Padding})
+        for (auto norm : {NormalizerKind::Softmax, NormalizerKind::TopK, NormalizerKind::Sparsemax,
+                          NormalizerKind::Hard}) {
+          SCOPED_TRACE("step " + std::to_string(step));
+          Inputs in{randomMatrix(n, 4, 90 + step), randomMatrix(n + 1, 4, 91),
+                    randomMatrix(n + 1, 4, 92)};
+          in.keys.row(0).setZero();  // a cosine warning in some steps
+          Options options;
+          options.heads = heads;
+          options.score = step % 3 == 0 ? ScoreKind::Cosine : ScoreKind::ScaledDot;
+          options.mask.kind = mask;
+          options.mask.keyValid.assign(static_cast<std::size_t>(n + 1), step % 2 == 0);
+          options.normalizer.kind = norm;
+          options.decoderOutput.enabled = step % 4 == 1;
+          if (step % 5 != 0) options.projections = xavierProjections(4, 4, 4, 4, 4, step);
+          ASSERT_TRUE(attend(in, options, out).ok());
+          expectIdentical(out, *attend(in, options));
+          ++step;
+        }
+}
+
+TEST(AttendInto, ValidationErrorLeavesOutUntouched) {
+  Inputs in{M({{1, 0}, {0, 1}}), M({{1, 0}, {0, 1}}), M({{1, 2}, {3, 4}})};
+  Options options;
+  AttentionResult out;
+  ASSERT_TRUE(attend(in, options, out).ok());
+  const Matrix output = out.output;
+  options.heads = 3;
+  Status status = attend(in, options, out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().field, "heads");
+  EXPECT_TRUE(MatrixNear(out.output, output, 0));
+}
+
+// =======================================================================================
+// The normaliser rules shared with the explanations
+// =======================================================================================
+
+TEST(TopKKeys, LargestFirstTiesToTheLowerIndexMaskedLeftOut) {
+  const std::vector<float> s = {1, 3, 2, 3, -kInf, 5};
+  const bool allowed[] = {true, true, true, true, true, false};
+  EXPECT_EQ(topKKeys(s.data(), allowed, 6, 2), (std::vector<int>{1, 3}));
+  EXPECT_EQ(topKKeys(s.data(), allowed, 6, 3), (std::vector<int>{1, 3, 2}));
+  EXPECT_EQ(topKKeys(s.data(), nullptr, 6, 1), (std::vector<int>{5}));
+  // k above the available keys: all of them (key 4 is -inf, key 5 masked), still ordered
+  EXPECT_EQ(topKKeys(s.data(), allowed, 6, 10), (std::vector<int>{1, 3, 2, 0}));
+  EXPECT_EQ(topKKeys(s.data(), allowed, 6, 0), (std::vector<int>{1}));  // k < 1 acts as 1
+  const bool none[] = {false, false, false, false, false, false};
+  EXPECT_TRUE(topKKeys(s.data(), none, 6, 2).empty());
+}
+
+TEST(SparsemaxThreshold, WorkedExampleAndShift) {
+  // z = [1, 0.5, -1]: k(z) = 2, τ = (1.5 - 1)/2 = 0.25; relative to the max 1: -0.75
+  const std::vector<float> s = {1, 0.5f, -1};
+  SparsemaxThreshold t = sparsemaxThreshold(s.data(), nullptr, 3);
+  EXPECT_EQ(t.maxScore, 1.0f);
+  EXPECT_EQ(t.support, 2);
+  EXPECT_NEAR(t.maxScore + t.tau, 0.25, 1e-12);
+  // masking key 0 leaves [0.5, -1]: k = 1, τ = 0.5 - 1 = -0.5
+  const bool allowed[] = {false, true, true};
+  t = sparsemaxThreshold(s.data(), allowed, 3);
+  EXPECT_EQ(t.maxScore, 0.5f);
+  EXPECT_EQ(t.support, 1);
+  EXPECT_NEAR(t.maxScore + t.tau, -0.5, 1e-12);
+  const bool none[] = {false, false, false};
+  EXPECT_EQ(sparsemaxThreshold(s.data(), none, 3).support, 0);
+}
+
+TEST(SparsemaxThreshold, AgreesWithNormalizeRow) {
+  // The threshold and support the explanations show are the ones the weights came from.
+  const Matrix s = randomMatrix(1, 40, 77) * 3.0f;
+  std::unique_ptr<bool[]> allowed(new bool[40]);
+  for (int j = 0; j < 40; ++j) allowed[j] = j % 7 != 3;
+  NormalizerOptions sparsemax;
+  sparsemax.kind = NormalizerKind::Sparsemax;
+  std::vector<float> weights(40);
+  ASSERT_TRUE(normalizeRow(sparsemax, s.data(), allowed.get(), 40, weights.data()));
+  const SparsemaxThreshold t = sparsemaxThreshold(s.data(), allowed.get(), 40);
+  int positive = 0;
+  for (int j = 0; j < 40; ++j) {
+    const double expected =
+        allowed[j] ? std::max(static_cast<double>(s(0, j)) - t.maxScore - t.tau, 0.0) : 0.0;
+    EXPECT_EQ(weights[j], static_cast<float>(expected)) << "key " << j;
+    positive += weights[j] > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(positive, t.support);
 }
 
 }  // namespace
