@@ -205,25 +205,6 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
   return 0;
 }
 
-// Sparsemax threshold τ of the allowed entries of a row (Martins & Astudillo 2016), in
-// double and shifted by the maximum like the core, so huge scores cannot overflow.
-double sparsemaxTau(const std::vector<Scalar>& scores, Scalar maxScore, int* support) {
-  std::vector<double> z;
-  for (Scalar v : scores) z.push_back(static_cast<double>(v) - maxScore);
-  std::sort(z.begin(), z.end(), std::greater<>());
-  double cumulative = 0, kept = 0;
-  int k = 0;
-  for (std::size_t i = 0; i < z.size(); ++i) {
-    cumulative += z[i];
-    if (1.0 + static_cast<double>(i + 1) * z[i] > cumulative) {
-      k = static_cast<int>(i + 1);
-      kept = cumulative;
-    }
-  }
-  *support = k;
-  return k > 0 ? (kept - 1.0) / k + maxScore : maxScore;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -359,6 +340,10 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
 
   const Matrix& s = result.heads[head].maskedScores;
   if (s.rows() <= row || s.cols() != nK) return out;
+  // The row of the mask (null: every key allowed), for the core's top_k / sparsemax rules.
+  const bool* allowedRow = result.allowed.rows() > row && result.allowed.cols() == nK
+                               ? result.allowed.row(row).data()
+                               : nullptr;
   std::vector<Scalar> allowedScores;
   for (int j = 0; j < nK; ++j) {
     const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
@@ -403,17 +388,10 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     case NormalizerKind::TopK: {
       const int k = std::max(1, options.normalizer.topK);
       out.formula = "softmax over the k = " + std::to_string(k) + " largest allowed scores";
-      // The same order as the core: score descending, ties by key index.
-      std::vector<int> order;
-      for (int j = 0; j < nK; ++j) {
-        const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
-        if (a && s(row, j) > -std::numeric_limits<Scalar>::infinity()) order.push_back(j);
-      }
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int a, int b) { return s(row, a) > s(row, b); });
-      const int kept = std::min<int>(k, static_cast<int>(order.size()));
-      const bool isKept = std::find(order.begin(), order.begin() + kept, col) !=
-                          order.begin() + kept;
+      // The core's own selection: score descending, ties to the lower key index.
+      const std::vector<int> order = topKKeys(s.row(row).data(), allowedRow, nK, k);
+      const int kept = static_cast<int>(order.size());
+      const bool isKept = std::find(order.begin(), order.end(), col) != order.end();
       const Scalar threshold = kept > 0 ? s(row, order[kept - 1]) : sij;
       out.steps.push_back("s = " + formatNumber(sij) + ", k-th largest = " +
                           formatNumber(threshold) + tNote);
@@ -432,8 +410,10 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     }
     case NormalizerKind::Sparsemax: {
       out.formula = "w = max(s − τ, 0), τ chosen so the row sums to 1";
-      int support = 0;
-      const double tau = sparsemaxTau(allowedScores, maxS, &support);
+      // The core's own threshold (relative to the row maximum; shifted back here).
+      const SparsemaxThreshold threshold = sparsemaxThreshold(s.row(row).data(), allowedRow, nK);
+      const int support = threshold.support;
+      const double tau = support > 0 ? threshold.tau + threshold.maxScore : maxS;
       out.steps.push_back("s = " + formatNumber(sij) + tNote + ", τ = " +
                           formatNumber(static_cast<Scalar>(tau)) + " (" +
                           std::to_string(support) + " keys above τ)");
