@@ -503,8 +503,11 @@ Matrix readMatrix(const Json& value, const std::string& field, long long maxRows
                         std::to_string(maxCols));
       }
     } else if (row.size() != cols) {
-      fail(field, "row " + std::to_string(r) + " has " + std::to_string(row.size()) +
-                      " numbers, row 0 has " + std::to_string(cols));
+      auto numbers = [](std::size_t n) {
+        return std::to_string(n) + (n == 1 ? " number" : " numbers");
+      };
+      fail(field, "row " + std::to_string(r) + " has " + numbers(row.size()) + ", row 0 has " +
+                      numbers(cols));
     }
   }
   Matrix matrix(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
