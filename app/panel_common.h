@@ -63,6 +63,17 @@ inline void coloredWrapped(const ImVec4& color, const std::string& text) {
 inline void mutedWrapped(const std::string& text) { coloredWrapped(mutedColor(), text); }
 
 // Shows why the scenario cannot be computed, in red. Returns true when there is no result.
+// Begins a panel's window. Returns false when the panel is hidden or collapsed; the window
+// is then already closed (End() called), so the caller just returns.
+inline bool beginPanel(const char* name, bool* open) {
+  if (!*open) return false;
+  if (!ImGui::Begin(name, open)) {
+    ImGui::End();
+    return false;
+  }
+  return true;
+}
+
 inline bool showComputeError(const AppState& state) {
   if (!state.computed.error.empty()) {
     coloredWrapped(errorColor(), "Cannot compute: " + state.computed.error);
@@ -73,6 +84,17 @@ inline bool showComputeError(const AppState& state) {
     return true;
   }
   return false;
+}
+
+// beginPanel() for panels that show the result: also false (window closed) after showing
+// the compute error or "no result", so the caller may use state.computed.* when true.
+inline bool beginResultPanel(const char* name, bool* open, const AppState& state) {
+  if (!beginPanel(name, open)) return false;
+  if (showComputeError(state)) {
+    ImGui::End();
+    return false;
+  }
+  return true;
 }
 
 inline bool hasResult(const AppState& state) {

@@ -66,16 +66,8 @@ std::string labelOf(const std::vector<std::string>& labels, int i, const char* p
 // =======================================================================================
 
 void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
-  if (!state.view.showGeometry) return;
-  if (!ImGui::Begin("Geometry", &state.view.showGeometry)) {
-    ImGui::End();
-    return;
-  }
+  if (!panel::beginResultPanel("Geometry", &state.view.showGeometry, state)) return;
   const float font = ImGui::GetFontSize();
-  if (panel::showComputeError(state)) {
-    ImGui::End();
-    return;
-  }
   const AttentionResult& result = *state.computed.result;
   const Problem& problem = *state.computed.problem;
   const int head = std::max(clampedHead(state), 0);

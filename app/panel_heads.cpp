@@ -62,16 +62,8 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
 // =======================================================================================
 
 void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!state.view.showHeads) return;
-  if (!ImGui::Begin("Heads", &state.view.showHeads)) {
-    ImGui::End();
-    return;
-  }
+  if (!panel::beginResultPanel("Heads", &state.view.showHeads, state)) return;
   const float font = ImGui::GetFontSize();
-  if (panel::showComputeError(state)) {
-    ImGui::End();
-    return;
-  }
   const int heads = panel::resultHeads(state);
   const int focused = clampedHead(state);
 

@@ -227,11 +227,7 @@ bool sentenceInputsReady(const Scenario& s) {
 // =======================================================================================
 
 void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
-  if (!state.view.showInputs) return;
-  if (!ImGui::Begin("Inputs", &state.view.showInputs)) {
-    ImGui::End();
-    return;
-  }
+  if (!panel::beginPanel("Inputs", &state.view.showInputs)) return;
   const float font = ImGui::GetFontSize();
   if (!state.computed.error.empty()) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);

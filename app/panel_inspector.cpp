@@ -144,11 +144,7 @@ void drawWarnings(const AppState& state) {
 // =======================================================================================
 
 void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
-  if (!state.view.showInspector) return;
-  if (!ImGui::Begin("Inspector", &state.view.showInspector)) {
-    ImGui::End();
-    return;
-  }
+  if (!panel::beginPanel("Inspector", &state.view.showInspector)) return;
   if (!state.computed.error.empty()) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
     panel::mutedWrapped("The inputs stay editable: fix the field named above (or undo) and the "

@@ -154,16 +154,8 @@ struct Card {
 // =======================================================================================
 
 void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!state.view.showPipeline) return;
-  if (!ImGui::Begin("Pipeline", &state.view.showPipeline)) {
-    ImGui::End();
-    return;
-  }
+  if (!panel::beginResultPanel("Pipeline", &state.view.showPipeline, state)) return;
   const float font = ImGui::GetFontSize();
-  if (panel::showComputeError(state)) {
-    ImGui::End();
-    return;
-  }
   const AttentionResult& result = *state.computed.result;
   const std::vector<Stage> visible = visibleStages(&result);
   handleStepKeys(state, visible);

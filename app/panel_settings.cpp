@@ -449,11 +449,7 @@ void drawOtherSection(AppState& state) {
 // =======================================================================================
 
 void drawSettingsPanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!state.view.showSettings) return;
-  if (!ImGui::Begin("Settings", &state.view.showSettings)) {
-    ImGui::End();
-    return;
-  }
+  if (!panel::beginPanel("Settings", &state.view.showSettings)) return;
   if (!state.computed.error.empty()) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
   }
