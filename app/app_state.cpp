@@ -38,6 +38,14 @@ void touch(AppState& state) {
   }
 }
 
+void applyEdit(AppState& state, const EditOutcome& outcome, double now) {
+  if (outcome.changed) touch(state);
+  if (!outcome.note.empty()) {
+    notify(state, outcome.refused() ? Notice::Kind::Warning : Notice::Kind::Info, outcome.note,
+           now);
+  }
+}
+
 void endFrame(AppState& state, bool anyItemActive) {
   History& history = state.history;
   if (!history.pending || anyItemActive) return;  // a drag or text edit is still going on

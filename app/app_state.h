@@ -14,6 +14,7 @@
 
 #include "core/attention.h"
 #include "core/scenario.h"
+#include "core/scenario_edits.h"
 #include "io/heatmap_render.h"
 
 namespace attn::app {
@@ -143,8 +144,13 @@ struct AppState {
 };
 
 // Marks the document as edited: bumps the revision and opens an undo step (if none is
-// open). Call after changing state.doc.
+// open). Called by applyEdit(); the panels never change state.doc without an edit function.
 void touch(AppState& state);
+
+// The one way a front end commits an edit of state.doc made by a core/scenario_edits.h
+// function: touch() when it changed something, and a notice with its note (a warning when
+// the edit was refused).
+void applyEdit(AppState& state, const EditOutcome& outcome, double now);
 
 // Closes the open undo step unless an edit is still in progress (anyItemActive: an ImGui
 // widget is being dragged or typed into). Call once per frame, after the panels.
