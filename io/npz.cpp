@@ -222,12 +222,15 @@ Expected<NpzArchive> NpzArchive::finishOpen(NpzArchive archive) {
       }
     }
     Expected<NpyHeader> header = parseNpyHeader(head, where);
-    if (!header) return header.error();
-
     NpzArrayInfo info;
+    if (!header) {
+      if (header.error().field != "descr") return header.error();
+      info.unsupported = header.error().problem;  // a well-formed header of another dtype
+    } else {
+      info.header = std::move(header).value();
+    }
     info.entryName = name;
     info.name = name.substr(0, name.size() - 4);
-    info.header = std::move(header).value();
     info.compressedSize = (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size : 0;
     info.deflated = st.comp_method == ZIP_CM_DEFLATE;
     archive.arrays_.push_back(std::move(info));
@@ -246,6 +249,7 @@ Expected<NpyArray> NpzArchive::read(std::string_view name) {
                      (names.empty() ? std::string("none") : names) + ")"};
   }
   const std::string where = file_ + ":" + info->entryName;
+  if (!info->unsupported.empty()) return Error{where, "descr", info->unsupported};
   const std::uint64_t expected = info->header.dataOffset + info->header.dataBytes;
   const std::uint64_t limit = limits_.maxUncompressedBytes;
   // The header's claim is checked first (no point starting), the real bytes while inflating.

@@ -43,6 +43,9 @@ struct NpzArrayInfo {
   NpyHeader header;
   std::uint64_t compressedSize = 0;
   bool deflated = false;
+  // Why the array cannot be read (an unsupported dtype such as an int64 input_ids saved
+  // next to the attention), or "" when it can. Such entries are listed, not fatal.
+  std::string unsupported;
 };
 
 // An open archive. Not thread-safe (libzip is not); read what you need, then let it go:
