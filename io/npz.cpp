@@ -83,6 +83,7 @@ Expected<NpzArchive> NpzArchive::open(const std::string& path, const NpzLimits& 
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Error{path, "", "cannot open: no such file"};
   if (!S_ISREG(st.st_mode)) return Error{path, "", "not a regular file"};
+  if (st.st_size == 0) return Error{path, "", "empty file (not a readable zip/npz archive)"};
   NpzArchive archive;
   archive.file_ = path;
   archive.limits_ = limits;
@@ -98,6 +99,7 @@ Expected<NpzArchive> NpzArchive::open(const std::string& path, const NpzLimits& 
 
 Expected<NpzArchive> NpzArchive::openMemory(std::span<const std::byte> bytes,
                                             const std::string& file, const NpzLimits& limits) {
+  if (bytes.empty()) return Error{file, "", "empty file (not a readable zip/npz archive)"};
   NpzArchive archive;
   archive.file_ = file;
   archive.limits_ = limits;
