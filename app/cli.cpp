@@ -92,7 +92,9 @@ options:
   --no-title                 leave out the title
   --scale N                  1..8, multiplies every size (resolution) (default: 1)
   --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
-  --decimals N               0..9 digits after the point in cells    (default: 2)
+  --digits N                 1..9 significant digits in cells and ticks; labels
+                             that do not fit drop digits               (default: 3)
+  --decimals N               older spelling: --digits N+1 (at most 9)
   -h, --help                 show this help
 
 The default head is 0 rather than "mean" so that the same command works for every matrix
@@ -358,7 +360,8 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
 constexpr OptionSpec kExportOptions[] = {
     {"--out", true},    {"--matrix", true},      {"--head", true},         {"--colormap", true},
     {"--labels", true}, {"--axis-labels", true}, {"--scale", true},        {"--vmin", true},
-    {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false}};
+    {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
+    {"--digits", true}};
 
 struct ExportRequest {
   std::string scenarioPath;
@@ -440,7 +443,12 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
   if (const std::string* v = parsed.get("--decimals")) {
     auto n = parseIntStrict(*v, 0, 9);
     if (!n) return optionError("--decimals", inQuotes(*v) + " is not an integer in 0..9");
-    request.style.decimals = *n;
+    request.style.digits = std::min(*n + 1, 9);
+  }
+  if (const std::string* v = parsed.get("--digits")) {
+    auto n = parseIntStrict(*v, 1, 9);
+    if (!n) return optionError("--digits", inQuotes(*v) + " is not an integer in 1..9");
+    request.style.digits = *n;
   }
   for (std::string_view name : {"--vmin", "--vmax"}) {
     if (const std::string* v = parsed.get(name)) {

@@ -14,6 +14,7 @@
 
 #include "app/app_state.h"
 #include "app/edits.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
@@ -109,7 +110,7 @@ class Headless : public ::testing::Test {
   }
 
   ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{false};
+  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
 };
 
 Matrix weightsOf(const AppState& state, int head = 0) {
