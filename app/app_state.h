@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,16 +26,32 @@ struct ViewSettings {
   bool fixedRange = false;       // same colour range for every head (for comparing heads)
   float rangeMin = 0, rangeMax = 1;  // the fixed range
   int focusedHead = 0;           // head shown in detail views; -1 = mean over heads
-  int pipelineStage = -1;        // teaching step-through: -1 = all stages, else 0..kStages-1
+  int pipelineStage = -1;        // teaching step-through: -1 = all stages, else the index
+                                 // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   bool lightTheme = false;       // projector-friendly theme
   bool showInputs = true, showSettings = true, showPipeline = true, showHeads = true,
        showInspector = true, showGeometry = true;
 };
 
-// The stages of the pipeline view, in teaching order.
-enum class Stage { Q, K, V, Scores, MaskedScores, Weights, Context, Concat, Output };
-inline constexpr int kStages = 9;
+// The stages of the pipeline view are the matrices of io::MatrixKind, in teaching order.
+// ViewSettings::pipelineStage (and the autosave) stores a position in this list.
+inline constexpr io::MatrixKind kPipelineOrder[] = {io::MatrixKind::Q,
+                                                    io::MatrixKind::K,
+                                                    io::MatrixKind::V,
+                                                    io::MatrixKind::Scores,
+                                                    io::MatrixKind::MaskedScores,
+                                                    io::MatrixKind::Weights,
+                                                    io::MatrixKind::Context,
+                                                    io::MatrixKind::Concat,
+                                                    io::MatrixKind::Output};
+inline constexpr int kStages = static_cast<int>(std::size(kPipelineOrder));
+// The position of `kind` in kPipelineOrder (every MatrixKind is a stage).
+constexpr int stageIndex(io::MatrixKind kind) {
+  for (int i = 0; i < kStages; ++i)
+    if (kPipelineOrder[i] == kind) return i;
+  return -1;
+}
 
 // What the mouse is over (set by heatmap widgets each frame, read by the inspector).
 struct Hover {

@@ -22,69 +22,63 @@ using panel::tooltip;
 // Stage texts
 // ---------------------------------------------------------------------------------------
 
-io::MatrixKind matrixOf(Stage stage) {
+const char* stageName(io::MatrixKind stage) {
   switch (stage) {
-    case Stage::Q: return io::MatrixKind::Q;
-    case Stage::K: return io::MatrixKind::K;
-    case Stage::V: return io::MatrixKind::V;
-    case Stage::Scores: return io::MatrixKind::Scores;
-    case Stage::MaskedScores: return io::MatrixKind::MaskedScores;
-    case Stage::Weights: return io::MatrixKind::Weights;
-    case Stage::Context: return io::MatrixKind::Context;
-    case Stage::Concat: return io::MatrixKind::Concat;
-    case Stage::Output: return io::MatrixKind::Output;
-  }
-  return io::MatrixKind::Weights;
-}
-
-const char* stageName(Stage stage) {
-  switch (stage) {
-    case Stage::Q: return "Q";
-    case Stage::K: return "K";
-    case Stage::V: return "V";
-    case Stage::Scores: return "scores";
-    case Stage::MaskedScores: return "masked scores";
-    case Stage::Weights: return "weights";
-    case Stage::Context: return "context";
-    case Stage::Concat: return "concat";
-    case Stage::Output: return "output";
+    case io::MatrixKind::Q:
+      return "Q";
+    case io::MatrixKind::K:
+      return "K";
+    case io::MatrixKind::V:
+      return "V";
+    case io::MatrixKind::Scores:
+      return "scores";
+    case io::MatrixKind::MaskedScores:
+      return "masked scores";
+    case io::MatrixKind::Weights:
+      return "weights";
+    case io::MatrixKind::Context:
+      return "context";
+    case io::MatrixKind::Concat:
+      return "concat";
+    case io::MatrixKind::Output:
+      return "output";
   }
   return "";
 }
 
-const char* stageDescription(Stage stage) {
+const char* stageDescription(io::MatrixKind stage) {
   switch (stage) {
-    case Stage::Q:
+    case io::MatrixKind::Q:
       return "Q: the queries of this head (n_q x d_h), what each position is looking for. "
              "Q = X_q·W_q, or the raw queries under identity projection.";
-    case Stage::K:
+    case io::MatrixKind::K:
       return "K: the keys of this head (n_k x d_h), what each position offers to be matched.";
-    case Stage::V:
+    case io::MatrixKind::V:
       return "V: the values of this head (n_k x dv_h), what each position passes on when it "
              "is attended.";
-    case Stage::Scores:
+    case io::MatrixKind::Scores:
       return "Scores: score(q_i, k_j) for every query i (row) and key j (column): how well "
              "they match.";
-    case Stage::MaskedScores:
+    case io::MatrixKind::MaskedScores:
       return "Masked scores: scores ÷ T, and −∞ (hatched grey) where the mask forbids query i "
              "to attend key j.";
-    case Stage::Weights:
+    case io::MatrixKind::Weights:
       return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "
              "masked keys get 0).";
-    case Stage::Context:
+    case io::MatrixKind::Context:
       return "Context: weights·V, each query's weighted average of the values.";
-    case Stage::Concat:
+    case io::MatrixKind::Concat:
       return "Concat: the context of every head side by side (n_q x dv_model).";
-    case Stage::Output:
+    case io::MatrixKind::Output:
       return "Output: concat·W_o + b_o, mixing the heads back to the model width.";
   }
   return "";
 }
 
 // The operation that produces `stage` from the stage before it ("" = no arrow).
-std::string arrowLabel(Stage stage, const Scenario& doc) {
+std::string arrowLabel(io::MatrixKind stage, const Scenario& doc) {
   switch (stage) {
-    case Stage::Scores:
+    case io::MatrixKind::Scores:
       switch (doc.score) {
         case ScoreKind::Dot: return "→ q·k";
         case ScoreKind::ScaledDot: return "→ q·k/√d";
@@ -94,8 +88,9 @@ std::string arrowLabel(Stage stage, const Scenario& doc) {
         case ScoreKind::Mlp: return "→ MLP";
       }
       return "→ score";
-    case Stage::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
-    case Stage::Weights:
+    case io::MatrixKind::MaskedScores:
+      return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
+    case io::MatrixKind::Weights:
       switch (doc.normalizer.kind) {
         case NormalizerKind::Softmax: return "→ softmax";
         case NormalizerKind::Hard: return "→ argmax";
@@ -103,9 +98,12 @@ std::string arrowLabel(Stage stage, const Scenario& doc) {
         case NormalizerKind::Sparsemax: return "→ sparsemax";
       }
       return "→ normalise";
-    case Stage::Context: return "→ ·V";
-    case Stage::Concat: return "→ concat";
-    case Stage::Output: return "→ ·W_o";
+    case io::MatrixKind::Context:
+      return "→ ·V";
+    case io::MatrixKind::Concat:
+      return "→ concat";
+    case io::MatrixKind::Output:
+      return "→ ·W_o";
     default: return "";
   }
 }
@@ -119,7 +117,7 @@ bool keyPressed(ImGuiKey key) {
   return index >= 0 && ImGui::IsKeyPressed(index, true);
 }
 
-void handleStepKeys(AppState& state, const std::vector<Stage>& visible) {
+void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible) {
   const ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput || ImGui::IsAnyItemActive()) return;
   if (io.KeyCtrl || io.KeyAlt || io.KeySuper) return;  // leave chords to the menus
@@ -142,7 +140,7 @@ void handleStepKeys(AppState& state, const std::vector<Stage>& visible) {
 // ---------------------------------------------------------------------------------------
 
 struct Card {
-  Stage stage;
+  io::MatrixKind stage;
   const io::MatrixView* view = nullptr;
   std::string arrow;  // label of the arrow before this card ("" = none)
 };
@@ -157,12 +155,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   if (!panel::beginResultPanel("Pipeline", &state.view.showPipeline, state)) return;
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed.result;
-  const std::vector<Stage> visible = visibleStages(&result);
+  const std::vector<io::MatrixKind> visible = visibleStages(&result);
   handleStepKeys(state, visible);
   // A stage that is no longer shown (e.g. concat after going back to one head): show all.
   int& current = state.view.pipelineStage;
   if (current >= 0 && std::none_of(visible.begin(), visible.end(),
-                                   [&](Stage s) { return static_cast<int>(s) == current; })) {
+                                   [&](io::MatrixKind s) { return stageIndex(s) == current; })) {
     current = -1;
   }
 
@@ -198,11 +196,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   } else {
     int index = 0;
     for (int i = 0; i < static_cast<int>(visible.size()); ++i)
-      if (static_cast<int>(visible[i]) == current) index = i;
+      if (stageIndex(visible[i]) == current) index = i;
     ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
   }
   if (current >= 0) {
-    panel::coloredWrapped(panel::formulaColor(), stageDescription(static_cast<Stage>(current)));
+    panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
   }
   if (!result.fullyMaskedRows.empty()) {
     panel::coloredWrapped(panel::warningColor(),
@@ -214,10 +212,10 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   // 2 cards and their layout: rows of cards, every card of the same grid height g (width
   // g·aspect), choosing the row breaks that make g largest.
   std::vector<Card> cards;
-  for (Stage stage : visible) {
+  for (io::MatrixKind stage : visible) {
     Card card;
     card.stage = stage;
-    card.view = panel::cachedView(state, matrixOf(stage), head);
+    card.view = panel::cachedView(state, stage, head);
     card.arrow = arrowLabel(stage, state.doc);
     cards.push_back(card);
   }
@@ -247,7 +245,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   }
   if (current >= 0) {  // the current stage shows its colour bar
     for (int i = 0; i < n; ++i)
-      if (static_cast<int>(cards[i].stage) == current) fixedWidth[i] += font * 4.5f;
+      if (stageIndex(cards[i].stage) == current) fixedWidth[i] += font * 4.5f;
   }
   // A card whose axis labels repeat the card before it (K and V, masked scores after
   // scores) leaves them out, unless it starts a row.
@@ -258,7 +256,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
   }
   auto hasLabels = [&](int i, bool rowStart) {
-    return rowStart || !sameLabels[i] || static_cast<int>(cards[i].stage) == current;
+    return rowStart || !sameLabels[i] || stageIndex(cards[i].stage) == current;
   };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
@@ -295,7 +293,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   int revealed = n;
   if (current >= 0) {
     for (int i = 0; i < n; ++i)
-      if (static_cast<int>(cards[i].stage) == current) revealed = i + 1;
+      if (stageIndex(cards[i].stage) == current) revealed = i + 1;
   }
 
   // 3 the strip.
@@ -319,7 +317,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     }
     ImGui::PushID(i);
     ImGui::BeginGroup();
-    const bool isCurrent = current >= 0 && static_cast<int>(card.stage) == current;
+    const bool isCurrent = current >= 0 && stageIndex(card.stage) == current;
     std::string title = stageName(card.stage);
     if (card.view) {
       title += "  " + std::to_string(card.view->values.rows()) + "x" +
@@ -358,11 +356,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       if (isCurrent) options.size.x += font * 4.5f;
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
-      if (state.view.fixedRange && card.stage == Stage::Weights) {
+      if (state.view.fixedRange && card.stage == io::MatrixKind::Weights) {
         options.vmin = state.view.rangeMin;
         options.vmax = state.view.rangeMax;
       }
-      const io::MatrixKind kind = matrixOf(card.stage);
+      const io::MatrixKind kind = card.stage;
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(
           id.c_str(), heatmaps, *card.view,
