@@ -76,13 +76,15 @@ struct PanelScratch {
   Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
   std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
   int geometryHead = -2;
-  // io::selectMatrix results for computed.revision, so big matrices are not copied every
-  // frame. Cleared when the revision changes.
+  // io::selectMatrixRef results for computed.revision: views INTO the result (no copy of
+  // its matrices), with the label vectors and titles built once per revision rather than
+  // per frame, and the few matrices that must be computed (a mean of scores over heads,
+  // the allowed-cells mask as floats). Cleared when the revision changes.
   struct CachedView {
     std::uint64_t revision = 0;
     io::MatrixKind kind = io::MatrixKind::Weights;
     int head = 0;
-    io::MatrixView view;
+    io::SelectedMatrix view;
   };
   std::deque<CachedView> viewCache;  // deque: pointers returned by cachedView() stay valid while more are added
 };

@@ -141,7 +141,7 @@ void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible)
 
 struct Card {
   io::MatrixKind stage;
-  const io::MatrixView* view = nullptr;
+  const io::SelectedMatrix* view = nullptr;
   std::string arrow;  // label of the arrow before this card ("" = none)
 };
 
@@ -224,19 +224,19 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   std::vector<float> aspects(n, 1.0f), fixedWidth(n, 0.0f), heightCap(n, 1e9f),
       labelWidths(n, 0.0f);
   for (int i = 0; i < n; ++i) {
-    const io::MatrixView* view = cards[i].view;
+    const io::SelectedMatrix* view = cards[i].view;
     float labelWidth = 0;
-    if (view != nullptr && view->values.rows() > 0) {
-      aspects[i] = std::clamp(static_cast<float>(view->values.cols()) /
-                                  static_cast<float>(view->values.rows()),
-                              0.35f, 2.0f);  // wide ones get tall cells, not a wide strip
+    if (view != nullptr && view->values().rows > 0) {
+      aspects[i] = std::clamp(
+          static_cast<float>(view->values().cols) / static_cast<float>(view->values().rows), 0.35f,
+          2.0f);  // wide ones get tall cells, not a wide strip
       // Row labels as the widget measures them (capped; the first 64 are enough).
       const int count = std::min<int>(static_cast<int>(view->rowLabels.size()), 64);
       for (int r = 0; r < count; ++r)
         labelWidth = std::max(labelWidth, ImGui::CalcTextSize(view->rowLabels[r].c_str()).x);
       labelWidth = std::min(labelWidth, font * 7.0f) + font * 0.4f;
       // A matrix with few rows needs no more than ~5 font heights per row.
-      heightCap[i] = static_cast<float>(view->values.rows()) * font * 5.0f;
+      heightCap[i] = static_cast<float>(view->values().rows) * font * 5.0f;
     }
     labelWidths[i] = labelWidth;
     fixedWidth[i] = labelWidth + style.ItemSpacing.x;
@@ -251,8 +251,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   // scores) leaves them out, unless it starts a row.
   std::vector<char> sameLabels(n, 0);
   for (int i = 1; i < n; ++i) {
-    const io::MatrixView* a = cards[i - 1].view;
-    const io::MatrixView* b = cards[i].view;
+    const io::SelectedMatrix* a = cards[i - 1].view;
+    const io::SelectedMatrix* b = cards[i].view;
     sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
   }
   auto hasLabels = [&](int i, bool rowStart) {
@@ -320,8 +320,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     const bool isCurrent = current >= 0 && stageIndex(card.stage) == current;
     std::string title = stageName(card.stage);
     if (card.view) {
-      title += "  " + std::to_string(card.view->values.rows()) + "x" +
-               std::to_string(card.view->values.cols());
+      title += "  " + std::to_string(card.view->values().rows) + "x" +
+               std::to_string(card.view->values().cols);
     }
     if (i < revealed) {
       ImGui::TextColored(isCurrent ? panel::formulaColor() : style.Colors[ImGuiCol_Text], "%s",

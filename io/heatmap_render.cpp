@@ -85,8 +85,8 @@ std::optional<MatrixKind> parseMatrixKind(std::string_view name) {
   return std::nullopt;
 }
 
-Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& problem,
-                                  MatrixKind kind, int head) {
+Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Problem& problem,
+                                         MatrixKind kind, int head) {
   const int heads = static_cast<int>(result.heads.size());
   const bool perHead = kind != MatrixKind::Concat && kind != MatrixKind::Output;
   const bool mean = head == -1;
@@ -104,8 +104,8 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
     }
   }
 
-  // 2 the values
-  MatrixView view;
+  // 2 the values: a view into the result; only a mean the result lacks is computed
+  SelectedMatrix view;
   auto meanOver = [&](Matrix HeadResult::*member) -> Expected<Matrix> {
     Matrix sum = result.heads[0].*member;
     for (int h = 1; h < heads; ++h) {
@@ -124,47 +124,48 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
       Matrix HeadResult::*member =
           kind == MatrixKind::Scores ? &HeadResult::scores : &HeadResult::weights;
       if (one) {
-        view.values = one->*member;
+        view.borrowed = matrixRef(one->*member);
       } else if (kind == MatrixKind::Weights && result.weightsMean.size() > 0) {
-        view.values = result.weightsMean;
+        view.borrowed = matrixRef(result.weightsMean);
       } else {
         Expected<Matrix> averaged = meanOver(member);
         if (!averaged) return averaged.error();
-        view.values = std::move(*averaged);
+        view.owned = std::move(*averaged);
       }
       break;
     }
     case MatrixKind::MaskedScores:
-      view.values = one->maskedScores;
+      view.borrowed = matrixRef(one->maskedScores);
       break;
     case MatrixKind::Q:
-      view.values = one->q;
+      view.borrowed = matrixRef(one->q);
       break;
     case MatrixKind::K:
-      view.values = one->k;
+      view.borrowed = matrixRef(one->k);
       break;
     case MatrixKind::V:
-      view.values = one->v;
+      view.borrowed = matrixRef(one->v);
       break;
     case MatrixKind::Context:
-      view.values = one->context;
+      view.borrowed = matrixRef(one->context);
       break;
     case MatrixKind::Concat:
-      view.values = result.concat;
+      view.borrowed = matrixRef(result.concat);
       break;
     case MatrixKind::Output:
-      view.values = result.output;
+      view.borrowed = matrixRef(result.output);
       break;
   }
 
   // 3 the labels: keys label the rows of K and V; vector matrices have numbered columns
+  const MatrixRef values = view.values();
   const bool keyRows = kind == MatrixKind::K || kind == MatrixKind::V;
-  view.rowLabels = keyRows ? labelsOrIndices(problem.keyLabels, view.values.rows(), "k")
-                           : labelsOrIndices(problem.queryLabels, view.values.rows(), "q");
+  view.rowLabels = keyRows ? labelsOrIndices(problem.keyLabels, values.rows, "k")
+                           : labelsOrIndices(problem.queryLabels, values.rows, "q");
   const bool keyCols =
       kind == MatrixKind::Scores || kind == MatrixKind::MaskedScores || kind == MatrixKind::Weights;
-  view.colLabels = keyCols ? labelsOrIndices(problem.keyLabels, view.values.cols(), "k")
-                           : indexLabels(view.values.cols());
+  view.colLabels =
+      keyCols ? labelsOrIndices(problem.keyLabels, values.cols, "k") : indexLabels(values.cols);
 
   // 4 the title, e.g. "weights · head 2 of 8" (0-based, like --head) or "· mean of 8 heads"
   view.title = std::string(toString(kind));
@@ -172,6 +173,24 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
     view.title += mean ? " · mean of " + std::to_string(heads) + " heads"
                        : " · head " + std::to_string(head) + " of " + std::to_string(heads);
   }
+  return view;
+}
+
+Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& problem,
+                                  MatrixKind kind, int head) {
+  Expected<SelectedMatrix> selected = selectMatrixRef(result, problem, kind, head);
+  if (!selected) return selected.error();
+  MatrixView view;
+  if (selected->owned.size() > 0) {
+    view.values = std::move(selected->owned);
+  } else {
+    const MatrixRef ref = selected->borrowed;
+    view.values = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>(
+        ref.data, ref.rows, ref.cols, Eigen::OuterStride<>(ref.stride));
+  }
+  view.rowLabels = std::move(selected->rowLabels);
+  view.colLabels = std::move(selected->colLabels);
+  view.title = std::move(selected->title);
   return view;
 }
 

@@ -119,6 +119,19 @@ struct MatrixView {
   std::string title;                   // e.g. "weights · head 2 of 8"
 };
 
+// A matrix picked out of a result WITHOUT copying it: values() points into the result, or
+// into `owned` for a mean over heads that the result does not store. Labels and title as
+// in MatrixView. Valid while the result lives and is not recomputed.
+struct SelectedMatrix {
+  MatrixRef borrowed;  // into the result, unless `owned` holds the values
+  Matrix owned;
+  std::vector<std::string> rowLabels;
+  std::vector<std::string> colLabels;
+  std::string title;
+
+  MatrixRef values() const { return owned.size() > 0 ? matrixRef(owned) : borrowed; }
+};
+
 // What the renderers, the exports and the screen widget draw: a NON-OWNING view of a matrix
 // with its labels and title, so that a result's matrices, an imported tensor's (layer, head)
 // slice or a model's output are shown without a copy. The owner must outlive the view.
@@ -133,12 +146,17 @@ struct HeatmapView {
   HeatmapView(MatrixRef values, std::span<const std::string> rowLabels,
               std::span<const std::string> colLabels, std::string_view title)
       : values(values), rowLabels(rowLabels), colLabels(colLabels), title(title) {}
-  // A view of an owning MatrixView (implicit, so a MatrixView can be passed as is).
+  // Views of a MatrixView or a SelectedMatrix (implicit, so either can be passed as is).
   HeatmapView(const MatrixView& owner)  // NOLINT(google-explicit-constructor)
       : values(matrixRef(owner.values)),
         rowLabels(owner.rowLabels),
         colLabels(owner.colLabels),
         title(owner.title) {}
+  HeatmapView(const SelectedMatrix& selected)  // NOLINT(google-explicit-constructor)
+      : values(selected.values()),
+        rowLabels(selected.rowLabels),
+        colLabels(selected.colLabels),
+        title(selected.title) {}
 };
 
 // Picks a matrix out of a result. head: 0-based head (the title says "head 2 of 8" for
@@ -147,6 +165,9 @@ struct HeatmapView {
 // ("head" or "matrix").
 Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& problem,
                                   MatrixKind kind, int head);
+// The same selection without copying the matrix (see SelectedMatrix): what the app shows.
+Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Problem& problem,
+                                         MatrixKind kind, int head);
 
 // ---------------------------------------------------------------------------------------
 // Rendering

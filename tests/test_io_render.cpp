@@ -309,6 +309,37 @@ struct Fixture {
   }
 };
 
+TEST(SelectMatrix, TheRefVariantPointsIntoTheResultAndOwnsOnlyComputedMeans) {
+  Fixture fx;
+  Expected<SelectedMatrix> w = selectMatrixRef(fx.result, fx.problem, MatrixKind::Weights, 1);
+  ASSERT_TRUE(w) << w.error().message();
+  EXPECT_EQ(w->values().data, fx.result.heads[1].weights.data());  // no copy
+  EXPECT_EQ(w->owned.size(), 0);
+  EXPECT_EQ(w->title, "weights · head 1 of 2");
+  const HeatmapView view = *w;
+  EXPECT_EQ(view.values(1, 0), 0.5f);
+  EXPECT_EQ(view.colLabels[2], "c");
+  // The mean of scores is not stored in the result: computed once and owned.
+  Expected<SelectedMatrix> mean = selectMatrixRef(fx.result, fx.problem, MatrixKind::Scores, -1);
+  ASSERT_TRUE(mean);
+  EXPECT_EQ(mean->values().data, mean->owned.data());
+  EXPECT_EQ(mean->values()(1, 2), 9.0f);  // (6 + 12) / 2
+  // The owning selectMatrix is the same selection, copied.
+  for (MatrixKind kind : {MatrixKind::Q, MatrixKind::K, MatrixKind::MaskedScores,
+                          MatrixKind::Context, MatrixKind::Concat, MatrixKind::Output}) {
+    Expected<SelectedMatrix> ref = selectMatrixRef(fx.result, fx.problem, kind, 0);
+    Expected<MatrixView> copy = selectMatrix(fx.result, fx.problem, kind, 0);
+    ASSERT_TRUE(ref && copy);
+    const MatrixRef values = ref->values();
+    ASSERT_EQ(values.rows, copy->values.rows());
+    ASSERT_EQ(values.cols, copy->values.cols());
+    for (int r = 0; r < values.rows; ++r)
+      for (int c = 0; c < values.cols; ++c) EXPECT_EQ(values(r, c), copy->values(r, c));
+    EXPECT_EQ(ref->rowLabels, copy->rowLabels);
+    EXPECT_EQ(ref->title, copy->title);
+  }
+}
+
 TEST(SelectMatrix, PerHeadMatricesAndLabels) {
   Fixture fx;
   Expected<MatrixView> w = selectMatrix(fx.result, fx.problem, MatrixKind::Weights, 1);
