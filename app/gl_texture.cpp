@@ -46,17 +46,27 @@ fs::path findShaderDir() {
   return {};
 }
 
+// The info log of a shader or program whose `status` (GL_COMPILE_STATUS, GL_LINK_STATUS)
+// is false, or "" when it is true. getIv / getLog: glGetShaderiv / glGetShaderInfoLog or
+// the program ones.
+template <class GetIv, class GetLog>
+std::string failureLog(GLuint object, GLenum status, GetIv getIv, GetLog getLog) {
+  GLint ok = 0;
+  getIv(object, status, &ok);
+  if (ok) return {};
+  char log[2048] = {};
+  getLog(object, sizeof log, nullptr, log);
+  return log[0] != '\0' ? std::string(log) : std::string("(no log)");
+}
+
 std::string compileShader(GLenum type, const std::string& source, const std::string& name,
                           GLuint* out) {
   GLuint shader = glCreateShader(type);
   const char* text = source.c_str();
   glShaderSource(shader, 1, &text, nullptr);
   glCompileShader(shader);
-  GLint ok = 0;
-  glGetShaderiv(shader, GL_COMPILE_STATUS, &ok);
-  if (!ok) {
-    char log[2048] = {};
-    glGetShaderInfoLog(shader, sizeof log, nullptr, log);
+  if (std::string log = failureLog(shader, GL_COMPILE_STATUS, glGetShaderiv, glGetShaderInfoLog);
+      !log.empty()) {
     glDeleteShader(shader);
     return name + ": " + log;
   }
@@ -104,13 +114,10 @@ std::string GlHeatmapTextures::init() {
   glLinkProgram(program);
   glDeleteShader(vert);
   glDeleteShader(frag);
-  GLint ok = 0;
-  glGetProgramiv(program, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    char log[2048] = {};
-    glGetProgramInfoLog(program, sizeof log, nullptr, log);
+  if (std::string log = failureLog(program, GL_LINK_STATUS, glGetProgramiv, glGetProgramInfoLog);
+      !log.empty()) {
     glDeleteProgram(program);
-    return std::string("linking the heatmap shader: ") + log;
+    return "linking the heatmap shader: " + log;
   }
   program_ = program;
   locProj_ = glGetUniformLocation(program, "ProjMtx");

@@ -23,27 +23,10 @@ using panel::tooltip;
 // ---------------------------------------------------------------------------------------
 
 const char* stageName(io::MatrixKind stage) {
-  switch (stage) {
-    case io::MatrixKind::Q:
-      return "Q";
-    case io::MatrixKind::K:
-      return "K";
-    case io::MatrixKind::V:
-      return "V";
-    case io::MatrixKind::Scores:
-      return "scores";
-    case io::MatrixKind::MaskedScores:
-      return "masked scores";
-    case io::MatrixKind::Weights:
-      return "weights";
-    case io::MatrixKind::Context:
-      return "context";
-    case io::MatrixKind::Concat:
-      return "concat";
-    case io::MatrixKind::Output:
-      return "output";
-  }
-  return "";
+  // In kPipelineOrder.
+  static constexpr const char* kNames[kStages] = {
+      "Q", "K", "V", "scores", "masked scores", "weights", "context", "concat", "output"};
+  return kNames[stageIndex(stage)];
 }
 
 const char* stageDescription(io::MatrixKind stage) {
@@ -88,8 +71,7 @@ std::string arrowLabel(io::MatrixKind stage, const Scenario& doc) {
         case ScoreKind::Mlp: return "→ MLP";
       }
       return "→ score";
-    case io::MatrixKind::MaskedScores:
-      return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
+    case io::MatrixKind::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
     case io::MatrixKind::Weights:
       switch (doc.normalizer.kind) {
         case NormalizerKind::Softmax: return "→ softmax";
@@ -98,12 +80,9 @@ std::string arrowLabel(io::MatrixKind stage, const Scenario& doc) {
         case NormalizerKind::Sparsemax: return "→ sparsemax";
       }
       return "→ normalise";
-    case io::MatrixKind::Context:
-      return "→ ·V";
-    case io::MatrixKind::Concat:
-      return "→ concat";
-    case io::MatrixKind::Output:
-      return "→ ·W_o";
+    case io::MatrixKind::Context: return "→ ·V";
+    case io::MatrixKind::Concat: return "→ concat";
+    case io::MatrixKind::Output: return "→ ·W_o";
     default: return "";
   }
 }

@@ -461,12 +461,17 @@ HeatmapRecord drawOnce(HeatmapCache& cache, const io::HeatmapView& view, std::ui
   return cache.impl().records.front();
 }
 
+io::MatrixView constantView(int rows, int cols, float value, const char* title) {
+  io::MatrixView view;
+  view.values = Matrix::Constant(rows, cols, value);
+  view.title = title;
+  return view;
+}
+
 TEST(HeatmapWidget, CellTextIsTheExportsTextForTheSameValue) {
   ImGuiContextGuard guard;
   HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
-  io::MatrixView view;
-  view.values = Matrix::Constant(1, 1, 927.0f);
-  view.title = "scores";
+  io::MatrixView view = constantView(1, 1, 927.0f, "scores");
   HeatmapOptions options;
   options.size = ImVec2(400, 400);
   const HeatmapRecord record = drawOnce(cache, view, 1, options);
@@ -486,9 +491,7 @@ TEST(HeatmapWidget, CellTextIsTheExportsTextForTheSameValue) {
 TEST(HeatmapWidget, NarrowCellsDropDigitsInsteadOfGoingBlank) {
   ImGuiContextGuard guard;
   HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
-  io::MatrixView view;
-  view.values = Matrix::Constant(1, 24, 0.1192f);
-  view.title = "weights";
+  const io::MatrixView view = constantView(1, 24, 0.1192f, "weights");
   HeatmapOptions options;
   options.size = ImVec2(780, 300);
   options.axisLabels = false;
