@@ -31,6 +31,7 @@
 #include "app/cli.h"
 #include "app/compute_service.h"
 #include "app/files.h"
+#include "app/gl_texture.h"
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panel_registry.h"
@@ -903,7 +904,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     close();
     return code;
   }
-  s.heatmaps = std::make_unique<HeatmapCache>(true);
+  s.heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
   s.compute = std::make_unique<ComputeService>();
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = findAssetDir();

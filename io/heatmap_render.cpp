@@ -85,8 +85,8 @@ std::optional<MatrixKind> parseMatrixKind(std::string_view name) {
   return std::nullopt;
 }
 
-Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& problem,
-                                  MatrixKind kind, int head) {
+Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Problem& problem,
+                                         MatrixKind kind, int head) {
   const int heads = static_cast<int>(result.heads.size());
   const bool perHead = kind != MatrixKind::Concat && kind != MatrixKind::Output;
   const bool mean = head == -1;
@@ -104,8 +104,8 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
     }
   }
 
-  // 2 the values
-  MatrixView view;
+  // 2 the values: a view into the result; only a mean the result lacks is computed
+  SelectedMatrix view;
   auto meanOver = [&](Matrix HeadResult::*member) -> Expected<Matrix> {
     Matrix sum = result.heads[0].*member;
     for (int h = 1; h < heads; ++h) {
@@ -124,47 +124,48 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
       Matrix HeadResult::*member =
           kind == MatrixKind::Scores ? &HeadResult::scores : &HeadResult::weights;
       if (one) {
-        view.values = one->*member;
+        view.borrowed = matrixRef(one->*member);
       } else if (kind == MatrixKind::Weights && result.weightsMean.size() > 0) {
-        view.values = result.weightsMean;
+        view.borrowed = matrixRef(result.weightsMean);
       } else {
         Expected<Matrix> averaged = meanOver(member);
         if (!averaged) return averaged.error();
-        view.values = std::move(*averaged);
+        view.owned = std::move(*averaged);
       }
       break;
     }
     case MatrixKind::MaskedScores:
-      view.values = one->maskedScores;
+      view.borrowed = matrixRef(one->maskedScores);
       break;
     case MatrixKind::Q:
-      view.values = one->q;
+      view.borrowed = matrixRef(one->q);
       break;
     case MatrixKind::K:
-      view.values = one->k;
+      view.borrowed = matrixRef(one->k);
       break;
     case MatrixKind::V:
-      view.values = one->v;
+      view.borrowed = matrixRef(one->v);
       break;
     case MatrixKind::Context:
-      view.values = one->context;
+      view.borrowed = matrixRef(one->context);
       break;
     case MatrixKind::Concat:
-      view.values = result.concat;
+      view.borrowed = matrixRef(result.concat);
       break;
     case MatrixKind::Output:
-      view.values = result.output;
+      view.borrowed = matrixRef(result.output);
       break;
   }
 
   // 3 the labels: keys label the rows of K and V; vector matrices have numbered columns
+  const MatrixRef values = view.values();
   const bool keyRows = kind == MatrixKind::K || kind == MatrixKind::V;
-  view.rowLabels = keyRows ? labelsOrIndices(problem.keyLabels, view.values.rows(), "k")
-                           : labelsOrIndices(problem.queryLabels, view.values.rows(), "q");
+  view.rowLabels = keyRows ? labelsOrIndices(problem.keyLabels, values.rows, "k")
+                           : labelsOrIndices(problem.queryLabels, values.rows, "q");
   const bool keyCols =
       kind == MatrixKind::Scores || kind == MatrixKind::MaskedScores || kind == MatrixKind::Weights;
-  view.colLabels = keyCols ? labelsOrIndices(problem.keyLabels, view.values.cols(), "k")
-                           : indexLabels(view.values.cols());
+  view.colLabels =
+      keyCols ? labelsOrIndices(problem.keyLabels, values.cols, "k") : indexLabels(values.cols);
 
   // 4 the title, e.g. "weights · head 2 of 8" (0-based, like --head) or "· mean of 8 heads"
   view.title = std::string(toString(kind));
@@ -175,37 +176,22 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
   return view;
 }
 
-// =======================================================================================
-// Number formatting
-// =======================================================================================
-
-std::string formatCellValue(float value, int decimals) {
-  if (std::isnan(value)) return "NaN";
-  if (value == -kInf) return "\u2212\u221E";
-  if (value == kInf) return "\u221E";
-  decimals = std::clamp(decimals, 0, 9);
-  const double magnitude = std::fabs(static_cast<double>(value));
-  char buffer[64];
-  if (magnitude >= 1e5) {
-    // 123456 -> "1.2e5": mantissa with decimals-1 digits, exponent without '+' and zeros.
-    std::snprintf(buffer, sizeof buffer, "%.*e", std::max(decimals - 1, 0),
-                  static_cast<double>(value));
-    std::string text = buffer;
-    const size_t e = text.find('e');
-    std::string exponent = text.substr(e + 1);
-    const bool negative = exponent[0] == '-';
-    exponent = exponent.substr(1);
-    exponent.erase(0, std::min(exponent.find_first_not_of('0'), exponent.size() - 1));
-    return text.substr(0, e) + "e" + (negative ? "-" : "") + exponent;
+Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& problem,
+                                  MatrixKind kind, int head) {
+  Expected<SelectedMatrix> selected = selectMatrixRef(result, problem, kind, head);
+  if (!selected) return selected.error();
+  MatrixView view;
+  if (selected->owned.size() > 0) {
+    view.values = std::move(selected->owned);
+  } else {
+    const MatrixRef ref = selected->borrowed;
+    view.values = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>(
+        ref.data, ref.rows, ref.cols, Eigen::OuterStride<>(ref.stride));
   }
-  const int integerDigits =
-      magnitude < 1 ? 1 : static_cast<int>(std::floor(std::log10(magnitude))) + 1;
-  const int after = std::max(0, decimals - (integerDigits - 1));
-  std::snprintf(buffer, sizeof buffer, "%.*f", after, static_cast<double>(value));
-  std::string text = buffer;
-  // A tiny negative value rounds to "-0.00"; the sign carries no information then.
-  if (text[0] == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
-  return text;
+  view.rowLabels = std::move(selected->rowLabels);
+  view.colLabels = std::move(selected->colLabels);
+  view.title = std::move(selected->title);
+  return view;
 }
 
 // =======================================================================================
@@ -344,8 +330,8 @@ std::u32string displayText(const Font* font, std::string_view utf8) {
 
 // A number as drawn: the typographic minus (U+2212) instead of the hyphen, like
 // matplotlib, when the font has it. Files of numbers (CSV) keep the ASCII '-'.
-std::u32string displayNumber(const Font* font, float value, int decimals) {
-  std::u32string text = displayText(font, formatCellValue(value, decimals));
+std::u32string displayNumber(const Font* font, float value, int digits) {
+  std::u32string text = displayText(font, formatNumber(value, digits));
   if (font && !text.empty() && text[0] == U'-' && font->hasGlyph(U'\u2212')) text[0] = U'\u2212';
   return text;
 }
@@ -461,6 +447,7 @@ struct Layout {
   bool showTitle = false, showRowLabels = false, showColLabels = false;
   bool showCellLabels = false, showColorbar = false;
   bool colLabelsVertical = false;
+  int cellDigits = kCellDigits;  // significant digits of the cell labels (<= style.digits)
   int rowStep = 1, colStep = 1;
   int rowLabelRight = 0;   // right edge of the row labels
   int colLabelBottom = 0;  // bottom edge of the column labels
@@ -480,16 +467,16 @@ struct Layout {
   }
 };
 
-std::string rowLabel(const MatrixView& view, int r) {
+std::string rowLabel(const HeatmapView& view, int r) {
   return static_cast<size_t>(r) < view.rowLabels.size() ? view.rowLabels[static_cast<size_t>(r)]
                                                         : std::to_string(r);
 }
-std::string colLabel(const MatrixView& view, int c) {
+std::string colLabel(const HeatmapView& view, int c) {
   return static_cast<size_t>(c) < view.colLabels.size() ? view.colLabels[static_cast<size_t>(c)]
                                                         : std::to_string(c);
 }
 
-Status checkStyle(const MatrixView& view, const HeatmapStyle& style) {
+Status checkStyle(const HeatmapView& view, const HeatmapStyle& style) {
   if (style.scale < 1 || style.scale > 8) {
     return Error{"", "scale", "must be between 1 and 8 (got " + std::to_string(style.scale) + ")"};
   }
@@ -501,33 +488,33 @@ Status checkStyle(const MatrixView& view, const HeatmapStyle& style) {
     return Error{"", "cellGap",
                  "must be between 0 and 8 pixels (got " + std::to_string(style.cellGap) + ")"};
   }
-  if (style.decimals < 0 || style.decimals > 9) {
-    return Error{"", "decimals",
-                 "must be between 0 and 9 (got " + std::to_string(style.decimals) + ")"};
+  if (style.digits < 1 || style.digits > 9) {
+    return Error{"", "digits",
+                 "must be between 1 and 9 (got " + std::to_string(style.digits) + ")"};
   }
   if ((style.vmin && !std::isfinite(*style.vmin)) || (style.vmax && !std::isfinite(*style.vmax))) {
     return Error{"", "vmin", "vmin and vmax must be finite numbers"};
   }
   if (style.vmin && style.vmax && *style.vmin > *style.vmax) {
     return Error{"", "vmin",
-                 "vmin (" + formatCellValue(*style.vmin, 6) + ") must not be greater than vmax (" +
-                     formatCellValue(*style.vmax, 6) + ")"};
+                 "vmin (" + formatNumber(*style.vmin, 6) + ") must not be greater than vmax (" +
+                     formatNumber(*style.vmax, 6) + ")"};
   }
-  if (view.values.rows() == 0 || view.values.cols() == 0) {
+  if (view.values.rows == 0 || view.values.cols == 0) {
     return Error{"", "matrix",
-                 "the matrix is empty (" + std::to_string(view.values.rows()) + " x " +
-                     std::to_string(view.values.cols()) + "), nothing to draw"};
+                 "the matrix is empty (" + std::to_string(view.values.rows) + " x " +
+                     std::to_string(view.values.cols) + "), nothing to draw"};
   }
   return Ok{};
 }
 
 // The whole layout. `font` may be null (cellRect without a font): text is then estimated.
-Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Font* font) {
+Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font) {
   Layout L;
   const int s = style.scale;
   L.scale = s;
-  L.rows = static_cast<int>(view.values.rows());
-  L.cols = static_cast<int>(view.values.cols());
+  L.rows = static_cast<int>(view.values.rows);
+  L.cols = static_cast<int>(view.values.cols);
   L.range = valueRange(view.values, style.vmin, style.vmax);
 
   // 1 cell size (scale 1): shrink to the budget, pool when below one pixel
@@ -561,29 +548,34 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
   auto lineOf = [&](float px) {
     return static_cast<int>(std::ceil(font ? font->lineHeight(px) : 1.17f * px));
   };
-  auto widthOf = [&](const std::string& text, float px) {
+  auto widthOf = [&](std::string_view text, float px) {
     return static_cast<int>(std::ceil(textWidth(font, displayText(font, text), px)));
   };
   const int axisLine = lineOf(axisPx), tickLine = lineOf(tickPx);
   const int margin = static_cast<int>(std::lround(axisPx * 0.8f));
   const int pad = static_cast<int>(std::lround(axisPx * 0.45f));
 
-  // 3 cell labels: ~0.3 of the cell, shrunk to fit the widest label, shown only when the
-  //   cell is at least 2.5 font heights tall (and the matrix isn't pooled)
+  // 3 cell labels: ~0.3 of the cell, shrunk to fit the widest label down to 7 px, then with
+  //   fewer digits (fittedCellLabel's rule); shown only when the cell is at least 2.5 font
+  //   heights tall (and the matrix isn't pooled)
   float cellPx = std::clamp(0.3f * static_cast<float>(cell), 8.0f, 18.0f);
   bool showCellLabels = style.cellLabels && L.pool == 1 && cell >= 2.5f * cellPx;
   if (showCellLabels) {
-    float widest = 0;
-    for (int r = 0; r < L.rows; ++r) {
-      for (int c = 0; c < L.cols; ++c) {
-        const float w =
-            textWidth(font, displayNumber(font, view.values(r, c), style.decimals), cellPx);
-        widest = std::max(widest, w);
-      }
-    }
     const float room = static_cast<float>(cell) - 4.0f;
-    if (widest > room) cellPx *= room / widest;
-    showCellLabels = cellPx >= 7.0f;
+    const float basePx = cellPx;
+    showCellLabels = false;
+    for (int digits = style.digits; digits >= 1 && !showCellLabels; --digits) {
+      float widest = 0;
+      for (int r = 0; r < L.rows; ++r) {
+        for (int c = 0; c < L.cols; ++c) {
+          widest = std::max(
+              widest, textWidth(font, displayNumber(font, view.values(r, c), digits), basePx));
+        }
+      }
+      cellPx = widest > room ? basePx * room / widest : basePx;
+      showCellLabels = cellPx >= 7.0f;
+      L.cellDigits = digits;
+    }
   }
 
   // 4 axis labels: thinned to every niceStep-th so they never overlap
@@ -651,7 +643,7 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
     int widest = 0;
     for (float t : L.ticks) {
       widest = std::max(widest, static_cast<int>(std::ceil(textWidth(
-                                    font, displayNumber(font, t, style.decimals), tickPx))));
+                                    font, displayNumber(font, t, style.digits), tickPx))));
     }
     right = tickLabelX + widest;
     bottom = std::max(bottom, gridY + cbH + tickLine / 2 + 1);
@@ -692,19 +684,12 @@ Layout computeLayout(const MatrixView& view, const HeatmapStyle& style, const Fo
   return L;
 }
 
-// Max-pool: NaN wins (it must never hide), then the largest value; -inf only if all are.
-Matrix maxPool(const Matrix& values, int pool, int gridRows, int gridCols) {
-  if (pool == 1) return values;
-  Matrix pooled = Matrix::Constant(gridRows, gridCols, -kInf);
-  for (Eigen::Index r = 0; r < values.rows(); ++r) {
-    for (Eigen::Index c = 0; c < values.cols(); ++c) {
-      float& dst = pooled(r / pool, c / pool);
-      const float v = values(r, c);
-      if (std::isnan(dst)) continue;
-      if (std::isnan(v) || v > dst) dst = v;
-    }
-  }
-  return pooled;
+// The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`).
+MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage) {
+  if (L.pool == 1) return view.values;
+  storage.resize(L.gridRows, L.gridCols);
+  maxPool(view.values, L.pool, L.gridRows, L.gridCols, storage.data());
+  return matrixRef(storage);
 }
 
 // Where a text's origin goes: centred vertically on y (using the cap height, which centres
@@ -801,13 +786,14 @@ bool onHatch(int localX, int localY, int cellEdge, int scale) {
   return (localX + localY) % period < scale;
 }
 
-void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style, const Layout& L,
+void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style, const Layout& L,
                 const Font& font) {
   image.width = L.width;
   image.height = L.height;
   image.rgb.assign(static_cast<size_t>(L.width) * static_cast<size_t>(L.height) * 3, 255);
   Canvas canvas(image);
-  const Matrix pooled = maxPool(view.values, L.pool, L.gridRows, L.gridCols);
+  Matrix pooledStorage;
+  const MatrixRef pooled = gridValues(view, L, pooledStorage);
 
   // 1 cells
   for (int r = 0; r < L.gridRows; ++r) {
@@ -832,12 +818,12 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
     for (int r = 0; r < L.rows; ++r) {
       for (int c = 0; c < L.cols; ++c) {
         const float v = view.values(r, c);
-        const std::u32string text = displayNumber(&font, v, style.decimals);
+        const std::u32string text = displayNumber(&font, v, L.cellDigits);
         const float cx = static_cast<float>(L.cellX(c)) + static_cast<float>(L.cell) / 2;
         const float cy = static_cast<float>(L.cellY(r)) + static_cast<float>(L.cell) / 2;
         const TextPlacement at = placeText(font, text, L.cellPx, cx, cy, Align::Center);
         canvas.text(font, text, L.cellPx, at.x, at.baseline,
-                    labelColorOn(valueColor(style.colormap, v, L.range)));
+                    cellLabelColor(style.colormap, v, L.range));
       }
     }
   }
@@ -883,7 +869,7 @@ void drawRaster(Image& image, const MatrixView& view, const HeatmapStyle& style,
     for (float t : L.ticks) {
       const int y = L.tickY(t);
       canvas.fill(L.cbX + L.cbW, y, L.cbX + L.cbW + L.tickLength, y + L.frame, kFrameColor);
-      const std::u32string text = displayNumber(&font, t, style.decimals);
+      const std::u32string text = displayNumber(&font, t, style.digits);
       const TextPlacement at =
           placeText(font, text, L.tickPx, static_cast<float>(L.tickLabelX),
                     static_cast<float>(y) + static_cast<float>(L.frame) / 2, Align::Left);
@@ -946,7 +932,7 @@ std::string svgText(const Font& font, std::string_view label, float px, float x,
          xmlEscape(utf8) + "</text>\n";
 }
 
-std::string renderSvg(const MatrixView& view, const HeatmapStyle& style, const Layout& L,
+std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const Layout& L,
                       const Font& font) {
   std::string out;
   out.reserve(4096 + static_cast<size_t>(L.gridRows) * static_cast<size_t>(L.gridCols) * 16);
@@ -980,7 +966,8 @@ std::string renderSvg(const MatrixView& view, const HeatmapStyle& style, const L
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
 
   // 2 cells; runs of equal colour in a row are merged (large matrices stay small)
-  const Matrix pooled = maxPool(view.values, L.pool, L.gridRows, L.gridCols);
+  Matrix pooledStorage;
+  const MatrixRef pooled = gridValues(view, L, pooledStorage);
   out += "<g shape-rendering=\"crispEdges\">\n";
   for (int r = 0; r < L.gridRows; ++r) {
     int c = 0;
@@ -1016,11 +1003,11 @@ std::string renderSvg(const MatrixView& view, const HeatmapStyle& style, const L
     for (int r = 0; r < L.rows; ++r) {
       for (int c = 0; c < L.cols; ++c) {
         const float v = view.values(r, c);
-        const std::string text = toUtf8(displayNumber(&font, v, style.decimals));
+        const std::string text = toUtf8(displayNumber(&font, v, L.cellDigits));
         const float cx = static_cast<float>(L.cellX(c)) + static_cast<float>(L.cell) / 2;
         const float cy = static_cast<float>(L.cellY(r)) + static_cast<float>(L.cell) / 2;
         out += svgText(font, text, L.cellPx, cx, cy + font.capHeight * L.cellPx / 2, "middle",
-                       labelColorOn(valueColor(style.colormap, v, L.range)));
+                       cellLabelColor(style.colormap, v, L.range));
       }
     }
   }
@@ -1067,7 +1054,7 @@ std::string renderSvg(const MatrixView& view, const HeatmapStyle& style, const L
       out += "<line x1=\"" + std::to_string(L.cbX + L.cbW) + "\" y1=\"" + num(y) + "\" x2=\"" +
              std::to_string(L.cbX + L.cbW + L.tickLength) + "\" y2=\"" + num(y) + "\" stroke=\"" +
              hexColor(kFrameColor) + "\" stroke-width=\"" + std::to_string(L.frame) + "\"/>\n";
-      out += svgText(font, toUtf8(displayNumber(&font, t, style.decimals)), L.tickPx,
+      out += svgText(font, toUtf8(displayNumber(&font, t, style.digits)), L.tickPx,
                      static_cast<float>(L.tickLabelX),
                      static_cast<float>(y) + font.capHeight * L.tickPx / 2, "start", kTextColor);
     }
@@ -1100,16 +1087,16 @@ std::string csvNumber(float v) {
   return buffer;
 }
 
-std::string renderCsv(const MatrixView& view) {
+std::string renderCsv(const HeatmapView& view) {
   std::string out;
-  for (int c = 0; c < view.values.cols(); ++c) {
+  for (int c = 0; c < view.values.cols; ++c) {
     out += ',';  // (not "," + field: GCC 12 -Wrestrict false positive at -O3)
     out += csvField(colLabel(view, c));
   }
   out += "\n";
-  for (int r = 0; r < view.values.rows(); ++r) {
+  for (int r = 0; r < view.values.rows; ++r) {
     out += csvField(rowLabel(view, r));
-    for (int c = 0; c < view.values.cols(); ++c) {
+    for (int c = 0; c < view.values.cols; ++c) {
       out += ',';
       out += csvNumber(view.values(r, c));
     }
@@ -1174,7 +1161,7 @@ Status checkRasterSize(const Layout& layout) {
 // Public entry points
 // =======================================================================================
 
-Expected<Image> renderHeatmap(const MatrixView& view, const HeatmapStyle& style) {
+Expected<Image> renderHeatmap(const HeatmapView& view, const HeatmapStyle& style) {
   Status valid = checkStyle(view, style);
   if (!valid) return valid.error();
   Expected<const Font*> font = loadFont(fontPathOf(style));
@@ -1187,7 +1174,7 @@ Expected<Image> renderHeatmap(const MatrixView& view, const HeatmapStyle& style)
   return image;
 }
 
-PixelRect cellRect(const MatrixView& view, const HeatmapStyle& style, int row, int col) {
+PixelRect cellRect(const HeatmapView& view, const HeatmapStyle& style, int row, int col) {
   if (!checkStyle(view, style)) return {0, 0, 0, 0};
   Expected<const Font*> font = loadFont(fontPathOf(style));
   const Layout L = computeLayout(view, style, font ? *font : nullptr);
@@ -1197,7 +1184,7 @@ PixelRect cellRect(const MatrixView& view, const HeatmapStyle& style, int row, i
   return {x0, y0, x0 + L.cell, y0 + L.cell};
 }
 
-Status exportMatrix(const MatrixView& view, const HeatmapStyle& style, const std::string& path) {
+Status exportMatrix(const HeatmapView& view, const HeatmapStyle& style, const std::string& path) {
   // 1 the format, from the extension
   std::string extension = std::filesystem::path(path).extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
