@@ -6,57 +6,29 @@
 // move the UV rectangle, and text labels are drawn only for visible cells that are large
 // enough. When cells are smaller than a pixel the shader reads a max-pooled level of detail
 // (computed on the CPU at upload time), so that sharp peaks stay visible.
+//
+// This file: the cache, uploads, and heatmapWidget() calling its pieces, which live by
+// concern in heatmap_widget_layout.cpp, heatmap_widget_draw.cpp and heatmap_widget_menu.cpp
+// (see heatmap_widget_parts.h).
 #include "app/heatmap_widget.h"
 
 #include <algorithm>
-#include <cmath>
+#include <cctype>
 #include <cstddef>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <limits>
-#include <optional>
-#include <span>
+#include <vector>
 
 #include <imgui.h>
-#include <imgui_internal.h>  // SetItemUsingMouseWheel
-#include <imgui_stdlib.h>
 
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget_impl.h"
+#include "app/heatmap_widget_parts.h"
 
 namespace attn::app {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 // Levels of detail stop when both sides are at most this many texels.
 constexpr int kMinPooledSide = 16;
-
-// =======================================================================================
-// Small helpers
-// =======================================================================================
-
-// ImGui colour of an io colour.
-ImU32 imColor(io::Rgb c) {
-  return IM_COL32(c.r, c.g, c.b, 255);
-}
-
-// Text cut to `maxWidth` with an ellipsis.
-std::string fitText(const std::string& text, float maxWidth) {
-  if (ImGui::CalcTextSize(text.c_str()).x <= maxWidth) return text;
-  std::string cut = text;
-  while (!cut.empty()) {
-    // Drop one UTF-8 code point.
-    do cut.pop_back();
-    while (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0x80);
-    if (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0x80)) cut.pop_back();
-    const std::string candidate = cut + "\xE2\x80\xA6";  // …
-    if (ImGui::CalcTextSize(candidate.c_str()).x <= maxWidth) return candidate;
-  }
-  return {};
-}
 
 // Uploads `values` and its max-pooled levels of detail (halvings until both sides are at
 // most kMinPooledSide, GL's mip sizes max(1, side / 2)), and keeps its finite range for the
@@ -80,18 +52,6 @@ void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry, M
   }
   entry.levels = static_cast<int>(levels.size());
   entry.texture = textures.upload(entry.texture, levels);
-}
-
-// Keeps the zoom rectangle inside [0, 1] and at least one cell wide.
-void clampUv(HeatmapCache::Impl::Entry& entry) {
-  auto clampAxis = [](float& a, float& b, int cells) {
-    const float minSpan = std::min(1.f, 1.f / std::max(1, cells));
-    float span = std::clamp(b - a, minSpan, 1.f);
-    a = std::clamp(a, 0.f, 1.f - span);
-    b = a + span;
-  };
-  clampAxis(entry.u0, entry.u1, entry.cols);
-  clampAxis(entry.v0, entry.v1, entry.rows);
 }
 
 }  // namespace
@@ -149,83 +109,6 @@ std::string HeatmapCache::initGpu() {
 // The widget
 // =======================================================================================
 
-namespace {
-
-// The export dialog: path prefilled, written through io::exportMatrix like the CLI.
-bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
-                     const io::HeatmapView& view, const HeatmapOptions& options) {
-  bool exported = false;
-  const float font = ImGui::GetFontSize();
-  ImGui::SetNextWindowSize(ImVec2(font * 34, 0), ImGuiCond_Appearing);
-  if (!ImGui::BeginPopupModal("Export heatmap", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-    return false;
-  }
-  ImGui::TextUnformatted(view.title.data(), view.title.data() + view.title.size());
-  ImGui::SetNextItemWidth(font * 30);
-  if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
-  ImGui::InputText("File", &entry.exportPath);
-  if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip(
-        "Where to write. The extension picks the format: .png, .svg or .csv.\n"
-        "Folders are created as needed.");
-  }
-  const std::string extension = fs::path(entry.exportPath).extension().string();
-  if (extension == ".png") {
-    ImGui::SetNextItemWidth(font * 8);
-    ImGui::SliderInt("Scale", &entry.exportScale, 1, 8, "%dx");
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("Resolution multiplier for slides and papers (1x = 40 px cells).");
-    }
-  }
-  if (!entry.exportStatus.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, entry.exportFailed
-                                             ? ImVec4(1.f, 0.35f, 0.3f, 1.f)
-                                             : ImGui::GetStyleColorVec4(ImGuiCol_Text));
-    ImGui::TextWrapped("%s", entry.exportStatus.c_str());
-    ImGui::PopStyleColor();
-  }
-  if (ImGui::Button("Export", ImVec2(font * 6, 0)) ||
-      (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter)) && !entry.exportPath.empty())) {
-    io::HeatmapStyle style;
-    style.colormap = options.colormap;
-    // A file stands alone: always with axis labels and a colour bar (the on-screen widget
-    // may drop them to save space), so the output is `attnscope export` with its defaults
-    // plus the colormap, cell labels, scale and fixed range shown here.
-    style.cellLabels = options.cellLabels;
-    style.axisLabels = true;
-    style.colorbar = true;
-    style.scale = std::clamp(entry.exportScale, 1, 8);
-    style.vmin = options.vmin;
-    style.vmax = options.vmax;
-    std::error_code ec;
-    const fs::path parent = fs::path(entry.exportPath).parent_path();
-    if (!parent.empty()) fs::create_directories(parent, ec);
-    Status status = io::exportMatrix(view, style, entry.exportPath);
-    if (status) {
-      impl.messages.push_back("exported " + std::string(view.title) + " to " + entry.exportPath);
-      entry.exportStatus.clear();
-      entry.exportFailed = false;
-      exported = true;
-      ImGui::CloseCurrentPopup();
-    } else {
-      entry.exportStatus = status.error().message();
-      entry.exportFailed = true;
-    }
-  }
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("Write the file (same output as `attnscope export`).");
-  ImGui::SameLine();
-  if (ImGui::Button("Cancel", ImVec2(font * 6, 0)) ||
-      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
-    entry.exportStatus.clear();
-    ImGui::CloseCurrentPopup();
-  }
-  ImGui::EndPopup();
-  return exported;
-}
-
-}  // namespace
-
 HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::HeatmapView& view,
                                  std::uint64_t contentRevision, const HeatmapOptions& options) {
   HeatmapInteraction interaction;
@@ -265,339 +148,22 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   }
   const io::ValueRange range = io::colorRange(entry.finite, options.vmin, options.vmax);
 
-  // 3 layout: row labels | grid | colorbar, column labels above the grid
-  const ImGuiIO& io = ImGui::GetIO();
-  const float font = ImGui::GetFontSize();
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
-  ImVec2 area = options.size;
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  if (area.x <= 0) area.x = std::max(avail.x, font * 6);
-  if (area.y <= 0) area.y = avail.y >= font * 6 ? avail.y : std::min(area.x, font * 24);
+  // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
+  widget::Grid grid = widget::layoutGrid(entry, view, options, range);
+  widget::handleGridInput(entry, grid, interaction);
+  widget::drawGrid(impl, entry, grid, view, options, range);
+  widget::drawAxisLabels(entry, grid, view, options);
+  widget::drawColorbar(impl, grid, options);
+  widget::drawHoverReadout(entry, grid, view, options, interaction);
+  interaction.exportRequested = widget::drawContextMenu(impl, entry, view, options);
+  impl.records.push_back(widget::recordOf(id, grid, view, options, range));
 
-  float rowLabelWidth = 0, colLabelHeight = 0;
-  const float maxLabelWidth = font * 7;
-  if (entry.labelFont != font) {
-    auto widest = [&](std::span<const std::string> labels) {
-      float width = 0;
-      for (const std::string& label : labels) {
-        width = std::max(width, ImGui::CalcTextSize(label.c_str()).x);
-        if (width >= maxLabelWidth) break;
-      }
-      return std::min(width, maxLabelWidth);
-    };
-    entry.rowLabelWidth = widest(view.rowLabels);
-    entry.colLabelWidth = widest(view.colLabels);
-    entry.labelFont = font;
-  }
-  if (options.axisLabels) {
-    rowLabelWidth = entry.rowLabelWidth + font * 0.4f;
-    colLabelHeight = font * 1.3f;
-  }
-  // The colorbar's ends, in the formatter of the cells and the exported ticks.
-  const std::string vminText = formatNumber(range.lo, kCellDigits);
-  const std::string vmaxText = formatNumber(range.hi, kCellDigits);
-  const float colorbarWidth = options.colorbar
-                                  ? font * 1.4f +
-                                        std::max(ImGui::CalcTextSize(vminText.c_str()).x,
-                                                 ImGui::CalcTextSize(vmaxText.c_str()).x) +
-                                        font * 0.4f
-                                  : 0.f;
-  const float gridAreaW = std::max(font, area.x - rowLabelWidth - colorbarWidth);
-  const float gridAreaH = std::max(font, area.y - colLabelHeight);
-  // Square cells, as large as the space allows, but allow up to 4:1 so that a long thin
-  // matrix (one query over many keys) is still visible; cap huge cells on tiny matrices.
-  float cellW = gridAreaW / cols, cellH = gridAreaH / rows;
-  const float square = std::min(cellW, cellH);
-  cellW = std::min({cellW, square * 4, font * 8});
-  cellH = std::min({cellH, square * 4, font * 8});
-  // A very long thin matrix (1024 x 8) must still be wide enough to see: at least a few
-  // font sizes along each side when the space allows.
-  const float minSide = font * 5;
-  if (cellW * cols < std::min(gridAreaW, minSide)) cellW = std::min(gridAreaW, minSide) / cols;
-  if (cellH * rows < std::min(gridAreaH, minSide)) cellH = std::min(gridAreaH, minSide) / rows;
-  const ImVec2 gridSize(cellW * cols, cellH * rows);
-  const ImVec2 gridMin(std::floor(origin.x + rowLabelWidth), std::floor(origin.y + colLabelHeight));
-  const ImVec2 gridMax(gridMin.x + std::round(gridSize.x), gridMin.y + std::round(gridSize.y));
-  const float gridW = gridMax.x - gridMin.x, gridH = gridMax.y - gridMin.y;
-
-  // 4 interaction: zoom with the wheel around the cursor, pan by dragging, double-click
-  // resets, hover gives (row, col), click reports a cell
-  ImGui::SetCursorScreenPos(gridMin);
-  const bool released =
-      ImGui::InvisibleButton("##grid", ImVec2(std::max(gridW, 1.f), std::max(gridH, 1.f)),
-                             ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonMiddle);
-  const bool hovered = ImGui::IsItemHovered();
-  ImGui::SetItemUsingMouseWheel();
-  ImGui::OpenPopupOnItemClick("##context", ImGuiPopupFlags_MouseButtonRight);
-  if (ImGui::IsItemActivated()) entry.panned = false;
-  auto uvAt = [&](ImVec2 p) {
-    return ImVec2(entry.u0 + (p.x - gridMin.x) / gridW * (entry.u1 - entry.u0),
-                  entry.v0 + (p.y - gridMin.y) / gridH * (entry.v1 - entry.v0));
-  };
-  if (hovered && io.MouseWheel != 0) {
-    const ImVec2 anchor = uvAt(io.MousePos);
-    const float factor = std::pow(1.25f, -io.MouseWheel);
-    const float fx = (io.MousePos.x - gridMin.x) / gridW, fy = (io.MousePos.y - gridMin.y) / gridH;
-    const float spanU = std::clamp((entry.u1 - entry.u0) * factor, 1.f / cols, 1.f);
-    const float spanV = std::clamp((entry.v1 - entry.v0) * factor, 1.f / rows, 1.f);
-    entry.u0 = anchor.x - fx * spanU;
-    entry.u1 = entry.u0 + spanU;
-    entry.v0 = anchor.y - fy * spanV;
-    entry.v1 = entry.v0 + spanV;
-    clampUv(entry);
-  }
-  if (ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) ||
-                                ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
-    entry.panned = true;
-    const ImVec2 delta = io.MouseDelta;
-    const float du = -delta.x / gridW * (entry.u1 - entry.u0);
-    const float dv = -delta.y / gridH * (entry.v1 - entry.v0);
-    entry.u0 += du, entry.u1 += du, entry.v0 += dv, entry.v1 += dv;
-    clampUv(entry);
-  }
-  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
-    entry.u0 = entry.v0 = 0, entry.u1 = entry.v1 = 1;
-  }
-  const float u0 = entry.u0, v0 = entry.v0, u1 = entry.u1, v1 = entry.v1;
-  const float visibleCols = (u1 - u0) * cols, visibleRows = (v1 - v0) * rows;
-  const float cellPxW = gridW / visibleCols, cellPxH = gridH / visibleRows;
-  auto cellScreenMin = [&](int r, int c) {
-    return ImVec2(gridMin.x + (c - u0 * cols) * cellPxW, gridMin.y + (r - v0 * rows) * cellPxH);
-  };
-  if (hovered) {
-    const ImVec2 uv = uvAt(io.MousePos);
-    interaction.hovered = true;
-    interaction.col = std::clamp(static_cast<int>(std::floor(uv.x * cols)), 0, cols - 1);
-    interaction.row = std::clamp(static_cast<int>(std::floor(uv.y * rows)), 0, rows - 1);
-    interaction.clicked =
-        released && !entry.panned && ImGui::IsMouseReleased(ImGuiMouseButton_Left);
-  }
-  if (!ImGui::IsItemActive()) entry.panned = false;  // the drag (if any) is over
-  if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right)) {
-    entry.contextRow = interaction.row;
-    entry.contextCol = interaction.col;
-  }
-
-  // 5 the textured quad, through our shader
-  ImDrawList* drawList = ImGui::GetWindowDrawList();
-  const float framebufferScale = std::max(io.DisplayFramebufferScale.x, 1.f);
-  int level = 0;
-  {
-    const float cellsPerPixel = std::max(visibleCols / (gridW * framebufferScale),
-                                         visibleRows / (gridH * framebufferScale));
-    if (cellsPerPixel > 1.f) level = static_cast<int>(std::ceil(std::log2(cellsPerPixel) - 1e-3f));
-    level = std::clamp(level, 0, std::max(0, entry.levels - 1));
-  }
-  const bool drawQuad = impl.textures->ready() && entry.texture != 0;
-  if (drawQuad) {
-    impl.textures->drawQuad(
-        drawList, HeatmapQuad{entry.texture, options.colormap, range, level,
-                              std::max(6.f, std::round(font * 0.5f)) * framebufferScale, gridMin,
-                              gridMax, ImVec2(u0, v0), ImVec2(u1, v1)});
-  }
-  if (options.highlight) {
-    drawList->AddRect(ImVec2(gridMin.x - 3, gridMin.y - 3), ImVec2(gridMax.x + 3, gridMax.y + 3),
-                      ImGui::GetColorU32(ImGuiCol_PlotHistogram), 0.f, 0, 3.f);
-  }
-
-  // 6 cell labels: only visible cells that are at least ~2.5 font heights tall
-  const int firstCol = std::clamp(static_cast<int>(std::floor(u0 * cols)), 0, cols - 1);
-  const int lastCol = std::clamp(static_cast<int>(std::ceil(u1 * cols)) - 1, 0, cols - 1);
-  const int firstRow = std::clamp(static_cast<int>(std::floor(v0 * rows)), 0, rows - 1);
-  const int lastRow = std::clamp(static_cast<int>(std::ceil(v1 * rows)) - 1, 0, rows - 1);
-  drawList->PushClipRect(gridMin, gridMax, true);
-  // The label of one cell: the shared formatter with fewer digits where the cell is narrow
-  // (io::fittedCellLabel, the rule of the exports), none when even one digit does not fit.
-  const bool cellLabels = options.cellLabels && cellPxH >= font * 2.5f && level == 0;
-  auto cellLabel = [&](float value) {
-    return io::fittedCellLabel(value, kCellDigits, [&](const std::string& text) {
-      return ImGui::CalcTextSize(text.c_str()).x <= cellPxW - font * 0.3f;
-    });
-  };
-  if (cellLabels) {
-    for (int r = firstRow; r <= lastRow; ++r) {
-      for (int c = firstCol; c <= lastCol; ++c) {
-        const float value = view.values(r, c);
-        const std::optional<std::string> text = cellLabel(value);
-        if (!text) continue;
-        const ImVec2 size = ImGui::CalcTextSize(text->c_str());
-        const ImVec2 cellMin = cellScreenMin(r, c);
-        const ImVec2 at(std::round(cellMin.x + (cellPxW - size.x) * 0.5f),
-                        std::round(cellMin.y + (cellPxH - size.y) * 0.5f));
-        drawList->AddText(at, imColor(io::cellLabelColor(options.colormap, value, range)),
-                          text->c_str());
-      }
-    }
-  }
-  drawList->PopClipRect();
-
-  // 7 axis labels: columns above, rows to the left; skipped evenly when too dense
-  const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
-  if (options.axisLabels) {
-    if (!view.colLabels.empty()) {
-      const float widest = entry.colLabelWidth;
-      const int step = std::max(1, static_cast<int>(std::ceil((widest + font * 0.5f) / cellPxW)));
-      drawList->PushClipRect(ImVec2(gridMin.x - font, origin.y),
-                             ImVec2(gridMax.x + font, gridMin.y), true);
-      for (int c = firstCol; c <= lastCol && c < static_cast<int>(view.colLabels.size()); ++c) {
-        if (c % step != 0) continue;
-        const std::string text =
-            fitText(view.colLabels[c], std::max(cellPxW * step - font * 0.3f, font));
-        const float width = ImGui::CalcTextSize(text.c_str()).x;
-        const float centre = cellScreenMin(0, c).x + cellPxW * 0.5f;
-        drawList->AddText(ImVec2(std::round(centre - width * 0.5f), gridMin.y - font * 1.15f),
-                          textColor, text.c_str());
-      }
-      drawList->PopClipRect();
-    }
-    if (!view.rowLabels.empty()) {
-      const int step = std::max(1, static_cast<int>(std::ceil(font * 1.05f / cellPxH)));
-      drawList->PushClipRect(ImVec2(origin.x, gridMin.y - font * 0.5f),
-                             ImVec2(gridMin.x, gridMax.y + font * 0.5f), true);
-      for (int r = firstRow; r <= lastRow && r < static_cast<int>(view.rowLabels.size()); ++r) {
-        if (r % step != 0) continue;
-        const std::string text = fitText(view.rowLabels[r], rowLabelWidth - font * 0.4f);
-        const ImVec2 size = ImGui::CalcTextSize(text.c_str());
-        const float centre = cellScreenMin(r, 0).y + cellPxH * 0.5f;
-        drawList->AddText(
-            ImVec2(gridMin.x - font * 0.3f - size.x, std::round(centre - size.y * 0.5f)), textColor,
-            text.c_str());
-      }
-      drawList->PopClipRect();
-    }
-  }
-
-  // 8 colorbar with min / max (the LUT texture, high values at the top)
-  if (options.colorbar) {
-    const ImVec2 barMin(gridMax.x + font * 0.5f, gridMin.y);
-    const ImVec2 barMax(barMin.x + font * 0.8f, gridMin.y + std::max(gridH, font * 3));
-    if (impl.textures->ready())
-      impl.textures->drawColorbar(drawList, options.colormap, barMin, barMax);
-    drawList->AddRect(barMin, barMax, ImGui::GetColorU32(ImGuiCol_Border));
-    drawList->AddText(ImVec2(barMax.x + font * 0.3f, barMin.y - font * 0.1f), textColor,
-                      vmaxText.c_str());
-    drawList->AddText(ImVec2(barMax.x + font * 0.3f, barMax.y - font * 0.95f), textColor,
-                      vminText.c_str());
-  }
-
-  // 9 hover readout
-  if (interaction.hovered && !entry.panned) {
-    const int r = interaction.row, c = interaction.col;
-    const ImVec2 cellMin = cellScreenMin(r, c);
-    drawList->PushClipRect(gridMin, gridMax, true);
-    drawList->AddRect(cellMin, ImVec2(cellMin.x + cellPxW, cellMin.y + cellPxH),
-                      IM_COL32(255, 255, 255, 220), 0.f, 0, std::max(1.f, font * 0.12f));
-    drawList->PopClipRect();
-    ImGui::BeginTooltip();
-    ImGui::TextUnformatted(view.title.data(), view.title.data() + view.title.size());
-    const std::string rowLabel =
-        r < static_cast<int>(view.rowLabels.size()) ? view.rowLabels[r] : "";
-    const std::string colLabel =
-        c < static_cast<int>(view.colLabels.size()) ? view.colLabels[c] : "";
-    ImGui::Text("row %d %s \xE2\x86\x92 column %d %s", r, rowLabel.c_str(), c, colLabel.c_str());
-    const float value = view.values(r, c);
-    const bool masked = std::isinf(value) && value < 0;
-    ImGui::Text("value: %s%s", formatNumber(value, kTooltipDigits).c_str(),
-                masked ? " (masked)" : "");
-    if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
-    if (level > 0)
-      ImGui::TextDisabled("cells are smaller than a pixel: showing the max of each block");
-    ImGui::TextDisabled("wheel: zoom  drag: pan  double-click: reset  right-click: export");
-    ImGui::EndTooltip();
-  }
-
-  // 10 context menu and export dialog
-  if (ImGui::BeginPopup("##context")) {
-    auto openExport = [&](const char* extension, int scale) {
-      entry.exportPath =
-          "./exports/" + impl.exportPrefix + "_" + fileStem(std::string(view.title)) + extension;
-      entry.exportScale = scale;
-      entry.exportStatus.clear();
-      entry.openExport = true;
-    };
-    if (ImGui::BeginMenu("Export PNG")) {
-      for (int scale : {1, 2, 4, 8}) {
-        const std::string label = std::to_string(scale) + "x\xE2\x80\xA6";
-        if (ImGui::MenuItem(label.c_str())) openExport(".png", scale);
-      }
-      ImGui::EndMenu();
-    }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Raster image, identical to `attnscope export`.");
-    if (ImGui::MenuItem("Export SVG\xE2\x80\xA6")) openExport(".svg", 1);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Vector image with the same layout.");
-    if (ImGui::MenuItem("Export CSV\xE2\x80\xA6")) openExport(".csv", 1);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Labels and values at full float precision.");
-    ImGui::Separator();
-    if (ImGui::MenuItem("Reset zoom")) entry.u0 = entry.v0 = 0, entry.u1 = entry.v1 = 1;
-    const bool haveCell = entry.contextRow >= 0 && entry.contextRow < rows &&
-                          entry.contextCol >= 0 && entry.contextCol < cols;
-    if (ImGui::MenuItem("Copy value", nullptr, false, haveCell)) {
-      char text[48];
-      std::snprintf(text, sizeof text, "%.9g", view.values(entry.contextRow, entry.contextCol));
-      ImGui::SetClipboardText(text);
-    }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Copy the value of the cell you right-clicked.");
-    ImGui::EndPopup();
-  }
-  if (entry.openExport) {
-    ImGui::OpenPopup("Export heatmap");
-    entry.openExport = false;
-  }
-  interaction.exportRequested = drawExportModal(impl, entry, view, options);
-
-  // 11 record where it was drawn (screenshot sidecar) and reserve the space
-  HeatmapRecord record;
-  record.id = id;
-  record.title = std::string(view.title);
-  record.colormap = options.colormap;
-  record.vmin = range.lo;
-  record.vmax = range.hi;
-  record.rows = rows;
-  record.cols = cols;
-  record.gridMin = gridMin;
-  record.gridMax = gridMax;
-  record.u0 = u0, record.v0 = v0, record.u1 = u1, record.v1 = v1;
-  record.level = level;
-  record.drawn = drawQuad;
-  {
-    // The sample: among (at most 32 x 32, strided) visible cells, the finite value closest
-    // to the middle of the colour range, so a check of its pixel tells colours apart.
-    int r = std::clamp(static_cast<int>((v0 + v1) * 0.5f * rows), firstRow, lastRow);
-    int c = std::clamp(static_cast<int>((u0 + u1) * 0.5f * cols), firstCol, lastCol);
-    const int rowStep = std::max(1, (lastRow - firstRow + 1) / 32);
-    const int colStep = std::max(1, (lastCol - firstCol + 1) / 32);
-    float best = std::numeric_limits<float>::infinity();
-    for (int rr = firstRow; rr <= lastRow; rr += rowStep) {
-      for (int cc = firstCol; cc <= lastCol; cc += colStep) {
-        const float value = view.values(rr, cc);
-        if (!std::isfinite(value)) continue;
-        const float distance = std::fabs(io::colorPosition(value, range) - 0.5f);
-        if (distance < best) best = distance, r = rr, c = cc;
-      }
-    }
-    const ImVec2 cellMin = cellScreenMin(r, c);
-    record.sampleRow = r;
-    record.sampleCol = c;
-    record.sampleValue = view.values(r, c);
-    if (cellLabels) record.sampleLabel = cellLabel(record.sampleValue).value_or("");
-    record.cellMin = ImVec2(std::max(cellMin.x, gridMin.x), std::max(cellMin.y, gridMin.y));
-    record.cellMax =
-        ImVec2(std::min(cellMin.x + cellPxW, gridMax.x), std::min(cellMin.y + cellPxH, gridMax.y));
-    // Above the centred label: labels are one font height tall and centred, so the top
-    // fifth of a labelled cell (>= 2.5 font heights) is free of text.
-    record.samplePoint = ImVec2((record.cellMin.x + record.cellMax.x) * 0.5f,
-                                record.cellMin.y + (record.cellMax.y - record.cellMin.y) * 0.15f);
-    const ImVec2 clipMin = drawList->GetClipRectMin(), clipMax = drawList->GetClipRectMax();
-    const ImVec2 p = record.samplePoint;
-    record.sampleVisible =
-        p.x >= clipMin.x && p.y >= clipMin.y && p.x < clipMax.x && p.y < clipMax.y;
-  }
-  impl.records.push_back(std::move(record));
-
+  // 8 reserve the space
+  const float font = grid.font;
   const ImVec2 used(
-      options.size.x > 0 ? options.size.x : rowLabelWidth + gridW + colorbarWidth,
-      options.size.y > 0 ? options.size.y : colLabelHeight + std::max(gridH, font * 3));
-  ImGui::SetCursorScreenPos(origin);
+      options.size.x > 0 ? options.size.x : grid.rowLabelWidth + grid.gridW + grid.colorbarWidth,
+      options.size.y > 0 ? options.size.y : grid.colLabelHeight + std::max(grid.gridH, font * 3));
+  ImGui::SetCursorScreenPos(grid.origin);
   ImGui::Dummy(used);
   ImGui::PopID();
   return interaction;

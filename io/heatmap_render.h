@@ -135,7 +135,8 @@ struct SelectedMatrix {
 // What the renderers, the exports and the screen widget draw: a NON-OWNING view of a matrix
 // with its labels and title, so that a result's matrices, an imported tensor's (layer, head)
 // slice or a model's output are shown without a copy. The owner must outlive the view.
-// Label spans shorter than the matrix are padded with the index ("0", "1", ...).
+// Label spans shorter than the matrix: the files pad them with the index ("0", "1", ...),
+// the screen leaves the rest unlabelled.
 struct HeatmapView {
   MatrixRef values;
   std::span<const std::string> rowLabels;
