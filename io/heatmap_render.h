@@ -139,7 +139,7 @@ PixelRect cellRect(const MatrixView& view, const HeatmapStyle& style, int row, i
 // stb_image_write), .svg (vector, same layout and sizes as the PNG), .csv (RFC 4180 quoting,
 // LF line ends; header row: an empty field then the column labels; then one row per matrix
 // row: label, values as %.9g so floats round-trip; -inf/inf/nan spelled so). The file is
-// written to a temporary next to it and renamed into place, so it is never half-written.
+// written through io::writeFileAtomic (io/files.h), so it is never half-written.
 // Errors name the file; an unknown extension is field "out".
 Status exportMatrix(const MatrixView& view, const HeatmapStyle& style, const std::string& path);
 
