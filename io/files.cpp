@@ -5,14 +5,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -112,20 +115,34 @@ int cleanTemporaries(const std::string& dir, std::string_view prefix) {
 // Resolving the target
 // =======================================================================================
 
-bool underDevOrProc(const std::string& path) {
-  return path.starts_with("/dev/") || path.starts_with("/proc/");
+// True when `path`'s folder lies on procfs: /proc/self/fd/1, /dev/stdout's target, /dev/fd/3.
+// Their "symlinks" are magic: readlink gives "pipe:[123]" or a name, but open() reaches the
+// open file itself, so they must be opened as they are, never resolved or replaced.
+bool onProcFs(const std::string& path) {
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = fs::path(".");
+  struct statfs info {};
+  return ::statfs(folder.c_str(), &info) == 0 && info.f_type == PROC_SUPER_MAGIC;
+}
+
+// The canonical form of a folder ("" when it does not exist).
+std::string realFolder(const std::string& folder) {
+  char* real = ::realpath(folder.c_str(), nullptr);
+  if (real == nullptr) return {};
+  std::string out(real);
+  std::free(real);
+  return out;
 }
 
 struct Target {
   std::string path;      // the file to write (symlinks resolved, unless `special`)
-  bool special = false;  // reached through /dev or /proc: always written in place
+  bool special = false;  // on procfs (/dev/stdout and the like): always written in place
 };
 
 // Follows symlinks the way open() would, so the file a link points to gets updated and the
-// link stays. Stops at /dev and /proc, whose magic links (e.g. /proc/self/fd/1 ->
-// "pipe:[123]") only open() understands.
+// link stays. Stops at procfs, whose magic links only open() understands.
 Expected<Target> resolveTarget(const std::string& path) {
-  Target target{path, underDevOrProc(path)};
+  Target target{path, onProcFs(path)};
   for (int hop = 0;; ++hop) {
     struct stat info {};
     if (target.special) return target;
@@ -137,7 +154,7 @@ Expected<Target> resolveTarget(const std::string& path) {
     fs::path next(std::string(buffer.data(), static_cast<std::size_t>(length)));
     if (next.is_relative()) next = fs::path(target.path).parent_path() / next;
     target.path = next.string();
-    target.special = underDevOrProc(target.path);
+    target.special = onProcFs(target.path);
   }
 }
 
@@ -163,8 +180,7 @@ Status writeInPlace(const std::string& path, const std::string& opened,
                     const std::function<Status(const ChunkWriter&)>& produce) {
   struct stat info {};
   if (::stat(opened.c_str(), &info) != 0) {
-    if (errno == ENOENT)
-      return fileError(path, "does not exist (nothing is created under /dev or /proc)");
+    if (errno == ENOENT) return fileError(path, "does not exist (nothing is created in /proc)");
     return fileError(path, "cannot inspect the file", errno);
   }
   if (writeMethodFor(info.st_mode) == WriteMethod::Refuse || S_ISDIR(info.st_mode)) {
@@ -195,6 +211,11 @@ Status replaceFile(const std::string& path, const std::string& targetPath,
   if (name.empty() || name == "." || name == "..") return fileError(path, "is not a file name");
   std::string folder = target.parent_path().string();
   if (folder.empty()) folder = ".";
+
+  // A new regular file right in /dev is a typo (/dev/nul), not an output: /dev holds devices.
+  if (!existing && realFolder(folder) == "/dev") {
+    return fileError(path, "does not exist, and no new files are made in /dev");
+  }
 
   // 0 orphans of an earlier, killed write of this same file
   const std::string prefix = temporaryPrefix(name);

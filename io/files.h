@@ -7,9 +7,10 @@
 //     the file it names.
 //   2 A directory is refused ("is a directory").
 //   3 A FIFO or a character device (a named pipe, /dev/null, a terminal), and anything
-//     reached through /dev/ or /proc/ (/dev/stdout, /dev/fd/N, /proc/self/fd/N), is opened
-//     and written into directly, as Unix tools do; it is never replaced. Block devices and
-//     sockets are refused.
+//     reached through procfs (/dev/stdout, /dev/fd/N, /proc/self/fd/N, even when it is a
+//     regular file behind a shell redirect), is opened and written into directly, as Unix
+//     tools do; it is never replaced. Block devices and sockets are refused, and so is a
+//     new file directly in /dev (a typo such as /dev/nul must not become a regular file).
 //   4 An existing regular file without a write bit is refused ("is read-only"). As root every
 //     file is writable by access(), so root goes by the mode bits: any write bit allows it.
 //   5 Otherwise the bytes go to a temporary file in the target's folder, named
