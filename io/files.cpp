@@ -254,7 +254,15 @@ Status replaceFile(const std::string& path, const std::string& targetPath,
 
   // 3 the content, 4 flushed to disk
   const ChunkWriter write = [&](std::string_view chunk) { return writeAll(fd, chunk, path); };
-  if (Status produced = produce(write); !produced) return abandon(produced.error());
+  Status produced = Ok{};
+  try {
+    produced = produce(write);
+  } catch (...) {  // e.g. bad_alloc while building a chunk: no temporary, no open fd left
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  if (!produced) return abandon(produced.error());
   if (::fsync(fd) != 0) return abandon(fileError(path, "cannot flush to disk", errno));
   if (::close(fd) != 0) {
     const int error = errno;

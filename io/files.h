@@ -38,7 +38,8 @@ Status writeFileAtomic(const std::string& path, std::string_view bytes);
 
 // Streaming form for large outputs: `produce` is called once and hands each chunk to
 // `write` (which returns an error Status once writing failed; `produce` should then stop
-// and return it). Same rules; the target is only replaced when `produce` returns Ok.
+// and return it). Same rules; the target is only replaced when `produce` returns Ok. An
+// exception from `produce` passes through after the temporary is removed.
 using ChunkWriter = std::function<Status(std::string_view chunk)>;
 Status writeFileStreamed(const std::string& path,
                          const std::function<Status(const ChunkWriter& write)>& produce);

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -348,6 +349,16 @@ TEST(Temporaries, FailedStreamLeavesTargetAndNoTemporary) {
       });
   ASSERT_FALSE(failed);
   EXPECT_NE(message(failed).find("gave up"), std::string::npos);
+  EXPECT_EQ(readText(file), "old");
+  EXPECT_EQ(listDir(dir), std::vector<std::string>{"big.csv"});
+
+  // A producer that throws: the exception passes through, nothing is left behind.
+  EXPECT_THROW((void)io::writeFileStreamed(file.string(),
+                                           [](const io::ChunkWriter& write) -> Status {
+                                             (void)write("partial");
+                                             throw std::runtime_error("out of memory");
+                                           }),
+               std::runtime_error);
   EXPECT_EQ(readText(file), "old");
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"big.csv"});
 
