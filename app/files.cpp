@@ -1,4 +1,6 @@
-// Open / save, presets, autosave and the unsaved-changes question (see files.h).
+// Open / save, presets, autosave, crash recovery and the unsaved-changes question (see
+// files.h). Sections: view settings · locations (assets, presets, autosave) · document
+// operations · crash recovery · actions · drawing (dialogs and modals) · autosave tick.
 #include "app/files.h"
 
 #include <sys/stat.h>
@@ -307,6 +309,10 @@ bool restoreAutosave(AppState& state, const std::string& path, std::string* erro
   if (wasDirty) state.markNeverSaved();
   return true;
 }
+
+// =======================================================================================
+// Crash recovery
+// =======================================================================================
 
 namespace {
 
