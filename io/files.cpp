@@ -175,7 +175,8 @@ Status writeAll(int fd, std::string_view bytes, const std::string& path) {
   return Ok{};
 }
 
-// A FIFO, a device, or anything under /dev or /proc: open it and write, never replace.
+// A FIFO, a character device, or anything reached through procfs: open it and write into
+// it, never replace it.
 Status writeInPlace(const std::string& path, const std::string& opened,
                     const std::function<Status(const ChunkWriter&)>& produce) {
   struct stat info {};
@@ -192,10 +193,16 @@ Status writeInPlace(const std::string& path, const std::string& opened,
   const int fd = ::open(opened.c_str(), flags);
   if (fd < 0) return fileError(path, "cannot open for writing", errno);
   const ChunkWriter write = [&](std::string_view chunk) { return writeAll(fd, chunk, path); };
-  Status status = produce(write);
-  struct stat opened_info {};
-  if (status && ::fstat(fd, &opened_info) == 0 && S_ISREG(opened_info.st_mode) &&
-      ::fsync(fd) != 0 && errno != EINVAL) {
+  Status status = Ok{};
+  try {
+    status = produce(write);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  struct stat openedInfo {};
+  if (status && ::fstat(fd, &openedInfo) == 0 && S_ISREG(openedInfo.st_mode) && ::fsync(fd) != 0 &&
+      errno != EINVAL) {
     status = fileError(path, "cannot flush to disk", errno);
   }
   if (::close(fd) != 0 && status) status = fileError(path, "cannot close the file", errno);
