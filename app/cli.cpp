@@ -25,6 +25,7 @@
 #include "app/cli_common.h"
 #include "app/gui.h"
 #include "core/scenario.h"
+#include "io/files.h"
 #include "io/heatmap_render.h"
 #include "io/scenario_json.h"
 
@@ -70,7 +71,10 @@ scores, weights and context, then concat, output, weights_mean, the query and ke
 and the warnings. Matrices are lists of rows.
 
 options:
-  --out FILE.json   write to FILE (atomically: temporary file + rename) instead of stdout
+  --out FILE.json   write to FILE instead of stdout, atomically (a temporary file,
+                    fsync, then moved into place). An existing file keeps its mode, a
+                    symlink stays a symlink, a pipe or device (/dev/stdout) is written
+                    into; a read-only file, a folder or the SCENARIO itself is refused
   -h, --help        show this help
 
 Warnings (a fully masked query row, a zero vector under cosine, ...) go to stderr as
@@ -338,6 +342,14 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
   return Ok{};
 }
 
+// --out must not name one of the command's inputs (the same file, also through a symlink
+// or a hard link): `compute X.json --out X.json` would replace the scenario by its result.
+Status checkNotAnInput(const std::string& outPath, const std::string& inputPath) {
+  if (outPath.empty() || !io::sameFile(outPath, inputPath)) return Ok{};
+  return optionError("--out", inQuotes(outPath) + " is the input file " + inQuotes(inputPath) +
+                                  "; writing it would destroy the input (choose another file)");
+}
+
 }  // namespace cli
 
 namespace {
@@ -403,6 +415,8 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
   if (!path) return fail(err, path.error());
   Expected<std::string> outPath = checkOutputPath(*parsed, {}, /*required=*/false);
   if (!outPath) return fail(err, outPath.error());
+  if (Status distinct = checkNotAnInput(*outPath, *path); !distinct)
+    return fail(err, distinct.error());
 
   // 2-3 load and compute
   Expected<Computed> computed = loadAndCompute(*path);
@@ -488,6 +502,8 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
+  if (Status distinct = checkNotAnInput(*out, request.scenarioPath); !distinct)
+    return distinct.error();
   request.outPath = *out;
   return request;
 }
@@ -582,6 +598,10 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());
+  for (const std::string& written : {*outPath, *outPath + ".json"}) {  // the PNG and its sidecar
+    if (Status distinct = checkNotAnInput(written, *path); !distinct)
+      return fail(err, distinct.error());
+  }
   launch.screenshotPath = *outPath;
 
   // Check the scenario here so that a bad file gives the same one line as the other

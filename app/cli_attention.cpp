@@ -123,6 +123,11 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
+  if (Status distinct = checkNotAnInput(*out, request.path); !distinct) return distinct.error();
+  if (!request.open.tokensPath.empty()) {
+    if (Status distinct = checkNotAnInput(*out, request.open.tokensPath); !distinct)
+      return distinct.error();
+  }
   request.outPath = *out;
   return request;
 }

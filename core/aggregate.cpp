@@ -13,7 +13,7 @@ namespace attn {
 HeadReducer::HeadReducer(Kind kind, Eigen::Index rows, Eigen::Index cols)
     : kind_(kind), accumulator_(Matrix::Zero(rows, cols)) {}
 
-bool HeadReducer::add(MatrixSpan head) {
+bool HeadReducer::add(MatrixRef head) {
   if (head.rows != accumulator_.rows() || head.cols != accumulator_.cols()) return false;
   if (kind_ == Kind::Mean) {
     accumulator_ += head.map();
@@ -39,19 +39,19 @@ Matrix HeadReducer::result() const {
 }
 
 namespace {
-Matrix reduceHeads(HeadReducer::Kind kind, std::span<const MatrixSpan> heads) {
+Matrix reduceHeads(HeadReducer::Kind kind, std::span<const MatrixRef> heads) {
   if (heads.empty()) return Matrix();
   HeadReducer reducer(kind, heads[0].rows, heads[0].cols);
-  for (const MatrixSpan& head : heads) reducer.add(head);
+  for (const MatrixRef& head : heads) reducer.add(head);
   return reducer.result();
 }
 }  // namespace
 
-Matrix meanOverHeads(std::span<const MatrixSpan> heads) {
+Matrix meanOverHeads(std::span<const MatrixRef> heads) {
   return reduceHeads(HeadReducer::Kind::Mean, heads);
 }
 
-Matrix maxOverHeads(std::span<const MatrixSpan> heads) {
+Matrix maxOverHeads(std::span<const MatrixRef> heads) {
   return reduceHeads(HeadReducer::Kind::Max, heads);
 }
 
@@ -110,7 +110,7 @@ Expected<Matrix> attentionRollout(std::span<const Matrix> layerMeans) {
 // Per-head statistics
 // =======================================================================================
 
-HeadStats headStats(MatrixSpan head) {
+HeadStats headStats(MatrixRef head) {
   HeadStats stats;
   double entropySum = 0, top1Sum = 0;
   for (Eigen::Index r = 0; r < head.rows; ++r) {
@@ -177,7 +177,7 @@ std::vector<bool> specialTokenMask(std::span<const std::string> labels,
   return mask;
 }
 
-Expected<FilteredAttention> dropKeysAndRenormalise(MatrixSpan head,
+Expected<FilteredAttention> dropKeysAndRenormalise(MatrixRef head,
                                                    const std::vector<bool>& dropKey) {
   if (static_cast<Eigen::Index>(dropKey.size()) != head.cols) {
     return Error{"", "tokens",

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/matrix_span.h"
+#include "core/tensor_view.h"
 #include "core/types.h"
 
 namespace attn {
@@ -27,7 +27,7 @@ class HeadReducer {
   enum class Kind { Mean, Max };
   HeadReducer(Kind kind, Eigen::Index rows, Eigen::Index cols);
   // Adds one head (rows x cols). Returns false (and ignores it) when the shape differs.
-  bool add(MatrixSpan head);
+  bool add(MatrixRef head);
   int count() const { return count_; }
   // Mean: sum / count. Max: element-wise max (NaN if any head has NaN there). An empty
   // reducer gives a rows x cols matrix of zeros.
@@ -41,9 +41,9 @@ class HeadReducer {
 
 // heads: H views, each n_q x n_k. Mean over heads (n_q x n_k), PyTorch's
 // average_attn_weights. Empty input -> 0 x 0.
-Matrix meanOverHeads(std::span<const MatrixSpan> heads);
+Matrix meanOverHeads(std::span<const MatrixRef> heads);
 // heads: H views, each n_q x n_k. Element-wise max over heads (n_q x n_k).
-Matrix maxOverHeads(std::span<const MatrixSpan> heads);
+Matrix maxOverHeads(std::span<const MatrixRef> heads);
 
 // ---------------------------------------------------------------------------------------
 // Attention rollout (Abnar & Zuidema, 2020)
@@ -91,7 +91,7 @@ struct HeadStats {
 };
 
 // head: A (n_q x n_k).
-HeadStats headStats(MatrixSpan head);
+HeadStats headStats(MatrixRef head);
 
 // ---------------------------------------------------------------------------------------
 // Special tokens and the focus view
@@ -120,6 +120,6 @@ struct FilteredAttention {
 // every row by its remaining sum, so each row is again a distribution over the kept keys.
 // Rows with no remaining mass (or a non-finite sum) stay zero and are listed in emptyRows.
 // A dropKey of the wrong size is an error (field "tokens").
-Expected<FilteredAttention> dropKeysAndRenormalise(MatrixSpan head, const std::vector<bool>& dropKey);
+Expected<FilteredAttention> dropKeysAndRenormalise(MatrixRef head, const std::vector<bool>& dropKey);
 
 }  // namespace attn

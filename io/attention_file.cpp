@@ -297,7 +297,7 @@ Expected<TokenLists> parseTokens(const std::string& path) {
 // Non-finite values
 // =======================================================================================
 
-NonFiniteCount countNonFinite(MatrixSpan values) {
+NonFiniteCount countNonFinite(MatrixRef values) {
   NonFiniteCount count;
   for (Eigen::Index r = 0; r < values.rows; ++r) {
     const float* row = values.row(r);
@@ -561,14 +561,14 @@ std::string AttentionFile::storageDescr(int layer) const {
   return layers_[static_cast<std::size_t>(layer)].array.header.descr();
 }
 
-MatrixSpan AttentionFile::head(int layer, int head, std::vector<float>& scratch) const {
+MatrixRef AttentionFile::head(int layer, int head, std::vector<float>& scratch) const {
   if (layer < 0 || layer >= shape_.layers || head < 0 || head >= shape_.heads) return {};
   const LayerSource& source = layers_[static_cast<std::size_t>(layer)];
   const std::int64_t start = source.base + head * source.headStride;
-  const Eigen::Index rows = shape_.queries, cols = shape_.keys;
+  const int rows = shape_.queries, cols = shape_.keys;
   if (source.inPlace) {
     const float* data = reinterpret_cast<const float*>(source.array.data) + start;
-    return {data, rows, cols, static_cast<Eigen::Index>(source.rowStride)};
+    return {data, rows, cols, static_cast<std::ptrdiff_t>(source.rowStride)};
   }
   const NpyHeader& header = source.array.header;
   const std::size_t size = dtypeSize(header.dtype);
@@ -687,7 +687,7 @@ Expected<SelectedAttention> selectAttention(const AttentionFile& file,
       break;
     }
   }
-  out.nonFinite = countNonFinite(MatrixSpan::of(out.view.values));
+  out.nonFinite = countNonFinite(MatrixRef::of(out.view.values));
   return out;
 }
 

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "core/aggregate.h"
-#include "core/matrix_span.h"
+#include "core/tensor_view.h"
 #include "core/types.h"
 #include "io/heatmap_render.h"
 #include "io/npy.h"
@@ -88,7 +88,7 @@ struct NonFiniteCount {
   }
 };
 // Counts NaN, +inf and -inf in a matrix (rows x cols).
-NonFiniteCount countNonFinite(MatrixSpan values);
+NonFiniteCount countNonFinite(MatrixRef values);
 // "3 NaN, 1 +inf" (empty when there are none).
 std::string describeNonFinite(const NonFiniteCount& count);
 
@@ -130,7 +130,7 @@ class AttentionFile {
   // (resized to n_q·n_k) and the view points there: keep `scratch` alive and untouched
   // while using the view. layer and head must be in range (checked: out of range gives an
   // empty view).
-  MatrixSpan head(int layer, int head, std::vector<float>& scratch) const;
+  MatrixRef head(int layer, int head, std::vector<float>& scratch) const;
   // An owning copy of one head (n_q x n_k).
   Matrix copyHead(int layer, int head) const;
   // Tells the kernel the pages of this head may be dropped from the process (madvise

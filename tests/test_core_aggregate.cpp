@@ -51,7 +51,7 @@ Matrix randomAttention(std::mt19937& rng, int n) {
 TEST(Aggregate, MeanAndMaxOverHeadsByHand) {
   const Matrix h0 = mat({{0.2f, 0.8f}, {1.0f, 0.0f}});
   const Matrix h1 = mat({{0.6f, 0.4f}, {0.5f, 0.5f}});
-  const MatrixSpan heads[] = {MatrixSpan::of(h0), MatrixSpan::of(h1)};
+  const MatrixRef heads[] = {MatrixRef::of(h0), MatrixRef::of(h1)};
   expectNear(meanOverHeads(heads), mat({{0.4f, 0.6f}, {0.75f, 0.25f}}));
   expectNear(maxOverHeads(heads), mat({{0.6f, 0.8f}, {1.0f, 0.5f}}));
   EXPECT_EQ(meanOverHeads({}).size(), 0);
@@ -60,12 +60,12 @@ TEST(Aggregate, MeanAndMaxOverHeadsByHand) {
 TEST(Aggregate, ReducerReadsStridedViewsAndRefusesOtherShapes) {
   // A 2 x 2 head inside a 2 x 3 buffer (row stride 3).
   const float buffer[] = {0.1f, 0.9f, 99.0f, 0.3f, 0.7f, 99.0f};
-  const MatrixSpan strided{buffer, 2, 2, 3};
+  const MatrixRef strided{buffer, 2, 2, 3};
   HeadReducer mean(HeadReducer::Kind::Mean, 2, 2);
   EXPECT_TRUE(mean.add(strided));
   EXPECT_TRUE(mean.add(strided));
   const Matrix wrong = Matrix::Ones(3, 2);
-  EXPECT_FALSE(mean.add(MatrixSpan::of(wrong)));
+  EXPECT_FALSE(mean.add(MatrixRef::of(wrong)));
   EXPECT_EQ(mean.count(), 2);
   expectNear(mean.result(), mat({{0.1f, 0.9f}, {0.3f, 0.7f}}));
 }
@@ -74,7 +74,7 @@ TEST(Aggregate, MaxKeepsNaNVisible) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Matrix h0 = mat({{0.5f, nan}});
   const Matrix h1 = mat({{0.7f, 0.2f}});
-  const MatrixSpan heads[] = {MatrixSpan::of(h1), MatrixSpan::of(h0)};
+  const MatrixRef heads[] = {MatrixRef::of(h1), MatrixRef::of(h0)};
   const Matrix max = maxOverHeads(heads);
   EXPECT_FLOAT_EQ(max(0, 0), 0.7f);
   EXPECT_TRUE(std::isnan(max(0, 1)));
@@ -120,8 +120,8 @@ TEST(Rollout, MatchesAPlainLoopFormulation) {
   for (int l = 0; l < layerCount; ++l) {
     std::vector<Matrix> heads;
     for (int h = 0; h < headCount; ++h) heads.push_back(randomAttention(rng, n));
-    std::vector<MatrixSpan> spans;
-    for (const Matrix& m : heads) spans.push_back(MatrixSpan::of(m));
+    std::vector<MatrixRef> spans;
+    for (const Matrix& m : heads) spans.push_back(MatrixRef::of(m));
     means.push_back(meanOverHeads(spans));
 
     std::vector<std::vector<double>> hat(n, std::vector<double>(n));
@@ -174,19 +174,19 @@ TEST(Rollout, LayersMustAgree) {
 
 TEST(HeadStatistics, ByHand) {
   const Matrix uniform = Matrix::Constant(3, 4, 0.25f);
-  HeadStats u = headStats(MatrixSpan::of(uniform));
+  HeadStats u = headStats(MatrixRef::of(uniform));
   EXPECT_NEAR(u.entropy, std::log(4.0), 1e-6);
   EXPECT_NEAR(u.top1Mass, 0.25, 1e-7);
   EXPECT_EQ(u.rowsUsed, 3);
 
   const Matrix oneHot = Matrix::Identity(3, 3);
-  HeadStats o = headStats(MatrixSpan::of(oneHot));
+  HeadStats o = headStats(MatrixRef::of(oneHot));
   EXPECT_NEAR(o.entropy, 0.0, 1e-12);
   EXPECT_NEAR(o.top1Mass, 1.0, 1e-12);
 
   // Rows [0.5, 0.5] (ln 2, max 0.5) and [1, 0] (0, max 1): means ln2 / 2 and 0.75.
   const Matrix mixed = mat({{0.5f, 0.5f}, {1.0f, 0.0f}});
-  HeadStats m = headStats(MatrixSpan::of(mixed));
+  HeadStats m = headStats(MatrixRef::of(mixed));
   EXPECT_NEAR(m.entropy, std::log(2.0) / 2, 1e-7);
   EXPECT_NEAR(m.top1Mass, 0.75, 1e-7);
 }
@@ -205,7 +205,7 @@ TEST(HeadStatistics, MatchesAPlainLoopOnRandomHeads) {
     entropy += h / 9;
     top1 += best / 9;
   }
-  HeadStats stats = headStats(MatrixSpan::of(a));
+  HeadStats stats = headStats(MatrixRef::of(a));
   EXPECT_NEAR(stats.entropy, entropy, 1e-9);
   EXPECT_NEAR(stats.top1Mass, top1, 1e-9);
 }
@@ -213,11 +213,11 @@ TEST(HeadStatistics, MatchesAPlainLoopOnRandomHeads) {
 TEST(HeadStatistics, NonFiniteRowsAreSkipped) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Matrix a = mat({{0.5f, 0.5f}, {nan, 1.0f}});
-  HeadStats stats = headStats(MatrixSpan::of(a));
+  HeadStats stats = headStats(MatrixRef::of(a));
   EXPECT_EQ(stats.rowsUsed, 1);
   EXPECT_NEAR(stats.entropy, std::log(2.0), 1e-7);
   const Matrix all = mat({{nan, 1.0f}});
-  EXPECT_TRUE(std::isnan(headStats(MatrixSpan::of(all)).entropy));
+  EXPECT_TRUE(std::isnan(headStats(MatrixRef::of(all)).entropy));
 }
 
 // =======================================================================================
@@ -240,11 +240,11 @@ TEST(SpecialTokens, MaskByDefaultListFirstTokenAndUserList) {
 
 TEST(SpecialTokens, DropKeysAndRenormaliseByHand) {
   const Matrix a = mat({{0.5f, 0.25f, 0.25f}, {1.0f, 0.0f, 0.0f}, {0.2f, 0.6f, 0.2f}});
-  auto filtered = dropKeysAndRenormalise(MatrixSpan::of(a), {true, false, false});
+  auto filtered = dropKeysAndRenormalise(MatrixRef::of(a), {true, false, false});
   ASSERT_TRUE(filtered.ok());
   expectNear(filtered->values, mat({{0.0f, 0.5f, 0.5f}, {0.0f, 0.0f, 0.0f}, {0.0f, 0.75f, 0.25f}}));
   EXPECT_EQ(filtered->emptyRows, (std::vector<Eigen::Index>{1}));
-  auto wrong = dropKeysAndRenormalise(MatrixSpan::of(a), {true});
+  auto wrong = dropKeysAndRenormalise(MatrixRef::of(a), {true});
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().field, "tokens");
 }

@@ -27,7 +27,7 @@ void expectPattern(const io::AttentionFile& file, int batch = 0) {
   std::vector<float> scratch;
   for (int l = 0; l < file.layers(); ++l) {
     for (int h = 0; h < file.heads(); ++h) {
-      MatrixSpan head = file.head(l, h, scratch);
+      MatrixRef head = file.head(l, h, scratch);
       ASSERT_EQ(head.rows, file.shape().queries);
       ASSERT_EQ(head.cols, file.shape().keys);
       for (Eigen::Index i = 0; i < head.rows; ++i)
@@ -94,14 +94,14 @@ TEST(AttentionFile, Float32COrderIsUsedInPlace) {
   EXPECT_TRUE(file->inPlace(0));
   EXPECT_TRUE(file->inPlace(1));
   std::vector<float> scratch;
-  MatrixSpan a = file->head(1, 2, scratch);
-  MatrixSpan b = file->head(1, 2, scratch);
+  MatrixRef a = file->head(1, 2, scratch);
+  MatrixRef b = file->head(1, 2, scratch);
   EXPECT_TRUE(scratch.empty());  // no conversion buffer was needed
   EXPECT_EQ(a.data, b.data);     // the same bytes of the mapping
-  MatrixSpan first = file->head(0, 0, scratch);
+  MatrixRef first = file->head(0, 0, scratch);
   // Head (1, 2) starts (1·3 + 2)·36 floats after head (0, 0): one contiguous file.
   EXPECT_EQ(a.data - first.data, (1 * 3 + 2) * 36);
-  EXPECT_EQ(a.rowStride, 6);
+  EXPECT_EQ(a.stride, 6);
   file->releaseHead(1, 2);  // dropping pages must not change what is read next
   expectPattern(*file);
   // Out of range gives an empty view, not a crash.
@@ -429,7 +429,7 @@ TEST(AttentionFileLarge, Float16Model12x12x1024) {
   EXPECT_FALSE(file->inPlace(0));
   std::vector<float> scratch;
   for (auto [l, h] : {std::pair{0, 0}, std::pair{5, 7}, std::pair{11, 11}}) {
-    MatrixSpan head = file->head(l, h, scratch);
+    MatrixRef head = file->head(l, h, scratch);
     for (Eigen::Index i = 0; i < 1024; i += 97)
       for (Eigen::Index j = 0; j < 1024; j += 89)
         ASSERT_EQ(head(i, j), static_cast<float>(pattern(l, h, i, j)));
