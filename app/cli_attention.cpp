@@ -38,8 +38,11 @@ options:
 
 namespace {
 
-constexpr OptionSpec kInfoOptions[] = {{"--array", true}, {"--batch", true},  {"--layout", true},
-                                       {"--tokens", true}, {"--scan", false}};
+constexpr OptionSpec kInfoOptions[] = {{"--array", true},
+                                       {"--batch", true},
+                                       {"--layout", true},
+                                       {"--tokens", true},
+                                       {"--scan", false}};
 
 // --array, --batch, --layout, --tokens into open options.
 Expected<io::AttentionOpenOptions> parseOpenOptions(const ParsedArgs& parsed) {
@@ -94,7 +97,8 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
     } else if (auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max())) {
       request.selection.layer = *n;
     } else {
-      return optionError("--layer", inQuotes(*v) + " is not a layer index (0, 1, ...) or 'rollout'");
+      return optionError("--layer",
+                         inQuotes(*v) + " is not a layer index (0, 1, ...) or 'rollout'");
     }
   }
   if (const std::string* v = parsed.get("--aggregate")) {
@@ -104,7 +108,8 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
   request.selection.kind = rollout ? Kind::Rollout : Kind::Head;
   if (const std::string* v = parsed.get("--head")) {
     if (rollout && *v != "mean") {
-      return optionError("--head", "rollout uses the mean over heads; give --head mean or leave it out");
+      return optionError("--head",
+                         "rollout uses the mean over heads; give --head mean or leave it out");
     }
     if (*v == "mean") {
       if (!rollout) request.selection.kind = Kind::Mean;
@@ -113,7 +118,8 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
     } else if (auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max())) {
       request.selection.head = *n;
     } else {
-      return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...), 'mean' or 'max'");
+      return optionError("--head",
+                         inQuotes(*v) + " is not a head index (0, 1, ...), 'mean' or 'max'");
     }
   }
   Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
@@ -249,8 +255,8 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
         file->releaseHead(l, h);
       }
     }
-    attention["non_finite"] = {{"nan", count.nan}, {"pos_inf", count.posInf},
-                               {"neg_inf", count.negInf}};
+    attention["non_finite"] = {
+        {"nan", count.nan}, {"pos_inf", count.posInf}, {"neg_inf", count.negInf}};
   }
   json["attention"] = std::move(attention);
   out << json.dump(2) << '\n';

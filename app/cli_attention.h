@@ -16,7 +16,7 @@ bool isAttentionFilePath(std::string_view path);
 
 // Export options that only make sense for attention files (a scenario export rejects them).
 inline constexpr std::string_view kAttentionOnlyOptions[] = {"--layer", "--aggregate", "--array",
-                                                             "--batch", "--layout", "--tokens"};
+                                                             "--batch", "--layout",    "--tokens"};
 
 extern const std::string_view kInfoHelp;
 

@@ -146,8 +146,9 @@ HeadStats headStats(MatrixSpan head) {
 // =======================================================================================
 
 const std::vector<std::string>& defaultSpecialTokens() {
-  static const std::vector<std::string> tokens = {
-      "[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>", "<|endoftext|>", "<bos>", "<eos>", "<unk>"};
+  static const std::vector<std::string> tokens = {"[CLS]", "[SEP]", "[PAD]",         "<s>",
+                                                  "</s>",  "<pad>", "<|endoftext|>", "<bos>",
+                                                  "<eos>", "<unk>"};
   return tokens;
 }
 
@@ -180,9 +181,9 @@ std::vector<bool> specialTokenMask(std::span<const std::string> labels,
 Expected<FilteredAttention> dropKeysAndRenormalise(MatrixSpan head,
                                                    const std::vector<bool>& dropKey) {
   if (static_cast<Eigen::Index>(dropKey.size()) != head.cols) {
-    return Error{"", "tokens",
-                 std::to_string(dropKey.size()) + " key flags for " + std::to_string(head.cols) +
-                     " keys"};
+    return Error{
+        "", "tokens",
+        std::to_string(dropKey.size()) + " key flags for " + std::to_string(head.cols) + " keys"};
   }
   FilteredAttention out;
   out.values = head.copy();

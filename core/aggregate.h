@@ -102,8 +102,8 @@ HeadStats headStats(MatrixSpan head);
 const std::vector<std::string>& defaultSpecialTokens();
 
 struct SpecialTokenOptions {
-  bool firstToken = true;       // the first key, whatever its label (an attention sink)
-  bool defaultList = true;      // defaultSpecialTokens()
+  bool firstToken = true;          // the first key, whatever its label (an attention sink)
+  bool defaultList = true;         // defaultSpecialTokens()
   std::vector<std::string> extra;  // a user list; labels match exactly, ignoring spaces at the ends
 };
 
@@ -112,14 +112,15 @@ std::vector<bool> specialTokenMask(std::span<const std::string> labels,
                                    const SpecialTokenOptions& options);
 
 struct FilteredAttention {
-  Matrix values;                          // n_q x n_k, dropped keys 0, rows renormalised
-  std::vector<Eigen::Index> emptyRows;    // rows whose kept mass was 0 (left all zero)
+  Matrix values;                        // n_q x n_k, dropped keys 0, rows renormalised
+  std::vector<Eigen::Index> emptyRows;  // rows whose kept mass was 0 (left all zero)
 };
 
 // head: A (n_q x n_k); dropKey: n_k flags. Sets the dropped keys' columns to 0 and divides
 // every row by its remaining sum, so each row is again a distribution over the kept keys.
 // Rows with no remaining mass (or a non-finite sum) stay zero and are listed in emptyRows.
 // A dropKey of the wrong size is an error (field "tokens").
-Expected<FilteredAttention> dropKeysAndRenormalise(MatrixSpan head, const std::vector<bool>& dropKey);
+Expected<FilteredAttention> dropKeysAndRenormalise(MatrixSpan head,
+                                                   const std::vector<bool>& dropKey);
 
 }  // namespace attn

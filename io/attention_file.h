@@ -50,15 +50,15 @@
 namespace attn::io {
 
 // Limits on the normalised shape (on top of the npy element limit).
-inline constexpr std::int64_t kMaxAttentionTokens = 1 << 20;  // n_q, n_k
+inline constexpr std::int64_t kMaxAttentionTokens = 1 << 20;    // n_q, n_k
 inline constexpr std::int64_t kMaxAttentionLayersHeads = 4096;  // layers, heads each
 
 struct AttentionOpenOptions {
-  std::string arrayName;  // .npz: the array to use (empty: the only one, or the per-layer set)
-  int batch = 0;          // item of the batch dimension, if there is one
-  std::string layout;     // empty: by ndim (see above); else e.g. "lbhqk"
-  std::string tokensPath; // empty: side file, else indices
-  NpzLimits limits;       // .npz inflate limit
+  std::string arrayName;   // .npz: the array to use (empty: the only one, or the per-layer set)
+  int batch = 0;           // item of the batch dimension, if there is one
+  std::string layout;      // empty: by ndim (see above); else e.g. "lbhqk"
+  std::string tokensPath;  // empty: side file, else indices
+  NpzLimits limits;        // .npz inflate limit
 };
 
 struct AttentionShape {
@@ -67,15 +67,16 @@ struct AttentionShape {
 
 // One array of a file, as stored (for `attnscope info` and the app's array list).
 struct ArraySummary {
-  std::string name;           // .npy: the file name's stem; .npz: the entry name w/o ".npy"
-  std::string descr;          // "<f4", ">f8", ...; "" when unsupported
+  std::string name;   // .npy: the file name's stem; .npz: the entry name w/o ".npy"
+  std::string descr;  // "<f4", ">f8", ...; "" when unsupported
   std::vector<std::int64_t> shape;
   bool fortranOrder = false;
-  std::string unsupported;    // why this array cannot be read (e.g. an int64 input_ids), or ""
+  std::string unsupported;  // why this array cannot be read (e.g. an int64 input_ids), or ""
 };
 
 // What a file holds, from the headers alone (nothing inflated but the .npz headers).
-Expected<std::vector<ArraySummary>> listArrays(const std::string& path, const NpzLimits& limits = {});
+Expected<std::vector<ArraySummary>> listArrays(const std::string& path,
+                                               const NpzLimits& limits = {});
 
 struct NonFiniteCount {
   std::uint64_t nan = 0, posInf = 0, negInf = 0;
@@ -140,10 +141,10 @@ class AttentionFile {
 
  private:
   struct LayerSource {
-    NpyArray array;            // keeps the bytes alive
-    std::int64_t base = 0;     // element offset of (batch, layer) inside the array
+    NpyArray array;         // keeps the bytes alive
+    std::int64_t base = 0;  // element offset of (batch, layer) inside the array
     std::int64_t headStride = 0, rowStride = 0, colStride = 0;  // elements
-    bool mapped = false;       // array.data points into a file mapping
+    bool mapped = false;  // array.data points into a file mapping
     bool inPlace = false;
   };
 
@@ -172,17 +173,17 @@ struct AttentionSelection {
 };
 
 struct SelectedAttention {
-  MatrixView view;            // values (n_q x n_k) + labels + title
-  NonFiniteCount nonFinite;   // in view.values
+  MatrixView view;           // values (n_q x n_k) + labels + title
+  NonFiniteCount nonFinite;  // in view.values
 };
 
 // Computes the selection, reading only what it needs: one head; the heads of one layer
 // (mean, max); the heads of layers 0..layer (rollout, square only). Heads are released
 // after use. Errors (field "layer" / "head"): out of range; rollout of non-square attention.
 // `progress`, if given, is called with (done, total) head counts.
-Expected<SelectedAttention> selectAttention(
-    const AttentionFile& file, const AttentionSelection& selection,
-    const std::function<void(int, int)>& progress = {});
+Expected<SelectedAttention> selectAttention(const AttentionFile& file,
+                                            const AttentionSelection& selection,
+                                            const std::function<void(int, int)>& progress = {});
 
 // Per-head entropy and top-1 mass for every (layer, head), row-major [layer][head], reading
 // one head at a time (and releasing it).

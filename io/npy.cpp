@@ -42,8 +42,8 @@ struct DictParser {
   std::string error;  // first problem, empty while fine
 
   bool fail(std::string problem) {
-    if (error.empty()) error = std::move(problem) + " at byte " + std::to_string(pos) +
-                               " of the header dict";
+    if (error.empty())
+      error = std::move(problem) + " at byte " + std::to_string(pos) + " of the header dict";
     return false;
   }
   void skipSpace() {
@@ -55,8 +55,9 @@ struct DictParser {
   }
   bool expect(char c) {
     if (!peek(c)) {
-      return fail(std::string("expected '") + c + "'" +
-                  (pos < text.size() ? ", found " + quoted(text.substr(pos, 1)) : ", found the end"));
+      return fail(
+          std::string("expected '") + c + "'" +
+          (pos < text.size() ? ", found " + quoted(text.substr(pos, 1)) : ", found the end"));
     }
     ++pos;
     return true;
@@ -176,7 +177,8 @@ std::optional<RawHeader> parseDict(std::string_view text, std::string& error) {
     if (!p.expect(':')) return done();
     if (*key == "descr") {
       if (haveDescr) return p.fail("duplicate key 'descr'"), done();
-      if (p.peek('[')) return p.fail("'descr' is a list: structured dtypes are not supported"), done();
+      if (p.peek('['))
+        return p.fail("'descr' is a list: structured dtypes are not supported"), done();
       auto value = p.string();
       if (!value) return done();
       raw.descr = *value;
@@ -282,8 +284,8 @@ std::uint32_t readLe(const std::byte* p, int bytes) {
   return v;
 }
 
-Expected<NpyArray> finishArray(std::span<const std::byte> bytes,
-                               std::shared_ptr<const void> owner, const std::string& file) {
+Expected<NpyArray> finishArray(std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
+                               const std::string& file) {
   Expected<NpyHeader> header = parseNpyHeader(bytes, file);
   if (!header) return header.error();
   const std::uint64_t available = bytes.size() - header->dataOffset;
@@ -403,11 +405,12 @@ Expected<NpyHeader> parseNpyHeader(std::span<const std::byte> bytes, const std::
   if (bytes.size() < header.dataOffset) {
     return headerError(file, "",
                        "truncated .npy header (it claims " + std::to_string(headerLength) +
-                           " bytes, the file has " + std::to_string(bytes.size() - 8 - lengthBytes) +
-                           ")");
+                           " bytes, the file has " +
+                           std::to_string(bytes.size() - 8 - lengthBytes) + ")");
   }
   // 3 the dict
-  std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8 + lengthBytes), headerLength);
+  std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8 + lengthBytes),
+                        headerLength);
   std::string problem;
   std::optional<RawHeader> raw = parseDict(text, problem);
   if (!raw) return headerError(file, "", "malformed .npy header: " + problem);
@@ -435,8 +438,8 @@ Expected<NpyHeader> parseNpyHeader(std::span<const std::byte> bytes, const std::
 
 float NpyArray::element(std::uint64_t flatIndex) const {
   float out = 0;
-  convertToFloat(data + flatIndex * dtypeSize(header.dtype), header.dtype, header.bigEndian, 1,
-                 1, &out);
+  convertToFloat(data + flatIndex * dtypeSize(header.dtype), header.dtype, header.bigEndian, 1, 1,
+                 &out);
   return out;
 }
 
@@ -460,10 +463,10 @@ Expected<NpyArray> openNpy(const std::string& path) {
   void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int mapErrno = errno;
   ::close(fd);
-  if (mapped == MAP_FAILED) return Error{path, "", std::string("cannot map: ") + std::strerror(mapErrno)};
-  std::shared_ptr<const void> owner(mapped, [size](const void* p) {
-    ::munmap(const_cast<void*>(p), size);
-  });
+  if (mapped == MAP_FAILED)
+    return Error{path, "", std::string("cannot map: ") + std::strerror(mapErrno)};
+  std::shared_ptr<const void> owner(
+      mapped, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
   return finishArray({static_cast<const std::byte*>(mapped), size}, std::move(owner), path);
 }
 
@@ -550,7 +553,7 @@ Expected<std::string> writeNpy(std::string_view descr, const void* values, std::
   dict += ", }";
   // magic(6) + version(2) + length(2 or 4) + dict + padding + '\n' = multiple of 64.
   auto paddedSize = [&](std::size_t prefix) { return (prefix + dict.size() + 1 + 63) / 64 * 64; };
-  std::size_t prefix = 10;  // version 1.0: 2-byte length
+  std::size_t prefix = 10;                       // version 1.0: 2-byte length
   if (paddedSize(10) - 10 > 65535) prefix = 12;  // version 2.0: 4-byte length
   const std::size_t total = prefix + dict.size() + 1;
   const std::size_t padded = paddedSize(prefix);
@@ -563,7 +566,8 @@ Expected<std::string> writeNpy(std::string_view descr, const void* values, std::
   out.append(reinterpret_cast<const char*>(kMagic), sizeof kMagic);
   out += static_cast<char>(prefix == 10 ? 1 : 2);
   out += '\0';
-  for (std::size_t i = 0; i < prefix - 8; ++i) out += static_cast<char>((headerLength >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < prefix - 8; ++i)
+    out += static_cast<char>((headerLength >> (8 * i)) & 0xff);
   out += dict;
   const std::size_t start = out.size();
   out.resize(start + count * elementSize);

@@ -13,8 +13,7 @@ namespace {
 using namespace attn;
 
 Matrix mat(std::initializer_list<std::initializer_list<float>> rows) {
-  Matrix m(static_cast<Eigen::Index>(rows.size()),
-           static_cast<Eigen::Index>(rows.begin()->size()));
+  Matrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.begin()->size()));
   Eigen::Index r = 0;
   for (auto row : rows) {
     Eigen::Index c = 0;
@@ -225,7 +224,8 @@ TEST(HeadStatistics, NonFiniteRowsAreSkipped) {
 // =======================================================================================
 
 TEST(SpecialTokens, MaskByDefaultListFirstTokenAndUserList) {
-  const std::vector<std::string> labels = {"The", "[CLS]", " [SEP] ", "cat", "<|endoftext|>", "foo"};
+  const std::vector<std::string> labels = {"The", "[CLS]",         " [SEP] ",
+                                           "cat", "<|endoftext|>", "foo"};
   SpecialTokenOptions options;
   EXPECT_EQ(specialTokenMask(labels, options),
             (std::vector<bool>{true, true, true, false, true, false}));

@@ -58,7 +58,8 @@ TEST(AttentionFile, NormalisesTwoThreeAndFourDimensions) {
     std::vector<std::int64_t> shape;
     io::AttentionShape want;
   };
-  const Case cases[] = {{{5, 4}, {1, 1, 5, 4}}, {{3, 5, 4}, {1, 3, 5, 4}}, {{2, 3, 5, 4}, {2, 3, 5, 4}}};
+  const Case cases[] = {
+      {{5, 4}, {1, 1, 5, 4}}, {{3, 5, 4}, {1, 3, 5, 4}}, {{2, 3, 5, 4}, {2, 3, 5, 4}}};
   for (const Case& c : cases) {
     const fs::path path = dir / named("d", static_cast<long long>(c.shape.size()), ".npy");
     writeNpyFile(path, {"<f4", false, c.shape, 1}, attentionPattern());
@@ -131,8 +132,9 @@ TEST(AttentionFile, BatchDimensionAndLayouts) {
 
   // torch.stack(hf.attentions) is [layers, batch, heads, n_q, n_k]: --layout lbhqk.
   const fs::path stacked = dir / "stacked.npy";
-  writeNpyFile(stacked, {"<f4", false, {2, 3, 2, 4, 4}, 1},
-               [](const std::vector<std::int64_t>& i) { return pattern(i[0] + 17 * i[1], i[2], i[3], i[4]); });
+  writeNpyFile(stacked, {"<f4", false, {2, 3, 2, 4, 4}, 1}, [](const std::vector<std::int64_t>& i) {
+    return pattern(i[0] + 17 * i[1], i[2], i[3], i[4]);
+  });
   io::AttentionOpenOptions lb;
   lb.layout = "LBHQK";
   lb.batch = 2;
@@ -182,7 +184,8 @@ TEST(AttentionFile, HostileShapes) {
   EXPECT_NE(errorOf(dir / "zero.npz").find("empty file"), std::string::npos);
   EXPECT_NE(errorOf(dir / "missing.npy").find("no such file"), std::string::npos);
   // Too many tokens for the view: [1, 2000000] passes npy but not the attention limit.
-  writeBytes(dir / "wide.npy", headerFor({"<f2", false, {1, 2000000}, 1}) + std::string(4000000, '\0'));
+  writeBytes(dir / "wide.npy",
+             headerFor({"<f2", false, {1, 2000000}, 1}) + std::string(4000000, '\0'));
   EXPECT_NE(errorOf(dir / "wide.npy").find("n_k = 2000000 is above the limit"), std::string::npos);
   io::AttentionOpenOptions array;
   array.arrayName = "x";
@@ -220,9 +223,10 @@ TEST(AttentionFile, PerLayerNpzWithDeflateAndBatchIsStacked) {
               (std::vector<std::string>{"layer_0", "layer_1", "layer_2", "layer_3"}));
     EXPECT_EQ(file->arrays().size(), 5u);
     EXPECT_FALSE(file->arrays()[4].unsupported.empty());
-    EXPECT_EQ(file->layoutDescription(),
-              named("4 arrays layer_0..layer_3 stacked as layers, each [batch, heads, n_q, n_k], batch ",
-                    batch, ""));
+    EXPECT_EQ(
+        file->layoutDescription(),
+        named("4 arrays layer_0..layer_3 stacked as layers, each [batch, heads, n_q, n_k], batch ",
+              batch, ""));
     EXPECT_TRUE(file->inPlace(0));  // float32 LE inside the inflated buffer
     EXPECT_FALSE(file->inPlace(1));
     expectPattern(*file, batch);
@@ -244,28 +248,33 @@ TEST(AttentionFile, AttentionsPrefixGapsAndChoices) {
       return pattern(salt, i[0], i[1], i[2]);
     });
   };
-  writeBytes(dir / "tl.npz", makeZip({{"attentions_1.npy", arr(1), false},
-                                      {"attentions_0.npy", arr(0), false}}));
+  writeBytes(dir / "tl.npz",
+             makeZip({{"attentions_1.npy", arr(1), false}, {"attentions_0.npy", arr(0), false}}));
   auto tl = io::AttentionFile::open((dir / "tl.npz").string());
   ASSERT_TRUE(tl.ok()) << tl.error().message();
   EXPECT_EQ(tl->shape().layers, 2);
   expectPattern(*tl);  // stacked by number, not archive order
 
-  writeBytes(dir / "gap.npz", makeZip({{"layer_0.npy", arr(0), false}, {"layer_2.npy", arr(2), false}}));
+  writeBytes(dir / "gap.npz",
+             makeZip({{"layer_0.npy", arr(0), false}, {"layer_2.npy", arr(2), false}}));
   EXPECT_NE(errorOf(dir / "gap.npz")
                 .find("several arrays (layer_0, layer_2); pick one with --array NAME"),
             std::string::npos);
 
-  writeBytes(dir / "mixed.npz", makeZip({{"layer_0.npy", arr(0), false},
-                                         {"layer_1.npy", npyBytes({"<f4", false, {3, 5, 5}, 1}, attentionPattern()), false}}));
-  EXPECT_NE(errorOf(dir / "mixed.npz").find("does not match the layers before it"), std::string::npos);
+  writeBytes(dir / "mixed.npz",
+             makeZip({{"layer_0.npy", arr(0), false},
+                      {"layer_1.npy", npyBytes({"<f4", false, {3, 5, 5}, 1}, attentionPattern()),
+                       false}}));
+  EXPECT_NE(errorOf(dir / "mixed.npz").find("does not match the layers before it"),
+            std::string::npos);
 
   writeBytes(dir / "one.npz", makeZip({{"attn.npy", arr(0), true}}));
   auto one = io::AttentionFile::open((dir / "one.npz").string());
   ASSERT_TRUE(one.ok()) << one.error().message();
   EXPECT_EQ(one->arraysUsed(), (std::vector<std::string>{"attn"}));
 
-  writeBytes(dir / "none.npz", makeZip({{"ids.npy", npyBytes({"<i8", false, {3}, 1}, attentionPattern()), true}}));
+  writeBytes(dir / "none.npz",
+             makeZip({{"ids.npy", npyBytes({"<i8", false, {3}, 1}, attentionPattern()), true}}));
   EXPECT_NE(errorOf(dir / "none.npz").find("no float array"), std::string::npos);
 
   writeBytes(dir / "evil.npz", makeZip({{"../layer_0.npy", arr(0), false}}));
@@ -301,19 +310,22 @@ TEST(AttentionFile, TokenLabelsFromSideFilesOrOption) {
   options.tokensPath = (dir / "four.json").string();
   auto file = io::AttentionFile::open((dir / "run.npy").string(), options);
   ASSERT_FALSE(file.ok());
-  EXPECT_EQ(file.error().message(),
-            (dir / "four.json").string() + ": 4 tokens, but " + (dir / "run.npy").string() +
-                " has n_k = 3 keys");
+  EXPECT_EQ(file.error().message(), (dir / "four.json").string() + ": 4 tokens, but " +
+                                        (dir / "run.npy").string() + " has n_k = 3 keys");
 
   writeBytes(dir / "bad.json", R"(["a", 2, "c"])");
   options.tokensPath = (dir / "bad.json").string();
-  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options).error().message().find(
-                "token 1 is not a string"),
+  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options)
+                .error()
+                .message()
+                .find("token 1 is not a string"),
             std::string::npos);
   writeBytes(dir / "broken.json", R"(["a", )");
   options.tokensPath = (dir / "broken.json").string();
-  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options).error().message().find(
-                "not valid JSON"),
+  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options)
+                .error()
+                .message()
+                .find("not valid JSON"),
             std::string::npos);
 }
 
