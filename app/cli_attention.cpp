@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -32,7 +33,8 @@ options:
   --batch B         item of a batch dimension                              (default: 0)
   --layout DIMS     letters b l h q k ending in qk (default by ndim: qk, hqk, lhqk, blhqk)
   --tokens FILE     token labels (.json list or .txt lines) instead of the side file
-  --scan            read every head and count NaN / +inf / -inf values
+  --scan            read every head once: count NaN / +inf / -inf values, and give each
+                    head's entropy (nats, mean over rows) and top-1 mass ([layer][head])
   -h, --help        show this help
 )";
 
@@ -247,16 +249,29 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   attention["tokens"] = file->labelsSource().empty() ? nlohmann::ordered_json(nullptr)
                                                      : nlohmann::ordered_json(file->labelsSource());
   if (parsed->has("--scan")) {
-    io::NonFiniteCount count;
-    std::vector<float> scratch;
-    for (int l = 0; l < shape.layers; ++l) {
-      for (int h = 0; h < shape.heads; ++h) {
-        count += io::countNonFinite(file->head(l, h, scratch));
-        file->releaseHead(l, h);
-      }
-    }
+    // One pass over every head (io::overviewHeads, as the model view does).
+    const io::HeadOverview overview = io::overviewHeads(*file);
+    const io::NonFiniteCount& count = overview.totalNonFinite;
     attention["non_finite"] = {
         {"nan", count.nan}, {"pos_inf", count.posInf}, {"neg_inf", count.negInf}};
+    nlohmann::ordered_json entropy = nlohmann::ordered_json::array();
+    nlohmann::ordered_json top1 = nlohmann::ordered_json::array();
+    for (int l = 0; l < shape.layers; ++l) {
+      nlohmann::ordered_json entropyRow = nlohmann::ordered_json::array();
+      nlohmann::ordered_json top1Row = nlohmann::ordered_json::array();
+      for (int h = 0; h < shape.heads; ++h) {
+        const HeadStats& stats = overview.stats[static_cast<std::size_t>(l * shape.heads + h)];
+        // NaN is not JSON: a head with no finite row gets null.
+        entropyRow.push_back(std::isfinite(stats.entropy) ? nlohmann::ordered_json(stats.entropy)
+                                                          : nlohmann::ordered_json(nullptr));
+        top1Row.push_back(std::isfinite(stats.top1Mass) ? nlohmann::ordered_json(stats.top1Mass)
+                                                        : nlohmann::ordered_json(nullptr));
+      }
+      entropy.push_back(std::move(entropyRow));
+      top1.push_back(std::move(top1Row));
+    }
+    attention["entropy"] = std::move(entropy);
+    attention["top1_mass"] = std::move(top1);
   }
   json["attention"] = std::move(attention);
   out << json.dump(2) << '\n';

@@ -80,7 +80,8 @@ Expected<Matrix> attentionRollout(std::span<const Matrix> layerMeans);
 
 struct HeadStats {
   // Mean over rows of the entropy -Σ_j a_ij·ln(a_ij) in nats (0·ln 0 = 0; entries <= 0
-  // contribute nothing). 0 for one-hot rows, ln(n_k) for uniform rows.
+  // contribute nothing). 0 for one-hot rows, ln(n_k) for uniform rows. Each row is summed
+  // in float (vectorised log), rows in double: about 1e-6 relative error.
   double entropy = 0;
   // Mean over rows of max_j a_ij: 1 when every row puts all its mass on one key, 1/n_k
   // when uniform. A simple sparsity measure.
@@ -92,6 +93,16 @@ struct HeadStats {
 
 // head: A (n_q x n_k).
 HeadStats headStats(MatrixSpan head);
+
+// ---------------------------------------------------------------------------------------
+// Thumbnails
+// ---------------------------------------------------------------------------------------
+
+// head: A (n_q x n_k). Max-pools A to at most maxRows x maxCols (each >= 1): blocks of
+// ceil(n_q / maxRows) rows by ceil(n_k / maxCols) columns become one cell holding the
+// block's largest value, so single sharp peaks stay visible; NaN wins over everything (it
+// must stay visible too). A matrix that already fits is copied unchanged.
+Matrix maxPool(MatrixSpan head, Eigen::Index maxRows, Eigen::Index maxCols);
 
 // ---------------------------------------------------------------------------------------
 // Special tokens and the focus view

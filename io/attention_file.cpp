@@ -95,20 +95,36 @@ std::vector<ArraySummary> summarise(const NpzArchive& archive) {
   return out;
 }
 
+constexpr std::string_view kLayerPrefixes[] = {"layer_", "attentions_"};
+
+// The layer number of a per-layer array name ("layer_12" -> 12; at most 4 digits, no
+// leading zeros), or -1.
+int perLayerNumber(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return -1;
+  const std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 4 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      (digits.size() > 1 && digits[0] == '0')) {
+    return -1;
+  }
+  return std::stoi(std::string(digits));
+}
+
+bool isPerLayerName(std::string_view name) {
+  for (std::string_view prefix : kLayerPrefixes) {
+    if (perLayerNumber(name, prefix) >= 0) return true;
+  }
+  return false;
+}
+
 // The per-layer set of an archive: names PREFIX0..PREFIX{L-1} for one of the prefixes, no
 // gaps. Empty when there is none.
 std::vector<std::string> perLayerNames(const NpzArchive& archive) {
-  for (std::string_view prefix : {"layer_", "attentions_"}) {
+  for (std::string_view prefix : kLayerPrefixes) {
     std::vector<int> found;
     for (const NpzArrayInfo& info : archive.arrays()) {
-      if (!info.name.starts_with(prefix)) continue;
-      std::string_view digits = std::string_view(info.name).substr(prefix.size());
-      if (digits.empty() || digits.size() > 4 ||
-          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-          (digits.size() > 1 && digits[0] == '0')) {
-        continue;
-      }
-      found.push_back(std::stoi(std::string(digits)));
+      const int number = perLayerNumber(info.name, prefix);
+      if (number >= 0) found.push_back(number);
     }
     if (found.empty()) continue;
     std::sort(found.begin(), found.end());
@@ -504,6 +520,7 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
     bool perLayer = false;
     if (!options.arrayName.empty()) {
       names.push_back(options.arrayName);
+      perLayer = isPerLayerName(options.arrayName);  // "layer_3" is one layer
     } else if (std::vector<std::string> layers = perLayerNames(*archive); !layers.empty()) {
       names = std::move(layers);
       perLayer = true;
@@ -690,6 +707,35 @@ Expected<SelectedAttention> selectAttention(const AttentionFile& file,
   }
   out.nonFinite = countNonFinite(MatrixSpan::of(out.view.values));
   return out;
+}
+
+HeadOverview overviewHeads(const AttentionFile& file, const HeadOverviewOptions& options) {
+  HeadOverview overview;
+  overview.layers = file.layers();
+  overview.heads = file.heads();
+  const int total = file.layers() * file.heads();
+  overview.thumbnails.reserve(static_cast<std::size_t>(total));
+  overview.stats.reserve(static_cast<std::size_t>(total));
+  overview.nonFinite.reserve(static_cast<std::size_t>(total));
+  const int size = std::max(options.thumbnailSize, 1);
+  std::vector<float> scratch;
+  int done = 0;
+  for (int l = 0; l < file.layers(); ++l) {
+    for (int h = 0; h < file.heads(); ++h) {
+      if (options.cancel && options.cancel()) {
+        overview.cancelled = true;
+        return overview;
+      }
+      const MatrixSpan head = file.head(l, h, scratch);
+      overview.thumbnails.push_back(maxPool(head, size, size));
+      overview.stats.push_back(headStats(head));
+      overview.nonFinite.push_back(countNonFinite(head));
+      overview.totalNonFinite += overview.nonFinite.back();
+      file.releaseHead(l, h);
+      if (options.progress) options.progress(++done, total);
+    }
+  }
+  return overview;
 }
 
 std::vector<std::vector<HeadStats>> allHeadStats(const AttentionFile& file) {

@@ -15,7 +15,8 @@
 // named and the .npz holds arrays layer_0, layer_1, ... layer_{L-1} (or attentions_0, ...),
 // with no gaps, they are stacked as layers 0..L-1 (other arrays, e.g. input_ids, are
 // ignored). Each is read as [n_q, n_k], [heads, n_q, n_k] or [batch, heads, n_q, n_k]
-// (or by `layout`, without 'l'); all must give the same heads, n_q and n_k.
+// (or by `layout`, without 'l'); all must give the same heads, n_q and n_k. One such array
+// picked by name (arrayName "layer_3") is read by the same per-layer rule: one layer.
 //
 // Memory: an .npy is mapped, never read whole. A head whose data is float32, little-endian
 // and has contiguous keys (C order) is used IN PLACE from the mapping: head() returns a
@@ -188,5 +189,24 @@ Expected<SelectedAttention> selectAttention(const AttentionFile& file,
 // Per-head entropy and top-1 mass for every (layer, head), row-major [layer][head], reading
 // one head at a time (and releasing it).
 std::vector<std::vector<HeadStats>> allHeadStats(const AttentionFile& file);
+
+// Everything the model view needs about every head, from ONE pass over the file (one head
+// at a time, each released after use), meant to run on a worker thread.
+struct HeadOverview {
+  int layers = 0, heads = 0;
+  std::vector<Matrix> thumbnails;         // [layer * heads + head]: maxPool(head, size, size)
+  std::vector<HeadStats> stats;           // [layer * heads + head]
+  std::vector<NonFiniteCount> nonFinite;  // [layer * heads + head]
+  NonFiniteCount totalNonFinite;
+  bool cancelled = false;  // stopped early; the vectors are then partial
+};
+struct HeadOverviewOptions {
+  int thumbnailSize = 128;  // thumbnails are at most this many cells per side
+  // Called after each head with (heads done, heads in total). May be empty.
+  std::function<void(int, int)> progress;
+  // Checked before each head; when it returns true the scan stops (cancelled = true).
+  std::function<bool()> cancel;
+};
+HeadOverview overviewHeads(const AttentionFile& file, const HeadOverviewOptions& options = {});
 
 }  // namespace attn::io

@@ -503,10 +503,20 @@ void convertToFloat(const std::byte* src, NpyDtype dtype, bool bigEndian, std::s
                     std::int64_t srcStride, float* dst) {
   const std::int64_t step = srcStride * static_cast<std::int64_t>(dtypeSize(dtype));
   switch (dtype) {
-    case NpyDtype::Float16:
+    case NpyDtype::Float16: {
+      // A 256 KiB table of all 65536 halves: ~10x faster than converting bit by bit, which
+      // matters when the model view converts 144 heads of 1024 x 1024.
+      static const std::vector<float> table = [] {
+        std::vector<float> t(1 << 16);
+        for (std::uint32_t bits = 0; bits < t.size(); ++bits) {
+          t[bits] = halfToFloat(static_cast<std::uint16_t>(bits));
+        }
+        return t;
+      }();
       for (std::size_t i = 0; i < count; ++i, src += step)
-        dst[i] = halfToFloat(loadWord<std::uint16_t>(src, bigEndian));
+        dst[i] = table[loadWord<std::uint16_t>(src, bigEndian)];
       break;
+    }
     case NpyDtype::Float32:
       if (!bigEndian && srcStride == 1) {
         std::memcpy(dst, src, count * sizeof(float));

@@ -3,7 +3,9 @@
 // tests/attention_test_files.h (an independent writer).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "io/attention_file.h"
@@ -236,7 +238,11 @@ TEST(AttentionFile, PerLayerNpzWithDeflateAndBatchIsStacked) {
   named.arrayName = "layer_2";
   auto single = io::AttentionFile::open((dir / "hf.npz").string(), named);
   ASSERT_TRUE(single.ok()) << single.error().message();
-  EXPECT_EQ(single->shape().layers, 2);  // read by ndim: [layers, heads, n_q, n_k]
+  // A per-layer name is read by the per-layer rule: [batch, heads, n_q, n_k], one layer.
+  EXPECT_EQ(single->shape().layers, 1);
+  EXPECT_EQ(single->shape().heads, 3);
+  EXPECT_EQ(single->batchSize(), 2);
+  EXPECT_EQ(single->copyHead(0, 1)(4, 5), static_cast<float>(pattern(2, 1, 4, 5)));
   named.arrayName = "input_ids";
   EXPECT_NE(errorOf(dir / "hf.npz", named).find("hf.npz:input_ids.npy"), std::string::npos);
 }
@@ -406,6 +412,28 @@ TEST(AttentionSelection, HeadMeanMaxRolloutAndNonFinite) {
   EXPECT_NEAR(stats[1][0].entropy, 0.0, 1e-9);
   EXPECT_NEAR(stats[0][0].top1Mass, (0.5 + 0.75) / 2, 1e-7);
 
+  // One pass for the model view: thumbnails, stats and NaN counts per head.
+  int progressCalls = 0;
+  io::HeadOverviewOptions overviewOptions;
+  overviewOptions.thumbnailSize = 1;
+  overviewOptions.progress = [&](int done, int total) {
+    EXPECT_EQ(done, ++progressCalls);
+    EXPECT_EQ(total, 4);
+  };
+  const io::HeadOverview overview = io::overviewHeads(*file, overviewOptions);
+  EXPECT_FALSE(overview.cancelled);
+  ASSERT_EQ(overview.thumbnails.size(), 4u);
+  EXPECT_EQ(overview.thumbnails[1].size(), 1);
+  EXPECT_FLOAT_EQ(overview.thumbnails[1](0, 0), 1.0f);  // layer 0 head 1 pooled to its max
+  EXPECT_NEAR(overview.stats[2].entropy, 0.0, 1e-9);
+  EXPECT_EQ(overview.totalNonFinite.total(), 0u);
+  int asked = 0;
+  overviewOptions.progress = {};
+  overviewOptions.cancel = [&] { return ++asked > 2; };
+  const io::HeadOverview cancelled = io::overviewHeads(*file, overviewOptions);
+  EXPECT_TRUE(cancelled.cancelled);
+  EXPECT_EQ(cancelled.thumbnails.size(), 2u);
+
   // NaN and inf are counted, never hidden.
   writeNpyFile(dir / "nan.npy", {"<f4", false, {2, 3}, 1}, [](const std::vector<std::int64_t>& i) {
     if (i[0] == 0 && i[1] == 1) return std::numeric_limits<double>::quiet_NaN();
@@ -419,6 +447,7 @@ TEST(AttentionSelection, HeadMeanMaxRolloutAndNonFinite) {
   EXPECT_EQ(nan->nonFinite.nan, 1u);
   EXPECT_EQ(nan->nonFinite.negInf, 1u);
   EXPECT_EQ(io::describeNonFinite(nan->nonFinite), "1 NaN, 1 -inf");
+  EXPECT_EQ(io::overviewHeads(*nanFile).totalNonFinite.total(), 2u);
   auto notSquare = io::selectAttention(*nanFile, {Kind::Rollout, 0, 0});
   ASSERT_FALSE(notSquare.ok());
   EXPECT_NE(notSquare.error().problem.find("square"), std::string::npos);
@@ -448,6 +477,16 @@ TEST(AttentionFileLarge, Float16Model12x12x1024) {
     ASSERT_EQ(head(1023, 1023), static_cast<float>(pattern(l, h, 1023, 1023)));
     file->releaseHead(l, h);
   }
+  // The model view's one pass: 144 heads pooled to 128 x 128 (blocks of 8 x 8).
+  const auto start = std::chrono::steady_clock::now();
+  const io::HeadOverview overview = io::overviewHeads(*file);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("overviewHeads on [12, 12, 1024, 1024] float16: %.2f s\n", seconds);
+  ASSERT_EQ(overview.thumbnails.size(), 144u);
+  EXPECT_EQ(overview.thumbnails[0].rows(), 128);
+  // Every 8 x 8 block holds some (7i + 3j) mod 64 = 63, so each pooled cell is 63/64.
+  EXPECT_FLOAT_EQ(overview.thumbnails[77](5, 9), 63.0f / 64.0f);
   fs::remove_all(dir);
 }
 
