@@ -13,6 +13,7 @@
 
 #include "app/cli.h"
 #include "io/attention_file.h"
+#include "io/attention_grid.h"
 #include "io/heatmap_render.h"
 
 namespace attn::app {
@@ -149,7 +150,32 @@ bool isAttentionFilePath(std::string_view path) {
 // export
 // =======================================================================================
 
+// `export FILE --grid --out grid.png`: every head in one image.
+int runGridExport(const ParsedArgs& parsed, std::ostream& err) {
+  for (std::string_view name : {"--layer", "--head", "--aggregate", "--matrix"}) {
+    if (parsed.has(name)) return fail(err, optionError(name, "--grid shows every layer and head"));
+  }
+  Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
+  if (!open) return fail(err, open.error());
+  io::HeatmapStyle heatmap;
+  Status style = parseHeatmapStyle(parsed, heatmap);
+  if (!style) return fail(err, style.error());
+  Expected<std::string> out = checkOutputPath(parsed, {".png"}, true);
+  if (!out) return fail(err, out.error());
+  const std::string& path = parsed.positional.at(0);
+  Expected<io::AttentionFile> file = io::AttentionFile::open(path, *open);
+  if (!file) return fail(err, asOptionError(file.error()));
+  io::GridStyle grid;
+  grid.colormap = heatmap.colormap;
+  grid.vmin = heatmap.vmin;
+  grid.vmax = heatmap.vmax;
+  Status written = io::exportAttentionGrid(*file, grid, *out);
+  if (!written) return fail(err, written.error());
+  return 0;
+}
+
 int runAttentionExport(const ParsedArgs& parsed, std::ostream& /*out*/, std::ostream& err) {
+  if (parsed.has("--grid")) return runGridExport(parsed, err);
   // 1 options
   Expected<AttentionExportRequest> request = parseAttentionExport(parsed);
   if (!request) return fail(err, request.error());

@@ -201,6 +201,19 @@ TEST(CliAttention, PerLayerDeflatedNpzWithBatchAndTokens) {
     }
   }
 
+  // The whole grid.
+  RunResult grid =
+      attnscope({"export", path.string(), "--grid", "--out", (dir / "grid.png").string()}, dir);
+  ASSERT_EQ(grid.exitCode, 0) << grid.err;
+  EXPECT_EQ(readText(dir / "grid.png").substr(0, 4), "\x89PNG");
+  expectOneLineError(attnscope({"export", path.string(), "--grid", "--head", "1", "--out",
+                                (dir / "grid.png").string()},
+                               dir),
+                     "--head", "--grid shows every layer and head");
+  expectOneLineError(
+      attnscope({"export", path.string(), "--grid", "--out", (dir / "grid.csv").string()}, dir),
+      "grid.csv", "unsupported extension");
+
   // info
   RunResult info = attnscope({"info", path.string()}, dir);
   ASSERT_EQ(info.exitCode, 0) << info.err;

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "io/attention_file.h"
+#include "io/attention_grid.h"
 #include "tests/attention_test_files.h"
 
 namespace {
@@ -451,6 +452,56 @@ TEST(AttentionSelection, HeadMeanMaxRolloutAndNonFinite) {
   auto notSquare = io::selectAttention(*nanFile, {Kind::Rollout, 0, 0});
   ASSERT_FALSE(notSquare.ok());
   EXPECT_NE(notSquare.error().problem.find("square"), std::string::npos);
+}
+
+// =======================================================================================
+// The grid image
+// =======================================================================================
+
+TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
+  const fs::path dir = freshDir("attn_grid");
+  // 2 layers x 3 heads, each head constant (l·3 + h + 1) / 8 over 40 x 40.
+  writeNpyFile(dir / "c.npy", {"<f4", false, {2, 3, 40, 40}, 1},
+               [](const std::vector<std::int64_t>& i) { return (i[0] * 3 + i[1] + 1) / 8.0; });
+  auto file = io::AttentionFile::open((dir / "c.npy").string());
+  ASSERT_TRUE(file.ok());
+  io::GridStyle style;
+  style.thumbnailSize = 16;  // 40 -> blocks of 3 -> 14 x 14 cells
+  io::HeadOverviewOptions options;
+  options.thumbnailSize = style.thumbnailSize;
+  const io::HeadOverview overview = io::overviewHeads(*file, options);
+  ASSERT_EQ(overview.thumbnails[0].rows(), 14);
+  auto grid = io::renderAttentionGrid(overview, style);
+  ASSERT_TRUE(grid.ok()) << grid.error().message();
+
+  // The tile layout, from renderHeatmap with the same settings as the grid uses.
+  io::HeatmapStyle tileStyle;
+  tileStyle.cellLabels = tileStyle.axisLabels = tileStyle.colorbar = false;
+  tileStyle.cellSize = style.cellPixels;
+  tileStyle.vmin = 0.0f;
+  tileStyle.vmax = 6.0f / 8;  // the largest value of all heads
+  io::MatrixView first;
+  first.values = overview.thumbnails[0];
+  first.title = "L0 H0";
+  auto tile = io::renderHeatmap(first, tileStyle);
+  ASSERT_TRUE(tile.ok());
+  EXPECT_EQ(grid->width, 3 * (tile->width + 6) + 6);
+  EXPECT_EQ(grid->height, 2 * (tile->height + 6) + 6);
+  const io::PixelRect cell = io::cellRect(first, tileStyle, 7, 7);
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 3; ++h) {
+      const int x = 6 + h * (tile->width + 6) + (cell.x0 + cell.x1) / 2;
+      const int y = 6 + l * (tile->height + 6) + (cell.y0 + cell.y1) / 2;
+      const std::uint8_t* px =
+          grid->rgb.data() + (static_cast<std::size_t>(y) * grid->width + x) * 3;
+      const io::Rgb want =
+          io::valueColor(io::ColormapKind::Viridis, (l * 3 + h + 1) / 8.0f, {0.0f, 0.75f});
+      EXPECT_EQ(io::Rgb({px[0], px[1], px[2]}), want) << l << " " << h;
+    }
+  }
+  EXPECT_FALSE(io::exportAttentionGrid(*file, style, (dir / "g.svg").string()).ok());
+  ASSERT_TRUE(io::exportAttentionGrid(*file, style, (dir / "g.png").string()).ok());
+  EXPECT_GT(fs::file_size(dir / "g.png"), 100u);
 }
 
 // =======================================================================================
