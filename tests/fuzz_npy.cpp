@@ -6,7 +6,13 @@
 //   2 an accepted array is consistent: data offset + data bytes = the input size, the
 //     element count is the shape's product, and every element can be read (ASan checks
 //     the bounds) and converted;
-//   3 its values survive writeNpyFloat32 -> npyFromBuffer (bit for bit, NaN payloads aside).
+//   3 its values survive writeNpyFloat32 -> npyFromBuffer (bit for bit, NaN payloads aside);
+//   4 through io::AttentionFile (the input written to a memfd, opened by path, so mmap, shape
+//     normalisation and per-head conversion run): every value of every head equals the
+//     element the header's strides point to, for 2..5 dimensions.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "io/attention_file.h"
 #include "io/npy.h"
 
 namespace {
@@ -69,6 +76,50 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (std::memcmp(&back, &values[i], sizeof back) != 0 &&
         !(std::isnan(back) && std::isnan(values[i]))) {
       die("a value changed in the round trip", std::to_string(i));
+    }
+  }
+  // 4 the attention view of the same bytes
+  static const int memfd = memfd_create("fuzz_npy", 0);
+  if (memfd < 0 || ftruncate(memfd, 0) != 0 ||
+      pwrite(memfd, data, size, 0) != static_cast<ssize_t>(size)) {
+    die("cannot use a memfd", "");
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(memfd);
+  auto file = attn::io::AttentionFile::open(path);
+  const std::size_t ndim = header.shape.size();
+  if (!file) {
+    const std::string message = file.error().message();
+    if (message.find('\n') != std::string::npos) die("a multi-line error", message);
+    bool emptyDim = false;
+    for (std::int64_t dim : header.shape) emptyDim |= dim == 0;
+    if (ndim >= 2 && ndim <= 5 && !emptyDim &&
+        message.find("above the limit") == std::string::npos) {
+      die("a readable array of 2..5 dimensions did not open", message);
+    }
+    return 0;
+  }
+  const std::vector<std::int64_t> strides = header.strides();
+  const std::size_t lead = ndim - 2;  // dims before [n_q, n_k]: (batch,) (layers,) (heads,)
+  std::vector<float> scratch;
+  for (int l = 0; l < file->layers(); ++l) {
+    for (int h = 0; h < file->heads(); ++h) {
+      const attn::MatrixSpan head = file->head(l, h, scratch);
+      // batch 0; layers and heads exist from 4 and 3 dims on.
+      std::int64_t base = 0;
+      if (lead >= 2) base += l * strides[lead - 2];
+      if (lead >= 1) base += h * strides[lead - 1];
+      for (Eigen::Index i = 0; i < head.rows; ++i) {
+        for (Eigen::Index j = 0; j < head.cols; ++j) {
+          const float want = values[static_cast<std::size_t>(base + i * strides[ndim - 2] +
+                                                             j * strides[ndim - 1])];
+          const float got = head(i, j);
+          if (std::memcmp(&want, &got, sizeof got) != 0 && !(std::isnan(want) && std::isnan(got))) {
+            die("a head value differs from its element",
+                std::to_string(l) + " " + std::to_string(h));
+          }
+        }
+      }
+      file->releaseHead(l, h);
     }
   }
   return 0;
