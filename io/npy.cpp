@@ -166,51 +166,51 @@ std::optional<RawHeader> parseDict(std::string_view text, std::string& error) {
   DictParser p{text, 0, {}};
   RawHeader raw;
   bool haveDescr = false, haveOrder = false, haveShape = false;
-  auto done = [&]() -> std::optional<RawHeader> {
+  // Records the parser's first problem (or `problem`) in `error` and gives up.
+  auto failed = [&](std::string problem = {}) -> std::optional<RawHeader> {
+    if (!problem.empty()) p.fail(std::move(problem));
     error = p.error;
     return std::nullopt;
   };
-  if (!p.expect('{')) return done();
+  if (!p.expect('{')) return failed();
   while (!p.peek('}')) {
     auto key = p.string();
-    if (!key) return done();
-    if (!p.expect(':')) return done();
+    if (!key) return failed();
+    if (!p.expect(':')) return failed();
     if (*key == "descr") {
-      if (haveDescr) return p.fail("duplicate key 'descr'"), done();
-      if (p.peek('['))
-        return p.fail("'descr' is a list: structured dtypes are not supported"), done();
+      if (haveDescr) return failed("duplicate key 'descr'");
+      if (p.peek('[')) return failed("'descr' is a list: structured dtypes are not supported");
       auto value = p.string();
-      if (!value) return done();
+      if (!value) return failed();
       raw.descr = *value;
       haveDescr = true;
     } else if (*key == "fortran_order") {
-      if (haveOrder) return p.fail("duplicate key 'fortran_order'"), done();
+      if (haveOrder) return failed("duplicate key 'fortran_order'");
       auto value = p.boolean();
-      if (!value) return done();
+      if (!value) return failed();
       raw.fortranOrder = *value;
       haveOrder = true;
     } else if (*key == "shape") {
-      if (haveShape) return p.fail("duplicate key 'shape'"), done();
+      if (haveShape) return failed("duplicate key 'shape'");
       auto value = p.tuple();
-      if (!value) return done();
+      if (!value) return failed();
       raw.shape = std::move(*value);
       haveShape = true;
     } else {
-      return p.fail("unexpected key " + quoted(*key) +
-                    " (an npy header has exactly descr, fortran_order and shape)"),
-             done();
+      return failed("unexpected key " + quoted(*key) +
+                    " (an npy header has exactly descr, fortran_order and shape)");
     }
     if (p.peek(',')) {
       ++p.pos;
       continue;
     }
-    if (!p.peek('}')) return p.fail("expected ',' or '}'"), done();
+    if (!p.peek('}')) return failed("expected ',' or '}'");
   }
   ++p.pos;  // '}'
   // Padding: spaces, then exactly one '\n' as the last byte.
   while (p.pos < text.size() && text[p.pos] == ' ') ++p.pos;
   if (p.pos + 1 != text.size() || text[p.pos] != '\n') {
-    return p.fail("the header must end with spaces and one newline after '}'"), done();
+    return failed("the header must end with spaces and one newline after '}'");
   }
   if (!haveDescr || !haveOrder || !haveShape) {
     std::string missing = !haveDescr ? "descr" : !haveOrder ? "fortran_order" : "shape";
@@ -290,16 +290,17 @@ Expected<NpyArray> finishArray(std::span<const std::byte> bytes, std::shared_ptr
   if (!header) return header.error();
   const std::uint64_t available = bytes.size() - header->dataOffset;
   if (available < header->dataBytes) {
+    std::string shape = "(";
+    for (std::size_t i = 0; i < header->shape.size(); ++i) {
+      if (i > 0) shape += ", ";
+      shape += std::to_string(header->shape[i]);
+    }
+    shape += ")";
     return Error{file, "",
                  "the header says " + std::to_string(header->dataBytes) + " bytes of data (shape " +
-                     [&] {
-                       std::string s = "(";
-                       for (std::size_t i = 0; i < header->shape.size(); ++i)
-                         s += (i ? ", " : "") + std::to_string(header->shape[i]);
-                       return s + ")";
-                     }() +
-                     ", " + std::string(dtypeName(header->dtype)) + ") but the file holds only " +
-                     std::to_string(available) + " (truncated file?)"};
+                     shape + ", " + std::string(dtypeName(header->dtype)) +
+                     ") but the file holds only " + std::to_string(available) +
+                     " (truncated file?)"};
   }
   if (available > header->dataBytes) {
     return Error{file, "",
