@@ -48,6 +48,7 @@ usage:
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
+  attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
@@ -125,6 +126,8 @@ attention files (a model's saved attention, see docs/import.md):
                              (default by ndim: qk, hqk, lhqk, blhqk)
   --tokens FILE              token labels (.json list or .txt lines); default: the side file
                              FILE.tokens.json / FILE.tokens.txt, else the indices
+  --grid                     the whole layer x head grid as one labelled PNG (thumbnails
+                             max-pooled to 64 x 64; --colormap, --vmin, --vmax apply)
 NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
@@ -451,7 +454,7 @@ constexpr OptionSpec kExportOptions[] = {
     {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
     // .npy/.npz attention files only (app/cli_attention.cpp)
     {"--layer", true},  {"--aggregate", true},   {"--array", true},        {"--batch", true},
-    {"--layout", true}, {"--tokens", true},       {"--digits", true}};
+    {"--layout", true}, {"--tokens", true},       {"--digits", true}, {"--grid", false}};
 
 struct ExportRequest {
   std::string scenarioPath;

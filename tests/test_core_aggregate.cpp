@@ -13,8 +13,7 @@ namespace {
 using namespace attn;
 
 Matrix mat(std::initializer_list<std::initializer_list<float>> rows) {
-  Matrix m(static_cast<Eigen::Index>(rows.size()),
-           static_cast<Eigen::Index>(rows.begin()->size()));
+  Matrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.begin()->size()));
   Eigen::Index r = 0;
   for (auto row : rows) {
     Eigen::Index c = 0;
@@ -206,7 +205,7 @@ TEST(HeadStatistics, MatchesAPlainLoopOnRandomHeads) {
     top1 += best / 9;
   }
   HeadStats stats = headStats(MatrixRef::of(a));
-  EXPECT_NEAR(stats.entropy, entropy, 1e-9);
+  EXPECT_NEAR(stats.entropy, entropy, 1e-6);  // float terms, double sums
   EXPECT_NEAR(stats.top1Mass, top1, 1e-9);
 }
 
@@ -221,11 +220,43 @@ TEST(HeadStatistics, NonFiniteRowsAreSkipped) {
 }
 
 // =======================================================================================
+// Thumbnails
+// =======================================================================================
+
+TEST(MaxPool, BlocksKeepTheirPeakAndNaN) {
+  // 5 x 4 pooled to at most 2 x 2: blocks of 3 rows x 2 cols -> a 2 x 2 result.
+  Matrix a = Matrix::Zero(5, 4);
+  a(1, 1) = 0.9f;   // block (0, 0)
+  a(2, 3) = 0.4f;   // block (0, 1)
+  a(4, 0) = -0.5f;  // block (1, 0): with the zeros above it, the max is 0
+  a(3, 2) = 0.7f;   // block (1, 1)
+  const Matrix pooled = maxPool(MatrixRef::of(a), 2, 2);
+  expectNear(pooled, mat({{0.9f, 0.4f}, {0.0f, 0.7f}}));
+  // A plain-loop check on a random matrix.
+  std::mt19937 rng(3);
+  const Matrix r = randomAttention(rng, 37);
+  const Matrix p = maxPool(MatrixRef::of(r), 8, 5);  // blocks 5 x 8 -> 8 x 5
+  ASSERT_EQ(p.rows(), 8);
+  ASSERT_EQ(p.cols(), 5);
+  for (int br = 0; br < 8; ++br)
+    for (int bc = 0; bc < 5; ++bc) {
+      float best = -1;
+      for (int i = br * 5; i < std::min(37, br * 5 + 5); ++i)
+        for (int j = bc * 8; j < std::min(37, bc * 8 + 8); ++j) best = std::max(best, r(i, j));
+      EXPECT_EQ(p(br, bc), best);
+    }
+  a(4, 3) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(maxPool(MatrixRef::of(a), 2, 2)(1, 1)));
+  expectNear(maxPool(MatrixRef::of(a), 5, 4).topLeftCorner(4, 4), a.topLeftCorner(4, 4));
+}
+
+// =======================================================================================
 // Special tokens and focus
 // =======================================================================================
 
 TEST(SpecialTokens, MaskByDefaultListFirstTokenAndUserList) {
-  const std::vector<std::string> labels = {"The", "[CLS]", " [SEP] ", "cat", "<|endoftext|>", "foo"};
+  const std::vector<std::string> labels = {"The", "[CLS]",         " [SEP] ",
+                                           "cat", "<|endoftext|>", "foo"};
   SpecialTokenOptions options;
   EXPECT_EQ(specialTokenMask(labels, options),
             (std::vector<bool>{true, true, true, false, true, false}));
