@@ -128,7 +128,7 @@ bool update(AppState& state) {
     if (!status) {
       computed.problem.reset();
       computed.result.reset();
-      computed.error = status.error().message();
+      computed.error = toScenarioError(status.error(), state.doc).message();
     } else {
       computed.problem = std::move(problem).value();
     }
