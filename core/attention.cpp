@@ -1245,6 +1245,13 @@ bool recomputeContextRows(const Matrix& weights, const Matrix& v, Matrix& contex
 
 }  // namespace
 
+std::vector<Scalar> temperedScores(const Scalar* scores, const bool* allowed, Scalar temperature,
+                                   int n) {
+  std::vector<Scalar> z(static_cast<std::size_t>(std::max(n, 0)), -kInf);
+  if (n > 0) tempered(scores, allowed, temperature, n, z.data());
+  return z;
+}
+
 Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
   AttentionResult result;
   if (Status status = attend(inputs, options, result); !status) return status.error();

@@ -261,6 +261,13 @@ struct SparsemaxThreshold {
 // tau = 0, matching the core, which then shares the weight among them.)
 SparsemaxThreshold sparsemaxThreshold(const Scalar* scores, const bool* allowed, int n);
 
+// The row step 4 normalises when T != 1 (attend() does the same): z_j = (s_j - m) / T for
+// allowed keys, m = the largest allowed RAW score, -inf where masked; z_j is kept at -FLT_MAX at
+// least. scores (n, raw, before T), allowed (n, or null = all). Its maximum is 0, and the order
+// of the keys is kept for every T > 0 (no false ties from overflowing quotients).
+std::vector<Scalar> temperedScores(const Scalar* scores, const bool* allowed, Scalar temperature,
+                                   int n);
+
 // Sinusoidal positional encoding (Vaswani et al. 2017), (n x d):
 // PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
 Matrix sinusoidalPositionalEncoding(int n, int d);

@@ -340,12 +340,21 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     return out;
   }
 
-  const Matrix& s = result.heads[head].maskedScores;
-  if (s.rows() <= row || s.cols() != nK) return out;
+  // The row the normaliser saw: maskedScores for T = 1; for T != 1 the core's (s − max) ÷ T
+  // (temperedScores()), so that even a tiny T explains the weights it gave.
+  const Matrix& masked = result.heads[head].maskedScores;
+  if (masked.rows() <= row || masked.cols() != nK) return out;
+  const Matrix& raw = result.heads[head].scores;
+  const bool temperedRow =
+      options.temperature != 1 && raw.rows() > row && raw.cols() == nK;
   // The row of the mask (null: every key allowed), for the core's top_k / sparsemax rules.
   const bool* allowedRow = result.allowed.rows() > row && result.allowed.cols() == nK
                                ? result.allowed.row(row).data()
                                : nullptr;
+  const std::vector<Scalar> rowScores =
+      temperedRow ? temperedScores(raw.row(row).data(), allowedRow, options.temperature, nK)
+                  : std::vector<Scalar>(masked.row(row).data(), masked.row(row).data() + nK);
+  const auto s = [&rowScores](int, int j) { return rowScores[static_cast<std::size_t>(j)]; };
   std::vector<Scalar> allowedScores;
   for (int j = 0; j < nK; ++j) {
     const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
@@ -355,7 +364,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
   const Scalar maxS = allowedScores.empty()
                           ? sij
                           : *std::max_element(allowedScores.begin(), allowedScores.end());
-  const std::string tNote = options.temperature != 1 ? " (scores ÷ T)" : "";
+  const std::string tNote = temperedRow ? " (s = (score − max) ÷ T)" : "";
 
   switch (options.normalizer.kind) {
     case NormalizerKind::Softmax: {
@@ -391,7 +400,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       const int k = std::max(1, options.normalizer.topK);
       out.formula = "softmax over the k = " + std::to_string(k) + " largest allowed scores";
       // The core's own selection: score descending, ties to the lower key index.
-      const std::vector<int> order = topKKeys(s.row(row).data(), allowedRow, nK, k);
+      const std::vector<int> order = topKKeys(rowScores.data(), allowedRow, nK, k);
       const int kept = static_cast<int>(order.size());
       const bool isKept = std::find(order.begin(), order.end(), col) != order.end();
       const Scalar threshold = kept > 0 ? s(row, order[kept - 1]) : sij;
@@ -413,7 +422,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     case NormalizerKind::Sparsemax: {
       out.formula = std::string(formulas::normalizer(NormalizerKind::Sparsemax));
       // The core's own threshold (relative to the row maximum; shifted back here).
-      const SparsemaxThreshold threshold = sparsemaxThreshold(s.row(row).data(), allowedRow, nK);
+      const SparsemaxThreshold threshold = sparsemaxThreshold(rowScores.data(), allowedRow, nK);
       const int support = threshold.support;
       const double tau = support > 0 ? threshold.tau + threshold.maxScore : maxS;
       out.steps.push_back("s = " + formatNumber(sij) + tNote + ", τ = " +
