@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -361,8 +362,11 @@ void drawNormalizerSection(AppState& state) {
 
   float temperature = state.doc.temperature;
   ImGui::SetNextItemWidth(font * 12.0f);
+  // Ctrl+click lets the user type any text, "nan" included (std::clamp keeps a NaN): only a
+  // finite number becomes a temperature. The core rejects anything else anyway (validate()).
   if (ImGui::SliderFloat("temperature T", &temperature, 0.01f, 100.0f, "%.3g",
-                         ImGuiSliderFlags_Logarithmic)) {
+                         ImGuiSliderFlags_Logarithmic) &&
+      std::isfinite(temperature)) {
     state.doc.temperature = std::clamp(temperature, 0.01f, 100.0f);
     touch(state);
   }
