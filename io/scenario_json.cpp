@@ -1534,22 +1534,40 @@ Status saveScenario(const Scenario& scenario, const std::string& path) {
 }
 
 std::string resultToJson(const AttentionResult& result, const Problem& problem) {
+  // The matrices are most of the text (8 heads x 2048 x 2048 is 67 million numbers): they are
+  // not put into the JSON DOM (16 bytes a number, 4.9 GB there) but printed straight into the
+  // text, where the DOM holds a placeholder. Labels and warnings are user text: if one holds
+  // the placeholder's control character, everything goes through the DOM instead.
+  constexpr std::string_view kMarker = "\x01" "attnscope-matrix-";
+  bool direct = true;
+  for (const auto* labels : {&problem.queryLabels, &problem.keyLabels})
+    for (const std::string& label : *labels) direct = direct && label.find('\x01') == label.npos;
+  for (const Warning& warning : result.warnings)
+    direct = direct && warning.message.find('\x01') == std::string::npos &&
+             warning.code.find('\x01') == std::string::npos;
+  std::vector<const Matrix*> matrices;
+  auto matrix = [&](const Matrix& m) -> OrderedJson {
+    if (!direct) return toJson(m);
+    matrices.push_back(&m);
+    return std::string(kMarker) + std::to_string(matrices.size() - 1);
+  };
+
   OrderedJson doc = OrderedJson::object();
   OrderedJson heads = OrderedJson::array();
   for (const HeadResult& head : result.heads) {
     OrderedJson h = OrderedJson::object();
-    h["q"] = toJson(head.q);
-    h["k"] = toJson(head.k);
-    h["v"] = toJson(head.v);
-    h["scores"] = toJson(head.scores);
-    h["weights"] = toJson(head.weights);
-    h["context"] = toJson(head.context);
+    h["q"] = matrix(head.q);
+    h["k"] = matrix(head.k);
+    h["v"] = matrix(head.v);
+    h["scores"] = matrix(head.scores);
+    h["weights"] = matrix(head.weights);
+    h["context"] = matrix(head.context);
     heads.push_back(std::move(h));
   }
   doc["heads"] = std::move(heads);
-  doc["concat"] = toJson(result.concat);
-  doc["output"] = toJson(result.output);
-  doc["weights_mean"] = toJson(result.weightsMean);
+  doc["concat"] = matrix(result.concat);
+  doc["output"] = matrix(result.output);
+  doc["weights_mean"] = matrix(result.weightsMean);
   doc["query_labels"] = toJson(problem.queryLabels);
   doc["key_labels"] = toJson(problem.keyLabels);
   OrderedJson warnings = OrderedJson::array();
@@ -1562,8 +1580,49 @@ std::string resultToJson(const AttentionResult& result, const Problem& problem) 
     warnings.push_back(std::move(w));
   }
   doc["warnings"] = std::move(warnings);
-  if (result.decoderOutput.size() > 0) doc["decoder_output"] = toJson(result.decoderOutput);
-  return printDocument(doc);
+  if (result.decoderOutput.size() > 0) doc["decoder_output"] = matrix(result.decoderOutput);
+  const std::string skeleton = printDocument(doc);
+  if (!direct) return skeleton;
+
+  // Each placeholder is printed as "\u0001attnscope-matrix-N" (quotes included) at the end of a
+  // line '<indent>"key": '; the matrix goes there exactly as print() would write it.
+  const std::string quotedMarker = "\"\\u0001attnscope-matrix-";
+  std::size_t numbers = 0;
+  for (const Matrix* m : matrices) numbers += static_cast<std::size_t>(m->size());
+  std::string out;
+  out.reserve(skeleton.size() + numbers * 12);
+  std::size_t from = 0;
+  for (std::size_t at = skeleton.find(quotedMarker); at != std::string::npos;
+       at = skeleton.find(quotedMarker, from)) {
+    out.append(skeleton, from, at - from);
+    const std::size_t digits = at + quotedMarker.size();
+    const std::size_t close = skeleton.find('"', digits);
+    const std::size_t index = std::stoul(skeleton.substr(digits, close - digits));
+    const std::size_t lineStart = skeleton.rfind('\n', at) + 1;  // npos + 1 = 0
+    const std::size_t indent = skeleton.find_first_not_of(' ', lineStart) - lineStart;
+    const Matrix& m = *matrices.at(index);
+    if (m.rows() == 0) {
+      out += "[]";
+    } else {
+      out += "[\n";
+      for (Eigen::Index r = 0; r < m.rows(); ++r) {
+        if (r > 0) out += ",\n";
+        out.append(indent + 2, ' ');
+        out += '[';
+        for (Eigen::Index c = 0; c < m.cols(); ++c) {
+          if (c > 0) out += ", ";
+          out += floatText(m(r, c));
+        }
+        out += ']';
+      }
+      out += '\n';
+      out.append(indent, ' ');
+      out += ']';
+    }
+    from = close + 1;
+  }
+  out.append(skeleton, from, std::string::npos);
+  return out;
 }
 
 Status writeFileAtomic(const std::string& path, std::string_view text) {

@@ -817,6 +817,44 @@ TEST(Projection, QkvInterleavedIsReadAndWritten) {
               "projection", "expected one of identity, xavier, explicit, pytorch, qkv_interleaved");
 }
 
+TEST(ResultJson, MatricesPrintedDirectlyMatchTheDomPrinter) {
+  // resultToJson prints the matrices straight into the text (no 16-byte-per-number DOM); with
+  // a label holding its placeholder's control character it falls back to the DOM printer.
+  // Both must give the same text, apart from that label.
+  Scenario s;
+  s.mode = Mode::Cross;
+  auto filled = [](int rows, int cols, float phase) {
+    Matrix m(rows, cols);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) m(r, c) = std::sin(phase + 1.7f * r + 0.3f * c);
+    return m;
+  };
+  s.queries = filled(3, 4, 0.1f);
+  s.keys = filled(5, 4, 2.0f);
+  s.heads = 2;
+  s.projection = ProjectionKind::Xavier;
+  s.decoderOutput.enabled = true;
+  s.mask.kind = MaskKind::Causal;
+  s.queryLabels = {"a", "b", "c"};
+  auto problem = buildProblem(s);
+  ASSERT_TRUE(problem.ok()) << problem.error().message();
+  auto result = attend(problem->inputs, problem->options);
+  ASSERT_TRUE(result.ok());
+  const std::string direct = io::resultToJson(*result, *problem);
+  problem->queryLabels[1] = std::string("b\x01");
+  std::string viaDom = io::resultToJson(*result, *problem);
+  const std::string escaped = "\"b\\u0001\"";
+  const std::size_t at = viaDom.find(escaped);
+  ASSERT_NE(at, std::string::npos);
+  viaDom.replace(at, escaped.size(), "\"b\"");
+  EXPECT_EQ(direct, viaDom);
+  // And it is JSON with every number of the result.
+  const auto json = nlohmann::json::parse(direct);
+  EXPECT_EQ(static_cast<float>(json["heads"][1]["weights"][2][1].get<double>()),
+            result->heads[1].weights(2, 1));
+  EXPECT_EQ(json["decoder_output"].size(), 3u);
+}
+
 TEST(BadInput, ProblemsTheCoreFindsNameTheField) {
   // heads must divide the width
   expectError(R"({"inputs": [[1, 2, 3, 4]], "heads": 3})", "heads", "");
