@@ -383,7 +383,7 @@ Expected<Computed> loadAndCompute(const std::string& path) {
   }
   Expected<AttentionResult> result = attend(problem->inputs, problem->options);
   if (!result) {
-    Error error = result.error();
+    Error error = toScenarioError(result.error(), *scenario);
     if (error.file.empty()) error.file = path;
     return error;
   }
