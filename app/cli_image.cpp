@@ -378,10 +378,17 @@ int runImageCommand(std::span<const std::string> args, std::ostream& out, std::o
   // 6 report
   out << "attnscope: " << grid.rule() << "; query patch " << request->queryRow << ","
       << request->queryCol << " (index " << query << ")\n";
-  for (const Warning& warning : computed->result.warnings) {
-    std::string line = warning.message.empty() ? warning.code : warning.message;
+  // (A black image under cosine warns once per zero patch: keep stderr short.)
+  constexpr std::size_t kShownWarnings = 5;
+  const std::vector<Warning>& warnings = computed->result.warnings;
+  for (std::size_t i = 0; i < std::min(warnings.size(), kShownWarnings); ++i) {
+    std::string line = warnings[i].message.empty() ? warnings[i].code : warnings[i].message;
     std::replace(line.begin(), line.end(), '\n', ' ');
     err << "attnscope: warning: " << path << ": " << line << '\n';
+  }
+  if (warnings.size() > kShownWarnings) {
+    err << "attnscope: warning: " << path << ": " << warnings.size() - kShownWarnings
+        << " more warnings\n";
   }
   return 0;
 }
