@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "app/image_view.h"
 #include "core/scenario.h"
 #include "io/heatmap_render.h"
 
@@ -30,6 +31,7 @@ struct ViewSettings {
   bool lightTheme = false;       // projector-friendly theme
   bool showInputs = true, showSettings = true, showPipeline = true, showHeads = true,
        showInspector = true, showGeometry = true;
+  bool showImage = false;  // the image view (opened with an image; not saved)
 };
 
 // The stages of the pipeline view, in teaching order.
@@ -125,6 +127,7 @@ struct AppState {
   Computed computed;
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
+  ImageViewState image;            // the image view: its image, settings and result
 
   bool dirty() const { return contentId != savedContentId; }
   // Marks the current content as saved (after a save or an open).

@@ -114,6 +114,10 @@ options:
   --size WxH        window size, each 64..8192                    (default: 1600x1000)
   --frames N        frames to render before saving, 1..10000     (default: 5)
   -h, --help        show this help
+
+When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
+  --patch P  --query R,C  --temperature T  --pos none|sin2d|random
+set the view as in `attnscope image`.
 )";
 
 // =======================================================================================
@@ -515,7 +519,10 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 // screenshot
 // =======================================================================================
 
-constexpr OptionSpec kScreenshotOptions[] = {{"--out", true}, {"--size", true}, {"--frames", true}};
+constexpr OptionSpec kScreenshotOptions[] = {{"--out", true},   {"--size", true},
+                                             {"--frames", true}, {"--patch", true},
+                                             {"--query", true}, {"--temperature", true},
+                                             {"--pos", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -548,10 +555,18 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   if (!outPath) return fail(err, outPath.error());
   launch.screenshotPath = *outPath;
 
+  // An image opens the image view (the window checks the file before it opens).
+  if (Status image = applyImageScreenshotOptions(
+          *path, [&](std::string_view name) { return parsed->get(name); }, launch);
+      !image) {
+    return fail(err, image.error());
+  }
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.
-  Expected<Computed> computed = loadAndCompute(*path);
-  if (!computed) return fail(err, computed.error());
+  if (launch.imagePath.empty()) {
+    Expected<Computed> computed = loadAndCompute(*path);
+    if (!computed) return fail(err, computed.error());
+  }
   out.flush();
   return runGui(launch);
 }

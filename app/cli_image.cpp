@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/image_view.h"
 #include "core/patches.h"
 #include "io/heatmap_render.h"
 #include "io/image.h"
@@ -300,7 +301,60 @@ Expected<ImageRequest> parseRequest(const ParsedArgs& parsed) {
   return request;
 }
 
+// The image view's rule for file names (app/image_view.h).
+bool isImageFile(const std::string& path) {
+  return isImagePath(path);
+}
+
 }  // namespace
+
+// =======================================================================================
+// screenshot IMAGE
+// =======================================================================================
+
+Status applyImageScreenshotOptions(const std::string& path,
+                                   const std::function<const std::string*(std::string_view)>& get,
+                                   GuiLaunch& launch) {
+  constexpr std::string_view kImageOnly[] = {"--patch", "--query", "--temperature", "--pos"};
+  if (!isImageFile(path)) {
+    for (std::string_view name : kImageOnly) {
+      if (get(name)) return optionError(name, "only applies when the file is an image");
+    }
+    return Ok{};
+  }
+  launch.imagePath = path;
+  if (const std::string* v = get("--patch")) {
+    auto p = parseIntStrict(*v, PatchLimits::kMinPatch, PatchLimits::kMaxPatch);
+    if (!p) return optionError("--patch", inQuotes(*v) + " is not an integer in 4..64");
+    launch.imagePatch = *p;
+  }
+  if (const std::string* v = get("--query")) {
+    const auto comma = v->find(',');
+    std::optional<int> r, c;
+    if (comma != std::string::npos) {
+      r = parseIntStrict(std::string_view(*v).substr(0, comma), 0, 1 << 20);
+      c = parseIntStrict(std::string_view(*v).substr(comma + 1), 0, 1 << 20);
+    }
+    if (!r || !c)
+      return optionError("--query", inQuotes(*v) + " is not ROW,COL (two integers >= 0)");
+    launch.imageQueryRow = *r;
+    launch.imageQueryCol = *c;
+  }
+  if (const std::string* v = get("--temperature")) {
+    auto x = parseFloatStrict(*v);
+    if (!x || !(*x > 0)) return optionError("--temperature", inQuotes(*v) + " is not a number > 0");
+    launch.imageTemperature = *x;
+  }
+  if (const std::string* v = get("--pos")) {
+    if (!parsePatchPositional(*v))
+      return optionError("--pos", inQuotes(*v) + " is not none, sin2d or random");
+    launch.imagePositional = *v;
+  }
+  // The file itself, before a window opens: the same one line as `attnscope image`.
+  Expected<io::Image> image = io::loadImage(path);
+  if (!image) return image.error();
+  return Ok{};
+}
 
 // =======================================================================================
 // The command

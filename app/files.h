@@ -53,6 +53,9 @@ std::string autosavePath();
 // Loads a scenario file into the state (and its view settings). On error the state is
 // kept and an error notice names the file, the field and the problem. Returns success.
 bool openDocument(AppState& state, const std::string& path, double now);
+// Opens an image in the image view and shows it (the document is not touched). On error
+// the view keeps its image and an error notice names the file and the problem.
+bool openImageView(AppState& state, const std::string& path, double now);
 // Saves the document (with the current view settings) atomically to `path` and makes it
 // the document path. Returns success; errors are posted as notices.
 bool saveDocument(AppState& state, const std::string& path, double now);

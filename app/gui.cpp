@@ -78,8 +78,12 @@ constexpr PanelSlot kPanels[] = {
     {&ViewSettings::showInspector, drawInspectorPanel, "Inspector",
      "Explains the hovered cell step by step"},
     {&ViewSettings::showGeometry, drawGeometryPanel, "Geometry", "Queries and keys as 2-D arrows"},
+    {&ViewSettings::showImage, drawImagePanel, "Image",
+     "Self-attention over the patches of an image (open a PNG or JPEG)"},
 };
-enum PanelIndex { kInputs, kSettings, kPipeline, kHeads, kInspector, kGeometry, kPanelCount };
+enum PanelIndex {
+  kInputs, kSettings, kPipeline, kHeads, kInspector, kGeometry, kImage, kPanelCount
+};
 
 struct Shortcut {
   const char* keys;
@@ -100,6 +104,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
     {"Space / \xE2\x86\x92 / \xE2\x86\x90 / Esc", "Pipeline: step through the stages / show all"},
     {"Drop a .json file", "Open it"},
+    {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
+    {"Click a patch of the image", "Make it the query"},
 };
 
 void tooltip(const char* text) {
@@ -473,6 +479,7 @@ void GuiSession::Impl::layoutPanels() {
   for (int i = 0; i < kPanelCount; ++i) {
     shown[i] = state.view.*kPanels[i].show;
     if (shown[i] && !lastShown[i]) visibilityChanged = true;  // re-shown: back in its tile
+    if (i == kImage && !shown[i] && lastShown[i]) visibilityChanged = true;  // uncovers panels
     lastShown[i] = shown[i];
   }
   if (viewport->Size.x != lastViewport.x || viewport->Size.y != lastViewport.y ||
@@ -481,6 +488,8 @@ void GuiSession::Impl::layoutPanels() {
   }
   lastViewport = viewport->Size;
   lastLayoutFont = font;
+  // The image view takes the centre and the right column; the panels there wait under it.
+  if (shown[kImage]) shown[kPipeline] = shown[kHeads] = shown[kInspector] = shown[kGeometry] = false;
   if (!layoutDirty) return;
   layoutDirty = false;
   const float menu = ImGui::GetFrameHeight();
@@ -515,12 +524,18 @@ void GuiSession::Impl::layoutPanels() {
   stack({{kInputs, 0.5f}, {kSettings, 0.5f}}, x0, leftW);
   stack({{kPipeline, 1.f}}, x0 + leftW, centreW);
   stack({{kHeads, 0.34f}, {kInspector, 0.36f}, {kGeometry, 0.30f}}, x0 + leftW + centreW, rightW);
+  if (shown[kImage]) {
+    const float imageX = left ? std::clamp(font * 24, width * 0.2f, width * 0.3f) : 0.f;
+    pendingRects[kImage] = {ImVec2(x0 + imageX, y0), ImVec2(width - imageX, height)};
+  }
   applyLayout = true;
 }
 
 void GuiSession::Impl::drawPanels() {
   for (int i = 0; i < kPanelCount; ++i) {
     if (!(state.view.*kPanels[i].show)) continue;
+    if (state.view.showImage && (i == kPipeline || i == kHeads || i == kInspector || i == kGeometry))
+      continue;  // under the image view (see layoutPanels)
     if (applyLayout) {
       ImGui::SetNextWindowPos(pendingRects[i].first, ImGuiCond_Always);
       ImGui::SetNextWindowSize(pendingRects[i].second, ImGuiCond_Always);
@@ -872,18 +887,34 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
   s.options = options;
+  if (isImagePath(s.launch.scenarioPath)) {  // `attnscope IMAGE`: the image view
+    s.launch.imagePath = s.launch.scenarioPath;
+    s.launch.scenarioPath.clear();
+  }
+  // 0 the image, checked before a window opens (as the scenario below)
+  std::string imageError;
+  if (!s.launch.imagePath.empty()) {
+    Expected<io::Image> image = io::loadImage(s.launch.imagePath);
+    if (!image) {
+      if (s.screenshotMode()) {
+        std::fprintf(stderr, "attnscope: %s\n", image.error().message().c_str());
+        return 2;
+      }
+      imageError = "cannot open " + image.error().message();
+    }
+  }
   // 1 the scenario first: a bad file must fail the same way with or without a display
   Scenario initial;
   std::string startupError;
   bool haveInitial = false;
-  if (!launch.scenarioPath.empty()) {
-    Expected<Scenario> loaded = io::loadScenario(launch.scenarioPath);
+  if (!s.launch.scenarioPath.empty()) {
+    Expected<Scenario> loaded = io::loadScenario(s.launch.scenarioPath);
     if (loaded) {
       initial = std::move(loaded).value();
       haveInitial = true;
     } else {
       Error error = loaded.error();
-      if (error.file.empty()) error.file = launch.scenarioPath;
+      if (error.file.empty()) error.file = s.launch.scenarioPath;
       if (s.screenshotMode()) {
         std::fprintf(stderr, "attnscope: %s\n", error.message().c_str());
         return 2;
@@ -903,12 +934,24 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
   if (haveInitial) {
     const std::string view = initial.viewJson;
-    loadDocument(s.state, std::move(initial), launch.scenarioPath);
+    loadDocument(s.state, std::move(initial), s.launch.scenarioPath);
     applyViewJson(s.state.view, view, false);
   } else {
     // An explicit file that failed starts on the default preset, not on the autosave
     // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
     s.loadInitialDocument(startupError);
+  }
+  // 4 the image view
+  if (!imageError.empty()) notify(s.state, Notice::Kind::Error, imageError, s.now());
+  if (!s.launch.imagePath.empty() && imageError.empty()) {
+    ImageViewState& image = s.state.image;
+    if (s.launch.imagePatch > 0) image.patch.patch = s.launch.imagePatch;
+    if (s.launch.imageTemperature > 0) image.temperature = s.launch.imageTemperature;
+    if (auto kind = parsePatchPositional(s.launch.imagePositional)) image.patch.positional = *kind;
+    if (openImageView(s.state, s.launch.imagePath, s.now())) {
+      if (s.launch.imageQueryRow >= 0) image.queryRow = s.launch.imageQueryRow;
+      if (s.launch.imageQueryCol >= 0) image.queryCol = s.launch.imageQueryCol;
+    }
   }
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +

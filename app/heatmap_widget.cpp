@@ -331,7 +331,9 @@ void HeatmapCache::Impl::releaseAll() {
       glDeleteTextures(static_cast<GLsizei>(lutTextures.size()), lutTextures.data());
     }
     if (program != 0) glDeleteProgram(program);
+    if (imageTexture != 0) glDeleteTextures(1, &imageTexture);
   }
+  imageTexture = 0;
   lutTextures.clear();
   program = 0;
   gpuReady = false;

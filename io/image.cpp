@@ -30,10 +30,16 @@ std::string sizeText(long long width, long long height) {
   return text;
 }
 
-// stb_image's reason for the last failure on this thread (it keeps it thread-local).
+// stb_image's reason for the last failure on this thread (it keeps it thread-local). Some
+// reasons embed bytes of the file ("XXXX PNG chunk not known" carries the chunk type), so
+// anything but printable ASCII becomes '?': an error stays one clean line.
 std::string stbReason() {
   const char* reason = stbi_failure_reason();
-  return reason ? reason : "unknown reason";
+  std::string text = reason ? reason : "unknown reason";
+  for (char& c : text) {
+    if (c < 0x20 || c > 0x7E) c = '?';
+  }
+  return text;
 }
 
 std::uint32_t bigEndian32(const unsigned char* p) {

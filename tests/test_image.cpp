@@ -429,6 +429,20 @@ TEST(ImageLoadTest, ZeroSizeImagesAreClearErrors) {
       << text.error().message();
 }
 
+TEST(ImageLoadTest, FileBytesInStbReasonsAreMadePrintable) {
+  // Found by fuzz_image: an unknown critical chunk makes stb_image report
+  // "XXXX PNG chunk not known" with the chunk's raw type bytes, here "A\nB\x01".
+  const std::string png = pngOf(samples::blankImage(4, 4, samples::kWhite));
+  std::string bad = png.substr(0, 33);  // signature + IHDR
+  putChunk(bad, "A\nB\x01", "xyz");
+  bad += png.substr(33);
+  Expected<io::Image> image = io::decodeImage(bad, "chunk.png");
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.error().message(),
+            "chunk.png: the image data is truncated or corrupt (4x4 pixels claimed; stb_image: "
+            "A?B? PNG chunk not known)");
+}
+
 TEST(ImageLoadTest, MissingFileNamesIt) {
   Expected<io::Image> missing = io::loadImage(ATTNSCOPE_TEST_TMP "/no/such/image.png");
   ASSERT_FALSE(missing.ok());
