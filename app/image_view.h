@@ -43,6 +43,9 @@ struct ImageViewState {
   // (-1 none), or the query/key patches of the heatmap cell under the mouse.
   int hoverPatch = -1;
   int hoverQuery = -1, hoverKey = -1;
+  // Where the panel drew the image in the last frame (screen position of its top-left
+  // pixel and screen pixels per image pixel; zoom 0 = not drawn), for hit tests and tests.
+  float drawnX = 0, drawnY = 0, drawnZoom = 0;
 
   void bump() { ++revision; }
   bool open() const { return image != nullptr; }

@@ -256,6 +256,9 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
     draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)), origin, end);
   }
   v.hoverPatch = -1;
+  v.drawnX = origin.x;
+  v.drawnY = origin.y;
+  v.drawnZoom = zoom;
   if (!v.computed) return;
   const PatchGrid& grid = v.computed->embedding.grid;
   const int query = v.queryIndex();
