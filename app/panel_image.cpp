@@ -243,10 +243,14 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
   ImageViewState& v = state.image;
   const io::Image& image = *v.image;
   const float fit = std::min(size.x / image.width, size.y / image.height);
-  // Whole screen pixels per image pixel from 4x up, so patches stay even.
-  const float zoom = fit >= 4 ? std::floor(fit) : fit;
+  // A whole number of screen pixels per patch, so that the patch rectangles and the
+  // texture's pixels (nearest sampling) share every patch edge.
+  const int p = v.computed ? v.computed->embedding.grid.patch : v.patch.patch;
+  const float zoom = std::max(std::floor(fit * p), 1.f) / p;
   const ImVec2 shown(image.width * zoom, image.height * zoom);
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 cursor = ImGui::GetCursorScreenPos();
+  const ImVec2 origin(std::floor(cursor.x), std::floor(cursor.y));
+  ImGui::SetCursorScreenPos(origin);
   ImGui::InvisibleButton("##image", ImVec2(std::max(shown.x, 1.f), std::max(shown.y, 1.f)));
   const bool hovered = ImGui::IsItemHovered();
   const bool clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
