@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/cli_common.h"
 #include "app/image_view.h"
 #include "core/patches.h"
 #include "io/heatmap_render.h"
@@ -66,82 +67,19 @@ namespace {
 namespace fs = std::filesystem;
 
 // =======================================================================================
-// Errors and option parsing (the same rules as the other commands in cli.cpp)
+// Options (parsing and errors are the shared ones of cli_common.h)
 // =======================================================================================
 
-int fail(std::ostream& err, const Error& error) {
-  std::string line = error.message();
-  std::replace(line.begin(), line.end(), '\n', ' ');
-  std::replace(line.begin(), line.end(), '\r', ' ');
-  err << "attnscope: " << line << '\n';
-  return 2;
-}
+using cli::fail;
+using cli::inQuotes;
+using cli::optionError;
+using cli::ParsedArgs;
 
-std::string inQuotes(std::string_view text) {
-  std::string quoted = "'";
-  quoted += text;
-  quoted += '\'';
-  return quoted;
-}
-
-Error optionError(std::string_view name, const std::string& problem) {
-  return Error{"", "", "option '" + std::string(name) + "': " + problem};
-}
-
-constexpr std::string_view kValueOptions[] = {
-    "--patch",    "--query",        "--out",   "--score",       "--projection",
-    "--pos",      "--pos-strength", "--seed",  "--temperature", "--heads",
-    "--colormap", "--opacity",      "--scale", "--weights-out", "--matrix-out"};
-
-struct ParsedArgs {
-  std::vector<std::string> positional;
-  std::map<std::string, std::string, std::less<>> values;  // last one wins
-  bool help = false;
-  const std::string* get(std::string_view name) const {
-    auto it = values.find(name);
-    return it == values.end() ? nullptr : &it->second;
-  }
-};
-
-// "--name value", "--name=value", "-h"/"--help", "--" ends the options.
-Expected<ParsedArgs> parseArgs(std::span<const std::string> args) {
-  ParsedArgs parsed;
-  bool optionsEnded = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (optionsEnded || arg.empty() || arg[0] != '-' || arg == "-") {
-      parsed.positional.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      optionsEnded = true;
-      continue;
-    }
-    if (arg == "-h" || arg == "--help") {
-      parsed.help = true;
-      continue;
-    }
-    std::string_view name = arg;
-    std::optional<std::string> inlineValue;
-    if (auto eq = name.find('='); eq != std::string_view::npos) {
-      inlineValue = std::string(name.substr(eq + 1));
-      name = name.substr(0, eq);
-    }
-    if (std::find(std::begin(kValueOptions), std::end(kValueOptions), name) ==
-        std::end(kValueOptions)) {
-      return Error{
-          "", "", "unknown option " + inQuotes(name) + " for 'image' (see attnscope image --help)"};
-    }
-    if (inlineValue) {
-      parsed.values[std::string(name)] = *inlineValue;
-    } else if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
-      return optionError(name, "needs a value");
-    } else {
-      parsed.values[std::string(name)] = args[++i];
-    }
-  }
-  return parsed;
-}
+constexpr cli::OptionSpec kImageOptions[] = {
+    {"--patch", true},       {"--query", true},       {"--out", true},          {"--score", true},
+    {"--projection", true},  {"--pos", true},         {"--pos-strength", true}, {"--seed", true},
+    {"--temperature", true}, {"--heads", true},       {"--colormap", true},     {"--opacity", true},
+    {"--scale", true},       {"--weights-out", true}, {"--matrix-out", true}};
 
 // An output path: not empty, its folder exists, not a folder itself.
 Status checkWritable(std::string_view option, const std::string& path) {
@@ -362,7 +300,7 @@ Status applyImageScreenshotOptions(const std::string& path,
 
 int runImageCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   // 1 options
-  Expected<ParsedArgs> parsed = parseArgs(args);
+  Expected<ParsedArgs> parsed = cli::parseArgs("image", args, kImageOptions);
   if (!parsed) return fail(err, parsed.error());
   if (parsed->help) {
     out << kImageHelp;

@@ -21,6 +21,7 @@
 #include "app/heatmap_widget_impl.h"
 #include "app/image_view.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -364,7 +365,7 @@ void frameHeatmapCell(HeatmapCache& heatmaps, const char* id, int row, int col, 
 // =======================================================================================
 
 void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginPanel("Image", &state.view.showImage)) return;
+  if (!panel::beginPanel("Image", panelFlag(state.view, "image"))) return;
   ImageViewState& v = state.image;
   if (!v.open()) {
     drawOpenHelp(state);

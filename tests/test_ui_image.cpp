@@ -15,6 +15,7 @@
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/image_view.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 #include "io/image.h"
 
@@ -74,10 +75,10 @@ TEST(ImageViewTest, ImagePaths) {
 
 TEST_F(ImagePanel, OpensComputesAndKeepsStateOnABadFile) {
   AppState state;
-  state.view.showImage = true;
+  *panelFlag(state.view, "image") = true;
   frames(state);  // no image: the help text, no crash
   ASSERT_TRUE(openImageView(state, kShapes, 0));
-  EXPECT_TRUE(state.view.showImage);
+  EXPECT_TRUE(panelShown(state.view, "image"));
   frames(state);
   const ImageViewState& v = state.image;
   ASSERT_TRUE(v.computed) << v.error;
