@@ -116,7 +116,7 @@ struct GuiSession::Impl {
   ImVec2 lastViewport{0, 0};
   float lastLayoutFont = 0.f;
   bool layoutDirty = true;
-  std::vector<bool> lastShown;  // per registry panel, last frame
+  std::vector<bool> lastShown;                          // per registry panel, last frame
   std::vector<std::pair<ImVec2, ImVec2>> pendingRects;  // tile (pos, size) of each panel
   bool applyLayout = false;
 
@@ -452,9 +452,10 @@ void GuiSession::Impl::drawMenuBar() {
   const float width = ImGui::CalcTextSize(text.c_str()).x;
   ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width));
   ImGui::TextDisabled("%s", text.c_str());
-  tooltip("Shape of the current problem and the time of the last recompute. \"computing\xE2\x80\xA6\" "
-          "means a newer edit is being computed in the background; the panels show the "
-          "previous result until it is ready.");
+  tooltip(
+      "Shape of the current problem and the time of the last recompute. \"computing\xE2\x80\xA6\" "
+      "means a newer edit is being computed in the background; the panels show the "
+      "previous result until it is ready.");
   ImGui::EndMainMenuBar();
 }
 
@@ -936,7 +937,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
     s.loadInitialDocument(startupError);
   }
-  // 4 the image view
+  // 4 the image view (computed off the UI thread, except for deterministic screenshots)
+  s.state.image.async = !s.screenshotMode();
   if (!imageError.empty()) notify(s.state, Notice::Kind::Error, imageError, s.now());
   if (!s.launch.imagePath.empty() && imageError.empty()) {
     ImageViewState& image = s.state.image;

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <future>
 
 #include "io/scenario_json.h"
 
@@ -58,48 +59,104 @@ Status openImage(ImageViewState& view, const std::string& path) {
   view.queryCol = loaded->width / p / 2;
   view.image = std::make_shared<const io::Image>(std::move(loaded).value());
   view.path = path;
+  // The previous image's result must not be drawn over this one.
+  view.computed.reset();
+  view.matrix = io::MatrixView{};
+  view.error.clear();
   ++view.imageId;
   view.hoverPatch = view.hoverQuery = view.hoverKey = -1;
   view.bump();
   return Ok{};
 }
 
-bool updateImageView(ImageViewState& view) {
-  if (view.computedRevision == view.revision) return false;
-  view.computedRevision = view.revision;
-  view.computed.reset();
-  view.error.clear();
-  view.matrix = io::MatrixView{};
-  if (!view.image) return true;
+ImageJob::Request ImageViewState::request() const {
+  ImageJob::Request r;
+  r.image = image;
+  r.patch = patch;
+  r.options.score = score;
+  r.options.temperature = temperature;
+  r.options.heads = heads;
+  r.options.normalizer.kind = normalizer;
+  r.options.seed = patch.seed;
+  r.revision = revision;
+  return r;
+}
 
+ImageJob::Result computeImageJob(const ImageJob::Request& request) {
+  ImageJob::Result out;
+  out.revision = request.revision;
+  out.image = request.image;
+  if (!request.image) return out;
   const auto start = std::chrono::steady_clock::now();
-  Options options;
-  options.score = view.score;
-  options.temperature = view.temperature;
-  options.heads = view.heads;
-  options.normalizer.kind = view.normalizer;
-  options.seed = view.patch.seed;
   Expected<PatchAttention> computed =
-      attendPatches(io::toRgbImage(*view.image), view.patch, options);
-  view.computeMs =
+      attendPatches(io::toRgbImage(*request.image), request.patch, request.options);
+  out.computeMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!computed) {
-    Error error = computed.error();
-    view.error = error.field.empty() ? error.problem : error.field + ": " + error.problem;
-    return true;
+    const Error& error = computed.error();
+    out.error = error.field.empty() ? error.problem : error.field + ": " + error.problem;
+    return out;
   }
   auto shared = std::make_shared<const PatchAttention>(std::move(computed).value());
   const PatchGrid& grid = shared->embedding.grid;
-  view.queryRow = std::clamp(view.queryRow, 0, grid.rows - 1);
-  view.queryCol = std::clamp(view.queryCol, 0, grid.cols - 1);
-  view.matrix.values = shared->weights;
-  view.matrix.rowLabels.reserve(grid.count());
-  for (int i = 0; i < grid.count(); ++i) view.matrix.rowLabels.push_back(patchLabel(grid, i));
-  view.matrix.colLabels = view.matrix.rowLabels;
-  view.matrix.title = "patch weights";
-  if (view.heads > 1) view.matrix.title += " (mean of heads)";
-  view.computed = std::move(shared);
+  out.matrix.values = shared->weights;
+  out.matrix.rowLabels.reserve(grid.count());
+  for (int i = 0; i < grid.count(); ++i) out.matrix.rowLabels.push_back(patchLabel(grid, i));
+  out.matrix.colLabels = out.matrix.rowLabels;
+  out.matrix.title = "patch weights";
+  if (request.options.heads > 1) out.matrix.title += " (mean of heads)";
+  out.computed = std::move(shared);
+  return out;
+}
+
+namespace {
+
+// Makes a finished job's result the one on screen.
+void applyResult(ImageViewState& view, ImageJob::Result result) {
+  if (result.image != view.image) return;  // computed for an image that was replaced since
+  view.computedRevision = result.revision;
+  view.computed = std::move(result.computed);
+  view.error = std::move(result.error);
+  view.matrix = std::move(result.matrix);
+  view.computeMs = result.computeMs;
+  if (view.computed) {
+    const PatchGrid& grid = view.computed->embedding.grid;
+    view.queryRow = std::clamp(view.queryRow, 0, grid.rows - 1);
+    view.queryCol = std::clamp(view.queryCol, 0, grid.cols - 1);
+  }
+}
+
+}  // namespace
+
+bool updateImageView(ImageViewState& view) {
+  if (view.computedRevision == view.revision) return false;
+  applyResult(view, computeImageJob(view.request()));
   return true;
+}
+
+bool updateImageViewAsync(ImageViewState& view) {
+  bool replaced = false;
+  // 1 a finished job: show it (even if a newer revision waits: it is the newest result)
+  if (view.job && view.job->future.valid() &&
+      view.job->future.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    applyResult(view, view.job->future.get());
+    view.job.reset();
+    replaced = true;
+  }
+  // 2 nothing running and the settings moved on: start the newest request (latest wins:
+  // revisions changed while a job ran are never computed, only the last one)
+  if (!view.job && view.revision != view.computedRevision &&
+      view.revision != view.submittedRevision) {
+    auto job = std::make_shared<ImageJob>();
+    job->future = std::async(std::launch::async, computeImageJob, view.request());
+    view.job = std::move(job);
+    view.submittedRevision = view.revision;
+  }
+  return replaced;
+}
+
+bool ImageViewState::computing() const {
+  return job != nullptr;
 }
 
 Status exportOverlay(const ImageViewState& view, io::ColormapKind colormap,

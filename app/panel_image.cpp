@@ -4,7 +4,7 @@
 // weight) and, beside it, the full patch x patch weights heatmap. The two are linked:
 // hovering a heatmap cell frames its query and key patches on the image, hovering a patch
 // frames its cell in the heatmap. The panel only edits state.image and calls bump(); the
-// computation is updateImageView()'s.
+// computation is updateImageView()'s (on a worker thread in the window).
 #include <GL/gl.h>
 #include <GL/glext.h>
 
@@ -372,14 +372,18 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
     ImGui::End();
     return;
   }
-  updateImageView(v);  // (cheap when nothing changed)
+  auto update = [&v] { v.async ? updateImageViewAsync(v) : updateImageView(v); };
+  update();  // (cheap when nothing changed)
   drawControls(state);
-  updateImageView(v);
+  update();
   ImGui::SameLine();
   drawExport(state);
 
   // The rule, the size, the time; or the error.
-  if (!v.error.empty()) {
+  if (v.computing()) {
+    ImGui::TextDisabled(
+        "computing\xE2\x80\xA6 (the view shows the previous result until it is done)");
+  } else if (!v.error.empty()) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + v.error);
   } else if (v.computed) {
     const PatchGrid& grid = v.computed->embedding.grid;

@@ -3,10 +3,12 @@
 // heatmap cell links both patches, and the exported overlay is the CLI's overlay.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include <imgui.h>
 
@@ -173,6 +175,55 @@ TEST_F(ImagePanel, ClickMakesQueryAndHeatmapHoverLinksPatches) {
   frame(state, cell, true);
   frame(state, cell, false);
   EXPECT_EQ(v.queryIndex(), 30);
+}
+
+// Polls updateImageViewAsync like the window's frames do, until nothing runs (at most 60 s).
+void settle(ImageViewState& v) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  updateImageViewAsync(v);
+  while ((v.computing() || v.computedRevision != v.revision) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    updateImageViewAsync(v);
+  }
+}
+
+TEST(ImageViewAsyncTest, LatestSettingsWinAndMatchTheSynchronousResult) {
+  ImageViewState v;
+  ASSERT_TRUE(openImage(v, kShapes).ok());
+  EXPECT_FALSE(updateImageViewAsync(v));  // started, not finished: nothing to show yet
+  EXPECT_TRUE(v.computing());
+  EXPECT_FALSE(v.computed);
+  // Settings change three times while the first job runs; only the last is computed next.
+  for (int p : {8, 12, 32}) {
+    v.patch.patch = p;
+    v.bump();
+    updateImageViewAsync(v);
+  }
+  settle(v);
+  ASSERT_FALSE(v.computing());
+  ASSERT_TRUE(v.computed) << v.error;
+  EXPECT_EQ(v.computedRevision, v.revision);
+  EXPECT_EQ(v.computed->embedding.grid.patch, 32);
+  ImageViewState sync;
+  ASSERT_TRUE(openImage(sync, kShapes).ok());
+  sync.patch.patch = 32;
+  sync.bump();
+  updateImageView(sync);
+  EXPECT_EQ(v.computed->weights, sync.computed->weights);  // bit for bit
+  EXPECT_EQ(v.matrix.rowLabels, sync.matrix.rowLabels);
+
+  // A new image while a job for the old one runs: the old result is never drawn over it.
+  v.patch.patch = 16;
+  v.bump();
+  updateImageViewAsync(v);
+  ASSERT_TRUE(v.computing());
+  ASSERT_TRUE(openImage(v, ATTNSCOPE_ASSET_DIR "/images/stripes.png").ok());
+  EXPECT_FALSE(v.computed);
+  settle(v);
+  ASSERT_TRUE(v.computed) << v.error;
+  EXPECT_EQ(v.computed->embedding.grid.imageCols, 256);
+  EXPECT_EQ(v.computed->embedding.grid.count(), 128);
 }
 
 TEST_F(ImagePanel, ExportIsTheCliOverlay) {
