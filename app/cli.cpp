@@ -101,7 +101,9 @@ options:
   --no-title                 leave out the title
   --scale N                  1..8, multiplies every size (resolution) (default: 1)
   --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
-  --decimals N               0..9 digits after the point in cells    (default: 2)
+  --digits N                 1..9 significant digits in cells and ticks; labels
+                             that do not fit drop digits               (default: 3)
+  --decimals N               older spelling: --digits N+1 (at most 9)
   -h, --help                 show this help
 
 The default head is 0 rather than "mean" so that the same command works for every matrix
@@ -322,7 +324,12 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
   if (const std::string* v = parsed.get("--decimals")) {
     auto n = parseIntStrict(*v, 0, 9);
     if (!n) return optionError("--decimals", inQuotes(*v) + " is not an integer in 0..9");
-    style.decimals = *n;
+    style.digits = std::min(*n + 1, 9);
+  }
+  if (const std::string* v = parsed.get("--digits")) {
+    auto n = parseIntStrict(*v, 1, 9);
+    if (!n) return optionError("--digits", inQuotes(*v) + " is not an integer in 1..9");
+    style.digits = *n;
   }
   for (std::string_view name : {"--vmin", "--vmax"}) {
     if (const std::string* v = parsed.get(name)) {
@@ -437,7 +444,7 @@ constexpr OptionSpec kExportOptions[] = {
     {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
     // .npy/.npz attention files only (app/cli_attention.cpp)
     {"--layer", true},  {"--aggregate", true},   {"--array", true},        {"--batch", true},
-    {"--layout", true}, {"--tokens", true}};
+    {"--layout", true}, {"--tokens", true},       {"--digits", true}};
 
 struct ExportRequest {
   std::string scenarioPath;

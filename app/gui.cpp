@@ -31,6 +31,7 @@
 #include "app/cli.h"
 #include "app/compute_service.h"
 #include "app/files.h"
+#include "app/gl_texture.h"
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panel_registry.h"
@@ -116,7 +117,7 @@ struct GuiSession::Impl {
   ImVec2 lastViewport{0, 0};
   float lastLayoutFont = 0.f;
   bool layoutDirty = true;
-  std::vector<bool> lastShown;                          // per registry panel, last frame
+  std::vector<bool> lastShown;  // per registry panel, last frame
   std::vector<std::pair<ImVec2, ImVec2>> pendingRects;  // tile (pos, size) of each panel
   bool applyLayout = false;
 
@@ -452,10 +453,9 @@ void GuiSession::Impl::drawMenuBar() {
   const float width = ImGui::CalcTextSize(text.c_str()).x;
   ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width));
   ImGui::TextDisabled("%s", text.c_str());
-  tooltip(
-      "Shape of the current problem and the time of the last recompute. \"computing\xE2\x80\xA6\" "
-      "means a newer edit is being computed in the background; the panels show the "
-      "previous result until it is ready.");
+  tooltip("Shape of the current problem and the time of the last recompute. \"computing\xE2\x80\xA6\" "
+          "means a newer edit is being computed in the background; the panels show the "
+          "previous result until it is ready.");
   ImGui::EndMainMenuBar();
 }
 
@@ -922,7 +922,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     close();
     return code;
   }
-  s.heatmaps = std::make_unique<HeatmapCache>(true);
+  s.heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
   s.compute = std::make_unique<ComputeService>();
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = findAssetDir();

@@ -5,9 +5,6 @@
 // hovering a heatmap cell frames its query and key patches on the image, hovering a patch
 // frames its cell in the heatmap. The panel only edits state.image and calls bump(); the
 // computation is updateImageView()'s (on a worker thread in the window).
-#include <GL/gl.h>
-#include <GL/glext.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -23,6 +20,7 @@
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
+#include "core/format.h"
 
 namespace attn::app {
 
@@ -40,28 +38,17 @@ ImU32 rgbColor(io::Rgb c, float alpha) {
   return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(alpha * 255)));
 }
 
-// Uploads the image as an RGB8 texture when it changed (image id). Returns the texture, 0
-// without a GPU.
+// The image's texture, uploaded through the heatmap textures (GL in the window, the mock in
+// tests) when the image changed (image id). 0 when nothing can be drawn.
 unsigned imageTexture(HeatmapCache& heatmaps, const ImageViewState& view) {
   HeatmapCache::Impl& impl = heatmaps.impl();
-  if (!impl.gpu || !view.image) return 0;
+  if (!view.image) return 0;
   if (impl.imageTexture != 0 && impl.imageTextureId == view.imageId) return impl.imageTexture;
-  GLint previous = 0;
-  glGetIntegerv(GL_TEXTURE_BINDING_2D, &previous);
-  if (impl.imageTexture == 0) glGenTextures(1, &impl.imageTexture);
-  glBindTexture(GL_TEXTURE_2D, impl.imageTexture);
-  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, view.image->width, view.image->height, 0, GL_RGB,
-               GL_UNSIGNED_BYTE, view.image->rgb.data());
-  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-  // Nearest when magnified (patches stay crisp), linear when the image is shrunk.
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-  glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(previous));
-  impl.imageTextureId = view.imageId;
-  ++impl.uploads;
+  impl.imageTexture = impl.textures->uploadRgb(impl.imageTexture, *view.image);
+  if (impl.imageTexture != 0) {
+    impl.imageTextureId = view.imageId;
+    ++impl.uploads;
+  }
   return impl.imageTexture;
 }
 
@@ -258,7 +245,7 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 end(origin.x + shown.x, origin.y + shown.y);
   if (unsigned texture = imageTexture(heatmaps, v); texture != 0) {
-    draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)), origin, end);
+    heatmaps.impl().textures->drawRgb(draw, texture, origin, end);
   }
   v.hoverPatch = -1;
   v.drawnX = origin.x;
@@ -275,7 +262,7 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
 
   // 1 the weights: one translucent rectangle per patch, blended like the exported overlay
   const Matrix row = weights;
-  const io::ValueRange range = io::valueRange(row, std::nullopt, std::nullopt);
+  const io::ValueRange range = io::valueRange(matrixRef(row), std::nullopt, std::nullopt);
   for (int i = 0; i < grid.count(); ++i) {
     const ImVec2 a = patchMin(i);
     draw->AddRectFilled(
@@ -301,10 +288,11 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
       v.hoverPatch = grid.index(rowIndex, col);
       ImGui::BeginTooltip();
       ImGui::Text("patch %s: weight %s", patchLabel(grid, v.hoverPatch).c_str(),
-                  io::formatCellValue(weights(v.hoverPatch), 4).c_str());
+                  formatNumber(weights(v.hoverPatch), kExplainDigits).c_str());
       ImGui::TextDisabled(
           "from query %s; score %s. Click: make it the query.", patchLabel(grid, query).c_str(),
-          io::formatCellValue(v.computed->result.heads[0].scores(query, v.hoverPatch), 4).c_str());
+          formatNumber(v.computed->result.heads[0].scores(query, v.hoverPatch), kExplainDigits)
+              .c_str());
       ImGui::EndTooltip();
       if (clicked) {
         v.queryRow = rowIndex;

@@ -273,14 +273,14 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
   // The applied mask as a clickable heatmap: drawing a cell switches to a custom mask.
   if (mask.kind != MaskKind::None && panel::hasResult(state)) {
     auto& cache = state.panels.viewCache;
-    const io::MatrixView* view = nullptr;
+    const io::SelectedMatrix* view = nullptr;
     if (!cache.empty() && cache.front().revision != state.computed->revision) cache.clear();
     for (auto& entry : cache)
       if (entry.head == kAllowedViewHead) view = &entry.view;
     if (view == nullptr) {
       const AttentionResult& result = *state.computed->result;
-      io::MatrixView allowed;
-      allowed.values = result.allowed.cast<Scalar>();
+      io::SelectedMatrix allowed;
+      allowed.owned = result.allowed.cast<Scalar>();
       allowed.rowLabels = state.computed->problem->queryLabels;
       allowed.colLabels = state.computed->problem->keyLabels;
       allowed.title = "allowed (1) / masked (0)";

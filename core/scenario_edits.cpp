@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/random.h"
+
 namespace attn {
 
 namespace {
@@ -14,17 +16,9 @@ namespace {
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-// splitmix64: small, fast and the same on every platform.
-std::uint64_t splitmix(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // Uniform in [-2, 2], rounded to one decimal.
-Scalar teachingRandom(std::uint64_t& state) {
-  const double u = static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53;  // [0, 1)
+Scalar teachingRandom(SplitMix64& rng) {
+  const double u = rng.uniform01Double();  // [0, 1)
   return static_cast<Scalar>(std::round((u * 4.0 - 2.0) * 10.0) / 10.0);
 }
 
@@ -301,8 +295,8 @@ EditOutcome addVector(Scenario& s, Sequence seq) {
   if (m.rows() >= Limits::kMaxTokens) {
     return refuse("At most " + std::to_string(Limits::kMaxTokens) + " tokens.");
   }
-  std::uint64_t rng = s.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(m.rows()) * 7919u +
-                      static_cast<std::uint64_t>(seq);
+  SplitMix64 rng(s.seed * kGoldenGamma + static_cast<std::uint64_t>(m.rows()) * 7919u +
+                 static_cast<std::uint64_t>(seq));
   auto appendRow = [&rng](Matrix& target, int width) {
     Matrix grown(target.rows() + 1, width);
     if (target.rows() > 0) grown.topRows(target.rows()) = target;
@@ -367,7 +361,7 @@ EditOutcome addDimension(Scenario& s, Sequence seq) {
   if (sequenceMatrix(s, seq).cols() >= Limits::kMaxWidth) {
     return refuse("At most " + std::to_string(Limits::kMaxWidth) + " dimensions.");
   }
-  std::uint64_t rng = s.seed ^ (0xD1B54A32D192ED03ull * (sequenceMatrix(s, seq).cols() + 1));
+  SplitMix64 rng(s.seed ^ (0xD1B54A32D192ED03ull * (sequenceMatrix(s, seq).cols() + 1)));
   auto appendCol = [&rng](Matrix& m) {
     Matrix grown(m.rows(), m.cols() + 1);
     if (m.cols() > 0) grown.leftCols(m.cols()) = m;
@@ -426,7 +420,7 @@ EditOutcome randomise(Scenario& s, Sequence seq, std::uint64_t seed) {
   if (seq == Sequence::Inputs) materialiseSentence(s);
   if (seq == Sequence::Values && valuesAreKeys(s)) s.values = s.keys;
   Matrix& m = mutableMatrix(s, seq);
-  std::uint64_t rng = seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(seq) + 1;
+  SplitMix64 rng(seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(seq) + 1);
   for (int r = 0; r < m.rows(); ++r)
     for (int c = 0; c < m.cols(); ++c) m(r, c) = teachingRandom(rng);
   return {true, ""};

@@ -208,7 +208,7 @@ Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, co
 
   // 2 one colour per patch
   const Matrix row = weights.transpose();
-  const ValueRange range = valueRange(row, style.vmin, style.vmax);
+  const ValueRange range = valueRange(matrixRef(row), style.vmin, style.vmax);
   std::vector<Rgb> colors(static_cast<std::size_t>(grid.count()));
   for (int i = 0; i < grid.count(); ++i) colors[i] = valueColor(style.colormap, weights[i], range);
 

@@ -14,6 +14,7 @@
 
 #include "app/app_state.h"
 #include "app/files.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/image_view.h"
@@ -64,7 +65,8 @@ class ImagePanel : public ::testing::Test {
   }
 
   ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{false};
+  MockHeatmapTextures* textures_ = new MockHeatmapTextures();  // owned by heatmaps_
+  HeatmapCache heatmaps_{std::unique_ptr<HeatmapTextures>(textures_)};
 };
 
 TEST(ImageViewTest, ImagePaths) {
@@ -89,6 +91,14 @@ TEST_F(ImagePanel, OpensComputesAndKeepsStateOnABadFile) {
   EXPECT_EQ(v.queryRow, 5);
   EXPECT_EQ(v.queryCol, 7);
   EXPECT_GT(v.drawnZoom, 1.0f);
+  // Not ready (no GPU): nothing uploaded. Ready: the picture is uploaded once, and drawn
+  // every frame.
+  EXPECT_TRUE(textures_->rgbUploads.empty());
+  textures_->init();
+  frames(state);
+  ASSERT_EQ(textures_->rgbUploads.size(), 1u);
+  EXPECT_EQ(textures_->rgbUploads[0], std::make_pair(224, 160));
+  EXPECT_EQ(textures_->rgbDraws.size(), 3u);
 
   // A truncated file: an error notice naming it; the image and the result stay.
   const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "ui_image";
