@@ -23,6 +23,7 @@
 
 #include "app/cli_attention.h"
 #include "app/cli_common.h"
+#include "app/cli_image.h"
 #include "app/gui.h"
 #include "core/scenario.h"
 #include "io/files.h"
@@ -50,6 +51,7 @@ usage:
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
   attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
+  attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
 
@@ -59,6 +61,7 @@ commands:
   screenshot  open the window, render a few frames, save it as PNG and exit
   info        list the arrays of an .npy/.npz attention file and its [layers, heads,
               n_q, n_k] as JSON (docs/import.md)
+  image       self-attention over the P x P patches of an image, overlay as PNG
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -143,6 +146,10 @@ options:
   --size WxH        window size, each 64..8192                    (default: 1600x1000)
   --frames N        frames to render before saving, 1..10000     (default: 5)
   -h, --help        show this help
+
+When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
+  --patch P  --query R,C  --temperature T  --pos none|sin2d|random
+set the view as in `attnscope image`.
 )";
 
 }  // namespace
@@ -570,7 +577,10 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 // screenshot
 // =======================================================================================
 
-constexpr OptionSpec kScreenshotOptions[] = {{"--out", true}, {"--size", true}, {"--frames", true}};
+constexpr OptionSpec kScreenshotOptions[] = {{"--out", true},   {"--size", true},
+                                             {"--frames", true}, {"--patch", true},
+                                             {"--query", true}, {"--temperature", true},
+                                             {"--pos", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -607,10 +617,18 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   }
   launch.screenshotPath = *outPath;
 
+  // An image opens the image view (the window checks the file before it opens).
+  if (Status image = applyImageScreenshotOptions(
+          *path, [&](std::string_view name) { return parsed->get(name); }, launch);
+      !image) {
+    return fail(err, image.error());
+  }
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.
-  Expected<Computed> computed = loadAndCompute(*path);
-  if (!computed) return fail(err, computed.error());
+  if (launch.imagePath.empty()) {
+    Expected<Computed> computed = loadAndCompute(*path);
+    if (!computed) return fail(err, computed.error());
+  }
   out.flush();
   return runGui(launch);
 }
@@ -629,6 +647,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
+  if (command == "image") return runImageCommand(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << '\n';
     return 0;
@@ -645,6 +664,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kScreenshotHelp;
     else if (topic == "info")
       out << kInfoHelp;
+    else if (topic == "image")
+      out << kImageHelp;
     else
       return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
     return 0;
@@ -660,7 +681,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info; see attnscope --help)"});
+                             " (commands: compute, export, screenshot, info, image; see attnscope --help)"});
 }
 
 }  // namespace
@@ -671,7 +692,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 bool isCliArgument(std::string_view arg) {
   return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
-         arg == "info" || arg.starts_with("-");
+         arg == "info" || arg == "image" || arg.starts_with("-");
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

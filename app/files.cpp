@@ -223,6 +223,17 @@ bool openDocument(AppState& state, const std::string& path, double now) {
   return true;
 }
 
+bool openImageView(AppState& state, const std::string& path, double now) {
+  Status opened = openImage(state.image, path);
+  if (!opened) {
+    notify(state, Notice::Kind::Error, "cannot open " + opened.error().message(), now);
+    return false;
+  }
+  *panelFlag(state.view, "image") = true;
+  notify(state, Notice::Kind::Info, "opened image " + path, now);
+  return true;
+}
+
 bool saveDocument(AppState& state, const std::string& path, double now) {
   if (isPresetPath(path)) {
     notify(state, Notice::Kind::Error,
@@ -464,6 +475,10 @@ void requestOpen(FileUi& ui, AppState& state, const std::string& path, double no
            "first answer whether to restore the autosaved changes, then open " + path, now);
     return;
   }
+  if (isImagePath(path)) {  // an image does not replace the document: no question to ask
+    openImageView(state, path, now);
+    return;
+  }
   if (state.dirty()) {
     ui.after = FileUi::After::Open;
     ui.afterPath = path;
@@ -500,7 +515,9 @@ void refreshListing(FileUi& ui) {
     if (name.empty() || name[0] == '.') continue;
     std::error_code typeError;
     const bool directory = item.is_directory(typeError);
-    if (!directory && item.path().extension() != ".json") continue;
+    const bool listed = item.path().extension() == ".json" ||
+                        (ui.dialog == FileUi::Dialog::Open && isImagePath(name));
+    if (!directory && !listed) continue;
     ui.listing.push_back({name, directory});
   }
   std::sort(ui.listing.begin(), ui.listing.end(),
@@ -557,7 +574,7 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
       }
     }
   }
-  if (ui.listing.empty()) ImGui::TextDisabled("(no folders or .json files here)");
+  if (ui.listing.empty()) ImGui::TextDisabled("(no folders or matching files here)");
   ImGui::EndChild();
   if (!enter.empty()) ui.folder = enter;
   ImGui::SetNextItemWidth(-font * 4);

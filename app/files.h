@@ -59,6 +59,9 @@ bool isPresetPath(const std::string& path);
 // Loads a scenario file into the state (and its view settings). On error the state is
 // kept and an error notice names the file, the field and the problem. Returns success.
 bool openDocument(AppState& state, const std::string& path, double now);
+// Opens an image in the image view and shows it (the document is not touched). On error
+// the view keeps its image and an error notice names the file and the problem.
+bool openImageView(AppState& state, const std::string& path, double now);
 // Saves the document (with the current view settings) atomically to `path` and makes it
 // the document path. Returns success; errors are posted as notices. A path inside the
 // assets folder (a shipped preset) is refused with a notice that points to Save As.

@@ -84,6 +84,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
     {"Space / \xE2\x86\x92 / \xE2\x86\x90 / Esc", "Pipeline: step through the stages / show all"},
     {"Drop a .json file", "Open it"},
+    {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
+    {"Click a patch of the image", "Make it the query"},
 };
 
 void tooltip(const char* text) {
@@ -877,18 +879,34 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
   s.options = options;
+  if (isImagePath(s.launch.scenarioPath)) {  // `attnscope IMAGE`: the image view
+    s.launch.imagePath = s.launch.scenarioPath;
+    s.launch.scenarioPath.clear();
+  }
+  // 0 the image, checked before a window opens (as the scenario below)
+  std::string imageError;
+  if (!s.launch.imagePath.empty()) {
+    Expected<io::Image> image = io::loadImage(s.launch.imagePath);
+    if (!image) {
+      if (s.screenshotMode()) {
+        std::fprintf(stderr, "attnscope: %s\n", image.error().message().c_str());
+        return 2;
+      }
+      imageError = "cannot open " + image.error().message();
+    }
+  }
   // 1 the scenario first: a bad file must fail the same way with or without a display
   Scenario initial;
   std::string startupError;
   bool haveInitial = false;
-  if (!launch.scenarioPath.empty()) {
-    Expected<Scenario> loaded = io::loadScenario(launch.scenarioPath);
+  if (!s.launch.scenarioPath.empty()) {
+    Expected<Scenario> loaded = io::loadScenario(s.launch.scenarioPath);
     if (loaded) {
       initial = std::move(loaded).value();
       haveInitial = true;
     } else {
       Error error = loaded.error();
-      if (error.file.empty()) error.file = launch.scenarioPath;
+      if (error.file.empty()) error.file = s.launch.scenarioPath;
       if (s.screenshotMode()) {
         std::fprintf(stderr, "attnscope: %s\n", error.message().c_str());
         return 2;
@@ -909,7 +927,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
   if (haveInitial) {
     const std::string view = initial.viewJson;
-    loadDocument(s.state, std::move(initial), launch.scenarioPath);
+    loadDocument(s.state, std::move(initial), s.launch.scenarioPath);
     applyViewJson(s.state.view, view, false);
     // Unsaved edits in the autosave are offered (modal), never overwritten unasked.
     startWithAutosave(s.files, s.state, /*restoreSession=*/false, s.now());
@@ -919,6 +937,19 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     // An explicit file that failed starts on the default preset, not on the autosave
     // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
     s.loadInitialDocument(startupError);
+  }
+  // 4 the image view (computed off the UI thread, except for deterministic screenshots)
+  s.state.image.async = !s.screenshotMode();
+  if (!imageError.empty()) notify(s.state, Notice::Kind::Error, imageError, s.now());
+  if (!s.launch.imagePath.empty() && imageError.empty()) {
+    ImageViewState& image = s.state.image;
+    if (s.launch.imagePatch > 0) image.patch.patch = s.launch.imagePatch;
+    if (s.launch.imageTemperature > 0) image.temperature = s.launch.imageTemperature;
+    if (auto kind = parsePatchPositional(s.launch.imagePositional)) image.patch.positional = *kind;
+    if (openImageView(s.state, s.launch.imagePath, s.now())) {
+      if (s.launch.imageQueryRow >= 0) image.queryRow = s.launch.imageQueryRow;
+      if (s.launch.imageQueryCol >= 0) image.queryCol = s.launch.imageQueryCol;
+    }
   }
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
