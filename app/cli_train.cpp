@@ -87,8 +87,13 @@ Error optionError(std::string_view name, const std::string& problem) {
   return Error{"", "", "option '" + std::string(name) + "': " + problem};
 }
 
-std::string quoted(std::string_view text) {
-  return "'" + std::string(text) + "'";
+std::string inQuotes(std::string_view text) {
+  std::string out;  // not "'" + ... : GCC 12 warns falsely (-Wrestrict) on that form
+  out.reserve(text.size() + 2);
+  out += '\'';
+  out += text;
+  out += '\'';
+  return out;
 }
 
 std::optional<std::uint64_t> parseSeed(std::string_view text) {
@@ -114,7 +119,7 @@ Status checkOutput(std::string_view option, const std::string& path) {
   fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) parent = ".";
   if (!fs::is_directory(parent, ec)) {
-    return Error{path, "", "the folder " + quoted(parent.string()) + " does not exist"};
+    return Error{path, "", "the folder " + inQuotes(parent.string()) + " does not exist"};
   }
   if (fs::is_directory(path, ec)) return Error{path, "", "is a folder, not a file"};
   return Ok{};
@@ -150,10 +155,10 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
                              [&](const Spec& s) { return s.name == name; });
     if (spec == std::end(kTrainOptions)) {
       if (!arg.starts_with("-")) {
-        return Error{"", "", "unexpected argument " + quoted(arg) + " for 'train'"};
+        return Error{"", "", "unexpected argument " + inQuotes(arg) + " for 'train'"};
       }
       return Error{"", "",
-                   "unknown option " + quoted(name) + " for 'train' (see attnscope train --help)"};
+                   "unknown option " + inQuotes(name) + " for 'train' (see attnscope train --help)"};
     }
     if (!spec->takesValue) {
       if (inlineValue) return optionError(name, "takes no value");
@@ -177,7 +182,7 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
     if (const std::string* v = get(name)) {
       auto n = parseIntStrict(*v, lo, hi);
       if (!n) {
-        return optionError(name, quoted(*v) + " is not an integer in " + std::to_string(lo) +
+        return optionError(name, inQuotes(*v) + " is not an integer in " + std::to_string(lo) +
                                      ".." + std::to_string(hi));
       }
       target = *n;
@@ -187,7 +192,7 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
   if (const std::string* v = get("--task")) {
     auto kind = train::parseTaskKind(*v);
     if (!kind) {
-      return optionError("--task", "unknown task " + quoted(*v) +
+      return optionError("--task", "unknown task " + inQuotes(*v) +
                                        "; use one of copy, reverse, sort, shift, markers");
     }
     c.task.kind = *kind;
@@ -196,14 +201,14 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
     auto kind = train::parseModelKind(*v);
     if (!kind) {
       return optionError("--model",
-                         "unknown model " + quoted(*v) + "; use one of encdec, encoder, pool");
+                         "unknown model " + inQuotes(*v) + "; use one of encdec, encoder, pool");
     }
     c.model.kind = *kind;
   }
   if (const std::string* v = get("--score")) {
     auto kind = parseScoreKind(*v);
     if (!kind || *kind == ScoreKind::Cosine || *kind == ScoreKind::Mlp) {
-      return optionError("--score", "unknown or untrainable score " + quoted(*v) +
+      return optionError("--score", "unknown or untrainable score " + inQuotes(*v) +
                                         "; use one of dot, scaled_dot, general, additive");
     }
     c.model.score = *kind;
@@ -221,25 +226,25 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
   }
   if (const std::string* v = get("--seed")) {
     auto seed = parseSeed(*v);
-    if (!seed) return optionError("--seed", quoted(*v) + " is not an integer in 0..2^64-1");
+    if (!seed) return optionError("--seed", inQuotes(*v) + " is not an integer in 0..2^64-1");
     c.seed = *seed;
   }
   c.model.seed = c.seed;
   if (const std::string* v = get("--lr")) {
     auto lr = parseFloatStrict(*v);
-    if (!lr || !(*lr > 0) || *lr > 1) return optionError("--lr", quoted(*v) + " is not in (0, 1]");
+    if (!lr || !(*lr > 0) || *lr > 1) return optionError("--lr", inQuotes(*v) + " is not in (0, 1]");
     c.learningRate = *lr;
   }
   if (const std::string* v = get("--seconds")) {
     auto seconds = parseFloatStrict(*v);
     if (!seconds || !(*seconds > 0) || *seconds > 86400) {
-      return optionError("--seconds", quoted(*v) + " is not a number in (0, 86400]");
+      return optionError("--seconds", inQuotes(*v) + " is not a number in (0, 86400]");
     }
     request.limits.seconds = *seconds;
   }
   if (const std::string* v = get("--steps")) {
     auto steps = parseSteps(*v);
-    if (!steps) return optionError("--steps", quoted(*v) + " is not an integer >= 0");
+    if (!steps) return optionError("--steps", inQuotes(*v) + " is not an integer >= 0");
     request.limits.maxSteps = *steps;
   }
   request.limits.earlyStop = get("--no-early-stop") == nullptr;
@@ -291,7 +296,8 @@ int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (!trainer) {
     Error error = trainer.error();
     if (!error.field.empty()) {  // a setting: name it as the option the user typed
-      std::string option = "--" + error.field;
+      std::string option = "--";
+      option += error.field;
       std::replace(option.begin(), option.end(), '_', '-');
       error = optionError(option, error.problem);
     }

@@ -195,7 +195,6 @@ RunReport trainToTarget(Trainer& trainer, const RunLimits& limits) {
   auto secondsSince = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   RunReport report;
   const long long firstStep = trainer.steps();
-  double runningAccuracy = 0;
   long long lastEvaluation = -1000000;
   bool stopped = false;
   while (!stopped) {
@@ -203,8 +202,7 @@ RunReport trainToTarget(Trainer& trainer, const RunLimits& limits) {
     if (limits.maxSteps > 0 && done >= limits.maxSteps) break;
     if (secondsSince() >= limits.seconds) break;
     const Trainer::StepResult step = trainer.step();
-    runningAccuracy = 0.9 * runningAccuracy + 0.1 * step.accuracy;
-    if (runningAccuracy >= 0.97 && trainer.steps() - lastEvaluation >= 25) {
+    if (step.accuracy >= 0.95 && trainer.steps() - lastEvaluation >= 10) {
       lastEvaluation = trainer.steps();
       const Evaluation evaluation = trainer.evaluate();
       if (!report.secondsToTarget && targetReached(trainer.config().task, evaluation, limits)) {
@@ -314,6 +312,15 @@ void BackgroundTrainer::setStepBudget(long long budget) {
   wake_.notify_all();
 }
 
+void BackgroundTrainer::setSpeedLimit(double stepsPerSecond) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    speedLimit_ = std::isfinite(stepsPerSecond) ? std::max(0.0, stepsPerSecond) : 0.0;
+    ++commandRevision_;
+  }
+  wake_.notify_all();
+}
+
 std::shared_ptr<const TrainingSnapshot> BackgroundTrainer::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return published_;
@@ -338,6 +345,7 @@ void BackgroundTrainer::loop() {
   double sinceEvaluation = 0;
   long long lastEvaluatedStep = -1;
   int requestedExample = 0;
+  Clock::time_point nextStepAt{};
 
   while (true) {
     bool continuous = false;
@@ -380,6 +388,7 @@ void BackgroundTrainer::loop() {
       }
       state.exampleIndex = exampleIndex_;
       state.stepBudget = stepBudget_;
+      state.speedLimit = speedLimit_;
       continuous = running_ && budgetLeft();
       if (running_ && !continuous) running_ = false;  // the budget is used up
       stepsWanted = continuous ? INT_MAX : (trainer ? pendingSteps_ : 0);
@@ -398,6 +407,17 @@ void BackgroundTrainer::loop() {
     int done = 0;
     while (done < stepsWanted) {
       if (state.stepBudget > 0 && trainer->steps() >= state.stepBudget) break;
+      if (continuous && state.speedLimit > 0) {  // slow motion: hold the pace
+        const auto now = Clock::now();
+        if (nextStepAt < now - std::chrono::milliseconds(100)) nextStepAt = now;  // no catch-up
+        if (nextStepAt > now) {
+          // Sleep at most to the end of this chunk, so commands and snapshots keep flowing.
+          std::this_thread::sleep_until(std::min(nextStepAt, start + std::chrono::milliseconds(50)));
+          if (Clock::now() < nextStepAt) break;
+        }
+        nextStepAt += std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(1.0 / state.speedLimit));
+      }
       const Trainer::StepResult result = trainer->step();
       ++done;
       lossSum += result.loss;

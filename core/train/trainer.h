@@ -114,9 +114,9 @@ struct RunReport {
 };
 
 // Steps the trainer until the limits (or the target, with earlyStop). The held-out set is
-// evaluated whenever the running training accuracy (an exponential average over batches)
-// reaches 0.97, at most every 25 steps, and once at the end; the target time is that of
-// the first evaluation that meets it.
+// evaluated whenever a training batch's accuracy (measured before its update) is at least
+// 0.95, at most every 10 steps, and once at the end; the target time is that of the first
+// evaluation that meets it (evaluations count as training time).
 RunReport trainToTarget(Trainer& trainer, const RunLimits& limits);
 
 // =======================================================================================
@@ -136,6 +136,7 @@ struct TrainingSnapshot {
   bool running = false;           // training continuously (not paused)
   long long steps = 0;
   long long stepBudget = 0;       // 0 = no budget
+  double speedLimit = 0;          // steps per second, 0 = unlimited
   double stepsPerSecond = 0;      // over the last publication interval while running
   double seconds = 0;             // training time so far (running only)
   std::vector<float> lossCurve;   // training loss per token, one point per `curveEvery` steps
@@ -173,6 +174,9 @@ class BackgroundTrainer {
   void setExampleIndex(int index);
   void setLearningRate(float lr);
   void setStepBudget(long long budget);
+  // Slow motion for watching: at most `stepsPerSecond` steps per second (0 = as fast as
+  // possible).
+  void setSpeedLimit(double stepsPerSecond);
 
   // The latest published state (never null). Cheap: a shared_ptr copy under a mutex.
   std::shared_ptr<const TrainingSnapshot> snapshot() const;
@@ -190,6 +194,7 @@ class BackgroundTrainer {
   int pendingSteps_ = 0;
   std::unique_ptr<Trainer> pendingTrainer_;
   long long stepBudget_ = 0;
+  double speedLimit_ = 0;
   int exampleIndex_ = 0;
   float learningRate_ = 0;
   bool learningRateChanged_ = false;
