@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,8 +30,9 @@ struct ViewSettings {
   int pipelineStage = -1;        // teaching step-through: -1 = all stages, else 0..kStages-1
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   bool lightTheme = false;       // projector-friendly theme
-  bool showInputs = true, showSettings = true, showPipeline = true, showHeads = true,
-       showInspector = true, showGeometry = true;
+  // Panel visibility by panel id (app/panel_registry.h); a panel not listed here has its
+  // default. Use panelShown() / panelFlag() rather than this map directly.
+  std::map<std::string, bool, std::less<>> panels;
 };
 
 // The stages of the pipeline view, in teaching order.
@@ -90,7 +93,8 @@ struct History {
 };
 
 // ---------------------------------------------------------------------------------------
-// Derived data: recomputed by update() when doc revision changes. Panels read only.
+// Derived data: computed from one document revision (update(), or the ComputeService worker
+// in the window) and then never changed: panels read it through a shared_ptr<const>.
 // ---------------------------------------------------------------------------------------
 struct Computed {
   std::uint64_t revision = ~0ull;       // doc revision these results belong to
@@ -122,11 +126,16 @@ struct AppState {
   History history;
   ViewSettings view;
   Hover hover;
-  Computed computed;
+  // The newest result available (never null; revision ~0 = nothing computed yet). It may be
+  // older than `revision` while the worker computes: computing() says so.
+  std::shared_ptr<const Computed> computed = std::make_shared<const Computed>();
+  std::uint64_t submittedRevision = ~0ull;  // last revision handed to the ComputeService
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
 
   bool dirty() const { return contentId != savedContentId; }
+  // True while the result on screen belongs to an older revision than the document.
+  bool computing() const { return computed->revision != revision; }
   // Marks the current content as saved (after a save or an open).
   void markSaved() { savedContentId = contentId; }
   // Marks the document as unsaved whatever undo does (e.g. restored from an unsaved autosave).
@@ -148,8 +157,12 @@ bool redo(AppState& state);
 // Replaces the document (open, preset, drop): clears history, sets docPath and the preset.
 void loadDocument(AppState& state, Scenario scenario, std::string path);
 
-// Recomputes `computed` if the revision changed. Returns true if it recomputed.
+// Recomputes `computed` synchronously if the revision changed (tests, screenshots). Returns
+// true if it recomputed. The window uses updateAsync() (app/compute_service.h) instead.
 bool update(AppState& state);
+
+// Makes `computed` the result on screen, and keeps the focused head inside its head count.
+void publishComputed(AppState& state, std::shared_ptr<const Computed> computed);
 
 // Posts a notice (errors also go to stderr).
 void notify(AppState& state, Notice::Kind kind, std::string text, double now);

@@ -691,7 +691,7 @@ int stepPipelineStage(int current, int delta, const std::vector<Stage>& visible)
 }
 
 int clampedHead(const AppState& state) {
-  const int heads = state.computed.result ? static_cast<int>(state.computed.result->heads.size())
+  const int heads = state.computed->result ? static_cast<int>(state.computed->result->heads.size())
                                           : std::max(state.doc.heads, 1);
   const int h = state.view.focusedHead;
   if (h == -1) return heads > 1 ? -1 : 0;

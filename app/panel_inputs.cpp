@@ -12,6 +12,7 @@
 
 #include "app/edits.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -227,10 +228,10 @@ bool sentenceInputsReady(const Scenario& s) {
 // =======================================================================================
 
 void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
-  if (!panel::beginPanel("Inputs", &state.view.showInputs)) return;
+  if (!panel::beginPanel("Inputs", panelFlag(state.view, "inputs"))) return;
   const float font = ImGui::GetFontSize();
-  if (!state.computed.error.empty()) {
-    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
+  if (!state.computed->error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
   }
 
   // Header: what the mode means, reset.

@@ -9,6 +9,7 @@
 
 #include "app/edits.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -124,8 +125,8 @@ void sectionHeader(const char* text) {
 }
 
 std::string keyLabel(const AppState& state, int j) {
-  if (state.computed.problem && j < static_cast<int>(state.computed.problem->keyLabels.size()))
-    return state.computed.problem->keyLabels[j];
+  if (state.computed->problem && j < static_cast<int>(state.computed->problem->keyLabels.size()))
+    return state.computed->problem->keyLabels[j];
   return panel::indexed("k", j);
 }
 
@@ -284,17 +285,17 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
   if (mask.kind != MaskKind::None && panel::hasResult(state)) {
     auto& cache = state.panels.viewCache;
     const io::MatrixView* view = nullptr;
-    if (!cache.empty() && cache.front().revision != state.computed.revision) cache.clear();
+    if (!cache.empty() && cache.front().revision != state.computed->revision) cache.clear();
     for (auto& entry : cache)
       if (entry.head == kAllowedViewHead) view = &entry.view;
     if (view == nullptr) {
-      const AttentionResult& result = *state.computed.result;
+      const AttentionResult& result = *state.computed->result;
       io::MatrixView allowed;
       allowed.values = result.allowed.cast<Scalar>();
-      allowed.rowLabels = state.computed.problem->queryLabels;
-      allowed.colLabels = state.computed.problem->keyLabels;
+      allowed.rowLabels = state.computed->problem->queryLabels;
+      allowed.colLabels = state.computed->problem->keyLabels;
       allowed.title = "allowed (1) / masked (0)";
-      cache.push_back({state.computed.revision, io::MatrixKind::Weights, kAllowedViewHead,
+      cache.push_back({state.computed->revision, io::MatrixKind::Weights, kAllowedViewHead,
                        std::move(allowed)});
       view = &cache.back().view;
     }
@@ -312,7 +313,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
                       "Click to flip.";
     const HeatmapInteraction hit =
         heatmapWidget("##allowed", heatmaps, *view,
-                      panel::contentRevision(state.computed.revision, io::MatrixKind::Weights,
+                      panel::contentRevision(state.computed->revision, io::MatrixKind::Weights,
                                              kAllowedViewHead),
                       options);
     if (hit.clicked && hit.row >= 0 && hit.col >= 0) {
@@ -449,9 +450,9 @@ void drawOtherSection(AppState& state) {
 // =======================================================================================
 
 void drawSettingsPanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginPanel("Settings", &state.view.showSettings)) return;
-  if (!state.computed.error.empty()) {
-    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
+  if (!panel::beginPanel("Settings", panelFlag(state.view, "settings"))) return;
+  if (!state.computed->error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
   }
   int mode = state.doc.mode == Mode::Self ? 0 : 1;
   bool modeChanged = ImGui::RadioButton("self", &mode, 0);
