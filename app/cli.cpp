@@ -44,7 +44,7 @@ usage:
   attnscope SCENARIO.json          open the window on a scenario file
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
-  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS]
   attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
@@ -104,6 +104,7 @@ and every head count; pass --head mean for PyTorch's averaged weights.
 
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+                                   [--training STEPS]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. Needs a display; without one use
@@ -113,6 +114,8 @@ options:
   --out FILE.png    output file (required); its folder must exist
   --size WxH        window size, each 64..8192                    (default: 1600x1000)
   --frames N        frames to render before saving, 1..10000     (default: 5)
+  --training STEPS  show the Training panel after STEPS steps (0..100000) of its default
+                    run (reverse, L 8, V 10, encoder-decoder, dot; seed 1): reproducible
   -h, --help        show this help
 )";
 
@@ -515,7 +518,8 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 // screenshot
 // =======================================================================================
 
-constexpr OptionSpec kScreenshotOptions[] = {{"--out", true}, {"--size", true}, {"--frames", true}};
+constexpr OptionSpec kScreenshotOptions[] = {
+    {"--out", true}, {"--size", true}, {"--frames", true}, {"--training", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -543,6 +547,12 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     if (!n)
       return fail(err, optionError("--frames", inQuotes(*v) + " is not an integer in 1..10000"));
     launch.frames = *n;
+  }
+  if (const std::string* v = parsed->get("--training")) {
+    auto n = parseIntStrict(*v, 0, 100000);
+    if (!n)
+      return fail(err, optionError("--training", inQuotes(*v) + " is not an integer in 0..100000"));
+    launch.trainingSteps = *n;
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());

@@ -13,6 +13,7 @@ struct GuiLaunch {
   int width = 1600, height = 1000;  // window size in screen coordinates
   int frames = 5;                   // frames to render before the screenshot
   bool noAutosave = false;          // do not read or write the autosave file (tests)
+  long long trainingSteps = -1;     // >= 0: show the Training panel, trained this many steps
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

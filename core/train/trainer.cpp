@@ -435,8 +435,11 @@ void BackgroundTrainer::loop() {
           state.curveEvery *= 2;
         }
       }
-      if (continuous && Clock::now() - start > std::chrono::milliseconds(50)) break;
+      // Chunks of about 50 ms, also for many single steps, so that snapshots and
+      // evaluations keep coming; the rest of a stepOnce(n) goes back to the queue.
+      if (Clock::now() - start > std::chrono::milliseconds(50)) break;
     }
+    const int remaining = continuous ? 0 : std::max(0, stepsWanted - done);
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     state.steps = trainer->steps();
     if (continuous && elapsed > 0) {
@@ -446,9 +449,9 @@ void BackgroundTrainer::loop() {
           state.stepsPerSecond == 0 ? rate : 0.7 * state.stepsPerSecond + 0.3 * rate;
     }
 
-    // 2 evaluate on the held-out set every half second of training, and after single steps
+    // 2 evaluate on the held-out set every 0.2 s of training, and after single steps
     sinceEvaluation += elapsed;
-    if (state.steps != lastEvaluatedStep && (!continuous || sinceEvaluation >= 0.5 ||
+    if (state.steps != lastEvaluatedStep && (!continuous || sinceEvaluation >= 0.2 ||
                                              (state.stepBudget > 0 &&
                                               state.steps >= state.stepBudget))) {
       state.heldOut = trainer->evaluate();
@@ -483,6 +486,7 @@ void BackgroundTrainer::loop() {
 
     // 4 publish
     std::lock_guard<std::mutex> lock(mutex_);
+    if (remaining > 0 && !pendingTrainer_) pendingSteps_ += remaining;
     state.running = running_ && (stepBudget_ == 0 || state.steps < stepBudget_);
     state.revision = published_->revision + 1;
     published_ = std::make_shared<const TrainingSnapshot>(state);

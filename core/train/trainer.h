@@ -170,7 +170,7 @@ class BackgroundTrainer {
   Status reset(const TrainConfig& config, long long stepBudget);
   void start();               // train until paused or the step budget is reached
   void pause();
-  void stepOnce(int count = 1);  // while paused: `count` more steps
+  void stepOnce(int count = 1);  // `count` more steps (done in chunks of about 50 ms)
   void setExampleIndex(int index);
   void setLearningRate(float lr);
   void setStepBudget(long long budget);
