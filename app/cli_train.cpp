@@ -70,11 +70,11 @@ struct Spec {
   bool takesValue;
 };
 constexpr Spec kTrainOptions[] = {
-    {"--task", true},      {"--length", true},   {"--vocab", true},   {"--shift", true},
-    {"--model", true},     {"--score", true},    {"--width", true},   {"--heads", true},
-    {"--layers", true},    {"--seed", true},     {"--lr", true},      {"--batch", true},
-    {"--threads", true},   {"--held-out", true}, {"--seconds", true}, {"--steps", true},
-    {"--no-early-stop", false}, {"--out", true}, {"--attention-out", true}};
+    {"--task", true},           {"--length", true},   {"--vocab", true},        {"--shift", true},
+    {"--model", true},          {"--score", true},    {"--width", true},        {"--heads", true},
+    {"--layers", true},         {"--seed", true},     {"--lr", true},           {"--batch", true},
+    {"--threads", true},        {"--held-out", true}, {"--seconds", true},      {"--steps", true},
+    {"--no-early-stop", false}, {"--out", true},      {"--attention-out", true}};
 
 int fail(std::ostream& err, const Error& error) {
   std::string line = error.message();
@@ -157,8 +157,8 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
       if (!arg.starts_with("-")) {
         return Error{"", "", "unexpected argument " + inQuotes(arg) + " for 'train'"};
       }
-      return Error{"", "",
-                   "unknown option " + inQuotes(name) + " for 'train' (see attnscope train --help)"};
+      return Error{
+          "", "", "unknown option " + inQuotes(name) + " for 'train' (see attnscope train --help)"};
     }
     if (!spec->takesValue) {
       if (inlineValue) return optionError(name, "takes no value");
@@ -213,15 +213,12 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
     }
     c.model.score = *kind;
   }
-  for (Status s : {intOption("--length", 2, 64, c.task.length),
-                   intOption("--vocab", 2, 256, c.task.vocab),
-                   intOption("--shift", -64, 64, c.task.shift),
-                   intOption("--width", 2, 256, c.model.width),
-                   intOption("--heads", 1, 256, c.model.heads),
-                   intOption("--layers", 1, 2, c.model.layers),
-                   intOption("--batch", 1, 4096, c.batch),
-                   intOption("--threads", 1, 2, c.threads),
-                   intOption("--held-out", 1000, 100000, c.heldOut)}) {
+  for (Status s :
+       {intOption("--length", 2, 64, c.task.length), intOption("--vocab", 2, 256, c.task.vocab),
+        intOption("--shift", -64, 64, c.task.shift), intOption("--width", 2, 256, c.model.width),
+        intOption("--heads", 1, 256, c.model.heads), intOption("--layers", 1, 2, c.model.layers),
+        intOption("--batch", 1, 4096, c.batch), intOption("--threads", 1, 2, c.threads),
+        intOption("--held-out", 1000, 100000, c.heldOut)}) {
     if (!s) return s.error();
   }
   if (const std::string* v = get("--seed")) {
@@ -232,7 +229,8 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
   c.model.seed = c.seed;
   if (const std::string* v = get("--lr")) {
     auto lr = parseFloatStrict(*v);
-    if (!lr || !(*lr > 0) || *lr > 1) return optionError("--lr", inQuotes(*v) + " is not in (0, 1]");
+    if (!lr || !(*lr > 0) || *lr > 1)
+      return optionError("--lr", inQuotes(*v) + " is not in (0, 1]");
     c.learningRate = *lr;
   }
   if (const std::string* v = get("--seconds")) {

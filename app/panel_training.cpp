@@ -114,8 +114,9 @@ bool settingsControls(TrainingPanelState& t) {
     }
     changed = true;
   }
-  tooltip("copy: y = x; reverse: y = x backwards; sort: y = x sorted; shift: y_i = x_(i+k); "
-          "markers: one label, 1 when a marker word (token 0) occurs in x.");
+  tooltip(
+      "copy: y = x; reverse: y = x backwards; sort: y = x sorted; shift: y_i = x_(i+k); "
+      "markers: one label, 1 when a marker word (token 0) occurs in x.");
   if (c.task.kind == train::TaskKind::Shift) {
     changed |= ImGui::SliderInt("shift k", &c.task.shift, -8, 8);
   }
@@ -130,10 +131,11 @@ bool settingsControls(TrainingPanelState& t) {
     c.model.kind = static_cast<train::ModelKind>(model);
     changed = true;
   }
-  tooltip("encoder-decoder: learned decoder positions attend over the encoded input "
-          "(cross-attention). Self-attention encoder: Transformer blocks with multi-head "
-          "attention, residuals and LayerNorm. Attention pooling: tanh(X·W + b) -> softmax -> "
-          "weighted sum (markers task).");
+  tooltip(
+      "encoder-decoder: learned decoder positions attend over the encoded input "
+      "(cross-attention). Self-attention encoder: Transformer blocks with multi-head "
+      "attention, residuals and LayerNorm. Attention pooling: tanh(X·W + b) -> softmax -> "
+      "weighted sum (markers task).");
   if (c.model.kind == train::ModelKind::EncDec) {
     const ScoreKind kinds[] = {ScoreKind::Dot, ScoreKind::ScaledDot, ScoreKind::General,
                                ScoreKind::Additive};
@@ -145,15 +147,16 @@ bool settingsControls(TrainingPanelState& t) {
       c.model.score = kinds[score];
       changed = true;
     }
-    tooltip("The similarity of decoder query and encoder key, the core's formulas: q·k, "
-            "q·k/√d, q·W_a·k, v·tanh(q·W₁ + k·W₂ + b).");
+    tooltip(
+        "The similarity of decoder query and encoder key, the core's formulas: q·k, "
+        "q·k/√d, q·W_a·k, v·tanh(q·W₁ + k·W₂ + b).");
   }
   if (c.model.kind == train::ModelKind::Encoder) {
     changed |= ImGui::SliderInt("layers", &c.model.layers, 1, 2);
     const int headChoices[] = {1, 2, 4, 8};
-    int h = static_cast<int>(std::find(std::begin(headChoices), std::end(headChoices),
-                                       c.model.heads) -
-                             std::begin(headChoices));
+    int h =
+        static_cast<int>(std::find(std::begin(headChoices), std::end(headChoices), c.model.heads) -
+                         std::begin(headChoices));
     const char* headNames[] = {"1", "2", "4", "8"};
     if (h > 3) h = 1;
     if (ImGui::Combo("heads", &h, headNames, 4)) {
@@ -176,8 +179,9 @@ bool settingsControls(TrainingPanelState& t) {
     c.seed = static_cast<std::uint64_t>(std::clamp(seed, 0, 999999));
     changed = true;
   }
-  tooltip("Seeds the training data and the initial weights. The held-out set uses a "
-          "different seed derived from it.");
+  tooltip(
+      "Seeds the training data and the initial weights. The held-out set uses a "
+      "different seed derived from it.");
   changed |= ImGui::SliderInt("batch", &c.batch, 1, 256);
   ImGui::PopItemWidth();
   return changed;
@@ -188,8 +192,7 @@ bool settingsControls(TrainingPanelState& t) {
 // ---------------------------------------------------------------------------------------
 
 void pollJob(TrainingPanelState& t) {
-  if (t.job.valid() &&
-      t.job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+  if (t.job.valid() && t.job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     t.message = t.job.get();
     t.messageIsError = t.message.rfind("cannot", 0) == 0;
   }
@@ -221,8 +224,7 @@ void commandRow(AppState& state, TrainingPanelState& t, const train::TrainingSna
 
   ImGui::PushItemWidth(font * 8.0f);
   float lr = s.config.learningRate;
-  if (ImGui::SliderFloat("learning rate", &lr, 1e-4f, 0.1f, "%.4f",
-                         ImGuiSliderFlags_Logarithmic)) {
+  if (ImGui::SliderFloat("learning rate", &lr, 1e-4f, 0.1f, "%.4f", ImGuiSliderFlags_Logarithmic)) {
     t.config.learningRate = lr;
     t.trainer->setLearningRate(lr);
   }
@@ -262,12 +264,14 @@ void progress(const train::TrainingSnapshot& s) {
   }
   ImGui::Text("%s  %.0f steps/s", s.running ? "training" : "paused", s.stepsPerSecond);
   ImGui::Text("held-out accuracy %.1f %%", 100.0 * s.heldOut.accuracy);
-  tooltip("Token accuracy on the held-out sequences (a different seed from training), "
-          "measured every 0.2 s of training and after single steps.");
+  tooltip(
+      "Token accuracy on the held-out sequences (a different seed from training), "
+      "measured every 0.2 s of training and after single steps.");
   if (s.config.task.kind != train::TaskKind::Markers) {
     ImGui::Text("anti-diagonal mass %.2f", s.heldOut.antidiagonal);
-    tooltip("Mean attention weight on the anti-diagonal (output i on input L-1-i) of the "
-            "first map, over the held-out set: the reversal alignment. 1 = perfect.");
+    tooltip(
+        "Mean attention weight on the anti-diagonal (output i on input L-1-i) of the "
+        "first map, over the held-out set: the reversal alignment. 1 = perfect.");
   }
 }
 
@@ -278,8 +282,8 @@ void curves(const train::TrainingSnapshot& s, float width) {
   if (!s.lossCurve.empty()) {
     std::snprintf(overlay, sizeof overlay, "loss %.3f", s.lossCurve.back());
     const float top = *std::max_element(s.lossCurve.begin(), s.lossCurve.end());
-    ImGui::PlotLines("##loss", s.lossCurve.data(), static_cast<int>(s.lossCurve.size()), 0,
-                     overlay, 0.0f, top, ImVec2(width, height));
+    ImGui::PlotLines("##loss", s.lossCurve.data(), static_cast<int>(s.lossCurve.size()), 0, overlay,
+                     0.0f, top, ImVec2(width, height));
   } else {
     ImGui::PlotLines("##loss", nullptr, 0, 0, "loss (no steps yet)", 0.0f, 1.0f,
                      ImVec2(width, height));
@@ -287,9 +291,8 @@ void curves(const train::TrainingSnapshot& s, float width) {
   tooltip("Training loss (cross-entropy per target token), averaged over blocks of steps.");
   if (!s.accuracyCurve.empty()) {
     std::snprintf(overlay, sizeof overlay, "held-out accuracy %.3f", s.accuracyCurve.back());
-    ImGui::PlotLines("##accuracy", s.accuracyCurve.data(),
-                     static_cast<int>(s.accuracyCurve.size()), 0, overlay, 0.0f, 1.0f,
-                     ImVec2(width, height));
+    ImGui::PlotLines("##accuracy", s.accuracyCurve.data(), static_cast<int>(s.accuracyCurve.size()),
+                     0, overlay, 0.0f, 1.0f, ImVec2(width, height));
   } else {
     ImGui::PlotLines("##accuracy", nullptr, 0, 0, "held-out accuracy", 0.0f, 1.0f,
                      ImVec2(width, height));
@@ -430,8 +433,7 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
   const bool differs =
       t.config.task.kind != s.config.task.kind || t.config.task.length != s.config.task.length ||
       t.config.task.vocab != s.config.task.vocab || t.config.task.shift != s.config.task.shift ||
-      t.config.model.kind != s.config.model.kind ||
-      t.config.model.score != s.config.model.score ||
+      t.config.model.kind != s.config.model.kind || t.config.model.score != s.config.model.score ||
       t.config.model.width != s.config.model.width ||
       t.config.model.heads != s.config.model.heads ||
       t.config.model.layers != s.config.model.layers ||
@@ -455,20 +457,21 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
     t.job = std::async(std::launch::async, saveTrainingSnapshot, *t.snapshot, t.outputFolder,
                        state.view.colormap);
   }
-  tooltip("model.json (settings and every parameter) and the example's attention maps as "
-          "CSV and PNG.");
+  tooltip(
+      "model.json (settings and every parameter) and the example's attention maps as "
+      "CSV and PNG.");
   if (ImGui::Button("Export PNG sequence")) {
     t.job = std::async(std::launch::async, exportTrainingFrames, *t.snapshot, t.outputFolder,
                        state.view.colormap);
   }
-  tooltip("The example's attention over training, one PNG per recorded step "
-          "(attention_0000.png, ...), for slides.");
+  tooltip(
+      "The example's attention over training, one PNG per recorded step "
+      "(attention_0000.png, ...), for slides.");
   ImGui::EndDisabled();
   if (busy) {
     panel::mutedWrapped("writing...");
   } else if (!t.message.empty()) {
-    panel::coloredWrapped(t.messageIsError ? panel::errorColor() : panel::mutedColor(),
-                          t.message);
+    panel::coloredWrapped(t.messageIsError ? panel::errorColor() : panel::mutedColor(), t.message);
   }
   ImGui::EndChild();
 
@@ -504,8 +507,9 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
     HeatmapOptions options = panel::heatmapOptions(state);
     options.vmin = 0.0f;
     options.vmax = 1.0f;
-    options.tooltip = "attention weights of the held-out example (rows: outputs / queries, "
-                      "columns: input tokens), live while training";
+    options.tooltip =
+        "attention weights of the held-out example (rows: outputs / queries, "
+        "columns: input tokens), live while training";
     heatmapWidget("##training_map", heatmaps, view,
                   s.revision * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(m), options);
   }

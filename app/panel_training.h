@@ -14,17 +14,17 @@
 namespace attn::app {
 
 struct TrainingPanelState {
-  train::TrainConfig config;       // the controls; applied by Reset
-  long long stepBudget = 2000;     // progress bar and automatic stop (0 = none)
-  bool slowMotion = false;         // limit the speed so a class can watch
+  train::TrainConfig config;    // the controls; applied by Reset
+  long long stepBudget = 2000;  // progress bar and automatic stop (0 = none)
+  bool slowMotion = false;      // limit the speed so a class can watch
   float slowStepsPerSecond = 30;
-  int exampleIndex = 0;            // held-out example whose attention is shown
-  int mapIndex = 0;                // which of its maps (encoder: layer/head)
+  int exampleIndex = 0;                   // held-out example whose attention is shown
+  int mapIndex = 0;                       // which of its maps (encoder: layer/head)
   std::string outputFolder = "training";  // where Save and Export write
   std::unique_ptr<train::BackgroundTrainer> trainer;
   std::shared_ptr<const train::TrainingSnapshot> snapshot;  // read once per frame
-  std::future<std::string> job;    // a running save/export; its result is the message
-  std::string message;             // the last job's result
+  std::future<std::string> job;  // a running save/export; its result is the message
+  std::string message;           // the last job's result
   bool messageIsError = false;
 
   TrainingPanelState();
@@ -40,12 +40,12 @@ void prepareTrainingScreenshot(AppState& state, long long steps);
 
 // Writes the model (config + parameters as JSON) and the example's current attention maps
 // (CSV and PNG) into `folder`; returns the message to show. Runs on any thread.
-std::string saveTrainingSnapshot(const train::TrainingSnapshot& snapshot,
-                                 const std::string& folder, io::ColormapKind colormap);
+std::string saveTrainingSnapshot(const train::TrainingSnapshot& snapshot, const std::string& folder,
+                                 io::ColormapKind colormap);
 // Writes every recorded frame of the example's first map as folder/attention_NNNN.png
 // (title "… · step S", fixed colour range 0..1); returns the message.
-std::string exportTrainingFrames(const train::TrainingSnapshot& snapshot,
-                                 const std::string& folder, io::ColormapKind colormap);
+std::string exportTrainingFrames(const train::TrainingSnapshot& snapshot, const std::string& folder,
+                                 io::ColormapKind colormap);
 
 // The example's map as a labelled view: columns = input tokens, rows = target tokens.
 io::MatrixView trainingMapView(const train::TrainingSnapshot& snapshot, const Matrix& weights,

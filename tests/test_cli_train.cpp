@@ -100,11 +100,29 @@ class TrainCli : public ::testing::Test {
 };
 
 TEST_F(TrainCli, WritesRunJsonWithEveryFieldAndALengthByLengthCsv) {
-  const RunResult run = runAttnscope(
-      {"train", "--task", "reverse", "--length", "6", "--vocab", "7", "--model", "encdec",
-       "--score", "dot", "--seed", "5", "--seconds", "120", "--steps", "150", "--no-early-stop",
-       "--out", path("run.json"), "--attention-out", path("val.csv")},
-      dir_);
+  const RunResult run = runAttnscope({"train",
+                                      "--task",
+                                      "reverse",
+                                      "--length",
+                                      "6",
+                                      "--vocab",
+                                      "7",
+                                      "--model",
+                                      "encdec",
+                                      "--score",
+                                      "dot",
+                                      "--seed",
+                                      "5",
+                                      "--seconds",
+                                      "120",
+                                      "--steps",
+                                      "150",
+                                      "--no-early-stop",
+                                      "--out",
+                                      path("run.json"),
+                                      "--attention-out",
+                                      path("val.csv")},
+                                     dir_);
   ASSERT_EQ(run.exitCode, 0) << run.err;
   EXPECT_TRUE(run.err.empty()) << run.err;
   EXPECT_NE(run.out.find("accuracy"), std::string::npos);
@@ -164,10 +182,10 @@ TEST_F(TrainCli, EarlyStopWhenTheTargetIsReachedReportsItsTime) {
 }
 
 TEST_F(TrainCli, MarkersWithThePoolingClassifier) {
-  const RunResult run = runAttnscope({"train", "--task", "markers", "--model", "pool",
-                                      "--steps", "50", "--out", path("run.json"),
-                                      "--attention-out", path("pool.csv")},
-                                     dir_);
+  const RunResult run =
+      runAttnscope({"train", "--task", "markers", "--model", "pool", "--steps", "50", "--out",
+                    path("run.json"), "--attention-out", path("pool.csv")},
+                   dir_);
   ASSERT_EQ(run.exitCode, 0) << run.err;
   bool allNumeric = false;
   const auto rows = parseCsv(readFile(path("pool.csv")), allNumeric);

@@ -129,8 +129,8 @@ TEST_P(ScoreGradient, QueriesKeysAndParameters) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTrainableScores, ScoreGradient,
-                         ::testing::Values(ScoreKind::Dot, ScoreKind::ScaledDot,
-                                           ScoreKind::General, ScoreKind::Additive));
+                         ::testing::Values(ScoreKind::Dot, ScoreKind::ScaledDot, ScoreKind::General,
+                                           ScoreKind::Additive));
 
 // The training scores compute what the core's similarity() computes (same formulas).
 TEST(TrainScores, MatchTheCoreSimilarityFunctions) {
@@ -162,8 +162,7 @@ TEST(TrainGradients, LayerNorm) {
   const MatD Y = layerNormForward<double>(X, gamma, beta, cache);
   // Worked check of the forward pass: with γ = 1, β = 0 each row has mean 0, variance ~1.
   LayerNormCache<double> plainCache;
-  const MatD plain =
-      layerNormForward<double>(X, MatD::Ones(1, 6), MatD::Zero(1, 6), plainCache);
+  const MatD plain = layerNormForward<double>(X, MatD::Ones(1, 6), MatD::Zero(1, 6), plainCache);
   for (int i = 0; i < 3; ++i) {
     EXPECT_NEAR(plain.row(i).mean(), 0.0, 1e-12);
     EXPECT_NEAR(plain.row(i).squaredNorm() / 6, 1.0, 1e-3);
@@ -259,14 +258,13 @@ INSTANTIATE_TEST_SUITE_P(
                   false},
         ModelCase{"encdec_additive", ModelKind::EncDec, ScoreKind::Additive, TaskKind::Shift, 1,
                   false},
-        ModelCase{"encdec_markers", ModelKind::EncDec, ScoreKind::Dot, TaskKind::Markers, 1,
-                  false},
+        ModelCase{"encdec_markers", ModelKind::EncDec, ScoreKind::Dot, TaskKind::Markers, 1, false},
         ModelCase{"encoder_1", ModelKind::Encoder, ScoreKind::ScaledDot, TaskKind::Reverse, 1,
                   false},
-        ModelCase{"encoder_2_causal", ModelKind::Encoder, ScoreKind::ScaledDot, TaskKind::Copy,
-                  2, true},
-        ModelCase{"encoder_markers", ModelKind::Encoder, ScoreKind::ScaledDot,
-                  TaskKind::Markers, 2, false},
+        ModelCase{"encoder_2_causal", ModelKind::Encoder, ScoreKind::ScaledDot, TaskKind::Copy, 2,
+                  true},
+        ModelCase{"encoder_markers", ModelKind::Encoder, ScoreKind::ScaledDot, TaskKind::Markers, 2,
+                  false},
         ModelCase{"pool", ModelKind::Pool, ScoreKind::Dot, TaskKind::Markers, 1, false}),
     [](const ::testing::TestParamInfo<ModelCase>& info) { return std::string(info.param.name); });
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include <imgui.h>
-#include <nlohmann/json.hpp>
 #include <stb/stb_image.h>
+#include <nlohmann/json.hpp>
 
 #include "app/app_state.h"
 #include "app/heatmap_widget.h"
@@ -152,9 +152,10 @@ TEST_F(TrainingPanel, SaveAndExportWriteTheFiles) {
   ASSERT_TRUE(doc["parameters"].contains("src_embed"));
   EXPECT_EQ(doc["parameters"]["src_embed"].size(), 6u);     // vocab rows
   EXPECT_EQ(doc["parameters"]["src_embed"][0].size(), 8u);  // width columns
-  EXPECT_FLOAT_EQ(doc["parameters"]["W_o"][1][2].get<float>(), snapshot->params[
-      std::find(snapshot->paramNames.begin(), snapshot->paramNames.end(), "W_o") -
-      snapshot->paramNames.begin()](1, 2));
+  EXPECT_FLOAT_EQ(
+      doc["parameters"]["W_o"][1][2].get<float>(),
+      snapshot->params[std::find(snapshot->paramNames.begin(), snapshot->paramNames.end(), "W_o") -
+                       snapshot->paramNames.begin()](1, 2));
   EXPECT_TRUE(fs::exists(fs::path(folder) / "attention_0.csv"));
   EXPECT_TRUE(fs::exists(fs::path(folder) / "attention_0.png"));
 

@@ -238,8 +238,7 @@ Mat<T> layerNormBackward(const LayerNormCache<T>& cache, const Mat<T>& gamma, co
     const Eigen::Array<T, 1, Eigen::Dynamic> g = dY.row(i).array() * gamma.row(0).array();
     const T meanG = g.mean();
     const T meanGX = (g * cache.xhat.row(i).array()).mean();
-    dX.row(i) =
-        (cache.rstd(i, 0) * (g - meanG - cache.xhat.row(i).array() * meanGX)).matrix();
+    dX.row(i) = (cache.rstd(i, 0) * (g - meanG - cache.xhat.row(i).array() * meanGX)).matrix();
   }
   return dX;
 }

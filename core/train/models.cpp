@@ -7,9 +7,12 @@ namespace attn::train {
 
 std::string_view toString(ModelKind kind) {
   switch (kind) {
-    case ModelKind::EncDec: return "encdec";
-    case ModelKind::Encoder: return "encoder";
-    case ModelKind::Pool: return "pool";
+    case ModelKind::EncDec:
+      return "encdec";
+    case ModelKind::Encoder:
+      return "encoder";
+    case ModelKind::Pool:
+      return "pool";
   }
   return "encdec";
 }
@@ -82,8 +85,12 @@ template <class T>
 int Model<T>::addParam(const std::string& name, int rows, int cols, Init init) {
   Mat<T> m(rows, cols);
   switch (init) {
-    case Init::Zero: m.setZero(); break;
-    case Init::One: m.setOnes(); break;
+    case Init::Zero:
+      m.setZero();
+      break;
+    case Init::One:
+      m.setOnes();
+      break;
     case Init::Xavier: {
       // Glorot uniform, ±√(6/(rows+cols)); a row vector (1 x n) uses ±√(3/n).
       const double fan = rows == 1 ? 2.0 * cols : static_cast<double>(rows + cols);
@@ -156,7 +163,7 @@ class EncDecModel final : public Model<T> {
     const int d = this->config_.width;
     // 1 encoder states and decoder queries
     Mat<T> X = embed(P[srcEmbed_], ex.input) + P[encPos_];  // L x d
-    const Mat<T>& Sd = P[decPos_];                             // T x d
+    const Mat<T>& Sd = P[decPos_];                          // T x d
     // 2 score, 3 (no mask), 4 normalise, 5 weigh values
     ScoreWeights<T> w = weights();
     ScoreCache<T> cache;
@@ -305,8 +312,8 @@ class EncoderModel final : public Model<T> {
       c.C.resize(L, d);
       c.A.resize(H);
       for (int h = 0; h < H; ++h) {
-        const Mat<T> S = (c.Q.middleCols(h * dh, dh) * c.K.middleCols(h * dh, dh).transpose()) *
-                         invSqrt;
+        const Mat<T> S =
+            (c.Q.middleCols(h * dh, dh) * c.K.middleCols(h * dh, dh).transpose()) * invSqrt;
         c.A[h] = softmaxRows<T>(S, allowed);
         c.C.middleCols(h * dh, dh) = c.A[h] * c.V.middleCols(h * dh, dh);
         if (out && out->wantMaps) {
@@ -402,9 +409,9 @@ class PoolModel final : public Model<T> {
     const auto& P = this->params_;
     const Mat<T> X = embed(P[embed_], ex.input);                                 // L x d
     const Mat<T> U = linearForward<T>(X, P[w_], P[b_]).array().tanh().matrix();  // L x d_a
-    const Mat<T> e = (U * P[v_].transpose()).transpose();                         // 1 x L
-    const Mat<T> alpha = softmaxRows<T>(e, BoolMatrix());                         // 1 x L
-    const Mat<T> c = alpha * X;                                                   // 1 x d
+    const Mat<T> e = (U * P[v_].transpose()).transpose();                        // 1 x L
+    const Mat<T> alpha = softmaxRows<T>(e, BoolMatrix());                        // 1 x L
+    const Mat<T> c = alpha * X;                                                  // 1 x d
     const Mat<T> logits = linearForward<T>(c, P[wy_], P[by_]);
     Mat<T> dLogits;
     const T loss = crossEntropy<T>(logits, ex.target, grads ? &dLogits : nullptr,
@@ -415,8 +422,8 @@ class PoolModel final : public Model<T> {
     std::vector<Mat<T>>& G = *grads;
     dLogits *= scale;
     const Mat<T> dc = linearBackward<T>(c, P[wy_], dLogits, G[wy_], G[by_]);
-    const Mat<T> dAlpha = dc * X.transpose();  // 1 x L
-    Mat<T> dX = alpha.transpose() * dc;         // L x d
+    const Mat<T> dAlpha = dc * X.transpose();                 // 1 x L
+    Mat<T> dX = alpha.transpose() * dc;                       // L x d
     const Mat<T> de = softmaxRowsBackward<T>(alpha, dAlpha);  // 1 x L
     G[v_] += de * U;
     const Mat<T> dU = de.transpose() * P[v_];  // L x d_a
@@ -437,9 +444,15 @@ Expected<std::unique_ptr<Model<T>>> makeModel(const ModelConfig& model, const Ta
   if (Status ok = validateModel(model, task); !ok) return ok.error();
   std::unique_ptr<Model<T>> result;
   switch (model.kind) {
-    case ModelKind::EncDec: result = std::make_unique<EncDecModel<T>>(model, task); break;
-    case ModelKind::Encoder: result = std::make_unique<EncoderModel<T>>(model, task); break;
-    case ModelKind::Pool: result = std::make_unique<PoolModel<T>>(model, task); break;
+    case ModelKind::EncDec:
+      result = std::make_unique<EncDecModel<T>>(model, task);
+      break;
+    case ModelKind::Encoder:
+      result = std::make_unique<EncoderModel<T>>(model, task);
+      break;
+    case ModelKind::Pool:
+      result = std::make_unique<PoolModel<T>>(model, task);
+      break;
   }
   return Expected<std::unique_ptr<Model<T>>>(std::move(result));
 }

@@ -55,8 +55,8 @@ struct AttentionMap {
 };
 
 struct RunOutput {
-  bool wantMaps = false;          // fill `maps` (costs a copy)
-  std::vector<int> predicted;     // argmax per target position
+  bool wantMaps = false;       // fill `maps` (costs a copy)
+  std::vector<int> predicted;  // argmax per target position
   std::vector<AttentionMap> maps;
 };
 

@@ -7,18 +7,23 @@ namespace attn::train {
 
 std::string_view toString(TaskKind kind) {
   switch (kind) {
-    case TaskKind::Copy: return "copy";
-    case TaskKind::Reverse: return "reverse";
-    case TaskKind::Sort: return "sort";
-    case TaskKind::Shift: return "shift";
-    case TaskKind::Markers: return "markers";
+    case TaskKind::Copy:
+      return "copy";
+    case TaskKind::Reverse:
+      return "reverse";
+    case TaskKind::Sort:
+      return "sort";
+    case TaskKind::Shift:
+      return "shift";
+    case TaskKind::Markers:
+      return "markers";
   }
   return "reverse";
 }
 
 std::optional<TaskKind> parseTaskKind(std::string_view name) {
-  for (TaskKind kind : {TaskKind::Copy, TaskKind::Reverse, TaskKind::Sort, TaskKind::Shift,
-                        TaskKind::Markers}) {
+  for (TaskKind kind :
+       {TaskKind::Copy, TaskKind::Reverse, TaskKind::Sort, TaskKind::Shift, TaskKind::Markers}) {
     if (toString(kind) == name) return kind;
   }
   return std::nullopt;

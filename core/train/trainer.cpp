@@ -141,8 +141,8 @@ Trainer::StepResult Trainer::step() {
   adam_.step(model_->params(), grads_[0]);
   ++steps_;
   const double tokens = static_cast<double>(batch) * tokensPerExample;
-  return StepResult{(loss[0] + loss[1]) / tokens, static_cast<double>(correct[0] + correct[1]) /
-                                                      tokens};
+  return StepResult{(loss[0] + loss[1]) / tokens,
+                    static_cast<double>(correct[0] + correct[1]) / tokens};
 }
 
 Evaluation Trainer::evaluate() const {
@@ -341,14 +341,28 @@ void BackgroundTrainer::loop() {
   std::uint64_t seenCommand = 0;
   double lossSum = 0;
   int lossCount = 0;
-  long long frameEvery = 5, lastFrameStep = -1;
+  long long frameEvery = 1, lastFrameStep = -1;
+  // The history of the example's first map: every `frameEvery` steps (and after every
+  // chunk); when it is full, every other frame goes and the spacing doubles.
+  auto recordFrame = [&](const Matrix& weights) {
+    state.frames.push_back({state.steps, weights});
+    lastFrameStep = state.steps;
+    if (static_cast<int>(state.frames.size()) > TrainingSnapshot::kMaxFrames) {
+      std::vector<AttentionFrame> kept;
+      for (std::size_t i = 0; i < state.frames.size(); i += 2) {
+        kept.push_back(std::move(state.frames[i]));
+      }
+      state.frames = std::move(kept);
+      frameEvery *= 2;
+    }
+  };
   double sinceEvaluation = 0;
   long long lastEvaluatedStep = -1;
   int requestedExample = 0;
   Clock::time_point nextStepAt{};
 
   while (true) {
-    bool continuous = false;
+    bool continuous = false, fresh = false;
     int stepsWanted = 0;
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -366,11 +380,12 @@ void BackgroundTrainer::loop() {
       seenCommand = commandRevision_;
       if (pendingTrainer_) {
         trainer = std::move(pendingTrainer_);
+        fresh = true;
         state = TrainingSnapshot();
         state.config = trainer->config();
         lossSum = 0;
         lossCount = 0;
-        frameEvery = 5;
+        frameEvery = 1;
         lastFrameStep = -1;
         sinceEvaluation = 0;
         lastEvaluatedStep = -1;
@@ -383,7 +398,7 @@ void BackgroundTrainer::loop() {
       if (exampleIndex_ != requestedExample) {  // a new example starts a new history
         requestedExample = exampleIndex_;
         state.frames.clear();
-        frameEvery = 5;
+        frameEvery = 1;
         lastFrameStep = -1;
       }
       state.exampleIndex = exampleIndex_;
@@ -402,6 +417,17 @@ void BackgroundTrainer::loop() {
       continue;
     }
 
+    // 0 a new run: its step-0 evaluation and frame come before any training
+    if (fresh) {
+      state.heldOut = trainer->evaluate();
+      state.accuracyCurve.push_back(static_cast<float>(state.heldOut.accuracy));
+      state.accuracySteps.push_back(0);
+      lastEvaluatedStep = 0;
+      const RunOutput first = trainer->inspect(requestedExample);
+      if (!first.maps.empty()) recordFrame(first.maps.front().weights);
+      fresh = false;
+    }
+
     // 1 train: a chunk of about 50 ms when running, else the requested single steps
     const auto start = Clock::now();
     int done = 0;
@@ -412,7 +438,8 @@ void BackgroundTrainer::loop() {
         if (nextStepAt < now - std::chrono::milliseconds(100)) nextStepAt = now;  // no catch-up
         if (nextStepAt > now) {
           // Sleep at most to the end of this chunk, so commands and snapshots keep flowing.
-          std::this_thread::sleep_until(std::min(nextStepAt, start + std::chrono::milliseconds(50)));
+          std::this_thread::sleep_until(
+              std::min(nextStepAt, start + std::chrono::milliseconds(50)));
           if (Clock::now() < nextStepAt) break;
         }
         nextStepAt += std::chrono::duration_cast<Clock::duration>(
@@ -420,6 +447,11 @@ void BackgroundTrainer::loop() {
       }
       const Trainer::StepResult result = trainer->step();
       ++done;
+      state.steps = trainer->steps();
+      if (state.steps - lastFrameStep >= frameEvery) {
+        const RunOutput frame = trainer->inspect(state.exampleIndex);
+        if (!frame.maps.empty()) recordFrame(frame.maps.front().weights);
+      }
       lossSum += result.loss;
       ++lossCount;
       if (lossCount == state.curveEvery) {
@@ -451,9 +483,9 @@ void BackgroundTrainer::loop() {
 
     // 2 evaluate on the held-out set every 0.2 s of training, and after single steps
     sinceEvaluation += elapsed;
-    if (state.steps != lastEvaluatedStep && (!continuous || sinceEvaluation >= 0.2 ||
-                                             (state.stepBudget > 0 &&
-                                              state.steps >= state.stepBudget))) {
+    if (state.steps != lastEvaluatedStep &&
+        (!continuous || sinceEvaluation >= 0.2 ||
+         (state.stepBudget > 0 && state.steps >= state.stepBudget))) {
       state.heldOut = trainer->evaluate();
       state.accuracyCurve.push_back(static_cast<float>(state.heldOut.accuracy));
       state.accuracySteps.push_back(state.steps);
@@ -463,23 +495,13 @@ void BackgroundTrainer::loop() {
 
     // 3 the chosen example's attention, and its history
     RunOutput out = trainer->inspect(state.exampleIndex);
-    state.exampleIndex = std::clamp(state.exampleIndex, 0,
-                                    static_cast<int>(trainer->heldOut().size()) - 1);
+    state.exampleIndex =
+        std::clamp(state.exampleIndex, 0, static_cast<int>(trainer->heldOut().size()) - 1);
     state.example = trainer->heldOut()[state.exampleIndex];
     state.predicted = out.predicted;
     state.maps = std::move(out.maps);
-    if (!state.maps.empty() &&
-        (lastFrameStep < 0 || state.steps - lastFrameStep >= frameEvery)) {
-      state.frames.push_back({state.steps, state.maps.front().weights});
-      lastFrameStep = state.steps;
-      if (static_cast<int>(state.frames.size()) > TrainingSnapshot::kMaxFrames) {
-        std::vector<AttentionFrame> kept;
-        for (std::size_t i = 0; i < state.frames.size(); i += 2) {
-          kept.push_back(std::move(state.frames[i]));
-        }
-        state.frames = std::move(kept);
-        frameEvery *= 2;
-      }
+    if (!state.maps.empty() && state.steps != lastFrameStep) {
+      recordFrame(state.maps.front().weights);
     }
     state.params = trainer->model().params();
     state.paramNames = trainer->model().paramNames();

@@ -23,10 +23,10 @@ struct TrainConfig {
   TaskConfig task;
   ModelConfig model;
   float learningRate = 0.01f;
-  int batch = 32;              // examples per step, 1..4096
-  int threads = 2;             // 1 or 2: the batch is split into halves computed in parallel
-  int heldOut = 1000;          // held-out examples (seeded with heldOutSeed(seed)), 1..100000
-  std::uint64_t seed = 1;      // training data; the model's initial weights use model.seed
+  int batch = 32;          // examples per step, 1..4096
+  int threads = 2;         // 1 or 2: the batch is split into halves computed in parallel
+  int heldOut = 1000;      // held-out examples (seeded with heldOutSeed(seed)), 1..100000
+  std::uint64_t seed = 1;  // training data; the model's initial weights use model.seed
 };
 
 // Field names in the error: "learning_rate", "batch", "threads", "held_out", and those of
@@ -93,9 +93,9 @@ class Trainer {
 // =======================================================================================
 
 struct RunLimits {
-  double seconds = 60;        // wall-clock limit of the training loop (> 0)
-  long long maxSteps = 0;     // 0 = no step limit
-  bool earlyStop = true;      // stop as soon as the target is reached
+  double seconds = 60;     // wall-clock limit of the training loop (> 0)
+  long long maxSteps = 0;  // 0 = no step limit
+  bool earlyStop = true;   // stop as soon as the target is reached
   double targetAccuracy = 0.99;
   double targetAntidiagonal = 0.9;  // reverse task only
 };
@@ -105,7 +105,7 @@ struct RunLimits {
 bool targetReached(const TaskConfig& task, const Evaluation& evaluation, const RunLimits& limits);
 
 struct RunReport {
-  Evaluation final;                       // held-out evaluation at the end
+  Evaluation final;  // held-out evaluation at the end
   long long steps = 0;
   double seconds = 0;                     // wall-clock time of the loop, evaluations included
   double stepsPerSecond = 0;              // steps / seconds
@@ -131,27 +131,27 @@ struct AttentionFrame {
 
 // Everything the window shows, published by the worker as an immutable object.
 struct TrainingSnapshot {
-  std::uint64_t revision = 0;     // changes with every publication
+  std::uint64_t revision = 0;  // changes with every publication
   TrainConfig config;
-  bool running = false;           // training continuously (not paused)
+  bool running = false;  // training continuously (not paused)
   long long steps = 0;
-  long long stepBudget = 0;       // 0 = no budget
-  double speedLimit = 0;          // steps per second, 0 = unlimited
-  double stepsPerSecond = 0;      // over the last publication interval while running
-  double seconds = 0;             // training time so far (running only)
-  std::vector<float> lossCurve;   // training loss per token, one point per `curveEvery` steps
+  long long stepBudget = 0;      // 0 = no budget
+  double speedLimit = 0;         // steps per second, 0 = unlimited
+  double stepsPerSecond = 0;     // over the last publication interval while running
+  double seconds = 0;            // training time so far (running only)
+  std::vector<float> lossCurve;  // training loss per token, one point per `curveEvery` steps
   int curveEvery = 1;
   std::vector<float> accuracyCurve;  // held-out accuracy at each evaluation
   std::vector<long long> accuracySteps;
-  Evaluation heldOut;             // the latest evaluation
+  Evaluation heldOut;  // the latest evaluation
   int exampleIndex = 0;
-  Example example;                // the chosen held-out example
+  Example example;  // the chosen held-out example
   std::vector<int> predicted;
-  std::vector<AttentionMap> maps;     // its attention maps now
-  std::vector<AttentionFrame> frames; // its first map over training (at most kMaxFrames)
-  std::vector<Mat<float>> params;     // the model's parameters (for saving)
+  std::vector<AttentionMap> maps;      // its attention maps now
+  std::vector<AttentionFrame> frames;  // its first map over training (at most kMaxFrames)
+  std::vector<Mat<float>> params;      // the model's parameters (for saving)
   std::vector<std::string> paramNames;
-  std::string error;                  // a reset that failed (the previous run stays)
+  std::string error;  // a reset that failed (the previous run stays)
 
   static constexpr int kMaxFrames = 240;
 };
@@ -168,7 +168,7 @@ class BackgroundTrainer {
   // Rebuilds the model from `config` (paused, step 0). Validated here, on the caller's
   // thread; an invalid config returns the error and changes nothing.
   Status reset(const TrainConfig& config, long long stepBudget);
-  void start();               // train until paused or the step budget is reached
+  void start();  // train until paused or the step budget is reached
   void pause();
   void stepOnce(int count = 1);  // `count` more steps (done in chunks of about 50 ms)
   void setExampleIndex(int index);
