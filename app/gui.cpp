@@ -359,8 +359,7 @@ void GuiSession::Impl::drawMenuBar() {
     tooltip("Ready-made scenarios from assets/scenarios.");
     if (ImGui::MenuItem("Revert to preset", nullptr, false,
                         !state.docPath.empty() || state.dirty())) {
-      state.doc = state.preset;
-      touch(state);
+      applyEdit(state, resetTo(state.doc, state.preset), now());
     }
     tooltip("Return to the scenario as it was opened (undoable).");
     ImGui::Separator();

@@ -9,7 +9,7 @@
 #include <imgui.h>
 
 #include "app/app_state.h"
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/heatmap_widget.h"
 #include "io/heatmap_render.h"
 
@@ -107,11 +107,7 @@ inline bool hasResult(const AppState& state) {
 
 // touch() after a change; a refusal becomes a warning notice, an adjustment an info one.
 inline void apply(AppState& state, const EditOutcome& outcome) {
-  if (outcome.changed) touch(state);
-  if (!outcome.note.empty()) {
-    notify(state, outcome.refused() ? Notice::Kind::Warning : Notice::Kind::Info, outcome.note,
-           ImGui::GetTime());
-  }
+  applyEdit(state, outcome, ImGui::GetTime());
 }
 
 // ---------------------------------------------------------------------------------------

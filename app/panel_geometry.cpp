@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
@@ -248,9 +248,8 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
                              : (scratch.dragArrowIsQuery ? Sequence::Queries : Sequence::Keys);
     // Round to 0.01 so the numbers in the tables stay readable.
     const float rx = std::round(x * 100.0f) / 100.0f, ry = std::round(y * 100.0f) / 100.0f;
-    EditOutcome a = setValue(state.doc, seq, scratch.dragArrow, 0, rx);
-    EditOutcome b = setValue(state.doc, seq, scratch.dragArrow, 1, ry);
-    if (a.changed || b.changed) touch(state);
+    panel::apply(state, combine(setValue(state.doc, seq, scratch.dragArrow, 0, rx),
+                                setValue(state.doc, seq, scratch.dragArrow, 1, ry)));
   }
   if (ImGui::IsItemHovered() && scratch.dragArrow < 0) {
     for (int i = 0; i < shownQ + shownK; ++i) {

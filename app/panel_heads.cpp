@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"

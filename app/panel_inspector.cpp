@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"

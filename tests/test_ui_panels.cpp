@@ -13,7 +13,7 @@
 #include <imgui.h>
 
 #include "app/app_state.h"
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/heatmap_widget.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
