@@ -10,13 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "app/cli.h"
+#include "app/cli_common.h"
 #include "core/train/trainer.h"
 #include "io/scenario_json.h"
 
@@ -65,36 +65,16 @@ anti-diagonal attention mass of at least 0.9. Training stops when it is reached 
 --no-early-stop is given.
 )";
 
-struct Spec {
-  std::string_view name;
-  bool takesValue;
-};
-constexpr Spec kTrainOptions[] = {
+using cli::fail;
+using cli::inQuotes;
+using cli::optionError;
+
+constexpr cli::OptionSpec kTrainOptions[] = {
     {"--task", true},           {"--length", true},   {"--vocab", true},        {"--shift", true},
     {"--model", true},          {"--score", true},    {"--width", true},        {"--heads", true},
     {"--layers", true},         {"--seed", true},     {"--lr", true},           {"--batch", true},
     {"--threads", true},        {"--held-out", true}, {"--seconds", true},      {"--steps", true},
     {"--no-early-stop", false}, {"--out", true},      {"--attention-out", true}};
-
-int fail(std::ostream& err, const Error& error) {
-  std::string line = error.message();
-  std::replace(line.begin(), line.end(), '\n', ' ');
-  err << "attnscope: " << line << '\n';
-  return 2;
-}
-
-Error optionError(std::string_view name, const std::string& problem) {
-  return Error{"", "", "option '" + std::string(name) + "': " + problem};
-}
-
-std::string inQuotes(std::string_view text) {
-  std::string out;  // not "'" + ... : GCC 12 warns falsely (-Wrestrict) on that form
-  out.reserve(text.size() + 2);
-  out += '\'';
-  out += text;
-  out += '\'';
-  return out;
-}
 
 std::optional<std::uint64_t> parseSeed(std::string_view text) {
   std::uint64_t value = 0;
@@ -138,46 +118,15 @@ struct Request {
 };
 
 Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
-  std::map<std::string, std::string, std::less<>> values;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      help = true;
-      continue;
-    }
-    std::string_view name = arg;
-    std::optional<std::string> inlineValue;
-    if (auto eq = name.find('='); eq != std::string_view::npos && name.starts_with("--")) {
-      inlineValue = std::string(name.substr(eq + 1));
-      name = name.substr(0, eq);
-    }
-    auto spec = std::find_if(std::begin(kTrainOptions), std::end(kTrainOptions),
-                             [&](const Spec& s) { return s.name == name; });
-    if (spec == std::end(kTrainOptions)) {
-      if (!arg.starts_with("-")) {
-        return Error{"", "", "unexpected argument " + inQuotes(arg) + " for 'train'"};
-      }
-      return Error{
-          "", "", "unknown option " + inQuotes(name) + " for 'train' (see attnscope train --help)"};
-    }
-    if (!spec->takesValue) {
-      if (inlineValue) return optionError(name, "takes no value");
-      values[std::string(name)] = "";
-    } else if (inlineValue) {
-      values[std::string(name)] = *inlineValue;
-    } else {
-      if (i + 1 >= args.size() || args[i + 1].starts_with("--")) {
-        return optionError(name, "needs a value");
-      }
-      values[std::string(name)] = args[++i];
-    }
+  Expected<cli::ParsedArgs> parsed = cli::parseArgs("train", args, kTrainOptions);
+  if (!parsed) return parsed.error();
+  help = parsed->help;
+  if (!parsed->positional.empty()) {
+    return Error{"", "", "unexpected argument " + inQuotes(parsed->positional[0]) + " for 'train'"};
   }
   Request request;
   train::TrainConfig& c = request.config;
-  auto get = [&](std::string_view name) -> const std::string* {
-    auto it = values.find(name);
-    return it == values.end() ? nullptr : &it->second;
-  };
+  auto get = [&](std::string_view name) { return parsed->get(name); };
   auto intOption = [&](std::string_view name, int lo, int hi, int& target) -> Status {
     if (const std::string* v = get(name)) {
       auto n = parseIntStrict(*v, lo, hi);
