@@ -105,11 +105,6 @@ Status checkOutput(std::string_view option, const std::string& path) {
   return Ok{};
 }
 
-// TODO(files): use io::writeFileAtomic from io/files.h once it lands in main.
-Status writeTextFile(const std::string& path, const std::string& text) {
-  return io::writeFileAtomic(path, text);
-}
-
 struct Request {
   train::TrainConfig config;
   train::RunLimits limits;
@@ -279,13 +274,13 @@ int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream&
   run["batch"] = c.batch;
   run["threads"] = c.threads;
   run["parameters"] = (*trainer)->model().parameterCount();
-  if (Status s = writeTextFile(request->outPath, run.dump(2) + "\n"); !s) {
+  if (Status s = io::writeFileAtomic(request->outPath, run.dump(2) + "\n"); !s) {
     return fail(err, s.error());
   }
   if (!request->attentionPath.empty()) {
     const train::RunOutput first = (*trainer)->inspect(0);
     const Matrix weights = first.maps.empty() ? Matrix() : first.maps.front().weights;
-    if (Status s = writeTextFile(request->attentionPath, matrixCsv(weights)); !s) {
+    if (Status s = io::writeFileAtomic(request->attentionPath, matrixCsv(weights)); !s) {
       return fail(err, s.error());
     }
   }

@@ -11,21 +11,6 @@
 
 namespace attn::app {
 
-namespace {
-
-// TODO(files): use io::writeFileAtomic from io/files.h when it lands in main.
-Status writeOutput(const std::string& path, std::string_view bytes) {
-  Status written = io::writeFileAtomic(path, bytes);
-  if (!written) {
-    Error error = written.error();
-    if (error.file.empty()) error.file = path;
-    return error;
-  }
-  return Ok{};
-}
-
-}  // namespace
-
 int ImageViewState::queryIndex() const {
   if (!computed) return -1;
   const PatchGrid& grid = computed->embedding.grid;
@@ -175,9 +160,9 @@ Status exportOverlay(const ImageViewState& view, io::ColormapKind colormap,
     error.file = path;
     return error;
   }
-  const std::string png = io::encodePng(*overlay);
-  if (png.empty()) return Error{path, "", "the PNG encoder failed"};
-  return writeOutput(path, png);
+  Expected<std::string> png = io::encodePng(*overlay);
+  if (!png) return Error{path, "", png.error().problem};
+  return io::writeFileAtomic(path, *png);
 }
 
 }  // namespace attn::app

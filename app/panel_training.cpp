@@ -30,11 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using panel::tooltip;
 
-// TODO(files): use io::writeFileAtomic from io/files.h once it lands in main.
-Status writeTextFile(const std::string& path, const std::string& text) {
-  return io::writeFileAtomic(path, text);
-}
-
 train::TrainConfig defaultConfig() {
   train::TrainConfig config;
   config.task.kind = train::TaskKind::Reverse;
@@ -375,7 +370,7 @@ std::string saveTrainingSnapshot(const train::TrainingSnapshot& s, const std::st
   }
   doc["parameters"] = std::move(params);
   const std::string modelPath = (fs::path(folder) / "model.json").string();
-  if (Status ok = writeTextFile(modelPath, doc.dump(1) + "\n"); !ok) {
+  if (Status ok = io::writeFileAtomic(modelPath, doc.dump(1) + "\n"); !ok) {
     return "cannot save: " + ok.error().message();
   }
   int written = 1;

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/patches.h"
+#include "io/files.h"
 #include "io/heatmap_render.h"
 
 namespace attn::io {
@@ -59,9 +60,6 @@ struct OverlayStyle {
 // range, "vmin" when vmin > vmax.
 Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, const Vector& weights,
                                    int queryIndex, const OverlayStyle& style);
-
-// PNG bytes of an RGB image (stb_image_write). Empty on failure.
-std::string encodePng(const Image& image);
 
 // Numbers as CSV with no labels: one line per row, values as %.9g separated by commas,
 // LF line ends (the CLI's --weights-out and --matrix-out).

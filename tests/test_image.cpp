@@ -31,7 +31,8 @@ void appendBytes(void* context, void* data, int size) {
 }
 
 std::string pngOf(const io::Image& image) {
-  return io::encodePng(image);
+  Expected<std::string> png = io::encodePng(image);
+  return png ? *png : std::string();
 }
 
 void putBigEndian32(std::string& out, std::uint32_t v) {

@@ -9,17 +9,15 @@
 
 namespace {
 
-// TODO(files): use io::writeFileAtomic from io/files.h when it lands in main.
 bool writePng(const std::string& path, const attn::io::Image& image) {
-  const std::string png = attn::io::encodePng(image);
-  attn::Status written = attn::io::writeFileAtomic(path, png);
-  if (png.empty() || !written) {
-    std::fprintf(stderr, "gen_images: %s: %s\n", path.c_str(),
-                 png.empty() ? "the PNG encoder failed" : written.error().message().c_str());
+  attn::Expected<std::string> png = attn::io::encodePng(image);
+  attn::Status written = png ? attn::io::writeFileAtomic(path, *png) : attn::Status(png.error());
+  if (!written) {
+    std::fprintf(stderr, "gen_images: %s: %s\n", path.c_str(), written.error().message().c_str());
     return false;
   }
   std::printf("gen_images: wrote %s (%dx%d, %zu bytes)\n", path.c_str(), image.width, image.height,
-              png.size());
+              png->size());
   return true;
 }
 
