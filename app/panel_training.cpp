@@ -21,7 +21,7 @@
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
-#include "io/scenario_json.h"
+#include "io/files.h"
 
 namespace attn::app {
 
@@ -29,11 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using panel::tooltip;
-
-// TODO(files): use io::writeFileAtomic from io/files.h once it lands in main.
-Status writeTextFile(const std::string& path, const std::string& text) {
-  return io::writeFileAtomic(path, text);
-}
 
 train::TrainConfig defaultConfig() {
   train::TrainConfig config;
@@ -375,7 +370,7 @@ std::string saveTrainingSnapshot(const TrainingSnapshot& s, const std::string& f
   }
   doc["parameters"] = std::move(params);
   const std::string modelPath = (fs::path(folder) / "model.json").string();
-  if (Status ok = writeTextFile(modelPath, doc.dump(1) + "\n"); !ok) {
+  if (Status ok = io::writeFileAtomic(modelPath, doc.dump(1) + "\n"); !ok) {
     return "cannot save: " + ok.error().message();
   }
   int written = 1;
