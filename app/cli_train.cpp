@@ -18,7 +18,7 @@
 #include "app/cli.h"
 #include "app/cli_common.h"
 #include "core/train/trainer.h"
-#include "io/scenario_json.h"
+#include "io/files.h"
 
 namespace attn::app {
 namespace {
