@@ -76,7 +76,7 @@ std::uint64_t readLe64(const std::byte* p) {
 // Scalars
 // =======================================================================================
 
-float halfToFloat(std::uint16_t bits) {
+float f16BitsToFloat(std::uint16_t bits) {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
   std::uint32_t exponent = (bits >> 10) & 0x1Fu;
   std::uint32_t mantissa = bits & 0x3FFu;
@@ -101,7 +101,7 @@ float halfToFloat(std::uint16_t bits) {
   return value;
 }
 
-float bfloat16ToFloat(std::uint16_t bits) {
+float bf16BitsToFloat(std::uint16_t bits) {
   const std::uint32_t out = static_cast<std::uint32_t>(bits) << 16;
   float value = 0;
   std::memcpy(&value, &out, sizeof value);
@@ -308,7 +308,7 @@ Status SafetensorsFile::convert(const TensorInfo& tensor, float* out) const {
       for (std::int64_t i = 0; i < count; ++i) {
         std::uint16_t bits = 0;
         std::memcpy(&bits, src + 2 * i, 2);  // little-endian host (x86-64)
-        out[i] = half ? halfToFloat(bits) : bfloat16ToFloat(bits);
+        out[i] = half ? f16BitsToFloat(bits) : bf16BitsToFloat(bits);
       }
       break;
     }

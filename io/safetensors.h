@@ -87,7 +87,7 @@ class SafetensorsFile {
 };
 
 // IEEE half and bfloat16 to float (exact: every half and bfloat16 value is a float).
-float halfToFloat(std::uint16_t bits);
-float bfloat16ToFloat(std::uint16_t bits);
+float f16BitsToFloat(std::uint16_t bits);
+float bf16BitsToFloat(std::uint16_t bits);
 
 }  // namespace attn::io

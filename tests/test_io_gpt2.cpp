@@ -48,23 +48,23 @@ void expectMessage(const attn::Error& error, std::initializer_list<std::string> 
 // =======================================================================================
 
 TEST(Safetensors, HalfAndBfloat16Conversion) {
-  EXPECT_EQ(attn::io::halfToFloat(0x3C00), 1.0f);
-  EXPECT_EQ(attn::io::halfToFloat(0xC000), -2.0f);
-  EXPECT_EQ(attn::io::halfToFloat(0x3555), 0.333251953125f);
-  EXPECT_EQ(attn::io::halfToFloat(0x7BFF), 65504.0f);
-  EXPECT_EQ(attn::io::halfToFloat(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
-  EXPECT_EQ(attn::io::halfToFloat(0x03FF), std::ldexp(1023.0f, -24));  // largest subnormal
-  EXPECT_EQ(attn::io::halfToFloat(0x0400), std::ldexp(1.0f, -14));  // smallest normal
-  EXPECT_TRUE(std::signbit(attn::io::halfToFloat(0x8000)));
-  EXPECT_EQ(attn::io::halfToFloat(0x7C00), std::numeric_limits<float>::infinity());
-  EXPECT_TRUE(std::isnan(attn::io::halfToFloat(0x7E00)));
-  EXPECT_EQ(attn::io::bfloat16ToFloat(0x3F80), 1.0f);
-  EXPECT_EQ(attn::io::bfloat16ToFloat(0xC040), -3.0f);
-  EXPECT_EQ(attn::io::bfloat16ToFloat(0x3EAB), 0.333984375f);
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x3C00), 1.0f);
+  EXPECT_EQ(attn::io::f16BitsToFloat(0xC000), -2.0f);
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x3555), 0.333251953125f);
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x7BFF), 65504.0f);
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x03FF), std::ldexp(1023.0f, -24));  // largest subnormal
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x0400), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_TRUE(std::signbit(attn::io::f16BitsToFloat(0x8000)));
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x7C00), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(attn::io::f16BitsToFloat(0x7E00)));
+  EXPECT_EQ(attn::io::bf16BitsToFloat(0x3F80), 1.0f);
+  EXPECT_EQ(attn::io::bf16BitsToFloat(0xC040), -3.0f);
+  EXPECT_EQ(attn::io::bf16BitsToFloat(0x3EAB), 0.333984375f);
   // Every half value round-trips through the test's exact encoder where it applies.
   for (float v : {1.0f, -0.5f, 0.0078125f, 1.4921875f, -126.0f / 64.0f}) {
-    EXPECT_EQ(attn::io::halfToFloat(gpt2test::toHalfExact(v)), v);
-    EXPECT_EQ(attn::io::bfloat16ToFloat(gpt2test::toBfloat16Exact(v)), v);
+    EXPECT_EQ(attn::io::f16BitsToFloat(gpt2test::toHalfExact(v)), v);
+    EXPECT_EQ(attn::io::bf16BitsToFloat(gpt2test::toBfloat16Exact(v)), v);
   }
 }
 
