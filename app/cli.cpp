@@ -21,6 +21,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/cli_model.h"
 #include "app/gui.h"
 #include "core/scenario.h"
 #include "io/heatmap_render.h"
@@ -44,6 +45,7 @@ usage:
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
 
@@ -51,6 +53,8 @@ commands:
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
+  model       run a GPT-2 model folder on a text: attention of every layer and head
+              as .npz, the next-token prediction as JSON
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -566,6 +570,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err);
+  if (command == "model") return runModelCommand(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << '\n';
     return 0;
@@ -580,6 +585,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kExportHelp;
     else if (topic == "screenshot")
       out << kScreenshotHelp;
+    else if (topic == "model")
+      out << kModelHelp;
     else
       return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
     return 0;
@@ -595,7 +602,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot; see attnscope --help)"});
+                             " (commands: compute, export, screenshot, model; see attnscope --help)"});
 }
 
 }  // namespace
@@ -605,7 +612,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
+  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "model" || arg == "help" ||
          arg.starts_with("-");
 }
 
