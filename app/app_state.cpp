@@ -2,7 +2,8 @@
 // notices. No ImGui, no GL, no GLFW: tests drive all of this without a window.
 #include "app/app_state.h"
 
-#include <chrono>
+#include "app/compute_service.h"
+
 #include <cstdio>
 #include <utility>
 
@@ -34,6 +35,14 @@ void touch(AppState& state) {
     history.redo.clear();
     history.pending = true;
     state.contentId = ++state.lastContentId;  // a drag coalesced into this step keeps it
+  }
+}
+
+void applyEdit(AppState& state, const EditOutcome& outcome, double now) {
+  if (outcome.changed) touch(state);
+  if (!outcome.note.empty()) {
+    notify(state, outcome.refused() ? Notice::Kind::Warning : Notice::Kind::Info, outcome.note,
+           now);
   }
 }
 
@@ -109,37 +118,23 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
 // =======================================================================================
 
 bool update(AppState& state) {
-  Computed& computed = state.computed;
-  if (computed.revision == state.revision) return false;
-  const auto start = std::chrono::steady_clock::now();
-  computed.revision = state.revision;
-  computed.error.clear();
-  Expected<Problem> problem = buildProblem(state.doc);
-  if (!problem) {
-    computed.problem.reset();
-    computed.result.reset();
-    computed.error = problem.error().message();
-  } else {
-    // Compute into the previous result's buffers: with the same shapes (every edit of a
-    // value) nothing is reallocated, which saves ~25% at 2048 tokens. On an error the
-    // partial result is dropped, as the error replaces it on screen anyway.
-    if (!computed.result) computed.result.emplace();
-    Status status = attend(problem->inputs, problem->options, *computed.result);
-    if (!status) {
-      computed.problem.reset();
-      computed.result.reset();
-      computed.error = status.error().message();
-    } else {
-      computed.problem = std::move(problem).value();
-    }
+  if (state.computed->revision == state.revision) return false;
+  // Reuse the previous result's buffers when nothing else (a panel's copy, the worker)
+  // still holds it.
+  std::shared_ptr<Computed> recycle;
+  if (state.computed.use_count() == 1 && state.computed->revision != ~0ull) {
+    recycle = std::const_pointer_cast<Computed>(std::move(state.computed));
   }
-  computed.computeMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (computed.result &&
-      state.view.focusedHead >= static_cast<int>(computed.result->heads.size())) {
+  publishComputed(state, computeDocument(state.doc, state.revision, std::move(recycle)));
+  return true;
+}
+
+void publishComputed(AppState& state, std::shared_ptr<const Computed> computed) {
+  state.computed = std::move(computed);
+  const auto& result = state.computed->result;
+  if (result && state.view.focusedHead >= static_cast<int>(result->heads.size())) {
     state.view.focusedHead = 0;
   }
-  return true;
 }
 
 // =======================================================================================

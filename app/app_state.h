@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/attention.h"
 #include "core/scenario.h"
+#include "core/scenario_edits.h"
 #include "io/heatmap_render.h"
 
 namespace attn::app {
@@ -28,8 +31,9 @@ struct ViewSettings {
   int pipelineStage = -1;        // teaching step-through: -1 = all stages, else 0..kStages-1
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   bool lightTheme = false;       // projector-friendly theme
-  bool showInputs = true, showSettings = true, showPipeline = true, showHeads = true,
-       showInspector = true, showGeometry = true;
+  // Panel visibility by panel id (app/panel_registry.h); a panel not listed here has its
+  // default. Use panelShown() / panelFlag() rather than this map directly.
+  std::map<std::string, bool, std::less<>> panels;
 };
 
 // The stages of the pipeline view, in teaching order.
@@ -90,7 +94,8 @@ struct History {
 };
 
 // ---------------------------------------------------------------------------------------
-// Derived data: recomputed by update() when doc revision changes. Panels read only.
+// Derived data: computed from one document revision (update(), or the ComputeService worker
+// in the window) and then never changed: panels read it through a shared_ptr<const>.
 // ---------------------------------------------------------------------------------------
 struct Computed {
   std::uint64_t revision = ~0ull;       // doc revision these results belong to
@@ -122,11 +127,16 @@ struct AppState {
   History history;
   ViewSettings view;
   Hover hover;
-  Computed computed;
+  // The newest result available (never null; revision ~0 = nothing computed yet). It may be
+  // older than `revision` while the worker computes: computing() says so.
+  std::shared_ptr<const Computed> computed = std::make_shared<const Computed>();
+  std::uint64_t submittedRevision = ~0ull;  // last revision handed to the ComputeService
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
 
   bool dirty() const { return contentId != savedContentId; }
+  // True while the result on screen belongs to an older revision than the document.
+  bool computing() const { return computed->revision != revision; }
   // Marks the current content as saved (after a save or an open).
   void markSaved() { savedContentId = contentId; }
   // Marks the document as unsaved whatever undo does (e.g. restored from an unsaved autosave).
@@ -134,8 +144,13 @@ struct AppState {
 };
 
 // Marks the document as edited: bumps the revision and opens an undo step (if none is
-// open). Call after changing state.doc.
+// open). Called by applyEdit(); the panels never change state.doc without an edit function.
 void touch(AppState& state);
+
+// The one way a front end commits an edit of state.doc made by a core/scenario_edits.h
+// function: touch() when it changed something, and a notice with its note (a warning when
+// the edit was refused).
+void applyEdit(AppState& state, const EditOutcome& outcome, double now);
 
 // Closes the open undo step unless an edit is still in progress (anyItemActive: an ImGui
 // widget is being dragged or typed into). Call once per frame, after the panels.
@@ -148,8 +163,12 @@ bool redo(AppState& state);
 // Replaces the document (open, preset, drop): clears history, sets docPath and the preset.
 void loadDocument(AppState& state, Scenario scenario, std::string path);
 
-// Recomputes `computed` if the revision changed. Returns true if it recomputed.
+// Recomputes `computed` synchronously if the revision changed (tests, screenshots). Returns
+// true if it recomputed. The window uses updateAsync() (app/compute_service.h) instead.
 bool update(AppState& state);
+
+// Makes `computed` the result on screen, and keeps the focused head inside its head count.
+void publishComputed(AppState& state, std::shared_ptr<const Computed> computed);
 
 // Posts a notice (errors also go to stderr).
 void notify(AppState& state, Notice::Kind kind, std::string text, double now);

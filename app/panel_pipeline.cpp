@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -154,9 +155,9 @@ struct Card {
 // =======================================================================================
 
 void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginResultPanel("Pipeline", &state.view.showPipeline, state)) return;
+  if (!panel::beginResultPanel("Pipeline", panelFlag(state.view, "pipeline"), state)) return;
   const float font = ImGui::GetFontSize();
-  const AttentionResult& result = *state.computed.result;
+  const AttentionResult& result = *state.computed->result;
   const std::vector<Stage> visible = visibleStages(&result);
   handleStepKeys(state, visible);
   // A stage that is no longer shown (e.g. concat after going back to one head): show all.
@@ -366,7 +367,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(
           id.c_str(), heatmaps, *card.view,
-          panel::contentRevision(state.computed.revision, kind, head), options);
+          panel::contentRevision(state.computed->revision, kind, head), options);
       panel::setHover(state, hit, kind, head);
     }
     ImGui::EndGroup();

@@ -14,7 +14,9 @@
 #include <imgui.h>
 
 #include "app/app_state.h"
+#include "app/compute_service.h"
 #include "app/files.h"
+#include "app/panel_registry.h"
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panels.h"
@@ -188,9 +190,9 @@ TEST(UndoRedo, LoadDocumentClearsHistoryAndIsClean) {
 TEST(Update, RecomputesOnlyWhenTheRevisionChanges) {
   AppState state = loadedState();
   EXPECT_TRUE(update(state));
-  ASSERT_TRUE(state.computed.result.has_value()) << state.computed.error;
-  ASSERT_TRUE(state.computed.problem.has_value());
-  EXPECT_EQ(state.computed.revision, state.revision);
+  ASSERT_TRUE(state.computed->result.has_value()) << state.computed->error;
+  ASSERT_TRUE(state.computed->problem.has_value());
+  EXPECT_EQ(state.computed->revision, state.revision);
   EXPECT_FALSE(update(state));
   EXPECT_FALSE(update(state));
   state.view.colormap = io::ColormapKind::Magma;  // a view change is not a document edit
@@ -209,12 +211,12 @@ TEST(Update, AnInvalidDocumentGivesAnErrorNotACrash) {
   state.doc.heads = 2;  // the decoder state has width 3: 2 heads do not divide it
   touch(state);
   ASSERT_TRUE(update(state));
-  EXPECT_FALSE(state.computed.result.has_value());
-  EXPECT_NE(state.computed.error.find("heads"), std::string::npos) << state.computed.error;
+  EXPECT_FALSE(state.computed->result.has_value());
+  EXPECT_NE(state.computed->error.find("heads"), std::string::npos) << state.computed->error;
   ASSERT_TRUE(undo(state));
   ASSERT_TRUE(update(state));
-  EXPECT_TRUE(state.computed.result.has_value());
-  EXPECT_TRUE(state.computed.error.empty());
+  EXPECT_TRUE(state.computed->result.has_value());
+  EXPECT_TRUE(state.computed->error.empty());
 }
 
 // =======================================================================================
@@ -306,7 +308,7 @@ TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   state.view.colormap = io::ColormapKind::Cividis;
   state.view.fontScale = 1.5f;
   state.view.lightTheme = true;
-  state.view.showGeometry = false;
+  *panelFlag(state.view, "geometry") = false;
   state.view.focusedHead = 1;
   ASSERT_EQ(writeAutosave(state, path), "");
   ASSERT_TRUE(fs::exists(path));
@@ -323,13 +325,13 @@ TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   EXPECT_EQ(restored.view.colormap, io::ColormapKind::Cividis);
   EXPECT_EQ(restored.view.fontScale, 1.5f);
   EXPECT_TRUE(restored.view.lightTheme);
-  EXPECT_FALSE(restored.view.showGeometry);
+  EXPECT_FALSE(panelShown(restored.view, "geometry"));
   EXPECT_EQ(restored.view.focusedHead, 1);
   // The personal settings do not leak into the document's own view object.
   EXPECT_EQ(restored.doc.viewJson.find("font_scale"), std::string::npos);
   EXPECT_EQ(restored.doc.viewJson.find("autosave_source"), std::string::npos);
   EXPECT_TRUE(update(restored));
-  EXPECT_TRUE(restored.computed.result.has_value());
+  EXPECT_TRUE(restored.computed->result.has_value());
 
   // A corrupt autosave is refused with a reason and leaves the state alone.
   std::ofstream(path) << "{ not json";
@@ -463,7 +465,7 @@ TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
     update(state);
     ImGui::Render();
   }
-  EXPECT_TRUE(state.computed.result.has_value()) << state.computed.error;
+  EXPECT_TRUE(state.computed->result.has_value()) << state.computed->error;
   EXPECT_FALSE(cache.impl().records.empty());
 }
 
