@@ -54,6 +54,25 @@ void layerNorm(const Matrix& x, const Vector& gamma, const Vector& beta, float e
   }
 }
 
+// out (m x d_out) = in (m x d_in)·W (d_in x d_out), or += when `accumulate`. One token
+// (m = 1, typing with the KV cache) is written as a matrix-vector product, so that BLAS runs
+// gemv and streams W once instead of packing it for a 1-row GEMM.
+template <class Out>
+void multiply(const Matrix& in, const Matrix& weight, Out&& out, bool accumulate) {
+  if (in.rows() == 1) {
+    auto column = out.row(0).transpose();
+    if (accumulate) {
+      column.noalias() += weight.transpose() * in.row(0).transpose();
+    } else {
+      column.noalias() = weight.transpose() * in.row(0).transpose();
+    }
+  } else if (accumulate) {
+    out.noalias() += in * weight;
+  } else {
+    out.noalias() = in * weight;
+  }
+}
+
 // A small, fast, portable generator for random weights (splitmix64).
 struct SplitMix {
   std::uint64_t state;
@@ -269,6 +288,8 @@ void Session::compute(std::span<const int> ids) {
   const Eigen::Index L = c.nLayer;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
 
+  reserveTokens(n1);
+
   // 1 embeddings: x = wte[id] + wpe[position], one row per new token
   Matrix x(m, E);
   for (Eigen::Index r = 0; r < m; ++r) x.row(r) = W.wte.row(ids[r]) + W.wpe.row(n0 + r);
@@ -293,7 +314,7 @@ void Session::compute(std::span<const int> ids) {
     // 3 project the new tokens into the cache: [q k v] = a·W_attn + b_attn (m x 3E)
     cache.qkv.resize(static_cast<std::size_t>(n1 * 3 * E));
     Eigen::Map<Matrix> qkvNew(cache.qkv.data() + n0 * 3 * E, m, 3 * E);
-    qkvNew.noalias() = normed * w.attnWeight;
+    multiply(normed, w.attnWeight, qkvNew, false);
     qkvNew.rowwise() += w.attnBias.transpose();
 
     // 4 per head: scores of the new queries against all keys, causal softmax, weigh values
@@ -319,19 +340,20 @@ void Session::compute(std::span<const int> ids) {
     }
 
     // 5 output projection and residual: x += concat(ctx)·W_proj + b_proj
-    x.noalias() += context * w.attnProjWeight;
+    multiply(context, w.attnProjWeight, x, true);
     x.rowwise() += w.attnProjBias.transpose();
 
     // 6 MLP and residual: x += GELU(LN2(x)·W_fc + b_fc)·W_fcproj + b_fcproj
     layerNorm(x, w.ln2Weight, w.ln2Bias, c.layerNormEpsilon, normed);
-    hidden.noalias() = normed * w.fcWeight;
+    hidden.resize(m, w.fcWeight.cols());
+    multiply(normed, w.fcWeight, hidden, false);
     hidden.rowwise() += w.fcBias.transpose();
     {
       constexpr float kSqrt2OverPi = 0.7978845608028654f;
       auto a = hidden.array();
       a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
     }
-    x.noalias() += hidden * w.fcProjWeight;
+    multiply(hidden, w.fcProjWeight, x, true);
     x.rowwise() += w.fcProjBias.transpose();
     recordNorms(l + 1);
   }
@@ -340,6 +362,25 @@ void Session::compute(std::span<const int> ids) {
   finalHidden_.resize(static_cast<std::size_t>(n1 * E));
   Eigen::Map<Matrix>(finalHidden_.data() + n0 * E, m, E) = x;
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+}
+
+void Session::reserveTokens(std::int64_t n) {
+  if (n <= tokenCapacity_) return;
+  // Grow in steps of kTokenStep tokens rather than doubling: the cache holds about
+  // L·(3E + H·n/2) floats per token, and doubling at 512 tokens would add ~130 MB for GPT-2
+  // small. Vectors are reallocated one at a time, so the peak is one vector's copy.
+  constexpr std::int64_t kTokenStep = 32;
+  const Config& c = config();
+  const auto cap = static_cast<std::size_t>(
+      std::min<std::int64_t>((n + kTokenStep - 1) / kTokenStep * kTokenStep, c.nPositions));
+  const auto E = static_cast<std::size_t>(c.nEmbd);
+  for (LayerCache& cache : layers_) {
+    cache.qkv.reserve(cap * 3 * E);
+    for (std::vector<float>& packed : cache.attention) packed.reserve(cap * (cap + 1) / 2);
+  }
+  finalHidden_.reserve(cap * E);
+  residualNorms_.reserve(cap * static_cast<std::size_t>(c.nLayer + 1));
+  tokenCapacity_ = static_cast<std::int64_t>(cap);
 }
 
 void Session::updateLogits() {

@@ -171,6 +171,7 @@ class Session {
   Status checkIds(std::span<const int> ids) const;
   void compute(std::span<const int> ids);  // appends, ids already checked
   void updateLogits();
+  void reserveTokens(std::int64_t n);  // capacity for n tokens in every cache vector
 
   std::shared_ptr<const Weights> weights_;
   std::vector<int> tokens_;
@@ -178,6 +179,7 @@ class Session {
   std::vector<float> finalHidden_;    // n x E, the residual stream after the last block
   std::vector<float> residualNorms_;  // n x (L+1), row-major per token
   Vector logits_;
+  std::int64_t tokenCapacity_ = 0;
 };
 
 // The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.
