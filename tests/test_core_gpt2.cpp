@@ -312,6 +312,23 @@ TEST_F(Gpt2Forward, SetTokensReusesTheCommonPrefix) {
   EXPECT_EQ(session.residualNorms().cols(), 0);
 }
 
+TEST_F(Gpt2Forward, TwoSessionsTakingTurnsCatchUpFromTheirOwnPrefix) {
+  // The compute worker's pattern: update the session the UI does not hold.
+  const std::vector<int> ids = someIds(10, vocab_.size(), 12);
+  Session sessions[2] = {Session(weights_), Session(weights_)};
+  for (int n = 1; n <= 10; ++n) {
+    Session& s = sessions[n % 2];
+    const std::vector<int> prefix(ids.begin(), ids.begin() + n);
+    auto reused = s.setTokens(prefix);
+    ASSERT_TRUE(reused.ok());
+    EXPECT_EQ(*reused, std::max(0, n - 2)) << n;  // it last saw the text two keystrokes ago
+    auto fresh = attn::gpt2::forward(weights_, prefix);
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_LT((s.logits() - fresh->logits()).cwiseAbs().maxCoeff(), kTolerance);
+    EXPECT_LT((s.attention(1, 1) - fresh->attention(1, 1)).cwiseAbs().maxCoeff(), 1e-5f);
+  }
+}
+
 TEST_F(Gpt2Forward, TruncateThenAppendEqualsFresh) {
   const std::vector<int> ids = someIds(15, vocab_.size(), 6);
   Session session(weights_);

@@ -239,7 +239,7 @@ Expected<int> Session::setTokens(std::span<const int> ids) {
   const auto mismatch = std::mismatch(ids.begin(), ids.end(), tokens_.begin(), tokens_.end());
   const int common = static_cast<int>(mismatch.first - ids.begin());
   if (common == size() && common == static_cast<int>(ids.size())) return common;  // unchanged
-  if (common < size()) truncate(common);
+  if (common < size()) dropAfter(common);  // no logits yet: they are computed once, below
   compute(ids.subspan(static_cast<std::size_t>(common)));
   updateLogits();
   return common;
@@ -262,6 +262,11 @@ Status Session::append(std::span<const int> ids) {
 void Session::truncate(int n) {
   if (n < 0) n = 0;
   if (n >= size()) return;
+  dropAfter(n);
+  updateLogits();
+}
+
+void Session::dropAfter(int n) {
   const Config& c = config();
   const auto count = static_cast<std::size_t>(n);
   const auto E = static_cast<std::size_t>(c.nEmbd);
@@ -272,7 +277,6 @@ void Session::truncate(int n) {
   }
   finalHidden_.resize(count * E);
   residualNorms_.resize(count * static_cast<std::size_t>(c.nLayer + 1));
-  updateLogits();
 }
 
 void Session::compute(std::span<const int> ids) {

@@ -117,8 +117,12 @@ struct TokenProbability {
 //                     (row 0 = the embeddings) and after the last block (row L)
 //   logits(), topK(k) the next-token prediction after the last token
 //
-// Not thread-safe: one thread owns a Session (the GUI's compute worker). The weights are
-// shared and never changed.
+// Threads: the const members only read, so any number of threads may read one Session
+// while nobody modifies it; setTokens/append/truncate need the Session to themselves. The
+// weights are shared (shared_ptr<const Weights>) and never changed. A compute worker can
+// keep two Sessions and publish them as shared_ptr<const Session>: it updates the one the UI
+// does not hold, and setTokens() makes that one catch up from its own common prefix (when
+// typing, one or two tokens), so nothing is copied per keystroke.
 class Session {
  public:
   explicit Session(std::shared_ptr<const Weights> weights);
@@ -172,6 +176,7 @@ class Session {
   void compute(std::span<const int> ids);  // appends, ids already checked
   void updateLogits();
   void reserveTokens(std::int64_t n);  // capacity for n tokens in every cache vector
+  void dropAfter(int n);               // keeps tokens 0..n-1 (0 <= n <= size()), no logits
 
   std::shared_ptr<const Weights> weights_;
   std::vector<int> tokens_;
