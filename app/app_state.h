@@ -78,16 +78,45 @@ struct PanelScratch {
 // Undo / redo: whole-scenario snapshots. Edits made while an ImGui item stays active (a drag)
 // are coalesced into one step at endFrame().
 // ---------------------------------------------------------------------------------------
+// A document kept for undo. Its matrices (inputs, projections, masks, ...) are shared,
+// immutable copies: a snapshot shares every matrix that did not change with the snapshot
+// before it, so 200 undo steps of cell edits on a 2048-token scenario hold one copy of the
+// unchanged inputs, not 200. The rest of the scenario (names, options) is small and kept
+// as a plain Scenario whose matrices are empty.
+class SharedScenario {
+ public:
+  SharedScenario() = default;
+  // Snapshot of `doc`, sharing each matrix that equals the one at the same place in
+  // `previous` (may be null). `doc` is left as it was (its matrices are moved out and back).
+  static SharedScenario share(Scenario& doc, const SharedScenario* previous);
+  // The full document again (copies the shared matrices).
+  Scenario restore() const;
+  // Number of matrices this snapshot holds, and how many of them are shared with other
+  // snapshots (tests and the memory figure).
+  std::size_t matrixCount() const;
+  std::size_t sharedMatrixCount() const;
+  // Pointer identity of matrix `i` (tests: two snapshots share it iff equal).
+  const void* matrixIdentity(std::size_t i) const;
+  // Small fields the app edits outside undo (the `view` object after a save).
+  Scenario& skeleton() { return skeleton_; }
+
+ private:
+  Scenario skeleton_;  // the document with every shared matrix emptied
+  std::vector<std::shared_ptr<const Matrix>> matrices_;
+  std::vector<std::shared_ptr<const Vector>> vectors_;
+  std::vector<std::shared_ptr<const BoolMatrix>> masks_;
+};
+
 // One undo step: the document and the content id it had (see AppState::contentId).
 struct Snapshot {
-  Scenario doc;
+  SharedScenario doc;
   std::uint64_t contentId = 0;
 };
 
 struct History {
   std::deque<Snapshot> undo;  // states before each step, newest at the back
   std::deque<Snapshot> redo;
-  Scenario committed;         // the state after the last finished step
+  SharedScenario committed;   // the state after the last finished step
   std::uint64_t committedId = 0;  // its content id
   bool pending = false;       // an edit began and has not been closed by endFrame()
   std::size_t maxSteps = 200;

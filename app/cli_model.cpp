@@ -4,50 +4,33 @@
 //   forward pass, 6 write OUT.npz and OUT.tokens.json atomically, 7 print the prediction.
 #include "app/cli_model.h"
 
-#include <algorithm>
 #include <filesystem>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "app/cli.h"
+#include "app/cli_common.h"
 #include "core/gpt2/model.h"
 #include "io/gpt2_model.h"
-#include "io/npz_fallback.h"
+#include "io/npy.h"
+#include "io/npz.h"
 #include "io/scenario_json.h"
 
 namespace attn::app {
 namespace {
 
 namespace fs = std::filesystem;
-// TODO(npy): `namespace npz = io;` once branch npy's writers are in main (and delete
-// io/npz_fallback.*).
-namespace npz = io::fallback;
+using cli::fail;
+using cli::optionError;
 
 // Largest attention tensor we write: the .npz reader of the attention views inflates at most
-// 2 GiB (io/npz.h's default), so a bigger file could not be opened again.
-constexpr std::uint64_t kMaxAttentionBytes = 2ull << 30;
+// this much by default, so a bigger file could not be opened again.
+constexpr std::uint64_t kMaxAttentionBytes = io::kNpzDefaultMaxUncompressed;
 constexpr int kMaxPredict = 1000;
 
 // TODO(files): use io::writeFileAtomic from io/files.h.
 Status writeOutputFile(const std::string& path, std::string_view bytes) {
   return io::writeFileAtomic(path, bytes);
-}
-
-int fail(std::ostream& err, const Error& error) {
-  std::string line = error.message();
-  std::replace(line.begin(), line.end(), '\n', ' ');
-  std::replace(line.begin(), line.end(), '\r', ' ');
-  err << "attnscope: " << line << '\n';
-  return 2;
-}
-
-Error optionError(std::string_view name, const std::string& problem) {
-  std::string text = "option '";
-  text += name;
-  text += "': ";
-  text += problem;
-  return Error{"", "", text};
 }
 
 struct ModelRequest {
@@ -59,72 +42,40 @@ struct ModelRequest {
   bool help = false;
 };
 
-// Options: --text T, --out FILE.npz, --predict K, -h/--help; "--name=value" works too.
+constexpr cli::OptionSpec kModelOptions[] = {{"--text", true}, {"--out", true}, {"--predict", true}};
+
+// Options: --text T, --out FILE.npz, --predict K, -h/--help ("--name=value" works too, and is
+// the way to pass a text that starts with "--").
 Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
+  Expected<cli::ParsedArgs> parsed = cli::parseArgs("model", args, kModelOptions);
+  if (!parsed) return parsed.error();
   ModelRequest request;
-  std::map<std::string, std::string, std::less<>> values;
-  std::vector<std::string> positional;
-  bool optionsEnded = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (optionsEnded || arg.empty() || arg[0] != '-' || arg == "-") {
-      positional.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      optionsEnded = true;
-      continue;
-    }
-    if (arg == "-h" || arg == "--help") {
-      request.help = true;
-      continue;
-    }
-    std::string name = arg;
-    std::optional<std::string> value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    }
-    if (name != "--text" && name != "--out" && name != "--predict") {
-      return Error{"", "", "unknown option '" + name + "' for 'model' (see attnscope model --help)"};
-    }
-    if (!value) {
-      // --text may legitimately start with "--"; the other values may not.
-      if (i + 1 >= args.size() || (name != "--text" && args[i + 1].starts_with("--"))) {
-        return optionError(name, "needs a value");
-      }
-      value = args[++i];
-    }
-    values[name] = *value;
-  }
+  request.help = parsed->help;
   if (request.help) return request;
-  if (positional.empty()) return Error{"", "", "'model' needs a model folder DIR (see attnscope model --help)"};
-  if (positional.size() > 1) {
-    return Error{"", "", "unexpected argument '" + positional[1] + "' for 'model' (only one DIR)"};
+  if (parsed->positional.empty()) {
+    return Error{"", "", "'model' needs a model folder DIR (see attnscope model --help)"};
   }
-  request.folder = positional[0];
-  auto text = values.find("--text");
-  if (text == values.end()) return optionError("--text", "missing (the text to run is required)");
-  request.text = text->second;
-  if (auto k = values.find("--predict"); k != values.end()) {
-    auto n = parseIntStrict(k->second, 1, kMaxPredict);
-    if (!n) return optionError("--predict", "'" + k->second + "' is not an integer in 1..1000");
+  if (parsed->positional.size() > 1) {
+    return Error{"", "",
+                 "unexpected argument " + cli::inQuotes(parsed->positional[1]) +
+                     " for 'model' (only one DIR)"};
+  }
+  request.folder = parsed->positional[0];
+  const std::string* text = parsed->get("--text");
+  if (!text) return optionError("--text", "missing (the text to run is required)");
+  request.text = *text;
+  if (const std::string* k = parsed->get("--predict")) {
+    auto n = parseIntStrict(*k, 1, kMaxPredict);
+    if (!n) return optionError("--predict", cli::inQuotes(*k) + " is not an integer in 1..1000");
     request.predict = *n;
   }
-  if (auto out = values.find("--out"); out != values.end()) {
-    const std::string& path = out->second;
-    if (path.empty()) return optionError("--out", "needs a file name");
-    fs::path p(path);
-    std::string ext = p.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (ext != ".npz") return Error{path, "", "unsupported extension; the output is an .npz file"};
-    std::error_code ec;
-    fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-    if (!fs::is_directory(parent, ec)) return Error{path, "", "the folder '" + parent.string() + "' does not exist"};
-    if (fs::is_directory(p, ec)) return Error{path, "", "is a folder, not a file"};
-    request.outPath = path;
-    request.tokensPath = (parent / p.stem()).string() + ".tokens.json";
-    if (!p.has_parent_path()) request.tokensPath = p.stem().string() + ".tokens.json";
+  Expected<std::string> outPath = cli::checkOutputPath(*parsed, {".npz"}, /*required=*/false);
+  if (!outPath) return outPath.error();
+  request.outPath = *outPath;
+  if (!request.outPath.empty()) {
+    // OUT.npz -> OUT.tokens.json in the same folder (the attention views' side-file rule).
+    fs::path p(request.outPath);
+    request.tokensPath = (p.parent_path() / p.stem()).string() + ".tokens.json";
   }
   if (request.outPath.empty() && request.predict == 0) {
     return optionError("--out", "missing (give --out FILE.npz, --predict K, or both)");
@@ -217,16 +168,16 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   if (!request->outPath.empty()) {
     const std::vector<float> attention = session->attentionTensor();
     const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n), static_cast<std::int64_t>(n)};
-    Expected<std::string> attentionNpy = npz::writeNpyFloat32(attention, shape);
+    Expected<std::string> attentionNpy = io::writeNpyFloat32(attention, shape);
     const std::vector<std::int64_t> ids(encoding.ids.begin(), encoding.ids.end());
     const std::int64_t idShape[1] = {static_cast<std::int64_t>(n)};
-    Expected<std::string> idsNpy = npz::writeNpyInt64(ids, idShape);
+    Expected<std::string> idsNpy = io::writeNpyInt64(ids, idShape);
     if (!attentionNpy) return fail(err, attentionNpy.error());
     if (!idsNpy) return fail(err, idsNpy.error());
-    std::vector<npz::NpzEntry> entries;
+    std::vector<io::NpzEntry> entries;
     entries.push_back({"attention", std::move(attentionNpy).value()});
     entries.push_back({"token_ids", std::move(idsNpy).value()});
-    Expected<std::string> archive = npz::writeNpz(entries);
+    Expected<std::string> archive = io::writeNpz(entries);
     if (!archive) return fail(err, archive.error());
     entries.clear();
 

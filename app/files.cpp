@@ -213,7 +213,7 @@ bool saveDocument(AppState& state, const std::string& path, double now) {
     return false;
   }
   state.doc.viewJson = copy.viewJson;
-  state.history.committed.viewJson = copy.viewJson;
+  state.history.committed.skeleton().viewJson = copy.viewJson;
   state.docPath = path;
   state.markSaved();
   notify(state, Notice::Kind::Info, "saved " + path, now);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "io/attention_file.h"
 #include "gpt2_fixture.h"
 
 namespace {
@@ -155,6 +156,19 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
   for (const auto& t : tokens) joined += t.get<std::string>();
   EXPECT_EQ(joined, text);
   EXPECT_EQ(tokens.back().get<std::string>(), " here");  // a learnt merge, space kept (no "·")
+
+  // The attention views open the result as it is, with the tokens as labels.
+  auto file = attn::io::AttentionFile::open(out("run.npz"));
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->layers(), 2);
+  EXPECT_EQ(file->heads(), 2);
+  EXPECT_EQ(file->shape().queries, static_cast<int>(n));
+  EXPECT_EQ(file->labelsSource(), out("run.tokens.json"));
+  ASSERT_EQ(file->keyLabels().size(), n);
+  EXPECT_EQ(file->keyLabels()[1], tokens[1].get<std::string>());
+  const attn::Matrix head = file->copyHead(1, 1);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j) ASSERT_NEAR(head(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)), ref.attention[1][1][i][j], 1e-4);
 }
 
 TEST_F(CliModel, PredictPrintsTopKAgainstReference) {

@@ -147,3 +147,61 @@ TEST(UpdateAsync, FocusedHeadIsClampedWhenTheResultArrives) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SharedScenario, RestoreGivesBackTheDocumentAndLeavesTheSourceIntact) {
+  Scenario s = preset("bahdanau_additive");
+  s.mask.kind = MaskKind::Custom;
+  s.mask.custom = BoolMatrix::Constant(s.queries.rows(), s.keys.rows(), true);
+  s.mask.custom(0, 1) = false;
+  s.explicitProjections.wq = Matrix::Identity(3, 3);
+  s.explicitProjections.bq = Vector::Constant(3, 0.5f);
+  const Scenario before = s;
+  SharedScenario snapshot = SharedScenario::share(s, nullptr);
+  EXPECT_EQ(s.queries, before.queries);  // moved out and back
+  EXPECT_EQ(s.keys, before.keys);
+  EXPECT_EQ(s.mask.custom, before.mask.custom);
+  const Scenario restored = snapshot.restore();
+  EXPECT_EQ(restored.queries, before.queries);
+  EXPECT_EQ(restored.keys, before.keys);
+  EXPECT_EQ(restored.mask.custom, before.mask.custom);
+  EXPECT_EQ(restored.explicitProjections.wq, before.explicitProjections.wq);
+  EXPECT_EQ(restored.explicitProjections.bq, before.explicitProjections.bq);
+  EXPECT_EQ(restored.score, before.score);
+  EXPECT_EQ(restored.name, before.name);
+  EXPECT_EQ(restored.queryLabels, before.queryLabels);
+}
+
+TEST(SharedScenario, UndoStepsShareEveryUnchangedMatrix) {
+  AppState state;
+  loadDocument(state, bigScenario(2048, 64, 8), "");
+  // 50 temperature edits: the 2048 x 64 inputs must exist once in the whole history.
+  for (int i = 0; i < 50; ++i) {
+    applyEdit(state, setTemperature(state.doc, 1.0f + 0.01f * static_cast<float>(i + 1)), 0);
+    endFrame(state, false);
+  }
+  ASSERT_EQ(state.history.undo.size(), 50u);
+  const void* inputs = state.history.committed.matrixIdentity(0);
+  for (const Snapshot& step : state.history.undo) EXPECT_EQ(step.doc.matrixIdentity(0), inputs);
+  // A cell edit of the inputs gives that step its own inputs; the next temperature edit
+  // shares it again.
+  applyEdit(state, setValue(state.doc, Sequence::Inputs, 3, 3, 9.f), 0);
+  endFrame(state, false);
+  EXPECT_NE(state.history.committed.matrixIdentity(0), inputs);
+  const void* edited = state.history.committed.matrixIdentity(0);
+  applyEdit(state, setTemperature(state.doc, 5.f), 0);
+  endFrame(state, false);
+  EXPECT_EQ(state.history.committed.matrixIdentity(0), edited);
+  // Undo all the way back gives the original values.
+  while (undo(state)) {
+  }
+  EXPECT_EQ(state.doc.temperature, 1.f);
+  EXPECT_EQ(state.doc.inputs, bigScenario(2048, 64, 8).inputs);
+  while (redo(state)) {
+  }
+  EXPECT_EQ(state.doc.temperature, 5.f);
+  EXPECT_EQ(state.doc.inputs(3, 3), 9.f);
+}
+
+}  // namespace
