@@ -42,7 +42,8 @@ struct ModelRequest {
   bool help = false;
 };
 
-constexpr cli::OptionSpec kModelOptions[] = {{"--text", true}, {"--out", true}, {"--predict", true}};
+constexpr cli::OptionSpec kModelOptions[] = {
+    {"--text", true}, {"--out", true}, {"--predict", true}};
 
 // Options: --text T, --out FILE.npz, --predict K, -h/--help ("--name=value" works too, and is
 // the way to pass a text that starts with "--").
@@ -84,10 +85,13 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
 }
 
 // The JSON of --predict: {"tokens": n, "next": [{"id", "text", "probability", "logit"}...]}.
-std::string predictionJson(const gpt2::Session& session, const io::Gpt2Tokenizer& tokenizer, int k) {
+std::string predictionJson(const gpt2::Session& session, const io::Gpt2Tokenizer& tokenizer,
+                           int k) {
   nlohmann::ordered_json next = nlohmann::ordered_json::array();
   for (const gpt2::TokenProbability& t : session.topK(k)) {
-    next.push_back({{"id", t.id}, {"text", tokenizer.tokenText(t.id)}, {"probability", t.probability},
+    next.push_back({{"id", t.id},
+                    {"text", tokenizer.tokenText(t.id)},
+                    {"probability", t.probability},
                     {"logit", t.logit}});
   }
   nlohmann::ordered_json out = {{"tokens", session.size()}, {"next", next}};
@@ -137,7 +141,8 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   io::Gpt2Tokenizer::Encoding encoding = model->tokenizer.encode(request->text);
   if (!encoding.invalidOffsets.empty()) {
     err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()
-        << (encoding.invalidOffsets.size() == 1 ? " invalid UTF-8 sequence" : " invalid UTF-8 sequences")
+        << (encoding.invalidOffsets.size() == 1 ? " invalid UTF-8 sequence"
+                                                : " invalid UTF-8 sequences")
         << " replaced by U+FFFD (first at byte " << encoding.invalidOffsets.front() << ")\n";
   }
   const auto n = static_cast<std::uint64_t>(encoding.ids.size());
@@ -145,15 +150,19 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
 
   // 4 sizes, before any work
   if (n > static_cast<std::uint64_t>(config.nPositions)) {
-    return fail(err, optionError("--text", std::to_string(n) + " tokens are more than the model's context of " +
-                                               std::to_string(config.nPositions) + " (n_positions)"));
+    return fail(
+        err,
+        optionError("--text", std::to_string(n) + " tokens are more than the model's context of " +
+                                  std::to_string(config.nPositions) + " (n_positions)"));
   }
-  const std::uint64_t attentionBytes =
-      static_cast<std::uint64_t>(config.nLayer) * static_cast<std::uint64_t>(config.nHead) * n * n * 4;
+  const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
+                                       static_cast<std::uint64_t>(config.nHead) * n * n * 4;
   if (!request->outPath.empty() && attentionBytes > kMaxAttentionBytes) {
-    return fail(err, optionError("--text", std::to_string(n) + " tokens make an attention tensor of " +
-                                               std::to_string(attentionBytes >> 20) +
-                                               " MiB, above the 2048 MiB an .npz may hold here; use a shorter text"));
+    return fail(
+        err, optionError("--text",
+                         std::to_string(n) + " tokens make an attention tensor of " +
+                             std::to_string(attentionBytes >> 20) +
+                             " MiB, above the 2048 MiB an .npz may hold here; use a shorter text"));
   }
 
   // 5 forward
@@ -167,7 +176,8 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   // 6 files
   if (!request->outPath.empty()) {
     const std::vector<float> attention = session->attentionTensor();
-    const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n), static_cast<std::int64_t>(n)};
+    const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
+                                   static_cast<std::int64_t>(n)};
     Expected<std::string> attentionNpy = io::writeNpyFloat32(attention, shape);
     const std::vector<std::int64_t> ids(encoding.ids.begin(), encoding.ids.end());
     const std::int64_t idShape[1] = {static_cast<std::int64_t>(n)};

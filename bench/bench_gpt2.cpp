@@ -51,10 +51,15 @@ void BM_Gpt2Forward(benchmark::State& state) {
     benchmark::DoNotOptimize(session.logits().data());
     if (!reused.ok()) state.SkipWithError("forward failed");
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(forwardFlops(n) * static_cast<double>(state.iterations()) / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      forwardFlops(n) * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Gpt2Forward)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Gpt2Forward)
+    ->Arg(64)
+    ->Arg(512)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
 
 // n tokens cached; the timed part appends one more (one token through 12 layers, its
 // attention over n + 1 keys, the new logits). The extra token is dropped again untimed.
@@ -75,7 +80,12 @@ void BM_Gpt2AppendOne(benchmark::State& state) {
     state.ResumeTiming();
   }
 }
-BENCHMARK(BM_Gpt2AppendOne)->Arg(64)->Arg(511)->Unit(benchmark::kMillisecond)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Gpt2AppendOne)
+    ->Arg(64)
+    ->Arg(511)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
 
 // Only the next-token prediction: ln_f, the tied-embedding GEMV (50257 x 768), top 10.
 void BM_Gpt2Prediction(benchmark::State& state) {
@@ -111,7 +121,7 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   const double weightsMb = static_cast<double>(smallWeights()->parameterBytes()) / (1 << 20);
   const double peakMb = static_cast<double>(statusKilobytes("VmHWM:")) / 1024;
-  std::printf("weights: %.1f MiB, peak RSS (VmHWM): %.1f MiB, peak - weights: %.1f MiB\n", weightsMb,
-              peakMb, peakMb - weightsMb);
+  std::printf("weights: %.1f MiB, peak RSS (VmHWM): %.1f MiB, peak - weights: %.1f MiB\n",
+              weightsMb, peakMb, peakMb - weightsMb);
   return 0;
 }

@@ -3,8 +3,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace attn::io {
 namespace {
@@ -54,7 +54,8 @@ Expected<gpt2::Config> parseGpt2Config(std::string_view text, const std::string&
                    "'" + name + "' is not supported (only GPT-2's tanh GELU, \"gelu_new\")"};
     }
   }
-  if (auto it = config.find("scale_attn_weights"); it != config.end() && it->is_boolean() && !it->get<bool>()) {
+  if (auto it = config.find("scale_attn_weights");
+      it != config.end() && it->is_boolean() && !it->get<bool>()) {
     return Error{fileName, "scale_attn_weights", "false is not supported"};
   }
   if (auto it = config.find("scale_attn_by_inverse_layer_idx");
@@ -194,8 +195,9 @@ Expected<Gpt2Model> loadGpt2Folder(const std::string& folder) {
   if (!fs::exists(weightsPath, ec)) {
     std::string problem = "missing";
     if (fs::exists(dir / "pytorch_model.bin", ec)) {
-      problem += " (the folder has only pytorch_model.bin; download the .safetensors file, see "
-                 "docs/models.md)";
+      problem +=
+          " (the folder has only pytorch_model.bin; download the .safetensors file, see "
+          "docs/models.md)";
     }
     return Error{weightsPath, "", problem};
   }

@@ -128,7 +128,8 @@ std::vector<std::string> Gpt2Tokenizer::pretokenize(std::string_view text) const
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t offset = 0;
   while (offset < text.size()) {
-    const int rc = pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
+    const int rc =
+        pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
     if (rc < 0) {
       // Cannot happen for valid UTF-8 (the alternatives cover every character), but no
       // input byte is ever dropped: the rest becomes one piece.

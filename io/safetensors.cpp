@@ -157,19 +157,22 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   // 1 header length
   const std::uint64_t headerLength = readLe64(file.map_);
   if (headerLength > kMaxSafetensorsHeaderBytes) {
-    return fail("", "header length " + std::to_string(headerLength) + " bytes is above the limit of " +
+    return fail("", "header length " + std::to_string(headerLength) +
+                        " bytes is above the limit of " +
                         std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
   }
   if (headerLength > fileSize - 8) {
-    return fail("", "header length " + std::to_string(headerLength) + " bytes runs past the end of the " +
-                        std::to_string(fileSize) + "-byte file");
+    return fail("", "header length " + std::to_string(headerLength) +
+                        " bytes runs past the end of the " + std::to_string(fileSize) +
+                        "-byte file");
   }
   const std::uint64_t dataStart = 8 + headerLength;
   const std::uint64_t dataSize = fileSize - dataStart;
 
   // 2 JSON
   const char* headerText = reinterpret_cast<const char*>(file.map_ + 8);
-  json header = json::parse(headerText, headerText + headerLength, nullptr, /*allow_exceptions=*/false);
+  json header =
+      json::parse(headerText, headerText + headerLength, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded()) return fail("", "the header is not valid JSON");
   if (!header.is_object()) return fail("", "the header is not a JSON object");
 
@@ -194,7 +197,8 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
 
     auto shape = entry.find("shape");
     if (shape == entry.end() || !shape->is_array()) return bad("missing or non-array 'shape'");
-    if (shape->size() > 8) return bad("shape has " + std::to_string(shape->size()) + " dimensions (at most 8)");
+    if (shape->size() > 8)
+      return bad("shape has " + std::to_string(shape->size()) + " dimensions (at most 8)");
     std::uint64_t bytes = elementSize;
     for (const json& dim : *shape) {
       std::uint64_t d = 0;
@@ -215,7 +219,8 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
     std::uint64_t end = 0;
     if (!asUnsigned((*offsets)[0], begin) || !asUnsigned((*offsets)[1], end))
       return bad("data_offsets must be integers >= 0");
-    if (begin > end) return bad("data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end));
+    if (begin > end)
+      return bad("data_offsets begin " + std::to_string(begin) + " > end " + std::to_string(end));
     if (end > dataSize) {
       return bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
                  "] lie outside the file (the data section has " + std::to_string(dataSize) +
@@ -313,13 +318,14 @@ Status SafetensorsFile::convert(const TensorInfo& tensor, float* out) const {
       break;
     }
     case DType::Other:
-      return tensorError(path_, tensor.name,
-                   "unsupported dtype " + inQuotes(tensor.dtypeName) + " (use F32, F16 or BF16)");
+      return tensorError(
+          path_, tensor.name,
+          "unsupported dtype " + inQuotes(tensor.dtypeName) + " (use F32, F16 or BF16)");
   }
   for (std::int64_t i = 0; i < count; ++i) {
     if (!std::isfinite(out[i])) {
       return tensorError(path_, tensor.name,
-                   "element " + std::to_string(i) + " is not a finite number");
+                         "element " + std::to_string(i) + " is not a finite number");
     }
   }
   return Ok{};
@@ -331,8 +337,8 @@ Expected<Matrix> SafetensorsFile::readMatrix(std::string_view name, std::int64_t
   if (!tensor) return tensorError(path_, name, "missing");
   if (tensor->shape != std::vector<std::int64_t>{rows, cols}) {
     return tensorError(path_, name,
-                 "shape " + tensor->shapeText() + ", expected [" + std::to_string(rows) + ", " +
-                     std::to_string(cols) + "]");
+                       "shape " + tensor->shapeText() + ", expected [" + std::to_string(rows) +
+                           ", " + std::to_string(cols) + "]");
   }
   Matrix out(rows, cols);
   Status converted = convert(*tensor, out.data());
@@ -344,8 +350,8 @@ Expected<Vector> SafetensorsFile::readVector(std::string_view name, std::int64_t
   const TensorInfo* tensor = find(name);
   if (!tensor) return tensorError(path_, name, "missing");
   if (tensor->shape != std::vector<std::int64_t>{size}) {
-    return tensorError(path_, name,
-                 "shape " + tensor->shapeText() + ", expected [" + std::to_string(size) + "]");
+    return tensorError(
+        path_, name, "shape " + tensor->shapeText() + ", expected [" + std::to_string(size) + "]");
   }
   Vector out(size);
   Status converted = convert(*tensor, out.data());

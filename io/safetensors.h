@@ -30,14 +30,14 @@ enum class DType { F32, F16, BF16, Other };
 
 struct TensorInfo {
   std::string name;
-  std::string dtypeName;             // as written in the header, e.g. "F16"
+  std::string dtypeName;  // as written in the header, e.g. "F16"
   DType dtype = DType::Other;
-  std::vector<std::int64_t> shape;   // may be empty (a scalar)
-  std::uint64_t begin = 0;           // absolute byte offset in the file
-  std::uint64_t end = 0;             // one past the last byte
+  std::vector<std::int64_t> shape;  // may be empty (a scalar)
+  std::uint64_t begin = 0;          // absolute byte offset in the file
+  std::uint64_t end = 0;            // one past the last byte
 
   std::int64_t elementCount() const;
-  std::string shapeText() const;     // "[768, 2304]"
+  std::string shapeText() const;  // "[768, 2304]"
 };
 
 // An open safetensors file. Move-only; unmaps on destruction.

@@ -88,7 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     for (const attn::io::TensorInfo& t : file->tensors()) {
       if (t.elementCount() > (1 << 20)) continue;
-      if (file->bytes(t).size() != static_cast<std::size_t>(t.end - t.begin)) die("bytes() size", t.name);
+      if (file->bytes(t).size() != static_cast<std::size_t>(t.end - t.begin))
+        die("bytes() size", t.name);
       if (t.shape.size() == 1) {
         auto v = file->readVector(t.name, t.shape[0]);
         if (!v) checkMessage(v.error(), path);
@@ -104,12 +105,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (mode == 1) {
     const auto encoding = tokenizer().encode(rest);
     for (int id : encoding.ids) {
-      if (id < 0 || id >= tokenizer().bpe().idLimit()) die("id outside the vocabulary", std::to_string(id));
+      if (id < 0 || id >= tokenizer().bpe().idLimit())
+        die("id outside the vocabulary", std::to_string(id));
     }
     const std::string clean = attn::gpt2::cleanUtf8(rest).text;
     if (tokenizer().decode(encoding.ids) != clean) die("decode(encode(x)) != clean(x)", clean);
     const auto again = attn::gpt2::cleanUtf8(clean);
-    if (again.text != clean || !again.invalidOffsets.empty()) die("cleaning is not idempotent", clean);
+    if (again.text != clean || !again.invalidOffsets.empty())
+      die("cleaning is not idempotent", clean);
     return 0;
   }
 
@@ -121,7 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const std::size_t split = rest.find('\0');
   const std::string_view vocab = rest.substr(0, split);
-  const std::string_view merges = split == std::string_view::npos ? std::string_view() : rest.substr(split + 1);
+  const std::string_view merges =
+      split == std::string_view::npos ? std::string_view() : rest.substr(split + 1);
   auto made = attn::io::Gpt2Tokenizer::fromText(vocab, merges);
   if (!made) {
     const std::string message = made.error().message();
@@ -131,6 +135,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   const std::string text = "hello the world, aa in\n";
-  if (made->decode(made->encode(text).ids) != text) die("a loaded tokenizer does not round-trip", text);
+  if (made->decode(made->encode(text).ids) != text)
+    die("a loaded tokenizer does not round-trip", text);
   return 0;
 }

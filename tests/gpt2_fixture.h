@@ -76,7 +76,8 @@ inline std::string safetensorsBytes(const std::vector<RawTensor>& tensors,
   while (text.size() % 8 != 0) text += ' ';
   std::string out(8, '\0');
   std::uint64_t length = text.size();
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xFF);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xFF);
   return out + text + data;
 }
 
@@ -92,7 +93,8 @@ inline std::uint16_t toHalfExact(float value) {
   if (exponent <= 0 || exponent >= 31 || (mantissa & 0x1FFFu) != 0) {
     throw std::runtime_error("toHalfExact: value not exactly representable");
   }
-  return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(exponent) << 10) | (mantissa >> 13));
+  return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(exponent) << 10) |
+                                    (mantissa >> 13));
 }
 
 inline std::uint16_t toBfloat16Exact(float value) {
@@ -190,7 +192,8 @@ inline std::vector<std::pair<std::string, std::string>> learnMerges(
   for (int step = 0; step < count; ++step) {
     std::map<std::pair<std::string, std::string>, int> counts;
     for (const auto& [symbols, f] : state)
-      for (std::size_t i = 0; i + 1 < symbols.size(); ++i) counts[{symbols[i], symbols[i + 1]}] += f;
+      for (std::size_t i = 0; i + 1 < symbols.size(); ++i)
+        counts[{symbols[i], symbols[i + 1]}] += f;
     if (counts.empty()) break;
     auto best = counts.begin();
     for (auto it = counts.begin(); it != counts.end(); ++it)
@@ -247,19 +250,22 @@ inline Vocabulary makeVocabulary(const std::vector<std::pair<std::string, std::s
 
 inline const std::vector<std::pair<std::string, int>>& trainingWords() {
   static const std::vector<std::pair<std::string, int>> words = {
-      {" the", 50}, {"The", 10},   {" cat", 12},  {" sat", 9},    {" on", 20},  {" mat", 7},
-      {" they", 8}, {"'re", 6},    {" here", 6},  {" there", 5},  {" 123", 3},  {" dog", 4},
-      {" hat", 5},  {" that", 11}, {" this", 9},  {" is", 15},    {" in", 14},  {"\n", 10},
-      {" and", 16}, {" attention", 4}, {" head", 5}, {" model", 4}, {"ing", 8}, {" 2024", 2}};
+      {" the", 50}, {"The", 10},       {" cat", 12}, {" sat", 9},   {" on", 20}, {" mat", 7},
+      {" they", 8}, {"'re", 6},        {" here", 6}, {" there", 5}, {" 123", 3}, {" dog", 4},
+      {" hat", 5},  {" that", 11},     {" this", 9}, {" is", 15},   {" in", 14}, {"\n", 10},
+      {" and", 16}, {" attention", 4}, {" head", 5}, {" model", 4}, {"ing", 8},  {" 2024", 2}};
   return words;
 }
 
-inline Vocabulary defaultVocabulary() { return makeVocabulary(learnMerges(trainingWords(), 40)); }
+inline Vocabulary defaultVocabulary() {
+  return makeVocabulary(learnMerges(trainingWords(), 40));
+}
 
 // A string-based port of encoder.py's bpe() (merges as string pairs, symbols as strings).
 inline std::vector<int> referenceBpe(const Vocabulary& vocab, const std::string& pieceBytes) {
   std::map<std::pair<std::string, std::string>, int> ranks;
-  for (std::size_t i = 0; i < vocab.merges.size(); ++i) ranks[vocab.merges[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < vocab.merges.size(); ++i)
+    ranks[vocab.merges[i]] = static_cast<int>(i);
   std::map<std::string, int> ids(vocab.tokens.begin(), vocab.tokens.end());
   std::vector<std::string> word = characters(mapped(pieceBytes));
   while (word.size() > 1) {
@@ -376,8 +382,14 @@ inline std::vector<RawTensor> checkpointTensors(const TinyModel& model, const st
     std::vector<float> mask(static_cast<std::size_t>(P * P));
     for (int i = 0; i < P; ++i)
       for (int j = 0; j < P; ++j) mask[static_cast<std::size_t>(i * P + j)] = j <= i ? 1.0f : 0.0f;
-    out.push_back({prefix + "h." + std::to_string(l) + ".attn.bias", dtype, {1, 1, P, P}, encodeFloats(mask, dtype)});
-    out.push_back({prefix + "h." + std::to_string(l) + ".attn.masked_bias", "F32", {}, encodeFloats({-1e4f}, "F32")});
+    out.push_back({prefix + "h." + std::to_string(l) + ".attn.bias",
+                   dtype,
+                   {1, 1, P, P},
+                   encodeFloats(mask, dtype)});
+    out.push_back({prefix + "h." + std::to_string(l) + ".attn.masked_bias",
+                   "F32",
+                   {},
+                   encodeFloats({-1e4f}, "F32")});
   }
   return out;
 }
@@ -476,7 +488,8 @@ inline Reference referenceForward(const TinyModel& model, const std::vector<int>
     const std::string p = "h." + std::to_string(l) + ".";
     Rows a = layerNorm(x, p + "ln_1");
     Rows qkv = linear(a, p + "attn.c_attn", E, 3 * E);
-    Rows context(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(E), 0.0));
+    Rows context(static_cast<std::size_t>(n),
+                 std::vector<double>(static_cast<std::size_t>(E), 0.0));
     ref.attention.emplace_back();
     ref.q.emplace_back();
     ref.k.emplace_back();

@@ -4,9 +4,9 @@
 // JSON against the plain-loop reference, and every error as one line with exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "app/cli.h"
-#include "io/attention_file.h"
 #include "gpt2_fixture.h"
+#include "io/attention_file.h"
 
 namespace {
 
@@ -39,11 +39,13 @@ CliRun runCliCommand(const std::vector<std::string>& args) {
 
 std::uint32_t le32(const std::string& b, std::size_t at) {
   std::uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
+  for (int i = 3; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
   return v;
 }
 std::uint32_t le16(const std::string& b, std::size_t at) {
-  return static_cast<unsigned char>(b[at]) | (static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8);
+  return static_cast<unsigned char>(b[at]) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8);
 }
 
 // Entries of a zip with stored members: name -> bytes (local headers walked in order).
@@ -86,14 +88,16 @@ class CliModel : public ::testing::Test {
   std::string out(const std::string& name) const { return (outDir_ / name).string(); }
 
   // Expects exit code 2 and ONE stderr line containing every fragment.
-  void expectError(const std::vector<std::string>& args, std::initializer_list<std::string> fragments) {
+  void expectError(const std::vector<std::string>& args,
+                   std::initializer_list<std::string> fragments) {
     const CliRun r = runCliCommand(args);
     EXPECT_EQ(r.code, 2) << r.err;
     EXPECT_EQ(r.out, "");
     ASSERT_FALSE(r.err.empty());
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
     EXPECT_EQ(r.err.rfind("attnscope: ", 0), 0u);
-    for (const std::string& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << "'" << f << "' not in " << r.err;
+    for (const std::string& f : fragments)
+      EXPECT_NE(r.err.find(f), std::string::npos) << "'" << f << "' not in " << r.err;
   }
 
   gpt2test::Vocabulary vocab_;
@@ -116,13 +120,15 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
   ASSERT_TRUE(entries.count("token_ids.npy"));
   const Npy ids = readNpy(entries["token_ids.npy"]);
   std::vector<int> expectedIds;
-  for (const std::string piece : {"the", " cat", " sat", " on", " the", " mat", " and", " they", "'re", " here"}) {
+  for (const std::string piece :
+       {"the", " cat", " sat", " on", " the", " mat", " and", " they", "'re", " here"}) {
     const auto part = gpt2test::referenceBpe(vocab_, piece);
     expectedIds.insert(expectedIds.end(), part.begin(), part.end());
   }
   const std::size_t n = expectedIds.size();
   EXPECT_NE(ids.header.find("'descr': '<i8'"), std::string::npos) << ids.header;
-  EXPECT_NE(ids.header.find("'shape': (" + std::to_string(n) + ",)"), std::string::npos) << ids.header;
+  EXPECT_NE(ids.header.find("'shape': (" + std::to_string(n) + ",)"), std::string::npos)
+      << ids.header;
   ASSERT_EQ(ids.data.size(), n * 8);
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t v = 0;
@@ -134,7 +140,8 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
   const Npy attention = readNpy(entries["attention.npy"]);
   EXPECT_NE(attention.header.find("'descr': '<f4'"), std::string::npos);
   EXPECT_NE(attention.header.find("'fortran_order': False"), std::string::npos);
-  EXPECT_NE(attention.header.find("'shape': (2, 2, " + std::to_string(n) + ", " + std::to_string(n) + ")"),
+  EXPECT_NE(attention.header.find("'shape': (2, 2, " + std::to_string(n) + ", " +
+                                  std::to_string(n) + ")"),
             std::string::npos)
       << attention.header;
   ASSERT_EQ(attention.data.size(), 4 * n * n * 4);
@@ -168,7 +175,9 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
   EXPECT_EQ(file->keyLabels()[1], tokens[1].get<std::string>());
   const attn::Matrix head = file->copyHead(1, 1);
   for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = 0; j < n; ++j) ASSERT_NEAR(head(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)), ref.attention[1][1][i][j], 1e-4);
+    for (std::size_t j = 0; j < n; ++j)
+      ASSERT_NEAR(head(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)),
+                  ref.attention[1][1][i][j], 1e-4);
 }
 
 TEST_F(CliModel, PredictPrintsTopKAgainstReference) {
@@ -193,7 +202,8 @@ TEST_F(CliModel, PredictPrintsTopKAgainstReference) {
   ASSERT_EQ(next.size(), 5u);
   for (std::size_t k = 0; k < 5; ++k) {
     EXPECT_EQ(next[k].at("id").get<int>(), order[k]);
-    EXPECT_NEAR(next[k].at("probability").get<double>(), std::exp(logits[order[k]] - maxLogit) / sum, 1e-5);
+    EXPECT_NEAR(next[k].at("probability").get<double>(),
+                std::exp(logits[order[k]] - maxLogit) / sum, 1e-5);
     EXPECT_NEAR(next[k].at("logit").get<double>(), logits[order[k]], 1e-4);
     EXPECT_TRUE(next[k].at("text").is_string());
   }
@@ -208,10 +218,12 @@ TEST_F(CliModel, PartialCharactersAndInvalidBytes) {
   EXPECT_EQ(tokens, (json{"a", "\xEF\xBF\xBD", "\xEF\xBF\xBD", "\xEF\xBF\xBD"}));
 
   // Invalid UTF-8 is replaced and reported on stderr; the run succeeds.
-  r = runCliCommand({"model", dir_.string(), "--text", "ok\xFF\xFE!", "--out", out("bad.npz"), "--predict", "1"});
+  r = runCliCommand(
+      {"model", dir_.string(), "--text", "ok\xFF\xFE!", "--out", out("bad.npz"), "--predict", "1"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err,
-            "attnscope: warning: option '--text': 2 invalid UTF-8 sequences replaced by U+FFFD (first at byte 2)\n");
+            "attnscope: warning: option '--text': 2 invalid UTF-8 sequences replaced by U+FFFD "
+            "(first at byte 2)\n");
   const json bad = json::parse(gpt2test::readBytes(out("bad.tokens.json")));
   std::string joined;
   for (const auto& t : bad) joined += t.get<std::string>();
@@ -236,7 +248,8 @@ TEST_F(CliModel, UsageErrors) {
   // n_positions is 24 here
   expectError({"model", d, "--text", std::string(40, 'x') + " y z", "--predict", "1"},
               {"option '--text'", "more than the model's context of 24"});
-  expectError({"model", "/nonexistent/model", "--text", "hi", "--predict", "1"}, {"/nonexistent/model", "not a folder"});
+  expectError({"model", "/nonexistent/model", "--text", "hi", "--predict", "1"},
+              {"/nonexistent/model", "not a folder"});
 
   const CliRun help = runCliCommand({"model", "--help"});
   EXPECT_EQ(help.code, 0);
@@ -252,10 +265,13 @@ TEST_F(CliModel, BadModelFilesExitTwoNamingFileAndTensor) {
     gpt2test::writeBytes(dir_ / "model.safetensors", gpt2test::safetensorsBytes(t));
   };
   const std::string st = (dir_ / "model.safetensors").string();
-  const std::vector<std::string> args = {"model", dir_.string(), "--text", "hi", "--out", out("e.npz")};
+  const std::vector<std::string> args = {"model", dir_.string(), "--text",
+                                         "hi",    "--out",       out("e.npz")};
 
   auto t = tensors();  // missing tensor
-  t.erase(std::remove_if(t.begin(), t.end(), [](const auto& r) { return r.name == "h.0.attn.c_proj.bias"; }), t.end());
+  t.erase(std::remove_if(t.begin(), t.end(),
+                         [](const auto& r) { return r.name == "h.0.attn.c_proj.bias"; }),
+          t.end());
   writeWeights(t);
   expectError(args, {st, "tensor 'h.0.attn.c_proj.bias': missing"});
 

@@ -85,7 +85,8 @@ void expectMatchesReference(const Session& session, const gpt2test::Reference& r
       ASSERT_EQ(a.cols(), n);
       for (int i = 0; i < n; ++i) {
         for (int j = 0; j < n; ++j) {
-          EXPECT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance) << "l" << l << " h" << h << " " << i << "," << j;
+          EXPECT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance)
+              << "l" << l << " h" << h << " " << i << "," << j;
         }
       }
       auto q = session.query(l, h);
@@ -104,7 +105,9 @@ void expectMatchesReference(const Session& session, const gpt2test::Reference& r
   }
   ASSERT_EQ(session.logits().size(), c.vocabSize);
   for (int t = 0; t < c.vocabSize; ++t) {
-    EXPECT_NEAR(session.logits()[t], ref.logits[static_cast<std::size_t>(n - 1)][static_cast<std::size_t>(t)], kTolerance)
+    EXPECT_NEAR(session.logits()[t],
+                ref.logits[static_cast<std::size_t>(n - 1)][static_cast<std::size_t>(t)],
+                kTolerance)
         << "token " << t;
   }
 }
@@ -127,8 +130,11 @@ class Gpt2Forward : public ::testing::Test {
 
 TEST_F(Gpt2Forward, WeightsValidate) {
   EXPECT_TRUE(attn::gpt2::validate(*weights_).ok());
-  EXPECT_EQ(weights_->parameterBytes(),
-            static_cast<std::size_t>(vocab_.size() * 8 + 24 * 8 + 2 * (4 * 8 + 8 * 24 + 24 + 64 + 8 + 8 * 32 + 32 + 32 * 8 + 8) + 16) * 4);
+  EXPECT_EQ(
+      weights_->parameterBytes(),
+      static_cast<std::size_t>(vocab_.size() * 8 + 24 * 8 +
+                               2 * (4 * 8 + 8 * 24 + 24 + 64 + 8 + 8 * 32 + 32 + 32 * 8 + 8) + 16) *
+          4);
 }
 
 TEST_F(Gpt2Forward, MatchesPlainLoopReference) {
@@ -237,7 +243,8 @@ TEST_F(Gpt2Forward, ResidualNormsMatchEmbeddingsAndGrowPerLayer) {
 TEST(Gpt2Gelu, TanhFormValues) {
   // 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))) at a few points, worked in double.
   for (double x : {-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0}) {
-    const double expected = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    const double expected =
+        0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     EXPECT_NEAR(attn::gpt2::geluTanh(static_cast<float>(x)), expected, 1e-6) << x;
   }
   EXPECT_NEAR(attn::gpt2::geluTanh(1.0f), 0.841192, 1e-6);  // vs exact GELU 0.841345
@@ -253,14 +260,17 @@ TEST_F(Gpt2Forward, AppendingOneAtATimeEqualsFullRecompute) {
   ASSERT_TRUE(full.ok());
   Session incremental(weights_);
   for (int i = 0; i < 17; ++i) {
-    ASSERT_TRUE(incremental.append(std::span<const int>(&ids[static_cast<std::size_t>(i)], 1)).ok());
+    ASSERT_TRUE(
+        incremental.append(std::span<const int>(&ids[static_cast<std::size_t>(i)], 1)).ok());
     ASSERT_EQ(incremental.size(), i + 1);
   }
   for (int l = 0; l < 2; ++l)
     for (int h = 0; h < 2; ++h) {
       EXPECT_LT((incremental.attention(l, h) - full->attention(l, h)).cwiseAbs().maxCoeff(), 1e-5f);
-      EXPECT_LT((Matrix(incremental.query(l, h)) - Matrix(full->query(l, h))).cwiseAbs().maxCoeff(), 1e-5f);
-      EXPECT_LT((Matrix(incremental.value(l, h)) - Matrix(full->value(l, h))).cwiseAbs().maxCoeff(), 1e-5f);
+      EXPECT_LT((Matrix(incremental.query(l, h)) - Matrix(full->query(l, h))).cwiseAbs().maxCoeff(),
+                1e-5f);
+      EXPECT_LT((Matrix(incremental.value(l, h)) - Matrix(full->value(l, h))).cwiseAbs().maxCoeff(),
+                1e-5f);
     }
   EXPECT_LT((incremental.logits() - full->logits()).cwiseAbs().maxCoeff(), 1e-5f);
   EXPECT_LT((incremental.residualNorms() - full->residualNorms()).cwiseAbs().maxCoeff(), 1e-5f);
@@ -360,7 +370,8 @@ TEST_F(Gpt2Forward, BadIdsAndTooManyTokensLeaveTheSessionUnchanged) {
   bad.push_back(vocab_.size());
   auto result = session.setTokens(bad);
   ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.error().message().find("token 5 has id " + std::to_string(vocab_.size())), std::string::npos)
+  EXPECT_NE(result.error().message().find("token 5 has id " + std::to_string(vocab_.size())),
+            std::string::npos)
       << result.error().message();
   bad.back() = -1;
   EXPECT_FALSE(session.append(std::vector<int>{-1}).ok());
@@ -368,7 +379,8 @@ TEST_F(Gpt2Forward, BadIdsAndTooManyTokensLeaveTheSessionUnchanged) {
   std::vector<int> tooMany = someIds(25, vocab_.size(), 8);  // n_positions = 24
   result = session.setTokens(tooMany);
   ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.error().message().find("25 tokens are more than the model's context of 24"), std::string::npos);
+  EXPECT_NE(result.error().message().find("25 tokens are more than the model's context of 24"),
+            std::string::npos);
   std::vector<int> twenty(20, 1);
   EXPECT_FALSE(session.append(twenty).ok());  // 5 + 20 > 24
 

@@ -32,13 +32,16 @@ std::string writeSafetensors(const std::string& name, const std::string& bytes) 
   return path.string();
 }
 
-std::string f32(std::vector<float> values) { return gpt2test::encodeFloats(values, "F32"); }
+std::string f32(std::vector<float> values) {
+  return gpt2test::encodeFloats(values, "F32");
+}
 
 // Expects open() or a read to fail with a message containing every fragment.
 void expectMessage(const attn::Error& error, std::initializer_list<std::string> fragments) {
   const std::string message = error.message();
   for (const std::string& fragment : fragments) {
-    EXPECT_NE(message.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << message;
+    EXPECT_NE(message.find(fragment), std::string::npos)
+        << "'" << fragment << "' not in: " << message;
   }
   EXPECT_EQ(message.find('\n'), std::string::npos);
 }
@@ -52,9 +55,9 @@ TEST(Safetensors, HalfAndBfloat16Conversion) {
   EXPECT_EQ(attn::io::f16BitsToFloat(0xC000), -2.0f);
   EXPECT_EQ(attn::io::f16BitsToFloat(0x3555), 0.333251953125f);
   EXPECT_EQ(attn::io::f16BitsToFloat(0x7BFF), 65504.0f);
-  EXPECT_EQ(attn::io::f16BitsToFloat(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(attn::io::f16BitsToFloat(0x03FF), std::ldexp(1023.0f, -24));  // largest subnormal
-  EXPECT_EQ(attn::io::f16BitsToFloat(0x0400), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_EQ(attn::io::f16BitsToFloat(0x0400), std::ldexp(1.0f, -14));     // smallest normal
   EXPECT_TRUE(std::signbit(attn::io::f16BitsToFloat(0x8000)));
   EXPECT_EQ(attn::io::f16BitsToFloat(0x7C00), std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(attn::io::f16BitsToFloat(0x7E00)));
@@ -108,9 +111,11 @@ TEST(Safetensors, ReadsTensorsAndIgnoresMetadata) {
 
   // Reading errors name the file and the tensor.
   expectMessage(file->readMatrix("zzz", 1, 1).error(), {path, "tensor 'zzz'", "missing"});
-  expectMessage(file->readMatrix("a", 3, 2).error(), {path, "tensor 'a'", "shape [2, 3], expected [3, 2]"});
+  expectMessage(file->readMatrix("a", 3, 2).error(),
+                {path, "tensor 'a'", "shape [2, 3], expected [3, 2]"});
   expectMessage(file->readVector("a", 6).error(), {"tensor 'a'", "expected [6]"});
-  expectMessage(file->readVector("mask", 4).error(), {path, "tensor 'mask'", "unsupported dtype 'U8'"});
+  expectMessage(file->readVector("mask", 4).error(),
+                {path, "tensor 'mask'", "unsupported dtype 'U8'"});
 
   // Moving keeps the mapping valid.
   SafetensorsFile moved = std::move(file).value();
@@ -138,7 +143,8 @@ TEST(Safetensors, UnalignedDataStart) {
 
 std::string withHeader(const std::string& header, const std::string& data, std::uint64_t length) {
   std::string bytes(8, '\0');
-  for (int i = 0; i < 8; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xFF);
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<std::size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xFF);
   return bytes + header + data;
 }
 std::string withHeader(const std::string& header, const std::string& data) {
@@ -155,35 +161,53 @@ TEST(Safetensors, BadFiles) {
   const std::vector<Case> cases = {
       {"empty", "", {"too small"}},
       {"short", "abc", {"too small"}},
-      {"header_too_big", withHeader("{}", "", 200ull << 20), {"above the limit of 104857600 bytes"}},
+      {"header_too_big",
+       withHeader("{}", "", 200ull << 20),
+       {"above the limit of 104857600 bytes"}},
       {"header_past_end", withHeader("{}", "", 1000), {"runs past the end"}},
       {"huge_length", withHeader("{}", "", ~0ull), {"above the limit"}},
       {"bad_json", withHeader("{\"a\": [1, 2", ""), {"not valid JSON"}},
       {"not_object", withHeader("[1, 2]", ""), {"not a JSON object"}},
       {"entry_not_object", withHeader(R"({"w": 3})", ""), {"tensor 'w'", "not an object"}},
-      {"no_dtype", withHeader(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", data), {"tensor 'w'", "'dtype'"}},
-      {"unknown_dtype", withHeader(R"({"w":{"dtype":"Q4","shape":[1],"data_offsets":[0,4]}})", data),
+      {"no_dtype",
+       withHeader(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", data),
+       {"tensor 'w'", "'dtype'"}},
+      {"unknown_dtype",
+       withHeader(R"({"w":{"dtype":"Q4","shape":[1],"data_offsets":[0,4]}})", data),
        {"tensor 'w'", "unknown dtype 'Q4'"}},
-      {"no_shape", withHeader(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", data), {"tensor 'w'", "'shape'"}},
-      {"negative_dim", withHeader(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", data),
+      {"no_shape",
+       withHeader(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", data),
+       {"tensor 'w'", "'shape'"}},
+      {"negative_dim",
+       withHeader(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", data),
        {"tensor 'w'", "integers >= 0"}},
-      {"float_dim", withHeader(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", data),
+      {"float_dim",
+       withHeader(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", data),
        {"tensor 'w'", "integers >= 0"}},
       {"giant_shape",
-       withHeader(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", data),
+       withHeader(
+           R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})",
+           data),
        {"tensor 'w'", "needs more bytes than the file has"}},
-      {"no_offsets", withHeader(R"({"w":{"dtype":"F32","shape":[1]}})", data), {"tensor 'w'", "data_offsets"}},
-      {"offsets_outside", withHeader(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", data),
+      {"no_offsets",
+       withHeader(R"({"w":{"dtype":"F32","shape":[1]}})", data),
+       {"tensor 'w'", "data_offsets"}},
+      {"offsets_outside",
+       withHeader(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", data),
        {"tensor 'w'", "[8, 24] lie outside the file", "16 bytes"}},
-      {"offsets_reversed", withHeader(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", data),
+      {"offsets_reversed",
+       withHeader(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", data),
        {"tensor 'w'", "begin 8 > end 4"}},
-      {"size_mismatch", withHeader(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", data),
+      {"size_mismatch",
+       withHeader(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", data),
        {"tensor 'w'", "hold 16 bytes but F32 [3] needs 12"}},
       {"overlap",
-       withHeader(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
-                  data),
+       withHeader(
+           R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+           data),
        {"tensor 'b'", "overlap", "tensor 'a'"}},
-      {"unknown_key", withHeader(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}})", data),
+      {"unknown_key",
+       withHeader(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}})", data),
        {"tensor 'w'", "unknown key 'x'"}},
   };
   for (const Case& c : cases) {
@@ -194,7 +218,8 @@ TEST(Safetensors, BadFiles) {
     std::vector<std::string> fragments = c.fragments;
     fragments.push_back(path);
     for (const std::string& f : fragments) {
-      EXPECT_NE(file.error().message().find(f), std::string::npos) << "'" << f << "' not in: " << file.error().message();
+      EXPECT_NE(file.error().message().find(f), std::string::npos)
+          << "'" << f << "' not in: " << file.error().message();
     }
   }
   // Not a file at all.
@@ -212,13 +237,16 @@ TEST(Safetensors, NonFiniteValuesAreRejectedOnRead) {
       "nan.safetensors", gpt2test::safetensorsBytes({{"w", "F32", {2, 2}, f32({1, 2, nan, 4})}}));
   auto file = SafetensorsFile::open(path);
   ASSERT_TRUE(file.ok());
-  expectMessage(file->readMatrix("w", 2, 2).error(), {path, "tensor 'w'", "element 2 is not a finite number"});
+  expectMessage(file->readMatrix("w", 2, 2).error(),
+                {path, "tensor 'w'", "element 2 is not a finite number"});
   // Also an F16 infinity.
   std::string inf = std::string("\x00\x7C", 2);
-  const std::string path16 = writeSafetensors("inf.safetensors", gpt2test::safetensorsBytes({{"w", "F16", {1}, inf}}));
+  const std::string path16 =
+      writeSafetensors("inf.safetensors", gpt2test::safetensorsBytes({{"w", "F16", {1}, inf}}));
   auto file16 = SafetensorsFile::open(path16);
   ASSERT_TRUE(file16.ok());
-  expectMessage(file16->readVector("w", 1).error(), {"tensor 'w'", "element 0 is not a finite number"});
+  expectMessage(file16->readVector("w", 1).error(),
+                {"tensor 'w'", "element 0 is not a finite number"});
 }
 
 // =======================================================================================
@@ -263,7 +291,9 @@ class Gpt2Folder : public ::testing::Test {
       }
     }
     for (int t = 0; t < vocab_.size(); ++t) {
-      ASSERT_NEAR(session->logits()[t], ref.logits[static_cast<std::size_t>(n - 1)][static_cast<std::size_t>(t)], kTolerance);
+      ASSERT_NEAR(session->logits()[t],
+                  ref.logits[static_cast<std::size_t>(n - 1)][static_cast<std::size_t>(t)],
+                  kTolerance);
     }
   }
 
@@ -271,14 +301,23 @@ class Gpt2Folder : public ::testing::Test {
   gpt2test::TinyModel model_;
 };
 
-TEST_F(Gpt2Folder, F32) { expectLoadsAndMatches(gpt2test::writeModelFolder("gpt2_f32", model_, vocab_, "F32")); }
-TEST_F(Gpt2Folder, F16) { expectLoadsAndMatches(gpt2test::writeModelFolder("gpt2_f16", model_, vocab_, "F16")); }
-TEST_F(Gpt2Folder, BF16) { expectLoadsAndMatches(gpt2test::writeModelFolder("gpt2_bf16", model_, vocab_, "BF16")); }
+TEST_F(Gpt2Folder, F32) {
+  expectLoadsAndMatches(gpt2test::writeModelFolder("gpt2_f32", model_, vocab_, "F32"));
+}
+TEST_F(Gpt2Folder, F16) {
+  expectLoadsAndMatches(gpt2test::writeModelFolder("gpt2_f16", model_, vocab_, "F16"));
+}
+TEST_F(Gpt2Folder, BF16) {
+  expectLoadsAndMatches(gpt2test::writeModelFolder("gpt2_bf16", model_, vocab_, "BF16"));
+}
 TEST_F(Gpt2Folder, TransformerPrefixAndLmHead) {
   fs::path dir = gpt2test::writeModelFolder("gpt2_prefix", model_, vocab_, "F32", "transformer.");
   // GPT2LMHeadModel checkpoints may also carry the tied lm_head.weight; it is ignored.
   auto tensors = gpt2test::checkpointTensors(model_, "F32", "transformer.");
-  tensors.push_back({"lm_head.weight", "F32", {vocab_.size(), 8}, gpt2test::encodeFloats(model_.at("wte.weight").values, "F32")});
+  tensors.push_back({"lm_head.weight",
+                     "F32",
+                     {vocab_.size(), 8},
+                     gpt2test::encodeFloats(model_.at("wte.weight").values, "F32")});
   gpt2test::writeBytes(dir / "model.safetensors", gpt2test::safetensorsBytes(tensors));
   expectLoadsAndMatches(dir);
 }
@@ -313,7 +352,8 @@ TEST_F(Gpt2Folder, SizesComeFromConfigJson) {
       for (int i = 0; i < 6; ++i)
         for (int j = 0; j < 6; ++j) ASSERT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance);
     }
-  for (int t = 0; t < vocab_.size(); ++t) ASSERT_NEAR(session->logits()[t], ref.logits[5][static_cast<std::size_t>(t)], kTolerance);
+  for (int t = 0; t < vocab_.size(); ++t)
+    ASSERT_NEAR(session->logits()[t], ref.logits[5][static_cast<std::size_t>(t)], kTolerance);
 }
 
 TEST_F(Gpt2Folder, ConfigErrorsNameTheField) {
@@ -325,12 +365,19 @@ TEST_F(Gpt2Folder, ConfigErrorsNameTheField) {
   const std::vector<Case> cases = {
       {"no_layers", [](json& c) { c.erase("n_layer"); }, "field 'n_layer': missing"},
       {"heads_string", [](json& c) { c["n_head"] = "2"; }, "field 'n_head': must be an integer"},
-      {"heads_divide", [](json& c) { c["n_head"] = 3; }, "field 'n_head': 3 heads do not divide n_embd = 8"},
-      {"no_positions", [](json& c) { c.erase("n_positions"); c.erase("n_ctx"); }, "field 'n_positions': missing"},
+      {"heads_divide", [](json& c) { c["n_head"] = 3; },
+       "field 'n_head': 3 heads do not divide n_embd = 8"},
+      {"no_positions",
+       [](json& c) {
+         c.erase("n_positions");
+         c.erase("n_ctx");
+       },
+       "field 'n_positions': missing"},
       {"negative_vocab", [](json& c) { c["vocab_size"] = -5; }, "field 'vocab_size'"},
       {"llama", [](json& c) { c["model_type"] = "llama"; }, "field 'model_type'"},
       {"relu", [](json& c) { c["activation_function"] = "relu"; }, "field 'activation_function'"},
-      {"inverse_idx", [](json& c) { c["scale_attn_by_inverse_layer_idx"] = true; }, "scale_attn_by_inverse_layer_idx"},
+      {"inverse_idx", [](json& c) { c["scale_attn_by_inverse_layer_idx"] = true; },
+       "scale_attn_by_inverse_layer_idx"},
       {"eps", [](json& c) { c["layer_norm_epsilon"] = "x"; }, "field 'layer_norm_epsilon'"},
   };
   for (const Case& c : cases) {
@@ -361,10 +408,18 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
   };
   const std::vector<Case> cases = {
       {"missing",
-       [&](auto& t) { t.erase(std::remove_if(t.begin(), t.end(), [](const RawTensor& r) { return r.name == "h.1.mlp.c_fc.bias"; }), t.end()); },
+       [&](auto& t) {
+         t.erase(std::remove_if(t.begin(), t.end(),
+                                [](const RawTensor& r) { return r.name == "h.1.mlp.c_fc.bias"; }),
+                 t.end());
+       },
        {"tensor 'h.1.mlp.c_fc.bias': missing"}},
       {"no_wte",
-       [&](auto& t) { t.erase(std::remove_if(t.begin(), t.end(), [](const RawTensor& r) { return r.name == "wte.weight"; }), t.end()); },
+       [&](auto& t) {
+         t.erase(std::remove_if(t.begin(), t.end(),
+                                [](const RawTensor& r) { return r.name == "wte.weight"; }),
+                 t.end());
+       },
        {"tensor 'wte.weight': missing"}},
       {"wrong_shape",
        [&](auto& t) {
@@ -405,7 +460,8 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
     std::vector<std::string> fragments = c.fragments;
     fragments.push_back((dir / "model.safetensors").string());
     for (const auto& f : fragments) {
-      EXPECT_NE(loaded.error().message().find(f), std::string::npos) << "'" << f << "' not in " << loaded.error().message();
+      EXPECT_NE(loaded.error().message().find(f), std::string::npos)
+          << "'" << f << "' not in " << loaded.error().message();
     }
   }
 
@@ -420,11 +476,13 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
   // A header length field that claims more than 256 GB.
   bytes[4] = 0x40;
   gpt2test::writeBytes(dir / "model.safetensors", bytes);
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(), {"model.safetensors", "above the limit"});
+  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+                {"model.safetensors", "above the limit"});
 }
 
 TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
-  expectMessage(attn::io::loadGpt2Folder("/nonexistent/gpt2").error(), {"/nonexistent/gpt2", "not a folder"});
+  expectMessage(attn::io::loadGpt2Folder("/nonexistent/gpt2").error(),
+                {"/nonexistent/gpt2", "not a folder"});
 
   fs::path dir = gpt2test::writeModelFolder("gpt2_no_weights", model_, vocab_);
   fs::remove(dir / "model.safetensors");
@@ -434,7 +492,8 @@ TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
 
   dir = gpt2test::writeModelFolder("gpt2_no_vocab", model_, vocab_);
   fs::remove(dir / "vocab.json");
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(), {(dir / "vocab.json").string(), "cannot open"});
+  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+                {(dir / "vocab.json").string(), "cannot open"});
 
   // A vocabulary id beyond vocab_size.
   dir = gpt2test::writeModelFolder("gpt2_vocab_big", model_, vocab_);
@@ -442,12 +501,14 @@ TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
   config["vocab_size"] = vocab_.size() - 1;
   gpt2test::writeBytes(dir / "config.json", config.dump());
   expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
-                {"vocab.json", "token id " + std::to_string(vocab_.size() - 1), "vocab_size is " + std::to_string(vocab_.size() - 1)});
+                {"vocab.json", "token id " + std::to_string(vocab_.size() - 1),
+                 "vocab_size is " + std::to_string(vocab_.size() - 1)});
 
   // merges.txt with a bad line.
   dir = gpt2test::writeModelFolder("gpt2_bad_merges", model_, vocab_);
   gpt2test::writeBytes(dir / "merges.txt", "#version: 0.2\nĠ t\nthree parts here\n");
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(), {"merges.txt", "line 3", "two tokens"});
+  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+                {"merges.txt", "line 3", "two tokens"});
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // GPT-2 byte-level BPE without files (see bpe.h).
 #include "core/gpt2/bpe.h"
 
+#include <functional>
 #include <limits>
+#include <queue>
 
 namespace attn::gpt2 {
 namespace {
@@ -14,7 +16,8 @@ bool isPrintableByte(int b) {
 std::array<char32_t, 256> makeByteTable() {
   std::array<char32_t, 256> table{};
   char32_t next = 256;  // the others, in byte order, get 256, 257, ...
-  for (int b = 0; b < 256; ++b) table[static_cast<std::size_t>(b)] = isPrintableByte(b) ? static_cast<char32_t>(b) : next++;
+  for (int b = 0; b < 256; ++b)
+    table[static_cast<std::size_t>(b)] = isPrintableByte(b) ? static_cast<char32_t>(b) : next++;
   return table;
 }
 
@@ -30,7 +33,9 @@ const std::array<int, 324>& unicodeToByte() {
   return inverse;
 }
 
-bool isContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+bool isContinuation(unsigned char c) {
+  return (c & 0xC0) == 0x80;
+}
 
 }  // namespace
 
@@ -134,9 +139,14 @@ std::u32string decodeUtf8(std::string_view text) {
   while (i < text.size()) {
     const auto b0 = static_cast<unsigned char>(text[i]);
     int length = b0 < 0x80 ? 1 : b0 < 0xE0 ? 2 : b0 < 0xF0 ? 3 : 4;
-    if (i + static_cast<std::size_t>(length) > text.size()) length = 1;  // not valid UTF-8; stay safe
-    char32_t cp = length == 1 ? b0 : length == 2 ? (b0 & 0x1F) : length == 3 ? (b0 & 0x0F) : (b0 & 0x07);
-    for (int k = 1; k < length; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]) & 0x3F);
+    if (i + static_cast<std::size_t>(length) > text.size())
+      length = 1;  // not valid UTF-8; stay safe
+    char32_t cp = length == 1   ? b0
+                  : length == 2 ? (b0 & 0x1F)
+                  : length == 3 ? (b0 & 0x0F)
+                                : (b0 & 0x07);
+    for (int k = 1; k < length; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]) & 0x3F);
     out += cp;
     i += static_cast<std::size_t>(length);
   }
@@ -204,8 +214,8 @@ Expected<BytePairEncoder> BytePairEncoder::create(
     const int merged = bpe.find(left + right);
     if (merged < 0) {
       return Error{"", "merges",
-                   "merge " + std::to_string(rank + 1) + " ('" + left + " " + right +
-                       "') makes '" + left + right + "', which is not in the vocabulary"};
+                   "merge " + std::to_string(rank + 1) + " ('" + left + " " + right + "') makes '" +
+                       left + right + "', which is not in the vocabulary"};
     }
     if (a < 0 || b < 0) continue;  // can never apply: its parts never occur
     // A pair listed twice takes its LAST rank, as encoder.py's dict(zip(merges, range(...))).
@@ -220,40 +230,73 @@ int BytePairEncoder::find(std::string_view mapped) const {
 }
 
 std::vector<int> BytePairEncoder::encodeWord(std::string_view bytes) const {
-  std::vector<int> symbols;
-  symbols.reserve(bytes.size());
-  for (char c : bytes) symbols.push_back(byteIds_[static_cast<unsigned char>(c)]);
-  while (symbols.size() > 1) {
-    // 1 the adjacent pair with the lowest rank
-    int bestRank = std::numeric_limits<int>::max();
-    int bestLeft = -1;
-    int bestRight = -1;
-    int bestResult = -1;
-    for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
-      auto it = ranks_.find(pairKey(symbols[i], symbols[i + 1]));
-      if (it != ranks_.end() && it->second.rank < bestRank) {
-        bestRank = it->second.rank;
-        bestLeft = symbols[i];
-        bestRight = symbols[i + 1];
-        bestResult = it->second.result;
-      }
-    }
-    if (bestResult < 0) break;
-    // 2 merge every occurrence, left to right, without overlaps
-    std::vector<int> merged;
-    merged.reserve(symbols.size());
-    for (std::size_t i = 0; i < symbols.size();) {
-      if (i + 1 < symbols.size() && symbols[i] == bestLeft && symbols[i + 1] == bestRight) {
-        merged.push_back(bestResult);
-        i += 2;
-      } else {
-        merged.push_back(symbols[i]);
-        ++i;
-      }
-    }
-    symbols.swap(merged);
+  // encoder.py repeatedly merges every occurrence (left to right) of the lowest-ranked
+  // adjacent pair. Here candidate pairs come from a heap ordered by (rank, position): all
+  // occurrences of one pair are merged leftmost first, and the pairs those merges create are
+  // held back until that rank is done (a merges.txt that is not in training order could
+  // otherwise let a new lower-ranked pair take a symbol of a later occurrence). Same result,
+  // but a long piece (a pasted base64 blob) costs O(k log k) instead of O(k²).
+  const int n = static_cast<int>(bytes.size());
+  std::vector<int> symbol(static_cast<std::size_t>(n));
+  std::vector<int> next(static_cast<std::size_t>(n));
+  std::vector<int> prev(static_cast<std::size_t>(n));
+  std::vector<char> alive(static_cast<std::size_t>(n), 1);
+  for (int i = 0; i < n; ++i) {
+    symbol[static_cast<std::size_t>(i)] =
+        byteIds_[static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])];
+    next[static_cast<std::size_t>(i)] = i + 1 < n ? i + 1 : -1;
+    prev[static_cast<std::size_t>(i)] = i - 1;
   }
-  return symbols;
+  struct Candidate {
+    int rank;
+    int left;  // position of the left symbol
+    int leftId, rightId, result;
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+  std::vector<Candidate> held;  // pairs created while the current rank is being merged
+  auto candidate = [&](int left, bool hold) {
+    const int right = next[static_cast<std::size_t>(left)];
+    if (right < 0) return;
+    const int a = symbol[static_cast<std::size_t>(left)];
+    const int b = symbol[static_cast<std::size_t>(right)];
+    auto it = ranks_.find(pairKey(a, b));
+    if (it == ranks_.end()) return;
+    const Candidate c{it->second.rank, left, a, b, it->second.result};
+    if (hold) {
+      held.push_back(c);
+    } else {
+      heap.push(c);
+    }
+  };
+  for (int i = 0; i + 1 < n; ++i) candidate(i, false);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    const auto left = static_cast<std::size_t>(c.left);
+    const int rightIndex = alive[left] ? next[left] : -1;
+    if (rightIndex >= 0 && symbol[left] == c.leftId &&
+        symbol[static_cast<std::size_t>(rightIndex)] == c.rightId) {  // else stale
+      const auto right = static_cast<std::size_t>(rightIndex);
+      symbol[left] = c.result;
+      alive[right] = 0;
+      next[left] = next[right];
+      if (next[right] >= 0) prev[static_cast<std::size_t>(next[right])] = c.left;
+      if (prev[left] >= 0) candidate(prev[left], true);
+      candidate(c.left, true);
+    }
+    if (heap.empty() || heap.top().rank != c.rank) {  // this rank is done
+      for (const Candidate& h : held) heap.push(h);
+      held.clear();
+    }
+  }
+  std::vector<int> out;
+  for (int i = n > 0 ? 0 : -1; i >= 0; i = next[static_cast<std::size_t>(i)]) {
+    out.push_back(symbol[static_cast<std::size_t>(i)]);
+  }
+  return out;
 }
 
 std::string BytePairEncoder::tokenBytes(int id) const {

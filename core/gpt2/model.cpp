@@ -29,14 +29,16 @@ std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
 
 Status checkMatrix(const Matrix& m, Eigen::Index rows, Eigen::Index cols, const std::string& name) {
   if (m.rows() == rows && m.cols() == cols) return Ok{};
-  return Error{"", "", "tensor '" + name + "': shape " + shapeText(m.rows(), m.cols()) +
-                           ", expected " + shapeText(rows, cols)};
+  return Error{"", "",
+               "tensor '" + name + "': shape " + shapeText(m.rows(), m.cols()) + ", expected " +
+                   shapeText(rows, cols)};
 }
 
 Status checkVector(const Vector& v, Eigen::Index size, const std::string& name) {
   if (v.size() == size) return Ok{};
-  return Error{"", "", "tensor '" + name + "': shape [" + std::to_string(v.size()) +
-                           "], expected [" + std::to_string(size) + "]"};
+  return Error{"", "",
+               "tensor '" + name + "': shape [" + std::to_string(v.size()) + "], expected [" +
+                   std::to_string(size) + "]"};
 }
 
 // LayerNorm over each row of x (m x E): (x - mean) / √(var + eps) · gamma + beta, with the
@@ -110,8 +112,9 @@ Status validate(const Config& c) {
     if (!s) return s;
   }
   if (c.nEmbd % c.nHead != 0) {
-    return Error{"", "n_head",
-                 std::to_string(c.nHead) + " heads do not divide n_embd = " + std::to_string(c.nEmbd)};
+    return Error{
+        "", "n_head",
+        std::to_string(c.nHead) + " heads do not divide n_embd = " + std::to_string(c.nEmbd)};
   }
   if (!std::isfinite(c.layerNormEpsilon) || !(c.layerNormEpsilon > 0)) {
     return Error{"", "layer_norm_epsilon", "must be a finite number > 0"};
@@ -120,13 +123,13 @@ Status validate(const Config& c) {
 }
 
 std::size_t Weights::parameterBytes() const {
-  std::size_t count = static_cast<std::size_t>(wte.size() + wpe.size() + lnFWeight.size() + lnFBias.size());
+  std::size_t count =
+      static_cast<std::size_t>(wte.size() + wpe.size() + lnFWeight.size() + lnFBias.size());
   for (const LayerWeights& w : layers) {
-    count += static_cast<std::size_t>(w.ln1Weight.size() + w.ln1Bias.size() + w.attnWeight.size() +
-                                      w.attnBias.size() + w.attnProjWeight.size() +
-                                      w.attnProjBias.size() + w.ln2Weight.size() + w.ln2Bias.size() +
-                                      w.fcWeight.size() + w.fcBias.size() + w.fcProjWeight.size() +
-                                      w.fcProjBias.size());
+    count += static_cast<std::size_t>(
+        w.ln1Weight.size() + w.ln1Bias.size() + w.attnWeight.size() + w.attnBias.size() +
+        w.attnProjWeight.size() + w.attnProjBias.size() + w.ln2Weight.size() + w.ln2Bias.size() +
+        w.fcWeight.size() + w.fcBias.size() + w.fcProjWeight.size() + w.fcProjBias.size());
   }
   return count * sizeof(float);
 }
@@ -140,8 +143,8 @@ Status validate(const Weights& weights) {
   if (Status s = checkMatrix(weights.wpe, c.nPositions, E, "wpe.weight"); !s) return s;
   if (static_cast<int>(weights.layers.size()) != c.nLayer) {
     return Error{"", "n_layer",
-                 std::to_string(weights.layers.size()) + " layers of weights for n_layer = " +
-                     std::to_string(c.nLayer)};
+                 std::to_string(weights.layers.size()) +
+                     " layers of weights for n_layer = " + std::to_string(c.nLayer)};
   }
   for (int l = 0; l < c.nLayer; ++l) {
     const LayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
@@ -214,7 +217,8 @@ float geluTanh(float x) {
 
 Session::Session(std::shared_ptr<const Weights> weights) : weights_(std::move(weights)) {
   layers_.resize(static_cast<std::size_t>(config().nLayer));
-  for (LayerCache& cache : layers_) cache.attention.resize(static_cast<std::size_t>(config().nHead));
+  for (LayerCache& cache : layers_)
+    cache.attention.resize(static_cast<std::size_t>(config().nHead));
 }
 
 Status Session::checkIds(std::span<const int> ids) const {
@@ -408,7 +412,8 @@ std::vector<TokenProbability> Session::topK(int k) const {
   k = std::clamp(k, 0, static_cast<int>(vocab));
   const float maxLogit = logits_.maxCoeff();
   double sum = 0;
-  for (Eigen::Index i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits_[i] - maxLogit));
+  for (Eigen::Index i = 0; i < vocab; ++i)
+    sum += std::exp(static_cast<double>(logits_[i] - maxLogit));
   std::vector<int> order(static_cast<std::size_t>(vocab));
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
@@ -428,7 +433,8 @@ Matrix Session::attention(int layer, int head) const {
   const std::vector<float>& packed =
       layers_[static_cast<std::size_t>(layer)].attention[static_cast<std::size_t>(head)];
   for (Eigen::Index i = 0; i < n; ++i) {
-    std::copy(packed.data() + i * (i + 1) / 2, packed.data() + i * (i + 1) / 2 + i + 1, out.row(i).data());
+    std::copy(packed.data() + i * (i + 1) / 2, packed.data() + i * (i + 1) / 2 + i + 1,
+              out.row(i).data());
   }
   return out;
 }
@@ -450,7 +456,8 @@ std::vector<float> Session::attentionTensor() const {
       const std::vector<float>& packed = layers_[l].attention[h];
       float* block = out.data() + (l * H + h) * n * n;
       for (std::size_t i = 0; i < n; ++i)
-        std::copy(packed.data() + i * (i + 1) / 2, packed.data() + i * (i + 1) / 2 + i + 1, block + i * n);
+        std::copy(packed.data() + i * (i + 1) / 2, packed.data() + i * (i + 1) / 2 + i + 1,
+                  block + i * n);
     }
   }
   return out;
@@ -466,15 +473,15 @@ MatrixView Session::query(int layer, int head) const {
 MatrixView Session::key(int layer, int head) const {
   const Eigen::Index E = config().nEmbd;
   const Eigen::Index dh = config().headDim();
-  return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + E + head * dh, size(),
-                    dh, Eigen::OuterStride<>(3 * E));
+  return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + E + head * dh, size(), dh,
+                    Eigen::OuterStride<>(3 * E));
 }
 
 MatrixView Session::value(int layer, int head) const {
   const Eigen::Index E = config().nEmbd;
   const Eigen::Index dh = config().headDim();
-  return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + 2 * E + head * dh,
-                    size(), dh, Eigen::OuterStride<>(3 * E));
+  return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + 2 * E + head * dh, size(),
+                    dh, Eigen::OuterStride<>(3 * E));
 }
 
 Matrix Session::residualNorms() const {
@@ -482,7 +489,8 @@ Matrix Session::residualNorms() const {
   const Eigen::Index n = size();
   Matrix out(rows, n);
   for (Eigen::Index i = 0; i < n; ++i)
-    for (Eigen::Index r = 0; r < rows; ++r) out(r, i) = residualNorms_[static_cast<std::size_t>(i * rows + r)];
+    for (Eigen::Index r = 0; r < rows; ++r)
+      out(r, i) = residualNorms_[static_cast<std::size_t>(i * rows + r)];
   return out;
 }
 

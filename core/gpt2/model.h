@@ -73,8 +73,8 @@ struct LayerWeights {
 
 struct Weights {
   Config config;
-  Matrix wte;  // V x E, token embedding; also the output projection (tied)
-  Matrix wpe;  // P x E, position embedding
+  Matrix wte;                        // V x E, token embedding; also the output projection (tied)
+  Matrix wpe;                        // P x E, position embedding
   std::vector<LayerWeights> layers;  // L
   Vector lnFWeight, lnFBias;         // E, E (ln_f)
 
