@@ -108,7 +108,8 @@ the same Hugging Face layout) on TEXT, on the CPU, offline. DIR holds config.jso
 model.safetensors (F32, F16 or BF16), vocab.json and merges.txt (see docs/models.md).
 
 options:
-  --text TEXT       the input text (any UTF-8; invalid bytes become U+FFFD, with a warning)
+  --text TEXT       the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;
+                    a TEXT that starts with "--" is given as --text=TEXT)
   --out OUT.npz     write the arrays
                       attention  float32 [layers, heads, n, n]  (row = query, causal)
                       token_ids  int64 [n]

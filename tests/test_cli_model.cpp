@@ -245,6 +245,8 @@ TEST_F(CliModel, UsageErrors) {
   expectError({"model", d, "--text", "hi", "--out", "/nonexistent/dir/x.npz"}, {"does not exist"});
   expectError({"model", d, "--text", "hi", "--bogus", "1"}, {"unknown option '--bogus'"});
   expectError({"model", d, "--text", "", "--predict", "1"}, {"option '--text'", "empty"});
+  expectError({"model", d, "--text", "--predict", "1"}, {"option '--text'", "needs a value"});
+  EXPECT_EQ(runCliCommand({"model", d, "--text=--x", "--predict", "1"}).code, 0);
   // n_positions is 24 here
   expectError({"model", d, "--text", std::string(40, 'x') + " y z", "--predict", "1"},
               {"option '--text'", "more than the model's context of 24"});
