@@ -177,7 +177,10 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   if (!header.is_object()) return fail("", "the header is not a JSON object");
 
   // 3 every entry
-  for (auto& [name, entry] : header.items()) {
+  for (auto& item : header.items()) {
+    // (not a structured binding: clang 14 cannot capture one in the lambda below)
+    const std::string& name = item.key();
+    const json& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& problem) { return tensorError(path, name, problem); };
     if (!entry.is_object()) return bad("entry is not an object");

@@ -51,7 +51,9 @@ const attn::io::Gpt2Tokenizer& tokenizer() {
         if (c == '"' || c == '\\') escaped += '\\';
         escaped += c;
       }
-      vocab += (id == 0 ? "\"" : ",\"") + escaped + "\":" + std::to_string(id++);
+      vocab += id == 0 ? "\"" : ",\"";
+      vocab += escaped + "\":" + std::to_string(id);
+      ++id;
     };
     for (int b = 0; b < 256; ++b) {
       std::string s;
