@@ -6,18 +6,22 @@
 
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "app/image_view.h"
 #include "core/attention.h"
 #include "core/scenario.h"
 #include "core/scenario_edits.h"
 #include "io/heatmap_render.h"
 
 namespace attn::app {
+
+struct TrainingPanelState;  // app/panel_training.h (owns the training worker thread)
 
 // ---------------------------------------------------------------------------------------
 // View settings (not part of undo; saved in the autosave)
@@ -28,7 +32,8 @@ struct ViewSettings {
   bool fixedRange = false;       // same colour range for every head (for comparing heads)
   float rangeMin = 0, rangeMax = 1;  // the fixed range
   int focusedHead = 0;           // head shown in detail views; -1 = mean over heads
-  int pipelineStage = -1;        // teaching step-through: -1 = all stages, else 0..kStages-1
+  int pipelineStage = -1;        // teaching step-through: -1 = all stages, else the index
+                                 // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   bool lightTheme = false;       // projector-friendly theme
   // Panel visibility by panel id (app/panel_registry.h); a panel not listed here has its
@@ -36,9 +41,24 @@ struct ViewSettings {
   std::map<std::string, bool, std::less<>> panels;
 };
 
-// The stages of the pipeline view, in teaching order.
-enum class Stage { Q, K, V, Scores, MaskedScores, Weights, Context, Concat, Output };
-inline constexpr int kStages = 9;
+// The stages of the pipeline view are the matrices of io::MatrixKind, in teaching order.
+// ViewSettings::pipelineStage (and the autosave) stores a position in this list.
+inline constexpr io::MatrixKind kPipelineOrder[] = {io::MatrixKind::Q,
+                                                    io::MatrixKind::K,
+                                                    io::MatrixKind::V,
+                                                    io::MatrixKind::Scores,
+                                                    io::MatrixKind::MaskedScores,
+                                                    io::MatrixKind::Weights,
+                                                    io::MatrixKind::Context,
+                                                    io::MatrixKind::Concat,
+                                                    io::MatrixKind::Output};
+inline constexpr int kStages = static_cast<int>(std::size(kPipelineOrder));
+// The position of `kind` in kPipelineOrder (every MatrixKind is a stage).
+constexpr int stageIndex(io::MatrixKind kind) {
+  for (int i = 0; i < kStages; ++i)
+    if (kPipelineOrder[i] == kind) return i;
+  return -1;
+}
 
 // What the mouse is over (set by heatmap widgets each frame, read by the inspector).
 struct Hover {
@@ -63,13 +83,15 @@ struct PanelScratch {
   Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
   std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
   int geometryHead = -2;
-  // io::selectMatrix results for computed.revision, so big matrices are not copied every
-  // frame. Cleared when the revision changes.
+  // io::selectMatrixRef results for computed.revision: views INTO the result (no copy of
+  // its matrices), with the label vectors and titles built once per revision rather than
+  // per frame, and the few matrices that must be computed (a mean of scores over heads,
+  // the allowed-cells mask as floats). Cleared when the revision changes.
   struct CachedView {
     std::uint64_t revision = 0;
     io::MatrixKind kind = io::MatrixKind::Weights;
     int head = 0;
-    io::MatrixView view;
+    io::SelectedMatrix view;
   };
   std::deque<CachedView> viewCache;  // deque: pointers returned by cachedView() stay valid while more are added
 };
@@ -162,6 +184,9 @@ struct AppState {
   std::uint64_t submittedRevision = ~0ull;  // last revision handed to the ComputeService
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
+  ImageViewState image;            // the image view: its image, settings and result
+  // The Training panel's settings and trainer, created when the panel is first drawn.
+  std::shared_ptr<TrainingPanelState> training;
 
   bool dirty() const { return contentId != savedContentId; }
   // True while the result on screen belongs to an older revision than the document.

@@ -23,9 +23,12 @@
 
 #include "app/cli_attention.h"
 #include "app/cli_common.h"
+#include "app/cli_image.h"
 #include "app/cli_model.h"
+#include "app/cli_train.h"
 #include "app/gui.h"
 #include "core/scenario.h"
+#include "io/files.h"
 #include "io/heatmap_render.h"
 #include "io/scenario_json.h"
 
@@ -46,9 +49,12 @@ usage:
   attnscope SCENARIO.json          open the window on a scenario file
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
-  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
+  attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
+  attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
+  attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
   attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
@@ -59,6 +65,8 @@ commands:
   screenshot  open the window, render a few frames, save it as PNG and exit
   info        list the arrays of an .npy/.npz attention file and its [layers, heads,
               n_q, n_k] as JSON (docs/import.md)
+  image       self-attention over the P x P patches of an image, overlay as PNG
+  train       train a small attention model on a toy task, write accuracy and alignment
   model       run a GPT-2 model folder on a text: attention of every layer and head
               as .npz, the next-token prediction as JSON
 
@@ -74,7 +82,10 @@ scores, weights and context, then concat, output, weights_mean, the query and ke
 and the warnings. Matrices are lists of rows.
 
 options:
-  --out FILE.json   write to FILE (atomically: temporary file + rename) instead of stdout
+  --out FILE.json   write to FILE instead of stdout, atomically (a temporary file,
+                    fsync, then moved into place). An existing file keeps its mode, a
+                    symlink stays a symlink, a pipe or device (/dev/stdout) is written
+                    into; a read-only file, a folder or the SCENARIO itself is refused
   -h, --help        show this help
 
 Warnings (a fully masked query row, a zero vector under cosine, ...) go to stderr as
@@ -102,7 +113,9 @@ options:
   --no-title                 leave out the title
   --scale N                  1..8, multiplies every size (resolution) (default: 1)
   --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
-  --decimals N               0..9 digits after the point in cells    (default: 2)
+  --digits N                 1..9 significant digits in cells and ticks; labels
+                             that do not fit drop digits               (default: 3)
+  --decimals N               older spelling: --digits N+1 (at most 9)
   -h, --help                 show this help
 
 The default head is 0 rather than "mean" so that the same command works for every matrix
@@ -123,11 +136,14 @@ attention files (a model's saved attention, see docs/import.md):
                              (default by ndim: qk, hqk, lhqk, blhqk)
   --tokens FILE              token labels (.json list or .txt lines); default: the side file
                              FILE.tokens.json / FILE.tokens.txt, else the indices
+  --grid                     the whole layer x head grid as one labelled PNG (thumbnails
+                             max-pooled to 64 x 64; --colormap, --vmin, --vmax apply)
 NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+                                   [--training STEPS]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. Needs a display; without one use
@@ -137,7 +153,13 @@ options:
   --out FILE.png    output file (required); its folder must exist
   --size WxH        window size, each 64..8192                    (default: 1600x1000)
   --frames N        frames to render before saving, 1..10000     (default: 5)
+  --training STEPS  show the Training panel after STEPS steps (0..100000) of its default
+                    run (reverse, L 8, V 10, encoder-decoder, dot; seed 1): reproducible
   -h, --help        show this help
+
+When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
+  --patch P  --query R,C  --temperature T  --pos none|sin2d|random
+set the view as in `attnscope image`.
 )";
 
 }  // namespace
@@ -319,7 +341,12 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
   if (const std::string* v = parsed.get("--decimals")) {
     auto n = parseIntStrict(*v, 0, 9);
     if (!n) return optionError("--decimals", inQuotes(*v) + " is not an integer in 0..9");
-    style.decimals = *n;
+    style.digits = std::min(*n + 1, 9);
+  }
+  if (const std::string* v = parsed.get("--digits")) {
+    auto n = parseIntStrict(*v, 1, 9);
+    if (!n) return optionError("--digits", inQuotes(*v) + " is not an integer in 1..9");
+    style.digits = *n;
   }
   for (std::string_view name : {"--vmin", "--vmax"}) {
     if (const std::string* v = parsed.get(name)) {
@@ -333,6 +360,14 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
                                      " >= " + *parsed.get("--vmax") + ")");
   }
   return Ok{};
+}
+
+// --out must not name one of the command's inputs (the same file, also through a symlink
+// or a hard link): `compute X.json --out X.json` would replace the scenario by its result.
+Status checkNotAnInput(const std::string& outPath, const std::string& inputPath) {
+  if (outPath.empty() || !io::sameFile(outPath, inputPath)) return Ok{};
+  return optionError("--out", inQuotes(outPath) + " is the input file " + inQuotes(inputPath) +
+                                  "; writing it would destroy the input (choose another file)");
 }
 
 }  // namespace cli
@@ -365,7 +400,7 @@ Expected<Computed> loadAndCompute(const std::string& path) {
   }
   Expected<AttentionResult> result = attend(problem->inputs, problem->options);
   if (!result) {
-    Error error = result.error();
+    Error error = toScenarioError(result.error(), *scenario);
     if (error.file.empty()) error.file = path;
     return error;
   }
@@ -400,6 +435,8 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
   if (!path) return fail(err, path.error());
   Expected<std::string> outPath = checkOutputPath(*parsed, {}, /*required=*/false);
   if (!outPath) return fail(err, outPath.error());
+  if (Status distinct = checkNotAnInput(*outPath, *path); !distinct)
+    return fail(err, distinct.error());
 
   // 2-3 load and compute
   Expected<Computed> computed = loadAndCompute(*path);
@@ -434,7 +471,7 @@ constexpr OptionSpec kExportOptions[] = {
     {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
     // .npy/.npz attention files only (app/cli_attention.cpp)
     {"--layer", true},  {"--aggregate", true},   {"--array", true},        {"--batch", true},
-    {"--layout", true}, {"--tokens", true}};
+    {"--layout", true}, {"--tokens", true},       {"--digits", true}, {"--grid", false}};
 
 struct ExportRequest {
   std::string scenarioPath;
@@ -485,6 +522,8 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
+  if (Status distinct = checkNotAnInput(*out, request.scenarioPath); !distinct)
+    return distinct.error();
   request.outPath = *out;
   return request;
 }
@@ -548,7 +587,9 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 // screenshot
 // =======================================================================================
 
-constexpr OptionSpec kScreenshotOptions[] = {{"--out", true}, {"--size", true}, {"--frames", true}};
+constexpr OptionSpec kScreenshotOptions[] = {
+    {"--out", true},   {"--size", true},        {"--frames", true}, {"--patch", true},
+    {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -577,14 +618,32 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       return fail(err, optionError("--frames", inQuotes(*v) + " is not an integer in 1..10000"));
     launch.frames = *n;
   }
+  if (const std::string* v = parsed->get("--training")) {
+    auto n = parseIntStrict(*v, 0, 100000);
+    if (!n)
+      return fail(err, optionError("--training", inQuotes(*v) + " is not an integer in 0..100000"));
+    launch.trainingSteps = *n;
+  }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());
+  for (const std::string& written : {*outPath, *outPath + ".json"}) {  // the PNG and its sidecar
+    if (Status distinct = checkNotAnInput(written, *path); !distinct)
+      return fail(err, distinct.error());
+  }
   launch.screenshotPath = *outPath;
 
+  // An image opens the image view (the window checks the file before it opens).
+  if (Status image = applyImageScreenshotOptions(
+          *path, [&](std::string_view name) { return parsed->get(name); }, launch);
+      !image) {
+    return fail(err, image.error());
+  }
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.
-  Expected<Computed> computed = loadAndCompute(*path);
-  if (!computed) return fail(err, computed.error());
+  if (launch.imagePath.empty()) {
+    Expected<Computed> computed = loadAndCompute(*path);
+    if (!computed) return fail(err, computed.error());
+  }
   out.flush();
   return runGui(launch);
 }
@@ -603,6 +662,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
+  if (command == "image") return runImageCommand(rest, out, err);
+  if (command == "train") return runTrain(rest, out, err);
   if (command == "model") return runModelCommand(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << '\n';
@@ -620,6 +681,10 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kScreenshotHelp;
     else if (topic == "info")
       out << kInfoHelp;
+    else if (topic == "image")
+      out << kImageHelp;
+    else if (topic == "train")
+      out << trainHelp();
     else if (topic == "model")
       out << kModelHelp;
     else
@@ -637,7 +702,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, model; see attnscope --help)"});
+                             " (commands: compute, export, screenshot, info, image, train, model; see attnscope --help)"});
 }
 
 }  // namespace
@@ -648,7 +713,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 bool isCliArgument(std::string_view arg) {
   return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
-         arg == "info" || arg == "model" || arg.starts_with("-");
+         arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg.starts_with("-");
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -11,10 +11,10 @@
 #include "app/cli.h"
 #include "app/cli_common.h"
 #include "core/gpt2/model.h"
+#include "io/files.h"
 #include "io/gpt2_model.h"
 #include "io/npy.h"
 #include "io/npz.h"
-#include "io/scenario_json.h"
 
 namespace attn::app {
 namespace {
@@ -27,11 +27,6 @@ using cli::optionError;
 // this much by default, so a bigger file could not be opened again.
 constexpr std::uint64_t kMaxAttentionBytes = io::kNpzDefaultMaxUncompressed;
 constexpr int kMaxPredict = 1000;
-
-// TODO(files): use io::writeFileAtomic from io/files.h.
-Status writeOutputFile(const std::string& path, std::string_view bytes) {
-  return io::writeFileAtomic(path, bytes);
-}
 
 struct ModelRequest {
   std::string folder;
@@ -196,12 +191,12 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     for (int id : encoding.ids) tokens.push_back(model->tokenizer.tokenText(id));
     // Tokens first: the views read OUT.tokens.json next to OUT.npz, and a new .npz must
     // never sit beside an old tokens file of another text.
-    if (Status s = writeOutputFile(request->tokensPath, tokens.dump(1) + "\n"); !s) {
+    if (Status s = io::writeFileAtomic(request->tokensPath, tokens.dump(1) + "\n"); !s) {
       Error error = s.error();
       if (error.file.empty()) error.file = request->tokensPath;
       return fail(err, error);
     }
-    if (Status s = writeOutputFile(request->outPath, *archive); !s) {
+    if (Status s = io::writeFileAtomic(request->outPath, *archive); !s) {
       Error error = s.error();
       if (error.file.empty()) error.file = request->outPath;
       return fail(err, error);

@@ -116,14 +116,14 @@ inline void apply(AppState& state, const EditOutcome& outcome) {
 
 // The view of (kind, head) for the current result, from the cache. nullptr if it cannot be
 // selected (no result, head out of range). The pointer is valid until the next call.
-inline const io::MatrixView* cachedView(AppState& state, io::MatrixKind kind, int head) {
+inline const io::SelectedMatrix* cachedView(AppState& state, io::MatrixKind kind, int head) {
   if (!hasResult(state)) return nullptr;
   auto& cache = state.panels.viewCache;
   const std::uint64_t revision = state.computed->revision;
   if (!cache.empty() && cache.front().revision != revision) cache.clear();
   for (auto& entry : cache)
     if (entry.kind == kind && entry.head == head) return &entry.view;
-  auto selected = io::selectMatrix(*state.computed->result, *state.computed->problem, kind, head);
+  auto selected = io::selectMatrixRef(*state.computed->result, *state.computed->problem, kind, head);
   if (!selected) return nullptr;
   cache.push_back({revision, kind, head, std::move(selected).value()});
   return &cache.back().view;

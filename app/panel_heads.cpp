@@ -20,7 +20,7 @@ using panel::tooltip;
 
 // Draws one thumbnail; returns true when it was clicked.
 bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bool focused) {
-  const io::MatrixView* view = panel::cachedView(state, io::MatrixKind::Weights, head);
+  const io::SelectedMatrix* view = panel::cachedView(state, io::MatrixKind::Weights, head);
   const std::string title = head < 0 ? "mean" : "head " + std::to_string(head);
   ImGui::BeginGroup();
   ImGui::PushID(head);

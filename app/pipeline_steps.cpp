@@ -5,31 +5,36 @@
 
 namespace attn::app {
 
-std::vector<Stage> visibleStages(const AttentionResult* result) {
-  std::vector<Stage> stages = {Stage::Q,       Stage::K,            Stage::V,
-                               Stage::Scores,  Stage::MaskedScores, Stage::Weights,
-                               Stage::Context};
+std::vector<io::MatrixKind> visibleStages(const AttentionResult* result) {
+  using io::MatrixKind;
+  std::vector<MatrixKind> stages = {MatrixKind::Q,
+                                    MatrixKind::K,
+                                    MatrixKind::V,
+                                    MatrixKind::Scores,
+                                    MatrixKind::MaskedScores,
+                                    MatrixKind::Weights,
+                                    MatrixKind::Context};
   if (result == nullptr) return stages;
   const bool multiHead = result->heads.size() > 1;
   const bool outputProjection = !result->projections.identity && result->projections.wo.size() > 0;
-  if (multiHead) stages.push_back(Stage::Concat);
-  if (multiHead || outputProjection) stages.push_back(Stage::Output);
+  if (multiHead) stages.push_back(MatrixKind::Concat);
+  if (multiHead || outputProjection) stages.push_back(MatrixKind::Output);
   return stages;
 }
 
-int stepPipelineStage(int current, int delta, const std::vector<Stage>& visible) {
+int stepPipelineStage(int current, int delta, const std::vector<io::MatrixKind>& visible) {
   if (visible.empty() || delta == 0) return current;
   const int n = static_cast<int>(visible.size());
   int index = -1;
   for (int i = 0; i < n; ++i)
-    if (static_cast<int>(visible[i]) == current) index = i;
+    if (stageIndex(visible[i]) == current) index = i;
   if (index < 0) {
     // From "all" (or a stage that is no longer shown): start at one end.
-    return static_cast<int>(delta > 0 ? visible.front() : visible.back());
+    return stageIndex(delta > 0 ? visible.front() : visible.back());
   }
   const int next = index + (delta > 0 ? 1 : -1);
   if (next < 0 || next >= n) return -1;
-  return static_cast<int>(visible[next]);
+  return stageIndex(visible[next]);
 }
 
 int clampedHead(const AppState& state) {

@@ -11,10 +11,11 @@ namespace attn::app {
 
 // The stages worth showing: Q, K, V, scores, masked scores, weights, context, and concat /
 // output only when there are several heads or an output projection.
-std::vector<Stage> visibleStages(const AttentionResult* result);
-// Next (delta > 0) or previous stage among `visible`; -1 means "all stages". Stepping past
-// either end returns to -1, and from -1 forward starts at the first, backward at the last.
-int stepPipelineStage(int current, int delta, const std::vector<Stage>& visible);
+std::vector<io::MatrixKind> visibleStages(const AttentionResult* result);
+// Next (delta > 0) or previous stage among `visible`, as a stageIndex; -1 means "all
+// stages". Stepping past either end returns to -1, and from -1 forward starts at the first,
+// backward at the last.
+int stepPipelineStage(int current, int delta, const std::vector<io::MatrixKind>& visible);
 
 // The head to show in detail views: view.focusedHead clamped into range (-1 = mean stays -1
 // when there are several heads, else 0).

@@ -16,7 +16,9 @@ BUILD_PACKAGES=(
   libzip-dev
   libpcre2-dev
 )
-TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth)
+TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
+  zlib1g-dev
+)
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.
 install_missing() {

@@ -14,9 +14,11 @@
 
 #include "app/app_state.h"
 #include "app/pipeline_steps.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
+#include "core/formulas.h"
 #include "io/scenario_json.h"
 
 namespace {
@@ -109,7 +111,7 @@ class Headless : public ::testing::Test {
   }
 
   ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{false};
+  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
 };
 
 Matrix weightsOf(const AppState& state, int head = 0) {
@@ -142,9 +144,9 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
     state.hover = Hover{true, io::MatrixKind::Weights, -1, 0, 0};  // the mean
     frame(state);
     // Every pipeline stage, and every head focused.
-    const std::vector<Stage> stages = visibleStages(&*state.computed->result);
-    for (Stage stage : stages) {
-      state.view.pipelineStage = static_cast<int>(stage);
+    const std::vector<io::MatrixKind> stages = visibleStages(&*state.computed->result);
+    for (io::MatrixKind stage : stages) {
+      state.view.pipelineStage = stageIndex(stage);
       frame(state);
     }
     state.view.pipelineStage = -1;
@@ -160,6 +162,19 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
 // ---------------------------------------------------------------------------------------
 // Edits change the results the way the math says
 // ---------------------------------------------------------------------------------------
+
+TEST(Formulas, TheSettingsPanelShowsTheCoreNotation) {
+  // One notation (issue 7): the panel's formula lines are core/formulas.h's strings.
+  for (ScoreKind kind : {ScoreKind::Dot, ScoreKind::ScaledDot, ScoreKind::Cosine,
+                         ScoreKind::General, ScoreKind::Additive, ScoreKind::Mlp})
+    EXPECT_EQ(std::string_view(scoreFormula(kind)), formulas::score(kind));
+  for (NormalizerKind kind : {NormalizerKind::Softmax, NormalizerKind::Hard,
+                              NormalizerKind::TopK, NormalizerKind::Sparsemax})
+    EXPECT_EQ(std::string_view(normalizerFormula(kind)), formulas::normalizer(kind));
+  for (MaskKind kind : {MaskKind::None, MaskKind::Causal, MaskKind::Padding, MaskKind::Local,
+                        MaskKind::LocalGaussian, MaskKind::Custom})
+    EXPECT_EQ(std::string_view(maskFormula(kind)), formulas::mask(kind));
+}
 
 TEST_F(Headless, EditingAKeyChangesTheWeights) {
   AppState state = loadedPreset("decoder_state");
@@ -421,18 +436,33 @@ TEST_F(Headless, HeadIndexOutOfRangeAfterAHeadCountChange) {
 // Pipeline step-through
 // ---------------------------------------------------------------------------------------
 
+TEST(PipelineStages, AreTheMatrixKindsInTeachingOrder) {
+  // No second enum: every io::MatrixKind is a stage exactly once, and the index stored in
+  // view.pipelineStage (and the autosave) maps back to the same kind.
+  ASSERT_EQ(kStages, 9);
+  for (int i = 0; i < kStages; ++i) EXPECT_EQ(stageIndex(kPipelineOrder[i]), i);
+  for (std::string_view name :
+       {"scores", "masked_scores", "weights", "q", "k", "v", "context", "concat", "output"}) {
+    const std::optional<io::MatrixKind> kind = io::parseMatrixKind(name);
+    ASSERT_TRUE(kind.has_value()) << name;
+    EXPECT_GE(stageIndex(*kind), 0) << name;
+  }
+  EXPECT_EQ(kPipelineOrder[0], io::MatrixKind::Q);
+  EXPECT_EQ(kPipelineOrder[kStages - 1], io::MatrixKind::Output);
+}
+
 TEST(PipelineStages, StepAndWrap) {
-  const std::vector<Stage> stages = visibleStages(nullptr);
+  const std::vector<io::MatrixKind> stages = visibleStages(nullptr);
   ASSERT_EQ(stages.size(), 7u);
-  EXPECT_EQ(stepPipelineStage(-1, +1, stages), static_cast<int>(Stage::Q));
-  EXPECT_EQ(stepPipelineStage(-1, -1, stages), static_cast<int>(Stage::Context));
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Context), +1, stages), -1);
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Q), -1, stages), -1);
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Scores), +1, stages),
-            static_cast<int>(Stage::MaskedScores));
+  EXPECT_EQ(stepPipelineStage(-1, +1, stages), stageIndex(io::MatrixKind::Q));
+  EXPECT_EQ(stepPipelineStage(-1, -1, stages), stageIndex(io::MatrixKind::Context));
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Context), +1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Q), -1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Scores), +1, stages),
+            stageIndex(io::MatrixKind::MaskedScores));
   // A stage that is not shown restarts from an end.
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Output), +1, stages),
-            static_cast<int>(Stage::Q));
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Output), +1, stages),
+            stageIndex(io::MatrixKind::Q));
 }
 
 TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
@@ -440,19 +470,19 @@ TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
   frames(state, 2);
   ASSERT_EQ(state.view.pipelineStage, -1);
   press(state, kKeySpace);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Q));
   press(state, kKeyRight);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
   press(state, kKeySpace);
   press(state, kKeySpace);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Scores));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Scores));
   press(state, kKeyLeft);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::V));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::V));
   press(state, kKeyEscape);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Multi-head: concat and output are stages too, and the last step returns to "all".
   press(state, kKeyLeft);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Output));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Output));
   press(state, kKeySpace);
   EXPECT_EQ(state.view.pipelineStage, -1);
   EXPECT_FALSE(state.dirty());

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 
 #include <imgui.h>
 
@@ -17,6 +19,7 @@
 #include "app/compute_service.h"
 #include "app/files.h"
 #include "app/panel_registry.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panels.h"
@@ -378,6 +381,245 @@ TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
   EXPECT_EQ(dirtyUi.after, FileUi::After::Quit);
 }
 
+// =======================================================================================
+// Files are never damaged: presets, the unsaved-changes question, crash recovery
+// =======================================================================================
+
+std::string readAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void edit(AppState& state, float temperature) {
+  state.doc.temperature = temperature;
+  touch(state);
+  endFrame(state, false);
+}
+
+TEST(Files, PresetIsAReadOnlyTemplateAndCtrlSOpensSaveAs) {
+  const fs::path dir = tempDir("preset_save");
+  const std::string presetFile = preset("decoder_state");
+  const std::string before = readAll(presetFile);
+  const auto modified = fs::last_write_time(presetFile);
+  AppState state = loadedState();
+  ASSERT_EQ(state.docPath, presetFile);
+  EXPECT_TRUE(isPresetPath(presetFile));
+  EXPECT_FALSE(isPresetPath((dir / "decoder_state.json").string()));
+  edit(state, 3);
+
+  // Ctrl+S (saveOrAsk) on a preset asks for a new file instead of writing the preset.
+  FileUi ui;
+  saveOrAsk(ui, state, 1);
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::SaveAs);
+  EXPECT_FALSE(isPresetPath(ui.path)) << ui.path;
+  EXPECT_EQ(fs::path(ui.path).filename(), "decoder_state.json");
+  // Even when the dialog last listed the presets folder.
+  FileUi listedPresets;
+  listedPresets.folder = (fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios").string();
+  showSaveAsDialog(listedPresets, state);
+  EXPECT_FALSE(isPresetPath(listedPresets.path)) << listedPresets.path;
+
+  // saveDocument itself refuses, directly or through a symlink from elsewhere.
+  fs::create_symlink(presetFile, dir / "alias.json");
+  for (const std::string& target : {presetFile, (dir / "alias.json").string()}) {
+    EXPECT_FALSE(saveDocument(state, target, 2)) << target;
+    ASSERT_FALSE(state.notices.empty());
+    EXPECT_NE(state.notices.back().text.find("Save As"), std::string::npos)
+        << state.notices.back().text;
+  }
+  EXPECT_EQ(readAll(presetFile), before);
+  EXPECT_EQ(fs::last_write_time(presetFile), modified);
+  EXPECT_TRUE(state.dirty());
+  EXPECT_EQ(state.docPath, presetFile);
+
+  // Saved elsewhere, the copy is the document and Ctrl+S writes it directly.
+  const std::string copy = (dir / "mine.json").string();
+  ASSERT_TRUE(saveDocument(state, copy, 3));
+  EXPECT_EQ(state.docPath, copy);
+  edit(state, 4);
+  FileUi again;
+  saveOrAsk(again, state, 4);
+  EXPECT_EQ(again.dialog, FileUi::Dialog::None);
+  EXPECT_FALSE(state.dirty());
+  EXPECT_EQ(io::loadScenario(copy)->temperature, 4.f);
+}
+
+TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
+  const fs::path dir = tempDir("unsaved_enter");
+  const fs::path file = dir / "doc.json";
+  fs::copy_file(preset("decoder_state"), file);
+  AppState state;
+  ASSERT_TRUE(openDocument(state, file.string(), 0));
+  edit(state, 7);
+  const std::string saved = readAll(file);
+
+  ImGuiContextGuard guard;
+  ImGuiIO& io = ImGui::GetIO();
+  constexpr int kEnter = 300, kEscape = 301;
+  io.KeyMap[ImGuiKey_Enter] = kEnter;
+  io.KeyMap[ImGuiKey_Escape] = kEscape;
+  FileUi ui;
+  auto frame = [&](int key) {
+    for (bool& down : io.KeysDown) down = false;
+    if (key >= 0) io.KeysDown[key] = true;
+    ImGui::NewFrame();
+    drawFileUi(ui, state, 1.0);
+    const bool open = ImGui::IsPopupOpen("Unsaved changes");
+    ImGui::Render();
+    return open;
+  };
+  auto unchanged = [&](const char* when) {
+    EXPECT_EQ(readAll(file), saved) << when;
+    EXPECT_TRUE(state.dirty()) << when;
+    EXPECT_EQ(state.docPath, file.string()) << when;
+    EXPECT_EQ(state.doc.temperature, 7.f) << when;
+  };
+
+  // File > Open confirmed with Enter on a dirty document: the question appears in the same
+  // frame, with that Enter still down. It used to count as "Save".
+  requestOpen(ui, state, preset("local_window"), 1);
+  ASSERT_TRUE(ui.askUnsaved);
+  EXPECT_TRUE(frame(kEnter));
+  EXPECT_TRUE(frame(kEnter));  // held, not pressed again
+  unchanged("Enter from the Open dialog");
+  EXPECT_TRUE(frame(-1));
+  // A fresh Enter is the default answer: Cancel.
+  frame(kEnter);
+  EXPECT_FALSE(frame(-1));
+  unchanged("fresh Enter");
+  EXPECT_EQ(ui.after, FileUi::After::Nothing);
+
+  // Escape cancels as well.
+  requestOpen(ui, state, preset("local_window"), 2);
+  EXPECT_TRUE(frame(-1));
+  frame(kEscape);
+  EXPECT_FALSE(frame(-1));
+  unchanged("Escape");
+  EXPECT_EQ(ui.after, FileUi::After::Nothing);
+}
+
+TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
+  const fs::path dir = tempDir("recovery");
+  const fs::path file = dir / "doc.json";
+  fs::copy_file(preset("decoder_state"), file);
+  const std::string autosave = (dir / "state" / "autosave.json").string();
+
+  // The session that crashed: an edit, autosaved, never saved.
+  AppState crashed;
+  ASSERT_TRUE(openDocument(crashed, file.string(), 0));
+  edit(crashed, 0.25f);
+  ASSERT_EQ(writeAutosave(crashed, autosave), "");
+  const std::string autosaved = readAll(autosave);
+  const AutosaveCheck check = checkAutosave(autosave);
+  EXPECT_TRUE(check.exists);
+  EXPECT_TRUE(check.unsaved);
+  EXPECT_FALSE(check.stale);
+  EXPECT_EQ(check.source, file.string());
+  EXPECT_EQ(check.savedAt.size(), 19u) << check.savedAt;  // "YYYY-mm-dd HH:MM:SS"
+
+  // The next start, on the same file (or with no file: the same question).
+  for (bool restoreSession : {false, true}) {
+    AppState state;
+    ASSERT_TRUE(openDocument(state, file.string(), 0));
+    FileUi ui;
+    ui.autosaveFile = autosave;
+    EXPECT_FALSE(startWithAutosave(ui, state, restoreSession, 0));
+    EXPECT_TRUE(ui.recoveryPending);
+    EXPECT_EQ(state.doc.temperature, io::loadScenario(file.string())->temperature);
+    // Edits and autosave ticks (even forced, as on exit) leave the autosave alone.
+    edit(state, 5);
+    autosaveTick(ui, state, 100, 3, true);
+    EXPECT_EQ(readAll(autosave), autosaved);
+    // Other files wait for the answer.
+    requestOpen(ui, state, preset("local_window"), 1);
+    EXPECT_FALSE(ui.askUnsaved);
+    EXPECT_EQ(state.docPath, file.string());
+    // The modal is up, and keys do not answer it.
+    ImGuiContextGuard guard;
+    ImGuiIO& io = ImGui::GetIO();
+    io.KeyMap[ImGuiKey_Enter] = 300;
+    io.KeyMap[ImGuiKey_Escape] = 301;
+    for (int key : {-1, 300, -1, 301, -1}) {
+      for (bool& down : io.KeysDown) down = false;
+      if (key >= 0) io.KeysDown[key] = true;
+      ImGui::NewFrame();
+      drawFileUi(ui, state, 1.0);
+      EXPECT_TRUE(ImGui::IsPopupOpen("Recover unsaved changes"));
+      ImGui::Render();
+    }
+    EXPECT_TRUE(ui.recoveryPending);
+    EXPECT_EQ(readAll(autosave), autosaved);
+  }
+
+  // Restore: the edits come back, still unsaved, and autosaving resumes.
+  AppState state;
+  ASSERT_TRUE(openDocument(state, file.string(), 0));
+  FileUi ui;
+  ui.autosaveFile = autosave;
+  startWithAutosave(ui, state, false, 0);
+  ASSERT_TRUE(ui.recoveryPending);
+  ASSERT_TRUE(restoreRecovery(ui, state, 1));
+  EXPECT_FALSE(ui.recoveryPending);
+  EXPECT_EQ(state.doc.temperature, 0.25f);
+  EXPECT_TRUE(state.dirty());
+  EXPECT_EQ(state.docPath, file.string());
+  edit(state, 0.75f);
+  autosaveTick(ui, state, 200, 3, true);
+  EXPECT_NE(readAll(autosave), autosaved);
+  EXPECT_TRUE(checkAutosave(autosave).unsaved);
+
+  // Discard: the autosave is deleted and the document stays as opened.
+  AppState other;
+  ASSERT_TRUE(openDocument(other, file.string(), 0));
+  FileUi otherUi;
+  otherUi.autosaveFile = autosave;
+  startWithAutosave(otherUi, other, false, 0);
+  ASSERT_TRUE(otherUi.recoveryPending);
+  discardRecovery(otherUi, other, 1);
+  EXPECT_FALSE(otherUi.recoveryPending);
+  EXPECT_FALSE(fs::exists(autosave));
+  EXPECT_FALSE(other.dirty());
+}
+
+TEST(Recovery, CleanOrUndoneAutosavesRestoreTheSessionWithoutAsking) {
+  const fs::path dir = tempDir("recovery_clean");
+  const fs::path file = dir / "doc.json";
+  fs::copy_file(preset("decoder_state"), file);
+  const std::string autosave = (dir / "autosave.json").string();
+
+  // An edit that was undone: the dirty flag may be set, the content equals the file.
+  AppState session;
+  ASSERT_TRUE(openDocument(session, file.string(), 0));
+  const float original = session.doc.temperature;
+  edit(session, 9);
+  edit(session, original);
+  ASSERT_EQ(writeAutosave(session, autosave), "");
+  EXPECT_FALSE(checkAutosave(autosave).unsaved);
+
+  AppState state;
+  FileUi ui;
+  ui.autosaveFile = autosave;
+  EXPECT_TRUE(startWithAutosave(ui, state, /*restoreSession=*/true, 0));
+  EXPECT_FALSE(ui.recoveryPending);
+  EXPECT_EQ(state.docPath, file.string());
+
+  // The file changed after a clean session: it is opened as it is now, not the old copy.
+  AppState clean;
+  ASSERT_TRUE(openDocument(clean, file.string(), 0));
+  ASSERT_FALSE(clean.dirty());
+  ASSERT_EQ(writeAutosave(clean, autosave), "");
+  Scenario changed = *io::loadScenario(file.string());
+  changed.temperature = 2.5f;
+  ASSERT_TRUE(io::saveScenario(changed, file.string()));
+  EXPECT_TRUE(checkAutosave(autosave).stale);
+  AppState fresh;
+  FileUi freshUi;
+  freshUi.autosaveFile = autosave;
+  EXPECT_TRUE(startWithAutosave(freshUi, fresh, true, 0));
+  EXPECT_EQ(fresh.doc.temperature, 2.5f);
+  EXPECT_FALSE(fresh.dirty());
+}
+
 TEST(Notices, ArePostedInOrderAndBounded) {
   AppState state;
   notify(state, Notice::Kind::Info, "one", 1);
@@ -394,14 +636,14 @@ TEST(Notices, ArePostedInOrderAndBounded) {
 
 TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
   ImGuiContextGuard guard;
-  HeatmapCache cache(/*gpu=*/false);
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   io::MatrixView view;
   view.values = Matrix::Zero(8, 8);
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 8; ++c) view.values(r, c) = static_cast<float>(r * 8 + c);
-  for (int i = 0; i < 8; ++i) {
-    view.rowLabels.push_back("q" + std::to_string(i));
-    view.colLabels.push_back("k" + std::to_string(i));
+  for (int i = 0; i < 8; ++i) {  // (not "q" + to_string: GCC 12 false -Wrestrict)
+    view.rowLabels.push_back(std::string(1, 'q').append(std::to_string(i)));
+    view.colLabels.push_back(std::string(1, 'k').append(std::to_string(i)));
   }
   view.title = "weights";
   HeatmapOptions options;
@@ -444,11 +686,161 @@ TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
   EXPECT_EQ(hit.col, 2);
 }
 
+// Draws `view` in a fresh 800 x 800 window for two frames (a new window is hidden on its
+// first frame) and returns the record of the heatmap.
+HeatmapRecord drawOnce(HeatmapCache& cache, const io::HeatmapView& view, std::uint64_t revision,
+                       const HeatmapOptions& options) {
+  for (int i = 0; i < 2; ++i) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(800, 800));
+    ImGui::Begin("test", nullptr, ImGuiWindowFlags_NoDecoration);
+    heatmapWidget("grid", cache, view, revision, options);
+    ImGui::End();
+    ImGui::Render();
+  }
+  return cache.impl().records.front();
+}
+
+io::MatrixView constantView(int rows, int cols, float value, const char* title) {
+  io::MatrixView view;
+  view.values = Matrix::Constant(rows, cols, value);
+  view.title = title;
+  return view;
+}
+
+TEST(HeatmapWidget, CellTextIsTheExportsTextForTheSameValue) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  io::MatrixView view = constantView(1, 1, 927.0f, "scores");
+  HeatmapOptions options;
+  options.size = ImVec2(400, 400);
+  const HeatmapRecord record = drawOnce(cache, view, 1, options);
+  EXPECT_EQ(record.sampleLabel, "927");  // was "927.00" on screen, "927" in the files
+  // The SVG export of the same view writes the same text.
+  const fs::path svg = fs::path(ATTNSCOPE_TEST_TMP) / "widget_same_text.svg";
+  fs::create_directories(svg.parent_path());
+  ASSERT_TRUE(io::exportMatrix(view, io::HeatmapStyle{}, svg.string()));
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(">" + record.sampleLabel + "</text>"), std::string::npos);
+  // A value that needs digits: the shared rule at the shared default.
+  view.values(0, 0) = 0.1192f;
+  EXPECT_EQ(drawOnce(cache, view, 2, options).sampleLabel, formatNumber(0.1192f, kCellDigits));
+}
+
+TEST(HeatmapWidget, NarrowCellsDropDigitsInsteadOfGoingBlank) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  const io::MatrixView view = constantView(1, 24, 0.1192f, "weights");
+  HeatmapOptions options;
+  options.size = ImVec2(780, 300);
+  options.axisLabels = false;
+  options.colorbar = false;
+  const HeatmapRecord record = drawOnce(cache, view, 1, options);
+  const float cellW = (record.gridMax.x - record.gridMin.x) / 24;
+  // The cells are too narrow for "0.119" but wide enough for a shorter form.
+  ASSERT_LT(cellW - ImGui::GetFontSize() * 0.3f, ImGui::CalcTextSize("0.119").x);
+  ASSERT_GE(cellW - ImGui::GetFontSize() * 0.3f, ImGui::CalcTextSize("0.1").x);
+  EXPECT_FALSE(record.sampleLabel.empty());
+  EXPECT_NE(record.sampleLabel, "0.119");
+  EXPECT_EQ(record.sampleLabel.rfind("0.1", 0), 0u) << record.sampleLabel;
+}
+
+TEST(HeatmapWidget, ColourRangeIsTheExportsRange) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  io::MatrixView view;
+  view.values = Matrix{{-std::numeric_limits<float>::infinity(), 2.0f, 5.0f}, {1.0f, 3.0f, -1.0f}};
+  view.title = "masked_scores";
+  const std::optional<float> none;
+  for (auto [vmin, vmax] : {std::pair{none, none}, std::pair{std::optional(0.5f), none},
+                            std::pair{std::optional(9.0f), none},
+                            std::pair{std::optional(0.0f), std::optional(1.0f)}}) {
+    HeatmapOptions options;
+    options.size = ImVec2(400, 400);
+    options.vmin = vmin;
+    options.vmax = vmax;
+    const HeatmapRecord record = drawOnce(cache, view, 1, options);
+    const io::ValueRange exported = io::valueRange(matrixRef(view.values), vmin, vmax);
+    EXPECT_EQ(record.vmin, exported.lo);
+    EXPECT_EQ(record.vmax, exported.hi);
+  }
+  // A constant matrix keeps lo == hi (the shader and valueColor map it to the middle).
+  view.values = Matrix::Constant(2, 2, 0.25f);
+  const HeatmapRecord constant = drawOnce(cache, view, 2, HeatmapOptions{});
+  EXPECT_EQ(constant.vmin, 0.25f);
+  EXPECT_EQ(constant.vmax, 0.25f);
+}
+
+TEST(HeatmapWidget, UploadsOnlyWhenTheContentChangesWithSharedMaxPoolLevels) {
+  ImGuiContextGuard guard;
+  auto owned = std::make_unique<MockHeatmapTextures>();
+  MockHeatmapTextures& textures = *owned;
+  HeatmapCache cache(std::move(owned));
+  Matrix values = Matrix::Zero(40, 40);
+  values(37, 38) = 5.0f;  // one sharp peak
+  io::MatrixView view;
+  view.values = values;
+  view.title = "weights";
+  HeatmapOptions options;
+  options.size = ImVec2(400, 400);
+  drawOnce(cache, view, 7, options);
+  drawOnce(cache, view, 7, options);
+  ASSERT_EQ(textures.uploads.size(), 1u);  // four frames, one content revision
+  drawOnce(cache, view, 8, options);
+  ASSERT_EQ(textures.uploads.size(), 2u);
+  EXPECT_EQ(textures.uploads[1].texture, textures.uploads[0].texture);  // updated in place
+  // 40 -> 20 -> 10: levels as GL mips, the peak survives in the top level (io::maxPool).
+  const std::vector<std::pair<int, int>> sizes{{40, 40}, {20, 20}, {10, 10}};
+  EXPECT_EQ(textures.uploads[1].sizes, sizes);
+  std::vector<float> expected(100);
+  Matrix level1(20, 20);
+  io::maxPool(matrixRef(values), 2, 20, 20, level1.data());
+  io::maxPool(matrixRef(level1), 2, 10, 10, expected.data());
+  EXPECT_EQ(textures.uploads[1].top, expected);
+  EXPECT_EQ(textures.uploads[1].top[9 * 10 + 9], 5.0f);
+  // Not initialised: no quad. After init(): one quad per frame, with the widget's range.
+  EXPECT_TRUE(textures.quads.empty());
+  ASSERT_EQ(cache.initGpu(), "");
+  drawOnce(cache, view, 8, options);
+  ASSERT_EQ(textures.quads.size(), 2u);
+  EXPECT_EQ(textures.quads.back().range.lo, 0.0f);
+  EXPECT_EQ(textures.quads.back().range.hi, 5.0f);
+  EXPECT_TRUE(cache.impl().records.front().drawn);
+}
+
+TEST(HeatmapWidget, ShowsAStridedSliceOfATensorWithoutCopying) {
+  ImGuiContextGuard guard;
+  auto owned = std::make_unique<MockHeatmapTextures>();
+  MockHeatmapTextures& textures = *owned;
+  HeatmapCache cache(std::move(owned));
+  // [layers 2, heads 3, 4, 4] float32, as an imported tensor; show (layer 1, head 2).
+  std::vector<float> tensor(2 * 3 * 4 * 4);
+  for (std::size_t i = 0; i < tensor.size(); ++i) tensor[i] = static_cast<float>(i);
+  const MatrixRef slice = headSlice(tensor.data(), 3, 4, 4, 1, 2);
+  EXPECT_EQ(slice.data, tensor.data() + (1 * 3 + 2) * 16);
+  // And its left 4 x 2 half, a strided view (stride 4).
+  const MatrixRef half{slice.data, 4, 2, 4};
+  const std::vector<std::string> rows{"a", "b", "c", "d"}, cols{"x", "y"};
+  const io::HeatmapView view(half, rows, cols, "layer 1 head 2");
+  HeatmapOptions options;
+  options.size = ImVec2(400, 400);
+  const HeatmapRecord record = drawOnce(cache, view, 1, options);
+  EXPECT_EQ(record.rows, 4);
+  EXPECT_EQ(record.cols, 2);
+  EXPECT_EQ(record.vmin, tensor[80]);       // (0, 0) of the slice
+  EXPECT_EQ(record.vmax, tensor[80 + 13]);  // (3, 1): row 3 is 12 floats on
+  EXPECT_EQ(record.title, "layer 1 head 2");
+  ASSERT_EQ(textures.uploads.size(), 1u);
+  EXPECT_EQ(textures.uploads[0].sizes.front(), (std::pair<int, int>{4, 2}));
+}
+
 class PanelsHeadless : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
   ImGuiContextGuard guard;
-  HeatmapCache cache(/*gpu=*/false);
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   AppState state;
   ASSERT_TRUE(openDocument(state, GetParam(), 0)) << state.notices.back().text;
   for (int frame = 0; frame < 4; ++frame) {
