@@ -26,6 +26,7 @@
 #include "app/cli_image.h"
 #include "app/gui.h"
 #include "core/scenario.h"
+#include "io/files.h"
 #include "io/heatmap_render.h"
 #include "io/scenario_json.h"
 
@@ -48,6 +49,7 @@ usage:
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
+  attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
   attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
   attnscope help [COMMAND] | COMMAND --help
@@ -73,7 +75,10 @@ scores, weights and context, then concat, output, weights_mean, the query and ke
 and the warnings. Matrices are lists of rows.
 
 options:
-  --out FILE.json   write to FILE (atomically: temporary file + rename) instead of stdout
+  --out FILE.json   write to FILE instead of stdout, atomically (a temporary file,
+                    fsync, then moved into place). An existing file keeps its mode, a
+                    symlink stays a symlink, a pipe or device (/dev/stdout) is written
+                    into; a read-only file, a folder or the SCENARIO itself is refused
   -h, --help        show this help
 
 Warnings (a fully masked query row, a zero vector under cosine, ...) go to stderr as
@@ -124,6 +129,8 @@ attention files (a model's saved attention, see docs/import.md):
                              (default by ndim: qk, hqk, lhqk, blhqk)
   --tokens FILE              token labels (.json list or .txt lines); default: the side file
                              FILE.tokens.json / FILE.tokens.txt, else the indices
+  --grid                     the whole layer x head grid as one labelled PNG (thumbnails
+                             max-pooled to 64 x 64; --colormap, --vmin, --vmax apply)
 NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
@@ -345,6 +352,14 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
   return Ok{};
 }
 
+// --out must not name one of the command's inputs (the same file, also through a symlink
+// or a hard link): `compute X.json --out X.json` would replace the scenario by its result.
+Status checkNotAnInput(const std::string& outPath, const std::string& inputPath) {
+  if (outPath.empty() || !io::sameFile(outPath, inputPath)) return Ok{};
+  return optionError("--out", inQuotes(outPath) + " is the input file " + inQuotes(inputPath) +
+                                  "; writing it would destroy the input (choose another file)");
+}
+
 }  // namespace cli
 
 namespace {
@@ -410,6 +425,8 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
   if (!path) return fail(err, path.error());
   Expected<std::string> outPath = checkOutputPath(*parsed, {}, /*required=*/false);
   if (!outPath) return fail(err, outPath.error());
+  if (Status distinct = checkNotAnInput(*outPath, *path); !distinct)
+    return fail(err, distinct.error());
 
   // 2-3 load and compute
   Expected<Computed> computed = loadAndCompute(*path);
@@ -444,7 +461,7 @@ constexpr OptionSpec kExportOptions[] = {
     {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
     // .npy/.npz attention files only (app/cli_attention.cpp)
     {"--layer", true},  {"--aggregate", true},   {"--array", true},        {"--batch", true},
-    {"--layout", true}, {"--tokens", true},       {"--digits", true}};
+    {"--layout", true}, {"--tokens", true},       {"--digits", true}, {"--grid", false}};
 
 struct ExportRequest {
   std::string scenarioPath;
@@ -495,6 +512,8 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
+  if (Status distinct = checkNotAnInput(*out, request.scenarioPath); !distinct)
+    return distinct.error();
   request.outPath = *out;
   return request;
 }
@@ -592,6 +611,10 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());
+  for (const std::string& written : {*outPath, *outPath + ".json"}) {  // the PNG and its sidecar
+    if (Status distinct = checkNotAnInput(written, *path); !distinct)
+      return fail(err, distinct.error());
+  }
   launch.screenshotPath = *outPath;
 
   // An image opens the image view (the window checks the file before it opens).

@@ -37,6 +37,7 @@
 #include "app/panel_registry.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
+#include "io/files.h"
 #include "io/scenario_json.h"
 
 namespace attn::app {
@@ -231,17 +232,13 @@ int GuiSession::Impl::openWindow() {
 void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
   const double t = now();
   if (!startupError.empty()) notify(state, Notice::Kind::Error, startupError, t);
-  // An explicit file that failed, or none given: the autosave, else the default preset.
-  if (launch.scenarioPath.empty() && !files.autosaveFile.empty()) {
-    std::string error;
-    if (restoreAutosave(state, files.autosaveFile, &error)) {
-      notify(state, Notice::Kind::Info, "restored the last session from " + files.autosaveFile, t);
-      return;
-    }
-    if (error != "no autosave") {
-      notify(state, Notice::Kind::Warning,
-             "ignored the autosave " + files.autosaveFile + ": " + error, t);
-    }
+  // An explicit file that failed, or none given: the last session (unless the autosave
+  // holds unsaved edits: then the recovery modal asks, and the document it belongs to, or
+  // the default preset, is shown meanwhile).
+  if (startWithAutosave(files, state, launch.scenarioPath.empty(), t)) return;
+  if (files.recoveryPending && !files.recovery.source.empty() &&
+      openDocument(state, files.recovery.source, t)) {
+    return;
   }
   const std::string preset = defaultScenarioPath();
   if (preset.empty()) {
@@ -932,6 +929,10 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     const std::string view = initial.viewJson;
     loadDocument(s.state, std::move(initial), s.launch.scenarioPath);
     applyViewJson(s.state.view, view, false);
+    // Unsaved edits in the autosave are offered (modal), never overwritten unasked.
+    startWithAutosave(s.files, s.state, /*restoreSession=*/false, s.now());
+    std::error_code ec;  // temporaries a killed save left next to the document
+    io::cleanStaleTemporaries(fs::absolute(launch.scenarioPath, ec).parent_path().string());
   } else {
     // An explicit file that failed starts on the default preset, not on the autosave
     // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
@@ -965,7 +966,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
 
 void GuiSession::close() {
   Impl& s = *impl_;
-  if (s.imguiReady && !s.files.autosaveFile.empty()) {
+  // An unanswered recovery question leaves the autosave as it is (asked again next start).
+  if (s.imguiReady && !s.files.autosaveFile.empty() && !s.files.recoveryPending) {
     if (s.files.discarded) {
       // Discarded edits must not come back on the next start: keep the saved file's state.
       std::error_code ec;

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/scenario.h"
+#include "io/files.h"  // saveScenario writes through io::writeFileAtomic
 
 namespace attn::io {
 
@@ -27,7 +28,8 @@ Expected<Scenario> loadScenario(const std::string& path);
 // with enough digits to round-trip exactly).
 std::string scenarioToJson(const Scenario& scenario);
 
-// Writes atomically: a temporary file in the same folder, flushed, then renamed over `path`.
+// Writes through io::writeFileAtomic (io/files.h): atomic and durable, mode and symlinks
+// kept, read-only files and folders refused.
 Status saveScenario(const Scenario& scenario, const std::string& path);
 
 // The CLI's `compute` output:
@@ -35,8 +37,5 @@ Status saveScenario(const Scenario& scenario, const std::string& path);
 //  "weights_mean", "query_labels", "key_labels", "warnings": [...]}; matrices are lists of
 // rows. (-inf cannot occur: masked scores are not part of it.)
 std::string resultToJson(const AttentionResult& result, const Problem& problem);
-
-// Writes `text` to `path` atomically (temporary file + rename). Errors name the file.
-Status writeFileAtomic(const std::string& path, std::string_view text);
 
 }  // namespace attn::io

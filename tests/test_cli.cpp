@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/cli.h"
@@ -547,6 +549,84 @@ TEST_F(CliTest, ScreenshotOptionsAreCheckedBeforeAnyWindow) {
   expectUsageError({"screenshot", decoder_, "--out", out, "--frames", "0"}, {"--frames"});
   expectUsageError({"screenshot", decoder_, "--out", path("shot.jpg")}, {"shot.jpg"});
   expectUsageError({"screenshot", path("none.json"), "--out", out}, {"none.json"});
+}
+
+// =======================================================================================
+// Files are never damaged: every --out goes through io::writeFileAtomic
+// =======================================================================================
+
+TEST_F(CliTest, OutputThatIsAnInputIsRefused) {
+  const std::string scenario = path("x.json");
+  fs::copy_file(decoder_, scenario);
+  const std::string original = readFile(scenario);
+  // The same path, another spelling, a symlink and a hard link all name the input.
+  for (const std::string& out :
+       {scenario, (dir_ / "." / "x.json").string(), path("link.json"), path("hard.json")}) {
+    if (out == path("link.json") && !fs::exists(out)) fs::create_symlink("x.json", out);
+    if (out == path("hard.json") && !fs::exists(out)) fs::create_hard_link(scenario, out);
+    expectUsageError({"compute", scenario, "--out", out}, {"--out", "input"});
+    EXPECT_EQ(readFile(scenario), original) << out;
+  }
+  // export and screenshot (the PNG and its .json sidecar) check it too, before any window.
+  fs::create_hard_link(scenario, path("hard.csv"));
+  expectUsageError({"export", scenario, "--out", path("hard.csv")}, {"--out", "input"});
+  fs::create_hard_link(scenario, path("shot.png"));
+  expectUsageError({"screenshot", scenario, "--out", path("shot.png")}, {"--out", "input"});
+  fs::create_hard_link(scenario, path("other.png.json"));
+  expectUsageError({"screenshot", scenario, "--out", path("other.png")}, {"--out", "input"});
+  EXPECT_EQ(readFile(scenario), original);
+}
+
+TEST_F(CliTest, ReadOnlyOutputIsRefusedWithExit2) {
+  const std::string out = path("locked.json");
+  writeFile(out, "keep me");
+  ASSERT_EQ(::chmod(out.c_str(), 0444), 0);
+  expectUsageError({"compute", decoder_, "--out", out}, {"locked.json", "read-only"});
+  const std::string png = path("locked.png");
+  writeFile(png, "keep me too");
+  ASSERT_EQ(::chmod(png.c_str(), 0444), 0);
+  expectUsageError({"export", decoder_, "--out", png}, {"locked.png", "read-only"});
+  EXPECT_EQ(readFile(out), "keep me");
+  EXPECT_EQ(readFile(png), "keep me too");
+}
+
+TEST_F(CliTest, OutputKeepsModeAndSymlink) {
+  const std::string real = path("real.json");
+  writeFile(real, "old");
+  ASSERT_EQ(::chmod(real.c_str(), 0600), 0);
+  fs::create_symlink("real.json", path("result.json"));
+  ASSERT_EQ(attnscope({"compute", decoder_, "--out", path("result.json")}).exitCode, 0);
+  EXPECT_TRUE(fs::is_symlink(path("result.json")));
+  EXPECT_EQ(fs::status(real).permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(json::parse(readFile(real))["heads"].size(), 1u);
+}
+
+TEST_F(CliTest, OutputToFifoAndDevStdoutIsWrittenInPlace) {
+  // A named pipe: written into (a reader gets the JSON), still a pipe afterwards.
+  const std::string fifo = path("results.pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_hard_link(fifo, path("results.pipe.link"));  // to release the reader, see below
+  std::string received;
+  std::thread reader([&] { received = readFile(fifo); });
+  const RunResult run = attnscope({"compute", decoder_, "--out", fifo});
+  // If the command never opened the pipe (a failure, or a writer that replaced it), the
+  // reader still waits for a writer: be one for a moment, so the test fails, not hangs.
+  if (const int release = ::open(path("results.pipe.link").c_str(), O_WRONLY | O_NONBLOCK);
+      release >= 0) {
+    ::close(release);
+  }
+  reader.join();
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  struct stat info {};
+  ASSERT_EQ(::stat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_EQ(json::parse(received)["heads"].size(), 1u);
+
+  // /dev/stdout: here stdout is redirected to run/stdout.txt, which must get the JSON and
+  // stay the same file (the harness holds it open).
+  const RunResult toStdout = attnscope({"compute", decoder_, "--out", "/dev/stdout"});
+  EXPECT_EQ(toStdout.exitCode, 0) << toStdout.err;
+  EXPECT_EQ(json::parse(toStdout.out)["heads"].size(), 1u);
 }
 
 // =======================================================================================
