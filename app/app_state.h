@@ -21,6 +21,8 @@
 
 namespace attn::app {
 
+struct TrainingPanelState;  // app/panel_training.h (owns the training worker thread)
+
 // ---------------------------------------------------------------------------------------
 // View settings (not part of undo; saved in the autosave)
 // ---------------------------------------------------------------------------------------
@@ -183,6 +185,8 @@ struct AppState {
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
   ImageViewState image;            // the image view: its image, settings and result
+  // The Training panel's settings and trainer, created when the panel is first drawn.
+  std::shared_ptr<TrainingPanelState> training;
 
   bool dirty() const { return contentId != savedContentId; }
   // True while the result on screen belongs to an older revision than the document.

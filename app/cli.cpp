@@ -24,6 +24,7 @@
 #include "app/cli_attention.h"
 #include "app/cli_common.h"
 #include "app/cli_image.h"
+#include "app/cli_train.h"
 #include "app/gui.h"
 #include "core/scenario.h"
 #include "io/files.h"
@@ -47,11 +48,12 @@ usage:
   attnscope SCENARIO.json          open the window on a scenario file
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
-  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
   attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
   attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
+  attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
 
@@ -62,6 +64,7 @@ commands:
   info        list the arrays of an .npy/.npz attention file and its [layers, heads,
               n_q, n_k] as JSON (docs/import.md)
   image       self-attention over the P x P patches of an image, overlay as PNG
+  train       train a small attention model on a toy task, write accuracy and alignment
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -136,6 +139,7 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+                                   [--training STEPS]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. Needs a display; without one use
@@ -145,6 +149,8 @@ options:
   --out FILE.png    output file (required); its folder must exist
   --size WxH        window size, each 64..8192                    (default: 1600x1000)
   --frames N        frames to render before saving, 1..10000     (default: 5)
+  --training STEPS  show the Training panel after STEPS steps (0..100000) of its default
+                    run (reverse, L 8, V 10, encoder-decoder, dot; seed 1): reproducible
   -h, --help        show this help
 
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
@@ -390,7 +396,7 @@ Expected<Computed> loadAndCompute(const std::string& path) {
   }
   Expected<AttentionResult> result = attend(problem->inputs, problem->options);
   if (!result) {
-    Error error = result.error();
+    Error error = toScenarioError(result.error(), *scenario);
     if (error.file.empty()) error.file = path;
     return error;
   }
@@ -577,10 +583,9 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 // screenshot
 // =======================================================================================
 
-constexpr OptionSpec kScreenshotOptions[] = {{"--out", true},   {"--size", true},
-                                             {"--frames", true}, {"--patch", true},
-                                             {"--query", true}, {"--temperature", true},
-                                             {"--pos", true}};
+constexpr OptionSpec kScreenshotOptions[] = {
+    {"--out", true},   {"--size", true},        {"--frames", true}, {"--patch", true},
+    {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -608,6 +613,12 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     if (!n)
       return fail(err, optionError("--frames", inQuotes(*v) + " is not an integer in 1..10000"));
     launch.frames = *n;
+  }
+  if (const std::string* v = parsed->get("--training")) {
+    auto n = parseIntStrict(*v, 0, 100000);
+    if (!n)
+      return fail(err, optionError("--training", inQuotes(*v) + " is not an integer in 0..100000"));
+    launch.trainingSteps = *n;
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());
@@ -648,6 +659,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "screenshot") return runScreenshot(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
   if (command == "image") return runImageCommand(rest, out, err);
+  if (command == "train") return runTrain(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << '\n';
     return 0;
@@ -666,6 +678,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kInfoHelp;
     else if (topic == "image")
       out << kImageHelp;
+    else if (topic == "train")
+      out << trainHelp();
     else
       return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
     return 0;
@@ -681,7 +695,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, image; see attnscope --help)"});
+                             " (commands: compute, export, screenshot, info, image, train; see attnscope --help)"});
 }
 
 }  // namespace
@@ -692,7 +706,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 bool isCliArgument(std::string_view arg) {
   return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
-         arg == "info" || arg == "image" || arg.starts_with("-");
+         arg == "info" || arg == "image" || arg == "train" || arg.starts_with("-");
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -470,13 +470,13 @@ void saveOrAsk(FileUi& ui, AppState& state, double now) {
 }
 
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now) {
-  if (isImagePath(path)) {  // an image does not replace the document: no question to ask
-    openImageView(state, path, now);
-    return;
-  }
   if (ui.recoveryPending) {
     notify(state, Notice::Kind::Warning,
            "first answer whether to restore the autosaved changes, then open " + path, now);
+    return;
+  }
+  if (isImagePath(path)) {  // an image does not replace the document: no question to ask
+    openImageView(state, path, now);
     return;
   }
   if (state.dirty()) {

@@ -35,6 +35,7 @@
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panel_registry.h"
+#include "app/panel_training.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
 #include "io/files.h"
@@ -951,6 +952,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
       if (s.launch.imageQueryCol >= 0) image.queryCol = s.launch.imageQueryCol;
     }
   }
+  if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;

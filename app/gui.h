@@ -20,6 +20,7 @@ struct GuiLaunch {
   int imageQueryRow = -1, imageQueryCol = -1;
   float imageTemperature = 0;
   std::string imagePositional;  // none | sin2d | random ("" = none)
+  long long trainingSteps = -1;     // >= 0: show the Training panel, trained this many steps
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

@@ -16,5 +16,6 @@ void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps);      // per-head t
 void drawInspectorPanel(AppState& state, HeatmapCache& heatmaps);  // explains the hovered cell
 void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows of q and k
 void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention over image patches
+void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
 
 }  // namespace attn::app

@@ -173,8 +173,8 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
   return error;
 }
 
-// Clamps an overflowed score/temperature quotient to the largest finite float, so that a very
-// small temperature approaches the hard limit instead of producing ±infinity.
+// Clamps an overflowed score/temperature quotient to the largest finite float, for the
+// maskedScores that are shown (the normaliser does not use them when T != 1; see tempered()).
 inline Scalar clampFinite(Scalar x) {
   return std::clamp(x, -kMaxFinite, kMaxFinite);
 }
@@ -201,11 +201,13 @@ constexpr Scalar kExpFloor = -87;
 // that no row allocates.
 struct RowScratch {
   std::vector<Scalar> row;     // n: top_k's kept keys as a masked row
+  std::vector<Scalar> tempered;  // n: (s - max) / T, the row the normaliser sees when T != 1
   std::vector<int> order;      // n: key indices (top_k)
   std::vector<double> sorted;  // n: shifted scores (sparsemax)
 
   explicit RowScratch(int n) {
     row.reserve(static_cast<std::size_t>(std::max(n, 0)));
+    tempered.resize(static_cast<std::size_t>(std::max(n, 0)));
     order.reserve(static_cast<std::size_t>(std::max(n, 0)));
     sorted.reserve(static_cast<std::size_t>(std::max(n, 0)));
   }
@@ -436,11 +438,12 @@ constexpr std::array<std::pair<NormalizerKind, std::string_view>, 4> kNormalizer
     {NormalizerKind::TopK, "top_k"},
     {NormalizerKind::Sparsemax, "sparsemax"},
 }};
-constexpr std::array<std::pair<ProjectionKind, std::string_view>, 4> kProjectionNames{{
+constexpr std::array<std::pair<ProjectionKind, std::string_view>, 5> kProjectionNames{{
     {ProjectionKind::Identity, "identity"},
     {ProjectionKind::Xavier, "xavier"},
     {ProjectionKind::Explicit, "explicit"},
     {ProjectionKind::PyTorch, "pytorch"},
+    {ProjectionKind::QkvInterleaved, "qkv_interleaved"},
 }};
 
 template <class Kind, std::size_t N>
@@ -537,6 +540,34 @@ Expected<Projections> projectionsFromPyTorch(const Matrix& inProjWeight, const V
   p.wo = outProjWeight.transpose();
   p.bo = outProjBias;
   return p;
+}
+
+Expected<BlockedQkv> blockedFromInterleavedQkv(const Matrix& weight, const Vector& bias,
+                                               int heads) {
+  const Index rows = weight.rows(), e = weight.cols();
+  if (e < 1 || rows != 3 * e)
+    return makeError("in_proj_weight", "is " + shapeOf(weight) +
+                                           ", expected 3E x E (one qkv_proj Linear, E -> 3E)");
+  if (bias.size() != 0 && bias.size() != 3 * e)
+    return makeError("in_proj_bias", "has " + std::to_string(bias.size()) +
+                                         " entries, expected 3E = " + std::to_string(3 * e));
+  if (heads < 1 || e % heads != 0)
+    return makeError("heads", std::to_string(heads) + " heads do not divide E = " +
+                                  std::to_string(e) +
+                                  " (qkv_interleaved splits each head's 3·d_h outputs)");
+  const Index dH = e / heads;
+  BlockedQkv out;
+  out.weight.resize(rows, e);
+  if (bias.size() != 0) out.bias.resize(rows);
+  // Interleaved row 3h·d_h + part·d_h + r (part 0 = q, 1 = k, 2 = v) is blocked row
+  // part·E + h·d_h + r.
+  for (Index h = 0; h < heads; ++h)
+    for (Index part = 0; part < 3; ++part) {
+      const Index from = (3 * h + part) * dH, to = part * e + h * dH;
+      out.weight.middleRows(to, dH) = weight.middleRows(from, dH);
+      if (bias.size() != 0) out.bias.segment(to, dH) = bias.segment(from, dH);
+    }
+  return out;
 }
 
 Projections xavierProjections(int dQIn, int dKIn, int dVIn, int dModel, int dvModel,
@@ -952,12 +983,26 @@ Status validate(const Inputs& inputs, const Options& options) {
                                   std::to_string(model ? dModel : dvModel) + " (choose " +
                                   joinChoices(headChoices(dModel, dvModel)) + ")");
   }
-  const long long cells = static_cast<long long>(heads) * nQ * nK;
-  if (cells > Limits::kMaxCells)
-    return makeError("queries",
-                     std::to_string(heads) + " heads x " + std::to_string(nQ) + " queries x " +
-                         std::to_string(nK) + " keys = " + std::to_string(cells) +
-                         " cells, more than the limit of " + std::to_string(Limits::kMaxCells));
+  WorkShape shape;
+  shape.nQ = nQ;
+  shape.nK = nK;
+  shape.dQ = dQIn;
+  shape.dK = dKIn;
+  shape.dV = dVIn;
+  shape.dModel = dModel;
+  shape.dvModel = dvModel;
+  shape.dOut = !p.identity && p.wo.size() != 0 ? p.wo.cols() : 0;
+  shape.heads = heads;
+  shape.projected = !p.identity;
+  shape.score = options.score;
+  shape.dHidden = options.scoreHidden > 0 ? options.scoreHidden : dModel / heads;
+  if (!options.scoreParams.empty())
+    shape.dHidden = scoreHiddenWidth(options.score, options.scoreParams[0], dModel / heads,
+                                     options.scoreHidden);
+  shape.dY = options.decoderOutput.enabled
+                 ? (options.decoderOutput.wc.size() != 0 ? options.decoderOutput.wc.cols() : dQIn)
+                 : 0;
+  if (Status affordable = checkWork(shape); !affordable) return affordable;
 
   // Mask.
   const MaskOptions& mask = options.mask;
@@ -1027,14 +1072,67 @@ Status validate(const Inputs& inputs, const Options& options) {
   return Ok{};
 }
 
+long long attentionWork(const WorkShape& w) {
+  // Within the other limits every term is a product of at most four factors of at most 2^13
+  // (times a small constant), so each fits in 64 bits; the sum saturates all the same.
+  const long long dH = w.heads > 0 ? w.dModel / w.heads : w.dModel;
+  const long long cells = w.heads * w.nQ * w.nK;
+  long long terms[] = {
+      w.projected ? w.nQ * w.dQ * w.dModel : 0,
+      w.projected ? w.nK * w.dK * w.dModel : 0,
+      w.projected ? w.nK * w.dV * w.dvModel : 0,
+      w.nQ * w.dvModel * w.dOut,
+      w.nQ * w.nK * w.dModel,                                  // scores
+      w.score == ScoreKind::General ? w.nQ * w.dModel * dH : 0,
+      0,
+      0,
+      4 * cells,                                               // normalising
+      w.nQ * w.nK * w.dvModel,                                 // context
+      w.nQ * ((w.dOut > 0 ? w.dOut : w.dvModel) + w.dQ) * w.dY,  // decoder step
+  };
+  if (w.score == ScoreKind::Additive || w.score == ScoreKind::Mlp) {
+    terms[6] = w.heads * (w.nQ + w.nK) * dH * w.dHidden;
+    terms[7] = 8 * cells;  // times d_a below, saturating
+    const long long limit = std::numeric_limits<long long>::max() / 4;
+    terms[7] = w.dHidden > 0 && terms[7] > limit / w.dHidden ? limit : terms[7] * w.dHidden;
+  }
+  long long total = 0;
+  for (long long term : terms) {
+    if (term > std::numeric_limits<long long>::max() / 4 - total)
+      return std::numeric_limits<long long>::max() / 4;
+    total += term;
+  }
+  return total;
+}
+
+Status checkWork(const WorkShape& w) {
+  const long long cells = w.heads * w.nQ * w.nK;
+  if (cells > Limits::kMaxCells)
+    return makeError("queries",
+                     std::to_string(w.heads) + " heads x " + std::to_string(w.nQ) + " queries x " +
+                         std::to_string(w.nK) + " keys = " + std::to_string(cells) +
+                         " cells, more than the limit of " + std::to_string(Limits::kMaxCells) +
+                         " (2^25)");
+  const long long work = attentionWork(w);
+  if (work > Limits::kMaxWork)
+    return makeError("queries", "computing this needs about " +
+                                    formatNumber(static_cast<double>(work)) +
+                                    " multiply-adds, more than the limit of " +
+                                    std::to_string(Limits::kMaxWork) +
+                                    " (2^33); use fewer tokens, narrower inputs, a smaller "
+                                    "model width or fewer heads");
+  return Ok{};
+}
+
 // =======================================================================================
 // The whole mechanism
 // =======================================================================================
 
 namespace {
 
-// Step 3 for one row: masked = clamp(scores / T) where allowed, -inf where masked (n). A
-// quotient that overflows is clamped to ±FLT_MAX (T -> 0 approaches hard attention). The
+// Step 3 for one row: masked = clamp(scores / T) where allowed, -inf where masked (n): the
+// maskedScores that are shown. A quotient that overflows is clamped to ±FLT_MAX for display;
+// the weights never come from a clamped quotient (T != 1 normalises tempered() rows). The
 // common cases take the cheapest form: T = 1 and no mask is a plain copy (scores are finite,
 // so scores / 1 needs no clamp), T != 1 and no mask one vectorised Eigen expression; with a
 // mask it is one select per key (GCC 12 does not vectorise the bool -> float select).
@@ -1054,7 +1152,63 @@ void maskRow(const Scalar* scores, const bool* allowed, Scalar temperature, int 
   }
 }
 
+// Step 4's input when T != 1: z_j = (s_j - m) / T where key j is allowed, -inf where it is
+// masked, with m the maximum of the allowed raw scores (n). Subtracting the maximum BEFORE
+// dividing keeps the order exact for any T > 0: s_j - m is 0 only for s_j == m (float
+// subtraction of different finite numbers is never 0), so even T = 1e-38 gives the arg-max
+// and never a false tie, which clamping s/T to ±FLT_MAX first did. A quotient below -FLT_MAX
+// (weight exactly 0 anyway) is kept at -FLT_MAX so that the key still takes part in top_k.
+// The row's maximum is then exactly 0. Returns the row, or null when no key is allowed.
+const Scalar* tempered(const Scalar* scores, const bool* allowed, Scalar temperature, int n,
+                       Scalar* z) {
+  Scalar m = -kInf;
+  if (!allowed) {
+    m = ConstScoreRowMap(scores, n).maxCoeff();
+    ScoreRowMap(z, n) = ((ConstScoreRowMap(scores, n) - m) / temperature).max(-kMaxFinite);
+  } else {
+    for (int j = 0; j < n; ++j)
+      if (allowed[j]) m = std::max(m, scores[j]);
+    if (m == -kInf) return nullptr;
+    for (int j = 0; j < n; ++j)
+      z[j] = allowed[j] ? std::max((scores[j] - m) / temperature, -kMaxFinite) : -kInf;
+  }
+  return z;
+}
+
+// Step 5 fallback for the rows of context = weights·v (n_q x dv_h) that overflowed in float:
+// each entry again as Σ_j w_j·v_j in double. The exact result is a convex combination of the
+// values (weights >= 0, Σ w <= 1) and so fits a float; only the float rounding of the weights
+// (Σ w can exceed 1 by a few ulps) and the float accumulation can push it past FLT_MAX, e.g.
+// ten equal keys with values at FLT_MAX (weights 0.1f, whose sum is just over 1). So a sum
+// past the float range is divided by Σ w when that is above 1. Returns false if an entry
+// still does not fit (not reachable with finite values; kept as a guard).
+bool recomputeContextRows(const Matrix& weights, const Matrix& v, Matrix& context) {
+  // Doubles below this round to a finite float (FLT_MAX + half an ulp rounds to infinity).
+  constexpr double kFloatLimit = 0x1.ffffffp+127;
+  for (Index i = 0; i < context.rows(); ++i) {
+    if (isAllFinite(context.row(i).data(), context.cols())) continue;
+    double weightSum = 0;
+    for (Index j = 0; j < weights.cols(); ++j) weightSum += weights(i, j);
+    for (Index c = 0; c < context.cols(); ++c) {
+      double sum = 0;
+      for (Index j = 0; j < weights.cols(); ++j)
+        sum += static_cast<double>(weights(i, j)) * static_cast<double>(v(j, c));
+      if (std::fabs(sum) >= kFloatLimit && weightSum > 1) sum /= weightSum;
+      if (!(std::fabs(sum) < kFloatLimit)) return false;
+      context(i, c) = static_cast<Scalar>(sum);
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+std::vector<Scalar> temperedScores(const Scalar* scores, const bool* allowed, Scalar temperature,
+                                   int n) {
+  std::vector<Scalar> z(static_cast<std::size_t>(std::max(n, 0)), -kInf);
+  if (n > 0) tempered(scores, allowed, temperature, n, z.data());
+  return z;
+}
 
 Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
   AttentionResult result;
@@ -1159,10 +1313,20 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
       if (!isAllFinite(scoreRow, nK))
         return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
       Scalar* maskedRowData = head.maskedScores.row(i).data();
-      maskRow(scoreRow, masked ? result.allowed.row(i).data() : nullptr, options.temperature, nK,
-              maskedRowData);
+      const bool* allowedRow = masked ? result.allowed.row(i).data() : nullptr;
+      maskRow(scoreRow, allowedRow, options.temperature, nK, maskedRowData);
       auto weights = head.weights.row(i);
-      normalizeMaskedRow(options.normalizer, maskedRowData, nK, weights.data(), scratch);
+      // T = 1: the masked row is the raw row, and the normaliser subtracts its maximum itself.
+      // Otherwise it gets (s - max) / T (see tempered()), not the clamped display row.
+      const Scalar* normalized =
+          options.temperature == 1
+              ? maskedRowData
+              : tempered(scoreRow, allowedRow, options.temperature, nK, scratch.tempered.data());
+      if (normalized) {
+        normalizeMaskedRow(options.normalizer, normalized, nK, weights.data(), scratch);
+      } else {
+        weights.setZero();  // fully masked row
+      }
       if (gaussian) weights.array() *= result.positionWeights.row(i).array();
       auto mean = result.weightsMean.row(i);
       if (h == 0) {
@@ -1176,6 +1340,8 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     // 5. Weigh the values: context = weights·v   (n_q x n_k)·(n_k x dv_h) = (n_q x dv_h)
     head.context.resize(nQ, dvH);
     head.context.noalias() = head.weights * head.v;
+    if (!isAllFinite(head.context) && !recomputeContextRows(head.weights, head.v, head.context))
+      return overflow("values", "the context of head " + std::to_string(h) + " (weights·v)");
 
     // 6. Concatenate the heads: concat[:, h·dv_h:(h+1)·dv_h] = context   (n_q x dv_model)
     result.concat.middleCols(h * dvH, dvH) = head.context;

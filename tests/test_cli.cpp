@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -463,6 +464,46 @@ TEST_F(CliTest, BadFieldInScenario) {
   scenario["heads"] = "one";
   writeFile(path("heads_string.json"), scenario.dump(2));
   expectUsageError({"compute", path("heads_string.json")}, {"heads_string.json", "heads"});
+}
+
+// Issue 7, bad numbers: never a null with exit 0, errors name the field the user wrote.
+TEST_F(CliTest, ValuesAtTheFloatLimitGiveAFiniteContextNotNull) {
+  // Ten equal keys with values at FLT_MAX: weights 0.1, and the context is FLT_MAX.
+  std::string keys, values;
+  for (int j = 0; j < 10; ++j) {
+    keys += std::string(j ? ", " : "") + "[1]";
+    values += std::string(j ? ", " : "") + "[3.4028235e38]";
+  }
+  writeFile(path("limit.json"), R"({"queries": [[1]], "keys": [)" + keys + R"(], "values": [)" +
+                                    values + R"(], "score": "dot"})");
+  const RunResult run = attnscope({"compute", path("limit.json")});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(run.out.find("null"), std::string::npos);
+  const json result = json::parse(run.out);
+  // Written as the shortest text of the float, which reads back as FLT_MAX.
+  EXPECT_EQ(static_cast<float>(result.at("heads").at(0).at("context").at(0).at(0).get<double>()),
+            std::numeric_limits<float>::max());
+  const RunResult csv = attnscope(
+      {"export", path("limit.json"), "--matrix", "context", "--out", path("context.csv")});
+  ASSERT_EQ(csv.exitCode, 0) << csv.err;
+  EXPECT_EQ(readFile(path("context.csv")).find("inf"), std::string::npos);
+}
+
+TEST_F(CliTest, TinyTemperatureGivesTheArgMax) {
+  writeFile(path("cold.json"),
+            R"({"queries": [[1]], "keys": [[4], [5]], "score": "dot", "temperature": 1e-38})");
+  const RunResult run = attnscope({"compute", path("cold.json")});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const json weights = json::parse(run.out).at("heads").at(0).at("weights").at(0);
+  EXPECT_EQ(weights.at(0).get<double>(), 0.0);
+  EXPECT_EQ(weights.at(1).get<double>(), 1.0);
+}
+
+TEST_F(CliTest, SelfModeOverflowNamesInputs) {
+  // v = X·W_v overflows float32: exit 2, and the field is the one the file has.
+  writeFile(path("overflow.json"), R"({"mode": "self", "inputs": [[3e38], [3e38]],
+    "projections": {"wq": [[1]], "wk": [[1]], "wv": [[4]]}})");
+  expectUsageError({"compute", path("overflow.json")}, {"overflow.json", "field 'inputs'"});
 }
 
 TEST_F(CliTest, MissingScenarioFile) {
