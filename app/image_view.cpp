@@ -7,9 +7,24 @@
 #include <filesystem>
 #include <future>
 
-#include "io/scenario_json.h"
+#include "io/files.h"
 
 namespace attn::app {
+
+namespace {
+
+// Every file goes through the one atomic writer (io/files.h).
+Status writeOutput(const std::string& path, std::string_view bytes) {
+  Status written = io::writeFileAtomic(path, bytes);
+  if (!written) {
+    Error error = written.error();
+    if (error.file.empty()) error.file = path;
+    return error;
+  }
+  return Ok{};
+}
+
+}  // namespace
 
 int ImageViewState::queryIndex() const {
   if (!computed) return -1;
@@ -162,7 +177,7 @@ Status exportOverlay(const ImageViewState& view, io::ColormapKind colormap,
   }
   Expected<std::string> png = io::encodePng(*overlay);
   if (!png) return Error{path, "", png.error().problem};
-  return io::writeFileAtomic(path, *png);
+  return writeOutput(path, *png);
 }
 
 }  // namespace attn::app

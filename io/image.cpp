@@ -1,4 +1,4 @@
-// Image loading (stb_image, limits first), the patch overlay and PNG encoding.
+// Image loading (stb_image, limits first), the patch overlay, CSV of weights.
 // libstb provides the stb implementations; nothing here defines STB_*_IMPLEMENTATION.
 #include "io/image.h"
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/patches.h"
+#include "io/files.h"
 #include "io/image.h"
 #include "tools/sample_images.h"
 
@@ -32,7 +33,8 @@ void appendBytes(void* context, void* data, int size) {
 
 std::string pngOf(const io::Image& image) {
   Expected<std::string> png = io::encodePng(image);
-  return png ? *png : std::string();
+  EXPECT_TRUE(png.ok());
+  return png.ok() ? *png : std::string();
 }
 
 void putBigEndian32(std::string& out, std::uint32_t v) {

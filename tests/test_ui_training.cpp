@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/app_state.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
@@ -55,7 +56,7 @@ class TrainingPanel : public ::testing::Test {
   }
 
   ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{false};
+  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
   fs::path dir_;
 };
 

@@ -3,12 +3,13 @@
 #include <cstdio>
 #include <string>
 
+#include "io/files.h"
 #include "io/image.h"
-#include "io/scenario_json.h"
 #include "tools/sample_images.h"
 
 namespace {
 
+// Every file goes through the one atomic writer (io/files.h).
 bool writePng(const std::string& path, const attn::io::Image& image) {
   attn::Expected<std::string> png = attn::io::encodePng(image);
   attn::Status written = png ? attn::io::writeFileAtomic(path, *png) : attn::Status(png.error());
