@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/attention_view.h"
 #include "core/attention.h"
 #include "core/scenario.h"
 #include "core/scenario_edits.h"
@@ -181,6 +182,9 @@ struct AppState {
   std::uint64_t submittedRevision = ~0ull;  // last revision handed to the ComputeService
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
+  // The opened .npy / .npz attention file and what the Attention panel shows of it. Apart
+  // from `doc`: opening one leaves the scenario, its undo history and dirty flag alone.
+  AttentionView attention;
 
   bool dirty() const { return contentId != savedContentId; }
   // True while the result on screen belongs to an older revision than the document.

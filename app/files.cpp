@@ -17,6 +17,7 @@
 #include <imgui_stdlib.h>
 #include <nlohmann/json.hpp>
 
+#include "app/attention_service.h"
 #include "io/files.h"
 #include "io/scenario_json.h"
 
@@ -459,6 +460,10 @@ void saveOrAsk(FileUi& ui, AppState& state, double now) {
 }
 
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now) {
+  if (isAttentionPath(path)) {  // the scenario stays as it is: no unsaved-changes question
+    openAttentionFile(state, path, now);
+    return;
+  }
   if (ui.recoveryPending) {
     notify(state, Notice::Kind::Warning,
            "first answer whether to restore the autosaved changes, then open " + path, now);
@@ -500,7 +505,8 @@ void refreshListing(FileUi& ui) {
     if (name.empty() || name[0] == '.') continue;
     std::error_code typeError;
     const bool directory = item.is_directory(typeError);
-    if (!directory && item.path().extension() != ".json") continue;
+    if (!directory && item.path().extension() != ".json" && !isAttentionPath(item.path().string()))
+      continue;
     ui.listing.push_back({name, directory});
   }
   std::sort(ui.listing.begin(), ui.listing.end(),

@@ -25,6 +25,8 @@ constexpr PanelInfo kPanels[] = {
      PanelDock::Right, 0.36f, true},
     {"geometry", "Geometry", "Queries and keys as 2-D arrows", drawGeometryPanel,
      PanelDock::Right, 0.30f, true},
+    {"attention", "Attention", "An opened .npy / .npz file: model, head and text views",
+     drawAttentionPanel, PanelDock::Floating, 1.f, false},
 };
 
 }  // namespace

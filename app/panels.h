@@ -15,5 +15,6 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps);   // Q,K,V → 
 void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps);      // per-head thumbnails + mean
 void drawInspectorPanel(AppState& state, HeatmapCache& heatmaps);  // explains the hovered cell
 void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows of q and k
+void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
 
 }  // namespace attn::app
