@@ -21,6 +21,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/attention_view.h"
 #include "app/cli_attention.h"
 #include "app/cli_common.h"
 #include "app/gui.h"
@@ -132,10 +133,11 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
 constexpr std::string_view kScreenshotHelp =
-    R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+    R"(usage: attnscope screenshot SCENARIO|FILE.npy|FILE.npz --out FILE.png [--size WxH] [--frames N]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
-frames, saves the window as PNG and exits. Needs a display; without one use
+frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
+Attention panel over the default scenario. Needs a display; without one use
   xvfb-run -a -s '-screen 0 1600x1000x24' attnscope screenshot SCENARIO --out shot.png
 
 options:
@@ -609,8 +611,11 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
 
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.
-  Expected<Computed> computed = loadAndCompute(*path);
-  if (!computed) return fail(err, computed.error());
+  // An attention file (.npy / .npz) is checked by the window itself, before it opens.
+  if (!isAttentionPath(*path)) {
+    Expected<Computed> computed = loadAndCompute(*path);
+    if (!computed) return fail(err, computed.error());
+  }
   out.flush();
   return runGui(launch);
 }

@@ -379,7 +379,9 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
   ImGui::SameLine();
   ImGui::TextDisabled("%d layers \xC3\x97 %d heads, %d \xC3\x97 %d tokens; labels: %s",
                       shape.layers, shape.heads, shape.queries, shape.keys,
-                      file.labelsSource().empty() ? "indices" : file.labelsSource().c_str());
+                      file.labelsSource().empty()
+                          ? "indices"
+                          : std::filesystem::path(file.labelsSource()).filename().string().c_str());
   tooltip(file.layoutDescription());
   if (view.overview && view.overview->totalNonFinite.total() > 0) {
     ImGui::SameLine();
