@@ -35,8 +35,27 @@ void selectAttentionView(AttentionView& view, const io::AttentionSelection& sele
 // Open
 // =======================================================================================
 
-bool openAttentionFile(AppState& state, const std::string& path, double now) {
-  Expected<io::AttentionFile> opened = io::AttentionFile::open(path);
+bool openAttentionFile(AppState& state, const std::string& path, double now,
+                       const io::AttentionOpenOptions& options) {
+  Expected<io::AttentionFile> opened = io::AttentionFile::open(path, options);
+  if (!opened && opened.error().field == "array" && options.arrayName.empty()) {
+    // Several arrays: offer the readable ones (the file shown so far stays).
+    if (Expected<std::vector<io::ArraySummary>> arrays = io::listArrays(path, options.limits)) {
+      std::vector<io::ArraySummary> readable;
+      for (const io::ArraySummary& a : *arrays)
+        if (a.unsupported.empty()) readable.push_back(a);
+      if (readable.size() > 1) {
+        state.attention.choosePath = path;
+        state.attention.chooseArrays = std::move(readable);
+        *panelFlag(state.view, "attention") = true;
+        notify(state, Notice::Kind::Info,
+               fs::path(path).filename().string() +
+                   " holds several arrays: pick one in the Attention panel",
+               now);
+        return false;
+      }
+    }
+  }
   if (!opened) {
     Error error = opened.error();
     if (error.file.empty()) error.file = path;
@@ -44,6 +63,8 @@ bool openAttentionFile(AppState& state, const std::string& path, double now) {
     return false;
   }
   AttentionView& view = state.attention;
+  view.choosePath.clear();
+  view.chooseArrays.clear();
   view.file = std::make_shared<const io::AttentionFile>(std::move(opened).value());
   ++view.generation;
   view.selection = {};

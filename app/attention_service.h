@@ -20,8 +20,12 @@ namespace attn::app {
 
 // Opens `path` (.npy / .npz) as state.attention (its side-file labels included) and shows
 // the Attention panel. On error the state keeps what it had and an error notice names the
-// file and the problem. The scenario document is never touched. Returns success.
-bool openAttentionFile(AppState& state, const std::string& path, double now);
+// file and the problem. The scenario document is never touched. An .npz with several
+// arrays and none named in `options` is not an error: its readable arrays are put in
+// state.attention.chooseArrays for the panel to offer (returns false, nothing else changes).
+// Returns success.
+bool openAttentionFile(AppState& state, const std::string& path, double now,
+                       const io::AttentionOpenOptions& options = {});
 
 // Computes synchronously what is missing (overview of the current file, the current
 // selection). Screenshots and tests. Returns true when something was replaced.

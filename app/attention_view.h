@@ -40,6 +40,11 @@ struct AttentionView {
   float overviewProgress = 0;  // 0..1 while the thumbnails are being made
   std::uint64_t submittedGeneration = ~0ull, submittedSelection = ~0ull;
 
+  // An .npz with several arrays (and no per-layer set): the panel lists them, and picking
+  // one opens it. Empty when there is nothing to choose.
+  std::string choosePath;
+  std::vector<io::ArraySummary> chooseArrays;
+
   // Panel scratch (not saved).
   HeadSort sort = HeadSort::Index;
   int topK = 8;              // head view: lines per token when n is large

@@ -358,6 +358,38 @@ void drawTextView(AttentionView& view, const AttentionShown& shown) {
   ImGui::EndChild();
 }
 
+// An .npz with several arrays: one button per readable array.
+void drawArrayChoice(AppState& state) {
+  AttentionView& view = state.attention;
+  const std::string path = view.choosePath;
+  ImGui::TextColored(panel::warningColor(), "%s holds several arrays; open one:",
+                     std::filesystem::path(path).filename().string().c_str());
+  std::string picked;
+  for (const io::ArraySummary& a : view.chooseArrays) {
+    std::string shape;
+    for (std::int64_t d : a.shape) {
+      shape += shape.empty() ? "[" : ", ";
+      shape += std::to_string(d);
+    }
+    shape += "]";
+    ImGui::SameLine();
+    if (ImGui::SmallButton((a.name + " " + shape).c_str())) picked = a.name;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("cancel")) {
+    view.choosePath.clear();
+    view.chooseArrays.clear();
+  }
+  if (!picked.empty()) {
+    io::AttentionOpenOptions options;
+    options.arrayName = picked;
+    if (!openAttentionFile(state, path, ImGui::GetTime(), options)) {
+      view.choosePath.clear();  // the error is in the notices
+      view.chooseArrays.clear();
+    }
+  }
+}
+
 }  // namespace
 
 // =======================================================================================
@@ -367,6 +399,7 @@ void drawTextView(AttentionView& view, const AttentionShown& shown) {
 void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
   if (!panel::beginPanel("Attention", panelFlag(state.view, "attention"))) return;
   AttentionView& view = state.attention;
+  if (!view.choosePath.empty()) drawArrayChoice(state);
   if (!view.file) {
     panel::mutedWrapped("No attention file open. File \xE2\x96\xB8 Open (or drop on the window) a "
                         ".npy or .npz attention tensor; see docs/import.md.");

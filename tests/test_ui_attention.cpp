@@ -120,6 +120,36 @@ TEST(AttentionOpen, OpensBesideTheScenarioAndErrorsKeepWhatWasOpen) {
   EXPECT_EQ(state.attention.generation, generation);
 }
 
+TEST(AttentionOpen, SeveralArraysAreOfferedThenOpenedByName) {
+  const fs::path dir = tf::freshDir("ui_attention_npz");
+  tf::NpySpec heads;
+  heads.shape = {2, 3, 3};
+  tf::NpySpec single;
+  single.descr = ">f8";
+  single.shape = {3, 3};
+  tf::NpySpec ids;
+  ids.descr = "<i8";
+  ids.shape = {3};
+  const fs::path path = dir / "two.npz";
+  tf::writeBytes(path, tf::makeZip({{"a.npy", tf::npyBytes(heads, tf::attentionPattern())},
+                                    {"b.npy", tf::npyBytes(single, tf::attentionPattern()), true},
+                                    {"input_ids.npy", tf::npyBytes(ids, [](auto&) { return 1; })}}));
+  AppState state;
+  EXPECT_FALSE(openAttentionFile(state, path.string(), 0));
+  EXPECT_FALSE(state.attention.file);
+  ASSERT_EQ(state.attention.chooseArrays.size(), 2u);  // input_ids is not offered
+  EXPECT_EQ(state.attention.chooseArrays[0].name, "a");
+  EXPECT_EQ(state.attention.chooseArrays[1].name, "b");
+  EXPECT_EQ(state.attention.choosePath, path.string());
+  io::AttentionOpenOptions options;
+  options.arrayName = "b";
+  ASSERT_TRUE(openAttentionFile(state, path.string(), 0, options));
+  EXPECT_TRUE(state.attention.chooseArrays.empty());
+  EXPECT_EQ(state.attention.file->heads(), 1);
+  EXPECT_FLOAT_EQ(state.attention.file->copyHead(0, 0)(2, 1),
+                  static_cast<float>(tf::pattern(0, 0, 2, 1)));
+}
+
 TEST(AttentionOpen, SynchronousUpdateGivesOverviewAndSelection) {
   const fs::path dir = tf::freshDir("ui_attention_sync");
   AppState state;
