@@ -3,8 +3,10 @@
 // the NaN colour; a hostile file fails with one line naming it and exit code 2.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +17,8 @@
 
 #include <stb/stb_image.h>
 
+#include "app/attention_service.h"
+#include "app/gui_session.h"
 #include "attention_test_files.h"
 #include "io/heatmap_render.h"
 
@@ -80,6 +84,57 @@ TEST(AttentionScreenshot, HostileFileFailsWithOneLine) {
   EXPECT_NE(log.find("ints.npy"), std::string::npos) << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
   EXPECT_FALSE(fs::exists(dir / "bad.png"));
+}
+
+// The real window loop (GuiSession, not screenshot mode): the thumbnails are made on the
+// worker, so frames go on while they are missing; they arrive for the NEWEST file when a
+// second file is opened meanwhile (the first pass is cancelled). Needs a display: without
+// one, the test runs itself again under xvfb-run.
+TEST(AttentionWindow, FramesGoOnWhileTheWorkerMakesTheGrid) {
+  if (std::getenv("DISPLAY") == nullptr || *std::getenv("DISPLAY") == '\0') {
+    if (!haveXvfbRun()) GTEST_SKIP() << "no display and no xvfb-run";
+    const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' /proc/" +
+                                std::to_string(getpid()) +
+                                "/exe --gtest_filter=AttentionWindow.* > /dev/null 2>&1";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return;
+  }
+  const fs::path dir = tf::freshDir("smoke_attention_window");
+  tf::NpySpec big;
+  big.descr = "<f2";
+  big.shape = {4, 12, 512, 512};
+  tf::writeNpyFile(dir / "big.npy", big, tf::attentionPattern());
+  tf::NpySpec small;
+  small.shape = {3, 2, 20, 20};
+  tf::writeNpyFile(dir / "small.npy", small, tf::attentionPattern());
+
+  attn::app::GuiSession session;
+  attn::app::GuiLaunch launch;
+  launch.scenarioPath = (dir / "big.npy").string();
+  launch.noAutosave = true;
+  ASSERT_EQ(session.open(launch, {false}), 0);
+  attn::app::AppState& state = session.state();
+  ASSERT_TRUE(state.attention.file);
+  ASSERT_TRUE(session.frame());
+  EXPECT_FALSE(state.attention.overview);  // submitted in this frame, not waited for
+  // A second file before the first grid arrived: only its grid lands.
+  ASSERT_TRUE(attn::app::openAttentionFile(state, (dir / "small.npy").string(), 0));
+  const auto start = std::chrono::steady_clock::now();
+  int frames = 0;
+  while ((!state.attention.overview || !state.attention.shown) &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+    ASSERT_TRUE(session.frame());
+    ++frames;
+  }
+  ASSERT_TRUE(state.attention.overview);
+  EXPECT_EQ(state.attention.overview->layers, 3);
+  EXPECT_EQ(state.attention.overview->heads, 2);
+  EXPECT_EQ(state.attention.overview->thumbnails.size(), 6u);
+  ASSERT_TRUE(state.attention.shown);
+  EXPECT_TRUE(state.attention.shown->selected.view.values ==
+              state.attention.file->copyHead(0, 0));
+  EXPECT_GE(frames, 1);
+  session.close();
 }
 
 }  // namespace
