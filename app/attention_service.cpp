@@ -75,6 +75,9 @@ bool openAttentionFile(AppState& state, const std::string& path, double now,
   view.pinnedToken = -1;
   view.topFor = nullptr;
   view.topIndex.clear();
+  view.overlayHeads.clear();
+  view.overlayTop.clear();
+  view.overlayGeneration = ~0ull;
   *panelFlag(state.view, "attention") = true;
   const io::AttentionShape& s = view.file->shape();
   std::string text = "opened " + fs::path(path).filename().string() + ": ";

@@ -54,6 +54,12 @@ struct AttentionView {
   const AttentionShown* topFor = nullptr;
   int topKFor = 0;
   std::vector<int> topIndex;  // rows x topKFor (-1 padded)
+  // Head view overlay: every head of one layer, and their top-k per row (small n only).
+  bool overlay = false;
+  std::uint64_t overlayGeneration = ~0ull;
+  int overlayLayer = -1, overlayK = 0;
+  std::vector<Matrix> overlayHeads;
+  std::vector<std::vector<int>> overlayTop;
 };
 
 // True for a path that names an attention file (.npy or .npz, any case).
