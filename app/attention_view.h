@@ -46,6 +46,7 @@ struct AttentionView {
   std::vector<io::ArraySummary> chooseArrays;
 
   // Panel scratch (not saved).
+  int requestTab = -1;       // 0 heatmap, 1 head view, 2 text view: selected next frame
   HeadSort sort = HeadSort::Index;
   int topK = 8;              // head view: lines per token when n is large
   int pinnedToken = -1;      // text / head view: clicked token (key index), -1 = none

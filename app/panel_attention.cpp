@@ -494,24 +494,28 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
       ImGui::TextColored(panel::warningColor(), "%s",
                          io::describeNonFinite(shown->selected.nonFinite).c_str());
     }
+    const auto tabFlags = [&](int tab) {
+      return view.requestTab == tab ? ImGuiTabItemFlags_SetSelected : 0;
+    };
     if (ImGui::BeginTabBar("##views")) {
-      if (ImGui::BeginTabItem("Heatmap")) {
+      if (ImGui::BeginTabItem("Heatmap", nullptr, tabFlags(0))) {
         HeatmapOptions options = panel::heatmapOptions(state);
         options.tooltip = "attention weights (rows: queries, columns: keys)";
         heatmapWidget("##attention", heatmaps, io::HeatmapView(shown->selected.view),
                       (view.generation << 32) ^ shown->selectionRevision, options);
         ImGui::EndTabItem();
       }
-      if (ImGui::BeginTabItem("Head view")) {
+      if (ImGui::BeginTabItem("Head view", nullptr, tabFlags(1))) {
         drawHeadView(view, *shown);
         ImGui::EndTabItem();
       }
-      if (ImGui::BeginTabItem("Text view")) {
+      if (ImGui::BeginTabItem("Text view", nullptr, tabFlags(2))) {
         drawTextView(view, *shown);
         ImGui::EndTabItem();
       }
       ImGui::EndTabBar();
     }
+    view.requestTab = -1;
   }
   ImGui::EndChild();
   ImGui::End();

@@ -289,4 +289,46 @@ TEST_F(AttentionPanel, DrawsTheGridAndTheSelectedHead) {
   EXPECT_EQ(matches.size(), 2u);
 }
 
+TEST_F(AttentionPanel, HeadAndTextViewsDraw) {
+  const fs::path dir = tf::freshDir("ui_attention_tabs");
+  AppState state;
+  ASSERT_TRUE(openAttentionFile(state, writeDemo(dir, 2, 3, 10).string(), 0));
+  frame(state);
+  state.attention.requestTab = 1;
+  frame(state);
+  frame(state);
+  // The head view's lines: with 10 tokens every key of each row, strongest first. Head
+  // (0, 0) attends to itself, so row r's strongest key is r.
+  ASSERT_EQ(state.attention.topFor, state.attention.shown.get());
+  ASSERT_EQ(state.attention.topKFor, 10);
+  for (int r = 0; r < 10; ++r) EXPECT_EQ(state.attention.topIndex[static_cast<std::size_t>(r) * 10], r);
+  // Overlay: every head of layer 0, read from the file.
+  state.attention.overlay = true;
+  frame(state);
+  ASSERT_EQ(state.attention.overlayHeads.size(), 3u);
+  for (int h = 0; h < 3; ++h)
+    EXPECT_TRUE(state.attention.overlayHeads[static_cast<std::size_t>(h)] ==
+                state.attention.file->copyHead(0, h));
+  // Head 1 of layer 0 attends to the previous token.
+  EXPECT_EQ(state.attention.overlayTop[1][static_cast<std::size_t>(6) * 10], 5);
+  // The text view with a pinned token, both directions; then a rollout selection.
+  state.attention.requestTab = 2;
+  state.attention.pinnedToken = 4;
+  frame(state);
+  state.attention.attendedBy = true;
+  frame(state);
+  io::AttentionSelection rollout;
+  rollout.kind = io::AttentionSelection::Kind::Rollout;
+  rollout.layer = 1;
+  selectAttentionView(state.attention, rollout);
+  frame(state);
+  frame(state);
+  ASSERT_TRUE(state.attention.shown);
+  EXPECT_TRUE(state.attention.shown->error.empty()) << state.attention.shown->error;
+  EXPECT_EQ(state.attention.shown->selection.kind, io::AttentionSelection::Kind::Rollout);
+  // Rollout rows still sum to 1.
+  const Matrix& r = state.attention.shown->selected.view.values;
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(r.row(i).sum(), 1.0, 1e-5);
+}
+
 }  // namespace
