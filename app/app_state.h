@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "app/image_view.h"
+#include "app/attention_view.h"
 #include "core/attention.h"
 #include "core/scenario.h"
 #include "core/scenario_edits.h"
@@ -187,6 +188,9 @@ struct AppState {
   ImageViewState image;            // the image view: its image, settings and result
   // The Training panel's settings and trainer, created when the panel is first drawn.
   std::shared_ptr<TrainingPanelState> training;
+  // The opened .npy / .npz attention file and what the Attention panel shows of it. Apart
+  // from `doc`: opening one leaves the scenario, its undo history and dirty flag alone.
+  AttentionView attention;
 
   bool dirty() const { return contentId != savedContentId; }
   // True while the result on screen belongs to an older revision than the document.

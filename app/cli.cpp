@@ -21,6 +21,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/attention_view.h"
 #include "app/cli_attention.h"
 #include "app/cli_common.h"
 #include "app/cli_image.h"
@@ -142,11 +143,12 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
 constexpr std::string_view kScreenshotHelp =
-    R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
-                                   [--training STEPS]
+    R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
+                                   [--frames N] [--training STEPS]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
-frames, saves the window as PNG and exits. Needs a display; without one use
+frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
+Attention panel over the default scenario. Needs a display; without one use
   xvfb-run -a -s '-screen 0 1600x1000x24' attnscope screenshot SCENARIO --out shot.png
 
 options:
@@ -640,7 +642,8 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   }
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.
-  if (launch.imagePath.empty()) {
+  // An image or an attention file (.npy / .npz) is checked by the window itself.
+  if (launch.imagePath.empty() && !isAttentionPath(*path)) {
     Expected<Computed> computed = loadAndCompute(*path);
     if (!computed) return fail(err, computed.error());
   }

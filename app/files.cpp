@@ -17,6 +17,7 @@
 #include <imgui_stdlib.h>
 #include <nlohmann/json.hpp>
 
+#include "app/attention_service.h"
 #include "io/files.h"
 #include "io/scenario_json.h"
 
@@ -470,6 +471,10 @@ void saveOrAsk(FileUi& ui, AppState& state, double now) {
 }
 
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now) {
+  if (isAttentionPath(path)) {  // the scenario stays as it is: no unsaved-changes question
+    openAttentionFile(state, path, now);
+    return;
+  }
   if (ui.recoveryPending) {
     notify(state, Notice::Kind::Warning,
            "first answer whether to restore the autosaved changes, then open " + path, now);
@@ -516,6 +521,7 @@ void refreshListing(FileUi& ui) {
     std::error_code typeError;
     const bool directory = item.is_directory(typeError);
     const bool listed = item.path().extension() == ".json" ||
+                        isAttentionPath(item.path().string()) ||
                         (ui.dialog == FileUi::Dialog::Open && isImagePath(name));
     if (!directory && !listed) continue;
     ui.listing.push_back({name, directory});

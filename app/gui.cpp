@@ -29,6 +29,7 @@
 #include <imgui.h>
 
 #include "app/cli.h"
+#include "app/attention_service.h"
 #include "app/compute_service.h"
 #include "app/files.h"
 #include "app/gl_texture.h"
@@ -109,6 +110,7 @@ struct GuiSession::Impl {
   // Computes every new document revision on a worker thread (window mode). Screenshots
   // compute synchronously, so that the picture always shows the finished result.
   std::unique_ptr<ComputeService> compute;
+  std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
   FileUi files;
 
   float contentScale = 1.f;
@@ -159,7 +161,8 @@ struct GuiSession::Impl {
   // Brings state.computed up to date: synchronously in screenshot mode, else through the
   // worker (never blocks). True when a new result was published.
   bool recompute() {
-    if (screenshotMode() || !compute) return update(state);
+    if (screenshotMode() || !compute) return update(state) | updateAttention(state);
+    if (attention) updateAttentionAsync(state, *attention);
     return updateAsync(state, *compute);
   }
   void updateTitle();
@@ -900,6 +903,15 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   Scenario initial;
   std::string startupError;
   bool haveInitial = false;
+  // An attention file (.npy / .npz) opens beside the usual document (autosave or preset).
+  const std::string attentionPath = isAttentionPath(s.launch.scenarioPath) ? s.launch.scenarioPath : "";
+  if (!attentionPath.empty()) s.launch.scenarioPath.clear();
+  if (!attentionPath.empty() && s.screenshotMode()) {
+    if (Expected<io::AttentionFile> probe = io::AttentionFile::open(attentionPath); !probe) {
+      std::fprintf(stderr, "attnscope: %s\n", probe.error().message().c_str());
+      return 2;
+    }
+  }
   if (!s.launch.scenarioPath.empty()) {
     Expected<Scenario> loaded = io::loadScenario(s.launch.scenarioPath);
     if (loaded) {
@@ -922,6 +934,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   }
   s.heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
   s.compute = std::make_unique<ComputeService>();
+  s.attention = std::make_unique<AttentionService>();
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = findAssetDir();
   s.files.presets = listPresets(s.files.assetDir);
@@ -953,6 +966,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     }
   }
   if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
+  if (!attentionPath.empty()) openAttentionFile(s.state, attentionPath, s.now());
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;
@@ -988,6 +1002,7 @@ void GuiSession::close() {
       autosaveTick(s.files, s.state, s.now(), 0, true);
     }
   }
+  s.attention.reset();
   s.compute.reset();   // joins the worker (an attend() in flight finishes first)
   s.heatmaps.reset();  // GL objects, while the context still exists
   if (s.backendsReady) {

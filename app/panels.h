@@ -17,5 +17,6 @@ void drawInspectorPanel(AppState& state, HeatmapCache& heatmaps);  // explains t
 void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows of q and k
 void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention over image patches
 void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
+void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
 
 }  // namespace attn::app

@@ -1,0 +1,524 @@
+// The Attention panel: an opened .npy / .npz file (app/attention_view.h). Left, the model
+// view: a layer x head grid of the pooled thumbnails (made once per file on a worker), each
+// with its entropy and top-1 mass as two small bars, sortable by them. Right, the selected
+// head (or mean / max over heads, or rollout) in three tabs: the full heatmap (zoom, pan,
+// hover readout with the token labels), the head view (BertViz style: two token columns
+// joined by lines whose opacity is the weight) and the text view (CircuitsVis style: the
+// tokens as text, coloured by how much the selected token attends to them).
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "app/attention_service.h"
+#include "app/panel_common.h"
+#include "app/panel_registry.h"
+#include "app/panels.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+std::string fmt(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+// ---------------------------------------------------------------------------------------
+// Controls: what the right side shows
+// ---------------------------------------------------------------------------------------
+
+void drawSelector(AttentionView& view) {
+  const io::AttentionFile& file = *view.file;
+  io::AttentionSelection sel = view.selection;
+  const char* kinds[] = {"One head", "Mean over heads", "Max over heads", "Rollout"};
+  int kind = static_cast<int>(sel.kind);
+  const float font = ImGui::GetFontSize();
+  ImGui::SetNextItemWidth(font * 10.f);
+  if (ImGui::Combo("##kind", &kind, kinds, 4)) sel.kind = static_cast<io::AttentionSelection::Kind>(kind);
+  tooltip("One head; the mean or max over the heads of a layer; or attention rollout "
+          "(Abnar & Zuidema 2020): layers 0..L multiplied, each 0.5\xC2\xB7mean + 0.5\xC2\xB7I with "
+          "rows renormalised.");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 8.f);
+  int layer = sel.layer;
+  if (ImGui::SliderInt("layer", &layer, 0, std::max(0, file.layers() - 1))) sel.layer = layer;
+  if (sel.kind == io::AttentionSelection::Kind::Head) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(font * 8.f);
+    int head = sel.head;
+    if (ImGui::SliderInt("head", &head, 0, std::max(0, file.heads() - 1))) sel.head = head;
+  }
+  sel.layer = std::clamp(sel.layer, 0, file.layers() - 1);
+  sel.head = std::clamp(sel.head, 0, file.heads() - 1);
+  selectAttentionView(view, sel);
+}
+
+// ---------------------------------------------------------------------------------------
+// Model view: the grid
+// ---------------------------------------------------------------------------------------
+
+// The order of the heads of `layer` in the grid.
+std::vector<int> headOrder(const io::HeadOverview& overview, int layer, HeadSort sort) {
+  std::vector<int> order(static_cast<std::size_t>(overview.heads));
+  std::iota(order.begin(), order.end(), 0);
+  if (sort == HeadSort::Index) return order;
+  const auto stat = [&](int h) -> const HeadStats& {
+    return overview.stats[static_cast<std::size_t>(layer * overview.heads + h)];
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return sort == HeadSort::EntropyAscending ? stat(a).entropy < stat(b).entropy
+                                              : stat(a).top1Mass > stat(b).top1Mass;
+  });
+  return order;
+}
+
+void drawGrid(AppState& state, HeatmapCache& heatmaps) {
+  AttentionView& view = state.attention;
+  const float font = ImGui::GetFontSize();
+  if (!view.overview) {
+    ImGui::ProgressBar(view.overviewProgress, ImVec2(-1, 0), "making thumbnails\xE2\x80\xA6");
+    return;
+  }
+  const io::HeadOverview& overview = *view.overview;
+  const char* sorts[] = {"head index", "entropy (low first)", "top-1 mass (high first)"};
+  int sort = static_cast<int>(view.sort);
+  ImGui::SetNextItemWidth(font * 12.f);
+  if (ImGui::Combo("sort heads by", &sort, sorts, 3)) view.sort = static_cast<HeadSort>(sort);
+  tooltip("Orders the heads of each layer. Under each thumbnail: entropy (blue, as a share "
+          "of ln n_k, the uniform row) and top-1 mass (orange, mean of each row's max).");
+
+  const int layers = overview.layers, heads = overview.heads;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float labelW = font * 2.5f;
+  const float avail = ImGui::GetContentRegionAvail().x - labelW - style.ScrollbarSize;
+  const float gap = 2.f;
+  const float side = std::clamp(avail / static_cast<float>(heads) - gap, font * 1.5f, font * 8.f);
+  const float barH = std::max(2.f, font * 0.18f);
+  const double lnKeys = std::log(std::max(2, view.file->shape().keys));
+  const io::AttentionSelection& sel = view.selection;
+  const bool byIndex = view.sort == HeadSort::Index;
+
+  ImGui::BeginChild("##grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  // Column header: head numbers (only when the columns are heads).
+  if (byIndex) {
+    ImGui::Dummy(ImVec2(labelW - style.ItemSpacing.x, 0));
+    for (int h = 0; h < heads; ++h) {
+      ImGui::SameLine(labelW + static_cast<float>(h) * (side + gap));
+      ImGui::TextDisabled("h%d", h);
+    }
+  }
+  for (int l = 0; l < layers; ++l) {
+    const std::vector<int> order = headOrder(overview, l, view.sort);
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextDisabled("L%d", l);
+    for (int c = 0; c < heads; ++c) {
+      const int h = order[static_cast<std::size_t>(c)];
+      const std::size_t index = static_cast<std::size_t>(l * heads + h);
+      if (index >= overview.thumbnails.size()) break;
+      ImGui::SameLine(labelW + static_cast<float>(c) * (side + gap));
+      ImGui::BeginGroup();
+      ImGui::PushID(static_cast<int>(index));
+      const Matrix& thumb = overview.thumbnails[index];
+      const HeadStats& stats = overview.stats[index];
+      std::string tip = "layer " + std::to_string(l);
+      tip += ", head " + std::to_string(h);
+      tip += "\nentropy " + fmt("%.3f", stats.entropy) + " nats";
+      tip += ", top-1 mass " + fmt("%.3f", stats.top1Mass);
+      if (overview.nonFinite[index].total() > 0)
+        tip += "\nnon-finite: " + io::describeNonFinite(overview.nonFinite[index]);
+      tip += "\nclick: show this head";
+      HeatmapOptions options = panel::heatmapOptions(state);
+      options.size = ImVec2(side, side);
+      options.colorbar = false;
+      options.axisLabels = false;
+      options.cellLabels = false;
+      options.highlight = sel.kind == io::AttentionSelection::Kind::Head && sel.layer == l &&
+                          sel.head == h;
+      options.tooltip = tip.c_str();
+      const io::HeatmapView thumbView(matrixRef(thumb), {}, {}, "");
+      const HeatmapInteraction hit =
+          heatmapWidget("##t", heatmaps, thumbView, view.generation, options);
+      if (hit.clicked) {
+        io::AttentionSelection next;
+        next.kind = io::AttentionSelection::Kind::Head;
+        next.layer = l;
+        next.head = h;
+        selectAttentionView(view, next);
+      }
+      // Two bars: entropy / ln n_k (blue), top-1 mass (orange).
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      const float e = static_cast<float>(std::clamp(stats.entropy / lnKeys, 0.0, 1.0));
+      const float t = static_cast<float>(std::clamp(stats.top1Mass, 0.0, 1.0));
+      draw->AddRectFilled(p, ImVec2(p.x + side, p.y + 2 * barH + 1), IM_COL32(60, 60, 60, 255));
+      draw->AddRectFilled(p, ImVec2(p.x + side * e, p.y + barH), IM_COL32(66, 158, 245, 255));
+      draw->AddRectFilled(ImVec2(p.x, p.y + barH + 1), ImVec2(p.x + side * t, p.y + 2 * barH + 1),
+                          IM_COL32(250, 140, 40, 255));
+      ImGui::Dummy(ImVec2(side, 2 * barH + 1));
+      if (!byIndex) {
+        ImGui::TextDisabled("h%d", h);
+      }
+      ImGui::PopID();
+      ImGui::EndGroup();
+    }
+  }
+  ImGui::EndChild();
+}
+
+// ---------------------------------------------------------------------------------------
+// Head view (BertViz style)
+// ---------------------------------------------------------------------------------------
+
+// The k largest finite entries of each row of `a`, as column indices (rows x k, -1 padded).
+std::vector<int> topKPerRow(const Matrix& a, int k) {
+  const int rows = static_cast<int>(a.rows()), cols = static_cast<int>(a.cols());
+  std::vector<int> out(static_cast<std::size_t>(rows) * k, -1);
+  std::vector<int> idx(static_cast<std::size_t>(cols));
+  const int take = std::min(k, cols);
+  for (int r = 0; r < rows; ++r) {
+    std::iota(idx.begin(), idx.end(), 0);
+    const auto value = [&](int c) {
+      const float v = a(r, c);
+      return std::isfinite(v) ? v : -1.f;
+    };
+    std::partial_sort(idx.begin(), idx.begin() + take, idx.end(),
+                      [&](int x, int y) { return value(x) > value(y); });
+    std::copy(idx.begin(), idx.begin() + take, out.begin() + static_cast<std::ptrdiff_t>(r) * k);
+  }
+  return out;
+}
+
+// Heads overlaid in the head view: every head of the shown layer, read from the file once
+// per (file, layer, k) on the UI thread, hence only for small n (kMaxOverlayTokens).
+constexpr int kMaxOverlayTokens = 256;
+
+void ensureOverlay(AttentionView& view, int layer, int k) {
+  if (view.overlayGeneration == view.generation && view.overlayLayer == layer &&
+      view.overlayK == k)
+    return;
+  view.overlayHeads.clear();
+  view.overlayTop.clear();
+  for (int h = 0; h < view.file->heads(); ++h) {
+    view.overlayHeads.push_back(view.file->copyHead(layer, h));
+    view.overlayTop.push_back(topKPerRow(view.overlayHeads.back(), k));
+  }
+  view.overlayGeneration = view.generation;
+  view.overlayLayer = layer;
+  view.overlayK = k;
+}
+
+// A distinct colour for head h of `heads` (overlay).
+ImVec4 headColor(int h, int heads) {
+  return ImColor::HSV(static_cast<float>(h) / static_cast<float>(std::max(1, heads)), 0.75f, 1.f);
+}
+
+void drawHeadView(AttentionView& view, const AttentionShown& shown) {
+  const Matrix& a = shown.selected.view.values;
+  const int rows = static_cast<int>(a.rows()), cols = static_cast<int>(a.cols());
+  const float font = ImGui::GetFontSize();
+  const bool large = cols > 32;
+  if (large) {
+    ImGui::SetNextItemWidth(font * 8.f);
+    ImGui::SliderInt("lines per token", &view.topK, 1, 32);
+    tooltip("With many tokens only each query's k strongest keys get a line.");
+    ImGui::SameLine();
+  }
+  const int k = large ? view.topK : cols;
+  const bool canOverlay = view.file->heads() > 1 && std::max(rows, cols) <= kMaxOverlayTokens;
+  if (canOverlay) {
+    ImGui::Checkbox("all heads of the layer", &view.overlay);
+    tooltip("Overlay every head of this layer, one colour per head.");
+  } else {
+    ImGui::TextDisabled("(overlay of heads: up to %d tokens)", kMaxOverlayTokens);
+  }
+  const bool overlay = canOverlay && view.overlay;
+  if (view.topFor != &shown || view.topKFor != k) {
+    view.topIndex = topKPerRow(a, k);
+    view.topFor = &shown;
+    view.topKFor = k;
+  }
+  if (overlay) {
+    ensureOverlay(view, shown.selection.layer, k);
+    const int heads = static_cast<int>(view.overlayHeads.size());
+    for (int h = 0; h < heads; ++h) {  // the legend: one colour per head
+      ImGui::SameLine();
+      ImGui::TextColored(headColor(h, heads), "h%d", h);
+    }
+  }
+  ImGui::TextDisabled("queries (left) attend to keys (right); hover a token for its lines only");
+  const std::vector<std::string>& qLabels = shown.selected.view.rowLabels;
+  const std::vector<std::string>& kLabels = shown.selected.view.colLabels;
+  const float rowH = font * 1.25f;
+  const int n = std::max(rows, cols);
+  ImGui::BeginChild("##headview", ImVec2(0, 0), false);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float colW = std::min(font * 10.f, width * 0.3f);
+  const float leftX = origin.x + colW, rightX = origin.x + width - colW;
+  ImGui::Dummy(ImVec2(width, rowH * static_cast<float>(n)));
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  int hoverQ = -1, hoverK = -1;
+  if (ImGui::IsWindowHovered()) {
+    const int r = static_cast<int>(std::floor((mouse.y - origin.y) / rowH));
+    if (mouse.x < leftX && r >= 0 && r < rows) hoverQ = r;
+    if (mouse.x > rightX && r >= 0 && r < cols) hoverK = r;
+  }
+  const ImVec4 text = ImGui::GetStyle().Colors[ImGuiCol_Text];
+  const float clipTop = ImGui::GetWindowPos().y, clipBottom = clipTop + ImGui::GetWindowHeight();
+  for (int r = 0; r < rows; ++r) {
+    const float y = origin.y + rowH * (static_cast<float>(r) + 0.5f);
+    if (y > clipTop - rowH && y < clipBottom + rowH && r < static_cast<int>(qLabels.size())) {
+      const std::string& label = qLabels[static_cast<std::size_t>(r)];
+      const float w = ImGui::CalcTextSize(label.c_str()).x;
+      draw->AddText(ImVec2(leftX - w - font * 0.3f, y - font * 0.5f),
+                    ImGui::ColorConvertFloat4ToU32(r == hoverQ ? panel::queryColor() : text),
+                    label.c_str());
+    }
+  }
+  for (int c = 0; c < cols; ++c) {
+    const float y = origin.y + rowH * (static_cast<float>(c) + 0.5f);
+    if (y > clipTop - rowH && y < clipBottom + rowH && c < static_cast<int>(kLabels.size())) {
+      draw->AddText(ImVec2(rightX + font * 0.3f, y - font * 0.5f),
+                    ImGui::ColorConvertFloat4ToU32(c == hoverK ? panel::keyColor() : text),
+                    kLabels[static_cast<std::size_t>(c)].c_str());
+    }
+  }
+  // One set of lines per matrix: the shown one, or every head in its own colour.
+  const int sets = overlay ? static_cast<int>(view.overlayHeads.size()) : 1;
+  for (int set = 0; set < sets; ++set) {
+    const Matrix& m = overlay ? view.overlayHeads[static_cast<std::size_t>(set)] : a;
+    const std::vector<int>& top = overlay ? view.overlayTop[static_cast<std::size_t>(set)]
+                                          : view.topIndex;
+    const ImVec4 rgb = overlay ? headColor(set, sets) : ImVec4(0.98f, 0.55f, 0.16f, 1.f);
+    for (int r = 0; r < rows; ++r) {
+      if (hoverQ >= 0 && r != hoverQ) continue;
+      const float y0 = origin.y + rowH * (static_cast<float>(r) + 0.5f);
+      for (int i = 0; i < k; ++i) {
+        const int c = top[static_cast<std::size_t>(r) * k + i];
+        if (c < 0) break;
+        if (hoverK >= 0 && c != hoverK) continue;
+        const float v = m(r, c);
+        if (!std::isfinite(v) || v <= 0.005f) continue;
+        const float y1 = origin.y + rowH * (static_cast<float>(c) + 0.5f);
+        draw->AddLine(ImVec2(leftX, y0), ImVec2(rightX, y1),
+                      ImGui::ColorConvertFloat4ToU32(
+                          ImVec4(rgb.x, rgb.y, rgb.z, std::clamp(v, 0.f, 1.f))),
+                      std::max(1.f, font * 0.12f));
+      }
+    }
+  }
+  if (hoverQ >= 0 || hoverK >= 0) {
+    ImGui::BeginTooltip();
+    if (hoverQ >= 0)
+      ImGui::Text("query %d: its %d strongest keys", hoverQ, k);
+    else
+      ImGui::Text("key %d: the queries that attend to it", hoverK);
+    ImGui::EndTooltip();
+  }
+  ImGui::EndChild();
+}
+
+// ---------------------------------------------------------------------------------------
+// Text view (CircuitsVis style)
+// ---------------------------------------------------------------------------------------
+
+void drawTextView(AttentionView& view, const AttentionShown& shown) {
+  const Matrix& a = shown.selected.view.values;
+  const int rows = static_cast<int>(a.rows()), cols = static_cast<int>(a.cols());
+  const std::vector<std::string>& labels = shown.selected.view.colLabels;
+  const int offset = cols - rows;  // query row of key token t is t - offset (KV cache)
+  ImGui::Checkbox("attended by", &view.attendedBy);
+  tooltip("Off: colour each token by how much the selected token attends to it (its row). "
+          "On: by how much each token attends to the selected one (its column).");
+  ImGui::SameLine();
+  ImGui::TextDisabled("hover a token; click to pin it");
+  const float font = ImGui::GetFontSize();
+  ImGui::BeginChild("##textview", ImVec2(0, 0), false);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float lineH = font * 1.5f, pad = font * 0.2f;
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool hoveredWindow = ImGui::IsWindowHovered();
+  // Layout, hit test.
+  std::vector<ImVec2> pos(static_cast<std::size_t>(cols));
+  std::vector<float> widths(static_cast<std::size_t>(cols));
+  float x = 0, y = 0;
+  int hovered = -1;
+  for (int t = 0; t < cols && t < static_cast<int>(labels.size()); ++t) {
+    const float w = ImGui::CalcTextSize(labels[static_cast<std::size_t>(t)].c_str()).x + 2 * pad;
+    if (x > 0 && x + w > width) {
+      x = 0;
+      y += lineH;
+    }
+    pos[static_cast<std::size_t>(t)] = ImVec2(origin.x + x, origin.y + y);
+    widths[static_cast<std::size_t>(t)] = w;
+    if (hoveredWindow && mouse.x >= origin.x + x && mouse.x < origin.x + x + w &&
+        mouse.y >= origin.y + y && mouse.y < origin.y + y + lineH)
+      hovered = t;
+    x += w + pad;
+  }
+  ImGui::Dummy(ImVec2(width, y + lineH));
+  if (hovered >= 0 && ImGui::IsMouseClicked(0))
+    view.pinnedToken = view.pinnedToken == hovered ? -1 : hovered;
+  const int selected = hovered >= 0 ? hovered : view.pinnedToken;
+  // Weights of every token with respect to the selected one, scaled by their max.
+  std::vector<float> weight(static_cast<std::size_t>(cols), 0.f);
+  if (selected >= 0 && selected < cols) {
+    float top = 0;
+    for (int t = 0; t < cols; ++t) {
+      float v = 0;
+      if (!view.attendedBy) {
+        const int r = selected - offset;
+        v = r >= 0 && r < rows ? a(r, t) : 0.f;
+      } else {
+        const int r = t - offset;
+        v = r >= 0 && r < rows ? a(r, selected) : 0.f;
+      }
+      weight[static_cast<std::size_t>(t)] = std::isfinite(v) ? v : 0.f;
+      top = std::max(top, weight[static_cast<std::size_t>(t)]);
+    }
+    if (top > 0)
+      for (float& w : weight) w /= top;
+  }
+  const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
+  for (int t = 0; t < cols && t < static_cast<int>(labels.size()); ++t) {
+    const ImVec2 p = pos[static_cast<std::size_t>(t)];
+    const ImVec2 q(p.x + widths[static_cast<std::size_t>(t)], p.y + lineH - pad);
+    const float w = weight[static_cast<std::size_t>(t)];
+    if (w > 0) draw->AddRectFilled(p, q, IM_COL32(250, 140, 40, static_cast<int>(w * 230.f)));
+    if (t == selected) draw->AddRect(p, q, IM_COL32(66, 158, 245, 255), 0, 0, 2.f);
+    draw->AddText(ImVec2(p.x + pad, p.y + pad), textColor, labels[static_cast<std::size_t>(t)].c_str());
+  }
+  if (hovered >= 0) {
+    const int r = view.attendedBy ? -1 : hovered - offset;
+    ImGui::BeginTooltip();
+    ImGui::Text("%s (token %d)", labels[static_cast<std::size_t>(hovered)].c_str(), hovered);
+    if (!view.attendedBy && (r < 0 || r >= rows)) ImGui::TextDisabled("not a query of this tensor");
+    ImGui::EndTooltip();
+  }
+  ImGui::EndChild();
+}
+
+// An .npz with several arrays: one button per readable array.
+void drawArrayChoice(AppState& state) {
+  AttentionView& view = state.attention;
+  const std::string path = view.choosePath;
+  ImGui::TextColored(panel::warningColor(), "%s holds several arrays; open one:",
+                     std::filesystem::path(path).filename().string().c_str());
+  std::string picked;
+  for (const io::ArraySummary& a : view.chooseArrays) {
+    std::string shape;
+    for (std::int64_t d : a.shape) {
+      shape += shape.empty() ? "[" : ", ";
+      shape += std::to_string(d);
+    }
+    shape += "]";
+    ImGui::SameLine();
+    if (ImGui::SmallButton((a.name + " " + shape).c_str())) picked = a.name;
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("cancel")) {
+    view.choosePath.clear();
+    view.chooseArrays.clear();
+  }
+  if (!picked.empty()) {
+    io::AttentionOpenOptions options;
+    options.arrayName = picked;
+    if (!openAttentionFile(state, path, ImGui::GetTime(), options)) {
+      view.choosePath.clear();  // the error is in the notices
+      view.chooseArrays.clear();
+    }
+  }
+}
+
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
+  if (!panel::beginPanel("Attention", panelFlag(state.view, "attention"))) return;
+  AttentionView& view = state.attention;
+  if (!view.choosePath.empty()) drawArrayChoice(state);
+  if (!view.file) {
+    panel::mutedWrapped("No attention file open. File \xE2\x96\xB8 Open (or drop on the window) a "
+                        ".npy or .npz attention tensor; see docs/import.md.");
+    ImGui::End();
+    return;
+  }
+  const io::AttentionFile& file = *view.file;
+  const io::AttentionShape& shape = file.shape();
+  ImGui::TextUnformatted(std::filesystem::path(file.path()).filename().string().c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled("%d layers \xC3\x97 %d heads, %d \xC3\x97 %d tokens; labels: %s",
+                      shape.layers, shape.heads, shape.queries, shape.keys,
+                      file.labelsSource().empty()
+                          ? "indices"
+                          : std::filesystem::path(file.labelsSource()).filename().string().c_str());
+  tooltip(file.layoutDescription());
+  if (view.overview && view.overview->totalNonFinite.total() > 0) {
+    ImGui::SameLine();
+    ImGui::TextColored(panel::warningColor(), "non-finite: %s (NaN magenta, -inf hatched)",
+                       io::describeNonFinite(view.overview->totalNonFinite).c_str());
+  }
+
+  const float leftW = ImGui::GetContentRegionAvail().x * 0.45f;
+  ImGui::BeginChild("##model", ImVec2(leftW, 0), true);
+  drawGrid(state, heatmaps);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("##detail", ImVec2(0, 0), true);
+  drawSelector(view);
+  const std::shared_ptr<const AttentionShown> shown = view.shown;
+  if (!shown) {
+    panel::mutedWrapped("computing\xE2\x80\xA6");
+  } else if (!shown->error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), shown->error);
+  } else {
+    const bool stale = shown->selectionRevision != view.selectionRevision;
+    ImGui::TextDisabled("%s%s", shown->selected.view.title.c_str(), stale ? "  (computing\xE2\x80\xA6)" : "");
+    if (shown->selected.nonFinite.total() > 0) {
+      ImGui::SameLine();
+      ImGui::TextColored(panel::warningColor(), "%s",
+                         io::describeNonFinite(shown->selected.nonFinite).c_str());
+    }
+    const auto tabFlags = [&](int tab) {
+      return view.requestTab == tab ? ImGuiTabItemFlags_SetSelected : 0;
+    };
+    if (ImGui::BeginTabBar("##views")) {
+      if (ImGui::BeginTabItem("Heatmap", nullptr, tabFlags(0))) {
+        HeatmapOptions options = panel::heatmapOptions(state);
+        options.tooltip = "attention weights (rows: queries, columns: keys)";
+        heatmapWidget("##attention", heatmaps, io::HeatmapView(shown->selected.view),
+                      (view.generation << 32) ^ shown->selectionRevision, options);
+        ImGui::EndTabItem();
+      }
+      if (ImGui::BeginTabItem("Head view", nullptr, tabFlags(1))) {
+        drawHeadView(view, *shown);
+        ImGui::EndTabItem();
+      }
+      if (ImGui::BeginTabItem("Text view", nullptr, tabFlags(2))) {
+        drawTextView(view, *shown);
+        ImGui::EndTabItem();
+      }
+      ImGui::EndTabBar();
+    }
+    view.requestTab = -1;
+  }
+  ImGui::EndChild();
+  ImGui::End();
+}
+
+}  // namespace attn::app
