@@ -21,7 +21,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/cli_bench.h"
 #include "app/gui.h"
+#include "core/isa.h"
 #include "core/scenario.h"
 #include "io/heatmap_render.h"
 #include "io/scenario_json.h"
@@ -44,6 +46,7 @@ usage:
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
 
@@ -51,6 +54,7 @@ commands:
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
+  bench       time the multi-head self-attention forward pass, print JSON
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -566,8 +570,10 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err);
+  if (command == "bench") return runBench(rest, out, err);
   if (command == "--version") {
-    out << "attnscope " << kVersion << '\n';
+    out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
+        << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
     return 0;
   }
   if (command == "-h" || command == "--help" || command == "help") {
@@ -580,6 +586,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kExportHelp;
     else if (topic == "screenshot")
       out << kScreenshotHelp;
+    else if (topic == "bench")
+      out << kBenchHelp;
     else
       return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
     return 0;
@@ -595,7 +603,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot; see attnscope --help)"});
+                             " (commands: compute, export, screenshot, bench; see attnscope --help)"});
 }
 
 }  // namespace
@@ -605,8 +613,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
-         arg.starts_with("-");
+  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "bench" ||
+         arg == "help" || arg.starts_with("-");
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

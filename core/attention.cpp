@@ -4,8 +4,12 @@
 // every formula.
 #include "core/attention.h"
 
+#include "core/isa.h"
+#include "core/parallel.h"
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -21,7 +25,6 @@ namespace {
 using Index = Eigen::Index;
 
 constexpr Scalar kInf = std::numeric_limits<Scalar>::infinity();
-constexpr Scalar kMaxFinite = std::numeric_limits<Scalar>::max();
 
 // =======================================================================================
 // Seeded randomness. Our own generator and float mapping, so that a seed gives the same
@@ -94,18 +97,14 @@ std::string nonFiniteName(Scalar x) {
   return x > 0 ? "+infinity" : "-infinity";
 }
 
-// True when every entry is finite. Vectorised: x·0 is 0 for finite x and NaN for ±inf and
-// NaN, so the sum is NaN exactly when some entry is not finite. (Eigen's allFinite() stops
-// at the first failure and so is not vectorised; on the n_q x n_k scores it cost as much as
-// the softmax.)
-bool isAllFinite(const Matrix& m) {
-  if (m.size() == 0) return true;
-  return !std::isnan((m.array() * Scalar(0)).sum());
-}
+// True when every entry is finite: the ISA kernel (x·0 summed; NaN exactly when some entry
+// is not finite). Eigen's allFinite() stops at the first failure and so is not vectorised;
+// on the n_q x n_k scores it cost as much as the softmax.
 bool isAllFinite(const Scalar* x, Index n) {
-  if (n == 0) return true;
-  return !std::isnan(
-      (Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>(x, n) * Scalar(0)).sum());
+  return kernels::active().allFinite(x, n);
+}
+bool isAllFinite(const Matrix& m) {
+  return isAllFinite(m.data(), m.size());
 }
 
 // First non-finite entry of m as an error naming "field[r][c]".
@@ -215,12 +214,6 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
   return error;
 }
 
-// Clamps an overflowed score/temperature quotient to the largest finite float, so that a very
-// small temperature approaches the hard limit instead of producing ±infinity.
-inline Scalar clampFinite(Scalar x) {
-  return std::clamp(x, -kMaxFinite, kMaxFinite);
-}
-
 // =======================================================================================
 // Normalisers for one row, on a MASKED row: s (n) holds -inf for every key that takes no
 // part (masked, or a score of -inf), never NaN, so no separate availability mask is needed
@@ -229,15 +222,10 @@ inline Scalar clampFinite(Scalar x) {
 // helpers for explain.cpp first build such a row from (scores, allowed).
 // =======================================================================================
 
-using ScoreRow = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
-using ScoreRowMap = Eigen::Map<ScoreRow>;
-using ConstScoreRowMap = Eigen::Map<const ScoreRow>;
-
-// exp arguments are clamped at kExpFloor so that exp never returns a denormal: arithmetic on
-// denormals is ~100x slower on x86, and they would also slow down the weights·v GEMM.
-// exp(kExpFloor) < 1.7e-38 is below float resolution next to the maximum's exp(0) = 1, so
-// those keys get exactly 0.
-constexpr Scalar kExpFloor = -87;
+// Softmax's exp arguments are floored at -87 (in the ISA kernel, expShiftedRow) so that exp
+// never returns a denormal: arithmetic on denormals is ~100x slower on x86, and they would
+// also slow down the weights·v GEMM. exp(-87) < 1.7e-38 is below float resolution next to
+// the maximum's exp(0) = 1, so those keys get exactly 0.
 
 // Buffers the row normalisers need, sized once (per attend() call, or per public call) so
 // that no row allocates.
@@ -263,9 +251,9 @@ const Scalar* maskedRowOf(const Scalar* scores, const bool* allowed, int n,
   return out.data();
 }
 
-// Largest entry of a masked row; -inf when no key takes part. Vectorised.
+// Largest entry of a masked row; -inf when no key takes part. The ISA kernel.
 inline Scalar rowMax(const Scalar* s, int n) {
-  return ConstScoreRowMap(s, n).maxCoeff();
+  return kernels::active().rowMax(s, n);
 }
 
 // One-hot on the maximum m; ties share the weight evenly. Also the +infinity case of softmax.
@@ -276,38 +264,18 @@ void hardRow(const Scalar* s, Scalar m, int n, Scalar* weights) {
   for (int j = 0; j < n; ++j) weights[j] = s[j] == m ? share : Scalar(0);
 }
 
-// Zeroes w[j] where s[j] - m <= kExpFloor (masked keys, s = -inf, and keys whose exp was
-// floored) and returns the sum of the row, in double. Two branch-free loops that GCC
-// vectorises: the select, then the sum with eight partial sums (a single running double sum
-// is a 4-cycle dependency chain per key, and GCC does not vectorise a loop that mixes the
-// select with the float -> double sum). The partial sums change the order of the additions,
-// not the precision: the sum is rounded to float once, at the end. (Over every attend() in
-// the comparison of docs/performance.md the weights came out bit-identical to one running
-// sum.)
-double zeroFlooredAndSum(const Scalar* s, Scalar m, int n, Scalar* w) {
-  for (int j = 0; j < n; ++j) w[j] = s[j] - m > kExpFloor ? w[j] : Scalar(0);
-  double partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int u = 0; u < 8; ++u) partial[u] += w[j + u];
-  for (; j < n; ++j) partial[0] += w[j];
-  return ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
-         ((partial[1] + partial[5]) + (partial[3] + partial[7]));
-}
-
 // Stable softmax of a masked row with maximum m > -inf: exp(s_j - m) / Σ_k exp(s_k - m).
-// Three vectorised passes over the row (exp, zero + sum, divide); the row is in L1 by then.
+// Two passes of the ISA kernels over the row (the row is in L1 by then): exp, with exact
+// zeros where s_j - m <= -87 (masked keys, s = -inf, and keys whose exp was floored)
+// and the sum in double; then one division by the sum rounded to float.
 void softmaxRow(const Scalar* s, Scalar m, int n, Scalar* weights) {
   if (m == kInf) {  // only reachable through the public API with infinite scores
     hardRow(s, m, n, weights);
     return;
   }
-  ScoreRowMap w(weights, n);
-  // exp(-inf - m) from Eigen's fast exp is tiny rather than exactly 0, and floored entries are
-  // exp(kExpFloor): zeroFlooredAndSum() overwrites both with exact zeros.
-  w = (ConstScoreRowMap(s, n) - m).max(kExpFloor).exp();
-  const double sum = zeroFlooredAndSum(s, m, n, weights);
-  w /= static_cast<Scalar>(sum);  // sum >= 1: the maximum contributes exp(0)
+  const kernels::Table& k = kernels::active();
+  const double sum = k.expShiftedRow(s, m, n, weights);
+  k.divideRow(weights, n, static_cast<Scalar>(sum));  // sum >= 1: the maximum gives exp(0)
 }
 
 // top_k's selection on a masked row: fills `order` with the min(k, available) keys of largest
@@ -407,29 +375,55 @@ bool normalizeMaskedRow(const NormalizerOptions& normalizer, const Scalar* s, in
 }
 
 // =======================================================================================
+// Row-parallel products
+// =======================================================================================
+
+// Splits `rows` into at most `threads` blocks of at least kMinBlockRows rows and runs
+// body(first, count) for each block on its own thread (one block: on the caller).
+constexpr Index kMinBlockRows = 32;
+template <class Body>
+void forRowBlocks(Index rows, int threads, Body&& body) {
+  const int blocks = static_cast<int>(std::max<Index>(
+      1, std::min<Index>(threads, rows / kMinBlockRows)));
+  const Index step = (rows + blocks - 1) / blocks;
+  parallelFor(blocks, blocks, [&](int block, int) {
+    const Index first = block * step;
+    const Index count = std::min(step, rows - first);
+    if (count > 0) body(first, count);
+  });
+}
+
+// dst = alpha · lhs · rhs, dst already shaped (rows x cols), in row blocks on up to
+// `threads` threads, each block one single-threaded OpenBLAS call. The blocks are fixed by
+// (rows, threads), so a thread count always gives the same bits; different counts agree to
+// float rounding only (OpenBLAS picks its kernels, and so its order of additions, by the
+// size of a call; its own threads do the same), see tests/test_core_isa.cpp.
+template <class Lhs, class Rhs>
+void rowParallelProduct(Matrix& dst, const Lhs& lhs, const Rhs& rhs, Scalar alpha, int threads) {
+  forRowBlocks(dst.rows(), threads, [&](Index first, Index count) {
+    dst.middleRows(first, count).noalias() = alpha * lhs.middleRows(first, count) * rhs;
+  });
+}
+
+// =======================================================================================
 // Score kernels
 // =======================================================================================
 
 // scores[i][j] = Σ_a v_a · tanh(A[i][a] + B[j][a]) + c, with A (n_q x d_a), B (n_k x d_a).
 // Shared by additive (A = q·W₁ + b, B = k·W₂, c = 0) and mlp (A = q·W_h[top] + b_h,
 // B = k·W_h[bottom], v = w_o, c = b_o): the projections are done once as GEMMs, and the
-// n_q·n_k loop works on contiguous rows of A and B so that Eigen's tanh runs on SIMD packets
-// (a rowwise-broadcast expression over the whole of B was not vectorised, and was 4x slower).
-void tanhScores(const Matrix& a, const Matrix& b, const Vector& v, Scalar c, Matrix& scores) {
+// n_q·n_k·d_a tanh loop is the ISA kernel, which runs along the keys of Bᵀ (d_a x n_k), so
+// that one vector holds as many keys as it has lanes and the sum over a needs no shuffles.
+void tanhScores(const Matrix& a, const Matrix& b, const Vector& v, Scalar c, Matrix& scores,
+                int threads) {
   const Index nQ = a.rows(), nK = b.rows(), dA = b.cols();
   scores.resize(nQ, nK);
-  using RowArray = Eigen::Array<Scalar, 1, Eigen::Dynamic>;
-  using ConstRowMap = Eigen::Map<const RowArray>;
-  const ConstRowMap weights(v.data(), dA);
-  RowArray hidden(dA);
-  for (Index i = 0; i < nQ; ++i) {
-    const ConstRowMap aRow(a.row(i).data(), dA);
-    Scalar* out = scores.row(i).data();
-    for (Index j = 0; j < nK; ++j) {
-      hidden = (aRow + ConstRowMap(b.row(j).data(), dA)).tanh();
-      out[j] = (hidden * weights).sum() + c;
-    }
-  }
+  const Matrix bT = b.transpose();
+  const kernels::Table& kernel = kernels::active();
+  forRowBlocks(nQ, threads, [&](Index first, Index count) {
+    kernel.tanhScores(a.row(first).data(), bT.data(), v.data(), c, count, nK, dA,
+                      scores.row(first).data(), nK);
+  });
 }
 
 // Rows scaled to unit length; zero rows stay zero and are flagged. Scaling by the largest
@@ -638,8 +632,9 @@ ScoreParams completeScoreParams(ScoreKind kind, ScoreParams params, int dH, int 
 namespace {
 
 // similarity() into `scores` (n_q x n_k), reusing its buffer when the shape is unchanged.
+// `threads`: the products and the tanh loop run in row blocks on up to that many threads.
 void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
-                    std::vector<Warning>* warnings, int head, Matrix& scores) {
+                    std::vector<Warning>* warnings, int head, Matrix& scores, int threads = 1) {
   const Index nQ = q.rows(), nK = k.rows(), dH = q.cols();
   scores.resize(nQ, nK);
   auto invalid = [&](const std::string& what) {
@@ -653,12 +648,12 @@ void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const Scor
   switch (kind) {
     case ScoreKind::Dot:
       // q·kᵀ as one GEMM: (n_q x d_h)·(d_h x n_k)
-      scores.noalias() = q * k.transpose();
+      rowParallelProduct(scores, q, k.transpose(), Scalar(1), threads);
       break;
     case ScoreKind::ScaledDot: {
       // q·kᵀ / √d_h; the factor rides along as the GEMM's alpha (no temporary)
       const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(dH));
-      scores.noalias() = scale * q * k.transpose();
+      rowParallelProduct(scores, q, k.transpose(), scale, threads);
       break;
     }
     case ScoreKind::Cosine: {
@@ -687,8 +682,8 @@ void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const Scor
       if (params.generalW.rows() != dH || params.generalW.cols() != dH)
         return invalid("general_w must be d_h x d_h");
       Matrix qw(nQ, dH);
-      qw.noalias() = q * params.generalW;
-      scores.noalias() = qw * k.transpose();
+      rowParallelProduct(qw, q, params.generalW, Scalar(1), threads);
+      rowParallelProduct(scores, qw, k.transpose(), Scalar(1), threads);
       break;
     }
     case ScoreKind::Additive: {
@@ -702,7 +697,7 @@ void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const Scor
       qw.noalias() = q * params.additiveWq;
       qw.rowwise() += params.additiveBias.transpose();
       kw.noalias() = k * params.additiveWk;
-      tanhScores(qw, kw, params.additiveV, 0, scores);
+      tanhScores(qw, kw, params.additiveV, 0, scores, threads);
       break;
     }
     case ScoreKind::Mlp: {
@@ -715,7 +710,7 @@ void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const Scor
       qw.noalias() = q * params.mlpHiddenW.topRows(dH);
       qw.rowwise() += params.mlpHiddenBias.transpose();
       kw.noalias() = k * params.mlpHiddenW.bottomRows(dH);
-      tanhScores(qw, kw, params.mlpOutW, params.mlpOutBias, scores);
+      tanhScores(qw, kw, params.mlpOutW, params.mlpOutBias, scores, threads);
       break;
     }
   }
@@ -1076,24 +1071,10 @@ Status validate(const Inputs& inputs, const Options& options) {
 namespace {
 
 // Step 3 for one row: masked = clamp(scores / T) where allowed, -inf where masked (n). A
-// quotient that overflows is clamped to ±FLT_MAX (T -> 0 approaches hard attention). The
-// common cases take the cheapest form: T = 1 and no mask is a plain copy (scores are finite,
-// so scores / 1 needs no clamp), T != 1 and no mask one vectorised Eigen expression; with a
-// mask it is one select per key (GCC 12 does not vectorise the bool -> float select).
+// quotient that overflows is clamped to ±FLT_MAX (T -> 0 approaches hard attention). The ISA
+// kernel; T = 1 with no mask is a plain copy (scores are finite, so scores / 1 needs no clamp).
 void maskRow(const Scalar* scores, const bool* allowed, Scalar temperature, int n, Scalar* masked) {
-  if (temperature == 1) {
-    if (!allowed) {
-      std::copy(scores, scores + n, masked);
-    } else {
-      for (int j = 0; j < n; ++j) masked[j] = allowed[j] ? scores[j] : -kInf;
-    }
-  } else if (!allowed) {
-    ScoreRowMap(masked, n) =
-        (ConstScoreRowMap(scores, n) / temperature).max(-kMaxFinite).min(kMaxFinite);
-  } else {
-    for (int j = 0; j < n; ++j)
-      masked[j] = allowed[j] ? clampFinite(scores[j] / temperature) : -kInf;
-  }
+  kernels::active().maskRow(scores, allowed, temperature, n, masked);
 }
 
 }  // namespace
@@ -1105,6 +1086,16 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
 }
 
 Status attend(const Inputs& inputs, const Options& options, AttentionResult& out) {
+  return attend(inputs, options, out, RunOptions{});
+}
+
+int resolvedThreads(const RunOptions& run) {
+  const int threads = run.threads == 0 ? availableCores() : run.threads;
+  return std::clamp(threads, 1, 256);
+}
+
+Status attend(const Inputs& inputs, const Options& options, AttentionResult& out,
+              const RunOptions& run) {
   if (Status status = validate(inputs, options); !status) return status;
 
   const Matrix& queries = inputs.queries;  // n_q x d_q_in
@@ -1117,6 +1108,17 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   const int dvModel = static_cast<int>(proj.identity ? values.cols() : proj.wv.cols());
   const int dH = dModel / heads, dvH = dvModel / heads;
   const bool gaussian = options.mask.kind == MaskKind::LocalGaussian;
+  const kernels::Table& kernel = kernels::active();
+
+  // Threads: the heads run in parallel on `headThreads` threads; inside a head, products and
+  // row loops run in row blocks on `innerThreads` = threads / headThreads threads (1 when the
+  // heads fill the cores); the output projection in row blocks on all `threads`. OpenBLAS
+  // itself stays single-threaded throughout (its idle threads spin and would take cores
+  // from ours), so OpenBLAS threads x our threads = our threads <= threads.
+  const int threads = resolvedThreads(run);
+  const int headThreads = std::min(threads, heads);
+  const int innerThreads = std::max(1, threads / headThreads);
+  SingleThreadedBlas singleThreadedBlas;
 
   // Every field of `out` is assigned below. Matrices are resized (a no-op when the shape is
   // unchanged) and written in place with noalias(), never assigned from a temporary, so that
@@ -1146,11 +1148,18 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     return makeError(field, what + " overflows float32; scale the numbers down");
   };
 
-  RowScratch scratch(nK);
   result.concat.resize(nQ, dvModel);  // n_q x dv_model
-  result.weightsMean.resize(nQ, nK);  // n_q x n_k
-  for (int h = 0; h < heads; ++h) {
+
+  // Steps 1-6 for one head. Heads share nothing they write: each has its own HeadResult, its
+  // own warnings and its own column block of concat; `scratch` belongs to the worker thread.
+  struct HeadOutcome {
+    std::optional<Error> error;
+    std::vector<Warning> warnings;
+  };
+  std::vector<HeadOutcome> outcomes(static_cast<std::size_t>(heads));
+  auto computeHead = [&](int h) -> std::optional<Error> {
     HeadResult& head = result.heads[h];
+    std::vector<Warning>& warnings = outcomes[h].warnings;
 
     // 1. Project: head h takes column block h of each projection.
     //    q = X_q·W_q[:, h·d_h:(h+1)·d_h] + b_q[h·d_h:(h+1)·d_h]   (n_q x d_h)
@@ -1168,11 +1177,11 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
       head.k = keys.middleCols(h * dH, dH);
       head.v = values.middleCols(h * dvH, dvH);
     } else {
-      head.q.noalias() = queries * proj.wq.middleCols(h * dH, dH);
+      rowParallelProduct(head.q, queries, proj.wq.middleCols(h * dH, dH), 1, innerThreads);
       if (proj.bq.size() != 0) head.q.rowwise() += proj.bq.segment(h * dH, dH).transpose();
-      head.k.noalias() = keys * proj.wk.middleCols(h * dH, dH);
+      rowParallelProduct(head.k, keys, proj.wk.middleCols(h * dH, dH), 1, innerThreads);
       if (proj.bk.size() != 0) head.k.rowwise() += proj.bk.segment(h * dH, dH).transpose();
-      head.v.noalias() = values * proj.wv.middleCols(h * dvH, dvH);
+      rowParallelProduct(head.v, values, proj.wv.middleCols(h * dvH, dvH), 1, innerThreads);
       if (proj.bv.size() != 0) head.v.rowwise() += proj.bv.segment(h * dvH, dvH).transpose();
       if (!isAllFinite(head.q)) return overflow("queries", "projecting the queries");
       if (!isAllFinite(head.k)) return overflow("keys", "projecting the keys");
@@ -1185,43 +1194,68 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
         options.score,
         h < static_cast<int>(options.scoreParams.size()) ? options.scoreParams[h] : ScoreParams{},
         dH, options.scoreHidden, deriveSeed(options.seed, "score", static_cast<std::uint64_t>(h)));
-    similarityInto(options.score, head.q, head.k, head.params, &result.warnings, h, head.scores);
+    similarityInto(options.score, head.q, head.k, head.params, &warnings, h, head.scores,
+                   innerThreads);
 
     // 3 and 4, row by row so that each row is still in L1 when it is normalised (the scores'
     // finiteness is checked there too, on the row in L1, not in a pass of its own):
     // 3. Temperature and mask: maskedScores = scores / T, -inf where masked   (n_q x n_k).
     // 4. Normalise: weights   (n_q x n_k), 0 where masked, rows of fully masked queries all 0.
     //    local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
-    // Then the running sum for the mean over heads (PyTorch's average_attn_weights), added
-    // in head order and divided by H after the last head, as a separate pass would.
     head.maskedScores.resize(nQ, nK);
     head.weights.resize(nQ, nK);
-    for (int i = 0; i < nQ; ++i) {
-      const Scalar* scoreRow = head.scores.row(i).data();
-      if (!isAllFinite(scoreRow, nK))
-        return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
-      Scalar* maskedRowData = head.maskedScores.row(i).data();
-      maskRow(scoreRow, masked ? result.allowed.row(i).data() : nullptr, options.temperature, nK,
-              maskedRowData);
-      auto weights = head.weights.row(i);
-      normalizeMaskedRow(options.normalizer, maskedRowData, nK, weights.data(), scratch);
-      if (gaussian) weights.array() *= result.positionWeights.row(i).array();
-      auto mean = result.weightsMean.row(i);
-      if (h == 0) {
-        mean = weights;
-      } else {
-        mean += weights;
+    std::atomic<bool> scoresOverflow{false};
+    forRowBlocks(nQ, innerThreads, [&](Index first, Index count) {
+      RowScratch scratch(nK);
+      for (Index i = first; i < first + count; ++i) {
+        const Scalar* scoreRow = head.scores.row(i).data();
+        if (!isAllFinite(scoreRow, nK)) {
+          scoresOverflow = true;
+          return;
+        }
+        Scalar* maskedRowData = head.maskedScores.row(i).data();
+        maskRow(scoreRow, masked ? result.allowed.row(i).data() : nullptr, options.temperature,
+                nK, maskedRowData);
+        Scalar* weightRow = head.weights.row(i).data();
+        normalizeMaskedRow(options.normalizer, maskedRowData, nK, weightRow, scratch);
+        if (gaussian) kernel.multiplyRow(weightRow, result.positionWeights.row(i).data(), nK);
       }
-      if (h == heads - 1 && heads > 1) mean /= static_cast<Scalar>(heads);
-    }
+    });
+    if (scoresOverflow)
+      return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
 
     // 5. Weigh the values: context = weights·v   (n_q x n_k)·(n_k x dv_h) = (n_q x dv_h)
     head.context.resize(nQ, dvH);
-    head.context.noalias() = head.weights * head.v;
+    rowParallelProduct(head.context, head.weights, head.v, 1, innerThreads);
 
     // 6. Concatenate the heads: concat[:, h·dv_h:(h+1)·dv_h] = context   (n_q x dv_model)
     result.concat.middleCols(h * dvH, dvH) = head.context;
+    return std::nullopt;
+  };
+
+  parallelFor(heads, headThreads, [&](int h, int) { outcomes[h].error = computeHead(h); });
+
+  // The first error in head order is the one the sequential loop would have met first (it
+  // stopped there); the warnings follow in head order.
+  for (HeadOutcome& outcome : outcomes) {
+    if (outcome.error) return *outcome.error;
+    result.warnings.insert(result.warnings.end(), outcome.warnings.begin(),
+                           outcome.warnings.end());
   }
+
+  // The mean of the weights over heads (PyTorch's average_attn_weights), added in head order
+  // and divided by H after the last head. Row blocks in parallel.
+  result.weightsMean.resize(nQ, nK);  // n_q x n_k
+  constexpr int kMeanRows = 64;
+  parallelFor((nQ + kMeanRows - 1) / kMeanRows, threads, [&](int block, int) {
+    const int first = block * kMeanRows, last = std::min(nQ, first + kMeanRows);
+    for (int i = first; i < last; ++i) {
+      Scalar* mean = result.weightsMean.row(i).data();
+      std::copy_n(result.heads[0].weights.row(i).data(), nK, mean);
+      for (int h = 1; h < heads; ++h) kernel.addRow(mean, result.heads[h].weights.row(i).data(), nK);
+      if (heads > 1) kernel.divideRow(mean, nK, static_cast<Scalar>(heads));
+    }
+  });
 
   // 7. Output projection: output = concat·W_o + b_o   (n_q x d_out); identity or no W_o:
   //    output = concat.
@@ -1229,7 +1263,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     result.output = result.concat;
   } else {
     result.output.resize(nQ, proj.wo.cols());
-    result.output.noalias() = result.concat * proj.wo;
+    rowParallelProduct(result.output, result.concat, proj.wo, 1, threads);
     if (proj.bo.size() != 0) result.output.rowwise() += proj.bo.transpose();
     if (!isAllFinite(result.output)) return overflow("projections.wo", "the output projection");
   }

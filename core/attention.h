@@ -181,6 +181,26 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options);
 // swaps on success.
 Status attend(const Inputs& inputs, const Options& options, AttentionResult& out);
 
+// How attend() runs, as opposed to what it computes. The same thread count always gives the
+// same bits; different counts agree to float rounding (matrix products split in row blocks
+// add in a different order), within 1e-6 relative in practice.
+struct RunOptions {
+  // Threads to use, >= 1; 0 = every core this process may run on (availableCores()).
+  // Heads run in parallel on min(threads, H) threads; with fewer heads than threads, each
+  // head's products and row loops are split in row blocks; the output projection is split
+  // on all threads. OpenBLAS runs single-threaded inside each of them (attend() sets its
+  // process-wide thread count to 1 for the call and puts the previous value back), so there
+  // are never more busy threads than `threads`. Two attend() calls may run at the same time
+  // (each on its own result).
+  int threads = 1;
+};
+// `threads` with 0 resolved to the number of cores, clamped to [1, 256].
+int resolvedThreads(const RunOptions& run);
+
+// attend(inputs, options, out) on the threads `run` asks for (the other overloads use one).
+Status attend(const Inputs& inputs, const Options& options, AttentionResult& out,
+              const RunOptions& run);
+
 // ---------------------------------------------------------------------------------------
 // The individual steps, public so that tests and the inspector can use them.
 // ---------------------------------------------------------------------------------------
