@@ -375,55 +375,33 @@ bool normalizeMaskedRow(const NormalizerOptions& normalizer, const Scalar* s, in
 }
 
 // =======================================================================================
-// Row-parallel products
+// Products in fixed row blocks
 // =======================================================================================
 
-// Splits `rows` into at most `threads` blocks of at least kMinBlockRows rows and runs
-// body(first, count) for each block on its own thread (one block: on the caller).
-constexpr Index kMinBlockRows = 32;
-template <class Body>
-void forRowBlocks(Index rows, int threads, Body&& body) {
-  const int blocks = static_cast<int>(std::max<Index>(
-      1, std::min<Index>(threads, rows / kMinBlockRows)));
-  const Index step = (rows + blocks - 1) / blocks;
-  parallelFor(blocks, blocks, [&](int block, int) {
-    const Index first = block * step;
-    const Index count = std::min(step, rows - first);
-    if (count > 0) body(first, count);
-  });
+// The big products run in blocks of kProductBlockRows rows, handed out to the threads. The
+// blocks depend only on the number of rows, never on the thread count, so every thread count
+// gives the same bits (OpenBLAS picks its kernels, and so its order of additions, by the
+// shape of a call; its own threads would block differently again, which is one reason
+// attend() keeps them at 1).
+constexpr Index kProductBlockRows = 256;
+
+Index blockCount(Index rows, Index blockRows) {
+  return (rows + blockRows - 1) / blockRows;
 }
 
-// dst = alpha · lhs · rhs, dst already shaped (rows x cols), in row blocks on up to
-// `threads` threads, each block one single-threaded OpenBLAS call. The blocks are fixed by
-// (rows, threads), so a thread count always gives the same bits; different counts agree to
-// float rounding only (OpenBLAS picks its kernels, and so its order of additions, by the
-// size of a call; its own threads do the same), see tests/test_core_isa.cpp.
+// dst.middleRows(block) = lhs.middleRows(block)·rhs, one block (dst already shaped).
 template <class Lhs, class Rhs>
-void rowParallelProduct(Matrix& dst, const Lhs& lhs, const Rhs& rhs, Scalar alpha, int threads) {
-  forRowBlocks(dst.rows(), threads, [&](Index first, Index count) {
-    dst.middleRows(first, count).noalias() = alpha * lhs.middleRows(first, count) * rhs;
-  });
+void productBlock(Matrix& dst, const Lhs& lhs, const Rhs& rhs, Index block) {
+  const Index first = block * kProductBlockRows;
+  const Index count = std::min(kProductBlockRows, dst.rows() - first);
+  dst.middleRows(first, count).noalias() = lhs.middleRows(first, count) * rhs;
 }
 
-// =======================================================================================
-// Score kernels
-// =======================================================================================
-
-// scores[i][j] = Σ_a v_a · tanh(A[i][a] + B[j][a]) + c, with A (n_q x d_a), B (n_k x d_a).
-// Shared by additive (A = q·W₁ + b, B = k·W₂, c = 0) and mlp (A = q·W_h[top] + b_h,
-// B = k·W_h[bottom], v = w_o, c = b_o): the projections are done once as GEMMs, and the
-// n_q·n_k·d_a tanh loop is the ISA kernel, which runs along the keys of Bᵀ (d_a x n_k), so
-// that one vector holds as many keys as it has lanes and the sum over a needs no shuffles.
-void tanhScores(const Matrix& a, const Matrix& b, const Vector& v, Scalar c, Matrix& scores,
-                int threads) {
-  const Index nQ = a.rows(), nK = b.rows(), dA = b.cols();
-  scores.resize(nQ, nK);
-  const Matrix bT = b.transpose();
-  const kernels::Table& kernel = kernels::active();
-  forRowBlocks(nQ, threads, [&](Index first, Index count) {
-    kernel.tanhScores(a.row(first).data(), bT.data(), v.data(), c, count, nK, dA,
-                      scores.row(first).data(), nK);
-  });
+// dst = lhs·rhs (dst already shaped), its blocks on up to `threads` threads.
+template <class Lhs, class Rhs>
+void blockedProduct(Matrix& dst, const Lhs& lhs, const Rhs& rhs, int threads) {
+  const int blocks = static_cast<int>(blockCount(dst.rows(), kProductBlockRows));
+  parallelFor(blocks, threads, [&](int block, int) { productBlock(dst, lhs, rhs, block); });
 }
 
 // Rows scaled to unit length; zero rows stay zero and are flagged. Scaling by the largest
@@ -631,88 +609,184 @@ ScoreParams completeScoreParams(ScoreKind kind, ScoreParams params, int dH, int 
 
 namespace {
 
-// similarity() into `scores` (n_q x n_k), reusing its buffer when the shape is unchanged.
-// `threads`: the products and the tanh loop run in row blocks on up to that many threads.
-void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
-                    std::vector<Warning>* warnings, int head, Matrix& scores, int threads = 1) {
-  const Index nQ = q.rows(), nK = k.rows(), dH = q.cols();
-  scores.resize(nQ, nK);
-  auto invalid = [&](const std::string& what) {
-    scores.setZero();
-    if (warnings)
-      warnings->push_back({"invalid_score_params", what + "; scores set to 0", head, -1});
-  };
-  if (k.cols() != dH) return invalid("queries and keys differ in width");
-  if (dH == 0) return invalid("queries and keys have width 0");
+// Score functions work on blocks of kScoreBlockRows query rows: attend() scores a block into
+// a scratch buffer, masks and normalises it while it is in cache, and keeps only the weights
+// (issue 11: the n_q x n_k scores and masked scores of every head were most of the memory).
+// headScoreRows() and similarity() compute the very same blocks, so the scores they return
+// are, bit for bit, the ones attend() normalised (a product's rounding depends on its shape).
+constexpr Index kScoreBlockRows = 64;
 
+// What every block of queries of one head is scored against, prepared once per head.
+struct KeySide {
+  ScoreKind kind = ScoreKind::Dot;
+  const Matrix* k = nullptr;  // dot, scaled_dot, general: the keys (n_k x d_h)
+  Matrix unitKeys;            // cosine: k with unit rows (zero rows stay zero)
+  Matrix tanhKeysT;           // additive / mlp: (k·W₂)ᵀ or (k·W_h[d_h:])ᵀ   (d_a x n_k)
+  std::vector<Index> zeroKeys;  // cosine: zero key vectors
+  std::string invalid;          // non-empty: the parameters do not fit; every score is 0
+  Index nK = 0;
+};
+
+KeySide prepareKeys(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params) {
+  KeySide side;
+  side.kind = kind;
+  side.k = &k;
+  side.nK = k.rows();
+  const Index dH = q.cols();
+  if (k.cols() != dH) {
+    side.invalid = "queries and keys differ in width";
+    return side;
+  }
+  if (dH == 0) {
+    side.invalid = "queries and keys have width 0";
+    return side;
+  }
   switch (kind) {
     case ScoreKind::Dot:
-      // q·kᵀ as one GEMM: (n_q x d_h)·(d_h x n_k)
-      rowParallelProduct(scores, q, k.transpose(), Scalar(1), threads);
+    case ScoreKind::ScaledDot:
+      break;
+    case ScoreKind::Cosine:
+      side.unitKeys = unitRows(k, side.zeroKeys);
+      break;
+    case ScoreKind::General:
+      if (params.generalW.rows() != dH || params.generalW.cols() != dH)
+        side.invalid = "general_w must be d_h x d_h";
+      break;
+    case ScoreKind::Additive: {
+      const Index dA = params.additiveWq.cols();
+      if (params.additiveWq.rows() != dH || params.additiveWk.rows() != dH ||
+          params.additiveWk.cols() != dA || params.additiveBias.size() != dA ||
+          params.additiveV.size() != dA || dA == 0) {
+        side.invalid = "additive parameters have the wrong shapes";
+        break;
+      }
+      side.tanhKeysT.resize(dA, side.nK);
+      side.tanhKeysT.noalias() = (k * params.additiveWk).transpose();
+      break;
+    }
+    case ScoreKind::Mlp: {
+      const Index dM = params.mlpHiddenW.cols();
+      if (params.mlpHiddenW.rows() != 2 * dH || params.mlpHiddenBias.size() != dM ||
+          params.mlpOutW.size() != dM || dM == 0) {
+        side.invalid = "mlp parameters have the wrong shapes";
+        break;
+      }
+      side.tanhKeysT.resize(dM, side.nK);
+      side.tanhKeysT.noalias() = (k * params.mlpHiddenW.bottomRows(dH)).transpose();
+      break;
+    }
+  }
+  return side;
+}
+
+using BlockMap = Eigen::Map<Matrix>;
+
+// Step 2 for query rows [first, first + count) (count <= kScoreBlockRows, first a multiple of
+// it): raw scores into out (count x n_k, row-major, contiguous). Zero query vectors (cosine)
+// are appended to zeroQueries.
+void scoreBlock(const KeySide& keys, const Matrix& q, const ScoreParams& params, Index first,
+                Index count, Scalar* out, std::vector<Index>* zeroQueries) {
+  const Index nK = keys.nK, dH = q.cols();
+  BlockMap scores(out, count, nK);
+  if (!keys.invalid.empty()) {
+    scores.setZero();
+    return;
+  }
+  const auto qRows = q.middleRows(first, count);
+  switch (keys.kind) {
+    case ScoreKind::Dot:
+      // q·kᵀ as one GEMM: (count x d_h)·(d_h x n_k)
+      scores.noalias() = qRows * keys.k->transpose();
       break;
     case ScoreKind::ScaledDot: {
       // q·kᵀ / √d_h; the factor rides along as the GEMM's alpha (no temporary)
       const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(dH));
-      rowParallelProduct(scores, q, k.transpose(), scale, threads);
+      scores.noalias() = scale * qRows * keys.k->transpose();
       break;
     }
     case ScoreKind::Cosine: {
       // q·kᵀ / (|q||k|) = unit(q)·unit(k)ᵀ; zero vectors score 0 (and are reported)
-      std::vector<Index> zeroQueries, zeroKeys;
-      const Matrix qUnit = unitRows(q, zeroQueries);
-      const Matrix kUnit = unitRows(k, zeroKeys);
-      scores.noalias() = qUnit * kUnit.transpose();
+      std::vector<Index> zero;
+      const Matrix qUnit = unitRows(qRows, zero);
+      if (zeroQueries)
+        for (Index i : zero) zeroQueries->push_back(first + i);
+      scores.noalias() = qUnit * keys.unitKeys.transpose();
       scores = scores.cwiseMax(Scalar(-1)).cwiseMin(Scalar(1));  // rounding can reach 1+ε
-      if (warnings) {
-        for (Index i : zeroQueries)
-          warnings->push_back({"cosine_zero_vector",
-                               "query " + std::to_string(i) +
-                                   " is a zero vector: cosine is undefined, its scores are 0",
-                               head, static_cast<int>(i)});
-        for (Index j : zeroKeys)
-          warnings->push_back({"cosine_zero_vector",
-                               "key " + std::to_string(j) +
-                                   " is a zero vector: cosine is undefined, its scores are 0",
-                               head, -1});
-      }
       break;
     }
     case ScoreKind::General: {
-      // q·W_a·kᵀ = (q·W_a)·kᵀ: (n_q x d_h)·(d_h x d_h), then one GEMM with kᵀ
-      if (params.generalW.rows() != dH || params.generalW.cols() != dH)
-        return invalid("general_w must be d_h x d_h");
-      Matrix qw(nQ, dH);
-      rowParallelProduct(qw, q, params.generalW, Scalar(1), threads);
-      rowParallelProduct(scores, qw, k.transpose(), Scalar(1), threads);
+      // q·W_a·kᵀ = (q·W_a)·kᵀ: (count x d_h)·(d_h x d_h), then one GEMM with kᵀ
+      Matrix qw(count, dH);
+      qw.noalias() = qRows * params.generalW;
+      scores.noalias() = qw * keys.k->transpose();
       break;
     }
-    case ScoreKind::Additive: {
-      // tanh(q·W₁ + k·W₂ + b)·v, with q·W₁ + b (n_q x d_a) and k·W₂ (n_k x d_a) done once
-      const Index dA = params.additiveWq.cols();
-      if (params.additiveWq.rows() != dH || params.additiveWk.rows() != dH ||
-          params.additiveWk.cols() != dA || params.additiveBias.size() != dA ||
-          params.additiveV.size() != dA || dA == 0)
-        return invalid("additive parameters have the wrong shapes");
-      Matrix qw(nQ, dA), kw(nK, dA);
-      qw.noalias() = q * params.additiveWq;
-      qw.rowwise() += params.additiveBias.transpose();
-      kw.noalias() = k * params.additiveWk;
-      tanhScores(qw, kw, params.additiveV, 0, scores, threads);
-      break;
-    }
+    case ScoreKind::Additive:
     case ScoreKind::Mlp: {
-      // tanh([q k]·W_h + b_h)·w_o + b_o; [q k]·W_h = q·W_h[0:d_h] + k·W_h[d_h:2d_h]
-      const Index dM = params.mlpHiddenW.cols();
-      if (params.mlpHiddenW.rows() != 2 * dH || params.mlpHiddenBias.size() != dM ||
-          params.mlpOutW.size() != dM || dM == 0)
-        return invalid("mlp parameters have the wrong shapes");
-      Matrix qw(nQ, dM), kw(nK, dM);
-      qw.noalias() = q * params.mlpHiddenW.topRows(dH);
-      qw.rowwise() += params.mlpHiddenBias.transpose();
-      kw.noalias() = k * params.mlpHiddenW.bottomRows(dH);
-      tanhScores(qw, kw, params.mlpOutW, params.mlpOutBias, scores, threads);
+      // additive: tanh(q·W₁ + b + k·W₂)·v; mlp: tanh([q k]·W_h + b_h)·w_o + b_o with
+      // [q k]·W_h = q·W_h[0:d_h] + k·W_h[d_h:2d_h]. The key half is in keys.tanhKeysT.
+      const bool additive = keys.kind == ScoreKind::Additive;
+      const Index dA = keys.tanhKeysT.rows();
+      Matrix qw(count, dA);
+      if (additive) {
+        qw.noalias() = qRows * params.additiveWq;
+        qw.rowwise() += params.additiveBias.transpose();
+      } else {
+        qw.noalias() = qRows * params.mlpHiddenW.topRows(dH);
+        qw.rowwise() += params.mlpHiddenBias.transpose();
+      }
+      const Vector& v = additive ? params.additiveV : params.mlpOutW;
+      kernels::active().tanhScores(qw.data(), keys.tanhKeysT.data(), v.data(),
+                                   additive ? Scalar(0) : params.mlpOutBias, count, nK, dA, out,
+                                   nK);
       break;
     }
+  }
+}
+
+// The warnings of one head's scoring: an invalid parameter set, then zero vectors (cosine),
+// queries first in row order, then keys.
+void scoreWarnings(const KeySide& keys, const std::vector<Index>& zeroQueries, int head,
+                   std::vector<Warning>* warnings) {
+  if (!warnings) return;
+  if (!keys.invalid.empty()) {
+    warnings->push_back({"invalid_score_params", keys.invalid + "; scores set to 0", head, -1});
+    return;
+  }
+  for (Index i : zeroQueries)
+    warnings->push_back({"cosine_zero_vector",
+                         "query " + std::to_string(i) +
+                             " is a zero vector: cosine is undefined, its scores are 0",
+                         head, static_cast<int>(i)});
+  for (Index j : keys.zeroKeys)
+    warnings->push_back({"cosine_zero_vector",
+                         "key " + std::to_string(j) +
+                             " is a zero vector: cosine is undefined, its scores are 0",
+                         head, -1});
+}
+
+// Query rows [first, first + count) of the scores, computed block by block (blocks aligned at
+// multiples of kScoreBlockRows, as in attend()) into `out` (count x n_k).
+void scoreRowsInto(const KeySide& keys, const Matrix& q, const ScoreParams& params, Index first,
+                   Index count, Matrix& out, std::vector<Index>* zeroQueries) {
+  out.resize(count, keys.nK);
+  const Index nQ = q.rows();
+  Matrix block;
+  for (Index start = first / kScoreBlockRows * kScoreBlockRows; start < first + count;
+       start += kScoreBlockRows) {
+    const Index rows = std::min(kScoreBlockRows, nQ - start);
+    const Index from = std::max(first, start), to = std::min(first + count, start + rows);
+    if (from == start && to == start + rows) {  // the whole block: straight into out
+      scoreBlock(keys, q, params, start, rows, out.row(from - first).data(), zeroQueries);
+      continue;
+    }
+    block.resize(rows, keys.nK);
+    std::vector<Index> zero;
+    scoreBlock(keys, q, params, start, rows, block.data(), &zero);
+    if (zeroQueries)
+      for (Index i : zero)
+        if (i >= from && i < to) zeroQueries->push_back(i);
+    out.middleRows(from - first, to - from) = block.middleRows(from - start, to - from);
   }
 }
 
@@ -720,8 +794,11 @@ void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const Scor
 
 Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
                   std::vector<Warning>* warnings, int head) {
+  const KeySide keys = prepareKeys(kind, q, k, params);
   Matrix scores;
-  similarityInto(kind, q, k, params, warnings, head, scores);
+  std::vector<Index> zeroQueries;
+  scoreRowsInto(keys, q, params, 0, q.rows(), scores, &zeroQueries);
+  scoreWarnings(keys, zeroQueries, head, warnings);
   return scores;
 }
 
@@ -1110,14 +1187,11 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   const bool gaussian = options.mask.kind == MaskKind::LocalGaussian;
   const kernels::Table& kernel = kernels::active();
 
-  // Threads: the heads run in parallel on `headThreads` threads; inside a head, products and
-  // row loops run in row blocks on `innerThreads` = threads / headThreads threads (1 when the
-  // heads fill the cores); the output projection in row blocks on all `threads`. OpenBLAS
-  // itself stays single-threaded throughout (its idle threads spin and would take cores
-  // from ours), so OpenBLAS threads x our threads = our threads <= threads.
+  // Threads: every step below is a list of independent items (heads, row blocks), handed out
+  // to `threads` threads. The items do not depend on the thread count, so the result has the
+  // same bits for every count. OpenBLAS runs single-threaded inside the items (its idle
+  // threads spin and would take cores from ours): OpenBLAS threads x our threads <= threads.
   const int threads = resolvedThreads(run);
-  const int headThreads = std::min(threads, heads);
-  const int innerThreads = std::max(1, threads / headThreads);
   SingleThreadedBlas singleThreadedBlas;
 
   // Every field of `out` is assigned below. Matrices are resized (a no-op when the shape is
@@ -1125,6 +1199,8 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   // their buffers are reused.
   AttentionResult& result = out;
   result.projections = proj;
+  result.score = options.score;
+  result.temperature = options.temperature;
   result.heads.resize(heads);
   result.fullyMaskedRows.clear();
   result.warnings.clear();
@@ -1132,7 +1208,8 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   // The mask does not depend on the head: build it once here, apply it in step 3.
   buildMaskInto(options.mask, nQ, nK, result.allowed, gaussian ? &result.positionWeights : nullptr);
   if (!gaussian) result.positionWeights.resize(0, 0);
-  const bool masked = options.mask.kind != MaskKind::None;  // None allows every key
+  result.masked = options.mask.kind != MaskKind::None;  // None allows every key
+  const bool masked = result.masked;
   if (masked) {
     for (int i = 0; i < nQ; ++i) {
       if (!result.allowed.row(i).any()) {
@@ -1148,108 +1225,145 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     return makeError(field, what + " overflows float32; scale the numbers down");
   };
 
-  result.concat.resize(nQ, dvModel);  // n_q x dv_model
-
-  // Steps 1-6 for one head. Heads share nothing they write: each has its own HeadResult, its
-  // own warnings and its own column block of concat; `scratch` belongs to the worker thread.
-  struct HeadOutcome {
-    std::optional<Error> error;
-    std::vector<Warning> warnings;
-  };
-  std::vector<HeadOutcome> outcomes(static_cast<std::size_t>(heads));
-  auto computeHead = [&](int h) -> std::optional<Error> {
-    HeadResult& head = result.heads[h];
-    std::vector<Warning>& warnings = outcomes[h].warnings;
-
-    // 1. Project: head h takes column block h of each projection.
-    //    q = X_q·W_q[:, h·d_h:(h+1)·d_h] + b_q[h·d_h:(h+1)·d_h]   (n_q x d_h)
-    //    k = X_k·W_k[:, block] + b_k[block]                         (n_k x d_h)
-    //    v = X_v·W_v[:, h·dv_h:(h+1)·dv_h] + b_v[...]               (n_k x dv_h)
-    //    Identity: the column blocks of the raw inputs.
-    //    One GEMM per head, straight into the head's matrix. (One full-width GEMM per
-    //    projection sliced into the heads was measured too: no faster here within the noise,
-    //    see docs/performance.md, and it needs an n x d_model temporary and rounds differently.)
+  // 1. Project: head h takes column block h of each projection.
+  //    q = X_q·W_q[:, h·d_h:(h+1)·d_h] + b_q[h·d_h:(h+1)·d_h]   (n_q x d_h)
+  //    k = X_k·W_k[:, block] + b_k[block]                         (n_k x d_h)
+  //    v = X_v·W_v[:, h·dv_h:(h+1)·dv_h] + b_v[...]               (n_k x dv_h)
+  //    Identity: the column blocks of the raw inputs. One item per (head, q/k/v, row block),
+  //    each one GEMM straight into the head's matrix. (One full-width GEMM per projection
+  //    sliced into the heads was measured too: no faster within the noise, see
+  //    docs/performance.md, and it needs an n x d_model temporary.)
+  for (HeadResult& head : result.heads) {
     head.q.resize(nQ, dH);
     head.k.resize(nK, dH);
     head.v.resize(nK, dvH);
-    if (proj.identity) {
-      head.q = queries.middleCols(h * dH, dH);
-      head.k = keys.middleCols(h * dH, dH);
-      head.v = values.middleCols(h * dvH, dvH);
-    } else {
-      rowParallelProduct(head.q, queries, proj.wq.middleCols(h * dH, dH), 1, innerThreads);
-      if (proj.bq.size() != 0) head.q.rowwise() += proj.bq.segment(h * dH, dH).transpose();
-      rowParallelProduct(head.k, keys, proj.wk.middleCols(h * dH, dH), 1, innerThreads);
-      if (proj.bk.size() != 0) head.k.rowwise() += proj.bk.segment(h * dH, dH).transpose();
-      rowParallelProduct(head.v, values, proj.wv.middleCols(h * dvH, dvH), 1, innerThreads);
-      if (proj.bv.size() != 0) head.v.rowwise() += proj.bv.segment(h * dvH, dvH).transpose();
-      if (!isAllFinite(head.q)) return overflow("queries", "projecting the queries");
-      if (!isAllFinite(head.k)) return overflow("keys", "projecting the keys");
-      if (!isAllFinite(head.v)) return overflow("values", "projecting the values");
+  }
+  if (proj.identity) {
+    for (int h = 0; h < heads; ++h) {
+      result.heads[h].q = queries.middleCols(h * dH, dH);
+      result.heads[h].k = keys.middleCols(h * dH, dH);
+      result.heads[h].v = values.middleCols(h * dvH, dvH);
     }
+  } else {
+    const int qBlocks = static_cast<int>(blockCount(nQ, kProductBlockRows));
+    const int kBlocks = static_cast<int>(blockCount(nK, kProductBlockRows));
+    const int perHead = qBlocks + 2 * kBlocks;
+    parallelFor(heads * perHead, threads, [&](int item, int) {
+      const int h = item / perHead, part = item % perHead;
+      HeadResult& head = result.heads[h];
+      if (part < qBlocks) {
+        productBlock(head.q, queries, proj.wq.middleCols(h * dH, dH), part);
+      } else if (part < qBlocks + kBlocks) {
+        productBlock(head.k, keys, proj.wk.middleCols(h * dH, dH), part - qBlocks);
+      } else {
+        productBlock(head.v, values, proj.wv.middleCols(h * dvH, dvH), part - qBlocks - kBlocks);
+      }
+    });
+  }
 
-    // 2. Score: scores = sim(q, k)   (n_q x n_k). Seeded parameters per head come from
-    //    (seed, "score", h) so that heads differ and every head is reproducible on its own.
+  // Per head: the biases, the finiteness checks, the score parameters (seeded ones from
+  // (seed, "score", h), so that heads differ and every head is reproducible on its own) and
+  // the key side of the score function.
+  struct HeadState {
+    std::optional<Error> error;
+    KeySide keys;
+  };
+  std::vector<HeadState> states(static_cast<std::size_t>(heads));
+  parallelFor(heads, threads, [&](int h, int) {
+    HeadResult& head = result.heads[h];
+    HeadState& state = states[h];
+    if (!proj.identity) {
+      if (proj.bq.size() != 0) head.q.rowwise() += proj.bq.segment(h * dH, dH).transpose();
+      if (proj.bk.size() != 0) head.k.rowwise() += proj.bk.segment(h * dH, dH).transpose();
+      if (proj.bv.size() != 0) head.v.rowwise() += proj.bv.segment(h * dvH, dvH).transpose();
+      if (!isAllFinite(head.q)) {
+        state.error = overflow("queries", "projecting the queries");
+      } else if (!isAllFinite(head.k)) {
+        state.error = overflow("keys", "projecting the keys");
+      } else if (!isAllFinite(head.v)) {
+        state.error = overflow("values", "projecting the values");
+      }
+      if (state.error) return;
+    }
     head.params = completeScoreParams(
         options.score,
         h < static_cast<int>(options.scoreParams.size()) ? options.scoreParams[h] : ScoreParams{},
         dH, options.scoreHidden, deriveSeed(options.seed, "score", static_cast<std::uint64_t>(h)));
-    similarityInto(options.score, head.q, head.k, head.params, &warnings, h, head.scores,
-                   innerThreads);
+    state.keys = prepareKeys(options.score, head.q, head.k, head.params);
+  });
 
-    // 3 and 4, row by row so that each row is still in L1 when it is normalised (the scores'
-    // finiteness is checked there too, on the row in L1, not in a pass of its own):
-    // 3. Temperature and mask: maskedScores = scores / T, -inf where masked   (n_q x n_k).
-    // 4. Normalise: weights   (n_q x n_k), 0 where masked, rows of fully masked queries all 0.
-    //    local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
-    head.maskedScores.resize(nQ, nK);
+  // 2-6 per (head, block of kScoreBlockRows query rows), with the block's scores in a scratch
+  // buffer of the worker thread (n_q x n_k scores are never stored; headScoreRows() computes
+  // them again when a view asks):
+  // 2. Score: scores = sim(q, k)   (rows x n_k).
+  // 3. Temperature and mask: masked = scores / T, -inf where masked.
+  // 4. Normalise: weights   (rows x n_k), 0 where masked, rows of fully masked queries all 0.
+  //    local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
+  // 5. Weigh the values: context = weights·v   (rows x n_k)·(n_k x dv_h) = (rows x dv_h)
+  // 6. Concatenate the heads: concat[rows, h·dv_h:(h+1)·dv_h] = context
+  result.concat.resize(nQ, dvModel);  // n_q x dv_model
+  for (HeadResult& head : result.heads) {
     head.weights.resize(nQ, nK);
-    std::atomic<bool> scoresOverflow{false};
-    forRowBlocks(nQ, innerThreads, [&](Index first, Index count) {
-      RowScratch scratch(nK);
-      for (Index i = first; i < first + count; ++i) {
-        const Scalar* scoreRow = head.scores.row(i).data();
-        if (!isAllFinite(scoreRow, nK)) {
-          scoresOverflow = true;
-          return;
-        }
-        Scalar* maskedRowData = head.maskedScores.row(i).data();
-        maskRow(scoreRow, masked ? result.allowed.row(i).data() : nullptr, options.temperature,
-                nK, maskedRowData);
-        Scalar* weightRow = head.weights.row(i).data();
-        normalizeMaskedRow(options.normalizer, maskedRowData, nK, weightRow, scratch);
-        if (gaussian) kernel.multiplyRow(weightRow, result.positionWeights.row(i).data(), nK);
-      }
-    });
-    if (scoresOverflow)
-      return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
-
-    // 5. Weigh the values: context = weights·v   (n_q x n_k)·(n_k x dv_h) = (n_q x dv_h)
     head.context.resize(nQ, dvH);
-    rowParallelProduct(head.context, head.weights, head.v, 1, innerThreads);
-
-    // 6. Concatenate the heads: concat[:, h·dv_h:(h+1)·dv_h] = context   (n_q x dv_model)
-    result.concat.middleCols(h * dvH, dvH) = head.context;
-    return std::nullopt;
+  }
+  const int rowBlocks = static_cast<int>(blockCount(nQ, kScoreBlockRows));
+  struct BlockOutcome {
+    bool overflow = false;
+    std::vector<Index> zeroQueries;
   };
+  std::vector<BlockOutcome> blockOutcomes(static_cast<std::size_t>(heads) * rowBlocks);
+  std::vector<Matrix> scratch(static_cast<std::size_t>(threads));
+  std::vector<RowScratch> rowScratch;
+  rowScratch.reserve(static_cast<std::size_t>(threads));
+  for (int w = 0; w < threads; ++w) rowScratch.emplace_back(nK);
+  parallelFor(heads * rowBlocks, threads, [&](int item, int worker) {
+    const int h = item / rowBlocks, block = item % rowBlocks;
+    if (states[h].error) return;
+    HeadResult& head = result.heads[h];
+    BlockOutcome& outcome = blockOutcomes[item];
+    const Index first = block * kScoreBlockRows;
+    const Index count = std::min(kScoreBlockRows, static_cast<Index>(nQ) - first);
+    Matrix& s = scratch[worker];
+    s.resize(kScoreBlockRows, nK);
+    scoreBlock(states[h].keys, head.q, head.params, first, count, s.data(), &outcome.zeroQueries);
+    for (Index r = 0; r < count; ++r) {
+      const Index i = first + r;
+      Scalar* row = s.row(r).data();
+      if (!isAllFinite(row, nK)) {
+        outcome.overflow = true;
+        return;
+      }
+      maskRow(row, masked ? result.allowed.row(i).data() : nullptr, options.temperature, nK, row);
+      Scalar* weightRow = head.weights.row(i).data();
+      normalizeMaskedRow(options.normalizer, row, nK, weightRow, rowScratch[worker]);
+      if (gaussian) kernel.multiplyRow(weightRow, result.positionWeights.row(i).data(), nK);
+    }
+    head.context.middleRows(first, count).noalias() = head.weights.middleRows(first, count) * head.v;
+    result.concat.block(first, h * dvH, count, dvH) = head.context.middleRows(first, count);
+  });
 
-  parallelFor(heads, headThreads, [&](int h, int) { outcomes[h].error = computeHead(h); });
-
-  // The first error in head order is the one the sequential loop would have met first (it
-  // stopped there); the warnings follow in head order.
-  for (HeadOutcome& outcome : outcomes) {
-    if (outcome.error) return *outcome.error;
-    result.warnings.insert(result.warnings.end(), outcome.warnings.begin(),
-                           outcome.warnings.end());
+  // The first error in head order is the one a head-by-head computation meets first; the
+  // warnings follow in head order (per head: score parameters, zero queries, zero keys).
+  for (int h = 0; h < heads; ++h) {
+    if (states[h].error) return *states[h].error;
+    std::vector<Index> zeroQueries;
+    for (int block = 0; block < rowBlocks; ++block) {
+      const BlockOutcome& outcome = blockOutcomes[static_cast<std::size_t>(h) * rowBlocks + block];
+      if (outcome.overflow)
+        return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
+      zeroQueries.insert(zeroQueries.end(), outcome.zeroQueries.begin(),
+                         outcome.zeroQueries.end());
+    }
+    scoreWarnings(states[h].keys, zeroQueries, h, &result.warnings);
   }
 
   // The mean of the weights over heads (PyTorch's average_attn_weights), added in head order
   // and divided by H after the last head. Row blocks in parallel.
   result.weightsMean.resize(nQ, nK);  // n_q x n_k
-  constexpr int kMeanRows = 64;
-  parallelFor((nQ + kMeanRows - 1) / kMeanRows, threads, [&](int block, int) {
-    const int first = block * kMeanRows, last = std::min(nQ, first + kMeanRows);
-    for (int i = first; i < last; ++i) {
+  parallelFor(rowBlocks, threads, [&](int block, int) {
+    const Index first = block * kScoreBlockRows;
+    const Index last = std::min(static_cast<Index>(nQ), first + kScoreBlockRows);
+    for (Index i = first; i < last; ++i) {
       Scalar* mean = result.weightsMean.row(i).data();
       std::copy_n(result.heads[0].weights.row(i).data(), nK, mean);
       for (int h = 1; h < heads; ++h) kernel.addRow(mean, result.heads[h].weights.row(i).data(), nK);
@@ -1263,7 +1377,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     result.output = result.concat;
   } else {
     result.output.resize(nQ, proj.wo.cols());
-    rowParallelProduct(result.output, result.concat, proj.wo, 1, threads);
+    blockedProduct(result.output, result.concat, proj.wo, threads);
     if (proj.bo.size() != 0) result.output.rowwise() += proj.bo.transpose();
     if (!isAllFinite(result.output)) return overflow("projections.wo", "the output projection");
   }
@@ -1289,6 +1403,43 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     result.decoderOutput.resize(0, 0);
   }
   return Ok{};
+}
+
+// =======================================================================================
+// Derived stages on demand
+// =======================================================================================
+
+Matrix headScoreRows(const AttentionResult& result, int head, int first, int count) {
+  if (head < 0 || head >= static_cast<int>(result.heads.size())) return Matrix();
+  const HeadResult& h = result.heads[head];
+  if (first < 0 || count < 0 || first + count > h.q.rows()) return Matrix();
+  const KeySide keys = prepareKeys(result.score, h.q, h.k, h.params);
+  Matrix out;
+  scoreRowsInto(keys, h.q, h.params, first, count, out, nullptr);
+  return out;
+}
+
+Matrix headMaskedScoreRows(const AttentionResult& result, int head, int first, int count) {
+  Matrix s = headScoreRows(result, head, first, count);
+  const int nK = static_cast<int>(s.cols());
+  const bool haveMask = result.masked && result.allowed.rows() >= first + s.rows() &&
+                        result.allowed.cols() == nK;
+  for (Index r = 0; r < s.rows(); ++r) {
+    Scalar* row = s.row(r).data();
+    maskRow(row, haveMask ? result.allowed.row(first + r).data() : nullptr, result.temperature,
+            nK, row);
+  }
+  return s;
+}
+
+Matrix headScores(const AttentionResult& result, int head) {
+  if (head < 0 || head >= static_cast<int>(result.heads.size())) return Matrix();
+  return headScoreRows(result, head, 0, static_cast<int>(result.heads[head].q.rows()));
+}
+
+Matrix headMaskedScores(const AttentionResult& result, int head) {
+  if (head < 0 || head >= static_cast<int>(result.heads.size())) return Matrix();
+  return headMaskedScoreRows(result, head, 0, static_cast<int>(result.heads[head].q.rows()));
 }
 
 }  // namespace attn

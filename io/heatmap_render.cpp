@@ -106,10 +106,15 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
 
   // 2 the values
   MatrixView view;
-  auto meanOver = [&](Matrix HeadResult::*member) -> Expected<Matrix> {
-    Matrix sum = result.heads[0].*member;
+  // The scores are not kept in the result: headScores() computes a head's on demand.
+  auto matrixOf = [&](MatrixKind k, int h) -> Matrix {
+    return k == MatrixKind::Scores ? headScores(result, h)
+                                   : result.heads[static_cast<size_t>(h)].weights;
+  };
+  auto meanOver = [&](MatrixKind k) -> Expected<Matrix> {
+    Matrix sum = matrixOf(k, 0);
     for (int h = 1; h < heads; ++h) {
-      const Matrix& m = result.heads[static_cast<size_t>(h)].*member;
+      const Matrix m = matrixOf(k, h);
       if (m.rows() != sum.rows() || m.cols() != sum.cols()) {
         return Error{"", "head", "the heads' matrices differ in shape, so they have no mean"};
       }
@@ -121,21 +126,19 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
   switch (kind) {
     case MatrixKind::Scores:
     case MatrixKind::Weights: {
-      Matrix HeadResult::*member =
-          kind == MatrixKind::Scores ? &HeadResult::scores : &HeadResult::weights;
       if (one) {
-        view.values = one->*member;
+        view.values = matrixOf(kind, head);
       } else if (kind == MatrixKind::Weights && result.weightsMean.size() > 0) {
         view.values = result.weightsMean;
       } else {
-        Expected<Matrix> averaged = meanOver(member);
+        Expected<Matrix> averaged = meanOver(kind);
         if (!averaged) return averaged.error();
         view.values = std::move(*averaged);
       }
       break;
     }
     case MatrixKind::MaskedScores:
-      view.values = one->maskedScores;
+      view.values = headMaskedScores(result, head);
       break;
     case MatrixKind::Q:
       view.values = one->q;

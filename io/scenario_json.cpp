@@ -1253,25 +1253,105 @@ Status saveScenario(const Scenario& scenario, const std::string& path) {
   return writeFileAtomic(path, scenarioToJson(scenario));
 }
 
-std::string resultToJson(const AttentionResult& result, const Problem& problem) {
-  OrderedJson doc = OrderedJson::object();
-  OrderedJson heads = OrderedJson::array();
-  for (const HeadResult& head : result.heads) {
-    OrderedJson h = OrderedJson::object();
-    h["q"] = toJson(head.q);
-    h["k"] = toJson(head.k);
-    h["v"] = toJson(head.v);
-    h["scores"] = toJson(head.scores);
-    h["weights"] = toJson(head.weights);
-    h["context"] = toJson(head.context);
-    heads.push_back(std::move(h));
+namespace {
+
+// Text handed to a sink in chunks of about 1 MB, so that a result of any size is written
+// without ever holding all of its text (at 2048 tokens x 8 heads it is about 1 GB).
+class ChunkedText {
+ public:
+  explicit ChunkedText(const TextSink& sink) : sink_(sink) { buffer_.reserve(kChunk + 4096); }
+  ChunkedText& operator+=(std::string_view text) {
+    buffer_ += text;
+    if (buffer_.size() >= kChunk) flush();
+    return *this;
   }
-  doc["heads"] = std::move(heads);
-  doc["concat"] = toJson(result.concat);
-  doc["output"] = toJson(result.output);
-  doc["weights_mean"] = toJson(result.weightsMean);
-  doc["query_labels"] = toJson(problem.queryLabels);
-  doc["key_labels"] = toJson(problem.keyLabels);
+  void spaces(int count) { buffer_.append(static_cast<std::size_t>(count), ' '); }
+  void flush() {
+    if (!buffer_.empty()) sink_(buffer_);
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kChunk = 1 << 20;
+  const TextSink& sink_;
+  std::string buffer_;
+};
+
+// A matrix as print(toJson(m), indent, floats = true) writes it, straight from the matrix.
+void appendMatrix(const Matrix& m, int indent, ChunkedText& out) {
+  if (m.rows() == 0) {
+    out += "[]";
+    return;
+  }
+  out += "[\n";
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    if (r > 0) out += ",\n";
+    out.spaces(indent + 2);
+    out += "[";
+    for (Eigen::Index c = 0; c < m.cols(); ++c) {
+      if (c > 0) out += ", ";
+      out += floatText(m(r, c));
+    }
+    out += "]";
+  }
+  out += "\n";
+  out.spaces(indent);
+  out += "]";
+}
+
+// A small value (labels, warnings) through the DOM printer.
+void appendValue(const OrderedJson& value, int indent, ChunkedText& out) {
+  std::string text;
+  print(value, indent, true, text);
+  out += text;
+}
+
+}  // namespace
+
+void writeResultJson(const AttentionResult& result, const Problem& problem, const TextSink& sink) {
+  // The layout printDocument() gives the same document: objects and lists of lists one item
+  // per line, lists of numbers on one line.
+  ChunkedText out(sink);
+  out += "{\n  \"heads\": ";
+  if (result.heads.empty()) {
+    out += "[]";
+  } else {
+    out += "[\n";
+    for (std::size_t h = 0; h < result.heads.size(); ++h) {
+      const HeadResult& head = result.heads[h];
+      if (h > 0) out += ",\n";
+      out += "    {\n";
+      const int index = static_cast<int>(h);
+      // The scores are not kept in the result: computed here one head at a time.
+      const std::pair<const char*, const Matrix*> kept[] = {
+          {"q", &head.q}, {"k", &head.k}, {"v", &head.v}};
+      for (const auto& [key, matrix] : kept) {
+        out += "      \"";
+        out += key;
+        out += "\": ";
+        appendMatrix(*matrix, 6, out);
+        out += ",\n";
+      }
+      out += "      \"scores\": ";
+      appendMatrix(headScores(result, index), 6, out);
+      out += ",\n      \"weights\": ";
+      appendMatrix(head.weights, 6, out);
+      out += ",\n      \"context\": ";
+      appendMatrix(head.context, 6, out);
+      out += "\n    }";
+    }
+    out += "\n  ]";
+  }
+  out += ",\n  \"concat\": ";
+  appendMatrix(result.concat, 2, out);
+  out += ",\n  \"output\": ";
+  appendMatrix(result.output, 2, out);
+  out += ",\n  \"weights_mean\": ";
+  appendMatrix(result.weightsMean, 2, out);
+  out += ",\n  \"query_labels\": ";
+  appendValue(toJson(problem.queryLabels), 2, out);
+  out += ",\n  \"key_labels\": ";
+  appendValue(toJson(problem.keyLabels), 2, out);
   OrderedJson warnings = OrderedJson::array();
   for (const Warning& warning : result.warnings) {
     OrderedJson w = OrderedJson::object();
@@ -1281,12 +1361,30 @@ std::string resultToJson(const AttentionResult& result, const Problem& problem) 
     w["row"] = warning.row;
     warnings.push_back(std::move(w));
   }
-  doc["warnings"] = std::move(warnings);
-  if (result.decoderOutput.size() > 0) doc["decoder_output"] = toJson(result.decoderOutput);
-  return printDocument(doc);
+  out += ",\n  \"warnings\": ";
+  appendValue(warnings, 2, out);
+  if (result.decoderOutput.size() > 0) {
+    out += ",\n  \"decoder_output\": ";
+    appendMatrix(result.decoderOutput, 2, out);
+  }
+  out += "\n}\n";
+  out.flush();
+}
+
+std::string resultToJson(const AttentionResult& result, const Problem& problem) {
+  std::string text;
+  writeResultJson(result, problem, [&text](std::string_view chunk) { text += chunk; });
+  return text;
 }
 
 Status writeFileAtomic(const std::string& path, std::string_view text) {
+  return writeFileAtomicStreamed(path, [text](const TextSink& sink) { sink(text); });
+}
+
+// TODO(files): move to io/files.h with writeFileAtomic (the streamed form writes `compute`'s
+// result, about 1 GB at 2048 tokens x 8 heads, without holding it in memory).
+Status writeFileAtomicStreamed(const std::string& path,
+                               const std::function<void(const TextSink&)>& produce) {
   namespace fs = std::filesystem;
   if (path.empty()) return Error{path, "", "no file name given"};
   std::error_code ec;
@@ -1321,18 +1419,22 @@ Status writeFileAtomic(const std::string& path, std::string_view text) {
   const mode_t mode = ::stat(target.c_str(), &old) == 0 ? (old.st_mode & 07777) : 0644;
   if (::fchmod(fd, mode) != 0) return abandon("cannot set the file mode", errno);
 
-  // 2 write everything, 3 flush it to disk
-  const char* data = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    const ssize_t written = ::write(fd, data, left);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return abandon("cannot write", errno);
+  // 2 write everything (chunk by chunk, as `produce` hands them over), 3 flush it to disk
+  int writeError = 0;
+  produce([&](std::string_view text) {
+    const char* data = text.data();
+    std::size_t left = text.size();
+    while (left > 0 && writeError == 0) {
+      const ssize_t written = ::write(fd, data, left);
+      if (written < 0) {
+        if (errno != EINTR) writeError = errno;
+        continue;
+      }
+      data += written;
+      left -= static_cast<std::size_t>(written);
     }
-    data += written;
-    left -= static_cast<std::size_t>(written);
-  }
+  });
+  if (writeError != 0) return abandon("cannot write", writeError);
   if (::fsync(fd) != 0) return abandon("cannot flush to disk", errno);
   if (::close(fd) != 0) {
     const int error = errno;

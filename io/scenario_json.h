@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -36,7 +37,18 @@ Status saveScenario(const Scenario& scenario, const std::string& path);
 // rows. (-inf cannot occur: masked scores are not part of it.)
 std::string resultToJson(const AttentionResult& result, const Problem& problem);
 
+// Receives a long text in order, a chunk at a time.
+using TextSink = std::function<void(std::string_view)>;
+
+// resultToJson()'s text, byte for byte, handed to `sink` in chunks of about 1 MB and computed
+// as it goes (each head's scores one head at a time), so that nothing holds the whole text.
+void writeResultJson(const AttentionResult& result, const Problem& problem, const TextSink& sink);
+
 // Writes `text` to `path` atomically (temporary file + rename). Errors name the file.
 Status writeFileAtomic(const std::string& path, std::string_view text);
+
+// The same, for a text `produce` writes to the sink it is given, chunk by chunk.
+Status writeFileAtomicStreamed(const std::string& path,
+                               const std::function<void(const TextSink&)>& produce);
 
 }  // namespace attn::io

@@ -40,7 +40,11 @@ std::string readFile(const fs::path& path) {
 
 // Runs ATTNSCOPE_BIN with `args` and the environment plus `extraEnv` ("NAME=value").
 RunResult runBinary(const std::vector<std::string>& args, const std::vector<std::string>& extraEnv) {
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "cli_bench";
+  // One folder per test and process: ctest -j runs these tests at the same time.
+  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) /
+                       ("cli_bench_" +
+                        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                        "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string outPath = (dir / "stdout.txt").string();
   const std::string errPath = (dir / "stderr.txt").string();

@@ -39,6 +39,7 @@ struct Table {
   // Step 3 for one row: out[j] = allowed[j] ? clamp(scores[j] / temperature) : -inf, with
   // clamp to ±FLT_MAX (so that T -> 0 approaches hard attention instead of overflowing).
   // allowed may be null (every key allowed); temperature > 0. T == 1 is an exact copy.
+  // out may be scores (in place).
   void (*maskRow)(const float* scores, const bool* allowed, float temperature, std::ptrdiff_t n,
                   float* out);
 
