@@ -2,8 +2,10 @@
 // notices. No ImGui, no GL, no GLFW: tests drive all of this without a window.
 #include "app/app_state.h"
 
-#include <chrono>
+#include "app/compute_service.h"
+
 #include <cstdio>
+#include <type_traits>
 #include <utility>
 
 namespace attn::app {
@@ -18,6 +20,117 @@ void trimUndo(History& history) {
 }
 
 }  // namespace
+
+// =======================================================================================
+// Shared snapshots
+// =======================================================================================
+
+namespace {
+
+// Calls f on every matrix-like field of a scenario, in a fixed order. A field missing here
+// is simply copied with the skeleton (correct, only not shared).
+template <class F>
+void forEachArray(Scenario& s, F&& f) {
+  f(s.inputs);
+  f(s.queries);
+  f(s.keys);
+  f(s.values);
+  Projections& p = s.explicitProjections;
+  f(p.wq), f(p.bq), f(p.wk), f(p.bk), f(p.wv), f(p.bv), f(p.wo), f(p.bo);
+  f(s.inProjWeight), f(s.inProjBias), f(s.outProjWeight), f(s.outProjBias);
+  for (ScoreParams& sp : s.scoreParams) {
+    f(sp.generalW), f(sp.additiveWq), f(sp.additiveWk), f(sp.additiveBias), f(sp.additiveV);
+    f(sp.mlpHiddenW), f(sp.mlpHiddenBias), f(sp.mlpOutW);
+  }
+  f(s.mask.custom);
+  f(s.decoderOutput.wc);
+}
+
+template <class M>
+bool sameArray(const M& a, const M& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() && (a.size() == 0 || a == b);
+}
+
+}  // namespace
+
+SharedScenario SharedScenario::share(Scenario& doc, const SharedScenario* previous) {
+  SharedScenario out;
+  std::size_t mi = 0, vi = 0, bi = 0;
+  // 1 one shared pointer per array: the previous snapshot's when equal, else a new copy,
+  //   moved out of `doc` so that copying the skeleton below copies no matrix
+  std::vector<Matrix> takenM;
+  std::vector<Vector> takenV;
+  std::vector<BoolMatrix> takenB;
+  auto take = [&](auto& array, auto& list, const auto* previousList, std::size_t& index,
+                  auto& taken) {
+    using Array = std::decay_t<decltype(array)>;
+    if (previousList && index < previousList->size() && sameArray(*(*previousList)[index], array)) {
+      list.push_back((*previousList)[index]);
+    } else {
+      list.push_back(std::make_shared<const Array>(array));
+    }
+    ++index;
+    taken.push_back(std::move(array));
+    array = Array();
+  };
+  forEachArray(doc, [&](auto& array) {
+    using Array = std::decay_t<decltype(array)>;
+    if constexpr (std::is_same_v<Array, Matrix>)
+      take(array, out.matrices_, previous ? &previous->matrices_ : nullptr, mi, takenM);
+    else if constexpr (std::is_same_v<Array, Vector>)
+      take(array, out.vectors_, previous ? &previous->vectors_ : nullptr, vi, takenV);
+    else
+      take(array, out.masks_, previous ? &previous->masks_ : nullptr, bi, takenB);
+  });
+  // 2 the small rest, then the arrays back into `doc`
+  out.skeleton_ = doc;
+  mi = vi = bi = 0;
+  forEachArray(doc, [&](auto& array) {
+    using Array = std::decay_t<decltype(array)>;
+    if constexpr (std::is_same_v<Array, Matrix>)
+      array = std::move(takenM[mi++]);
+    else if constexpr (std::is_same_v<Array, Vector>)
+      array = std::move(takenV[vi++]);
+    else
+      array = std::move(takenB[bi++]);
+  });
+  return out;
+}
+
+Scenario SharedScenario::restore() const {
+  Scenario doc = skeleton_;
+  std::size_t mi = 0, vi = 0, bi = 0;
+  forEachArray(doc, [&](auto& array) {
+    using Array = std::decay_t<decltype(array)>;
+    if constexpr (std::is_same_v<Array, Matrix>)
+      array = *matrices_[mi++];
+    else if constexpr (std::is_same_v<Array, Vector>)
+      array = *vectors_[vi++];
+    else
+      array = *masks_[bi++];
+  });
+  return doc;
+}
+
+std::size_t SharedScenario::matrixCount() const {
+  return matrices_.size() + vectors_.size() + masks_.size();
+}
+
+std::size_t SharedScenario::sharedMatrixCount() const {
+  std::size_t shared = 0;
+  for (const auto& m : matrices_) shared += m.use_count() > 1;
+  for (const auto& v : vectors_) shared += v.use_count() > 1;
+  for (const auto& b : masks_) shared += b.use_count() > 1;
+  return shared;
+}
+
+const void* SharedScenario::matrixIdentity(std::size_t i) const {
+  if (i < matrices_.size()) return matrices_[i].get();
+  i -= matrices_.size();
+  if (i < vectors_.size()) return vectors_[i].get();
+  i -= vectors_.size();
+  return i < masks_.size() ? masks_[i].get() : nullptr;
+}
 
 // =======================================================================================
 // Undo / redo
@@ -37,10 +150,18 @@ void touch(AppState& state) {
   }
 }
 
+void applyEdit(AppState& state, const EditOutcome& outcome, double now) {
+  if (outcome.changed) touch(state);
+  if (!outcome.note.empty()) {
+    notify(state, outcome.refused() ? Notice::Kind::Warning : Notice::Kind::Info, outcome.note,
+           now);
+  }
+}
+
 void endFrame(AppState& state, bool anyItemActive) {
   History& history = state.history;
   if (!history.pending || anyItemActive) return;  // a drag or text edit is still going on
-  history.committed = state.doc;
+  history.committed = SharedScenario::share(state.doc, &history.committed);
   history.committedId = state.contentId;
   history.pending = false;
 }
@@ -48,16 +169,17 @@ void endFrame(AppState& state, bool anyItemActive) {
 bool undo(AppState& state) {
   History& history = state.history;
   if (history.pending) {  // close an edit in progress so that it becomes the step undone
-    history.committed = state.doc;
+    history.committed = SharedScenario::share(state.doc, &history.committed);
     history.committedId = state.contentId;
     history.pending = false;
   }
   if (history.undo.empty()) return false;
-  history.redo.push_back({std::move(state.doc), state.contentId});
-  state.doc = std::move(history.undo.back().doc);
+  // The current document is `committed` (no edit is open): it goes to redo as it is.
+  history.redo.push_back({std::move(history.committed), state.contentId});
+  history.committed = std::move(history.undo.back().doc);
+  state.doc = history.committed.restore();
   state.contentId = history.undo.back().contentId;
   history.undo.pop_back();
-  history.committed = state.doc;
   history.committedId = state.contentId;
   ++state.revision;
   return true;
@@ -67,17 +189,17 @@ bool redo(AppState& state) {
   History& history = state.history;
   if (history.pending) {
     // A new edit is in progress: it already cleared the redo stack when it began.
-    history.committed = state.doc;
+    history.committed = SharedScenario::share(state.doc, &history.committed);
     history.committedId = state.contentId;
     history.pending = false;
   }
   if (history.redo.empty()) return false;
-  history.undo.push_back({std::move(state.doc), state.contentId});
+  history.undo.push_back({std::move(history.committed), state.contentId});
   trimUndo(history);
-  state.doc = std::move(history.redo.back().doc);
+  history.committed = std::move(history.redo.back().doc);
+  state.doc = history.committed.restore();
   state.contentId = history.redo.back().contentId;
   history.redo.pop_back();
-  history.committed = state.doc;
   history.committedId = state.contentId;
   ++state.revision;
   return true;
@@ -96,7 +218,7 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
   state.history.pending = false;
   ++state.revision;  // a new revision, so update() recomputes even if the text is the same
   state.contentId = ++state.lastContentId;
-  state.history.committed = state.doc;
+  state.history.committed = SharedScenario::share(state.doc, nullptr);
   state.history.committedId = state.contentId;
   state.markSaved();
   state.hover = Hover{};
@@ -109,37 +231,23 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
 // =======================================================================================
 
 bool update(AppState& state) {
-  Computed& computed = state.computed;
-  if (computed.revision == state.revision) return false;
-  const auto start = std::chrono::steady_clock::now();
-  computed.revision = state.revision;
-  computed.error.clear();
-  Expected<Problem> problem = buildProblem(state.doc);
-  if (!problem) {
-    computed.problem.reset();
-    computed.result.reset();
-    computed.error = problem.error().message();
-  } else {
-    // Compute into the previous result's buffers: with the same shapes (every edit of a
-    // value) nothing is reallocated, which saves ~25% at 2048 tokens. On an error the
-    // partial result is dropped, as the error replaces it on screen anyway.
-    if (!computed.result) computed.result.emplace();
-    Status status = attend(problem->inputs, problem->options, *computed.result);
-    if (!status) {
-      computed.problem.reset();
-      computed.result.reset();
-      computed.error = status.error().message();
-    } else {
-      computed.problem = std::move(problem).value();
-    }
+  if (state.computed->revision == state.revision) return false;
+  // Reuse the previous result's buffers when nothing else (a panel's copy, the worker)
+  // still holds it.
+  std::shared_ptr<Computed> recycle;
+  if (state.computed.use_count() == 1 && state.computed->revision != ~0ull) {
+    recycle = std::const_pointer_cast<Computed>(std::move(state.computed));
   }
-  computed.computeMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (computed.result &&
-      state.view.focusedHead >= static_cast<int>(computed.result->heads.size())) {
+  publishComputed(state, computeDocument(state.doc, state.revision, std::move(recycle)));
+  return true;
+}
+
+void publishComputed(AppState& state, std::shared_ptr<const Computed> computed) {
+  state.computed = std::move(computed);
+  const auto& result = state.computed->result;
+  if (result && state.view.focusedHead >= static_cast<int>(result->heads.size())) {
     state.view.focusedHead = 0;
   }
-  return true;
 }
 
 // =======================================================================================

@@ -6,12 +6,16 @@
 
 #include <cstdint>
 #include <deque>
+#include <iterator>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/attention.h"
 #include "core/scenario.h"
+#include "core/scenario_edits.h"
 #include "io/heatmap_render.h"
 
 namespace attn::app {
@@ -25,16 +29,33 @@ struct ViewSettings {
   bool fixedRange = false;       // same colour range for every head (for comparing heads)
   float rangeMin = 0, rangeMax = 1;  // the fixed range
   int focusedHead = 0;           // head shown in detail views; -1 = mean over heads
-  int pipelineStage = -1;        // teaching step-through: -1 = all stages, else 0..kStages-1
+  int pipelineStage = -1;        // teaching step-through: -1 = all stages, else the index
+                                 // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   bool lightTheme = false;       // projector-friendly theme
-  bool showInputs = true, showSettings = true, showPipeline = true, showHeads = true,
-       showInspector = true, showGeometry = true;
+  // Panel visibility by panel id (app/panel_registry.h); a panel not listed here has its
+  // default. Use panelShown() / panelFlag() rather than this map directly.
+  std::map<std::string, bool, std::less<>> panels;
 };
 
-// The stages of the pipeline view, in teaching order.
-enum class Stage { Q, K, V, Scores, MaskedScores, Weights, Context, Concat, Output };
-inline constexpr int kStages = 9;
+// The stages of the pipeline view are the matrices of io::MatrixKind, in teaching order.
+// ViewSettings::pipelineStage (and the autosave) stores a position in this list.
+inline constexpr io::MatrixKind kPipelineOrder[] = {io::MatrixKind::Q,
+                                                    io::MatrixKind::K,
+                                                    io::MatrixKind::V,
+                                                    io::MatrixKind::Scores,
+                                                    io::MatrixKind::MaskedScores,
+                                                    io::MatrixKind::Weights,
+                                                    io::MatrixKind::Context,
+                                                    io::MatrixKind::Concat,
+                                                    io::MatrixKind::Output};
+inline constexpr int kStages = static_cast<int>(std::size(kPipelineOrder));
+// The position of `kind` in kPipelineOrder (every MatrixKind is a stage).
+constexpr int stageIndex(io::MatrixKind kind) {
+  for (int i = 0; i < kStages; ++i)
+    if (kPipelineOrder[i] == kind) return i;
+  return -1;
+}
 
 // What the mouse is over (set by heatmap widgets each frame, read by the inspector).
 struct Hover {
@@ -59,13 +80,15 @@ struct PanelScratch {
   Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
   std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
   int geometryHead = -2;
-  // io::selectMatrix results for computed.revision, so big matrices are not copied every
-  // frame. Cleared when the revision changes.
+  // io::selectMatrixRef results for computed.revision: views INTO the result (no copy of
+  // its matrices), with the label vectors and titles built once per revision rather than
+  // per frame, and the few matrices that must be computed (a mean of scores over heads,
+  // the allowed-cells mask as floats). Cleared when the revision changes.
   struct CachedView {
     std::uint64_t revision = 0;
     io::MatrixKind kind = io::MatrixKind::Weights;
     int head = 0;
-    io::MatrixView view;
+    io::SelectedMatrix view;
   };
   std::deque<CachedView> viewCache;  // deque: pointers returned by cachedView() stay valid while more are added
 };
@@ -74,23 +97,53 @@ struct PanelScratch {
 // Undo / redo: whole-scenario snapshots. Edits made while an ImGui item stays active (a drag)
 // are coalesced into one step at endFrame().
 // ---------------------------------------------------------------------------------------
+// A document kept for undo. Its matrices (inputs, projections, masks, ...) are shared,
+// immutable copies: a snapshot shares every matrix that did not change with the snapshot
+// before it, so 200 undo steps of cell edits on a 2048-token scenario hold one copy of the
+// unchanged inputs, not 200. The rest of the scenario (names, options) is small and kept
+// as a plain Scenario whose matrices are empty.
+class SharedScenario {
+ public:
+  SharedScenario() = default;
+  // Snapshot of `doc`, sharing each matrix that equals the one at the same place in
+  // `previous` (may be null). `doc` is left as it was (its matrices are moved out and back).
+  static SharedScenario share(Scenario& doc, const SharedScenario* previous);
+  // The full document again (copies the shared matrices).
+  Scenario restore() const;
+  // Number of matrices this snapshot holds, and how many of them are shared with other
+  // snapshots (tests and the memory figure).
+  std::size_t matrixCount() const;
+  std::size_t sharedMatrixCount() const;
+  // Pointer identity of matrix `i` (tests: two snapshots share it iff equal).
+  const void* matrixIdentity(std::size_t i) const;
+  // Small fields the app edits outside undo (the `view` object after a save).
+  Scenario& skeleton() { return skeleton_; }
+
+ private:
+  Scenario skeleton_;  // the document with every shared matrix emptied
+  std::vector<std::shared_ptr<const Matrix>> matrices_;
+  std::vector<std::shared_ptr<const Vector>> vectors_;
+  std::vector<std::shared_ptr<const BoolMatrix>> masks_;
+};
+
 // One undo step: the document and the content id it had (see AppState::contentId).
 struct Snapshot {
-  Scenario doc;
+  SharedScenario doc;
   std::uint64_t contentId = 0;
 };
 
 struct History {
   std::deque<Snapshot> undo;  // states before each step, newest at the back
   std::deque<Snapshot> redo;
-  Scenario committed;         // the state after the last finished step
+  SharedScenario committed;   // the state after the last finished step
   std::uint64_t committedId = 0;  // its content id
   bool pending = false;       // an edit began and has not been closed by endFrame()
   std::size_t maxSteps = 200;
 };
 
 // ---------------------------------------------------------------------------------------
-// Derived data: recomputed by update() when doc revision changes. Panels read only.
+// Derived data: computed from one document revision (update(), or the ComputeService worker
+// in the window) and then never changed: panels read it through a shared_ptr<const>.
 // ---------------------------------------------------------------------------------------
 struct Computed {
   std::uint64_t revision = ~0ull;       // doc revision these results belong to
@@ -122,11 +175,16 @@ struct AppState {
   History history;
   ViewSettings view;
   Hover hover;
-  Computed computed;
+  // The newest result available (never null; revision ~0 = nothing computed yet). It may be
+  // older than `revision` while the worker computes: computing() says so.
+  std::shared_ptr<const Computed> computed = std::make_shared<const Computed>();
+  std::uint64_t submittedRevision = ~0ull;  // last revision handed to the ComputeService
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
 
   bool dirty() const { return contentId != savedContentId; }
+  // True while the result on screen belongs to an older revision than the document.
+  bool computing() const { return computed->revision != revision; }
   // Marks the current content as saved (after a save or an open).
   void markSaved() { savedContentId = contentId; }
   // Marks the document as unsaved whatever undo does (e.g. restored from an unsaved autosave).
@@ -134,8 +192,13 @@ struct AppState {
 };
 
 // Marks the document as edited: bumps the revision and opens an undo step (if none is
-// open). Call after changing state.doc.
+// open). Called by applyEdit(); the panels never change state.doc without an edit function.
 void touch(AppState& state);
+
+// The one way a front end commits an edit of state.doc made by a core/scenario_edits.h
+// function: touch() when it changed something, and a notice with its note (a warning when
+// the edit was refused).
+void applyEdit(AppState& state, const EditOutcome& outcome, double now);
 
 // Closes the open undo step unless an edit is still in progress (anyItemActive: an ImGui
 // widget is being dragged or typed into). Call once per frame, after the panels.
@@ -148,8 +211,12 @@ bool redo(AppState& state);
 // Replaces the document (open, preset, drop): clears history, sets docPath and the preset.
 void loadDocument(AppState& state, Scenario scenario, std::string path);
 
-// Recomputes `computed` if the revision changed. Returns true if it recomputed.
+// Recomputes `computed` synchronously if the revision changed (tests, screenshots). Returns
+// true if it recomputed. The window uses updateAsync() (app/compute_service.h) instead.
 bool update(AppState& state);
+
+// Makes `computed` the result on screen, and keeps the focused head inside its head count.
+void publishComputed(AppState& state, std::shared_ptr<const Computed> computed);
 
 // Posts a notice (errors also go to stderr).
 void notify(AppState& state, Notice::Kind kind, std::string text, double now);

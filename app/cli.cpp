@@ -21,7 +21,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/cli_attention.h"
 #include "app/cli_bench.h"
+#include "app/cli_common.h"
 #include "app/gui.h"
 #include "core/isa.h"
 #include "core/scenario.h"
@@ -46,6 +48,8 @@ usage:
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
+  attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
   attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
@@ -55,6 +59,8 @@ commands:
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
   bench       time the multi-head self-attention forward pass, print JSON
+  info        list the arrays of an .npy/.npz attention file and its [layers, heads,
+              n_q, n_k] as JSON (docs/import.md)
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -96,11 +102,30 @@ options:
   --no-title                 leave out the title
   --scale N                  1..8, multiplies every size (resolution) (default: 1)
   --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
-  --decimals N               0..9 digits after the point in cells    (default: 2)
+  --digits N                 1..9 significant digits in cells and ticks; labels
+                             that do not fit drop digits               (default: 3)
+  --decimals N               older spelling: --digits N+1 (at most 9)
   -h, --help                 show this help
 
 The default head is 0 rather than "mean" so that the same command works for every matrix
 and every head count; pass --head mean for PyTorch's averaged weights.
+
+attention files (a model's saved attention, see docs/import.md):
+  attnscope export FILE.npy|FILE.npz --out OUT [--layer L] [--head H|mean|max]
+                   [--aggregate rollout] [--array NAME] [--batch B] [--layout DIMS]
+                   [--tokens FILE] [style options above]
+  --layer L|rollout          0-based layer (default: 0); 'rollout' = rollout of all layers
+  --head H|mean|max          0-based head, or the mean / max over the layer's heads
+  --aggregate rollout        attention rollout (Abnar & Zuidema) of layers 0..L, from the
+                             mean over heads (--head mean only)
+  --array NAME               the array of an .npz (default: its only array, or the per-layer
+                             set layer_0, layer_1, ... / attentions_0, ...)
+  --batch B                  item of a batch dimension                (default: 0)
+  --layout DIMS              how to read the dimensions, letters b l h q k ending in qk
+                             (default by ndim: qk, hqk, lhqk, blhqk)
+  --tokens FILE              token labels (.json list or .txt lines); default: the side file
+                             FILE.tokens.json / FILE.tokens.txt, else the indices
+NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
 constexpr std::string_view kScreenshotHelp =
@@ -117,6 +142,11 @@ options:
   -h, --help        show this help
 )";
 
+}  // namespace
+
+// The helpers below are shared with the other command files (declared in cli_common.h).
+namespace cli {
+
 // =======================================================================================
 // Errors
 // =======================================================================================
@@ -132,7 +162,7 @@ int fail(std::ostream& err, const Error& error) {
 }
 
 // "option '--NAME': PROBLEM", optionally prefixed by the scenario file it was checked against.
-Error optionError(std::string_view name, const std::string& problem, std::string file = {}) {
+Error optionError(std::string_view name, const std::string& problem, std::string file) {
   return Error{std::move(file), "", "option '" + std::string(name) + "': " + problem};
 }
 
@@ -143,23 +173,6 @@ std::string inQuotes(std::string_view text) {
 // =======================================================================================
 // Option parsing
 // =======================================================================================
-
-struct OptionSpec {
-  std::string_view name;  // "--out"
-  bool takesValue;
-};
-
-struct ParsedArgs {
-  std::vector<std::string> positional;
-  std::map<std::string, std::string, std::less<>> values;  // last one wins
-  bool help = false;
-
-  bool has(std::string_view name) const { return values.find(name) != values.end(); }
-  const std::string* get(std::string_view name) const {
-    auto it = values.find(name);
-    return it == values.end() ? nullptr : &it->second;
-  }
-};
 
 // Accepts "--name value", "--name=value", flags, "-h"/"--help" and "--" (end of options).
 // A value may start with '-' (e.g. "--vmin -1") but not with "--", which is taken as a
@@ -272,6 +285,69 @@ Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
   return *out;
 }
 
+std::string allColormapNames() {
+  std::string names;
+  for (io::ColormapKind kind : io::kAllColormaps) {
+    names += (names.empty() ? "" : ", ") + std::string(io::toString(kind));
+  }
+  return names;
+}
+
+Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
+  if (const std::string* v = parsed.get("--colormap")) {
+    auto kind = io::parseColormapKind(*v);
+    if (!kind)
+      return optionError("--colormap",
+                         "unknown colormap " + inQuotes(*v) + "; use one of " + allColormapNames());
+    style.colormap = *kind;
+  }
+  if (const std::string* v = parsed.get("--labels")) {
+    Expected<bool> on = parseOnOff("--labels", *v);
+    if (!on) return on.error();
+    style.cellLabels = *on;
+  }
+  if (const std::string* v = parsed.get("--axis-labels")) {
+    Expected<bool> on = parseOnOff("--axis-labels", *v);
+    if (!on) return on.error();
+    style.axisLabels = *on;
+  }
+  if (parsed.has("--no-colorbar")) style.colorbar = false;
+  if (parsed.has("--no-title")) style.title = false;
+  if (const std::string* v = parsed.get("--scale")) {
+    auto n = parseIntStrict(*v, 1, 8);
+    if (!n) return optionError("--scale", inQuotes(*v) + " is not an integer in 1..8");
+    style.scale = *n;
+  }
+  if (const std::string* v = parsed.get("--decimals")) {
+    auto n = parseIntStrict(*v, 0, 9);
+    if (!n) return optionError("--decimals", inQuotes(*v) + " is not an integer in 0..9");
+    style.digits = std::min(*n + 1, 9);
+  }
+  if (const std::string* v = parsed.get("--digits")) {
+    auto n = parseIntStrict(*v, 1, 9);
+    if (!n) return optionError("--digits", inQuotes(*v) + " is not an integer in 1..9");
+    style.digits = *n;
+  }
+  for (std::string_view name : {"--vmin", "--vmax"}) {
+    if (const std::string* v = parsed.get(name)) {
+      auto x = parseFloatStrict(*v);
+      if (!x) return optionError(name, inQuotes(*v) + " is not a finite number");
+      (name == "--vmin" ? style.vmin : style.vmax) = *x;
+    }
+  }
+  if (style.vmin && style.vmax && !(*style.vmin < *style.vmax)) {
+    return optionError("--vmin", "must be less than --vmax (" + *parsed.get("--vmin") +
+                                     " >= " + *parsed.get("--vmax") + ")");
+  }
+  return Ok{};
+}
+
+}  // namespace cli
+
+namespace {
+
+using namespace cli;
+
 // =======================================================================================
 // Shared steps: load, compute, warnings
 // =======================================================================================
@@ -366,7 +442,10 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
 constexpr OptionSpec kExportOptions[] = {
     {"--out", true},    {"--matrix", true},      {"--head", true},         {"--colormap", true},
     {"--labels", true}, {"--axis-labels", true}, {"--scale", true},        {"--vmin", true},
-    {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false}};
+    {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
+    // .npy/.npz attention files only (app/cli_attention.cpp)
+    {"--layer", true},  {"--aggregate", true},   {"--array", true},        {"--batch", true},
+    {"--layout", true}, {"--tokens", true},       {"--digits", true}};
 
 struct ExportRequest {
   std::string scenarioPath;
@@ -381,14 +460,6 @@ std::string allMatrixNames() {
   for (auto kind : {io::MatrixKind::Scores, io::MatrixKind::MaskedScores, io::MatrixKind::Weights,
                     io::MatrixKind::Q, io::MatrixKind::K, io::MatrixKind::V,
                     io::MatrixKind::Context, io::MatrixKind::Concat, io::MatrixKind::Output}) {
-    names += (names.empty() ? "" : ", ") + std::string(io::toString(kind));
-  }
-  return names;
-}
-
-std::string allColormapNames() {
-  std::string names;
-  for (io::ColormapKind kind : io::kAllColormaps) {
     names += (names.empty() ? "" : ", ") + std::string(io::toString(kind));
   }
   return names;
@@ -421,46 +492,8 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
       return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...) or 'mean'");
     }
   }
-  if (const std::string* v = parsed.get("--colormap")) {
-    auto kind = io::parseColormapKind(*v);
-    if (!kind)
-      return optionError("--colormap",
-                         "unknown colormap " + inQuotes(*v) + "; use one of " + allColormapNames());
-    request.style.colormap = *kind;
-  }
-  if (const std::string* v = parsed.get("--labels")) {
-    Expected<bool> on = parseOnOff("--labels", *v);
-    if (!on) return on.error();
-    request.style.cellLabels = *on;
-  }
-  if (const std::string* v = parsed.get("--axis-labels")) {
-    Expected<bool> on = parseOnOff("--axis-labels", *v);
-    if (!on) return on.error();
-    request.style.axisLabels = *on;
-  }
-  if (parsed.has("--no-colorbar")) request.style.colorbar = false;
-  if (parsed.has("--no-title")) request.style.title = false;
-  if (const std::string* v = parsed.get("--scale")) {
-    auto n = parseIntStrict(*v, 1, 8);
-    if (!n) return optionError("--scale", inQuotes(*v) + " is not an integer in 1..8");
-    request.style.scale = *n;
-  }
-  if (const std::string* v = parsed.get("--decimals")) {
-    auto n = parseIntStrict(*v, 0, 9);
-    if (!n) return optionError("--decimals", inQuotes(*v) + " is not an integer in 0..9");
-    request.style.decimals = *n;
-  }
-  for (std::string_view name : {"--vmin", "--vmax"}) {
-    if (const std::string* v = parsed.get(name)) {
-      auto x = parseFloatStrict(*v);
-      if (!x) return optionError(name, inQuotes(*v) + " is not a finite number");
-      (name == "--vmin" ? request.style.vmin : request.style.vmax) = *x;
-    }
-  }
-  if (request.style.vmin && request.style.vmax && !(*request.style.vmin < *request.style.vmax)) {
-    return optionError("--vmin", "must be less than --vmax (" + *parsed.get("--vmin") +
-                                     " >= " + *parsed.get("--vmax") + ")");
-  }
+  Status style = parseHeatmapStyle(parsed, request.style);
+  if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
   request.outPath = *out;
@@ -474,6 +507,12 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
   if (parsed->help) {
     out << kExportHelp;
     return 0;
+  }
+  if (parsed->positional.size() == 1 && isAttentionFilePath(parsed->positional[0])) {
+    return runAttentionExport(*parsed, out, err);
+  }
+  for (std::string_view name : kAttentionOnlyOptions) {
+    if (parsed->has(name)) return fail(err, optionError(name, "is for .npy/.npz attention files"));
   }
   Expected<ExportRequest> request = parseExportRequest(*parsed);
   if (!request) return fail(err, request.error());
@@ -575,6 +614,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err);
   if (command == "bench") return runBench(rest, out, err);
+  if (command == "info") return runInfo(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
         << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
@@ -592,6 +632,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kScreenshotHelp;
     else if (topic == "bench")
       out << kBenchHelp;
+    else if (topic == "info")
+      out << kInfoHelp;
     else
       return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
     return 0;
@@ -607,7 +649,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, bench; see attnscope --help)"});
+                             " (commands: compute, export, screenshot, info, bench; see attnscope "
+                             "--help)"});
 }
 
 }  // namespace
@@ -617,8 +660,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "bench" ||
-         arg == "help" || arg.starts_with("-");
+  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
+         arg == "info" || arg == "bench" || arg.starts_with("-");
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -1,6 +1,8 @@
 // Open / save, presets, autosave and the unsaved-changes question (see files.h).
 #include "app/files.h"
 
+#include "app/panel_registry.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -23,16 +25,6 @@ using Json = nlohmann::json;
 // Keys only the autosave carries: personal settings and where the document came from.
 constexpr const char* kUiKeys[] = {"font_scale", "light_theme", "panels", "autosave_source",
                                    "autosave_dirty"};
-
-struct PanelFlag {
-  const char* key;
-  bool ViewSettings::*flag;
-};
-constexpr PanelFlag kPanelFlags[] = {
-    {"inputs", &ViewSettings::showInputs},       {"settings", &ViewSettings::showSettings},
-    {"pipeline", &ViewSettings::showPipeline},   {"heads", &ViewSettings::showHeads},
-    {"inspector", &ViewSettings::showInspector}, {"geometry", &ViewSettings::showGeometry},
-};
 
 Json parseObject(const std::string& text) {
   if (text.empty()) return Json::object();
@@ -87,7 +79,7 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
     json["font_scale"] = view.fontScale;
     json["light_theme"] = view.lightTheme;
     Json panels = Json::object();
-    for (const PanelFlag& panel : kPanelFlags) panels[panel.key] = view.*panel.flag;
+    for (const PanelInfo& panel : panelRegistry()) panels[panel.id] = panelShown(view, panel.id);
     json["panels"] = panels;
   }
   return json.dump();
@@ -125,9 +117,9 @@ void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) 
     view.lightTheme = it->get<bool>();
   }
   if (auto it = json.find("panels"); it != json.end() && it->is_object()) {
-    for (const PanelFlag& panel : kPanelFlags) {
-      if (auto p = it->find(panel.key); p != it->end() && p->is_boolean()) {
-        view.*panel.flag = p->get<bool>();
+    for (const PanelInfo& panel : panelRegistry()) {
+      if (auto p = it->find(panel.id); p != it->end() && p->is_boolean()) {
+        *panelFlag(view, panel.id) = p->get<bool>();
       }
     }
   }
@@ -221,7 +213,7 @@ bool saveDocument(AppState& state, const std::string& path, double now) {
     return false;
   }
   state.doc.viewJson = copy.viewJson;
-  state.history.committed.viewJson = copy.viewJson;
+  state.history.committed.skeleton().viewJson = copy.viewJson;
   state.docPath = path;
   state.markSaved();
   notify(state, Notice::Kind::Info, "saved " + path, now);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -28,10 +29,12 @@
 #include <imgui.h>
 
 #include "app/cli.h"
+#include "app/compute_service.h"
 #include "app/files.h"
+#include "app/gl_texture.h"
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
-#include "app/panels.h"
+#include "app/panel_registry.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
 #include "io/scenario_json.h"
@@ -60,26 +63,6 @@ std::string& lastGlfwError() {
 void glfwErrorCallback(int code, const char* description) {
   lastGlfwError() = "GLFW error " + std::to_string(code) + ": " + (description ? description : "");
 }
-
-struct PanelSlot {
-  bool ViewSettings::*show;
-  void (*draw)(AppState&, HeatmapCache&);
-  const char* name;
-  const char* help;
-};
-constexpr PanelSlot kPanels[] = {
-    {&ViewSettings::showInputs, drawInputsPanel, "Inputs",
-     "Query, key and value vectors, labels, sentence"},
-    {&ViewSettings::showSettings, drawSettingsPanel, "Settings",
-     "Mode, score function, heads, mask, normaliser"},
-    {&ViewSettings::showPipeline, drawPipelinePanel, "Pipeline",
-     "Q, K, V \xE2\x86\x92 scores \xE2\x86\x92 weights \xE2\x86\x92 context \xE2\x86\x92 output"},
-    {&ViewSettings::showHeads, drawHeadsPanel, "Heads", "Per-head weights and their mean"},
-    {&ViewSettings::showInspector, drawInspectorPanel, "Inspector",
-     "Explains the hovered cell step by step"},
-    {&ViewSettings::showGeometry, drawGeometryPanel, "Geometry", "Queries and keys as 2-D arrows"},
-};
-enum PanelIndex { kInputs, kSettings, kPipeline, kHeads, kInspector, kGeometry, kPanelCount };
 
 struct Shortcut {
   const char* keys;
@@ -119,6 +102,9 @@ struct GuiSession::Impl {
   bool glfwReady = false, imguiReady = false, backendsReady = false;
   AppState state;
   std::unique_ptr<HeatmapCache> heatmaps;
+  // Computes every new document revision on a worker thread (window mode). Screenshots
+  // compute synchronously, so that the picture always shows the finished result.
+  std::unique_ptr<ComputeService> compute;
   FileUi files;
 
   float contentScale = 1.f;
@@ -129,8 +115,8 @@ struct GuiSession::Impl {
   ImVec2 lastViewport{0, 0};
   float lastLayoutFont = 0.f;
   bool layoutDirty = true;
-  bool lastShown[kPanelCount] = {};
-  std::pair<ImVec2, ImVec2> pendingRects[kPanelCount];  // tile (pos, size) of each panel
+  std::vector<bool> lastShown;  // per registry panel, last frame
+  std::vector<std::pair<ImVec2, ImVec2>> pendingRects;  // tile (pos, size) of each panel
   bool applyLayout = false;
 
   std::string title;
@@ -166,6 +152,12 @@ struct GuiSession::Impl {
   void drawLog();
   void drawHelpWindows();
   void postComputeNotices();
+  // Brings state.computed up to date: synchronously in screenshot mode, else through the
+  // worker (never blocks). True when a new result was published.
+  bool recompute() {
+    if (screenshotMode() || !compute) return update(state);
+    return updateAsync(state, *compute);
+  }
   void updateTitle();
   void takeScreenshot(const std::string& path, bool sidecar);
   void shutdown();
@@ -367,8 +359,7 @@ void GuiSession::Impl::drawMenuBar() {
     tooltip("Ready-made scenarios from assets/scenarios.");
     if (ImGui::MenuItem("Revert to preset", nullptr, false,
                         !state.docPath.empty() || state.dirty())) {
-      state.doc = state.preset;
-      touch(state);
+      applyEdit(state, resetTo(state.doc, state.preset), now());
     }
     tooltip("Return to the scenario as it was opened (undoable).");
     ImGui::Separator();
@@ -389,8 +380,8 @@ void GuiSession::Impl::drawMenuBar() {
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("View")) {
-    for (const PanelSlot& panel : kPanels) {
-      ImGui::MenuItem(panel.name, nullptr, &(state.view.*panel.show));
+    for (const PanelInfo& panel : panelRegistry()) {
+      ImGui::MenuItem(panel.name, nullptr, panelFlag(state.view, panel.id));
       tooltip(panel.help);
     }
     ImGui::MenuItem("Log", nullptr, &showLog);
@@ -444,20 +435,25 @@ void GuiSession::Impl::drawMenuBar() {
   }
   // Right side: what is computed and how long it took.
   char info[160];
-  if (state.computed.result && state.computed.problem) {
-    const auto& problem = *state.computed.problem;
+  if (state.computed->result && state.computed->problem) {
+    const auto& problem = *state.computed->problem;
     std::snprintf(info, sizeof info,
                   "%d queries \xC3\x97 %d keys \xC2\xB7 %d head%s \xC2\xB7 %.2f ms  ",
                   static_cast<int>(problem.inputs.queries.rows()),
                   static_cast<int>(problem.inputs.keys.rows()), problem.options.heads,
-                  problem.options.heads == 1 ? "" : "s", state.computed.computeMs);
+                  problem.options.heads == 1 ? "" : "s", state.computed->computeMs);
   } else {
     std::snprintf(info, sizeof info, "not computed  ");
   }
-  const float width = ImGui::CalcTextSize(info).x;
+  // While the worker is on a newer revision the panels still show the previous result.
+  const std::string text =
+      state.computing() ? std::string("computing\xE2\x80\xA6  ") + info : std::string(info);
+  const float width = ImGui::CalcTextSize(text.c_str()).x;
   ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width));
-  ImGui::TextDisabled("%s", info);
-  tooltip("Shape of the current problem and the time of the last recompute.");
+  ImGui::TextDisabled("%s", text.c_str());
+  tooltip("Shape of the current problem and the time of the last recompute. \"computing\xE2\x80\xA6\" "
+          "means a newer edit is being computed in the background; the panels show the "
+          "previous result until it is ready.");
   ImGui::EndMainMenuBar();
 }
 
@@ -468,12 +464,18 @@ void GuiSession::Impl::drawMenuBar() {
 void GuiSession::Impl::layoutPanels() {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const float font = ImGui::GetFontSize();
-  bool shown[kPanelCount];
+  const std::span<const PanelInfo> panels = panelRegistry();
+  const std::size_t count = panels.size();
+  lastShown.resize(count, false);
+  pendingRects.resize(count);
+  std::vector<bool> shown(count);
   bool visibilityChanged = false;
-  for (int i = 0; i < kPanelCount; ++i) {
-    shown[i] = state.view.*kPanels[i].show;
+  bool column[3] = {false, false, false};  // a shown panel in the left / centre / right column
+  for (std::size_t i = 0; i < count; ++i) {
+    shown[i] = panelShown(state.view, panels[i].id);
     if (shown[i] && !lastShown[i]) visibilityChanged = true;  // re-shown: back in its tile
     lastShown[i] = shown[i];
+    if (shown[i] && panels[i].dock != PanelDock::Floating) column[int(panels[i].dock)] = true;
   }
   if (viewport->Size.x != lastViewport.x || viewport->Size.y != lastViewport.y ||
       font != lastLayoutFont || visibilityChanged) {
@@ -488,11 +490,10 @@ void GuiSession::Impl::layoutPanels() {
   const float x0 = viewport->Pos.x, y0 = viewport->Pos.y + menu;
   const float width = viewport->Size.x,
               height = std::max(font * 10, viewport->Size.y - menu - status);
-  const bool left = shown[kInputs] || shown[kSettings];
-  const bool right = shown[kHeads] || shown[kInspector] || shown[kGeometry];
+  const bool left = column[int(PanelDock::Left)], right = column[int(PanelDock::Right)];
   float leftW = left ? std::clamp(font * 24, width * 0.2f, width * 0.3f) : 0.f;
   float rightW = right ? std::clamp(font * 26, width * 0.2f, width * 0.3f) : 0.f;
-  if (!shown[kPipeline]) {  // no centre: the sides share the width
+  if (!column[int(PanelDock::Centre)]) {  // no centre: the sides share the width
     if (left && right)
       leftW = rightW = width * 0.5f;
     else if (left)
@@ -501,31 +502,38 @@ void GuiSession::Impl::layoutPanels() {
       rightW = width;
   }
   const float centreW = std::max(0.f, width - leftW - rightW);
-  auto stack = [&](std::initializer_list<std::pair<int, float>> column, float x, float w) {
+  const float columnX[3] = {x0, x0 + leftW, x0 + leftW + centreW};
+  const float columnW[3] = {leftW, centreW, rightW};
+  for (int c = 0; c < 3; ++c) {
     float total = 0;
-    for (auto [index, weight] : column) total += shown[index] ? weight : 0.f;
+    for (std::size_t i = 0; i < count; ++i)
+      if (shown[i] && int(panels[i].dock) == c) total += panels[i].weight;
     float y = y0;
-    for (auto [index, weight] : column) {
-      if (!shown[index]) continue;
-      const float h = std::floor(height * weight / total);
-      pendingRects[index] = {ImVec2(x, y), ImVec2(w, h)};
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!shown[i] || int(panels[i].dock) != c) continue;
+      const float h = std::floor(height * panels[i].weight / total);
+      pendingRects[i] = {ImVec2(columnX[c], y), ImVec2(columnW[c], h)};
       y += h;
     }
-  };
-  stack({{kInputs, 0.5f}, {kSettings, 0.5f}}, x0, leftW);
-  stack({{kPipeline, 1.f}}, x0 + leftW, centreW);
-  stack({{kHeads, 0.34f}, {kInspector, 0.36f}, {kGeometry, 0.30f}}, x0 + leftW + centreW, rightW);
+  }
+  // Floating panels: centred, most of the window.
+  for (std::size_t i = 0; i < count; ++i) {
+    if (panels[i].dock != PanelDock::Floating) continue;
+    const ImVec2 size(width * 0.7f, height * 0.8f);
+    pendingRects[i] = {ImVec2(x0 + (width - size.x) * 0.5f, y0 + (height - size.y) * 0.5f), size};
+  }
   applyLayout = true;
 }
 
 void GuiSession::Impl::drawPanels() {
-  for (int i = 0; i < kPanelCount; ++i) {
-    if (!(state.view.*kPanels[i].show)) continue;
-    if (applyLayout) {
+  const std::span<const PanelInfo> panels = panelRegistry();
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    if (!panelShown(state.view, panels[i].id)) continue;
+    if (applyLayout && i < pendingRects.size()) {
       ImGui::SetNextWindowPos(pendingRects[i].first, ImGuiCond_Always);
       ImGui::SetNextWindowSize(pendingRects[i].second, ImGuiCond_Always);
     }
-    kPanels[i].draw(state, *heatmaps);
+    panels[i].draw(state, *heatmaps);
   }
   applyLayout = false;
 }
@@ -580,9 +588,9 @@ void GuiSession::Impl::drawNotices() {
   if (ImGui::SmallButton(showLog ? "Hide log" : "Log")) showLog = !showLog;
   tooltip("Every message since start.");
   ImGui::SameLine();
-  if (!state.computed.error.empty()) {
+  if (!state.computed->error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Error, state.view.lightTheme));
-    ImGui::TextUnformatted(("cannot compute: " + state.computed.error).c_str());
+    ImGui::TextUnformatted(("cannot compute: " + state.computed->error).c_str());
     ImGui::PopStyleColor();
   } else if (!state.notices.empty()) {
     const Notice& last = state.notices.back();
@@ -689,7 +697,7 @@ void GuiSession::Impl::drawHelpWindows() {
 
 void GuiSession::Impl::postComputeNotices() {
   const double t = now();
-  const Computed& computed = state.computed;
+  const Computed& computed = *state.computed;
   if (!computed.error.empty() && computed.error != lastComputeError) {
     notify(state, Notice::Kind::Error, "cannot compute: " + computed.error, t);
   }
@@ -783,7 +791,7 @@ bool GuiSession::frame() {
     s.handleShortcuts();
   else
     s.keyPresses.clear();
-  update(s.state);  // results for this frame's panels (after an undo, open, ...)
+  s.recompute();  // results for this frame's panels (after an undo, open, ...)
   s.drawMenuBar();
   // Export file names start with the scenario file's name (else the scenario's name).
   s.heatmaps->impl().exportPrefix =
@@ -804,7 +812,7 @@ bool GuiSession::frame() {
 
   // 4 close the undo step unless a drag is going on, recompute if the revision changed
   endFrame(s.state, ImGui::IsAnyItemActive());
-  if (update(s.state)) s.postComputeNotices();
+  if (s.recompute()) s.postComputeNotices();
 
   // 5 render, screenshot before the swap
   ImGui::Render();
@@ -896,7 +904,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     close();
     return code;
   }
-  s.heatmaps = std::make_unique<HeatmapCache>(true);
+  s.heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
+  s.compute = std::make_unique<ComputeService>();
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = findAssetDir();
   s.files.presets = listPresets(s.files.assetDir);
@@ -944,6 +953,7 @@ void GuiSession::close() {
       autosaveTick(s.files, s.state, s.now(), 0, true);
     }
   }
+  s.compute.reset();   // joins the worker (an attend() in flight finishes first)
   s.heatmaps.reset();  // GL objects, while the context still exists
   if (s.backendsReady) {
     ImGui_ImplOpenGL3_Shutdown();

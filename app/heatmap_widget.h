@@ -34,20 +34,23 @@ struct HeatmapInteraction {
   bool exportRequested = false;  // the user chose an export entry from the context menu
 };
 
-// GPU resources and zoom/pan of every heatmap on screen, keyed by ImGui id. Owned by the
-// app, not by AppState. With `gpu == false` (headless tests) nothing touches OpenGL and
-// the widget draws nothing but still reports hover from the layout.
+class HeatmapTextures;
+
+// Textures and zoom/pan of every heatmap on screen, keyed by ImGui id. Owned by the app,
+// not by AppState. The textures are an interface (app/heatmap_textures.h): OpenGL in the
+// window, MockHeatmapTextures in headless tests, where the widget still lays out, labels
+// and reports hover.
 class HeatmapCache {
  public:
-  explicit HeatmapCache(bool gpu);
+  explicit HeatmapCache(std::unique_ptr<HeatmapTextures> textures);
   ~HeatmapCache();
   HeatmapCache(const HeatmapCache&) = delete;
   HeatmapCache& operator=(const HeatmapCache&) = delete;
 
-  // Loads the shaders (shaders/heatmap.vert, .frag) and LUT textures. Needs a GL context.
-  // Returns an error message, empty on success.
+  // Loads what the textures need to draw (with GL: the shaders and LUT textures, which
+  // needs a GL context). Returns an error message, empty on success.
   std::string initGpu();
-  bool gpu() const;
+  HeatmapTextures& textures();
 
   struct Impl;
   Impl& impl();
@@ -56,11 +59,12 @@ class HeatmapCache {
   std::unique_ptr<Impl> impl_;
 };
 
-// Draws `view` as a heatmap. `contentRevision` must change whenever the values change
+// Draws `view` (non-owning: a result's matrix, a slice of an imported tensor, ...) as a
+// heatmap. `contentRevision` must change whenever the values change
 // (e.g. the document revision); the texture is re-uploaded only then.
 // Right-click opens a context menu: export PNG (1x..8x), SVG, CSV through io::exportMatrix
 // (the same files as `attnscope export`), reset zoom, copy value.
-HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::MatrixView& view,
+HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::HeatmapView& view,
                                  std::uint64_t contentRevision, const HeatmapOptions& options);
 
 }  // namespace attn::app

@@ -3,13 +3,15 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <imgui.h>
 
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 
 namespace attn::app {
@@ -20,7 +22,7 @@ struct HeatmapRecord {
   std::string id;     // the id passed to heatmapWidget()
   std::string title;  // MatrixView::title
   io::ColormapKind colormap = io::ColormapKind::Viridis;
-  float vmin = 0, vmax = 1;  // the effective colour range (after the degenerate-range rule)
+  float vmin = 0, vmax = 1;  // the colour range (io::colorRange; vmin == vmax: constant)
   int rows = 0, cols = 0;
   ImVec2 gridMin, gridMax;               // screen rectangle of the visible grid
   float u0 = 0, v0 = 0, u1 = 1, v1 = 1;  // visible part of the matrix (UV)
@@ -30,27 +32,22 @@ struct HeatmapRecord {
   // inside it that no label covers.
   int sampleRow = -1, sampleCol = -1;
   float sampleValue = 0;
+  std::string sampleLabel;  // the text drawn on the sample cell ("" when it has none)
   ImVec2 cellMin, cellMax, samplePoint;
   bool sampleVisible = false;  // the sample point is inside the window's clip rectangle
 };
 
 struct HeatmapCache::Impl {
-  explicit Impl(bool useGpu) : gpu(useGpu) {}
+  explicit Impl(std::unique_ptr<HeatmapTextures> textures) : textures(std::move(textures)) {}
 
-  bool gpu = false;
-  bool gpuReady = false;
-  unsigned program = 0;
-  int locProj = -1, locValues = -1, locLut = -1, locRange = -1, locLevel = -1, locMasked = -1,
-      locNan = -1, locHatch = -1;
-  std::vector<unsigned> lutTextures;  // one RGBA8 256x1 texture per colormap kind
+  std::unique_ptr<HeatmapTextures> textures;  // never null
 
   struct Entry {
-    unsigned texture = 0;
+    TextureId texture = 0;
     int rows = 0, cols = 0;
     int levels = 1;  // max-pooled levels of detail uploaded as mip levels
     std::uint64_t revision = ~0ull;
-    bool hasFinite = false;
-    float dataMin = 0, dataMax = 1;        // finite min / max, for the auto range
+    std::optional<io::ValueRange> finite;  // io::finiteRange of the values, per upload
     float u0 = 0, v0 = 0, u1 = 1, v1 = 1;  // zoom / pan
     bool panned = false;                   // the current press turned into a drag
     int lastFrame = 0;
@@ -66,17 +63,6 @@ struct HeatmapCache::Impl {
     bool exportFailed = false;
   };
   std::unordered_map<ImGuiID, Entry> entries;
-
-  // Uniforms for one draw callback; a deque so that addresses stay valid until Render().
-  struct DrawParams {
-    Impl* impl = nullptr;
-    unsigned lut = 0;
-    float vmin = 0, vmax = 1;
-    int level = 0;
-    float hatch = 8;
-  };
-  std::deque<DrawParams> drawParams;
-  int drawParamsFrame = -1;
 
   std::vector<HeatmapRecord> records;  // heatmaps drawn in frame `recordsFrame`
   int recordsFrame = -1;

@@ -9,7 +9,7 @@
 #include <imgui.h>
 
 #include "app/app_state.h"
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/heatmap_widget.h"
 #include "io/heatmap_render.h"
 
@@ -75,11 +75,11 @@ inline bool beginPanel(const char* name, bool* open) {
 }
 
 inline bool showComputeError(const AppState& state) {
-  if (!state.computed.error.empty()) {
-    coloredWrapped(errorColor(), "Cannot compute: " + state.computed.error);
+  if (!state.computed->error.empty()) {
+    coloredWrapped(errorColor(), "Cannot compute: " + state.computed->error);
     return true;
   }
-  if (!state.computed.result || !state.computed.problem) {
+  if (!state.computed->result || !state.computed->problem) {
     mutedWrapped("No result yet.");
     return true;
   }
@@ -87,7 +87,7 @@ inline bool showComputeError(const AppState& state) {
 }
 
 // beginPanel() for panels that show the result: also false (window closed) after showing
-// the compute error or "no result", so the caller may use state.computed.* when true.
+// the compute error or "no result", so the caller may use state.computed->* when true.
 inline bool beginResultPanel(const char* name, bool* open, const AppState& state) {
   if (!beginPanel(name, open)) return false;
   if (showComputeError(state)) {
@@ -98,7 +98,7 @@ inline bool beginResultPanel(const char* name, bool* open, const AppState& state
 }
 
 inline bool hasResult(const AppState& state) {
-  return state.computed.error.empty() && state.computed.result && state.computed.problem;
+  return state.computed->error.empty() && state.computed->result && state.computed->problem;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -107,11 +107,7 @@ inline bool hasResult(const AppState& state) {
 
 // touch() after a change; a refusal becomes a warning notice, an adjustment an info one.
 inline void apply(AppState& state, const EditOutcome& outcome) {
-  if (outcome.changed) touch(state);
-  if (!outcome.note.empty()) {
-    notify(state, outcome.refused() ? Notice::Kind::Warning : Notice::Kind::Info, outcome.note,
-           ImGui::GetTime());
-  }
+  applyEdit(state, outcome, ImGui::GetTime());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -120,14 +116,14 @@ inline void apply(AppState& state, const EditOutcome& outcome) {
 
 // The view of (kind, head) for the current result, from the cache. nullptr if it cannot be
 // selected (no result, head out of range). The pointer is valid until the next call.
-inline const io::MatrixView* cachedView(AppState& state, io::MatrixKind kind, int head) {
+inline const io::SelectedMatrix* cachedView(AppState& state, io::MatrixKind kind, int head) {
   if (!hasResult(state)) return nullptr;
   auto& cache = state.panels.viewCache;
-  const std::uint64_t revision = state.computed.revision;
+  const std::uint64_t revision = state.computed->revision;
   if (!cache.empty() && cache.front().revision != revision) cache.clear();
   for (auto& entry : cache)
     if (entry.kind == kind && entry.head == head) return &entry.view;
-  auto selected = io::selectMatrix(*state.computed.result, *state.computed.problem, kind, head);
+  auto selected = io::selectMatrixRef(*state.computed->result, *state.computed->problem, kind, head);
   if (!selected) return nullptr;
   cache.push_back({revision, kind, head, std::move(selected).value()});
   return &cache.back().view;
@@ -163,7 +159,7 @@ inline HeatmapOptions heatmapOptions(const AppState& state) {
 
 // Number of heads in the current result (0 when there is none).
 inline int resultHeads(const AppState& state) {
-  return hasResult(state) ? static_cast<int>(state.computed.result->heads.size()) : 0;
+  return hasResult(state) ? static_cast<int>(state.computed->result->heads.size()) : 0;
 }
 
 }  // namespace attn::app::panel

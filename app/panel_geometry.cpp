@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 #include "core/explain.h"
 
@@ -66,10 +67,10 @@ std::string labelOf(const std::vector<std::string>& labels, int i, const char* p
 // =======================================================================================
 
 void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
-  if (!panel::beginResultPanel("Geometry", &state.view.showGeometry, state)) return;
+  if (!panel::beginResultPanel("Geometry", panelFlag(state.view, "geometry"), state)) return;
   const float font = ImGui::GetFontSize();
-  const AttentionResult& result = *state.computed.result;
-  const Problem& problem = *state.computed.problem;
+  const AttentionResult& result = *state.computed->result;
+  const Problem& problem = *state.computed->problem;
   const int head = std::max(clampedHead(state), 0);
   const HeadResult& h = result.heads[head];
   const int nQ = static_cast<int>(h.q.rows()), nK = static_cast<int>(h.k.rows());
@@ -112,13 +113,13 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   }
 
   // 2 the 2-D points, recomputed only when the result or the head changes.
-  if (scratch.geometryRevision != state.computed.revision || scratch.geometryHead != head ||
+  if (scratch.geometryRevision != state.computed->revision || scratch.geometryHead != head ||
       scratch.geometryPoints.rows() != shownQ + shownK) {
     Matrix points(shownQ + shownK, dims);
     if (shownQ > 0) points.topRows(shownQ) = h.q.topRows(shownQ);
     if (shownK > 0) points.bottomRows(shownK) = h.k.topRows(shownK);
     scratch.geometryPoints = pcaProject2d(points);
-    scratch.geometryRevision = state.computed.revision;
+    scratch.geometryRevision = state.computed->revision;
     scratch.geometryHead = head;
   }
   const Matrix& points = scratch.geometryPoints;
@@ -249,9 +250,8 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
                              : (scratch.dragArrowIsQuery ? Sequence::Queries : Sequence::Keys);
     // Round to 0.01 so the numbers in the tables stay readable.
     const float rx = std::round(x * 100.0f) / 100.0f, ry = std::round(y * 100.0f) / 100.0f;
-    EditOutcome a = setValue(state.doc, seq, scratch.dragArrow, 0, rx);
-    EditOutcome b = setValue(state.doc, seq, scratch.dragArrow, 1, ry);
-    if (a.changed || b.changed) touch(state);
+    panel::apply(state, combine(setValue(state.doc, seq, scratch.dragArrow, 0, rx),
+                                setValue(state.doc, seq, scratch.dragArrow, 1, ry)));
   }
   if (ImGui::IsItemHovered() && scratch.dragArrow < 0) {
     for (int i = 0; i < shownQ + shownK; ++i) {

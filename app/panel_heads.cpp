@@ -7,8 +7,9 @@
 #include <cmath>
 #include <string>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -19,7 +20,7 @@ using panel::tooltip;
 
 // Draws one thumbnail; returns true when it was clicked.
 bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bool focused) {
-  const io::MatrixView* view = panel::cachedView(state, io::MatrixKind::Weights, head);
+  const io::SelectedMatrix* view = panel::cachedView(state, io::MatrixKind::Weights, head);
   const std::string title = head < 0 ? "mean" : "head " + std::to_string(head);
   ImGui::BeginGroup();
   ImGui::PushID(head);
@@ -44,7 +45,7 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
     }
     const HeatmapInteraction hit = heatmapWidget(
         "##thumb", heatmaps, *view,
-        panel::contentRevision(state.computed.revision, io::MatrixKind::Weights, head), options);
+        panel::contentRevision(state.computed->revision, io::MatrixKind::Weights, head), options);
     panel::setHover(state, hit, io::MatrixKind::Weights, head);
     clicked |= hit.clicked;
   } else {
@@ -62,7 +63,7 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
 // =======================================================================================
 
 void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginResultPanel("Heads", &state.view.showHeads, state)) return;
+  if (!panel::beginResultPanel("Heads", panelFlag(state.view, "heads"), state)) return;
   const float font = ImGui::GetFontSize();
   const int heads = panel::resultHeads(state);
   const int focused = clampedHead(state);

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -227,10 +228,10 @@ bool sentenceInputsReady(const Scenario& s) {
 // =======================================================================================
 
 void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
-  if (!panel::beginPanel("Inputs", &state.view.showInputs)) return;
+  if (!panel::beginPanel("Inputs", panelFlag(state.view, "inputs"))) return;
   const float font = ImGui::GetFontSize();
-  if (!state.computed.error.empty()) {
-    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
+  if (!state.computed->error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
   }
 
   // Header: what the mode means, reset.
@@ -240,16 +241,14 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
                            : "Cross-attention: queries come from one sequence, keys and "
                              "values from another.");
   if (ImGui::Button("Reset to preset")) {
-    state.doc = state.preset;
-    touch(state);
+    apply(state, resetTo(state.doc, state.preset));
   }
   tooltip("Return every vector and setting to the preset (or file) this document came from. "
           "Undo brings your edits back.");
   ImGui::SameLine();
   bool positional = state.doc.positionalEncoding;
   if (ImGui::Checkbox("Positional encoding", &positional)) {
-    state.doc.positionalEncoding = positional;
-    touch(state);
+    apply(state, setPositionalEncoding(state.doc, positional));
   }
   tooltip("Add sinusoidal position vectors PE[pos, 2i] = sin(pos/10000^(2i/d)), "
           "PE[pos, 2i+1] = cos(...) to the inputs before projection, so the same word at "
@@ -267,7 +266,7 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
     if (!state.doc.sentence.empty() && !sentenceInputsReady(state.doc)) {
       if (ImGui::Button("Edit the embeddings as numbers")) {
         materialiseSentence(state.doc);
-        touch(state);
+        apply(state, {true, ""});
       }
       tooltip("Copy the sentence's embeddings into the table so they can be edited.");
     } else {

@@ -8,8 +8,9 @@
 #include <cstdio>
 #include <string>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 #include "core/explain.h"
 
@@ -33,8 +34,8 @@ const char* warningMeaning(const std::string& code) {
 }
 
 Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
-  const AttentionResult& result = *state.computed.result;
-  const Problem& problem = *state.computed.problem;
+  const AttentionResult& result = *state.computed->result;
+  const Problem& problem = *state.computed->problem;
   const Options& options = problem.options;
   switch (hover.matrix) {
     case io::MatrixKind::Scores:
@@ -114,7 +115,7 @@ void drawExplanation(const Explanation& e) {
 }
 
 void drawWarnings(const AppState& state) {
-  const AttentionResult& result = *state.computed.result;
+  const AttentionResult& result = *state.computed->result;
   if (result.warnings.empty()) return;
   ImGui::Spacing();
   ImGui::TextColored(panel::warningColor(), "Warnings (%d)", static_cast<int>(result.warnings.size()));
@@ -144,9 +145,9 @@ void drawWarnings(const AppState& state) {
 // =======================================================================================
 
 void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
-  if (!panel::beginPanel("Inspector", &state.view.showInspector)) return;
-  if (!state.computed.error.empty()) {
-    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
+  if (!panel::beginPanel("Inspector", panelFlag(state.view, "inspector"))) return;
+  if (!state.computed->error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
     panel::mutedWrapped("The inputs stay editable: fix the field named above (or undo) and the "
                         "heatmaps come back.");
     ImGui::End();
@@ -157,15 +158,15 @@ void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
     ImGui::End();
     return;
   }
-  const Problem& problem = *state.computed.problem;
-  const AttentionResult& result = *state.computed.result;
+  const Problem& problem = *state.computed->problem;
+  const AttentionResult& result = *state.computed->result;
   // A one-line summary of the shapes.
   const int heads = static_cast<int>(result.heads.size());
   const int dH = heads > 0 ? static_cast<int>(result.heads[0].q.cols()) : 0;
   char summary[160];
   std::snprintf(summary, sizeof summary, "n_q = %d, n_k = %d, H = %d, d_h = %d  (computed in %.2f ms)",
                 static_cast<int>(problem.inputs.queries.rows()),
-                static_cast<int>(problem.inputs.keys.rows()), heads, dH, state.computed.computeMs);
+                static_cast<int>(problem.inputs.keys.rows()), heads, dH, state.computed->computeMs);
   panel::mutedWrapped(summary);
   ImGui::Separator();
 

@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -22,69 +23,46 @@ using panel::tooltip;
 // Stage texts
 // ---------------------------------------------------------------------------------------
 
-io::MatrixKind matrixOf(Stage stage) {
-  switch (stage) {
-    case Stage::Q: return io::MatrixKind::Q;
-    case Stage::K: return io::MatrixKind::K;
-    case Stage::V: return io::MatrixKind::V;
-    case Stage::Scores: return io::MatrixKind::Scores;
-    case Stage::MaskedScores: return io::MatrixKind::MaskedScores;
-    case Stage::Weights: return io::MatrixKind::Weights;
-    case Stage::Context: return io::MatrixKind::Context;
-    case Stage::Concat: return io::MatrixKind::Concat;
-    case Stage::Output: return io::MatrixKind::Output;
-  }
-  return io::MatrixKind::Weights;
+const char* stageName(io::MatrixKind stage) {
+  // In kPipelineOrder.
+  static constexpr const char* kNames[kStages] = {
+      "Q", "K", "V", "scores", "masked scores", "weights", "context", "concat", "output"};
+  return kNames[stageIndex(stage)];
 }
 
-const char* stageName(Stage stage) {
+const char* stageDescription(io::MatrixKind stage) {
   switch (stage) {
-    case Stage::Q: return "Q";
-    case Stage::K: return "K";
-    case Stage::V: return "V";
-    case Stage::Scores: return "scores";
-    case Stage::MaskedScores: return "masked scores";
-    case Stage::Weights: return "weights";
-    case Stage::Context: return "context";
-    case Stage::Concat: return "concat";
-    case Stage::Output: return "output";
-  }
-  return "";
-}
-
-const char* stageDescription(Stage stage) {
-  switch (stage) {
-    case Stage::Q:
+    case io::MatrixKind::Q:
       return "Q: the queries of this head (n_q x d_h), what each position is looking for. "
              "Q = X_q·W_q, or the raw queries under identity projection.";
-    case Stage::K:
+    case io::MatrixKind::K:
       return "K: the keys of this head (n_k x d_h), what each position offers to be matched.";
-    case Stage::V:
+    case io::MatrixKind::V:
       return "V: the values of this head (n_k x dv_h), what each position passes on when it "
              "is attended.";
-    case Stage::Scores:
+    case io::MatrixKind::Scores:
       return "Scores: score(q_i, k_j) for every query i (row) and key j (column): how well "
              "they match.";
-    case Stage::MaskedScores:
+    case io::MatrixKind::MaskedScores:
       return "Masked scores: scores ÷ T, and −∞ (hatched grey) where the mask forbids query i "
              "to attend key j.";
-    case Stage::Weights:
+    case io::MatrixKind::Weights:
       return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "
              "masked keys get 0).";
-    case Stage::Context:
+    case io::MatrixKind::Context:
       return "Context: weights·V, each query's weighted average of the values.";
-    case Stage::Concat:
+    case io::MatrixKind::Concat:
       return "Concat: the context of every head side by side (n_q x dv_model).";
-    case Stage::Output:
+    case io::MatrixKind::Output:
       return "Output: concat·W_o + b_o, mixing the heads back to the model width.";
   }
   return "";
 }
 
 // The operation that produces `stage` from the stage before it ("" = no arrow).
-std::string arrowLabel(Stage stage, const Scenario& doc) {
+std::string arrowLabel(io::MatrixKind stage, const Scenario& doc) {
   switch (stage) {
-    case Stage::Scores:
+    case io::MatrixKind::Scores:
       switch (doc.score) {
         case ScoreKind::Dot: return "→ q·k";
         case ScoreKind::ScaledDot: return "→ q·k/√d";
@@ -94,8 +72,8 @@ std::string arrowLabel(Stage stage, const Scenario& doc) {
         case ScoreKind::Mlp: return "→ MLP";
       }
       return "→ score";
-    case Stage::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
-    case Stage::Weights:
+    case io::MatrixKind::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
+    case io::MatrixKind::Weights:
       switch (doc.normalizer.kind) {
         case NormalizerKind::Softmax: return "→ softmax";
         case NormalizerKind::Hard: return "→ argmax";
@@ -103,9 +81,9 @@ std::string arrowLabel(Stage stage, const Scenario& doc) {
         case NormalizerKind::Sparsemax: return "→ sparsemax";
       }
       return "→ normalise";
-    case Stage::Context: return "→ ·V";
-    case Stage::Concat: return "→ concat";
-    case Stage::Output: return "→ ·W_o";
+    case io::MatrixKind::Context: return "→ ·V";
+    case io::MatrixKind::Concat: return "→ concat";
+    case io::MatrixKind::Output: return "→ ·W_o";
     default: return "";
   }
 }
@@ -119,7 +97,7 @@ bool keyPressed(ImGuiKey key) {
   return index >= 0 && ImGui::IsKeyPressed(index, true);
 }
 
-void handleStepKeys(AppState& state, const std::vector<Stage>& visible) {
+void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible) {
   const ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput || ImGui::IsAnyItemActive()) return;
   if (io.KeyCtrl || io.KeyAlt || io.KeySuper) return;  // leave chords to the menus
@@ -142,8 +120,8 @@ void handleStepKeys(AppState& state, const std::vector<Stage>& visible) {
 // ---------------------------------------------------------------------------------------
 
 struct Card {
-  Stage stage;
-  const io::MatrixView* view = nullptr;
+  io::MatrixKind stage;
+  const io::SelectedMatrix* view = nullptr;
   std::string arrow;  // label of the arrow before this card ("" = none)
 };
 
@@ -154,15 +132,15 @@ struct Card {
 // =======================================================================================
 
 void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginResultPanel("Pipeline", &state.view.showPipeline, state)) return;
+  if (!panel::beginResultPanel("Pipeline", panelFlag(state.view, "pipeline"), state)) return;
   const float font = ImGui::GetFontSize();
-  const AttentionResult& result = *state.computed.result;
-  const std::vector<Stage> visible = visibleStages(&result);
+  const AttentionResult& result = *state.computed->result;
+  const std::vector<io::MatrixKind> visible = visibleStages(&result);
   handleStepKeys(state, visible);
   // A stage that is no longer shown (e.g. concat after going back to one head): show all.
   int& current = state.view.pipelineStage;
   if (current >= 0 && std::none_of(visible.begin(), visible.end(),
-                                   [&](Stage s) { return static_cast<int>(s) == current; })) {
+                                   [&](io::MatrixKind s) { return stageIndex(s) == current; })) {
     current = -1;
   }
 
@@ -198,11 +176,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   } else {
     int index = 0;
     for (int i = 0; i < static_cast<int>(visible.size()); ++i)
-      if (static_cast<int>(visible[i]) == current) index = i;
+      if (stageIndex(visible[i]) == current) index = i;
     ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
   }
   if (current >= 0) {
-    panel::coloredWrapped(panel::formulaColor(), stageDescription(static_cast<Stage>(current)));
+    panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
   }
   if (!result.fullyMaskedRows.empty()) {
     panel::coloredWrapped(panel::warningColor(),
@@ -214,10 +192,10 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   // 2 cards and their layout: rows of cards, every card of the same grid height g (width
   // g·aspect), choosing the row breaks that make g largest.
   std::vector<Card> cards;
-  for (Stage stage : visible) {
+  for (io::MatrixKind stage : visible) {
     Card card;
     card.stage = stage;
-    card.view = panel::cachedView(state, matrixOf(stage), head);
+    card.view = panel::cachedView(state, stage, head);
     card.arrow = arrowLabel(stage, state.doc);
     cards.push_back(card);
   }
@@ -226,19 +204,19 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   std::vector<float> aspects(n, 1.0f), fixedWidth(n, 0.0f), heightCap(n, 1e9f),
       labelWidths(n, 0.0f);
   for (int i = 0; i < n; ++i) {
-    const io::MatrixView* view = cards[i].view;
+    const io::SelectedMatrix* view = cards[i].view;
     float labelWidth = 0;
-    if (view != nullptr && view->values.rows() > 0) {
-      aspects[i] = std::clamp(static_cast<float>(view->values.cols()) /
-                                  static_cast<float>(view->values.rows()),
-                              0.35f, 2.0f);  // wide ones get tall cells, not a wide strip
+    if (view != nullptr && view->values().rows > 0) {
+      aspects[i] = std::clamp(
+          static_cast<float>(view->values().cols) / static_cast<float>(view->values().rows), 0.35f,
+          2.0f);  // wide ones get tall cells, not a wide strip
       // Row labels as the widget measures them (capped; the first 64 are enough).
       const int count = std::min<int>(static_cast<int>(view->rowLabels.size()), 64);
       for (int r = 0; r < count; ++r)
         labelWidth = std::max(labelWidth, ImGui::CalcTextSize(view->rowLabels[r].c_str()).x);
       labelWidth = std::min(labelWidth, font * 7.0f) + font * 0.4f;
       // A matrix with few rows needs no more than ~5 font heights per row.
-      heightCap[i] = static_cast<float>(view->values.rows()) * font * 5.0f;
+      heightCap[i] = static_cast<float>(view->values().rows) * font * 5.0f;
     }
     labelWidths[i] = labelWidth;
     fixedWidth[i] = labelWidth + style.ItemSpacing.x;
@@ -247,18 +225,18 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   }
   if (current >= 0) {  // the current stage shows its colour bar
     for (int i = 0; i < n; ++i)
-      if (static_cast<int>(cards[i].stage) == current) fixedWidth[i] += font * 4.5f;
+      if (stageIndex(cards[i].stage) == current) fixedWidth[i] += font * 4.5f;
   }
   // A card whose axis labels repeat the card before it (K and V, masked scores after
   // scores) leaves them out, unless it starts a row.
   std::vector<char> sameLabels(n, 0);
   for (int i = 1; i < n; ++i) {
-    const io::MatrixView* a = cards[i - 1].view;
-    const io::MatrixView* b = cards[i].view;
+    const io::SelectedMatrix* a = cards[i - 1].view;
+    const io::SelectedMatrix* b = cards[i].view;
     sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
   }
   auto hasLabels = [&](int i, bool rowStart) {
-    return rowStart || !sameLabels[i] || static_cast<int>(cards[i].stage) == current;
+    return rowStart || !sameLabels[i] || stageIndex(cards[i].stage) == current;
   };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
@@ -295,7 +273,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   int revealed = n;
   if (current >= 0) {
     for (int i = 0; i < n; ++i)
-      if (static_cast<int>(cards[i].stage) == current) revealed = i + 1;
+      if (stageIndex(cards[i].stage) == current) revealed = i + 1;
   }
 
   // 3 the strip.
@@ -319,11 +297,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     }
     ImGui::PushID(i);
     ImGui::BeginGroup();
-    const bool isCurrent = current >= 0 && static_cast<int>(card.stage) == current;
+    const bool isCurrent = current >= 0 && stageIndex(card.stage) == current;
     std::string title = stageName(card.stage);
     if (card.view) {
-      title += "  " + std::to_string(card.view->values.rows()) + "x" +
-               std::to_string(card.view->values.cols());
+      title += "  " + std::to_string(card.view->values().rows) + "x" +
+               std::to_string(card.view->values().cols);
     }
     if (i < revealed) {
       ImGui::TextColored(isCurrent ? panel::formulaColor() : style.Colors[ImGuiCol_Text], "%s",
@@ -358,15 +336,15 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       if (isCurrent) options.size.x += font * 4.5f;
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
-      if (state.view.fixedRange && card.stage == Stage::Weights) {
+      if (state.view.fixedRange && card.stage == io::MatrixKind::Weights) {
         options.vmin = state.view.rangeMin;
         options.vmax = state.view.rangeMax;
       }
-      const io::MatrixKind kind = matrixOf(card.stage);
+      const io::MatrixKind kind = card.stage;
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(
           id.c_str(), heatmaps, *card.view,
-          panel::contentRevision(state.computed.revision, kind, head), options);
+          panel::contentRevision(state.computed->revision, kind, head), options);
       panel::setHover(state, hit, kind, head);
     }
     ImGui::EndGroup();

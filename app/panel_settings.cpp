@@ -7,8 +7,9 @@
 #include <string>
 #include <type_traits>
 
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_common.h"
+#include "app/panel_registry.h"
 #include "app/panels.h"
 
 namespace attn::app {
@@ -124,8 +125,8 @@ void sectionHeader(const char* text) {
 }
 
 std::string keyLabel(const AppState& state, int j) {
-  if (state.computed.problem && j < static_cast<int>(state.computed.problem->keyLabels.size()))
-    return state.computed.problem->keyLabels[j];
+  if (state.computed->problem && j < static_cast<int>(state.computed->problem->keyLabels.size()))
+    return state.computed->problem->keyLabels[j];
   return panel::indexed("k", j);
 }
 
@@ -151,14 +152,7 @@ void drawScoreSection(AppState& state) {
   ScoreKind score = state.doc.score;
   ImGui::SetNextItemWidth(font * 10.0f);
   if (kindCombo("score", &score, kScores, &scoreTooltip, nullptr, state.doc)) {
-    state.doc.score = score;
-    std::string note;
-    if (!state.doc.scoreParams.empty()) {
-      // Parameters of another score kind would be ignored; let the seed fill the new ones.
-      state.doc.scoreParams.clear();
-      note = "Score parameters from the file were dropped (they belong to another score).";
-    }
-    apply(state, {true, note});
+    apply(state, setScore(state.doc, score));
   }
   tooltip(scoreTooltip(state.doc.score));
   panel::coloredWrapped(panel::formulaColor(), scoreFormula(state.doc.score));
@@ -166,9 +160,7 @@ void drawScoreSection(AppState& state) {
     int hidden = state.doc.scoreHidden;
     ImGui::SetNextItemWidth(font * 6.0f);
     if (ImGui::InputInt("hidden width", &hidden, 1, 4)) {
-      state.doc.scoreHidden = std::clamp(hidden, 0, Limits::kMaxWidth);
-      state.doc.scoreParams.clear();
-      touch(state);
+      apply(state, setScoreHidden(state.doc, hidden));
     }
     tooltip("Width of the hidden layer of the additive / MLP score (d_a or d_m); 0 = d_h.");
   }
@@ -231,8 +223,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
     int window = mask.window;
     ImGui::SetNextItemWidth(font * 10.0f);
     if (ImGui::SliderInt("window D", &window, 0, std::max(nK, 1))) {
-      mask.window = std::max(window, 0);
-      touch(state);
+      apply(state, setLocalWindow(state.doc, window));
     }
     tooltip("Half-width of the window: key j is allowed when |j - p| <= D.");
     int center = mask.center == MaskOptions::Center::Aligned ? 0 : 1;
@@ -242,16 +233,15 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
     centerChanged |= ImGui::RadioButton("fixed p", &center, 1);
     tooltip("Centre every query's window on the same key position p.");
     if (centerChanged) {
-      mask.center = center == 0 ? MaskOptions::Center::Aligned : MaskOptions::Center::Fixed;
-      touch(state);
+      apply(state, setWindowCenter(state.doc, center == 0 ? MaskOptions::Center::Aligned
+                                                           : MaskOptions::Center::Fixed));
     }
     if (mask.center == MaskOptions::Center::Fixed) {
       ImGui::SameLine();
       int position = mask.position;
       ImGui::SetNextItemWidth(font * 6.0f);
       if (ImGui::SliderInt("##p", &position, 0, std::max(nK - 1, 0))) {
-        mask.position = std::clamp(position, 0, std::max(nK - 1, 0));
-        touch(state);
+        apply(state, setWindowPosition(state.doc, position));
       }
       tooltip("The fixed centre p (a key index).");
     }
@@ -283,18 +273,18 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
   // The applied mask as a clickable heatmap: drawing a cell switches to a custom mask.
   if (mask.kind != MaskKind::None && panel::hasResult(state)) {
     auto& cache = state.panels.viewCache;
-    const io::MatrixView* view = nullptr;
-    if (!cache.empty() && cache.front().revision != state.computed.revision) cache.clear();
+    const io::SelectedMatrix* view = nullptr;
+    if (!cache.empty() && cache.front().revision != state.computed->revision) cache.clear();
     for (auto& entry : cache)
       if (entry.head == kAllowedViewHead) view = &entry.view;
     if (view == nullptr) {
-      const AttentionResult& result = *state.computed.result;
-      io::MatrixView allowed;
-      allowed.values = result.allowed.cast<Scalar>();
-      allowed.rowLabels = state.computed.problem->queryLabels;
-      allowed.colLabels = state.computed.problem->keyLabels;
+      const AttentionResult& result = *state.computed->result;
+      io::SelectedMatrix allowed;
+      allowed.owned = result.allowed.cast<Scalar>();
+      allowed.rowLabels = state.computed->problem->queryLabels;
+      allowed.colLabels = state.computed->problem->keyLabels;
       allowed.title = "allowed (1) / masked (0)";
-      cache.push_back({state.computed.revision, io::MatrixKind::Weights, kAllowedViewHead,
+      cache.push_back({state.computed->revision, io::MatrixKind::Weights, kAllowedViewHead,
                        std::move(allowed)});
       view = &cache.back().view;
     }
@@ -312,7 +302,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
                       "Click to flip.";
     const HeatmapInteraction hit =
         heatmapWidget("##allowed", heatmaps, *view,
-                      panel::contentRevision(state.computed.revision, io::MatrixKind::Weights,
+                      panel::contentRevision(state.computed->revision, io::MatrixKind::Weights,
                                              kAllowedViewHead),
                       options);
     if (hit.clicked && hit.row >= 0 && hit.col >= 0) {
@@ -320,8 +310,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
     }
     if (mask.kind == MaskKind::Custom) {
       if (ImGui::SmallButton("Allow all")) {
-        mask.custom.setConstant(true);
-        touch(state);
+        apply(state, allowAllCustomMask(state.doc));
       }
       tooltip("Set every cell of the custom mask to allowed.");
     }
@@ -337,8 +326,7 @@ void drawNormalizerSection(AppState& state) {
   NormalizerKind kind = state.doc.normalizer.kind;
   ImGui::SetNextItemWidth(font * 10.0f);
   if (kindCombo("normaliser", &kind, kNormalizers, &normalizerTooltip, nullptr, state.doc)) {
-    state.doc.normalizer.kind = kind;
-    touch(state);
+    apply(state, setNormalizer(state.doc, kind));
   }
   tooltip(normalizerTooltip(state.doc.normalizer.kind));
   if (state.doc.normalizer.kind == NormalizerKind::TopK) {
@@ -346,8 +334,7 @@ void drawNormalizerSection(AppState& state) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(font * 6.0f);
     if (ImGui::SliderInt("k", &k, 1, std::max(keyCount(state.doc), 1))) {
-      state.doc.normalizer.topK = std::max(k, 1);
-      touch(state);
+      apply(state, setTopK(state.doc, k));
     }
     tooltip("How many keys keep a non-zero weight per query.");
   }
@@ -357,8 +344,7 @@ void drawNormalizerSection(AppState& state) {
   ImGui::SetNextItemWidth(font * 12.0f);
   if (ImGui::SliderFloat("temperature T", &temperature, 0.01f, 100.0f, "%.3g",
                          ImGuiSliderFlags_Logarithmic)) {
-    state.doc.temperature = std::clamp(temperature, 0.01f, 100.0f);
-    touch(state);
+    apply(state, setTemperature(state.doc, temperature));
   }
   tooltip("Scores are divided by T before normalising: T < 1 sharpens the distribution "
           "(towards hard attention), T > 1 flattens it (towards uniform).");
@@ -410,16 +396,14 @@ void drawProjectionSection(AppState& state) {
   unsigned long long seed = state.doc.seed;
   ImGui::SetNextItemWidth(font * 7.0f);
   if (ImGui::InputScalar("seed", ImGuiDataType_U64, &seed)) {
-    state.doc.seed = std::min<unsigned long long>(seed, kMaxSeed);
-    touch(state);
+    apply(state, setSeed(state.doc, seed));
   }
   tooltip("Seed of every generated number: Xavier projections, score parameters, sentence "
           "embeddings. The same seed always gives the same numbers. At most 2^53, so that "
           "scenario files keep it exactly.");
   ImGui::SameLine();
   if (ImGui::Button("Re-roll")) {
-    state.doc.seed = nextSeed(state.doc.seed);
-    touch(state);
+    apply(state, setSeed(state.doc, nextSeed(state.doc.seed)));
   }
   tooltip("Pick a new seed: new random projections / parameters / embeddings.");
 }
@@ -428,15 +412,13 @@ void drawOtherSection(AppState& state) {
   sectionHeader("Extras");
   bool positional = state.doc.positionalEncoding;
   if (ImGui::Checkbox("positional encoding", &positional)) {
-    state.doc.positionalEncoding = positional;
-    touch(state);
+    apply(state, setPositionalEncoding(state.doc, positional));
   }
   tooltip("Add sinusoidal position vectors to the inputs before projection (Vaswani et al. "
           "2017), so attention can tell positions apart.");
   bool decoder = state.doc.decoderOutput.enabled;
   if (ImGui::Checkbox("decoder output step", &decoder)) {
-    state.doc.decoderOutput.enabled = decoder;
-    touch(state);
+    apply(state, setDecoderOutput(state.doc, decoder));
   }
   tooltip("Luong et al. (2015): after attention, combine the context c with the decoder state h "
           "(the query): y = tanh([c; h]·W_c), W_c seeded unless given.");
@@ -449,9 +431,9 @@ void drawOtherSection(AppState& state) {
 // =======================================================================================
 
 void drawSettingsPanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginPanel("Settings", &state.view.showSettings)) return;
-  if (!state.computed.error.empty()) {
-    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed.error);
+  if (!panel::beginPanel("Settings", panelFlag(state.view, "settings"))) return;
+  if (!state.computed->error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
   }
   int mode = state.doc.mode == Mode::Self ? 0 : 1;
   bool modeChanged = ImGui::RadioButton("self", &mode, 0);

@@ -18,6 +18,8 @@
 #include <string>
 #include <utility>
 
+#include "core/random.h"
+
 namespace attn {
 
 namespace {
@@ -25,50 +27,6 @@ namespace {
 using Index = Eigen::Index;
 
 constexpr Scalar kInf = std::numeric_limits<Scalar>::infinity();
-
-// =======================================================================================
-// Seeded randomness. Our own generator and float mapping, so that a seed gives the same
-// numbers with every compiler and standard library (std::uniform_real_distribution does not
-// promise that).
-// =======================================================================================
-
-// The splitmix64 output function (Steele, Lea & Flood 2014): a bijective 64-bit mixer.
-constexpr std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// FNV-1a, 64 bit: turns the short names below (and words) into tags.
-constexpr std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t hash = 0xCBF29CE484222325ull;
-  for (char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001B3ull;
-  }
-  return hash;
-}
-
-// Derives an independent seed from (seed, what it is for, which head). Different tags or
-// indices give unrelated streams; the same triple always gives the same stream.
-constexpr std::uint64_t deriveSeed(std::uint64_t seed, std::string_view tag,
-                                   std::uint64_t index = 0) {
-  return mix64(seed ^ mix64(fnv1a(tag) + 0x9E3779B97F4A7C15ull * (index + 1)));
-}
-
-// splitmix64 as a stream: good enough for initialisation, and trivially portable.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() { return mix64(state_ += 0x9E3779B97F4A7C15ull); }
-  // Uniform in [0, 1) with 24 random bits: exactly representable in float32.
-  Scalar uniform01() { return static_cast<Scalar>(next() >> 40) * 0x1p-24f; }
-  // Uniform in [-1, 1).
-  Scalar uniformSymmetric() { return Scalar(2) * uniform01() - Scalar(1); }
-
- private:
-  std::uint64_t state_;
-};
 
 // =======================================================================================
 // Small helpers for validation messages

@@ -208,20 +208,6 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
-// formatNumber
-// ---------------------------------------------------------------------------------------
-
-std::string formatNumber(Scalar value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value < 0 ? "−∞" : "∞";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", static_cast<double>(value));
-  std::string s = buf;
-  if (s == "-0") s = "0";
-  return s;
-}
-
-// ---------------------------------------------------------------------------------------
 // Scores
 // ---------------------------------------------------------------------------------------
 

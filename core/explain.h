@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "core/format.h"
 #include "core/scenario.h"
 
 namespace attn {
@@ -68,9 +69,5 @@ Expected<Explanation> explainProjected(const AttentionResult& result, const Prob
 // it stay meaningful. Signs are fixed (the largest entry of each axis is positive), so the
 // picture does not flip between frames.
 Matrix pcaProject2d(const Matrix& points);
-
-// Short number formatting used by the explanations: up to 4 significant digits, no
-// trailing zeros ("927", "0.1353", "-1.5e+06"), "−∞" for -inf.
-std::string formatNumber(Scalar value);
 
 }  // namespace attn

@@ -1,5 +1,6 @@
 // Colormap lookup tables (generated once from matplotlib, see scripts/gen_colormaps.py),
-// the value -> colour mapping and the label colour rule shared by files and the app.
+// the value -> colour mapping, the colour range, the label colour rule and the max-pooling
+// shared by files and the app (one home for each).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -46,43 +47,77 @@ Rgb colormapColor(ColormapKind kind, float t) {
   return colormapLut(kind)[static_cast<int>(std::lround(t * 255.0f))];
 }
 
-ValueRange valueRange(const Matrix& values, std::optional<float> vmin, std::optional<float> vmax) {
+std::optional<ValueRange> finiteRange(MatrixRef values) {
   float lo = std::numeric_limits<float>::infinity();
   float hi = -std::numeric_limits<float>::infinity();
-  if (!vmin || !vmax) {
-    const float* data = values.data();
-    for (Eigen::Index i = 0, n = values.size(); i < n; ++i) {
-      if (!std::isfinite(data[i])) continue;
-      lo = std::min(lo, data[i]);
-      hi = std::max(hi, data[i]);
+  for (int r = 0; r < values.rows; ++r) {
+    const float* row = values.row(r);
+    for (int c = 0; c < values.cols; ++c) {
+      if (!std::isfinite(row[c])) continue;
+      lo = std::min(lo, row[c]);
+      hi = std::max(hi, row[c]);
     }
-    if (lo > hi) lo = 0, hi = 1;  // no finite value at all
   }
-  if (vmin) lo = *vmin;
-  if (vmax) hi = *vmax;
+  if (lo > hi) return std::nullopt;
+  return ValueRange{lo, hi};
+}
+
+ValueRange colorRange(std::optional<ValueRange> finite, std::optional<float> vmin,
+                      std::optional<float> vmax) {
+  ValueRange range = finite.value_or(ValueRange{0, 1});  // no finite value at all: 0..1
+  if (vmin) range.lo = *vmin;
+  if (vmax) range.hi = *vmax;
   // One fixed end beyond the data's other end: collapse rather than invert the range.
-  if (lo > hi) {
+  if (range.lo > range.hi) {
     if (vmin && !vmax)
-      hi = lo;
+      range.hi = range.lo;
     else
-      lo = hi;
+      range.lo = range.hi;
   }
-  return {lo, hi};
+  return range;
+}
+
+ValueRange valueRange(MatrixRef values, std::optional<float> vmin, std::optional<float> vmax) {
+  return colorRange(vmin && vmax ? std::nullopt : finiteRange(values), vmin, vmax);
+}
+
+float colorPosition(float value, ValueRange range) {
+  const double span = static_cast<double>(range.hi) - range.lo;
+  if (!(span > 0)) return 0.5f;  // constant matrix: the middle
+  const double t = (value - static_cast<double>(range.lo)) / span;
+  return static_cast<float>(std::clamp(t, 0.0, 1.0));
 }
 
 Rgb valueColor(ColormapKind kind, float value, ValueRange range) {
   if (std::isnan(value)) return kNanColor;
   if (value == -std::numeric_limits<float>::infinity()) return kMaskedColor;
   if (value == std::numeric_limits<float>::infinity()) return colormapLut(kind)[255];
-  const double span = static_cast<double>(range.hi) - range.lo;
-  if (!(span > 0)) return colormapColor(kind, 0.5f);  // constant matrix: the middle
-  return colormapColor(kind, static_cast<float>((value - static_cast<double>(range.lo)) / span));
+  return colormapColor(kind, colorPosition(value, range));
 }
 
 Rgb labelColorOn(Rgb cell) {
   const double luminance = 0.2126 * linearChannel(cell.r) + 0.7152 * linearChannel(cell.g) +
                            0.0722 * linearChannel(cell.b);
   return luminance > 0.408 ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
+}
+
+Rgb cellLabelColor(ColormapKind kind, float value, ValueRange range) {
+  return labelColorOn(valueColor(kind, value, range));
+}
+
+void maxPool(MatrixRef values, int factor, int outRows, int outCols, float* dst) {
+  std::fill(dst, dst + static_cast<std::ptrdiff_t>(outRows) * outCols,
+            -std::numeric_limits<float>::infinity());
+  for (int r = 0; r < values.rows; ++r) {
+    const float* row = values.row(r);
+    float* out = dst + static_cast<std::ptrdiff_t>(std::min(r / factor, outRows - 1)) * outCols;
+    for (int c = 0; c < values.cols; ++c) {
+      float& cell = out[std::min(c / factor, outCols - 1)];
+      const float v = row[c];
+      if (std::isnan(cell)) continue;
+      if (std::isnan(v) || v > cell) cell = v;
+    }
+  }
 }
 
 }  // namespace attn::io

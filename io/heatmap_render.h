@@ -3,14 +3,18 @@
 // files are identical for the same scenario. No GL, no UI.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/format.h"
 #include "core/scenario.h"
+#include "core/tensor_view.h"
 
 namespace attn::io {
 
@@ -43,23 +47,58 @@ inline constexpr Rgb kMaskedColor{200, 200, 200};       // -inf (masked score): 
 inline constexpr Rgb kMaskedHatchColor{170, 170, 170};  // the diagonal hatch lines on it
 inline constexpr Rgb kNanColor{255, 0, 255};            // NaN: magenta (should never happen)
 
-// The colour range of a matrix: [vmin, vmax] where given, else the min/max of its FINITE
-// values (0..1 if it has none). lo == hi for a constant matrix.
+// The colour range of a heatmap, one rule for the screen and the files: [vmin, vmax] where
+// given, else the min/max of the matrix's FINITE values (0..1 if it has none). One fixed end
+// beyond the data's other end collapses the range onto it. lo == hi for a constant matrix.
 struct ValueRange {
   float lo = 0, hi = 1;
 };
-ValueRange valueRange(const Matrix& values, std::optional<float> vmin, std::optional<float> vmax);
+// The finite min / max of a matrix (one pass), or nullopt when no value is finite. The
+// widget keeps it per upload so that it does not rescan the matrix every frame.
+std::optional<ValueRange> finiteRange(MatrixRef values);
+// The colour range from a matrix's finiteRange() and the fixed ends (see ValueRange).
+ValueRange colorRange(std::optional<ValueRange> finite, std::optional<float> vmin,
+                      std::optional<float> vmax);
+// colorRange(finiteRange(values), vmin, vmax), without the scan when both ends are fixed.
+ValueRange valueRange(MatrixRef values, std::optional<float> vmin, std::optional<float> vmax);
+// Where a finite value lies on the colour map, in [0, 1]: (v - lo) / (hi - lo) clamped, or
+// 0.5 (the middle) when lo == hi. shaders/heatmap.frag computes the same.
+float colorPosition(float value, ValueRange range);
 // The colour of one value: NaN -> kNanColor, -inf -> kMaskedColor, +inf -> top of the map,
-// finite -> colormapColor((v - lo) / (hi - lo)), or the middle of the map when lo == hi.
+// finite -> colormapColor(colorPosition(v, range)).
 Rgb valueColor(ColormapKind kind, float value, ValueRange range);
 // Black or white, whichever reads better on `cell` (sRGB relative luminance > 0.408 ->
 // black, the threshold seaborn uses for annotations).
 Rgb labelColorOn(Rgb cell);
-// The text of a cell label. `decimals` digits after the point, minus one per digit before
-// the point beyond the first, so every label has about decimals+1 significant digits:
-// (decimals 2) 0.1192 -> "0.12", 12.345 -> "12.3", 927 -> "927", 0.0004 -> "0.00" (never
-// "-0.00"). |v| >= 1e5 -> "1.2e5". -inf -> "−∞" (U+2212 U+221E), +inf -> "∞", NaN -> "NaN".
-std::string formatCellValue(float value, int decimals);
+// The colour of the label drawn over a cell of `value`: labelColorOn(valueColor(...)). The
+// screen widget and the PNG/SVG exports both use it.
+Rgb cellLabelColor(ColormapKind kind, float value, ValueRange range);
+
+// ---------------------------------------------------------------------------------------
+// Cell labels and levels of detail (shared by the screen widget and the files)
+// ---------------------------------------------------------------------------------------
+
+// The text of a cell label: formatNumber(value, d) for the largest d in [1, digits] whose
+// text `fits` (a predicate on the UTF-8 text), or nullopt when even d = 1 does not fit. Labels
+// only ever lose digits to fit; a value never turns blank while a shorter form fits.
+template <class Fits>
+std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits) {
+  std::string previous;
+  for (int d = std::max(digits, 1); d >= 1; --d) {
+    std::string text = formatNumber(value, d);
+    if (text == previous) continue;  // same text at fewer digits (integers, inf, NaN)
+    if (fits(text)) return text;
+    previous = std::move(text);
+  }
+  return std::nullopt;
+}
+
+// Max-pools `values` into an outRows x outCols row-major `dst`: cell (r, c) goes to block
+// (min(r / factor, outRows - 1), min(c / factor, outCols - 1)), so leftover rows and
+// columns fold into the last block and none is dropped. NaN wins (it must never hide), then
+// the largest value; -inf only when the whole block is masked. Used for the exports'
+// pooled grid (factor = ceil(side / 2048)) and the widget's mip levels (factor 2).
+void maxPool(MatrixRef values, int factor, int outRows, int outCols, float* dst);
 
 // ---------------------------------------------------------------------------------------
 // Which matrix to show
@@ -71,12 +110,54 @@ enum class MatrixKind { Scores, MaskedScores, Weights, Q, K, V, Context, Concat,
 std::string_view toString(MatrixKind kind);
 std::optional<MatrixKind> parseMatrixKind(std::string_view name);
 
-// A matrix ready to draw: values with row and column labels and a title.
+// A matrix with row and column labels and a title, owning its values (what selectMatrix
+// returns). It is drawn through a HeatmapView (below).
 struct MatrixView {
   Matrix values;                       // rows x cols
   std::vector<std::string> rowLabels;  // rows entries
   std::vector<std::string> colLabels;  // cols entries
   std::string title;                   // e.g. "weights · head 2 of 8"
+};
+
+// A matrix picked out of a result WITHOUT copying it: values() points into the result, or
+// into `owned` for a mean over heads that the result does not store. Labels and title as
+// in MatrixView. Valid while the result lives and is not recomputed.
+struct SelectedMatrix {
+  MatrixRef borrowed;  // into the result, unless `owned` holds the values
+  Matrix owned;
+  std::vector<std::string> rowLabels;
+  std::vector<std::string> colLabels;
+  std::string title;
+
+  MatrixRef values() const { return owned.size() > 0 ? matrixRef(owned) : borrowed; }
+};
+
+// What the renderers, the exports and the screen widget draw: a NON-OWNING view of a matrix
+// with its labels and title, so that a result's matrices, an imported tensor's (layer, head)
+// slice or a model's output are shown without a copy. The owner must outlive the view.
+// Label spans shorter than the matrix: the files pad them with the index ("0", "1", ...),
+// the screen leaves the rest unlabelled.
+struct HeatmapView {
+  MatrixRef values;
+  std::span<const std::string> rowLabels;
+  std::span<const std::string> colLabels;
+  std::string_view title;
+
+  HeatmapView() = default;
+  HeatmapView(MatrixRef values, std::span<const std::string> rowLabels,
+              std::span<const std::string> colLabels, std::string_view title)
+      : values(values), rowLabels(rowLabels), colLabels(colLabels), title(title) {}
+  // Views of a MatrixView or a SelectedMatrix (implicit, so either can be passed as is).
+  HeatmapView(const MatrixView& owner)  // NOLINT(google-explicit-constructor)
+      : values(matrixRef(owner.values)),
+        rowLabels(owner.rowLabels),
+        colLabels(owner.colLabels),
+        title(owner.title) {}
+  HeatmapView(const SelectedMatrix& selected)  // NOLINT(google-explicit-constructor)
+      : values(selected.values()),
+        rowLabels(selected.rowLabels),
+        colLabels(selected.colLabels),
+        title(selected.title) {}
 };
 
 // Picks a matrix out of a result. head: 0-based head (the title says "head 2 of 8" for
@@ -85,6 +166,9 @@ struct MatrixView {
 // ("head" or "matrix").
 Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& problem,
                                   MatrixKind kind, int head);
+// The same selection without copying the matrix (see SelectedMatrix): what the app shows.
+Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Problem& problem,
+                                         MatrixKind kind, int head);
 
 // ---------------------------------------------------------------------------------------
 // Rendering
@@ -98,7 +182,8 @@ struct HeatmapStyle {
   bool title = true;
   int scale = 1;                    // 1..8, multiplies every size (resolution for slides)
   int cellSize = 40;                // cell edge in pixels at scale 1 (shrunk for large matrices)
-  int decimals = 2;                 // digits after the point in cell labels (0..9)
+  int digits = kCellDigits;         // significant digits of cell labels and ticks (1..9);
+                                    // labels drop digits where they would not fit
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
   int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
                                     // shrunk cells are still >= 8 px, so tiny cells stay solid
@@ -118,14 +203,15 @@ struct Image {
 // 2048 px per side at scale 1. A matrix with more than 2048 rows or columns is max-pooled
 // by an integer factor (same for both axes; NaN wins, then the largest value, -inf only if
 // the whole block is masked) so that single sharp peaks stay visible. Cell labels appear
-// only when a cell is at least 2.5 label-font heights tall and every label fits its width.
+// only when a cell is at least 2.5 label-font heights tall and every label fits its width
+// (first by shrinking the font down to 7 px, then with fewer digits, see fittedCellLabel).
 // Row/column labels beyond what fits are thinned to every 2nd, 5th, 10th, ... label.
 // Label vectors shorter than the matrix are padded with the index ("0", "1", ...).
 // Errors (field): "scale" outside 1..8 or when the raster would exceed 100 megapixels
 // (SVG has no such limit), "cellSize" outside 1..400, "cellGap" outside 0..8,
-// "decimals" outside 0..9, "vmin" when vmin > vmax or not finite, "matrix" when empty, and
+// "digits" outside 1..9, "vmin" when vmin > vmax or not finite, "matrix" when empty, and
 // the font file when it cannot be read ("install fonts-dejavu-core").
-Expected<Image> renderHeatmap(const MatrixView& view, const HeatmapStyle& style);
+Expected<Image> renderHeatmap(const HeatmapView& view, const HeatmapStyle& style);
 
 struct PixelRect {
   int x0, y0, x1, y1;  // half-open: [x0, x1) x [y0, y1)
@@ -133,14 +219,15 @@ struct PixelRect {
 // Where renderHeatmap() draws cell (row, col) for this view and style. When the matrix is
 // max-pooled, this is the pooled pixel block that contains the cell (shared with its
 // neighbours). Invalid styles and empty matrices give an empty rect {0, 0, 0, 0}.
-PixelRect cellRect(const MatrixView& view, const HeatmapStyle& style, int row, int col);
+PixelRect cellRect(const HeatmapView& view, const HeatmapStyle& style, int row, int col);
 
 // Writes the view to `path`, format by extension (case-insensitive): .png (renderHeatmap +
 // stb_image_write), .svg (vector, same layout and sizes as the PNG), .csv (RFC 4180 quoting,
 // LF line ends; header row: an empty field then the column labels; then one row per matrix
-// row: label, values as %.9g so floats round-trip; -inf/inf/nan spelled so). The file is
+// row: label, values as %.9g so floats round-trip; -inf/inf/nan spelled so). The CSV is data,
+// not display: it does not use formatNumber(), so that it can be read back exactly. The file is
 // written to a temporary next to it and renamed into place, so it is never half-written.
 // Errors name the file; an unknown extension is field "out".
-Status exportMatrix(const MatrixView& view, const HeatmapStyle& style, const std::string& path);
+Status exportMatrix(const HeatmapView& view, const HeatmapStyle& style, const std::string& path);
 
 }  // namespace attn::io

@@ -6,9 +6,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 
 # Debian 12 packages attnscope needs to build, run and test (see docs/ and DESIGN.md).
-BUILD_PACKAGES=(cmake g++ make pkg-config libimgui-dev libglfw3-dev libeigen3-dev libstb-dev
-  nlohmann-json3-dev libgl-dev libgl1-mesa-dri fonts-dejavu-core libopenblas-dev
-  libopenblas0-pthread)
+# One package per line, so that branches adding packages merge cleanly.
+BUILD_PACKAGES=(
+  cmake g++ make pkg-config
+  libimgui-dev libglfw3-dev libgl-dev libgl1-mesa-dri fonts-dejavu-core
+  libeigen3-dev libstb-dev nlohmann-json3-dev
+  libopenblas-dev
+  libopenblas0-pthread
+  libzip-dev
+)
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth)
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.

@@ -2,12 +2,13 @@
 // Colours one heatmap cell. Values: R32F, one texel per matrix cell at level 0 and
 // max-pooled levels of detail as mip levels (chosen by the CPU when cells are smaller than
 // a pixel). Lut: the 256-entry colormap of io::colormapLut, so the screen matches the
-// exported files: index = round(t * 255) with t = (v - vmin) / (vmax - vmin) clamped.
+// exported files: index = round(t * 255) with t = io::colorPosition(v): (v - vmin) /
+// (vmax - vmin) clamped, 0.5 when vmin == vmax; +inf is the top of the map.
 in vec2 FragUV;
 
 uniform sampler2D Values;
 uniform sampler2D Lut;
-uniform vec2 Range;         // vmin, vmax (vmax > vmin)
+uniform vec2 Range;         // vmin, vmax (vmax >= vmin)
 uniform int Level;          // level of detail to read
 uniform vec3 MaskedColor;   // -inf (masked score): light grey, hatched
 uniform vec3 NanColor;      // NaN: magenta
@@ -29,7 +30,9 @@ void main() {
     OutColor = vec4(phase < HatchPeriod * 0.3 ? MaskedColor * 0.72 : MaskedColor, 1.0);
     return;
   }
-  float t = clamp((v - Range.x) / (Range.y - Range.x), 0.0, 1.0);
+  float t = isinf(v) ? 1.0
+            : Range.y > Range.x ? clamp((v - Range.x) / (Range.y - Range.x), 0.0, 1.0)
+                                : 0.5;
   int index = int(floor(t * 255.0 + 0.5));
   OutColor = vec4(texelFetch(Lut, ivec2(index, 0), 0).rgb, 1.0);
 }

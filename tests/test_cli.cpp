@@ -399,6 +399,27 @@ TEST_F(CliTest, ExportStyleOptionsAreAccepted) {
   EXPECT_GT(fs::file_size(path("s3.png")), fs::file_size(path("s1.png")));
 }
 
+TEST_F(CliTest, ExportDigitsUseTheSharedFormatter) {
+  // Decoder state: weights 0.1192 and 0.8808 for h1 and h4, scores 927 ... 929.
+  ASSERT_EQ(attnscope({"export", decoder_, "--out", path("w3.svg")}).exitCode, 0);
+  const std::string three = readFile(path("w3.svg"));
+  EXPECT_NE(three.find(">0.119<"), std::string::npos);
+  EXPECT_NE(three.find(">0.881<"), std::string::npos);
+  ASSERT_EQ(attnscope({"export", decoder_, "--digits", "2", "--out", path("w2.svg")}).exitCode, 0);
+  const std::string two = readFile(path("w2.svg"));
+  EXPECT_NE(two.find(">0.12<"), std::string::npos);
+  // The older --decimals N is N+1 significant digits.
+  ASSERT_EQ(attnscope({"export", decoder_, "--decimals", "1", "--out", path("d1.svg")}).exitCode, 0);
+  EXPECT_EQ(readFile(path("d1.svg")), two);
+  // Scores are integers: "927", never "927.00".
+  ASSERT_EQ(
+      attnscope({"export", decoder_, "--matrix", "scores", "--out", path("s.svg")}).exitCode, 0);
+  const std::string scores = readFile(path("s.svg"));
+  EXPECT_NE(scores.find(">927<"), std::string::npos);
+  EXPECT_EQ(scores.find("927.0"), std::string::npos);
+  expectUsageError({"export", decoder_, "--out", path("x.svg"), "--digits", "0"}, {"--digits"});
+}
+
 TEST_F(CliTest, ExportMeanAndEveryHead) {
   const std::string file = saveScenario(twoHeadScenario(), "two_heads.json");
   std::vector<std::vector<double>> perHead;

@@ -142,16 +142,16 @@ TEST(Colormap, ColorClampsAndRounds) {
 
 TEST(Colormap, ValueRangeUsesFiniteValuesOrFixedEnds) {
   const Matrix m = M({{-kInf, 2, 5}, {kInf, std::nanf(""), -1}});
-  ValueRange auto_ = valueRange(m, std::nullopt, std::nullopt);
+  ValueRange auto_ = valueRange(matrixRef(m), std::nullopt, std::nullopt);
   EXPECT_EQ(auto_.lo, -1);
   EXPECT_EQ(auto_.hi, 5);
-  ValueRange fixed = valueRange(m, 0.0f, 10.0f);
+  ValueRange fixed = valueRange(matrixRef(m), 0.0f, 10.0f);
   EXPECT_EQ(fixed.lo, 0);
   EXPECT_EQ(fixed.hi, 10);
-  ValueRange half = valueRange(m, 1.0f, std::nullopt);
+  ValueRange half = valueRange(matrixRef(m), 1.0f, std::nullopt);
   EXPECT_EQ(half.lo, 1);
   EXPECT_EQ(half.hi, 5);
-  ValueRange none = valueRange(M({{-kInf, -kInf}}), std::nullopt, std::nullopt);
+  ValueRange none = valueRange(matrixRef(M({{-kInf, -kInf}})), std::nullopt, std::nullopt);
   EXPECT_EQ(none.lo, 0);
   EXPECT_EQ(none.hi, 1);
 }
@@ -168,6 +168,80 @@ TEST(Colormap, ValueColorSpecialValues) {
   EXPECT_EQ(valueColor(ColormapKind::Viridis, 3, ValueRange{3, 3}), lut[128]);  // constant
 }
 
+TEST(Colormap, ColorRangeFromACachedFiniteRangeEqualsValueRange) {
+  const Matrix m = M({{-kInf, 2, 5}, {kInf, std::nanf(""), -1}});
+  const std::optional<ValueRange> finite = finiteRange(matrixRef(m));
+  ASSERT_TRUE(finite.has_value());
+  EXPECT_EQ(finite->lo, -1);
+  EXPECT_EQ(finite->hi, 5);
+  EXPECT_FALSE(finiteRange(matrixRef(M({{-kInf, std::nanf("")}}))).has_value());
+  const std::optional<float> none;
+  for (auto [vmin, vmax] :
+       {std::pair{none, none}, std::pair{std::optional(0.f), none},
+        std::pair{none, std::optional(3.f)}, std::pair{std::optional(7.f), none},
+        std::pair{std::optional(-2.f), std::optional(9.f)}}) {
+    const ValueRange a = colorRange(finite, vmin, vmax), b = valueRange(matrixRef(m), vmin, vmax);
+    EXPECT_EQ(a.lo, b.lo);
+    EXPECT_EQ(a.hi, b.hi);
+  }
+  // One fixed end beyond the data collapses the range: everything maps to the middle.
+  const ValueRange collapsed = colorRange(finite, 7.f, std::nullopt);
+  EXPECT_EQ(collapsed.lo, 7);
+  EXPECT_EQ(collapsed.hi, 7);
+  EXPECT_EQ(colorPosition(2, collapsed), 0.5f);
+  EXPECT_EQ(colorPosition(2, ValueRange{0, 4}), 0.5f);
+  EXPECT_EQ(colorPosition(-9, ValueRange{0, 4}), 0.0f);
+  EXPECT_EQ(colorPosition(9, ValueRange{0, 4}), 1.0f);
+}
+
+TEST(Colormap, CellLabelColorIsTheLuminanceRuleOnTheCellColour) {
+  const ValueRange range{0, 1};
+  for (ColormapKind kind : kAllColormaps) {
+    for (float v : {0.0f, 0.3f, 0.5f, 0.8f, 1.0f, -kInf, kInf}) {
+      EXPECT_EQ(cellLabelColor(kind, v, range), labelColorOn(valueColor(kind, v, range)));
+    }
+  }
+  // Viridis: white on the dark bottom, black on the yellow top; masked grey: black.
+  EXPECT_EQ(cellLabelColor(ColormapKind::Viridis, 0.0f, range), (Rgb{255, 255, 255}));
+  EXPECT_EQ(cellLabelColor(ColormapKind::Viridis, 1.0f, range), (Rgb{0, 0, 0}));
+  EXPECT_EQ(cellLabelColor(ColormapKind::Viridis, -kInf, range), (Rgb{0, 0, 0}));
+}
+
+TEST(MaxPool, BlocksFoldLeftoversAndKeepNanAndMasks) {
+  // 5 x 3 by 2 into 2 x 1: the odd last row folds into the last block (the widget's mips).
+  const Matrix m = M(
+      {{1, 2, -kInf}, {0, 3, 0}, {-kInf, -kInf, -kInf}, {-kInf, -kInf, -kInf}, {-kInf, 9, -kInf}});
+  std::vector<float> out(2);
+  maxPool(matrixRef(m), 2, 2, 1, out.data());
+  EXPECT_EQ(out[0], 3);
+  EXPECT_EQ(out[1], 9);
+  // ceil blocks (the exports' grid): an all-masked block stays masked, NaN wins.
+  const Matrix n = M({{-kInf, -kInf, 1}, {-kInf, -kInf, std::nanf("")}});
+  std::vector<float> grid(2);
+  maxPool(matrixRef(n), 2, 1, 2, grid.data());
+  EXPECT_EQ(grid[0], -kInf);
+  EXPECT_TRUE(std::isnan(grid[1]));
+  // A strided view (one column block of a wider matrix) pools only what it sees.
+  const Matrix wide = M({{1, 100}, {4, 100}});
+  const MatrixRef left{wide.data(), 2, 1, 2};
+  float single = 0;
+  maxPool(left, 2, 1, 1, &single);
+  EXPECT_EQ(single, 4);
+}
+
+TEST(CellLabels, FewerDigitsWhenNarrowNeverBlankWhileOneFits) {
+  auto within = [](std::size_t chars) {
+    return [chars](const std::string& text) { return text.size() <= chars; };
+  };
+  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(5)), "0.119");
+  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(4)), "0.12");
+  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(3)), "0.1");
+  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(2)), std::nullopt);
+  EXPECT_EQ(fittedCellLabel(927.0f, 3, within(3)), "927");
+  EXPECT_EQ(fittedCellLabel(927.0f, 3, within(2)), std::nullopt);
+  EXPECT_EQ(fittedCellLabel(123456.0f, 3, within(3)), "1e5");
+}
+
 TEST(Colormap, LabelColorByLuminance) {
   const Rgb white{255, 255, 255}, black{0, 0, 0};
   EXPECT_EQ(labelColorOn(colormapLut(ColormapKind::Viridis)[0]), white);
@@ -182,21 +256,28 @@ TEST(Colormap, LabelColorByLuminance) {
 // Number formatting
 // ---------------------------------------------------------------------------------------
 
-TEST(FormatCellValue, SignificantDigitsRule) {
-  EXPECT_EQ(formatCellValue(0.1192f, 2), "0.12");
-  EXPECT_EQ(formatCellValue(927.0f, 2), "927");
-  EXPECT_EQ(formatCellValue(929.4f, 2), "929");
-  EXPECT_EQ(formatCellValue(12.345f, 2), "12.3");
-  EXPECT_EQ(formatCellValue(1.0f, 2), "1.00");
-  EXPECT_EQ(formatCellValue(-0.5f, 2), "-0.50");
-  EXPECT_EQ(formatCellValue(-0.0004f, 2), "0.00");
-  EXPECT_EQ(formatCellValue(0.0f, 0), "0");
-  EXPECT_EQ(formatCellValue(0.123456f, 4), "0.1235");
-  EXPECT_EQ(formatCellValue(123456.0f, 2), "1.2e5");
-  EXPECT_EQ(formatCellValue(-2.5e-3f, 2), "0.00");
-  EXPECT_EQ(formatCellValue(-kInf, 2), "\u2212\u221E");
-  EXPECT_EQ(formatCellValue(kInf, 2), "\u221E");
-  EXPECT_EQ(formatCellValue(std::nanf(""), 2), "NaN");
+// formatNumber itself is tested in test_core_format.cpp; here: the files use it.
+std::string svgOf(const HeatmapView& view, const HeatmapStyle& style) {
+  const fs::path path = tempDir() / "format.svg";
+  EXPECT_TRUE(exportMatrix(view, style, path.string()));
+  return readFile(path);
+}
+
+TEST(FormatNumber, SvgCellLabelsAndTicksUseTheSharedFormatter) {
+  MatrixView view;
+  view.values = M({{927.0f, 0.1192f}, {-kInf, 123456.0f}});
+  view.title = "t";
+  HeatmapStyle style;
+  const std::string svg = svgOf(view, style);
+  for (const char* text : {">927<", ">0.119<", ">1.23e5<"}) {
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  }
+  EXPECT_EQ(svg.find("927.00"), std::string::npos);
+  EXPECT_NE(svg.find(">\u2212\u221E<"), std::string::npos);  // masked reads as masked
+  // Colorbar ticks: lo, middle and hi of the range 0.1192 .. 123456 in the same rule.
+  EXPECT_NE(svg.find(">" + formatNumber(0.1192f, kCellDigits) + "<"), std::string::npos);
+  EXPECT_NE(svg.find(">" + formatNumber(0.1192f + (123456.0f - 0.1192f) / 2, kCellDigits) + "<"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -231,6 +312,37 @@ struct Fixture {
     problem.keyLabels = {"a", "b", "c"};
   }
 };
+
+TEST(SelectMatrix, TheRefVariantPointsIntoTheResultAndOwnsOnlyComputedMeans) {
+  Fixture fx;
+  Expected<SelectedMatrix> w = selectMatrixRef(fx.result, fx.problem, MatrixKind::Weights, 1);
+  ASSERT_TRUE(w) << w.error().message();
+  EXPECT_EQ(w->values().data, fx.result.heads[1].weights.data());  // no copy
+  EXPECT_EQ(w->owned.size(), 0);
+  EXPECT_EQ(w->title, "weights · head 1 of 2");
+  const HeatmapView view = *w;
+  EXPECT_EQ(view.values(1, 0), 0.5f);
+  EXPECT_EQ(view.colLabels[2], "c");
+  // The mean of scores is not stored in the result: computed once and owned.
+  Expected<SelectedMatrix> mean = selectMatrixRef(fx.result, fx.problem, MatrixKind::Scores, -1);
+  ASSERT_TRUE(mean);
+  EXPECT_EQ(mean->values().data, mean->owned.data());
+  EXPECT_EQ(mean->values()(1, 2), 9.0f);  // (6 + 12) / 2
+  // The owning selectMatrix is the same selection, copied.
+  for (MatrixKind kind : {MatrixKind::Q, MatrixKind::K, MatrixKind::MaskedScores,
+                          MatrixKind::Context, MatrixKind::Concat, MatrixKind::Output}) {
+    Expected<SelectedMatrix> ref = selectMatrixRef(fx.result, fx.problem, kind, 0);
+    Expected<MatrixView> copy = selectMatrix(fx.result, fx.problem, kind, 0);
+    ASSERT_TRUE(ref && copy);
+    const MatrixRef values = ref->values();
+    ASSERT_EQ(values.rows, copy->values.rows());
+    ASSERT_EQ(values.cols, copy->values.cols());
+    for (int r = 0; r < values.rows; ++r)
+      for (int c = 0; c < values.cols; ++c) EXPECT_EQ(values(r, c), copy->values(r, c));
+    EXPECT_EQ(ref->rowLabels, copy->rowLabels);
+    EXPECT_EQ(ref->title, copy->title);
+  }
+}
 
 TEST(SelectMatrix, PerHeadMatricesAndLabels) {
   Fixture fx;
@@ -392,10 +504,15 @@ TEST(Render, PngPixelsAtKnownCells) {
 
 TEST(Render, CellLabelColourFollowsLuminance) {
   MatrixView view;
-  view.values = M({{0.0f, 1.0f}});
+  // Not 0 and 1: those are labelled "0" and "1" now (integers as integers), too few pixels
+  // to count; these have 4-character labels like "0.00" had, and (clamped to the fixed
+  // range) still the extreme colours of the map.
+  view.values = M({{0.05f, 0.95f}});
   view.rowLabels = {"q"};
   view.colLabels = {"a", "b"};
   HeatmapStyle style;  // labels on, 40 px cells
+  style.vmin = 0.1f;
+  style.vmax = 0.9f;
   Expected<Image> image = renderHeatmap(view, style);
   ASSERT_TRUE(image) << image.error().message();
   const auto& lut = colormapLut(ColormapKind::Viridis);
@@ -510,8 +627,8 @@ TEST(Render, FixedRangeClamps) {
   view.values = M({{-5, 0.5f, 5}});
   HeatmapStyle style;
   style.cellLabels = false;
-  style.vmin = 0.0f;
-  style.vmax = 1.0f;
+  style.vmin = 0.1f;
+  style.vmax = 0.9f;
   Expected<Image> image = renderHeatmap(view, style);
   ASSERT_TRUE(image);
   const auto& lut = colormapLut(ColormapKind::Viridis);
@@ -775,8 +892,10 @@ TEST(Errors, OtherStyleFields) {
   style.cellGap = 9;
   EXPECT_EQ(renderHeatmap(sampleView(), style).error().field, "cellGap");
   style = {};
-  style.decimals = 10;
-  EXPECT_EQ(renderHeatmap(sampleView(), style).error().field, "decimals");
+  style.digits = 10;
+  EXPECT_EQ(renderHeatmap(sampleView(), style).error().field, "digits");
+  style.digits = 0;
+  EXPECT_EQ(renderHeatmap(sampleView(), style).error().field, "digits");
   style = {};
   style.vmin = 2.0f;
   style.vmax = 1.0f;

@@ -139,7 +139,8 @@ TEST_P(PresetScreenshot, RendersEveryPanelWithTheColormapColours) {
     ASSERT_TRUE(kind.has_value());
     const float value = sample["value"].get<float>();
     const float vmin = heatmap["vmin"].get<float>(), vmax = heatmap["vmax"].get<float>();
-    const attn::io::Rgb expected = attn::io::colormapColor(*kind, (value - vmin) / (vmax - vmin));
+    const attn::io::Rgb expected =
+        attn::io::valueColor(*kind, value, attn::io::ValueRange{vmin, vmax});
     const auto point = sample.at("point").get<std::vector<float>>();
     const int x = static_cast<int>(std::floor(point[0])),
               y = static_cast<int>(std::floor(point[1]));

@@ -13,7 +13,8 @@
 #include <imgui.h>
 
 #include "app/app_state.h"
-#include "app/edits.h"
+#include "app/pipeline_steps.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
@@ -109,12 +110,12 @@ class Headless : public ::testing::Test {
   }
 
   ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{false};
+  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
 };
 
 Matrix weightsOf(const AppState& state, int head = 0) {
-  EXPECT_TRUE(state.computed.result.has_value()) << state.computed.error;
-  return state.computed.result ? state.computed.result->heads[head].weights : Matrix();
+  EXPECT_TRUE(state.computed->result.has_value()) << state.computed->error;
+  return state.computed->result ? state.computed->result->heads[head].weights : Matrix();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
   for (const std::string& path : paths) {
     SCOPED_TRACE(path);
     AppState state = loaded(path);
-    ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+    ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
     frames(state);
     // Hover every kind of matrix: the inspector explains each.
     const io::MatrixKind kinds[] = {io::MatrixKind::Q,       io::MatrixKind::K,
@@ -142,17 +143,17 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
     state.hover = Hover{true, io::MatrixKind::Weights, -1, 0, 0};  // the mean
     frame(state);
     // Every pipeline stage, and every head focused.
-    const std::vector<Stage> stages = visibleStages(&*state.computed.result);
-    for (Stage stage : stages) {
-      state.view.pipelineStage = static_cast<int>(stage);
+    const std::vector<io::MatrixKind> stages = visibleStages(&*state.computed->result);
+    for (io::MatrixKind stage : stages) {
+      state.view.pipelineStage = stageIndex(stage);
       frame(state);
     }
     state.view.pipelineStage = -1;
-    for (int h = -1; h < static_cast<int>(state.computed.result->heads.size()); ++h) {
+    for (int h = -1; h < static_cast<int>(state.computed->result->heads.size()); ++h) {
       state.view.focusedHead = h;
       frame(state);
     }
-    EXPECT_TRUE(state.computed.error.empty());
+    EXPECT_TRUE(state.computed->error.empty());
     EXPECT_FALSE(state.dirty()) << "drawing alone must not edit the document";
   }
 }
@@ -201,19 +202,19 @@ TEST_F(Headless, NonDivisorHeadCountIsRefusedWithANote) {
   EXPECT_TRUE(setHeads(state.doc, 3).changed);
   touch(state);
   frames(state, 2);
-  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
-  EXPECT_EQ(state.computed.result->heads.size(), 3u);
+  EXPECT_TRUE(state.computed->error.empty()) << state.computed->error;
+  EXPECT_EQ(state.computed->result->heads.size(), 3u);
 }
 
 TEST_F(Headless, TogglingACustomMaskCellChangesAllowed) {
   AppState state = loadedPreset("fbi_causal");
   frames(state, 2);
-  ASSERT_FALSE(state.computed.result->allowed(0, 1));  // causal: no looking ahead
+  ASSERT_FALSE(state.computed->result->allowed(0, 1));  // causal: no looking ahead
   const Matrix before = weightsOf(state);
   panel::apply(state, toggleCustomMaskCell(state.doc, 0, 1));
   EXPECT_EQ(state.doc.mask.kind, MaskKind::Custom);
   frames(state, 2);
-  const AttentionResult& result = *state.computed.result;
+  const AttentionResult& result = *state.computed->result;
   EXPECT_TRUE(result.allowed(0, 1));
   // The rest of the causal pattern is kept: the custom mask started from it.
   EXPECT_FALSE(result.allowed(0, 2));
@@ -223,7 +224,7 @@ TEST_F(Headless, TogglingACustomMaskCellChangesAllowed) {
   // Toggle back: masked again.
   panel::apply(state, toggleCustomMaskCell(state.doc, 0, 1));
   frames(state, 2);
-  EXPECT_FALSE(state.computed.result->allowed(0, 1));
+  EXPECT_FALSE(state.computed->result->allowed(0, 1));
 }
 
 TEST_F(Headless, PaddingKeysFollowAddedAndRemovedKeys) {
@@ -231,16 +232,16 @@ TEST_F(Headless, PaddingKeysFollowAddedAndRemovedKeys) {
   panel::apply(state, setMaskKind(state.doc, MaskKind::Padding));
   panel::apply(state, togglePaddingKey(state.doc, 3));
   frames(state, 2);
-  EXPECT_FALSE(state.computed.result->allowed(0, 3));
-  EXPECT_EQ(state.computed.result->heads[0].weights(0, 3), 0.0f);
+  EXPECT_FALSE(state.computed->result->allowed(0, 3));
+  EXPECT_EQ(state.computed->result->heads[0].weights(0, 3), 0.0f);
   panel::apply(state, addVector(state.doc, Sequence::Keys));
   EXPECT_EQ(state.doc.mask.keyValid.size(), 5u);
   panel::apply(state, removeVector(state.doc, Sequence::Keys, 0));
   ASSERT_EQ(state.doc.mask.keyValid.size(), 4u);
   EXPECT_FALSE(state.doc.mask.keyValid[2]);  // the padding key moved up with its row
   frames(state, 2);
-  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
-  EXPECT_EQ(state.computed.result->allowed.cols(), 4);
+  EXPECT_TRUE(state.computed->error.empty()) << state.computed->error;
+  EXPECT_EQ(state.computed->result->allowed.cols(), 4);
 }
 
 TEST_F(Headless, AddingAndRemovingVectorsAndDimensionsKeepsItComputable) {
@@ -252,10 +253,10 @@ TEST_F(Headless, AddingAndRemovingVectorsAndDimensionsKeepsItComputable) {
   panel::apply(state, addVector(state.doc, Sequence::Queries));
   panel::apply(state, addVector(state.doc, Sequence::Keys));
   frames(state, 2);
-  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
-  EXPECT_EQ(state.computed.result->heads[0].weights.rows(), 2);
-  EXPECT_EQ(state.computed.result->heads[0].weights.cols(), 5);
-  EXPECT_EQ(state.computed.problem->keyLabels.size(), 5u);
+  ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
+  EXPECT_EQ(state.computed->result->heads[0].weights.rows(), 2);
+  EXPECT_EQ(state.computed->result->heads[0].weights.cols(), 5);
+  EXPECT_EQ(state.computed->problem->keyLabels.size(), 5u);
   // Separate values follow the keys' rows.
   panel::apply(state, setValuesAreKeys(state.doc, false));
   panel::apply(state, addDimension(state.doc, Sequence::Values));
@@ -266,8 +267,8 @@ TEST_F(Headless, AddingAndRemovingVectorsAndDimensionsKeepsItComputable) {
   EXPECT_EQ(state.doc.keys.rows(), 5);
   EXPECT_EQ(state.doc.values.rows(), 5);
   frames(state, 2);
-  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
-  EXPECT_EQ(state.computed.result->heads[0].context.cols(), 5);
+  ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
+  EXPECT_EQ(state.computed->result->heads[0].context.cols(), 5);
   // The last query cannot be removed.
   panel::apply(state, removeVector(state.doc, Sequence::Queries, 0));
   const EditOutcome last = removeVector(state.doc, Sequence::Queries, 0);
@@ -283,14 +284,14 @@ TEST_F(Headless, DimensionChangesLowerTheHeadCountWhenNeeded) {
   s.heads = 2;
   loadDocument(state, s, "");
   frames(state, 2);
-  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
   const EditOutcome outcome = addDimension(state.doc, Sequence::Inputs);
   touch(state);
   EXPECT_TRUE(outcome.changed);
   EXPECT_NE(outcome.note.find("Heads lowered from 2 to 1"), std::string::npos) << outcome.note;
   EXPECT_EQ(state.doc.heads, 1);
   frames(state, 2);
-  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_TRUE(state.computed->error.empty()) << state.computed->error;
   // Back to width 4: two heads are possible again (but not forced).
   removeDimension(state.doc, Sequence::Inputs, 4);
   EXPECT_EQ(validHeadCounts(state.doc), (std::vector<int>{1, 2, 4}));
@@ -317,14 +318,14 @@ TEST_F(Headless, SwitchingModesPreservesTheData) {
   EXPECT_TRUE(state.doc.inputs.isApprox(keys));
   EXPECT_EQ(state.doc.inputLabels.size(), 4u);
   frames(state, 2);
-  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
-  EXPECT_EQ(state.computed.result->heads[0].weights.rows(), 4);
+  ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
+  EXPECT_EQ(state.computed->result->heads[0].weights.rows(), 4);
   panel::apply(state, setMode(state.doc, Mode::Cross));
   EXPECT_TRUE(state.doc.queries.isApprox(keys));
   EXPECT_TRUE(state.doc.keys.isApprox(keys));
   EXPECT_TRUE(valuesAreKeys(state.doc));
   frames(state, 2);
-  EXPECT_TRUE(state.computed.error.empty()) << state.computed.error;
+  EXPECT_TRUE(state.computed->error.empty()) << state.computed->error;
 }
 
 TEST_F(Headless, SentenceMakesOneTokenPerWordAndEditsMaterialise) {
@@ -332,8 +333,8 @@ TEST_F(Headless, SentenceMakesOneTokenPerWordAndEditsMaterialise) {
   panel::apply(state, setSentence(state.doc, "the cat sat on the mat", 6));
   EXPECT_EQ(state.doc.mode, Mode::Self);
   frames(state, 2);
-  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
-  EXPECT_EQ(state.computed.problem->queryLabels,
+  ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
+  EXPECT_EQ(state.computed->problem->queryLabels,
             (std::vector<std::string>{"the", "cat", "sat", "on", "the", "mat"}));
   // The same word gets the same embedding.
   const Matrix& x = state.doc.inputs;
@@ -357,15 +358,15 @@ TEST_F(Headless, AComputeErrorIsShownAndInputsStayEditable) {
   state.doc.heads = 2;  // bypasses setHeads: what a hand-edited state could hold
   touch(state);
   frames(state);
-  ASSERT_FALSE(state.computed.error.empty());
-  EXPECT_FALSE(state.computed.result.has_value());
+  ASSERT_FALSE(state.computed->error.empty());
+  EXPECT_FALSE(state.computed->result.has_value());
   // Still editable: fixing the head count brings the result back.
   state.hover = Hover{true, io::MatrixKind::Weights, 0, 0, 0};
   frames(state);
   state.doc.heads = 1;
   touch(state);
   frames(state);
-  EXPECT_TRUE(state.computed.error.empty());
+  EXPECT_TRUE(state.computed->error.empty());
 }
 
 TEST_F(Headless, OneToken) {
@@ -374,7 +375,7 @@ TEST_F(Headless, OneToken) {
   while (state.doc.inputs.rows() > 1) removeVector(state.doc, Sequence::Inputs, 0);
   touch(state);
   frames(state);
-  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
   EXPECT_FLOAT_EQ(weightsOf(state)(0, 0), 1.0f);
   state.hover = Hover{true, io::MatrixKind::Weights, 0, 0, 0};
   frames(state);
@@ -390,7 +391,7 @@ TEST_F(Headless, ThousandsOfTokensStayInteractive) {
   big.mask.kind = MaskKind::Causal;
   loadDocument(state, big, "");
   frames(state, 2);  // the first frame computes
-  ASSERT_TRUE(state.computed.error.empty()) << state.computed.error;
+  ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
   state.hover = Hover{true, io::MatrixKind::Context, 1, 1999, 3};
   const auto start = std::chrono::steady_clock::now();
   frames(state, 5);
@@ -403,14 +404,14 @@ TEST_F(Headless, ThousandsOfTokensStayInteractive) {
 TEST_F(Headless, HeadIndexOutOfRangeAfterAHeadCountChange) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
-  ASSERT_EQ(state.computed.result->heads.size(), 8u);
+  ASSERT_EQ(state.computed->result->heads.size(), 8u);
   state.view.focusedHead = 7;
   state.hover = Hover{true, io::MatrixKind::Context, 7, 0, 0};
   frames(state, 2);
   panel::apply(state, setHeads(state.doc, 1));
   frames(state, 3);  // must neither assert nor read head 7
   EXPECT_EQ(clampedHead(state), 0);
-  EXPECT_EQ(state.computed.result->heads.size(), 1u);
+  EXPECT_EQ(state.computed->result->heads.size(), 1u);
   // A stale index set by hand (no update in between) is clamped too.
   state.view.focusedHead = 12;
   frame(state);
@@ -421,18 +422,33 @@ TEST_F(Headless, HeadIndexOutOfRangeAfterAHeadCountChange) {
 // Pipeline step-through
 // ---------------------------------------------------------------------------------------
 
+TEST(PipelineStages, AreTheMatrixKindsInTeachingOrder) {
+  // No second enum: every io::MatrixKind is a stage exactly once, and the index stored in
+  // view.pipelineStage (and the autosave) maps back to the same kind.
+  ASSERT_EQ(kStages, 9);
+  for (int i = 0; i < kStages; ++i) EXPECT_EQ(stageIndex(kPipelineOrder[i]), i);
+  for (std::string_view name :
+       {"scores", "masked_scores", "weights", "q", "k", "v", "context", "concat", "output"}) {
+    const std::optional<io::MatrixKind> kind = io::parseMatrixKind(name);
+    ASSERT_TRUE(kind.has_value()) << name;
+    EXPECT_GE(stageIndex(*kind), 0) << name;
+  }
+  EXPECT_EQ(kPipelineOrder[0], io::MatrixKind::Q);
+  EXPECT_EQ(kPipelineOrder[kStages - 1], io::MatrixKind::Output);
+}
+
 TEST(PipelineStages, StepAndWrap) {
-  const std::vector<Stage> stages = visibleStages(nullptr);
+  const std::vector<io::MatrixKind> stages = visibleStages(nullptr);
   ASSERT_EQ(stages.size(), 7u);
-  EXPECT_EQ(stepPipelineStage(-1, +1, stages), static_cast<int>(Stage::Q));
-  EXPECT_EQ(stepPipelineStage(-1, -1, stages), static_cast<int>(Stage::Context));
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Context), +1, stages), -1);
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Q), -1, stages), -1);
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Scores), +1, stages),
-            static_cast<int>(Stage::MaskedScores));
+  EXPECT_EQ(stepPipelineStage(-1, +1, stages), stageIndex(io::MatrixKind::Q));
+  EXPECT_EQ(stepPipelineStage(-1, -1, stages), stageIndex(io::MatrixKind::Context));
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Context), +1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Q), -1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Scores), +1, stages),
+            stageIndex(io::MatrixKind::MaskedScores));
   // A stage that is not shown restarts from an end.
-  EXPECT_EQ(stepPipelineStage(static_cast<int>(Stage::Output), +1, stages),
-            static_cast<int>(Stage::Q));
+  EXPECT_EQ(stepPipelineStage(stageIndex(io::MatrixKind::Output), +1, stages),
+            stageIndex(io::MatrixKind::Q));
 }
 
 TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
@@ -440,19 +456,19 @@ TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
   frames(state, 2);
   ASSERT_EQ(state.view.pipelineStage, -1);
   press(state, kKeySpace);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Q));
   press(state, kKeyRight);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
   press(state, kKeySpace);
   press(state, kKeySpace);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Scores));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Scores));
   press(state, kKeyLeft);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::V));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::V));
   press(state, kKeyEscape);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Multi-head: concat and output are stages too, and the last step returns to "all".
   press(state, kKeyLeft);
-  EXPECT_EQ(state.view.pipelineStage, static_cast<int>(Stage::Output));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Output));
   press(state, kKeySpace);
   EXPECT_EQ(state.view.pipelineStage, -1);
   EXPECT_FALSE(state.dirty());

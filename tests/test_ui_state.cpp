@@ -10,11 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 
 #include <imgui.h>
 
 #include "app/app_state.h"
+#include "app/compute_service.h"
 #include "app/files.h"
+#include "app/panel_registry.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panels.h"
@@ -188,9 +193,9 @@ TEST(UndoRedo, LoadDocumentClearsHistoryAndIsClean) {
 TEST(Update, RecomputesOnlyWhenTheRevisionChanges) {
   AppState state = loadedState();
   EXPECT_TRUE(update(state));
-  ASSERT_TRUE(state.computed.result.has_value()) << state.computed.error;
-  ASSERT_TRUE(state.computed.problem.has_value());
-  EXPECT_EQ(state.computed.revision, state.revision);
+  ASSERT_TRUE(state.computed->result.has_value()) << state.computed->error;
+  ASSERT_TRUE(state.computed->problem.has_value());
+  EXPECT_EQ(state.computed->revision, state.revision);
   EXPECT_FALSE(update(state));
   EXPECT_FALSE(update(state));
   state.view.colormap = io::ColormapKind::Magma;  // a view change is not a document edit
@@ -209,12 +214,12 @@ TEST(Update, AnInvalidDocumentGivesAnErrorNotACrash) {
   state.doc.heads = 2;  // the decoder state has width 3: 2 heads do not divide it
   touch(state);
   ASSERT_TRUE(update(state));
-  EXPECT_FALSE(state.computed.result.has_value());
-  EXPECT_NE(state.computed.error.find("heads"), std::string::npos) << state.computed.error;
+  EXPECT_FALSE(state.computed->result.has_value());
+  EXPECT_NE(state.computed->error.find("heads"), std::string::npos) << state.computed->error;
   ASSERT_TRUE(undo(state));
   ASSERT_TRUE(update(state));
-  EXPECT_TRUE(state.computed.result.has_value());
-  EXPECT_TRUE(state.computed.error.empty());
+  EXPECT_TRUE(state.computed->result.has_value());
+  EXPECT_TRUE(state.computed->error.empty());
 }
 
 // =======================================================================================
@@ -306,7 +311,7 @@ TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   state.view.colormap = io::ColormapKind::Cividis;
   state.view.fontScale = 1.5f;
   state.view.lightTheme = true;
-  state.view.showGeometry = false;
+  *panelFlag(state.view, "geometry") = false;
   state.view.focusedHead = 1;
   ASSERT_EQ(writeAutosave(state, path), "");
   ASSERT_TRUE(fs::exists(path));
@@ -323,13 +328,13 @@ TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   EXPECT_EQ(restored.view.colormap, io::ColormapKind::Cividis);
   EXPECT_EQ(restored.view.fontScale, 1.5f);
   EXPECT_TRUE(restored.view.lightTheme);
-  EXPECT_FALSE(restored.view.showGeometry);
+  EXPECT_FALSE(panelShown(restored.view, "geometry"));
   EXPECT_EQ(restored.view.focusedHead, 1);
   // The personal settings do not leak into the document's own view object.
   EXPECT_EQ(restored.doc.viewJson.find("font_scale"), std::string::npos);
   EXPECT_EQ(restored.doc.viewJson.find("autosave_source"), std::string::npos);
   EXPECT_TRUE(update(restored));
-  EXPECT_TRUE(restored.computed.result.has_value());
+  EXPECT_TRUE(restored.computed->result.has_value());
 
   // A corrupt autosave is refused with a reason and leaves the state alone.
   std::ofstream(path) << "{ not json";
@@ -392,7 +397,7 @@ TEST(Notices, ArePostedInOrderAndBounded) {
 
 TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
   ImGuiContextGuard guard;
-  HeatmapCache cache(/*gpu=*/false);
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   io::MatrixView view;
   view.values = Matrix::Zero(8, 8);
   for (int r = 0; r < 8; ++r)
@@ -442,11 +447,161 @@ TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
   EXPECT_EQ(hit.col, 2);
 }
 
+// Draws `view` in a fresh 800 x 800 window for two frames (a new window is hidden on its
+// first frame) and returns the record of the heatmap.
+HeatmapRecord drawOnce(HeatmapCache& cache, const io::HeatmapView& view, std::uint64_t revision,
+                       const HeatmapOptions& options) {
+  for (int i = 0; i < 2; ++i) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(800, 800));
+    ImGui::Begin("test", nullptr, ImGuiWindowFlags_NoDecoration);
+    heatmapWidget("grid", cache, view, revision, options);
+    ImGui::End();
+    ImGui::Render();
+  }
+  return cache.impl().records.front();
+}
+
+io::MatrixView constantView(int rows, int cols, float value, const char* title) {
+  io::MatrixView view;
+  view.values = Matrix::Constant(rows, cols, value);
+  view.title = title;
+  return view;
+}
+
+TEST(HeatmapWidget, CellTextIsTheExportsTextForTheSameValue) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  io::MatrixView view = constantView(1, 1, 927.0f, "scores");
+  HeatmapOptions options;
+  options.size = ImVec2(400, 400);
+  const HeatmapRecord record = drawOnce(cache, view, 1, options);
+  EXPECT_EQ(record.sampleLabel, "927");  // was "927.00" on screen, "927" in the files
+  // The SVG export of the same view writes the same text.
+  const fs::path svg = fs::path(ATTNSCOPE_TEST_TMP) / "widget_same_text.svg";
+  fs::create_directories(svg.parent_path());
+  ASSERT_TRUE(io::exportMatrix(view, io::HeatmapStyle{}, svg.string()));
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(">" + record.sampleLabel + "</text>"), std::string::npos);
+  // A value that needs digits: the shared rule at the shared default.
+  view.values(0, 0) = 0.1192f;
+  EXPECT_EQ(drawOnce(cache, view, 2, options).sampleLabel, formatNumber(0.1192f, kCellDigits));
+}
+
+TEST(HeatmapWidget, NarrowCellsDropDigitsInsteadOfGoingBlank) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  const io::MatrixView view = constantView(1, 24, 0.1192f, "weights");
+  HeatmapOptions options;
+  options.size = ImVec2(780, 300);
+  options.axisLabels = false;
+  options.colorbar = false;
+  const HeatmapRecord record = drawOnce(cache, view, 1, options);
+  const float cellW = (record.gridMax.x - record.gridMin.x) / 24;
+  // The cells are too narrow for "0.119" but wide enough for a shorter form.
+  ASSERT_LT(cellW - ImGui::GetFontSize() * 0.3f, ImGui::CalcTextSize("0.119").x);
+  ASSERT_GE(cellW - ImGui::GetFontSize() * 0.3f, ImGui::CalcTextSize("0.1").x);
+  EXPECT_FALSE(record.sampleLabel.empty());
+  EXPECT_NE(record.sampleLabel, "0.119");
+  EXPECT_EQ(record.sampleLabel.rfind("0.1", 0), 0u) << record.sampleLabel;
+}
+
+TEST(HeatmapWidget, ColourRangeIsTheExportsRange) {
+  ImGuiContextGuard guard;
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  io::MatrixView view;
+  view.values = Matrix{{-std::numeric_limits<float>::infinity(), 2.0f, 5.0f}, {1.0f, 3.0f, -1.0f}};
+  view.title = "masked_scores";
+  const std::optional<float> none;
+  for (auto [vmin, vmax] : {std::pair{none, none}, std::pair{std::optional(0.5f), none},
+                            std::pair{std::optional(9.0f), none},
+                            std::pair{std::optional(0.0f), std::optional(1.0f)}}) {
+    HeatmapOptions options;
+    options.size = ImVec2(400, 400);
+    options.vmin = vmin;
+    options.vmax = vmax;
+    const HeatmapRecord record = drawOnce(cache, view, 1, options);
+    const io::ValueRange exported = io::valueRange(matrixRef(view.values), vmin, vmax);
+    EXPECT_EQ(record.vmin, exported.lo);
+    EXPECT_EQ(record.vmax, exported.hi);
+  }
+  // A constant matrix keeps lo == hi (the shader and valueColor map it to the middle).
+  view.values = Matrix::Constant(2, 2, 0.25f);
+  const HeatmapRecord constant = drawOnce(cache, view, 2, HeatmapOptions{});
+  EXPECT_EQ(constant.vmin, 0.25f);
+  EXPECT_EQ(constant.vmax, 0.25f);
+}
+
+TEST(HeatmapWidget, UploadsOnlyWhenTheContentChangesWithSharedMaxPoolLevels) {
+  ImGuiContextGuard guard;
+  auto owned = std::make_unique<MockHeatmapTextures>();
+  MockHeatmapTextures& textures = *owned;
+  HeatmapCache cache(std::move(owned));
+  Matrix values = Matrix::Zero(40, 40);
+  values(37, 38) = 5.0f;  // one sharp peak
+  io::MatrixView view;
+  view.values = values;
+  view.title = "weights";
+  HeatmapOptions options;
+  options.size = ImVec2(400, 400);
+  drawOnce(cache, view, 7, options);
+  drawOnce(cache, view, 7, options);
+  ASSERT_EQ(textures.uploads.size(), 1u);  // four frames, one content revision
+  drawOnce(cache, view, 8, options);
+  ASSERT_EQ(textures.uploads.size(), 2u);
+  EXPECT_EQ(textures.uploads[1].texture, textures.uploads[0].texture);  // updated in place
+  // 40 -> 20 -> 10: levels as GL mips, the peak survives in the top level (io::maxPool).
+  const std::vector<std::pair<int, int>> sizes{{40, 40}, {20, 20}, {10, 10}};
+  EXPECT_EQ(textures.uploads[1].sizes, sizes);
+  std::vector<float> expected(100);
+  Matrix level1(20, 20);
+  io::maxPool(matrixRef(values), 2, 20, 20, level1.data());
+  io::maxPool(matrixRef(level1), 2, 10, 10, expected.data());
+  EXPECT_EQ(textures.uploads[1].top, expected);
+  EXPECT_EQ(textures.uploads[1].top[9 * 10 + 9], 5.0f);
+  // Not initialised: no quad. After init(): one quad per frame, with the widget's range.
+  EXPECT_TRUE(textures.quads.empty());
+  ASSERT_EQ(cache.initGpu(), "");
+  drawOnce(cache, view, 8, options);
+  ASSERT_EQ(textures.quads.size(), 2u);
+  EXPECT_EQ(textures.quads.back().range.lo, 0.0f);
+  EXPECT_EQ(textures.quads.back().range.hi, 5.0f);
+  EXPECT_TRUE(cache.impl().records.front().drawn);
+}
+
+TEST(HeatmapWidget, ShowsAStridedSliceOfATensorWithoutCopying) {
+  ImGuiContextGuard guard;
+  auto owned = std::make_unique<MockHeatmapTextures>();
+  MockHeatmapTextures& textures = *owned;
+  HeatmapCache cache(std::move(owned));
+  // [layers 2, heads 3, 4, 4] float32, as an imported tensor; show (layer 1, head 2).
+  std::vector<float> tensor(2 * 3 * 4 * 4);
+  for (std::size_t i = 0; i < tensor.size(); ++i) tensor[i] = static_cast<float>(i);
+  const MatrixRef slice = headSlice(tensor.data(), 3, 4, 4, 1, 2);
+  EXPECT_EQ(slice.data, tensor.data() + (1 * 3 + 2) * 16);
+  // And its left 4 x 2 half, a strided view (stride 4).
+  const MatrixRef half{slice.data, 4, 2, 4};
+  const std::vector<std::string> rows{"a", "b", "c", "d"}, cols{"x", "y"};
+  const io::HeatmapView view(half, rows, cols, "layer 1 head 2");
+  HeatmapOptions options;
+  options.size = ImVec2(400, 400);
+  const HeatmapRecord record = drawOnce(cache, view, 1, options);
+  EXPECT_EQ(record.rows, 4);
+  EXPECT_EQ(record.cols, 2);
+  EXPECT_EQ(record.vmin, tensor[80]);       // (0, 0) of the slice
+  EXPECT_EQ(record.vmax, tensor[80 + 13]);  // (3, 1): row 3 is 12 floats on
+  EXPECT_EQ(record.title, "layer 1 head 2");
+  ASSERT_EQ(textures.uploads.size(), 1u);
+  EXPECT_EQ(textures.uploads[0].sizes.front(), (std::pair<int, int>{4, 2}));
+}
+
 class PanelsHeadless : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
   ImGuiContextGuard guard;
-  HeatmapCache cache(/*gpu=*/false);
+  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   AppState state;
   ASSERT_TRUE(openDocument(state, GetParam(), 0)) << state.notices.back().text;
   for (int frame = 0; frame < 4; ++frame) {
@@ -463,7 +618,7 @@ TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
     update(state);
     ImGui::Render();
   }
-  EXPECT_TRUE(state.computed.result.has_value()) << state.computed.error;
+  EXPECT_TRUE(state.computed->result.has_value()) << state.computed->error;
   EXPECT_FALSE(cache.impl().records.empty());
 }
 

@@ -1,4 +1,5 @@
-// Pure edits of a Scenario, used by the panels (and by tests, with no window). Every edit
+// Every edit of a document: pure functions of a Scenario, used by the panels, the tests and
+// any other front end (the window never changes a Scenario field directly). Every edit
 // leaves the scenario valid for buildProblem(): labels, the custom mask and the padding list
 // follow the token counts, the head count keeps dividing the model width, and values keep
 // as many rows as keys. An edit that cannot be made is refused with a note saying why, and
@@ -9,10 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "app/app_state.h"
 #include "core/scenario.h"
 
-namespace attn::app {
+namespace attn {
 
 // ---------------------------------------------------------------------------------------
 // Outcome
@@ -118,18 +118,37 @@ const char* scoreFormula(ScoreKind kind);
 const char* normalizerFormula(NormalizerKind kind);
 
 // ---------------------------------------------------------------------------------------
-// Pipeline step-through
+// Scalar settings (each validates and clamps; a value outside the editable range is clamped
+// with a note, a value that has no meaning is refused)
 // ---------------------------------------------------------------------------------------
 
-// The stages worth showing: Q, K, V, scores, masked scores, weights, context, and concat /
-// output only when there are several heads or an output projection.
-std::vector<Stage> visibleStages(const AttentionResult* result);
-// Next (delta > 0) or previous stage among `visible`; -1 means "all stages". Stepping past
-// either end returns to -1, and from -1 forward starts at the first, backward at the last.
-int stepPipelineStage(int current, int delta, const std::vector<Stage>& visible);
+// The temperature range an edit accepts. Scenario files may hold any finite T > 0.
+inline constexpr Scalar kMinTemperature = 1e-4f;  // "0.0001" in the clamping note
+inline constexpr Scalar kMaxTemperature = 1e4f;   // "10000"
 
-// The head to show in detail views: view.focusedHead clamped into range (-1 = mean stays -1
-// when there are several heads, else 0).
-int clampedHead(const AppState& state);
+// Switching the score drops score parameters loaded from a file (they belong to the old one).
+EditOutcome setScore(Scenario& s, ScoreKind kind);
+// d_a / d_m of additive and mlp scores, clamped to [0, kMaxWidth] (0 = d_h).
+EditOutcome setScoreHidden(Scenario& s, int hidden);
+// Refused unless finite and > 0; clamped to [kMinTemperature, kMaxTemperature].
+EditOutcome setTemperature(Scenario& s, Scalar temperature);
+// Clamped to kMaxSeed (2^53).
+EditOutcome setSeed(Scenario& s, std::uint64_t seed);
+EditOutcome setPositionalEncoding(Scenario& s, bool enabled);
+EditOutcome setDecoderOutput(Scenario& s, bool enabled);
+EditOutcome setNormalizer(Scenario& s, NormalizerKind kind);
+// top_k's k, clamped to [1, kMaxTokens].
+EditOutcome setTopK(Scenario& s, int k);
+// Local window half-width D, clamped to [0, kMaxTokens].
+EditOutcome setLocalWindow(Scenario& s, int window);
+EditOutcome setWindowCenter(Scenario& s, MaskOptions::Center center);
+// Fixed window position p, clamped to [0, n_k).
+EditOutcome setWindowPosition(Scenario& s, int position);
+// Custom mask only: every cell allowed.
+EditOutcome allowAllCustomMask(Scenario& s);
+// The whole document back to `original` (revert to preset; undoable like any edit).
+EditOutcome resetTo(Scenario& s, const Scenario& original);
+// Two edits made as one step (e.g. both coordinates of a dragged arrow).
+EditOutcome combine(EditOutcome a, const EditOutcome& b);
 
-}  // namespace attn::app
+}  // namespace attn

@@ -1,11 +1,14 @@
-// Pure edits of a Scenario (see edits.h). No ImGui here, so tests can use every edit.
-#include "app/edits.h"
+// Pure edits of a Scenario (see scenario_edits.h). No UI: the app, tests and the CLI all
+// edit documents through these functions.
+#include "core/scenario_edits.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-namespace attn::app {
+#include "core/random.h"
+
+namespace attn {
 
 namespace {
 
@@ -13,17 +16,9 @@ namespace {
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-// splitmix64: small, fast and the same on every platform.
-std::uint64_t splitmix(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // Uniform in [-2, 2], rounded to one decimal.
-Scalar teachingRandom(std::uint64_t& state) {
-  const double u = static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53;  // [0, 1)
+Scalar teachingRandom(SplitMix64& rng) {
+  const double u = rng.uniform01Double();  // [0, 1)
   return static_cast<Scalar>(std::round((u * 4.0 - 2.0) * 10.0) / 10.0);
 }
 
@@ -300,8 +295,8 @@ EditOutcome addVector(Scenario& s, Sequence seq) {
   if (m.rows() >= Limits::kMaxTokens) {
     return refuse("At most " + std::to_string(Limits::kMaxTokens) + " tokens.");
   }
-  std::uint64_t rng = s.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(m.rows()) * 7919u +
-                      static_cast<std::uint64_t>(seq);
+  SplitMix64 rng(s.seed * kGoldenGamma + static_cast<std::uint64_t>(m.rows()) * 7919u +
+                 static_cast<std::uint64_t>(seq));
   auto appendRow = [&rng](Matrix& target, int width) {
     Matrix grown(target.rows() + 1, width);
     if (target.rows() > 0) grown.topRows(target.rows()) = target;
@@ -366,7 +361,7 @@ EditOutcome addDimension(Scenario& s, Sequence seq) {
   if (sequenceMatrix(s, seq).cols() >= Limits::kMaxWidth) {
     return refuse("At most " + std::to_string(Limits::kMaxWidth) + " dimensions.");
   }
-  std::uint64_t rng = s.seed ^ (0xD1B54A32D192ED03ull * (sequenceMatrix(s, seq).cols() + 1));
+  SplitMix64 rng(s.seed ^ (0xD1B54A32D192ED03ull * (sequenceMatrix(s, seq).cols() + 1)));
   auto appendCol = [&rng](Matrix& m) {
     Matrix grown(m.rows(), m.cols() + 1);
     if (m.cols() > 0) grown.leftCols(m.cols()) = m;
@@ -425,7 +420,7 @@ EditOutcome randomise(Scenario& s, Sequence seq, std::uint64_t seed) {
   if (seq == Sequence::Inputs) materialiseSentence(s);
   if (seq == Sequence::Values && valuesAreKeys(s)) s.values = s.keys;
   Matrix& m = mutableMatrix(s, seq);
-  std::uint64_t rng = seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(seq) + 1;
+  SplitMix64 rng(seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(seq) + 1);
   for (int r = 0; r < m.rows(); ++r)
     for (int c = 0; c < m.cols(); ++c) m(r, c) = teachingRandom(rng);
   return {true, ""};
@@ -660,42 +655,118 @@ const char* normalizerFormula(NormalizerKind kind) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Pipeline step-through
+// Scalar settings: every value a widget can produce is validated and clamped here, not in
+// the widget, so a typed value, a drag and a file go through the same rule.
 // ---------------------------------------------------------------------------------------
 
-std::vector<Stage> visibleStages(const AttentionResult* result) {
-  std::vector<Stage> stages = {Stage::Q,       Stage::K,            Stage::V,
-                               Stage::Scores,  Stage::MaskedScores, Stage::Weights,
-                               Stage::Context};
-  if (result == nullptr) return stages;
-  const bool multiHead = result->heads.size() > 1;
-  const bool outputProjection = !result->projections.identity && result->projections.wo.size() > 0;
-  if (multiHead) stages.push_back(Stage::Concat);
-  if (multiHead || outputProjection) stages.push_back(Stage::Output);
-  return stages;
-}
-
-int stepPipelineStage(int current, int delta, const std::vector<Stage>& visible) {
-  if (visible.empty() || delta == 0) return current;
-  const int n = static_cast<int>(visible.size());
-  int index = -1;
-  for (int i = 0; i < n; ++i)
-    if (static_cast<int>(visible[i]) == current) index = i;
-  if (index < 0) {
-    // From "all" (or a stage that is no longer shown): start at one end.
-    return static_cast<int>(delta > 0 ? visible.front() : visible.back());
+EditOutcome setScore(Scenario& s, ScoreKind kind) {
+  if (kind == s.score) return {};
+  s.score = kind;
+  std::string note;
+  if (!s.scoreParams.empty()) {
+    // Parameters of another score kind would be ignored; let the seed fill the new ones.
+    s.scoreParams.clear();
+    note = "Score parameters from the file were dropped (they belong to another score).";
   }
-  const int next = index + (delta > 0 ? 1 : -1);
-  if (next < 0 || next >= n) return -1;
-  return static_cast<int>(visible[next]);
+  return {true, note};
 }
 
-int clampedHead(const AppState& state) {
-  const int heads = state.computed.result ? static_cast<int>(state.computed.result->heads.size())
-                                          : std::max(state.doc.heads, 1);
-  const int h = state.view.focusedHead;
-  if (h == -1) return heads > 1 ? -1 : 0;
-  return std::clamp(h, 0, std::max(heads - 1, 0));
+EditOutcome setScoreHidden(Scenario& s, int hidden) {
+  const int clamped = std::clamp(hidden, 0, Limits::kMaxWidth);
+  if (clamped == s.scoreHidden) return {};
+  s.scoreHidden = clamped;
+  std::string note;
+  if (!s.scoreParams.empty()) {
+    s.scoreParams.clear();  // their shapes depend on the hidden width
+    note = "Score parameters from the file were dropped (their width changed).";
+  }
+  return {true, note};
 }
 
-}  // namespace attn::app
+EditOutcome setTemperature(Scenario& s, Scalar temperature) {
+  if (!std::isfinite(temperature) || temperature <= 0) {
+    return refuse("The temperature must be a finite number above 0.");
+  }
+  const Scalar clamped = std::clamp(temperature, kMinTemperature, kMaxTemperature);
+  if (clamped == s.temperature) return {};
+  s.temperature = clamped;
+  if (clamped != temperature) {
+    return {true, "The temperature was clamped to the editable range [0.0001, 10000]."};
+  }
+  return {true, ""};
+}
+
+EditOutcome setSeed(Scenario& s, std::uint64_t seed) {
+  const std::uint64_t clamped = std::min(seed, kMaxSeed);
+  if (clamped == s.seed) return {};
+  s.seed = clamped;
+  return {true, clamped != seed ? "The seed was clamped to 2^53 (the largest a file keeps exactly)."
+                                : ""};
+}
+
+EditOutcome setPositionalEncoding(Scenario& s, bool enabled) {
+  if (enabled == s.positionalEncoding) return {};
+  s.positionalEncoding = enabled;
+  return {true, ""};
+}
+
+EditOutcome setDecoderOutput(Scenario& s, bool enabled) {
+  if (enabled == s.decoderOutput.enabled) return {};
+  s.decoderOutput.enabled = enabled;
+  return {true, ""};
+}
+
+EditOutcome setNormalizer(Scenario& s, NormalizerKind kind) {
+  if (kind == s.normalizer.kind) return {};
+  s.normalizer.kind = kind;
+  return {true, ""};
+}
+
+EditOutcome setTopK(Scenario& s, int k) {
+  const int clamped = std::clamp(k, 1, Limits::kMaxTokens);
+  if (clamped == s.normalizer.topK) return {};
+  s.normalizer.topK = clamped;
+  return {true, ""};
+}
+
+EditOutcome setLocalWindow(Scenario& s, int window) {
+  const int clamped = std::clamp(window, 0, Limits::kMaxTokens);
+  if (clamped == s.mask.window) return {};
+  s.mask.window = clamped;
+  return {true, ""};
+}
+
+EditOutcome setWindowCenter(Scenario& s, MaskOptions::Center center) {
+  if (center == s.mask.center) return {};
+  s.mask.center = center;
+  syncMaskShapes(s);
+  return {true, ""};
+}
+
+EditOutcome setWindowPosition(Scenario& s, int position) {
+  const int clamped = std::clamp(position, 0, std::max(keyCount(s) - 1, 0));
+  if (clamped == s.mask.position) return {};
+  s.mask.position = clamped;
+  return {true, ""};
+}
+
+EditOutcome allowAllCustomMask(Scenario& s) {
+  if (s.mask.kind != MaskKind::Custom) return refuse("The mask is not a custom mask.");
+  syncMaskShapes(s);
+  if (s.mask.custom.all()) return {};
+  s.mask.custom.setConstant(true);
+  return {true, ""};
+}
+
+EditOutcome resetTo(Scenario& s, const Scenario& original) {
+  s = original;
+  return {true, ""};
+}
+
+EditOutcome combine(EditOutcome a, const EditOutcome& b) {
+  a.changed = a.changed || b.changed;
+  if (!b.note.empty()) a.note += (a.note.empty() ? "" : " ") + b.note;
+  return a;
+}
+
+}  // namespace attn

@@ -1,0 +1,260 @@
+// `attnscope export` on .npy/.npz attention files, and `attnscope info` (see cli_attention.h).
+//
+// Steps, as in cli.cpp: 1 parse the options (syntax only), 2 open the file (shape rules,
+// labels; io::AttentionFile names the file and the problem), 3 compute the selection (one
+// head, mean/max over a layer's heads, or rollout), 4 write, 5 warn about NaN/inf.
+#include "app/cli_attention.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "app/cli.h"
+#include "io/attention_file.h"
+#include "io/heatmap_render.h"
+
+namespace attn::app {
+
+using namespace cli;
+
+const std::string_view kInfoHelp =
+    R"(usage: attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS]
+                      [--tokens FILE] [--scan]
+
+Prints, as JSON, the arrays of an attention file (name, dtype, shape, order) and how
+attnscope reads it: [layers, heads, n_q, n_k], the arrays used, the batch item, whether
+heads are used in place from the file mapping, and where the token labels come from.
+Shape rules and limits: docs/import.md.
+
+options:
+  --array NAME      the array of an .npz (default: the only one, or layer_0, layer_1, ...)
+  --batch B         item of a batch dimension                              (default: 0)
+  --layout DIMS     letters b l h q k ending in qk (default by ndim: qk, hqk, lhqk, blhqk)
+  --tokens FILE     token labels (.json list or .txt lines) instead of the side file
+  --scan            read every head and count NaN / +inf / -inf values
+  -h, --help        show this help
+)";
+
+namespace {
+
+constexpr OptionSpec kInfoOptions[] = {{"--array", true}, {"--batch", true},  {"--layout", true},
+                                       {"--tokens", true}, {"--scan", false}};
+
+// --array, --batch, --layout, --tokens into open options.
+Expected<io::AttentionOpenOptions> parseOpenOptions(const ParsedArgs& parsed) {
+  io::AttentionOpenOptions options;
+  if (const std::string* v = parsed.get("--array")) {
+    if (v->empty()) return optionError("--array", "needs an array name");
+    options.arrayName = *v;
+  }
+  if (const std::string* v = parsed.get("--batch")) {
+    auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max());
+    if (!n) return optionError("--batch", inQuotes(*v) + " is not a batch index (0, 1, ...)");
+    options.batch = *n;
+  }
+  if (const std::string* v = parsed.get("--layout")) options.layout = *v;
+  if (const std::string* v = parsed.get("--tokens")) {
+    if (v->empty()) return optionError("--tokens", "needs a file name");
+    options.tokensPath = *v;
+  }
+  return options;
+}
+
+// An error from AttentionFile / selectAttention about an option becomes an option error.
+Error asOptionError(Error error) {
+  for (std::string_view field : {"layer", "head", "array", "batch", "layout"}) {
+    if (error.field == field) {
+      return optionError("--" + std::string(field), error.problem, error.file);
+    }
+  }
+  return error;
+}
+
+struct AttentionExportRequest {
+  std::string path, outPath;
+  io::AttentionOpenOptions open;
+  io::AttentionSelection selection;
+  bool lastLayer = false;  // --layer rollout
+  io::HeatmapStyle style;
+};
+
+Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) {
+  AttentionExportRequest request;
+  request.path = parsed.positional.at(0);
+  if (parsed.has("--matrix")) {
+    return optionError("--matrix", "is for scenario files; an attention file holds the weights");
+  }
+  using Kind = io::AttentionSelection::Kind;
+  bool rollout = false;
+  if (const std::string* v = parsed.get("--layer")) {
+    if (*v == "rollout") {
+      rollout = true;
+      request.lastLayer = true;
+    } else if (auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max())) {
+      request.selection.layer = *n;
+    } else {
+      return optionError("--layer", inQuotes(*v) + " is not a layer index (0, 1, ...) or 'rollout'");
+    }
+  }
+  if (const std::string* v = parsed.get("--aggregate")) {
+    if (*v != "rollout") return optionError("--aggregate", inQuotes(*v) + " is not 'rollout'");
+    rollout = true;
+  }
+  request.selection.kind = rollout ? Kind::Rollout : Kind::Head;
+  if (const std::string* v = parsed.get("--head")) {
+    if (rollout && *v != "mean") {
+      return optionError("--head", "rollout uses the mean over heads; give --head mean or leave it out");
+    }
+    if (*v == "mean") {
+      if (!rollout) request.selection.kind = Kind::Mean;
+    } else if (*v == "max") {
+      request.selection.kind = Kind::Max;
+    } else if (auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max())) {
+      request.selection.head = *n;
+    } else {
+      return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...), 'mean' or 'max'");
+    }
+  }
+  Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
+  if (!open) return open.error();
+  request.open = std::move(open).value();
+  Status style = parseHeatmapStyle(parsed, request.style);
+  if (!style) return style.error();
+  Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
+  if (!out) return out.error();
+  request.outPath = *out;
+  return request;
+}
+
+}  // namespace
+
+bool isAttentionFilePath(std::string_view path) {
+  if (path.size() < 4) return false;
+  std::string ext(path.substr(path.size() - 4));
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".npy" || ext == ".npz";
+}
+
+// =======================================================================================
+// export
+// =======================================================================================
+
+int runAttentionExport(const ParsedArgs& parsed, std::ostream& /*out*/, std::ostream& err) {
+  // 1 options
+  Expected<AttentionExportRequest> request = parseAttentionExport(parsed);
+  if (!request) return fail(err, request.error());
+
+  // 2 open
+  Expected<io::AttentionFile> file = io::AttentionFile::open(request->path, request->open);
+  if (!file) return fail(err, asOptionError(file.error()));
+  if (request->lastLayer) request->selection.layer = file->layers() - 1;
+
+  // 3 compute the selection
+  Expected<io::SelectedAttention> selected = io::selectAttention(*file, request->selection);
+  if (!selected) return fail(err, asOptionError(selected.error()));
+
+  // 4 write
+  Status written = io::exportMatrix(selected->view, request->style, request->outPath);
+  if (!written) {
+    Error error = written.error();
+    if (error.file.empty()) error.file = request->outPath;
+    return fail(err, error);
+  }
+  // 5 warnings
+  if (selected->nonFinite.total() > 0) {
+    err << "attnscope: warning: " << request->path << ": "
+        << io::describeNonFinite(selected->nonFinite) << " in " << selected->view.title
+        << " (drawn as NaN/inf cells, written as nan/inf in CSV)\n";
+  }
+  return 0;
+}
+
+// =======================================================================================
+// info
+// =======================================================================================
+
+int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  Expected<ParsedArgs> parsed = parseArgs("info", args, kInfoOptions);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << kInfoHelp;
+    return 0;
+  }
+  if (parsed->positional.size() != 1) {
+    return fail(err, Error{"", "",
+                           parsed->positional.empty()
+                               ? "'info' needs an .npy or .npz FILE (see attnscope info --help)"
+                               : "unexpected argument " + inQuotes(parsed->positional[1]) +
+                                     " for 'info' (only one FILE)"});
+  }
+  const std::string& path = parsed->positional[0];
+  Expected<io::AttentionOpenOptions> options = parseOpenOptions(*parsed);
+  if (!options) return fail(err, options.error());
+
+  // 1 the arrays, from their headers
+  Expected<std::vector<io::ArraySummary>> arrays = io::listArrays(path, options->limits);
+  if (!arrays) return fail(err, arrays.error());
+  nlohmann::ordered_json json;
+  json["file"] = path;
+  json["arrays"] = nlohmann::ordered_json::array();
+  for (const io::ArraySummary& array : *arrays) {
+    nlohmann::ordered_json item;
+    item["name"] = array.name;
+    if (!array.unsupported.empty()) {
+      item["unsupported"] = array.unsupported;
+    } else {
+      item["dtype"] = array.descr;
+      item["shape"] = array.shape;
+      item["fortran_order"] = array.fortranOrder;
+    }
+    json["arrays"].push_back(std::move(item));
+  }
+
+  // 2 the normalised attention
+  Expected<io::AttentionFile> file = io::AttentionFile::open(path, *options);
+  if (!file) {
+    // An archive of several arrays is a fine file: list them and say how to pick one.
+    if (file.error().field == "array" && options->arrayName.empty()) {
+      json["attention"] = nullptr;
+      json["attention_error"] = file.error().problem;
+      out << json.dump(2) << '\n';
+      return 0;
+    }
+    return fail(err, asOptionError(file.error()));
+  }
+  const io::AttentionShape& shape = file->shape();
+  nlohmann::ordered_json attention;
+  attention["shape"] = {shape.layers, shape.heads, shape.queries, shape.keys};
+  attention["layers"] = shape.layers;
+  attention["heads"] = shape.heads;
+  attention["n_q"] = shape.queries;
+  attention["n_k"] = shape.keys;
+  attention["layout"] = file->layoutDescription();
+  attention["arrays_used"] = file->arraysUsed();
+  attention["batch"] = file->batch();
+  attention["batch_size"] = file->batchSize();
+  bool inPlace = true;
+  for (int l = 0; l < shape.layers; ++l) inPlace = inPlace && file->inPlace(l);
+  attention["in_place"] = inPlace;
+  attention["tokens"] = file->labelsSource().empty() ? nlohmann::ordered_json(nullptr)
+                                                     : nlohmann::ordered_json(file->labelsSource());
+  if (parsed->has("--scan")) {
+    io::NonFiniteCount count;
+    std::vector<float> scratch;
+    for (int l = 0; l < shape.layers; ++l) {
+      for (int h = 0; h < shape.heads; ++h) {
+        count += io::countNonFinite(file->head(l, h, scratch));
+        file->releaseHead(l, h);
+      }
+    }
+    attention["non_finite"] = {{"nan", count.nan}, {"pos_inf", count.posInf},
+                               {"neg_inf", count.negInf}};
+  }
+  json["attention"] = std::move(attention);
+  out << json.dump(2) << '\n';
+  return 0;
+}
+
+}  // namespace attn::app

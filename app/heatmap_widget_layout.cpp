@@ -1,0 +1,158 @@
+// Heatmap widget: layout and input (see heatmap_widget_parts.h).
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <span>
+
+#include <imgui.h>
+#include <imgui_internal.h>  // SetItemUsingMouseWheel
+
+#include "app/heatmap_widget_parts.h"
+
+namespace attn::app::widget {
+
+namespace {
+
+// Keeps the zoom rectangle inside [0, 1] and at least one cell wide.
+void clampUv(Entry& entry) {
+  auto clampAxis = [](float& a, float& b, int cells) {
+    const float minSpan = std::min(1.f, 1.f / std::max(1, cells));
+    float span = std::clamp(b - a, minSpan, 1.f);
+    a = std::clamp(a, 0.f, 1.f - span);
+    b = a + span;
+  };
+  clampAxis(entry.u0, entry.u1, entry.cols);
+  clampAxis(entry.v0, entry.v1, entry.rows);
+}
+
+}  // namespace
+
+Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions& options,
+                io::ValueRange range) {
+  Grid g;
+  g.rows = view.values.rows;
+  g.cols = view.values.cols;
+  const int rows = g.rows, cols = g.cols;
+  const float font = g.font = ImGui::GetFontSize();
+  g.origin = ImGui::GetCursorScreenPos();
+  ImVec2 area = options.size;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (area.x <= 0) area.x = std::max(avail.x, font * 6);
+  if (area.y <= 0) area.y = avail.y >= font * 6 ? avail.y : std::min(area.x, font * 24);
+
+  // Widest labels, measured once per content revision and font size.
+  const float maxLabelWidth = font * 7;
+  if (entry.labelFont != font) {
+    auto widest = [&](std::span<const std::string> labels) {
+      float width = 0;
+      for (const std::string& label : labels) {
+        width = std::max(width, ImGui::CalcTextSize(label.c_str()).x);
+        if (width >= maxLabelWidth) break;
+      }
+      return std::min(width, maxLabelWidth);
+    };
+    entry.rowLabelWidth = widest(view.rowLabels);
+    entry.colLabelWidth = widest(view.colLabels);
+    entry.labelFont = font;
+  }
+  if (options.axisLabels) {
+    g.rowLabelWidth = entry.rowLabelWidth + font * 0.4f;
+    g.colLabelHeight = font * 1.3f;
+  }
+  // The colorbar's ends, in the formatter of the cells and the exported ticks.
+  g.vminText = formatNumber(range.lo, kCellDigits);
+  g.vmaxText = formatNumber(range.hi, kCellDigits);
+  g.colorbarWidth = options.colorbar ? font * 1.4f +
+                                           std::max(ImGui::CalcTextSize(g.vminText.c_str()).x,
+                                                    ImGui::CalcTextSize(g.vmaxText.c_str()).x) +
+                                           font * 0.4f
+                                     : 0.f;
+  const float gridAreaW = std::max(font, area.x - g.rowLabelWidth - g.colorbarWidth);
+  const float gridAreaH = std::max(font, area.y - g.colLabelHeight);
+  // Square cells, as large as the space allows, but allow up to 4:1 so that a long thin
+  // matrix (one query over many keys) is still visible; cap huge cells on tiny matrices.
+  float cellW = gridAreaW / cols, cellH = gridAreaH / rows;
+  const float square = std::min(cellW, cellH);
+  cellW = std::min({cellW, square * 4, font * 8});
+  cellH = std::min({cellH, square * 4, font * 8});
+  // A very long thin matrix (1024 x 8) must still be wide enough to see: at least a few
+  // font sizes along each side when the space allows.
+  const float minSide = font * 5;
+  if (cellW * cols < std::min(gridAreaW, minSide)) cellW = std::min(gridAreaW, minSide) / cols;
+  if (cellH * rows < std::min(gridAreaH, minSide)) cellH = std::min(gridAreaH, minSide) / rows;
+  const ImVec2 gridSize(cellW * cols, cellH * rows);
+  g.gridMin =
+      ImVec2(std::floor(g.origin.x + g.rowLabelWidth), std::floor(g.origin.y + g.colLabelHeight));
+  g.gridMax = ImVec2(g.gridMin.x + std::round(gridSize.x), g.gridMin.y + std::round(gridSize.y));
+  g.gridW = g.gridMax.x - g.gridMin.x;
+  g.gridH = g.gridMax.y - g.gridMin.y;
+  return g;
+}
+
+void handleGridInput(Entry& entry, Grid& g, HeatmapInteraction& interaction) {
+  const ImGuiIO& io = ImGui::GetIO();
+  const int rows = g.rows, cols = g.cols;
+  const ImVec2 gridMin = g.gridMin;
+  const float gridW = g.gridW, gridH = g.gridH;
+  ImGui::SetCursorScreenPos(gridMin);
+  const bool released =
+      ImGui::InvisibleButton("##grid", ImVec2(std::max(gridW, 1.f), std::max(gridH, 1.f)),
+                             ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonMiddle);
+  const bool hovered = ImGui::IsItemHovered();
+  ImGui::SetItemUsingMouseWheel();
+  ImGui::OpenPopupOnItemClick("##context", ImGuiPopupFlags_MouseButtonRight);
+  if (ImGui::IsItemActivated()) entry.panned = false;
+  auto uvAt = [&](ImVec2 p) {
+    return ImVec2(entry.u0 + (p.x - gridMin.x) / gridW * (entry.u1 - entry.u0),
+                  entry.v0 + (p.y - gridMin.y) / gridH * (entry.v1 - entry.v0));
+  };
+  if (hovered && io.MouseWheel != 0) {
+    const ImVec2 anchor = uvAt(io.MousePos);
+    const float factor = std::pow(1.25f, -io.MouseWheel);
+    const float fx = (io.MousePos.x - gridMin.x) / gridW, fy = (io.MousePos.y - gridMin.y) / gridH;
+    const float spanU = std::clamp((entry.u1 - entry.u0) * factor, 1.f / cols, 1.f);
+    const float spanV = std::clamp((entry.v1 - entry.v0) * factor, 1.f / rows, 1.f);
+    entry.u0 = anchor.x - fx * spanU;
+    entry.u1 = entry.u0 + spanU;
+    entry.v0 = anchor.y - fy * spanV;
+    entry.v1 = entry.v0 + spanV;
+    clampUv(entry);
+  }
+  if (ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) ||
+                                ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
+    entry.panned = true;
+    const ImVec2 delta = io.MouseDelta;
+    const float du = -delta.x / gridW * (entry.u1 - entry.u0);
+    const float dv = -delta.y / gridH * (entry.v1 - entry.v0);
+    entry.u0 += du, entry.u1 += du, entry.v0 += dv, entry.v1 += dv;
+    clampUv(entry);
+  }
+  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+    entry.u0 = entry.v0 = 0, entry.u1 = entry.v1 = 1;
+  }
+
+  // The visible part of the matrix.
+  g.u0 = entry.u0, g.v0 = entry.v0, g.u1 = entry.u1, g.v1 = entry.v1;
+  g.cellPxW = gridW / ((g.u1 - g.u0) * cols);
+  g.cellPxH = gridH / ((g.v1 - g.v0) * rows);
+  g.firstCol = std::clamp(static_cast<int>(std::floor(g.u0 * cols)), 0, cols - 1);
+  g.lastCol = std::clamp(static_cast<int>(std::ceil(g.u1 * cols)) - 1, 0, cols - 1);
+  g.firstRow = std::clamp(static_cast<int>(std::floor(g.v0 * rows)), 0, rows - 1);
+  g.lastRow = std::clamp(static_cast<int>(std::ceil(g.v1 * rows)) - 1, 0, rows - 1);
+
+  if (hovered) {
+    const ImVec2 uv = uvAt(io.MousePos);
+    interaction.hovered = true;
+    interaction.col = std::clamp(static_cast<int>(std::floor(uv.x * cols)), 0, cols - 1);
+    interaction.row = std::clamp(static_cast<int>(std::floor(uv.y * rows)), 0, rows - 1);
+    interaction.clicked =
+        released && !entry.panned && ImGui::IsMouseReleased(ImGuiMouseButton_Left);
+  }
+  if (!ImGui::IsItemActive()) entry.panned = false;  // the drag (if any) is over
+  if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right)) {
+    entry.contextRow = interaction.row;
+    entry.contextCol = interaction.col;
+  }
+}
+
+}  // namespace attn::app::widget

@@ -1,0 +1,48 @@
+// Pipeline step-through and the focused head (see pipeline_steps.h).
+#include "app/pipeline_steps.h"
+
+#include <algorithm>
+
+namespace attn::app {
+
+std::vector<io::MatrixKind> visibleStages(const AttentionResult* result) {
+  using io::MatrixKind;
+  std::vector<MatrixKind> stages = {MatrixKind::Q,
+                                    MatrixKind::K,
+                                    MatrixKind::V,
+                                    MatrixKind::Scores,
+                                    MatrixKind::MaskedScores,
+                                    MatrixKind::Weights,
+                                    MatrixKind::Context};
+  if (result == nullptr) return stages;
+  const bool multiHead = result->heads.size() > 1;
+  const bool outputProjection = !result->projections.identity && result->projections.wo.size() > 0;
+  if (multiHead) stages.push_back(MatrixKind::Concat);
+  if (multiHead || outputProjection) stages.push_back(MatrixKind::Output);
+  return stages;
+}
+
+int stepPipelineStage(int current, int delta, const std::vector<io::MatrixKind>& visible) {
+  if (visible.empty() || delta == 0) return current;
+  const int n = static_cast<int>(visible.size());
+  int index = -1;
+  for (int i = 0; i < n; ++i)
+    if (stageIndex(visible[i]) == current) index = i;
+  if (index < 0) {
+    // From "all" (or a stage that is no longer shown): start at one end.
+    return stageIndex(delta > 0 ? visible.front() : visible.back());
+  }
+  const int next = index + (delta > 0 ? 1 : -1);
+  if (next < 0 || next >= n) return -1;
+  return stageIndex(visible[next]);
+}
+
+int clampedHead(const AppState& state) {
+  const int heads = state.computed->result ? static_cast<int>(state.computed->result->heads.size())
+                                          : std::max(state.doc.heads, 1);
+  const int h = state.view.focusedHead;
+  if (h == -1) return heads > 1 ? -1 : 0;
+  return std::clamp(h, 0, std::max(heads - 1, 0));
+}
+
+}  // namespace attn::app

@@ -1,0 +1,24 @@
+// The pipeline view's step-through (which stages exist, the next one) and the head the
+// detail views show. App-side: they depend on AppState and the pipeline's Stage list.
+#pragma once
+
+#include <vector>
+
+#include "app/app_state.h"
+#include "core/scenario_edits.h"
+
+namespace attn::app {
+
+// The stages worth showing: Q, K, V, scores, masked scores, weights, context, and concat /
+// output only when there are several heads or an output projection.
+std::vector<io::MatrixKind> visibleStages(const AttentionResult* result);
+// Next (delta > 0) or previous stage among `visible`, as a stageIndex; -1 means "all
+// stages". Stepping past either end returns to -1, and from -1 forward starts at the first,
+// backward at the last.
+int stepPipelineStage(int current, int delta, const std::vector<io::MatrixKind>& visible);
+
+// The head to show in detail views: view.focusedHead clamped into range (-1 = mean stays -1
+// when there are several heads, else 0).
+int clampedHead(const AppState& state);
+
+}  // namespace attn::app

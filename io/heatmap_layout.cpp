@@ -1,0 +1,289 @@
+// The heatmap layout (see heatmap_layout.h): cell size and pooling, font sizes, label
+// thinning, the stack of title / labels / grid / colorbar, and cellRect().
+#include "io/heatmap_layout.h"
+
+#include <algorithm>
+
+#ifndef ATTNSCOPE_FONT_PATH
+#define ATTNSCOPE_FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+#endif
+
+namespace attn::io {
+
+namespace detail {
+
+// Smallest of 1, 2, 5, 10, 20, 50, ... that is >= x.
+int niceStep(double x) {
+  for (long long decade = 1;; decade *= 10) {
+    for (long long m : {1, 2, 5}) {
+      if (static_cast<double>(m * decade) >= x) return static_cast<int>(m * decade);
+    }
+  }
+}
+
+std::string rowLabel(const HeatmapView& view, int r) {
+  return static_cast<size_t>(r) < view.rowLabels.size() ? view.rowLabels[static_cast<size_t>(r)]
+                                                        : std::to_string(r);
+}
+std::string colLabel(const HeatmapView& view, int c) {
+  return static_cast<size_t>(c) < view.colLabels.size() ? view.colLabels[static_cast<size_t>(c)]
+                                                        : std::to_string(c);
+}
+
+Status checkStyle(const HeatmapView& view, const HeatmapStyle& style) {
+  if (style.scale < 1 || style.scale > 8) {
+    return Error{"", "scale", "must be between 1 and 8 (got " + std::to_string(style.scale) + ")"};
+  }
+  if (style.cellSize < 1 || style.cellSize > 400) {
+    return Error{"", "cellSize",
+                 "must be between 1 and 400 pixels (got " + std::to_string(style.cellSize) + ")"};
+  }
+  if (style.cellGap < 0 || style.cellGap > 8) {
+    return Error{"", "cellGap",
+                 "must be between 0 and 8 pixels (got " + std::to_string(style.cellGap) + ")"};
+  }
+  if (style.digits < 1 || style.digits > 9) {
+    return Error{"", "digits",
+                 "must be between 1 and 9 (got " + std::to_string(style.digits) + ")"};
+  }
+  if ((style.vmin && !std::isfinite(*style.vmin)) || (style.vmax && !std::isfinite(*style.vmax))) {
+    return Error{"", "vmin", "vmin and vmax must be finite numbers"};
+  }
+  if (style.vmin && style.vmax && *style.vmin > *style.vmax) {
+    return Error{"", "vmin",
+                 "vmin (" + formatNumber(*style.vmin, 6) + ") must not be greater than vmax (" +
+                     formatNumber(*style.vmax, 6) + ")"};
+  }
+  if (view.values.rows == 0 || view.values.cols == 0) {
+    return Error{"", "matrix",
+                 "the matrix is empty (" + std::to_string(view.values.rows) + " x " +
+                     std::to_string(view.values.cols) + "), nothing to draw"};
+  }
+  return Ok{};
+}
+
+// The whole layout. `font` may be null (cellRect without a font): text is then estimated.
+Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font) {
+  Layout L;
+  const int s = style.scale;
+  L.scale = s;
+  L.rows = static_cast<int>(view.values.rows);
+  L.cols = static_cast<int>(view.values.cols);
+  L.range = valueRange(view.values, style.vmin, style.vmax);
+
+  // 1 cell size (scale 1): shrink to the budget, pool when below one pixel
+  const int longest = std::max(L.rows, L.cols);
+  int cell = style.cellSize, gap = style.cellGap;
+  if (longest > kGridBudget) {
+    L.pool = (longest + kGridBudget - 1) / kGridBudget;
+    cell = 1;
+    gap = 0;
+  } else if (longest * (cell + gap) > kGridBudget) {
+    const int pitch = std::max(1, kGridBudget / longest);
+    if (gap > 0 && pitch - gap >= 8) {
+      cell = pitch - gap;
+    } else {
+      cell = pitch;
+      gap = 0;
+    }
+  }
+  L.gridRows = (L.rows + L.pool - 1) / L.pool;
+  L.gridCols = (L.cols + L.pool - 1) / L.pool;
+  const int pitch = cell + gap;
+  const int gridW = L.gridCols * pitch - gap, gridH = L.gridRows * pitch - gap;
+  const double pitchPerIndex = static_cast<double>(pitch) / L.pool;  // px per matrix row/col
+
+  // 2 font sizes (scale 1, em px): from the cell size, larger for big grids
+  const float axisPx = std::clamp(std::max(0.32f * static_cast<float>(cell),
+                                           static_cast<float>(std::max(gridW, gridH)) / 110.0f),
+                                  11.0f, 18.0f);
+  const float titlePx = std::round(axisPx * 1.25f);
+  const float tickPx = axisPx;
+  auto lineOf = [&](float px) {
+    return static_cast<int>(std::ceil(font ? font->lineHeight(px) : 1.17f * px));
+  };
+  auto widthOf = [&](std::string_view text, float px) {
+    return static_cast<int>(std::ceil(textWidth(font, displayText(font, text), px)));
+  };
+  const int axisLine = lineOf(axisPx), tickLine = lineOf(tickPx);
+  const int margin = static_cast<int>(std::lround(axisPx * 0.8f));
+  const int pad = static_cast<int>(std::lround(axisPx * 0.45f));
+
+  // 3 cell labels: ~0.3 of the cell, shrunk to fit the widest label down to 7 px, then with
+  //   fewer digits (fittedCellLabel's rule); shown only when the cell is at least 2.5 font
+  //   heights tall (and the matrix isn't pooled)
+  float cellPx = std::clamp(0.3f * static_cast<float>(cell), 8.0f, 18.0f);
+  bool showCellLabels = style.cellLabels && L.pool == 1 && cell >= 2.5f * cellPx;
+  if (showCellLabels) {
+    const float room = static_cast<float>(cell) - 4.0f;
+    const float basePx = cellPx;
+    showCellLabels = false;
+    for (int digits = style.digits; digits >= 1 && !showCellLabels; --digits) {
+      float widest = 0;
+      for (int r = 0; r < L.rows; ++r) {
+        for (int c = 0; c < L.cols; ++c) {
+          widest = std::max(
+              widest, textWidth(font, displayNumber(font, view.values(r, c), digits), basePx));
+        }
+      }
+      cellPx = widest > room ? basePx * room / widest : basePx;
+      showCellLabels = cellPx >= 7.0f;
+      L.cellDigits = digits;
+    }
+  }
+
+  // 4 axis labels: thinned to every niceStep-th so they never overlap
+  L.showRowLabels = style.axisLabels;
+  L.showColLabels = style.axisLabels;
+  int rowLabelWidth = 0, colBand = 0;
+  if (L.showRowLabels) {
+    L.rowStep = niceStep(axisLine * 1.05 / pitchPerIndex);
+    for (int r = 0; r < L.rows; r += L.rowStep)
+      rowLabelWidth = std::max(rowLabelWidth, widthOf(rowLabel(view, r), axisPx));
+  }
+  if (L.showColLabels) {
+    int widest = 0;
+    for (int c = 0; c < L.cols; ++c) widest = std::max(widest, widthOf(colLabel(view, c), axisPx));
+    L.colLabelsVertical = !(L.pool == 1 && widest + 4 <= pitch);
+    if (L.colLabelsVertical) {
+      L.colStep = niceStep(axisLine * 1.05 / pitchPerIndex);
+      widest = 0;
+      for (int c = 0; c < L.cols; c += L.colStep)
+        widest = std::max(widest, widthOf(colLabel(view, c), axisPx));
+      colBand = widest;
+    } else {
+      colBand = axisLine;
+    }
+  }
+
+  // 5 vertical stack: margin, title, column labels, grid (colorbar beside it), margin
+  L.showTitle = style.title && !view.title.empty();
+  int y = margin;
+  int titleWidth = 0;
+  if (L.showTitle) {
+    const int titleLine = lineOf(titlePx);
+    L.titleBaseline = y + static_cast<int>(std::lround(font ? font->ascent * titlePx : titlePx));
+    titleWidth = widthOf(view.title, titlePx);
+    y += titleLine + pad;
+  }
+  if (L.showColLabels) {
+    L.colLabelBottom = y + colBand;
+    y = L.colLabelBottom + pad;
+  }
+  L.showColorbar = style.colorbar;
+  if (L.showColorbar) y = std::max(y, margin + tickLine / 2 + 1);  // room for the top tick label
+  const int gridY = y;
+
+  // 6 horizontal: margin, row labels, grid, colorbar with its tick labels, margin
+  int x = margin;
+  if (L.showRowLabels) {
+    L.rowLabelRight = x + rowLabelWidth;
+    x = L.rowLabelRight + pad;
+  }
+  const int gridX = x;
+  int right = gridX + gridW;
+  int bottom = gridY + gridH;
+  int cbX = 0, cbW = 0, cbH = 0, tickLength = 0, tickLabelX = 0;
+  if (L.showColorbar) {
+    cbX = right + std::max(2 * pad, 12);
+    cbW = static_cast<int>(std::lround(axisPx * 1.1f));
+    cbH = std::max(gridH, 6 * tickLine);
+    tickLength = 4;
+    tickLabelX = cbX + cbW + tickLength + 3;
+    const double span = static_cast<double>(L.range.hi) - L.range.lo;
+    L.ticks = span > 0 ? std::vector<float>{L.range.lo, static_cast<float>(L.range.lo + span / 2),
+                                            L.range.hi}
+                       : std::vector<float>{L.range.lo};
+    int widest = 0;
+    for (float t : L.ticks) {
+      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(
+                                    font, displayNumber(font, t, style.digits), tickPx))));
+    }
+    right = tickLabelX + widest;
+    bottom = std::max(bottom, gridY + cbH + tickLine / 2 + 1);
+  }
+  int width = right + margin;
+  const int height = bottom + margin;
+  int titleX = 0;
+  if (L.showTitle) {
+    titleX = std::max(margin, gridX + gridW / 2 - titleWidth / 2);
+    width = std::max(width, titleX + titleWidth + margin);
+  }
+
+  // 7 scale everything
+  L.cell = cell * s;
+  L.pitch = pitch * s;
+  L.gridX = gridX * s;
+  L.gridY = gridY * s;
+  L.gridW = gridW * s;
+  L.gridH = gridH * s;
+  L.width = width * s;
+  L.height = height * s;
+  L.frame = s;
+  L.titlePx = titlePx * static_cast<float>(s);
+  L.axisPx = axisPx * static_cast<float>(s);
+  L.cellPx = cellPx * static_cast<float>(s);
+  L.tickPx = tickPx * static_cast<float>(s);
+  L.showCellLabels = showCellLabels;
+  L.rowLabelRight *= s;
+  L.colLabelBottom *= s;
+  L.titleX = titleX * s;
+  L.titleBaseline *= s;
+  L.cbX = cbX * s;
+  L.cbY = gridY * s;
+  L.cbW = cbW * s;
+  L.cbH = cbH * s;
+  L.tickLength = tickLength * s;
+  L.tickLabelX = tickLabelX * s;
+  return L;
+}
+
+// The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`).
+MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage) {
+  if (L.pool == 1) return view.values;
+  storage.resize(L.gridRows, L.gridCols);
+  maxPool(view.values, L.pool, L.gridRows, L.gridCols, storage.data());
+  return matrixRef(storage);
+}
+
+TextPlacement placeText(const Font& font, const std::u32string& text, float px, float anchorX,
+                        float centreY, Align align) {
+  const float width = textWidth(&font, text, px);
+  float x = anchorX;
+  if (align == Align::Center) x -= width / 2;
+  if (align == Align::Right) x -= width;
+  return {x, centreY + font.capHeight * px / 2};
+}
+
+std::string fontPathOf(const HeatmapStyle& style) {
+  return style.fontPath.empty() ? std::string(ATTNSCOPE_FONT_PATH) : style.fontPath;
+}
+
+// Raster images larger than this are refused (an 8x export of a 512 x 512 matrix would
+// need ~1 GB); the SVG has no such limit.
+constexpr long long kMaxRasterPixels = 100'000'000;
+
+Status checkRasterSize(const Layout& layout) {
+  const long long pixels = static_cast<long long>(layout.width) * layout.height;
+  if (pixels <= kMaxRasterPixels) return Ok{};
+  return Error{"", "scale",
+               "the image would be " + std::to_string(layout.width) + " x " +
+                   std::to_string(layout.height) +
+                   " px (over 100 megapixels); use a smaller scale or export .svg"};
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+PixelRect cellRect(const HeatmapView& view, const HeatmapStyle& style, int row, int col) {
+  if (!checkStyle(view, style)) return {0, 0, 0, 0};
+  Expected<const Font*> font = loadFont(fontPathOf(style));
+  const Layout L = computeLayout(view, style, font ? *font : nullptr);
+  row = std::clamp(row, 0, L.rows - 1);
+  col = std::clamp(col, 0, L.cols - 1);
+  const int x0 = L.cellX(col / L.pool), y0 = L.cellY(row / L.pool);
+  return {x0, y0, x0 + L.cell, y0 + L.cell};
+}
+
+}  // namespace attn::io
