@@ -18,6 +18,7 @@
 
 #include "core/attention.h"
 #include "core/isa.h"
+#include "core/parallel.h"
 
 namespace attn::app {
 
@@ -38,12 +39,15 @@ options:
   --threads T    threads, 1..256, or 0 = every core              (default: 0)
   --repeat R     timed repetitions, 1..10000                     (default: 10)
   --seed S       seed of the inputs and weights                  (default: 1)
+  --gemm-rates   also time the Q/K/V projection GEMM alone, as attend() runs it, and a
+                 2048³ sgemm on the same threads (the peak they reach)
   -h, --help     show this help
 
 output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
 gflops (8·N·D² + 4·N²·D floating-point operations, a multiply-add counted as 2, over the
 median), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
-OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib.
+OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib;
+with --gemm-rates also projection_gflops and peak_gflops.
 )";
 
 namespace {
@@ -52,6 +56,7 @@ struct BenchArgs {
   int n = 512, d = 512, heads = 8, threads = 0, repeat = 10;
   std::uint64_t seed = 1;
   bool help = false;
+  bool gemmRates = false;
 };
 
 std::optional<long long> parseInteger(std::string_view text, long long lo, long long hi) {
@@ -83,6 +88,10 @@ Expected<BenchArgs> parseBenchArgs(std::span<const std::string> args) {
     const std::string& arg = args[i];
     if (arg == "-h" || arg == "--help") {
       parsed.help = true;
+      continue;
+    }
+    if (arg == "--gemm-rates") {
+      parsed.gemmRates = true;
       continue;
     }
     std::string name = arg, value;
@@ -121,6 +130,58 @@ Expected<BenchArgs> parseBenchArgs(std::span<const std::string> args) {
     return Error{"", "", problem};
   }
   return parsed;
+}
+
+// --gemm-rates: the projection GEMM as attend() runs it (per head, per 256-row block, on
+// `threads` threads, OpenBLAS single-threaded), and a large sgemm (2048³, one row block per
+// thread) as the peak those threads reach. GFLOP/s over the median of 5 runs each.
+struct GemmRates {
+  double projection = 0, peak = 0;
+};
+
+template <class Run>
+double medianSeconds(int repeat, Run&& run) {
+  run();  // untimed
+  std::vector<double> seconds;
+  for (int r = 0; r < repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+GemmRates measureGemmRates(int n, int d, int heads, int threads, std::uint64_t seed) {
+  SingleThreadedBlas singleThreadedBlas;
+  GemmRates rates;
+  const Matrix x = xavierUniform(n, d, seed), w = xavierUniform(d, d, seed + 2);
+  Matrix y(n, d);
+  const int dH = d / heads;
+  constexpr int kBlock = 256;  // attend()'s kProductBlockRows
+  const int blocks = (n + kBlock - 1) / kBlock;
+  const double projection = medianSeconds(5, [&] {
+    parallelFor(heads * blocks, threads, [&](int item, int) {
+      const int h = item / blocks, first = item % blocks * kBlock;
+      const int count = std::min(kBlock, n - first);
+      y.block(first, h * dH, count, dH).noalias() =
+          x.middleRows(first, count) * w.middleCols(h * dH, dH);
+    });
+  });
+  rates.projection = 2.0 * n * d * double(d) / projection * 1e-9;
+  constexpr int kBig = 2048;
+  const Matrix a = xavierUniform(kBig, kBig, seed + 3), b = xavierUniform(kBig, kBig, seed + 4);
+  Matrix c(kBig, kBig);
+  const int rowsPerThread = (kBig + threads - 1) / threads;
+  const double peak = medianSeconds(5, [&] {
+    parallelFor(threads, threads, [&](int t, int) {
+      const int first = t * rowsPerThread, count = std::min(rowsPerThread, kBig - first);
+      if (count > 0) c.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
+    });
+  });
+  rates.peak = 2.0 * kBig * double(kBig) * kBig / peak * 1e-9;
+  return rates;
 }
 
 double peakRssMiB() {
@@ -201,6 +262,11 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
                         result.heads[0].weights.rows() == a.n &&
                         result.heads[0].weights.cols() == a.n;
   doc["peak_rss_mib"] = peakRssMiB();
+  if (a.gemmRates) {
+    const GemmRates rates = measureGemmRates(a.n, a.d, a.heads, resolvedThreads(run), a.seed);
+    doc["projection_gflops"] = rates.projection;
+    doc["peak_gflops"] = rates.peak;
+  }
   doc["times_ms"] = ms;
   out << doc.dump() << '\n';
   return 0;
