@@ -13,12 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "app/image_view.h"
 #include "core/attention.h"
 #include "core/scenario.h"
 #include "core/scenario_edits.h"
 #include "io/heatmap_render.h"
 
 namespace attn::app {
+
+struct TrainingPanelState;  // app/panel_training.h (owns the training worker thread)
 
 // ---------------------------------------------------------------------------------------
 // View settings (not part of undo; saved in the autosave)
@@ -181,6 +184,9 @@ struct AppState {
   std::uint64_t submittedRevision = ~0ull;  // last revision handed to the ComputeService
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
   PanelScratch panels;             // editing panels' between-frame scratch (not saved)
+  ImageViewState image;            // the image view: its image, settings and result
+  // The Training panel's settings and trainer, created when the panel is first drawn.
+  std::shared_ptr<TrainingPanelState> training;
 
   bool dirty() const { return contentId != savedContentId; }
   // True while the result on screen belongs to an older revision than the document.

@@ -24,9 +24,12 @@
 #include "app/cli_attention.h"
 #include "app/cli_bench.h"
 #include "app/cli_common.h"
+#include "app/cli_image.h"
+#include "app/cli_train.h"
 #include "app/gui.h"
 #include "core/isa.h"
 #include "core/scenario.h"
+#include "io/files.h"
 #include "io/heatmap_render.h"
 #include "io/scenario_json.h"
 
@@ -47,9 +50,12 @@ usage:
   attnscope SCENARIO.json          open the window on a scenario file
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
-  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
+  attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
+  attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
+  attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
   attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
@@ -61,6 +67,8 @@ commands:
   bench       time the multi-head self-attention forward pass, print JSON
   info        list the arrays of an .npy/.npz attention file and its [layers, heads,
               n_q, n_k] as JSON (docs/import.md)
+  image       self-attention over the P x P patches of an image, overlay as PNG
+  train       train a small attention model on a toy task, write accuracy and alignment
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -74,7 +82,10 @@ scores, weights and context, then concat, output, weights_mean, the query and ke
 and the warnings. Matrices are lists of rows.
 
 options:
-  --out FILE.json   write to FILE (atomically: temporary file + rename) instead of stdout
+  --out FILE.json   write to FILE instead of stdout, atomically (a temporary file,
+                    fsync, then moved into place). An existing file keeps its mode, a
+                    symlink stays a symlink, a pipe or device (/dev/stdout) is written
+                    into; a read-only file, a folder or the SCENARIO itself is refused
   -h, --help        show this help
 
 Warnings (a fully masked query row, a zero vector under cosine, ...) go to stderr as
@@ -125,11 +136,14 @@ attention files (a model's saved attention, see docs/import.md):
                              (default by ndim: qk, hqk, lhqk, blhqk)
   --tokens FILE              token labels (.json list or .txt lines); default: the side file
                              FILE.tokens.json / FILE.tokens.txt, else the indices
+  --grid                     the whole layer x head grid as one labelled PNG (thumbnails
+                             max-pooled to 64 x 64; --colormap, --vmin, --vmax apply)
 NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+                                   [--training STEPS]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. Needs a display; without one use
@@ -139,7 +153,13 @@ options:
   --out FILE.png    output file (required); its folder must exist
   --size WxH        window size, each 64..8192                    (default: 1600x1000)
   --frames N        frames to render before saving, 1..10000     (default: 5)
+  --training STEPS  show the Training panel after STEPS steps (0..100000) of its default
+                    run (reverse, L 8, V 10, encoder-decoder, dot; seed 1): reproducible
   -h, --help        show this help
+
+When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
+  --patch P  --query R,C  --temperature T  --pos none|sin2d|random
+set the view as in `attnscope image`.
 )";
 
 }  // namespace
@@ -342,6 +362,14 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
   return Ok{};
 }
 
+// --out must not name one of the command's inputs (the same file, also through a symlink
+// or a hard link): `compute X.json --out X.json` would replace the scenario by its result.
+Status checkNotAnInput(const std::string& outPath, const std::string& inputPath) {
+  if (outPath.empty() || !io::sameFile(outPath, inputPath)) return Ok{};
+  return optionError("--out", inQuotes(outPath) + " is the input file " + inQuotes(inputPath) +
+                                  "; writing it would destroy the input (choose another file)");
+}
+
 }  // namespace cli
 
 namespace {
@@ -374,7 +402,7 @@ Expected<Computed> loadAndCompute(const std::string& path) {
   RunOptions run;
   run.threads = 0;  // every core
   if (Status status = attend(problem->inputs, problem->options, result, run); !status) {
-    Error error = status.error();
+    Error error = toScenarioError(status.error(), *scenario);
     if (error.file.empty()) error.file = path;
     return error;
   }
@@ -409,13 +437,15 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
   if (!path) return fail(err, path.error());
   Expected<std::string> outPath = checkOutputPath(*parsed, {}, /*required=*/false);
   if (!outPath) return fail(err, outPath.error());
+  if (Status distinct = checkNotAnInput(*outPath, *path); !distinct)
+    return fail(err, distinct.error());
 
   // 2-3 load and compute
   Expected<Computed> computed = loadAndCompute(*path);
   if (!computed) return fail(err, computed.error());
 
-  // 5 write, streamed: the text of a large result (about 1 GB at 2048 tokens x 8 heads) is
-  // never held whole, and each head's scores are computed only while they are written.
+  // 5 write: to stdout streamed (the text of a large result, about 1 GB at 2048 tokens x 8
+  // heads, is never held whole; each head's scores are computed only while written).
   const auto produce = [&computed](const io::TextSink& sink) {
     io::writeResultJson(computed->result, computed->problem, sink);
   };
@@ -423,7 +453,10 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
     produce([&out](std::string_view chunk) { out << chunk; });
     out.flush();
   } else {
-    Status written = io::writeFileAtomicStreamed(*outPath, produce);
+    // A file goes through the one atomic writer (io/files.h), which takes the whole text: no
+    // JSON DOM, but the text is held once (about 1 GB at 2048 tokens x 8 heads).
+    Status written = io::writeFileAtomic(*outPath, io::resultToJson(computed->result,
+                                                                    computed->problem));
     if (!written) {
       Error error = written.error();
       if (error.file.empty()) error.file = *outPath;
@@ -445,7 +478,7 @@ constexpr OptionSpec kExportOptions[] = {
     {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
     // .npy/.npz attention files only (app/cli_attention.cpp)
     {"--layer", true},  {"--aggregate", true},   {"--array", true},        {"--batch", true},
-    {"--layout", true}, {"--tokens", true},       {"--digits", true}};
+    {"--layout", true}, {"--tokens", true},       {"--digits", true}, {"--grid", false}};
 
 struct ExportRequest {
   std::string scenarioPath;
@@ -496,6 +529,8 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
+  if (Status distinct = checkNotAnInput(*out, request.scenarioPath); !distinct)
+    return distinct.error();
   request.outPath = *out;
   return request;
 }
@@ -559,7 +594,9 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 // screenshot
 // =======================================================================================
 
-constexpr OptionSpec kScreenshotOptions[] = {{"--out", true}, {"--size", true}, {"--frames", true}};
+constexpr OptionSpec kScreenshotOptions[] = {
+    {"--out", true},   {"--size", true},        {"--frames", true}, {"--patch", true},
+    {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -588,14 +625,32 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       return fail(err, optionError("--frames", inQuotes(*v) + " is not an integer in 1..10000"));
     launch.frames = *n;
   }
+  if (const std::string* v = parsed->get("--training")) {
+    auto n = parseIntStrict(*v, 0, 100000);
+    if (!n)
+      return fail(err, optionError("--training", inQuotes(*v) + " is not an integer in 0..100000"));
+    launch.trainingSteps = *n;
+  }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());
+  for (const std::string& written : {*outPath, *outPath + ".json"}) {  // the PNG and its sidecar
+    if (Status distinct = checkNotAnInput(written, *path); !distinct)
+      return fail(err, distinct.error());
+  }
   launch.screenshotPath = *outPath;
 
+  // An image opens the image view (the window checks the file before it opens).
+  if (Status image = applyImageScreenshotOptions(
+          *path, [&](std::string_view name) { return parsed->get(name); }, launch);
+      !image) {
+    return fail(err, image.error());
+  }
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.
-  Expected<Computed> computed = loadAndCompute(*path);
-  if (!computed) return fail(err, computed.error());
+  if (launch.imagePath.empty()) {
+    Expected<Computed> computed = loadAndCompute(*path);
+    if (!computed) return fail(err, computed.error());
+  }
   out.flush();
   return runGui(launch);
 }
@@ -615,6 +670,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "screenshot") return runScreenshot(rest, out, err);
   if (command == "bench") return runBench(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
+  if (command == "image") return runImageCommand(rest, out, err);
+  if (command == "train") return runTrain(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
         << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
@@ -634,6 +691,10 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kBenchHelp;
     else if (topic == "info")
       out << kInfoHelp;
+    else if (topic == "image")
+      out << kImageHelp;
+    else if (topic == "train")
+      out << trainHelp();
     else
       return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
     return 0;
@@ -649,8 +710,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, bench; see attnscope "
-                             "--help)"});
+                             " (commands: compute, export, screenshot, info, image, train, bench; "
+                             "see attnscope --help)"});
 }
 
 }  // namespace
@@ -661,7 +722,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 bool isCliArgument(std::string_view arg) {
   return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
-         arg == "info" || arg == "bench" || arg.starts_with("-");
+         arg == "info" || arg == "image" || arg == "train" || arg == "bench" ||
+         arg.starts_with("-");
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

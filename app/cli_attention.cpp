@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "app/cli.h"
 #include "io/attention_file.h"
+#include "io/attention_grid.h"
 #include "io/heatmap_render.h"
 
 namespace attn::app {
@@ -32,14 +34,18 @@ options:
   --batch B         item of a batch dimension                              (default: 0)
   --layout DIMS     letters b l h q k ending in qk (default by ndim: qk, hqk, lhqk, blhqk)
   --tokens FILE     token labels (.json list or .txt lines) instead of the side file
-  --scan            read every head and count NaN / +inf / -inf values
+  --scan            read every head once: count NaN / +inf / -inf values, and give each
+                    head's entropy (nats, mean over rows) and top-1 mass ([layer][head])
   -h, --help        show this help
 )";
 
 namespace {
 
-constexpr OptionSpec kInfoOptions[] = {{"--array", true}, {"--batch", true},  {"--layout", true},
-                                       {"--tokens", true}, {"--scan", false}};
+constexpr OptionSpec kInfoOptions[] = {{"--array", true},
+                                       {"--batch", true},
+                                       {"--layout", true},
+                                       {"--tokens", true},
+                                       {"--scan", false}};
 
 // --array, --batch, --layout, --tokens into open options.
 Expected<io::AttentionOpenOptions> parseOpenOptions(const ParsedArgs& parsed) {
@@ -94,7 +100,8 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
     } else if (auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max())) {
       request.selection.layer = *n;
     } else {
-      return optionError("--layer", inQuotes(*v) + " is not a layer index (0, 1, ...) or 'rollout'");
+      return optionError("--layer",
+                         inQuotes(*v) + " is not a layer index (0, 1, ...) or 'rollout'");
     }
   }
   if (const std::string* v = parsed.get("--aggregate")) {
@@ -104,7 +111,8 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
   request.selection.kind = rollout ? Kind::Rollout : Kind::Head;
   if (const std::string* v = parsed.get("--head")) {
     if (rollout && *v != "mean") {
-      return optionError("--head", "rollout uses the mean over heads; give --head mean or leave it out");
+      return optionError("--head",
+                         "rollout uses the mean over heads; give --head mean or leave it out");
     }
     if (*v == "mean") {
       if (!rollout) request.selection.kind = Kind::Mean;
@@ -113,7 +121,8 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
     } else if (auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max())) {
       request.selection.head = *n;
     } else {
-      return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...), 'mean' or 'max'");
+      return optionError("--head",
+                         inQuotes(*v) + " is not a head index (0, 1, ...), 'mean' or 'max'");
     }
   }
   Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
@@ -123,6 +132,11 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
+  if (Status distinct = checkNotAnInput(*out, request.path); !distinct) return distinct.error();
+  if (!request.open.tokensPath.empty()) {
+    if (Status distinct = checkNotAnInput(*out, request.open.tokensPath); !distinct)
+      return distinct.error();
+  }
   request.outPath = *out;
   return request;
 }
@@ -141,7 +155,32 @@ bool isAttentionFilePath(std::string_view path) {
 // export
 // =======================================================================================
 
+// `export FILE --grid --out grid.png`: every head in one image.
+int runGridExport(const ParsedArgs& parsed, std::ostream& err) {
+  for (std::string_view name : {"--layer", "--head", "--aggregate", "--matrix"}) {
+    if (parsed.has(name)) return fail(err, optionError(name, "--grid shows every layer and head"));
+  }
+  Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
+  if (!open) return fail(err, open.error());
+  io::HeatmapStyle heatmap;
+  Status style = parseHeatmapStyle(parsed, heatmap);
+  if (!style) return fail(err, style.error());
+  Expected<std::string> out = checkOutputPath(parsed, {".png"}, true);
+  if (!out) return fail(err, out.error());
+  const std::string& path = parsed.positional.at(0);
+  Expected<io::AttentionFile> file = io::AttentionFile::open(path, *open);
+  if (!file) return fail(err, asOptionError(file.error()));
+  io::GridStyle grid;
+  grid.colormap = heatmap.colormap;
+  grid.vmin = heatmap.vmin;
+  grid.vmax = heatmap.vmax;
+  Status written = io::exportAttentionGrid(*file, grid, *out);
+  if (!written) return fail(err, written.error());
+  return 0;
+}
+
 int runAttentionExport(const ParsedArgs& parsed, std::ostream& /*out*/, std::ostream& err) {
+  if (parsed.has("--grid")) return runGridExport(parsed, err);
   // 1 options
   Expected<AttentionExportRequest> request = parseAttentionExport(parsed);
   if (!request) return fail(err, request.error());
@@ -241,16 +280,29 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   attention["tokens"] = file->labelsSource().empty() ? nlohmann::ordered_json(nullptr)
                                                      : nlohmann::ordered_json(file->labelsSource());
   if (parsed->has("--scan")) {
-    io::NonFiniteCount count;
-    std::vector<float> scratch;
+    // One pass over every head (io::overviewHeads, as the model view does).
+    const io::HeadOverview overview = io::overviewHeads(*file);
+    const io::NonFiniteCount& count = overview.totalNonFinite;
+    attention["non_finite"] = {
+        {"nan", count.nan}, {"pos_inf", count.posInf}, {"neg_inf", count.negInf}};
+    nlohmann::ordered_json entropy = nlohmann::ordered_json::array();
+    nlohmann::ordered_json top1 = nlohmann::ordered_json::array();
     for (int l = 0; l < shape.layers; ++l) {
+      nlohmann::ordered_json entropyRow = nlohmann::ordered_json::array();
+      nlohmann::ordered_json top1Row = nlohmann::ordered_json::array();
       for (int h = 0; h < shape.heads; ++h) {
-        count += io::countNonFinite(file->head(l, h, scratch));
-        file->releaseHead(l, h);
+        const HeadStats& stats = overview.stats[static_cast<std::size_t>(l * shape.heads + h)];
+        // NaN is not JSON: a head with no finite row gets null.
+        entropyRow.push_back(std::isfinite(stats.entropy) ? nlohmann::ordered_json(stats.entropy)
+                                                          : nlohmann::ordered_json(nullptr));
+        top1Row.push_back(std::isfinite(stats.top1Mass) ? nlohmann::ordered_json(stats.top1Mass)
+                                                        : nlohmann::ordered_json(nullptr));
       }
+      entropy.push_back(std::move(entropyRow));
+      top1.push_back(std::move(top1Row));
     }
-    attention["non_finite"] = {{"nan", count.nan}, {"pos_inf", count.posInf},
-                               {"neg_inf", count.negInf}};
+    attention["entropy"] = std::move(entropy);
+    attention["top1_mass"] = std::move(top1);
   }
   json["attention"] = std::move(attention);
   out << json.dump(2) << '\n';

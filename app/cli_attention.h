@@ -15,8 +15,8 @@ namespace attn::app {
 bool isAttentionFilePath(std::string_view path);
 
 // Export options that only make sense for attention files (a scenario export rejects them).
-inline constexpr std::string_view kAttentionOnlyOptions[] = {"--layer", "--aggregate", "--array",
-                                                             "--batch", "--layout", "--tokens"};
+inline constexpr std::string_view kAttentionOnlyOptions[] = {
+    "--layer", "--aggregate", "--array", "--batch", "--layout", "--tokens", "--grid"};
 
 extern const std::string_view kInfoHelp;
 

@@ -57,6 +57,10 @@ std::string lowerExtension(const std::string& path);
 
 // --out FILE: present (when required), not empty, its folder exists and it is not itself a
 // folder. `extensions` lists the accepted lower-case extensions (empty = any).
+// --out must not name one of the command's inputs (the same file, also through a symlink
+// or a hard link). Exit-2 error naming --out otherwise.
+Status checkNotAnInput(const std::string& outPath, const std::string& inputPath);
+
 Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
                                       std::initializer_list<std::string_view> extensions,
                                       bool required);

@@ -32,7 +32,7 @@ std::shared_ptr<Computed> computeDocument(const Scenario& doc, std::uint64_t rev
     if (!status) {
       computed->problem.reset();
       computed->result.reset();
-      computed->error = status.error().message();
+      computed->error = toScenarioError(status.error(), doc).message();
     } else {
       computed->problem = std::move(problem).value();
     }

@@ -1,11 +1,15 @@
-// Open / save, presets, autosave and the unsaved-changes question (see files.h).
+// Open / save, presets, autosave, crash recovery and the unsaved-changes question (see
+// files.h). Sections: view settings · locations (assets, presets, autosave) · document
+// operations · crash recovery · actions · drawing (dialogs and modals) · autosave tick.
 #include "app/files.h"
 
+#include <sys/stat.h>
 #include "app/panel_registry.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 
@@ -13,6 +17,7 @@
 #include <imgui_stdlib.h>
 #include <nlohmann/json.hpp>
 
+#include "io/files.h"
 #include "io/scenario_json.h"
 
 namespace attn::app {
@@ -180,6 +185,25 @@ std::string autosavePath() {
   return {};
 }
 
+bool isInAssetDir(const std::string& path, const std::string& assetDir) {
+  if (path.empty() || assetDir.empty()) return false;
+  std::error_code dirError, fileError;
+  const fs::path dir = fs::weakly_canonical(fs::absolute(assetDir, dirError), dirError);
+  const fs::path file = fs::weakly_canonical(fs::absolute(path, fileError), fileError);
+  if (dirError || fileError) return false;
+  auto f = file.begin();
+  for (const fs::path& part : dir) {
+    if (part.empty()) continue;  // a trailing separator
+    if (f == file.end() || *f != part) return false;
+    ++f;
+  }
+  return true;
+}
+
+bool isPresetPath(const std::string& path) {
+  return isInAssetDir(path, findAssetDir());
+}
+
 // =======================================================================================
 // Document operations
 // =======================================================================================
@@ -199,7 +223,26 @@ bool openDocument(AppState& state, const std::string& path, double now) {
   return true;
 }
 
+bool openImageView(AppState& state, const std::string& path, double now) {
+  Status opened = openImage(state.image, path);
+  if (!opened) {
+    notify(state, Notice::Kind::Error, "cannot open " + opened.error().message(), now);
+    return false;
+  }
+  *panelFlag(state.view, "image") = true;
+  notify(state, Notice::Kind::Info, "opened image " + path, now);
+  return true;
+}
+
 bool saveDocument(AppState& state, const std::string& path, double now) {
+  if (isPresetPath(path)) {
+    notify(state, Notice::Kind::Error,
+           "cannot save " + path +
+               ": it is a shipped preset (a read-only template); use File > Save As to save "
+               "a copy elsewhere",
+           now);
+    return false;
+  }
   Scenario copy = state.doc;
   copy.viewJson = viewToJson(state.view, state.doc.viewJson, /*includeUi=*/false);
   std::error_code ec;
@@ -270,6 +313,121 @@ bool restoreAutosave(AppState& state, const std::string& path, std::string* erro
 }
 
 // =======================================================================================
+// Crash recovery
+// =======================================================================================
+
+namespace {
+
+std::string localTime(std::time_t when) {
+  std::tm local{};
+  localtime_r(&when, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &local);
+  return text;
+}
+
+// The scenario alone (no view settings), as text, for comparing documents.
+std::string contentOf(Scenario scenario) {
+  scenario.viewJson.clear();
+  return io::scenarioToJson(scenario);
+}
+
+}  // namespace
+
+AutosaveCheck checkAutosave(const std::string& path) {
+  AutosaveCheck check;
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return check;
+  check.exists = true;
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) check.savedAt = localTime(info.st_mtime);
+  Expected<Scenario> loaded = io::loadScenario(path);
+  if (!loaded) {
+    check.error = loaded.error().message();
+    return check;
+  }
+  const Json view = parseObject(loaded->viewJson);
+  bool dirty = false;
+  if (auto it = view.find("autosave_source"); it != view.end() && it->is_string()) {
+    check.source = it->get<std::string>();
+  }
+  if (auto it = view.find("autosave_dirty"); it != view.end() && it->is_boolean()) {
+    dirty = it->get<bool>();
+  }
+  // Differs from its document? (An edit that was undone leaves the flag set, not the content.)
+  bool sourceRead = false, same = false;
+  if (!check.source.empty()) {
+    Expected<Scenario> file = io::loadScenario(check.source);
+    sourceRead = file.ok();
+    same = sourceRead && contentOf(*file) == contentOf(*loaded);
+  }
+  check.unsaved = dirty && !same;
+  check.stale = !dirty && sourceRead && !same;
+  return check;
+}
+
+bool startWithAutosave(FileUi& ui, AppState& state, bool restoreSession, double now) {
+  if (ui.autosaveFile.empty()) return false;
+  io::cleanStaleTemporaries(fs::path(ui.autosaveFile).parent_path().string());
+  const AutosaveCheck check = checkAutosave(ui.autosaveFile);
+  if (!check.exists) return false;
+  if (!check.error.empty()) {
+    notify(state, Notice::Kind::Warning,
+           "ignored the autosave " + ui.autosaveFile + ": " + check.error, now);
+    return false;
+  }
+  if (check.unsaved) {  // never restored or overwritten without asking
+    ui.recoveryPending = true;
+    ui.recovery = check;
+    return false;
+  }
+  if (!restoreSession) return false;
+  if (check.stale) {
+    // The file changed after the last session ended cleanly: show the file as it is now,
+    // with the personal settings of the last session.
+    if (!openDocument(state, check.source, now)) return false;
+    if (Expected<Scenario> autosaved = io::loadScenario(ui.autosaveFile)) {
+      applyViewJson(state.view, autosaved->viewJson, /*includeUi=*/true);
+      applyViewJson(state.view, state.doc.viewJson, /*includeUi=*/false);
+    }
+    return true;
+  }
+  std::string error;
+  if (restoreAutosave(state, ui.autosaveFile, &error)) {
+    notify(state, Notice::Kind::Info, "restored the last session from " + ui.autosaveFile, now);
+    return true;
+  }
+  notify(state, Notice::Kind::Warning, "ignored the autosave " + ui.autosaveFile + ": " + error,
+         now);
+  return false;
+}
+
+bool restoreRecovery(FileUi& ui, AppState& state, double now) {
+  ui.recoveryPending = false;
+  std::string error;
+  if (!restoreAutosave(state, ui.autosaveFile, &error)) {
+    notify(state, Notice::Kind::Error,
+           "cannot restore the autosave " + ui.autosaveFile + ": " + error +
+               " (autosave is off for this session, so the file stays as it is)",
+           now);
+    ui.autosaveFile.clear();
+    return false;
+  }
+  ui.autosavedRevision = ~0ull;  // write the restored state back under the current settings
+  notify(state, Notice::Kind::Info,
+         "restored the unsaved changes autosaved at " + ui.recovery.savedAt, now);
+  return true;
+}
+
+void discardRecovery(FileUi& ui, AppState& state, double now) {
+  ui.recoveryPending = false;
+  std::error_code ec;
+  fs::remove(ui.autosaveFile, ec);
+  ui.autosavedRevision = ~0ull;  // the next tick saves the current session instead
+  notify(state, Notice::Kind::Info, "discarded the autosaved changes", now);
+}
+
+// =======================================================================================
 // Actions
 // =======================================================================================
 
@@ -291,17 +449,20 @@ void showSaveAsDialog(FileUi& ui, const AppState& state) {
   ui.dialogJustOpened = true;
   ui.dialogError.clear();
   std::error_code ec;
-  if (!state.docPath.empty()) {
+  if (!state.docPath.empty() && !isPresetPath(state.docPath)) {
     ui.path = state.docPath;
     ui.folder = fs::absolute(state.docPath, ec).parent_path().string();
   } else {
-    if (ui.folder.empty()) ui.folder = fs::current_path(ec).string();
-    ui.path = (fs::path(ui.folder) / (fileStemOf(state.doc.name) + ".json")).string();
+    // Untitled, or a preset (read-only): a new file, never in the assets folder.
+    if (ui.folder.empty() || isPresetPath(ui.folder)) ui.folder = fs::current_path(ec).string();
+    const std::string name = state.docPath.empty() ? fileStemOf(state.doc.name) + ".json"
+                                                   : fs::path(state.docPath).filename().string();
+    ui.path = (fs::path(ui.folder) / name).string();
   }
 }
 
 void saveOrAsk(FileUi& ui, AppState& state, double now) {
-  if (state.docPath.empty()) {
+  if (state.docPath.empty() || isPresetPath(state.docPath)) {
     showSaveAsDialog(ui, state);
     return;
   }
@@ -309,6 +470,15 @@ void saveOrAsk(FileUi& ui, AppState& state, double now) {
 }
 
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now) {
+  if (ui.recoveryPending) {
+    notify(state, Notice::Kind::Warning,
+           "first answer whether to restore the autosaved changes, then open " + path, now);
+    return;
+  }
+  if (isImagePath(path)) {  // an image does not replace the document: no question to ask
+    openImageView(state, path, now);
+    return;
+  }
   if (state.dirty()) {
     ui.after = FileUi::After::Open;
     ui.afterPath = path;
@@ -319,7 +489,8 @@ void requestOpen(FileUi& ui, AppState& state, const std::string& path, double no
 }
 
 void requestQuit(FileUi& ui, AppState& state) {
-  if (!state.dirty()) {
+  // Unanswered recovery: quit without touching the autosave (it is offered again next time).
+  if (!state.dirty() || ui.recoveryPending) {
     ui.quitConfirmed = true;
     return;
   }
@@ -344,7 +515,9 @@ void refreshListing(FileUi& ui) {
     if (name.empty() || name[0] == '.') continue;
     std::error_code typeError;
     const bool directory = item.is_directory(typeError);
-    if (!directory && item.path().extension() != ".json") continue;
+    const bool listed = item.path().extension() == ".json" ||
+                        (ui.dialog == FileUi::Dialog::Open && isImagePath(name));
+    if (!directory && !listed) continue;
     ui.listing.push_back({name, directory});
   }
   std::sort(ui.listing.begin(), ui.listing.end(),
@@ -401,7 +574,7 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
       }
     }
   }
-  if (ui.listing.empty()) ImGui::TextDisabled("(no folders or .json files here)");
+  if (ui.listing.empty()) ImGui::TextDisabled("(no folders or matching files here)");
   ImGui::EndChild();
   if (!enter.empty()) ui.folder = enter;
   ImGui::SetNextItemWidth(-font * 4);
@@ -485,13 +658,21 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
   ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
                           ImVec2(0.5f, 0.5f));
   if (ImGui::BeginPopupModal("Unsaved changes", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    // The default is the safe answer: Enter and Escape both cancel. Only fresh presses made
+    // while the question is up count, so the Enter that confirmed File > Open (same frame)
+    // or a held key cannot answer it.
+    const bool fresh = !ImGui::IsWindowAppearing();
+    const bool cancelKey =
+        fresh && (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter), false) ||
+                  ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_KeyPadEnter), false) ||
+                  ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false));
     ImGui::Text("Save changes to %s?", displayName(state).c_str());
     ImGui::TextDisabled("Your edits since the last save will be lost otherwise.");
+    ImGui::TextDisabled("Enter or Esc: Cancel (keep editing).");
     ImGui::Spacing();
-    if (ImGui::Button("Save", ImVec2(font * 6, 0)) ||
-        ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter))) {
+    if (ImGui::Button("Save", ImVec2(font * 6, 0))) {
       ImGui::CloseCurrentPopup();
-      if (state.docPath.empty()) {
+      if (state.docPath.empty() || isPresetPath(state.docPath)) {
         showSaveAsDialog(ui, state);  // runAfter() once saved
       } else if (saveDocument(state, state.docPath, now)) {
         runAfter(ui, state, now);
@@ -508,18 +689,53 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Throw the edits away and continue.");
     ImGui::SameLine();
-    if (ImGui::Button("Cancel", ImVec2(font * 6, 0)) ||
-        ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
+    // The default button looks pressed-in, like a dialog's default button.
+    ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+    const bool cancel = ImGui::Button("Cancel", ImVec2(font * 6, 0));
+    ImGui::PopStyleColor();
+    if (cancel || cancelKey) {
       ui.after = FileUi::After::Nothing;
       ImGui::CloseCurrentPopup();
     }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Keep editing.");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Keep editing (Enter, Esc).");
+    ImGui::EndPopup();
+  }
+
+  // 3 crash recovery: the autosave holds edits no file has
+  if (ui.recoveryPending && !ImGui::IsPopupOpen("Recover unsaved changes")) {
+    ImGui::OpenPopup("Recover unsaved changes");
+  }
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
+                          ImVec2(0.5f, 0.5f));
+  if (ImGui::BeginPopupModal("Recover unsaved changes", nullptr,
+                             ImGuiWindowFlags_AlwaysAutoResize)) {
+    const std::string what =
+        ui.recovery.source.empty() ? std::string("an untitled scenario") : ui.recovery.source;
+    ImGui::TextUnformatted("attnscope did not close normally last time.");
+    ImGui::Text("The autosave from %s has unsaved changes to", ui.recovery.savedAt.c_str());
+    ImGui::Text("  %s", what.c_str());
+    ImGui::TextDisabled("It is kept untouched until you choose.");
+    ImGui::Spacing();
+    // No keyboard answer: both choices matter, so each needs a click.
+    if (ImGui::Button("Restore", ImVec2(font * 6, 0))) {
+      ImGui::CloseCurrentPopup();
+      restoreRecovery(ui, state, now);
+    }
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Load the autosaved scenario (still unsaved until you save it).");
+    ImGui::SameLine();
+    if (ImGui::Button("Discard", ImVec2(font * 6, 0))) {
+      ImGui::CloseCurrentPopup();
+      discardRecovery(ui, state, now);
+    }
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Delete the autosave and keep the document as it is open now.");
     ImGui::EndPopup();
   }
 }
 
 void autosaveTick(FileUi& ui, AppState& state, double now, double interval, bool force) {
-  if (ui.autosaveFile.empty()) return;
+  if (ui.autosaveFile.empty() || ui.recoveryPending) return;
   if (!force && now - ui.lastAutosaveCheck < interval) return;
   ui.lastAutosaveCheck = now;
   const std::string view = viewToJson(state.view, state.doc.viewJson, true) +

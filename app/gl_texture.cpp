@@ -196,6 +196,32 @@ TextureId GlHeatmapTextures::upload(TextureId texture, const std::vector<MatrixR
   return texture;
 }
 
+TextureId GlHeatmapTextures::uploadRgb(TextureId texture, const io::Image& image) {
+  if (!ready_ || image.width <= 0 || image.height <= 0) return texture;
+  if (texture == 0) glGenTextures(1, &texture);
+  GLint previous = 0;
+  glGetIntegerv(GL_TEXTURE_BINDING_2D, &previous);
+  glBindTexture(GL_TEXTURE_2D, texture);
+  glPixelStorei(GL_UNPACK_ROW_LENGTH, 0);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);  // rows of width·3 bytes
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGB8, image.width, image.height, 0, GL_RGB, GL_UNSIGNED_BYTE,
+               image.rgb.data());
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+  // Nearest when magnified (pixels and patches stay crisp), linear when shrunk.
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glBindTexture(GL_TEXTURE_2D, static_cast<GLuint>(previous));
+  return texture;
+}
+
+void GlHeatmapTextures::drawRgb(ImDrawList* list, TextureId texture, ImVec2 min, ImVec2 max) {
+  if (texture == 0) return;
+  // ImGui's own shader: a plain textured quad.
+  list->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture)), min, max);
+}
+
 void GlHeatmapTextures::release(TextureId texture) {
   if (texture == 0) return;
   glDeleteTextures(1, &texture);

@@ -26,6 +26,8 @@ class GlHeatmapTextures final : public HeatmapTextures {
   void release(TextureId texture) override;
   void drawQuad(ImDrawList* list, const HeatmapQuad& quad) override;
   void drawColorbar(ImDrawList* list, io::ColormapKind colormap, ImVec2 min, ImVec2 max) override;
+  TextureId uploadRgb(TextureId texture, const io::Image& image) override;
+  void drawRgb(ImDrawList* list, TextureId texture, ImVec2 min, ImVec2 max) override;
 
   // Uniforms of one draw callback; a deque so that addresses stay valid until Render().
   struct DrawParams {

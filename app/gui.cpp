@@ -35,8 +35,10 @@
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panel_registry.h"
+#include "app/panel_training.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
+#include "io/files.h"
 #include "io/scenario_json.h"
 
 namespace attn::app {
@@ -83,6 +85,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
     {"Space / \xE2\x86\x92 / \xE2\x86\x90 / Esc", "Pipeline: step through the stages / show all"},
     {"Drop a .json file", "Open it"},
+    {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
+    {"Click a patch of the image", "Make it the query"},
 };
 
 void tooltip(const char* text) {
@@ -229,17 +233,13 @@ int GuiSession::Impl::openWindow() {
 void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
   const double t = now();
   if (!startupError.empty()) notify(state, Notice::Kind::Error, startupError, t);
-  // An explicit file that failed, or none given: the autosave, else the default preset.
-  if (launch.scenarioPath.empty() && !files.autosaveFile.empty()) {
-    std::string error;
-    if (restoreAutosave(state, files.autosaveFile, &error)) {
-      notify(state, Notice::Kind::Info, "restored the last session from " + files.autosaveFile, t);
-      return;
-    }
-    if (error != "no autosave") {
-      notify(state, Notice::Kind::Warning,
-             "ignored the autosave " + files.autosaveFile + ": " + error, t);
-    }
+  // An explicit file that failed, or none given: the last session (unless the autosave
+  // holds unsaved edits: then the recovery modal asks, and the document it belongs to, or
+  // the default preset, is shown meanwhile).
+  if (startWithAutosave(files, state, launch.scenarioPath.empty(), t)) return;
+  if (files.recoveryPending && !files.recovery.source.empty() &&
+      openDocument(state, files.recovery.source, t)) {
+    return;
   }
   const std::string preset = defaultScenarioPath();
   if (preset.empty()) {
@@ -880,18 +880,34 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
   s.options = options;
+  if (isImagePath(s.launch.scenarioPath)) {  // `attnscope IMAGE`: the image view
+    s.launch.imagePath = s.launch.scenarioPath;
+    s.launch.scenarioPath.clear();
+  }
+  // 0 the image, checked before a window opens (as the scenario below)
+  std::string imageError;
+  if (!s.launch.imagePath.empty()) {
+    Expected<io::Image> image = io::loadImage(s.launch.imagePath);
+    if (!image) {
+      if (s.screenshotMode()) {
+        std::fprintf(stderr, "attnscope: %s\n", image.error().message().c_str());
+        return 2;
+      }
+      imageError = "cannot open " + image.error().message();
+    }
+  }
   // 1 the scenario first: a bad file must fail the same way with or without a display
   Scenario initial;
   std::string startupError;
   bool haveInitial = false;
-  if (!launch.scenarioPath.empty()) {
-    Expected<Scenario> loaded = io::loadScenario(launch.scenarioPath);
+  if (!s.launch.scenarioPath.empty()) {
+    Expected<Scenario> loaded = io::loadScenario(s.launch.scenarioPath);
     if (loaded) {
       initial = std::move(loaded).value();
       haveInitial = true;
     } else {
       Error error = loaded.error();
-      if (error.file.empty()) error.file = launch.scenarioPath;
+      if (error.file.empty()) error.file = s.launch.scenarioPath;
       if (s.screenshotMode()) {
         std::fprintf(stderr, "attnscope: %s\n", error.message().c_str());
         return 2;
@@ -912,13 +928,31 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
   if (haveInitial) {
     const std::string view = initial.viewJson;
-    loadDocument(s.state, std::move(initial), launch.scenarioPath);
+    loadDocument(s.state, std::move(initial), s.launch.scenarioPath);
     applyViewJson(s.state.view, view, false);
+    // Unsaved edits in the autosave are offered (modal), never overwritten unasked.
+    startWithAutosave(s.files, s.state, /*restoreSession=*/false, s.now());
+    std::error_code ec;  // temporaries a killed save left next to the document
+    io::cleanStaleTemporaries(fs::absolute(launch.scenarioPath, ec).parent_path().string());
   } else {
     // An explicit file that failed starts on the default preset, not on the autosave
     // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
     s.loadInitialDocument(startupError);
   }
+  // 4 the image view (computed off the UI thread, except for deterministic screenshots)
+  s.state.image.async = !s.screenshotMode();
+  if (!imageError.empty()) notify(s.state, Notice::Kind::Error, imageError, s.now());
+  if (!s.launch.imagePath.empty() && imageError.empty()) {
+    ImageViewState& image = s.state.image;
+    if (s.launch.imagePatch > 0) image.patch.patch = s.launch.imagePatch;
+    if (s.launch.imageTemperature > 0) image.temperature = s.launch.imageTemperature;
+    if (auto kind = parsePatchPositional(s.launch.imagePositional)) image.patch.positional = *kind;
+    if (openImageView(s.state, s.launch.imagePath, s.now())) {
+      if (s.launch.imageQueryRow >= 0) image.queryRow = s.launch.imageQueryRow;
+      if (s.launch.imageQueryCol >= 0) image.queryCol = s.launch.imageQueryCol;
+    }
+  }
+  if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;
@@ -934,7 +968,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
 
 void GuiSession::close() {
   Impl& s = *impl_;
-  if (s.imguiReady && !s.files.autosaveFile.empty()) {
+  // An unanswered recovery question leaves the autosave as it is (asked again next start).
+  if (s.imguiReady && !s.files.autosaveFile.empty() && !s.files.recoveryPending) {
     if (s.files.discarded) {
       // Discarded edits must not come back on the next start: keep the saved file's state.
       std::error_code ec;

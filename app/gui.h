@@ -13,6 +13,14 @@ struct GuiLaunch {
   int width = 1600, height = 1000;  // window size in screen coordinates
   int frames = 5;                   // frames to render before the screenshot
   bool noAutosave = false;          // do not read or write the autosave file (tests)
+  // An image (scenarioPath with an image extension is taken as one): opened in the image
+  // view on top of the usual document. The settings below apply to it (0 / -1 = default).
+  std::string imagePath;
+  int imagePatch = 0;
+  int imageQueryRow = -1, imageQueryCol = -1;
+  float imageTemperature = 0;
+  std::string imagePositional;  // none | sin2d | random ("" = none)
+  long long trainingSteps = -1;     // >= 0: show the Training panel, trained this many steps
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

@@ -47,6 +47,12 @@ class HeatmapTextures {
   virtual void drawQuad(ImDrawList* list, const HeatmapQuad& quad) = 0;
   virtual void drawColorbar(ImDrawList* list, io::ColormapKind colormap, ImVec2 min,
                             ImVec2 max) = 0;
+  // An 8-bit RGB picture (the image view's): uploads it into `texture` (a new one when 0)
+  // and returns it (0 when not ready); release() frees it like a value texture.
+  virtual TextureId uploadRgb(TextureId texture, const io::Image& image) = 0;
+  // Adds the draw command of an uploaded picture over a screen rectangle (nearest texels
+  // when magnified).
+  virtual void drawRgb(ImDrawList* list, TextureId texture, ImVec2 min, ImVec2 max) = 0;
 };
 
 // No GPU: records uploads and draws. Not ready until init() is called, like the GL textures
@@ -85,7 +91,17 @@ class MockHeatmapTextures final : public HeatmapTextures {
     ++colorbars;
   }
 
+  TextureId uploadRgb(TextureId texture, const io::Image& image) override {
+    if (!initialised) return 0;
+    rgbUploads.emplace_back(image.width, image.height);
+    return texture != 0 ? texture : ++lastId;
+  }
+  void drawRgb(ImDrawList* /*list*/, TextureId texture, ImVec2 /*min*/, ImVec2 /*max*/) override {
+    rgbDraws.push_back(texture);
+  }
   bool initialised = false;
+  std::vector<std::pair<int, int>> rgbUploads;  // (width, height) of every picture upload
+  std::vector<TextureId> rgbDraws;              // every picture drawn
   TextureId lastId = 0;
   std::vector<Upload> uploads;     // every upload, oldest first
   std::vector<HeatmapQuad> quads;  // every quad drawn

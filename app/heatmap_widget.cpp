@@ -84,6 +84,8 @@ void HeatmapCache::Impl::releaseEntry(Entry& entry) {
 void HeatmapCache::Impl::releaseAll() {
   for (auto& [id, entry] : entries) releaseEntry(entry);
   entries.clear();
+  textures->release(imageTexture);
+  imageTexture = 0;
 }
 
 HeatmapCache::HeatmapCache(std::unique_ptr<HeatmapTextures> textures)

@@ -65,9 +65,9 @@ std::string arrowLabel(io::MatrixKind stage, const Scenario& doc) {
     case io::MatrixKind::Scores:
       switch (doc.score) {
         case ScoreKind::Dot: return "→ q·k";
-        case ScoreKind::ScaledDot: return "→ q·k/√d";
+        case ScoreKind::ScaledDot: return "→ q·k/√d_h";
         case ScoreKind::Cosine: return "→ cos(q,k)";
-        case ScoreKind::General: return "→ q·W·k";
+        case ScoreKind::General: return "→ q·W_a·kᵀ";
         case ScoreKind::Additive: return "→ additive";
         case ScoreKind::Mlp: return "→ MLP";
       }

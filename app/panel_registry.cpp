@@ -25,6 +25,10 @@ constexpr PanelInfo kPanels[] = {
      PanelDock::Right, 0.36f, true},
     {"geometry", "Geometry", "Queries and keys as 2-D arrows", drawGeometryPanel,
      PanelDock::Right, 0.30f, true},
+    {"image", "Image", "Self-attention over the patches of an image (open a PNG or JPEG)",
+     drawImagePanel, PanelDock::Floating, 1.f, false},
+    {"training", "Training", "Train a small attention model and watch its attention form",
+     drawTrainingPanel, PanelDock::Floating, 1.f, false},
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -11,6 +12,7 @@
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
+#include "core/formulas.h"
 
 namespace attn::app {
 
@@ -34,12 +36,12 @@ const char* scoreTooltip(ScoreKind kind) {
       return "Dot product of the unit vectors: only the angle matters, scores lie in [-1, 1]. A "
              "zero vector has no direction; its score is defined as 0 and reported.";
     case ScoreKind::General:
-      return "Luong's general score qᵀ·W_a·k with a learned (here seeded) d_h x d_h matrix W_a.";
+      return "Luong's general score q·W_a·kᵀ with a learned (here seeded) d_h x d_h matrix W_a.";
     case ScoreKind::Additive:
-      return "Bahdanau's additive score: a one-layer network vᵀ·tanh(W₁q + W₂k + b) with seeded "
+      return "Bahdanau's additive score: a one-layer network tanh(q·W₁ + k·W₂ + b)·v with seeded "
              "W₁, W₂, b, v.";
     case ScoreKind::Mlp:
-      return "A small MLP on the concatenation [q; k]: w_oᵀ·tanh(W_h·[q;k] + b_h) + b_o, seeded.";
+      return "A small MLP on the concatenation [q k]: tanh([q k]·W_h + b_h)·w_o + b_o, seeded.";
   }
   return "";
 }
@@ -91,6 +93,10 @@ const char* projectionTooltip(ProjectionKind kind) {
     case ProjectionKind::PyTorch:
       return "A PyTorch nn.MultiheadAttention block (in_proj_weight, out_proj) from the scenario "
              "file (read-only here).";
+    case ProjectionKind::QkvInterleaved:
+      return "in_proj_weight from one qkv_proj Linear whose output is split per head into "
+             "[q k v] (the common tutorial layout), from the scenario file (read-only here). "
+             "The head count must be the one the weights were made for.";
   }
   return "";
 }
@@ -216,6 +222,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
     apply(state, setMaskKind(state.doc, kind));
   }
   tooltip(maskTooltip(state.doc.mask.kind));
+  panel::coloredWrapped(panel::formulaColor(), maskFormula(state.doc.mask.kind));
   const int nK = keyCount(state.doc);
   MaskOptions& mask = state.doc.mask;
 
@@ -342,17 +349,21 @@ void drawNormalizerSection(AppState& state) {
 
   float temperature = state.doc.temperature;
   ImGui::SetNextItemWidth(font * 12.0f);
+  // Ctrl+click lets the user type any text, "nan" included (std::clamp keeps a NaN): only a
+  // finite number becomes a temperature. The core rejects anything else anyway (validate()).
   if (ImGui::SliderFloat("temperature T", &temperature, 0.01f, 100.0f, "%.3g",
                          ImGuiSliderFlags_Logarithmic)) {
     apply(state, setTemperature(state.doc, temperature));
   }
-  tooltip("Scores are divided by T before normalising: T < 1 sharpens the distribution "
-          "(towards hard attention), T > 1 flattens it (towards uniform).");
+  tooltip("Scores are divided by T before normalising (" + std::string(formulas::temperature()) +
+          "): T < 1 sharpens the distribution (towards hard attention), T > 1 flattens it "
+          "(towards uniform).");
 }
 
 bool projectionAvailable(const Scenario& s, ProjectionKind kind) {
   if (kind == ProjectionKind::Explicit) return s.explicitProjections.wq.size() > 0;
-  if (kind == ProjectionKind::PyTorch) return s.inProjWeight.size() > 0;
+  if (kind == ProjectionKind::PyTorch || kind == ProjectionKind::QkvInterleaved)
+    return s.inProjWeight.size() > 0;
   return true;
 }
 
@@ -362,7 +373,8 @@ void drawProjectionSection(AppState& state) {
   static constexpr ProjectionKind kProjections[] = {ProjectionKind::Identity,
                                                     ProjectionKind::Xavier,
                                                     ProjectionKind::Explicit,
-                                                    ProjectionKind::PyTorch};
+                                                    ProjectionKind::PyTorch,
+                                                    ProjectionKind::QkvInterleaved};
   ProjectionKind kind = state.doc.projection;
   ImGui::SetNextItemWidth(font * 10.0f);
   if (kindCombo("projection", &kind, kProjections, &projectionTooltip, &projectionAvailable,
@@ -387,6 +399,7 @@ void drawProjectionSection(AppState& state) {
     }
     case ProjectionKind::Explicit:
     case ProjectionKind::PyTorch:
+    case ProjectionKind::QkvInterleaved:
       panel::mutedWrapped("Loaded from the scenario file (read-only): d_model = " +
                           std::to_string(widths.dModel) + ", dv_model = " +
                           std::to_string(widths.dvModel) + ".");

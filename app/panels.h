@@ -15,5 +15,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps);   // Q,K,V → 
 void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps);      // per-head thumbnails + mean
 void drawInspectorPanel(AppState& state, HeatmapCache& heatmaps);  // explains the hovered cell
 void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows of q and k
+void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention over image patches
+void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
 
 }  // namespace attn::app

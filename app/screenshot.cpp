@@ -8,21 +8,11 @@
 #include <cstring>
 #include <ctime>
 
-#include <stb/stb_image_write.h>
 #include <nlohmann/json.hpp>
 
-#include "io/scenario_json.h"
+#include "io/files.h"
 
 namespace attn::app {
-
-namespace {
-
-void appendBytes(void* context, void* data, int size) {
-  auto* out = static_cast<std::string*>(context);
-  out->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
-}
-
-}  // namespace
 
 io::Image readBackBuffer(int width, int height) {
   io::Image image;
@@ -50,13 +40,9 @@ io::Image readBackBuffer(int width, int height) {
 }
 
 Status writePng(const io::Image& image, const std::string& path) {
-  if (image.width <= 0 || image.height <= 0) return Error{path, "", "the image is empty"};
-  std::string png;
-  if (!stbi_write_png_to_func(appendBytes, &png, image.width, image.height, 3, image.rgb.data(),
-                              image.width * 3)) {
-    return Error{path, "", "PNG encoding failed"};
-  }
-  return io::writeFileAtomic(path, png);
+  Expected<std::string> png = io::encodePng(image);
+  if (!png) return Error{path, "", png.error().problem};
+  return io::writeFileAtomic(path, *png);
 }
 
 std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int windowWidth,

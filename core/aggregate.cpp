@@ -1,6 +1,7 @@
 // Aggregates over heads and layers (see aggregate.h).
 #include "core/aggregate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -13,7 +14,7 @@ namespace attn {
 HeadReducer::HeadReducer(Kind kind, Eigen::Index rows, Eigen::Index cols)
     : kind_(kind), accumulator_(Matrix::Zero(rows, cols)) {}
 
-bool HeadReducer::add(MatrixSpan head) {
+bool HeadReducer::add(MatrixRef head) {
   if (head.rows != accumulator_.rows() || head.cols != accumulator_.cols()) return false;
   if (kind_ == Kind::Mean) {
     accumulator_ += head.map();
@@ -39,19 +40,19 @@ Matrix HeadReducer::result() const {
 }
 
 namespace {
-Matrix reduceHeads(HeadReducer::Kind kind, std::span<const MatrixSpan> heads) {
+Matrix reduceHeads(HeadReducer::Kind kind, std::span<const MatrixRef> heads) {
   if (heads.empty()) return Matrix();
   HeadReducer reducer(kind, heads[0].rows, heads[0].cols);
-  for (const MatrixSpan& head : heads) reducer.add(head);
+  for (const MatrixRef& head : heads) reducer.add(head);
   return reducer.result();
 }
 }  // namespace
 
-Matrix meanOverHeads(std::span<const MatrixSpan> heads) {
+Matrix meanOverHeads(std::span<const MatrixRef> heads) {
   return reduceHeads(HeadReducer::Kind::Mean, heads);
 }
 
-Matrix maxOverHeads(std::span<const MatrixSpan> heads) {
+Matrix maxOverHeads(std::span<const MatrixRef> heads) {
   return reduceHeads(HeadReducer::Kind::Max, heads);
 }
 
@@ -110,26 +111,24 @@ Expected<Matrix> attentionRollout(std::span<const Matrix> layerMeans) {
 // Per-head statistics
 // =======================================================================================
 
-HeadStats headStats(MatrixSpan head) {
+HeadStats headStats(MatrixRef head) {
   HeadStats stats;
   double entropySum = 0, top1Sum = 0;
+  if (head.cols == 0) {
+    stats.entropy = stats.top1Mass = std::numeric_limits<double>::quiet_NaN();
+    return stats;
+  }
+  Eigen::ArrayXf terms(head.cols);
   for (Eigen::Index r = 0; r < head.rows; ++r) {
-    const float* row = head.row(r);
-    double entropy = 0;
-    double top1 = -std::numeric_limits<double>::infinity();
-    bool finite = true;
-    for (Eigen::Index c = 0; c < head.cols; ++c) {
-      const double p = row[c];
-      if (!std::isfinite(p)) {
-        finite = false;
-        break;
-      }
-      if (p > 0) entropy -= p * std::log(p);
-      if (p > top1) top1 = p;
-    }
-    if (!finite || head.cols == 0) continue;
-    entropySum += entropy;
-    top1Sum += top1;
+    const Eigen::Map<const Eigen::ArrayXf> row(head.row(r), head.cols);
+    // x - x is 0 for every finite x and NaN otherwise: one vectorised pass decides.
+    if ((row - row).sum() != 0.0f) continue;
+    // -p·ln p with p clamped at 0 (so entries <= 0 give 0·ln(tiny) = 0). Written without
+    // select(), which Eigen 3.4 does not vectorise, so that log runs 4 floats at a time.
+    terms = row.max(0.0f);
+    terms *= terms.max(std::numeric_limits<float>::min()).log();
+    entropySum -= static_cast<double>(terms.sum());
+    top1Sum += static_cast<double>(row.maxCoeff());
     ++stats.rowsUsed;
   }
   if (stats.rowsUsed == 0) {
@@ -142,12 +141,44 @@ HeadStats headStats(MatrixSpan head) {
 }
 
 // =======================================================================================
+// Thumbnails
+// =======================================================================================
+
+Matrix maxPool(MatrixRef head, Eigen::Index maxRows, Eigen::Index maxCols) {
+  maxRows = std::max<Eigen::Index>(maxRows, 1);
+  maxCols = std::max<Eigen::Index>(maxCols, 1);
+  const Eigen::Index rowBlock = (head.rows + maxRows - 1) / maxRows;
+  const Eigen::Index colBlock = (head.cols + maxCols - 1) / maxCols;
+  if (rowBlock <= 1 && colBlock <= 1) return head.copy();
+  const Eigen::Index rows = (head.rows + rowBlock - 1) / rowBlock;
+  const Eigen::Index cols = (head.cols + colBlock - 1) / colBlock;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Matrix pooled = Matrix::Constant(rows, cols, -std::numeric_limits<float>::infinity());
+  for (Eigen::Index r = 0; r < head.rows; ++r) {
+    const Eigen::Map<const Eigen::ArrayXf> row(head.row(r), head.cols);
+    float* out = pooled.row(r / rowBlock).data();
+    const bool rowHasNaN = row.hasNaN();  // rare: take the careful path only then
+    for (Eigen::Index c = 0, block = 0; c < head.cols; c += colBlock, ++block) {
+      const auto segment = row.segment(c, std::min(colBlock, head.cols - c));
+      if (std::isnan(out[block])) continue;
+      if (rowHasNaN && segment.hasNaN()) {
+        out[block] = nan;
+      } else {
+        out[block] = std::max(out[block], segment.maxCoeff());
+      }
+    }
+  }
+  return pooled;
+}
+
+// =======================================================================================
 // Special tokens
 // =======================================================================================
 
 const std::vector<std::string>& defaultSpecialTokens() {
-  static const std::vector<std::string> tokens = {
-      "[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>", "<|endoftext|>", "<bos>", "<eos>", "<unk>"};
+  static const std::vector<std::string> tokens = {"[CLS]", "[SEP]", "[PAD]",         "<s>",
+                                                  "</s>",  "<pad>", "<|endoftext|>", "<bos>",
+                                                  "<eos>", "<unk>"};
   return tokens;
 }
 
@@ -177,12 +208,12 @@ std::vector<bool> specialTokenMask(std::span<const std::string> labels,
   return mask;
 }
 
-Expected<FilteredAttention> dropKeysAndRenormalise(MatrixSpan head,
+Expected<FilteredAttention> dropKeysAndRenormalise(MatrixRef head,
                                                    const std::vector<bool>& dropKey) {
   if (static_cast<Eigen::Index>(dropKey.size()) != head.cols) {
-    return Error{"", "tokens",
-                 std::to_string(dropKey.size()) + " key flags for " + std::to_string(head.cols) +
-                     " keys"};
+    return Error{
+        "", "tokens",
+        std::to_string(dropKey.size()) + " key flags for " + std::to_string(head.cols) + " keys"};
   }
   FilteredAttention out;
   out.values = head.copy();

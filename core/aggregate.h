@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/matrix_span.h"
+#include "core/tensor_view.h"
 #include "core/types.h"
 
 namespace attn {
@@ -27,7 +27,7 @@ class HeadReducer {
   enum class Kind { Mean, Max };
   HeadReducer(Kind kind, Eigen::Index rows, Eigen::Index cols);
   // Adds one head (rows x cols). Returns false (and ignores it) when the shape differs.
-  bool add(MatrixSpan head);
+  bool add(MatrixRef head);
   int count() const { return count_; }
   // Mean: sum / count. Max: element-wise max (NaN if any head has NaN there). An empty
   // reducer gives a rows x cols matrix of zeros.
@@ -41,9 +41,9 @@ class HeadReducer {
 
 // heads: H views, each n_q x n_k. Mean over heads (n_q x n_k), PyTorch's
 // average_attn_weights. Empty input -> 0 x 0.
-Matrix meanOverHeads(std::span<const MatrixSpan> heads);
+Matrix meanOverHeads(std::span<const MatrixRef> heads);
 // heads: H views, each n_q x n_k. Element-wise max over heads (n_q x n_k).
-Matrix maxOverHeads(std::span<const MatrixSpan> heads);
+Matrix maxOverHeads(std::span<const MatrixRef> heads);
 
 // ---------------------------------------------------------------------------------------
 // Attention rollout (Abnar & Zuidema, 2020)
@@ -80,7 +80,8 @@ Expected<Matrix> attentionRollout(std::span<const Matrix> layerMeans);
 
 struct HeadStats {
   // Mean over rows of the entropy -Σ_j a_ij·ln(a_ij) in nats (0·ln 0 = 0; entries <= 0
-  // contribute nothing). 0 for one-hot rows, ln(n_k) for uniform rows.
+  // contribute nothing). 0 for one-hot rows, ln(n_k) for uniform rows. Each row is summed
+  // in float (vectorised log), rows in double: about 1e-6 relative error.
   double entropy = 0;
   // Mean over rows of max_j a_ij: 1 when every row puts all its mass on one key, 1/n_k
   // when uniform. A simple sparsity measure.
@@ -91,7 +92,17 @@ struct HeadStats {
 };
 
 // head: A (n_q x n_k).
-HeadStats headStats(MatrixSpan head);
+HeadStats headStats(MatrixRef head);
+
+// ---------------------------------------------------------------------------------------
+// Thumbnails
+// ---------------------------------------------------------------------------------------
+
+// head: A (n_q x n_k). Max-pools A to at most maxRows x maxCols (each >= 1): blocks of
+// ceil(n_q / maxRows) rows by ceil(n_k / maxCols) columns become one cell holding the
+// block's largest value, so single sharp peaks stay visible; NaN wins over everything (it
+// must stay visible too). A matrix that already fits is copied unchanged.
+Matrix maxPool(MatrixRef head, Eigen::Index maxRows, Eigen::Index maxCols);
 
 // ---------------------------------------------------------------------------------------
 // Special tokens and the focus view
@@ -102,8 +113,8 @@ HeadStats headStats(MatrixSpan head);
 const std::vector<std::string>& defaultSpecialTokens();
 
 struct SpecialTokenOptions {
-  bool firstToken = true;       // the first key, whatever its label (an attention sink)
-  bool defaultList = true;      // defaultSpecialTokens()
+  bool firstToken = true;          // the first key, whatever its label (an attention sink)
+  bool defaultList = true;         // defaultSpecialTokens()
   std::vector<std::string> extra;  // a user list; labels match exactly, ignoring spaces at the ends
 };
 
@@ -112,14 +123,15 @@ std::vector<bool> specialTokenMask(std::span<const std::string> labels,
                                    const SpecialTokenOptions& options);
 
 struct FilteredAttention {
-  Matrix values;                          // n_q x n_k, dropped keys 0, rows renormalised
-  std::vector<Eigen::Index> emptyRows;    // rows whose kept mass was 0 (left all zero)
+  Matrix values;                        // n_q x n_k, dropped keys 0, rows renormalised
+  std::vector<Eigen::Index> emptyRows;  // rows whose kept mass was 0 (left all zero)
 };
 
 // head: A (n_q x n_k); dropKey: n_k flags. Sets the dropped keys' columns to 0 and divides
 // every row by its remaining sum, so each row is again a distribution over the kept keys.
 // Rows with no remaining mass (or a non-finite sum) stay zero and are listed in emptyRows.
 // A dropKey of the wrong size is an error (field "tokens").
-Expected<FilteredAttention> dropKeysAndRenormalise(MatrixSpan head, const std::vector<bool>& dropKey);
+Expected<FilteredAttention> dropKeysAndRenormalise(MatrixRef head,
+                                                   const std::vector<bool>& dropKey);
 
 }  // namespace attn

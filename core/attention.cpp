@@ -27,6 +27,7 @@ namespace {
 using Index = Eigen::Index;
 
 constexpr Scalar kInf = std::numeric_limits<Scalar>::infinity();
+constexpr Scalar kMaxFinite = std::numeric_limits<Scalar>::max();
 
 // =======================================================================================
 // Small helpers for validation messages
@@ -180,6 +181,10 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
 // helpers for explain.cpp first build such a row from (scores, allowed).
 // =======================================================================================
 
+using ScoreRow = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+using ScoreRowMap = Eigen::Map<ScoreRow>;
+using ConstScoreRowMap = Eigen::Map<const ScoreRow>;
+
 // Softmax's exp arguments are floored at -87 (in the ISA kernel, expShiftedRow) so that exp
 // never returns a denormal: arithmetic on denormals is ~100x slower on x86, and they would
 // also slow down the weights·v GEMM. exp(-87) < 1.7e-38 is below float resolution next to
@@ -189,11 +194,13 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
 // that no row allocates.
 struct RowScratch {
   std::vector<Scalar> row;     // n: top_k's kept keys as a masked row
+  std::vector<Scalar> tempered;  // n: (s - max) / T, the row the normaliser sees when T != 1
   std::vector<int> order;      // n: key indices (top_k)
   std::vector<double> sorted;  // n: shifted scores (sparsemax)
 
   explicit RowScratch(int n) {
     row.reserve(static_cast<std::size_t>(std::max(n, 0)));
+    tempered.resize(static_cast<std::size_t>(std::max(n, 0)));
     order.reserve(static_cast<std::size_t>(std::max(n, 0)));
     sorted.reserve(static_cast<std::size_t>(std::max(n, 0)));
   }
@@ -408,11 +415,12 @@ constexpr std::array<std::pair<NormalizerKind, std::string_view>, 4> kNormalizer
     {NormalizerKind::TopK, "top_k"},
     {NormalizerKind::Sparsemax, "sparsemax"},
 }};
-constexpr std::array<std::pair<ProjectionKind, std::string_view>, 4> kProjectionNames{{
+constexpr std::array<std::pair<ProjectionKind, std::string_view>, 5> kProjectionNames{{
     {ProjectionKind::Identity, "identity"},
     {ProjectionKind::Xavier, "xavier"},
     {ProjectionKind::Explicit, "explicit"},
     {ProjectionKind::PyTorch, "pytorch"},
+    {ProjectionKind::QkvInterleaved, "qkv_interleaved"},
 }};
 
 template <class Kind, std::size_t N>
@@ -509,6 +517,34 @@ Expected<Projections> projectionsFromPyTorch(const Matrix& inProjWeight, const V
   p.wo = outProjWeight.transpose();
   p.bo = outProjBias;
   return p;
+}
+
+Expected<BlockedQkv> blockedFromInterleavedQkv(const Matrix& weight, const Vector& bias,
+                                               int heads) {
+  const Index rows = weight.rows(), e = weight.cols();
+  if (e < 1 || rows != 3 * e)
+    return makeError("in_proj_weight", "is " + shapeOf(weight) +
+                                           ", expected 3E x E (one qkv_proj Linear, E -> 3E)");
+  if (bias.size() != 0 && bias.size() != 3 * e)
+    return makeError("in_proj_bias", "has " + std::to_string(bias.size()) +
+                                         " entries, expected 3E = " + std::to_string(3 * e));
+  if (heads < 1 || e % heads != 0)
+    return makeError("heads", std::to_string(heads) + " heads do not divide E = " +
+                                  std::to_string(e) +
+                                  " (qkv_interleaved splits each head's 3·d_h outputs)");
+  const Index dH = e / heads;
+  BlockedQkv out;
+  out.weight.resize(rows, e);
+  if (bias.size() != 0) out.bias.resize(rows);
+  // Interleaved row 3h·d_h + part·d_h + r (part 0 = q, 1 = k, 2 = v) is blocked row
+  // part·E + h·d_h + r.
+  for (Index h = 0; h < heads; ++h)
+    for (Index part = 0; part < 3; ++part) {
+      const Index from = (3 * h + part) * dH, to = part * e + h * dH;
+      out.weight.middleRows(to, dH) = weight.middleRows(from, dH);
+      if (bias.size() != 0) out.bias.segment(to, dH) = bias.segment(from, dH);
+    }
+  return out;
 }
 
 Projections xavierProjections(int dQIn, int dKIn, int dVIn, int dModel, int dvModel,
@@ -1024,12 +1060,26 @@ Status validate(const Inputs& inputs, const Options& options) {
                                   std::to_string(model ? dModel : dvModel) + " (choose " +
                                   joinChoices(headChoices(dModel, dvModel)) + ")");
   }
-  const long long cells = static_cast<long long>(heads) * nQ * nK;
-  if (cells > Limits::kMaxCells)
-    return makeError("queries",
-                     std::to_string(heads) + " heads x " + std::to_string(nQ) + " queries x " +
-                         std::to_string(nK) + " keys = " + std::to_string(cells) +
-                         " cells, more than the limit of " + std::to_string(Limits::kMaxCells));
+  WorkShape shape;
+  shape.nQ = nQ;
+  shape.nK = nK;
+  shape.dQ = dQIn;
+  shape.dK = dKIn;
+  shape.dV = dVIn;
+  shape.dModel = dModel;
+  shape.dvModel = dvModel;
+  shape.dOut = !p.identity && p.wo.size() != 0 ? p.wo.cols() : 0;
+  shape.heads = heads;
+  shape.projected = !p.identity;
+  shape.score = options.score;
+  shape.dHidden = options.scoreHidden > 0 ? options.scoreHidden : dModel / heads;
+  if (!options.scoreParams.empty())
+    shape.dHidden = scoreHiddenWidth(options.score, options.scoreParams[0], dModel / heads,
+                                     options.scoreHidden);
+  shape.dY = options.decoderOutput.enabled
+                 ? (options.decoderOutput.wc.size() != 0 ? options.decoderOutput.wc.cols() : dQIn)
+                 : 0;
+  if (Status affordable = checkWork(shape); !affordable) return affordable;
 
   // Mask.
   const MaskOptions& mask = options.mask;
@@ -1099,20 +1149,131 @@ Status validate(const Inputs& inputs, const Options& options) {
   return Ok{};
 }
 
+long long attentionWork(const WorkShape& w) {
+  // Within the other limits every term is a product of at most four factors of at most 2^13
+  // (times a small constant), so each fits in 64 bits; the sum saturates all the same.
+  const long long dH = w.heads > 0 ? w.dModel / w.heads : w.dModel;
+  const long long cells = w.heads * w.nQ * w.nK;
+  long long terms[] = {
+      w.projected ? w.nQ * w.dQ * w.dModel : 0,
+      w.projected ? w.nK * w.dK * w.dModel : 0,
+      w.projected ? w.nK * w.dV * w.dvModel : 0,
+      w.nQ * w.dvModel * w.dOut,
+      w.nQ * w.nK * w.dModel,                                  // scores
+      w.score == ScoreKind::General ? w.nQ * w.dModel * dH : 0,
+      0,
+      0,
+      4 * cells,                                               // normalising
+      w.nQ * w.nK * w.dvModel,                                 // context
+      w.nQ * ((w.dOut > 0 ? w.dOut : w.dvModel) + w.dQ) * w.dY,  // decoder step
+  };
+  if (w.score == ScoreKind::Additive || w.score == ScoreKind::Mlp) {
+    terms[6] = w.heads * (w.nQ + w.nK) * dH * w.dHidden;
+    terms[7] = 8 * cells;  // times d_a below, saturating
+    const long long limit = std::numeric_limits<long long>::max() / 4;
+    terms[7] = w.dHidden > 0 && terms[7] > limit / w.dHidden ? limit : terms[7] * w.dHidden;
+  }
+  long long total = 0;
+  for (long long term : terms) {
+    if (term > std::numeric_limits<long long>::max() / 4 - total)
+      return std::numeric_limits<long long>::max() / 4;
+    total += term;
+  }
+  return total;
+}
+
+Status checkWork(const WorkShape& w) {
+  const long long cells = w.heads * w.nQ * w.nK;
+  if (cells > Limits::kMaxCells)
+    return makeError("queries",
+                     std::to_string(w.heads) + " heads x " + std::to_string(w.nQ) + " queries x " +
+                         std::to_string(w.nK) + " keys = " + std::to_string(cells) +
+                         " cells, more than the limit of " + std::to_string(Limits::kMaxCells) +
+                         " (2^25)");
+  const long long work = attentionWork(w);
+  if (work > Limits::kMaxWork)
+    return makeError("queries", "computing this needs about " +
+                                    formatNumber(static_cast<double>(work)) +
+                                    " multiply-adds, more than the limit of " +
+                                    std::to_string(Limits::kMaxWork) +
+                                    " (2^33); use fewer tokens, narrower inputs, a smaller "
+                                    "model width or fewer heads");
+  return Ok{};
+}
+
 // =======================================================================================
 // The whole mechanism
 // =======================================================================================
 
 namespace {
 
-// Step 3 for one row: masked = clamp(scores / T) where allowed, -inf where masked (n). A
-// quotient that overflows is clamped to ±FLT_MAX (T -> 0 approaches hard attention). The ISA
+// Step 3 for one row: masked = clamp(scores / T) where allowed, -inf where masked (n): the
+// maskedScores that are shown. A quotient that overflows is clamped to ±FLT_MAX for display;
+// the weights never come from a clamped quotient (T != 1 normalises tempered() rows). The ISA
 // kernel; T = 1 with no mask is a plain copy (scores are finite, so scores / 1 needs no clamp).
 void maskRow(const Scalar* scores, const bool* allowed, Scalar temperature, int n, Scalar* masked) {
   kernels::active().maskRow(scores, allowed, temperature, n, masked);
 }
 
+// Step 4's input when T != 1: z_j = (s_j - m) / T where key j is allowed, -inf where it is
+// masked, with m the maximum of the allowed raw scores (n). Subtracting the maximum BEFORE
+// dividing keeps the order exact for any T > 0: s_j - m is 0 only for s_j == m (float
+// subtraction of different finite numbers is never 0), so even T = 1e-38 gives the arg-max
+// and never a false tie, which clamping s/T to ±FLT_MAX first did. A quotient below -FLT_MAX
+// (weight exactly 0 anyway) is kept at -FLT_MAX so that the key still takes part in top_k.
+// The row's maximum is then exactly 0. Returns the row, or null when no key is allowed.
+const Scalar* tempered(const Scalar* scores, const bool* allowed, Scalar temperature, int n,
+                       Scalar* z) {
+  Scalar m = -kInf;
+  if (!allowed) {
+    m = ConstScoreRowMap(scores, n).maxCoeff();
+    ScoreRowMap(z, n) = ((ConstScoreRowMap(scores, n) - m) / temperature).max(-kMaxFinite);
+  } else {
+    for (int j = 0; j < n; ++j)
+      if (allowed[j]) m = std::max(m, scores[j]);
+    if (m == -kInf) return nullptr;
+    for (int j = 0; j < n; ++j)
+      z[j] = allowed[j] ? std::max((scores[j] - m) / temperature, -kMaxFinite) : -kInf;
+  }
+  return z;
+}
+
+// Step 5 fallback for the rows of context = weights·v (n_q x dv_h) that overflowed in float:
+// each entry again as Σ_j w_j·v_j in double. The exact result is a convex combination of the
+// values (weights >= 0, Σ w <= 1) and so fits a float; only the float rounding of the weights
+// (Σ w can exceed 1 by a few ulps) and the float accumulation can push it past FLT_MAX, e.g.
+// ten equal keys with values at FLT_MAX (weights 0.1f, whose sum is just over 1). So a sum
+// past the float range is divided by Σ w when that is above 1. Returns false if an entry
+// still does not fit (not reachable with finite values; kept as a guard).
+// weights (rows x n_k) and context (rows x dv_h) may be row blocks of the head's matrices.
+template <class Weights, class Context>
+bool recomputeContextRows(const Weights& weights, const Matrix& v, Context&& context) {
+  // Doubles below this round to a finite float (FLT_MAX + half an ulp rounds to infinity).
+  constexpr double kFloatLimit = 0x1.ffffffp+127;
+  for (Index i = 0; i < context.rows(); ++i) {
+    if (isAllFinite(context.row(i).data(), context.cols())) continue;
+    double weightSum = 0;
+    for (Index j = 0; j < weights.cols(); ++j) weightSum += weights(i, j);
+    for (Index c = 0; c < context.cols(); ++c) {
+      double sum = 0;
+      for (Index j = 0; j < weights.cols(); ++j)
+        sum += static_cast<double>(weights(i, j)) * static_cast<double>(v(j, c));
+      if (std::fabs(sum) >= kFloatLimit && weightSum > 1) sum /= weightSum;
+      if (!(std::fabs(sum) < kFloatLimit)) return false;
+      context(i, c) = static_cast<Scalar>(sum);
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+std::vector<Scalar> temperedScores(const Scalar* scores, const bool* allowed, Scalar temperature,
+                                   int n) {
+  std::vector<Scalar> z(static_cast<std::size_t>(std::max(n, 0)), -kInf);
+  if (n > 0) tempered(scores, allowed, temperature, n, z.data());
+  return z;
+}
 
 Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
   AttentionResult result;
@@ -1266,7 +1427,8 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   }
   const int rowBlocks = static_cast<int>(blockCount(nQ, kScoreBlockRows));
   struct BlockOutcome {
-    bool overflow = false;
+    bool overflow = false;         // the scores of a row are not finite
+    bool contextOverflow = false;  // weights·v does not fit a float, even in double
     std::vector<Index> zeroQueries;
   };
   std::vector<BlockOutcome> blockOutcomes(static_cast<std::size_t>(heads) * rowBlocks);
@@ -1291,13 +1453,32 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
         outcome.overflow = true;
         return;
       }
-      maskRow(row, masked ? result.allowed.row(i).data() : nullptr, options.temperature, nK, row);
+      const bool* allowedRow = masked ? result.allowed.row(i).data() : nullptr;
+      // T = 1: the masked row is the raw row, and the normaliser subtracts its maximum itself.
+      // Otherwise it gets (s - max) / T (see tempered()), not the clamped display row.
+      const Scalar* normalized = row;
+      if (options.temperature == 1) {
+        maskRow(row, allowedRow, 1, nK, row);
+      } else {
+        normalized = tempered(row, allowedRow, options.temperature, nK,
+                              rowScratch[worker].tempered.data());
+      }
       Scalar* weightRow = head.weights.row(i).data();
-      normalizeMaskedRow(options.normalizer, row, nK, weightRow, rowScratch[worker]);
+      if (normalized) {
+        normalizeMaskedRow(options.normalizer, normalized, nK, weightRow, rowScratch[worker]);
+      } else {
+        std::fill(weightRow, weightRow + nK, Scalar(0));  // fully masked row
+      }
       if (gaussian) kernel.multiplyRow(weightRow, result.positionWeights.row(i).data(), nK);
     }
-    head.context.middleRows(first, count).noalias() = head.weights.middleRows(first, count) * head.v;
-    result.concat.block(first, h * dvH, count, dvH) = head.context.middleRows(first, count);
+    auto context = head.context.middleRows(first, count);
+    context.noalias() = head.weights.middleRows(first, count) * head.v;
+    if (!isAllFinite(context.data(), context.size()) &&
+        !recomputeContextRows(head.weights.middleRows(first, count), head.v, context)) {
+      outcome.contextOverflow = true;
+      return;
+    }
+    result.concat.block(first, h * dvH, count, dvH) = context;
   });
 
   // The first error in head order is the one a head-by-head computation meets first; the
@@ -1312,6 +1493,10 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
       zeroQueries.insert(zeroQueries.end(), outcome.zeroQueries.begin(),
                          outcome.zeroQueries.end());
     }
+    // (A head's scores are checked before its context, as in steps 2-5 one after the other.)
+    for (int block = 0; block < rowBlocks; ++block)
+      if (blockOutcomes[static_cast<std::size_t>(h) * rowBlocks + block].contextOverflow)
+        return overflow("values", "the context of head " + std::to_string(h) + " (weights·v)");
     scoreWarnings(states[h].keys, zeroQueries, h, &result.warnings);
   }
 

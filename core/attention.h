@@ -38,8 +38,11 @@ enum class MaskKind { None, Causal, Padding, Local, LocalGaussian, Custom };
 // largest allowed scores); sparsemax (Martins & Astudillo 2016).
 enum class NormalizerKind { Softmax, Hard, TopK, Sparsemax };
 // identity (raw vectors), xavier (seeded Xavier-uniform, zero bias), explicit (given
-// matrices), pytorch (nn.MultiheadAttention's in_proj/out_proj block).
-enum class ProjectionKind { Identity, Xavier, Explicit, PyTorch };
+// matrices), pytorch (nn.MultiheadAttention's in_proj/out_proj block: W_q, W_k, W_v stacked
+// in blocks), qkv_interleaved (the same fields from one qkv_proj Linear whose output is viewed
+// as [heads, 3·d_h] and chunked into q, k, v: interleaved per head, see
+// blockedFromInterleavedQkv()).
+enum class ProjectionKind { Identity, Xavier, Explicit, PyTorch, QkvInterleaved };
 
 std::string_view toString(ScoreKind kind);
 std::string_view toString(MaskKind kind);
@@ -232,6 +235,21 @@ Expected<Projections> projectionsFromPyTorch(const Matrix& inProjWeight, const V
                                              const Matrix& outProjWeight,
                                              const Vector& outProjBias);
 
+// A packed q/k/v weight in the interleaved layout -> PyTorch's blocked layout.
+// A tutorial-style `qkv_proj = nn.Linear(E, 3E)` whose output is reshaped to
+// [batch, seq, heads, 3·d_h] and chunked into q, k, v (d_h = E / heads) gives head h the output
+// features [3h·d_h, 3h·d_h + d_h) as q, the next d_h as k and the next d_h as v. PyTorch's
+// in_proj_weight holds all of W_q (rows [0, E)), then W_k, then W_v. `weight` (3E x E, stored
+// out x in) and `bias` (3E, may be empty) are reordered row by row into the blocked layout, so
+// that projectionsFromPyTorch() reads them; the numbers are not changed. Errors: a shape that is
+// not 3E x E ("in_proj_weight", "in_proj_bias"), or heads that do not divide E ("heads").
+struct BlockedQkv {
+  Matrix weight;  // 3E x E, [W_q; W_k; W_v]
+  Vector bias;    // 3E, [b_q; b_k; b_v] (empty if `bias` was)
+};
+Expected<BlockedQkv> blockedFromInterleavedQkv(const Matrix& weight, const Vector& bias,
+                                               int heads);
+
 // Fills in seeded matrices for every empty field a kind needs. Xavier with `seed`.
 // d_q_in, d_k_in, d_v_in: input widths; d_model: width of Q/K; dv_model: of V.
 Projections xavierProjections(int dQIn, int dKIn, int dVIn, int dModel, int dvModel,
@@ -279,6 +297,13 @@ struct SparsemaxThreshold {
 // tau = 0, matching the core, which then shares the weight among them.)
 SparsemaxThreshold sparsemaxThreshold(const Scalar* scores, const bool* allowed, int n);
 
+// The row step 4 normalises when T != 1 (attend() does the same): z_j = (s_j - m) / T for
+// allowed keys, m = the largest allowed RAW score, -inf where masked; z_j is kept at -FLT_MAX at
+// least. scores (n, raw, before T), allowed (n, or null = all). Its maximum is 0, and the order
+// of the keys is kept for every T > 0 (no false ties from overflowing quotients).
+std::vector<Scalar> temperedScores(const Scalar* scores, const bool* allowed, Scalar temperature,
+                                   int n);
+
 // Sinusoidal positional encoding (Vaswani et al. 2017), (n x d):
 // PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
 Matrix sinusoidalPositionalEncoding(int n, int d);
@@ -290,12 +315,44 @@ std::vector<std::string> tokenize(std::string_view text);
 // the same row (the seed is mixed with a hash of the lower-cased word), entries ~ U(-1, 1).
 Matrix seededEmbeddings(const std::vector<std::string>& tokens, int d, std::uint64_t seed);
 
-// Documented limits on what the core accepts (validate() enforces them).
+// Documented limits on what the core accepts (validate() enforces them). The last two keep a
+// legal problem affordable: kMaxCells bounds the memory of the per-head n_q x n_k matrices
+// (three floats per cell: 400 MB at the limit; 2048 tokens x 8 heads is exactly at it), and
+// kMaxWork bounds the arithmetic (about 0.5 s on one baseline x86-64 core).
 struct Limits {
   static constexpr int kMaxTokens = 4096;         // n_q and n_k
   static constexpr int kMaxWidth = 4096;          // any d
   static constexpr int kMaxHeads = 64;
-  static constexpr long long kMaxCells = 1LL << 26;  // heads · n_q · n_k
+  static constexpr long long kMaxCells = 1LL << 25;  // heads · n_q · n_k
+  static constexpr long long kMaxWork = 1LL << 33;   // multiply-adds, see attentionWork()
 };
+
+// The sizes that decide how much attend() computes (see attentionWork()).
+struct WorkShape {
+  long long nQ = 0, nK = 0;                // queries, keys
+  long long dQ = 0, dK = 0, dV = 0;        // input widths
+  long long dModel = 0, dvModel = 0;       // projected widths (identity: dQ and dV)
+  long long dOut = 0;                      // width after W_o (0 = no output projection)
+  long long heads = 1;
+  bool projected = false;                  // W_q, W_k, W_v are applied
+  ScoreKind score = ScoreKind::ScaledDot;
+  long long dHidden = 0;                   // d_a / d_m of additive / mlp
+  long long dY = 0;                        // decoder output width, 0 = no decoder step
+};
+
+// Multiply-adds attend() performs, as a documented estimate (docs/scenarios.md, Limits):
+//   projections   n_q·d_q·d_model + n_k·d_k·d_model + n_k·d_v·dv_model  (+ n_q·dv_model·d_out)
+//   scores        n_q·n_k·d_model; general adds n_q·d_model·d_h; additive/mlp add
+//                 H·(n_q + n_k)·d_h·d_a + 8·H·n_q·n_k·d_a (a tanh counts as 8)
+//   normalising   4·H·n_q·n_k
+//   context       n_q·n_k·dv_model
+//   decoder step  n_q·(d_out + d_q)·d_y
+// Saturates instead of overflowing.
+long long attentionWork(const WorkShape& shape);
+
+// Error (field "queries", as validate() names it) when attentionWork(shape) is above
+// Limits::kMaxWork or H·n_q·n_k above Limits::kMaxCells. buildProblem() calls it before it
+// generates sentence embeddings or Xavier matrices, so an unaffordable scenario costs nothing.
+Status checkWork(const WorkShape& shape);
 
 }  // namespace attn

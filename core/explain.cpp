@@ -11,6 +11,8 @@
 #include <limits>
 #include <numeric>
 
+#include "core/formulas.h"
+
 namespace attn {
 
 namespace {
@@ -122,18 +124,18 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
                           formatNumber(dot));
       out.hiddenTerms = hidden;
       if (kind == ScoreKind::Dot) {
-        out.formula = "score(q, k) = q·k = Σ_i q[i]·k[i]";
+        out.formula = std::string(formulas::score(kind)) + " = Σ_i q[i]·k[i]";
         return dot;
       }
       if (kind == ScoreKind::ScaledDot) {
-        out.formula = "score(q, k) = q·k / √d_h";
+        out.formula = std::string(formulas::score(kind));
         const Scalar root = std::sqrt(static_cast<Scalar>(std::max(d, 1)));
         const Scalar s = dot / root;
         out.steps.push_back("÷ √d_h = ÷ √" + std::to_string(d) + " = ÷ " + formatNumber(root) +
                             " → " + formatNumber(s));
         return s;
       }
-      out.formula = "score(q, k) = q·k / (|q|·|k|)";
+      out.formula = std::string(formulas::score(kind));
       const Scalar nq = q.norm(), nk = k.norm();
       out.steps.push_back("|q| = " + formatNumber(nq) + ", |k| = " + formatNumber(nk));
       if (nq == 0 || nk == 0) {
@@ -146,7 +148,7 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
       return s;
     }
     case ScoreKind::General: {
-      out.formula = "score(q, k) = q·W_a·kᵀ";
+      out.formula = std::string(formulas::score(kind));
       if (p.generalW.rows() != d || p.generalW.cols() != k.size()) {
         out.steps.push_back("(W_a is not available for this head)");
         return std::numeric_limits<Scalar>::quiet_NaN();
@@ -161,7 +163,7 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
       return s;
     }
     case ScoreKind::Additive: {
-      out.formula = "score(q, k) = vᵀ·tanh(q·W₁ + k·W₂ + b)";
+      out.formula = std::string(formulas::score(kind));
       const int da = static_cast<int>(p.additiveV.size());
       if (p.additiveWq.rows() != d || p.additiveWq.cols() != da || p.additiveWk.cols() != da ||
           p.additiveWk.rows() != k.size()) {
@@ -181,7 +183,7 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
       return s;
     }
     case ScoreKind::Mlp: {
-      out.formula = "score(q, k) = w_oᵀ·tanh([q k]·W_h + b_h) + b_o";
+      out.formula = std::string(formulas::score(kind));
       const int dm = static_cast<int>(p.mlpOutW.size());
       if (p.mlpHiddenW.rows() != d + k.size() || p.mlpHiddenW.cols() != dm) {
         out.steps.push_back("(W_h, w_o are not available for this head)");
@@ -326,13 +328,21 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     return out;
   }
 
-  // Row `row` of the masked scores (computed again: the result does not keep them).
-  const Matrix s = headMaskedScoreRows(result, head, row, 1);
-  if (s.rows() != 1 || s.cols() != nK) return out;
+  // The row the normaliser saw: the masked scores for T = 1; for T != 1 the core's
+  // (s − max) ÷ T (temperedScores()), so that even a tiny T explains the weights it gave. The
+  // result keeps neither: both rows are computed again (headMaskedScoreRows, headScoreRows).
+  const Matrix masked = headMaskedScoreRows(result, head, row, 1);
+  if (masked.rows() != 1 || masked.cols() != nK) return out;
+  const bool temperedRow = options.temperature != 1;
+  const Matrix raw = temperedRow ? headScoreRows(result, head, row, 1) : Matrix();
   // The row of the mask (null: every key allowed), for the core's top_k / sparsemax rules.
   const bool* allowedRow = result.allowed.rows() > row && result.allowed.cols() == nK
                                ? result.allowed.row(row).data()
                                : nullptr;
+  const std::vector<Scalar> rowScores =
+      temperedRow ? temperedScores(raw.row(0).data(), allowedRow, options.temperature, nK)
+                  : std::vector<Scalar>(masked.row(0).data(), masked.row(0).data() + nK);
+  const auto s = [&rowScores](int, int j) { return rowScores[static_cast<std::size_t>(j)]; };
   std::vector<Scalar> allowedScores;
   for (int j = 0; j < nK; ++j) {
     const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
@@ -342,11 +352,11 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
   const Scalar maxS = allowedScores.empty()
                           ? sij
                           : *std::max_element(allowedScores.begin(), allowedScores.end());
-  const std::string tNote = options.temperature != 1 ? " (scores ÷ T)" : "";
+  const std::string tNote = temperedRow ? " (s = (score − max) ÷ T)" : "";
 
   switch (options.normalizer.kind) {
     case NormalizerKind::Softmax: {
-      out.formula = "w = e^(s − max) / Σ_j e^(s_j − max)";
+      out.formula = std::string(formulas::normalizer(NormalizerKind::Softmax));
       Scalar sum = 0;
       for (Scalar v : allowedScores) sum += std::exp(v - maxS);
       const Scalar num = std::exp(sij - maxS);
@@ -360,7 +370,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       break;
     }
     case NormalizerKind::Hard: {
-      out.formula = "w = 1/m if s is the row's maximum (m ties), else 0";
+      out.formula = std::string(formulas::normalizer(NormalizerKind::Hard));
       const int ties =
           static_cast<int>(std::count(allowedScores.begin(), allowedScores.end(), maxS));
       out.steps.push_back("s = " + formatNumber(sij) + ", row max = " + formatNumber(maxS) + tNote);
@@ -378,7 +388,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       const int k = std::max(1, options.normalizer.topK);
       out.formula = "softmax over the k = " + std::to_string(k) + " largest allowed scores";
       // The core's own selection: score descending, ties to the lower key index.
-      const std::vector<int> order = topKKeys(s.row(0).data(), allowedRow, nK, k);
+      const std::vector<int> order = topKKeys(rowScores.data(), allowedRow, nK, k);
       const int kept = static_cast<int>(order.size());
       const bool isKept = std::find(order.begin(), order.end(), col) != order.end();
       const Scalar threshold = kept > 0 ? s(0, order[kept - 1]) : sij;
@@ -398,9 +408,9 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       break;
     }
     case NormalizerKind::Sparsemax: {
-      out.formula = "w = max(s − τ, 0), τ chosen so the row sums to 1";
+      out.formula = std::string(formulas::normalizer(NormalizerKind::Sparsemax));
       // The core's own threshold (relative to the row maximum; shifted back here).
-      const SparsemaxThreshold threshold = sparsemaxThreshold(s.row(0).data(), allowedRow, nK);
+      const SparsemaxThreshold threshold = sparsemaxThreshold(rowScores.data(), allowedRow, nK);
       const int support = threshold.support;
       const double tau = support > 0 ? threshold.tau + threshold.maxScore : maxS;
       out.steps.push_back("s = " + formatNumber(sij) + tNote + ", τ = " +
@@ -435,7 +445,7 @@ Expected<Explanation> explainContext(const AttentionResult& result, const Proble
   const std::string qName = labelOr(problem.queryLabels, row, "q");
   out.title = "context(" + qName + ")[" + std::to_string(col) + "]";
   if (result.heads.size() > 1) out.title += ", head " + std::to_string(head);
-  out.formula = "c[i] = Σ_j w_j·v_j[i]";
+  out.formula = std::string(formulas::context());
   out.value = h.context(row, col);
   const int nK = static_cast<int>(h.weights.cols());
   if (h.v.rows() != nK || h.v.cols() <= col || h.weights.rows() <= row) return out;

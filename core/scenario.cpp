@@ -3,7 +3,10 @@
 // "projections.wq" for PyTorch weights, and so on.
 #include "core/scenario.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace attn {
@@ -30,11 +33,75 @@ bool renamePrefix(std::string& field, std::string_view from, std::string_view to
   return true;
 }
 
-// Translates the option names of validate()/attend() into the scenario's field names.
+// Replaces "<from>N wide" by "<to>N wide" (the width phrases of validate()'s messages), and
+// nothing else: "the keys are numbered 0 to 3" stays as it is.
+void replaceWidthPhrase(std::string& text, std::string_view from, std::string_view to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + 1)) {
+    std::size_t end = at + from.size();
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (end == at + from.size() || text.compare(end, 5, " wide") != 0) continue;
+    text.replace(at, from.size(), to);
+  }
+}
+
+// checkWork() from the scenario's sizes alone, before buildProblem() generates sentence
+// embeddings or Xavier matrices (a 4096-word sentence with 4096-wide Xavier projections is
+// refused here in microseconds instead of after seconds of generating). Sizes that validate()
+// rejects for another reason (a width above the limit, heads that do not divide it) are left
+// for validate() to report.
+Status checkScenarioWork(const Scenario& s, long long nQ, long long nK, long long dQ,
+                         long long dK, long long dV) {
+  WorkShape w;
+  w.nQ = nQ;
+  w.nK = nK;
+  w.dQ = dQ;
+  w.dK = dK;
+  w.dV = dV;
+  w.dModel = dQ;
+  w.dvModel = dV;
+  w.heads = s.heads;
+  w.score = s.score;
+  switch (s.projection) {
+    case ProjectionKind::Identity:
+      break;
+    case ProjectionKind::Xavier:
+      w.projected = true;
+      w.dModel = w.dvModel = w.dOut = s.modelWidth > 0 ? s.modelWidth : dQ;
+      break;
+    case ProjectionKind::Explicit:
+      w.projected = true;
+      w.dModel = s.explicitProjections.wq.cols();
+      w.dvModel = s.explicitProjections.wv.cols();
+      w.dOut = s.explicitProjections.wo.cols();
+      break;
+    case ProjectionKind::PyTorch:
+    case ProjectionKind::QkvInterleaved:
+      w.projected = true;
+      w.dModel = w.dvModel = w.dOut = s.inProjWeight.cols();
+      break;
+  }
+  const long long widest = std::max({w.dQ, w.dK, w.dV, w.dModel, w.dvModel, w.dOut});
+  if (w.heads < 1 || w.heads > Limits::kMaxHeads || widest > Limits::kMaxWidth ||
+      std::max(nQ, nK) > Limits::kMaxTokens || w.dModel < 1 || w.dModel % w.heads != 0)
+    return Ok{};
+  w.dHidden = s.scoreHidden > 0 ? s.scoreHidden : w.dModel / w.heads;
+  w.dY = s.decoderOutput.enabled
+             ? (s.decoderOutput.wc.size() != 0 ? s.decoderOutput.wc.cols() : dQ)
+             : 0;
+  return checkWork(w);
+}
+
+}  // namespace
+
 Error toScenarioError(Error error, const Scenario& scenario) {
   std::string& field = error.field;
   if (scenario.mode == Mode::Self) {
     const char* input = scenario.sentence.empty() ? "inputs" : "sentence";
+    // Problems that name an input ("has 3 rows but the queries are 4 wide") name it as written.
+    const char* inputPhrase =
+        scenario.sentence.empty() ? " the inputs are " : " the sentence embeddings are ";
+    for (const char* phrase : {" the queries are ", " the keys are ", " the values are "})
+      replaceWidthPhrase(error.problem, phrase, inputPhrase);
     if (!scenario.sentence.empty()) {
       // Sentence rows have no user-visible indices; name the sentence as a whole.
       for (const char* name : {"queries", "keys", "values"})
@@ -44,7 +111,8 @@ Error toScenarioError(Error error, const Scenario& scenario) {
         if (renamePrefix(field, name, input)) break;
     }
   }
-  if (scenario.projection == ProjectionKind::PyTorch) {
+  if (scenario.projection == ProjectionKind::PyTorch ||
+      scenario.projection == ProjectionKind::QkvInterleaved) {
     for (const char* name : {"projections.wq", "projections.wk", "projections.wv"})
       if (renamePrefix(field, name, "in_proj_weight")) field = "in_proj_weight";
     for (const char* name : {"projections.bq", "projections.bk", "projections.bv"})
@@ -54,8 +122,6 @@ Error toScenarioError(Error error, const Scenario& scenario) {
   }
   return error;
 }
-
-}  // namespace
 
 std::string_view toString(Mode mode) {
   return mode == Mode::Self ? "self" : "cross";
@@ -83,6 +149,9 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
                                               std::to_string(scenario.embeddingDim) + ")");
       labels = tokenize(scenario.sentence);
       if (labels.empty()) return makeError("sentence", "has no words");
+      const long long n = static_cast<long long>(labels.size()), d = scenario.embeddingDim;
+      if (Status affordable = checkScenarioWork(scenario, n, n, d, d, d); !affordable)
+        return toScenarioError(affordable.error(), scenario);
       x = seededEmbeddings(labels, scenario.embeddingDim, scenario.seed);
     } else {
       if (scenario.inputs.rows() == 0 || scenario.inputs.cols() == 0)
@@ -139,6 +208,16 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     }
   }
 
+  // The cost, before any Xavier matrix is generated (self mode with `inputs`, and cross mode;
+  // a sentence was checked before its embeddings were made).
+  if (scenario.mode == Mode::Cross || scenario.sentence.empty()) {
+    if (Status affordable = checkScenarioWork(scenario, inputs.queries.rows(), inputs.keys.rows(),
+                                              inputs.queries.cols(), inputs.keys.cols(),
+                                              inputs.values.cols());
+        !affordable)
+      return toScenarioError(affordable.error(), scenario);
+  }
+
   // Options.
   Options& options = problem.options;
   options.score = scenario.score;
@@ -174,9 +253,28 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       options.projections = scenario.explicitProjections;
       options.projections.identity = false;
       break;
-    case ProjectionKind::PyTorch: {
-      auto projections = projectionsFromPyTorch(scenario.inProjWeight, scenario.inProjBias,
-                                                scenario.outProjWeight, scenario.outProjBias);
+    case ProjectionKind::PyTorch:
+    case ProjectionKind::QkvInterleaved: {
+      // Interleaved weights are reordered into PyTorch's blocked layout first (exactly: rows
+      // move, numbers do not change).
+      Matrix blockedWeight;
+      Vector blockedBias;
+      const bool interleaved = scenario.projection == ProjectionKind::QkvInterleaved;
+      if (interleaved) {
+        if (scenario.heads < 1 || scenario.heads > Limits::kMaxHeads)
+          return makeError("heads", "must be between 1 and " +
+                                        std::to_string(Limits::kMaxHeads) + " (got " +
+                                        std::to_string(scenario.heads) + ")");
+        auto blocked = blockedFromInterleavedQkv(scenario.inProjWeight, scenario.inProjBias,
+                                                 scenario.heads);
+        if (!blocked) return blocked.error();
+        blockedWeight = std::move(blocked->weight);
+        blockedBias = std::move(blocked->bias);
+      }
+      auto projections = projectionsFromPyTorch(
+          interleaved ? blockedWeight : scenario.inProjWeight,
+          interleaved ? blockedBias : scenario.inProjBias, scenario.outProjWeight,
+          scenario.outProjBias);
       if (!projections) return projections.error();
       const auto e = scenario.inProjWeight.cols();
       const std::pair<int, const char*> widths[] = {

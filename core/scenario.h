@@ -79,6 +79,13 @@ struct Problem {
 // positional encoding, default labels and the projection kind. Errors name the field.
 Expected<Problem> buildProblem(const Scenario& scenario);
 
+// Renames the option names in an error of validate()/attend() (field and, where it names
+// an input, the problem text) to the fields the scenario's author wrote: in self mode
+// "queries"/"keys"/"values" become "inputs" (or "sentence"), with PyTorch projections
+// "projections.wq" becomes "in_proj_weight", and so on. Every caller that runs attend() on a
+// buildProblem() result passes attend()'s errors through this.
+Error toScenarioError(Error error, const Scenario& scenario);
+
 // buildProblem + attend. Errors name the field; `file` is left empty for the caller to fill.
 Expected<AttentionResult> compute(const Scenario& scenario);
 

@@ -2,6 +2,8 @@
 // edit documents through these functions.
 #include "core/scenario_edits.h"
 
+#include "core/formulas.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -22,6 +24,11 @@ Scalar teachingRandom(SplitMix64& rng) {
   return static_cast<Scalar>(std::round((u * 4.0 - 2.0) * 10.0) / 10.0);
 }
 
+// pytorch and qkv_interleaved both read in_proj_weight / out_proj_weight.
+bool usesInProj(ProjectionKind kind) {
+  return kind == ProjectionKind::PyTorch || kind == ProjectionKind::QkvInterleaved;
+}
+
 int selfWidth(const Scenario& s) {
   return s.sentence.empty() ? static_cast<int>(s.inputs.cols()) : s.embeddingDim;
 }
@@ -29,7 +36,7 @@ int selfWidth(const Scenario& s) {
 bool isSelf(const Scenario& s) { return s.mode == Mode::Self; }
 
 bool projectionFixesWidths(const Scenario& s) {
-  return s.projection == ProjectionKind::Explicit || s.projection == ProjectionKind::PyTorch;
+  return s.projection == ProjectionKind::Explicit || usesInProj(s.projection);
 }
 
 Matrix& mutableMatrix(Scenario& s, Sequence seq) {
@@ -188,7 +195,8 @@ ModelWidths modelWidths(const Scenario& s) {
       return {p.wq.size() > 0 ? static_cast<int>(p.wq.cols()) : dq,
               p.wv.size() > 0 ? static_cast<int>(p.wv.cols()) : dv};
     }
-    case ProjectionKind::PyTorch: {
+    case ProjectionKind::PyTorch:
+    case ProjectionKind::QkvInterleaved: {
       const int e = static_cast<int>(s.inProjWeight.cols());
       return {e > 0 ? e : dq, e > 0 ? e : dv};
     }
@@ -520,11 +528,11 @@ EditOutcome setMode(Scenario& s, Mode mode) {
     s.values.resize(0, 0);
     s.queryLabels.clear();
     s.keyLabels.clear();
-    if (s.projection == ProjectionKind::Explicit || s.projection == ProjectionKind::PyTorch) {
+    if (projectionFixesWidths(s)) {
       // One sequence must fit every input width of the loaded matrices.
       const Projections& p = s.explicitProjections;
       const bool fits =
-          s.projection == ProjectionKind::PyTorch
+          usesInProj(s.projection)
               ? s.inProjWeight.cols() == s.inputs.cols()
               : (p.wq.rows() == s.inputs.cols() && p.wk.rows() == s.inputs.cols() &&
                  p.wv.rows() == s.inputs.cols());
@@ -569,7 +577,7 @@ EditOutcome setProjection(Scenario& s, ProjectionKind kind) {
   if (kind == ProjectionKind::Explicit && s.explicitProjections.wq.size() == 0) {
     return refuse("Explicit projections need W_q, W_k, W_v from a scenario file.");
   }
-  if (kind == ProjectionKind::PyTorch && s.inProjWeight.size() == 0) {
+  if (usesInProj(kind) && s.inProjWeight.size() == 0) {
     return refuse("PyTorch projections need in_proj_weight from a scenario file.");
   }
   const ModelWidths before = modelWidths(s);
@@ -632,26 +640,18 @@ EditOutcome togglePaddingKey(Scenario& s, int key) {
   return {true, ""};
 }
 
+// The notation lives in core/formulas.cpp (shared with the explanations and the docs); its
+// strings are literals, so data() is null-terminated.
 const char* scoreFormula(ScoreKind kind) {
-  switch (kind) {
-    case ScoreKind::Dot: return "score(q,k) = qᵀk";
-    case ScoreKind::ScaledDot: return "score(q,k) = qᵀk / √d_k";
-    case ScoreKind::Cosine: return "score(q,k) = qᵀk / (‖q‖·‖k‖)";
-    case ScoreKind::General: return "score(q,k) = qᵀ·W_a·k";
-    case ScoreKind::Additive: return "score(q,k) = vᵀ·tanh(W₁q + W₂k + b)";
-    case ScoreKind::Mlp: return "score(q,k) = w_oᵀ·tanh(W_h·[q;k] + b_h) + b_o";
-  }
-  return "";
+  return formulas::score(kind).data();
 }
 
 const char* normalizerFormula(NormalizerKind kind) {
-  switch (kind) {
-    case NormalizerKind::Softmax: return "w_j = e^(s_j − max) / Σ_i e^(s_i − max)";
-    case NormalizerKind::Hard: return "w = one-hot argmax_j s_j (ties share equally)";
-    case NormalizerKind::TopK: return "softmax over the k largest scores, 0 elsewhere";
-    case NormalizerKind::Sparsemax: return "w_j = max(s_j − τ, 0), Σ w_j = 1";
-  }
-  return "";
+  return formulas::normalizer(kind).data();
+}
+
+const char* maskFormula(MaskKind kind) {
+  return formulas::mask(kind).data();
 }
 
 // ---------------------------------------------------------------------------------------

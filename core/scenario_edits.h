@@ -112,10 +112,12 @@ EditOutcome toggleCustomMaskCell(Scenario& s, int row, int col);
 // Flips a key's padding flag (switching the mask to padding first if needed).
 EditOutcome togglePaddingKey(Scenario& s, int key);
 
-// The score function in symbols, e.g. "score(q,k) = qᵀk / √d_k".
+// The score function in symbols, e.g. "score(q, k) = q·k / √d_h" (core/formulas.h).
 const char* scoreFormula(ScoreKind kind);
 // What a normaliser does, one line.
 const char* normalizerFormula(NormalizerKind kind);
+// The mask rule in the same notation ("key j allowed iff j ≤ i").
+const char* maskFormula(MaskKind kind);
 
 // ---------------------------------------------------------------------------------------
 // Scalar settings (each validates and clamps; a value outside the editable range is clamped

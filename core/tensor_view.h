@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include <Eigen/Core>
+
 #include "core/types.h"
 
 namespace attn {
@@ -20,6 +22,17 @@ struct MatrixRef {
   float operator()(int r, int c) const { return row(r)[c]; }
   // True when the rows follow each other with no gap (one block of rows * cols floats).
   bool contiguous() const { return stride == cols || rows <= 1; }
+
+  using Map = Eigen::Map<const Matrix, Eigen::Unaligned, Eigen::OuterStride<>>;
+  // An Eigen view of the same memory (no copy).
+  Map map() const { return Map(data, rows, cols, Eigen::OuterStride<>(stride)); }
+  // An owning copy.
+  Matrix copy() const { return map(); }
+  // A view of a whole Matrix (which must outlive the view).
+  static MatrixRef of(const Matrix& m) {
+    return {m.data(), static_cast<int>(m.rows()), static_cast<int>(m.cols()),
+            static_cast<std::ptrdiff_t>(m.cols())};
+  }
 };
 
 // A view of a row-major attn::Matrix (rows x cols, stride = cols).

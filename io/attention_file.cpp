@@ -95,20 +95,36 @@ std::vector<ArraySummary> summarise(const NpzArchive& archive) {
   return out;
 }
 
+constexpr std::string_view kLayerPrefixes[] = {"layer_", "attentions_"};
+
+// The layer number of a per-layer array name ("layer_12" -> 12; at most 4 digits, no
+// leading zeros), or -1.
+int perLayerNumber(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return -1;
+  const std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 4 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      (digits.size() > 1 && digits[0] == '0')) {
+    return -1;
+  }
+  return std::stoi(std::string(digits));
+}
+
+bool isPerLayerName(std::string_view name) {
+  for (std::string_view prefix : kLayerPrefixes) {
+    if (perLayerNumber(name, prefix) >= 0) return true;
+  }
+  return false;
+}
+
 // The per-layer set of an archive: names PREFIX0..PREFIX{L-1} for one of the prefixes, no
 // gaps. Empty when there is none.
 std::vector<std::string> perLayerNames(const NpzArchive& archive) {
-  for (std::string_view prefix : {"layer_", "attentions_"}) {
+  for (std::string_view prefix : kLayerPrefixes) {
     std::vector<int> found;
     for (const NpzArrayInfo& info : archive.arrays()) {
-      if (!info.name.starts_with(prefix)) continue;
-      std::string_view digits = std::string_view(info.name).substr(prefix.size());
-      if (digits.empty() || digits.size() > 4 ||
-          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-          (digits.size() > 1 && digits[0] == '0')) {
-        continue;
-      }
-      found.push_back(std::stoi(std::string(digits)));
+      const int number = perLayerNumber(info.name, prefix);
+      if (number >= 0) found.push_back(number);
     }
     if (found.empty()) continue;
     std::sort(found.begin(), found.end());
@@ -135,13 +151,14 @@ Expected<std::string> chooseLayout(const std::string& requested, std::size_t ndi
     static const char* kPerLayer[] = {nullptr, nullptr, "qk", "hqk", "bhqk"};
     if (!perLayer && ndim >= 2 && ndim <= 5) return std::string(kWhole[ndim]);
     if (perLayer && ndim >= 2 && ndim <= 4) return std::string(kPerLayer[ndim]);
-    return Error{where, "shape",
-                 "shape " + shapeText(shape) + " has " + std::to_string(ndim) +
-                     " dimensions; attention needs " +
-                     (perLayer ? "[n_q, n_k], [heads, n_q, n_k] or [batch, heads, n_q, n_k] per layer"
-                               : "[n_q, n_k], [heads, n_q, n_k], [layers, heads, n_q, n_k] or "
-                                 "[batch, layers, heads, n_q, n_k]") +
-                     " (or a --layout)"};
+    return Error{
+        where, "shape",
+        "shape " + shapeText(shape) + " has " + std::to_string(ndim) +
+            " dimensions; attention needs " +
+            (perLayer ? "[n_q, n_k], [heads, n_q, n_k] or [batch, heads, n_q, n_k] per layer"
+                      : "[n_q, n_k], [heads, n_q, n_k], [layers, heads, n_q, n_k] or "
+                        "[batch, layers, heads, n_q, n_k]") +
+            " (or a --layout)"};
   }
   std::string layout = requested;
   std::transform(layout.begin(), layout.end(), layout.begin(),
@@ -180,9 +197,9 @@ Expected<Dims> readDims(const NpyHeader& header, const std::string& layout,
   for (std::size_t i = 0; i < layout.size(); ++i) {
     const std::int64_t size = header.shape[i];
     if (size == 0) {
-      return Error{where, "shape",
-                   "shape " + shapeText(header.shape) + " is empty (" + dimName(layout[i]) +
-                       " = 0)"};
+      return Error{
+          where, "shape",
+          "shape " + shapeText(header.shape) + " is empty (" + dimName(layout[i]) + " = 0)"};
     }
     switch (layout[i]) {
       case 'b':
@@ -297,7 +314,7 @@ Expected<TokenLists> parseTokens(const std::string& path) {
 // Non-finite values
 // =======================================================================================
 
-NonFiniteCount countNonFinite(MatrixSpan values) {
+NonFiniteCount countNonFinite(MatrixRef values) {
   NonFiniteCount count;
   for (Eigen::Index r = 0; r < values.rows; ++r) {
     const float* row = values.row(r);
@@ -354,8 +371,7 @@ Expected<std::vector<ArraySummary>> listArrays(const std::string& path, const Np
 // =======================================================================================
 
 struct AttentionFileBuilder {
-  static Expected<AttentionFile> open(const std::string& path,
-                                      const AttentionOpenOptions& options);
+  static Expected<AttentionFile> open(const std::string& path, const AttentionOpenOptions& options);
   static Status addSource(AttentionFile& file, const NpyArray& array, const std::string& name,
                           const AttentionOpenOptions& options, bool perLayer, bool mapped);
   static Status loadLabels(AttentionFile& file, const AttentionOpenOptions& options);
@@ -391,8 +407,9 @@ Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& arra
     return Error{array.file, "shape",
                  "shape " + shapeText(header.shape) + " does not match the layers before it (" +
                      std::to_string(file.shape_.heads) + " heads, " +
-                     std::to_string(file.shape_.queries) + " x " + std::to_string(file.shape_.keys) +
-                     ", batch " + std::to_string(file.batchSize_) + ")"};
+                     std::to_string(file.shape_.queries) + " x " +
+                     std::to_string(file.shape_.keys) + ", batch " +
+                     std::to_string(file.batchSize_) + ")"};
   }
   if (static_cast<std::int64_t>(file.layers_.size()) + dims->layers > kMaxAttentionLayersHeads) {
     return Error{array.file, "shape", "too many layers"};
@@ -403,8 +420,8 @@ Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& arra
   file.batchSize_ = static_cast<int>(dims->batch);
   file.batch_ = options.batch;
   const bool aligned = reinterpret_cast<std::uintptr_t>(array.data) % alignof(float) == 0;
-  const bool inPlace = header.dtype == NpyDtype::Float32 && !header.bigEndian &&
-                       dims->colStride == 1 && aligned;
+  const bool inPlace =
+      header.dtype == NpyDtype::Float32 && !header.bigEndian && dims->colStride == 1 && aligned;
   for (std::int64_t l = 0; l < dims->layers; ++l) {
     AttentionFile::LayerSource source;
     source.array = array;
@@ -453,14 +470,14 @@ Status AttentionFileBuilder::loadLabels(AttentionFile& file, const AttentionOpen
   const auto count = [](const std::vector<std::string>& v) { return std::to_string(v.size()); };
   if (static_cast<int>(lists->keys.size()) != nK) {
     return Error{tokensPath, lists->separate ? "keys" : "",
-                 count(lists->keys) + " tokens, but " + file.path_ + " has n_k = " +
-                     std::to_string(nK) + " keys"};
+                 count(lists->keys) + " tokens, but " + file.path_ +
+                     " has n_k = " + std::to_string(nK) + " keys"};
   }
   if (lists->separate) {
     if (static_cast<int>(lists->queries.size()) != nQ) {
       return Error{tokensPath, "queries",
-                   count(lists->queries) + " tokens, but " + file.path_ + " has n_q = " +
-                       std::to_string(nQ) + " queries"};
+                   count(lists->queries) + " tokens, but " + file.path_ +
+                       " has n_q = " + std::to_string(nQ) + " queries"};
     }
     file.queryLabels_ = std::move(lists->queries);
   } else if (nQ <= nK) {
@@ -503,6 +520,7 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
     bool perLayer = false;
     if (!options.arrayName.empty()) {
       names.push_back(options.arrayName);
+      perLayer = isPerLayerName(options.arrayName);  // "layer_3" is one layer
     } else if (std::vector<std::string> layers = perLayerNames(*archive); !layers.empty()) {
       names = std::move(layers);
       perLayer = true;
@@ -514,12 +532,12 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
       if (readable.size() != 1) {
         std::string list;
         for (const ArraySummary& a : file.arrays_) list += (list.empty() ? "" : ", ") + a.name;
-        return Error{path, "array",
-                     readable.empty()
-                         ? "the archive holds no float array" +
-                               (list.empty() ? std::string() : " (arrays: " + list + ")")
-                         : "the archive holds several arrays (" + list +
-                               "); pick one with --array NAME"};
+        return Error{
+            path, "array",
+            readable.empty()
+                ? "the archive holds no float array" +
+                      (list.empty() ? std::string() : " (arrays: " + list + ")")
+                : "the archive holds several arrays (" + list + "); pick one with --array NAME"};
       }
       names = std::move(readable);
     }
@@ -561,14 +579,14 @@ std::string AttentionFile::storageDescr(int layer) const {
   return layers_[static_cast<std::size_t>(layer)].array.header.descr();
 }
 
-MatrixSpan AttentionFile::head(int layer, int head, std::vector<float>& scratch) const {
+MatrixRef AttentionFile::head(int layer, int head, std::vector<float>& scratch) const {
   if (layer < 0 || layer >= shape_.layers || head < 0 || head >= shape_.heads) return {};
   const LayerSource& source = layers_[static_cast<std::size_t>(layer)];
   const std::int64_t start = source.base + head * source.headStride;
-  const Eigen::Index rows = shape_.queries, cols = shape_.keys;
+  const int rows = shape_.queries, cols = shape_.keys;
   if (source.inPlace) {
     const float* data = reinterpret_cast<const float*>(source.array.data) + start;
-    return {data, rows, cols, static_cast<Eigen::Index>(source.rowStride)};
+    return {data, rows, cols, static_cast<std::ptrdiff_t>(source.rowStride)};
   }
   const NpyHeader& header = source.array.header;
   const std::size_t size = dtypeSize(header.dtype);
@@ -594,8 +612,8 @@ void AttentionFile::releaseHead(int layer, int headIndex) const {
   const NpyHeader& header = source.array.header;
   const std::size_t size = dtypeSize(header.dtype);
   const std::int64_t start = source.base + headIndex * source.headStride;
-  const std::int64_t last = start + (shape_.queries - 1) * source.rowStride +
-                            (shape_.keys - 1) * source.colStride;
+  const std::int64_t last =
+      start + (shape_.queries - 1) * source.rowStride + (shape_.keys - 1) * source.colStride;
   // The mapping starts at the file's first byte: the header sits before the data.
   const auto* mapStart = source.array.data - header.dataOffset;
   const std::size_t mapSize = header.dataOffset + header.dataBytes;
@@ -638,8 +656,8 @@ Expected<SelectedAttention> selectAttention(const AttentionFile& file,
   SelectedAttention out;
   out.view.rowLabels = file.queryLabels();
   out.view.colLabels = file.keyLabels();
-  const std::string layerText = "layer " + std::to_string(selection.layer) + " of " +
-                                std::to_string(shape.layers);
+  const std::string layerText =
+      "layer " + std::to_string(selection.layer) + " of " + std::to_string(shape.layers);
   std::vector<float> scratch;
   int done = 0;
   const int total = selection.kind == Kind::Head      ? 1
@@ -687,8 +705,37 @@ Expected<SelectedAttention> selectAttention(const AttentionFile& file,
       break;
     }
   }
-  out.nonFinite = countNonFinite(MatrixSpan::of(out.view.values));
+  out.nonFinite = countNonFinite(MatrixRef::of(out.view.values));
   return out;
+}
+
+HeadOverview overviewHeads(const AttentionFile& file, const HeadOverviewOptions& options) {
+  HeadOverview overview;
+  overview.layers = file.layers();
+  overview.heads = file.heads();
+  const int total = file.layers() * file.heads();
+  overview.thumbnails.reserve(static_cast<std::size_t>(total));
+  overview.stats.reserve(static_cast<std::size_t>(total));
+  overview.nonFinite.reserve(static_cast<std::size_t>(total));
+  const int size = std::max(options.thumbnailSize, 1);
+  std::vector<float> scratch;
+  int done = 0;
+  for (int l = 0; l < file.layers(); ++l) {
+    for (int h = 0; h < file.heads(); ++h) {
+      if (options.cancel && options.cancel()) {
+        overview.cancelled = true;
+        return overview;
+      }
+      const MatrixRef head = file.head(l, h, scratch);
+      overview.thumbnails.push_back(maxPool(head, size, size));
+      overview.stats.push_back(headStats(head));
+      overview.nonFinite.push_back(countNonFinite(head));
+      overview.totalNonFinite += overview.nonFinite.back();
+      file.releaseHead(l, h);
+      if (options.progress) options.progress(++done, total);
+    }
+  }
+  return overview;
 }
 
 std::vector<std::vector<HeadStats>> allHeadStats(const AttentionFile& file) {

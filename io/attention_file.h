@@ -15,7 +15,8 @@
 // named and the .npz holds arrays layer_0, layer_1, ... layer_{L-1} (or attentions_0, ...),
 // with no gaps, they are stacked as layers 0..L-1 (other arrays, e.g. input_ids, are
 // ignored). Each is read as [n_q, n_k], [heads, n_q, n_k] or [batch, heads, n_q, n_k]
-// (or by `layout`, without 'l'); all must give the same heads, n_q and n_k.
+// (or by `layout`, without 'l'); all must give the same heads, n_q and n_k. One such array
+// picked by name (arrayName "layer_3") is read by the same per-layer rule: one layer.
 //
 // Memory: an .npy is mapped, never read whole. A head whose data is float32, little-endian
 // and has contiguous keys (C order) is used IN PLACE from the mapping: head() returns a
@@ -41,7 +42,7 @@
 #include <vector>
 
 #include "core/aggregate.h"
-#include "core/matrix_span.h"
+#include "core/tensor_view.h"
 #include "core/types.h"
 #include "io/heatmap_render.h"
 #include "io/npy.h"
@@ -50,15 +51,15 @@
 namespace attn::io {
 
 // Limits on the normalised shape (on top of the npy element limit).
-inline constexpr std::int64_t kMaxAttentionTokens = 1 << 20;  // n_q, n_k
+inline constexpr std::int64_t kMaxAttentionTokens = 1 << 20;    // n_q, n_k
 inline constexpr std::int64_t kMaxAttentionLayersHeads = 4096;  // layers, heads each
 
 struct AttentionOpenOptions {
-  std::string arrayName;  // .npz: the array to use (empty: the only one, or the per-layer set)
-  int batch = 0;          // item of the batch dimension, if there is one
-  std::string layout;     // empty: by ndim (see above); else e.g. "lbhqk"
-  std::string tokensPath; // empty: side file, else indices
-  NpzLimits limits;       // .npz inflate limit
+  std::string arrayName;   // .npz: the array to use (empty: the only one, or the per-layer set)
+  int batch = 0;           // item of the batch dimension, if there is one
+  std::string layout;      // empty: by ndim (see above); else e.g. "lbhqk"
+  std::string tokensPath;  // empty: side file, else indices
+  NpzLimits limits;        // .npz inflate limit
 };
 
 struct AttentionShape {
@@ -67,15 +68,16 @@ struct AttentionShape {
 
 // One array of a file, as stored (for `attnscope info` and the app's array list).
 struct ArraySummary {
-  std::string name;           // .npy: the file name's stem; .npz: the entry name w/o ".npy"
-  std::string descr;          // "<f4", ">f8", ...; "" when unsupported
+  std::string name;   // .npy: the file name's stem; .npz: the entry name w/o ".npy"
+  std::string descr;  // "<f4", ">f8", ...; "" when unsupported
   std::vector<std::int64_t> shape;
   bool fortranOrder = false;
-  std::string unsupported;    // why this array cannot be read (e.g. an int64 input_ids), or ""
+  std::string unsupported;  // why this array cannot be read (e.g. an int64 input_ids), or ""
 };
 
 // What a file holds, from the headers alone (nothing inflated but the .npz headers).
-Expected<std::vector<ArraySummary>> listArrays(const std::string& path, const NpzLimits& limits = {});
+Expected<std::vector<ArraySummary>> listArrays(const std::string& path,
+                                               const NpzLimits& limits = {});
 
 struct NonFiniteCount {
   std::uint64_t nan = 0, posInf = 0, negInf = 0;
@@ -88,7 +90,7 @@ struct NonFiniteCount {
   }
 };
 // Counts NaN, +inf and -inf in a matrix (rows x cols).
-NonFiniteCount countNonFinite(MatrixSpan values);
+NonFiniteCount countNonFinite(MatrixRef values);
 // "3 NaN, 1 +inf" (empty when there are none).
 std::string describeNonFinite(const NonFiniteCount& count);
 
@@ -130,7 +132,7 @@ class AttentionFile {
   // (resized to n_q·n_k) and the view points there: keep `scratch` alive and untouched
   // while using the view. layer and head must be in range (checked: out of range gives an
   // empty view).
-  MatrixSpan head(int layer, int head, std::vector<float>& scratch) const;
+  MatrixRef head(int layer, int head, std::vector<float>& scratch) const;
   // An owning copy of one head (n_q x n_k).
   Matrix copyHead(int layer, int head) const;
   // Tells the kernel the pages of this head may be dropped from the process (madvise
@@ -140,10 +142,10 @@ class AttentionFile {
 
  private:
   struct LayerSource {
-    NpyArray array;            // keeps the bytes alive
-    std::int64_t base = 0;     // element offset of (batch, layer) inside the array
+    NpyArray array;         // keeps the bytes alive
+    std::int64_t base = 0;  // element offset of (batch, layer) inside the array
     std::int64_t headStride = 0, rowStride = 0, colStride = 0;  // elements
-    bool mapped = false;       // array.data points into a file mapping
+    bool mapped = false;  // array.data points into a file mapping
     bool inPlace = false;
   };
 
@@ -172,20 +174,39 @@ struct AttentionSelection {
 };
 
 struct SelectedAttention {
-  MatrixView view;            // values (n_q x n_k) + labels + title
-  NonFiniteCount nonFinite;   // in view.values
+  MatrixView view;           // values (n_q x n_k) + labels + title
+  NonFiniteCount nonFinite;  // in view.values
 };
 
 // Computes the selection, reading only what it needs: one head; the heads of one layer
 // (mean, max); the heads of layers 0..layer (rollout, square only). Heads are released
 // after use. Errors (field "layer" / "head"): out of range; rollout of non-square attention.
 // `progress`, if given, is called with (done, total) head counts.
-Expected<SelectedAttention> selectAttention(
-    const AttentionFile& file, const AttentionSelection& selection,
-    const std::function<void(int, int)>& progress = {});
+Expected<SelectedAttention> selectAttention(const AttentionFile& file,
+                                            const AttentionSelection& selection,
+                                            const std::function<void(int, int)>& progress = {});
 
 // Per-head entropy and top-1 mass for every (layer, head), row-major [layer][head], reading
 // one head at a time (and releasing it).
 std::vector<std::vector<HeadStats>> allHeadStats(const AttentionFile& file);
+
+// Everything the model view needs about every head, from ONE pass over the file (one head
+// at a time, each released after use), meant to run on a worker thread.
+struct HeadOverview {
+  int layers = 0, heads = 0;
+  std::vector<Matrix> thumbnails;         // [layer * heads + head]: maxPool(head, size, size)
+  std::vector<HeadStats> stats;           // [layer * heads + head]
+  std::vector<NonFiniteCount> nonFinite;  // [layer * heads + head]
+  NonFiniteCount totalNonFinite;
+  bool cancelled = false;  // stopped early; the vectors are then partial
+};
+struct HeadOverviewOptions {
+  int thumbnailSize = 128;  // thumbnails are at most this many cells per side
+  // Called after each head with (heads done, heads in total). May be empty.
+  std::function<void(int, int)> progress;
+  // Checked before each head; when it returns true the scan stops (cancelled = true).
+  std::function<bool()> cancel;
+};
+HeadOverview overviewHeads(const AttentionFile& file, const HeadOverviewOptions& options = {});
 
 }  // namespace attn::io

@@ -8,17 +8,11 @@
 //   io/colormap.cpp        colormaps, colour range, label colour, max-pooling
 // This file: writing the files (exportMatrix).
 #include "io/heatmap_render.h"
+#include "io/files.h"
 
-#include <stb_image_write.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-
-#include <unistd.h>
 
 #include "io/heatmap_layout.h"
 
@@ -27,34 +21,6 @@ namespace attn::io {
 using namespace detail;
 
 namespace {
-
-// Writes `bytes` to a temporary file in the same directory, then renames it over `path`
-// (atomic on POSIX), so readers never see a half-written file.
-Status writeAtomically(const std::string& path, std::string_view bytes) {
-  static std::atomic<unsigned> counter{0};
-  const std::string temporary =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-  std::FILE* file = std::fopen(temporary.c_str(), "wbx");
-  if (!file) return Error{path, "", std::string("cannot create the file: ") + std::strerror(errno)};
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-  const int writeErrno = errno;
-  if (std::fclose(file) != 0 || !written) {
-    const int error = written ? errno : writeErrno;
-    std::remove(temporary.c_str());
-    return Error{path, "", std::string("cannot write the file: ") + std::strerror(error)};
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(temporary.c_str());
-    return Error{path, "", std::string("cannot replace the file: ") + std::strerror(error)};
-  }
-  return Ok{};
-}
-
-void appendBytes(void* context, void* data, int size) {
-  static_cast<std::string*>(context)->append(static_cast<const char*>(data),
-                                             static_cast<size_t>(size));
-}
 
 Error withFile(Error error, const std::string& path) {
   if (error.file.empty()) error.file = path;
@@ -96,15 +62,14 @@ Status exportMatrix(const HeatmapView& view, const HeatmapStyle& style, const st
       if (!size) return withFile(size.error(), path);
       Image image;
       drawRaster(image, view, style, layout, **font);
-      if (!stbi_write_png_to_func(appendBytes, &bytes, image.width, image.height, 3,
-                                  image.rgb.data(), image.width * 3)) {
-        return Error{path, "", "the PNG encoder failed"};
-      }
+      Expected<std::string> png = encodePng(image);
+      if (!png) return withFile(png.error(), path);
+      bytes = std::move(png).value();
     }
   }
 
-  // 3 the file, atomically
-  return writeAtomically(path, bytes);
+  // 3 the file, through the one atomic writer
+  return writeFileAtomic(path, bytes);
 }
 
 }  // namespace attn::io

@@ -226,7 +226,7 @@ PixelRect cellRect(const HeatmapView& view, const HeatmapStyle& style, int row, 
 // LF line ends; header row: an empty field then the column labels; then one row per matrix
 // row: label, values as %.9g so floats round-trip; -inf/inf/nan spelled so). The CSV is data,
 // not display: it does not use formatNumber(), so that it can be read back exactly. The file is
-// written to a temporary next to it and renamed into place, so it is never half-written.
+// written through io::writeFileAtomic (io/files.h), so it is never half-written.
 // Errors name the file; an unknown extension is field "out".
 Status exportMatrix(const HeatmapView& view, const HeatmapStyle& style, const std::string& path);
 

@@ -42,8 +42,8 @@ struct DictParser {
   std::string error;  // first problem, empty while fine
 
   bool fail(std::string problem) {
-    if (error.empty()) error = std::move(problem) + " at byte " + std::to_string(pos) +
-                               " of the header dict";
+    if (error.empty())
+      error = std::move(problem) + " at byte " + std::to_string(pos) + " of the header dict";
     return false;
   }
   void skipSpace() {
@@ -55,8 +55,9 @@ struct DictParser {
   }
   bool expect(char c) {
     if (!peek(c)) {
-      return fail(std::string("expected '") + c + "'" +
-                  (pos < text.size() ? ", found " + quoted(text.substr(pos, 1)) : ", found the end"));
+      return fail(
+          std::string("expected '") + c + "'" +
+          (pos < text.size() ? ", found " + quoted(text.substr(pos, 1)) : ", found the end"));
     }
     ++pos;
     return true;
@@ -165,50 +166,51 @@ std::optional<RawHeader> parseDict(std::string_view text, std::string& error) {
   DictParser p{text, 0, {}};
   RawHeader raw;
   bool haveDescr = false, haveOrder = false, haveShape = false;
-  auto done = [&]() -> std::optional<RawHeader> {
+  // Records the parser's first problem (or `problem`) in `error` and gives up.
+  auto failed = [&](std::string problem = {}) -> std::optional<RawHeader> {
+    if (!problem.empty()) p.fail(std::move(problem));
     error = p.error;
     return std::nullopt;
   };
-  if (!p.expect('{')) return done();
+  if (!p.expect('{')) return failed();
   while (!p.peek('}')) {
     auto key = p.string();
-    if (!key) return done();
-    if (!p.expect(':')) return done();
+    if (!key) return failed();
+    if (!p.expect(':')) return failed();
     if (*key == "descr") {
-      if (haveDescr) return p.fail("duplicate key 'descr'"), done();
-      if (p.peek('[')) return p.fail("'descr' is a list: structured dtypes are not supported"), done();
+      if (haveDescr) return failed("duplicate key 'descr'");
+      if (p.peek('[')) return failed("'descr' is a list: structured dtypes are not supported");
       auto value = p.string();
-      if (!value) return done();
+      if (!value) return failed();
       raw.descr = *value;
       haveDescr = true;
     } else if (*key == "fortran_order") {
-      if (haveOrder) return p.fail("duplicate key 'fortran_order'"), done();
+      if (haveOrder) return failed("duplicate key 'fortran_order'");
       auto value = p.boolean();
-      if (!value) return done();
+      if (!value) return failed();
       raw.fortranOrder = *value;
       haveOrder = true;
     } else if (*key == "shape") {
-      if (haveShape) return p.fail("duplicate key 'shape'"), done();
+      if (haveShape) return failed("duplicate key 'shape'");
       auto value = p.tuple();
-      if (!value) return done();
+      if (!value) return failed();
       raw.shape = std::move(*value);
       haveShape = true;
     } else {
-      return p.fail("unexpected key " + quoted(*key) +
-                    " (an npy header has exactly descr, fortran_order and shape)"),
-             done();
+      return failed("unexpected key " + quoted(*key) +
+                    " (an npy header has exactly descr, fortran_order and shape)");
     }
     if (p.peek(',')) {
       ++p.pos;
       continue;
     }
-    if (!p.peek('}')) return p.fail("expected ',' or '}'"), done();
+    if (!p.peek('}')) return failed("expected ',' or '}'");
   }
   ++p.pos;  // '}'
   // Padding: spaces, then exactly one '\n' as the last byte.
   while (p.pos < text.size() && text[p.pos] == ' ') ++p.pos;
   if (p.pos + 1 != text.size() || text[p.pos] != '\n') {
-    return p.fail("the header must end with spaces and one newline after '}'"), done();
+    return failed("the header must end with spaces and one newline after '}'");
   }
   if (!haveDescr || !haveOrder || !haveShape) {
     std::string missing = !haveDescr ? "descr" : !haveOrder ? "fortran_order" : "shape";
@@ -282,22 +284,23 @@ std::uint32_t readLe(const std::byte* p, int bytes) {
   return v;
 }
 
-Expected<NpyArray> finishArray(std::span<const std::byte> bytes,
-                               std::shared_ptr<const void> owner, const std::string& file) {
+Expected<NpyArray> finishArray(std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
+                               const std::string& file) {
   Expected<NpyHeader> header = parseNpyHeader(bytes, file);
   if (!header) return header.error();
   const std::uint64_t available = bytes.size() - header->dataOffset;
   if (available < header->dataBytes) {
+    std::string shape = "(";
+    for (std::size_t i = 0; i < header->shape.size(); ++i) {
+      if (i > 0) shape += ", ";
+      shape += std::to_string(header->shape[i]);
+    }
+    shape += ")";
     return Error{file, "",
                  "the header says " + std::to_string(header->dataBytes) + " bytes of data (shape " +
-                     [&] {
-                       std::string s = "(";
-                       for (std::size_t i = 0; i < header->shape.size(); ++i)
-                         s += (i ? ", " : "") + std::to_string(header->shape[i]);
-                       return s + ")";
-                     }() +
-                     ", " + std::string(dtypeName(header->dtype)) + ") but the file holds only " +
-                     std::to_string(available) + " (truncated file?)"};
+                     shape + ", " + std::string(dtypeName(header->dtype)) +
+                     ") but the file holds only " + std::to_string(available) +
+                     " (truncated file?)"};
   }
   if (available > header->dataBytes) {
     return Error{file, "",
@@ -403,11 +406,12 @@ Expected<NpyHeader> parseNpyHeader(std::span<const std::byte> bytes, const std::
   if (bytes.size() < header.dataOffset) {
     return headerError(file, "",
                        "truncated .npy header (it claims " + std::to_string(headerLength) +
-                           " bytes, the file has " + std::to_string(bytes.size() - 8 - lengthBytes) +
-                           ")");
+                           " bytes, the file has " +
+                           std::to_string(bytes.size() - 8 - lengthBytes) + ")");
   }
   // 3 the dict
-  std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8 + lengthBytes), headerLength);
+  std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8 + lengthBytes),
+                        headerLength);
   std::string problem;
   std::optional<RawHeader> raw = parseDict(text, problem);
   if (!raw) return headerError(file, "", "malformed .npy header: " + problem);
@@ -435,8 +439,8 @@ Expected<NpyHeader> parseNpyHeader(std::span<const std::byte> bytes, const std::
 
 float NpyArray::element(std::uint64_t flatIndex) const {
   float out = 0;
-  convertToFloat(data + flatIndex * dtypeSize(header.dtype), header.dtype, header.bigEndian, 1,
-                 1, &out);
+  convertToFloat(data + flatIndex * dtypeSize(header.dtype), header.dtype, header.bigEndian, 1, 1,
+                 &out);
   return out;
 }
 
@@ -460,10 +464,10 @@ Expected<NpyArray> openNpy(const std::string& path) {
   void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int mapErrno = errno;
   ::close(fd);
-  if (mapped == MAP_FAILED) return Error{path, "", std::string("cannot map: ") + std::strerror(mapErrno)};
-  std::shared_ptr<const void> owner(mapped, [size](const void* p) {
-    ::munmap(const_cast<void*>(p), size);
-  });
+  if (mapped == MAP_FAILED)
+    return Error{path, "", std::string("cannot map: ") + std::strerror(mapErrno)};
+  std::shared_ptr<const void> owner(
+      mapped, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
   return finishArray({static_cast<const std::byte*>(mapped), size}, std::move(owner), path);
 }
 
@@ -500,10 +504,20 @@ void convertToFloat(const std::byte* src, NpyDtype dtype, bool bigEndian, std::s
                     std::int64_t srcStride, float* dst) {
   const std::int64_t step = srcStride * static_cast<std::int64_t>(dtypeSize(dtype));
   switch (dtype) {
-    case NpyDtype::Float16:
+    case NpyDtype::Float16: {
+      // A 256 KiB table of all 65536 halves: ~10x faster than converting bit by bit, which
+      // matters when the model view converts 144 heads of 1024 x 1024.
+      static const std::vector<float> table = [] {
+        std::vector<float> t(1 << 16);
+        for (std::uint32_t bits = 0; bits < t.size(); ++bits) {
+          t[bits] = halfToFloat(static_cast<std::uint16_t>(bits));
+        }
+        return t;
+      }();
       for (std::size_t i = 0; i < count; ++i, src += step)
-        dst[i] = halfToFloat(loadWord<std::uint16_t>(src, bigEndian));
+        dst[i] = table[loadWord<std::uint16_t>(src, bigEndian)];
       break;
+    }
     case NpyDtype::Float32:
       if (!bigEndian && srcStride == 1) {
         std::memcpy(dst, src, count * sizeof(float));
@@ -550,7 +564,7 @@ Expected<std::string> writeNpy(std::string_view descr, const void* values, std::
   dict += ", }";
   // magic(6) + version(2) + length(2 or 4) + dict + padding + '\n' = multiple of 64.
   auto paddedSize = [&](std::size_t prefix) { return (prefix + dict.size() + 1 + 63) / 64 * 64; };
-  std::size_t prefix = 10;  // version 1.0: 2-byte length
+  std::size_t prefix = 10;                       // version 1.0: 2-byte length
   if (paddedSize(10) - 10 > 65535) prefix = 12;  // version 2.0: 4-byte length
   const std::size_t total = prefix + dict.size() + 1;
   const std::size_t padded = paddedSize(prefix);
@@ -563,7 +577,8 @@ Expected<std::string> writeNpy(std::string_view descr, const void* values, std::
   out.append(reinterpret_cast<const char*>(kMagic), sizeof kMagic);
   out += static_cast<char>(prefix == 10 ? 1 : 2);
   out += '\0';
-  for (std::size_t i = 0; i < prefix - 8; ++i) out += static_cast<char>((headerLength >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < prefix - 8; ++i)
+    out += static_cast<char>((headerLength >> (8 * i)) & 0xff);
   out += dict;
   const std::size_t start = out.size();
   out.resize(start + count * elementSize);

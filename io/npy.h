@@ -30,9 +30,9 @@
 
 namespace attn::io {
 
-inline constexpr std::size_t kNpyMaxHeaderBytes = 1 << 16;        // 64 KiB of dict text
-inline constexpr std::size_t kNpyMaxDims = 32;                    // numpy's own NPY_MAXDIMS
-inline constexpr std::uint64_t kNpyMaxElements = 1ull << 36;      // 64 Gi elements (256 GiB f4)
+inline constexpr std::size_t kNpyMaxHeaderBytes = 1 << 16;    // 64 KiB of dict text
+inline constexpr std::size_t kNpyMaxDims = 32;                // numpy's own NPY_MAXDIMS
+inline constexpr std::uint64_t kNpyMaxElements = 1ull << 36;  // 64 Gi elements (256 GiB f4)
 
 enum class NpyDtype { Float16, Float32, Float64 };
 
@@ -42,14 +42,14 @@ std::size_t dtypeSize(NpyDtype dtype);
 std::string_view dtypeName(NpyDtype dtype);
 
 struct NpyHeader {
-  int major = 1, minor = 0;          // format version
+  int major = 1, minor = 0;  // format version
   NpyDtype dtype = NpyDtype::Float32;
-  bool bigEndian = false;            // byte order of the data
-  bool fortranOrder = false;         // column-major (first index fastest)
-  std::vector<std::int64_t> shape;   // () is a scalar (1 element)
-  std::size_t dataOffset = 0;        // bytes from the start of the file to the data
-  std::uint64_t elementCount = 0;    // product of shape (1 for a scalar)
-  std::uint64_t dataBytes = 0;       // elementCount * dtypeSize(dtype)
+  bool bigEndian = false;           // byte order of the data
+  bool fortranOrder = false;        // column-major (first index fastest)
+  std::vector<std::int64_t> shape;  // () is a scalar (1 element)
+  std::size_t dataOffset = 0;       // bytes from the start of the file to the data
+  std::uint64_t elementCount = 0;   // product of shape (1 for a scalar)
+  std::uint64_t dataBytes = 0;      // elementCount * dtypeSize(dtype)
 
   // "<f4", ">f8", ... as numpy writes it.
   std::string descr() const;
@@ -67,10 +67,10 @@ Expected<NpyHeader> parseNpyHeader(std::span<const std::byte> bytes, const std::
 // A parsed array whose data stays where it is: in a read-only file mapping (openNpy) or in
 // a shared buffer (npyFromBuffer, e.g. an npz entry). Cheap to copy: copies share the bytes.
 struct NpyArray {
-  std::string file;                  // for error messages ("run.npz:layer_0.npy" for an entry)
+  std::string file;  // for error messages ("run.npz:layer_0.npy" for an entry)
   NpyHeader header;
-  const std::byte* data = nullptr;   // header.dataBytes bytes, suitably aligned or not
-  std::shared_ptr<const void> owner; // keeps the mapping / buffer alive
+  const std::byte* data = nullptr;    // header.dataBytes bytes, suitably aligned or not
+  std::shared_ptr<const void> owner;  // keeps the mapping / buffer alive
 
   // Element number `flatIndex` (in storage order) as float (float64 is rounded).
   float element(std::uint64_t flatIndex) const;

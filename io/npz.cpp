@@ -44,7 +44,7 @@ struct EntryFile {
 
 struct NpzArchive::Handle {
   zip_t* archive = nullptr;
-  std::vector<std::byte> memory;  // the bytes of an in-memory archive (openMemory)
+  std::vector<std::byte> memory;         // the bytes of an in-memory archive (openMemory)
   std::vector<zip_uint64_t> entryIndex;  // parallel to arrays_
   ~Handle() {
     if (archive) zip_discard(archive);
@@ -108,8 +108,8 @@ Expected<NpzArchive> NpzArchive::openMemory(std::span<const std::byte> bytes,
   zip_error_t error;
   zip_error_init(&error);
   const auto& memory = archive.handle_->memory;
-  zip_source_t* source = zip_source_buffer_create(memory.empty() ? nullptr : memory.data(),
-                                                  memory.size(), 0, &error);
+  zip_source_t* source =
+      zip_source_buffer_create(memory.empty() ? nullptr : memory.data(), memory.size(), 0, &error);
   if (!source) {
     std::string text = zip_error_strerror(&error);
     zip_error_fini(&error);
@@ -204,8 +204,8 @@ Expected<NpzArchive> NpzArchive::finishOpen(NpzArchive archive) {
     head.resize(*got);
     if (head.size() >= 10) {
       const bool v1 = std::to_integer<int>(head[6]) == 1;
-      std::size_t length = std::to_integer<std::size_t>(head[8]) |
-                           (std::to_integer<std::size_t>(head[9]) << 8);
+      std::size_t length =
+          std::to_integer<std::size_t>(head[8]) | (std::to_integer<std::size_t>(head[9]) << 8);
       if (!v1 && head.size() == 12) {
         length |= (std::to_integer<std::size_t>(head[10]) << 16) |
                   (std::to_integer<std::size_t>(head[11]) << 24);
@@ -261,14 +261,14 @@ Expected<NpyArray> NpzArchive::read(std::string_view name) {
                      " bytes, above the uncompressed limit of " + std::to_string(limit) +
                      " bytes (" + std::to_string(inflated_) + " already inflated)"};
   }
-  const zip_uint64_t index =
-      handle_->entryIndex[static_cast<std::size_t>(info - arrays_.data())];
+  const zip_uint64_t index = handle_->entryIndex[static_cast<std::size_t>(info - arrays_.data())];
   EntryFile entry{zip_fopen_index(handle_->archive, index, 0)};
   if (!entry.file) {
     return Error{where, "", std::string("cannot open: ") + zip_strerror(handle_->archive)};
   }
   auto buffer = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::uint64_t>(expected, 1)]);
-  Expected<std::uint64_t> got = readCounted(entry.file, buffer.get(), expected, inflated_, limit, where);
+  Expected<std::uint64_t> got =
+      readCounted(entry.file, buffer.get(), expected, inflated_, limit, where);
   if (!got) return got.error();
   if (*got < expected) {
     return Error{where, "",
@@ -280,9 +280,9 @@ Expected<NpyArray> NpzArchive::read(std::string_view name) {
   got = readCounted(entry.file, extra, 1, inflated_, limit, where);
   if (!got) return got.error();
   if (*got != 0) {
-    return Error{where, "",
-                 "the entry holds more than the " + std::to_string(expected) +
-                     " bytes its header says"};
+    return Error{
+        where, "",
+        "the entry holds more than the " + std::to_string(expected) + " bytes its header says"};
   }
   std::span<const std::byte> bytes(buffer.get(), expected);
   return npyFromBuffer(bytes, std::shared_ptr<const void>(buffer, buffer.get()), where);
@@ -318,8 +318,7 @@ Expected<std::string> writeNpz(std::span<const NpzEntry> entries, bool deflate) 
     return failWith("cannot create the archive");
   }
   for (const NpzEntry& entry : entries) {
-    zip_source_t* data =
-        zip_source_buffer(za, entry.npyBytes.data(), entry.npyBytes.size(), 0);
+    zip_source_t* data = zip_source_buffer(za, entry.npyBytes.data(), entry.npyBytes.size(), 0);
     const std::string entryName = entry.name + ".npy";
     const zip_int64_t index =
         data ? zip_file_add(za, entryName.c_str(), data, ZIP_FL_ENC_UTF_8) : -1;

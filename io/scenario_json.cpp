@@ -5,9 +5,13 @@
 //   1 size checks (file size before reading, text size before parsing);
 //   2 a SAX parse into a DOM that tracks the path of every value, so that even a JSON syntax
 //     error or a number too large for a float names the field ("queries[2][1]"); it also
-//     caps nesting at kMaxDepth and rejects duplicate keys;
+//     caps nesting at kMaxDepth, rejects duplicate keys, and enforces the read limits WHILE
+//     reading: every list is capped as it grows and numbers are counted, so the parser stops
+//     at the first entry past a limit (a 40-million-row file costs 4097 rows). Lists of
+//     numbers are stored packed as floats (see "Lists in the DOM");
 //   3 a walk over the DOM that checks every field's type, shape and range against
-//     attn::Limits BEFORE any Eigen matrix is allocated, then buildProblem() + validate().
+//     attn::Limits BEFORE any Eigen matrix is allocated, then buildProblem(), which checks
+//     the work limits before generating anything and ends with validate().
 //
 // Writing uses our own printer rather than nlohmann's dump(): a float is written with the
 // fewest digits that read back to the same float (std::to_chars), and a list of numbers
@@ -25,9 +29,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -45,6 +51,9 @@ using OrderedJson = nlohmann::ordered_json;
 // Deepest legitimate nesting is 5 (root, score_params list, entry, matrix, row); `view` may
 // nest a little more. Anything past this is rejected while parsing.
 constexpr int kMaxDepth = 64;
+// Most strings, nulls, lists and objects a file may hold (a list of rows is one list plus one
+// per row; the largest legal file needs about 40,000).
+constexpr std::size_t kMaxOtherValues = std::size_t{1} << 17;
 // Seeds must survive tools that read JSON numbers as doubles (JavaScript, Python's json).
 constexpr int kFormatVersion = 1;
 
@@ -144,8 +153,84 @@ int nestingDepth(std::string_view text) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Lists in the DOM. A list of numbers outside `view` is stored packed: a JSON binary value of
+// subtype kPackedFloats holding the floats, 4 bytes each (instead of a 16-byte JSON value
+// each, plus container slack); a list of true/false likewise, subtype kPackedBools, one byte
+// each. A list that mixes kinds is a JSON array. Stage 3 reads every form through these.
+// ---------------------------------------------------------------------------------------
+
+constexpr std::uint8_t kPackedFloats = 0x46;  // 'F'
+constexpr std::uint8_t kPackedBools = 0x42;   // 'B'
+
+bool isList(const Json& value) {
+  return value.is_array() || value.is_binary();
+}
+
+bool isPackedFloats(const Json& value) {
+  return value.is_binary() && value.get_binary().subtype() == kPackedFloats;
+}
+
+std::size_t listSize(const Json& value) {
+  if (!value.is_binary()) return value.size();
+  return value.get_binary().size() / (isPackedFloats(value) ? sizeof(float) : 1);
+}
+
+// Entry i of a packed list of floats.
+float packedAt(const Json& list, std::size_t i) {
+  float value = 0;
+  std::memcpy(&value, list.get_binary().data() + i * sizeof(float), sizeof value);
+  return value;
+}
+
+// Entry i of any list, as a JSON value (a copy: for scalars and error messages).
+Json listEntry(const Json& list, std::size_t i) {
+  if (!list.is_binary()) return list[i];
+  if (isPackedFloats(list)) return Json(static_cast<double>(packedAt(list, i)));
+  return Json(list.get_binary()[i] != 0);
+}
+
+// Turns a packed list back into a JSON array of its entries (when an entry of another kind
+// follows them: the list is then an error, or a list of labels).
+void unpack(Json& list) {
+  if (!list.is_binary()) return;
+  Json array = Json::array();
+  for (std::size_t i = 0; i < listSize(list); ++i) array.push_back(listEntry(list, i));
+  list = std::move(array);
+}
+
+// ---------------------------------------------------------------------------------------
 // Stage 2: SAX parse into a DOM, tracking the path of the value being read
 // ---------------------------------------------------------------------------------------
+
+// A pointer into the text that records how far the parser has read (for ScenarioReadStats):
+// nlohmann's reader takes any input iterator over chars.
+class CountingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  CountingIterator(const char* at, const char** furthest) : at_(at), furthest_(furthest) {}
+  reference operator*() const { return *at_; }
+  CountingIterator& operator++() {
+    ++at_;
+    if (furthest_) *furthest_ = at_;
+    return *this;
+  }
+  CountingIterator operator++(int) {
+    CountingIterator before = *this;
+    ++*this;
+    return before;
+  }
+  bool operator==(const CountingIterator& other) const { return at_ == other.at_; }
+  bool operator!=(const CountingIterator& other) const { return at_ != other.at_; }
+
+ private:
+  const char* at_;
+  const char** furthest_;
+};
 
 struct FieldProblem {
   std::string field;
@@ -159,15 +244,24 @@ class PathTrackingBuilder final : public Json::json_sax_t {
   Json root;
   std::optional<FieldProblem> failure;
 
-  bool null() override { return add(Json(nullptr)); }
-  bool boolean(bool value) override { return add(Json(value)); }
-  bool number_integer(number_integer_t value) override { return add(Json(value)); }
-  bool number_unsigned(number_unsigned_t value) override { return add(Json(value)); }
+  bool null() override { return countOther() && add(Json(nullptr)); }
+  bool boolean(bool value) override {
+    if (failure || !countNumber()) return false;
+    if (!inList() || !frames_.back().packable) return add(Json(value));
+    if (!roomForEntry()) return false;
+    return pack(kPackedBools, Json(value), static_cast<std::uint8_t>(value ? 1 : 0));
+  }
+  bool number_integer(number_integer_t value) override {
+    return addNumber(Json(value), static_cast<float>(value));
+  }
+  bool number_unsigned(number_unsigned_t value) override {
+    return addNumber(Json(value), static_cast<float>(value));
+  }
 
   // Every number outside `view` and `seed` ends up as a 32-bit float. Reading the text
   // straight into a float rounds once; going through nlohmann's double could round twice.
   bool number_float(number_float_t value, const string_t& text) override {
-    if (keepsDoubles()) return add(Json(value));
+    if (keepsDoubles()) return addNumber(Json(value), 0);
     float single = 0;
     const char* end = text.data() + text.size();
     const auto result = std::from_chars(text.data(), end, single);
@@ -183,10 +277,10 @@ class PathTrackingBuilder final : public Json::json_sax_t {
     if (!std::isfinite(single)) {
       return fail("number " + sanitizeForMessage(text) + " is too large for a 32-bit float");
     }
-    return add(Json(static_cast<double>(single)));
+    return addNumber(Json(static_cast<double>(single)), single);
   }
 
-  bool string(string_t& value) override { return add(Json(std::move(value))); }
+  bool string(string_t& value) override { return countOther() && add(Json(std::move(value))); }
   bool binary(binary_t& /*value*/) override { return fail("binary values are not JSON"); }
 
   bool start_object(std::size_t /*elements*/) override { return open(Json::object()); }
@@ -235,7 +329,9 @@ class PathTrackingBuilder final : public Json::json_sax_t {
  private:
   struct Frame {
     Json* node;
-    std::string key;  // objects: the key whose value is being read
+    std::string key;         // objects: the key whose value is being read
+    std::size_t limit = 0;   // lists: the most entries allowed (listLimit(), set on opening)
+    bool packable = false;   // lists: numbers and true/false are packed (outside `view`)
   };
 
   // `view` is the app's own object (it may hold doubles); `seed` is an integer that tools
@@ -251,7 +347,8 @@ class PathTrackingBuilder final : public Json::json_sax_t {
       return &root;
     }
     Frame& frame = frames_.back();
-    if (frame.node->is_array()) {
+    if (isList(*frame.node)) {
+      unpack(*frame.node);
       frame.node->push_back(std::move(value));
       return &frame.node->back();
     }
@@ -260,40 +357,181 @@ class PathTrackingBuilder final : public Json::json_sax_t {
     return &slot;
   }
 
+  // True when the value being read sits directly in a list (not in an object, not at the top).
+  bool inList() const { return !frames_.empty() && isList(*frames_.back().node); }
+
   bool add(Json value) {
     if (failure) return false;
+    if (inList() && !roomForEntry()) return false;
     insert(std::move(value));
     return true;
   }
 
-  bool open(Json container) {
+  // A number: `value` as the DOM keeps it, `single` its float. In a list outside `view` it is
+  // packed as a float (4 bytes instead of a 16-byte JSON value plus container slack), so a
+  // 4096 x 1024 matrix costs 16 MB while it is read. Numbers are counted as they arrive, and
+  // reading stops at the first one past kMaxScenarioNumbers.
+  bool addNumber(Json value, float single) {
+    if (failure || !countNumber()) return false;
+    if (!inList() || !frames_.back().packable) return add(std::move(value));
+    if (!roomForEntry()) return false;
+    std::uint8_t raw[sizeof single];
+    std::memcpy(raw, &single, sizeof single);
+    return pack(kPackedFloats, std::move(value), raw);
+  }
+
+  // Appends an entry to the list being read: packed when the list is empty or packed of the
+  // same kind, else as a JSON value (the list is unpacked first).
+  template <std::size_t N>
+  bool pack(std::uint8_t kind, Json value, const std::uint8_t (&raw)[N]) {
+    Json& list = *frames_.back().node;
+    if (list.is_array() && list.empty()) list = Json::binary({}, kind);
+    if (list.is_binary() && list.get_binary().subtype() == kind) {
+      auto& bytes = list.get_binary();
+      bytes.insert(bytes.end(), raw, raw + N);
+      return true;
+    }
+    unpack(list);
+    list.push_back(std::move(value));
+    return true;
+  }
+  bool pack(std::uint8_t kind, Json value, std::uint8_t raw) {
+    const std::uint8_t one[1] = {raw};
+    return pack(kind, std::move(value), one);
+  }
+
+  // Numbers and true/false count against kMaxScenarioNumbers; strings, nulls, lists and
+  // objects against kMaxOtherValues. Reading stops at the first value past a limit, so the
+  // DOM of any file stays small (packed numbers: 16 MiB at the limit).
+  bool countNumber() {
+    if (++numbers_ <= kMaxScenarioNumbers) return true;
+    return fail("the file has more than " + std::to_string(kMaxScenarioNumbers) +
+                " numbers (the limit is " + std::to_string(kMaxScenarioNumbers) + ")");
+  }
+  bool countOther() {
     if (failure) return false;
+    if (++others_ <= kMaxOtherValues) return true;
+    return fail("the file has more than " + std::to_string(kMaxOtherValues) +
+                " strings, lists and objects (the limit is " + std::to_string(kMaxOtherValues) +
+                ")");
+  }
+
+  bool inView() const {
+    return !frames_.empty() && frames_[0].node->is_object() && frames_[0].key == "view";
+  }
+
+  bool open(Json container) {
+    if (failure || !countOther()) return false;
     if (frames_.size() >= static_cast<std::size_t>(kMaxDepth)) {
       return fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
     }
+    if (inList() && !roomForEntry()) return false;
     // A pointer to the open container stays valid: nothing is added to its parent until
     // it is closed, so the parent never reallocates meanwhile.
     Json* node = insert(std::move(container));
     frames_.push_back(Frame{node, {}});
+    if (isList(*node)) {  // computed once per list, not once per entry
+      frames_.back().limit = listLimit(frames_.size() - 1);
+      frames_.back().packable = !inView();
+    }
     return true;
   }
 
   bool close() {
+    Json& node = *frames_.back().node;
+    if (node.is_binary()) node.get_binary().shrink_to_fit();  // a finished row keeps no slack
     frames_.pop_back();
     return true;
   }
 
+  // The most entries the list open in frames_[index] may have. Known fields get their own
+  // limit (rows of `queries` at most kMaxTokens, a row at most kMaxWidth numbers, ...); any
+  // other list gets the largest one, 3 x kMaxWidth. Stage 3 checks the exact shapes; this only
+  // makes sure the reader stops at the first entry past a limit instead of reading on.
+  std::size_t listLimit(std::size_t index) const {
+    constexpr std::size_t kTokens = Limits::kMaxTokens, kWidth = Limits::kMaxWidth;
+    constexpr std::size_t kAny = 3 * kWidth;
+    if (index < 1 || !frames_[0].node->is_object()) return kAny;
+    const std::string& field = frames_[0].key;
+    if (field == "view") return kAny;
+    // The nearest object member above the list ("key_valid" in mask.key_valid) and how many
+    // lists deep the list sits below it (0: the member's own list, 1: a row of it).
+    std::size_t member = 0;
+    for (std::size_t i = 0; i < index; ++i)
+      if (frames_[i].node->is_object()) member = i;
+    const std::string& name = frames_[member].key;
+    const std::size_t depth = index - member - 1;
+    static constexpr struct {
+      const char* name;
+      std::size_t rows;
+      std::size_t width;
+    } kKnown[] = {{"inputs", kTokens, kWidth},     {"queries", kTokens, kWidth},
+                  {"keys", kTokens, kWidth},       {"values", kTokens, kWidth},
+                  {"labels", kTokens, 0},          {"query_labels", kTokens, 0},
+                  {"key_labels", kTokens, 0},      {"in_proj_weight", 3 * kWidth, kWidth},
+                  {"in_proj_bias", 3 * kWidth, 0}, {"out_proj_weight", kWidth, kWidth},
+                  {"out_proj_bias", kWidth, 0},    {"score_params", Limits::kMaxHeads, 0},
+                  {"key_valid", kTokens, 0},       {"matrix", kTokens, kTokens},
+                  {"wc", 2 * kWidth, kWidth},      {"mlp_hidden_w", 2 * kWidth, kWidth}};
+    for (const auto& known : kKnown) {
+      if (name != known.name) continue;
+      if (depth == 0) return known.rows;
+      if (depth == 1 && known.width > 0) return known.width;
+      return kAny;  // nests deeper than it may: stage 3 names the problem
+    }
+    // The other matrices and vectors (projections.wq, score_params[h].general_w, ...).
+    if (member > 0 && depth <= 1) return kWidth;
+    return kAny;
+  }
+
+  // Called before an entry is added to the list open in frames_.back(): refuses it when the
+  // list is full, so that a 40-million-row file stops at row 4097.
+  bool roomForEntry() {
+    const std::size_t index = frames_.size() - 1;
+    const std::size_t limit = frames_[index].limit;
+    if (listSize(*frames_[index].node) < limit) return true;
+    // Name the list; for a row, name the matrix and the row.
+    const Json& list = *frames_[index].node;
+    const bool row = index > 0 && frames_[index - 1].node->is_array();
+    const char* noun = isPackedFloats(list) ? " numbers"
+                       : (list.is_array() && !list.empty() && isList(list.front())) ? " rows"
+                                                                                     : " entries";
+    std::string problem;
+    if (row) {
+      problem = "row ";
+      problem += std::to_string(frames_[index - 1].node->size() - 1);
+      problem += ' ';
+    }
+    problem += "has more than ";
+    problem += std::to_string(limit);
+    problem += noun;
+    problem += " (the limit is ";
+    problem += std::to_string(limit);
+    problem += ')';
+    if (!failure) failure = FieldProblem{listPath(row ? index - 1 : index), std::move(problem)};
+    return false;
+  }
+
   // The path of the value being read: open containers use the index of their last element,
   // the innermost one the index the next element will get.
-  std::string path() const {
+  std::string path() const { return path(frames_.size(), true); }
+
+  // The path of the list open in frames_[index] itself ("queries", "mask.key_valid").
+  std::string listPath(std::size_t index) const { return path(index, false); }
+
+  // The path through the first `count` frames; with `next`, the last frame's part is the
+  // index its next element will get.
+  std::string path(std::size_t count, bool next) const {
     std::string out;
-    for (std::size_t i = 0; i < frames_.size(); ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
       const Frame& frame = frames_[i];
-      const bool innermost = i + 1 == frames_.size();
-      if (frame.node->is_array()) {
-        std::size_t index = frame.node->size();
+      const bool innermost = next && i + 1 == count;
+      if (isList(*frame.node)) {
+        std::size_t index = listSize(*frame.node);
         if (!innermost && index > 0) --index;
-        out += "[" + std::to_string(index) + "]";
+        out += '[';
+        out += std::to_string(index);
+        out += ']';
       } else {
         if (frame.key.empty()) break;
         if (!out.empty()) out += '.';
@@ -310,6 +548,11 @@ class PathTrackingBuilder final : public Json::json_sax_t {
 
   std::string_view text_;
   std::vector<Frame> frames_;
+  std::size_t numbers_ = 0;
+  std::size_t others_ = 0;
+
+ public:
+  std::size_t numbersRead() const { return std::min(numbers_, kMaxScenarioNumbers + 1); }
 };
 
 // ---------------------------------------------------------------------------------------
@@ -343,6 +586,7 @@ std::string describe(const Json& value) {
       return out;
     }
     case Json::value_t::array:
+    case Json::value_t::binary:  // a packed list of numbers
       return "a list";
     case Json::value_t::object:
       return "an object";
@@ -378,7 +622,10 @@ void checkKeys(const Json& object, const std::string& field,
       problem += " (did you mean '" + std::string(best) + "'?)";
     } else {
       problem += " (known fields:";
-      for (std::string_view candidate : known) problem += " " + std::string(candidate);
+      for (std::string_view candidate : known) {
+        problem += ' ';
+        problem += candidate;
+      }
       problem += ")";
     }
     fail(joinField(field, key), problem);
@@ -457,7 +704,10 @@ std::string readString(const Json& value, const std::string& field) {
 }
 
 std::vector<std::string> readLabels(const Json& value, const std::string& field) {
-  if (!value.is_array()) fail(field, "expected a list of strings, got " + describe(value));
+  if (!isList(value)) fail(field, "expected a list of strings, got " + describe(value));
+  if (value.is_binary()) {  // a list of numbers
+    fail(indexField(field, 0), "expected a string, got " + describe(listEntry(value, 0)));
+  }
   if (value.size() > static_cast<std::size_t>(Limits::kMaxTokens)) {
     fail(field, "has " + std::to_string(value.size()) + " labels, more than the limit of " +
                     std::to_string(Limits::kMaxTokens));
@@ -477,8 +727,13 @@ std::vector<std::string> readLabels(const Json& value, const std::string& field)
 // checked before the matrix is allocated.
 Matrix readMatrix(const Json& value, const std::string& field, long long maxRows,
                   long long maxCols) {
-  if (!value.is_array()) {
+  if (!isList(value)) {
     fail(field, "expected a list of rows of numbers, got " + describe(value));
+  }
+  if (value.is_binary()) {  // a list of numbers (or true/false): one row without its brackets
+    const Json first = listEntry(value, 0);
+    fail(field, "expected a list of rows of numbers, but row 0 is " + describe(first) +
+                    (first.is_number() ? " (write one row as [[1, 2, 3]])" : ""));
   }
   const std::size_t rows = value.size();
   if (rows == 0) return Matrix();
@@ -489,56 +744,70 @@ Matrix readMatrix(const Json& value, const std::string& field, long long maxRows
   std::size_t cols = 0;
   for (std::size_t r = 0; r < rows; ++r) {
     const Json& row = value[r];
-    if (!row.is_array()) {
+    if (!isList(row)) {
       std::string problem = "expected a list of rows of numbers, but row " + std::to_string(r) +
                             " is " + describe(row);
       if (row.is_number()) problem += " (write one row as [[1, 2, 3]])";
       fail(field, problem);
     }
     if (r == 0) {
-      cols = row.size();
+      cols = listSize(row);
       if (cols == 0) fail(field, "row 0 is empty");
       if (cols > static_cast<std::size_t>(maxCols)) {
         fail(field, "row 0 has " + std::to_string(cols) + " numbers, more than the limit of " +
                         std::to_string(maxCols));
       }
-    } else if (row.size() != cols) {
+    } else if (listSize(row) != cols) {
       auto numbers = [](std::size_t n) {
         return std::to_string(n) + (n == 1 ? " number" : " numbers");
       };
-      fail(field, "row " + std::to_string(r) + " has " + numbers(row.size()) + ", row 0 has " +
-                      numbers(cols));
+      fail(field, "row " + std::to_string(r) + " has " + numbers(listSize(row)) +
+                      ", row 0 has " + numbers(cols));
     }
   }
   Matrix matrix(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
   for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c) {
-      matrix(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) =
-          readFloat(value[r][c], indexField(indexField(field, r), c));
+    const Json& row = value[r];
+    Scalar* out = matrix.row(static_cast<Eigen::Index>(r)).data();
+    if (isPackedFloats(row)) {  // already checked floats
+      std::memcpy(out, row.get_binary().data(), cols * sizeof(float));
+      continue;
     }
+    for (std::size_t c = 0; c < cols; ++c)
+      out[c] = readFloat(listEntry(row, c), indexField(indexField(field, r), c));
   }
   return matrix;
 }
 
 Vector readVector(const Json& value, const std::string& field, long long maxLength) {
-  if (!value.is_array()) fail(field, "expected a list of numbers, got " + describe(value));
-  if (value.size() > static_cast<std::size_t>(maxLength)) {
-    fail(field, "has " + std::to_string(value.size()) + " numbers, more than the limit of " +
+  if (!isList(value)) fail(field, "expected a list of numbers, got " + describe(value));
+  if (listSize(value) > static_cast<std::size_t>(maxLength)) {
+    fail(field, "has " + std::to_string(listSize(value)) + " numbers, more than the limit of " +
                     std::to_string(maxLength));
   }
-  Vector vector(static_cast<Eigen::Index>(value.size()));
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (value[i].is_array()) {
+  Vector vector(static_cast<Eigen::Index>(listSize(value)));
+  if (isPackedFloats(value)) {
+    if (vector.size() > 0)
+      std::memcpy(vector.data(), value.get_binary().data(), listSize(value) * sizeof(float));
+    return vector;
+  }
+  for (std::size_t i = 0; i < listSize(value); ++i) {
+    const Json entry = listEntry(value, i);
+    if (isList(entry)) {
       fail(field, "expected a list of numbers, but entry " + std::to_string(i) + " is a list");
     }
-    vector(static_cast<Eigen::Index>(i)) = readFloat(value[i], indexField(field, i));
+    vector(static_cast<Eigen::Index>(i)) = readFloat(entry, indexField(field, i));
   }
   return vector;
 }
 
 BoolMatrix readBoolMatrix(const Json& value, const std::string& field) {
-  if (!value.is_array()) {
+  if (!isList(value)) {
     fail(field, "expected a list of rows of 0/1 values, got " + describe(value));
+  }
+  if (value.is_binary()) {
+    fail(field, "expected a list of rows of 0/1 values, but row 0 is " +
+                    describe(listEntry(value, 0)));
   }
   const std::size_t rows = value.size();
   if (rows == 0) return BoolMatrix();
@@ -549,19 +818,19 @@ BoolMatrix readBoolMatrix(const Json& value, const std::string& field) {
   std::size_t cols = 0;
   for (std::size_t r = 0; r < rows; ++r) {
     const Json& row = value[r];
-    if (!row.is_array()) {
+    if (!isList(row)) {
       fail(field, "expected a list of rows of 0/1 values, but row " + std::to_string(r) + " is " +
                       describe(row));
     }
     if (r == 0) {
-      cols = row.size();
+      cols = listSize(row);
       if (cols == 0) fail(field, "row 0 is empty");
       if (cols > static_cast<std::size_t>(Limits::kMaxTokens)) {
         fail(field, "row 0 has " + std::to_string(cols) + " entries, more than the limit of " +
                         std::to_string(Limits::kMaxTokens));
       }
-    } else if (row.size() != cols) {
-      fail(field, "row " + std::to_string(r) + " has " + std::to_string(row.size()) +
+    } else if (listSize(row) != cols) {
+      fail(field, "row " + std::to_string(r) + " has " + std::to_string(listSize(row)) +
                       " entries, row 0 has " + std::to_string(cols));
     }
   }
@@ -569,7 +838,7 @@ BoolMatrix readBoolMatrix(const Json& value, const std::string& field) {
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       matrix(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) =
-          readFlag(value[r][c], indexField(indexField(field, r), c));
+          readFlag(listEntry(value[r], c), indexField(indexField(field, r), c));
     }
   }
   return matrix;
@@ -599,7 +868,8 @@ constexpr MaskKind kMaskKinds[] = {MaskKind::None,  MaskKind::Causal,        Mas
 constexpr NormalizerKind kNormalizerKinds[] = {NormalizerKind::Softmax, NormalizerKind::Hard,
                                                NormalizerKind::TopK, NormalizerKind::Sparsemax};
 constexpr ProjectionKind kProjectionKinds[] = {ProjectionKind::Identity, ProjectionKind::Xavier,
-                                               ProjectionKind::Explicit, ProjectionKind::PyTorch};
+                                               ProjectionKind::Explicit, ProjectionKind::PyTorch,
+                                               ProjectionKind::QkvInterleaved};
 constexpr Mode kModes[] = {Mode::Self, Mode::Cross};
 
 // Widths of weight matrices: inputs are at most kMaxWidth wide; the few matrices that
@@ -682,13 +952,13 @@ MaskOptions readMask(const Json& value, const std::string& field) {
   }
   if (const Json* v = find(value, "key_valid")) {
     const std::string keyField = joinField(field, "key_valid");
-    if (!v->is_array()) fail(keyField, "expected a list of true/false or 0/1, got " + describe(*v));
-    if (v->size() > static_cast<std::size_t>(kT)) {
-      fail(keyField, "has " + std::to_string(v->size()) + " entries, more than the limit of " +
+    if (!isList(*v)) fail(keyField, "expected a list of true/false or 0/1, got " + describe(*v));
+    if (listSize(*v) > static_cast<std::size_t>(kT)) {
+      fail(keyField, "has " + std::to_string(listSize(*v)) + " entries, more than the limit of " +
                          std::to_string(kT));
     }
-    for (std::size_t i = 0; i < v->size(); ++i) {
-      mask.keyValid.push_back(readFlag((*v)[i], indexField(keyField, i)));
+    for (std::size_t i = 0; i < listSize(*v); ++i) {
+      mask.keyValid.push_back(readFlag(listEntry(*v, i), indexField(keyField, i)));
     }
   }
   if (const Json* v = find(value, "window")) {
@@ -894,14 +1164,16 @@ Scenario readScenario(const Json& root) {
   if (const Json* v = find(root, "score_params")) {
     if (v->is_object()) {
       s.scoreParams.assign(static_cast<std::size_t>(s.heads), readScoreParams(*v, "score_params"));
-    } else if (v->is_array()) {
-      if (v->size() > static_cast<std::size_t>(Limits::kMaxHeads)) {
-        fail("score_params", "has " + std::to_string(v->size()) +
+    } else if (isList(*v)) {
+      if (listSize(*v) > static_cast<std::size_t>(Limits::kMaxHeads)) {
+        fail("score_params", "has " + std::to_string(listSize(*v)) +
                                  " entries, more than the limit of " +
                                  std::to_string(Limits::kMaxHeads) + " heads");
       }
-      for (std::size_t h = 0; h < v->size(); ++h) {
-        s.scoreParams.push_back(readScoreParams((*v)[h], indexField("score_params", h)));
+      for (std::size_t h = 0; h < listSize(*v); ++h) {
+        const std::string entryField = indexField("score_params", h);
+        s.scoreParams.push_back(v->is_array() ? readScoreParams((*v)[h], entryField)
+                                              : readScoreParams(listEntry(*v, h), entryField));
       }
     } else {
       fail("score_params",
@@ -1090,7 +1362,9 @@ Error makeError(const std::string& file, const std::string& field, const std::st
 // Public API
 // ---------------------------------------------------------------------------------------
 
-Expected<Scenario> parseScenario(std::string_view json, const std::string& fileName) {
+Expected<Scenario> parseScenario(std::string_view json, const std::string& fileName,
+                                 ScenarioReadStats* stats) {
+  if (stats) *stats = ScenarioReadStats{};
   // 1 size
   if (json.size() > kMaxScenarioBytes) {
     return makeError(fileName, "",
@@ -1105,21 +1379,26 @@ Expected<Scenario> parseScenario(std::string_view json, const std::string& fileN
   try {
     // 2 JSON -> DOM, with paths in every error
     PathTrackingBuilder builder(json);
-    const bool parsed = Json::sax_parse(json.data(), json.data() + json.size(), &builder,
-                                        Json::input_format_t::json, /*strict=*/true);
+    const char* furthest = json.data();
+    const bool parsed =
+        Json::sax_parse(CountingIterator(json.data(), &furthest),
+                        CountingIterator(json.data() + json.size(), nullptr), &builder,
+                        Json::input_format_t::json, /*strict=*/true);
+    if (stats) {
+      stats->bytesRead = static_cast<std::size_t>(furthest - json.data());
+      stats->numbersRead = builder.numbersRead();
+    }
     if (!parsed || builder.failure) {
       const FieldProblem problem = builder.failure.value_or(FieldProblem{"", "invalid JSON"});
       return makeError(fileName, problem.field, problem.problem);
     }
 
-    // 3 DOM -> Scenario, then make sure it computes
+    // 3 DOM -> Scenario, then make sure it computes (buildProblem() ends with validate())
     Scenario scenario = readScenario(builder.root);
+    builder.root = Json();  // the DOM is not needed any more
     auto problem = buildProblem(scenario);
     if (!problem) {
       return makeError(fileName, problem.error().field, problem.error().problem);
-    }
-    if (const Status valid = validate(problem->inputs, problem->options); !valid) {
-      return makeError(fileName, valid.error().field, valid.error().problem);
     }
     return scenario;
   } catch (const FieldError& error) {
@@ -1131,7 +1410,8 @@ Expected<Scenario> parseScenario(std::string_view json, const std::string& fileN
   }
 }
 
-Expected<Scenario> loadScenario(const std::string& path) {
+Expected<Scenario> loadScenario(const std::string& path, ScenarioReadStats* stats) {
+  if (stats) *stats = ScenarioReadStats{};
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
@@ -1148,7 +1428,7 @@ Expected<Scenario> loadScenario(const std::string& path) {
   if (size > kMaxScenarioBytes) {
     return makeError(path, "",
                      "file is " + std::to_string(size) + " bytes, more than the limit of " +
-                         std::to_string(kMaxScenarioBytes) + " bytes (256 MiB)");
+                         std::to_string(kMaxScenarioBytes) + " bytes (64 MiB)");
   }
   if (size == 0) return makeError(path, "", "the file is empty (expected a JSON object {...})");
 
@@ -1162,7 +1442,7 @@ Expected<Scenario> loadScenario(const std::string& path) {
   if (in && in.peek() != std::char_traits<char>::eof()) {
     return makeError(path, "", "file grew while it was being read; try again");
   }
-  return parseScenario(text, path);
+  return parseScenario(text, path, stats);
 }
 
 std::string scenarioToJson(const Scenario& s) {
@@ -1377,83 +1657,5 @@ std::string resultToJson(const AttentionResult& result, const Problem& problem) 
   return text;
 }
 
-Status writeFileAtomic(const std::string& path, std::string_view text) {
-  return writeFileAtomicStreamed(path, [text](const TextSink& sink) { sink(text); });
-}
-
-// TODO(files): move to io/files.h with writeFileAtomic (the streamed form writes `compute`'s
-// result, about 1 GB at 2048 tokens x 8 heads, without holding it in memory).
-Status writeFileAtomicStreamed(const std::string& path,
-                               const std::function<void(const TextSink&)>& produce) {
-  namespace fs = std::filesystem;
-  if (path.empty()) return Error{path, "", "no file name given"};
-  std::error_code ec;
-  fs::path target(path);
-  // Replace what a symlink points to, not the link itself.
-  if (fs::is_symlink(fs::symlink_status(target, ec))) {
-    const fs::path resolved = fs::weakly_canonical(target, ec);
-    if (!ec) target = resolved;
-  }
-  if (fs::is_directory(target, ec))
-    return Error{path, "", "is a directory, cannot write a file there"};
-  if (!target.has_filename()) return Error{path, "", "is not a file name"};
-  fs::path folder = target.parent_path();
-  if (folder.empty()) folder = ".";
-
-  // 1 a temporary file next to the target, so that rename() is atomic (same file system)
-  std::string temp = (folder / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = ::mkostemp(temp.data(), O_CLOEXEC);
-  if (fd < 0) {
-    return Error{
-        path, "",
-        "cannot create a temporary file in '" + folder.string() + "': " + systemMessage(errno)};
-  }
-  auto abandon = [&](const std::string& what, int error) -> Status {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    return Error{path, "", what + ": " + systemMessage(error)};
-  };
-
-  // mkstemp makes 0600; keep the old file's mode, or use the usual 0644 for a new one.
-  struct stat old {};
-  const mode_t mode = ::stat(target.c_str(), &old) == 0 ? (old.st_mode & 07777) : 0644;
-  if (::fchmod(fd, mode) != 0) return abandon("cannot set the file mode", errno);
-
-  // 2 write everything (chunk by chunk, as `produce` hands them over), 3 flush it to disk
-  int writeError = 0;
-  produce([&](std::string_view text) {
-    const char* data = text.data();
-    std::size_t left = text.size();
-    while (left > 0 && writeError == 0) {
-      const ssize_t written = ::write(fd, data, left);
-      if (written < 0) {
-        if (errno != EINTR) writeError = errno;
-        continue;
-      }
-      data += written;
-      left -= static_cast<std::size_t>(written);
-    }
-  });
-  if (writeError != 0) return abandon("cannot write", writeError);
-  if (::fsync(fd) != 0) return abandon("cannot flush to disk", errno);
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    return Error{path, "", "cannot close the file: " + systemMessage(error)};
-  }
-
-  // 4 move it over the target; 5 make the rename itself durable
-  if (::rename(temp.c_str(), target.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    return Error{path, "", "cannot replace the file: " + systemMessage(error)};
-  }
-  const int folderFd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (folderFd >= 0) {
-    ::fsync(folderFd);
-    ::close(folderFd);
-  }
-  return Ok{};
-}
 
 }  // namespace attn::io

@@ -15,7 +15,9 @@ BUILD_PACKAGES=(
   libopenblas0-pthread
   libzip-dev
 )
-TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth)
+TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
+  zlib1g-dev
+)
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.
 install_missing() {

@@ -37,7 +37,8 @@ inline std::uint16_t floatToHalf(float value) {
   if (exponent == 0xff) return sign | 0x7c00u | (mantissa ? 0x200u : 0u);
   if (exponent == 0 && mantissa == 0) return sign;
   const int halfExponent = exponent - 127 + 15;
-  if (halfExponent <= 0 || halfExponent >= 0x1f) throw std::runtime_error("not representable in f16");
+  if (halfExponent <= 0 || halfExponent >= 0x1f)
+    throw std::runtime_error("not representable in f16");
   return static_cast<std::uint16_t>(sign | (halfExponent << 10) | (mantissa >> 13));
 }
 
@@ -49,8 +50,8 @@ struct NpySpec {
 };
 
 inline std::string headerFor(const NpySpec& spec) {
-  std::string dict = "{'descr': '" + spec.descr + "', 'fortran_order': " +
-                     (spec.fortran ? "True" : "False") + ", 'shape': (";
+  std::string dict = "{'descr': '" + spec.descr +
+                     "', 'fortran_order': " + (spec.fortran ? "True" : "False") + ", 'shape': (";
   for (std::size_t i = 0; i < spec.shape.size(); ++i) {
     dict += std::to_string(spec.shape[i]);
     dict += (spec.shape.size() == 1 || i + 1 < spec.shape.size()) ? "," : "";
@@ -131,7 +132,9 @@ inline std::string npyBytes(const NpySpec& spec, const ValueFn& value) {
 
 inline void writeNpyFile(const fs::path& path, const NpySpec& spec, const ValueFn& value) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  generateNpy(spec, value, [&](const std::string& part) { file.write(part.data(), static_cast<std::streamsize>(part.size())); });
+  generateNpy(spec, value, [&](const std::string& part) {
+    file.write(part.data(), static_cast<std::streamsize>(part.size()));
+  });
   if (!file) throw std::runtime_error("cannot write " + path.string());
 }
 
@@ -147,14 +150,15 @@ inline ValueFn attentionPattern(int batchDims = 0) {
   return [batchDims](const std::vector<std::int64_t>& index) {
     std::int64_t parts[4] = {0, 0, 0, 0};
     const std::size_t n = index.size() - static_cast<std::size_t>(batchDims);
-    for (std::size_t i = 0; i < n && i < 4; ++i) parts[4 - n + i] = index[static_cast<std::size_t>(batchDims) + i];
+    for (std::size_t i = 0; i < n && i < 4; ++i)
+      parts[4 - n + i] = index[static_cast<std::size_t>(batchDims) + i];
     const std::int64_t batch = batchDims > 0 ? index[0] : 0;
     return pattern(parts[0] + 17 * batch, parts[1], parts[2], parts[3]);
   };
 }
 
 struct ZipItem {
-  std::string name;   // the raw entry name (may be hostile: "../x.npy")
+  std::string name;  // the raw entry name (may be hostile: "../x.npy")
   std::string bytes;
   bool deflate = false;
 };

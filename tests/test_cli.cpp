@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,9 +14,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/cli.h"
@@ -466,6 +469,46 @@ TEST_F(CliTest, BadFieldInScenario) {
   expectUsageError({"compute", path("heads_string.json")}, {"heads_string.json", "heads"});
 }
 
+// Issue 7, bad numbers: never a null with exit 0, errors name the field the user wrote.
+TEST_F(CliTest, ValuesAtTheFloatLimitGiveAFiniteContextNotNull) {
+  // Ten equal keys with values at FLT_MAX: weights 0.1, and the context is FLT_MAX.
+  std::string keys, values;
+  for (int j = 0; j < 10; ++j) {
+    keys += std::string(j ? ", " : "") + "[1]";
+    values += std::string(j ? ", " : "") + "[3.4028235e38]";
+  }
+  writeFile(path("limit.json"), R"({"queries": [[1]], "keys": [)" + keys + R"(], "values": [)" +
+                                    values + R"(], "score": "dot"})");
+  const RunResult run = attnscope({"compute", path("limit.json")});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(run.out.find("null"), std::string::npos);
+  const json result = json::parse(run.out);
+  // Written as the shortest text of the float, which reads back as FLT_MAX.
+  EXPECT_EQ(static_cast<float>(result.at("heads").at(0).at("context").at(0).at(0).get<double>()),
+            std::numeric_limits<float>::max());
+  const RunResult csv = attnscope(
+      {"export", path("limit.json"), "--matrix", "context", "--out", path("context.csv")});
+  ASSERT_EQ(csv.exitCode, 0) << csv.err;
+  EXPECT_EQ(readFile(path("context.csv")).find("inf"), std::string::npos);
+}
+
+TEST_F(CliTest, TinyTemperatureGivesTheArgMax) {
+  writeFile(path("cold.json"),
+            R"({"queries": [[1]], "keys": [[4], [5]], "score": "dot", "temperature": 1e-38})");
+  const RunResult run = attnscope({"compute", path("cold.json")});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const json weights = json::parse(run.out).at("heads").at(0).at("weights").at(0);
+  EXPECT_EQ(weights.at(0).get<double>(), 0.0);
+  EXPECT_EQ(weights.at(1).get<double>(), 1.0);
+}
+
+TEST_F(CliTest, SelfModeOverflowNamesInputs) {
+  // v = X·W_v overflows float32: exit 2, and the field is the one the file has.
+  writeFile(path("overflow.json"), R"({"mode": "self", "inputs": [[3e38], [3e38]],
+    "projections": {"wq": [[1]], "wk": [[1]], "wv": [[4]]}})");
+  expectUsageError({"compute", path("overflow.json")}, {"overflow.json", "field 'inputs'"});
+}
+
 TEST_F(CliTest, MissingScenarioFile) {
   expectUsageError({"compute", path("no_such_scenario.json")}, {"no_such_scenario.json"});
   expectUsageError({"export", path("no_such_scenario.json"), "--out", path("x.png")},
@@ -550,6 +593,84 @@ TEST_F(CliTest, ScreenshotOptionsAreCheckedBeforeAnyWindow) {
   expectUsageError({"screenshot", decoder_, "--out", out, "--frames", "0"}, {"--frames"});
   expectUsageError({"screenshot", decoder_, "--out", path("shot.jpg")}, {"shot.jpg"});
   expectUsageError({"screenshot", path("none.json"), "--out", out}, {"none.json"});
+}
+
+// =======================================================================================
+// Files are never damaged: every --out goes through io::writeFileAtomic
+// =======================================================================================
+
+TEST_F(CliTest, OutputThatIsAnInputIsRefused) {
+  const std::string scenario = path("x.json");
+  fs::copy_file(decoder_, scenario);
+  const std::string original = readFile(scenario);
+  // The same path, another spelling, a symlink and a hard link all name the input.
+  for (const std::string& out :
+       {scenario, (dir_ / "." / "x.json").string(), path("link.json"), path("hard.json")}) {
+    if (out == path("link.json") && !fs::exists(out)) fs::create_symlink("x.json", out);
+    if (out == path("hard.json") && !fs::exists(out)) fs::create_hard_link(scenario, out);
+    expectUsageError({"compute", scenario, "--out", out}, {"--out", "input"});
+    EXPECT_EQ(readFile(scenario), original) << out;
+  }
+  // export and screenshot (the PNG and its .json sidecar) check it too, before any window.
+  fs::create_hard_link(scenario, path("hard.csv"));
+  expectUsageError({"export", scenario, "--out", path("hard.csv")}, {"--out", "input"});
+  fs::create_hard_link(scenario, path("shot.png"));
+  expectUsageError({"screenshot", scenario, "--out", path("shot.png")}, {"--out", "input"});
+  fs::create_hard_link(scenario, path("other.png.json"));
+  expectUsageError({"screenshot", scenario, "--out", path("other.png")}, {"--out", "input"});
+  EXPECT_EQ(readFile(scenario), original);
+}
+
+TEST_F(CliTest, ReadOnlyOutputIsRefusedWithExit2) {
+  const std::string out = path("locked.json");
+  writeFile(out, "keep me");
+  ASSERT_EQ(::chmod(out.c_str(), 0444), 0);
+  expectUsageError({"compute", decoder_, "--out", out}, {"locked.json", "read-only"});
+  const std::string png = path("locked.png");
+  writeFile(png, "keep me too");
+  ASSERT_EQ(::chmod(png.c_str(), 0444), 0);
+  expectUsageError({"export", decoder_, "--out", png}, {"locked.png", "read-only"});
+  EXPECT_EQ(readFile(out), "keep me");
+  EXPECT_EQ(readFile(png), "keep me too");
+}
+
+TEST_F(CliTest, OutputKeepsModeAndSymlink) {
+  const std::string real = path("real.json");
+  writeFile(real, "old");
+  ASSERT_EQ(::chmod(real.c_str(), 0600), 0);
+  fs::create_symlink("real.json", path("result.json"));
+  ASSERT_EQ(attnscope({"compute", decoder_, "--out", path("result.json")}).exitCode, 0);
+  EXPECT_TRUE(fs::is_symlink(path("result.json")));
+  EXPECT_EQ(fs::status(real).permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(json::parse(readFile(real))["heads"].size(), 1u);
+}
+
+TEST_F(CliTest, OutputToFifoAndDevStdoutIsWrittenInPlace) {
+  // A named pipe: written into (a reader gets the JSON), still a pipe afterwards.
+  const std::string fifo = path("results.pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_hard_link(fifo, path("results.pipe.link"));  // to release the reader, see below
+  std::string received;
+  std::thread reader([&] { received = readFile(fifo); });
+  const RunResult run = attnscope({"compute", decoder_, "--out", fifo});
+  // If the command never opened the pipe (a failure, or a writer that replaced it), the
+  // reader still waits for a writer: be one for a moment, so the test fails, not hangs.
+  if (const int release = ::open(path("results.pipe.link").c_str(), O_WRONLY | O_NONBLOCK);
+      release >= 0) {
+    ::close(release);
+  }
+  reader.join();
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  struct stat info {};
+  ASSERT_EQ(::stat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_EQ(json::parse(received)["heads"].size(), 1u);
+
+  // /dev/stdout: here stdout is redirected to run/stdout.txt, which must get the JSON and
+  // stay the same file (the harness holds it open).
+  const RunResult toStdout = attnscope({"compute", decoder_, "--out", "/dev/stdout"});
+  EXPECT_EQ(toStdout.exitCode, 0) << toStdout.err;
+  EXPECT_EQ(json::parse(toStdout.out)["heads"].size(), 1u);
 }
 
 // =======================================================================================

@@ -34,12 +34,16 @@ std::string readText(const fs::path& path) {
 }
 
 // Runs `program args...` with stdout/stderr in files of `dir`.
-RunResult run(const std::string& program, const std::vector<std::string>& args, const fs::path& dir) {
-  const std::string outPath = (dir / "stdout.txt").string(), errPath = (dir / "stderr.txt").string();
+RunResult run(const std::string& program, const std::vector<std::string>& args,
+              const fs::path& dir) {
+  const std::string outPath = (dir / "stdout.txt").string(),
+                    errPath = (dir / "stderr.txt").string();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   std::vector<std::string> storage{program};
   storage.insert(storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -112,9 +116,8 @@ TEST(CliAttention, ExportsAHeadOfAFloat16ModelFile) {
   const fs::path path = dir / "model.npy";
   writeNpyFile(path, {"<f2", false, {12, 12, 1024, 1024}, 1}, attentionPattern());  // ~302 MB
   const fs::path out = dir / "head.csv";
-  RunResult result = attnscope({"export", path.string(), "--layer", "5", "--head", "7", "--out",
-                                out.string()},
-                               dir);
+  RunResult result = attnscope(
+      {"export", path.string(), "--layer", "5", "--head", "7", "--out", out.string()}, dir);
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err, "");
   Csv csv = readCsv(out);
@@ -124,7 +127,8 @@ TEST(CliAttention, ExportsAHeadOfAFloat16ModelFile) {
   for (std::size_t i = 0; i < 1024; ++i) {
     ASSERT_EQ(csv.values[i].size(), 1024u);
     for (std::size_t j = 0; j < 1024; ++j) {
-      ASSERT_EQ(csv.values[i][j], pattern(5, 7, static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)))
+      ASSERT_EQ(csv.values[i][j],
+                pattern(5, 7, static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)))
           << i << "," << j;
     }
   }
@@ -137,8 +141,8 @@ TEST(CliAttention, FortranBigEndianFloat64MeanAndMax) {
   writeNpyFile(path, {">f8", true, {2, 3, 5, 6}, 1}, attentionPattern());
   for (std::string head : {"mean", "max"}) {
     const fs::path out = dir / (head + ".csv");
-    RunResult result =
-        attnscope({"export", path.string(), "--layer", "1", "--head", head, "--out", out.string()}, dir);
+    RunResult result = attnscope(
+        {"export", path.string(), "--layer", "1", "--head", head, "--out", out.string()}, dir);
     ASSERT_EQ(result.exitCode, 0) << result.err;
     Csv csv = readCsv(out);
     ASSERT_EQ(csv.values.size(), 5u);
@@ -197,6 +201,19 @@ TEST(CliAttention, PerLayerDeflatedNpzWithBatchAndTokens) {
     }
   }
 
+  // The whole grid.
+  RunResult grid =
+      attnscope({"export", path.string(), "--grid", "--out", (dir / "grid.png").string()}, dir);
+  ASSERT_EQ(grid.exitCode, 0) << grid.err;
+  EXPECT_EQ(readText(dir / "grid.png").substr(0, 4), "\x89PNG");
+  expectOneLineError(attnscope({"export", path.string(), "--grid", "--head", "1", "--out",
+                                (dir / "grid.png").string()},
+                               dir),
+                     "--head", "--grid shows every layer and head");
+  expectOneLineError(
+      attnscope({"export", path.string(), "--grid", "--out", (dir / "grid.csv").string()}, dir),
+      "grid.csv", "unsupported extension");
+
   // info
   RunResult info = attnscope({"info", path.string()}, dir);
   ASSERT_EQ(info.exitCode, 0) << info.err;
@@ -219,9 +236,8 @@ TEST(CliAttention, RolloutByLayerOrAggregate) {
   const fs::path path = dir / "hand.npy";
   writeNpyFile(path, {"<f4", false, {2, 2, 2, 2}, 1},
                [&](const std::vector<std::int64_t>& i) { return values[i[0]][i[1]][i[2]][i[3]]; });
-  RunResult all = attnscope({"export", path.string(), "--layer", "rollout", "--out",
-                             (dir / "all.csv").string()},
-                            dir);
+  RunResult all = attnscope(
+      {"export", path.string(), "--layer", "rollout", "--out", (dir / "all.csv").string()}, dir);
   ASSERT_EQ(all.exitCode, 0) << all.err;
   Csv csv = readCsv(dir / "all.csv");
   EXPECT_NEAR(csv.values[0][0], 0.5625, 1e-7);
@@ -280,23 +296,25 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
   expectOneLineError(attnscope({"export", (dir / "complex.npy").string(), "--out", out}, dir),
                      "complex.npy", "complex");
 
-  writeBytes(dir / "overflow.npy",
-             headerFor({"<f4", false, {1ll << 32, 1ll << 32, 1ll << 4}, 1}));
+  writeBytes(dir / "overflow.npy", headerFor({"<f4", false, {1ll << 32, 1ll << 32, 1ll << 4}, 1}));
   expectOneLineError(attnscope({"export", (dir / "overflow.npy").string(), "--out", out}, dir),
                      "overflow.npy", "overflows");
 
-  writeBytes(dir / "evil.npz", makeZip({{"../../etc/layer_0.npy",
-                                         npyBytes({"<f4", false, {2, 2}, 1}, attentionPattern())}}));
+  writeBytes(dir / "evil.npz",
+             makeZip({{"../../etc/layer_0.npy",
+                       npyBytes({"<f4", false, {2, 2}, 1}, attentionPattern())}}));
   expectOneLineError(attnscope({"export", (dir / "evil.npz").string(), "--out", out}, dir),
                      "evil.npz", "path-traversal");
 
-  const std::string zip = makeZip({{"a.npy", npyBytes({"<f4", false, {8, 8}, 1}, attentionPattern()), true}});
+  const std::string zip =
+      makeZip({{"a.npy", npyBytes({"<f4", false, {8, 8}, 1}, attentionPattern()), true}});
   writeBytes(dir / "cut.npz", zip.substr(0, zip.size() / 2));
   expectOneLineError(attnscope({"info", (dir / "cut.npz").string()}, dir), "cut.npz",
                      "truncated or corrupt");
 
-  writeBytes(dir / "two.npz", makeZip({{"a.npy", npyBytes({"<f4", false, {2, 2}, 1}, attentionPattern())},
-                                       {"b.npy", npyBytes({"<f4", false, {3, 3}, 1}, attentionPattern())}}));
+  writeBytes(dir / "two.npz",
+             makeZip({{"a.npy", npyBytes({"<f4", false, {2, 2}, 1}, attentionPattern())},
+                      {"b.npy", npyBytes({"<f4", false, {3, 3}, 1}, attentionPattern())}}));
   expectOneLineError(attnscope({"export", (dir / "two.npz").string(), "--out", out}, dir),
                      "two.npz", "option '--array': the archive holds several arrays (a, b)");
   RunResult listed = attnscope({"info", (dir / "two.npz").string()}, dir);
@@ -307,7 +325,8 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
   EXPECT_EQ(json::parse(picked.out)["attention"]["shape"], json({1, 1, 3, 3}));
 
   expectOneLineError(attnscope({"export", good.string(), "--layer", "2", "--out", out}, dir),
-                     "good.npy", "option '--layer': layer 2 is out of range: the file has 2 layers");
+                     "good.npy",
+                     "option '--layer': layer 2 is out of range: the file has 2 layers");
   expectOneLineError(attnscope({"export", good.string(), "--head", "3", "--out", out}, dir),
                      "good.npy", "option '--head': head 3 is out of range");
   expectOneLineError(attnscope({"export", good.string(), "--batch", "1", "--out", out}, dir),
@@ -362,8 +381,8 @@ TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
   EXPECT_EQ(csv.values[1000][3], pattern(7, 11, 1000, 3));
 
   RunResult png = run("/usr/bin/time",
-                      {"-v", ATTNSCOPE_BIN, "export", path.string(), "--layer", "7", "--head",
-                       "11", "--out", (dir / "head.png").string()},
+                      {"-v", ATTNSCOPE_BIN, "export", path.string(), "--layer", "7", "--head", "11",
+                       "--out", (dir / "head.png").string()},
                       dir);
   ASSERT_EQ(png.exitCode, 0) << png.err;
   RunResult rollout = run("/usr/bin/time",
@@ -371,9 +390,9 @@ TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
                            "--out", (dir / "rollout.csv").string()},
                           dir);
   ASSERT_EQ(rollout.exitCode, 0) << rollout.err;
-  std::printf("peak RSS (MB): info %.1f, export head CSV %.1f, PNG %.1f, rollout of 8 layers %.1f\n",
-              infoKb / 1024.0, headKb / 1024.0, peakRssKb(png) / 1024.0,
-              peakRssKb(rollout) / 1024.0);
+  std::printf(
+      "peak RSS (MB): info %.1f, export head CSV %.1f, PNG %.1f, rollout of 8 layers %.1f\n",
+      infoKb / 1024.0, headKb / 1024.0, peakRssKb(png) / 1024.0, peakRssKb(rollout) / 1024.0);
   EXPECT_GT(infoKb, 0);
   EXPECT_LT(infoKb, 200 * 1024);
   EXPECT_LT(headKb, 200 * 1024);

@@ -13,8 +13,7 @@ namespace {
 using namespace attn;
 
 Matrix mat(std::initializer_list<std::initializer_list<float>> rows) {
-  Matrix m(static_cast<Eigen::Index>(rows.size()),
-           static_cast<Eigen::Index>(rows.begin()->size()));
+  Matrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.begin()->size()));
   Eigen::Index r = 0;
   for (auto row : rows) {
     Eigen::Index c = 0;
@@ -51,7 +50,7 @@ Matrix randomAttention(std::mt19937& rng, int n) {
 TEST(Aggregate, MeanAndMaxOverHeadsByHand) {
   const Matrix h0 = mat({{0.2f, 0.8f}, {1.0f, 0.0f}});
   const Matrix h1 = mat({{0.6f, 0.4f}, {0.5f, 0.5f}});
-  const MatrixSpan heads[] = {MatrixSpan::of(h0), MatrixSpan::of(h1)};
+  const MatrixRef heads[] = {MatrixRef::of(h0), MatrixRef::of(h1)};
   expectNear(meanOverHeads(heads), mat({{0.4f, 0.6f}, {0.75f, 0.25f}}));
   expectNear(maxOverHeads(heads), mat({{0.6f, 0.8f}, {1.0f, 0.5f}}));
   EXPECT_EQ(meanOverHeads({}).size(), 0);
@@ -60,12 +59,12 @@ TEST(Aggregate, MeanAndMaxOverHeadsByHand) {
 TEST(Aggregate, ReducerReadsStridedViewsAndRefusesOtherShapes) {
   // A 2 x 2 head inside a 2 x 3 buffer (row stride 3).
   const float buffer[] = {0.1f, 0.9f, 99.0f, 0.3f, 0.7f, 99.0f};
-  const MatrixSpan strided{buffer, 2, 2, 3};
+  const MatrixRef strided{buffer, 2, 2, 3};
   HeadReducer mean(HeadReducer::Kind::Mean, 2, 2);
   EXPECT_TRUE(mean.add(strided));
   EXPECT_TRUE(mean.add(strided));
   const Matrix wrong = Matrix::Ones(3, 2);
-  EXPECT_FALSE(mean.add(MatrixSpan::of(wrong)));
+  EXPECT_FALSE(mean.add(MatrixRef::of(wrong)));
   EXPECT_EQ(mean.count(), 2);
   expectNear(mean.result(), mat({{0.1f, 0.9f}, {0.3f, 0.7f}}));
 }
@@ -74,7 +73,7 @@ TEST(Aggregate, MaxKeepsNaNVisible) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Matrix h0 = mat({{0.5f, nan}});
   const Matrix h1 = mat({{0.7f, 0.2f}});
-  const MatrixSpan heads[] = {MatrixSpan::of(h1), MatrixSpan::of(h0)};
+  const MatrixRef heads[] = {MatrixRef::of(h1), MatrixRef::of(h0)};
   const Matrix max = maxOverHeads(heads);
   EXPECT_FLOAT_EQ(max(0, 0), 0.7f);
   EXPECT_TRUE(std::isnan(max(0, 1)));
@@ -120,8 +119,8 @@ TEST(Rollout, MatchesAPlainLoopFormulation) {
   for (int l = 0; l < layerCount; ++l) {
     std::vector<Matrix> heads;
     for (int h = 0; h < headCount; ++h) heads.push_back(randomAttention(rng, n));
-    std::vector<MatrixSpan> spans;
-    for (const Matrix& m : heads) spans.push_back(MatrixSpan::of(m));
+    std::vector<MatrixRef> spans;
+    for (const Matrix& m : heads) spans.push_back(MatrixRef::of(m));
     means.push_back(meanOverHeads(spans));
 
     std::vector<std::vector<double>> hat(n, std::vector<double>(n));
@@ -174,19 +173,19 @@ TEST(Rollout, LayersMustAgree) {
 
 TEST(HeadStatistics, ByHand) {
   const Matrix uniform = Matrix::Constant(3, 4, 0.25f);
-  HeadStats u = headStats(MatrixSpan::of(uniform));
+  HeadStats u = headStats(MatrixRef::of(uniform));
   EXPECT_NEAR(u.entropy, std::log(4.0), 1e-6);
   EXPECT_NEAR(u.top1Mass, 0.25, 1e-7);
   EXPECT_EQ(u.rowsUsed, 3);
 
   const Matrix oneHot = Matrix::Identity(3, 3);
-  HeadStats o = headStats(MatrixSpan::of(oneHot));
+  HeadStats o = headStats(MatrixRef::of(oneHot));
   EXPECT_NEAR(o.entropy, 0.0, 1e-12);
   EXPECT_NEAR(o.top1Mass, 1.0, 1e-12);
 
   // Rows [0.5, 0.5] (ln 2, max 0.5) and [1, 0] (0, max 1): means ln2 / 2 and 0.75.
   const Matrix mixed = mat({{0.5f, 0.5f}, {1.0f, 0.0f}});
-  HeadStats m = headStats(MatrixSpan::of(mixed));
+  HeadStats m = headStats(MatrixRef::of(mixed));
   EXPECT_NEAR(m.entropy, std::log(2.0) / 2, 1e-7);
   EXPECT_NEAR(m.top1Mass, 0.75, 1e-7);
 }
@@ -205,19 +204,50 @@ TEST(HeadStatistics, MatchesAPlainLoopOnRandomHeads) {
     entropy += h / 9;
     top1 += best / 9;
   }
-  HeadStats stats = headStats(MatrixSpan::of(a));
-  EXPECT_NEAR(stats.entropy, entropy, 1e-9);
+  HeadStats stats = headStats(MatrixRef::of(a));
+  EXPECT_NEAR(stats.entropy, entropy, 1e-6);  // float terms, double sums
   EXPECT_NEAR(stats.top1Mass, top1, 1e-9);
 }
 
 TEST(HeadStatistics, NonFiniteRowsAreSkipped) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Matrix a = mat({{0.5f, 0.5f}, {nan, 1.0f}});
-  HeadStats stats = headStats(MatrixSpan::of(a));
+  HeadStats stats = headStats(MatrixRef::of(a));
   EXPECT_EQ(stats.rowsUsed, 1);
   EXPECT_NEAR(stats.entropy, std::log(2.0), 1e-7);
   const Matrix all = mat({{nan, 1.0f}});
-  EXPECT_TRUE(std::isnan(headStats(MatrixSpan::of(all)).entropy));
+  EXPECT_TRUE(std::isnan(headStats(MatrixRef::of(all)).entropy));
+}
+
+// =======================================================================================
+// Thumbnails
+// =======================================================================================
+
+TEST(MaxPool, BlocksKeepTheirPeakAndNaN) {
+  // 5 x 4 pooled to at most 2 x 2: blocks of 3 rows x 2 cols -> a 2 x 2 result.
+  Matrix a = Matrix::Zero(5, 4);
+  a(1, 1) = 0.9f;   // block (0, 0)
+  a(2, 3) = 0.4f;   // block (0, 1)
+  a(4, 0) = -0.5f;  // block (1, 0): with the zeros above it, the max is 0
+  a(3, 2) = 0.7f;   // block (1, 1)
+  const Matrix pooled = maxPool(MatrixRef::of(a), 2, 2);
+  expectNear(pooled, mat({{0.9f, 0.4f}, {0.0f, 0.7f}}));
+  // A plain-loop check on a random matrix.
+  std::mt19937 rng(3);
+  const Matrix r = randomAttention(rng, 37);
+  const Matrix p = maxPool(MatrixRef::of(r), 8, 5);  // blocks 5 x 8 -> 8 x 5
+  ASSERT_EQ(p.rows(), 8);
+  ASSERT_EQ(p.cols(), 5);
+  for (int br = 0; br < 8; ++br)
+    for (int bc = 0; bc < 5; ++bc) {
+      float best = -1;
+      for (int i = br * 5; i < std::min(37, br * 5 + 5); ++i)
+        for (int j = bc * 8; j < std::min(37, bc * 8 + 8); ++j) best = std::max(best, r(i, j));
+      EXPECT_EQ(p(br, bc), best);
+    }
+  a(4, 3) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(maxPool(MatrixRef::of(a), 2, 2)(1, 1)));
+  expectNear(maxPool(MatrixRef::of(a), 5, 4).topLeftCorner(4, 4), a.topLeftCorner(4, 4));
 }
 
 // =======================================================================================
@@ -225,7 +255,8 @@ TEST(HeadStatistics, NonFiniteRowsAreSkipped) {
 // =======================================================================================
 
 TEST(SpecialTokens, MaskByDefaultListFirstTokenAndUserList) {
-  const std::vector<std::string> labels = {"The", "[CLS]", " [SEP] ", "cat", "<|endoftext|>", "foo"};
+  const std::vector<std::string> labels = {"The", "[CLS]",         " [SEP] ",
+                                           "cat", "<|endoftext|>", "foo"};
   SpecialTokenOptions options;
   EXPECT_EQ(specialTokenMask(labels, options),
             (std::vector<bool>{true, true, true, false, true, false}));
@@ -240,11 +271,11 @@ TEST(SpecialTokens, MaskByDefaultListFirstTokenAndUserList) {
 
 TEST(SpecialTokens, DropKeysAndRenormaliseByHand) {
   const Matrix a = mat({{0.5f, 0.25f, 0.25f}, {1.0f, 0.0f, 0.0f}, {0.2f, 0.6f, 0.2f}});
-  auto filtered = dropKeysAndRenormalise(MatrixSpan::of(a), {true, false, false});
+  auto filtered = dropKeysAndRenormalise(MatrixRef::of(a), {true, false, false});
   ASSERT_TRUE(filtered.ok());
   expectNear(filtered->values, mat({{0.0f, 0.5f, 0.5f}, {0.0f, 0.0f, 0.0f}, {0.0f, 0.75f, 0.25f}}));
   EXPECT_EQ(filtered->emptyRows, (std::vector<Eigen::Index>{1}));
-  auto wrong = dropKeysAndRenormalise(MatrixSpan::of(a), {true});
+  auto wrong = dropKeysAndRenormalise(MatrixRef::of(a), {true});
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().field, "tokens");
 }

@@ -1011,5 +1011,125 @@ TEST(SparsemaxThreshold, AgreesWithNormalizeRow) {
   EXPECT_EQ(positive, t.support);
 }
 
+// =======================================================================================
+// Bad numbers (issue 7): extreme temperatures and values at the float limit
+// =======================================================================================
+
+constexpr float kFltMax = std::numeric_limits<float>::max();
+
+TEST(BadNumbers, TinyTemperatureGivesTheExactArgMaxNotAFalseTie) {
+  // Scores 4 and 5 over T = 1e-38 are 4e38 and 5e38, both beyond FLT_MAX. Clamping them
+  // before subtracting the maximum made them equal (weights 0.5 / 0.5). The limit T -> 0 of
+  // softmax is the arg-max: key 1 gets exactly 1.
+  Inputs in{M({{1}}), M({{4}, {5}}), M({{10}, {20}})};
+  Options options;
+  options.score = ScoreKind::Dot;
+  for (float t : {1e-38f, 1e-30f, 1e-45f /* the smallest denormal */}) {
+    options.temperature = t;
+    for (NormalizerKind kind : {NormalizerKind::Softmax, NormalizerKind::Hard,
+                                NormalizerKind::TopK, NormalizerKind::Sparsemax}) {
+      options.normalizer.kind = kind;
+      for (MaskKind mask : {MaskKind::None, MaskKind::Causal}) {
+        // causal with one query allows key 0 only; use a padding mask that allows both keys
+        options.mask.kind = mask == MaskKind::None ? MaskKind::None : MaskKind::Padding;
+        options.mask.keyValid = {true, true};
+        auto result = attend(in, options);
+        ASSERT_TRUE(result.ok()) << result.error().message();
+        EXPECT_EQ(result->heads[0].weights(0, 0), 0.0f) << t << " " << toString(kind);
+        EXPECT_EQ(result->heads[0].weights(0, 1), 1.0f) << t << " " << toString(kind);
+        EXPECT_EQ(result->heads[0].context(0, 0), 20.0f);
+        // The shown masked scores stay finite (clamped for display only).
+        EXPECT_TRUE(headMaskedScores(*result, 0).allFinite());
+      }
+    }
+  }
+}
+
+TEST(BadNumbers, TinyTemperatureKeepsRealTiesAndTheMask) {
+  // Equal scores are a real tie at any T; a masked key stays at 0 however large its score.
+  Inputs in{M({{1}}), M({{5}, {4}, {5}, {9}}), M({{1}, {2}, {3}, {4}})};
+  Options options;
+  options.score = ScoreKind::Dot;
+  options.temperature = 1e-38f;
+  options.mask.kind = MaskKind::Padding;
+  options.mask.keyValid = {true, true, true, false};
+  auto result = attend(in, options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_TRUE(MatrixNear(result->heads[0].weights, M({{0.5f, 0, 0.5f, 0}}), 0));
+  EXPECT_FLOAT_EQ(result->heads[0].context(0, 0), 2.0f);  // (1 + 3) / 2
+}
+
+TEST(BadNumbers, NonFiniteOrNonPositiveTemperatureIsAnError) {
+  Inputs in{M({{1}}), M({{4}, {5}}), M({{1}, {2}})};
+  Options options;
+  for (float t : {0.0f, -0.0f, -1e-38f, -1.0f, kInf, -kInf, std::nanf("")}) {
+    options.temperature = t;
+    auto result = attend(in, options);
+    ASSERT_FALSE(result.ok()) << t;
+    EXPECT_EQ(result.error().field, "temperature");
+  }
+}
+
+TEST(BadNumbers, ValuesAtTheFloatLimitGiveAFiniteContext) {
+  // n equal keys: weights 1/n rounded to float, whose sum is just over 1 for n = 3, 7, 10, ...
+  // so the float GEMM weights·v overflowed to infinity (10 keys: weights 0.1f, context null
+  // in the JSON). The exact context is FLT_MAX (and -FLT_MAX), which fits. For n = 7 even the
+  // double sum of the rounded weights times FLT_MAX rounds to infinity in float.
+  for (int n : {3, 7, 10, 33, 4096}) {
+    Matrix keys = Matrix::Ones(n, 1);
+    Matrix values(n, 3);
+    values.col(0).setConstant(kFltMax);
+    values.col(1).setConstant(-kFltMax);
+    values.col(2).setConstant(1);
+    Inputs in{M({{1}}), keys, values};
+    Options options;
+    options.score = ScoreKind::Dot;
+    auto result = attend(in, options);
+    ASSERT_TRUE(result.ok()) << result.error().message();
+    for (int j = 0; j < n; ++j) EXPECT_EQ(result->heads[0].weights(0, j), 1.0f / float(n));
+    // Exactly FLT_MAX when the float weights sum to 1 or more; a few ulps below otherwise.
+    const float top = result->heads[0].context(0, 0), bottom = result->heads[0].context(0, 1);
+    ASSERT_TRUE(std::isfinite(top) && std::isfinite(bottom)) << n;
+    EXPECT_NEAR(top / kFltMax, 1.0, 1e-6) << n;
+    EXPECT_EQ(bottom, -top) << n;
+    if (n == 10) {
+      EXPECT_EQ(top, kFltMax);
+    }
+    EXPECT_NEAR(result->heads[0].context(0, 2), 1.0f, 1e-6) << n;
+    EXPECT_TRUE(result->output.allFinite());
+  }
+}
+
+TEST(BadNumbers, RowsThatDoNotOverflowKeepTheFloatResult) {
+  // Row 0 attends keys 1..7, whose values are FLT_MAX: it overflows in float and is
+  // recomputed. Row 1 attends key 0 only (value 3) and keeps the GEMM's value.
+  Matrix keys = Matrix::Ones(8, 1);
+  Matrix values = Matrix::Constant(8, 1, kFltMax);
+  values(0, 0) = 3;
+  Inputs in{M({{1}, {1}}), keys, values};
+  Options options;
+  options.score = ScoreKind::Dot;
+  options.mask.kind = MaskKind::Custom;
+  options.mask.custom = B({{0, 1, 1, 1, 1, 1, 1, 1}, {1, 0, 0, 0, 0, 0, 0, 0}});
+  auto result = attend(in, options);
+  ASSERT_TRUE(result.ok()) << result.error().message();
+  EXPECT_EQ(result->heads[0].context(0, 0), kFltMax);
+  EXPECT_EQ(result->heads[0].context(1, 0), 3.0f);
+}
+
+TEST(BadNumbers, AnOverflowingValueProjectionIsAnErrorNamingValues) {
+  // v = X·W_v with W_v = 4 truly overflows: an error, never an infinite context.
+  Inputs in{M({{1}}), M({{1}, {1}}), M({{kFltMax}, {kFltMax}})};
+  Options options;
+  options.projections.identity = false;
+  options.projections.wq = M({{1}});
+  options.projections.wk = M({{1}});
+  options.projections.wv = M({{4}});
+  auto result = attend(in, options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().field, "values");
+  EXPECT_NE(result.error().problem.find("overflows float32"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace attn

@@ -224,6 +224,33 @@ TEST_P(Normalizers, TheRuleGivesTheResultsWeight) {
   }
 }
 
+TEST(ExplainWeight, ATinyTemperatureExplainsTheArgMaxNotATie) {
+  // T = 1e-38 on scores 4 and 5: the weights are exactly 0 and 1 (issue 7), and the
+  // explanation shows the row the normaliser saw, (s − max) ÷ T, not the clamped quotients
+  // (FLT_MAX twice, which would explain a tie of 0.5 / 0.5).
+  Scenario s;
+  s.mode = Mode::Cross;
+  s.queries = rows({{1}});
+  s.keys = rows({{4}, {5}});
+  s.temperature = 1e-38f;
+  for (NormalizerKind kind : {NormalizerKind::Softmax, NormalizerKind::Hard,
+                              NormalizerKind::TopK, NormalizerKind::Sparsemax}) {
+    s.normalizer.kind = kind;
+    const Computed c = run(s);
+    for (int col = 0; col < 2; ++col) {
+      auto e = explainWeight(c.result, c.problem, c.problem.options, 0, 0, col);
+      ASSERT_TRUE(e.ok());
+      EXPECT_EQ(e->value, col == 1 ? 1.0f : 0.0f);
+      EXPECT_TRUE(anyStepContains(*e, "(score − max) ÷ T")) << allSteps(*e);
+      ASSERT_GE(e->steps.size(), 2u);
+      const std::string& rule = e->steps[e->steps.size() - 2];
+      const std::string want = formatNumber(e->value);
+      EXPECT_EQ(rule.substr(rule.size() - want.size()), want) << allSteps(*e);
+      EXPECT_FALSE(anyStepContains(*e, "0.5")) << allSteps(*e);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Kinds, Normalizers,
     ::testing::Values(NormalizerCase{NormalizerKind::Hard, "max"},

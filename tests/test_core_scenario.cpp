@@ -278,6 +278,107 @@ TEST(BuildProblem, PyTorchProjections) {
   rejected(heads, "heads");
 }
 
+// The interleaved layout of a tutorial qkv_proj (issue 7): output features of head h are
+// [q_h k_h v_h], each d_h wide. Built here from a blocked PyTorch weight by moving rows, the
+// interleaved scenario must give exactly the same numbers as the blocked one.
+Matrix interleaveRows(const Matrix& blocked, int heads) {
+  const int e = static_cast<int>(blocked.rows()) / 3, dH = e / heads;
+  Matrix out(blocked.rows(), blocked.cols());
+  for (int h = 0; h < heads; ++h)
+    for (int part = 0; part < 3; ++part)        // q, k, v
+      for (int r = 0; r < dH; ++r)
+        out.row(h * 3 * dH + part * dH + r) = blocked.row(part * e + h * dH + r);
+  return out;
+}
+
+TEST(BuildProblem, QkvInterleavedEqualsTheBlockedPyTorchLayout) {
+  for (int heads : {1, 2, 3}) {
+    Scenario blocked;
+    blocked.mode = Mode::Self;
+    blocked.inputs = randomMatrix(5, 6, 11);  // E = 6
+    blocked.score = ScoreKind::ScaledDot;
+    blocked.heads = heads;
+    blocked.projection = ProjectionKind::PyTorch;
+    blocked.inProjWeight = randomMatrix(18, 6, 12);
+    blocked.inProjBias = randomMatrix(18, 1, 13).col(0);
+    blocked.outProjWeight = randomMatrix(6, 6, 14);
+    blocked.outProjBias = randomMatrix(6, 1, 15).col(0);
+
+    Scenario interleaved = blocked;
+    interleaved.projection = ProjectionKind::QkvInterleaved;
+    interleaved.inProjWeight = interleaveRows(blocked.inProjWeight, heads);
+    interleaved.inProjBias = interleaveRows(Matrix(blocked.inProjBias), heads).col(0);
+    if (heads > 1) {  // the two layouts really differ
+      EXPECT_FALSE(MatrixNear(interleaved.inProjWeight, blocked.inProjWeight, 0));
+    }
+
+    auto a = compute(blocked);
+    auto b = compute(interleaved);
+    ASSERT_TRUE(a.ok()) << a.error().message();
+    ASSERT_TRUE(b.ok()) << b.error().message();
+    ASSERT_EQ(a->heads.size(), b->heads.size());
+    for (std::size_t h = 0; h < a->heads.size(); ++h) {
+      EXPECT_TRUE(MatrixNear(a->heads[h].q, b->heads[h].q, 0)) << heads;
+      EXPECT_TRUE(MatrixNear(a->heads[h].k, b->heads[h].k, 0)) << heads;
+      EXPECT_TRUE(MatrixNear(a->heads[h].v, b->heads[h].v, 0)) << heads;
+      EXPECT_TRUE(MatrixNear(a->heads[h].weights, b->heads[h].weights, 0)) << heads;
+    }
+    EXPECT_TRUE(MatrixNear(a->output, b->output, 0)) << heads;
+  }
+}
+
+TEST(BuildProblem, QkvInterleavedHandWorked) {
+  // E = 2, two heads (d_h = 1). Interleaved rows: [q0; k0; v0; q1; k1; v1]; the blocked rows
+  // are [q0; q1; k0; k1; v0; v1].
+  const Matrix interleaved = M({{1, 0}, {2, 0}, {3, 0}, {0, 4}, {0, 5}, {0, 6}});
+  const Vector bias = M({{10}, {20}, {30}, {40}, {50}, {60}}).col(0);
+  auto blocked = blockedFromInterleavedQkv(interleaved, bias, 2);
+  ASSERT_TRUE(blocked.ok());
+  EXPECT_TRUE(MatrixNear(blocked->weight, M({{1, 0}, {0, 4}, {2, 0}, {0, 5}, {3, 0}, {0, 6}}), 0));
+  EXPECT_TRUE(MatrixNear(Matrix(blocked->bias), M({{10}, {40}, {20}, {50}, {30}, {60}}), 0));
+  EXPECT_EQ(blockedFromInterleavedQkv(interleaved, bias, 4).error().field, "heads");
+  EXPECT_EQ(blockedFromInterleavedQkv(interleaved.topRows(5), bias, 2).error().field,
+            "in_proj_weight");
+  EXPECT_EQ(toString(ProjectionKind::QkvInterleaved), "qkv_interleaved");
+  EXPECT_EQ(parseProjectionKind("qkv_interleaved"), ProjectionKind::QkvInterleaved);
+  // Through a scenario, errors name the file's fields.
+  Scenario s = selfScenario();  // width 4
+  s.projection = ProjectionKind::QkvInterleaved;
+  s.heads = 3;
+  s.inProjWeight = randomMatrix(12, 4, 1);
+  s.outProjWeight = randomMatrix(4, 4, 2);
+  rejected(s, "heads");
+  s.heads = 2;
+  s.outProjWeight = randomMatrix(3, 4, 2);
+  rejected(s, "out_proj_weight");
+}
+
+TEST(BuildProblem, UnaffordableScenariosAreRefusedBeforeAnythingIsGenerated) {
+  // 4096 words, 4096-wide embeddings and Xavier projections: 4.1e11 multiply-adds. Refused
+  // from the sizes alone, naming the sentence (before, the embeddings and four 4096 x 4096
+  // Xavier matrices were generated first: 14 s and 2.8 GB).
+  Scenario s;
+  s.mode = Mode::Self;
+  for (int i = 0; i < Limits::kMaxTokens; ++i) {
+    s.sentence += "word";
+    s.sentence += std::to_string(i % 50);
+    s.sentence += ' ';
+  }
+  s.embeddingDim = 4096;
+  s.projection = ProjectionKind::Xavier;
+  EXPECT_NE(rejected(s, "sentence").find("4.12383969e+11 multiply-adds"), std::string::npos);
+  // The same sentence with 64-wide embeddings is affordable.
+  s.embeddingDim = 64;
+  EXPECT_TRUE(buildProblem(s).ok());
+  // 64 heads over 1024 x 1024 tokens: 2^26 cells, above 2^25.
+  Scenario cells;
+  cells.mode = Mode::Cross;
+  cells.queries = Matrix::Zero(1024, 64);
+  cells.keys = Matrix::Zero(1024, 64);
+  cells.heads = 64;
+  EXPECT_NE(rejected(cells, "queries").find("cells"), std::string::npos);
+}
+
 TEST(BuildProblem, OptionErrorsUseScenarioFieldNames) {
   Scenario s = crossScenario();
   s.mask.kind = MaskKind::Local;
@@ -317,6 +418,46 @@ TEST(Compute, OverflowErrorsNameTheScenarioField) {
   auto r = compute(s);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().field, "inputs");
+}
+
+TEST(ScenarioErrors, AttendErrorsNameTheFieldTheUserWrote) {
+  // attend()'s errors as the app and the CLI get them (they call attend() on the Problem):
+  // in self mode every input is `inputs` (or `sentence`), never queries/keys/values.
+  Scenario s = selfScenario();
+  s.inputs = M({{3e38f}, {3e38f}});
+  s.projection = ProjectionKind::Explicit;
+  s.explicitProjections.wq = M({{1}});
+  s.explicitProjections.wk = M({{1}});
+  s.explicitProjections.wv = M({{4}});  // v = X·W_v overflows
+  auto problem = buildProblem(s);
+  ASSERT_TRUE(problem.ok()) << problem.error().message();
+  auto result = attend(problem->inputs, problem->options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().field, "values");  // attend() itself speaks in options
+  EXPECT_EQ(toScenarioError(result.error(), s).field, "inputs");
+  EXPECT_EQ(compute(s).error().field, "inputs");
+
+  const std::pair<const char*, const char*> self[] = {
+      {"queries", "inputs"}, {"keys[1][0]", "inputs[1][0]"}, {"values", "inputs"},
+      {"queries[2][1]", "inputs[2][1]"}, {"heads", "heads"}, {"queries_x", "queries_x"}};
+  for (const auto& [from, to] : self)
+    EXPECT_EQ(toScenarioError(Error{"", from, "x"}, s).field, to) << from;
+  s.sentence = "a b c";
+  for (const char* from : {"queries", "keys[1][0]", "values[0][0]"})
+    EXPECT_EQ(toScenarioError(Error{"", from, "x"}, s).field, "sentence") << from;
+  // Cross mode keeps the names.
+  Scenario cross = crossScenario();
+  for (const char* from : {"queries[0][1]", "keys", "values"})
+    EXPECT_EQ(toScenarioError(Error{"", from, "x"}, cross).field, from);
+}
+
+TEST(ScenarioErrors, SelfModeProblemTextNamesInputs) {
+  Scenario s = selfScenario();  // 3 x 4
+  s.projection = ProjectionKind::Explicit;
+  s.explicitProjections.wq = randomMatrix(3, 4, 1);  // needs 4 rows
+  s.explicitProjections.wk = randomMatrix(4, 4, 2);
+  s.explicitProjections.wv = randomMatrix(4, 4, 3);
+  EXPECT_EQ(rejected(s, "projections.wq"), "has 3 rows but the inputs are 4 wide");
 }
 
 }  // namespace

@@ -3,10 +3,13 @@
 // tests/attention_test_files.h (an independent writer).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "io/attention_file.h"
+#include "io/attention_grid.h"
 #include "tests/attention_test_files.h"
 
 namespace {
@@ -27,7 +30,7 @@ void expectPattern(const io::AttentionFile& file, int batch = 0) {
   std::vector<float> scratch;
   for (int l = 0; l < file.layers(); ++l) {
     for (int h = 0; h < file.heads(); ++h) {
-      MatrixSpan head = file.head(l, h, scratch);
+      MatrixRef head = file.head(l, h, scratch);
       ASSERT_EQ(head.rows, file.shape().queries);
       ASSERT_EQ(head.cols, file.shape().keys);
       for (Eigen::Index i = 0; i < head.rows; ++i)
@@ -58,7 +61,8 @@ TEST(AttentionFile, NormalisesTwoThreeAndFourDimensions) {
     std::vector<std::int64_t> shape;
     io::AttentionShape want;
   };
-  const Case cases[] = {{{5, 4}, {1, 1, 5, 4}}, {{3, 5, 4}, {1, 3, 5, 4}}, {{2, 3, 5, 4}, {2, 3, 5, 4}}};
+  const Case cases[] = {
+      {{5, 4}, {1, 1, 5, 4}}, {{3, 5, 4}, {1, 3, 5, 4}}, {{2, 3, 5, 4}, {2, 3, 5, 4}}};
   for (const Case& c : cases) {
     const fs::path path = dir / named("d", static_cast<long long>(c.shape.size()), ".npy");
     writeNpyFile(path, {"<f4", false, c.shape, 1}, attentionPattern());
@@ -94,14 +98,14 @@ TEST(AttentionFile, Float32COrderIsUsedInPlace) {
   EXPECT_TRUE(file->inPlace(0));
   EXPECT_TRUE(file->inPlace(1));
   std::vector<float> scratch;
-  MatrixSpan a = file->head(1, 2, scratch);
-  MatrixSpan b = file->head(1, 2, scratch);
+  MatrixRef a = file->head(1, 2, scratch);
+  MatrixRef b = file->head(1, 2, scratch);
   EXPECT_TRUE(scratch.empty());  // no conversion buffer was needed
   EXPECT_EQ(a.data, b.data);     // the same bytes of the mapping
-  MatrixSpan first = file->head(0, 0, scratch);
+  MatrixRef first = file->head(0, 0, scratch);
   // Head (1, 2) starts (1·3 + 2)·36 floats after head (0, 0): one contiguous file.
   EXPECT_EQ(a.data - first.data, (1 * 3 + 2) * 36);
-  EXPECT_EQ(a.rowStride, 6);
+  EXPECT_EQ(a.stride, 6);
   file->releaseHead(1, 2);  // dropping pages must not change what is read next
   expectPattern(*file);
   // Out of range gives an empty view, not a crash.
@@ -131,8 +135,9 @@ TEST(AttentionFile, BatchDimensionAndLayouts) {
 
   // torch.stack(hf.attentions) is [layers, batch, heads, n_q, n_k]: --layout lbhqk.
   const fs::path stacked = dir / "stacked.npy";
-  writeNpyFile(stacked, {"<f4", false, {2, 3, 2, 4, 4}, 1},
-               [](const std::vector<std::int64_t>& i) { return pattern(i[0] + 17 * i[1], i[2], i[3], i[4]); });
+  writeNpyFile(stacked, {"<f4", false, {2, 3, 2, 4, 4}, 1}, [](const std::vector<std::int64_t>& i) {
+    return pattern(i[0] + 17 * i[1], i[2], i[3], i[4]);
+  });
   io::AttentionOpenOptions lb;
   lb.layout = "LBHQK";
   lb.batch = 2;
@@ -182,7 +187,8 @@ TEST(AttentionFile, HostileShapes) {
   EXPECT_NE(errorOf(dir / "zero.npz").find("empty file"), std::string::npos);
   EXPECT_NE(errorOf(dir / "missing.npy").find("no such file"), std::string::npos);
   // Too many tokens for the view: [1, 2000000] passes npy but not the attention limit.
-  writeBytes(dir / "wide.npy", headerFor({"<f2", false, {1, 2000000}, 1}) + std::string(4000000, '\0'));
+  writeBytes(dir / "wide.npy",
+             headerFor({"<f2", false, {1, 2000000}, 1}) + std::string(4000000, '\0'));
   EXPECT_NE(errorOf(dir / "wide.npy").find("n_k = 2000000 is above the limit"), std::string::npos);
   io::AttentionOpenOptions array;
   array.arrayName = "x";
@@ -220,9 +226,10 @@ TEST(AttentionFile, PerLayerNpzWithDeflateAndBatchIsStacked) {
               (std::vector<std::string>{"layer_0", "layer_1", "layer_2", "layer_3"}));
     EXPECT_EQ(file->arrays().size(), 5u);
     EXPECT_FALSE(file->arrays()[4].unsupported.empty());
-    EXPECT_EQ(file->layoutDescription(),
-              named("4 arrays layer_0..layer_3 stacked as layers, each [batch, heads, n_q, n_k], batch ",
-                    batch, ""));
+    EXPECT_EQ(
+        file->layoutDescription(),
+        named("4 arrays layer_0..layer_3 stacked as layers, each [batch, heads, n_q, n_k], batch ",
+              batch, ""));
     EXPECT_TRUE(file->inPlace(0));  // float32 LE inside the inflated buffer
     EXPECT_FALSE(file->inPlace(1));
     expectPattern(*file, batch);
@@ -232,7 +239,11 @@ TEST(AttentionFile, PerLayerNpzWithDeflateAndBatchIsStacked) {
   named.arrayName = "layer_2";
   auto single = io::AttentionFile::open((dir / "hf.npz").string(), named);
   ASSERT_TRUE(single.ok()) << single.error().message();
-  EXPECT_EQ(single->shape().layers, 2);  // read by ndim: [layers, heads, n_q, n_k]
+  // A per-layer name is read by the per-layer rule: [batch, heads, n_q, n_k], one layer.
+  EXPECT_EQ(single->shape().layers, 1);
+  EXPECT_EQ(single->shape().heads, 3);
+  EXPECT_EQ(single->batchSize(), 2);
+  EXPECT_EQ(single->copyHead(0, 1)(4, 5), static_cast<float>(pattern(2, 1, 4, 5)));
   named.arrayName = "input_ids";
   EXPECT_NE(errorOf(dir / "hf.npz", named).find("hf.npz:input_ids.npy"), std::string::npos);
 }
@@ -244,28 +255,33 @@ TEST(AttentionFile, AttentionsPrefixGapsAndChoices) {
       return pattern(salt, i[0], i[1], i[2]);
     });
   };
-  writeBytes(dir / "tl.npz", makeZip({{"attentions_1.npy", arr(1), false},
-                                      {"attentions_0.npy", arr(0), false}}));
+  writeBytes(dir / "tl.npz",
+             makeZip({{"attentions_1.npy", arr(1), false}, {"attentions_0.npy", arr(0), false}}));
   auto tl = io::AttentionFile::open((dir / "tl.npz").string());
   ASSERT_TRUE(tl.ok()) << tl.error().message();
   EXPECT_EQ(tl->shape().layers, 2);
   expectPattern(*tl);  // stacked by number, not archive order
 
-  writeBytes(dir / "gap.npz", makeZip({{"layer_0.npy", arr(0), false}, {"layer_2.npy", arr(2), false}}));
+  writeBytes(dir / "gap.npz",
+             makeZip({{"layer_0.npy", arr(0), false}, {"layer_2.npy", arr(2), false}}));
   EXPECT_NE(errorOf(dir / "gap.npz")
                 .find("several arrays (layer_0, layer_2); pick one with --array NAME"),
             std::string::npos);
 
-  writeBytes(dir / "mixed.npz", makeZip({{"layer_0.npy", arr(0), false},
-                                         {"layer_1.npy", npyBytes({"<f4", false, {3, 5, 5}, 1}, attentionPattern()), false}}));
-  EXPECT_NE(errorOf(dir / "mixed.npz").find("does not match the layers before it"), std::string::npos);
+  writeBytes(dir / "mixed.npz",
+             makeZip({{"layer_0.npy", arr(0), false},
+                      {"layer_1.npy", npyBytes({"<f4", false, {3, 5, 5}, 1}, attentionPattern()),
+                       false}}));
+  EXPECT_NE(errorOf(dir / "mixed.npz").find("does not match the layers before it"),
+            std::string::npos);
 
   writeBytes(dir / "one.npz", makeZip({{"attn.npy", arr(0), true}}));
   auto one = io::AttentionFile::open((dir / "one.npz").string());
   ASSERT_TRUE(one.ok()) << one.error().message();
   EXPECT_EQ(one->arraysUsed(), (std::vector<std::string>{"attn"}));
 
-  writeBytes(dir / "none.npz", makeZip({{"ids.npy", npyBytes({"<i8", false, {3}, 1}, attentionPattern()), true}}));
+  writeBytes(dir / "none.npz",
+             makeZip({{"ids.npy", npyBytes({"<i8", false, {3}, 1}, attentionPattern()), true}}));
   EXPECT_NE(errorOf(dir / "none.npz").find("no float array"), std::string::npos);
 
   writeBytes(dir / "evil.npz", makeZip({{"../layer_0.npy", arr(0), false}}));
@@ -301,19 +317,22 @@ TEST(AttentionFile, TokenLabelsFromSideFilesOrOption) {
   options.tokensPath = (dir / "four.json").string();
   auto file = io::AttentionFile::open((dir / "run.npy").string(), options);
   ASSERT_FALSE(file.ok());
-  EXPECT_EQ(file.error().message(),
-            (dir / "four.json").string() + ": 4 tokens, but " + (dir / "run.npy").string() +
-                " has n_k = 3 keys");
+  EXPECT_EQ(file.error().message(), (dir / "four.json").string() + ": 4 tokens, but " +
+                                        (dir / "run.npy").string() + " has n_k = 3 keys");
 
   writeBytes(dir / "bad.json", R"(["a", 2, "c"])");
   options.tokensPath = (dir / "bad.json").string();
-  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options).error().message().find(
-                "token 1 is not a string"),
+  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options)
+                .error()
+                .message()
+                .find("token 1 is not a string"),
             std::string::npos);
   writeBytes(dir / "broken.json", R"(["a", )");
   options.tokensPath = (dir / "broken.json").string();
-  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options).error().message().find(
-                "not valid JSON"),
+  EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options)
+                .error()
+                .message()
+                .find("not valid JSON"),
             std::string::npos);
 }
 
@@ -394,6 +413,28 @@ TEST(AttentionSelection, HeadMeanMaxRolloutAndNonFinite) {
   EXPECT_NEAR(stats[1][0].entropy, 0.0, 1e-9);
   EXPECT_NEAR(stats[0][0].top1Mass, (0.5 + 0.75) / 2, 1e-7);
 
+  // One pass for the model view: thumbnails, stats and NaN counts per head.
+  int progressCalls = 0;
+  io::HeadOverviewOptions overviewOptions;
+  overviewOptions.thumbnailSize = 1;
+  overviewOptions.progress = [&](int done, int total) {
+    EXPECT_EQ(done, ++progressCalls);
+    EXPECT_EQ(total, 4);
+  };
+  const io::HeadOverview overview = io::overviewHeads(*file, overviewOptions);
+  EXPECT_FALSE(overview.cancelled);
+  ASSERT_EQ(overview.thumbnails.size(), 4u);
+  EXPECT_EQ(overview.thumbnails[1].size(), 1);
+  EXPECT_FLOAT_EQ(overview.thumbnails[1](0, 0), 1.0f);  // layer 0 head 1 pooled to its max
+  EXPECT_NEAR(overview.stats[2].entropy, 0.0, 1e-9);
+  EXPECT_EQ(overview.totalNonFinite.total(), 0u);
+  int asked = 0;
+  overviewOptions.progress = {};
+  overviewOptions.cancel = [&] { return ++asked > 2; };
+  const io::HeadOverview cancelled = io::overviewHeads(*file, overviewOptions);
+  EXPECT_TRUE(cancelled.cancelled);
+  EXPECT_EQ(cancelled.thumbnails.size(), 2u);
+
   // NaN and inf are counted, never hidden.
   writeNpyFile(dir / "nan.npy", {"<f4", false, {2, 3}, 1}, [](const std::vector<std::int64_t>& i) {
     if (i[0] == 0 && i[1] == 1) return std::numeric_limits<double>::quiet_NaN();
@@ -407,9 +448,60 @@ TEST(AttentionSelection, HeadMeanMaxRolloutAndNonFinite) {
   EXPECT_EQ(nan->nonFinite.nan, 1u);
   EXPECT_EQ(nan->nonFinite.negInf, 1u);
   EXPECT_EQ(io::describeNonFinite(nan->nonFinite), "1 NaN, 1 -inf");
+  EXPECT_EQ(io::overviewHeads(*nanFile).totalNonFinite.total(), 2u);
   auto notSquare = io::selectAttention(*nanFile, {Kind::Rollout, 0, 0});
   ASSERT_FALSE(notSquare.ok());
   EXPECT_NE(notSquare.error().problem.find("square"), std::string::npos);
+}
+
+// =======================================================================================
+// The grid image
+// =======================================================================================
+
+TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
+  const fs::path dir = freshDir("attn_grid");
+  // 2 layers x 3 heads, each head constant (l·3 + h + 1) / 8 over 40 x 40.
+  writeNpyFile(dir / "c.npy", {"<f4", false, {2, 3, 40, 40}, 1},
+               [](const std::vector<std::int64_t>& i) { return (i[0] * 3 + i[1] + 1) / 8.0; });
+  auto file = io::AttentionFile::open((dir / "c.npy").string());
+  ASSERT_TRUE(file.ok());
+  io::GridStyle style;
+  style.thumbnailSize = 16;  // 40 -> blocks of 3 -> 14 x 14 cells
+  io::HeadOverviewOptions options;
+  options.thumbnailSize = style.thumbnailSize;
+  const io::HeadOverview overview = io::overviewHeads(*file, options);
+  ASSERT_EQ(overview.thumbnails[0].rows(), 14);
+  auto grid = io::renderAttentionGrid(overview, style);
+  ASSERT_TRUE(grid.ok()) << grid.error().message();
+
+  // The tile layout, from renderHeatmap with the same settings as the grid uses.
+  io::HeatmapStyle tileStyle;
+  tileStyle.cellLabels = tileStyle.axisLabels = tileStyle.colorbar = false;
+  tileStyle.cellSize = style.cellPixels;
+  tileStyle.vmin = 0.0f;
+  tileStyle.vmax = 6.0f / 8;  // the largest value of all heads
+  io::MatrixView first;
+  first.values = overview.thumbnails[0];
+  first.title = "L0 H0";
+  auto tile = io::renderHeatmap(first, tileStyle);
+  ASSERT_TRUE(tile.ok());
+  EXPECT_EQ(grid->width, 3 * (tile->width + 6) + 6);
+  EXPECT_EQ(grid->height, 2 * (tile->height + 6) + 6);
+  const io::PixelRect cell = io::cellRect(first, tileStyle, 7, 7);
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 3; ++h) {
+      const int x = 6 + h * (tile->width + 6) + (cell.x0 + cell.x1) / 2;
+      const int y = 6 + l * (tile->height + 6) + (cell.y0 + cell.y1) / 2;
+      const std::uint8_t* px =
+          grid->rgb.data() + (static_cast<std::size_t>(y) * grid->width + x) * 3;
+      const io::Rgb want =
+          io::valueColor(io::ColormapKind::Viridis, (l * 3 + h + 1) / 8.0f, {0.0f, 0.75f});
+      EXPECT_EQ(io::Rgb({px[0], px[1], px[2]}), want) << l << " " << h;
+    }
+  }
+  EXPECT_FALSE(io::exportAttentionGrid(*file, style, (dir / "g.svg").string()).ok());
+  ASSERT_TRUE(io::exportAttentionGrid(*file, style, (dir / "g.png").string()).ok());
+  EXPECT_GT(fs::file_size(dir / "g.png"), 100u);
 }
 
 // =======================================================================================
@@ -429,13 +521,23 @@ TEST(AttentionFileLarge, Float16Model12x12x1024) {
   EXPECT_FALSE(file->inPlace(0));
   std::vector<float> scratch;
   for (auto [l, h] : {std::pair{0, 0}, std::pair{5, 7}, std::pair{11, 11}}) {
-    MatrixSpan head = file->head(l, h, scratch);
+    MatrixRef head = file->head(l, h, scratch);
     for (Eigen::Index i = 0; i < 1024; i += 97)
       for (Eigen::Index j = 0; j < 1024; j += 89)
         ASSERT_EQ(head(i, j), static_cast<float>(pattern(l, h, i, j)));
     ASSERT_EQ(head(1023, 1023), static_cast<float>(pattern(l, h, 1023, 1023)));
     file->releaseHead(l, h);
   }
+  // The model view's one pass: 144 heads pooled to 128 x 128 (blocks of 8 x 8).
+  const auto start = std::chrono::steady_clock::now();
+  const io::HeadOverview overview = io::overviewHeads(*file);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("overviewHeads on [12, 12, 1024, 1024] float16: %.2f s\n", seconds);
+  ASSERT_EQ(overview.thumbnails.size(), 144u);
+  EXPECT_EQ(overview.thumbnails[0].rows(), 128);
+  // Every 8 x 8 block holds some (7i + 3j) mod 64 = 63, so each pooled cell is 63/64.
+  EXPECT_FLOAT_EQ(overview.thumbnails[77](5, 9), 63.0f / 64.0f);
   fs::remove_all(dir);
 }
 

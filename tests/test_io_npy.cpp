@@ -31,7 +31,8 @@ std::string withDict(std::string dict, std::size_t dataBytes, int major = 1) {
   std::string out = "\x93NUMPY";
   out += static_cast<char>(major);
   out += '\0';
-  for (std::size_t i = 0; i < prefix - 8; ++i) out += static_cast<char>((dict.size() >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < prefix - 8; ++i)
+    out += static_cast<char>((dict.size() >> (8 * i)) & 0xff);
   return out + dict + std::string(dataBytes, '\0');
 }
 
@@ -115,9 +116,9 @@ TEST(Npy, HalfToFloatKnownValues) {
   EXPECT_EQ(io::halfToFloat(0xc000), -2.0f);
   EXPECT_EQ(io::halfToFloat(0x7bff), 65504.0f);
   EXPECT_EQ(io::halfToFloat(0x3555), 0.333251953125f);
-  EXPECT_EQ(io::halfToFloat(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_EQ(io::halfToFloat(0x0001), std::ldexp(1.0f, -24));     // smallest subnormal
   EXPECT_EQ(io::halfToFloat(0x03ff), std::ldexp(1023.0f, -24));  // largest subnormal
-  EXPECT_EQ(io::halfToFloat(0x0400), std::ldexp(1.0f, -14));   // smallest normal
+  EXPECT_EQ(io::halfToFloat(0x0400), std::ldexp(1.0f, -14));     // smallest normal
   EXPECT_EQ(io::halfToFloat(0x7c00), std::numeric_limits<float>::infinity());
   EXPECT_EQ(io::halfToFloat(0xfc00), -std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(io::halfToFloat(0x7e00)));
@@ -174,9 +175,10 @@ TEST(NpyHostile, HeaderClaimsMoreDataThanTheFileHolds) {
   EXPECT_NE(message.find("256 bytes of data"), std::string::npos) << message;
   EXPECT_NE(message.find("holds only 252"), std::string::npos) << message;
   // A shape that claims far more than any file.
-  EXPECT_NE(errorOf(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }", 64))
-                .find("holds only 64"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }", 64))
+          .find("holds only 64"),
+      std::string::npos);
 }
 
 TEST(NpyHostile, TrailingBytesAfterTheData) {
@@ -185,15 +187,18 @@ TEST(NpyHostile, TrailingBytesAfterTheData) {
 }
 
 TEST(NpyHostile, ShapeProductOverflowAndLimit) {
-  const std::string overflow =
-      errorOf(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }", 0));
+  const std::string overflow = errorOf(withDict(
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }", 0));
   EXPECT_NE(overflow.find("overflows"), std::string::npos) << overflow;
   const std::string limit =
       errorOf(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (262144, 262145), }", 0));
   EXPECT_NE(limit.find("above the limit"), std::string::npos) << limit;
-  EXPECT_NE(errorOf(withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 0))
-                .find("too large"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(
+          withDict("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+                   0))
+          .find("too large"),
+      std::string::npos);
   std::string dims = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (int i = 0; i < 33; ++i) dims += "1, ";
   dims += "), }";
@@ -201,22 +206,30 @@ TEST(NpyHostile, ShapeProductOverflowAndLimit) {
 }
 
 TEST(NpyHostile, UnsupportedDtypesSayWhatTheyAre) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"<i8", "signed integer"}, {"<u2", "unsigned integer"}, {"|b1", "bool"},
-      {"<c8", "complex"},        {"<c16", "complex"},         {"|O", "Python object"},
-      {"<U5", "string"},         {"|S3", "string"},           {"<M8[ns]", "datetime"},
-      {"|V8", "void"},           {"<f16", "long double"},     {"|f4", "byte order"},
-      {"<f3", "unknown float size"}};
+  const std::pair<const char*, const char*> cases[] = {{"<i8", "signed integer"},
+                                                       {"<u2", "unsigned integer"},
+                                                       {"|b1", "bool"},
+                                                       {"<c8", "complex"},
+                                                       {"<c16", "complex"},
+                                                       {"|O", "Python object"},
+                                                       {"<U5", "string"},
+                                                       {"|S3", "string"},
+                                                       {"<M8[ns]", "datetime"},
+                                                       {"|V8", "void"},
+                                                       {"<f16", "long double"},
+                                                       {"|f4", "byte order"},
+                                                       {"<f3", "unknown float size"}};
   for (auto [descr, what] : cases) {
-    const std::string message = errorOf(
-        withDict(std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (1,), }", 16));
+    const std::string message = errorOf(withDict(
+        std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (1,), }", 16));
     EXPECT_NE(message.find("unsupported dtype"), std::string::npos) << descr << ": " << message;
     EXPECT_NE(message.find(what), std::string::npos) << descr << ": " << message;
     EXPECT_NE(message.find("field 'descr'"), std::string::npos) << message;
   }
-  EXPECT_NE(errorOf(withDict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4))
-                .find("structured"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf(withDict("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", 4))
+          .find("structured"),
+      std::string::npos);
 }
 
 TEST(NpyHostile, MalformedDictsAreParsedNeverEvaluated) {

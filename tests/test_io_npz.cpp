@@ -74,8 +74,8 @@ TEST(Npz, OpensFromAFile) {
 }
 
 TEST(Npz, UnsupportedDtypeEntriesAreListedNotFatal) {
-  auto archive = openBytes(makeZip({{"input_ids.npy", small({5}, "<i8"), false},
-                                    {"attn.npy", small({2, 2}), false}}));
+  auto archive = openBytes(
+      makeZip({{"input_ids.npy", small({5}, "<i8"), false}, {"attn.npy", small({2, 2}), false}}));
   ASSERT_TRUE(archive.ok()) << archive.error().message();
   ASSERT_EQ(archive->arrays().size(), 2u);
   EXPECT_NE(archive->arrays()[0].unsupported.find("signed integer"), std::string::npos);
@@ -127,8 +127,8 @@ TEST(NpzWriter, RefusesUnsafeAndDuplicateNames) {
 // =======================================================================================
 
 TEST(NpzHostile, PathTraversalAndAbsoluteNamesAreRefused) {
-  for (const char* name : {"../x.npy", "a/../../x.npy", "/etc/x.npy", "C:x.npy", "a\\..\\x.npy",
-                           "..", "ok/../.."}) {
+  for (const char* name :
+       {"../x.npy", "a/../../x.npy", "/etc/x.npy", "C:x.npy", "a\\..\\x.npy", "..", "ok/../.."}) {
     auto archive = openBytes(makeZip({{"fine.npy", small({1}), false}, {name, small({1}), false}}));
     ASSERT_FALSE(archive.ok()) << name;
     const std::string message = archive.error().message();
@@ -202,7 +202,8 @@ TEST(NpzHostile, ZipBombWithALyingHeaderStopsWhileInflating) {
 TEST(NpzHostile, TheLimitCountsEveryInflatedByte) {
   // Three arrays of 400 KiB each under a 1 MiB limit: the third one does not fit.
   const std::string part = npyBytes({"<f4", false, {100 * 1024}, 1}, attentionPattern());
-  const std::string zip = makeZip({{"a.npy", part, true}, {"b.npy", part, true}, {"c.npy", part, true}});
+  const std::string zip =
+      makeZip({{"a.npy", part, true}, {"b.npy", part, true}, {"c.npy", part, true}});
   io::NpzLimits limits;
   limits.maxUncompressedBytes = 1 << 20;
   auto archive = openBytes(zip, limits);

@@ -643,10 +643,11 @@ TEST(BadInput, RangesAndVersion) {
 }
 
 TEST(BadInput, SizesAboveLimitsAreRejectedBeforeAllocating) {
+  // The reader stops at the first row / number past the limit, so it cannot know the count.
   expectError(R"({"queries": )" + zeros(Limits::kMaxTokens + 1, 1) + R"(, "keys": [[1]]})",
-              "queries", "has 4097 rows, more than the limit of 4096");
+              "queries", "has more than 4096 rows (the limit is 4096)");
   expectError(R"({"queries": [[1]], "keys": )" + zeros(1, Limits::kMaxWidth + 1) + "}", "keys",
-              "row 0 has 4097 numbers, more than the limit of 4096");
+              "row 0 has more than 4096 numbers (the limit is 4096)");
   std::string words;
   for (int i = 0; i <= Limits::kMaxTokens; ++i) words += "w ";
   expectError(R"({"sentence": ")" + words + R"("})", "sentence",
@@ -658,7 +659,201 @@ TEST(BadInput, SizesAboveLimitsAreRejectedBeforeAllocating) {
                     return list;
                   }() +
                   "]}",
-              "score_params", "more than the limit of 64 heads");
+              "score_params", "has more than 64 entries (the limit is 64)");
+}
+
+// Issue 7: limits are checked while reading. The reader reports how far it read, so these
+// assert on bounded work (bytes and numbers read), not on wall-clock time.
+TEST(ReadLimits, FortyMillionRowsAreRefusedFromTheFileSizeWithoutReading) {
+  // 200 MB, 40 million rows of [1] (the limit is 4096 rows, and 64 MiB).
+  const fs::path file = testDir() / "forty_million_rows.json";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << R"({"mode": "self", "inputs": [)";
+    const std::string rows = [] {
+      std::string block;
+      for (int i = 0; i < 100000; ++i) block += "[1],\n";
+      return block;
+    }();
+    for (int i = 0; i < 400; ++i) out << rows;
+    out << "[1]]}";
+  }
+  ASSERT_GE(fs::file_size(file), 200'000'000u);
+  io::ScenarioReadStats stats;
+  stats.bytesRead = 1;
+  const auto result = io::loadScenario(file.string(), &stats);
+  fs::remove(file);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.error().problem.find("more than the limit of"), std::string::npos);
+  EXPECT_EQ(stats.bytesRead, 0u);
+  EXPECT_EQ(stats.numbersRead, 0u);
+}
+
+TEST(ReadLimits, TooManyRowsStopAtTheFirstRowPastTheLimit) {
+  // 12 million rows (60 MB, under the byte limit): the reader stops at row 4097.
+  const std::size_t rows = 12'000'000;
+  std::string text = R"({"mode": "self", "inputs": [)";
+  text.reserve(text.size() + rows * 5 + 8);
+  for (std::size_t i = 0; i < rows; ++i) text += i ? ",\n[1]" : "[1]";
+  text += "]}";
+  ASSERT_LT(text.size(), io::kMaxScenarioBytes);
+  io::ScenarioReadStats stats;
+  const auto result = io::parseScenario(text, "rows.json", &stats);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().field, "inputs");
+  EXPECT_EQ(result.error().problem, "has more than 4096 rows (the limit is 4096)");
+  EXPECT_EQ(stats.numbersRead, 4096u);
+  EXPECT_LE(stats.bytesRead, 30u + 4097u * 5u);
+}
+
+TEST(ReadLimits, AWideRowStopsAtTheFirstNumberPastTheLimit) {
+  std::string text = R"({"queries": [[)";
+  for (int i = 0; i < 5'000'000; ++i) text += i ? ",1" : "1";
+  text += R"(]], "keys": [[1]]})";
+  io::ScenarioReadStats stats;
+  const auto result = io::parseScenario(text, "wide.json", &stats);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().field, "queries");
+  EXPECT_EQ(result.error().problem, "row 0 has more than 4096 numbers (the limit is 4096)");
+  EXPECT_EQ(stats.numbersRead, 4097u);
+  EXPECT_LE(stats.bytesRead, 20u + 4097u * 2u);
+}
+
+TEST(ReadLimits, EveryListHasItsLimit) {
+  auto stopsEarly = [](const std::string& head, const std::string& entry, std::size_t count,
+                       const std::string& tail, const std::string& field,
+                       const std::string& problem) {
+    std::string text = head;
+    for (std::size_t i = 0; i < count; ++i) text += (i ? "," : "") + entry;
+    text += tail;
+    io::ScenarioReadStats stats;
+    const auto result = io::parseScenario(text, "x.json", &stats);
+    ASSERT_FALSE(result.ok()) << field;
+    EXPECT_EQ(result.error().field, field);
+    EXPECT_EQ(result.error().problem, problem);
+    EXPECT_LT(stats.bytesRead, text.size() / 4) << field;
+  };
+  stopsEarly(R"({"inputs": [[1]], "labels": [)", R"("a")", 40000, "]}", "labels",
+             "has more than 4096 entries (the limit is 4096)");
+  stopsEarly(R"({"inputs": [[1]], "mask": {"kind": "padding", "key_valid": [)", "true", 40000,
+             "]}}", "mask.key_valid", "has more than 4096 entries (the limit is 4096)");
+  stopsEarly(R"({"inputs": [[1]], "score_params": [)", "{}", 4000, "]}", "score_params",
+             "has more than 64 entries (the limit is 64)");
+  stopsEarly(R"({"inputs": [[1]], "in_proj_weight": [)", "[1]", 50000, "]}", "in_proj_weight",
+             "has more than 12288 rows (the limit is 12288)");
+  stopsEarly(R"({"inputs": [[1]], "projections": {"wq": [[)", "1", 50000, "]]}}",
+             "projections.wq", "row 0 has more than 4096 numbers (the limit is 4096)");
+  stopsEarly(R"({"inputs": [[1]], "view": {"x": [)", "null", 50000, "]}}", "view.x",
+             "has more than 12288 entries (the limit is 12288)");
+}
+
+TEST(ReadLimits, TheNumberCountStopsAtTheFirstNumberPastTheLimit) {
+  // 4096 x 1025 = 4,198,400 numbers: every list is within its limit, the count is not.
+  std::string row = "[";
+  for (int c = 0; c < 1025; ++c) row += c ? ",0" : "0";
+  row += "]";
+  std::string text = R"({"mode": "self", "inputs": [)";
+  for (int r = 0; r < 4096; ++r) text += (r ? "," : "") + row;
+  text += "]}";
+  io::ScenarioReadStats stats;
+  const auto result = io::parseScenario(text, "many.json", &stats);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().problem, "the file has more than 4194304 numbers (the limit is 4194304)");
+  EXPECT_EQ(stats.numbersRead, io::kMaxScenarioNumbers + 1);
+  EXPECT_LT(stats.bytesRead, text.size());
+}
+
+TEST(ReadLimits, PackedListsReadBackExactly) {
+  // Lists of numbers and of true/false are stored packed while reading; mixed lists are not.
+  // Either way the values and the error messages are the ones of the file.
+  const auto scenario = parse(R"({"queries": [[1.5, -2, 16777217, 1e-50]], "keys": [[1, 2, 3, 4]],
+    "mask": {"kind": "padding", "key_valid": [true, 0]}, "key_labels": ["a", "b"],
+    "values": [[1], [2]], "mode": "cross"})");
+  ASSERT_FALSE(scenario.ok());  // key_valid has 2 entries, there is 1 key
+  const auto ok = parse(R"({"queries": [[1.5, -2, 16777217, 1e-50]], "keys": [[1, 2, 3, 4]],
+    "mask": {"kind": "padding", "key_valid": [true]}, "key_labels": ["a"]})");
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(ok->queries(0, 0), 1.5f);
+  EXPECT_EQ(ok->queries(0, 1), -2.0f);
+  EXPECT_EQ(ok->queries(0, 2), 16777216.0f);
+  EXPECT_EQ(ok->queries(0, 3), 0.0f);
+  EXPECT_EQ(ok->mask.keyValid, std::vector<bool>{true});
+  expectError(R"({"queries": [[1, true]], "keys": [[1, 2]]})", "queries[0][1]",
+              "expected a number, got true");
+  expectError(R"({"queries": [[true, 1]], "keys": [[1, 2]]})", "queries[0][0]",
+              "expected a number, got true");
+  expectError(R"({"queries": [[1, "NaN"]], "keys": [[1, 2]]})", "queries[0][1]",
+              "(NaN and infinity are not allowed)");
+  expectError(R"({"queries": [1, 2], "keys": [[1, 2]]})", "queries",
+              "row 0 is the number 1 (write one row as [[1, 2, 3]])");
+  expectError(R"({"queries": [[1]], "keys": [[1]], "query_labels": [5]})", "query_labels[0]",
+              "expected a string, got the number 5");
+  expectError(R"({"inputs": [[1]], "mask": {"kind": "padding", "key_valid": [1, 2]}})",
+              "mask.key_valid[1]", "expected true/false or 0/1, got the number 2");
+  expectError(R"({"inputs": [[1]], "in_proj_bias": [1, [2]]})", "in_proj_bias",
+              "entry 1 is a list");
+}
+
+TEST(Projection, QkvInterleavedIsReadAndWritten) {
+  // E = 2, two heads: interleaved rows [q0; k0; v0; q1; k1; v1].
+  const std::string text = R"({"mode": "self", "inputs": [[1, 2], [3, -1]], "heads": 2,
+    "projection": "qkv_interleaved",
+    "in_proj_weight": [[1, 0], [2, 0], [3, 0], [0, 4], [0, 5], [0, 6]],
+    "out_proj_weight": [[1, 0], [0, 1]]})";
+  const auto scenario = parse(text);
+  ASSERT_TRUE(scenario.ok()) << scenario.error().message();
+  EXPECT_EQ(scenario->projection, ProjectionKind::QkvInterleaved);
+  const std::string saved = io::scenarioToJson(*scenario);
+  EXPECT_NE(saved.find(R"("projection": "qkv_interleaved")"), std::string::npos) << saved;
+  const auto reloaded = parse(saved);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error().message();
+  EXPECT_EQ(reloaded->projection, ProjectionKind::QkvInterleaved);
+  // Head 0 projects with rows q0 = [1, 0], k0 = [2, 0], v0 = [3, 0]: q = x·q0ᵀ = x[0].
+  const auto result = compute(*reloaded);
+  ASSERT_TRUE(result.ok()) << result.error().message();
+  EXPECT_EQ(result->heads[0].q(0, 0), 1.0f);
+  EXPECT_EQ(result->heads[0].k(1, 0), 6.0f);   // 2·3
+  EXPECT_EQ(result->heads[1].v(1, 0), -6.0f);  // 6·(-1)
+  expectError(R"({"mode": "self", "inputs": [[1, 2]], "heads": 2, "projection": "qkv_interleavd"})",
+              "projection", "expected one of identity, xavier, explicit, pytorch, qkv_interleaved");
+}
+
+TEST(ResultJson, MatricesPrintedDirectlyMatchTheDomPrinter) {
+  // resultToJson prints the matrices straight into the text (no 16-byte-per-number DOM); with
+  // a label holding its placeholder's control character it falls back to the DOM printer.
+  // Both must give the same text, apart from that label.
+  Scenario s;
+  s.mode = Mode::Cross;
+  auto filled = [](int rows, int cols, float phase) {
+    Matrix m(rows, cols);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) m(r, c) = std::sin(phase + 1.7f * r + 0.3f * c);
+    return m;
+  };
+  s.queries = filled(3, 4, 0.1f);
+  s.keys = filled(5, 4, 2.0f);
+  s.heads = 2;
+  s.projection = ProjectionKind::Xavier;
+  s.decoderOutput.enabled = true;
+  s.mask.kind = MaskKind::Causal;
+  s.queryLabels = {"a", "b", "c"};
+  auto problem = buildProblem(s);
+  ASSERT_TRUE(problem.ok()) << problem.error().message();
+  auto result = attend(problem->inputs, problem->options);
+  ASSERT_TRUE(result.ok());
+  const std::string direct = io::resultToJson(*result, *problem);
+  problem->queryLabels[1] = std::string("b\x01");
+  std::string viaDom = io::resultToJson(*result, *problem);
+  const std::string escaped = "\"b\\u0001\"";
+  const std::size_t at = viaDom.find(escaped);
+  ASSERT_NE(at, std::string::npos);
+  viaDom.replace(at, escaped.size(), "\"b\"");
+  EXPECT_EQ(direct, viaDom);
+  // And it is JSON with every number of the result.
+  const auto json = nlohmann::json::parse(direct);
+  EXPECT_EQ(static_cast<float>(json["heads"][1]["weights"][2][1].get<double>()),
+            result->heads[1].weights(2, 1));
+  EXPECT_EQ(json["decoder_output"].size(), 3u);
 }
 
 TEST(BadInput, ProblemsTheCoreFindsNameTheField) {
@@ -739,7 +934,10 @@ TEST(Files, LoadErrorsNameTheFile) {
   const fs::path huge = dir / "huge.json";
   writeText(huge, "{");
   fs::resize_file(huge, io::kMaxScenarioBytes + 1);
-  expectLoadError(huge, "more than the limit of 268435456 bytes");
+  std::string limitText = "more than the limit of ";
+  limitText += std::to_string(io::kMaxScenarioBytes);
+  limitText += " bytes (64 MiB)";
+  expectLoadError(huge, limitText);
   fs::remove(huge);
 
   writeText(dir / "typo.json", R"({"querys": [[1]], "keys": [[1]]})");

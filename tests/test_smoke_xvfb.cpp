@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/heatmap_render.h"
+#include "io/scenario_json.h"
 
 namespace {
 
@@ -174,6 +177,57 @@ TEST(Screenshot, BadScenarioFailsWithOneLineAndExitCode2) {
   EXPECT_NE(log.find("bad.json"), std::string::npos) << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
   EXPECT_FALSE(fs::exists(dir / "bad.png"));
+}
+
+// The real window at start: temporaries that a killed save left next to the document and
+// next to the autosave are cleaned, and an autosave with unsaved edits is left untouched by
+// a session that never answers the recovery question (killed after more than the 3 s
+// autosave interval). The answer itself and edits during the question are covered headless
+// in test_ui_state (Recovery.*).
+TEST(Window, CleansOrphansAtStartAndLeavesAnUnansweredAutosaveAlone) {
+  if (!haveXvfbRun()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "smoke" / "recovery";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "state" / "attnscope");
+  const fs::path doc = dir / "doc.json";
+  fs::copy_file(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "decoder_state.json", doc);
+  const fs::path autosave = dir / "state" / "attnscope" / "autosave.json";
+  attn::Expected<attn::Scenario> edited = attn::io::loadScenario(doc.string());
+  ASSERT_TRUE(edited.ok());
+  edited->temperature = 0.5f;
+  edited->viewJson = Json{{"autosave_source", doc.string()}, {"autosave_dirty", true}}.dump();
+  ASSERT_TRUE(attn::io::saveScenario(*edited, autosave.string()).ok());
+  std::ifstream autosaveIn(autosave);
+  const std::string before((std::istreambuf_iterator<char>(autosaveIn)),
+                           std::istreambuf_iterator<char>());
+
+  // Orphans of a dead writer (pid of a reaped child), plus a file that only looks similar.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  const std::string tag = ".attnscope-tmp-" + std::to_string(child) + "-00000000000000aa";
+  std::ofstream(dir / (".doc.json" + tag)) << "half a save";
+  std::ofstream(dir / "state" / "attnscope" / (".autosave.json" + tag)) << "half an autosave";
+  std::ofstream(dir / ".doc.json.tmp-123") << "not ours";
+
+  const std::string logPath = (dir / "window.log").string();
+  const std::string script = "XDG_STATE_HOME=" + shellQuote((dir / "state").string()) + " " +
+                             shellQuote(ATTNSCOPE_BIN) + " " + shellQuote(doc.string()) +
+                             " & pid=$!; sleep 5; kill $pid; wait $pid; echo \"status $?\"";
+  const std::string command = "xvfb-run -a -s '-screen 0 1280x800x24' sh -c " + shellQuote(script) +
+                              " > " + shellQuote(logPath) + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream logIn(logPath);
+  const std::string log((std::istreambuf_iterator<char>(logIn)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("status 143"), std::string::npos) << "the window did not stay up:\n" << log;
+
+  EXPECT_FALSE(fs::exists(dir / (".doc.json" + tag)));
+  EXPECT_FALSE(fs::exists(dir / "state" / "attnscope" / (".autosave.json" + tag)));
+  EXPECT_TRUE(fs::exists(dir / ".doc.json.tmp-123"));
+  std::ifstream afterIn(autosave);
+  const std::string after((std::istreambuf_iterator<char>(afterIn)),
+                          std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, before);
 }
 
 TEST(Screenshot, NoDisplayGivesExitCode3AndOneLine) {

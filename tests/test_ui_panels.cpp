@@ -18,6 +18,7 @@
 #include "app/heatmap_widget.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
+#include "core/formulas.h"
 #include "io/scenario_json.h"
 
 namespace {
@@ -161,6 +162,19 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
 // ---------------------------------------------------------------------------------------
 // Edits change the results the way the math says
 // ---------------------------------------------------------------------------------------
+
+TEST(Formulas, TheSettingsPanelShowsTheCoreNotation) {
+  // One notation (issue 7): the panel's formula lines are core/formulas.h's strings.
+  for (ScoreKind kind : {ScoreKind::Dot, ScoreKind::ScaledDot, ScoreKind::Cosine,
+                         ScoreKind::General, ScoreKind::Additive, ScoreKind::Mlp})
+    EXPECT_EQ(std::string_view(scoreFormula(kind)), formulas::score(kind));
+  for (NormalizerKind kind : {NormalizerKind::Softmax, NormalizerKind::Hard,
+                              NormalizerKind::TopK, NormalizerKind::Sparsemax})
+    EXPECT_EQ(std::string_view(normalizerFormula(kind)), formulas::normalizer(kind));
+  for (MaskKind kind : {MaskKind::None, MaskKind::Causal, MaskKind::Padding, MaskKind::Local,
+                        MaskKind::LocalGaussian, MaskKind::Custom})
+    EXPECT_EQ(std::string_view(maskFormula(kind)), formulas::mask(kind));
+}
 
 TEST_F(Headless, EditingAKeyChangesTheWeights) {
   AppState state = loadedPreset("decoder_state");

@@ -381,6 +381,245 @@ TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
   EXPECT_EQ(dirtyUi.after, FileUi::After::Quit);
 }
 
+// =======================================================================================
+// Files are never damaged: presets, the unsaved-changes question, crash recovery
+// =======================================================================================
+
+std::string readAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void edit(AppState& state, float temperature) {
+  state.doc.temperature = temperature;
+  touch(state);
+  endFrame(state, false);
+}
+
+TEST(Files, PresetIsAReadOnlyTemplateAndCtrlSOpensSaveAs) {
+  const fs::path dir = tempDir("preset_save");
+  const std::string presetFile = preset("decoder_state");
+  const std::string before = readAll(presetFile);
+  const auto modified = fs::last_write_time(presetFile);
+  AppState state = loadedState();
+  ASSERT_EQ(state.docPath, presetFile);
+  EXPECT_TRUE(isPresetPath(presetFile));
+  EXPECT_FALSE(isPresetPath((dir / "decoder_state.json").string()));
+  edit(state, 3);
+
+  // Ctrl+S (saveOrAsk) on a preset asks for a new file instead of writing the preset.
+  FileUi ui;
+  saveOrAsk(ui, state, 1);
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::SaveAs);
+  EXPECT_FALSE(isPresetPath(ui.path)) << ui.path;
+  EXPECT_EQ(fs::path(ui.path).filename(), "decoder_state.json");
+  // Even when the dialog last listed the presets folder.
+  FileUi listedPresets;
+  listedPresets.folder = (fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios").string();
+  showSaveAsDialog(listedPresets, state);
+  EXPECT_FALSE(isPresetPath(listedPresets.path)) << listedPresets.path;
+
+  // saveDocument itself refuses, directly or through a symlink from elsewhere.
+  fs::create_symlink(presetFile, dir / "alias.json");
+  for (const std::string& target : {presetFile, (dir / "alias.json").string()}) {
+    EXPECT_FALSE(saveDocument(state, target, 2)) << target;
+    ASSERT_FALSE(state.notices.empty());
+    EXPECT_NE(state.notices.back().text.find("Save As"), std::string::npos)
+        << state.notices.back().text;
+  }
+  EXPECT_EQ(readAll(presetFile), before);
+  EXPECT_EQ(fs::last_write_time(presetFile), modified);
+  EXPECT_TRUE(state.dirty());
+  EXPECT_EQ(state.docPath, presetFile);
+
+  // Saved elsewhere, the copy is the document and Ctrl+S writes it directly.
+  const std::string copy = (dir / "mine.json").string();
+  ASSERT_TRUE(saveDocument(state, copy, 3));
+  EXPECT_EQ(state.docPath, copy);
+  edit(state, 4);
+  FileUi again;
+  saveOrAsk(again, state, 4);
+  EXPECT_EQ(again.dialog, FileUi::Dialog::None);
+  EXPECT_FALSE(state.dirty());
+  EXPECT_EQ(io::loadScenario(copy)->temperature, 4.f);
+}
+
+TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
+  const fs::path dir = tempDir("unsaved_enter");
+  const fs::path file = dir / "doc.json";
+  fs::copy_file(preset("decoder_state"), file);
+  AppState state;
+  ASSERT_TRUE(openDocument(state, file.string(), 0));
+  edit(state, 7);
+  const std::string saved = readAll(file);
+
+  ImGuiContextGuard guard;
+  ImGuiIO& io = ImGui::GetIO();
+  constexpr int kEnter = 300, kEscape = 301;
+  io.KeyMap[ImGuiKey_Enter] = kEnter;
+  io.KeyMap[ImGuiKey_Escape] = kEscape;
+  FileUi ui;
+  auto frame = [&](int key) {
+    for (bool& down : io.KeysDown) down = false;
+    if (key >= 0) io.KeysDown[key] = true;
+    ImGui::NewFrame();
+    drawFileUi(ui, state, 1.0);
+    const bool open = ImGui::IsPopupOpen("Unsaved changes");
+    ImGui::Render();
+    return open;
+  };
+  auto unchanged = [&](const char* when) {
+    EXPECT_EQ(readAll(file), saved) << when;
+    EXPECT_TRUE(state.dirty()) << when;
+    EXPECT_EQ(state.docPath, file.string()) << when;
+    EXPECT_EQ(state.doc.temperature, 7.f) << when;
+  };
+
+  // File > Open confirmed with Enter on a dirty document: the question appears in the same
+  // frame, with that Enter still down. It used to count as "Save".
+  requestOpen(ui, state, preset("local_window"), 1);
+  ASSERT_TRUE(ui.askUnsaved);
+  EXPECT_TRUE(frame(kEnter));
+  EXPECT_TRUE(frame(kEnter));  // held, not pressed again
+  unchanged("Enter from the Open dialog");
+  EXPECT_TRUE(frame(-1));
+  // A fresh Enter is the default answer: Cancel.
+  frame(kEnter);
+  EXPECT_FALSE(frame(-1));
+  unchanged("fresh Enter");
+  EXPECT_EQ(ui.after, FileUi::After::Nothing);
+
+  // Escape cancels as well.
+  requestOpen(ui, state, preset("local_window"), 2);
+  EXPECT_TRUE(frame(-1));
+  frame(kEscape);
+  EXPECT_FALSE(frame(-1));
+  unchanged("Escape");
+  EXPECT_EQ(ui.after, FileUi::After::Nothing);
+}
+
+TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
+  const fs::path dir = tempDir("recovery");
+  const fs::path file = dir / "doc.json";
+  fs::copy_file(preset("decoder_state"), file);
+  const std::string autosave = (dir / "state" / "autosave.json").string();
+
+  // The session that crashed: an edit, autosaved, never saved.
+  AppState crashed;
+  ASSERT_TRUE(openDocument(crashed, file.string(), 0));
+  edit(crashed, 0.25f);
+  ASSERT_EQ(writeAutosave(crashed, autosave), "");
+  const std::string autosaved = readAll(autosave);
+  const AutosaveCheck check = checkAutosave(autosave);
+  EXPECT_TRUE(check.exists);
+  EXPECT_TRUE(check.unsaved);
+  EXPECT_FALSE(check.stale);
+  EXPECT_EQ(check.source, file.string());
+  EXPECT_EQ(check.savedAt.size(), 19u) << check.savedAt;  // "YYYY-mm-dd HH:MM:SS"
+
+  // The next start, on the same file (or with no file: the same question).
+  for (bool restoreSession : {false, true}) {
+    AppState state;
+    ASSERT_TRUE(openDocument(state, file.string(), 0));
+    FileUi ui;
+    ui.autosaveFile = autosave;
+    EXPECT_FALSE(startWithAutosave(ui, state, restoreSession, 0));
+    EXPECT_TRUE(ui.recoveryPending);
+    EXPECT_EQ(state.doc.temperature, io::loadScenario(file.string())->temperature);
+    // Edits and autosave ticks (even forced, as on exit) leave the autosave alone.
+    edit(state, 5);
+    autosaveTick(ui, state, 100, 3, true);
+    EXPECT_EQ(readAll(autosave), autosaved);
+    // Other files wait for the answer.
+    requestOpen(ui, state, preset("local_window"), 1);
+    EXPECT_FALSE(ui.askUnsaved);
+    EXPECT_EQ(state.docPath, file.string());
+    // The modal is up, and keys do not answer it.
+    ImGuiContextGuard guard;
+    ImGuiIO& io = ImGui::GetIO();
+    io.KeyMap[ImGuiKey_Enter] = 300;
+    io.KeyMap[ImGuiKey_Escape] = 301;
+    for (int key : {-1, 300, -1, 301, -1}) {
+      for (bool& down : io.KeysDown) down = false;
+      if (key >= 0) io.KeysDown[key] = true;
+      ImGui::NewFrame();
+      drawFileUi(ui, state, 1.0);
+      EXPECT_TRUE(ImGui::IsPopupOpen("Recover unsaved changes"));
+      ImGui::Render();
+    }
+    EXPECT_TRUE(ui.recoveryPending);
+    EXPECT_EQ(readAll(autosave), autosaved);
+  }
+
+  // Restore: the edits come back, still unsaved, and autosaving resumes.
+  AppState state;
+  ASSERT_TRUE(openDocument(state, file.string(), 0));
+  FileUi ui;
+  ui.autosaveFile = autosave;
+  startWithAutosave(ui, state, false, 0);
+  ASSERT_TRUE(ui.recoveryPending);
+  ASSERT_TRUE(restoreRecovery(ui, state, 1));
+  EXPECT_FALSE(ui.recoveryPending);
+  EXPECT_EQ(state.doc.temperature, 0.25f);
+  EXPECT_TRUE(state.dirty());
+  EXPECT_EQ(state.docPath, file.string());
+  edit(state, 0.75f);
+  autosaveTick(ui, state, 200, 3, true);
+  EXPECT_NE(readAll(autosave), autosaved);
+  EXPECT_TRUE(checkAutosave(autosave).unsaved);
+
+  // Discard: the autosave is deleted and the document stays as opened.
+  AppState other;
+  ASSERT_TRUE(openDocument(other, file.string(), 0));
+  FileUi otherUi;
+  otherUi.autosaveFile = autosave;
+  startWithAutosave(otherUi, other, false, 0);
+  ASSERT_TRUE(otherUi.recoveryPending);
+  discardRecovery(otherUi, other, 1);
+  EXPECT_FALSE(otherUi.recoveryPending);
+  EXPECT_FALSE(fs::exists(autosave));
+  EXPECT_FALSE(other.dirty());
+}
+
+TEST(Recovery, CleanOrUndoneAutosavesRestoreTheSessionWithoutAsking) {
+  const fs::path dir = tempDir("recovery_clean");
+  const fs::path file = dir / "doc.json";
+  fs::copy_file(preset("decoder_state"), file);
+  const std::string autosave = (dir / "autosave.json").string();
+
+  // An edit that was undone: the dirty flag may be set, the content equals the file.
+  AppState session;
+  ASSERT_TRUE(openDocument(session, file.string(), 0));
+  const float original = session.doc.temperature;
+  edit(session, 9);
+  edit(session, original);
+  ASSERT_EQ(writeAutosave(session, autosave), "");
+  EXPECT_FALSE(checkAutosave(autosave).unsaved);
+
+  AppState state;
+  FileUi ui;
+  ui.autosaveFile = autosave;
+  EXPECT_TRUE(startWithAutosave(ui, state, /*restoreSession=*/true, 0));
+  EXPECT_FALSE(ui.recoveryPending);
+  EXPECT_EQ(state.docPath, file.string());
+
+  // The file changed after a clean session: it is opened as it is now, not the old copy.
+  AppState clean;
+  ASSERT_TRUE(openDocument(clean, file.string(), 0));
+  ASSERT_FALSE(clean.dirty());
+  ASSERT_EQ(writeAutosave(clean, autosave), "");
+  Scenario changed = *io::loadScenario(file.string());
+  changed.temperature = 2.5f;
+  ASSERT_TRUE(io::saveScenario(changed, file.string()));
+  EXPECT_TRUE(checkAutosave(autosave).stale);
+  AppState fresh;
+  FileUi freshUi;
+  freshUi.autosaveFile = autosave;
+  EXPECT_TRUE(startWithAutosave(freshUi, fresh, true, 0));
+  EXPECT_EQ(fresh.doc.temperature, 2.5f);
+  EXPECT_FALSE(fresh.dirty());
+}
+
 TEST(Notices, ArePostedInOrderAndBounded) {
   AppState state;
   notify(state, Notice::Kind::Info, "one", 1);
@@ -402,9 +641,9 @@ TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
   view.values = Matrix::Zero(8, 8);
   for (int r = 0; r < 8; ++r)
     for (int c = 0; c < 8; ++c) view.values(r, c) = static_cast<float>(r * 8 + c);
-  for (int i = 0; i < 8; ++i) {
-    view.rowLabels.push_back("q" + std::to_string(i));
-    view.colLabels.push_back("k" + std::to_string(i));
+  for (int i = 0; i < 8; ++i) {  // (not "q" + to_string: GCC 12 false -Wrestrict)
+    view.rowLabels.push_back(std::string(1, 'q').append(std::to_string(i)));
+    view.colLabels.push_back(std::string(1, 'k').append(std::to_string(i)));
   }
   view.title = "weights";
   HeatmapOptions options;

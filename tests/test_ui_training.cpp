@@ -1,0 +1,188 @@
+// The Training panel without a window: it draws for every model (ImGui asserts abort, so a
+// mismatched Begin/End would fail here), it follows the background trainer, and its file
+// jobs write the model JSON, the attention maps and the PNG sequence.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <imgui.h>
+#include <stb/stb_image.h>
+#include <nlohmann/json.hpp>
+
+#include "app/app_state.h"
+#include "app/heatmap_widget.h"
+#include "app/panel_registry.h"
+#include "app/panel_training.h"
+#include "app/panels.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+class TrainingPanel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    context_ = ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+    dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "ui_training" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { ImGui::DestroyContext(context_); }
+
+  void frames(AppState& state, int count = 3) {
+    for (int i = 0; i < count; ++i) {
+      ImGui::NewFrame();
+      ImGui::SetNextWindowPos(ImVec2(100, 50), ImGuiCond_Always);
+      ImGui::SetNextWindowSize(ImVec2(1200, 850), ImGuiCond_Always);
+      drawTrainingPanel(state, heatmaps_);
+      ImGui::Render();
+    }
+  }
+
+  ImGuiContext* context_ = nullptr;
+  HeatmapCache heatmaps_{false};
+  fs::path dir_;
+};
+
+TEST_F(TrainingPanel, HiddenByDefaultAndListedInTheRegistry) {
+  const PanelInfo* info = findPanel("training");
+  ASSERT_NE(info, nullptr);
+  EXPECT_FALSE(info->shownByDefault);
+  AppState state;
+  EXPECT_FALSE(panelShown(state.view, "training"));
+  frames(state, 2);  // hidden: nothing is created
+  EXPECT_EQ(state.training, nullptr);
+}
+
+TEST_F(TrainingPanel, DrawsEveryModelAndFollowsTheTrainer) {
+  AppState state;
+  *panelFlag(state.view, "training") = true;
+  frames(state);
+  ASSERT_NE(state.training, nullptr);
+  TrainingPanelState& t = *state.training;
+  t.trainer->waitIdle();
+  EXPECT_EQ(t.trainer->snapshot()->steps, 0);
+
+  struct Case {
+    train::TaskKind task;
+    train::ModelKind model;
+    ScoreKind score;
+    std::size_t maps;
+  };
+  const Case cases[] = {
+      {train::TaskKind::Reverse, train::ModelKind::EncDec, ScoreKind::Additive, 1},
+      {train::TaskKind::Shift, train::ModelKind::EncDec, ScoreKind::General, 1},
+      {train::TaskKind::Copy, train::ModelKind::Encoder, ScoreKind::ScaledDot, 4},  // 2x2
+      {train::TaskKind::Markers, train::ModelKind::Pool, ScoreKind::Dot, 1},
+  };
+  for (const Case& c : cases) {
+    t.config.task.kind = c.task;
+    t.config.model.kind = c.model;
+    t.config.model.score = c.score;
+    t.config.model.layers = 2;
+    t.config.model.heads = 2;
+    ASSERT_TRUE(t.trainer->reset(t.config, 100).ok());
+    t.trainer->stepOnce(7);
+    t.trainer->waitIdle();
+    frames(state);
+    const auto& s = *t.snapshot;  // what the panel read in its last frame
+    EXPECT_EQ(s.steps, 7);
+    EXPECT_EQ(s.maps.size(), c.maps);
+    EXPECT_EQ(s.config.model.kind, c.model);
+    t.mapIndex = static_cast<int>(c.maps) - 1;  // the last map (layer 2 head 2 for encoder)
+    frames(state, 2);
+  }
+  t.trainer->start();  // the budget of 100 steps ends it
+  t.trainer->waitIdle();
+  frames(state);
+  EXPECT_EQ(t.snapshot->steps, 100);
+  EXPECT_FALSE(t.snapshot->running);
+}
+
+TEST_F(TrainingPanel, MapViewLabelsInputsAndTargets) {
+  train::TrainingSnapshot s;
+  s.example.input = {1, 2, 3};
+  s.example.target = {3, 2, 1};
+  const Matrix w = Matrix::Identity(3, 3);
+  const io::MatrixView cross = trainingMapView(s, w, "cross-attention", 42);
+  EXPECT_EQ(cross.colLabels, (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(cross.rowLabels, (std::vector<std::string>{"3", "2", "1"}));
+  EXPECT_NE(cross.title.find("step 42"), std::string::npos);
+  const io::MatrixView self = trainingMapView(s, w, "layer 1 head 1", 0);
+  EXPECT_EQ(self.rowLabels, self.colLabels);
+}
+
+TEST_F(TrainingPanel, SaveAndExportWriteTheFiles) {
+  train::BackgroundTrainer trainer;
+  train::TrainConfig config;
+  config.task.length = 5;
+  config.task.vocab = 6;
+  config.model.width = 8;
+  config.threads = 1;
+  ASSERT_TRUE(trainer.reset(config, 0).ok());
+  trainer.stepOnce(40);
+  trainer.waitIdle();
+  const auto snapshot = trainer.snapshot();
+  ASSERT_GE(snapshot->frames.size(), 2u);
+
+  const std::string folder = (dir_ / "out").string();  // created by the save
+  const std::string saved = saveTrainingSnapshot(*snapshot, folder, io::ColormapKind::Viridis);
+  EXPECT_EQ(saved.rfind("saved", 0), 0u) << saved;
+  std::ifstream in(fs::path(folder) / "model.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(text.str());
+  EXPECT_EQ(doc["steps"].get<long long>(), 40);
+  EXPECT_EQ(doc["task"], "reverse");
+  ASSERT_TRUE(doc["parameters"].contains("src_embed"));
+  EXPECT_EQ(doc["parameters"]["src_embed"].size(), 6u);     // vocab rows
+  EXPECT_EQ(doc["parameters"]["src_embed"][0].size(), 8u);  // width columns
+  EXPECT_FLOAT_EQ(
+      doc["parameters"]["W_o"][1][2].get<float>(),
+      snapshot->params[std::find(snapshot->paramNames.begin(), snapshot->paramNames.end(), "W_o") -
+                       snapshot->paramNames.begin()](1, 2));
+  EXPECT_TRUE(fs::exists(fs::path(folder) / "attention_0.csv"));
+  EXPECT_TRUE(fs::exists(fs::path(folder) / "attention_0.png"));
+
+  const std::string exported = exportTrainingFrames(*snapshot, folder, io::ColormapKind::Magma);
+  EXPECT_EQ(exported.rfind("exported", 0), 0u) << exported;
+  for (std::size_t i = 0; i < snapshot->frames.size(); ++i) {
+    char name[48];
+    std::snprintf(name, sizeof name, "attention_%04zu.png", i);
+    const fs::path png = fs::path(folder) / name;
+    ASSERT_TRUE(fs::exists(png)) << png;
+    int w = 0, h = 0, n = 0;
+    ASSERT_TRUE(stbi_info(png.string().c_str(), &w, &h, &n)) << png;
+    EXPECT_GT(w, 100);
+    EXPECT_GT(h, 100);
+  }
+  char extra[48];
+  std::snprintf(extra, sizeof extra, "attention_%04zu.png", snapshot->frames.size());
+  EXPECT_FALSE(fs::exists(fs::path(folder) / extra));
+
+  train::TrainingSnapshot empty;
+  EXPECT_EQ(exportTrainingFrames(empty, folder, io::ColormapKind::Viridis).rfind("cannot", 0), 0u);
+  // A folder that cannot be made (a file is in the way).
+  std::ofstream(dir_ / "blocker") << "x";
+  EXPECT_EQ(saveTrainingSnapshot(*snapshot, (dir_ / "blocker" / "sub").string(),
+                                 io::ColormapKind::Viridis)
+                .rfind("cannot", 0),
+            0u);
+}
+
+}  // namespace

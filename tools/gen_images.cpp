@@ -1,0 +1,37 @@
+// Writes the sample images of assets/images/ (see tools/sample_images.h):
+//   build/gen_images assets/images
+#include <cstdio>
+#include <string>
+
+#include "io/image.h"
+#include "io/scenario_json.h"
+#include "tools/sample_images.h"
+
+namespace {
+
+// TODO(files): use io::writeFileAtomic from io/files.h when it lands in main.
+bool writePng(const std::string& path, const attn::io::Image& image) {
+  const std::string png = attn::io::encodePng(image);
+  attn::Status written = attn::io::writeFileAtomic(path, png);
+  if (png.empty() || !written) {
+    std::fprintf(stderr, "gen_images: %s: %s\n", path.c_str(),
+                 png.empty() ? "the PNG encoder failed" : written.error().message().c_str());
+    return false;
+  }
+  std::printf("gen_images: wrote %s (%dx%d, %zu bytes)\n", path.c_str(), image.width, image.height,
+              png.size());
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: gen_images FOLDER   (writes shapes.png and stripes.png)\n");
+    return 2;
+  }
+  const std::string folder = argv[1];
+  const bool ok = writePng(folder + "/shapes.png", attn::samples::makeShapesImage()) &&
+                  writePng(folder + "/stripes.png", attn::samples::makeStripesImage());
+  return ok ? 0 : 2;
+}
