@@ -25,6 +25,7 @@
 #include "app/cli_bench.h"
 #include "app/cli_common.h"
 #include "app/cli_image.h"
+#include "app/cli_model.h"
 #include "app/cli_train.h"
 #include "app/gui.h"
 #include "core/isa.h"
@@ -56,6 +57,7 @@ usage:
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
   attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
   attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
+  attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
   attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
@@ -69,6 +71,8 @@ commands:
               n_q, n_k] as JSON (docs/import.md)
   image       self-attention over the P x P patches of an image, overlay as PNG
   train       train a small attention model on a toy task, write accuracy and alignment
+  model       run a GPT-2 model folder on a text: attention of every layer and head
+              as .npz, the next-token prediction as JSON
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -672,6 +676,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "info") return runInfo(rest, out, err);
   if (command == "image") return runImageCommand(rest, out, err);
   if (command == "train") return runTrain(rest, out, err);
+  if (command == "model") return runModelCommand(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
         << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
@@ -695,6 +700,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kImageHelp;
     else if (topic == "train")
       out << trainHelp();
+    else if (topic == "model")
+      out << kModelHelp;
     else
       return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
     return 0;
@@ -710,8 +717,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, image, train, bench; "
-                             "see attnscope --help)"});
+                             " (commands: compute, export, screenshot, info, image, train, model, "
+                             "bench; see attnscope --help)"});
 }
 
 }  // namespace
@@ -722,7 +729,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 bool isCliArgument(std::string_view arg) {
   return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
-         arg == "info" || arg == "image" || arg == "train" || arg == "bench" ||
+         arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
          arg.starts_with("-");
 }
 

@@ -23,8 +23,8 @@ namespace attn::app {
 inline constexpr std::string_view kVersion = "0.1.0";
 
 // True when `arg` (argv[1]) selects the CLI rather than the window: a command name
-// ("compute", "export", "screenshot", "image", "train", "bench", "help") or anything starting
-// with '-'.
+// ("compute", "export", "screenshot", "image", "train", "model", "bench", "help") or anything
+// starting with '-'.
 bool isCliArgument(std::string_view arg);
 
 // argv[0] is the program name, argv[1] the command. Never throws.

@@ -19,9 +19,9 @@
 #include "app/cli_common.h"
 #include "app/image_view.h"
 #include "core/patches.h"
+#include "io/files.h"
 #include "io/heatmap_render.h"
 #include "io/image.h"
-#include "io/scenario_json.h"
 
 namespace attn::app {
 
@@ -94,7 +94,7 @@ Status checkWritable(std::string_view option, const std::string& path) {
   return Ok{};
 }
 
-// TODO(files): use io::writeFileAtomic from io/files.h when it lands in main.
+// Every file goes through the one atomic writer (io/files.h).
 Status writeOutput(const std::string& path, std::string_view bytes) {
   Status written = io::writeFileAtomic(path, bytes);
   if (!written) {
@@ -351,9 +351,9 @@ int runImageCommand(std::span<const std::string> args, std::ostream& out, std::o
     if (error.file.empty()) error.file = request->outPath;
     return fail(err, error);
   }
-  const std::string png = io::encodePng(*overlay);
-  if (png.empty()) return fail(err, Error{request->outPath, "", "the PNG encoder failed"});
-  if (Status ok = writeOutput(request->outPath, png); !ok) return fail(err, ok.error());
+  Expected<std::string> png = io::encodePng(*overlay);
+  if (!png) return fail(err, Error{request->outPath, "", png.error().problem});
+  if (Status ok = writeOutput(request->outPath, *png); !ok) return fail(err, ok.error());
   if (!request->weightsPath.empty()) {
     // The row of the query, laid out as the patch grid.
     Matrix grid2d = Eigen::Map<const Matrix>(weights.data(), grid.rows, grid.cols);

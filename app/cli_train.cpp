@@ -18,7 +18,7 @@
 #include "app/cli.h"
 #include "app/cli_common.h"
 #include "core/train/trainer.h"
-#include "io/scenario_json.h"
+#include "io/files.h"
 
 namespace attn::app {
 namespace {
@@ -103,11 +103,6 @@ Status checkOutput(std::string_view option, const std::string& path) {
   }
   if (fs::is_directory(path, ec)) return Error{path, "", "is a folder, not a file"};
   return Ok{};
-}
-
-// TODO(files): use io::writeFileAtomic from io/files.h once it lands in main.
-Status writeTextFile(const std::string& path, const std::string& text) {
-  return io::writeFileAtomic(path, text);
 }
 
 struct Request {
@@ -279,13 +274,13 @@ int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream&
   run["batch"] = c.batch;
   run["threads"] = c.threads;
   run["parameters"] = (*trainer)->model().parameterCount();
-  if (Status s = writeTextFile(request->outPath, run.dump(2) + "\n"); !s) {
+  if (Status s = io::writeFileAtomic(request->outPath, run.dump(2) + "\n"); !s) {
     return fail(err, s.error());
   }
   if (!request->attentionPath.empty()) {
     const train::RunOutput first = (*trainer)->inspect(0);
     const Matrix weights = first.maps.empty() ? Matrix() : first.maps.front().weights;
-    if (Status s = writeTextFile(request->attentionPath, matrixCsv(weights)); !s) {
+    if (Status s = io::writeFileAtomic(request->attentionPath, matrixCsv(weights)); !s) {
       return fail(err, s.error());
     }
   }

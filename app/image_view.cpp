@@ -7,13 +7,13 @@
 #include <filesystem>
 #include <future>
 
-#include "io/scenario_json.h"
+#include "io/files.h"
 
 namespace attn::app {
 
 namespace {
 
-// TODO(files): use io::writeFileAtomic from io/files.h when it lands in main.
+// Every file goes through the one atomic writer (io/files.h).
 Status writeOutput(const std::string& path, std::string_view bytes) {
   Status written = io::writeFileAtomic(path, bytes);
   if (!written) {
@@ -175,9 +175,9 @@ Status exportOverlay(const ImageViewState& view, io::ColormapKind colormap,
     error.file = path;
     return error;
   }
-  const std::string png = io::encodePng(*overlay);
-  if (png.empty()) return Error{path, "", "the PNG encoder failed"};
-  return writeOutput(path, png);
+  Expected<std::string> png = io::encodePng(*overlay);
+  if (!png) return Error{path, "", png.error().problem};
+  return writeOutput(path, *png);
 }
 
 }  // namespace attn::app

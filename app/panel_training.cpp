@@ -3,8 +3,8 @@
 // loss and accuracy curves, steps per second, a progress bar against the budget, and the
 // live attention heatmap of a chosen held-out example.
 //
-// Training runs on core/train's BackgroundTrainer (a worker thread). Each frame the panel
-// reads one immutable snapshot and sends commands; it never waits for the trainer. Saving
+// Training runs on the BackgroundTrainer of app/training_service.h (a worker thread). Each frame
+// the panel reads one immutable snapshot and sends commands; it never waits for the trainer. Saving
 // and the PNG sequence export run as std::async jobs, polled each frame.
 #include "app/panel_training.h"
 
@@ -21,7 +21,7 @@
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
-#include "io/scenario_json.h"
+#include "io/files.h"
 
 namespace attn::app {
 
@@ -29,11 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using panel::tooltip;
-
-// TODO(files): use io::writeFileAtomic from io/files.h once it lands in main.
-Status writeTextFile(const std::string& path, const std::string& text) {
-  return io::writeFileAtomic(path, text);
-}
 
 train::TrainConfig defaultConfig() {
   train::TrainConfig config;
@@ -198,7 +193,7 @@ void pollJob(TrainingPanelState& t) {
   }
 }
 
-void commandRow(AppState& state, TrainingPanelState& t, const train::TrainingSnapshot& s) {
+void commandRow(AppState& state, TrainingPanelState& t, const TrainingSnapshot& s) {
   const float font = ImGui::GetFontSize();
   const bool budgetLeft = s.stepBudget == 0 || s.steps < s.stepBudget;
   if (s.running) {
@@ -250,7 +245,7 @@ void commandRow(AppState& state, TrainingPanelState& t, const train::TrainingSna
   ImGui::PopItemWidth();
 }
 
-void progress(const train::TrainingSnapshot& s) {
+void progress(const TrainingSnapshot& s) {
   const float font = ImGui::GetFontSize();
   char overlay[96];
   if (s.stepBudget > 0) {
@@ -275,7 +270,7 @@ void progress(const train::TrainingSnapshot& s) {
   }
 }
 
-void curves(const train::TrainingSnapshot& s, float width) {
+void curves(const TrainingSnapshot& s, float width) {
   const float font = ImGui::GetFontSize();
   const float height = font * 4.5f;
   char overlay[64];
@@ -311,7 +306,7 @@ TrainingPanelState::TrainingPanelState() : config(defaultConfig()) {}
 TrainingPanelState& trainingState(AppState& state) {
   if (!state.training) {
     auto created = std::make_shared<TrainingPanelState>();
-    created->trainer = std::make_unique<train::BackgroundTrainer>();
+    created->trainer = std::make_unique<BackgroundTrainer>();
     Status ok = created->trainer->reset(created->config, created->stepBudget);
     (void)ok;  // the default config is valid
     state.training = created;
@@ -331,7 +326,7 @@ void prepareTrainingScreenshot(AppState& state, long long steps) {
   }
 }
 
-io::MatrixView trainingMapView(const train::TrainingSnapshot& snapshot, const Matrix& weights,
+io::MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& weights,
                                const std::string& name, long long step) {
   io::MatrixView view;
   view.values = weights;
@@ -348,7 +343,7 @@ io::MatrixView trainingMapView(const train::TrainingSnapshot& snapshot, const Ma
   return view;
 }
 
-std::string saveTrainingSnapshot(const train::TrainingSnapshot& s, const std::string& folder,
+std::string saveTrainingSnapshot(const TrainingSnapshot& s, const std::string& folder,
                                  io::ColormapKind colormap) {
   if (Status ok = ensureFolder(folder); !ok) return "cannot save: " + ok.error().message();
   nlohmann::ordered_json doc;
@@ -375,7 +370,7 @@ std::string saveTrainingSnapshot(const train::TrainingSnapshot& s, const std::st
   }
   doc["parameters"] = std::move(params);
   const std::string modelPath = (fs::path(folder) / "model.json").string();
-  if (Status ok = writeTextFile(modelPath, doc.dump(1) + "\n"); !ok) {
+  if (Status ok = io::writeFileAtomic(modelPath, doc.dump(1) + "\n"); !ok) {
     return "cannot save: " + ok.error().message();
   }
   int written = 1;
@@ -394,13 +389,13 @@ std::string saveTrainingSnapshot(const train::TrainingSnapshot& s, const std::st
   return "saved " + std::to_string(written) + " files (model.json, attention maps) in " + folder;
 }
 
-std::string exportTrainingFrames(const train::TrainingSnapshot& s, const std::string& folder,
+std::string exportTrainingFrames(const TrainingSnapshot& s, const std::string& folder,
                                  io::ColormapKind colormap) {
   if (s.frames.empty()) return "cannot export: no frames recorded yet (train a few steps)";
   if (Status ok = ensureFolder(folder); !ok) return "cannot export: " + ok.error().message();
   const std::string name = s.maps.empty() ? "attention" : s.maps.front().name;
   int index = 0;
-  for (const train::AttentionFrame& frame : s.frames) {
+  for (const AttentionFrame& frame : s.frames) {
     char file[32];
     std::snprintf(file, sizeof file, "attention_%04d.png", index++);
     const std::string path = (fs::path(folder) / file).string();
@@ -422,7 +417,7 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
   if (!panel::beginPanel("Training", panelFlag(state.view, "training"))) return;
   TrainingPanelState& t = trainingState(state);
   t.snapshot = t.trainer->snapshot();
-  const train::TrainingSnapshot& s = *t.snapshot;
+  const TrainingSnapshot& s = *t.snapshot;
   pollJob(t);
   const float font = ImGui::GetFontSize();
 

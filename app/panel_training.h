@@ -9,6 +9,7 @@
 #include <string>
 
 #include "app/app_state.h"
+#include "app/training_service.h"
 #include "core/train/trainer.h"
 
 namespace attn::app {
@@ -21,8 +22,8 @@ struct TrainingPanelState {
   int exampleIndex = 0;                   // held-out example whose attention is shown
   int mapIndex = 0;                       // which of its maps (encoder: layer/head)
   std::string outputFolder = "training";  // where Save and Export write
-  std::unique_ptr<train::BackgroundTrainer> trainer;
-  std::shared_ptr<const train::TrainingSnapshot> snapshot;  // read once per frame
+  std::unique_ptr<BackgroundTrainer> trainer;
+  std::shared_ptr<const TrainingSnapshot> snapshot;  // read once per frame
   std::future<std::string> job;  // a running save/export; its result is the message
   std::string message;           // the last job's result
   bool messageIsError = false;
@@ -40,15 +41,15 @@ void prepareTrainingScreenshot(AppState& state, long long steps);
 
 // Writes the model (config + parameters as JSON) and the example's current attention maps
 // (CSV and PNG) into `folder`; returns the message to show. Runs on any thread.
-std::string saveTrainingSnapshot(const train::TrainingSnapshot& snapshot, const std::string& folder,
+std::string saveTrainingSnapshot(const TrainingSnapshot& snapshot, const std::string& folder,
                                  io::ColormapKind colormap);
 // Writes every recorded frame of the example's first map as folder/attention_NNNN.png
 // (title "… · step S", fixed colour range 0..1); returns the message.
-std::string exportTrainingFrames(const train::TrainingSnapshot& snapshot, const std::string& folder,
+std::string exportTrainingFrames(const TrainingSnapshot& snapshot, const std::string& folder,
                                  io::ColormapKind colormap);
 
 // The example's map as a labelled view: columns = input tokens, rows = target tokens.
-io::MatrixView trainingMapView(const train::TrainingSnapshot& snapshot, const Matrix& weights,
+io::MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& weights,
                                const std::string& name, long long step);
 
 }  // namespace attn::app

@@ -2,6 +2,9 @@
 #include "core/patches.h"
 
 #include <cmath>
+#include <string_view>
+
+#include "core/random.h"
 
 namespace attn {
 
@@ -10,15 +13,9 @@ namespace {
 using Index = Eigen::Index;
 
 // Seeds for the projection and the positional table are derived from the user's seed with a
-// tag, so that changing one never changes the other (splitmix64's mixer, as in attention.cpp).
-constexpr std::uint64_t mixSeed(std::uint64_t seed, std::uint64_t tag) {
-  std::uint64_t z = seed ^ (tag * 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-constexpr std::uint64_t kProjectionTag = 0x70726F6A;  // "proj"
-constexpr std::uint64_t kPositionalTag = 0x706F7365;  // "pose"
+// tag (core/random.h), so that changing one never changes the other.
+constexpr std::string_view kProjectionTag = "patch.projection";
+constexpr std::string_view kPositionalTag = "patch.positional";
 
 Error patchError(std::string field, std::string problem) {
   return Error{"", std::move(field), std::move(problem)};
@@ -208,7 +205,7 @@ Expected<PatchEmbedding> embedPatches(const RgbImage& image, const PatchOptions&
   if (options.projection == PatchProjection::Random) {
     embedding.projected =
         embedding.pixels *
-        randomProjectionMatrix(rawDim, dim, mixSeed(options.seed, kProjectionTag));
+        randomProjectionMatrix(rawDim, dim, deriveSeed(options.seed, kProjectionTag));
   } else {
     embedding.projected = embedding.pixels;
   }
@@ -220,7 +217,7 @@ Expected<PatchEmbedding> embedPatches(const RgbImage& image, const PatchOptions&
       break;
     case PatchPositional::Random:
       embedding.positional =
-          randomPositionalEncoding(grid->count(), dim, mixSeed(options.seed, kPositionalTag));
+          randomPositionalEncoding(grid->count(), dim, deriveSeed(options.seed, kPositionalTag));
       break;
     case PatchPositional::None:
       break;

@@ -1,9 +1,8 @@
-// Image loading (stb_image, limits first), the patch overlay and PNG encoding.
+// Image loading (stb_image, limits first), the patch overlay, CSV of weights.
 // libstb provides the stb implementations; nothing here defines STB_*_IMPLEMENTATION.
 #include "io/image.h"
 
 #include <stb_image.h>
-#include <stb_image_write.h>
 
 #include <algorithm>
 #include <climits>
@@ -62,11 +61,6 @@ std::optional<std::string> explainBadPngHeader(std::string_view bytes) {
   }
   return "corrupt PNG header (" + sizeText(width, height) +
          " pixels claimed; stb_image: " + stbReason() + ")";
-}
-
-void appendBytes(void* context, void* data, int size) {
-  static_cast<std::string*>(context)->append(static_cast<const char*>(data),
-                                             static_cast<std::size_t>(size));
 }
 
 }  // namespace
@@ -260,19 +254,6 @@ Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, co
 // =======================================================================================
 // Encoding
 // =======================================================================================
-
-std::string encodePng(const Image& image) {
-  std::string bytes;
-  if (image.width <= 0 || image.height <= 0 ||
-      image.rgb.size() != static_cast<std::size_t>(image.width) * image.height * 3) {
-    return bytes;
-  }
-  if (!stbi_write_png_to_func(appendBytes, &bytes, image.width, image.height, 3, image.rgb.data(),
-                              image.width * 3)) {
-    bytes.clear();
-  }
-  return bytes;
-}
 
 std::string matrixToCsv(const Matrix& values) {
   std::string out;

@@ -1,6 +1,6 @@
 // Images: loading (PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC, PNM through stb_image), the
-// conversion to the core's RgbImage, the attention overlay of one query patch, and PNG
-// encoding. No GL, no UI. See docs/images.md.
+// conversion to the core's RgbImage, the attention overlay of one query patch, and CSV of
+// weights (PNG encoding is io::encodePng in io/files.h). No GL, no UI. See docs/images.md.
 //
 // Limits come first: the header is read with stbi_info_from_memory before anything is
 // decoded, so an image above the pixel limit (a "decompression bomb": a few kB of PNG that
@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/patches.h"
+#include "io/files.h"
 #include "io/heatmap_render.h"
 
 namespace attn::io {
@@ -59,9 +60,6 @@ struct OverlayStyle {
 // range, "vmin" when vmin > vmax.
 Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, const Vector& weights,
                                    int queryIndex, const OverlayStyle& style);
-
-// PNG bytes of an RGB image (stb_image_write). Empty on failure.
-std::string encodePng(const Image& image);
 
 // Numbers as CSV with no labels: one line per row, values as %.9g separated by commas,
 // LF line ends (the CLI's --weights-out and --matrix-out).

@@ -14,6 +14,7 @@ BUILD_PACKAGES=(
   libopenblas-dev
   libopenblas0-pthread
   libzip-dev
+  libpcre2-dev
 )
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/patches.h"
+#include "io/files.h"
 #include "io/image.h"
 #include "tools/sample_images.h"
 
@@ -31,7 +32,9 @@ void appendBytes(void* context, void* data, int size) {
 }
 
 std::string pngOf(const io::Image& image) {
-  return io::encodePng(image);
+  Expected<std::string> png = io::encodePng(image);
+  EXPECT_TRUE(png.ok());
+  return png.ok() ? *png : std::string();
 }
 
 void putBigEndian32(std::string& out, std::uint32_t v) {

@@ -479,41 +479,4 @@ TEST(TrainTrainer, TrainToTargetStopsAtTheStepLimit) {
   EXPECT_GT(report.stepsPerSecond, 0);
 }
 
-TEST(TrainBackground, StepPauseBudgetAndSnapshots) {
-  BackgroundTrainer background;
-  EXPECT_EQ(background.snapshot()->steps, 0);
-  TrainConfig bad = tinyReverse(1);
-  bad.batch = 0;
-  EXPECT_EQ(background.reset(bad, 0).error().field, "batch");
-
-  ASSERT_TRUE(background.reset(tinyReverse(2), 60).ok());
-  background.stepOnce(5);
-  background.waitIdle();
-  auto snapshot = background.snapshot();
-  EXPECT_EQ(snapshot->steps, 5);
-  EXPECT_FALSE(snapshot->running);
-  ASSERT_EQ(snapshot->maps.size(), 1u);
-  EXPECT_EQ(snapshot->maps[0].weights.rows(), 4);
-  EXPECT_EQ(snapshot->maps[0].weights.cols(), 4);
-  EXPECT_EQ(snapshot->example.input.size(), 4u);
-  EXPECT_FALSE(snapshot->frames.empty());
-  EXPECT_FALSE(snapshot->accuracyCurve.empty());
-
-  background.setExampleIndex(3);
-  background.start();  // runs to the budget of 60 steps, then stops by itself
-  background.waitIdle();
-  snapshot = background.snapshot();
-  EXPECT_EQ(snapshot->steps, 60);
-  EXPECT_FALSE(snapshot->running);
-  EXPECT_EQ(snapshot->exampleIndex, 3);
-  EXPECT_EQ(snapshot->lossCurve.size(), 60u);  // one point per step while short
-  EXPECT_EQ(snapshot->accuracySteps.back(), 60);
-  EXPECT_EQ(snapshot->params.size(), snapshot->paramNames.size());
-
-  ASSERT_TRUE(background.reset(tinyReverse(1), 0).ok());
-  background.waitIdle();
-  EXPECT_EQ(background.snapshot()->steps, 0);
-  EXPECT_TRUE(background.snapshot()->lossCurve.empty());
-}
-
 }  // namespace

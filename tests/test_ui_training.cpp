@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/app_state.h"
+#include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
@@ -55,7 +56,7 @@ class TrainingPanel : public ::testing::Test {
   }
 
   ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{false};
+  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
   fs::path dir_;
 };
 
@@ -115,7 +116,7 @@ TEST_F(TrainingPanel, DrawsEveryModelAndFollowsTheTrainer) {
 }
 
 TEST_F(TrainingPanel, MapViewLabelsInputsAndTargets) {
-  train::TrainingSnapshot s;
+  TrainingSnapshot s;
   s.example.input = {1, 2, 3};
   s.example.target = {3, 2, 1};
   const Matrix w = Matrix::Identity(3, 3);
@@ -128,7 +129,7 @@ TEST_F(TrainingPanel, MapViewLabelsInputsAndTargets) {
 }
 
 TEST_F(TrainingPanel, SaveAndExportWriteTheFiles) {
-  train::BackgroundTrainer trainer;
+  BackgroundTrainer trainer;
   train::TrainConfig config;
   config.task.length = 5;
   config.task.vocab = 6;
@@ -175,7 +176,7 @@ TEST_F(TrainingPanel, SaveAndExportWriteTheFiles) {
   std::snprintf(extra, sizeof extra, "attention_%04zu.png", snapshot->frames.size());
   EXPECT_FALSE(fs::exists(fs::path(folder) / extra));
 
-  train::TrainingSnapshot empty;
+  TrainingSnapshot empty;
   EXPECT_EQ(exportTrainingFrames(empty, folder, io::ColormapKind::Viridis).rfind("cannot", 0), 0u);
   // A folder that cannot be made (a file is in the way).
   std::ofstream(dir_ / "blocker") << "x";
@@ -183,6 +184,57 @@ TEST_F(TrainingPanel, SaveAndExportWriteTheFiles) {
                                  io::ColormapKind::Viridis)
                 .rfind("cannot", 0),
             0u);
+}
+
+train::TrainConfig tinyReverse(int threads) {
+  train::TrainConfig config;
+  config.task.kind = train::TaskKind::Reverse;
+  config.task.length = 4;
+  config.task.vocab = 5;
+  config.model.width = 16;
+  config.model.seed = 3;
+  config.seed = 3;
+  config.batch = 16;
+  config.threads = threads;
+  config.heldOut = 500;
+  return config;
+}
+
+TEST(TrainingService, StepPauseBudgetAndSnapshots) {
+  BackgroundTrainer background;
+  EXPECT_EQ(background.snapshot()->steps, 0);
+  train::TrainConfig bad = tinyReverse(1);
+  bad.batch = 0;
+  EXPECT_EQ(background.reset(bad, 0).error().field, "batch");
+
+  ASSERT_TRUE(background.reset(tinyReverse(2), 60).ok());
+  background.stepOnce(5);
+  background.waitIdle();
+  auto snapshot = background.snapshot();
+  EXPECT_EQ(snapshot->steps, 5);
+  EXPECT_FALSE(snapshot->running);
+  ASSERT_EQ(snapshot->maps.size(), 1u);
+  EXPECT_EQ(snapshot->maps[0].weights.rows(), 4);
+  EXPECT_EQ(snapshot->maps[0].weights.cols(), 4);
+  EXPECT_EQ(snapshot->example.input.size(), 4u);
+  EXPECT_FALSE(snapshot->frames.empty());
+  EXPECT_FALSE(snapshot->accuracyCurve.empty());
+
+  background.setExampleIndex(3);
+  background.start();  // runs to the budget of 60 steps, then stops by itself
+  background.waitIdle();
+  snapshot = background.snapshot();
+  EXPECT_EQ(snapshot->steps, 60);
+  EXPECT_FALSE(snapshot->running);
+  EXPECT_EQ(snapshot->exampleIndex, 3);
+  EXPECT_EQ(snapshot->lossCurve.size(), 60u);  // one point per step while short
+  EXPECT_EQ(snapshot->accuracySteps.back(), 60);
+  EXPECT_EQ(snapshot->params.size(), snapshot->paramNames.size());
+
+  ASSERT_TRUE(background.reset(tinyReverse(1), 0).ok());
+  background.waitIdle();
+  EXPECT_EQ(background.snapshot()->steps, 0);
+  EXPECT_TRUE(background.snapshot()->lossCurve.empty());
 }
 
 }  // namespace

@@ -3,23 +3,22 @@
 #include <cstdio>
 #include <string>
 
+#include "io/files.h"
 #include "io/image.h"
-#include "io/scenario_json.h"
 #include "tools/sample_images.h"
 
 namespace {
 
-// TODO(files): use io::writeFileAtomic from io/files.h when it lands in main.
+// Every file goes through the one atomic writer (io/files.h).
 bool writePng(const std::string& path, const attn::io::Image& image) {
-  const std::string png = attn::io::encodePng(image);
-  attn::Status written = attn::io::writeFileAtomic(path, png);
-  if (png.empty() || !written) {
-    std::fprintf(stderr, "gen_images: %s: %s\n", path.c_str(),
-                 png.empty() ? "the PNG encoder failed" : written.error().message().c_str());
+  attn::Expected<std::string> png = attn::io::encodePng(image);
+  attn::Status written = png ? attn::io::writeFileAtomic(path, *png) : attn::Status(png.error());
+  if (!written) {
+    std::fprintf(stderr, "gen_images: %s: %s\n", path.c_str(), written.error().message().c_str());
     return false;
   }
   std::printf("gen_images: wrote %s (%dx%d, %zu bytes)\n", path.c_str(), image.width, image.height,
-              png.size());
+              png->size());
   return true;
 }
 

@@ -1,16 +1,12 @@
-// Training: a Trainer that steps a model with Adam on freshly generated batches, and a
-// BackgroundTrainer that runs one on a worker thread for the window (pause, single step,
-// reset, thread-safe snapshots of the curves and of a validation example's attention).
+// Training: a Trainer that steps a model with Adam on freshly generated batches (the batch
+// optionally split over two threads), and trainToTarget() for the headless command. The
+// window runs a Trainer on its own worker (app/training_service.h).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "core/train/adam.h"
@@ -118,88 +114,5 @@ struct RunReport {
 // 0.95, at most every 10 steps, and once at the end; the target time is that of the first
 // evaluation that meets it (evaluations count as training time).
 RunReport trainToTarget(Trainer& trainer, const RunLimits& limits);
-
-// =======================================================================================
-// BackgroundTrainer
-// =======================================================================================
-
-// One frame of the attention history of the chosen validation example.
-struct AttentionFrame {
-  long long step = 0;
-  Matrix weights;  // the first map (encdec: the cross-attention)
-};
-
-// Everything the window shows, published by the worker as an immutable object.
-struct TrainingSnapshot {
-  std::uint64_t revision = 0;  // changes with every publication
-  TrainConfig config;
-  bool running = false;  // training continuously (not paused)
-  long long steps = 0;
-  long long stepBudget = 0;      // 0 = no budget
-  double speedLimit = 0;         // steps per second, 0 = unlimited
-  double stepsPerSecond = 0;     // over the last publication interval while running
-  double seconds = 0;            // training time so far (running only)
-  std::vector<float> lossCurve;  // training loss per token, one point per `curveEvery` steps
-  int curveEvery = 1;
-  std::vector<float> accuracyCurve;  // held-out accuracy at each evaluation
-  std::vector<long long> accuracySteps;
-  Evaluation heldOut;  // the latest evaluation
-  int exampleIndex = 0;
-  Example example;  // the chosen held-out example
-  std::vector<int> predicted;
-  std::vector<AttentionMap> maps;      // its attention maps now
-  std::vector<AttentionFrame> frames;  // its first map over training (at most kMaxFrames)
-  std::vector<Mat<float>> params;      // the model's parameters (for saving)
-  std::vector<std::string> paramNames;
-  std::string error;  // a reset that failed (the previous run stays)
-
-  static constexpr int kMaxFrames = 240;
-};
-
-class BackgroundTrainer {
- public:
-  // Starts the worker thread, idle (no model) until reset().
-  BackgroundTrainer();
-  // Stops and joins the worker.
-  ~BackgroundTrainer();
-  BackgroundTrainer(const BackgroundTrainer&) = delete;
-  BackgroundTrainer& operator=(const BackgroundTrainer&) = delete;
-
-  // Rebuilds the model from `config` (paused, step 0). Validated here, on the caller's
-  // thread; an invalid config returns the error and changes nothing.
-  Status reset(const TrainConfig& config, long long stepBudget);
-  void start();  // train until paused or the step budget is reached
-  void pause();
-  void stepOnce(int count = 1);  // `count` more steps (done in chunks of about 50 ms)
-  void setExampleIndex(int index);
-  void setLearningRate(float lr);
-  void setStepBudget(long long budget);
-  // Slow motion for watching: at most `stepsPerSecond` steps per second (0 = as fast as
-  // possible).
-  void setSpeedLimit(double stepsPerSecond);
-
-  // The latest published state (never null). Cheap: a shared_ptr copy under a mutex.
-  std::shared_ptr<const TrainingSnapshot> snapshot() const;
-  // Blocks until the worker has no pending command and is idle (tests, screenshots).
-  void waitIdle();
-
- private:
-  void loop();
-
-  mutable std::mutex mutex_;
-  std::condition_variable wake_, idle_;
-  std::shared_ptr<const TrainingSnapshot> published_;
-  // Commands (guarded by mutex_).
-  bool quit_ = false, running_ = false, busy_ = false;
-  int pendingSteps_ = 0;
-  std::unique_ptr<Trainer> pendingTrainer_;
-  long long stepBudget_ = 0;
-  double speedLimit_ = 0;
-  int exampleIndex_ = 0;
-  float learningRate_ = 0;
-  bool learningRateChanged_ = false;
-  std::uint64_t commandRevision_ = 0;
-  std::thread worker_;
-};
 
 }  // namespace attn::train
