@@ -23,11 +23,13 @@
 
 #include "app/attention_view.h"
 #include "app/cli_attention.h"
+#include "app/cli_bench.h"
 #include "app/cli_common.h"
 #include "app/cli_image.h"
 #include "app/cli_model.h"
 #include "app/cli_train.h"
 #include "app/gui.h"
+#include "core/isa.h"
 #include "core/scenario.h"
 #include "io/files.h"
 #include "io/heatmap_render.h"
@@ -57,6 +59,7 @@ usage:
   attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
   attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
   attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
+  attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
 
@@ -64,6 +67,7 @@ commands:
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
+  bench       time the multi-head self-attention forward pass, print JSON
   info        list the arrays of an .npy/.npz attention file and its [layers, heads,
               n_q, n_k] as JSON (docs/import.md)
   image       self-attention over the P x P patches of an image, overlay as PNG
@@ -400,13 +404,15 @@ Expected<Computed> loadAndCompute(const std::string& path) {
     if (error.file.empty()) error.file = path;
     return error;
   }
-  Expected<AttentionResult> result = attend(problem->inputs, problem->options);
-  if (!result) {
-    Error error = toScenarioError(result.error(), *scenario);
+  AttentionResult result;
+  RunOptions run;
+  run.threads = 0;  // every core
+  if (Status status = attend(problem->inputs, problem->options, result, run); !status) {
+    Error error = toScenarioError(status.error(), *scenario);
     if (error.file.empty()) error.file = path;
     return error;
   }
-  return Computed{std::move(problem).value(), std::move(result).value()};
+  return Computed{std::move(problem).value(), std::move(result)};
 }
 
 void printWarnings(std::ostream& err, const std::string& path, const AttentionResult& result) {
@@ -444,14 +450,19 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
   Expected<Computed> computed = loadAndCompute(*path);
   if (!computed) return fail(err, computed.error());
 
-  // 5 write
-  std::string json = io::resultToJson(computed->result, computed->problem);
-  if (json.empty() || json.back() != '\n') json += '\n';
+  // 5 write: to stdout streamed (the text of a large result, about 1 GB at 2048 tokens x 8
+  // heads, is never held whole; each head's scores are computed only while written).
+  const auto produce = [&computed](const io::TextSink& sink) {
+    io::writeResultJson(computed->result, computed->problem, sink);
+  };
   if (outPath->empty()) {
-    out << json;
+    produce([&out](std::string_view chunk) { out << chunk; });
     out.flush();
   } else {
-    Status written = io::writeFileAtomic(*outPath, json);
+    // A file goes through the one atomic writer (io/files.h), which takes the whole text: no
+    // JSON DOM, but the text is held once (about 1 GB at 2048 tokens x 8 heads).
+    Status written = io::writeFileAtomic(*outPath, io::resultToJson(computed->result,
+                                                                    computed->problem));
     if (!written) {
       Error error = written.error();
       if (error.file.empty()) error.file = *outPath;
@@ -664,12 +675,14 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err);
+  if (command == "bench") return runBench(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
   if (command == "image") return runImageCommand(rest, out, err);
   if (command == "train") return runTrain(rest, out, err);
   if (command == "model") return runModelCommand(rest, out, err);
   if (command == "--version") {
-    out << "attnscope " << kVersion << '\n';
+    out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
+        << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
     return 0;
   }
   if (command == "-h" || command == "--help" || command == "help") {
@@ -682,6 +695,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
       out << kExportHelp;
     else if (topic == "screenshot")
       out << kScreenshotHelp;
+    else if (topic == "bench")
+      out << kBenchHelp;
     else if (topic == "info")
       out << kInfoHelp;
     else if (topic == "image")
@@ -705,7 +720,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, image, train, model; see attnscope --help)"});
+                             " (commands: compute, export, screenshot, info, image, train, model, "
+                             "bench; see attnscope --help)"});
 }
 
 }  // namespace
@@ -716,7 +732,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 bool isCliArgument(std::string_view arg) {
   return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
-         arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg.starts_with("-");
+         arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
+         arg.starts_with("-");
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -1,4 +1,4 @@
-// The headless command line: `attnscope compute|export|screenshot|--help|--version`.
+// The headless command line: `attnscope compute|export|screenshot|bench|--help|--version`.
 //
 // Every command is a pure function of its arguments that writes to the streams it is given
 // and returns the process exit code, so tests can run it in-process as well as through the
@@ -23,7 +23,7 @@ namespace attn::app {
 inline constexpr std::string_view kVersion = "0.1.0";
 
 // True when `arg` (argv[1]) selects the CLI rather than the window: a command name
-// ("compute", "export", "screenshot", "image", "train", "model", "help") or anything
+// ("compute", "export", "screenshot", "image", "train", "model", "bench", "help") or anything
 // starting with '-'.
 bool isCliArgument(std::string_view arg);
 

@@ -26,7 +26,9 @@ std::shared_ptr<Computed> computeDocument(const Scenario& doc, std::uint64_t rev
     // value) nothing is reallocated, which saves ~25% at 2048 tokens. On an error the
     // partial result is dropped, as the error replaces it on screen anyway.
     if (!computed->result) computed->result.emplace();
-    Status status = attend(problem->inputs, problem->options, *computed->result);
+    RunOptions run;
+    run.threads = 0;  // every core: heads (or row blocks) in parallel, docs/performance.md
+    Status status = attend(problem->inputs, problem->options, *computed->result, run);
     if (!status) {
       computed->problem.reset();
       computed->result.reset();

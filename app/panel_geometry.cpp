@@ -187,6 +187,8 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   // longer overlap a label already placed.
   std::vector<ImVec4> placed;  // x0, y0, x1, y1
   const float lineHeight = ImGui::GetTextLineHeight();
+  // The focused query's scores (the result keeps only the weights; one row is cheap).
+  const Matrix focusedScores = focused < nQ ? headScoreRows(result, head, focused, 1) : Matrix();
   for (int j : labelled) {
     const ImVec2 tip = toScreen(shownQ + j);
     char text[128];
@@ -197,7 +199,7 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
       std::snprintf(text, sizeof text, "%s  masked", name.c_str());
     } else if (focused < nQ) {
       std::snprintf(text, sizeof text, "%s  s=%s w=%s", name.c_str(),
-                    formatNumber(h.scores(focused, j)).c_str(),
+                    formatNumber(focusedScores(0, j)).c_str(),
                     formatNumber(h.weights(focused, j)).c_str());
     } else {
       std::snprintf(text, sizeof text, "%s", name.c_str());

@@ -291,7 +291,7 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
                   formatNumber(weights(v.hoverPatch), kExplainDigits).c_str());
       ImGui::TextDisabled(
           "from query %s; score %s. Click: make it the query.", patchLabel(grid, query).c_str(),
-          formatNumber(v.computed->result.heads[0].scores(query, v.hoverPatch), kExplainDigits)
+          formatNumber(headScoreRows(v.computed->result, 0, query, 1)(0, v.hoverPatch), kExplainDigits)
               .c_str());
       ImGui::EndTooltip();
       if (clicked) {

@@ -4,8 +4,12 @@
 // every formula.
 #include "core/attention.h"
 
+#include "core/isa.h"
+#include "core/parallel.h"
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -52,18 +56,14 @@ std::string nonFiniteName(Scalar x) {
   return x > 0 ? "+infinity" : "-infinity";
 }
 
-// True when every entry is finite. Vectorised: x·0 is 0 for finite x and NaN for ±inf and
-// NaN, so the sum is NaN exactly when some entry is not finite. (Eigen's allFinite() stops
-// at the first failure and so is not vectorised; on the n_q x n_k scores it cost as much as
-// the softmax.)
-bool isAllFinite(const Matrix& m) {
-  if (m.size() == 0) return true;
-  return !std::isnan((m.array() * Scalar(0)).sum());
-}
+// True when every entry is finite: the ISA kernel (x·0 summed; NaN exactly when some entry
+// is not finite). Eigen's allFinite() stops at the first failure and so is not vectorised;
+// on the n_q x n_k scores it cost as much as the softmax.
 bool isAllFinite(const Scalar* x, Index n) {
-  if (n == 0) return true;
-  return !std::isnan(
-      (Eigen::Map<const Eigen::Array<Scalar, Eigen::Dynamic, 1>>(x, n) * Scalar(0)).sum());
+  return kernels::active().allFinite(x, n);
+}
+bool isAllFinite(const Matrix& m) {
+  return isAllFinite(m.data(), m.size());
 }
 
 // First non-finite entry of m as an error naming "field[r][c]".
@@ -173,12 +173,6 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
   return error;
 }
 
-// Clamps an overflowed score/temperature quotient to the largest finite float, for the
-// maskedScores that are shown (the normaliser does not use them when T != 1; see tempered()).
-inline Scalar clampFinite(Scalar x) {
-  return std::clamp(x, -kMaxFinite, kMaxFinite);
-}
-
 // =======================================================================================
 // Normalisers for one row, on a MASKED row: s (n) holds -inf for every key that takes no
 // part (masked, or a score of -inf), never NaN, so no separate availability mask is needed
@@ -191,11 +185,10 @@ using ScoreRow = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
 using ScoreRowMap = Eigen::Map<ScoreRow>;
 using ConstScoreRowMap = Eigen::Map<const ScoreRow>;
 
-// exp arguments are clamped at kExpFloor so that exp never returns a denormal: arithmetic on
-// denormals is ~100x slower on x86, and they would also slow down the weights·v GEMM.
-// exp(kExpFloor) < 1.7e-38 is below float resolution next to the maximum's exp(0) = 1, so
-// those keys get exactly 0.
-constexpr Scalar kExpFloor = -87;
+// Softmax's exp arguments are floored at -87 (in the ISA kernel, expShiftedRow) so that exp
+// never returns a denormal: arithmetic on denormals is ~100x slower on x86, and they would
+// also slow down the weights·v GEMM. exp(-87) < 1.7e-38 is below float resolution next to
+// the maximum's exp(0) = 1, so those keys get exactly 0.
 
 // Buffers the row normalisers need, sized once (per attend() call, or per public call) so
 // that no row allocates.
@@ -223,9 +216,9 @@ const Scalar* maskedRowOf(const Scalar* scores, const bool* allowed, int n,
   return out.data();
 }
 
-// Largest entry of a masked row; -inf when no key takes part. Vectorised.
+// Largest entry of a masked row; -inf when no key takes part. The ISA kernel.
 inline Scalar rowMax(const Scalar* s, int n) {
-  return ConstScoreRowMap(s, n).maxCoeff();
+  return kernels::active().rowMax(s, n);
 }
 
 // One-hot on the maximum m; ties share the weight evenly. Also the +infinity case of softmax.
@@ -236,38 +229,18 @@ void hardRow(const Scalar* s, Scalar m, int n, Scalar* weights) {
   for (int j = 0; j < n; ++j) weights[j] = s[j] == m ? share : Scalar(0);
 }
 
-// Zeroes w[j] where s[j] - m <= kExpFloor (masked keys, s = -inf, and keys whose exp was
-// floored) and returns the sum of the row, in double. Two branch-free loops that GCC
-// vectorises: the select, then the sum with eight partial sums (a single running double sum
-// is a 4-cycle dependency chain per key, and GCC does not vectorise a loop that mixes the
-// select with the float -> double sum). The partial sums change the order of the additions,
-// not the precision: the sum is rounded to float once, at the end. (Over every attend() in
-// the comparison of docs/performance.md the weights came out bit-identical to one running
-// sum.)
-double zeroFlooredAndSum(const Scalar* s, Scalar m, int n, Scalar* w) {
-  for (int j = 0; j < n; ++j) w[j] = s[j] - m > kExpFloor ? w[j] : Scalar(0);
-  double partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int u = 0; u < 8; ++u) partial[u] += w[j + u];
-  for (; j < n; ++j) partial[0] += w[j];
-  return ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
-         ((partial[1] + partial[5]) + (partial[3] + partial[7]));
-}
-
 // Stable softmax of a masked row with maximum m > -inf: exp(s_j - m) / Σ_k exp(s_k - m).
-// Three vectorised passes over the row (exp, zero + sum, divide); the row is in L1 by then.
+// Two passes of the ISA kernels over the row (the row is in L1 by then): exp, with exact
+// zeros where s_j - m <= -87 (masked keys, s = -inf, and keys whose exp was floored)
+// and the sum in double; then one division by the sum rounded to float.
 void softmaxRow(const Scalar* s, Scalar m, int n, Scalar* weights) {
   if (m == kInf) {  // only reachable through the public API with infinite scores
     hardRow(s, m, n, weights);
     return;
   }
-  ScoreRowMap w(weights, n);
-  // exp(-inf - m) from Eigen's fast exp is tiny rather than exactly 0, and floored entries are
-  // exp(kExpFloor): zeroFlooredAndSum() overwrites both with exact zeros.
-  w = (ConstScoreRowMap(s, n) - m).max(kExpFloor).exp();
-  const double sum = zeroFlooredAndSum(s, m, n, weights);
-  w /= static_cast<Scalar>(sum);  // sum >= 1: the maximum contributes exp(0)
+  const kernels::Table& k = kernels::active();
+  const double sum = k.expShiftedRow(s, m, n, weights);
+  k.divideRow(weights, n, static_cast<Scalar>(sum));  // sum >= 1: the maximum gives exp(0)
 }
 
 // top_k's selection on a masked row: fills `order` with the min(k, available) keys of largest
@@ -367,29 +340,33 @@ bool normalizeMaskedRow(const NormalizerOptions& normalizer, const Scalar* s, in
 }
 
 // =======================================================================================
-// Score kernels
+// Products in fixed row blocks
 // =======================================================================================
 
-// scores[i][j] = Σ_a v_a · tanh(A[i][a] + B[j][a]) + c, with A (n_q x d_a), B (n_k x d_a).
-// Shared by additive (A = q·W₁ + b, B = k·W₂, c = 0) and mlp (A = q·W_h[top] + b_h,
-// B = k·W_h[bottom], v = w_o, c = b_o): the projections are done once as GEMMs, and the
-// n_q·n_k loop works on contiguous rows of A and B so that Eigen's tanh runs on SIMD packets
-// (a rowwise-broadcast expression over the whole of B was not vectorised, and was 4x slower).
-void tanhScores(const Matrix& a, const Matrix& b, const Vector& v, Scalar c, Matrix& scores) {
-  const Index nQ = a.rows(), nK = b.rows(), dA = b.cols();
-  scores.resize(nQ, nK);
-  using RowArray = Eigen::Array<Scalar, 1, Eigen::Dynamic>;
-  using ConstRowMap = Eigen::Map<const RowArray>;
-  const ConstRowMap weights(v.data(), dA);
-  RowArray hidden(dA);
-  for (Index i = 0; i < nQ; ++i) {
-    const ConstRowMap aRow(a.row(i).data(), dA);
-    Scalar* out = scores.row(i).data();
-    for (Index j = 0; j < nK; ++j) {
-      hidden = (aRow + ConstRowMap(b.row(j).data(), dA)).tanh();
-      out[j] = (hidden * weights).sum() + c;
-    }
-  }
+// The big products run in blocks of kProductBlockRows rows, handed out to the threads. The
+// blocks depend only on the number of rows, never on the thread count, so every thread count
+// gives the same bits (OpenBLAS picks its kernels, and so its order of additions, by the
+// shape of a call; its own threads would block differently again, which is one reason
+// attend() keeps them at 1).
+constexpr Index kProductBlockRows = 256;
+
+Index blockCount(Index rows, Index blockRows) {
+  return (rows + blockRows - 1) / blockRows;
+}
+
+// dst.middleRows(block) = lhs.middleRows(block)·rhs, one block (dst already shaped).
+template <class Lhs, class Rhs>
+void productBlock(Matrix& dst, const Lhs& lhs, const Rhs& rhs, Index block) {
+  const Index first = block * kProductBlockRows;
+  const Index count = std::min(kProductBlockRows, dst.rows() - first);
+  dst.middleRows(first, count).noalias() = lhs.middleRows(first, count) * rhs;
+}
+
+// dst = lhs·rhs (dst already shaped), its blocks on up to `threads` threads.
+template <class Lhs, class Rhs>
+void blockedProduct(Matrix& dst, const Lhs& lhs, const Rhs& rhs, int threads) {
+  const int blocks = static_cast<int>(blockCount(dst.rows(), kProductBlockRows));
+  parallelFor(blocks, threads, [&](int block, int) { productBlock(dst, lhs, rhs, block); });
 }
 
 // Rows scaled to unit length; zero rows stay zero and are flagged. Scaling by the largest
@@ -626,87 +603,184 @@ ScoreParams completeScoreParams(ScoreKind kind, ScoreParams params, int dH, int 
 
 namespace {
 
-// similarity() into `scores` (n_q x n_k), reusing its buffer when the shape is unchanged.
-void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
-                    std::vector<Warning>* warnings, int head, Matrix& scores) {
-  const Index nQ = q.rows(), nK = k.rows(), dH = q.cols();
-  scores.resize(nQ, nK);
-  auto invalid = [&](const std::string& what) {
-    scores.setZero();
-    if (warnings)
-      warnings->push_back({"invalid_score_params", what + "; scores set to 0", head, -1});
-  };
-  if (k.cols() != dH) return invalid("queries and keys differ in width");
-  if (dH == 0) return invalid("queries and keys have width 0");
+// Score functions work on blocks of kScoreBlockRows query rows: attend() scores a block into
+// a scratch buffer, masks and normalises it while it is in cache, and keeps only the weights
+// (issue 11: the n_q x n_k scores and masked scores of every head were most of the memory).
+// headScoreRows() and similarity() compute the very same blocks, so the scores they return
+// are, bit for bit, the ones attend() normalised (a product's rounding depends on its shape).
+constexpr Index kScoreBlockRows = 64;
 
+// What every block of queries of one head is scored against, prepared once per head.
+struct KeySide {
+  ScoreKind kind = ScoreKind::Dot;
+  const Matrix* k = nullptr;  // dot, scaled_dot, general: the keys (n_k x d_h)
+  Matrix unitKeys;            // cosine: k with unit rows (zero rows stay zero)
+  Matrix tanhKeysT;           // additive / mlp: (k·W₂)ᵀ or (k·W_h[d_h:])ᵀ   (d_a x n_k)
+  std::vector<Index> zeroKeys;  // cosine: zero key vectors
+  std::string invalid;          // non-empty: the parameters do not fit; every score is 0
+  Index nK = 0;
+};
+
+KeySide prepareKeys(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params) {
+  KeySide side;
+  side.kind = kind;
+  side.k = &k;
+  side.nK = k.rows();
+  const Index dH = q.cols();
+  if (k.cols() != dH) {
+    side.invalid = "queries and keys differ in width";
+    return side;
+  }
+  if (dH == 0) {
+    side.invalid = "queries and keys have width 0";
+    return side;
+  }
   switch (kind) {
     case ScoreKind::Dot:
-      // q·kᵀ as one GEMM: (n_q x d_h)·(d_h x n_k)
-      scores.noalias() = q * k.transpose();
+    case ScoreKind::ScaledDot:
+      break;
+    case ScoreKind::Cosine:
+      side.unitKeys = unitRows(k, side.zeroKeys);
+      break;
+    case ScoreKind::General:
+      if (params.generalW.rows() != dH || params.generalW.cols() != dH)
+        side.invalid = "general_w must be d_h x d_h";
+      break;
+    case ScoreKind::Additive: {
+      const Index dA = params.additiveWq.cols();
+      if (params.additiveWq.rows() != dH || params.additiveWk.rows() != dH ||
+          params.additiveWk.cols() != dA || params.additiveBias.size() != dA ||
+          params.additiveV.size() != dA || dA == 0) {
+        side.invalid = "additive parameters have the wrong shapes";
+        break;
+      }
+      side.tanhKeysT.resize(dA, side.nK);
+      side.tanhKeysT.noalias() = (k * params.additiveWk).transpose();
+      break;
+    }
+    case ScoreKind::Mlp: {
+      const Index dM = params.mlpHiddenW.cols();
+      if (params.mlpHiddenW.rows() != 2 * dH || params.mlpHiddenBias.size() != dM ||
+          params.mlpOutW.size() != dM || dM == 0) {
+        side.invalid = "mlp parameters have the wrong shapes";
+        break;
+      }
+      side.tanhKeysT.resize(dM, side.nK);
+      side.tanhKeysT.noalias() = (k * params.mlpHiddenW.bottomRows(dH)).transpose();
+      break;
+    }
+  }
+  return side;
+}
+
+using BlockMap = Eigen::Map<Matrix>;
+
+// Step 2 for query rows [first, first + count) (count <= kScoreBlockRows, first a multiple of
+// it): raw scores into out (count x n_k, row-major, contiguous). Zero query vectors (cosine)
+// are appended to zeroQueries.
+void scoreBlock(const KeySide& keys, const Matrix& q, const ScoreParams& params, Index first,
+                Index count, Scalar* out, std::vector<Index>* zeroQueries) {
+  const Index nK = keys.nK, dH = q.cols();
+  BlockMap scores(out, count, nK);
+  if (!keys.invalid.empty()) {
+    scores.setZero();
+    return;
+  }
+  const auto qRows = q.middleRows(first, count);
+  switch (keys.kind) {
+    case ScoreKind::Dot:
+      // q·kᵀ as one GEMM: (count x d_h)·(d_h x n_k)
+      scores.noalias() = qRows * keys.k->transpose();
       break;
     case ScoreKind::ScaledDot: {
       // q·kᵀ / √d_h; the factor rides along as the GEMM's alpha (no temporary)
       const Scalar scale = Scalar(1) / std::sqrt(static_cast<Scalar>(dH));
-      scores.noalias() = scale * q * k.transpose();
+      scores.noalias() = scale * qRows * keys.k->transpose();
       break;
     }
     case ScoreKind::Cosine: {
       // q·kᵀ / (|q||k|) = unit(q)·unit(k)ᵀ; zero vectors score 0 (and are reported)
-      std::vector<Index> zeroQueries, zeroKeys;
-      const Matrix qUnit = unitRows(q, zeroQueries);
-      const Matrix kUnit = unitRows(k, zeroKeys);
-      scores.noalias() = qUnit * kUnit.transpose();
+      std::vector<Index> zero;
+      const Matrix qUnit = unitRows(qRows, zero);
+      if (zeroQueries)
+        for (Index i : zero) zeroQueries->push_back(first + i);
+      scores.noalias() = qUnit * keys.unitKeys.transpose();
       scores = scores.cwiseMax(Scalar(-1)).cwiseMin(Scalar(1));  // rounding can reach 1+ε
-      if (warnings) {
-        for (Index i : zeroQueries)
-          warnings->push_back({"cosine_zero_vector",
-                               "query " + std::to_string(i) +
-                                   " is a zero vector: cosine is undefined, its scores are 0",
-                               head, static_cast<int>(i)});
-        for (Index j : zeroKeys)
-          warnings->push_back({"cosine_zero_vector",
-                               "key " + std::to_string(j) +
-                                   " is a zero vector: cosine is undefined, its scores are 0",
-                               head, -1});
-      }
       break;
     }
     case ScoreKind::General: {
-      // q·W_a·kᵀ = (q·W_a)·kᵀ: (n_q x d_h)·(d_h x d_h), then one GEMM with kᵀ
-      if (params.generalW.rows() != dH || params.generalW.cols() != dH)
-        return invalid("general_w must be d_h x d_h");
-      Matrix qw(nQ, dH);
-      qw.noalias() = q * params.generalW;
-      scores.noalias() = qw * k.transpose();
+      // q·W_a·kᵀ = (q·W_a)·kᵀ: (count x d_h)·(d_h x d_h), then one GEMM with kᵀ
+      Matrix qw(count, dH);
+      qw.noalias() = qRows * params.generalW;
+      scores.noalias() = qw * keys.k->transpose();
       break;
     }
-    case ScoreKind::Additive: {
-      // tanh(q·W₁ + k·W₂ + b)·v, with q·W₁ + b (n_q x d_a) and k·W₂ (n_k x d_a) done once
-      const Index dA = params.additiveWq.cols();
-      if (params.additiveWq.rows() != dH || params.additiveWk.rows() != dH ||
-          params.additiveWk.cols() != dA || params.additiveBias.size() != dA ||
-          params.additiveV.size() != dA || dA == 0)
-        return invalid("additive parameters have the wrong shapes");
-      Matrix qw(nQ, dA), kw(nK, dA);
-      qw.noalias() = q * params.additiveWq;
-      qw.rowwise() += params.additiveBias.transpose();
-      kw.noalias() = k * params.additiveWk;
-      tanhScores(qw, kw, params.additiveV, 0, scores);
-      break;
-    }
+    case ScoreKind::Additive:
     case ScoreKind::Mlp: {
-      // tanh([q k]·W_h + b_h)·w_o + b_o; [q k]·W_h = q·W_h[0:d_h] + k·W_h[d_h:2d_h]
-      const Index dM = params.mlpHiddenW.cols();
-      if (params.mlpHiddenW.rows() != 2 * dH || params.mlpHiddenBias.size() != dM ||
-          params.mlpOutW.size() != dM || dM == 0)
-        return invalid("mlp parameters have the wrong shapes");
-      Matrix qw(nQ, dM), kw(nK, dM);
-      qw.noalias() = q * params.mlpHiddenW.topRows(dH);
-      qw.rowwise() += params.mlpHiddenBias.transpose();
-      kw.noalias() = k * params.mlpHiddenW.bottomRows(dH);
-      tanhScores(qw, kw, params.mlpOutW, params.mlpOutBias, scores);
+      // additive: tanh(q·W₁ + b + k·W₂)·v; mlp: tanh([q k]·W_h + b_h)·w_o + b_o with
+      // [q k]·W_h = q·W_h[0:d_h] + k·W_h[d_h:2d_h]. The key half is in keys.tanhKeysT.
+      const bool additive = keys.kind == ScoreKind::Additive;
+      const Index dA = keys.tanhKeysT.rows();
+      Matrix qw(count, dA);
+      if (additive) {
+        qw.noalias() = qRows * params.additiveWq;
+        qw.rowwise() += params.additiveBias.transpose();
+      } else {
+        qw.noalias() = qRows * params.mlpHiddenW.topRows(dH);
+        qw.rowwise() += params.mlpHiddenBias.transpose();
+      }
+      const Vector& v = additive ? params.additiveV : params.mlpOutW;
+      kernels::active().tanhScores(qw.data(), keys.tanhKeysT.data(), v.data(),
+                                   additive ? Scalar(0) : params.mlpOutBias, count, nK, dA, out,
+                                   nK);
       break;
     }
+  }
+}
+
+// The warnings of one head's scoring: an invalid parameter set, then zero vectors (cosine),
+// queries first in row order, then keys.
+void scoreWarnings(const KeySide& keys, const std::vector<Index>& zeroQueries, int head,
+                   std::vector<Warning>* warnings) {
+  if (!warnings) return;
+  if (!keys.invalid.empty()) {
+    warnings->push_back({"invalid_score_params", keys.invalid + "; scores set to 0", head, -1});
+    return;
+  }
+  for (Index i : zeroQueries)
+    warnings->push_back({"cosine_zero_vector",
+                         "query " + std::to_string(i) +
+                             " is a zero vector: cosine is undefined, its scores are 0",
+                         head, static_cast<int>(i)});
+  for (Index j : keys.zeroKeys)
+    warnings->push_back({"cosine_zero_vector",
+                         "key " + std::to_string(j) +
+                             " is a zero vector: cosine is undefined, its scores are 0",
+                         head, -1});
+}
+
+// Query rows [first, first + count) of the scores, computed block by block (blocks aligned at
+// multiples of kScoreBlockRows, as in attend()) into `out` (count x n_k).
+void scoreRowsInto(const KeySide& keys, const Matrix& q, const ScoreParams& params, Index first,
+                   Index count, Matrix& out, std::vector<Index>* zeroQueries) {
+  out.resize(count, keys.nK);
+  const Index nQ = q.rows();
+  Matrix block;
+  for (Index start = first / kScoreBlockRows * kScoreBlockRows; start < first + count;
+       start += kScoreBlockRows) {
+    const Index rows = std::min(kScoreBlockRows, nQ - start);
+    const Index from = std::max(first, start), to = std::min(first + count, start + rows);
+    if (from == start && to == start + rows) {  // the whole block: straight into out
+      scoreBlock(keys, q, params, start, rows, out.row(from - first).data(), zeroQueries);
+      continue;
+    }
+    block.resize(rows, keys.nK);
+    std::vector<Index> zero;
+    scoreBlock(keys, q, params, start, rows, block.data(), &zero);
+    if (zeroQueries)
+      for (Index i : zero)
+        if (i >= from && i < to) zeroQueries->push_back(i);
+    out.middleRows(from - first, to - from) = block.middleRows(from - start, to - from);
   }
 }
 
@@ -714,8 +788,11 @@ void similarityInto(ScoreKind kind, const Matrix& q, const Matrix& k, const Scor
 
 Matrix similarity(ScoreKind kind, const Matrix& q, const Matrix& k, const ScoreParams& params,
                   std::vector<Warning>* warnings, int head) {
+  const KeySide keys = prepareKeys(kind, q, k, params);
   Matrix scores;
-  similarityInto(kind, q, k, params, warnings, head, scores);
+  std::vector<Index> zeroQueries;
+  scoreRowsInto(keys, q, params, 0, q.rows(), scores, &zeroQueries);
+  scoreWarnings(keys, zeroQueries, head, warnings);
   return scores;
 }
 
@@ -1132,24 +1209,10 @@ namespace {
 
 // Step 3 for one row: masked = clamp(scores / T) where allowed, -inf where masked (n): the
 // maskedScores that are shown. A quotient that overflows is clamped to ±FLT_MAX for display;
-// the weights never come from a clamped quotient (T != 1 normalises tempered() rows). The
-// common cases take the cheapest form: T = 1 and no mask is a plain copy (scores are finite,
-// so scores / 1 needs no clamp), T != 1 and no mask one vectorised Eigen expression; with a
-// mask it is one select per key (GCC 12 does not vectorise the bool -> float select).
+// the weights never come from a clamped quotient (T != 1 normalises tempered() rows). The ISA
+// kernel; T = 1 with no mask is a plain copy (scores are finite, so scores / 1 needs no clamp).
 void maskRow(const Scalar* scores, const bool* allowed, Scalar temperature, int n, Scalar* masked) {
-  if (temperature == 1) {
-    if (!allowed) {
-      std::copy(scores, scores + n, masked);
-    } else {
-      for (int j = 0; j < n; ++j) masked[j] = allowed[j] ? scores[j] : -kInf;
-    }
-  } else if (!allowed) {
-    ScoreRowMap(masked, n) =
-        (ConstScoreRowMap(scores, n) / temperature).max(-kMaxFinite).min(kMaxFinite);
-  } else {
-    for (int j = 0; j < n; ++j)
-      masked[j] = allowed[j] ? clampFinite(scores[j] / temperature) : -kInf;
-  }
+  kernels::active().maskRow(scores, allowed, temperature, n, masked);
 }
 
 // Step 4's input when T != 1: z_j = (s_j - m) / T where key j is allowed, -inf where it is
@@ -1182,7 +1245,9 @@ const Scalar* tempered(const Scalar* scores, const bool* allowed, Scalar tempera
 // ten equal keys with values at FLT_MAX (weights 0.1f, whose sum is just over 1). So a sum
 // past the float range is divided by Σ w when that is above 1. Returns false if an entry
 // still does not fit (not reachable with finite values; kept as a guard).
-bool recomputeContextRows(const Matrix& weights, const Matrix& v, Matrix& context) {
+// weights (rows x n_k) and context (rows x dv_h) may be row blocks of the head's matrices.
+template <class Weights, class Context>
+bool recomputeContextRows(const Weights& weights, const Matrix& v, Context&& context) {
   // Doubles below this round to a finite float (FLT_MAX + half an ulp rounds to infinity).
   constexpr double kFloatLimit = 0x1.ffffffp+127;
   for (Index i = 0; i < context.rows(); ++i) {
@@ -1217,6 +1282,16 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options) {
 }
 
 Status attend(const Inputs& inputs, const Options& options, AttentionResult& out) {
+  return attend(inputs, options, out, RunOptions{});
+}
+
+int resolvedThreads(const RunOptions& run) {
+  const int threads = run.threads == 0 ? availableCores() : run.threads;
+  return std::clamp(threads, 1, 256);
+}
+
+Status attend(const Inputs& inputs, const Options& options, AttentionResult& out,
+              const RunOptions& run) {
   if (Status status = validate(inputs, options); !status) return status;
 
   const Matrix& queries = inputs.queries;  // n_q x d_q_in
@@ -1229,12 +1304,22 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   const int dvModel = static_cast<int>(proj.identity ? values.cols() : proj.wv.cols());
   const int dH = dModel / heads, dvH = dvModel / heads;
   const bool gaussian = options.mask.kind == MaskKind::LocalGaussian;
+  const kernels::Table& kernel = kernels::active();
+
+  // Threads: every step below is a list of independent items (heads, row blocks), handed out
+  // to `threads` threads. The items do not depend on the thread count, so the result has the
+  // same bits for every count. OpenBLAS runs single-threaded inside the items (its idle
+  // threads spin and would take cores from ours): OpenBLAS threads x our threads <= threads.
+  const int threads = resolvedThreads(run);
+  SingleThreadedBlas singleThreadedBlas;
 
   // Every field of `out` is assigned below. Matrices are resized (a no-op when the shape is
   // unchanged) and written in place with noalias(), never assigned from a temporary, so that
   // their buffers are reused.
   AttentionResult& result = out;
   result.projections = proj;
+  result.score = options.score;
+  result.temperature = options.temperature;
   result.heads.resize(heads);
   result.fullyMaskedRows.clear();
   result.warnings.clear();
@@ -1242,7 +1327,8 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   // The mask does not depend on the head: build it once here, apply it in step 3.
   buildMaskInto(options.mask, nQ, nK, result.allowed, gaussian ? &result.positionWeights : nullptr);
   if (!gaussian) result.positionWeights.resize(0, 0);
-  const bool masked = options.mask.kind != MaskKind::None;  // None allows every key
+  result.masked = options.mask.kind != MaskKind::None;  // None allows every key
+  const bool masked = result.masked;
   if (masked) {
     for (int i = 0; i < nQ; ++i) {
       if (!result.allowed.row(i).any()) {
@@ -1258,94 +1344,175 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     return makeError(field, what + " overflows float32; scale the numbers down");
   };
 
-  RowScratch scratch(nK);
-  result.concat.resize(nQ, dvModel);  // n_q x dv_model
-  result.weightsMean.resize(nQ, nK);  // n_q x n_k
-  for (int h = 0; h < heads; ++h) {
-    HeadResult& head = result.heads[h];
-
-    // 1. Project: head h takes column block h of each projection.
-    //    q = X_q·W_q[:, h·d_h:(h+1)·d_h] + b_q[h·d_h:(h+1)·d_h]   (n_q x d_h)
-    //    k = X_k·W_k[:, block] + b_k[block]                         (n_k x d_h)
-    //    v = X_v·W_v[:, h·dv_h:(h+1)·dv_h] + b_v[...]               (n_k x dv_h)
-    //    Identity: the column blocks of the raw inputs.
-    //    One GEMM per head, straight into the head's matrix. (One full-width GEMM per
-    //    projection sliced into the heads was measured too: no faster here within the noise,
-    //    see docs/performance.md, and it needs an n x d_model temporary and rounds differently.)
+  // 1. Project: head h takes column block h of each projection.
+  //    q = X_q·W_q[:, h·d_h:(h+1)·d_h] + b_q[h·d_h:(h+1)·d_h]   (n_q x d_h)
+  //    k = X_k·W_k[:, block] + b_k[block]                         (n_k x d_h)
+  //    v = X_v·W_v[:, h·dv_h:(h+1)·dv_h] + b_v[...]               (n_k x dv_h)
+  //    Identity: the column blocks of the raw inputs. One item per (head, q/k/v, row block),
+  //    each one GEMM straight into the head's matrix. (One full-width GEMM per projection
+  //    sliced into the heads was measured too: no faster within the noise, see
+  //    docs/performance.md, and it needs an n x d_model temporary.)
+  for (HeadResult& head : result.heads) {
     head.q.resize(nQ, dH);
     head.k.resize(nK, dH);
     head.v.resize(nK, dvH);
-    if (proj.identity) {
-      head.q = queries.middleCols(h * dH, dH);
-      head.k = keys.middleCols(h * dH, dH);
-      head.v = values.middleCols(h * dvH, dvH);
-    } else {
-      head.q.noalias() = queries * proj.wq.middleCols(h * dH, dH);
-      if (proj.bq.size() != 0) head.q.rowwise() += proj.bq.segment(h * dH, dH).transpose();
-      head.k.noalias() = keys * proj.wk.middleCols(h * dH, dH);
-      if (proj.bk.size() != 0) head.k.rowwise() += proj.bk.segment(h * dH, dH).transpose();
-      head.v.noalias() = values * proj.wv.middleCols(h * dvH, dvH);
-      if (proj.bv.size() != 0) head.v.rowwise() += proj.bv.segment(h * dvH, dvH).transpose();
-      if (!isAllFinite(head.q)) return overflow("queries", "projecting the queries");
-      if (!isAllFinite(head.k)) return overflow("keys", "projecting the keys");
-      if (!isAllFinite(head.v)) return overflow("values", "projecting the values");
+  }
+  if (proj.identity) {
+    for (int h = 0; h < heads; ++h) {
+      result.heads[h].q = queries.middleCols(h * dH, dH);
+      result.heads[h].k = keys.middleCols(h * dH, dH);
+      result.heads[h].v = values.middleCols(h * dvH, dvH);
     }
+  } else {
+    const int qBlocks = static_cast<int>(blockCount(nQ, kProductBlockRows));
+    const int kBlocks = static_cast<int>(blockCount(nK, kProductBlockRows));
+    const int perHead = qBlocks + 2 * kBlocks;
+    parallelFor(heads * perHead, threads, [&](int item, int) {
+      const int h = item / perHead, part = item % perHead;
+      HeadResult& head = result.heads[h];
+      if (part < qBlocks) {
+        productBlock(head.q, queries, proj.wq.middleCols(h * dH, dH), part);
+      } else if (part < qBlocks + kBlocks) {
+        productBlock(head.k, keys, proj.wk.middleCols(h * dH, dH), part - qBlocks);
+      } else {
+        productBlock(head.v, values, proj.wv.middleCols(h * dvH, dvH), part - qBlocks - kBlocks);
+      }
+    });
+  }
 
-    // 2. Score: scores = sim(q, k)   (n_q x n_k). Seeded parameters per head come from
-    //    (seed, "score", h) so that heads differ and every head is reproducible on its own.
+  // Per head: the biases, the finiteness checks, the score parameters (seeded ones from
+  // (seed, "score", h), so that heads differ and every head is reproducible on its own) and
+  // the key side of the score function.
+  struct HeadState {
+    std::optional<Error> error;
+    KeySide keys;
+  };
+  std::vector<HeadState> states(static_cast<std::size_t>(heads));
+  parallelFor(heads, threads, [&](int h, int) {
+    HeadResult& head = result.heads[h];
+    HeadState& state = states[h];
+    if (!proj.identity) {
+      if (proj.bq.size() != 0) head.q.rowwise() += proj.bq.segment(h * dH, dH).transpose();
+      if (proj.bk.size() != 0) head.k.rowwise() += proj.bk.segment(h * dH, dH).transpose();
+      if (proj.bv.size() != 0) head.v.rowwise() += proj.bv.segment(h * dvH, dvH).transpose();
+      if (!isAllFinite(head.q)) {
+        state.error = overflow("queries", "projecting the queries");
+      } else if (!isAllFinite(head.k)) {
+        state.error = overflow("keys", "projecting the keys");
+      } else if (!isAllFinite(head.v)) {
+        state.error = overflow("values", "projecting the values");
+      }
+      if (state.error) return;
+    }
     head.params = completeScoreParams(
         options.score,
         h < static_cast<int>(options.scoreParams.size()) ? options.scoreParams[h] : ScoreParams{},
         dH, options.scoreHidden, deriveSeed(options.seed, "score", static_cast<std::uint64_t>(h)));
-    similarityInto(options.score, head.q, head.k, head.params, &result.warnings, h, head.scores);
+    state.keys = prepareKeys(options.score, head.q, head.k, head.params);
+  });
 
-    // 3 and 4, row by row so that each row is still in L1 when it is normalised (the scores'
-    // finiteness is checked there too, on the row in L1, not in a pass of its own):
-    // 3. Temperature and mask: maskedScores = scores / T, -inf where masked   (n_q x n_k).
-    // 4. Normalise: weights   (n_q x n_k), 0 where masked, rows of fully masked queries all 0.
-    //    local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
-    // Then the running sum for the mean over heads (PyTorch's average_attn_weights), added
-    // in head order and divided by H after the last head, as a separate pass would.
-    head.maskedScores.resize(nQ, nK);
+  // 2-6 per (head, block of kScoreBlockRows query rows), with the block's scores in a scratch
+  // buffer of the worker thread (n_q x n_k scores are never stored; headScoreRows() computes
+  // them again when a view asks):
+  // 2. Score: scores = sim(q, k)   (rows x n_k).
+  // 3. Temperature and mask: masked = scores / T, -inf where masked.
+  // 4. Normalise: weights   (rows x n_k), 0 where masked, rows of fully masked queries all 0.
+  //    local_gaussian then multiplies by exp(-(j-p)²/(2σ²)) (not renormalised).
+  // 5. Weigh the values: context = weights·v   (rows x n_k)·(n_k x dv_h) = (rows x dv_h)
+  // 6. Concatenate the heads: concat[rows, h·dv_h:(h+1)·dv_h] = context
+  result.concat.resize(nQ, dvModel);  // n_q x dv_model
+  for (HeadResult& head : result.heads) {
     head.weights.resize(nQ, nK);
-    for (int i = 0; i < nQ; ++i) {
-      const Scalar* scoreRow = head.scores.row(i).data();
-      if (!isAllFinite(scoreRow, nK))
-        return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
-      Scalar* maskedRowData = head.maskedScores.row(i).data();
+    head.context.resize(nQ, dvH);
+  }
+  const int rowBlocks = static_cast<int>(blockCount(nQ, kScoreBlockRows));
+  struct BlockOutcome {
+    bool overflow = false;         // the scores of a row are not finite
+    bool contextOverflow = false;  // weights·v does not fit a float, even in double
+    std::vector<Index> zeroQueries;
+  };
+  std::vector<BlockOutcome> blockOutcomes(static_cast<std::size_t>(heads) * rowBlocks);
+  std::vector<Matrix> scratch(static_cast<std::size_t>(threads));
+  std::vector<RowScratch> rowScratch;
+  rowScratch.reserve(static_cast<std::size_t>(threads));
+  for (int w = 0; w < threads; ++w) rowScratch.emplace_back(nK);
+  parallelFor(heads * rowBlocks, threads, [&](int item, int worker) {
+    const int h = item / rowBlocks, block = item % rowBlocks;
+    if (states[h].error) return;
+    HeadResult& head = result.heads[h];
+    BlockOutcome& outcome = blockOutcomes[item];
+    const Index first = block * kScoreBlockRows;
+    const Index count = std::min(kScoreBlockRows, static_cast<Index>(nQ) - first);
+    Matrix& s = scratch[worker];
+    s.resize(kScoreBlockRows, nK);
+    scoreBlock(states[h].keys, head.q, head.params, first, count, s.data(), &outcome.zeroQueries);
+    for (Index r = 0; r < count; ++r) {
+      const Index i = first + r;
+      Scalar* row = s.row(r).data();
+      if (!isAllFinite(row, nK)) {
+        outcome.overflow = true;
+        return;
+      }
       const bool* allowedRow = masked ? result.allowed.row(i).data() : nullptr;
-      maskRow(scoreRow, allowedRow, options.temperature, nK, maskedRowData);
-      auto weights = head.weights.row(i);
       // T = 1: the masked row is the raw row, and the normaliser subtracts its maximum itself.
       // Otherwise it gets (s - max) / T (see tempered()), not the clamped display row.
-      const Scalar* normalized =
-          options.temperature == 1
-              ? maskedRowData
-              : tempered(scoreRow, allowedRow, options.temperature, nK, scratch.tempered.data());
+      const Scalar* normalized = row;
+      if (options.temperature == 1) {
+        maskRow(row, allowedRow, 1, nK, row);
+      } else {
+        normalized = tempered(row, allowedRow, options.temperature, nK,
+                              rowScratch[worker].tempered.data());
+      }
+      Scalar* weightRow = head.weights.row(i).data();
       if (normalized) {
-        normalizeMaskedRow(options.normalizer, normalized, nK, weights.data(), scratch);
+        normalizeMaskedRow(options.normalizer, normalized, nK, weightRow, rowScratch[worker]);
       } else {
-        weights.setZero();  // fully masked row
+        std::fill(weightRow, weightRow + nK, Scalar(0));  // fully masked row
       }
-      if (gaussian) weights.array() *= result.positionWeights.row(i).array();
-      auto mean = result.weightsMean.row(i);
-      if (h == 0) {
-        mean = weights;
-      } else {
-        mean += weights;
-      }
-      if (h == heads - 1 && heads > 1) mean /= static_cast<Scalar>(heads);
+      if (gaussian) kernel.multiplyRow(weightRow, result.positionWeights.row(i).data(), nK);
     }
+    auto context = head.context.middleRows(first, count);
+    context.noalias() = head.weights.middleRows(first, count) * head.v;
+    if (!isAllFinite(context.data(), context.size()) &&
+        !recomputeContextRows(head.weights.middleRows(first, count), head.v, context)) {
+      outcome.contextOverflow = true;
+      return;
+    }
+    result.concat.block(first, h * dvH, count, dvH) = context;
+  });
 
-    // 5. Weigh the values: context = weights·v   (n_q x n_k)·(n_k x dv_h) = (n_q x dv_h)
-    head.context.resize(nQ, dvH);
-    head.context.noalias() = head.weights * head.v;
-    if (!isAllFinite(head.context) && !recomputeContextRows(head.weights, head.v, head.context))
-      return overflow("values", "the context of head " + std::to_string(h) + " (weights·v)");
-
-    // 6. Concatenate the heads: concat[:, h·dv_h:(h+1)·dv_h] = context   (n_q x dv_model)
-    result.concat.middleCols(h * dvH, dvH) = head.context;
+  // The first error in head order is the one a head-by-head computation meets first; the
+  // warnings follow in head order (per head: score parameters, zero queries, zero keys).
+  for (int h = 0; h < heads; ++h) {
+    if (states[h].error) return *states[h].error;
+    std::vector<Index> zeroQueries;
+    for (int block = 0; block < rowBlocks; ++block) {
+      const BlockOutcome& outcome = blockOutcomes[static_cast<std::size_t>(h) * rowBlocks + block];
+      if (outcome.overflow)
+        return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
+      zeroQueries.insert(zeroQueries.end(), outcome.zeroQueries.begin(),
+                         outcome.zeroQueries.end());
+    }
+    // (A head's scores are checked before its context, as in steps 2-5 one after the other.)
+    for (int block = 0; block < rowBlocks; ++block)
+      if (blockOutcomes[static_cast<std::size_t>(h) * rowBlocks + block].contextOverflow)
+        return overflow("values", "the context of head " + std::to_string(h) + " (weights·v)");
+    scoreWarnings(states[h].keys, zeroQueries, h, &result.warnings);
   }
+
+  // The mean of the weights over heads (PyTorch's average_attn_weights), added in head order
+  // and divided by H after the last head. Row blocks in parallel.
+  result.weightsMean.resize(nQ, nK);  // n_q x n_k
+  parallelFor(rowBlocks, threads, [&](int block, int) {
+    const Index first = block * kScoreBlockRows;
+    const Index last = std::min(static_cast<Index>(nQ), first + kScoreBlockRows);
+    for (Index i = first; i < last; ++i) {
+      Scalar* mean = result.weightsMean.row(i).data();
+      std::copy_n(result.heads[0].weights.row(i).data(), nK, mean);
+      for (int h = 1; h < heads; ++h) kernel.addRow(mean, result.heads[h].weights.row(i).data(), nK);
+      if (heads > 1) kernel.divideRow(mean, nK, static_cast<Scalar>(heads));
+    }
+  });
 
   // 7. Output projection: output = concat·W_o + b_o   (n_q x d_out); identity or no W_o:
   //    output = concat.
@@ -1353,7 +1520,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     result.output = result.concat;
   } else {
     result.output.resize(nQ, proj.wo.cols());
-    result.output.noalias() = result.concat * proj.wo;
+    blockedProduct(result.output, result.concat, proj.wo, threads);
     if (proj.bo.size() != 0) result.output.rowwise() += proj.bo.transpose();
     if (!isAllFinite(result.output)) return overflow("projections.wo", "the output projection");
   }
@@ -1379,6 +1546,43 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     result.decoderOutput.resize(0, 0);
   }
   return Ok{};
+}
+
+// =======================================================================================
+// Derived stages on demand
+// =======================================================================================
+
+Matrix headScoreRows(const AttentionResult& result, int head, int first, int count) {
+  if (head < 0 || head >= static_cast<int>(result.heads.size())) return Matrix();
+  const HeadResult& h = result.heads[head];
+  if (first < 0 || count < 0 || first + count > h.q.rows()) return Matrix();
+  const KeySide keys = prepareKeys(result.score, h.q, h.k, h.params);
+  Matrix out;
+  scoreRowsInto(keys, h.q, h.params, first, count, out, nullptr);
+  return out;
+}
+
+Matrix headMaskedScoreRows(const AttentionResult& result, int head, int first, int count) {
+  Matrix s = headScoreRows(result, head, first, count);
+  const int nK = static_cast<int>(s.cols());
+  const bool haveMask = result.masked && result.allowed.rows() >= first + s.rows() &&
+                        result.allowed.cols() == nK;
+  for (Index r = 0; r < s.rows(); ++r) {
+    Scalar* row = s.row(r).data();
+    maskRow(row, haveMask ? result.allowed.row(first + r).data() : nullptr, result.temperature,
+            nK, row);
+  }
+  return s;
+}
+
+Matrix headScores(const AttentionResult& result, int head) {
+  if (head < 0 || head >= static_cast<int>(result.heads.size())) return Matrix();
+  return headScoreRows(result, head, 0, static_cast<int>(result.heads[head].q.rows()));
+}
+
+Matrix headMaskedScores(const AttentionResult& result, int head) {
+  if (head < 0 || head >= static_cast<int>(result.heads.size())) return Matrix();
+  return headMaskedScoreRows(result, head, 0, static_cast<int>(result.heads[head].q.rows()));
 }
 
 }  // namespace attn

@@ -141,12 +141,13 @@ struct Warning {
   int row = -1;         // query row, -1 = not row-specific
 };
 
+// One head. The raw scores and the masked scores (n_q x n_k each) are not kept: they are
+// derived from q, k, params and the mask whenever a view asks, by headScores() and
+// headMaskedScores() below (issue 11: keeping them took 2/3 of a result's memory).
 struct HeadResult {
   Matrix q;             // n_q x d_h
   Matrix k;             // n_k x d_h
   Matrix v;             // n_k x dv_h
-  Matrix scores;        // n_q x n_k, raw similarity (before temperature and mask)
-  Matrix maskedScores;  // n_q x n_k, scores / temperature, -inf where masked
   Matrix weights;       // n_q x n_k, rows sum to 1 (0 for fully masked rows)
   Matrix context;       // n_q x dv_h, weights·v
   ScoreParams params;   // the score parameters actually used (seeded ones filled in)
@@ -163,7 +164,22 @@ struct AttentionResult {
   Projections projections;         // the projections actually used (seeded ones filled in)
   std::vector<int> fullyMaskedRows;  // query rows whose keys are all masked
   std::vector<Warning> warnings;
+  // What headScores() / headMaskedScores() need besides the heads and `allowed`:
+  ScoreKind score = ScoreKind::ScaledDot;  // the score function of step 2
+  Scalar temperature = 1;                  // step 3's divisor
+  bool masked = false;                     // false: no mask (then `allowed` is all true)
 };
+
+// Step 2 of head `head`, computed again from the result: rows [first, first + count) of the
+// raw scores (count x n_k), the very numbers attend() normalised (same blocks, same bits).
+// Cost: the score function on the 64-row blocks that cover the rows (one small GEMM for the
+// dot products). Empty when head or rows are out of range.
+Matrix headScoreRows(const AttentionResult& result, int head, int first, int count);
+// The same after step 3: scores / temperature (clamped to ±FLT_MAX), -inf where masked.
+Matrix headMaskedScoreRows(const AttentionResult& result, int head, int first, int count);
+// Every row: n_q x n_k.
+Matrix headScores(const AttentionResult& result, int head);
+Matrix headMaskedScores(const AttentionResult& result, int head);
 
 // Checks shapes, head count, parameters and finiteness without computing. The error's
 // `field` names the option ("heads", "mask.custom", "queries", ...); `file` is empty.
@@ -183,6 +199,26 @@ Expected<AttentionResult> attend(const Inputs& inputs, const Options& options);
 // that must keep showing the previous result computes into a second AttentionResult and
 // swaps on success.
 Status attend(const Inputs& inputs, const Options& options, AttentionResult& out);
+
+// How attend() runs, as opposed to what it computes: the result has the same bits for every
+// thread count (the work is split into items that do not depend on it: per head, per block
+// of rows; tests/test_core_isa.cpp checks it).
+struct RunOptions {
+  // Threads to use, >= 1; 0 = every core this process may run on (availableCores()).
+  // The items of each step (projection blocks, then (head, 64-query-row block) pairs for
+  // scores, softmax and context, then row blocks of the mean and the output projection) are
+  // handed out to `threads` threads. OpenBLAS runs single-threaded inside them (attend() sets
+  // its process-wide thread count to 1 for the call and puts the previous value back), so
+  // there are never more busy threads than `threads`. Two attend() calls may run at the same
+  // time (each on its own result).
+  int threads = 1;
+};
+// `threads` with 0 resolved to the number of cores, clamped to [1, 256].
+int resolvedThreads(const RunOptions& run);
+
+// attend(inputs, options, out) on the threads `run` asks for (the other overloads use one).
+Status attend(const Inputs& inputs, const Options& options, AttentionResult& out,
+              const RunOptions& run);
 
 // ---------------------------------------------------------------------------------------
 // The individual steps, public so that tests and the inspector can use them.

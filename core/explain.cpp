@@ -216,7 +216,9 @@ Scalar scoreSteps(ScoreKind kind, const Vector& q, const Vector& k, const ScoreP
 Expected<Explanation> explainScore(const AttentionResult& result, const Problem& problem,
                                    const Options& options, int head, int row, int col) {
   if (auto st = checkHead(result, head, true); !st) return st.error();
-  if (auto st = checkCell(result.heads[0].scores, row, col); !st) return st.error();
+  // The scores are not kept (they are computed again below, one row); their shape is the
+  // weights' shape.
+  if (auto st = checkCell(result.heads[0].weights, row, col); !st) return st.error();
 
   Explanation out;
   if (head < 0) {
@@ -226,7 +228,7 @@ Expected<Explanation> explainScore(const AttentionResult& result, const Problem&
     out.formula = "mean score = (1/H)·Σ_h score_h";
     Scalar sum = 0;
     for (int hIdx = 0; hIdx < static_cast<int>(result.heads.size()); ++hIdx) {
-      const Scalar v = result.heads[hIdx].scores(row, col);
+      const Scalar v = headScoreRows(result, hIdx, row, 1)(0, col);
       out.terms.push_back({hIdx, "head " + std::to_string(hIdx), formatNumber(v), v});
       sum += v;
     }
@@ -238,12 +240,12 @@ Expected<Explanation> explainScore(const AttentionResult& result, const Problem&
     return out;
   }
   const HeadResult& h = result.heads[head];
-  if (auto st = checkCell(h.scores, row, col); !st) return st.error();
+  if (auto st = checkCell(h.weights, row, col); !st) return st.error();
   const std::string qName = labelOr(problem.queryLabels, row, "q");
   const std::string kName = labelOr(problem.keyLabels, col, "k");
   out.title = "score(" + qName + ", " + kName + ")";
   if (result.heads.size() > 1) out.title += ", head " + std::to_string(head);
-  out.value = h.scores(row, col);
+  out.value = headScoreRows(result, head, row, 1)(0, col);
 
   if (h.q.rows() > row && h.k.rows() > col) {
     const Vector q = rowOf(h.q, row), k = rowOf(h.k, col);
@@ -326,27 +328,27 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
     return out;
   }
 
-  // The row the normaliser saw: maskedScores for T = 1; for T != 1 the core's (s − max) ÷ T
-  // (temperedScores()), so that even a tiny T explains the weights it gave.
-  const Matrix& masked = result.heads[head].maskedScores;
-  if (masked.rows() <= row || masked.cols() != nK) return out;
-  const Matrix& raw = result.heads[head].scores;
-  const bool temperedRow =
-      options.temperature != 1 && raw.rows() > row && raw.cols() == nK;
+  // The row the normaliser saw: the masked scores for T = 1; for T != 1 the core's
+  // (s − max) ÷ T (temperedScores()), so that even a tiny T explains the weights it gave. The
+  // result keeps neither: both rows are computed again (headMaskedScoreRows, headScoreRows).
+  const Matrix masked = headMaskedScoreRows(result, head, row, 1);
+  if (masked.rows() != 1 || masked.cols() != nK) return out;
+  const bool temperedRow = options.temperature != 1;
+  const Matrix raw = temperedRow ? headScoreRows(result, head, row, 1) : Matrix();
   // The row of the mask (null: every key allowed), for the core's top_k / sparsemax rules.
   const bool* allowedRow = result.allowed.rows() > row && result.allowed.cols() == nK
                                ? result.allowed.row(row).data()
                                : nullptr;
   const std::vector<Scalar> rowScores =
-      temperedRow ? temperedScores(raw.row(row).data(), allowedRow, options.temperature, nK)
-                  : std::vector<Scalar>(masked.row(row).data(), masked.row(row).data() + nK);
+      temperedRow ? temperedScores(raw.row(0).data(), allowedRow, options.temperature, nK)
+                  : std::vector<Scalar>(masked.row(0).data(), masked.row(0).data() + nK);
   const auto s = [&rowScores](int, int j) { return rowScores[static_cast<std::size_t>(j)]; };
   std::vector<Scalar> allowedScores;
   for (int j = 0; j < nK; ++j) {
     const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
-    if (a && std::isfinite(s(row, j))) allowedScores.push_back(s(row, j));
+    if (a && std::isfinite(s(0, j))) allowedScores.push_back(s(0, j));
   }
-  const Scalar sij = s(row, col);
+  const Scalar sij = s(0, col);
   const Scalar maxS = allowedScores.empty()
                           ? sij
                           : *std::max_element(allowedScores.begin(), allowedScores.end());
@@ -389,14 +391,14 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       const std::vector<int> order = topKKeys(rowScores.data(), allowedRow, nK, k);
       const int kept = static_cast<int>(order.size());
       const bool isKept = std::find(order.begin(), order.end(), col) != order.end();
-      const Scalar threshold = kept > 0 ? s(row, order[kept - 1]) : sij;
+      const Scalar threshold = kept > 0 ? s(0, order[kept - 1]) : sij;
       out.steps.push_back("s = " + formatNumber(sij) + ", k-th largest = " +
                           formatNumber(threshold) + tNote);
       if (!isKept) {
         out.steps.push_back("not among the " + std::to_string(kept) + " largest → w = 0");
       } else {
         Scalar sum = 0;
-        for (int i = 0; i < kept; ++i) sum += std::exp(s(row, order[i]) - maxS);
+        for (int i = 0; i < kept; ++i) sum += std::exp(s(0, order[i]) - maxS);
         const Scalar num = std::exp(sij - maxS);
         out.steps.push_back("kept; e^(s − max) = " + formatNumber(num) + ", Σ over the " +
                             std::to_string(kept) + " kept = " + formatNumber(sum));

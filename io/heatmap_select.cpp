@@ -62,10 +62,16 @@ Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Pr
 
   // 2 the values: a view into the result; only a mean the result lacks is computed
   SelectedMatrix view;
-  auto meanOver = [&](Matrix HeadResult::*member) -> Expected<Matrix> {
-    Matrix sum = result.heads[0].*member;
+  // The scores are not kept in the result (issue 11): headScores() computes a head's on
+  // demand, so a scores view owns its values.
+  auto matrixOf = [&](MatrixKind k, int h) -> Matrix {
+    return k == MatrixKind::Scores ? headScores(result, h)
+                                   : result.heads[static_cast<size_t>(h)].weights;
+  };
+  auto meanOver = [&](MatrixKind k) -> Expected<Matrix> {
+    Matrix sum = matrixOf(k, 0);
     for (int h = 1; h < heads; ++h) {
-      const Matrix& m = result.heads[static_cast<size_t>(h)].*member;
+      const Matrix m = matrixOf(k, h);
       if (m.rows() != sum.rows() || m.cols() != sum.cols()) {
         return Error{"", "head", "the heads' matrices differ in shape, so they have no mean"};
       }
@@ -77,21 +83,21 @@ Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Pr
   switch (kind) {
     case MatrixKind::Scores:
     case MatrixKind::Weights: {
-      Matrix HeadResult::*member =
-          kind == MatrixKind::Scores ? &HeadResult::scores : &HeadResult::weights;
-      if (one) {
-        view.borrowed = matrixRef(one->*member);
+      if (one && kind == MatrixKind::Weights) {
+        view.borrowed = matrixRef(one->weights);
+      } else if (one) {
+        view.owned = headScores(result, head);
       } else if (kind == MatrixKind::Weights && result.weightsMean.size() > 0) {
         view.borrowed = matrixRef(result.weightsMean);
       } else {
-        Expected<Matrix> averaged = meanOver(member);
+        Expected<Matrix> averaged = meanOver(kind);
         if (!averaged) return averaged.error();
         view.owned = std::move(*averaged);
       }
       break;
     }
     case MatrixKind::MaskedScores:
-      view.borrowed = matrixRef(one->maskedScores);
+      view.owned = headMaskedScores(result, head);
       break;
     case MatrixKind::Q:
       view.borrowed = matrixRef(one->q);

@@ -1533,43 +1533,105 @@ Status saveScenario(const Scenario& scenario, const std::string& path) {
   return writeFileAtomic(path, scenarioToJson(scenario));
 }
 
-std::string resultToJson(const AttentionResult& result, const Problem& problem) {
-  // The matrices are most of the text (8 heads x 2048 x 2048 is 67 million numbers): they are
-  // not put into the JSON DOM (16 bytes a number, 4.9 GB there) but printed straight into the
-  // text, where the DOM holds a placeholder. Labels and warnings are user text: if one holds
-  // the placeholder's control character, everything goes through the DOM instead.
-  constexpr std::string_view kMarker = "\x01" "attnscope-matrix-";
-  bool direct = true;
-  for (const auto* labels : {&problem.queryLabels, &problem.keyLabels})
-    for (const std::string& label : *labels) direct = direct && label.find('\x01') == label.npos;
-  for (const Warning& warning : result.warnings)
-    direct = direct && warning.message.find('\x01') == std::string::npos &&
-             warning.code.find('\x01') == std::string::npos;
-  std::vector<const Matrix*> matrices;
-  auto matrix = [&](const Matrix& m) -> OrderedJson {
-    if (!direct) return toJson(m);
-    matrices.push_back(&m);
-    return std::string(kMarker) + std::to_string(matrices.size() - 1);
-  };
+namespace {
 
-  OrderedJson doc = OrderedJson::object();
-  OrderedJson heads = OrderedJson::array();
-  for (const HeadResult& head : result.heads) {
-    OrderedJson h = OrderedJson::object();
-    h["q"] = matrix(head.q);
-    h["k"] = matrix(head.k);
-    h["v"] = matrix(head.v);
-    h["scores"] = matrix(head.scores);
-    h["weights"] = matrix(head.weights);
-    h["context"] = matrix(head.context);
-    heads.push_back(std::move(h));
+// Text handed to a sink in chunks of about 1 MB, so that a result of any size is written
+// without ever holding all of its text (at 2048 tokens x 8 heads it is about 1 GB).
+class ChunkedText {
+ public:
+  explicit ChunkedText(const TextSink& sink) : sink_(sink) { buffer_.reserve(kChunk + 4096); }
+  ChunkedText& operator+=(std::string_view text) {
+    buffer_ += text;
+    if (buffer_.size() >= kChunk) flush();
+    return *this;
   }
-  doc["heads"] = std::move(heads);
-  doc["concat"] = matrix(result.concat);
-  doc["output"] = matrix(result.output);
-  doc["weights_mean"] = matrix(result.weightsMean);
-  doc["query_labels"] = toJson(problem.queryLabels);
-  doc["key_labels"] = toJson(problem.keyLabels);
+  void spaces(int count) { buffer_.append(static_cast<std::size_t>(count), ' '); }
+  void flush() {
+    if (!buffer_.empty()) sink_(buffer_);
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kChunk = 1 << 20;
+  const TextSink& sink_;
+  std::string buffer_;
+};
+
+// A matrix as print(toJson(m), indent, floats = true) writes it, straight from the matrix.
+void appendMatrix(const Matrix& m, int indent, ChunkedText& out) {
+  if (m.rows() == 0) {
+    out += "[]";
+    return;
+  }
+  out += "[\n";
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    if (r > 0) out += ",\n";
+    out.spaces(indent + 2);
+    out += "[";
+    for (Eigen::Index c = 0; c < m.cols(); ++c) {
+      if (c > 0) out += ", ";
+      out += floatText(m(r, c));
+    }
+    out += "]";
+  }
+  out += "\n";
+  out.spaces(indent);
+  out += "]";
+}
+
+// A small value (labels, warnings) through the DOM printer.
+void appendValue(const OrderedJson& value, int indent, ChunkedText& out) {
+  std::string text;
+  print(value, indent, true, text);
+  out += text;
+}
+
+}  // namespace
+
+void writeResultJson(const AttentionResult& result, const Problem& problem, const TextSink& sink) {
+  // The layout printDocument() gives the same document: objects and lists of lists one item
+  // per line, lists of numbers on one line.
+  ChunkedText out(sink);
+  out += "{\n  \"heads\": ";
+  if (result.heads.empty()) {
+    out += "[]";
+  } else {
+    out += "[\n";
+    for (std::size_t h = 0; h < result.heads.size(); ++h) {
+      const HeadResult& head = result.heads[h];
+      if (h > 0) out += ",\n";
+      out += "    {\n";
+      const int index = static_cast<int>(h);
+      // The scores are not kept in the result: computed here one head at a time.
+      const std::pair<const char*, const Matrix*> kept[] = {
+          {"q", &head.q}, {"k", &head.k}, {"v", &head.v}};
+      for (const auto& [key, matrix] : kept) {
+        out += "      \"";
+        out += key;
+        out += "\": ";
+        appendMatrix(*matrix, 6, out);
+        out += ",\n";
+      }
+      out += "      \"scores\": ";
+      appendMatrix(headScores(result, index), 6, out);
+      out += ",\n      \"weights\": ";
+      appendMatrix(head.weights, 6, out);
+      out += ",\n      \"context\": ";
+      appendMatrix(head.context, 6, out);
+      out += "\n    }";
+    }
+    out += "\n  ]";
+  }
+  out += ",\n  \"concat\": ";
+  appendMatrix(result.concat, 2, out);
+  out += ",\n  \"output\": ";
+  appendMatrix(result.output, 2, out);
+  out += ",\n  \"weights_mean\": ";
+  appendMatrix(result.weightsMean, 2, out);
+  out += ",\n  \"query_labels\": ";
+  appendValue(toJson(problem.queryLabels), 2, out);
+  out += ",\n  \"key_labels\": ";
+  appendValue(toJson(problem.keyLabels), 2, out);
   OrderedJson warnings = OrderedJson::array();
   for (const Warning& warning : result.warnings) {
     OrderedJson w = OrderedJson::object();
@@ -1579,50 +1641,21 @@ std::string resultToJson(const AttentionResult& result, const Problem& problem) 
     w["row"] = warning.row;
     warnings.push_back(std::move(w));
   }
-  doc["warnings"] = std::move(warnings);
-  if (result.decoderOutput.size() > 0) doc["decoder_output"] = matrix(result.decoderOutput);
-  const std::string skeleton = printDocument(doc);
-  if (!direct) return skeleton;
-
-  // Each placeholder is printed as "\u0001attnscope-matrix-N" (quotes included) at the end of a
-  // line '<indent>"key": '; the matrix goes there exactly as print() would write it.
-  const std::string quotedMarker = "\"\\u0001attnscope-matrix-";
-  std::size_t numbers = 0;
-  for (const Matrix* m : matrices) numbers += static_cast<std::size_t>(m->size());
-  std::string out;
-  out.reserve(skeleton.size() + numbers * 12);
-  std::size_t from = 0;
-  for (std::size_t at = skeleton.find(quotedMarker); at != std::string::npos;
-       at = skeleton.find(quotedMarker, from)) {
-    out.append(skeleton, from, at - from);
-    const std::size_t digits = at + quotedMarker.size();
-    const std::size_t close = skeleton.find('"', digits);
-    const std::size_t index = std::stoul(skeleton.substr(digits, close - digits));
-    const std::size_t lineStart = skeleton.rfind('\n', at) + 1;  // npos + 1 = 0
-    const std::size_t indent = skeleton.find_first_not_of(' ', lineStart) - lineStart;
-    const Matrix& m = *matrices.at(index);
-    if (m.rows() == 0) {
-      out += "[]";
-    } else {
-      out += "[\n";
-      for (Eigen::Index r = 0; r < m.rows(); ++r) {
-        if (r > 0) out += ",\n";
-        out.append(indent + 2, ' ');
-        out += '[';
-        for (Eigen::Index c = 0; c < m.cols(); ++c) {
-          if (c > 0) out += ", ";
-          out += floatText(m(r, c));
-        }
-        out += ']';
-      }
-      out += '\n';
-      out.append(indent, ' ');
-      out += ']';
-    }
-    from = close + 1;
+  out += ",\n  \"warnings\": ";
+  appendValue(warnings, 2, out);
+  if (result.decoderOutput.size() > 0) {
+    out += ",\n  \"decoder_output\": ";
+    appendMatrix(result.decoderOutput, 2, out);
   }
-  out.append(skeleton, from, std::string::npos);
-  return out;
+  out += "\n}\n";
+  out.flush();
 }
+
+std::string resultToJson(const AttentionResult& result, const Problem& problem) {
+  std::string text;
+  writeResultJson(result, problem, [&text](std::string_view chunk) { text += chunk; });
+  return text;
+}
+
 
 }  // namespace attn::io

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -57,5 +58,12 @@ Status saveScenario(const Scenario& scenario, const std::string& path);
 //  "weights_mean", "query_labels", "key_labels", "warnings": [...]}; matrices are lists of
 // rows. (-inf cannot occur: masked scores are not part of it.)
 std::string resultToJson(const AttentionResult& result, const Problem& problem);
+
+// Receives a long text in order, a chunk at a time.
+using TextSink = std::function<void(std::string_view)>;
+
+// resultToJson()'s text, byte for byte, handed to `sink` in chunks of about 1 MB and computed
+// as it goes (each head's scores one head at a time), so that nothing holds the whole text.
+void writeResultJson(const AttentionResult& result, const Problem& problem, const TextSink& sink);
 
 }  // namespace attn::io

@@ -224,7 +224,10 @@ attn::Scenario twoHeadScenario() {
 TEST_F(CliTest, VersionAndHelp) {
   RunResult run = attnscope({"--version"});
   EXPECT_EQ(run.exitCode, 0);
-  EXPECT_EQ(run.out, "attnscope " + std::string(attn::app::kVersion) + "\n");
+  // The version, then the kernels' path and OpenBLAS's kernels (test_cli_bench.cpp checks them).
+  EXPECT_EQ(run.out.substr(0, run.out.find('\n') + 1),
+            "attnscope " + std::string(attn::app::kVersion) + "\n");
+  EXPECT_NE(run.out.find("\nkernels: "), std::string::npos) << run.out;
   EXPECT_EQ(run.err, "");
 
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--help"},
@@ -709,7 +712,7 @@ TEST(CliParse, WindowSize) {
 TEST(CliParse, Dispatch) {
   using attn::app::isCliArgument;
   for (const char* cli :
-       {"compute", "export", "screenshot", "help", "--help", "-h", "--version", "--bogus"}) {
+       {"compute", "export", "screenshot", "bench", "help", "--help", "-h", "--version", "--bogus"}) {
     EXPECT_TRUE(isCliArgument(cli)) << cli;
   }
   for (const char* gui : {"scenario.json", "assets/scenarios/decoder_state.json", "computed"}) {

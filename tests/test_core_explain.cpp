@@ -123,7 +123,7 @@ TEST_P(ParametricScores, StepsReachTheResultsScore) {
     float sum = 0;
     for (const ExplainTerm& t : e->terms) sum += t.value;
     if (GetParam() == ScoreKind::Mlp) sum += c.result.heads[0].params.mlpOutBias;
-    EXPECT_NEAR(sum, c.result.heads[0].scores(0, col), 1e-4) << allSteps(*e);
+    EXPECT_NEAR(sum, headScores(c.result, 0)(0, col), 1e-4) << allSteps(*e);
   }
 }
 
@@ -270,7 +270,7 @@ TEST(ExplainWeight, MeanOverHeads) {
   auto score = explainScore(c.result, c.problem, c.problem.options, -1, 1, 2);
   ASSERT_TRUE(score.ok());
   EXPECT_NEAR(score->value,
-              (c.result.heads[0].scores(1, 2) + c.result.heads[1].scores(1, 2)) / 2, 1e-6);
+              (headScores(c.result, 0)(1, 2) + headScores(c.result, 1)(1, 2)) / 2, 1e-6);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -319,8 +319,8 @@ TEST(PatchAttentionTest, RedSquareAttendsToTheOtherRedSquareMoreThanToTheCircle)
       const double blue = std::sqrt(30.0 * 30 + 70 * 70 + 220 * 220);
       const double cosRedBlue = (220.0 * 30 + 30 * 70 + 30 * 220) / (red * blue);
       const int fullBlue = grid.index(2, 9);  // inside the circle
-      EXPECT_NEAR(computed->result.heads[0].scores(query, fullBlue), cosRedBlue, 1e-5);
-      EXPECT_NEAR(computed->result.heads[0].scores(query, squareB[0]), 1.0, 1e-5);
+      EXPECT_NEAR(headScores(computed->result, 0)(query, fullBlue), cosRedBlue, 1e-5);
+      EXPECT_NEAR(headScores(computed->result, 0)(query, squareB[0]), 1.0, 1e-5);
     }
   }
 }

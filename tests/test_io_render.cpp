@@ -292,15 +292,19 @@ struct Fixture {
     for (int h = 0; h < 2; ++h) {
       HeadResult head;
       const float f = static_cast<float>(h + 1);
-      head.q = M({{1, 2}, {3, 4}}) * f;
-      head.k = M({{1, 0}, {0, 1}, {1, 1}}) * f;
+      // Dot scores q·kᵀ = {{1, 2, 3}, {4, 5, 6}}·f (the result keeps q and k, not the scores);
+      // masked with `allowed` below: {{1, -inf, -inf}, {4, 5, -inf}}·f.
+      head.q = M({{1, 0}, {1, 3}}) * f;
+      head.k = M({{1, 1}, {2, 1}, {3, 1}});
       head.v = M({{1}, {2}, {3}}) * f;
-      head.scores = M({{1, 2, 3}, {4, 5, 6}}) * f;
-      head.maskedScores = M({{1, -kInf, -kInf}, {4, 5, -kInf}}) * f;
       head.weights = M({{1, 0, 0}, {0.5f, 0.5f, 0}});
       head.context = M({{1}, {1.5f}}) * f;
       result.heads.push_back(head);
     }
+    result.score = ScoreKind::Dot;
+    result.masked = true;
+    result.allowed.resize(2, 3);
+    result.allowed << true, false, false, true, true, false;
     result.weightsMean = M({{1, 0, 0}, {0.5f, 0.5f, 0}});
     result.concat = M({{1, 2}, {1.5f, 3}});
     result.output = M({{7, 8}, {9, 10}});
@@ -368,7 +372,10 @@ TEST(SelectMatrix, PerHeadMatricesAndLabels) {
   Expected<MatrixView> masked = selectMatrix(fx.result, fx.problem, MatrixKind::MaskedScores, 0);
   ASSERT_TRUE(masked);
   EXPECT_EQ(masked->colLabels, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(masked->values(0, 1), -kInf);
+  EXPECT_EQ(masked->values, M({{1, -kInf, -kInf}, {4, 5, -kInf}}));
+  Expected<MatrixView> scores = selectMatrix(fx.result, fx.problem, MatrixKind::Scores, 1);
+  ASSERT_TRUE(scores);
+  EXPECT_EQ(scores->values, M({{2, 4, 6}, {8, 10, 12}}));
 
   Expected<MatrixView> context = selectMatrix(fx.result, fx.problem, MatrixKind::Context, 0);
   ASSERT_TRUE(context);

@@ -142,8 +142,9 @@ void expectSameResult(const AttentionResult& a, const AttentionResult& b) {
     EXPECT_TRUE(sameBits(a.heads[h].q, b.heads[h].q));
     EXPECT_TRUE(sameBits(a.heads[h].k, b.heads[h].k));
     EXPECT_TRUE(sameBits(a.heads[h].v, b.heads[h].v));
-    EXPECT_TRUE(sameBits(a.heads[h].scores, b.heads[h].scores));
-    EXPECT_TRUE(sameBits(a.heads[h].maskedScores, b.heads[h].maskedScores));
+    EXPECT_TRUE(sameBits(headScores(a, static_cast<int>(h)), headScores(b, static_cast<int>(h))));
+    EXPECT_TRUE(sameBits(headMaskedScores(a, static_cast<int>(h)),
+                         headMaskedScores(b, static_cast<int>(h))));
     EXPECT_TRUE(sameBits(a.heads[h].weights, b.heads[h].weights));
     EXPECT_TRUE(sameBits(a.heads[h].context, b.heads[h].context));
   }
@@ -237,7 +238,7 @@ TEST(Presets, DecoderStateGivesTheTutorialScores) {
   EXPECT_EQ(scenario->score, ScoreKind::Dot);
   const auto result = compute(*scenario);
   ASSERT_TRUE(result.ok());
-  const Matrix& scores = result->heads[0].scores;
+  const Matrix scores = headScores(*result, 0);
   EXPECT_FLOAT_EQ(scores(0, 0), 927);
   EXPECT_FLOAT_EQ(scores(0, 1), 397);
   EXPECT_FLOAT_EQ(scores(0, 2), 148);
@@ -308,7 +309,7 @@ TEST(Format, MinimalFileIsCrossIdentityOneHead) {
   EXPECT_EQ(scenario->values.size(), 0);  // values default to keys
   const auto result = compute(*scenario);
   ASSERT_TRUE(result.ok());
-  EXPECT_FLOAT_EQ(result->heads[0].scores(0, 1), 397);
+  EXPECT_FLOAT_EQ(headScores(*result, 0)(0, 1), 397);
 }
 
 TEST(Format, ModeDefaultsToSelfWithoutKeys) {

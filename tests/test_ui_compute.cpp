@@ -73,7 +73,7 @@ TEST(ComputeService, ComputesWhatWasSubmitted) {
   std::shared_ptr<const Computed> result = service.take();
   ASSERT_TRUE(result);
   EXPECT_EQ(result->revision, 5u);
-  EXPECT_NEAR(result->result->heads[0].scores(0, 0), 927.f, 1e-3f);
+  EXPECT_NEAR(headScores(*result->result, 0)(0, 0), 927.f, 1e-3f);
   EXPECT_FALSE(service.take());  // taken once
 }
 
@@ -91,7 +91,7 @@ TEST(ComputeService, LatestRequestWinsAndStaleOnesAreDropped) {
   ASSERT_TRUE(result);
   EXPECT_EQ(result->revision, 40u);
   // Key 0 = [40, 12, 45]: score of [5, 1, 20] is 200 + 12 + 900.
-  EXPECT_NEAR(result->result->heads[0].scores(0, 0), 1112.f, 1e-3f);
+  EXPECT_NEAR(headScores(*result->result, 0)(0, 0), 1112.f, 1e-3f);
   // 40 requests, but the ones queued behind the slow first one (or behind each other, when
   // the worker had not even started yet) replaced each other.
   EXPECT_LT(service.completed(), 40u);

@@ -1,0 +1,80 @@
+// The non-GEMM kernels of attention (row maximum, finiteness, mask, softmax's exp and sum,
+// tanh scores, row sums), built once per instruction set and chosen at start-up.
+//
+// Why per ISA: the matrix products go to OpenBLAS, which picks its AVX2 / AVX-512 kernels at
+// run time, but everything else is our own code, and a portable (baseline x86-64) build
+// runs it with 4-wide SSE2. core/isa/kernels_impl.inc is compiled three times, by
+// kernels_baseline.cpp, kernels_avx2.cpp (-mavx2 -mfma) and kernels_avx512.cpp (-mavx512f
+// ...), each inside its own namespace, and kernels::active() returns the table of the best
+// one this CPU runs (or the one ATTNSCOPE_ISA asks for).
+//
+// The ODR rule this relies on: those three translation units include NOTHING with inline
+// functions (no Eigen, no <algorithm>, no <cmath>): an inline function compiled with
+// -mavx512f in one unit and without it in another is one symbol to the linker, which keeps
+// one copy, possibly the AVX-512 one, for every caller. So the kernels are plain pointer
+// loops over GCC vector types, every helper has internal linkage, and this header declares
+// only plain data and functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attn::kernels {
+
+enum class Isa : int { Baseline = 0, Avx2 = 1, Avx512 = 2 };
+
+// Every kernel works on plain float arrays. `n` counts floats. Results are the same on every
+// path up to rounding (the vector width changes the order of some sums; FMA is contracted
+// on the AVX paths): within 1e-6 relative in practice, tested at 1e-5.
+struct Table {
+  Isa isa;
+  const char* name;  // "baseline", "avx2", "avx512"
+
+  // The largest of x[0..n), -inf when n == 0. x holds no NaN (-inf entries are fine).
+  float (*rowMax)(const float* x, std::ptrdiff_t n);
+
+  // True when every x[0..n) is finite (no NaN, no ±inf).
+  bool (*allFinite)(const float* x, std::ptrdiff_t n);
+
+  // Step 3 for one row: out[j] = allowed[j] ? clamp(scores[j] / temperature) : -inf, with
+  // clamp to ±FLT_MAX (so that T -> 0 approaches hard attention instead of overflowing).
+  // allowed may be null (every key allowed); temperature > 0. T == 1 is an exact copy.
+  // out may be scores (in place).
+  void (*maskRow)(const float* scores, const bool* allowed, float temperature, std::ptrdiff_t n,
+                  float* out);
+
+  // Softmax's numerator and denominator on a masked row s (n) with finite maximum m:
+  // w[j] = exp(s[j] - m) where s[j] - m > floor, else exactly 0 (masked keys are -inf);
+  // returns Σ w[j], accumulated in double. floor = -87 keeps exp away from denormals.
+  double (*expShiftedRow)(const float* s, float m, std::ptrdiff_t n, float* w);
+
+  // x[j] /= divisor.
+  void (*divideRow)(float* x, std::ptrdiff_t n, float divisor);
+  // x[j] *= y[j].
+  void (*multiplyRow)(float* x, const float* y, std::ptrdiff_t n);
+  // acc[j] += x[j].
+  void (*addRow)(float* acc, const float* x, std::ptrdiff_t n);
+
+  // The additive / mlp score loop: scores[i·ldScores + j] = Σ_a v[a]·tanh(a_i[a] + bT[a][j]) + c
+  // for i < nQ, j < nK. a (nQ x dA, row-major), bT (dA x nK, row-major: B transposed, so
+  // that the loop runs along the keys), v (dA). The sum over a runs in index order.
+  void (*tanhScores)(const float* a, const float* bT, const float* v, float c, std::ptrdiff_t nQ,
+                     std::ptrdiff_t nK, std::ptrdiff_t dA, float* scores, std::ptrdiff_t ldScores);
+
+  // tanh(x[j]) in place (the decoder output step; also what tanhScores uses).
+  void (*tanhRow)(float* x, std::ptrdiff_t n);
+};
+
+// The three builds (defined in core/isa/kernels_<isa>.cpp). Only call a table whose ISA
+// isSupported() says this CPU runs.
+namespace baseline {
+extern const Table kTable;
+}
+namespace avx2 {
+extern const Table kTable;
+}
+namespace avx512 {
+extern const Table kTable;
+}
+
+}  // namespace attn::kernels
