@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/frame_pacing.h"
 #include "core/attention.h"
 #include "core/scenario.h"
 #include "core/scenario_edits.h"
@@ -74,6 +75,9 @@ struct PanelScratch {
   int embeddingDim = 16;                 // embedding width for the next Apply
   std::uint64_t randomiseClicks = 0;     // mixed into the seed so each Randomise differs
   int focusedQuery = 0;                  // geometry: the query whose scores are shown
+  // Pipeline step keys (Space, arrows, PageUp/PageDown, Esc) from the window's key queue,
+  // applied in order by the Pipeline panel and cleared every frame.
+  std::vector<StepKey> stepKeys;
   int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
   bool dragArrowIsQuery = false;
   float geometryScale = 0;               // geometry: pixels per unit, frozen while dragging

@@ -31,6 +31,7 @@
 #include "app/cli.h"
 #include "app/compute_service.h"
 #include "app/files.h"
+#include "app/frame_pacing.h"
 #include "app/gl_texture.h"
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
@@ -82,7 +83,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Mouse wheel on a heatmap", "Zoom around the cursor"},
     {"Drag on a heatmap", "Pan; double-click resets the zoom"},
     {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
-    {"Space / \xE2\x86\x92 / \xE2\x86\x90 / Esc", "Pipeline: step through the stages / show all"},
+    {"Space / \xE2\x86\x92 / PageDown, \xE2\x86\x90 / PageUp, Esc",
+     "Pipeline: next / previous stage (clickers), show all"},
     {"Drop a .json file", "Open it"},
 };
 
@@ -138,6 +140,13 @@ struct GuiSession::Impl {
     int key, mods;
   };
   std::vector<KeyPress> keyPresses;
+  // Idle pacing (app/frame_pacing.h): an input callback sets eventSeen; the loop then draws
+  // kSettleFrames more frames before it may block in glfwWaitEventsTimeout again.
+  bool eventSeen = true;
+  int settleFrames = kSettleFrames;
+  bool waitWhenIdle = false;
+  double imguiClockOffset = 0;  // ImGui::GetTime() - glfwGetTime() at the last drawn frame
+  FrameActivity activity() const;
 
   bool screenshotMode() const { return !launch.screenshotPath.empty(); }
   double now() const { return ImGui::GetCurrentContext() ? ImGui::GetTime() : 0.0; }
@@ -174,9 +183,25 @@ void dropCallback(GLFWwindow* window, int count, const char** paths) {
 
 void keyCallback(GLFWwindow* window, int key, int /*scancode*/, int action, int mods) {
   auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
-  if (impl == nullptr || action == GLFW_RELEASE) return;
-  impl->keyPresses.push_back({key, mods});
+  if (impl == nullptr) return;
+  impl->eventSeen = true;
+  if (action != GLFW_RELEASE) impl->keyPresses.push_back({key, mods});
 }
+
+// Any other input or window change: only wakes the loop up (ImGui's callbacks, installed
+// after these, chain to them; the cursor position is polled by the 1.86 backend).
+void markEvent(GLFWwindow* window) {
+  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  if (impl != nullptr) impl->eventSeen = true;
+}
+void cursorPosCallback(GLFWwindow* window, double, double) { markEvent(window); }
+void mouseButtonCallback(GLFWwindow* window, int, int, int) { markEvent(window); }
+void scrollCallback(GLFWwindow* window, double, double) { markEvent(window); }
+void charCallback(GLFWwindow* window, unsigned int) { markEvent(window); }
+void focusCallback(GLFWwindow* window, int) { markEvent(window); }
+void enterCallback(GLFWwindow* window, int) { markEvent(window); }
+void sizeCallback(GLFWwindow* window, int, int) { markEvent(window); }
+void refreshCallback(GLFWwindow* window) { markEvent(window); }
 
 }  // namespace
 
@@ -210,7 +235,15 @@ int GuiSession::Impl::openWindow() {
   glfwSwapInterval(screenshotMode() || !options.vsync ? 0 : 1);
   glfwSetWindowUserPointer(window, this);
   glfwSetDropCallback(window, dropCallback);
-  glfwSetKeyCallback(window, keyCallback);  // before ImGui's, which chains to it
+  glfwSetKeyCallback(window, keyCallback);  // before ImGui's, which chains to them
+  glfwSetCursorPosCallback(window, cursorPosCallback);
+  glfwSetMouseButtonCallback(window, mouseButtonCallback);
+  glfwSetScrollCallback(window, scrollCallback);
+  glfwSetCharCallback(window, charCallback);
+  glfwSetWindowFocusCallback(window, focusCallback);
+  glfwSetCursorEnterCallback(window, enterCallback);
+  glfwSetFramebufferSizeCallback(window, sizeCallback);
+  glfwSetWindowRefreshCallback(window, refreshCallback);
   float sx = 1.f, sy = 1.f;
   glfwGetWindowContentScale(window, &sx, &sy);
   contentScale = std::clamp(std::max(sx, sy), 1.f, 4.f);
@@ -291,6 +324,8 @@ void GuiSession::Impl::handleShortcuts() {
       ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
   for (const KeyPress& press : presses) {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
+    if (const StepKey step = stepKeyFor(press.key, press.mods); step != StepKey::None && !modal)
+      state.panels.stepKeys.push_back(step);  // applied by the Pipeline panel this frame
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
     const bool shift = press.mods & GLFW_MOD_SHIFT;
     switch (press.key) {
@@ -761,13 +796,48 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
 // The loop
 // =======================================================================================
 
+FrameActivity GuiSession::Impl::activity() const {
+  FrameActivity a;
+  a.screenshot = screenshotMode();
+  a.computing = state.computing();
+  const ImGuiIO& io = ImGui::GetIO();
+  a.interacting = ImGui::IsAnyItemActive() || ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
+                  ImGui::IsMouseDown(ImGuiMouseButton_Right) || io.MouseWheel != 0.f;
+  const double t = now();
+  // Toasts and the status colour expire by time: keep drawing until just after they have.
+  for (const Notice& notice : state.notices)
+    if (t - notice.time < kNoticeSeconds + 0.5) a.noticesFading = true;
+  a.pendingInput = !keyPresses.empty() || !droppedPaths.empty() || screenshotRequested ||
+                   layoutDirty || files.quitConfirmed;
+  a.settleFrames = settleFrames;
+  return a;
+}
+
 bool GuiSession::frame() {
   Impl& s = *impl_;
   if (s.finished) return false;
   using Clock = std::chrono::steady_clock;
   const auto frameStart = Clock::now();
-  // 1 events; the font atlas can only change outside NewFrame/Render
-  glfwPollEvents();
+  // 1 events (blocking while idle, see frame_pacing.h); the font atlas can only change
+  //   outside NewFrame/Render
+  if (s.waitWhenIdle && mayWaitForEvents(s.activity())) {
+    glfwWaitEventsTimeout(kIdleWaitSeconds);
+    if (!s.eventSeen && s.droppedPaths.empty() && !glfwWindowShouldClose(s.window)) {
+      // Woken by the timeout alone: the screen would not change, so draw nothing (the front
+      // buffer stays); only the autosave ticks, on ImGui's clock continued by GLFW's.
+      autosaveTick(s.files, s.state, glfwGetTime() + s.imguiClockOffset, kAutosaveInterval,
+                   false);
+      return true;
+    }
+  } else {
+    glfwPollEvents();
+  }
+  if (s.eventSeen) {
+    s.settleFrames = kSettleFrames;
+    s.eventSeen = false;
+  } else if (s.settleFrames > 0) {
+    --s.settleFrames;
+  }
   s.rebuildFontIfNeeded();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
@@ -780,6 +850,7 @@ bool GuiSession::frame() {
   }
   ImGui::NewFrame();
   const double t = s.now();
+  s.imguiClockOffset = t - glfwGetTime();
 
   // 2 dropped files, shortcuts, menu
   for (const std::string& path : s.droppedPaths) requestOpen(s.files, s.state, path, t);
@@ -809,7 +880,11 @@ bool GuiSession::frame() {
 
   // 4 close the undo step unless a drag is going on, recompute if the revision changed
   endFrame(s.state, ImGui::IsAnyItemActive());
-  if (s.recompute()) s.postComputeNotices();
+  s.state.panels.stepKeys.clear();  // the Pipeline panel was hidden: drop its keys
+  if (s.recompute()) {
+    s.postComputeNotices();
+    s.eventSeen = true;  // a new result: draw it and let the layout settle
+  }
 
   // 5 render, screenshot before the swap
   ImGui::Render();
@@ -877,6 +952,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
   s.options = options;
+  s.waitWhenIdle = options.waitWhenIdle && !s.screenshotMode();
   // 1 the scenario first: a bad file must fail the same way with or without a display
   Scenario initial;
   std::string startupError;
@@ -978,7 +1054,9 @@ void GuiSession::close() {
 
 int runGui(const GuiLaunch& launch) {
   GuiSession session;
-  if (int code = session.open(launch, {}); code != 0) return code;
+  GuiSession::Options options;
+  options.waitWhenIdle = true;
+  if (int code = session.open(launch, options); code != 0) return code;
   while (session.frame()) {
   }
   const int code = session.exitCode();

@@ -1,13 +1,14 @@
 // The Pipeline panel: every stage of one head's attention as its own heatmap, side by side,
 // Q, K, V → scores → masked scores → weights → context (→ concat → output), with the
-// operation written on the arrow between stages. Space / Right / Left step through the
-// stages one at a time (later stages hidden, the current one highlighted), Escape shows all.
+// operation written on the arrow between stages. Space / Right / PageDown and Left / PageUp
+// (what presentation clickers send) step through the stages one at a time (later stages hidden, the current one highlighted), Escape shows all.
 #include <imgui.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "app/frame_pacing.h"
 #include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
@@ -92,27 +93,17 @@ std::string arrowLabel(io::MatrixKind stage, const Scenario& doc) {
 // Keys
 // ---------------------------------------------------------------------------------------
 
-bool keyPressed(ImGuiKey key) {
-  const int index = ImGui::GetKeyIndex(key);
-  return index >= 0 && ImGui::IsKeyPressed(index, true);
-}
-
 void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible) {
+  // The window queues every GLFW press (app/gui.cpp): ImGui 1.86 keeps only the key state per
+  // frame, so a press and release inside one frame (a clicker, fast taps) would be lost.
+  std::vector<StepKey> keys;
+  keys.swap(state.panels.stepKeys);
   const ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput || ImGui::IsAnyItemActive()) return;
-  if (io.KeyCtrl || io.KeyAlt || io.KeySuper) return;  // leave chords to the menus
-  int& stage = state.view.pipelineStage;
-  // ImGui 1.86 keeps only the key state per frame, so a press and release inside one frame
-  // (a quick tap, a presentation clicker, xdotool) is lost; the typed ' ' character is not.
-  bool spaceTyped = false;
-  for (ImWchar c : io.InputQueueCharacters) spaceTyped |= c == ' ';
-  if (keyPressed(ImGuiKey_Space) || spaceTyped || keyPressed(ImGuiKey_RightArrow)) {
-    stage = stepPipelineStage(stage, +1, visible);
-  } else if (keyPressed(ImGuiKey_LeftArrow)) {
-    stage = stepPipelineStage(stage, -1, visible);
-  } else if (keyPressed(ImGuiKey_Escape) && !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup)) {
-    stage = -1;
-  }
+  // Esc closes a popup first; it shows every stage only when nothing else wants it.
+  if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup))
+    std::erase(keys, StepKey::ShowAll);
+  state.view.pipelineStage = applyStepKeys(state.view.pipelineStage, keys, visible);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -172,7 +163,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   tooltip("Show every stage at once (Escape).");
   ImGui::SameLine();
   if (current < 0) {
-    panel::mutedWrapped("Space / → steps through the stages one at a time.");
+    panel::mutedWrapped("Space / → / PageDown steps through the stages one at a time.");
   } else {
     int index = 0;
     for (int i = 0; i < static_cast<int>(visible.size()); ++i)

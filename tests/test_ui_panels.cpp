@@ -12,7 +12,11 @@
 
 #include <imgui.h>
 
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+
 #include "app/app_state.h"
+#include "app/frame_pacing.h"
 #include "app/pipeline_steps.h"
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
@@ -451,27 +455,54 @@ TEST(PipelineStages, StepAndWrap) {
             stageIndex(io::MatrixKind::Q));
 }
 
+// The window queues every GLFW key press (app/gui.cpp: keyCallback -> handleShortcuts ->
+// stepKeyFor -> state.panels.stepKeys) and the Pipeline panel applies the queue in its frame.
+void queueKeys(AppState& state, std::initializer_list<int> glfwKeys) {
+  for (int key : glfwKeys)
+    if (StepKey step = stepKeyFor(key, 0); step != StepKey::None)
+      state.panels.stepKeys.push_back(step);
+}
+
 TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
   ASSERT_EQ(state.view.pipelineStage, -1);
-  press(state, kKeySpace);
+  auto press = [&](int key) {
+    queueKeys(state, {key});
+    frame(state);
+  };
+  press(GLFW_KEY_SPACE);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Q));
-  press(state, kKeyRight);
+  press(GLFW_KEY_RIGHT);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
-  press(state, kKeySpace);
-  press(state, kKeySpace);
+  press(GLFW_KEY_SPACE);
+  press(GLFW_KEY_PAGE_DOWN);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Scores));
-  press(state, kKeyLeft);
+  press(GLFW_KEY_LEFT);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::V));
-  press(state, kKeyEscape);
+  press(GLFW_KEY_PAGE_UP);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
+  press(GLFW_KEY_ESCAPE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Multi-head: concat and output are stages too, and the last step returns to "all".
-  press(state, kKeyLeft);
+  press(GLFW_KEY_LEFT);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Output));
-  press(state, kKeySpace);
+  press(GLFW_KEY_SPACE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   EXPECT_FALSE(state.dirty());
+  EXPECT_TRUE(state.panels.stepKeys.empty());  // consumed by the panel
+}
+
+TEST_F(Headless, ClickerPressesFasterThanFramesAreNotLost) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  // Four PageDowns and a PageUp between two frames: all five count.
+  queueKeys(state, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
+                    GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_UP});
+  frame(state);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::V));
+  // Ctrl+PageDown is a menu chord, not a step.
+  EXPECT_EQ(stepKeyFor(GLFW_KEY_PAGE_DOWN, GLFW_MOD_CONTROL), StepKey::None);
 }
 
 }  // namespace
