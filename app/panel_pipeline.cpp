@@ -163,15 +163,28 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   tooltip("Show every stage at once (Escape).");
   ImGui::SameLine();
   if (current < 0) {
-    panel::mutedWrapped("Space / → / PageDown steps through the stages one at a time.");
+    ImGui::TextDisabled("All %d stages", static_cast<int>(visible.size()));
   } else {
     int index = 0;
     for (int i = 0; i < static_cast<int>(visible.size()); ++i)
       if (stageIndex(visible[i]) == current) index = i;
     ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
   }
-  if (current >= 0) {
-    panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
+  {
+    // The description line is as tall as the longest description at this width, whichever
+    // stage is current, so stepping never moves the cards below.
+    const char* hint = "Space / \xE2\x86\x92 / PageDown steps through the stages one at a time.";
+    const float wrap = std::max(ImGui::GetContentRegionAvail().x, font);
+    float reserved = ImGui::CalcTextSize(hint, nullptr, false, wrap).y;
+    for (io::MatrixKind stage : visible)
+      reserved =
+          std::max(reserved, ImGui::CalcTextSize(stageDescription(stage), nullptr, false, wrap).y);
+    const float top = ImGui::GetCursorPosY();
+    if (current >= 0)
+      panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
+    else
+      panel::mutedWrapped(hint);
+    ImGui::SetCursorPosY(top + reserved + ImGui::GetStyle().ItemSpacing.y);
   }
   if (!result.fullyMaskedRows.empty()) {
     panel::coloredWrapped(panel::warningColor(),
@@ -214,10 +227,6 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (!cards[i].arrow.empty())
       fixedWidth[i] += ImGui::CalcTextSize(cards[i].arrow.c_str()).x + style.ItemSpacing.x;
   }
-  if (current >= 0) {  // the current stage shows its colour bar
-    for (int i = 0; i < n; ++i)
-      if (stageIndex(cards[i].stage) == current) fixedWidth[i] += font * 4.5f;
-  }
   // A card whose axis labels repeat the card before it (K and V, masked scores after
   // scores) leaves them out, unless it starts a row.
   std::vector<char> sameLabels(n, 0);
@@ -227,7 +236,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
   }
   auto hasLabels = [&](int i, bool rowStart) {
-    return rowStart || !sameLabels[i] || stageIndex(cards[i].stage) == current;
+    return rowStart || !sameLabels[i];  // not on `current`: stepping keeps the layout
   };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
@@ -323,8 +332,9 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
         ImGui::SetCursorPosY(ImGui::GetCursorPosY() + colLabelHeight);
         options.size.y -= colLabelHeight;
       }
-      options.colorbar = isCurrent;
-      if (isCurrent) options.size.x += font * 4.5f;
+      // The current stage's colour bar goes inside its card (so no card moves while
+      // stepping), when the card is wide enough to keep a readable grid beside it.
+      options.colorbar = isCurrent && cardGrid * aspects[i] >= font * 10.5f;
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
       if (state.view.fixedRange && card.stage == io::MatrixKind::Weights) {

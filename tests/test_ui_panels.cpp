@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "app/pipeline_steps.h"
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
+#include "app/heatmap_widget_impl.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
 #include "io/scenario_json.h"
@@ -503,6 +505,32 @@ TEST_F(Headless, ClickerPressesFasterThanFramesAreNotLost) {
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::V));
   // Ctrl+PageDown is a menu chord, not a step.
   EXPECT_EQ(stepKeyFor(GLFW_KEY_PAGE_DOWN, GLFW_MOD_CONTROL), StepKey::None);
+}
+
+
+TEST_F(Headless, SteppingKeepsEveryCardInItsPlace) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  auto gridCorners = [&] {
+    std::map<std::string, ImVec2> corners;
+    for (const HeatmapRecord& record : heatmaps_.impl().records)
+      if (record.id.rfind("##stage_", 0) == 0) corners[record.id] = record.gridMin;
+    return corners;
+  };
+  const std::size_t stages = visibleStages(&*state.computed->result).size();
+  ASSERT_EQ(gridCorners().size(), stages);
+  const std::map<std::string, ImVec2> all = gridCorners();  // every card, no stepping
+  for (std::size_t step = 1; step <= stages; ++step) {
+    queueKeys(state, {GLFW_KEY_PAGE_DOWN});
+    frame(state);
+    const std::map<std::string, ImVec2> now = gridCorners();
+    EXPECT_EQ(now.size(), step);  // the later stages are placeholders
+    for (const auto& [id, corner] : now) {
+      ASSERT_TRUE(all.count(id)) << id;
+      EXPECT_NEAR(corner.x, all.at(id).x, 0.5f) << id << " at step " << step;
+      EXPECT_NEAR(corner.y, all.at(id).y, 0.5f) << id << " at step " << step;
+    }
+  }
 }
 
 }  // namespace
