@@ -27,8 +27,11 @@ namespace attn::app {
 struct ViewSettings {
   io::ColormapKind colormap = io::ColormapKind::Viridis;
   bool cellLabels = true;        // numbers in heatmap cells (only when cells are big enough)
-  bool fixedRange = false;       // same colour range for every head (for comparing heads)
+  bool fixedRange = false;       // same colour range for every heatmap (to compare heads)
   float rangeMin = 0, rangeMax = 1;  // the fixed range
+  // Signed matrices (Q, K, V, scores, context, concat, output) on the diverging RdBu map
+  // centred on 0; weights keep `colormap`. Off: every heatmap uses `colormap`.
+  bool divergingSigned = true;
   int focusedHead = 0;           // head shown in detail views; -1 = mean over heads
   int pipelineStage = -1;        // teaching step-through: -1 = all stages, else the index
                                  // of the stage in kPipelineOrder (0..kStages-1)

@@ -96,7 +96,8 @@ options:
   --head N|mean              0-based head, or the mean over heads (scores and weights
                              only); concat and output ignore it       (default: 0)
   --colormap NAME            viridis | magma | cividis | greys | purples | oranges |
-                             blues                                    (default: viridis)
+                             blues | rdbu (diverging)   (default: viridis for weights;
+                             rdbu centred on 0 for the signed matrices)
   --labels on|off            numbers in the cells                     (default: on)
   --axis-labels on|off       token labels on the axes                 (default: on)
   --no-colorbar              leave out the colour bar
@@ -500,6 +501,11 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
     } else {
       return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...) or 'mean'");
     }
+  }
+  // Signed matrices default to the diverging map centred on 0, as in the window.
+  if (io::isSignedMatrix(request.matrix) && !parsed.get("--colormap")) {
+    request.style.colormap = io::ColormapKind::RdBu;
+    request.style.centreZero = true;
   }
   Status style = parseHeatmapStyle(parsed, request.style);
   if (!style) return style.error();

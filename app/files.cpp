@@ -72,6 +72,7 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
   Json json = parseObject(existing);
   for (const char* key : kUiKeys) json.erase(key);
   json["colormap"] = std::string(io::toString(view.colormap));
+  json["diverging_signed"] = view.divergingSigned;
   json["cell_labels"] = view.cellLabels;
   if (view.fixedRange) {
     json["fixed_range"] = Json::array({view.rangeMin, view.rangeMax});
@@ -92,6 +93,8 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
 
 void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) {
   const Json json = parseObject(text);
+  if (auto it = json.find("diverging_signed"); it != json.end() && it->is_boolean())
+    view.divergingSigned = it->get<bool>();
   if (auto it = json.find("colormap"); it != json.end() && it->is_string()) {
     if (auto kind = io::parseColormapKind(it->get<std::string>())) view.colormap = *kind;
   }

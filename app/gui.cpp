@@ -429,12 +429,18 @@ void GuiSession::Impl::drawMenuBar() {
       }
       ImGui::EndMenu();
     }
-    tooltip("Colour scale of every heatmap (the same tables as the exported files).");
+    tooltip("Colour scale of the weights (and of every heatmap when the diverging option "
+            "below is off); the same tables as the exported files.");
+    ImGui::MenuItem("Diverging colours for signed matrices", nullptr,
+                    &state.view.divergingSigned);
+    tooltip("Q, K, V, scores, context, concat and output on a blue-white-red map centred on 0 "
+            "(blue negative, red positive); the weights keep the colormap above. Exports "
+            "follow (attnscope export does the same unless --colormap is given).");
     ImGui::MenuItem("Cell values", nullptr, &state.view.cellLabels);
     tooltip("Numbers in heatmap cells that are large enough to hold them.");
     ImGui::MenuItem("Fixed colour range", nullptr, &state.view.fixedRange);
     tooltip(
-        "Use the same colour range for every heatmap (to compare heads).\n"
+        "Use the same colour range for every heatmap, every matrix (to compare heads).\n"
         "Off: each heatmap spans its own finite min..max.");
     if (state.view.fixedRange) {
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);

@@ -59,6 +59,7 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
     style.axisLabels = true;
     style.colorbar = true;
     style.scale = std::clamp(entry.exportScale, 1, 8);
+    style.centreZero = options.centreZero;
     style.vmin = options.vmin;
     style.vmax = options.vmax;
     std::error_code ec;

@@ -157,6 +157,22 @@ inline HeatmapOptions heatmapOptions(const AppState& state) {
   return options;
 }
 
+// The options of a heatmap of `kind`: the colour rule shared with `attnscope export`
+// (io::defaultColormapFor): signed matrices on RdBu centred on 0 unless the user turned
+// that off, weights on the chosen sequential map, and the fixed range on every matrix.
+inline HeatmapOptions heatmapOptions(const AppState& state, io::MatrixKind kind) {
+  HeatmapOptions options = heatmapOptions(state);
+  if (state.view.divergingSigned && io::isSignedMatrix(kind)) {
+    options.colormap = io::ColormapKind::RdBu;
+    options.centreZero = true;
+  }
+  if (state.view.fixedRange) {
+    options.vmin = state.view.rangeMin;
+    options.vmax = state.view.rangeMax;
+  }
+  return options;
+}
+
 // Number of heads in the current result (0 when there is none).
 inline int resultHeads(const AppState& state) {
   return hasResult(state) ? static_cast<int>(state.computed->result->heads.size()) : 0;

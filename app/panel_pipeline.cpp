@@ -324,7 +324,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     } else if (card.view == nullptr) {
       ImGui::Dummy(cardSize);
     } else {
-      HeatmapOptions options = panel::heatmapOptions(state);
+      HeatmapOptions options = panel::heatmapOptions(state, card.stage);
       options.size = cardSize;
       options.axisLabels = axisLabels;
       if (!axisLabels) {
@@ -337,10 +337,6 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       options.colorbar = isCurrent && cardGrid * aspects[i] >= font * 10.5f;
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
-      if (state.view.fixedRange && card.stage == io::MatrixKind::Weights) {
-        options.vmin = state.view.rangeMin;
-        options.vmax = state.view.rangeMax;
-      }
       const io::MatrixKind kind = card.stage;
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(

@@ -533,4 +533,36 @@ TEST_F(Headless, SteppingKeepsEveryCardInItsPlace) {
   }
 }
 
+
+TEST_F(Headless, SignedMatricesAreDivergingAndCentredWeightsSequential) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  int checked = 0;
+  for (const HeatmapRecord& record : heatmaps_.impl().records) {
+    if (record.id == "##stage_weights") {
+      EXPECT_EQ(record.colormap, state.view.colormap);
+      EXPECT_GE(record.vmin, 0.0f);
+      ++checked;
+    } else if (record.id == "##stage_scores" || record.id == "##stage_Q") {
+      EXPECT_EQ(record.colormap, io::ColormapKind::RdBu) << record.id;
+      EXPECT_FLOAT_EQ(record.vmin, -record.vmax) << record.id;  // 0 is the white centre
+      EXPECT_GT(record.vmax, 0.0f);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3);
+  // The user can turn it off; the fixed range then applies to every matrix.
+  state.view.divergingSigned = false;
+  state.view.fixedRange = true;
+  state.view.rangeMin = -0.5f;
+  state.view.rangeMax = 0.5f;
+  frames(state, 2);
+  for (const HeatmapRecord& record : heatmaps_.impl().records) {
+    if (record.id.rfind("##stage_", 0) != 0) continue;
+    EXPECT_EQ(record.colormap, state.view.colormap) << record.id;
+    EXPECT_FLOAT_EQ(record.vmin, -0.5f) << record.id;
+    EXPECT_FLOAT_EQ(record.vmax, 0.5f) << record.id;
+  }
+}
+
 }  // namespace
