@@ -46,7 +46,7 @@ usage:
   attnscope SCENARIO.json          open the window on a scenario file
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
-  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--theme T]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
   attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
@@ -133,7 +133,7 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
 constexpr std::string_view kScreenshotHelp =
-    R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N]
+    R"(usage: attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--theme T]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. Needs a display; without one use
@@ -143,6 +143,7 @@ options:
   --out FILE.png    output file (required); its folder must exist
   --size WxH        window size, each 64..8192                    (default: 1600x1000)
   --frames N        frames to render before saving, 1..10000     (default: 5)
+  --theme T         light (projector) or dark                    (default: the file's view)
   -h, --help        show this help
 )";
 
@@ -576,7 +577,8 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 // screenshot
 // =======================================================================================
 
-constexpr OptionSpec kScreenshotOptions[] = {{"--out", true}, {"--size", true}, {"--frames", true}};
+constexpr OptionSpec kScreenshotOptions[] = {
+    {"--out", true}, {"--size", true}, {"--frames", true}, {"--theme", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -604,6 +606,11 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     if (!n)
       return fail(err, optionError("--frames", inQuotes(*v) + " is not an integer in 1..10000"));
     launch.frames = *n;
+  }
+  if (const std::string* v = parsed->get("--theme")) {
+    if (*v != "light" && *v != "dark")
+      return fail(err, optionError("--theme", inQuotes(*v) + " is not light or dark"));
+    launch.lightTheme = *v == "light";
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());

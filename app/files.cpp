@@ -17,6 +17,7 @@
 #include <imgui_stdlib.h>
 #include <nlohmann/json.hpp>
 
+#include "app/theme.h"
 #include "io/files.h"
 #include "io/scenario_json.h"
 
@@ -573,7 +574,8 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     ImGui::SetTooltip("Type a path, or pick a file above (double-click opens it).");
   }
   if (!ui.dialogError.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.35f, 0.3f, 1.f));
+    const ThemeColor red = currentPalette().error;  // readable on both themes
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(red.r, red.g, red.b, 1.f));
     ImGui::TextWrapped("%s", ui.dialogError.c_str());
     ImGui::PopStyleColor();
   }

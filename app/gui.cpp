@@ -584,10 +584,14 @@ namespace {
 
 ImVec4 noticeColor(Notice::Kind kind, bool light) {
   switch (kind) {
-    case Notice::Kind::Error:
-      return light ? ImVec4(0.75f, 0.05f, 0.05f, 1.f) : ImVec4(1.f, 0.38f, 0.35f, 1.f);
-    case Notice::Kind::Warning:
-      return light ? ImVec4(0.6f, 0.4f, 0.f, 1.f) : ImVec4(1.f, 0.8f, 0.3f, 1.f);
+    case Notice::Kind::Error: {
+      const ThemeColor c = themePalette(light).error;
+      return ImVec4(c.r, c.g, c.b, 1.f);
+    }
+    case Notice::Kind::Warning: {
+      const ThemeColor c = themePalette(light).warning;
+      return ImVec4(c.r, c.g, c.b, 1.f);
+    }
     case Notice::Kind::Info:
       break;
   }
@@ -1002,6 +1006,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
     s.loadInitialDocument(startupError);
   }
+  if (launch.lightTheme) s.state.view.lightTheme = *launch.lightTheme;
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;

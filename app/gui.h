@@ -3,6 +3,7 @@
 // request. Owned by the GUI; the CLI only fills GuiLaunch.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace attn::app {
@@ -13,6 +14,7 @@ struct GuiLaunch {
   int width = 1600, height = 1000;  // window size in screen coordinates
   int frames = 5;                   // frames to render before the screenshot
   bool noAutosave = false;          // do not read or write the autosave file (tests)
+  std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:
