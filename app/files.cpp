@@ -172,7 +172,12 @@ std::vector<Preset> listPresets(const std::string& assetDir) {
   std::error_code ec;
   for (const auto& item : fs::directory_iterator(fs::path(assetDir) / "scenarios", ec)) {
     if (item.path().extension() != ".json") continue;
-    presets.push_back({prettyName(item.path().stem().string()), item.path().string()});
+    Preset preset{prettyName(item.path().stem().string()), item.path().string(), {}};
+    if (Expected<Scenario> loaded = io::loadScenario(preset.path)) {
+      if (!loaded->name.empty()) preset.name = loaded->name;
+      preset.description = loaded->description;
+    }
+    presets.push_back(std::move(preset));
   }
   std::sort(presets.begin(), presets.end(),
             [](const Preset& a, const Preset& b) { return a.path < b.path; });

@@ -130,6 +130,7 @@ struct GuiSession::Impl {
   GuiSession::FrameTiming timing;
 
   bool showLog = false, showAbout = false, showShortcuts = false;
+  std::string presetBanner;  // path of the preset whose description banner is up ("" = none)
   std::string lastComputeError;
   std::set<std::string> lastWarnings;
   std::vector<std::string> droppedPaths;
@@ -383,8 +384,17 @@ void GuiSession::Impl::drawMenuBar() {
       for (const Preset& preset : files.presets) {
         if (ImGui::MenuItem(preset.name.c_str(), nullptr, preset.path == state.docPath)) {
           requestOpen(files, state, preset.path, t);
+          presetBanner = preset.path;  // shown once the preset is the document
         }
-        tooltip(preset.path.c_str());
+        if (ImGui::IsItemHovered()) {
+          ImGui::BeginTooltip();
+          ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+          ImGui::TextUnformatted(
+              (preset.description.empty() ? preset.path : preset.description).c_str());
+          ImGui::TextDisabled("%s", fs::path(preset.path).filename().string().c_str());
+          ImGui::PopTextWrapPos();
+          ImGui::EndTooltip();
+        }
       }
       ImGui::EndMenu();
     }
@@ -695,6 +705,31 @@ void GuiSession::Impl::drawLog() {
 
 void GuiSession::Impl::drawHelpWindows() {
   const float font = ImGui::GetFontSize();
+  // The description of a preset just opened from the menu, until dismissed or another
+  // document is opened.
+  if (!presetBanner.empty() && presetBanner == state.docPath && !state.doc.description.empty()) {
+    const ImGuiViewport* viewport = ImGui::GetMainViewport();
+    ImGui::SetNextWindowPos(ImVec2(viewport->Pos.x + viewport->Size.x * 0.5f,
+                                   viewport->Pos.y + ImGui::GetFrameHeight() + font * 0.5f),
+                            ImGuiCond_Always, ImVec2(0.5f, 0.f));
+    ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(font * 40, FLT_MAX));
+    bool open = true;
+    if (ImGui::Begin(state.doc.name.empty() ? "Preset###presetBanner"
+                                            : (state.doc.name + "###presetBanner").c_str(),
+                     &open,
+                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse |
+                         ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
+      ImGui::PushTextWrapPos(font * 38);
+      ImGui::TextUnformatted(state.doc.description.c_str());
+      ImGui::PopTextWrapPos();
+      if (ImGui::SmallButton("Dismiss")) open = false;
+    }
+    ImGui::End();
+    if (!open) presetBanner.clear();
+  } else if (!presetBanner.empty() && presetBanner != state.docPath &&
+             !(files.after == FileUi::After::Open && files.afterPath == presetBanner)) {
+    presetBanner.clear();
+  }
   if (showShortcuts) {
     ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
                             ImVec2(0.5f, 0.5f));

@@ -347,7 +347,8 @@ void drawNormalizerSection(AppState& state) {
     apply(state, setTemperature(state.doc, temperature));
   }
   tooltip("Scores are divided by T before normalising: T < 1 sharpens the distribution "
-          "(towards hard attention), T > 1 flattens it (towards uniform).");
+          "(towards hard attention), T > 1 flattens it (towards uniform). The slider spans "
+          "0.01..100; Ctrl+click it to type any value in 0.0001..10000.");
 }
 
 bool projectionAvailable(const Scenario& s, ProjectionKind kind) {
