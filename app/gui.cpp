@@ -38,6 +38,7 @@
 #include "app/panel_registry.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
+#include "core/format.h"
 #include "io/files.h"
 #include "io/scenario_json.h"
 
@@ -485,11 +486,11 @@ void GuiSession::Impl::drawMenuBar() {
   char info[160];
   if (state.computed->result && state.computed->problem) {
     const auto& problem = *state.computed->problem;
-    std::snprintf(info, sizeof info,
-                  "%d queries \xC3\x97 %d keys \xC2\xB7 %d head%s \xC2\xB7 %.2f ms  ",
-                  static_cast<int>(problem.inputs.queries.rows()),
-                  static_cast<int>(problem.inputs.keys.rows()), problem.options.heads,
-                  problem.options.heads == 1 ? "" : "s", state.computed->computeMs);
+    std::snprintf(info, sizeof info, "%s \xC3\x97 %s \xC2\xB7 %s \xC2\xB7 %.2f ms  ",
+                  countOf(problem.inputs.queries.rows(), "query", "queries").c_str(),
+                  countOf(problem.inputs.keys.rows(), "key", "keys").c_str(),
+                  countOf(problem.options.heads, "head", "heads").c_str(),
+                  state.computed->computeMs);
   } else {
     std::snprintf(info, sizeof info, "not computed  ");
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/frame_pacing.h"
+#include "core/format.h"
 #include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
@@ -188,9 +189,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   }
   if (!result.fullyMaskedRows.empty()) {
     panel::coloredWrapped(panel::warningColor(),
-                          std::to_string(result.fullyMaskedRows.size()) +
-                              " query row(s) may attend no key: their weights are all 0 (see "
-                              "the Inspector).");
+                          countOf(static_cast<long long>(result.fullyMaskedRows.size()),
+                                  "query row", "query rows") +
+                              (result.fullyMaskedRows.size() == 1
+                                   ? " attends no key: its weights are all 0"
+                                   : " attend no key: their weights are all 0") +
+                              " (see the Inspector).");
   }
 
   // 2 cards and their layout: rows of cards, every card of the same grid height g (width
