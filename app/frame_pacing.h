@@ -11,12 +11,12 @@ namespace attn::app {
 
 // What the loop knows at the start of a frame.
 struct FrameActivity {
-  bool screenshot = false;    // screenshot mode renders a fixed number of frames, never waits
-  bool computing = false;     // the compute worker is on a newer revision than the panels show
-  bool interacting = false;   // an ImGui item is active (drag, slider) or a mouse button is down
-  bool noticesFading = false; // a toast is still on screen and will disappear by itself
-  bool pendingInput = false;  // queued key presses / dropped files not handled yet
-  int settleFrames = 0;       // frames still owed after the last event (ImGui settles hover etc.)
+  bool screenshot = false;     // screenshot mode renders a fixed number of frames, never waits
+  bool computing = false;      // the compute worker is on a newer revision than the panels show
+  bool interacting = false;    // an ImGui item is active (drag, slider) or a mouse button is down
+  bool noticesFading = false;  // a toast is still on screen and will disappear by itself
+  bool pendingInput = false;   // queued key presses / dropped files not handled yet
+  int settleFrames = 0;        // frames still owed after the last event (ImGui settles hover etc.)
 };
 
 // Frames drawn after every event before the loop may sleep again: ImGui needs a frame or two

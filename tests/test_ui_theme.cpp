@@ -13,8 +13,9 @@ TEST(Contrast, WcagFormulaMatchesKnownValues) {
   EXPECT_NEAR(contrastRatio({0, 0, 0}, {1, 1, 1}), 21.0, 1e-9);
   EXPECT_NEAR(contrastRatio({1, 1, 1}, {1, 1, 1}), 1.0, 1e-9);
   // The example: #E6B300 on #F7F7F7 is 1.8:1.
-  EXPECT_NEAR(contrastRatio({0xE6 / 255.f, 0xB3 / 255.f, 0}, {0xF7 / 255.f, 0xF7 / 255.f, 0xF7 / 255.f}),
-              1.8, 0.05);
+  EXPECT_NEAR(
+      contrastRatio({0xE6 / 255.f, 0xB3 / 255.f, 0}, {0xF7 / 255.f, 0xF7 / 255.f, 0xF7 / 255.f}),
+      1.8, 0.05);
   // #767676 on white is the classic AA threshold colour (4.54:1).
   EXPECT_NEAR(contrastRatio({0x76 / 255.f, 0x76 / 255.f, 0x76 / 255.f}, {1, 1, 1}), 4.54, 0.01);
 }
@@ -23,7 +24,7 @@ TEST(Contrast, EveryThemeTextColourIsAtLeast4_5On1EveryBackground) {
   for (bool light : {false, true}) {
     const ThemePalette& p = themePalette(light);
     const std::pair<const char*, ThemeColor> texts[] = {
-        {"text", p.text},   {"muted", p.muted}, {"accent", p.accent}, {"error", p.error},
+        {"text", p.text},       {"muted", p.muted}, {"accent", p.accent}, {"error", p.error},
         {"warning", p.warning}, {"query", p.query}, {"key", p.key}};
     const std::pair<const char*, ThemeColor> backgrounds[] = {
         {"window", p.windowBg}, {"popup", p.popupBg}, {"menu bar", p.menuBarBg}};
