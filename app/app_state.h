@@ -15,6 +15,7 @@
 
 #include "app/image_view.h"
 #include "app/attention_view.h"
+#include "app/frame_pacing.h"
 #include "core/attention.h"
 #include "core/scenario.h"
 #include "core/scenario_edits.h"
@@ -30,8 +31,11 @@ struct TrainingPanelState;  // app/panel_training.h (owns the training worker th
 struct ViewSettings {
   io::ColormapKind colormap = io::ColormapKind::Viridis;
   bool cellLabels = true;        // numbers in heatmap cells (only when cells are big enough)
-  bool fixedRange = false;       // same colour range for every head (for comparing heads)
+  bool fixedRange = false;       // same colour range for every heatmap (to compare heads)
   float rangeMin = 0, rangeMax = 1;  // the fixed range
+  // Signed matrices (Q, K, V, scores, context, concat, output) on the diverging RdBu map
+  // centred on 0; weights keep `colormap`. Off: every heatmap uses `colormap`.
+  bool divergingSigned = true;
   int focusedHead = 0;           // head shown in detail views; -1 = mean over heads
   int pipelineStage = -1;        // teaching step-through: -1 = all stages, else the index
                                  // of the stage in kPipelineOrder (0..kStages-1)
@@ -78,6 +82,9 @@ struct PanelScratch {
   int embeddingDim = 16;                 // embedding width for the next Apply
   std::uint64_t randomiseClicks = 0;     // mixed into the seed so each Randomise differs
   int focusedQuery = 0;                  // geometry: the query whose scores are shown
+  // Pipeline step keys (Space, arrows, PageUp/PageDown, Esc) from the window's key queue,
+  // applied in order by the Pipeline panel and cleared every frame.
+  std::vector<StepKey> stepKeys;
   int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
   bool dragArrowIsQuery = false;
   float geometryScale = 0;               // geometry: pixels per unit, frozen while dragging

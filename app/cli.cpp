@@ -52,7 +52,7 @@ usage:
   attnscope SCENARIO.json          open the window on a scenario file
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
-  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS]
+  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS] [--theme T]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
   attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
@@ -111,7 +111,8 @@ options:
   --head N|mean              0-based head, or the mean over heads (scores and weights
                              only); concat and output ignore it       (default: 0)
   --colormap NAME            viridis | magma | cividis | greys | purples | oranges |
-                             blues                                    (default: viridis)
+                             blues | rdbu (diverging)   (default: viridis for weights;
+                             rdbu centred on 0 for the signed matrices)
   --labels on|off            numbers in the cells                     (default: on)
   --axis-labels on|off       token labels on the axes                 (default: on)
   --no-colorbar              leave out the colour bar
@@ -148,7 +149,7 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
-                                   [--frames N] [--training STEPS]
+                                   [--frames N] [--training STEPS] [--theme T]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
@@ -161,6 +162,7 @@ options:
   --frames N        frames to render before saving, 1..10000     (default: 5)
   --training STEPS  show the Training panel after STEPS steps (0..100000) of its default
                     run (reverse, L 8, V 10, encoder-decoder, dot; seed 1): reproducible
+  --theme T         light (projector) or dark                    (default: the file's view)
   -h, --help        show this help
 
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
@@ -531,6 +533,11 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
       return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...) or 'mean'");
     }
   }
+  // Signed matrices default to the diverging map centred on 0, as in the window.
+  if (io::isSignedMatrix(request.matrix) && !parsed.get("--colormap")) {
+    request.style.colormap = io::ColormapKind::RdBu;
+    request.style.centreZero = true;
+  }
   Status style = parseHeatmapStyle(parsed, request.style);
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
@@ -602,7 +609,8 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 
 constexpr OptionSpec kScreenshotOptions[] = {
     {"--out", true},   {"--size", true},        {"--frames", true}, {"--patch", true},
-    {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true}};
+    {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true},
+    {"--theme", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -636,6 +644,11 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     if (!n)
       return fail(err, optionError("--training", inQuotes(*v) + " is not an integer in 0..100000"));
     launch.trainingSteps = *n;
+  }
+  if (const std::string* v = parsed->get("--theme")) {
+    if (*v != "light" && *v != "dark")
+      return fail(err, optionError("--theme", inQuotes(*v) + " is not light or dark"));
+    launch.lightTheme = *v == "light";
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());

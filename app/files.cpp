@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/attention_service.h"
+#include "app/theme.h"
 #include "io/files.h"
 #include "io/scenario_json.h"
 
@@ -73,6 +74,7 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
   Json json = parseObject(existing);
   for (const char* key : kUiKeys) json.erase(key);
   json["colormap"] = std::string(io::toString(view.colormap));
+  json["diverging_signed"] = view.divergingSigned;
   json["cell_labels"] = view.cellLabels;
   if (view.fixedRange) {
     json["fixed_range"] = Json::array({view.rangeMin, view.rangeMax});
@@ -93,6 +95,8 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
 
 void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) {
   const Json json = parseObject(text);
+  if (auto it = json.find("diverging_signed"); it != json.end() && it->is_boolean())
+    view.divergingSigned = it->get<bool>();
   if (auto it = json.find("colormap"); it != json.end() && it->is_string()) {
     if (auto kind = io::parseColormapKind(it->get<std::string>())) view.colormap = *kind;
   }
@@ -169,7 +173,12 @@ std::vector<Preset> listPresets(const std::string& assetDir) {
   std::error_code ec;
   for (const auto& item : fs::directory_iterator(fs::path(assetDir) / "scenarios", ec)) {
     if (item.path().extension() != ".json") continue;
-    presets.push_back({prettyName(item.path().stem().string()), item.path().string()});
+    Preset preset{prettyName(item.path().stem().string()), item.path().string(), {}};
+    if (Expected<Scenario> loaded = io::loadScenario(preset.path)) {
+      if (!loaded->name.empty()) preset.name = loaded->name;
+      preset.description = loaded->description;
+    }
+    presets.push_back(std::move(preset));
   }
   std::sort(presets.begin(), presets.end(),
             [](const Preset& a, const Preset& b) { return a.path < b.path; });
@@ -593,7 +602,8 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     ImGui::SetTooltip("Type a path, or pick a file above (double-click opens it).");
   }
   if (!ui.dialogError.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.35f, 0.3f, 1.f));
+    const ThemeColor red = currentPalette().error;  // readable on both themes
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(red.r, red.g, red.b, 1.f));
     ImGui::TextWrapped("%s", ui.dialogError.c_str());
     ImGui::PopStyleColor();
   }

@@ -36,10 +36,11 @@ std::string findAssetDir();
 std::string defaultScenarioPath();
 
 struct Preset {
-  std::string name;  // "Decoder state" (from the file name)
+  std::string name;  // the scenario's title (its "name"); the file name when it has none
   std::string path;
+  std::string description;  // the scenario's "description" (menu tooltip, banner on open)
 };
-// Every assets/scenarios/*.json, sorted by file name.
+// Every assets/scenarios/*.json, sorted by file name, with its title and description.
 std::vector<Preset> listPresets(const std::string& assetDir);
 
 // $XDG_STATE_HOME/attnscope/autosave.json, else ~/.local/state/attnscope/autosave.json;

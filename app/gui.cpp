@@ -32,6 +32,7 @@
 #include "app/attention_service.h"
 #include "app/compute_service.h"
 #include "app/files.h"
+#include "app/frame_pacing.h"
 #include "app/gl_texture.h"
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
@@ -39,6 +40,7 @@
 #include "app/panel_training.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
+#include "core/format.h"
 #include "io/files.h"
 #include "io/scenario_json.h"
 
@@ -84,7 +86,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Mouse wheel on a heatmap", "Zoom around the cursor"},
     {"Drag on a heatmap", "Pan; double-click resets the zoom"},
     {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
-    {"Space / \xE2\x86\x92 / \xE2\x86\x90 / Esc", "Pipeline: step through the stages / show all"},
+    {"Space / \xE2\x86\x92 / PageDown, \xE2\x86\x90 / PageUp, Esc",
+     "Pipeline: next / previous stage (clickers), show all"},
     {"Drop a .json file", "Open it"},
     {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
     {"Click a patch of the image", "Make it the query"},
@@ -133,6 +136,7 @@ struct GuiSession::Impl {
   GuiSession::FrameTiming timing;
 
   bool showLog = false, showAbout = false, showShortcuts = false;
+  std::string presetBanner;  // path of the preset whose description banner is up ("" = none)
   std::string lastComputeError;
   std::set<std::string> lastWarnings;
   std::vector<std::string> droppedPaths;
@@ -143,6 +147,13 @@ struct GuiSession::Impl {
     int key, mods;
   };
   std::vector<KeyPress> keyPresses;
+  // Idle pacing (app/frame_pacing.h): an input callback sets eventSeen; the loop then draws
+  // kSettleFrames more frames before it may block in glfwWaitEventsTimeout again.
+  bool eventSeen = true;
+  int settleFrames = kSettleFrames;
+  bool waitWhenIdle = false;
+  double imguiClockOffset = 0;  // ImGui::GetTime() - glfwGetTime() at the last drawn frame
+  FrameActivity activity() const;
 
   bool screenshotMode() const { return !launch.screenshotPath.empty(); }
   double now() const { return ImGui::GetCurrentContext() ? ImGui::GetTime() : 0.0; }
@@ -180,9 +191,25 @@ void dropCallback(GLFWwindow* window, int count, const char** paths) {
 
 void keyCallback(GLFWwindow* window, int key, int /*scancode*/, int action, int mods) {
   auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
-  if (impl == nullptr || action == GLFW_RELEASE) return;
-  impl->keyPresses.push_back({key, mods});
+  if (impl == nullptr) return;
+  impl->eventSeen = true;
+  if (action != GLFW_RELEASE) impl->keyPresses.push_back({key, mods});
 }
+
+// Any other input or window change: only wakes the loop up (ImGui's callbacks, installed
+// after these, chain to them; the cursor position is polled by the 1.86 backend).
+void markEvent(GLFWwindow* window) {
+  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  if (impl != nullptr) impl->eventSeen = true;
+}
+void cursorPosCallback(GLFWwindow* window, double, double) { markEvent(window); }
+void mouseButtonCallback(GLFWwindow* window, int, int, int) { markEvent(window); }
+void scrollCallback(GLFWwindow* window, double, double) { markEvent(window); }
+void charCallback(GLFWwindow* window, unsigned int) { markEvent(window); }
+void focusCallback(GLFWwindow* window, int) { markEvent(window); }
+void enterCallback(GLFWwindow* window, int) { markEvent(window); }
+void sizeCallback(GLFWwindow* window, int, int) { markEvent(window); }
+void refreshCallback(GLFWwindow* window) { markEvent(window); }
 
 }  // namespace
 
@@ -216,7 +243,15 @@ int GuiSession::Impl::openWindow() {
   glfwSwapInterval(screenshotMode() || !options.vsync ? 0 : 1);
   glfwSetWindowUserPointer(window, this);
   glfwSetDropCallback(window, dropCallback);
-  glfwSetKeyCallback(window, keyCallback);  // before ImGui's, which chains to it
+  glfwSetKeyCallback(window, keyCallback);  // before ImGui's, which chains to them
+  glfwSetCursorPosCallback(window, cursorPosCallback);
+  glfwSetMouseButtonCallback(window, mouseButtonCallback);
+  glfwSetScrollCallback(window, scrollCallback);
+  glfwSetCharCallback(window, charCallback);
+  glfwSetWindowFocusCallback(window, focusCallback);
+  glfwSetCursorEnterCallback(window, enterCallback);
+  glfwSetFramebufferSizeCallback(window, sizeCallback);
+  glfwSetWindowRefreshCallback(window, refreshCallback);
   float sx = 1.f, sy = 1.f;
   glfwGetWindowContentScale(window, &sx, &sy);
   contentScale = std::clamp(std::max(sx, sy), 1.f, 4.f);
@@ -297,6 +332,8 @@ void GuiSession::Impl::handleShortcuts() {
       ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
   for (const KeyPress& press : presses) {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
+    if (const StepKey step = stepKeyFor(press.key, press.mods); step != StepKey::None && !modal)
+      state.panels.stepKeys.push_back(step);  // applied by the Pipeline panel this frame
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
     const bool shift = press.mods & GLFW_MOD_SHIFT;
     switch (press.key) {
@@ -354,8 +391,17 @@ void GuiSession::Impl::drawMenuBar() {
       for (const Preset& preset : files.presets) {
         if (ImGui::MenuItem(preset.name.c_str(), nullptr, preset.path == state.docPath)) {
           requestOpen(files, state, preset.path, t);
+          presetBanner = preset.path;  // shown once the preset is the document
         }
-        tooltip(preset.path.c_str());
+        if (ImGui::IsItemHovered()) {
+          ImGui::BeginTooltip();
+          ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+          ImGui::TextUnformatted(
+              (preset.description.empty() ? preset.path : preset.description).c_str());
+          ImGui::TextDisabled("%s", fs::path(preset.path).filename().string().c_str());
+          ImGui::PopTextWrapPos();
+          ImGui::EndTooltip();
+        }
       }
       ImGui::EndMenu();
     }
@@ -400,12 +446,18 @@ void GuiSession::Impl::drawMenuBar() {
       }
       ImGui::EndMenu();
     }
-    tooltip("Colour scale of every heatmap (the same tables as the exported files).");
+    tooltip("Colour scale of the weights (and of every heatmap when the diverging option "
+            "below is off); the same tables as the exported files.");
+    ImGui::MenuItem("Diverging colours for signed matrices", nullptr,
+                    &state.view.divergingSigned);
+    tooltip("Q, K, V, scores, context, concat and output on a blue-white-red map centred on 0 "
+            "(blue negative, red positive); the weights keep the colormap above. Exports "
+            "follow (attnscope export does the same unless --colormap is given).");
     ImGui::MenuItem("Cell values", nullptr, &state.view.cellLabels);
     tooltip("Numbers in heatmap cells that are large enough to hold them.");
     ImGui::MenuItem("Fixed colour range", nullptr, &state.view.fixedRange);
     tooltip(
-        "Use the same colour range for every heatmap (to compare heads).\n"
+        "Use the same colour range for every heatmap, every matrix (to compare heads).\n"
         "Off: each heatmap spans its own finite min..max.");
     if (state.view.fixedRange) {
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
@@ -440,11 +492,11 @@ void GuiSession::Impl::drawMenuBar() {
   char info[160];
   if (state.computed->result && state.computed->problem) {
     const auto& problem = *state.computed->problem;
-    std::snprintf(info, sizeof info,
-                  "%d queries \xC3\x97 %d keys \xC2\xB7 %d head%s \xC2\xB7 %.2f ms  ",
-                  static_cast<int>(problem.inputs.queries.rows()),
-                  static_cast<int>(problem.inputs.keys.rows()), problem.options.heads,
-                  problem.options.heads == 1 ? "" : "s", state.computed->computeMs);
+    std::snprintf(info, sizeof info, "%s \xC3\x97 %s \xC2\xB7 %s \xC2\xB7 %.2f ms  ",
+                  countOf(problem.inputs.queries.rows(), "query", "queries").c_str(),
+                  countOf(problem.inputs.keys.rows(), "key", "keys").c_str(),
+                  countOf(problem.options.heads, "head", "heads").c_str(),
+                  state.computed->computeMs);
   } else {
     std::snprintf(info, sizeof info, "not computed  ");
   }
@@ -549,10 +601,14 @@ namespace {
 
 ImVec4 noticeColor(Notice::Kind kind, bool light) {
   switch (kind) {
-    case Notice::Kind::Error:
-      return light ? ImVec4(0.75f, 0.05f, 0.05f, 1.f) : ImVec4(1.f, 0.38f, 0.35f, 1.f);
-    case Notice::Kind::Warning:
-      return light ? ImVec4(0.6f, 0.4f, 0.f, 1.f) : ImVec4(1.f, 0.8f, 0.3f, 1.f);
+    case Notice::Kind::Error: {
+      const ThemeColor c = themePalette(light).error;
+      return ImVec4(c.r, c.g, c.b, 1.f);
+    }
+    case Notice::Kind::Warning: {
+      const ThemeColor c = themePalette(light).warning;
+      return ImVec4(c.r, c.g, c.b, 1.f);
+    }
     case Notice::Kind::Info:
       break;
   }
@@ -656,6 +712,31 @@ void GuiSession::Impl::drawLog() {
 
 void GuiSession::Impl::drawHelpWindows() {
   const float font = ImGui::GetFontSize();
+  // The description of a preset just opened from the menu, until dismissed or another
+  // document is opened.
+  if (!presetBanner.empty() && presetBanner == state.docPath && !state.doc.description.empty()) {
+    const ImGuiViewport* viewport = ImGui::GetMainViewport();
+    ImGui::SetNextWindowPos(ImVec2(viewport->Pos.x + viewport->Size.x * 0.5f,
+                                   viewport->Pos.y + ImGui::GetFrameHeight() + font * 0.5f),
+                            ImGuiCond_Always, ImVec2(0.5f, 0.f));
+    ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(font * 40, FLT_MAX));
+    bool open = true;
+    if (ImGui::Begin(state.doc.name.empty() ? "Preset###presetBanner"
+                                            : (state.doc.name + "###presetBanner").c_str(),
+                     &open,
+                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse |
+                         ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoMove)) {
+      ImGui::PushTextWrapPos(font * 38);
+      ImGui::TextUnformatted(state.doc.description.c_str());
+      ImGui::PopTextWrapPos();
+      if (ImGui::SmallButton("Dismiss")) open = false;
+    }
+    ImGui::End();
+    if (!open) presetBanner.clear();
+  } else if (!presetBanner.empty() && presetBanner != state.docPath &&
+             !(files.after == FileUi::After::Open && files.afterPath == presetBanner)) {
+    presetBanner.clear();
+  }
   if (showShortcuts) {
     ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
                             ImVec2(0.5f, 0.5f));
@@ -767,13 +848,48 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
 // The loop
 // =======================================================================================
 
+FrameActivity GuiSession::Impl::activity() const {
+  FrameActivity a;
+  a.screenshot = screenshotMode();
+  a.computing = state.computing();
+  const ImGuiIO& io = ImGui::GetIO();
+  a.interacting = ImGui::IsAnyItemActive() || ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
+                  ImGui::IsMouseDown(ImGuiMouseButton_Right) || io.MouseWheel != 0.f;
+  const double t = now();
+  // Toasts and the status colour expire by time: keep drawing until just after they have.
+  for (const Notice& notice : state.notices)
+    if (t - notice.time < kNoticeSeconds + 0.5) a.noticesFading = true;
+  a.pendingInput = !keyPresses.empty() || !droppedPaths.empty() || screenshotRequested ||
+                   layoutDirty || files.quitConfirmed;
+  a.settleFrames = settleFrames;
+  return a;
+}
+
 bool GuiSession::frame() {
   Impl& s = *impl_;
   if (s.finished) return false;
   using Clock = std::chrono::steady_clock;
   const auto frameStart = Clock::now();
-  // 1 events; the font atlas can only change outside NewFrame/Render
-  glfwPollEvents();
+  // 1 events (blocking while idle, see frame_pacing.h); the font atlas can only change
+  //   outside NewFrame/Render
+  if (s.waitWhenIdle && mayWaitForEvents(s.activity())) {
+    glfwWaitEventsTimeout(kIdleWaitSeconds);
+    if (!s.eventSeen && s.droppedPaths.empty() && !glfwWindowShouldClose(s.window)) {
+      // Woken by the timeout alone: the screen would not change, so draw nothing (the front
+      // buffer stays); only the autosave ticks, on ImGui's clock continued by GLFW's.
+      autosaveTick(s.files, s.state, glfwGetTime() + s.imguiClockOffset, kAutosaveInterval,
+                   false);
+      return true;
+    }
+  } else {
+    glfwPollEvents();
+  }
+  if (s.eventSeen) {
+    s.settleFrames = kSettleFrames;
+    s.eventSeen = false;
+  } else if (s.settleFrames > 0) {
+    --s.settleFrames;
+  }
   s.rebuildFontIfNeeded();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
@@ -786,6 +902,7 @@ bool GuiSession::frame() {
   }
   ImGui::NewFrame();
   const double t = s.now();
+  s.imguiClockOffset = t - glfwGetTime();
 
   // 2 dropped files, shortcuts, menu
   for (const std::string& path : s.droppedPaths) requestOpen(s.files, s.state, path, t);
@@ -815,7 +932,11 @@ bool GuiSession::frame() {
 
   // 4 close the undo step unless a drag is going on, recompute if the revision changed
   endFrame(s.state, ImGui::IsAnyItemActive());
-  if (s.recompute()) s.postComputeNotices();
+  s.state.panels.stepKeys.clear();  // the Pipeline panel was hidden: drop its keys
+  if (s.recompute()) {
+    s.postComputeNotices();
+    s.eventSeen = true;  // a new result: draw it and let the layout settle
+  }
 
   // 5 render, screenshot before the swap
   ImGui::Render();
@@ -899,6 +1020,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
       imageError = "cannot open " + image.error().message();
     }
   }
+  s.waitWhenIdle = options.waitWhenIdle && !s.screenshotMode();
   // 1 the scenario first: a bad file must fail the same way with or without a display
   Scenario initial;
   std::string startupError;
@@ -967,6 +1089,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   }
   if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
   if (!attentionPath.empty()) openAttentionFile(s.state, attentionPath, s.now());
+  if (launch.lightTheme) s.state.view.lightTheme = *launch.lightTheme;
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;
@@ -1026,7 +1149,9 @@ void GuiSession::close() {
 
 int runGui(const GuiLaunch& launch) {
   GuiSession session;
-  if (int code = session.open(launch, {}); code != 0) return code;
+  GuiSession::Options options;
+  options.waitWhenIdle = true;
+  if (int code = session.open(launch, options); code != 0) return code;
   while (session.frame()) {
   }
   const int code = session.exitCode();

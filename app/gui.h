@@ -3,6 +3,7 @@
 // request. Owned by the GUI; the CLI only fills GuiLaunch.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace attn::app {
@@ -21,6 +22,7 @@ struct GuiLaunch {
   float imageTemperature = 0;
   std::string imagePositional;  // none | sin2d | random ("" = none)
   long long trainingSteps = -1;     // >= 0: show the Training panel, trained this many steps
+  std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

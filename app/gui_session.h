@@ -16,6 +16,9 @@ class GuiSession {
  public:
   struct Options {
     bool vsync = true;  // forced off in screenshot mode
+    // Block in glfwWaitEventsTimeout while nothing changes (the interactive app); off for
+    // the frame benchmark, which times back-to-back frames. Never in screenshot mode.
+    bool waitWhenIdle = false;
   };
 
   GuiSession();

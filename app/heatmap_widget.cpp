@@ -148,7 +148,9 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     entry.labelFont = 0;  // labels may have changed too
     ++impl.uploads;
   }
-  const io::ValueRange range = io::colorRange(entry.finite, options.vmin, options.vmax);
+  const io::ValueRange range =
+      options.centreZero ? io::centredColorRange(entry.finite, options.vmin, options.vmax)
+                         : io::colorRange(entry.finite, options.vmin, options.vmax);
 
   // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
   widget::Grid grid = widget::layoutGrid(entry, view, options, range);

@@ -18,6 +18,7 @@ namespace attn::app {
 struct HeatmapOptions {
   io::ColormapKind colormap = io::ColormapKind::Viridis;
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
+  bool centreZero = false;          // auto range symmetric about 0 (io::centredColorRange)
   bool cellLabels = true;           // numbers in cells large enough to hold them
   bool axisLabels = true;           // token labels along the axes
   bool colorbar = true;

@@ -8,6 +8,7 @@
 #include <imgui_stdlib.h>
 
 #include "app/heatmap_widget_parts.h"
+#include "app/theme.h"
 
 namespace attn::app::widget {
 
@@ -42,8 +43,9 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
     }
   }
   if (!entry.exportStatus.empty()) {
+    const ThemeColor red = currentPalette().error;  // readable on both themes
     ImGui::PushStyleColor(ImGuiCol_Text, entry.exportFailed
-                                             ? ImVec4(1.f, 0.35f, 0.3f, 1.f)
+                                             ? ImVec4(red.r, red.g, red.b, 1.f)
                                              : ImGui::GetStyleColorVec4(ImGuiCol_Text));
     ImGui::TextWrapped("%s", entry.exportStatus.c_str());
     ImGui::PopStyleColor();
@@ -59,6 +61,7 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
     style.axisLabels = true;
     style.colorbar = true;
     style.scale = std::clamp(entry.exportScale, 1, 8);
+    style.centreZero = options.centreZero;
     style.vmin = options.vmin;
     style.vmax = options.vmax;
     std::error_code ec;

@@ -10,6 +10,7 @@
 
 #include "app/app_state.h"
 #include "app/pipeline_steps.h"
+#include "app/theme.h"
 #include "app/heatmap_widget.h"
 #include "io/heatmap_render.h"
 
@@ -27,10 +28,13 @@ inline std::string indexed(const char* prefix, int i) {
   return out;
 }
 
-inline ImVec4 errorColor() { return ImVec4(0.92f, 0.26f, 0.21f, 1.0f); }
-inline ImVec4 warningColor() { return ImVec4(0.95f, 0.62f, 0.14f, 1.0f); }
-inline ImVec4 queryColor() { return ImVec4(0.98f, 0.55f, 0.16f, 1.0f); }
-inline ImVec4 keyColor() { return ImVec4(0.26f, 0.62f, 0.96f, 1.0f); }
+// The current theme's palette (app/theme.h): every colour >= 4.5:1 on its backgrounds.
+inline const ThemePalette& palette() { return currentPalette(); }
+inline ImVec4 toColor(ThemeColor c) { return ImVec4(c.r, c.g, c.b, 1.0f); }
+inline ImVec4 errorColor() { return toColor(palette().error); }
+inline ImVec4 warningColor() { return toColor(palette().warning); }
+inline ImVec4 queryColor() { return toColor(palette().query); }
+inline ImVec4 keyColor() { return toColor(palette().key); }
 // The theme's text colour at reduced strength (works on dark and light themes).
 inline ImVec4 mutedColor() { return ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]; }
 // Formulas: the theme's accent (the slider grab colour) so they stand out on both themes.
@@ -154,6 +158,22 @@ inline HeatmapOptions heatmapOptions(const AppState& state) {
   HeatmapOptions options;
   options.colormap = state.view.colormap;
   options.cellLabels = state.view.cellLabels;
+  return options;
+}
+
+// The options of a heatmap of `kind`: the colour rule shared with `attnscope export`
+// (io::defaultColormapFor): signed matrices on RdBu centred on 0 unless the user turned
+// that off, weights on the chosen sequential map, and the fixed range on every matrix.
+inline HeatmapOptions heatmapOptions(const AppState& state, io::MatrixKind kind) {
+  HeatmapOptions options = heatmapOptions(state);
+  if (state.view.divergingSigned && io::isSignedMatrix(kind)) {
+    options.colormap = io::ColormapKind::RdBu;
+    options.centreZero = true;
+  }
+  if (state.view.fixedRange) {
+    options.vmin = state.view.rangeMin;
+    options.vmax = state.view.rangeMax;
+  }
   return options;
 }
 

@@ -31,7 +31,7 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
                    : "Click to focus this head: the Pipeline, Inspector and Geometry panels "
                      "show it.");
   if (view != nullptr) {
-    HeatmapOptions options = panel::heatmapOptions(state);
+    HeatmapOptions options = panel::heatmapOptions(state, io::MatrixKind::Weights);
     options.size = ImVec2(side, side);
     options.colorbar = false;
     options.axisLabels = false;
@@ -39,10 +39,6 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
     options.highlight = focused;
     options.tooltip = head < 0 ? "mean over heads of the attention weights"
                                : "attention weights of this head (rows: queries, columns: keys)";
-    if (state.view.fixedRange) {
-      options.vmin = state.view.rangeMin;
-      options.vmax = state.view.rangeMax;
-    }
     const HeatmapInteraction hit = heatmapWidget(
         "##thumb", heatmaps, *view,
         panel::contentRevision(state.computed->revision, io::MatrixKind::Weights, head), options);

@@ -1,13 +1,15 @@
 // The Pipeline panel: every stage of one head's attention as its own heatmap, side by side,
 // Q, K, V → scores → masked scores → weights → context (→ concat → output), with the
-// operation written on the arrow between stages. Space / Right / Left step through the
-// stages one at a time (later stages hidden, the current one highlighted), Escape shows all.
+// operation written on the arrow between stages. Space / Right / PageDown and Left / PageUp
+// (what presentation clickers send) step through the stages one at a time (later stages hidden, the current one highlighted), Escape shows all.
 #include <imgui.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "app/frame_pacing.h"
+#include "core/format.h"
 #include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
@@ -92,27 +94,17 @@ std::string arrowLabel(io::MatrixKind stage, const Scenario& doc) {
 // Keys
 // ---------------------------------------------------------------------------------------
 
-bool keyPressed(ImGuiKey key) {
-  const int index = ImGui::GetKeyIndex(key);
-  return index >= 0 && ImGui::IsKeyPressed(index, true);
-}
-
 void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible) {
+  // The window queues every GLFW press (app/gui.cpp): ImGui 1.86 keeps only the key state per
+  // frame, so a press and release inside one frame (a clicker, fast taps) would be lost.
+  std::vector<StepKey> keys;
+  keys.swap(state.panels.stepKeys);
   const ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput || ImGui::IsAnyItemActive()) return;
-  if (io.KeyCtrl || io.KeyAlt || io.KeySuper) return;  // leave chords to the menus
-  int& stage = state.view.pipelineStage;
-  // ImGui 1.86 keeps only the key state per frame, so a press and release inside one frame
-  // (a quick tap, a presentation clicker, xdotool) is lost; the typed ' ' character is not.
-  bool spaceTyped = false;
-  for (ImWchar c : io.InputQueueCharacters) spaceTyped |= c == ' ';
-  if (keyPressed(ImGuiKey_Space) || spaceTyped || keyPressed(ImGuiKey_RightArrow)) {
-    stage = stepPipelineStage(stage, +1, visible);
-  } else if (keyPressed(ImGuiKey_LeftArrow)) {
-    stage = stepPipelineStage(stage, -1, visible);
-  } else if (keyPressed(ImGuiKey_Escape) && !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup)) {
-    stage = -1;
-  }
+  // Esc closes a popup first; it shows every stage only when nothing else wants it.
+  if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup))
+    std::erase(keys, StepKey::ShowAll);
+  state.view.pipelineStage = applyStepKeys(state.view.pipelineStage, keys, visible);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -172,21 +164,37 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   tooltip("Show every stage at once (Escape).");
   ImGui::SameLine();
   if (current < 0) {
-    panel::mutedWrapped("Space / → steps through the stages one at a time.");
+    ImGui::TextDisabled("All %d stages", static_cast<int>(visible.size()));
   } else {
     int index = 0;
     for (int i = 0; i < static_cast<int>(visible.size()); ++i)
       if (stageIndex(visible[i]) == current) index = i;
     ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
   }
-  if (current >= 0) {
-    panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
+  {
+    // The description line is as tall as the longest description at this width, whichever
+    // stage is current, so stepping never moves the cards below.
+    const char* hint = "Space / \xE2\x86\x92 / PageDown steps through the stages one at a time.";
+    const float wrap = std::max(ImGui::GetContentRegionAvail().x, font);
+    float reserved = ImGui::CalcTextSize(hint, nullptr, false, wrap).y;
+    for (io::MatrixKind stage : visible)
+      reserved =
+          std::max(reserved, ImGui::CalcTextSize(stageDescription(stage), nullptr, false, wrap).y);
+    const float top = ImGui::GetCursorPosY();
+    if (current >= 0)
+      panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
+    else
+      panel::mutedWrapped(hint);
+    ImGui::SetCursorPosY(top + reserved + ImGui::GetStyle().ItemSpacing.y);
   }
   if (!result.fullyMaskedRows.empty()) {
     panel::coloredWrapped(panel::warningColor(),
-                          std::to_string(result.fullyMaskedRows.size()) +
-                              " query row(s) may attend no key: their weights are all 0 (see "
-                              "the Inspector).");
+                          countOf(static_cast<long long>(result.fullyMaskedRows.size()),
+                                  "query row", "query rows") +
+                              (result.fullyMaskedRows.size() == 1
+                                   ? " attends no key: its weights are all 0"
+                                   : " attend no key: their weights are all 0") +
+                              " (see the Inspector).");
   }
 
   // 2 cards and their layout: rows of cards, every card of the same grid height g (width
@@ -223,10 +231,6 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (!cards[i].arrow.empty())
       fixedWidth[i] += ImGui::CalcTextSize(cards[i].arrow.c_str()).x + style.ItemSpacing.x;
   }
-  if (current >= 0) {  // the current stage shows its colour bar
-    for (int i = 0; i < n; ++i)
-      if (stageIndex(cards[i].stage) == current) fixedWidth[i] += font * 4.5f;
-  }
   // A card whose axis labels repeat the card before it (K and V, masked scores after
   // scores) leaves them out, unless it starts a row.
   std::vector<char> sameLabels(n, 0);
@@ -236,7 +240,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
   }
   auto hasLabels = [&](int i, bool rowStart) {
-    return rowStart || !sameLabels[i] || stageIndex(cards[i].stage) == current;
+    return rowStart || !sameLabels[i];  // not on `current`: stepping keeps the layout
   };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
@@ -324,7 +328,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     } else if (card.view == nullptr) {
       ImGui::Dummy(cardSize);
     } else {
-      HeatmapOptions options = panel::heatmapOptions(state);
+      HeatmapOptions options = panel::heatmapOptions(state, card.stage);
       options.size = cardSize;
       options.axisLabels = axisLabels;
       if (!axisLabels) {
@@ -332,14 +336,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
         ImGui::SetCursorPosY(ImGui::GetCursorPosY() + colLabelHeight);
         options.size.y -= colLabelHeight;
       }
-      options.colorbar = isCurrent;
-      if (isCurrent) options.size.x += font * 4.5f;
+      // The current stage's colour bar goes inside its card (so no card moves while
+      // stepping), when the card is wide enough to keep a readable grid beside it.
+      options.colorbar = isCurrent && cardGrid * aspects[i] >= font * 10.5f;
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
-      if (state.view.fixedRange && card.stage == io::MatrixKind::Weights) {
-        options.vmin = state.view.rangeMin;
-        options.vmax = state.view.rangeMax;
-      }
       const io::MatrixKind kind = card.stage;
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(

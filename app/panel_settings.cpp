@@ -357,7 +357,8 @@ void drawNormalizerSection(AppState& state) {
   }
   tooltip("Scores are divided by T before normalising (" + std::string(formulas::temperature()) +
           "): T < 1 sharpens the distribution (towards hard attention), T > 1 flattens it "
-          "(towards uniform).");
+          "(towards uniform). The slider spans 0.01..100; Ctrl+click it to type any value in "
+          "0.0001..10000.");
 }
 
 bool projectionAvailable(const Scenario& s, ProjectionKind kind) {

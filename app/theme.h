@@ -29,4 +29,23 @@ bool loadUiFont(float pixelSize, std::string* warning);
 // Clamps a presentation scale to [kMinFontScale, kMaxFontScale].
 float clampFontScale(float scale);
 
+// An sRGB colour, components in [0, 1] (ImVec4 without the ImGui dependency).
+struct ThemeColor {
+  float r = 0, g = 0, b = 0;
+};
+
+// The text and accent colours the panels use on top of the theme (app/panel_common.h,
+// notices in app/gui.cpp), per theme. Each must read on every background of its theme.
+struct ThemePalette {
+  ThemeColor text, muted, accent;  // ImGuiCol_Text, ImGuiCol_TextDisabled, formulas
+  ThemeColor error, warning, query, key;
+  ThemeColor windowBg, popupBg, frameBg, menuBarBg;  // the backgrounds text is drawn on
+};
+const ThemePalette& themePalette(bool light);
+// The palette of the theme the current ImGui style was set up with (applyTheme).
+const ThemePalette& currentPalette();
+
+// WCAG 2.x contrast ratio (L1 + 0.05) / (L2 + 0.05) of two sRGB colours, 1..21.
+double contrastRatio(ThemeColor a, ThemeColor b);
+
 }  // namespace attn::app

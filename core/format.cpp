@@ -50,4 +50,11 @@ std::string formatNumber(double value, int digits) {
   return trimZeros(buffer);
 }
 
+std::string countOf(long long count, std::string_view singular, std::string_view plural) {
+  std::string out = std::to_string(count);
+  out += ' ';
+  out += count == 1 ? singular : plural;
+  return out;
+}
+
 }  // namespace attn

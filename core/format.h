@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace attn {
 
@@ -26,5 +27,9 @@ inline constexpr int kTooltipDigits = 6;
 // Asking for fewer digits gives a string that is never longer (for finite values), so a
 // caller whose text does not fit can retry with digits - 1 down to 1.
 std::string formatNumber(double value, int digits = kExplainDigits);
+
+// "1 query", "2 queries", "0 keys": `count` and the noun in the singular when count == 1,
+// else the plural (given, since English plurals are irregular: "query" / "queries").
+std::string countOf(long long count, std::string_view singular, std::string_view plural);
 
 }  // namespace attn

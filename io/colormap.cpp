@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "io/heatmap_render.h"
 
@@ -13,11 +14,35 @@ namespace attn::io {
 namespace {
 #include "io/colormap_data.inc"
 
-static_assert(kColormapTables.size() == std::size(kAllColormaps),
+// The generated tables, then the ones computed here (RdBu).
+static_assert(kColormapTables.size() + 1 == std::size(kAllColormaps),
               "one table per ColormapKind, in enum order");
 
 constexpr std::string_view kColormapNames[] = {"viridis", "magma",   "cividis", "greys",
-                                               "purples", "oranges", "blues"};
+                                               "purples", "oranges", "blues",   "rdbu"};
+
+// ColorBrewer's 11-class RdBu (Cynthia Brewer, Apache-2.0 colour data), from blue (lowest
+// value) to red (highest), i.e. reversed so that positive values are red. Matplotlib's
+// RdBu_r is the same linear interpolation of these anchors in sRGB.
+constexpr Rgb kRdBuAnchors[] = {{5, 48, 97},     {33, 102, 172},  {67, 147, 195}, {146, 197, 222},
+                                {209, 229, 240}, {247, 247, 247}, {253, 219, 199}, {244, 165, 130},
+                                {214, 96, 77},   {178, 24, 43},   {103, 0, 31}};
+
+std::array<Rgb, 256> interpolatedLut(std::span<const Rgb> anchors) {
+  std::array<Rgb, 256> lut{};
+  const int segments = static_cast<int>(anchors.size()) - 1;
+  for (int i = 0; i < 256; ++i) {
+    const double x = i / 255.0 * segments;
+    const int k = std::min(static_cast<int>(x), segments - 1);
+    const double f = x - k;
+    auto mix = [&](std::uint8_t a, std::uint8_t b) {
+      return static_cast<std::uint8_t>(std::lround(a + (b - a) * f));
+    };
+    lut[i] = Rgb{mix(anchors[k].r, anchors[k + 1].r), mix(anchors[k].g, anchors[k + 1].g),
+                 mix(anchors[k].b, anchors[k + 1].b)};
+  }
+  return lut;
+}
 
 // sRGB 8-bit -> linear light, for the luminance rule.
 double linearChannel(std::uint8_t c) {
@@ -38,7 +63,19 @@ std::optional<ColormapKind> parseColormapKind(std::string_view name) {
 }
 
 const std::array<Rgb, 256>& colormapLut(ColormapKind kind) {
+  if (kind == ColormapKind::RdBu) {
+    static const std::array<Rgb, 256> rdbu = interpolatedLut(kRdBuAnchors);
+    return rdbu;
+  }
   return kColormapTables[static_cast<int>(kind)];
+}
+
+bool isDiverging(ColormapKind kind) {
+  return kind == ColormapKind::RdBu;
+}
+
+bool isSignedMatrix(MatrixKind kind) {
+  return kind != MatrixKind::Weights;
 }
 
 Rgb colormapColor(ColormapKind kind, float t) {
@@ -75,6 +112,15 @@ ValueRange colorRange(std::optional<ValueRange> finite, std::optional<float> vmi
       range.lo = range.hi;
   }
   return range;
+}
+
+ValueRange centredColorRange(std::optional<ValueRange> finite, std::optional<float> vmin,
+                             std::optional<float> vmax) {
+  if (finite) {
+    const float m = std::max(std::abs(finite->lo), std::abs(finite->hi));
+    finite = ValueRange{-m, m};
+  }
+  return colorRange(finite, vmin, vmax);
 }
 
 ValueRange valueRange(MatrixRef values, std::optional<float> vmin, std::optional<float> vmax) {

@@ -69,7 +69,11 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
   L.scale = s;
   L.rows = static_cast<int>(view.values.rows);
   L.cols = static_cast<int>(view.values.cols);
-  L.range = valueRange(view.values, style.vmin, style.vmax);
+  L.range = style.centreZero ? centredColorRange(style.vmin && style.vmax
+                                                     ? std::nullopt
+                                                     : finiteRange(view.values),
+                                                 style.vmin, style.vmax)
+                             : valueRange(view.values, style.vmin, style.vmax);
 
   // 1 cell size (scale 1): shrink to the budget, pool when below one pixel
   const int longest = std::max(L.rows, L.cols);

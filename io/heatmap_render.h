@@ -25,12 +25,16 @@ namespace attn::io {
 // viridis, magma, cividis (matplotlib's perceptually uniform maps), greys, and the light
 // purples, oranges and blues of the classic attention notebooks (matplotlib's sequential
 // ColorBrewer maps).
-enum class ColormapKind { Viridis, Magma, Cividis, Greys, Purples, Oranges, Blues };
+// RdBu is diverging (blue for negative, white at the centre, red for positive: ColorBrewer's
+// RdBu reversed); the others are sequential.
+enum class ColormapKind { Viridis, Magma, Cividis, Greys, Purples, Oranges, Blues, RdBu };
 std::string_view toString(ColormapKind kind);
 std::optional<ColormapKind> parseColormapKind(std::string_view name);
 inline constexpr ColormapKind kAllColormaps[] = {
     ColormapKind::Viridis, ColormapKind::Magma,   ColormapKind::Cividis, ColormapKind::Greys,
-    ColormapKind::Purples, ColormapKind::Oranges, ColormapKind::Blues};
+    ColormapKind::Purples, ColormapKind::Oranges, ColormapKind::Blues,   ColormapKind::RdBu};
+// True for a map made to be centred on a value (RdBu).
+bool isDiverging(ColormapKind kind);
 
 struct Rgb {
   std::uint8_t r = 0, g = 0, b = 0;
@@ -61,6 +65,11 @@ ValueRange colorRange(std::optional<ValueRange> finite, std::optional<float> vmi
                       std::optional<float> vmax);
 // colorRange(finiteRange(values), vmin, vmax), without the scan when both ends are fixed.
 ValueRange valueRange(MatrixRef values, std::optional<float> vmin, std::optional<float> vmax);
+// The colour range of a signed matrix on a diverging map: symmetric about 0, [-m, m] with
+// m = max(|lo|, |hi|) of the finite values, so 0 is the map's centre. Fixed ends (vmin /
+// vmax) win, as in colorRange().
+ValueRange centredColorRange(std::optional<ValueRange> finite, std::optional<float> vmin,
+                             std::optional<float> vmax);
 // Where a finite value lies on the colour map, in [0, 1]: (v - lo) / (hi - lo) clamped, or
 // 0.5 (the middle) when lo == hi. shaders/heatmap.frag computes the same.
 float colorPosition(float value, ValueRange range);
@@ -107,6 +116,10 @@ void maxPool(MatrixRef values, int factor, int outRows, int outCols, float* dst)
 // scores (raw), masked_scores (÷T, -inf where masked), weights, q, k, v, context, concat,
 // output.
 enum class MatrixKind { Scores, MaskedScores, Weights, Q, K, V, Context, Concat, Output };
+// Matrices whose values have a sign that matters (Q, K, V, raw and masked scores, context,
+// concat, output): shown on a diverging map centred on 0 by default, in the app and in
+// `attnscope export`. Weights (>= 0) are not.
+bool isSignedMatrix(MatrixKind kind);
 std::string_view toString(MatrixKind kind);
 std::optional<MatrixKind> parseMatrixKind(std::string_view name);
 
@@ -185,6 +198,7 @@ struct HeatmapStyle {
   int digits = kCellDigits;         // significant digits of cell labels and ticks (1..9);
                                     // labels drop digits where they would not fit
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
+  bool centreZero = false;          // auto range symmetric about 0 (signed matrices, RdBu)
   int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
                                     // shrunk cells are still >= 8 px, so tiny cells stay solid
   std::string fontPath;             // TrueType font; empty = DejaVu Sans (fonts-dejavu-core)

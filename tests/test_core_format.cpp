@@ -64,4 +64,11 @@ TEST(FormatNumber, DigitsAreClampedAndFewerDigitsNeverLonger) {
 }
 
 }  // namespace
+TEST(CountOf, SingularOnlyForOne) {
+  EXPECT_EQ(countOf(1, "query", "queries"), "1 query");
+  EXPECT_EQ(countOf(2, "query", "queries"), "2 queries");
+  EXPECT_EQ(countOf(0, "key", "keys"), "0 keys");
+  EXPECT_EQ(countOf(-1, "head", "heads"), "-1 heads");
+}
+
 }  // namespace attn

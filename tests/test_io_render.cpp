@@ -94,8 +94,60 @@ MatrixView sampleView() {
 // Colormaps
 // ---------------------------------------------------------------------------------------
 
+TEST(Colormap, RdBuDivergesThroughWhiteFromBlueToRed) {
+  const auto& lut = colormapLut(ColormapKind::RdBu);
+  EXPECT_EQ(lut[0], (Rgb{5, 48, 97}));     // the ColorBrewer anchors at both ends
+  EXPECT_EQ(lut[255], (Rgb{103, 0, 31}));
+  // Entry 127.5 is the white anchor (247, 247, 247): 127 and 128 lie 1/20 of a segment
+  // either side of it, toward (209, 229, 240) and (253, 219, 199).
+  const double f = 0.5 / 25.5;  // 0.5 entries of a 25.5-entry segment
+  EXPECT_NEAR(lut[127].r, 247 + (209 - 247) * f, 0.51);
+  EXPECT_NEAR(lut[128].b, 247 + (199 - 247) * f, 0.51);
+  EXPECT_LT(lut[0].r, lut[0].b);      // low end blue
+  EXPECT_GT(lut[255].r, lut[255].b);  // high end red
+  EXPECT_TRUE(isDiverging(ColormapKind::RdBu));
+  EXPECT_FALSE(isDiverging(ColormapKind::Viridis));
+  EXPECT_TRUE(isSignedMatrix(MatrixKind::Scores));
+  EXPECT_TRUE(isSignedMatrix(MatrixKind::Q));
+  EXPECT_FALSE(isSignedMatrix(MatrixKind::Weights));
+}
+
+TEST(Colormap, CentredRangeIsSymmetricAboutZero) {
+  ValueRange r = centredColorRange(ValueRange{-0.5f, 2.0f}, std::nullopt, std::nullopt);
+  EXPECT_FLOAT_EQ(r.lo, -2.0f);
+  EXPECT_FLOAT_EQ(r.hi, 2.0f);
+  EXPECT_FLOAT_EQ(colorPosition(0.0f, r), 0.5f);  // 0 on the white centre
+  r = centredColorRange(ValueRange{-3.0f, 1.0f}, std::nullopt, std::nullopt);
+  EXPECT_FLOAT_EQ(r.lo, -3.0f);
+  EXPECT_FLOAT_EQ(r.hi, 3.0f);
+  // A fixed range wins (the "Fixed colour range" applies to every matrix).
+  r = centredColorRange(ValueRange{-3.0f, 1.0f}, 0.0f, 1.0f);
+  EXPECT_FLOAT_EQ(r.lo, 0.0f);
+  EXPECT_FLOAT_EQ(r.hi, 1.0f);
+}
+
+TEST(Render, CentredRangeExportPutsZeroOnWhite) {
+  MatrixView view;
+  view.values = M({{-1.0f, 0.0f, 4.0f}});
+  view.rowLabels = {"q0"};
+  view.colLabels = {"k0", "k1", "k2"};
+  view.title = "scores";
+  HeatmapStyle style;
+  style.colormap = ColormapKind::RdBu;
+  style.centreZero = true;
+  style.cellLabels = false;
+  Expected<Image> image = renderHeatmap(view, style);
+  ASSERT_TRUE(image) << image.error().message();
+  const auto& lut = colormapLut(ColormapKind::RdBu);
+  // Range [-4, 4]: 0 -> 0.5 -> entry 128, 4 -> 255, -1 -> 0.375 -> entry 96.
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 1)), lut[128]);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 2)), lut[255]);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 0)), lut[96]);
+}
+
 TEST(Colormap, NamesRoundTrip) {
-  EXPECT_EQ(std::size(kAllColormaps), 7u);
+  EXPECT_EQ(std::size(kAllColormaps), 8u);
+  EXPECT_EQ(toString(ColormapKind::RdBu), "rdbu");
   for (ColormapKind kind : kAllColormaps) EXPECT_EQ(parseColormapKind(toString(kind)), kind);
   EXPECT_EQ(toString(ColormapKind::Viridis), "viridis");
   EXPECT_EQ(toString(ColormapKind::Blues), "blues");

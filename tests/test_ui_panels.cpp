@@ -7,15 +7,21 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <imgui.h>
 
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+
 #include "app/app_state.h"
+#include "app/frame_pacing.h"
 #include "app/pipeline_steps.h"
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
+#include "app/heatmap_widget_impl.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
 #include "core/formulas.h"
@@ -465,27 +471,112 @@ TEST(PipelineStages, StepAndWrap) {
             stageIndex(io::MatrixKind::Q));
 }
 
+// The window queues every GLFW key press (app/gui.cpp: keyCallback -> handleShortcuts ->
+// stepKeyFor -> state.panels.stepKeys) and the Pipeline panel applies the queue in its frame.
+void queueKeys(AppState& state, std::initializer_list<int> glfwKeys) {
+  for (int key : glfwKeys)
+    if (StepKey step = stepKeyFor(key, 0); step != StepKey::None)
+      state.panels.stepKeys.push_back(step);
+}
+
 TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
   ASSERT_EQ(state.view.pipelineStage, -1);
-  press(state, kKeySpace);
+  auto press = [&](int key) {
+    queueKeys(state, {key});
+    frame(state);
+  };
+  press(GLFW_KEY_SPACE);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Q));
-  press(state, kKeyRight);
+  press(GLFW_KEY_RIGHT);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
-  press(state, kKeySpace);
-  press(state, kKeySpace);
+  press(GLFW_KEY_SPACE);
+  press(GLFW_KEY_PAGE_DOWN);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Scores));
-  press(state, kKeyLeft);
+  press(GLFW_KEY_LEFT);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::V));
-  press(state, kKeyEscape);
+  press(GLFW_KEY_PAGE_UP);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
+  press(GLFW_KEY_ESCAPE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Multi-head: concat and output are stages too, and the last step returns to "all".
-  press(state, kKeyLeft);
+  press(GLFW_KEY_LEFT);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Output));
-  press(state, kKeySpace);
+  press(GLFW_KEY_SPACE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   EXPECT_FALSE(state.dirty());
+  EXPECT_TRUE(state.panels.stepKeys.empty());  // consumed by the panel
+}
+
+TEST_F(Headless, ClickerPressesFasterThanFramesAreNotLost) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  // Four PageDowns and a PageUp between two frames: all five count.
+  queueKeys(state, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
+                    GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_UP});
+  frame(state);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::V));
+  // Ctrl+PageDown is a menu chord, not a step.
+  EXPECT_EQ(stepKeyFor(GLFW_KEY_PAGE_DOWN, GLFW_MOD_CONTROL), StepKey::None);
+}
+
+
+TEST_F(Headless, SteppingKeepsEveryCardInItsPlace) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  auto gridCorners = [&] {
+    std::map<std::string, ImVec2> corners;
+    for (const HeatmapRecord& record : heatmaps_.impl().records)
+      if (record.id.rfind("##stage_", 0) == 0) corners[record.id] = record.gridMin;
+    return corners;
+  };
+  const std::size_t stages = visibleStages(&*state.computed->result).size();
+  ASSERT_EQ(gridCorners().size(), stages);
+  const std::map<std::string, ImVec2> all = gridCorners();  // every card, no stepping
+  for (std::size_t step = 1; step <= stages; ++step) {
+    queueKeys(state, {GLFW_KEY_PAGE_DOWN});
+    frame(state);
+    const std::map<std::string, ImVec2> now = gridCorners();
+    EXPECT_EQ(now.size(), step);  // the later stages are placeholders
+    for (const auto& [id, corner] : now) {
+      ASSERT_TRUE(all.count(id)) << id;
+      EXPECT_NEAR(corner.x, all.at(id).x, 0.5f) << id << " at step " << step;
+      EXPECT_NEAR(corner.y, all.at(id).y, 0.5f) << id << " at step " << step;
+    }
+  }
+}
+
+
+TEST_F(Headless, SignedMatricesAreDivergingAndCentredWeightsSequential) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  int checked = 0;
+  for (const HeatmapRecord& record : heatmaps_.impl().records) {
+    if (record.id == "##stage_weights") {
+      EXPECT_EQ(record.colormap, state.view.colormap);
+      EXPECT_GE(record.vmin, 0.0f);
+      ++checked;
+    } else if (record.id == "##stage_scores" || record.id == "##stage_Q") {
+      EXPECT_EQ(record.colormap, io::ColormapKind::RdBu) << record.id;
+      EXPECT_FLOAT_EQ(record.vmin, -record.vmax) << record.id;  // 0 is the white centre
+      EXPECT_GT(record.vmax, 0.0f);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3);
+  // The user can turn it off; the fixed range then applies to every matrix.
+  state.view.divergingSigned = false;
+  state.view.fixedRange = true;
+  state.view.rangeMin = -0.5f;
+  state.view.rangeMax = 0.5f;
+  frames(state, 2);
+  for (const HeatmapRecord& record : heatmaps_.impl().records) {
+    if (record.id.rfind("##stage_", 0) != 0) continue;
+    EXPECT_EQ(record.colormap, state.view.colormap) << record.id;
+    EXPECT_FLOAT_EQ(record.vmin, -0.5f) << record.id;
+    EXPECT_FLOAT_EQ(record.vmax, 0.5f) << record.id;
+  }
 }
 
 }  // namespace

@@ -366,8 +366,18 @@ TEST(Autosave, TickWritesOnlyWhenSomethingChanged) {
 TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
   const std::vector<Preset> presets = listPresets(ATTNSCOPE_ASSET_DIR);
   ASSERT_FALSE(presets.empty());
-  EXPECT_TRUE(std::any_of(presets.begin(), presets.end(),
-                          [](const Preset& p) { return p.name == "Decoder state"; }));
+  // Listed by their titles (the scenario's "name"), with their descriptions.
+  for (const Preset& preset : presets) {
+    Expected<Scenario> scenario = io::loadScenario(preset.path);
+    ASSERT_TRUE(scenario) << preset.path;
+    EXPECT_EQ(preset.name, scenario->name.empty() ? preset.name : scenario->name);
+    EXPECT_EQ(preset.description, scenario->description);
+    EXPECT_FALSE(preset.name.empty());
+  }
+  EXPECT_TRUE(std::any_of(presets.begin(), presets.end(), [](const Preset& p) {
+    return p.path.ends_with("decoder_state.json") && !p.description.empty() &&
+           p.name != "Decoder state";  // the title, not the file name
+  }));
   AppState state = loadedState();
   FileUi ui;
   requestQuit(ui, state);
