@@ -2,6 +2,14 @@
 // positional encoding and seeded initialisation. See core/attention.h for the conventions
 // (rows are tokens, projections are applied on the right: X·W + b) and docs/formulas.md for
 // every formula.
+//
+// Sections (in file order):
+//   helpers for validation messages, normalisers of one masked row (step 4 kernels),
+//   products in fixed row blocks (threads), names of the kinds, initialisation and
+//   projections (step 1), similarity (step 2, scored in row blocks), masks (step 3),
+//   normalisers (step 4), positional encoding and seeded embeddings, validation,
+//   the whole mechanism (attend(): steps 1-8, with the double-precision context fallback),
+//   derived stages on demand (scores and masked scores recomputed per head).
 #include "core/attention.h"
 
 #include "core/isa.h"
