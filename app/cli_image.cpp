@@ -94,17 +94,6 @@ Status checkWritable(std::string_view option, const std::string& path) {
   return Ok{};
 }
 
-// Every file goes through the one atomic writer (io/files.h).
-Status writeOutput(const std::string& path, std::string_view bytes) {
-  Status written = io::writeFileAtomic(path, bytes);
-  if (!written) {
-    Error error = written.error();
-    if (error.file.empty()) error.file = path;
-    return error;
-  }
-  return Ok{};
-}
-
 // =======================================================================================
 // The request
 // =======================================================================================
@@ -353,16 +342,16 @@ int runImageCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
   Expected<std::string> png = io::encodePng(*overlay);
   if (!png) return fail(err, Error{request->outPath, "", png.error().problem});
-  if (Status ok = writeOutput(request->outPath, *png); !ok) return fail(err, ok.error());
+  if (Status ok = io::writeFileAtomic(request->outPath, *png); !ok) return fail(err, ok.error());
   if (!request->weightsPath.empty()) {
     // The row of the query, laid out as the patch grid.
     Matrix grid2d = Eigen::Map<const Matrix>(weights.data(), grid.rows, grid.cols);
-    if (Status ok = writeOutput(request->weightsPath, io::matrixToCsv(grid2d)); !ok) {
+    if (Status ok = io::writeFileAtomic(request->weightsPath, io::matrixToCsv(grid2d)); !ok) {
       return fail(err, ok.error());
     }
   }
   if (!request->matrixPath.empty()) {
-    if (Status ok = writeOutput(request->matrixPath, io::matrixToCsv(computed->weights)); !ok) {
+    if (Status ok = io::writeFileAtomic(request->matrixPath, io::matrixToCsv(computed->weights)); !ok) {
       return fail(err, ok.error());
     }
   }

@@ -11,21 +11,6 @@
 
 namespace attn::app {
 
-namespace {
-
-// Every file goes through the one atomic writer (io/files.h).
-Status writeOutput(const std::string& path, std::string_view bytes) {
-  Status written = io::writeFileAtomic(path, bytes);
-  if (!written) {
-    Error error = written.error();
-    if (error.file.empty()) error.file = path;
-    return error;
-  }
-  return Ok{};
-}
-
-}  // namespace
-
 int ImageViewState::queryIndex() const {
   if (!computed) return -1;
   const PatchGrid& grid = computed->embedding.grid;
@@ -177,7 +162,7 @@ Status exportOverlay(const ImageViewState& view, io::ColormapKind colormap,
   }
   Expected<std::string> png = io::encodePng(*overlay);
   if (!png) return Error{path, "", png.error().problem};
-  return writeOutput(path, *png);
+  return io::writeFileAtomic(path, *png);
 }
 
 }  // namespace attn::app

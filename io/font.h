@@ -2,6 +2,8 @@
 // the implementation). Internal to io/ (io/heatmap_*.cpp); not an API.
 #pragma once
 
+#include "core/utf8.h"
+
 #include <stb_truetype.h>
 
 #include <cstdint>
@@ -13,9 +15,10 @@
 
 namespace attn::io::detail {
 
+using attn::appendUtf8;  // one UTF-8 encoder: core/utf8.h
+
 // Decodes UTF-8; invalid bytes become U+FFFD, so arbitrary labels never break rendering.
 std::u32string decodeUtf8(std::string_view text);
-void appendUtf8(std::string& out, char32_t cp);
 std::string toUtf8(const std::u32string& text);
 
 struct Font {

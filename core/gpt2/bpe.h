@@ -8,6 +8,8 @@
 // token is a string of those characters; vocab.json and merges.txt are written in that form.
 #pragma once
 
+#include "core/utf8.h"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -22,14 +24,14 @@
 
 namespace attn::gpt2 {
 
+using attn::appendUtf8;  // one UTF-8 encoder: core/utf8.h
+
 // The code point each byte 0..255 is written as in vocab.json / merges.txt.
 const std::array<char32_t, 256>& byteToUnicode();
 
 // UTF-8 of the mapped form of `bytes` (e.g. " the" -> "Ġthe").
 std::string bytesToMapped(std::string_view bytes);
 
-// Appends the UTF-8 encoding of code point `cp` to `out`.
-void appendUtf8(std::string& out, char32_t cp);
 
 // ---------------------------------------------------------------------------------------
 // UTF-8
