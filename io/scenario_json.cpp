@@ -1,6 +1,11 @@
 // Scenario files (JSON) <-> Scenario, and the JSON form of results. The format is documented
 // field by field in docs/scenarios.md; keep the two in step.
 //
+// Sections (in file order): small text helpers; lists in the DOM (packed number lists);
+// stage 2, the SAX parse with read limits; stage 3, the DOM walk into a Scenario; writing
+// (Scenario -> JSON, results -> JSON); files (read with a size check; writes go through
+// io/files.h); the public API.
+//
 // Reading goes in three stages:
 //   1 size checks (file size before reading, text size before parsing);
 //   2 a SAX parse into a DOM that tracks the path of every value, so that even a JSON syntax
