@@ -18,6 +18,8 @@ BUILD_PACKAGES=(
 )
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev
+  time
+  binutils
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.
