@@ -10,7 +10,7 @@ namespace attn::app {
 
 bool mayWaitForEvents(const FrameActivity& a) {
   return !a.screenshot && !a.computing && !a.interacting && !a.noticesFading && !a.pendingInput &&
-         a.settleFrames <= 0;
+         !a.backgroundWork && a.settleFrames <= 0;
 }
 
 StepKey stepKeyFor(int glfwKey, int glfwMods) {

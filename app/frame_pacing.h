@@ -16,6 +16,8 @@ struct FrameActivity {
   bool interacting = false;    // an ImGui item is active (drag, slider) or a mouse button is down
   bool noticesFading = false;  // a toast is still on screen and will disappear by itself
   bool pendingInput = false;   // queued key presses / dropped files not handled yet
+  bool backgroundWork = false; // a view's worker (training, model thumbnails, image patches)
+                               // is running and will publish something to show
   int settleFrames = 0;        // frames still owed after the last event (ImGui settles hover etc.)
 };
 

@@ -862,6 +862,11 @@ FrameActivity GuiSession::Impl::activity() const {
   a.pendingInput = !keyPresses.empty() || !droppedPaths.empty() || screenshotRequested ||
                    layoutDirty || files.quitConfirmed;
   a.settleFrames = settleFrames;
+  // Views whose workers publish results over time: a live training run, the model view's
+  // thumbnails, an image's patch attention. Their results must appear without an event.
+  a.backgroundWork = heatmaps && heatmaps->impl().deferredUploads > 0;
+  a.backgroundWork = a.backgroundWork || (state.training && state.training->snapshot && state.training->snapshot->running) ||
+                     (attention && attention->busy()) || state.image.computing();
   return a;
 }
 
@@ -1055,6 +1060,9 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     return code;
   }
   s.heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
+  // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
+  // screenshots, which must show every texture of the finished result.
+  if (!s.screenshotMode()) s.heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
   s.compute = std::make_unique<ComputeService>();
   s.attention = std::make_unique<AttentionService>();
   // 3 the document: the given file, else the autosave, else the default preset

@@ -120,6 +120,8 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   if (impl.recordsFrame != frame) {
     impl.records.clear();
     impl.recordsFrame = frame;
+    impl.uploadedThisFrame = 0;
+    impl.deferredUploads = 0;
     for (auto it = impl.entries.begin(); it != impl.entries.end();) {
       if (frame - it->second.lastFrame > 600) {
         impl.releaseEntry(it->second);
@@ -141,12 +143,21 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
     ImGui::PopID();
     return interaction;
   }
-  // 2 upload only when the content or its shape changed
-  if (entry.revision != contentRevision || entry.rows != rows || entry.cols != cols) {
+  // 2 upload only when the content or its shape changed, within the frame's byte budget
+  //   (a same-shape re-upload past the budget waits for a later frame, showing the old one)
+  const bool changed = entry.revision != contentRevision;
+  const bool reshaped = entry.rows != rows || entry.cols != cols || entry.revision == ~0ull;
+  const std::size_t bytes = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) * 4;
+  const bool overBudget = impl.uploadBudgetBytes > 0 && impl.uploadedThisFrame > 0 &&
+                          impl.uploadedThisFrame + bytes > impl.uploadBudgetBytes;
+  if (reshaped || (changed && !overBudget)) {
     uploadValues(*impl.textures, entry, view.values);
     entry.revision = contentRevision;
     entry.labelFont = 0;  // labels may have changed too
     ++impl.uploads;
+    impl.uploadedThisFrame += bytes;
+  } else if (changed) {
+    ++impl.deferredUploads;
   }
   const io::ValueRange range =
       options.centreZero ? io::centredColorRange(entry.finite, options.vmin, options.vmax)

@@ -73,6 +73,14 @@ struct HeatmapCache::Impl {
   unsigned imageTexture = 0;
   std::uint64_t imageTextureId = 0;
   std::uint64_t uploads = 0;  // texture uploads so far (the frame-time harness reports them)
+  // Re-uploads of changed values share a byte budget per frame, so that a result that
+  // changes many 2048 x 2048 heatmaps at once is spread over a few frames instead of
+  // stalling one (a heatmap keeps showing its previous texture until its turn). 0 = no
+  // budget (screenshots and tests: every upload happens in the frame that asks for it).
+  // A first upload and a change of shape are never deferred.
+  std::size_t uploadBudgetBytes = 0;
+  std::size_t uploadedThisFrame = 0;
+  int deferredUploads = 0;  // re-uploads postponed in the last frame (the window keeps drawing)
 
   void releaseEntry(Entry& entry);
   void releaseAll();

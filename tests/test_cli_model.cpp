@@ -81,8 +81,11 @@ class CliModel : public ::testing::Test {
   void SetUp() override {
     vocab_ = gpt2test::defaultVocabulary();
     model_ = gpt2test::makeTinyModel(gpt2test::TinyConfig{}, vocab_.size(), 3);
-    dir_ = gpt2test::writeModelFolder("cli_model", model_, vocab_, "BF16");
-    outDir_ = gpt2test::freshDir("cli_model_out");
+    // One folder per test: ctest runs the tests of this binary in parallel processes, and
+    // a shared folder would be removed by one test's SetUp while another writes into it.
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = gpt2test::writeModelFolder("cli_model_" + test, model_, vocab_, "BF16");
+    outDir_ = gpt2test::freshDir("cli_model_out_" + test);
   }
 
   std::string out(const std::string& name) const { return (outDir_ / name).string(); }

@@ -26,6 +26,9 @@ TEST(FramePacing, WaitsOnlyWhenNothingChanges) {
   a.pendingInput = true;
   EXPECT_FALSE(mayWaitForEvents(a));
   a = idle;
+  a.backgroundWork = true;  // training, thumbnails or an image job will publish by themselves
+  EXPECT_FALSE(mayWaitForEvents(a));
+  a = idle;
   a.screenshot = true;
   EXPECT_FALSE(mayWaitForEvents(a));
   a = idle;

@@ -580,3 +580,42 @@ TEST_F(Headless, SignedMatricesAreDivergingAndCentredWeightsSequential) {
 }
 
 }  // namespace
+
+namespace {
+
+// Draws two 64 x 64 heatmaps with the given content revision in one headless frame.
+void drawTwo(HeatmapCache& cache, const Matrix& a, const Matrix& b, std::uint64_t revision) {
+  ImGui::NewFrame();
+  ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
+  ImGui::SetNextWindowSize(ImVec2(1200, 900), ImGuiCond_Always);
+  ImGui::Begin("budget");
+  HeatmapOptions options;
+  options.size = ImVec2(300, 300);
+  heatmapWidget("a", cache, io::HeatmapView{MatrixRef::of(a), {}, {}, "a"}, revision, options);
+  heatmapWidget("b", cache, io::HeatmapView{MatrixRef::of(b), {}, {}, "b"}, revision, options);
+  ImGui::End();
+  ImGui::Render();
+}
+
+TEST_F(Headless, ReuploadsShareAPerFrameByteBudget) {
+  const Matrix a = Matrix::Constant(64, 64, 1.f), b = Matrix::Constant(64, 64, 2.f);
+  HeatmapCache::Impl& impl = heatmaps_.impl();
+  impl.uploadBudgetBytes = 64 * 64 * 4;  // one matrix per frame
+  drawTwo(heatmaps_, a, b, 1);
+  EXPECT_EQ(impl.uploads, 2u);  // first uploads are never deferred
+  EXPECT_EQ(impl.deferredUploads, 0);
+  drawTwo(heatmaps_, a, b, 2);  // both changed: one now, one next frame
+  EXPECT_EQ(impl.uploads, 3u);
+  EXPECT_EQ(impl.deferredUploads, 1);
+  drawTwo(heatmaps_, a, b, 2);
+  EXPECT_EQ(impl.uploads, 4u);
+  EXPECT_EQ(impl.deferredUploads, 0);
+  drawTwo(heatmaps_, a, b, 2);  // nothing changed: nothing uploaded
+  EXPECT_EQ(impl.uploads, 4u);
+  impl.uploadBudgetBytes = 0;  // no budget: every change in its own frame
+  drawTwo(heatmaps_, a, b, 3);
+  EXPECT_EQ(impl.uploads, 6u);
+  EXPECT_EQ(impl.deferredUploads, 0);
+}
+
+}  // namespace
