@@ -394,6 +394,12 @@ TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
       "peak RSS (MB): info %.1f, export head CSV %.1f, PNG %.1f, rollout of 8 layers %.1f\n",
       infoKb / 1024.0, headKb / 1024.0, peakRssKb(png) / 1024.0, peakRssKb(rollout) / 1024.0);
   EXPECT_GT(infoKb, 0);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer the binary's resident set includes shadow memory and the
+  // allocator's quarantine, so the 200 MB target is measured on the Release build only; the
+  // commands above still run and are checked here.
+  GTEST_SKIP() << "peak RSS is measured without sanitizers";
+#endif
   EXPECT_LT(infoKb, 200 * 1024);
   EXPECT_LT(headKb, 200 * 1024);
   EXPECT_LT(peakRssKb(png), 200 * 1024);
