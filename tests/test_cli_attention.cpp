@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "tests/attention_test_files.h"
+#include "tests/cli_run.h"
 
 extern char** environ;
 
@@ -20,51 +21,10 @@ namespace {
 
 using namespace attn::testfiles;
 using nlohmann::json;
-
-struct RunResult {
-  int exitCode = -1;
-  std::string out, err;
-};
-
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs `program args...` with stdout/stderr in files of `dir`.
-RunResult run(const std::string& program, const std::vector<std::string>& args,
-              const fs::path& dir) {
-  const std::string outPath = (dir / "stdout.txt").string(),
-                    errPath = (dir / "stderr.txt").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> storage{program};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  RunResult result;
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    ADD_FAILURE() << "cannot start " << program << ": " << std::strerror(spawned);
-    return result;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = readText(outPath);
-  result.err = readText(errPath);
-  return result;
-}
+using attn::testing::RunResult;
+using attn::testing::readFile;
+constexpr auto run = attn::testing::runProgram;
+std::string readText(const fs::path& path) { return readFile(path); }
 
 RunResult attnscope(const std::vector<std::string>& args, const fs::path& dir) {
   return run(ATTNSCOPE_BIN, args, dir);

@@ -20,53 +20,19 @@
 
 extern char** environ;
 
+#include "tests/cli_run.h"
+
 namespace {
+
+using attn::testing::readFile;
+using attn::testing::RunResult;
+
+RunResult runAttnscope(const std::vector<std::string>& args, const std::filesystem::path& dir) {
+  return attn::testing::runProgram(ATTNSCOPE_BIN, args, dir);
+}
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct RunResult {
-  int exitCode = -1;
-  std::string out, err;
-};
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-RunResult runAttnscope(const std::vector<std::string>& args, const fs::path& dir) {
-  const std::string outPath = (dir / "stdout.txt").string();
-  const std::string errPath = (dir / "stderr.txt").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> storage{ATTNSCOPE_BIN};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  RunResult run;
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, ATTNSCOPE_BIN, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    ADD_FAILURE() << "cannot start " << ATTNSCOPE_BIN << ": " << std::strerror(spawned);
-    return run;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = readFile(outPath);
-  run.err = readFile(errPath);
-  return run;
-}
 
 // Rows of comma-separated numbers; every field must parse completely.
 std::vector<std::vector<double>> parseCsv(const std::string& text, bool& allNumeric) {

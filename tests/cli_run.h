@@ -1,0 +1,79 @@
+// Running a program from a test, the way a user runs attnscope: a real process, stdout and
+// stderr captured in files (no pipes, so no deadlock on large outputs). Shared by the CLI
+// tests (test_cli*.cpp). Header-only; each test executable includes it once.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace attn::testing {
+
+struct RunResult {
+  int exitCode = -1;  // 128 + signal when the process was killed
+  std::string out;
+  std::string err;
+
+  // stderr split into lines (the CLI's errors are exactly one line).
+  std::vector<std::string> errLines() const {
+    std::vector<std::string> lines;
+    std::istringstream in(err);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+};
+
+inline std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `program args...` (argv[0] = program) with this process's environment; stdout and
+// stderr go to stdout.txt / stderr.txt in `dir`, which must exist.
+inline RunResult runProgram(const std::string& program, const std::vector<std::string>& args,
+                            const std::filesystem::path& dir) {
+  const std::string outPath = (dir / "stdout.txt").string();
+  const std::string errPath = (dir / "stderr.txt").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<std::string> storage{program};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  RunResult run;
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    ADD_FAILURE() << "cannot start " << program << ": " << std::strerror(spawned);
+    return run;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.out = readFile(outPath);
+  run.err = readFile(errPath);
+  return run;
+}
+
+}  // namespace attn::testing
