@@ -150,8 +150,9 @@ inline ValueFn attentionPattern(int batchDims = 0) {
   return [batchDims](const std::vector<std::int64_t>& index) {
     std::int64_t parts[4] = {0, 0, 0, 0};
     const std::size_t n = index.size() - static_cast<std::size_t>(batchDims);
-    for (std::size_t i = 0; i < n && i < 4; ++i)
-      parts[4 - n + i] = index[static_cast<std::size_t>(batchDims) + i];
+    const std::size_t used = n < 4 ? n : 4;  // the last (at most) four indices
+    for (std::size_t i = 0; i < used; ++i)
+      parts[4 - used + i] = index[static_cast<std::size_t>(batchDims) + (n - used) + i];
     const std::int64_t batch = batchDims > 0 ? index[0] : 0;
     return pattern(parts[0] + 17 * batch, parts[1], parts[2], parts[3]);
   };
