@@ -282,6 +282,18 @@ std::string lowerExtension(const std::string& path) {
   return ext;
 }
 
+Status checkOutputFile(std::string_view option, const std::string& path) {
+  if (path.empty()) return optionError(option, "needs a file name");
+  std::error_code ec;
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec)) {
+    return Error{path, "", "the folder " + inQuotes(parent.string()) + " does not exist"};
+  }
+  if (fs::is_directory(path, ec)) return Error{path, "", "is a folder, not a file"};
+  return Ok{};
+}
+
 // --out FILE: present, not empty, its folder exists and it is not itself a folder.
 // `extensions` lists the accepted lower-case extensions (empty = any).
 Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
@@ -303,13 +315,7 @@ Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
                                : "unsupported extension " + inQuotes(ext) + "; use one of " + list};
     }
   }
-  std::error_code ec;
-  fs::path parent = fs::path(*out).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, ec)) {
-    return Error{*out, "", "the folder " + inQuotes(parent.string()) + " does not exist"};
-  }
-  if (fs::is_directory(*out, ec)) return Error{*out, "", "is a folder, not a file"};
+  if (Status file = checkOutputFile("--out", *out); !file) return file.error();
   return *out;
 }
 

@@ -61,6 +61,9 @@ std::string lowerExtension(const std::string& path);
 // or a hard link). Exit-2 error naming --out otherwise.
 Status checkNotAnInput(const std::string& outPath, const std::string& inputPath);
 
+// An output file named by `option`: not empty, its folder exists, not a folder itself.
+Status checkOutputFile(std::string_view option, const std::string& path);
+
 Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
                                       std::initializer_list<std::string_view> extensions,
                                       bool required);

@@ -81,19 +81,6 @@ constexpr cli::OptionSpec kImageOptions[] = {
     {"--temperature", true}, {"--heads", true},       {"--colormap", true},     {"--opacity", true},
     {"--scale", true},       {"--weights-out", true}, {"--matrix-out", true}};
 
-// An output path: not empty, its folder exists, not a folder itself.
-Status checkWritable(std::string_view option, const std::string& path) {
-  if (path.empty()) return optionError(option, "needs a file name");
-  std::error_code ec;
-  fs::path parent = fs::path(path).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, ec)) {
-    return Error{path, "", "the folder " + inQuotes(parent.string()) + " does not exist"};
-  }
-  if (fs::is_directory(path, ec)) return Error{path, "", "is a folder, not a file"};
-  return Ok{};
-}
-
 // =======================================================================================
 // The request
 // =======================================================================================
@@ -217,11 +204,11 @@ Expected<ImageRequest> parseRequest(const ParsedArgs& parsed) {
   if (extension != ".png") {
     return Error{*out, "", "the overlay is written as PNG; use a .png file name"};
   }
-  if (Status ok = checkWritable("--out", *out); !ok) return ok.error();
+  if (Status ok = cli::checkOutputFile("--out", *out); !ok) return ok.error();
   request.outPath = *out;
   for (std::string_view name : {"--weights-out", "--matrix-out"}) {
     if (const std::string* v = parsed.get(name)) {
-      if (Status ok = checkWritable(name, *v); !ok) return ok.error();
+      if (Status ok = cli::checkOutputFile(name, *v); !ok) return ok.error();
       (name == "--weights-out" ? request.weightsPath : request.matrixPath) = *v;
     }
   }

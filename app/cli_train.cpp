@@ -92,19 +92,6 @@ std::optional<long long> parseSteps(std::string_view text) {
   return value;
 }
 
-// An output file: not empty, its folder exists, not a folder itself.
-Status checkOutput(std::string_view option, const std::string& path) {
-  if (path.empty()) return optionError(option, "needs a file name");
-  std::error_code ec;
-  fs::path parent = fs::path(path).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, ec)) {
-    return Error{path, "", "the folder " + inQuotes(parent.string()) + " does not exist"};
-  }
-  if (fs::is_directory(path, ec)) return Error{path, "", "is a folder, not a file"};
-  return Ok{};
-}
-
 struct Request {
   train::TrainConfig config;
   train::RunLimits limits;
@@ -193,10 +180,10 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
   if (help) return request;
   const std::string* out = get("--out");
   if (!out) return optionError("--out", "missing (the RUN.json file to write is required)");
-  if (Status s = checkOutput("--out", *out); !s) return s.error();
+  if (Status s = cli::checkOutputFile("--out", *out); !s) return s.error();
   request.outPath = *out;
   if (const std::string* v = get("--attention-out")) {
-    if (Status s = checkOutput("--attention-out", *v); !s) return s.error();
+    if (Status s = cli::checkOutputFile("--attention-out", *v); !s) return s.error();
     request.attentionPath = *v;
   }
   return request;
