@@ -78,8 +78,9 @@ struct Hover {
 // document, not undoable, not saved.
 struct PanelScratch {
   std::string sentence;                  // sentence box text before Enter / Apply
-  std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence last copied into the box
+  std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence + docPath last copied into the box
   int embeddingDim = 16;                 // embedding width for the next Apply
+  bool askSentenceTarget = false;        // cross mode: open the "queries or keys?" modal
   std::uint64_t randomiseClicks = 0;     // mixed into the seed so each Randomise differs
   int focusedQuery = 0;                  // geometry: the query whose scores are shown
   // Pipeline step keys (Space, arrows, PageUp/PageDown, Esc) from the window's key queue,
