@@ -92,6 +92,7 @@ struct PanelScratch {
   Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
   std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
   int geometryHead = -2;
+  std::vector<std::string> geometryLabels;  // geometry: the labels drawn last frame (tests)
   // io::selectMatrixRef results for computed.revision: views INTO the result (no copy of
   // its matrices), with the label vectors and titles built once per revision rather than
   // per frame, and the few matrices that must be computed (a mean of scores over heads,

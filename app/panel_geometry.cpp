@@ -243,12 +243,14 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   const std::vector<std::optional<TextBox>> boxes =
       placeLabels(requests, bounds, {}, font * 0.3f);
   int hidden = 0;
+  scratch.geometryLabels.clear();
   for (std::size_t n = 0; n < boxes.size(); ++n) {
     if (!boxes[n]) {
       ++hidden;
       continue;
     }
     draw->AddText(ImVec2(boxes[n]->x0, boxes[n]->y0), colors[n], texts[n].c_str());
+    scratch.geometryLabels.push_back(texts[n]);
   }
   if (hidden > 0) {
     const std::string note = countOf(hidden, "label", "labels") + " left out (crowded): hover an arrow head";
