@@ -1,7 +1,7 @@
 // The headless ImGui fixture of the panel tests: an ImGui context with a font atlas and no
 // window or GL, the app's panels drawn side by side each frame (mock heatmap textures), and
 // the shipped presets loaded into an AppState. Shared by tests/test_ui_panels.cpp and
-// tests/test_ui_classroom.cpp.
+// tests/test_ui_classroom.cpp; createHeadlessImGui() by every headless panel test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -61,21 +61,30 @@ inline app::AppState loadedPreset(const std::string& stem) {
 // Key indices used for the simulated keyboard (any distinct indices < 512 do).
 enum : int { kKeySpace = 1, kKeyLeft = 2, kKeyRight = 3, kKeyEscape = 4 };
 
+// A current ImGui context with no window and no GL: a 1600 x 1000 display, 60 frames per
+// second, no .ini file, and the font atlas built (NewFrame() needs it). The caller destroys
+// it with ImGui::DestroyContext().
+inline ImGuiContext* createHeadlessImGui() {
+  ImGuiContext* context = ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;
+  io.DisplaySize = ImVec2(1600, 1000);
+  io.DeltaTime = 1.0f / 60.0f;
+  unsigned char* pixels = nullptr;
+  int width = 0, height = 0;
+  io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  return context;
+}
+
 class Headless : public ::testing::Test {
  protected:
   void SetUp() override {
-    context_ = ImGui::CreateContext();
+    context_ = createHeadlessImGui();
     ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
     io.KeyMap[ImGuiKey_Space] = kKeySpace;
     io.KeyMap[ImGuiKey_LeftArrow] = kKeyLeft;
     io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;
     io.KeyMap[ImGuiKey_Escape] = kKeyEscape;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
   }
   void TearDown() override { ImGui::DestroyContext(context_); }
 
