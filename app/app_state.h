@@ -78,8 +78,9 @@ struct Hover {
 // document, not undoable, not saved.
 struct PanelScratch {
   std::string sentence;                  // sentence box text before Enter / Apply
-  std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence last copied into the box
+  std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence + docPath last copied into the box
   int embeddingDim = 16;                 // embedding width for the next Apply
+  bool askSentenceTarget = false;        // cross mode: open the "queries or keys?" modal
   std::uint64_t randomiseClicks = 0;     // mixed into the seed so each Randomise differs
   int focusedQuery = 0;                  // geometry: the query whose scores are shown
   // Pipeline step keys (Space, arrows, PageUp/PageDown, Esc) from the window's key queue,
@@ -91,6 +92,7 @@ struct PanelScratch {
   Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
   std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
   int geometryHead = -2;
+  std::vector<std::string> geometryLabels;  // geometry: the labels drawn last frame (tests)
   // io::selectMatrixRef results for computed.revision: views INTO the result (no copy of
   // its matrices), with the label vectors and titles built once per revision rather than
   // per frame, and the few matrices that must be computed (a mean of scores over heads,

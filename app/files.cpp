@@ -218,18 +218,34 @@ bool isPresetPath(const std::string& path) {
 // Document operations
 // =======================================================================================
 
-bool openDocument(AppState& state, const std::string& path, double now) {
+namespace {
+
+// Reads a scenario file; on error posts the notice (naming the file) and returns nullopt.
+std::optional<Scenario> readScenarioFile(AppState& state, const std::string& path, double now) {
   Expected<Scenario> loaded = io::loadScenario(path);
   if (!loaded) {
     Error error = loaded.error();
     if (error.file.empty()) error.file = path;
     notify(state, Notice::Kind::Error, "cannot open " + error.message(), now);
-    return false;
+    return std::nullopt;
   }
-  const std::string view = loaded->viewJson;
-  loadDocument(state, std::move(loaded).value(), path);
+  return std::move(loaded).value();
+}
+
+// Makes an already read scenario the document, with its view settings.
+void adoptDocument(AppState& state, Scenario scenario, const std::string& path, double now) {
+  const std::string view = scenario.viewJson;
+  loadDocument(state, std::move(scenario), path);
   applyViewJson(state.view, view, /*includeUi=*/false);
   notify(state, Notice::Kind::Info, "opened " + path, now);
+}
+
+}  // namespace
+
+bool openDocument(AppState& state, const std::string& path, double now) {
+  std::optional<Scenario> scenario = readScenarioFile(state, path, now);
+  if (!scenario) return false;
+  adoptDocument(state, std::move(*scenario), path, now);
   return true;
 }
 
@@ -493,13 +509,18 @@ void requestOpen(FileUi& ui, AppState& state, const std::string& path, double no
     openImageView(state, path, now);
     return;
   }
+  // Read the file first: a file that cannot be opened says so at once, and there is no
+  // reason to ask about the current document's changes.
+  std::optional<Scenario> scenario = readScenarioFile(state, path, now);
+  if (!scenario) return;
   if (state.dirty()) {
     ui.after = FileUi::After::Open;
     ui.afterPath = path;
+    ui.afterScenario = std::move(scenario);
     ui.askUnsaved = true;
     return;
   }
-  openDocument(state, path, now);
+  adoptDocument(state, std::move(*scenario), path, now);
 }
 
 void requestQuit(FileUi& ui, AppState& state) {
@@ -548,12 +569,17 @@ void runAfter(FileUi& ui, AppState& state, double now) {
       ui.quitConfirmed = true;
       break;
     case FileUi::After::Open:
-      openDocument(state, ui.afterPath, now);
+      if (ui.afterScenario) {
+        adoptDocument(state, std::move(*ui.afterScenario), ui.afterPath, now);
+      } else {
+        openDocument(state, ui.afterPath, now);
+      }
       break;
     case FileUi::After::Nothing:
       break;
   }
   ui.after = FileUi::After::Nothing;
+  ui.afterScenario.reset();
 }
 
 // Draws one path dialog; `accept` runs when the user confirms a path and returns whether

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,7 @@ struct FileUi {
   enum class After { Nothing, Quit, Open };
   After after = After::Nothing;
   std::string afterPath;       // After::Open
+  std::optional<Scenario> afterScenario;  // After::Open: the file, read before asking
   bool askUnsaved = false;     // open the "Save changes?" modal next frame
   bool quitConfirmed = false;  // the window may close now
   bool discarded = false;      // the user chose Discard on quit
@@ -150,7 +152,8 @@ void showOpenDialog(FileUi& ui, const AppState& state);
 void showSaveAsDialog(FileUi& ui, const AppState& state);
 // Save to the document path, or ask for one (untitled, or a shipped preset: Save As).
 void saveOrAsk(FileUi& ui, AppState& state, double now);
-// Opens `path`, first asking about unsaved changes.
+// Opens `path`, first asking about unsaved changes. A scenario is read before the
+// question: a file that cannot be opened shows its error and asks nothing.
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now);
 // Quits, first asking about unsaved changes (sets ui.quitConfirmed when it may close).
 void requestQuit(FileUi& ui, AppState& state);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
+#include "app/text_layout.h"
 #include "core/explain.h"
 
 namespace attn::app {
@@ -71,7 +71,14 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed->result;
   const Problem& problem = *state.computed->problem;
+  // The mean over heads has no q and k vectors: head 0 then (the header says so).
+  const bool meanFocused = clampedHead(state) < 0;
   const int head = std::max(clampedHead(state), 0);
+  // While stepping through the Pipeline, only what has been reached: the queries from the
+  // first step, the keys from K, the scores from the scores, the weights from the weights.
+  const bool keysReached = stageReached(state.view, io::MatrixKind::K);
+  const bool scoresReached = stageReached(state.view, io::MatrixKind::Scores);
+  const bool weightsReached = stageReached(state.view, io::MatrixKind::Weights);
   const HeadResult& h = result.heads[head];
   const int nQ = static_cast<int>(h.q.rows()), nK = static_cast<int>(h.k.rows());
   const int dims = static_cast<int>(h.q.cols());
@@ -82,10 +89,20 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   PanelScratch& scratch = state.panels;
   scratch.focusedQuery = std::clamp(scratch.focusedQuery, 0, std::max(shownQ - 1, 0));
   if (shownQ > 1) {
+    // The token labels (not "q3"); "##i" keeps repeated words ("the") apart.
     ImGui::SetNextItemWidth(font * 8.0f);
-    ImGui::SliderInt("query", &scratch.focusedQuery, 0, shownQ - 1, "q%d");
-    tooltip("The query whose scores and weights are written beside the keys. Clicking a query "
-            "arrow head picks it too.");
+    const std::string preview = labelOf(problem.queryLabels, scratch.focusedQuery, "q");
+    if (ImGui::BeginCombo("query", preview.c_str())) {
+      for (int i = 0; i < shownQ; ++i) {
+        const std::string item = labelOf(problem.queryLabels, i, "q") + "##" + std::to_string(i);
+        if (ImGui::Selectable(item.c_str(), i == scratch.focusedQuery)) scratch.focusedQuery = i;
+        if (i == scratch.focusedQuery && ImGui::IsWindowAppearing()) ImGui::SetItemDefaultFocus();
+      }
+      ImGui::EndCombo();
+    }
+    tooltip("The query whose scores and weights are written beside the keys (query " +
+            std::to_string(scratch.focusedQuery) + "). Clicking a query arrow head picks it "
+            "too.");
     ImGui::SameLine();
   }
   std::string what, why;
@@ -103,6 +120,11 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
     why = "Drag-editing needs 2-D inputs, identity projection, one head and no positional "
           "encoding (then the arrows are the raw input vectors).";
   }
+  if (meanFocused) what += "; the mean has no vectors: head 0";
+  if (!keysReached)
+    what += "; step-through: queries only so far";
+  else if (!weightsReached)
+    what += scoresReached ? "; step-through: scores, no weights yet" : "; step-through: no scores yet";
   panel::mutedWrapped(what);
   tooltip(why);
   if (!result.fullyMaskedRows.empty() || result.allowed.size() != result.allowed.count()) {
@@ -152,21 +174,25 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   draw->AddLine(ImVec2(center.x, p0.y), ImVec2(center.x, p0.y + size.y), axis);
 
   const int focused = scratch.focusedQuery;
-  // 3a keys: thickness and opacity follow the focused query's weight on them.
+  // 3a keys: thickness and opacity follow the focused query's weight on them (once the
+  // step-through has reached the weights).
   std::vector<int> labelled;
-  for (int j = 0; j < shownK; ++j) labelled.push_back(j);
-  // As many labels as fit comfortably (about one per two text lines of canvas height).
+  if (keysReached)
+    for (int j = 0; j < shownK; ++j) labelled.push_back(j);
+  // As many labels as fit comfortably (about one per three text lines of canvas height),
+  // the largest weights first.
   const int maxLabels = std::clamp(
       static_cast<int>(size.y / (ImGui::GetTextLineHeight() * 3.0f)), 3, kMaxLabelledKeys);
-  if (shownK > maxLabels && focused < nQ) {
-    std::partial_sort(labelled.begin(), labelled.begin() + maxLabels, labelled.end(),
+  if (weightsReached && focused < nQ) {
+    const int keep = std::min<int>(maxLabels, static_cast<int>(labelled.size()));
+    std::partial_sort(labelled.begin(), labelled.begin() + keep, labelled.end(),
                       [&](int a, int b) { return h.weights(focused, a) > h.weights(focused, b); });
-    labelled.resize(maxLabels);
   }
-  for (int j = 0; j < shownK; ++j) {
-    const float w = focused < nQ ? h.weights(focused, j) : 0.0f;
+  if (static_cast<int>(labelled.size()) > maxLabels) labelled.resize(maxLabels);
+  for (int j = 0; keysReached && j < shownK; ++j) {
+    const float w = weightsReached && focused < nQ ? h.weights(focused, j) : 0.5f;
     const bool allowed = focused < nQ ? result.allowed(focused, j) : true;
-    const float alpha = allowed ? 0.35f + 0.65f * std::clamp(w, 0.0f, 1.0f) : 0.2f;
+    const float alpha = allowed || !scoresReached ? 0.35f + 0.65f * std::clamp(w, 0.0f, 1.0f) : 0.2f;
     drawArrow(draw, center, toScreen(shownQ + j), withAlpha(panel::keyColor(), alpha),
               (1.0f + 3.0f * std::clamp(w, 0.0f, 1.0f)) * font / 15.0f);
   }
@@ -178,49 +204,58 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   if (shownQ > 0) {
     drawArrow(draw, center, toScreen(focused), withAlpha(panel::queryColor(), 1.0f),
               2.5f * font / 15.0f);
-    const ImVec2 tip = toScreen(focused);
-    draw->AddText(ImVec2(tip.x + font * 0.3f, tip.y - font * 1.2f),
-                  withAlpha(panel::queryColor(), 1.0f),
-                  labelOf(problem.queryLabels, focused, "q").c_str());
   }
-  // 3c key labels: name, score and weight for the focused query, nudged down until they no
-  // longer overlap a label already placed.
-  std::vector<ImVec4> placed;  // x0, y0, x1, y1
+  // 3c labels: the focused query's name first, then each labelled key's name with its score
+  // and weight for the focused query, each placed where it overlaps no other label
+  // (app/text_layout.h). Those with no free place are left out and counted.
   const float lineHeight = ImGui::GetTextLineHeight();
   // The focused query's scores (the result keeps only the weights; one row is cheap).
-  const Matrix focusedScores = focused < nQ ? headScoreRows(result, head, focused, 1) : Matrix();
+  const Matrix focusedScores =
+      scoresReached && focused < nQ ? headScoreRows(result, head, focused, 1) : Matrix();
+  std::vector<std::string> texts;
+  std::vector<ImU32> colors;
+  std::vector<LabelRequest> requests;
+  auto request = [&](std::string text, ImVec2 anchor, ImU32 color) {
+    requests.push_back({anchor.x, anchor.y, ImGui::CalcTextSize(text.c_str()).x, lineHeight});
+    texts.push_back(std::move(text));
+    colors.push_back(color);
+  };
+  if (shownQ > 0) {
+    request(labelOf(problem.queryLabels, focused, "q"), toScreen(focused),
+            withAlpha(panel::queryColor(), 1.0f));
+  }
   for (int j : labelled) {
-    const ImVec2 tip = toScreen(shownQ + j);
-    char text[128];
     const std::string name = labelOf(problem.keyLabels, j, "k");
-    const bool masked = focused < nQ && !result.allowed(focused, j);
+    const bool masked = scoresReached && focused < nQ && !result.allowed(focused, j);
     if (masked && shownK > 4) continue;  // the faint arrow says enough; keep the labels few
+    std::string text = name;
     if (masked) {
-      std::snprintf(text, sizeof text, "%s  masked", name.c_str());
-    } else if (focused < nQ) {
-      std::snprintf(text, sizeof text, "%s  s=%s w=%s", name.c_str(),
-                    formatNumber(focusedScores(0, j)).c_str(),
-                    formatNumber(h.weights(focused, j)).c_str());
-    } else {
-      std::snprintf(text, sizeof text, "%s", name.c_str());
+      text += "  masked";
+    } else if (scoresReached && focused < nQ) {
+      text += "  s=" + formatNumber(focusedScores(0, j));
+      if (weightsReached) text += " w=" + formatNumber(h.weights(focused, j));
     }
-    const float width = ImGui::CalcTextSize(text).x;
-    float x = tip.x + font * 0.3f;
-    if (x + width > p0.x + size.x) x = tip.x - font * 0.3f - width;
-    x = std::max(x, p0.x + font * 0.2f);
-    float y = tip.y + font * 0.1f;
-    for (int attempt = 0; attempt < 12; ++attempt) {
-      bool overlaps = false;
-      for (const ImVec4& r : placed) {
-        if (x < r.z && x + width > r.x && y < r.w && y + lineHeight > r.y) {
-          overlaps = true;
-          y = r.w + 1.0f;
-        }
-      }
-      if (!overlaps) break;
+    request(std::move(text), toScreen(shownQ + j), ImGui::GetColorU32(ImGuiCol_Text));
+  }
+  // The bottom line of the canvas is kept for the "hidden" note.
+  const TextBox bounds{p0.x + font * 0.2f, p0.y + font * 0.1f, p0.x + size.x - font * 0.2f,
+                       p0.y + size.y - lineHeight - font * 0.2f};
+  const std::vector<std::optional<TextBox>> boxes =
+      placeLabels(requests, bounds, {}, font * 0.3f);
+  int hidden = 0;
+  scratch.geometryLabels.clear();
+  for (std::size_t n = 0; n < boxes.size(); ++n) {
+    if (!boxes[n]) {
+      ++hidden;
+      continue;
     }
-    placed.push_back(ImVec4(x, y, x + width, y + lineHeight));
-    draw->AddText(ImVec2(x, y), ImGui::GetColorU32(ImGuiCol_Text), text);
+    draw->AddText(ImVec2(boxes[n]->x0, boxes[n]->y0), colors[n], texts[n].c_str());
+    scratch.geometryLabels.push_back(texts[n]);
+  }
+  if (hidden > 0) {
+    const std::string note = countOf(hidden, "label", "labels") + " left out (crowded): hover an arrow head";
+    draw->AddText(ImVec2(p0.x + font * 0.3f, p0.y + size.y - lineHeight - font * 0.1f),
+                  ImGui::GetColorU32(ImGuiCol_TextDisabled), note.c_str());
   }
   draw->PopClipRect();
 
@@ -229,7 +264,7 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   if (activated) {
     float best = font * 0.9f;
     scratch.dragArrow = -1;
-    for (int i = 0; i < shownQ + shownK; ++i) {
+    for (int i = 0; i < shownQ + (keysReached ? shownK : 0); ++i) {
       const ImVec2 tip = toScreen(i);
       const float d = std::hypot(tip.x - mouse.x, tip.y - mouse.y);
       if (d < best) {
@@ -254,13 +289,22 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
                                 setValue(state.doc, seq, scratch.dragArrow, 1, ry)));
   }
   if (ImGui::IsItemHovered() && scratch.dragArrow < 0) {
-    for (int i = 0; i < shownQ + shownK; ++i) {
+    for (int i = 0; i < shownQ + (keysReached ? shownK : 0); ++i) {
       const ImVec2 tip = toScreen(i);
       if (std::hypot(tip.x - mouse.x, tip.y - mouse.y) < font * 0.9f) {
         const bool isQuery = i < shownQ;
         const int index = isQuery ? i : i - shownQ;
-        const std::string name = isQuery ? labelOf(problem.queryLabels, index, "q")
-                                         : labelOf(problem.keyLabels, index, "k");
+        std::string name = isQuery ? labelOf(problem.queryLabels, index, "q")
+                                   : labelOf(problem.keyLabels, index, "k");
+        // The numbers too: a crowded canvas leaves some labels out.
+        if (!isQuery && scoresReached && focused < nQ && focusedScores.size() > 0) {
+          if (!result.allowed(focused, index)) {
+            name += "  masked";
+          } else {
+            name += "  s=" + formatNumber(focusedScores(0, index));
+            if (weightsReached) name += " w=" + formatNumber(h.weights(focused, index));
+          }
+        }
         ImGui::SetTooltip("%s %s%s", isQuery ? "query" : "key", name.c_str(),
                           editable ? "\nDrag to move it; the heatmaps follow."
                                    : isQuery ? "\nClick to focus this query." : "");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "app/pipeline_steps.h"
@@ -18,9 +19,27 @@ namespace {
 
 using panel::tooltip;
 
-// Draws one thumbnail; returns true when it was clicked.
-bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bool focused) {
-  const io::SelectedMatrix* view = panel::cachedView(state, io::MatrixKind::Weights, head);
+// What a thumbnail of `kind` shows, for its tooltip.
+const char* thumbnailMeaning(io::MatrixKind kind, bool mean) {
+  switch (kind) {
+    case io::MatrixKind::Scores:
+      return mean ? "mean over heads of the raw scores (the step-through is at the scores)"
+                  : "raw scores of this head (rows: queries, columns: keys)";
+    case io::MatrixKind::MaskedScores:
+      return "masked scores of this head (rows: queries, columns: keys)";
+    default:
+      return mean ? "mean over heads of the attention weights"
+                  : "attention weights of this head (rows: queries, columns: keys)";
+  }
+}
+
+// Draws one thumbnail of `kind` (nullopt: a placeholder, the step-through has not reached
+// the scores yet); returns true when it was clicked.
+bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bool focused,
+               std::optional<io::MatrixKind> kind) {
+  const std::optional<int> selected = kind ? headForStage(*kind, head) : std::nullopt;
+  const io::SelectedMatrix* view =
+      selected ? panel::cachedView(state, *kind, *selected) : nullptr;
   const std::string title = head < 0 ? "mean" : "head " + std::to_string(head);
   ImGui::BeginGroup();
   ImGui::PushID(head);
@@ -31,21 +50,33 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
                    : "Click to focus this head: the Pipeline, Inspector and Geometry panels "
                      "show it.");
   if (view != nullptr) {
-    HeatmapOptions options = panel::heatmapOptions(state, io::MatrixKind::Weights);
+    HeatmapOptions options = panel::heatmapOptions(state, *kind);
     options.size = ImVec2(side, side);
     options.colorbar = false;
     options.axisLabels = false;
     options.cellLabels = side > ImGui::GetFontSize() * 12.0f && state.view.cellLabels;
     options.highlight = focused;
-    options.tooltip = head < 0 ? "mean over heads of the attention weights"
-                               : "attention weights of this head (rows: queries, columns: keys)";
+    options.tooltip = thumbnailMeaning(*kind, head < 0);
     const HeatmapInteraction hit = heatmapWidget(
         "##thumb", heatmaps, *view,
-        panel::contentRevision(state.computed->revision, io::MatrixKind::Weights, head), options);
-    panel::setHover(state, hit, io::MatrixKind::Weights, head);
+        panel::contentRevision(state.computed->revision, *kind, head), options);
+    panel::setHover(state, hit, *kind, head);
     clicked |= hit.clicked;
   } else {
-    ImGui::Dummy(ImVec2(side, side));
+    // Not reached yet while stepping (or no mean of this stage): an empty frame of the same
+    // size, so the grid does not move.
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    clicked |= ImGui::InvisibleButton("##placeholder", ImVec2(side, side));
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 p1(p0.x + side, p0.y + side);
+    draw->AddRect(p0, p1, ImGui::GetColorU32(ImGuiCol_Border));
+    const char* text = kind ? "no mean" : "?";
+    const ImVec2 size = ImGui::CalcTextSize(text);
+    draw->AddText(ImVec2((p0.x + p1.x - size.x) * 0.5f, (p0.y + p1.y - size.y) * 0.5f),
+                  ImGui::GetColorU32(ImGuiCol_TextDisabled), text);
+    tooltip(kind ? "The masked scores have no mean over heads: step on to the weights."
+                 : "Not computed yet in the step-through: the thumbnails appear at the scores "
+                   "step, and show the weights from the weights step on.");
   }
   ImGui::PopID();
   ImGui::EndGroup();
@@ -63,6 +94,8 @@ void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
   const float font = ImGui::GetFontSize();
   const int heads = panel::resultHeads(state);
   const int focused = clampedHead(state);
+  // While stepping through the Pipeline, show only what has been reached.
+  const std::optional<io::MatrixKind> shown = headsPanelMatrix(state.view);
 
   // 1 colour range.
   bool fixed = state.view.fixedRange;
@@ -82,8 +115,14 @@ void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
             "or above the second the highest.");
   }
   ImGui::SameLine();
-  panel::mutedWrapped(std::to_string(heads) + (heads == 1 ? " head" : " heads") +
-                      (heads > 1 ? "; click one to focus it" : ""));
+  std::string what = countOf(heads, "head", "heads");
+  if (!shown)
+    what += ", step-through before the scores";
+  else if (*shown != io::MatrixKind::Weights)
+    what += std::string(", showing the ") +
+            (*shown == io::MatrixKind::Scores ? "scores" : "masked scores") + " (step-through)";
+  if (heads > 1) what += "; click one to focus it";
+  panel::mutedWrapped(what);
 
   // 2 the grid: the mean first (when there are several heads), then every head.
   const int count = heads > 1 ? heads + 1 : 1;
@@ -110,7 +149,7 @@ void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
   auto place = [&](int head) {
     if (index % columns != 0) ImGui::SameLine();
     const bool isFocused = heads == 1 ? true : focused == head;
-    if (thumbnail(state, heatmaps, head, side, isFocused) && heads > 1) {
+    if (thumbnail(state, heatmaps, head, side, isFocused, shown) && heads > 1) {
       state.view.focusedHead = head;
     }
     ++index;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,17 +31,60 @@ std::uint64_t hashString(const std::string& text) {
   return std::hash<std::string>{}(text) | 1u;  // never 0, the "nothing synced" value
 }
 
+// What the sentence box follows: the document's sentence, and which file it is (so that
+// opening another document without a sentence empties the box too).
+std::uint64_t sentenceSyncKey(const AppState& state) {
+  return hashString(state.doc.sentence + '\n' + state.docPath);
+}
+
 // ---------------------------------------------------------------------------------------
 // Sentence box
 // ---------------------------------------------------------------------------------------
 
+// Cross mode: what to do with the typed words (asked in a small modal; the mode is kept
+// unless the user picks self-attention).
+void drawSentenceTargetModal(AppState& state) {
+  PanelScratch& scratch = state.panels;
+  if (scratch.askSentenceTarget) {
+    ImGui::OpenPopup("Apply sentence");
+    scratch.askSentenceTarget = false;
+  }
+  if (!ImGui::BeginPopupModal("Apply sentence", nullptr, ImGuiWindowFlags_AlwaysAutoResize))
+    return;
+  const float font = ImGui::GetFontSize();
+  ImGui::TextUnformatted("This is cross-attention. Use the words as:");
+  std::optional<SentenceTarget> target;
+  if (ImGui::Button("Queries", ImVec2(font * 9.0f, 0))) target = SentenceTarget::Queries;
+  tooltip("Replace the queries by the words; keys, values and every setting stay.");
+  ImGui::SameLine();
+  if (ImGui::Button("Keys", ImVec2(font * 9.0f, 0))) target = SentenceTarget::Keys;
+  tooltip("Replace the keys (and the values with them) by the words; the queries and every "
+          "setting stay.");
+  ImGui::SameLine();
+  if (ImGui::Button("Self-attention", ImVec2(font * 9.0f, 0))) target = SentenceTarget::Self;
+  tooltip("Switch to self-attention: X = the words, Q = K = V = X (before projections).");
+  ImGui::SameLine();
+  const bool cancel = ImGui::Button("Cancel", ImVec2(font * 6.0f, 0)) ||
+                      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
+  if (target) {
+    const EditOutcome outcome =
+        setSentence(state.doc, scratch.sentence, scratch.embeddingDim, *target);
+    apply(state, outcome);
+    if (outcome.changed) scratch.sentenceSyncedHash = sentenceSyncKey(state);
+  }
+  if (target || cancel) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
 void drawSentenceBox(AppState& state) {
   PanelScratch& scratch = state.panels;
-  // Fill the box from the document when its sentence changed (open, undo, preset).
-  if (!state.doc.sentence.empty() && hashString(state.doc.sentence) != scratch.sentenceSyncedHash) {
+  // The box shows the document's sentence: refilled whenever it changes (open, undo,
+  // preset, an edit that turns it into numbers), emptied for a document without one.
+  // Typing is kept until then (cross mode has no sentence of its own, so its words stay).
+  if (sentenceSyncKey(state) != scratch.sentenceSyncedHash) {
     scratch.sentence = state.doc.sentence;
-    scratch.embeddingDim = state.doc.embeddingDim;
-    scratch.sentenceSyncedHash = hashString(state.doc.sentence);
+    if (!state.doc.sentence.empty()) scratch.embeddingDim = state.doc.embeddingDim;
+    scratch.sentenceSyncedHash = sentenceSyncKey(state);
   }
   const float font = ImGui::GetFontSize();
   ImGui::AlignTextToFramePadding();
@@ -51,27 +95,36 @@ void drawSentenceBox(AppState& state) {
                          style.FramePadding.x * 2.0f + style.ItemSpacing.x * 3.0f +
                          style.ItemInnerSpacing.x;
   ImGui::SetNextItemWidth(std::max(ImGui::GetContentRegionAvail().x - trailing, font * 6.0f));
+  const bool self = state.doc.mode == Mode::Self;
   bool applyNow = ImGui::InputTextWithHint("##sentence", "type a sentence, Enter to apply",
                                            &scratch.sentence,
                                            ImGuiInputTextFlags_EnterReturnsTrue);
-  tooltip("One token per word (split at spaces). Each word gets a seeded embedding vector: the "
-          "same word and seed always give the same vector. Applying switches to "
-          "self-attention: X = the embeddings, and Q = K = V = X (before projections).");
+  tooltip(self ? "One token per word (split at spaces). Each word gets a seeded embedding "
+                 "vector: the same word and seed always give the same vector. Applying makes "
+                 "X = the embeddings, and Q = K = V = X (before projections)."
+               : "One token per word (split at spaces), each with a seeded embedding vector. "
+                 "Applying asks whether the words become the queries or the keys (the mode "
+                 "stays cross), or switches to self-attention.");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(font * 3.0f);
   if (ImGui::InputInt("d##embdim", &scratch.embeddingDim, 0, 0)) {
     scratch.embeddingDim = std::clamp(scratch.embeddingDim, 1, Limits::kMaxWidth);
   }
   tooltip("Embedding width d: the length of each word's vector (the model width under "
-          "identity projection; the head count must divide it).");
+          "identity projection; the head count must divide it). In cross mode the words take "
+          "the width of the queries or keys they replace.");
   ImGui::SameLine();
   applyNow |= ImGui::Button("Apply");
-  tooltip("Make one token per word with seeded embeddings of width d.");
-  if (applyNow) {
+  tooltip(self ? "Make one token per word with seeded embeddings of width d."
+               : "Use the words as queries or keys (asks which), or switch to self-attention.");
+  if (applyNow && !self) {
+    scratch.askSentenceTarget = true;  // the modal applies it
+  } else if (applyNow) {
     const EditOutcome outcome = setSentence(state.doc, scratch.sentence, scratch.embeddingDim);
     apply(state, outcome);
-    if (outcome.changed) scratch.sentenceSyncedHash = hashString(state.doc.sentence);
+    if (outcome.changed) scratch.sentenceSyncedHash = sentenceSyncKey(state);
   }
+  drawSentenceTargetModal(state);
 }
 
 // ---------------------------------------------------------------------------------------

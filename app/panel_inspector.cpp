@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
+#include "app/text_layout.h"
 #include "core/explain.h"
 
 namespace attn::app {
@@ -32,6 +34,29 @@ const char* warningMeaning(const std::string& code) {
   }
   return nullptr;
 }
+
+// ---------------------------------------------------------------------------------------
+// Text that keeps numbers whole
+// ---------------------------------------------------------------------------------------
+
+float measure(std::string_view text) {
+  return ImGui::CalcTextSize(text.data(), text.data() + text.size()).x;
+}
+
+// `text` wrapped at spaces only (app/text_layout.h): ImGui's wrapping breaks after a '.',
+// which turned "0.3495" into "0." and "3495" in a narrow panel. A word wider than the
+// panel stays whole and the panel scrolls sideways.
+void textWhole(const std::string& text, const ImVec4* color = nullptr) {
+  const float width = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 2.0f);
+  ImGui::BeginGroup();
+  if (color) ImGui::PushStyleColor(ImGuiCol_Text, *color);
+  for (const std::string& line : wrapAtSpaces(text, width, measure))
+    ImGui::TextUnformatted(line.c_str());
+  if (color) ImGui::PopStyleColor();
+  ImGui::EndGroup();
+}
+void coloredWhole(const ImVec4& color, const std::string& text) { textWhole(text, &color); }
+void mutedWhole(const std::string& text) { coloredWhole(panel::mutedColor(), text); }
 
 Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
   const AttentionResult& result = *state.computed->result;
@@ -66,29 +91,40 @@ Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
 
 void drawExplanation(const Explanation& e) {
   const float font = ImGui::GetFontSize();
-  ImGui::TextUnformatted(e.title.c_str());
-  ImGui::SameLine();
-  ImGui::TextColored(e.masked ? panel::mutedColor() : panel::queryColor(), "= %s",
-                     formatNumber(e.value).c_str());
-  if (!e.formula.empty()) panel::coloredWrapped(panel::formulaColor(), e.formula);
+  const std::string value = "= " + formatNumber(e.value);
+  textWhole(e.title);
+  // The value beside the title when both fit, else on its own line (never cut).
+  if (measure(e.title) + measure(value) + ImGui::GetStyle().ItemSpacing.x <=
+      ImGui::GetContentRegionAvail().x)
+    ImGui::SameLine();
+  ImGui::TextColored(e.masked ? panel::mutedColor() : panel::queryColor(), "%s", value.c_str());
+  if (!e.formula.empty()) coloredWhole(panel::formulaColor(), e.formula);
   ImGui::Separator();
-  ImGui::PushTextWrapPos(0.0f);
   for (const std::string& step : e.steps) {
     ImGui::Bullet();
-    ImGui::TextUnformatted(step.c_str());
+    textWhole(step);
   }
-  ImGui::PopTextWrapPos();
-  if (e.masked) panel::mutedWrapped("(masked: the mask forbids this query to attend this key)");
+  if (e.masked) mutedWhole("(masked: the mask forbids this query to attend this key)");
   // The largest terms as bars: where the number comes from at a glance.
   if (e.terms.size() > 1) {
     float largest = 0;
     for (const ExplainTerm& t : e.terms) largest = std::max(largest, std::abs(t.value));
     if (largest > 0 && ImGui::TreeNodeEx("Terms", ImGuiTreeNodeFlags_DefaultOpen)) {
       const int shown = std::min<int>(static_cast<int>(e.terms.size()), kExplainMaxTerms);
+      // Fixed columns as wide as their widest text, so a value is never cut or wrapped; the
+      // bar takes what is left (at least a few font widths: else the panel scrolls).
+      float termWidth = 0, valueWidth = 0;
+      for (int i = 0; i < shown; ++i) {
+        termWidth = std::max(termWidth, measure(e.terms[i].label));
+        valueWidth = std::max(valueWidth, measure(formatNumber(e.terms[i].value)));
+      }
+      const float barWidth = std::max(ImGui::GetContentRegionAvail().x - termWidth - valueWidth -
+                                          ImGui::GetStyle().CellPadding.x * 6.0f,
+                                      font * 3.0f);
       if (ImGui::BeginTable("##terms", 3, ImGuiTableFlags_SizingFixedFit)) {
-        ImGui::TableSetupColumn("term", ImGuiTableColumnFlags_WidthFixed, font * 9.0f);
-        ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed, font * 4.5f);
-        ImGui::TableSetupColumn("bar", ImGuiTableColumnFlags_WidthStretch);
+        ImGui::TableSetupColumn("term", ImGuiTableColumnFlags_WidthFixed, termWidth);
+        ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed, valueWidth);
+        ImGui::TableSetupColumn("bar", ImGuiTableColumnFlags_WidthFixed, barWidth);
         for (int i = 0; i < shown; ++i) {
           const ExplainTerm& t = e.terms[i];
           ImGui::TableNextRow();
@@ -108,7 +144,7 @@ void drawExplanation(const Explanation& e) {
         }
         ImGui::EndTable();
       }
-      if (e.hiddenTerms > 0) panel::mutedWrapped("+ " + std::to_string(e.hiddenTerms) + " more");
+      if (e.hiddenTerms > 0) mutedWhole("+ " + std::to_string(e.hiddenTerms) + " more");
       ImGui::TreePop();
     }
   }
@@ -126,15 +162,15 @@ void drawWarnings(const AppState& state) {
   std::string lastCode;
   for (const Warning& w : result.warnings) {
     if (listed >= kMaxListed) break;
-    panel::coloredWrapped(panel::warningColor(), "• " + w.message);
+    coloredWhole(panel::warningColor(), "• " + w.message);
     if (w.code != lastCode) {
-      if (const char* meaning = warningMeaning(w.code)) panel::mutedWrapped(meaning);
+      if (const char* meaning = warningMeaning(w.code)) mutedWhole(meaning);
       lastCode = w.code;
     }
     ++listed;
   }
   if (static_cast<int>(result.warnings.size()) > listed) {
-    panel::mutedWrapped("+ " + std::to_string(result.warnings.size() - listed) + " more");
+    mutedWhole("+ " + std::to_string(result.warnings.size() - listed) + " more");
   }
 }
 
@@ -167,14 +203,16 @@ void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   std::snprintf(summary, sizeof summary, "n_q = %d, n_k = %d, H = %d, d_h = %d  (computed in %.2f ms)",
                 static_cast<int>(problem.inputs.queries.rows()),
                 static_cast<int>(problem.inputs.keys.rows()), heads, dH, state.computed->computeMs);
-  panel::mutedWrapped(summary);
+  // The body scrolls sideways when a number is wider than the panel (never wrapped).
+  ImGui::BeginChild("##inspector_body", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  mutedWhole(summary);
   ImGui::Separator();
 
   if (!state.hover.active) {
     // Until something is hovered, explain the score that wins the first query's attention in
     // the focused head, so the panel teaches from the first frame (and in screenshots).
-    panel::mutedWrapped("Hover a cell of any heatmap: its value is explained here with the "
-                        "actual numbers. For example, the first query's strongest score:");
+    mutedWhole("Hover a cell of any heatmap: its value is explained here with the actual "
+               "numbers. For example, the first query's strongest score:");
     Hover example;
     example.matrix = io::MatrixKind::Scores;
     example.head = std::clamp(state.view.focusedHead, 0, heads - 1);
@@ -189,11 +227,12 @@ void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
     if (explanation) {
       drawExplanation(*explanation);
     } else {
-      panel::mutedWrapped("The hovered cell no longer exists (" +
-                          explanation.error().message() + "). Hover another one.");
+      mutedWhole("The hovered cell no longer exists (" + explanation.error().message() +
+                 "). Hover another one.");
     }
   }
   drawWarnings(state);
+  ImGui::EndChild();
   ImGui::End();
 }
 

@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,9 +114,30 @@ void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible)
 
 struct Card {
   io::MatrixKind stage;
-  const io::SelectedMatrix* view = nullptr;
-  std::string arrow;  // label of the arrow before this card ("" = none)
+  const io::SelectedMatrix* view = nullptr;    // what the card shows (null: placeholder)
+  const io::SelectedMatrix* layout = nullptr;  // what sizes the card (head 0's when no mean)
+  int head = 0;         // the head selected for the card (-1 = mean)
+  bool noMean = false;  // the mean over heads is shown, and this stage has none
+  std::string arrow;    // label of the arrow before this card ("" = none)
 };
+
+// An empty frame the size of a card's grid with a short text in it: a stage not yet
+// reached while stepping ("?"), or one that has no mean over heads. Keeps the layout still.
+void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, const char* text) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(cardSize);
+  const ImVec2 boxMin(p0.x + labelWidth, p0.y + colLabelHeight);
+  const ImVec2 boxMax(p0.x + cardSize.x, p0.y + cardSize.y);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->AddRect(boxMin, boxMax, ImGui::GetColorU32(ImGuiCol_Border), style.FrameRounding);
+  const ImVec2 size = ImGui::CalcTextSize(text);
+  draw->PushClipRect(boxMin, boxMax, true);
+  draw->AddText(ImVec2(std::max(boxMin.x + 2.0f, (boxMin.x + boxMax.x - size.x) * 0.5f),
+                       (boxMin.y + boxMax.y - size.y) * 0.5f),
+                ImGui::GetColorU32(ImGuiCol_TextDisabled), text);
+  draw->PopClipRect();
+}
 
 }  // namespace
 
@@ -138,19 +160,23 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
 
   // 1 header: head, stepping buttons, what the current stage is.
   const int heads = static_cast<int>(result.heads.size());
-  int head = std::max(clampedHead(state), 0);
+  int head = clampedHead(state);  // -1 = the mean over heads
   if (heads > 1) {
     ImGui::SetNextItemWidth(font * 5.0f);
-    if (ImGui::BeginCombo("head", std::to_string(head).c_str())) {
+    if (ImGui::BeginCombo("head", head < 0 ? "mean" : std::to_string(head).c_str())) {
+      if (ImGui::Selectable("mean", head < 0)) state.view.focusedHead = -1;
+      tooltip("The mean over heads of the scores and weights (what PyTorch returns with "
+              "average_attn_weights=True). Q, K, V and the context exist per head only.");
       for (int h = 0; h < heads; ++h) {
         if (ImGui::Selectable(std::to_string(h).c_str(), h == head)) state.view.focusedHead = h;
       }
       ImGui::EndCombo();
     }
-    tooltip("The head whose stages are shown. Each head attends on its own column block of "
-            "Q, K and V. (Click a thumbnail in the Heads panel to pick one too.)");
+    tooltip("The head whose stages are shown, or the mean over heads. Each head attends on its "
+            "own column block of Q, K and V. (Click a thumbnail in the Heads panel to pick one "
+            "too.)");
     ImGui::SameLine();
-    head = std::max(clampedHead(state), 0);
+    head = clampedHead(state);
   }
   if (ImGui::ArrowButton("##prev", ImGuiDir_Left)) current = stepPipelineStage(current, -1, visible);
   tooltip("Previous stage (Left arrow).");
@@ -203,7 +229,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   for (io::MatrixKind stage : visible) {
     Card card;
     card.stage = stage;
-    card.view = panel::cachedView(state, stage, head);
+    const std::optional<int> cardHead = headForStage(stage, head);
+    card.noMean = !cardHead.has_value();
+    card.head = cardHead.value_or(0);
+    card.view = card.noMean ? nullptr : panel::cachedView(state, stage, card.head);
+    card.layout = card.noMean ? panel::cachedView(state, stage, 0) : card.view;
     card.arrow = arrowLabel(stage, state.doc);
     cards.push_back(card);
   }
@@ -212,7 +242,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   std::vector<float> aspects(n, 1.0f), fixedWidth(n, 0.0f), heightCap(n, 1e9f),
       labelWidths(n, 0.0f);
   for (int i = 0; i < n; ++i) {
-    const io::SelectedMatrix* view = cards[i].view;
+    const io::SelectedMatrix* view = cards[i].layout;
     float labelWidth = 0;
     if (view != nullptr && view->values().rows > 0) {
       aspects[i] = std::clamp(
@@ -235,8 +265,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   // scores) leaves them out, unless it starts a row.
   std::vector<char> sameLabels(n, 0);
   for (int i = 1; i < n; ++i) {
-    const io::SelectedMatrix* a = cards[i - 1].view;
-    const io::SelectedMatrix* b = cards[i].view;
+    const io::SelectedMatrix* a = cards[i - 1].layout;
+    const io::SelectedMatrix* b = cards[i].layout;
     sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
   }
   auto hasLabels = [&](int i, bool rowStart) {
@@ -303,9 +333,9 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     ImGui::BeginGroup();
     const bool isCurrent = current >= 0 && stageIndex(card.stage) == current;
     std::string title = stageName(card.stage);
-    if (card.view) {
-      title += "  " + std::to_string(card.view->values().rows) + "x" +
-               std::to_string(card.view->values().cols);
+    if (card.layout) {
+      title += "  " + std::to_string(card.layout->values().rows) + "x" +
+               std::to_string(card.layout->values().cols);
     }
     if (i < revealed) {
       ImGui::TextColored(isCurrent ? panel::formulaColor() : style.Colors[ImGuiCol_Text], "%s",
@@ -315,16 +345,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     }
     if (i >= revealed) {
       // Not yet revealed: an empty frame keeps the layout still while stepping.
-      const ImVec2 p0 = ImGui::GetCursorScreenPos();
-      ImGui::Dummy(cardSize);
-      const ImVec2 boxMin(p0.x + labelWidth, p0.y + colLabelHeight);
-      const ImVec2 boxMax(p0.x + cardSize.x, p0.y + cardSize.y);
-      ImGui::GetWindowDrawList()->AddRect(boxMin, boxMax, ImGui::GetColorU32(ImGuiCol_Border),
-                                          style.FrameRounding);
-      const ImVec2 q = ImGui::CalcTextSize("?");
-      ImGui::GetWindowDrawList()->AddText(
-          ImVec2((boxMin.x + boxMax.x - q.x) * 0.5f, (boxMin.y + boxMax.y - q.y) * 0.5f),
-          ImGui::GetColorU32(ImGuiCol_TextDisabled), "?");
+      placeholderCard(cardSize, labelWidth, colLabelHeight, "?");
+    } else if (card.noMean) {
+      placeholderCard(cardSize, labelWidth, colLabelHeight, "per head only");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s has no mean over heads: pick a head to see it.",
+                          stageName(card.stage));
     } else if (card.view == nullptr) {
       ImGui::Dummy(cardSize);
     } else {
@@ -345,8 +371,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(
           id.c_str(), heatmaps, *card.view,
-          panel::contentRevision(state.computed->revision, kind, head), options);
-      panel::setHover(state, hit, kind, head);
+          panel::contentRevision(state.computed->revision, kind, card.head), options);
+      panel::setHover(state, hit, kind, card.head);
     }
     ImGui::EndGroup();
     ImGui::PopID();

@@ -163,12 +163,17 @@ void drawScoreSection(AppState& state) {
   tooltip(scoreTooltip(state.doc.score));
   panel::coloredWrapped(panel::formulaColor(), scoreFormula(state.doc.score));
   if (state.doc.score == ScoreKind::Additive || state.doc.score == ScoreKind::Mlp) {
-    int hidden = state.doc.scoreHidden;
+    // A file's 0 means d_h: show the width in use, so that every number typed here is one.
+    const ModelWidths widths = modelWidths(state.doc);
+    int hidden = state.doc.scoreHidden > 0 ? state.doc.scoreHidden
+                                           : widths.dModel / std::max(state.doc.heads, 1);
     ImGui::SetNextItemWidth(font * 6.0f);
-    if (ImGui::InputInt("hidden width", &hidden, 1, 4)) {
+    if (ImGui::InputInt("hidden width", &hidden, 1, 4, ImGuiInputTextFlags_EnterReturnsTrue)) {
       apply(state, setScoreHidden(state.doc, hidden));
     }
-    tooltip("Width of the hidden layer of the additive / MLP score (d_a or d_m); 0 = d_h.");
+    tooltip("Width of the hidden layer of the additive / MLP score (d_a or d_m), 1 to " +
+            std::to_string(Limits::kMaxWidth) + "; it starts at d_h. Type a number and press "
+            "Enter, or use - / +.");
   }
 }
 
@@ -347,18 +352,30 @@ void drawNormalizerSection(AppState& state) {
   }
   panel::coloredWrapped(panel::formulaColor(), normalizerFormula(state.doc.normalizer.kind));
 
+  // The slider covers the usual range; the field beside it takes any value the core accepts
+  // (kMinTemperature..kMaxTemperature), so that a preset's "try T = 1000" can be done.
+  const std::string temperatureHelp =
+      "Scores are divided by T before normalising (" + std::string(formulas::temperature()) +
+      "): T < 1 sharpens the distribution (towards hard attention), T > 1 flattens it "
+      "(towards uniform). The slider spans 0.01..100; type any value in 0.0001..10000 in the "
+      "field beside it (or Ctrl+click the slider).";
   float temperature = state.doc.temperature;
-  ImGui::SetNextItemWidth(font * 12.0f);
+  ImGui::SetNextItemWidth(font * 8.0f);
   // Ctrl+click lets the user type any text, "nan" included (std::clamp keeps a NaN): only a
   // finite number becomes a temperature. The core rejects anything else anyway (validate()).
-  if (ImGui::SliderFloat("temperature T", &temperature, 0.01f, 100.0f, "%.3g",
+  if (ImGui::SliderFloat("##temperature", &temperature, 0.01f, 100.0f, "%.3g",
                          ImGuiSliderFlags_Logarithmic)) {
     apply(state, setTemperature(state.doc, temperature));
   }
-  tooltip("Scores are divided by T before normalising (" + std::string(formulas::temperature()) +
-          "): T < 1 sharpens the distribution (towards hard attention), T > 1 flattens it "
-          "(towards uniform). The slider spans 0.01..100; Ctrl+click it to type any value in "
-          "0.0001..10000.");
+  tooltip(temperatureHelp);
+  ImGui::SameLine();
+  float typed = state.doc.temperature;
+  ImGui::SetNextItemWidth(font * 4.5f);
+  if (ImGui::InputFloat("temperature T", &typed, 0.0f, 0.0f, "%g",
+                        ImGuiInputTextFlags_EnterReturnsTrue)) {
+    apply(state, setTemperature(state.doc, typed));
+  }
+  tooltip(temperatureHelp);
 }
 
 bool projectionAvailable(const Scenario& s, ProjectionKind kind) {

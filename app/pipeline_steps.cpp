@@ -37,6 +37,32 @@ int stepPipelineStage(int current, int delta, const std::vector<io::MatrixKind>&
   return stageIndex(visible[next]);
 }
 
+bool stageReached(const ViewSettings& view, io::MatrixKind stage) {
+  return view.pipelineStage < 0 || stageIndex(stage) <= view.pipelineStage;
+}
+
+std::optional<io::MatrixKind> headsPanelMatrix(const ViewSettings& view) {
+  using io::MatrixKind;
+  if (stageReached(view, MatrixKind::Weights)) return MatrixKind::Weights;
+  if (stageReached(view, MatrixKind::MaskedScores)) return MatrixKind::MaskedScores;
+  if (stageReached(view, MatrixKind::Scores)) return MatrixKind::Scores;
+  return std::nullopt;
+}
+
+std::optional<int> headForStage(io::MatrixKind stage, int head) {
+  using io::MatrixKind;
+  if (head >= 0) return head;
+  switch (stage) {
+    case MatrixKind::Scores:
+    case MatrixKind::Weights:
+    case MatrixKind::Concat:
+    case MatrixKind::Output:
+      return -1;
+    default:
+      return std::nullopt;
+  }
+}
+
 int clampedHead(const AppState& state) {
   const int heads = state.computed->result ? static_cast<int>(state.computed->result->heads.size())
                                           : std::max(state.doc.heads, 1);

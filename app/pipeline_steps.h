@@ -2,6 +2,7 @@
 // detail views show. App-side: they depend on AppState and the pipeline's Stage list.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "app/app_state.h"
@@ -16,6 +17,20 @@ std::vector<io::MatrixKind> visibleStages(const AttentionResult* result);
 // stages". Stepping past either end returns to -1, and from -1 forward starts at the first,
 // backward at the last.
 int stepPipelineStage(int current, int delta, const std::vector<io::MatrixKind>& visible);
+
+// Whether the step-through has reached `stage` (always true when every stage is shown).
+// Panels beside the Pipeline (Heads, Geometry) show only what has been reached.
+bool stageReached(const ViewSettings& view, io::MatrixKind stage);
+
+// The matrix the Heads panel's thumbnails show: the weights once the step-through reached
+// them (or when every stage is shown); before that the scores or masked scores when
+// reached; nullopt before the scores (the thumbnails are placeholders).
+std::optional<io::MatrixKind> headsPanelMatrix(const ViewSettings& view);
+
+// The head index to select for a card of `stage` when the focused head is `head` (-1 = the
+// mean over heads). The mean exists for scores and weights; concat and output belong to no
+// head. nullopt: `stage` has no mean (the card is a placeholder that says so).
+std::optional<int> headForStage(io::MatrixKind stage, int head);
 
 // The head to show in detail views: view.focusedHead clamped into range (-1 = mean stays -1
 // when there are several heads, else 0).

@@ -460,7 +460,46 @@ EditOutcome setValuesAreKeys(Scenario& s, bool same) {
   return {true, note};
 }
 
-EditOutcome setSentence(Scenario& s, const std::string& text, int embeddingDim) {
+namespace {
+
+// The cross-mode half of setSentence: the words replace the queries or the keys.
+EditOutcome setCrossSentence(Scenario& s, const std::vector<std::string>& tokens,
+                             int embeddingDim, SentenceTarget target) {
+  if (isSelf(s)) return refuse("Queries and keys are separate sequences only in cross mode.");
+  const bool keys = target == SentenceTarget::Keys;
+  Matrix& replaced = keys ? s.keys : s.queries;
+  const int width = static_cast<int>(replaced.cols());
+  if (width < 1) return refuse("The sequence to replace has no width.");
+  std::string note;
+  if (width != embeddingDim) {
+    note = std::string("The words got width ") + std::to_string(width) + " (the " +
+           (keys ? "keys'" : "queries'") + " width, which the projections and the score " +
+           "need) instead of " + std::to_string(embeddingDim) + ".";
+  }
+  replaced = seededEmbeddings(tokens, width, s.seed);
+  (keys ? s.keyLabels : s.queryLabels) = tokens;
+  if (keys && !valuesAreKeys(s)) {
+    // One value per key: the old values belonged to the old keys. Their width stays (the
+    // value projection may depend on it).
+    const int dv = static_cast<int>(s.values.cols());
+    s.values = seededEmbeddings(tokens, dv, s.seed);
+    note += (note.empty() ? "" : " ") + std::string("The values were made from the same words (width ") +
+            std::to_string(dv) + ").";
+  }
+  s.mask.custom.resize(0, 0);
+  if (keys) s.mask.keyValid.clear();
+  if (s.mask.kind == MaskKind::Custom || (keys && s.mask.kind == MaskKind::Padding)) {
+    s.mask.kind = MaskKind::None;
+    note += (note.empty() ? "" : " ") + std::string("The mask was reset to none (new tokens).");
+  }
+  syncMaskShapes(s);
+  return {true, note};
+}
+
+}  // namespace
+
+EditOutcome setSentence(Scenario& s, const std::string& text, int embeddingDim,
+                        SentenceTarget target) {
   const std::vector<std::string> tokens = tokenize(text);
   if (tokens.empty()) return refuse("The sentence has no words.");
   if (static_cast<int>(tokens.size()) > Limits::kMaxTokens) {
@@ -470,6 +509,7 @@ EditOutcome setSentence(Scenario& s, const std::string& text, int embeddingDim) 
     return refuse("The embedding width must be between 1 and " +
                   std::to_string(Limits::kMaxWidth) + ".");
   }
+  if (target != SentenceTarget::Self) return setCrossSentence(s, tokens, embeddingDim, target);
   std::string note;
   if (projectionFixesWidths(s)) {
     s.projection = ProjectionKind::Identity;
@@ -672,13 +712,20 @@ EditOutcome setScore(Scenario& s, ScoreKind kind) {
 }
 
 EditOutcome setScoreHidden(Scenario& s, int hidden) {
-  const int clamped = std::clamp(hidden, 0, Limits::kMaxWidth);
+  if (hidden < 1) {
+    return refuse("The hidden width must be at least 1: it is the number of hidden units "
+                  "(d_a / d_m). It stays " +
+                  (s.scoreHidden > 0 ? std::to_string(s.scoreHidden) : std::string("d_h")) + ".");
+  }
+  const int clamped = std::min(hidden, Limits::kMaxWidth);
   if (clamped == s.scoreHidden) return {};
   s.scoreHidden = clamped;
   std::string note;
+  if (clamped != hidden) note = "The hidden width was clamped to " + std::to_string(clamped) + ".";
   if (!s.scoreParams.empty()) {
     s.scoreParams.clear();  // their shapes depend on the hidden width
-    note = "Score parameters from the file were dropped (their width changed).";
+    note += (note.empty() ? "" : " ") +
+            std::string("Score parameters from the file were dropped (their width changed).");
   }
   return {true, note};
 }

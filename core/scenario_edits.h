@@ -81,8 +81,19 @@ EditOutcome normaliseRows(Scenario& s, Sequence seq);
 // Cross mode: values = keys (true drops explicit values) or a separate copy to edit.
 EditOutcome setValuesAreKeys(Scenario& s, bool same);
 
-// One token per word, seeded embeddings of width `embeddingDim`; switches to self mode.
-EditOutcome setSentence(Scenario& s, const std::string& text, int embeddingDim);
+// Where a typed sentence goes. Self: the sentence becomes X of self-attention (switching
+// to self mode if needed). Queries / Keys: cross mode is kept and the words replace the
+// queries, or the keys (values = keys then); the other side stays as it is.
+enum class SentenceTarget { Self, Queries, Keys };
+
+// One token per word, seeded embeddings (seededEmbeddings(words, d, seed)).
+// - Self: width `embeddingDim`; switches to self mode (the note says so).
+// - Queries / Keys (cross mode only, refused in self mode): the embeddings take the
+//   replaced sequence's current width (the projections, the score and q·k keep fitting; the
+//   note says when `embeddingDim` was not used), the labels are the words, and a custom or
+//   padding mask starts over. Mode, score, projection and heads are kept.
+EditOutcome setSentence(Scenario& s, const std::string& text, int embeddingDim,
+                        SentenceTarget target = SentenceTarget::Self);
 
 // Self <-> cross. Self -> cross: queries = keys = X. Cross -> self: X = the keys (the
 // sequence being attended), the queries are dropped (said in the note).
@@ -130,7 +141,8 @@ inline constexpr Scalar kMaxTemperature = 1e4f;   // "10000"
 
 // Switching the score drops score parameters loaded from a file (they belong to the old one).
 EditOutcome setScore(Scenario& s, ScoreKind kind);
-// d_a / d_m of additive and mlp scores, clamped to [0, kMaxWidth] (0 = d_h).
+// d_a / d_m of additive and mlp scores: refused below 1 (a layer of no units; a scenario
+// file's 0 means d_h, which an edit cannot ask for), clamped to kMaxWidth.
 EditOutcome setScoreHidden(Scenario& s, int hidden);
 // Refused unless finite and > 0; clamped to [kMinTemperature, kMaxTemperature].
 EditOutcome setTemperature(Scenario& s, Scalar temperature);

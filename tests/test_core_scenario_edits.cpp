@@ -101,4 +101,80 @@ TEST(ScenarioEdits, ResetToRestoresTheOriginal) {
   EXPECT_EQ(s.keys, original.keys);
 }
 
+TEST(ScenarioEdits, HiddenWidthZeroIsRefusedWithAMessage) {
+  Scenario s = decoderState();
+  s.score = ScoreKind::Additive;
+  const EditOutcome zero = setScoreHidden(s, 0);
+  EXPECT_TRUE(zero.refused());
+  EXPECT_NE(zero.note.find("at least 1"), std::string::npos) << zero.note;
+  EXPECT_NE(zero.note.find("stays d_h"), std::string::npos) << zero.note;  // file default kept
+  EXPECT_EQ(s.scoreHidden, 0);
+  EXPECT_TRUE(setScoreHidden(s, -3).refused());
+  // 1 is a real layer; above the limit is clamped, with a note.
+  EXPECT_TRUE(setScoreHidden(s, 1).changed);
+  EXPECT_EQ(s.scoreHidden, 1);
+  EXPECT_TRUE(setScoreHidden(s, 0).refused());
+  EXPECT_EQ(s.scoreHidden, 1);
+  const EditOutcome big = setScoreHidden(s, Limits::kMaxWidth + 5);
+  EXPECT_TRUE(big.changed);
+  EXPECT_EQ(s.scoreHidden, Limits::kMaxWidth);
+  EXPECT_NE(big.note.find("clamped"), std::string::npos) << big.note;
+  EXPECT_TRUE(buildProblem(s).ok());
+}
+
+TEST(ScenarioEdits, ASentenceInCrossModeKeepsTheModeAndReplacesOneSide) {
+  Scenario s = decoderState();
+  s.score = ScoreKind::ScaledDot;
+  s.temperature = 2.f;
+  const Matrix queries = s.queries;
+
+  // Keys: the words become the keys (at the keys' width 3, not the 16 asked for).
+  const EditOutcome keys = setSentence(s, "le chat noir", 16, SentenceTarget::Keys);
+  ASSERT_TRUE(keys.changed) << keys.note;
+  EXPECT_NE(keys.note.find("width 3"), std::string::npos) << keys.note;
+  EXPECT_EQ(s.mode, Mode::Cross);
+  EXPECT_EQ(s.score, ScoreKind::ScaledDot);
+  EXPECT_EQ(s.projection, ProjectionKind::Identity);
+  EXPECT_EQ(s.temperature, 2.f);
+  EXPECT_TRUE(s.sentence.empty());
+  EXPECT_EQ(s.queries, queries);
+  ASSERT_EQ(s.keys.rows(), 3);
+  ASSERT_EQ(s.keys.cols(), 3);
+  EXPECT_EQ(s.keyLabels, (std::vector<std::string>{"le", "chat", "noir"}));
+  // The seeded embeddings of the words, as self mode would make them.
+  EXPECT_EQ(s.keys, seededEmbeddings({"le", "chat", "noir"}, 3, s.seed));
+  Expected<Problem> problem = buildProblem(s);
+  ASSERT_TRUE(problem.ok()) << problem.error().message();
+  EXPECT_EQ(problem->inputs.keys.rows(), 3);
+
+  // Queries: the keys stay.
+  const Matrix newKeys = s.keys;
+  ASSERT_TRUE(setSentence(s, "the black cat sat", 3, SentenceTarget::Queries).changed);
+  EXPECT_EQ(s.mode, Mode::Cross);
+  EXPECT_EQ(s.queries.rows(), 4);
+  EXPECT_EQ(s.queryLabels.size(), 4u);
+  EXPECT_EQ(s.keys, newKeys);
+  EXPECT_TRUE(buildProblem(s).ok());
+
+  // Separate values follow the new keys (one per key, their own width kept).
+  s.values = Matrix::Ones(3, 2);
+  ASSERT_TRUE(setSentence(s, "a b c d e", 3, SentenceTarget::Keys).changed);
+  EXPECT_EQ(s.values.rows(), 5);
+  EXPECT_EQ(s.values.cols(), 2);
+  EXPECT_TRUE(buildProblem(s).ok());
+
+  // A padding mask belonged to the old keys: it starts over.
+  ASSERT_TRUE(setMaskKind(s, MaskKind::Padding).changed);
+  ASSERT_TRUE(togglePaddingKey(s, 1).changed);
+  ASSERT_TRUE(setSentence(s, "x y", 3, SentenceTarget::Keys).changed);
+  EXPECT_EQ(s.mask.kind, MaskKind::None);
+  EXPECT_TRUE(buildProblem(s).ok());
+
+  // Self mode has no separate queries or keys; Self switches as before.
+  Scenario self = s;
+  ASSERT_TRUE(setSentence(self, "one two", 4, SentenceTarget::Self).changed);
+  EXPECT_EQ(self.mode, Mode::Self);
+  EXPECT_TRUE(setSentence(self, "three", 4, SentenceTarget::Queries).refused());
+}
+
 }  // namespace

@@ -20,6 +20,7 @@
 #include "app/panels.h"
 #include "attention_test_files.h"
 #include "io/scenario_json.h"
+#include "tests/ui_headless.h"
 
 namespace {
 
@@ -236,14 +237,7 @@ TEST(AttentionService, WorkerMatchesSynchronousAndDropsOlderFiles) {
 class AttentionPanel : public ::testing::Test {
  protected:
   void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+    context_ = attn::testing::createHeadlessImGui();
   }
   void TearDown() override { ImGui::DestroyContext(context_); }
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1)) {

@@ -21,6 +21,7 @@
 #include "app/panel_registry.h"
 #include "app/panels.h"
 #include "io/image.h"
+#include "tests/ui_headless.h"
 
 namespace {
 
@@ -33,14 +34,7 @@ const std::string kShapes = ATTNSCOPE_ASSET_DIR "/images/shapes.png";
 class ImagePanel : public ::testing::Test {
  protected:
   void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+    context_ = attn::testing::createHeadlessImGui();
   }
   void TearDown() override { ImGui::DestroyContext(context_); }
 

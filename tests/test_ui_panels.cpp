@@ -26,99 +26,17 @@
 #include "app/panels.h"
 #include "core/formulas.h"
 #include "io/scenario_json.h"
+#include "tests/ui_headless.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
-
-// ---------------------------------------------------------------------------------------
-// Fixtures
-// ---------------------------------------------------------------------------------------
-
-std::vector<std::string> presetPaths() {
-  std::vector<std::string> paths;
-  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios"))
-    if (entry.path().extension() == ".json") paths.push_back(entry.path().string());
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
-
-AppState loaded(const std::string& path) {
-  AppState state;
-  Expected<Scenario> scenario = io::loadScenario(path);
-  EXPECT_TRUE(scenario.ok()) << (scenario.ok() ? "" : scenario.error().message());
-  loadDocument(state, scenario.ok() ? scenario.value() : Scenario{}, path);
-  update(state);
-  return state;
-}
-
-AppState loadedPreset(const std::string& stem) {
-  return loaded((fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / (stem + ".json")).string());
-}
-
-// Key indices used for the simulated keyboard (any distinct indices < 512 do).
-enum : int { kKeySpace = 1, kKeyLeft = 2, kKeyRight = 3, kKeyEscape = 4 };
-
-class Headless : public ::testing::Test {
- protected:
-  void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    io.KeyMap[ImGuiKey_Space] = kKeySpace;
-    io.KeyMap[ImGuiKey_LeftArrow] = kKeyLeft;
-    io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;
-    io.KeyMap[ImGuiKey_Escape] = kKeyEscape;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
-  }
-  void TearDown() override { ImGui::DestroyContext(context_); }
-
-  // One frame of the app's loop: recompute, draw every panel, close the undo step. Panels are
-  // placed side by side so that each gets a real size.
-  void frame(AppState& state, int pressedKey = -1) {
-    update(state);
-    ImGuiIO& io = ImGui::GetIO();
-    for (bool& down : io.KeysDown) down = false;
-    if (pressedKey >= 0) io.KeysDown[pressedKey] = true;
-    ImGui::NewFrame();
-    place(0, 0, 360, 480);
-    drawInputsPanel(state, heatmaps_);
-    place(0, 480, 360, 520);
-    drawSettingsPanel(state, heatmaps_);
-    place(360, 0, 850, 1000);
-    drawPipelinePanel(state, heatmaps_);
-    place(1210, 0, 390, 330);
-    drawHeadsPanel(state, heatmaps_);
-    place(1210, 330, 390, 360);
-    drawInspectorPanel(state, heatmaps_);
-    place(1210, 690, 390, 310);
-    drawGeometryPanel(state, heatmaps_);
-    endFrame(state, ImGui::IsAnyItemActive());
-    ImGui::Render();
-  }
-  void frames(AppState& state, int count = 3) {
-    for (int i = 0; i < count; ++i) frame(state);
-  }
-  // Presses and releases a key over two frames.
-  void press(AppState& state, int key) {
-    frame(state, key);
-    frame(state);
-  }
-
-  static void place(float x, float y, float w, float h) {
-    ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
-    ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
-  }
-
-  ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
-};
+using attn::testing::Headless;
+using attn::testing::loaded;
+using attn::testing::loadedPreset;
+using attn::testing::presetPaths;
 
 Matrix weightsOf(const AppState& state, int head = 0) {
   EXPECT_TRUE(state.computed->result.has_value()) << state.computed->error;

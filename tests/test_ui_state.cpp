@@ -24,6 +24,7 @@
 #include "app/heatmap_widget_impl.h"
 #include "app/panels.h"
 #include "io/scenario_json.h"
+#include "tests/ui_headless.h"
 
 namespace {
 
@@ -53,16 +54,7 @@ AppState loadedState(const std::string& stem = "decoder_state") {
 // A headless ImGui context: no backend, fonts built on the CPU only.
 class ImGuiContextGuard {
  public:
-  ImGuiContextGuard() {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
-  }
+  ImGuiContextGuard() : context_(attn::testing::createHeadlessImGui()) {}
   ~ImGuiContextGuard() { ImGui::DestroyContext(context_); }
   ImGuiContextGuard(const ImGuiContextGuard&) = delete;
   ImGuiContextGuard& operator=(const ImGuiContextGuard&) = delete;
@@ -506,6 +498,45 @@ TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
   EXPECT_FALSE(frame(-1));
   unchanged("Escape");
   EXPECT_EQ(ui.after, FileUi::After::Nothing);
+}
+
+TEST(Files, ABadFileShowsItsErrorBeforeAnyUnsavedChangesQuestion) {
+  const fs::path dir = tempDir("bad_first");
+  const fs::path file = dir / "doc.json";
+  fs::copy_file(preset("decoder_state"), file);
+  const fs::path bad = dir / "bad.json";
+  {
+    std::ofstream out(bad);
+    out << "{\"mode\": \"cross\", \"queries\": [[1, 2]";  // cut off: not JSON
+  }
+  AppState state;
+  ASSERT_TRUE(openDocument(state, file.string(), 0));
+  edit(state, 7);
+  ASSERT_TRUE(state.dirty());
+  const std::size_t notices = state.notices.size();
+
+  // Dropped or opened with unsaved changes: the error at once, no question, nothing lost.
+  FileUi ui;
+  requestOpen(ui, state, bad.string(), 1);
+  EXPECT_FALSE(ui.askUnsaved);
+  EXPECT_EQ(ui.after, FileUi::After::Nothing);
+  ASSERT_EQ(state.notices.size(), notices + 1);
+  EXPECT_EQ(state.notices.back().kind, Notice::Kind::Error);
+  EXPECT_NE(state.notices.back().text.find("bad.json"), std::string::npos)
+      << state.notices.back().text;
+  EXPECT_EQ(state.docPath, file.string());
+  EXPECT_EQ(state.doc.temperature, 7.f);
+  EXPECT_TRUE(state.dirty());
+  requestOpen(ui, state, (dir / "missing.json").string(), 1);
+  EXPECT_FALSE(ui.askUnsaved);
+  EXPECT_EQ(state.notices.back().kind, Notice::Kind::Error);
+
+  // A good file still asks first, and Discard opens what was read before asking.
+  requestOpen(ui, state, preset("local_window"), 2);
+  EXPECT_TRUE(ui.askUnsaved);
+  EXPECT_EQ(state.docPath, file.string());
+  ASSERT_TRUE(ui.afterScenario.has_value());
+  EXPECT_EQ(ui.afterScenario->mask.kind, MaskKind::LocalGaussian);
 }
 
 TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {

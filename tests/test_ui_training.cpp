@@ -20,6 +20,7 @@
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
 #include "app/panels.h"
+#include "tests/ui_headless.h"
 
 namespace {
 
@@ -30,14 +31,7 @@ using namespace attn::app;
 class TrainingPanel : public ::testing::Test {
  protected:
   void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+    context_ = attn::testing::createHeadlessImGui();
     dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "ui_training" /
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
