@@ -168,16 +168,19 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   widget::handleGridInput(entry, grid, interaction);
   widget::drawGrid(impl, entry, grid, view, options, range);
   widget::drawAxisLabels(entry, grid, view, options);
-  widget::drawColorbar(impl, grid, options);
+  widget::drawColorbar(impl, grid, view, options);
   widget::drawHoverReadout(entry, grid, view, options, interaction);
   interaction.exportRequested = widget::drawContextMenu(impl, entry, view, options);
   impl.records.push_back(widget::recordOf(id, grid, view, options, range));
 
   // 8 reserve the space
   const float font = grid.font;
-  const ImVec2 used(
-      options.size.x > 0 ? options.size.x : grid.rowLabelWidth + grid.gridW + grid.colorbarWidth,
-      options.size.y > 0 ? options.size.y : grid.colLabelHeight + std::max(grid.gridH, font * 3));
+  const ImVec2 used(options.size.x > 0 ? options.size.x
+                                       : grid.rowAxisWidth + grid.rowLabelWidth + grid.gridW +
+                                             grid.colorbarWidth,
+                    options.size.y > 0
+                        ? options.size.y
+                        : grid.colAxisHeight + grid.colLabelHeight + std::max(grid.gridH, font * 3));
   ImGui::SetCursorScreenPos(grid.origin);
   ImGui::Dummy(used);
   ImGui::PopID();
