@@ -62,6 +62,17 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
                               std::max(6.f, std::round(font * 0.5f)) * framebufferScale, g.gridMin,
                               g.gridMax, ImVec2(g.u0, g.v0), ImVec2(g.u1, g.v1)});
   }
+  if (options.markRow >= 0 && options.markCol >= 0 && options.markRow < g.rows &&
+      options.markCol < g.cols) {
+    // A cell linked from another heatmap (compare view): outlined, clipped to the grid.
+    const ImVec2 cellMin = g.cellScreenMin(options.markRow, options.markCol);
+    drawList->PushClipRect(g.gridMin, g.gridMax, true);
+    const float thick = std::max(1.f, font * 0.12f);
+    drawList->AddRect(ImVec2(cellMin.x - thick, cellMin.y - thick),
+                      ImVec2(cellMin.x + g.cellPxW + thick, cellMin.y + g.cellPxH + thick),
+                      ImGui::GetColorU32(ImGuiCol_PlotHistogram), 0.f, 0, 2.f * thick);
+    drawList->PopClipRect();
+  }
   if (options.highlight) {
     drawList->AddRect(ImVec2(g.gridMin.x - 3, g.gridMin.y - 3),
                       ImVec2(g.gridMax.x + 3, g.gridMax.y + 3),
@@ -157,16 +168,35 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
   drawList->PopClipRect();
   ImGui::BeginTooltip();
   ImGui::TextUnformatted(view.title.data(), view.title.data() + view.title.size());
-  const std::string rowLabel = r < static_cast<int>(view.rowLabels.size()) ? view.rowLabels[r] : "";
-  const std::string colLabel = c < static_cast<int>(view.colLabels.size()) ? view.colLabels[c] : "";
-  ImGui::Text("row %d %s \xE2\x86\x92 column %d %s", r, rowLabel.c_str(), c, colLabel.c_str());
-  const float value = view.values(r, c);
-  const bool masked = std::isinf(value) && value < 0;
-  ImGui::Text("value: %s%s", formatNumber(value, kTooltipDigits).c_str(),
-              masked ? " (masked)" : "");
+  const auto rowLabel = [&](int i) {
+    return i < static_cast<int>(view.rowLabels.size()) ? view.rowLabels[i] : std::string();
+  };
+  const auto colLabel = [&](int i) {
+    return i < static_cast<int>(view.colLabels.size()) ? view.colLabels[i] : std::string();
+  };
+  const auto describe = [](float value) {
+    std::string text = formatNumber(value, kTooltipDigits);
+    if (std::isnan(value)) text += " (NaN)";
+    else if (std::isinf(value)) text += value < 0 ? " (-inf, masked)" : " (+inf)";
+    return text;
+  };
+  ImGui::Text("row %d %s \xE2\x86\x92 column %d %s", r, rowLabel(r).c_str(), c,
+              colLabel(c).c_str());
+  ImGui::Text("value: %s", describe(view.values(r, c)).c_str());
   if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
-  if (g.level > 0)
-    ImGui::TextDisabled("cells are smaller than a pixel: showing the max of each block");
+  if (g.level > 0) {
+    // The pixel shows the max of a block of cells: say which tokens it covers, and where
+    // its maximum (the colour on screen) is.
+    const PooledBlock block = pooledBlock(view.values, g.level, r, c);
+    ImGui::TextDisabled("cells are smaller than a pixel: this pixel is the max of a block");
+    ImGui::Text("rows %d\xE2\x80\x93%d (%s \xE2\x80\xA6 %s), columns %d\xE2\x80\x93%d (%s "
+                "\xE2\x80\xA6 %s)",
+                block.row0, block.row1, rowLabel(block.row0).c_str(), rowLabel(block.row1).c_str(),
+                block.col0, block.col1, colLabel(block.col0).c_str(), colLabel(block.col1).c_str());
+    ImGui::Text("block max %s at row %d %s \xE2\x86\x92 column %d %s",
+                describe(block.max).c_str(), block.maxRow, rowLabel(block.maxRow).c_str(),
+                block.maxCol, colLabel(block.maxCol).c_str());
+  }
   ImGui::TextDisabled("wheel: zoom  drag: pan  double-click: reset  right-click: export");
   ImGui::EndTooltip();
 }
