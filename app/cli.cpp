@@ -168,6 +168,13 @@ options:
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
   --patch P  --query R,C  --temperature T  --pos none|sin2d|random
 set the view as in `attnscope image`.
+
+When it is an attention file (.npy / .npz), these set up the Attention panel:
+  --view heatmap|head|text|focus|compare   the tab shown                 (default: heatmap)
+  --select L,H        the head shown (A)                                (default: 0,0)
+  --compare FILE|L,H  compare with head L,H of the same file, or with A's head of FILE
+  --drop-special      drop the special tokens' keys and renormalise the rows
+  --focus q:N|k:N     focus query row N or key column N (opens the Focus tab)
 )";
 
 }  // namespace
@@ -616,7 +623,9 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 constexpr OptionSpec kScreenshotOptions[] = {
     {"--out", true},   {"--size", true},        {"--frames", true}, {"--patch", true},
     {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true},
-    {"--theme", true}};
+    {"--theme", true},
+    {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
+    {"--focus", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -669,6 +678,11 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
           *path, [&](std::string_view name) { return parsed->get(name); }, launch);
       !image) {
     return fail(err, image.error());
+  }
+  if (Status attention = applyAttentionScreenshotOptions(
+          *path, [&](std::string_view name) { return parsed->get(name); }, launch);
+      !attention) {
+    return fail(err, attention.error());
   }
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.

@@ -29,6 +29,7 @@
 #include <imgui.h>
 
 #include "app/cli.h"
+#include "app/attention_analysis.h"
 #include "app/attention_service.h"
 #include "app/compute_service.h"
 #include "app/files.h"
@@ -38,6 +39,7 @@
 #include "app/heatmap_widget_impl.h"
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
+#include "app/recent_files.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
 #include "core/format.h"
@@ -115,6 +117,11 @@ struct GuiSession::Impl {
   std::unique_ptr<ComputeService> compute;
   std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
   FileUi files;
+  // File ▸ Open Recent (app/recent_files.h); recentFile "" = not kept (tests, screenshots).
+  std::string recentFile;
+  std::vector<std::string> recent;
+  std::string recentDoc;                // docPath last seen by trackRecent()
+  std::uint64_t recentGeneration = 0;   // attention generation last seen by trackRecent()
 
   float contentScale = 1.f;
   float fontPixels = 0.f;  // size the atlas was built at
@@ -177,6 +184,9 @@ struct GuiSession::Impl {
     return updateAsync(state, *compute);
   }
   void updateTitle();
+  void loadRecent();
+  void trackRecent();
+  void drawRecentMenu();
   void takeScreenshot(const std::string& path, bool sidecar);
   void shutdown();
 };
@@ -383,6 +393,7 @@ void GuiSession::Impl::drawMenuBar() {
   if (ImGui::BeginMenu("File")) {
     if (ImGui::MenuItem("Open\xE2\x80\xA6", "Ctrl+O")) showOpenDialog(files, state);
     tooltip("Open a scenario file (JSON). You can also drop a file on the window.");
+    drawRecentMenu();
     if (ImGui::MenuItem("Save", "Ctrl+S")) saveOrAsk(files, state, t);
     tooltip("Save the scenario and the view settings to its file.");
     if (ImGui::MenuItem("Save As\xE2\x80\xA6", "Ctrl+Shift+S")) showSaveAsDialog(files, state);
@@ -661,6 +672,17 @@ void GuiSession::Impl::drawNotices() {
   } else {
     ImGui::TextDisabled("Ready. Hover a heatmap cell to inspect it; right-click to export.");
   }
+  // Right: NaN / inf in the open attention file, never shown silently (hatched cells).
+  if (const std::string nonFinite = attentionStatusText(state.attention); !nonFinite.empty()) {
+    const float width = ImGui::CalcTextSize(nonFinite.c_str()).x;
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width - font));
+    ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Warning, state.view.lightTheme));
+    ImGui::TextUnformatted(nonFinite.c_str());
+    ImGui::PopStyleColor();
+    tooltip("Non-finite values in the attention file: NaN and +inf cells are magenta and "
+            "hatched, -inf cells grey and hatched; the Attention panel's model view says "
+            "which heads have them.");
+  }
   ImGui::End();
 
   // 2 toasts: notices younger than kNoticeSeconds, newest at the bottom, above the status bar
@@ -804,6 +826,67 @@ void GuiSession::Impl::postComputeNotices() {
     if (state.hover.row >= weights.rows() || state.hover.col >= weights.cols())
       state.hover.active = false;
   }
+}
+
+// =======================================================================================
+// Recent files
+// =======================================================================================
+
+void GuiSession::Impl::loadRecent() {
+  if (launch.noAutosave || screenshotMode()) return;
+  recentFile = recentFilesPath();
+  if (recentFile.empty()) return;
+  Expected<std::vector<std::string>> loaded = loadRecentFiles(recentFile);
+  if (loaded) {
+    recent = std::move(loaded).value();
+  } else {
+    notify(state, Notice::Kind::Warning,
+           "ignored the recent-files list: " + loaded.error().message(), now());
+  }
+}
+
+// Adds the document and the attention file to the list when they change (once opened).
+void GuiSession::Impl::trackRecent() {
+  if (recentFile.empty()) return;
+  bool changed = false;
+  if (state.docPath != recentDoc) {
+    recentDoc = state.docPath;
+    if (!recentDoc.empty() && !isPresetPath(recentDoc)) changed |= addRecentFile(recent, recentDoc);
+  }
+  if (state.attention.generation != recentGeneration) {
+    recentGeneration = state.attention.generation;
+    if (state.attention.file) changed |= addRecentFile(recent, state.attention.file->path());
+  }
+  if (!changed) return;
+  if (Status saved = saveRecentFiles(recentFile, recent); !saved)
+    notify(state, Notice::Kind::Warning,
+           "cannot keep the recent-files list: " + saved.error().message(), now());
+}
+
+void GuiSession::Impl::drawRecentMenu() {
+  if (!ImGui::BeginMenu("Open Recent", !recent.empty())) {
+    tooltip("Scenarios and attention files opened before (none yet).");
+    return;
+  }
+  std::string picked;
+  for (std::size_t i = 0; i < recent.size(); ++i) {
+    const fs::path path(recent[i]);
+    ImGui::PushID(static_cast<int>(i));
+    // The folder in the shortcut column tells files of the same name apart.
+    if (ImGui::MenuItem(path.filename().string().c_str(),
+                        path.parent_path().filename().string().c_str()))
+      picked = recent[i];
+    tooltip(recent[i].c_str());
+    ImGui::PopID();
+  }
+  ImGui::Separator();
+  if (ImGui::MenuItem("Clear the list")) {
+    recent.clear();
+    if (Status saved = saveRecentFiles(recentFile, recent); !saved)
+      notify(state, Notice::Kind::Warning, saved.error().message(), now());
+  }
+  ImGui::EndMenu();
+  if (!picked.empty()) requestOpen(files, state, picked, now());
 }
 
 void GuiSession::Impl::updateTitle() {
@@ -966,8 +1049,9 @@ bool GuiSession::frame() {
   s.timing.uiMs = std::chrono::duration<double, std::milli>(renderStart - frameStart).count();
   s.timing.renderMs = std::chrono::duration<double, std::milli>(Clock::now() - renderStart).count();
 
-  // 6 title, autosave, quit (asking first when there are unsaved changes)
+  // 6 title, recent files, autosave, quit (asking first when there are unsaved changes)
   s.updateTitle();
+  s.trackRecent();
   autosaveTick(s.files, s.state, t, kAutosaveInterval, false);
   if (glfwWindowShouldClose(s.window)) {
     if (s.screenshotMode() || s.files.quitConfirmed) {
@@ -1068,6 +1152,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = findAssetDir();
   s.files.presets = listPresets(s.files.assetDir);
+  s.loadRecent();
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
   if (haveInitial) {
     const std::string view = initial.viewJson;
@@ -1096,7 +1181,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     }
   }
   if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
-  if (!attentionPath.empty()) openAttentionFile(s.state, attentionPath, s.now());
+  if (!attentionPath.empty() && openAttentionFile(s.state, attentionPath, s.now()))
+    applyAttentionStart(s.state, s.launch.attention, s.now());
   if (launch.lightTheme) s.state.view.lightTheme = *launch.lightTheme;
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +

@@ -101,6 +101,17 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
                               std::max(6.f, std::round(font * 0.5f)) * framebufferScale, g.gridMin,
                               g.gridMax, ImVec2(g.u0, g.v0), ImVec2(g.u1, g.v1)});
   }
+  if (options.markRow >= 0 && options.markCol >= 0 && options.markRow < g.rows &&
+      options.markCol < g.cols) {
+    // A cell linked from another heatmap (compare view): outlined, clipped to the grid.
+    const ImVec2 cellMin = g.cellScreenMin(options.markRow, options.markCol);
+    drawList->PushClipRect(g.gridMin, g.gridMax, true);
+    const float thick = std::max(1.f, font * 0.12f);
+    drawList->AddRect(ImVec2(cellMin.x - thick, cellMin.y - thick),
+                      ImVec2(cellMin.x + g.cellPxW + thick, cellMin.y + g.cellPxH + thick),
+                      ImGui::GetColorU32(ImGuiCol_PlotHistogram), 0.f, 0, 2.f * thick);
+    drawList->PopClipRect();
+  }
   if (options.highlight) {
     drawList->AddRect(ImVec2(g.gridMin.x - 3, g.gridMin.y - 3),
                       ImVec2(g.gridMax.x + 3, g.gridMax.y + 3),
@@ -262,6 +273,8 @@ std::string hoverValue(const io::HeatmapView& view, int r, int c) {
   const float value = view.values(r, c);
   if (std::isinf(value) && value < 0)
     return "masked (" + formatNumber(value, kTooltipDigits) + "): this key is not attended";
+  if (std::isnan(value)) return "value: NaN (not a number: marked, not coloured)";
+  if (std::isinf(value)) return "value: +inf (marked, not coloured)";
   return "value: " + formatNumber(value, kTooltipDigits);
 }
 
@@ -300,9 +313,34 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
   const std::string colText = axisReadout(view.colAxis, "column", c, view.colLabels);
   ImGui::TextUnformatted((rowText + " \xE2\x86\x92 " + colText).c_str());  // →
   ImGui::TextUnformatted(hoverValue(view, r, c).c_str());
+  const auto rowLabel = [&](int i) {
+    return i < static_cast<int>(view.rowLabels.size()) ? hoverLabel(view.rowLabels[i])
+                                                        : std::string();
+  };
+  const auto colLabel = [&](int i) {
+    return i < static_cast<int>(view.colLabels.size()) ? hoverLabel(view.colLabels[i])
+                                                        : std::string();
+  };
+  const auto describe = [](float value) {
+    std::string text = formatNumber(value, kTooltipDigits);
+    if (std::isnan(value)) text += " (NaN)";
+    else if (std::isinf(value)) text += value < 0 ? " (-inf, masked)" : " (+inf)";
+    return text;
+  };
   if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
-  if (g.level > 0)
-    ImGui::TextDisabled("cells are smaller than a pixel: showing the max of each block");
+  if (g.level > 0) {
+    // The pixel shows the max of a block of cells: say which tokens it covers, and where
+    // its maximum (the colour on screen) is.
+    const PooledBlock block = pooledBlock(view.values, g.level, r, c);
+    ImGui::TextDisabled("cells are smaller than a pixel: this pixel is the max of a block");
+    ImGui::Text("rows %d\xE2\x80\x93%d (%s \xE2\x80\xA6 %s), columns %d\xE2\x80\x93%d (%s "
+                "\xE2\x80\xA6 %s)",
+                block.row0, block.row1, rowLabel(block.row0).c_str(), rowLabel(block.row1).c_str(),
+                block.col0, block.col1, colLabel(block.col0).c_str(), colLabel(block.col1).c_str());
+    ImGui::Text("block max %s at row %d %s \xE2\x86\x92 column %d %s",
+                describe(block.max).c_str(), block.maxRow, rowLabel(block.maxRow).c_str(),
+                block.maxCol, colLabel(block.maxCol).c_str());
+  }
   ImGui::TextDisabled("wheel: zoom  drag: pan  double-click: reset  right-click: export");
   ImGui::PopTextWrapPos();
   ImGui::EndTooltip();

@@ -49,7 +49,7 @@ Rgb colormapColor(ColormapKind kind, float t);
 // Colours for cells that have no colour on the map.
 inline constexpr Rgb kMaskedColor{200, 200, 200};       // -inf (masked score): light grey, hatched
 inline constexpr Rgb kMaskedHatchColor{170, 170, 170};  // the diagonal hatch lines on it
-inline constexpr Rgb kNanColor{255, 0, 255};            // NaN: magenta (should never happen)
+inline constexpr Rgb kNanColor{255, 0, 255};            // NaN and +inf: magenta (should never happen)
 
 // The colour range of a heatmap, one rule for the screen and the files: [vmin, vmax] where
 // given, else the min/max of the matrix's FINITE values (0..1 if it has none). One fixed end
@@ -73,8 +73,9 @@ ValueRange centredColorRange(std::optional<ValueRange> finite, std::optional<flo
 // Where a finite value lies on the colour map, in [0, 1]: (v - lo) / (hi - lo) clamped, or
 // 0.5 (the middle) when lo == hi. shaders/heatmap.frag computes the same.
 float colorPosition(float value, ValueRange range);
-// The colour of one value: NaN -> kNanColor, -inf -> kMaskedColor, +inf -> top of the map,
-// finite -> colormapColor(colorPosition(v, range)).
+// The colour of one value: NaN and +inf -> kNanColor (no colour of the map: +inf is an
+// overflow, not a large weight), -inf -> kMaskedColor, finite ->
+// colormapColor(colorPosition(v, range)).
 Rgb valueColor(ColormapKind kind, float value, ValueRange range);
 // Black or white, whichever reads better on `cell` (sRGB relative luminance > 0.408 ->
 // black, the threshold seaborn uses for annotations).

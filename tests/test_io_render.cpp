@@ -212,7 +212,7 @@ TEST(Colormap, ValueColorSpecialValues) {
   const ValueRange range{0, 2};
   const auto& lut = colormapLut(ColormapKind::Viridis);
   EXPECT_EQ(valueColor(ColormapKind::Viridis, -kInf, range), kMaskedColor);
-  EXPECT_EQ(valueColor(ColormapKind::Viridis, kInf, range), lut[255]);
+  EXPECT_EQ(valueColor(ColormapKind::Viridis, kInf, range), kNanColor);  // marked, not the top
   EXPECT_EQ(valueColor(ColormapKind::Viridis, std::nanf(""), range), kNanColor);
   EXPECT_EQ(valueColor(ColormapKind::Viridis, 0, range), lut[0]);
   EXPECT_EQ(valueColor(ColormapKind::Viridis, 2, range), lut[255]);
@@ -526,7 +526,7 @@ TEST(Render, PngPixelsAtKnownCells) {
   EXPECT_EQ(centreOf(image, cellRect(view, style, 0, 2)), lut[255]);  // max
   EXPECT_EQ(centreOf(image, cellRect(view, style, 0, 1)), lut[64]);   // 0.25
   EXPECT_EQ(centreOf(image, cellRect(view, style, 1, 2)), lut[191]);  // 0.75
-  EXPECT_EQ(centreOf(image, cellRect(view, style, 2, 0)), lut[255]);  // +inf
+  EXPECT_EQ(centreOf(image, cellRect(view, style, 2, 0)), kNanColor);  // +inf: marked
   EXPECT_EQ(centreOf(image, cellRect(view, style, 2, 2)), kNanColor);
 
   // Every pixel of the cell rect is the cell's colour (the rect is exact).
