@@ -106,9 +106,10 @@ struct FileUi {
   std::string dialogError;
 
   // What to do once the unsaved changes are dealt with.
-  enum class After { Nothing, Quit, Open };
+  enum class After { Nothing, Quit, Open, New };
   After after = After::Nothing;
   std::string afterPath;       // After::Open
+  Scenario afterDoc;           // After::New
   bool askUnsaved = false;     // open the "Save changes?" modal next frame
   bool quitConfirmed = false;  // the window may close now
   bool discarded = false;      // the user chose Discard on quit
@@ -152,6 +153,9 @@ void showSaveAsDialog(FileUi& ui, const AppState& state);
 void saveOrAsk(FileUi& ui, AppState& state, double now);
 // Opens `path`, first asking about unsaved changes.
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now);
+// Makes `doc` the document, untitled (e.g. a model's head from the Model panel), first
+// asking about unsaved changes as an open does.
+void requestNewDocument(FileUi& ui, AppState& state, Scenario doc, double now);
 // Quits, first asking about unsaved changes (sets ui.quitConfirmed when it may close).
 void requestQuit(FileUi& ui, AppState& state);
 

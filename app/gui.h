@@ -23,6 +23,12 @@ struct GuiLaunch {
   std::string imagePositional;  // none | sin2d | random ("" = none)
   long long trainingSteps = -1;     // >= 0: show the Training panel, trained this many steps
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
+  // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
+  // screenshots) the head to select and whether to open it in the pipeline.
+  std::string modelFolder;
+  std::string modelText;
+  int modelLayer = -1, modelHead = -1;
+  bool modelPipeline = false;
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

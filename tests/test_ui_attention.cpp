@@ -19,6 +19,7 @@
 #include "app/panel_registry.h"
 #include "app/panels.h"
 #include "attention_test_files.h"
+#include "headless_imgui.h"
 #include "io/scenario_json.h"
 
 namespace {
@@ -233,32 +234,16 @@ TEST(AttentionService, WorkerMatchesSynchronousAndDropsOlderFiles) {
 // The panel, headless
 // ---------------------------------------------------------------------------------------
 
-class AttentionPanel : public ::testing::Test {
+class AttentionPanel : public testui::HeadlessImGui {
  protected:
-  void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
-  }
-  void TearDown() override { ImGui::DestroyContext(context_); }
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1)) {
     updateAttention(state);
     ImGui::GetIO().MousePos = mouse;
     ImGui::NewFrame();
-    ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
-    ImGui::SetNextWindowSize(ImVec2(1600, 1000), ImGuiCond_Always);
+    place(0, 0, 1600, 1000);
     drawAttentionPanel(state, heatmaps_);
     ImGui::Render();
   }
-  MockHeatmapTextures& mock() { return dynamic_cast<MockHeatmapTextures&>(heatmaps_.textures()); }
-
-  ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
 };
 
 TEST_F(AttentionPanel, DrawsTheGridAndTheSelectedHead) {

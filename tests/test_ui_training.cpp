@@ -20,6 +20,7 @@
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
 #include "app/panels.h"
+#include "headless_imgui.h"
 
 namespace {
 
@@ -27,36 +28,24 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-class TrainingPanel : public ::testing::Test {
+class TrainingPanel : public testui::HeadlessImGui {
  protected:
   void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+    HeadlessImGui::SetUp();
     dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "ui_training" /
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
-  void TearDown() override { ImGui::DestroyContext(context_); }
-
   void frames(AppState& state, int count = 3) {
     for (int i = 0; i < count; ++i) {
       ImGui::NewFrame();
-      ImGui::SetNextWindowPos(ImVec2(100, 50), ImGuiCond_Always);
-      ImGui::SetNextWindowSize(ImVec2(1200, 850), ImGuiCond_Always);
+      place(100, 50, 1200, 850);
       drawTrainingPanel(state, heatmaps_);
       ImGui::Render();
     }
   }
 
-  ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
   fs::path dir_;
 };
 
