@@ -842,10 +842,8 @@ void GuiSession::Impl::postComputeNotices() {
 bool GuiSession::Impl::openModelScreenshot() {
   const std::size_t notices = state.notices.size();
   updateModel(state, now());
-  if (!state.model.model) {
-    std::fprintf(stderr, "attnscope: %s\n",
-                 state.notices.size() > notices ? state.notices.back().text.c_str()
-                                                : "cannot open the model");
+  if (!state.model.model) {  // the error notice was printed to stderr by notify()
+    if (state.notices.size() == notices) std::fprintf(stderr, "attnscope: cannot open the model\n");
     return false;
   }
   const std::shared_ptr<const ModelRun> run = state.model.run;

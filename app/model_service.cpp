@@ -150,7 +150,8 @@ void applyLoadedModel(AppState& state, std::shared_ptr<const io::Gpt2Model> mode
   text += " \xC3\x97 " + countOf(c.nHead, "head", "heads");
   text += ", " + std::to_string(c.nEmbd);
   text += " wide, " + formatNumber(static_cast<double>(view.model->weights->parameterBytes()) /
-                                   (1024.0 * 1024.0)) +
+                                       (1024.0 * 1024.0),
+                                   3) +
           " MiB of weights";
   notify(state, Notice::Kind::Info, std::move(text), now);
 }

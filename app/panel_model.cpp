@@ -24,8 +24,9 @@ namespace {
 
 using panel::tooltip;
 
-// The "Open model folder" modal (drawn at top level, so that it works while the panel is
-// collapsed).
+// The "Open model folder" modal. Drawn at top level after the panel's window (so that it
+// works while the panel is collapsed), and never before it: BeginPopupModal on a closed popup
+// clears the SetNextWindowPos/Size the window's layout set for the panel.
 void drawOpenDialog(ModelView& model) {
   if (model.showOpenDialog) {
     ImGui::OpenPopup("Open model folder");
@@ -66,12 +67,14 @@ void drawPrediction(const ModelRun& run) {
     ImGui::TextDisabled("(type some text)");
     return;
   }
-  const float labelW = font * 7.f;
+  const float labelW = font * 8.f;
   for (const PredictedToken& t : run.next) {
     ImGui::PushID(t.id);
     const std::string label = t.display.empty() ? "(empty)" : t.display;
     ImGui::TextUnformatted(label.c_str());
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("token id %d", t.id);
+    ImGui::SameLine();
+    ImGui::TextDisabled("%d", t.id);
+    tooltip("the token's id in vocab.json");
     ImGui::SameLine(labelW);
     const std::string value = formatNumber(t.probability, 3);
     ImGui::ProgressBar(std::clamp(t.probability, 0.f, 1.f), ImVec2(-1, 0), value.c_str());
@@ -143,6 +146,8 @@ void drawResidualNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& 
                 (run.generation << 40) ^ run.textRevision, options);
 }
 
+void drawModelWindow(AppState& state, HeatmapCache& heatmaps);
+
 }  // namespace
 
 // =======================================================================================
@@ -151,8 +156,17 @@ void drawResidualNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& 
 
 void drawModelPanel(AppState& state, HeatmapCache& heatmaps) {
   ModelView& model = state.model;
+  if (panel::beginPanel("Model", panelFlag(state.view, "model"))) {
+    drawModelWindow(state, heatmaps);
+    ImGui::End();
+  }
   drawOpenDialog(model);
-  if (!panel::beginPanel("Model", panelFlag(state.view, "model"))) return;
+}
+
+namespace {
+
+void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
+  ModelView& model = state.model;
   const float font = ImGui::GetFontSize();
   if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
   tooltip("Load a GPT-2-family model folder (Hugging Face layout); also attnscope --model DIR.");
@@ -168,7 +182,6 @@ void drawModelPanel(AppState& state, HeatmapCache& heatmaps) {
     panel::mutedWrapped("No model loaded. Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 loads a GPT-2 "
                         "folder (config.json, model.safetensors, vocab.json, merges.txt); type a "
                         "text and its attention appears in the Attention panel as you type.");
-    ImGui::End();
     return;
   }
   const gpt2::Config& config = model.model->weights->config;
@@ -219,7 +232,8 @@ void drawModelPanel(AppState& state, HeatmapCache& heatmaps) {
   ImGui::BeginChild("##prediction", ImVec2(0, 0), true);
   if (run && run->generation == model.generation) drawPrediction(*run);
   ImGui::EndChild();
-  ImGui::End();
 }
+
+}  // namespace
 
 }  // namespace attn::app
