@@ -366,6 +366,7 @@ bool updateModelAsync(AppState& state, ModelService& service, double now) {
   if (!view.loadRequest.empty()) {
     view.loading = std::exchange(view.loadRequest, std::string());
     service.submitLoad(view.loading);
+    notify(state, Notice::Kind::Info, "loading model " + view.loading + "\xE2\x80\xA6", now);
   }
   if (std::optional<ModelService::Loaded> loaded = service.takeLoad()) {
     if (loaded->folder == view.loading) view.loading.clear();

@@ -120,8 +120,11 @@ TEST_F(ModelInApp, WorkerLoadsRunsAndPublishesWhatThePanelsShow) {
   EXPECT_EQ(state.model.generation, 1u);
   EXPECT_TRUE(panelShown(state.view, "model"));
   EXPECT_TRUE(panelShown(state.view, "attention"));
-  ASSERT_FALSE(state.notices.empty());
-  EXPECT_NE(state.notices.front().text.find("loaded model ui_model_"), std::string::npos);
+  ASSERT_EQ(state.notices.size(), 2u);  // "loading model DIR…", then what was loaded
+  EXPECT_EQ(state.notices[0].text.rfind("loading model " + dir_.string(), 0), 0u);
+  EXPECT_NE(state.notices[1].text.find("loaded model ui_model_" + test_ + ": 3 layers \xC3\x97 2 heads, 8 wide"),
+            std::string::npos)
+      << state.notices[1].text;
   const std::shared_ptr<const ModelRun> run = state.model.run;
   ASSERT_TRUE(run);
   EXPECT_TRUE(run->error.empty()) << run->error;
@@ -380,7 +383,7 @@ TEST_F(ModelInApp, BadFolderKeepsTheModelAndNamesFileAndTensor) {
     state.model.loadRequest = folder.string();
     const std::size_t notices = state.notices.size();
     settle(state, service);
-    ASSERT_EQ(state.notices.size(), notices + 1);
+    ASSERT_EQ(state.notices.size(), notices + 2);  // loading..., then the error
     const Notice& notice = state.notices.back();
     EXPECT_EQ(notice.kind, Notice::Kind::Error);
     EXPECT_NE(notice.text.find("cannot open model"), std::string::npos) << notice.text;
@@ -390,10 +393,9 @@ TEST_F(ModelInApp, BadFolderKeepsTheModelAndNamesFileAndTensor) {
     EXPECT_EQ(state.attention.file, attention);
     EXPECT_TRUE(state.model.loading.empty());
   }
-  EXPECT_NE(state.notices[state.notices.size() - 2].text.find("model.safetensors"), std::string::npos)
-      << state.notices[state.notices.size() - 2].text;
-  EXPECT_NE(state.notices[state.notices.size() - 2].text.find("h.1.attn.c_proj.weight"),
-            std::string::npos);
+  const std::string& shapeError = state.notices[state.notices.size() - 3].text;
+  EXPECT_NE(shapeError.find("model.safetensors"), std::string::npos) << shapeError;
+  EXPECT_NE(shapeError.find("h.1.attn.c_proj.weight"), std::string::npos) << shapeError;
   EXPECT_NE(state.notices.back().text.find("missing"), std::string::npos);
 
   // The synchronous path (screenshots) behaves the same.
