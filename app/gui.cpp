@@ -37,6 +37,7 @@
 #include "app/gl_texture.h"
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
+#include "app/model_service.h"
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
 #include "app/recent_files.h"
@@ -116,6 +117,7 @@ struct GuiSession::Impl {
   // compute synchronously, so that the picture always shows the finished result.
   std::unique_ptr<ComputeService> compute;
   std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
+  std::unique_ptr<ModelService> model;          // GPT-2 folder loads and runs as you type
   FileUi files;
   // File ▸ Open Recent (app/recent_files.h); recentFile "" = not kept (tests, screenshots).
   std::string recentFile;
@@ -179,10 +181,15 @@ struct GuiSession::Impl {
   // Brings state.computed up to date: synchronously in screenshot mode, else through the
   // worker (never blocks). True when a new result was published.
   bool recompute() {
-    if (screenshotMode() || !compute) return update(state) | updateAttention(state);
-    if (attention) updateAttentionAsync(state, *attention);
-    return updateAsync(state, *compute);
+    if (screenshotMode() || !compute)
+      return update(state) | updateModel(state, now()) | updateAttention(state);
+    bool changed = model && updateModelAsync(state, *model, now());
+    if (attention) changed |= updateAttentionAsync(state, *attention);
+    return updateAsync(state, *compute) || changed;
   }
+  // Screenshot mode: loads the model and runs the text at once, selects the launch's head
+  // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.
+  bool openModelScreenshot();
   void updateTitle();
   void loadRecent();
   void trackRecent();
@@ -430,6 +437,15 @@ void GuiSession::Impl::drawMenuBar() {
     tooltip("Close attnscope (asks to save unsaved changes).");
     ImGui::EndMenu();
   }
+  if (ImGui::BeginMenu("Model")) {
+    if (ImGui::MenuItem("Open model folder\xE2\x80\xA6")) {
+      *panelFlag(state.view, "model") = true;
+      state.model.showOpenDialog = true;
+    }
+    tooltip("Load a GPT-2-family folder (config.json, model.safetensors, vocab.json, "
+            "merges.txt) and watch its attention as you type (docs/models.md).");
+    ImGui::EndMenu();
+  }
   if (ImGui::BeginMenu("Edit")) {
     if (ImGui::MenuItem("Undo", "Ctrl+Z", false,
                         !state.history.undo.empty() || state.history.pending))
@@ -582,11 +598,28 @@ void GuiSession::Impl::layoutPanels() {
       y += h;
     }
   }
-  // Floating panels: centred, most of the window.
+  // Floating panels: centred, most of the window; several shown ones (the Model panel over
+  // the Attention panel) share nearly all of it, stacked by weight in registry order.
+  float floatingWeight = 0;
+  int floatingShown = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (panels[i].dock == PanelDock::Floating && shown[i]) {
+      floatingWeight += panels[i].weight;
+      ++floatingShown;
+    }
+  }
+  const ImVec2 area = floatingShown > 1 ? ImVec2(width * 0.96f, height * 0.96f)
+                                        : ImVec2(width * 0.7f, height * 0.8f);
+  float floatingY = y0 + (height - area.y) * 0.5f;
   for (std::size_t i = 0; i < count; ++i) {
     if (panels[i].dock != PanelDock::Floating) continue;
-    const ImVec2 size(width * 0.7f, height * 0.8f);
-    pendingRects[i] = {ImVec2(x0 + (width - size.x) * 0.5f, y0 + (height - size.y) * 0.5f), size};
+    if (!shown[i] || floatingShown <= 1) {
+      pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), area};
+      continue;
+    }
+    const float h = std::floor(area.y * panels[i].weight / floatingWeight);
+    pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), ImVec2(area.x, h)};
+    floatingY += h;
   }
   applyLayout = true;
 }
@@ -828,8 +861,7 @@ void GuiSession::Impl::postComputeNotices() {
   }
 }
 
-// =======================================================================================
-// Recent files
+// ================================================================================// Recent files
 // =======================================================================================
 
 void GuiSession::Impl::loadRecent() {
@@ -887,6 +919,32 @@ void GuiSession::Impl::drawRecentMenu() {
   }
   ImGui::EndMenu();
   if (!picked.empty()) requestOpen(files, state, picked, now());
+=======
+bool GuiSession::Impl::openModelScreenshot() {
+  const std::size_t notices = state.notices.size();
+  updateModel(state, now());
+  if (!state.model.model) {  // the error notice was printed to stderr by notify()
+    if (state.notices.size() == notices) std::fprintf(stderr, "attnscope: cannot open the model\n");
+    return false;
+  }
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  if (launch.modelLayer >= 0 && run && run->attention) {
+    io::AttentionSelection selection;
+    selection.layer = std::min(launch.modelLayer, run->attention->layers() - 1);
+    selection.head = std::clamp(launch.modelHead, 0, run->attention->heads() - 1);
+    selectAttentionView(state.attention, selection);
+    if (launch.modelPipeline) {
+      Expected<Scenario> scenario =
+          headScenario(*run, selection.layer, selection.head,
+                       fs::path(run->attention->path()).filename().string());
+      if (scenario) {
+        loadDocument(state, std::move(scenario).value(), "");
+        *panelFlag(state.view, "attention") = false;  // the pipeline in front
+        *panelFlag(state.view, "model") = false;
+      }
+    }
+  }
+  return true;
 }
 
 void GuiSession::Impl::updateTitle() {
@@ -949,7 +1007,8 @@ FrameActivity GuiSession::Impl::activity() const {
   // thumbnails, an image's patch attention. Their results must appear without an event.
   a.backgroundWork = heatmaps && heatmaps->impl().deferredUploads > 0;
   a.backgroundWork = a.backgroundWork || (state.training && state.training->snapshot && state.training->snapshot->running) ||
-                     (attention && attention->busy()) || state.image.computing();
+                     (attention && attention->busy()) || state.image.computing() ||
+                     (model && model->busy()) || !state.model.loadRequest.empty();
   return a;
 }
 
@@ -1010,6 +1069,10 @@ bool GuiSession::frame() {
   // 3 panels and the windows around them
   s.layoutPanels();
   s.drawPanels();
+  if (s.state.model.pipelineRequest) {  // "Open this head in the pipeline" (Model panel)
+    requestNewDocument(s.files, s.state, std::move(*s.state.model.pipelineRequest), t);
+    s.state.model.pipelineRequest.reset();
+  }
   s.drawNotices();
   s.drawLog();
   s.drawHelpWindows();
@@ -1149,6 +1212,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   if (!s.screenshotMode()) s.heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
   s.compute = std::make_unique<ComputeService>();
   s.attention = std::make_unique<AttentionService>();
+  s.model = std::make_unique<ModelService>();
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = findAssetDir();
   s.files.presets = listPresets(s.files.assetDir);
@@ -1183,6 +1247,15 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
   if (!attentionPath.empty() && openAttentionFile(s.state, attentionPath, s.now()))
     applyAttentionStart(s.state, s.launch.attention, s.now());
+  if (!s.launch.modelFolder.empty()) {
+    s.state.model.text = s.launch.modelText;
+    ++s.state.model.textRevision;
+    s.state.model.loadRequest = s.launch.modelFolder;  // on the worker (the window is up)
+    if (s.screenshotMode() && !s.openModelScreenshot()) {
+      close();
+      return 2;
+    }
+  }
   if (launch.lightTheme) s.state.view.lightTheme = *launch.lightTheme;
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
@@ -1219,6 +1292,7 @@ void GuiSession::close() {
       autosaveTick(s.files, s.state, s.now(), 0, true);
     }
   }
+  s.model.reset();
   s.attention.reset();
   s.compute.reset();   // joins the worker (an attend() in flight finishes first)
   s.heatmaps.reset();  // GL objects, while the context still exists

@@ -34,6 +34,12 @@ struct GuiLaunch {
     int focusIndex = -1;         // -1 = default (0)
   } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
+  // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
+  // screenshots) the head to select and whether to open it in the pipeline.
+  std::string modelFolder;
+  std::string modelText;
+  int modelLayer = -1, modelHead = -1;
+  bool modelPipeline = false;
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:
