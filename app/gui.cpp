@@ -861,7 +861,8 @@ void GuiSession::Impl::postComputeNotices() {
   }
 }
 
-// ================================================================================// Recent files
+// =======================================================================================
+// Recent files
 // =======================================================================================
 
 void GuiSession::Impl::loadRecent() {
@@ -919,7 +920,8 @@ void GuiSession::Impl::drawRecentMenu() {
   }
   ImGui::EndMenu();
   if (!picked.empty()) requestOpen(files, state, picked, now());
-=======
+}
+
 bool GuiSession::Impl::openModelScreenshot() {
   const std::size_t notices = state.notices.size();
   updateModel(state, now());
