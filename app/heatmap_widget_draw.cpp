@@ -82,6 +82,11 @@ std::optional<std::string> screenCellLabel(float value, const Grid& g) {
   });
 }
 
+std::optional<std::string> cellText(const io::HeatmapView& view, int r, int c, const Grid& g) {
+  if (view.maskedByAllowed(r, c)) return std::nullopt;  // hatched, never "0"
+  return screenCellLabel(view.values(r, c), g);
+}
+
 void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::HeatmapView& view,
               const HeatmapOptions& options, io::ValueRange range) {
   // 1 the textured quad, at the level of detail where a cell is about a pixel
@@ -114,7 +119,7 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
   for (int r = g.firstRow; r <= g.lastRow; ++r) {
     for (int c = g.firstCol; c <= g.lastCol; ++c) {
       const float value = view.values(r, c);
-      const std::optional<std::string> text = screenCellLabel(value, g);
+      const std::optional<std::string> text = cellText(view, r, c, g);
       if (!text) continue;
       const ImVec2 size = ImGui::CalcTextSize(text->c_str());
       const ImVec2 cellMin = g.cellScreenMin(r, c);
@@ -260,7 +265,7 @@ namespace {
 // score, never a number that could be read as a weight.
 std::string hoverValue(const io::HeatmapView& view, int r, int c) {
   const float value = view.values(r, c);
-  if (std::isinf(value) && value < 0)
+  if (view.masked(r, c))
     return "masked (" + formatNumber(value, kTooltipDigits) + "): this key is not attended";
   return "value: " + formatNumber(value, kTooltipDigits);
 }
@@ -337,7 +342,7 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const io::HeatmapView& vie
   for (int rr = g.firstRow; rr <= g.lastRow; rr += rowStep) {
     for (int cc = g.firstCol; cc <= g.lastCol; cc += colStep) {
       const float value = view.values(rr, cc);
-      if (!std::isfinite(value)) continue;
+      if (!std::isfinite(value) || view.maskedByAllowed(rr, cc)) continue;  // hatched
       const float distance = std::fabs(io::colorPosition(value, range) - 0.5f);
       if (distance < best) best = distance, r = rr, c = cc;
     }
@@ -346,7 +351,7 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const io::HeatmapView& vie
   record.sampleRow = r;
   record.sampleCol = c;
   record.sampleValue = view.values(r, c);
-  if (g.cellLabels) record.sampleLabel = screenCellLabel(record.sampleValue, g).value_or("");
+  if (g.cellLabels) record.sampleLabel = cellText(view, r, c, g).value_or("");
   record.cellMin = ImVec2(std::max(cellMin.x, g.gridMin.x), std::max(cellMin.y, g.gridMin.y));
   record.cellMax = ImVec2(std::min(cellMin.x + g.cellPxW, g.gridMax.x),
                           std::min(cellMin.y + g.cellPxH, g.gridMax.y));

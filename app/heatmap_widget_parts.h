@@ -63,6 +63,9 @@ void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
 std::string fitLabel(std::string_view text, float maxWidth);
 // The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
 std::optional<std::string> screenCellLabel(float value, const Grid& grid);
+// The text of cell (r, c): none for a cell the view's `allowed` masks (it is hatched: a
+// weight of 0 there means "not attended"), else screenCellLabel of its value.
+std::optional<std::string> cellText(const io::HeatmapView& view, int r, int c, const Grid& grid);
 // The textured quad (level of detail chosen here), the highlight frame, the cell labels.
 void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& grid, const io::HeatmapView& view,
               const HeatmapOptions& options, io::ValueRange range);
