@@ -53,9 +53,9 @@ void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::stri
 
 }  // namespace
 
-std::string fitLabel(std::string_view text, float maxWidth) {
-  // Two or three measurements of at most kLabelDisplayChars code points: linear, bounded.
-  const std::string capped = io::capLabel(text);
+std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodePoints) {
+  // Two or three measurements of at most maxCodePoints code points: linear, bounded.
+  const std::string capped = io::capLabel(text, maxCodePoints);
   ImFont* imFont = ImGui::GetFont();
   const float size = ImGui::GetFontSize();
   const char* begin = capped.c_str();
@@ -132,6 +132,10 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
   drawList->PopClipRect();
 }
 
+// Axis and colour-bar titles with their thinning rules ("dimension · every 5th label · rows:
+// every 2nd label") are longer than a label; they are fitted to the room, not capped.
+constexpr std::size_t kTitleChars = 120;
+
 void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
                     const HeatmapOptions& options) {
   // Columns above, rows to the left; every k-th when too dense, with the rule written
@@ -175,7 +179,8 @@ void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
         const std::string text = fitLabel(view.colLabels[c], g.colLabelHeight - font * 0.3f);
         addTextUp(drawList,
                   ImVec2(std::round(centre - lineHeight * 0.5f), g.gridMin.y - font * 0.2f),
-                  textColor, text, ImVec2(g.gridMin.x, top), ImVec2(g.gridMax.x, g.gridMin.y));
+                  textColor, text, ImVec2(g.gridMin.x - lineHeight * 0.5f, top),
+                  ImVec2(g.gridMax.x + lineHeight * 0.5f, g.gridMin.y));
       } else {
         const std::string text = fitLabel(view.colLabels[c], g.cellPxW * g.colStep);
         const float width = ImGui::CalcTextSize(text.c_str()).x;
@@ -186,7 +191,7 @@ void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
     drawList->PopClipRect();
     // 4 the column title line, centred on the grid within the widget's width
     const float left = g.origin.x + g.rowAxisWidth, right = g.gridMax.x + g.colorbarWidth;
-    const std::string title = fitLabel(colTitle, std::max(right - left, font * 3));
+    const std::string title = fitLabel(colTitle, std::max(right - left, font * 3), kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     const float x = std::clamp(g.gridMin.x + (g.gridW - width) * 0.5f, left,
                                std::max(left, right - width));
@@ -209,7 +214,7 @@ void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
     }
     drawList->PopClipRect();
     // 6 the row title, read bottom to top, centred beside the grid
-    const std::string title = fitLabel(rowTitle, std::max(g.gridH, font * 3));
+    const std::string title = fitLabel(rowTitle, std::max(g.gridH, font * 3), kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     addTextUp(drawList, ImVec2(g.origin.x, std::round(g.gridMin.y + (g.gridH + width) * 0.5f)),
               textColor, title, g.origin, ImVec2(left, g.gridMax.y + font));
@@ -241,7 +246,7 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const io::HeatmapView
     right = std::max(right, barMax.x + font * 0.45f + size.x);
   }
   if (!view.valueTitle.empty()) {
-    const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y);
+    const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y, kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     const ImVec2 at(right + font * 0.3f, std::round((barMin.y + barMax.y + width) * 0.5f));
     addTextUp(drawList, at, textColor, title, ImVec2(at.x, barMin.y),
