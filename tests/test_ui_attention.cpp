@@ -20,6 +20,7 @@
 #include "app/panels.h"
 #include "attention_test_files.h"
 #include "io/scenario_json.h"
+#include "tests/ui_fixture.h"
 
 namespace {
 
@@ -235,17 +236,6 @@ TEST(AttentionService, WorkerMatchesSynchronousAndDropsOlderFiles) {
 
 class AttentionPanel : public ::testing::Test {
  protected:
-  void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
-  }
-  void TearDown() override { ImGui::DestroyContext(context_); }
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1)) {
     updateAttention(state);
     ImGui::GetIO().MousePos = mouse;
@@ -257,7 +247,7 @@ class AttentionPanel : public ::testing::Test {
   }
   MockHeatmapTextures& mock() { return dynamic_cast<MockHeatmapTextures&>(heatmaps_.textures()); }
 
-  ImGuiContext* context_ = nullptr;
+  test::ImGuiContextGuard imgui_;  // (first: destroyed last)
   HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
 };
 

@@ -21,6 +21,7 @@
 #include "app/panel_registry.h"
 #include "app/panels.h"
 #include "io/image.h"
+#include "tests/ui_fixture.h"
 
 namespace {
 
@@ -32,17 +33,6 @@ const std::string kShapes = ATTNSCOPE_ASSET_DIR "/images/shapes.png";
 
 class ImagePanel : public ::testing::Test {
  protected:
-  void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
-  }
-  void TearDown() override { ImGui::DestroyContext(context_); }
 
   // One frame with the mouse at `mouse` (button down if `down`).
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1e6f, -1e6f), bool down = false) {
@@ -64,7 +54,7 @@ class ImagePanel : public ::testing::Test {
     return ImVec2(v.drawnX + (col + 0.5f) * edge, v.drawnY + (row + 0.5f) * edge);
   }
 
-  ImGuiContext* context_ = nullptr;
+  test::ImGuiContextGuard imgui_;  // (first: destroyed last)
   MockHeatmapTextures* textures_ = new MockHeatmapTextures();  // owned by heatmaps_
   HeatmapCache heatmaps_{std::unique_ptr<HeatmapTextures>(textures_)};
 };

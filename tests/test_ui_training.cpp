@@ -20,6 +20,7 @@
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
 #include "app/panels.h"
+#include "tests/ui_fixture.h"
 
 namespace {
 
@@ -30,20 +31,11 @@ using namespace attn::app;
 class TrainingPanel : public ::testing::Test {
  protected:
   void SetUp() override {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
     dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "ui_training" /
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
-  void TearDown() override { ImGui::DestroyContext(context_); }
 
   void frames(AppState& state, int count = 3) {
     for (int i = 0; i < count; ++i) {
@@ -55,7 +47,7 @@ class TrainingPanel : public ::testing::Test {
     }
   }
 
-  ImGuiContext* context_ = nullptr;
+  test::ImGuiContextGuard imgui_;  // (first: destroyed last)
   HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
   fs::path dir_;
 };
