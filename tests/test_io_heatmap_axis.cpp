@@ -66,6 +66,15 @@ TEST(CapLabel, NeverCutsInsideACodePoint) {
   EXPECT_EQ(capLabel(emoji, 3), emoji.substr(0, 8) + kEllipsis);
 }
 
+TEST(CapLabel, InvalidUtf8IsCutWithinFourBytesPerCodePoint) {
+  // A megabyte of stray continuation bytes: counted in runs of at most 4 bytes, so the cut
+  // comes after at most 4 · 23 bytes (and the scan stops there).
+  const std::string stray(1024 * 1024, '\x80');
+  const std::string capped = capLabel(stray);
+  EXPECT_EQ(capped, std::string(4 * 23, '\x80') + kEllipsis);
+  EXPECT_EQ(capped, capLabel(stray.substr(0, 200)));
+}
+
 TEST(CapLabel, TenMegabyteLabelGivesTheSameTextAsItsFirstHundredBytes) {
   // The cap looks at a bounded prefix only: the result cannot depend on the rest.
   const std::string huge(10 * 1024 * 1024, 'k');
