@@ -30,10 +30,11 @@ std::string capLabel(std::string_view label, std::size_t maxCodePoints) {
     }
     ++codePoints;
   }
-  if (cut == 0) return std::string(label);  // at most maxCodePoints code points: unchanged
-  // 2 keep maxCodePoints - 1 code points and the ellipsis
-  std::string out(label.substr(0, lastStart));
-  out += "\xE2\x80\xA6";  // …
+  // 2 keep it all, or maxCodePoints - 1 code points and the ellipsis; one line
+  std::string out(cut == 0 ? label : label.substr(0, lastStart));
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = ' ';
+  if (cut != 0) out += "\xE2\x80\xA6";  // …
   return out;
 }
 

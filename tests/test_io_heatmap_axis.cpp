@@ -43,6 +43,7 @@ TEST(CapLabel, ShortLabelsAreUnchanged) {
   EXPECT_EQ(capLabel(""), "");
   const std::string exactly24(24, 'a');
   EXPECT_EQ(capLabel(exactly24), exactly24);
+  EXPECT_EQ(capLabel("two\nlines\tand a tab"), "two lines and a tab");  // one line
 }
 
 TEST(CapLabel, LongLabelsKeep23CodePointsAndAnEllipsis) {
