@@ -253,7 +253,10 @@ fs::path tempFile(const std::string& name) {
 }
 
 std::string svgOf(const HeatmapView& view, const HeatmapStyle& style = {}) {
-  const fs::path path = tempFile("view.svg");
+  // One file per test: ctest runs the tests of this binary in parallel.
+  const fs::path path =
+      tempFile(std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+               ".svg");
   EXPECT_TRUE(exportMatrix(view, style, path.string()));
   return attn::testing::readFile(path);
 }
@@ -342,7 +345,7 @@ TEST(Exports, MaskedWeightsAreHatchedWithNoNumberAndStayZeroInTheCsv) {
   EXPECT_EQ(svg.find(">0<"), std::string::npos);  // ... and has no "0"
   EXPECT_NE(svg.find(">0.25<"), std::string::npos);  // the other cells keep their numbers
   EXPECT_NE(svg.find(">0.75<"), std::string::npos);
-  const fs::path csv = tempFile("masked.csv");
+  const fs::path csv = tempFile("masked_weights.csv");
   ASSERT_TRUE(exportMatrix(view, HeatmapStyle{}, csv.string()));
   EXPECT_EQ(attn::testing::readFile(csv), ",a,b\na,1,0\nb,0.25,0.75\n");
   // The same masked cell without the mask reads "0".
