@@ -4,6 +4,7 @@
 #include "app/cli_bench.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <charconv>
@@ -45,7 +46,8 @@ options:
 
 output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
 gflops (8·N·D² + 4·N²·D floating-point operations, a multiply-add counted as 2, over the
-median), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
+median), median_cpu_ms (the median process CPU time of a repetition, all threads; the
+better figure on a busy machine), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
 OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib;
 with --gemm-rates also projection_gflops and peak_gflops.
 )";
@@ -184,6 +186,14 @@ GemmRates measureGemmRates(int n, int d, int heads, int threads, std::uint64_t s
   return rates;
 }
 
+// CPU time of every thread of the process so far, in ms: on a machine shared with other
+// work, the wall time measures the queue for the cores, the CPU time the work.
+double processCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
 double peakRssMiB() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
@@ -224,18 +234,22 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
     err << "attnscope: " << status.error().message() << '\n';
     return 2;
   }
-  std::vector<double> ms;
+  std::vector<double> ms, cpuMs;
   ms.reserve(static_cast<std::size_t>(a.repeat));
+  cpuMs.reserve(static_cast<std::size_t>(a.repeat));
   for (int r = 0; r < a.repeat; ++r) {
+    const double cpuStart = processCpuMs();
     const auto start = std::chrono::steady_clock::now();
     Status status = attend(inputs, options, result, run);
     const auto stop = std::chrono::steady_clock::now();
+    cpuMs.push_back(processCpuMs() - cpuStart);
     if (!status) {
       err << "attnscope: " << status.error().message() << '\n';
       return 2;
     }
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
+  std::sort(cpuMs.begin(), cpuMs.end());
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const std::size_t count = sorted.size();
@@ -254,6 +268,7 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
   doc["min_ms"] = sorted.front();
   doc["max_ms"] = sorted.back();
   doc["gflops"] = flops / (median * 1e-3) * 1e-9;
+  doc["median_cpu_ms"] = cpuMs[cpuMs.size() / 2];
   doc["flops"] = flops;
   doc["isa"] = std::string(kernels::isaName(kernels::activeIsa()));
   doc["isa_description"] = kernels::activeIsaDescription();
