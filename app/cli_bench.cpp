@@ -134,8 +134,8 @@ Expected<BenchArgs> parseBenchArgs(std::span<const std::string> args) {
   return parsed;
 }
 
-// --gemm-rates: the projection GEMM as attend() runs it (per head, per 256-row block, on
-// `threads` threads, OpenBLAS single-threaded), and a large sgemm (2048³, one row block per
+// --gemm-rates: the projection GEMM as attend() runs it for self-attention (one fused
+// X·[W_q W_k W_v] per 256-row block, on `threads` threads, OpenBLAS single-threaded), and a large sgemm (2048³, one row block per
 // thread) as the peak those threads reach. GFLOP/s over the median of 5 runs each.
 struct GemmRates {
   double projection = 0, peak = 0;
@@ -155,23 +155,21 @@ double medianSeconds(int repeat, Run&& run) {
   return seconds[seconds.size() / 2];
 }
 
-GemmRates measureGemmRates(int n, int d, int heads, int threads, std::uint64_t seed) {
+GemmRates measureGemmRates(int n, int d, int threads, std::uint64_t seed) {
   SingleThreadedBlas singleThreadedBlas;
   GemmRates rates;
-  const Matrix x = xavierUniform(n, d, seed), w = xavierUniform(d, d, seed + 2);
-  Matrix y(n, d);
-  const int dH = d / heads;
+  // attend()'s self-attention projection: X·[W_q W_k W_v] in 256-row blocks.
+  const Matrix x = xavierUniform(n, d, seed), wqkv = xavierUniform(d, 3 * d, seed + 2);
+  Matrix y(n, 3 * d);
   constexpr int kBlock = 256;  // attend()'s kProductBlockRows
   const int blocks = (n + kBlock - 1) / kBlock;
   const double projection = medianSeconds(5, [&] {
-    parallelFor(heads * blocks, threads, [&](int item, int) {
-      const int h = item / blocks, first = item % blocks * kBlock;
-      const int count = std::min(kBlock, n - first);
-      y.block(first, h * dH, count, dH).noalias() =
-          x.middleRows(first, count) * w.middleCols(h * dH, dH);
+    parallelFor(blocks, threads, [&](int block, int) {
+      const int first = block * kBlock, count = std::min(kBlock, n - first);
+      y.middleRows(first, count).noalias() = x.middleRows(first, count) * wqkv;
     });
   });
-  rates.projection = 2.0 * n * d * double(d) / projection * 1e-9;
+  rates.projection = 3 * 2.0 * n * d * double(d) / projection * 1e-9;
   constexpr int kBig = 2048;
   const Matrix a = xavierUniform(kBig, kBig, seed + 3), b = xavierUniform(kBig, kBig, seed + 4);
   Matrix c(kBig, kBig);
@@ -278,7 +276,7 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
                         result.heads[0].weights.cols() == a.n;
   doc["peak_rss_mib"] = peakRssMiB();
   if (a.gemmRates) {
-    const GemmRates rates = measureGemmRates(a.n, a.d, a.heads, resolvedThreads(run), a.seed);
+    const GemmRates rates = measureGemmRates(a.n, a.d, resolvedThreads(run), a.seed);
     doc["projection_gflops"] = rates.projection;
     doc["peak_gflops"] = rates.peak;
   }
