@@ -295,44 +295,47 @@ BENCHMARK(BM_ProjectionFusedBlas)
 
 constexpr int kPeakSize = 2048;
 
-// The peak: a 2048³ sgemm on OpenBLAS's own threads. Arg: threads.
-void BM_SgemmPeak(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  const attn::Matrix a = randomMatrix(kPeakSize, kPeakSize, 8);
-  const attn::Matrix b = randomMatrix(kPeakSize, kPeakSize, 9);
-  attn::Matrix c(kPeakSize, kPeakSize);
-  const int previous = attn::blasThreads();
-  attn::setBlasThreads(threads);
-  for (auto _ : state) {
-    c.noalias() = a * b;
-    benchmark::ClobberMemory();
-  }
-  attn::setBlasThreads(previous);
+// The peak's operands (2048 x 2048 each) and its GFLOP/s counter.
+struct PeakSetup {
+  attn::Matrix a = randomMatrix(kPeakSize, kPeakSize, 8);
+  attn::Matrix b = randomMatrix(kPeakSize, kPeakSize, 9);
+  attn::Matrix c = attn::Matrix(kPeakSize, kPeakSize);
+};
+void peakCounters(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(
       2.0 * kPeakSize * kPeakSize * double(kPeakSize) * 1e-9 *
           static_cast<double>(state.iterations()),
       benchmark::Counter::kIsRate);
+}
+
+// The peak: a 2048³ sgemm on OpenBLAS's own threads. Arg: threads.
+void BM_SgemmPeak(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  PeakSetup m;
+  const int previous = attn::blasThreads();
+  attn::setBlasThreads(threads);
+  for (auto _ : state) {
+    m.c.noalias() = m.a * m.b;
+    benchmark::ClobberMemory();
+  }
+  attn::setBlasThreads(previous);
+  peakCounters(state);
 }
 BENCHMARK(BM_SgemmPeak)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The same sgemm as one row block per thread on our threads, OpenBLAS single-threaded.
 void BM_SgemmPeakRowBlocks(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  const attn::Matrix a = randomMatrix(kPeakSize, kPeakSize, 8);
-  const attn::Matrix b = randomMatrix(kPeakSize, kPeakSize, 9);
-  attn::Matrix c(kPeakSize, kPeakSize);
+  PeakSetup m;
   attn::SingleThreadedBlas single;
   const int rows = kPeakSize / threads;
   for (auto _ : state) {
     attn::parallelFor(threads, threads, [&](int t, int) {
-      c.middleRows(t * rows, rows).noalias() = a.middleRows(t * rows, rows) * b;
+      m.c.middleRows(t * rows, rows).noalias() = m.a.middleRows(t * rows, rows) * m.b;
     });
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * kPeakSize * kPeakSize * double(kPeakSize) * 1e-9 *
-          static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  peakCounters(state);
 }
 BENCHMARK(BM_SgemmPeakRowBlocks)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
