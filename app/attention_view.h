@@ -104,6 +104,9 @@ struct AttentionView {
   int overlayLayer = -1, overlayK = 0;
   std::vector<Matrix> overlayHeads;
   std::vector<std::vector<int>> overlayTop;
+  // Model view: the thumbnails' axis labels (token ranges), made once per generation.
+  std::uint64_t thumbnailLabelsGeneration = ~0ull;
+  std::vector<std::string> thumbnailRowLabels, thumbnailColLabels;
   // Focus, special-token filter and compare (app/attention_analysis.h).
   AttentionFilter filter;
   AttentionFocus focus;

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,21 @@ std::vector<int> headOrder(const io::HeadOverview& overview, int layer, HeadSort
   return order;
 }
 
+// The thumbnails' axis labels: token ranges of the pooled cells (one set per file: every
+// head of a file has the same shape, so the same pooling).
+void ensureThumbnailLabels(AttentionView& view) {
+  if (view.thumbnailLabelsGeneration == view.generation || !view.overview ||
+      view.overview->thumbnails.empty())
+    return;
+  const Matrix& thumb = view.overview->thumbnails.front();
+  const io::AttentionShape& shape = view.file->shape();
+  view.thumbnailRowLabels = pooledAxisLabels(view.file->queryLabels(), shape.queries,
+                                             static_cast<int>(thumb.rows()));
+  view.thumbnailColLabels =
+      pooledAxisLabels(view.file->keyLabels(), shape.keys, static_cast<int>(thumb.cols()));
+  view.thumbnailLabelsGeneration = view.generation;
+}
+
 void drawGrid(AppState& state, HeatmapCache& heatmaps) {
   AttentionView& view = state.attention;
   const float font = ImGui::GetFontSize();
@@ -118,6 +134,7 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
   const io::AttentionSelection& sel = view.selection;
   const bool byIndex = view.sort == HeadSort::Index;
 
+  ensureThumbnailLabels(view);
   ImGui::BeginChild("##grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   // Column header: head numbers (only when the columns are heads).
@@ -156,7 +173,13 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
       options.highlight = sel.kind == io::AttentionSelection::Kind::Head && sel.layer == l &&
                           sel.head == h;
       options.tooltip = tip.c_str();
-      const io::HeatmapView thumbView(matrixRef(thumb), {}, {}, "");
+      const std::string title = "layer " + std::to_string(l) + " \xC2\xB7 head " + std::to_string(h);
+      const bool labelled = static_cast<int>(view.thumbnailRowLabels.size()) == thumb.rows() &&
+                            static_cast<int>(view.thumbnailColLabels.size()) == thumb.cols();
+      using Labels = std::span<const std::string>;
+      const io::HeatmapView thumbView(matrixRef(thumb),
+                                      labelled ? Labels(view.thumbnailRowLabels) : Labels(),
+                                      labelled ? Labels(view.thumbnailColLabels) : Labels(), title);
       const HeatmapInteraction hit =
           heatmapWidget("##t", heatmaps, thumbView, view.generation, options);
       if (hit.clicked) {

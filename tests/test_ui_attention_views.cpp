@@ -269,6 +269,26 @@ TEST(PooledBlock, MapsAHoveredCellToItsBlockAndMax) {
   EXPECT_EQ(b.row1 - b.row0, 3);
 }
 
+TEST(ThumbnailLabels, NameTheTokensOfEachPooledCell) {
+  // 10 tokens pooled into 4 cells: blocks of ceil(10 / 4) = 3 tokens, the last holds one.
+  const std::vector<std::string> labels = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"};
+  const std::vector<std::string> pooled = pooledAxisLabels(labels, 10, 4);
+  ASSERT_EQ(pooled.size(), 4u);
+  EXPECT_EQ(pooled[0], "tokens 0\xE2\x80\x93" "2 ('a' \xE2\x80\xA6 'c')");
+  EXPECT_EQ(pooled[2], "tokens 6\xE2\x80\x93" "8 ('g' \xE2\x80\xA6 'i')");
+  EXPECT_EQ(pooled[3], "j");
+  // Unpooled: the labels themselves; without labels, the indices.
+  EXPECT_EQ(pooledAxisLabels(labels, 10, 10), labels);
+  EXPECT_EQ(pooledAxisLabels({}, 3, 3), (std::vector<std::string>{"0", "1", "2"}));
+  // The same blocks as attn::maxPool: a 1024-token head at 128 cells, 8 tokens a cell.
+  Matrix head = Matrix::Zero(1024, 1024);
+  head(1000, 17) = 1.f;
+  const Matrix thumb = maxPool(matrixRef(head), 128, 128);
+  ASSERT_EQ(thumb(125, 2), 1.f);
+  const std::vector<std::string> rows = pooledAxisLabels({}, 1024, 128);
+  EXPECT_EQ(rows[125], "tokens 1000\xE2\x80\x93" "1007 ('1000' \xE2\x80\xA6 '1007')");
+}
+
 TEST(AttentionStatus, CountsNaNAndBothInfinitiesInTheStatusBar) {
   const fs::path dir = tf::freshDir("ui_attention_status");
   tf::NpySpec spec;
