@@ -46,6 +46,19 @@ int argOr(int argc, char** argv, int index, int fallback) {
   return argc > index ? std::max(1, std::atoi(argv[index])) : fallback;
 }
 
+// Opens the 1600x1000 window on `path` (a scenario or an attention file), vsync off, no
+// autosave. Returns 0 or the window's exit code.
+int openWindow(attn::app::GuiSession& session, const std::string& path) {
+  attn::app::GuiLaunch launch;
+  launch.scenarioPath = path;
+  launch.width = 1600;
+  launch.height = 1000;
+  launch.noAutosave = true;
+  attn::app::GuiSession::Options options;
+  options.vsync = false;
+  return session.open(launch, options);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -91,15 +104,8 @@ int attentionBench(int frames) {
       std::fprintf(stderr, "bench_frame: %s\n", written.error().message().c_str());
       return 2;
     }
-    app::GuiLaunch launch;
-    launch.scenarioPath = file.string();  // an attention file: the Attention panel opens
-    launch.width = 1600;
-    launch.height = 1000;
-    launch.noAutosave = true;
-    app::GuiSession session;
-    app::GuiSession::Options options;
-    options.vsync = false;
-    if (int code = session.open(launch, options); code != 0) return code;
+    app::GuiSession session;  // an attention file: the Attention panel opens
+    if (int code = openWindow(session, file.string()); code != 0) return code;
     // Warm up until the grid's thumbnails and the head are on screen and uploaded.
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
@@ -165,15 +171,8 @@ int main(int argc, char** argv) {
   }
 
   // 2 the window
-  app::GuiLaunch launch;
-  launch.scenarioPath = file.string();
-  launch.width = 1600;
-  launch.height = 1000;
-  launch.noAutosave = true;
   app::GuiSession session;
-  app::GuiSession::Options options;
-  options.vsync = false;
-  if (int code = session.open(launch, options); code != 0) return code;
+  if (int code = openWindow(session, file.string()); code != 0) return code;
   for (int i = 0; i < 10; ++i) session.frame();  // warm up: first uploads, font atlas
 
   using Clock = std::chrono::steady_clock;
