@@ -101,8 +101,8 @@ void ensureThumbnailLabels(AttentionView& view) {
     return;
   const Matrix& thumb = view.overview->thumbnails.front();
   const io::AttentionShape& shape = view.file->shape();
-  view.thumbnailRowLabels = pooledAxisLabels(view.file->queryLabels(), shape.queries,
-                                             static_cast<int>(thumb.rows()));
+  view.thumbnailRowLabels =
+      pooledAxisLabels(view.file->queryLabels(), shape.queries, static_cast<int>(thumb.rows()));
   view.thumbnailColLabels =
       pooledAxisLabels(view.file->keyLabels(), shape.keys, static_cast<int>(thumb.cols()));
   view.thumbnailLabelsGeneration = view.generation;
@@ -173,7 +173,8 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
       options.highlight = sel.kind == io::AttentionSelection::Kind::Head && sel.layer == l &&
                           sel.head == h;
       options.tooltip = tip.c_str();
-      const std::string title = "layer " + std::to_string(l) + " \xC2\xB7 head " + std::to_string(h);
+      const std::string title =
+          "layer " + std::to_string(l) + " \xC2\xB7 head " + std::to_string(h);
       const bool labelled = static_cast<int>(view.thumbnailRowLabels.size()) == thumb.rows() &&
                             static_cast<int>(view.thumbnailColLabels.size()) == thumb.cols();
       using Labels = std::span<const std::string>;
@@ -453,15 +454,17 @@ void drawFilterBar(AttentionView& view) {
   AttentionFilter& filter = view.filter;
   const float font = ImGui::GetFontSize();
   bool changed = ImGui::Checkbox("drop special tokens", &filter.enabled);
-  tooltip("Drop the keys of special tokens (attention sinks such as the first token, [CLS], "
-          "[SEP], <|endoftext|>) and renormalise every row over the keys left, in the "
-          "heatmap, focus and text views. Off: the raw values from the file.");
+  tooltip(
+      "Drop the keys of special tokens (attention sinks such as the first token, [CLS], "
+      "[SEP], <|endoftext|>) and renormalise every row over the keys left, in the "
+      "heatmap, focus and text views. Off: the raw values from the file.");
   if (filter.enabled) {
     ImGui::SameLine();
     changed |= ImGui::Checkbox("first token", &filter.tokens.firstToken);
     tooltip("The first key, whatever its label.");
     ImGui::SameLine();
-    changed |= ImGui::Checkbox("[CLS] [SEP] <|endoftext|> \xE2\x80\xA6", &filter.tokens.defaultList);
+    changed |=
+        ImGui::Checkbox("[CLS] [SEP] <|endoftext|> \xE2\x80\xA6", &filter.tokens.defaultList);
     std::string list = "Labels equal to one of:";
     for (const std::string& token : defaultSpecialTokens()) list += " " + token;
     tooltip(list);
@@ -471,8 +474,9 @@ void drawFilterBar(AttentionView& view) {
       filter.tokens.extra = parseTokenList(filter.extraText);
       changed = true;
     }
-    tooltip("Your own special tokens, separated by spaces or commas (labels match exactly, "
-            "ignoring spaces at their ends).");
+    tooltip(
+        "Your own special tokens, separated by spaces or commas (labels match exactly, "
+        "ignoring spaces at their ends).");
   }
   if (changed) ++filter.revision;
 }
@@ -609,7 +613,8 @@ void drawFocusView(AttentionView& view, const io::MatrixView& displayed,
         ImGui::BeginTooltip();
         ImGui::Text("%s %d '%s': %s", focus.column ? "query" : "key", i, label.c_str(),
                     formatNumber(v, kTooltipDigits).c_str());
-        if (isDropped) ImGui::TextDisabled("a special token: dropped, its weight moved to the rest");
+        if (isDropped)
+          ImGui::TextDisabled("a special token: dropped, its weight moved to the rest");
         ImGui::EndTooltip();
       }
     }
@@ -632,11 +637,12 @@ void drawCompareControls(AppState& state) {
   ImGui::TextUnformatted("B:");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(font * 14.f);
-  const bool entered = ImGui::InputTextWithHint("##comparePath", "another .npy / .npz file",
-                                                &compare.pathText,
-                                                ImGuiInputTextFlags_EnterReturnsTrue);
-  tooltip("The same head of another file (another checkpoint, prompt or model) as B. An "
-          "error keeps the current comparison.");
+  const bool entered =
+      ImGui::InputTextWithHint("##comparePath", "another .npy / .npz file", &compare.pathText,
+                               ImGuiInputTextFlags_EnterReturnsTrue);
+  tooltip(
+      "The same head of another file (another checkpoint, prompt or model) as B. An "
+      "error keeps the current comparison.");
   ImGui::SameLine();
   if ((ImGui::Button("open") || entered) && !compare.pathText.empty())
     openCompareFile(state, compare.pathText, ImGui::GetTime());

@@ -135,10 +135,11 @@ int attentionBench(int frames) {
     const Stats s = summarise(ms), u = summarise(ui);
     results.push_back(s);
     uiResults.push_back(u);
-    std::printf("n = %4d: ready after %4d frames (%7.0f ms); steady frame median %7.2f ms  "
-                "p90 %7.2f  max %7.2f  (UI %.2f ms, %llu uploads in %d frames, heatmap level %d)\n",
-                n, warm, readyMs, s.median, s.p90, s.max, u.median,
-                static_cast<unsigned long long>(uploads), frames, level);
+    std::printf(
+        "n = %4d: ready after %4d frames (%7.0f ms); steady frame median %7.2f ms  "
+        "p90 %7.2f  max %7.2f  (UI %.2f ms, %llu uploads in %d frames, heatmap level %d)\n",
+        n, warm, readyMs, s.median, s.p90, s.max, u.median,
+        static_cast<unsigned long long>(uploads), frames, level);
   }
   std::printf("ratio of medians 4096 / 64: %.2f (UI only: %.2f)\n",
               results.back().median / results.front().median,

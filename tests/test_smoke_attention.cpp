@@ -89,7 +89,8 @@ TEST(AttentionScreenshot, MarksPlusInfinityHatched) {
   std::string log;
   ASSERT_EQ(screenshot(dir / "inf.npy", dir / "shot.png", &log), 0) << log;
   int width = 0, height = 0, channels = 0;
-  unsigned char* rgb = stbi_load((dir / "shot.png").string().c_str(), &width, &height, &channels, 3);
+  unsigned char* rgb =
+      stbi_load((dir / "shot.png").string().c_str(), &width, &height, &channels, 3);
   ASSERT_NE(rgb, nullptr);
   const attn::io::Rgb nan = attn::io::kNanColor;
   // shaders/heatmap.frag: the hatch lines are the NaN colour at 0.45.
@@ -98,7 +99,8 @@ TEST(AttentionScreenshot, MarksPlusInfinityHatched) {
   long magenta = 0, lines = 0;
   for (long p = 0; p < static_cast<long>(width) * height; ++p) {
     const unsigned char* px = rgb + p * 3;
-    if (std::abs(px[0] - nan.r) <= 2 && std::abs(px[1] - nan.g) <= 2 && std::abs(px[2] - nan.b) <= 2)
+    if (std::abs(px[0] - nan.r) <= 2 && std::abs(px[1] - nan.g) <= 2 &&
+        std::abs(px[2] - nan.b) <= 2)
       ++magenta;
     if (std::abs(px[0] - hatch[0]) <= 2 && std::abs(px[1] - hatch[1]) <= 2 &&
         std::abs(px[2] - hatch[2]) <= 2)

@@ -353,7 +353,8 @@ TEST_F(AttentionPanel, FilterChangesTheHeatmapAndTheToggleShowsRawValues) {
   ASSERT_EQ(filtered.size(), 36u);
   // Row 3: keys 1..3 each had 0.25 / 4; without key 0 they are 1/3 each.
   for (int k = 0; k < 6; ++k)
-    EXPECT_NEAR(filtered[static_cast<std::size_t>(3 * 6 + k)], k == 0 || k > 3 ? 0.0 : 1.0 / 3, 1e-6);
+    EXPECT_NEAR(filtered[static_cast<std::size_t>(3 * 6 + k)], k == 0 || k > 3 ? 0.0 : 1.0 / 3,
+                1e-6);
   // Row 0 had all its mass on key 0: empty, zero.
   EXPECT_EQ(filtered[0], 0.f);
   state.attention.filter.enabled = false;

@@ -190,8 +190,8 @@ TEST(AttentionCompare, TwoHeadsAndTwoFilesEndToEnd) {
   ASSERT_TRUE(compare.difference);
   for (int r = 0; r < 6; ++r)
     for (int c = 0; c < 6; ++c)
-      EXPECT_NEAR(compare.difference->values(r, c), tf::pattern(1, 2, r, c) - tf::pattern(0, 1, r, c),
-                  1e-6);
+      EXPECT_NEAR(compare.difference->values(r, c),
+                  tf::pattern(1, 2, r, c) - tf::pattern(0, 1, r, c), 1e-6);
   // A and B share one colour range: the min and max over both.
   double lo = 1, hi = 0;
   for (int r = 0; r < 6; ++r)
@@ -274,8 +274,12 @@ TEST(ThumbnailLabels, NameTheTokensOfEachPooledCell) {
   const std::vector<std::string> labels = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"};
   const std::vector<std::string> pooled = pooledAxisLabels(labels, 10, 4);
   ASSERT_EQ(pooled.size(), 4u);
-  EXPECT_EQ(pooled[0], "tokens 0\xE2\x80\x93" "2 ('a' \xE2\x80\xA6 'c')");
-  EXPECT_EQ(pooled[2], "tokens 6\xE2\x80\x93" "8 ('g' \xE2\x80\xA6 'i')");
+  EXPECT_EQ(pooled[0],
+            "tokens 0\xE2\x80\x93"
+            "2 ('a' \xE2\x80\xA6 'c')");
+  EXPECT_EQ(pooled[2],
+            "tokens 6\xE2\x80\x93"
+            "8 ('g' \xE2\x80\xA6 'i')");
   EXPECT_EQ(pooled[3], "j");
   // Unpooled: the labels themselves; without labels, the indices.
   EXPECT_EQ(pooledAxisLabels(labels, 10, 10), labels);
@@ -286,7 +290,9 @@ TEST(ThumbnailLabels, NameTheTokensOfEachPooledCell) {
   const Matrix thumb = maxPool(matrixRef(head), 128, 128);
   ASSERT_EQ(thumb(125, 2), 1.f);
   const std::vector<std::string> rows = pooledAxisLabels({}, 1024, 128);
-  EXPECT_EQ(rows[125], "tokens 1000\xE2\x80\x93" "1007 ('1000' \xE2\x80\xA6 '1007')");
+  EXPECT_EQ(rows[125],
+            "tokens 1000\xE2\x80\x93"
+            "1007 ('1000' \xE2\x80\xA6 '1007')");
 }
 
 TEST(AttentionStatus, CountsNaNAndBothInfinitiesInTheStatusBar) {
