@@ -340,8 +340,8 @@ Status applyAttentionScreenshotOptions(
     constexpr std::string_view kTabs[] = {"heatmap", "head", "text", "focus", "compare"};
     const auto it = std::find(std::begin(kTabs), std::end(kTabs), *v);
     if (it == std::end(kTabs))
-      return cli::optionError("--view", cli::inQuotes(*v) +
-                                            " is not heatmap, head, text, focus or compare");
+      return cli::optionError("--view",
+                              cli::inQuotes(*v) + " is not heatmap, head, text, focus or compare");
     start.tab = static_cast<int>(it - std::begin(kTabs));
   }
   if (const std::string* v = get("--select")) {
@@ -357,16 +357,16 @@ Status applyAttentionScreenshotOptions(
     } else if (isAttentionFilePath(*v)) {
       start.compareFile = *v;
     } else {
-      return cli::optionError("--compare", cli::inQuotes(*v) +
-                                               " is neither LAYER,HEAD nor a .npy / .npz file");
+      return cli::optionError("--compare",
+                              cli::inQuotes(*v) + " is neither LAYER,HEAD nor a .npy / .npz file");
     }
     if (start.tab < 0) start.tab = 4;
   }
   if (get("--drop-special")) start.dropSpecial = true;
   if (const std::string* v = get("--focus")) {
     const bool key = v->rfind("k:", 0) == 0, query = v->rfind("q:", 0) == 0;
-    const auto index = (key || query) ? parseIntStrict(std::string_view(*v).substr(2), 0, 1 << 20)
-                                      : std::nullopt;
+    const auto index =
+        (key || query) ? parseIntStrict(std::string_view(*v).substr(2), 0, 1 << 20) : std::nullopt;
     if (!index) return cli::optionError("--focus", cli::inQuotes(*v) + " is not q:N or k:N");
     start.focusColumn = key;
     start.focusIndex = *index;

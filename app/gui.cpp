@@ -28,9 +28,9 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 
-#include "app/cli.h"
 #include "app/attention_analysis.h"
 #include "app/attention_service.h"
+#include "app/cli.h"
 #include "app/compute_service.h"
 #include "app/files.h"
 #include "app/frame_pacing.h"
@@ -122,8 +122,8 @@ struct GuiSession::Impl {
   // File ▸ Open Recent (app/recent_files.h); recentFile "" = not kept (tests, screenshots).
   std::string recentFile;
   std::vector<std::string> recent;
-  std::string recentDoc;                // docPath last seen by trackRecent()
-  std::uint64_t recentGeneration = 0;   // attention generation last seen by trackRecent()
+  std::string recentDoc;               // docPath last seen by trackRecent()
+  std::uint64_t recentGeneration = 0;  // attention generation last seen by trackRecent()
 
   float contentScale = 1.f;
   float fontPixels = 0.f;  // size the atlas was built at
@@ -712,9 +712,10 @@ void GuiSession::Impl::drawNotices() {
     ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Warning, state.view.lightTheme));
     ImGui::TextUnformatted(nonFinite.c_str());
     ImGui::PopStyleColor();
-    tooltip("Non-finite values in the attention file: NaN and +inf cells are magenta and "
-            "hatched, -inf cells grey and hatched; the Attention panel's model view says "
-            "which heads have them.");
+    tooltip(
+        "Non-finite values in the attention file: NaN and +inf cells are magenta and "
+        "hatched, -inf cells grey and hatched; the Attention panel's model view says "
+        "which heads have them.");
   }
   ImGui::End();
 

@@ -333,8 +333,10 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
   };
   const auto describe = [](float value) {
     std::string text = formatNumber(value, kTooltipDigits);
-    if (std::isnan(value)) text += " (NaN)";
-    else if (std::isinf(value)) text += value < 0 ? " (-inf, masked)" : " (+inf)";
+    if (std::isnan(value))
+      text += " (NaN)";
+    else if (std::isinf(value))
+      text += value < 0 ? " (-inf, masked)" : " (+inf)";
     return text;
   };
   if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
@@ -343,13 +345,14 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
     // its maximum (the colour on screen) is.
     const PooledBlock block = pooledBlock(view.values, g.level, r, c);
     ImGui::TextDisabled("cells are smaller than a pixel: this pixel is the max of a block");
-    ImGui::Text("rows %d\xE2\x80\x93%d (%s \xE2\x80\xA6 %s), columns %d\xE2\x80\x93%d (%s "
-                "\xE2\x80\xA6 %s)",
-                block.row0, block.row1, rowLabel(block.row0).c_str(), rowLabel(block.row1).c_str(),
-                block.col0, block.col1, colLabel(block.col0).c_str(), colLabel(block.col1).c_str());
-    ImGui::Text("block max %s at row %d %s \xE2\x86\x92 column %d %s",
-                describe(block.max).c_str(), block.maxRow, rowLabel(block.maxRow).c_str(),
-                block.maxCol, colLabel(block.maxCol).c_str());
+    ImGui::Text(
+        "rows %d\xE2\x80\x93%d (%s \xE2\x80\xA6 %s), columns %d\xE2\x80\x93%d (%s "
+        "\xE2\x80\xA6 %s)",
+        block.row0, block.row1, rowLabel(block.row0).c_str(), rowLabel(block.row1).c_str(),
+        block.col0, block.col1, colLabel(block.col0).c_str(), colLabel(block.col1).c_str());
+    ImGui::Text("block max %s at row %d %s \xE2\x86\x92 column %d %s", describe(block.max).c_str(),
+                block.maxRow, rowLabel(block.maxRow).c_str(), block.maxCol,
+                colLabel(block.maxCol).c_str());
   }
   ImGui::TextDisabled("wheel: zoom  drag: pan  double-click: reset  right-click: export");
   ImGui::PopTextWrapPos();

@@ -50,7 +50,7 @@ Rgb colormapColor(ColormapKind kind, float t);
 // Colours for cells that have no colour on the map.
 inline constexpr Rgb kMaskedColor{200, 200, 200};       // -inf (masked score): light grey, hatched
 inline constexpr Rgb kMaskedHatchColor{170, 170, 170};  // the diagonal hatch lines on it
-inline constexpr Rgb kNanColor{255, 0, 255};            // NaN and +inf: magenta (should never happen)
+inline constexpr Rgb kNanColor{255, 0, 255};  // NaN and +inf: magenta (should never happen)
 
 // The colour range of a heatmap, one rule for the screen and the files: [vmin, vmax] where
 // given, else the min/max of the matrix's FINITE values (0..1 if it has none). One fixed end
