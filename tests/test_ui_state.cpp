@@ -23,6 +23,7 @@
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panels.h"
+#include "headless_imgui.h"
 #include "io/scenario_json.h"
 
 namespace {
@@ -51,25 +52,7 @@ AppState loadedState(const std::string& stem = "decoder_state") {
 }
 
 // A headless ImGui context: no backend, fonts built on the CPU only.
-class ImGuiContextGuard {
- public:
-  ImGuiContextGuard() {
-    context_ = ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    io.DisplaySize = ImVec2(1600, 1000);
-    io.DeltaTime = 1.0f / 60.0f;
-    unsigned char* pixels = nullptr;
-    int width = 0, height = 0;
-    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
-  }
-  ~ImGuiContextGuard() { ImGui::DestroyContext(context_); }
-  ImGuiContextGuard(const ImGuiContextGuard&) = delete;
-  ImGuiContextGuard& operator=(const ImGuiContextGuard&) = delete;
-
- private:
-  ImGuiContext* context_;
-};
+using ImGuiContextGuard = testui::HeadlessContext;
 
 // =======================================================================================
 // Undo / redo
