@@ -1,8 +1,7 @@
-// The headless ImGui set-up of the UI tests: an ImGui context with a display size and a
-// built font atlas (no window, no GL, DESIGN.md §4). HeadlessContext is the RAII guard for
-// a test body; HeadlessImGui is the GoogleTest fixture that also holds a HeatmapCache on
-// MockHeatmapTextures (which records every upload). Panel tests derive from the fixture and
-// add their own frame() (which panels, where).
+// The headless ImGui fixture of the UI tests: an ImGui context with a display size and a
+// built font atlas (no window, no GL, DESIGN.md §4), and a HeatmapCache on
+// MockHeatmapTextures that records every upload. Panel tests derive from it and add their
+// own frame() (which panel, where).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,9 +14,9 @@
 
 namespace attn::testui {
 
-class HeadlessContext {
- public:
-  HeadlessContext() {
+class HeadlessImGui : public ::testing::Test {
+ protected:
+  void SetUp() override {
     context_ = ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
     io.IniFilename = nullptr;
@@ -27,18 +26,7 @@ class HeadlessContext {
     int width = 0, height = 0;
     io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
   }
-  ~HeadlessContext() { ImGui::DestroyContext(context_); }
-  HeadlessContext(const HeadlessContext&) = delete;
-  HeadlessContext& operator=(const HeadlessContext&) = delete;
-
- private:
-  ImGuiContext* context_;
-};
-
-class HeadlessImGui : public ::testing::Test {
- protected:
-  void SetUp() override { context_ = std::make_unique<HeadlessContext>(); }
-  void TearDown() override { context_.reset(); }
+  void TearDown() override { ImGui::DestroyContext(context_); }
 
   // Places the next window at (x, y) with size (w, h), every frame.
   static void place(float x, float y, float w, float h) {
@@ -50,7 +38,7 @@ class HeadlessImGui : public ::testing::Test {
     return dynamic_cast<app::MockHeatmapTextures&>(heatmaps_.textures());
   }
 
-  std::unique_ptr<HeadlessContext> context_;
+  ImGuiContext* context_ = nullptr;
   app::HeatmapCache heatmaps_{std::make_unique<app::MockHeatmapTextures>()};
 };
 

@@ -20,7 +20,6 @@
 #include "app/image_view.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
-#include "headless_imgui.h"
 #include "io/image.h"
 
 namespace {
@@ -31,8 +30,19 @@ using namespace attn::app;
 
 const std::string kShapes = ATTNSCOPE_ASSET_DIR "/images/shapes.png";
 
-class ImagePanel : public testui::HeadlessImGui {
+class ImagePanel : public ::testing::Test {
  protected:
+  void SetUp() override {
+    context_ = ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  }
+  void TearDown() override { ImGui::DestroyContext(context_); }
 
   // One frame with the mouse at `mouse` (button down if `down`).
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1e6f, -1e6f), bool down = false) {
@@ -40,7 +50,8 @@ class ImagePanel : public testui::HeadlessImGui {
     io.MousePos = mouse;
     io.MouseDown[0] = down;
     ImGui::NewFrame();
-    place(0, 0, 1600, 1000);
+    ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(1600, 1000), ImGuiCond_Always);
     drawImagePanel(state, heatmaps_);
     ImGui::Render();
   }
@@ -52,6 +63,10 @@ class ImagePanel : public testui::HeadlessImGui {
     const float edge = v.patch.patch * v.drawnZoom;
     return ImVec2(v.drawnX + (col + 0.5f) * edge, v.drawnY + (row + 0.5f) * edge);
   }
+
+  ImGuiContext* context_ = nullptr;
+  MockHeatmapTextures* textures_ = new MockHeatmapTextures();  // owned by heatmaps_
+  HeatmapCache heatmaps_{std::unique_ptr<HeatmapTextures>(textures_)};
 };
 
 TEST(ImageViewTest, ImagePaths) {
@@ -78,12 +93,12 @@ TEST_F(ImagePanel, OpensComputesAndKeepsStateOnABadFile) {
   EXPECT_GT(v.drawnZoom, 1.0f);
   // Not ready (no GPU): nothing uploaded. Ready: the picture is uploaded once, and drawn
   // every frame.
-  EXPECT_TRUE(mock().rgbUploads.empty());
-  mock().init();
+  EXPECT_TRUE(textures_->rgbUploads.empty());
+  textures_->init();
   frames(state);
-  ASSERT_EQ(mock().rgbUploads.size(), 1u);
-  EXPECT_EQ(mock().rgbUploads[0], std::make_pair(224, 160));
-  EXPECT_EQ(mock().rgbDraws.size(), 3u);
+  ASSERT_EQ(textures_->rgbUploads.size(), 1u);
+  EXPECT_EQ(textures_->rgbUploads[0], std::make_pair(224, 160));
+  EXPECT_EQ(textures_->rgbDraws.size(), 3u);
 
   // A truncated file: an error notice naming it; the image and the result stay.
   const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "ui_image";

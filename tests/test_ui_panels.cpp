@@ -24,7 +24,6 @@
 #include "app/heatmap_widget_impl.h"
 #include "app/panel_common.h"
 #include "app/panels.h"
-#include "headless_imgui.h"
 #include "core/formulas.h"
 #include "io/scenario_json.h"
 
@@ -62,16 +61,23 @@ AppState loadedPreset(const std::string& stem) {
 // Key indices used for the simulated keyboard (any distinct indices < 512 do).
 enum : int { kKeySpace = 1, kKeyLeft = 2, kKeyRight = 3, kKeyEscape = 4 };
 
-class Headless : public testui::HeadlessImGui {
+class Headless : public ::testing::Test {
  protected:
   void SetUp() override {
-    HeadlessImGui::SetUp();
+    context_ = ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
     io.KeyMap[ImGuiKey_Space] = kKeySpace;
     io.KeyMap[ImGuiKey_LeftArrow] = kKeyLeft;
     io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;
     io.KeyMap[ImGuiKey_Escape] = kKeyEscape;
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
   }
+  void TearDown() override { ImGui::DestroyContext(context_); }
 
   // One frame of the app's loop: recompute, draw every panel, close the undo step. Panels are
   // placed side by side so that each gets a real size.
@@ -105,6 +111,13 @@ class Headless : public testui::HeadlessImGui {
     frame(state);
   }
 
+  static void place(float x, float y, float w, float h) {
+    ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
+  }
+
+  ImGuiContext* context_ = nullptr;
+  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
 };
 
 Matrix weightsOf(const AppState& state, int head = 0) {

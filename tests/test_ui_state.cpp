@@ -23,7 +23,6 @@
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
 #include "app/panels.h"
-#include "headless_imgui.h"
 #include "io/scenario_json.h"
 
 namespace {
@@ -52,7 +51,25 @@ AppState loadedState(const std::string& stem = "decoder_state") {
 }
 
 // A headless ImGui context: no backend, fonts built on the CPU only.
-using ImGuiContextGuard = testui::HeadlessContext;
+class ImGuiContextGuard {
+ public:
+  ImGuiContextGuard() {
+    context_ = ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    io.DisplaySize = ImVec2(1600, 1000);
+    io.DeltaTime = 1.0f / 60.0f;
+    unsigned char* pixels = nullptr;
+    int width = 0, height = 0;
+    io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  }
+  ~ImGuiContextGuard() { ImGui::DestroyContext(context_); }
+  ImGuiContextGuard(const ImGuiContextGuard&) = delete;
+  ImGuiContextGuard& operator=(const ImGuiContextGuard&) = delete;
+
+ private:
+  ImGuiContext* context_;
+};
 
 // =======================================================================================
 // Undo / redo
