@@ -181,8 +181,10 @@ When it is an attention file (.npy / .npz), these set up the Attention panel:
 A GPT-2 model folder (SCENARIO may then be left out):
   --model DIR       load the folder and show the Model and Attention panels
   --text TEXT       the text typed into the Model panel
-  --head L,H        select layer L, head H in the Attention panel
-  --pipeline        open that head in the pipeline (a new scenario of its real q, k, v)
+  --pipeline        open the selected head (--select L,H) in the pipeline: a new
+                    scenario of its real q, k and v
+The Attention panel's options above (--select, --view, --focus, ...) apply to the
+model's attention.
 )";
 
 }  // namespace
@@ -639,8 +641,7 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true},
     {"--theme", true},
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
-    {"--focus", true}, {"--model", true},       {"--text", true},    {"--head", true},
-    {"--pipeline", false}};
+    {"--focus", true}, {"--model", true},       {"--text", true},    {"--pipeline", false}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);

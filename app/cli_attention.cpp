@@ -330,9 +330,10 @@ std::optional<std::pair<int, int>> parseLayerHead(const std::string& text) {
 Status applyAttentionScreenshotOptions(
     const std::string& path, const std::function<const std::string*(std::string_view)>& get,
     GuiLaunch& launch) {
-  if (!isAttentionFilePath(path)) {
+  if (!isAttentionFilePath(path) && !get("--model")) {
     for (std::string_view name : kAttentionScreenshotOptions)
-      if (get(name)) return cli::optionError(name, "only applies to a .npy or .npz file");
+      if (get(name))
+        return cli::optionError(name, "only applies to a .npy or .npz file, or with --model DIR");
     return Ok{};
   }
   GuiLaunch::AttentionStart& start = launch.attention;

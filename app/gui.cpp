@@ -931,20 +931,19 @@ bool GuiSession::Impl::openModelScreenshot() {
     return false;
   }
   const std::shared_ptr<const ModelRun> run = state.model.run;
-  if (launch.modelLayer >= 0 && run && run->attention) {
-    io::AttentionSelection selection;
-    selection.layer = std::min(launch.modelLayer, run->attention->layers() - 1);
-    selection.head = std::clamp(launch.modelHead, 0, run->attention->heads() - 1);
-    selectAttentionView(state.attention, selection);
-    if (launch.modelPipeline) {
-      Expected<Scenario> scenario =
-          headScenario(*run, selection.layer, selection.head,
-                       fs::path(run->attention->path()).filename().string());
-      if (scenario) {
-        loadDocument(state, std::move(scenario).value(), "");
-        *panelFlag(state.view, "attention") = false;  // the pipeline in front
-        *panelFlag(state.view, "model") = false;
-      }
+  if (!run || !run->attention) return true;
+  // The run's attention is the Attention panel's file now: --select, --view, --focus ...
+  // apply to it as to a .npy / .npz.
+  applyAttentionStart(state, launch.attention, now());
+  if (launch.modelPipeline) {
+    const io::AttentionSelection& selection = state.attention.selection;
+    Expected<Scenario> scenario =
+        headScenario(*run, selection.layer, selection.head,
+                     fs::path(run->attention->path()).filename().string());
+    if (scenario) {
+      loadDocument(state, std::move(scenario).value(), "");
+      *panelFlag(state.view, "attention") = false;  // the pipeline in front
+      *panelFlag(state.view, "model") = false;
     }
   }
   return true;

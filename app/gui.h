@@ -35,10 +35,10 @@ struct GuiLaunch {
   } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
   // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
-  // screenshots) the head to select and whether to open it in the pipeline.
+  // screenshots) whether to open the selected head (attention.layer/head) in the pipeline.
+  // The attention options above (--select, --view, --focus ...) apply to the model's run.
   std::string modelFolder;
   std::string modelText;
-  int modelLayer = -1, modelHead = -1;
   bool modelPipeline = false;
 };
 

@@ -321,10 +321,10 @@ TEST_F(CliModel, WindowAndScreenshotModelOptions) {
               {"option '--text'", "only applies with --model DIR"});
   expectError({"screenshot", scenario, "--pipeline", "--out", png},
               {"option '--pipeline'", "only applies with --model DIR"});
-  expectError({"screenshot", "--model", dir_.string(), "--head", "1", "--out", png},
-              {"option '--head'", "is not LAYER,HEAD"});
+  expectError({"screenshot", "--model", dir_.string(), "--select", "1", "--out", png},
+              {"option '--select'", "is not LAYER,HEAD"});
   expectError({"screenshot", "--model", dir_.string(), "--pipeline", "--out", png},
-              {"option '--pipeline'", "needs --head LAYER,HEAD"});
+              {"option '--pipeline'", "needs --select LAYER,HEAD"});
   EXPECT_FALSE(fs::exists(png));
   const CliRun main = runCliCommand({"--help"});
   EXPECT_NE(main.out.find("attnscope --model DIR [--text T]"), std::string::npos);
