@@ -23,6 +23,9 @@ struct GuiLaunch {
   std::string imagePositional;  // none | sin2d | random ("" = none)
   long long trainingSteps = -1;     // >= 0: show the Training panel, trained this many steps
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
+  bool presentation = false;        // screenshot --presentation: presentation mode (F5)
+  int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
+                                    // with presentation, shown alone full screen
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

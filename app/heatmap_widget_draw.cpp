@@ -81,7 +81,8 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
       const ImVec2 cellMin = g.cellScreenMin(r, c);
       const ImVec2 at(std::round(cellMin.x + (g.cellPxW - size.x) * 0.5f),
                       std::round(cellMin.y + (g.cellPxH - size.y) * 0.5f));
-      drawList->AddText(at, imColor(io::cellLabelColor(options.colormap, value, range)),
+      const float colorValue = g.positions.empty() ? value : g.positions(r, c);
+      drawList->AddText(at, imColor(io::cellLabelColor(options.colormap, colorValue, range)),
                         text->c_str());
     }
   }
@@ -143,6 +144,20 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapOptions&
                     g.vmaxText.c_str());
   drawList->AddText(ImVec2(barMax.x + font * 0.3f, barMax.y - font * 0.95f), textColor,
                     g.vminText.c_str());
+  // Log decades between the ends, where they do not collide with each other or the ends.
+  if (g.scaleTicks != nullptr) {
+    const float height = barMax.y - barMin.y;
+    float lastY = barMax.y - font * 0.95f;  // the bottom label's top
+    for (const io::ColorbarTick& tick : *g.scaleTicks) {
+      if (tick.position <= 0.0f || tick.position >= 1.0f) continue;  // the ends are labelled
+      const float y = barMax.y - tick.position * height;
+      drawList->AddLine(ImVec2(barMax.x - font * 0.25f, y), ImVec2(barMax.x, y), textColor);
+      if (y + font * 0.5f > lastY || y - font * 0.5f < barMin.y + font * 0.9f) continue;
+      drawList->AddText(ImVec2(barMax.x + font * 0.3f, y - font * 0.5f), textColor,
+                        tick.text.c_str());
+      lastY = y - font * 0.5f;
+    }
+  }
 }
 
 void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& view,
@@ -164,6 +179,15 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
   const bool masked = std::isinf(value) && value < 0;
   ImGui::Text("value: %s%s", formatNumber(value, kTooltipDigits).c_str(),
               masked ? " (masked)" : "");
+  if (!entry.caption.empty()) {
+    ImGui::TextDisabled("colour: %s", entry.caption.c_str());
+    if (entry.normalization.range == io::RangeMode::Row) {
+      const io::ValueRange rowRange = io::normalizationRange(view.values, r, entry.normalization);
+      ImGui::TextDisabled("row %d spans %s \xE2\x80\xA6 %s", r,
+                          formatNumber(rowRange.lo, kCellDigits).c_str(),
+                          formatNumber(rowRange.hi, kCellDigits).c_str());
+    }
+  }
   if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
   if (g.level > 0)
     ImGui::TextDisabled("cells are smaller than a pixel: showing the max of each block");

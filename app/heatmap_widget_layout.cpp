@@ -62,6 +62,15 @@ Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions&
   // The colorbar's ends, in the formatter of the cells and the exported ticks.
   g.vminText = formatNumber(range.lo, kCellDigits);
   g.vmaxText = formatNumber(range.hi, kCellDigits);
+  if (!entry.scaleTicks.empty() && entry.positions.size() > 0) {  // per row / log
+    g.scaleTicks = &entry.scaleTicks;
+    const bool perRow = entry.normalization.range == io::RangeMode::Row;
+    // Per row: "row min" / "row max"; log: the floor and the top, decades between them.
+    g.vminText = perRow ? entry.scaleTicks.front().text
+                        : formatNumber(entry.scaleRange.lo, kCellDigits);
+    g.vmaxText = perRow ? entry.scaleTicks.back().text
+                        : formatNumber(entry.scaleRange.hi, kCellDigits);
+  }
   g.colorbarWidth = options.colorbar ? font * 1.4f +
                                            std::max(ImGui::CalcTextSize(g.vminText.c_str()).x,
                                                     ImGui::CalcTextSize(g.vmaxText.c_str()).x) +

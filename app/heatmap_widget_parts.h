@@ -25,6 +25,10 @@ struct Grid {
   ImVec2 origin;  // top-left corner of the widget
   float rowLabelWidth = 0, colLabelHeight = 0, colorbarWidth = 0;
   std::string vminText, vmaxText;  // the colorbar's ends (formatNumber)
+  // Per-row / log colours: cells are coloured by `positions` over {0, 1} (empty otherwise),
+  // and the colour bar is labelled by `scaleTicks` (positions and texts) when not null.
+  MatrixRef positions;
+  const std::vector<io::ColorbarTick>* scaleTicks = nullptr;
   ImVec2 gridMin, gridMax;         // screen rectangle of the grid
   float gridW = 0, gridH = 0;
   // The visible part (UV) and what it means on screen.

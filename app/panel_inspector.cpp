@@ -33,6 +33,8 @@ const char* warningMeaning(const std::string& code) {
   return nullptr;
 }
 
+}  // namespace
+
 Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
   const AttentionResult& result = *state.computed->result;
   const Problem& problem = *state.computed->problem;
@@ -113,6 +115,8 @@ void drawExplanation(const Explanation& e) {
     }
   }
 }
+
+namespace {
 
 void drawWarnings(const AppState& state) {
   const AttentionResult& result = *state.computed->result;

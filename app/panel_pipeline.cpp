@@ -10,6 +10,7 @@
 
 #include "app/frame_pacing.h"
 #include "core/format.h"
+#include "app/pipeline_layout.h"
 #include "app/pipeline_steps.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
@@ -104,7 +105,7 @@ void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible)
   // Esc closes a popup first; it shows every stage only when nothing else wants it.
   if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup))
     std::erase(keys, StepKey::ShowAll);
-  state.view.pipelineStage = applyStepKeys(state.view.pipelineStage, keys, visible);
+  applyPipelineKeys(state.view, keys, visible);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -117,6 +118,51 @@ struct Card {
   std::string arrow;  // label of the arrow before this card ("" = none)
 };
 
+// One stage alone over the whole panel (presentation, Enter or a double-click): the heatmap as
+// large as the window allows above a caption of the inspector's explanation of a cell (the
+// hovered one of this stage, else the first query's strongest key) in the presentation font.
+void drawSingleStage(AppState& state, HeatmapCache& heatmaps, io::MatrixKind stage,
+                     const io::SelectedMatrix* view, int head, float labelWidth, float aspect) {
+  const float font = ImGui::GetFontSize();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  ImGui::TextColored(panel::formulaColor(), "%s", stageName(stage));
+  if (view == nullptr) return;
+  // 1 the heatmap: the caption keeps about a third of the height
+  const float caption = std::max(font * 7.0f, avail.y * 0.32f);
+  const float colorbar = font * 6.0f;
+  const float gridHeight = std::max(
+      font * 4.0f, avail.y - caption - ImGui::GetTextLineHeightWithSpacing() - font * 1.3f);
+  const float grid = std::min(gridHeight, (avail.x - labelWidth - colorbar) / aspect);
+  HeatmapOptions options = panel::heatmapOptions(state, stage);
+  options.size = ImVec2(labelWidth + grid * aspect + colorbar, font * 1.3f + grid);
+  options.tooltip = stageDescription(stage);
+  const HeatmapInteraction hit = heatmapWidget(
+      (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
+      panel::contentRevision(state.computed->revision, stage, head), options);
+  panel::setHover(state, hit, stage, head);
+  // 2 the caption: what the stage is, then one of its numbers explained
+  ImGui::BeginChild("##caption", ImVec2(0, 0), false);
+  panel::coloredWrapped(panel::formulaColor(), stageDescription(stage));
+  Hover cell;
+  if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
+    cell = state.hover;
+  } else {
+    const AttentionResult& result = *state.computed->result;
+    cell.matrix = stage;
+    cell.head = head;
+    cell.row = 0;
+    cell.col = 0;
+    if (stage == io::MatrixKind::Scores || stage == io::MatrixKind::MaskedScores ||
+        stage == io::MatrixKind::Weights)
+      result.heads[head].weights.row(0).maxCoeff(&cell.col);
+  }
+  if (const Expected<Explanation> explanation = explainHover(state, cell)) {
+    ImGui::Spacing();
+    drawExplanation(*explanation);
+  }
+  ImGui::EndChild();
+}
+
 }  // namespace
 
 // =======================================================================================
@@ -124,7 +170,17 @@ struct Card {
 // =======================================================================================
 
 void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginResultPanel("Pipeline", panelFlag(state.view, "pipeline"), state)) return;
+  // Presentation mode: the window (app/gui.cpp) places this panel over the whole window,
+  // shown whatever its View menu flag says, without a title bar.
+  const bool presenting = state.view.presentation;
+  bool alwaysOpen = true;
+  if (!panel::beginResultPanel("Pipeline", presenting ? &alwaysOpen : panelFlag(state.view, "pipeline"),
+                               state,
+                               presenting ? ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize |
+                                                ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoCollapse |
+                                                ImGuiWindowFlags_NoBringToFrontOnFocus
+                                          : 0))
+    return;
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed->result;
   const std::vector<io::MatrixKind> visible = visibleStages(&result);
@@ -162,6 +218,16 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   if (ImGui::Button("All")) current = -1;
   ImGui::EndDisabled();
   tooltip("Show every stage at once (Escape).");
+  ImGui::SameLine();
+  if (ImGui::Button(presenting ? "Exit presentation" : "Present")) {
+    state.view.presentation = !presenting;
+    state.view.stageFullScreen = false;
+  }
+  tooltip(presenting ? "Back to the normal window (F5 or Escape)."
+                     : "Presentation mode (F5): the pipeline alone, full screen, with large type, "
+                       "its stages in rows and pages that fit. Enter (or a double-click on a "
+                       "stage) shows the current stage alone with its explanation; Escape goes "
+                       "back.");
   ImGui::SameLine();
   if (current < 0) {
     ImGui::TextDisabled("All %d stages", static_cast<int>(visible.size()));
@@ -247,50 +313,109 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const float colLabelHeight = font * 1.3f;
   const float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
   const float usableWidth = avail.x - style.ScrollbarSize;
-  auto gridFor = [&](const std::vector<int>& starts) {
-    const int rows = static_cast<int>(starts.size());
-    float g = (avail.y - style.ScrollbarSize) / static_cast<float>(rows) - rowOverhead;
-    for (int r = 0; r < rows; ++r) {
-      const int begin = starts[r], end = r + 1 < rows ? starts[r + 1] : n;
-      float fixed = 0, aspect = 0;
-      for (int i = begin; i < end; ++i) {
-        fixed += fixedWidth[i] - (hasLabels(i, i == begin) ? 0.0f : labelWidths[i]);
-        aspect += aspects[i];
-      }
-      g = std::min(g, (usableWidth - fixed) / std::max(aspect, 0.1f));
-    }
-    return g;
-  };
-  std::vector<int> bestStarts = {0};
-  float bestGrid = gridFor(bestStarts);
-  auto consider = [&](std::vector<int> starts) {
-    const float g = gridFor(starts);
-    if (g > bestGrid * 1.05f) {  // more rows only when clearly better
-      bestGrid = g;
-      bestStarts = std::move(starts);
-    }
-  };
-  for (int a = 1; a < n; ++a) consider({0, a});
-  for (int a = 1; a < n; ++a)
-    for (int b = a + 1; b < n; ++b) consider({0, a, b});
-  const float grid = std::max(bestGrid, font * 4.0f);  // below this the strip scrolls
   int revealed = n;
+  int currentCard = -1;
   if (current >= 0) {
     for (int i = 0; i < n; ++i)
-      if (stageIndex(cards[i].stage) == current) revealed = i + 1;
+      if (stageIndex(cards[i].stage) == current) revealed = i + 1, currentCard = i;
   }
 
-  // 3 the strip.
+  // One stage alone, full screen, with the inspector's explanation under it (presentation).
+  if (presenting && state.view.stageFullScreen && currentCard >= 0) {
+    drawSingleStage(state, heatmaps, cards[currentCard].stage, cards[currentCard].view, head,
+                    labelWidths[currentCard], aspects[currentCard]);
+    ImGui::End();
+    return;
+  }
+
+  std::vector<int> bestStarts = {0};
+  float grid = 0;
+  int page = 0, pages = 1;
+  StageLayout pages_;
+  // In presentation every revealed card has its colour bar (a projector needs the scale),
+  // in room reserved for it, so that stepping moves nothing.
+  const float presentationBar = presenting ? font * 6.0f : 0.0f;
+  if (presenting) {
+    // Presentation: rows of (nearly) equal length in pages, every heatmap >= 300 px where the
+    // window allows (app/pipeline_layout.h); the page follows the current stage.
+    StageLayoutInput input;
+    input.width = usableWidth;
+    input.height = avail.y - titleHeight - style.ItemSpacing.y;  // the page line
+    input.spacing = style.ItemSpacing.x;
+    input.rowOverhead = rowOverhead;
+    for (int i = 0; i < n; ++i) {
+      StageCardSize card;
+      card.aspect = aspects[i];
+      card.labelWidth = labelWidths[i] + style.ItemSpacing.x;
+      card.sameLabels = sameLabels[i] != 0;
+      card.arrowWidth = fixedWidth[i] - labelWidths[i] - style.ItemSpacing.x;
+      card.barWidth = presentationBar;
+      input.cards.push_back(card);
+    }
+    pages_ = layoutStages(input);
+    bestStarts = pages_.rowStarts;
+    grid = pages_.grid;
+    pages = pages_.pages();
+    int& stored = state.view.presentationPage;
+    if (currentCard >= 0) stored = pages_.pageOf(currentCard);
+    stored = std::clamp(stored, 0, pages - 1);
+    page = stored;
+    if (pages > 1) {
+      if (ImGui::ArrowButton("##pageUp", ImGuiDir_Up)) stored = std::max(0, page - 1);
+      tooltip("Previous page of stages.");
+      ImGui::SameLine();
+      if (ImGui::ArrowButton("##pageDown", ImGuiDir_Down)) stored = std::min(pages - 1, page + 1);
+      tooltip("Next page of stages (stepping turns the pages too).");
+      ImGui::SameLine();
+      ImGui::TextDisabled("page %d / %d", page + 1, pages);
+    } else {
+      ImGui::TextDisabled("Enter or double-click: one stage full screen  \xC2\xB7  Esc: back");
+    }
+  } else {
+    // The window: choose the row breaks that make the grid largest (up to three rows).
+    auto gridFor = [&](const std::vector<int>& starts) {
+      const int rows = static_cast<int>(starts.size());
+      float g = (avail.y - style.ScrollbarSize) / static_cast<float>(rows) - rowOverhead;
+      for (int r = 0; r < rows; ++r) {
+        const int begin = starts[r], end = r + 1 < rows ? starts[r + 1] : n;
+        float fixed = 0, aspect = 0;
+        for (int i = begin; i < end; ++i) {
+          fixed += fixedWidth[i] - (hasLabels(i, i == begin) ? 0.0f : labelWidths[i]);
+          aspect += aspects[i];
+        }
+        g = std::min(g, (usableWidth - fixed) / std::max(aspect, 0.1f));
+      }
+      return g;
+    };
+    float bestGrid = gridFor(bestStarts);
+    auto consider = [&](std::vector<int> starts) {
+      const float g = gridFor(starts);
+      if (g > bestGrid * 1.05f) {  // more rows only when clearly better
+        bestGrid = g;
+        bestStarts = std::move(starts);
+      }
+    };
+    for (int a = 1; a < n; ++a) consider({0, a});
+    for (int a = 1; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) consider({0, a, b});
+    grid = std::max(bestGrid, font * 4.0f);  // below this the strip scrolls
+  }
+
+  // 3 the strip (in presentation: the rows of one page).
   ImGui::BeginChild("##strip", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  bool firstOnPage = true;
   for (int i = 0; i < n; ++i) {
+    if (presenting && pages_.pageOf(i) != page) continue;
     const Card& card = cards[i];
     const bool rowStart = std::find(bestStarts.begin(), bestStarts.end(), i) != bestStarts.end();
-    if (i > 0 && !rowStart) ImGui::SameLine();
-    if (rowStart && i > 0) ImGui::Spacing();
-    const float cardGrid = std::min(grid, heightCap[i]);
+    if (!firstOnPage && !rowStart) ImGui::SameLine();
+    if (rowStart && !firstOnPage) ImGui::Spacing();
+    firstOnPage = false;
+    const float cardGrid = presenting ? grid : std::min(grid, heightCap[i]);
     const bool axisLabels = hasLabels(i, rowStart);
     const float labelWidth = axisLabels ? labelWidths[i] : 0.0f;
-    const ImVec2 cardSize(labelWidth + cardGrid * aspects[i], colLabelHeight + cardGrid);
+    const ImVec2 cardSize(labelWidth + cardGrid * aspects[i] + presentationBar,
+                          colLabelHeight + cardGrid);
     if (!card.arrow.empty()) {
       ImGui::BeginGroup();
       ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardGrid * 0.5f - font * 0.5f));
@@ -338,7 +463,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       }
       // The current stage's colour bar goes inside its card (so no card moves while
       // stepping), when the card is wide enough to keep a readable grid beside it.
-      options.colorbar = isCurrent && cardGrid * aspects[i] >= font * 10.5f;
+      options.colorbar = presenting || (isCurrent && cardGrid * aspects[i] >= font * 10.5f);
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
       const io::MatrixKind kind = card.stage;
@@ -347,6 +472,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
           id.c_str(), heatmaps, *card.view,
           panel::contentRevision(state.computed->revision, kind, head), options);
       panel::setHover(state, hit, kind, head);
+      // A double-click on a stage shows it alone, full screen (it also resets the zoom).
+      if (hit.hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+        current = stageIndex(kind);
+        state.view.presentation = true;
+        state.view.stageFullScreen = true;
+      }
     }
     ImGui::EndGroup();
     ImGui::PopID();

@@ -74,6 +74,20 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
                                                      : finiteRange(view.values),
                                                  style.vmin, style.vmax)
                              : valueRange(view.values, style.vmin, style.vmax);
+  const ColorNormalization normalization = normalizationOf(style);
+  if (needsPositions(normalization)) {  // per-row ranges or log: colour by position
+    const ValueRange scaleRange = normalizationRange(view.values, -1, normalization);
+    L.positions = colorPositions(view.values, normalization);
+    L.caption = normalizationCaption(normalization, scaleRange);
+    L.range = ValueRange{0, 1};
+    const std::vector<ColorbarTick> ticks = normalization.range == RangeMode::Row
+                                                ? rowRangeTicks(normalization.scale)
+                                                : logDecadeTicks(scaleRange);
+    for (const ColorbarTick& tick : ticks) {
+      L.ticks.push_back(tick.position);
+      L.tickTexts.push_back(tick.text);
+    }
+  }
 
   // 1 cell size (scale 1): shrink to the budget, pool when below one pixel
   const int longest = std::max(L.rows, L.cols);
@@ -162,12 +176,14 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
 
   // 5 vertical stack: margin, title, column labels, grid (colorbar beside it), margin
   L.showTitle = style.title && !view.title.empty();
+  L.title = std::string(view.title);
+  if (!L.caption.empty()) L.title += " (" + L.caption + ")";
   int y = margin;
   int titleWidth = 0;
   if (L.showTitle) {
     const int titleLine = lineOf(titlePx);
     L.titleBaseline = y + static_cast<int>(std::lround(font ? font->ascent * titlePx : titlePx));
-    titleWidth = widthOf(view.title, titlePx);
+    titleWidth = widthOf(L.title, titlePx);
     y += titleLine + pad;
   }
   if (L.showColLabels) {
@@ -195,13 +211,16 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
     tickLength = 4;
     tickLabelX = cbX + cbW + tickLength + 3;
     const double span = static_cast<double>(L.range.hi) - L.range.lo;
-    L.ticks = span > 0 ? std::vector<float>{L.range.lo, static_cast<float>(L.range.lo + span / 2),
+    if (L.tickTexts.empty())
+      L.ticks = span > 0 ? std::vector<float>{L.range.lo, static_cast<float>(L.range.lo + span / 2),
                                             L.range.hi}
                        : std::vector<float>{L.range.lo};
     int widest = 0;
-    for (float t : L.ticks) {
-      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(
-                                    font, displayNumber(font, t, style.digits), tickPx))));
+    for (std::size_t i = 0; i < L.ticks.size(); ++i) {
+      const std::u32string text = L.tickTexts.empty()
+                                      ? displayNumber(font, L.ticks[i], style.digits)
+                                      : displayText(font, L.tickTexts[i]);
+      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(font, text, tickPx))));
     }
     right = tickLabelX + widest;
     bottom = std::max(bottom, gridY + cbH + tickLine / 2 + 1);
@@ -244,9 +263,10 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
 
 // The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`).
 MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage) {
-  if (L.pool == 1) return view.values;
+  const MatrixRef values = L.positions.size() > 0 ? matrixRef(L.positions) : view.values;
+  if (L.pool == 1) return values;
   storage.resize(L.gridRows, L.gridCols);
-  maxPool(view.values, L.pool, L.gridRows, L.gridCols, storage.data());
+  maxPool(values, L.pool, L.gridRows, L.gridCols, storage.data());
   return matrixRef(storage);
 }
 
@@ -257,6 +277,16 @@ TextPlacement placeText(const Font& font, const std::u32string& text, float px, 
   if (align == Align::Center) x -= width / 2;
   if (align == Align::Right) x -= width;
   return {x, centreY + font.capHeight * px / 2};
+}
+
+ColorNormalization normalizationOf(const HeatmapStyle& style) {
+  ColorNormalization n;
+  n.range = style.vmin || style.vmax ? RangeMode::Fixed : style.range;
+  n.scale = style.colorScale;
+  n.vmin = style.vmin;
+  n.vmax = style.vmax;
+  n.centreZero = style.centreZero;
+  return n;
 }
 
 std::string fontPathOf(const HeatmapStyle& style) {
