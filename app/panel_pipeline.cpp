@@ -127,8 +127,9 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, io::MatrixKind sta
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   ImGui::TextColored(panel::formulaColor(), "%s", stageName(stage));
   if (view == nullptr) return;
-  // 1 the heatmap: the caption keeps about a third of the height
-  const float caption = std::max(font * 7.0f, avail.y * 0.32f);
+  // 1 the heatmap: the caption keeps about a third of the height (the heatmap >= 300 px at
+  //   1280 x 800)
+  const float caption = std::max(font * 7.0f, avail.y * 0.36f);
   const float colorbar = font * 6.0f;
   const float gridHeight = std::max(
       font * 4.0f, avail.y - caption - ImGui::GetTextLineHeightWithSpacing() - font * 1.3f);
@@ -140,9 +141,8 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, io::MatrixKind sta
       (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
       panel::contentRevision(state.computed->revision, stage, head), options);
   panel::setHover(state, hit, stage, head);
-  // 2 the caption: what the stage is, then one of its numbers explained
+  // 2 the caption: one of its numbers explained (what the stage is stands in the header)
   ImGui::BeginChild("##caption", ImVec2(0, 0), false);
-  panel::coloredWrapped(panel::formulaColor(), stageDescription(stage));
   Hover cell;
   if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
     cell = state.hover;
@@ -150,16 +150,15 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, io::MatrixKind sta
     const AttentionResult& result = *state.computed->result;
     cell.matrix = stage;
     cell.head = head;
-    cell.row = 0;
+    // The last query (under a causal mask the one that sees every key), its strongest key.
+    cell.row = std::max(0, static_cast<int>(view->values().rows) - 1);
     cell.col = 0;
     if (stage == io::MatrixKind::Scores || stage == io::MatrixKind::MaskedScores ||
         stage == io::MatrixKind::Weights)
-      result.heads[head].weights.row(0).maxCoeff(&cell.col);
+      result.heads[head].weights.row(cell.row).maxCoeff(&cell.col);
   }
-  if (const Expected<Explanation> explanation = explainHover(state, cell)) {
-    ImGui::Spacing();
+  if (const Expected<Explanation> explanation = explainHover(state, cell))
     drawExplanation(*explanation);
-  }
   ImGui::EndChild();
 }
 

@@ -719,7 +719,7 @@ TEST_F(Headless, PresentationAt1280x800ShowsWholeHeatmapsOfAtLeast300Px) {
   for (const HeatmapRecord& record : heatmaps_.impl().records) {
     if (record.id.rfind("##single_", 0) != 0) continue;
     single = true;
-    EXPECT_GE(record.gridMax.y - record.gridMin.y, 400.0f);
+    EXPECT_GE(record.gridMax.y - record.gridMin.y, kPresentationMinGrid);
     EXPECT_LE(record.gridMax.y, 770.0f);
   }
   EXPECT_TRUE(single);
