@@ -276,13 +276,22 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const int n = static_cast<int>(cards.size());
   std::vector<float> aspects(n, 1.0f), fixedWidth(n, 0.0f), heightCap(n, 1e9f),
       labelWidths(n, 0.0f);
+  // Presentation, wide matrices: (cols / rows, the least grid height) (0 = not wide).
+  std::vector<std::pair<float, float>> wideShape(n, {0.0f, 0.0f});
   for (int i = 0; i < n; ++i) {
     const io::SelectedMatrix* view = cards[i].view;
     float labelWidth = 0;
     if (view != nullptr && view->values().rows > 0) {
-      aspects[i] = std::clamp(
-          static_cast<float>(view->values().cols) / static_cast<float>(view->values().rows), 0.35f,
-          2.0f);  // wide ones get tall cells, not a wide strip
+      const float rows = static_cast<float>(view->values().rows);
+      const float shape = static_cast<float>(view->values().cols) / rows;
+      aspects[i] = std::clamp(shape, 0.35f, 2.0f);  // wide ones get tall cells, not a wide strip
+      if (presenting) {
+        // Presentation: the longer side is the grid size. A wide matrix is as wide as a
+        // square one and less tall (one query over three keys is a strip, not a 300 px
+        // square), yet tall enough for a readable row each.
+        aspects[i] = std::clamp(shape, 0.35f, 1.0f);
+        if (shape > 1.0f) wideShape[i] = {shape, rows * font * 1.1f};
+      }
       // Row labels as the widget measures them (capped; the first 64 are enough).
       const int count = std::min<int>(static_cast<int>(view->rowLabels.size()), 64);
       for (int r = 0; r < count; ++r)
@@ -333,7 +342,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   StageLayout pages_;
   // In presentation every revealed card has its colour bar (a projector needs the scale),
   // in room reserved for it, so that stepping moves nothing.
-  const float presentationBar = presenting ? font * 6.0f : 0.0f;
+  // (The widget's bar: 1.8 font sizes plus its end labels, 3 significant digits, or "row max".)
+  const float presentationBar =
+      presenting ? font * 2.0f + std::max(ImGui::CalcTextSize("-0.123").x,
+                                          state.view.rowRange ? ImGui::CalcTextSize("row max").x
+                                                              : 0.0f)
+                 : 0.0f;
   if (presenting) {
     // Presentation: rows of (nearly) equal length in pages, every heatmap >= 300 px where the
     // window allows (app/pipeline_layout.h); the page follows the current stage.
@@ -411,13 +425,17 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (rowStart && !firstOnPage) ImGui::Spacing();
     firstOnPage = false;
     const float cardGrid = presenting ? grid : std::min(grid, heightCap[i]);
+    const float cardHeight =
+        wideShape[i].first > 0
+            ? std::min(cardGrid, std::max(cardGrid / wideShape[i].first, wideShape[i].second))
+            : cardGrid;
     const bool axisLabels = hasLabels(i, rowStart);
     const float labelWidth = axisLabels ? labelWidths[i] : 0.0f;
     const ImVec2 cardSize(labelWidth + cardGrid * aspects[i] + presentationBar,
-                          colLabelHeight + cardGrid);
+                          colLabelHeight + cardHeight);
     if (!card.arrow.empty()) {
       ImGui::BeginGroup();
-      ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardGrid * 0.5f - font * 0.5f));
+      ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardHeight * 0.5f - font * 0.5f));
       ImGui::TextColored(i < revealed ? panel::formulaColor() : panel::mutedColor(), "%s",
                          card.arrow.c_str());
       ImGui::EndGroup();
