@@ -137,6 +137,8 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, io::MatrixKind sta
   HeatmapOptions options = panel::heatmapOptions(state, stage);
   options.size = ImVec2(labelWidth + grid * aspect + colorbar, font * 1.3f + grid);
   options.tooltip = stageDescription(stage);
+  // Centred: on a wide screen the heatmap stands in the middle of the projection.
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - options.size.x) * 0.5f));
   const HeatmapInteraction hit = heatmapWidget(
       (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
       panel::contentRevision(state.computed->revision, stage, head), options);

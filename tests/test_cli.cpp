@@ -725,7 +725,9 @@ TEST(CliInProcess, ComputeMatchesTheBinary) {
   std::ostringstream out2, err2;
   EXPECT_EQ(attn::app::runCli({"export", decoder, "--scale", "x"}, out2, err2), 2);
   EXPECT_EQ(out2.str(), "");
-  EXPECT_EQ(err2.str(), "attnscope: option '--scale': 'x' is not an integer in 1..8\n");
+  EXPECT_EQ(err2.str(),
+            "attnscope: option '--scale': 'x' is not an integer in 1..8 (the resolution) nor "
+            "'linear' or 'log' (the colour scale)\n");
 
   std::ostringstream out3, err3;
   EXPECT_EQ(attn::app::runCli(std::vector<std::string>{}, out3, err3), 2);

@@ -1,15 +1,14 @@
 // Tests of io/color_scale: per-row ranges and the log scale, as pure functions (worked
-// values), and the PNG / SVG exports that follow them.
+// values). The PNG / SVG exports that follow them are tested in test_io_render.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <string>
 
 #include "io/color_scale.h"
 #include "io/heatmap_render.h"
-#include "tests/cli_run.h"
+#include "tests/test_core_util.h"
 
 namespace attn::io {
 namespace {
@@ -17,26 +16,7 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
-Matrix M(std::initializer_list<std::initializer_list<float>> rows) {
-  Matrix m(static_cast<Eigen::Index>(rows.size()),
-           static_cast<Eigen::Index>(rows.size() ? rows.begin()->size() : 0));
-  Eigen::Index i = 0;
-  for (const auto& row : rows) {
-    Eigen::Index j = 0;
-    for (float x : row) m(i, j++) = x;
-    ++i;
-  }
-  return m;
-}
-
-Rgb pixelAt(const Image& image, int x, int y) {
-  const std::size_t i = (static_cast<std::size_t>(y) * image.width + x) * 3;
-  return Rgb{image.rgb[i], image.rgb[i + 1], image.rgb[i + 2]};
-}
-
-Rgb centreOf(const Image& image, PixelRect r) {
-  return pixelAt(image, (r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2);
-}
+using attn::testing::M;
 
 TEST(ColorScale, NamesRoundTrip) {
   for (RangeMode mode : {RangeMode::Global, RangeMode::Row, RangeMode::Fixed})
@@ -182,57 +162,6 @@ TEST(ColorScale, DecadeTicksAndRowTicks) {
   perRow.range = RangeMode::Row;
   EXPECT_EQ(normalizationCaption(perRow, {}), "per row: row min \xE2\x86\x92 row max");
   EXPECT_EQ(normalizationCaption(ColorNormalization{}, {}), "");
-}
-
-// ---------------------------------------------------------------------------------------
-// Exports follow the rule
-// ---------------------------------------------------------------------------------------
-
-TEST(ColorScaleExport, PerRowPngColoursEachRowFromBottomToTop) {
-  const Matrix values = M({{1, 2, 3}, {100, 300, 200}});
-  MatrixView view{values, {"a", "b"}, {"x", "y", "z"}, "rows"};
-  HeatmapStyle style;
-  style.cellLabels = false;
-  style.range = RangeMode::Row;
-  Expected<Image> image = renderHeatmap(view, style);
-  ASSERT_TRUE(image);
-  const auto& lut = colormapLut(style.colormap);
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 0)), lut[0]);
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 1)), lut[128]);  // round(0.5 · 255)
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 2)), lut[255]);
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 0)), lut[0]);  // 100: row 1's min
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 1)), lut[255]);
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 2)), lut[128]);
-  // The same matrix globally: row 0 is all at the bottom.
-  style.range = RangeMode::Global;
-  Expected<Image> global = renderHeatmap(view, style);
-  ASSERT_TRUE(global);
-  EXPECT_EQ(centreOf(*global, cellRect(view, style, 0, 2)),
-            lut[static_cast<int>(std::lround(2.0 / 299 * 255))]);
-}
-
-TEST(ColorScaleExport, LogPngAndSvgTicksAtDecades) {
-  const Matrix values = M({{1e-4f, 1e-3f}, {1e-2f, 1.0f}});
-  MatrixView view{values, {"a", "b"}, {"x", "y"}, "weights"};
-  HeatmapStyle style;
-  style.cellLabels = false;
-  style.colorScale = ColorScaleKind::Log;
-  Expected<Image> image = renderHeatmap(view, style);
-  ASSERT_TRUE(image);
-  const auto& lut = colormapLut(style.colormap);
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 0)), lut[0]);
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 1)), lut[64]);   // 0.25 · 255 = 63.75
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 0)), lut[128]);  // 0.5
-  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 1)), lut[255]);
-  // The SVG carries the decade ticks and says what the scale is.
-  const std::filesystem::path dir = std::filesystem::path(ATTNSCOPE_TEST_TMP) / "color_scale";
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "log_ticks.svg").string();
-  ASSERT_TRUE(exportMatrix(view, style, path));
-  const std::string svg = attn::testing::readFile(path);
-  for (const char* tick : {">1e-4<", ">0.001<", ">0.01<", ">0.1<", ">1<"})
-    EXPECT_NE(svg.find(tick), std::string::npos) << tick;
-  EXPECT_NE(svg.find("log\xE2\x82\x81\xE2\x82\x80 scale"), std::string::npos);
 }
 
 }  // namespace
