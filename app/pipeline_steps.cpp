@@ -63,7 +63,9 @@ void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
         view.stageFullScreen = false;
         break;
       case StepKey::Open:
-        if (visible.empty()) break;
+        // Only while presenting or stepping: Enter elsewhere (a text field just left) must
+        // not take the window over.
+        if (visible.empty() || (!view.presentation && view.pipelineStage < 0)) break;
         if (view.pipelineStage < 0) view.pipelineStage = stageIndex(visible.front());
         view.presentation = true;
         view.stageFullScreen = true;

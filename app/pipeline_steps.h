@@ -18,8 +18,9 @@ std::vector<io::MatrixKind> visibleStages(const AttentionResult* result);
 int stepPipelineStage(int current, int delta, const std::vector<io::MatrixKind>& visible);
 
 // Applies queued keys (app/frame_pacing.h) to the view, in order: Next / Previous step
-// (a single full-screen stage follows the step), F5 toggles presentation mode, Enter shows the
-// current stage (or the first) alone and enters presentation mode, Escape goes back one level:
+// (a single full-screen stage follows the step), F5 toggles presentation mode, Enter (while
+// presenting or stepping) shows the current stage (or the first) alone and enters
+// presentation mode, Escape goes back one level:
 // single stage -> presentation strip -> normal window -> every stage shown.
 void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
                        const std::vector<io::MatrixKind>& visible);

@@ -585,8 +585,16 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
   press(GLFW_KEY_ESCAPE);
   EXPECT_EQ(state.view.pipelineStage, -1);
-  // Enter outside presentation mode enters it; keys in one frame all count, in order.
-  queueKeys(state, {GLFW_KEY_ENTER, GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
+  // Enter in the normal window does nothing unless a step is shown (a text field just left
+  // with Enter must not take the window over); while stepping it presents that stage.
+  press(GLFW_KEY_ENTER);
+  EXPECT_FALSE(state.view.presentation);
+  queueKeys(state, {GLFW_KEY_RIGHT, GLFW_KEY_ENTER});  // keys in one frame all count, in order
+  frame(state);
+  EXPECT_TRUE(state.view.presentation);
+  EXPECT_TRUE(state.view.stageFullScreen);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Q));
+  queueKeys(state, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
   frame(state);
   EXPECT_FALSE(state.view.presentation);
   EXPECT_FALSE(state.view.stageFullScreen);
