@@ -322,7 +322,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
   const float colLabelHeight = font * 1.3f;
   const float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
-  const float usableWidth = avail.x - style.ScrollbarSize;
+  // (Presentation pages instead of scrolling: no room kept for a scroll bar.)
+  const float usableWidth = avail.x - (presenting ? 0.0f : style.ScrollbarSize);
   int revealed = n;
   int currentCard = -1;
   if (current >= 0) {
