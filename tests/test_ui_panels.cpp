@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -803,6 +804,53 @@ TEST_F(Headless, ReuploadsShareAPerFrameByteBudget) {
   drawTwo(heatmaps_, a, b, 3);
   EXPECT_EQ(impl.uploads, 6u);
   EXPECT_EQ(impl.deferredUploads, 0);
+}
+
+// Per-row and log colours: the widget uploads each cell's colour position (what the shader
+// maps over 0..1), re-uploads when the rule changes, and uploads the values again when it is
+// back to one linear range.
+TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
+  Matrix values(2, 3);
+  values << 1, 2, 3,  //
+      10, 30, 20;
+  auto& mock = static_cast<MockHeatmapTextures&>(heatmaps_.textures());
+  mock.init();
+  auto draw = [&](io::RangeMode range, io::ColorScaleKind scale) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(600, 400), ImGuiCond_Always);
+    ImGui::Begin("colours");
+    HeatmapOptions options;
+    options.size = ImVec2(300, 200);
+    options.range = range;
+    options.scale = scale;
+    heatmapWidget("m", heatmaps_, io::HeatmapView{MatrixRef::of(values), {}, {}, "m"}, 1, options);
+    ImGui::End();
+    ImGui::Render();
+  };
+  draw(io::RangeMode::Global, io::ColorScaleKind::Linear);
+  ASSERT_EQ(mock.uploads.size(), 1u);
+  EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{1, 2, 3, 10, 30, 20}));
+  EXPECT_FLOAT_EQ(mock.quads.back().range.lo, 1.0f);
+  EXPECT_FLOAT_EQ(mock.quads.back().range.hi, 30.0f);
+  draw(io::RangeMode::Row, io::ColorScaleKind::Linear);
+  ASSERT_EQ(mock.uploads.size(), 2u);  // same content, new rule: uploaded again
+  EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{0, 0.5f, 1, 0, 1, 0.5f}));
+  EXPECT_FLOAT_EQ(mock.quads.back().range.lo, 0.0f);
+  EXPECT_FLOAT_EQ(mock.quads.back().range.hi, 1.0f);
+  draw(io::RangeMode::Row, io::ColorScaleKind::Linear);
+  EXPECT_EQ(mock.uploads.size(), 2u);  // nothing changed: no upload
+  draw(io::RangeMode::Global, io::ColorScaleKind::Log);
+  ASSERT_EQ(mock.uploads.size(), 3u);
+  // Log over [1, 30]: log10(v) / log10(30).
+  const std::vector<float>& log = mock.uploads.back().top;
+  ASSERT_EQ(log.size(), 6u);
+  EXPECT_NEAR(log[0], 0.0f, 1e-6f);
+  EXPECT_NEAR(log[3], 1.0f / std::log10(30.0f), 1e-5f);
+  EXPECT_NEAR(log[4], 1.0f, 1e-6f);
+  draw(io::RangeMode::Global, io::ColorScaleKind::Linear);
+  ASSERT_EQ(mock.uploads.size(), 4u);  // back to the values
+  EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{1, 2, 3, 10, 30, 20}));
 }
 
 }  // namespace
