@@ -40,6 +40,9 @@ struct GuiLaunch {
   std::string modelFolder;
   std::string modelText;
   bool modelPipeline = false;
+  bool presentation = false;        // screenshot --presentation: presentation mode (F5)
+  int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
+                                    // with presentation, shown alone full screen
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:
