@@ -483,7 +483,39 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     for (int a = 1; a < n; ++a) consider({0, a});
     for (int a = 1; a < n; ++a)
       for (int b = a + 1; b < n; ++b) consider({0, a, b});
-    grid = std::max(bestGrid, font * 4.0f);  // below this the strip scrolls
+    for (int a = 1; a < n; ++a)
+      for (int b = a + 1; b < n; ++b)
+        for (int c = b + 1; c < n; ++c) consider({0, a, b, c});
+    const float minGrid = font * 4.0f;
+    grid = bestGrid;
+    if (bestGrid < minGrid) {
+      // No layout fits the panel's height at a readable size (a small window, a large
+      // font): keep every card readable and whole, and let the strip scroll vertically.
+      // Rows are filled greedily at the smallest readable size, so no card is cut at the
+      // right edge; then the grid grows as far as the widest row allows.
+      std::vector<int> starts{0};
+      float used = 0;
+      for (int i = 0; i < n; ++i) {
+        const float w = fixedWidth[i] + minGrid * aspects[i];
+        if (i > starts.back() && used + w > usableWidth) {
+          starts.push_back(i);
+          used = 0;
+        }
+        used += w;
+      }
+      float widthGrid = 1e9f;
+      for (std::size_t r = 0; r < starts.size(); ++r) {
+        const int begin = starts[r], end = r + 1 < starts.size() ? starts[r + 1] : n;
+        float fixed = 0, aspect = 0;
+        for (int i = begin; i < end; ++i) {
+          fixed += fixedWidth[i];
+          aspect += aspects[i];
+        }
+        widthGrid = std::min(widthGrid, (usableWidth - fixed) / std::max(aspect, 0.1f));
+      }
+      bestStarts = std::move(starts);
+      grid = std::clamp(gridFor(bestStarts), minGrid, std::max(minGrid, widthGrid));
+    }
   }
 
   // 3 the strip (in presentation: the rows of one page).

@@ -772,3 +772,28 @@ TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
 }
 
 }  // namespace
+
+// The Pipeline in a window-sized panel (what it gets in a 1280 x 800 window): when no row
+// layout fits the height at a readable size, the cards wrap into more rows and the strip
+// scrolls vertically; no card reaches past the panel's right edge.
+TEST_F(Headless, NarrowPipelineWrapsCardsInsteadOfCuttingThem) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  constexpr float kX = 360, kWidth = 530, kHeight = 750;
+  std::size_t drawn = 0;
+  for (int f = 0; f < 3; ++f) {
+    update(state);
+    ImGui::NewFrame();
+    place(kX, 22, kWidth, kHeight);
+    drawPipelinePanel(state, heatmaps_);
+    endFrame(state, false);
+    ImGui::Render();
+    drawn = 0;
+    for (const HeatmapRecord& record : heatmaps_.impl().records) {
+      if (record.id.rfind("##stage_", 0) != 0) continue;
+      ++drawn;
+      EXPECT_LE(record.gridMax.x, kX + kWidth) << record.id;
+      EXPECT_GE(record.gridMax.x - record.gridMin.x, ImGui::GetFontSize() * 1.5f) << record.id;
+    }
+  }
+  EXPECT_EQ(drawn, visibleStages(&*state.computed->result).size());
+}
