@@ -2,6 +2,7 @@
 // recomputes the cell from the head's own q, k, v and params, step by step, so the numbers
 // shown are the ones the mechanism used; the final value is always the result's own.
 #include "core/explain.h"
+#include "core/format.h"
 
 #include <Eigen/SVD>
 
@@ -21,8 +22,12 @@ namespace {
 // Helpers
 // ---------------------------------------------------------------------------------------
 
+constexpr std::size_t kExplainLabelChars = 32;
+
 std::string labelOr(const std::vector<std::string>& labels, int i, const char* prefix) {
-  if (i >= 0 && i < static_cast<int>(labels.size()) && !labels[i].empty()) return labels[i];
+  // Capped (a label can be megabytes long): the explanation repeats it in its text.
+  if (i >= 0 && i < static_cast<int>(labels.size()) && !labels[i].empty())
+    return capLabel(labels[i], kExplainLabelChars);
   std::string out(prefix);
   out.append(std::to_string(i));
   return out;

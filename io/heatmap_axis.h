@@ -4,6 +4,8 @@
 // functions: no font, no ImGui.
 #pragma once
 
+#include "core/format.h"
+
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -17,16 +19,10 @@ namespace attn::io {
 // Labels
 // ---------------------------------------------------------------------------------------
 
-// Longest label drawn, in code points; longer ones end in "…" (full text on hover).
-inline constexpr std::size_t kLabelDisplayChars = 24;
-
-// `label` cut to at most `maxCodePoints` code points, the last of them "…" when cut. Cuts
-// only between UTF-8 code points (a continuation byte never starts the cut; in invalid
-// UTF-8 a run of stray continuation bytes counts as one code point per 4 bytes). The work
-// is bounded by 4 · maxCodePoints bytes, not by the label's length: a 10 MB label costs as
-// much as a short one. ASCII control characters (a newline, a tab) become spaces, so that a
-// label stays on one line.
-std::string capLabel(std::string_view label, std::size_t maxCodePoints = kLabelDisplayChars);
+// Longest label drawn, in code points: attn::kLabelDisplayChars; attn::capLabel
+// (core/format.h) cuts a label to it with "…" in bounded work.
+using attn::capLabel;
+using attn::kLabelDisplayChars;
 
 // How many labels to skip so that they do not overlap: the smallest k of 1, 2, 5, 10, 20,
 // 50, ... with k · pitch >= extent, where `pitch` is the distance between neighbouring
