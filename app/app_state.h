@@ -16,6 +16,7 @@
 #include "app/image_view.h"
 #include "app/attention_view.h"
 #include "app/frame_pacing.h"
+#include "app/model_view.h"
 #include "core/attention.h"
 #include "core/scenario.h"
 #include "core/scenario_edits.h"
@@ -200,6 +201,9 @@ struct AppState {
   // The opened .npy / .npz attention file and what the Attention panel shows of it. Apart
   // from `doc`: opening one leaves the scenario, its undo history and dirty flag alone.
   AttentionView attention;
+  // The GPT-2 model folder, the text typed into the Model panel and the newest run (its
+  // attention is shown through `attention`). Apart from `doc` as well.
+  ModelView model;
 
   bool dirty() const { return contentId != savedContentId; }
   // True while the result on screen belongs to an older revision than the document.

@@ -78,6 +78,13 @@ bool openAttentionFile(AppState& state, const std::string& path, double now,
   view.overlayHeads.clear();
   view.overlayTop.clear();
   view.overlayGeneration = ~0ull;
+  view.filter.cacheFor.reset();
+  view.filter.cache.reset();
+  view.compare.file.reset();  // B is a selection of the new file again
+  view.compare.selection = {};
+  ++view.compare.revision;
+  view.compare.cacheFor.reset();
+  view.compare.hoverRow = view.compare.hoverCol = -1;
   *panelFlag(state.view, "attention") = true;
   const io::AttentionShape& s = view.file->shape();
   std::string text = "opened " + fs::path(path).filename().string() + ": ";

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,47 @@ struct AttentionShown {
 
 // How the model-view grid orders the heads of each layer.
 enum class HeadSort { Index, EntropyAscending, Top1Descending };
+
+struct FilteredView;  // app/attention_analysis.h
+
+// The special-token filter of the heatmap, focus and text views (core/aggregate.h): when
+// `enabled`, the keys it marks are dropped and each row is renormalised over the rest.
+// `cache` holds the filtered matrix of one (shown, settings revision); rebuilt on change.
+struct AttentionFilter {
+  bool enabled = false;
+  SpecialTokenOptions tokens;  // first token, the default list, the user's list
+  std::string extraText;       // the user's list as typed (parseTokenList)
+  std::uint64_t revision = 0;  // bumped when a setting changes
+  // Cache: the filtered `shown` (null when off or not built yet).
+  std::shared_ptr<const AttentionShown> cacheFor;
+  std::uint64_t cacheRevision = ~0ull;
+  std::shared_ptr<const FilteredView> cache;
+  std::string error;  // why the filter cannot apply to the shown matrix ("" = it can)
+};
+
+// The focus view: one row (a query's attention over the keys) or one column (how much each
+// query attends to a key) of the shown matrix as bars.
+struct AttentionFocus {
+  bool column = false;
+  int index = 0;
+};
+
+// The compare view: the shown selection (A) beside a second one (B) of the same file or of
+// a second file, with linked hover and their difference A - B on RdBu centred on 0.
+struct AttentionCompare {
+  std::shared_ptr<const io::AttentionFile> file;  // B's file; null = the open file
+  std::string pathText;                           // the path field of the panel
+  io::AttentionSelection selection;               // B
+  std::uint64_t revision = 0;                     // bumped when file or selection changes
+  // B and the difference for (A's shown, revision), computed on the UI thread.
+  std::shared_ptr<const AttentionShown> cacheFor;
+  std::uint64_t cacheRevision = ~0ull;
+  std::shared_ptr<const io::SelectedAttention> shownB;
+  std::shared_ptr<const io::MatrixView> difference;
+  std::optional<io::ValueRange> sharedRange;  // finite min..max over A and B together
+  std::string error;  // why B or the difference cannot be shown ("" = fine)
+  int hoverRow = -1, hoverCol = -1;  // the cell hovered last frame in either heatmap
+};
 
 struct AttentionView {
   std::shared_ptr<const io::AttentionFile> file;  // null: no attention file open
@@ -46,7 +88,8 @@ struct AttentionView {
   std::vector<io::ArraySummary> chooseArrays;
 
   // Panel scratch (not saved).
-  int requestTab = -1;       // 0 heatmap, 1 head view, 2 text view: selected next frame
+  int requestTab = -1;       // 0 heatmap, 1 head view, 2 text view, 3 focus, 4 compare:
+                             // selected next frame
   HeadSort sort = HeadSort::Index;
   int topK = 8;              // head view: lines per token when n is large
   int pinnedToken = -1;      // text / head view: clicked token (key index), -1 = none
@@ -61,6 +104,10 @@ struct AttentionView {
   int overlayLayer = -1, overlayK = 0;
   std::vector<Matrix> overlayHeads;
   std::vector<std::vector<int>> overlayTop;
+  // Focus, special-token filter and compare (app/attention_analysis.h).
+  AttentionFilter filter;
+  AttentionFocus focus;
+  AttentionCompare compare;
 };
 
 // True for a path that names an attention file (.npy or .npz, any case).

@@ -50,9 +50,11 @@ constexpr std::string_view kMainHelp =
 usage:
   attnscope                        open the window (restores the last session)
   attnscope SCENARIO.json          open the window on a scenario file
+  attnscope --model DIR [--text T] open the window with a GPT-2 model folder (live attention)
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS] [--theme T]
+  attnscope screenshot [SCENARIO] --model DIR --text T [--head L,H [--pipeline]] --out FILE.png
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
   attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
@@ -168,6 +170,19 @@ options:
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
   --patch P  --query R,C  --temperature T  --pos none|sin2d|random
 set the view as in `attnscope image`.
+
+When it is an attention file (.npy / .npz), these set up the Attention panel:
+  --view heatmap|head|text|focus|compare   the tab shown                 (default: heatmap)
+  --select L,H        the head shown (A)                                (default: 0,0)
+  --compare FILE|L,H  compare with head L,H of the same file, or with A's head of FILE
+  --drop-special      drop the special tokens' keys and renormalise the rows
+  --focus q:N|k:N     focus query row N or key column N (opens the Focus tab)
+
+A GPT-2 model folder (SCENARIO may then be left out):
+  --model DIR       load the folder and show the Model and Attention panels
+  --text TEXT       the text typed into the Model panel
+  --head L,H        select layer L, head H in the Attention panel
+  --pipeline        open that head in the pipeline (a new scenario of its real q, k, v)
 )";
 
 }  // namespace
@@ -616,7 +631,10 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
 constexpr OptionSpec kScreenshotOptions[] = {
     {"--out", true},   {"--size", true},        {"--frames", true}, {"--patch", true},
     {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true},
-    {"--theme", true}};
+    {"--theme", true},
+    {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
+    {"--focus", true}, {"--model", true},       {"--text", true},    {"--head", true},
+    {"--pipeline", false}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -625,7 +643,10 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     out << kScreenshotHelp;
     return 0;
   }
-  Expected<std::string> path = takeScenarioPath("screenshot", *parsed);
+  // With --model the SCENARIO may be left out (the default one).
+  Expected<std::string> path = parsed->has("--model") && parsed->positional.empty()
+                                   ? Expected<std::string>(std::string())
+                                   : takeScenarioPath("screenshot", *parsed);
   if (!path) return fail(err, path.error());
 
   GuiLaunch launch;
@@ -659,7 +680,7 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());
   for (const std::string& written : {*outPath, *outPath + ".json"}) {  // the PNG and its sidecar
-    if (Status distinct = checkNotAnInput(written, *path); !distinct)
+    if (Status distinct = path->empty() ? Status(Ok{}) : checkNotAnInput(written, *path); !distinct)
       return fail(err, distinct.error());
   }
   launch.screenshotPath = *outPath;
@@ -670,10 +691,21 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       !image) {
     return fail(err, image.error());
   }
+  if (Status attention = applyAttentionScreenshotOptions(
+          *path, [&](std::string_view name) { return parsed->get(name); }, launch);
+      !attention) {
+    return fail(err, attention.error());
+  }
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened.
   // An image or an attention file (.npy / .npz) is checked by the window itself.
-  if (launch.imagePath.empty() && !isAttentionPath(*path)) {
+  if (Status model = applyModelScreenshotOptions(
+          [&](std::string_view name) { return parsed->get(name); }, parsed->has("--pipeline"),
+          launch);
+      !model) {
+    return fail(err, model.error());
+  }
+  if (launch.imagePath.empty() && !isAttentionPath(*path) && !path->empty()) {
     Expected<Computed> computed = loadAndCompute(*path);
     if (!computed) return fail(err, computed.error());
   }
@@ -699,6 +731,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "image") return runImageCommand(rest, out, err);
   if (command == "train") return runTrain(rest, out, err);
   if (command == "model") return runModelCommand(rest, out, err);
+  if (command == "--model") return runModelWindow(rest, out, err);
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
         << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";

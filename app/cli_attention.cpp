@@ -309,4 +309,70 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   return 0;
 }
 
+// =======================================================================================
+// screenshot FILE.npy|FILE.npz
+// =======================================================================================
+
+namespace {
+
+// "L,H" -> (L, H), both >= 0.
+std::optional<std::pair<int, int>> parseLayerHead(const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) return std::nullopt;
+  const auto layer = parseIntStrict(std::string_view(text).substr(0, comma), 0, 1 << 20);
+  const auto head = parseIntStrict(std::string_view(text).substr(comma + 1), 0, 1 << 20);
+  if (!layer || !head) return std::nullopt;
+  return std::pair{*layer, *head};
+}
+
+}  // namespace
+
+Status applyAttentionScreenshotOptions(
+    const std::string& path, const std::function<const std::string*(std::string_view)>& get,
+    GuiLaunch& launch) {
+  if (!isAttentionFilePath(path)) {
+    for (std::string_view name : kAttentionScreenshotOptions)
+      if (get(name)) return cli::optionError(name, "only applies to a .npy or .npz file");
+    return Ok{};
+  }
+  GuiLaunch::AttentionStart& start = launch.attention;
+  if (const std::string* v = get("--view")) {
+    constexpr std::string_view kTabs[] = {"heatmap", "head", "text", "focus", "compare"};
+    const auto it = std::find(std::begin(kTabs), std::end(kTabs), *v);
+    if (it == std::end(kTabs))
+      return cli::optionError("--view", cli::inQuotes(*v) +
+                                            " is not heatmap, head, text, focus or compare");
+    start.tab = static_cast<int>(it - std::begin(kTabs));
+  }
+  if (const std::string* v = get("--select")) {
+    const auto lh = parseLayerHead(*v);
+    if (!lh) return cli::optionError("--select", cli::inQuotes(*v) + " is not LAYER,HEAD");
+    start.layer = lh->first;
+    start.head = lh->second;
+  }
+  if (const std::string* v = get("--compare")) {
+    if (const auto lh = parseLayerHead(*v)) {
+      start.compareLayer = lh->first;
+      start.compareHead = lh->second;
+    } else if (isAttentionFilePath(*v)) {
+      start.compareFile = *v;
+    } else {
+      return cli::optionError("--compare", cli::inQuotes(*v) +
+                                               " is neither LAYER,HEAD nor a .npy / .npz file");
+    }
+    if (start.tab < 0) start.tab = 4;
+  }
+  if (get("--drop-special")) start.dropSpecial = true;
+  if (const std::string* v = get("--focus")) {
+    const bool key = v->rfind("k:", 0) == 0, query = v->rfind("q:", 0) == 0;
+    const auto index = (key || query) ? parseIntStrict(std::string_view(*v).substr(2), 0, 1 << 20)
+                                      : std::nullopt;
+    if (!index) return cli::optionError("--focus", cli::inQuotes(*v) + " is not q:N or k:N");
+    start.focusColumn = key;
+    start.focusIndex = *index;
+    if (start.tab < 0) start.tab = 3;
+  }
+  return Ok{};
+}
+
 }  // namespace attn::app

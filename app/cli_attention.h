@@ -2,12 +2,14 @@
 // `attnscope export FILE.npy|FILE.npz ...` and `attnscope info FILE.npy|FILE.npz`.
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "app/cli_common.h"
+#include "app/gui.h"
 
 namespace attn::app {
 
@@ -22,6 +24,17 @@ extern const std::string_view kInfoHelp;
 
 // `export` on an attention file; `parsed` holds the export options (one positional FILE).
 int runAttentionExport(const cli::ParsedArgs& parsed, std::ostream& out, std::ostream& err);
+
+// `screenshot FILE.npy|FILE.npz` options that set up the Attention panel:
+//   --view heatmap|head|text|focus|compare   --select L,H   --compare FILE|L,H
+//   --drop-special   --focus q:N|k:N
+// Errors (one line) for a malformed value, or when one is given for a non-attention file.
+// `get` returns an option's value ("" for a flag) or null when it is absent.
+inline constexpr std::string_view kAttentionScreenshotOptions[] = {
+    "--view", "--select", "--compare", "--drop-special", "--focus"};
+Status applyAttentionScreenshotOptions(
+    const std::string& path, const std::function<const std::string*(std::string_view)>& get,
+    GuiLaunch& launch);
 
 // `info FILE [--array NAME] [--batch B] [--layout DIMS] [--tokens FILE] [--scan]`.
 int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& err);

@@ -10,6 +10,7 @@
 
 #include "app/cli.h"
 #include "app/cli_common.h"
+#include "app/gui.h"
 #include "core/gpt2/model.h"
 #include "io/files.h"
 #include "io/gpt2_model.h"
@@ -209,6 +210,67 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     out.flush();
   }
   return 0;
+}
+
+// =======================================================================================
+// The window with a model
+// =======================================================================================
+
+const std::string_view kModelWindowHelp =
+    R"(usage: attnscope --model DIR [--text TEXT]
+
+Opens the window with the GPT-2 model folder DIR loaded (on a worker thread; see
+attnscope model --help for the folder) and TEXT typed into the Model panel. The Attention
+panel shows every layer's and head's attention as you type, the Model panel the next-token
+prediction and the residual-stream norms. A bad folder gives an error notice and the window
+opens without a model.
+)";
+
+int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  constexpr cli::OptionSpec kOptions[] = {{"--text", true}};
+  Expected<cli::ParsedArgs> parsed = cli::parseArgs("--model", args, kOptions);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << kModelWindowHelp;
+    return 0;
+  }
+  if (parsed->positional.size() != 1) {
+    return fail(err, Error{"", "", "'--model' needs one model folder DIR (see attnscope --model --help)"});
+  }
+  GuiLaunch launch;
+  launch.modelFolder = parsed->positional[0];
+  if (const std::string* text = parsed->get("--text")) launch.modelText = *text;
+  out.flush();
+  return runGui(launch);
+}
+
+Status applyModelScreenshotOptions(const std::function<const std::string*(std::string_view)>& get,
+                                   bool pipeline, GuiLaunch& launch) {
+  const std::string* folder = get("--model");
+  if (!folder) {
+    for (std::string_view name : {"--text", "--head"})
+      if (get(name)) return optionError(name, "only applies with --model DIR");
+    if (pipeline) return optionError("--pipeline", "only applies with --model DIR");
+    return Ok{};
+  }
+  launch.modelFolder = *folder;
+  if (const std::string* text = get("--text")) launch.modelText = *text;
+  if (const std::string* v = get("--head")) {
+    const auto comma = v->find(',');
+    std::optional<int> l, h;
+    if (comma != std::string::npos) {
+      l = parseIntStrict(std::string_view(*v).substr(0, comma), 0, gpt2::kMaxLayers - 1);
+      h = parseIntStrict(std::string_view(*v).substr(comma + 1), 0, gpt2::kMaxHeads - 1);
+    }
+    if (!l || !h) return optionError("--head", cli::inQuotes(*v) + " is not LAYER,HEAD (two integers >= 0)");
+    launch.modelLayer = *l;
+    launch.modelHead = *h;
+  }
+  if (pipeline) {
+    if (launch.modelLayer < 0) return optionError("--pipeline", "needs --head LAYER,HEAD");
+    launch.modelPipeline = true;
+  }
+  return Ok{};
 }
 
 }  // namespace attn::app

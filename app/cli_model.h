@@ -6,6 +6,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <functional>
+
+#include "app/gui.h"
+#include "core/types.h"
 
 namespace attn::app {
 
@@ -13,5 +17,17 @@ extern const std::string_view kModelHelp;
 
 // The `model` command (args after "model"). Exit codes as in cli.h.
 int runModelCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+extern const std::string_view kModelWindowHelp;
+
+// `attnscope --model DIR [--text TEXT]` (args after "--model"): the window with the model
+// loaded (on its worker) and TEXT in the Model panel.
+int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+// `attnscope screenshot --model DIR ...`: sets launch.modelFolder and the model options
+// --text, --head L,H and --pipeline (read through `get`; `has` for the flag). Without
+// --model none of them may be given. Errors name the option.
+Status applyModelScreenshotOptions(const std::function<const std::string*(std::string_view)>& get,
+                                   bool pipeline, GuiLaunch& launch);
 
 }  // namespace attn::app

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <utility>
 
 #include <imgui.h>
 #include <imgui_stdlib.h>
@@ -523,6 +524,23 @@ void requestOpen(FileUi& ui, AppState& state, const std::string& path, double no
   adoptDocument(state, std::move(*scenario), path, now);
 }
 
+void requestNewDocument(FileUi& ui, AppState& state, Scenario doc, double now) {
+  if (ui.recoveryPending) {
+    notify(state, Notice::Kind::Warning,
+           "first answer whether to restore the autosaved changes, then try again", now);
+    return;
+  }
+  if (state.dirty()) {
+    ui.after = FileUi::After::New;
+    ui.afterDoc = std::move(doc);
+    ui.askUnsaved = true;
+    return;
+  }
+  const std::string name = doc.name;
+  loadDocument(state, std::move(doc), "");
+  notify(state, Notice::Kind::Info, "opened " + name + " as a new scenario", now);
+}
+
 void requestQuit(FileUi& ui, AppState& state) {
   // Unanswered recovery: quit without touching the autosave (it is offered again next time).
   if (!state.dirty() || ui.recoveryPending) {
@@ -575,6 +593,12 @@ void runAfter(FileUi& ui, AppState& state, double now) {
         openDocument(state, ui.afterPath, now);
       }
       break;
+    case FileUi::After::New: {
+      const std::string name = ui.afterDoc.name;
+      loadDocument(state, std::exchange(ui.afterDoc, Scenario{}), "");
+      notify(state, Notice::Kind::Info, "opened " + name + " as a new scenario", now);
+      break;
+    }
     case FileUi::After::Nothing:
       break;
   }

@@ -107,10 +107,11 @@ struct FileUi {
   std::string dialogError;
 
   // What to do once the unsaved changes are dealt with.
-  enum class After { Nothing, Quit, Open };
+  enum class After { Nothing, Quit, Open, New };
   After after = After::Nothing;
   std::string afterPath;       // After::Open
   std::optional<Scenario> afterScenario;  // After::Open: the file, read before asking
+  Scenario afterDoc;           // After::New
   bool askUnsaved = false;     // open the "Save changes?" modal next frame
   bool quitConfirmed = false;  // the window may close now
   bool discarded = false;      // the user chose Discard on quit
@@ -155,6 +156,9 @@ void saveOrAsk(FileUi& ui, AppState& state, double now);
 // Opens `path`, first asking about unsaved changes. A scenario is read before the
 // question: a file that cannot be opened shows its error and asks nothing.
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now);
+// Makes `doc` the document, untitled (e.g. a model's head from the Model panel), first
+// asking about unsaved changes as an open does.
+void requestNewDocument(FileUi& ui, AppState& state, Scenario doc, double now);
 // Quits, first asking about unsaved changes (sets ui.quitConfirmed when it may close).
 void requestQuit(FileUi& ui, AppState& state);
 

@@ -29,6 +29,7 @@
 #include <imgui.h>
 
 #include "app/cli.h"
+#include "app/attention_analysis.h"
 #include "app/attention_service.h"
 #include "app/compute_service.h"
 #include "app/files.h"
@@ -36,8 +37,10 @@
 #include "app/gl_texture.h"
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
+#include "app/model_service.h"
 #include "app/panel_registry.h"
 #include "app/panel_training.h"
+#include "app/recent_files.h"
 #include "app/screenshot.h"
 #include "app/theme.h"
 #include "core/format.h"
@@ -114,7 +117,13 @@ struct GuiSession::Impl {
   // compute synchronously, so that the picture always shows the finished result.
   std::unique_ptr<ComputeService> compute;
   std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
+  std::unique_ptr<ModelService> model;          // GPT-2 folder loads and runs as you type
   FileUi files;
+  // File ▸ Open Recent (app/recent_files.h); recentFile "" = not kept (tests, screenshots).
+  std::string recentFile;
+  std::vector<std::string> recent;
+  std::string recentDoc;                // docPath last seen by trackRecent()
+  std::uint64_t recentGeneration = 0;   // attention generation last seen by trackRecent()
 
   float contentScale = 1.f;
   float fontPixels = 0.f;  // size the atlas was built at
@@ -172,11 +181,19 @@ struct GuiSession::Impl {
   // Brings state.computed up to date: synchronously in screenshot mode, else through the
   // worker (never blocks). True when a new result was published.
   bool recompute() {
-    if (screenshotMode() || !compute) return update(state) | updateAttention(state);
-    if (attention) updateAttentionAsync(state, *attention);
-    return updateAsync(state, *compute);
+    if (screenshotMode() || !compute)
+      return update(state) | updateModel(state, now()) | updateAttention(state);
+    bool changed = model && updateModelAsync(state, *model, now());
+    if (attention) changed |= updateAttentionAsync(state, *attention);
+    return updateAsync(state, *compute) || changed;
   }
+  // Screenshot mode: loads the model and runs the text at once, selects the launch's head
+  // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.
+  bool openModelScreenshot();
   void updateTitle();
+  void loadRecent();
+  void trackRecent();
+  void drawRecentMenu();
   void takeScreenshot(const std::string& path, bool sidecar);
   void shutdown();
 };
@@ -383,6 +400,7 @@ void GuiSession::Impl::drawMenuBar() {
   if (ImGui::BeginMenu("File")) {
     if (ImGui::MenuItem("Open\xE2\x80\xA6", "Ctrl+O")) showOpenDialog(files, state);
     tooltip("Open a scenario file (JSON). You can also drop a file on the window.");
+    drawRecentMenu();
     if (ImGui::MenuItem("Save", "Ctrl+S")) saveOrAsk(files, state, t);
     tooltip("Save the scenario and the view settings to its file.");
     if (ImGui::MenuItem("Save As\xE2\x80\xA6", "Ctrl+Shift+S")) showSaveAsDialog(files, state);
@@ -417,6 +435,15 @@ void GuiSession::Impl::drawMenuBar() {
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) requestQuit(files, state);
     tooltip("Close attnscope (asks to save unsaved changes).");
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("Model")) {
+    if (ImGui::MenuItem("Open model folder\xE2\x80\xA6")) {
+      *panelFlag(state.view, "model") = true;
+      state.model.showOpenDialog = true;
+    }
+    tooltip("Load a GPT-2-family folder (config.json, model.safetensors, vocab.json, "
+            "merges.txt) and watch its attention as you type (docs/models.md).");
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("Edit")) {
@@ -571,11 +598,28 @@ void GuiSession::Impl::layoutPanels() {
       y += h;
     }
   }
-  // Floating panels: centred, most of the window.
+  // Floating panels: centred, most of the window; several shown ones (the Model panel over
+  // the Attention panel) share nearly all of it, stacked by weight in registry order.
+  float floatingWeight = 0;
+  int floatingShown = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (panels[i].dock == PanelDock::Floating && shown[i]) {
+      floatingWeight += panels[i].weight;
+      ++floatingShown;
+    }
+  }
+  const ImVec2 area = floatingShown > 1 ? ImVec2(width * 0.96f, height * 0.96f)
+                                        : ImVec2(width * 0.7f, height * 0.8f);
+  float floatingY = y0 + (height - area.y) * 0.5f;
   for (std::size_t i = 0; i < count; ++i) {
     if (panels[i].dock != PanelDock::Floating) continue;
-    const ImVec2 size(width * 0.7f, height * 0.8f);
-    pendingRects[i] = {ImVec2(x0 + (width - size.x) * 0.5f, y0 + (height - size.y) * 0.5f), size};
+    if (!shown[i] || floatingShown <= 1) {
+      pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), area};
+      continue;
+    }
+    const float h = std::floor(area.y * panels[i].weight / floatingWeight);
+    pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), ImVec2(area.x, h)};
+    floatingY += h;
   }
   applyLayout = true;
 }
@@ -660,6 +704,17 @@ void GuiSession::Impl::drawNotices() {
     ImGui::PopStyleColor();
   } else {
     ImGui::TextDisabled("Ready. Hover a heatmap cell to inspect it; right-click to export.");
+  }
+  // Right: NaN / inf in the open attention file, never shown silently (hatched cells).
+  if (const std::string nonFinite = attentionStatusText(state.attention); !nonFinite.empty()) {
+    const float width = ImGui::CalcTextSize(nonFinite.c_str()).x;
+    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width - font));
+    ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Warning, state.view.lightTheme));
+    ImGui::TextUnformatted(nonFinite.c_str());
+    ImGui::PopStyleColor();
+    tooltip("Non-finite values in the attention file: NaN and +inf cells are magenta and "
+            "hatched, -inf cells grey and hatched; the Attention panel's model view says "
+            "which heads have them.");
   }
   ImGui::End();
 
@@ -806,6 +861,92 @@ void GuiSession::Impl::postComputeNotices() {
   }
 }
 
+// ================================================================================// Recent files
+// =======================================================================================
+
+void GuiSession::Impl::loadRecent() {
+  if (launch.noAutosave || screenshotMode()) return;
+  recentFile = recentFilesPath();
+  if (recentFile.empty()) return;
+  Expected<std::vector<std::string>> loaded = loadRecentFiles(recentFile);
+  if (loaded) {
+    recent = std::move(loaded).value();
+  } else {
+    notify(state, Notice::Kind::Warning,
+           "ignored the recent-files list: " + loaded.error().message(), now());
+  }
+}
+
+// Adds the document and the attention file to the list when they change (once opened).
+void GuiSession::Impl::trackRecent() {
+  if (recentFile.empty()) return;
+  bool changed = false;
+  if (state.docPath != recentDoc) {
+    recentDoc = state.docPath;
+    if (!recentDoc.empty() && !isPresetPath(recentDoc)) changed |= addRecentFile(recent, recentDoc);
+  }
+  if (state.attention.generation != recentGeneration) {
+    recentGeneration = state.attention.generation;
+    if (state.attention.file) changed |= addRecentFile(recent, state.attention.file->path());
+  }
+  if (!changed) return;
+  if (Status saved = saveRecentFiles(recentFile, recent); !saved)
+    notify(state, Notice::Kind::Warning,
+           "cannot keep the recent-files list: " + saved.error().message(), now());
+}
+
+void GuiSession::Impl::drawRecentMenu() {
+  if (!ImGui::BeginMenu("Open Recent", !recent.empty())) {
+    tooltip("Scenarios and attention files opened before (none yet).");
+    return;
+  }
+  std::string picked;
+  for (std::size_t i = 0; i < recent.size(); ++i) {
+    const fs::path path(recent[i]);
+    ImGui::PushID(static_cast<int>(i));
+    // The folder in the shortcut column tells files of the same name apart.
+    if (ImGui::MenuItem(path.filename().string().c_str(),
+                        path.parent_path().filename().string().c_str()))
+      picked = recent[i];
+    tooltip(recent[i].c_str());
+    ImGui::PopID();
+  }
+  ImGui::Separator();
+  if (ImGui::MenuItem("Clear the list")) {
+    recent.clear();
+    if (Status saved = saveRecentFiles(recentFile, recent); !saved)
+      notify(state, Notice::Kind::Warning, saved.error().message(), now());
+  }
+  ImGui::EndMenu();
+  if (!picked.empty()) requestOpen(files, state, picked, now());
+=======
+bool GuiSession::Impl::openModelScreenshot() {
+  const std::size_t notices = state.notices.size();
+  updateModel(state, now());
+  if (!state.model.model) {  // the error notice was printed to stderr by notify()
+    if (state.notices.size() == notices) std::fprintf(stderr, "attnscope: cannot open the model\n");
+    return false;
+  }
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  if (launch.modelLayer >= 0 && run && run->attention) {
+    io::AttentionSelection selection;
+    selection.layer = std::min(launch.modelLayer, run->attention->layers() - 1);
+    selection.head = std::clamp(launch.modelHead, 0, run->attention->heads() - 1);
+    selectAttentionView(state.attention, selection);
+    if (launch.modelPipeline) {
+      Expected<Scenario> scenario =
+          headScenario(*run, selection.layer, selection.head,
+                       fs::path(run->attention->path()).filename().string());
+      if (scenario) {
+        loadDocument(state, std::move(scenario).value(), "");
+        *panelFlag(state.view, "attention") = false;  // the pipeline in front
+        *panelFlag(state.view, "model") = false;
+      }
+    }
+  }
+  return true;
+}
+
 void GuiSession::Impl::updateTitle() {
   std::string name = state.doc.name.empty() ? "untitled" : state.doc.name;
   std::string text = "attnscope \xE2\x80\x94 " + name;
@@ -866,7 +1007,8 @@ FrameActivity GuiSession::Impl::activity() const {
   // thumbnails, an image's patch attention. Their results must appear without an event.
   a.backgroundWork = heatmaps && heatmaps->impl().deferredUploads > 0;
   a.backgroundWork = a.backgroundWork || (state.training && state.training->snapshot && state.training->snapshot->running) ||
-                     (attention && attention->busy()) || state.image.computing();
+                     (attention && attention->busy()) || state.image.computing() ||
+                     (model && model->busy()) || !state.model.loadRequest.empty();
   return a;
 }
 
@@ -927,6 +1069,10 @@ bool GuiSession::frame() {
   // 3 panels and the windows around them
   s.layoutPanels();
   s.drawPanels();
+  if (s.state.model.pipelineRequest) {  // "Open this head in the pipeline" (Model panel)
+    requestNewDocument(s.files, s.state, std::move(*s.state.model.pipelineRequest), t);
+    s.state.model.pipelineRequest.reset();
+  }
   s.drawNotices();
   s.drawLog();
   s.drawHelpWindows();
@@ -966,8 +1112,9 @@ bool GuiSession::frame() {
   s.timing.uiMs = std::chrono::duration<double, std::milli>(renderStart - frameStart).count();
   s.timing.renderMs = std::chrono::duration<double, std::milli>(Clock::now() - renderStart).count();
 
-  // 6 title, autosave, quit (asking first when there are unsaved changes)
+  // 6 title, recent files, autosave, quit (asking first when there are unsaved changes)
   s.updateTitle();
+  s.trackRecent();
   autosaveTick(s.files, s.state, t, kAutosaveInterval, false);
   if (glfwWindowShouldClose(s.window)) {
     if (s.screenshotMode() || s.files.quitConfirmed) {
@@ -1065,9 +1212,11 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   if (!s.screenshotMode()) s.heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
   s.compute = std::make_unique<ComputeService>();
   s.attention = std::make_unique<AttentionService>();
+  s.model = std::make_unique<ModelService>();
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = findAssetDir();
   s.files.presets = listPresets(s.files.assetDir);
+  s.loadRecent();
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
   if (haveInitial) {
     const std::string view = initial.viewJson;
@@ -1096,7 +1245,17 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     }
   }
   if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
-  if (!attentionPath.empty()) openAttentionFile(s.state, attentionPath, s.now());
+  if (!attentionPath.empty() && openAttentionFile(s.state, attentionPath, s.now()))
+    applyAttentionStart(s.state, s.launch.attention, s.now());
+  if (!s.launch.modelFolder.empty()) {
+    s.state.model.text = s.launch.modelText;
+    ++s.state.model.textRevision;
+    s.state.model.loadRequest = s.launch.modelFolder;  // on the worker (the window is up)
+    if (s.screenshotMode() && !s.openModelScreenshot()) {
+      close();
+      return 2;
+    }
+  }
   if (launch.lightTheme) s.state.view.lightTheme = *launch.lightTheme;
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
@@ -1133,6 +1292,7 @@ void GuiSession::close() {
       autosaveTick(s.files, s.state, s.now(), 0, true);
     }
   }
+  s.model.reset();
   s.attention.reset();
   s.compute.reset();   // joins the worker (an attend() in flight finishes first)
   s.heatmaps.reset();  // GL objects, while the context still exists

@@ -22,7 +22,24 @@ struct GuiLaunch {
   float imageTemperature = 0;
   std::string imagePositional;  // none | sin2d | random ("" = none)
   long long trainingSteps = -1;     // >= 0: show the Training panel, trained this many steps
+  // An attention file (scenarioPath .npy / .npz): how the Attention panel starts
+  // (screenshot --view / --select / --compare / --drop-special / --focus).
+  struct AttentionStart {
+    int tab = -1;                // 0 heatmap, 1 head, 2 text, 3 focus, 4 compare; -1 = default
+    int layer = -1, head = -1;   // the shown head (A); -1 = the default (0, 0)
+    std::string compareFile;     // B from another file ("" = the open file)
+    int compareLayer = -1, compareHead = -1;  // B's head; -1 = A's
+    bool dropSpecial = false;    // the special-token filter on
+    bool focusColumn = false;    // focus a key column instead of a query row
+    int focusIndex = -1;         // -1 = default (0)
+  } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
+  // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
+  // screenshots) the head to select and whether to open it in the pipeline.
+  std::string modelFolder;
+  std::string modelText;
+  int modelLayer = -1, modelHead = -1;
+  bool modelPipeline = false;
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

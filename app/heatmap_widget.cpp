@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -168,20 +169,75 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   widget::handleGridInput(entry, grid, interaction);
   widget::drawGrid(impl, entry, grid, view, options, range);
   widget::drawAxisLabels(entry, grid, view, options);
-  widget::drawColorbar(impl, grid, options);
+  widget::drawColorbar(impl, grid, view, options);
   widget::drawHoverReadout(entry, grid, view, options, interaction);
   interaction.exportRequested = widget::drawContextMenu(impl, entry, view, options);
   impl.records.push_back(widget::recordOf(id, grid, view, options, range));
 
   // 8 reserve the space
   const float font = grid.font;
-  const ImVec2 used(
-      options.size.x > 0 ? options.size.x : grid.rowLabelWidth + grid.gridW + grid.colorbarWidth,
-      options.size.y > 0 ? options.size.y : grid.colLabelHeight + std::max(grid.gridH, font * 3));
+  const ImVec2 used(options.size.x > 0 ? options.size.x
+                                       : grid.rowAxisWidth + grid.rowLabelWidth + grid.gridW +
+                                             grid.colorbarWidth,
+                    options.size.y > 0
+                        ? options.size.y
+                        : grid.colAxisHeight + grid.colLabelHeight + std::max(grid.gridH, font * 3));
   ImGui::SetCursorScreenPos(grid.origin);
   ImGui::Dummy(used);
   ImGui::PopID();
   return interaction;
+}
+
+// =======================================================================================
+// Levels of detail behind a hovered cell
+// =======================================================================================
+
+PooledBlock pooledBlock(MatrixRef values, int level, int row, int col) {
+  PooledBlock block;
+  if (values.empty()) return block;
+  row = std::clamp(row, 0, values.rows - 1);
+  col = std::clamp(col, 0, values.cols - 1);
+  // 1 the sides of every level, as uploadValues() makes them
+  std::vector<int> heights{values.rows}, widths{values.cols};
+  while (static_cast<int>(heights.size()) <= level &&
+         (heights.back() > kMinPooledSide || widths.back() > kMinPooledSide) &&
+         (heights.back() > 1 || widths.back() > 1)) {
+    heights.push_back(std::max(1, heights.back() / 2));
+    widths.push_back(std::max(1, widths.back() / 2));
+  }
+  level = std::clamp(level, 0, static_cast<int>(heights.size()) - 1);
+  // 2 down: the texel of the hovered cell at `level` (io::maxPool folds the last odd row in)
+  int r = row, c = col;
+  for (int k = 1; k <= level; ++k) {
+    r = std::min(r / 2, heights[static_cast<std::size_t>(k)] - 1);
+    c = std::min(c / 2, widths[static_cast<std::size_t>(k)] - 1);
+  }
+  // 3 up: the cells of that texel, level by level
+  int r0 = r, r1 = r, c0 = c, c1 = c;
+  for (int k = level; k >= 1; --k) {
+    const int h = heights[static_cast<std::size_t>(k)], w = widths[static_cast<std::size_t>(k)];
+    const int below_h = heights[static_cast<std::size_t>(k - 1)];
+    const int below_w = widths[static_cast<std::size_t>(k - 1)];
+    r1 = r1 == h - 1 ? below_h - 1 : 2 * r1 + 1;
+    c1 = c1 == w - 1 ? below_w - 1 : 2 * c1 + 1;
+    r0 = 2 * r0;
+    c0 = 2 * c0;
+  }
+  block.row0 = r0, block.row1 = r1, block.col0 = c0, block.col1 = c1;
+  // 4 the block's maximum (NaN wins, then the largest value)
+  block.max = values(r0, c0);
+  block.maxRow = r0, block.maxCol = c0;
+  for (int rr = r0; rr <= r1; ++rr) {
+    for (int cc = c0; cc <= c1; ++cc) {
+      const float v = values(rr, cc);
+      if (std::isnan(block.max)) break;
+      if (std::isnan(v) || v > block.max) {
+        block.max = v;
+        block.maxRow = rr, block.maxCol = cc;
+      }
+    }
+  }
+  return block;
 }
 
 }  // namespace attn::app

@@ -23,6 +23,7 @@ struct HeatmapOptions {
   bool axisLabels = true;           // token labels along the axes
   bool colorbar = true;
   bool highlight = false;           // draw a highlight frame (pipeline step-through)
+  int markRow = -1, markCol = -1;   // a cell to outline (linked hover), -1 = none
   ImVec2 size{0, 0};                // 0 = fit: cells square, as large as the space allows
   const char* tooltip = nullptr;    // extra line shown on hover (what the matrix means)
 };
@@ -67,5 +68,18 @@ class HeatmapCache {
 // (the same files as `attnscope export`), reset zoom, copy value.
 HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::HeatmapView& view,
                                  std::uint64_t contentRevision, const HeatmapOptions& options);
+
+// The cells behind one texel of the widget's max-pooled level of detail `level` (0 = the
+// cell itself). The widget halves rows and columns (max(1, side / 2) each time, a last odd
+// row or column folding into the last block, io::maxPool) until both sides are at most 16
+// cells; the cell (row, col) lies in the block [row0, row1] x [col0, col1] of `level`.
+// `max` and (maxRow, maxCol): that block's largest value (NaN wins, as in the pooling) and
+// where it is. `level` is clamped to the levels the widget makes for this shape.
+struct PooledBlock {
+  int row0 = 0, row1 = 0, col0 = 0, col1 = 0;
+  float max = 0;
+  int maxRow = 0, maxCol = 0;
+};
+PooledBlock pooledBlock(MatrixRef values, int level, int row, int col);
 
 }  // namespace attn::app

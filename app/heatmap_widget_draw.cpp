@@ -1,8 +1,11 @@
 // Heatmap widget: drawing (see heatmap_widget_parts.h). The quad goes through the
 // HeatmapTextures interface; text goes into the window's draw list.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <string_view>
 
 #include <imgui.h>
 
@@ -18,22 +21,58 @@ ImU32 imColor(io::Rgb c) {
   return IM_COL32(c.r, c.g, c.b, 255);
 }
 
-// Text cut to `maxWidth` with an ellipsis.
-std::string fitText(const std::string& text, float maxWidth) {
-  if (ImGui::CalcTextSize(text.c_str()).x <= maxWidth) return text;
-  std::string cut = text;
-  while (!cut.empty()) {
-    // Drop one UTF-8 code point.
-    do cut.pop_back();
-    while (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0xC0) == 0x80);
-    if (!cut.empty() && (static_cast<unsigned char>(cut.back()) & 0x80)) cut.pop_back();
-    const std::string candidate = cut + "\xE2\x80\xA6";  // …
-    if (ImGui::CalcTextSize(candidate.c_str()).x <= maxWidth) return candidate;
+// Draws `text` reading bottom to top: the tops of the glyphs face left, the text starts at
+// `bottom` (the left edge of its line box at its lowest point) and runs upwards, and
+// nothing is drawn outside `clipMin`..`clipMax` (nor outside the draw list's clip
+// rectangle). ImGui 1.86 has no rotated text: the glyphs are drawn upright, clipped on the
+// CPU to the clip rectangle turned back, and their vertices turned by a quarter turn about
+// `bottom`.
+void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::string& text,
+               ImVec2 clipMin, ImVec2 clipMax) {
+  // 1 the clip rectangle in upright coordinates: screen (X, Y) <- upright (x, y) with
+  //   X = bx + (y - by), Y = by - (x - bx)
+  const ImVec2 listMin = drawList->GetClipRectMin(), listMax = drawList->GetClipRectMax();
+  clipMin = ImVec2(std::max(clipMin.x, listMin.x), std::max(clipMin.y, listMin.y));
+  clipMax = ImVec2(std::min(clipMax.x, listMax.x), std::min(clipMax.y, listMax.y));
+  if (clipMin.x >= clipMax.x || clipMin.y >= clipMax.y) return;
+  const float bx = bottom.x, by = bottom.y;
+  const ImVec4 upright(bx + by - clipMax.y, by + clipMin.x - bx, bx + by - clipMin.y,
+                       by + clipMax.x - bx);
+  // 2 upright glyphs, clipped on the CPU (the GPU clip rectangle would be the wrong one)
+  const int first = drawList->VtxBuffer.Size;
+  drawList->PushClipRect(ImVec2(-1e7f, -1e7f), ImVec2(1e7f, 1e7f), false);
+  drawList->AddText(ImGui::GetFont(), ImGui::GetFontSize(), bottom, color, text.c_str(),
+                    text.c_str() + text.size(), 0.f, &upright);
+  drawList->PopClipRect();
+  // 3 the quarter turn
+  for (int i = first; i < drawList->VtxBuffer.Size; ++i) {
+    ImVec2& p = drawList->VtxBuffer[i].pos;
+    p = ImVec2(bx + (p.y - by), by - (p.x - bx));
   }
-  return {};
 }
 
 }  // namespace
+
+std::string fitLabel(std::string_view text, float maxWidth) {
+  // Two or three measurements of at most kLabelDisplayChars code points: linear, bounded.
+  const std::string capped = io::capLabel(text);
+  ImFont* imFont = ImGui::GetFont();
+  const float size = ImGui::GetFontSize();
+  const char* begin = capped.c_str();
+  const char* end = begin + capped.size();
+  const char* fits = end;
+  // (ImGui stops before a glyph that reaches max_width exactly: allow a hair more)
+  imFont->CalcTextSizeA(size, maxWidth + 0.01f, 0.f, begin, end, &fits);
+  if (fits == end) return capped;
+  const char* ellipsis = "\xE2\x80\xA6";  // …
+  const float ellipsisWidth = imFont->CalcTextSizeA(size, FLT_MAX, 0.f, ellipsis).x;
+  imFont->CalcTextSizeA(size, std::max(maxWidth - ellipsisWidth + 0.01f, 0.f), 0.f, begin, end,
+                        &fits);
+  if (fits == begin) return ellipsisWidth <= maxWidth ? std::string(ellipsis) : std::string();
+  // Never cut inside a code point.
+  while (fits > begin && (static_cast<unsigned char>(*fits) & 0xC0) == 0x80) --fits;
+  return std::string(begin, fits) + ellipsis;
+}
 
 std::optional<std::string> screenCellLabel(float value, const Grid& g) {
   // The shared formatter with fewer digits where the cell is narrow (io::fittedCellLabel,
@@ -62,6 +101,17 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
                               std::max(6.f, std::round(font * 0.5f)) * framebufferScale, g.gridMin,
                               g.gridMax, ImVec2(g.u0, g.v0), ImVec2(g.u1, g.v1)});
   }
+  if (options.markRow >= 0 && options.markCol >= 0 && options.markRow < g.rows &&
+      options.markCol < g.cols) {
+    // A cell linked from another heatmap (compare view): outlined, clipped to the grid.
+    const ImVec2 cellMin = g.cellScreenMin(options.markRow, options.markCol);
+    drawList->PushClipRect(g.gridMin, g.gridMax, true);
+    const float thick = std::max(1.f, font * 0.12f);
+    drawList->AddRect(ImVec2(cellMin.x - thick, cellMin.y - thick),
+                      ImVec2(cellMin.x + g.cellPxW + thick, cellMin.y + g.cellPxH + thick),
+                      ImGui::GetColorU32(ImGuiCol_PlotHistogram), 0.f, 0, 2.f * thick);
+    drawList->PopClipRect();
+  }
   if (options.highlight) {
     drawList->AddRect(ImVec2(g.gridMin.x - 3, g.gridMin.y - 3),
                       ImVec2(g.gridMax.x + 3, g.gridMax.y + 3),
@@ -88,36 +138,75 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
   drawList->PopClipRect();
 }
 
-void drawAxisLabels(const Entry& entry, const Grid& g, const io::HeatmapView& view,
+void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
                     const HeatmapOptions& options) {
-  // Columns above, rows to the left; skipped evenly when too dense.
+  // Columns above, rows to the left; every k-th when too dense, with the rule written
+  // beside the axis title ("key · every 2nd label"); each label capped (io::capLabel) and
+  // fitted to its room with "…".
   if (!options.axisLabels) return;
   ImDrawList* drawList = ImGui::GetWindowDrawList();
   const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
   const float font = g.font;
-  if (!view.colLabels.empty()) {
-    const float widest = entry.colLabelWidth;
-    const int step = std::max(1, static_cast<int>(std::ceil((widest + font * 0.5f) / g.cellPxW)));
-    drawList->PushClipRect(ImVec2(g.gridMin.x - font, g.origin.y),
-                           ImVec2(g.gridMax.x + font, g.gridMin.y), true);
-    for (int c = g.firstCol; c <= g.lastCol && c < static_cast<int>(view.colLabels.size()); ++c) {
-      if (c % step != 0) continue;
-      const std::string text =
-          fitText(view.colLabels[c], std::max(g.cellPxW * step - font * 0.3f, font));
-      const float width = ImGui::CalcTextSize(text.c_str()).x;
+  const float lineHeight = ImGui::GetTextLineHeight();
+  const bool hasCols = !view.colLabels.empty(), hasRows = !view.rowLabels.empty();
+  const char* dot = " \xC2\xB7 ";  // " · "
+  // 1 the steps: rows by line height, columns by width (upright) or line height (rotated)
+  g.rowStep = hasRows ? io::labelStep(lineHeight * 1.05, g.cellPxH) : 1;
+  g.colStep = !hasCols ? 1
+              : g.colLabelsRotated
+                  ? io::labelStep(lineHeight * 1.05, g.cellPxW)
+                  : io::labelStep(entry.colLabelWidth + font * 0.4f, g.cellPxW);
+  // 2 the titles: "key · every 2nd label" above, "query" read upwards on the left; the rows'
+  //   rule goes above too when it does not fit beside the rows
+  std::string rowTitle(view.rowAxis), colTitle(view.colAxis);
+  const std::string rowNote = io::thinningNote(g.rowStep), colNote = io::thinningNote(g.colStep);
+  if (!colNote.empty()) colTitle += (colTitle.empty() ? "" : dot) + colNote;
+  if (!rowNote.empty()) {
+    const std::string full = rowTitle + (rowTitle.empty() ? "" : dot) + rowNote;
+    if (ImGui::CalcTextSize(full.c_str()).x <= g.gridH || !hasCols)
+      rowTitle = full;
+    else
+      colTitle += (colTitle.empty() ? "" : dot) + std::string("rows: ") + rowNote;
+  }
+  if (hasCols) {
+    // 3 column labels: upright when the widest fits a cell, else read bottom to top
+    const float top = g.origin.y + g.colAxisHeight;
+    drawList->PushClipRect(ImVec2(g.gridMin.x - font, top), ImVec2(g.gridMax.x + font, g.gridMin.y),
+                           true);
+    const int first = g.firstCol - g.firstCol % g.colStep;
+    for (int c = first; c <= g.lastCol && c < static_cast<int>(view.colLabels.size());
+         c += g.colStep) {
       const float centre = g.cellScreenMin(0, c).x + g.cellPxW * 0.5f;
-      drawList->AddText(ImVec2(std::round(centre - width * 0.5f), g.gridMin.y - font * 1.15f),
-                        textColor, text.c_str());
+      if (g.colLabelsRotated) {
+        const std::string text = fitLabel(view.colLabels[c], g.colLabelHeight - font * 0.3f);
+        addTextUp(drawList,
+                  ImVec2(std::round(centre - lineHeight * 0.5f), g.gridMin.y - font * 0.2f),
+                  textColor, text, ImVec2(g.gridMin.x, top), ImVec2(g.gridMax.x, g.gridMin.y));
+      } else {
+        const std::string text = fitLabel(view.colLabels[c], g.cellPxW * g.colStep);
+        const float width = ImGui::CalcTextSize(text.c_str()).x;
+        drawList->AddText(ImVec2(std::round(centre - width * 0.5f), g.gridMin.y - font * 1.15f),
+                          textColor, text.c_str());
+      }
     }
     drawList->PopClipRect();
+    // 4 the column title line, centred on the grid within the widget's width
+    const float left = g.origin.x + g.rowAxisWidth, right = g.gridMax.x + g.colorbarWidth;
+    const std::string title = fitLabel(colTitle, std::max(right - left, font * 3));
+    const float width = ImGui::CalcTextSize(title.c_str()).x;
+    const float x = std::clamp(g.gridMin.x + (g.gridW - width) * 0.5f, left,
+                               std::max(left, right - width));
+    drawList->AddText(ImVec2(std::round(x), g.origin.y), textColor, title.c_str());
   }
-  if (!view.rowLabels.empty()) {
-    const int step = std::max(1, static_cast<int>(std::ceil(font * 1.05f / g.cellPxH)));
-    drawList->PushClipRect(ImVec2(g.origin.x, g.gridMin.y - font * 0.5f),
+  if (hasRows) {
+    // 5 row labels, right-aligned against the grid
+    const float left = g.origin.x + g.rowAxisWidth;
+    drawList->PushClipRect(ImVec2(left, g.gridMin.y - font * 0.5f),
                            ImVec2(g.gridMin.x, g.gridMax.y + font * 0.5f), true);
-    for (int r = g.firstRow; r <= g.lastRow && r < static_cast<int>(view.rowLabels.size()); ++r) {
-      if (r % step != 0) continue;
-      const std::string text = fitText(view.rowLabels[r], g.rowLabelWidth - font * 0.4f);
+    const int first = g.firstRow - g.firstRow % g.rowStep;
+    for (int r = first; r <= g.lastRow && r < static_cast<int>(view.rowLabels.size());
+         r += g.rowStep) {
+      const std::string text = fitLabel(view.rowLabels[r], g.rowLabelWidth - font * 0.4f);
       const ImVec2 size = ImGui::CalcTextSize(text.c_str());
       const float centre = g.cellScreenMin(r, 0).y + g.cellPxH * 0.5f;
       drawList->AddText(
@@ -125,25 +214,86 @@ void drawAxisLabels(const Entry& entry, const Grid& g, const io::HeatmapView& vi
           text.c_str());
     }
     drawList->PopClipRect();
+    // 6 the row title, read bottom to top, centred beside the grid
+    const std::string title = fitLabel(rowTitle, std::max(g.gridH, font * 3));
+    const float width = ImGui::CalcTextSize(title.c_str()).x;
+    addTextUp(drawList, ImVec2(g.origin.x, std::round(g.gridMin.y + (g.gridH + width) * 0.5f)),
+              textColor, title, g.origin, ImVec2(left, g.gridMax.y + font));
   }
 }
 
-void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapOptions& options) {
-  // The LUT texture, high values at the top, with the range's ends.
+void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const io::HeatmapView& view,
+                  const HeatmapOptions& options) {
+  // The LUT texture, high values at the top, round ticks (io::colorbarTicks), the title.
   if (!options.colorbar) return;
   ImDrawList* drawList = ImGui::GetWindowDrawList();
   const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 borderColor = ImGui::GetColorU32(ImGuiCol_Border);
   const float font = g.font;
   const ImVec2 barMin(g.gridMax.x + font * 0.5f, g.gridMin.y);
   const ImVec2 barMax(barMin.x + font * 0.8f, g.gridMin.y + std::max(g.gridH, font * 3));
   if (impl.textures->ready())
     impl.textures->drawColorbar(drawList, options.colormap, barMin, barMax);
-  drawList->AddRect(barMin, barMax, ImGui::GetColorU32(ImGuiCol_Border));
-  drawList->AddText(ImVec2(barMax.x + font * 0.3f, barMin.y - font * 0.1f), textColor,
-                    g.vmaxText.c_str());
-  drawList->AddText(ImVec2(barMax.x + font * 0.3f, barMax.y - font * 0.95f), textColor,
-                    g.vminText.c_str());
+  drawList->AddRect(barMin, barMax, borderColor);
+  float right = barMax.x;
+  for (float t : g.ticks.values) {
+    const float position = io::colorPosition(t, g.range);
+    const float y = std::round(barMax.y - position * (barMax.y - barMin.y));
+    drawList->AddLine(ImVec2(barMax.x, y), ImVec2(barMax.x + font * 0.3f, y), textColor);
+    const std::string text = formatNumber(t, g.ticks.digits);
+    const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+    drawList->AddText(ImVec2(barMax.x + font * 0.45f, std::round(y - size.y * 0.5f)), textColor,
+                      text.c_str());
+    right = std::max(right, barMax.x + font * 0.45f + size.x);
+  }
+  if (!view.valueTitle.empty()) {
+    const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y);
+    const float width = ImGui::CalcTextSize(title.c_str()).x;
+    const ImVec2 at(right + font * 0.3f, std::round((barMin.y + barMax.y + width) * 0.5f));
+    addTextUp(drawList, at, textColor, title, ImVec2(at.x, barMin.y),
+              ImVec2(at.x + font * 1.2f, barMax.y));
+  }
 }
+
+// The full text of a label for the hover readout: up to kHoverLabelChars code points (a
+// 10 MB label would make a tooltip as wide as the screen many times over), then its length.
+constexpr std::size_t kHoverLabelChars = 400;
+std::string hoverLabel(std::string_view label) {
+  std::string text = io::capLabel(label, kHoverLabelChars);
+  if (text.size() < label.size())
+    text += " (" + countOf(static_cast<long long>(label.size()), "byte", "bytes") + ")";
+  return text;
+}
+
+namespace {
+
+// The value line of the hover readout: "value: 0.119", or "masked (−∞): ..." for a masked
+// score, never a number that could be read as a weight.
+std::string hoverValue(const io::HeatmapView& view, int r, int c) {
+  const float value = view.values(r, c);
+  if (std::isinf(value) && value < 0)
+    return "masked (" + formatNumber(value, kTooltipDigits) + "): this key is not attended";
+  if (std::isnan(value)) return "value: NaN (not a number: marked, not coloured)";
+  if (std::isinf(value)) return "value: +inf (marked, not coloured)";
+  return "value: " + formatNumber(value, kTooltipDigits);
+}
+
+// "query 3 “cat”", "dimension 2", "row 4": the axis (or row / column), the index, and the
+// label when it says more than the index.
+std::string axisReadout(std::string_view axis, const char* fallback, int index,
+                        std::span<const std::string> labels) {
+  std::string text = axis.empty() ? fallback : std::string(axis);
+  text += ' ';
+  text += std::to_string(index);
+  if (index < static_cast<int>(labels.size())) {
+    const std::string& label = labels[static_cast<size_t>(index)];
+    if (!label.empty() && label != std::to_string(index))
+      text += " \xE2\x80\x9C" + hoverLabel(label) + "\xE2\x80\x9D";  // “label”
+  }
+  return text;
+}
+
+}  // namespace
 
 void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& view,
                       const HeatmapOptions& options, const HeatmapInteraction& interaction) {
@@ -156,18 +306,43 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
                     IM_COL32(255, 255, 255, 220), 0.f, 0, std::max(1.f, g.font * 0.12f));
   drawList->PopClipRect();
   ImGui::BeginTooltip();
+  ImGui::PushTextWrapPos(g.font * 32);
   ImGui::TextUnformatted(view.title.data(), view.title.data() + view.title.size());
-  const std::string rowLabel = r < static_cast<int>(view.rowLabels.size()) ? view.rowLabels[r] : "";
-  const std::string colLabel = c < static_cast<int>(view.colLabels.size()) ? view.colLabels[c] : "";
-  ImGui::Text("row %d %s \xE2\x86\x92 column %d %s", r, rowLabel.c_str(), c, colLabel.c_str());
-  const float value = view.values(r, c);
-  const bool masked = std::isinf(value) && value < 0;
-  ImGui::Text("value: %s%s", formatNumber(value, kTooltipDigits).c_str(),
-              masked ? " (masked)" : "");
+  // The full labels (the axes show them capped and maybe thinned).
+  const std::string rowText = axisReadout(view.rowAxis, "row", r, view.rowLabels);
+  const std::string colText = axisReadout(view.colAxis, "column", c, view.colLabels);
+  ImGui::TextUnformatted((rowText + " \xE2\x86\x92 " + colText).c_str());  // →
+  ImGui::TextUnformatted(hoverValue(view, r, c).c_str());
+  const auto rowLabel = [&](int i) {
+    return i < static_cast<int>(view.rowLabels.size()) ? hoverLabel(view.rowLabels[i])
+                                                        : std::string();
+  };
+  const auto colLabel = [&](int i) {
+    return i < static_cast<int>(view.colLabels.size()) ? hoverLabel(view.colLabels[i])
+                                                        : std::string();
+  };
+  const auto describe = [](float value) {
+    std::string text = formatNumber(value, kTooltipDigits);
+    if (std::isnan(value)) text += " (NaN)";
+    else if (std::isinf(value)) text += value < 0 ? " (-inf, masked)" : " (+inf)";
+    return text;
+  };
   if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
-  if (g.level > 0)
-    ImGui::TextDisabled("cells are smaller than a pixel: showing the max of each block");
+  if (g.level > 0) {
+    // The pixel shows the max of a block of cells: say which tokens it covers, and where
+    // its maximum (the colour on screen) is.
+    const PooledBlock block = pooledBlock(view.values, g.level, r, c);
+    ImGui::TextDisabled("cells are smaller than a pixel: this pixel is the max of a block");
+    ImGui::Text("rows %d\xE2\x80\x93%d (%s \xE2\x80\xA6 %s), columns %d\xE2\x80\x93%d (%s "
+                "\xE2\x80\xA6 %s)",
+                block.row0, block.row1, rowLabel(block.row0).c_str(), rowLabel(block.row1).c_str(),
+                block.col0, block.col1, colLabel(block.col0).c_str(), colLabel(block.col1).c_str());
+    ImGui::Text("block max %s at row %d %s \xE2\x86\x92 column %d %s",
+                describe(block.max).c_str(), block.maxRow, rowLabel(block.maxRow).c_str(),
+                block.maxCol, colLabel(block.maxCol).c_str());
+  }
   ImGui::TextDisabled("wheel: zoom  drag: pan  double-click: reset  right-click: export");
+  ImGui::PopTextWrapPos();
   ImGui::EndTooltip();
 }
 
@@ -186,6 +361,10 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const io::HeatmapView& vie
   record.u0 = g.u0, record.v0 = g.v0, record.u1 = g.u1, record.v1 = g.v1;
   record.level = g.level;
   record.drawn = g.drawn;
+  record.rowStep = g.rowStep;
+  record.colStep = g.colStep;
+  record.colLabelsRotated = g.colLabelsRotated;
+  record.ticks = g.ticks.values;
   // The sample: among (at most 32 x 32, strided) visible cells, the finite value closest
   // to the middle of the colour range, so a check of its pixel tells colours apart.
   int r = std::clamp(static_cast<int>((g.v0 + g.v1) * 0.5f * g.rows), g.firstRow, g.lastRow);

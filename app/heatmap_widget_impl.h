@@ -35,6 +35,11 @@ struct HeatmapRecord {
   std::string sampleLabel;  // the text drawn on the sample cell ("" when it has none)
   ImVec2 cellMin, cellMax, samplePoint;
   bool sampleVisible = false;  // the sample point is inside the window's clip rectangle
+  // The axes as drawn: every rowStep-th / colStep-th label (io::labelStep), the column
+  // labels rotated or not, the colour bar's ticks.
+  int rowStep = 1, colStep = 1;
+  bool colLabelsRotated = false;
+  std::vector<float> ticks;
 };
 
 struct HeatmapCache::Impl {

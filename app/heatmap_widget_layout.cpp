@@ -8,6 +8,7 @@
 #include <imgui_internal.h>  // SetItemUsingMouseWheel
 
 #include "app/heatmap_widget_parts.h"
+#include "core/format.h"
 
 namespace attn::app::widget {
 
@@ -35,54 +36,76 @@ Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions&
   const int rows = g.rows, cols = g.cols;
   const float font = g.font = ImGui::GetFontSize();
   g.origin = ImGui::GetCursorScreenPos();
+  g.range = range;
   ImVec2 area = options.size;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   if (area.x <= 0) area.x = std::max(avail.x, font * 6);
   if (area.y <= 0) area.y = avail.y >= font * 6 ? avail.y : std::min(area.x, font * 24);
 
-  // Widest labels, measured once per content revision and font size.
-  const float maxLabelWidth = font * 7;
+  // Widest labels as drawn (capped, io::capLabel), measured once per content revision and
+  // font size: a 2048-token axis has 2048 labels, and a label may be megabytes long.
+  const float maxRowLabelWidth = font * 8;
   if (entry.labelFont != font) {
     auto widest = [&](std::span<const std::string> labels) {
       float width = 0;
-      for (const std::string& label : labels) {
-        width = std::max(width, ImGui::CalcTextSize(label.c_str()).x);
-        if (width >= maxLabelWidth) break;
-      }
-      return std::min(width, maxLabelWidth);
+      for (const std::string& label : labels)
+        width = std::max(width, ImGui::CalcTextSize(io::capLabel(label).c_str()).x);
+      return width;
     };
     entry.rowLabelWidth = widest(view.rowLabels);
     entry.colLabelWidth = widest(view.colLabels);
     entry.labelFont = font;
   }
-  if (options.axisLabels) {
-    g.rowLabelWidth = entry.rowLabelWidth + font * 0.4f;
-    g.colLabelHeight = font * 1.3f;
-  }
-  // The colorbar's ends, in the formatter of the cells and the exported ticks.
-  g.vminText = formatNumber(range.lo, kCellDigits);
-  g.vmaxText = formatNumber(range.hi, kCellDigits);
-  g.colorbarWidth = options.colorbar ? font * 1.4f +
-                                           std::max(ImGui::CalcTextSize(g.vminText.c_str()).x,
-                                                    ImGui::CalcTextSize(g.vmaxText.c_str()).x) +
-                                           font * 0.4f
+  const bool rowLabels = options.axisLabels && !view.rowLabels.empty();
+  const bool colLabels = options.axisLabels && !view.colLabels.empty();
+  // One line for each axis title (and its thinning rule, e.g. "key · every 2nd label").
+  if (rowLabels) g.rowAxisWidth = font * 1.2f;
+  if (colLabels) g.colAxisHeight = font * 1.2f;
+  if (rowLabels) g.rowLabelWidth = std::min(entry.rowLabelWidth, maxRowLabelWidth) + font * 0.4f;
+  if (colLabels) g.colLabelHeight = font * 1.3f;
+  // The colour bar: round ticks, their widest label, the title beside them.
+  const float barH = std::max(font * 3, area.y - g.colAxisHeight - g.colLabelHeight);
+  g.ticks = io::colorbarTicks(range, std::clamp(static_cast<int>(barH / (font * 1.6f)), 2, 6));
+  float widestTick = 0;
+  for (float t : g.ticks.values)
+    widestTick = std::max(widestTick, ImGui::CalcTextSize(formatNumber(t, g.ticks.digits).c_str()).x);
+  g.colorbarWidth = options.colorbar ? font * 1.9f + widestTick + font * 0.4f +
+                                           (view.valueTitle.empty() ? 0.f : font * 1.2f)
                                      : 0.f;
-  const float gridAreaW = std::max(font, area.x - g.rowLabelWidth - g.colorbarWidth);
-  const float gridAreaH = std::max(font, area.y - g.colLabelHeight);
   // Square cells, as large as the space allows, but allow up to 4:1 so that a long thin
   // matrix (one query over many keys) is still visible; cap huge cells on tiny matrices.
-  float cellW = gridAreaW / cols, cellH = gridAreaH / rows;
-  const float square = std::min(cellW, cellH);
-  cellW = std::min({cellW, square * 4, font * 8});
-  cellH = std::min({cellH, square * 4, font * 8});
-  // A very long thin matrix (1024 x 8) must still be wide enough to see: at least a few
-  // font sizes along each side when the space allows.
-  const float minSide = font * 5;
-  if (cellW * cols < std::min(gridAreaW, minSide)) cellW = std::min(gridAreaW, minSide) / cols;
-  if (cellH * rows < std::min(gridAreaH, minSide)) cellH = std::min(gridAreaH, minSide) / rows;
+  float cellW = 0, cellH = 0;
+  auto fitCells = [&] {
+    const float gridAreaW =
+        std::max(font, area.x - g.rowAxisWidth - g.rowLabelWidth - g.colorbarWidth);
+    const float gridAreaH = std::max(font, area.y - g.colAxisHeight - g.colLabelHeight);
+    cellW = gridAreaW / cols, cellH = gridAreaH / rows;
+    const float square = std::min(cellW, cellH);
+    cellW = std::min({cellW, square * 4, font * 8});
+    cellH = std::min({cellH, square * 4, font * 8});
+    // A very long thin matrix (1024 x 8) must still be wide enough to see: at least a few
+    // font sizes along each side when the space allows.
+    const float minSide = font * 5;
+    if (cellW * cols < std::min(gridAreaW, minSide)) cellW = std::min(gridAreaW, minSide) / cols;
+    if (cellH * rows < std::min(gridAreaH, minSide)) cellH = std::min(gridAreaH, minSide) / rows;
+  };
+  fitCells();
+  // Column labels read bottom to top when the widest does not fit a cell at the current
+  // zoom (the exports' rule, io/heatmap_layout.cpp); the band is then as tall as the widest
+  // label, within a third of the height, and longer labels end in "…".
+  if (colLabels) {
+    const float visibleCols = std::max((entry.u1 - entry.u0) * static_cast<float>(cols), 1e-3f);
+    const float cellOnScreen = cellW * static_cast<float>(cols) / visibleCols;
+    if (entry.colLabelWidth + font * 0.4f > cellOnScreen) {
+      g.colLabelsRotated = true;
+      g.colLabelHeight =
+          std::clamp(entry.colLabelWidth + font * 0.4f, font * 1.3f, std::max(area.y / 3, font * 1.3f));
+      fitCells();
+    }
+  }
   const ImVec2 gridSize(cellW * cols, cellH * rows);
-  g.gridMin =
-      ImVec2(std::floor(g.origin.x + g.rowLabelWidth), std::floor(g.origin.y + g.colLabelHeight));
+  g.gridMin = ImVec2(std::floor(g.origin.x + g.rowAxisWidth + g.rowLabelWidth),
+                     std::floor(g.origin.y + g.colAxisHeight + g.colLabelHeight));
   g.gridMax = ImVec2(g.gridMin.x + std::round(gridSize.x), g.gridMin.y + std::round(gridSize.y));
   g.gridW = g.gridMax.x - g.gridMin.x;
   g.gridH = g.gridMax.y - g.gridMin.y;

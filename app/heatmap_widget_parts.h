@@ -12,6 +12,7 @@
 #include <imgui.h>
 
 #include "app/heatmap_widget_impl.h"
+#include "io/heatmap_axis.h"
 
 namespace attn::app::widget {
 
@@ -23,9 +24,16 @@ struct Grid {
   int rows = 0, cols = 0;
   float font = 0;
   ImVec2 origin;  // top-left corner of the widget
+  // Left of the grid: the row axis title (read bottom to top), then the row labels; above
+  // it: the column axis title line, then the column labels (rotated when one does not fit
+  // its cell); right of it: the colour bar with its ticks and title.
+  float rowAxisWidth = 0, colAxisHeight = 0;
   float rowLabelWidth = 0, colLabelHeight = 0, colorbarWidth = 0;
-  std::string vminText, vmaxText;  // the colorbar's ends (formatNumber)
-  ImVec2 gridMin, gridMax;         // screen rectangle of the grid
+  bool colLabelsRotated = false;
+  int rowStep = 1, colStep = 1;  // every k-th label drawn (io::labelStep), by drawAxisLabels
+  io::ValueRange range;          // the colour range
+  io::ColorbarTicks ticks;       // the colour bar's round ticks (io::colorbarTicks)
+  ImVec2 gridMin, gridMax;       // screen rectangle of the grid
   float gridW = 0, gridH = 0;
   // The visible part (UV) and what it means on screen.
   float u0 = 0, v0 = 0, u1 = 1, v1 = 1;
@@ -50,14 +58,21 @@ Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions&
 void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
 
 // -- heatmap_widget_draw.cpp
+// `text` cut to `maxWidth` pixels at the current font with "…" (io::capLabel first, so the
+// work is bounded by io::kLabelDisplayChars whatever the label's length).
+std::string fitLabel(std::string_view text, float maxWidth);
 // The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
 std::optional<std::string> screenCellLabel(float value, const Grid& grid);
 // The textured quad (level of detail chosen here), the highlight frame, the cell labels.
 void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& grid, const io::HeatmapView& view,
               const HeatmapOptions& options, io::ValueRange range);
-void drawAxisLabels(const Entry& entry, const Grid& grid, const io::HeatmapView& view,
+// Row and column labels (capped, io::capLabel; thinned to every k-th, io::labelStep, with
+// the rule beside the axis title), the axis titles. Sets grid.rowStep / colStep.
+void drawAxisLabels(const Entry& entry, Grid& grid, const io::HeatmapView& view,
                     const HeatmapOptions& options);
-void drawColorbar(HeatmapCache::Impl& impl, const Grid& grid, const HeatmapOptions& options);
+// The colour bar with round ticks and the view's valueTitle.
+void drawColorbar(HeatmapCache::Impl& impl, const Grid& grid, const io::HeatmapView& view,
+                  const HeatmapOptions& options);
 // The hovered cell's frame and tooltip (not while panning).
 void drawHoverReadout(const Entry& entry, const Grid& grid, const io::HeatmapView& view,
                       const HeatmapOptions& options, const HeatmapInteraction& interaction);

@@ -3,9 +3,13 @@
 // with its entropy and top-1 mass as two small bars, sortable by them. Right, the selected
 // head (or mean / max over heads, or rollout) in three tabs: the full heatmap (zoom, pan,
 // hover readout with the token labels), the head view (BertViz style: two token columns
-// joined by lines whose opacity is the weight) and the text view (CircuitsVis style: the
-// tokens as text, coloured by how much the selected token attends to them).
+// joined by lines whose opacity is the weight), the text view (CircuitsVis style: the
+// tokens as text, coloured by how much the selected token attends to them), the focus view
+// (one row or column as labelled bars) and the compare view (A | B | A - B with linked
+// hover). A special-token filter (drop the keys, renormalise the rows) applies to the
+// heatmap, text and focus views; off, they show the raw values.
 #include <imgui.h>
+#include <imgui_stdlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "app/attention_analysis.h"
 #include "app/attention_service.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
@@ -36,9 +41,9 @@ std::string fmt(const char* format, double value) {
 // Controls: what the right side shows
 // ---------------------------------------------------------------------------------------
 
-void drawSelector(AttentionView& view) {
-  const io::AttentionFile& file = *view.file;
-  io::AttentionSelection sel = view.selection;
+// Kind, layer and head of a selection of `file` (one line). Returns true when it changed.
+bool selectionControls(const io::AttentionFile& file, io::AttentionSelection& sel) {
+  const io::AttentionSelection before = sel;
   const char* kinds[] = {"One head", "Mean over heads", "Max over heads", "Rollout"};
   int kind = static_cast<int>(sel.kind);
   const float font = ImGui::GetFontSize();
@@ -59,6 +64,12 @@ void drawSelector(AttentionView& view) {
   }
   sel.layer = std::clamp(sel.layer, 0, file.layers() - 1);
   sel.head = std::clamp(sel.head, 0, file.heads() - 1);
+  return sel.kind != before.kind || sel.layer != before.layer || sel.head != before.head;
+}
+
+void drawSelector(AttentionView& view) {
+  io::AttentionSelection sel = view.selection;
+  selectionControls(*view.file, sel);
   selectAttentionView(view, sel);
 }
 
@@ -332,10 +343,10 @@ void drawHeadView(AttentionView& view, const AttentionShown& shown) {
 // Text view (CircuitsVis style)
 // ---------------------------------------------------------------------------------------
 
-void drawTextView(AttentionView& view, const AttentionShown& shown) {
-  const Matrix& a = shown.selected.view.values;
+void drawTextView(AttentionView& view, const io::MatrixView& displayed) {
+  const Matrix& a = displayed.values;
   const int rows = static_cast<int>(a.rows()), cols = static_cast<int>(a.cols());
-  const std::vector<std::string>& labels = shown.selected.view.colLabels;
+  const std::vector<std::string>& labels = displayed.colLabels;
   const int offset = cols - rows;  // query row of key token t is t - offset (KV cache)
   ImGui::Checkbox("attended by", &view.attendedBy);
   tooltip("Off: colour each token by how much the selected token attends to it (its row). "
@@ -410,6 +421,290 @@ void drawTextView(AttentionView& view, const AttentionShown& shown) {
   ImGui::EndChild();
 }
 
+// ---------------------------------------------------------------------------------------
+// Special-token filter (heatmap, focus and text views)
+// ---------------------------------------------------------------------------------------
+
+// The filter's switch and, when on, what counts as special. Off shows the raw values.
+void drawFilterBar(AttentionView& view) {
+  AttentionFilter& filter = view.filter;
+  const float font = ImGui::GetFontSize();
+  bool changed = ImGui::Checkbox("drop special tokens", &filter.enabled);
+  tooltip("Drop the keys of special tokens (attention sinks such as the first token, [CLS], "
+          "[SEP], <|endoftext|>) and renormalise every row over the keys left, in the "
+          "heatmap, focus and text views. Off: the raw values from the file.");
+  if (filter.enabled) {
+    ImGui::SameLine();
+    changed |= ImGui::Checkbox("first token", &filter.tokens.firstToken);
+    tooltip("The first key, whatever its label.");
+    ImGui::SameLine();
+    changed |= ImGui::Checkbox("[CLS] [SEP] <|endoftext|> \xE2\x80\xA6", &filter.tokens.defaultList);
+    std::string list = "Labels equal to one of:";
+    for (const std::string& token : defaultSpecialTokens()) list += " " + token;
+    tooltip(list);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(font * 9.f);
+    if (ImGui::InputTextWithHint("##extra", "more tokens", &filter.extraText)) {
+      filter.tokens.extra = parseTokenList(filter.extraText);
+      changed = true;
+    }
+    tooltip("Your own special tokens, separated by spaces or commas (labels match exactly, "
+            "ignoring spaces at their ends).");
+  }
+  if (changed) ++filter.revision;
+}
+
+// One line under the filter bar: what it dropped, or why it cannot apply.
+void drawFilterSummary(const AttentionView& view, const std::vector<bool>& dropped) {
+  const AttentionFilter& filter = view.filter;
+  if (!filter.enabled) return;
+  if (!filter.error.empty()) {
+    panel::coloredWrapped(panel::errorColor(), "special-token filter: " + filter.error);
+    return;
+  }
+  if (!filter.cache) return;
+  const long long count = std::count(dropped.begin(), dropped.end(), true);
+  std::string text = "dropped " + countOf(count, "key", "keys");
+  const std::vector<std::string>& labels = filter.cache->view.colLabels;
+  int listed = 0;
+  for (std::size_t k = 0; k < dropped.size() && listed < 6; ++k) {
+    if (!dropped[k]) continue;
+    text += listed++ == 0 ? ": " : ", ";
+    text += k < labels.size() ? labels[k] : std::to_string(k);
+  }
+  if (count > listed) text += ", \xE2\x80\xA6";
+  text += "; rows renormalised";
+  if (!filter.cache->emptyRows.empty())
+    text += "; " + countOf(static_cast<long long>(filter.cache->emptyRows.size()), "row", "rows") +
+            " had no mass left (shown as 0)";
+  ImGui::TextDisabled("%s", text.c_str());
+}
+
+// ---------------------------------------------------------------------------------------
+// Heatmap tab
+// ---------------------------------------------------------------------------------------
+
+void drawHeatmapTab(AppState& state, HeatmapCache& heatmaps, const AttentionShown& shown,
+                    const io::MatrixView& displayed) {
+  AttentionView& view = state.attention;
+  HeatmapOptions options = panel::heatmapOptions(state);
+  options.tooltip = "attention weights (rows: queries, columns: keys); click: focus this query";
+  // The texture changes with the file, the selection and the filter (its settings).
+  const std::uint64_t revision =
+      (view.generation << 32) ^ shown.selectionRevision ^
+      (view.filter.enabled && view.filter.cache ? (view.filter.revision + 1) << 44 : 0);
+  const HeatmapInteraction hit =
+      heatmapWidget("##attention", heatmaps, io::HeatmapView(displayed), revision, options);
+  if (hit.clicked) {
+    view.focus.column = false;
+    view.focus.index = hit.row;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Focus: one row or column as bars
+// ---------------------------------------------------------------------------------------
+
+void drawFocusView(AttentionView& view, const io::MatrixView& displayed,
+                   const std::vector<bool>& dropped) {
+  AttentionFocus& focus = view.focus;
+  const float font = ImGui::GetFontSize();
+  const int rows = static_cast<int>(displayed.values.rows());
+  const int cols = static_cast<int>(displayed.values.cols());
+  int mode = focus.column ? 1 : 0;
+  ImGui::RadioButton("row: a query", &mode, 0);
+  tooltip("How the chosen query spreads its attention over the keys (a row of the heatmap).");
+  ImGui::SameLine();
+  ImGui::RadioButton("column: a key", &mode, 1);
+  tooltip("How much each query attends to the chosen key (a column of the heatmap).");
+  focus.column = mode == 1;
+  const int extent = focus.column ? cols : rows;
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 12.f);
+  ImGui::SliderInt(focus.column ? "key" : "query", &focus.index, 0, std::max(0, extent - 1));
+  tooltip("Click a cell of the heatmap to focus its query.");
+  const FocusBars bars = focusBars(displayed, focus.column, focus.index, dropped);
+  focus.index = std::max(0, bars.index);
+  ImGui::TextUnformatted(bars.title.c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled(view.filter.enabled && view.filter.cache
+                          ? "(special tokens dropped, rows renormalised)"
+                          : "(raw values)");
+  if (bars.values.empty()) return;
+  // Bars scaled to the largest finite value, with the value written after each bar.
+  float top = 0;
+  for (float v : bars.values)
+    if (std::isfinite(v)) top = std::max(top, v);
+  ImGui::BeginChild("##focusbars", ImVec2(0, 0), false);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float labelW = std::min(font * 9.f, width * 0.3f), valueW = font * 4.5f;
+  const float barW = std::max(font, width - labelW - valueW - font);
+  const float rowH = font * 1.3f;
+  const ImVec4 barColor = focus.column ? panel::queryColor() : panel::keyColor();
+  const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 mutedColor = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 nanColor = IM_COL32(io::kNanColor.r, io::kNanColor.g, io::kNanColor.b, 255);
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0));
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(bars.values.size()), rowH);
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const std::size_t at = static_cast<std::size_t>(i);
+      const float v = bars.values[at];
+      const bool isDropped = bars.dropped[at];
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      const std::string& label = bars.labels[at];
+      const float labelWidth = ImGui::CalcTextSize(label.c_str()).x;
+      draw->PushClipRect(p, ImVec2(p.x + labelW - font * 0.3f, p.y + rowH), true);
+      draw->AddText(ImVec2(std::max(p.x, p.x + labelW - font * 0.3f - labelWidth),
+                           p.y + (rowH - font) * 0.5f),
+                    isDropped ? mutedColor : textColor, label.c_str());
+      draw->PopClipRect();
+      const ImVec2 b0(p.x + labelW, p.y + rowH * 0.15f);
+      std::string valueText;
+      if (!std::isfinite(v)) {
+        // Never a bar length: a hatched magenta box and the value's name.
+        const ImVec2 b1(b0.x + font * 2.f, p.y + rowH * 0.85f);
+        draw->AddRectFilled(b0, b1, nanColor);
+        for (float x = b0.x; x < b1.x; x += font * 0.4f)
+          draw->AddLine(ImVec2(x, b1.y), ImVec2(std::min(b1.x, x + (b1.y - b0.y)), b0.y),
+                        IM_COL32(110, 0, 110, 255));
+        valueText = formatNumber(v, 3);
+      } else if (isDropped) {
+        valueText = "dropped";
+      } else {
+        const float length = top > 0 ? barW * std::clamp(v / top, 0.f, 1.f) : 0.f;
+        draw->AddRectFilled(b0, ImVec2(b0.x + std::max(length, 1.f), p.y + rowH * 0.85f),
+                            ImGui::ColorConvertFloat4ToU32(barColor));
+        valueText = formatNumber(v, 3);
+      }
+      draw->AddText(ImVec2(p.x + labelW + barW + font * 0.4f, p.y + (rowH - font) * 0.5f),
+                    isDropped ? mutedColor : textColor, valueText.c_str());
+      ImGui::Dummy(ImVec2(width, rowH));
+      if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::Text("%s %d '%s': %s", focus.column ? "query" : "key", i, label.c_str(),
+                    formatNumber(v, kTooltipDigits).c_str());
+        if (isDropped) ImGui::TextDisabled("a special token: dropped, its weight moved to the rest");
+        ImGui::EndTooltip();
+      }
+    }
+  }
+  clipper.End();
+  ImGui::PopStyleVar();
+  ImGui::EndChild();
+}
+
+// ---------------------------------------------------------------------------------------
+// Compare: A (the selection) | B | A - B, with linked hover
+// ---------------------------------------------------------------------------------------
+
+// Where B comes from: another file (path field) or the open one, and B's selection.
+void drawCompareControls(AppState& state) {
+  AttentionView& view = state.attention;
+  AttentionCompare& compare = view.compare;
+  const float font = ImGui::GetFontSize();
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("B:");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 14.f);
+  const bool entered = ImGui::InputTextWithHint("##comparePath", "another .npy / .npz file",
+                                                &compare.pathText,
+                                                ImGuiInputTextFlags_EnterReturnsTrue);
+  tooltip("The same head of another file (another checkpoint, prompt or model) as B. An "
+          "error keeps the current comparison.");
+  ImGui::SameLine();
+  if ((ImGui::Button("open") || entered) && !compare.pathText.empty())
+    openCompareFile(state, compare.pathText, ImGui::GetTime());
+  ImGui::SameLine();
+  if (ImGui::Button("this file") && compare.file) {
+    compare.file.reset();
+    ++compare.revision;
+  }
+  tooltip("Compare two selections of the open file.");
+  ImGui::SameLine();
+  const io::AttentionFile& file = compare.file ? *compare.file : *view.file;
+  ImGui::TextDisabled("%s", std::filesystem::path(file.path()).filename().string().c_str());
+  ImGui::PushID("compareB");
+  if (selectionControls(file, compare.selection)) ++compare.revision;
+  ImGui::PopID();
+}
+
+void drawCompareView(AppState& state, HeatmapCache& heatmaps,
+                     const std::shared_ptr<const AttentionShown>& shown) {
+  AttentionView& view = state.attention;
+  AttentionCompare& compare = view.compare;
+  drawCompareControls(state);
+  updateCompare(view, shown);
+  if (!compare.error.empty()) panel::coloredWrapped(panel::errorColor(), compare.error);
+  const float font = ImGui::GetFontSize();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  const float w = std::max(font * 6.f, (avail.x - 2.f * gap) / 3.f);
+  const float h = std::max(font * 6.f, std::min(avail.y - font * 3.f, w + font * 2.f));
+  // A and B share one colour range (the fixed range of the View menu wins).
+  HeatmapOptions same = panel::heatmapOptions(state);
+  same.size = ImVec2(w, h);
+  if (state.view.fixedRange) {
+    same.vmin = state.view.rangeMin;
+    same.vmax = state.view.rangeMax;
+  } else if (compare.sharedRange) {
+    same.vmin = compare.sharedRange->lo;
+    same.vmax = compare.sharedRange->hi;
+  }
+  same.markRow = compare.hoverRow;
+  same.markCol = compare.hoverCol;
+  int hoverRow = -1, hoverCol = -1;
+  const std::uint64_t revisionA = (view.generation << 32) ^ shown->selectionRevision;
+  const std::uint64_t revisionB = revisionA ^ ((compare.revision + 1) << 44);
+  const auto panelOf = [&](const char* id, const char* name, const io::MatrixView* m,
+                           std::uint64_t revision, const HeatmapOptions& options) {
+    ImGui::BeginGroup();
+    ImGui::TextDisabled("%s", name);
+    if (m) {
+      const HeatmapInteraction hit =
+          heatmapWidget(id, heatmaps, io::HeatmapView(*m), revision, options);
+      if (hit.hovered) hoverRow = hit.row, hoverCol = hit.col;
+    } else {
+      ImGui::Dummy(ImVec2(w, h));
+    }
+    ImGui::EndGroup();
+  };
+  panelOf("##compareA", "A (the selection above)", &shown->selected.view, revisionA, same);
+  ImGui::SameLine();
+  // B and A - B without axis labels, so that all three grids have the same cells (A has
+  // the labels; the hover readout names the tokens in each).
+  same.axisLabels = false;
+  panelOf("##compareB", "B", compare.shownB ? &compare.shownB->view : nullptr, revisionB, same);
+  ImGui::SameLine();
+  HeatmapOptions difference = same;
+  difference.colormap = io::ColormapKind::RdBu;  // diverging, centred on 0
+  difference.centreZero = true;
+  difference.vmin.reset();
+  difference.vmax.reset();
+  panelOf("##compareDiff", "A \xE2\x88\x92 B (blue: B larger, red: A larger)",
+          compare.difference.get(), revisionB, difference);
+  compare.hoverRow = hoverRow;
+  compare.hoverCol = hoverCol;
+  // The linked cell's three numbers.
+  if (hoverRow >= 0 && compare.shownB && compare.difference) {
+    const io::MatrixView& a = shown->selected.view;
+    const auto label = [](const std::vector<std::string>& labels, int i) {
+      return i < static_cast<int>(labels.size()) ? labels[static_cast<std::size_t>(i)]
+                                                 : std::to_string(i);
+    };
+    ImGui::Text("query %d '%s' \xE2\x86\x92 key %d '%s':  A %s   B %s   A \xE2\x88\x92 B %s",
+                hoverRow, label(a.rowLabels, hoverRow).c_str(), hoverCol,
+                label(a.colLabels, hoverCol).c_str(),
+                formatNumber(a.values(hoverRow, hoverCol), 4).c_str(),
+                formatNumber(compare.shownB->view.values(hoverRow, hoverCol), 4).c_str(),
+                formatNumber(compare.difference->values(hoverRow, hoverCol), 4).c_str());
+  } else {
+    ImGui::TextDisabled("hover a cell: the same cell is outlined in the other two");
+  }
+}
+
 // An .npz with several arrays: one button per readable array.
 void drawArrayChoice(AppState& state) {
   AttentionView& view = state.attention;
@@ -470,7 +765,8 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
   tooltip(file.layoutDescription());
   if (view.overview && view.overview->totalNonFinite.total() > 0) {
     ImGui::SameLine();
-    ImGui::TextColored(panel::warningColor(), "non-finite: %s (NaN magenta, -inf hatched)",
+    ImGui::TextColored(panel::warningColor(),
+                       "non-finite: %s (NaN and +inf magenta, -inf grey; hatched)",
                        io::describeNonFinite(view.overview->totalNonFinite).c_str());
   }
 
@@ -494,15 +790,16 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
       ImGui::TextColored(panel::warningColor(), "%s",
                          io::describeNonFinite(shown->selected.nonFinite).c_str());
     }
+    drawFilterBar(view);
+    const std::vector<bool>* dropped = nullptr;
+    const io::MatrixView& displayed = displayedMatrix(view, shown, &dropped);
+    drawFilterSummary(view, *dropped);
     const auto tabFlags = [&](int tab) {
       return view.requestTab == tab ? ImGuiTabItemFlags_SetSelected : 0;
     };
     if (ImGui::BeginTabBar("##views")) {
       if (ImGui::BeginTabItem("Heatmap", nullptr, tabFlags(0))) {
-        HeatmapOptions options = panel::heatmapOptions(state);
-        options.tooltip = "attention weights (rows: queries, columns: keys)";
-        heatmapWidget("##attention", heatmaps, io::HeatmapView(shown->selected.view),
-                      (view.generation << 32) ^ shown->selectionRevision, options);
+        drawHeatmapTab(state, heatmaps, *shown, displayed);
         ImGui::EndTabItem();
       }
       if (ImGui::BeginTabItem("Head view", nullptr, tabFlags(1))) {
@@ -510,7 +807,15 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
         ImGui::EndTabItem();
       }
       if (ImGui::BeginTabItem("Text view", nullptr, tabFlags(2))) {
-        drawTextView(view, *shown);
+        drawTextView(view, displayed);
+        ImGui::EndTabItem();
+      }
+      if (ImGui::BeginTabItem("Focus", nullptr, tabFlags(3))) {
+        drawFocusView(view, displayed, *dropped);
+        ImGui::EndTabItem();
+      }
+      if (ImGui::BeginTabItem("Compare", nullptr, tabFlags(4))) {
+        drawCompareView(state, heatmaps, shown);
         ImGui::EndTabItem();
       }
       ImGui::EndTabBar();

@@ -12,6 +12,7 @@
 #include "app/frame_pacing.h"
 #include "core/format.h"
 #include "app/pipeline_steps.h"
+#include "io/heatmap_axis.h"
 #include "app/panel_common.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
@@ -248,11 +249,13 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       aspects[i] = std::clamp(
           static_cast<float>(view->values().cols) / static_cast<float>(view->values().rows), 0.35f,
           2.0f);  // wide ones get tall cells, not a wide strip
-      // Row labels as the widget measures them (capped; the first 64 are enough).
+      // Row labels and the row axis title as the widget measures them (io::capLabel; the
+      // first 64 are enough).
       const int count = std::min<int>(static_cast<int>(view->rowLabels.size()), 64);
       for (int r = 0; r < count; ++r)
-        labelWidth = std::max(labelWidth, ImGui::CalcTextSize(view->rowLabels[r].c_str()).x);
-      labelWidth = std::min(labelWidth, font * 7.0f) + font * 0.4f;
+        labelWidth = std::max(labelWidth,
+                              ImGui::CalcTextSize(io::capLabel(view->rowLabels[r]).c_str()).x);
+      labelWidth = std::min(labelWidth, font * 8.0f) + font * 1.6f;
       // A matrix with few rows needs no more than ~5 font heights per row.
       heightCap[i] = static_cast<float>(view->values().rows) * font * 5.0f;
     }
@@ -261,20 +264,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (!cards[i].arrow.empty())
       fixedWidth[i] += ImGui::CalcTextSize(cards[i].arrow.c_str()).x + style.ItemSpacing.x;
   }
-  // A card whose axis labels repeat the card before it (K and V, masked scores after
-  // scores) leaves them out, unless it starts a row.
-  std::vector<char> sameLabels(n, 0);
-  for (int i = 1; i < n; ++i) {
-    const io::SelectedMatrix* a = cards[i - 1].layout;
-    const io::SelectedMatrix* b = cards[i].layout;
-    sameLabels[i] = a && b && a->rowLabels == b->rowLabels && a->colLabels == b->colLabels;
-  }
-  auto hasLabels = [&](int i, bool rowStart) {
-    return rowStart || !sameLabels[i];  // not on `current`: stepping keeps the layout
-  };
+  // Every card shows its own axis labels (issue 8: a card without them was unreadable).
+  auto hasLabels = [](int, bool) { return true; };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
-  const float colLabelHeight = font * 1.3f;
+  const float colLabelHeight = font * 2.5f;  // the column axis title and labels
   const float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
   const float usableWidth = avail.x - style.ScrollbarSize;
   auto gridFor = [&](const std::vector<int>& starts) {

@@ -18,5 +18,6 @@ void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows
 void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention over image patches
 void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
 void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
+void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: text, prediction, norms
 
 }  // namespace attn::app

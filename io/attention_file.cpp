@@ -566,6 +566,52 @@ Expected<AttentionFile> AttentionFile::open(const std::string& path,
   return AttentionFileBuilder::open(path, options);
 }
 
+Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<float> values,
+                                                  const AttentionShape& shape,
+                                                  std::vector<std::string> labels,
+                                                  std::string labelsSource) {
+  const std::int64_t dims[4] = {shape.layers, shape.heads, shape.queries, shape.keys};
+  std::uint64_t count = 1;
+  for (std::int64_t d : dims) {
+    if (d <= 0 || d > kMaxAttentionTokens) {
+      return Error{name, "shape", "every dimension must be in 1.." + std::to_string(kMaxAttentionTokens)};
+    }
+    count *= static_cast<std::uint64_t>(d);
+  }
+  if (count != values.size()) {
+    return Error{name, "shape",
+                 std::to_string(values.size()) + " values for " + std::to_string(count) +
+                     " elements"};
+  }
+  if (shape.queries > shape.keys) {
+    return Error{name, "shape", "n_q = " + std::to_string(shape.queries) + " is more than n_k"};
+  }
+  if (static_cast<int>(labels.size()) != shape.keys) {
+    return Error{name, "tokens",
+                 std::to_string(labels.size()) + " labels for n_k = " +
+                     std::to_string(shape.keys) + " keys"};
+  }
+  auto owner = std::make_shared<const std::vector<float>>(std::move(values));
+  NpyArray array;
+  array.file = name;
+  array.header.dtype = NpyDtype::Float32;
+  array.header.shape.assign(std::begin(dims), std::end(dims));
+  array.header.elementCount = count;
+  array.header.dataBytes = count * sizeof(float);
+  array.data = reinterpret_cast<const std::byte*>(owner->data());
+  array.owner = owner;
+  AttentionFile file;
+  file.path_ = std::move(name);
+  file.arrays_.push_back(summarise("attention", array.header));
+  Status added = AttentionFileBuilder::addSource(file, array, "attention", {}, /*perLayer=*/false,
+                                                 /*mapped=*/false);
+  if (!added) return added.error();
+  file.queryLabels_.assign(labels.end() - shape.queries, labels.end());
+  file.keyLabels_ = std::move(labels);
+  file.labelsSource_ = std::move(labelsSource);
+  return file;
+}
+
 // =======================================================================================
 // Heads
 // =======================================================================================

@@ -102,6 +102,15 @@ class AttentionFile {
   // choice, a tokens file that cannot be read or has the wrong count.
   static Expected<AttentionFile> open(const std::string& path,
                                       const AttentionOpenOptions& options = {});
+  // An attention tensor held in memory (e.g. a model run in the app): `values` row-major
+  // [layers, heads, n_q, n_k] float32, used in place (no copy); `labels` has n_k entries
+  // (the query labels are the last n_q of them). `name` stands for the path in the panel and
+  // in errors, `labelsSource` for the labels' origin. Errors: an empty or too large shape,
+  // values.size() != the product of `shape`, a wrong label count.
+  static Expected<AttentionFile> fromMemory(std::string name, std::vector<float> values,
+                                            const AttentionShape& shape,
+                                            std::vector<std::string> labels,
+                                            std::string labelsSource);
 
   const std::string& path() const { return path_; }
   const AttentionShape& shape() const { return shape_; }

@@ -137,7 +137,7 @@ float colorPosition(float value, ValueRange range) {
 Rgb valueColor(ColormapKind kind, float value, ValueRange range) {
   if (std::isnan(value)) return kNanColor;
   if (value == -std::numeric_limits<float>::infinity()) return kMaskedColor;
-  if (value == std::numeric_limits<float>::infinity()) return colormapLut(kind)[255];
+  if (value == std::numeric_limits<float>::infinity()) return kNanColor;  // not a valid colour
   return colormapColor(kind, colorPosition(value, range));
 }
 

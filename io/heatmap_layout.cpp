@@ -12,15 +12,6 @@ namespace attn::io {
 
 namespace detail {
 
-// Smallest of 1, 2, 5, 10, 20, 50, ... that is >= x.
-int niceStep(double x) {
-  for (long long decade = 1;; decade *= 10) {
-    for (long long m : {1, 2, 5}) {
-      if (static_cast<double>(m * decade) >= x) return static_cast<int>(m * decade);
-    }
-  }
-}
-
 std::string rowLabel(const HeatmapView& view, int r) {
   return static_cast<size_t>(r) < view.rowLabels.size() ? view.rowLabels[static_cast<size_t>(r)]
                                                         : std::to_string(r);
@@ -28,6 +19,16 @@ std::string rowLabel(const HeatmapView& view, int r) {
 std::string colLabel(const HeatmapView& view, int c) {
   return static_cast<size_t>(c) < view.colLabels.size() ? view.colLabels[static_cast<size_t>(c)]
                                                         : std::to_string(c);
+}
+std::string shownRowLabel(const HeatmapView& view, int r) {
+  return static_cast<size_t>(r) < view.rowLabels.size()
+             ? capLabel(view.rowLabels[static_cast<size_t>(r)])
+             : std::to_string(r);
+}
+std::string shownColLabel(const HeatmapView& view, int c) {
+  return static_cast<size_t>(c) < view.colLabels.size()
+             ? capLabel(view.colLabels[static_cast<size_t>(c)])
+             : std::to_string(c);
 }
 
 Status checkStyle(const HeatmapView& view, const HeatmapStyle& style) {
@@ -136,32 +137,46 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
     }
   }
 
-  // 4 axis labels: thinned to every niceStep-th so they never overlap
+  // 4 axis labels (capped, io::capLabel): thinned to every labelStep-th so they never
+  //   overlap; column labels turn to read bottom to top when one does not fit its cell
   L.showRowLabels = style.axisLabels;
   L.showColLabels = style.axisLabels;
   int rowLabelWidth = 0, colBand = 0;
   if (L.showRowLabels) {
-    L.rowStep = niceStep(axisLine * 1.05 / pitchPerIndex);
+    L.rowStep = labelStep(axisLine * 1.05, pitchPerIndex);
     for (int r = 0; r < L.rows; r += L.rowStep)
-      rowLabelWidth = std::max(rowLabelWidth, widthOf(rowLabel(view, r), axisPx));
+      rowLabelWidth = std::max(rowLabelWidth, widthOf(shownRowLabel(view, r), axisPx));
   }
   if (L.showColLabels) {
     int widest = 0;
-    for (int c = 0; c < L.cols; ++c) widest = std::max(widest, widthOf(colLabel(view, c), axisPx));
+    for (int c = 0; c < L.cols; ++c)
+      widest = std::max(widest, widthOf(shownColLabel(view, c), axisPx));
     L.colLabelsVertical = !(L.pool == 1 && widest + 4 <= pitch);
     if (L.colLabelsVertical) {
-      L.colStep = niceStep(axisLine * 1.05 / pitchPerIndex);
+      L.colStep = labelStep(axisLine * 1.05, pitchPerIndex);
       widest = 0;
       for (int c = 0; c < L.cols; c += L.colStep)
-        widest = std::max(widest, widthOf(colLabel(view, c), axisPx));
+        widest = std::max(widest, widthOf(shownColLabel(view, c), axisPx));
       colBand = widest;
     } else {
       colBand = axisLine;
     }
   }
+  const std::string rowNote = L.showRowLabels ? thinningNote(L.rowStep) : "";
+  const std::string colNote = L.showColLabels ? thinningNote(L.colStep) : "";
+  if (!rowNote.empty() || !colNote.empty()) {
+    L.note = rowNote == colNote ? rowNote
+             : rowNote.empty()  ? "columns: " + colNote
+             : colNote.empty()  ? "rows: " + rowNote
+                                : "rows: " + rowNote + ", columns: " + colNote;
+  }
+  L.showColAxis = L.showColLabels && !view.colAxis.empty();
+  L.showRowAxis = L.showRowLabels && !view.rowAxis.empty();
 
-  // 5 vertical stack: margin, title, column labels, grid (colorbar beside it), margin
+  // 5 vertical stack: margin, title, column axis title, column labels, grid (colorbar beside
+  //   it), the thinning note, margin
   L.showTitle = style.title && !view.title.empty();
+  const int ascentOf = static_cast<int>(std::lround(font ? font->ascent * axisPx : axisPx));
   int y = margin;
   int titleWidth = 0;
   if (L.showTitle) {
@@ -169,6 +184,10 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
     L.titleBaseline = y + static_cast<int>(std::lround(font ? font->ascent * titlePx : titlePx));
     titleWidth = widthOf(view.title, titlePx);
     y += titleLine + pad;
+  }
+  if (L.showColAxis) {
+    L.colAxisBaseline = y + ascentOf;
+    y += axisLine;
   }
   if (L.showColLabels) {
     L.colLabelBottom = y + colBand;
@@ -178,8 +197,13 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
   if (L.showColorbar) y = std::max(y, margin + tickLine / 2 + 1);  // room for the top tick label
   const int gridY = y;
 
-  // 6 horizontal: margin, row labels, grid, colorbar with its tick labels, margin
+  // 6 horizontal: margin, row axis title, row labels, grid, colorbar with its tick labels
+  //   and title, margin
   int x = margin;
+  if (L.showRowAxis) {
+    L.rowAxisX = x + ascentOf;
+    x += axisLine + pad;
+  }
   if (L.showRowLabels) {
     L.rowLabelRight = x + rowLabelWidth;
     x = L.rowLabelRight + pad;
@@ -194,20 +218,30 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
     cbH = std::max(gridH, 6 * tickLine);
     tickLength = 4;
     tickLabelX = cbX + cbW + tickLength + 3;
-    const double span = static_cast<double>(L.range.hi) - L.range.lo;
-    L.ticks = span > 0 ? std::vector<float>{L.range.lo, static_cast<float>(L.range.lo + span / 2),
-                                            L.range.hi}
-                       : std::vector<float>{L.range.lo};
+    const ColorbarTicks ticks = colorbarTicks(L.range, std::clamp(cbH / (2 * tickLine), 2, 6));
+    L.ticks = ticks.values;
+    L.tickDigits = ticks.digits;
     int widest = 0;
     for (float t : L.ticks) {
       widest = std::max(widest, static_cast<int>(std::ceil(textWidth(
-                                    font, displayNumber(font, t, style.digits), tickPx))));
+                                    font, displayNumber(font, t, L.tickDigits), tickPx))));
     }
     right = tickLabelX + widest;
+    L.showValueTitle = !view.valueTitle.empty();
+    if (L.showValueTitle) {
+      L.valueTitleX = right + pad + ascentOf;
+      right += pad + axisLine;
+    }
     bottom = std::max(bottom, gridY + cbH + tickLine / 2 + 1);
+  }
+  if (!L.note.empty()) {
+    L.noteBaseline = bottom + pad + static_cast<int>(std::lround(font ? font->ascent * tickPx : tickPx));
+    bottom += pad + tickLine;
   }
   int width = right + margin;
   const int height = bottom + margin;
+  if (!L.note.empty()) width = std::max(width, gridX + widthOf(L.note, tickPx) + margin);
+  if (L.showColAxis) width = std::max(width, gridX + widthOf(view.colAxis, axisPx) + margin);
   int titleX = 0;
   if (L.showTitle) {
     titleX = std::max(margin, gridX + gridW / 2 - titleWidth / 2);
@@ -233,6 +267,10 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
   L.colLabelBottom *= s;
   L.titleX = titleX * s;
   L.titleBaseline *= s;
+  L.colAxisBaseline *= s;
+  L.rowAxisX *= s;
+  L.noteBaseline *= s;
+  L.valueTitleX *= s;
   L.cbX = cbX * s;
   L.cbY = gridY * s;
   L.cbW = cbW * s;

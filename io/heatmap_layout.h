@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/font.h"
+#include "io/heatmap_axis.h"
 #include "io/heatmap_render.h"
 
 namespace attn::io::detail {
@@ -46,10 +47,21 @@ struct Layout {
   int rowLabelRight = 0;   // right edge of the row labels
   int colLabelBottom = 0;  // bottom edge of the column labels
   int titleX = 0, titleBaseline = 0;
+  // Axis titles (HeatmapView::rowAxis / colAxis): the column axis's centred above the column
+  // labels, the row axis's read bottom to top left of the row labels (x of its baseline).
+  bool showColAxis = false, showRowAxis = false;
+  int colAxisBaseline = 0, rowAxisX = 0;
+  // The thinning rule under the grid ("rows: every 2nd label"), when labels are skipped.
+  std::string note;
+  int noteBaseline = 0;
   int cbX = 0, cbY = 0, cbW = 0, cbH = 0;
   int tickLength = 0, tickLabelX = 0;
+  // The colour bar's title (HeatmapView::valueTitle), read bottom to top right of the ticks.
+  bool showValueTitle = false;
+  int valueTitleX = 0;
   ValueRange range;
-  std::vector<float> ticks;  // colorbar tick values, bottom to top
+  std::vector<float> ticks;  // colorbar tick values (io::colorbarTicks), bottom to top
+  int tickDigits = kCellDigits;
 
   int cellX(int gridCol) const { return gridX + gridCol * pitch; }
   int cellY(int gridRow) const { return gridY + gridRow * pitch; }
@@ -61,11 +73,12 @@ struct Layout {
   }
 };
 
-// Smallest of 1, 2, 5, 10, 20, 50, ... that is >= x.
-int niceStep(double x);
 // The row / column label, or the index when the view has fewer labels.
 std::string rowLabel(const HeatmapView& view, int r);
 std::string colLabel(const HeatmapView& view, int c);
+// The same as drawn: capped to kLabelDisplayChars code points (io::capLabel).
+std::string shownRowLabel(const HeatmapView& view, int r);
+std::string shownColLabel(const HeatmapView& view, int c);
 // Errors of a style or an empty matrix (see renderHeatmap in heatmap_render.h).
 Status checkStyle(const HeatmapView& view, const HeatmapStyle& style);
 // The style's font file, or DejaVu Sans.

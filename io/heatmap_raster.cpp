@@ -137,7 +137,7 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
   const float half = static_cast<float>(L.cell) / 2;
   if (L.showRowLabels) {
     for (int r = 0; r < L.rows; r += L.rowStep) {
-      const std::u32string text = displayText(&font, rowLabel(view, r));
+      const std::u32string text = displayText(&font, shownRowLabel(view, r));
       const float cy = static_cast<float>(L.cellY(r / L.pool)) + half;
       const TextPlacement at =
           placeText(font, text, L.axisPx, static_cast<float>(L.rowLabelRight), cy, Align::Right);
@@ -146,7 +146,7 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
   }
   if (L.showColLabels) {
     for (int c = 0; c < L.cols; c += L.colStep) {
-      const std::u32string text = displayText(&font, colLabel(view, c));
+      const std::u32string text = displayText(&font, shownColLabel(view, c));
       const float cx = static_cast<float>(L.cellX(c / L.pool)) + half;
       if (L.colLabelsVertical) {
         canvas.textUp(font, text, L.axisPx, cx + font.capHeight * L.axisPx / 2,
@@ -159,7 +159,25 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
     }
   }
 
-  // 4 colorbar: top = high values, framed, with ticks and labels at min, mid and max
+  // 4 axis titles and the thinning note
+  const float gridMidX = static_cast<float>(L.gridX) + static_cast<float>(L.gridW) / 2;
+  const float gridMidY = static_cast<float>(L.gridY) + static_cast<float>(L.gridH) / 2;
+  if (L.showColAxis) {
+    const std::u32string text = displayText(&font, view.colAxis);
+    canvas.text(font, text, L.axisPx, gridMidX - textWidth(&font, text, L.axisPx) / 2,
+                static_cast<float>(L.colAxisBaseline), kTextColor);
+  }
+  if (L.showRowAxis) {
+    const std::u32string text = displayText(&font, view.rowAxis);
+    canvas.textUp(font, text, L.axisPx, static_cast<float>(L.rowAxisX),
+                  gridMidY + textWidth(&font, text, L.axisPx) / 2, kTextColor);
+  }
+  if (!L.note.empty()) {
+    canvas.text(font, displayText(&font, L.note), L.tickPx, static_cast<float>(L.gridX),
+                static_cast<float>(L.noteBaseline), kTextColor);
+  }
+
+  // 5 colorbar: top = high values, framed, with round ticks (io::colorbarTicks) and a title
   if (L.showColorbar) {
     for (int y = 0; y < L.cbH; ++y) {
       const float t =
@@ -170,11 +188,17 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
     for (float t : L.ticks) {
       const int y = L.tickY(t);
       canvas.fill(L.cbX + L.cbW, y, L.cbX + L.cbW + L.tickLength, y + L.frame, kFrameColor);
-      const std::u32string text = displayNumber(&font, t, style.digits);
+      const std::u32string text = displayNumber(&font, t, L.tickDigits);
       const TextPlacement at =
           placeText(font, text, L.tickPx, static_cast<float>(L.tickLabelX),
                     static_cast<float>(y) + static_cast<float>(L.frame) / 2, Align::Left);
       canvas.text(font, text, L.tickPx, at.x, at.baseline, kTextColor);
+    }
+    if (L.showValueTitle) {
+      const std::u32string text = displayText(&font, view.valueTitle);
+      const float cbMidY = static_cast<float>(L.cbY) + static_cast<float>(L.cbH) / 2;
+      canvas.textUp(font, text, L.axisPx, static_cast<float>(L.valueTitleX),
+                    cbMidY + textWidth(&font, text, L.axisPx) / 2, kTextColor);
     }
   }
 }

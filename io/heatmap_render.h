@@ -49,7 +49,7 @@ Rgb colormapColor(ColormapKind kind, float t);
 // Colours for cells that have no colour on the map.
 inline constexpr Rgb kMaskedColor{200, 200, 200};       // -inf (masked score): light grey, hatched
 inline constexpr Rgb kMaskedHatchColor{170, 170, 170};  // the diagonal hatch lines on it
-inline constexpr Rgb kNanColor{255, 0, 255};            // NaN: magenta (should never happen)
+inline constexpr Rgb kNanColor{255, 0, 255};            // NaN and +inf: magenta (should never happen)
 
 // The colour range of a heatmap, one rule for the screen and the files: [vmin, vmax] where
 // given, else the min/max of the matrix's FINITE values (0..1 if it has none). One fixed end
@@ -73,8 +73,9 @@ ValueRange centredColorRange(std::optional<ValueRange> finite, std::optional<flo
 // Where a finite value lies on the colour map, in [0, 1]: (v - lo) / (hi - lo) clamped, or
 // 0.5 (the middle) when lo == hi. shaders/heatmap.frag computes the same.
 float colorPosition(float value, ValueRange range);
-// The colour of one value: NaN -> kNanColor, -inf -> kMaskedColor, +inf -> top of the map,
-// finite -> colormapColor(colorPosition(v, range)).
+// The colour of one value: NaN and +inf -> kNanColor (no colour of the map: +inf is an
+// overflow, not a large weight), -inf -> kMaskedColor, finite ->
+// colormapColor(colorPosition(v, range)).
 Rgb valueColor(ColormapKind kind, float value, ValueRange range);
 // Black or white, whichever reads better on `cell` (sRGB relative luminance > 0.408 ->
 // black, the threshold seaborn uses for annotations).
@@ -130,6 +131,9 @@ struct MatrixView {
   std::vector<std::string> rowLabels;  // rows entries
   std::vector<std::string> colLabels;  // cols entries
   std::string title;                   // e.g. "weights · head 2 of 8"
+  // What the rows, the columns and the values are (io::axisTitlesOf): "query", "key",
+  // "weight". Empty: no axis title / no colour-bar title.
+  std::string rowAxis, colAxis, valueTitle;
 };
 
 // A matrix picked out of a result WITHOUT copying it: values() points into the result, or
@@ -141,6 +145,7 @@ struct SelectedMatrix {
   std::vector<std::string> rowLabels;
   std::vector<std::string> colLabels;
   std::string title;
+  std::string rowAxis, colAxis, valueTitle;  // as in MatrixView
 
   MatrixRef values() const { return owned.size() > 0 ? matrixRef(owned) : borrowed; }
 };
@@ -155,6 +160,8 @@ struct HeatmapView {
   std::span<const std::string> rowLabels;
   std::span<const std::string> colLabels;
   std::string_view title;
+  // Axis titles and the colour bar's title ("query", "key", "weight"); empty = none.
+  std::string_view rowAxis, colAxis, valueTitle;
 
   HeatmapView() = default;
   HeatmapView(MatrixRef values, std::span<const std::string> rowLabels,
@@ -165,12 +172,18 @@ struct HeatmapView {
       : values(matrixRef(owner.values)),
         rowLabels(owner.rowLabels),
         colLabels(owner.colLabels),
-        title(owner.title) {}
+        title(owner.title),
+        rowAxis(owner.rowAxis),
+        colAxis(owner.colAxis),
+        valueTitle(owner.valueTitle) {}
   HeatmapView(const SelectedMatrix& selected)  // NOLINT(google-explicit-constructor)
       : values(selected.values()),
         rowLabels(selected.rowLabels),
         colLabels(selected.colLabels),
-        title(selected.title) {}
+        title(selected.title),
+        rowAxis(selected.rowAxis),
+        colAxis(selected.colAxis),
+        valueTitle(selected.valueTitle) {}
 };
 
 // Picks a matrix out of a result. head: 0-based head (the title says "head 2 of 8" for
@@ -195,8 +208,9 @@ struct HeatmapStyle {
   bool title = true;
   int scale = 1;                    // 1..8, multiplies every size (resolution for slides)
   int cellSize = 40;                // cell edge in pixels at scale 1 (shrunk for large matrices)
-  int digits = kCellDigits;         // significant digits of cell labels and ticks (1..9);
-                                    // labels drop digits where they would not fit
+  int digits = kCellDigits;         // significant digits of cell labels (1..9); labels drop
+                                    // digits where they would not fit (colour-bar ticks are
+                                    // round numbers with the digits they need, colorbarTicks)
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
   bool centreZero = false;          // auto range symmetric about 0 (signed matrices, RdBu)
   int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
@@ -219,7 +233,11 @@ struct Image {
 // the whole block is masked) so that single sharp peaks stay visible. Cell labels appear
 // only when a cell is at least 2.5 label-font heights tall and every label fits its width
 // (first by shrinking the font down to 7 px, then with fewer digits, see fittedCellLabel).
-// Row/column labels beyond what fits are thinned to every 2nd, 5th, 10th, ... label.
+// Row/column labels are capped to io::kLabelDisplayChars code points ("…"), and beyond what
+// fits thinned to every 2nd, 5th, 10th, ... label (io::labelStep), with the rule written
+// under the grid ("rows: every 5th label"). Column labels read bottom to top when one does
+// not fit its cell. The view's axis titles (rowAxis, colAxis) are drawn beside the labels,
+// its valueTitle beside the colour bar, whose ticks are round numbers (io::colorbarTicks).
 // Label vectors shorter than the matrix are padded with the index ("0", "1", ...).
 // Errors (field): "scale" outside 1..8 or when the raster would exceed 100 megapixels
 // (SVG has no such limit), "cellSize" outside 1..400, "cellGap" outside 0..8,

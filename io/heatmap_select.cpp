@@ -2,6 +2,8 @@
 // heatmap_render.h).
 #include "io/heatmap_render.h"
 
+#include "io/heatmap_axis.h"
+
 namespace attn::io {
 
 namespace {
@@ -135,6 +137,10 @@ Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Pr
     view.title += mean ? " · mean of " + std::to_string(heads) + " heads"
                        : " · head " + std::to_string(head) + " of " + std::to_string(heads);
   }
+  const AxisTitles axes = axisTitlesOf(kind);
+  view.rowAxis = axes.rows;
+  view.colAxis = axes.cols;
+  view.valueTitle = axes.values;
   return view;
 }
 
@@ -153,6 +159,9 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
   view.rowLabels = std::move(selected->rowLabels);
   view.colLabels = std::move(selected->colLabels);
   view.title = std::move(selected->title);
+  view.rowAxis = std::move(selected->rowAxis);
+  view.colAxis = std::move(selected->colAxis);
+  view.valueTitle = std::move(selected->valueTitle);
   return view;
 }
 

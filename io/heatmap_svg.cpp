@@ -149,7 +149,7 @@ std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const 
   if (L.showRowLabels) {
     for (int r = 0; r < L.rows; r += L.rowStep) {
       const float cy = static_cast<float>(L.cellY(r / L.pool)) + half;
-      out += svgText(font, rowLabel(view, r), L.axisPx, static_cast<float>(L.rowLabelRight),
+      out += svgText(font, shownRowLabel(view, r), L.axisPx, static_cast<float>(L.rowLabelRight),
                      cy + font.capHeight * L.axisPx / 2, "end", kTextColor);
     }
   }
@@ -159,17 +159,38 @@ std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const 
       if (L.colLabelsVertical) {
         const float bx = cx + font.capHeight * L.axisPx / 2;
         const float by = static_cast<float>(L.colLabelBottom);
-        out += svgText(font, colLabel(view, c), L.axisPx, 0, 0, "start", kTextColor,
+        out += svgText(font, shownColLabel(view, c), L.axisPx, 0, 0, "start", kTextColor,
                        " transform=\"translate(" + num(bx) + "," + num(by) + ") rotate(-90)\"");
       } else {
-        out += svgText(font, colLabel(view, c), L.axisPx, cx,
+        out += svgText(font, shownColLabel(view, c), L.axisPx, cx,
                        static_cast<float>(L.colLabelBottom) - font.descent * L.axisPx, "middle",
                        kTextColor);
       }
     }
   }
 
-  // 5 colorbar
+  // 5 axis titles and the thinning note
+  auto upright = [&](std::string_view text, float baselineX, float centreY) {
+    const float half = textWidth(&font, displayText(&font, text), L.axisPx) / 2;
+    return svgText(font, text, L.axisPx, 0, 0, "start", kTextColor,
+                   " transform=\"translate(" + num(baselineX) + "," + num(centreY + half) +
+                       ") rotate(-90)\"");
+  };
+  if (L.showColAxis) {
+    out += svgText(font, view.colAxis, L.axisPx,
+                   static_cast<float>(L.gridX) + static_cast<float>(L.gridW) / 2,
+                   static_cast<float>(L.colAxisBaseline), "middle", kTextColor);
+  }
+  if (L.showRowAxis) {
+    out += upright(view.rowAxis, static_cast<float>(L.rowAxisX),
+                   static_cast<float>(L.gridY) + static_cast<float>(L.gridH) / 2);
+  }
+  if (!L.note.empty()) {
+    out += svgText(font, L.note, L.tickPx, static_cast<float>(L.gridX),
+                   static_cast<float>(L.noteBaseline), "start", kTextColor);
+  }
+
+  // 6 colorbar
   if (L.showColorbar) {
     out += "<rect x=\"" + std::to_string(L.cbX) + "\" y=\"" + std::to_string(L.cbY) +
            "\" width=\"" + std::to_string(L.cbW) + "\" height=\"" + std::to_string(L.cbH) +
@@ -182,9 +203,13 @@ std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const 
       out += "<line x1=\"" + std::to_string(L.cbX + L.cbW) + "\" y1=\"" + num(y) + "\" x2=\"" +
              std::to_string(L.cbX + L.cbW + L.tickLength) + "\" y2=\"" + num(y) + "\" stroke=\"" +
              hexColor(kFrameColor) + "\" stroke-width=\"" + std::to_string(L.frame) + "\"/>\n";
-      out += svgText(font, toUtf8(displayNumber(&font, t, style.digits)), L.tickPx,
+      out += svgText(font, toUtf8(displayNumber(&font, t, L.tickDigits)), L.tickPx,
                      static_cast<float>(L.tickLabelX),
                      static_cast<float>(y) + font.capHeight * L.tickPx / 2, "start", kTextColor);
+    }
+    if (L.showValueTitle) {
+      out += upright(view.valueTitle, static_cast<float>(L.valueTitleX),
+                     static_cast<float>(L.cbY) + static_cast<float>(L.cbH) / 2);
     }
   }
   out += "</svg>\n";

@@ -361,6 +361,54 @@ TEST(AttentionFile, DecodingQueriesAreTheLastTokensOrGivenSeparately) {
 // Selections
 // =======================================================================================
 
+TEST(AttentionFile, FromMemoryIsUsedInPlaceWithLabels) {
+  // [2 layers, 3 heads, 2 queries, 4 keys], element (l, h, q, k) = 1000l + 100h + 10q + k.
+  std::vector<float> values;
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 3; ++h)
+      for (int q = 0; q < 2; ++q)
+        for (int k = 0; k < 4; ++k) values.push_back(static_cast<float>(1000 * l + 100 * h + 10 * q + k));
+  io::AttentionShape shape{2, 3, 2, 4};
+  const std::vector<std::string> labels = {"a", "\xC2\xB7" "b", "c", "d"};
+  Expected<io::AttentionFile> file =
+      io::AttentionFile::fromMemory("live", values, shape, labels, "tokenizer");
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->path(), "live");
+  EXPECT_EQ(file->layers(), 2);
+  EXPECT_EQ(file->heads(), 3);
+  EXPECT_TRUE(file->inPlace(1));
+  EXPECT_EQ(file->keyLabels(), labels);
+  EXPECT_EQ(file->queryLabels(), (std::vector<std::string>{"c", "d"}));  // the last n_q
+  EXPECT_EQ(file->labelsSource(), "tokenizer");
+  const Matrix head = file->copyHead(1, 2);
+  ASSERT_EQ(head.rows(), 2);
+  ASSERT_EQ(head.cols(), 4);
+  EXPECT_EQ(head(1, 3), 1213.f);
+  EXPECT_EQ(head(0, 1), 1201.f);
+  Expected<io::SelectedAttention> mean =
+      io::selectAttention(*file, {io::AttentionSelection::Kind::Mean, 0, 0});
+  ASSERT_TRUE(mean.ok());
+  EXPECT_FLOAT_EQ(mean->view.values(1, 2), 112.f);  // (12 + 112 + 212) / 3
+
+  // Errors name the source and the field.
+  Expected<io::AttentionFile> count =
+      io::AttentionFile::fromMemory("live", std::vector<float>(5), shape, labels, "");
+  ASSERT_FALSE(count.ok());
+  EXPECT_EQ(count.error().field, "shape");
+  EXPECT_EQ(count.error().file, "live");
+  Expected<io::AttentionFile> fewLabels =
+      io::AttentionFile::fromMemory("live", values, shape, {"a", "b"}, "");
+  ASSERT_FALSE(fewLabels.ok());
+  EXPECT_EQ(fewLabels.error().field, "tokens");
+  Expected<io::AttentionFile> empty =
+      io::AttentionFile::fromMemory("live", {}, io::AttentionShape{1, 1, 0, 0}, {}, "");
+  EXPECT_FALSE(empty.ok());
+  Expected<io::AttentionFile> tall =
+      io::AttentionFile::fromMemory("live", std::vector<float>(8), io::AttentionShape{1, 1, 4, 2},
+                                    {"a", "b"}, "");
+  EXPECT_FALSE(tall.ok());
+}
+
 TEST(AttentionSelection, HeadMeanMaxRolloutAndNonFinite) {
   const fs::path dir = freshDir("attn_select");
   // 2 layers x 2 heads of 2 x 2; values chosen by hand.

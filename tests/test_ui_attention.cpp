@@ -234,25 +234,16 @@ TEST(AttentionService, WorkerMatchesSynchronousAndDropsOlderFiles) {
 // The panel, headless
 // ---------------------------------------------------------------------------------------
 
-class AttentionPanel : public ::testing::Test {
+class AttentionPanel : public testui::HeadlessImGui {
  protected:
-  void SetUp() override {
-    context_ = attn::testing::createHeadlessImGui();
-  }
-  void TearDown() override { ImGui::DestroyContext(context_); }
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1)) {
     updateAttention(state);
     ImGui::GetIO().MousePos = mouse;
     ImGui::NewFrame();
-    ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
-    ImGui::SetNextWindowSize(ImVec2(1600, 1000), ImGuiCond_Always);
+    place(0, 0, 1600, 1000);
     drawAttentionPanel(state, heatmaps_);
     ImGui::Render();
   }
-  MockHeatmapTextures& mock() { return dynamic_cast<MockHeatmapTextures&>(heatmaps_.textures()); }
-
-  ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
 };
 
 TEST_F(AttentionPanel, DrawsTheGridAndTheSelectedHead) {

@@ -31,12 +31,8 @@ using namespace attn::app;
 
 const std::string kShapes = ATTNSCOPE_ASSET_DIR "/images/shapes.png";
 
-class ImagePanel : public ::testing::Test {
+class ImagePanel : public testui::HeadlessImGui {
  protected:
-  void SetUp() override {
-    context_ = attn::testing::createHeadlessImGui();
-  }
-  void TearDown() override { ImGui::DestroyContext(context_); }
 
   // One frame with the mouse at `mouse` (button down if `down`).
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1e6f, -1e6f), bool down = false) {
@@ -58,9 +54,6 @@ class ImagePanel : public ::testing::Test {
     return ImVec2(v.drawnX + (col + 0.5f) * edge, v.drawnY + (row + 0.5f) * edge);
   }
 
-  ImGuiContext* context_ = nullptr;
-  MockHeatmapTextures* textures_ = new MockHeatmapTextures();  // owned by heatmaps_
-  HeatmapCache heatmaps_{std::unique_ptr<HeatmapTextures>(textures_)};
 };
 
 TEST(ImageViewTest, ImagePaths) {
@@ -87,12 +80,12 @@ TEST_F(ImagePanel, OpensComputesAndKeepsStateOnABadFile) {
   EXPECT_GT(v.drawnZoom, 1.0f);
   // Not ready (no GPU): nothing uploaded. Ready: the picture is uploaded once, and drawn
   // every frame.
-  EXPECT_TRUE(textures_->rgbUploads.empty());
-  textures_->init();
+  EXPECT_TRUE(mock().rgbUploads.empty());
+  mock().init();
   frames(state);
-  ASSERT_EQ(textures_->rgbUploads.size(), 1u);
-  EXPECT_EQ(textures_->rgbUploads[0], std::make_pair(224, 160));
-  EXPECT_EQ(textures_->rgbDraws.size(), 3u);
+  ASSERT_EQ(mock().rgbUploads.size(), 1u);
+  EXPECT_EQ(mock().rgbUploads[0], std::make_pair(224, 160));
+  EXPECT_EQ(mock().rgbDraws.size(), 3u);
 
   // A truncated file: an error notice naming it; the image and the result stay.
   const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "ui_image";

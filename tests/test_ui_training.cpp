@@ -28,29 +28,24 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-class TrainingPanel : public ::testing::Test {
+class TrainingPanel : public testui::HeadlessImGui {
  protected:
   void SetUp() override {
-    context_ = attn::testing::createHeadlessImGui();
+    HeadlessImGui::SetUp();
     dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "ui_training" /
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
-  void TearDown() override { ImGui::DestroyContext(context_); }
-
   void frames(AppState& state, int count = 3) {
     for (int i = 0; i < count; ++i) {
       ImGui::NewFrame();
-      ImGui::SetNextWindowPos(ImVec2(100, 50), ImGuiCond_Always);
-      ImGui::SetNextWindowSize(ImVec2(1200, 850), ImGuiCond_Always);
+      place(100, 50, 1200, 850);
       drawTrainingPanel(state, heatmaps_);
       ImGui::Render();
     }
   }
 
-  ImGuiContext* context_ = nullptr;
-  HeatmapCache heatmaps_{std::make_unique<MockHeatmapTextures>()};
   fs::path dir_;
 };
 

@@ -76,17 +76,47 @@ inline ImGuiContext* createHeadlessImGui() {
   return context;
 }
 
-class Headless : public ::testing::Test {
+}  // namespace attn::testing
+
+namespace attn::testui {
+
+// The fixture of the panel tests: a headless ImGui context (attn::testing::
+// createHeadlessImGui) and a HeatmapCache on MockHeatmapTextures that records every upload.
+// Panel tests derive from it and add their own frame() (which panel, where).
+class HeadlessImGui : public ::testing::Test {
+ protected:
+  void SetUp() override { context_ = attn::testing::createHeadlessImGui(); }
+  void TearDown() override { ImGui::DestroyContext(context_); }
+
+  // Places the next window at (x, y) with size (w, h), every frame.
+  static void place(float x, float y, float w, float h) {
+    ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
+  }
+
+  app::MockHeatmapTextures& mock() {
+    return dynamic_cast<app::MockHeatmapTextures&>(heatmaps_.textures());
+  }
+
+  ImGuiContext* context_ = nullptr;
+  app::HeatmapCache heatmaps_{std::make_unique<app::MockHeatmapTextures>()};
+};
+
+}  // namespace attn::testui
+
+namespace attn::testing {
+
+// Every panel of the scenario explorer side by side, with the stepper's keys mapped.
+class Headless : public testui::HeadlessImGui {
  protected:
   void SetUp() override {
-    context_ = createHeadlessImGui();
+    HeadlessImGui::SetUp();
     ImGuiIO& io = ImGui::GetIO();
     io.KeyMap[ImGuiKey_Space] = kKeySpace;
     io.KeyMap[ImGuiKey_LeftArrow] = kKeyLeft;
     io.KeyMap[ImGuiKey_RightArrow] = kKeyRight;
     io.KeyMap[ImGuiKey_Escape] = kKeyEscape;
   }
-  void TearDown() override { ImGui::DestroyContext(context_); }
 
   // One frame of the app's loop: recompute, draw every panel, close the undo step. Panels are
   // placed side by side so that each gets a real size.
@@ -119,14 +149,6 @@ class Headless : public ::testing::Test {
     frame(state, key);
     frame(state);
   }
-
-  static void place(float x, float y, float w, float h) {
-    ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
-    ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
-  }
-
-  ImGuiContext* context_ = nullptr;
-  app::HeatmapCache heatmaps_{std::make_unique<app::MockHeatmapTextures>()};
 };
 
 }  // namespace attn::testing
