@@ -919,7 +919,8 @@ void GuiSession::Impl::drawRecentMenu() {
   }
   ImGui::EndMenu();
   if (!picked.empty()) requestOpen(files, state, picked, now());
-=======
+}
+
 bool GuiSession::Impl::openModelScreenshot() {
   const std::size_t notices = state.notices.size();
   updateModel(state, now());
