@@ -148,8 +148,8 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
 
   // 3 the canvas: origin in the centre, the farthest point at 42% of the smaller side.
   ImVec2 size = ImGui::GetContentRegionAvail();
-  size.x = std::max(size.x, font * 10.0f);
-  size.y = std::max(size.y, font * 10.0f);
+  size.x = std::max(size.x, font * 6.0f);
+  size.y = std::max(size.y, font * 6.0f);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("##canvas", size);
   const bool active = ImGui::IsItemActive();
