@@ -159,12 +159,26 @@ struct History {
 // Derived data: computed from one document revision (update(), or the ComputeService worker
 // in the window) and then never changed: panels read it through a shared_ptr<const>.
 // ---------------------------------------------------------------------------------------
+// Which matrix a heatmap shows: (kind, head) as io::selectMatrixRef takes them.
+struct ViewKey {
+  io::MatrixKind kind = io::MatrixKind::Weights;
+  int head = 0;
+};
+// A view the compute worker selected with the result (see ComputeService::submit), so that
+// the frame receiving the result does not compute the stages a result no longer stores (a
+// head's scores, the mean of scores) nor build the labels on the UI thread.
+struct PreparedView {
+  ViewKey key;
+  io::SelectedMatrix view;  // may point into this Computed's result
+};
+
 struct Computed {
   std::uint64_t revision = ~0ull;       // doc revision these results belong to
   std::optional<Problem> problem;       // inputs/options/labels actually used
   std::optional<AttentionResult> result;
   std::string error;                    // non-empty: the scenario cannot be computed (why)
-  double computeMs = 0;                 // time of the last compute
+  double computeMs = 0;                 // time of the last compute (attend() + views)
+  std::vector<PreparedView> views;      // selected on the worker; panel::cachedView() looks here first
 };
 
 // A message for the user: errors from files and edits, warnings from the result.

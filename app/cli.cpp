@@ -482,10 +482,16 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
     produce([&out](std::string_view chunk) { out << chunk; });
     out.flush();
   } else {
-    // A file goes through the one atomic writer (io/files.h), which takes the whole text: no
-    // JSON DOM, but the text is held once (about 1 GB at 2048 tokens x 8 heads).
-    Status written = io::writeFileAtomic(*outPath, io::resultToJson(computed->result,
-                                                                    computed->problem));
+    // A file goes through the one atomic writer (io/files.h) in its streamed form: the same
+    // chunks go to the temporary file, which replaces the target only once all are written.
+    // After a failed write the remaining chunks are dropped, and the first error returned.
+    Status written = io::writeFileStreamed(*outPath, [&](const io::ChunkWriter& write) {
+      Status first = Ok{};
+      produce([&](std::string_view chunk) {
+        if (first) first = write(chunk);
+      });
+      return first;
+    });
     if (!written) {
       Error error = written.error();
       if (error.file.empty()) error.file = *outPath;

@@ -4,6 +4,7 @@
 #include "app/cli_bench.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <charconv>
@@ -45,7 +46,8 @@ options:
 
 output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
 gflops (8·N·D² + 4·N²·D floating-point operations, a multiply-add counted as 2, over the
-median), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
+median), median_cpu_ms (the median process CPU time of a repetition, all threads; the
+better figure on a busy machine), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
 OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib;
 with --gemm-rates also projection_gflops and peak_gflops.
 )";
@@ -132,8 +134,8 @@ Expected<BenchArgs> parseBenchArgs(std::span<const std::string> args) {
   return parsed;
 }
 
-// --gemm-rates: the projection GEMM as attend() runs it (per head, per 256-row block, on
-// `threads` threads, OpenBLAS single-threaded), and a large sgemm (2048³, one row block per
+// --gemm-rates: the projection GEMM as attend() runs it for self-attention (one fused
+// X·[W_q W_k W_v] per 256-row block, on `threads` threads, OpenBLAS single-threaded), and a large sgemm (2048³, one row block per
 // thread) as the peak those threads reach. GFLOP/s over the median of 5 runs each.
 struct GemmRates {
   double projection = 0, peak = 0;
@@ -153,23 +155,21 @@ double medianSeconds(int repeat, Run&& run) {
   return seconds[seconds.size() / 2];
 }
 
-GemmRates measureGemmRates(int n, int d, int heads, int threads, std::uint64_t seed) {
+GemmRates measureGemmRates(int n, int d, int threads, std::uint64_t seed) {
   SingleThreadedBlas singleThreadedBlas;
   GemmRates rates;
-  const Matrix x = xavierUniform(n, d, seed), w = xavierUniform(d, d, seed + 2);
-  Matrix y(n, d);
-  const int dH = d / heads;
+  // attend()'s self-attention projection: X·[W_q W_k W_v] in 256-row blocks.
+  const Matrix x = xavierUniform(n, d, seed), wqkv = xavierUniform(d, 3 * d, seed + 2);
+  Matrix y(n, 3 * d);
   constexpr int kBlock = 256;  // attend()'s kProductBlockRows
   const int blocks = (n + kBlock - 1) / kBlock;
   const double projection = medianSeconds(5, [&] {
-    parallelFor(heads * blocks, threads, [&](int item, int) {
-      const int h = item / blocks, first = item % blocks * kBlock;
-      const int count = std::min(kBlock, n - first);
-      y.block(first, h * dH, count, dH).noalias() =
-          x.middleRows(first, count) * w.middleCols(h * dH, dH);
+    parallelFor(blocks, threads, [&](int block, int) {
+      const int first = block * kBlock, count = std::min(kBlock, n - first);
+      y.middleRows(first, count).noalias() = x.middleRows(first, count) * wqkv;
     });
   });
-  rates.projection = 2.0 * n * d * double(d) / projection * 1e-9;
+  rates.projection = 3 * 2.0 * n * d * double(d) / projection * 1e-9;
   constexpr int kBig = 2048;
   const Matrix a = xavierUniform(kBig, kBig, seed + 3), b = xavierUniform(kBig, kBig, seed + 4);
   Matrix c(kBig, kBig);
@@ -182,6 +182,14 @@ GemmRates measureGemmRates(int n, int d, int heads, int threads, std::uint64_t s
   });
   rates.peak = 2.0 * kBig * double(kBig) * kBig / peak * 1e-9;
   return rates;
+}
+
+// CPU time of every thread of the process so far, in ms: on a machine shared with other
+// work, the wall time measures the queue for the cores, the CPU time the work.
+double processCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
 }
 
 double peakRssMiB() {
@@ -224,18 +232,22 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
     err << "attnscope: " << status.error().message() << '\n';
     return 2;
   }
-  std::vector<double> ms;
+  std::vector<double> ms, cpuMs;
   ms.reserve(static_cast<std::size_t>(a.repeat));
+  cpuMs.reserve(static_cast<std::size_t>(a.repeat));
   for (int r = 0; r < a.repeat; ++r) {
+    const double cpuStart = processCpuMs();
     const auto start = std::chrono::steady_clock::now();
     Status status = attend(inputs, options, result, run);
     const auto stop = std::chrono::steady_clock::now();
+    cpuMs.push_back(processCpuMs() - cpuStart);
     if (!status) {
       err << "attnscope: " << status.error().message() << '\n';
       return 2;
     }
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
+  std::sort(cpuMs.begin(), cpuMs.end());
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const std::size_t count = sorted.size();
@@ -254,6 +266,7 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
   doc["min_ms"] = sorted.front();
   doc["max_ms"] = sorted.back();
   doc["gflops"] = flops / (median * 1e-3) * 1e-9;
+  doc["median_cpu_ms"] = cpuMs[cpuMs.size() / 2];
   doc["flops"] = flops;
   doc["isa"] = std::string(kernels::isaName(kernels::activeIsa()));
   doc["isa_description"] = kernels::activeIsaDescription();
@@ -263,7 +276,7 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
                         result.heads[0].weights.cols() == a.n;
   doc["peak_rss_mib"] = peakRssMiB();
   if (a.gemmRates) {
-    const GemmRates rates = measureGemmRates(a.n, a.d, a.heads, resolvedThreads(run), a.seed);
+    const GemmRates rates = measureGemmRates(a.n, a.d, resolvedThreads(run), a.seed);
     doc["projection_gflops"] = rates.projection;
     doc["peak_gflops"] = rates.peak;
   }

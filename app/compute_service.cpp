@@ -11,11 +11,13 @@ namespace attn::app {
 // =======================================================================================
 
 std::shared_ptr<Computed> computeDocument(const Scenario& doc, std::uint64_t revision,
-                                          std::shared_ptr<Computed> recycle) {
+                                          std::shared_ptr<Computed> recycle,
+                                          const std::vector<ViewKey>& views) {
   const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<Computed> computed = recycle ? std::move(recycle) : std::make_shared<Computed>();
   computed->revision = revision;
   computed->error.clear();
+  computed->views.clear();  // they point into the result that is recomputed below
   Expected<Problem> problem = buildProblem(doc);
   if (!problem) {
     computed->problem.reset();
@@ -35,6 +37,11 @@ std::shared_ptr<Computed> computeDocument(const Scenario& doc, std::uint64_t rev
       computed->error = toScenarioError(status.error(), doc).message();
     } else {
       computed->problem = std::move(problem).value();
+      for (const ViewKey& key : views) {
+        Expected<io::SelectedMatrix> selected =
+            io::selectMatrixRef(*computed->result, *computed->problem, key.kind, key.head);
+        if (selected) computed->views.push_back({key, std::move(selected).value()});
+      }
     }
   }
   computed->computeMs =
@@ -57,11 +64,13 @@ ComputeService::~ComputeService() {
   worker_.join();
 }
 
-void ComputeService::submit(std::shared_ptr<const Scenario> doc, std::uint64_t revision) {
+void ComputeService::submit(std::shared_ptr<const Scenario> doc, std::uint64_t revision,
+                            std::vector<ViewKey> views) {
   {
     std::lock_guard lock(mutex_);
     queued_ = std::move(doc);  // latest wins: an unstarted older request is dropped here
     queuedRevision_ = revision;
+    queuedViews_ = std::move(views);
   }
   wake_.notify_one();
 }
@@ -93,6 +102,8 @@ void ComputeService::run() {
     if (stop_) return;
     std::shared_ptr<const Scenario> doc = std::exchange(queued_, nullptr);
     const std::uint64_t revision = queuedRevision_;
+    const std::vector<ViewKey> views = std::move(queuedViews_);
+    queuedViews_.clear();
     running_ = true;
     // Reuse the buffers of a result that only this worker still holds (the UI has moved on
     // to a newer one); otherwise allocate fresh ones.
@@ -105,7 +116,7 @@ void ComputeService::run() {
       }
     }
     lock.unlock();
-    std::shared_ptr<Computed> result = computeDocument(*doc, revision, std::move(recycle));
+    std::shared_ptr<Computed> result = computeDocument(*doc, revision, std::move(recycle), views);
     doc.reset();
     lock.lock();
     running_ = false;
@@ -125,7 +136,12 @@ void ComputeService::run() {
 
 bool updateAsync(AppState& state, ComputeService& service) {
   if (state.submittedRevision != state.revision) {
-    service.submit(std::make_shared<const Scenario>(state.doc), state.revision);
+    // The views on screen now (the cache of the shown revision) are the ones the new result
+    // will be shown in; the mask view (a negative pseudo-head) is the panel's own.
+    std::vector<ViewKey> views;
+    for (const PanelScratch::CachedView& entry : state.panels.viewCache)
+      if (entry.head >= -1) views.push_back({entry.kind, entry.head});
+    service.submit(std::make_shared<const Scenario>(state.doc), state.revision, std::move(views));
     state.submittedRevision = state.revision;
   }
   std::shared_ptr<const Computed> finished = service.take();

@@ -21,10 +21,13 @@ namespace attn::app {
 
 // Builds the problem of `doc` and runs attend(). `revision` is stored in the result.
 // `recycle` (may be null) is an earlier result that nobody else holds any more: its buffers
-// are reused when the shapes match (no reallocation per edit at 2048 tokens). Never throws
-// for bad input: the error text is in Computed::error.
+// are reused when the shapes match (no reallocation per edit at 2048 tokens). `views`: the
+// matrices the window shows; each is selected here (io::selectMatrixRef: a head's scores are
+// computed again, labels built) into Computed::views, so the UI thread only uploads them.
+// Never throws for bad input: the error text is in Computed::error.
 std::shared_ptr<Computed> computeDocument(const Scenario& doc, std::uint64_t revision,
-                                          std::shared_ptr<Computed> recycle);
+                                          std::shared_ptr<Computed> recycle,
+                                          const std::vector<ViewKey>& views = {});
 
 class ComputeService {
  public:
@@ -33,9 +36,11 @@ class ComputeService {
   ComputeService(const ComputeService&) = delete;
   ComputeService& operator=(const ComputeService&) = delete;
 
-  // Queues `doc` (a snapshot the caller no longer changes) for computing. A request that is
-  // still queued is replaced: only the newest revision is ever computed next.
-  void submit(std::shared_ptr<const Scenario> doc, std::uint64_t revision);
+  // Queues `doc` (a snapshot the caller no longer changes) for computing, with the views to
+  // prepare (see computeDocument). A request that is still queued is replaced: only the
+  // newest revision is ever computed next.
+  void submit(std::shared_ptr<const Scenario> doc, std::uint64_t revision,
+              std::vector<ViewKey> views = {});
   // The newest finished result not yet taken, or null. Never blocks on a computation.
   std::shared_ptr<const Computed> take();
   // True while a request is queued or being computed.
@@ -53,6 +58,7 @@ class ComputeService {
   std::condition_variable idle_;   // waitIdle() waits for the worker to finish
   std::shared_ptr<const Scenario> queued_;
   std::uint64_t queuedRevision_ = 0;
+  std::vector<ViewKey> queuedViews_;
   bool running_ = false;  // the worker is computing a request
   bool stop_ = false;
   std::uint64_t completed_ = 0;
@@ -64,7 +70,7 @@ class ComputeService {
 };
 
 // The window's recompute step: submits the document when its revision changed since the
-// last submit, and moves a finished result into state.computed (when it belongs to the
+// last submit (with the views on screen, from state.panels.viewCache), and moves a finished result into state.computed (when it belongs to the
 // newest revision submitted, or to any newer revision than the one shown). Returns true
 // when state.computed was replaced this call. Never blocks.
 bool updateAsync(AppState& state, ComputeService& service);

@@ -16,6 +16,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include <imgui.h>
@@ -31,11 +32,22 @@ namespace {
 // Levels of detail stop when both sides are at most this many texels.
 constexpr int kMinPooledSide = 16;
 
-// Uploads `values` and its max-pooled levels of detail (halvings until both sides are at
+// Uploads the view's values (with -inf where its `allowed` masks a cell, so that the shader
+// hatches it) and its max-pooled levels of detail (halvings until both sides are at
 // most kMinPooledSide, GL's mip sizes max(1, side / 2)), and keeps its finite range for the
 // auto colour range (once per upload, not per frame).
-void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry, MatrixRef values) {
+void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry,
+                  const io::HeatmapView& view) {
+  MatrixRef values = view.values;
   entry.finite = io::finiteRange(values);
+  Matrix masked;
+  if (view.allowed != nullptr) {
+    masked = values.copy();
+    for (int r = 0; r < values.rows; ++r)
+      for (int c = 0; c < values.cols; ++c)
+        if (view.maskedByAllowed(r, c)) masked(r, c) = -std::numeric_limits<float>::infinity();
+    values = matrixRef(masked);
+  }
   const bool reshaped = values.rows != entry.rows || values.cols != entry.cols;
   entry.rows = values.rows;
   entry.cols = values.cols;
@@ -152,7 +164,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   const bool overBudget = impl.uploadBudgetBytes > 0 && impl.uploadedThisFrame > 0 &&
                           impl.uploadedThisFrame + bytes > impl.uploadBudgetBytes;
   if (reshaped || (changed && !overBudget)) {
-    uploadValues(*impl.textures, entry, view.values);
+    uploadValues(*impl.textures, entry, view);
     entry.revision = contentRevision;
     entry.labelFont = 0;  // labels may have changed too
     ++impl.uploads;

@@ -53,9 +53,9 @@ void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::stri
 
 }  // namespace
 
-std::string fitLabel(std::string_view text, float maxWidth) {
-  // Two or three measurements of at most kLabelDisplayChars code points: linear, bounded.
-  const std::string capped = io::capLabel(text);
+std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodePoints) {
+  // Two or three measurements of at most maxCodePoints code points: linear, bounded.
+  const std::string capped = io::capLabel(text, maxCodePoints);
   ImFont* imFont = ImGui::GetFont();
   const float size = ImGui::GetFontSize();
   const char* begin = capped.c_str();
@@ -80,6 +80,11 @@ std::optional<std::string> screenCellLabel(float value, const Grid& g) {
   return io::fittedCellLabel(value, kCellDigits, [&](const std::string& text) {
     return ImGui::CalcTextSize(text.c_str()).x <= g.cellPxW - g.font * 0.3f;
   });
+}
+
+std::optional<std::string> cellText(const io::HeatmapView& view, int r, int c, const Grid& g) {
+  if (view.maskedByAllowed(r, c)) return std::nullopt;  // hatched, never "0"
+  return screenCellLabel(view.values(r, c), g);
 }
 
 void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::HeatmapView& view,
@@ -125,7 +130,7 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
   for (int r = g.firstRow; r <= g.lastRow; ++r) {
     for (int c = g.firstCol; c <= g.lastCol; ++c) {
       const float value = view.values(r, c);
-      const std::optional<std::string> text = screenCellLabel(value, g);
+      const std::optional<std::string> text = cellText(view, r, c, g);
       if (!text) continue;
       const ImVec2 size = ImGui::CalcTextSize(text->c_str());
       const ImVec2 cellMin = g.cellScreenMin(r, c);
@@ -137,6 +142,10 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
   }
   drawList->PopClipRect();
 }
+
+// Axis and colour-bar titles with their thinning rules ("dimension · every 5th label · rows:
+// every 2nd label") are longer than a label; they are fitted to the room, not capped.
+constexpr std::size_t kTitleChars = 120;
 
 void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
                     const HeatmapOptions& options) {
@@ -181,7 +190,8 @@ void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
         const std::string text = fitLabel(view.colLabels[c], g.colLabelHeight - font * 0.3f);
         addTextUp(drawList,
                   ImVec2(std::round(centre - lineHeight * 0.5f), g.gridMin.y - font * 0.2f),
-                  textColor, text, ImVec2(g.gridMin.x, top), ImVec2(g.gridMax.x, g.gridMin.y));
+                  textColor, text, ImVec2(g.gridMin.x - lineHeight * 0.5f, top),
+                  ImVec2(g.gridMax.x + lineHeight * 0.5f, g.gridMin.y));
       } else {
         const std::string text = fitLabel(view.colLabels[c], g.cellPxW * g.colStep);
         const float width = ImGui::CalcTextSize(text.c_str()).x;
@@ -192,7 +202,7 @@ void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
     drawList->PopClipRect();
     // 4 the column title line, centred on the grid within the widget's width
     const float left = g.origin.x + g.rowAxisWidth, right = g.gridMax.x + g.colorbarWidth;
-    const std::string title = fitLabel(colTitle, std::max(right - left, font * 3));
+    const std::string title = fitLabel(colTitle, std::max(right - left, font * 3), kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     const float x = std::clamp(g.gridMin.x + (g.gridW - width) * 0.5f, left,
                                std::max(left, right - width));
@@ -215,7 +225,7 @@ void drawAxisLabels(const Entry& entry, Grid& g, const io::HeatmapView& view,
     }
     drawList->PopClipRect();
     // 6 the row title, read bottom to top, centred beside the grid
-    const std::string title = fitLabel(rowTitle, std::max(g.gridH, font * 3));
+    const std::string title = fitLabel(rowTitle, std::max(g.gridH, font * 3), kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     addTextUp(drawList, ImVec2(g.origin.x, std::round(g.gridMin.y + (g.gridH + width) * 0.5f)),
               textColor, title, g.origin, ImVec2(left, g.gridMax.y + font));
@@ -247,7 +257,7 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const io::HeatmapView
     right = std::max(right, barMax.x + font * 0.45f + size.x);
   }
   if (!view.valueTitle.empty()) {
-    const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y);
+    const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y, kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     const ImVec2 at(right + font * 0.3f, std::round((barMin.y + barMax.y + width) * 0.5f));
     addTextUp(drawList, at, textColor, title, ImVec2(at.x, barMin.y),
@@ -271,7 +281,7 @@ namespace {
 // score, never a number that could be read as a weight.
 std::string hoverValue(const io::HeatmapView& view, int r, int c) {
   const float value = view.values(r, c);
-  if (std::isinf(value) && value < 0)
+  if (view.masked(r, c))
     return "masked (" + formatNumber(value, kTooltipDigits) + "): this key is not attended";
   if (std::isnan(value)) return "value: NaN (not a number: marked, not coloured)";
   if (std::isinf(value)) return "value: +inf (marked, not coloured)";
@@ -375,7 +385,7 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const io::HeatmapView& vie
   for (int rr = g.firstRow; rr <= g.lastRow; rr += rowStep) {
     for (int cc = g.firstCol; cc <= g.lastCol; cc += colStep) {
       const float value = view.values(rr, cc);
-      if (!std::isfinite(value)) continue;
+      if (!std::isfinite(value) || view.maskedByAllowed(rr, cc)) continue;  // hatched
       const float distance = std::fabs(io::colorPosition(value, range) - 0.5f);
       if (distance < best) best = distance, r = rr, c = cc;
     }
@@ -384,7 +394,7 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const io::HeatmapView& vie
   record.sampleRow = r;
   record.sampleCol = c;
   record.sampleValue = view.values(r, c);
-  if (g.cellLabels) record.sampleLabel = screenCellLabel(record.sampleValue, g).value_or("");
+  if (g.cellLabels) record.sampleLabel = cellText(view, r, c, g).value_or("");
   record.cellMin = ImVec2(std::max(cellMin.x, g.gridMin.x), std::max(cellMin.y, g.gridMin.y));
   record.cellMax = ImVec2(std::min(cellMin.x + g.cellPxW, g.gridMax.x),
                           std::min(cellMin.y + g.cellPxH, g.gridMax.y));

@@ -14,6 +14,8 @@ namespace attn::app::widget {
 
 namespace {
 
+constexpr int kMaxColorbarTicks = 6;
+
 // Keeps the zoom rectangle inside [0, 1] and at least one cell wide.
 void clampUv(Entry& entry) {
   auto clampAxis = [](float& a, float& b, int cells) {
@@ -63,12 +65,14 @@ Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions&
   if (colLabels) g.colAxisHeight = font * 1.2f;
   if (rowLabels) g.rowLabelWidth = std::min(entry.rowLabelWidth, maxRowLabelWidth) + font * 0.4f;
   if (colLabels) g.colLabelHeight = font * 1.3f;
-  // The colour bar: round ticks, their widest label, the title beside them.
-  const float barH = std::max(font * 3, area.y - g.colAxisHeight - g.colLabelHeight);
-  g.ticks = io::colorbarTicks(range, std::clamp(static_cast<int>(barH / (font * 1.6f)), 2, 6));
+  // The colour bar: round ticks, their widest label (whatever number of ticks the bar's
+  // final height allows), the title beside them.
   float widestTick = 0;
-  for (float t : g.ticks.values)
-    widestTick = std::max(widestTick, ImGui::CalcTextSize(formatNumber(t, g.ticks.digits).c_str()).x);
+  for (int maxTicks = 2; maxTicks <= kMaxColorbarTicks && options.colorbar; ++maxTicks) {
+    const io::ColorbarTicks ticks = io::colorbarTicks(range, maxTicks);
+    for (float t : ticks.values)
+      widestTick = std::max(widestTick, ImGui::CalcTextSize(formatNumber(t, ticks.digits).c_str()).x);
+  }
   g.colorbarWidth = options.colorbar ? font * 1.9f + widestTick + font * 0.4f +
                                            (view.valueTitle.empty() ? 0.f : font * 1.2f)
                                      : 0.f;
@@ -103,6 +107,10 @@ Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions&
       fitCells();
     }
   }
+  // The ticks the bar (as tall as the grid) has room for: one per 1.6 lines.
+  const float barH = std::max(cellH * rows, font * 3);
+  g.ticks = io::colorbarTicks(
+      range, std::clamp(static_cast<int>(barH / (font * 1.6f)), 2, kMaxColorbarTicks));
   const ImVec2 gridSize(cellW * cols, cellH * rows);
   g.gridMin = ImVec2(std::floor(g.origin.x + g.rowAxisWidth + g.rowLabelWidth),
                      std::floor(g.origin.y + g.colAxisHeight + g.colLabelHeight));

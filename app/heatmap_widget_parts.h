@@ -58,11 +58,15 @@ Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions&
 void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
 
 // -- heatmap_widget_draw.cpp
-// `text` cut to `maxWidth` pixels at the current font with "…" (io::capLabel first, so the
-// work is bounded by io::kLabelDisplayChars whatever the label's length).
-std::string fitLabel(std::string_view text, float maxWidth);
+// `text` cut to `maxWidth` pixels at the current font with "…" (io::capLabel to
+// maxCodePoints first, so the work is bounded whatever the label's length).
+std::string fitLabel(std::string_view text, float maxWidth,
+                     std::size_t maxCodePoints = io::kLabelDisplayChars);
 // The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
 std::optional<std::string> screenCellLabel(float value, const Grid& grid);
+// The text of cell (r, c): none for a cell the view's `allowed` masks (it is hatched: a
+// weight of 0 there means "not attended"), else screenCellLabel of its value.
+std::optional<std::string> cellText(const io::HeatmapView& view, int r, int c, const Grid& grid);
 // The textured quad (level of detail chosen here), the highlight frame, the cell labels.
 void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& grid, const io::HeatmapView& view,
               const HeatmapOptions& options, io::ValueRange range);

@@ -89,6 +89,9 @@ ImageJob::Result computeImageJob(const ImageJob::Request& request) {
   for (int i = 0; i < grid.count(); ++i) out.matrix.rowLabels.push_back(patchLabel(grid, i));
   out.matrix.colLabels = out.matrix.rowLabels;
   out.matrix.title = "patch weights";
+  out.matrix.rowAxis = "query patch";
+  out.matrix.colAxis = "key patch";
+  out.matrix.valueTitle = "weight";
   if (request.options.heads > 1) out.matrix.title += " (mean of heads)";
   out.computed = std::move(shared);
   return out;

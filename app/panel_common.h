@@ -125,6 +125,15 @@ inline const io::SelectedMatrix* cachedView(AppState& state, io::MatrixKind kind
   auto& cache = state.panels.viewCache;
   const std::uint64_t revision = state.computed->revision;
   if (!cache.empty() && cache.front().revision != revision) cache.clear();
+  // Prepared by the compute worker with the result: only point at it (and remember the key,
+  // so the next edit asks for it again).
+  for (const PreparedView& prepared : state.computed->views) {
+    if (prepared.key.kind != kind || prepared.key.head != head) continue;
+    bool listed = false;
+    for (const auto& entry : cache) listed = listed || (entry.kind == kind && entry.head == head);
+    if (!listed) cache.push_back({revision, kind, head, io::SelectedMatrix{}});
+    return &prepared.view;
+  }
   for (auto& entry : cache)
     if (entry.kind == kind && entry.head == head) return &entry.view;
   auto selected = io::selectMatrixRef(*state.computed->result, *state.computed->problem, kind, head);

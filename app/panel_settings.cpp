@@ -296,6 +296,8 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
       allowed.rowLabels = state.computed->problem->queryLabels;
       allowed.colLabels = state.computed->problem->keyLabels;
       allowed.title = "allowed (1) / masked (0)";
+      allowed.rowAxis = "query";
+      allowed.colAxis = "key";
       cache.push_back({state.computed->revision, io::MatrixKind::Weights, kAllowedViewHead,
                        std::move(allowed)});
       view = &cache.back().view;

@@ -340,6 +340,9 @@ io::MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& w
     view.rowLabels.assign(static_cast<std::size_t>(weights.rows()), "label");
   }
   view.title = name + " \xC2\xB7 step " + std::to_string(step);
+  view.rowAxis = "query";
+  view.colAxis = "key";
+  view.valueTitle = "weight";
   return view;
 }
 

@@ -21,6 +21,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -616,7 +617,19 @@ namespace {
 // (issue 11: the n_q x n_k scores and masked scores of every head were most of the memory).
 // headScoreRows() and similarity() compute the very same blocks, so the scores they return
 // are, bit for bit, the ones attend() normalised (a product's rounding depends on its shape).
+// The block height depends on the shape only (never on the thread count): as many rows as fit
+// kScoreBlockBytes of scores (512 KiB, a quarter of a 2 MiB L2), between kScoreBlockRows and
+// kMaxScoreBlockRows, a multiple of kScoreBlockRows. At n_k = 2048 that is 64 rows; at
+// n_k = 512 it is 256, so a head is 2 items instead of 8: fewer, larger GEMM calls (at small
+// n the calls' fixed costs dominated, and one thread was slower than PyTorch).
 constexpr Index kScoreBlockRows = 64;
+constexpr Index kMaxScoreBlockRows = 256;
+constexpr Index kScoreBlockBytes = Index(512) * 1024;
+
+Index scoreBlockRows(Index nK) {
+  const Index fit = kScoreBlockBytes / (static_cast<Index>(sizeof(Scalar)) * std::max<Index>(nK, 1));
+  return std::clamp(fit / kScoreBlockRows * kScoreBlockRows, kScoreBlockRows, kMaxScoreBlockRows);
+}
 
 // What every block of queries of one head is scored against, prepared once per head.
 struct KeySide {
@@ -683,8 +696,8 @@ KeySide prepareKeys(ScoreKind kind, const Matrix& q, const Matrix& k, const Scor
 
 using BlockMap = Eigen::Map<Matrix>;
 
-// Step 2 for query rows [first, first + count) (count <= kScoreBlockRows, first a multiple of
-// it): raw scores into out (count x n_k, row-major, contiguous). Zero query vectors (cosine)
+// Step 2 for query rows [first, first + count) (count <= scoreBlockRows(n_k), first a
+// multiple of it): raw scores into out (count x n_k, row-major, contiguous). Zero query vectors (cosine)
 // are appended to zeroQueries.
 void scoreBlock(const KeySide& keys, const Matrix& q, const ScoreParams& params, Index first,
                 Index count, Scalar* out, std::vector<Index>* zeroQueries) {
@@ -768,15 +781,14 @@ void scoreWarnings(const KeySide& keys, const std::vector<Index>& zeroQueries, i
 }
 
 // Query rows [first, first + count) of the scores, computed block by block (blocks aligned at
-// multiples of kScoreBlockRows, as in attend()) into `out` (count x n_k).
+// multiples of scoreBlockRows(n_k), as in attend()) into `out` (count x n_k).
 void scoreRowsInto(const KeySide& keys, const Matrix& q, const ScoreParams& params, Index first,
                    Index count, Matrix& out, std::vector<Index>* zeroQueries) {
   out.resize(count, keys.nK);
-  const Index nQ = q.rows();
+  const Index nQ = q.rows(), blockRows = scoreBlockRows(keys.nK);
   Matrix block;
-  for (Index start = first / kScoreBlockRows * kScoreBlockRows; start < first + count;
-       start += kScoreBlockRows) {
-    const Index rows = std::min(kScoreBlockRows, nQ - start);
+  for (Index start = first / blockRows * blockRows; start < first + count; start += blockRows) {
+    const Index rows = std::min(blockRows, nQ - start);
     const Index from = std::max(first, start), to = std::min(first + count, start + rows);
     if (from == start && to == start + rows) {  // the whole block: straight into out
       scoreBlock(keys, q, params, start, rows, out.row(from - first).data(), zeroQueries);
@@ -1274,6 +1286,67 @@ bool recomputeContextRows(const Weights& weights, const Matrix& v, Context&& con
   return true;
 }
 
+// Step 1 with projections: every head's q, k, v (already shaped n_q x d_h, n_k x d_h,
+// n_k x dv_h) from X_q·W_q, X_k·W_k, X_v·W_v (no biases yet), in row blocks of
+// kProductBlockRows on `threads` threads. When the three inputs are the same matrix, one
+// GEMM per block with [W_q W_k W_v]; otherwise one GEMM per (projection, block). The blocks
+// do not depend on the thread count, so neither do the bits.
+void projectHeads(const Matrix& queries, const Matrix& keys, const Matrix& values,
+                  const Projections& proj, std::vector<HeadResult>& heads, int threads) {
+  const Index nQ = queries.rows(), nK = keys.rows();
+  const Index dModel = proj.wq.cols(), dvModel = proj.wv.cols();
+  auto same = [](const Matrix& a, const Matrix& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           (a.size() == 0 || a.data() == b.data() ||
+            std::memcmp(a.data(), b.data(), sizeof(Scalar) * a.size()) == 0);
+  };
+  const bool fused = same(queries, keys) && same(queries, values);
+  // Scatters a block of one projection's output (rows x width, row-major, leading dimension
+  // ld) into column block h of every head's matrix.
+  auto scatter = [&](const Scalar* block, Index ld, Index first, Index rows, Index width,
+                     Matrix HeadResult::*which) {
+    const Index perHead = width / static_cast<Index>(heads.size());
+    for (std::size_t h = 0; h < heads.size(); ++h) {
+      Matrix& dst = heads[h].*which;
+      for (Index r = 0; r < rows; ++r)
+        std::copy_n(block + r * ld + static_cast<Index>(h) * perHead, perHead,
+                    dst.row(first + r).data());
+    }
+  };
+  std::vector<Matrix> scratch(static_cast<std::size_t>(threads));
+  if (fused) {
+    Matrix wqkv(proj.wq.rows(), 2 * dModel + dvModel);
+    wqkv << proj.wq, proj.wk, proj.wv;
+    const int blocks = static_cast<int>(blockCount(nQ, kProductBlockRows));
+    parallelFor(blocks, threads, [&](int block, int worker) {
+      const Index first = block * kProductBlockRows;
+      const Index rows = std::min(kProductBlockRows, nQ - first);
+      Matrix& out = scratch[worker];
+      out.resize(rows, wqkv.cols());
+      out.noalias() = queries.middleRows(first, rows) * wqkv;
+      scatter(out.data(), out.cols(), first, rows, dModel, &HeadResult::q);
+      scatter(out.data() + dModel, out.cols(), first, rows, dModel, &HeadResult::k);
+      scatter(out.data() + 2 * dModel, out.cols(), first, rows, dvModel, &HeadResult::v);
+    });
+    return;
+  }
+  const int qBlocks = static_cast<int>(blockCount(nQ, kProductBlockRows));
+  const int kBlocks = static_cast<int>(blockCount(nK, kProductBlockRows));
+  parallelFor(qBlocks + 2 * kBlocks, threads, [&](int item, int worker) {
+    const int part = item < qBlocks ? 0 : (item < qBlocks + kBlocks ? 1 : 2);
+    const int block = part == 0 ? item : item - qBlocks - (part - 1) * kBlocks;
+    const Matrix& x = part == 0 ? queries : (part == 1 ? keys : values);
+    const Matrix& w = part == 0 ? proj.wq : (part == 1 ? proj.wk : proj.wv);
+    const Index first = block * kProductBlockRows;
+    const Index rows = std::min(kProductBlockRows, x.rows() - first);
+    Matrix& out = scratch[worker];
+    out.resize(rows, w.cols());
+    out.noalias() = x.middleRows(first, rows) * w;
+    scatter(out.data(), out.cols(), first, rows, w.cols(),
+            part == 0 ? &HeadResult::q : (part == 1 ? &HeadResult::k : &HeadResult::v));
+  });
+}
+
 }  // namespace
 
 std::vector<Scalar> temperedScores(const Scalar* scores, const bool* allowed, Scalar temperature,
@@ -1356,10 +1429,12 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   //    q = X_q·W_q[:, h·d_h:(h+1)·d_h] + b_q[h·d_h:(h+1)·d_h]   (n_q x d_h)
   //    k = X_k·W_k[:, block] + b_k[block]                         (n_k x d_h)
   //    v = X_v·W_v[:, h·dv_h:(h+1)·dv_h] + b_v[...]               (n_k x dv_h)
-  //    Identity: the column blocks of the raw inputs. One item per (head, q/k/v, row block),
-  //    each one GEMM straight into the head's matrix. (One full-width GEMM per projection
-  //    sliced into the heads was measured too: no faster within the noise, see
-  //    docs/performance.md, and it needs an n x d_model temporary.)
+  //    Identity: the column blocks of the raw inputs. Otherwise full-width GEMMs in row
+  //    blocks (one item per block), each into the worker's scratch and from there into the
+  //    heads' matrices while it is in cache. Self-attention (X_q = X_k = X_v) runs ONE fused
+  //    GEMM per block, X·[W_q W_k W_v] (block x (2·d_model + dv_model)): X's block is packed
+  //    once, and the wide product runs at the large-sgemm rate (docs/performance.md: per-head
+  //    GEMMs of 64 columns reached ~70 % of it, the fused one ~100 %).
   for (HeadResult& head : result.heads) {
     head.q.resize(nQ, dH);
     head.k.resize(nK, dH);
@@ -1372,20 +1447,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
       result.heads[h].v = values.middleCols(h * dvH, dvH);
     }
   } else {
-    const int qBlocks = static_cast<int>(blockCount(nQ, kProductBlockRows));
-    const int kBlocks = static_cast<int>(blockCount(nK, kProductBlockRows));
-    const int perHead = qBlocks + 2 * kBlocks;
-    parallelFor(heads * perHead, threads, [&](int item, int) {
-      const int h = item / perHead, part = item % perHead;
-      HeadResult& head = result.heads[h];
-      if (part < qBlocks) {
-        productBlock(head.q, queries, proj.wq.middleCols(h * dH, dH), part);
-      } else if (part < qBlocks + kBlocks) {
-        productBlock(head.k, keys, proj.wk.middleCols(h * dH, dH), part - qBlocks);
-      } else {
-        productBlock(head.v, values, proj.wv.middleCols(h * dvH, dvH), part - qBlocks - kBlocks);
-      }
-    });
+    projectHeads(queries, keys, values, proj, result.heads, threads);
   }
 
   // Per head: the biases, the finiteness checks, the score parameters (seeded ones from
@@ -1419,7 +1481,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     state.keys = prepareKeys(options.score, head.q, head.k, head.params);
   });
 
-  // 2-6 per (head, block of kScoreBlockRows query rows), with the block's scores in a scratch
+  // 2-6 per (head, block of scoreBlockRows(n_k) query rows), with the block's scores in a scratch
   // buffer of the worker thread (n_q x n_k scores are never stored; headScoreRows() computes
   // them again when a view asks):
   // 2. Score: scores = sim(q, k)   (rows x n_k).
@@ -1433,7 +1495,8 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     head.weights.resize(nQ, nK);
     head.context.resize(nQ, dvH);
   }
-  const int rowBlocks = static_cast<int>(blockCount(nQ, kScoreBlockRows));
+  const Index blockRows = scoreBlockRows(nK);
+  const int rowBlocks = static_cast<int>(blockCount(nQ, blockRows));
   struct BlockOutcome {
     bool overflow = false;         // the scores of a row are not finite
     bool contextOverflow = false;  // weights·v does not fit a float, even in double
@@ -1449,10 +1512,10 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     if (states[h].error) return;
     HeadResult& head = result.heads[h];
     BlockOutcome& outcome = blockOutcomes[item];
-    const Index first = block * kScoreBlockRows;
-    const Index count = std::min(kScoreBlockRows, static_cast<Index>(nQ) - first);
+    const Index first = block * blockRows;
+    const Index count = std::min(blockRows, static_cast<Index>(nQ) - first);
     Matrix& s = scratch[worker];
-    s.resize(kScoreBlockRows, nK);
+    s.resize(blockRows, nK);
     scoreBlock(states[h].keys, head.q, head.params, first, count, s.data(), &outcome.zeroQueries);
     for (Index r = 0; r < count; ++r) {
       const Index i = first + r;
@@ -1512,8 +1575,8 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   // and divided by H after the last head. Row blocks in parallel.
   result.weightsMean.resize(nQ, nK);  // n_q x n_k
   parallelFor(rowBlocks, threads, [&](int block, int) {
-    const Index first = block * kScoreBlockRows;
-    const Index last = std::min(static_cast<Index>(nQ), first + kScoreBlockRows);
+    const Index first = block * blockRows;
+    const Index last = std::min(static_cast<Index>(nQ), first + blockRows);
     for (Index i = first; i < last; ++i) {
       Scalar* mean = result.weightsMean.row(i).data();
       std::copy_n(result.heads[0].weights.row(i).data(), nK, mean);

@@ -65,8 +65,9 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
 // of rows; tests/test_core_isa.cpp checks it).
 struct RunOptions {
   // Threads to use, >= 1; 0 = every core this process may run on (availableCores()).
-  // The items of each step (projection blocks, then (head, 64-query-row block) pairs for
-  // scores, softmax and context, then row blocks of the mean and the output projection) are
+  // The items of each step (256-row blocks of the full-width projections, then (head,
+  // query-row block) pairs for scores, softmax and context, with 64 to 256 rows by n_k, then
+  // row blocks of the mean and the output projection) are
   // handed out to `threads` threads. OpenBLAS runs single-threaded inside them (attend() sets
   // its process-wide thread count to 1 for the call and puts the previous value back), so
   // there are never more busy threads than `threads`. Two attend() calls may run at the same

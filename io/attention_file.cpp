@@ -1,6 +1,8 @@
 // Attention tensors from .npy / .npz (see attention_file.h for the rules).
 #include "io/attention_file.h"
 
+#include "io/heatmap_axis.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -751,6 +753,10 @@ Expected<SelectedAttention> selectAttention(const AttentionFile& file,
       break;
     }
   }
+  const AxisTitles axes = axisTitlesOf(MatrixKind::Weights);  // query x key weights
+  out.view.rowAxis = axes.rows;
+  out.view.colAxis = axes.cols;
+  out.view.valueTitle = axes.values;
   out.nonFinite = countNonFinite(MatrixRef::of(out.view.values));
   return out;
 }

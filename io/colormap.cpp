@@ -89,6 +89,15 @@ std::optional<ValueRange> finiteRange(MatrixRef values) {
   float hi = -std::numeric_limits<float>::infinity();
   for (int r = 0; r < values.rows; ++r) {
     const float* row = values.row(r);
+    // Rows with only finite numbers (nearly all) take Eigen's vectorised min and max; a row
+    // with a NaN or an infinity (a masked row of scores) the careful loop. x·0 summed is NaN
+    // exactly when some x is not finite.
+    const Eigen::Map<const Eigen::ArrayXf> cells(row, values.cols);
+    if (values.cols > 0 && std::isfinite((cells * 0.0f).sum())) {
+      lo = std::min(lo, cells.minCoeff());
+      hi = std::max(hi, cells.maxCoeff());
+      continue;
+    }
     for (int c = 0; c < values.cols; ++c) {
       if (!std::isfinite(row[c])) continue;
       lo = std::min(lo, row[c]);
@@ -157,6 +166,21 @@ void maxPool(MatrixRef values, int factor, int outRows, int outCols, float* dst)
   for (int r = 0; r < values.rows; ++r) {
     const float* row = values.row(r);
     float* out = dst + static_cast<std::ptrdiff_t>(std::min(r / factor, outRows - 1)) * outCols;
+    bool rowHasNan = false;
+    for (int c = 0; c < values.cols; ++c) rowHasNan |= std::isnan(row[c]);
+    if (!rowHasNan) {
+      // The common case, one output cell at a time with no index arithmetic per value (the
+      // window builds its levels of detail with this on every upload). A NaN cell stays NaN:
+      // no comparison with it is true. The last cell takes the leftover columns.
+      for (int j = 0; j < outCols; ++j) {
+        const int first = j * factor;
+        const int last = j + 1 == outCols ? values.cols : std::min(first + factor, values.cols);
+        float cell = out[j];
+        for (int c = first; c < last; ++c) cell = row[c] > cell ? row[c] : cell;
+        out[j] = cell;
+      }
+      continue;
+    }
     for (int c = 0; c < values.cols; ++c) {
       float& cell = out[std::min(c / factor, outCols - 1)];
       const float v = row[c];

@@ -13,9 +13,16 @@ std::string capLabel(std::string_view label, std::size_t maxCodePoints) {
   // 1 find where code point number maxCodePoints would start (stop there: bounded work)
   if (maxCodePoints == 0) return {};
   std::size_t codePoints = 0, cut = 0, lastStart = 0;
+  int continuations = 0;  // since the last start: more than 3 is invalid UTF-8, and each
+                          // further stray byte counts as a code point (so the scan stays
+                          // within 4 bytes per code point even then)
   for (std::size_t i = 0; i < label.size(); ++i) {
     const auto byte = static_cast<unsigned char>(label[i]);
-    if ((byte & 0xC0) == 0x80) continue;  // continuation byte
+    if ((byte & 0xC0) == 0x80 && continuations < 3 && i > 0) {
+      ++continuations;
+      continue;
+    }
+    continuations = 0;
     if (codePoints == maxCodePoints - 1) lastStart = i;
     if (codePoints == maxCodePoints) {
       cut = i;
@@ -23,10 +30,11 @@ std::string capLabel(std::string_view label, std::size_t maxCodePoints) {
     }
     ++codePoints;
   }
-  if (cut == 0) return std::string(label);  // at most maxCodePoints code points: unchanged
-  // 2 keep maxCodePoints - 1 code points and the ellipsis
-  std::string out(label.substr(0, lastStart));
-  out += "\xE2\x80\xA6";  // …
+  // 2 keep it all, or maxCodePoints - 1 code points and the ellipsis; one line
+  std::string out(cut == 0 ? label : label.substr(0, lastStart));
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = ' ';
+  if (cut != 0) out += "\xE2\x80\xA6";  // …
   return out;
 }
 

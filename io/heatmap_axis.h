@@ -21,9 +21,11 @@ namespace attn::io {
 inline constexpr std::size_t kLabelDisplayChars = 24;
 
 // `label` cut to at most `maxCodePoints` code points, the last of them "…" when cut. Cuts
-// only between UTF-8 code points (a continuation byte never starts the cut). The work is
-// bounded by maxCodePoints, not by the label's length: a 10 MB label costs as much as a
-// short one.
+// only between UTF-8 code points (a continuation byte never starts the cut; in invalid
+// UTF-8 a run of stray continuation bytes counts as one code point per 4 bytes). The work
+// is bounded by 4 · maxCodePoints bytes, not by the label's length: a 10 MB label costs as
+// much as a short one. ASCII control characters (a newline, a tab) become spaces, so that a
+// label stays on one line.
 std::string capLabel(std::string_view label, std::size_t maxCodePoints = kLabelDisplayChars);
 
 // How many labels to skip so that they do not overlap: the smallest k of 1, 2, 5, 10, 20,

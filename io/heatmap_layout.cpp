@@ -127,6 +127,7 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
       float widest = 0;
       for (int r = 0; r < L.rows; ++r) {
         for (int c = 0; c < L.cols; ++c) {
+          if (view.maskedByAllowed(r, c)) continue;  // hatched, no "0"
           widest = std::max(
               widest, textWidth(font, displayNumber(font, view.values(r, c), digits), basePx));
         }
@@ -282,9 +283,24 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
 
 // The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`).
 MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage) {
-  if (L.pool == 1) return view.values;
+  // Masked cells of a view with a mask (weights) become -inf, drawn hatched like a masked
+  // score, before any pooling (a block is then masked only when all of it is).
+  if (view.allowed == nullptr && L.pool == 1) return view.values;
+  MatrixRef values = view.values;
+  Matrix masked;
+  if (view.allowed != nullptr) {
+    masked = view.values.copy();
+    for (int r = 0; r < L.rows; ++r)
+      for (int c = 0; c < L.cols; ++c)
+        if (view.maskedByAllowed(r, c)) masked(r, c) = -kInf;
+    if (L.pool == 1) {
+      storage = std::move(masked);
+      return matrixRef(storage);
+    }
+    values = matrixRef(masked);
+  }
   storage.resize(L.gridRows, L.gridCols);
-  maxPool(view.values, L.pool, L.gridRows, L.gridCols, storage.data());
+  maxPool(values, L.pool, L.gridRows, L.gridCols, storage.data());
   return matrixRef(storage);
 }
 

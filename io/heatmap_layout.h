@@ -85,7 +85,8 @@ Status checkStyle(const HeatmapView& view, const HeatmapStyle& style);
 std::string fontPathOf(const HeatmapStyle& style);
 // The whole layout. `font` may be null (cellRect without a font): text is then estimated.
 Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font);
-// The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`).
+// The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`), with
+// -inf in the cells the view's `allowed` masks.
 MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage);
 // Refuses rasters over 100 megapixels (field "scale"); the SVG has no such limit.
 Status checkRasterSize(const Layout& layout);

@@ -118,6 +118,7 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
   if (L.showCellLabels) {
     for (int r = 0; r < L.rows; ++r) {
       for (int c = 0; c < L.cols; ++c) {
+        if (view.maskedByAllowed(r, c)) continue;  // hatched, no "0"
         const float v = view.values(r, c);
         const std::u32string text = displayNumber(&font, v, L.cellDigits);
         const float cx = static_cast<float>(L.cellX(c)) + static_cast<float>(L.cell) / 2;

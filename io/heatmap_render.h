@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -134,6 +135,8 @@ struct MatrixView {
   // What the rows, the columns and the values are (io::axisTitlesOf): "query", "key",
   // "weight". Empty: no axis title / no colour-bar title.
   std::string rowAxis, colAxis, valueTitle;
+  // rows x cols, false = masked (drawn hatched with no number); empty = no mask.
+  BoolMatrix allowed;
 };
 
 // A matrix picked out of a result WITHOUT copying it: values() points into the result, or
@@ -146,6 +149,7 @@ struct SelectedMatrix {
   std::vector<std::string> colLabels;
   std::string title;
   std::string rowAxis, colAxis, valueTitle;  // as in MatrixView
+  const BoolMatrix* allowed = nullptr;        // into the result (weights), or null
 
   MatrixRef values() const { return owned.size() > 0 ? matrixRef(owned) : borrowed; }
 };
@@ -162,6 +166,17 @@ struct HeatmapView {
   std::string_view title;
   // Axis titles and the colour bar's title ("query", "key", "weight"); empty = none.
   std::string_view rowAxis, colAxis, valueTitle;
+  // rows x cols, false = a masked cell: drawn hatched like -inf, with no number, and
+  // "masked" on hover, although its value (a weight of 0) stays in the CSV. Null: none.
+  const BoolMatrix* allowed = nullptr;
+
+  // Cell (r, c) is masked by `allowed`: hatched, and no number (not "0").
+  bool maskedByAllowed(int r, int c) const { return allowed != nullptr && !(*allowed)(r, c); }
+  // Cell (r, c) is masked: -inf (a masked score, labelled "−∞") or masked by `allowed`.
+  bool masked(int r, int c) const {
+    const float v = values(r, c);
+    return (v < 0 && std::isinf(v)) || maskedByAllowed(r, c);
+  }
 
   HeatmapView() = default;
   HeatmapView(MatrixRef values, std::span<const std::string> rowLabels,
@@ -175,7 +190,8 @@ struct HeatmapView {
         title(owner.title),
         rowAxis(owner.rowAxis),
         colAxis(owner.colAxis),
-        valueTitle(owner.valueTitle) {}
+        valueTitle(owner.valueTitle),
+        allowed(owner.allowed.size() > 0 ? &owner.allowed : nullptr) {}
   HeatmapView(const SelectedMatrix& selected)  // NOLINT(google-explicit-constructor)
       : values(selected.values()),
         rowLabels(selected.rowLabels),
@@ -183,7 +199,8 @@ struct HeatmapView {
         title(selected.title),
         rowAxis(selected.rowAxis),
         colAxis(selected.colAxis),
-        valueTitle(selected.valueTitle) {}
+        valueTitle(selected.valueTitle),
+        allowed(selected.allowed) {}
 };
 
 // Picks a matrix out of a result. head: 0-based head (the title says "head 2 of 8" for

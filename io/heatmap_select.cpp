@@ -137,6 +137,10 @@ Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Pr
     view.title += mean ? " · mean of " + std::to_string(heads) + " heads"
                        : " · head " + std::to_string(head) + " of " + std::to_string(heads);
   }
+  // 5 masked cells of the weights (a 0 there means "not attended", not a small weight)
+  if (kind == MatrixKind::Weights && result.masked && result.allowed.rows() == values.rows &&
+      result.allowed.cols() == values.cols)
+    view.allowed = &result.allowed;
   const AxisTitles axes = axisTitlesOf(kind);
   view.rowAxis = axes.rows;
   view.colAxis = axes.cols;
@@ -162,6 +166,7 @@ Expected<MatrixView> selectMatrix(const AttentionResult& result, const Problem& 
   view.rowAxis = std::move(selected->rowAxis);
   view.colAxis = std::move(selected->colAxis);
   view.valueTitle = std::move(selected->valueTitle);
+  if (selected->allowed) view.allowed = *selected->allowed;
   return view;
 }
 

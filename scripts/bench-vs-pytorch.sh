@@ -15,7 +15,7 @@
 #      OpenBLAS kernels as PyTorch (the matrix products of both run on this OpenBLAS).
 # Each run reports the median of R repetitions (after one untimed run); the script prints the
 # median of those medians over the rounds, the ratio attnscope / PyTorch (below 1 = attnscope
-# faster), the machine's load, the projection GEMM's rate against the peak of a large sgemm on
+# faster), the same for the process CPU time (the better figure on a busy machine), the load, the projection GEMM's rate against the peak of a large sgemm on
 # the same threads, and a Markdown table for docs/performance.md.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -65,16 +65,18 @@ mha = torch.nn.MultiheadAttention(d, heads, batch_first=True)
 x = torch.rand(1, n, d) * 2 - 1
 with torch.inference_mode():
     mha(x, x, x, need_weights=True, average_attn_weights=False)  # untimed
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         out, weights = mha(x, x, x, need_weights=True, average_attn_weights=False)
         times.append((time.perf_counter() - start) * 1e3)
+        cpu.append((time.process_time() - cpu_start) * 1e3)
 assert weights.shape == (1, heads, n, n)
 times_sorted = sorted(times)
 median = times_sorted[len(times) // 2] if len(times) % 2 else \
     (times_sorted[len(times) // 2 - 1] + times_sorted[len(times) // 2]) / 2
-print(json.dumps({"median_ms": median, "times_ms": times, "threads": torch.get_num_threads(),
+print(json.dumps({"median_ms": median, "median_cpu_ms": sorted(cpu)[len(cpu) // 2],
+                  "times_ms": times, "threads": torch.get_num_threads(),
                   "torch": torch.__version__}))
 PY
 
@@ -105,13 +107,15 @@ for round in $(seq 1 "$ROUNDS"); do
       run_attnscope_same_blas "$n" "$t" > "$OUT/same_${n}_${t}_$round.json"
       echo "round $round n=$n threads=$t: torch $("$PYTHON" -c "import json;print(round(json.load(open('$OUT/torch_${n}_${t}_$round.json'))['median_ms'],2))") ms," \
         "attnscope $("$PYTHON" -c "import json;print(round(json.load(open('$OUT/attn_${n}_${t}_$round.json'))['median_ms'],2))") ms," \
-        "attnscope (torch's OpenBLAS env) $("$PYTHON" -c "import json;print(round(json.load(open('$OUT/same_${n}_${t}_$round.json'))['median_ms'],2))") ms;" \
+        "attnscope (torch's OpenBLAS env) $("$PYTHON" -c "import json;print(round(json.load(open('$OUT/same_${n}_${t}_$round.json'))['median_ms'],2))") ms" \
+        "(CPU $("$PYTHON" -c "import json;print(round(json.load(open('$OUT/same_${n}_${t}_$round.json'))['median_cpu_ms'],2))") ms);" \
         "load $(cut -d' ' -f1 /proc/loadavg)"
     done
   done
 done
 
-# The projection GEMM ((n x d)(d x d), as attend() splits it) against a large sgemm's peak,
+# The projection GEMM (X·[W_q W_k W_v], (n x d)(d x 3d) in 256-row blocks, as attend() runs
+# it for self-attention) against a large sgemm's peak,
 # on 1 and 2 threads, with the OpenBLAS kernels PyTorch gets and with the environment's.
 for t in $THREADS; do
   run_attnscope_same_blas 2048 "$t" --gemm-rates > "$OUT/gemm_same_$t.json"
@@ -124,6 +128,7 @@ out, rounds, sizes, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 def load(kind, n, t, r):
     return json.load(open(f"{out}/{kind}_{n}_{t}_{r}.json"))
 print()
+cpu_rows = []
 print("| n | threads | PyTorch median | attnscope median | ratio | attnscope, PyTorch's OpenBLAS env | ratio |")
 print("|---:|---:|---:|---:|---:|---:|---:|")
 for n in sizes:
@@ -136,13 +141,25 @@ for n in sizes:
                                   for r in range(1, rounds + 1))
         ratio_same = statistics.median(load("same", n, t, r)["median_ms"] / load("torch", n, t, r)["median_ms"]
                                        for r in range(1, rounds + 1))
+        # Process CPU time (all threads): on a machine shared with other work the wall time
+        # measures the wait for the cores, the CPU time the work.
+        cpu_ratio = statistics.median(load("same", n, t, r)["median_cpu_ms"] / load("torch", n, t, r)["median_cpu_ms"]
+                                      for r in range(1, rounds + 1))
+        cpu_rows.append(f"| {n} | {t} | {statistics.median(load('torch', n, t, r)['median_cpu_ms'] for r in range(1, rounds + 1)):.2f} ms | "
+                        f"{statistics.median(load('same', n, t, r)['median_cpu_ms'] for r in range(1, rounds + 1)):.2f} ms | {cpu_ratio:.2f} |")
         print(f"| {n} | {t} | {torch:.2f} ms | {attn:.2f} ms | {ratio:.2f} | {same:.2f} ms | {ratio_same:.2f} |")
+print()
+print("Process CPU time per run (medians; attnscope with PyTorch's OpenBLAS env):")
+print()
+print("| n | threads | PyTorch CPU | attnscope CPU | ratio |")
+print("|---:|---:|---:|---:|---:|")
+print("\n".join(cpu_rows))
 core_env = load("attn", sizes[0], threads[0], 1)["blas_core"]
 core_same = load("same", sizes[0], threads[0], 1)["blas_core"]
 print(f"\n(OpenBLAS kernels: attnscope in this environment '{core_env}', with PyTorch's environment '{core_same}'; "
       f"kernel path of attnscope's own loops: {load('attn', sizes[0], threads[0], 1)['isa']})")
 print()
-print("| threads | OpenBLAS kernels | projection GEMM (2048 x 512)(512 x 512) | large sgemm peak (2048³) | fraction |")
+print("| threads | OpenBLAS kernels | projection GEMM (2048 x 512)(512 x 1536), as attend() runs it | large sgemm peak (2048³) | fraction |")
 print("|---:|---|---:|---:|---:|")
 for t in threads:
     for kind in ("same", "env"):

@@ -236,6 +236,8 @@ TEST_F(CliTest, ComputeOutWritesTheSameJson) {
   EXPECT_EQ(toFile.out, "");
   EXPECT_EQ(toFile.err, "");
   EXPECT_EQ(json::parse(readFile(file)), json::parse(toStdout.out));
+  // Both are streamed from the same chunks: the file holds the very bytes of stdout.
+  EXPECT_EQ(readFile(file), toStdout.out);
   // --out=FILE is the same option.
   const std::string file2 = path("result2.json");
   ASSERT_EQ(attnscope({"compute", "--out=" + file2, decoder_}).exitCode, 0);

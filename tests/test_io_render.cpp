@@ -281,6 +281,67 @@ TEST(MaxPool, BlocksFoldLeftoversAndKeepNanAndMasks) {
   EXPECT_EQ(single, 4);
 }
 
+TEST(MaxPool, FastPathsMatchTheElementwiseDefinition) {
+  // Random matrices with some NaN, +-inf and masked rows, every factor and output size the
+  // window and the exports use (floor sizes that fold leftovers, ceil sizes): the row-wise
+  // fast paths of maxPool and finiteRange must give exactly the element-by-element result.
+  std::uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };
+  for (int trial = 0; trial < 60; ++trial) {
+    const int rows = 1 + static_cast<int>(next() % 37), cols = 1 + static_cast<int>(next() % 41);
+    Matrix m(rows, cols);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) {
+        const std::uint32_t k = next() % 100;
+        m(r, c) = k == 0   ? std::nanf("")
+                  : k == 1 ? kInf
+                  : k < 5  ? -kInf
+                           : static_cast<float>(static_cast<int>(next() % 2001) - 1000) / 7.f;
+      }
+    if (trial % 3 == 0) m.row(0).setConstant(-kInf);
+    // finiteRange, element by element.
+    float lo = kInf, hi = -kInf;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        if (std::isfinite(m(r, c))) {
+          lo = std::min(lo, m(r, c));
+          hi = std::max(hi, m(r, c));
+        }
+    const std::optional<ValueRange> range = finiteRange(matrixRef(m));
+    ASSERT_EQ(range.has_value(), lo <= hi);
+    if (range) {
+      EXPECT_EQ(range->lo, lo);
+      EXPECT_EQ(range->hi, hi);
+    }
+    for (int factor : {1, 2, 3, 5}) {
+      for (bool ceilSizes : {false, true}) {
+        const int outRows = std::max(1, ceilSizes ? (rows + factor - 1) / factor : rows / factor);
+        const int outCols = std::max(1, ceilSizes ? (cols + factor - 1) / factor : cols / factor);
+        std::vector<float> fast(static_cast<std::size_t>(outRows * outCols));
+        maxPool(matrixRef(m), factor, outRows, outCols, fast.data());
+        std::vector<float> slow(fast.size(), -kInf);
+        for (int r = 0; r < rows; ++r)
+          for (int c = 0; c < cols; ++c) {
+            float& cell = slow[static_cast<std::size_t>(std::min(r / factor, outRows - 1) * outCols +
+                                                        std::min(c / factor, outCols - 1))];
+            if (std::isnan(cell)) continue;
+            if (std::isnan(m(r, c)) || m(r, c) > cell) cell = m(r, c);
+          }
+        for (std::size_t i = 0; i < fast.size(); ++i) {
+          if (std::isnan(slow[i])) {
+            EXPECT_TRUE(std::isnan(fast[i])) << trial << " " << factor << " " << i;
+          } else {
+            EXPECT_EQ(fast[i], slow[i]) << trial << " " << factor << " " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CellLabels, FewerDigitsWhenNarrowNeverBlankWhileOneFits) {
   auto within = [](std::size_t chars) {
     return [chars](const std::string& text) { return text.size() <= chars; };

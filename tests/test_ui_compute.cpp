@@ -56,6 +56,40 @@ TEST(ComputeDocument, ReusesARecycledResultsBuffers) {
   EXPECT_EQ(second->revision, 2u);
 }
 
+TEST(ComputeDocument, PreparesTheViewsAskedForOnTheWorker) {
+  const Scenario s = bigScenario(96, 16, 2);
+  const std::vector<ViewKey> keys = {{io::MatrixKind::Scores, 1},
+                                     {io::MatrixKind::MaskedScores, 0},
+                                     {io::MatrixKind::Scores, -1},
+                                     {io::MatrixKind::Weights, 1},
+                                     {io::MatrixKind::Scores, 5}};  // no head 5: skipped
+  std::shared_ptr<Computed> computed = computeDocument(s, 4, nullptr, keys);
+  ASSERT_TRUE(computed->error.empty()) << computed->error;
+  ASSERT_EQ(computed->views.size(), 4u);
+  const AttentionResult& result = *computed->result;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const PreparedView& prepared = computed->views[i];
+    EXPECT_EQ(prepared.key.kind, keys[i].kind);
+    EXPECT_EQ(prepared.key.head, keys[i].head);
+    // The same values, labels and title as the UI thread's own selection.
+    Expected<io::SelectedMatrix> direct =
+        io::selectMatrixRef(result, *computed->problem, keys[i].kind, keys[i].head);
+    ASSERT_TRUE(direct.ok());
+    EXPECT_EQ(prepared.view.title, direct->title);
+    EXPECT_EQ(prepared.view.rowLabels, direct->rowLabels);
+    const auto a = prepared.view.values(), b = direct->values();
+    ASSERT_EQ(a.rows, b.rows);
+    ASSERT_EQ(a.cols, b.cols);
+    EXPECT_EQ(Matrix(a.map()), Matrix(b.map())) << i;
+  }
+  // Head 1's scores are the recomputed ones (bit for bit what was normalised).
+  const Matrix scores = headScores(result, 1);
+  EXPECT_EQ(computed->views[0].view.values()(3, 7), scores(3, 7));
+  // A recompute clears the views it does not get asked for again.
+  std::shared_ptr<Computed> again = computeDocument(s, 5, std::move(computed));
+  EXPECT_TRUE(again->views.empty());
+}
+
 TEST(ComputeDocument, AnErrorIsAValueNotAThrow) {
   Scenario s = preset("decoder_state");
   s.heads = 2;  // width 3 is not divisible by 2
@@ -127,6 +161,31 @@ TEST(UpdateAsync, NeverWaitsAndKeepsThePreviousResultWhileComputing) {
   loadDocument(sync, state.doc, "");
   update(sync);
   EXPECT_EQ(sync.computed->result->heads[3].weights, state.computed->result->heads[3].weights);
+}
+
+TEST(UpdateAsync, AsksTheWorkerForTheViewsOnScreen) {
+  ComputeService service;
+  AppState state;
+  loadDocument(state, bigScenario(64, 16, 4), "");
+  updateAsync(state, service);
+  service.waitIdle();
+  ASSERT_TRUE(updateAsync(state, service));
+  // What the panels showed for this revision (panel::cachedView fills this cache), plus the
+  // mask panel's own entry (a negative pseudo-head), which the worker does not prepare.
+  state.panels.viewCache.push_back({state.computed->revision, io::MatrixKind::Scores, 2, {}});
+  state.panels.viewCache.push_back({state.computed->revision, io::MatrixKind::Weights, -1, {}});
+  state.panels.viewCache.push_back({state.computed->revision, io::MatrixKind::Weights, -1000, {}});
+  state.doc.inputs(0, 0) += 1.f;
+  touch(state);
+  updateAsync(state, service);
+  service.waitIdle();
+  ASSERT_TRUE(updateAsync(state, service));
+  ASSERT_EQ(state.computed->views.size(), 2u);
+  EXPECT_EQ(state.computed->views[0].key.kind, io::MatrixKind::Scores);
+  EXPECT_EQ(state.computed->views[0].key.head, 2);
+  EXPECT_EQ(state.computed->views[1].key.head, -1);
+  const Matrix scores = headScores(*state.computed->result, 2);
+  EXPECT_EQ(state.computed->views[0].view.values().copy(), scores);
 }
 
 TEST(UpdateAsync, FocusedHeadIsClampedWhenTheResultArrives) {

@@ -51,18 +51,6 @@ AppState loadedState(const std::string& stem = "decoder_state") {
   return state;
 }
 
-// A headless ImGui context: no backend, fonts built on the CPU only.
-class ImGuiContextGuard {
- public:
-  ImGuiContextGuard() : context_(attn::testing::createHeadlessImGui()) {}
-  ~ImGuiContextGuard() { ImGui::DestroyContext(context_); }
-  ImGuiContextGuard(const ImGuiContextGuard&) = delete;
-  ImGuiContextGuard& operator=(const ImGuiContextGuard&) = delete;
-
- private:
-  ImGuiContext* context_;
-};
-
 // =======================================================================================
 // Undo / redo
 // =======================================================================================
@@ -455,7 +443,7 @@ TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
   edit(state, 7);
   const std::string saved = readAll(file);
 
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   ImGuiIO& io = ImGui::GetIO();
   constexpr int kEnter = 300, kEscape = 301;
   io.KeyMap[ImGuiKey_Enter] = kEnter;
@@ -576,7 +564,7 @@ TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
     EXPECT_FALSE(ui.askUnsaved);
     EXPECT_EQ(state.docPath, file.string());
     // The modal is up, and keys do not answer it.
-    ImGuiContextGuard guard;
+    attn::testing::ImGuiContextGuard guard;
     ImGuiIO& io = ImGui::GetIO();
     io.KeyMap[ImGuiKey_Enter] = 300;
     io.KeyMap[ImGuiKey_Escape] = 301;
@@ -676,7 +664,7 @@ TEST(Notices, ArePostedInOrderAndBounded) {
 // =======================================================================================
 
 TEST(HeatmapWidget, HoverAndZoomWorkFromTheLayoutAloneWithoutGl) {
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   io::MatrixView view;
   view.values = Matrix::Zero(8, 8);
@@ -751,7 +739,7 @@ io::MatrixView constantView(int rows, int cols, float value, const char* title) 
 }
 
 TEST(HeatmapWidget, CellTextIsTheExportsTextForTheSameValue) {
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   io::MatrixView view = constantView(1, 1, 927.0f, "scores");
   HeatmapOptions options;
@@ -771,7 +759,7 @@ TEST(HeatmapWidget, CellTextIsTheExportsTextForTheSameValue) {
 }
 
 TEST(HeatmapWidget, NarrowCellsDropDigitsInsteadOfGoingBlank) {
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   const io::MatrixView view = constantView(1, 24, 0.1192f, "weights");
   HeatmapOptions options;
@@ -789,7 +777,7 @@ TEST(HeatmapWidget, NarrowCellsDropDigitsInsteadOfGoingBlank) {
 }
 
 TEST(HeatmapWidget, ColourRangeIsTheExportsRange) {
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   io::MatrixView view;
   view.values = Matrix{{-std::numeric_limits<float>::infinity(), 2.0f, 5.0f}, {1.0f, 3.0f, -1.0f}};
@@ -815,7 +803,7 @@ TEST(HeatmapWidget, ColourRangeIsTheExportsRange) {
 }
 
 TEST(HeatmapWidget, UploadsOnlyWhenTheContentChangesWithSharedMaxPoolLevels) {
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   auto owned = std::make_unique<MockHeatmapTextures>();
   MockHeatmapTextures& textures = *owned;
   HeatmapCache cache(std::move(owned));
@@ -852,7 +840,7 @@ TEST(HeatmapWidget, UploadsOnlyWhenTheContentChangesWithSharedMaxPoolLevels) {
 }
 
 TEST(HeatmapWidget, ShowsAStridedSliceOfATensorWithoutCopying) {
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   auto owned = std::make_unique<MockHeatmapTextures>();
   MockHeatmapTextures& textures = *owned;
   HeatmapCache cache(std::move(owned));
@@ -880,7 +868,7 @@ TEST(HeatmapWidget, ShowsAStridedSliceOfATensorWithoutCopying) {
 class PanelsHeadless : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
-  ImGuiContextGuard guard;
+  attn::testing::ImGuiContextGuard guard;
   HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
   AppState state;
   ASSERT_TRUE(openDocument(state, GetParam(), 0)) << state.notices.back().text;

@@ -106,6 +106,18 @@ class HeadlessImGui : public ::testing::Test {
 
 namespace attn::testing {
 
+// A headless ImGui context for the length of a scope (tests that are not panel fixtures).
+class ImGuiContextGuard {
+ public:
+  ImGuiContextGuard() : context_(createHeadlessImGui()) {}
+  ~ImGuiContextGuard() { ImGui::DestroyContext(context_); }
+  ImGuiContextGuard(const ImGuiContextGuard&) = delete;
+  ImGuiContextGuard& operator=(const ImGuiContextGuard&) = delete;
+
+ private:
+  ImGuiContext* context_;
+};
+
 // Every panel of the scenario explorer side by side, with the stepper's keys mapped.
 class Headless : public testui::HeadlessImGui {
  protected:
