@@ -34,6 +34,10 @@ struct ViewSettings {
   bool cellLabels = true;        // numbers in heatmap cells (only when cells are big enough)
   bool fixedRange = false;       // same colour range for every heatmap (to compare heads)
   float rangeMin = 0, rangeMax = 1;  // the fixed range
+  // Each row spans the whole colour map from its own finite min to its max (when fixedRange is
+  // off): which key a query prefers, whatever the row's scale. See colorRangeMode().
+  bool rowRange = false;
+  bool logWeights = false;  // weights on a log10 colour scale (io/color_scale.h)
   // Signed matrices (Q, K, V, scores, context, concat, output) on the diverging RdBu map
   // centred on 0; weights keep `colormap`. Off: every heatmap uses `colormap`.
   bool divergingSigned = true;
@@ -41,11 +45,29 @@ struct ViewSettings {
   int pipelineStage = -1;        // teaching step-through: -1 = all stages, else the index
                                  // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
+  // Presentation mode (F5, not saved): the Pipeline alone, full window, large type, its
+  // stages in rows and pages that fit (app/pipeline_layout.h). `stageFullScreen`: the current
+  // stage alone with its explanation as a caption (Enter / double-click a card).
+  bool presentation = false;
+  bool stageFullScreen = false;
+  int presentationPage = 0;      // page of stages shown while no stage is current
   bool lightTheme = false;       // projector-friendly theme
   // Panel visibility by panel id (app/panel_registry.h); a panel not listed here has its
   // default. Use panelShown() / panelFlag() rather than this map directly.
   std::map<std::string, bool, std::less<>> panels;
 };
+
+// The colour range mode the view asks for: fixed, per row or global (the JSON's
+// "color_range"), and setting it.
+inline io::RangeMode colorRangeMode(const ViewSettings& view) {
+  return view.fixedRange ? io::RangeMode::Fixed
+         : view.rowRange ? io::RangeMode::Row
+                         : io::RangeMode::Global;
+}
+inline void setColorRangeMode(ViewSettings& view, io::RangeMode mode) {
+  view.fixedRange = mode == io::RangeMode::Fixed;
+  view.rowRange = mode == io::RangeMode::Row;
+}
 
 // The stages of the pipeline view are the matrices of io::MatrixKind, in teaching order.
 // ViewSettings::pipelineStage (and the autosave) stores a position in this list.

@@ -95,6 +95,37 @@ FocusBars focusBars(const io::MatrixView& view, bool column, int index,
 }
 
 // =======================================================================================
+// Model-view thumbnails
+// =======================================================================================
+
+std::vector<std::string> pooledAxisLabels(const std::vector<std::string>& labels, int n,
+                                          int pooled) {
+  std::vector<std::string> out;
+  if (n <= 0 || pooled <= 0) return out;
+  const int block = (n + pooled - 1) / pooled;  // as attn::maxPool
+  const auto label = [&](int i) {
+    return i < static_cast<int>(labels.size()) ? labels[static_cast<std::size_t>(i)]
+                                               : std::to_string(i);
+  };
+  out.reserve(static_cast<std::size_t>(pooled));
+  for (int cell = 0; cell < pooled; ++cell) {
+    const int first = cell * block, last = std::min(n, first + block) - 1;
+    if (first > last) break;
+    if (first == last) {
+      out.push_back(label(first));
+      continue;
+    }
+    std::string text = "tokens ";
+    text += std::to_string(first);
+    text += "\xE2\x80\x93";
+    text += std::to_string(last);
+    text += " ('" + label(first) + "' \xE2\x80\xA6 '" + label(last) + "')";
+    out.push_back(std::move(text));
+  }
+  return out;
+}
+
+// =======================================================================================
 // Compare
 // =======================================================================================
 

@@ -62,6 +62,17 @@ FocusBars focusBars(const io::MatrixView& view, bool column, int index,
                     const std::vector<bool>& dropped = {});
 
 // ---------------------------------------------------------------------------------------
+// Model-view thumbnails
+// ---------------------------------------------------------------------------------------
+
+// Axis labels of a thumbnail that attn::maxPool made from `n` tokens into `pooled` cells
+// (blocks of ceil(n / pooled) tokens): a cell of one token gets that token's label (or its
+// index when `labels` has none); a cell of several gets "tokens 8\xE2\x80\x9315 ('the' \xE2\x80\xA6
+// 'mat')". So hovering a thumbnail names the tokens under the mouse.
+std::vector<std::string> pooledAxisLabels(const std::vector<std::string>& labels, int n,
+                                          int pooled);
+
+// ---------------------------------------------------------------------------------------
 // Compare
 // ---------------------------------------------------------------------------------------
 

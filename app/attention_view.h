@@ -64,8 +64,8 @@ struct AttentionCompare {
   std::shared_ptr<const io::SelectedAttention> shownB;
   std::shared_ptr<const io::MatrixView> difference;
   std::optional<io::ValueRange> sharedRange;  // finite min..max over A and B together
-  std::string error;  // why B or the difference cannot be shown ("" = fine)
-  int hoverRow = -1, hoverCol = -1;  // the cell hovered last frame in either heatmap
+  std::string error;                          // why B or the difference cannot be shown ("" = fine)
+  int hoverRow = -1, hoverCol = -1;           // the cell hovered last frame in either heatmap
 };
 
 struct AttentionView {
@@ -88,8 +88,8 @@ struct AttentionView {
   std::vector<io::ArraySummary> chooseArrays;
 
   // Panel scratch (not saved).
-  int requestTab = -1;       // 0 heatmap, 1 head view, 2 text view, 3 focus, 4 compare:
-                             // selected next frame
+  int requestTab = -1;  // 0 heatmap, 1 head view, 2 text view, 3 focus, 4 compare:
+                        // selected next frame
   HeadSort sort = HeadSort::Index;
   int topK = 8;              // head view: lines per token when n is large
   int pinnedToken = -1;      // text / head view: clicked token (key index), -1 = none
@@ -104,6 +104,9 @@ struct AttentionView {
   int overlayLayer = -1, overlayK = 0;
   std::vector<Matrix> overlayHeads;
   std::vector<std::vector<int>> overlayTop;
+  // Model view: the thumbnails' axis labels (token ranges), made once per generation.
+  std::uint64_t thumbnailLabelsGeneration = ~0ull;
+  std::vector<std::string> thumbnailRowLabels, thumbnailColLabels;
   // Focus, special-token filter and compare (app/attention_analysis.h).
   AttentionFilter filter;
   AttentionFocus focus;

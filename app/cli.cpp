@@ -21,6 +21,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "app/app_state.h"
 #include "app/attention_view.h"
 #include "app/cli_attention.h"
 #include "app/cli_bench.h"
@@ -31,6 +32,7 @@
 #include "app/gui.h"
 #include "core/isa.h"
 #include "core/scenario.h"
+#include "io/color_scale.h"
 #include "io/files.h"
 #include "io/heatmap_render.h"
 #include "io/scenario_json.h"
@@ -121,6 +123,13 @@ options:
   --no-title                 leave out the title
   --scale N                  1..8, multiplies every size (resolution) (default: 1)
   --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
+  --range global|row|fixed   colour range: the whole matrix's finite min..max, each row's
+                             own min..max (the colour bar reads "row min" .. "row max"), or
+                             --vmin/--vmax (given alone they mean fixed) (default: global)
+  --color-scale linear|log   log: log10 colours from max(smallest positive value, largest
+                             x 1e-4) to the largest, colour bar ticks at decades; zeros at
+                             the bottom, masked cells hatched. Also '--scale log'.
+                                                                      (default: linear)
   --digits N                 1..9 significant digits in cells and ticks; labels
                              that do not fit drop digits               (default: 3)
   --decimals N               older spelling: --digits N+1 (at most 9)
@@ -152,6 +161,7 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
                                    [--frames N] [--training STEPS] [--theme T]
+                                   [--presentation] [--stage NAME]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
@@ -165,6 +175,11 @@ options:
   --training STEPS  show the Training panel after STEPS steps (0..100000) of its default
                     run (reverse, L 8, V 10, encoder-decoder, dot; seed 1): reproducible
   --theme T         light (projector) or dark                    (default: the file's view)
+  --presentation    presentation mode (F5 in the window): the pipeline alone, full window,
+                    large type, stages in rows and pages that fit
+  --stage NAME      make NAME the current pipeline stage (q, k, v, scores, masked_scores,
+                    weights, context, concat, output); with --presentation it is shown
+                    alone, full screen, with its explanation under it
   -h, --help        show this help
 
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
@@ -181,8 +196,10 @@ When it is an attention file (.npy / .npz), these set up the Attention panel:
 A GPT-2 model folder (SCENARIO may then be left out):
   --model DIR       load the folder and show the Model and Attention panels
   --text TEXT       the text typed into the Model panel
-  --head L,H        select layer L, head H in the Attention panel
-  --pipeline        open that head in the pipeline (a new scenario of its real q, k, v)
+  --pipeline        open the selected head (--select L,H) in the pipeline: a new
+                    scenario of its real q, k and v
+The Attention panel's options above (--select, --view, --focus, ...) apply to the
+model's attention.
 )";
 
 }  // namespace
@@ -363,9 +380,25 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
   if (parsed.has("--no-colorbar")) style.colorbar = false;
   if (parsed.has("--no-title")) style.title = false;
   if (const std::string* v = parsed.get("--scale")) {
-    auto n = parseIntStrict(*v, 1, 8);
-    if (!n) return optionError("--scale", inQuotes(*v) + " is not an integer in 1..8");
-    style.scale = *n;
+    // "--scale log" / "--scale linear" name the colour scale (as --color-scale does);
+    // a number is the resolution.
+    if (auto colorScale = io::parseColorScaleKind(*v)) {
+      style.colorScale = *colorScale;
+    } else {
+      auto n = parseIntStrict(*v, 1, 8);
+      if (!n)
+        return optionError("--scale", inQuotes(*v) +
+                                          " is not an integer in 1..8 (the resolution) nor "
+                                          "'linear' or 'log' (the colour scale)");
+      style.scale = *n;
+    }
+  }
+  if (const std::string* v = parsed.get("--color-scale")) {
+    auto colorScale = io::parseColorScaleKind(*v);
+    if (!colorScale)
+      return optionError("--color-scale", "unknown colour scale " + inQuotes(*v) +
+                                              "; use linear or log");
+    style.colorScale = *colorScale;
   }
   if (const std::string* v = parsed.get("--decimals")) {
     auto n = parseIntStrict(*v, 0, 9);
@@ -388,6 +421,19 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
     return optionError("--vmin", "must be less than --vmax (" + *parsed.get("--vmin") +
                                      " >= " + *parsed.get("--vmax") + ")");
   }
+  if (const std::string* v = parsed.get("--range")) {
+    auto mode = io::parseRangeMode(*v);
+    if (!mode)
+      return optionError("--range",
+                         "unknown range " + inQuotes(*v) + "; use global, row or fixed");
+    const bool fixedEnds = style.vmin || style.vmax;
+    if (*mode == io::RangeMode::Fixed && !fixedEnds)
+      return optionError("--range", "'fixed' needs --vmin and/or --vmax");
+    if (*mode != io::RangeMode::Fixed && fixedEnds)
+      return optionError("--range", inQuotes(*v) + " contradicts --vmin/--vmax (a fixed range)");
+    style.range = *mode;
+  }
+  if (style.vmin || style.vmax) style.range = io::RangeMode::Fixed;
   return Ok{};
 }
 
@@ -511,6 +557,7 @@ constexpr OptionSpec kExportOptions[] = {
     {"--out", true},    {"--matrix", true},      {"--head", true},         {"--colormap", true},
     {"--labels", true}, {"--axis-labels", true}, {"--scale", true},        {"--vmin", true},
     {"--vmax", true},   {"--decimals", true},    {"--no-colorbar", false}, {"--no-title", false},
+    {"--range", true},  {"--color-scale", true},
     // .npy/.npz attention files only (app/cli_attention.cpp)
     {"--layer", true},  {"--aggregate", true},   {"--array", true},        {"--batch", true},
     {"--layout", true}, {"--tokens", true},       {"--digits", true}, {"--grid", false}};
@@ -639,8 +686,8 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--query", true}, {"--temperature", true}, {"--pos", true},    {"--training", true},
     {"--theme", true},
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
-    {"--focus", true}, {"--model", true},       {"--text", true},    {"--head", true},
-    {"--pipeline", false}};
+    {"--focus", true}, {"--model", true},       {"--text", true},    {"--pipeline", false},
+    {"--presentation", false}, {"--stage", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
@@ -682,6 +729,14 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     if (*v != "light" && *v != "dark")
       return fail(err, optionError("--theme", inQuotes(*v) + " is not light or dark"));
     launch.lightTheme = *v == "light";
+  }
+  launch.presentation = parsed->has("--presentation");
+  if (const std::string* v = parsed->get("--stage")) {
+    auto kind = io::parseMatrixKind(*v);
+    if (!kind)
+      return fail(err, optionError("--stage", "unknown stage " + inQuotes(*v) + "; use one of " +
+                                                  allMatrixNames()));
+    launch.stage = stageIndex(*kind);
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());

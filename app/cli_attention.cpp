@@ -330,9 +330,10 @@ std::optional<std::pair<int, int>> parseLayerHead(const std::string& text) {
 Status applyAttentionScreenshotOptions(
     const std::string& path, const std::function<const std::string*(std::string_view)>& get,
     GuiLaunch& launch) {
-  if (!isAttentionFilePath(path)) {
+  if (!isAttentionFilePath(path) && !get("--model")) {
     for (std::string_view name : kAttentionScreenshotOptions)
-      if (get(name)) return cli::optionError(name, "only applies to a .npy or .npz file");
+      if (get(name))
+        return cli::optionError(name, "only applies to a .npy or .npz file, or with --model DIR");
     return Ok{};
   }
   GuiLaunch::AttentionStart& start = launch.attention;
@@ -340,8 +341,8 @@ Status applyAttentionScreenshotOptions(
     constexpr std::string_view kTabs[] = {"heatmap", "head", "text", "focus", "compare"};
     const auto it = std::find(std::begin(kTabs), std::end(kTabs), *v);
     if (it == std::end(kTabs))
-      return cli::optionError("--view", cli::inQuotes(*v) +
-                                            " is not heatmap, head, text, focus or compare");
+      return cli::optionError("--view",
+                              cli::inQuotes(*v) + " is not heatmap, head, text, focus or compare");
     start.tab = static_cast<int>(it - std::begin(kTabs));
   }
   if (const std::string* v = get("--select")) {
@@ -357,16 +358,16 @@ Status applyAttentionScreenshotOptions(
     } else if (isAttentionFilePath(*v)) {
       start.compareFile = *v;
     } else {
-      return cli::optionError("--compare", cli::inQuotes(*v) +
-                                               " is neither LAYER,HEAD nor a .npy / .npz file");
+      return cli::optionError("--compare",
+                              cli::inQuotes(*v) + " is neither LAYER,HEAD nor a .npy / .npz file");
     }
     if (start.tab < 0) start.tab = 4;
   }
   if (get("--drop-special")) start.dropSpecial = true;
   if (const std::string* v = get("--focus")) {
     const bool key = v->rfind("k:", 0) == 0, query = v->rfind("q:", 0) == 0;
-    const auto index = (key || query) ? parseIntStrict(std::string_view(*v).substr(2), 0, 1 << 20)
-                                      : std::nullopt;
+    const auto index =
+        (key || query) ? parseIntStrict(std::string_view(*v).substr(2), 0, 1 << 20) : std::nullopt;
     if (!index) return cli::optionError("--focus", cli::inQuotes(*v) + " is not q:N or k:N");
     start.focusColumn = key;
     start.focusIndex = *index;

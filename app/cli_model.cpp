@@ -248,26 +248,14 @@ Status applyModelScreenshotOptions(const std::function<const std::string*(std::s
                                    bool pipeline, GuiLaunch& launch) {
   const std::string* folder = get("--model");
   if (!folder) {
-    for (std::string_view name : {"--text", "--head"})
-      if (get(name)) return optionError(name, "only applies with --model DIR");
+    if (get("--text")) return optionError("--text", "only applies with --model DIR");
     if (pipeline) return optionError("--pipeline", "only applies with --model DIR");
     return Ok{};
   }
   launch.modelFolder = *folder;
   if (const std::string* text = get("--text")) launch.modelText = *text;
-  if (const std::string* v = get("--head")) {
-    const auto comma = v->find(',');
-    std::optional<int> l, h;
-    if (comma != std::string::npos) {
-      l = parseIntStrict(std::string_view(*v).substr(0, comma), 0, gpt2::kMaxLayers - 1);
-      h = parseIntStrict(std::string_view(*v).substr(comma + 1), 0, gpt2::kMaxHeads - 1);
-    }
-    if (!l || !h) return optionError("--head", cli::inQuotes(*v) + " is not LAYER,HEAD (two integers >= 0)");
-    launch.modelLayer = *l;
-    launch.modelHead = *h;
-  }
   if (pipeline) {
-    if (launch.modelLayer < 0) return optionError("--pipeline", "needs --head LAYER,HEAD");
+    if (launch.attention.layer < 0) return optionError("--pipeline", "needs --select LAYER,HEAD");
     launch.modelPipeline = true;
   }
   return Ok{};

@@ -20,6 +20,7 @@
 
 #include "app/attention_service.h"
 #include "app/theme.h"
+#include "io/color_scale.h"
 #include "io/files.h"
 #include "io/scenario_json.h"
 
@@ -82,6 +83,8 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
   } else {
     json.erase("fixed_range");
   }
+  json["color_range"] = std::string(io::toString(colorRangeMode(view)));
+  json["color_scale"] = view.logWeights ? "log" : "linear";
   json["focused_head"] = view.focusedHead;
   json["pipeline_stage"] = view.pipelineStage;
   if (includeUi) {
@@ -113,6 +116,16 @@ void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) 
     }
   } else {
     view.fixedRange = false;
+  }
+  // After fixed_range: "color_range": "row" wins over it, "fixed" needs it.
+  if (auto it = json.find("color_range"); it != json.end() && it->is_string()) {
+    if (auto mode = io::parseRangeMode(it->get<std::string>())) {
+      if (*mode != io::RangeMode::Fixed || view.fixedRange) setColorRangeMode(view, *mode);
+    }
+  }
+  if (auto it = json.find("color_scale"); it != json.end() && it->is_string()) {
+    if (auto scale = io::parseColorScaleKind(it->get<std::string>()))
+      view.logWeights = *scale == io::ColorScaleKind::Log;
   }
   if (auto it = json.find("focused_head"); it != json.end() && it->is_number_integer()) {
     view.focusedHead = std::max(-1, it->get<int>());

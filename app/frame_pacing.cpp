@@ -25,6 +25,11 @@ StepKey stepKeyFor(int glfwKey, int glfwMods) {
       return StepKey::Previous;
     case GLFW_KEY_ESCAPE:
       return StepKey::ShowAll;
+    case GLFW_KEY_F5:
+      return StepKey::Presentation;
+    case GLFW_KEY_ENTER:
+    case GLFW_KEY_KP_ENTER:
+      return StepKey::Open;
     default:
       return StepKey::None;
   }
@@ -44,6 +49,8 @@ int applyStepKeys(int stage, const std::vector<StepKey>& keys,
         stage = -1;
         break;
       case StepKey::None:
+      case StepKey::Presentation:  // view keys: applyPipelineKeys (app/pipeline_steps.h)
+      case StepKey::Open:
         break;
     }
   }

@@ -32,8 +32,9 @@ constexpr double kIdleWaitSeconds = 0.5;
 bool mayWaitForEvents(const FrameActivity& activity);
 
 // One pipeline step from a key: presentation clickers send PageDown / PageUp, keyboards
-// Space / Right / Left; Esc shows every stage again.
-enum class StepKey { None, Next, Previous, ShowAll };
+// Space / Right / Left; Esc goes back (single stage -> presentation -> every stage shown);
+// F5 toggles presentation mode; Enter shows the current stage alone, full screen.
+enum class StepKey { None, Next, Previous, ShowAll, Presentation, Open };
 
 // The step a key means (GLFW key code and modifier bits); None for anything else and for
 // chords with Ctrl / Alt / Super, which belong to the menus.

@@ -28,9 +28,9 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 
-#include "app/cli.h"
 #include "app/attention_analysis.h"
 #include "app/attention_service.h"
+#include "app/cli.h"
 #include "app/compute_service.h"
 #include "app/files.h"
 #include "app/frame_pacing.h"
@@ -39,6 +39,9 @@
 #include "app/heatmap_widget_impl.h"
 #include "app/model_service.h"
 #include "app/panel_registry.h"
+#include "app/panels.h"
+#include "app/pipeline_layout.h"
+#include "app/pipeline_steps.h"
 #include "app/panel_training.h"
 #include "app/recent_files.h"
 #include "app/screenshot.h"
@@ -91,6 +94,8 @@ constexpr Shortcut kShortcuts[] = {
     {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
     {"Space / \xE2\x86\x92 / PageDown, \xE2\x86\x90 / PageUp, Esc",
      "Pipeline: next / previous stage (clickers), show all"},
+    {"F5", "Presentation mode: the pipeline full screen, large type (F5 / Esc leaves)"},
+    {"Enter / double-click a stage", "Presentation: the current stage alone, explained"},
     {"Drop a .json file", "Open it"},
     {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
     {"Click a patch of the image", "Make it the query"},
@@ -122,8 +127,8 @@ struct GuiSession::Impl {
   // File ▸ Open Recent (app/recent_files.h); recentFile "" = not kept (tests, screenshots).
   std::string recentFile;
   std::vector<std::string> recent;
-  std::string recentDoc;                // docPath last seen by trackRecent()
-  std::uint64_t recentGeneration = 0;   // attention generation last seen by trackRecent()
+  std::string recentDoc;               // docPath last seen by trackRecent()
+  std::uint64_t recentGeneration = 0;  // attention generation last seen by trackRecent()
 
   float contentScale = 1.f;
   float fontPixels = 0.f;  // size the atlas was built at
@@ -174,6 +179,7 @@ struct GuiSession::Impl {
   void drawMenuBar();
   void layoutPanels();
   void drawPanels();
+  void drawPresentation();  // presentation mode: the Pipeline over the whole window
   void drawNotices();
   void drawLog();
   void drawHelpWindows();
@@ -316,7 +322,10 @@ void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
 
 void GuiSession::Impl::rebuildFontIfNeeded() {
   state.view.fontScale = clampFontScale(state.view.fontScale);
-  const float pixels = std::round(kBaseFontPixels * state.view.fontScale * contentScale);
+  // Presentation mode (F5) enlarges the type on top of the user's own scale.
+  const float presentationScale = state.view.presentation ? kPresentationFontScale : 1.f;
+  const float pixels =
+      std::round(kBaseFontPixels * state.view.fontScale * presentationScale * contentScale);
   if (pixels != fontPixels) {
     std::string warning;
     loadUiFont(pixels, &warning);
@@ -327,7 +336,7 @@ void GuiSession::Impl::rebuildFontIfNeeded() {
     }
     fontPixels = pixels;
   }
-  const float scale = state.view.fontScale * contentScale;
+  const float scale = state.view.fontScale * presentationScale * contentScale;
   if (scale != themeScale || state.view.lightTheme != themeLight) {
     applyTheme(state.view.lightTheme, scale);
     themeScale = scale;
@@ -482,10 +491,28 @@ void GuiSession::Impl::drawMenuBar() {
             "follow (attnscope export does the same unless --colormap is given).");
     ImGui::MenuItem("Cell values", nullptr, &state.view.cellLabels);
     tooltip("Numbers in heatmap cells that are large enough to hold them.");
-    ImGui::MenuItem("Fixed colour range", nullptr, &state.view.fixedRange);
-    tooltip(
-        "Use the same colour range for every heatmap, every matrix (to compare heads).\n"
-        "Off: each heatmap spans its own finite min..max.");
+    if (ImGui::BeginMenu("Colour range")) {
+      const io::RangeMode mode = colorRangeMode(state.view);
+      if (ImGui::MenuItem("Global", nullptr, mode == io::RangeMode::Global))
+        setColorRangeMode(state.view, io::RangeMode::Global);
+      tooltip("Each heatmap spans its own finite min..max.");
+      if (ImGui::MenuItem("Per row", nullptr, mode == io::RangeMode::Row))
+        setColorRangeMode(state.view, io::RangeMode::Row);
+      tooltip("Each row spans the whole colour map, from the row's min to its max: which key "
+              "each query prefers, however peaked or flat its row is. The colour bar reads "
+              "\"row min\" to \"row max\"; the tooltip gives the row's range.");
+      if (ImGui::MenuItem("Fixed", nullptr, mode == io::RangeMode::Fixed))
+        setColorRangeMode(state.view, io::RangeMode::Fixed);
+      tooltip("The same colour range for every heatmap, every matrix (to compare heads).");
+      ImGui::EndMenu();
+    }
+    tooltip("How colours are spread over the values: global, per row or fixed. Exports "
+            "follow (attnscope export --range global|row|fixed).");
+    ImGui::MenuItem("Log scale for weights", nullptr, &state.view.logWeights);
+    tooltip("Weights on a log10 colour scale, from max(smallest weight, largest \xC3\x97 1e-4) "
+            "to the largest, with colour bar ticks at decades: long sequences are no longer one "
+            "flat colour. Zero weights take the bottom colour, masked cells stay hatched. "
+            "(attnscope export --color-scale log)");
     if (state.view.fixedRange) {
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
       ImGui::DragFloatRange2("Range", &state.view.rangeMin, &state.view.rangeMax, 0.01f, -1e6f,
@@ -495,6 +522,13 @@ void GuiSession::Impl::drawMenuBar() {
         state.view.rangeMax = state.view.rangeMin + 1e-3f;
     }
     ImGui::Separator();
+    if (ImGui::MenuItem("Presentation mode", "F5", state.view.presentation)) {
+      state.view.presentation = !state.view.presentation;
+      state.view.stageFullScreen = false;
+    }
+    tooltip("The pipeline alone, full screen, with large type; stages in rows and pages that "
+            "fit the window (every heatmap at least 300 px where possible). Enter or a "
+            "double-click shows one stage with its explanation; Escape goes back.");
     ImGui::MenuItem("Light theme (projector)", nullptr, &state.view.lightTheme);
     tooltip("High-contrast light colours that survive a projector.");
     if (ImGui::MenuItem("Larger font", "Ctrl+=", false, state.view.fontScale < kMaxFontScale)) {
@@ -637,6 +671,17 @@ void GuiSession::Impl::drawPanels() {
   applyLayout = false;
 }
 
+void GuiSession::Impl::drawPresentation() {
+  // The Pipeline alone over the whole window (no menu bar); the tiled layout is redone when
+  // presentation mode ends (layoutPanels sees the font size change back).
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
+  ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
+  ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, viewport->Size.y - status), ImGuiCond_Always);
+  drawPipelinePanel(state, *heatmaps);
+  layoutDirty = true;
+}
+
 // =======================================================================================
 // Notices, log, help
 // =======================================================================================
@@ -712,9 +757,10 @@ void GuiSession::Impl::drawNotices() {
     ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Warning, state.view.lightTheme));
     ImGui::TextUnformatted(nonFinite.c_str());
     ImGui::PopStyleColor();
-    tooltip("Non-finite values in the attention file: NaN and +inf cells are magenta and "
-            "hatched, -inf cells grey and hatched; the Attention panel's model view says "
-            "which heads have them.");
+    tooltip(
+        "Non-finite values in the attention file: NaN and +inf cells are magenta and "
+        "hatched, -inf cells grey and hatched; the Attention panel's model view says "
+        "which heads have them.");
   }
   ImGui::End();
 
@@ -930,20 +976,19 @@ bool GuiSession::Impl::openModelScreenshot() {
     return false;
   }
   const std::shared_ptr<const ModelRun> run = state.model.run;
-  if (launch.modelLayer >= 0 && run && run->attention) {
-    io::AttentionSelection selection;
-    selection.layer = std::min(launch.modelLayer, run->attention->layers() - 1);
-    selection.head = std::clamp(launch.modelHead, 0, run->attention->heads() - 1);
-    selectAttentionView(state.attention, selection);
-    if (launch.modelPipeline) {
-      Expected<Scenario> scenario =
-          headScenario(*run, selection.layer, selection.head,
-                       fs::path(run->attention->path()).filename().string());
-      if (scenario) {
-        loadDocument(state, std::move(scenario).value(), "");
-        *panelFlag(state.view, "attention") = false;  // the pipeline in front
-        *panelFlag(state.view, "model") = false;
-      }
+  if (!run || !run->attention) return true;
+  // The run's attention is the Attention panel's file now: --select, --view, --focus ...
+  // apply to it as to a .npy / .npz.
+  applyAttentionStart(state, launch.attention, now());
+  if (launch.modelPipeline) {
+    const io::AttentionSelection& selection = state.attention.selection;
+    Expected<Scenario> scenario =
+        headScenario(*run, selection.layer, selection.head,
+                     fs::path(run->attention->path()).filename().string());
+    if (scenario) {
+      loadDocument(state, std::move(scenario).value(), "");
+      *panelFlag(state.view, "attention") = false;  // the pipeline in front
+      *panelFlag(state.view, "model") = false;
     }
   }
   return true;
@@ -1061,7 +1106,7 @@ bool GuiSession::frame() {
   else
     s.keyPresses.clear();
   s.recompute();  // results for this frame's panels (after an undo, open, ...)
-  s.drawMenuBar();
+  if (!s.state.view.presentation) s.drawMenuBar();
   // Export file names start with the scenario file's name (else the scenario's name).
   s.heatmaps->impl().exportPrefix =
       !s.state.docPath.empty()
@@ -1069,8 +1114,12 @@ bool GuiSession::frame() {
           : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
 
   // 3 panels and the windows around them
-  s.layoutPanels();
-  s.drawPanels();
+  if (s.state.view.presentation) {
+    s.drawPresentation();
+  } else {
+    s.layoutPanels();
+    s.drawPanels();
+  }
   if (s.state.model.pipelineRequest) {  // "Open this head in the pipeline" (Model panel)
     requestNewDocument(s.files, s.state, std::move(*s.state.model.pipelineRequest), t);
     s.state.model.pipelineRequest.reset();
@@ -1085,7 +1134,13 @@ bool GuiSession::frame() {
 
   // 4 close the undo step unless a drag is going on, recompute if the revision changed
   endFrame(s.state, ImGui::IsAnyItemActive());
-  s.state.panels.stepKeys.clear();  // the Pipeline panel was hidden: drop its keys
+  // The Pipeline panel was hidden (or shows a compute error): F5 and Escape still enter and
+  // leave presentation mode; the steps are dropped.
+  for (StepKey key : s.state.panels.stepKeys) {
+    if (key == StepKey::Presentation || (key == StepKey::ShowAll && s.state.view.presentation))
+      applyPipelineKeys(s.state.view, {key}, {});
+  }
+  s.state.panels.stepKeys.clear();
   if (s.recompute()) {
     s.postComputeNotices();
     s.eventSeen = true;  // a new result: draw it and let the layout settle
@@ -1259,6 +1314,11 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     }
   }
   if (launch.lightTheme) s.state.view.lightTheme = *launch.lightTheme;
+  s.state.view.presentation = launch.presentation;
+  if (launch.stage >= 0) {
+    s.state.view.pipelineStage = launch.stage;
+    s.state.view.stageFullScreen = launch.presentation;
+  }
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;

@@ -25,21 +25,24 @@ struct GuiLaunch {
   // An attention file (scenarioPath .npy / .npz): how the Attention panel starts
   // (screenshot --view / --select / --compare / --drop-special / --focus).
   struct AttentionStart {
-    int tab = -1;                // 0 heatmap, 1 head, 2 text, 3 focus, 4 compare; -1 = default
-    int layer = -1, head = -1;   // the shown head (A); -1 = the default (0, 0)
-    std::string compareFile;     // B from another file ("" = the open file)
+    int tab = -1;               // 0 heatmap, 1 head, 2 text, 3 focus, 4 compare; -1 = default
+    int layer = -1, head = -1;  // the shown head (A); -1 = the default (0, 0)
+    std::string compareFile;    // B from another file ("" = the open file)
     int compareLayer = -1, compareHead = -1;  // B's head; -1 = A's
-    bool dropSpecial = false;    // the special-token filter on
-    bool focusColumn = false;    // focus a key column instead of a query row
-    int focusIndex = -1;         // -1 = default (0)
+    bool dropSpecial = false;                 // the special-token filter on
+    bool focusColumn = false;                 // focus a key column instead of a query row
+    int focusIndex = -1;                      // -1 = default (0)
   } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
   // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
-  // screenshots) the head to select and whether to open it in the pipeline.
+  // screenshots) whether to open the selected head (attention.layer/head) in the pipeline.
+  // The attention options above (--select, --view, --focus ...) apply to the model's run.
   std::string modelFolder;
   std::string modelText;
-  int modelLayer = -1, modelHead = -1;
   bool modelPipeline = false;
+  bool presentation = false;        // screenshot --presentation: presentation mode (F5)
+  int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
+                                    // with presentation, shown alone full screen
 };
 
 // Opens the window and runs until it is closed. Returns the process exit code:

@@ -158,13 +158,42 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   }
   // 2 upload only when the content or its shape changed, within the frame's byte budget
   //   (a same-shape re-upload past the budget waits for a later frame, showing the old one)
-  const bool changed = entry.revision != contentRevision;
+  io::ColorNormalization normalization;
+  normalization.range = options.vmin || options.vmax ? io::RangeMode::Fixed : options.range;
+  normalization.scale = options.scale;
+  normalization.vmin = options.vmin;
+  normalization.vmax = options.vmax;
+  normalization.centreZero = options.centreZero;
+  const bool positions = io::needsPositions(normalization);
+  // A change of the colour rule re-uploads when positions are (or were) uploaded.
+  const bool changed = entry.revision != contentRevision ||
+                       (entry.normalization != normalization &&
+                        (positions || io::needsPositions(entry.normalization)));
   const bool reshaped = entry.rows != rows || entry.cols != cols || entry.revision == ~0ull;
   const std::size_t bytes = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) * 4;
   const bool overBudget = impl.uploadBudgetBytes > 0 && impl.uploadedThisFrame > 0 &&
                           impl.uploadedThisFrame + bytes > impl.uploadBudgetBytes;
   if (reshaped || (changed && !overBudget)) {
-    uploadValues(*impl.textures, entry, view);
+    entry.normalization = normalization;
+    if (positions) {
+      entry.positions = io::colorPositions(view.values, normalization);
+      const io::ValueRange whole = io::normalizationRange(view.values, -1, normalization);
+      entry.scaleTicks = normalization.range == io::RangeMode::Row
+                             ? io::rowRangeTicks(normalization.scale)
+                             : io::logDecadeTicks(whole);
+      entry.scaleRange = whole;
+      entry.caption = io::normalizationCaption(normalization, whole);
+      // The positions, with the view's labels and mask (masked cells hatched as -inf).
+      io::HeatmapView positioned = view;
+      positioned.values = matrixRef(entry.positions);
+      uploadValues(*impl.textures, entry, positioned);
+      entry.finite = io::finiteRange(view.values);  // of the values, for the readout
+    } else {
+      entry.positions = Matrix();
+      entry.scaleTicks.clear();
+      entry.caption.clear();
+      uploadValues(*impl.textures, entry, view);
+    }
     entry.revision = contentRevision;
     entry.labelFont = 0;  // labels may have changed too
     ++impl.uploads;
@@ -172,12 +201,17 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const io::
   } else if (changed) {
     ++impl.deferredUploads;
   }
+  // Positions (per row, log) are already on the map: their range is 0..1.
+  const bool usePositions = entry.positions.size() > 0;
   const io::ValueRange range =
-      options.centreZero ? io::centredColorRange(entry.finite, options.vmin, options.vmax)
-                         : io::colorRange(entry.finite, options.vmin, options.vmax);
+      usePositions        ? io::ValueRange{0, 1}
+      : options.centreZero ? io::centredColorRange(entry.finite, options.vmin, options.vmax)
+                           : io::colorRange(entry.finite, options.vmin, options.vmax);
 
   // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
   widget::Grid grid = widget::layoutGrid(entry, view, options, range);
+  if (usePositions && entry.positions.rows() == rows && entry.positions.cols() == cols)
+    grid.positions = matrixRef(entry.positions);
   widget::handleGridInput(entry, grid, interaction);
   widget::drawGrid(impl, entry, grid, view, options, range);
   widget::drawAxisLabels(entry, grid, view, options);

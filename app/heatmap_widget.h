@@ -19,6 +19,11 @@ struct HeatmapOptions {
   io::ColormapKind colormap = io::ColormapKind::Viridis;
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
   bool centreZero = false;          // auto range symmetric about 0 (io::centredColorRange)
+  // Global (one range for the matrix), Row (each row spans the map from its own finite min
+  // to its max) or Fixed (vmin / vmax); Log: log10 colours with a floor (io/color_scale.h).
+  // With Row or Log the widget uploads each cell's colour position instead of its value.
+  io::RangeMode range = io::RangeMode::Global;
+  io::ColorScaleKind scale = io::ColorScaleKind::Linear;
   bool cellLabels = true;           // numbers in cells large enough to hold them
   bool axisLabels = true;           // token labels along the axes
   bool colorbar = true;

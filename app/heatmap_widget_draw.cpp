@@ -136,7 +136,8 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const io::H
       const ImVec2 cellMin = g.cellScreenMin(r, c);
       const ImVec2 at(std::round(cellMin.x + (g.cellPxW - size.x) * 0.5f),
                       std::round(cellMin.y + (g.cellPxH - size.y) * 0.5f));
-      drawList->AddText(at, imColor(io::cellLabelColor(options.colormap, value, range)),
+      const float colorValue = g.positions.empty() ? value : g.positions(r, c);
+      drawList->AddText(at, imColor(io::cellLabelColor(options.colormap, colorValue, range)),
                         text->c_str());
     }
   }
@@ -246,15 +247,37 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const io::HeatmapView
     impl.textures->drawColorbar(drawList, options.colormap, barMin, barMax);
   drawList->AddRect(barMin, barMax, borderColor);
   float right = barMax.x;
-  for (float t : g.ticks.values) {
-    const float position = io::colorPosition(t, g.range);
-    const float y = std::round(barMax.y - position * (barMax.y - barMin.y));
-    drawList->AddLine(ImVec2(barMax.x, y), ImVec2(barMax.x + font * 0.3f, y), textColor);
-    const std::string text = formatNumber(t, g.ticks.digits);
-    const ImVec2 size = ImGui::CalcTextSize(text.c_str());
-    drawList->AddText(ImVec2(barMax.x + font * 0.45f, std::round(y - size.y * 0.5f)), textColor,
-                      text.c_str());
-    right = std::max(right, barMax.x + font * 0.45f + size.x);
+  if (g.scaleTicks != nullptr) {
+    // Per-row / log colours (io/color_scale.h): the ends labelled ("row min" / "row max", or
+    // the log floor and top), decades between them where they do not collide with each
+    // other or the ends.
+    const float textX = barMax.x + font * 0.45f;
+    drawList->AddText(ImVec2(textX, barMin.y - font * 0.1f), textColor, g.vmaxText.c_str());
+    drawList->AddText(ImVec2(textX, barMax.y - font * 0.95f), textColor, g.vminText.c_str());
+    right = std::max({right, textX + ImGui::CalcTextSize(g.vmaxText.c_str()).x,
+                      textX + ImGui::CalcTextSize(g.vminText.c_str()).x});
+    const float height = barMax.y - barMin.y;
+    float lastY = barMax.y - font * 0.95f;  // the bottom label's top
+    for (const io::ColorbarTick& tick : *g.scaleTicks) {
+      if (tick.position <= 0.0f || tick.position >= 1.0f) continue;  // the ends are labelled
+      const float y = std::round(barMax.y - tick.position * height);
+      drawList->AddLine(ImVec2(barMax.x, y), ImVec2(barMax.x + font * 0.3f, y), textColor);
+      if (y + font * 0.5f > lastY || y - font * 0.5f < barMin.y + font * 0.9f) continue;
+      drawList->AddText(ImVec2(textX, y - font * 0.5f), textColor, tick.text.c_str());
+      right = std::max(right, textX + ImGui::CalcTextSize(tick.text.c_str()).x);
+      lastY = y - font * 0.5f;
+    }
+  } else {
+    for (float t : g.ticks.values) {
+      const float position = io::colorPosition(t, g.range);
+      const float y = std::round(barMax.y - position * (barMax.y - barMin.y));
+      drawList->AddLine(ImVec2(barMax.x, y), ImVec2(barMax.x + font * 0.3f, y), textColor);
+      const std::string text = formatNumber(t, g.ticks.digits);
+      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      drawList->AddText(ImVec2(barMax.x + font * 0.45f, std::round(y - size.y * 0.5f)), textColor,
+                        text.c_str());
+      right = std::max(right, barMax.x + font * 0.45f + size.x);
+    }
   }
   if (!view.valueTitle.empty()) {
     const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y, kTitleChars);
@@ -323,6 +346,15 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
   const std::string colText = axisReadout(view.colAxis, "column", c, view.colLabels);
   ImGui::TextUnformatted((rowText + " \xE2\x86\x92 " + colText).c_str());  // →
   ImGui::TextUnformatted(hoverValue(view, r, c).c_str());
+  if (!entry.caption.empty()) {  // per-row / log colours: the rule, and this row's range
+    ImGui::TextDisabled("colour: %s", entry.caption.c_str());
+    if (entry.normalization.range == io::RangeMode::Row) {
+      const io::ValueRange rowRange = io::normalizationRange(view.values, r, entry.normalization);
+      ImGui::TextDisabled("row %d spans %s \xE2\x80\xA6 %s", r,
+                          formatNumber(rowRange.lo, kCellDigits).c_str(),
+                          formatNumber(rowRange.hi, kCellDigits).c_str());
+    }
+  }
   const auto rowLabel = [&](int i) {
     return i < static_cast<int>(view.rowLabels.size()) ? hoverLabel(view.rowLabels[i])
                                                         : std::string();
@@ -333,8 +365,10 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
   };
   const auto describe = [](float value) {
     std::string text = formatNumber(value, kTooltipDigits);
-    if (std::isnan(value)) text += " (NaN)";
-    else if (std::isinf(value)) text += value < 0 ? " (-inf, masked)" : " (+inf)";
+    if (std::isnan(value))
+      text += " (NaN)";
+    else if (std::isinf(value))
+      text += value < 0 ? " (-inf, masked)" : " (+inf)";
     return text;
   };
   if (options.tooltip) ImGui::TextDisabled("%s", options.tooltip);
@@ -343,13 +377,14 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
     // its maximum (the colour on screen) is.
     const PooledBlock block = pooledBlock(view.values, g.level, r, c);
     ImGui::TextDisabled("cells are smaller than a pixel: this pixel is the max of a block");
-    ImGui::Text("rows %d\xE2\x80\x93%d (%s \xE2\x80\xA6 %s), columns %d\xE2\x80\x93%d (%s "
-                "\xE2\x80\xA6 %s)",
-                block.row0, block.row1, rowLabel(block.row0).c_str(), rowLabel(block.row1).c_str(),
-                block.col0, block.col1, colLabel(block.col0).c_str(), colLabel(block.col1).c_str());
-    ImGui::Text("block max %s at row %d %s \xE2\x86\x92 column %d %s",
-                describe(block.max).c_str(), block.maxRow, rowLabel(block.maxRow).c_str(),
-                block.maxCol, colLabel(block.maxCol).c_str());
+    ImGui::Text(
+        "rows %d\xE2\x80\x93%d (%s \xE2\x80\xA6 %s), columns %d\xE2\x80\x93%d (%s "
+        "\xE2\x80\xA6 %s)",
+        block.row0, block.row1, rowLabel(block.row0).c_str(), rowLabel(block.row1).c_str(),
+        block.col0, block.col1, colLabel(block.col0).c_str(), colLabel(block.col1).c_str());
+    ImGui::Text("block max %s at row %d %s \xE2\x86\x92 column %d %s", describe(block.max).c_str(),
+                block.maxRow, rowLabel(block.maxRow).c_str(), block.maxCol,
+                colLabel(block.maxCol).c_str());
   }
   ImGui::TextDisabled("wheel: zoom  drag: pan  double-click: reset  right-click: export");
   ImGui::PopTextWrapPos();
@@ -374,7 +409,12 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const io::HeatmapView& vie
   record.rowStep = g.rowStep;
   record.colStep = g.colStep;
   record.colLabelsRotated = g.colLabelsRotated;
-  record.ticks = g.ticks.values;
+  if (g.scaleTicks != nullptr) {  // per row / log: the positions of the scale's own ticks
+    record.ticks.clear();
+    for (const io::ColorbarTick& tick : *g.scaleTicks) record.ticks.push_back(tick.position);
+  } else {
+    record.ticks = g.ticks.values;
+  }
   // The sample: among (at most 32 x 32, strided) visible cells, the finite value closest
   // to the middle of the colour range, so a check of its pixel tells colours apart.
   int r = std::clamp(static_cast<int>((g.v0 + g.v1) * 0.5f * g.rows), g.firstRow, g.lastRow);

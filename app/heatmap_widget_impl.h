@@ -13,6 +13,7 @@
 
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
+#include "io/color_scale.h"
 
 namespace attn::app {
 
@@ -53,6 +54,14 @@ struct HeatmapCache::Impl {
     int levels = 1;  // max-pooled levels of detail uploaded as mip levels
     std::uint64_t revision = ~0ull;
     std::optional<io::ValueRange> finite;  // io::finiteRange of the values, per upload
+    // Per-row / log colours (io/color_scale.h): the rule of the last upload, and when it needs
+    // them the uploaded colour positions (range {0, 1}: cell label colours read them), the
+    // colour bar's ticks and the rule's caption for the tooltip.
+    io::ColorNormalization normalization;
+    Matrix positions;
+    std::vector<io::ColorbarTick> scaleTicks;
+    io::ValueRange scaleRange;  // io::normalizationRange of the whole matrix
+    std::string caption;
     float u0 = 0, v0 = 0, u1 = 1, v1 = 1;  // zoom / pan
     bool panned = false;                   // the current press turned into a drag
     int lastFrame = 0;

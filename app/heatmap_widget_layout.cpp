@@ -66,12 +66,28 @@ Grid layoutGrid(Entry& entry, const io::HeatmapView& view, const HeatmapOptions&
   if (rowLabels) g.rowLabelWidth = std::min(entry.rowLabelWidth, maxRowLabelWidth) + font * 0.4f;
   if (colLabels) g.colLabelHeight = font * 1.3f;
   // The colour bar: round ticks, their widest label (whatever number of ticks the bar's
-  // final height allows), the title beside them.
+  // final height allows), the title beside them; with per-row / log colours the scale's own
+  // labelled ticks instead of round ones.
   float widestTick = 0;
-  for (int maxTicks = 2; maxTicks <= kMaxColorbarTicks && options.colorbar; ++maxTicks) {
-    const io::ColorbarTicks ticks = io::colorbarTicks(range, maxTicks);
-    for (float t : ticks.values)
-      widestTick = std::max(widestTick, ImGui::CalcTextSize(formatNumber(t, ticks.digits).c_str()).x);
+  if (!entry.scaleTicks.empty() && entry.positions.size() > 0) {  // per row / log
+    // Per row: "row min" / "row max"; log: the floor and the top, decades between them.
+    g.scaleTicks = &entry.scaleTicks;
+    const bool perRow = entry.normalization.range == io::RangeMode::Row;
+    g.vminText = perRow ? entry.scaleTicks.front().text
+                        : formatNumber(entry.scaleRange.lo, kCellDigits);
+    g.vmaxText = perRow ? entry.scaleTicks.back().text
+                        : formatNumber(entry.scaleRange.hi, kCellDigits);
+    widestTick = std::max(ImGui::CalcTextSize(g.vminText.c_str()).x,
+                          ImGui::CalcTextSize(g.vmaxText.c_str()).x);
+    for (const io::ColorbarTick& tick : entry.scaleTicks)
+      widestTick = std::max(widestTick, ImGui::CalcTextSize(tick.text.c_str()).x);
+  } else {
+    for (int maxTicks = 2; maxTicks <= kMaxColorbarTicks && options.colorbar; ++maxTicks) {
+      const io::ColorbarTicks ticks = io::colorbarTicks(range, maxTicks);
+      for (float t : ticks.values)
+        widestTick =
+            std::max(widestTick, ImGui::CalcTextSize(formatNumber(t, ticks.digits).c_str()).x);
+    }
   }
   g.colorbarWidth = options.colorbar ? font * 1.9f + widestTick + font * 0.4f +
                                            (view.valueTitle.empty() ? 0.f : font * 1.2f)

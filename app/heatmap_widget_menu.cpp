@@ -64,6 +64,8 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
     style.centreZero = options.centreZero;
     style.vmin = options.vmin;
     style.vmax = options.vmax;
+    style.range = options.range;  // per row / log: the file colours as the screen does
+    style.colorScale = options.scale;
     std::error_code ec;
     const fs::path parent = fs::path(entry.exportPath).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);

@@ -33,7 +33,13 @@ struct Grid {
   int rowStep = 1, colStep = 1;  // every k-th label drawn (io::labelStep), by drawAxisLabels
   io::ValueRange range;          // the colour range
   io::ColorbarTicks ticks;       // the colour bar's round ticks (io::colorbarTicks)
-  ImVec2 gridMin, gridMax;       // screen rectangle of the grid
+  // Per-row / log colours: cells are coloured by `positions` over {0, 1} (empty otherwise),
+  // and the colour bar is labelled by `scaleTicks` (positions and texts) when not null,
+  // instead of the round `ticks`, with `vminText` / `vmaxText` at its ends.
+  MatrixRef positions;
+  const std::vector<io::ColorbarTick>* scaleTicks = nullptr;
+  std::string vminText, vmaxText;
+  ImVec2 gridMin, gridMax;  // screen rectangle of the grid
   float gridW = 0, gridH = 0;
   // The visible part (UV) and what it means on screen.
   float u0 = 0, v0 = 0, u1 = 1, v1 = 1;
@@ -74,7 +80,7 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& grid, const io
 // the rule beside the axis title), the axis titles. Sets grid.rowStep / colStep.
 void drawAxisLabels(const Entry& entry, Grid& grid, const io::HeatmapView& view,
                     const HeatmapOptions& options);
-// The colour bar with round ticks and the view's valueTitle.
+// The colour bar with round ticks (or the per-row / log scale's ticks) and the view's valueTitle.
 void drawColorbar(HeatmapCache::Impl& impl, const Grid& grid, const io::HeatmapView& view,
                   const HeatmapOptions& options);
 // The hovered cell's frame and tooltip (not while panning).

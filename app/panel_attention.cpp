@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,21 @@ std::vector<int> headOrder(const io::HeadOverview& overview, int layer, HeadSort
   return order;
 }
 
+// The thumbnails' axis labels: token ranges of the pooled cells (one set per file: every
+// head of a file has the same shape, so the same pooling).
+void ensureThumbnailLabels(AttentionView& view) {
+  if (view.thumbnailLabelsGeneration == view.generation || !view.overview ||
+      view.overview->thumbnails.empty())
+    return;
+  const Matrix& thumb = view.overview->thumbnails.front();
+  const io::AttentionShape& shape = view.file->shape();
+  view.thumbnailRowLabels =
+      pooledAxisLabels(view.file->queryLabels(), shape.queries, static_cast<int>(thumb.rows()));
+  view.thumbnailColLabels =
+      pooledAxisLabels(view.file->keyLabels(), shape.keys, static_cast<int>(thumb.cols()));
+  view.thumbnailLabelsGeneration = view.generation;
+}
+
 void drawGrid(AppState& state, HeatmapCache& heatmaps) {
   AttentionView& view = state.attention;
   const float font = ImGui::GetFontSize();
@@ -118,6 +134,7 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
   const io::AttentionSelection& sel = view.selection;
   const bool byIndex = view.sort == HeadSort::Index;
 
+  ensureThumbnailLabels(view);
   ImGui::BeginChild("##grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   // Column header: head numbers (only when the columns are heads).
@@ -156,7 +173,14 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
       options.highlight = sel.kind == io::AttentionSelection::Kind::Head && sel.layer == l &&
                           sel.head == h;
       options.tooltip = tip.c_str();
-      const io::HeatmapView thumbView(matrixRef(thumb), {}, {}, "");
+      const std::string title =
+          "layer " + std::to_string(l) + " \xC2\xB7 head " + std::to_string(h);
+      const bool labelled = static_cast<int>(view.thumbnailRowLabels.size()) == thumb.rows() &&
+                            static_cast<int>(view.thumbnailColLabels.size()) == thumb.cols();
+      using Labels = std::span<const std::string>;
+      const io::HeatmapView thumbView(matrixRef(thumb),
+                                      labelled ? Labels(view.thumbnailRowLabels) : Labels(),
+                                      labelled ? Labels(view.thumbnailColLabels) : Labels(), title);
       const HeatmapInteraction hit =
           heatmapWidget("##t", heatmaps, thumbView, view.generation, options);
       if (hit.clicked) {
@@ -430,15 +454,17 @@ void drawFilterBar(AttentionView& view) {
   AttentionFilter& filter = view.filter;
   const float font = ImGui::GetFontSize();
   bool changed = ImGui::Checkbox("drop special tokens", &filter.enabled);
-  tooltip("Drop the keys of special tokens (attention sinks such as the first token, [CLS], "
-          "[SEP], <|endoftext|>) and renormalise every row over the keys left, in the "
-          "heatmap, focus and text views. Off: the raw values from the file.");
+  tooltip(
+      "Drop the keys of special tokens (attention sinks such as the first token, [CLS], "
+      "[SEP], <|endoftext|>) and renormalise every row over the keys left, in the "
+      "heatmap, focus and text views. Off: the raw values from the file.");
   if (filter.enabled) {
     ImGui::SameLine();
     changed |= ImGui::Checkbox("first token", &filter.tokens.firstToken);
     tooltip("The first key, whatever its label.");
     ImGui::SameLine();
-    changed |= ImGui::Checkbox("[CLS] [SEP] <|endoftext|> \xE2\x80\xA6", &filter.tokens.defaultList);
+    changed |=
+        ImGui::Checkbox("[CLS] [SEP] <|endoftext|> \xE2\x80\xA6", &filter.tokens.defaultList);
     std::string list = "Labels equal to one of:";
     for (const std::string& token : defaultSpecialTokens()) list += " " + token;
     tooltip(list);
@@ -448,8 +474,9 @@ void drawFilterBar(AttentionView& view) {
       filter.tokens.extra = parseTokenList(filter.extraText);
       changed = true;
     }
-    tooltip("Your own special tokens, separated by spaces or commas (labels match exactly, "
-            "ignoring spaces at their ends).");
+    tooltip(
+        "Your own special tokens, separated by spaces or commas (labels match exactly, "
+        "ignoring spaces at their ends).");
   }
   if (changed) ++filter.revision;
 }
@@ -586,7 +613,8 @@ void drawFocusView(AttentionView& view, const io::MatrixView& displayed,
         ImGui::BeginTooltip();
         ImGui::Text("%s %d '%s': %s", focus.column ? "query" : "key", i, label.c_str(),
                     formatNumber(v, kTooltipDigits).c_str());
-        if (isDropped) ImGui::TextDisabled("a special token: dropped, its weight moved to the rest");
+        if (isDropped)
+          ImGui::TextDisabled("a special token: dropped, its weight moved to the rest");
         ImGui::EndTooltip();
       }
     }
@@ -609,11 +637,12 @@ void drawCompareControls(AppState& state) {
   ImGui::TextUnformatted("B:");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(font * 14.f);
-  const bool entered = ImGui::InputTextWithHint("##comparePath", "another .npy / .npz file",
-                                                &compare.pathText,
-                                                ImGuiInputTextFlags_EnterReturnsTrue);
-  tooltip("The same head of another file (another checkpoint, prompt or model) as B. An "
-          "error keeps the current comparison.");
+  const bool entered =
+      ImGui::InputTextWithHint("##comparePath", "another .npy / .npz file", &compare.pathText,
+                               ImGuiInputTextFlags_EnterReturnsTrue);
+  tooltip(
+      "The same head of another file (another checkpoint, prompt or model) as B. An "
+      "error keeps the current comparison.");
   ImGui::SameLine();
   if ((ImGui::Button("open") || entered) && !compare.pathText.empty())
     openCompareFile(state, compare.pathText, ImGui::GetTime());
@@ -757,8 +786,9 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
   const io::AttentionShape& shape = file.shape();
   ImGui::TextUnformatted(std::filesystem::path(file.path()).filename().string().c_str());
   ImGui::SameLine();
-  ImGui::TextDisabled("%d layers \xC3\x97 %d heads, %d \xC3\x97 %d tokens; labels: %s",
-                      shape.layers, shape.heads, shape.queries, shape.keys,
+  ImGui::TextDisabled("%s \xC3\x97 %s, %d \xC3\x97 %d tokens; labels: %s",
+                      countOf(shape.layers, "layer", "layers").c_str(),
+                      countOf(shape.heads, "head", "heads").c_str(), shape.queries, shape.keys,
                       file.labelsSource().empty()
                           ? "indices"
                           : std::filesystem::path(file.labelsSource()).filename().string().c_str());

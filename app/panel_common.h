@@ -69,9 +69,9 @@ inline void mutedWrapped(const std::string& text) { coloredWrapped(mutedColor(),
 // Shows why the scenario cannot be computed, in red. Returns true when there is no result.
 // Begins a panel's window. Returns false when the panel is hidden or collapsed; the window
 // is then already closed (End() called), so the caller just returns.
-inline bool beginPanel(const char* name, bool* open) {
+inline bool beginPanel(const char* name, bool* open, ImGuiWindowFlags flags = 0) {
   if (!*open) return false;
-  if (!ImGui::Begin(name, open)) {
+  if (!ImGui::Begin(name, open, flags)) {
     ImGui::End();
     return false;
   }
@@ -92,8 +92,9 @@ inline bool showComputeError(const AppState& state) {
 
 // beginPanel() for panels that show the result: also false (window closed) after showing
 // the compute error or "no result", so the caller may use state.computed->* when true.
-inline bool beginResultPanel(const char* name, bool* open, const AppState& state) {
-  if (!beginPanel(name, open)) return false;
+inline bool beginResultPanel(const char* name, bool* open, const AppState& state,
+                             ImGuiWindowFlags flags = 0) {
+  if (!beginPanel(name, open, flags)) return false;
   if (showComputeError(state)) {
     ImGui::End();
     return false;
@@ -172,17 +173,21 @@ inline HeatmapOptions heatmapOptions(const AppState& state) {
 
 // The options of a heatmap of `kind`: the colour rule shared with `attnscope export`
 // (io::defaultColormapFor): signed matrices on RdBu centred on 0 unless the user turned
-// that off, weights on the chosen sequential map, and the fixed range on every matrix.
+// that off, weights on the chosen sequential map (log10 when asked), and the range mode
+// (global, per row, fixed) on every matrix.
 inline HeatmapOptions heatmapOptions(const AppState& state, io::MatrixKind kind) {
   HeatmapOptions options = heatmapOptions(state);
   if (state.view.divergingSigned && io::isSignedMatrix(kind)) {
     options.colormap = io::ColormapKind::RdBu;
     options.centreZero = true;
   }
+  options.range = colorRangeMode(state.view);
   if (state.view.fixedRange) {
     options.vmin = state.view.rangeMin;
     options.vmax = state.view.rangeMax;
   }
+  if (state.view.logWeights && kind == io::MatrixKind::Weights)
+    options.scale = io::ColorScaleKind::Log;
   return options;
 }
 

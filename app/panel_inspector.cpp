@@ -58,6 +58,8 @@ void textWhole(const std::string& text, const ImVec4* color = nullptr) {
 void coloredWhole(const ImVec4& color, const std::string& text) { textWhole(text, &color); }
 void mutedWhole(const std::string& text) { coloredWhole(panel::mutedColor(), text); }
 
+}  // namespace
+
 Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
   const AttentionResult& result = *state.computed->result;
   const Problem& problem = *state.computed->problem;
@@ -149,6 +151,8 @@ void drawExplanation(const Explanation& e) {
     }
   }
 }
+
+namespace {
 
 void drawWarnings(const AppState& state) {
   const AttentionResult& result = *state.computed->result;

@@ -11,6 +11,7 @@
 
 #include "app/frame_pacing.h"
 #include "core/format.h"
+#include "app/pipeline_layout.h"
 #include "app/pipeline_steps.h"
 #include "io/heatmap_axis.h"
 #include "app/panel_common.h"
@@ -106,7 +107,7 @@ void handleStepKeys(AppState& state, const std::vector<io::MatrixKind>& visible)
   // Esc closes a popup first; it shows every stage only when nothing else wants it.
   if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup))
     std::erase(keys, StepKey::ShowAll);
-  state.view.pipelineStage = applyStepKeys(state.view.pipelineStage, keys, visible);
+  applyPipelineKeys(state.view, keys, visible);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -140,6 +141,71 @@ void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, co
   draw->PopClipRect();
 }
 
+// The width the heatmap widget's colour bar takes beside the grid (app/heatmap_widget_layout.cpp:
+// the bar, tick labels up to "-0.123" or "row max", the bar's title), kept for it in
+// presentation so that the grid keeps its size.
+float colorbarReserve(const AppState& state) {
+  const float font = ImGui::GetFontSize();
+  return font * 3.5f + std::max(ImGui::CalcTextSize("-0.123").x,
+                                state.view.rowRange ? ImGui::CalcTextSize("row max").x : 0.0f);
+}
+
+// One stage alone over the whole panel (presentation, Enter or a double-click): the heatmap as
+// large as the window allows above a caption of the inspector's explanation of a cell (the
+// hovered one of this stage, else the last query's strongest key) in the presentation font.
+// `head` is the card's head (-1 = the mean over heads, for the scores and weights).
+void drawSingleStage(AppState& state, HeatmapCache& heatmaps, io::MatrixKind stage,
+                     const io::SelectedMatrix* view, int head, float labelWidth, float aspect) {
+  const float font = ImGui::GetFontSize();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  ImGui::TextColored(panel::formulaColor(), "%s", stageName(stage));
+  if (view == nullptr) return;
+  // 1 the heatmap: the caption keeps about a third of the height (the heatmap >= 300 px at
+  //   1280 x 800)
+  // (font * 2.5: the column axis title and labels above the grid, as on the cards)
+  const float caption = std::max(font * 7.0f, avail.y * 0.36f);
+  const float colorbar = colorbarReserve(state);
+  const float gridHeight = std::max(
+      font * 4.0f, avail.y - caption - ImGui::GetTextLineHeightWithSpacing() - font * 2.5f);
+  const float grid = std::min(gridHeight, (avail.x - labelWidth - colorbar) / aspect);
+  HeatmapOptions options = panel::heatmapOptions(state, stage);
+  options.size = ImVec2(labelWidth + grid * aspect + colorbar, font * 2.5f + grid);
+  options.tooltip = stageDescription(stage);
+  // Centred: on a wide screen the heatmap stands in the middle of the projection.
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - options.size.x) * 0.5f));
+  const HeatmapInteraction hit = heatmapWidget(
+      (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
+      panel::contentRevision(state.computed->revision, stage, head), options);
+  panel::setHover(state, hit, stage, head);
+  // 2 the caption: one of its numbers explained (what the stage is stands in the header)
+  ImGui::BeginChild("##caption", ImVec2(0, 0), false);
+  Hover cell;
+  if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
+    cell = state.hover;
+  } else {
+    const AttentionResult& result = *state.computed->result;
+    cell.matrix = stage;
+    cell.head = head;
+    // The last query (under a causal mask the one that sees every key), its strongest key
+    // (of the head's weights, or of their mean over heads).
+    cell.row = std::max(0, static_cast<int>(view->values().rows) - 1);
+    cell.col = 0;
+    if ((stage == io::MatrixKind::Scores || stage == io::MatrixKind::MaskedScores ||
+         stage == io::MatrixKind::Weights) &&
+        !result.heads.empty()) {
+      if (head >= 0) {
+        result.heads[head].weights.row(cell.row).maxCoeff(&cell.col);
+      } else {
+        Eigen::RowVectorXf mean = Eigen::RowVectorXf::Zero(result.heads[0].weights.cols());
+        for (const auto& one : result.heads) mean += one.weights.row(cell.row);
+        mean.maxCoeff(&cell.col);
+      }
+    }
+  }
+  if (const Expected<Explanation> explanation = explainHover(state, cell))
+    drawExplanation(*explanation);
+  ImGui::EndChild();
+}
 }  // namespace
 
 // =======================================================================================
@@ -147,7 +213,17 @@ void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, co
 // =======================================================================================
 
 void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginResultPanel("Pipeline", panelFlag(state.view, "pipeline"), state)) return;
+  // Presentation mode: the window (app/gui.cpp) places this panel over the whole window,
+  // shown whatever its View menu flag says, without a title bar.
+  const bool presenting = state.view.presentation;
+  bool alwaysOpen = true;
+  if (!panel::beginResultPanel("Pipeline", presenting ? &alwaysOpen : panelFlag(state.view, "pipeline"),
+                               state,
+                               presenting ? ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize |
+                                                ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoCollapse |
+                                                ImGuiWindowFlags_NoBringToFrontOnFocus
+                                          : 0))
+    return;
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed->result;
   const std::vector<io::MatrixKind> visible = visibleStages(&result);
@@ -189,6 +265,16 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   if (ImGui::Button("All")) current = -1;
   ImGui::EndDisabled();
   tooltip("Show every stage at once (Escape).");
+  ImGui::SameLine();
+  if (ImGui::Button(presenting ? "Exit presentation" : "Present")) {
+    state.view.presentation = !presenting;
+    state.view.stageFullScreen = false;
+  }
+  tooltip(presenting ? "Back to the normal window (F5 or Escape)."
+                     : "Presentation mode (F5): the pipeline alone, full screen, with large type, "
+                       "its stages in rows and pages that fit. Enter (or a double-click on a "
+                       "stage) shows the current stage alone with its explanation; Escape goes "
+                       "back.");
   ImGui::SameLine();
   if (current < 0) {
     ImGui::TextDisabled("All %d stages", static_cast<int>(visible.size()));
@@ -242,13 +328,28 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const int n = static_cast<int>(cards.size());
   std::vector<float> aspects(n, 1.0f), fixedWidth(n, 0.0f), heightCap(n, 1e9f),
       labelWidths(n, 0.0f);
+  // Presentation, wide matrices: (cols / rows, the least grid height) (0 = not wide).
+  std::vector<std::pair<float, float>> wideShape(n, {0.0f, 0.0f});
+  // Presentation: the widest column label as the widget measures it (the first 64).
+  std::vector<float> colLabelWidths(n, 0.0f);
   for (int i = 0; i < n; ++i) {
     const io::SelectedMatrix* view = cards[i].layout;
     float labelWidth = 0;
     if (view != nullptr && view->values().rows > 0) {
-      aspects[i] = std::clamp(
-          static_cast<float>(view->values().cols) / static_cast<float>(view->values().rows), 0.35f,
-          2.0f);  // wide ones get tall cells, not a wide strip
+      const float rows = static_cast<float>(view->values().rows);
+      const float shape = static_cast<float>(view->values().cols) / rows;
+      aspects[i] = std::clamp(shape, 0.35f, 2.0f);  // wide ones get tall cells, not a wide strip
+      if (presenting) {
+        // Presentation: the longer side is the grid size. A wide matrix is as wide as a
+        // square one and less tall (one query over three keys is a strip, not a 300 px
+        // square), yet tall enough for a readable row each.
+        aspects[i] = std::clamp(shape, 0.35f, 1.0f);
+        if (shape > 1.0f) wideShape[i] = {shape, rows * font * 1.1f};
+        const int colCount = std::min<int>(static_cast<int>(view->colLabels.size()), 64);
+        for (int c = 0; c < colCount; ++c)
+          colLabelWidths[i] = std::max(
+              colLabelWidths[i], ImGui::CalcTextSize(io::capLabel(view->colLabels[c]).c_str()).x);
+      }
       // Row labels and the row axis title as the widget measures them (io::capLabel; the
       // first 64 are enough).
       const int count = std::min<int>(static_cast<int>(view->rowLabels.size()), 64);
@@ -268,56 +369,145 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   auto hasLabels = [](int, bool) { return true; };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
-  const float colLabelHeight = font * 2.5f;  // the column axis title and labels
-  const float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
-  const float usableWidth = avail.x - style.ScrollbarSize;
-  auto gridFor = [&](const std::vector<int>& starts) {
-    const int rows = static_cast<int>(starts.size());
-    float g = (avail.y - style.ScrollbarSize) / static_cast<float>(rows) - rowOverhead;
-    for (int r = 0; r < rows; ++r) {
-      const int begin = starts[r], end = r + 1 < rows ? starts[r + 1] : n;
-      float fixed = 0, aspect = 0;
-      for (int i = begin; i < end; ++i) {
-        fixed += fixedWidth[i] - (hasLabels(i, i == begin) ? 0.0f : labelWidths[i]);
-        aspect += aspects[i];
-      }
-      g = std::min(g, (usableWidth - fixed) / std::max(aspect, 0.1f));
-    }
-    return g;
-  };
-  std::vector<int> bestStarts = {0};
-  float bestGrid = gridFor(bestStarts);
-  auto consider = [&](std::vector<int> starts) {
-    const float g = gridFor(starts);
-    if (g > bestGrid * 1.05f) {  // more rows only when clearly better
-      bestGrid = g;
-      bestStarts = std::move(starts);
-    }
-  };
-  for (int a = 1; a < n; ++a) consider({0, a});
-  for (int a = 1; a < n; ++a)
-    for (int b = a + 1; b < n; ++b) consider({0, a, b});
-  const float grid = std::max(bestGrid, font * 4.0f);  // below this the strip scrolls
+  // The column axis title and labels (in presentation taller when the labels turn).
+  float colLabelHeight = font * 2.5f;
+  float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
+  // (Presentation pages instead of scrolling: no room kept for a scroll bar.)
+  const float usableWidth = avail.x - (presenting ? 0.0f : style.ScrollbarSize);
   int revealed = n;
+  int currentCard = -1;
   if (current >= 0) {
     for (int i = 0; i < n; ++i)
-      if (stageIndex(cards[i].stage) == current) revealed = i + 1;
+      if (stageIndex(cards[i].stage) == current) revealed = i + 1, currentCard = i;
   }
 
-  // 3 the strip.
+  // One stage alone, full screen, with the inspector's explanation under it (presentation):
+  // the card's head (the mean over heads where the stage has one).
+  if (presenting && state.view.stageFullScreen && currentCard >= 0) {
+    const Card& card = cards[currentCard];
+    drawSingleStage(state, heatmaps, card.stage, card.view, card.head, labelWidths[currentCard],
+                    aspects[currentCard]);
+    if (card.noMean)
+      ImGui::TextDisabled("%s has no mean over heads: pick a head to see it.",
+                          stageName(card.stage));
+    ImGui::End();
+    return;
+  }
+
+  std::vector<int> bestStarts = {0};
+  float grid = 0;
+  int page = 0, pages = 1;
+  StageLayout pages_;
+  // In presentation every revealed card has its colour bar (a projector needs the scale),
+  // in room reserved for it, so that stepping moves nothing.
+  const float presentationBar = presenting ? colorbarReserve(state) : 0.0f;
+  if (presenting) {
+    // Presentation: rows of (nearly) equal length in pages, every heatmap >= 300 px where the
+    // window allows (app/pipeline_layout.h); the page follows the current stage.
+    StageLayoutInput input;
+    input.width = usableWidth;
+    input.height = avail.y - titleHeight - style.ItemSpacing.y;  // the page line
+    input.spacing = style.ItemSpacing.x;
+    input.rowOverhead = rowOverhead;
+    for (int i = 0; i < n; ++i) {
+      StageCardSize card;
+      card.aspect = aspects[i];
+      card.labelWidth = labelWidths[i] + style.ItemSpacing.x;
+      card.sameLabels = false;  // every card shows its own labels (hasLabels)
+      card.arrowWidth = fixedWidth[i] - labelWidths[i] - style.ItemSpacing.x;
+      card.barWidth = presentationBar;
+      input.cards.push_back(card);
+    }
+    // Column labels read bottom to top when one does not fit its cell (the widget's rule,
+    // app/heatmap_widget_layout.cpp), in a band as tall as the widest: laid out again with
+    // that band above every grid until no more cards turn theirs (the grid only shrinks).
+    float band = font * 1.3f;
+    for (int pass = 0; pass < 3; ++pass) {
+      input.rowOverhead = rowOverhead - font * 1.3f + band;
+      pages_ = layoutStages(input);
+      float needed = band;
+      for (int i = 0; i < n; ++i) {
+        if (cards[i].layout == nullptr || cards[i].layout->values().cols <= 0) continue;
+        const float cell =
+            pages_.grid * aspects[i] / static_cast<float>(cards[i].layout->values().cols);
+        if (colLabelWidths[i] + font * 0.4f > cell)
+          needed = std::max(needed, colLabelWidths[i] + font * 0.4f);
+      }
+      if (needed <= band) break;
+      band = needed;
+    }
+    colLabelHeight += band - font * 1.3f;
+    rowOverhead = input.rowOverhead;
+    bestStarts = pages_.rowStarts;
+    grid = pages_.grid;
+    pages = pages_.pages();
+    int& stored = state.view.presentationPage;
+    if (currentCard >= 0) stored = pages_.pageOf(currentCard);
+    stored = std::clamp(stored, 0, pages - 1);
+    page = stored;
+    if (pages > 1) {
+      if (ImGui::ArrowButton("##pageUp", ImGuiDir_Up)) stored = std::max(0, page - 1);
+      tooltip("Previous page of stages.");
+      ImGui::SameLine();
+      if (ImGui::ArrowButton("##pageDown", ImGuiDir_Down)) stored = std::min(pages - 1, page + 1);
+      tooltip("Next page of stages (stepping turns the pages too).");
+      ImGui::SameLine();
+      ImGui::TextDisabled("page %d / %d", page + 1, pages);
+    } else {
+      ImGui::TextDisabled("Enter or double-click: one stage full screen  \xC2\xB7  Esc: back");
+    }
+  } else {
+    // The window: choose the row breaks that make the grid largest (up to three rows).
+    auto gridFor = [&](const std::vector<int>& starts) {
+      const int rows = static_cast<int>(starts.size());
+      float g = (avail.y - style.ScrollbarSize) / static_cast<float>(rows) - rowOverhead;
+      for (int r = 0; r < rows; ++r) {
+        const int begin = starts[r], end = r + 1 < rows ? starts[r + 1] : n;
+        float fixed = 0, aspect = 0;
+        for (int i = begin; i < end; ++i) {
+          fixed += fixedWidth[i] - (hasLabels(i, i == begin) ? 0.0f : labelWidths[i]);
+          aspect += aspects[i];
+        }
+        g = std::min(g, (usableWidth - fixed) / std::max(aspect, 0.1f));
+      }
+      return g;
+    };
+    float bestGrid = gridFor(bestStarts);
+    auto consider = [&](std::vector<int> starts) {
+      const float g = gridFor(starts);
+      if (g > bestGrid * 1.05f) {  // more rows only when clearly better
+        bestGrid = g;
+        bestStarts = std::move(starts);
+      }
+    };
+    for (int a = 1; a < n; ++a) consider({0, a});
+    for (int a = 1; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) consider({0, a, b});
+    grid = std::max(bestGrid, font * 4.0f);  // below this the strip scrolls
+  }
+
+  // 3 the strip (in presentation: the rows of one page).
   ImGui::BeginChild("##strip", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  bool firstOnPage = true;
   for (int i = 0; i < n; ++i) {
+    if (presenting && pages_.pageOf(i) != page) continue;
     const Card& card = cards[i];
     const bool rowStart = std::find(bestStarts.begin(), bestStarts.end(), i) != bestStarts.end();
-    if (i > 0 && !rowStart) ImGui::SameLine();
-    if (rowStart && i > 0) ImGui::Spacing();
-    const float cardGrid = std::min(grid, heightCap[i]);
+    if (!firstOnPage && !rowStart) ImGui::SameLine();
+    if (rowStart && !firstOnPage) ImGui::Spacing();
+    firstOnPage = false;
+    const float cardGrid = presenting ? grid : std::min(grid, heightCap[i]);
+    const float cardHeight =
+        wideShape[i].first > 0
+            ? std::min(cardGrid, std::max(cardGrid / wideShape[i].first, wideShape[i].second))
+            : cardGrid;
     const bool axisLabels = hasLabels(i, rowStart);
     const float labelWidth = axisLabels ? labelWidths[i] : 0.0f;
-    const ImVec2 cardSize(labelWidth + cardGrid * aspects[i], colLabelHeight + cardGrid);
+    const ImVec2 cardSize(labelWidth + cardGrid * aspects[i] + presentationBar,
+                          colLabelHeight + cardHeight);
     if (!card.arrow.empty()) {
       ImGui::BeginGroup();
-      ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardGrid * 0.5f - font * 0.5f));
+      ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardHeight * 0.5f - font * 0.5f));
       ImGui::TextColored(i < revealed ? panel::formulaColor() : panel::mutedColor(), "%s",
                          card.arrow.c_str());
       ImGui::EndGroup();
@@ -358,7 +548,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       }
       // The current stage's colour bar goes inside its card (so no card moves while
       // stepping), when the card is wide enough to keep a readable grid beside it.
-      options.colorbar = isCurrent && cardGrid * aspects[i] >= font * 10.5f;
+      options.colorbar = presenting || (isCurrent && cardGrid * aspects[i] >= font * 10.5f);
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
       const io::MatrixKind kind = card.stage;
@@ -367,6 +557,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
           id.c_str(), heatmaps, *card.view,
           panel::contentRevision(state.computed->revision, kind, card.head), options);
       panel::setHover(state, hit, kind, card.head);
+      // A double-click on a stage shows it alone, full screen (it also resets the zoom).
+      if (hit.hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+        current = stageIndex(kind);
+        state.view.presentation = true;
+        state.view.stageFullScreen = true;
+      }
     }
     ImGui::EndGroup();
     ImGui::PopID();

@@ -5,6 +5,7 @@
 
 #include "app/app_state.h"
 #include "app/heatmap_widget.h"
+#include "core/explain.h"
 
 namespace attn::app {
 
@@ -19,5 +20,10 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention 
 void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
 void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
 void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: text, prediction, norms
+
+// The inspector's explanation of one cell (core/explain.h) and how the Inspector draws it;
+// the Pipeline's single-stage presentation shows the same under its heatmap.
+Expected<Explanation> explainHover(const AppState& state, const Hover& hover);
+void drawExplanation(const Explanation& explanation);
 
 }  // namespace attn::app

@@ -72,3 +72,42 @@ int clampedHead(const AppState& state) {
 }
 
 }  // namespace attn::app
+
+namespace attn::app {
+
+void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
+                       const std::vector<io::MatrixKind>& visible) {
+  for (StepKey key : keys) {
+    switch (key) {
+      case StepKey::Next:
+      case StepKey::Previous:
+        view.pipelineStage = applyStepKeys(view.pipelineStage, {key}, visible);
+        if (view.pipelineStage < 0) view.stageFullScreen = false;  // past the end: the strip
+        break;
+      case StepKey::Presentation:
+        view.presentation = !view.presentation;
+        view.stageFullScreen = false;
+        break;
+      case StepKey::Open:
+        // Only while presenting or stepping: Enter elsewhere (a text field just left) must
+        // not take the window over.
+        if (visible.empty() || (!view.presentation && view.pipelineStage < 0)) break;
+        if (view.pipelineStage < 0) view.pipelineStage = stageIndex(visible.front());
+        view.presentation = true;
+        view.stageFullScreen = true;
+        break;
+      case StepKey::ShowAll:  // Escape: back one level
+        if (view.stageFullScreen)
+          view.stageFullScreen = false;
+        else if (view.presentation)
+          view.presentation = false;
+        else
+          view.pipelineStage = -1;
+        break;
+      case StepKey::None:
+        break;
+    }
+  }
+}
+
+}  // namespace attn::app

@@ -32,6 +32,13 @@ std::optional<io::MatrixKind> headsPanelMatrix(const ViewSettings& view);
 // head. nullopt: `stage` has no mean (the card is a placeholder that says so).
 std::optional<int> headForStage(io::MatrixKind stage, int head);
 
+// Applies queued keys (app/frame_pacing.h) to the view, in order: Next / Previous step
+// (a single full-screen stage follows the step), F5 toggles presentation mode, Enter (while
+// presenting or stepping) shows the current stage (or the first) alone and enters
+// presentation mode, Escape goes back one level:
+// single stage -> presentation strip -> normal window -> every stage shown.
+void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
+                       const std::vector<io::MatrixKind>& visible);
 // The head to show in detail views: view.focusedHead clamped into range (-1 = mean stays -1
 // when there are several heads, else 0).
 int clampedHead(const AppState& state);

@@ -129,6 +129,9 @@ bool loadUiFont(float pixelSize, std::string* warning) {
       0x2200, 0x22FF,  // Mathematical operators
       0x2500, 0x257F,  // Box drawing
       0x25A0, 0x25FF,  // Geometric shapes (■, ▶)
+      0x0100, 0x017F,  // Latin Extended-A (typed text in the Model panel)
+      0x2400, 0x243F,  // Control pictures (GPT-2 tokens of control bytes, gpt2::displayText)
+      0xFFFD, 0xFFFD,  // Replacement character (a token holding part of a UTF-8 character)
       0,
   };
   const std::string path = uiFontPath();

@@ -7,6 +7,8 @@
 //       worker computes (the UI must stay responsive) and the edit-to-screen latency.
 //
 //   xvfb-run -a -s '-screen 0 1600x1000x24' build/bench_frame [FRAMES] [TOKENS] [WIDTH] [HEADS]
+//   xvfb-run -a -s '-screen 0 1600x1000x24' build/bench_frame attention [FRAMES]
+// The second form times the Attention panel on attention files of 64, 1024 and 4096 tokens.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -20,6 +22,8 @@
 #include "app/gui_session.h"
 #include "app/heatmap_widget_impl.h"
 #include "core/attention.h"
+#include "io/files.h"
+#include "io/npy.h"
 #include "io/scenario_json.h"
 
 namespace {
@@ -43,10 +47,111 @@ int argOr(int argc, char** argv, int index, int fallback) {
   return argc > index ? std::max(1, std::atoi(argv[index])) : fallback;
 }
 
+// Opens the 1600x1000 window on `path` (a scenario or an attention file), vsync off, no
+// autosave. Returns 0 or the window's exit code.
+int openWindow(attn::app::GuiSession& session, const std::string& path) {
+  attn::app::GuiLaunch launch;
+  launch.scenarioPath = path;
+  launch.width = 1600;
+  launch.height = 1000;
+  launch.noAutosave = true;
+  attn::app::GuiSession::Options options;
+  options.vsync = false;
+  return session.open(launch, options);
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------------------------------
+// `bench_frame attention [FRAMES]`: the Attention panel (model grid + the weights heatmap of
+// head 0) on an attention file of n = 64, 1024 and 4096 tokens, in the same run; the
+// median steady frame of each and the 4096 / 64 ratio (docs/performance.md: below 2).
+// ---------------------------------------------------------------------------------------
+
+// A [1, 2, n, n] float32 .npy: causal rows, each a distribution with a peak on the diagonal
+// and one on the first token (an attention sink), written through io::writeFileAtomic.
+attn::Status writeAttentionFile(const std::string& path, int n) {
+  const int heads = 2;
+  std::vector<float> values(static_cast<std::size_t>(heads) * n * n, 0.f);
+  for (int h = 0; h < heads; ++h) {
+    for (int q = 0; q < n; ++q) {
+      float* row = values.data() + (static_cast<std::size_t>(h) * n + q) * n;
+      double sum = 0;
+      for (int k = 0; k <= q; ++k) {
+        row[k] = 0.1f + static_cast<float>((q * 31 + k * 17 + h * 7) % 13) * 0.01f;
+        if (k == q) row[k] += 2.f;
+        if (k == 0) row[k] += 1.f + static_cast<float>(h);
+        sum += row[k];
+      }
+      for (int k = 0; k <= q; ++k) row[k] = static_cast<float>(row[k] / sum);
+    }
+  }
+  const std::int64_t shape[] = {1, heads, n, n};
+  attn::Expected<std::string> npy = attn::io::writeNpyFloat32(values, shape);
+  if (!npy) return npy.error();
+  values = {};
+  return attn::io::writeFileAtomic(path, *npy);
+}
+
+int attentionBench(int frames) {
+  using namespace attn;
+  const int sizes[] = {64, 1024, 4096};
+  std::vector<Stats> results;
+  std::vector<Stats> uiResults;
+  for (int n : sizes) {
+    const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                       ("attnscope_bench_attention_" + std::to_string(n) + ".npy");
+    if (Status written = writeAttentionFile(file.string(), n); !written) {
+      std::fprintf(stderr, "bench_frame: %s\n", written.error().message().c_str());
+      return 2;
+    }
+    app::GuiSession session;  // an attention file: the Attention panel opens
+    if (int code = openWindow(session, file.string()); code != 0) return code;
+    // Warm up until the grid's thumbnails and the head are on screen and uploaded.
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    int warm = 0;
+    for (; warm < 100000; ++warm) {
+      session.frame();
+      const app::AttentionView& view = session.state().attention;
+      if (view.overview && view.shown && session.heatmaps().impl().deferredUploads == 0 &&
+          warm >= 10)
+        break;
+    }
+    const double readyMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    std::vector<double> ms, ui;
+    const std::uint64_t uploads0 = session.heatmaps().impl().uploads;
+    for (int i = 0; i < frames; ++i) {
+      const auto t0 = Clock::now();
+      session.frame();
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      ui.push_back(session.lastFrameTiming().uiMs);
+    }
+    const std::uint64_t uploads = session.heatmaps().impl().uploads - uploads0;
+    int level = -1;
+    for (const app::HeatmapRecord& r : session.heatmaps().impl().records)
+      if (r.id == "##attention") level = r.level;
+    session.close();
+    std::filesystem::remove(file);
+    const Stats s = summarise(ms), u = summarise(ui);
+    results.push_back(s);
+    uiResults.push_back(u);
+    std::printf(
+        "n = %4d: ready after %4d frames (%7.0f ms); steady frame median %7.2f ms  "
+        "p90 %7.2f  max %7.2f  (UI %.2f ms, %llu uploads in %d frames, heatmap level %d)\n",
+        n, warm, readyMs, s.median, s.p90, s.max, u.median,
+        static_cast<unsigned long long>(uploads), frames, level);
+  }
+  std::printf("ratio of medians 4096 / 64: %.2f (UI only: %.2f)\n",
+              results.back().median / results.front().median,
+              uiResults.back().median / std::max(1e-9, uiResults.front().median));
+  return 0;
+}
 
 int main(int argc, char** argv) {
   using namespace attn;
+  if (argc > 1 && std::string(argv[1]) == "attention")
+    return attentionBench(argOr(argc, argv, 2, 60));
   const int frames = argOr(argc, argv, 1, 120);
   const int tokens = argOr(argc, argv, 2, 512);
   const int width = argOr(argc, argv, 3, 64);
@@ -68,15 +173,8 @@ int main(int argc, char** argv) {
   }
 
   // 2 the window
-  app::GuiLaunch launch;
-  launch.scenarioPath = file.string();
-  launch.width = 1600;
-  launch.height = 1000;
-  launch.noAutosave = true;
   app::GuiSession session;
-  app::GuiSession::Options options;
-  options.vsync = false;
-  if (int code = session.open(launch, options); code != 0) return code;
+  if (int code = openWindow(session, file.string()); code != 0) return code;
   for (int i = 0; i < 10; ++i) session.frame();  // warm up: first uploads, font atlas
 
   using Clock = std::chrono::steady_clock;

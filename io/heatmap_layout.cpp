@@ -75,6 +75,20 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
                                                      : finiteRange(view.values),
                                                  style.vmin, style.vmax)
                              : valueRange(view.values, style.vmin, style.vmax);
+  const ColorNormalization normalization = normalizationOf(style);
+  if (needsPositions(normalization)) {  // per-row ranges or log: colour by position
+    const ValueRange scaleRange = normalizationRange(view.values, -1, normalization);
+    L.positions = colorPositions(view.values, normalization);
+    L.caption = normalizationCaption(normalization, scaleRange);
+    L.range = ValueRange{0, 1};
+    const std::vector<ColorbarTick> ticks = normalization.range == RangeMode::Row
+                                                ? rowRangeTicks(normalization.scale)
+                                                : logDecadeTicks(scaleRange);
+    for (const ColorbarTick& tick : ticks) {
+      L.ticks.push_back(tick.position);
+      L.tickTexts.push_back(tick.text);
+    }
+  }
 
   // 1 cell size (scale 1): shrink to the budget, pool when below one pixel
   const int longest = std::max(L.rows, L.cols);
@@ -178,12 +192,14 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
   //   it), the thinning note, margin
   L.showTitle = style.title && !view.title.empty();
   const int ascentOf = static_cast<int>(std::lround(font ? font->ascent * axisPx : axisPx));
+  L.title = std::string(view.title);
+  if (!L.caption.empty()) L.title += " (" + L.caption + ")";
   int y = margin;
   int titleWidth = 0;
   if (L.showTitle) {
     const int titleLine = lineOf(titlePx);
     L.titleBaseline = y + static_cast<int>(std::lround(font ? font->ascent * titlePx : titlePx));
-    titleWidth = widthOf(view.title, titlePx);
+    titleWidth = widthOf(L.title, titlePx);
     y += titleLine + pad;
   }
   if (L.showColAxis) {
@@ -219,13 +235,17 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
     cbH = std::max(gridH, 6 * tickLine);
     tickLength = 4;
     tickLabelX = cbX + cbW + tickLength + 3;
-    const ColorbarTicks ticks = colorbarTicks(L.range, std::clamp(cbH / (2 * tickLine), 2, 6));
-    L.ticks = ticks.values;
-    L.tickDigits = ticks.digits;
+    if (L.tickTexts.empty()) {  // one linear range: round ticks (per-row / log set theirs above)
+      const ColorbarTicks ticks = colorbarTicks(L.range, std::clamp(cbH / (2 * tickLine), 2, 6));
+      L.ticks = ticks.values;
+      L.tickDigits = ticks.digits;
+    }
     int widest = 0;
-    for (float t : L.ticks) {
-      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(
-                                    font, displayNumber(font, t, L.tickDigits), tickPx))));
+    for (std::size_t i = 0; i < L.ticks.size(); ++i) {
+      const std::u32string text = L.tickTexts.empty()
+                                      ? displayNumber(font, L.ticks[i], L.tickDigits)
+                                      : displayText(font, L.tickTexts[i]);
+      widest = std::max(widest, static_cast<int>(std::ceil(textWidth(font, text, tickPx))));
     }
     right = tickLabelX + widest;
     L.showValueTitle = !view.valueTitle.empty();
@@ -281,15 +301,18 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
   return L;
 }
 
-// The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`).
+// The grid's colour values (the matrix, or its positions when `L.positions` is set) or their
+// max-pooled blocks (kept in `storage`), with -inf in the cells the view's `allowed` masks.
 MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage) {
-  // Masked cells of a view with a mask (weights) become -inf, drawn hatched like a masked
-  // score, before any pooling (a block is then masked only when all of it is).
-  if (view.allowed == nullptr && L.pool == 1) return view.values;
-  MatrixRef values = view.values;
+  // Colour values: the positions on the map when set (per-row ranges, log scale), else the
+  // matrix. Masked cells of a view with a mask (weights) become -inf, drawn hatched like a
+  // masked score, before any pooling (a block is then masked only when all of it is).
+  const MatrixRef source = L.positions.size() > 0 ? matrixRef(L.positions) : view.values;
+  if (view.allowed == nullptr && L.pool == 1) return source;
+  MatrixRef values = source;
   Matrix masked;
   if (view.allowed != nullptr) {
-    masked = view.values.copy();
+    masked = source.copy();
     for (int r = 0; r < L.rows; ++r)
       for (int c = 0; c < L.cols; ++c)
         if (view.maskedByAllowed(r, c)) masked(r, c) = -kInf;
@@ -311,6 +334,16 @@ TextPlacement placeText(const Font& font, const std::u32string& text, float px, 
   if (align == Align::Center) x -= width / 2;
   if (align == Align::Right) x -= width;
   return {x, centreY + font.capHeight * px / 2};
+}
+
+ColorNormalization normalizationOf(const HeatmapStyle& style) {
+  ColorNormalization n;
+  n.range = style.vmin || style.vmax ? RangeMode::Fixed : style.range;
+  n.scale = style.colorScale;
+  n.vmin = style.vmin;
+  n.vmax = style.vmax;
+  n.centreZero = style.centreZero;
+  return n;
 }
 
 std::string fontPathOf(const HeatmapStyle& style) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/color_scale.h"
 #include "io/font.h"
 #include "io/heatmap_axis.h"
 #include "io/heatmap_render.h"
@@ -60,8 +61,22 @@ struct Layout {
   bool showValueTitle = false;
   int valueTitleX = 0;
   ValueRange range;
-  std::vector<float> ticks;  // colorbar tick values (io::colorbarTicks), bottom to top
+  // Colorbar tick values, bottom to top: io::colorbarTicks for one linear range (shown with
+  // `tickDigits` significant digits), or positions labelled by `tickTexts` (below).
+  std::vector<float> ticks;
   int tickDigits = kCellDigits;
+  // Per-row ranges or the log scale (io/color_scale.h): the cells are coloured by their
+  // positions on the map (`positions`, full size, range {0, 1}), the ticks are positions too
+  // and `tickTexts` (one per tick) say what they mean ("0.01", "row max"); `caption` names the
+  // rule ("per row: row min → row max") after the title. All empty for one linear range.
+  Matrix positions;
+  std::vector<std::string> tickTexts;
+  std::string caption;
+  std::string title;  // view.title, then " (caption)" when there is one
+  // What cell (r, c) is coloured by: its position, or its value over `range`.
+  float colorValue(const HeatmapView& view, int r, int c) const {
+    return positions.size() > 0 ? positions(r, c) : view.values(r, c);
+  }
 
   int cellX(int gridCol) const { return gridX + gridCol * pitch; }
   int cellY(int gridRow) const { return gridY + gridRow * pitch; }
@@ -83,10 +98,12 @@ std::string shownColLabel(const HeatmapView& view, int c);
 Status checkStyle(const HeatmapView& view, const HeatmapStyle& style);
 // The style's font file, or DejaVu Sans.
 std::string fontPathOf(const HeatmapStyle& style);
+// The colour normalisation a style asks for: RangeMode::Fixed when vmin or vmax is given.
+ColorNormalization normalizationOf(const HeatmapStyle& style);
 // The whole layout. `font` may be null (cellRect without a font): text is then estimated.
 Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font);
-// The grid's values: the matrix itself, or its max-pooled blocks (kept in `storage`), with
-// -inf in the cells the view's `allowed` masks.
+// The grid's colour values (the matrix, or its positions when `L.positions` is set) or their
+// max-pooled blocks (kept in `storage`), with -inf in the cells the view's `allowed` masks.
 MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage);
 // Refuses rasters over 100 megapixels (field "scale"); the SVG has no such limit.
 Status checkRasterSize(const Layout& layout);

@@ -125,14 +125,14 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
         const float cy = static_cast<float>(L.cellY(r)) + static_cast<float>(L.cell) / 2;
         const TextPlacement at = placeText(font, text, L.cellPx, cx, cy, Align::Center);
         canvas.text(font, text, L.cellPx, at.x, at.baseline,
-                    cellLabelColor(style.colormap, v, L.range));
+                    cellLabelColor(style.colormap, L.colorValue(view, r, c), L.range));
       }
     }
   }
 
   // 3 title and axis labels
   if (L.showTitle) {
-    canvas.text(font, displayText(&font, view.title), L.titlePx, static_cast<float>(L.titleX),
+    canvas.text(font, displayText(&font, L.title), L.titlePx, static_cast<float>(L.titleX),
                 static_cast<float>(L.titleBaseline), Rgb{0, 0, 0});
   }
   const float half = static_cast<float>(L.cell) / 2;
@@ -186,10 +186,12 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
       canvas.fill(L.cbX, L.cbY + y, L.cbX + L.cbW, L.cbY + y + 1, colormapColor(style.colormap, t));
     }
     canvas.frame(L.cbX, L.cbY, L.cbX + L.cbW, L.cbY + L.cbH, L.frame, kFrameColor);
-    for (float t : L.ticks) {
+    for (std::size_t i = 0; i < L.ticks.size(); ++i) {
+      const float t = L.ticks[i];
       const int y = L.tickY(t);
       canvas.fill(L.cbX + L.cbW, y, L.cbX + L.cbW + L.tickLength, y + L.frame, kFrameColor);
-      const std::u32string text = displayNumber(&font, t, L.tickDigits);
+      const std::u32string text = L.tickTexts.empty() ? displayNumber(&font, t, L.tickDigits)
+                                                      : displayText(&font, L.tickTexts[i]);
       const TextPlacement at =
           placeText(font, text, L.tickPx, static_cast<float>(L.tickLabelX),
                     static_cast<float>(y) + static_cast<float>(L.frame) / 2, Align::Left);

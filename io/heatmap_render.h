@@ -50,7 +50,7 @@ Rgb colormapColor(ColormapKind kind, float t);
 // Colours for cells that have no colour on the map.
 inline constexpr Rgb kMaskedColor{200, 200, 200};       // -inf (masked score): light grey, hatched
 inline constexpr Rgb kMaskedHatchColor{170, 170, 170};  // the diagonal hatch lines on it
-inline constexpr Rgb kNanColor{255, 0, 255};            // NaN and +inf: magenta (should never happen)
+inline constexpr Rgb kNanColor{255, 0, 255};  // NaN and +inf: magenta (should never happen)
 
 // The colour range of a heatmap, one rule for the screen and the files: [vmin, vmax] where
 // given, else the min/max of the matrix's FINITE values (0..1 if it has none). One fixed end
@@ -58,6 +58,14 @@ inline constexpr Rgb kNanColor{255, 0, 255};            // NaN and +inf: magenta
 struct ValueRange {
   float lo = 0, hi = 1;
 };
+// Which values set the ends of the colour map: the whole matrix (global, the default), each
+// row on its own (row: every row spans the whole map from its own finite min to its max), or
+// fixed ends given by the user (the same for every matrix).
+enum class RangeMode { Global, Row, Fixed };
+// Linear: (v - lo) / (hi - lo). Log: (log10 v - log10 lo) / (log10 hi - log10 lo), for
+// values that are > 0 (weights); values <= 0 sit at the bottom of the map.
+enum class ColorScaleKind { Linear, Log };
+
 // The finite min / max of a matrix (one pass), or nullopt when no value is finite. The
 // widget keeps it per upload so that it does not rescan the matrix every frame.
 std::optional<ValueRange> finiteRange(MatrixRef values);
@@ -230,6 +238,9 @@ struct HeatmapStyle {
                                     // round numbers with the digits they need, colorbarTicks)
   std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
   bool centreZero = false;          // auto range symmetric about 0 (signed matrices, RdBu)
+  RangeMode range = RangeMode::Global;  // Row: each row spans the map (io/color_scale.h);
+                                        // Fixed: vmin / vmax (also implied by giving them)
+  ColorScaleKind colorScale = ColorScaleKind::Linear;  // Log: log10 with a floor
   int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
                                     // shrunk cells are still >= 8 px, so tiny cells stay solid
   std::string fontPath;             // TrueType font; empty = DejaVu Sans (fonts-dejavu-core)

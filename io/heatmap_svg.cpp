@@ -136,14 +136,14 @@ std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const 
         const float cx = static_cast<float>(L.cellX(c)) + static_cast<float>(L.cell) / 2;
         const float cy = static_cast<float>(L.cellY(r)) + static_cast<float>(L.cell) / 2;
         out += svgText(font, text, L.cellPx, cx, cy + font.capHeight * L.cellPx / 2, "middle",
-                       cellLabelColor(style.colormap, v, L.range));
+                       cellLabelColor(style.colormap, L.colorValue(view, r, c), L.range));
       }
     }
   }
 
   // 4 title and axis labels
   if (L.showTitle) {
-    out += svgText(font, view.title, L.titlePx, static_cast<float>(L.titleX),
+    out += svgText(font, L.title, L.titlePx, static_cast<float>(L.titleX),
                    static_cast<float>(L.titleBaseline), "start", Rgb{0, 0, 0});
   }
   const float half = static_cast<float>(L.cell) / 2;
@@ -199,12 +199,16 @@ std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const 
     out += "<rect x=\"" + num(L.cbX - f) + "\" y=\"" + num(L.cbY - f) + "\" width=\"" +
            num(L.cbW + 2 * f) + "\" height=\"" + num(L.cbH + 2 * f) + "\" fill=\"none\" stroke=\"" +
            hexColor(kFrameColor) + "\" stroke-width=\"" + std::to_string(L.frame) + "\"/>\n";
-    for (float t : L.ticks) {
+    for (std::size_t i = 0; i < L.ticks.size(); ++i) {
+      const float t = L.ticks[i];
       const double y = L.tickY(t) + f;
       out += "<line x1=\"" + std::to_string(L.cbX + L.cbW) + "\" y1=\"" + num(y) + "\" x2=\"" +
              std::to_string(L.cbX + L.cbW + L.tickLength) + "\" y2=\"" + num(y) + "\" stroke=\"" +
              hexColor(kFrameColor) + "\" stroke-width=\"" + std::to_string(L.frame) + "\"/>\n";
-      out += svgText(font, toUtf8(displayNumber(&font, t, L.tickDigits)), L.tickPx,
+      out += svgText(font,
+                     L.tickTexts.empty() ? toUtf8(displayNumber(&font, t, L.tickDigits))
+                                         : L.tickTexts[i],
+                     L.tickPx,
                      static_cast<float>(L.tickLabelX),
                      static_cast<float>(y) + font.capHeight * L.tickPx / 2, "start", kTextColor);
     }

@@ -46,6 +46,8 @@
 #include <utility>
 #include <vector>
 
+#include "io/color_scale.h"
+
 namespace attn::io {
 namespace {
 
@@ -642,6 +644,33 @@ const Json* find(const Json& object, std::string_view key) {
   return it == object.end() ? nullptr : &*it;
 }
 
+// The colour settings of the app's `view` object (the rest of it is free-form):
+// "color_range": "global" | "row" | "fixed" ("fixed" needs "fixed_range"), "color_scale":
+// "linear" | "log", "fixed_range": [min, max] with min < max.
+void checkViewColours(const Json& view) {
+  if (const Json* range = find(view, "fixed_range")) {
+    const bool pair = range->is_array() && range->size() == 2 && (*range)[0].is_number() &&
+                      (*range)[1].is_number();
+    if (!pair) fail("view.fixed_range", "expected [min, max], got " + describe(*range));
+    const double lo = (*range)[0].get<double>(), hi = (*range)[1].get<double>();
+    if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
+      fail("view.fixed_range", "min must be less than max (got [" + doubleText(lo) + ", " +
+                                   doubleText(hi) + "])");
+  }
+  if (const Json* mode = find(view, "color_range")) {
+    const auto parsed =
+        mode->is_string() ? parseRangeMode(mode->get<std::string>()) : std::nullopt;
+    if (!parsed)
+      fail("view.color_range", "expected \"global\", \"row\" or \"fixed\", got " + describe(*mode));
+    if (*parsed == RangeMode::Fixed && !find(view, "fixed_range"))
+      fail("view.color_range", "\"fixed\" needs \"fixed_range\": [min, max] in the view");
+  }
+  if (const Json* scale = find(view, "color_scale")) {
+    if (!scale->is_string() || !parseColorScaleKind(scale->get<std::string>()))
+      fail("view.color_scale", "expected \"linear\" or \"log\", got " + describe(*scale));
+  }
+}
+
 float readFloat(const Json& value, const std::string& field) {
   float result = 0;
   if (value.is_number_unsigned()) {
@@ -1195,6 +1224,7 @@ Scenario readScenario(const Json& root) {
   }
   if (const Json* v = find(root, "view")) {
     if (!v->is_object()) fail("view", "expected an object, got " + describe(*v));
+    checkViewColours(*v);
     s.viewJson = v->dump(-1, ' ', false, Json::error_handler_t::replace);
   }
   return s;

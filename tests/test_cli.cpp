@@ -508,6 +508,44 @@ TEST_F(CliTest, UnknownOption) {
   expectUsageError({"frobnicate", decoder_}, {"frobnicate"});
 }
 
+TEST_F(CliTest, ExportRangeRowAndLogColourScale) {
+  const std::string scenario = saveScenario(twoHeadScenario(), "two_heads.json");
+  // Per row: the colour bar reads "row min" .. "row max" and the title names the rule.
+  RunResult run = attnscope({"export", scenario, "--range", "row", "--out", path("row.svg")});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  std::string svg = readFile(path("row.svg"));
+  EXPECT_NE(svg.find(">row max<"), std::string::npos);
+  EXPECT_NE(svg.find(">row min<"), std::string::npos);
+  EXPECT_NE(svg.find("per row: row min \xE2\x86\x92 row max"), std::string::npos);
+  // Log: the title says so; "--scale log" is the same as "--color-scale log".
+  run = attnscope({"export", scenario, "--color-scale", "log", "--out", path("log.svg")});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  svg = readFile(path("log.svg"));
+  EXPECT_NE(svg.find("log\xE2\x82\x81\xE2\x82\x80 scale"), std::string::npos);
+  run = attnscope({"export", scenario, "--scale", "log", "--out", path("log2.svg")});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(readFile(path("log2.svg")), svg);
+  // The default is unchanged: no caption in the title.
+  ASSERT_EQ(attnscope({"export", scenario, "--out", path("plain.svg")}).exitCode, 0);
+  EXPECT_EQ(readFile(path("plain.svg")).find("row max"), std::string::npos);
+  // Errors name the option.
+  const std::string out = path("x.png");
+  expectUsageError({"export", scenario, "--out", out, "--range", "rows"}, {"--range", "rows"});
+  expectUsageError({"export", scenario, "--out", out, "--range", "fixed"}, {"--range", "--vmin"});
+  expectUsageError({"export", scenario, "--out", out, "--range", "row", "--vmin", "0"},
+                   {"--range", "--vmin"});
+  expectUsageError({"export", scenario, "--out", out, "--color-scale", "ln"},
+                   {"--color-scale", "ln"});
+  expectUsageError({"screenshot", scenario, "--out", path("s.png"), "--stage", "nope"},
+                   {"--stage", "nope"});
+  run = attnscope({"export", "--help"});
+  for (const char* name : {"--range global|row|fixed", "--color-scale linear|log"})
+    EXPECT_NE(run.out.find(name), std::string::npos) << name;
+  run = attnscope({"screenshot", "--help"});
+  for (const char* name : {"--presentation", "--stage NAME"})
+    EXPECT_NE(run.out.find(name), std::string::npos) << name;
+}
+
 TEST_F(CliTest, BadScale) {
   for (const std::string bad : {"0", "9", "2x", "", "-1", "1.5"}) {
     expectUsageError({"export", decoder_, "--scale", bad, "--out", path("x.png")},
@@ -689,7 +727,9 @@ TEST(CliInProcess, ComputeMatchesTheBinary) {
   std::ostringstream out2, err2;
   EXPECT_EQ(attn::app::runCli({"export", decoder, "--scale", "x"}, out2, err2), 2);
   EXPECT_EQ(out2.str(), "");
-  EXPECT_EQ(err2.str(), "attnscope: option '--scale': 'x' is not an integer in 1..8\n");
+  EXPECT_EQ(err2.str(),
+            "attnscope: option '--scale': 'x' is not an integer in 1..8 (the resolution) nor "
+            "'linear' or 'log' (the colour scale)\n");
 
   std::ostringstream out3, err3;
   EXPECT_EQ(attn::app::runCli(std::vector<std::string>{}, out3, err3), 2);

@@ -305,4 +305,30 @@ TEST_F(CliModel, BadModelFilesExitTwoNamingFileAndTensor) {
   EXPECT_FALSE(fs::exists(out("e.tokens.json")));
 }
 
+// The window's model options: checked before any window opens (no display needed).
+TEST_F(CliModel, WindowAndScreenshotModelOptions) {
+  const CliRun help = runCliCommand({"--model", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("usage: attnscope --model DIR [--text TEXT]"), std::string::npos);
+  expectError({"--model"}, {"'--model' needs one model folder DIR"});
+  expectError({"--model", dir_.string(), "extra"}, {"'--model' needs one model folder DIR"});
+  expectError({"--model", dir_.string(), "--head", "1,1"}, {"--head"});
+  const std::string png = out("shot.png");
+  expectError({"screenshot", "--text", "the cat", "--out", png},
+              {"'screenshot' needs a SCENARIO file"});
+  const std::string scenario = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  expectError({"screenshot", scenario, "--text", "the cat", "--out", png},
+              {"option '--text'", "only applies with --model DIR"});
+  expectError({"screenshot", scenario, "--pipeline", "--out", png},
+              {"option '--pipeline'", "only applies with --model DIR"});
+  expectError({"screenshot", "--model", dir_.string(), "--select", "1", "--out", png},
+              {"option '--select'", "is not LAYER,HEAD"});
+  expectError({"screenshot", "--model", dir_.string(), "--pipeline", "--out", png},
+              {"option '--pipeline'", "needs --select LAYER,HEAD"});
+  EXPECT_FALSE(fs::exists(png));
+  const CliRun main = runCliCommand({"--help"});
+  EXPECT_NE(main.out.find("attnscope --model DIR [--text T]"), std::string::npos);
+  EXPECT_NE(runCliCommand({"help", "screenshot"}).out.find("--pipeline"), std::string::npos);
+}
+
 }  // namespace

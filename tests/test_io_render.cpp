@@ -1049,5 +1049,54 @@ TEST(Errors, MissingFontNamesItAndThePackage) {
   EXPECT_TRUE(exportMatrix(sampleView(), style, (tempDir() / "nofont.csv").string()));
 }
 
+// ---------------------------------------------------------------------------------------
+// Per-row ranges and the log scale (io/color_scale.h): the exports follow them
+// ---------------------------------------------------------------------------------------
+
+TEST(ColorScaleExport, PerRowPngColoursEachRowFromBottomToTop) {
+  const Matrix values = M({{1, 2, 3}, {100, 300, 200}});
+  MatrixView view{values, {"a", "b"}, {"x", "y", "z"}, "rows", "", "", "", {}};
+  HeatmapStyle style;
+  style.cellLabels = false;
+  style.range = RangeMode::Row;
+  Expected<Image> image = renderHeatmap(view, style);
+  ASSERT_TRUE(image);
+  const auto& lut = colormapLut(style.colormap);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 0)), lut[0]);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 1)), lut[128]);  // round(0.5 · 255)
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 2)), lut[255]);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 0)), lut[0]);  // 100: row 1's min
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 1)), lut[255]);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 2)), lut[128]);
+  // The same matrix globally: row 0 is all at the bottom.
+  style.range = RangeMode::Global;
+  Expected<Image> global = renderHeatmap(view, style);
+  ASSERT_TRUE(global);
+  EXPECT_EQ(centreOf(*global, cellRect(view, style, 0, 2)),
+            lut[static_cast<int>(std::lround(2.0 / 299 * 255))]);
+}
+
+TEST(ColorScaleExport, LogPngAndSvgTicksAtDecades) {
+  const Matrix values = M({{1e-4f, 1e-3f}, {1e-2f, 1.0f}});
+  MatrixView view{values, {"a", "b"}, {"x", "y"}, "weights", "", "", "", {}};
+  HeatmapStyle style;
+  style.cellLabels = false;
+  style.colorScale = ColorScaleKind::Log;
+  Expected<Image> image = renderHeatmap(view, style);
+  ASSERT_TRUE(image);
+  const auto& lut = colormapLut(style.colormap);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 0)), lut[0]);
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 0, 1)), lut[64]);   // 0.25 · 255 = 63.75
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 0)), lut[128]);  // 0.5
+  EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 1)), lut[255]);
+  // The SVG carries the decade ticks and says what the scale is.
+  const fs::path path = tempDir() / "log_ticks.svg";
+  ASSERT_TRUE(exportMatrix(view, style, path.string()));
+  const std::string svg = readFile(path);
+  for (const char* tick : {">1e-4<", ">0.001<", ">0.01<", ">0.1<", ">1<"})
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+  EXPECT_NE(svg.find("log\xE2\x82\x81\xE2\x82\x80 scale"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace attn::io

@@ -1047,3 +1047,43 @@ TEST(Files, SaveThroughSymlinkReplacesTheTarget) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+// The colour keys of `view` are checked on load (docs/scenarios.md); the rest stays free-form.
+TEST(ViewColours, ColourRangeAndScaleAreValidated) {
+  const std::string head = R"({"inputs": [[1, 0], [0, 1]], "view": )";
+  auto load = [&](const std::string& view) {
+    return io::parseScenario(head + view + "}", "view.json");
+  };
+  for (const char* good : {R"({"color_range": "row", "color_scale": "log"})",
+                           R"({"color_range": "fixed", "fixed_range": [0, 0.5]})",
+                           R"({"color_range": "global", "anything": [1, "x"]})"}) {
+    const auto loaded = load(good);
+    EXPECT_TRUE(loaded.ok()) << good << ": " << loaded.error().message();
+  }
+  const struct {
+    const char* view;
+    const char* field;
+    const char* words;
+  } bad[] = {
+      {R"({"color_range": "rows"})", "view.color_range", "\"rows\""},
+      {R"({"color_range": 1})", "view.color_range", "the number 1"},
+      {R"({"color_range": "fixed"})", "view.color_range", "fixed_range"},
+      {R"({"color_scale": "log10"})", "view.color_scale", "\"log10\""},
+      {R"({"fixed_range": [1, 0]})", "view.fixed_range", "less than"},
+      {R"({"fixed_range": [1]})", "view.fixed_range", "[min, max]"},
+  };
+  for (const auto& c : bad) {
+    const auto loaded = load(c.view);
+    ASSERT_FALSE(loaded.ok()) << c.view;
+    EXPECT_EQ(loaded.error().field, c.field) << c.view;
+    EXPECT_NE(loaded.error().problem.find(c.words), std::string::npos)
+        << c.view << ": " << loaded.error().problem;
+    EXPECT_EQ(loaded.error().file, "view.json");
+  }
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,6 +1,7 @@
 // The window on a real attention file under xvfb-run: `attnscope screenshot FILE.npy` opens it
 // in the Attention panel (grid of thumbnails + the selected head) and a NaN cell is drawn in
-// the NaN colour; a hostile file fails with one line naming it and exit code 2.
+// the NaN colour (+inf too, hatched); a hostile file fails with one line naming it and exit
+// code 2.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -70,6 +72,43 @@ TEST(AttentionScreenshot, OpensTheFileAndMarksNaN) {
   }
   stbi_image_free(rgb);
   EXPECT_GT(nanPixels, 400);
+}
+
+// +inf is marked as NaN is: magenta with darker hatch lines, never the top colour of the
+// map (the colormap's top would look like a valid, large weight).
+TEST(AttentionScreenshot, MarksPlusInfinityHatched) {
+  if (!haveXvfbRun()) GTEST_SKIP() << "xvfb-run is not installed";
+  const fs::path dir = tf::freshDir("smoke_attention_inf");
+  tf::NpySpec spec;
+  spec.shape = {1, 2, 12, 12};
+  tf::writeNpyFile(dir / "inf.npy", spec, [](const std::vector<std::int64_t>& i) {
+    if (i[1] == 0 && i[2] >= 4 && i[2] < 7 && i[3] >= 4 && i[3] < 7)
+      return std::numeric_limits<double>::infinity();  // a 3 x 3 block of head (0, 0)
+    return tf::attentionPattern()(i);
+  });
+  std::string log;
+  ASSERT_EQ(screenshot(dir / "inf.npy", dir / "shot.png", &log), 0) << log;
+  int width = 0, height = 0, channels = 0;
+  unsigned char* rgb =
+      stbi_load((dir / "shot.png").string().c_str(), &width, &height, &channels, 3);
+  ASSERT_NE(rgb, nullptr);
+  const attn::io::Rgb nan = attn::io::kNanColor;
+  // shaders/heatmap.frag: the hatch lines are the NaN colour at 0.45.
+  const int hatch[3] = {static_cast<int>(nan.r * 0.45f), static_cast<int>(nan.g * 0.45f),
+                        static_cast<int>(nan.b * 0.45f)};
+  long magenta = 0, lines = 0;
+  for (long p = 0; p < static_cast<long>(width) * height; ++p) {
+    const unsigned char* px = rgb + p * 3;
+    if (std::abs(px[0] - nan.r) <= 2 && std::abs(px[1] - nan.g) <= 2 &&
+        std::abs(px[2] - nan.b) <= 2)
+      ++magenta;
+    if (std::abs(px[0] - hatch[0]) <= 2 && std::abs(px[1] - hatch[1]) <= 2 &&
+        std::abs(px[2] - hatch[2]) <= 2)
+      ++lines;
+  }
+  stbi_image_free(rgb);
+  EXPECT_GT(magenta, 2000);  // 9 cells of the big heatmap (plus the thumbnail)
+  EXPECT_GT(lines, 300);     // and hatched
 }
 
 TEST(AttentionScreenshot, HostileFileFailsWithOneLine) {

@@ -98,7 +98,7 @@ TEST(ModelWindow, ScreenshotCommand) {
     return attn::testing::runProgram(
         "/usr/bin/xvfb-run",
         {"-a", "-s", "-screen 0 1600x1000x24", ATTNSCOPE_BIN, "screenshot", "--model", folder,
-         "--text", "the cat sat on the mat", "--head", "2,1", "--out", png.string()},
+         "--text", "the cat sat on the mat", "--select", "2,1", "--out", png.string()},
         out);
   };
   const attn::testing::RunResult good = run(dir.string(), out / "model.png");

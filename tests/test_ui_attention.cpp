@@ -16,6 +16,7 @@
 #include "app/files.h"
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
+#include "app/heatmap_widget_impl.h"
 #include "app/panel_registry.h"
 #include "app/panels.h"
 #include "attention_test_files.h"
@@ -317,3 +318,74 @@ TEST_F(AttentionPanel, HeadAndTextViewsDraw) {
 }
 
 }  // namespace
+
+// The special-token filter reaches the big heatmap's texture (rows renormalised without the
+// first token), and turning it off uploads the raw values again; the focus tab draws.
+TEST_F(AttentionPanel, FilterChangesTheHeatmapAndTheToggleShowsRawValues) {
+  const fs::path dir = tf::freshDir("ui_attention_filter");
+  AppState state;
+  ASSERT_TRUE(openAttentionFile(state, writeDemo(dir, 1, 3, 6).string(), 0));
+  io::AttentionSelection sel;
+  sel.head = 2;  // head 2 attends to the first token: 0.75 + 0.25 / (row + 1) on key 0
+  selectAttentionView(state.attention, sel);
+  frame(state);
+  frame(state);
+  const auto lastUpload = [&]() { return mock().uploads.back().top; };
+  state.attention.filter.enabled = true;  // the first token only (no special labels here)
+  ++state.attention.filter.revision;
+  frame(state);
+  std::vector<float> filtered = lastUpload();
+  ASSERT_EQ(filtered.size(), 36u);
+  // Row 3: keys 1..3 each had 0.25 / 4; without key 0 they are 1/3 each.
+  for (int k = 0; k < 6; ++k)
+    EXPECT_NEAR(filtered[static_cast<std::size_t>(3 * 6 + k)], k == 0 || k > 3 ? 0.0 : 1.0 / 3,
+                1e-6);
+  // Row 0 had all its mass on key 0: empty, zero.
+  EXPECT_EQ(filtered[0], 0.f);
+  state.attention.filter.enabled = false;
+  frame(state);
+  std::vector<float> raw = lastUpload();
+  EXPECT_NEAR(raw[static_cast<std::size_t>(3 * 6)], 0.75 + 0.25 / 4, 1e-6);
+  state.attention.requestTab = 3;
+  state.attention.focus.index = 3;
+  frame(state);
+  frame(state);
+  EXPECT_EQ(state.attention.focus.index, 3);
+}
+
+// Compare: A, B and A - B side by side; hovering a cell of B outlines (and reports) the same
+// cell for all three.
+TEST_F(AttentionPanel, CompareLinksTheHoverAcrossTheThreeHeatmaps) {
+  const fs::path dir = tf::freshDir("ui_attention_compare_panel");
+  AppState state;
+  ASSERT_TRUE(openAttentionFile(state, writeDemo(dir, 1, 3, 8).string(), 0));
+  state.attention.compare.selection.head = 1;
+  ++state.attention.compare.revision;
+  state.attention.requestTab = 4;
+  for (int i = 0; i < 3; ++i) frame(state);
+  const HeatmapRecord* a = nullptr;
+  const HeatmapRecord* b = nullptr;
+  const HeatmapRecord* d = nullptr;
+  for (const HeatmapRecord& r : heatmaps_.impl().records) {
+    if (r.id == "##compareA") a = &r;
+    if (r.id == "##compareB") b = &r;
+    if (r.id == "##compareDiff") d = &r;
+  }
+  ASSERT_TRUE(a && b && d);
+  EXPECT_EQ(d->colormap, io::ColormapKind::RdBu);
+  EXPECT_FLOAT_EQ(d->vmin, -d->vmax);  // centred on 0
+  EXPECT_EQ(a->vmin, b->vmin);         // A and B share one range
+  EXPECT_EQ(a->vmax, b->vmax);
+  // The centre of cell (5, 2) of B.
+  const float cw = (b->gridMax.x - b->gridMin.x) / 8, ch = (b->gridMax.y - b->gridMin.y) / 8;
+  const ImVec2 point(b->gridMin.x + 2.5f * cw, b->gridMin.y + 5.5f * ch);
+  frame(state, point);
+  frame(state, point);
+  EXPECT_EQ(state.attention.compare.hoverRow, 5);
+  EXPECT_EQ(state.attention.compare.hoverCol, 2);
+  ASSERT_TRUE(state.attention.compare.difference);
+  // Head 0 attends to itself, head 1 to the previous token: at (5, 4) A - B = -(0.75).
+  EXPECT_NEAR(state.attention.compare.difference->values(5, 4), 0.25 / 6 - (0.75 + 0.25 / 6), 1e-6);
+  frame(state);  // the mouse left: nothing linked
+  EXPECT_EQ(state.attention.compare.hoverRow, -1);
+}

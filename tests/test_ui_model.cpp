@@ -12,6 +12,7 @@
 #include <imgui.h>
 
 #include "app/app_state.h"
+#include "app/attention_service.h"
 #include "app/files.h"
 #include "app/model_service.h"
 #include "app/panel_registry.h"
@@ -281,6 +282,39 @@ TEST_F(ModelInApp, TooManyTokensIsAnErrorAndKeepsTheAttention) {
   updateModel(state, 2);
   EXPECT_TRUE(state.model.run->error.empty());
   EXPECT_TRUE(state.model.run->ids.empty());
+}
+
+TEST_F(ModelInApp, AttentionPanelShowsTheLiveHeadAndKeepsTheSelectionWhileTyping) {
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  type(state, "the cat sat on the mat");
+  updateModel(state, 0);
+  io::AttentionSelection selection;
+  selection.layer = 2;
+  selection.head = 1;
+  selectAttentionView(state.attention, selection);
+  for (int tab = 0; tab < 3; ++tab) {  // heatmap, head view, text view
+    state.attention.requestTab = tab;
+    for (int i = 0; i < 2; ++i) {
+      updateAttention(state);
+      ImGui::NewFrame();
+      place(0, 0, 1600, 1000);
+      drawAttentionPanel(state, heatmaps_);
+      ImGui::Render();
+    }
+  }
+  ASSERT_TRUE(state.attention.shown);
+  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->session->attention(2, 1));
+  EXPECT_EQ(state.attention.shown->selected.view.colLabels, state.model.run->labels);
+  // One more word: the panel shows the same head of the new run.
+  type(state, "the cat sat on the mat and");
+  updateModel(state, 1);
+  updateAttention(state);
+  EXPECT_EQ(state.attention.selection.layer, 2);
+  EXPECT_EQ(state.attention.selection.head, 1);
+  ASSERT_TRUE(state.attention.shown);
+  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->session->attention(2, 1));
+  EXPECT_GT(state.attention.shown->selected.view.values.rows(), 6);
 }
 
 // =======================================================================================

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "app/app_state.h"
 #include "app/frame_pacing.h"
+#include "app/pipeline_layout.h"
 #include "app/pipeline_steps.h"
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
@@ -466,6 +468,192 @@ TEST_F(Headless, SteppingKeepsEveryCardInItsPlace) {
 }
 
 
+// ---------------------------------------------------------------------------------------
+// Presentation mode
+// ---------------------------------------------------------------------------------------
+
+TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
+  AppState state = loadedPreset("eight_heads_sentence");
+  frames(state, 2);
+  auto press = [&](int key) {
+    queueKeys(state, {key});
+    frame(state);
+  };
+  ASSERT_FALSE(state.view.presentation);
+  press(GLFW_KEY_F5);
+  EXPECT_TRUE(state.view.presentation);
+  EXPECT_FALSE(state.view.stageFullScreen);
+  EXPECT_EQ(state.view.pipelineStage, -1);  // F5 changes the mode, not the step
+  press(GLFW_KEY_F5);
+  EXPECT_FALSE(state.view.presentation);  // F5 toggles
+  press(GLFW_KEY_F5);
+  // Enter shows the current stage (none yet: the first) alone; stepping moves it along.
+  press(GLFW_KEY_ENTER);
+  EXPECT_TRUE(state.view.stageFullScreen);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Q));
+  press(GLFW_KEY_PAGE_DOWN);
+  EXPECT_TRUE(state.view.stageFullScreen);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
+  // Escape goes back one level at a time: the strip, the normal window, all stages.
+  press(GLFW_KEY_ESCAPE);
+  EXPECT_FALSE(state.view.stageFullScreen);
+  EXPECT_TRUE(state.view.presentation);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
+  press(GLFW_KEY_ESCAPE);
+  EXPECT_FALSE(state.view.presentation);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::K));
+  press(GLFW_KEY_ESCAPE);
+  EXPECT_EQ(state.view.pipelineStage, -1);
+  // Enter in the normal window does nothing unless a step is shown (a text field just left
+  // with Enter must not take the window over); while stepping it presents that stage.
+  press(GLFW_KEY_ENTER);
+  EXPECT_FALSE(state.view.presentation);
+  queueKeys(state, {GLFW_KEY_RIGHT, GLFW_KEY_ENTER});  // keys in one frame all count, in order
+  frame(state);
+  EXPECT_TRUE(state.view.presentation);
+  EXPECT_TRUE(state.view.stageFullScreen);
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(io::MatrixKind::Q));
+  queueKeys(state, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
+  frame(state);
+  EXPECT_FALSE(state.view.presentation);
+  EXPECT_FALSE(state.view.stageFullScreen);
+  EXPECT_EQ(stepKeyFor(GLFW_KEY_F5, GLFW_MOD_CONTROL), StepKey::None);
+  EXPECT_FALSE(state.dirty());
+}
+
+// The sizes of a 1280 x 800 projector in presentation type (22 px): nine stages of a
+// multi-head scenario, labels ~4 characters wide, arrows such as "→ softmax".
+StageLayoutInput projectorInput(float width, float height, float font) {
+  StageLayoutInput input;
+  input.width = width;
+  input.height = height;
+  input.spacing = font * 0.4f;
+  input.rowOverhead = font * 1.3f + font * 1.3f + font * 0.8f;
+  const float aspects[] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f};
+  for (int i = 0; i < 9; ++i) {
+    StageCardSize card;
+    card.aspect = aspects[i];
+    card.labelWidth = font * 3.0f;
+    card.sameLabels = i == 1 || i == 2 || i == 4;  // K, V after Q; masked after scores
+    card.arrowWidth = i == 0 ? 0.0f : font * 5.0f;
+    card.barWidth = font * 6.0f;
+    input.cards.push_back(card);
+  }
+  return input;
+}
+
+TEST(PresentationLayout, StagesFitAt1280x800WithHeatmapsOf300Px) {
+  const float font = 22.0f;
+  // The strip's area: the window minus padding, the header (3 lines) and the status bar.
+  const StageLayoutInput input = projectorInput(1280.0f - 2 * 8 - 14, 800.0f - 7 * font, font);
+  const StageLayout layout = layoutStages(input);
+  ASSERT_TRUE(layout.fits);
+  EXPECT_GE(layout.grid, kPresentationMinGrid);
+  EXPECT_GE(layout.pages(), 2);  // nine 300 px stages need more than one 1280 x 800 page
+  // Every row fits the width, every page the height, and the rows cover every card once.
+  int covered = 0;
+  for (int r = 0; r < layout.rows(); ++r) {
+    const int begin = layout.rowStarts[r];
+    const int end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : 9;
+    ASSERT_LT(begin, end);
+    covered += end - begin;
+    EXPECT_LE(stageRowWidth(input, begin, end, layout.grid), input.width + 0.01f) << r;
+  }
+  EXPECT_EQ(covered, 9);
+  EXPECT_LE(layout.rowsPerPage * (layout.grid + input.rowOverhead), input.height + 0.01f);
+  // The grid fills the width or the height: a little larger would no longer fit.
+  bool widthBound = false;
+  for (int r = 0; r < layout.rows(); ++r) {
+    const int end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : 9;
+    widthBound |= stageRowWidth(input, layout.rowStarts[r], end, layout.grid * 1.01f) > input.width;
+  }
+  const bool heightBound =
+      layout.rowsPerPage * (layout.grid * 1.01f + input.rowOverhead) > input.height;
+  EXPECT_TRUE(widthBound || heightBound);
+  // Pages follow the rows, in order.
+  for (int i = 1; i < 9; ++i) EXPECT_GE(layout.pageOf(i), layout.pageOf(i - 1));
+  // At 1920 x 1080 the same stages need fewer pages and get larger heatmaps.
+  const StageLayout large = layoutStages(projectorInput(1920.0f - 30, 1080.0f - 7 * font, font));
+  EXPECT_TRUE(large.fits);
+  EXPECT_LT(large.pages(), layout.pages());
+}
+
+TEST(PresentationLayout, ATinyWindowStillGetsTheLargestGridItAllows) {
+  const StageLayoutInput input = projectorInput(400.0f, 300.0f, 22.0f);
+  const StageLayout layout = layoutStages(input);
+  EXPECT_FALSE(layout.fits);
+  EXPECT_GT(layout.grid, 0.0f);
+  EXPECT_LT(layout.grid, kPresentationMinGrid);
+  for (int r = 0; r < layout.rows(); ++r) {
+    const int end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : 9;
+    EXPECT_LE(stageRowWidth(input, layout.rowStarts[r], end, layout.grid), input.width + 0.01f);
+  }
+}
+
+TEST_F(Headless, PresentationAt1280x800ShowsWholeHeatmapsOfAtLeast300Px) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.DisplaySize = ImVec2(1280, 800);
+  io.FontGlobalScale = 22.0f / 13.0f;  // the presentation type (ProggyClean is 13 px)
+  AppState state = loadedPreset("eight_heads_sentence");
+  state.view.presentation = true;
+  auto present = [&] {
+    update(state);
+    ImGui::NewFrame();
+    place(0, 0, 1280, 770);  // as the window places it, above the status bar
+    drawPipelinePanel(state, heatmaps_);
+    endFrame(state, ImGui::IsAnyItemActive());
+    ImGui::Render();
+  };
+  auto stageGrids = [&] {
+    std::vector<HeatmapRecord> out;
+    for (const HeatmapRecord& record : heatmaps_.impl().records)
+      if (record.id.rfind("##stage_", 0) == 0) out.push_back(record);
+    return out;
+  };
+  for (int i = 0; i < 3; ++i) present();
+  const std::size_t stages = visibleStages(&*state.computed->result).size();
+  std::size_t seen = 0;
+  std::map<std::string, ImVec2> firstCorner;
+  // Step through every stage: each page shows whole heatmaps >= 300 px inside the window.
+  for (std::size_t step = 0; step <= stages; ++step) {
+    for (const HeatmapRecord& record : stageGrids()) {
+      // The longer side is at least 300 px; square matrices (scores, weights) both.
+      const float w = record.gridMax.x - record.gridMin.x, h = record.gridMax.y - record.gridMin.y;
+      EXPECT_GE(std::max(w, h), kPresentationMinGrid - 1) << record.id;
+      if (record.rows == record.cols) {
+        EXPECT_GE(std::min(w, h), kPresentationMinGrid - 1) << record.id;
+      }
+      EXPECT_LE(record.gridMax.x, 1280.0f) << record.id;
+      EXPECT_LE(record.gridMax.y, 770.0f) << record.id;
+      EXPECT_GE(record.gridMin.x, 0.0f) << record.id;
+      // A stage keeps its place on its page while stepping.
+      auto [it, inserted] = firstCorner.emplace(record.id, record.gridMin);
+      if (!inserted) {
+        EXPECT_NEAR(it->second.x, record.gridMin.x, 0.5f) << record.id;
+        EXPECT_NEAR(it->second.y, record.gridMin.y, 0.5f) << record.id;
+      }
+    }
+    queueKeys(state, {GLFW_KEY_PAGE_DOWN});
+    present();
+  }
+  seen = firstCorner.size();
+  EXPECT_EQ(seen, stages);  // every stage was shown on some page
+  // One stage alone: larger than any card, its explanation below it.
+  queueKeys(state, {GLFW_KEY_ENTER});
+  present();
+  present();
+  ASSERT_TRUE(state.view.stageFullScreen);
+  bool single = false;
+  for (const HeatmapRecord& record : heatmaps_.impl().records) {
+    if (record.id.rfind("##single_", 0) != 0) continue;
+    single = true;
+    EXPECT_GE(record.gridMax.y - record.gridMin.y, kPresentationMinGrid);
+    EXPECT_LE(record.gridMax.y, 770.0f);
+  }
+  EXPECT_TRUE(single);
+  io.FontGlobalScale = 1.0f;
+}
+
 TEST_F(Headless, SignedMatricesAreDivergingAndCentredWeightsSequential) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
@@ -534,6 +722,53 @@ TEST_F(Headless, ReuploadsShareAPerFrameByteBudget) {
   drawTwo(heatmaps_, a, b, 3);
   EXPECT_EQ(impl.uploads, 6u);
   EXPECT_EQ(impl.deferredUploads, 0);
+}
+
+// Per-row and log colours: the widget uploads each cell's colour position (what the shader
+// maps over 0..1), re-uploads when the rule changes, and uploads the values again when it is
+// back to one linear range.
+TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
+  Matrix values(2, 3);
+  values << 1, 2, 3,  //
+      10, 30, 20;
+  auto& mock = static_cast<MockHeatmapTextures&>(heatmaps_.textures());
+  mock.init();
+  auto draw = [&](io::RangeMode range, io::ColorScaleKind scale) {
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(600, 400), ImGuiCond_Always);
+    ImGui::Begin("colours");
+    HeatmapOptions options;
+    options.size = ImVec2(300, 200);
+    options.range = range;
+    options.scale = scale;
+    heatmapWidget("m", heatmaps_, io::HeatmapView{MatrixRef::of(values), {}, {}, "m"}, 1, options);
+    ImGui::End();
+    ImGui::Render();
+  };
+  draw(io::RangeMode::Global, io::ColorScaleKind::Linear);
+  ASSERT_EQ(mock.uploads.size(), 1u);
+  EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{1, 2, 3, 10, 30, 20}));
+  EXPECT_FLOAT_EQ(mock.quads.back().range.lo, 1.0f);
+  EXPECT_FLOAT_EQ(mock.quads.back().range.hi, 30.0f);
+  draw(io::RangeMode::Row, io::ColorScaleKind::Linear);
+  ASSERT_EQ(mock.uploads.size(), 2u);  // same content, new rule: uploaded again
+  EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{0, 0.5f, 1, 0, 1, 0.5f}));
+  EXPECT_FLOAT_EQ(mock.quads.back().range.lo, 0.0f);
+  EXPECT_FLOAT_EQ(mock.quads.back().range.hi, 1.0f);
+  draw(io::RangeMode::Row, io::ColorScaleKind::Linear);
+  EXPECT_EQ(mock.uploads.size(), 2u);  // nothing changed: no upload
+  draw(io::RangeMode::Global, io::ColorScaleKind::Log);
+  ASSERT_EQ(mock.uploads.size(), 3u);
+  // Log over [1, 30]: log10(v) / log10(30).
+  const std::vector<float>& log = mock.uploads.back().top;
+  ASSERT_EQ(log.size(), 6u);
+  EXPECT_NEAR(log[0], 0.0f, 1e-6f);
+  EXPECT_NEAR(log[3], 1.0f / std::log10(30.0f), 1e-5f);
+  EXPECT_NEAR(log[4], 1.0f, 1e-6f);
+  draw(io::RangeMode::Global, io::ColorScaleKind::Linear);
+  ASSERT_EQ(mock.uploads.size(), 4u);  // back to the values
+  EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{1, 2, 3, 10, 30, 20}));
 }
 
 }  // namespace

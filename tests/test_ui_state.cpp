@@ -22,6 +22,7 @@
 #include "app/heatmap_textures.h"
 #include "app/heatmap_widget.h"
 #include "app/heatmap_widget_impl.h"
+#include "app/panel_common.h"
 #include "app/panels.h"
 #include "io/scenario_json.h"
 #include "tests/ui_headless.h"
@@ -254,6 +255,39 @@ TEST(Files, SaveThenOpenRoundTripsDocumentAndView) {
   EXPECT_EQ(other.view.rangeMin, -1);
   EXPECT_EQ(other.view.rangeMax, 2);
   EXPECT_FALSE(other.dirty());
+}
+
+TEST(Files, ColourRangeModeAndLogScaleRoundTripThroughTheViewJson) {
+  ViewSettings view;
+  setColorRangeMode(view, io::RangeMode::Row);
+  view.logWeights = true;
+  std::string json = viewToJson(view, "", false);
+  EXPECT_NE(json.find(R"("color_range":"row")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("color_scale":"log")"), std::string::npos) << json;
+  ViewSettings back;
+  applyViewJson(back, json, false);
+  EXPECT_EQ(colorRangeMode(back), io::RangeMode::Row);
+  EXPECT_TRUE(back.logWeights);
+  // Fixed needs its range; the saved file has both.
+  setColorRangeMode(view, io::RangeMode::Fixed);
+  view.rangeMin = -2;
+  view.rangeMax = 3;
+  json = viewToJson(view, "", false);
+  applyViewJson(back, json, false);
+  EXPECT_EQ(colorRangeMode(back), io::RangeMode::Fixed);
+  EXPECT_EQ(back.rangeMin, -2);
+  EXPECT_EQ(back.rangeMax, 3);
+  // The window's heatmap options follow the mode; the log scale only on the weights.
+  AppState state;
+  state.view = back;
+  state.view.logWeights = true;
+  setColorRangeMode(state.view, io::RangeMode::Row);
+  EXPECT_EQ(panel::heatmapOptions(state, io::MatrixKind::Weights).range, io::RangeMode::Row);
+  EXPECT_EQ(panel::heatmapOptions(state, io::MatrixKind::Weights).scale,
+            io::ColorScaleKind::Log);
+  EXPECT_EQ(panel::heatmapOptions(state, io::MatrixKind::Scores).scale,
+            io::ColorScaleKind::Linear);
+  EXPECT_FALSE(panel::heatmapOptions(state, io::MatrixKind::Weights).vmin.has_value());
 }
 
 TEST(Files, ViewJsonKeepsUnknownKeysAndIgnoresBadOnes) {

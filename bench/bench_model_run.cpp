@@ -1,0 +1,96 @@
+// What one keystroke in the Model panel costs on the model worker (app/model_service.h
+// runModel) on GPT-2-small shapes with random weights (the weights of bench_gpt2.cpp): the
+// forward pass of the new token through the KV cache, plus what a run copies out for the
+// views (the attention tensor [L, H, n, n] into an in-memory io::AttentionFile, the
+// residual norms, the top 10). Results: docs/performance.md, section "GPT-2 in the window".
+//
+// The tokenizer is GPT-2's byte level with the 256 byte tokens and no merges, so a text of n
+// letters without spaces is n tokens and one more letter is one more token.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/model_service.h"
+#include "core/gpt2/bpe.h"
+
+namespace {
+
+using namespace attn;
+
+const io::Gpt2Model& smallModel() {
+  static const io::Gpt2Model model = [] {
+    nlohmann::json vocab = nlohmann::json::object();
+    for (int b = 0; b < 256; ++b) {
+      std::string token;
+      appendUtf8(token, gpt2::byteToUnicode()[static_cast<std::size_t>(b)]);
+      vocab[token] = b;
+    }
+    Expected<io::Gpt2Tokenizer> tokenizer = io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n");
+    return io::Gpt2Model{"bench", std::make_shared<const gpt2::Weights>(gpt2::randomWeights(gpt2::Config{}, 42)),
+                         std::move(tokenizer).value()};
+  }();
+  return model;
+}
+
+std::string letters(int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) text.push_back(static_cast<char>('a' + (i * 7) % 26));
+  return text;
+}
+
+// n tokens cached; the timed part is the run after typing one more letter.
+void BM_ModelRunAppendOne(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const io::Gpt2Model& model = smallModel();
+  auto session = std::make_shared<gpt2::Session>(model.weights);
+  const std::string before = letters(n), after = letters(n + 1);
+  if (!app::runModel(model, session, before, 0, 0)->error.empty()) {
+    state.SkipWithError("run failed");
+    return;
+  }
+  for (auto _ : state) {
+    std::shared_ptr<app::ModelRun> run = app::runModel(model, session, after, 0, 1);
+    if (run->computedTokens != 1) state.SkipWithError("not one token");
+    state.PauseTiming();
+    run.reset();
+    session->truncate(n);
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_ModelRunAppendOne)
+    ->Arg(64)
+    ->Arg(511)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// The same text again: nothing is computed, so this is what a run adds to the forward pass
+// (the copies for the views and the prediction's top 10).
+void BM_ModelRunCopies(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const io::Gpt2Model& model = smallModel();
+  auto session = std::make_shared<gpt2::Session>(model.weights);
+  const std::string text = letters(n);
+  if (!app::runModel(model, session, text, 0, 0)->error.empty()) {
+    state.SkipWithError("run failed");
+    return;
+  }
+  for (auto _ : state) {
+    std::shared_ptr<app::ModelRun> run = app::runModel(model, session, text, 0, 1);
+    if (run->computedTokens != 0) state.SkipWithError("computed");
+    benchmark::DoNotOptimize(run->attention.get());
+  }
+}
+BENCHMARK(BM_ModelRunCopies)
+    ->Arg(64)
+    ->Arg(512)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
