@@ -148,8 +148,8 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
 
   // 3 the canvas: origin in the centre, the farthest point at 42% of the smaller side.
   ImVec2 size = ImGui::GetContentRegionAvail();
-  size.x = std::max(size.x, font * 10.0f);
-  size.y = std::max(size.y, font * 10.0f);
+  size.x = std::max(size.x, font * 6.0f);
+  size.y = std::max(size.y, font * 6.0f);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("##canvas", size);
   const bool active = ImGui::IsItemActive();
@@ -179,10 +179,9 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   std::vector<int> labelled;
   if (keysReached)
     for (int j = 0; j < shownK; ++j) labelled.push_back(j);
-  // As many labels as fit comfortably (about one per three text lines of canvas height),
-  // the largest weights first.
-  const int maxLabels = std::clamp(
-      static_cast<int>(size.y / (ImGui::GetTextLineHeight() * 3.0f)), 3, kMaxLabelledKeys);
+  // At most kMaxLabelledKeys labels, the largest weights first; placeLabels() below drops
+  // those that find no free place.
+  const int maxLabels = kMaxLabelledKeys;
   if (weightsReached && focused < nQ) {
     const int keep = std::min<int>(maxLabels, static_cast<int>(labelled.size()));
     std::partial_sort(labelled.begin(), labelled.begin() + keep, labelled.end(),
@@ -240,20 +239,38 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   // The bottom line of the canvas is kept for the "hidden" note.
   const TextBox bounds{p0.x + font * 0.2f, p0.y + font * 0.1f, p0.x + size.x - font * 0.2f,
                        p0.y + size.y - lineHeight - font * 0.2f};
+  // Arrow heads stay visible: no label covers one.
+  std::vector<TextBox> tips;
+  const float tipHalf = font * 0.35f;
+  for (int i = 0; i < shownQ + (keysReached ? shownK : 0); ++i) {
+    const ImVec2 tip = toScreen(i);
+    tips.push_back({tip.x - tipHalf, tip.y - tipHalf, tip.x + tipHalf, tip.y + tipHalf});
+  }
   const std::vector<std::optional<TextBox>> boxes =
-      placeLabels(requests, bounds, {}, font * 0.3f);
-  int hidden = 0;
+      placeLabels(requests, bounds, tips, font * 0.45f);
   scratch.geometryLabels.clear();
+  const ImU32 backdrop = ImGui::GetColorU32(ImGuiCol_WindowBg, 0.75f);
+  int keyLabels = 0;
   for (std::size_t n = 0; n < boxes.size(); ++n) {
-    if (!boxes[n]) {
-      ++hidden;
-      continue;
-    }
+    if (!boxes[n]) continue;
+    // A label moved away from its arrow head gets a faint leader line to it.
+    const TextBox& box = *boxes[n];
+    const float nearX = std::clamp(requests[n].anchorX, box.x0, box.x1);
+    const float nearY = std::clamp(requests[n].anchorY, box.y0, box.y1);
+    if (std::hypot(nearX - requests[n].anchorX, nearY - requests[n].anchorY) > lineHeight)
+      draw->AddLine(ImVec2(requests[n].anchorX, requests[n].anchorY), ImVec2(nearX, nearY), axis);
+    // A backdrop keeps the text readable over the arrows.
+    draw->AddRectFilled(ImVec2(boxes[n]->x0 - 1.0f, boxes[n]->y0),
+                        ImVec2(boxes[n]->x1 + 1.0f, boxes[n]->y1), backdrop);
     draw->AddText(ImVec2(boxes[n]->x0, boxes[n]->y0), colors[n], texts[n].c_str());
     scratch.geometryLabels.push_back(texts[n]);
+    if (n > 0 || shownQ == 0) ++keyLabels;
   }
+  // Keys drawn without a label: too many, masked, or no free place.
+  const int hidden = keysReached ? shownK - keyLabels : 0;
   if (hidden > 0) {
-    const std::string note = countOf(hidden, "label", "labels") + " left out (crowded): hover an arrow head";
+    const std::string note =
+        countOf(hidden, "key label", "key labels") + " left out: hover an arrow head";
     draw->AddText(ImVec2(p0.x + font * 0.3f, p0.y + size.y - lineHeight - font * 0.1f),
                   ImGui::GetColorU32(ImGuiCol_TextDisabled), note.c_str());
   }

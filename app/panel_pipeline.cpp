@@ -563,7 +563,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       // Not yet revealed: an empty frame keeps the layout still while stepping.
       placeholderCard(cardSize, labelWidth, colLabelHeight, "?");
     } else if (card.noMean) {
-      placeholderCard(cardSize, labelWidth, colLabelHeight, "per head only");
+      placeholderCard(cardSize, labelWidth, colLabelHeight, "no mean");
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("%s has no mean over heads: pick a head to see it.",
                           stageName(card.stage));

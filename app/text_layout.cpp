@@ -41,13 +41,16 @@ std::vector<std::string> wrapAtSpaces(std::string_view text, float width, const 
 std::vector<std::optional<TextBox>> placeLabels(const std::vector<LabelRequest>& labels,
                                                 const TextBox& bounds,
                                                 const std::vector<TextBox>& obstacles, float gap) {
-  constexpr int kShifts = 6;  // up to this many label heights up or down
+  constexpr int kShifts = 10;  // up to this many label heights up or down
   std::vector<std::optional<TextBox>> placed(labels.size());
   std::vector<TextBox> taken = obstacles;
   for (std::size_t n = 0; n < labels.size(); ++n) {
     const LabelRequest& l = labels[n];
-    // 1 the four spots beside the anchor: right-below, right-above, left-below, left-above.
-    const float xs[2] = {l.anchorX + gap, l.anchorX - gap - l.width};
+    // 1 the spots beside the anchor: right-below, right-above, left-below, left-above; then
+    // the same pulled inside the bounds (a label near an edge slides along it).
+    const float right = l.anchorX + gap, left = l.anchorX - gap - l.width;
+    const float lo = bounds.x0, hi = std::max(bounds.x0, bounds.x1 - l.width);
+    const float xs[4] = {right, left, std::clamp(right, lo, hi), std::clamp(left, lo, hi)};
     const float ys[2] = {l.anchorY + gap * 0.3f, l.anchorY - gap * 0.3f - l.height};
     for (int shift = 0; shift <= kShifts && !placed[n]; ++shift) {
       for (int sign : {1, -1}) {

@@ -34,8 +34,9 @@ struct LabelRequest {
 };
 
 // Places the labels in order (most important first): each in the first free spot among
-// beside its anchor (right/left, below/above, `gap` away), then the same spots moved up
-// and down by whole label heights, as long as it stays inside `bounds` and overlaps no
+// beside its anchor (right/left, below/above, `gap` away; then slid inside `bounds` when
+// they cross its edge), then the same spots moved up and down by whole label heights (up
+// to 10), as long as it stays inside `bounds` and overlaps no
 // label already placed and no `obstacles` rectangle. A label with no free spot is nullopt
 // (not drawn; the caller says so and shows it on hover). Placed boxes never overlap.
 std::vector<std::optional<TextBox>> placeLabels(const std::vector<LabelRequest>& labels,

@@ -9,7 +9,7 @@
 # OUT_DIR    where the full-size PNGs go; default BUILD_DIR/screenshots. Names:
 #            <preset>-<theme>-<W>x<H>[-presentation].png, plus two step-through shots
 #            (eight heads at the scores step, the mean over heads in the Pipeline).
-# --docs     also writes the labelled small set of docs/screenshots/ (800 px wide copies,
+# --docs     also writes the labelled small set of docs/screenshots/ (720 px wide copies,
 #            listed in docs/screenshots/README.md) from the full-size shots.
 set -euo pipefail
 
@@ -94,14 +94,13 @@ if [ "$DOCS" = 1 ]; then
        fbi_causal-light-1920x1080
        bahdanau_additive-dark-1920x1080
        local_window-light-1280x800
-       eight_heads_sentence-dark-1920x1080
        eight_heads_sentence-dark-1920x1080-step-scores
        eight_heads_sentence-light-1280x800-mean)
   if [ "${#MODES[@]}" -gt 1 ]; then
     SET+=(decoder_state-light-1280x800-presentation fbi_causal-dark-1920x1080-presentation)
   fi
   for name in "${SET[@]}"; do
-    "$SHRINK" "$OUT/$name.png" "$DEST/$name.png" 800
+    "$SHRINK" "$OUT/$name.png" "$DEST/$name.png" 720
   done
 fi
 exit "$failed"
