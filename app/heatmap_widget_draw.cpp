@@ -355,14 +355,14 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const io::HeatmapView& 
                           formatNumber(rowRange.hi, kCellDigits).c_str());
     }
   }
-  const auto rowLabel = [&](int i) {
-    return i < static_cast<int>(view.rowLabels.size()) ? hoverLabel(view.rowLabels[i])
-                                                        : std::string();
+  // A token's label for the block readout, "" when it only repeats the index.
+  const auto labelOf = [](std::span<const std::string> labels, int i) {
+    if (i >= static_cast<int>(labels.size())) return std::string();
+    const std::string& label = labels[static_cast<std::size_t>(i)];
+    return label == std::to_string(i) ? std::string() : hoverLabel(label);
   };
-  const auto colLabel = [&](int i) {
-    return i < static_cast<int>(view.colLabels.size()) ? hoverLabel(view.colLabels[i])
-                                                        : std::string();
-  };
+  const auto rowLabel = [&](int i) { return labelOf(view.rowLabels, i); };
+  const auto colLabel = [&](int i) { return labelOf(view.colLabels, i); };
   const auto describe = [](float value) {
     std::string text = formatNumber(value, kTooltipDigits);
     if (std::isnan(value))
