@@ -177,6 +177,8 @@ When it is an attention file (.npy / .npz), these set up the Attention panel:
   --compare FILE|L,H  compare with head L,H of the same file, or with A's head of FILE
   --drop-special      drop the special tokens' keys and renormalise the rows
   --focus q:N|k:N     focus query row N or key column N (opens the Focus tab)
+  --array NAME  --batch B  --layout DIMS  --tokens FILE   open the file as `export` does
+An index out of the file's range (--select, --compare L,H, --focus) is an error.
 
 A GPT-2 model folder (SCENARIO may then be left out):
   --model DIR       load the folder and show the Model and Attention panels
@@ -634,7 +636,8 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--theme", true},
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
     {"--focus", true}, {"--model", true},       {"--text", true},    {"--head", true},
-    {"--pipeline", false}};
+    {"--pipeline", false},
+    {"--array", true},  {"--batch", true},       {"--layout", true},  {"--tokens", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);

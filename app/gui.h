@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "io/attention_file.h"
+
 namespace attn::app {
 
 struct GuiLaunch {
@@ -32,6 +34,7 @@ struct GuiLaunch {
     bool dropSpecial = false;    // the special-token filter on
     bool focusColumn = false;    // focus a key column instead of a query row
     int focusIndex = -1;         // -1 = default (0)
+    io::AttentionOpenOptions open;  // --array / --batch / --layout / --tokens
   } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
   // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
