@@ -145,7 +145,8 @@ attention files (a model's saved attention, see docs/import.md):
   --tokens FILE              token labels (.json list or .txt lines); default: the side file
                              FILE.tokens.json / FILE.tokens.txt, else the indices
   --grid                     the whole layer x head grid as one labelled PNG (thumbnails
-                             max-pooled to 64 x 64; --colormap, --vmin, --vmax apply)
+                             max-pooled to 64 x 64, at least 96 px each, a colour bar;
+                             --colormap, --vmin, --vmax, --scale apply)
 NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 

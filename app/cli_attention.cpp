@@ -183,6 +183,7 @@ int runGridExport(const ParsedArgs& parsed, std::ostream& err) {
   grid.colormap = heatmap.colormap;
   grid.vmin = heatmap.vmin;
   grid.vmax = heatmap.vmax;
+  grid.scale = heatmap.scale;
   Status written = io::exportAttentionGrid(*file, grid, *out);
   if (!written) return fail(err, written.error());
   return 0;

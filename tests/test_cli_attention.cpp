@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <stb/stb_image.h>
+
 #include "tests/attention_test_files.h"
 #include "tests/cli_run.h"
 
@@ -166,6 +168,20 @@ TEST(CliAttention, PerLayerDeflatedNpzWithBatchAndTokens) {
       attnscope({"export", path.string(), "--grid", "--out", (dir / "grid.png").string()}, dir);
   ASSERT_EQ(grid.exitCode, 0) << grid.err;
   EXPECT_EQ(readText(dir / "grid.png").substr(0, 4), "\x89PNG");
+  // 3 layers x 4 heads of 5 x 5: thumbnails of at least 96 px, a colour bar beside them.
+  int w = 0, h = 0, n = 0;
+  ASSERT_TRUE(stbi_info((dir / "grid.png").string().c_str(), &w, &h, &n));
+  EXPECT_GE(w, 4 * 96 + 40);  // the colour bar and its tick labels
+  EXPECT_GE(h, 3 * 96);
+  EXPECT_LE(w, 4 * 200);
+  RunResult scaled = attnscope(
+      {"export", path.string(), "--grid", "--scale", "2", "--out", (dir / "grid2.png").string()},
+      dir);
+  ASSERT_EQ(scaled.exitCode, 0) << scaled.err;
+  int w2 = 0, h2 = 0;
+  ASSERT_TRUE(stbi_info((dir / "grid2.png").string().c_str(), &w2, &h2, &n));
+  EXPECT_NEAR(w2, 2 * w, 4);
+  EXPECT_NEAR(h2, 2 * h, 4);
   expectOneLineError(attnscope({"export", path.string(), "--grid", "--head", "1", "--out",
                                 (dir / "grid.png").string()},
                                dir),

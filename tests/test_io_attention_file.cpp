@@ -525,7 +525,9 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   // The tile layout, from renderHeatmap with the same settings as the grid uses.
   io::HeatmapStyle tileStyle;
   tileStyle.cellLabels = tileStyle.axisLabels = tileStyle.colorbar = false;
-  tileStyle.cellSize = style.cellPixels;
+  // 14 cells: raised from cellPixels to 7 px so that a thumbnail is at least 96 px.
+  tileStyle.cellSize = (io::kGridMinThumbnailPixels + 13) / 14;
+  ASSERT_EQ(tileStyle.cellSize, 7);
   tileStyle.vmin = 0.0f;
   tileStyle.vmax = 6.0f / 8;  // the largest value of all heads
   io::MatrixView first;
@@ -533,8 +535,13 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   first.title = "L0 H0";
   auto tile = io::renderHeatmap(first, tileStyle);
   ASSERT_TRUE(tile.ok());
-  EXPECT_EQ(grid->width, 3 * (tile->width + 6) + 6);
-  EXPECT_EQ(grid->height, 2 * (tile->height + 6) + 6);
+  // The tiles, then the colour bar with its tick labels on the right.
+  EXPECT_GE(tile->width, io::kGridMinThumbnailPixels);
+  EXPECT_GT(grid->width, 3 * (tile->width + 6) + 6 + 30);
+  EXPECT_LT(grid->width, 3 * (tile->width + 6) + 6 + 120);
+  // The bar's outer tick labels may reach a little below the tiles.
+  EXPECT_GE(grid->height, 2 * (tile->height + 6) + 6);
+  EXPECT_LE(grid->height, 2 * (tile->height + 6) + 6 + 30);
   const io::PixelRect cell = io::cellRect(first, tileStyle, 7, 7);
   for (int l = 0; l < 2; ++l) {
     for (int h = 0; h < 3; ++h) {
