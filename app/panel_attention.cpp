@@ -757,8 +757,9 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
   const io::AttentionShape& shape = file.shape();
   ImGui::TextUnformatted(std::filesystem::path(file.path()).filename().string().c_str());
   ImGui::SameLine();
-  ImGui::TextDisabled("%d layers \xC3\x97 %d heads, %d \xC3\x97 %d tokens; labels: %s",
-                      shape.layers, shape.heads, shape.queries, shape.keys,
+  ImGui::TextDisabled("%s \xC3\x97 %s, %d \xC3\x97 %d tokens; labels: %s",
+                      countOf(shape.layers, "layer", "layers").c_str(),
+                      countOf(shape.heads, "head", "heads").c_str(), shape.queries, shape.keys,
                       file.labelsSource().empty()
                           ? "indices"
                           : std::filesystem::path(file.labelsSource()).filename().string().c_str());

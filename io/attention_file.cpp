@@ -408,7 +408,7 @@ Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& arra
        dims->keys != file.shape_.keys || dims->batch != file.batchSize_)) {
     return Error{array.file, "shape",
                  "shape " + shapeText(header.shape) + " does not match the layers before it (" +
-                     std::to_string(file.shape_.heads) + " heads, " +
+                     countOf(file.shape_.heads, "head", "heads") + ", " +
                      std::to_string(file.shape_.queries) + " x " +
                      std::to_string(file.shape_.keys) + ", batch " +
                      std::to_string(file.batchSize_) + ")"};

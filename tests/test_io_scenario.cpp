@@ -861,9 +861,10 @@ TEST(BadInput, ProblemsTheCoreFindsNameTheField) {
   expectError(R"({"inputs": [[1, 2, 3, 4]], "heads": 3})", "heads", "");
   // labels must match rows
   expectError(R"({"queries": [[1], [2]], "keys": [[1]], "query_labels": ["a"]})", "query_labels",
-              "has 1 labels but there are 2 queries");
+              "has 1 label but there are 2 queries");
   // keys and values must pair up
-  expectError(R"({"queries": [[1]], "keys": [[1], [2]], "values": [[1]]})", "values", "rows");
+  expectError(R"({"queries": [[1]], "keys": [[1], [2]], "values": [[1]]})", "values",
+              "has 1 row but there are 2 keys");
   // cross attention needs keys; self attention needs inputs
   expectError(R"({"queries": [[1]]})", "keys", "is empty");
   expectError(R"({"score": "dot"})", "inputs", "is empty");
