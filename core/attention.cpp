@@ -1503,7 +1503,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     for (int block = 0; block < rowBlocks; ++block) {
       const BlockOutcome& outcome = blockOutcomes[static_cast<std::size_t>(h) * rowBlocks + block];
       if (outcome.overflow)
-        return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
+        return overflow("queries", "a score of head " + std::to_string(h) + " (q·k)");
       zeroQueries.insert(zeroQueries.end(), outcome.zeroQueries.begin(),
                          outcome.zeroQueries.end());
     }

@@ -423,6 +423,7 @@ TEST(Compute, OverflowErrorsNameTheScenarioField) {
   auto r = compute(s);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().field, "inputs");
+  EXPECT_EQ(r.error().problem, "a score of head 0 (q·k) overflows float32; scale the numbers down");
 }
 
 TEST(ScenarioErrors, AttendErrorsNameTheFieldTheUserWrote) {
