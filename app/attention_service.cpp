@@ -88,10 +88,10 @@ bool openAttentionFile(AppState& state, const std::string& path, double now,
   *panelFlag(state.view, "attention") = true;
   const io::AttentionShape& s = view.file->shape();
   std::string text = "opened " + fs::path(path).filename().string() + ": ";
-  text += std::to_string(s.layers);
-  text += " layers \xC3\x97 ";
-  text += std::to_string(s.heads);
-  text += " heads, ";
+  text += countOf(s.layers, "layer", "layers");
+  text += " \xC3\x97 ";
+  text += countOf(s.heads, "head", "heads");
+  text += ", ";
   text += std::to_string(s.queries);
   text += " \xC3\x97 ";
   text += std::to_string(s.keys);

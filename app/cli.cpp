@@ -154,7 +154,8 @@ attention files (a model's saved attention, see docs/import.md):
   --tokens FILE              token labels (.json list or .txt lines); default: the side file
                              FILE.tokens.json / FILE.tokens.txt, else the indices
   --grid                     the whole layer x head grid as one labelled PNG (thumbnails
-                             max-pooled to 64 x 64; --colormap, --vmin, --vmax apply)
+                             max-pooled to 64 x 64, at least 96 px each, a colour bar;
+                             --colormap, --vmin, --vmax, --scale apply)
 NaN or inf values in the exported matrix are reported on stderr as a warning.
 )";
 
@@ -192,6 +193,8 @@ When it is an attention file (.npy / .npz), these set up the Attention panel:
   --compare FILE|L,H  compare with head L,H of the same file, or with A's head of FILE
   --drop-special      drop the special tokens' keys and renormalise the rows
   --focus q:N|k:N     focus query row N or key column N (opens the Focus tab)
+  --array NAME  --batch B  --layout DIMS  --tokens FILE   open the file as `export` does
+An index out of the file's range (--select, --compare L,H, --focus) is an error.
 
 A GPT-2 model folder (SCENARIO may then be left out):
   --model DIR       load the folder and show the Model and Attention panels
@@ -687,7 +690,8 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--theme", true},
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
     {"--focus", true}, {"--model", true},       {"--text", true},    {"--pipeline", false},
-    {"--presentation", false}, {"--stage", true}};
+    {"--presentation", false}, {"--stage", true},
+    {"--array", true},  {"--batch", true},       {"--layout", true},  {"--tokens", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);

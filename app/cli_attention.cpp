@@ -9,9 +9,11 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "app/cli.h"
+#include "core/format.h"
 #include "io/attention_file.h"
 #include "io/attention_grid.h"
 #include "io/heatmap_render.h"
@@ -47,24 +49,31 @@ constexpr OptionSpec kInfoOptions[] = {{"--array", true},
                                        {"--tokens", true},
                                        {"--scan", false}};
 
-// --array, --batch, --layout, --tokens into open options.
-Expected<io::AttentionOpenOptions> parseOpenOptions(const ParsedArgs& parsed) {
+using OptionGetter = std::function<const std::string*(std::string_view)>;
+
+// --array, --batch, --layout, --tokens into open options; `get` returns an option's value
+// or null when it is absent.
+Expected<io::AttentionOpenOptions> parseOpenOptions(const OptionGetter& get) {
   io::AttentionOpenOptions options;
-  if (const std::string* v = parsed.get("--array")) {
+  if (const std::string* v = get("--array")) {
     if (v->empty()) return optionError("--array", "needs an array name");
     options.arrayName = *v;
   }
-  if (const std::string* v = parsed.get("--batch")) {
+  if (const std::string* v = get("--batch")) {
     auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max());
     if (!n) return optionError("--batch", inQuotes(*v) + " is not a batch index (0, 1, ...)");
     options.batch = *n;
   }
-  if (const std::string* v = parsed.get("--layout")) options.layout = *v;
-  if (const std::string* v = parsed.get("--tokens")) {
+  if (const std::string* v = get("--layout")) options.layout = *v;
+  if (const std::string* v = get("--tokens")) {
     if (v->empty()) return optionError("--tokens", "needs a file name");
     options.tokensPath = *v;
   }
   return options;
+}
+
+Expected<io::AttentionOpenOptions> parseOpenOptions(const ParsedArgs& parsed) {
+  return parseOpenOptions([&](std::string_view name) { return parsed.get(name); });
 }
 
 // An error from AttentionFile / selectAttention about an option becomes an option error.
@@ -174,6 +183,7 @@ int runGridExport(const ParsedArgs& parsed, std::ostream& err) {
   grid.colormap = heatmap.colormap;
   grid.vmin = heatmap.vmin;
   grid.vmax = heatmap.vmax;
+  grid.scale = heatmap.scale;
   Status written = io::exportAttentionGrid(*file, grid, *out);
   if (!written) return fail(err, written.error());
   return 0;
@@ -372,6 +382,41 @@ Status applyAttentionScreenshotOptions(
     start.focusColumn = key;
     start.focusIndex = *index;
     if (start.tab < 0) start.tab = 3;
+  }
+  Expected<io::AttentionOpenOptions> open = parseOpenOptions(get);
+  if (!open) return open.error();
+  start.open = std::move(open).value();
+
+  // Open the file as the window will, to check the indices against its shape.
+  Expected<io::AttentionFile> file = io::AttentionFile::open(path, start.open);
+  if (!file) {
+    // Several arrays and no --array: the window offers them (see openAttentionFile).
+    if (file.error().field == "array" && start.open.arrayName.empty()) return Ok{};
+    return asOptionError(file.error());
+  }
+  const io::AttentionShape& shape = file->shape();
+  // "layer 5 is out of range: the file has 2 layers (valid: 0..1)"
+  const auto outOfRange = [&](std::string_view option, std::string_view what, int index, int count,
+                              std::string_view plural) {
+    return cli::optionError(option, std::string(what) + " " + std::to_string(index) +
+                                        " is out of range: the file has " +
+                                        countOf(count, what, plural) + " (valid: 0.." +
+                                        std::to_string(count - 1) + ")");
+  };
+  for (const auto& [option, layer, head] :
+       {std::tuple{"--select", start.layer, start.head},
+        std::tuple{"--compare", start.compareLayer, start.compareHead}}) {
+    if (!start.compareFile.empty() && std::string_view(option) == "--compare") continue;
+    if (layer >= shape.layers) return outOfRange(option, "layer", layer, shape.layers, "layers");
+    if (head >= shape.heads) return outOfRange(option, "head", head, shape.heads, "heads");
+  }
+  if (start.focusIndex >= 0) {
+    const int count = start.focusColumn ? shape.keys : shape.queries;
+    if (start.focusIndex >= count) {
+      return start.focusColumn
+                 ? outOfRange("--focus", "key", start.focusIndex, count, "keys")
+                 : outOfRange("--focus", "query", start.focusIndex, count, "queries");
+    }
   }
   return Ok{};
 }

@@ -27,11 +27,15 @@ int runAttentionExport(const cli::ParsedArgs& parsed, std::ostream& out, std::os
 
 // `screenshot FILE.npy|FILE.npz` options that set up the Attention panel:
 //   --view heatmap|head|text|focus|compare   --select L,H   --compare FILE|L,H
-//   --drop-special   --focus q:N|k:N
+//   --drop-special   --focus q:N|k:N   --array NAME --batch B --layout DIMS --tokens FILE
+// The file is opened here with the open options (as `export` does), so that a bad file or
+// an out-of-range --select / --compare L,H / --focus fails with one line naming the valid
+// range (an .npz of several arrays with no --array is left to the window's chooser).
 // Errors (one line) for a malformed value, or when one is given for a non-attention file.
 // `get` returns an option's value ("" for a flag) or null when it is absent.
 inline constexpr std::string_view kAttentionScreenshotOptions[] = {
-    "--view", "--select", "--compare", "--drop-special", "--focus"};
+    "--view",  "--select", "--compare", "--drop-special", "--focus",
+    "--array", "--batch",  "--layout",  "--tokens"};
 Status applyAttentionScreenshotOptions(
     const std::string& path, const std::function<const std::string*(std::string_view)>& get,
     GuiLaunch& launch);

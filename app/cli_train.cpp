@@ -152,6 +152,12 @@ Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
         intOption("--held-out", 1000, 100000, c.heldOut)}) {
     if (!s) return s.error();
   }
+  // The encoder checks its heads when it is built; the other models are refused here too,
+  // so that a --heads that cannot split the width never runs silently.
+  if (get("--heads") && c.model.kind != train::ModelKind::Encoder) {
+    if (Status s = train::checkHeadsDivideWidth(c.model.heads, c.model.width); !s)
+      return optionError("--heads", s.error().problem);
+  }
   if (const std::string* v = get("--seed")) {
     auto seed = parseSeed(*v);
     if (!seed) return optionError("--seed", inQuotes(*v) + " is not an integer in 0..2^64-1");
@@ -257,7 +263,13 @@ int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream&
   run["score"] = std::string(toString(c.model.score));
   run["width"] = c.model.width;
   run["seed"] = c.seed;
-  run["learning_rate"] = c.learningRate;
+  {
+    // The float's shortest round-trip text read back as a double: 0.01, not 0.0099999997...
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text - 1, c.learningRate).ptr;
+    *end = '\0';
+    run["learning_rate"] = std::strtod(text, nullptr);
+  }
   run["batch"] = c.batch;
   run["threads"] = c.threads;
   run["parameters"] = (*trainer)->model().parameterCount();

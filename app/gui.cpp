@@ -1238,7 +1238,9 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   const std::string attentionPath = isAttentionPath(s.launch.scenarioPath) ? s.launch.scenarioPath : "";
   if (!attentionPath.empty()) s.launch.scenarioPath.clear();
   if (!attentionPath.empty() && s.screenshotMode()) {
-    if (Expected<io::AttentionFile> probe = io::AttentionFile::open(attentionPath); !probe) {
+    if (Expected<io::AttentionFile> probe =
+            io::AttentionFile::open(attentionPath, s.launch.attention.open);
+        !probe) {
       std::fprintf(stderr, "attnscope: %s\n", probe.error().message().c_str());
       return 2;
     }
@@ -1302,7 +1304,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     }
   }
   if (launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, launch.trainingSteps);
-  if (!attentionPath.empty() && openAttentionFile(s.state, attentionPath, s.now()))
+  if (!attentionPath.empty() && openAttentionFile(s.state, attentionPath, s.now(), s.launch.attention.open))
     applyAttentionStart(s.state, s.launch.attention, s.now());
   if (!s.launch.modelFolder.empty()) {
     s.state.model.text = s.launch.modelText;

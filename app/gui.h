@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "io/attention_file.h"
+
 namespace attn::app {
 
 struct GuiLaunch {
@@ -29,9 +31,10 @@ struct GuiLaunch {
     int layer = -1, head = -1;  // the shown head (A); -1 = the default (0, 0)
     std::string compareFile;    // B from another file ("" = the open file)
     int compareLayer = -1, compareHead = -1;  // B's head; -1 = A's
-    bool dropSpecial = false;                 // the special-token filter on
-    bool focusColumn = false;                 // focus a key column instead of a query row
-    int focusIndex = -1;                      // -1 = default (0)
+    bool dropSpecial = false;    // the special-token filter on
+    bool focusColumn = false;    // focus a key column instead of a query row
+    int focusIndex = -1;         // -1 = default (0)
+    io::AttentionOpenOptions open;  // --array / --batch / --layout / --tokens
   } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
   // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for

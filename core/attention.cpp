@@ -12,6 +12,7 @@
 //   derived stages on demand (scores and masked scores recomputed per head).
 #include "core/attention.h"
 
+#include "core/format.h"
 #include "core/isa.h"
 #include "core/parallel.h"
 
@@ -54,7 +55,7 @@ Error makeError(std::string field, std::string problem) {
 }
 
 // Shortest readable form of a number for messages ("0.5", "1e-30", "nan").
-std::string formatNumber(double x) {
+std::string messageNumber(double x) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.9g", x);
   return buffer;
@@ -993,8 +994,9 @@ Status validate(const Inputs& inputs, const Options& options) {
                                  std::to_string(Limits::kMaxWidth));
   }
   if (values.rows() != keys.rows())
-    return makeError("values", "has " + std::to_string(values.rows()) + " rows but there are " +
-                                   std::to_string(keys.rows()) + " keys (one value per key)");
+    return makeError("values", "has " + countOf(values.rows(), "row", "rows") + " but there " +
+                                   (keys.rows() == 1 ? "is " : "are ") +
+                                   countOf(keys.rows(), "key", "keys") + " (one value per key)");
   for (const auto& [m, name] : named)
     if (auto error = checkFinite(*m, name)) return *error;
 
@@ -1011,7 +1013,7 @@ Status validate(const Inputs& inputs, const Options& options) {
                                   std::to_string(Limits::kMaxHeads));
   if (!std::isfinite(options.temperature) || !(options.temperature > 0))
     return makeError("temperature", "must be a finite number above 0 (got " +
-                                        formatNumber(options.temperature) + ")");
+                                        messageNumber(options.temperature) + ")");
 
   // Projections: shapes chain X (n x d_in)·W (d_in x d_model) and concat·W_o.
   const Projections& p = options.projections;
@@ -1109,9 +1111,10 @@ Status validate(const Inputs& inputs, const Options& options) {
       break;
     case MaskKind::Padding:
       if (static_cast<int>(mask.keyValid.size()) != nK)
-        return makeError("mask.key_valid", "has " + std::to_string(mask.keyValid.size()) +
-                                               " entries but there are " + std::to_string(nK) +
-                                               " keys");
+        return makeError(
+            "mask.key_valid",
+            "has " + countOf(static_cast<long long>(mask.keyValid.size()), "entry", "entries") +
+                " but there " + (nK == 1 ? "is " : "are ") + countOf(nK, "key", "keys"));
       break;
     case MaskKind::Local:
     case MaskKind::LocalGaussian:
@@ -1125,10 +1128,11 @@ Status validate(const Inputs& inputs, const Options& options) {
       break;
     case MaskKind::Custom:
       if (mask.custom.rows() != nQ || mask.custom.cols() != nK)
-        return makeError("mask.custom", "is " + shapeOf(mask.custom.rows(), mask.custom.cols()) +
-                                            " but there are " + std::to_string(nQ) +
-                                            " queries and " + std::to_string(nK) +
-                                            " keys (expected " + shapeOf(nQ, nK) + ")");
+        return makeError("mask.matrix", "is " + shapeOf(mask.custom.rows(), mask.custom.cols()) +
+                                            " but there " + (nQ == 1 ? "is " : "are ") +
+                                            countOf(nQ, "query", "queries") + " and " +
+                                            countOf(nK, "key", "keys") + " (expected " +
+                                            shapeOf(nQ, nK) + ")");
       break;
   }
 
@@ -1143,9 +1147,11 @@ Status validate(const Inputs& inputs, const Options& options) {
                                          std::to_string(Limits::kMaxWidth) + " (got " +
                                          std::to_string(options.scoreHidden) + ")");
   if (static_cast<int>(options.scoreParams.size()) > heads)
-    return makeError("score_params", "has " + std::to_string(options.scoreParams.size()) +
-                                         " entries but there are only " + std::to_string(heads) +
-                                         " heads");
+    return makeError(
+        "score_params",
+        "has " + countOf(static_cast<long long>(options.scoreParams.size()), "entry", "entries") +
+            " but there " + (heads == 1 ? "is" : "are") + " only " +
+            countOf(heads, "head", "heads"));
   const int dH = dModel / heads;
   for (std::size_t h = 0; h < options.scoreParams.size(); ++h)
     if (auto e = validateScoreParams(options.score, options.scoreParams[h], dH, options.scoreHidden,
@@ -1213,7 +1219,7 @@ Status checkWork(const WorkShape& w) {
   const long long work = attentionWork(w);
   if (work > Limits::kMaxWork)
     return makeError("queries", "computing this needs about " +
-                                    formatNumber(static_cast<double>(work)) +
+                                    messageNumber(static_cast<double>(work)) +
                                     " multiply-adds, more than the limit of " +
                                     std::to_string(Limits::kMaxWork) +
                                     " (2^33); use fewer tokens, narrower inputs, a smaller "
@@ -1560,7 +1566,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
     for (int block = 0; block < rowBlocks; ++block) {
       const BlockOutcome& outcome = blockOutcomes[static_cast<std::size_t>(h) * rowBlocks + block];
       if (outcome.overflow)
-        return overflow("queries", "the scores of head " + std::to_string(h) + " (q·k)");
+        return overflow("queries", "a score of head " + std::to_string(h) + " (q·k)");
       zeroQueries.insert(zeroQueries.end(), outcome.zeroQueries.begin(),
                          outcome.zeroQueries.end());
     }

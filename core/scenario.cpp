@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "core/format.h"
+
 namespace attn {
 
 namespace {
@@ -161,9 +163,11 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       x = scenario.inputs;
       if (!scenario.inputLabels.empty() &&
           static_cast<Eigen::Index>(scenario.inputLabels.size()) != x.rows())
-        return makeError("labels", "has " + std::to_string(scenario.inputLabels.size()) +
-                                       " labels but there are " + std::to_string(x.rows()) +
-                                       " inputs");
+        return makeError("labels", "has " +
+                                       countOf(static_cast<long long>(scenario.inputLabels.size()),
+                                               "label", "labels") +
+                                       " but there " + (x.rows() == 1 ? "is " : "are ") +
+                                       countOf(x.rows(), "input", "inputs"));
       labels = scenario.inputLabels;
     }
     if (scenario.positionalEncoding && x.rows() <= Limits::kMaxTokens &&
@@ -183,18 +187,22 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     inputs.keys = scenario.keys;
     inputs.values = scenario.values.size() == 0 ? scenario.keys : scenario.values;
     if (inputs.values.rows() != inputs.keys.rows())
-      return makeError("values", "has " + std::to_string(inputs.values.rows()) +
-                                     " rows but there are " + std::to_string(inputs.keys.rows()) +
-                                     " keys (one value per key)");
+      return makeError("values", "has " + countOf(inputs.values.rows(), "row", "rows") +
+                                     " but there " + (inputs.keys.rows() == 1 ? "is " : "are ") +
+                                     countOf(inputs.keys.rows(), "key", "keys") +
+                                     " (one value per key)");
     const auto nQ = inputs.queries.rows(), nK = inputs.keys.rows();
     if (!scenario.queryLabels.empty() &&
         static_cast<Eigen::Index>(scenario.queryLabels.size()) != nQ)
-      return makeError("query_labels", "has " + std::to_string(scenario.queryLabels.size()) +
-                                           " labels but there are " + std::to_string(nQ) +
-                                           " queries");
+      return makeError(
+          "query_labels",
+          "has " + countOf(static_cast<long long>(scenario.queryLabels.size()), "label", "labels") +
+              " but there " + (nQ == 1 ? "is " : "are ") + countOf(nQ, "query", "queries"));
     if (!scenario.keyLabels.empty() && static_cast<Eigen::Index>(scenario.keyLabels.size()) != nK)
-      return makeError("key_labels", "has " + std::to_string(scenario.keyLabels.size()) +
-                                         " labels but there are " + std::to_string(nK) + " keys");
+      return makeError(
+          "key_labels",
+          "has " + countOf(static_cast<long long>(scenario.keyLabels.size()), "label", "labels") +
+              " but there " + (nK == 1 ? "is " : "are ") + countOf(nK, "key", "keys"));
     problem.queryLabels =
         scenario.queryLabels.empty() ? defaultLabels("q", nQ) : scenario.queryLabels;
     problem.keyLabels = scenario.keyLabels.empty() ? defaultLabels("k", nK) : scenario.keyLabels;

@@ -295,7 +295,9 @@ Expected<TokenLists> parseTokens(const std::string& path) {
   };
   if (json.is_object()) {
     if (!json.contains("queries") || !json.contains("keys") || json.size() != 2) {
-      return Error{path, "", "a tokens object has exactly 'queries' and 'keys'"};
+      return Error{path, "",
+                   "must be a JSON list of strings, or an object with exactly 'queries' and "
+                   "'keys' (two lists of strings)"};
     }
     Status q = readList(json["queries"], "queries", lists.queries);
     if (!q) return q.error();
@@ -399,7 +401,8 @@ Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& arra
     } else {
       return Error{array.file, "batch",
                    "batch " + std::to_string(options.batch) + " is out of range: the batch has " +
-                       std::to_string(dims->batch) + " item" + (dims->batch == 1 ? "" : "s")};
+                       countOf(dims->batch, "item", "items") + " (valid: 0.." +
+                       std::to_string(dims->batch - 1) + ")"};
     }
   }
   // Every layer of a stack must agree with the first.
@@ -408,7 +411,7 @@ Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& arra
        dims->keys != file.shape_.keys || dims->batch != file.batchSize_)) {
     return Error{array.file, "shape",
                  "shape " + shapeText(header.shape) + " does not match the layers before it (" +
-                     std::to_string(file.shape_.heads) + " heads, " +
+                     countOf(file.shape_.heads, "head", "heads") + ", " +
                      std::to_string(file.shape_.queries) + " x " +
                      std::to_string(file.shape_.keys) + ", batch " +
                      std::to_string(file.batchSize_) + ")"};
@@ -534,12 +537,14 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
       if (readable.size() != 1) {
         std::string list;
         for (const ArraySummary& a : file.arrays_) list += (list.empty() ? "" : ", ") + a.name;
-        return Error{
-            path, "array",
-            readable.empty()
-                ? "the archive holds no float array" +
-                      (list.empty() ? std::string() : " (arrays: " + list + ")")
-                : "the archive holds several arrays (" + list + "); pick one with --array NAME"};
+        // No array at all is the file's fault, not an option's (field "").
+        if (readable.empty()) {
+          return Error{path, "",
+                       list.empty() ? std::string("the archive has no arrays (no .npy entries)")
+                                    : "the archive holds no float array (arrays: " + list + ")"};
+        }
+        return Error{path, "array",
+                     "the archive holds several arrays (" + list + "); pick one with --array NAME"};
       }
       names = std::move(readable);
     }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "io/files.h"
+#include "io/heatmap_layout.h"
 
 namespace attn::io {
 
@@ -31,6 +32,7 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
   }
   if (style.cellPixels < 1 || style.cellPixels > 8)
     return Error{"", "cellPixels", "must be in 1..8"};
+  if (style.scale < 1 || style.scale > 8) return Error{"", "scale", "must be in 1..8"};
   const std::size_t count = static_cast<std::size_t>(overview.layers * overview.heads);
   if (count == 0 || overview.thumbnails.size() != count) {
     return Error{"", "grid", "no heads to draw"};
@@ -48,7 +50,13 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
   heatmap.axisLabels = false;
   heatmap.colorbar = false;
   heatmap.title = true;
-  heatmap.cellSize = style.cellPixels;
+  // Thumbnails at least kGridMinThumbnailPixels wide: larger cells for small matrices.
+  int cells = 1;
+  for (const Matrix& t : overview.thumbnails) {
+    cells = std::max({cells, static_cast<int>(t.rows()), static_cast<int>(t.cols())});
+  }
+  heatmap.cellSize = std::max(style.cellPixels, (kGridMinThumbnailPixels + cells - 1) / cells);
+  heatmap.scale = style.scale;
   heatmap.vmin = style.vmin.value_or(0.0f);
   heatmap.vmax =
       style.vmax.value_or(std::isfinite(hi) && hi > *heatmap.vmin ? hi : *heatmap.vmin + 1);
@@ -70,9 +78,30 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
       tiles.push_back(std::move(tile).value());
     }
   }
-  // 3 tile them: rows are layers, columns are heads
-  const long long width = static_cast<long long>(overview.heads) * (tileW + kGap) + kGap;
-  const long long height = static_cast<long long>(overview.layers) * (tileH + kGap) + kGap;
+  // 3 the colour bar: the heatmap raster's own, cut from a one-column heatmap as tall as
+  // the grid (its cells are left out; the bar starts at layout.cbX)
+  const int gap = kGap * style.scale;
+  const long long gridHeight = static_cast<long long>(overview.layers) * (tileH + gap) + gap;
+  HeatmapStyle barStyle = heatmap;
+  barStyle.title = false;
+  barStyle.colorbar = true;
+  const int barRows = static_cast<int>(
+      std::clamp<long long>((gridHeight / style.scale - 2 * kGap + 39) / 40, 1, 2048));
+  barStyle.cellSize = std::max<int>(1, static_cast<int>((gridHeight / style.scale - 2 * kGap) /
+                                                        barRows));
+  MatrixView barView;
+  barView.values = Matrix::Zero(barRows, 1);
+  Expected<const detail::Font*> font = detail::loadFont(detail::fontPathOf(barStyle));
+  if (!font) return font.error();
+  const detail::Layout barLayout = detail::computeLayout(barView, barStyle, *font);
+  Expected<Image> bar = renderHeatmap(barView, barStyle);
+  if (!bar) return bar.error();
+  const int barX0 = std::max(0, barLayout.cbX - 2 * barLayout.frame);
+  const int barW = bar->width - barX0;
+
+  // 4 tile them: rows are layers, columns are heads; the colour bar on the right
+  const long long width = static_cast<long long>(overview.heads) * (tileW + gap) + gap + barW;
+  const long long height = std::max<long long>(gridHeight, bar->height);
   if (width * height > 100'000'000) {
     return Error{"", "grid",
                  "the grid would be " + std::to_string(width) + " x " + std::to_string(height) +
@@ -85,13 +114,18 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const Image& tile = tiles[i];
     const int x0 =
-        kGap + static_cast<int>(i % static_cast<std::size_t>(overview.heads)) * (tileW + kGap);
+        gap + static_cast<int>(i % static_cast<std::size_t>(overview.heads)) * (tileW + gap);
     const int y0 =
-        kGap + static_cast<int>(i / static_cast<std::size_t>(overview.heads)) * (tileH + kGap);
+        gap + static_cast<int>(i / static_cast<std::size_t>(overview.heads)) * (tileH + gap);
     for (int y = 0; y < tile.height; ++y) {
       std::copy_n(tile.rgb.data() + static_cast<std::size_t>(y) * tile.width * 3, tile.width * 3,
                   grid.rgb.data() + (static_cast<std::size_t>(y0 + y) * grid.width + x0) * 3);
     }
+  }
+  const int barLeft = grid.width - barW;
+  for (int y = 0; y < bar->height; ++y) {
+    std::copy_n(bar->rgb.data() + (static_cast<std::size_t>(y) * bar->width + barX0) * 3, barW * 3,
+                grid.rgb.data() + (static_cast<std::size_t>(y) * grid.width + barLeft) * 3);
   }
   return grid;
 }

@@ -12,15 +12,20 @@
 
 namespace attn::io {
 
+inline constexpr int kGridMinThumbnailPixels = 96;  // at scale 1
+
 struct GridStyle {
   int thumbnailSize = 64;  // cells per side at most (1..128)
-  int cellPixels = 2;      // pixels per thumbnail cell (1..8)
+  int cellPixels = 2;      // pixels per thumbnail cell at least (1..8); raised so that a
+                           // thumbnail is at least kGridMinThumbnailPixels wide
+  int scale = 1;           // 1..8, multiplies every size (export --scale)
   ColormapKind colormap = ColormapKind::Viridis;
   std::optional<float> vmin, vmax;  // default: 0 .. the largest finite value of all heads
 };
 
-// overview: from overviewHeads(file, {thumbnailSize}). Errors: a style out of range, a grid
-// above 100 megapixels, the font.
+// overview: from overviewHeads(file, {thumbnailSize}). The grid has a colour bar on its
+// right (the heatmap raster's, round ticks from io::colorbarTicks). Errors: a style out of
+// range, a grid above 100 megapixels, the font.
 Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyle& style);
 
 // Computes the overview and writes the grid to `path` (.png only).

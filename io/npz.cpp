@@ -128,12 +128,26 @@ Expected<NpzArchive> NpzArchive::openMemory(std::span<const std::byte> bytes,
 
 namespace {
 
+// The bytes one entry has produced so far against the uncompressed size its zip header
+// declares (`declared` is UINT64_MAX when libzip does not know it).
+struct EntryCount {
+  std::uint64_t produced = 0;
+  std::uint64_t declared = UINT64_MAX;
+};
+
+Error sizeMismatch(const std::string& where, const EntryCount& count, const char* produced) {
+  return Error{where, "",
+               "its data does not match the size its header declares (" +
+                   std::to_string(count.declared) + " bytes declared, " + produced +
+                   std::to_string(count.produced) + " inflated)"};
+}
+
 // Reads up to `want` bytes of an open entry into `out`, counting them in `inflated` against
-// `limit` as they come. Returns the bytes read (less than `want` only at the end of the
-// entry), or an error.
+// `limit` and in `count` against the entry's declared size as they come. Returns the bytes
+// read (less than `want` only at the end of the entry), or an error.
 Expected<std::uint64_t> readCounted(zip_file_t* entry, std::byte* out, std::uint64_t want,
                                     std::uint64_t& inflated, std::uint64_t limit,
-                                    const std::string& where) {
+                                    EntryCount& count, const std::string& where) {
   std::uint64_t got = 0;
   while (got < want) {
     const std::uint64_t ask = std::min<std::uint64_t>(kChunk, want - got);
@@ -144,6 +158,8 @@ Expected<std::uint64_t> readCounted(zip_file_t* entry, std::byte* out, std::uint
     if (n == 0) break;
     got += static_cast<std::uint64_t>(n);
     inflated += static_cast<std::uint64_t>(n);
+    count.produced += static_cast<std::uint64_t>(n);
+    if (count.produced > count.declared) return sizeMismatch(where, count, "at least ");
     if (inflated > limit) {
       return Error{where, "",
                    "stopped after inflating " + std::to_string(inflated) +
@@ -197,9 +213,11 @@ Expected<NpzArchive> NpzArchive::finishOpen(NpzArchive archive) {
     // The header: 10 or 12 fixed bytes, then up to kNpyMaxHeaderBytes of dict.
     EntryFile entry{zip_fopen_index(za, i, 0)};
     if (!entry.file) return Error{where, "", std::string("cannot open: ") + zip_strerror(za)};
+    EntryCount count;
+    if (st.valid & ZIP_STAT_SIZE) count.declared = st.size;
     std::vector<std::byte> head(12);
     Expected<std::uint64_t> got = readCounted(entry.file, head.data(), 12, archive.inflated_,
-                                              archive.limits_.maxUncompressedBytes, where);
+                                              archive.limits_.maxUncompressedBytes, count, where);
     if (!got) return got.error();
     head.resize(*got);
     if (head.size() >= 10) {
@@ -217,7 +235,7 @@ Expected<NpzArchive> NpzArchive::finishOpen(NpzArchive archive) {
         if (total > before) {
           head.resize(total);
           got = readCounted(entry.file, head.data() + before, total - before, archive.inflated_,
-                            archive.limits_.maxUncompressedBytes, where);
+                            archive.limits_.maxUncompressedBytes, count, where);
           if (!got) return got.error();
           head.resize(before + *got);
         }
@@ -262,13 +280,20 @@ Expected<NpyArray> NpzArchive::read(std::string_view name) {
                      " bytes (" + std::to_string(inflated_) + " already inflated)"};
   }
   const zip_uint64_t index = handle_->entryIndex[static_cast<std::size_t>(info - arrays_.data())];
+  EntryCount count;
+  zip_stat_t st;
+  zip_stat_init(&st);
+  if (zip_stat_index(handle_->archive, index, 0, &st) == 0 && (st.valid & ZIP_STAT_SIZE)) {
+    count.declared = st.size;
+  }
   EntryFile entry{zip_fopen_index(handle_->archive, index, 0)};
   if (!entry.file) {
     return Error{where, "", std::string("cannot open: ") + zip_strerror(handle_->archive)};
   }
   auto buffer = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::uint64_t>(expected, 1)]);
+  // Inflation stops as soon as the entry produces more than its zip header declares.
   Expected<std::uint64_t> got =
-      readCounted(entry.file, buffer.get(), expected, inflated_, limit, where);
+      readCounted(entry.file, buffer.get(), expected, inflated_, limit, count, where);
   if (!got) return got.error();
   if (*got < expected) {
     return Error{where, "",
@@ -277,12 +302,16 @@ Expected<NpyArray> NpzArchive::read(std::string_view name) {
   }
   // One more byte: there must be none, and reading to the end makes libzip check the CRC.
   std::byte extra[1];
-  got = readCounted(entry.file, extra, 1, inflated_, limit, where);
+  got = readCounted(entry.file, extra, 1, inflated_, limit, count, where);
   if (!got) return got.error();
   if (*got != 0) {
     return Error{
         where, "",
         "the entry holds more than the " + std::to_string(expected) + " bytes its header says"};
+  }
+  // Fewer bytes than the zip header declares (the npy header and the zip header disagree).
+  if (count.declared != UINT64_MAX && count.produced != count.declared) {
+    return sizeMismatch(where, count, "");
   }
   std::span<const std::byte> bytes(buffer.get(), expected);
   return npyFromBuffer(bytes, std::shared_ptr<const void>(buffer, buffer.get()), where);

@@ -706,7 +706,9 @@ long long readInteger(const Json& value, const std::string& field, long long low
   }
   if (!whole) fail(field, "expected a whole number, got " + describe(value));
   if (result < lowest || result > highest) {
-    fail(field, "must be between " + std::to_string(lowest) + " and " + std::to_string(highest) +
+    fail(field, (lowest == highest ? "must be " + std::to_string(lowest)
+                                   : "must be between " + std::to_string(lowest) + " and " +
+                                         std::to_string(highest)) +
                     ", got " + describe(value));
   }
   return result;

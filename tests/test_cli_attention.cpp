@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <stb/stb_image.h>
+
 #include "tests/attention_test_files.h"
 #include "tests/cli_run.h"
 
@@ -166,6 +168,20 @@ TEST(CliAttention, PerLayerDeflatedNpzWithBatchAndTokens) {
       attnscope({"export", path.string(), "--grid", "--out", (dir / "grid.png").string()}, dir);
   ASSERT_EQ(grid.exitCode, 0) << grid.err;
   EXPECT_EQ(readText(dir / "grid.png").substr(0, 4), "\x89PNG");
+  // 3 layers x 4 heads of 5 x 5: thumbnails of at least 96 px, a colour bar beside them.
+  int w = 0, h = 0, n = 0;
+  ASSERT_TRUE(stbi_info((dir / "grid.png").string().c_str(), &w, &h, &n));
+  EXPECT_GE(w, 4 * 96 + 40);  // the colour bar and its tick labels
+  EXPECT_GE(h, 3 * 96);
+  EXPECT_LE(w, 4 * 200);
+  RunResult scaled = attnscope(
+      {"export", path.string(), "--grid", "--scale", "2", "--out", (dir / "grid2.png").string()},
+      dir);
+  ASSERT_EQ(scaled.exitCode, 0) << scaled.err;
+  int w2 = 0, h2 = 0;
+  ASSERT_TRUE(stbi_info((dir / "grid2.png").string().c_str(), &w2, &h2, &n));
+  EXPECT_NEAR(w2, 2 * w, 4);
+  EXPECT_NEAR(h2, 2 * h, 4);
   expectOneLineError(attnscope({"export", path.string(), "--grid", "--head", "1", "--out",
                                 (dir / "grid.png").string()},
                                dir),
@@ -303,6 +319,42 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
                                dir),
                      "--layer", "is for .npy/.npz attention files");
   expectOneLineError(attnscope({"info"}, dir), "info", "needs an .npy or .npz FILE");
+}
+
+TEST(CliAttention, ScreenshotTakesTheOpenOptionsAndChecksRanges) {
+  // No window opens: every case fails while the options are checked.
+  const fs::path dir = freshDir("cli_attn_screenshot");
+  const std::string out = (dir / "x.png").string();
+  writeBytes(dir / "multi.npz",
+             makeZip({{"a.npy", npyBytes({"<f4", false, {2, 4, 16, 16}, 1}, attentionPattern())},
+                      {"b.npy", npyBytes({"<f4", false, {3, 3}, 1}, attentionPattern())}}));
+  const std::string multi = (dir / "multi.npz").string();
+  auto shot = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"screenshot", multi, "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return attnscope(args, dir);
+  };
+  // --array is accepted and used: the ranges are those of array a (2 layers x 4 heads, 16).
+  expectOneLineError(shot({"--array", "a", "--select", "5,9"}), "--select",
+                     "layer 5 is out of range: the file has 2 layers (valid: 0..1)");
+  expectOneLineError(shot({"--array", "a", "--select", "1,9"}), "--select",
+                     "head 9 is out of range: the file has 4 heads (valid: 0..3)");
+  expectOneLineError(shot({"--array", "a", "--compare", "0,4"}), "--compare",
+                     "head 4 is out of range");
+  expectOneLineError(shot({"--array", "a", "--focus", "q:99"}), "--focus",
+                     "query 99 is out of range: the file has 16 queries (valid: 0..15)");
+  expectOneLineError(shot({"--array", "b", "--focus", "k:3"}), "--focus",
+                     "key 3 is out of range: the file has 3 keys (valid: 0..2)");
+  expectOneLineError(shot({"--array", "c"}), "multi.npz", "no array 'c'");
+  expectOneLineError(shot({"--array", "a", "--batch", "1"}), "--batch", "no batch dimension");
+  writeBytes(dir / "three.txt", "x\ny\nz\n");
+  expectOneLineError(shot({"--array", "a", "--tokens", (dir / "three.txt").string()}),
+                     "three.txt", "3 tokens");
+  // Attention options on a scenario are refused.
+  expectOneLineError(attnscope({"screenshot", ATTNSCOPE_ASSET_DIR "/scenarios/decoder_state.json",
+                                "--array", "a", "--out", out},
+                               dir),
+                     "--array", "only applies to a .npy or .npz file");
 }
 
 // =======================================================================================

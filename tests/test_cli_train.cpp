@@ -111,6 +111,9 @@ TEST_F(TrainCli, WritesRunJsonWithEveryFieldAndALengthByLengthCsv) {
   EXPECT_GT(accuracy, 1.0 / 7 + 0.3);  // 150 steps already beat chance by far
   EXPECT_EQ(doc["held_out"].get<int>(), 1000);
   EXPECT_EQ(doc["task"], "reverse");
+  // The default --lr 0.01 is written as the user reads it, not as the float's binary value.
+  EXPECT_EQ(doc["learning_rate"].get<double>(), 0.01);
+  EXPECT_NE(readFile(path("run.json")).find("\"learning_rate\": 0.01,"), std::string::npos);
 
   bool allNumeric = false;
   const auto rows = parseCsv(readFile(path("val.csv")), allNumeric);
@@ -178,6 +181,22 @@ TEST_F(TrainCli, BadOptionsGiveOneLineAndExitCode2) {
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
     EXPECT_EQ(run.err.rfind("attnscope: ", 0), 0u) << run.err;
   }
+  EXPECT_FALSE(fs::exists(path("r.json")));
+  // --heads must divide the width whatever the model (the default is encdec), and the error
+  // lists the divisors.
+  for (const std::string model : {"encdec", "encoder"}) {
+    const RunResult run =
+        runAttnscope({"train", "--out", path("r.json"), "--model", model, "--heads", "3"}, dir_);
+    EXPECT_EQ(run.exitCode, 2) << model;
+    EXPECT_EQ(run.err,
+              "attnscope: option '--heads': 3 heads do not divide the width 32 "
+              "(use 1, 2, 4, 8, 16 or 32)\n")
+        << model;
+  }
+  const RunResult defaultModel =
+      runAttnscope({"train", "--out", path("r.json"), "--width", "6", "--heads", "4"}, dir_);
+  EXPECT_EQ(defaultModel.exitCode, 2);
+  EXPECT_NE(defaultModel.err.find("(use 1, 2, 3 or 6)"), std::string::npos) << defaultModel.err;
   EXPECT_FALSE(fs::exists(path("r.json")));
   const RunResult help = runAttnscope({"train", "--help"}, dir_);
   EXPECT_EQ(help.exitCode, 0);

@@ -137,10 +137,15 @@ TEST(BuildProblem, CrossModeErrors) {
   EXPECT_EQ(rejected(s, "values"), "has 2 rows but there are 3 keys (one value per key)");
   s = crossScenario();
   s.queryLabels = {"a"};
-  EXPECT_EQ(rejected(s, "query_labels"), "has 1 labels but there are 2 queries");
+  EXPECT_EQ(rejected(s, "query_labels"), "has 1 label but there are 2 queries");
   s = crossScenario();
   s.keyLabels = {"a", "b", "c", "d"};
   EXPECT_EQ(rejected(s, "key_labels"), "has 4 labels but there are 3 keys");
+  // One of each: singular nouns and "is".
+  s = crossScenario();
+  s.queries = randomMatrix(1, 4, 3);
+  s.queryLabels = {"a", "b"};
+  EXPECT_EQ(rejected(s, "query_labels"), "has 2 labels but there is 1 query");
   s = crossScenario();
   s.queries.resize(0, 0);
   rejected(s, "queries");
@@ -418,6 +423,7 @@ TEST(Compute, OverflowErrorsNameTheScenarioField) {
   auto r = compute(s);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().field, "inputs");
+  EXPECT_EQ(r.error().problem, "a score of head 0 (q·k) overflows float32; scale the numbers down");
 }
 
 TEST(ScenarioErrors, AttendErrorsNameTheFieldTheUserWrote) {

@@ -275,10 +275,10 @@ TEST_F(Validate, MaskOptions) {
   options.mask = {};
   options.mask.kind = MaskKind::Custom;
   options.mask.custom = B({{1, 1, 1}, {1, 1, 1}, {1, 1, 1}});
-  EXPECT_EQ(rejected("mask.custom"),
+  EXPECT_EQ(rejected("mask.matrix"),
             "is 3 x 3 but there are 3 queries and 4 keys (expected 3 x 4)");
   options.mask.custom.resize(0, 0);
-  rejected("mask.custom");
+  rejected("mask.matrix");
 }
 
 TEST_F(Validate, TopK) {

@@ -130,7 +130,8 @@ TEST(AttentionFile, BatchDimensionAndLayouts) {
   }
   io::AttentionOpenOptions outOfRange;
   outOfRange.batch = 3;
-  EXPECT_NE(errorOf(path, outOfRange).find("batch 3 is out of range: the batch has 3 items"),
+  EXPECT_NE(errorOf(path, outOfRange)
+                .find("batch 3 is out of range: the batch has 3 items (valid: 0..2)"),
             std::string::npos);
 
   // torch.stack(hf.attentions) is [layers, batch, heads, n_q, n_k]: --layout lbhqk.
@@ -283,6 +284,13 @@ TEST(AttentionFile, AttentionsPrefixGapsAndChoices) {
   writeBytes(dir / "none.npz",
              makeZip({{"ids.npy", npyBytes({"<i8", false, {3}, 1}, attentionPattern()), true}}));
   EXPECT_NE(errorOf(dir / "none.npz").find("no float array"), std::string::npos);
+  // An archive with no arrays at all: the file's fault, not --array's.
+  writeBytes(dir / "nothing.npz", makeZip({{"readme.txt", "hello", false}}));
+  auto nothing = io::AttentionFile::open((dir / "nothing.npz").string());
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_EQ(nothing.error().field, "");
+  EXPECT_EQ(nothing.error().message(),
+            (dir / "nothing.npz").string() + ": the archive has no arrays (no .npy entries)");
 
   writeBytes(dir / "evil.npz", makeZip({{"../layer_0.npy", arr(0), false}}));
   EXPECT_NE(errorOf(dir / "evil.npz").find("refusing entry '../layer_0.npy'"), std::string::npos);
@@ -327,6 +335,12 @@ TEST(AttentionFile, TokenLabelsFromSideFilesOrOption) {
                 .message()
                 .find("token 1 is not a string"),
             std::string::npos);
+  writeBytes(dir / "object.json", R"({"not": "a list"})");
+  options.tokensPath = (dir / "object.json").string();
+  EXPECT_EQ(io::AttentionFile::open((dir / "run.npy").string(), options).error().message(),
+            (dir / "object.json").string() +
+                ": must be a JSON list of strings, or an object with exactly 'queries' and "
+                "'keys' (two lists of strings)");
   writeBytes(dir / "broken.json", R"(["a", )");
   options.tokensPath = (dir / "broken.json").string();
   EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options)
@@ -525,7 +539,9 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   // The tile layout, from renderHeatmap with the same settings as the grid uses.
   io::HeatmapStyle tileStyle;
   tileStyle.cellLabels = tileStyle.axisLabels = tileStyle.colorbar = false;
-  tileStyle.cellSize = style.cellPixels;
+  // 14 cells: raised from cellPixels to 7 px so that a thumbnail is at least 96 px.
+  tileStyle.cellSize = (io::kGridMinThumbnailPixels + 13) / 14;
+  ASSERT_EQ(tileStyle.cellSize, 7);
   tileStyle.vmin = 0.0f;
   tileStyle.vmax = 6.0f / 8;  // the largest value of all heads
   io::MatrixView first;
@@ -533,8 +549,13 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   first.title = "L0 H0";
   auto tile = io::renderHeatmap(first, tileStyle);
   ASSERT_TRUE(tile.ok());
-  EXPECT_EQ(grid->width, 3 * (tile->width + 6) + 6);
-  EXPECT_EQ(grid->height, 2 * (tile->height + 6) + 6);
+  // The tiles, then the colour bar with its tick labels on the right.
+  EXPECT_GE(tile->width, io::kGridMinThumbnailPixels);
+  EXPECT_GT(grid->width, 3 * (tile->width + 6) + 6 + 30);
+  EXPECT_LT(grid->width, 3 * (tile->width + 6) + 6 + 120);
+  // The bar's outer tick labels may reach a little below the tiles.
+  EXPECT_GE(grid->height, 2 * (tile->height + 6) + 6);
+  EXPECT_LE(grid->height, 2 * (tile->height + 6) + 6 + 30);
   const io::PixelRect cell = io::cellRect(first, tileStyle, 7, 7);
   for (int l = 0; l < 2; ++l) {
     for (int h = 0; h < 3; ++h) {

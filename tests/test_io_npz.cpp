@@ -199,6 +199,63 @@ TEST(NpzHostile, ZipBombWithALyingHeaderStopsWhileInflating) {
   EXPECT_LT(archive->bytesInflated(), 4096u);
 }
 
+// Overwrites a 4-byte little-endian field of the (single) entry in both its local header
+// (at `localOffset`) and its central-directory record (at `centralOffset`), so that the
+// two headers still agree with each other.
+std::string patchBothHeaders(std::string zip, std::size_t localOffset, std::size_t centralOffset,
+                             std::uint32_t value) {
+  const std::size_t central = zip.rfind(std::string("PK\x01\x02", 4));
+  EXPECT_NE(central, std::string::npos);
+  for (std::size_t at : {localOffset, central + centralOffset}) {
+    for (int i = 0; i < 4; ++i) zip[at + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  }
+  return zip;
+}
+
+TEST(NpzHostile, ZipHeaderLyingAboutTheUncompressedSize) {
+  // The npy header honestly says 16 Mi floats (64 MiB); the zip headers claim 1000 bytes.
+  const std::string big = npyBytes({"<f4", false, {16 * 1024 * 1024}, 1},
+                                   [](const std::vector<std::int64_t>&) { return 0.0; });
+  const std::string lying = patchBothHeaders(makeZip({{"bomb.npy", big, true}}), 22, 24, 1000);
+  auto archive = openBytes(lying);
+  ASSERT_TRUE(archive.ok()) << archive.error().message();
+  auto bomb = archive->read("bomb");
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_EQ(bomb.error().message().rfind("t.npz:bomb.npy: ", 0), 0u) << bomb.error().message();
+  EXPECT_NE(bomb.error().message().find("its data does not match the size its header declares"),
+            std::string::npos)
+      << bomb.error().message();
+  // Inflation stopped within one chunk of the declared size, not after 64 MiB.
+  EXPECT_LE(archive->bytesInflated(), (1u << 20) + 1000u);
+
+  // A small array whose zip headers claim more bytes than the entry produces.
+  const std::string part = small({4, 4});
+  const auto claimed = static_cast<std::uint32_t>(part.size() + 100);
+  auto longer = openBytes(patchBothHeaders(makeZip({{"a.npy", part, true}}), 22, 24, claimed));
+  ASSERT_TRUE(longer.ok()) << longer.error().message();
+  auto a = longer->read("a");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message().find("its data does not match the size its header declares (" +
+                                     std::to_string(claimed) + " bytes declared, " +
+                                     std::to_string(part.size()) + " inflated)"),
+            std::string::npos)
+      << a.error().message();
+}
+
+TEST(NpzHostile, WrongCrcIsAnError) {
+  const std::string part = small({8, 8});
+  for (bool deflate : {false, true}) {
+    const std::string zip =
+        patchBothHeaders(makeZip({{"a.npy", part, deflate}}), 14, 16, 0x12345678u);
+    auto archive = openBytes(zip);
+    ASSERT_TRUE(archive.ok()) << archive.error().message();
+    auto a = archive->read("a");
+    ASSERT_FALSE(a.ok()) << deflate;
+    EXPECT_EQ(a.error().message().rfind("t.npz:a.npy: ", 0), 0u) << a.error().message();
+    EXPECT_NE(a.error().message().find("CRC"), std::string::npos) << a.error().message();
+  }
+}
+
 TEST(NpzHostile, TheLimitCountsEveryInflatedByte) {
   // Three arrays of 400 KiB each under a 1 MiB limit: the third one does not fit.
   const std::string part = npyBytes({"<f4", false, {100 * 1024}, 1}, attentionPattern());

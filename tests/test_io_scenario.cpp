@@ -635,7 +635,7 @@ TEST(BadInput, RangesAndVersion) {
               "must be between 1 and");
   expectError(R"({"inputs": [[1]], "embedding_dim": 5000})", "embedding_dim",
               "must be between 1 and 4096");
-  expectError(R"({"inputs": [[1]], "version": 2})", "version", "must be between 1 and 1");
+  expectError(R"({"inputs": [[1]], "version": 2})", "version", "must be 1, got the number 2");
   // Seeds written as 1e6 by other tools are whole numbers.
   const auto seeded = parse(R"({"inputs": [[1]], "seed": 1e15})");
   ASSERT_TRUE(seeded.ok()) << seeded.error().message();
@@ -861,9 +861,13 @@ TEST(BadInput, ProblemsTheCoreFindsNameTheField) {
   expectError(R"({"inputs": [[1, 2, 3, 4]], "heads": 3})", "heads", "");
   // labels must match rows
   expectError(R"({"queries": [[1], [2]], "keys": [[1]], "query_labels": ["a"]})", "query_labels",
-              "has 1 labels but there are 2 queries");
+              "has 1 label but there are 2 queries");
   // keys and values must pair up
-  expectError(R"({"queries": [[1]], "keys": [[1], [2]], "values": [[1]]})", "values", "rows");
+  expectError(R"({"queries": [[1]], "keys": [[1], [2]], "values": [[1]]})", "values",
+              "has 1 row but there are 2 keys");
+  // A custom mask of the wrong shape names the JSON field (mask.matrix), in the singular.
+  expectError(R"({"inputs": [[1]], "mask": {"kind": "custom", "matrix": [[1, 0]]}})", "mask.matrix",
+              "is 1 x 2 but there is 1 query and 1 key (expected 1 x 1)");
   // cross attention needs keys; self attention needs inputs
   expectError(R"({"queries": [[1]]})", "keys", "is empty");
   expectError(R"({"score": "dot"})", "inputs", "is empty");

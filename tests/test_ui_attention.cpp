@@ -120,6 +120,17 @@ TEST(AttentionOpen, OpensBesideTheScenarioAndErrorsKeepWhatWasOpen) {
   EXPECT_EQ(state.notices.back().text.find('\n'), std::string::npos);
   EXPECT_EQ(state.attention.file, kept);
   EXPECT_EQ(state.attention.generation, generation);
+
+  // The log line counts in the singular for one layer and one head.
+  const fs::path single = dir / "single.npy";
+  tf::NpySpec one;
+  one.shape = {3, 3};
+  tf::writeBytes(single, tf::npyBytes(one, [](const std::vector<std::int64_t>&) { return 0.5; }));
+  ASSERT_TRUE(openAttentionFile(state, single.string(), 3.0));
+  EXPECT_NE(
+      state.notices.back().text.find("single.npy: 1 layer \xC3\x97 1 head, 3 \xC3\x97 3 tokens"),
+      std::string::npos)
+      << state.notices.back().text;
 }
 
 TEST(AttentionOpen, SeveralArraysAreOfferedThenOpenedByName) {

@@ -24,6 +24,19 @@ std::optional<ModelKind> parseModelKind(std::string_view name) {
   return std::nullopt;
 }
 
+Status checkHeadsDivideWidth(int heads, int width) {
+  if (heads >= 1 && heads <= width && width % heads == 0) return Ok{};
+  std::string divisors;
+  for (int d = 1; d <= width; ++d) {
+    if (width % d != 0) continue;
+    if (!divisors.empty()) divisors += d == width ? " or " : ", ";
+    divisors += std::to_string(d);
+  }
+  return Error{"", "heads",
+               std::to_string(heads) + (heads == 1 ? " head does" : " heads do") +
+                   " not divide the width " + std::to_string(width) + " (use " + divisors + ")"};
+}
+
 Status validateModel(const ModelConfig& model, const TaskConfig& task) {
   if (Status ok = validateTask(task); !ok) return ok;
   if (model.width < 2 || model.width > 256) {
@@ -45,11 +58,7 @@ Status validateModel(const ModelConfig& model, const TaskConfig& task) {
       if (model.layers < 1 || model.layers > 2) {
         return Error{"", "layers", "must be 1 or 2, got " + std::to_string(model.layers)};
       }
-      if (model.heads < 1 || model.heads > model.width || model.width % model.heads != 0) {
-        return Error{"", "heads",
-                     std::to_string(model.heads) + " heads do not divide the width " +
-                         std::to_string(model.width)};
-      }
+      if (Status heads = checkHeadsDivideWidth(model.heads, model.width); !heads) return heads;
       break;
     case ModelKind::Pool:
       if (task.kind != TaskKind::Markers) {

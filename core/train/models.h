@@ -48,6 +48,10 @@ struct ModelConfig {
 // Field names in the error: "model", "score", "width", "heads", "layers", "hidden".
 Status validateModel(const ModelConfig& model, const TaskConfig& task);
 
+// `heads` must divide `width` (both >= 1): else an error (field "heads") listing the
+// divisors of the width ("3 heads do not divide the width 32 (use 1, 2, 4, 8, 16 or 32)").
+Status checkHeadsDivideWidth(int heads, int width);
+
 // One attention map of one example, in float for display.
 struct AttentionMap {
   std::string name;  // "cross-attention", "layer 1 head 2", "attention pooling"
