@@ -387,6 +387,8 @@ Status applyAttentionScreenshotOptions(
   if (!open) return open.error();
   start.open = std::move(open).value();
 
+  // A model's run is checked by the window once it has run (its shape is not known yet).
+  if (!isAttentionFilePath(path)) return Ok{};
   // Open the file as the window will, to check the indices against its shape.
   Expected<io::AttentionFile> file = io::AttentionFile::open(path, start.open);
   if (!file) {
