@@ -30,8 +30,8 @@ Times the full multi-head self-attention forward pass on seeded random inputs an
 one JSON object. X is N x D (entries in [-1, 1)); Q, K and V are projected D -> D by seeded
 Xavier matrices, split into H heads, scored by scaled dot product, normalised by softmax,
 every head's N x N weights kept; then context, concat and the output projection W_o. Each
-repetition computes into the same result, as the window does on every edit; one untimed
-run comes first.
+repetition computes into the same result, as the window does on every edit; untimed runs
+come first for half a second (OpenBLAS's threads spin for a while after it loads).
 
 options:
   --n N          tokens, 1..4096                                 (default: 512)
@@ -226,11 +226,21 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
   RunOptions run;
   run.threads = a.threads;
 
-  // One untimed run (allocates the result), then `repeat` timed ones into the same result.
+  // Untimed runs first (the first allocates the result) for at least kWarmup, then `repeat`
+  // timed ones into the same result. The warm-up outlasts OpenBLAS's start: its worker
+  // threads, started when the library loads, busy-wait for a while before they sleep, and
+  // a run timed before then measures our threads fighting a spinning one for the cores
+  // (n = 512, 2 threads, measured: the first 9 repetitions 13-18 ms, then 7.6-8.3 ms).
+  // PyTorch's import alone lasts longer than that.
+  constexpr auto kWarmup = std::chrono::milliseconds(500);
   AttentionResult result;
-  if (Status status = attend(inputs, options, result, run); !status) {
-    err << "attnscope: " << status.error().message() << '\n';
-    return 2;
+  const auto warmupStart = std::chrono::steady_clock::now();
+  for (int w = 0; w < 1000; ++w) {
+    if (Status status = attend(inputs, options, result, run); !status) {
+      err << "attnscope: " << status.error().message() << '\n';
+      return 2;
+    }
+    if (std::chrono::steady_clock::now() - warmupStart >= kWarmup) break;
   }
   std::vector<double> ms, cpuMs;
   ms.reserve(static_cast<std::size_t>(a.repeat));
