@@ -56,7 +56,7 @@ usage:
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS] [--theme T]
-  attnscope screenshot [SCENARIO] --model DIR --text T [--head L,H [--pipeline]] --out FILE.png
+  attnscope screenshot [SCENARIO] --model DIR --text T [--select L,H [--pipeline]] --out FILE.png
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
   attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
