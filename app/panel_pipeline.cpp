@@ -416,6 +416,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       card.sameLabels = false;  // every card shows its own labels (hasLabels)
       card.arrowWidth = fixedWidth[i] - labelWidths[i] - style.ItemSpacing.x;
       card.barWidth = presentationBar;
+      card.shape = wideShape[i].first;  // a wide matrix's row is lower (stageCardHeight)
+      card.minHeight = wideShape[i].second;
       input.cards.push_back(card);
     }
     // Column labels read bottom to top when one does not fit its cell (the widget's rule,

@@ -12,6 +12,28 @@ int StageLayout::rowOf(int card) const {
   return row;
 }
 
+int StageLayout::pageOf(int card) const {
+  const int row = rowOf(card);
+  int page = 0;
+  for (int p = 0; p < static_cast<int>(pageStarts.size()); ++p)
+    if (pageStarts[p] <= row) page = p;
+  return page;
+}
+
+float stageCardHeight(const StageCardSize& card, float g) {
+  if (!(card.shape > 1.0f)) return g;
+  return std::min(g, std::max(g / card.shape, card.minHeight));
+}
+
+float stageRowHeight(const StageLayoutInput& input, const StageLayout& layout, int r) {
+  const int n = static_cast<int>(input.cards.size());
+  const int begin = layout.rowStarts[r], end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : n;
+  float tallest = 0;
+  for (int i = begin; i < end; ++i)
+    tallest = std::max(tallest, stageCardHeight(input.cards[i], layout.grid));
+  return tallest + input.rowOverhead;
+}
+
 bool StageLayout::startsRow(int card) const {
   return std::find(rowStarts.begin(), rowStarts.end(), card) != rowStarts.end();
 }
@@ -44,9 +66,16 @@ StageLayout packAt(const StageLayoutInput& input, float grid) {
     }
   }
   layout.rowStarts.push_back(begin);
-  layout.rowsPerPage = std::max(
-      1, static_cast<int>((input.height + 0.01f) / std::max(grid + input.rowOverhead, 1.0f)));
-  layout.rowsPerPage = std::min(layout.rowsPerPage, layout.rows());
+  // Rows into pages by their heights (a page always takes at least one row).
+  float used = 0;
+  for (int r = 0; r < layout.rows(); ++r) {
+    const float h = stageRowHeight(input, layout, r);
+    if (r == 0 || used + h > input.height + 0.01f) {
+      layout.pageStarts.push_back(r);
+      used = 0;
+    }
+    used += h;
+  }
   return layout;
 }
 
@@ -58,7 +87,9 @@ bool fitsWindow(const StageLayoutInput& input, const StageLayout& layout) {
     if (stageRowWidth(input, layout.rowStarts[r], end, layout.grid) > input.width + 0.01f)
       return false;
   }
-  return layout.rowsPerPage * (layout.grid + input.rowOverhead) <= input.height + 0.01f;
+  for (int r = 0; r < layout.rows(); ++r)
+    if (stageRowHeight(input, layout, r) > input.height + 0.01f) return false;
+  return true;
 }
 
 }  // namespace

@@ -21,7 +21,13 @@ struct StageCardSize {
                             // starts a row
   float arrowWidth = 0;     // the operation arrow before the card, with its spacing (0: none)
   float barWidth = 0;       // the colour bar right of the grid, with its tick labels
+  // A wide matrix (cols / rows = shape > 1) is less tall than its grid size g:
+  // min(g, max(g / shape, minHeight)) (stageCardHeight). 0 = as tall as g.
+  float shape = 0, minHeight = 0;
 };
+
+// The grid's height of `card` at grid size g (its longer side): g, or less for a wide one.
+float stageCardHeight(const StageCardSize& card, float g);
 
 struct StageLayoutInput {
   std::vector<StageCardSize> cards;
@@ -32,17 +38,21 @@ struct StageLayoutInput {
 };
 
 struct StageLayout {
-  std::vector<int> rowStarts;  // first card of every row, over all pages
-  int rowsPerPage = 1;
-  float grid = 0;     // the grid height of every card
-  bool fits = false;  // grid >= minGrid and every row fits the width and the height
+  std::vector<int> rowStarts;   // first card of every row, over all pages
+  std::vector<int> pageStarts;  // first row of every page (rows of wide cards are lower, so
+                                // a page holds as many rows as their heights allow)
+  float grid = 0;     // the grid size (longer side) of every card
+  bool fits = false;  // grid >= minGrid and every row fits the width and every page the height
   int rows() const { return static_cast<int>(rowStarts.size()); }
-  int pages() const { return (rows() + rowsPerPage - 1) / rowsPerPage; }
+  int pages() const { return std::max(1, static_cast<int>(pageStarts.size())); }
   // The row of card i, and its page.
   int rowOf(int card) const;
-  int pageOf(int card) const { return rowOf(card) / rowsPerPage; }
+  int pageOf(int card) const;
   bool startsRow(int card) const;
 };
+
+// Height of row r of `layout` on screen: its tallest card's grid plus input.rowOverhead.
+float stageRowHeight(const StageLayoutInput& input, const StageLayout& layout, int r);
 
 // Width of a row of cards [begin, end) at grid height g: labels (the first card's always),
 // arrows, colour bars, spacing and the grids.
