@@ -42,10 +42,12 @@ inline std::string readFile(const std::filesystem::path& path) {
   return text.str();
 }
 
-// Runs `program args...` (argv[0] = program) with this process's environment; stdout and
-// stderr go to stdout.txt / stderr.txt in `dir`, which must exist.
+// Runs `program args...` (argv[0] = program) with this process's environment, or with
+// `env` ("NAME=value" strings) when given; stdout and stderr go to stdout.txt / stderr.txt
+// in `dir`, which must exist.
 inline RunResult runProgram(const std::string& program, const std::vector<std::string>& args,
-                            const std::filesystem::path& dir) {
+                            const std::filesystem::path& dir,
+                            const std::vector<std::string>* env = nullptr) {
   const std::string outPath = (dir / "stdout.txt").string();
   const std::string errPath = (dir / "stderr.txt").string();
   posix_spawn_file_actions_t actions;
@@ -59,9 +61,14 @@ inline RunResult runProgram(const std::string& program, const std::vector<std::s
   std::vector<char*> argv;
   for (std::string& arg : storage) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  std::vector<std::string> envStorage = env ? *env : std::vector<std::string>{};
+  std::vector<char*> envp;
+  for (std::string& e : envStorage) envp.push_back(e.data());
+  envp.push_back(nullptr);
   RunResult run;
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(),
+                                  env ? envp.data() : environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
     ADD_FAILURE() << "cannot start " << program << ": " << std::strerror(spawned);

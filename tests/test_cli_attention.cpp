@@ -25,7 +25,10 @@ using namespace attn::testfiles;
 using nlohmann::json;
 using attn::testing::RunResult;
 using attn::testing::readFile;
-constexpr auto run = attn::testing::runProgram;
+RunResult run(const std::string& program, const std::vector<std::string>& args,
+              const fs::path& dir) {
+  return attn::testing::runProgram(program, args, dir);
+}
 std::string readText(const fs::path& path) { return readFile(path); }
 
 RunResult attnscope(const std::vector<std::string>& args, const fs::path& dir) {

@@ -1,13 +1,9 @@
 // `attnscope bench` (app/cli_bench.cpp) and the kernel path `attnscope --version` reports,
 // including ATTNSCOPE_ISA=baseline through the real binary.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +14,7 @@
 
 #include "app/cli.h"
 #include "core/isa.h"
+#include "tests/cli_run.h"
 
 extern char** environ;
 
@@ -26,17 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct RunResult {
-  int exitCode = -1;
-  std::string out, err;
-};
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using attn::testing::readFile;
+using attn::testing::RunResult;
+using attn::testing::runProgram;
 
 // Runs ATTNSCOPE_BIN with `args` and the environment plus `extraEnv` ("NAME=value").
 RunResult runBinary(const std::vector<std::string>& args, const std::vector<std::string>& extraEnv) {
@@ -46,42 +35,12 @@ RunResult runBinary(const std::vector<std::string>& args, const std::vector<std:
                         std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
                         "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string outPath = (dir / "stdout.txt").string();
-  const std::string errPath = (dir / "stderr.txt").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> storage{ATTNSCOPE_BIN};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> envStorage;
+  // This environment without ATTNSCOPE_ISA, plus `extraEnv`.
+  std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "ATTNSCOPE_ISA=", 14) != 0) envStorage.emplace_back(*e);
-  envStorage.insert(envStorage.end(), extraEnv.begin(), extraEnv.end());
-  std::vector<char*> envp;
-  for (std::string& e : envStorage) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  RunResult run;
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, ATTNSCOPE_BIN, &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    ADD_FAILURE() << "cannot start " << ATTNSCOPE_BIN << ": " << std::strerror(spawned);
-    return run;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = readFile(outPath);
-  run.err = readFile(errPath);
-  return run;
+    if (std::strncmp(*e, "ATTNSCOPE_ISA=", 14) != 0) env.emplace_back(*e);
+  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
+  return runProgram(ATTNSCOPE_BIN, args, dir, &env);
 }
 
 RunResult runInProcess(const std::vector<std::string>& args) {
