@@ -83,4 +83,11 @@ inline RunResult runProgram(const std::string& program, const std::vector<std::s
   return run;
 }
 
+// Runs the attnscope binary under test (ATTNSCOPE_BIN) with `args`; stdout and stderr go
+// to files in `dir`, which must exist.
+inline RunResult runAttnscope(const std::vector<std::string>& args,
+                              const std::filesystem::path& dir) {
+  return runProgram(ATTNSCOPE_BIN, args, dir);
+}
+
 }  // namespace attn::testing

@@ -34,10 +34,7 @@ namespace {
 using attn::testing::readFile;
 using attn::testing::RunResult;
 
-// Runs ATTNSCOPE_BIN with `args`; stdout and stderr go to files in `dir`.
-RunResult runAttnscope(const std::vector<std::string>& args, const std::filesystem::path& dir) {
-  return attn::testing::runProgram(ATTNSCOPE_BIN, args, dir);
-}
+using attn::testing::runAttnscope;
 
 namespace fs = std::filesystem;
 using nlohmann::json;

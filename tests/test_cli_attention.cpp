@@ -31,9 +31,7 @@ RunResult run(const std::string& program, const std::vector<std::string>& args,
 }
 std::string readText(const fs::path& path) { return readFile(path); }
 
-RunResult attnscope(const std::vector<std::string>& args, const fs::path& dir) {
-  return run(ATTNSCOPE_BIN, args, dir);
-}
+constexpr auto attnscope = attn::testing::runAttnscope;
 
 // Exit 2 with exactly one stderr line that names `file` and contains `what`.
 void expectOneLineError(const RunResult& result, const std::string& file, const std::string& what) {

@@ -27,9 +27,7 @@ namespace {
 using attn::testing::readFile;
 using attn::testing::RunResult;
 
-RunResult runAttnscope(const std::vector<std::string>& args, const std::filesystem::path& dir) {
-  return attn::testing::runProgram(ATTNSCOPE_BIN, args, dir);
-}
+using attn::testing::runAttnscope;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
