@@ -2,8 +2,8 @@
 // window (app/gui.h); a command or an option runs the headless CLI (app/cli.h).
 #include <iostream>
 
-#include "app/cli.h"
-#include "app/gui.h"
+#include "app/cli/cli.h"
+#include "app/ui/shell/gui.h"
 
 int main(int argc, char** argv) {
   if (argc <= 1) return attn::app::runGui({});

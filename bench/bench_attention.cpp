@@ -17,8 +17,8 @@
 #include <random>
 #include <vector>
 
-#include "core/attention.h"
-#include "core/parallel.h"
+#include "core/attention/attention.h"
+#include "core/base/parallel.h"
 
 namespace {
 

@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "app/app_state.h"
-#include "app/gui_session.h"
-#include "app/heatmap_widget_impl.h"
-#include "core/attention.h"
-#include "io/files.h"
-#include "io/npy.h"
-#include "io/scenario_json.h"
+#include "app/session/app_state.h"
+#include "app/ui/shell/gui_session.h"
+#include "app/ui/widgets/heatmap_widget_impl.h"
+#include "core/attention/attention.h"
+#include "formats/files.h"
+#include "formats/npy.h"
+#include "formats/scenario_json.h"
 
 namespace {
 

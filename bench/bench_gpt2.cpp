@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/gpt2/model.h"
+#include "core/models/gpt2/model.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/model_service.h"
-#include "core/gpt2/bpe.h"
+#include "app/session/model_service.h"
+#include "core/models/gpt2/bpe.h"
 
 namespace {
 

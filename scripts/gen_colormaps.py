@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Generates io/colormap_data.inc: attnscope's 256-entry RGB colormap tables.
+"""Generates render/colormap_data.inc: attnscope's 256-entry RGB colormap tables.
 
 Run once by hand (NOT at build time) with Debian's matplotlib:
 
     apt-get install -y python3-matplotlib
-    /usr/bin/python3 scripts/gen_colormaps.py > io/colormap_data.inc
+    /usr/bin/python3 scripts/gen_colormaps.py > render/colormap_data.inc
 
 Entry i of a table is matplotlib's cmap(i / 255) with each channel rounded to 8 bits,
 so entry 0 and entry 255 are the exact ends of the map.
@@ -14,7 +14,7 @@ import sys
 import matplotlib
 from matplotlib import colormaps
 
-# attnscope name -> matplotlib name, in the order of attn::io::ColormapKind.
+# attnscope name -> matplotlib name, in the order of attn::ColormapKind.
 MAPS = [
     ("viridis", "viridis"),
     ("magma", "magma"),
@@ -40,7 +40,7 @@ HEADER = """\
 //     University; Apache-style ColorBrewer licence v1.1 (matplotlib's
 //     LICENSE/LICENSE_COLORBREWER). matplotlib interpolates the 9 Brewer colours linearly.
 //
-// Included by io/colormap.cpp only. Order matches attn::io::ColormapKind.
+// Included by render/colormap.cpp only. Order matches attn::ColormapKind.
 """
 
 

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <string>
 
-#include "io/files.h"
-#include "io/image.h"
+#include "formats/files.h"
+#include "formats/image.h"
 #include "tools/sample_images.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "io/heatmap_render.h"
+#include "render/heatmap_render.h"
 
 namespace attn::samples {
 

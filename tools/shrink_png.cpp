@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "io/files.h"
-#include "io/image.h"
+#include "formats/files.h"
+#include "formats/image.h"
 
 namespace {
 

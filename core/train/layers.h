@@ -15,8 +15,8 @@
 
 #include <Eigen/Core>
 
-#include "core/attention.h"
-#include "core/types.h"
+#include "core/attention/attention.h"
+#include "core/base/types.h"
 
 namespace attn::train {
 

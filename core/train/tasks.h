@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/types.h"
+#include "core/base/types.h"
 
 namespace attn::train {
 

@@ -1,0 +1,298 @@
+// `attnscope bench` (see cli_bench.h): the forward pass a user times to see how fast this
+// machine runs attention, and what scripts/bench-vs-pytorch.sh compares with PyTorch's
+// nn.MultiheadAttention(need_weights=True, average_attn_weights=False).
+#include "app/cli/cli_bench.h"
+
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/attention/attention.h"
+#include "core/isa/isa.h"
+#include "core/base/parallel.h"
+
+namespace attn::app {
+
+const std::string_view kBenchHelp =
+    R"(usage: attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R] [--seed S]
+
+Times the full multi-head self-attention forward pass on seeded random inputs and prints
+one JSON object. X is N x D (entries in [-1, 1)); Q, K and V are projected D -> D by seeded
+Xavier matrices, split into H heads, scored by scaled dot product, normalised by softmax,
+every head's N x N weights kept; then context, concat and the output projection W_o. Each
+repetition computes into the same result, as the window does on every edit; untimed runs
+come first for half a second (OpenBLAS's threads spin for a while after it loads).
+
+options:
+  --n N          tokens, 1..4096                                 (default: 512)
+  --d D          model width, 1..4096, a multiple of H           (default: 512)
+  --heads H      heads, 1..64                                    (default: 8)
+  --threads T    threads, 1..256, or 0 = every core              (default: 0)
+  --repeat R     timed repetitions, 1..10000                     (default: 10)
+  --seed S       seed of the inputs and weights                  (default: 1)
+  --gemm-rates   also time the Q/K/V projection GEMM alone, as attend() runs it, and a
+                 2048³ sgemm on the same threads (the peak they reach)
+  -h, --help     show this help
+
+output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
+gflops (8·N·D² + 4·N²·D floating-point operations, a multiply-add counted as 2, over the
+median), median_cpu_ms (the median process CPU time of a repetition, all threads; the
+better figure on a busy machine), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
+OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib;
+with --gemm-rates also projection_gflops and peak_gflops.
+)";
+
+namespace {
+
+struct BenchArgs {
+  int n = 512, d = 512, heads = 8, threads = 0, repeat = 10;
+  std::uint64_t seed = 1;
+  bool help = false;
+  bool gemmRates = false;
+};
+
+std::optional<long long> parseInteger(std::string_view text, long long lo, long long hi) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi)
+    return std::nullopt;
+  return value;
+}
+
+// "--name value" or "--name=value"; every option takes a number.
+Expected<BenchArgs> parseBenchArgs(std::span<const std::string> args) {
+  struct Spec {
+    long long lo, hi;
+    std::function<void(BenchArgs&, long long)> set;
+  };
+  const std::map<std::string, Spec, std::less<>> specs = {
+      {"--n", {1, 4096, [](BenchArgs& a, long long v) { a.n = static_cast<int>(v); }}},
+      {"--d", {1, 4096, [](BenchArgs& a, long long v) { a.d = static_cast<int>(v); }}},
+      {"--heads", {1, 64, [](BenchArgs& a, long long v) { a.heads = static_cast<int>(v); }}},
+      {"--threads", {0, 256, [](BenchArgs& a, long long v) { a.threads = static_cast<int>(v); }}},
+      {"--repeat", {1, 10000, [](BenchArgs& a, long long v) { a.repeat = static_cast<int>(v); }}},
+      {"--seed",
+       {0, (1LL << 53), [](BenchArgs& a, long long v) { a.seed = static_cast<std::uint64_t>(v); }}},
+  };
+  BenchArgs parsed;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      parsed.help = true;
+      continue;
+    }
+    if (arg == "--gemm-rates") {
+      parsed.gemmRates = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool hasValue = false;
+    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      hasValue = true;
+    }
+    auto spec = specs.find(name);
+    if (spec == specs.end()) {
+      std::string problem = arg.starts_with("-") ? "unknown option '" : "unexpected argument '";
+      problem += arg;
+      problem += "' for 'bench' (see attnscope bench --help)";
+      return Error{"", "", problem};
+    }
+    if (!hasValue) {
+      if (i + 1 >= args.size() || args[i + 1].starts_with("--"))
+        return Error{"", "", "option '" + name + "': needs a value"};
+      value = args[++i];
+    }
+    const std::optional<long long> number = parseInteger(value, spec->second.lo, spec->second.hi);
+    if (!number) {
+      std::string problem = "option '" + name + "': '" + value + "' is not an integer in ";
+      problem += std::to_string(spec->second.lo);
+      problem += "..";
+      problem += std::to_string(spec->second.hi);
+      return Error{"", "", problem};
+    }
+    spec->second.set(parsed, *number);
+  }
+  if (!parsed.help && parsed.d % parsed.heads != 0) {
+    std::string problem = "option '--heads': " + std::to_string(parsed.heads);
+    problem += " heads do not divide the model width ";
+    problem += std::to_string(parsed.d);
+    return Error{"", "", problem};
+  }
+  return parsed;
+}
+
+// --gemm-rates: the projection GEMM as attend() runs it for self-attention (one fused
+// X·[W_q W_k W_v] per 256-row block, on `threads` threads, OpenBLAS single-threaded), and a large sgemm (2048³, one row block per
+// thread) as the peak those threads reach. GFLOP/s over the median of 5 runs each.
+struct GemmRates {
+  double projection = 0, peak = 0;
+};
+
+template <class Run>
+double medianSeconds(int repeat, Run&& run) {
+  run();  // untimed
+  std::vector<double> seconds;
+  for (int r = 0; r < repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+GemmRates measureGemmRates(int n, int d, int threads, std::uint64_t seed) {
+  SingleThreadedBlas singleThreadedBlas;
+  GemmRates rates;
+  // attend()'s self-attention projection: X·[W_q W_k W_v] in 256-row blocks.
+  const Matrix x = xavierUniform(n, d, seed), wqkv = xavierUniform(d, 3 * d, seed + 2);
+  Matrix y(n, 3 * d);
+  constexpr int kBlock = 256;  // attend()'s kProductBlockRows
+  const int blocks = (n + kBlock - 1) / kBlock;
+  const double projection = medianSeconds(5, [&] {
+    parallelFor(blocks, threads, [&](int block, int) {
+      const int first = block * kBlock, count = std::min(kBlock, n - first);
+      y.middleRows(first, count).noalias() = x.middleRows(first, count) * wqkv;
+    });
+  });
+  rates.projection = 3 * 2.0 * n * d * double(d) / projection * 1e-9;
+  constexpr int kBig = 2048;
+  const Matrix a = xavierUniform(kBig, kBig, seed + 3), b = xavierUniform(kBig, kBig, seed + 4);
+  Matrix c(kBig, kBig);
+  const int rowsPerThread = (kBig + threads - 1) / threads;
+  const double peak = medianSeconds(5, [&] {
+    parallelFor(threads, threads, [&](int t, int) {
+      const int first = t * rowsPerThread, count = std::min(rowsPerThread, kBig - first);
+      if (count > 0) c.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
+    });
+  });
+  rates.peak = 2.0 * kBig * double(kBig) * kBig / peak * 1e-9;
+  return rates;
+}
+
+// CPU time of every thread of the process so far, in ms: on a machine shared with other
+// work, the wall time measures the queue for the cores, the CPU time the work.
+double processCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+double peakRssMiB() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: kilobytes
+}
+
+}  // namespace
+
+int runBench(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  Expected<BenchArgs> parsed = parseBenchArgs(args);
+  if (!parsed) {
+    err << "attnscope: " << parsed.error().message() << '\n';
+    return 2;
+  }
+  if (parsed->help) {
+    out << kBenchHelp;
+    return 0;
+  }
+  const BenchArgs& a = *parsed;
+
+  // The problem: X (n x d) in [-1, 1), seeded Xavier W_q, W_k, W_v, W_o (d x d), zero biases.
+  Inputs inputs;
+  const float bound = std::sqrt(6.0f / static_cast<float>(a.n + a.d));
+  inputs.queries = xavierUniform(a.n, a.d, a.seed) / bound;
+  inputs.keys = inputs.queries;
+  inputs.values = inputs.queries;
+  Options options;
+  options.score = ScoreKind::ScaledDot;
+  options.heads = a.heads;
+  options.normalizer.kind = NormalizerKind::Softmax;
+  options.projections = xavierProjections(a.d, a.d, a.d, a.d, a.d, a.seed + 1);
+  RunOptions run;
+  run.threads = a.threads;
+
+  // Untimed runs first (the first allocates the result) for at least kWarmup, then `repeat`
+  // timed ones into the same result. The warm-up outlasts OpenBLAS's start: its worker
+  // threads, started when the library loads, busy-wait for a while before they sleep, and
+  // a run timed before then measures our threads fighting a spinning one for the cores
+  // (n = 512, 2 threads, measured: the first 9 repetitions 13-18 ms, then 7.6-8.3 ms).
+  // PyTorch's import alone lasts longer than that.
+  constexpr auto kWarmup = std::chrono::milliseconds(500);
+  AttentionResult result;
+  const auto warmupStart = std::chrono::steady_clock::now();
+  for (int w = 0; w < 1000; ++w) {
+    if (Status status = attend(inputs, options, result, run); !status) {
+      err << "attnscope: " << status.error().message() << '\n';
+      return 2;
+    }
+    if (std::chrono::steady_clock::now() - warmupStart >= kWarmup) break;
+  }
+  std::vector<double> ms, cpuMs;
+  ms.reserve(static_cast<std::size_t>(a.repeat));
+  cpuMs.reserve(static_cast<std::size_t>(a.repeat));
+  for (int r = 0; r < a.repeat; ++r) {
+    const double cpuStart = processCpuMs();
+    const auto start = std::chrono::steady_clock::now();
+    Status status = attend(inputs, options, result, run);
+    const auto stop = std::chrono::steady_clock::now();
+    cpuMs.push_back(processCpuMs() - cpuStart);
+    if (!status) {
+      err << "attnscope: " << status.error().message() << '\n';
+      return 2;
+    }
+    ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  std::sort(cpuMs.begin(), cpuMs.end());
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t count = sorted.size();
+  const double median = count % 2 == 1 ? sorted[count / 2]
+                                       : (sorted[count / 2 - 1] + sorted[count / 2]) / 2.0;
+  const double n = a.n, d = a.d;
+  const double flops = 8.0 * n * d * d + 4.0 * n * n * d;
+
+  nlohmann::ordered_json doc;
+  doc["n"] = a.n;
+  doc["d"] = a.d;
+  doc["heads"] = a.heads;
+  doc["threads"] = resolvedThreads(run);
+  doc["repeat"] = a.repeat;
+  doc["median_ms"] = median;
+  doc["min_ms"] = sorted.front();
+  doc["max_ms"] = sorted.back();
+  doc["gflops"] = flops / (median * 1e-3) * 1e-9;
+  doc["median_cpu_ms"] = cpuMs[cpuMs.size() / 2];
+  doc["flops"] = flops;
+  doc["isa"] = std::string(kernels::isaName(kernels::activeIsa()));
+  doc["isa_description"] = kernels::activeIsaDescription();
+  doc["blas_core"] = kernels::openblasCoreName();
+  doc["weights_kept"] = result.heads.size() == static_cast<std::size_t>(a.heads) &&
+                        result.heads[0].weights.rows() == a.n &&
+                        result.heads[0].weights.cols() == a.n;
+  doc["peak_rss_mib"] = peakRssMiB();
+  if (a.gemmRates) {
+    const GemmRates rates = measureGemmRates(a.n, a.d, resolvedThreads(run), a.seed);
+    doc["projection_gflops"] = rates.projection;
+    doc["peak_gflops"] = rates.peak;
+  }
+  doc["times_ms"] = ms;
+  out << doc.dump() << '\n';
+  return 0;
+}
+
+}  // namespace attn::app

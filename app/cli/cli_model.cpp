@@ -1,0 +1,264 @@
+// The `model` command (see cli_model.h):
+//   1 parse the options (syntax only), 2 load the model folder (config, tokenizer, weights),
+//   3 tokenize (invalid UTF-8 is replaced and reported), 4 check the sizes, 5 run the
+//   forward pass, 6 write OUT.npz and OUT.tokens.json atomically, 7 print the prediction.
+#include "app/cli/cli_model.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "app/cli/cli.h"
+#include "app/cli/cli_common.h"
+#include "app/ui/shell/gui.h"
+#include "core/models/gpt2/model.h"
+#include "formats/files.h"
+#include "formats/models/gpt2_model.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
+
+namespace attn::app {
+namespace {
+
+namespace fs = std::filesystem;
+using cli::fail;
+using cli::optionError;
+
+// Largest attention tensor we write: the .npz reader of the attention views inflates at most
+// this much by default, so a bigger file could not be opened again.
+constexpr std::uint64_t kMaxAttentionBytes = io::kNpzDefaultMaxUncompressed;
+constexpr int kMaxPredict = 1000;
+
+struct ModelRequest {
+  std::string folder;
+  std::string text;
+  std::string outPath;     // empty: no files
+  std::string tokensPath;  // OUT.tokens.json next to OUT.npz
+  int predict = 0;         // 0: no prediction
+  bool help = false;
+};
+
+constexpr cli::OptionSpec kModelOptions[] = {
+    {"--text", true}, {"--out", true}, {"--predict", true}};
+
+// Options: --text T, --out FILE.npz, --predict K, -h/--help ("--name=value" works too, and is
+// the way to pass a text that starts with "--").
+Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
+  Expected<cli::ParsedArgs> parsed = cli::parseArgs("model", args, kModelOptions);
+  if (!parsed) return parsed.error();
+  ModelRequest request;
+  request.help = parsed->help;
+  if (request.help) return request;
+  if (parsed->positional.empty()) {
+    return Error{"", "", "'model' needs a model folder DIR (see attnscope model --help)"};
+  }
+  if (parsed->positional.size() > 1) {
+    return Error{"", "",
+                 "unexpected argument " + cli::inQuotes(parsed->positional[1]) +
+                     " for 'model' (only one DIR)"};
+  }
+  request.folder = parsed->positional[0];
+  const std::string* text = parsed->get("--text");
+  if (!text) return optionError("--text", "missing (the text to run is required)");
+  request.text = *text;
+  if (const std::string* k = parsed->get("--predict")) {
+    auto n = parseIntStrict(*k, 1, kMaxPredict);
+    if (!n) return optionError("--predict", cli::inQuotes(*k) + " is not an integer in 1..1000");
+    request.predict = *n;
+  }
+  Expected<std::string> outPath = cli::checkOutputPath(*parsed, {".npz"}, /*required=*/false);
+  if (!outPath) return outPath.error();
+  request.outPath = *outPath;
+  if (!request.outPath.empty()) {
+    // OUT.npz -> OUT.tokens.json in the same folder (the attention views' side-file rule).
+    fs::path p(request.outPath);
+    request.tokensPath = (p.parent_path() / p.stem()).string() + ".tokens.json";
+  }
+  if (request.outPath.empty() && request.predict == 0) {
+    return optionError("--out", "missing (give --out FILE.npz, --predict K, or both)");
+  }
+  return request;
+}
+
+// The JSON of --predict: {"tokens": n, "next": [{"id", "text", "probability", "logit"}...]}.
+std::string predictionJson(const gpt2::Session& session, const io::Gpt2Tokenizer& tokenizer,
+                           int k) {
+  nlohmann::ordered_json next = nlohmann::ordered_json::array();
+  for (const gpt2::TokenProbability& t : session.topK(k)) {
+    next.push_back({{"id", t.id},
+                    {"text", tokenizer.tokenText(t.id)},
+                    {"probability", t.probability},
+                    {"logit", t.logit}});
+  }
+  nlohmann::ordered_json out = {{"tokens", session.size()}, {"next", next}};
+  return out.dump() + "\n";
+}
+
+}  // namespace
+
+const std::string_view kModelHelp =
+    R"(usage: attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
+
+Runs a GPT-2-family model (gpt2, distilgpt2, gpt2-medium, -large, -xl, or any folder in
+the same Hugging Face layout) on TEXT, on the CPU, offline. DIR holds config.json,
+model.safetensors (F32, F16 or BF16), vocab.json and merges.txt (see docs/models.md).
+
+options:
+  --text TEXT       the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;
+                    a TEXT that starts with "--" is given as --text=TEXT)
+  --out OUT.npz     write the arrays
+                      attention  float32 [layers, heads, n, n]  (row = query, causal)
+                      token_ids  int64 [n]
+                    and the side file OUT.tokens.json: each token's decoded text, a JSON
+                    list (" world", "\n"; a token holding part of a UTF-8 character is "�")
+  --predict K       print the K most probable next tokens as JSON on stdout (1..1000):
+                    {"tokens": n, "next": [{"id", "text", "probability", "logit"}, ...]}
+  -h, --help        show this help
+
+At least one of --out and --predict is needed. The text may have at most n_positions
+tokens (1024 for GPT-2). Errors (exit 2) name the file and the tensor or field: a missing
+tensor, a wrong shape, an unsupported dtype, offsets outside the file, a header too big.
+)";
+
+int runModelCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  // 1 options
+  Expected<ModelRequest> request = parseModelArgs(args);
+  if (!request) return fail(err, request.error());
+  if (request->help) {
+    out << kModelHelp;
+    return 0;
+  }
+
+  // 2 the model folder
+  Expected<io::Gpt2Model> model = io::loadGpt2Folder(request->folder);
+  if (!model) return fail(err, model.error());
+  const gpt2::Config& config = model->weights->config;
+
+  // 3 tokens
+  io::Gpt2Tokenizer::Encoding encoding = model->tokenizer.encode(request->text);
+  if (!encoding.invalidOffsets.empty()) {
+    err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()
+        << (encoding.invalidOffsets.size() == 1 ? " invalid UTF-8 sequence"
+                                                : " invalid UTF-8 sequences")
+        << " replaced by U+FFFD (first at byte " << encoding.invalidOffsets.front() << ")\n";
+  }
+  const auto n = static_cast<std::uint64_t>(encoding.ids.size());
+  if (n == 0) return fail(err, optionError("--text", "is empty (no tokens to run)"));
+
+  // 4 sizes, before any work
+  if (n > static_cast<std::uint64_t>(config.nPositions)) {
+    return fail(
+        err,
+        optionError("--text", std::to_string(n) + " tokens are more than the model's context of " +
+                                  std::to_string(config.nPositions) + " (n_positions)"));
+  }
+  const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
+                                       static_cast<std::uint64_t>(config.nHead) * n * n * 4;
+  if (!request->outPath.empty() && attentionBytes > kMaxAttentionBytes) {
+    return fail(
+        err, optionError("--text",
+                         std::to_string(n) + " tokens make an attention tensor of " +
+                             std::to_string(attentionBytes >> 20) +
+                             " MiB, above the 2048 MiB an .npz may hold here; use a shorter text"));
+  }
+
+  // 5 forward
+  Expected<gpt2::Session> session = gpt2::forward(model->weights, encoding.ids);
+  if (!session) {
+    Error error = session.error();
+    if (error.file.empty()) error.file = request->folder;
+    return fail(err, error);
+  }
+
+  // 6 files
+  if (!request->outPath.empty()) {
+    const std::vector<float> attention = session->attentionTensor();
+    const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
+                                   static_cast<std::int64_t>(n)};
+    Expected<std::string> attentionNpy = io::writeNpyFloat32(attention, shape);
+    const std::vector<std::int64_t> ids(encoding.ids.begin(), encoding.ids.end());
+    const std::int64_t idShape[1] = {static_cast<std::int64_t>(n)};
+    Expected<std::string> idsNpy = io::writeNpyInt64(ids, idShape);
+    if (!attentionNpy) return fail(err, attentionNpy.error());
+    if (!idsNpy) return fail(err, idsNpy.error());
+    std::vector<io::NpzEntry> entries;
+    entries.push_back({"attention", std::move(attentionNpy).value()});
+    entries.push_back({"token_ids", std::move(idsNpy).value()});
+    Expected<std::string> archive = io::writeNpz(entries);
+    if (!archive) return fail(err, archive.error());
+    entries.clear();
+
+    nlohmann::json tokens = nlohmann::json::array();
+    for (int id : encoding.ids) tokens.push_back(model->tokenizer.tokenText(id));
+    // Tokens first: the views read OUT.tokens.json next to OUT.npz, and a new .npz must
+    // never sit beside an old tokens file of another text.
+    if (Status s = io::writeFileAtomic(request->tokensPath, tokens.dump(1) + "\n"); !s) {
+      Error error = s.error();
+      if (error.file.empty()) error.file = request->tokensPath;
+      return fail(err, error);
+    }
+    if (Status s = io::writeFileAtomic(request->outPath, *archive); !s) {
+      Error error = s.error();
+      if (error.file.empty()) error.file = request->outPath;
+      return fail(err, error);
+    }
+  }
+
+  // 7 prediction
+  if (request->predict > 0) {
+    out << predictionJson(*session, model->tokenizer, request->predict);
+    out.flush();
+  }
+  return 0;
+}
+
+// =======================================================================================
+// The window with a model
+// =======================================================================================
+
+const std::string_view kModelWindowHelp =
+    R"(usage: attnscope --model DIR [--text TEXT]
+
+Opens the window with the GPT-2 model folder DIR loaded (on a worker thread; see
+attnscope model --help for the folder) and TEXT typed into the Model panel. The Attention
+panel shows every layer's and head's attention as you type, the Model panel the next-token
+prediction and the residual-stream norms. A bad folder gives an error notice and the window
+opens without a model.
+)";
+
+int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  constexpr cli::OptionSpec kOptions[] = {{"--text", true}};
+  Expected<cli::ParsedArgs> parsed = cli::parseArgs("--model", args, kOptions);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << kModelWindowHelp;
+    return 0;
+  }
+  if (parsed->positional.size() != 1) {
+    return fail(err, Error{"", "", "'--model' needs one model folder DIR (see attnscope --model --help)"});
+  }
+  GuiLaunch launch;
+  launch.modelFolder = parsed->positional[0];
+  if (const std::string* text = parsed->get("--text")) launch.modelText = *text;
+  out.flush();
+  return runGui(launch);
+}
+
+Status applyModelScreenshotOptions(const std::function<const std::string*(std::string_view)>& get,
+                                   bool pipeline, GuiLaunch& launch) {
+  const std::string* folder = get("--model");
+  if (!folder) {
+    if (get("--text")) return optionError("--text", "only applies with --model DIR");
+    if (pipeline) return optionError("--pipeline", "only applies with --model DIR");
+    return Ok{};
+  }
+  launch.modelFolder = *folder;
+  if (const std::string* text = get("--text")) launch.modelText = *text;
+  if (pipeline) {
+    if (launch.attention.layer < 0) return optionError("--pipeline", "needs --select LAYER,HEAD");
+    launch.modelPipeline = true;
+  }
+  return Ok{};
+}
+
+}  // namespace attn::app

@@ -1,0 +1,266 @@
+// AppState operations: undo/redo snapshots, document loading, the recompute step and
+// notices. No ImGui, no GL, no GLFW: tests drive all of this without a window.
+#include "app/session/app_state.h"
+
+#include "app/session/compute_service.h"
+
+#include <cstdio>
+#include <type_traits>
+#include <utility>
+
+namespace attn::app {
+
+namespace {
+
+// Keeps the notice list bounded; the UI shows only the recent ones and a scrolling log.
+constexpr std::size_t kMaxNotices = 500;
+
+void trimUndo(History& history) {
+  while (history.undo.size() > history.maxSteps) history.undo.pop_front();
+}
+
+}  // namespace
+
+// =======================================================================================
+// Shared snapshots
+// =======================================================================================
+
+namespace {
+
+// Calls f on every matrix-like field of a scenario, in a fixed order. A field missing here
+// is simply copied with the skeleton (correct, only not shared).
+template <class F>
+void forEachArray(Scenario& s, F&& f) {
+  f(s.inputs);
+  f(s.queries);
+  f(s.keys);
+  f(s.values);
+  Projections& p = s.explicitProjections;
+  f(p.wq), f(p.bq), f(p.wk), f(p.bk), f(p.wv), f(p.bv), f(p.wo), f(p.bo);
+  f(s.inProjWeight), f(s.inProjBias), f(s.outProjWeight), f(s.outProjBias);
+  for (ScoreParams& sp : s.scoreParams) {
+    f(sp.generalW), f(sp.additiveWq), f(sp.additiveWk), f(sp.additiveBias), f(sp.additiveV);
+    f(sp.mlpHiddenW), f(sp.mlpHiddenBias), f(sp.mlpOutW);
+  }
+  f(s.mask.custom);
+  f(s.decoderOutput.wc);
+}
+
+template <class M>
+bool sameArray(const M& a, const M& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() && (a.size() == 0 || a == b);
+}
+
+}  // namespace
+
+SharedScenario SharedScenario::share(Scenario& doc, const SharedScenario* previous) {
+  SharedScenario out;
+  std::size_t mi = 0, vi = 0, bi = 0;
+  // 1 one shared pointer per array: the previous snapshot's when equal, else a new copy,
+  //   moved out of `doc` so that copying the skeleton below copies no matrix
+  std::vector<Matrix> takenM;
+  std::vector<Vector> takenV;
+  std::vector<BoolMatrix> takenB;
+  auto take = [&](auto& array, auto& list, const auto* previousList, std::size_t& index,
+                  auto& taken) {
+    using Array = std::decay_t<decltype(array)>;
+    if (previousList && index < previousList->size() && sameArray(*(*previousList)[index], array)) {
+      list.push_back((*previousList)[index]);
+    } else {
+      list.push_back(std::make_shared<const Array>(array));
+    }
+    ++index;
+    taken.push_back(std::move(array));
+    array = Array();
+  };
+  forEachArray(doc, [&](auto& array) {
+    using Array = std::decay_t<decltype(array)>;
+    if constexpr (std::is_same_v<Array, Matrix>)
+      take(array, out.matrices_, previous ? &previous->matrices_ : nullptr, mi, takenM);
+    else if constexpr (std::is_same_v<Array, Vector>)
+      take(array, out.vectors_, previous ? &previous->vectors_ : nullptr, vi, takenV);
+    else
+      take(array, out.masks_, previous ? &previous->masks_ : nullptr, bi, takenB);
+  });
+  // 2 the small rest, then the arrays back into `doc`
+  out.skeleton_ = doc;
+  mi = vi = bi = 0;
+  forEachArray(doc, [&](auto& array) {
+    using Array = std::decay_t<decltype(array)>;
+    if constexpr (std::is_same_v<Array, Matrix>)
+      array = std::move(takenM[mi++]);
+    else if constexpr (std::is_same_v<Array, Vector>)
+      array = std::move(takenV[vi++]);
+    else
+      array = std::move(takenB[bi++]);
+  });
+  return out;
+}
+
+Scenario SharedScenario::restore() const {
+  Scenario doc = skeleton_;
+  std::size_t mi = 0, vi = 0, bi = 0;
+  forEachArray(doc, [&](auto& array) {
+    using Array = std::decay_t<decltype(array)>;
+    if constexpr (std::is_same_v<Array, Matrix>)
+      array = *matrices_[mi++];
+    else if constexpr (std::is_same_v<Array, Vector>)
+      array = *vectors_[vi++];
+    else
+      array = *masks_[bi++];
+  });
+  return doc;
+}
+
+std::size_t SharedScenario::matrixCount() const {
+  return matrices_.size() + vectors_.size() + masks_.size();
+}
+
+std::size_t SharedScenario::sharedMatrixCount() const {
+  std::size_t shared = 0;
+  for (const auto& m : matrices_) shared += m.use_count() > 1;
+  for (const auto& v : vectors_) shared += v.use_count() > 1;
+  for (const auto& b : masks_) shared += b.use_count() > 1;
+  return shared;
+}
+
+const void* SharedScenario::matrixIdentity(std::size_t i) const {
+  if (i < matrices_.size()) return matrices_[i].get();
+  i -= matrices_.size();
+  if (i < vectors_.size()) return vectors_[i].get();
+  i -= vectors_.size();
+  return i < masks_.size() ? masks_[i].get() : nullptr;
+}
+
+// =======================================================================================
+// Undo / redo
+// =======================================================================================
+
+void touch(AppState& state) {
+  ++state.revision;
+  History& history = state.history;
+  if (!history.pending) {
+    // `committed` is the document as it was before this edit began (panels change `doc`
+    // first and call touch() after), so it is the state to return to.
+    history.undo.push_back({history.committed, history.committedId});
+    trimUndo(history);
+    history.redo.clear();
+    history.pending = true;
+    state.contentId = ++state.lastContentId;  // a drag coalesced into this step keeps it
+  }
+}
+
+void applyEdit(AppState& state, const EditOutcome& outcome, double now) {
+  if (outcome.changed) touch(state);
+  if (!outcome.note.empty()) {
+    notify(state, outcome.refused() ? Notice::Kind::Warning : Notice::Kind::Info, outcome.note,
+           now);
+  }
+}
+
+void endFrame(AppState& state, bool anyItemActive) {
+  History& history = state.history;
+  if (!history.pending || anyItemActive) return;  // a drag or text edit is still going on
+  history.committed = SharedScenario::share(state.doc, &history.committed);
+  history.committedId = state.contentId;
+  history.pending = false;
+}
+
+bool undo(AppState& state) {
+  History& history = state.history;
+  if (history.pending) {  // close an edit in progress so that it becomes the step undone
+    history.committed = SharedScenario::share(state.doc, &history.committed);
+    history.committedId = state.contentId;
+    history.pending = false;
+  }
+  if (history.undo.empty()) return false;
+  // The current document is `committed` (no edit is open): it goes to redo as it is.
+  history.redo.push_back({std::move(history.committed), state.contentId});
+  history.committed = std::move(history.undo.back().doc);
+  state.doc = history.committed.restore();
+  state.contentId = history.undo.back().contentId;
+  history.undo.pop_back();
+  history.committedId = state.contentId;
+  ++state.revision;
+  return true;
+}
+
+bool redo(AppState& state) {
+  History& history = state.history;
+  if (history.pending) {
+    // A new edit is in progress: it already cleared the redo stack when it began.
+    history.committed = SharedScenario::share(state.doc, &history.committed);
+    history.committedId = state.contentId;
+    history.pending = false;
+  }
+  if (history.redo.empty()) return false;
+  history.undo.push_back({std::move(history.committed), state.contentId});
+  trimUndo(history);
+  history.committed = std::move(history.redo.back().doc);
+  state.doc = history.committed.restore();
+  state.contentId = history.redo.back().contentId;
+  history.redo.pop_back();
+  history.committedId = state.contentId;
+  ++state.revision;
+  return true;
+}
+
+// =======================================================================================
+// Documents
+// =======================================================================================
+
+void loadDocument(AppState& state, Scenario scenario, std::string path) {
+  state.preset = scenario;
+  state.doc = std::move(scenario);
+  state.docPath = std::move(path);
+  state.history.undo.clear();
+  state.history.redo.clear();
+  state.history.pending = false;
+  ++state.revision;  // a new revision, so update() recomputes even if the text is the same
+  state.contentId = ++state.lastContentId;
+  state.history.committed = SharedScenario::share(state.doc, nullptr);
+  state.history.committedId = state.contentId;
+  state.markSaved();
+  state.hover = Hover{};
+  // Keep the focused head valid for the new document.
+  if (state.view.focusedHead >= state.doc.heads) state.view.focusedHead = 0;
+}
+
+// =======================================================================================
+// Recompute
+// =======================================================================================
+
+bool update(AppState& state) {
+  if (state.computed->revision == state.revision) return false;
+  // Reuse the previous result's buffers when nothing else (a panel's copy, the worker)
+  // still holds it.
+  std::shared_ptr<Computed> recycle;
+  if (state.computed.use_count() == 1 && state.computed->revision != ~0ull) {
+    recycle = std::const_pointer_cast<Computed>(std::move(state.computed));
+  }
+  publishComputed(state, computeDocument(state.doc, state.revision, std::move(recycle)));
+  return true;
+}
+
+void publishComputed(AppState& state, std::shared_ptr<const Computed> computed) {
+  state.computed = std::move(computed);
+  const auto& result = state.computed->result;
+  if (result && state.view.focusedHead >= static_cast<int>(result->heads.size())) {
+    state.view.focusedHead = 0;
+  }
+}
+
+// =======================================================================================
+// Notices
+// =======================================================================================
+
+void notify(AppState& state, Notice::Kind kind, std::string text, double now) {
+  if (kind == Notice::Kind::Error) std::fprintf(stderr, "attnscope: %s\n", text.c_str());
+  state.notices.push_back(Notice{kind, std::move(text), now});
+  if (state.notices.size() > kMaxNotices) {
+    state.notices.erase(state.notices.begin(),
+                        state.notices.begin() + (state.notices.size() - kMaxNotices));
+  }
+}
+
+}  // namespace attn::app

@@ -1,0 +1,279 @@
+// Attention files in the app (see attention_service.h and attention_view.h).
+#include "app/session/attention_service.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <utility>
+
+
+namespace attn::app {
+
+namespace fs = std::filesystem;
+
+// =======================================================================================
+// attention_view.h
+// =======================================================================================
+
+bool isAttentionPath(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".npy" || ext == ".npz";
+}
+
+void selectAttentionView(AttentionView& view, const io::AttentionSelection& selection) {
+  const io::AttentionSelection& old = view.selection;
+  if (old.kind == selection.kind && old.layer == selection.layer && old.head == selection.head)
+    return;
+  view.selection = selection;
+  ++view.selectionRevision;
+}
+
+// =======================================================================================
+// Open
+// =======================================================================================
+
+bool openAttentionFile(AppState& state, const std::string& path, double now,
+                       const io::AttentionOpenOptions& options) {
+  Expected<io::AttentionFile> opened = io::AttentionFile::open(path, options);
+  if (!opened && opened.error().field == "array" && options.arrayName.empty()) {
+    // Several arrays: offer the readable ones (the file shown so far stays).
+    if (Expected<std::vector<io::ArraySummary>> arrays = io::listArrays(path, options.limits)) {
+      std::vector<io::ArraySummary> readable;
+      for (const io::ArraySummary& a : *arrays)
+        if (a.unsupported.empty()) readable.push_back(a);
+      if (readable.size() > 1) {
+        state.attention.choosePath = path;
+        state.attention.chooseArrays = std::move(readable);
+        showPanel(state.view, "attention");
+        notify(state, Notice::Kind::Info,
+               fs::path(path).filename().string() +
+                   " holds several arrays: pick one in the Attention panel",
+               now);
+        return false;
+      }
+    }
+  }
+  if (!opened) {
+    Error error = opened.error();
+    if (error.file.empty()) error.file = path;
+    notify(state, Notice::Kind::Error, "cannot open " + error.message(), now);
+    return false;
+  }
+  AttentionView& view = state.attention;
+  view.choosePath.clear();
+  view.chooseArrays.clear();
+  view.file = std::make_shared<const io::AttentionFile>(std::move(opened).value());
+  ++view.generation;
+  view.selection = {};
+  ++view.selectionRevision;
+  view.overview.reset();
+  view.shown.reset();
+  view.overviewProgress = 0;
+  view.pinnedToken = -1;
+  view.topFor = nullptr;
+  view.topIndex.clear();
+  view.overlayHeads.clear();
+  view.overlayTop.clear();
+  view.overlayGeneration = ~0ull;
+  view.filter.cacheFor.reset();
+  view.filter.cache.reset();
+  view.compare.file.reset();  // B is a selection of the new file again
+  view.compare.selection = {};
+  ++view.compare.revision;
+  view.compare.cacheFor.reset();
+  view.compare.hoverRow = view.compare.hoverCol = -1;
+  showPanel(state.view, "attention");
+  const io::AttentionShape& s = view.file->shape();
+  std::string text = "opened " + fs::path(path).filename().string() + ": ";
+  text += countOf(s.layers, "layer", "layers");
+  text += " \xC3\x97 ";
+  text += countOf(s.heads, "head", "heads");
+  text += ", ";
+  text += std::to_string(s.queries);
+  text += " \xC3\x97 ";
+  text += std::to_string(s.keys);
+  text += " tokens";
+  notify(state, Notice::Kind::Info, std::move(text), now);
+  return true;
+}
+
+namespace {
+
+std::shared_ptr<const AttentionShown> computeShown(const io::AttentionFile& file,
+                                                   std::uint64_t generation,
+                                                   const io::AttentionSelection& selection,
+                                                   std::uint64_t revision) {
+  auto shown = std::make_shared<AttentionShown>();
+  shown->generation = generation;
+  shown->selectionRevision = revision;
+  shown->selection = selection;
+  Expected<io::SelectedAttention> selected = io::selectAttention(file, selection);
+  if (selected)
+    shown->selected = std::move(selected).value();
+  else
+    shown->error = selected.error().message();
+  return shown;
+}
+
+}  // namespace
+
+bool updateAttention(AppState& state) {
+  AttentionView& view = state.attention;
+  if (!view.file) return false;
+  bool changed = false;
+  if (!view.overview) {
+    view.overview = std::make_shared<const io::HeadOverview>(io::overviewHeads(*view.file));
+    view.overviewProgress = 1;
+    changed = true;
+  }
+  if (!view.shown || view.shown->generation != view.generation ||
+      view.shown->selectionRevision != view.selectionRevision) {
+    view.shown = computeShown(*view.file, view.generation, view.selection, view.selectionRevision);
+    changed = true;
+  }
+  view.submittedGeneration = view.generation;
+  view.submittedSelection = view.selectionRevision;
+  return changed;
+}
+
+// =======================================================================================
+// The workers
+// =======================================================================================
+
+AttentionService::Worker::Worker() : thread_([this] { run(); }) {}
+
+AttentionService::Worker::~Worker() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+    cancel_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void AttentionService::Worker::submit(Job job) {
+  {
+    std::lock_guard lock(mutex_);
+    queued_ = std::move(job);
+    cancel_ = true;  // the running job (if any) is stale now
+  }
+  wake_.notify_one();
+}
+
+bool AttentionService::Worker::busy() const {
+  std::lock_guard lock(mutex_);
+  return running_ || queued_ != nullptr;
+}
+
+void AttentionService::Worker::waitIdle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [this] { return !running_ && queued_ == nullptr; });
+}
+
+void AttentionService::Worker::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stop_ || queued_ != nullptr; });
+    if (stop_) return;
+    Job job = std::exchange(queued_, nullptr);
+    cancel_ = false;
+    running_ = true;
+    lock.unlock();
+    job(cancel_);
+    job = nullptr;
+    lock.lock();
+    running_ = false;
+    if (queued_ == nullptr) idle_.notify_all();
+  }
+}
+
+AttentionService::AttentionService() = default;
+AttentionService::~AttentionService() = default;
+
+void AttentionService::submitOverview(std::shared_ptr<const io::AttentionFile> file,
+                                      std::uint64_t generation) {
+  done_ = 0;
+  total_ = file ? file->layers() * file->heads() : 0;
+  overviewWorker_.submit([this, file = std::move(file),
+                          generation](const std::atomic<bool>& cancel) {
+    io::HeadOverviewOptions options;
+    options.progress = [this](int done, int total) {
+      done_ = done;
+      total_ = total;
+    };
+    options.cancel = [&cancel] { return cancel.load(); };
+    auto overview = std::make_shared<const io::HeadOverview>(io::overviewHeads(*file, options));
+    if (overview->cancelled) return;
+    std::lock_guard lock(mutex_);
+    overview_ = std::move(overview);
+    overviewGeneration_ = generation;
+  });
+}
+
+void AttentionService::submitSelection(std::shared_ptr<const io::AttentionFile> file,
+                                       std::uint64_t generation,
+                                       io::AttentionSelection selection, std::uint64_t revision) {
+  selectionWorker_.submit([this, file = std::move(file), generation, selection,
+                           revision](const std::atomic<bool>&) {
+    std::shared_ptr<const AttentionShown> shown =
+        computeShown(*file, generation, selection, revision);
+    std::lock_guard lock(mutex_);
+    shown_ = std::move(shown);
+  });
+}
+
+std::shared_ptr<const io::HeadOverview> AttentionService::takeOverview(std::uint64_t* generation) {
+  std::lock_guard lock(mutex_);
+  if (generation) *generation = overviewGeneration_;
+  return std::exchange(overview_, nullptr);
+}
+
+std::shared_ptr<const AttentionShown> AttentionService::takeShown() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(shown_, nullptr);
+}
+
+float AttentionService::overviewProgress() const {
+  const int total = total_;
+  return total > 0 ? static_cast<float>(done_) / static_cast<float>(total) : 0.f;
+}
+
+bool AttentionService::busy() const {
+  return overviewWorker_.busy() || selectionWorker_.busy();
+}
+
+void AttentionService::waitIdle() {
+  overviewWorker_.waitIdle();
+  selectionWorker_.waitIdle();
+}
+
+bool updateAttentionAsync(AppState& state, AttentionService& service) {
+  AttentionView& view = state.attention;
+  if (!view.file) return false;
+  if (view.submittedGeneration != view.generation) {
+    service.submitOverview(view.file, view.generation);
+    view.submittedGeneration = view.generation;
+  }
+  if (view.submittedSelection != view.selectionRevision) {
+    service.submitSelection(view.file, view.generation, view.selection, view.selectionRevision);
+    view.submittedSelection = view.selectionRevision;
+  }
+  bool changed = false;
+  std::uint64_t generation = 0;
+  if (auto overview = service.takeOverview(&generation);
+      overview && generation == view.generation) {
+    view.overview = std::move(overview);
+    changed = true;
+  }
+  if (auto shown = service.takeShown(); shown && shown->generation == view.generation) {
+    view.shown = std::move(shown);
+    changed = true;
+  }
+  view.overviewProgress = view.overview ? 1.f : service.overviewProgress();
+  return changed;
+}
+
+}  // namespace attn::app

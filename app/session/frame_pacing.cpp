@@ -1,0 +1,60 @@
+// Idle policy of the window loop and the pipeline's step keys (see frame_pacing.h).
+#include "app/session/frame_pacing.h"
+
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+
+#include "app/session/pipeline_steps.h"
+
+namespace attn::app {
+
+bool mayWaitForEvents(const FrameActivity& a) {
+  return !a.screenshot && !a.computing && !a.interacting && !a.noticesFading && !a.pendingInput &&
+         !a.backgroundWork && a.settleFrames <= 0;
+}
+
+StepKey stepKeyFor(int glfwKey, int glfwMods) {
+  if (glfwMods & (GLFW_MOD_CONTROL | GLFW_MOD_ALT | GLFW_MOD_SUPER)) return StepKey::None;
+  switch (glfwKey) {
+    case GLFW_KEY_SPACE:
+    case GLFW_KEY_RIGHT:
+    case GLFW_KEY_PAGE_DOWN:
+      return StepKey::Next;
+    case GLFW_KEY_LEFT:
+    case GLFW_KEY_PAGE_UP:
+      return StepKey::Previous;
+    case GLFW_KEY_ESCAPE:
+      return StepKey::ShowAll;
+    case GLFW_KEY_F5:
+      return StepKey::Presentation;
+    case GLFW_KEY_ENTER:
+    case GLFW_KEY_KP_ENTER:
+      return StepKey::Open;
+    default:
+      return StepKey::None;
+  }
+}
+
+int applyStepKeys(int stage, const std::vector<StepKey>& keys,
+                  const std::vector<MatrixKind>& visible) {
+  for (StepKey key : keys) {
+    switch (key) {
+      case StepKey::Next:
+        stage = stepPipelineStage(stage, +1, visible);
+        break;
+      case StepKey::Previous:
+        stage = stepPipelineStage(stage, -1, visible);
+        break;
+      case StepKey::ShowAll:
+        stage = -1;
+        break;
+      case StepKey::None:
+      case StepKey::Presentation:  // view keys: applyPipelineKeys (app/pipeline_steps.h)
+      case StepKey::Open:
+        break;
+    }
+  }
+  return stage;
+}
+
+}  // namespace attn::app

@@ -1,0 +1,389 @@
+// The GPT-2 model in the app (see model_service.h). No ImGui, no GL: tests drive it directly.
+#include "app/session/model_service.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "core/base/format.h"
+
+namespace attn::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// "gpt2" for "/models/gpt2/" (the folder's own name, trailing separators ignored).
+std::string folderName(const std::string& folder) {
+  fs::path p = fs::path(folder).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  const std::string name = p.filename().string();
+  return name.empty() ? folder : name;
+}
+
+// Length of the common prefix of two token lists.
+std::size_t commonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+// =======================================================================================
+// One text -> one ModelRun
+// =======================================================================================
+
+std::shared_ptr<ModelRun> runModel(const io::Gpt2Model& model,
+                                   const std::shared_ptr<gpt2::Session>& session,
+                                   const std::string& text, std::uint64_t generation,
+                                   std::uint64_t textRevision) {
+  const auto start = std::chrono::steady_clock::now();
+  auto run = std::make_shared<ModelRun>();
+  run->generation = generation;
+  run->textRevision = textRevision;
+  const gpt2::Config& config = model.weights->config;
+  // 1 tokens
+  io::Gpt2Tokenizer::Encoding encoding = model.tokenizer.encode(text);
+  run->invalidSequences = encoding.invalidOffsets.size();
+  const auto n = static_cast<std::int64_t>(encoding.ids.size());
+  // 2 sizes, before any work
+  if (n > config.nPositions) {
+    run->error = countOf(n, "token", "tokens") + " are more than the model's context of " +
+                 std::to_string(config.nPositions) + " (n_positions): shorten the text";
+    return run;
+  }
+  const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
+                                       static_cast<std::uint64_t>(config.nHead) *
+                                       static_cast<std::uint64_t>(n * n) * sizeof(float);
+  if (attentionBytes > kMaxLiveAttentionBytes) {
+    run->error = countOf(n, "token", "tokens") + " make an attention tensor of " +
+                 std::to_string(attentionBytes >> 20) + " MiB, above the " +
+                 std::to_string(kMaxLiveAttentionBytes >> 20) +
+                 " MiB the live views hold: shorten the text";
+    return run;
+  }
+  // 3 the forward pass of the tokens after the common prefix
+  Expected<int> reused = session->setTokens(encoding.ids);
+  if (!reused) {
+    run->error = reused.error().message();
+    return run;
+  }
+  run->reusedTokens = *reused;
+  run->computedTokens = static_cast<int>(n) - *reused;
+  run->ids = std::move(encoding.ids);
+  run->labels.reserve(run->ids.size());
+  for (int id : run->ids) run->labels.push_back(model.tokenizer.tokenDisplay(id));
+  // 4 what the views show
+  if (n > 0) {
+    io::AttentionShape shape;
+    shape.layers = config.nLayer;
+    shape.heads = config.nHead;
+    shape.queries = shape.keys = static_cast<int>(n);
+    Expected<io::AttentionFile> file = io::AttentionFile::fromMemory(
+        folderName(model.folder), session->attentionTensor(), shape, run->labels, "tokenizer");
+    if (!file) {
+      run->error = file.error().message();
+      return run;
+    }
+    run->attention = std::make_shared<const io::AttentionFile>(std::move(file).value());
+    run->session = session;
+    for (const gpt2::TokenProbability& t : session->topK(kModelPredictions))
+      run->next.push_back({t.id, model.tokenizer.tokenDisplay(t.id), t.probability});
+    run->residualNorms = session->residualNorms();
+  }
+  run->computeMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
+                                const std::string& modelName) {
+  if (!run.session) return Error{"", "model", "no tokens to take a head from"};
+  const gpt2::Config& config = run.session->config();
+  if (layer < 0 || layer >= config.nLayer) {
+    return Error{"", "layer", "layer " + std::to_string(layer) + " is out of range"};
+  }
+  if (head < 0 || head >= config.nHead) {
+    return Error{"", "head", "head " + std::to_string(head) + " is out of range"};
+  }
+  Scenario s;
+  s.name = modelName + " layer " + std::to_string(layer);
+  s.name += " head " + std::to_string(head);
+  s.description = "The real queries, keys and values of " + s.name + " on " +
+                  countOf(run.session->size(), "token", "tokens") +
+                  " (each row is the token's q, k or v slice of LN1(x)\xC2\xB7W_attn + b_attn), "
+                  "with GPT-2's scaled dot product and causal mask: the weights are the "
+                  "model's attention of this head. Edits here are your own experiment; the "
+                  "model is not changed.";
+  s.mode = Mode::Cross;
+  s.queries = Matrix(run.session->query(layer, head));
+  s.keys = Matrix(run.session->key(layer, head));
+  s.values = Matrix(run.session->value(layer, head));
+  s.queryLabels = run.labels;
+  s.keyLabels = run.labels;
+  s.score = ScoreKind::ScaledDot;
+  s.heads = 1;
+  s.temperature = 1;
+  s.projection = ProjectionKind::Identity;
+  s.mask.kind = MaskKind::Causal;
+  s.normalizer.kind = NormalizerKind::Softmax;
+  return s;
+}
+
+// =======================================================================================
+// Into the state
+// =======================================================================================
+
+void applyLoadedModel(AppState& state, std::shared_ptr<const io::Gpt2Model> model, double now) {
+  ModelView& view = state.model;
+  view.model = std::move(model);
+  ++view.generation;
+  view.loading.clear();
+  showPanel(state.view, "model");
+  showPanel(state.view, "attention");
+  const gpt2::Config& c = view.model->weights->config;
+  std::string text = "loaded model " + folderName(view.model->folder) + ": ";
+  text += countOf(c.nLayer, "layer", "layers");
+  text += " \xC3\x97 " + countOf(c.nHead, "head", "heads");
+  text += ", " + std::to_string(c.nEmbd);
+  text += " wide, " + formatNumber(static_cast<double>(view.model->weights->parameterBytes()) /
+                                       (1024.0 * 1024.0),
+                                   3) +
+          " MiB of weights";
+  notify(state, Notice::Kind::Info, std::move(text), now);
+}
+
+bool publishModelRun(AppState& state, std::shared_ptr<const ModelRun> run) {
+  ModelView& model = state.model;
+  if (!run || run->generation != model.generation) return false;
+  AttentionView& view = state.attention;
+  const bool showingOurs = model.run && view.file && view.file == model.run->attention;
+  if (run->attention) {
+    view.choosePath.clear();
+    view.chooseArrays.clear();
+    view.file = run->attention;
+    ++view.generation;
+    // The selection stays while typing (clamped when another model has fewer layers or
+    // heads); the selected matrix is recomputed for the new tokens. The thumbnails of the
+    // previous text stay until the new ones are made (the grid does not flash).
+    io::AttentionSelection selection = view.selection;
+    selection.layer = std::clamp(selection.layer, 0, view.file->layers() - 1);
+    selection.head = std::clamp(selection.head, 0, view.file->heads() - 1);
+    view.selection = selection;
+    ++view.selectionRevision;
+    view.shown.reset();
+    view.topFor = nullptr;
+    view.topIndex.clear();
+    view.overlayGeneration = ~0ull;
+    view.overlayHeads.clear();
+    view.overlayTop.clear();
+    if (view.pinnedToken >= view.file->shape().keys) view.pinnedToken = -1;
+  } else if (showingOurs && run->error.empty()) {
+    // The text was emptied: nothing to show (an error keeps the last good run's attention).
+    view.file.reset();
+    view.overview.reset();
+    view.shown.reset();
+    ++view.generation;
+  }
+  model.run = std::move(run);
+  return true;
+}
+
+bool updateModel(AppState& state, double now) {
+  ModelView& view = state.model;
+  bool changed = false;
+  if (!view.loadRequest.empty()) {
+    const std::string folder = std::exchange(view.loadRequest, std::string());
+    Expected<io::Gpt2Model> loaded = io::loadGpt2Folder(folder);
+    if (loaded) {
+      applyLoadedModel(state, std::make_shared<const io::Gpt2Model>(std::move(loaded).value()),
+                       now);
+      changed = true;
+    } else {
+      notify(state, Notice::Kind::Error, "cannot open model " + loaded.error().message(), now);
+    }
+  }
+  if (view.model &&
+      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
+    auto session = std::make_shared<gpt2::Session>(view.model->weights);
+    changed |= publishModelRun(
+        state, runModel(*view.model, session, view.text, view.generation, view.textRevision));
+    state.attention.overview.reset();  // made again at once by updateAttention
+    view.submittedGeneration = view.generation;
+    view.submittedRevision = view.textRevision;
+  }
+  return changed;
+}
+
+// =======================================================================================
+// The worker
+// =======================================================================================
+
+ModelService::ModelService(std::chrono::milliseconds debounce)
+    : debounce_(debounce), worker_([this] { run(); }) {}
+
+ModelService::~ModelService() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void ModelService::submitLoad(std::string folder) {
+  {
+    std::lock_guard lock(mutex_);
+    queuedLoad_ = std::move(folder);
+  }
+  wake_.notify_one();
+}
+
+void ModelService::submitText(std::shared_ptr<const io::Gpt2Model> model,
+                              std::uint64_t generation, std::string text,
+                              std::uint64_t textRevision) {
+  {
+    std::lock_guard lock(mutex_);
+    queuedText_ = TextRequest{std::move(model), generation, textRevision, std::move(text),
+                              std::chrono::steady_clock::now() + debounce_};
+  }
+  wake_.notify_one();
+}
+
+std::optional<ModelService::Loaded> ModelService::takeLoad() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(loaded_, std::nullopt);
+}
+
+std::shared_ptr<const ModelRun> ModelService::takeRun() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(finished_, nullptr);
+}
+
+bool ModelService::busy() const {
+  std::lock_guard lock(mutex_);
+  return running_ || queuedLoad_ || queuedText_;
+}
+
+void ModelService::waitIdle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [this] { return !running_ && !queuedLoad_ && !queuedText_; });
+}
+
+std::uint64_t ModelService::runsCompleted() const {
+  std::lock_guard lock(mutex_);
+  return runsCompleted_;
+}
+
+// A session for `model` that no published run holds, preferring the one whose tokens share
+// the longest prefix with `ids`. Worker thread only.
+std::shared_ptr<gpt2::Session> ModelService::freeSession(
+    const std::shared_ptr<const io::Gpt2Model>& model, const std::vector<int>& ids) {
+  if (sessionWeights_ != model->weights) {  // another model: the caches are worthless
+    for (auto& s : sessions_) s.reset();
+    sessionWeights_ = model->weights;
+  }
+  std::shared_ptr<gpt2::Session>* best = nullptr;
+  std::size_t bestPrefix = 0;
+  for (auto& s : sessions_) {
+    // use_count() == 1: only this worker holds it, and only this thread could copy it.
+    if (s && s.use_count() == 1) {
+      const std::size_t prefix = commonPrefix(s->tokens(), ids);
+      if (!best || prefix > bestPrefix) {
+        best = &s;
+        bestPrefix = prefix;
+      }
+    }
+  }
+  if (best) return *best;
+  // Both are held (the run on screen and one not yet taken): start a fresh one in the slot
+  // of an empty or the first session; the old one lives on in the run that holds it.
+  std::shared_ptr<gpt2::Session>& slot = sessions_[1] && sessions_[0] ? sessions_[0]
+                                         : sessions_[0]               ? sessions_[1]
+                                                                      : sessions_[0];
+  slot = std::make_shared<gpt2::Session>(model->weights);
+  return slot;
+}
+
+void ModelService::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (stop_) return;
+    if (queuedLoad_) {
+      const std::string folder = std::move(*queuedLoad_);
+      queuedLoad_.reset();
+      running_ = true;
+      lock.unlock();
+      Loaded loaded{folder, nullptr, Error{}};
+      Expected<io::Gpt2Model> model = io::loadGpt2Folder(folder);
+      if (model)
+        loaded.model = std::make_shared<const io::Gpt2Model>(std::move(model).value());
+      else
+        loaded.error = model.error();
+      lock.lock();
+      loaded_ = std::move(loaded);
+      running_ = false;
+    } else if (queuedText_) {
+      const auto due = queuedText_->due;
+      if (std::chrono::steady_clock::now() < due) {  // debounce: wait for more typing
+        wake_.wait_until(lock, due);
+        continue;
+      }
+      TextRequest request = std::move(*queuedText_);
+      queuedText_.reset();
+      running_ = true;
+      lock.unlock();
+      std::shared_ptr<ModelRun> result;
+      {
+        std::vector<int> ids = request.model->tokenizer.encode(request.text).ids;
+        std::shared_ptr<gpt2::Session> session = freeSession(request.model, ids);
+        result = runModel(*request.model, session, request.text, request.generation,
+                          request.textRevision);
+      }
+      lock.lock();
+      finished_ = std::move(result);  // an untaken older run is dropped: latest wins
+      ++runsCompleted_;
+      running_ = false;
+    } else {
+      idle_.notify_all();
+      wake_.wait(lock);
+      continue;
+    }
+    if (!queuedLoad_ && !queuedText_) idle_.notify_all();
+  }
+}
+
+// =======================================================================================
+// The window's step
+// =======================================================================================
+
+bool updateModelAsync(AppState& state, ModelService& service, double now) {
+  ModelView& view = state.model;
+  bool changed = false;
+  if (!view.loadRequest.empty()) {
+    view.loading = std::exchange(view.loadRequest, std::string());
+    service.submitLoad(view.loading);
+    notify(state, Notice::Kind::Info, "loading model " + view.loading + "\xE2\x80\xA6", now);
+  }
+  if (std::optional<ModelService::Loaded> loaded = service.takeLoad()) {
+    if (loaded->folder == view.loading) view.loading.clear();
+    if (loaded->model) {
+      applyLoadedModel(state, std::move(loaded->model), now);
+      changed = true;
+    } else {
+      notify(state, Notice::Kind::Error, "cannot open model " + loaded->error.message(), now);
+    }
+  }
+  if (view.model &&
+      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
+    service.submitText(view.model, view.generation, view.text, view.textRevision);
+    view.submittedGeneration = view.generation;
+    view.submittedRevision = view.textRevision;
+  }
+  if (std::shared_ptr<const ModelRun> run = service.takeRun()) changed |= publishModelRun(state, std::move(run));
+  return changed;
+}
+
+}  // namespace attn::app

@@ -1,0 +1,124 @@
+// The GPT-2 model off the UI thread (the ComputeService pattern, app/compute_service.h):
+// loading a model folder, and running the model on the text as the user types. One worker
+// thread; a load goes first, a text waits for the debounce (no new text for kModelDebounce)
+// and then runs; an unstarted older request is dropped (latest wins). Results are immutable
+// shared_ptr<const T>; the UI never waits. No ImGui, no GL: tests drive it directly.
+//
+// The KV cache: the worker keeps two gpt2::Sessions. A published run holds its session
+// (the Pipeline's "open this head" reads Q, K and V from it), so the worker updates the
+// other one, which Session::setTokens brings up to date from its own common prefix: typing
+// one more character costs the tokens since that session's text (one or two keystrokes),
+// never the whole text again.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "app/session/app_state.h"
+
+namespace attn::app {
+
+inline constexpr std::chrono::milliseconds kModelDebounce{150};
+// How many next-token candidates a run keeps.
+inline constexpr int kModelPredictions = 10;
+// Largest attention tensor [L, H, n, n] float32 a run copies out for the views (gpt2-small at
+// its full 1024 tokens is 576 MiB; larger models must use a shorter text).
+inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
+
+// The one function that runs the model: tokenizes `text`, brings `session` (which must use
+// model.weights) to those tokens with setTokens (reusing its cache), and copies out what the
+// panels show. Never throws for bad input: errors (too many tokens for n_positions, an
+// attention tensor above kMaxLiveAttentionBytes) are in ModelRun::error.
+std::shared_ptr<ModelRun> runModel(const io::Gpt2Model& model,
+                                   const std::shared_ptr<gpt2::Session>& session,
+                                   const std::string& text, std::uint64_t generation,
+                                   std::uint64_t textRevision);
+
+// A new scenario that holds layer `layer`, head `head` of `run` as raw vectors: queries,
+// keys and values are the head's real q, k and v rows (n x d_h each, Session::query/key/
+// value), labelled with the tokens; scaled dot product, causal mask, one head, softmax. Its
+// weights are the model's attention of that head. `modelName` goes into its name. Errors:
+// no session, layer / head out of range.
+Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
+                                const std::string& modelName);
+
+// Makes `model` the loaded model (after a successful load): bumps generation, keeps the
+// text (it is run again on the new model), shows the Model panel, posts a notice.
+void applyLoadedModel(AppState& state, std::shared_ptr<const io::Gpt2Model> model, double now);
+// Makes `run` the one on screen and its attention the Attention panel's file (keeping the
+// panel's selection when it still fits). Returns false (nothing changed) for a run of
+// another model generation.
+bool publishModelRun(AppState& state, std::shared_ptr<const ModelRun> run);
+
+// Synchronous update (screenshots, tests): loads state.model.loadRequest (an error posts a
+// notice and keeps the model), then runs the text if it changed. Returns true when
+// something was replaced.
+bool updateModel(AppState& state, double now);
+
+class ModelService {
+ public:
+  explicit ModelService(std::chrono::milliseconds debounce = kModelDebounce);
+  ~ModelService();  // asks the worker to stop and joins it (a run in flight finishes)
+  ModelService(const ModelService&) = delete;
+  ModelService& operator=(const ModelService&) = delete;
+
+  // Queues the load of `folder` (replaces an unstarted load).
+  void submitLoad(std::string folder);
+  // Queues `text` on `model` (replaces an unstarted text; runs kModelDebounce after the last
+  // submit).
+  void submitText(std::shared_ptr<const io::Gpt2Model> model, std::uint64_t generation,
+                  std::string text, std::uint64_t textRevision);
+
+  struct Loaded {
+    std::string folder;
+    std::shared_ptr<const io::Gpt2Model> model;  // null on error
+    Error error;
+  };
+  // The newest finished load / run not yet taken. Never block.
+  std::optional<Loaded> takeLoad();
+  std::shared_ptr<const ModelRun> takeRun();
+  // True while something is queued, waiting for the debounce or running.
+  bool busy() const;
+  // Blocks until nothing is queued or running (tests, screenshots; never in a frame).
+  void waitIdle();
+  // Runs finished so far.
+  std::uint64_t runsCompleted() const;
+
+ private:
+  void run();
+  std::shared_ptr<gpt2::Session> freeSession(const std::shared_ptr<const io::Gpt2Model>& model,
+                                             const std::vector<int>& ids);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  const std::chrono::milliseconds debounce_;
+  std::optional<std::string> queuedLoad_;
+  struct TextRequest {
+    std::shared_ptr<const io::Gpt2Model> model;
+    std::uint64_t generation = 0, textRevision = 0;
+    std::string text;
+    std::chrono::steady_clock::time_point due;
+  };
+  std::optional<TextRequest> queuedText_;
+  bool running_ = false, stop_ = false;
+  std::uint64_t runsCompleted_ = 0;
+  std::optional<Loaded> loaded_;
+  std::shared_ptr<const ModelRun> finished_;
+  // Worker-only: the sessions and the weights they belong to.
+  std::shared_ptr<const gpt2::Weights> sessionWeights_;
+  std::shared_ptr<gpt2::Session> sessions_[2];
+  std::thread worker_;  // last: started after every member above exists
+};
+
+// The window's step: submits a requested load and a changed text, takes finished results
+// (a load error posts a notice naming the file and the tensor, and keeps the model that was
+// loaded). Never blocks. Returns true when something was replaced.
+bool updateModelAsync(AppState& state, ModelService& service, double now);
+
+}  // namespace attn::app

@@ -1,0 +1,77 @@
+// The GPT-2 model in the app (issue 10): the loaded folder, the text the user types, and the
+// newest finished run of the model on it. Kept in AppState::model, apart from the scenario
+// document: loading a model or typing never touches the scenario, its undo history or its
+// dirty flag. Plain data (no threads, no GL); app/model_service.h fills the derived parts.
+//
+// A run's attention is shown by the Attention panel (app/panel_attention.cpp) as an
+// in-memory io::AttentionFile: the model grid, head and text views of a saved tensor work
+// unchanged on the live one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/models/gpt2/model.h"
+#include "core/scenario/scenario.h"
+#include "formats/attention_file.h"
+#include "formats/models/gpt2_model.h"
+
+namespace attn::app {
+
+// One next-token candidate as the panel shows it.
+struct PredictedToken {
+  int id = 0;
+  std::string display;    // the token for the screen (spaces as "·", see gpt2::displayText)
+  float probability = 0;  // softmax over the whole vocabulary
+};
+
+// One run of the model on one text: everything the Model and Attention panels show of it.
+// Immutable once published.
+struct ModelRun {
+  std::uint64_t generation = 0;    // ModelView::generation (the model) it belongs to
+  std::uint64_t textRevision = 0;  // ModelView::textRevision (the text) it belongs to
+  std::vector<int> ids;            // the tokens (n)
+  std::vector<std::string> labels;  // display form of each token, n entries
+  std::size_t invalidSequences = 0;  // invalid UTF-8 sequences replaced by U+FFFD
+  // The session after the run (Q, K, V of every head; read-only). Null when n == 0 or on
+  // error. The worker never changes a session while a published run holds it.
+  std::shared_ptr<const gpt2::Session> session;
+  // [layers, heads, n, n] with the labels, for the Attention panel. Null when n == 0 or on
+  // error.
+  std::shared_ptr<const io::AttentionFile> attention;
+  std::vector<PredictedToken> next;  // the 10 most probable next tokens, most probable first
+  Matrix residualNorms;              // (L+1) x n, Session::residualNorms()
+  int reusedTokens = 0;              // tokens taken from the KV cache
+  int computedTokens = 0;            // tokens computed by this run
+  double computeMs = 0;              // forward pass + copies for the views
+  std::string error;                 // non-empty: the text cannot be run (why)
+};
+
+struct ModelView {
+  std::shared_ptr<const io::Gpt2Model> model;  // null: no model loaded
+  std::uint64_t generation = 0;                // bumped by every successful load
+  std::string loadRequest;  // a folder to load (menu, --model); taken by the update step
+  std::string loading;      // the folder being loaded on the worker ("" = none)
+  std::string text;         // the text box
+  std::uint64_t textRevision = 0;  // bumped on every change of `text`
+  std::uint64_t submittedGeneration = ~0ull, submittedRevision = ~0ull;
+  // The newest finished run (may be older than textRevision while the worker computes).
+  std::shared_ptr<const ModelRun> run;
+  // "Open this head in the pipeline": a new scenario for the window to open (asking about
+  // unsaved changes first, app/files.h requestNewDocument). Taken by the window.
+  std::optional<Scenario> pipelineRequest;
+
+  // Panel scratch (not saved).
+  bool showOpenDialog = false;  // the "Open model folder" modal is up
+  std::string dialogPath;
+
+  // True while the run on screen is older than the text or the model.
+  bool computing() const {
+    return model && (!run || run->generation != generation || run->textRevision != textRevision);
+  }
+};
+
+}  // namespace attn::app

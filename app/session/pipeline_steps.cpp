@@ -1,0 +1,110 @@
+// Pipeline step-through and the focused head (see pipeline_steps.h).
+#include "app/session/pipeline_steps.h"
+
+#include <algorithm>
+
+namespace attn::app {
+
+std::vector<MatrixKind> visibleStages(const AttentionResult* result) {
+  std::vector<MatrixKind> stages = {MatrixKind::Q,
+                                    MatrixKind::K,
+                                    MatrixKind::V,
+                                    MatrixKind::Scores,
+                                    MatrixKind::MaskedScores,
+                                    MatrixKind::Weights,
+                                    MatrixKind::Context};
+  if (result == nullptr) return stages;
+  const bool multiHead = result->heads.size() > 1;
+  const bool outputProjection = !result->projections.identity && result->projections.wo.size() > 0;
+  if (multiHead) stages.push_back(MatrixKind::Concat);
+  if (multiHead || outputProjection) stages.push_back(MatrixKind::Output);
+  return stages;
+}
+
+int stepPipelineStage(int current, int delta, const std::vector<MatrixKind>& visible) {
+  if (visible.empty() || delta == 0) return current;
+  const int n = static_cast<int>(visible.size());
+  int index = -1;
+  for (int i = 0; i < n; ++i)
+    if (stageIndex(visible[i]) == current) index = i;
+  if (index < 0) {
+    // From "all" (or a stage that is no longer shown): start at one end.
+    return stageIndex(delta > 0 ? visible.front() : visible.back());
+  }
+  const int next = index + (delta > 0 ? 1 : -1);
+  if (next < 0 || next >= n) return -1;
+  return stageIndex(visible[next]);
+}
+
+bool stageReached(const ViewSettings& view, MatrixKind stage) {
+  return view.pipelineStage < 0 || stageIndex(stage) <= view.pipelineStage;
+}
+
+std::optional<MatrixKind> headsPanelMatrix(const ViewSettings& view) {
+  if (stageReached(view, MatrixKind::Weights)) return MatrixKind::Weights;
+  if (stageReached(view, MatrixKind::MaskedScores)) return MatrixKind::MaskedScores;
+  if (stageReached(view, MatrixKind::Scores)) return MatrixKind::Scores;
+  return std::nullopt;
+}
+
+std::optional<int> headForStage(MatrixKind stage, int head) {
+  if (head >= 0) return head;
+  switch (stage) {
+    case MatrixKind::Scores:
+    case MatrixKind::Weights:
+    case MatrixKind::Concat:
+    case MatrixKind::Output:
+      return -1;
+    default:
+      return std::nullopt;
+  }
+}
+
+int clampedHead(const AppState& state) {
+  const int heads = state.computed->result ? static_cast<int>(state.computed->result->heads.size())
+                                          : std::max(state.doc.heads, 1);
+  const int h = state.view.focusedHead;
+  if (h == -1) return heads > 1 ? -1 : 0;
+  return std::clamp(h, 0, std::max(heads - 1, 0));
+}
+
+}  // namespace attn::app
+
+namespace attn::app {
+
+void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
+                       const std::vector<MatrixKind>& visible) {
+  for (StepKey key : keys) {
+    switch (key) {
+      case StepKey::Next:
+      case StepKey::Previous:
+        view.pipelineStage = applyStepKeys(view.pipelineStage, {key}, visible);
+        if (view.pipelineStage < 0) view.stageFullScreen = false;  // past the end: the strip
+        break;
+      case StepKey::Presentation:
+        view.presentation = !view.presentation;
+        view.stageFullScreen = false;
+        break;
+      case StepKey::Open:
+        // Only while presenting or stepping: Enter elsewhere (a text field just left) must
+        // not take the window over.
+        if (visible.empty() || (!view.presentation && view.pipelineStage < 0)) break;
+        if (view.pipelineStage < 0) view.pipelineStage = stageIndex(visible.front());
+        view.presentation = true;
+        view.stageFullScreen = true;
+        break;
+      case StepKey::ShowAll:  // Escape: back one level
+        if (view.stageFullScreen)
+          view.stageFullScreen = false;
+        else if (view.presentation)
+          view.presentation = false;
+        else
+          view.pipelineStage = -1;
+        break;
+      case StepKey::None:
+        break;
+    }
+  }
+}
+
+}  // namespace attn::app

@@ -1,0 +1,46 @@
+// The pipeline view's step-through (which stages exist, the next one) and the head the
+// detail views show. App-side: they depend on AppState and the pipeline's Stage list.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "app/session/app_state.h"
+#include "core/scenario/scenario_edits.h"
+
+namespace attn::app {
+
+// The stages worth showing: Q, K, V, scores, masked scores, weights, context, and concat /
+// output only when there are several heads or an output projection.
+std::vector<MatrixKind> visibleStages(const AttentionResult* result);
+// Next (delta > 0) or previous stage among `visible`, as a stageIndex; -1 means "all
+// stages". Stepping past either end returns to -1, and from -1 forward starts at the first,
+// backward at the last.
+int stepPipelineStage(int current, int delta, const std::vector<MatrixKind>& visible);
+
+// Whether the step-through has reached `stage` (always true when every stage is shown).
+// Panels beside the Pipeline (Heads, Geometry) show only what has been reached.
+bool stageReached(const ViewSettings& view, MatrixKind stage);
+
+// The matrix the Heads panel's thumbnails show: the weights once the step-through reached
+// them (or when every stage is shown); before that the scores or masked scores when
+// reached; nullopt before the scores (the thumbnails are placeholders).
+std::optional<MatrixKind> headsPanelMatrix(const ViewSettings& view);
+
+// The head index to select for a card of `stage` when the focused head is `head` (-1 = the
+// mean over heads). The mean exists for scores and weights; concat and output belong to no
+// head. nullopt: `stage` has no mean (the card is a placeholder that says so).
+std::optional<int> headForStage(MatrixKind stage, int head);
+
+// Applies queued keys (app/frame_pacing.h) to the view, in order: Next / Previous step
+// (a single full-screen stage follows the step), F5 toggles presentation mode, Enter (while
+// presenting or stepping) shows the current stage (or the first) alone and enters
+// presentation mode, Escape goes back one level:
+// single stage -> presentation strip -> normal window -> every stage shown.
+void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
+                       const std::vector<MatrixKind>& visible);
+// The head to show in detail views: view.focusedHead clamped into range (-1 = mean stays -1
+// when there are several heads, else 0).
+int clampedHead(const AppState& state);
+
+}  // namespace attn::app

@@ -1,0 +1,199 @@
+// Small helpers shared by the panel files (app/panel_*.cpp): tooltips, colours, applying an
+// edit's outcome, hover bookkeeping and the per-revision cache of selected matrices.
+// Internal to the panels; inline so that it needs no .cpp of its own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <imgui.h>
+
+#include "app/session/app_state.h"
+#include "app/session/pipeline_steps.h"
+#include "app/ui/shell/theme.h"
+#include "app/ui/widgets/heatmap_widget.h"
+#include "render/heatmap_render.h"
+
+namespace attn::app::panel {
+
+// ---------------------------------------------------------------------------------------
+// Text and colours
+// ---------------------------------------------------------------------------------------
+
+// "k3" from ("k", 3). Appends instead of `"k" + std::to_string(3)`, on which GCC 12's
+// -Wrestrict misfires at -O3.
+inline std::string indexed(const char* prefix, int i) {
+  std::string out(prefix);
+  out.append(std::to_string(i));
+  return out;
+}
+
+// The current theme's palette (app/theme.h): every colour >= 4.5:1 on its backgrounds.
+inline const ThemePalette& palette() { return currentPalette(); }
+inline ImVec4 toColor(ThemeColor c) { return ImVec4(c.r, c.g, c.b, 1.0f); }
+inline ImVec4 errorColor() { return toColor(palette().error); }
+inline ImVec4 warningColor() { return toColor(palette().warning); }
+inline ImVec4 queryColor() { return toColor(palette().query); }
+inline ImVec4 keyColor() { return toColor(palette().key); }
+// The theme's text colour at reduced strength (works on dark and light themes).
+inline ImVec4 mutedColor() { return ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]; }
+// Formulas: the theme's accent (the slider grab colour) so they stand out on both themes.
+inline ImVec4 formulaColor() {
+  ImVec4 c = ImGui::GetStyle().Colors[ImGuiCol_PlotHistogram];
+  c.w = 1.0f;
+  return c;
+}
+
+// Shows `text` in a tooltip when the last item is hovered (also when it is disabled).
+inline void tooltip(const char* text) {
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28.0f);
+    ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+}
+inline void tooltip(const std::string& text) { tooltip(text.c_str()); }
+
+inline void coloredWrapped(const ImVec4& color, const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, color);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopStyleColor();
+}
+
+inline void mutedWrapped(const std::string& text) { coloredWrapped(mutedColor(), text); }
+
+// Shows why the scenario cannot be computed, in red. Returns true when there is no result.
+// Begins a panel's window. Returns false when the panel is hidden or collapsed; the window
+// is then already closed (End() called), so the caller just returns.
+inline bool beginPanel(const char* name, bool* open, ImGuiWindowFlags flags = 0) {
+  if (!*open) return false;
+  if (!ImGui::Begin(name, open, flags)) {
+    ImGui::End();
+    return false;
+  }
+  return true;
+}
+
+inline bool showComputeError(const AppState& state) {
+  if (!state.computed->error.empty()) {
+    coloredWrapped(errorColor(), "Cannot compute: " + state.computed->error);
+    return true;
+  }
+  if (!state.computed->result || !state.computed->problem) {
+    mutedWrapped("No result yet.");
+    return true;
+  }
+  return false;
+}
+
+// beginPanel() for panels that show the result: also false (window closed) after showing
+// the compute error or "no result", so the caller may use state.computed->* when true.
+inline bool beginResultPanel(const char* name, bool* open, const AppState& state,
+                             ImGuiWindowFlags flags = 0) {
+  if (!beginPanel(name, open, flags)) return false;
+  if (showComputeError(state)) {
+    ImGui::End();
+    return false;
+  }
+  return true;
+}
+
+inline bool hasResult(const AppState& state) {
+  return state.computed->error.empty() && state.computed->result && state.computed->problem;
+}
+
+// ---------------------------------------------------------------------------------------
+// Edits
+// ---------------------------------------------------------------------------------------
+
+// touch() after a change; a refusal becomes a warning notice, an adjustment an info one.
+inline void apply(AppState& state, const EditOutcome& outcome) {
+  applyEdit(state, outcome, ImGui::GetTime());
+}
+
+// ---------------------------------------------------------------------------------------
+// Heatmaps
+// ---------------------------------------------------------------------------------------
+
+// The view of (kind, head) for the current result, from the cache. nullptr if it cannot be
+// selected (no result, head out of range). The pointer is valid until the next call.
+inline const SelectedMatrix* cachedView(AppState& state, MatrixKind kind, int head) {
+  if (!hasResult(state)) return nullptr;
+  auto& cache = state.panels.viewCache;
+  const std::uint64_t revision = state.computed->revision;
+  if (!cache.empty() && cache.front().revision != revision) cache.clear();
+  // Prepared by the compute worker with the result: only point at it (and remember the key,
+  // so the next edit asks for it again).
+  for (const PreparedView& prepared : state.computed->views) {
+    if (prepared.key.kind != kind || prepared.key.head != head) continue;
+    bool listed = false;
+    for (const auto& entry : cache) listed = listed || (entry.kind == kind && entry.head == head);
+    if (!listed) cache.push_back({revision, kind, head, SelectedMatrix{}});
+    return &prepared.view;
+  }
+  for (auto& entry : cache)
+    if (entry.kind == kind && entry.head == head) return &entry.view;
+  auto selected = selectMatrixRef(*state.computed->result, *state.computed->problem, kind, head);
+  if (!selected) return nullptr;
+  cache.push_back({revision, kind, head, std::move(selected).value()});
+  return &cache.back().view;
+}
+
+// A content revision for the heatmap cache that changes with the document revision and
+// differs between matrices / heads shown under the same widget id.
+inline std::uint64_t contentRevision(std::uint64_t revision, MatrixKind kind, int head) {
+  std::uint64_t x = revision * 0x9E3779B97F4A7C15ull;
+  x ^= (static_cast<std::uint64_t>(kind) + 1) * 0xBF58476D1CE4E5B9ull;
+  x ^= static_cast<std::uint64_t>(head + 2) * 0x94D049BB133111EBull;
+  return x;
+}
+
+// Records what the mouse is over for the inspector (hover stays until another cell is
+// hovered, so it can be read after moving to the inspector).
+inline void setHover(AppState& state, const HeatmapInteraction& hit, MatrixKind kind,
+                     int head) {
+  if (!hit.hovered || hit.row < 0 || hit.col < 0) return;
+  state.hover.active = true;
+  state.hover.matrix = kind;
+  state.hover.head = head;
+  state.hover.row = hit.row;
+  state.hover.col = hit.col;
+}
+
+inline HeatmapOptions heatmapOptions(const AppState& state) {
+  HeatmapOptions options;
+  options.colormap = state.view.colormap;
+  options.cellLabels = state.view.cellLabels;
+  return options;
+}
+
+// The options of a heatmap of `kind`: the colour rule shared with `attnscope export`
+// (io::defaultColormapFor): signed matrices on RdBu centred on 0 unless the user turned
+// that off, weights on the chosen sequential map (log10 when asked), and the range mode
+// (global, per row, fixed) on every matrix.
+inline HeatmapOptions heatmapOptions(const AppState& state, MatrixKind kind) {
+  HeatmapOptions options = heatmapOptions(state);
+  if (state.view.divergingSigned && isSignedMatrix(kind)) {
+    options.colormap = ColormapKind::RdBu;
+    options.centreZero = true;
+  }
+  options.range = colorRangeMode(state.view);
+  if (state.view.fixedRange) {
+    options.vmin = state.view.rangeMin;
+    options.vmax = state.view.rangeMax;
+  }
+  if (state.view.logWeights && kind == MatrixKind::Weights)
+    options.scale = ColorScaleKind::Log;
+  return options;
+}
+
+// Number of heads in the current result (0 when there is none).
+inline int resultHeads(const AppState& state) {
+  return hasResult(state) ? static_cast<int>(state.computed->result->heads.size()) : 0;
+}
+
+}  // namespace attn::app::panel

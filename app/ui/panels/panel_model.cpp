@@ -1,0 +1,239 @@
+// The Model panel: a GPT-2 model folder (Model ▸ Open model folder…, or attnscope --model
+// DIR). Left: the text box (the model runs on a worker as you type, debounced; the
+// Attention panel's model grid, head and text views show its attention), the tokens, the
+// run's status, "Open this head in the pipeline", and the residual-stream norm per layer and
+// token as a small heatmap. Right: the next-token prediction, the 10 most probable tokens
+// with their probabilities. The panel only edits state.model; app/model_service.h computes.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app/session/model_service.h"
+#include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_registry.h"
+#include "app/ui/panels/panels.h"
+#include "core/base/format.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+// The "Open model folder" modal. Drawn at top level after the panel's window (so that it
+// works while the panel is collapsed), and never before it: BeginPopupModal on a closed popup
+// clears the SetNextWindowPos/Size the window's layout set for the panel.
+void drawOpenDialog(ModelView& model) {
+  if (model.showOpenDialog) {
+    ImGui::OpenPopup("Open model folder");
+    model.showOpenDialog = false;
+  }
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
+                          ImVec2(0.5f, 0.5f));
+  if (!ImGui::BeginPopupModal("Open model folder", nullptr, ImGuiWindowFlags_AlwaysAutoResize))
+    return;
+  const float font = ImGui::GetFontSize();
+  ImGui::TextUnformatted("A Hugging Face GPT-2 folder: config.json, model.safetensors,");
+  ImGui::TextUnformatted("vocab.json and merges.txt (gpt2, distilgpt2, gpt2-medium, ...).");
+  ImGui::TextDisabled("Nothing is downloaded; see docs/models.md for where to get one.");
+  if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+  ImGui::SetNextItemWidth(font * 30.f);
+  bool confirmed = ImGui::InputText("Folder", &model.dialogPath,
+                                    ImGuiInputTextFlags_EnterReturnsTrue);
+  if (ImGui::Button("Open", ImVec2(font * 6.f, 0))) confirmed = true;
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel", ImVec2(font * 6.f, 0)) ||
+      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
+    ImGui::CloseCurrentPopup();
+  } else if (confirmed && !model.dialogPath.empty()) {
+    model.loadRequest = model.dialogPath;  // loaded on the worker by the window's update
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::EndPopup();
+}
+
+// The next-token prediction: one row per token, a bar as long as its probability.
+void drawPrediction(const ModelRun& run) {
+  const float font = ImGui::GetFontSize();
+  ImGui::TextUnformatted("Next token");
+  tooltip("The model's 10 most probable next tokens after the last one (softmax over the "
+          "whole vocabulary).");
+  ImGui::Separator();
+  if (run.next.empty()) {
+    ImGui::TextDisabled("(type some text)");
+    return;
+  }
+  const float labelW = font * 8.f;
+  for (const PredictedToken& t : run.next) {
+    ImGui::PushID(t.id);
+    const std::string label = t.display.empty() ? "(empty)" : t.display;
+    ImGui::TextUnformatted(label.c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("%d", t.id);
+    tooltip("the token's id in vocab.json");
+    ImGui::SameLine(labelW);
+    const std::string value = formatNumber(t.probability, 3);
+    ImGui::ProgressBar(std::clamp(t.probability, 0.f, 1.f), ImVec2(-1, 0), value.c_str());
+    ImGui::PopID();
+  }
+}
+
+// The tokens of the run, as they are shown on the axes ("·" for a space).
+void drawTokens(const ModelRun& run) {
+  std::string line;
+  for (std::size_t i = 0; i < run.labels.size(); ++i) {
+    if (i > 0) line += " \xE2\x94\x82 ";  // │
+    line += run.labels[i];
+  }
+  panel::mutedWrapped(line);
+}
+
+void drawHeadButton(AppState& state, const ModelRun& run) {
+  const AttentionView& view = state.attention;
+  const bool head = view.file && view.file == run.attention &&
+                    view.selection.kind == io::AttentionSelection::Kind::Head;
+  std::string label = "Open this head in the pipeline";
+  if (head) {
+    label += " (layer " + std::to_string(view.selection.layer);
+    label += ", head " + std::to_string(view.selection.head) + ")";
+  }
+  ImGui::BeginDisabled(!head);
+  if (ImGui::Button(label.c_str())) {
+    Expected<Scenario> scenario = headScenario(
+        run, view.selection.layer, view.selection.head,
+        std::filesystem::path(run.attention->path()).filename().string());
+    if (scenario)
+      state.model.pipelineRequest = std::move(scenario).value();
+    else
+      notify(state, Notice::Kind::Error, scenario.error().message(), ImGui::GetTime());
+  }
+  ImGui::EndDisabled();
+  tooltip(head ? "A new scenario with this head's real q, k and v rows as raw vectors (scaled "
+                 "dot, causal mask): the Pipeline and the Inspector explain every real "
+                 "score. Edits there are your own experiment; the model is not changed."
+               : "Pick one head in the Attention panel (click a thumbnail, or choose "
+                 "\"One head\") first.");
+}
+
+// The L2 norm of the residual stream entering each layer (row 0: the embeddings) and after
+// the last block, per token.
+void drawResidualNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& run) {
+  if (run.residualNorms.size() == 0) return;
+  ImGui::TextUnformatted("Residual-stream norm");
+  tooltip("\xE2\x80\x96x\xE2\x80\x96 of the residual stream per layer (rows: the embeddings, then "
+          "the input of each later block, then the output of the last block) and token "
+          "(columns). A first token with a much larger norm is the usual partner of an "
+          "attention sink: many heads put most of their weight on it.");
+  const int rows = static_cast<int>(run.residualNorms.rows());
+  std::vector<std::string> rowLabels;
+  rowLabels.reserve(static_cast<std::size_t>(rows));
+  for (int r = 0; r < rows; ++r) {
+    rowLabels.push_back(r == 0 ? std::string("emb") : r == rows - 1 ? std::string("out")
+                                                                   : panel::indexed("L", r));
+  }
+  HeatmapOptions options = panel::heatmapOptions(state);
+  options.cellLabels = false;
+  options.tooltip = "residual-stream norm (rows: layers, columns: tokens)";
+  const float height = std::max(ImGui::GetFontSize() * 6.f, ImGui::GetContentRegionAvail().y);
+  options.size = ImVec2(ImGui::GetContentRegionAvail().x, height);
+  heatmapWidget("##residual", heatmaps,
+                HeatmapView(matrixRef(run.residualNorms), rowLabels, run.labels,
+                                "residual-stream norm"),
+                (run.generation << 40) ^ run.textRevision, options);
+}
+
+void drawModelWindow(AppState& state, HeatmapCache& heatmaps);
+
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawModelPanel(AppState& state, HeatmapCache& heatmaps) {
+  ModelView& model = state.model;
+  if (panel::beginPanel("Model", panelFlag(state.view, "model"))) {
+    drawModelWindow(state, heatmaps);
+    ImGui::End();
+  }
+  drawOpenDialog(model);
+}
+
+namespace {
+
+void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
+  ModelView& model = state.model;
+  const float font = ImGui::GetFontSize();
+  if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
+  tooltip("Load a GPT-2-family model folder (Hugging Face layout); also attnscope --model DIR.");
+  ImGui::SameLine();
+  if (!model.loading.empty()) {
+    static const char* spinner[] = {"|", "/", "-", "\\"};
+    ImGui::Text("loading %s %s", model.loading.c_str(),
+                spinner[static_cast<int>(ImGui::GetTime() * 8) % 4]);
+    ImGui::SameLine();
+  }
+  if (!model.model) {
+    ImGui::NewLine();
+    panel::mutedWrapped("No model loaded. Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 loads a GPT-2 "
+                        "folder (config.json, model.safetensors, vocab.json, merges.txt); type a "
+                        "text and its attention appears in the Attention panel as you type.");
+    return;
+  }
+  const gpt2::Config& config = model.model->weights->config;
+  ImGui::TextUnformatted(model.model->folder.c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s \xC3\x97 %s, %d wide, context %d",
+                      countOf(config.nLayer, "layer", "layers").c_str(),
+                      countOf(config.nHead, "head", "heads").c_str(), config.nEmbd,
+                      config.nPositions);
+
+  const float rightW = std::min(font * 18.f, ImGui::GetContentRegionAvail().x * 0.4f);
+  ImGui::BeginChild("##modelLeft", ImVec2(-rightW, 0), false);
+  if (ImGui::InputTextMultiline("##text", &model.text,
+                                ImVec2(-1, font * 4.f), ImGuiInputTextFlags_AllowTabInput)) {
+    ++model.textRevision;  // the window's update runs it after the debounce
+  }
+  tooltip("Type: the model runs on a worker after a short pause in typing, reusing its cache "
+          "for the tokens that did not change.");
+  const std::shared_ptr<const ModelRun> run = model.run;
+  if (run && run->generation == model.generation) {
+    if (!run->error.empty()) {
+      panel::coloredWrapped(panel::errorColor(), run->error);
+    } else {
+      std::string status = countOf(static_cast<long long>(run->ids.size()), "token", "tokens");
+      status += " \xC2\xB7 " + std::to_string(run->reusedTokens) + " from the cache, ";
+      status += std::to_string(run->computedTokens) + " computed \xC2\xB7 ";
+      status += formatNumber(run->computeMs, 3) + " ms";
+      if (model.computing()) status += "  (computing\xE2\x80\xA6)";
+      ImGui::TextDisabled("%s", status.c_str());
+      if (run->invalidSequences > 0) {
+        ImGui::SameLine();
+        ImGui::TextColored(panel::warningColor(), "%s replaced by U+FFFD",
+                           countOf(static_cast<long long>(run->invalidSequences),
+                                   "invalid UTF-8 sequence", "invalid UTF-8 sequences")
+                               .c_str());
+      }
+    }
+    drawTokens(*run);
+    if (run->session) {
+      drawHeadButton(state, *run);
+      drawResidualNorms(state, heatmaps, *run);
+    }
+  } else {
+    panel::mutedWrapped(model.computing() ? "computing\xE2\x80\xA6" : "Type a text above.");
+  }
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("##prediction", ImVec2(0, 0), true);
+  if (run && run->generation == model.generation) drawPrediction(*run);
+  ImGui::EndChild();
+}
+
+}  // namespace
+
+}  // namespace attn::app

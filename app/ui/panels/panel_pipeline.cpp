@@ -1,0 +1,608 @@
+// The Pipeline panel: every stage of one head's attention as its own heatmap, side by side,
+// Q, K, V → scores → masked scores → weights → context (→ concat → output), with the
+// operation written on the arrow between stages. Space / Right / PageDown and Left / PageUp
+// (what presentation clickers send) step through the stages one at a time (later stages hidden, the current one highlighted), Escape shows all.
+#include <imgui.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/session/frame_pacing.h"
+#include "core/base/format.h"
+#include "app/session/pipeline_layout.h"
+#include "app/session/pipeline_steps.h"
+#include "render/heatmap_axis.h"
+#include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_registry.h"
+#include "app/ui/panels/panels.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+// ---------------------------------------------------------------------------------------
+// Stage texts
+// ---------------------------------------------------------------------------------------
+
+const char* stageName(MatrixKind stage) {
+  // In kPipelineOrder.
+  static constexpr const char* kNames[kStages] = {
+      "Q", "K", "V", "scores", "masked scores", "weights", "context", "concat", "output"};
+  return kNames[stageIndex(stage)];
+}
+
+const char* stageDescription(MatrixKind stage) {
+  switch (stage) {
+    case MatrixKind::Q:
+      return "Q: the queries of this head (n_q x d_h), what each position is looking for. "
+             "Q = X_q·W_q, or the raw queries under identity projection.";
+    case MatrixKind::K:
+      return "K: the keys of this head (n_k x d_h), what each position offers to be matched.";
+    case MatrixKind::V:
+      return "V: the values of this head (n_k x dv_h), what each position passes on when it "
+             "is attended.";
+    case MatrixKind::Scores:
+      return "Scores: score(q_i, k_j) for every query i (row) and key j (column): how well "
+             "they match.";
+    case MatrixKind::MaskedScores:
+      return "Masked scores: scores ÷ T, and −∞ (hatched grey) where the mask forbids query i "
+             "to attend key j.";
+    case MatrixKind::Weights:
+      return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "
+             "masked keys get 0).";
+    case MatrixKind::Context:
+      return "Context: weights·V, each query's weighted average of the values.";
+    case MatrixKind::Concat:
+      return "Concat: the context of every head side by side (n_q x dv_model).";
+    case MatrixKind::Output:
+      return "Output: concat·W_o + b_o, mixing the heads back to the model width.";
+  }
+  return "";
+}
+
+// The operation that produces `stage` from the stage before it ("" = no arrow).
+std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
+  switch (stage) {
+    case MatrixKind::Scores:
+      switch (doc.score) {
+        case ScoreKind::Dot: return "→ q·k";
+        case ScoreKind::ScaledDot: return "→ q·k/√d_h";
+        case ScoreKind::Cosine: return "→ cos(q,k)";
+        case ScoreKind::General: return "→ q·W_a·kᵀ";
+        case ScoreKind::Additive: return "→ additive";
+        case ScoreKind::Mlp: return "→ MLP";
+      }
+      return "→ score";
+    case MatrixKind::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
+    case MatrixKind::Weights:
+      switch (doc.normalizer.kind) {
+        case NormalizerKind::Softmax: return "→ softmax";
+        case NormalizerKind::Hard: return "→ argmax";
+        case NormalizerKind::TopK: return "→ top-k";
+        case NormalizerKind::Sparsemax: return "→ sparsemax";
+      }
+      return "→ normalise";
+    case MatrixKind::Context: return "→ ·V";
+    case MatrixKind::Concat: return "→ concat";
+    case MatrixKind::Output: return "→ ·W_o";
+    default: return "";
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Keys
+// ---------------------------------------------------------------------------------------
+
+void handleStepKeys(AppState& state, const std::vector<MatrixKind>& visible) {
+  // The window queues every GLFW press (app/gui.cpp): ImGui 1.86 keeps only the key state per
+  // frame, so a press and release inside one frame (a clicker, fast taps) would be lost.
+  std::vector<StepKey> keys;
+  keys.swap(state.panels.stepKeys);
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput || ImGui::IsAnyItemActive()) return;
+  // Esc closes a popup first; it shows every stage only when nothing else wants it.
+  if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup))
+    std::erase(keys, StepKey::ShowAll);
+  applyPipelineKeys(state.view, keys, visible);
+}
+
+// ---------------------------------------------------------------------------------------
+// Layout of the strip
+// ---------------------------------------------------------------------------------------
+
+struct Card {
+  MatrixKind stage;
+  const SelectedMatrix* view = nullptr;    // what the card shows (null: placeholder)
+  const SelectedMatrix* layout = nullptr;  // what sizes the card (head 0's when no mean)
+  int head = 0;         // the head selected for the card (-1 = mean)
+  bool noMean = false;  // the mean over heads is shown, and this stage has none
+  std::string arrow;    // label of the arrow before this card ("" = none)
+};
+
+// An empty frame the size of a card's grid with a short text in it: a stage not yet
+// reached while stepping ("?"), or one that has no mean over heads. Keeps the layout still.
+void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, const char* text) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(cardSize);
+  const ImVec2 boxMin(p0.x + labelWidth, p0.y + colLabelHeight);
+  const ImVec2 boxMax(p0.x + cardSize.x, p0.y + cardSize.y);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->AddRect(boxMin, boxMax, ImGui::GetColorU32(ImGuiCol_Border), style.FrameRounding);
+  const ImVec2 size = ImGui::CalcTextSize(text);
+  draw->PushClipRect(boxMin, boxMax, true);
+  draw->AddText(ImVec2(std::max(boxMin.x + 2.0f, (boxMin.x + boxMax.x - size.x) * 0.5f),
+                       (boxMin.y + boxMax.y - size.y) * 0.5f),
+                ImGui::GetColorU32(ImGuiCol_TextDisabled), text);
+  draw->PopClipRect();
+}
+
+// The width the heatmap widget's colour bar takes beside the grid (app/heatmap_widget_layout.cpp:
+// the bar, tick labels up to "-0.123" or "row max", the bar's title), kept for it in
+// presentation so that the grid keeps its size.
+float colorbarReserve(const AppState& state) {
+  const float font = ImGui::GetFontSize();
+  return font * 3.5f + std::max(ImGui::CalcTextSize("-0.123").x,
+                                state.view.rowRange ? ImGui::CalcTextSize("row max").x : 0.0f);
+}
+
+// One stage alone over the whole panel (presentation, Enter or a double-click): the heatmap as
+// large as the window allows above a caption of the inspector's explanation of a cell (the
+// hovered one of this stage, else the last query's strongest key) in the presentation font.
+// `head` is the card's head (-1 = the mean over heads, for the scores and weights).
+void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
+                     const SelectedMatrix* view, int head, float labelWidth, float aspect) {
+  const float font = ImGui::GetFontSize();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  ImGui::TextColored(panel::formulaColor(), "%s", stageName(stage));
+  if (view == nullptr) return;
+  // 1 the heatmap: the caption keeps about a third of the height (the heatmap >= 300 px at
+  //   1280 x 800)
+  // (font * 2.5: the column axis title and labels above the grid, as on the cards)
+  const float caption = std::max(font * 7.0f, avail.y * 0.36f);
+  const float colorbar = colorbarReserve(state);
+  const float gridHeight = std::max(
+      font * 4.0f, avail.y - caption - ImGui::GetTextLineHeightWithSpacing() - font * 2.5f);
+  const float grid = std::min(gridHeight, (avail.x - labelWidth - colorbar) / aspect);
+  HeatmapOptions options = panel::heatmapOptions(state, stage);
+  options.size = ImVec2(labelWidth + grid * aspect + colorbar, font * 2.5f + grid);
+  options.tooltip = stageDescription(stage);
+  // Centred: on a wide screen the heatmap stands in the middle of the projection.
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - options.size.x) * 0.5f));
+  const HeatmapInteraction hit = heatmapWidget(
+      (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
+      panel::contentRevision(state.computed->revision, stage, head), options);
+  panel::setHover(state, hit, stage, head);
+  // 2 the caption: one of its numbers explained (what the stage is stands in the header)
+  ImGui::BeginChild("##caption", ImVec2(0, 0), false);
+  Hover cell;
+  if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
+    cell = state.hover;
+  } else {
+    const AttentionResult& result = *state.computed->result;
+    cell.matrix = stage;
+    cell.head = head;
+    // The last query (under a causal mask the one that sees every key), its strongest key
+    // (of the head's weights, or of their mean over heads).
+    cell.row = std::max(0, static_cast<int>(view->values().rows) - 1);
+    cell.col = 0;
+    if ((stage == MatrixKind::Scores || stage == MatrixKind::MaskedScores ||
+         stage == MatrixKind::Weights) &&
+        !result.heads.empty()) {
+      if (head >= 0) {
+        result.heads[head].weights.row(cell.row).maxCoeff(&cell.col);
+      } else {
+        Eigen::RowVectorXf mean = Eigen::RowVectorXf::Zero(result.heads[0].weights.cols());
+        for (const auto& one : result.heads) mean += one.weights.row(cell.row);
+        mean.maxCoeff(&cell.col);
+      }
+    }
+  }
+  if (const Expected<Explanation> explanation = explainHover(state, cell))
+    drawExplanation(*explanation);
+  ImGui::EndChild();
+}
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
+  // Presentation mode: the window (app/gui.cpp) places this panel over the whole window,
+  // shown whatever its View menu flag says, without a title bar.
+  const bool presenting = state.view.presentation;
+  bool alwaysOpen = true;
+  if (!panel::beginResultPanel("Pipeline", presenting ? &alwaysOpen : panelFlag(state.view, "pipeline"),
+                               state,
+                               presenting ? ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize |
+                                                ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoCollapse |
+                                                ImGuiWindowFlags_NoBringToFrontOnFocus
+                                          : 0))
+    return;
+  const float font = ImGui::GetFontSize();
+  const AttentionResult& result = *state.computed->result;
+  const std::vector<MatrixKind> visible = visibleStages(&result);
+  handleStepKeys(state, visible);
+  // A stage that is no longer shown (e.g. concat after going back to one head): show all.
+  int& current = state.view.pipelineStage;
+  if (current >= 0 && std::none_of(visible.begin(), visible.end(),
+                                   [&](MatrixKind s) { return stageIndex(s) == current; })) {
+    current = -1;
+  }
+
+  // 1 header: head, stepping buttons, what the current stage is.
+  const int heads = static_cast<int>(result.heads.size());
+  int head = clampedHead(state);  // -1 = the mean over heads
+  if (heads > 1) {
+    ImGui::SetNextItemWidth(font * 5.0f);
+    if (ImGui::BeginCombo("head", head < 0 ? "mean" : std::to_string(head).c_str())) {
+      if (ImGui::Selectable("mean", head < 0)) state.view.focusedHead = -1;
+      tooltip("The mean over heads of the scores and weights (what PyTorch returns with "
+              "average_attn_weights=True). Q, K, V and the context exist per head only.");
+      for (int h = 0; h < heads; ++h) {
+        if (ImGui::Selectable(std::to_string(h).c_str(), h == head)) state.view.focusedHead = h;
+      }
+      ImGui::EndCombo();
+    }
+    tooltip("The head whose stages are shown, or the mean over heads. Each head attends on its "
+            "own column block of Q, K and V. (Click a thumbnail in the Heads panel to pick one "
+            "too.)");
+    ImGui::SameLine();
+    head = clampedHead(state);
+  }
+  if (ImGui::ArrowButton("##prev", ImGuiDir_Left)) current = stepPipelineStage(current, -1, visible);
+  tooltip("Previous stage (Left arrow).");
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("##next", ImGuiDir_Right)) current = stepPipelineStage(current, +1, visible);
+  tooltip("Next stage (Space or Right arrow). Stepping past the last stage shows all again.");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(current < 0);
+  if (ImGui::Button("All")) current = -1;
+  ImGui::EndDisabled();
+  tooltip("Show every stage at once (Escape).");
+  ImGui::SameLine();
+  if (ImGui::Button(presenting ? "Exit presentation" : "Present")) {
+    state.view.presentation = !presenting;
+    state.view.stageFullScreen = false;
+  }
+  tooltip(presenting ? "Back to the normal window (F5 or Escape)."
+                     : "Presentation mode (F5): the pipeline alone, full screen, with large type, "
+                       "its stages in rows and pages that fit. Enter (or a double-click on a "
+                       "stage) shows the current stage alone with its explanation; Escape goes "
+                       "back.");
+  ImGui::SameLine();
+  if (current < 0) {
+    ImGui::TextDisabled("All %d stages", static_cast<int>(visible.size()));
+  } else {
+    int index = 0;
+    for (int i = 0; i < static_cast<int>(visible.size()); ++i)
+      if (stageIndex(visible[i]) == current) index = i;
+    ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
+  }
+  {
+    // The description line is as tall as the longest description at this width, whichever
+    // stage is current, so stepping never moves the cards below.
+    const char* hint = "Space / \xE2\x86\x92 / PageDown steps through the stages one at a time.";
+    const float wrap = std::max(ImGui::GetContentRegionAvail().x, font);
+    float reserved = ImGui::CalcTextSize(hint, nullptr, false, wrap).y;
+    for (MatrixKind stage : visible)
+      reserved =
+          std::max(reserved, ImGui::CalcTextSize(stageDescription(stage), nullptr, false, wrap).y);
+    const float top = ImGui::GetCursorPosY();
+    if (current >= 0)
+      panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
+    else
+      panel::mutedWrapped(hint);
+    ImGui::SetCursorPosY(top + reserved + ImGui::GetStyle().ItemSpacing.y);
+  }
+  if (!result.fullyMaskedRows.empty()) {
+    panel::coloredWrapped(panel::warningColor(),
+                          countOf(static_cast<long long>(result.fullyMaskedRows.size()),
+                                  "query row", "query rows") +
+                              (result.fullyMaskedRows.size() == 1
+                                   ? " attends no key: its weights are all 0"
+                                   : " attend no key: their weights are all 0") +
+                              " (see the Inspector).");
+  }
+
+  // 2 cards and their layout: rows of cards, every card of the same grid height g (width
+  // g·aspect), choosing the row breaks that make g largest.
+  std::vector<Card> cards;
+  for (MatrixKind stage : visible) {
+    Card card;
+    card.stage = stage;
+    const std::optional<int> cardHead = headForStage(stage, head);
+    card.noMean = !cardHead.has_value();
+    card.head = cardHead.value_or(0);
+    card.view = card.noMean ? nullptr : panel::cachedView(state, stage, card.head);
+    card.layout = card.noMean ? panel::cachedView(state, stage, 0) : card.view;
+    card.arrow = arrowLabel(stage, state.doc);
+    cards.push_back(card);
+  }
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const int n = static_cast<int>(cards.size());
+  std::vector<float> aspects(n, 1.0f), fixedWidth(n, 0.0f), heightCap(n, 1e9f),
+      labelWidths(n, 0.0f);
+  // Presentation, wide matrices: (cols / rows, the least grid height) (0 = not wide).
+  std::vector<std::pair<float, float>> wideShape(n, {0.0f, 0.0f});
+  // Presentation: the widest column label as the widget measures it (the first 64).
+  std::vector<float> colLabelWidths(n, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    const SelectedMatrix* view = cards[i].layout;
+    float labelWidth = 0;
+    if (view != nullptr && view->values().rows > 0) {
+      const float rows = static_cast<float>(view->values().rows);
+      const float shape = static_cast<float>(view->values().cols) / rows;
+      aspects[i] = std::clamp(shape, 0.35f, 2.0f);  // wide ones get tall cells, not a wide strip
+      if (presenting) {
+        // Presentation: the longer side is the grid size. A wide matrix is as wide as a
+        // square one and less tall (one query over three keys is a strip, not a 300 px
+        // square), yet tall enough for a readable row each.
+        aspects[i] = std::clamp(shape, 0.35f, 1.0f);
+        if (shape > 1.0f) wideShape[i] = {shape, rows * font * 1.1f};
+        const int colCount = std::min<int>(static_cast<int>(view->colLabels.size()), 64);
+        for (int c = 0; c < colCount; ++c)
+          colLabelWidths[i] = std::max(
+              colLabelWidths[i], ImGui::CalcTextSize(io::capLabel(view->colLabels[c]).c_str()).x);
+      }
+      // Row labels and the row axis title as the widget measures them (io::capLabel; the
+      // first 64 are enough).
+      const int count = std::min<int>(static_cast<int>(view->rowLabels.size()), 64);
+      for (int r = 0; r < count; ++r)
+        labelWidth = std::max(labelWidth,
+                              ImGui::CalcTextSize(io::capLabel(view->rowLabels[r]).c_str()).x);
+      labelWidth = std::min(labelWidth, font * 8.0f) + font * 1.6f;
+      // A matrix with few rows needs no more than ~5 font heights per row.
+      heightCap[i] = static_cast<float>(view->values().rows) * font * 5.0f;
+    }
+    labelWidths[i] = labelWidth;
+    fixedWidth[i] = labelWidth + style.ItemSpacing.x;
+    if (!cards[i].arrow.empty())
+      fixedWidth[i] += ImGui::CalcTextSize(cards[i].arrow.c_str()).x + style.ItemSpacing.x;
+  }
+  // Every card shows its own axis labels (issue 8: a card without them was unreadable).
+  auto hasLabels = [](int, bool) { return true; };
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
+  // The column axis title and labels (in presentation taller when the labels turn).
+  float colLabelHeight = font * 2.5f;
+  float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
+  // (Presentation pages instead of scrolling: no room kept for a scroll bar.)
+  const float usableWidth = avail.x - (presenting ? 0.0f : style.ScrollbarSize);
+  int revealed = n;
+  int currentCard = -1;
+  if (current >= 0) {
+    for (int i = 0; i < n; ++i)
+      if (stageIndex(cards[i].stage) == current) revealed = i + 1, currentCard = i;
+  }
+
+  // One stage alone, full screen, with the inspector's explanation under it (presentation):
+  // the card's head (the mean over heads where the stage has one).
+  if (presenting && state.view.stageFullScreen && currentCard >= 0) {
+    const Card& card = cards[currentCard];
+    drawSingleStage(state, heatmaps, card.stage, card.view, card.head, labelWidths[currentCard],
+                    aspects[currentCard]);
+    if (card.noMean)
+      ImGui::TextDisabled("%s has no mean over heads: pick a head to see it.",
+                          stageName(card.stage));
+    ImGui::End();
+    return;
+  }
+
+  std::vector<int> bestStarts = {0};
+  float grid = 0;
+  int page = 0, pages = 1;
+  StageLayout pages_;
+  // In presentation every revealed card has its colour bar (a projector needs the scale),
+  // in room reserved for it, so that stepping moves nothing.
+  const float presentationBar = presenting ? colorbarReserve(state) : 0.0f;
+  if (presenting) {
+    // Presentation: rows of (nearly) equal length in pages, every heatmap >= 300 px where the
+    // window allows (app/pipeline_layout.h); the page follows the current stage.
+    StageLayoutInput input;
+    input.width = usableWidth;
+    input.height = avail.y - titleHeight - style.ItemSpacing.y;  // the page line
+    input.spacing = style.ItemSpacing.x;
+    input.rowOverhead = rowOverhead;
+    for (int i = 0; i < n; ++i) {
+      StageCardSize card;
+      card.aspect = aspects[i];
+      card.labelWidth = labelWidths[i] + style.ItemSpacing.x;
+      card.sameLabels = false;  // every card shows its own labels (hasLabels)
+      card.arrowWidth = fixedWidth[i] - labelWidths[i] - style.ItemSpacing.x;
+      card.barWidth = presentationBar;
+      card.shape = wideShape[i].first;  // a wide matrix's row is lower (stageCardHeight)
+      card.minHeight = wideShape[i].second;
+      input.cards.push_back(card);
+    }
+    // Column labels read bottom to top when one does not fit its cell (the widget's rule,
+    // app/heatmap_widget_layout.cpp), in a band as tall as the widest: laid out again with
+    // that band above every grid until no more cards turn theirs (the grid only shrinks).
+    float band = font * 1.3f;
+    for (int pass = 0; pass < 3; ++pass) {
+      input.rowOverhead = rowOverhead - font * 1.3f + band;
+      pages_ = layoutStages(input);
+      float needed = band;
+      for (int i = 0; i < n; ++i) {
+        if (cards[i].layout == nullptr || cards[i].layout->values().cols <= 0) continue;
+        const float cell =
+            pages_.grid * aspects[i] / static_cast<float>(cards[i].layout->values().cols);
+        if (colLabelWidths[i] + font * 0.4f > cell)
+          needed = std::max(needed, colLabelWidths[i] + font * 0.4f);
+      }
+      if (needed <= band) break;
+      band = needed;
+    }
+    colLabelHeight += band - font * 1.3f;
+    rowOverhead = input.rowOverhead;
+    bestStarts = pages_.rowStarts;
+    grid = pages_.grid;
+    pages = pages_.pages();
+    int& stored = state.view.presentationPage;
+    if (currentCard >= 0) stored = pages_.pageOf(currentCard);
+    stored = std::clamp(stored, 0, pages - 1);
+    page = stored;
+    if (pages > 1) {
+      if (ImGui::ArrowButton("##pageUp", ImGuiDir_Up)) stored = std::max(0, page - 1);
+      tooltip("Previous page of stages.");
+      ImGui::SameLine();
+      if (ImGui::ArrowButton("##pageDown", ImGuiDir_Down)) stored = std::min(pages - 1, page + 1);
+      tooltip("Next page of stages (stepping turns the pages too).");
+      ImGui::SameLine();
+      ImGui::TextDisabled("page %d / %d", page + 1, pages);
+    } else {
+      ImGui::TextDisabled("Enter or double-click: one stage full screen  \xC2\xB7  Esc: back");
+    }
+  } else {
+    // The window: choose the row breaks that make the grid largest (up to three rows).
+    auto gridFor = [&](const std::vector<int>& starts) {
+      const int rows = static_cast<int>(starts.size());
+      float g = (avail.y - style.ScrollbarSize) / static_cast<float>(rows) - rowOverhead;
+      for (int r = 0; r < rows; ++r) {
+        const int begin = starts[r], end = r + 1 < rows ? starts[r + 1] : n;
+        float fixed = 0, aspect = 0;
+        for (int i = begin; i < end; ++i) {
+          fixed += fixedWidth[i] - (hasLabels(i, i == begin) ? 0.0f : labelWidths[i]);
+          aspect += aspects[i];
+        }
+        g = std::min(g, (usableWidth - fixed) / std::max(aspect, 0.1f));
+      }
+      return g;
+    };
+    float bestGrid = gridFor(bestStarts);
+    auto consider = [&](std::vector<int> starts) {
+      const float g = gridFor(starts);
+      if (g > bestGrid * 1.05f) {  // more rows only when clearly better
+        bestGrid = g;
+        bestStarts = std::move(starts);
+      }
+    };
+    for (int a = 1; a < n; ++a) consider({0, a});
+    for (int a = 1; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) consider({0, a, b});
+    for (int a = 1; a < n; ++a)
+      for (int b = a + 1; b < n; ++b)
+        for (int c = b + 1; c < n; ++c) consider({0, a, b, c});
+    const float minGrid = font * 4.0f;
+    grid = bestGrid;
+    if (bestGrid < minGrid) {
+      // No layout fits the panel's height at a readable size (a small window, a large
+      // font): keep every card readable and whole, and let the strip scroll vertically.
+      // Rows are filled greedily at the smallest readable size, so no card is cut at the
+      // right edge; then the grid grows as far as the widest row allows.
+      std::vector<int> starts{0};
+      float used = 0;
+      for (int i = 0; i < n; ++i) {
+        const float w = fixedWidth[i] + minGrid * aspects[i];
+        if (i > starts.back() && used + w > usableWidth) {
+          starts.push_back(i);
+          used = 0;
+        }
+        used += w;
+      }
+      float widthGrid = 1e9f;
+      for (std::size_t r = 0; r < starts.size(); ++r) {
+        const int begin = starts[r], end = r + 1 < starts.size() ? starts[r + 1] : n;
+        float fixed = 0, aspect = 0;
+        for (int i = begin; i < end; ++i) {
+          fixed += fixedWidth[i];
+          aspect += aspects[i];
+        }
+        widthGrid = std::min(widthGrid, (usableWidth - fixed) / std::max(aspect, 0.1f));
+      }
+      bestStarts = std::move(starts);
+      grid = std::clamp(gridFor(bestStarts), minGrid, std::max(minGrid, widthGrid));
+    }
+  }
+
+  // 3 the strip (in presentation: the rows of one page).
+  ImGui::BeginChild("##strip", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  bool firstOnPage = true;
+  for (int i = 0; i < n; ++i) {
+    if (presenting && pages_.pageOf(i) != page) continue;
+    const Card& card = cards[i];
+    const bool rowStart = std::find(bestStarts.begin(), bestStarts.end(), i) != bestStarts.end();
+    if (!firstOnPage && !rowStart) ImGui::SameLine();
+    if (rowStart && !firstOnPage) ImGui::Spacing();
+    firstOnPage = false;
+    const float cardGrid = presenting ? grid : std::min(grid, heightCap[i]);
+    const float cardHeight =
+        wideShape[i].first > 0
+            ? std::min(cardGrid, std::max(cardGrid / wideShape[i].first, wideShape[i].second))
+            : cardGrid;
+    const bool axisLabels = hasLabels(i, rowStart);
+    const float labelWidth = axisLabels ? labelWidths[i] : 0.0f;
+    const ImVec2 cardSize(labelWidth + cardGrid * aspects[i] + presentationBar,
+                          colLabelHeight + cardHeight);
+    if (!card.arrow.empty()) {
+      ImGui::BeginGroup();
+      ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardHeight * 0.5f - font * 0.5f));
+      ImGui::TextColored(i < revealed ? panel::formulaColor() : panel::mutedColor(), "%s",
+                         card.arrow.c_str());
+      ImGui::EndGroup();
+      ImGui::SameLine();
+    }
+    ImGui::PushID(i);
+    ImGui::BeginGroup();
+    const bool isCurrent = current >= 0 && stageIndex(card.stage) == current;
+    std::string title = stageName(card.stage);
+    if (card.layout) {
+      title += "  " + std::to_string(card.layout->values().rows) + "x" +
+               std::to_string(card.layout->values().cols);
+    }
+    if (i < revealed) {
+      ImGui::TextColored(isCurrent ? panel::formulaColor() : style.Colors[ImGuiCol_Text], "%s",
+                         title.c_str());
+    } else {
+      ImGui::TextDisabled("%s", stageName(card.stage));
+    }
+    if (i >= revealed) {
+      // Not yet revealed: an empty frame keeps the layout still while stepping.
+      placeholderCard(cardSize, labelWidth, colLabelHeight, "?");
+    } else if (card.noMean) {
+      placeholderCard(cardSize, labelWidth, colLabelHeight, "no mean");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s has no mean over heads: pick a head to see it.",
+                          stageName(card.stage));
+    } else if (card.view == nullptr) {
+      ImGui::Dummy(cardSize);
+    } else {
+      HeatmapOptions options = panel::heatmapOptions(state, card.stage);
+      options.size = cardSize;
+      options.axisLabels = axisLabels;
+      if (!axisLabels) {
+        // Keep the grid level with its neighbours, whose column labels sit above theirs.
+        ImGui::SetCursorPosY(ImGui::GetCursorPosY() + colLabelHeight);
+        options.size.y -= colLabelHeight;
+      }
+      // The current stage's colour bar goes inside its card (so no card moves while
+      // stepping), when the card is wide enough to keep a readable grid beside it.
+      options.colorbar = presenting || (isCurrent && cardGrid * aspects[i] >= font * 10.5f);
+      options.highlight = isCurrent;
+      options.tooltip = stageDescription(card.stage);
+      const MatrixKind kind = card.stage;
+      const std::string id = std::string("##stage_") + stageName(card.stage);
+      const HeatmapInteraction hit = heatmapWidget(
+          id.c_str(), heatmaps, *card.view,
+          panel::contentRevision(state.computed->revision, kind, card.head), options);
+      panel::setHover(state, hit, kind, card.head);
+      // A double-click on a stage shows it alone, full screen (it also resets the zoom).
+      if (hit.hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+        current = stageIndex(kind);
+        state.view.presentation = true;
+        state.view.stageFullScreen = true;
+      }
+    }
+    ImGui::EndGroup();
+    ImGui::PopID();
+  }
+  ImGui::EndChild();
+  ImGui::End();
+}
+
+}  // namespace attn::app

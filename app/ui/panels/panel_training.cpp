@@ -1,0 +1,518 @@
+// The Training panel: watch attention being learned. Settings on the left (task, model,
+// score, sizes, seed, learning rate, step budget), Train / Pause / Step / Reset, then the
+// loss and accuracy curves, steps per second, a progress bar against the budget, and the
+// live attention heatmap of a chosen held-out example.
+//
+// Training runs on the BackgroundTrainer of app/training_service.h (a worker thread). Each frame
+// the panel reads one immutable snapshot and sends commands; it never waits for the trainer. Saving
+// and the PNG sequence export run as std::async jobs, polled each frame.
+#include "app/ui/panels/panel_training.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_registry.h"
+#include "app/ui/panels/panels.h"
+#include "formats/files.h"
+
+namespace attn::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+using panel::tooltip;
+
+train::TrainConfig defaultConfig() {
+  train::TrainConfig config;
+  config.task.kind = train::TaskKind::Reverse;
+  config.task.length = 8;
+  config.task.vocab = 10;
+  config.model.kind = train::ModelKind::EncDec;
+  config.model.score = ScoreKind::Dot;
+  config.model.width = 32;
+  // Slower than the command line's 0.01, so the alignment forms over a few hundred steps
+  // that can be watched rather than in the first fifty.
+  config.learningRate = 0.003f;
+  config.batch = 32;
+  config.threads = 2;
+  config.heldOut = 1000;
+  config.seed = 1;
+  return config;
+}
+
+std::string tokensText(const std::vector<int>& tokens) {
+  std::string text;
+  for (int token : tokens) {
+    if (!text.empty()) text += ' ';
+    text += std::to_string(token);
+  }
+  return text;
+}
+
+Status ensureFolder(const std::string& folder) {
+  std::error_code ec;
+  if (folder.empty()) return Error{"", "folder", "no folder given"};
+  fs::create_directories(folder, ec);
+  if (ec || !fs::is_directory(folder)) {
+    return Error{folder, "", "cannot create the folder (" + ec.message() + ")"};
+  }
+  return Ok{};
+}
+
+nlohmann::ordered_json matrixJson(const train::Mat<float>& m) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (Eigen::Index j = 0; j < m.cols(); ++j) row.push_back(m(i, j));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+io::HeatmapStyle weightStyle(ColormapKind colormap) {
+  io::HeatmapStyle style;
+  style.colormap = colormap;
+  style.vmin = 0.0f;  // weights: one fixed range, so frames and files compare
+  style.vmax = 1.0f;
+  style.scale = 2;
+  return style;
+}
+
+// ---------------------------------------------------------------------------------------
+// Settings
+// ---------------------------------------------------------------------------------------
+
+// Returns true when something changed.
+bool settingsControls(TrainingPanelState& t) {
+  const float font = ImGui::GetFontSize();
+  train::TrainConfig& c = t.config;
+  bool changed = false;
+  ImGui::PushItemWidth(font * 11.0f);
+
+  const char* tasks[] = {"copy", "reverse", "sort", "shift", "markers"};
+  int task = static_cast<int>(c.task.kind);
+  if (ImGui::Combo("task", &task, tasks, IM_ARRAYSIZE(tasks))) {
+    c.task.kind = static_cast<train::TaskKind>(task);
+    if (c.task.kind == train::TaskKind::Markers && c.model.kind == train::ModelKind::EncDec) {
+      c.model.kind = train::ModelKind::Pool;  // the classifier is the natural model here
+    }
+    if (c.task.kind != train::TaskKind::Markers && c.model.kind == train::ModelKind::Pool) {
+      c.model.kind = train::ModelKind::EncDec;
+    }
+    changed = true;
+  }
+  tooltip(
+      "copy: y = x; reverse: y = x backwards; sort: y = x sorted; shift: y_i = x_(i+k); "
+      "markers: one label, 1 when a marker word (token 0) occurs in x.");
+  if (c.task.kind == train::TaskKind::Shift) {
+    changed |= ImGui::SliderInt("shift k", &c.task.shift, -8, 8);
+  }
+  changed |= ImGui::SliderInt("length", &c.task.length, 2, 16);
+  tooltip("Sequence length L (2..16 here; the command line takes up to 64).");
+  changed |= ImGui::SliderInt("vocabulary", &c.task.vocab,
+                              c.task.kind == train::TaskKind::Markers ? 3 : 2, 32);
+
+  const char* models[] = {"encoder-decoder", "self-attention encoder", "attention pooling"};
+  int model = static_cast<int>(c.model.kind);
+  if (ImGui::Combo("model", &model, models, IM_ARRAYSIZE(models))) {
+    c.model.kind = static_cast<train::ModelKind>(model);
+    changed = true;
+  }
+  tooltip(
+      "encoder-decoder: learned decoder positions attend over the encoded input "
+      "(cross-attention). Self-attention encoder: Transformer blocks with multi-head "
+      "attention, residuals and LayerNorm. Attention pooling: tanh(X·W + b) -> softmax -> "
+      "weighted sum (markers task).");
+  if (c.model.kind == train::ModelKind::EncDec) {
+    const ScoreKind kinds[] = {ScoreKind::Dot, ScoreKind::ScaledDot, ScoreKind::General,
+                               ScoreKind::Additive};
+    const char* names[] = {"dot", "scaled dot", "general", "additive"};
+    int score = static_cast<int>(std::find(std::begin(kinds), std::end(kinds), c.model.score) -
+                                 std::begin(kinds));
+    if (score > 3) score = 0;
+    if (ImGui::Combo("score", &score, names, IM_ARRAYSIZE(names))) {
+      c.model.score = kinds[score];
+      changed = true;
+    }
+    tooltip(
+        "The similarity of decoder query and encoder key, the core's formulas: q·k, "
+        "q·k/√d, q·W_a·k, v·tanh(q·W₁ + k·W₂ + b).");
+  }
+  if (c.model.kind == train::ModelKind::Encoder) {
+    changed |= ImGui::SliderInt("layers", &c.model.layers, 1, 2);
+    const int headChoices[] = {1, 2, 4, 8};
+    int h =
+        static_cast<int>(std::find(std::begin(headChoices), std::end(headChoices), c.model.heads) -
+                         std::begin(headChoices));
+    const char* headNames[] = {"1", "2", "4", "8"};
+    if (h > 3) h = 1;
+    if (ImGui::Combo("heads", &h, headNames, 4)) {
+      c.model.heads = headChoices[h];
+      changed = true;
+    }
+    changed |= ImGui::Checkbox("causal mask", &c.model.causal);
+  }
+  const int widths[] = {8, 16, 32, 64};
+  const char* widthNames[] = {"8", "16", "32", "64"};
+  int w = static_cast<int>(std::find(std::begin(widths), std::end(widths), c.model.width) -
+                           std::begin(widths));
+  if (w > 3) w = 2;
+  if (ImGui::Combo("width", &w, widthNames, 4)) {
+    c.model.width = widths[w];
+    changed = true;
+  }
+  int seed = static_cast<int>(c.seed % 1000000);
+  if (ImGui::InputInt("seed", &seed)) {
+    c.seed = static_cast<std::uint64_t>(std::clamp(seed, 0, 999999));
+    changed = true;
+  }
+  tooltip(
+      "Seeds the training data and the initial weights. The held-out set uses a "
+      "different seed derived from it.");
+  changed |= ImGui::SliderInt("batch", &c.batch, 1, 256);
+  ImGui::PopItemWidth();
+  return changed;
+}
+
+// ---------------------------------------------------------------------------------------
+// Status and commands
+// ---------------------------------------------------------------------------------------
+
+void pollJob(TrainingPanelState& t) {
+  if (t.job.valid() && t.job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    t.message = t.job.get();
+    t.messageIsError = t.message.rfind("cannot", 0) == 0;
+  }
+}
+
+void commandRow(AppState& state, TrainingPanelState& t, const TrainingSnapshot& s) {
+  const float font = ImGui::GetFontSize();
+  const bool budgetLeft = s.stepBudget == 0 || s.steps < s.stepBudget;
+  if (s.running) {
+    if (ImGui::Button("Pause", ImVec2(font * 5, 0))) t.trainer->pause();
+  } else {
+    ImGui::BeginDisabled(!budgetLeft);
+    if (ImGui::Button("Train", ImVec2(font * 5, 0))) t.trainer->start();
+    ImGui::EndDisabled();
+  }
+  tooltip("Train continuously on a worker thread until paused or the step budget is used.");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(s.running);
+  if (ImGui::Button("Step", ImVec2(font * 4, 0))) t.trainer->stepOnce(1);
+  ImGui::EndDisabled();
+  tooltip("One Adam step on one batch (while paused).");
+  ImGui::SameLine();
+  if (ImGui::Button("Reset", ImVec2(font * 4, 0))) {
+    Status ok = t.trainer->reset(t.config, t.stepBudget);
+    if (!ok) notify(state, Notice::Kind::Warning, ok.error().message(), ImGui::GetTime());
+    t.mapIndex = 0;
+  }
+  tooltip("Apply the settings above and start again from fresh weights (step 0).");
+
+  ImGui::PushItemWidth(font * 8.0f);
+  float lr = s.config.learningRate;
+  if (ImGui::SliderFloat("learning rate", &lr, 1e-4f, 0.1f, "%.4f", ImGuiSliderFlags_Logarithmic)) {
+    t.config.learningRate = lr;
+    t.trainer->setLearningRate(lr);
+  }
+  tooltip("Adam's learning rate; takes effect at once.");
+  int budget = static_cast<int>(std::min<long long>(t.stepBudget, 1000000));
+  if (ImGui::InputInt("step budget", &budget, 100, 1000)) {
+    t.stepBudget = std::clamp(budget, 0, 1000000);
+    t.trainer->setStepBudget(t.stepBudget);
+  }
+  tooltip("Training stops by itself after this many steps (0 = never).");
+  if (ImGui::Checkbox("slow motion", &t.slowMotion)) {
+    t.trainer->setSpeedLimit(t.slowMotion ? t.slowStepsPerSecond : 0.0);
+  }
+  tooltip("Limit the speed so the class can watch the pattern form.");
+  if (t.slowMotion) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(font * 6.0f);
+    if (ImGui::SliderFloat("steps/s##limit", &t.slowStepsPerSecond, 1.0f, 200.0f, "%.0f",
+                           ImGuiSliderFlags_Logarithmic)) {
+      t.trainer->setSpeedLimit(t.slowStepsPerSecond);
+    }
+  }
+  ImGui::PopItemWidth();
+}
+
+void progress(const TrainingSnapshot& s) {
+  const float font = ImGui::GetFontSize();
+  char overlay[96];
+  if (s.stepBudget > 0) {
+    std::snprintf(overlay, sizeof overlay, "step %lld / %lld", s.steps, s.stepBudget);
+    ImGui::ProgressBar(static_cast<float>(std::min<double>(
+                           1.0, static_cast<double>(s.steps) / static_cast<double>(s.stepBudget))),
+                       ImVec2(font * 18.0f, 0), overlay);
+  } else {
+    std::snprintf(overlay, sizeof overlay, "step %lld (no budget)", s.steps);
+    ImGui::ProgressBar(0.0f, ImVec2(font * 18.0f, 0), overlay);
+  }
+  ImGui::Text("%s  %.0f steps/s", s.running ? "training" : "paused", s.stepsPerSecond);
+  ImGui::Text("held-out accuracy %.1f %%", 100.0 * s.heldOut.accuracy);
+  tooltip(
+      "Token accuracy on the held-out sequences (a different seed from training), "
+      "measured every 0.2 s of training and after single steps.");
+  if (s.config.task.kind != train::TaskKind::Markers) {
+    ImGui::Text("anti-diagonal mass %.2f", s.heldOut.antidiagonal);
+    tooltip(
+        "Mean attention weight on the anti-diagonal (output i on input L-1-i) of the "
+        "first map, over the held-out set: the reversal alignment. 1 = perfect.");
+  }
+}
+
+void curves(const TrainingSnapshot& s, float width) {
+  const float font = ImGui::GetFontSize();
+  const float height = font * 4.5f;
+  char overlay[64];
+  if (!s.lossCurve.empty()) {
+    std::snprintf(overlay, sizeof overlay, "loss %.3f", s.lossCurve.back());
+    const float top = *std::max_element(s.lossCurve.begin(), s.lossCurve.end());
+    ImGui::PlotLines("##loss", s.lossCurve.data(), static_cast<int>(s.lossCurve.size()), 0, overlay,
+                     0.0f, top, ImVec2(width, height));
+  } else {
+    ImGui::PlotLines("##loss", nullptr, 0, 0, "loss (no steps yet)", 0.0f, 1.0f,
+                     ImVec2(width, height));
+  }
+  tooltip("Training loss (cross-entropy per target token), averaged over blocks of steps.");
+  if (!s.accuracyCurve.empty()) {
+    std::snprintf(overlay, sizeof overlay, "held-out accuracy %.3f", s.accuracyCurve.back());
+    ImGui::PlotLines("##accuracy", s.accuracyCurve.data(), static_cast<int>(s.accuracyCurve.size()),
+                     0, overlay, 0.0f, 1.0f, ImVec2(width, height));
+  } else {
+    ImGui::PlotLines("##accuracy", nullptr, 0, 0, "held-out accuracy", 0.0f, 1.0f,
+                     ImVec2(width, height));
+  }
+  tooltip("Held-out token accuracy at each evaluation (0..1).");
+}
+
+}  // namespace
+
+// =======================================================================================
+// State, files
+// =======================================================================================
+
+TrainingPanelState::TrainingPanelState() : config(defaultConfig()) {}
+
+TrainingPanelState& trainingState(AppState& state) {
+  if (!state.training) {
+    auto created = std::make_shared<TrainingPanelState>();
+    created->trainer = std::make_unique<BackgroundTrainer>();
+    Status ok = created->trainer->reset(created->config, created->stepBudget);
+    (void)ok;  // the default config is valid
+    state.training = created;
+  }
+  return *state.training;
+}
+
+void prepareTrainingScreenshot(AppState& state, long long steps) {
+  for (const PanelInfo& info : panelRegistry()) {  // the Training panel alone
+    *panelFlag(state.view, info.id) = std::string_view(info.id) == "training";
+  }
+  TrainingPanelState& t = trainingState(state);
+  t.trainer->waitIdle();
+  if (steps > 0) {
+    t.trainer->stepOnce(static_cast<int>(std::min<long long>(steps, 1000000)));
+    t.trainer->waitIdle();
+  }
+}
+
+MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& weights,
+                               const std::string& name, long long step) {
+  MatrixView view;
+  view.values = weights;
+  for (int token : snapshot.example.input) view.colLabels.push_back(std::to_string(token));
+  if (weights.rows() == static_cast<Eigen::Index>(snapshot.example.target.size()) &&
+      name == "cross-attention") {
+    for (int token : snapshot.example.target) view.rowLabels.push_back(std::to_string(token));
+  } else if (weights.rows() == static_cast<Eigen::Index>(snapshot.example.input.size())) {
+    view.rowLabels = view.colLabels;  // self-attention: queries are the inputs
+  } else {
+    view.rowLabels.assign(static_cast<std::size_t>(weights.rows()), "label");
+  }
+  view.title = name + " \xC2\xB7 step " + std::to_string(step);
+  view.rowAxis = "query";
+  view.colAxis = "key";
+  view.valueTitle = "weight";
+  return view;
+}
+
+std::string saveTrainingSnapshot(const TrainingSnapshot& s, const std::string& folder,
+                                 ColormapKind colormap) {
+  if (Status ok = ensureFolder(folder); !ok) return "cannot save: " + ok.error().message();
+  nlohmann::ordered_json doc;
+  doc["format"] = "attnscope-trained-model";
+  doc["version"] = 1;
+  doc["task"] = std::string(train::toString(s.config.task.kind));
+  doc["length"] = s.config.task.length;
+  doc["vocab"] = s.config.task.vocab;
+  doc["shift"] = s.config.task.shift;
+  doc["model"] = std::string(train::toString(s.config.model.kind));
+  doc["score"] = std::string(toString(s.config.model.score));
+  doc["width"] = s.config.model.width;
+  doc["heads"] = s.config.model.heads;
+  doc["layers"] = s.config.model.layers;
+  doc["causal"] = s.config.model.causal;
+  doc["seed"] = s.config.seed;
+  doc["learning_rate"] = s.config.learningRate;
+  doc["steps"] = s.steps;
+  doc["held_out_accuracy"] = s.heldOut.accuracy;
+  doc["antidiagonal"] = s.heldOut.antidiagonal;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < s.params.size() && i < s.paramNames.size(); ++i) {
+    params[s.paramNames[i]] = matrixJson(s.params[i]);
+  }
+  doc["parameters"] = std::move(params);
+  const std::string modelPath = (fs::path(folder) / "model.json").string();
+  if (Status ok = io::writeFileAtomic(modelPath, doc.dump(1) + "\n"); !ok) {
+    return "cannot save: " + ok.error().message();
+  }
+  int written = 1;
+  for (std::size_t m = 0; m < s.maps.size(); ++m) {
+    const MatrixView view = trainingMapView(s, s.maps[m].weights, s.maps[m].name, s.steps);
+    std::string stem = "attention_";
+    stem += std::to_string(m);
+    for (const char* ext : {".csv", ".png"}) {
+      const std::string path = (fs::path(folder) / (stem + ext)).string();
+      if (Status ok = io::exportMatrix(view, weightStyle(colormap), path); !ok) {
+        return "cannot save: " + ok.error().message();
+      }
+      ++written;
+    }
+  }
+  return "saved " + std::to_string(written) + " files (model.json, attention maps) in " + folder;
+}
+
+std::string exportTrainingFrames(const TrainingSnapshot& s, const std::string& folder,
+                                 ColormapKind colormap) {
+  if (s.frames.empty()) return "cannot export: no frames recorded yet (train a few steps)";
+  if (Status ok = ensureFolder(folder); !ok) return "cannot export: " + ok.error().message();
+  const std::string name = s.maps.empty() ? "attention" : s.maps.front().name;
+  int index = 0;
+  for (const AttentionFrame& frame : s.frames) {
+    char file[32];
+    std::snprintf(file, sizeof file, "attention_%04d.png", index++);
+    const std::string path = (fs::path(folder) / file).string();
+    const MatrixView view = trainingMapView(s, frame.weights, name, frame.step);
+    if (Status ok = io::exportMatrix(view, weightStyle(colormap), path); !ok) {
+      return "cannot export: " + ok.error().message();
+    }
+  }
+  return "exported " + std::to_string(index) + " frames (steps " +
+         std::to_string(s.frames.front().step) + ".." + std::to_string(s.frames.back().step) +
+         ") to " + folder;
+}
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
+  if (!panel::beginPanel("Training", panelFlag(state.view, "training"))) return;
+  TrainingPanelState& t = trainingState(state);
+  t.snapshot = t.trainer->snapshot();
+  const TrainingSnapshot& s = *t.snapshot;
+  pollJob(t);
+  const float font = ImGui::GetFontSize();
+
+  // 1 left column: settings, commands, status
+  ImGui::BeginChild("##training_controls", ImVec2(font * 21.0f, 0), false);
+  ImGui::TextUnformatted("Settings (applied by Reset)");
+  settingsControls(t);
+  const bool differs =
+      t.config.task.kind != s.config.task.kind || t.config.task.length != s.config.task.length ||
+      t.config.task.vocab != s.config.task.vocab || t.config.task.shift != s.config.task.shift ||
+      t.config.model.kind != s.config.model.kind || t.config.model.score != s.config.model.score ||
+      t.config.model.width != s.config.model.width ||
+      t.config.model.heads != s.config.model.heads ||
+      t.config.model.layers != s.config.model.layers ||
+      t.config.model.causal != s.config.model.causal || t.config.seed != s.config.seed ||
+      t.config.batch != s.config.batch;
+  if (differs) panel::coloredWrapped(panel::warningColor(), "Press Reset to apply the settings.");
+  ImGui::Separator();
+  commandRow(state, t, s);
+  ImGui::Separator();
+  progress(s);
+  ImGui::Separator();
+  ImGui::TextUnformatted("Snapshots");
+  ImGui::SetNextItemWidth(font * 10.0f);
+  char folder[256];
+  std::snprintf(folder, sizeof folder, "%s", t.outputFolder.c_str());
+  if (ImGui::InputText("folder", folder, sizeof folder)) t.outputFolder = folder;
+  tooltip("Where Save and Export write (created if missing; relative to the working folder).");
+  const bool busy = t.job.valid();
+  ImGui::BeginDisabled(busy);
+  if (ImGui::Button("Save model + maps")) {
+    t.job = std::async(std::launch::async, saveTrainingSnapshot, *t.snapshot, t.outputFolder,
+                       state.view.colormap);
+  }
+  tooltip(
+      "model.json (settings and every parameter) and the example's attention maps as "
+      "CSV and PNG.");
+  if (ImGui::Button("Export PNG sequence")) {
+    t.job = std::async(std::launch::async, exportTrainingFrames, *t.snapshot, t.outputFolder,
+                       state.view.colormap);
+  }
+  tooltip(
+      "The example's attention over training, one PNG per recorded step "
+      "(attention_0000.png, ...), for slides.");
+  ImGui::EndDisabled();
+  if (busy) {
+    panel::mutedWrapped("writing...");
+  } else if (!t.message.empty()) {
+    panel::coloredWrapped(t.messageIsError ? panel::errorColor() : panel::mutedColor(), t.message);
+  }
+  ImGui::EndChild();
+
+  // 2 right: curves, example, heatmap
+  ImGui::SameLine();
+  ImGui::BeginChild("##training_view", ImVec2(0, 0), false);
+  const float width = ImGui::GetContentRegionAvail().x;
+  curves(s, width);
+  if (!s.error.empty()) panel::coloredWrapped(panel::errorColor(), s.error);
+  ImGui::SetNextItemWidth(font * 8.0f);
+  int example = t.exampleIndex;
+  if (ImGui::InputInt("held-out example", &example)) {
+    t.exampleIndex = std::clamp(example, 0, std::max(0, s.config.heldOut - 1));
+    t.trainer->setExampleIndex(t.exampleIndex);
+  }
+  if (s.maps.size() > 1) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(font * 9.0f);
+    t.mapIndex = std::clamp(t.mapIndex, 0, static_cast<int>(s.maps.size()) - 1);
+    if (ImGui::BeginCombo("map", s.maps[t.mapIndex].name.c_str())) {
+      for (int m = 0; m < static_cast<int>(s.maps.size()); ++m) {
+        if (ImGui::Selectable(s.maps[m].name.c_str(), m == t.mapIndex)) t.mapIndex = m;
+      }
+      ImGui::EndCombo();
+    }
+  }
+  ImGui::Text("input     %s", tokensText(s.example.input).c_str());
+  ImGui::Text("target    %s", tokensText(s.example.target).c_str());
+  ImGui::Text("predicted %s", tokensText(s.predicted).c_str());
+  if (!s.maps.empty()) {
+    const int m = std::clamp(t.mapIndex, 0, static_cast<int>(s.maps.size()) - 1);
+    const MatrixView view = trainingMapView(s, s.maps[m].weights, s.maps[m].name, s.steps);
+    HeatmapOptions options = panel::heatmapOptions(state);
+    options.vmin = 0.0f;
+    options.vmax = 1.0f;
+    options.tooltip =
+        "attention weights of the held-out example (rows: outputs / queries, "
+        "columns: input tokens), live while training";
+    heatmapWidget("##training_map", heatmaps, view,
+                  s.revision * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(m), options);
+  }
+  ImGui::EndChild();
+  ImGui::End();
+}
+
+}  // namespace attn::app

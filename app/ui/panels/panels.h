@@ -1,0 +1,29 @@
+// One function per panel, one file per panel (app/panel_*.cpp). A panel draws its window,
+// edits AppState (calling touch() after document edits) and never computes: everything it
+// shows comes from state.computed or from core/ helpers that explain a value.
+#pragma once
+
+#include "app/session/app_state.h"
+#include "app/ui/widgets/heatmap_widget.h"
+#include "core/attention/explain.h"
+
+namespace attn::app {
+
+// Each draws one ImGui window (Begin/End inside). `open` toggles its visibility flag.
+void drawInputsPanel(AppState& state, HeatmapCache& heatmaps);     // vectors, labels, sentence
+void drawSettingsPanel(AppState& state, HeatmapCache& heatmaps);   // mode, score, heads, mask...
+void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps);   // Q,K,V → ... → output
+void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps);      // per-head thumbnails + mean
+void drawInspectorPanel(AppState& state, HeatmapCache& heatmaps);  // explains the hovered cell
+void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows of q and k
+void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention over image patches
+void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
+void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
+void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: text, prediction, norms
+
+// The inspector's explanation of one cell (core/explain.h) and how the Inspector draws it;
+// the Pipeline's single-stage presentation shows the same under its heatmap.
+Expected<Explanation> explainHover(const AppState& state, const Hover& hover);
+void drawExplanation(const Explanation& explanation);
+
+}  // namespace attn::app

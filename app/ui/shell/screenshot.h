@@ -1,0 +1,35 @@
+// Window screenshots: read the back buffer (before the swap), flip it to top-down rows and
+// write a PNG; plus the sidecar JSON that says where each heatmap and one sample cell of it
+// were drawn, so that tests can check the pixels against io::colormapColor.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/ui/widgets/heatmap_widget_impl.h"
+#include "core/base/types.h"
+#include "render/heatmap_render.h"
+
+namespace attn::app {
+
+// Reads the current GL_BACK buffer (width x height pixels) as RGB, row 0 at the top. Call
+// after rendering and before glfwSwapBuffers.
+io::Image readBackBuffer(int width, int height);
+
+// Encodes `image` as PNG and writes it atomically. Errors name the file.
+Status writePng(const io::Image& image, const std::string& path);
+
+// The sidecar: {"window": [w, h], "framebuffer": [w, h], "focused_head": h,
+//  "weights": index into heatmaps of the pipeline's weights heatmap of the focused head (or
+//  -1), "heatmaps": [{"id", "title", "colormap", "vmin", "vmax", "rows", "cols",
+//  "grid": [x0, y0, x1, y1], "uv": [u0, v0, u1, v1], "level", "drawn",
+//  "sample": {"row", "col", "value", "cell": [x0, y0, x1, y1], "point": [x, y]}}]}.
+// Coordinates are framebuffer pixels (window coordinates x framebuffer scale).
+std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int windowWidth,
+                                  int windowHeight, int framebufferWidth, int framebufferHeight,
+                                  int focusedHead);
+
+// ./screenshots/attnscope_<name>_<YYYYmmdd-HHMMSS>.png for F12.
+std::string defaultScreenshotPath(const std::string& scenarioName);
+
+}  // namespace attn::app

@@ -1,0 +1,161 @@
+// Themes and fonts. The light theme is tuned for projectors: high contrast, no translucent
+// window backgrounds (which wash out on a projector), slightly thicker borders.
+#include "app/ui/shell/theme.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <imgui.h>
+
+namespace attn::app {
+
+std::string uiFontPath() {
+  return "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+}
+
+float clampFontScale(float scale) {
+  return std::clamp(scale, kMinFontScale, kMaxFontScale);
+}
+
+namespace {
+ImVec4 toImVec4(ThemeColor c) {
+  return ImVec4(c.r, c.g, c.b, 1.0f);
+}
+double linear(float c) {
+  return c <= 0.04045f ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+}
+double luminance(ThemeColor c) {
+  return 0.2126 * linear(c.r) + 0.7152 * linear(c.g) + 0.0722 * linear(c.b);
+}
+}  // namespace
+
+double contrastRatio(ThemeColor a, ThemeColor b) {
+  const double la = luminance(a), lb = luminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+// Light: every text colour >= 4.5:1 on #F7F7F7 and white (WCAG AA); the ImGui default
+// accent #E6B300 was 1.8:1, so formulas use a dark amber. Dark: the same on #17171C and the
+// popup #1F1F26.
+const ThemePalette& themePalette(bool light) {
+  static const ThemePalette kLight{
+      .text = {0.00f, 0.00f, 0.00f},
+      .muted = {0.35f, 0.35f, 0.35f},
+      .accent = {0.54f, 0.35f, 0.00f},
+      .error = {0.75f, 0.05f, 0.05f},
+      .warning = {0.55f, 0.35f, 0.00f},
+      .query = {0.66f, 0.28f, 0.00f},
+      .key = {0.05f, 0.35f, 0.75f},
+      .windowBg = {0.97f, 0.97f, 0.97f},
+      .popupBg = {1.00f, 1.00f, 1.00f},
+      .frameBg = {1.00f, 1.00f, 1.00f},
+      .menuBarBg = {0.94f, 0.94f, 0.94f},
+  };
+  static const ThemePalette kDark{
+      .text = {1.00f, 1.00f, 1.00f},
+      .muted = {0.62f, 0.62f, 0.62f},
+      .accent = {0.90f, 0.70f, 0.00f},
+      .error = {1.00f, 0.38f, 0.35f},
+      .warning = {0.95f, 0.62f, 0.14f},
+      .query = {0.98f, 0.55f, 0.16f},
+      .key = {0.26f, 0.62f, 0.96f},
+      .windowBg = {0.09f, 0.09f, 0.11f},
+      .popupBg = {0.12f, 0.12f, 0.15f},
+      .frameBg = {0.16f, 0.29f, 0.48f},
+      .menuBarBg = {0.14f, 0.14f, 0.14f},
+  };
+  return light ? kLight : kDark;
+}
+
+const ThemePalette& currentPalette() {
+  const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+  return themePalette(bg.x + bg.y + bg.z > 1.5f);
+}
+
+void applyTheme(bool light, float sizeScale) {
+  ImGuiStyle style;
+  const ThemePalette& palette = themePalette(light);
+  if (light) {
+    ImGui::StyleColorsLight(&style);
+    ImVec4* colors = style.Colors;
+    colors[ImGuiCol_WindowBg] = ImVec4(0.97f, 0.97f, 0.97f, 1.00f);
+    colors[ImGuiCol_ChildBg] = ImVec4(0.97f, 0.97f, 0.97f, 1.00f);
+    colors[ImGuiCol_PopupBg] = ImVec4(1.00f, 1.00f, 1.00f, 1.00f);
+    colors[ImGuiCol_Text] = ImVec4(0.00f, 0.00f, 0.00f, 1.00f);
+    colors[ImGuiCol_TextDisabled] = ImVec4(0.35f, 0.35f, 0.35f, 1.00f);
+    colors[ImGuiCol_Border] = ImVec4(0.55f, 0.55f, 0.60f, 1.00f);
+    colors[ImGuiCol_TitleBgActive] = ImVec4(0.70f, 0.80f, 0.95f, 1.00f);
+    colors[ImGuiCol_TitleBg] = ImVec4(0.86f, 0.88f, 0.92f, 1.00f);
+    colors[ImGuiCol_MenuBarBg] = toImVec4(palette.menuBarBg);
+    colors[ImGuiCol_FrameBg] = toImVec4(palette.frameBg);
+    style.WindowBorderSize = 1.5f;
+    style.FrameBorderSize = 1.0f;
+  } else {
+    ImGui::StyleColorsDark(&style);
+    ImVec4* colors = style.Colors;
+    colors[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.09f, 0.11f, 1.00f);
+    colors[ImGuiCol_ChildBg] = ImVec4(0.09f, 0.09f, 0.11f, 1.00f);
+    colors[ImGuiCol_PopupBg] = ImVec4(0.12f, 0.12f, 0.15f, 0.98f);
+    colors[ImGuiCol_TitleBgActive] = ImVec4(0.18f, 0.30f, 0.50f, 1.00f);
+    colors[ImGuiCol_MenuBarBg] = toImVec4(palette.menuBarBg);
+  }
+  style.Colors[ImGuiCol_Text] = toImVec4(palette.text);
+  style.Colors[ImGuiCol_TextDisabled] = toImVec4(palette.muted);
+  style.Colors[ImGuiCol_PlotHistogram] = toImVec4(palette.accent);  // formulaColor()
+  style.WindowRounding = 4.0f;
+  style.FrameRounding = 3.0f;
+  style.PopupRounding = 3.0f;
+  style.GrabRounding = 3.0f;
+  style.WindowPadding = ImVec2(8, 8);
+  style.ItemSpacing = ImVec2(8, 5);
+  style.ScaleAllSizes(sizeScale);
+  ImGui::GetStyle() = style;
+}
+
+bool loadUiFont(float pixelSize, std::string* warning) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  // Latin, Greek (α, σ, θ in formulas), punctuation (·, …, ‖), super/subscripts (ᵀ is in
+  // Phonetic Extensions), arrows (→) and math operators (√, ∞, ≤, ∑). Static: ImGui keeps
+  // the pointer until the atlas is built.
+  static const ImWchar kRanges[] = {
+      0x0020, 0x00FF,  // Basic Latin + Latin-1
+      0x0370, 0x03FF,  // Greek
+      0x1D00, 0x1DBF,  // Phonetic extensions (ᵀ, ᵢ)
+      0x2000, 0x206F,  // General punctuation
+      0x2070, 0x209F,  // Superscripts and subscripts
+      0x2190, 0x21FF,  // Arrows
+      0x2200, 0x22FF,  // Mathematical operators
+      0x2500, 0x257F,  // Box drawing
+      0x25A0, 0x25FF,  // Geometric shapes (■, ▶)
+      0x0100, 0x017F,  // Latin Extended-A (typed text in the Model panel)
+      0x2400, 0x243F,  // Control pictures (GPT-2 tokens of control bytes, gpt2::displayText)
+      0xFFFD, 0xFFFD,  // Replacement character (a token holding part of a UTF-8 character)
+      0,
+  };
+  const std::string path = uiFontPath();
+  std::error_code ec;
+  ImFont* font = nullptr;
+  if (std::filesystem::exists(path, ec)) {
+    ImFontConfig config;
+    config.OversampleH = 2;
+    config.OversampleV = 1;
+    config.PixelSnapH = true;
+    font = io.Fonts->AddFontFromFileTTF(path.c_str(), pixelSize, &config, kRanges);
+  }
+  if (font == nullptr) {
+    if (warning)
+      *warning =
+          "font " + path + " not found (install fonts-dejavu-core); using ImGui's built-in font";
+    ImFontConfig config;
+    config.SizePixels = pixelSize;
+    io.Fonts->AddFontDefault(&config);
+  }
+  unsigned char* pixels = nullptr;
+  int width = 0, height = 0;
+  io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
+  return font != nullptr;
+}
+
+}  // namespace attn::app

@@ -1,0 +1,90 @@
+// The heatmap widget: a matrix drawn through an R32F texture and a colormap LUT in a
+// fragment shader (shaders/heatmap.*), with zoom, pan, hover, labels and a colorbar.
+// Per-frame cost does not grow with the number of cells: values are uploaded only when
+// their revision changes, and only visible, large-enough cells get text labels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <imgui.h>
+
+#include "render/heatmap_render.h"
+
+namespace attn::app {
+
+struct HeatmapOptions {
+  ColormapKind colormap = ColormapKind::Viridis;
+  std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
+  bool centreZero = false;          // auto range symmetric about 0 (io::centredColorRange)
+  // Global (one range for the matrix), Row (each row spans the map from its own finite min
+  // to its max) or Fixed (vmin / vmax); Log: log10 colours with a floor (io/color_scale.h).
+  // With Row or Log the widget uploads each cell's colour position instead of its value.
+  RangeMode range = RangeMode::Global;
+  ColorScaleKind scale = ColorScaleKind::Linear;
+  bool cellLabels = true;           // numbers in cells large enough to hold them
+  bool axisLabels = true;           // token labels along the axes
+  bool colorbar = true;
+  bool highlight = false;           // draw a highlight frame (pipeline step-through)
+  int markRow = -1, markCol = -1;   // a cell to outline (linked hover), -1 = none
+  ImVec2 size{0, 0};                // 0 = fit: cells square, as large as the space allows
+  const char* tooltip = nullptr;    // extra line shown on hover (what the matrix means)
+};
+
+// What happened this frame. `row`/`col` are valid when hovered.
+struct HeatmapInteraction {
+  bool hovered = false;
+  int row = -1, col = -1;
+  bool clicked = false;        // left click on a cell (e.g. toggling a custom mask cell)
+  bool exportRequested = false;  // the user chose an export entry from the context menu
+};
+
+class HeatmapTextures;
+
+// Textures and zoom/pan of every heatmap on screen, keyed by ImGui id. Owned by the app,
+// not by AppState. The textures are an interface (app/heatmap_textures.h): OpenGL in the
+// window, MockHeatmapTextures in headless tests, where the widget still lays out, labels
+// and reports hover.
+class HeatmapCache {
+ public:
+  explicit HeatmapCache(std::unique_ptr<HeatmapTextures> textures);
+  ~HeatmapCache();
+  HeatmapCache(const HeatmapCache&) = delete;
+  HeatmapCache& operator=(const HeatmapCache&) = delete;
+
+  // Loads what the textures need to draw (with GL: the shaders and LUT textures, which
+  // needs a GL context). Returns an error message, empty on success.
+  std::string initGpu();
+  HeatmapTextures& textures();
+
+  struct Impl;
+  Impl& impl();
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Draws `view` (non-owning: a result's matrix, a slice of an imported tensor, ...) as a
+// heatmap. `contentRevision` must change whenever the values change
+// (e.g. the document revision); the texture is re-uploaded only then.
+// Right-click opens a context menu: export PNG (1x..8x), SVG, CSV through io::exportMatrix
+// (the same files as `attnscope export`), reset zoom, copy value.
+HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const HeatmapView& view,
+                                 std::uint64_t contentRevision, const HeatmapOptions& options);
+
+// The cells behind one texel of the widget's max-pooled level of detail `level` (0 = the
+// cell itself). The widget halves rows and columns (max(1, side / 2) each time, a last odd
+// row or column folding into the last block, io::maxPool) until both sides are at most 16
+// cells; the cell (row, col) lies in the block [row0, row1] x [col0, col1] of `level`.
+// `max` and (maxRow, maxCol): that block's largest value (NaN wins, as in the pooling) and
+// where it is. `level` is clamped to the levels the widget makes for this shape.
+struct PooledBlock {
+  int row0 = 0, row1 = 0, col0 = 0, col1 = 0;
+  float max = 0;
+  int maxRow = 0, maxCol = 0;
+};
+PooledBlock pooledBlock(MatrixRef values, int level, int row, int col);
+
+}  // namespace attn::app

@@ -1,0 +1,99 @@
+// The pieces of heatmapWidget(), one per concern (internal to the widget; not for panels):
+//   app/heatmap_widget.cpp         the cache, uploads, and heatmapWidget() calling the rest
+//   app/heatmap_widget_layout.cpp  where things go, zoom / pan / hover input
+//   app/heatmap_widget_draw.cpp    quad, cell labels, axis labels, colorbar, hover readout,
+//                                  the screenshot record
+//   app/heatmap_widget_menu.cpp    the context menu and the export dialog
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <imgui.h>
+
+#include "app/ui/widgets/heatmap_widget_impl.h"
+#include "render/heatmap_axis.h"
+
+namespace attn::app::widget {
+
+using Entry = HeatmapCache::Impl::Entry;
+
+// One heatmap's geometry in this frame: the layout (layoutGrid), then the visible part of
+// the matrix after zoom and pan (handleGridInput), then the level of detail (drawGrid).
+struct Grid {
+  int rows = 0, cols = 0;
+  float font = 0;
+  ImVec2 origin;  // top-left corner of the widget
+  // Left of the grid: the row axis title (read bottom to top), then the row labels; above
+  // it: the column axis title line, then the column labels (rotated when one does not fit
+  // its cell); right of it: the colour bar with its ticks and title.
+  float rowAxisWidth = 0, colAxisHeight = 0;
+  float rowLabelWidth = 0, colLabelHeight = 0, colorbarWidth = 0;
+  bool colLabelsRotated = false;
+  int rowStep = 1, colStep = 1;  // every k-th label drawn (io::labelStep), by drawAxisLabels
+  io::ValueRange range;          // the colour range
+  io::ColorbarTicks ticks;       // the colour bar's round ticks (io::colorbarTicks)
+  // Per-row / log colours: cells are coloured by `positions` over {0, 1} (empty otherwise),
+  // and the colour bar is labelled by `scaleTicks` (positions and texts) when not null,
+  // instead of the round `ticks`, with `vminText` / `vmaxText` at its ends.
+  MatrixRef positions;
+  const std::vector<io::ColorbarTick>* scaleTicks = nullptr;
+  std::string vminText, vmaxText;
+  ImVec2 gridMin, gridMax;  // screen rectangle of the grid
+  float gridW = 0, gridH = 0;
+  // The visible part (UV) and what it means on screen.
+  float u0 = 0, v0 = 0, u1 = 1, v1 = 1;
+  float cellPxW = 0, cellPxH = 0;  // one cell on screen
+  int firstRow = 0, lastRow = 0, firstCol = 0, lastCol = 0;
+  int level = 0;            // level of detail the quad reads
+  bool cellLabels = false;  // cell labels are drawn
+  bool drawn = false;       // the quad was drawn
+
+  // Screen position of the top-left corner of cell (r, c).
+  ImVec2 cellScreenMin(int r, int c) const {
+    return ImVec2(gridMin.x + (c - u0 * cols) * cellPxW, gridMin.y + (r - v0 * rows) * cellPxH);
+  }
+};
+
+// -- heatmap_widget_layout.cpp
+// Row labels | grid | colorbar, column labels above: cells square where the space allows.
+Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& options,
+                io::ValueRange range);
+// Zoom (wheel, around the cursor), pan (drag), reset (double-click), hover and click; then
+// the visible part of the matrix into `grid`.
+void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
+
+// -- heatmap_widget_draw.cpp
+// `text` cut to `maxWidth` pixels at the current font with "…" (io::capLabel to
+// maxCodePoints first, so the work is bounded whatever the label's length).
+std::string fitLabel(std::string_view text, float maxWidth,
+                     std::size_t maxCodePoints = io::kLabelDisplayChars);
+// The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
+std::optional<std::string> screenCellLabel(float value, const Grid& grid);
+// The text of cell (r, c): none for a cell the view's `allowed` masks (it is hatched: a
+// weight of 0 there means "not attended"), else screenCellLabel of its value.
+std::optional<std::string> cellText(const HeatmapView& view, int r, int c, const Grid& grid);
+// The textured quad (level of detail chosen here), the highlight frame, the cell labels.
+void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& grid, const HeatmapView& view,
+              const HeatmapOptions& options, io::ValueRange range);
+// Row and column labels (capped, io::capLabel; thinned to every k-th, io::labelStep, with
+// the rule beside the axis title), the axis titles. Sets grid.rowStep / colStep.
+void drawAxisLabels(const Entry& entry, Grid& grid, const HeatmapView& view,
+                    const HeatmapOptions& options);
+// The colour bar with round ticks (or the per-row / log scale's ticks) and the view's valueTitle.
+void drawColorbar(HeatmapCache::Impl& impl, const Grid& grid, const HeatmapView& view,
+                  const HeatmapOptions& options);
+// The hovered cell's frame and tooltip (not while panning).
+void drawHoverReadout(const Entry& entry, const Grid& grid, const HeatmapView& view,
+                      const HeatmapOptions& options, const HeatmapInteraction& interaction);
+// Where the heatmap was drawn and one sample cell (for the screenshot sidecar).
+HeatmapRecord recordOf(const char* id, const Grid& grid, const HeatmapView& view,
+                       const HeatmapOptions& options, io::ValueRange range);
+
+// -- heatmap_widget_menu.cpp
+// The right-click menu (export, reset zoom, copy value) and the export dialog. Returns true
+// when a file was exported this frame.
+bool drawContextMenu(HeatmapCache::Impl& impl, Entry& entry, const HeatmapView& view,
+                     const HeatmapOptions& options);
+
+}  // namespace attn::app::widget

@@ -1,0 +1,92 @@
+// A scenario: everything needed to reproduce one view (inputs, labels and options), and
+// its translation into attend()'s Inputs and Options. The JSON form lives in io/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/attention/attention.h"
+
+namespace attn {
+
+// self: one sequence X gives queries, keys and values. cross: queries come from one
+// sequence, keys/values from another (n_q may differ from n_k).
+enum class Mode { Self, Cross };
+std::string_view toString(Mode mode);
+std::optional<Mode> parseMode(std::string_view name);
+
+// Largest seed a scenario may hold: 2^53, so that it survives a JSON number in any reader.
+inline constexpr std::uint64_t kMaxSeed = std::uint64_t{1} << 53;
+
+struct Scenario {
+  std::string name;         // shown in the title bar and presets menu
+  std::string description;  // one paragraph, shown in the UI
+
+  Mode mode = Mode::Cross;
+  // Self mode: `inputs` is X (n x d), labelled by `inputLabels`. If `sentence` is not empty
+  // it replaces `inputs`: one token per word, seededEmbeddings(tokens, embeddingDim, seed).
+  Matrix inputs;
+  std::vector<std::string> inputLabels;
+  std::string sentence;
+  int embeddingDim = 16;
+  // Cross mode: queries (n_q x d_q), keys (n_k x d_k), values (n_k x d_v; empty = keys).
+  Matrix queries;
+  Matrix keys;
+  Matrix values;
+  std::vector<std::string> queryLabels;  // empty = "q0", "q1", ...
+  std::vector<std::string> keyLabels;    // empty = "k0", "k1", ...
+  // Adds sinusoidalPositionalEncoding to the inputs (self) or to queries and keys/values
+  // (cross, each with its own positions) before projection.
+  bool positionalEncoding = false;
+
+  ScoreKind score = ScoreKind::Dot;
+  int heads = 1;
+  Scalar temperature = 1;
+  std::uint64_t seed = 0;
+  ProjectionKind projection = ProjectionKind::Identity;
+  int modelWidth = 0;  // d_model for xavier projections; 0 = input width
+
+  // projection == explicit: full-width matrices, see Projections (wo/bo may be empty).
+  Projections explicitProjections;
+  // projection == pytorch: nn.MultiheadAttention's block (E = d_model).
+  Matrix inProjWeight;   // 3E x E
+  Vector inProjBias;     // 3E (may be empty)
+  Matrix outProjWeight;  // E x E
+  Vector outProjBias;    // E (may be empty)
+
+  std::vector<ScoreParams> scoreParams;  // per head, optional (filled from the seed)
+  int scoreHidden = 0;
+  MaskOptions mask;
+  NormalizerOptions normalizer;
+  DecoderOutputOptions decoderOutput;
+
+  // The file's optional `view` object (colormap, selection, ...), kept as compact JSON text
+  // so that the core needs no JSON library and unknown view settings survive a save. Empty
+  // = no view object. The app reads and writes it; attend() never looks at it.
+  std::string viewJson;
+};
+
+// What attend() needs, plus the labels to show on the axes.
+struct Problem {
+  Inputs inputs;
+  Options options;
+  std::vector<std::string> queryLabels;  // n_q entries
+  std::vector<std::string> keyLabels;    // n_k entries
+};
+
+// Turns a scenario into attend()'s arguments: resolves self/cross, sentence embeddings,
+// positional encoding, default labels and the projection kind. Errors name the field.
+Expected<Problem> buildProblem(const Scenario& scenario);
+
+// Renames the option names in an error of validate()/attend() (field and, where it names
+// an input, the problem text) to the fields the scenario's author wrote: in self mode
+// "queries"/"keys"/"values" become "inputs" (or "sentence"), with PyTorch projections
+// "projections.wq" becomes "in_proj_weight", and so on. Every caller that runs attend() on a
+// buildProblem() result passes attend()'s errors through this.
+Error toScenarioError(Error error, const Scenario& scenario);
+
+// buildProblem + attend. Errors name the field; `file` is left empty for the caller to fill.
+Expected<AttentionResult> compute(const Scenario& scenario);
+
+}  // namespace attn

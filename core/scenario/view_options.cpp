@@ -1,0 +1,50 @@
+// Names of the colour maps, range modes and scales (core/scenario/view_options.h).
+#include "core/scenario/view_options.h"
+
+#include <iterator>
+
+namespace attn {
+
+namespace {
+constexpr std::string_view kColormapNames[] = {"viridis", "magma",   "cividis", "greys",
+                                               "purples", "oranges", "blues",   "rdbu"};
+constexpr std::string_view kRangeNames[] = {"global", "row", "fixed"};
+constexpr std::string_view kScaleNames[] = {"linear", "log"};
+}  // namespace
+
+std::string_view toString(ColormapKind kind) {
+  return kColormapNames[static_cast<int>(kind)];
+}
+
+std::optional<ColormapKind> parseColormapKind(std::string_view name) {
+  for (ColormapKind kind : kAllColormaps) {
+    if (toString(kind) == name) return kind;
+  }
+  return std::nullopt;
+}
+
+bool isDiverging(ColormapKind kind) {
+  return kind == ColormapKind::RdBu;
+}
+
+std::string_view toString(RangeMode mode) {
+  return kRangeNames[static_cast<int>(mode)];
+}
+
+std::optional<RangeMode> parseRangeMode(std::string_view name) {
+  for (RangeMode mode : {RangeMode::Global, RangeMode::Row, RangeMode::Fixed})
+    if (toString(mode) == name) return mode;
+  return std::nullopt;
+}
+
+std::string_view toString(ColorScaleKind kind) {
+  return kScaleNames[static_cast<int>(kind)];
+}
+
+std::optional<ColorScaleKind> parseColorScaleKind(std::string_view name) {
+  for (ColorScaleKind kind : {ColorScaleKind::Linear, ColorScaleKind::Log})
+    if (toString(kind) == name) return kind;
+  return std::nullopt;
+}
+
+}  // namespace attn

@@ -1,0 +1,221 @@
+// Real attention tensors from .npy / .npz files, normalised to [layers, heads, n_q, n_k],
+// with token labels. This is the model the CLI's `export`/`info` and the app's model, head,
+// text and compare views are built on.
+//
+// Shape rules (docs/import.md):
+//   ndim 2: [n_q, n_k]                  -> 1 layer, 1 head
+//   ndim 3: [heads, n_q, n_k]           -> 1 layer
+//   ndim 4: [layers, heads, n_q, n_k]
+//   ndim 5: [batch, layers, heads, n_q, n_k]; the item `batch` (default 0) is used
+// AttentionOpenOptions::layout overrides this reading: a string of distinct letters, one
+// per dimension, from b (batch), l (layers), h (heads), q, k, ending in "qk" (e.g. "lbhqk"
+// for torch.stack(hf_outputs.attentions), "bhqk" for one layer with a batch).
+//
+// Per-layer archives (a Hugging Face tuple saved one array per layer): when no array is
+// named and the .npz holds arrays layer_0, layer_1, ... layer_{L-1} (or attentions_0, ...),
+// with no gaps, they are stacked as layers 0..L-1 (other arrays, e.g. input_ids, are
+// ignored). Each is read as [n_q, n_k], [heads, n_q, n_k] or [batch, heads, n_q, n_k]
+// (or by `layout`, without 'l'); all must give the same heads, n_q and n_k. One such array
+// picked by name (arrayName "layer_3") is read by the same per-layer rule: one layer.
+//
+// Memory: an .npy is mapped, never read whole. A head whose data is float32, little-endian
+// and has contiguous keys (C order) is used IN PLACE from the mapping: head() returns a
+// view into it, with no copy. Other heads (float16, float64, big-endian, Fortran order) are
+// converted one head at a time into a caller's scratch buffer, so exporting one head touches
+// only that head's bytes. An .npz array is inflated once into memory (its own buffer).
+//
+// Token labels: `tokensPath` if given, else the side file STEM.tokens.json (a JSON list of
+// strings, or {"queries": [...], "keys": [...]}) or STEM.tokens.txt (one token per line)
+// next to STEM.npy / STEM.npz, else the indices "0", "1", ... A list must have n_k entries;
+// when n_q < n_k (decoding with a KV cache) the query labels are the LAST n_q tokens. A wrong
+// count is an error naming both counts.
+//
+// Thread safety: every const member function may be called from several threads at once
+// (the data is read-only; scratch buffers belong to the caller). No GL, no UI.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/attention/aggregate.h"
+#include "core/base/tensor_view.h"
+#include "core/base/types.h"
+#include "core/attention/selection.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
+
+namespace attn::io {
+
+// Limits on the normalised shape (on top of the npy element limit).
+inline constexpr std::int64_t kMaxAttentionTokens = 1 << 20;    // n_q, n_k
+inline constexpr std::int64_t kMaxAttentionLayersHeads = 4096;  // layers, heads each
+
+struct AttentionOpenOptions {
+  std::string arrayName;   // .npz: the array to use (empty: the only one, or the per-layer set)
+  int batch = 0;           // item of the batch dimension, if there is one
+  std::string layout;      // empty: by ndim (see above); else e.g. "lbhqk"
+  std::string tokensPath;  // empty: side file, else indices
+  NpzLimits limits;        // .npz inflate limit
+};
+
+struct AttentionShape {
+  int layers = 0, heads = 0, queries = 0, keys = 0;  // [layers, heads, n_q, n_k]
+};
+
+// One array of a file, as stored (for `attnscope info` and the app's array list).
+struct ArraySummary {
+  std::string name;   // .npy: the file name's stem; .npz: the entry name w/o ".npy"
+  std::string descr;  // "<f4", ">f8", ...; "" when unsupported
+  std::vector<std::int64_t> shape;
+  bool fortranOrder = false;
+  std::string unsupported;  // why this array cannot be read (e.g. an int64 input_ids), or ""
+};
+
+// What a file holds, from the headers alone (nothing inflated but the .npz headers).
+Expected<std::vector<ArraySummary>> listArrays(const std::string& path,
+                                               const NpzLimits& limits = {});
+
+struct NonFiniteCount {
+  std::uint64_t nan = 0, posInf = 0, negInf = 0;
+  std::uint64_t total() const { return nan + posInf + negInf; }
+  NonFiniteCount& operator+=(const NonFiniteCount& o) {
+    nan += o.nan;
+    posInf += o.posInf;
+    negInf += o.negInf;
+    return *this;
+  }
+};
+// Counts NaN, +inf and -inf in a matrix (rows x cols).
+NonFiniteCount countNonFinite(MatrixRef values);
+// "3 NaN, 1 +inf" (empty when there are none).
+std::string describeNonFinite(const NonFiniteCount& count);
+
+class AttentionFile {
+ public:
+  // Opens, normalises the shape and loads the labels. Errors name the file (and the .npz
+  // entry) and the problem: every npy/npz error, an ndim or layout that does not fit, an
+  // empty dimension, a batch out of range, sizes above the limits, several arrays and no
+  // choice, a tokens file that cannot be read or has the wrong count.
+  static Expected<AttentionFile> open(const std::string& path,
+                                      const AttentionOpenOptions& options = {});
+  // An attention tensor held in memory (e.g. a model run in the app): `values` row-major
+  // [layers, heads, n_q, n_k] float32, used in place (no copy); `labels` has n_k entries
+  // (the query labels are the last n_q of them). `name` stands for the path in the panel and
+  // in errors, `labelsSource` for the labels' origin. Errors: an empty or too large shape,
+  // values.size() != the product of `shape`, a wrong label count.
+  static Expected<AttentionFile> fromMemory(std::string name, std::vector<float> values,
+                                            const AttentionShape& shape,
+                                            std::vector<std::string> labels,
+                                            std::string labelsSource);
+
+  const std::string& path() const { return path_; }
+  const AttentionShape& shape() const { return shape_; }
+  int layers() const { return shape_.layers; }
+  int heads() const { return shape_.heads; }
+  // The arrays of the file (all of them, not only the ones used).
+  const std::vector<ArraySummary>& arrays() const { return arrays_; }
+  // The arrays used, in layer order for a per-layer archive (one name otherwise).
+  const std::vector<std::string>& arraysUsed() const { return arraysUsed_; }
+  // How the dimensions were read, e.g. "[batch, layers, heads, n_q, n_k] = [2, 8, 12, 64,
+  // 64], batch 0" or "12 arrays layer_0..layer_11 stacked, each [heads, n_q, n_k]".
+  const std::string& layoutDescription() const { return layoutDescription_; }
+  int batchSize() const { return batchSize_; }  // 1 when there is no batch dimension
+  int batch() const { return batch_; }
+
+  const std::vector<std::string>& queryLabels() const { return queryLabels_; }
+  const std::vector<std::string>& keyLabels() const { return keyLabels_; }
+  // The file the labels came from, or "" for indices.
+  const std::string& labelsSource() const { return labelsSource_; }
+
+  // True when head(layer, h) is a view into the file mapping / npz buffer (float32 LE, C
+  // order, aligned), for every head of the layer.
+  bool inPlace(int layer) const;
+  // The storage dtype of a layer, e.g. "<f2".
+  std::string storageDescr(int layer) const;
+
+  // One head (n_q x n_k). In place when inPlace(layer); else converted into `scratch`
+  // (resized to n_q·n_k) and the view points there: keep `scratch` alive and untouched
+  // while using the view. layer and head must be in range (checked: out of range gives an
+  // empty view).
+  MatrixRef head(int layer, int head, std::vector<float>& scratch) const;
+  // An owning copy of one head (n_q x n_k).
+  Matrix copyHead(int layer, int head) const;
+  // Tells the kernel the pages of this head may be dropped from the process (madvise
+  // MADV_DONTNEED on the mapping; they come back from the page cache if read again), so
+  // that walking all heads of a 400 MB file keeps the resident set small. No-op for npz.
+  void releaseHead(int layer, int head) const;
+
+ private:
+  struct LayerSource {
+    NpyArray array;         // keeps the bytes alive
+    std::int64_t base = 0;  // element offset of (batch, layer) inside the array
+    std::int64_t headStride = 0, rowStride = 0, colStride = 0;  // elements
+    bool mapped = false;  // array.data points into a file mapping
+    bool inPlace = false;
+  };
+
+  std::string path_;
+  AttentionShape shape_;
+  std::vector<ArraySummary> arrays_;
+  std::vector<std::string> arraysUsed_;
+  std::string layoutDescription_;
+  int batchSize_ = 1, batch_ = 0;
+  std::vector<LayerSource> layers_;
+  std::vector<std::string> queryLabels_, keyLabels_;
+  std::string labelsSource_;
+
+  friend struct AttentionFileBuilder;
+};
+
+// ---------------------------------------------------------------------------------------
+// Selections: what a heatmap / export shows
+// ---------------------------------------------------------------------------------------
+
+struct AttentionSelection {
+  enum class Kind { Head, Mean, Max, Rollout };
+  Kind kind = Kind::Head;
+  int layer = 0;  // Rollout: the last layer multiplied in (0-based); Â_layer · … · Â_0
+  int head = 0;   // Head only
+};
+
+struct SelectedAttention {
+  MatrixView view;           // values (n_q x n_k) + labels + title
+  NonFiniteCount nonFinite;  // in view.values
+};
+
+// Computes the selection, reading only what it needs: one head; the heads of one layer
+// (mean, max); the heads of layers 0..layer (rollout, square only). Heads are released
+// after use. Errors (field "layer" / "head"): out of range; rollout of non-square attention.
+// `progress`, if given, is called with (done, total) head counts.
+Expected<SelectedAttention> selectAttention(const AttentionFile& file,
+                                            const AttentionSelection& selection,
+                                            const std::function<void(int, int)>& progress = {});
+
+// Per-head entropy and top-1 mass for every (layer, head), row-major [layer][head], reading
+// one head at a time (and releasing it).
+std::vector<std::vector<HeadStats>> allHeadStats(const AttentionFile& file);
+
+// Everything the model view needs about every head, from ONE pass over the file (one head
+// at a time, each released after use), meant to run on a worker thread.
+struct HeadOverview {
+  int layers = 0, heads = 0;
+  std::vector<Matrix> thumbnails;         // [layer * heads + head]: maxPool(head, size, size)
+  std::vector<HeadStats> stats;           // [layer * heads + head]
+  std::vector<NonFiniteCount> nonFinite;  // [layer * heads + head]
+  NonFiniteCount totalNonFinite;
+  bool cancelled = false;  // stopped early; the vectors are then partial
+};
+struct HeadOverviewOptions {
+  int thumbnailSize = 128;  // thumbnails are at most this many cells per side
+  // Called after each head with (heads done, heads in total). May be empty.
+  std::function<void(int, int)> progress;
+  // Checked before each head; when it returns true the scan stops (cancelled = true).
+  std::function<bool()> cancel;
+};
+HeadOverview overviewHeads(const AttentionFile& file, const HeadOverviewOptions& options = {});
+
+}  // namespace attn::io

@@ -1,0 +1,109 @@
+// NumPy .npz archives (np.savez / np.savez_compressed): a zip file of .npy entries, read and
+// written with Debian's libzip (no inflate of our own).
+//
+// Reading rules (docs/import.md):
+// - Entries may be stored or deflated; other methods and encrypted entries are errors.
+// - An array's name is its entry name without ".npy" (numpy's rule). Entries that do not end
+//   in ".npy" and folders are ignored.
+// - Any entry name that could escape a folder ("../x.npy", "a/../../x", "/abs.npy",
+//   "C:x", a backslash, control characters) makes the whole archive an error. So do duplicate
+//   names and more than kNpzMaxEntries entries.
+// - Zip bombs: every byte inflated from the archive is counted against
+//   NpzLimits::maxUncompressedBytes (2 GiB by default) WHILE inflating, in 1 MiB chunks; the
+//   sizes in the zip headers are never trusted. An entry also may not inflate to more than
+//   its .npy header says.
+// - A truncated or corrupt archive is an error naming the file and what libzip found.
+// No GL, no UI.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/types.h"
+#include "formats/npy.h"
+
+namespace attn::io {
+
+inline constexpr std::uint64_t kNpzDefaultMaxUncompressed = 2ull << 30;  // 2 GiB
+inline constexpr std::size_t kNpzMaxEntries = 65536;
+
+struct NpzLimits {
+  // Total bytes one NpzArchive may inflate (headers for the listing + arrays read).
+  std::uint64_t maxUncompressedBytes = kNpzDefaultMaxUncompressed;
+};
+
+// One array of the archive, known from its header alone (the data is not inflated yet).
+struct NpzArrayInfo {
+  std::string name;       // "layer_0" for the entry "layer_0.npy"
+  std::string entryName;  // "layer_0.npy"
+  NpyHeader header;
+  std::uint64_t compressedSize = 0;
+  bool deflated = false;
+  // Why the array cannot be read (an unsupported dtype such as an int64 input_ids saved
+  // next to the attention), or "" when it can. Such entries are listed, not fatal.
+  std::string unsupported;
+};
+
+// An open archive. Not thread-safe (libzip is not); read what you need, then let it go:
+// arrays returned by read() own their bytes and outlive the archive.
+class NpzArchive {
+ public:
+  // Opens `path` and reads the header of every .npy entry (only the first bytes of each entry
+  // are inflated). Errors: not a zip / truncated, traversal names, duplicate names, bad
+  // headers (naming "FILE:ENTRY"), compression method, the limit.
+  static Expected<NpzArchive> open(const std::string& path, const NpzLimits& limits = {});
+  // Same, from bytes in memory (copied into the archive object); `file` names it in errors.
+  static Expected<NpzArchive> openMemory(std::span<const std::byte> bytes, const std::string& file,
+                                         const NpzLimits& limits = {});
+
+  NpzArchive(NpzArchive&&) noexcept;
+  NpzArchive& operator=(NpzArchive&&) noexcept;
+  ~NpzArchive();
+
+  const std::string& file() const { return file_; }
+  // The .npy entries in archive order.
+  const std::vector<NpzArrayInfo>& arrays() const { return arrays_; }
+  // The array called `name` (without ".npy"), or nullptr.
+  const NpzArrayInfo* find(std::string_view name) const;
+
+  // Inflates the array `name` into a buffer it owns. Errors: no such array (listing the
+  // names), the limit, an entry longer or shorter than its header says, libzip errors
+  // (CRC mismatch, truncation).
+  Expected<NpyArray> read(std::string_view name);
+
+  // Bytes inflated so far (counted against limits.maxUncompressedBytes).
+  std::uint64_t bytesInflated() const { return inflated_; }
+
+ private:
+  NpzArchive() = default;
+  static Expected<NpzArchive> finishOpen(NpzArchive archive);
+
+  struct Handle;
+  std::unique_ptr<Handle> handle_;
+  std::string file_;
+  NpzLimits limits_;
+  std::vector<NpzArrayInfo> arrays_;
+  std::uint64_t inflated_ = 0;
+};
+
+// True when `name` is a safe relative entry name (see the rules above).
+bool isSafeEntryName(std::string_view name);
+
+// ---------------------------------------------------------------------------------------
+// Writer (to memory; the caller writes the bytes with the atomic file writer)
+// ---------------------------------------------------------------------------------------
+
+struct NpzEntry {
+  std::string name;      // array name; ".npy" is appended
+  std::string npyBytes;  // a complete .npy file (writeNpyFloat32 / writeNpyInt64)
+};
+
+// A zip archive of the entries, stored (like np.savez) or deflated (like
+// np.savez_compressed). Errors (field "name"): an unsafe or duplicate name.
+Expected<std::string> writeNpz(std::span<const NpzEntry> entries, bool deflate = false);
+
+}  // namespace attn::io

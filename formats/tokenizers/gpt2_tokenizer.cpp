@@ -1,0 +1,170 @@
+// GPT-2 tokenizer files and pre-tokenisation (see gpt2_tokenizer.h).
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "formats/tokenizers/gpt2_tokenizer.h"
+
+#include "core/models/gpt2/model.h"
+
+#include <pcre2.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace attn::io {
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<void> compilePattern() {
+  int errorCode = 0;
+  PCRE2_SIZE errorOffset = 0;
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern.data()), kGpt2Pattern.size(),
+                    PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset, nullptr);
+  if (!code) return nullptr;
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // optional: without JIT it still matches
+  return std::shared_ptr<void>(code, [](void* p) { pcre2_code_free(static_cast<pcre2_code*>(p)); });
+}
+
+}  // namespace
+
+Expected<std::string> readWholeFile(const std::string& path, std::size_t maxBytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
+  }
+  if (!S_ISREG(st.st_mode)) return Error{path, "", "not a regular file"};
+  if (static_cast<std::uint64_t>(st.st_size) > maxBytes) {
+    return Error{path, "",
+                 "is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
+                     std::to_string(maxBytes)};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path, "", "cannot open for reading"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Error{path, "", "read error"};
+  std::string out = std::move(text).str();
+  if (out.size() > maxBytes) return Error{path, "", "grew past the size limit while reading"};
+  return out;
+}
+
+Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
+                                                std::string_view mergesText,
+                                                const std::string& vocabName,
+                                                const std::string& mergesName) {
+  // 1 vocab.json: {"token": id, ...}
+  json vocab = json::parse(vocabJson.begin(), vocabJson.end(), nullptr, /*allow_exceptions=*/false);
+  if (vocab.is_discarded()) return Error{vocabName, "", "not valid JSON"};
+  if (!vocab.is_object()) return Error{vocabName, "", "not a JSON object of token -> id"};
+  if (vocab.empty()) return Error{vocabName, "", "the vocabulary is empty"};
+  std::vector<std::pair<std::string, int>> entries;
+  entries.reserve(vocab.size());
+  for (const auto& [token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
+        id.get<std::int64_t>() >= gpt2::kMaxVocab) {
+      return Error{vocabName, token,
+                   "the id must be an integer in 0.." + std::to_string(gpt2::kMaxVocab - 1)};
+    }
+    entries.emplace_back(token, static_cast<int>(id.get<std::int64_t>()));
+  }
+
+  // 2 merges.txt: one "left right" pair per line
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::size_t lineNumber = 0;
+  std::size_t pos = 0;
+  while (pos < mergesText.size()) {
+    std::size_t end = mergesText.find('\n', pos);
+    if (end == std::string_view::npos) end = mergesText.size();
+    std::string_view line = mergesText.substr(pos, end - pos);
+    pos = end + 1;
+    ++lineNumber;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (lineNumber == 1 && line.starts_with("#version")) continue;
+    const std::size_t space = line.find(' ');
+    if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
+        line.find(' ', space + 1) != std::string_view::npos) {
+      std::string field = "line ";
+      field += std::to_string(lineNumber);
+      return Error{mergesName, field, "expected two tokens separated by one space"};
+    }
+    merges.emplace_back(std::string(line.substr(0, space)), std::string(line.substr(space + 1)));
+  }
+
+  // 3 the encoder
+  Expected<gpt2::BytePairEncoder> bpe = gpt2::BytePairEncoder::create(entries, merges);
+  if (!bpe) {
+    Error error = bpe.error();
+    error.file = error.field == "merges" ? mergesName : vocabName;
+    error.field.clear();
+    return error;
+  }
+  Gpt2Tokenizer tokenizer;
+  tokenizer.bpe_ = std::move(bpe).value();
+  tokenizer.pattern_ = compilePattern();
+  if (!tokenizer.pattern_) {
+    return Error{"", "", "PCRE2 could not compile the GPT-2 pattern (no Unicode support?)"};
+  }
+  return tokenizer;
+}
+
+Expected<Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& vocabPath,
+                                            const std::string& mergesPath) {
+  Expected<std::string> vocab = readWholeFile(vocabPath, kMaxTokenizerFileBytes);
+  if (!vocab) return vocab.error();
+  Expected<std::string> merges = readWholeFile(mergesPath, kMaxTokenizerFileBytes);
+  if (!merges) return merges.error();
+  return fromText(*vocab, *merges, vocabPath, mergesPath);
+}
+
+std::vector<std::string> Gpt2Tokenizer::pretokenize(std::string_view text) const {
+  std::vector<std::string> pieces;
+  auto* code = static_cast<pcre2_code*>(pattern_.get());
+  pcre2_match_data* match = pcre2_match_data_create_from_pattern(code, nullptr);
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  std::size_t offset = 0;
+  while (offset < text.size()) {
+    const int rc =
+        pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
+    if (rc < 0) {
+      // Cannot happen for valid UTF-8 (the alternatives cover every character), but no
+      // input byte is ever dropped: the rest becomes one piece.
+      pieces.emplace_back(text.substr(offset));
+      break;
+    }
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
+    const std::size_t start = ovector[0];
+    std::size_t end = ovector[1];
+    if (start > offset) pieces.emplace_back(text.substr(offset, start - offset));
+    if (end <= start) {  // an empty match (not possible with this pattern): step one character
+      end = start + 1;
+      while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+    }
+    pieces.emplace_back(text.substr(start, end - start));
+    offset = end;
+  }
+  pcre2_match_data_free(match);
+  return pieces;
+}
+
+Gpt2Tokenizer::Encoding Gpt2Tokenizer::encode(std::string_view text) const {
+  Encoding out;
+  gpt2::CleanText clean = gpt2::cleanUtf8(text);
+  out.invalidOffsets = std::move(clean.invalidOffsets);
+  for (const std::string& piece : pretokenize(clean.text)) {
+    std::vector<int> ids = bpe_.encodeWord(piece);
+    out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+  }
+  return out;
+}
+
+std::string Gpt2Tokenizer::tokenText(int id) const {
+  const int ids[1] = {id};
+  return bpe_.decode(ids);
+}
+
+}  // namespace attn::io

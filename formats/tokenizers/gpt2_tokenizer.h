@@ -1,0 +1,66 @@
+// GPT-2's tokenizer: vocab.json + merges.txt, pre-tokenisation with PCRE2, then the
+// byte-level BPE of core/gpt2/bpe.h. Encodes any input: invalid UTF-8 is replaced by U+FFFD
+// (and reported), never a crash.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/models/gpt2/bpe.h"
+
+namespace attn::io {
+
+// Largest vocab.json / merges.txt we read (GPT-2's are 1.0 MB and 0.45 MB).
+inline constexpr std::size_t kMaxTokenizerFileBytes = 64u << 20;
+
+// GPT-2's pre-tokenisation pattern (encoder.py), compiled with PCRE2_UTF | PCRE2_UCP so that
+// \p{L}, \p{N} and \s are Unicode classes.
+inline constexpr std::string_view kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// Reads a whole file if it is a regular file of at most `maxBytes`. Errors name the file.
+Expected<std::string> readWholeFile(const std::string& path, std::size_t maxBytes);
+
+class Gpt2Tokenizer {
+ public:
+  struct Encoding {
+    std::vector<int> ids;
+    // Byte offsets in the input of each invalid UTF-8 sequence (each became one U+FFFD).
+    std::vector<std::size_t> invalidOffsets;
+  };
+
+  // From the two files' contents; the names are for errors. vocab.json: a JSON object of
+  // token -> id. merges.txt: an optional "#version" line, then one "left right" pair per
+  // line in rank order (empty lines ignored). Errors name the file, and the line or token.
+  static Expected<Gpt2Tokenizer> fromText(std::string_view vocabJson, std::string_view mergesText,
+                                          const std::string& vocabName = "vocab.json",
+                                          const std::string& mergesName = "merges.txt");
+  // Reads vocabPath and mergesPath (size-checked) and calls fromText.
+  static Expected<Gpt2Tokenizer> load(const std::string& vocabPath, const std::string& mergesPath);
+
+  // Token ids of `text` (any bytes).
+  Encoding encode(std::string_view text) const;
+  // The pre-tokens of valid UTF-8 `text` (the pieces BPE runs on; they concatenate to text).
+  std::vector<std::string> pretokenize(std::string_view text) const;
+
+  // Hugging Face's decode: the tokens' bytes as UTF-8, invalid sequences as U+FFFD.
+  std::string decode(std::span<const int> ids) const { return bpe_.decode(ids); }
+  // One token decoded on its own (" world", "\n"; "�" for part of a UTF-8 character).
+  std::string tokenText(int id) const;
+  // The same for the screen: spaces as "·", newlines as "↵" (see gpt2::displayText).
+  std::string tokenDisplay(int id) const { return gpt2::displayText(tokenText(id)); }
+
+  const gpt2::BytePairEncoder& bpe() const { return bpe_; }
+
+ private:
+  Gpt2Tokenizer() = default;
+
+  gpt2::BytePairEncoder bpe_;
+  std::shared_ptr<void> pattern_;  // pcre2_code_8, freed by its deleter; shared by copies
+};
+
+}  // namespace attn::io

@@ -1,0 +1,133 @@
+// Range modes and the log scale of the heatmap colours (see color_scale.h).
+#include "render/color_scale.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/base/format.h"
+
+namespace attn::io {
+
+namespace {
+
+
+// One row of `values` as a 1 x cols view.
+MatrixRef rowOf(MatrixRef values, int r) {
+  return MatrixRef{values.row(r), 1, values.cols, values.stride};
+}
+
+}  // namespace
+
+
+bool needsPositions(const ColorNormalization& n) {
+  return n.range == RangeMode::Row || n.scale == ColorScaleKind::Log;
+}
+
+ValueRange logColorRange(MatrixRef values, std::optional<float> vmin, std::optional<float> vmax) {
+  // 1 the largest finite value and the smallest positive one
+  float top = -std::numeric_limits<float>::infinity();
+  float smallestPositive = std::numeric_limits<float>::infinity();
+  for (int r = 0; r < values.rows; ++r) {
+    const float* row = values.row(r);
+    for (int c = 0; c < values.cols; ++c) {
+      const float v = row[c];
+      if (!std::isfinite(v)) continue;
+      top = std::max(top, v);
+      if (v > 0) smallestPositive = std::min(smallestPositive, v);
+    }
+  }
+  // 2 the top: vmax when it is usable on a log scale, else the data's largest value
+  if (vmax && *vmax > 0) top = *vmax;
+  if (!(top > 0)) return ValueRange{kLogFloorRatio, 1.0f};  // nothing positive to show
+  // 3 the floor: vmin (> 0), else the smallest positive value, at most 4 decades down
+  float floor = std::max(smallestPositive, top * kLogFloorRatio);
+  if (vmin && *vmin > 0) floor = *vmin;
+  if (!(floor > 0) || !std::isfinite(floor)) floor = top * kLogFloorRatio;
+  if (floor > top) floor = top;
+  return ValueRange{floor, top};
+}
+
+float logColorPosition(float value, ValueRange range) {
+  if (!(value > range.lo)) return value > 0 && range.lo >= range.hi ? 0.5f : 0.0f;
+  if (value >= range.hi) return range.hi > range.lo ? 1.0f : 0.5f;
+  const double lo = std::log10(static_cast<double>(range.lo));
+  const double hi = std::log10(static_cast<double>(range.hi));
+  const double t = (std::log10(static_cast<double>(value)) - lo) / (hi - lo);
+  return static_cast<float>(std::clamp(t, 0.0, 1.0));
+}
+
+ValueRange normalizationRange(MatrixRef values, int row, const ColorNormalization& n) {
+  const MatrixRef part = row >= 0 ? rowOf(values, row) : values;
+  // Fixed ends only in the fixed mode; global and per-row ranges come from the data.
+  const bool fixed = n.range == RangeMode::Fixed;
+  const std::optional<float> vmin = fixed ? n.vmin : std::nullopt;
+  const std::optional<float> vmax = fixed ? n.vmax : std::nullopt;
+  if (n.scale == ColorScaleKind::Log) return logColorRange(part, vmin, vmax);
+  const std::optional<ValueRange> finite = vmin && vmax ? std::nullopt : finiteRange(part);
+  return n.centreZero ? centredColorRange(finite, vmin, vmax) : colorRange(finite, vmin, vmax);
+}
+
+Matrix colorPositions(MatrixRef values, const ColorNormalization& n) {
+  Matrix out(values.rows, values.cols);
+  const bool perRow = n.range == RangeMode::Row;
+  ValueRange range = perRow ? ValueRange{} : normalizationRange(values, -1, n);
+  for (int r = 0; r < values.rows; ++r) {
+    if (perRow) range = normalizationRange(values, r, n);
+    const float* in = values.row(r);
+    for (int c = 0; c < values.cols; ++c) {
+      const float v = in[c];
+      float t;
+      if (std::isnan(v) || v == -std::numeric_limits<float>::infinity())
+        t = v;  // NaN and masked cells keep their own colours
+      else if (v == std::numeric_limits<float>::infinity())
+        t = 1.0f;
+      else if (n.scale == ColorScaleKind::Log)
+        t = logColorPosition(v, range);
+      else
+        t = colorPosition(v, range);
+      out(r, c) = t;
+    }
+  }
+  return out;
+}
+
+std::vector<ColorbarTick> logDecadeTicks(ValueRange range) {
+  std::vector<ColorbarTick> ticks;
+  if (!(range.lo > 0) || !(range.hi >= range.lo)) return ticks;
+  const int first = static_cast<int>(std::ceil(std::log10(range.lo) - 1e-6));
+  const int last = static_cast<int>(std::floor(std::log10(range.hi) + 1e-6));
+  for (int k = first; k <= last; ++k) {
+    const float value = static_cast<float>(std::pow(10.0, k));
+    float t = logColorPosition(value, range);
+    if (k == first && value <= range.lo) t = 0.0f;  // the floor itself is a decade
+    ticks.push_back({t, formatNumber(value, kCellDigits)});
+  }
+  if (ticks.empty()) {  // no decade inside: the two ends
+    ticks.push_back({0.0f, formatNumber(range.lo, kCellDigits)});
+    if (range.hi > range.lo) ticks.push_back({1.0f, formatNumber(range.hi, kCellDigits)});
+  }
+  return ticks;
+}
+
+std::vector<ColorbarTick> rowRangeTicks(ColorScaleKind scale) {
+  return {{0.0f, scale == ColorScaleKind::Log ? "row floor" : "row min"}, {1.0f, "row max"}};
+}
+
+std::string normalizationCaption(const ColorNormalization& n, ValueRange range) {
+  const bool log = n.scale == ColorScaleKind::Log;
+  if (n.range == RangeMode::Row)
+    return log ? "per row, log\xE2\x82\x81\xE2\x82\x80: row floor \xE2\x86\x92 row max"
+               : "per row: row min \xE2\x86\x92 row max";
+  std::string text = log ? "log\xE2\x82\x81\xE2\x82\x80 scale" : "";
+  if (n.range == RangeMode::Fixed) {
+    text += std::string(text.empty() ? "" : ", ") + "fixed range " +
+            formatNumber(range.lo, kCellDigits) + " \xE2\x80\xA6 " +
+            formatNumber(range.hi, kCellDigits);
+  } else if (log) {
+    text += ", floor " + formatNumber(range.lo, kCellDigits);
+  }
+  return text;
+}
+
+}  // namespace attn::io

@@ -1,0 +1,72 @@
+// How a heatmap's values become positions on its colour map, beyond the one global linear
+// range of io::colorRange: a range per row, and a log10 scale (weights at 512 tokens are
+// nearly all close to 0 on a linear map). Pure functions, shared by the screen widget (which
+// uploads the positions instead of the values) and the PNG/SVG exports. No GL, no UI.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/tensor_view.h"
+#include "core/base/types.h"
+#include "render/heatmap_render.h"
+
+namespace attn::io {
+
+
+// The log scale's floor relative to the largest value: the bottom of the map is
+// max(smallest positive value, largest value · kLogFloorRatio), so that a few underflowed
+// 1e-30 weights do not squeeze the interesting decades into the top of the map.
+inline constexpr float kLogFloorRatio = 1e-4f;
+
+// Everything that decides where a value lies on the map.
+struct ColorNormalization {
+  RangeMode range = RangeMode::Global;
+  ColorScaleKind scale = ColorScaleKind::Linear;
+  std::optional<float> vmin, vmax;  // the ends in RangeMode::Fixed (either may be unset: auto)
+  bool centreZero = false;          // linear auto ranges symmetric about 0 (diverging maps)
+  bool operator==(const ColorNormalization&) const = default;
+};
+
+// True when positions differ from io::colorPosition over one linear range (per-row ranges or
+// the log scale): the widget then uploads colorPositions() instead of the values.
+bool needsPositions(const ColorNormalization& normalization);
+
+// The log colour range of `values` (or of one row): [floor, top] with top = the largest finite
+// value (or vmax) and floor = vmin when given and > 0, else max(smallest positive finite
+// value, top · kLogFloorRatio). When no value is > 0 the range is {kLogFloorRatio, 1}.
+// Always 0 < lo <= hi.
+ValueRange logColorRange(MatrixRef values, std::optional<float> vmin, std::optional<float> vmax);
+// Where a finite value lies on a log range, in [0, 1]: 0 for v <= lo (zero and negative
+// values included), 1 for v >= hi, 0.5 when lo == hi and v > 0.
+float logColorPosition(float value, ValueRange range);
+
+// The colour range of row `row` of `values` (one row of a matrix in RangeMode::Row, or the
+// whole matrix for Global / Fixed: pass row = -1). Linear: io::colorRange of the finite
+// values (centred when asked); log: logColorRange.
+ValueRange normalizationRange(MatrixRef values, int row, const ColorNormalization& normalization);
+
+// Every cell's position on the colour map (rows x cols, row-major): finite values to [0, 1]
+// by the range mode and scale; -inf (masked) stays -inf, NaN stays NaN, +inf becomes 1, so
+// that the hatch and the NaN colour survive. With the result, io::valueColor(kind, t,
+// ValueRange{0, 1}) is the colour of the cell.
+Matrix colorPositions(MatrixRef values, const ColorNormalization& normalization);
+
+// One tick of a colour bar: where it sits (0 = bottom, 1 = top) and its text.
+struct ColorbarTick {
+  float position = 0;
+  std::string text;
+};
+// Decade ticks of a log range: 10^k for every integer k with lo <= 10^k <= hi (formatNumber
+// text: "0.001", "0.01", "1e-4"), bottom to top, and the two ends when no decade lies inside.
+std::vector<ColorbarTick> logDecadeTicks(ValueRange range);
+// The colour bar of a per-row range has no numbers of its own: "row min" at the bottom and
+// "row max" at the top (on a log scale "row floor"), and its title says "per row".
+std::vector<ColorbarTick> rowRangeTicks(ColorScaleKind scale);
+// A short caption of the normalisation for colour bars and tooltips: "" for global linear,
+// "per row: row min → row max", "log₁₀ scale, floor 1e-4", "fixed range 0 … 1", ...
+std::string normalizationCaption(const ColorNormalization& normalization, ValueRange range);
+
+}  // namespace attn::io

@@ -1,0 +1,157 @@
+// `attnscope bench` (app/cli_bench.cpp) and the kernel path `attnscope --version` reports,
+// including ATTNSCOPE_ISA=baseline through the real binary.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli.h"
+#include "core/isa/isa.h"
+#include "tests/support/cli_run.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+using attn::testing::readFile;
+using attn::testing::RunResult;
+using attn::testing::runProgram;
+
+// Runs ATTNSCOPE_BIN with `args` and the environment plus `extraEnv` ("NAME=value").
+RunResult runBinary(const std::vector<std::string>& args, const std::vector<std::string>& extraEnv) {
+  // One folder per test and process: ctest -j runs these tests at the same time.
+  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) /
+                       ("cli_bench_" +
+                        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+                        "_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // This environment without ATTNSCOPE_ISA, plus `extraEnv`.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "ATTNSCOPE_ISA=", 14) != 0) env.emplace_back(*e);
+  env.insert(env.end(), extraEnv.begin(), extraEnv.end());
+  return runProgram(ATTNSCOPE_BIN, args, dir, &env);
+}
+
+RunResult runInProcess(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  RunResult run;
+  run.exitCode = attn::app::runCli(args, out, err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+// =======================================================================================
+// --version and ATTNSCOPE_ISA
+// =======================================================================================
+
+TEST(Version, SaysWhichKernelPathRuns) {
+  RunResult run = runBinary({"--version"}, {});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const std::string best(attn::kernels::isaName(attn::kernels::bestSupportedIsa()));
+  EXPECT_NE(run.out.find("\nkernels: " + best + " (auto)\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\nmatrix products: OpenBLAS, "), std::string::npos) << run.out;
+}
+
+TEST(Version, BaselineWhenAsked) {
+  RunResult run = runBinary({"--version"}, {"ATTNSCOPE_ISA=baseline"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("\nkernels: baseline (ATTNSCOPE_ISA=baseline)\n"), std::string::npos)
+      << run.out;
+  // bench reports the same path.
+  run = runBinary({"bench", "--n", "16", "--d", "8", "--heads", "2", "--repeat", "1"},
+                  {"ATTNSCOPE_ISA=baseline"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(json::parse(run.out).at("isa"), "baseline");
+}
+
+TEST(Version, UnknownPathFallsBackAndSaysSo) {
+  RunResult run = runBinary({"--version"}, {"ATTNSCOPE_ISA=avx9000"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.out.find("ATTNSCOPE_ISA=avx9000 is not baseline, avx2 or avx512"),
+            std::string::npos)
+      << run.out;
+}
+
+// =======================================================================================
+// bench
+// =======================================================================================
+
+TEST(Bench, PrintsOneJsonObjectWithConsistentNumbers) {
+  RunResult run = runInProcess(
+      {"bench", "--n", "64", "--d", "32", "--heads", "4", "--threads", "2", "--repeat", "5"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  ASSERT_EQ(run.out.find('\n'), run.out.size() - 1) << "one line";
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc.at("n"), 64);
+  EXPECT_EQ(doc.at("d"), 32);
+  EXPECT_EQ(doc.at("heads"), 4);
+  EXPECT_EQ(doc.at("threads"), 2);
+  EXPECT_EQ(doc.at("repeat"), 5);
+  EXPECT_EQ(doc.at("weights_kept"), true);
+  const std::vector<double> times = doc.at("times_ms").get<std::vector<double>>();
+  ASSERT_EQ(times.size(), 5u);
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = doc.at("median_ms");
+  EXPECT_EQ(median, sorted[2]);
+  EXPECT_EQ(doc.at("min_ms").get<double>(), sorted.front());
+  EXPECT_EQ(doc.at("max_ms").get<double>(), sorted.back());
+  EXPECT_GT(median, 0);
+  // 8·n·d² + 4·n²·d = 8·64·1024 + 4·4096·32 = 524288 + 524288
+  EXPECT_EQ(doc.at("flops").get<double>(), 1048576.0);
+  EXPECT_NEAR(doc.at("gflops").get<double>(), 1048576.0 / (median * 1e-3) * 1e-9, 1e-9);
+  EXPECT_EQ(doc.at("isa"), std::string(attn::kernels::isaName(attn::kernels::activeIsa())));
+  EXPECT_GT(doc.at("peak_rss_mib").get<double>(), 0);
+}
+
+TEST(Bench, ZeroThreadsMeansEveryCore) {
+  RunResult run = runInProcess({"bench", "--n", "8", "--d", "8", "--heads", "1", "--threads", "0",
+                                "--repeat", "1"});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_GE(json::parse(run.out).at("threads").get<int>(), 1);
+}
+
+TEST(Bench, UsageErrorsAreOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"bench", "--n", "0"}, "attnscope: option '--n': '0' is not an integer in 1..4096\n"},
+      {{"bench", "--n", "x"}, "attnscope: option '--n': 'x' is not an integer in 1..4096\n"},
+      {{"bench", "--heads"}, "attnscope: option '--heads': needs a value\n"},
+      {{"bench", "--d", "10", "--heads", "4"},
+       "attnscope: option '--heads': 4 heads do not divide the model width 10\n"},
+      {{"bench", "--bogus", "1"},
+       "attnscope: unknown option '--bogus' for 'bench' (see attnscope bench --help)\n"},
+      {{"bench", "extra"},
+       "attnscope: unexpected argument 'extra' for 'bench' (see attnscope bench --help)\n"},
+      // heads · n² beyond the core's cell limit: the core's own error
+      {{"bench", "--n", "4096", "--d", "64", "--heads", "8"}, ""},
+  };
+  for (const auto& [args, expected] : cases) {
+    RunResult run = runInProcess(args);
+    EXPECT_EQ(run.exitCode, 2) << args[1];
+    EXPECT_EQ(run.out, "");
+    if (!expected.empty()) {
+      EXPECT_EQ(run.err, expected);
+    } else {
+      EXPECT_NE(run.err.find("more than the limit"), std::string::npos) << run.err;
+    }
+  }
+  RunResult help = runInProcess({"bench", "--help"});
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_NE(help.out.find("usage: attnscope bench"), std::string::npos);
+  EXPECT_EQ(runInProcess({"help", "bench"}).out, help.out);
+}
+
+}  // namespace

@@ -1,0 +1,334 @@
+// `attnscope model DIR --text ... --out OUT.npz [--predict K]` on the tiny GPT-2 of
+// tests/gpt2_fixture.h, in-process through runCli (the function main() calls): the .npz
+// (read back with a small zip/npy parser written here), the tokens side file, the prediction
+// JSON against the plain-loop reference, and every error as one line with exit code 2.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli.h"
+#include "tests/support/gpt2_fixture.h"
+#include "formats/attention_file.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gpt2test::json;
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+CliRun runCliCommand(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  CliRun r;
+  r.code = attn::app::runCli(args, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+std::uint32_t le32(const std::string& b, std::size_t at) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<std::size_t>(i)]);
+  return v;
+}
+std::uint32_t le16(const std::string& b, std::size_t at) {
+  return static_cast<unsigned char>(b[at]) |
+         (static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8);
+}
+
+// Entries of a zip with stored members: name -> bytes (local headers walked in order).
+std::map<std::string, std::string> readStoredZip(const std::string& zip) {
+  std::map<std::string, std::string> entries;
+  std::size_t at = 0;
+  while (at + 30 <= zip.size() && le32(zip, at) == 0x04034b50) {
+    EXPECT_EQ(le16(zip, at + 8), 0u) << "stored";
+    const std::size_t size = le32(zip, at + 18);
+    const std::size_t nameLength = le16(zip, at + 26);
+    const std::size_t extraLength = le16(zip, at + 28);
+    const std::string name = zip.substr(at + 30, nameLength);
+    entries[name] = zip.substr(at + 30 + nameLength + extraLength, size);
+    at += 30 + nameLength + extraLength + size;
+  }
+  return entries;
+}
+
+struct Npy {
+  std::string header;  // the dict text
+  std::string data;
+};
+
+Npy readNpy(const std::string& bytes) {
+  EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
+  const std::size_t length = le16(bytes, 8);
+  EXPECT_EQ((10 + length) % 64, 0u);
+  return {bytes.substr(10, length), bytes.substr(10 + length)};
+}
+
+class CliModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    vocab_ = gpt2test::defaultVocabulary();
+    model_ = gpt2test::makeTinyModel(gpt2test::TinyConfig{}, vocab_.size(), 3);
+    // One folder per test: ctest runs the tests of this binary in parallel processes, and
+    // a shared folder would be removed by one test's SetUp while another writes into it.
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = gpt2test::writeModelFolder("cli_model_" + test, model_, vocab_, "BF16");
+    outDir_ = gpt2test::freshDir("cli_model_out_" + test);
+  }
+
+  std::string out(const std::string& name) const { return (outDir_ / name).string(); }
+
+  // Expects exit code 2 and ONE stderr line containing every fragment.
+  void expectError(const std::vector<std::string>& args,
+                   std::initializer_list<std::string> fragments) {
+    const CliRun r = runCliCommand(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_EQ(r.err.rfind("attnscope: ", 0), 0u);
+    for (const std::string& f : fragments)
+      EXPECT_NE(r.err.find(f), std::string::npos) << "'" << f << "' not in " << r.err;
+  }
+
+  gpt2test::Vocabulary vocab_;
+  gpt2test::TinyModel model_;
+  fs::path dir_;
+  fs::path outDir_;
+};
+
+TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
+  const std::string text = "the cat sat on the mat and they're here";
+  const CliRun r = runCliCommand({"model", dir_.string(), "--text", text, "--out", out("run.npz")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+
+  // token_ids: int64 [n], the tokenizer's ids (checked against the string BPE reference)
+  auto entries = readStoredZip(gpt2test::readBytes(out("run.npz")));
+  ASSERT_EQ(entries.size(), 2u);
+  ASSERT_TRUE(entries.count("attention.npy"));
+  ASSERT_TRUE(entries.count("token_ids.npy"));
+  const Npy ids = readNpy(entries["token_ids.npy"]);
+  std::vector<int> expectedIds;
+  for (const std::string piece :
+       {"the", " cat", " sat", " on", " the", " mat", " and", " they", "'re", " here"}) {
+    const auto part = gpt2test::referenceBpe(vocab_, piece);
+    expectedIds.insert(expectedIds.end(), part.begin(), part.end());
+  }
+  const std::size_t n = expectedIds.size();
+  EXPECT_NE(ids.header.find("'descr': '<i8'"), std::string::npos) << ids.header;
+  EXPECT_NE(ids.header.find("'shape': (" + std::to_string(n) + ",)"), std::string::npos)
+      << ids.header;
+  ASSERT_EQ(ids.data.size(), n * 8);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t v = 0;
+    std::memcpy(&v, ids.data.data() + 8 * i, 8);
+    EXPECT_EQ(v, expectedIds[i]) << i;
+  }
+
+  // attention: float32 [2, 2, n, n], against the reference
+  const Npy attention = readNpy(entries["attention.npy"]);
+  EXPECT_NE(attention.header.find("'descr': '<f4'"), std::string::npos);
+  EXPECT_NE(attention.header.find("'fortran_order': False"), std::string::npos);
+  EXPECT_NE(attention.header.find("'shape': (2, 2, " + std::to_string(n) + ", " +
+                                  std::to_string(n) + ")"),
+            std::string::npos)
+      << attention.header;
+  ASSERT_EQ(attention.data.size(), 4 * n * n * 4);
+  const auto ref = gpt2test::referenceForward(model_, expectedIds);
+  for (std::size_t l = 0; l < 2; ++l)
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+          float v = 0;
+          std::memcpy(&v, attention.data.data() + 4 * (((l * 2 + h) * n + i) * n + j), 4);
+          ASSERT_NEAR(v, ref.attention[l][h][i][j], 1e-4);
+        }
+
+  // run.tokens.json: each token's decoded text; together they are the text
+  const json tokens = json::parse(gpt2test::readBytes(out("run.tokens.json")));
+  ASSERT_TRUE(tokens.is_array());
+  ASSERT_EQ(tokens.size(), n);
+  std::string joined;
+  for (const auto& t : tokens) joined += t.get<std::string>();
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(tokens.back().get<std::string>(), " here");  // a learnt merge, space kept (no "·")
+
+  // The attention views open the result as it is, with the tokens as labels.
+  auto file = attn::io::AttentionFile::open(out("run.npz"));
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->layers(), 2);
+  EXPECT_EQ(file->heads(), 2);
+  EXPECT_EQ(file->shape().queries, static_cast<int>(n));
+  EXPECT_EQ(file->labelsSource(), out("run.tokens.json"));
+  ASSERT_EQ(file->keyLabels().size(), n);
+  EXPECT_EQ(file->keyLabels()[1], tokens[1].get<std::string>());
+  const attn::Matrix head = file->copyHead(1, 1);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      ASSERT_NEAR(head(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)),
+                  ref.attention[1][1][i][j], 1e-4);
+}
+
+TEST_F(CliModel, PredictPrintsTopKAgainstReference) {
+  const CliRun r = runCliCommand({"model", dir_.string(), "--text", " the cat", "--predict", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json result = json::parse(r.out);
+  std::vector<int> ids;
+  for (const std::string piece : {" the", " cat"}) {
+    const auto part = gpt2test::referenceBpe(vocab_, piece);
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  EXPECT_EQ(result.at("tokens").get<std::size_t>(), ids.size());
+  const auto ref = gpt2test::referenceForward(model_, ids);
+  const auto& logits = ref.logits.back();
+  const double maxLogit = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (double z : logits) sum += std::exp(z - maxLogit);
+  std::vector<int> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  const json& next = result.at("next");
+  ASSERT_EQ(next.size(), 5u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(next[k].at("id").get<int>(), order[k]);
+    EXPECT_NEAR(next[k].at("probability").get<double>(),
+                std::exp(logits[order[k]] - maxLogit) / sum, 1e-5);
+    EXPECT_NEAR(next[k].at("logit").get<double>(), logits[order[k]], 1e-4);
+    EXPECT_TRUE(next[k].at("text").is_string());
+  }
+  EXPECT_FALSE(fs::exists(out("run.npz")));  // no --out, no files
+}
+
+TEST_F(CliModel, PartialCharactersAndInvalidBytes) {
+  // "你" has no merges here: three byte tokens, each "�" on its own (Hugging Face's decode).
+  CliRun r = runCliCommand({"model", dir_.string(), "--text", "a你", "--out", out("cjk.npz")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json tokens = json::parse(gpt2test::readBytes(out("cjk.tokens.json")));
+  EXPECT_EQ(tokens, (json{"a", "\xEF\xBF\xBD", "\xEF\xBF\xBD", "\xEF\xBF\xBD"}));
+
+  // Invalid UTF-8 is replaced and reported on stderr; the run succeeds.
+  r = runCliCommand(
+      {"model", dir_.string(), "--text", "ok\xFF\xFE!", "--out", out("bad.npz"), "--predict", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "attnscope: warning: option '--text': 2 invalid UTF-8 sequences replaced by U+FFFD "
+            "(first at byte 2)\n");
+  const json bad = json::parse(gpt2test::readBytes(out("bad.tokens.json")));
+  std::string joined;
+  for (const auto& t : bad) joined += t.get<std::string>();
+  // Each U+FFFD is three byte tokens here, and each of those decodes to "�" on its own.
+  std::string sixReplacements;
+  for (int i = 0; i < 6; ++i) sixReplacements += "\xEF\xBF\xBD";
+  EXPECT_EQ(joined, "ok" + sixReplacements + "!");
+}
+
+TEST_F(CliModel, UsageErrors) {
+  const std::string d = dir_.string();
+  expectError({"model"}, {"needs a model folder"});
+  expectError({"model", d}, {"option '--text': missing"});
+  expectError({"model", d, "--text", "hi"}, {"option '--out'", "--predict"});
+  expectError({"model", d, "d2", "--text", "hi", "--predict", "1"}, {"unexpected argument 'd2'"});
+  expectError({"model", d, "--text", "hi", "--predict", "0"}, {"option '--predict'", "1..1000"});
+  expectError({"model", d, "--text", "hi", "--predict", "x"}, {"option '--predict'"});
+  expectError({"model", d, "--text", "hi", "--out", out("x.png")}, {"x.png", ".npz"});
+  expectError({"model", d, "--text", "hi", "--out", "/nonexistent/dir/x.npz"}, {"does not exist"});
+  expectError({"model", d, "--text", "hi", "--bogus", "1"}, {"unknown option '--bogus'"});
+  expectError({"model", d, "--text", "", "--predict", "1"}, {"option '--text'", "empty"});
+  expectError({"model", d, "--text", "--predict", "1"}, {"option '--text'", "needs a value"});
+  EXPECT_EQ(runCliCommand({"model", d, "--text=--x", "--predict", "1"}).code, 0);
+  // n_positions is 24 here
+  expectError({"model", d, "--text", std::string(40, 'x') + " y z", "--predict", "1"},
+              {"option '--text'", "more than the model's context of 24"});
+  expectError({"model", "/nonexistent/model", "--text", "hi", "--predict", "1"},
+              {"/nonexistent/model", "not a folder"});
+
+  const CliRun help = runCliCommand({"model", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("usage: attnscope model DIR"), std::string::npos);
+  EXPECT_EQ(runCliCommand({"help", "model"}).out, help.out);
+  EXPECT_NE(runCliCommand({"--help"}).out.find("attnscope model DIR"), std::string::npos);
+  EXPECT_TRUE(attn::app::isCliArgument("model"));
+}
+
+TEST_F(CliModel, BadModelFilesExitTwoNamingFileAndTensor) {
+  auto tensors = [&]() { return gpt2test::checkpointTensors(model_, "F32"); };
+  auto writeWeights = [&](const std::vector<gpt2test::RawTensor>& t) {
+    gpt2test::writeBytes(dir_ / "model.safetensors", gpt2test::safetensorsBytes(t));
+  };
+  const std::string st = (dir_ / "model.safetensors").string();
+  const std::vector<std::string> args = {"model", dir_.string(), "--text",
+                                         "hi",    "--out",       out("e.npz")};
+
+  auto t = tensors();  // missing tensor
+  t.erase(std::remove_if(t.begin(), t.end(),
+                         [](const auto& r) { return r.name == "h.0.attn.c_proj.bias"; }),
+          t.end());
+  writeWeights(t);
+  expectError(args, {st, "tensor 'h.0.attn.c_proj.bias': missing"});
+
+  t = tensors();  // wrong shape
+  for (auto& r : t)
+    if (r.name == "h.1.mlp.c_proj.weight") r.shape = {8, 32};
+  writeWeights(t);
+  expectError(args, {st, "tensor 'h.1.mlp.c_proj.weight': shape [8, 32], expected [32, 8]"});
+
+  t = tensors();  // unsupported dtype
+  for (auto& r : t)
+    if (r.name == "ln_f.weight") r.dtype = "I32";
+  writeWeights(t);
+  expectError(args, {st, "tensor 'ln_f.weight': unsupported dtype 'I32'"});
+
+  writeWeights(tensors());  // offsets outside the file
+  std::string bytes = gpt2test::readBytes(st);
+  gpt2test::writeBytes(st, bytes.substr(0, bytes.size() - 8));
+  expectError(args, {st, "tensor '", "lie outside the file"});
+
+  bytes[7] = 0x01;  // header length > 2^56
+  gpt2test::writeBytes(st, bytes);
+  expectError(args, {st, "header length", "above the limit of 104857600 bytes"});
+
+  EXPECT_FALSE(fs::exists(out("e.npz")));
+  EXPECT_FALSE(fs::exists(out("e.tokens.json")));
+}
+
+// The window's model options: checked before any window opens (no display needed).
+TEST_F(CliModel, WindowAndScreenshotModelOptions) {
+  const CliRun help = runCliCommand({"--model", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("usage: attnscope --model DIR [--text TEXT]"), std::string::npos);
+  expectError({"--model"}, {"'--model' needs one model folder DIR"});
+  expectError({"--model", dir_.string(), "extra"}, {"'--model' needs one model folder DIR"});
+  expectError({"--model", dir_.string(), "--head", "1,1"}, {"--head"});
+  const std::string png = out("shot.png");
+  expectError({"screenshot", "--text", "the cat", "--out", png},
+              {"'screenshot' needs a SCENARIO file"});
+  const std::string scenario = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  expectError({"screenshot", scenario, "--text", "the cat", "--out", png},
+              {"option '--text'", "only applies with --model DIR"});
+  expectError({"screenshot", scenario, "--pipeline", "--out", png},
+              {"option '--pipeline'", "only applies with --model DIR"});
+  expectError({"screenshot", "--model", dir_.string(), "--select", "1", "--out", png},
+              {"option '--select'", "is not LAYER,HEAD"});
+  expectError({"screenshot", "--model", dir_.string(), "--pipeline", "--out", png},
+              {"option '--pipeline'", "needs --select LAYER,HEAD"});
+  EXPECT_FALSE(fs::exists(png));
+  const CliRun main = runCliCommand({"--help"});
+  EXPECT_NE(main.out.find("attnscope --model DIR [--text T]"), std::string::npos);
+  EXPECT_NE(runCliCommand({"help", "screenshot"}).out.find("--pipeline"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,168 @@
+// Tests of io/color_scale: per-row ranges and the log scale, as pure functions (worked
+// values). The PNG / SVG exports that follow them are tested in test_io_render.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "render/color_scale.h"
+#include "render/heatmap_render.h"
+#include "tests/support/test_core_util.h"
+
+namespace attn::io {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+using attn::testing::M;
+
+TEST(ColorScale, NamesRoundTrip) {
+  for (RangeMode mode : {RangeMode::Global, RangeMode::Row, RangeMode::Fixed})
+    EXPECT_EQ(parseRangeMode(toString(mode)), mode);
+  for (ColorScaleKind kind : {ColorScaleKind::Linear, ColorScaleKind::Log})
+    EXPECT_EQ(parseColorScaleKind(toString(kind)), kind);
+  EXPECT_EQ(toString(RangeMode::Row), "row");
+  EXPECT_EQ(toString(ColorScaleKind::Log), "log");
+  EXPECT_FALSE(parseRangeMode("rows"));
+  EXPECT_FALSE(parseColorScaleKind("log10"));
+}
+
+TEST(ColorScale, LogRangeFloorIsTheSmallestPositiveAtMostFourDecadesDown) {
+  // Smallest positive 0.01 is above 1 · 1e-4: it is the floor.
+  const Matrix a = M({{0.01f, 0.1f, 1.0f}});
+  ValueRange r = logColorRange(matrixRef(a), std::nullopt, std::nullopt);
+  EXPECT_FLOAT_EQ(r.lo, 0.01f);
+  EXPECT_FLOAT_EQ(r.hi, 1.0f);
+  // An underflowed 1e-30 and a zero do not drag the floor down: top · 1e-4.
+  const Matrix b = M({{0.0f, 1e-30f, 0.5f}, {-kInf, 0.25f, 0.25f}});
+  r = logColorRange(matrixRef(b), std::nullopt, std::nullopt);
+  EXPECT_FLOAT_EQ(r.lo, 0.5f * 1e-4f);
+  EXPECT_FLOAT_EQ(r.hi, 0.5f);
+  // Fixed ends win when positive; a non-positive vmin falls back to the rule.
+  r = logColorRange(matrixRef(a), 1e-3f, 2.0f);
+  EXPECT_FLOAT_EQ(r.lo, 1e-3f);
+  EXPECT_FLOAT_EQ(r.hi, 2.0f);
+  r = logColorRange(matrixRef(a), 0.0f, std::nullopt);
+  EXPECT_FLOAT_EQ(r.lo, 0.01f);
+  // Nothing positive: a harmless default, always 0 < lo <= hi.
+  const Matrix c = M({{0.0f, -1.0f}});
+  r = logColorRange(matrixRef(c), std::nullopt, std::nullopt);
+  EXPECT_GT(r.lo, 0.0f);
+  EXPECT_LE(r.lo, r.hi);
+}
+
+TEST(ColorScale, LogPositionsAreEvenlySpacedDecades) {
+  const ValueRange r{1e-4f, 1.0f};  // four decades
+  EXPECT_NEAR(logColorPosition(1e-4f, r), 0.0f, 1e-6f);
+  EXPECT_NEAR(logColorPosition(1e-3f, r), 0.25f, 1e-5f);
+  EXPECT_NEAR(logColorPosition(1e-2f, r), 0.5f, 1e-5f);
+  EXPECT_NEAR(logColorPosition(0.1f, r), 0.75f, 1e-5f);
+  EXPECT_NEAR(logColorPosition(1.0f, r), 1.0f, 1e-6f);
+  // sqrt(10) · 1e-3 is half way between the 1e-3 and 1e-2 ticks.
+  EXPECT_NEAR(logColorPosition(std::sqrt(10.0f) * 1e-3f, r), 0.375f, 1e-5f);
+  // Below the floor, zero and negative values sit at the bottom; above the top at the top.
+  EXPECT_EQ(logColorPosition(1e-6f, r), 0.0f);
+  EXPECT_EQ(logColorPosition(0.0f, r), 0.0f);
+  EXPECT_EQ(logColorPosition(-3.0f, r), 0.0f);
+  EXPECT_EQ(logColorPosition(5.0f, r), 1.0f);
+  // A one-value range: positive values in the middle, like a constant linear matrix.
+  EXPECT_EQ(logColorPosition(0.5f, ValueRange{0.5f, 0.5f}), 0.5f);
+}
+
+TEST(ColorScale, PerRowPositionsSpanEachRowAndKeepSpecialValues) {
+  ColorNormalization n;
+  n.range = RangeMode::Row;
+  const Matrix values = M({{1, 2, 3}, {10, 30, 20}, {5, 5, 5}, {-kInf, 0.5f, kNan}, {0, kInf, 1}});
+  const Matrix t = colorPositions(matrixRef(values), n);
+  ASSERT_EQ(t.rows(), 5);
+  ASSERT_EQ(t.cols(), 3);
+  EXPECT_FLOAT_EQ(t(0, 0), 0.0f);
+  EXPECT_FLOAT_EQ(t(0, 1), 0.5f);
+  EXPECT_FLOAT_EQ(t(0, 2), 1.0f);
+  EXPECT_FLOAT_EQ(t(1, 0), 0.0f);  // 10 is row 1's minimum, whatever row 0 holds
+  EXPECT_FLOAT_EQ(t(1, 1), 1.0f);
+  EXPECT_FLOAT_EQ(t(1, 2), 0.5f);
+  for (int c = 0; c < 3; ++c) EXPECT_FLOAT_EQ(t(2, c), 0.5f);  // a constant row: the middle
+  EXPECT_EQ(t(3, 0), -kInf);                                   // masked stays masked
+  EXPECT_FLOAT_EQ(t(3, 1), 0.5f);                              // the row's only finite value
+  EXPECT_TRUE(std::isnan(t(3, 2)));
+  EXPECT_FLOAT_EQ(t(4, 0), 0.0f);  // finite range 0..1 (inf ignored), inf at the top
+  EXPECT_FLOAT_EQ(t(4, 1), 1.0f);
+  EXPECT_FLOAT_EQ(t(4, 2), 1.0f);
+  EXPECT_FLOAT_EQ(normalizationRange(matrixRef(values), 1, n).lo, 10.0f);
+  EXPECT_FLOAT_EQ(normalizationRange(matrixRef(values), 1, n).hi, 30.0f);
+}
+
+TEST(ColorScale, PerRowCentredOnZeroForSignedMatrices) {
+  ColorNormalization n;
+  n.range = RangeMode::Row;
+  n.centreZero = true;
+  const Matrix values = M({{-1, 0, 2}, {-4, 1, 0}});
+  const Matrix t = colorPositions(matrixRef(values), n);
+  // Row 0: [-2, 2]; row 1: [-4, 4]. 0 is the middle of each row.
+  EXPECT_FLOAT_EQ(t(0, 0), 0.25f);
+  EXPECT_FLOAT_EQ(t(0, 1), 0.5f);
+  EXPECT_FLOAT_EQ(t(0, 2), 1.0f);
+  EXPECT_FLOAT_EQ(t(1, 0), 0.0f);
+  EXPECT_FLOAT_EQ(t(1, 1), 0.625f);
+  EXPECT_FLOAT_EQ(t(1, 2), 0.5f);
+}
+
+TEST(ColorScale, GlobalLogAndFixedLog) {
+  ColorNormalization n;
+  n.scale = ColorScaleKind::Log;
+  const Matrix values = M({{1e-4f, 1e-2f, 1.0f}, {0.0f, -kInf, 1e-3f}});
+  Matrix t = colorPositions(matrixRef(values), n);
+  EXPECT_NEAR(t(0, 0), 0.0f, 1e-6f);
+  EXPECT_NEAR(t(0, 1), 0.5f, 1e-5f);
+  EXPECT_NEAR(t(0, 2), 1.0f, 1e-6f);
+  EXPECT_EQ(t(1, 0), 0.0f);   // a zero weight: the bottom of the map ...
+  EXPECT_EQ(t(1, 1), -kInf);  // ... a masked cell stays hatched, not the same colour
+  EXPECT_NEAR(t(1, 2), 0.25f, 1e-5f);
+  // Fixed range 1e-3 .. 1 on a log scale: three decades.
+  n.range = RangeMode::Fixed;
+  n.vmin = 1e-3f;
+  n.vmax = 1.0f;
+  t = colorPositions(matrixRef(values), n);
+  EXPECT_NEAR(t(0, 1), 1.0f / 3.0f, 1e-5f);
+  EXPECT_EQ(t(0, 0), 0.0f);  // below the fixed floor: clamped
+  // The linear global rule is io::colorPosition over io::colorRange.
+  ColorNormalization linear;
+  const Matrix s = colorPositions(matrixRef(values), linear);
+  EXPECT_FLOAT_EQ(s(0, 1), colorPosition(1e-2f, ValueRange{0.0f, 1.0f}));
+  EXPECT_FALSE(needsPositions(linear));
+  EXPECT_TRUE(needsPositions(n));
+}
+
+TEST(ColorScale, DecadeTicksAndRowTicks) {
+  const std::vector<ColorbarTick> ticks = logDecadeTicks(ValueRange{1e-4f, 1.0f});
+  ASSERT_EQ(ticks.size(), 5u);
+  const char* texts[] = {"1e-4", "0.001", "0.01", "0.1", "1"};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(ticks[i].position, 0.25f * i, 1e-5f) << i;
+    EXPECT_EQ(ticks[i].text, texts[i]);
+  }
+  // 0.05 .. 0.5: only 0.1 inside.
+  const std::vector<ColorbarTick> inside = logDecadeTicks(ValueRange{0.05f, 0.5f});
+  ASSERT_EQ(inside.size(), 1u);
+  EXPECT_EQ(inside[0].text, "0.1");
+  EXPECT_NEAR(inside[0].position, std::log10(2.0f), 1e-5f);  // log(0.1/0.05) / log(10)
+  // 0.2 .. 0.5: no decade, the two ends.
+  const std::vector<ColorbarTick> ends = logDecadeTicks(ValueRange{0.2f, 0.5f});
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].text, "0.2");
+  EXPECT_EQ(ends[1].text, "0.5");
+  const std::vector<ColorbarTick> row = rowRangeTicks(ColorScaleKind::Linear);
+  ASSERT_EQ(row.size(), 2u);
+  EXPECT_EQ(row[0].text, "row min");
+  EXPECT_EQ(row[1].text, "row max");
+  ColorNormalization perRow;
+  perRow.range = RangeMode::Row;
+  EXPECT_EQ(normalizationCaption(perRow, {}), "per row: row min \xE2\x86\x92 row max");
+  EXPECT_EQ(normalizationCaption(ColorNormalization{}, {}), "");
+}
+
+}  // namespace
+}  // namespace attn::io

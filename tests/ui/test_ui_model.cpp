@@ -1,0 +1,473 @@
+// The GPT-2 model in the app (app/model_service.h, app/panel_model.cpp) on the tiny model of
+// tests/gpt2_fixture.h: the worker loads the folder and publishes runs whose attention,
+// prediction and residual norms match the plain-loop reference; typing reuses the KV cache;
+// "open this head in the pipeline" gives a scenario whose weights are the head's; a bad
+// folder keeps what was loaded; the Model panel draws headless.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <imgui.h>
+
+#include "app/session/app_state.h"
+#include "app/session/attention_service.h"
+#include "app/ui/shell/files.h"
+#include "app/session/model_service.h"
+#include "app/ui/panels/panel_registry.h"
+#include "app/ui/panels/panels.h"
+#include "core/scenario/scenario.h"
+#include "tests/support/gpt2_fixture.h"
+#include "tests/support/ui_headless.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+constexpr double kTolerance = 1e-4;
+
+class ModelInApp : public testui::HeadlessImGui {
+ protected:
+  void SetUp() override {
+    HeadlessImGui::SetUp();
+    vocab_ = gpt2test::defaultVocabulary();
+    gpt2test::TinyConfig config;
+    config.nLayer = 3;
+    config.nHead = 2;
+    config.nPositions = 32;
+    model_ = gpt2test::makeTinyModel(config, vocab_.size(), 11);
+    // One folder per test (ctest runs the tests of this binary in parallel processes).
+    test_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = gpt2test::writeModelFolder("ui_model_" + test_, model_, vocab_, "F32");
+  }
+
+  // Runs the window's step until the service has nothing left to do.
+  static void settle(AppState& state, ModelService& service) {
+    for (int i = 0; i < 20; ++i) {
+      updateModelAsync(state, service, 1.0 + i);
+      service.waitIdle();
+      if (!service.busy() && state.model.loadRequest.empty() && state.model.loading.empty() &&
+          !state.model.computing())
+        break;
+    }
+    updateModelAsync(state, service, 30.0);
+  }
+
+  // One frame of the Model panel.
+  void frame(AppState& state) {
+    ImGui::NewFrame();
+    place(0, 0, 1600, 600);
+    drawModelPanel(state, heatmaps_);
+    ImGui::Render();
+  }
+
+  // The labels joined, with the screen's "·" back as spaces: the text again.
+  static std::string joined(const std::vector<std::string>& labels) {
+    std::string all, out;
+    for (const std::string& label : labels) all += label;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all.compare(i, 2, "\xC2\xB7") == 0) {
+        out.push_back(' ');
+        ++i;
+      } else {
+        out.push_back(all[i]);
+      }
+    }
+    return out;
+  }
+
+  static void type(AppState& state, const std::string& text) {
+    state.model.text = text;
+    ++state.model.textRevision;
+  }
+
+  // Every (layer, head, query, key) of `run` against the reference forward pass of its ids.
+  void expectMatchesReference(const ModelRun& run) {
+    ASSERT_TRUE(run.attention);
+    const gpt2test::Reference ref = gpt2test::referenceForward(model_, run.ids);
+    const int n = static_cast<int>(run.ids.size());
+    ASSERT_EQ(run.attention->shape().queries, n);
+    ASSERT_EQ(run.attention->shape().keys, n);
+    for (int l = 0; l < model_.config.nLayer; ++l)
+      for (int h = 0; h < model_.config.nHead; ++h) {
+        const Matrix a = run.attention->copyHead(l, h);
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            ASSERT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance)
+                << "layer " << l << " head " << h << " (" << i << ", " << j << ")";
+      }
+  }
+
+  gpt2test::Vocabulary vocab_;
+  gpt2test::TinyModel model_;
+  std::string test_;
+  fs::path dir_;
+};
+
+// =======================================================================================
+// The service computes and publishes
+// =======================================================================================
+
+TEST_F(ModelInApp, WorkerLoadsRunsAndPublishesWhatThePanelsShow) {
+  ModelService service(std::chrono::milliseconds(0));
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  type(state, "the cat sat on the mat");
+  settle(state, service);
+  ASSERT_TRUE(state.model.model) << (state.notices.empty() ? "" : state.notices.back().text);
+  EXPECT_EQ(state.model.generation, 1u);
+  EXPECT_TRUE(panelShown(state.view, "model"));
+  EXPECT_TRUE(panelShown(state.view, "attention"));
+  ASSERT_EQ(state.notices.size(), 2u);  // "loading model DIR…", then what was loaded
+  EXPECT_EQ(state.notices[0].text.rfind("loading model " + dir_.string(), 0), 0u);
+  EXPECT_NE(state.notices[1].text.find("loaded model ui_model_" + test_ + ": 3 layers \xC3\x97 2 heads, 8 wide"),
+            std::string::npos)
+      << state.notices[1].text;
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  ASSERT_TRUE(run);
+  EXPECT_TRUE(run->error.empty()) << run->error;
+  EXPECT_EQ(run->textRevision, state.model.textRevision);
+  const int n = static_cast<int>(run->ids.size());
+  ASSERT_GE(n, 6);
+  EXPECT_EQ(run->reusedTokens, 0);
+  EXPECT_EQ(run->computedTokens, n);
+
+  // The attention of every head, as the Attention panel's file.
+  EXPECT_EQ(state.attention.file, run->attention);
+  EXPECT_EQ(run->attention->layers(), 3);
+  EXPECT_EQ(run->attention->heads(), 2);
+  expectMatchesReference(*run);
+  // Labels: the tokens for the screen, leading spaces as "·".
+  ASSERT_EQ(static_cast<int>(run->attention->keyLabels().size()), n);
+  EXPECT_EQ(joined(run->attention->keyLabels()), "the cat sat on the mat");
+  EXPECT_EQ(run->attention->keyLabels().back().rfind("\xC2\xB7", 0), 0u)
+      << run->attention->keyLabels().back();
+  EXPECT_EQ(run->attention->queryLabels(), run->attention->keyLabels());
+
+  // The prediction: the 10 most probable next tokens, softmax of the reference's last logits.
+  const gpt2test::Reference ref = gpt2test::referenceForward(model_, run->ids);
+  const std::vector<double>& logits = ref.logits.back();
+  double top = -1e300, sum = 0;
+  for (double z : logits) top = std::max(top, z);
+  for (double z : logits) sum += std::exp(z - top);
+  ASSERT_EQ(run->next.size(), 10u);
+  for (std::size_t k = 0; k < run->next.size(); ++k) {
+    const PredictedToken& t = run->next[k];
+    EXPECT_NEAR(t.probability, std::exp(logits[static_cast<std::size_t>(t.id)] - top) / sum,
+                kTolerance);
+    if (k > 0) {
+      EXPECT_LE(t.probability, run->next[k - 1].probability);
+    }
+  }
+  // No token outside the ten is more probable than the tenth.
+  int above = 0;
+  for (double z : logits)
+    if (std::exp(z - top) / sum > run->next.back().probability + 1e-6) ++above;
+  EXPECT_LE(above, 9);
+
+  // Residual-stream norms: (L+1) x n; row 0 is |wte[id] + wpe[i]|.
+  ASSERT_EQ(run->residualNorms.rows(), 4);
+  ASSERT_EQ(run->residualNorms.cols(), n);
+  const int E = model_.config.nEmbd;
+  for (int i = 0; i < n; ++i) {
+    double norm = 0;
+    for (int c = 0; c < E; ++c) {
+      const double x =
+          model_.at("wte.weight").values[static_cast<std::size_t>(run->ids[i] * E + c)] +
+          model_.at("wpe.weight").values[static_cast<std::size_t>(i * E + c)];
+      norm += x * x;
+    }
+    EXPECT_NEAR(run->residualNorms(0, i), std::sqrt(norm), kTolerance);
+  }
+}
+
+TEST_F(ModelInApp, SynchronousUpdateGivesTheSameRunAsTheWorker) {
+  AppState sync;
+  sync.model.loadRequest = dir_.string();
+  type(sync, "they're here and there");
+  EXPECT_TRUE(updateModel(sync, 0));
+  ASSERT_TRUE(sync.model.run);
+  ModelService service(std::chrono::milliseconds(0));
+  AppState async;
+  async.model.loadRequest = dir_.string();
+  type(async, "they're here and there");
+  settle(async, service);
+  ASSERT_TRUE(async.model.run);
+  ASSERT_EQ(sync.model.run->ids, async.model.run->ids);
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 2; ++h)
+      EXPECT_EQ(sync.model.run->attention->copyHead(l, h), async.model.run->attention->copyHead(l, h));
+  expectMatchesReference(*sync.model.run);
+}
+
+// =======================================================================================
+// Typing: the KV cache, debounce, latest wins
+// =======================================================================================
+
+TEST_F(ModelInApp, TypingAppendsReusesTheCache) {
+  ModelService service(std::chrono::milliseconds(0));
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  const std::vector<std::string> texts = {"the cat", "the cat sat", "the cat sat on",
+                                          "the cat sat on the", "the cat sat on the mat"};
+  std::vector<int> sizes;
+  for (std::size_t step = 0; step < texts.size(); ++step) {
+    type(state, texts[step]);
+    settle(state, service);
+    const std::shared_ptr<const ModelRun> run = state.model.run;
+    ASSERT_TRUE(run);
+    ASSERT_EQ(run->textRevision, state.model.textRevision);
+    const int n = static_cast<int>(run->ids.size());
+    sizes.push_back(n);
+    // The UI holds the run on screen (and its session) while the next one computes, so the
+    // worker catches up the other session, which holds the text of two steps back: only
+    // the tokens since then are computed.
+    if (step >= 2) {
+      EXPECT_EQ(run->reusedTokens, sizes[step - 2]) << texts[step];
+      EXPECT_EQ(run->computedTokens, n - sizes[step - 2]) << texts[step];
+    }
+    EXPECT_EQ(run->reusedTokens + run->computedTokens, n);
+    expectMatchesReference(*run);  // the cached run equals a fresh forward pass
+  }
+  // Deleting the end recomputes nothing before it: the cache keeps the common prefix.
+  type(state, "the cat");
+  settle(state, service);
+  EXPECT_EQ(state.model.run->computedTokens, 0);
+  EXPECT_EQ(state.model.run->reusedTokens, sizes[0]);
+  expectMatchesReference(*state.model.run);
+}
+
+TEST_F(ModelInApp, DebounceRunsOnlyTheLatestText) {
+  ModelService service(std::chrono::milliseconds(100));
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  settle(state, service);  // the load (and the empty text)
+  ASSERT_TRUE(state.model.model);
+  const std::uint64_t before = service.runsCompleted();
+  // Five keystrokes faster than the debounce: one run, of the last text.
+  for (const char* text : {"t", "th", "the", "the ", "the cat"}) {
+    type(state, text);
+    updateModelAsync(state, service, 2.0);
+  }
+  EXPECT_TRUE(service.busy());
+  service.waitIdle();
+  updateModelAsync(state, service, 3.0);
+  EXPECT_EQ(service.runsCompleted(), before + 1);
+  ASSERT_TRUE(state.model.run);
+  EXPECT_EQ(state.model.run->textRevision, state.model.textRevision);
+  EXPECT_EQ(joined(state.model.run->attention->keyLabels()), "the cat");
+}
+
+TEST_F(ModelInApp, TooManyTokensIsAnErrorAndKeepsTheAttention) {
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  type(state, "the cat");
+  updateModel(state, 0);
+  const auto shown = state.attention.file;
+  ASSERT_TRUE(shown);
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += " the";  // at least 40 tokens > n_positions = 32
+  type(state, text);
+  updateModel(state, 1);
+  ASSERT_TRUE(state.model.run);
+  EXPECT_NE(state.model.run->error.find(" tokens are more than the model's context of 32"),
+            std::string::npos)
+      << state.model.run->error;
+  EXPECT_EQ(state.attention.file, shown);
+  // Emptying the text clears the model's attention from the panel.
+  type(state, "");
+  updateModel(state, 2);
+  EXPECT_TRUE(state.model.run->error.empty());
+  EXPECT_TRUE(state.model.run->ids.empty());
+}
+
+TEST_F(ModelInApp, AttentionPanelShowsTheLiveHeadAndKeepsTheSelectionWhileTyping) {
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  type(state, "the cat sat on the mat");
+  updateModel(state, 0);
+  io::AttentionSelection selection;
+  selection.layer = 2;
+  selection.head = 1;
+  selectAttentionView(state.attention, selection);
+  for (int tab = 0; tab < 3; ++tab) {  // heatmap, head view, text view
+    state.attention.requestTab = tab;
+    for (int i = 0; i < 2; ++i) {
+      updateAttention(state);
+      ImGui::NewFrame();
+      place(0, 0, 1600, 1000);
+      drawAttentionPanel(state, heatmaps_);
+      ImGui::Render();
+    }
+  }
+  ASSERT_TRUE(state.attention.shown);
+  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->session->attention(2, 1));
+  EXPECT_EQ(state.attention.shown->selected.view.colLabels, state.model.run->labels);
+  // One more word: the panel shows the same head of the new run.
+  type(state, "the cat sat on the mat and");
+  updateModel(state, 1);
+  updateAttention(state);
+  EXPECT_EQ(state.attention.selection.layer, 2);
+  EXPECT_EQ(state.attention.selection.head, 1);
+  ASSERT_TRUE(state.attention.shown);
+  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->session->attention(2, 1));
+  EXPECT_GT(state.attention.shown->selected.view.values.rows(), 6);
+}
+
+// =======================================================================================
+// Open this head in the pipeline
+// =======================================================================================
+
+TEST_F(ModelInApp, OpenHeadInPipelineGivesTheModelsWeights) {
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  type(state, "the cat sat on the mat and they're here");
+  updateModel(state, 0);
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  ASSERT_TRUE(run && run->session);
+  const gpt2test::Reference ref = gpt2test::referenceForward(model_, run->ids);
+  const int n = static_cast<int>(run->ids.size());
+  for (int l = 0; l < 3; ++l) {
+    for (int h = 0; h < 2; ++h) {
+      Expected<Scenario> scenario = headScenario(*run, l, h, "tiny");
+      ASSERT_TRUE(scenario.ok()) << scenario.error().message();
+      EXPECT_EQ(scenario->queries.rows(), n);
+      EXPECT_EQ(scenario->queries.cols(), model_.config.nEmbd / model_.config.nHead);
+      EXPECT_EQ(scenario->keyLabels, run->labels);
+      // The real q rows, and the pipeline's weights = the model's attention of the head.
+      for (int i = 0; i < n; ++i)
+        for (int d = 0; d < scenario->queries.cols(); ++d)
+          ASSERT_NEAR(scenario->queries(i, d), ref.q[l][h][i][d], kTolerance);
+      Expected<AttentionResult> result = compute(*scenario);
+      ASSERT_TRUE(result.ok()) << result.error().message();
+      ASSERT_EQ(result->heads.size(), 1u);
+      const Matrix& weights = result->heads[0].weights;
+      const Matrix model = run->session->attention(l, h);
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          ASSERT_NEAR(weights(i, j), model(i, j), kTolerance) << l << "/" << h;
+          ASSERT_NEAR(weights(i, j), ref.attention[l][h][i][j], kTolerance);
+        }
+    }
+  }
+  EXPECT_FALSE(headScenario(*run, 3, 0, "tiny").ok());
+  EXPECT_FALSE(headScenario(*run, 0, 2, "tiny").ok());
+
+  // Into the document: unsaved edits are asked about first (nothing replaced yet) ...
+  Scenario original;
+  original.name = "mine";
+  original.mode = Mode::Self;
+  original.inputs = Matrix::Identity(3, 3);
+  loadDocument(state, original, "mine.json");
+  touch(state);
+  endFrame(state, false);
+  ASSERT_TRUE(state.dirty());
+  FileUi ui;
+  requestNewDocument(ui, state, headScenario(*run, 1, 1, "tiny").value(), 5.0);
+  EXPECT_TRUE(ui.askUnsaved);
+  EXPECT_EQ(ui.after, FileUi::After::New);
+  EXPECT_EQ(state.doc.name, "mine");
+  EXPECT_EQ(state.docPath, "mine.json");
+  // ... a clean document is replaced at once, as a new untitled scenario.
+  loadDocument(state, original, "mine.json");
+  FileUi clean;
+  requestNewDocument(clean, state, headScenario(*run, 1, 1, "tiny").value(), 6.0);
+  EXPECT_FALSE(clean.askUnsaved);
+  EXPECT_EQ(state.doc.name, "tiny layer 1 head 1");
+  EXPECT_EQ(state.docPath, "");
+  EXPECT_FALSE(state.dirty());
+  update(state);
+  ASSERT_TRUE(state.computed->result);
+  const Matrix model = run->session->attention(1, 1);
+  EXPECT_LT((state.computed->result->heads[0].weights - model).cwiseAbs().maxCoeff(), kTolerance);
+  // The model is not changed.
+  EXPECT_EQ(state.model.run, run);
+  EXPECT_EQ(state.model.generation, 1u);
+}
+
+// =======================================================================================
+// A bad folder keeps what was loaded
+// =======================================================================================
+
+TEST_F(ModelInApp, BadFolderKeepsTheModelAndNamesFileAndTensor) {
+  // A copy whose h.1.attn.c_proj.weight has the wrong shape (same bytes, 1-D).
+  std::vector<gpt2test::RawTensor> tensors = gpt2test::checkpointTensors(model_, "F32");
+  for (gpt2test::RawTensor& t : tensors)
+    if (t.name == "h.1.attn.c_proj.weight") t.shape = {t.shape[0] * t.shape[1]};
+  const fs::path bad = gpt2test::freshDir("ui_model_bad_" + test_);
+  for (const char* name : {"config.json", "vocab.json", "merges.txt"})
+    fs::copy_file(dir_ / name, bad / name);
+  gpt2test::writeBytes(bad / "model.safetensors",
+                       gpt2test::safetensorsBytes(tensors, gpt2test::json{{"format", "pt"}}));
+
+  ModelService service(std::chrono::milliseconds(0));
+  AppState state;
+  state.model.loadRequest = dir_.string();
+  type(state, "the cat sat");
+  settle(state, service);
+  const auto model = state.model.model;
+  const auto run = state.model.run;
+  const auto attention = state.attention.file;
+  ASSERT_TRUE(model && run && attention);
+
+  for (const fs::path& folder : {bad, bad / "missing"}) {
+    state.model.loadRequest = folder.string();
+    const std::size_t notices = state.notices.size();
+    settle(state, service);
+    ASSERT_EQ(state.notices.size(), notices + 2);  // loading..., then the error
+    const Notice& notice = state.notices.back();
+    EXPECT_EQ(notice.kind, Notice::Kind::Error);
+    EXPECT_NE(notice.text.find("cannot open model"), std::string::npos) << notice.text;
+    EXPECT_EQ(state.model.model, model);
+    EXPECT_EQ(state.model.generation, 1u);
+    EXPECT_EQ(state.model.run, run);
+    EXPECT_EQ(state.attention.file, attention);
+    EXPECT_TRUE(state.model.loading.empty());
+  }
+  const std::string& shapeError = state.notices[state.notices.size() - 3].text;
+  EXPECT_NE(shapeError.find("model.safetensors"), std::string::npos) << shapeError;
+  EXPECT_NE(shapeError.find("h.1.attn.c_proj.weight"), std::string::npos) << shapeError;
+  EXPECT_NE(state.notices.back().text.find("missing"), std::string::npos);
+
+  // The synchronous path (screenshots) behaves the same.
+  state.model.loadRequest = bad.string();
+  updateModel(state, 9);
+  EXPECT_EQ(state.model.model, model);
+  EXPECT_EQ(state.notices.back().kind, Notice::Kind::Error);
+  EXPECT_NE(state.notices.back().text.find("h.1.attn.c_proj.weight"), std::string::npos);
+}
+
+// =======================================================================================
+// The panel, headless
+// =======================================================================================
+
+TEST_F(ModelInApp, PanelDrawsTheResidualNormsHeatmap) {
+  AppState state;
+  frame(state);  // no model: a hint, nothing uploaded
+  EXPECT_TRUE(mock().uploads.empty());
+  state.model.loadRequest = dir_.string();
+  type(state, "the cat sat on the mat");
+  updateModel(state, 0);
+  for (int i = 0; i < 3; ++i) frame(state);
+  const ModelRun& run = *state.model.run;
+  const std::size_t cells = static_cast<std::size_t>(run.residualNorms.size());
+  bool found = false;
+  for (const auto& upload : mock().uploads) {
+    if (upload.top.size() != cells) continue;
+    bool same = true;
+    for (std::size_t k = 0; k < cells; ++k) same &= upload.top[k] == run.residualNorms.data()[k];
+    found |= same;
+  }
+  EXPECT_TRUE(found) << "the residual norms were not uploaded as a heatmap";
+  // Typing into the box is what the update step runs next.
+  const std::uint64_t revision = state.model.textRevision;
+  EXPECT_FALSE(state.model.computing());
+  type(state, "the cat sat on the mat and");
+  EXPECT_TRUE(state.model.computing());
+  EXPECT_GT(state.model.textRevision, revision);
+}
+
+}  // namespace
