@@ -1,4 +1,4 @@
-// `attnscope bench` (see cli_bench.h): the forward pass a user times to see how fast this
+// `attnscope bench` (see commands.h): the forward pass a user times to see how fast this
 // machine runs attention, and what scripts/bench-vs-pytorch.sh compares with PyTorch's
 // nn.MultiheadAttention(need_weights=True, average_attn_weights=False).
 #include "app/cli/commands.h"
