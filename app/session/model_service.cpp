@@ -159,33 +159,14 @@ bool publishModelRun(AppState& state, std::shared_ptr<const ModelRun> run) {
   ModelView& model = state.model;
   if (!run || run->generation != model.generation) return false;
   AttentionView& view = state.attention;
-  const bool showingOurs = model.run && view.file && view.file == model.run->attention;
+  const bool showingOurs = model.run && view.tensor() && view.tensor() == model.run->attention;
   if (run->attention) {
-    view.choosePath.clear();
-    view.chooseArrays.clear();
-    view.file = run->attention;
-    ++view.generation;
     // The selection stays while typing (clamped when another model has fewer layers or
-    // heads); the selected matrix is recomputed for the new tokens. The thumbnails of the
-    // previous text stay until the new ones are made (the grid does not flash).
-    io::AttentionSelection selection = view.selection;
-    selection.layer = std::clamp(selection.layer, 0, view.file->layers() - 1);
-    selection.head = std::clamp(selection.head, 0, view.file->heads() - 1);
-    view.selection = selection;
-    ++view.selectionRevision;
-    view.shown.reset();
-    view.topFor = nullptr;
-    view.topIndex.clear();
-    view.overlayGeneration = ~0ull;
-    view.overlayHeads.clear();
-    view.overlayTop.clear();
-    if (view.pinnedToken >= view.file->shape().keys) view.pinnedToken = -1;
+    // heads); the selected matrix is recomputed for the new tokens.
+    showSource(view, modelRunSource(*run), KeepView::Selection);
   } else if (showingOurs && run->error.empty()) {
     // The text was emptied: nothing to show (an error keeps the last good run's attention).
-    view.file.reset();
-    view.overview.reset();
-    view.shown.reset();
-    ++view.generation;
+    showSource(view, nullptr, KeepView::Nothing);
   }
   model.run = std::move(run);
   return true;
