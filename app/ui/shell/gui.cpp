@@ -191,7 +191,7 @@ struct GuiSession::Impl {
       return update(state) | updateModel(state, now()) | updateAttention(state);
     bool changed = model && updateModelAsync(state, *model, now());
     if (attention) changed |= updateAttentionAsync(state, *attention);
-    return updateAsync(state, *compute) || changed;
+    return updateAsync(state, *compute, viewsOnScreen(state)) || changed;
   }
   // Screenshot mode: loads the model and runs the text at once, selects the launch's head
   // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.
