@@ -30,7 +30,7 @@
 
 #include "app/session/attention_analysis.h"
 #include "app/session/attention_service.h"
-#include "app/cli/cli.h"
+#include "app/session/version.h"
 #include "app/session/compute_service.h"
 #include "app/ui/shell/files.h"
 #include "app/session/frame_pacing.h"
