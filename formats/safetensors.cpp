@@ -303,6 +303,13 @@ void SafetensorsFile::releasePages(const TensorInfo& tensor) const {
   }
 }
 
+const float* SafetensorsFile::floatsInPlace(const TensorInfo& tensor) const {
+  if (tensor.dtype != DType::F32) return nullptr;
+  const std::byte* data = map_ + tensor.begin;
+  if (reinterpret_cast<std::uintptr_t>(data) % alignof(float) != 0) return nullptr;
+  return reinterpret_cast<const float*>(data);
+}
+
 Status SafetensorsFile::convert(const TensorInfo& tensor, float* out) const {
   const std::byte* src = map_ + tensor.begin;
   const std::int64_t count = tensor.elementCount();
