@@ -1,7 +1,9 @@
 // Model folders for the transformer engine (see model_folder.h).
 #include "formats/models/model_folder.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -153,6 +155,27 @@ long layerIndex(std::string_view name, std::string_view prefix) {
   return value;
 }
 
+// The index of the first NaN or infinity in data[0, count), or -1. Tests the exponent bits
+// in blocks with a branch-free OR (the compiler vectorises it; std::isfinite per element
+// made this check half of loading a 500 MB F32 model).
+std::int64_t firstNonFinite(const float* data, std::int64_t count) {
+  constexpr std::int64_t kBlock = 4096;
+  for (std::int64_t start = 0; start < count; start += kBlock) {
+    const std::int64_t end = std::min(count, start + kBlock);
+    std::uint32_t bad = 0;
+    for (std::int64_t i = start; i < end; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, data + i, sizeof bits);
+      bad |= static_cast<std::uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+    }
+    if (bad) {
+      for (std::int64_t i = start; i < end; ++i)
+        if (!std::isfinite(data[i])) return i;
+    }
+  }
+  return -1;
+}
+
 }  // namespace
 
 Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
@@ -211,12 +234,10 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
     const std::int64_t count = info.elementCount();
     const float* data = entry.file->floatsInPlace(info);
     if (data) {
-      for (std::int64_t i = 0; i < count; ++i) {
-        if (!std::isfinite(data[i])) {
-          return Error{entry.file->path(), "",
-                       "tensor " + inQuotes(want.name) + ": element " + std::to_string(i) +
-                           " is not a finite number"};
-        }
+      if (const std::int64_t bad = firstNonFinite(data, count); bad >= 0) {
+        return Error{entry.file->path(), "",
+                     "tensor " + inQuotes(want.name) + ": element " + std::to_string(bad) +
+                         " is not a finite number"};
       }
     } else {
       auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(count));
