@@ -29,7 +29,6 @@
 #include "app/cli/cli_image.h"
 #include "app/cli/cli_model.h"
 #include "app/cli/cli_train.h"
-#include "app/ui/shell/gui.h"
 #include "core/isa/isa.h"
 #include "core/scenario/scenario.h"
 #include "render/color_scale.h"
@@ -693,7 +692,8 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--presentation", false}, {"--stage", true},
     {"--array", true},  {"--batch", true},       {"--layout", true},  {"--tokens", true}};
 
-int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+                  const WindowRunner& window) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
   if (!parsed) return fail(err, parsed.error());
   if (parsed->help) {
@@ -775,14 +775,15 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     if (!computed) return fail(err, computed.error());
   }
   out.flush();
-  return runGui(launch);
+  return openWindow(window, launch, "'screenshot'", err);
 }
 
 // =======================================================================================
 // Dispatch
 // =======================================================================================
 
-int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const WindowRunner& window) {
   if (args.empty()) {
     return fail(err, Error{"", "", "no command given (see attnscope --help)"});
   }
@@ -790,13 +791,13 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   std::span<const std::string> rest(args.data() + 1, args.size() - 1);
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
-  if (command == "screenshot") return runScreenshot(rest, out, err);
+  if (command == "screenshot") return runScreenshot(rest, out, err, window);
   if (command == "bench") return runBench(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
   if (command == "image") return runImageCommand(rest, out, err);
   if (command == "train") return runTrain(rest, out, err);
   if (command == "model") return runModelCommand(rest, out, err);
-  if (command == "--model") return runModelWindow(rest, out, err);
+  if (command == "--model") return runModelWindow(rest, out, err, window);
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
         << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
@@ -853,9 +854,20 @@ bool isCliArgument(std::string_view arg) {
          arg.starts_with("-");
 }
 
-int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int openWindow(const WindowRunner& window, const GuiLaunch& launch, std::string_view what,
+               std::ostream& err) {
+  if (window) return window(launch);
+  return cli::fail(err, Error{"", "",
+                         std::string(what) +
+                             " needs the GUI build: this attnscope was built without the window "
+                             "(-DATTNSCOPE_BUILD_GUI=OFF); the headless commands are compute, "
+                             "export, info, image, train, model and bench"});
+}
+
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+           const WindowRunner& window) {
   try {
-    return dispatch(args, out, err);
+    return dispatch(args, out, err, window);
   } catch (const std::exception& e) {
     err << "attnscope: internal error: " << e.what() << '\n';
     return 1;
@@ -865,10 +877,11 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
 }
 
-int runCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+int runCli(int argc, char** argv, std::ostream& out, std::ostream& err,
+           const WindowRunner& window) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  return runCli(args, out, err);
+  return runCli(args, out, err, window);
 }
 
 std::optional<int> parseIntStrict(std::string_view text, int lo, int hi) {

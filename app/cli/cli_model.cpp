@@ -12,7 +12,6 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
-#include "app/ui/shell/gui.h"
 #include "core/models/transformer.h"
 #include "formats/files.h"
 #include "formats/models/model_folder.h"
@@ -298,7 +297,8 @@ prediction and the residual-stream norms. A bad folder gives an error notice and
 opens without a model.
 )";
 
-int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+                   const WindowRunner& window) {
   constexpr cli::OptionSpec kOptions[] = {{"--text", true}};
   Expected<cli::ParsedArgs> parsed = cli::parseArgs("--model", args, kOptions);
   if (!parsed) return fail(err, parsed.error());
@@ -313,7 +313,7 @@ int runModelWindow(std::span<const std::string> args, std::ostream& out, std::os
   launch.modelFolder = parsed->positional[0];
   if (const std::string* text = parsed->get("--text")) launch.modelText = *text;
   out.flush();
-  return runGui(launch);
+  return openWindow(window, launch, "'--model'", err);
 }
 
 Status applyModelScreenshotOptions(const std::function<const std::string*(std::string_view)>& get,

@@ -142,54 +142,6 @@ bool updateAttention(AppState& state) {
 // The workers
 // =======================================================================================
 
-AttentionService::Worker::Worker() : thread_([this] { run(); }) {}
-
-AttentionService::Worker::~Worker() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-    cancel_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
-
-void AttentionService::Worker::submit(Job job) {
-  {
-    std::lock_guard lock(mutex_);
-    queued_ = std::move(job);
-    cancel_ = true;  // the running job (if any) is stale now
-  }
-  wake_.notify_one();
-}
-
-bool AttentionService::Worker::busy() const {
-  std::lock_guard lock(mutex_);
-  return running_ || queued_ != nullptr;
-}
-
-void AttentionService::Worker::waitIdle() {
-  std::unique_lock lock(mutex_);
-  idle_.wait(lock, [this] { return !running_ && queued_ == nullptr; });
-}
-
-void AttentionService::Worker::run() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    wake_.wait(lock, [this] { return stop_ || queued_ != nullptr; });
-    if (stop_) return;
-    Job job = std::exchange(queued_, nullptr);
-    cancel_ = false;
-    running_ = true;
-    lock.unlock();
-    job(cancel_);
-    job = nullptr;
-    lock.lock();
-    running_ = false;
-    if (queued_ == nullptr) idle_.notify_all();
-  }
-}
-
 AttentionService::AttentionService() = default;
 AttentionService::~AttentionService() = default;
 

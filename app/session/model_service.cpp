@@ -235,35 +235,38 @@ bool updateModel(AppState& state, double now) {
 // The worker
 // =======================================================================================
 
-ModelService::ModelService(std::chrono::milliseconds debounce)
-    : debounce_(debounce), worker_([this] { run(); }) {}
-
-ModelService::~ModelService() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  worker_.join();
-}
+ModelService::ModelService(std::chrono::milliseconds debounce) : debounce_(debounce) {}
 
 void ModelService::submitLoad(std::string folder) {
-  {
+  loads_.submit([this, folder = std::move(folder)](const std::atomic<bool>&) {
+    Loaded loaded{folder, nullptr, Error{}};
+    Expected<io::ModelFolder> model = loadWindowModel(folder);
+    if (model)
+      loaded.model = std::make_shared<const io::ModelFolder>(std::move(model).value());
+    else
+      loaded.error = model.error();
     std::lock_guard lock(mutex_);
-    queuedLoad_ = std::move(folder);
-  }
-  wake_.notify_one();
+    loaded_ = std::move(loaded);
+  });
 }
 
 void ModelService::submitText(std::shared_ptr<const io::ModelFolder> model,
                               std::uint64_t generation, std::string text,
                               std::uint64_t textRevision) {
-  {
-    std::lock_guard lock(mutex_);
-    queuedText_ = TextRequest{std::move(model), generation, textRevision, std::move(text),
-                              std::chrono::steady_clock::now() + debounce_};
-  }
-  wake_.notify_one();
+  // Runs kModelDebounce after the last submit: a newer text replaces this one before then.
+  runs_.submit(
+      [this, model = std::move(model), generation, text = std::move(text),
+       textRevision](const std::atomic<bool>&) {
+        std::vector<int> ids = model->tokenizer->encode(text).ids;
+        std::shared_ptr<model::Session> session = freeSession(model, ids);
+        std::shared_ptr<ModelRun> result =
+            runModel(*model, session, text, generation, textRevision);
+        session.reset();
+        std::lock_guard lock(mutex_);
+        finished_ = std::move(result);  // an untaken older run is dropped: latest wins
+        ++runsCompleted_;
+      },
+      LatestWorker::Clock::now() + debounce_);
 }
 
 std::optional<ModelService::Loaded> ModelService::takeLoad() {
@@ -277,13 +280,12 @@ std::shared_ptr<const ModelRun> ModelService::takeRun() {
 }
 
 bool ModelService::busy() const {
-  std::lock_guard lock(mutex_);
-  return running_ || queuedLoad_ || queuedText_;
+  return loads_.busy() || runs_.busy();
 }
 
 void ModelService::waitIdle() {
-  std::unique_lock lock(mutex_);
-  idle_.wait(lock, [this] { return !running_ && !queuedLoad_ && !queuedText_; });
+  loads_.waitIdle();
+  runs_.waitIdle();
 }
 
 std::uint64_t ModelService::runsCompleted() const {
@@ -292,7 +294,7 @@ std::uint64_t ModelService::runsCompleted() const {
 }
 
 // A session for `model` that no published run holds, preferring the one whose tokens share
-// the longest prefix with `ids`. Worker thread only.
+// the longest prefix with `ids`. The text worker's thread only.
 std::shared_ptr<model::Session> ModelService::freeSession(
     const std::shared_ptr<const io::ModelFolder>& model, const std::vector<int>& ids) {
   if (sessionWeights_ != model->weights) {  // another model: the caches are worthless
@@ -319,54 +321,6 @@ std::shared_ptr<model::Session> ModelService::freeSession(
                                                                       : sessions_[0];
   slot = std::make_shared<model::Session>(model->weights);
   return slot;
-}
-
-void ModelService::run() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    if (stop_) return;
-    if (queuedLoad_) {
-      const std::string folder = std::move(*queuedLoad_);
-      queuedLoad_.reset();
-      running_ = true;
-      lock.unlock();
-      Loaded loaded{folder, nullptr, Error{}};
-      Expected<io::ModelFolder> model = loadWindowModel(folder);
-      if (model)
-        loaded.model = std::make_shared<const io::ModelFolder>(std::move(model).value());
-      else
-        loaded.error = model.error();
-      lock.lock();
-      loaded_ = std::move(loaded);
-      running_ = false;
-    } else if (queuedText_) {
-      const auto due = queuedText_->due;
-      if (std::chrono::steady_clock::now() < due) {  // debounce: wait for more typing
-        wake_.wait_until(lock, due);
-        continue;
-      }
-      TextRequest request = std::move(*queuedText_);
-      queuedText_.reset();
-      running_ = true;
-      lock.unlock();
-      std::shared_ptr<ModelRun> result;
-      {
-        std::vector<int> ids = request.model->tokenizer->encode(request.text).ids;
-        std::shared_ptr<model::Session> session = freeSession(request.model, ids);
-        result = runModel(*request.model, session, request.text, request.generation,
-                          request.textRevision);
-      }
-      lock.lock();
-      finished_ = std::move(result);  // an untaken older run is dropped: latest wins
-      ++runsCompleted_;
-      running_ = false;
-    } else {
-      idle_.notify_all();
-      wake_.wait(lock);
-      continue;
-    }
-    if (!queuedLoad_ && !queuedText_) idle_.notify_all();
-  }
 }
 
 // =======================================================================================
