@@ -4,8 +4,9 @@
 // views (the attention tensor [L, H, n, n] into an in-memory io::AttentionFile, the
 // residual norms, the top 10). Results: docs/performance.md, section "GPT-2 in the window".
 //
-// The tokenizer is GPT-2's byte level with the 256 byte tokens and no merges, so a text of n
-// letters without spaces is n tokens and one more letter is one more token.
+// The tokenizer is GPT-2's byte level with the 256 byte tokens and one merge of two spaces
+// ("Ġ Ġ"; a merges.txt must have one), so a text of n letters without spaces is n tokens and
+// one more letter is one more token.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -28,7 +29,9 @@ const io::ModelFolder& smallModel() {
       appendUtf8(token, gpt2::byteToUnicode()[static_cast<std::size_t>(b)]);
       vocab[token] = b;
     }
-    Expected<io::Gpt2Tokenizer> tokenizer = io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n");
+    vocab["\xC4\xA0\xC4\xA0"] = 256;  // "ĠĠ"
+    Expected<io::Gpt2Tokenizer> tokenizer =
+        io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n\xC4\xA0 \xC4\xA0\n");
     return io::ModelFolder{"bench", std::make_shared<const model::Weights>(model::randomWeights(model::Config{}, 42)),
                          std::move(tokenizer).value()};
   }();

@@ -103,6 +103,11 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
     error.field.clear();
     return error;
   }
+  if (merges.empty()) {
+    return Error{mergesName, "",
+                 "has no merges (an empty or header-only merges.txt would make every byte its "
+                 "own token)"};
+  }
   Gpt2Tokenizer tokenizer;
   tokenizer.bpe_ = std::move(bpe).value();
   tokenizer.pattern_ = compilePattern();
