@@ -14,6 +14,7 @@
 #include "app/cli/cli_model.h"
 #include "app/cli/commands.h"
 #include "app/session/app_state.h"
+#include "app/session/attention_source.h"
 #include "app/session/attention_view.h"
 #include "core/attention/selection.h"
 
@@ -168,7 +169,8 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened. An image or an attention file (.npy /
   // .npz) is checked above.
-  if (launch.imagePath.empty() && !isAttentionPath(*path) && !path->empty()) {
+  if (launch.imagePath.empty() && classifyPath(*path) != PathKind::AttentionFile &&
+      !path->empty()) {
     Expected<cli::Computed> computed = loadAndCompute(*path);
     if (!computed) return fail(err, computed.error());
   }

@@ -23,6 +23,7 @@
 
 #include "app/session/attention_analysis.h"
 #include "app/session/attention_service.h"
+#include "app/session/attention_source.h"
 #include "app/session/version.h"
 #include "app/session/compute_service.h"
 #include "app/ui/shell/files.h"
@@ -165,7 +166,7 @@ struct GuiSession::Impl {
       return update(state) | updateModel(state, now()) | updateAttention(state);
     bool changed = model && updateModelAsync(state, *model, now());
     if (attention) changed |= updateAttentionAsync(state, *attention);
-    return updateAsync(state, *compute) || changed;
+    return updateAsync(state, *compute, viewsOnScreen(state)) || changed;
   }
   // Screenshot mode: loads the model and runs the text at once, selects the launch's head
   // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.

@@ -15,7 +15,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
   s.options = options;
-  if (isImagePath(s.launch.scenarioPath)) {  // `attnscope IMAGE`: the image view
+  if (classifyPath(s.launch.scenarioPath) == PathKind::Image) {  // `attnscope IMAGE`: the image view
     s.launch.imagePath = s.launch.scenarioPath;
     s.launch.scenarioPath.clear();
   }
@@ -58,7 +58,7 @@ int GuiSession::Impl::checkLaunchFiles(LaunchFiles& files) {
     }
   }
   // An attention file (.npy / .npz) opens beside the usual document (autosave or preset).
-  if (isAttentionPath(launch.scenarioPath)) {
+  if (classifyPath(launch.scenarioPath) == PathKind::AttentionFile) {
     files.attentionPath = launch.scenarioPath;
     launch.scenarioPath.clear();
   }

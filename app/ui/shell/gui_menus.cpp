@@ -292,7 +292,7 @@ void GuiSession::Impl::trackRecent() {
   }
   if (state.attention.generation != recentGeneration) {
     recentGeneration = state.attention.generation;
-    if (state.attention.file) changed |= addRecentFile(recent, state.attention.file->path());
+    if (state.attention.tensor()) changed |= addRecentFile(recent, state.attention.tensor()->path());
   }
   if (!changed) return;
   if (Status saved = saveRecentFiles(recentFile, recent); !saved)
