@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "formats/files.h"
+
 namespace attn::io {
 namespace {
 
@@ -98,7 +100,7 @@ Expected<gpt2::Config> parseGpt2Config(std::string_view text, const std::string&
 }
 
 Expected<gpt2::Config> loadGpt2Config(const std::string& path) {
-  Expected<std::string> text = readWholeFile(path, kMaxModelConfigBytes);
+  Expected<std::string> text = readCapped(path, kMaxModelConfigBytes);
   if (!text) return text.error();
   return parseGpt2Config(*text, path);
 }

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <string>
 
+#include "core/base/random.h"
+
 namespace attn::gpt2 {
 namespace {
 
@@ -75,23 +77,10 @@ void multiply(const Matrix& in, const Matrix& weight, Out&& out, bool accumulate
   }
 }
 
-// A small, fast, portable generator for random weights (splitmix64).
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1).
-  float symmetric() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
-};
-
 // Uniform noise with standard deviation `std` (uniform on [-a, a] has std a/√3).
-void fillRandom(float* data, Eigen::Index count, float std, float mean, SplitMix& rng) {
+void fillRandom(float* data, Eigen::Index count, float std, float mean, SplitMix64& rng) {
   const float a = std * std::sqrt(3.0f);
-  for (Eigen::Index i = 0; i < count; ++i) data[i] = mean + a * rng.symmetric();
+  for (Eigen::Index i = 0; i < count; ++i) data[i] = mean + a * rng.uniformSymmetric();
 }
 
 }  // namespace
@@ -168,7 +157,7 @@ Status validate(const Weights& weights) {
 }
 
 Weights randomWeights(const Config& c, std::uint64_t seed) {
-  SplitMix rng{seed};
+  SplitMix64 rng(seed);  // core/base/random.h, the one generator
   const Eigen::Index E = c.nEmbd;
   const Eigen::Index F = c.nInner;
   auto matrix = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
