@@ -132,26 +132,13 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
 
 Status exportAttentionGrid(const AttentionFile& file, const GridStyle& style,
                            const std::string& path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (extension != ".png") return Error{path, "out", "the grid is written as .png only"};
+  if (lowerExtension(path) != ".png") return Error{path, "out", "the grid is written as .png only"};
   HeadOverviewOptions options;
   options.thumbnailSize = style.thumbnailSize;
   const HeadOverview overview = overviewHeads(file, options);
   Expected<Image> image = renderAttentionGrid(overview, style);
-  if (!image) {
-    Error error = image.error();
-    if (error.file.empty()) error.file = path;
-    return error;
-  }
-  Expected<std::string> png = encodePng(*image);
-  if (!png) {
-    Error error = png.error();
-    if (error.file.empty()) error.file = path;
-    return error;
-  }
-  return writeFileAtomic(path, *png);
+  if (!image) return withFile(image.error(), path);
+  return writePng(*image, path);
 }
 
 }  // namespace attn::io

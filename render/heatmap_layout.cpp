@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/attention/aggregate.h"
+
 #ifndef ATTNSCOPE_FONT_PATH
 #define ATTNSCOPE_FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 #endif
@@ -64,6 +66,8 @@ Status checkStyle(const HeatmapView& view, const HeatmapStyle& style) {
 }
 
 // The whole layout. `font` may be null (cellRect without a font): text is then estimated.
+// One cohesive numbered algorithm (steps 1-7), kept as one function on purpose: every step
+// sizes what the steps before it placed.
 Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font) {
   Layout L;
   const int s = style.scale;
@@ -323,7 +327,8 @@ MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage) 
     values = matrixRef(masked);
   }
   storage.resize(L.gridRows, L.gridCols);
-  maxPool(values, L.pool, L.gridRows, L.gridCols, storage.data());
+  // Ceiling blocks of L.pool x L.pool: the one rule of core/attention/aggregate.h.
+  maxPoolBlocks(values, L.pool, L.pool, L.gridRows, L.gridCols, storage.data());
   return matrixRef(storage);
 }
 

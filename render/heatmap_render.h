@@ -95,12 +95,6 @@ std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits)
   return std::nullopt;
 }
 
-// Max-pools `values` into an outRows x outCols row-major `dst`: cell (r, c) goes to block
-// (min(r / factor, outRows - 1), min(c / factor, outCols - 1)), so leftover rows and
-// columns fold into the last block and none is dropped. NaN wins (it must never hide), then
-// the largest value; -inf only when the whole block is masked. Used for the exports'
-// pooled grid (factor = ceil(side / 2048)) and the widget's mip levels (factor 2).
-void maxPool(MatrixRef values, int factor, int outRows, int outCols, float* dst);
 
 
 // ---------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 #include "core/models/transformer.h"
+#include "formats/files.h"
 
 #include <pcre2.h>
 #include <sys/stat.h>
@@ -30,27 +31,6 @@ std::shared_ptr<void> compilePattern() {
 }
 
 }  // namespace
-
-Expected<std::string> readWholeFile(const std::string& path, std::size_t maxBytes) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
-  }
-  if (!S_ISREG(st.st_mode)) return Error{path, "", "not a regular file"};
-  if (static_cast<std::uint64_t>(st.st_size) > maxBytes) {
-    return Error{path, "",
-                 "is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
-                     std::to_string(maxBytes)};
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot open for reading"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error{path, "", "read error"};
-  std::string out = std::move(text).str();
-  if (out.size() > maxBytes) return Error{path, "", "grew past the size limit while reading"};
-  return out;
-}
 
 Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
                                                 std::string_view mergesText,
@@ -119,9 +99,9 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
 
 Expected<Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& vocabPath,
                                             const std::string& mergesPath) {
-  Expected<std::string> vocab = readWholeFile(vocabPath, kMaxTokenizerFileBytes);
+  Expected<std::string> vocab = readCapped(vocabPath, kMaxTokenizerFileBytes);
   if (!vocab) return vocab.error();
-  Expected<std::string> merges = readWholeFile(mergesPath, kMaxTokenizerFileBytes);
+  Expected<std::string> merges = readCapped(mergesPath, kMaxTokenizerFileBytes);
   if (!merges) return merges.error();
   return fromText(*vocab, *merges, vocabPath, mergesPath);
 }

@@ -22,9 +22,6 @@ inline constexpr std::size_t kMaxTokenizerFileBytes = 64u << 20;
 inline constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-// Reads a whole file if it is a regular file of at most `maxBytes`. Errors name the file.
-Expected<std::string> readWholeFile(const std::string& path, std::size_t maxBytes);
-
 class Gpt2Tokenizer {
  public:
   struct Encoding {

@@ -28,6 +28,7 @@
 extern char** environ;
 
 #include "tests/support/cli_run.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
@@ -43,10 +44,7 @@ using nlohmann::json;
 // Running the binary
 // =======================================================================================
 
-void writeFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
+using attn::testing::writeFile;  // tests/support/test_files.h
 
 // =======================================================================================
 // CSV: the numeric fields of each data line. The first line is the header (column labels,

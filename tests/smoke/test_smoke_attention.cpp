@@ -23,13 +23,14 @@
 #include "app/ui/shell/gui_session.h"
 #include "tests/support/attention_test_files.h"
 #include "render/heatmap_render.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace tf = attn::testfiles;
 
-bool haveXvfbRun() { return std::system("command -v xvfb-run >/dev/null 2>&1") == 0; }
+using attn::testing::haveXvfbRun;  // tests/support/test_files.h
 
 int screenshot(const fs::path& file, const fs::path& out, std::string* log) {
   const fs::path logPath = out.string() + ".log";

@@ -12,6 +12,7 @@
 #include "app/session/pipeline_steps.h"
 #include "app/ui/shell/theme.h"
 #include "app/ui/widgets/heatmap_widget.h"
+#include "app/ui/widgets/tooltip.h"
 #include "render/heatmap_render.h"
 
 namespace attn::app::panel {
@@ -44,17 +45,8 @@ inline ImVec4 formulaColor() {
   return c;
 }
 
-// Shows `text` in a tooltip when the last item is hovered (also when it is disabled).
-inline void tooltip(const char* text) {
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
-    ImGui::BeginTooltip();
-    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28.0f);
-    ImGui::TextUnformatted(text);
-    ImGui::PopTextWrapPos();
-    ImGui::EndTooltip();
-  }
-}
-inline void tooltip(const std::string& text) { tooltip(text.c_str()); }
+// tooltip(text): the one helper of app/ui/widgets/tooltip.h, also as panel::tooltip.
+using app::tooltip;
 
 inline void coloredWrapped(const ImVec4& color, const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, color);

@@ -17,6 +17,7 @@
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
+#include "core/attention/formulas.h"
 
 namespace attn::app {
 
@@ -67,25 +68,10 @@ const char* stageDescription(MatrixKind stage) {
 // The operation that produces `stage` from the stage before it ("" = no arrow).
 std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
-    case MatrixKind::Scores:
-      switch (doc.score) {
-        case ScoreKind::Dot: return "→ q·k";
-        case ScoreKind::ScaledDot: return "→ q·k/√d_h";
-        case ScoreKind::Cosine: return "→ cos(q,k)";
-        case ScoreKind::General: return "→ q·W_a·kᵀ";
-        case ScoreKind::Additive: return "→ additive";
-        case ScoreKind::Mlp: return "→ MLP";
-      }
-      return "→ score";
+    case MatrixKind::Scores: return "→ " + std::string(formulas::scoreShort(doc.score));
     case MatrixKind::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
     case MatrixKind::Weights:
-      switch (doc.normalizer.kind) {
-        case NormalizerKind::Softmax: return "→ softmax";
-        case NormalizerKind::Hard: return "→ argmax";
-        case NormalizerKind::TopK: return "→ top-k";
-        case NormalizerKind::Sparsemax: return "→ sparsemax";
-      }
-      return "→ normalise";
+      return "→ " + std::string(formulas::normalizerShort(doc.normalizer.kind));
     case MatrixKind::Context: return "→ ·V";
     case MatrixKind::Concat: return "→ concat";
     case MatrixKind::Output: return "→ ·W_o";

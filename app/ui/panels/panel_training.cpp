@@ -21,6 +21,7 @@
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
+#include "core/attention/formulas.h"
 #include "formats/files.h"
 
 namespace attn::app {
@@ -142,9 +143,9 @@ bool settingsControls(TrainingPanelState& t) {
       c.model.score = kinds[score];
       changed = true;
     }
-    tooltip(
-        "The similarity of decoder query and encoder key, the core's formulas: q·k, "
-        "q·k/√d, q·W_a·k, v·tanh(q·W₁ + k·W₂ + b).");
+    std::string formulaList = "The similarity of decoder query and encoder key, the core's formulas:";
+    for (ScoreKind kind : kinds) formulaList += "\n" + std::string(formulas::score(kind));
+    tooltip(formulaList);
   }
   if (c.model.kind == train::ModelKind::Encoder) {
     changed |= ImGui::SliderInt("layers", &c.model.layers, 1, 2);

@@ -37,6 +37,7 @@
 #include "app/ui/widgets/gl_texture.h"
 #include "app/ui/shell/gui_session.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
+#include "app/ui/widgets/tooltip.h"
 #include "app/session/model_service.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
@@ -100,10 +101,6 @@ constexpr Shortcut kShortcuts[] = {
     {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
     {"Click a patch of the image", "Make it the query"},
 };
-
-void tooltip(const char* text) {
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", text);
-}
 
 }  // namespace
 

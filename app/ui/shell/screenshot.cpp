@@ -39,12 +39,6 @@ io::Image readBackBuffer(int width, int height) {
   return image;
 }
 
-Status writePng(const io::Image& image, const std::string& path) {
-  Expected<std::string> png = io::encodePng(image);
-  if (!png) return Error{path, "", png.error().problem};
-  return io::writeFileAtomic(path, *png);
-}
-
 std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int windowWidth,
                                   int windowHeight, int framebufferWidth, int framebufferHeight,
                                   int focusedHead) {

@@ -8,6 +8,7 @@
 
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/base/types.h"
+#include "formats/files.h"
 #include "render/heatmap_render.h"
 
 namespace attn::app {
@@ -16,8 +17,8 @@ namespace attn::app {
 // after rendering and before glfwSwapBuffers.
 io::Image readBackBuffer(int width, int height);
 
-// Encodes `image` as PNG and writes it atomically. Errors name the file.
-Status writePng(const io::Image& image, const std::string& path);
+// Encodes `image` as PNG and writes it atomically (formats/files.h, the one PNG writer).
+using io::writePng;
 
 // The sidecar: {"window": [w, h], "framebuffer": [w, h], "focused_head": h,
 //  "weights": index into heatmaps of the pipeline's weights heatmap of the focused head (or

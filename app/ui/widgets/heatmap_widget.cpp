@@ -24,6 +24,7 @@
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/ui/widgets/heatmap_widget_parts.h"
+#include "core/attention/aggregate.h"
 
 namespace attn::app {
 
@@ -60,7 +61,8 @@ void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry,
     const MatrixRef& last = levels.back();
     const int h = std::max(1, last.rows / 2), w = std::max(1, last.cols / 2);
     pooled.emplace_back(static_cast<std::size_t>(h) * static_cast<std::size_t>(w));
-    io::maxPool(last, 2, h, w, pooled.back().data());
+    // GL mip sizes (floor halves): a last odd row or column folds into the last block.
+    maxPoolBlocks(last, 2, 2, h, w, pooled.back().data());
     levels.push_back(MatrixRef{pooled.back().data(), h, w, w});
   }
   entry.levels = static_cast<int>(levels.size());
@@ -252,7 +254,7 @@ PooledBlock pooledBlock(MatrixRef values, int level, int row, int col) {
     widths.push_back(std::max(1, widths.back() / 2));
   }
   level = std::clamp(level, 0, static_cast<int>(heights.size()) - 1);
-  // 2 down: the texel of the hovered cell at `level` (io::maxPool folds the last odd row in)
+  // 2 down: the texel of the hovered cell at `level` (maxPoolBlocks folds the last odd row in)
   int r = row, c = col;
   for (int k = 1; k <= level; ++k) {
     r = std::min(r / 2, heights[static_cast<std::size_t>(k)] - 1);

@@ -76,7 +76,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
 
 // The cells behind one texel of the widget's max-pooled level of detail `level` (0 = the
 // cell itself). The widget halves rows and columns (max(1, side / 2) each time, a last odd
-// row or column folding into the last block, io::maxPool) until both sides are at most 16
+// row or column folding into the last block, attn::maxPoolBlocks) until both sides are at most 16
 // cells; the cell (row, col) lies in the block [row0, row1] x [col0, col1] of `level`.
 // `max` and (maxRow, maxCol): that block's largest value (NaN wins, as in the pooling) and
 // where it is. `level` is clamped to the levels the widget makes for this shape.
