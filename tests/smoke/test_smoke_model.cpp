@@ -76,7 +76,7 @@ TEST(ModelWindow, TypingNeverWaitsForTheModel) {
   EXPECT_EQ(state.model.run->textRevision, state.model.textRevision);
   EXPECT_TRUE(state.model.run->error.empty()) << state.model.run->error;
   std::string joined;
-  for (int id : state.model.run->ids) joined += state.model.model->tokenizer.tokenText(id);
+  for (int id : state.model.run->ids) joined += state.model.model->tokenizer->tokenText(id);
   EXPECT_EQ(joined, text);
   // The Attention panel shows the run (once its worker made the grid).
   while ((!state.attention.overview || !state.attention.shown) &&

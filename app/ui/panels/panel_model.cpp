@@ -184,7 +184,7 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
                         "text and its attention appears in the Attention panel as you type.");
     return;
   }
-  const gpt2::Config& config = model.model->weights->config;
+  const model::Config& config = model.model->weights->config;
   ImGui::TextUnformatted(model.model->folder.c_str());
   ImGui::SameLine();
   ImGui::TextDisabled("%s \xC3\x97 %s, %d wide, context %d",
