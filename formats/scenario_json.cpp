@@ -645,7 +645,8 @@ const Json* find(const Json& object, std::string_view key) {
 }
 
 // The colour settings of the app's `view` object (the rest of it is free-form):
-// "color_range": "global" | "row" | "fixed" ("fixed" needs "fixed_range"), "color_scale":
+// "color_range": "auto" | "minmax" | "row" | "fixed" ("fixed" needs "fixed_range"; the
+// old "global" reads as "auto"), "color_scale":
 // "linear" | "log", "fixed_range": [min, max] with min < max.
 void checkViewColours(const Json& view) {
   if (const Json* range = find(view, "fixed_range")) {
@@ -661,7 +662,8 @@ void checkViewColours(const Json& view) {
     const auto parsed =
         mode->is_string() ? parseRangeMode(mode->get<std::string>()) : std::nullopt;
     if (!parsed)
-      fail("view.color_range", "expected \"global\", \"row\" or \"fixed\", got " + describe(*mode));
+      fail("view.color_range",
+           "expected \"auto\", \"minmax\", \"row\" or \"fixed\", got " + describe(*mode));
     if (*parsed == RangeMode::Fixed && !find(view, "fixed_range"))
       fail("view.color_range", "\"fixed\" needs \"fixed_range\": [min, max] in the view");
   }

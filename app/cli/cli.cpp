@@ -122,10 +122,14 @@ options:
   --no-colorbar              leave out the colour bar
   --no-title                 leave out the title
   --scale N                  1..8, multiplies every size (resolution) (default: 1)
-  --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
-  --range global|row|fixed   colour range: the whole matrix's finite min..max, each row's
-                             own min..max (the colour bar reads "row min" .. "row max"), or
-                             --vmin/--vmax (given alone they mean fixed) (default: global)
+  --vmin X, --vmax Y         fixed colour range (default: by --range)
+  --range auto|minmax|row|fixed
+                             colour range: auto = by meaning (weights 0..1, signed matrices
+                             symmetric about 0, others their finite min..max); minmax = the
+                             matrix's own finite min..max; row = each row's own min..max
+                             (the colour bar reads "row min" .. "row max"); fixed =
+                             --vmin/--vmax (given alone they mean fixed). The title names the
+                             rule ("fixed 0-1"). 'global' reads as auto.  (default: auto)
   --color-scale linear|log   log: log10 colours from max(smallest positive value, largest
                              x 1e-4) to the largest, colour bar ticks at decades; zeros at
                              the bottom, masked cells hatched. Also '--scale log'.
@@ -428,7 +432,7 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
     auto mode = parseRangeMode(*v);
     if (!mode)
       return optionError("--range",
-                         "unknown range " + inQuotes(*v) + "; use global, row or fixed");
+                         "unknown range " + inQuotes(*v) + "; use auto, minmax, row or fixed");
     const bool fixedEnds = style.vmin || style.vmax;
     if (*mode == RangeMode::Fixed && !fixedEnds)
       return optionError("--range", "'fixed' needs --vmin and/or --vmax");
@@ -610,11 +614,12 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
       return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...) or 'mean'");
     }
   }
-  // Signed matrices default to the diverging map centred on 0, as in the window.
-  if (isSignedMatrix(request.matrix) && !parsed.get("--colormap")) {
+  // As in the window: signed matrices symmetric about 0 (on the diverging map unless
+  // --colormap is given), weights on a fixed 0..1 (io::rangeRule; --range picks another).
+  request.style.centreZero = isSignedMatrix(request.matrix);
+  request.style.probability = request.matrix == MatrixKind::Weights;
+  if (isSignedMatrix(request.matrix) && !parsed.get("--colormap"))
     request.style.colormap = ColormapKind::RdBu;
-    request.style.centreZero = true;
-  }
   Status style = parseHeatmapStyle(parsed, request.style);
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);

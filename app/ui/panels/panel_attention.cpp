@@ -166,8 +166,9 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
         tip += "\nnon-finite: " + io::describeNonFinite(overview.nonFinite[index]);
       tip += "\nclick: show this head";
       HeatmapOptions options = panel::heatmapOptions(state);
+      options.probability = true;  // attention weights (io::rangeRule checks they are)
       options.size = ImVec2(side, side);
-      options.colorbar = false;
+      options.slimColorbar = true;
       options.axisLabels = false;
       options.cellLabels = false;
       options.highlight = sel.kind == io::AttentionSelection::Kind::Head && sel.layer == l &&
@@ -515,6 +516,7 @@ void drawHeatmapTab(AppState& state, HeatmapCache& heatmaps, const AttentionShow
                     const MatrixView& displayed) {
   AttentionView& view = state.attention;
   HeatmapOptions options = panel::heatmapOptions(state);
+  options.probability = true;  // attention weights (io::rangeRule checks they are)
   options.tooltip = "attention weights (rows: queries, columns: keys); click: focus this query";
   // The texture changes with the file, the selection and the filter (its settings).
   const std::uint64_t revision =
@@ -674,6 +676,7 @@ void drawCompareView(AppState& state, HeatmapCache& heatmaps,
   const float h = std::max(font * 6.f, std::min(avail.y - font * 3.f, w + font * 2.f));
   // A and B share one colour range (the fixed range of the View menu wins).
   HeatmapOptions same = panel::heatmapOptions(state);
+  same.probability = true;
   same.size = ImVec2(w, h);
   if (state.view.fixedRange) {
     same.vmin = state.view.rangeMin;
@@ -710,6 +713,8 @@ void drawCompareView(AppState& state, HeatmapCache& heatmaps,
   HeatmapOptions difference = same;
   difference.colormap = ColormapKind::RdBu;  // diverging, centred on 0
   difference.centreZero = true;
+  difference.probability = false;
+  difference.range = RangeMode::Auto;  // symmetric about 0
   difference.vmin.reset();
   difference.vmax.reset();
   panelOf("##compareDiff", "A \xE2\x88\x92 B (blue: B larger, red: A larger)",

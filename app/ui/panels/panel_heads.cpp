@@ -52,7 +52,7 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
   if (view != nullptr) {
     HeatmapOptions options = panel::heatmapOptions(state, *kind);
     options.size = ImVec2(side, side);
-    options.colorbar = false;
+    options.slimColorbar = true;
     options.axisLabels = false;
     options.cellLabels = side > ImGui::GetFontSize() * 12.0f && state.view.cellLabels;
     options.highlight = focused;

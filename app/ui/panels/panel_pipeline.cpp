@@ -582,7 +582,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       }
       // The current stage's colour bar goes inside its card (so no card moves while
       // stepping), when the card is wide enough to keep a readable grid beside it.
-      options.colorbar = presenting || (isCurrent && cardGrid * aspects[i] >= font * 10.5f);
+      // Other cards (and a narrow current one) get a slim bar with its two ends.
+      options.slimColorbar = !(presenting || (isCurrent && cardGrid * aspects[i] >= font * 10.5f));
       options.highlight = isCurrent;
       options.tooltip = stageDescription(card.stage);
       const MatrixKind kind = card.stage;

@@ -123,8 +123,9 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
                       ImGui::GetColorU32(ImGuiCol_PlotHistogram), 0.f, 0, 3.f);
   }
 
-  // 2 cell labels: only visible cells that are at least ~2.5 font heights tall
-  g.cellLabels = options.cellLabels && g.cellPxH >= font * 2.5f && g.level == 0;
+  // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) font heights tall: the
+  //   text fits with a small margin (each label is also fitted to the cell's width)
+  g.cellLabels = options.cellLabels && g.cellPxH >= font * io::kCellLabelHeights && g.level == 0;
   if (!g.cellLabels) return;
   drawList->PushClipRect(g.gridMin, g.gridMax, true);
   for (int r = g.firstRow; r <= g.lastRow; ++r) {
@@ -241,12 +242,22 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
   const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
   const ImU32 borderColor = ImGui::GetColorU32(ImGuiCol_Border);
   const float font = g.font;
-  const ImVec2 barMin(g.gridMax.x + font * 0.5f, g.gridMin.y);
-  const ImVec2 barMax(barMin.x + font * 0.8f, g.gridMin.y + std::max(g.gridH, font * 3));
+  const ImVec2 barMin(g.gridMax.x + font * (options.slimColorbar ? 0.3f : 0.5f), g.gridMin.y);
+  const ImVec2 barMax(barMin.x + font * (options.slimColorbar ? 0.45f : 0.8f),
+                      g.gridMin.y + std::max(g.gridH, font * (options.slimColorbar ? 2 : 3)));
   if (impl.textures->ready())
     impl.textures->drawColorbar(drawList, options.colormap, barMin, barMax);
   drawList->AddRect(barMin, barMax, borderColor);
   float right = barMax.x;
+  if (options.slimColorbar) {
+    // The two ends only ("0" at the bottom, "1" at the top): enough to tell 0.08 from 0.8.
+    const float textX = barMax.x + font * 0.2f;
+    const std::string top = g.scaleTicks != nullptr ? g.vmaxText : slimEndText(g.range, true);
+    const std::string bottom = g.scaleTicks != nullptr ? g.vminText : slimEndText(g.range, false);
+    drawList->AddText(ImVec2(textX, barMin.y - font * 0.1f), textColor, top.c_str());
+    drawList->AddText(ImVec2(textX, barMax.y - font * 0.95f), textColor, bottom.c_str());
+    return;
+  }
   if (g.scaleTicks != nullptr) {
     // Per-row / log colours (io/color_scale.h): the ends labelled ("row min" / "row max", or
     // the log floor and top), decades between them where they do not collide with each
@@ -279,8 +290,11 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
       right = std::max(right, barMax.x + font * 0.45f + size.x);
     }
   }
-  if (!view.valueTitle.empty()) {
-    const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y, kTitleChars);
+  // The title names the values and the range rule in force: "weight · fixed 0–1".
+  std::string fullTitle(view.valueTitle);
+  if (!g.ruleText.empty()) fullTitle += (fullTitle.empty() ? "" : " \xC2\xB7 ") + g.ruleText;
+  if (!fullTitle.empty()) {
+    const std::string title = fitLabel(fullTitle, barMax.y - barMin.y, kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     const ImVec2 at(right + font * 0.3f, std::round((barMin.y + barMax.y + width) * 0.5f));
     addTextUp(drawList, at, textColor, title, ImVec2(at.x, barMin.y),
@@ -439,9 +453,11 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
   record.cellMax = ImVec2(std::min(cellMin.x + g.cellPxW, g.gridMax.x),
                           std::min(cellMin.y + g.cellPxH, g.gridMax.y));
   // Above the centred label: labels are one font height tall and centred, so the top
-  // fifth of a labelled cell (>= 2.5 font heights) is free of text.
+  // 0.15 font heights of a labelled cell (>= 1.3 font heights) are free of text; a pixel
+  // below the cell's top edge.
   record.samplePoint = ImVec2((record.cellMin.x + record.cellMax.x) * 0.5f,
-                              record.cellMin.y + (record.cellMax.y - record.cellMin.y) * 0.15f);
+                              record.cellMin.y + std::min((record.cellMax.y - record.cellMin.y) * 0.15f,
+                                                          std::max(1.f, g.font * 0.08f)));
   ImDrawList* drawList = ImGui::GetWindowDrawList();
   const ImVec2 clipMin = drawList->GetClipRectMin(), clipMax = drawList->GetClipRectMax();
   const ImVec2 p = record.samplePoint;

@@ -32,6 +32,8 @@ struct Grid {
   bool colLabelsRotated = false;
   int rowStep = 1, colStep = 1;  // every k-th label drawn (io::labelStep), by drawAxisLabels
   io::ValueRange range;          // the colour range
+  io::RangeRule rule = io::RangeRule::MinMax;  // the rule in force (io::rangeRule)
+  std::string ruleText;          // under the colour bar: "fixed 0–1", "per row", ...
   io::ColorbarTicks ticks;       // the colour bar's round ticks (io::colorbarTicks)
   // Per-row / log colours: cells are coloured by `positions` over {0, 1} (empty otherwise),
   // and the colour bar is labelled by `scaleTicks` (positions and texts) when not null,
@@ -56,6 +58,8 @@ struct Grid {
 };
 
 // -- heatmap_widget_layout.cpp
+// The text at the top (or bottom) end of a slim colour bar: the range's end as a number.
+std::string slimEndText(io::ValueRange range, bool top);
 // Row labels | grid | colorbar, column labels above: cells square where the space allows.
 Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& options,
                 io::ValueRange range);
