@@ -1059,6 +1059,60 @@ DecoderOutputOptions readDecoderOutput(const Json& value, const std::string& fie
   return decoder;
 }
 
+// "claims": [{"query": "s1", "argmax_key": "mat"}, {"stage": "weights",
+// "rows_sum_to_one": false}, ...] (core/scenario/scenario.h, Claim). Only the form is
+// checked here; whether the labels exist and the statements hold is the claims test's job.
+std::vector<Claim> readClaims(const Json& value, const std::string& field) {
+  if (!value.is_array()) fail(field, "expected a list of claims, got " + describe(value));
+  std::vector<Claim> claims;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const Json& item = value[i];
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (!item.is_object()) fail(at, "expected an object, got " + describe(item));
+    checkKeys(item, at,
+              {"stage", "head", "query", "key", "argmax_key", "value", "tolerance",
+               "rows_sum_to_one", "lower_triangular", "abs_at_most", "max_nonzero_per_row"});
+    Claim c;
+    if (const Json* v = find(item, "stage")) c.stage = readString(*v, joinField(at, "stage"));
+    if (const Json* v = find(item, "head")) {
+      c.head = v->is_string() && v->get<std::string>() == "mean"
+                   ? -1
+                   : readInt(*v, joinField(at, "head"), 0, Limits::kMaxHeads - 1);
+    }
+    if (const Json* v = find(item, "query")) c.query = readString(*v, joinField(at, "query"));
+    if (const Json* v = find(item, "key")) c.key = readString(*v, joinField(at, "key"));
+    if (const Json* v = find(item, "argmax_key"))
+      c.argmaxKey = readString(*v, joinField(at, "argmax_key"));
+    if (const Json* v = find(item, "value")) c.value = readFloat(*v, joinField(at, "value"));
+    if (const Json* v = find(item, "tolerance")) {
+      c.tolerance = readFloat(*v, joinField(at, "tolerance"));
+      if (!(c.tolerance >= 0)) fail(joinField(at, "tolerance"), "must be >= 0");
+    }
+    if (const Json* v = find(item, "rows_sum_to_one"))
+      c.rowsSumToOne = readBool(*v, joinField(at, "rows_sum_to_one"));
+    if (const Json* v = find(item, "lower_triangular"))
+      c.lowerTriangular = readBool(*v, joinField(at, "lower_triangular"));
+    if (const Json* v = find(item, "abs_at_most"))
+      c.absAtMost = readFloat(*v, joinField(at, "abs_at_most"));
+    if (const Json* v = find(item, "max_nonzero_per_row")) {
+      c.maxNonzeroPerRow =
+          readInt(*v, joinField(at, "max_nonzero_per_row"), 0, Limits::kMaxTokens);
+    }
+    const bool says = !c.argmaxKey.empty() || c.value || c.rowsSumToOne || c.lowerTriangular ||
+                      c.absAtMost || c.maxNonzeroPerRow;
+    if (!says) {
+      fail(at, "states nothing: give argmax_key, value, rows_sum_to_one, lower_triangular, "
+               "abs_at_most or max_nonzero_per_row");
+    }
+    if ((!c.argmaxKey.empty() || c.value) && c.query.empty())
+      fail(joinField(at, "query"), "argmax_key and value need the row's label in \"query\"");
+    if (c.value && c.key.empty())
+      fail(joinField(at, "key"), "value needs the column's label in \"key\"");
+    claims.push_back(std::move(c));
+  }
+  return claims;
+}
+
 std::uint64_t readSeed(const Json& value, const std::string& field) {
   const std::string expected = "expected a whole number from 0 to 2^53 (9007199254740992), got ";
   if (value.is_number_unsigned()) {
@@ -1124,6 +1178,7 @@ Scenario readScenario(const Json& root) {
              "mask",
              "normalizer",
              "decoder_output",
+             "claims",
              "view"});
 
   Scenario s;
@@ -1226,6 +1281,7 @@ Scenario readScenario(const Json& root) {
   if (const Json* v = find(root, "decoder_output")) {
     s.decoderOutput = readDecoderOutput(*v, "decoder_output");
   }
+  if (const Json* v = find(root, "claims")) s.claims = readClaims(*v, "claims");
   if (const Json* v = find(root, "view")) {
     if (!v->is_object()) fail("view", "expected an object, got " + describe(*v));
     checkViewColours(*v);
@@ -1563,6 +1619,25 @@ std::string scenarioToJson(const Scenario& s) {
     decoder["enabled"] = s.decoderOutput.enabled;
     if (s.decoderOutput.wc.size() > 0) decoder["wc"] = toJson(s.decoderOutput.wc);
     doc["decoder_output"] = std::move(decoder);
+  }
+  if (!s.claims.empty()) {
+    OrderedJson claims = OrderedJson::array();
+    for (const Claim& c : s.claims) {
+      OrderedJson item = OrderedJson::object();
+      if (c.stage != "weights") item["stage"] = c.stage;
+      if (c.head != 0) item["head"] = c.head < 0 ? OrderedJson("mean") : OrderedJson(c.head);
+      if (!c.query.empty()) item["query"] = c.query;
+      if (!c.key.empty()) item["key"] = c.key;
+      if (!c.argmaxKey.empty()) item["argmax_key"] = c.argmaxKey;
+      if (c.value) item["value"] = *c.value;
+      if (c.tolerance != Claim{}.tolerance) item["tolerance"] = c.tolerance;
+      if (c.rowsSumToOne) item["rows_sum_to_one"] = *c.rowsSumToOne;
+      if (c.lowerTriangular) item["lower_triangular"] = *c.lowerTriangular;
+      if (c.absAtMost) item["abs_at_most"] = *c.absAtMost;
+      if (c.maxNonzeroPerRow) item["max_nonzero_per_row"] = *c.maxNonzeroPerRow;
+      claims.push_back(std::move(item));
+    }
+    doc["claims"] = std::move(claims);
   }
   if (auto view = viewJson(s.viewJson)) doc["view"] = std::move(*view);
   return printDocument(doc);

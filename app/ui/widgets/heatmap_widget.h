@@ -30,6 +30,7 @@ struct HeatmapOptions {
   ColorScaleKind scale = ColorScaleKind::Linear;
   bool cellLabels = true;           // numbers in cells large enough to hold them
   bool axisLabels = true;           // token labels along the axes
+  bool allLabels = false;           // every token label drawn (presentation, stage alone)
   bool colorbar = true;
   bool slimColorbar = false;        // a narrow bar with its two ends only (thumbnails, cards)
   bool highlight = false;           // draw a highlight frame (pipeline step-through)

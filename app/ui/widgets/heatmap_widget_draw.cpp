@@ -28,7 +28,8 @@ ImU32 imColor(io::Rgb c) {
 // CPU to the clip rectangle turned back, and their vertices turned by a quarter turn about
 // `bottom`.
 void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::string& text,
-               ImVec2 clipMin, ImVec2 clipMax) {
+               ImVec2 clipMin, ImVec2 clipMax, float size = 0) {
+  if (size <= 0) size = ImGui::GetFontSize();
   // 1 the clip rectangle in upright coordinates: screen (X, Y) <- upright (x, y) with
   //   X = bx + (y - by), Y = by - (x - bx)
   const ImVec2 listMin = drawList->GetClipRectMin(), listMax = drawList->GetClipRectMax();
@@ -41,7 +42,7 @@ void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::stri
   // 2 upright glyphs, clipped on the CPU (the GPU clip rectangle would be the wrong one)
   const int first = drawList->VtxBuffer.Size;
   drawList->PushClipRect(ImVec2(-1e7f, -1e7f), ImVec2(1e7f, 1e7f), false);
-  drawList->AddText(ImGui::GetFont(), ImGui::GetFontSize(), bottom, color, text.c_str(),
+  drawList->AddText(ImGui::GetFont(), size, bottom, color, text.c_str(),
                     text.c_str() + text.size(), 0.f, &upright);
   drawList->PopClipRect();
   // 3 the quarter turn
@@ -51,13 +52,21 @@ void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::stri
   }
 }
 
+// Records label `index` as drawn (the list holds "" for the ones skipped).
+void recordLabel(std::vector<std::string>& drawn, int index, const std::string& text) {
+  if (index < 0) return;
+  if (static_cast<int>(drawn.size()) <= index) drawn.resize(static_cast<std::size_t>(index) + 1);
+  drawn[static_cast<std::size_t>(index)] = text;
+}
+
 }  // namespace
 
-std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodePoints) {
+std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodePoints,
+                     float size) {
   // Two or three measurements of at most maxCodePoints code points: linear, bounded.
   const std::string capped = io::capLabel(text, maxCodePoints);
   ImFont* imFont = ImGui::GetFont();
-  const float size = ImGui::GetFontSize();
+  if (size <= 0) size = ImGui::GetFontSize();
   const char* begin = capped.c_str();
   const char* end = begin + capped.size();
   const char* fits = end;
@@ -161,12 +170,23 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
   const float lineHeight = ImGui::GetTextLineHeight();
   const bool hasCols = !view.colLabels.empty(), hasRows = !view.rowLabels.empty();
   const char* dot = " \xC2\xB7 ";  // " · "
-  // 1 the steps: rows by line height, columns by width (upright) or line height (rotated)
-  g.rowStep = hasRows ? io::labelStep(lineHeight * 1.05, g.cellPxH) : 1;
-  g.colStep = !hasCols ? 1
-              : g.colLabelsRotated
-                  ? io::labelStep(lineHeight * 1.05, g.cellPxW)
-                  : io::labelStep(entry.colLabelWidth + font * 0.4f, g.cellPxW);
+  // 1 the label sizes and steps: never thinned while a row (a rotated column) is at least one
+  //   font height; below that the labels shrink down to a floor (0.7 of the font), and only
+  //   then every k-th is drawn. In presentation and "this stage alone" (allLabels) every
+  //   label is drawn, shrunk as far as it takes (down to 4 px).
+  const float floorPx = options.allLabels ? std::min(font, 4.f) : font * 0.7f;
+  auto sizeFor = [&](float pitch) { return std::clamp(pitch, floorPx, font); };
+  auto stepFor = [&](float pitch, float size) {
+    return options.allLabels || pitch >= size ? 1 : io::labelStep(size, pitch);
+  };
+  g.rowLabelPx = sizeFor(g.cellPxH);
+  g.rowStep = hasRows ? stepFor(g.cellPxH, g.rowLabelPx) : 1;
+  g.colLabelPx = g.colLabelsRotated ? sizeFor(g.cellPxW) : font;
+  g.colStep = !hasCols             ? 1
+              : g.colLabelsRotated ? stepFor(g.cellPxW, g.colLabelPx)
+              : options.allLabels  ? 1
+                                   : io::labelStep(entry.colLabelWidth + font * 0.4f, g.cellPxW);
+  (void)lineHeight;
   // 2 the titles: "key · every 2nd label" above, "query" read upwards on the left; the rows'
   //   rule goes above too when it does not fit beside the rows
   std::string rowTitle(view.rowAxis), colTitle(view.colAxis);
@@ -189,13 +209,16 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
          c += g.colStep) {
       const float centre = g.cellScreenMin(0, c).x + g.cellPxW * 0.5f;
       if (g.colLabelsRotated) {
-        const std::string text = fitLabel(view.colLabels[c], g.colLabelHeight - font * 0.3f);
-        addTextUp(drawList,
-                  ImVec2(std::round(centre - lineHeight * 0.5f), g.gridMin.y - font * 0.2f),
-                  textColor, text, ImVec2(g.gridMin.x - lineHeight * 0.5f, top),
-                  ImVec2(g.gridMax.x + lineHeight * 0.5f, g.gridMin.y));
+        const float px = g.colLabelPx, line = lineHeight * px / font;
+        const std::string text =
+            fitLabel(view.colLabels[c], g.colLabelHeight - font * 0.3f, io::kLabelDisplayChars, px);
+        addTextUp(drawList, ImVec2(std::round(centre - line * 0.5f), g.gridMin.y - font * 0.2f),
+                  textColor, text, ImVec2(g.gridMin.x - line * 0.5f, top),
+                  ImVec2(g.gridMax.x + line * 0.5f, g.gridMin.y), px);
+        if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
       } else {
         const std::string text = fitLabel(view.colLabels[c], g.cellPxW * g.colStep);
+        if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
         const float width = ImGui::CalcTextSize(text.c_str()).x;
         drawList->AddText(ImVec2(std::round(centre - width * 0.5f), g.gridMin.y - font * 1.15f),
                           textColor, text.c_str());
@@ -218,12 +241,15 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
     const int first = g.firstRow - g.firstRow % g.rowStep;
     for (int r = first; r <= g.lastRow && r < static_cast<int>(view.rowLabels.size());
          r += g.rowStep) {
-      const std::string text = fitLabel(view.rowLabels[r], g.rowLabelWidth - font * 0.4f);
-      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      const float px = g.rowLabelPx;
+      const std::string text =
+          fitLabel(view.rowLabels[r], g.rowLabelWidth - font * 0.4f, io::kLabelDisplayChars, px);
+      const ImVec2 size = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str());
       const float centre = g.cellScreenMin(r, 0).y + g.cellPxH * 0.5f;
-      drawList->AddText(
-          ImVec2(g.gridMin.x - font * 0.3f - size.x, std::round(centre - size.y * 0.5f)), textColor,
-          text.c_str());
+      drawList->AddText(ImGui::GetFont(), px,
+                        ImVec2(g.gridMin.x - font * 0.3f - size.x, std::round(centre - size.y * 0.5f)),
+                        textColor, text.c_str());
+      if (g.recordLabels) recordLabel(g.rowLabelsDrawn, r, text);
     }
     drawList->PopClipRect();
     // 6 the row title, read bottom to top, centred beside the grid
