@@ -376,7 +376,10 @@ Expected<std::vector<ArraySummary>> listArrays(const std::string& path, const Np
 // =======================================================================================
 
 struct AttentionFileBuilder {
-  static Expected<AttentionFile> open(const std::string& path, const AttentionOpenOptions& options);
+  // `choices` null: several arrays and none chosen is an error (the CLI); else they are
+  // listed there and the returned file is empty (no layers).
+  static Expected<AttentionFile> open(const std::string& path, const AttentionOpenOptions& options,
+                                      std::vector<ArraySummary>* choices);
   static Status addSource(AttentionFile& file, const NpyArray& array, const std::string& name,
                           const AttentionOpenOptions& options, bool perLayer, bool mapped);
   static Status loadLabels(AttentionFile& file, const AttentionOpenOptions& options);
@@ -500,7 +503,8 @@ Status AttentionFileBuilder::loadLabels(AttentionFile& file, const AttentionOpen
 }
 
 Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
-                                                   const AttentionOpenOptions& options) {
+                                                   const AttentionOpenOptions& options,
+                                                   std::vector<ArraySummary>* choices) {
   AttentionFile file;
   file.path_ = path;
   std::string problem;
@@ -534,6 +538,11 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
       std::vector<std::string> readable;
       for (const ArraySummary& a : file.arrays_) {
         if (a.unsupported.empty()) readable.push_back(a.name);
+      }
+      if (readable.size() > 1 && choices) {
+        for (const ArraySummary& a : file.arrays_)
+          if (a.unsupported.empty()) choices->push_back(a);
+        return file;
       }
       if (readable.size() != 1) {
         std::string list;
@@ -571,13 +580,23 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
 
 Expected<AttentionFile> AttentionFile::open(const std::string& path,
                                             const AttentionOpenOptions& options) {
-  return AttentionFileBuilder::open(path, options);
+  return AttentionFileBuilder::open(path, options, nullptr);
+}
+
+Expected<AttentionFileOrChoice> AttentionFile::openOrChoose(const std::string& path,
+                                                            const AttentionOpenOptions& options) {
+  AttentionFileOrChoice result;
+  Expected<AttentionFile> file = AttentionFileBuilder::open(path, options, &result.choices);
+  if (!file) return file.error();
+  if (result.choices.empty()) result.file = std::move(file).value();
+  return result;
 }
 
 Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<float> values,
                                                   const AttentionShape& shape,
                                                   std::vector<std::string> labels,
-                                                  std::string labelsSource) {
+                                                  std::string labelsSource,
+                                                  std::vector<std::string> queryLabels) {
   const std::int64_t dims[4] = {shape.layers, shape.heads, shape.queries, shape.keys};
   std::uint64_t count = 1;
   for (std::int64_t d : dims) {
@@ -591,8 +610,13 @@ Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<
                  std::to_string(values.size()) + " values for " + std::to_string(count) +
                      " elements"};
   }
-  if (shape.queries > shape.keys) {
+  if (queryLabels.empty() && shape.queries > shape.keys) {
     return Error{name, "shape", "n_q = " + std::to_string(shape.queries) + " is more than n_k"};
+  }
+  if (!queryLabels.empty() && static_cast<int>(queryLabels.size()) != shape.queries) {
+    return Error{name, "tokens",
+                 std::to_string(queryLabels.size()) + " query labels for n_q = " +
+                     std::to_string(shape.queries) + " queries"};
   }
   if (static_cast<int>(labels.size()) != shape.keys) {
     return Error{name, "tokens",
@@ -614,7 +638,10 @@ Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<
   Status added = AttentionFileBuilder::addSource(file, array, "attention", {}, /*perLayer=*/false,
                                                  /*mapped=*/false);
   if (!added) return added.error();
-  file.queryLabels_.assign(labels.end() - shape.queries, labels.end());
+  if (queryLabels.empty())
+    file.queryLabels_.assign(labels.end() - shape.queries, labels.end());
+  else
+    file.queryLabels_ = std::move(queryLabels);
   file.keyLabels_ = std::move(labels);
   file.labelsSource_ = std::move(labelsSource);
   return file;

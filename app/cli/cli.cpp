@@ -29,7 +29,6 @@
 #include "app/cli/cli_image.h"
 #include "app/cli/cli_model.h"
 #include "app/cli/cli_train.h"
-#include "app/ui/shell/gui.h"
 #include "core/isa/isa.h"
 #include "core/scenario/scenario.h"
 #include "render/color_scale.h"
@@ -185,6 +184,11 @@ options:
   --stage NAME      make NAME the current pipeline stage (q, k, v, scores, masked_scores,
                     weights, context, concat, output); with --presentation it is shown
                     alone, full screen, with its explanation under it
+  --layout-out FILE.json
+                    also write what was drawn: window [w, h], font_px, and every heatmap
+                    with its stage, title, rect [x, y, w, h], rows, cols, cell [w, h],
+                    numbers_drawn, row_labels / col_labels (as drawn, "" = skipped),
+                    range [lo, hi], range_rule (fixed|symmetric|minmax|row), colormap
   -h, --help        show this help
 
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
@@ -695,10 +699,11 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--theme", true},
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
     {"--focus", true}, {"--model", true},       {"--text", true},    {"--pipeline", false},
-    {"--presentation", false}, {"--stage", true},
+    {"--presentation", false}, {"--stage", true}, {"--layout-out", true},
     {"--array", true},  {"--batch", true},       {"--layout", true},  {"--tokens", true}};
 
-int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+                  const WindowRunner& window) {
   Expected<ParsedArgs> parsed = parseArgs("screenshot", args, kScreenshotOptions);
   if (!parsed) return fail(err, parsed.error());
   if (parsed->help) {
@@ -754,6 +759,12 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       return fail(err, distinct.error());
   }
   launch.screenshotPath = *outPath;
+  if (const std::string* v = parsed->get("--layout-out")) {
+    if (v->empty()) return fail(err, optionError("--layout-out", "needs a FILE.json"));
+    if (Status distinct = path->empty() ? Status(Ok{}) : checkNotAnInput(*v, *path); !distinct)
+      return fail(err, distinct.error());
+    launch.layoutOutPath = *v;
+  }
 
   // An image opens the image view (the window checks the file before it opens).
   if (Status image = applyImageScreenshotOptions(
@@ -775,19 +786,20 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       !model) {
     return fail(err, model.error());
   }
-  if (launch.imagePath.empty() && !isAttentionPath(*path) && !path->empty()) {
+  if (launch.imagePath.empty() && classifyPath(*path) != PathKind::AttentionFile && !path->empty()) {
     Expected<Computed> computed = loadAndCompute(*path);
     if (!computed) return fail(err, computed.error());
   }
   out.flush();
-  return runGui(launch);
+  return openWindow(window, launch, "'screenshot'", err);
 }
 
 // =======================================================================================
 // Dispatch
 // =======================================================================================
 
-int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const WindowRunner& window) {
   if (args.empty()) {
     return fail(err, Error{"", "", "no command given (see attnscope --help)"});
   }
@@ -795,13 +807,13 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   std::span<const std::string> rest(args.data() + 1, args.size() - 1);
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
-  if (command == "screenshot") return runScreenshot(rest, out, err);
+  if (command == "screenshot") return runScreenshot(rest, out, err, window);
   if (command == "bench") return runBench(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
   if (command == "image") return runImageCommand(rest, out, err);
   if (command == "train") return runTrain(rest, out, err);
   if (command == "model") return runModelCommand(rest, out, err);
-  if (command == "--model") return runModelWindow(rest, out, err);
+  if (command == "--model") return runModelWindow(rest, out, err, window);
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
         << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
@@ -858,9 +870,20 @@ bool isCliArgument(std::string_view arg) {
          arg.starts_with("-");
 }
 
-int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+int openWindow(const WindowRunner& window, const GuiLaunch& launch, std::string_view what,
+               std::ostream& err) {
+  if (window) return window(launch);
+  return cli::fail(err, Error{"", "",
+                         std::string(what) +
+                             " needs the GUI build: this attnscope was built without the window "
+                             "(-DATTNSCOPE_BUILD_GUI=OFF); the headless commands are compute, "
+                             "export, info, image, train, model and bench"});
+}
+
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+           const WindowRunner& window) {
   try {
-    return dispatch(args, out, err);
+    return dispatch(args, out, err, window);
   } catch (const std::exception& e) {
     err << "attnscope: internal error: " << e.what() << '\n';
     return 1;
@@ -870,10 +893,11 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
   }
 }
 
-int runCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+int runCli(int argc, char** argv, std::ostream& out, std::ostream& err,
+           const WindowRunner& window) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  return runCli(args, out, err);
+  return runCli(args, out, err, window);
 }
 
 std::optional<int> parseIntStrict(std::string_view text, int lo, int hi) {

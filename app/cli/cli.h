@@ -8,29 +8,46 @@
 //   2  bad input or usage: exactly ONE line on `err`,
 //      "attnscope: FILE: field 'FIELD': PROBLEM" (attn::Error::message()) or
 //      "attnscope: option '--NAME': PROBLEM" for a bad command-line option
-//   3  no display / no OpenGL (screenshot only; from app::runGui)
+//   3  no display / no OpenGL (screenshot only; from the window)
+//
+// The CLI links no ImGui, GLFW or GL. What opens a window (`screenshot`, `--model DIR`, no
+// command) goes through the WindowRunner that main() passes in: app/ui's runGui in the GUI
+// build, none in the headless build (-DATTNSCOPE_BUILD_GUI=OFF), where those say so and
+// exit 2 after checking their options as usual.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "app/session/launch.h"
+#include "app/session/version.h"
+
 namespace attn::app {
 
-// Kept in step with project(attnscope VERSION ...) in CMakeLists.txt.
-inline constexpr std::string_view kVersion = "0.1.0";
+// Opens the window on a launch plan and returns the process exit code (runGui's contract).
+using WindowRunner = std::function<int(const GuiLaunch&)>;
 
 // True when `arg` (argv[1]) selects the CLI rather than the window: a command name
 // ("compute", "export", "screenshot", "image", "train", "model", "bench", "help") or anything
 // starting with '-'.
 bool isCliArgument(std::string_view arg);
 
-// argv[0] is the program name, argv[1] the command. Never throws.
-int runCli(int argc, char** argv, std::ostream& out, std::ostream& err);
+// argv[0] is the program name, argv[1] the command. Never throws. `window` opens the
+// window (screenshot, --model DIR); empty in the headless build.
+int runCli(int argc, char** argv, std::ostream& out, std::ostream& err,
+           const WindowRunner& window = {});
 // Same, with the arguments after the program name (args[0] is the command).
-int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+           const WindowRunner& window = {});
+
+// Runs `window` on `launch`. Without one (the headless build) prints one line on `err`
+// saying that `what` ("'screenshot'", "the window") needs the GUI build, and returns 2.
+int openWindow(const WindowRunner& window, const GuiLaunch& launch, std::string_view what,
+               std::ostream& err);
 
 // ---------------------------------------------------------------------------------------
 // Strict number parsing (std::from_chars on the whole text; no spaces, no '+', no

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "app/cli/cli_common.h"
-#include "app/ui/shell/gui.h"
+#include "app/session/launch.h"
 
 namespace attn::app {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "app/ui/shell/gui.h"
+#include "app/session/launch.h"
 #include "core/base/types.h"
 
 namespace attn::app {

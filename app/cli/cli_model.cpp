@@ -10,7 +10,6 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
-#include "app/ui/shell/gui.h"
 #include "core/models/gpt2/model.h"
 #include "formats/files.h"
 #include "formats/models/gpt2_model.h"
@@ -226,7 +225,8 @@ prediction and the residual-stream norms. A bad folder gives an error notice and
 opens without a model.
 )";
 
-int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+                   const WindowRunner& window) {
   constexpr cli::OptionSpec kOptions[] = {{"--text", true}};
   Expected<cli::ParsedArgs> parsed = cli::parseArgs("--model", args, kOptions);
   if (!parsed) return fail(err, parsed.error());
@@ -241,7 +241,7 @@ int runModelWindow(std::span<const std::string> args, std::ostream& out, std::os
   launch.modelFolder = parsed->positional[0];
   if (const std::string* text = parsed->get("--text")) launch.modelText = *text;
   out.flush();
-  return runGui(launch);
+  return openWindow(window, launch, "'--model'", err);
 }
 
 Status applyModelScreenshotOptions(const std::function<const std::string*(std::string_view)>& get,

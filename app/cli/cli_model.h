@@ -8,7 +8,8 @@
 #include <string_view>
 #include <functional>
 
-#include "app/ui/shell/gui.h"
+#include "app/cli/cli.h"
+#include "app/session/launch.h"
 #include "core/base/types.h"
 
 namespace attn::app {
@@ -22,7 +23,8 @@ extern const std::string_view kModelWindowHelp;
 
 // `attnscope --model DIR [--text TEXT]` (args after "--model"): the window with the model
 // loaded (on its worker) and TEXT in the Model panel.
-int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+                   const WindowRunner& window);
 
 // `attnscope screenshot --model DIR ...`: sets launch.modelFolder and the model options
 // --text, --head L,H and --pipeline (read through `get`; `has` for the flag). Without

@@ -137,6 +137,12 @@ struct PanelScratch {
     SelectedMatrix view;
   };
   std::deque<CachedView> viewCache;  // deque: pointers returned by cachedView() stay valid while more are added
+  // The Settings panel's mask heatmap: the allowed cells (1 / 0) of computed.revision.
+  struct AllowedView {
+    std::uint64_t revision = ~0ull;
+    SelectedMatrix view;
+  };
+  AllowedView allowedView;
 };
 
 // ---------------------------------------------------------------------------------------

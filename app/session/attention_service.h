@@ -7,14 +7,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "app/session/app_state.h"
+#include "app/session/latest_worker.h"
 
 namespace attn::app {
 
@@ -52,34 +50,13 @@ class AttentionService {
   // Blocks until both workers are idle (tests; never in a frame).
   void waitIdle();
 
-  // One thread running the newest submitted job; submitting raises the running job's
-  // cancel flag.
-  class Worker {
-   public:
-    using Job = std::function<void(const std::atomic<bool>& cancel)>;
-    Worker();
-    ~Worker();
-    void submit(Job job);
-    bool busy() const;
-    void waitIdle();
-
-   private:
-    void run();
-    mutable std::mutex mutex_;
-    std::condition_variable wake_, idle_;
-    Job queued_;
-    bool running_ = false, stop_ = false;
-    std::atomic<bool> cancel_{false};
-    std::thread thread_;
-  };
-
  private:
   mutable std::mutex mutex_;
   std::shared_ptr<const io::HeadOverview> overview_;
   std::uint64_t overviewGeneration_ = 0;
   std::shared_ptr<const AttentionShown> shown_;
   std::atomic<int> done_{0}, total_{0};
-  Worker overviewWorker_, selectionWorker_;  // last: joined first on destruction
+  LatestWorker overviewWorker_, selectionWorker_;  // last: joined first on destruction
 };
 
 // The window's step: submits what changed (a new file, a new selection), moves finished

@@ -53,26 +53,32 @@ std::shared_ptr<Computed> computeDocument(const Scenario& doc, std::uint64_t rev
 // The worker
 // =======================================================================================
 
-ComputeService::ComputeService() : worker_([this] { run(); }) {}
-
-ComputeService::~ComputeService() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  worker_.join();
-}
-
 void ComputeService::submit(std::shared_ptr<const Scenario> doc, std::uint64_t revision,
                             std::vector<ViewKey> views) {
-  {
+  worker_.submit([this, doc = std::move(doc), revision,
+                  views = std::move(views)](const std::atomic<bool>&) mutable {
+    // Reuse the buffers of a result that only this worker still holds (the UI has moved on
+    // to a newer one); otherwise allocate fresh ones.
+    std::shared_ptr<Computed> recycle;
+    {
+      std::lock_guard lock(mutex_);
+      for (std::shared_ptr<const Computed>& old : published_) {
+        if (old && old.use_count() == 1) {  // nobody else can copy it: it is ours again
+          recycle = std::const_pointer_cast<Computed>(std::move(old));
+          old.reset();
+          break;
+        }
+      }
+    }
+    std::shared_ptr<Computed> result = computeDocument(*doc, revision, std::move(recycle), views);
+    doc.reset();
     std::lock_guard lock(mutex_);
-    queued_ = std::move(doc);  // latest wins: an unstarted older request is dropped here
-    queuedRevision_ = revision;
-    queuedViews_ = std::move(views);
-  }
-  wake_.notify_one();
+    finished_ = result;
+    // Remember the last two results: the one on screen, and the one it replaced, which
+    // becomes reusable as soon as the UI lets go of it.
+    published_[1] = std::move(published_[0]);
+    published_[0] = std::move(result);
+  });
 }
 
 std::shared_ptr<const Computed> ComputeService::take() {
@@ -81,67 +87,24 @@ std::shared_ptr<const Computed> ComputeService::take() {
 }
 
 bool ComputeService::busy() const {
-  std::lock_guard lock(mutex_);
-  return running_ || queued_ != nullptr;
+  return worker_.busy();
 }
 
 void ComputeService::waitIdle() {
-  std::unique_lock lock(mutex_);
-  idle_.wait(lock, [this] { return !running_ && queued_ == nullptr; });
+  worker_.waitIdle();
 }
 
 std::uint64_t ComputeService::completed() const {
-  std::lock_guard lock(mutex_);
-  return completed_;
-}
-
-void ComputeService::run() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    wake_.wait(lock, [this] { return stop_ || queued_ != nullptr; });
-    if (stop_) return;
-    std::shared_ptr<const Scenario> doc = std::exchange(queued_, nullptr);
-    const std::uint64_t revision = queuedRevision_;
-    const std::vector<ViewKey> views = std::move(queuedViews_);
-    queuedViews_.clear();
-    running_ = true;
-    // Reuse the buffers of a result that only this worker still holds (the UI has moved on
-    // to a newer one); otherwise allocate fresh ones.
-    std::shared_ptr<Computed> recycle;
-    for (std::shared_ptr<const Computed>& old : published_) {
-      if (old && old.use_count() == 1) {  // nobody else can copy it: it is ours again
-        recycle = std::const_pointer_cast<Computed>(std::move(old));
-        old.reset();
-        break;
-      }
-    }
-    lock.unlock();
-    std::shared_ptr<Computed> result = computeDocument(*doc, revision, std::move(recycle), views);
-    doc.reset();
-    lock.lock();
-    running_ = false;
-    ++completed_;
-    finished_ = result;
-    // Remember the last two results: the one on screen, and the one it replaced, which
-    // becomes reusable as soon as the UI lets go of it.
-    published_[1] = std::move(published_[0]);
-    published_[0] = std::move(result);
-    if (queued_ == nullptr) idle_.notify_all();
-  }
+  return worker_.completed();
 }
 
 // =======================================================================================
 // The window's recompute step
 // =======================================================================================
 
-bool updateAsync(AppState& state, ComputeService& service) {
+bool updateAsync(AppState& state, ComputeService& service, const std::vector<ViewKey>& views) {
   if (state.submittedRevision != state.revision) {
-    // The views on screen now (the cache of the shown revision) are the ones the new result
-    // will be shown in; the mask view (a negative pseudo-head) is the panel's own.
-    std::vector<ViewKey> views;
-    for (const PanelScratch::CachedView& entry : state.panels.viewCache)
-      if (entry.head >= -1) views.push_back({entry.kind, entry.head});
-    service.submit(std::make_shared<const Scenario>(state.doc), state.revision, std::move(views));
+    service.submit(std::make_shared<const Scenario>(state.doc), state.revision, views);
     state.submittedRevision = state.revision;
   }
   std::shared_ptr<const Computed> finished = service.take();

@@ -9,13 +9,13 @@
 // worker both call it, so both give the same result bit for bit.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <thread>
+#include <vector>
 
 #include "app/session/app_state.h"
+#include "app/session/latest_worker.h"
 
 namespace attn::app {
 
@@ -31,8 +31,8 @@ std::shared_ptr<Computed> computeDocument(const Scenario& doc, std::uint64_t rev
 
 class ComputeService {
  public:
-  ComputeService();  // starts the worker thread
-  ~ComputeService();  // asks the worker to stop and joins it (an attend() in flight finishes)
+  ComputeService() = default;   // starts the worker thread
+  ~ComputeService() = default;  // joins the worker (an attend() in flight finishes)
   ComputeService(const ComputeService&) = delete;
   ComputeService& operator=(const ComputeService&) = delete;
 
@@ -51,28 +51,20 @@ class ComputeService {
   std::uint64_t completed() const;
 
  private:
-  void run();
-
   mutable std::mutex mutex_;
-  std::condition_variable wake_;   // the worker waits for a request or stop
-  std::condition_variable idle_;   // waitIdle() waits for the worker to finish
-  std::shared_ptr<const Scenario> queued_;
-  std::uint64_t queuedRevision_ = 0;
-  std::vector<ViewKey> queuedViews_;
-  bool running_ = false;  // the worker is computing a request
-  bool stop_ = false;
-  std::uint64_t completed_ = 0;
   std::shared_ptr<const Computed> finished_;  // published, not yet taken
   // The last two published results; one that only the worker still holds is recomputed in
-  // place (buffer reuse).
+  // place (buffer reuse). Touched by the worker's jobs only (one at a time).
   std::shared_ptr<const Computed> published_[2];
-  std::thread worker_;
+  LatestWorker worker_;  // last: joined before the members its jobs use go
 };
 
 // The window's recompute step: submits the document when its revision changed since the
-// last submit (with the views on screen, from state.panels.viewCache), and moves a finished result into state.computed (when it belongs to the
-// newest revision submitted, or to any newer revision than the one shown). Returns true
-// when state.computed was replaced this call. Never blocks.
-bool updateAsync(AppState& state, ComputeService& service);
+// last submit, with `views`: the matrices the window shows now (the UI says which; the
+// service never reads panel state), which the worker selects with the result. Moves a
+// finished result into state.computed (when it belongs to the newest revision submitted,
+// or to any newer revision than the one shown). Returns true when state.computed was
+// replaced this call. Never blocks.
+bool updateAsync(AppState& state, ComputeService& service, const std::vector<ViewKey>& views = {});
 
 }  // namespace attn::app

@@ -159,33 +159,14 @@ bool publishModelRun(AppState& state, std::shared_ptr<const ModelRun> run) {
   ModelView& model = state.model;
   if (!run || run->generation != model.generation) return false;
   AttentionView& view = state.attention;
-  const bool showingOurs = model.run && view.file && view.file == model.run->attention;
+  const bool showingOurs = model.run && view.tensor() && view.tensor() == model.run->attention;
   if (run->attention) {
-    view.choosePath.clear();
-    view.chooseArrays.clear();
-    view.file = run->attention;
-    ++view.generation;
     // The selection stays while typing (clamped when another model has fewer layers or
-    // heads); the selected matrix is recomputed for the new tokens. The thumbnails of the
-    // previous text stay until the new ones are made (the grid does not flash).
-    io::AttentionSelection selection = view.selection;
-    selection.layer = std::clamp(selection.layer, 0, view.file->layers() - 1);
-    selection.head = std::clamp(selection.head, 0, view.file->heads() - 1);
-    view.selection = selection;
-    ++view.selectionRevision;
-    view.shown.reset();
-    view.topFor = nullptr;
-    view.topIndex.clear();
-    view.overlayGeneration = ~0ull;
-    view.overlayHeads.clear();
-    view.overlayTop.clear();
-    if (view.pinnedToken >= view.file->shape().keys) view.pinnedToken = -1;
+    // heads); the selected matrix is recomputed for the new tokens.
+    showSource(view, modelRunSource(*run), KeepView::Selection);
   } else if (showingOurs && run->error.empty()) {
     // The text was emptied: nothing to show (an error keeps the last good run's attention).
-    view.file.reset();
-    view.overview.reset();
-    view.shown.reset();
-    ++view.generation;
+    showSource(view, nullptr, KeepView::Nothing);
   }
   model.run = std::move(run);
   return true;
@@ -221,35 +202,38 @@ bool updateModel(AppState& state, double now) {
 // The worker
 // =======================================================================================
 
-ModelService::ModelService(std::chrono::milliseconds debounce)
-    : debounce_(debounce), worker_([this] { run(); }) {}
-
-ModelService::~ModelService() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  worker_.join();
-}
+ModelService::ModelService(std::chrono::milliseconds debounce) : debounce_(debounce) {}
 
 void ModelService::submitLoad(std::string folder) {
-  {
+  loads_.submit([this, folder = std::move(folder)](const std::atomic<bool>&) {
+    Loaded loaded{folder, nullptr, Error{}};
+    Expected<io::Gpt2Model> model = io::loadGpt2Folder(folder);
+    if (model)
+      loaded.model = std::make_shared<const io::Gpt2Model>(std::move(model).value());
+    else
+      loaded.error = model.error();
     std::lock_guard lock(mutex_);
-    queuedLoad_ = std::move(folder);
-  }
-  wake_.notify_one();
+    loaded_ = std::move(loaded);
+  });
 }
 
 void ModelService::submitText(std::shared_ptr<const io::Gpt2Model> model,
                               std::uint64_t generation, std::string text,
                               std::uint64_t textRevision) {
-  {
-    std::lock_guard lock(mutex_);
-    queuedText_ = TextRequest{std::move(model), generation, textRevision, std::move(text),
-                              std::chrono::steady_clock::now() + debounce_};
-  }
-  wake_.notify_one();
+  // Runs kModelDebounce after the last submit: a newer text replaces this one before then.
+  runs_.submit(
+      [this, model = std::move(model), generation, text = std::move(text),
+       textRevision](const std::atomic<bool>&) {
+        std::vector<int> ids = model->tokenizer.encode(text).ids;
+        std::shared_ptr<gpt2::Session> session = freeSession(model, ids);
+        std::shared_ptr<ModelRun> result =
+            runModel(*model, session, text, generation, textRevision);
+        session.reset();
+        std::lock_guard lock(mutex_);
+        finished_ = std::move(result);  // an untaken older run is dropped: latest wins
+        ++runsCompleted_;
+      },
+      LatestWorker::Clock::now() + debounce_);
 }
 
 std::optional<ModelService::Loaded> ModelService::takeLoad() {
@@ -263,13 +247,12 @@ std::shared_ptr<const ModelRun> ModelService::takeRun() {
 }
 
 bool ModelService::busy() const {
-  std::lock_guard lock(mutex_);
-  return running_ || queuedLoad_ || queuedText_;
+  return loads_.busy() || runs_.busy();
 }
 
 void ModelService::waitIdle() {
-  std::unique_lock lock(mutex_);
-  idle_.wait(lock, [this] { return !running_ && !queuedLoad_ && !queuedText_; });
+  loads_.waitIdle();
+  runs_.waitIdle();
 }
 
 std::uint64_t ModelService::runsCompleted() const {
@@ -278,7 +261,7 @@ std::uint64_t ModelService::runsCompleted() const {
 }
 
 // A session for `model` that no published run holds, preferring the one whose tokens share
-// the longest prefix with `ids`. Worker thread only.
+// the longest prefix with `ids`. The text worker's thread only.
 std::shared_ptr<gpt2::Session> ModelService::freeSession(
     const std::shared_ptr<const io::Gpt2Model>& model, const std::vector<int>& ids) {
   if (sessionWeights_ != model->weights) {  // another model: the caches are worthless
@@ -305,54 +288,6 @@ std::shared_ptr<gpt2::Session> ModelService::freeSession(
                                                                       : sessions_[0];
   slot = std::make_shared<gpt2::Session>(model->weights);
   return slot;
-}
-
-void ModelService::run() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    if (stop_) return;
-    if (queuedLoad_) {
-      const std::string folder = std::move(*queuedLoad_);
-      queuedLoad_.reset();
-      running_ = true;
-      lock.unlock();
-      Loaded loaded{folder, nullptr, Error{}};
-      Expected<io::Gpt2Model> model = io::loadGpt2Folder(folder);
-      if (model)
-        loaded.model = std::make_shared<const io::Gpt2Model>(std::move(model).value());
-      else
-        loaded.error = model.error();
-      lock.lock();
-      loaded_ = std::move(loaded);
-      running_ = false;
-    } else if (queuedText_) {
-      const auto due = queuedText_->due;
-      if (std::chrono::steady_clock::now() < due) {  // debounce: wait for more typing
-        wake_.wait_until(lock, due);
-        continue;
-      }
-      TextRequest request = std::move(*queuedText_);
-      queuedText_.reset();
-      running_ = true;
-      lock.unlock();
-      std::shared_ptr<ModelRun> result;
-      {
-        std::vector<int> ids = request.model->tokenizer.encode(request.text).ids;
-        std::shared_ptr<gpt2::Session> session = freeSession(request.model, ids);
-        result = runModel(*request.model, session, request.text, request.generation,
-                          request.textRevision);
-      }
-      lock.lock();
-      finished_ = std::move(result);  // an untaken older run is dropped: latest wins
-      ++runsCompleted_;
-      running_ = false;
-    } else {
-      idle_.notify_all();
-      wake_.wait(lock);
-      continue;
-    }
-    if (!queuedLoad_ && !queuedText_) idle_.notify_all();
-  }
 }
 
 // =======================================================================================

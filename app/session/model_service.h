@@ -1,7 +1,8 @@
 // The GPT-2 model off the UI thread (the ComputeService pattern, app/compute_service.h):
-// loading a model folder, and running the model on the text as the user types. One worker
-// thread; a load goes first, a text waits for the debounce (no new text for kModelDebounce)
-// and then runs; an unstarted older request is dropped (latest wins). Results are immutable
+// loading a model folder, and running the model on the text as the user types. Two
+// latest-wins workers (app/session/latest_worker.h): one loads folders, one runs texts; a
+// text waits for the debounce (no new text for kModelDebounce) and then runs; an unstarted
+// older request of either kind is dropped (latest wins). Results are immutable
 // shared_ptr<const T>; the UI never waits. No ImGui, no GL: tests drive it directly.
 //
 // The KV cache: the worker keeps two gpt2::Sessions. A published run holds its session
@@ -12,15 +13,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "app/session/app_state.h"
+#include "app/session/latest_worker.h"
 
 namespace attn::app {
 
@@ -64,7 +64,7 @@ bool updateModel(AppState& state, double now);
 class ModelService {
  public:
   explicit ModelService(std::chrono::milliseconds debounce = kModelDebounce);
-  ~ModelService();  // asks the worker to stop and joins it (a run in flight finishes)
+  ~ModelService() = default;  // joins the workers (a run in flight finishes)
   ModelService(const ModelService&) = delete;
   ModelService& operator=(const ModelService&) = delete;
 
@@ -91,29 +91,18 @@ class ModelService {
   std::uint64_t runsCompleted() const;
 
  private:
-  void run();
   std::shared_ptr<gpt2::Session> freeSession(const std::shared_ptr<const io::Gpt2Model>& model,
                                              const std::vector<int>& ids);
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_, idle_;
   const std::chrono::milliseconds debounce_;
-  std::optional<std::string> queuedLoad_;
-  struct TextRequest {
-    std::shared_ptr<const io::Gpt2Model> model;
-    std::uint64_t generation = 0, textRevision = 0;
-    std::string text;
-    std::chrono::steady_clock::time_point due;
-  };
-  std::optional<TextRequest> queuedText_;
-  bool running_ = false, stop_ = false;
   std::uint64_t runsCompleted_ = 0;
   std::optional<Loaded> loaded_;
   std::shared_ptr<const ModelRun> finished_;
-  // Worker-only: the sessions and the weights they belong to.
+  // Text worker only: the sessions and the weights they belong to.
   std::shared_ptr<const gpt2::Weights> sessionWeights_;
   std::shared_ptr<gpt2::Session> sessions_[2];
-  std::thread worker_;  // last: started after every member above exists
+  LatestWorker loads_, runs_;  // last: joined before the members their jobs use go
 };
 
 // The window's step: submits a requested load and a changed text, takes finished results

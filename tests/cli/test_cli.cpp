@@ -733,4 +733,43 @@ TEST(CliInProcess, ComputeMatchesTheBinary) {
   EXPECT_NE(err3.str().find("no command"), std::string::npos);
 }
 
+// Without a window runner (as in the headless build, -DATTNSCOPE_BUILD_GUI=OFF) a valid
+// screenshot request is checked as usual, then refused with one line and exit 2.
+TEST(CliInProcess, ScreenshotWithoutTheWindowNeedsTheGuiBuild) {
+  const std::string decoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  fs::create_directories(ATTNSCOPE_TEST_TMP);
+  const std::string out = std::string(ATTNSCOPE_TEST_TMP) + "/no_window.png";
+  std::ostringstream out1, err1;
+  EXPECT_EQ(attn::app::runCli({"screenshot", decoder, "--out", out}, out1, err1), 2);
+  EXPECT_EQ(err1.str(),
+            "attnscope: 'screenshot' needs the GUI build: this attnscope was built without the "
+            "window (-DATTNSCOPE_BUILD_GUI=OFF); the headless commands are compute, export, "
+            "info, image, train, model and bench\n");
+  EXPECT_FALSE(fs::exists(out));
+  // Bad options are still reported first, as in the GUI build.
+  std::ostringstream out2, err2;
+  EXPECT_EQ(attn::app::runCli({"screenshot", decoder, "--out", out, "--frames", "0"}, out2, err2),
+            2);
+  EXPECT_NE(err2.str().find("option '--frames'"), std::string::npos) << err2.str();
+  // The window with a model, too.
+  std::ostringstream out3, err3;
+  EXPECT_EQ(attn::app::runCli({"--model", "some/dir"}, out3, err3), 2);
+  EXPECT_NE(err3.str().find("'--model' needs the GUI build"), std::string::npos) << err3.str();
+}
+
+#if !ATTNSCOPE_WITH_GUI
+// The headless binary: screenshot and the window say they need the GUI build.
+TEST(CliHeadless, BinaryRefusesTheWindow) {
+  const std::string decoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "cli_headless";
+  fs::create_directories(dir);
+  RunResult shot = runAttnscope({"screenshot", decoder, "--out", "x.png"}, dir);
+  EXPECT_EQ(shot.exitCode, 2);
+  EXPECT_NE(shot.err.find("'screenshot' needs the GUI build"), std::string::npos) << shot.err;
+  RunResult window = runAttnscope({decoder}, dir);
+  EXPECT_EQ(window.exitCode, 2);
+  EXPECT_NE(window.err.find("the window needs the GUI build"), std::string::npos) << window.err;
+}
+#endif
+
 }  // namespace

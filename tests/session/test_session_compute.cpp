@@ -167,20 +167,20 @@ TEST(UpdateAsync, AsksTheWorkerForTheViewsOnScreen) {
   ComputeService service;
   AppState state;
   loadDocument(state, bigScenario(64, 16, 4), "");
-  // A result this small can come back inside the submitting call (when the UI thread is
-  // descheduled right after the submit), so the test settles rather than counting calls.
+  // What the panels show (the window passes panel::viewsOnScreen; the service reads no
+  // panel state). A result this small can come back inside the submitting call (when the
+  // UI thread is descheduled right after the submit), so the test settles rather than
+  // counting calls.
+  std::vector<ViewKey> onScreen;
   const auto settle = [&] {
-    updateAsync(state, service);
+    updateAsync(state, service, onScreen);
     service.waitIdle();
-    updateAsync(state, service);
+    updateAsync(state, service, onScreen);
     ASSERT_EQ(state.computed->revision, state.revision);
   };
   settle();
-  // What the panels showed for this revision (panel::cachedView fills this cache), plus the
-  // mask panel's own entry (a negative pseudo-head), which the worker does not prepare.
-  state.panels.viewCache.push_back({state.computed->revision, MatrixKind::Scores, 2, {}});
-  state.panels.viewCache.push_back({state.computed->revision, MatrixKind::Weights, -1, {}});
-  state.panels.viewCache.push_back({state.computed->revision, MatrixKind::Weights, -1000, {}});
+  EXPECT_TRUE(state.computed->views.empty());
+  onScreen = {{MatrixKind::Scores, 2}, {MatrixKind::Weights, -1}};
   state.doc.inputs(0, 0) += 1.f;
   touch(state);
   settle();

@@ -82,7 +82,7 @@ TEST(ModelWindow, TypingNeverWaitsForTheModel) {
   while ((!state.attention.overview || !state.attention.shown) &&
          Clock::now() - start < std::chrono::seconds(60))
     ASSERT_TRUE(session.frame());
-  EXPECT_EQ(state.attention.file, state.model.run->attention);
+  EXPECT_EQ(state.attention.tensor(), state.model.run->attention);
   ASSERT_TRUE(state.attention.shown);
   EXPECT_EQ(state.attention.shown->selected.view.values.rows(),
             static_cast<Eigen::Index>(state.model.run->ids.size()));

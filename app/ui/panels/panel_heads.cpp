@@ -54,7 +54,7 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
     options.size = ImVec2(side, side);
     options.slimColorbar = true;
     options.axisLabels = false;
-    options.cellLabels = side > ImGui::GetFontSize() * 12.0f && state.view.cellLabels;
+    options.cellLabels = state.view.cellLabels;  // the widget draws them when they fit
     options.highlight = focused;
     options.tooltip = thumbnailMeaning(*kind, head < 0);
     const HeatmapInteraction hit = heatmapWidget(
@@ -123,6 +123,10 @@ void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
             (*shown == MatrixKind::Scores ? "scores" : "masked scores") + " (step-through)";
   if (heads > 1) what += "; click one to focus it";
   panel::mutedWrapped(what);
+  if (ImGui::SmallButton("Open in the Attention panel"))
+    panel::showInAttentionPanel(state, scenarioSource(*state.computed, state.doc.name));
+  tooltip("The weights of every head as a 1-layer tensor in the Attention panel: its head, "
+          "text, focus and compare views.");
 
   // 2 the grid: the mean first (when there are several heads), then every head.
   const int count = heads > 1 ? heads + 1 : 1;

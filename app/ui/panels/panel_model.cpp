@@ -94,7 +94,7 @@ void drawTokens(const ModelRun& run) {
 
 void drawHeadButton(AppState& state, const ModelRun& run) {
   const AttentionView& view = state.attention;
-  const bool head = view.file && view.file == run.attention &&
+  const bool head = view.tensor() && view.tensor() == run.attention &&
                     view.selection.kind == io::AttentionSelection::Kind::Head;
   std::string label = "Open this head in the pipeline";
   if (head) {

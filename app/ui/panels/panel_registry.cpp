@@ -60,4 +60,11 @@ bool* panelFlag(ViewSettings& view, std::string_view id) {
   return &it->second;
 }
 
+std::vector<ViewKey> viewsOnScreen(const AppState& state) {
+  std::vector<ViewKey> views;
+  for (const PanelScratch::CachedView& entry : state.panels.viewCache)
+    views.push_back({entry.kind, entry.head});
+  return views;
+}
+
 }  // namespace attn::app

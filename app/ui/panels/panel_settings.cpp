@@ -21,8 +21,6 @@ namespace {
 using panel::apply;
 using panel::tooltip;
 
-// The cache slot of the "allowed" matrix view (not one of io's matrix kinds).
-constexpr int kAllowedViewHead = -1000;
 // Padding checkboxes are listed only up to this many keys.
 constexpr int kMaxPaddingCheckboxes = 64;
 
@@ -284,12 +282,10 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
 
   // The applied mask as a clickable heatmap: drawing a cell switches to a custom mask.
   if (mask.kind != MaskKind::None && panel::hasResult(state)) {
-    auto& cache = state.panels.viewCache;
-    const SelectedMatrix* view = nullptr;
-    if (!cache.empty() && cache.front().revision != state.computed->revision) cache.clear();
-    for (auto& entry : cache)
-      if (entry.head == kAllowedViewHead) view = &entry.view;
-    if (view == nullptr) {
+    // The allowed cells as floats, built once per revision (not one of the result's
+    // matrices, so it has its own slot rather than a place in the view cache).
+    PanelScratch::AllowedView& allowedView = state.panels.allowedView;
+    if (allowedView.revision != state.computed->revision) {
       const AttentionResult& result = *state.computed->result;
       SelectedMatrix allowed;
       allowed.owned = result.allowed.cast<Scalar>();
@@ -298,10 +294,10 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
       allowed.title = "allowed (1) / masked (0)";
       allowed.rowAxis = "query";
       allowed.colAxis = "key";
-      cache.push_back({state.computed->revision, MatrixKind::Weights, kAllowedViewHead,
-                       std::move(allowed)});
-      view = &cache.back().view;
+      allowedView.view = std::move(allowed);
+      allowedView.revision = state.computed->revision;
     }
+    const SelectedMatrix* view = &allowedView.view;
     panel::mutedWrapped(mask.kind == MaskKind::Custom
                             ? "Click a cell to allow / mask it:"
                             : "The mask applied (click a cell to start a custom mask from it):");
@@ -316,8 +312,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
                       "Click to flip.";
     const HeatmapInteraction hit =
         heatmapWidget("##allowed", heatmaps, *view,
-                      panel::contentRevision(state.computed->revision, MatrixKind::Weights,
-                                             kAllowedViewHead),
+                      allowedView.revision,
                       options);
     if (hit.clicked && hit.row >= 0 && hit.col >= 0) {
       apply(state, toggleCustomMaskCell(state.doc, hit.row, hit.col));

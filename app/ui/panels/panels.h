@@ -21,6 +21,11 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a mo
 void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
 void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: text, prediction, norms
 
+// The matrices the panels showed for the current result (the keys of their view cache),
+// for the compute worker to prepare with the next result: updateAsync()'s `views`. The
+// panels say what is on screen; the compute service never reads their scratch.
+std::vector<ViewKey> viewsOnScreen(const AppState& state);
+
 // The inspector's explanation of one cell (core/explain.h) and how the Inspector draws it;
 // the Pipeline's single-stage presentation shows the same under its heatmap.
 Expected<Explanation> explainHover(const AppState& state, const Hover& hover);

@@ -30,7 +30,7 @@
 
 #include "app/session/attention_analysis.h"
 #include "app/session/attention_service.h"
-#include "app/cli/cli.h"
+#include "app/session/version.h"
 #include "app/session/compute_service.h"
 #include "app/ui/shell/files.h"
 #include "app/session/frame_pacing.h"
@@ -191,7 +191,7 @@ struct GuiSession::Impl {
       return update(state) | updateModel(state, now()) | updateAttention(state);
     bool changed = model && updateModelAsync(state, *model, now());
     if (attention) changed |= updateAttentionAsync(state, *attention);
-    return updateAsync(state, *compute) || changed;
+    return updateAsync(state, *compute, viewsOnScreen(state)) || changed;
   }
   // Screenshot mode: loads the model and runs the text at once, selects the launch's head
   // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.
@@ -940,7 +940,7 @@ void GuiSession::Impl::trackRecent() {
   }
   if (state.attention.generation != recentGeneration) {
     recentGeneration = state.attention.generation;
-    if (state.attention.file) changed |= addRecentFile(recent, state.attention.file->path());
+    if (state.attention.tensor()) changed |= addRecentFile(recent, state.attention.tensor()->path());
   }
   if (!changed) return;
   if (Status saved = saveRecentFiles(recentFile, recent); !saved)
@@ -1024,6 +1024,14 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
     written = io::writeFileAtomic(
         path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight,
                                               fbWidth, fbHeight, state.view.focusedHead));
+  }
+  if (written && sidecar && !launch.layoutOutPath.empty()) {  // screenshot --layout-out
+    const float fontPx = ImGui::GetIO().Fonts->Fonts.empty()
+                             ? 0.f
+                             : ImGui::GetIO().Fonts->Fonts[0]->FontSize * ImGui::GetIO().FontGlobalScale;
+    written = io::writeFileAtomic(
+        launch.layoutOutPath,
+        layoutDumpJson(heatmaps->impl().records, winWidth, winHeight, fontPx));
   }
   if (screenshotMode()) {
     if (!written) {
@@ -1219,7 +1227,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
   s.options = options;
-  if (isImagePath(s.launch.scenarioPath)) {  // `attnscope IMAGE`: the image view
+  const PathKind launchKind = classifyPath(s.launch.scenarioPath);
+  if (launchKind == PathKind::Image) {  // `attnscope IMAGE`: the image view
     s.launch.imagePath = s.launch.scenarioPath;
     s.launch.scenarioPath.clear();
   }
@@ -1241,7 +1250,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   std::string startupError;
   bool haveInitial = false;
   // An attention file (.npy / .npz) opens beside the usual document (autosave or preset).
-  const std::string attentionPath = isAttentionPath(s.launch.scenarioPath) ? s.launch.scenarioPath : "";
+  const std::string attentionPath =
+      launchKind == PathKind::AttentionFile ? s.launch.scenarioPath : "";
   if (!attentionPath.empty()) s.launch.scenarioPath.clear();
   if (!attentionPath.empty() && s.screenshotMode()) {
     if (Expected<io::AttentionFile> probe =
@@ -1275,6 +1285,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
   // screenshots, which must show every texture of the finished result.
   if (!s.screenshotMode()) s.heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
+  s.heatmaps->impl().recordLabels = !s.launch.layoutOutPath.empty();
   s.compute = std::make_unique<ComputeService>();
   s.attention = std::make_unique<AttentionService>();
   s.model = std::make_unique<ModelService>();

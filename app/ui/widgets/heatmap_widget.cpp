@@ -212,6 +212,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
   widget::Grid grid = widget::layoutGrid(entry, view, options, range);
   grid.rule = rule;
+  grid.recordLabels = impl.recordLabels;
   grid.ruleText = usePositions && !entry.caption.empty()
                       ? (rule == io::RangeRule::Row ? std::string("per row") : entry.caption)
                       : io::rangeRuleCaption(rule, range);

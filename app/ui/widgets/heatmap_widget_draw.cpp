@@ -449,6 +449,18 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
   record.rowStep = g.rowStep;
   record.colStep = g.colStep;
   record.colLabelsRotated = g.colLabelsRotated;
+  record.cellW = g.cellPxW;
+  record.cellH = g.cellPxH;
+  record.fontPx = g.font;
+  record.numbersDrawn = g.cellLabels;
+  record.rangeRule = std::string(io::toString(g.rule));
+  if (g.recordLabels) {
+    record.rowLabels = g.rowLabelsDrawn;
+    record.colLabels = g.colLabelsDrawn;
+    // Labels past the last drawn one (thinned, or scrolled out) are "" too.
+    if (!view.rowLabels.empty()) record.rowLabels.resize(view.rowLabels.size());
+    if (!view.colLabels.empty()) record.colLabels.resize(view.colLabels.size());
+  }
   if (g.scaleTicks != nullptr) {  // per row / log: the positions of the scale's own ticks
     record.ticks.clear();
     for (const io::ColorbarTick& tick : *g.scaleTicks) record.ticks.push_back(tick.position);
