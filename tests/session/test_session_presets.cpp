@@ -83,16 +83,21 @@ TEST(Presets, EveryCaptionStatementHolds) {
         const Matrix& w = c.result.heads[h].weights;
         float sums[2];
         const bool one = rowsSumToOne(w, c.result.fullyMaskedRows, 1e-4f, sums);
-        if (caption.find("rows sum to 1") != std::string::npos)
+        if (caption.find("rows sum to 1") != std::string::npos) {
           EXPECT_TRUE(one) << name << " head " << h << ": \"" << caption << "\" but rows sum to "
                            << sums[0] << " .. " << sums[1];
-        if (caption.find("rows sum to less than 1") != std::string::npos)
+        }
+        if (caption.find("rows sum to less than 1") != std::string::npos) {
           EXPECT_LT(sums[1], 1.0f - 1e-3f) << name << " head " << h << ": \"" << caption << "\"";
+        }
         if (caption.find("masked keys get 0") != std::string::npos) {
-          for (Eigen::Index r = 0; r < w.rows(); ++r)
-            for (Eigen::Index k = 0; k < w.cols(); ++k)
-              if (!c.result.allowed(r, k))
+          for (Eigen::Index r = 0; r < w.rows(); ++r) {
+            for (Eigen::Index k = 0; k < w.cols(); ++k) {
+              if (!c.result.allowed(r, k)) {
                 EXPECT_EQ(w(r, k), 0.0f) << name << " head " << h << " (" << r << ", " << k << ")";
+              }
+            }
+          }
         }
       }
     }
@@ -138,7 +143,7 @@ TEST(Presets, MalformedClaimsNameTheField) {
       {R"("claims": [{"argmax_key": "a"}])", "claims[0].query", "query"},
       {R"("claims": [{"query": "a", "value": 0.5}])", "claims[0].key", "key"},
       {R"("claims": [{"rows_sum_to_one": 1}])", "claims[0].rows_sum_to_one", "true"},
-      {R"("claims": [{"row_sums": true}])", "claims[0]", "unknown field"},
+      {R"("claims": [{"row_sums": true}])", "claims[0].row_sums", "unknown field"},
   };
   for (const Case& one : cases) {
     const std::string text =
