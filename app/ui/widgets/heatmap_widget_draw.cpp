@@ -277,6 +277,7 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
   float right = barMax.x;
   if (options.slimColorbar) {
     // The two ends only ("0" at the bottom, "1" at the top): enough to tell 0.08 from 0.8.
+    if (g.slimBare) return;
     const float textX = barMax.x + font * 0.2f;
     const std::string top = g.scaleTicks != nullptr ? g.vmaxText : slimEndText(g.range, true);
     const std::string bottom = g.scaleTicks != nullptr ? g.vminText : slimEndText(g.range, false);

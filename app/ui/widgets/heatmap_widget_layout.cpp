@@ -106,6 +106,13 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
   g.colorbarWidth = !options.colorbar      ? 0.f
                     : options.slimColorbar ? font * 1.1f + widestTick + font * 0.2f
                                            : font * 1.9f + widestTick + font * 0.4f + font * 1.2f;
+  // A slim bar beside a grid that would get narrower than 3 font heights keeps its colours
+  // but not its end numbers (the hover readout names the range).
+  if (options.colorbar && options.slimColorbar &&
+      area.x - g.rowAxisWidth - g.rowLabelWidth - g.colorbarWidth < font * 3) {
+    g.slimBare = true;
+    g.colorbarWidth = font * 0.9f;
+  }
   // Square cells, as large as the space allows, but allow up to 4:1 so that a long thin
   // matrix (one query over many keys) is still visible; cap huge cells on tiny matrices.
   float cellW = 0, cellH = 0;

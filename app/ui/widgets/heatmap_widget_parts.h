@@ -32,7 +32,8 @@ struct Grid {
   float rowLabelWidth = 0, colLabelHeight = 0, colorbarWidth = 0;
   bool colLabelsRotated = false;
   int rowStep = 1, colStep = 1;  // every k-th label drawn (io::labelStep), by drawAxisLabels
-  float rowLabelPx = 0, colLabelPx = 0;  // the labels' font sizes (shrunk below one font height)
+  float rowLabelPx = 0, colLabelPx = 0;
+  bool slimBare = false;  // a slim colour bar too narrow for its end numbers  // the labels' font sizes (shrunk below one font height)
   // The labels as drawn, by index ("" = skipped), when recordLabels (a layout dump).
   bool recordLabels = false;
   std::vector<std::string> rowLabelsDrawn, colLabelsDrawn;
