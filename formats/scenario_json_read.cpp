@@ -132,7 +132,8 @@ const Json* find(const Json& object, std::string_view key) {
 }
 
 // The colour settings of the app's `view` object (the rest of it is free-form):
-// "color_range": "global" | "row" | "fixed" ("fixed" needs "fixed_range"), "color_scale":
+// "color_range": "auto" | "minmax" | "row" | "fixed" ("fixed" needs "fixed_range"; the
+// old "global" reads as "auto"), "color_scale":
 // "linear" | "log", "fixed_range": [min, max] with min < max.
 void checkViewColours(const Json& view) {
   if (const Json* range = find(view, "fixed_range")) {
@@ -148,7 +149,8 @@ void checkViewColours(const Json& view) {
     const auto parsed =
         mode->is_string() ? parseRangeMode(mode->get<std::string>()) : std::nullopt;
     if (!parsed)
-      fail("view.color_range", "expected \"global\", \"row\" or \"fixed\", got " + describe(*mode));
+      fail("view.color_range",
+           "expected \"auto\", \"minmax\", \"row\" or \"fixed\", got " + describe(*mode));
     if (*parsed == RangeMode::Fixed && !find(view, "fixed_range"))
       fail("view.color_range", "\"fixed\" needs \"fixed_range\": [min, max] in the view");
   }
@@ -544,6 +546,60 @@ DecoderOutputOptions readDecoderOutput(const Json& value, const std::string& fie
   return decoder;
 }
 
+// "claims": [{"query": "s1", "argmax_key": "mat"}, {"stage": "weights",
+// "rows_sum_to_one": false}, ...] (core/scenario/scenario.h, Claim). Only the form is
+// checked here; whether the labels exist and the statements hold is the claims test's job.
+std::vector<Claim> readClaims(const Json& value, const std::string& field) {
+  if (!value.is_array()) fail(field, "expected a list of claims, got " + describe(value));
+  std::vector<Claim> claims;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const Json& item = value[i];
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (!item.is_object()) fail(at, "expected an object, got " + describe(item));
+    checkKeys(item, at,
+              {"stage", "head", "query", "key", "argmax_key", "value", "tolerance",
+               "rows_sum_to_one", "lower_triangular", "abs_at_most", "max_nonzero_per_row"});
+    Claim c;
+    if (const Json* v = find(item, "stage")) c.stage = readString(*v, joinField(at, "stage"));
+    if (const Json* v = find(item, "head")) {
+      c.head = v->is_string() && v->get<std::string>() == "mean"
+                   ? -1
+                   : readInt(*v, joinField(at, "head"), 0, Limits::kMaxHeads - 1);
+    }
+    if (const Json* v = find(item, "query")) c.query = readString(*v, joinField(at, "query"));
+    if (const Json* v = find(item, "key")) c.key = readString(*v, joinField(at, "key"));
+    if (const Json* v = find(item, "argmax_key"))
+      c.argmaxKey = readString(*v, joinField(at, "argmax_key"));
+    if (const Json* v = find(item, "value")) c.value = readFloat(*v, joinField(at, "value"));
+    if (const Json* v = find(item, "tolerance")) {
+      c.tolerance = readFloat(*v, joinField(at, "tolerance"));
+      if (!(c.tolerance >= 0)) fail(joinField(at, "tolerance"), "must be >= 0");
+    }
+    if (const Json* v = find(item, "rows_sum_to_one"))
+      c.rowsSumToOne = readBool(*v, joinField(at, "rows_sum_to_one"));
+    if (const Json* v = find(item, "lower_triangular"))
+      c.lowerTriangular = readBool(*v, joinField(at, "lower_triangular"));
+    if (const Json* v = find(item, "abs_at_most"))
+      c.absAtMost = readFloat(*v, joinField(at, "abs_at_most"));
+    if (const Json* v = find(item, "max_nonzero_per_row")) {
+      c.maxNonzeroPerRow =
+          readInt(*v, joinField(at, "max_nonzero_per_row"), 0, Limits::kMaxTokens);
+    }
+    const bool says = !c.argmaxKey.empty() || c.value || c.rowsSumToOne || c.lowerTriangular ||
+                      c.absAtMost || c.maxNonzeroPerRow;
+    if (!says) {
+      fail(at, "states nothing: give argmax_key, value, rows_sum_to_one, lower_triangular, "
+               "abs_at_most or max_nonzero_per_row");
+    }
+    if ((!c.argmaxKey.empty() || c.value) && c.query.empty())
+      fail(joinField(at, "query"), "argmax_key and value need the row's label in \"query\"");
+    if (c.value && c.key.empty())
+      fail(joinField(at, "key"), "value needs the column's label in \"key\"");
+    claims.push_back(std::move(c));
+  }
+  return claims;
+}
+
 std::uint64_t readSeed(const Json& value, const std::string& field) {
   const std::string expected = "expected a whole number from 0 to 2^53 (9007199254740992), got ";
   if (value.is_number_unsigned()) {
@@ -613,6 +669,7 @@ Scenario readScenario(const Json& root) {
              "mask",
              "normalizer",
              "decoder_output",
+             "claims",
              "view"});
 
   Scenario s;
@@ -715,6 +772,7 @@ Scenario readScenario(const Json& root) {
   if (const Json* v = find(root, "decoder_output")) {
     s.decoderOutput = readDecoderOutput(*v, "decoder_output");
   }
+  if (const Json* v = find(root, "claims")) s.claims = readClaims(*v, "claims");
   if (const Json* v = find(root, "view")) {
     if (!v->is_object()) fail("view", "expected an object, got " + describe(*v));
     checkViewColours(*v);

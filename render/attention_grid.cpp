@@ -58,8 +58,9 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
   heatmap.cellSize = std::max(style.cellPixels, (kGridMinThumbnailPixels + cells - 1) / cells);
   heatmap.scale = style.scale;
   heatmap.vmin = style.vmin.value_or(0.0f);
-  heatmap.vmax =
-      style.vmax.value_or(std::isfinite(hi) && hi > *heatmap.vmin ? hi : *heatmap.vmin + 1);
+  // Weights on 0..1 (io::rangeRule's fixed rule for probabilities), unless one lies above 1.
+  const float top = std::isfinite(hi) && hi > 1.0f ? hi : 1.0f;
+  heatmap.vmax = style.vmax.value_or(top > *heatmap.vmin ? top : *heatmap.vmin + 1);
   if (!(*heatmap.vmin < *heatmap.vmax)) return Error{"", "vmin", "must be less than vmax"};
 
   // 2 each thumbnail, titled "L<layer> H<head>"

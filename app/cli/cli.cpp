@@ -121,10 +121,14 @@ options:
   --no-colorbar              leave out the colour bar
   --no-title                 leave out the title
   --scale N                  1..8, multiplies every size (resolution) (default: 1)
-  --vmin X, --vmax Y         fixed colour range (default: the finite min and max)
-  --range global|row|fixed   colour range: the whole matrix's finite min..max, each row's
-                             own min..max (the colour bar reads "row min" .. "row max"), or
-                             --vmin/--vmax (given alone they mean fixed) (default: global)
+  --vmin X, --vmax Y         fixed colour range (default: by --range)
+  --range auto|minmax|row|fixed
+                             colour range: auto = by meaning (weights 0..1, signed matrices
+                             symmetric about 0, others their finite min..max); minmax = the
+                             matrix's own finite min..max; row = each row's own min..max
+                             (the colour bar reads "row min" .. "row max"); fixed =
+                             --vmin/--vmax (given alone they mean fixed). The title names the
+                             rule ("fixed 0-1"). 'global' reads as auto.  (default: auto)
   --color-scale linear|log   log: log10 colours from max(smallest positive value, largest
                              x 1e-4) to the largest, colour bar ticks at decades; zeros at
                              the bottom, masked cells hatched. Also '--scale log'.
@@ -180,6 +184,11 @@ options:
   --stage NAME      make NAME the current pipeline stage (q, k, v, scores, masked_scores,
                     weights, context, concat, output); with --presentation it is shown
                     alone, full screen, with its explanation under it
+  --layout-out FILE.json
+                    also write what was drawn: window [w, h], font_px, and every heatmap
+                    with its stage, title, rect [x, y, w, h], rows, cols, cell [w, h],
+                    numbers_drawn, row_labels / col_labels (as drawn, "" = skipped),
+                    range [lo, hi], range_rule (fixed|symmetric|minmax|row), colormap
   -h, --help        show this help
 
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
@@ -427,7 +436,7 @@ Status parseHeatmapStyle(const ParsedArgs& parsed, io::HeatmapStyle& style) {
     auto mode = parseRangeMode(*v);
     if (!mode)
       return optionError("--range",
-                         "unknown range " + inQuotes(*v) + "; use global, row or fixed");
+                         "unknown range " + inQuotes(*v) + "; use auto, minmax, row or fixed");
     const bool fixedEnds = style.vmin || style.vmax;
     if (*mode == RangeMode::Fixed && !fixedEnds)
       return optionError("--range", "'fixed' needs --vmin and/or --vmax");
@@ -609,11 +618,12 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed) {
       return optionError("--head", inQuotes(*v) + " is not a head index (0, 1, ...) or 'mean'");
     }
   }
-  // Signed matrices default to the diverging map centred on 0, as in the window.
-  if (isSignedMatrix(request.matrix) && !parsed.get("--colormap")) {
+  // As in the window: signed matrices symmetric about 0 (on the diverging map unless
+  // --colormap is given), weights on a fixed 0..1 (io::rangeRule; --range picks another).
+  request.style.centreZero = isSignedMatrix(request.matrix);
+  request.style.probability = request.matrix == MatrixKind::Weights;
+  if (isSignedMatrix(request.matrix) && !parsed.get("--colormap"))
     request.style.colormap = ColormapKind::RdBu;
-    request.style.centreZero = true;
-  }
   Status style = parseHeatmapStyle(parsed, request.style);
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
@@ -689,7 +699,7 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--theme", true},
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
     {"--focus", true}, {"--model", true},       {"--text", true},    {"--pipeline", false},
-    {"--presentation", false}, {"--stage", true},
+    {"--presentation", false}, {"--stage", true}, {"--layout-out", true},
     {"--array", true},  {"--batch", true},       {"--layout", true},  {"--tokens", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
@@ -749,6 +759,12 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       return fail(err, distinct.error());
   }
   launch.screenshotPath = *outPath;
+  if (const std::string* v = parsed->get("--layout-out")) {
+    if (v->empty()) return fail(err, optionError("--layout-out", "needs a FILE.json"));
+    if (Status distinct = path->empty() ? Status(Ok{}) : checkNotAnInput(*v, *path); !distinct)
+      return fail(err, distinct.error());
+    launch.layoutOutPath = *v;
+  }
 
   // An image opens the image view (the window checks the file before it opens).
   if (Status image = applyImageScreenshotOptions(

@@ -138,6 +138,7 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
   Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
   if (!open) return open.error();
   request.open = std::move(open).value();
+  request.style.probability = true;  // attention weights: 0..1 when they lie in it (io::rangeRule)
   Status style = parseHeatmapStyle(parsed, request.style);
   if (!style) return style.error();
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
@@ -169,6 +170,7 @@ int runGridExport(const ParsedArgs& parsed, std::ostream& err) {
   Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
   if (!open) return fail(err, open.error());
   io::HeatmapStyle heatmap;
+  heatmap.probability = true;
   Status style = parseHeatmapStyle(parsed, heatmap);
   if (!style) return fail(err, style.error());
   Expected<std::string> out = checkOutputPath(parsed, {".png"}, true);

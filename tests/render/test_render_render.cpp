@@ -1089,7 +1089,7 @@ TEST(ColorScaleExport, PerRowPngColoursEachRowFromBottomToTop) {
   EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 1)), lut[255]);
   EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 2)), lut[128]);
   // The same matrix globally: row 0 is all at the bottom.
-  style.range = RangeMode::Global;
+  style.range = RangeMode::MinMax;
   Expected<Image> global = renderHeatmap(view, style);
   ASSERT_TRUE(global);
   EXPECT_EQ(centreOf(*global, cellRect(view, style, 0, 2)),

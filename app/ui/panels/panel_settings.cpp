@@ -303,7 +303,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
     HeatmapOptions options = panel::heatmapOptions(state);
     options.vmin = 0.0f;
     options.vmax = 1.0f;
-    options.colorbar = false;
+    options.slimColorbar = true;
     options.cellLabels = false;
     const float side = std::min(ImGui::GetContentRegionAvail().x, font * 14.0f);
     options.size = ImVec2(side, side);

@@ -486,8 +486,9 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
     const int m = std::clamp(t.mapIndex, 0, static_cast<int>(s.maps.size()) - 1);
     const MatrixView view = trainingMapView(s, s.maps[m].weights, s.maps[m].name, s.steps);
     HeatmapOptions options = panel::heatmapOptions(state);
-    options.vmin = 0.0f;
-    options.vmax = 1.0f;
+    options.probability = true;  // 0..1 unless the user picked min-max or per row
+    options.vmin.reset();
+    options.vmax.reset();
     options.tooltip =
         "attention weights of the held-out example (rows: outputs / queries, "
         "columns: input tokens), live while training";

@@ -490,9 +490,15 @@ void GuiSession::Impl::drawMenuBar() {
     tooltip("Numbers in heatmap cells that are large enough to hold them.");
     if (ImGui::BeginMenu("Colour range")) {
       const RangeMode mode = colorRangeMode(state.view);
-      if (ImGui::MenuItem("Global", nullptr, mode == RangeMode::Global))
-        setColorRangeMode(state.view, RangeMode::Global);
-      tooltip("Each heatmap spans its own finite min..max.");
+      if (ImGui::MenuItem("By meaning (0\xE2\x80\x93" "1 weights, symmetric signed)", nullptr,
+                          mode == RangeMode::Auto))
+        setColorRangeMode(state.view, RangeMode::Auto);
+      tooltip("The default: weights and every probability on a fixed 0..1 (flat attention "
+              "looks flat), signed matrices symmetric about 0. The colour bar names the rule.");
+      if (ImGui::MenuItem("Min\xE2\x80\x93max", nullptr, mode == RangeMode::MinMax))
+        setColorRangeMode(state.view, RangeMode::MinMax);
+      tooltip("Each heatmap spans its own finite min..max: small differences stand out, but "
+              "a flat row looks as peaked as a sharp one.");
       if (ImGui::MenuItem("Per row", nullptr, mode == RangeMode::Row))
         setColorRangeMode(state.view, RangeMode::Row);
       tooltip("Each row spans the whole colour map, from the row's min to its max: which key "
@@ -503,8 +509,8 @@ void GuiSession::Impl::drawMenuBar() {
       tooltip("The same colour range for every heatmap, every matrix (to compare heads).");
       ImGui::EndMenu();
     }
-    tooltip("How colours are spread over the values: global, per row or fixed. Exports "
-            "follow (attnscope export --range global|row|fixed).");
+    tooltip("How colours are spread over the values: by meaning, min-max, per row or fixed. "
+            "Exports follow (attnscope export --range auto|minmax|row|fixed).");
     ImGui::MenuItem("Log scale for weights", nullptr, &state.view.logWeights);
     tooltip("Weights on a log10 colour scale, from max(smallest weight, largest \xC3\x97 1e-4) "
             "to the largest, with colour bar ticks at decades: long sequences are no longer one "
@@ -1016,6 +1022,14 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
         path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight,
                                               fbWidth, fbHeight, state.view.focusedHead));
   }
+  if (written && sidecar && !launch.layoutOutPath.empty()) {  // screenshot --layout-out
+    const float fontPx = ImGui::GetIO().Fonts->Fonts.empty()
+                             ? 0.f
+                             : ImGui::GetIO().Fonts->Fonts[0]->FontSize * ImGui::GetIO().FontGlobalScale;
+    written = io::writeFileAtomic(
+        launch.layoutOutPath,
+        layoutDumpJson(heatmaps->impl().records, winWidth, winHeight, fontPx));
+  }
   if (screenshotMode()) {
     if (!written) {
       std::fprintf(stderr, "attnscope: %s\n", written.error().message().c_str());
@@ -1268,6 +1282,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
   // screenshots, which must show every texture of the finished result.
   if (!s.screenshotMode()) s.heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
+  s.heatmaps->impl().recordLabels = !s.launch.layoutOutPath.empty();
   s.compute = std::make_unique<ComputeService>();
   s.attention = std::make_unique<AttentionService>();
   s.model = std::make_unique<ModelService>();

@@ -166,6 +166,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   normalization.vmin = options.vmin;
   normalization.vmax = options.vmax;
   normalization.centreZero = options.centreZero;
+  normalization.probability = options.probability;
   const bool positions = io::needsPositions(normalization);
   // A change of the colour rule re-uploads when positions are (or were) uploaded.
   const bool changed = entry.revision != contentRevision ||
@@ -205,13 +206,18 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   }
   // Positions (per row, log) are already on the map: their range is 0..1.
   const bool usePositions = entry.positions.size() > 0;
+  // The rule in force (io::rangeRule): weights 0..1, signed symmetric, ... by default.
+  const io::RangeRule rule = io::rangeRule(entry.finite, normalization);
   const io::ValueRange range =
-      usePositions        ? io::ValueRange{0, 1}
-      : options.centreZero ? io::centredColorRange(entry.finite, options.vmin, options.vmax)
-                           : io::colorRange(entry.finite, options.vmin, options.vmax);
+      usePositions ? io::ValueRange{0, 1} : io::ruleRange(entry.finite, normalization);
 
   // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
   widget::Grid grid = widget::layoutGrid(entry, view, options, range);
+  grid.rule = rule;
+  grid.recordLabels = impl.recordLabels;
+  grid.ruleText = usePositions && !entry.caption.empty()
+                      ? (rule == io::RangeRule::Row ? std::string("per row") : entry.caption)
+                      : io::rangeRuleCaption(rule, range);
   if (usePositions && entry.positions.rows() == rows && entry.positions.cols() == cols)
     grid.positions = matrixRef(entry.positions);
   widget::handleGridInput(entry, grid, interaction);

@@ -17,16 +17,22 @@ namespace attn::app {
 
 struct HeatmapOptions {
   ColormapKind colormap = ColormapKind::Viridis;
-  std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
-  bool centreZero = false;          // auto range symmetric about 0 (io::centredColorRange)
-  // Global (one range for the matrix), Row (each row spans the map from its own finite min
-  // to its max) or Fixed (vmin / vmax); Log: log10 colours with a floor (io/color_scale.h).
-  // With Row or Log the widget uploads each cell's colour position instead of its value.
-  RangeMode range = RangeMode::Global;
+  std::optional<float> vmin, vmax;  // fixed colour range (implies RangeMode::Fixed)
+  // What the values are, for RangeMode::Auto (io::rangeRule): probabilities (weights,
+  // attention maps) on a fixed 0..1, signed matrices (centreZero) symmetric about 0.
+  bool centreZero = false;
+  bool probability = false;
+  // Auto (by what the values are), MinMax (the matrix's own min..max), Row (each row spans
+  // the map from its own finite min to its max) or Fixed (vmin / vmax); Log: log10 colours
+  // with a floor (io/color_scale.h). With Row or Log the widget uploads each cell's colour
+  // position instead of its value.
+  RangeMode range = RangeMode::Auto;
   ColorScaleKind scale = ColorScaleKind::Linear;
   bool cellLabels = true;           // numbers in cells large enough to hold them
   bool axisLabels = true;           // token labels along the axes
+  bool allLabels = false;           // every token label drawn (presentation, stage alone)
   bool colorbar = true;
+  bool slimColorbar = false;        // a narrow bar with its two ends only (thumbnails, cards)
   bool highlight = false;           // draw a highlight frame (pipeline step-through)
   int markRow = -1, markCol = -1;   // a cell to outline (linked hover), -1 = none
   ImVec2 size{0, 0};                // 0 = fit: cells square, as large as the space allows

@@ -63,6 +63,7 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
     style.colorbar = true;
     style.scale = std::clamp(entry.exportScale, 1, 8);
     style.centreZero = options.centreZero;
+    style.probability = options.probability;
     style.vmin = options.vmin;
     style.vmax = options.vmax;
     style.range = options.range;  // per row / log: the file colours as the screen does
