@@ -394,4 +394,16 @@ Expected<std::string> encodePng(const Image& image) {
   return png;
 }
 
+Expected<std::string> encodePngRgba(int width, int height, const std::vector<std::uint8_t>& rgba) {
+  if (width <= 0 || height <= 0) return Error{"", "", "the image is empty"};
+  if (rgba.size() != static_cast<std::size_t>(width) * height * 4) {
+    return Error{"", "", "the image has the wrong number of pixels"};
+  }
+  std::string png;
+  if (!stbi_write_png_to_func(appendToString, &png, width, height, 4, rgba.data(), width * 4)) {
+    return Error{"", "", "the PNG encoder failed"};
+  }
+  return png;
+}
+
 }  // namespace attn::io

@@ -28,6 +28,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_image.h"
 #include "app/cli/cli_model.h"
+#include "app/cli/cli_open.h"
 #include "app/cli/cli_train.h"
 #include "core/isa/isa.h"
 #include "core/scenario/scenario.h"
@@ -51,6 +52,7 @@ constexpr std::string_view kMainHelp =
 usage:
   attnscope                        open the window (restores the last session)
   attnscope SCENARIO.json          open the window on a scenario file
+  attnscope open FILE [--select L,H] [--view V] [--batch B]
   attnscope --model DIR [--text T] open the window with a GPT-2 model folder (live attention)
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
@@ -67,6 +69,8 @@ usage:
   attnscope --version
 
 commands:
+  open        open the window on a file (.json, .npy, .npz, image) with the Attention
+              panel's head and tab chosen (--select, --view, ...)
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
@@ -789,6 +793,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   const std::string& command = args[0];
   std::span<const std::string> rest(args.data() + 1, args.size() - 1);
+  if (command == "open") return runOpen(rest, out, err, window);
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err, window);
@@ -807,6 +812,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const std::string topic = args.size() > 1 ? args[1] : "";
     if (topic.empty())
       out << kMainHelp;
+    else if (topic == "open")
+      out << kOpenHelp;
     else if (topic == "compute")
       out << kComputeHelp;
     else if (topic == "export")
@@ -838,8 +845,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, image, train, model, "
-                             "bench; see attnscope --help)"});
+                             " (commands: open, compute, export, screenshot, info, image, train, "
+                             "model, bench; see attnscope --help)"});
 }
 
 }  // namespace
@@ -849,7 +856,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
+  return arg == "open" || arg == "compute" || arg == "export" || arg == "screenshot" ||
+         arg == "help" ||
          arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
          arg.starts_with("-");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/session/app_state.h"
+#include "app/session/data_dir.h"
 
 namespace attn::app {
 
@@ -30,9 +31,6 @@ void applyViewJson(ViewSettings& view, const std::string& json, bool includeUi);
 // Locations
 // ---------------------------------------------------------------------------------------
 
-// The assets folder: $ATTNSCOPE_ASSET_DIR, the build's ATTNSCOPE_ASSET_DIR, or
-// <executable>/../assets. Empty if none has a scenarios/ folder.
-std::string findAssetDir();
 // assets/scenarios/decoder_state.json, or empty when the assets are missing.
 std::string defaultScenarioPath();
 
@@ -51,7 +49,7 @@ std::string autosavePath();
 // True when `path` lies inside `assetDir` (both made absolute, symlinks resolved). The
 // shipped presets are read-only templates: the app never writes below the assets folder.
 bool isInAssetDir(const std::string& path, const std::string& assetDir);
-// isInAssetDir(path, findAssetDir()).
+// isInAssetDir(path, dataDir()) (app/session/data_dir.h).
 bool isPresetPath(const std::string& path);
 
 // ---------------------------------------------------------------------------------------

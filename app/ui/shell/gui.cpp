@@ -305,7 +305,8 @@ void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
   const std::string preset = defaultScenarioPath();
   if (preset.empty()) {
     notify(state, Notice::Kind::Error,
-           "cannot find assets/scenarios/decoder_state.json (set ATTNSCOPE_ASSET_DIR)", t);
+           "cannot find scenarios/decoder_state.json in attnscope's data folder '" + dataDir() +
+               "' (set ATTNSCOPE_DATA_DIR)", t);
     loadDocument(state, Scenario{}, "");
     return;
   }
@@ -1273,7 +1274,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.attention = std::make_unique<AttentionService>();
   s.model = std::make_unique<ModelService>();
   // 3 the document: the given file, else the autosave, else the default preset
-  s.files.assetDir = findAssetDir();
+  s.files.assetDir = dataDir();
   s.files.presets = listPresets(s.files.assetDir);
   s.loadRecent();
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
