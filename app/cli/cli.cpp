@@ -165,7 +165,7 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
                                    [--frames N] [--training STEPS] [--theme T]
-                                   [--presentation] [--stage NAME]
+                                   [--presentation] [--stage NAME] [--dialog open|save-as]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
@@ -184,6 +184,8 @@ options:
   --stage NAME      make NAME the current pipeline stage (q, k, v, scores, masked_scores,
                     weights, context, concat, output); with --presentation it is shown
                     alone, full screen, with its explanation under it
+  --dialog D        open|save-as: show attnscope's own file dialog (the built-in one, as
+                    when no zenity or kdialog is found) listing the current folder
   -h, --help        show this help
 
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
@@ -693,7 +695,7 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--theme", true},
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
     {"--focus", true}, {"--model", true},       {"--text", true},    {"--pipeline", false},
-    {"--presentation", false}, {"--stage", true},
+    {"--presentation", false}, {"--stage", true},  {"--dialog", true},
     {"--array", true},  {"--batch", true},       {"--layout", true},  {"--tokens", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
@@ -745,6 +747,11 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       return fail(err, optionError("--stage", "unknown stage " + inQuotes(*v) + "; use one of " +
                                                   allMatrixNames()));
     launch.stage = stageIndex(*kind);
+  }
+  if (const std::string* v = parsed->get("--dialog")) {
+    if (*v != "open" && *v != "save-as")
+      return fail(err, optionError("--dialog", inQuotes(*v) + " is not open or save-as"));
+    launch.dialog = *v;
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());

@@ -232,7 +232,7 @@ class Heatmap:
 
     def __init__(self, png: bytes, source: str, args: List[str]):
         self.png = png
-        self.source = source  # the attention file it was exported from
+        self.source = source  # the attention file it was exported from (None: temporary)
         self.args = args  # the export command's arguments (without --out)
 
     def _repr_png_(self) -> bytes:
@@ -271,6 +271,9 @@ def heatmap(
         args += _option_args(export_options)
         _call([*args, "--out", out])
         png = pathlib.Path(out).read_bytes()
+    if not isinstance(attention, (str, os.PathLike)):  # the temporary file is gone now
+        args[1] = "(temporary .npz)"
+        source = None
     return Heatmap(png, source, args)
 
 

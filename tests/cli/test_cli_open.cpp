@@ -70,6 +70,24 @@ TEST(CliOpen, WithoutAWindowItSaysSo) {
   EXPECT_NE(err.str().find("'open' needs the GUI build"), std::string::npos) << err.str();
 }
 
+TEST(CliScreenshot, DialogShowsTheBuiltInFileDialog) {
+  const std::string decoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  const std::string out = std::string(ATTNSCOPE_TEST_TMP) + "/cli_open/dialog.png";
+  fs::create_directories(fs::path(out).parent_path());
+  GuiLaunch seen;
+  const WindowRunner window = [&](const GuiLaunch& launch) { return seen = launch, 0; };
+  std::ostringstream out1, err1;
+  ASSERT_EQ(runCli({"screenshot", decoder, "--dialog", "save-as", "--out", out}, out1, err1,
+                   window),
+            0)
+      << err1.str();
+  EXPECT_EQ(seen.dialog, "save-as");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(runCli({"screenshot", decoder, "--dialog", "print", "--out", out}, out2, err2, window),
+            2);
+  EXPECT_EQ(err2.str(), "attnscope: option '--dialog': 'print' is not open or save-as\n");
+}
+
 TEST(CliOpen, HelpIsListed) {
   std::ostringstream out, err;
   ASSERT_EQ(runCli({"help", "open"}, out, err), 0);

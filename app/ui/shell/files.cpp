@@ -2,6 +2,7 @@
 // files.h). Sections: view settings · locations (assets, presets, autosave) · document
 // operations · crash recovery · actions · drawing (dialogs and modals) · autosave tick.
 #include "app/ui/shell/files.h"
+#include "app/ui/shell/files_internal.h"
 
 #include <sys/stat.h>
 #include "app/ui/panels/panel_registry.h"
@@ -30,23 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
-
-// Keys only the autosave carries: personal settings and where the document came from.
-constexpr const char* kUiKeys[] = {"font_scale", "light_theme", "panels", "autosave_source",
-                                   "autosave_dirty"};
-
-Json parseObject(const std::string& text) {
-  if (text.empty()) return Json::object();
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return json.is_object() ? json : Json::object();
-}
-
-std::string prettyName(const std::string& stem) {
-  std::string name = stem;
-  std::replace(name.begin(), name.end(), '_', ' ');
-  if (!name.empty()) name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
-  return name;
-}
+using files_detail::kUiKeys;
+using files_detail::parseObject;
 
 // "Decoder state (Luong)" -> "decoder_state_luong".
 std::string fileStemOf(const std::string& name) {
@@ -67,146 +53,6 @@ std::string displayName(const AppState& state) {
 }
 
 }  // namespace
-
-// =======================================================================================
-// View settings
-// =======================================================================================
-
-std::string viewToJson(const ViewSettings& view, const std::string& existing, bool includeUi) {
-  Json json = parseObject(existing);
-  for (const char* key : kUiKeys) json.erase(key);
-  json["colormap"] = std::string(toString(view.colormap));
-  json["diverging_signed"] = view.divergingSigned;
-  json["cell_labels"] = view.cellLabels;
-  if (view.fixedRange) {
-    json["fixed_range"] = Json::array({view.rangeMin, view.rangeMax});
-  } else {
-    json.erase("fixed_range");
-  }
-  json["color_range"] = std::string(toString(colorRangeMode(view)));
-  json["color_scale"] = view.logWeights ? "log" : "linear";
-  json["focused_head"] = view.focusedHead;
-  json["pipeline_stage"] = view.pipelineStage;
-  if (includeUi) {
-    json["font_scale"] = view.fontScale;
-    json["light_theme"] = view.lightTheme;
-    Json panels = Json::object();
-    for (const PanelInfo& panel : panelRegistry()) panels[panel.id] = panelShown(view, panel.id);
-    json["panels"] = panels;
-  }
-  return json.dump();
-}
-
-void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) {
-  const Json json = parseObject(text);
-  if (auto it = json.find("diverging_signed"); it != json.end() && it->is_boolean())
-    view.divergingSigned = it->get<bool>();
-  if (auto it = json.find("colormap"); it != json.end() && it->is_string()) {
-    if (auto kind = parseColormapKind(it->get<std::string>())) view.colormap = *kind;
-  }
-  if (auto it = json.find("cell_labels"); it != json.end() && it->is_boolean()) {
-    view.cellLabels = it->get<bool>();
-  }
-  if (auto it = json.find("fixed_range"); it != json.end()) {
-    if (it->is_array() && it->size() == 2 && (*it)[0].is_number() && (*it)[1].is_number() &&
-        (*it)[0].get<double>() < (*it)[1].get<double>()) {
-      view.fixedRange = true;
-      view.rangeMin = (*it)[0].get<float>();
-      view.rangeMax = (*it)[1].get<float>();
-    }
-  } else {
-    view.fixedRange = false;
-  }
-  // After fixed_range: "color_range": "row" wins over it, "fixed" needs it.
-  if (auto it = json.find("color_range"); it != json.end() && it->is_string()) {
-    if (auto mode = parseRangeMode(it->get<std::string>())) {
-      if (*mode != RangeMode::Fixed || view.fixedRange) setColorRangeMode(view, *mode);
-    }
-  }
-  if (auto it = json.find("color_scale"); it != json.end() && it->is_string()) {
-    if (auto scale = parseColorScaleKind(it->get<std::string>()))
-      view.logWeights = *scale == ColorScaleKind::Log;
-  }
-  if (auto it = json.find("focused_head"); it != json.end() && it->is_number_integer()) {
-    view.focusedHead = std::max(-1, it->get<int>());
-  }
-  if (auto it = json.find("pipeline_stage"); it != json.end() && it->is_number_integer()) {
-    view.pipelineStage = std::clamp(it->get<int>(), -1, kStages - 1);
-  }
-  if (!includeUi) return;
-  if (auto it = json.find("font_scale"); it != json.end() && it->is_number()) {
-    view.fontScale = std::clamp(it->get<float>(), 0.75f, 3.0f);
-  }
-  if (auto it = json.find("light_theme"); it != json.end() && it->is_boolean()) {
-    view.lightTheme = it->get<bool>();
-  }
-  if (auto it = json.find("panels"); it != json.end() && it->is_object()) {
-    for (const PanelInfo& panel : panelRegistry()) {
-      if (auto p = it->find(panel.id); p != it->end() && p->is_boolean()) {
-        *panelFlag(view, panel.id) = p->get<bool>();
-      }
-    }
-  }
-}
-
-// =======================================================================================
-// Locations
-// =======================================================================================
-
-std::string defaultScenarioPath() {
-  const std::string dir = dataDir();
-  if (dir.empty()) return {};
-  const fs::path path = fs::path(dir) / "scenarios" / "decoder_state.json";
-  std::error_code ec;
-  return fs::exists(path, ec) ? path.string() : std::string();
-}
-
-std::vector<Preset> listPresets(const std::string& assetDir) {
-  std::vector<Preset> presets;
-  if (assetDir.empty()) return presets;
-  std::error_code ec;
-  for (const auto& item : fs::directory_iterator(fs::path(assetDir) / "scenarios", ec)) {
-    if (item.path().extension() != ".json") continue;
-    Preset preset{prettyName(item.path().stem().string()), item.path().string(), {}};
-    if (Expected<Scenario> loaded = io::loadScenario(preset.path)) {
-      if (!loaded->name.empty()) preset.name = loaded->name;
-      preset.description = loaded->description;
-    }
-    presets.push_back(std::move(preset));
-  }
-  std::sort(presets.begin(), presets.end(),
-            [](const Preset& a, const Preset& b) { return a.path < b.path; });
-  return presets;
-}
-
-std::string autosavePath() {
-  const char* state = std::getenv("XDG_STATE_HOME");
-  if (state && *state) return (fs::path(state) / "attnscope" / "autosave.json").string();
-  const char* home = std::getenv("HOME");
-  if (home && *home) {
-    return (fs::path(home) / ".local" / "state" / "attnscope" / "autosave.json").string();
-  }
-  return {};
-}
-
-bool isInAssetDir(const std::string& path, const std::string& assetDir) {
-  if (path.empty() || assetDir.empty()) return false;
-  std::error_code dirError, fileError;
-  const fs::path dir = fs::weakly_canonical(fs::absolute(assetDir, dirError), dirError);
-  const fs::path file = fs::weakly_canonical(fs::absolute(path, fileError), fileError);
-  if (dirError || fileError) return false;
-  auto f = file.begin();
-  for (const fs::path& part : dir) {
-    if (part.empty()) continue;  // a trailing separator
-    if (f == file.end() || *f != part) return false;
-    ++f;
-  }
-  return true;
-}
-
-bool isPresetPath(const std::string& path) {
-  return isInAssetDir(path, dataDir());
-}
 
 // =======================================================================================
 // Document operations
@@ -451,34 +297,70 @@ void discardRecovery(FileUi& ui, AppState& state, double now) {
 // Actions
 // =======================================================================================
 
+namespace {
+
+// Starts the desktop's dialog when it is on and available; false = use the built-in one.
+bool startNativeDialog(FileUi& ui, FileUi::Dialog kind, const std::string& start) {
+  if (!ui.nativeDialogs) return false;
+  NativeRequest request;
+  request.mode = kind == FileUi::Dialog::SaveAs ? NativeMode::Save : NativeMode::Open;
+  request.title = kind == FileUi::Dialog::SaveAs ? "Save scenario as" : "Open";
+  request.start = start;
+  request.filters = kind == FileUi::Dialog::SaveAs
+                        ? std::vector<FileFilter>{FileFilter::Scenario, FileFilter::All}
+                        : std::vector<FileFilter>{FileFilter::Openable, FileFilter::Scenario,
+                                                  FileFilter::Attention, FileFilter::Image,
+                                                  FileFilter::All};
+  const char* path = std::getenv("PATH");
+  std::optional<std::vector<std::string>> command =
+      nativeDialogCommand(request, path != nullptr ? path : "");
+  if (!command) return false;
+  ui.native = std::make_shared<NativeDialogRun>(std::move(*command));
+  ui.nativeFor = kind;
+  return true;
+}
+
+}  // namespace
+
 void showOpenDialog(FileUi& ui, const AppState& state) {
-  ui.dialog = FileUi::Dialog::Open;
-  ui.dialogJustOpened = true;
-  ui.dialogError.clear();
+  if (ui.native) return;  // the desktop's dialog is already up
   std::error_code ec;
-  if (!state.docPath.empty()) {
+  if (!ui.lastOpenFolder.empty()) {
+    ui.folder = ui.lastOpenFolder;
+  } else if (!state.docPath.empty()) {
     ui.folder = fs::absolute(state.docPath, ec).parent_path().string();
   } else if (ui.folder.empty()) {
     ui.folder = fs::current_path(ec).string();
   }
   ui.path.clear();
+  ui.dialogError.clear();
+  if (startNativeDialog(ui, FileUi::Dialog::Open, ui.folder + "/")) return;
+  ui.dialog = FileUi::Dialog::Open;
+  ui.dialogJustOpened = true;
+  ui.filter = FileFilter::Openable;
+  ui.listedFolder.clear();  // list afresh: files written since the last time show up
 }
 
 void showSaveAsDialog(FileUi& ui, const AppState& state) {
-  ui.dialog = FileUi::Dialog::SaveAs;
-  ui.dialogJustOpened = true;
-  ui.dialogError.clear();
+  if (ui.native) return;
   std::error_code ec;
   if (!state.docPath.empty() && !isPresetPath(state.docPath)) {
     ui.path = state.docPath;
     ui.folder = fs::absolute(state.docPath, ec).parent_path().string();
   } else {
     // Untitled, or a preset (read-only): a new file, never in the assets folder.
+    if (!ui.lastSaveFolder.empty()) ui.folder = ui.lastSaveFolder;
     if (ui.folder.empty() || isPresetPath(ui.folder)) ui.folder = fs::current_path(ec).string();
     const std::string name = state.docPath.empty() ? fileStemOf(state.doc.name) + ".json"
                                                    : fs::path(state.docPath).filename().string();
     ui.path = (fs::path(ui.folder) / name).string();
   }
+  ui.dialogError.clear();
+  if (startNativeDialog(ui, FileUi::Dialog::SaveAs, ui.path)) return;
+  ui.dialog = FileUi::Dialog::SaveAs;
+  ui.dialogJustOpened = true;
+  ui.filter = FileFilter::Scenario;
+  ui.listedFolder.clear();
 }
 
 void saveOrAsk(FileUi& ui, AppState& state, double now) {
@@ -551,27 +433,11 @@ void requestQuit(FileUi& ui, AppState& state) {
 namespace {
 
 void refreshListing(FileUi& ui) {
-  if (ui.listedFolder == ui.folder) return;
+  if (!ui.listedFolder.empty() && ui.listedFolder == ui.folder && ui.listedFilter == ui.filter)
+    return;
   ui.listedFolder = ui.folder;
-  ui.listing.clear();
-  std::error_code ec;
-  for (const auto& item :
-       fs::directory_iterator(ui.folder, fs::directory_options::skip_permission_denied, ec)) {
-    const std::string name = item.path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    std::error_code typeError;
-    const bool directory = item.is_directory(typeError);
-    const bool listed = item.path().extension() == ".json" ||
-                        isAttentionPath(item.path().string()) ||
-                        (ui.dialog == FileUi::Dialog::Open && isImagePath(name));
-    if (!directory && !listed) continue;
-    ui.listing.push_back({name, directory});
-  }
-  std::sort(ui.listing.begin(), ui.listing.end(),
-            [](const FileUi::Entry& a, const FileUi::Entry& b) {
-              if (a.directory != b.directory) return a.directory;
-              return a.name < b.name;
-            });
+  ui.listedFilter = ui.filter;
+  ui.listing = listFolder(ui.folder, ui.filter);
 }
 
 void runAfter(FileUi& ui, AppState& state, double now) {
@@ -614,6 +480,16 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     if (ui.folder.empty()) ui.folder = "/";
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Go to the parent folder.");
+  ImGui::SameLine();
+  if (ImGui::Button("Refresh")) ui.listedFolder.clear();
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 21);
+  if (ImGui::BeginCombo("Type", filterLabel(ui.filter))) {
+    for (FileFilter filter : kAllFileFilters) {
+      if (ImGui::Selectable(filterLabel(filter), filter == ui.filter)) ui.filter = filter;
+    }
+    ImGui::EndCombo();
+  }
   const float listHeight =
       ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() * 3;
   ImGui::BeginChild("listing", ImVec2(0, std::max(listHeight, font * 4)), true);
@@ -680,6 +556,41 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
 
 }  // namespace
 
+void applyNativeResult(FileUi& ui, AppState& state, FileUi::Dialog kind, const NativeResult& r,
+                       double now) {
+  switch (r.kind) {
+    case NativeResult::Kind::Chosen:
+      if (kind == FileUi::Dialog::Open) {
+        ui.lastOpenFolder = fs::path(r.path).parent_path().string();
+        requestOpen(ui, state, r.path, now);
+      } else {
+        std::string path = r.path;
+        if (fs::path(path).extension().empty()) path += ".json";
+        if (saveDocument(state, path, now)) {  // errors are posted as notices
+          ui.lastSaveFolder = fs::path(path).parent_path().string();
+          runAfter(ui, state, now);
+        } else {
+          ui.after = FileUi::After::Nothing;
+        }
+      }
+      break;
+    case NativeResult::Kind::Cancelled:
+      ui.after = FileUi::After::Nothing;  // e.g. the quit that waited for a Save As
+      break;
+    case NativeResult::Kind::Failed:
+      notify(state, Notice::Kind::Warning,
+             r.error + "; using attnscope's own file dialog (ATTNSCOPE_FILE_DIALOG=builtin "
+                       "chooses it from the start)",
+             now);
+      ui.nativeDialogs = false;
+      ui.dialog = kind;
+      ui.dialogJustOpened = true;
+      ui.filter = kind == FileUi::Dialog::SaveAs ? FileFilter::Scenario : FileFilter::Openable;
+      ui.listedFolder.clear();
+      break;
+  }
+}
+
 void drawFileUi(FileUi& ui, AppState& state, double now) {
   const float font = ImGui::GetFontSize();
   // 1 open / save-as dialogs
@@ -687,6 +598,7 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
     if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Open scenario"))
       ImGui::OpenPopup("Open scenario");
     drawPathDialog(ui, "Open scenario", "Open", [&](const std::string& path) {
+      ui.lastOpenFolder = fs::path(path).parent_path().string();
       requestOpen(ui, state, path, now);
       return true;
     });
@@ -700,9 +612,19 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
         ui.dialogError = state.notices.empty() ? "cannot save" : state.notices.back().text;
         return false;
       }
+      ui.lastSaveFolder = fs::path(path).parent_path().string();
       runAfter(ui, state, now);
       return true;
     });
+  }
+  // The desktop's dialog, when one is up.
+  if (ui.native) {
+    if (std::optional<NativeResult> result = ui.native->poll()) {
+      const FileUi::Dialog kind = ui.nativeFor;
+      ui.native.reset();
+      ui.nativeFor = FileUi::Dialog::None;
+      applyNativeResult(ui, state, kind, *result, now);
+    }
   }
   if (ui.dialog != FileUi::Dialog::None && !ImGui::IsPopupOpen("Open scenario") &&
       !ImGui::IsPopupOpen("Save scenario as") && !ui.dialogJustOpened) {

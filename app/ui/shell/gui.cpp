@@ -1275,6 +1275,9 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.model = std::make_unique<ModelService>();
   // 3 the document: the given file, else the autosave, else the default preset
   s.files.assetDir = dataDir();
+  // The desktop's file dialog (zenity / kdialog) in an interactive window, never in a
+  // screenshot run.
+  s.files.nativeDialogs = !s.screenshotMode();
   s.files.presets = listPresets(s.files.assetDir);
   s.loadRecent();
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
@@ -1322,6 +1325,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     s.state.view.pipelineStage = launch.stage;
     s.state.view.stageFullScreen = launch.presentation;
   }
+  if (launch.dialog == "open") showOpenDialog(s.files, s.state);
+  if (launch.dialog == "save-as") showSaveAsDialog(s.files, s.state);
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;
