@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "core/models/gpt2/model.h"
+#include "core/models/transformer.h"
 
 namespace {
 
-using attn::gpt2::Session;
-using attn::gpt2::Weights;
+using attn::model::Session;
+using attn::model::Weights;
 
 const std::shared_ptr<const Weights>& smallWeights() {
   static const std::shared_ptr<const Weights> weights =
-      std::make_shared<const Weights>(attn::gpt2::randomWeights(attn::gpt2::Config{}, 42));
+      std::make_shared<const Weights>(attn::model::randomWeights(attn::model::Config{}, 42));
   return weights;
 }
 

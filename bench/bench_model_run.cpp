@@ -4,8 +4,9 @@
 // views (the attention tensor [L, H, n, n] into an in-memory io::AttentionFile, the
 // residual norms, the top 10). Results: docs/performance.md, section "GPT-2 in the window".
 //
-// The tokenizer is GPT-2's byte level with the 256 byte tokens and no merges, so a text of n
-// letters without spaces is n tokens and one more letter is one more token.
+// The tokenizer is GPT-2's byte level with the 256 byte tokens and one merge of two spaces
+// ("Ġ Ġ"; a merges.txt must have one), so a text of n letters without spaces is n tokens and
+// one more letter is one more token.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -20,16 +21,18 @@ namespace {
 
 using namespace attn;
 
-const io::Gpt2Model& smallModel() {
-  static const io::Gpt2Model model = [] {
+const io::ModelFolder& smallModel() {
+  static const io::ModelFolder model = [] {
     nlohmann::json vocab = nlohmann::json::object();
     for (int b = 0; b < 256; ++b) {
       std::string token;
       appendUtf8(token, gpt2::byteToUnicode()[static_cast<std::size_t>(b)]);
       vocab[token] = b;
     }
-    Expected<io::Gpt2Tokenizer> tokenizer = io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n");
-    return io::Gpt2Model{"bench", std::make_shared<const gpt2::Weights>(gpt2::randomWeights(gpt2::Config{}, 42)),
+    vocab["\xC4\xA0\xC4\xA0"] = 256;  // "ĠĠ"
+    Expected<io::Gpt2Tokenizer> tokenizer =
+        io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n\xC4\xA0 \xC4\xA0\n");
+    return io::ModelFolder{"bench", std::make_shared<const model::Weights>(model::randomWeights(model::Config{}, 42)),
                          std::move(tokenizer).value()};
   }();
   return model;
@@ -44,8 +47,8 @@ std::string letters(int n) {
 // n tokens cached; the timed part is the run after typing one more letter.
 void BM_ModelRunAppendOne(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const io::Gpt2Model& model = smallModel();
-  auto session = std::make_shared<gpt2::Session>(model.weights);
+  const io::ModelFolder& model = smallModel();
+  auto session = std::make_shared<model::Session>(model.weights);
   const std::string before = letters(n), after = letters(n + 1);
   if (!app::runModel(model, session, before, 0, 0)->error.empty()) {
     state.SkipWithError("run failed");
@@ -71,8 +74,8 @@ BENCHMARK(BM_ModelRunAppendOne)
 // (the copies for the views and the prediction's top 10).
 void BM_ModelRunCopies(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const io::Gpt2Model& model = smallModel();
-  auto session = std::make_shared<gpt2::Session>(model.weights);
+  const io::ModelFolder& model = smallModel();
+  auto session = std::make_shared<model::Session>(model.weights);
   const std::string text = letters(n);
   if (!app::runModel(model, session, text, 0, 0)->error.empty()) {
     state.SkipWithError("run failed");

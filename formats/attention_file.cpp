@@ -376,7 +376,10 @@ Expected<std::vector<ArraySummary>> listArrays(const std::string& path, const Np
 // =======================================================================================
 
 struct AttentionFileBuilder {
-  static Expected<AttentionFile> open(const std::string& path, const AttentionOpenOptions& options);
+  // `choices` null: several arrays and none chosen is an error (the CLI); else they are
+  // listed there and the returned file is empty (no layers).
+  static Expected<AttentionFile> open(const std::string& path, const AttentionOpenOptions& options,
+                                      std::vector<ArraySummary>* choices);
   static Status addSource(AttentionFile& file, const NpyArray& array, const std::string& name,
                           const AttentionOpenOptions& options, bool perLayer, bool mapped);
   static Status loadLabels(AttentionFile& file, const AttentionOpenOptions& options);
@@ -500,7 +503,8 @@ Status AttentionFileBuilder::loadLabels(AttentionFile& file, const AttentionOpen
 }
 
 Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
-                                                   const AttentionOpenOptions& options) {
+                                                   const AttentionOpenOptions& options,
+                                                   std::vector<ArraySummary>* choices) {
   AttentionFile file;
   file.path_ = path;
   std::string problem;
@@ -534,6 +538,11 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
       std::vector<std::string> readable;
       for (const ArraySummary& a : file.arrays_) {
         if (a.unsupported.empty()) readable.push_back(a.name);
+      }
+      if (readable.size() > 1 && choices) {
+        for (const ArraySummary& a : file.arrays_)
+          if (a.unsupported.empty()) choices->push_back(a);
+        return file;
       }
       if (readable.size() != 1) {
         std::string list;
@@ -571,13 +580,23 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
 
 Expected<AttentionFile> AttentionFile::open(const std::string& path,
                                             const AttentionOpenOptions& options) {
-  return AttentionFileBuilder::open(path, options);
+  return AttentionFileBuilder::open(path, options, nullptr);
+}
+
+Expected<AttentionFileOrChoice> AttentionFile::openOrChoose(const std::string& path,
+                                                            const AttentionOpenOptions& options) {
+  AttentionFileOrChoice result;
+  Expected<AttentionFile> file = AttentionFileBuilder::open(path, options, &result.choices);
+  if (!file) return file.error();
+  if (result.choices.empty()) result.file = std::move(file).value();
+  return result;
 }
 
 Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<float> values,
                                                   const AttentionShape& shape,
                                                   std::vector<std::string> labels,
-                                                  std::string labelsSource) {
+                                                  std::string labelsSource,
+                                                  std::vector<std::string> queryLabels) {
   const std::int64_t dims[4] = {shape.layers, shape.heads, shape.queries, shape.keys};
   std::uint64_t count = 1;
   for (std::int64_t d : dims) {
@@ -591,8 +610,13 @@ Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<
                  std::to_string(values.size()) + " values for " + std::to_string(count) +
                      " elements"};
   }
-  if (shape.queries > shape.keys) {
+  if (queryLabels.empty() && shape.queries > shape.keys) {
     return Error{name, "shape", "n_q = " + std::to_string(shape.queries) + " is more than n_k"};
+  }
+  if (!queryLabels.empty() && static_cast<int>(queryLabels.size()) != shape.queries) {
+    return Error{name, "tokens",
+                 std::to_string(queryLabels.size()) + " query labels for n_q = " +
+                     std::to_string(shape.queries) + " queries"};
   }
   if (static_cast<int>(labels.size()) != shape.keys) {
     return Error{name, "tokens",
@@ -614,7 +638,10 @@ Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<
   Status added = AttentionFileBuilder::addSource(file, array, "attention", {}, /*perLayer=*/false,
                                                  /*mapped=*/false);
   if (!added) return added.error();
-  file.queryLabels_.assign(labels.end() - shape.queries, labels.end());
+  if (queryLabels.empty())
+    file.queryLabels_.assign(labels.end() - shape.queries, labels.end());
+  else
+    file.queryLabels_ = std::move(queryLabels);
   file.keyLabels_ = std::move(labels);
   file.labelsSource_ = std::move(labelsSource);
   return file;
@@ -679,133 +706,6 @@ void AttentionFile::releaseHead(int layer, int headIndex) const {
   if (to > from) {
     ::madvise(const_cast<std::byte*>(mapStart) + from, to - from, MADV_DONTNEED);
   }
-}
-
-// =======================================================================================
-// Selections
-// =======================================================================================
-
-Expected<SelectedAttention> selectAttention(const AttentionFile& file,
-                                            const AttentionSelection& selection,
-                                            const std::function<void(int, int)>& progress) {
-  using Kind = AttentionSelection::Kind;
-  const AttentionShape& shape = file.shape();
-  if (selection.layer < 0 || selection.layer >= shape.layers) {
-    return Error{file.path(), "layer",
-                 "layer " + std::to_string(selection.layer) + " is out of range: the file has " +
-                     std::to_string(shape.layers) + (shape.layers == 1 ? " layer" : " layers") +
-                     " (valid: 0.." + std::to_string(shape.layers - 1) + ")"};
-  }
-  if (selection.kind == Kind::Head && (selection.head < 0 || selection.head >= shape.heads)) {
-    return Error{file.path(), "head",
-                 "head " + std::to_string(selection.head) + " is out of range: the file has " +
-                     std::to_string(shape.heads) + (shape.heads == 1 ? " head" : " heads") +
-                     " (valid: 0.." + std::to_string(shape.heads - 1) + ", mean or max)"};
-  }
-  if (selection.kind == Kind::Rollout && shape.queries != shape.keys) {
-    return Error{file.path(), "layer",
-                 "rollout needs square attention (n_q = n_k); this file has " +
-                     std::to_string(shape.queries) + " x " + std::to_string(shape.keys)};
-  }
-  SelectedAttention out;
-  out.view.rowLabels = file.queryLabels();
-  out.view.colLabels = file.keyLabels();
-  const std::string layerText =
-      "layer " + std::to_string(selection.layer) + " of " + std::to_string(shape.layers);
-  std::vector<float> scratch;
-  int done = 0;
-  const int total = selection.kind == Kind::Head      ? 1
-                    : selection.kind == Kind::Rollout ? (selection.layer + 1) * shape.heads
-                                                      : shape.heads;
-  auto reduceLayer = [&](int layer, HeadReducer::Kind kind) {
-    HeadReducer reducer(kind, shape.queries, shape.keys);
-    for (int h = 0; h < shape.heads; ++h) {
-      reducer.add(file.head(layer, h, scratch));
-      file.releaseHead(layer, h);
-      if (progress) progress(++done, total);
-    }
-    return reducer.result();
-  };
-  switch (selection.kind) {
-    case Kind::Head:
-      out.view.values = file.head(selection.layer, selection.head, scratch).copy();
-      file.releaseHead(selection.layer, selection.head);
-      if (progress) progress(1, 1);
-      out.view.title = layerText + " · head " + std::to_string(selection.head) + " of " +
-                       std::to_string(shape.heads);
-      break;
-    case Kind::Mean:
-    case Kind::Max: {
-      const bool mean = selection.kind == Kind::Mean;
-      out.view.values =
-          reduceLayer(selection.layer, mean ? HeadReducer::Kind::Mean : HeadReducer::Kind::Max);
-      out.view.title = layerText + " · " + (mean ? "mean" : "max") + " of " +
-                       std::to_string(shape.heads) + " heads";
-      break;
-    }
-    case Kind::Rollout: {
-      RolloutAccumulator rollout;
-      for (int layer = 0; layer <= selection.layer; ++layer) {
-        Status added = rollout.addLayer(reduceLayer(layer, HeadReducer::Kind::Mean));
-        if (!added) {
-          Error error = added.error();
-          error.file = file.path();
-          return error;
-        }
-      }
-      out.view.values = rollout.rollout();
-      out.view.title = "rollout · layers 0.." + std::to_string(selection.layer) + " of " +
-                       std::to_string(shape.layers) + " (mean over heads)";
-      break;
-    }
-  }
-  const AxisTitles axes = axisTitlesOf(MatrixKind::Weights);  // query x key weights
-  out.view.rowAxis = axes.rows;
-  out.view.colAxis = axes.cols;
-  out.view.valueTitle = axes.values;
-  out.nonFinite = countNonFinite(MatrixRef::of(out.view.values));
-  return out;
-}
-
-HeadOverview overviewHeads(const AttentionFile& file, const HeadOverviewOptions& options) {
-  HeadOverview overview;
-  overview.layers = file.layers();
-  overview.heads = file.heads();
-  const int total = file.layers() * file.heads();
-  overview.thumbnails.reserve(static_cast<std::size_t>(total));
-  overview.stats.reserve(static_cast<std::size_t>(total));
-  overview.nonFinite.reserve(static_cast<std::size_t>(total));
-  const int size = std::max(options.thumbnailSize, 1);
-  std::vector<float> scratch;
-  int done = 0;
-  for (int l = 0; l < file.layers(); ++l) {
-    for (int h = 0; h < file.heads(); ++h) {
-      if (options.cancel && options.cancel()) {
-        overview.cancelled = true;
-        return overview;
-      }
-      const MatrixRef head = file.head(l, h, scratch);
-      overview.thumbnails.push_back(maxPool(head, size, size));
-      overview.stats.push_back(headStats(head));
-      overview.nonFinite.push_back(countNonFinite(head));
-      overview.totalNonFinite += overview.nonFinite.back();
-      file.releaseHead(l, h);
-      if (options.progress) options.progress(++done, total);
-    }
-  }
-  return overview;
-}
-
-std::vector<std::vector<HeadStats>> allHeadStats(const AttentionFile& file) {
-  std::vector<std::vector<HeadStats>> stats(static_cast<std::size_t>(file.layers()));
-  std::vector<float> scratch;
-  for (int l = 0; l < file.layers(); ++l) {
-    for (int h = 0; h < file.heads(); ++h) {
-      stats[static_cast<std::size_t>(l)].push_back(headStats(file.head(l, h, scratch)));
-      file.releaseHead(l, h);
-    }
-  }
-  return stats;
 }
 
 }  // namespace attn::io

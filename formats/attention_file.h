@@ -94,6 +94,10 @@ NonFiniteCount countNonFinite(MatrixRef values);
 // "3 NaN, 1 +inf" (empty when there are none).
 std::string describeNonFinite(const NonFiniteCount& count);
 
+// What opening a path found, from ONE read of it: the file, or (an .npz with several
+// readable arrays, no array named and no per-layer set) the readable arrays to pick from.
+struct AttentionFileOrChoice;
+
 class AttentionFile {
  public:
   // Opens, normalises the shape and loads the labels. Errors name the file (and the .npz
@@ -102,15 +106,22 @@ class AttentionFile {
   // choice, a tokens file that cannot be read or has the wrong count.
   static Expected<AttentionFile> open(const std::string& path,
                                       const AttentionOpenOptions& options = {});
+  // As open(), but an .npz with several readable arrays and none chosen is not an error:
+  // the result lists them (AttentionFileOrChoice::choices) for a front end to offer. The
+  // archive is opened once either way (its headers give the list).
+  static Expected<AttentionFileOrChoice> openOrChoose(const std::string& path,
+                                                      const AttentionOpenOptions& options = {});
   // An attention tensor held in memory (e.g. a model run in the app): `values` row-major
-  // [layers, heads, n_q, n_k] float32, used in place (no copy); `labels` has n_k entries
-  // (the query labels are the last n_q of them). `name` stands for the path in the panel and
-  // in errors, `labelsSource` for the labels' origin. Errors: an empty or too large shape,
+  // [layers, heads, n_q, n_k] float32, used in place (no copy); `labels` has n_k entries;
+  // the query labels are `queryLabels` (n_q entries) when given, else the last n_q of
+  // `labels` (then n_q <= n_k). `name` stands for the path in the panel and in errors,
+  // `labelsSource` for the labels' origin. Errors: an empty or too large shape,
   // values.size() != the product of `shape`, a wrong label count.
   static Expected<AttentionFile> fromMemory(std::string name, std::vector<float> values,
                                             const AttentionShape& shape,
                                             std::vector<std::string> labels,
-                                            std::string labelsSource);
+                                            std::string labelsSource,
+                                            std::vector<std::string> queryLabels = {});
 
   const std::string& path() const { return path_; }
   const AttentionShape& shape() const { return shape_; }
@@ -169,6 +180,11 @@ class AttentionFile {
   std::string labelsSource_;
 
   friend struct AttentionFileBuilder;
+};
+
+struct AttentionFileOrChoice {
+  std::optional<AttentionFile> file;  // set unless there is a choice to make
+  std::vector<ArraySummary> choices;  // the readable arrays (more than one) when file is empty
 };
 
 // ---------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <set>
 
@@ -79,6 +80,14 @@ const NpzArrayInfo* NpzArchive::find(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+std::atomic<std::uint64_t> archiveOpens{0};
+}  // namespace
+
+std::uint64_t npzArchiveOpens() {
+  return archiveOpens.load();
+}
+
 Expected<NpzArchive> NpzArchive::open(const std::string& path, const NpzLimits& limits) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return Error{path, "", "cannot open: no such file"};
@@ -89,6 +98,7 @@ Expected<NpzArchive> NpzArchive::open(const std::string& path, const NpzLimits& 
   archive.limits_ = limits;
   archive.handle_ = std::make_unique<Handle>();
   int code = 0;
+  ++archiveOpens;
   archive.handle_->archive = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
   if (!archive.handle_->archive) {
     return Error{path, "",

@@ -90,6 +90,11 @@ class NpzArchive {
   std::uint64_t inflated_ = 0;
 };
 
+// How many times NpzArchive::open has opened an archive file in this process (every call
+// that reached libzip, successful or not). Tests use it to check that a path opens its
+// archive once; thread-safe.
+std::uint64_t npzArchiveOpens();
+
 // True when `name` is a safe relative entry name (see the rules above).
 bool isSafeEntryName(std::string_view name);
 

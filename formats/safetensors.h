@@ -76,9 +76,15 @@ class SafetensorsFile {
   // file's pages and the converted floats at peak.
   void releasePages(const TensorInfo& tensor) const;
 
+  // Converts `tensor` (F32, F16 or BF16; any shape) into tensor.elementCount() floats at
+  // `out`. Errors name the file and the tensor: an unsupported dtype, a NaN or infinity.
+  Status convert(const TensorInfo& tensor, float* out) const;
+  // The tensor's floats inside the map, usable in place: non-null only for an F32 tensor
+  // whose data is 4-byte aligned (valid while this object lives). Values are not checked.
+  const float* floatsInPlace(const TensorInfo& tensor) const;
+
  private:
   SafetensorsFile() = default;
-  Status convert(const TensorInfo& tensor, float* out) const;
 
   std::string path_;
   const std::byte* map_ = nullptr;

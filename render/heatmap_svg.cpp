@@ -60,6 +60,8 @@ std::string svgText(const Font& font, std::string_view label, float px, float x,
 
 }  // namespace
 
+// One cohesive numbered algorithm (steps 1-6, in drawing order), kept as one function on
+// purpose: it is the SVG twin of drawRaster() and follows the same Layout top to bottom.
 std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const Layout& L,
                       const Font& font) {
   std::string out;

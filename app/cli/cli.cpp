@@ -781,7 +781,7 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       !model) {
     return fail(err, model.error());
   }
-  if (launch.imagePath.empty() && !isAttentionPath(*path) && !path->empty()) {
+  if (launch.imagePath.empty() && classifyPath(*path) != PathKind::AttentionFile && !path->empty()) {
     Expected<Computed> computed = loadAndCompute(*path);
     if (!computed) return fail(err, computed.error());
   }

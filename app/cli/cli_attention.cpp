@@ -3,6 +3,7 @@
 // Steps, as in cli.cpp: 1 parse the options (syntax only), 2 open the file (shape rules,
 // labels; io::AttentionFile names the file and the problem), 3 compute the selection (one
 // head, mean/max over a layer's heads, or rollout), 4 write, 5 warn about NaN/inf.
+#include "app/session/attention_source.h"
 #include "app/cli/cli_attention.h"
 
 #include <algorithm>
@@ -153,11 +154,7 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
 }  // namespace
 
 bool isAttentionFilePath(std::string_view path) {
-  if (path.size() < 4) return false;
-  std::string ext(path.substr(path.size() - 4));
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".npy" || ext == ".npz";
+  return classifyPath(std::string(path)) == PathKind::AttentionFile;
 }
 
 // =======================================================================================

@@ -17,6 +17,7 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
+#include "app/session/attention_source.h"
 #include "app/session/image_view.h"
 #include "core/attention/patches.h"
 #include "formats/files.h"
@@ -218,7 +219,7 @@ Expected<ImageRequest> parseRequest(const ParsedArgs& parsed) {
 
 // The image view's rule for file names (app/image_view.h).
 bool isImageFile(const std::string& path) {
-  return isImagePath(path);
+  return classifyPath(path) == PathKind::Image;
 }
 
 }  // namespace

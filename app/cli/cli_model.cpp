@@ -4,15 +4,17 @@
 //   forward pass, 6 write OUT.npz and OUT.tokens.json atomically, 7 print the prediction.
 #include "app/cli/cli_model.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
-#include "core/models/gpt2/model.h"
+#include "core/models/transformer.h"
 #include "formats/files.h"
-#include "formats/models/gpt2_model.h"
+#include "formats/models/model_folder.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
 
@@ -31,6 +33,9 @@ constexpr int kMaxPredict = 1000;
 struct ModelRequest {
   std::string folder;
   std::string text;
+  std::vector<int> ids;    // --ids: run these instead of tokenizing --text
+  bool hasIds = false;
+  bool bos = false;        // --bos: prepend config.json's bos_token_id
   std::string outPath;     // empty: no files
   std::string tokensPath;  // OUT.tokens.json next to OUT.npz
   int predict = 0;         // 0: no prediction
@@ -38,7 +43,27 @@ struct ModelRequest {
 };
 
 constexpr cli::OptionSpec kModelOptions[] = {
-    {"--text", true}, {"--out", true}, {"--predict", true}};
+    {"--text", true}, {"--ids", true},     {"--bos", false},
+    {"--no-bos", false}, {"--out", true}, {"--predict", true}};
+
+// "15496,995" -> ids (each 0..2^31-1; the model checks them against vocab_size).
+Expected<std::vector<int>> parseIds(const std::string& text) {
+  std::vector<int> ids;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    auto id = parseIntStrict(item, 0, std::numeric_limits<int>::max());
+    if (!id) {
+      return optionError("--ids", "item " + std::to_string(ids.size() + 1) + " " +
+                                      cli::inQuotes(item) +
+                                      " is not a token id (comma-separated integers >= 0)");
+    }
+    ids.push_back(*id);
+    start = comma + 1;
+  }
+  return ids;
+}
 
 // Options: --text T, --out FILE.npz, --predict K, -h/--help ("--name=value" works too, and is
 // the way to pass a text that starts with "--").
@@ -58,8 +83,20 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
   }
   request.folder = parsed->positional[0];
   const std::string* text = parsed->get("--text");
-  if (!text) return optionError("--text", "missing (the text to run is required)");
-  request.text = *text;
+  const std::string* ids = parsed->get("--ids");
+  if (text && ids) return optionError("--ids", "give either --text or --ids, not both");
+  if (!text && !ids) return optionError("--text", "missing (give --text TEXT or --ids I,J,...)");
+  if (text) request.text = *text;
+  if (ids) {
+    Expected<std::vector<int>> list = parseIds(*ids);
+    if (!list) return list.error();
+    request.ids = std::move(list).value();
+    request.hasIds = true;
+  }
+  if (parsed->has("--bos") && parsed->has("--no-bos")) {
+    return optionError("--bos", "give either --bos or --no-bos, not both");
+  }
+  request.bos = parsed->has("--bos");
   if (const std::string* k = parsed->get("--predict")) {
     auto n = parseIntStrict(*k, 1, kMaxPredict);
     if (!n) return optionError("--predict", cli::inQuotes(*k) + " is not an integer in 1..1000");
@@ -79,39 +116,55 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
   return request;
 }
 
-// The JSON of --predict: {"tokens": n, "next": [{"id", "text", "probability", "logit"}...]}.
-std::string predictionJson(const gpt2::Session& session, const io::Gpt2Tokenizer& tokenizer,
-                           int k) {
+// A token's text for the files: the tokenizer's decoding, or null without a tokenizer.
+nlohmann::json tokenJson(const io::ModelFolder& model, int id) {
+  if (!model.tokenizer) return nullptr;
+  return model.tokenizer->tokenText(id);
+}
+
+// The JSON of --predict: {"model_type", "heads_kv", "tokens": n, "next": [{"id", "text",
+// "probability", "logit"}...]}.
+std::string predictionJson(const model::Session& session, const io::ModelFolder& model, int k) {
   nlohmann::ordered_json next = nlohmann::ordered_json::array();
-  for (const gpt2::TokenProbability& t : session.topK(k)) {
+  for (const model::TokenProbability& t : session.topK(k)) {
     next.push_back({{"id", t.id},
-                    {"text", tokenizer.tokenText(t.id)},
+                    {"text", tokenJson(model, t.id)},
                     {"probability", t.probability},
                     {"logit", t.logit}});
   }
-  nlohmann::ordered_json out = {{"tokens", session.size()}, {"next", next}};
+  nlohmann::ordered_json out = {{"model_type", session.config().modelType},
+                                {"heads_kv", session.config().nHeadKv},
+                                {"tokens", session.size()},
+                                {"next", next}};
   return out.dump() + "\n";
 }
 
 }  // namespace
 
 const std::string_view kModelHelp =
-    R"(usage: attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
+    R"(usage: attnscope model DIR (--text TEXT | --ids I,J,...) [--bos | --no-bos]
+                         [--out OUT.npz] [--predict K]
 
-Runs a GPT-2-family model (gpt2, distilgpt2, gpt2-medium, -large, -xl, or any folder in
-the same Hugging Face layout) on TEXT, on the CPU, offline. DIR holds config.json,
-model.safetensors (F32, F16 or BF16), vocab.json and merges.txt (see docs/models.md).
+Runs a decoder model on the CPU, offline. DIR is a Hugging Face folder: config.json
+(model_type gpt2, llama, mistral, qwen2 or gpt_neox; every size and option is read from
+it), model.safetensors or model.safetensors.index.json with its shards (F32, F16 or BF16),
+and for gpt2 vocab.json and merges.txt (see docs/models.md).
 
 options:
   --text TEXT       the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;
-                    a TEXT that starts with "--" is given as --text=TEXT)
+                    a TEXT that starts with "--" is given as --text=TEXT); needs the gpt2
+                    tokenizer files
+  --ids I,J,...     run these token ids instead of a text (any family)
+  --bos, --no-bos   prepend config.json's bos_token_id, or not (default: not)
   --out OUT.npz     write the arrays
                       attention  float32 [layers, heads, n, n]  (row = query, causal)
                       token_ids  int64 [n]
                     and the side file OUT.tokens.json: each token's decoded text, a JSON
                     list (" world", "\n"; a token holding part of a UTF-8 character is "�")
   --predict K       print the K most probable next tokens as JSON on stdout (1..1000):
-                    {"tokens": n, "next": [{"id", "text", "probability", "logit"}, ...]}
+                    {"model_type", "heads_kv", "tokens": n,
+                     "next": [{"id", "text", "probability", "logit"}, ...]}
+                    ("text" is null without a tokenizer)
   -h, --help        show this help
 
 At least one of --out and --predict is needed. The text may have at most n_positions
@@ -129,12 +182,28 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
 
   // 2 the model folder
-  Expected<io::Gpt2Model> model = io::loadGpt2Folder(request->folder);
+  Expected<io::ModelFolder> model = io::loadModelFolder(request->folder);
   if (!model) return fail(err, model.error());
-  const gpt2::Config& config = model->weights->config;
+  const model::Config& config = model->weights->config;
 
   // 3 tokens
-  io::Gpt2Tokenizer::Encoding encoding = model->tokenizer.encode(request->text);
+  io::Gpt2Tokenizer::Encoding encoding;
+  if (request->hasIds) {
+    encoding.ids = request->ids;
+  } else if (!model->tokenizer) {
+    return fail(err, optionError("--text",
+                                 "needs a tokenizer, and this " + config.modelType +
+                                     " folder has none attnscope reads yet (gpt2's vocab.json + "
+                                     "merges.txt); give --ids I,J,...",
+                                 request->folder));
+  } else {
+    encoding = model->tokenizer->encode(request->text);
+  }
+  if (request->bos) {
+    Expected<int> bos = io::loadBosTokenId((fs::path(request->folder) / "config.json").string());
+    if (!bos) return fail(err, bos.error());
+    encoding.ids.insert(encoding.ids.begin(), *bos);
+  }
   if (!encoding.invalidOffsets.empty()) {
     err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()
         << (encoding.invalidOffsets.size() == 1 ? " invalid UTF-8 sequence"
@@ -162,7 +231,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
 
   // 5 forward
-  Expected<gpt2::Session> session = gpt2::forward(model->weights, encoding.ids);
+  Expected<model::Session> session = model::forward(model->weights, encoding.ids);
   if (!session) {
     Error error = session.error();
     if (error.file.empty()) error.file = request->folder;
@@ -188,7 +257,10 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     entries.clear();
 
     nlohmann::json tokens = nlohmann::json::array();
-    for (int id : encoding.ids) tokens.push_back(model->tokenizer.tokenText(id));
+    for (int id : encoding.ids) {
+      tokens.push_back(model->tokenizer ? nlohmann::json(model->tokenizer->tokenText(id))
+                                        : nlohmann::json("#" + std::to_string(id)));
+    }
     // Tokens first: the views read OUT.tokens.json next to OUT.npz, and a new .npz must
     // never sit beside an old tokens file of another text.
     if (Status s = io::writeFileAtomic(request->tokensPath, tokens.dump(1) + "\n"); !s) {
@@ -205,7 +277,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
 
   // 7 prediction
   if (request->predict > 0) {
-    out << predictionJson(*session, model->tokenizer, request->predict);
+    out << predictionJson(*session, *model, request->predict);
     out.flush();
   }
   return 0;

@@ -182,7 +182,7 @@ const MatrixView& displayedMatrix(AttentionView& view,
 
 void updateCompare(AttentionView& view, const std::shared_ptr<const AttentionShown>& shown) {
   AttentionCompare& compare = view.compare;
-  if (!view.file || !shown) return;
+  if (!view.source || !shown) return;
   if (compare.cacheFor == shown && compare.cacheRevision == compare.revision) return;
   compare.cacheFor = shown;
   compare.cacheRevision = compare.revision;
@@ -190,7 +190,7 @@ void updateCompare(AttentionView& view, const std::shared_ptr<const AttentionSho
   compare.difference.reset();
   compare.sharedRange.reset();
   compare.error.clear();
-  const io::AttentionFile& file = compare.file ? *compare.file : *view.file;
+  const io::AttentionFile& file = compare.file ? *compare.file : *view.source->tensor;
   io::AttentionSelection& sel = compare.selection;
   sel.layer = std::clamp(sel.layer, 0, file.layers() - 1);
   sel.head = std::clamp(sel.head, 0, file.heads() - 1);
@@ -238,12 +238,12 @@ bool openCompareFile(AppState& state, const std::string& path, double now) {
 
 void applyAttentionStart(AppState& state, const GuiLaunch::AttentionStart& start, double now) {
   AttentionView& view = state.attention;
-  if (!view.file) return;
+  if (!view.source) return;
   if (start.tab >= 0) view.requestTab = start.tab;
   if (start.layer >= 0) {
     io::AttentionSelection sel;
-    sel.layer = std::clamp(start.layer, 0, view.file->layers() - 1);
-    sel.head = std::clamp(start.head, 0, view.file->heads() - 1);
+    sel.layer = std::clamp(start.layer, 0, view.source->tensor->layers() - 1);
+    sel.head = std::clamp(start.head, 0, view.source->tensor->heads() - 1);
     selectAttentionView(view, sel);
   }
   view.compare.selection = view.selection;
@@ -268,7 +268,7 @@ void applyAttentionStart(AppState& state, const GuiLaunch::AttentionStart& start
 // =======================================================================================
 
 std::string attentionStatusText(const AttentionView& view) {
-  if (!view.file || !view.overview || view.overview->totalNonFinite.total() == 0) return {};
+  if (!view.source || !view.overview || view.overview->totalNonFinite.total() == 0) return {};
   int heads = 0;
   for (const io::NonFiniteCount& count : view.overview->nonFinite)
     if (count.total() > 0) ++heads;

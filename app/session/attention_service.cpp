@@ -15,13 +15,6 @@ namespace fs = std::filesystem;
 // attention_view.h
 // =======================================================================================
 
-bool isAttentionPath(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".npy" || ext == ".npz";
-}
-
 void selectAttentionView(AttentionView& view, const io::AttentionSelection& selection) {
   const io::AttentionSelection& old = view.selection;
   if (old.kind == selection.kind && old.layer == selection.layer && old.head == selection.head)
@@ -34,58 +27,68 @@ void selectAttentionView(AttentionView& view, const io::AttentionSelection& sele
 // Open
 // =======================================================================================
 
+void showSource(AttentionView& view, SourcePtr source, KeepView keep) {
+  view.choosePath.clear();
+  view.chooseArrays.clear();
+  view.source = std::move(source);
+  ++view.generation;
+  ++view.selectionRevision;
+  // Derived from the old source's matrices: made again for the new one.
+  view.shown.reset();
+  view.topFor = nullptr;
+  view.topIndex.clear();
+  view.overlayGeneration = ~0ull;
+  view.overlayHeads.clear();
+  view.overlayTop.clear();
+  view.filter.cacheFor.reset();
+  view.filter.cache.reset();
+  view.compare.cacheFor.reset();
+  view.compare.hoverRow = view.compare.hoverCol = -1;
+  if (!view.source) {
+    view.overview.reset();
+    view.overviewProgress = 0;
+    view.pinnedToken = -1;
+    return;
+  }
+  if (keep == KeepView::Selection) {
+    // The thumbnails of the previous tensor stay until the new ones are made (the grid
+    // does not flash while typing); the selection stays, clamped to the new shape.
+    view.selection = view.source->clamp(view.selection);
+    if (view.pinnedToken >= view.source->shape().keys) view.pinnedToken = -1;
+    return;
+  }
+  view.selection = {};
+  view.overview.reset();
+  view.overviewProgress = 0;
+  view.pinnedToken = -1;
+  view.compare.file.reset();  // B is a selection of the new source again
+  view.compare.selection = {};
+  ++view.compare.revision;
+}
+
 bool openAttentionFile(AppState& state, const std::string& path, double now,
                        const io::AttentionOpenOptions& options) {
-  Expected<io::AttentionFile> opened = io::AttentionFile::open(path, options);
-  if (!opened && opened.error().field == "array" && options.arrayName.empty()) {
-    // Several arrays: offer the readable ones (the file shown so far stays).
-    if (Expected<std::vector<io::ArraySummary>> arrays = io::listArrays(path, options.limits)) {
-      std::vector<io::ArraySummary> readable;
-      for (const io::ArraySummary& a : *arrays)
-        if (a.unsupported.empty()) readable.push_back(a);
-      if (readable.size() > 1) {
-        state.attention.choosePath = path;
-        state.attention.chooseArrays = std::move(readable);
-        showPanel(state.view, "attention");
-        notify(state, Notice::Kind::Info,
-               fs::path(path).filename().string() +
-                   " holds several arrays: pick one in the Attention panel",
-               now);
-        return false;
-      }
-    }
-  }
+  Expected<SourceOrChoice> opened = openFileSource(path, options);  // reads the file once
   if (!opened) {
     Error error = opened.error();
     if (error.file.empty()) error.file = path;
     notify(state, Notice::Kind::Error, "cannot open " + error.message(), now);
     return false;
   }
-  AttentionView& view = state.attention;
-  view.choosePath.clear();
-  view.chooseArrays.clear();
-  view.file = std::make_shared<const io::AttentionFile>(std::move(opened).value());
-  ++view.generation;
-  view.selection = {};
-  ++view.selectionRevision;
-  view.overview.reset();
-  view.shown.reset();
-  view.overviewProgress = 0;
-  view.pinnedToken = -1;
-  view.topFor = nullptr;
-  view.topIndex.clear();
-  view.overlayHeads.clear();
-  view.overlayTop.clear();
-  view.overlayGeneration = ~0ull;
-  view.filter.cacheFor.reset();
-  view.filter.cache.reset();
-  view.compare.file.reset();  // B is a selection of the new file again
-  view.compare.selection = {};
-  ++view.compare.revision;
-  view.compare.cacheFor.reset();
-  view.compare.hoverRow = view.compare.hoverCol = -1;
+  if (!opened->source) {
+    // Several arrays: offer the readable ones (the source shown so far stays).
+    state.attention.choosePath = path;
+    state.attention.chooseArrays = std::move(opened->choices);
+    showPanel(state.view, "attention");
+    notify(state, Notice::Kind::Info,
+           fs::path(path).filename().string() +
+               " holds several arrays: pick one in the Attention panel",
+           now);
+    return false;
+  }
+  showSource(state.attention, std::move(opened->source), KeepView::Nothing);
   showPanel(state.view, "attention");
-  const io::AttentionShape& s = view.file->shape();
+  const io::AttentionShape& s = state.attention.source->shape();
   std::string text = "opened " + fs::path(path).filename().string() + ": ";
   text += countOf(s.layers, "layer", "layers");
   text += " \xC3\x97 ";
@@ -121,16 +124,17 @@ std::shared_ptr<const AttentionShown> computeShown(const io::AttentionFile& file
 
 bool updateAttention(AppState& state) {
   AttentionView& view = state.attention;
-  if (!view.file) return false;
+  if (!view.source) return false;
+  const io::AttentionFile& tensor = *view.source->tensor;
   bool changed = false;
   if (!view.overview) {
-    view.overview = std::make_shared<const io::HeadOverview>(io::overviewHeads(*view.file));
+    view.overview = std::make_shared<const io::HeadOverview>(io::overviewHeads(tensor));
     view.overviewProgress = 1;
     changed = true;
   }
   if (!view.shown || view.shown->generation != view.generation ||
       view.shown->selectionRevision != view.selectionRevision) {
-    view.shown = computeShown(*view.file, view.generation, view.selection, view.selectionRevision);
+    view.shown = computeShown(tensor, view.generation, view.selection, view.selectionRevision);
     changed = true;
   }
   view.submittedGeneration = view.generation;
@@ -204,13 +208,14 @@ void AttentionService::waitIdle() {
 
 bool updateAttentionAsync(AppState& state, AttentionService& service) {
   AttentionView& view = state.attention;
-  if (!view.file) return false;
+  if (!view.source) return false;
   if (view.submittedGeneration != view.generation) {
-    service.submitOverview(view.file, view.generation);
+    service.submitOverview(view.source->tensor, view.generation);
     view.submittedGeneration = view.generation;
   }
   if (view.submittedSelection != view.selectionRevision) {
-    service.submitSelection(view.file, view.generation, view.selection, view.selectionRevision);
+    service.submitSelection(view.source->tensor, view.generation, view.selection,
+                            view.selectionRevision);
     view.submittedSelection = view.selectionRevision;
   }
   bool changed = false;

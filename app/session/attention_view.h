@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/session/attention_source.h"
 #include "formats/attention_file.h"
 
 namespace attn::app {
@@ -69,8 +70,8 @@ struct AttentionCompare {
 };
 
 struct AttentionView {
-  std::shared_ptr<const io::AttentionFile> file;  // null: no attention file open
-  std::uint64_t generation = 0;                   // bumped by every successful open
+  SourcePtr source;              // what the panel shows (attention_source.h); null: nothing
+  std::uint64_t generation = 0;  // bumped whenever `source` changes (showSource)
   io::AttentionSelection selection;               // what the big heatmap shows
   std::uint64_t selectionRevision = 0;            // bumped when `selection` changes
 
@@ -111,12 +112,28 @@ struct AttentionView {
   AttentionFilter filter;
   AttentionFocus focus;
   AttentionCompare compare;
+
+  // The source's tensor [layers, heads, n_q, n_k] with its labels, or null.
+  std::shared_ptr<const io::AttentionFile> tensor() const {
+    return source ? source->tensor : nullptr;
+  }
 };
 
-// True for a path that names an attention file (.npy or .npz, any case).
+// True for a path that names an attention file (.npy or .npz, any case): classifyPath.
 bool isAttentionPath(const std::string& path);
 
 // Changes what the big heatmap shows (bumps selectionRevision when it differs).
 void selectAttentionView(AttentionView& view, const io::AttentionSelection& selection);
+
+// What showing a new source keeps of the view: nothing (another file or kind), or the
+// selection (clamped), the pinned token (when still in range), the thumbnails until new
+// ones are made and the compare settings (the same model's next run, as the user types).
+enum class KeepView { Nothing, Selection };
+
+// THE reset of the view for a new source (or none: `source` null empties the panel):
+// bumps generation and selectionRevision, drops every cache derived from the old source
+// (shown matrix, head-view top-k and overlay, filter and compare caches, the array choice)
+// and, with KeepView::Nothing, the selection, thumbnails, pinned token and compare B.
+void showSource(AttentionView& view, SourcePtr source, KeepView keep);
 
 }  // namespace attn::app

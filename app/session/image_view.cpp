@@ -18,17 +18,6 @@ int ImageViewState::queryIndex() const {
   return grid.index(std::clamp(queryRow, 0, grid.rows - 1), std::clamp(queryCol, 0, grid.cols - 1));
 }
 
-bool isImagePath(const std::string& path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const char* known : {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tga", ".psd", ".hdr", ".pic",
-                            ".pnm", ".ppm", ".pgm"}) {
-    if (extension == known) return true;
-  }
-  return false;
-}
-
 std::string patchLabel(const PatchGrid& grid, int index) {
   if (grid.cols <= 0) return "";
   std::string label = std::to_string(index / grid.cols);

@@ -89,7 +89,7 @@ struct ImageViewState {
 };
 
 // True for file names stb_image reads (.png .jpg .jpeg .bmp .gif .tga .psd .hdr .pic .pnm
-// .ppm .pgm), case-insensitive.
+// .ppm .pgm), case-insensitive: classifyPath (attention_source.h) says PathKind::Image.
 bool isImagePath(const std::string& path);
 
 // Loads an image into the view (the query goes to the centre patch). On error the view is

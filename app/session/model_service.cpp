@@ -29,23 +29,37 @@ std::size_t commonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
   return i;
 }
 
+// A model folder for the window, which runs typed text: its tokenizer is required (today
+// gpt2's vocab.json + merges.txt; other families run from token ids in the CLI).
+Expected<io::ModelFolder> loadWindowModel(const std::string& folder) {
+  Expected<io::ModelFolder> loaded = io::loadModelFolder(folder);
+  if (loaded && !loaded->tokenizer) {
+    return Error{folder, "",
+                 "no tokenizer the window can read for model_type '" +
+                     loaded->weights->config.modelType +
+                     "' (it reads gpt2's vocab.json + merges.txt); run it with attnscope model "
+                     "DIR --ids"};
+  }
+  return loaded;
+}
+
 }  // namespace
 
 // =======================================================================================
 // One text -> one ModelRun
 // =======================================================================================
 
-std::shared_ptr<ModelRun> runModel(const io::Gpt2Model& model,
-                                   const std::shared_ptr<gpt2::Session>& session,
+std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
+                                   const std::shared_ptr<model::Session>& session,
                                    const std::string& text, std::uint64_t generation,
                                    std::uint64_t textRevision) {
   const auto start = std::chrono::steady_clock::now();
   auto run = std::make_shared<ModelRun>();
   run->generation = generation;
   run->textRevision = textRevision;
-  const gpt2::Config& config = model.weights->config;
+  const model::Config& config = model.weights->config;
   // 1 tokens
-  io::Gpt2Tokenizer::Encoding encoding = model.tokenizer.encode(text);
+  io::Gpt2Tokenizer::Encoding encoding = model.tokenizer->encode(text);
   run->invalidSequences = encoding.invalidOffsets.size();
   const auto n = static_cast<std::int64_t>(encoding.ids.size());
   // 2 sizes, before any work
@@ -74,7 +88,7 @@ std::shared_ptr<ModelRun> runModel(const io::Gpt2Model& model,
   run->computedTokens = static_cast<int>(n) - *reused;
   run->ids = std::move(encoding.ids);
   run->labels.reserve(run->ids.size());
-  for (int id : run->ids) run->labels.push_back(model.tokenizer.tokenDisplay(id));
+  for (int id : run->ids) run->labels.push_back(model.tokenizer->tokenDisplay(id));
   // 4 what the views show
   if (n > 0) {
     io::AttentionShape shape;
@@ -89,8 +103,8 @@ std::shared_ptr<ModelRun> runModel(const io::Gpt2Model& model,
     }
     run->attention = std::make_shared<const io::AttentionFile>(std::move(file).value());
     run->session = session;
-    for (const gpt2::TokenProbability& t : session->topK(kModelPredictions))
-      run->next.push_back({t.id, model.tokenizer.tokenDisplay(t.id), t.probability});
+    for (const model::TokenProbability& t : session->topK(kModelPredictions))
+      run->next.push_back({t.id, model.tokenizer->tokenDisplay(t.id), t.probability});
     run->residualNorms = session->residualNorms();
   }
   run->computeMs =
@@ -101,7 +115,7 @@ std::shared_ptr<ModelRun> runModel(const io::Gpt2Model& model,
 Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
                                 const std::string& modelName) {
   if (!run.session) return Error{"", "model", "no tokens to take a head from"};
-  const gpt2::Config& config = run.session->config();
+  const model::Config& config = run.session->config();
   if (layer < 0 || layer >= config.nLayer) {
     return Error{"", "layer", "layer " + std::to_string(layer) + " is out of range"};
   }
@@ -136,14 +150,14 @@ Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
 // Into the state
 // =======================================================================================
 
-void applyLoadedModel(AppState& state, std::shared_ptr<const io::Gpt2Model> model, double now) {
+void applyLoadedModel(AppState& state, std::shared_ptr<const io::ModelFolder> model, double now) {
   ModelView& view = state.model;
   view.model = std::move(model);
   ++view.generation;
   view.loading.clear();
   showPanel(state.view, "model");
   showPanel(state.view, "attention");
-  const gpt2::Config& c = view.model->weights->config;
+  const model::Config& c = view.model->weights->config;
   std::string text = "loaded model " + folderName(view.model->folder) + ": ";
   text += countOf(c.nLayer, "layer", "layers");
   text += " \xC3\x97 " + countOf(c.nHead, "head", "heads");
@@ -159,33 +173,14 @@ bool publishModelRun(AppState& state, std::shared_ptr<const ModelRun> run) {
   ModelView& model = state.model;
   if (!run || run->generation != model.generation) return false;
   AttentionView& view = state.attention;
-  const bool showingOurs = model.run && view.file && view.file == model.run->attention;
+  const bool showingOurs = model.run && view.tensor() && view.tensor() == model.run->attention;
   if (run->attention) {
-    view.choosePath.clear();
-    view.chooseArrays.clear();
-    view.file = run->attention;
-    ++view.generation;
     // The selection stays while typing (clamped when another model has fewer layers or
-    // heads); the selected matrix is recomputed for the new tokens. The thumbnails of the
-    // previous text stay until the new ones are made (the grid does not flash).
-    io::AttentionSelection selection = view.selection;
-    selection.layer = std::clamp(selection.layer, 0, view.file->layers() - 1);
-    selection.head = std::clamp(selection.head, 0, view.file->heads() - 1);
-    view.selection = selection;
-    ++view.selectionRevision;
-    view.shown.reset();
-    view.topFor = nullptr;
-    view.topIndex.clear();
-    view.overlayGeneration = ~0ull;
-    view.overlayHeads.clear();
-    view.overlayTop.clear();
-    if (view.pinnedToken >= view.file->shape().keys) view.pinnedToken = -1;
+    // heads); the selected matrix is recomputed for the new tokens.
+    showSource(view, modelRunSource(*run), KeepView::Selection);
   } else if (showingOurs && run->error.empty()) {
     // The text was emptied: nothing to show (an error keeps the last good run's attention).
-    view.file.reset();
-    view.overview.reset();
-    view.shown.reset();
-    ++view.generation;
+    showSource(view, nullptr, KeepView::Nothing);
   }
   model.run = std::move(run);
   return true;
@@ -196,9 +191,9 @@ bool updateModel(AppState& state, double now) {
   bool changed = false;
   if (!view.loadRequest.empty()) {
     const std::string folder = std::exchange(view.loadRequest, std::string());
-    Expected<io::Gpt2Model> loaded = io::loadGpt2Folder(folder);
+    Expected<io::ModelFolder> loaded = loadWindowModel(folder);
     if (loaded) {
-      applyLoadedModel(state, std::make_shared<const io::Gpt2Model>(std::move(loaded).value()),
+      applyLoadedModel(state, std::make_shared<const io::ModelFolder>(std::move(loaded).value()),
                        now);
       changed = true;
     } else {
@@ -207,7 +202,7 @@ bool updateModel(AppState& state, double now) {
   }
   if (view.model &&
       (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
-    auto session = std::make_shared<gpt2::Session>(view.model->weights);
+    auto session = std::make_shared<model::Session>(view.model->weights);
     changed |= publishModelRun(
         state, runModel(*view.model, session, view.text, view.generation, view.textRevision));
     state.attention.overview.reset();  // made again at once by updateAttention
@@ -226,9 +221,9 @@ ModelService::ModelService(std::chrono::milliseconds debounce) : debounce_(debou
 void ModelService::submitLoad(std::string folder) {
   loads_.submit([this, folder = std::move(folder)](const std::atomic<bool>&) {
     Loaded loaded{folder, nullptr, Error{}};
-    Expected<io::Gpt2Model> model = io::loadGpt2Folder(folder);
+    Expected<io::ModelFolder> model = loadWindowModel(folder);
     if (model)
-      loaded.model = std::make_shared<const io::Gpt2Model>(std::move(model).value());
+      loaded.model = std::make_shared<const io::ModelFolder>(std::move(model).value());
     else
       loaded.error = model.error();
     std::lock_guard lock(mutex_);
@@ -236,15 +231,15 @@ void ModelService::submitLoad(std::string folder) {
   });
 }
 
-void ModelService::submitText(std::shared_ptr<const io::Gpt2Model> model,
+void ModelService::submitText(std::shared_ptr<const io::ModelFolder> model,
                               std::uint64_t generation, std::string text,
                               std::uint64_t textRevision) {
   // Runs kModelDebounce after the last submit: a newer text replaces this one before then.
   runs_.submit(
       [this, model = std::move(model), generation, text = std::move(text),
        textRevision](const std::atomic<bool>&) {
-        std::vector<int> ids = model->tokenizer.encode(text).ids;
-        std::shared_ptr<gpt2::Session> session = freeSession(model, ids);
+        std::vector<int> ids = model->tokenizer->encode(text).ids;
+        std::shared_ptr<model::Session> session = freeSession(model, ids);
         std::shared_ptr<ModelRun> result =
             runModel(*model, session, text, generation, textRevision);
         session.reset();
@@ -281,13 +276,13 @@ std::uint64_t ModelService::runsCompleted() const {
 
 // A session for `model` that no published run holds, preferring the one whose tokens share
 // the longest prefix with `ids`. The text worker's thread only.
-std::shared_ptr<gpt2::Session> ModelService::freeSession(
-    const std::shared_ptr<const io::Gpt2Model>& model, const std::vector<int>& ids) {
+std::shared_ptr<model::Session> ModelService::freeSession(
+    const std::shared_ptr<const io::ModelFolder>& model, const std::vector<int>& ids) {
   if (sessionWeights_ != model->weights) {  // another model: the caches are worthless
     for (auto& s : sessions_) s.reset();
     sessionWeights_ = model->weights;
   }
-  std::shared_ptr<gpt2::Session>* best = nullptr;
+  std::shared_ptr<model::Session>* best = nullptr;
   std::size_t bestPrefix = 0;
   for (auto& s : sessions_) {
     // use_count() == 1: only this worker holds it, and only this thread could copy it.
@@ -302,10 +297,10 @@ std::shared_ptr<gpt2::Session> ModelService::freeSession(
   if (best) return *best;
   // Both are held (the run on screen and one not yet taken): start a fresh one in the slot
   // of an empty or the first session; the old one lives on in the run that holds it.
-  std::shared_ptr<gpt2::Session>& slot = sessions_[1] && sessions_[0] ? sessions_[0]
+  std::shared_ptr<model::Session>& slot = sessions_[1] && sessions_[0] ? sessions_[0]
                                          : sessions_[0]               ? sessions_[1]
                                                                       : sessions_[0];
-  slot = std::make_shared<gpt2::Session>(model->weights);
+  slot = std::make_shared<model::Session>(model->weights);
   return slot;
 }
 

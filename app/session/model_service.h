@@ -5,7 +5,7 @@
 // older request of either kind is dropped (latest wins). Results are immutable
 // shared_ptr<const T>; the UI never waits. No ImGui, no GL: tests drive it directly.
 //
-// The KV cache: the worker keeps two gpt2::Sessions. A published run holds its session
+// The KV cache: the worker keeps two model::Sessions. A published run holds its session
 // (the Pipeline's "open this head" reads Q, K and V from it), so the worker updates the
 // other one, which Session::setTokens brings up to date from its own common prefix: typing
 // one more character costs the tokens since that session's text (one or two keystrokes),
@@ -35,8 +35,8 @@ inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
 // model.weights) to those tokens with setTokens (reusing its cache), and copies out what the
 // panels show. Never throws for bad input: errors (too many tokens for n_positions, an
 // attention tensor above kMaxLiveAttentionBytes) are in ModelRun::error.
-std::shared_ptr<ModelRun> runModel(const io::Gpt2Model& model,
-                                   const std::shared_ptr<gpt2::Session>& session,
+std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
+                                   const std::shared_ptr<model::Session>& session,
                                    const std::string& text, std::uint64_t generation,
                                    std::uint64_t textRevision);
 
@@ -50,7 +50,7 @@ Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
 
 // Makes `model` the loaded model (after a successful load): bumps generation, keeps the
 // text (it is run again on the new model), shows the Model panel, posts a notice.
-void applyLoadedModel(AppState& state, std::shared_ptr<const io::Gpt2Model> model, double now);
+void applyLoadedModel(AppState& state, std::shared_ptr<const io::ModelFolder> model, double now);
 // Makes `run` the one on screen and its attention the Attention panel's file (keeping the
 // panel's selection when it still fits). Returns false (nothing changed) for a run of
 // another model generation.
@@ -72,12 +72,12 @@ class ModelService {
   void submitLoad(std::string folder);
   // Queues `text` on `model` (replaces an unstarted text; runs kModelDebounce after the last
   // submit).
-  void submitText(std::shared_ptr<const io::Gpt2Model> model, std::uint64_t generation,
+  void submitText(std::shared_ptr<const io::ModelFolder> model, std::uint64_t generation,
                   std::string text, std::uint64_t textRevision);
 
   struct Loaded {
     std::string folder;
-    std::shared_ptr<const io::Gpt2Model> model;  // null on error
+    std::shared_ptr<const io::ModelFolder> model;  // null on error
     Error error;
   };
   // The newest finished load / run not yet taken. Never block.
@@ -91,7 +91,7 @@ class ModelService {
   std::uint64_t runsCompleted() const;
 
  private:
-  std::shared_ptr<gpt2::Session> freeSession(const std::shared_ptr<const io::Gpt2Model>& model,
+  std::shared_ptr<model::Session> freeSession(const std::shared_ptr<const io::ModelFolder>& model,
                                              const std::vector<int>& ids);
 
   mutable std::mutex mutex_;
@@ -100,8 +100,8 @@ class ModelService {
   std::optional<Loaded> loaded_;
   std::shared_ptr<const ModelRun> finished_;
   // Text worker only: the sessions and the weights they belong to.
-  std::shared_ptr<const gpt2::Weights> sessionWeights_;
-  std::shared_ptr<gpt2::Session> sessions_[2];
+  std::shared_ptr<const model::Weights> sessionWeights_;
+  std::shared_ptr<model::Session> sessions_[2];
   LatestWorker loads_, runs_;  // last: joined before the members their jobs use go
 };
 

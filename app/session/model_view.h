@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/models/gpt2/model.h"
+#include "core/models/transformer.h"
 #include "core/scenario/scenario.h"
 #include "formats/attention_file.h"
-#include "formats/models/gpt2_model.h"
+#include "formats/models/model_folder.h"
 
 namespace attn::app {
 
@@ -38,7 +38,7 @@ struct ModelRun {
   std::size_t invalidSequences = 0;  // invalid UTF-8 sequences replaced by U+FFFD
   // The session after the run (Q, K, V of every head; read-only). Null when n == 0 or on
   // error. The worker never changes a session while a published run holds it.
-  std::shared_ptr<const gpt2::Session> session;
+  std::shared_ptr<const model::Session> session;
   // [layers, heads, n, n] with the labels, for the Attention panel. Null when n == 0 or on
   // error.
   std::shared_ptr<const io::AttentionFile> attention;
@@ -51,7 +51,7 @@ struct ModelRun {
 };
 
 struct ModelView {
-  std::shared_ptr<const io::Gpt2Model> model;  // null: no model loaded
+  std::shared_ptr<const io::ModelFolder> model;  // null: no model loaded
   std::uint64_t generation = 0;                // bumped by every successful load
   std::string loadRequest;  // a folder to load (menu, --model); taken by the update step
   std::string loading;      // the folder being loaded on the worker ("" = none)

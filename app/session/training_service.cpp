@@ -303,4 +303,28 @@ void BackgroundTrainer::loop() {
   }
 }
 
+// =======================================================================================
+// The example's maps as views
+// =======================================================================================
+
+MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& weights,
+                               const std::string& name, long long step) {
+  MatrixView view;
+  view.values = weights;
+  for (int token : snapshot.example.input) view.colLabels.push_back(std::to_string(token));
+  if (weights.rows() == static_cast<Eigen::Index>(snapshot.example.target.size()) &&
+      name == "cross-attention") {
+    for (int token : snapshot.example.target) view.rowLabels.push_back(std::to_string(token));
+  } else if (weights.rows() == static_cast<Eigen::Index>(snapshot.example.input.size())) {
+    view.rowLabels = view.colLabels;  // self-attention: queries are the inputs
+  } else {
+    view.rowLabels.assign(static_cast<std::size_t>(weights.rows()), "label");
+  }
+  view.title = name + " \xC2\xB7 step " + std::to_string(step);
+  view.rowAxis = "query";
+  view.colAxis = "key";
+  view.valueTitle = "weight";
+  return view;
+}
+
 }  // namespace attn::app

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/attention/selection.h"
 #include "core/train/trainer.h"
 
 namespace attn::app {
@@ -98,5 +99,11 @@ class BackgroundTrainer {
   std::uint64_t commandRevision_ = 0;
   std::thread worker_;
 };
+
+// The example's map `weights` as a labelled view: columns = input tokens, rows = target
+// tokens (cross-attention) or input tokens (self-attention); title "NAME · step S". Used by
+// the Training panel, its exports and the training run's attention source.
+MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& weights,
+                           const std::string& name, long long step);
 
 }  // namespace attn::app

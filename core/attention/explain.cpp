@@ -279,6 +279,27 @@ Expected<Explanation> explainScore(const AttentionResult& result, const Problem&
 // Weights
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
+// The mean over heads of weight (row, col): the formula, one term per head and the sum
+// divided by H, into `out` (whose value is already the mean). Part of explainWeight().
+void explainMeanWeight(const AttentionResult& result, int row, int col, Explanation& out) {
+  out.formula = "mean weight = (1/H)·Σ_h w_h";
+  std::vector<ExplainTerm> terms;
+  for (int hIdx = 0; hIdx < static_cast<int>(result.heads.size()); ++hIdx) {
+    const Scalar w = result.heads[hIdx].weights(row, col);
+    terms.push_back({hIdx, "head " + std::to_string(hIdx), formatNumber(w), w});
+  }
+  int hidden = 0;
+  const int nHeads = static_cast<int>(terms.size());
+  out.terms = terms;
+  out.steps.push_back("(" + joinTerms(out.terms, &hidden, false) + ") / " +
+                      std::to_string(nHeads) + " = " + formatNumber(out.value));
+  out.hiddenTerms = hidden;
+}
+
+}  // namespace
+
 Expected<Explanation> explainWeight(const AttentionResult& result, const Problem& problem,
                                     const Options& options, int head, int row, int col) {
   if (auto st = checkHead(result, head, true); !st) return st.error();
@@ -303,18 +324,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
 
   // Mean over heads: the average of the heads' weights.
   if (head < 0) {
-    out.formula = "mean weight = (1/H)·Σ_h w_h";
-    std::vector<ExplainTerm> terms;
-    for (int hIdx = 0; hIdx < static_cast<int>(result.heads.size()); ++hIdx) {
-      const Scalar w = result.heads[hIdx].weights(row, col);
-      terms.push_back({hIdx, "head " + std::to_string(hIdx), formatNumber(w), w});
-    }
-    int hidden = 0;
-    const int nHeads = static_cast<int>(terms.size());
-    out.terms = terms;
-    out.steps.push_back("(" + joinTerms(out.terms, &hidden, false) + ") / " +
-                        std::to_string(nHeads) + " = " + formatNumber(out.value));
-    out.hiddenTerms = hidden;
+    explainMeanWeight(result, row, col, out);
     return out;
   }
 

@@ -135,11 +135,14 @@ std::optional<Mode> parseMode(std::string_view name) {
   return std::nullopt;
 }
 
+// One cohesive numbered translation (1 inputs and labels, 2 the cost, 3 options,
+// 4 projections, 5 validate()), kept as one function on purpose: each step reads what the
+// one before it resolved.
 Expected<Problem> buildProblem(const Scenario& scenario) {
   Problem problem;
   Inputs& inputs = problem.inputs;
 
-  // Inputs and labels.
+  // 1 Inputs and labels.
   if (scenario.mode == Mode::Self) {
     // X (n x d) is queries, keys and values at once.
     Matrix x;
@@ -216,7 +219,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     }
   }
 
-  // The cost, before any Xavier matrix is generated (self mode with `inputs`, and cross mode;
+  // 2 The cost, before any Xavier matrix is generated (self mode with `inputs`, and cross mode;
   // a sentence was checked before its embeddings were made).
   if (scenario.mode == Mode::Cross || scenario.sentence.empty()) {
     if (Status affordable = checkScenarioWork(scenario, inputs.queries.rows(), inputs.keys.rows(),
@@ -226,7 +229,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       return toScenarioError(affordable.error(), scenario);
   }
 
-  // Options.
+  // 3 Options.
   Options& options = problem.options;
   options.score = scenario.score;
   options.heads = scenario.heads;
@@ -238,7 +241,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
   options.seed = scenario.seed;
   options.decoderOutput = scenario.decoderOutput;
 
-  // Projections.
+  // 4 Projections.
   const int dQIn = static_cast<int>(inputs.queries.cols());
   const int dKIn = static_cast<int>(inputs.keys.cols());
   const int dVIn = static_cast<int>(inputs.values.cols());
@@ -303,7 +306,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     }
   }
 
-  // Everything attend() would reject, reported now, in the scenario's terms.
+  // 5 Everything attend() would reject, reported now, in the scenario's terms.
   if (Status status = validate(inputs, options); !status)
     return toScenarioError(status.error(), scenario);
   return problem;

@@ -2,7 +2,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
-#include "core/models/gpt2/model.h"
+#include "core/models/transformer.h"
 
 #include <pcre2.h>
 #include <sys/stat.h>
@@ -65,9 +65,9 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
   entries.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
-        id.get<std::int64_t>() >= gpt2::kMaxVocab) {
+        id.get<std::int64_t>() >= model::kMaxVocab) {
       return Error{vocabName, token,
-                   "the id must be an integer in 0.." + std::to_string(gpt2::kMaxVocab - 1)};
+                   "the id must be an integer in 0.." + std::to_string(model::kMaxVocab - 1)};
     }
     entries.emplace_back(token, static_cast<int>(id.get<std::int64_t>()));
   }
@@ -102,6 +102,11 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
     error.file = error.field == "merges" ? mergesName : vocabName;
     error.field.clear();
     return error;
+  }
+  if (merges.empty()) {
+    return Error{mergesName, "",
+                 "has no merges (an empty or header-only merges.txt would make every byte its "
+                 "own token)"};
   }
   Gpt2Tokenizer tokenizer;
   tokenizer.bpe_ = std::move(bpe).value();

@@ -8,63 +8,62 @@
 #include <numeric>
 #include <vector>
 
-#include "core/models/gpt2/model.h"
+#include "core/models/transformer.h"
 #include "tests/support/gpt2_fixture.h"
 
 namespace {
 
 using attn::Matrix;
-using attn::gpt2::Config;
-using attn::gpt2::Session;
-using attn::gpt2::Weights;
+using attn::model::Config;
+using attn::model::Session;
+using attn::model::Weights;
 
 constexpr double kTolerance = 1e-4;
 
-// Weights straight from the fixture's named tensors (no file).
+// Weights straight from the fixture's named tensors (no file): GPT-2's Conv1D tensors as
+// they are stored, [in, out].
 std::shared_ptr<const Weights> toWeights(const gpt2test::TinyModel& model) {
   Config c;
+  c.modelType = "gpt2";
   c.nLayer = model.config.nLayer;
-  c.nHead = model.config.nHead;
+  c.nHead = c.nHeadKv = model.config.nHead;
   c.nEmbd = model.config.nEmbd;
   c.nInner = 4 * c.nEmbd;
   c.nPositions = model.config.nPositions;
   c.vocabSize = model.vocabSize;
-  c.layerNormEpsilon = static_cast<float>(model.config.eps);
-  auto matrix = [&](const std::string& name) {
-    const auto& t = model.at(name);
-    Matrix m(t.shape[0], t.shape[1]);
-    std::copy(t.values.begin(), t.values.end(), m.data());
-    return m;
-  };
-  auto vector = [&](const std::string& name) {
-    const auto& t = model.at(name);
-    attn::Vector v(t.shape[0]);
-    std::copy(t.values.begin(), t.values.end(), v.data());
-    return v;
-  };
+  c.normEpsilon = static_cast<float>(model.config.eps);
   Weights w;
   w.config = c;
-  w.wte = matrix("wte.weight");
-  w.wpe = matrix("wpe.weight");
+  auto tensor = [&](const std::string& name) {
+    const auto& t = model.at(name);
+    auto buffer = std::make_shared<std::vector<float>>(t.values);
+    w.storage.push_back(buffer);
+    return attn::model::Tensor{buffer->data(), t.shape[0], t.shape.size() > 1 ? t.shape[1] : 1};
+  };
+  auto conv = [&](const std::string& name) {
+    attn::model::Linear lin;
+    lin.weight = tensor(name + ".weight");
+    lin.bias = tensor(name + ".bias");
+    return lin;
+  };
+  auto norm = [&](const std::string& name) {
+    return attn::model::NormWeights{tensor(name + ".weight"), tensor(name + ".bias")};
+  };
+  w.embed = tensor("wte.weight");
+  w.positions = tensor("wpe.weight");
   for (int l = 0; l < c.nLayer; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
-    attn::gpt2::LayerWeights layer;
-    layer.ln1Weight = vector(p + "ln_1.weight");
-    layer.ln1Bias = vector(p + "ln_1.bias");
-    layer.attnWeight = matrix(p + "attn.c_attn.weight");
-    layer.attnBias = vector(p + "attn.c_attn.bias");
-    layer.attnProjWeight = matrix(p + "attn.c_proj.weight");
-    layer.attnProjBias = vector(p + "attn.c_proj.bias");
-    layer.ln2Weight = vector(p + "ln_2.weight");
-    layer.ln2Bias = vector(p + "ln_2.bias");
-    layer.fcWeight = matrix(p + "mlp.c_fc.weight");
-    layer.fcBias = vector(p + "mlp.c_fc.bias");
-    layer.fcProjWeight = matrix(p + "mlp.c_proj.weight");
-    layer.fcProjBias = vector(p + "mlp.c_proj.bias");
-    w.layers.push_back(std::move(layer));
+    attn::model::LayerWeights layer;
+    layer.norm1 = norm(p + "ln_1");
+    layer.qkv = conv(p + "attn.c_attn");
+    layer.out = conv(p + "attn.c_proj");
+    layer.norm2 = norm(p + "ln_2");
+    layer.up = conv(p + "mlp.c_fc");
+    layer.down = conv(p + "mlp.c_proj");
+    w.layers.push_back(layer);
   }
-  w.lnFWeight = vector("ln_f.weight");
-  w.lnFBias = vector("ln_f.bias");
+  w.finalNorm = norm("ln_f");
+  w.lmHead = w.embed;
   return std::make_shared<const Weights>(std::move(w));
 }
 
@@ -129,7 +128,7 @@ class Gpt2Forward : public ::testing::Test {
 // =======================================================================================
 
 TEST_F(Gpt2Forward, WeightsValidate) {
-  EXPECT_TRUE(attn::gpt2::validate(*weights_).ok());
+  EXPECT_TRUE(attn::model::validate(*weights_).ok());
   EXPECT_EQ(
       weights_->parameterBytes(),
       static_cast<std::size_t>(vocab_.size() * 8 + 24 * 8 +
@@ -140,7 +139,7 @@ TEST_F(Gpt2Forward, WeightsValidate) {
 TEST_F(Gpt2Forward, MatchesPlainLoopReference) {
   for (int n : {1, 2, 5, 13, 24}) {
     const std::vector<int> ids = someIds(n, vocab_.size(), n);
-    auto session = attn::gpt2::forward(weights_, ids);
+    auto session = attn::model::forward(weights_, ids);
     ASSERT_TRUE(session.ok()) << session.error().message();
     SCOPED_TRACE("n = " + std::to_string(n));
     expectMatchesReference(*session, gpt2test::referenceForward(model_, ids));
@@ -149,7 +148,7 @@ TEST_F(Gpt2Forward, MatchesPlainLoopReference) {
 
 TEST_F(Gpt2Forward, AttentionIsCausalAndRowsSumToOne) {
   const std::vector<int> ids = someIds(11, vocab_.size(), 3);
-  auto session = attn::gpt2::forward(weights_, ids);
+  auto session = attn::model::forward(weights_, ids);
   ASSERT_TRUE(session.ok());
   for (int l = 0; l < 2; ++l) {
     for (int h = 0; h < 2; ++h) {
@@ -172,7 +171,7 @@ TEST_F(Gpt2Forward, AttentionIsCausalAndRowsSumToOne) {
 
 TEST_F(Gpt2Forward, AttentionTensorLayout) {
   const std::vector<int> ids = someIds(6, vocab_.size(), 9);
-  auto session = attn::gpt2::forward(weights_, ids);
+  auto session = attn::model::forward(weights_, ids);
   ASSERT_TRUE(session.ok());
   const std::vector<float> all = session->attentionTensor();
   ASSERT_EQ(all.size(), 2u * 2u * 6u * 6u);
@@ -190,7 +189,7 @@ TEST_F(Gpt2Forward, AttentionTensorLayout) {
 
 TEST_F(Gpt2Forward, TopKIsSoftmaxOfLogitsSorted) {
   const std::vector<int> ids = someIds(7, vocab_.size(), 1);
-  auto session = attn::gpt2::forward(weights_, ids);
+  auto session = attn::model::forward(weights_, ids);
   ASSERT_TRUE(session.ok());
   const auto ref = gpt2test::referenceForward(model_, ids);
   const auto& logits = ref.logits.back();
@@ -223,7 +222,7 @@ TEST_F(Gpt2Forward, TopKIsSoftmaxOfLogitsSorted) {
 
 TEST_F(Gpt2Forward, ResidualNormsMatchEmbeddingsAndGrowPerLayer) {
   const std::vector<int> ids = someIds(5, vocab_.size(), 4);
-  auto session = attn::gpt2::forward(weights_, ids);
+  auto session = attn::model::forward(weights_, ids);
   ASSERT_TRUE(session.ok());
   Matrix norms = session->residualNorms();
   ASSERT_EQ(norms.rows(), 3);
@@ -245,9 +244,9 @@ TEST(Gpt2Gelu, TanhFormValues) {
   for (double x : {-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0}) {
     const double expected =
         0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-    EXPECT_NEAR(attn::gpt2::geluTanh(static_cast<float>(x)), expected, 1e-6) << x;
+    EXPECT_NEAR(attn::model::geluTanh(static_cast<float>(x)), expected, 1e-6) << x;
   }
-  EXPECT_NEAR(attn::gpt2::geluTanh(1.0f), 0.841192, 1e-6);  // vs exact GELU 0.841345
+  EXPECT_NEAR(attn::model::geluTanh(1.0f), 0.841192, 1e-6);  // vs exact GELU 0.841345
 }
 
 // =======================================================================================
@@ -256,7 +255,7 @@ TEST(Gpt2Gelu, TanhFormValues) {
 
 TEST_F(Gpt2Forward, AppendingOneAtATimeEqualsFullRecompute) {
   const std::vector<int> ids = someIds(17, vocab_.size(), 5);
-  auto full = attn::gpt2::forward(weights_, ids);
+  auto full = attn::model::forward(weights_, ids);
   ASSERT_TRUE(full.ok());
   Session incremental(weights_);
   for (int i = 0; i < 17; ++i) {
@@ -332,7 +331,7 @@ TEST_F(Gpt2Forward, TwoSessionsTakingTurnsCatchUpFromTheirOwnPrefix) {
     auto reused = s.setTokens(prefix);
     ASSERT_TRUE(reused.ok());
     EXPECT_EQ(*reused, std::max(0, n - 2)) << n;  // it last saw the text two keystrokes ago
-    auto fresh = attn::gpt2::forward(weights_, prefix);
+    auto fresh = attn::model::forward(weights_, prefix);
     ASSERT_TRUE(fresh.ok());
     EXPECT_LT((s.logits() - fresh->logits()).cwiseAbs().maxCoeff(), kTolerance);
     EXPECT_LT((s.attention(1, 1) - fresh->attention(1, 1)).cwiseAbs().maxCoeff(), 1e-5f);
@@ -390,36 +389,37 @@ TEST_F(Gpt2Forward, BadIdsAndTooManyTokensLeaveTheSessionUnchanged) {
 
 TEST(Gpt2Config, Validation) {
   Config c;
-  EXPECT_TRUE(attn::gpt2::validate(c).ok());
+  EXPECT_TRUE(attn::model::validate(c).ok());
   c.nHead = 7;
-  auto s = attn::gpt2::validate(c);
+  auto s = attn::model::validate(c);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().field, "n_head");
   c = Config{};
   c.nLayer = 0;
-  EXPECT_EQ(attn::gpt2::validate(c).error().field, "n_layer");
+  EXPECT_EQ(attn::model::validate(c).error().field, "n_layer");
   c = Config{};
-  c.layerNormEpsilon = 0;
-  EXPECT_EQ(attn::gpt2::validate(c).error().field, "layer_norm_epsilon");
+  c.normEpsilon = 0;
+  EXPECT_EQ(attn::model::validate(c).error().field, "layer_norm_epsilon");
   c = Config{};
-  c.vocabSize = attn::gpt2::kMaxVocab + 1;
-  EXPECT_EQ(attn::gpt2::validate(c).error().field, "vocab_size");
+  c.vocabSize = attn::model::kMaxVocab + 1;
+  EXPECT_EQ(attn::model::validate(c).error().field, "vocab_size");
 }
 
 TEST(Gpt2Weights, ValidateNamesTheTensor) {
   Config c;
   c.nLayer = 2;
-  c.nHead = 2;
+  c.nHead = c.nHeadKv = 2;
   c.nEmbd = 4;
   c.nInner = 16;
   c.nPositions = 8;
   c.vocabSize = 10;
-  Weights w = attn::gpt2::randomWeights(c, 1);
-  EXPECT_TRUE(attn::gpt2::validate(w).ok());
-  w.layers[1].fcProjWeight.resize(15, 4);
-  auto s = attn::gpt2::validate(w);
+  Weights w = attn::model::randomWeights(c, 1);
+  EXPECT_TRUE(attn::model::validate(w).ok());
+  // The core names the tensor by its role (the checkpoint's names are formats/models').
+  w.layers[1].down.weight.rows = 15;
+  auto s = attn::model::validate(w);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().message(), "tensor 'h.1.mlp.c_proj.weight': shape [15, 4], expected [16, 4]");
+  EXPECT_EQ(s.error().message(), "tensor layer 1 mlp down weight: shape [15, 4], expected [16, 4]");
 }
 
 }  // namespace

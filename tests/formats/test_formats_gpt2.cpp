@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/models/gpt2/model.h"
+#include "core/models/transformer.h"
 #include "tests/support/gpt2_fixture.h"
-#include "formats/models/gpt2_model.h"
+#include "formats/models/model_folder.h"
 #include "formats/safetensors.h"
 
 namespace {
@@ -262,7 +262,7 @@ class Gpt2Folder : public ::testing::Test {
 
   // Loads the folder, runs `ids` and compares attention and logits with the reference.
   void expectLoadsAndMatches(const fs::path& dir) {
-    auto loaded = attn::io::loadGpt2Folder(dir.string());
+    auto loaded = attn::io::loadModelFolder(dir.string());
     ASSERT_TRUE(loaded.ok()) << loaded.error().message();
     const auto& config = loaded->weights->config;
     EXPECT_EQ(config.nLayer, 2);
@@ -273,13 +273,13 @@ class Gpt2Folder : public ::testing::Test {
     EXPECT_EQ(config.vocabSize, vocab_.size());
     // Loaded weights equal the fixture's exactly (the values are exact in every dtype).
     const auto& wte = model_.at("wte.weight").values;
-    EXPECT_TRUE(std::equal(wte.begin(), wte.end(), loaded->weights->wte.data()));
+    EXPECT_TRUE(std::equal(wte.begin(), wte.end(), loaded->weights->embed.data));
     const auto& fc = model_.at("h.1.mlp.c_fc.weight").values;  // Conv1D [in, out] as stored
-    EXPECT_TRUE(std::equal(fc.begin(), fc.end(), loaded->weights->layers[1].fcWeight.data()));
+    EXPECT_TRUE(std::equal(fc.begin(), fc.end(), loaded->weights->layers[1].up.weight.data));
 
-    const std::vector<int> ids = loaded->tokenizer.encode("the cat sat on the mat").ids;
+    const std::vector<int> ids = loaded->tokenizer->encode("the cat sat on the mat").ids;
     ASSERT_GE(ids.size(), 4u);
-    auto session = attn::gpt2::forward(loaded->weights, ids);
+    auto session = attn::model::forward(loaded->weights, ids);
     ASSERT_TRUE(session.ok());
     const auto ref = gpt2test::referenceForward(model_, ids);
     const int n = static_cast<int>(ids.size());
@@ -336,14 +336,14 @@ TEST_F(Gpt2Folder, SizesComeFromConfigJson) {
   config.erase("n_positions");
   config["n_inner"] = 64;
   gpt2test::writeBytes(dir / "config.json", config.dump());
-  auto loaded = attn::io::loadGpt2Folder(dir.string());
+  auto loaded = attn::io::loadModelFolder(dir.string());
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   EXPECT_EQ(loaded->weights->config.nLayer, 3);
   EXPECT_EQ(loaded->weights->config.nHead, 4);
   EXPECT_EQ(loaded->weights->config.nEmbd, 16);
   EXPECT_EQ(loaded->weights->config.nPositions, 12);
   const std::vector<int> ids = {5, vocab_.size() - 1, 17, 64, 220, 1};
-  auto session = attn::gpt2::forward(loaded->weights, ids);
+  auto session = attn::model::forward(loaded->weights, ids);
   ASSERT_TRUE(session.ok());
   const auto ref = gpt2test::referenceForward(model_, ids);
   for (int l = 0; l < 3; ++l)
@@ -374,8 +374,8 @@ TEST_F(Gpt2Folder, ConfigErrorsNameTheField) {
        },
        "field 'n_positions': missing"},
       {"negative_vocab", [](json& c) { c["vocab_size"] = -5; }, "field 'vocab_size'"},
-      {"llama", [](json& c) { c["model_type"] = "llama"; }, "field 'model_type'"},
-      {"relu", [](json& c) { c["activation_function"] = "relu"; }, "field 'activation_function'"},
+      {"bert", [](json& c) { c["model_type"] = "bert"; }, "field 'model_type'"},
+      {"gelu_10", [](json& c) { c["activation_function"] = "gelu_10"; }, "field 'activation_function'"},
       {"inverse_idx", [](json& c) { c["scale_attn_by_inverse_layer_idx"] = true; },
        "scale_attn_by_inverse_layer_idx"},
       {"eps", [](json& c) { c["layer_norm_epsilon"] = "x"; }, "field 'layer_norm_epsilon'"},
@@ -386,13 +386,13 @@ TEST_F(Gpt2Folder, ConfigErrorsNameTheField) {
     json config = gpt2test::configJson(model_);
     c.edit(config);
     gpt2test::writeBytes(dir / "config.json", config.dump());
-    auto loaded = attn::io::loadGpt2Folder(dir.string());
+    auto loaded = attn::io::loadModelFolder(dir.string());
     ASSERT_FALSE(loaded.ok());
     expectMessage(loaded.error(), {(dir / "config.json").string(), c.fragment});
   }
   fs::path dir = gpt2test::writeModelFolder("gpt2_config_badjson", model_, vocab_);
   gpt2test::writeBytes(dir / "config.json", "{ not json");
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(), {"config.json", "not valid JSON"});
+  expectMessage(attn::io::loadModelFolder(dir.string()).error(), {"config.json", "not valid JSON"});
 }
 
 TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
@@ -455,7 +455,7 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
     auto tensors = gpt2test::checkpointTensors(model_, "F32");
     c.edit(tensors);
     gpt2test::writeBytes(dir / "model.safetensors", gpt2test::safetensorsBytes(tensors));
-    auto loaded = attn::io::loadGpt2Folder(dir.string());
+    auto loaded = attn::io::loadModelFolder(dir.string());
     ASSERT_FALSE(loaded.ok());
     std::vector<std::string> fragments = c.fragments;
     fragments.push_back((dir / "model.safetensors").string());
@@ -469,30 +469,30 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
   fs::path dir = gpt2test::writeModelFolder("gpt2_weights_truncated", model_, vocab_);
   std::string bytes = gpt2test::readBytes(dir / "model.safetensors");
   gpt2test::writeBytes(dir / "model.safetensors", bytes.substr(0, bytes.size() - 100));
-  auto loaded = attn::io::loadGpt2Folder(dir.string());
+  auto loaded = attn::io::loadModelFolder(dir.string());
   ASSERT_FALSE(loaded.ok());
   expectMessage(loaded.error(), {"model.safetensors", "tensor '", "lie outside the file"});
 
   // A header length field that claims more than 256 GB.
   bytes[4] = 0x40;
   gpt2test::writeBytes(dir / "model.safetensors", bytes);
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+  expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {"model.safetensors", "above the limit"});
 }
 
 TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
-  expectMessage(attn::io::loadGpt2Folder("/nonexistent/gpt2").error(),
+  expectMessage(attn::io::loadModelFolder("/nonexistent/gpt2").error(),
                 {"/nonexistent/gpt2", "not a folder"});
 
   fs::path dir = gpt2test::writeModelFolder("gpt2_no_weights", model_, vocab_);
   fs::remove(dir / "model.safetensors");
   gpt2test::writeBytes(dir / "pytorch_model.bin", "x");
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+  expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {(dir / "model.safetensors").string(), "missing", "pytorch_model.bin"});
 
   dir = gpt2test::writeModelFolder("gpt2_no_vocab", model_, vocab_);
   fs::remove(dir / "vocab.json");
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+  expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {(dir / "vocab.json").string(), "cannot open"});
 
   // A vocabulary id beyond vocab_size.
@@ -500,14 +500,14 @@ TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
   json config = gpt2test::configJson(model_);
   config["vocab_size"] = vocab_.size() - 1;
   gpt2test::writeBytes(dir / "config.json", config.dump());
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+  expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {"vocab.json", "token id " + std::to_string(vocab_.size() - 1),
                  "vocab_size is " + std::to_string(vocab_.size() - 1)});
 
   // merges.txt with a bad line.
   dir = gpt2test::writeModelFolder("gpt2_bad_merges", model_, vocab_);
   gpt2test::writeBytes(dir / "merges.txt", "#version: 0.2\nĠ t\nthree parts here\n");
-  expectMessage(attn::io::loadGpt2Folder(dir.string()).error(),
+  expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {"merges.txt", "line 3", "two tokens"});
 }
 

@@ -361,6 +361,10 @@ TEST(Gpt2TokenizerFiles, ErrorsNameTheFile) {
   broken.merges.push_back({"x", "y"});
   expectError(Gpt2Tokenizer::fromText(broken.vocabJson(), broken.mergesText()),
               {"merges.txt", "merge 6", "'xy'"});
+  // An empty or header-only merges.txt is refused (it used to make every byte a token).
+  expectError(Gpt2Tokenizer::fromText(vocab.vocabJson(), ""), {"merges.txt", "has no merges"});
+  expectError(Gpt2Tokenizer::fromText(vocab.vocabJson(), "#version: 0.2\n\n"),
+              {"merges.txt", "has no merges"});
   expectError(Gpt2Tokenizer::fromText(vocab.vocabJson(), "onlyone\n"),
               {"merges.txt", "line 1", "two tokens"});
   expectError(Gpt2Tokenizer::load("/nonexistent/vocab.json", "/nonexistent/merges.txt"),

@@ -7,7 +7,7 @@
 //     reads (or fails) without crashing; errors are one line starting with the file name;
 //   1 tokenizer: encode() of arbitrary bytes never crashes, every id is in the vocabulary,
 //     decode(encode(x)) == cleanUtf8(x), and cleaning is idempotent;
-//   2 config.json: parseGpt2Config() never crashes; errors are one line with the file name;
+//   2 config.json: parseModelConfig() never crashes; errors are one line with the file name;
 //   3 tokenizer files: "VOCAB\0MERGES" through Gpt2Tokenizer::fromText(); an accepted pair
 //     encodes and decodes its own text.
 #include <unistd.h>
@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "core/models/gpt2/bpe.h"
-#include "formats/models/gpt2_model.h"
+#include "formats/models/model_config.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
 #include "formats/safetensors.h"
 
@@ -119,7 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   if (mode == 2) {
-    auto config = attn::io::parseGpt2Config(rest, "config.json");
+    auto config = attn::io::parseModelConfig(rest, "config.json");
     if (!config) checkMessage(config.error(), "config.json");
     return 0;
   }

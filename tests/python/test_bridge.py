@@ -199,7 +199,9 @@ class ModelRuns(Scratch):
         with np.load(npz) as direct:
             np.testing.assert_array_equal(result.attention, direct["attention"])
             np.testing.assert_array_equal(result.token_ids, direct["token_ids"])
-        self.assertEqual(result.attention.shape, (2, 2, 11, 11))  # 11 byte tokens
+        # th e | Ġ c a t | Ġ s a t: 10 tokens (one merge, "t h")
+        self.assertEqual(result.attention.shape, (2, 2, 10, 10))
+        self.assertEqual(result.tokens[:2], ["th", "e"])
         self.assertEqual(result.attention.dtype, np.float32)
         with open(self.path("direct.tokens.json"), encoding="utf-8") as f:
             self.assertEqual(result.tokens, json.load(f))

@@ -1,7 +1,7 @@
 """A tiny random GPT-2 folder in the Hugging Face layout, written with numpy only (the
 Python twin of tests/support/gpt2_fixture.h): config.json, model.safetensors (F32),
 vocab.json (GPT-2's 256 byte tokens in encoder.py's order, then <|endoftext|>) and
-merges.txt (no merges: every byte is a token)."""
+merges.txt (one merge, "t h" -> "th"; attnscope refuses a merges.txt without any)."""
 
 import json
 import os
@@ -42,6 +42,7 @@ def write_tiny_gpt2(folder, n_layer=2, n_head=2, n_embd=8, n_positions=32, seed=
     """Writes the folder and returns it."""
     os.makedirs(folder, exist_ok=True)
     vocab = {token: index for index, token in enumerate(_bytes_to_unicode())}
+    vocab["th"] = len(vocab)
     vocab["<|endoftext|>"] = len(vocab)
     V, E = len(vocab), n_embd
     rng = np.random.default_rng(seed)
@@ -72,7 +73,7 @@ def write_tiny_gpt2(folder, n_layer=2, n_head=2, n_embd=8, n_positions=32, seed=
     with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
         json.dump(vocab, f, ensure_ascii=False)
     with open(os.path.join(folder, "merges.txt"), "w") as f:
-        f.write("#version: 0.2\n")
+        f.write("#version: 0.2\nt h\n")
     with open(os.path.join(folder, "model.safetensors"), "wb") as f:
         f.write(_safetensors(tensors))
     return folder

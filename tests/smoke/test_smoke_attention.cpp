@@ -153,7 +153,7 @@ TEST(AttentionWindow, FramesGoOnWhileTheWorkerMakesTheGrid) {
   launch.noAutosave = true;
   ASSERT_EQ(session.open(launch, {false}), 0);
   attn::app::AppState& state = session.state();
-  ASSERT_TRUE(state.attention.file);
+  ASSERT_TRUE(state.attention.tensor());
   ASSERT_TRUE(session.frame());
   EXPECT_FALSE(state.attention.overview);  // submitted in this frame, not waited for
   // A second file before the first grid arrived: only its grid lands.
@@ -171,7 +171,7 @@ TEST(AttentionWindow, FramesGoOnWhileTheWorkerMakesTheGrid) {
   EXPECT_EQ(state.attention.overview->thumbnails.size(), 6u);
   ASSERT_TRUE(state.attention.shown);
   EXPECT_TRUE(state.attention.shown->selected.view.values ==
-              state.attention.file->copyHead(0, 0));
+              state.attention.tensor()->copyHead(0, 0));
   EXPECT_GE(frames, 1);
   session.close();
 }

@@ -76,13 +76,13 @@ TEST(ModelWindow, TypingNeverWaitsForTheModel) {
   EXPECT_EQ(state.model.run->textRevision, state.model.textRevision);
   EXPECT_TRUE(state.model.run->error.empty()) << state.model.run->error;
   std::string joined;
-  for (int id : state.model.run->ids) joined += state.model.model->tokenizer.tokenText(id);
+  for (int id : state.model.run->ids) joined += state.model.model->tokenizer->tokenText(id);
   EXPECT_EQ(joined, text);
   // The Attention panel shows the run (once its worker made the grid).
   while ((!state.attention.overview || !state.attention.shown) &&
          Clock::now() - start < std::chrono::seconds(60))
     ASSERT_TRUE(session.frame());
-  EXPECT_EQ(state.attention.file, state.model.run->attention);
+  EXPECT_EQ(state.attention.tensor(), state.model.run->attention);
   ASSERT_TRUE(state.attention.shown);
   EXPECT_EQ(state.attention.shown->selected.view.values.rows(),
             static_cast<Eigen::Index>(state.model.run->ids.size()));

@@ -94,15 +94,15 @@ TEST(AttentionOpen, OpensBesideTheScenarioAndErrorsKeepWhatWasOpen) {
   FileUi ui;
   requestOpen(ui, state, demo.string(), 1.0);
   EXPECT_FALSE(ui.askUnsaved);
-  ASSERT_TRUE(state.attention.file);
-  EXPECT_EQ(state.attention.file->layers(), 2);
-  EXPECT_EQ(state.attention.file->heads(), 3);
-  EXPECT_EQ(state.attention.file->keyLabels()[1], " cat");
+  ASSERT_TRUE(state.attention.tensor());
+  EXPECT_EQ(state.attention.tensor()->layers(), 2);
+  EXPECT_EQ(state.attention.tensor()->heads(), 3);
+  EXPECT_EQ(state.attention.tensor()->keyLabels()[1], " cat");
   EXPECT_EQ(state.revision, revision);
   EXPECT_TRUE(state.dirty());
   EXPECT_EQ(state.docPath, "preset.json");
   EXPECT_TRUE(panelShown(state.view, "attention"));
-  const auto kept = state.attention.file;
+  const auto kept = state.attention.tensor();
   const std::uint64_t generation = state.attention.generation;
 
   // A header that claims more data than the file holds.
@@ -118,7 +118,7 @@ TEST(AttentionOpen, OpensBesideTheScenarioAndErrorsKeepWhatWasOpen) {
   EXPECT_EQ(state.notices.back().kind, Notice::Kind::Error);
   EXPECT_NE(state.notices.back().text.find("truncated.npy"), std::string::npos);
   EXPECT_EQ(state.notices.back().text.find('\n'), std::string::npos);
-  EXPECT_EQ(state.attention.file, kept);
+  EXPECT_EQ(state.attention.tensor(), kept);
   EXPECT_EQ(state.attention.generation, generation);
 
   // The log line counts in the singular for one layer and one head.
@@ -149,7 +149,7 @@ TEST(AttentionOpen, SeveralArraysAreOfferedThenOpenedByName) {
                                     {"input_ids.npy", tf::npyBytes(ids, [](auto&) { return 1; })}}));
   AppState state;
   EXPECT_FALSE(openAttentionFile(state, path.string(), 0));
-  EXPECT_FALSE(state.attention.file);
+  EXPECT_FALSE(state.attention.tensor());
   ASSERT_EQ(state.attention.chooseArrays.size(), 2u);  // input_ids is not offered
   EXPECT_EQ(state.attention.chooseArrays[0].name, "a");
   EXPECT_EQ(state.attention.chooseArrays[1].name, "b");
@@ -158,8 +158,8 @@ TEST(AttentionOpen, SeveralArraysAreOfferedThenOpenedByName) {
   options.arrayName = "b";
   ASSERT_TRUE(openAttentionFile(state, path.string(), 0, options));
   EXPECT_TRUE(state.attention.chooseArrays.empty());
-  EXPECT_EQ(state.attention.file->heads(), 1);
-  EXPECT_FLOAT_EQ(state.attention.file->copyHead(0, 0)(2, 1),
+  EXPECT_EQ(state.attention.tensor()->heads(), 1);
+  EXPECT_FLOAT_EQ(state.attention.tensor()->copyHead(0, 0)(2, 1),
                   static_cast<float>(tf::pattern(0, 0, 2, 1)));
 }
 
@@ -305,7 +305,7 @@ TEST_F(AttentionPanel, HeadAndTextViewsDraw) {
   ASSERT_EQ(state.attention.overlayHeads.size(), 3u);
   for (int h = 0; h < 3; ++h)
     EXPECT_TRUE(state.attention.overlayHeads[static_cast<std::size_t>(h)] ==
-                state.attention.file->copyHead(0, h));
+                state.attention.tensor()->copyHead(0, h));
   // Head 1 of layer 0 attends to the previous token.
   EXPECT_EQ(state.attention.overlayTop[1][static_cast<std::size_t>(6) * 10], 5);
   // The text view with a pinned token, both directions; then a rollout selection.

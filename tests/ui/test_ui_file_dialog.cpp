@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "app/ui/shell/file_dialog.h"
+#include "app/ui/shell/native_dialog.h"
 #include "app/ui/shell/files.h"
 #include "tests/support/ui_headless.h"
 

@@ -136,7 +136,7 @@ TEST_F(ModelInApp, WorkerLoadsRunsAndPublishesWhatThePanelsShow) {
   EXPECT_EQ(run->computedTokens, n);
 
   // The attention of every head, as the Attention panel's file.
-  EXPECT_EQ(state.attention.file, run->attention);
+  EXPECT_EQ(state.attention.tensor(), run->attention);
   EXPECT_EQ(run->attention->layers(), 3);
   EXPECT_EQ(run->attention->heads(), 2);
   expectMatchesReference(*run);
@@ -266,7 +266,7 @@ TEST_F(ModelInApp, TooManyTokensIsAnErrorAndKeepsTheAttention) {
   state.model.loadRequest = dir_.string();
   type(state, "the cat");
   updateModel(state, 0);
-  const auto shown = state.attention.file;
+  const auto shown = state.attention.tensor();
   ASSERT_TRUE(shown);
   std::string text;
   for (int i = 0; i < 40; ++i) text += " the";  // at least 40 tokens > n_positions = 32
@@ -276,7 +276,7 @@ TEST_F(ModelInApp, TooManyTokensIsAnErrorAndKeepsTheAttention) {
   EXPECT_NE(state.model.run->error.find(" tokens are more than the model's context of 32"),
             std::string::npos)
       << state.model.run->error;
-  EXPECT_EQ(state.attention.file, shown);
+  EXPECT_EQ(state.attention.tensor(), shown);
   // Emptying the text clears the model's attention from the panel.
   type(state, "");
   updateModel(state, 2);
@@ -410,7 +410,7 @@ TEST_F(ModelInApp, BadFolderKeepsTheModelAndNamesFileAndTensor) {
   settle(state, service);
   const auto model = state.model.model;
   const auto run = state.model.run;
-  const auto attention = state.attention.file;
+  const auto attention = state.attention.tensor();
   ASSERT_TRUE(model && run && attention);
 
   for (const fs::path& folder : {bad, bad / "missing"}) {
@@ -424,7 +424,7 @@ TEST_F(ModelInApp, BadFolderKeepsTheModelAndNamesFileAndTensor) {
     EXPECT_EQ(state.model.model, model);
     EXPECT_EQ(state.model.generation, 1u);
     EXPECT_EQ(state.model.run, run);
-    EXPECT_EQ(state.attention.file, attention);
+    EXPECT_EQ(state.attention.tensor(), attention);
     EXPECT_TRUE(state.model.loading.empty());
   }
   const std::string& shapeError = state.notices[state.notices.size() - 3].text;

@@ -115,6 +115,18 @@ inline void apply(AppState& state, const EditOutcome& outcome) {
   applyEdit(state, outcome, ImGui::GetTime());
 }
 
+// Shows `source` (attention_source.h) in the Attention panel, replacing what it showed; an
+// error (nothing computed yet) becomes a warning notice.
+inline void showInAttentionPanel(AppState& state, const Expected<SourcePtr>& source) {
+  if (!source) {
+    notify(state, Notice::Kind::Warning,
+           "cannot show in the Attention panel: " + source.error().message(), ImGui::GetTime());
+    return;
+  }
+  showSource(state.attention, *source, KeepView::Nothing);
+  showPanel(state.view, "attention");
+}
+
 // ---------------------------------------------------------------------------------------
 // Heatmaps
 // ---------------------------------------------------------------------------------------

@@ -123,6 +123,10 @@ void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
             (*shown == MatrixKind::Scores ? "scores" : "masked scores") + " (step-through)";
   if (heads > 1) what += "; click one to focus it";
   panel::mutedWrapped(what);
+  if (ImGui::SmallButton("Open in the Attention panel"))
+    panel::showInAttentionPanel(state, scenarioSource(*state.computed, state.doc.name));
+  tooltip("The weights of every head as a 1-layer tensor in the Attention panel: its head, "
+          "text, focus and compare views.");
 
   // 2 the grid: the mean first (when there are several heads), then every head.
   const int count = heads > 1 ? heads + 1 : 1;

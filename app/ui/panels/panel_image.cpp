@@ -197,6 +197,14 @@ void drawExport(AppState& state) {
   tooltip(
       "Save the overlay of the current query as PNG, at the image's own resolution or "
       "larger (the same file as `attnscope image ... --out`).");
+  ImGui::SameLine();
+  if (ImGui::Button("Attention panel") && v.computed) {
+    panel::showInAttentionPanel(
+        state, imageSource(*v.computed, v.matrix.rowLabels,
+                           std::filesystem::path(v.path).filename().string()));
+  }
+  tooltip("Every patch's attention over the patches (each head) in the Attention panel: its "
+          "thumbnails, heatmap, focus and compare views.");
   if (ImGui::BeginPopup("Export overlay")) {
     static const char* kScales[] = {"1x", "2x", "3x", "4x", "5x", "6x", "7x", "8x"};
     ImGui::SetNextItemWidth(font * 4);

@@ -94,7 +94,7 @@ void drawTokens(const ModelRun& run) {
 
 void drawHeadButton(AppState& state, const ModelRun& run) {
   const AttentionView& view = state.attention;
-  const bool head = view.file && view.file == run.attention &&
+  const bool head = view.tensor() && view.tensor() == run.attention &&
                     view.selection.kind == io::AttentionSelection::Kind::Head;
   std::string label = "Open this head in the pipeline";
   if (head) {
@@ -184,7 +184,7 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
                         "text and its attention appears in the Attention panel as you type.");
     return;
   }
-  const gpt2::Config& config = model.model->weights->config;
+  const model::Config& config = model.model->weights->config;
   ImGui::TextUnformatted(model.model->folder.c_str());
   ImGui::SameLine();
   ImGui::TextDisabled("%s \xC3\x97 %s, %d wide, context %d",

@@ -326,26 +326,6 @@ void prepareTrainingScreenshot(AppState& state, long long steps) {
   }
 }
 
-MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& weights,
-                               const std::string& name, long long step) {
-  MatrixView view;
-  view.values = weights;
-  for (int token : snapshot.example.input) view.colLabels.push_back(std::to_string(token));
-  if (weights.rows() == static_cast<Eigen::Index>(snapshot.example.target.size()) &&
-      name == "cross-attention") {
-    for (int token : snapshot.example.target) view.rowLabels.push_back(std::to_string(token));
-  } else if (weights.rows() == static_cast<Eigen::Index>(snapshot.example.input.size())) {
-    view.rowLabels = view.colLabels;  // self-attention: queries are the inputs
-  } else {
-    view.rowLabels.assign(static_cast<std::size_t>(weights.rows()), "label");
-  }
-  view.title = name + " \xC2\xB7 step " + std::to_string(step);
-  view.rowAxis = "query";
-  view.colAxis = "key";
-  view.valueTitle = "weight";
-  return view;
-}
-
 std::string saveTrainingSnapshot(const TrainingSnapshot& s, const std::string& folder,
                                  ColormapKind colormap) {
   if (Status ok = ensureFolder(folder); !ok) return "cannot save: " + ok.error().message();
@@ -466,6 +446,8 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
       "The example's attention over training, one PNG per recorded step "
       "(attention_0000.png, ...), for slides.");
   ImGui::EndDisabled();
+  if (ImGui::Button("Open in the Attention panel")) panel::showInAttentionPanel(state, trainingSource(s));
+  tooltip("The example's maps at this step as heads of one layer in the Attention panel.");
   if (busy) {
     panel::mutedWrapped("writing...");
   } else if (!t.message.empty()) {

@@ -48,8 +48,4 @@ std::string saveTrainingSnapshot(const TrainingSnapshot& snapshot, const std::st
 std::string exportTrainingFrames(const TrainingSnapshot& snapshot, const std::string& folder,
                                  ColormapKind colormap);
 
-// The example's map as a labelled view: columns = input tokens, rows = target tokens.
-MatrixView trainingMapView(const TrainingSnapshot& snapshot, const Matrix& weights,
-                               const std::string& name, long long step);
-
 }  // namespace attn::app

@@ -12,7 +12,7 @@
 
 #include "app/session/app_state.h"
 #include "app/session/data_dir.h"
-#include "app/ui/shell/file_dialog.h"
+#include "app/ui/shell/native_dialog.h"
 
 namespace attn::app {
 

@@ -1,21 +1,22 @@
-// Helpers shared by files.cpp and files_settings.cpp (not part of files.h's interface).
+// Helpers shared by the two halves of the file UI: files.cpp (view settings, locations,
+// documents, autosave and recovery) and file_dialog.cpp (the dialogs and File actions).
+// Not for other folders.
 #pragma once
 
+#include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "app/session/app_state.h"
 
-namespace attn::app::files_detail {
+namespace attn::app {
 
-// Keys only the autosave carries: personal settings and where the document came from.
-inline constexpr const char* kUiKeys[] = {"font_scale", "light_theme", "panels",
-                                          "autosave_source", "autosave_dirty"};
+// A file-name stem made from a scenario name ("Decoder state" -> "decoder_state").
+std::string fileStemOf(const std::string& name);
+// The document's name for titles and questions: its file name, or its scenario name.
+std::string displayName(const AppState& state);
+// Reads a scenario file; on error posts the notice (naming the file) and returns nullopt.
+std::optional<Scenario> readScenarioFile(AppState& state, const std::string& path, double now);
+// Makes an already read scenario the document, with its view settings.
+void adoptDocument(AppState& state, Scenario scenario, const std::string& path, double now);
 
-// `text` parsed as a JSON object; an empty object when it is empty, invalid or not an object.
-inline nlohmann::json parseObject(const std::string& text) {
-  if (text.empty()) return nlohmann::json::object();
-  nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return json.is_object() ? json : nlohmann::json::object();
-}
-
-}  // namespace attn::app::files_detail
+}  // namespace attn::app

@@ -935,7 +935,7 @@ void GuiSession::Impl::trackRecent() {
   }
   if (state.attention.generation != recentGeneration) {
     recentGeneration = state.attention.generation;
-    if (state.attention.file) changed |= addRecentFile(recent, state.attention.file->path());
+    if (state.attention.tensor()) changed |= addRecentFile(recent, state.attention.tensor()->path());
   }
   if (!changed) return;
   if (Status saved = saveRecentFiles(recentFile, recent); !saved)
@@ -1214,7 +1214,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
   s.options = options;
-  if (isImagePath(s.launch.scenarioPath)) {  // `attnscope IMAGE`: the image view
+  const PathKind launchKind = classifyPath(s.launch.scenarioPath);
+  if (launchKind == PathKind::Image) {  // `attnscope IMAGE`: the image view
     s.launch.imagePath = s.launch.scenarioPath;
     s.launch.scenarioPath.clear();
   }
@@ -1236,7 +1237,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   std::string startupError;
   bool haveInitial = false;
   // An attention file (.npy / .npz) opens beside the usual document (autosave or preset).
-  const std::string attentionPath = isAttentionPath(s.launch.scenarioPath) ? s.launch.scenarioPath : "";
+  const std::string attentionPath =
+      launchKind == PathKind::AttentionFile ? s.launch.scenarioPath : "";
   if (!attentionPath.empty()) s.launch.scenarioPath.clear();
   if (!attentionPath.empty() && s.screenshotMode()) {
     if (Expected<io::AttentionFile> probe =

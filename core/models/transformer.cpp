@@ -1,0 +1,620 @@
+// The transformer engine's configuration, weights and forward pass with a KV cache (see
+// transformer.h for the math and the shapes).
+#include "core/models/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace attn::model {
+namespace {
+
+std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
+  std::string text = "[";  // (not "[" + ...: GCC 12 warns -Wrestrict on that)
+  text += std::to_string(rows);
+  text += ", ";
+  text += std::to_string(cols);
+  text += ']';
+  return text;
+}
+
+Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
+  if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
+  if (t.rows == rows && t.cols == cols) return Ok{};
+  return Error{"", "",
+               "tensor " + role + ": shape " + shapeText(t.rows, t.cols) + ", expected " +
+                   shapeText(rows, cols)};
+}
+
+// A Linear of in -> out, with or without bias as `bias` says.
+Status checkLinear(const Linear& lin, Eigen::Index in, Eigen::Index out, bool bias,
+                   const std::string& role) {
+  const Eigen::Index rows = lin.outByIn ? out : in;
+  const Eigen::Index cols = lin.outByIn ? in : out;
+  if (Status s = checkTensor(lin.weight, rows, cols, role + " weight"); !s) return s;
+  if (bias) return checkTensor(lin.bias, out, 1, role + " bias");
+  if (!lin.bias.empty()) return Error{"", "", "tensor " + role + " bias: present but not used"};
+  return Ok{};
+}
+
+Status checkNorm(const NormWeights& norm, Eigen::Index E, NormKind kind, const std::string& role) {
+  if (Status s = checkTensor(norm.weight, E, 1, role + " weight"); !s) return s;
+  if (kind == NormKind::LayerNorm) return checkTensor(norm.bias, E, 1, role + " bias");
+  return Ok{};
+}
+
+// out (m x d_out) = in (m x d_in)·W + b, or += when `accumulate`. One token (m = 1, typing
+// with the KV cache) is a matrix-vector product, so that BLAS runs gemv and streams W once.
+template <class In, class Out>
+void project(const In& in, const Linear& lin, Out&& out, bool accumulate) {
+  const auto w = lin.weight.matrix();
+  if (in.rows() == 1) {
+    auto column = out.row(0).transpose();
+    if (lin.outByIn) {
+      if (accumulate) column.noalias() += w * in.row(0).transpose();
+      else column.noalias() = w * in.row(0).transpose();
+    } else {
+      if (accumulate) column.noalias() += w.transpose() * in.row(0).transpose();
+      else column.noalias() = w.transpose() * in.row(0).transpose();
+    }
+  } else if (lin.outByIn) {
+    if (accumulate) out.noalias() += in * w.transpose();
+    else out.noalias() = in * w.transpose();
+  } else {
+    if (accumulate) out.noalias() += in * w;
+    else out.noalias() = in * w;
+  }
+  if (!lin.bias.empty()) out.rowwise() += lin.bias.vector().transpose();
+}
+
+// LayerNorm (biased variance, PyTorch's nn.LayerNorm) or RMSNorm (x / √(mean(x²) + eps) · w,
+// Hugging Face's LlamaRMSNorm) over each row of x (m x E).
+void applyNorm(const Matrix& x, const NormWeights& norm, const Config& c, Matrix& out) {
+  out.resize(x.rows(), x.cols());
+  const auto g = norm.weight.vector().transpose().array();
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    if (c.norm == NormKind::RmsNorm) {
+      const float inv = 1.0f / std::sqrt(x.row(r).array().square().mean() + c.normEpsilon);
+      out.row(r).array() = x.row(r).array() * inv * g;
+    } else {
+      const float mean = x.row(r).mean();
+      auto centered = (x.row(r).array() - mean).eval();
+      const float inv = 1.0f / std::sqrt(centered.square().mean() + c.normEpsilon);
+      out.row(r).array() = centered * inv * g + norm.bias.vector().transpose().array();
+    }
+  }
+}
+
+void activate(Matrix& hidden, Activation activation) {
+  auto a = hidden.array();
+  switch (activation) {
+    case Activation::GeluTanh: {
+      constexpr float kSqrt2OverPi = 0.7978845608028654f;
+      a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
+      break;
+    }
+    case Activation::GeluErf:
+      for (Eigen::Index i = 0; i < hidden.size(); ++i) {
+        const float x = hidden.data()[i];
+        hidden.data()[i] = 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+      }
+      break;
+    case Activation::Silu:
+      a = a / (1.0f + (-a).exp());
+      break;
+    case Activation::Relu:
+      a = a.max(0.0f);
+      break;
+  }
+}
+
+// A small, fast, portable generator for random weights (splitmix64).
+struct SplitMix {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float symmetric() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
+};
+
+}  // namespace
+
+// =======================================================================================
+// Config and weights
+// =======================================================================================
+
+Status validate(const Config& c) {
+  auto range = [](const char* field, int value, int lo, int hi) -> Status {
+    if (value >= lo && value <= hi) return Ok{};
+    return Error{"", field,
+                 std::to_string(value) + " is outside " + std::to_string(lo) + ".." +
+                     std::to_string(hi)};
+  };
+  for (Status s :
+       {range("n_layer", c.nLayer, 1, kMaxLayers), range("n_head", c.nHead, 1, kMaxHeads),
+        range("num_key_value_heads", c.nHeadKv, 1, kMaxHeads),
+        range("n_embd", c.nEmbd, 1, kMaxEmbd), range("n_inner", c.nInner, 1, 4 * kMaxEmbd),
+        range("n_positions", c.nPositions, 1, kMaxPositions),
+        range("vocab_size", c.vocabSize, 1, kMaxVocab),
+        range("sliding_window", c.slidingWindow, 0, kMaxPositions)}) {
+    if (!s) return s;
+  }
+  if (c.nEmbd % c.nHead != 0) {
+    return Error{
+        "", "n_head",
+        std::to_string(c.nHead) + " heads do not divide n_embd = " + std::to_string(c.nEmbd)};
+  }
+  if (c.nHead % c.nHeadKv != 0) {
+    return Error{"", "num_key_value_heads",
+                 std::to_string(c.nHeadKv) + " key/value heads do not divide the " +
+                     std::to_string(c.nHead) + " attention heads"};
+  }
+  if (c.nHeadKv != c.nHead && c.qkvLayout != QkvLayout::Separate) {
+    return Error{"", "num_key_value_heads", "grouped-query attention needs separate q/k/v"};
+  }
+  if (c.rotaryDims < 0 || c.rotaryDims > c.headDim() || c.rotaryDims % 2 != 0) {
+    return Error{"", "rotary_dims",
+                 std::to_string(c.rotaryDims) + " rotary dimensions: must be even and at most " +
+                     "the head width " + std::to_string(c.headDim())};
+  }
+  if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
+    return Error{"", "layer_norm_epsilon", "must be a finite number > 0"};
+  }
+  if (!std::isfinite(c.ropeTheta) || !(c.ropeTheta > 0)) {
+    return Error{"", "rope_theta", "must be a finite number > 0"};
+  }
+  if (!std::isfinite(c.ropeLinearFactor) || !(c.ropeLinearFactor > 0)) {
+    return Error{"", "rope_scaling", "factor must be a finite number > 0"};
+  }
+  return Ok{};
+}
+
+std::size_t Weights::parameterBytes() const {
+  auto linear = [](const Linear& l) { return l.weight.size() + l.bias.size(); };
+  auto norm = [](const NormWeights& n) { return n.weight.size() + n.bias.size(); };
+  Eigen::Index count = embed.size() + positions.size() + norm(finalNorm);
+  if (lmHead.data != embed.data) count += lmHead.size();
+  for (const LayerWeights& w : layers) {
+    count += norm(w.norm1) + norm(w.norm2) + linear(w.qkv) + linear(w.q) + linear(w.k) +
+             linear(w.v) + linear(w.out) + linear(w.up) + linear(w.gate) + linear(w.down);
+  }
+  return static_cast<std::size_t>(count) * sizeof(float);
+}
+
+Status validate(const Weights& weights) {
+  const Config& c = weights.config;
+  if (Status s = validate(c); !s) return s;
+  const Eigen::Index E = c.nEmbd, F = c.nInner, dh = c.headDim();
+  const Eigen::Index qWidth = c.nHead * dh, kvWidth = c.nHeadKv * dh;
+  if (Status s = checkTensor(weights.embed, c.vocabSize, E, "embedding"); !s) return s;
+  if (c.learnedPositions) {
+    if (Status s = checkTensor(weights.positions, c.nPositions, E, "position embedding"); !s)
+      return s;
+  }
+  if (static_cast<int>(weights.layers.size()) != c.nLayer) {
+    return Error{"", "n_layer",
+                 std::to_string(weights.layers.size()) +
+                     " layers of weights for n_layer = " + std::to_string(c.nLayer)};
+  }
+  for (int l = 0; l < c.nLayer; ++l) {
+    const LayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
+    const std::string layer = "layer " + std::to_string(l) + " ";
+    std::vector<Status> checks = {checkNorm(w.norm1, E, c.norm, layer + "norm1"),
+                                  checkNorm(w.norm2, E, c.norm, layer + "norm2")};
+    if (c.qkvLayout == QkvLayout::Separate) {
+      checks.push_back(checkLinear(w.q, E, qWidth, c.qkvBias, layer + "q"));
+      checks.push_back(checkLinear(w.k, E, kvWidth, c.qkvBias, layer + "k"));
+      checks.push_back(checkLinear(w.v, E, kvWidth, c.qkvBias, layer + "v"));
+    } else {
+      checks.push_back(checkLinear(w.qkv, E, 3 * qWidth, c.qkvBias, layer + "qkv"));
+    }
+    checks.push_back(checkLinear(w.out, qWidth, E, c.outBias, layer + "attention output"));
+    checks.push_back(checkLinear(w.up, E, F, c.mlpBias, layer + "mlp up"));
+    if (c.gatedMlp) checks.push_back(checkLinear(w.gate, E, F, c.mlpBias, layer + "mlp gate"));
+    checks.push_back(checkLinear(w.down, F, E, c.mlpBias, layer + "mlp down"));
+    for (Status& s : checks)
+      if (!s) return s;
+  }
+  if (Status s = checkNorm(weights.finalNorm, E, c.norm, "final norm"); !s) return s;
+  return checkTensor(weights.lmHead, c.vocabSize, E, "lm_head");
+}
+
+Weights randomWeights(const Config& c, std::uint64_t seed) {
+  SplitMix rng{seed};
+  Weights w;
+  w.config = c;
+  auto tensor = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
+    auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(rows * cols));
+    const float a = std * std::sqrt(3.0f);  // uniform on [-a, a] has std a/√3
+    for (float& v : *buffer) v = mean + a * rng.symmetric();
+    w.storage.push_back(buffer);
+    return Tensor{buffer->data(), rows, cols};
+  };
+  const bool conv1d = c.qkvLayout == QkvLayout::FusedBlocks;
+  auto linear = [&](Eigen::Index in, Eigen::Index out, bool bias) {
+    Linear lin;
+    lin.outByIn = !conv1d;
+    lin.weight = conv1d ? tensor(in, out, 0.02f) : tensor(out, in, 0.02f);
+    if (bias) lin.bias = tensor(out, 1, 0.02f);
+    return lin;
+  };
+  auto norm = [&](Eigen::Index E) {
+    NormWeights n;
+    n.weight = tensor(E, 1, 0.1f, 1.0f);
+    if (c.norm == NormKind::LayerNorm) n.bias = tensor(E, 1, 0.02f);
+    return n;
+  };
+  const Eigen::Index E = c.nEmbd, F = c.nInner, dh = c.headDim();
+  w.embed = tensor(c.vocabSize, E, 0.02f);
+  if (c.learnedPositions) w.positions = tensor(c.nPositions, E, 0.01f);
+  for (int l = 0; l < c.nLayer; ++l) {
+    LayerWeights layer;
+    layer.norm1 = norm(E);
+    if (c.qkvLayout == QkvLayout::Separate) {
+      layer.q = linear(E, c.nHead * dh, c.qkvBias);
+      layer.k = linear(E, c.nHeadKv * dh, c.qkvBias);
+      layer.v = linear(E, c.nHeadKv * dh, c.qkvBias);
+    } else {
+      layer.qkv = linear(E, 3 * c.nHead * dh, c.qkvBias);
+    }
+    layer.out = linear(c.nHead * dh, E, c.outBias);
+    layer.norm2 = norm(E);
+    layer.up = linear(E, F, c.mlpBias);
+    if (c.gatedMlp) layer.gate = linear(E, F, c.mlpBias);
+    layer.down = linear(F, E, c.mlpBias);
+    w.layers.push_back(layer);
+  }
+  w.finalNorm = norm(E);
+  w.lmHead = c.tiedEmbeddings ? w.embed : tensor(c.vocabSize, E, 0.02f);
+  return w;
+}
+
+float geluTanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+double rotaryAngle(const Config& c, std::int64_t position, int pair) {
+  const double inverseFrequency =
+      std::pow(c.ropeTheta, -2.0 * static_cast<double>(pair) / static_cast<double>(c.rotaryDims));
+  return static_cast<double>(position) / c.ropeLinearFactor * inverseFrequency;
+}
+
+// =======================================================================================
+// Session
+// =======================================================================================
+
+Session::Session(std::shared_ptr<const Weights> weights) : weights_(std::move(weights)) {
+  layers_.resize(static_cast<std::size_t>(config().nLayer));
+  for (LayerCache& cache : layers_)
+    cache.attention.resize(static_cast<std::size_t>(config().nHead));
+}
+
+Status Session::checkIds(std::span<const int> ids, std::size_t kept) const {
+  const Config& c = config();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= c.vocabSize) {
+      return Error{"", "tokens",
+                   "token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
+                       ", outside the vocabulary 0.." + std::to_string(c.vocabSize - 1)};
+    }
+  }
+  if (kept + ids.size() > static_cast<std::size_t>(c.nPositions)) {
+    return Error{"", "tokens",
+                 std::to_string(kept + ids.size()) +
+                     " tokens are more than the model's context of " +
+                     std::to_string(c.nPositions) + " (n_positions)"};
+  }
+  return Ok{};
+}
+
+Expected<int> Session::setTokens(std::span<const int> ids) {
+  if (Status s = checkIds(ids, 0); !s) return s.error();
+  const auto mismatch = std::mismatch(ids.begin(), ids.end(), tokens_.begin(), tokens_.end());
+  const int common = static_cast<int>(mismatch.first - ids.begin());
+  if (common == size() && common == static_cast<int>(ids.size())) return common;  // unchanged
+  if (common < size()) dropAfter(common);  // no logits yet: they are computed once, below
+  compute(ids.subspan(static_cast<std::size_t>(common)));
+  updateLogits();
+  return common;
+}
+
+Status Session::append(std::span<const int> ids) {
+  if (Status s = checkIds(ids, tokens_.size()); !s) return s;
+  if (ids.empty()) return Ok{};
+  compute(ids);
+  updateLogits();
+  return Ok{};
+}
+
+void Session::truncate(int n) {
+  if (n < 0) n = 0;
+  if (n >= size()) return;
+  dropAfter(n);
+  updateLogits();
+}
+
+void Session::dropAfter(int n) {
+  const Config& c = config();
+  const auto count = static_cast<std::size_t>(n);
+  tokens_.resize(count);
+  for (LayerCache& cache : layers_) {
+    cache.qkv.resize(count * static_cast<std::size_t>(c.qkvWidth()));
+    for (std::vector<float>& packed : cache.attention) packed.resize(count * (count + 1) / 2);
+  }
+  finalHidden_.resize(count * static_cast<std::size_t>(c.nEmbd));
+  residualNorms_.resize(count * static_cast<std::size_t>(c.nLayer + 1));
+}
+
+void Session::compute(std::span<const int> ids) {
+  if (ids.empty()) return;
+  const Weights& W = *weights_;
+  const Config& c = W.config;
+  const Eigen::Index n0 = size();
+  const Eigen::Index m = static_cast<Eigen::Index>(ids.size());
+  const Eigen::Index n1 = n0 + m;
+  const Eigen::Index E = c.nEmbd, H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim();
+  const Eigen::Index L = c.nLayer, width = c.qkvWidth();
+  const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+
+  reserveTokens(n1);
+
+  // 1 embeddings: x = embed[id] (+ positions[position]), one row per new token
+  Matrix x(m, E);
+  const auto embed = W.embed.matrix();
+  for (Eigen::Index r = 0; r < m; ++r) x.row(r) = embed.row(ids[static_cast<std::size_t>(r)]);
+  if (c.learnedPositions) x += W.positions.matrix().middleRows(n0, m);
+  residualNorms_.resize(static_cast<std::size_t>(n1 * (L + 1)));
+  auto recordNorms = [&](Eigen::Index layerRow) {
+    for (Eigen::Index r = 0; r < m; ++r)
+      residualNorms_[static_cast<std::size_t>((n0 + r) * (L + 1) + layerRow)] = x.row(r).norm();
+  };
+  recordNorms(0);
+
+  // The rotary angles of the new positions: cos and sin, m x rotaryDims/2.
+  const Eigen::Index pairs = c.rotaryDims / 2;
+  Matrix cosines(m, pairs), sines(m, pairs);
+  for (Eigen::Index r = 0; r < m; ++r) {
+    for (Eigen::Index i = 0; i < pairs; ++i) {
+      const double angle = rotaryAngle(c, n0 + r, static_cast<int>(i));
+      cosines(r, i) = static_cast<float>(std::cos(angle));
+      sines(r, i) = static_cast<float>(std::sin(angle));
+    }
+  }
+
+  Matrix normed, normed2;  // m x E
+  Matrix fused;            // m x 3E (FusedPerHead)
+  Matrix context(m, H * dh);
+  Matrix scores;           // m x n1
+  Matrix hidden, gated;    // m x F
+  for (Eigen::Index l = 0; l < L; ++l) {
+    const LayerWeights& w = W.layers[static_cast<std::size_t>(l)];
+    LayerCache& cache = layers_[static_cast<std::size_t>(l)];
+
+    // 2 a = Norm1(x); a parallel residual also normalises x for the MLP now
+    applyNorm(x, w.norm1, c, normed);
+    if (c.parallelResidual) applyNorm(x, w.norm2, c, normed2);
+
+    // 3 project the new tokens into the cache: [q | k | v] (m x width)
+    cache.qkv.resize(static_cast<std::size_t>(n1 * width));
+    Eigen::Map<Matrix> qkvNew(cache.qkv.data() + n0 * width, m, width);
+    switch (c.qkvLayout) {
+      case QkvLayout::FusedBlocks:
+        project(normed, w.qkv, qkvNew, false);
+        break;
+      case QkvLayout::FusedPerHead:  // rows of W are [H, 3, d_h]: regroup as q | k | v
+        fused.resize(m, 3 * H * dh);
+        project(normed, w.qkv, fused, false);
+        for (Eigen::Index h = 0; h < H; ++h) {
+          qkvNew.middleCols(h * dh, dh) = fused.middleCols(3 * h * dh, dh);
+          qkvNew.middleCols(kOffset + h * dh, dh) = fused.middleCols((3 * h + 1) * dh, dh);
+          qkvNew.middleCols(vOffset + h * dh, dh) = fused.middleCols((3 * h + 2) * dh, dh);
+        }
+        break;
+      case QkvLayout::Separate:
+        project(normed, w.q, qkvNew.middleCols(0, H * dh), false);
+        project(normed, w.k, qkvNew.middleCols(kOffset, Hkv * dh), false);
+        project(normed, w.v, qkvNew.middleCols(vOffset, Hkv * dh), false);
+        break;
+    }
+
+    // 4 rotary embedding of every q and k head, half-split (rotate_half) layout
+    if (pairs > 0) {
+      for (Eigen::Index r = 0; r < m; ++r) {
+        float* row = qkvNew.row(r).data();
+        for (Eigen::Index head = 0; head < H + Hkv; ++head) {
+          float* v = row + head * dh;  // q heads, then k heads: contiguous
+          for (Eigen::Index i = 0; i < pairs; ++i) {
+            const float a = v[i], b = v[i + pairs];
+            v[i] = a * cosines(r, i) - b * sines(r, i);
+            v[i + pairs] = b * cosines(r, i) + a * sines(r, i);
+          }
+        }
+      }
+    }
+
+    // 5 per query head: scores against its KV head's keys, masked softmax, weigh values
+    const Eigen::OuterStride<> stride(width);
+    for (Eigen::Index h = 0; h < H; ++h) {
+      const Eigen::Index g = c.kvHeadOf(static_cast<int>(h));
+      MatrixView q(cache.qkv.data() + n0 * width + h * dh, m, dh, stride);
+      MatrixView k(cache.qkv.data() + kOffset + g * dh, n1, dh, stride);
+      MatrixView v(cache.qkv.data() + vOffset + g * dh, n1, dh, stride);
+      scores.noalias() = q * k.transpose();  // m x n1
+      std::vector<float>& packed = cache.attention[static_cast<std::size_t>(h)];
+      packed.resize(static_cast<std::size_t>(n1 * (n1 + 1) / 2));
+      for (Eigen::Index r = 0; r < m; ++r) {
+        const Eigen::Index i = n0 + r;  // query position: keys first..i are visible
+        const Eigen::Index first =
+            c.slidingWindow > 0 ? std::max<Eigen::Index>(0, i - c.slidingWindow + 1) : 0;
+        auto visible = scores.row(r).segment(first, i + 1 - first);
+        visible *= scale;
+        const float rowMax = visible.maxCoeff();
+        visible = (visible.array() - rowMax).exp();
+        visible /= visible.sum();  // >= 1 term equals exp(0) = 1, so the sum is >= 1
+        scores.row(r).head(first).setZero();
+        scores.row(r).tail(n1 - i - 1).setZero();
+        std::copy(scores.row(r).data(), scores.row(r).data() + i + 1,
+                  packed.data() + i * (i + 1) / 2);
+      }
+      context.middleCols(h * dh, dh).noalias() = scores * v;
+    }
+
+    // 6 output projection and residual: x += concat(ctx)·W_o + b_o
+    project(context, w.out, x, true);
+
+    // 7 MLP and residual: x += down(act(up(a)) [⊙ ...]), a = Norm2(x) (Norm2(x_in) parallel)
+    if (!c.parallelResidual) applyNorm(x, w.norm2, c, normed2);
+    hidden.resize(m, c.nInner);
+    project(normed2, w.up, hidden, false);
+    if (c.gatedMlp) {
+      gated.resize(m, c.nInner);
+      project(normed2, w.gate, gated, false);
+      activate(gated, c.activation);
+      hidden.array() *= gated.array();
+    } else {
+      activate(hidden, c.activation);
+    }
+    project(hidden, w.down, x, true);
+    recordNorms(l + 1);
+  }
+
+  // 8 keep the final residual stream (the prediction after any token needs it)
+  finalHidden_.resize(static_cast<std::size_t>(n1 * E));
+  Eigen::Map<Matrix>(finalHidden_.data() + n0 * E, m, E) = x;
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+}
+
+void Session::reserveTokens(std::int64_t n) {
+  if (n <= tokenCapacity_) return;
+  // Grow in steps of kTokenStep tokens rather than doubling: the cache holds about
+  // L·(width + H·n/2) floats per token, and doubling at 512 tokens would add ~130 MB for
+  // GPT-2 small. Vectors are reallocated one at a time, so the peak is one vector's copy.
+  constexpr std::int64_t kTokenStep = 32;
+  const Config& c = config();
+  const auto cap = static_cast<std::size_t>(
+      std::min<std::int64_t>((n + kTokenStep - 1) / kTokenStep * kTokenStep, c.nPositions));
+  for (LayerCache& cache : layers_) {
+    cache.qkv.reserve(cap * static_cast<std::size_t>(c.qkvWidth()));
+    for (std::vector<float>& packed : cache.attention) packed.reserve(cap * (cap + 1) / 2);
+  }
+  finalHidden_.reserve(cap * static_cast<std::size_t>(c.nEmbd));
+  residualNorms_.reserve(cap * static_cast<std::size_t>(c.nLayer + 1));
+  tokenCapacity_ = static_cast<std::int64_t>(cap);
+}
+
+void Session::updateLogits() {
+  if (tokens_.empty()) {
+    logits_.resize(0);
+    return;
+  }
+  const Weights& W = *weights_;
+  const Eigen::Index E = W.config.nEmbd;
+  Matrix last = Eigen::Map<const Matrix>(finalHidden_.data() + (size() - 1) * E, 1, E);
+  Matrix normed;
+  applyNorm(last, W.finalNorm, W.config, normed);
+  // logits = NormF(x)·lm_headᵀ (V): one dot product per vocabulary row
+  logits_.noalias() = W.lmHead.matrix() * normed.row(0).transpose();
+}
+
+std::vector<TokenProbability> Session::topK(int k) const {
+  std::vector<TokenProbability> out;
+  if (logits_.size() == 0) return out;
+  const Eigen::Index vocab = logits_.size();
+  k = std::clamp(k, 0, static_cast<int>(vocab));
+  const float maxLogit = logits_.maxCoeff();
+  double sum = 0;
+  for (Eigen::Index i = 0; i < vocab; ++i)
+    sum += std::exp(static_cast<double>(logits_[i] - maxLogit));
+  std::vector<int> order(static_cast<std::size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return logits_[a] != logits_[b] ? logits_[a] > logits_[b] : a < b;
+  });
+  for (int i = 0; i < k; ++i) {
+    const int id = order[static_cast<std::size_t>(i)];
+    const double p = std::exp(static_cast<double>(logits_[id] - maxLogit)) / sum;
+    out.push_back({id, static_cast<float>(p), logits_[id]});
+  }
+  return out;
+}
+
+Matrix Session::attention(int layer, int head) const {
+  const Eigen::Index n = size();
+  Matrix out = Matrix::Zero(n, n);
+  const std::vector<float>& packed =
+      layers_[static_cast<std::size_t>(layer)].attention[static_cast<std::size_t>(head)];
+  for (Eigen::Index i = 0; i < n; ++i) {
+    std::copy(packed.data() + i * (i + 1) / 2, packed.data() + i * (i + 1) / 2 + i + 1,
+              out.row(i).data());
+  }
+  return out;
+}
+
+std::span<const float> Session::attentionRow(int layer, int head, int query) const {
+  const std::vector<float>& packed =
+      layers_[static_cast<std::size_t>(layer)].attention[static_cast<std::size_t>(head)];
+  const auto i = static_cast<std::size_t>(query);
+  return {packed.data() + i * (i + 1) / 2, i + 1};
+}
+
+std::vector<float> Session::attentionTensor() const {
+  const auto n = static_cast<std::size_t>(size());
+  const auto L = static_cast<std::size_t>(config().nLayer);
+  const auto H = static_cast<std::size_t>(config().nHead);
+  std::vector<float> out(L * H * n * n, 0.0f);
+  for (std::size_t l = 0; l < L; ++l) {
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::vector<float>& packed = layers_[l].attention[h];
+      float* block = out.data() + (l * H + h) * n * n;
+      for (std::size_t i = 0; i < n; ++i)
+        std::copy(packed.data() + i * (i + 1) / 2, packed.data() + i * (i + 1) / 2 + i + 1,
+                  block + i * n);
+    }
+  }
+  return out;
+}
+
+MatrixView Session::query(int layer, int head) const {
+  const Config& c = config();
+  return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + head * c.headDim(),
+                    size(), c.headDim(), Eigen::OuterStride<>(c.qkvWidth()));
+}
+
+MatrixView Session::key(int layer, int head) const {
+  const Config& c = config();
+  const Eigen::Index offset = (c.nHead + c.kvHeadOf(head)) * c.headDim();
+  return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + offset, size(),
+                    c.headDim(), Eigen::OuterStride<>(c.qkvWidth()));
+}
+
+MatrixView Session::value(int layer, int head) const {
+  const Config& c = config();
+  const Eigen::Index offset = (c.nHead + c.nHeadKv + c.kvHeadOf(head)) * c.headDim();
+  return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + offset, size(),
+                    c.headDim(), Eigen::OuterStride<>(c.qkvWidth()));
+}
+
+Matrix Session::residualNorms() const {
+  const Eigen::Index rows = config().nLayer + 1;
+  const Eigen::Index n = size();
+  Matrix out(rows, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index r = 0; r < rows; ++r)
+      out(r, i) = residualNorms_[static_cast<std::size_t>(i * rows + r)];
+  return out;
+}
+
+Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids) {
+  Session session(std::move(weights));
+  Expected<int> done = session.setTokens(ids);
+  if (!done) return done.error();
+  return session;
+}
+
+}  // namespace attn::model

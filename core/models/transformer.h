@@ -1,0 +1,260 @@
+// One decoder-only transformer engine for every supported family, driven by a Config that
+// formats/models/model_config.h fills from config.json (no JSON here). Eigen only.
+//
+// Shapes use the core's conventions (core/attention/attention.h): tokens are ROWS, a
+// projection is applied on the right (X·W + b).
+//   L = layers, H = query heads, H_kv = key/value heads (H_kv divides H), E = model width,
+//   d_h = head width (E / H), F = MLP width, V = vocabulary, P = positions, n = tokens so far.
+//
+// The forward pass, per family (Hugging Face's modelling code in eval mode):
+//   x = embed[ids] (+ positions[0..n) for gpt2)
+//   per block:
+//     a = Norm1(x)                       LayerNorm (gpt2, gpt_neox) or RMSNorm (llama family)
+//     q, k, v = projections of a         fused c_attn (gpt2), fused query_key_value interleaved
+//                                        per head (gpt_neox), or q/k/v_proj (llama family,
+//                                        q/k/v biases for qwen2)
+//     rotary on the first rotaryDims of every q and k head (half-split rotate_half layout)
+//     per query head h, with KV head g = h / (H / H_kv):
+//        A_h = softmax(q_h·k_gᵀ / √d_h + causal (and sliding-window) mask); ctx_h = A_h·v_g
+//     o = concat(ctx)·W_o (+ b_o)
+//     sequential:  x = x + o;  x = x + MLP(Norm2(x))
+//     parallel:    x = x + o + MLP(Norm2(x_in))        (gpt_neox, use_parallel_residual)
+//     MLP:  plain  down(act(up(a)))                    (gpt2, gpt_neox)
+//           gated  down(act(gate(a)) ⊙ up(a))          (SwiGLU, llama family)
+//   logits = NormF(x)·lm_headᵀ, lm_head = embed when the embeddings are tied.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/base/types.h"
+
+namespace attn::model {
+
+// ---------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------
+
+enum class NormKind { LayerNorm, RmsNorm };
+// gelu_new / gelu_pytorch_tanh (tanh approximation), gelu (erf), silu, relu.
+enum class Activation { GeluTanh, GeluErf, Silu, Relu };
+// How the attention's input projection is stored:
+//   FusedBlocks   one [E, 3E] Conv1D, output columns q | k | v (gpt2 c_attn)
+//   FusedPerHead  one [3E, E] Linear, output rows interleaved per head [H, 3, d_h]
+//                 (gpt_neox query_key_value)
+//   Separate      q_proj [H·d_h, E], k_proj and v_proj [H_kv·d_h, E] (llama family)
+enum class QkvLayout { FusedBlocks, FusedPerHead, Separate };
+
+struct Config {
+  std::string modelType = "gpt2";  // config.json's model_type, for messages and the CLI
+  int nLayer = 12;
+  int nHead = 12;
+  int nHeadKv = 12;  // num_key_value_heads; equal to nHead without GQA
+  int nEmbd = 768;
+  int nInner = 3072;  // MLP width
+  int nPositions = 1024;
+  int vocabSize = 50257;
+  float normEpsilon = 1e-5f;
+  NormKind norm = NormKind::LayerNorm;
+  Activation activation = Activation::GeluTanh;
+  QkvLayout qkvLayout = QkvLayout::FusedBlocks;
+  bool gatedMlp = false;          // SwiGLU-style gate_proj/up_proj/down_proj
+  bool learnedPositions = true;   // a P x E position table added to the embeddings (gpt2)
+  int rotaryDims = 0;             // rotated dimensions of every head (even, <= d_h); 0 = none
+  double ropeTheta = 10000.0;     // rotary base
+  double ropeLinearFactor = 1.0;  // rope_scaling linear: positions are divided by it
+  bool parallelResidual = false;  // x + attn(ln1 x) + mlp(ln2 x)
+  bool qkvBias = true;            // biases on the q/k/v projection
+  bool outBias = true;            // bias on the attention output projection
+  bool mlpBias = true;            // biases on the MLP projections
+  bool tiedEmbeddings = true;     // logits use the token embedding
+  int slidingWindow = 0;  // > 0: query i sees keys j with i - window < j <= i; 0 = no window
+
+  int headDim() const { return nEmbd / nHead; }
+  // Width of one token's cached q | k | v row: (H + 2·H_kv)·d_h.
+  int qkvWidth() const { return (nHead + 2 * nHeadKv) * headDim(); }
+  // The KV head that query head `head` reads.
+  int kvHeadOf(int head) const { return head / (nHead / nHeadKv); }
+};
+
+// Upper bounds that stop a corrupt config.json from allocating absurd amounts.
+inline constexpr int kMaxLayers = 512;
+inline constexpr int kMaxHeads = 1024;
+inline constexpr int kMaxEmbd = 65536;
+inline constexpr int kMaxPositions = 1 << 20;
+inline constexpr int kMaxVocab = 1 << 21;
+
+// Every size in range, H divides E, H_kv divides H, rotaryDims even and <= d_h, epsilon > 0
+// and finite, theta and the linear factor > 0, a window >= 0. Errors name the field by this
+// struct's GPT-2-style name ("n_head", ...); formats/models/model_config.cpp renames it to
+// the family's config.json field. The file is left empty for the caller.
+Status validate(const Config& config);
+
+// ---------------------------------------------------------------------------------------
+// Weights
+// ---------------------------------------------------------------------------------------
+
+// A read-only row-major float tensor: rows x cols (a vector has cols == 1). The floats live
+// either in a mapped checkpoint file (used in place) or in storage owned by Weights.
+struct Tensor {
+  const float* data = nullptr;
+  Eigen::Index rows = 0, cols = 0;
+
+  bool empty() const { return data == nullptr; }
+  Eigen::Index size() const { return rows * cols; }
+  Eigen::Map<const Matrix> matrix() const { return {data, rows, cols}; }
+  Eigen::Map<const Vector> vector() const { return {data, rows * cols}; }
+};
+
+// y (m x out) = x (m x in)·W + b. The weight is stored either [in, out] (GPT-2's Conv1D) or
+// [out, in] (nn.Linear, outByIn = true); both are used as stored.
+struct Linear {
+  Tensor weight;
+  Tensor bias;  // [out] or empty
+  bool outByIn = false;
+
+  Eigen::Index in() const { return outByIn ? weight.cols : weight.rows; }
+  Eigen::Index out() const { return outByIn ? weight.rows : weight.cols; }
+};
+
+struct NormWeights {
+  Tensor weight;  // [E]
+  Tensor bias;    // [E] for LayerNorm, empty for RMSNorm
+};
+
+struct LayerWeights {
+  NormWeights norm1, norm2;  // before attention / before the MLP
+  Linear qkv;                // FusedBlocks, FusedPerHead
+  Linear q, k, v;            // Separate
+  Linear out;                // attention output, H·d_h -> E
+  Linear up, gate, down;     // MLP: up E -> F (gate E -> F when gated), down F -> E
+};
+
+struct Weights {
+  Config config;
+  Tensor embed;      // V x E
+  Tensor positions;  // P x E (learnedPositions), else empty
+  std::vector<LayerWeights> layers;  // L
+  NormWeights finalNorm;
+  Tensor lmHead;  // V x E; equals embed when tied
+  // Keeps every tensor's floats alive: owned buffers and mapped files (type-erased, so that
+  // the core knows nothing of files).
+  std::vector<std::shared_ptr<const void>> storage;
+
+  // Bytes of the float32 parameters the forward pass reads (a tied lm_head counted once).
+  std::size_t parameterBytes() const;
+};
+
+// Checks every tensor's shape against weights.config. Errors name the tensor by its role
+// ("layer 3 q") and the shapes.
+Status validate(const Weights& weights);
+
+// Random weights of the given configuration (uniform noise with std 0.02, norms near 1 and 0
+// with a little noise), from one seed, in owned storage. Linear weights are stored [out, in]
+// except for gpt2 (FusedBlocks), whose Conv1D layout is [in, out]. For tests and benchmarks.
+Weights randomWeights(const Config& config, std::uint64_t seed);
+
+// ---------------------------------------------------------------------------------------
+// The forward pass with a KV cache
+// ---------------------------------------------------------------------------------------
+
+// A read-only view into the session's storage: rows x cols with a row stride.
+using MatrixView = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
+
+struct TokenProbability {
+  int id = 0;
+  float probability = 0;  // softmax over the whole vocabulary
+  float logit = 0;
+};
+
+// One sequence's state: the tokens so far and, for every layer, everything that was computed
+// for them. Attention is causal, so nothing computed for token i changes when tokens are
+// appended: appending m tokens to n costs m tokens' work (plus reading the n cached keys and
+// values), and changing the end of the text recomputes only from the first changed token.
+//
+// Kept per layer l and query head h (all readable after every update):
+//   attention(l, h)   n x n, row i = query i's weights over keys 0..i (zeros above the
+//                     diagonal and outside a sliding window)
+//   query(l, h)       n x d_h, after the rotary embedding for rotary models
+//   key/value(l, h)   n x d_h, the KV head that query head h reads (key after rotation)
+//   residualNorms()   (L+1) x n, the L2 norm of the residual stream entering each layer
+//                     (row 0 = the embeddings) and after the last block (row L)
+//   logits(), topK(k) the next-token prediction after the last token
+//
+// Threads: the const members only read, so any number of threads may read one Session while
+// nobody modifies it; setTokens/append/truncate need the Session to themselves. The weights
+// are shared (shared_ptr<const Weights>) and never changed.
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const Weights> weights);
+
+  const Config& config() const { return weights_->config; }
+  const Weights& weights() const { return *weights_; }
+  int size() const { return static_cast<int>(tokens_.size()); }
+  const std::vector<int>& tokens() const { return tokens_; }
+
+  // Makes the sequence equal to `ids`, reusing the cache for the longest common prefix of
+  // `ids` and the current tokens. Returns the number of reused tokens. Errors (the session is
+  // unchanged): an id outside [0, V), more than P tokens.
+  Expected<int> setTokens(std::span<const int> ids);
+  // Appends `ids` (computes only them). Same errors as setTokens.
+  Status append(std::span<const int> ids);
+  // Keeps the first `n` tokens (0 <= n <= size(); larger n is ignored).
+  void truncate(int n);
+  void clear() { truncate(0); }
+
+  // Attention weights of layer `layer`, query head `head`: n x n (copied out of the packed
+  // triangular storage).
+  Matrix attention(int layer, int head) const;
+  // Row `query` of the same matrix, the query+1 weights over keys 0..query (no copy).
+  std::span<const float> attentionRow(int layer, int head, int query) const;
+  // All weights as one row-major float32 tensor [L, H, n, n] (H = query heads).
+  std::vector<float> attentionTensor() const;
+
+  // The head's Q, K and V (n x d_h each, views into the cache: valid until the next update).
+  MatrixView query(int layer, int head) const;
+  MatrixView key(int layer, int head) const;
+  MatrixView value(int layer, int head) const;
+
+  Matrix residualNorms() const;
+
+  // Logits for the token after the last one (V); empty when size() == 0.
+  const Vector& logits() const { return logits_; }
+  // The k most probable next tokens, most probable first (ties: lower id first).
+  std::vector<TokenProbability> topK(int k) const;
+
+ private:
+  struct LayerCache {
+    std::vector<float> qkv;  // n x qkvWidth, row-major: [q (H·d_h) | k (H_kv·d_h) | v] per token
+    std::vector<std::vector<float>> attention;  // per query head, row i packed with i+1 values
+  };
+
+  Status checkIds(std::span<const int> ids, std::size_t kept) const;
+  void compute(std::span<const int> ids);
+  void updateLogits();
+  void reserveTokens(std::int64_t n);
+  void dropAfter(int n);
+
+  std::shared_ptr<const Weights> weights_;
+  std::vector<int> tokens_;
+  std::vector<LayerCache> layers_;
+  std::vector<float> finalHidden_;    // n x E
+  std::vector<float> residualNorms_;  // n x (L+1)
+  Vector logits_;
+  std::int64_t tokenCapacity_ = 0;
+};
+
+// The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.
+Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids);
+
+// GPT-2's GELU, the tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+float geluTanh(float x);
+
+// The rotary angle of dimension pair i (0 <= i < rotaryDims/2) at `position`:
+// (position / linearFactor) · theta^(−2i / rotaryDims), as Hugging Face computes it.
+double rotaryAngle(const Config& config, std::int64_t position, int pair);
+
+}  // namespace attn::model

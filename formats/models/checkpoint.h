@@ -1,0 +1,45 @@
+// A model's safetensors checkpoint: one model.safetensors, or the shards that
+// model.safetensors.index.json's weight_map names. Every file is memory-mapped once and kept
+// open for as long as any weight uses it in place.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/safetensors.h"
+
+namespace attn::io {
+
+inline constexpr std::size_t kMaxIndexBytes = 64u << 20;
+
+class Checkpoint {
+ public:
+  struct Entry {
+    std::shared_ptr<const SafetensorsFile> file;
+    const TensorInfo* info = nullptr;
+  };
+
+  // Opens FOLDER/model.safetensors, else FOLDER/model.safetensors.index.json and its shards.
+  // Errors: neither exists (naming pytorch_model.bin when only that is there), an index that
+  // is not JSON or has no weight_map object, a shard name with a folder part, a tensor the
+  // weight_map puts in a shard that does not hold it, a tensor in two shards; plus every
+  // SafetensorsFile::open error. Each names the file.
+  static Expected<Checkpoint> open(const std::string& folder);
+
+  // The file errors about a missing tensor should name: the single file, or the index.
+  const std::string& path() const { return path_; }
+  const std::map<std::string, Entry, std::less<>>& tensors() const { return tensors_; }
+  // nullptr when no file holds `name`.
+  const Entry* find(std::string_view name) const;
+  const std::vector<std::shared_ptr<const SafetensorsFile>>& files() const { return files_; }
+
+ private:
+  std::string path_;
+  std::vector<std::shared_ptr<const SafetensorsFile>> files_;
+  std::map<std::string, Entry, std::less<>> tensors_;
+};
+
+}  // namespace attn::io

@@ -1,0 +1,307 @@
+// Model folders for the transformer engine (see model_folder.h).
+#include "formats/models/model_folder.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+namespace attn::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string inQuotes(std::string_view text) {
+  std::string out = "'";
+  out += text;
+  out += '\'';
+  return out;
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+// One tensor the configuration needs: its checkpoint name, its shape, where it goes.
+struct Want {
+  std::string name;
+  std::vector<std::int64_t> shape;  // [rows, cols] or [size]
+  model::Tensor* target;
+};
+
+// The names of one family's checkpoint.
+struct Layout {
+  std::string layerPrefix;  // "h." / "model.layers." / "gpt_neox.layers." (with any prefix)
+  std::string lmHeadName;   // "lm_head.weight" / "embed_out.weight"
+  std::string embedName;
+  std::vector<Want> wants;
+};
+
+// Buffers some checkpoints carry that are not parameters (causal masks, rotary tables).
+bool isKnownBuffer(std::string_view name) {
+  for (std::string_view suffix : {".attn.bias", ".attn.masked_bias", ".attention.bias",
+                                  ".attention.masked_bias", ".rotary_emb.inv_freq"}) {
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix)
+      return true;
+  }
+  return false;
+}
+
+// Fills `w`'s tensor slots' names and shapes for config `c` (the pointers are filled in
+// later, when the tensors are checked).
+Layout describe(const model::Config& c, const Checkpoint& checkpoint, model::Weights& w) {
+  Layout out;
+  const std::int64_t E = c.nEmbd, F = c.nInner, V = c.vocabSize, dh = c.headDim();
+  const std::int64_t qWidth = c.nHead * dh, kvWidth = c.nHeadKv * dh;
+  w.layers.resize(static_cast<std::size_t>(c.nLayer));
+  auto add = [&](std::string name, std::vector<std::int64_t> shape, model::Tensor& target) {
+    out.wants.push_back({std::move(name), std::move(shape), &target});
+  };
+  // nn.Linear: weight [out, in], bias [out]
+  auto linear = [&](const std::string& name, std::int64_t in, std::int64_t outWidth, bool bias,
+                    model::Linear& lin) {
+    lin.outByIn = true;
+    add(name + ".weight", {outWidth, in}, lin.weight);
+    if (bias) add(name + ".bias", {outWidth}, lin.bias);
+  };
+  auto norm = [&](const std::string& name, model::NormWeights& n) {
+    add(name + ".weight", {E}, n.weight);
+    if (c.norm == model::NormKind::LayerNorm) add(name + ".bias", {E}, n.bias);
+  };
+
+  if (c.modelType == "gpt2") {
+    // GPT2Model ("wte.weight") or GPT2LMHeadModel ("transformer.wte.weight"); Conv1D [in, out]
+    const std::string p =
+        !checkpoint.find("wte.weight") && checkpoint.find("transformer.wte.weight")
+            ? "transformer."
+            : "";
+    auto conv = [&](const std::string& name, std::int64_t in, std::int64_t outWidth,
+                    model::Linear& lin) {
+      lin.outByIn = false;
+      add(name + ".weight", {in, outWidth}, lin.weight);
+      add(name + ".bias", {outWidth}, lin.bias);
+    };
+    out.layerPrefix = p + "h.";
+    out.embedName = p + "wte.weight";
+    out.lmHeadName = "lm_head.weight";
+    add(p + "wte.weight", {V, E}, w.embed);
+    add(p + "wpe.weight", {c.nPositions, E}, w.positions);
+    for (int l = 0; l < c.nLayer; ++l) {
+      model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
+      const std::string h = p + "h." + std::to_string(l) + ".";
+      norm(h + "ln_1", layer.norm1);
+      conv(h + "attn.c_attn", E, 3 * E, layer.qkv);
+      conv(h + "attn.c_proj", E, E, layer.out);
+      norm(h + "ln_2", layer.norm2);
+      conv(h + "mlp.c_fc", E, F, layer.up);
+      conv(h + "mlp.c_proj", F, E, layer.down);
+    }
+    norm(p + "ln_f", w.finalNorm);
+  } else if (c.modelType == "gpt_neox") {
+    out.layerPrefix = "gpt_neox.layers.";
+    out.embedName = "gpt_neox.embed_in.weight";
+    out.lmHeadName = "embed_out.weight";
+    add(out.embedName, {V, E}, w.embed);
+    for (int l = 0; l < c.nLayer; ++l) {
+      model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
+      const std::string h = "gpt_neox.layers." + std::to_string(l) + ".";
+      norm(h + "input_layernorm", layer.norm1);
+      linear(h + "attention.query_key_value", E, 3 * E, c.qkvBias, layer.qkv);
+      linear(h + "attention.dense", E, E, c.outBias, layer.out);
+      norm(h + "post_attention_layernorm", layer.norm2);
+      linear(h + "mlp.dense_h_to_4h", E, F, c.mlpBias, layer.up);
+      linear(h + "mlp.dense_4h_to_h", F, E, c.mlpBias, layer.down);
+    }
+    norm("gpt_neox.final_layer_norm", w.finalNorm);
+  } else {  // llama, mistral, qwen2
+    out.layerPrefix = "model.layers.";
+    out.embedName = "model.embed_tokens.weight";
+    out.lmHeadName = "lm_head.weight";
+    add(out.embedName, {V, E}, w.embed);
+    for (int l = 0; l < c.nLayer; ++l) {
+      model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
+      const std::string h = "model.layers." + std::to_string(l) + ".";
+      norm(h + "input_layernorm", layer.norm1);
+      linear(h + "self_attn.q_proj", E, qWidth, c.qkvBias, layer.q);
+      linear(h + "self_attn.k_proj", E, kvWidth, c.qkvBias, layer.k);
+      linear(h + "self_attn.v_proj", E, kvWidth, c.qkvBias, layer.v);
+      linear(h + "self_attn.o_proj", qWidth, E, c.outBias, layer.out);
+      norm(h + "post_attention_layernorm", layer.norm2);
+      linear(h + "mlp.gate_proj", E, F, c.mlpBias, layer.gate);
+      linear(h + "mlp.up_proj", E, F, c.mlpBias, layer.up);
+      linear(h + "mlp.down_proj", F, E, c.mlpBias, layer.down);
+    }
+    norm("model.norm", w.finalNorm);
+  }
+  if (!c.tiedEmbeddings) add(out.lmHeadName, {V, E}, w.lmHead);
+  return out;
+}
+
+// The layer index of `name` under `prefix` ("h.12.ln_1.weight" -> 12), or -1.
+long layerIndex(std::string_view name, std::string_view prefix) {
+  if (name.substr(0, prefix.size()) != prefix) return -1;
+  name.remove_prefix(prefix.size());
+  long value = -1;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
+  if (ec != std::errc() || end == name.data() || end == name.data() + name.size() || *end != '.')
+    return -1;
+  return value;
+}
+
+// The index of the first NaN or infinity in data[0, count), or -1. Tests the exponent bits
+// in blocks with a branch-free OR (the compiler vectorises it; std::isfinite per element
+// made this check half of loading a 500 MB F32 model).
+std::int64_t firstNonFinite(const float* data, std::int64_t count) {
+  constexpr std::int64_t kBlock = 4096;
+  for (std::int64_t start = 0; start < count; start += kBlock) {
+    const std::int64_t end = std::min(count, start + kBlock);
+    std::uint32_t bad = 0;
+    for (std::int64_t i = start; i < end; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, data + i, sizeof bits);
+      bad |= static_cast<std::uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+    }
+    if (bad) {
+      for (std::int64_t i = start; i < end; ++i)
+        if (!std::isfinite(data[i])) return i;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
+                                          const model::Config& config) {
+  model::Weights w;
+  w.config = config;
+  const Layout layout = describe(config, checkpoint, w);
+  const std::string layersField = config.modelType == "gpt2" ? "n_layer" : "num_hidden_layers";
+
+  // 1 more layers in the file than config.json says
+  for (const auto& [name, entry] : checkpoint.tensors()) {
+    const long layer = layerIndex(name, layout.layerPrefix);
+    if (layer >= config.nLayer) {
+      return Error{entry.file->path(), "",
+                   "tensor " + inQuotes(name) + " belongs to layer " + std::to_string(layer) +
+                       ", but config.json's " + layersField + " is " +
+                       std::to_string(config.nLayer) + " (the file holds more layers)"};
+    }
+  }
+
+  // 2 every tensor the configuration needs: present, the right shape, a float dtype
+  std::set<std::string, std::less<>> used;
+  for (const Want& want : layout.wants) {
+    const Checkpoint::Entry* entry = checkpoint.find(want.name);
+    if (!entry) return Error{checkpoint.path(), "", "tensor " + inQuotes(want.name) + ": missing"};
+    const TensorInfo& info = *entry->info;
+    if (info.dtype == DType::Other) {
+      return Error{entry->file->path(), "",
+                   "tensor " + inQuotes(want.name) + ": unsupported dtype " +
+                       inQuotes(info.dtypeName) + " (use F32, F16 or BF16)"};
+    }
+    if (info.shape != want.shape) {
+      return Error{entry->file->path(), "",
+                   "tensor " + inQuotes(want.name) + ": shape " + info.shapeText() + ", expected " +
+                       shapeText(want.shape)};
+    }
+    used.insert(want.name);
+  }
+
+  // 3 nothing in the file silently ignored
+  const Checkpoint::Entry* tiedHead =
+      config.tiedEmbeddings ? checkpoint.find(layout.lmHeadName) : nullptr;
+  for (const auto& [name, entry] : checkpoint.tensors()) {
+    if (used.count(name) || isKnownBuffer(name)) continue;
+    if (tiedHead && name == layout.lmHeadName) continue;  // compared with the embedding below
+    return Error{entry.file->path(), "",
+                 "tensor " + inQuotes(name) + ": not used by a " + config.modelType +
+                     " model as config.json describes it (check its bias and tie options)"};
+  }
+
+  // 4 the floats: in place when the mapping's F32 data is usable, else converted once
+  for (const auto& file : checkpoint.files()) w.storage.push_back(file);
+  for (const Want& want : layout.wants) {
+    const Checkpoint::Entry& entry = *checkpoint.find(want.name);
+    const TensorInfo& info = *entry.info;
+    const std::int64_t count = info.elementCount();
+    const float* data = entry.file->floatsInPlace(info);
+    if (data) {
+      if (const std::int64_t bad = firstNonFinite(data, count); bad >= 0) {
+        return Error{entry.file->path(), "",
+                     "tensor " + inQuotes(want.name) + ": element " + std::to_string(bad) +
+                         " is not a finite number"};
+      }
+    } else {
+      auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(count));
+      if (Status s = entry.file->convert(info, buffer->data()); !s) return s.error();
+      entry.file->releasePages(info);
+      data = buffer->data();
+      w.storage.push_back(std::move(buffer));
+    }
+    *want.target = model::Tensor{data, want.shape[0], want.shape.size() > 1 ? want.shape[1] : 1};
+  }
+  if (config.tiedEmbeddings) {
+    w.lmHead = w.embed;
+    if (tiedHead) {  // e.g. GPT2LMHeadModel files: must be the embedding itself
+      std::vector<float> head(static_cast<std::size_t>(tiedHead->info->elementCount()));
+      Status read = tiedHead->info->shape == std::vector<std::int64_t>{w.embed.rows, w.embed.cols}
+                        ? tiedHead->file->convert(*tiedHead->info, head.data())
+                        : Status(Error{});
+      if (!read || !std::equal(head.begin(), head.end(), w.embed.data)) {
+        return Error{tiedHead->file->path(), "tie_word_embeddings",
+                     "is true (the default for " + config.modelType + "), but tensor " +
+                         inQuotes(layout.lmHeadName) + " differs from " +
+                         inQuotes(layout.embedName) +
+                         "; set \"tie_word_embeddings\": false in config.json to use it"};
+      }
+    }
+  }
+  if (Status valid = model::validate(w); !valid) {  // cannot fail after the checks above
+    Error error = valid.error();
+    error.file = checkpoint.path();
+    return error;
+  }
+  return w;
+}
+
+Expected<ModelFolder> loadModelFolder(const std::string& folder) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) {
+    return Error{folder, "", "not a folder (expected a Hugging Face model download)"};
+  }
+  const fs::path dir(folder);
+  // 1 config
+  Expected<model::Config> config = loadModelConfig((dir / "config.json").string());
+  if (!config) return config.error();
+  // 2 tokenizer, and its ids against the model's vocabulary
+  ModelFolder out;
+  out.folder = folder;
+  if (config->modelType == "gpt2") {
+    Expected<Gpt2Tokenizer> tokenizer =
+        Gpt2Tokenizer::load((dir / "vocab.json").string(), (dir / "merges.txt").string());
+    if (!tokenizer) return tokenizer.error();
+    if (tokenizer->bpe().idLimit() > config->vocabSize) {
+      return Error{(dir / "vocab.json").string(), "",
+                   "has token id " + std::to_string(tokenizer->bpe().idLimit() - 1) +
+                       " but config.json's vocab_size is " + std::to_string(config->vocabSize)};
+    }
+    out.tokenizer = std::move(tokenizer).value();
+  }
+  // 3 weights
+  Expected<Checkpoint> checkpoint = Checkpoint::open(folder);
+  if (!checkpoint) return checkpoint.error();
+  Expected<model::Weights> weights = loadModelWeights(*checkpoint, *config);
+  if (!weights) return weights.error();
+  out.weights = std::make_shared<const model::Weights>(std::move(weights).value());
+  return out;
+}
+
+}  // namespace attn::io

@@ -1,0 +1,44 @@
+// Loading a Hugging Face model folder for the transformer engine (core/models/transformer.h):
+// config.json (formats/models/model_config.h), the safetensors checkpoint (single or sharded,
+// F32 / F16 / BF16) and, for gpt2, vocab.json + merges.txt. docs/models.md lists the tensors
+// expected per family.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/models/transformer.h"
+#include "formats/models/checkpoint.h"
+#include "formats/models/model_config.h"
+#include "formats/tokenizers/gpt2_tokenizer.h"
+
+namespace attn::io {
+
+// The weights `config` implies, from `checkpoint`. Every tensor's name, shape and dtype is
+// checked before any is used:
+//   - a missing tensor, a wrong shape or a dtype other than F32 / F16 / BF16;
+//   - a tensor of a layer >= the config's layer count (config.json says fewer layers than
+//     the file holds);
+//   - a tensor the model as configured would not use (an unexpected bias, an lm_head that
+//     differs from the tied embedding), so that nothing in the file is silently ignored;
+//     known buffers (attn.bias, masked_bias, rotary_emb.inv_freq) are skipped.
+// Then F32 tensors with 4-byte-aligned data are used in place from the mapping (no copy;
+// the Weights keep the files open); F16 / BF16 / unaligned tensors are converted once. Every
+// value must be finite. Errors name the file and the tensor.
+Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
+                                          const model::Config& config);
+
+// A loaded model folder. `tokenizer` is set for gpt2 (vocab.json + merges.txt); the other
+// families are run from token ids until their tokenizers are read.
+struct ModelFolder {
+  std::string folder;
+  std::shared_ptr<const model::Weights> weights;
+  std::optional<Gpt2Tokenizer> tokenizer;
+};
+
+// Loads FOLDER/config.json, the tokenizer (gpt2: vocab.json and merges.txt, each id below
+// vocab_size) and the checkpoint, the cheap checks first.
+Expected<ModelFolder> loadModelFolder(const std::string& folder);
+
+}  // namespace attn::io
