@@ -25,9 +25,11 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/base/types.h"
 
@@ -73,6 +75,9 @@ bool sameFile(const std::string& a, const std::string& b);
 // The one PNG encoder (stb_image_write), used by heatmap exports and window screenshots:
 // 8-bit RGB, row 0 at the top. Errors when the image is empty or its size does not match.
 Expected<std::string> encodePng(const Image& image);
+// The same encoder for 8-bit RGBA pixels (width*height*4 bytes, row 0 at the top; alpha 0 =
+// transparent), for the application icon (tools/gen_icon.cpp). Same errors.
+Expected<std::string> encodePngRgba(int width, int height, const std::vector<std::uint8_t>& rgba);
 
 // encodePng + writeFileAtomic: every PNG attnscope writes (exports, grids, overlays,
 // screenshots) goes through here. Errors name `path`.

@@ -63,7 +63,7 @@ ValueRange valueRange(MatrixRef values, std::optional<float> vmin, std::optional
 ValueRange centredColorRange(std::optional<ValueRange> finite, std::optional<float> vmin,
                              std::optional<float> vmax);
 // Where a finite value lies on the colour map, in [0, 1]: (v - lo) / (hi - lo) clamped, or
-// 0.5 (the middle) when lo == hi. shaders/heatmap.frag computes the same.
+// 0.5 (the middle) when lo == hi. assets/shaders/heatmap.frag computes the same.
 float colorPosition(float value, ValueRange range);
 // The colour of one value: NaN and +inf -> kNanColor (no colour of the map: +inf is an
 // overflow, not a large weight), -inf -> kMaskedColor, finite ->

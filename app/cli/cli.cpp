@@ -28,6 +28,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_image.h"
 #include "app/cli/cli_model.h"
+#include "app/cli/cli_open.h"
 #include "app/cli/cli_train.h"
 #include "core/isa/isa.h"
 #include "core/scenario/scenario.h"
@@ -51,6 +52,7 @@ constexpr std::string_view kMainHelp =
 usage:
   attnscope                        open the window (restores the last session)
   attnscope SCENARIO.json          open the window on a scenario file
+  attnscope open FILE [--select L,H] [--view V] [--batch B]
   attnscope --model DIR [--text T] open the window with a GPT-2 model folder (live attention)
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
@@ -67,6 +69,8 @@ usage:
   attnscope --version
 
 commands:
+  open        open the window on a file (.json, .npy, .npz, image) with the Attention
+              panel's head and tab chosen (--select, --view, ...)
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
@@ -165,7 +169,7 @@ NaN or inf values in the exported matrix are reported on stderr as a warning.
 constexpr std::string_view kScreenshotHelp =
     R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
                                    [--frames N] [--training STEPS] [--theme T]
-                                   [--presentation] [--stage NAME]
+                                   [--presentation] [--stage NAME] [--dialog open|save-as]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
@@ -189,6 +193,8 @@ options:
                     with its stage, title, rect [x, y, w, h], rows, cols, cell [w, h],
                     numbers_drawn, row_labels / col_labels (as drawn, "" = skipped),
                     range [lo, hi], range_rule (fixed|symmetric|minmax|row), colormap
+  --dialog D        open|save-as: show attnscope's own file dialog (the built-in one, as
+                    when no zenity or kdialog is found) listing the current folder
   -h, --help        show this help
 
 When SCENARIO is an image (PNG, JPEG, ...), the window shows it in the Image view, and
@@ -700,6 +706,7 @@ constexpr OptionSpec kScreenshotOptions[] = {
     {"--view", true},  {"--select", true},      {"--compare", true}, {"--drop-special", false},
     {"--focus", true}, {"--model", true},       {"--text", true},    {"--pipeline", false},
     {"--presentation", false}, {"--stage", true}, {"--layout-out", true},
+    {"--dialog", true},
     {"--array", true},  {"--batch", true},       {"--layout", true},  {"--tokens", true}};
 
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
@@ -751,6 +758,11 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       return fail(err, optionError("--stage", "unknown stage " + inQuotes(*v) + "; use one of " +
                                                   allMatrixNames()));
     launch.stage = stageIndex(*kind);
+  }
+  if (const std::string* v = parsed->get("--dialog")) {
+    if (*v != "open" && *v != "save-as")
+      return fail(err, optionError("--dialog", inQuotes(*v) + " is not open or save-as"));
+    launch.dialog = *v;
   }
   Expected<std::string> outPath = checkOutputPath(*parsed, {".png"}, true);
   if (!outPath) return fail(err, outPath.error());
@@ -805,6 +817,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   const std::string& command = args[0];
   std::span<const std::string> rest(args.data() + 1, args.size() - 1);
+  if (command == "open") return runOpen(rest, out, err, window);
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err, window);
@@ -823,6 +836,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const std::string topic = args.size() > 1 ? args[1] : "";
     if (topic.empty())
       out << kMainHelp;
+    else if (topic == "open")
+      out << kOpenHelp;
     else if (topic == "compute")
       out << kComputeHelp;
     else if (topic == "export")
@@ -854,8 +869,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, image, train, model, "
-                             "bench; see attnscope --help)"});
+                             " (commands: open, compute, export, screenshot, info, image, train, "
+                             "model, bench; see attnscope --help)"});
 }
 
 }  // namespace
@@ -865,7 +880,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
+  return arg == "open" || arg == "compute" || arg == "export" || arg == "screenshot" ||
+         arg == "help" ||
          arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
          arg.starts_with("-");
 }

@@ -46,6 +46,8 @@ struct GuiLaunch {
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
                                     // with presentation, shown alone full screen
+  std::string dialog;               // screenshot --dialog: "open" or "save-as" shows that
+                                    // built-in file dialog over the folder it starts in
 };
 
 }  // namespace attn::app

@@ -417,6 +417,25 @@ TEST(EncodePng, RoundTripsPixelsAndMatchesTheExport) {
   EXPECT_EQ(readFile(dir / "w.png"), *io::encodePng(*raster));
 }
 
+TEST(EncodePng, RgbaKeepsTheAlphaChannel) {
+  // 2 x 1: opaque red, then half-transparent blue.
+  const std::vector<std::uint8_t> rgba = {255, 0, 0, 255, 0, 0, 255, 128};
+  Expected<std::string> png = io::encodePngRgba(2, 1, rgba);
+  ASSERT_TRUE(png);
+  int w = 0, h = 0, channels = 0;
+  unsigned char* pixels =
+      stbi_load_from_memory(reinterpret_cast<const unsigned char*>(png->data()),
+                            static_cast<int>(png->size()), &w, &h, &channels, 4);
+  ASSERT_NE(pixels, nullptr);
+  EXPECT_EQ(w, 2);
+  EXPECT_EQ(h, 1);
+  EXPECT_EQ(channels, 4);
+  EXPECT_TRUE(std::equal(rgba.begin(), rgba.end(), pixels));
+  stbi_image_free(pixels);
+  EXPECT_FALSE(io::encodePngRgba(0, 1, {}));
+  EXPECT_FALSE(io::encodePngRgba(2, 1, std::vector<std::uint8_t>(7)));
+}
+
 TEST(Export, KeepsModeAndRefusesReadOnlyFiles) {
   const fs::path dir = testDir();
   MatrixView view;

@@ -94,7 +94,7 @@ TEST(AttentionScreenshot, MarksPlusInfinityHatched) {
       stbi_load((dir / "shot.png").string().c_str(), &width, &height, &channels, 3);
   ASSERT_NE(rgb, nullptr);
   const attn::io::Rgb nan = attn::io::kNanColor;
-  // shaders/heatmap.frag: the hatch lines are the NaN colour at 0.45.
+  // assets/shaders/heatmap.frag: the hatch lines are the NaN colour at 0.45.
   const int hatch[3] = {static_cast<int>(nan.r * 0.45f), static_cast<int>(nan.g * 0.45f),
                         static_cast<int>(nan.b * 0.45f)};
   long magenta = 0, lines = 0;

@@ -68,7 +68,7 @@ void drawOpenHelp(AppState& state) {
       "An image is a set of vectors too. Open a PNG or JPEG with File \xE2\x96\xB8 Open, drop one "
       "on the window, or start with `attnscope IMAGE`: it is cut into P \xC3\x97 P patches, each "
       "patch becomes one vector of its RGB pixels, and self-attention runs over them.");
-  const std::string folder = findAssetDir();
+  const std::string folder = dataDir();
   if (folder.empty()) return;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(fs::path(folder) / "images", ec)) {

@@ -302,7 +302,8 @@ void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
   const std::string preset = defaultScenarioPath();
   if (preset.empty()) {
     notify(state, Notice::Kind::Error,
-           "cannot find assets/scenarios/decoder_state.json (set ATTNSCOPE_ASSET_DIR)", t);
+           "cannot find scenarios/decoder_state.json in attnscope's data folder '" + dataDir() +
+               "' (set ATTNSCOPE_DATA_DIR)", t);
     loadDocument(state, Scenario{}, "");
     return;
   }
@@ -1287,7 +1288,10 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.attention = std::make_unique<AttentionService>();
   s.model = std::make_unique<ModelService>();
   // 3 the document: the given file, else the autosave, else the default preset
-  s.files.assetDir = findAssetDir();
+  s.files.assetDir = dataDir();
+  // The desktop's file dialog (zenity / kdialog) in an interactive window, never in a
+  // screenshot run.
+  s.files.nativeDialogs = !s.screenshotMode();
   s.files.presets = listPresets(s.files.assetDir);
   s.loadRecent();
   if (!launch.noAutosave && !s.screenshotMode()) s.files.autosaveFile = autosavePath();
@@ -1335,6 +1339,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
     s.state.view.pipelineStage = launch.stage;
     s.state.view.stageFullScreen = launch.presentation;
   }
+  if (launch.dialog == "open") showOpenDialog(s.files, s.state);
+  if (launch.dialog == "save-as") showSaveAsDialog(s.files, s.state);
   s.files.autosavedRevision = s.state.revision;
   s.files.autosavedView = viewToJson(s.state.view, s.state.doc.viewJson, true) +
                           (s.state.dirty() ? "d" : "c") + s.state.docPath;

@@ -19,7 +19,7 @@ namespace attn::app {
 using TextureId = unsigned;  // 0 = no texture
 
 // One heatmap quad: a value texture read at one level of detail, coloured through a colormap
-// LUT and a colour range (shaders/heatmap.frag), over a screen rectangle.
+// LUT and a colour range (assets/shaders/heatmap.frag), over a screen rectangle.
 struct HeatmapQuad {
   TextureId texture = 0;
   ColormapKind colormap = ColormapKind::Viridis;

@@ -2,7 +2,7 @@
 //
 // Per frame the cost does not depend on the number of cells: the values live in an R32F
 // texture that is re-uploaded only when the content revision or the shape changes, the
-// colormap is applied by shaders/heatmap.frag through a 256-entry LUT, zoom and pan only
+// colormap is applied by assets/shaders/heatmap.frag through a 256-entry LUT, zoom and pan only
 // move the UV rectangle, and text labels are drawn only for visible cells that are large
 // enough. When cells are smaller than a pixel the shader reads a max-pooled level of detail
 // (computed on the CPU at upload time), so that sharp peaks stay visible.

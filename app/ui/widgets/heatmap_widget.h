@@ -1,5 +1,5 @@
 // The heatmap widget: a matrix drawn through an R32F texture and a colormap LUT in a
-// fragment shader (shaders/heatmap.*), with zoom, pan, hover, labels and a colorbar.
+// fragment shader (assets/shaders/heatmap.*), with zoom, pan, hover, labels and a colorbar.
 // Per-frame cost does not grow with the number of cells: values are uploaded only when
 // their revision changes, and only visible, large-enough cells get text labels.
 #pragma once
