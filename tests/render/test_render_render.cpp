@@ -807,8 +807,8 @@ TEST(Render, PooledGridIsTheThumbnailRule) {
   MatrixView view;
   view.values = Matrix::Zero(4097, 5);
   view.values(4096, 4) = 2.0f;  // alone in the last (short) block
-  view.values(3, 1) = 1.5f;
-  view.values(5, 2) = std::nanf("");
+  view.values(3, 1) = 1.5f;           // block (1, 0)
+  view.values(5, 4) = std::nanf("");  // block (1, 1)
   const detail::Layout layout = detail::computeLayout(view, HeatmapStyle{}, nullptr);
   ASSERT_EQ(layout.pool, 3);
   ASSERT_EQ(layout.gridRows, 1366);
