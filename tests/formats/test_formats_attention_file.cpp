@@ -543,7 +543,7 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   tileStyle.cellSize = (io::kGridMinThumbnailPixels + 13) / 14;
   ASSERT_EQ(tileStyle.cellSize, 7);
   tileStyle.vmin = 0.0f;
-  tileStyle.vmax = 6.0f / 8;  // the largest value of all heads
+  tileStyle.vmax = 1.0f;  // weights on 0..1 (issue 18), the largest value being 6/8
   MatrixView first;
   first.values = overview.thumbnails[0];
   first.title = "L0 H0";
@@ -551,7 +551,7 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   ASSERT_TRUE(tile.ok());
   // The tiles, then the colour bar with its tick labels on the right.
   EXPECT_GE(tile->width, io::kGridMinThumbnailPixels);
-  EXPECT_GT(grid->width, 3 * (tile->width + 6) + 6 + 30);
+  EXPECT_GT(grid->width, 3 * (tile->width + 6) + 6 + 20);
   EXPECT_LT(grid->width, 3 * (tile->width + 6) + 6 + 120);
   // The bar's outer tick labels may reach a little below the tiles.
   EXPECT_GE(grid->height, 2 * (tile->height + 6) + 6);
@@ -564,7 +564,7 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
       const std::uint8_t* px =
           grid->rgb.data() + (static_cast<std::size_t>(y) * grid->width + x) * 3;
       const io::Rgb want =
-          io::valueColor(ColormapKind::Viridis, (l * 3 + h + 1) / 8.0f, {0.0f, 0.75f});
+          io::valueColor(ColormapKind::Viridis, (l * 3 + h + 1) / 8.0f, {0.0f, 1.0f});
       EXPECT_EQ(io::Rgb({px[0], px[1], px[2]}), want) << l << " " << h;
     }
   }
