@@ -397,14 +397,25 @@ Expected<std::string> encodePng(const Image& image) {
   return png;
 }
 
+Expected<std::string> encodePngRgba(int width, int height, const std::vector<std::uint8_t>& rgba) {
+  if (width <= 0 || height <= 0) return Error{"", "", "the image is empty"};
+  if (rgba.size() != static_cast<std::size_t>(width) * height * 4) {
+    return Error{"", "", "the image has the wrong number of pixels"};
+  }
+  std::string png;
+  if (!stbi_write_png_to_func(appendToString, &png, width, height, 4, rgba.data(), width * 4)) {
+    return Error{"", "", "the PNG encoder failed"};
+  }
+  return png;
+}
+
 Status writePng(const Image& image, const std::string& path) {
   Expected<std::string> png = encodePng(image);
   if (!png) return withFile(png.error(), path);
   return writeFileAtomic(path, *png);
 }
 
-// ================================================================================}
-
+// =======================================================================================
 // Reading and naming
 // =======================================================================================
 
@@ -438,17 +449,6 @@ std::string lowerExtension(const std::string& path) {
   std::string extension = std::filesystem::path(path).extension().string();
   for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return extension;
-=======
-Expected<std::string> encodePngRgba(int width, int height, const std::vector<std::uint8_t>& rgba) {
-  if (width <= 0 || height <= 0) return Error{"", "", "the image is empty"};
-  if (rgba.size() != static_cast<std::size_t>(width) * height * 4) {
-    return Error{"", "", "the image has the wrong number of pixels"};
-  }
-  std::string png;
-  if (!stbi_write_png_to_func(appendToString, &png, width, height, 4, rgba.data(), width * 4)) {
-    return Error{"", "", "the PNG encoder failed"};
-  }
-  return png;
 }
 
 }  // namespace attn::io
