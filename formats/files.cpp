@@ -11,6 +11,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -18,7 +19,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <system_error>
 #include <vector>
 
@@ -392,6 +395,60 @@ Expected<std::string> encodePng(const Image& image) {
     return Error{"", "", "the PNG encoder failed"};
   }
   return png;
+}
+
+Expected<std::string> encodePngRgba(int width, int height, const std::vector<std::uint8_t>& rgba) {
+  if (width <= 0 || height <= 0) return Error{"", "", "the image is empty"};
+  if (rgba.size() != static_cast<std::size_t>(width) * height * 4) {
+    return Error{"", "", "the image has the wrong number of pixels"};
+  }
+  std::string png;
+  if (!stbi_write_png_to_func(appendToString, &png, width, height, 4, rgba.data(), width * 4)) {
+    return Error{"", "", "the PNG encoder failed"};
+  }
+  return png;
+}
+
+Status writePng(const Image& image, const std::string& path) {
+  Expected<std::string> png = encodePng(image);
+  if (!png) return withFile(png.error(), path);
+  return writeFileAtomic(path, *png);
+}
+
+// =======================================================================================
+// Reading and naming
+// =======================================================================================
+
+Expected<std::string> readCapped(const std::string& path, std::size_t maxBytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
+  }
+  if (!S_ISREG(st.st_mode)) return Error{path, "", "not a regular file"};
+  if (static_cast<std::uint64_t>(st.st_size) > maxBytes) {
+    return Error{path, "",
+                 "is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
+                     std::to_string(maxBytes)};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error{path, "", "cannot open for reading"};
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Error{path, "", "read error"};
+  std::string out = std::move(text).str();
+  if (out.size() > maxBytes) return Error{path, "", "grew past the size limit while reading"};
+  return out;
+}
+
+Error withFile(Error error, const std::string& path) {
+  if (error.file.empty()) error.file = path;
+  return error;
+}
+
+std::string lowerExtension(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return extension;
 }
 
 }  // namespace attn::io

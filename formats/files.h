@@ -1,5 +1,6 @@
 // The ONE way attnscope writes a file (scenario save, autosave, heatmap export, `compute
-// --out`, screenshots), and the one PNG encoder. No GL, no UI.
+// --out`, screenshots), the one PNG encoder and writer, the one capped reader of a whole
+// file, and the one way an error gets its file name. No GL, no UI.
 //
 // writeFileAtomic() rules, in the order they are checked:
 //   1 Symlinks are followed (up to 40 hops, relative links against the link's folder), so a
@@ -22,9 +23,13 @@
 #pragma once
 
 #include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/base/types.h"
 
@@ -70,5 +75,31 @@ bool sameFile(const std::string& a, const std::string& b);
 // The one PNG encoder (stb_image_write), used by heatmap exports and window screenshots:
 // 8-bit RGB, row 0 at the top. Errors when the image is empty or its size does not match.
 Expected<std::string> encodePng(const Image& image);
+// The same encoder for 8-bit RGBA pixels (width*height*4 bytes, row 0 at the top; alpha 0 =
+// transparent), for the application icon (tools/gen_icon.cpp). Same errors.
+Expected<std::string> encodePngRgba(int width, int height, const std::vector<std::uint8_t>& rgba);
+
+// encodePng + writeFileAtomic: every PNG attnscope writes (exports, grids, overlays,
+// screenshots) goes through here. Errors name `path`.
+Status writePng(const Image& image, const std::string& path);
+
+// ---------------------------------------------------------------------------------------
+// Reading and naming
+// ---------------------------------------------------------------------------------------
+
+// Reads a whole file if it is a regular file of at most `maxBytes` (vocab.json, merges.txt,
+// config.json, the recent-files list). Errors name the file: "cannot open: <errno text>",
+// "not a regular file", "is N bytes, more than the limit of M", "read error", "grew past the
+// size limit while reading".
+Expected<std::string> readCapped(const std::string& path, std::size_t maxBytes);
+
+// The error with `path` as its file when it names none yet (an error from a layer that does
+// not know the file, such as the PNG encoder or a style check). The one spelling of
+// `if (error.file.empty()) error.file = path`.
+Error withFile(Error error, const std::string& path);
+
+// The file name's extension in lower case, with its dot: "a/B.PNG" -> ".png", "x" -> "".
+// How a path picks its format (heatmap exports, grids, overlays).
+std::string lowerExtension(const std::string& path);
 
 }  // namespace attn::io

@@ -267,6 +267,25 @@ std::string scenarioToJson(const Scenario& s) {
     if (s.decoderOutput.wc.size() > 0) decoder["wc"] = toJson(s.decoderOutput.wc);
     doc["decoder_output"] = std::move(decoder);
   }
+  if (!s.claims.empty()) {
+    OrderedJson claims = OrderedJson::array();
+    for (const Claim& c : s.claims) {
+      OrderedJson item = OrderedJson::object();
+      if (c.stage != "weights") item["stage"] = c.stage;
+      if (c.head != 0) item["head"] = c.head < 0 ? OrderedJson("mean") : OrderedJson(c.head);
+      if (!c.query.empty()) item["query"] = c.query;
+      if (!c.key.empty()) item["key"] = c.key;
+      if (!c.argmaxKey.empty()) item["argmax_key"] = c.argmaxKey;
+      if (c.value) item["value"] = *c.value;
+      if (c.tolerance != Claim{}.tolerance) item["tolerance"] = c.tolerance;
+      if (c.rowsSumToOne) item["rows_sum_to_one"] = *c.rowsSumToOne;
+      if (c.lowerTriangular) item["lower_triangular"] = *c.lowerTriangular;
+      if (c.absAtMost) item["abs_at_most"] = *c.absAtMost;
+      if (c.maxNonzeroPerRow) item["max_nonzero_per_row"] = *c.maxNonzeroPerRow;
+      claims.push_back(std::move(item));
+    }
+    doc["claims"] = std::move(claims);
+  }
   if (auto view = viewJson(s.viewJson)) doc["view"] = std::move(*view);
   return printDocument(doc);
 }

@@ -58,8 +58,9 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
   heatmap.cellSize = std::max(style.cellPixels, (kGridMinThumbnailPixels + cells - 1) / cells);
   heatmap.scale = style.scale;
   heatmap.vmin = style.vmin.value_or(0.0f);
-  heatmap.vmax =
-      style.vmax.value_or(std::isfinite(hi) && hi > *heatmap.vmin ? hi : *heatmap.vmin + 1);
+  // Weights on 0..1 (io::rangeRule's fixed rule for probabilities), unless one lies above 1.
+  const float top = std::isfinite(hi) && hi > 1.0f ? hi : 1.0f;
+  heatmap.vmax = style.vmax.value_or(top > *heatmap.vmin ? top : *heatmap.vmin + 1);
   if (!(*heatmap.vmin < *heatmap.vmax)) return Error{"", "vmin", "must be less than vmax"};
 
   // 2 each thumbnail, titled "L<layer> H<head>"
@@ -132,26 +133,13 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
 
 Status exportAttentionGrid(const AttentionFile& file, const GridStyle& style,
                            const std::string& path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (extension != ".png") return Error{path, "out", "the grid is written as .png only"};
+  if (lowerExtension(path) != ".png") return Error{path, "out", "the grid is written as .png only"};
   HeadOverviewOptions options;
   options.thumbnailSize = style.thumbnailSize;
   const HeadOverview overview = overviewHeads(file, options);
   Expected<Image> image = renderAttentionGrid(overview, style);
-  if (!image) {
-    Error error = image.error();
-    if (error.file.empty()) error.file = path;
-    return error;
-  }
-  Expected<std::string> png = encodePng(*image);
-  if (!png) {
-    Error error = png.error();
-    if (error.file.empty()) error.file = path;
-    return error;
-  }
-  return writeFileAtomic(path, *png);
+  if (!image) return withFile(image.error(), path);
+  return writePng(*image, path);
 }
 
 }  // namespace attn::io

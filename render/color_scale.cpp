@@ -20,6 +20,41 @@ MatrixRef rowOf(MatrixRef values, int r) {
 }  // namespace
 
 
+std::string_view toString(RangeRule rule) {
+  switch (rule) {
+    case RangeRule::Fixed: return "fixed";
+    case RangeRule::Symmetric: return "symmetric";
+    case RangeRule::MinMax: return "minmax";
+    case RangeRule::Row: return "row";
+  }
+  return "minmax";
+}
+
+RangeRule rangeRule(std::optional<ValueRange> finite, const ColorNormalization& n) {
+  if (n.range == RangeMode::Row) return RangeRule::Row;
+  if (n.range == RangeMode::Fixed || n.vmin || n.vmax) return RangeRule::Fixed;
+  if (n.range == RangeMode::MinMax) return RangeRule::MinMax;
+  // Auto: by what the values are. A tolerance of a few float ulps around [0, 1], since a
+  // softmax row can sum to 1.0000001 and a weight can be 1 + 6e-8.
+  if (n.probability && (!finite || (finite->lo >= -1e-6f && finite->hi <= 1.0f + 1e-6f)))
+    return RangeRule::Fixed;
+  return n.centreZero ? RangeRule::Symmetric : RangeRule::MinMax;
+}
+
+ValueRange ruleRange(std::optional<ValueRange> finite, const ColorNormalization& n) {
+  switch (rangeRule(finite, n)) {
+    case RangeRule::Fixed:
+      if (!n.vmin && !n.vmax) return ValueRange{0.0f, 1.0f};  // an Auto probability
+      return colorRange(n.vmin && n.vmax ? std::nullopt : finite, n.vmin, n.vmax);
+    case RangeRule::Symmetric:
+      return centredColorRange(finite, std::nullopt, std::nullopt);
+    case RangeRule::MinMax:
+    case RangeRule::Row:
+      break;
+  }
+  return colorRange(finite, std::nullopt, std::nullopt);
+}
+
 bool needsPositions(const ColorNormalization& n) {
   return n.range == RangeMode::Row || n.scale == ColorScaleKind::Log;
 }
@@ -59,13 +94,20 @@ float logColorPosition(float value, ValueRange range) {
 
 ValueRange normalizationRange(MatrixRef values, int row, const ColorNormalization& n) {
   const MatrixRef part = row >= 0 ? rowOf(values, row) : values;
-  // Fixed ends only in the fixed mode; global and per-row ranges come from the data.
-  const bool fixed = n.range == RangeMode::Fixed;
-  const std::optional<float> vmin = fixed ? n.vmin : std::nullopt;
-  const std::optional<float> vmax = fixed ? n.vmax : std::nullopt;
-  if (n.scale == ColorScaleKind::Log) return logColorRange(part, vmin, vmax);
-  const std::optional<ValueRange> finite = vmin && vmax ? std::nullopt : finiteRange(part);
-  return n.centreZero ? centredColorRange(finite, vmin, vmax) : colorRange(finite, vmin, vmax);
+  const std::optional<ValueRange> finite = finiteRange(part);
+  const RangeRule rule = rangeRule(finite, n);
+  if (n.scale == ColorScaleKind::Log) {
+    // Fixed ends only in the fixed rule (an Auto probability tops out at 1); the others
+    // come from the data.
+    const bool fixed = rule == RangeRule::Fixed;
+    const bool unitTop = fixed && !n.vmin && !n.vmax;
+    return logColorRange(part, fixed ? n.vmin : std::nullopt,
+                         unitTop ? std::optional<float>(1.0f) : fixed ? n.vmax : std::nullopt);
+  }
+  if (rule == RangeRule::Row)  // each row its own min..max (centred for signed matrices)
+    return n.centreZero ? centredColorRange(finite, std::nullopt, std::nullopt)
+                        : colorRange(finite, std::nullopt, std::nullopt);
+  return ruleRange(finite, n);
 }
 
 Matrix colorPositions(MatrixRef values, const ColorNormalization& n) {
@@ -128,6 +170,22 @@ std::string normalizationCaption(const ColorNormalization& n, ValueRange range) 
     text += ", floor " + formatNumber(range.lo, kCellDigits);
   }
   return text;
+}
+
+std::string rangeRuleCaption(RangeRule rule, ValueRange range) {
+  const char* dash = "\xE2\x80\x93";  // –
+  switch (rule) {
+    case RangeRule::Fixed:
+      return "fixed " + formatNumber(range.lo, kCellDigits) + dash +
+             formatNumber(range.hi, kCellDigits);
+    case RangeRule::Symmetric:
+      return "symmetric \xC2\xB1" + formatNumber(range.hi, kCellDigits);  // ±
+    case RangeRule::MinMax:
+      return std::string("min") + dash + "max";
+    case RangeRule::Row:
+      return "per row";
+  }
+  return "";
 }
 
 }  // namespace attn::io

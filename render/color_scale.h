@@ -23,12 +23,31 @@ inline constexpr float kLogFloorRatio = 1e-4f;
 
 // Everything that decides where a value lies on the map.
 struct ColorNormalization {
-  RangeMode range = RangeMode::Global;
+  RangeMode range = RangeMode::Auto;
   ColorScaleKind scale = ColorScaleKind::Linear;
   std::optional<float> vmin, vmax;  // the ends in RangeMode::Fixed (either may be unset: auto)
-  bool centreZero = false;          // linear auto ranges symmetric about 0 (diverging maps)
+  bool centreZero = false;   // a signed matrix: symmetric about 0 under RangeMode::Auto (and per row)
+  bool probability = false;  // values in [0, 1] by meaning (weights): 0..1 under RangeMode::Auto
   bool operator==(const ColorNormalization&) const = default;
 };
+
+// The rule in force for one heatmap, as its colour bar and the layout dump name it.
+enum class RangeRule { Fixed, Symmetric, MinMax, Row };
+std::string_view toString(RangeRule rule);  // "fixed", "symmetric", "minmax", "row"
+
+// The rule `normalization` applies to a matrix whose finite values span `finite` (nullopt:
+// none finite): Row for RangeMode::Row; Fixed for RangeMode::Fixed or given vmin / vmax;
+// MinMax for RangeMode::MinMax; under RangeMode::Auto, Fixed (0..1) for probabilities whose
+// finite values all lie in [0, 1] (an imported tensor that is not one falls through),
+// Symmetric for signed matrices (centreZero), else MinMax.
+RangeRule rangeRule(std::optional<ValueRange> finite, const ColorNormalization& normalization);
+
+// The linear colour range of a whole matrix by rangeRule (Row: the matrix's min..max, as
+// a fallback; the cells are coloured per row by colorPositions): Fixed {vmin, vmax} (0..1
+// for an Auto probability, io::colorRange with one end given), Symmetric [-m, m] with m the
+// largest |finite value|, MinMax the finite min..max (0..1 when nothing is finite).
+// A constant matrix keeps its value's place under Fixed and Symmetric (0.5 under MinMax).
+ValueRange ruleRange(std::optional<ValueRange> finite, const ColorNormalization& normalization);
 
 // True when positions differ from io::colorPosition over one linear range (per-row ranges or
 // the log scale): the widget then uploads colorPositions() instead of the values.
@@ -44,8 +63,9 @@ ValueRange logColorRange(MatrixRef values, std::optional<float> vmin, std::optio
 float logColorPosition(float value, ValueRange range);
 
 // The colour range of row `row` of `values` (one row of a matrix in RangeMode::Row, or the
-// whole matrix for Global / Fixed: pass row = -1). Linear: io::colorRange of the finite
-// values (centred when asked); log: logColorRange.
+// whole matrix otherwise: pass row = -1). Linear: ruleRange of the finite values (per row:
+// the row's min..max, centred for signed matrices); log: logColorRange (top 1 for an Auto
+// probability).
 ValueRange normalizationRange(MatrixRef values, int row, const ColorNormalization& normalization);
 
 // Every cell's position on the colour map (rows x cols, row-major): finite values to [0, 1]
@@ -68,5 +88,8 @@ std::vector<ColorbarTick> rowRangeTicks(ColorScaleKind scale);
 // A short caption of the normalisation for colour bars and tooltips: "" for global linear,
 // "per row: row min → row max", "log₁₀ scale, floor 1e-4", "fixed range 0 … 1", ...
 std::string normalizationCaption(const ColorNormalization& normalization, ValueRange range);
+// The colour bar's line naming the rule in force: "fixed 0–1", "symmetric ±2.5",
+// "min–max", "per row".
+std::string rangeRuleCaption(RangeRule rule, ValueRange range);
 
 }  // namespace attn::io

@@ -142,34 +142,4 @@ Rgb cellLabelColor(ColormapKind kind, float value, ValueRange range) {
   return labelColorOn(valueColor(kind, value, range));
 }
 
-void maxPool(MatrixRef values, int factor, int outRows, int outCols, float* dst) {
-  std::fill(dst, dst + static_cast<std::ptrdiff_t>(outRows) * outCols,
-            -std::numeric_limits<float>::infinity());
-  for (int r = 0; r < values.rows; ++r) {
-    const float* row = values.row(r);
-    float* out = dst + static_cast<std::ptrdiff_t>(std::min(r / factor, outRows - 1)) * outCols;
-    bool rowHasNan = false;
-    for (int c = 0; c < values.cols; ++c) rowHasNan |= std::isnan(row[c]);
-    if (!rowHasNan) {
-      // The common case, one output cell at a time with no index arithmetic per value (the
-      // window builds its levels of detail with this on every upload). A NaN cell stays NaN:
-      // no comparison with it is true. The last cell takes the leftover columns.
-      for (int j = 0; j < outCols; ++j) {
-        const int first = j * factor;
-        const int last = j + 1 == outCols ? values.cols : std::min(first + factor, values.cols);
-        float cell = out[j];
-        for (int c = first; c < last; ++c) cell = row[c] > cell ? row[c] : cell;
-        out[j] = cell;
-      }
-      continue;
-    }
-    for (int c = 0; c < values.cols; ++c) {
-      float& cell = out[std::min(c / factor, outCols - 1)];
-      const float v = row[c];
-      if (std::isnan(cell)) continue;
-      if (std::isnan(v) || v > cell) cell = v;
-    }
-  }
-}
-
 }  // namespace attn::io

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/attention/aggregate.h"
+
 #ifndef ATTNSCOPE_FONT_PATH
 #define ATTNSCOPE_FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 #endif
@@ -64,18 +66,19 @@ Status checkStyle(const HeatmapView& view, const HeatmapStyle& style) {
 }
 
 // The whole layout. `font` may be null (cellRect without a font): text is then estimated.
+// One cohesive numbered algorithm (steps 1-7), kept as one function on purpose: every step
+// sizes what the steps before it placed.
 Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font) {
   Layout L;
   const int s = style.scale;
   L.scale = s;
   L.rows = static_cast<int>(view.values.rows);
   L.cols = static_cast<int>(view.values.cols);
-  L.range = style.centreZero ? centredColorRange(style.vmin && style.vmax
-                                                     ? std::nullopt
-                                                     : finiteRange(view.values),
-                                                 style.vmin, style.vmax)
-                             : valueRange(view.values, style.vmin, style.vmax);
   const ColorNormalization normalization = normalizationOf(style);
+  const std::optional<ValueRange> finite = finiteRange(view.values);
+  L.rule = rangeRule(finite, normalization);
+  L.range = ruleRange(finite, normalization);
+  L.caption = rangeRuleCaption(L.rule, L.range);  // "fixed 0–1": the rule in force
   if (needsPositions(normalization)) {  // per-row ranges or log: colour by position
     const ValueRange scaleRange = normalizationRange(view.values, -1, normalization);
     L.positions = colorPositions(view.values, normalization);
@@ -129,10 +132,10 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
   const int pad = static_cast<int>(std::lround(axisPx * 0.45f));
 
   // 3 cell labels: ~0.3 of the cell, shrunk to fit the widest label down to 7 px, then with
-  //   fewer digits (fittedCellLabel's rule); shown only when the cell is at least 2.5 font
-  //   heights tall (and the matrix isn't pooled)
+  //   fewer digits (fittedCellLabel's rule); shown whenever the cell is at least 1.3 font
+  //   heights tall (the text with a small margin; and the matrix isn't pooled)
   float cellPx = std::clamp(0.3f * static_cast<float>(cell), 8.0f, 18.0f);
-  bool showCellLabels = style.cellLabels && L.pool == 1 && cell >= 2.5f * cellPx;
+  bool showCellLabels = style.cellLabels && L.pool == 1 && cell >= kCellLabelHeights * cellPx;
   if (showCellLabels) {
     const float room = static_cast<float>(cell) - 4.0f;
     const float basePx = cellPx;
@@ -323,7 +326,8 @@ MatrixRef gridValues(const HeatmapView& view, const Layout& L, Matrix& storage) 
     values = matrixRef(masked);
   }
   storage.resize(L.gridRows, L.gridCols);
-  maxPool(values, L.pool, L.gridRows, L.gridCols, storage.data());
+  // Ceiling blocks of L.pool x L.pool: the one rule of core/attention/aggregate.h.
+  maxPoolBlocks(values, L.pool, L.pool, L.gridRows, L.gridCols, storage.data());
   return matrixRef(storage);
 }
 
@@ -343,6 +347,7 @@ ColorNormalization normalizationOf(const HeatmapStyle& style) {
   n.vmin = style.vmin;
   n.vmax = style.vmax;
   n.centreZero = style.centreZero;
+  n.probability = style.probability;
   return n;
 }
 

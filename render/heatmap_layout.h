@@ -61,14 +61,16 @@ struct Layout {
   bool showValueTitle = false;
   int valueTitleX = 0;
   ValueRange range;
+  RangeRule rule = RangeRule::MinMax;  // the rule in force (io::rangeRule)
   // Colorbar tick values, bottom to top: io::colorbarTicks for one linear range (shown with
   // `tickDigits` significant digits), or positions labelled by `tickTexts` (below).
   std::vector<float> ticks;
   int tickDigits = kCellDigits;
   // Per-row ranges or the log scale (io/color_scale.h): the cells are coloured by their
   // positions on the map (`positions`, full size, range {0, 1}), the ticks are positions too
-  // and `tickTexts` (one per tick) say what they mean ("0.01", "row max"); `caption` names the
-  // rule ("per row: row min → row max") after the title. All empty for one linear range.
+  // and `tickTexts` (one per tick) say what they mean ("0.01", "row max"). `caption` names the
+  // rule after the title: "per row: row min → row max", "log₁₀ scale, ...", or for one
+  // linear range io::rangeRuleCaption ("fixed 0–1", "symmetric ±2.5", "min–max").
   Matrix positions;
   std::vector<std::string> tickTexts;
   std::string caption;

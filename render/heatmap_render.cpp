@@ -5,7 +5,7 @@
 //   io/heatmap_raster.cpp  the PNG raster (renderHeatmap)
 //   io/heatmap_svg.cpp     the SVG
 //   io/heatmap_csv.cpp     the CSV
-//   io/colormap.cpp        colormaps, colour range, label colour, max-pooling
+//   io/colormap.cpp        colormaps, colour range, label colour (max-pooling: core/attention/aggregate)
 // This file: writing the files (exportMatrix).
 #include "render/heatmap_render.h"
 #include "formats/files.h"
@@ -20,24 +20,13 @@ namespace attn::io {
 
 using namespace detail;
 
-namespace {
-
-Error withFile(Error error, const std::string& path) {
-  if (error.file.empty()) error.file = path;
-  return error;
-}
-
-}  // namespace
-
 // =======================================================================================
 // Public entry point
 // =======================================================================================
 
 Status exportMatrix(const HeatmapView& view, const HeatmapStyle& style, const std::string& path) {
   // 1 the format, from the extension
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const std::string extension = lowerExtension(path);
   if (extension != ".png" && extension != ".svg" && extension != ".csv") {
     return Error{path, "out",
                  extension.empty()
@@ -62,9 +51,7 @@ Status exportMatrix(const HeatmapView& view, const HeatmapStyle& style, const st
       if (!size) return withFile(size.error(), path);
       Image image;
       drawRaster(image, view, style, layout, **font);
-      Expected<std::string> png = encodePng(image);
-      if (!png) return withFile(png.error(), path);
-      bytes = std::move(png).value();
+      return writePng(image, path);
     }
   }
 

@@ -63,7 +63,7 @@ ValueRange valueRange(MatrixRef values, std::optional<float> vmin, std::optional
 ValueRange centredColorRange(std::optional<ValueRange> finite, std::optional<float> vmin,
                              std::optional<float> vmax);
 // Where a finite value lies on the colour map, in [0, 1]: (v - lo) / (hi - lo) clamped, or
-// 0.5 (the middle) when lo == hi. shaders/heatmap.frag computes the same.
+// 0.5 (the middle) when lo == hi. assets/shaders/heatmap.frag computes the same.
 float colorPosition(float value, ValueRange range);
 // The colour of one value: NaN and +inf -> kNanColor (no colour of the map: +inf is an
 // overflow, not a large weight), -inf -> kMaskedColor, finite ->
@@ -80,9 +80,16 @@ Rgb cellLabelColor(ColormapKind kind, float value, ValueRange range);
 // Cell labels and levels of detail (shared by the screen widget and the files)
 // ---------------------------------------------------------------------------------------
 
+// A cell gets its number when it is at least this many label-font heights tall (the text
+// with a small margin), in the screen widget and in the exports.
+inline constexpr float kCellLabelHeights = 1.3f;
+
 // The text of a cell label: formatNumber(value, d) for the largest d in [1, digits] whose
-// text `fits` (a predicate on the UTF-8 text), or nullopt when even d = 1 does not fit. Labels
-// only ever lose digits to fit; a value never turns blank while a shorter form fits.
+// text `fits` (a predicate on the UTF-8 text); for a tiny value (0 < |v| < 0.001, whose
+// "8e-33" is too wide) then "<0.001" (positive) and "0", which is what it rounds to at the
+// cell's digits; nullopt when nothing fits (a cell too narrow for "0" holds no number, like
+// its neighbours). Labels only ever lose digits to fit; a value never turns blank while a
+// shorter form fits.
 template <class Fits>
 std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits) {
   std::string previous;
@@ -92,15 +99,13 @@ std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits)
     if (fits(text)) return text;
     previous = std::move(text);
   }
+  if (std::isfinite(value) && std::fabs(value) < 1e-3f && value != 0) {
+    if (value > 0 && fits(std::string("<0.001"))) return std::string("<0.001");
+    if (fits(std::string("0"))) return std::string("0");
+  }
   return std::nullopt;
 }
 
-// Max-pools `values` into an outRows x outCols row-major `dst`: cell (r, c) goes to block
-// (min(r / factor, outRows - 1), min(c / factor, outCols - 1)), so leftover rows and
-// columns fold into the last block and none is dropped. NaN wins (it must never hide), then
-// the largest value; -inf only when the whole block is masked. Used for the exports'
-// pooled grid (factor = ceil(side / 2048)) and the widget's mip levels (factor 2).
-void maxPool(MatrixRef values, int factor, int outRows, int outCols, float* dst);
 
 
 // ---------------------------------------------------------------------------------------
@@ -118,10 +123,13 @@ struct HeatmapStyle {
   int digits = kCellDigits;         // significant digits of cell labels (1..9); labels drop
                                     // digits where they would not fit (colour-bar ticks are
                                     // round numbers with the digits they need, colorbarTicks)
-  std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
-  bool centreZero = false;          // auto range symmetric about 0 (signed matrices, RdBu)
-  RangeMode range = RangeMode::Global;  // Row: each row spans the map (io/color_scale.h);
-                                        // Fixed: vmin / vmax (also implied by giving them)
+  std::optional<float> vmin, vmax;  // fixed colour range (implies RangeMode::Fixed)
+  // What the values are, for RangeMode::Auto (io::rangeRule): probabilities (weights,
+  // attention maps) on a fixed 0..1, signed matrices (centreZero) symmetric about 0.
+  bool centreZero = false;
+  bool probability = false;
+  RangeMode range = RangeMode::Auto;    // MinMax: the matrix's own min..max; Row: each row
+                                        // spans the map (io/color_scale.h); Fixed: vmin / vmax
   ColorScaleKind colorScale = ColorScaleKind::Linear;  // Log: log10 with a floor
   int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
                                     // shrunk cells are still >= 8 px, so tiny cells stay solid
@@ -136,7 +144,7 @@ struct HeatmapStyle {
 // 2048 px per side at scale 1. A matrix with more than 2048 rows or columns is max-pooled
 // by an integer factor (same for both axes; NaN wins, then the largest value, -inf only if
 // the whole block is masked) so that single sharp peaks stay visible. Cell labels appear
-// only when a cell is at least 2.5 label-font heights tall and every label fits its width
+// only when a cell is at least 1.3 label-font heights tall and every label fits its width
 // (first by shrinking the font down to 7 px, then with fewer digits, see fittedCellLabel).
 // Row/column labels are capped to io::kLabelDisplayChars code points ("…"), and beyond what
 // fits thinned to every 2nd, 5th, 10th, ... label (io::labelStep), with the rule written

@@ -1,6 +1,8 @@
 // The attention overlay of one query patch (render/image_overlay.h).
 #include "render/image_overlay.h"
 
+#include "render/color_scale.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -11,6 +13,16 @@ namespace attn::io {
 // =======================================================================================
 // Overlay
 // =======================================================================================
+
+ValueRange overlayRange(const Vector& weights, const OverlayStyle& style) {
+  const Matrix row = weights.transpose();
+  ColorNormalization n;
+  n.range = style.range;
+  n.vmin = style.vmin;
+  n.vmax = style.vmax;
+  n.probability = true;
+  return ruleRange(finiteRange(matrixRef(row)), n);
+}
 
 Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, const Vector& weights,
                                    int queryIndex, const OverlayStyle& style) {
@@ -45,8 +57,7 @@ Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, co
   }
 
   // 2 one colour per patch
-  const Matrix row = weights.transpose();
-  const ValueRange range = valueRange(matrixRef(row), style.vmin, style.vmax);
+  const ValueRange range = overlayRange(weights, style);
   std::vector<Rgb> colors(static_cast<std::size_t>(grid.count()));
   for (int i = 0; i < grid.count(); ++i) colors[i] = valueColor(style.colormap, weights[i], range);
 

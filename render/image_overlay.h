@@ -17,17 +17,23 @@ struct OverlayStyle {
   ColormapKind colormap = ColormapKind::Viridis;
   float opacity = 0.6f;  // 0 = the image only, 1 = the colours only
   int scale = 1;         // 1..8: the output is (width·scale) x (height·scale), pixels repeated
-  std::optional<float> vmin, vmax;  // colour range; default: the weights' min and max
+  std::optional<float> vmin, vmax;  // fixed colour range (wins over `range`)
+  // The range rule (io::rangeRule, the weights being probabilities): Auto = 0..1, MinMax /
+  // Row = the weights' own min..max (one query: its row).
+  RangeMode range = RangeMode::Auto;
   bool outlineQuery = true;         // frame the query patch (white inside black)
 };
 
 // The weights of one query over all patches, blended over the image: every pixel of patch
-// i is mix(image, colormap((w_i - lo) / (hi - lo)), opacity). Pixels outside the grid (the
+// i is mix(image, colormap((w_i - lo) / (hi - lo)), opacity) over overlayRange(). Pixels outside the grid (the
 // dropped edge strips) are shown dimmed (half grey). `weights` has grid.count() entries
 // (index r·cols + c); `queryIndex` in 0..count-1 is outlined, -1 for none. `image` must be
 // the image the grid was made for. Errors (field): "opacity" outside 0..1, "scale" outside
 // 1..8 or an output above 100 megapixels, "weights" of the wrong length, "query" out of
 // range, "vmin" when vmin > vmax.
+// The colour range of one query's weights under `style` (vmin / vmax, else the range rule).
+ValueRange overlayRange(const Vector& weights, const OverlayStyle& style);
+
 Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, const Vector& weights,
                                    int queryIndex, const OverlayStyle& style);
 

@@ -20,6 +20,13 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev
   time
   binutils
+  desktop-file-utils
+  libxml2-utils
+  man-db
+  python3
+  python3-numpy
+  x11-utils
+  dpkg-dev
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.

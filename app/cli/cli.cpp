@@ -29,6 +29,7 @@ constexpr std::string_view kMainHelp =
 usage:
   attnscope                        open the window (restores the last session)
   attnscope SCENARIO.json          open the window on a scenario file
+  attnscope open FILE [--select L,H] [--view V] [--batch B]
   attnscope --model DIR [--text T] open the window with a GPT-2 model folder (live attention)
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
@@ -45,6 +46,8 @@ usage:
   attnscope --version
 
 commands:
+  open        open the window on a file (.json, .npy, .npz, image) with the Attention
+              panel's head and tab chosen (--select, --view, ...)
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
@@ -67,6 +70,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   const std::string& command = args[0];
   std::span<const std::string> rest(args.data() + 1, args.size() - 1);
+  if (command == "open") return runOpen(rest, out, err, window);
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err, window);
@@ -104,8 +108,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: compute, export, screenshot, info, image, train, model, "
-                             "bench; see attnscope --help)"});
+                             " (commands: open, compute, export, screenshot, info, image, train, "
+                             "model, bench; see attnscope --help)"});
 }
 
 }  // namespace
@@ -115,12 +119,12 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 std::vector<cli::CommandInfo> commandDeclarations() {
-  return {computeInfo(), exportInfo(),    screenshotInfo(), infoInfo(),      imageInfo(),
+  return {openInfo(),    computeInfo(), exportInfo(),    screenshotInfo(), infoInfo(),      imageInfo(),
           trainInfo(),   modelInfo(),     benchInfo(),      modelWindowInfo()};
 }
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
+  return arg == "open" || arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
          arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
          arg.starts_with("-");
 }

@@ -95,6 +95,7 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed,
   }
   request.open = options.open;
   request.style = options.style;
+  request.style.probability = true;  // attention weights: 0..1 when they lie in it (io::rangeRule)
   finishHeatmapStyle(request.style);
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
@@ -189,6 +190,7 @@ int runGridExport(const ParsedArgs& parsed, const ExportOptions& options, std::o
   }
   const io::AttentionOpenOptions* open = &options.open;
   io::HeatmapStyle heatmap = options.style;
+  heatmap.probability = true;
   finishHeatmapStyle(heatmap);
   Expected<std::string> out = checkOutputPath(parsed, {".png"}, true);
   if (!out) return fail(err, out.error());

@@ -200,8 +200,8 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   } else if (!model->tokenizer) {
     return fail(err, optionError("--text",
                                  "needs a tokenizer, and this " + config.modelType +
-                                     " folder has none attnscope reads yet (gpt2's vocab.json + "
-                                     "merges.txt); give --ids I,J,...",
+                                     " folder has none attnscope reads (" +
+                                     (model->tokenizerProblem.empty() ? std::string("no tokenizer.json") : model->tokenizerProblem) + "); give --ids I,J,...",
                                  request->folder));
   } else {
     encoding = model->tokenizer->encode(request->text);

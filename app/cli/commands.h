@@ -1,4 +1,4 @@
-// The CLI's commands, one file each in app/cli/ (compute.cpp, export.cpp, screenshot.cpp,
+// The CLI's commands, one file each in app/cli/ (cli_open.cpp, compute.cpp, export.cpp, screenshot.cpp,
 // cli_attention.cpp for info, cli_image.cpp, cli_train.cpp, cli_model.cpp, cli_bench.cpp).
 // Each `runX` takes the arguments after the command's name and returns the exit code of
 // cli.h; each `xInfo` returns its declared options (name, value, help, choices).
@@ -11,6 +11,7 @@
 #include "app/cli/cli.h"
 #include "app/cli/cli_image.h"
 #include "app/cli/cli_model.h"
+#include "app/cli/cli_open.h"
 #include "app/cli/options.h"
 
 namespace attn::app {

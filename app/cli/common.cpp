@@ -174,17 +174,21 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
                      style.scale = *n;
                      return Ok{};
                    }),
-      customOption("--vmin", "X", "fixed colour range (default: the finite min and max)",
+      customOption("--vmin", "X", "fixed colour range (default: by --range)",
                    bound(false)),
       customOption("--vmax", "Y", "the top of the fixed colour range", bound(true)),
       customOption(
           "--range", "{choices}",
-          "colour range: the whole matrix's finite min..max, each row's\n"
-          "own min..max (the colour bar reads \"row min\" .. \"row max\"), or\n"
-          "--vmin/--vmax (given alone they mean fixed) (default: global)",
+          "colour range: auto = by meaning (weights 0..1, signed matrices\n"
+          "symmetric about 0, others their finite min..max); minmax = the\n"
+          "matrix's own finite min..max; row = each row's own min..max\n"
+          "(the colour bar reads \"row min\" .. \"row max\"); fixed =\n"
+          "--vmin/--vmax (given alone they mean fixed). The title names the\n"
+          "rule (\"fixed 0-1\"). 'global' reads as auto.  (default: auto)",
           [&style](const std::string& v) -> Status {
             auto mode = parseRangeMode(v);
-            if (!mode) return Error{"", "", "unknown range " + inQuotes(v) + "; use global, row or fixed"};
+            if (!mode)
+              return Error{"", "", "unknown range " + inQuotes(v) + "; use auto, minmax, row or fixed"};
             const bool fixedEnds = style.vmin || style.vmax;
             if (*mode == RangeMode::Fixed && !fixedEnds)
               return Error{"", "", "'fixed' needs --vmin and/or --vmax"};
@@ -193,7 +197,7 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
             style.range = *mode;
             return Ok{};
           },
-          {"global", "row", "fixed"}),
+          {"auto", "minmax", "row", "fixed"}),
       customOption(
           "--color-scale", "{choices}",
           "log: log10 colours from max(smallest positive value, largest\n"

@@ -86,11 +86,12 @@ Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed, const Expor
     }
   }
   request.style = options.style;
-  // Signed matrices default to the diverging map centred on 0, as in the window.
-  if (isSignedMatrix(request.matrix) && !parsed.has("--colormap")) {
+  // As in the window: signed matrices symmetric about 0 (on the diverging map unless
+  // --colormap is given), weights on a fixed 0..1 (io::rangeRule; --range picks another).
+  request.style.centreZero = isSignedMatrix(request.matrix);
+  request.style.probability = request.matrix == MatrixKind::Weights;
+  if (isSignedMatrix(request.matrix) && !parsed.has("--colormap"))
     request.style.colormap = ColormapKind::RdBu;
-    request.style.centreZero = true;
-  }
   finishHeatmapStyle(request.style);
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();

@@ -44,7 +44,8 @@ Command screenshotCommand(ScreenshotArgs& args) {
   command.usage =
       R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
                                    [--frames N] [--training STEPS] [--theme T]
-                                   [--presentation] [--stage NAME]
+                                   [--presentation] [--stage NAME] [--dialog open|save-as]
+                                   [--layout-out FILE.json]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
@@ -105,6 +106,23 @@ Attention panel over the default scenario. Needs a display; without one use
                      for (MatrixKind k : kAllMatrixKinds) names.emplace_back(toString(k));
                      return names;
                    }()),
+      // Checked after parsing (needs a name, and not the input).
+      customOption("--layout-out", "FILE.json",
+                   "also write what was drawn: window [w, h], font_px, and every heatmap\n"
+                   "with its stage, title, rect [x, y, w, h], rows, cols, cell [w, h],\n"
+                   "numbers_drawn, row_labels / col_labels (as drawn, \"\" = skipped),\n"
+                   "range [lo, hi], range_rule (fixed|symmetric|minmax|row), colormap",
+                   nullptr),
+      customOption("--dialog", "D",
+                   "{choices}: show attnscope's own file dialog (the built-in one, as\n"
+                   "when no zenity or kdialog is found) listing the current folder",
+                   [&launch](const std::string& v) -> Status {
+                     if (v != "open" && v != "save-as")
+                       return Error{"", "", inQuotes(v) + " is not open or save-as"};
+                     launch.dialog = v;
+                     return Ok{};
+                   },
+                   {"open", "save-as"}),
   };
   append(command.options,
          section("when SCENARIO is an image (PNG, JPEG, ...), the Image view, as in `attnscope image`",
@@ -156,6 +174,12 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
       return fail(err, distinct.error());
   }
   launch.screenshotPath = *outPath;
+  if (const std::string* v = parsed->get("--layout-out")) {
+    if (v->empty()) return fail(err, optionError("--layout-out", "needs a FILE.json"));
+    if (Status distinct = path->empty() ? Status(Ok{}) : checkNotAnInput(*v, *path); !distinct)
+      return fail(err, distinct.error());
+    launch.layoutOutPath = *v;
+  }
 
   // Each feature checks its part of the plan: an image opens the image view (its file is
   // checked here), an attention file the Attention panel (its indices against the file),

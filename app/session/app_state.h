@@ -37,6 +37,9 @@ struct ViewSettings {
   // Each row spans the whole colour map from its own finite min to its max (when fixedRange is
   // off): which key a query prefers, whatever the row's scale. See colorRangeMode().
   bool rowRange = false;
+  // Every matrix from its own finite min to its max (when neither fixedRange nor rowRange);
+  // off: the default rule by meaning (RangeMode::Auto: weights 0..1, signed symmetric).
+  bool minMaxRange = false;
   bool logWeights = false;  // weights on a log10 colour scale (io/color_scale.h)
   // Signed matrices (Q, K, V, scores, context, concat, output) on the diverging RdBu map
   // centred on 0; weights keep `colormap`. Off: every heatmap uses `colormap`.
@@ -62,16 +65,18 @@ inline void showPanel(ViewSettings& view, std::string_view id) {
   view.panels.insert_or_assign(std::string(id), true);
 }
 
-// The colour range mode the view asks for: fixed, per row or global (the JSON's
+// The colour range mode the view asks for: fixed, per row, min-max or auto (the JSON's
 // "color_range"), and setting it.
 inline RangeMode colorRangeMode(const ViewSettings& view) {
-  return view.fixedRange ? RangeMode::Fixed
-         : view.rowRange ? RangeMode::Row
-                         : RangeMode::Global;
+  return view.fixedRange    ? RangeMode::Fixed
+         : view.rowRange    ? RangeMode::Row
+         : view.minMaxRange ? RangeMode::MinMax
+                            : RangeMode::Auto;
 }
 inline void setColorRangeMode(ViewSettings& view, RangeMode mode) {
   view.fixedRange = mode == RangeMode::Fixed;
   view.rowRange = mode == RangeMode::Row;
+  view.minMaxRange = mode == RangeMode::MinMax;
 }
 
 // The stages of the pipeline view are the matrices of MatrixKind, in teaching order.

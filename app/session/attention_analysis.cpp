@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/base/format.h"
+#include "formats/files.h"
 
 namespace attn::app {
 
@@ -222,9 +223,8 @@ void updateCompare(AttentionView& view, const std::shared_ptr<const AttentionSho
 bool openCompareFile(AppState& state, const std::string& path, double now) {
   Expected<io::AttentionFile> opened = io::AttentionFile::open(path);
   if (!opened) {
-    Error error = opened.error();
-    if (error.file.empty()) error.file = path;
-    notify(state, Notice::Kind::Error, "cannot compare with " + error.message(), now);
+    notify(state, Notice::Kind::Error,
+           "cannot compare with " + io::withFile(opened.error(), path).message(), now);
     return false;
   }
   AttentionCompare& compare = state.attention.compare;

@@ -148,14 +148,8 @@ Status exportOverlay(const ImageViewState& view, ColormapKind colormap,
   style.scale = view.exportScale;
   Expected<io::Image> overlay =
       io::renderPatchOverlay(*view.image, view.computed->embedding.grid, weights, query, style);
-  if (!overlay) {
-    Error error = overlay.error();
-    error.file = path;
-    return error;
-  }
-  Expected<std::string> png = io::encodePng(*overlay);
-  if (!png) return Error{path, "", png.error().problem};
-  return io::writeFileAtomic(path, *png);
+  if (!overlay) return io::withFile(overlay.error(), path);
+  return io::writePng(*overlay, path);
 }
 
 }  // namespace attn::app

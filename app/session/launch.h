@@ -12,6 +12,7 @@ namespace attn::app {
 struct GuiLaunch {
   std::string scenarioPath;    // scenario to open; empty = restore autosave, else default preset
   std::string screenshotPath;  // non-empty: render `frames` frames, save the window as PNG, exit
+  std::string layoutOutPath;   // screenshot --layout-out: the layout dump of what was drawn
   int width = 1600, height = 1000;  // window size in screen coordinates
   int frames = 5;                   // frames to render before the screenshot
   bool noAutosave = false;          // do not read or write the autosave file (tests)
@@ -45,6 +46,8 @@ struct GuiLaunch {
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
                                     // with presentation, shown alone full screen
+  std::string dialog;               // screenshot --dialog: "open" or "save-as" shows that
+                                    // built-in file dialog over the folder it starts in
 };
 
 }  // namespace attn::app

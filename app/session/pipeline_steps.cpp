@@ -107,4 +107,39 @@ void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
   }
 }
 
+std::string stageDescription(MatrixKind stage, const Scenario& doc) {
+  switch (stage) {
+    case MatrixKind::Q:
+      return "Q: the queries of this head (n_q x d_h), what each position is looking for. "
+             "Q = X_q·W_q, or the raw queries under identity projection.";
+    case MatrixKind::K:
+      return "K: the keys of this head (n_k x d_h), what each position offers to be matched.";
+    case MatrixKind::V:
+      return "V: the values of this head (n_k x dv_h), what each position passes on when it "
+             "is attended.";
+    case MatrixKind::Scores:
+      return "Scores: score(q_i, k_j) for every query i (row) and key j (column): how well "
+             "they match.";
+    case MatrixKind::MaskedScores:
+      return "Masked scores: scores ÷ T, and −∞ (hatched grey) where the mask forbids query i "
+             "to attend key j.";
+    case MatrixKind::Weights:
+      // The Gaussian window multiplies the normalised weights, so its rows sum to less than
+      // 1 (docs/formulas.md); every other normaliser and mask gives distributions.
+      if (doc.mask.kind == MaskKind::LocalGaussian)
+        return "Weights: each row normalised over the window's keys, then multiplied by the "
+               "Gaussian window, so rows sum to less than 1 (masked keys get 0).";
+      return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "
+             "masked keys get 0).";
+    case MatrixKind::Context:
+      return "Context: weights·V, each query's weighted average of the values.";
+    case MatrixKind::Concat:
+      return "Concat: the context of every head side by side (n_q x dv_model).";
+    case MatrixKind::Output:
+      return "Output: concat·W_o + b_o, mixing the heads back to the model width.";
+  }
+  return "";
+}
+
+
 }  // namespace attn::app

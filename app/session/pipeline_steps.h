@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "app/session/app_state.h"
@@ -31,6 +32,12 @@ std::optional<MatrixKind> headsPanelMatrix(const ViewSettings& view);
 // mean over heads). The mean exists for scores and weights; concat and output belong to no
 // head. nullopt: `stage` has no mean (the card is a placeholder that says so).
 std::optional<int> headForStage(MatrixKind stage, int head);
+
+// The one-line caption of a pipeline stage for `doc` (what the matrix is, and for the
+// weights what their rows sum to under doc's mask): the step-through's description line,
+// the cards' tooltips and the stage-alone view. Its statements are checked against the
+// numbers of every preset (tests/session/test_session_presets.cpp).
+std::string stageDescription(MatrixKind stage, const Scenario& doc);
 
 // Applies queued keys (app/frame_pacing.h) to the view, in order: Next / Previous step
 // (a single full-screen stage follows the step), F5 toggles presentation mode, Enter (while

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/files.h"
-#include "formats/tokenizers/gpt2_tokenizer.h"  // io::readWholeFile
 
 namespace attn::app {
 
@@ -26,7 +25,7 @@ std::string recentFilesPath() {
 Expected<std::vector<std::string>> loadRecentFiles(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::vector<std::string>{};
-  Expected<std::string> text = io::readWholeFile(path, kMaxRecentFileBytes);
+  Expected<std::string> text = io::readCapped(path, kMaxRecentFileBytes);
   if (!text) return text.error();
   const nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return Error{path, "", "is not valid JSON"};

@@ -122,6 +122,9 @@ void BackgroundTrainer::waitIdle() {
   });
 }
 
+// The worker's loop: one cohesive numbered algorithm (take the commands, 0 a new run's
+// step-0 evaluation, 1 train a chunk, 2 evaluate, 3 the example's maps, 4 publish), kept in
+// one function on purpose so that its state (curves, frame spacing) stays local.
 void BackgroundTrainer::loop() {
   using Clock = std::chrono::steady_clock;
   std::unique_ptr<Trainer> trainer;

@@ -144,30 +144,55 @@ HeadStats headStats(MatrixRef head) {
 // Thumbnails
 // =======================================================================================
 
+void maxPoolBlocks(MatrixRef values, int rowBlock, int colBlock, int outRows, int outCols,
+                   float* out) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  std::fill(out, out + static_cast<std::ptrdiff_t>(outRows) * outCols, kMasked);
+  for (int r = 0; r < values.rows; ++r) {
+    const float* row = values.row(r);
+    float* target = out + static_cast<std::ptrdiff_t>(std::min(r / rowBlock, outRows - 1)) * outCols;
+    bool rowHasNan = false;
+    for (int c = 0; c < values.cols; ++c) rowHasNan |= std::isnan(row[c]);
+    if (!rowHasNan) {
+      // The common case, one output cell at a time with no index arithmetic per value (the
+      // window builds its levels of detail with this on every upload). A NaN already in the
+      // cell stays NaN: no comparison with it is true. The last cell takes the leftovers.
+      for (int j = 0; j < outCols; ++j) {
+        const int first = j * colBlock;
+        const int last = j + 1 == outCols ? values.cols : std::min(first + colBlock, values.cols);
+        float cell = target[j];
+        if (last - first >= 16) {
+          // Wide blocks (thumbnails of long sequences): Eigen's vectorised maximum.
+          const float peak = Eigen::Map<const Eigen::ArrayXf>(row + first, last - first).maxCoeff();
+          cell = peak > cell ? peak : cell;
+        } else {
+          for (int c = first; c < last; ++c) cell = row[c] > cell ? row[c] : cell;
+        }
+        target[j] = cell;
+      }
+      continue;
+    }
+    for (int c = 0; c < values.cols; ++c) {
+      float& cell = target[std::min(c / colBlock, outCols - 1)];
+      const float v = row[c];
+      if (std::isnan(cell)) continue;
+      if (std::isnan(v) || v > cell) cell = v;
+    }
+  }
+}
+
 Matrix maxPool(MatrixRef head, Eigen::Index maxRows, Eigen::Index maxCols) {
   maxRows = std::max<Eigen::Index>(maxRows, 1);
   maxCols = std::max<Eigen::Index>(maxCols, 1);
   const Eigen::Index rowBlock = (head.rows + maxRows - 1) / maxRows;
   const Eigen::Index colBlock = (head.cols + maxCols - 1) / maxCols;
   if (rowBlock <= 1 && colBlock <= 1) return head.copy();
+  // Ceiling blocks: as many output cells as there are (possibly short) blocks.
   const Eigen::Index rows = (head.rows + rowBlock - 1) / rowBlock;
   const Eigen::Index cols = (head.cols + colBlock - 1) / colBlock;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  Matrix pooled = Matrix::Constant(rows, cols, -std::numeric_limits<float>::infinity());
-  for (Eigen::Index r = 0; r < head.rows; ++r) {
-    const Eigen::Map<const Eigen::ArrayXf> row(head.row(r), head.cols);
-    float* out = pooled.row(r / rowBlock).data();
-    const bool rowHasNaN = row.hasNaN();  // rare: take the careful path only then
-    for (Eigen::Index c = 0, block = 0; c < head.cols; c += colBlock, ++block) {
-      const auto segment = row.segment(c, std::min(colBlock, head.cols - c));
-      if (std::isnan(out[block])) continue;
-      if (rowHasNaN && segment.hasNaN()) {
-        out[block] = nan;
-      } else {
-        out[block] = std::max(out[block], segment.maxCoeff());
-      }
-    }
-  }
+  Matrix pooled(rows, cols);
+  maxPoolBlocks(head, static_cast<int>(rowBlock), static_cast<int>(colBlock),
+                static_cast<int>(rows), static_cast<int>(cols), pooled.data());
   return pooled;
 }
 

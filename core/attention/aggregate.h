@@ -98,10 +98,27 @@ HeadStats headStats(MatrixRef head);
 // Thumbnails
 // ---------------------------------------------------------------------------------------
 
-// head: A (n_q x n_k). Max-pools A to at most maxRows x maxCols (each >= 1): blocks of
-// ceil(n_q / maxRows) rows by ceil(n_k / maxCols) columns become one cell holding the
-// block's largest value, so single sharp peaks stay visible; NaN wins over everything (it
-// must stay visible too). A matrix that already fits is copied unchanged.
+// THE max-pooling rule of attnscope, the one home of it: attention-file thumbnails
+// (maxPool below), the exports' pooled grid (render/heatmap_layout.cpp) and the window's
+// levels of detail (app/ui/widgets/heatmap_widget.cpp) all pool through this function.
+//
+// values (n_r x n_c) -> out (outRows x outCols, row-major): cell (r, c) goes to the block
+//   (min(r / rowBlock, outRows - 1), min(c / colBlock, outCols - 1)),
+// so blocks are rowBlock x colBlock cells and the rows or columns left over past the last
+// whole block fold into the last block: no cell is ever dropped. With
+// outRows = ceil(n_r / rowBlock) nothing is left over and the last block is the short one
+// (ceiling blocks: thumbnails, the exports' grid); with outRows = max(1, n_r / 2) at
+// rowBlock 2 a last odd row folds in (the GL mip sizes the widget needs). outRows must be in
+// 1..ceil(n_r / rowBlock) (and the same for columns), so every block holds a cell.
+// A block holds NaN if any of its cells is NaN (it must never hide), else its largest
+// value; -inf only when every cell is -inf (a masked block).
+void maxPoolBlocks(MatrixRef values, int rowBlock, int colBlock, int outRows, int outCols,
+                   float* out);
+
+// head: A (n_q x n_k). Max-pools A to at most maxRows x maxCols (each >= 1) by the rule
+// above with ceiling blocks: blocks of ceil(n_q / maxRows) rows by ceil(n_k / maxCols)
+// columns become one cell holding the block's largest value, so single sharp peaks stay
+// visible; NaN wins over everything. A matrix that already fits is copied unchanged.
 Matrix maxPool(MatrixRef head, Eigen::Index maxRows, Eigen::Index maxCols);
 
 // ---------------------------------------------------------------------------------------

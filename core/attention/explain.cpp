@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 
@@ -31,6 +32,23 @@ std::string labelOr(const std::vector<std::string>& labels, int i, const char* p
   std::string out(prefix);
   out.append(std::to_string(i));
   return out;
+}
+
+// "num / sum = w" whose shown operands give the shown result: the operands get more
+// significant digits (kExplainDigits up to 9) until their quotient, rounded like w, is w's
+// own text. So "1 / 2 = 0.5001" becomes "1 / 1.9998 = 0.5001", and w stays the true value.
+std::string shownQuotient(double num, double sum) {
+  const double w = sum > 0 ? num / sum : 0;
+  const std::string wText = formatNumber(w);
+  std::string a, b;
+  for (int digits = kExplainDigits; digits <= 9; ++digits) {
+    a = formatNumber(num, digits);
+    b = formatNumber(sum, digits);
+    const double shownSum = std::strtod(b.c_str(), nullptr);
+    const double shown = shownSum > 0 ? std::strtod(a.c_str(), nullptr) / shownSum : 0;
+    if (formatNumber(shown) == wText) break;
+  }
+  return a + " / " + b + " = " + wText;
 }
 
 Error fieldError(const std::string& field, const std::string& problem) {
@@ -380,8 +398,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
                           formatNumber(num));
       out.steps.push_back("Σ over " + std::to_string(allowedScores.size()) +
                           " allowed keys = " + formatNumber(sum));
-      out.steps.push_back("w = " + formatNumber(num) + " / " + formatNumber(sum) + " = " +
-                          formatNumber(sum > 0 ? num / sum : 0));
+      out.steps.push_back("w = " + shownQuotient(num, sum));
       break;
     }
     case NormalizerKind::Hard: {
@@ -417,8 +434,7 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
         const Scalar num = std::exp(sij - maxS);
         out.steps.push_back("kept; e^(s − max) = " + formatNumber(num) + ", Σ over the " +
                             std::to_string(kept) + " kept = " + formatNumber(sum));
-        out.steps.push_back("w = " + formatNumber(num) + " / " + formatNumber(sum) + " = " +
-                            formatNumber(sum > 0 ? num / sum : 0));
+        out.steps.push_back("w = " + shownQuotient(num, sum));
       }
       break;
     }

@@ -26,6 +26,28 @@ std::string_view normalizer(NormalizerKind kind) {
   return "";
 }
 
+std::string_view scoreShort(ScoreKind kind) {
+  switch (kind) {
+    case ScoreKind::Dot: return "q·k";
+    case ScoreKind::ScaledDot: return "q·k/√d_h";
+    case ScoreKind::Cosine: return "cos(q,k)";
+    case ScoreKind::General: return "q·W_a·kᵀ";
+    case ScoreKind::Additive: return "additive";
+    case ScoreKind::Mlp: return "MLP";
+  }
+  return "score";
+}
+
+std::string_view normalizerShort(NormalizerKind kind) {
+  switch (kind) {
+    case NormalizerKind::Softmax: return "softmax";
+    case NormalizerKind::Hard: return "argmax";
+    case NormalizerKind::TopK: return "top-k";
+    case NormalizerKind::Sparsemax: return "sparsemax";
+  }
+  return "normalise";
+}
+
 std::string_view mask(MaskKind kind) {
   switch (kind) {
     case MaskKind::None: return "every key j allowed";

@@ -22,6 +22,11 @@ std::string_view normalizer(NormalizerKind kind);
 // Which keys a query may attend: "key j allowed iff j ≤ i", ... (step 3)
 std::string_view mask(MaskKind kind);
 
+// The same operations in the short form written on the pipeline's arrows between stages:
+// "q·k/√d_h", "cos(q,k)", "additive", ... (step 2) and "softmax", "argmax", ... (step 4).
+std::string_view scoreShort(ScoreKind kind);
+std::string_view normalizerShort(NormalizerKind kind);
+
 // Step 3's temperature: "s_j ← s_j / T".
 std::string_view temperature();
 

@@ -1,7 +1,9 @@
 // Seeded randomness, one generator for the whole program: our own generator and float
 // mappings, so that a seed gives the same numbers with every compiler and standard library
-// (std::uniform_real_distribution does not promise that). Used for the seeded weights of
-// core/attention.cpp and the "teaching" numbers that app/edits.cpp puts in new rows.
+// (std::uniform_real_distribution does not promise that). Used for the seeded weights and
+// embeddings of core/attention/, the "teaching" numbers that core/scenario/scenario_edits.cpp
+// puts in new rows, GPT-2's random weights (core/models/gpt2/model.cpp), the settings
+// panel's "new seed" and the tests' tiny GPT-2 fixture.
 // Tests pin values drawn from it: changing anything here changes saved results.
 #pragma once
 

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <string>
 
+#include "core/base/random.h"
+
 namespace attn::model {
 namespace {
 
@@ -109,17 +111,6 @@ void activate(Matrix& hidden, Activation activation) {
   }
 }
 
-// A small, fast, portable generator for random weights (splitmix64).
-struct SplitMix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  float symmetric() { return static_cast<float>(next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
-};
 
 }  // namespace
 
@@ -224,13 +215,13 @@ Status validate(const Weights& weights) {
 }
 
 Weights randomWeights(const Config& c, std::uint64_t seed) {
-  SplitMix rng{seed};
+  SplitMix64 rng(seed);  // core/base/random.h, the one generator
   Weights w;
   w.config = c;
   auto tensor = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
     auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(rows * cols));
     const float a = std * std::sqrt(3.0f);  // uniform on [-a, a] has std a/√3
-    for (float& v : *buffer) v = mean + a * rng.symmetric();
+    for (float& v : *buffer) v = mean + a * rng.uniformSymmetric();
     w.storage.push_back(buffer);
     return Tensor{buffer->data(), rows, cols};
   };

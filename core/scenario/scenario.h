@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,29 @@ std::optional<Mode> parseMode(std::string_view name);
 
 // Largest seed a scenario may hold: 2^53, so that it survives a JSON number in any reader.
 inline constexpr std::uint64_t kMaxSeed = std::uint64_t{1} << 53;
+
+// One checked statement about a scenario's result, on the matrix `stage` of head `head`
+// (-1 = the mean over heads). Each set field is one statement; a claim holds at least one.
+//   argmaxKey:        row `query` has its largest entry in the column labelled argmaxKey
+//   value:            the cell (query, key) equals *value within `tolerance`
+//   rowsSumToOne:     true: every row that is not fully masked sums to 1 (within 1e-4);
+//                     false: at least one row does not
+//   lowerTriangular:  true: every entry above the diagonal is 0 (or masked)
+//   absAtMost:        every finite |entry| <= *absAtMost
+//   maxNonzeroPerRow: no row has more than this many entries that are not 0 (nor masked)
+// Labels are the result's row / column labels (query_labels, key_labels, the sentence's
+// words); a label that is not there is an error of the claim, not a pass.
+struct Claim {
+  std::string stage = "weights";  // a MatrixKind name: weights, scores, masked_scores, q, ...
+  int head = 0;
+  std::string query, key, argmaxKey;
+  std::optional<float> value;
+  float tolerance = 0.005f;
+  std::optional<bool> rowsSumToOne, lowerTriangular;
+  std::optional<float> absAtMost;
+  std::optional<int> maxNonzeroPerRow;
+  bool operator==(const Claim&) const = default;
+};
 
 struct Scenario {
   std::string name;         // shown in the title bar and presets menu
@@ -60,6 +84,12 @@ struct Scenario {
   MaskOptions mask;
   NormalizerOptions normalizer;
   DecoderOutputOptions decoderOutput;
+
+  // Machine-checkable statements about the result (the file's optional "claims"): what the
+  // description and the captions say, in a form tests/core/test_core_claims.cpp checks
+  // against the computed numbers for every preset (core/attention/claims.h). attend()
+  // never looks at them.
+  std::vector<Claim> claims;
 
   // The file's optional `view` object (colormap, selection, ...), kept as compact JSON text
   // so that the core needs no JSON library and unknown view settings survive a save. Empty

@@ -8,7 +8,7 @@ namespace attn {
 namespace {
 constexpr std::string_view kColormapNames[] = {"viridis", "magma",   "cividis", "greys",
                                                "purples", "oranges", "blues",   "rdbu"};
-constexpr std::string_view kRangeNames[] = {"global", "row", "fixed"};
+constexpr std::string_view kRangeNames[] = {"auto", "minmax", "row", "fixed"};
 constexpr std::string_view kScaleNames[] = {"linear", "log"};
 }  // namespace
 
@@ -32,8 +32,9 @@ std::string_view toString(RangeMode mode) {
 }
 
 std::optional<RangeMode> parseRangeMode(std::string_view name) {
-  for (RangeMode mode : {RangeMode::Global, RangeMode::Row, RangeMode::Fixed})
+  for (RangeMode mode : {RangeMode::Auto, RangeMode::MinMax, RangeMode::Row, RangeMode::Fixed})
     if (toString(mode) == name) return mode;
+  if (name == "global") return RangeMode::Auto;  // the old default's name
   return std::nullopt;
 }
 

@@ -22,15 +22,22 @@ inline constexpr ColormapKind kAllColormaps[] = {
 // True for a map made to be centred on a value (RdBu).
 bool isDiverging(ColormapKind kind);
 
-// Which values set the ends of the colour map: the whole matrix (global, the default), each
-// row on its own (row: every row spans the whole map from its own finite min to its max), or
-// fixed ends given by the user (the same for every matrix).
-enum class RangeMode { Global, Row, Fixed };
+// Which values set the ends of the colour map, as the user picks it:
+//   auto    (the default) by what the values are: probabilities (weights) on a fixed 0..1,
+//           signed matrices symmetric about 0, anything else its own finite min..max
+//           (render/color_scale.h, rangeRule);
+//   minmax  every matrix from its own finite min to its max;
+//   row     every row spans the whole map from its own finite min to its max;
+//   fixed   ends given by the user (the same for every matrix).
+// "global" (the default of earlier versions, written by old autosaves and scenarios) reads
+// as auto.
+enum class RangeMode { Auto, MinMax, Row, Fixed };
 // Linear: (v - lo) / (hi - lo). Log: (log10 v - log10 lo) / (log10 hi - log10 lo), for
 // values that are > 0 (weights); values <= 0 sit at the bottom of the map.
 enum class ColorScaleKind { Linear, Log };
 
-std::string_view toString(RangeMode mode);  // "global", "row", "fixed"
+std::string_view toString(RangeMode mode);  // "auto", "minmax", "row", "fixed"
+// The names above, and "global" for Auto.
 std::optional<RangeMode> parseRangeMode(std::string_view name);
 std::string_view toString(ColorScaleKind kind);  // "linear", "log"
 std::optional<ColorScaleKind> parseColorScaleKind(std::string_view name);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "formats/files.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
@@ -55,7 +56,7 @@ Expected<Checkpoint> Checkpoint::open(const std::string& folder) {
 
   // 2 the index and its shards
   out.path_ = index.string();
-  Expected<std::string> text = readWholeFile(out.path_, kMaxIndexBytes);
+  Expected<std::string> text = readCapped(out.path_, kMaxIndexBytes);
   if (!text) return text.error();
   json parsed = json::parse(text->begin(), text->end(), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {

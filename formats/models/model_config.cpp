@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "formats/files.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
@@ -314,13 +315,13 @@ Expected<model::Config> parseModelConfig(std::string_view text, const std::strin
 }
 
 Expected<model::Config> loadModelConfig(const std::string& path) {
-  Expected<std::string> text = readWholeFile(path, kMaxModelConfigBytes);
+  Expected<std::string> text = readCapped(path, kMaxModelConfigBytes);
   if (!text) return text.error();
   return parseModelConfig(*text, path);
 }
 
 Expected<int> loadBosTokenId(const std::string& path) {
-  Expected<std::string> text = readWholeFile(path, kMaxModelConfigBytes);
+  Expected<std::string> text = readCapped(path, kMaxModelConfigBytes);
   if (!text) return text.error();
   json config = json::parse(text->begin(), text->end(), nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) return Error{path, "", "not a JSON object"};

@@ -284,16 +284,26 @@ Expected<ModelFolder> loadModelFolder(const std::string& folder) {
   // 2 tokenizer, and its ids against the model's vocabulary
   ModelFolder out;
   out.folder = folder;
-  if (config->modelType == "gpt2") {
+  const fs::path tokenizerJson = dir / "tokenizer.json";
+  const bool hasTokenizerJson = fs::exists(tokenizerJson, ec);
+  if (hasTokenizerJson || config->modelType == "gpt2") {
+    const std::string idFile = (hasTokenizerJson ? tokenizerJson : dir / "vocab.json").string();
     Expected<Gpt2Tokenizer> tokenizer =
-        Gpt2Tokenizer::load((dir / "vocab.json").string(), (dir / "merges.txt").string());
-    if (!tokenizer) return tokenizer.error();
-    if (tokenizer->bpe().idLimit() > config->vocabSize) {
-      return Error{(dir / "vocab.json").string(), "",
-                   "has token id " + std::to_string(tokenizer->bpe().idLimit() - 1) +
-                       " but config.json's vocab_size is " + std::to_string(config->vocabSize)};
+        hasTokenizerJson
+            ? Gpt2Tokenizer::loadTokenizerJson(tokenizerJson.string())
+            : Gpt2Tokenizer::load((dir / "vocab.json").string(), (dir / "merges.txt").string());
+    if (tokenizer && tokenizer->bpe().idLimit() > config->vocabSize) {
+      tokenizer = Error{idFile, "",
+                        "has token id " + std::to_string(tokenizer->bpe().idLimit() - 1) +
+                            " but config.json's vocab_size is " + std::to_string(config->vocabSize)};
     }
-    out.tokenizer = std::move(tokenizer).value();
+    if (tokenizer) {
+      out.tokenizer = std::move(tokenizer).value();
+    } else if (config->modelType == "gpt2") {
+      return tokenizer.error();
+    } else {
+      out.tokenizerProblem = tokenizer.error().message();
+    }
   }
   // 3 weights
   Expected<Checkpoint> checkpoint = Checkpoint::open(folder);

@@ -29,16 +29,20 @@ namespace attn::io {
 Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
                                           const model::Config& config);
 
-// A loaded model folder. `tokenizer` is set for gpt2 (vocab.json + merges.txt); the other
-// families are run from token ids until their tokenizers are read.
+// A loaded model folder. `tokenizer` is read from tokenizer.json (byte-level BPE) when the
+// folder has one, else from gpt2's vocab.json + merges.txt. A non-gpt2 folder whose
+// tokenizer.json cannot be read still loads (it runs from token ids) and says why in
+// `tokenizerProblem` (the error's message, naming the file and field).
 struct ModelFolder {
   std::string folder;
   std::shared_ptr<const model::Weights> weights;
   std::optional<Gpt2Tokenizer> tokenizer;
+  std::string tokenizerProblem;
 };
 
-// Loads FOLDER/config.json, the tokenizer (gpt2: vocab.json and merges.txt, each id below
-// vocab_size) and the checkpoint, the cheap checks first.
+// Loads FOLDER/config.json, the tokenizer (tokenizer.json, or for gpt2 vocab.json and
+// merges.txt; every id below vocab_size) and the checkpoint, the cheap checks first. A gpt2
+// folder's tokenizer error fails the load.
 Expected<ModelFolder> loadModelFolder(const std::string& folder);
 
 }  // namespace attn::io

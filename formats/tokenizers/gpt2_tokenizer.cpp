@@ -3,6 +3,7 @@
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 #include "core/models/transformer.h"
+#include "formats/files.h"
 
 #include <pcre2.h>
 #include <sys/stat.h>
@@ -18,39 +19,19 @@ namespace {
 
 using nlohmann::json;
 
-std::shared_ptr<void> compilePattern() {
+}  // namespace
+
+std::shared_ptr<void> compilePattern(std::string_view pattern) {
   int errorCode = 0;
   PCRE2_SIZE errorOffset = 0;
   pcre2_code* code =
-      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern.data()), kGpt2Pattern.size(),
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                     PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset, nullptr);
   if (!code) return nullptr;
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // optional: without JIT it still matches
   return std::shared_ptr<void>(code, [](void* p) { pcre2_code_free(static_cast<pcre2_code*>(p)); });
 }
 
-}  // namespace
-
-Expected<std::string> readWholeFile(const std::string& path, std::size_t maxBytes) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return Error{path, "", std::string("cannot open: ") + std::strerror(errno)};
-  }
-  if (!S_ISREG(st.st_mode)) return Error{path, "", "not a regular file"};
-  if (static_cast<std::uint64_t>(st.st_size) > maxBytes) {
-    return Error{path, "",
-                 "is " + std::to_string(st.st_size) + " bytes, more than the limit of " +
-                     std::to_string(maxBytes)};
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path, "", "cannot open for reading"};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error{path, "", "read error"};
-  std::string out = std::move(text).str();
-  if (out.size() > maxBytes) return Error{path, "", "grew past the size limit while reading"};
-  return out;
-}
 
 Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
                                                 std::string_view mergesText,
@@ -110,7 +91,7 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
   }
   Gpt2Tokenizer tokenizer;
   tokenizer.bpe_ = std::move(bpe).value();
-  tokenizer.pattern_ = compilePattern();
+  tokenizer.pattern_ = compilePattern(kGpt2Pattern);
   if (!tokenizer.pattern_) {
     return Error{"", "", "PCRE2 could not compile the GPT-2 pattern (no Unicode support?)"};
   }
@@ -119,15 +100,19 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
 
 Expected<Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& vocabPath,
                                             const std::string& mergesPath) {
-  Expected<std::string> vocab = readWholeFile(vocabPath, kMaxTokenizerFileBytes);
+  Expected<std::string> vocab = readCapped(vocabPath, kMaxTokenizerFileBytes);
   if (!vocab) return vocab.error();
-  Expected<std::string> merges = readWholeFile(mergesPath, kMaxTokenizerFileBytes);
+  Expected<std::string> merges = readCapped(mergesPath, kMaxTokenizerFileBytes);
   if (!merges) return merges.error();
   return fromText(*vocab, *merges, vocabPath, mergesPath);
 }
 
 std::vector<std::string> Gpt2Tokenizer::pretokenize(std::string_view text) const {
   std::vector<std::string> pieces;
+  if (!pattern_) {  // tokenizer.json without a regex: the whole text is one piece
+    if (!text.empty()) pieces.emplace_back(text);
+    return pieces;
+  }
   auto* code = static_cast<pcre2_code*>(pattern_.get());
   pcre2_match_data* match = pcre2_match_data_create_from_pattern(code, nullptr);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
@@ -160,11 +145,57 @@ Gpt2Tokenizer::Encoding Gpt2Tokenizer::encode(std::string_view text) const {
   Encoding out;
   gpt2::CleanText clean = gpt2::cleanUtf8(text);
   out.invalidOffsets = std::move(clean.invalidOffsets);
-  for (const std::string& piece : pretokenize(clean.text)) {
-    std::vector<int> ids = bpe_.encodeWord(piece);
-    out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+  // Added tokens first, leftmost-longest (added_ is sorted longest first); the text between
+  // them is pre-tokenised and merged.
+  const std::string& s = clean.text;
+  std::size_t plainStart = 0;
+  std::size_t i = 0;
+  while (i < s.size() && !added_.empty()) {
+    const AddedToken* hit = nullptr;
+    for (const AddedToken& token : added_) {
+      if (s.compare(i, token.content.size(), token.content) == 0) {
+        hit = &token;
+        break;
+      }
+    }
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    encodePlain(std::string_view(s).substr(plainStart, i - plainStart), out.ids);
+    out.ids.push_back(hit->id);
+    i += hit->content.size();
+    plainStart = i;
   }
+  encodePlain(std::string_view(s).substr(plainStart), out.ids);
   return out;
+}
+
+void Gpt2Tokenizer::encodePlain(std::string_view text, std::vector<int>& ids) const {
+  if (text.empty()) return;
+  std::string prefixed;
+  if (addPrefixSpace_ && text.front() != ' ') {
+    prefixed = " ";
+    prefixed += text;
+    text = prefixed;
+  }
+  for (const std::string& piece : pretokenize(text)) {
+    if (ignoreMerges_) {
+      const int whole = bpe_.find(gpt2::bytesToMapped(piece));
+      if (whole >= 0) {
+        ids.push_back(whole);
+        continue;
+      }
+    }
+    std::vector<int> pieceIds = bpe_.encodeWord(piece);
+    ids.insert(ids.end(), pieceIds.begin(), pieceIds.end());
+  }
+}
+
+bool Gpt2Tokenizer::isSpecial(int id) const {
+  for (const AddedToken& token : added_)
+    if (token.id == id) return token.special;
+  return false;
 }
 
 std::string Gpt2Tokenizer::tokenText(int id) const {

@@ -22,8 +22,9 @@ inline constexpr std::size_t kMaxTokenizerFileBytes = 64u << 20;
 inline constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-// Reads a whole file if it is a regular file of at most `maxBytes`. Errors name the file.
-Expected<std::string> readWholeFile(const std::string& path, std::size_t maxBytes);
+// `pattern` compiled with PCRE2_UTF | PCRE2_UCP (and JIT when available), freed by the
+// pointer's deleter; null if PCRE2 rejects it.
+std::shared_ptr<void> compilePattern(std::string_view pattern);
 
 class Gpt2Tokenizer {
  public:
@@ -42,6 +43,21 @@ class Gpt2Tokenizer {
   // Reads vocabPath and mergesPath (size-checked) and calls fromText.
   static Expected<Gpt2Tokenizer> load(const std::string& vocabPath, const std::string& mergesPath);
 
+  // A Hugging Face tokenizer.json whose model is byte-level BPE (GPT-2, Qwen2, SmolLM,
+  // Pythia, Llama 3); see formats/tokenizers/tokenizer_json.cpp for the fields read. Errors
+  // name `name` and the JSON field ("model.type", "pre_tokenizer.pretokenizers[0].pattern").
+  static Expected<Gpt2Tokenizer> fromTokenizerJson(std::string_view text,
+                                                   const std::string& name = "tokenizer.json");
+  // Reads `path` (size-checked) and calls fromTokenizerJson.
+  static Expected<Gpt2Tokenizer> loadTokenizerJson(const std::string& path);
+
+  // A token of tokenizer.json's added_tokens: matched in the text before pre-tokenisation.
+  struct AddedToken {
+    std::string content;
+    int id = 0;
+    bool special = false;  // a control token (<|endoftext|>), not a word piece
+  };
+
   // Token ids of `text` (any bytes).
   Encoding encode(std::string_view text) const;
   // The pre-tokens of valid UTF-8 `text` (the pieces BPE runs on; they concatenate to text).
@@ -55,9 +71,24 @@ class Gpt2Tokenizer {
   std::string tokenDisplay(int id) const { return gpt2::displayText(tokenText(id)); }
 
   const gpt2::BytePairEncoder& bpe() const { return bpe_; }
+  const std::vector<AddedToken>& addedTokens() const { return added_; }
+  // True for an added token marked "special".
+  bool isSpecial(int id) const;
+  // The token the post-processor puts first / last (TemplateProcessing's single template,
+  // RobertaProcessing / BertProcessing), or -1. vocab.json + merges.txt: both -1.
+  int bosId() const { return bos_; }
+  int eosId() const { return eos_; }
 
  private:
   Gpt2Tokenizer() = default;
+  // Ids of clean UTF-8 text that holds no added token.
+  void encodePlain(std::string_view text, std::vector<int>& ids) const;
+
+  std::vector<AddedToken> added_;  // longest content first (leftmost-longest matching)
+  int bos_ = -1;
+  int eos_ = -1;
+  bool addPrefixSpace_ = false;  // ByteLevel add_prefix_space
+  bool ignoreMerges_ = false;    // BPE ignore_merges: a piece in the vocabulary is one token
 
   gpt2::BytePairEncoder bpe_;
   std::shared_ptr<void> pattern_;  // pcre2_code_8, freed by its deleter; shared by copies

@@ -28,6 +28,7 @@
 extern char** environ;
 
 #include "tests/support/cli_run.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
@@ -43,10 +44,7 @@ using nlohmann::json;
 // Running the binary
 // =======================================================================================
 
-void writeFile(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
+using attn::testing::writeFile;  // tests/support/test_files.h
 
 // =======================================================================================
 // CSV: the numeric fields of each data line. The first line is the header (column labels,
@@ -536,10 +534,11 @@ TEST_F(CliTest, ExportRangeRowAndLogColourScale) {
   expectUsageError({"screenshot", scenario, "--out", path("s.png"), "--stage", "nope"},
                    {"--stage", "nope"});
   run = attnscope({"export", "--help"});
-  for (const char* name : {"--range global|row|fixed", "--color-scale linear|log"})
+  // Issue 18: the range modes are auto (by meaning, the default), minmax, row and fixed.
+  for (const char* name : {"--range auto|minmax|row|fixed", "--color-scale linear|log"})
     EXPECT_NE(run.out.find(name), std::string::npos) << name;
   run = attnscope({"screenshot", "--help"});
-  for (const char* name : {"--presentation", "--stage NAME"})
+  for (const char* name : {"--presentation", "--stage NAME", "--layout-out FILE.json"})
     EXPECT_NE(run.out.find(name), std::string::npos) << name;
 }
 

@@ -29,7 +29,6 @@ RunResult run(const std::string& program, const std::vector<std::string>& args,
               const fs::path& dir) {
   return attn::testing::runProgram(program, args, dir);
 }
-std::string readText(const fs::path& path) { return readFile(path); }
 
 constexpr auto attnscope = attn::testing::runAttnscope;
 
@@ -52,7 +51,7 @@ struct Csv {
 // commas or quotes.
 Csv readCsv(const fs::path& path) {
   Csv csv;
-  std::istringstream in(readText(path));
+  std::istringstream in(readFile(path));
   std::string line;
   std::getline(in, line);
   std::istringstream header(line);
@@ -137,8 +136,8 @@ TEST(CliAttention, PerLayerDeflatedNpzWithBatchAndTokens) {
                      true});
   }
   const fs::path path = dir / "hf.npz";
-  writeBytes(path, makeZip(items));
-  writeBytes(dir / "hf.tokens.json", R"(["[CLS]", "the", "cat", "sat", "[SEP]"])");
+  writeFile(path, makeZip(items));
+  writeFile(dir / "hf.tokens.json", R"(["[CLS]", "the", "cat", "sat", "[SEP]"])");
   const fs::path out = dir / "h.csv";
   RunResult result = attnscope({"export", path.string(), "--batch", "1", "--layer", "2", "--head",
                                 "3", "--out", out.string()},
@@ -157,7 +156,7 @@ TEST(CliAttention, PerLayerDeflatedNpzWithBatchAndTokens) {
                              "magma", "--out", image.string()},
                             dir);
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    const std::string bytes = readText(image);
+    const std::string bytes = readFile(image);
     EXPECT_EQ(bytes.substr(0, 4), ext == ".png" ? "\x89PNG" : "<?xm");
     if (ext == ".svg") {
       EXPECT_NE(bytes.find("[CLS]"), std::string::npos);
@@ -168,7 +167,7 @@ TEST(CliAttention, PerLayerDeflatedNpzWithBatchAndTokens) {
   RunResult grid =
       attnscope({"export", path.string(), "--grid", "--out", (dir / "grid.png").string()}, dir);
   ASSERT_EQ(grid.exitCode, 0) << grid.err;
-  EXPECT_EQ(readText(dir / "grid.png").substr(0, 4), "\x89PNG");
+  EXPECT_EQ(readFile(dir / "grid.png").substr(0, 4), "\x89PNG");
   // 3 layers x 4 heads of 5 x 5: thumbnails of at least 96 px, a colour bar beside them.
   int w = 0, h = 0, n = 0;
   ASSERT_TRUE(stbi_info((dir / "grid.png").string().c_str(), &w, &h, &n));
@@ -243,7 +242,7 @@ TEST(CliAttention, NaNIsReportedNotHidden) {
   EXPECT_NE(result.err.find("attnscope: warning: " + path.string() + ": 1 NaN in layer 0 of 1"),
             std::string::npos)
       << result.err;
-  EXPECT_NE(readText(dir / "n.csv").find("nan"), std::string::npos);
+  EXPECT_NE(readFile(dir / "n.csv").find("nan"), std::string::npos);
   RunResult info = attnscope({"info", path.string(), "--scan"}, dir);
   ASSERT_EQ(info.exitCode, 0) << info.err;
   EXPECT_EQ(json::parse(info.out)["attention"]["non_finite"]["nan"], 1);
@@ -261,23 +260,23 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
 
   std::string truncated = npyBytes({"<f4", false, {4, 4}, 1}, attentionPattern());
   truncated.resize(truncated.size() - 10);
-  writeBytes(dir / "short.npy", truncated);
+  writeFile(dir / "short.npy", truncated);
   expectOneLineError(attnscope({"export", (dir / "short.npy").string(), "--out", out}, dir),
                      "short.npy", "bytes of data");
 
-  writeBytes(dir / "ints.npy", npyBytes({"<i8", false, {2, 2}, 1}, attentionPattern()));
+  writeFile(dir / "ints.npy", npyBytes({"<i8", false, {2, 2}, 1}, attentionPattern()));
   expectOneLineError(attnscope({"info", (dir / "ints.npy").string()}, dir), "ints.npy",
                      "unsupported dtype '<i8' (signed integer)");
 
-  writeBytes(dir / "complex.npy", headerFor({"<c8", false, {2, 2}, 1}) + std::string(32, '\0'));
+  writeFile(dir / "complex.npy", headerFor({"<c8", false, {2, 2}, 1}) + std::string(32, '\0'));
   expectOneLineError(attnscope({"export", (dir / "complex.npy").string(), "--out", out}, dir),
                      "complex.npy", "complex");
 
-  writeBytes(dir / "overflow.npy", headerFor({"<f4", false, {1ll << 32, 1ll << 32, 1ll << 4}, 1}));
+  writeFile(dir / "overflow.npy", headerFor({"<f4", false, {1ll << 32, 1ll << 32, 1ll << 4}, 1}));
   expectOneLineError(attnscope({"export", (dir / "overflow.npy").string(), "--out", out}, dir),
                      "overflow.npy", "overflows");
 
-  writeBytes(dir / "evil.npz",
+  writeFile(dir / "evil.npz",
              makeZip({{"../../etc/layer_0.npy",
                        npyBytes({"<f4", false, {2, 2}, 1}, attentionPattern())}}));
   expectOneLineError(attnscope({"export", (dir / "evil.npz").string(), "--out", out}, dir),
@@ -285,11 +284,11 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
 
   const std::string zip =
       makeZip({{"a.npy", npyBytes({"<f4", false, {8, 8}, 1}, attentionPattern()), true}});
-  writeBytes(dir / "cut.npz", zip.substr(0, zip.size() / 2));
+  writeFile(dir / "cut.npz", zip.substr(0, zip.size() / 2));
   expectOneLineError(attnscope({"info", (dir / "cut.npz").string()}, dir), "cut.npz",
                      "truncated or corrupt");
 
-  writeBytes(dir / "two.npz",
+  writeFile(dir / "two.npz",
              makeZip({{"a.npy", npyBytes({"<f4", false, {2, 2}, 1}, attentionPattern())},
                       {"b.npy", npyBytes({"<f4", false, {3, 3}, 1}, attentionPattern())}}));
   expectOneLineError(attnscope({"export", (dir / "two.npz").string(), "--out", out}, dir),
@@ -312,7 +311,7 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
                      "--head", "'min' is not a head index");
   expectOneLineError(attnscope({"export", good.string(), "--matrix", "scores", "--out", out}, dir),
                      "--matrix", "is for scenario files");
-  writeBytes(dir / "good.tokens.txt", "a\nb\nc\n");
+  writeFile(dir / "good.tokens.txt", "a\nb\nc\n");
   expectOneLineError(attnscope({"export", good.string(), "--out", out}, dir), "good.tokens.txt",
                      "3 tokens, but " + good.string() + " has n_k = 4 keys");
   expectOneLineError(attnscope({"export", ATTNSCOPE_ASSET_DIR "/scenarios/decoder_state.json",
@@ -326,7 +325,7 @@ TEST(CliAttention, ScreenshotTakesTheOpenOptionsAndChecksRanges) {
   // No window opens: every case fails while the options are checked.
   const fs::path dir = freshDir("cli_attn_screenshot");
   const std::string out = (dir / "x.png").string();
-  writeBytes(dir / "multi.npz",
+  writeFile(dir / "multi.npz",
              makeZip({{"a.npy", npyBytes({"<f4", false, {2, 4, 16, 16}, 1}, attentionPattern())},
                       {"b.npy", npyBytes({"<f4", false, {3, 3}, 1}, attentionPattern())}}));
   const std::string multi = (dir / "multi.npz").string();
@@ -348,7 +347,7 @@ TEST(CliAttention, ScreenshotTakesTheOpenOptionsAndChecksRanges) {
                      "key 3 is out of range: the file has 3 keys (valid: 0..2)");
   expectOneLineError(shot({"--array", "c"}), "multi.npz", "no array 'c'");
   expectOneLineError(shot({"--array", "a", "--batch", "1"}), "--batch", "no batch dimension");
-  writeBytes(dir / "three.txt", "x\ny\nz\n");
+  writeFile(dir / "three.txt", "x\ny\nz\n");
   expectOneLineError(shot({"--array", "a", "--tokens", (dir / "three.txt").string()}),
                      "three.txt", "3 tokens");
   // Attention options on a scenario are refused.

@@ -12,6 +12,7 @@
 
 #include "app/cli/cli.h"
 #include "formats/image.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
@@ -32,12 +33,7 @@ CliRun run(const std::vector<std::string>& args) {
   return result;
 }
 
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using attn::testing::readFile;
 
 // Rows of numbers from a label-free CSV.
 std::vector<std::vector<double>> readCsv(const fs::path& path) {

@@ -117,7 +117,7 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
   EXPECT_EQ(r.err, "");
 
   // token_ids: int64 [n], the tokenizer's ids (checked against the string BPE reference)
-  auto entries = readStoredZip(gpt2test::readBytes(out("run.npz")));
+  auto entries = readStoredZip(gpt2test::readFile(out("run.npz")));
   ASSERT_EQ(entries.size(), 2u);
   ASSERT_TRUE(entries.count("attention.npy"));
   ASSERT_TRUE(entries.count("token_ids.npy"));
@@ -159,7 +159,7 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
         }
 
   // run.tokens.json: each token's decoded text; together they are the text
-  const json tokens = json::parse(gpt2test::readBytes(out("run.tokens.json")));
+  const json tokens = json::parse(gpt2test::readFile(out("run.tokens.json")));
   ASSERT_TRUE(tokens.is_array());
   ASSERT_EQ(tokens.size(), n);
   std::string joined;
@@ -217,7 +217,7 @@ TEST_F(CliModel, PartialCharactersAndInvalidBytes) {
   // "你" has no merges here: three byte tokens, each "�" on its own (Hugging Face's decode).
   CliRun r = runCliCommand({"model", dir_.string(), "--text", "a你", "--out", out("cjk.npz")});
   ASSERT_EQ(r.code, 0) << r.err;
-  const json tokens = json::parse(gpt2test::readBytes(out("cjk.tokens.json")));
+  const json tokens = json::parse(gpt2test::readFile(out("cjk.tokens.json")));
   EXPECT_EQ(tokens, (json{"a", "\xEF\xBF\xBD", "\xEF\xBF\xBD", "\xEF\xBF\xBD"}));
 
   // Invalid UTF-8 is replaced and reported on stderr; the run succeeds.
@@ -227,7 +227,7 @@ TEST_F(CliModel, PartialCharactersAndInvalidBytes) {
   EXPECT_EQ(r.err,
             "attnscope: warning: option '--text': 2 invalid UTF-8 sequences replaced by U+FFFD "
             "(first at byte 2)\n");
-  const json bad = json::parse(gpt2test::readBytes(out("bad.tokens.json")));
+  const json bad = json::parse(gpt2test::readFile(out("bad.tokens.json")));
   std::string joined;
   for (const auto& t : bad) joined += t.get<std::string>();
   // Each U+FFFD is three byte tokens here, and each of those decodes to "�" on its own.
@@ -267,7 +267,7 @@ TEST_F(CliModel, UsageErrors) {
 TEST_F(CliModel, BadModelFilesExitTwoNamingFileAndTensor) {
   auto tensors = [&]() { return gpt2test::checkpointTensors(model_, "F32"); };
   auto writeWeights = [&](const std::vector<gpt2test::RawTensor>& t) {
-    gpt2test::writeBytes(dir_ / "model.safetensors", gpt2test::safetensorsBytes(t));
+    gpt2test::writeFile(dir_ / "model.safetensors", gpt2test::safetensorsBytes(t));
   };
   const std::string st = (dir_ / "model.safetensors").string();
   const std::vector<std::string> args = {"model", dir_.string(), "--text",
@@ -293,12 +293,12 @@ TEST_F(CliModel, BadModelFilesExitTwoNamingFileAndTensor) {
   expectError(args, {st, "tensor 'ln_f.weight': unsupported dtype 'I32'"});
 
   writeWeights(tensors());  // offsets outside the file
-  std::string bytes = gpt2test::readBytes(st);
-  gpt2test::writeBytes(st, bytes.substr(0, bytes.size() - 8));
+  std::string bytes = gpt2test::readFile(st);
+  gpt2test::writeFile(st, bytes.substr(0, bytes.size() - 8));
   expectError(args, {st, "tensor '", "lie outside the file"});
 
   bytes[7] = 0x01;  // header length > 2^56
-  gpt2test::writeBytes(st, bytes);
+  gpt2test::writeFile(st, bytes);
   expectError(args, {st, "header length", "above the limit of 104857600 bytes"});
 
   EXPECT_FALSE(fs::exists(out("e.npz")));

@@ -119,9 +119,9 @@ TEST(CliModelFamilies, BosAndIdErrors) {
   expectError({"model", d, "--ids", "7,61", "--predict", "1"}, {"id 61", "outside the vocabulary"});
   expectError({"model", d, "--text", "hi", "--predict", "1"},
               {"option '--text'", "needs a tokenizer", "--ids"});
-  json config = json::parse(gpt2test::readBytes(dir / "config.json"));
+  json config = json::parse(gpt2test::readFile(dir / "config.json"));
   config.erase("bos_token_id");
-  gpt2test::writeBytes(dir / "config.json", config.dump());
+  gpt2test::writeFile(dir / "config.json", config.dump());
   expectError({"model", d, "--ids", "7", "--bos", "--predict", "1"},
               {"config.json", "field 'bos_token_id'", "missing"});
 }

@@ -27,31 +27,17 @@
 
 #include "formats/files.h"
 #include "render/heatmap_render.h"
+#include "tests/support/test_files.h"
 
 namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path testDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "files" /
-                       (std::string(info->test_suite_name()) + "." + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void writeText(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+// tests/support/test_files.h: one folder per test, whole files in and out.
+fs::path testDir() { return testing::testCaseDir("files"); }
+using testing::readFile;
+using testing::writeFile;
 
 std::vector<std::string> listDir(const fs::path& dir) {
   std::vector<std::string> names;
@@ -89,7 +75,7 @@ TEST(WriteFileAtomic, NewFileGetsContentAndUmaskModeAndNoLeftovers) {
   const Status written = io::writeFileAtomic((dir / "a.txt").string(), "hello");
   ::umask(mask);
   ASSERT_TRUE(written) << message(written);
-  EXPECT_EQ(readText(dir / "a.txt"), "hello");
+  EXPECT_EQ(readFile(dir / "a.txt"), "hello");
   EXPECT_EQ(modeOf(dir / "a.txt") & 07777, 0644u);
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"a.txt"});
 }
@@ -97,14 +83,14 @@ TEST(WriteFileAtomic, NewFileGetsContentAndUmaskModeAndNoLeftovers) {
 TEST(WriteFileAtomic, ExistingFileKeepsModeOwnerAndGroup) {
   const fs::path dir = testDir();
   const fs::path file = dir / "keep.csv";
-  writeText(file, "old");
+  writeFile(file, "old");
   ASSERT_EQ(::chmod(file.c_str(), 0640), 0);
   const bool root = ::geteuid() == 0;
   if (root) {
     ASSERT_EQ(::chown(file.c_str(), 1234, 2345), 0);
   }
   ASSERT_TRUE(io::writeFileAtomic(file.string(), "new content"));
-  EXPECT_EQ(readText(file), "new content");
+  EXPECT_EQ(readFile(file), "new content");
   struct stat info {};
   ASSERT_EQ(::stat(file.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 07777, 0640u);
@@ -118,13 +104,13 @@ TEST(WriteFileAtomic, ExistingFileKeepsModeOwnerAndGroup) {
 TEST(WriteFileAtomic, ReadOnlyFileIsRefusedAndKept) {
   const fs::path dir = testDir();
   const fs::path file = dir / "locked.json";
-  writeText(file, "precious");
+  writeFile(file, "precious");
   ASSERT_EQ(::chmod(file.c_str(), 0444), 0);
   const Status written = io::writeFileAtomic(file.string(), "overwritten");
   ASSERT_FALSE(written);
   EXPECT_NE(message(written).find(file.string()), std::string::npos) << message(written);
   EXPECT_NE(message(written).find("read-only"), std::string::npos) << message(written);
-  EXPECT_EQ(readText(file), "precious");
+  EXPECT_EQ(readFile(file), "precious");
   EXPECT_EQ(modeOf(file) & 07777, 0444u);
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"locked.json"});
 }
@@ -151,7 +137,7 @@ TEST(WriteFileAtomic, DirectoryIsRefused) {
 TEST(WriteFileAtomic, SymlinkStaysAndItsTargetIsUpdated) {
   const fs::path dir = testDir();
   fs::create_directories(dir / "real");
-  writeText(dir / "real" / "data.json", "old");
+  writeFile(dir / "real" / "data.json", "old");
   ASSERT_EQ(::chmod((dir / "real" / "data.json").c_str(), 0600), 0);
   // A chain: link1 -> real/link2 (relative to link1's folder) -> data.json (relative to real/).
   fs::create_symlink("data.json", dir / "real" / "link2");
@@ -160,7 +146,7 @@ TEST(WriteFileAtomic, SymlinkStaysAndItsTargetIsUpdated) {
   EXPECT_TRUE(fs::is_symlink(dir / "link1"));
   EXPECT_TRUE(fs::is_symlink(dir / "real" / "link2"));
   EXPECT_EQ(fs::read_symlink(dir / "link1"), "real/link2");
-  EXPECT_EQ(readText(dir / "real" / "data.json"), "new");
+  EXPECT_EQ(readFile(dir / "real" / "data.json"), "new");
   EXPECT_EQ(modeOf(dir / "real" / "data.json") & 07777, 0600u);
   EXPECT_EQ(listDir(dir / "real"), (std::vector<std::string>{"data.json", "link2"}));
 
@@ -168,7 +154,7 @@ TEST(WriteFileAtomic, SymlinkStaysAndItsTargetIsUpdated) {
   fs::create_symlink("made.json", dir / "dangling");
   ASSERT_TRUE(io::writeFileAtomic((dir / "dangling").string(), "made"));
   EXPECT_TRUE(fs::is_symlink(dir / "dangling"));
-  EXPECT_EQ(readText(dir / "made.json"), "made");
+  EXPECT_EQ(readFile(dir / "made.json"), "made");
 
   // A loop is an error, not a hang.
   fs::create_symlink("loop_b", dir / "loop_a");
@@ -227,7 +213,7 @@ TEST(WriteFileAtomic, ProcSelfFdIsWrittenInPlace) {
   // truncated and written, not replaced by a new file.
   const fs::path dir = testDir();
   const fs::path file = dir / "redirected.txt";
-  writeText(file, "old old old old");
+  writeFile(file, "old old old old");
   const int fd = ::open(file.c_str(), O_WRONLY);
   ASSERT_GE(fd, 0);
   struct stat before {
@@ -237,7 +223,7 @@ TEST(WriteFileAtomic, ProcSelfFdIsWrittenInPlace) {
   ::close(fd);
   ASSERT_EQ(::stat(file.c_str(), &after), 0);
   EXPECT_EQ(before.st_ino, after.st_ino);
-  EXPECT_EQ(readText(file), "new");
+  EXPECT_EQ(readFile(file), "new");
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"redirected.txt"});
 }
 
@@ -257,7 +243,7 @@ TEST(WriteFileAtomic, DevicesAndPipesGoInPlaceOthersAreRefused) {
   if (fs::is_directory("/dev/shm")) {
     const std::string shm = "/dev/shm/attnscope-test-" + std::to_string(::getpid()) + ".txt";
     ASSERT_TRUE(io::writeFileAtomic(shm, "in shm")) << shm;
-    EXPECT_EQ(readText(shm), "in shm");
+    EXPECT_EQ(readFile(shm), "in shm");
     EXPECT_TRUE(S_ISREG(modeOf(shm)));
     fs::remove(shm);
   }
@@ -305,11 +291,11 @@ TEST(Temporaries, OnlyOrphansOfDeadWritersAreRemoved) {
   const std::string busy = ".a.json.attnscope-tmp-" + alive + "-0123456789abcdef";
   const std::string linkLike = ".b.json.attnscope-tmp-" + dead + "-00000000000000aa";
   const std::string folderLike = ".c.json.attnscope-tmp-" + dead + "-00000000000000bb";
-  writeText(dir / orphan, "half");
-  writeText(dir / busy, "being written");
-  writeText(dir / "a.json", "target");
-  writeText(dir / ".a.json.tmp-123456", "not ours");
-  writeText(dir / "notes.attnscope-tmp-1-1", "not ours either");
+  writeFile(dir / orphan, "half");
+  writeFile(dir / busy, "being written");
+  writeFile(dir / "a.json", "target");
+  writeFile(dir / ".a.json.tmp-123456", "not ours");
+  writeFile(dir / "notes.attnscope-tmp-1-1", "not ours either");
   fs::create_symlink("a.json", dir / linkLike);
   fs::create_directories(dir / folderLike);
   EXPECT_EQ(io::cleanStaleTemporaries(dir.string()), 1);
@@ -330,8 +316,8 @@ TEST(Temporaries, AWriteCleansOrphansOfItsOwnTargetOnly) {
   const std::string dead = std::to_string(deadPid());
   const std::string mine = ".a.json.attnscope-tmp-" + dead + "-00000000000000aa";
   const std::string other = ".b.json.attnscope-tmp-" + dead + "-00000000000000bb";
-  writeText(dir / mine, "x");
-  writeText(dir / other, "y");
+  writeFile(dir / mine, "x");
+  writeFile(dir / other, "y");
   ASSERT_TRUE(io::writeFileAtomic((dir / "a.json").string(), "{}"));
   std::vector<std::string> kept{other, "a.json"};
   std::sort(kept.begin(), kept.end());
@@ -341,7 +327,7 @@ TEST(Temporaries, AWriteCleansOrphansOfItsOwnTargetOnly) {
 TEST(Temporaries, FailedStreamLeavesTargetAndNoTemporary) {
   const fs::path dir = testDir();
   const fs::path file = dir / "big.csv";
-  writeText(file, "old");
+  writeFile(file, "old");
   const Status failed =
       io::writeFileStreamed(file.string(), [](const io::ChunkWriter& write) -> Status {
         if (Status s = write("first chunk,"); !s) return s;
@@ -349,7 +335,7 @@ TEST(Temporaries, FailedStreamLeavesTargetAndNoTemporary) {
       });
   ASSERT_FALSE(failed);
   EXPECT_NE(message(failed).find("gave up"), std::string::npos);
-  EXPECT_EQ(readText(file), "old");
+  EXPECT_EQ(readFile(file), "old");
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"big.csv"});
 
   // A producer that throws: the exception passes through, nothing is left behind.
@@ -359,7 +345,7 @@ TEST(Temporaries, FailedStreamLeavesTargetAndNoTemporary) {
                                              throw std::runtime_error("out of memory");
                                            }),
                std::runtime_error);
-  EXPECT_EQ(readText(file), "old");
+  EXPECT_EQ(readFile(file), "old");
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"big.csv"});
 
   ASSERT_TRUE(io::writeFileStreamed(file.string(), [](const io::ChunkWriter& write) -> Status {
@@ -368,7 +354,7 @@ TEST(Temporaries, FailedStreamLeavesTargetAndNoTemporary) {
     }
     return Ok{};
   }));
-  const std::string text = readText(file);
+  const std::string text = readFile(file);
   EXPECT_TRUE(text.starts_with("0\n1\n2\n"));
   EXPECT_TRUE(text.ends_with("998\n999\n"));
 }
@@ -379,8 +365,8 @@ TEST(Temporaries, FailedStreamLeavesTargetAndNoTemporary) {
 
 TEST(SameFile, FollowsLinksAndIgnoresSpelling) {
   const fs::path dir = testDir();
-  writeText(dir / "x.json", "{}");
-  writeText(dir / "y.json", "{}");
+  writeFile(dir / "x.json", "{}");
+  writeFile(dir / "y.json", "{}");
   fs::create_symlink("x.json", dir / "soft.json");
   fs::create_hard_link(dir / "x.json", dir / "hard.json");
   const std::string x = (dir / "x.json").string();
@@ -428,7 +414,26 @@ TEST(EncodePng, RoundTripsPixelsAndMatchesTheExport) {
   ASSERT_TRUE(raster) << raster.error().message();
   const fs::path dir = testDir();
   ASSERT_TRUE(io::exportMatrix(view, style, (dir / "w.png").string()));
-  EXPECT_EQ(readText(dir / "w.png"), *io::encodePng(*raster));
+  EXPECT_EQ(readFile(dir / "w.png"), *io::encodePng(*raster));
+}
+
+TEST(EncodePng, RgbaKeepsTheAlphaChannel) {
+  // 2 x 1: opaque red, then half-transparent blue.
+  const std::vector<std::uint8_t> rgba = {255, 0, 0, 255, 0, 0, 255, 128};
+  Expected<std::string> png = io::encodePngRgba(2, 1, rgba);
+  ASSERT_TRUE(png);
+  int w = 0, h = 0, channels = 0;
+  unsigned char* pixels =
+      stbi_load_from_memory(reinterpret_cast<const unsigned char*>(png->data()),
+                            static_cast<int>(png->size()), &w, &h, &channels, 4);
+  ASSERT_NE(pixels, nullptr);
+  EXPECT_EQ(w, 2);
+  EXPECT_EQ(h, 1);
+  EXPECT_EQ(channels, 4);
+  EXPECT_TRUE(std::equal(rgba.begin(), rgba.end(), pixels));
+  stbi_image_free(pixels);
+  EXPECT_FALSE(io::encodePngRgba(0, 1, {}));
+  EXPECT_FALSE(io::encodePngRgba(2, 1, std::vector<std::uint8_t>(7)));
 }
 
 TEST(Export, KeepsModeAndRefusesReadOnlyFiles) {
@@ -436,17 +441,17 @@ TEST(Export, KeepsModeAndRefusesReadOnlyFiles) {
   MatrixView view;
   view.values = Matrix::Constant(2, 2, 0.5f);
   const fs::path csv = dir / "w.csv";
-  writeText(csv, "old");
+  writeFile(csv, "old");
   ASSERT_EQ(::chmod(csv.c_str(), 0600), 0);
   ASSERT_TRUE(io::exportMatrix(view, {}, csv.string()));
   EXPECT_EQ(modeOf(csv) & 07777, 0600u);  // the old writer made a fresh 0644 file
-  EXPECT_NE(readText(csv), "old");
+  EXPECT_NE(readFile(csv), "old");
   ASSERT_EQ(::chmod(csv.c_str(), 0444), 0);
-  const std::string before = readText(csv);
+  const std::string before = readFile(csv);
   const Status refused = io::exportMatrix(view, {}, csv.string());
   ASSERT_FALSE(refused);
   EXPECT_NE(message(refused).find("read-only"), std::string::npos) << message(refused);
-  EXPECT_EQ(readText(csv), before);
+  EXPECT_EQ(readFile(csv), before);
 }
 
 // =======================================================================================
@@ -488,7 +493,7 @@ TEST(KillTest, TargetIsAlwaysOldOrNewAndOrphansAreCleaned) {
     ASSERT_TRUE(WIFSIGNALED(status)) << "the writer stopped by itself (a write failed)";
     killedWhileWriting += WTERMSIG(status) == SIGKILL;
 
-    const std::string now = readText(target);
+    const std::string now = readFile(target);
     ASSERT_TRUE(now == first || now == second)
         << "round " << round << ": target has " << now.size() << " bytes, neither version";
     const std::vector<std::string> names = listDir(dir);

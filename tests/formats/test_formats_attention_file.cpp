@@ -182,13 +182,13 @@ TEST(AttentionFile, HostileShapes) {
   EXPECT_NE(errorOf(dir / "empty.npy").find("is empty (n_q = 0)"), std::string::npos);
   writeNpyFile(dir / "ints.npy", {"<i8", false, {2, 2}, 1}, attentionPattern());
   EXPECT_NE(errorOf(dir / "ints.npy").find("signed integer"), std::string::npos);
-  writeBytes(dir / "text.npy", "hello");
+  writeFile(dir / "text.npy", "hello");
   EXPECT_NE(errorOf(dir / "text.npy").find("not an .npy file"), std::string::npos);
-  writeBytes(dir / "zero.npz", "");
+  writeFile(dir / "zero.npz", "");
   EXPECT_NE(errorOf(dir / "zero.npz").find("empty file"), std::string::npos);
   EXPECT_NE(errorOf(dir / "missing.npy").find("no such file"), std::string::npos);
   // Too many tokens for the view: [1, 2000000] passes npy but not the attention limit.
-  writeBytes(dir / "wide.npy",
+  writeFile(dir / "wide.npy",
              headerFor({"<f2", false, {1, 2000000}, 1}) + std::string(4000000, '\0'));
   EXPECT_NE(errorOf(dir / "wide.npy").find("n_k = 2000000 is above the limit"), std::string::npos);
   io::AttentionOpenOptions array;
@@ -215,7 +215,7 @@ TEST(AttentionFile, PerLayerNpzWithDeflateAndBatchIsStacked) {
                      true});
   }
   items.push_back({"input_ids.npy", npyBytes({"<i8", false, {2, 6}, 1}, attentionPattern()), true});
-  writeBytes(dir / "hf.npz", makeZip(items));
+  writeFile(dir / "hf.npz", makeZip(items));
   for (int batch : {0, 1}) {
     io::AttentionOpenOptions options;
     options.batch = batch;
@@ -256,43 +256,43 @@ TEST(AttentionFile, AttentionsPrefixGapsAndChoices) {
       return pattern(salt, i[0], i[1], i[2]);
     });
   };
-  writeBytes(dir / "tl.npz",
+  writeFile(dir / "tl.npz",
              makeZip({{"attentions_1.npy", arr(1), false}, {"attentions_0.npy", arr(0), false}}));
   auto tl = io::AttentionFile::open((dir / "tl.npz").string());
   ASSERT_TRUE(tl.ok()) << tl.error().message();
   EXPECT_EQ(tl->shape().layers, 2);
   expectPattern(*tl);  // stacked by number, not archive order
 
-  writeBytes(dir / "gap.npz",
+  writeFile(dir / "gap.npz",
              makeZip({{"layer_0.npy", arr(0), false}, {"layer_2.npy", arr(2), false}}));
   EXPECT_NE(errorOf(dir / "gap.npz")
                 .find("several arrays (layer_0, layer_2); pick one with --array NAME"),
             std::string::npos);
 
-  writeBytes(dir / "mixed.npz",
+  writeFile(dir / "mixed.npz",
              makeZip({{"layer_0.npy", arr(0), false},
                       {"layer_1.npy", npyBytes({"<f4", false, {3, 5, 5}, 1}, attentionPattern()),
                        false}}));
   EXPECT_NE(errorOf(dir / "mixed.npz").find("does not match the layers before it"),
             std::string::npos);
 
-  writeBytes(dir / "one.npz", makeZip({{"attn.npy", arr(0), true}}));
+  writeFile(dir / "one.npz", makeZip({{"attn.npy", arr(0), true}}));
   auto one = io::AttentionFile::open((dir / "one.npz").string());
   ASSERT_TRUE(one.ok()) << one.error().message();
   EXPECT_EQ(one->arraysUsed(), (std::vector<std::string>{"attn"}));
 
-  writeBytes(dir / "none.npz",
+  writeFile(dir / "none.npz",
              makeZip({{"ids.npy", npyBytes({"<i8", false, {3}, 1}, attentionPattern()), true}}));
   EXPECT_NE(errorOf(dir / "none.npz").find("no float array"), std::string::npos);
   // An archive with no arrays at all: the file's fault, not --array's.
-  writeBytes(dir / "nothing.npz", makeZip({{"readme.txt", "hello", false}}));
+  writeFile(dir / "nothing.npz", makeZip({{"readme.txt", "hello", false}}));
   auto nothing = io::AttentionFile::open((dir / "nothing.npz").string());
   ASSERT_FALSE(nothing.ok());
   EXPECT_EQ(nothing.error().field, "");
   EXPECT_EQ(nothing.error().message(),
             (dir / "nothing.npz").string() + ": the archive has no arrays (no .npy entries)");
 
-  writeBytes(dir / "evil.npz", makeZip({{"../layer_0.npy", arr(0), false}}));
+  writeFile(dir / "evil.npz", makeZip({{"../layer_0.npy", arr(0), false}}));
   EXPECT_NE(errorOf(dir / "evil.npz").find("refusing entry '../layer_0.npy'"), std::string::npos);
 }
 
@@ -308,19 +308,19 @@ TEST(AttentionFile, TokenLabelsFromSideFilesOrOption) {
   EXPECT_EQ(plain->keyLabels(), (std::vector<std::string>{"0", "1", "2"}));
   EXPECT_EQ(plain->labelsSource(), "");
 
-  writeBytes(dir / "run.tokens.txt", "the\ncat\r\nsat\n");
+  writeFile(dir / "run.tokens.txt", "the\ncat\r\nsat\n");
   auto txt = io::AttentionFile::open((dir / "run.npy").string());
   ASSERT_TRUE(txt.ok()) << txt.error().message();
   EXPECT_EQ(txt->keyLabels(), (std::vector<std::string>{"the", "cat", "sat"}));
   EXPECT_EQ(txt->queryLabels(), txt->keyLabels());
 
-  writeBytes(dir / "run.tokens.json", R"(["[CLS]", "héllo", "[SEP]"])");  // json wins
+  writeFile(dir / "run.tokens.json", R"(["[CLS]", "héllo", "[SEP]"])");  // json wins
   auto json = io::AttentionFile::open((dir / "run.npy").string());
   ASSERT_TRUE(json.ok()) << json.error().message();
   EXPECT_EQ(json->keyLabels()[1], "héllo");
   EXPECT_EQ(json->labelsSource(), (dir / "run.tokens.json").string());
 
-  writeBytes(dir / "four.json", R"(["a", "b", "c", "d"])");
+  writeFile(dir / "four.json", R"(["a", "b", "c", "d"])");
   io::AttentionOpenOptions options;
   options.tokensPath = (dir / "four.json").string();
   auto file = io::AttentionFile::open((dir / "run.npy").string(), options);
@@ -328,20 +328,20 @@ TEST(AttentionFile, TokenLabelsFromSideFilesOrOption) {
   EXPECT_EQ(file.error().message(), (dir / "four.json").string() + ": 4 tokens, but " +
                                         (dir / "run.npy").string() + " has n_k = 3 keys");
 
-  writeBytes(dir / "bad.json", R"(["a", 2, "c"])");
+  writeFile(dir / "bad.json", R"(["a", 2, "c"])");
   options.tokensPath = (dir / "bad.json").string();
   EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options)
                 .error()
                 .message()
                 .find("token 1 is not a string"),
             std::string::npos);
-  writeBytes(dir / "object.json", R"({"not": "a list"})");
+  writeFile(dir / "object.json", R"({"not": "a list"})");
   options.tokensPath = (dir / "object.json").string();
   EXPECT_EQ(io::AttentionFile::open((dir / "run.npy").string(), options).error().message(),
             (dir / "object.json").string() +
                 ": must be a JSON list of strings, or an object with exactly 'queries' and "
                 "'keys' (two lists of strings)");
-  writeBytes(dir / "broken.json", R"(["a", )");
+  writeFile(dir / "broken.json", R"(["a", )");
   options.tokensPath = (dir / "broken.json").string();
   EXPECT_NE(io::AttentionFile::open((dir / "run.npy").string(), options)
                 .error()
@@ -353,17 +353,17 @@ TEST(AttentionFile, TokenLabelsFromSideFilesOrOption) {
 TEST(AttentionFile, DecodingQueriesAreTheLastTokensOrGivenSeparately) {
   const fs::path dir = freshDir("attn_kv");
   writeNpyFile(dir / "step.npy", {"<f4", false, {2, 4}, 1}, attentionPattern());
-  writeBytes(dir / "step.tokens.txt", "a\nb\nc\nd\n");
+  writeFile(dir / "step.tokens.txt", "a\nb\nc\nd\n");
   auto step = io::AttentionFile::open((dir / "step.npy").string());
   ASSERT_TRUE(step.ok()) << step.error().message();
   EXPECT_EQ(step->queryLabels(), (std::vector<std::string>{"c", "d"}));
-  writeBytes(dir / "cross.json", R"({"queries": ["x", "y"], "keys": ["a", "b", "c", "d"]})");
+  writeFile(dir / "cross.json", R"({"queries": ["x", "y"], "keys": ["a", "b", "c", "d"]})");
   io::AttentionOpenOptions options;
   options.tokensPath = (dir / "cross.json").string();
   auto cross = io::AttentionFile::open((dir / "step.npy").string(), options);
   ASSERT_TRUE(cross.ok()) << cross.error().message();
   EXPECT_EQ(cross->queryLabels(), (std::vector<std::string>{"x", "y"}));
-  writeBytes(dir / "cross3.json", R"({"queries": ["x"], "keys": ["a", "b", "c", "d"]})");
+  writeFile(dir / "cross3.json", R"({"queries": ["x"], "keys": ["a", "b", "c", "d"]})");
   options.tokensPath = (dir / "cross3.json").string();
   auto wrong = io::AttentionFile::open((dir / "step.npy").string(), options);
   ASSERT_FALSE(wrong.ok());
@@ -543,7 +543,7 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   tileStyle.cellSize = (io::kGridMinThumbnailPixels + 13) / 14;
   ASSERT_EQ(tileStyle.cellSize, 7);
   tileStyle.vmin = 0.0f;
-  tileStyle.vmax = 6.0f / 8;  // the largest value of all heads
+  tileStyle.vmax = 1.0f;  // weights on 0..1 (issue 18), the largest value being 6/8
   MatrixView first;
   first.values = overview.thumbnails[0];
   first.title = "L0 H0";
@@ -551,7 +551,7 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
   ASSERT_TRUE(tile.ok());
   // The tiles, then the colour bar with its tick labels on the right.
   EXPECT_GE(tile->width, io::kGridMinThumbnailPixels);
-  EXPECT_GT(grid->width, 3 * (tile->width + 6) + 6 + 30);
+  EXPECT_GT(grid->width, 3 * (tile->width + 6) + 6 + 20);
   EXPECT_LT(grid->width, 3 * (tile->width + 6) + 6 + 120);
   // The bar's outer tick labels may reach a little below the tiles.
   EXPECT_GE(grid->height, 2 * (tile->height + 6) + 6);
@@ -564,7 +564,7 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
       const std::uint8_t* px =
           grid->rgb.data() + (static_cast<std::size_t>(y) * grid->width + x) * 3;
       const io::Rgb want =
-          io::valueColor(ColormapKind::Viridis, (l * 3 + h + 1) / 8.0f, {0.0f, 0.75f});
+          io::valueColor(ColormapKind::Viridis, (l * 3 + h + 1) / 8.0f, {0.0f, 1.0f});
       EXPECT_EQ(io::Rgb({px[0], px[1], px[2]}), want) << l << " " << h;
     }
   }

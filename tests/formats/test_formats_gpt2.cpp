@@ -28,7 +28,7 @@ constexpr double kTolerance = 1e-4;
 std::string writeSafetensors(const std::string& name, const std::string& bytes) {
   fs::path dir = gpt2test::freshDir("safetensors");
   fs::path path = dir / name;
-  gpt2test::writeBytes(path, bytes);
+  gpt2test::writeFile(path, bytes);
   return path.string();
 }
 
@@ -318,7 +318,7 @@ TEST_F(Gpt2Folder, TransformerPrefixAndLmHead) {
                      "F32",
                      {vocab_.size(), 8},
                      gpt2test::encodeFloats(model_.at("wte.weight").values, "F32")});
-  gpt2test::writeBytes(dir / "model.safetensors", gpt2test::safetensorsBytes(tensors));
+  gpt2test::writeFile(dir / "model.safetensors", gpt2test::safetensorsBytes(tensors));
   expectLoadsAndMatches(dir);
 }
 
@@ -335,7 +335,7 @@ TEST_F(Gpt2Folder, SizesComeFromConfigJson) {
   json config = gpt2test::configJson(model_);
   config.erase("n_positions");
   config["n_inner"] = 64;
-  gpt2test::writeBytes(dir / "config.json", config.dump());
+  gpt2test::writeFile(dir / "config.json", config.dump());
   auto loaded = attn::io::loadModelFolder(dir.string());
   ASSERT_TRUE(loaded.ok()) << loaded.error().message();
   EXPECT_EQ(loaded->weights->config.nLayer, 3);
@@ -385,13 +385,13 @@ TEST_F(Gpt2Folder, ConfigErrorsNameTheField) {
     fs::path dir = gpt2test::writeModelFolder("gpt2_config_" + c.name, model_, vocab_);
     json config = gpt2test::configJson(model_);
     c.edit(config);
-    gpt2test::writeBytes(dir / "config.json", config.dump());
+    gpt2test::writeFile(dir / "config.json", config.dump());
     auto loaded = attn::io::loadModelFolder(dir.string());
     ASSERT_FALSE(loaded.ok());
     expectMessage(loaded.error(), {(dir / "config.json").string(), c.fragment});
   }
   fs::path dir = gpt2test::writeModelFolder("gpt2_config_badjson", model_, vocab_);
-  gpt2test::writeBytes(dir / "config.json", "{ not json");
+  gpt2test::writeFile(dir / "config.json", "{ not json");
   expectMessage(attn::io::loadModelFolder(dir.string()).error(), {"config.json", "not valid JSON"});
 }
 
@@ -454,7 +454,7 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
     fs::path dir = gpt2test::writeModelFolder("gpt2_weights_" + c.name, model_, vocab_);
     auto tensors = gpt2test::checkpointTensors(model_, "F32");
     c.edit(tensors);
-    gpt2test::writeBytes(dir / "model.safetensors", gpt2test::safetensorsBytes(tensors));
+    gpt2test::writeFile(dir / "model.safetensors", gpt2test::safetensorsBytes(tensors));
     auto loaded = attn::io::loadModelFolder(dir.string());
     ASSERT_FALSE(loaded.ok());
     std::vector<std::string> fragments = c.fragments;
@@ -467,15 +467,15 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
 
   // Offsets outside the file: cut the file short.
   fs::path dir = gpt2test::writeModelFolder("gpt2_weights_truncated", model_, vocab_);
-  std::string bytes = gpt2test::readBytes(dir / "model.safetensors");
-  gpt2test::writeBytes(dir / "model.safetensors", bytes.substr(0, bytes.size() - 100));
+  std::string bytes = gpt2test::readFile(dir / "model.safetensors");
+  gpt2test::writeFile(dir / "model.safetensors", bytes.substr(0, bytes.size() - 100));
   auto loaded = attn::io::loadModelFolder(dir.string());
   ASSERT_FALSE(loaded.ok());
   expectMessage(loaded.error(), {"model.safetensors", "tensor '", "lie outside the file"});
 
   // A header length field that claims more than 256 GB.
   bytes[4] = 0x40;
-  gpt2test::writeBytes(dir / "model.safetensors", bytes);
+  gpt2test::writeFile(dir / "model.safetensors", bytes);
   expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {"model.safetensors", "above the limit"});
 }
@@ -486,7 +486,7 @@ TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
 
   fs::path dir = gpt2test::writeModelFolder("gpt2_no_weights", model_, vocab_);
   fs::remove(dir / "model.safetensors");
-  gpt2test::writeBytes(dir / "pytorch_model.bin", "x");
+  gpt2test::writeFile(dir / "pytorch_model.bin", "x");
   expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {(dir / "model.safetensors").string(), "missing", "pytorch_model.bin"});
 
@@ -499,14 +499,14 @@ TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
   dir = gpt2test::writeModelFolder("gpt2_vocab_big", model_, vocab_);
   json config = gpt2test::configJson(model_);
   config["vocab_size"] = vocab_.size() - 1;
-  gpt2test::writeBytes(dir / "config.json", config.dump());
+  gpt2test::writeFile(dir / "config.json", config.dump());
   expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {"vocab.json", "token id " + std::to_string(vocab_.size() - 1),
                  "vocab_size is " + std::to_string(vocab_.size() - 1)});
 
   // merges.txt with a bad line.
   dir = gpt2test::writeModelFolder("gpt2_bad_merges", model_, vocab_);
-  gpt2test::writeBytes(dir / "merges.txt", "#version: 0.2\nĠ t\nthree parts here\n");
+  gpt2test::writeFile(dir / "merges.txt", "#version: 0.2\nĠ t\nthree parts here\n");
   expectMessage(attn::io::loadModelFolder(dir.string()).error(),
                 {"merges.txt", "line 3", "two tokens"});
 }

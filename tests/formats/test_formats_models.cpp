@@ -192,9 +192,9 @@ void expectError(const fs::path& dir, std::vector<std::string> fragments) {
 }
 
 void editConfig(const fs::path& dir, const std::function<void(json&)>& edit) {
-  json config = json::parse(gpt2test::readBytes(dir / "config.json"));
+  json config = json::parse(gpt2test::readFile(dir / "config.json"));
   edit(config);
-  gpt2test::writeBytes(dir / "config.json", config.dump());
+  gpt2test::writeFile(dir / "config.json", config.dump());
 }
 
 TEST(ModelErrors, ConfigFieldsAreNamed) {
@@ -292,15 +292,15 @@ TEST(ModelErrors, TensorsNamedWithTheirFile) {
                     "shape [32, 16], expected [16, 32]"});
   // The index names a shard that lacks the tensor.
   dir = modeltest::writeFolder("models_shard_index", spec, modeltest::makeTensors(spec, 5), "F32", 2);
-  json index = json::parse(gpt2test::readBytes(dir / "model.safetensors.index.json"));
+  json index = json::parse(gpt2test::readFile(dir / "model.safetensors.index.json"));
   index["weight_map"]["model.norm.weight"] =
       index["weight_map"]["model.norm.weight"] == "model-00001-of-00002.safetensors"
           ? "model-00002-of-00002.safetensors"
           : "model-00001-of-00002.safetensors";
-  gpt2test::writeBytes(dir / "model.safetensors.index.json", index.dump());
+  gpt2test::writeFile(dir / "model.safetensors.index.json", index.dump());
   expectError(dir, {"tensor 'model.norm.weight': missing", "index.json puts it in this file"});
   index["weight_map"]["model.norm.weight"] = "../x.safetensors";
-  gpt2test::writeBytes(dir / "model.safetensors.index.json", index.dump());
+  gpt2test::writeFile(dir / "model.safetensors.index.json", index.dump());
   expectError(dir, {"model.safetensors.index.json", "field 'weight_map'", "not a file name"});
 }
 

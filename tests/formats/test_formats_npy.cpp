@@ -136,7 +136,7 @@ TEST(Npy, MapsAFileWithoutReadingIt) {
   auto missing = io::openNpy((dir / "none.npy").string());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message().find("none.npy"), std::string::npos);
-  writeBytes(dir / "empty.npy", "");
+  writeFile(dir / "empty.npy", "");
   auto empty = io::openNpy((dir / "empty.npy").string());
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.error().message().find("empty file"), std::string::npos);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "formats/scenario_json.h"
+#include "tests/support/test_files.h"
 
 namespace attn {
 namespace {
@@ -32,26 +33,9 @@ const fs::path kPresetDir = fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios";
 // ---------------------------------------------------------------------------------------
 
 // A fresh folder per test, so tests can run in parallel (ctest -j).
-fs::path testDir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "io_scenario" /
-                 (std::string(info->test_suite_name()) + "." + info->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void writeText(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
+fs::path testDir() { return testing::testCaseDir("io_scenario"); }
+using testing::readFile;
+using testing::writeFile;
 
 std::vector<fs::path> presets() {
   std::vector<fs::path> files;
@@ -159,7 +143,7 @@ void expectSameResult(const AttentionResult& a, const AttentionResult& b) {
 void expectRoundTrip(const Scenario& original, const fs::path& file) {
   ASSERT_TRUE(io::saveScenario(original, file.string()).ok());
   const auto loaded = io::loadScenario(file.string());
-  ASSERT_TRUE(loaded.ok()) << loaded.error().message() << "\n" << readText(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message() << "\n" << readFile(file);
   expectSameScenario(original, *loaded);
   EXPECT_EQ(io::scenarioToJson(original), io::scenarioToJson(*loaded));
   const auto first = compute(original);
@@ -902,7 +886,7 @@ TEST(BadInput, DeepNestingIsRejectedWithoutRecursion) {
 TEST(BadInput, EmptyTruncatedAndNotUtf8) {
   expectError("", "", "empty");
   expectError(" \n\t ", "", "empty");
-  const std::string preset = readText(kPresetDir / "decoder_state.json");
+  const std::string preset = readFile(kPresetDir / "decoder_state.json");
   for (std::size_t cut : {preset.size() / 3, preset.size() / 2, preset.size() - 2}) {
     expectError(preset.substr(0, cut), "", "invalid JSON");
   }
@@ -927,16 +911,16 @@ TEST(Files, LoadErrorsNameTheFile) {
   expectLoadError(dir / "missing.json", "no such file");
   expectLoadError(dir, "is a directory");
 
-  writeText(dir / "empty.json", "");
+  writeFile(dir / "empty.json", "");
   expectLoadError(dir / "empty.json", "empty");
 
-  const std::string preset = readText(kPresetDir / "decoder_state.json");
-  writeText(dir / "truncated.json", preset.substr(0, preset.size() / 2));
+  const std::string preset = readFile(kPresetDir / "decoder_state.json");
+  writeFile(dir / "truncated.json", preset.substr(0, preset.size() / 2));
   expectLoadError(dir / "truncated.json", "invalid JSON");
 
   // A sparse file one byte over the limit: rejected from its size, never read.
   const fs::path huge = dir / "huge.json";
-  writeText(huge, "{");
+  writeFile(huge, "{");
   fs::resize_file(huge, io::kMaxScenarioBytes + 1);
   std::string limitText = "more than the limit of ";
   limitText += std::to_string(io::kMaxScenarioBytes);
@@ -944,7 +928,7 @@ TEST(Files, LoadErrorsNameTheFile) {
   expectLoadError(huge, limitText);
   fs::remove(huge);
 
-  writeText(dir / "typo.json", R"({"querys": [[1]], "keys": [[1]]})");
+  writeFile(dir / "typo.json", R"({"querys": [[1]], "keys": [[1]]})");
   expectLoadError(dir / "typo.json", "field 'querys': unknown field 'querys'");
 
   if (::mkfifo((dir / "fifo.json").c_str(), 0600) == 0) {
@@ -982,7 +966,7 @@ TEST(Files, SaveIsAtomicAndLeavesNoTemporaryFile) {
 
   // writeFileAtomic is the same machinery for any text.
   ASSERT_TRUE(io::writeFileAtomic((dir / "note.txt").string(), "hello").ok());
-  EXPECT_EQ(readText(dir / "note.txt"), "hello");
+  EXPECT_EQ(readFile(dir / "note.txt"), "hello");
 }
 
 TEST(Files, FailedSaveKeepsTheOldFileAndNamesIt) {
@@ -1006,7 +990,7 @@ TEST(Files, FailedSaveKeepsTheOldFileAndNamesIt) {
 
   // Writing fails half way (file size limit; works even as root): old file intact, no temp.
   const fs::path file = dir / "keep.json";
-  writeText(file, "old content");
+  writeFile(file, "old content");
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
   auto* previous = ::signal(SIGXFSZ, SIG_IGN);
@@ -1020,20 +1004,20 @@ TEST(Files, FailedSaveKeepsTheOldFileAndNamesIt) {
   EXPECT_NE(status.error().message().find(file.string()), std::string::npos);
   EXPECT_NE(status.error().message().find("cannot write"), std::string::npos)
       << status.error().message();
-  EXPECT_EQ(readText(file), "old content");
+  EXPECT_EQ(readFile(file), "old content");
   EXPECT_EQ(listDir(dir), (std::vector<std::string>{"folder.json", "keep.json"}));
 
   // Folder not writable (root ignores permissions, so only as a normal user).
   if (::geteuid() != 0) {
     const fs::path locked = dir / "locked";
     fs::create_directories(locked);
-    writeText(locked / "s.json", "old");
+    writeFile(locked / "s.json", "old");
     fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
     status = io::saveScenario(*scenario, (locked / "s.json").string());
     fs::permissions(locked, fs::perms::owner_all);
     ASSERT_FALSE(status.ok());
     EXPECT_NE(status.error().message().find("s.json"), std::string::npos);
-    EXPECT_EQ(readText(locked / "s.json"), "old");
+    EXPECT_EQ(readFile(locked / "s.json"), "old");
     EXPECT_EQ(listDir(locked), std::vector<std::string>{"s.json"});
   }
 }
@@ -1042,7 +1026,7 @@ TEST(Files, SaveThroughSymlinkReplacesTheTarget) {
   const fs::path dir = testDir();
   const auto scenario = parse(kMinimal);
   ASSERT_TRUE(scenario.ok());
-  writeText(dir / "real.json", "old");
+  writeFile(dir / "real.json", "old");
   fs::create_symlink("real.json", dir / "link.json");
   ASSERT_TRUE(io::saveScenario(*scenario, (dir / "link.json").string()).ok());
   EXPECT_TRUE(fs::is_symlink(dir / "link.json"));

@@ -19,8 +19,11 @@ constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 using attn::testing::M;
 
 TEST(ColorScale, NamesRoundTrip) {
-  for (RangeMode mode : {RangeMode::Global, RangeMode::Row, RangeMode::Fixed})
+  for (RangeMode mode : {RangeMode::Auto, RangeMode::MinMax, RangeMode::Row, RangeMode::Fixed})
     EXPECT_EQ(parseRangeMode(toString(mode)), mode);
+  EXPECT_EQ(parseRangeMode("global"), RangeMode::Auto);  // the old default's name
+  EXPECT_EQ(toString(RangeMode::MinMax), "minmax");
+  EXPECT_EQ(toString(RangeRule::Symmetric), "symmetric");
   for (ColorScaleKind kind : {ColorScaleKind::Linear, ColorScaleKind::Log})
     EXPECT_EQ(parseColorScaleKind(toString(kind)), kind);
   EXPECT_EQ(toString(RangeMode::Row), "row");
@@ -162,6 +165,76 @@ TEST(ColorScale, DecadeTicksAndRowTicks) {
   perRow.range = RangeMode::Row;
   EXPECT_EQ(normalizationCaption(perRow, {}), "per row: row min \xE2\x86\x92 row max");
   EXPECT_EQ(normalizationCaption(ColorNormalization{}, {}), "");
+}
+
+// Issue 18: the default range rule by meaning, and the user's choices.
+TEST(RangeRules, WeightsAreFixedZeroToOneSignedAreSymmetricOthersMinMax) {
+  ColorNormalization n;  // RangeMode::Auto
+  n.probability = true;
+  // Eight heads at T = 100: weights between 0.082 and 0.084 stay near the bottom.
+  const ValueRange flat{0.082f, 0.084f};
+  EXPECT_EQ(rangeRule(flat, n), RangeRule::Fixed);
+  ValueRange r = ruleRange(flat, n);
+  EXPECT_EQ(r.lo, 0.0f);
+  EXPECT_EQ(r.hi, 1.0f);
+  EXPECT_NEAR(colorPosition(0.084f, r), 0.084f, 1e-6f);
+  // A single weight of exactly 1 is at the top of the map, not in the middle.
+  r = ruleRange(ValueRange{1.0f, 1.0f}, n);
+  EXPECT_EQ(colorPosition(1.0f, r), 1.0f);
+  // An "attention" tensor that is not a probability (raw scores in a file) falls through.
+  EXPECT_EQ(rangeRule(ValueRange{-3.0f, 5.0f}, n), RangeRule::MinMax);
+  n.centreZero = true;
+  EXPECT_EQ(rangeRule(ValueRange{-3.0f, 5.0f}, n), RangeRule::Symmetric);
+  // Signed: symmetric about 0; a constant 2 sits at the top, a constant 0 in the middle.
+  ColorNormalization s;
+  s.centreZero = true;
+  EXPECT_EQ(rangeRule(ValueRange{-0.5f, 2.0f}, s), RangeRule::Symmetric);
+  r = ruleRange(ValueRange{-0.5f, 2.0f}, s);
+  EXPECT_EQ(r.lo, -2.0f);
+  EXPECT_EQ(r.hi, 2.0f);
+  EXPECT_EQ(colorPosition(2.0f, ruleRange(ValueRange{2.0f, 2.0f}, s)), 1.0f);
+  EXPECT_EQ(colorPosition(0.0f, ruleRange(ValueRange{0.0f, 0.0f}, s)), 0.5f);
+  // Neither: its own min..max.
+  EXPECT_EQ(rangeRule(ValueRange{3.0f, 7.0f}, ColorNormalization{}), RangeRule::MinMax);
+  // The user's choices win over the meaning.
+  n.range = RangeMode::MinMax;
+  EXPECT_EQ(rangeRule(flat, n), RangeRule::MinMax);
+  r = ruleRange(flat, n);
+  EXPECT_EQ(r.lo, 0.082f);
+  EXPECT_EQ(r.hi, 0.084f);
+  n.range = RangeMode::Row;
+  EXPECT_EQ(rangeRule(flat, n), RangeRule::Row);
+  n.range = RangeMode::Auto;
+  n.vmin = 0.0f;
+  n.vmax = 0.5f;
+  EXPECT_EQ(rangeRule(flat, n), RangeRule::Fixed);
+  EXPECT_EQ(ruleRange(flat, n).hi, 0.5f);
+}
+
+TEST(RangeRules, CaptionsNameTheRule) {
+  EXPECT_EQ(rangeRuleCaption(RangeRule::Fixed, {0, 1}), "fixed 0\xE2\x80\x93" "1");
+  EXPECT_EQ(rangeRuleCaption(RangeRule::Symmetric, {-2.5f, 2.5f}), "symmetric \xC2\xB1" "2.5");
+  EXPECT_EQ(rangeRuleCaption(RangeRule::MinMax, {3, 7}), "min\xE2\x80\x93max");
+  EXPECT_EQ(rangeRuleCaption(RangeRule::Row, {0, 1}), "per row");
+}
+
+TEST(RangeRules, TinyValuesPrintRatherThanVanish) {
+  // With room for 4 characters 8e-33 prints "0" (what it rounds to), never blank next to a
+  // "0.5"; with room for 6 it keeps its own text.
+  auto fits4 = [](const std::string& text) { return text.size() <= 4; };
+  EXPECT_EQ(fittedCellLabel(8e-33f, 3, fits4), std::optional<std::string>("0"));
+  auto fits6 = [](const std::string& text) { return text.size() <= 6; };
+  EXPECT_EQ(fittedCellLabel(8e-33f, 3, fits6), std::optional<std::string>("8e-33"));
+  auto fits3 = [](const std::string& text) { return text.size() <= 3; };
+  EXPECT_EQ(fittedCellLabel(0.5f, 3, fits3), std::optional<std::string>("0.5"));
+  // A cell whose scientific text does not fit (here: no room for an exponent) says "<0.001".
+  auto plain6 = [](const std::string& text) {
+    return text.size() <= 6 && text.find('e') == std::string::npos;
+  };
+  EXPECT_EQ(fittedCellLabel(2e-5f, 3, plain6), std::optional<std::string>("<0.001"));
+  EXPECT_EQ(fittedCellLabel(-2e-5f, 3, plain6), std::optional<std::string>("0"));
+  auto none = [](const std::string&) { return false; };
+  EXPECT_FALSE(fittedCellLabel(8e-33f, 3, none));
 }
 
 }  // namespace

@@ -476,6 +476,7 @@ TEST(OverlayTest, BlendsColormapOverImageAndFramesTheQuery) {
   style.colormap = ColormapKind::Viridis;
   style.opacity = 0.5f;
   style.outlineQuery = false;
+  style.range = RangeMode::MinMax;  // the user's min-max (issue 18: the default is 0..1)
   Expected<io::Image> overlay = io::renderPatchOverlay(image, grid, weights, 3, style);
   ASSERT_TRUE(overlay.ok()) << overlay.error().message();
   ASSERT_EQ(overlay->width, 10);
@@ -526,9 +527,15 @@ TEST(OverlayTest, Errors) {
   EXPECT_EQ(io::renderPatchOverlay(image, grid, Vector::Zero(3), 0, style).error().field,
             "weights");
   EXPECT_EQ(io::renderPatchOverlay(image, grid, weights, 4, style).error().field, "query");
-  // A constant row has the middle colour of the map everywhere.
+  // Under the default rule the weights sit on 0..1: 0.25 everywhere is a quarter up the map.
   style.opacity = 1;
   style.outlineQuery = false;
+  Expected<io::Image> quarter = io::renderPatchOverlay(image, grid, weights, 0, style);
+  ASSERT_TRUE(quarter.ok());
+  EXPECT_EQ(quarter->rgb[0], io::colormapColor(style.colormap, 0.25f).r);
+  EXPECT_EQ(quarter->rgb[1], io::colormapColor(style.colormap, 0.25f).g);
+  // Under min-max a constant row has the middle colour of the map everywhere.
+  style.range = RangeMode::MinMax;
   Expected<io::Image> flat = io::renderPatchOverlay(image, grid, weights, 0, style);
   ASSERT_TRUE(flat.ok());
   const io::Rgb middle = io::valueColor(style.colormap, 0.25f, io::ValueRange{0.25f, 0.25f});

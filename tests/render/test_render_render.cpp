@@ -12,7 +12,11 @@
 #include <sstream>
 #include <string>
 
+#include "core/attention/aggregate.h"
+#include "render/heatmap_layout.h"
 #include "render/heatmap_render.h"
+#include "tests/support/test_core_util.h"
+#include "tests/support/test_files.h"
 
 namespace attn::io {
 
@@ -33,17 +37,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-Matrix M(std::initializer_list<std::initializer_list<float>> rows) {
-  Matrix m(static_cast<Eigen::Index>(rows.size()),
-           static_cast<Eigen::Index>(rows.size() ? rows.begin()->size() : 0));
-  Eigen::Index i = 0;
-  for (const auto& row : rows) {
-    Eigen::Index j = 0;
-    for (float x : row) m(i, j++) = x;
-    ++i;
-  }
-  return m;
-}
+using testing::M;  // tests/support/test_core_util.h
 
 fs::path tempDir() {
   fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "io_render";
@@ -51,12 +45,7 @@ fs::path tempDir() {
   return dir;
 }
 
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::readFile;  // tests/support/test_files.h
 
 Image readPng(const fs::path& path) {
   int w = 0, h = 0, channels = 0;
@@ -264,27 +253,27 @@ TEST(MaxPool, BlocksFoldLeftoversAndKeepNanAndMasks) {
   const Matrix m = M(
       {{1, 2, -kInf}, {0, 3, 0}, {-kInf, -kInf, -kInf}, {-kInf, -kInf, -kInf}, {-kInf, 9, -kInf}});
   std::vector<float> out(2);
-  maxPool(matrixRef(m), 2, 2, 1, out.data());
+  maxPoolBlocks(matrixRef(m), 2, 2, 2, 1, out.data());
   EXPECT_EQ(out[0], 3);
   EXPECT_EQ(out[1], 9);
   // ceil blocks (the exports' grid): an all-masked block stays masked, NaN wins.
   const Matrix n = M({{-kInf, -kInf, 1}, {-kInf, -kInf, std::nanf("")}});
   std::vector<float> grid(2);
-  maxPool(matrixRef(n), 2, 1, 2, grid.data());
+  maxPoolBlocks(matrixRef(n), 2, 2, 1, 2, grid.data());
   EXPECT_EQ(grid[0], -kInf);
   EXPECT_TRUE(std::isnan(grid[1]));
   // A strided view (one column block of a wider matrix) pools only what it sees.
   const Matrix wide = M({{1, 100}, {4, 100}});
   const MatrixRef left{wide.data(), 2, 1, 2};
   float single = 0;
-  maxPool(left, 2, 1, 1, &single);
+  maxPoolBlocks(left, 2, 2, 1, 1, &single);
   EXPECT_EQ(single, 4);
 }
 
 TEST(MaxPool, FastPathsMatchTheElementwiseDefinition) {
   // Random matrices with some NaN, +-inf and masked rows, every factor and output size the
   // window and the exports use (floor sizes that fold leftovers, ceil sizes): the row-wise
-  // fast paths of maxPool and finiteRange must give exactly the element-by-element result.
+  // fast paths of maxPoolBlocks and finiteRange must give exactly the element-by-element result.
   std::uint32_t state = 12345;
   auto next = [&] {
     state = state * 1664525u + 1013904223u;
@@ -321,7 +310,7 @@ TEST(MaxPool, FastPathsMatchTheElementwiseDefinition) {
         const int outRows = std::max(1, ceilSizes ? (rows + factor - 1) / factor : rows / factor);
         const int outCols = std::max(1, ceilSizes ? (cols + factor - 1) / factor : cols / factor);
         std::vector<float> fast(static_cast<std::size_t>(outRows * outCols));
-        maxPool(matrixRef(m), factor, outRows, outCols, fast.data());
+        maxPoolBlocks(matrixRef(m), factor, factor, outRows, outCols, fast.data());
         std::vector<float> slow(fast.size(), -kInf);
         for (int r = 0; r < rows; ++r)
           for (int c = 0; c < cols; ++c) {
@@ -811,6 +800,37 @@ TEST(Render, LongThinMatrixPoolsBothAxesAlike) {
   EXPECT_EQ(neighbour.y0, peak.y0);
 }
 
+TEST(Render, PooledGridIsTheThumbnailRule) {
+  // The exports' pooled grid and the attention-file thumbnails pool by the one rule of
+  // core/attention/aggregate.h (ceiling blocks): 4097 x 5 at the 2048-cell budget pools by
+  // 3 into 1366 x 2 blocks, the last row block one row tall and the last column block two.
+  MatrixView view;
+  view.values = Matrix::Zero(4097, 5);
+  view.values(4096, 4) = 2.0f;  // alone in the last (short) block
+  view.values(3, 1) = 1.5f;           // block (1, 0)
+  view.values(5, 4) = std::nanf("");  // block (1, 1)
+  const detail::Layout layout = detail::computeLayout(view, HeatmapStyle{}, nullptr);
+  ASSERT_EQ(layout.pool, 3);
+  ASSERT_EQ(layout.gridRows, 1366);
+  ASSERT_EQ(layout.gridCols, 2);
+  Matrix storage;
+  const MatrixRef grid = detail::gridValues(view, layout, storage);
+  const Matrix thumbnail = maxPool(matrixRef(view.values), 1366, 2);
+  ASSERT_EQ(thumbnail.rows(), 1366);
+  ASSERT_EQ(thumbnail.cols(), 2);
+  EXPECT_EQ(grid(1365, 1), 2.0f);
+  EXPECT_EQ(grid(1, 0), 1.5f);
+  EXPECT_TRUE(std::isnan(grid(1, 1)));
+  for (int r = 0; r < grid.rows; ++r)
+    for (int c = 0; c < grid.cols; ++c) {
+      if (std::isnan(grid(r, c))) {
+        EXPECT_TRUE(std::isnan(thumbnail(r, c)));
+      } else {
+        EXPECT_EQ(grid(r, c), thumbnail(r, c)) << r << ", " << c;
+      }
+    }
+}
+
 TEST(Render, Deterministic) {
   const MatrixView view = sampleView();
   Expected<Image> a = renderHeatmap(view, HeatmapStyle{});
@@ -1069,7 +1089,7 @@ TEST(ColorScaleExport, PerRowPngColoursEachRowFromBottomToTop) {
   EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 1)), lut[255]);
   EXPECT_EQ(centreOf(*image, cellRect(view, style, 1, 2)), lut[128]);
   // The same matrix globally: row 0 is all at the bottom.
-  style.range = RangeMode::Global;
+  style.range = RangeMode::MinMax;
   Expected<Image> global = renderHeatmap(view, style);
   ASSERT_TRUE(global);
   EXPECT_EQ(centreOf(*global, cellRect(view, style, 0, 2)),

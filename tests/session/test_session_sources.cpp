@@ -156,7 +156,7 @@ TEST(FileSource, AMultiArrayNpzIsOpenedOnce) {
   tf::NpySpec single;
   single.shape = {4, 4};
   const fs::path path = dir / "two.npz";
-  tf::writeBytes(path, tf::makeZip({{"a.npy", tf::npyBytes(heads, tf::attentionPattern())},
+  tf::writeFile(path, tf::makeZip({{"a.npy", tf::npyBytes(heads, tf::attentionPattern())},
                                     {"b.npy", tf::npyBytes(single, tf::attentionPattern()), true}}));
   AppState state;
   // 1 no array named: the choice, from one open

@@ -23,13 +23,14 @@
 #include "app/ui/shell/gui_session.h"
 #include "tests/support/attention_test_files.h"
 #include "render/heatmap_render.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace tf = attn::testfiles;
 
-bool haveXvfbRun() { return std::system("command -v xvfb-run >/dev/null 2>&1") == 0; }
+using attn::testing::haveXvfbRun;  // tests/support/test_files.h
 
 int screenshot(const fs::path& file, const fs::path& out, std::string* log) {
   const fs::path logPath = out.string() + ".log";
@@ -93,7 +94,7 @@ TEST(AttentionScreenshot, MarksPlusInfinityHatched) {
       stbi_load((dir / "shot.png").string().c_str(), &width, &height, &channels, 3);
   ASSERT_NE(rgb, nullptr);
   const attn::io::Rgb nan = attn::io::kNanColor;
-  // shaders/heatmap.frag: the hatch lines are the NaN colour at 0.45.
+  // assets/shaders/heatmap.frag: the hatch lines are the NaN colour at 0.45.
   const int hatch[3] = {static_cast<int>(nan.r * 0.45f), static_cast<int>(nan.g * 0.45f),
                         static_cast<int>(nan.b * 0.45f)};
   long magenta = 0, lines = 0;

@@ -17,13 +17,14 @@
 #include "app/session/model_service.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-bool haveXvfbRun() { return std::system("command -v xvfb-run >/dev/null 2>&1") == 0; }
+using attn::testing::haveXvfbRun;  // tests/support/test_files.h
 
 // A model big enough that a run takes a few frames' time on llvmpipe's 2 cores.
 fs::path writeModel(const std::string& name) {

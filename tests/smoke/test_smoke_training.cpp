@@ -18,15 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include "render/heatmap_render.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-bool haveXvfbRun() {
-  return std::system("command -v xvfb-run >/dev/null 2>&1") == 0;
-}
+using attn::testing::haveXvfbRun;  // tests/support/test_files.h
 
 struct Shot {
   int exitCode = -1;

@@ -27,15 +27,14 @@
 
 #include "render/heatmap_render.h"
 #include "formats/scenario_json.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-bool haveXvfbRun() {
-  return std::system("command -v xvfb-run >/dev/null 2>&1") == 0;
-}
+using attn::testing::haveXvfbRun;  // tests/support/test_files.h
 
 std::vector<std::string> presets() {
   std::vector<std::string> out;

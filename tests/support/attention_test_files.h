@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_files.h"
+
 namespace attn::testfiles {
 
 namespace fs = std::filesystem;
@@ -138,10 +140,7 @@ inline void writeNpyFile(const fs::path& path, const NpySpec& spec, const ValueF
   if (!file) throw std::runtime_error("cannot write " + path.string());
 }
 
-inline void writeBytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using attn::testing::writeFile;  // tests/support/test_files.h
 
 // The pattern over the LAST four indices [layer, head, row, col] of an index; missing leading
 // ones count as 0, and a batch index (when `batchDims` leading dims are batch) adds 17 per
@@ -192,11 +191,6 @@ inline std::string makeZip(const std::vector<ZipItem>& items) {
   return out;
 }
 
-inline fs::path freshDir(const std::string& name) {
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using attn::testing::freshDir;  // tests/support/test_files.h
 
 }  // namespace attn::testfiles

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_files.h"
+
 extern char** environ;
 
 namespace attn::testing {
@@ -35,12 +37,7 @@ struct RunResult {
   }
 };
 
-inline std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// readFile(path): tests/support/test_files.h.
 
 // Runs `program args...` (argv[0] = program) with this process's environment, or with
 // `env` ("NAME=value" strings) when given; stdout and stderr go to stdout.txt / stderr.txt

@@ -19,6 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/random.h"
+#include "tests/support/test_files.h"
+
 namespace gpt2test {
 
 namespace fs = std::filesystem;
@@ -28,23 +31,10 @@ using nlohmann::json;
 // Files
 // =======================================================================================
 
-inline void writeBytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-inline std::string readBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// A fresh, empty folder under the build's test-tmp.
-inline fs::path freshDir(const std::string& name) {
-  fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+// tests/support/test_files.h: the one copy of these helpers.
+using attn::testing::freshDir;
+using attn::testing::readFile;
+using attn::testing::writeFile;
 
 // =======================================================================================
 // Safetensors, written by hand (independent of io/safetensors)
@@ -326,13 +316,8 @@ inline TinyModel makeTinyModel(const TinyConfig& c, int vocabSize, std::uint64_t
   TinyModel model;
   model.config = c;
   model.vocabSize = vocabSize;
-  std::uint64_t state = seed;
-  auto next = [&]() {  // splitmix64
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
+  attn::SplitMix64 generator(seed);  // core/base/random.h
+  auto next = [&]() { return generator.next(); };
   // k / 2^shift with k uniform in [-range, range], range < 128
   auto values = [&](std::size_t count, int range, int shift, float offset = 0) {
     std::vector<float> v(count);
@@ -419,10 +404,10 @@ inline fs::path writeModelFolder(const std::string& name, const TinyModel& model
                                  const Vocabulary& vocab, const std::string& dtype = "F32",
                                  const std::string& prefix = "") {
   fs::path dir = freshDir(name);
-  writeBytes(dir / "config.json", configJson(model).dump(2));
-  writeBytes(dir / "vocab.json", vocab.vocabJson());
-  writeBytes(dir / "merges.txt", vocab.mergesText());
-  writeBytes(dir / "model.safetensors",
+  writeFile(dir / "config.json", configJson(model).dump(2));
+  writeFile(dir / "vocab.json", vocab.vocabJson());
+  writeFile(dir / "merges.txt", vocab.mergesText());
+  writeFile(dir / "model.safetensors",
              safetensorsBytes(checkpointTensors(model, dtype, prefix), json{{"format", "pt"}}));
   return dir;
 }

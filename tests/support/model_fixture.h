@@ -73,13 +73,8 @@ using Tensors = std::map<std::string, NamedTensor>;
 // and BF16, large enough that attention is far from uniform.
 inline Tensors makeTensors(const Spec& c, std::uint64_t seed) {
   Tensors out;
-  std::uint64_t state = seed;
-  auto next = [&]() {  // splitmix64
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
+  attn::SplitMix64 generator(seed);  // core/base/random.h
+  auto next = [&]() { return generator.next(); };
   auto add = [&](const std::string& name, std::vector<std::int64_t> shape, int range, int shift,
                  float offset = 0) {
     std::int64_t count = 1;
@@ -206,13 +201,13 @@ inline json configJson(const Spec& c) {
 inline fs::path writeFolder(const std::string& name, const Spec& spec, const Tensors& tensors,
                             const std::string& dtype = "F32", int shards = 1) {
   fs::path dir = gpt2test::freshDir(name);
-  gpt2test::writeBytes(dir / "config.json", configJson(spec).dump(2));
+  gpt2test::writeFile(dir / "config.json", configJson(spec).dump(2));
   if (spec.modelType == "gpt2") {  // GPT-2's tokenizer files: 256 byte tokens and "Ġt"
     json vocab = json::object();
     for (int i = 0; i < 256; ++i) vocab[gpt2test::mapped(std::string(1, static_cast<char>(i)))] = i;
     vocab[gpt2test::mapped(" t")] = 256;
-    gpt2test::writeBytes(dir / "vocab.json", vocab.dump());
-    gpt2test::writeBytes(dir / "merges.txt", "#version: 0.2\n" + gpt2test::mapped(" ") + " t\n");
+    gpt2test::writeFile(dir / "vocab.json", vocab.dump());
+    gpt2test::writeFile(dir / "merges.txt", "#version: 0.2\n" + gpt2test::mapped(" ") + " t\n");
   }
   std::vector<std::vector<RawTensor>> parts(static_cast<std::size_t>(std::max(shards, 1)));
   std::size_t i = 0;
@@ -221,7 +216,7 @@ inline fs::path writeFolder(const std::string& name, const Spec& spec, const Ten
         {tensorName, dtype, t.shape, gpt2test::encodeFloats(t.values, dtype)});
   }
   if (parts.size() == 1) {
-    gpt2test::writeBytes(dir / "model.safetensors",
+    gpt2test::writeFile(dir / "model.safetensors",
                          gpt2test::safetensorsBytes(parts[0], json{{"format", "pt"}}));
     return dir;
   }
@@ -230,9 +225,9 @@ inline fs::path writeFolder(const std::string& name, const Spec& spec, const Ten
     char file[64];
     std::snprintf(file, sizeof file, "model-%05zu-of-%05zu.safetensors", s + 1, parts.size());
     for (const RawTensor& t : parts[s]) map[t.name] = file;
-    gpt2test::writeBytes(dir / file, gpt2test::safetensorsBytes(parts[s], json{{"format", "pt"}}));
+    gpt2test::writeFile(dir / file, gpt2test::safetensorsBytes(parts[s], json{{"format", "pt"}}));
   }
-  gpt2test::writeBytes(dir / "model.safetensors.index.json",
+  gpt2test::writeFile(dir / "model.safetensors.index.json",
                        json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump(2));
   return dir;
 }

@@ -61,7 +61,7 @@ fs::path writeDemo(const fs::path& dir, int layers, int heads, int n, bool token
       json += "\"";
     }
     json += "]";
-    tf::writeBytes(dir / "demo.tokens.json", json);
+    tf::writeFile(dir / "demo.tokens.json", json);
   }
   return path;
 }
@@ -111,7 +111,7 @@ TEST(AttentionOpen, OpensBesideTheScenarioAndErrorsKeepWhatWasOpen) {
   spec.shape = {4, 4};
   std::string bytes = tf::npyBytes(spec, [](const std::vector<std::int64_t>&) { return 0.25; });
   bytes.resize(bytes.size() - 8);
-  tf::writeBytes(bad, bytes);
+  tf::writeFile(bad, bytes);
   const std::size_t notices = state.notices.size();
   EXPECT_FALSE(openAttentionFile(state, bad.string(), 2.0));
   ASSERT_EQ(state.notices.size(), notices + 1);
@@ -125,7 +125,7 @@ TEST(AttentionOpen, OpensBesideTheScenarioAndErrorsKeepWhatWasOpen) {
   const fs::path single = dir / "single.npy";
   tf::NpySpec one;
   one.shape = {3, 3};
-  tf::writeBytes(single, tf::npyBytes(one, [](const std::vector<std::int64_t>&) { return 0.5; }));
+  tf::writeFile(single, tf::npyBytes(one, [](const std::vector<std::int64_t>&) { return 0.5; }));
   ASSERT_TRUE(openAttentionFile(state, single.string(), 3.0));
   EXPECT_NE(
       state.notices.back().text.find("single.npy: 1 layer \xC3\x97 1 head, 3 \xC3\x97 3 tokens"),
@@ -144,7 +144,7 @@ TEST(AttentionOpen, SeveralArraysAreOfferedThenOpenedByName) {
   ids.descr = "<i8";
   ids.shape = {3};
   const fs::path path = dir / "two.npz";
-  tf::writeBytes(path, tf::makeZip({{"a.npy", tf::npyBytes(heads, tf::attentionPattern())},
+  tf::writeFile(path, tf::makeZip({{"a.npy", tf::npyBytes(heads, tf::attentionPattern())},
                                     {"b.npy", tf::npyBytes(single, tf::attentionPattern()), true},
                                     {"input_ids.npy", tf::npyBytes(ids, [](auto&) { return 1; })}}));
   AppState state;

@@ -212,7 +212,7 @@ TEST(AttentionCompare, TwoHeadsAndTwoFilesEndToEnd) {
   EXPECT_NE(compare.shownB->view.title.find("b.npy"), std::string::npos);
 
   // A file that cannot be read: an error notice naming it, and B stays b.npy.
-  tf::writeBytes(dir / "bad.npy", "\x93NUMPY garbage");
+  tf::writeFile(dir / "bad.npy", "\x93NUMPY garbage");
   const auto before = compare.file;
   EXPECT_FALSE(openCompareFile(state, (dir / "bad.npy").string(), 0));
   EXPECT_EQ(compare.file, before);
@@ -377,19 +377,19 @@ TEST(RecentFiles, MissingIsEmptyAndBrokenIsAnErrorThatASaveRepairs) {
        {std::string("{\"files\": [\"a\", "), std::string("[1, 2]"),
         std::string("{\"files\": \"a\"}"), std::string("{\"files\": [\"/a\", 3]}"),
         std::string("\x89PNG\r\n")}) {
-    tf::writeBytes(list, broken);
+    tf::writeFile(list, broken);
     Expected<std::vector<std::string>> loaded = loadRecentFiles(list.string());
     ASSERT_FALSE(loaded) << broken;
     EXPECT_NE(loaded.error().message().find("recent.json"), std::string::npos);
     EXPECT_EQ(loaded.error().message().find('\n'), std::string::npos);
   }
   // Duplicates and empty entries in a hand-edited file are dropped.
-  tf::writeBytes(list, "{\"version\": 1, \"files\": [\"/a.json\", \"\", \"/a.json\", \"/b.npy\"]}");
+  tf::writeFile(list, "{\"version\": 1, \"files\": [\"/a.json\", \"\", \"/a.json\", \"/b.npy\"]}");
   Expected<std::vector<std::string>> cleaned = loadRecentFiles(list.string());
   ASSERT_TRUE(cleaned);
   EXPECT_EQ(*cleaned, (std::vector<std::string>{"/a.json", "/b.npy"}));
   // Saving replaces a broken file.
-  tf::writeBytes(list, "not json");
+  tf::writeFile(list, "not json");
   ASSERT_TRUE(saveRecentFiles(list.string(), {"/c.npz"}));
   Expected<std::vector<std::string>> repaired = loadRecentFiles(list.string());
   ASSERT_TRUE(repaired);

@@ -400,7 +400,7 @@ TEST_F(ModelInApp, BadFolderKeepsTheModelAndNamesFileAndTensor) {
   const fs::path bad = gpt2test::freshDir("ui_model_bad_" + test_);
   for (const char* name : {"config.json", "vocab.json", "merges.txt"})
     fs::copy_file(dir_ / name, bad / name);
-  gpt2test::writeBytes(bad / "model.safetensors",
+  gpt2test::writeFile(bad / "model.safetensors",
                        gpt2test::safetensorsBytes(tensors, gpt2test::json{{"format", "pt"}}));
 
   ModelService service(std::chrono::milliseconds(0));

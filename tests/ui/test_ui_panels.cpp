@@ -761,7 +761,7 @@ TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
     ImGui::End();
     ImGui::Render();
   };
-  draw(RangeMode::Global, ColorScaleKind::Linear);
+  draw(RangeMode::MinMax, ColorScaleKind::Linear);
   ASSERT_EQ(mock.uploads.size(), 1u);
   EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{1, 2, 3, 10, 30, 20}));
   EXPECT_FLOAT_EQ(mock.quads.back().range.lo, 1.0f);
@@ -773,7 +773,7 @@ TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
   EXPECT_FLOAT_EQ(mock.quads.back().range.hi, 1.0f);
   draw(RangeMode::Row, ColorScaleKind::Linear);
   EXPECT_EQ(mock.uploads.size(), 2u);  // nothing changed: no upload
-  draw(RangeMode::Global, ColorScaleKind::Log);
+  draw(RangeMode::MinMax, ColorScaleKind::Log);
   ASSERT_EQ(mock.uploads.size(), 3u);
   // Log over [1, 30]: log10(v) / log10(30).
   const std::vector<float>& log = mock.uploads.back().top;
@@ -781,7 +781,7 @@ TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
   EXPECT_NEAR(log[0], 0.0f, 1e-6f);
   EXPECT_NEAR(log[3], 1.0f / std::log10(30.0f), 1e-5f);
   EXPECT_NEAR(log[4], 1.0f, 1e-6f);
-  draw(RangeMode::Global, ColorScaleKind::Linear);
+  draw(RangeMode::MinMax, ColorScaleKind::Linear);
   ASSERT_EQ(mock.uploads.size(), 4u);  // back to the values
   EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{1, 2, 3, 10, 30, 20}));
 }

@@ -24,8 +24,10 @@
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panels.h"
+#include "core/attention/aggregate.h"
 #include "formats/scenario_json.h"
 #include "tests/support/ui_headless.h"
+#include "tests/support/test_files.h"
 
 namespace {
 
@@ -33,12 +35,7 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-fs::path tempDir(const std::string& name) {
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "ui_state" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path tempDir(const std::string& name) { return attn::testing::freshDir("ui_state/" + name); }
 
 std::string preset(const std::string& stem) {
   return (fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / (stem + ".json")).string();
@@ -409,10 +406,7 @@ TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
 // Files are never damaged: presets, the unsaved-changes question, crash recovery
 // =======================================================================================
 
-std::string readAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using attn::testing::readFile;
 
 void edit(AppState& state, float temperature) {
   state.doc.temperature = temperature;
@@ -423,7 +417,7 @@ void edit(AppState& state, float temperature) {
 TEST(Files, PresetIsAReadOnlyTemplateAndCtrlSOpensSaveAs) {
   const fs::path dir = tempDir("preset_save");
   const std::string presetFile = preset("decoder_state");
-  const std::string before = readAll(presetFile);
+  const std::string before = readFile(presetFile);
   const auto modified = fs::last_write_time(presetFile);
   AppState state = loadedState();
   ASSERT_EQ(state.docPath, presetFile);
@@ -451,7 +445,7 @@ TEST(Files, PresetIsAReadOnlyTemplateAndCtrlSOpensSaveAs) {
     EXPECT_NE(state.notices.back().text.find("Save As"), std::string::npos)
         << state.notices.back().text;
   }
-  EXPECT_EQ(readAll(presetFile), before);
+  EXPECT_EQ(readFile(presetFile), before);
   EXPECT_EQ(fs::last_write_time(presetFile), modified);
   EXPECT_TRUE(state.dirty());
   EXPECT_EQ(state.docPath, presetFile);
@@ -475,7 +469,7 @@ TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
   AppState state;
   ASSERT_TRUE(openDocument(state, file.string(), 0));
   edit(state, 7);
-  const std::string saved = readAll(file);
+  const std::string saved = readFile(file);
 
   attn::testing::ImGuiContextGuard guard;
   ImGuiIO& io = ImGui::GetIO();
@@ -493,7 +487,7 @@ TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
     return open;
   };
   auto unchanged = [&](const char* when) {
-    EXPECT_EQ(readAll(file), saved) << when;
+    EXPECT_EQ(readFile(file), saved) << when;
     EXPECT_TRUE(state.dirty()) << when;
     EXPECT_EQ(state.docPath, file.string()) << when;
     EXPECT_EQ(state.doc.temperature, 7.f) << when;
@@ -572,7 +566,7 @@ TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
   ASSERT_TRUE(openDocument(crashed, file.string(), 0));
   edit(crashed, 0.25f);
   ASSERT_EQ(writeAutosave(crashed, autosave), "");
-  const std::string autosaved = readAll(autosave);
+  const std::string autosaved = readFile(autosave);
   const AutosaveCheck check = checkAutosave(autosave);
   EXPECT_TRUE(check.exists);
   EXPECT_TRUE(check.unsaved);
@@ -592,7 +586,7 @@ TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
     // Edits and autosave ticks (even forced, as on exit) leave the autosave alone.
     edit(state, 5);
     autosaveTick(ui, state, 100, 3, true);
-    EXPECT_EQ(readAll(autosave), autosaved);
+    EXPECT_EQ(readFile(autosave), autosaved);
     // Other files wait for the answer.
     requestOpen(ui, state, preset("local_window"), 1);
     EXPECT_FALSE(ui.askUnsaved);
@@ -611,7 +605,7 @@ TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
       ImGui::Render();
     }
     EXPECT_TRUE(ui.recoveryPending);
-    EXPECT_EQ(readAll(autosave), autosaved);
+    EXPECT_EQ(readFile(autosave), autosaved);
   }
 
   // Restore: the edits come back, still unsaved, and autosaving resumes.
@@ -628,7 +622,7 @@ TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
   EXPECT_EQ(state.docPath, file.string());
   edit(state, 0.75f);
   autosaveTick(ui, state, 200, 3, true);
-  EXPECT_NE(readAll(autosave), autosaved);
+  EXPECT_NE(readFile(autosave), autosaved);
   EXPECT_TRUE(checkAutosave(autosave).unsaved);
 
   // Discard: the autosave is deleted and the document stays as opened.
@@ -854,13 +848,13 @@ TEST(HeatmapWidget, UploadsOnlyWhenTheContentChangesWithSharedMaxPoolLevels) {
   drawOnce(cache, view, 8, options);
   ASSERT_EQ(textures.uploads.size(), 2u);
   EXPECT_EQ(textures.uploads[1].texture, textures.uploads[0].texture);  // updated in place
-  // 40 -> 20 -> 10: levels as GL mips, the peak survives in the top level (io::maxPool).
+  // 40 -> 20 -> 10: levels as GL mips, the peak survives in the top level (attn::maxPoolBlocks).
   const std::vector<std::pair<int, int>> sizes{{40, 40}, {20, 20}, {10, 10}};
   EXPECT_EQ(textures.uploads[1].sizes, sizes);
   std::vector<float> expected(100);
   Matrix level1(20, 20);
-  io::maxPool(matrixRef(values), 2, 20, 20, level1.data());
-  io::maxPool(matrixRef(level1), 2, 10, 10, expected.data());
+  attn::maxPoolBlocks(matrixRef(values), 2, 2, 20, 20, level1.data());
+  attn::maxPoolBlocks(matrixRef(level1), 2, 2, 10, 10, expected.data());
   EXPECT_EQ(textures.uploads[1].top, expected);
   EXPECT_EQ(textures.uploads[1].top[9 * 10 + 9], 5.0f);
   // Not initialised: no quad. After init(): one quad per frame, with the widget's range.

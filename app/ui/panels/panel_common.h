@@ -12,6 +12,7 @@
 #include "app/session/pipeline_steps.h"
 #include "app/ui/shell/theme.h"
 #include "app/ui/widgets/heatmap_widget.h"
+#include "app/ui/widgets/tooltip.h"
 #include "render/heatmap_render.h"
 
 namespace attn::app::panel {
@@ -44,17 +45,8 @@ inline ImVec4 formulaColor() {
   return c;
 }
 
-// Shows `text` in a tooltip when the last item is hovered (also when it is disabled).
-inline void tooltip(const char* text) {
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
-    ImGui::BeginTooltip();
-    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28.0f);
-    ImGui::TextUnformatted(text);
-    ImGui::PopTextWrapPos();
-    ImGui::EndTooltip();
-  }
-}
-inline void tooltip(const std::string& text) { tooltip(text.c_str()); }
+// tooltip(text): the one helper of app/ui/widgets/tooltip.h, also as panel::tooltip.
+using app::tooltip;
 
 inline void coloredWrapped(const ImVec4& color, const std::string& text) {
   ImGui::PushStyleColor(ImGuiCol_Text, color);
@@ -176,10 +168,18 @@ inline void setHover(AppState& state, const HeatmapInteraction& hit, MatrixKind 
   state.hover.col = hit.col;
 }
 
+// The view's colours for any heatmap: colormap, cell numbers, the range mode (auto, min-max,
+// per row, fixed with the view's ends). A caller whose values are probabilities sets
+// `probability` (fixed 0..1 under the auto mode), one with signed values `centreZero`.
 inline HeatmapOptions heatmapOptions(const AppState& state) {
   HeatmapOptions options;
   options.colormap = state.view.colormap;
   options.cellLabels = state.view.cellLabels;
+  options.range = colorRangeMode(state.view);
+  if (state.view.fixedRange) {
+    options.vmin = state.view.rangeMin;
+    options.vmax = state.view.rangeMax;
+  }
   return options;
 }
 
@@ -189,15 +189,11 @@ inline HeatmapOptions heatmapOptions(const AppState& state) {
 // (global, per row, fixed) on every matrix.
 inline HeatmapOptions heatmapOptions(const AppState& state, MatrixKind kind) {
   HeatmapOptions options = heatmapOptions(state);
-  if (state.view.divergingSigned && isSignedMatrix(kind)) {
-    options.colormap = ColormapKind::RdBu;
-    options.centreZero = true;
-  }
-  options.range = colorRangeMode(state.view);
-  if (state.view.fixedRange) {
-    options.vmin = state.view.rangeMin;
-    options.vmax = state.view.rangeMax;
-  }
+  // Signed matrices: symmetric about 0 under the auto range (whatever the colormap), on
+  // RdBu unless the user turned that off; weights are probabilities (0..1).
+  options.centreZero = isSignedMatrix(kind);
+  options.probability = kind == MatrixKind::Weights;
+  if (state.view.divergingSigned && isSignedMatrix(kind)) options.colormap = ColormapKind::RdBu;
   if (state.view.logWeights && kind == MatrixKind::Weights)
     options.scale = ColorScaleKind::Log;
   return options;

@@ -52,9 +52,9 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
   if (view != nullptr) {
     HeatmapOptions options = panel::heatmapOptions(state, *kind);
     options.size = ImVec2(side, side);
-    options.colorbar = false;
+    options.slimColorbar = true;
     options.axisLabels = false;
-    options.cellLabels = side > ImGui::GetFontSize() * 12.0f && state.view.cellLabels;
+    options.cellLabels = state.view.cellLabels;  // the widget draws them when they fit
     options.highlight = focused;
     options.tooltip = thumbnailMeaning(*kind, head < 0);
     const HeatmapInteraction hit = heatmapWidget(

@@ -17,6 +17,7 @@
 #include "app/ui/shell/files.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/session/image_view.h"
+#include "render/image_overlay.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
@@ -67,7 +68,7 @@ void drawOpenHelp(AppState& state) {
       "An image is a set of vectors too. Open a PNG or JPEG with File \xE2\x96\xB8 Open, drop one "
       "on the window, or start with `attnscope IMAGE`: it is cut into P \xC3\x97 P patches, each "
       "patch becomes one vector of its RGB pixels, and self-attention runs over them.");
-  const std::string folder = findAssetDir();
+  const std::string folder = dataDir();
   if (folder.empty()) return;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(fs::path(folder) / "images", ec)) {
@@ -269,8 +270,11 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
   };
 
   // 1 the weights: one translucent rectangle per patch, blended like the exported overlay
-  const Matrix row = weights;
-  const io::ValueRange range = io::valueRange(matrixRef(row), std::nullopt, std::nullopt);
+  // The exported overlay's range rule: 0..1 unless the user picked min-max / per row.
+  io::OverlayStyle overlayStyle;
+  overlayStyle.range = colorRangeMode(state.view);
+  if (state.view.fixedRange) overlayStyle.vmin = state.view.rangeMin, overlayStyle.vmax = state.view.rangeMax;
+  const io::ValueRange range = io::overlayRange(weights.transpose(), overlayStyle);
   for (int i = 0; i < grid.count(); ++i) {
     const ImVec2 a = patchMin(i);
     draw->AddRectFilled(
@@ -409,6 +413,7 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
   ImGui::BeginChild("##matrixpane", ImVec2(0, avail.y), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   HeatmapOptions options = panel::heatmapOptions(state);
+  options.probability = true;
   options.tooltip =
       "patch x patch attention weights: row = query patch, column = key patch "
       "(labels row,col of the patch grid). Click a cell: its row becomes the query.";

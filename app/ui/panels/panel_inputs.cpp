@@ -1,6 +1,6 @@
 // The Inputs panel: the query, key and value vectors as editable tables, the sentence box,
 // and the buttons that add, remove, randomise and normalise vectors. Every change goes
-// through app/edits.h and touch(); the panel computes nothing.
+// through core/scenario/scenario_edits.h and applyEdit(); the panel computes nothing.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 

@@ -17,6 +17,7 @@
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
+#include "core/attention/formulas.h"
 
 namespace attn::app {
 
@@ -35,57 +36,13 @@ const char* stageName(MatrixKind stage) {
   return kNames[stageIndex(stage)];
 }
 
-const char* stageDescription(MatrixKind stage) {
-  switch (stage) {
-    case MatrixKind::Q:
-      return "Q: the queries of this head (n_q x d_h), what each position is looking for. "
-             "Q = X_q·W_q, or the raw queries under identity projection.";
-    case MatrixKind::K:
-      return "K: the keys of this head (n_k x d_h), what each position offers to be matched.";
-    case MatrixKind::V:
-      return "V: the values of this head (n_k x dv_h), what each position passes on when it "
-             "is attended.";
-    case MatrixKind::Scores:
-      return "Scores: score(q_i, k_j) for every query i (row) and key j (column): how well "
-             "they match.";
-    case MatrixKind::MaskedScores:
-      return "Masked scores: scores ÷ T, and −∞ (hatched grey) where the mask forbids query i "
-             "to attend key j.";
-    case MatrixKind::Weights:
-      return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "
-             "masked keys get 0).";
-    case MatrixKind::Context:
-      return "Context: weights·V, each query's weighted average of the values.";
-    case MatrixKind::Concat:
-      return "Concat: the context of every head side by side (n_q x dv_model).";
-    case MatrixKind::Output:
-      return "Output: concat·W_o + b_o, mixing the heads back to the model width.";
-  }
-  return "";
-}
-
 // The operation that produces `stage` from the stage before it ("" = no arrow).
 std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
-    case MatrixKind::Scores:
-      switch (doc.score) {
-        case ScoreKind::Dot: return "→ q·k";
-        case ScoreKind::ScaledDot: return "→ q·k/√d_h";
-        case ScoreKind::Cosine: return "→ cos(q,k)";
-        case ScoreKind::General: return "→ q·W_a·kᵀ";
-        case ScoreKind::Additive: return "→ additive";
-        case ScoreKind::Mlp: return "→ MLP";
-      }
-      return "→ score";
+    case MatrixKind::Scores: return "→ " + std::string(formulas::scoreShort(doc.score));
     case MatrixKind::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
     case MatrixKind::Weights:
-      switch (doc.normalizer.kind) {
-        case NormalizerKind::Softmax: return "→ softmax";
-        case NormalizerKind::Hard: return "→ argmax";
-        case NormalizerKind::TopK: return "→ top-k";
-        case NormalizerKind::Sparsemax: return "→ sparsemax";
-      }
-      return "→ normalise";
+      return "→ " + std::string(formulas::normalizerShort(doc.normalizer.kind));
     case MatrixKind::Context: return "→ ·V";
     case MatrixKind::Concat: return "→ concat";
     case MatrixKind::Output: return "→ ·W_o";
@@ -170,7 +127,9 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
   const float grid = std::min(gridHeight, (avail.x - labelWidth - colorbar) / aspect);
   HeatmapOptions options = panel::heatmapOptions(state, stage);
   options.size = ImVec2(labelWidth + grid * aspect + colorbar, font * 2.5f + grid);
-  options.tooltip = stageDescription(stage);
+  const std::string description = stageDescription(stage, state.doc);
+  options.tooltip = description.c_str();
+  options.allLabels = true;  // the stage alone: every token label
   // Centred: on a wide screen the heatmap stands in the middle of the projection.
   ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - options.size.x) * 0.5f));
   const HeatmapInteraction hit = heatmapWidget(
@@ -292,10 +251,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     float reserved = ImGui::CalcTextSize(hint, nullptr, false, wrap).y;
     for (MatrixKind stage : visible)
       reserved =
-          std::max(reserved, ImGui::CalcTextSize(stageDescription(stage), nullptr, false, wrap).y);
+          std::max(reserved, ImGui::CalcTextSize(stageDescription(stage, state.doc).c_str(),
+                                                 nullptr, false, wrap).y);
     const float top = ImGui::GetCursorPosY();
     if (current >= 0)
-      panel::coloredWrapped(panel::formulaColor(), stageDescription(kPipelineOrder[current]));
+      panel::coloredWrapped(panel::formulaColor(),
+                            stageDescription(kPipelineOrder[current], state.doc));
     else
       panel::mutedWrapped(hint);
     ImGui::SetCursorPosY(top + reserved + ImGui::GetStyle().ItemSpacing.y);
@@ -582,9 +543,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       }
       // The current stage's colour bar goes inside its card (so no card moves while
       // stepping), when the card is wide enough to keep a readable grid beside it.
-      options.colorbar = presenting || (isCurrent && cardGrid * aspects[i] >= font * 10.5f);
+      // Other cards (and a narrow current one) get a slim bar with its two ends.
+      options.slimColorbar = !(presenting || (isCurrent && cardGrid * aspects[i] >= font * 10.5f));
       options.highlight = isCurrent;
-      options.tooltip = stageDescription(card.stage);
+      options.allLabels = presenting;  // presentation: every token label
+      const std::string description = stageDescription(card.stage, state.doc);
+      options.tooltip = description.c_str();
       const MatrixKind kind = card.stage;
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(

@@ -13,6 +13,7 @@
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "core/attention/formulas.h"
+#include "core/base/random.h"
 
 namespace attn::app {
 
@@ -136,10 +137,8 @@ std::string keyLabel(const AppState& state, int j) {
 
 std::uint64_t nextSeed(std::uint64_t seed) {
   // A new, small seed (easy to read out in a lecture) that differs from the old one.
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z = (z ^ (z >> 31)) % 100000u;
+  // The first output of the one generator (core/base/random.h) seeded with the old seed.
+  const std::uint64_t z = SplitMix64(seed).next() % 100000u;
   return z == seed ? z + 1 : z;
 }
 
@@ -304,7 +303,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
     HeatmapOptions options = panel::heatmapOptions(state);
     options.vmin = 0.0f;
     options.vmax = 1.0f;
-    options.colorbar = false;
+    options.slimColorbar = true;
     options.cellLabels = false;
     const float side = std::min(ImGui::GetContentRegionAvail().x, font * 14.0f);
     options.size = ImVec2(side, side);

@@ -21,6 +21,7 @@
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
+#include "core/attention/formulas.h"
 #include "formats/files.h"
 
 namespace attn::app {
@@ -142,9 +143,9 @@ bool settingsControls(TrainingPanelState& t) {
       c.model.score = kinds[score];
       changed = true;
     }
-    tooltip(
-        "The similarity of decoder query and encoder key, the core's formulas: q·k, "
-        "q·k/√d, q·W_a·k, v·tanh(q·W₁ + k·W₂ + b).");
+    std::string formulaList = "The similarity of decoder query and encoder key, the core's formulas:";
+    for (ScoreKind kind : kinds) formulaList += "\n" + std::string(formulas::score(kind));
+    tooltip(formulaList);
   }
   if (c.model.kind == train::ModelKind::Encoder) {
     changed |= ImGui::SliderInt("layers", &c.model.layers, 1, 2);
@@ -485,8 +486,9 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
     const int m = std::clamp(t.mapIndex, 0, static_cast<int>(s.maps.size()) - 1);
     const MatrixView view = trainingMapView(s, s.maps[m].weights, s.maps[m].name, s.steps);
     HeatmapOptions options = panel::heatmapOptions(state);
-    options.vmin = 0.0f;
-    options.vmax = 1.0f;
+    options.probability = true;  // 0..1 unless the user picked min-max or per row
+    options.vmin.reset();
+    options.vmax.reset();
     options.tooltip =
         "attention weights of the held-out example (rows: outputs / queries, "
         "columns: input tokens), live while training";

@@ -3,6 +3,9 @@
 // classifier (app/session/attention_source.h), the "Save changes?" question and the
 // recovery question.
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -24,34 +27,70 @@ namespace fs = std::filesystem;
 // Actions
 // =======================================================================================
 
+namespace {
+
+// Starts the desktop's dialog when it is on and available; false = use the built-in one.
+bool startNativeDialog(FileUi& ui, FileUi::Dialog kind, const std::string& start) {
+  if (!ui.nativeDialogs) return false;
+  NativeRequest request;
+  request.mode = kind == FileUi::Dialog::SaveAs ? NativeMode::Save : NativeMode::Open;
+  request.title = kind == FileUi::Dialog::SaveAs ? "Save scenario as" : "Open";
+  request.start = start;
+  request.filters = kind == FileUi::Dialog::SaveAs
+                        ? std::vector<FileFilter>{FileFilter::Scenario, FileFilter::All}
+                        : std::vector<FileFilter>{FileFilter::Openable, FileFilter::Scenario,
+                                                  FileFilter::Attention, FileFilter::Image,
+                                                  FileFilter::All};
+  const char* path = std::getenv("PATH");
+  std::optional<std::vector<std::string>> command =
+      nativeDialogCommand(request, path != nullptr ? path : "");
+  if (!command) return false;
+  ui.native = std::make_shared<NativeDialogRun>(std::move(*command));
+  ui.nativeFor = kind;
+  return true;
+}
+
+}  // namespace
+
 void showOpenDialog(FileUi& ui, const AppState& state) {
-  ui.dialog = FileUi::Dialog::Open;
-  ui.dialogJustOpened = true;
-  ui.dialogError.clear();
+  if (ui.native) return;  // the desktop's dialog is already up
   std::error_code ec;
-  if (!state.docPath.empty()) {
+  if (!ui.lastOpenFolder.empty()) {
+    ui.folder = ui.lastOpenFolder;
+  } else if (!state.docPath.empty()) {
     ui.folder = fs::absolute(state.docPath, ec).parent_path().string();
   } else if (ui.folder.empty()) {
     ui.folder = fs::current_path(ec).string();
   }
   ui.path.clear();
+  ui.dialogError.clear();
+  if (startNativeDialog(ui, FileUi::Dialog::Open, ui.folder + "/")) return;
+  ui.dialog = FileUi::Dialog::Open;
+  ui.dialogJustOpened = true;
+  ui.filter = FileFilter::Openable;
+  ui.listedFolder.clear();  // list afresh: files written since the last time show up
 }
 
 void showSaveAsDialog(FileUi& ui, const AppState& state) {
-  ui.dialog = FileUi::Dialog::SaveAs;
-  ui.dialogJustOpened = true;
-  ui.dialogError.clear();
+  if (ui.native) return;
   std::error_code ec;
   if (!state.docPath.empty() && !isPresetPath(state.docPath)) {
     ui.path = state.docPath;
     ui.folder = fs::absolute(state.docPath, ec).parent_path().string();
   } else {
     // Untitled, or a preset (read-only): a new file, never in the assets folder.
+    if (!ui.lastSaveFolder.empty()) ui.folder = ui.lastSaveFolder;
     if (ui.folder.empty() || isPresetPath(ui.folder)) ui.folder = fs::current_path(ec).string();
     const std::string name = state.docPath.empty() ? fileStemOf(state.doc.name) + ".json"
                                                    : fs::path(state.docPath).filename().string();
     ui.path = (fs::path(ui.folder) / name).string();
   }
+  ui.dialogError.clear();
+  if (startNativeDialog(ui, FileUi::Dialog::SaveAs, ui.path)) return;
+  ui.dialog = FileUi::Dialog::SaveAs;
+  ui.dialogJustOpened = true;
+  ui.filter = FileFilter::Scenario;
+  ui.listedFolder.clear();
 }
 
 void saveOrAsk(FileUi& ui, AppState& state, double now) {
@@ -125,27 +164,11 @@ void requestQuit(FileUi& ui, AppState& state) {
 namespace {
 
 void refreshListing(FileUi& ui) {
-  if (ui.listedFolder == ui.folder) return;
+  if (!ui.listedFolder.empty() && ui.listedFolder == ui.folder && ui.listedFilter == ui.filter)
+    return;
   ui.listedFolder = ui.folder;
-  ui.listing.clear();
-  std::error_code ec;
-  for (const auto& item :
-       fs::directory_iterator(ui.folder, fs::directory_options::skip_permission_denied, ec)) {
-    const std::string name = item.path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    std::error_code typeError;
-    const bool directory = item.is_directory(typeError);
-    const PathKind kind = classifyPath(name);
-    const bool listed = item.path().extension() == ".json" || kind == PathKind::AttentionFile ||
-                        (ui.dialog == FileUi::Dialog::Open && kind == PathKind::Image);
-    if (!directory && !listed) continue;
-    ui.listing.push_back({name, directory});
-  }
-  std::sort(ui.listing.begin(), ui.listing.end(),
-            [](const FileUi::Entry& a, const FileUi::Entry& b) {
-              if (a.directory != b.directory) return a.directory;
-              return a.name < b.name;
-            });
+  ui.listedFilter = ui.filter;
+  ui.listing = listFolder(ui.folder, ui.filter);
 }
 
 void runAfter(FileUi& ui, AppState& state, double now) {
@@ -188,6 +211,16 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     if (ui.folder.empty()) ui.folder.push_back('/');  // (GCC 12 -Wrestrict misfires on = "/")
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Go to the parent folder.");
+  ImGui::SameLine();
+  if (ImGui::Button("Refresh")) ui.listedFolder.clear();
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 21);
+  if (ImGui::BeginCombo("Type", filterLabel(ui.filter))) {
+    for (FileFilter filter : kAllFileFilters) {
+      if (ImGui::Selectable(filterLabel(filter), filter == ui.filter)) ui.filter = filter;
+    }
+    ImGui::EndCombo();
+  }
   const float listHeight =
       ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() * 3;
   ImGui::BeginChild("listing", ImVec2(0, std::max(listHeight, font * 4)), true);
@@ -254,6 +287,41 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
 
 }  // namespace
 
+void applyNativeResult(FileUi& ui, AppState& state, FileUi::Dialog kind, const NativeResult& r,
+                       double now) {
+  switch (r.kind) {
+    case NativeResult::Kind::Chosen:
+      if (kind == FileUi::Dialog::Open) {
+        ui.lastOpenFolder = fs::path(r.path).parent_path().string();
+        requestOpen(ui, state, r.path, now);
+      } else {
+        std::string path = r.path;
+        if (fs::path(path).extension().empty()) path += ".json";
+        if (saveDocument(state, path, now)) {  // errors are posted as notices
+          ui.lastSaveFolder = fs::path(path).parent_path().string();
+          runAfter(ui, state, now);
+        } else {
+          ui.after = FileUi::After::Nothing;
+        }
+      }
+      break;
+    case NativeResult::Kind::Cancelled:
+      ui.after = FileUi::After::Nothing;  // e.g. the quit that waited for a Save As
+      break;
+    case NativeResult::Kind::Failed:
+      notify(state, Notice::Kind::Warning,
+             r.error + "; using attnscope's own file dialog (ATTNSCOPE_FILE_DIALOG=builtin "
+                       "chooses it from the start)",
+             now);
+      ui.nativeDialogs = false;
+      ui.dialog = kind;
+      ui.dialogJustOpened = true;
+      ui.filter = kind == FileUi::Dialog::SaveAs ? FileFilter::Scenario : FileFilter::Openable;
+      ui.listedFolder.clear();
+      break;
+  }
+}
+
 void drawFileUi(FileUi& ui, AppState& state, double now) {
   const float font = ImGui::GetFontSize();
   // 1 open / save-as dialogs
@@ -261,6 +329,7 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
     if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Open scenario"))
       ImGui::OpenPopup("Open scenario");
     drawPathDialog(ui, "Open scenario", "Open", [&](const std::string& path) {
+      ui.lastOpenFolder = fs::path(path).parent_path().string();
       requestOpen(ui, state, path, now);
       return true;
     });
@@ -274,9 +343,19 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
         ui.dialogError = state.notices.empty() ? "cannot save" : state.notices.back().text;
         return false;
       }
+      ui.lastSaveFolder = fs::path(path).parent_path().string();
       runAfter(ui, state, now);
       return true;
     });
+  }
+  // The desktop's dialog, when one is up.
+  if (ui.native) {
+    if (std::optional<NativeResult> result = ui.native->poll()) {
+      const FileUi::Dialog kind = ui.nativeFor;
+      ui.native.reset();
+      ui.nativeFor = FileUi::Dialog::None;
+      applyNativeResult(ui, state, kind, *result, now);
+    }
   }
   if (ui.dialog != FileUi::Dialog::None && !ImGui::IsPopupOpen("Open scenario") &&
       !ImGui::IsPopupOpen("Save scenario as") && !ui.dialogJustOpened) {

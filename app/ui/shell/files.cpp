@@ -150,28 +150,8 @@ void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) 
 // Locations
 // =======================================================================================
 
-std::string findAssetDir() {
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("ATTNSCOPE_ASSET_DIR"); env && *env)
-    candidates.emplace_back(env);
-#ifdef ATTNSCOPE_ASSET_DIR
-  candidates.emplace_back(ATTNSCOPE_ASSET_DIR);
-#endif
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "assets");
-    candidates.push_back(exe.parent_path() / "assets");
-    candidates.push_back(exe.parent_path().parent_path() / "share" / "attnscope" / "assets");
-  }
-  for (const fs::path& dir : candidates) {
-    if (fs::is_directory(dir / "scenarios", ec)) return dir.string();
-  }
-  return {};
-}
-
 std::string defaultScenarioPath() {
-  const std::string dir = findAssetDir();
+  const std::string dir = dataDir();
   if (dir.empty()) return {};
   const fs::path path = fs::path(dir) / "scenarios" / "decoder_state.json";
   std::error_code ec;
@@ -222,7 +202,7 @@ bool isInAssetDir(const std::string& path, const std::string& assetDir) {
 }
 
 bool isPresetPath(const std::string& path) {
-  return isInAssetDir(path, findAssetDir());
+  return isInAssetDir(path, dataDir());
 }
 
 // =======================================================================================

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "app/session/app_state.h"
+#include "app/session/data_dir.h"
+#include "app/ui/shell/native_dialog.h"
 
 namespace attn::app {
 
@@ -30,9 +33,6 @@ void applyViewJson(ViewSettings& view, const std::string& json, bool includeUi);
 // Locations
 // ---------------------------------------------------------------------------------------
 
-// The assets folder: $ATTNSCOPE_ASSET_DIR, the build's ATTNSCOPE_ASSET_DIR, or
-// <executable>/../assets. Empty if none has a scenarios/ folder.
-std::string findAssetDir();
 // assets/scenarios/decoder_state.json, or empty when the assets are missing.
 std::string defaultScenarioPath();
 
@@ -51,7 +51,7 @@ std::string autosavePath();
 // True when `path` lies inside `assetDir` (both made absolute, symlinks resolved). The
 // shipped presets are read-only templates: the app never writes below the assets folder.
 bool isInAssetDir(const std::string& path, const std::string& assetDir);
-// isInAssetDir(path, findAssetDir()).
+// isInAssetDir(path, dataDir()) (app/session/data_dir.h).
 bool isPresetPath(const std::string& path);
 
 // ---------------------------------------------------------------------------------------
@@ -98,13 +98,20 @@ struct FileUi {
   bool dialogJustOpened = false;
   std::string path;          // the path field
   std::string folder;        // folder being listed
-  std::string listedFolder;  // folder `listing` belongs to
-  struct Entry {
-    std::string name;
-    bool directory = false;
-  };
-  std::vector<Entry> listing;
+  std::string listedFolder;  // folder `listing` belongs to ("" = read it again)
+  FileFilter filter = FileFilter::Openable;  // the types listed (the dialog's combo)
+  FileFilter listedFilter = FileFilter::Openable;
+  using Entry = FolderEntry;
+  std::vector<Entry> listing;  // read afresh each time a dialog opens, a folder or filter changes
   std::string dialogError;
+  // The last folder a file was opened from / saved to, each dialog starts there.
+  std::string lastOpenFolder, lastSaveFolder;
+
+  // The desktop's dialog (zenity / kdialog, file_dialog.h). Off unless the window turns it
+  // on (tests drive the built-in one); when it cannot run, the built-in dialog opens.
+  bool nativeDialogs = false;
+  std::shared_ptr<NativeDialogRun> native;  // the dialog on screen, polled by drawFileUi
+  Dialog nativeFor = Dialog::None;          // what it was opened for
 
   // What to do once the unsaved changes are dealt with.
   enum class After { Nothing, Quit, Open, New };
@@ -146,11 +153,18 @@ bool startWithAutosave(FileUi& ui, AppState& state, bool restoreSession, double 
 bool restoreRecovery(FileUi& ui, AppState& state, double now);
 void discardRecovery(FileUi& ui, AppState& state, double now);
 
-// Menu and shortcut actions.
+// Menu and shortcut actions. Both show the desktop's dialog when ui.nativeDialogs and zenity
+// or kdialog is on PATH, else the built-in one; each starts in the folder last used for it.
 void showOpenDialog(FileUi& ui, const AppState& state);
 // Prefilled with the document path, except for a preset (read-only): then the same file
 // name in the current folder.
 void showSaveAsDialog(FileUi& ui, const AppState& state);
+// What the desktop's dialog answered (drawFileUi calls it when ui.native has an answer):
+// a chosen file is opened or saved to as from the built-in dialog (a Save As without an
+// extension gets .json), Cancel drops a pending quit/open, a dialog that could not run
+// opens the built-in one instead.
+void applyNativeResult(FileUi& ui, AppState& state, FileUi::Dialog kind, const NativeResult& r,
+                       double now);
 // Save to the document path, or ask for one (untitled, or a shipped preset: Save As).
 void saveOrAsk(FileUi& ui, AppState& state, double now);
 // Opens `path`, first asking about unsaved changes. A scenario is read before the

@@ -26,6 +26,7 @@
 #include "app/session/attention_source.h"
 #include "app/session/version.h"
 #include "app/session/compute_service.h"
+#include "app/session/data_dir.h"
 #include "app/ui/shell/files.h"
 #include "app/session/frame_pacing.h"
 #include "app/ui/widgets/gl_texture.h"

@@ -93,13 +93,17 @@ void GuiSession::Impl::startServices() {
   // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
   // screenshots, which must show every texture of the finished result.
   if (!screenshotMode()) heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
+  heatmaps->impl().recordLabels = !launch.layoutOutPath.empty();
   compute = std::make_unique<ComputeService>();
   attention = std::make_unique<AttentionService>();
   model = std::make_unique<ModelService>();
 }
 
 void GuiSession::Impl::openLaunchDocument(LaunchFiles& launchFiles) {
-  files.assetDir = findAssetDir();
+  files.assetDir = dataDir();
+  // The desktop's file dialog (zenity / kdialog) in an interactive window, never in a
+  // screenshot run.
+  files.nativeDialogs = !screenshotMode();
   files.presets = listPresets(files.assetDir);
   loadRecent();
   if (!launch.noAutosave && !screenshotMode()) files.autosaveFile = autosavePath();
@@ -179,6 +183,8 @@ void GuiSession::Impl::launchView() {
     state.view.pipelineStage = launch.stage;
     state.view.stageFullScreen = launch.presentation;
   }
+  if (launch.dialog == "open") showOpenDialog(files, state);
+  if (launch.dialog == "save-as") showSaveAsDialog(files, state);
 }
 
 void GuiSession::Impl::finishLaunch() {

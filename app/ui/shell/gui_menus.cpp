@@ -180,9 +180,15 @@ void GuiSession::Impl::drawViewMenu() {
     tooltip("Numbers in heatmap cells that are large enough to hold them.");
     if (ImGui::BeginMenu("Colour range")) {
       const RangeMode mode = colorRangeMode(state.view);
-      if (ImGui::MenuItem("Global", nullptr, mode == RangeMode::Global))
-        setColorRangeMode(state.view, RangeMode::Global);
-      tooltip("Each heatmap spans its own finite min..max.");
+      if (ImGui::MenuItem("By meaning (0\xE2\x80\x93" "1 weights, symmetric signed)", nullptr,
+                          mode == RangeMode::Auto))
+        setColorRangeMode(state.view, RangeMode::Auto);
+      tooltip("The default: weights and every probability on a fixed 0..1 (flat attention "
+              "looks flat), signed matrices symmetric about 0. The colour bar names the rule.");
+      if (ImGui::MenuItem("Min\xE2\x80\x93max", nullptr, mode == RangeMode::MinMax))
+        setColorRangeMode(state.view, RangeMode::MinMax);
+      tooltip("Each heatmap spans its own finite min..max: small differences stand out, but "
+              "a flat row looks as peaked as a sharp one.");
       if (ImGui::MenuItem("Per row", nullptr, mode == RangeMode::Row))
         setColorRangeMode(state.view, RangeMode::Row);
       tooltip("Each row spans the whole colour map, from the row's min to its max: which key "
@@ -193,8 +199,8 @@ void GuiSession::Impl::drawViewMenu() {
       tooltip("The same colour range for every heatmap, every matrix (to compare heads).");
       ImGui::EndMenu();
     }
-    tooltip("How colours are spread over the values: global, per row or fixed. Exports "
-            "follow (attnscope export --range global|row|fixed).");
+    tooltip("How colours are spread over the values: by meaning, min-max, per row or fixed. "
+            "Exports follow (attnscope export --range auto|minmax|row|fixed).");
     ImGui::MenuItem("Log scale for weights", nullptr, &state.view.logWeights);
     tooltip("Weights on a log10 colour scale, from max(smallest weight, largest \xC3\x97 1e-4) "
             "to the largest, with colour bar ticks at decades: long sequences are no longer one "

@@ -19,6 +19,14 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
         path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight,
                                               fbWidth, fbHeight, state.view.focusedHead));
   }
+  if (written && sidecar && !launch.layoutOutPath.empty()) {  // screenshot --layout-out
+    const ImGuiIO& io = ImGui::GetIO();
+    const float fontPx =
+        io.Fonts->Fonts.empty() ? 0.f : io.Fonts->Fonts[0]->FontSize * io.FontGlobalScale;
+    written = io::writeFileAtomic(
+        launch.layoutOutPath,
+        layoutDumpJson(heatmaps->impl().records, winWidth, winHeight, fontPx));
+  }
   if (screenshotMode()) {
     if (!written) {
       std::fprintf(stderr, "attnscope: %s\n", written.error().message().c_str());

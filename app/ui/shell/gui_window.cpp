@@ -129,7 +129,8 @@ void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
   const std::string preset = defaultScenarioPath();
   if (preset.empty()) {
     notify(state, Notice::Kind::Error,
-           "cannot find assets/scenarios/decoder_state.json (set ATTNSCOPE_ASSET_DIR)", t);
+           "cannot find scenarios/decoder_state.json in attnscope's data folder '" + dataDir() +
+               "' (set ATTNSCOPE_DATA_DIR)", t);
     loadDocument(state, Scenario{}, "");
     return;
   }

@@ -39,12 +39,6 @@ io::Image readBackBuffer(int width, int height) {
   return image;
 }
 
-Status writePng(const io::Image& image, const std::string& path) {
-  Expected<std::string> png = io::encodePng(image);
-  if (!png) return Error{path, "", png.error().problem};
-  return io::writeFileAtomic(path, *png);
-}
-
 std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int windowWidth,
                                   int windowHeight, int framebufferWidth, int framebufferHeight,
                                   int focusedHead) {
@@ -98,6 +92,35 @@ std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int
               {"weights", weights},
               {"heatmaps", heatmaps}};
   return out.dump(2) + "\n";
+}
+
+std::string layoutDumpJson(const std::vector<HeatmapRecord>& records, int windowWidth,
+                           int windowHeight, float fontPx) {
+  using Json = nlohmann::json;
+  Json heatmaps = Json::array();
+  for (const HeatmapRecord& r : records) {
+    // "##stage_weights" / "##single_weights" -> "weights"; other ids without the "##".
+    std::string stage = r.id.rfind("##", 0) == 0 ? r.id.substr(2) : r.id;
+    for (const char* prefix : {"stage_", "single_"})
+      if (stage.rfind(prefix, 0) == 0) stage = stage.substr(std::string(prefix).size());
+    std::replace(stage.begin(), stage.end(), ' ', '_');  // "masked scores" -> "masked_scores"
+    heatmaps.push_back(
+        {{"stage", stage},
+         {"title", r.title},
+         {"rect", {r.gridMin.x, r.gridMin.y, r.gridMax.x - r.gridMin.x, r.gridMax.y - r.gridMin.y}},
+         {"rows", r.rows},
+         {"cols", r.cols},
+         {"cell", {r.cellW, r.cellH}},
+         {"font_px", r.fontPx},
+         {"numbers_drawn", r.numbersDrawn},
+         {"row_labels", r.rowLabels},
+         {"col_labels", r.colLabels},
+         {"range", {r.vmin, r.vmax}},
+         {"range_rule", r.rangeRule},
+         {"colormap", std::string(toString(r.colormap))}});
+  }
+  Json out = {{"window", {windowWidth, windowHeight}}, {"font_px", fontPx}, {"heatmaps", heatmaps}};
+  return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 std::string defaultScreenshotPath(const std::string& scenarioName) {

@@ -8,6 +8,7 @@
 
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/base/types.h"
+#include "formats/files.h"
 #include "render/heatmap_render.h"
 
 namespace attn::app {
@@ -16,8 +17,8 @@ namespace attn::app {
 // after rendering and before glfwSwapBuffers.
 io::Image readBackBuffer(int width, int height);
 
-// Encodes `image` as PNG and writes it atomically. Errors name the file.
-Status writePng(const io::Image& image, const std::string& path);
+// Encodes `image` as PNG and writes it atomically (formats/files.h, the one PNG writer).
+using io::writePng;
 
 // The sidecar: {"window": [w, h], "framebuffer": [w, h], "focused_head": h,
 //  "weights": index into heatmaps of the pipeline's weights heatmap of the focused head (or
@@ -25,6 +26,15 @@ Status writePng(const io::Image& image, const std::string& path);
 //  "grid": [x0, y0, x1, y1], "uv": [u0, v0, u1, v1], "level", "drawn",
 //  "sample": {"row", "col", "value", "cell": [x0, y0, x1, y1], "point": [x, y]}}]}.
 // Coordinates are framebuffer pixels (window coordinates x framebuffer scale).
+// The layout dump of `attnscope screenshot --layout-out`: {"window": [w, h], "font_px": f,
+// "heatmaps": [{"stage", "title", "rect": [x, y, w, h], "rows", "cols", "cell": [w, h],
+// "numbers_drawn", "row_labels", "col_labels", "range": [lo, hi], "range_rule",
+// "colormap"}]} from the records the heatmap widget wrote while drawing (never recomputed).
+// Window coordinates (not framebuffer pixels). `stage` is the pipeline stage of a
+// pipeline heatmap ("weights"), else the widget's id without its "##".
+std::string layoutDumpJson(const std::vector<HeatmapRecord>& records, int windowWidth,
+                           int windowHeight, float fontPx);
+
 std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int windowWidth,
                                   int windowHeight, int framebufferWidth, int framebufferHeight,
                                   int focusedHead);

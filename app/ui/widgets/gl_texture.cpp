@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/session/data_dir.h"
+
 namespace attn::app {
 
 namespace {
@@ -24,26 +26,6 @@ std::string readTextFile(const fs::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// Where the shaders are: $ATTNSCOPE_SHADER_DIR, the source tree, or next to the binary.
-fs::path findShaderDir() {
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("ATTNSCOPE_SHADER_DIR")) candidates.emplace_back(env);
-#ifdef ATTNSCOPE_SHADER_DIR
-  candidates.emplace_back(ATTNSCOPE_SHADER_DIR);
-#endif
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back(exe.parent_path() / "shaders");
-    candidates.push_back(exe.parent_path().parent_path() / "shaders");
-    candidates.push_back(exe.parent_path().parent_path() / "share" / "attnscope" / "shaders");
-  }
-  for (const fs::path& dir : candidates) {
-    if (fs::exists(dir / "heatmap.frag", ec) && fs::exists(dir / "heatmap.vert", ec)) return dir;
-  }
-  return {};
 }
 
 // The info log of a shader or program whose `status` (GL_COMPILE_STATUS, GL_LINK_STATUS)
@@ -87,9 +69,12 @@ GlHeatmapTextures::~GlHeatmapTextures() {
 std::string GlHeatmapTextures::init() {
   if (ready_) return {};
   // 1 shaders
-  const fs::path dir = findShaderDir();
-  if (dir.empty()) {
-    return "cannot find shaders/heatmap.vert and heatmap.frag (set ATTNSCOPE_SHADER_DIR)";
+  const fs::path dir = shaderDir();
+  std::error_code ec;
+  if (dir.empty() || !fs::exists(dir / "heatmap.vert", ec) ||
+      !fs::exists(dir / "heatmap.frag", ec)) {
+    return "cannot find shaders/heatmap.vert and heatmap.frag in attnscope's data folder '" +
+           dataDir() + "' (set ATTNSCOPE_DATA_DIR)";
   }
   const std::string vertSource = readTextFile(dir / "heatmap.vert");
   const std::string fragSource = readTextFile(dir / "heatmap.frag");

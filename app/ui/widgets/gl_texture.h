@@ -1,5 +1,5 @@
 // The OpenGL side of the heatmap widget: R32F value textures with max-pooled mip levels,
-// one RGBA8 LUT texture per colormap, and shaders/heatmap.{vert,frag}. Needs a current GL
+// one RGBA8 LUT texture per colormap, and assets/shaders/heatmap.{vert,frag}. Needs a current GL
 // context for init(), upload() and release(); drawing happens later inside ImGui's OpenGL3
 // backend through a draw callback.
 #pragma once

@@ -19,7 +19,7 @@ namespace attn::app {
 using TextureId = unsigned;  // 0 = no texture
 
 // One heatmap quad: a value texture read at one level of detail, coloured through a colormap
-// LUT and a colour range (shaders/heatmap.frag), over a screen rectangle.
+// LUT and a colour range (assets/shaders/heatmap.frag), over a screen rectangle.
 struct HeatmapQuad {
   TextureId texture = 0;
   ColormapKind colormap = ColormapKind::Viridis;
@@ -39,7 +39,7 @@ class HeatmapTextures {
   // True once init() succeeded: quads and colorbars are drawn.
   virtual bool ready() const = 0;
   // Uploads a matrix's levels of detail into `texture` (a new one when 0) and returns it:
-  // levels[0] is the matrix (rows x cols), each next level a max-pooled halving (io::maxPool).
+  // levels[0] is the matrix (rows x cols), each next level a max-pooled halving (attn::maxPoolBlocks).
   // May return 0 when nothing can be uploaded (not ready).
   virtual TextureId upload(TextureId texture, const std::vector<MatrixRef>& levels) = 0;
   virtual void release(TextureId texture) = 0;

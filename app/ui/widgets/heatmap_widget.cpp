@@ -2,7 +2,7 @@
 //
 // Per frame the cost does not depend on the number of cells: the values live in an R32F
 // texture that is re-uploaded only when the content revision or the shape changes, the
-// colormap is applied by shaders/heatmap.frag through a 256-entry LUT, zoom and pan only
+// colormap is applied by assets/shaders/heatmap.frag through a 256-entry LUT, zoom and pan only
 // move the UV rectangle, and text labels are drawn only for visible cells that are large
 // enough. When cells are smaller than a pixel the shader reads a max-pooled level of detail
 // (computed on the CPU at upload time), so that sharp peaks stay visible.
@@ -24,6 +24,7 @@
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/ui/widgets/heatmap_widget_parts.h"
+#include "core/attention/aggregate.h"
 
 namespace attn::app {
 
@@ -60,7 +61,8 @@ void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry,
     const MatrixRef& last = levels.back();
     const int h = std::max(1, last.rows / 2), w = std::max(1, last.cols / 2);
     pooled.emplace_back(static_cast<std::size_t>(h) * static_cast<std::size_t>(w));
-    io::maxPool(last, 2, h, w, pooled.back().data());
+    // GL mip sizes (floor halves): a last odd row or column folds into the last block.
+    maxPoolBlocks(last, 2, 2, h, w, pooled.back().data());
     levels.push_back(MatrixRef{pooled.back().data(), h, w, w});
   }
   entry.levels = static_cast<int>(levels.size());
@@ -164,6 +166,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   normalization.vmin = options.vmin;
   normalization.vmax = options.vmax;
   normalization.centreZero = options.centreZero;
+  normalization.probability = options.probability;
   const bool positions = io::needsPositions(normalization);
   // A change of the colour rule re-uploads when positions are (or were) uploaded.
   const bool changed = entry.revision != contentRevision ||
@@ -203,13 +206,18 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   }
   // Positions (per row, log) are already on the map: their range is 0..1.
   const bool usePositions = entry.positions.size() > 0;
+  // The rule in force (io::rangeRule): weights 0..1, signed symmetric, ... by default.
+  const io::RangeRule rule = io::rangeRule(entry.finite, normalization);
   const io::ValueRange range =
-      usePositions        ? io::ValueRange{0, 1}
-      : options.centreZero ? io::centredColorRange(entry.finite, options.vmin, options.vmax)
-                           : io::colorRange(entry.finite, options.vmin, options.vmax);
+      usePositions ? io::ValueRange{0, 1} : io::ruleRange(entry.finite, normalization);
 
   // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
   widget::Grid grid = widget::layoutGrid(entry, view, options, range);
+  grid.rule = rule;
+  grid.recordLabels = impl.recordLabels;
+  grid.ruleText = usePositions && !entry.caption.empty()
+                      ? (rule == io::RangeRule::Row ? std::string("per row") : entry.caption)
+                      : io::rangeRuleCaption(rule, range);
   if (usePositions && entry.positions.rows() == rows && entry.positions.cols() == cols)
     grid.positions = matrixRef(entry.positions);
   widget::handleGridInput(entry, grid, interaction);
@@ -252,7 +260,7 @@ PooledBlock pooledBlock(MatrixRef values, int level, int row, int col) {
     widths.push_back(std::max(1, widths.back() / 2));
   }
   level = std::clamp(level, 0, static_cast<int>(heights.size()) - 1);
-  // 2 down: the texel of the hovered cell at `level` (io::maxPool folds the last odd row in)
+  // 2 down: the texel of the hovered cell at `level` (maxPoolBlocks folds the last odd row in)
   int r = row, c = col;
   for (int k = 1; k <= level; ++k) {
     r = std::min(r / 2, heights[static_cast<std::size_t>(k)] - 1);

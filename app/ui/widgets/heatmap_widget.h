@@ -1,5 +1,5 @@
 // The heatmap widget: a matrix drawn through an R32F texture and a colormap LUT in a
-// fragment shader (shaders/heatmap.*), with zoom, pan, hover, labels and a colorbar.
+// fragment shader (assets/shaders/heatmap.*), with zoom, pan, hover, labels and a colorbar.
 // Per-frame cost does not grow with the number of cells: values are uploaded only when
 // their revision changes, and only visible, large-enough cells get text labels.
 #pragma once
@@ -17,16 +17,22 @@ namespace attn::app {
 
 struct HeatmapOptions {
   ColormapKind colormap = ColormapKind::Viridis;
-  std::optional<float> vmin, vmax;  // fixed colour range; auto (finite min/max) if unset
-  bool centreZero = false;          // auto range symmetric about 0 (io::centredColorRange)
-  // Global (one range for the matrix), Row (each row spans the map from its own finite min
-  // to its max) or Fixed (vmin / vmax); Log: log10 colours with a floor (io/color_scale.h).
-  // With Row or Log the widget uploads each cell's colour position instead of its value.
-  RangeMode range = RangeMode::Global;
+  std::optional<float> vmin, vmax;  // fixed colour range (implies RangeMode::Fixed)
+  // What the values are, for RangeMode::Auto (io::rangeRule): probabilities (weights,
+  // attention maps) on a fixed 0..1, signed matrices (centreZero) symmetric about 0.
+  bool centreZero = false;
+  bool probability = false;
+  // Auto (by what the values are), MinMax (the matrix's own min..max), Row (each row spans
+  // the map from its own finite min to its max) or Fixed (vmin / vmax); Log: log10 colours
+  // with a floor (io/color_scale.h). With Row or Log the widget uploads each cell's colour
+  // position instead of its value.
+  RangeMode range = RangeMode::Auto;
   ColorScaleKind scale = ColorScaleKind::Linear;
   bool cellLabels = true;           // numbers in cells large enough to hold them
   bool axisLabels = true;           // token labels along the axes
+  bool allLabels = false;           // every token label drawn (presentation, stage alone)
   bool colorbar = true;
+  bool slimColorbar = false;        // a narrow bar with its two ends only (thumbnails, cards)
   bool highlight = false;           // draw a highlight frame (pipeline step-through)
   int markRow = -1, markCol = -1;   // a cell to outline (linked hover), -1 = none
   ImVec2 size{0, 0};                // 0 = fit: cells square, as large as the space allows
@@ -76,7 +82,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
 
 // The cells behind one texel of the widget's max-pooled level of detail `level` (0 = the
 // cell itself). The widget halves rows and columns (max(1, side / 2) each time, a last odd
-// row or column folding into the last block, io::maxPool) until both sides are at most 16
+// row or column folding into the last block, attn::maxPoolBlocks) until both sides are at most 16
 // cells; the cell (row, col) lies in the block [row0, row1] x [col0, col1] of `level`.
 // `max` and (maxRow, maxCol): that block's largest value (NaN wins, as in the pooling) and
 // where it is. `level` is clamped to the levels the widget makes for this shape.

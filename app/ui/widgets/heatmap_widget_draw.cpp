@@ -28,7 +28,8 @@ ImU32 imColor(io::Rgb c) {
 // CPU to the clip rectangle turned back, and their vertices turned by a quarter turn about
 // `bottom`.
 void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::string& text,
-               ImVec2 clipMin, ImVec2 clipMax) {
+               ImVec2 clipMin, ImVec2 clipMax, float size = 0) {
+  if (size <= 0) size = ImGui::GetFontSize();
   // 1 the clip rectangle in upright coordinates: screen (X, Y) <- upright (x, y) with
   //   X = bx + (y - by), Y = by - (x - bx)
   const ImVec2 listMin = drawList->GetClipRectMin(), listMax = drawList->GetClipRectMax();
@@ -41,7 +42,7 @@ void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::stri
   // 2 upright glyphs, clipped on the CPU (the GPU clip rectangle would be the wrong one)
   const int first = drawList->VtxBuffer.Size;
   drawList->PushClipRect(ImVec2(-1e7f, -1e7f), ImVec2(1e7f, 1e7f), false);
-  drawList->AddText(ImGui::GetFont(), ImGui::GetFontSize(), bottom, color, text.c_str(),
+  drawList->AddText(ImGui::GetFont(), size, bottom, color, text.c_str(),
                     text.c_str() + text.size(), 0.f, &upright);
   drawList->PopClipRect();
   // 3 the quarter turn
@@ -51,13 +52,21 @@ void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::stri
   }
 }
 
+// Records label `index` as drawn (the list holds "" for the ones skipped).
+void recordLabel(std::vector<std::string>& drawn, int index, const std::string& text) {
+  if (index < 0) return;
+  if (static_cast<int>(drawn.size()) <= index) drawn.resize(static_cast<std::size_t>(index) + 1);
+  drawn[static_cast<std::size_t>(index)] = text;
+}
+
 }  // namespace
 
-std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodePoints) {
+std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodePoints,
+                     float size) {
   // Two or three measurements of at most maxCodePoints code points: linear, bounded.
   const std::string capped = io::capLabel(text, maxCodePoints);
   ImFont* imFont = ImGui::GetFont();
-  const float size = ImGui::GetFontSize();
+  if (size <= 0) size = ImGui::GetFontSize();
   const char* begin = capped.c_str();
   const char* end = begin + capped.size();
   const char* fits = end;
@@ -123,8 +132,9 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
                       ImGui::GetColorU32(ImGuiCol_PlotHistogram), 0.f, 0, 3.f);
   }
 
-  // 2 cell labels: only visible cells that are at least ~2.5 font heights tall
-  g.cellLabels = options.cellLabels && g.cellPxH >= font * 2.5f && g.level == 0;
+  // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) font heights tall: the
+  //   text fits with a small margin (each label is also fitted to the cell's width)
+  g.cellLabels = options.cellLabels && g.cellPxH >= font * io::kCellLabelHeights && g.level == 0;
   if (!g.cellLabels) return;
   drawList->PushClipRect(g.gridMin, g.gridMax, true);
   for (int r = g.firstRow; r <= g.lastRow; ++r) {
@@ -160,12 +170,23 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
   const float lineHeight = ImGui::GetTextLineHeight();
   const bool hasCols = !view.colLabels.empty(), hasRows = !view.rowLabels.empty();
   const char* dot = " \xC2\xB7 ";  // " · "
-  // 1 the steps: rows by line height, columns by width (upright) or line height (rotated)
-  g.rowStep = hasRows ? io::labelStep(lineHeight * 1.05, g.cellPxH) : 1;
-  g.colStep = !hasCols ? 1
-              : g.colLabelsRotated
-                  ? io::labelStep(lineHeight * 1.05, g.cellPxW)
-                  : io::labelStep(entry.colLabelWidth + font * 0.4f, g.cellPxW);
+  // 1 the label sizes and steps: never thinned while a row (a rotated column) is at least one
+  //   font height; below that the labels shrink down to a floor (0.7 of the font), and only
+  //   then every k-th is drawn. In presentation and "this stage alone" (allLabels) every
+  //   label is drawn, shrunk as far as it takes (down to 4 px).
+  const float floorPx = options.allLabels ? std::min(font, 4.f) : font * 0.7f;
+  auto sizeFor = [&](float pitch) { return std::clamp(pitch, floorPx, font); };
+  auto stepFor = [&](float pitch, float size) {
+    return options.allLabels || pitch >= size ? 1 : io::labelStep(size, pitch);
+  };
+  g.rowLabelPx = sizeFor(g.cellPxH);
+  g.rowStep = hasRows ? stepFor(g.cellPxH, g.rowLabelPx) : 1;
+  g.colLabelPx = g.colLabelsRotated ? sizeFor(g.cellPxW) : font;
+  g.colStep = !hasCols             ? 1
+              : g.colLabelsRotated ? stepFor(g.cellPxW, g.colLabelPx)
+              : options.allLabels  ? 1
+                                   : io::labelStep(entry.colLabelWidth + font * 0.4f, g.cellPxW);
+  (void)lineHeight;
   // 2 the titles: "key · every 2nd label" above, "query" read upwards on the left; the rows'
   //   rule goes above too when it does not fit beside the rows
   std::string rowTitle(view.rowAxis), colTitle(view.colAxis);
@@ -188,13 +209,16 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
          c += g.colStep) {
       const float centre = g.cellScreenMin(0, c).x + g.cellPxW * 0.5f;
       if (g.colLabelsRotated) {
-        const std::string text = fitLabel(view.colLabels[c], g.colLabelHeight - font * 0.3f);
-        addTextUp(drawList,
-                  ImVec2(std::round(centre - lineHeight * 0.5f), g.gridMin.y - font * 0.2f),
-                  textColor, text, ImVec2(g.gridMin.x - lineHeight * 0.5f, top),
-                  ImVec2(g.gridMax.x + lineHeight * 0.5f, g.gridMin.y));
+        const float px = g.colLabelPx, line = lineHeight * px / font;
+        const std::string text =
+            fitLabel(view.colLabels[c], g.colLabelHeight - font * 0.3f, io::kLabelDisplayChars, px);
+        addTextUp(drawList, ImVec2(std::round(centre - line * 0.5f), g.gridMin.y - font * 0.2f),
+                  textColor, text, ImVec2(g.gridMin.x - line * 0.5f, top),
+                  ImVec2(g.gridMax.x + line * 0.5f, g.gridMin.y), px);
+        if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
       } else {
         const std::string text = fitLabel(view.colLabels[c], g.cellPxW * g.colStep);
+        if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
         const float width = ImGui::CalcTextSize(text.c_str()).x;
         drawList->AddText(ImVec2(std::round(centre - width * 0.5f), g.gridMin.y - font * 1.15f),
                           textColor, text.c_str());
@@ -217,12 +241,15 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
     const int first = g.firstRow - g.firstRow % g.rowStep;
     for (int r = first; r <= g.lastRow && r < static_cast<int>(view.rowLabels.size());
          r += g.rowStep) {
-      const std::string text = fitLabel(view.rowLabels[r], g.rowLabelWidth - font * 0.4f);
-      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      const float px = g.rowLabelPx;
+      const std::string text =
+          fitLabel(view.rowLabels[r], g.rowLabelWidth - font * 0.4f, io::kLabelDisplayChars, px);
+      const ImVec2 size = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str());
       const float centre = g.cellScreenMin(r, 0).y + g.cellPxH * 0.5f;
-      drawList->AddText(
-          ImVec2(g.gridMin.x - font * 0.3f - size.x, std::round(centre - size.y * 0.5f)), textColor,
-          text.c_str());
+      drawList->AddText(ImGui::GetFont(), px,
+                        ImVec2(g.gridMin.x - font * 0.3f - size.x, std::round(centre - size.y * 0.5f)),
+                        textColor, text.c_str());
+      if (g.recordLabels) recordLabel(g.rowLabelsDrawn, r, text);
     }
     drawList->PopClipRect();
     // 6 the row title, read bottom to top, centred beside the grid
@@ -241,12 +268,23 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
   const ImU32 textColor = ImGui::GetColorU32(ImGuiCol_Text);
   const ImU32 borderColor = ImGui::GetColorU32(ImGuiCol_Border);
   const float font = g.font;
-  const ImVec2 barMin(g.gridMax.x + font * 0.5f, g.gridMin.y);
-  const ImVec2 barMax(barMin.x + font * 0.8f, g.gridMin.y + std::max(g.gridH, font * 3));
+  const ImVec2 barMin(g.gridMax.x + font * (options.slimColorbar ? 0.3f : 0.5f), g.gridMin.y);
+  const ImVec2 barMax(barMin.x + font * (options.slimColorbar ? 0.45f : 0.8f),
+                      g.gridMin.y + std::max(g.gridH, font * (options.slimColorbar ? 2 : 3)));
   if (impl.textures->ready())
     impl.textures->drawColorbar(drawList, options.colormap, barMin, barMax);
   drawList->AddRect(barMin, barMax, borderColor);
   float right = barMax.x;
+  if (options.slimColorbar) {
+    // The two ends only ("0" at the bottom, "1" at the top): enough to tell 0.08 from 0.8.
+    if (g.slimBare) return;
+    const float textX = barMax.x + font * 0.2f;
+    const std::string top = g.scaleTicks != nullptr ? g.vmaxText : slimEndText(g.range, true);
+    const std::string bottom = g.scaleTicks != nullptr ? g.vminText : slimEndText(g.range, false);
+    drawList->AddText(ImVec2(textX, barMin.y - font * 0.1f), textColor, top.c_str());
+    drawList->AddText(ImVec2(textX, barMax.y - font * 0.95f), textColor, bottom.c_str());
+    return;
+  }
   if (g.scaleTicks != nullptr) {
     // Per-row / log colours (io/color_scale.h): the ends labelled ("row min" / "row max", or
     // the log floor and top), decades between them where they do not collide with each
@@ -279,8 +317,11 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
       right = std::max(right, barMax.x + font * 0.45f + size.x);
     }
   }
-  if (!view.valueTitle.empty()) {
-    const std::string title = fitLabel(view.valueTitle, barMax.y - barMin.y, kTitleChars);
+  // The title names the values and the range rule in force: "weight · fixed 0–1".
+  std::string fullTitle(view.valueTitle);
+  if (!g.ruleText.empty()) fullTitle += (fullTitle.empty() ? "" : " \xC2\xB7 ") + g.ruleText;
+  if (!fullTitle.empty()) {
+    const std::string title = fitLabel(fullTitle, barMax.y - barMin.y, kTitleChars);
     const float width = ImGui::CalcTextSize(title.c_str()).x;
     const ImVec2 at(right + font * 0.3f, std::round((barMin.y + barMax.y + width) * 0.5f));
     addTextUp(drawList, at, textColor, title, ImVec2(at.x, barMin.y),
@@ -409,6 +450,18 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
   record.rowStep = g.rowStep;
   record.colStep = g.colStep;
   record.colLabelsRotated = g.colLabelsRotated;
+  record.cellW = g.cellPxW;
+  record.cellH = g.cellPxH;
+  record.fontPx = g.font;
+  record.numbersDrawn = g.cellLabels;
+  record.rangeRule = std::string(io::toString(g.rule));
+  if (g.recordLabels) {
+    record.rowLabels = g.rowLabelsDrawn;
+    record.colLabels = g.colLabelsDrawn;
+    // Labels past the last drawn one (thinned, or scrolled out) are "" too.
+    if (!view.rowLabels.empty()) record.rowLabels.resize(view.rowLabels.size());
+    if (!view.colLabels.empty()) record.colLabels.resize(view.colLabels.size());
+  }
   if (g.scaleTicks != nullptr) {  // per row / log: the positions of the scale's own ticks
     record.ticks.clear();
     for (const io::ColorbarTick& tick : *g.scaleTicks) record.ticks.push_back(tick.position);
@@ -439,9 +492,11 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
   record.cellMax = ImVec2(std::min(cellMin.x + g.cellPxW, g.gridMax.x),
                           std::min(cellMin.y + g.cellPxH, g.gridMax.y));
   // Above the centred label: labels are one font height tall and centred, so the top
-  // fifth of a labelled cell (>= 2.5 font heights) is free of text.
+  // 0.15 font heights of a labelled cell (>= 1.3 font heights) are free of text; a pixel
+  // below the cell's top edge.
   record.samplePoint = ImVec2((record.cellMin.x + record.cellMax.x) * 0.5f,
-                              record.cellMin.y + (record.cellMax.y - record.cellMin.y) * 0.15f);
+                              record.cellMin.y + std::min((record.cellMax.y - record.cellMin.y) * 0.15f,
+                                                          std::max(1.f, g.font * 0.08f)));
   ImDrawList* drawList = ImGui::GetWindowDrawList();
   const ImVec2 clipMin = drawList->GetClipRectMin(), clipMax = drawList->GetClipRectMax();
   const ImVec2 p = record.samplePoint;

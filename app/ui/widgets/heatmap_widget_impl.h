@@ -41,6 +41,14 @@ struct HeatmapRecord {
   int rowStep = 1, colStep = 1;
   bool colLabelsRotated = false;
   std::vector<float> ticks;
+  // For the layout dump (screenshot --layout-out): one cell on screen, whether the cells
+  // hold their numbers, the range rule in force, and the axis labels as drawn ("" = skipped;
+  // filled only while HeatmapCache::Impl::recordLabels is set).
+  float cellW = 0, cellH = 0;
+  float fontPx = 0;  // the font the widget drew with
+  bool numbersDrawn = false;
+  std::string rangeRule;
+  std::vector<std::string> rowLabels, colLabels;
 };
 
 struct HeatmapCache::Impl {
@@ -79,6 +87,7 @@ struct HeatmapCache::Impl {
   std::unordered_map<ImGuiID, Entry> entries;
 
   std::vector<HeatmapRecord> records;  // heatmaps drawn in frame `recordsFrame`
+  bool recordLabels = false;  // records keep the axis labels as drawn (a layout dump)
   int recordsFrame = -1;
 
   std::string exportPrefix = "attnscope";  // scenario name for default export file names

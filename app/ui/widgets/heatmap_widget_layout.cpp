@@ -30,6 +30,10 @@ void clampUv(Entry& entry) {
 
 }  // namespace
 
+std::string slimEndText(io::ValueRange range, bool top) {
+  return formatNumber(top ? range.hi : range.lo, kCellDigits);
+}
+
 Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& options,
                 io::ValueRange range) {
   Grid g;
@@ -82,16 +86,33 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
     for (const io::ColorbarTick& tick : entry.scaleTicks)
       widestTick = std::max(widestTick, ImGui::CalcTextSize(tick.text.c_str()).x);
   } else {
-    for (int maxTicks = 2; maxTicks <= kMaxColorbarTicks && options.colorbar; ++maxTicks) {
+    for (int maxTicks = 2;
+         maxTicks <= kMaxColorbarTicks && options.colorbar && !options.slimColorbar; ++maxTicks) {
       const io::ColorbarTicks ticks = io::colorbarTicks(range, maxTicks);
       for (float t : ticks.values)
         widestTick =
             std::max(widestTick, ImGui::CalcTextSize(formatNumber(t, ticks.digits).c_str()).x);
     }
   }
-  g.colorbarWidth = options.colorbar ? font * 1.9f + widestTick + font * 0.4f +
-                                           (view.valueTitle.empty() ? 0.f : font * 1.2f)
-                                     : 0.f;
+  // The title column beside the bar is always there: it names the range rule in force
+  // ("weight · fixed 0–1"). A slim bar (thumbnails, cards) has its two ends labelled only.
+  if (options.slimColorbar) {
+    widestTick = std::max(ImGui::CalcTextSize(slimEndText(range, true).c_str()).x,
+                          ImGui::CalcTextSize(slimEndText(range, false).c_str()).x);
+    if (g.scaleTicks != nullptr)
+      widestTick = std::max(ImGui::CalcTextSize(g.vminText.c_str()).x,
+                            ImGui::CalcTextSize(g.vmaxText.c_str()).x);
+  }
+  g.colorbarWidth = !options.colorbar      ? 0.f
+                    : options.slimColorbar ? font * 1.1f + widestTick + font * 0.2f
+                                           : font * 1.9f + widestTick + font * 0.4f + font * 1.2f;
+  // A slim bar beside a grid that would get narrower than 3 font heights keeps its colours
+  // but not its end numbers (the hover readout names the range).
+  if (options.colorbar && options.slimColorbar &&
+      area.x - g.rowAxisWidth - g.rowLabelWidth - g.colorbarWidth < font * 3) {
+    g.slimBare = true;
+    g.colorbarWidth = font * 0.9f;
+  }
   // Square cells, as large as the space allows, but allow up to 4:1 so that a long thin
   // matrix (one query over many keys) is still visible; cap huge cells on tiny matrices.
   float cellW = 0, cellH = 0;

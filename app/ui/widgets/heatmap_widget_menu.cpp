@@ -9,6 +9,7 @@
 
 #include "app/ui/widgets/heatmap_widget_parts.h"
 #include "app/ui/shell/theme.h"
+#include "formats/files.h"
 
 namespace attn::app::widget {
 
@@ -34,7 +35,7 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
         "Where to write. The extension picks the format: .png, .svg or .csv.\n"
         "Folders are created as needed.");
   }
-  const std::string extension = fs::path(entry.exportPath).extension().string();
+  const std::string extension = io::lowerExtension(entry.exportPath);
   if (extension == ".png") {
     ImGui::SetNextItemWidth(font * 8);
     ImGui::SliderInt("Scale", &entry.exportScale, 1, 8, "%dx");
@@ -62,6 +63,7 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
     style.colorbar = true;
     style.scale = std::clamp(entry.exportScale, 1, 8);
     style.centreZero = options.centreZero;
+    style.probability = options.probability;
     style.vmin = options.vmin;
     style.vmax = options.vmax;
     style.range = options.range;  // per row / log: the file colours as the screen does

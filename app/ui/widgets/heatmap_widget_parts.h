@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <imgui.h>
 
@@ -31,7 +32,14 @@ struct Grid {
   float rowLabelWidth = 0, colLabelHeight = 0, colorbarWidth = 0;
   bool colLabelsRotated = false;
   int rowStep = 1, colStep = 1;  // every k-th label drawn (io::labelStep), by drawAxisLabels
+  float rowLabelPx = 0, colLabelPx = 0;
+  bool slimBare = false;  // a slim colour bar too narrow for its end numbers  // the labels' font sizes (shrunk below one font height)
+  // The labels as drawn, by index ("" = skipped), when recordLabels (a layout dump).
+  bool recordLabels = false;
+  std::vector<std::string> rowLabelsDrawn, colLabelsDrawn;
   io::ValueRange range;          // the colour range
+  io::RangeRule rule = io::RangeRule::MinMax;  // the rule in force (io::rangeRule)
+  std::string ruleText;          // under the colour bar: "fixed 0–1", "per row", ...
   io::ColorbarTicks ticks;       // the colour bar's round ticks (io::colorbarTicks)
   // Per-row / log colours: cells are coloured by `positions` over {0, 1} (empty otherwise),
   // and the colour bar is labelled by `scaleTicks` (positions and texts) when not null,
@@ -56,6 +64,8 @@ struct Grid {
 };
 
 // -- heatmap_widget_layout.cpp
+// The text at the top (or bottom) end of a slim colour bar: the range's end as a number.
+std::string slimEndText(io::ValueRange range, bool top);
 // Row labels | grid | colorbar, column labels above: cells square where the space allows.
 Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& options,
                 io::ValueRange range);
@@ -66,8 +76,9 @@ void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
 // -- heatmap_widget_draw.cpp
 // `text` cut to `maxWidth` pixels at the current font with "…" (io::capLabel to
 // maxCodePoints first, so the work is bounded whatever the label's length).
+// `size`: the font size in pixels (0 = the current one).
 std::string fitLabel(std::string_view text, float maxWidth,
-                     std::size_t maxCodePoints = io::kLabelDisplayChars);
+                     std::size_t maxCodePoints = io::kLabelDisplayChars, float size = 0);
 // The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
 std::optional<std::string> screenCellLabel(float value, const Grid& grid);
 // The text of cell (r, c): none for a cell the view's `allowed` masks (it is hatched: a

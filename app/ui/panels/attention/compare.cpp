@@ -65,11 +65,12 @@ void drawCompareView(AppState& state, HeatmapCache& heatmaps,
   const float h = std::max(font * 6.f, std::min(avail.y - font * 3.f, w + font * 2.f));
   // A and B share one colour range (the fixed range of the View menu wins).
   HeatmapOptions same = panel::heatmapOptions(state);
+  same.probability = true;
   same.size = ImVec2(w, h);
   if (state.view.fixedRange) {
     same.vmin = state.view.rangeMin;
     same.vmax = state.view.rangeMax;
-  } else if (compare.sharedRange) {
+  } else if (compare.sharedRange && colorRangeMode(state.view) == RangeMode::MinMax) {
     same.vmin = compare.sharedRange->lo;
     same.vmax = compare.sharedRange->hi;
   }
@@ -101,6 +102,8 @@ void drawCompareView(AppState& state, HeatmapCache& heatmaps,
   HeatmapOptions difference = same;
   difference.colormap = ColormapKind::RdBu;  // diverging, centred on 0
   difference.centreZero = true;
+  difference.probability = false;
+  difference.range = RangeMode::Auto;  // symmetric about 0
   difference.vmin.reset();
   difference.vmax.reset();
   panelOf("##compareDiff", "A \xE2\x88\x92 B (blue: B larger, red: A larger)",

@@ -110,8 +110,9 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
         tip += "\nnon-finite: " + io::describeNonFinite(overview.nonFinite[index]);
       tip += "\nclick: show this head";
       HeatmapOptions options = panel::heatmapOptions(state);
+      options.probability = true;  // attention weights (io::rangeRule checks they are)
       options.size = ImVec2(side, side);
-      options.colorbar = false;
+      options.slimColorbar = true;
       options.axisLabels = false;
       options.cellLabels = false;
       options.highlight = sel.kind == io::AttentionSelection::Kind::Head && sel.layer == l &&

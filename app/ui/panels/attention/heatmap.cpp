@@ -77,6 +77,7 @@ void drawHeatmapTab(AppState& state, HeatmapCache& heatmaps, const AttentionShow
                     const MatrixView& displayed) {
   AttentionView& view = state.attention;
   HeatmapOptions options = panel::heatmapOptions(state);
+  options.probability = true;  // attention weights (io::rangeRule checks they are)
   options.tooltip = "attention weights (rows: queries, columns: keys); click: focus this query";
   // The texture changes with the file, the selection and the filter (its settings).
   const std::uint64_t revision =

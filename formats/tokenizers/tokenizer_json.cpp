@@ -1,0 +1,317 @@
+// Hugging Face tokenizer.json for byte-level BPE (see Gpt2Tokenizer::fromTokenizerJson).
+//
+// Fields read:
+//   model: type "BPE" (or absent), vocab {token: id}, merges ["a b", ...] or [["a", "b"], ...],
+//     ignore_merges; byte_fallback, dropout, continuing_subword_prefix and
+//     end_of_word_suffix must be off (byte_fallback models are not read yet).
+//   normalizer: null, or NFC (accepted; the text is taken as typed, see docs/models.md).
+//   pre_tokenizer: ByteLevel (add_prefix_space, use_regex: GPT-2's pattern), or a Sequence of
+//     Split {pattern: {Regex}, behavior: Isolated, invert: false} and ByteLevel (use_regex
+//     false), as Qwen2 and Llama 3 write it.
+//   added_tokens: [{id, content, special, lstrip/rstrip/single_word false}], matched in the
+//     text before pre-tokenisation, longest first.
+//   post_processor: null, ByteLevel, TemplateProcessing (single template: a SpecialToken first
+//     is the BOS, last is the EOS), RobertaProcessing / BertProcessing (cls, sep), or a
+//     Sequence of these.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "formats/files.h"
+#include "core/models/transformer.h"
+#include "formats/tokenizers/gpt2_tokenizer.h"
+
+namespace attn::io {
+namespace {
+
+using nlohmann::json;
+
+struct PreTokenizer {
+  std::string pattern;  // empty: no regex
+  bool addPrefixSpace = false;
+};
+
+bool isOff(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
+         (it->is_string() && it->get<std::string>().empty());
+}
+
+Expected<PreTokenizer> readPreTokenizer(const json& pre, const std::string& name) {
+  const std::string field = "pre_tokenizer";
+  if (!pre.is_object() || !pre.contains("type") || !pre["type"].is_string()) {
+    return Error{name, field,
+                 "must be an object with a \"type\" (a byte-level BPE needs ByteLevel)"};
+  }
+  PreTokenizer out;
+  auto byteLevel = [&](const json& p, const std::string& where, bool inSequence) -> Expected<bool> {
+    out.addPrefixSpace = p.value("add_prefix_space", false);
+    const bool useRegex = p.value("use_regex", true);
+    if (useRegex) {
+      if (inSequence && !out.pattern.empty()) {
+        return Error{name, where + ".use_regex",
+                     "a ByteLevel with its own regex after a Split is not supported"};
+      }
+      out.pattern = std::string(kGpt2Pattern);
+    }
+    return true;
+  };
+  const std::string type = pre["type"].get<std::string>();
+  if (type == "ByteLevel") {
+    Expected<bool> ok = byteLevel(pre, field, false);
+    if (!ok) return ok.error();
+    return out;
+  }
+  if (type != "Sequence") {
+    return Error{name, field + ".type",
+                 "is \"" + type + "\"; a byte-level BPE is read with ByteLevel or a Sequence of "
+                 "Split and ByteLevel"};
+  }
+  const json& list = pre.contains("pretokenizers") ? pre["pretokenizers"] : json();
+  if (!list.is_array() || list.empty()) {
+    return Error{name, field + ".pretokenizers", "must be a non-empty array"};
+  }
+  bool sawByteLevel = false;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const std::string where = field + ".pretokenizers[" + std::to_string(k) + "]";
+    const json& p = list[k];
+    const std::string t = p.is_object() ? p.value("type", std::string()) : std::string();
+    if (t == "Split") {
+      if (!out.pattern.empty() || sawByteLevel) {
+        return Error{name, where, "only one Split, before the ByteLevel, is supported"};
+      }
+      const json& pattern = p.contains("pattern") ? p["pattern"] : json();
+      if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string()) {
+        return Error{name, where + ".pattern", "must be {\"Regex\": \"...\"}"};
+      }
+      if (p.value("behavior", std::string()) != "Isolated") {
+        return Error{name, where + ".behavior", "only \"Isolated\" is supported"};
+      }
+      if (p.value("invert", false)) return Error{name, where + ".invert", "must be false"};
+      out.pattern = pattern["Regex"].get<std::string>();
+      if (out.pattern.empty()) return Error{name, where + ".pattern.Regex", "is empty"};
+    } else if (t == "ByteLevel") {
+      Expected<bool> ok = byteLevel(p, where, true);
+      if (!ok) return ok.error();
+      sawByteLevel = true;
+    } else {
+      return Error{name, where + ".type",
+                   "is \"" + t + "\"; only Split and ByteLevel are read in a byte-level BPE"};
+    }
+  }
+  if (!sawByteLevel) return Error{name, field, "has no ByteLevel pre-tokenizer"};
+  return out;
+}
+
+// The id of a special token named in the post-processor: special_tokens[name].ids[0] for a
+// template, else the added token or vocabulary entry of that text.
+Expected<int> specialId(const json& processor, const std::string& token, const std::string& name,
+                        const std::string& where, const std::vector<Gpt2Tokenizer::AddedToken>& added,
+                        const gpt2::BytePairEncoder& bpe) {
+  if (processor.contains("special_tokens") && processor["special_tokens"].is_object()) {
+    const json& table = processor["special_tokens"];
+    auto it = table.find(token);
+    if (it != table.end() && it->is_object() && it->contains("ids") && (*it)["ids"].is_array() &&
+        (*it)["ids"].size() == 1 && (*it)["ids"][0].is_number_integer()) {
+      return static_cast<int>((*it)["ids"][0].get<std::int64_t>());
+    }
+  }
+  for (const auto& a : added)
+    if (a.content == token) return a.id;
+  const int id = bpe.find(token);
+  if (id >= 0) return id;
+  return Error{name, where, "names the token \"" + token + "\", which has no id"};
+}
+
+}  // namespace
+
+Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
+                                                         const std::string& name) {
+  json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return Error{name, "", "not valid JSON"};
+  if (!root.is_object()) return Error{name, "", "not a JSON object"};
+
+  // 1 model
+  const json& model = root.contains("model") ? root["model"] : json();
+  if (!model.is_object()) return Error{name, "model", "missing or not an object"};
+  const std::string type = model.value("type", std::string("BPE"));
+  if (type != "BPE") {
+    return Error{name, "model.type",
+                 "is \"" + type + "\"; only BPE tokenizers are read (not WordPiece, Unigram or "
+                 "WordLevel)"};
+  }
+  for (const char* key : {"byte_fallback", "dropout", "continuing_subword_prefix",
+                          "end_of_word_suffix"}) {
+    if (!isOff(model, key)) {
+      return Error{name, std::string("model.") + key,
+                   "is set; only plain byte-level BPE is read (byte_fallback / Metaspace "
+                   "tokenizers are not supported yet)"};
+    }
+  }
+  const json& vocab = model.contains("vocab") ? model["vocab"] : json();
+  if (!vocab.is_object() || vocab.empty()) {
+    return Error{name, "model.vocab", "missing, empty or not an object of token -> id"};
+  }
+  std::vector<std::pair<std::string, int>> entries;
+  entries.reserve(vocab.size());
+  std::vector<bool> idUsed;
+  for (const auto& [token, id] : vocab.items()) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
+        id.get<std::int64_t>() >= model::kMaxVocab) {
+      return Error{name, "model.vocab[\"" + token + "\"]",
+                   "the id must be an integer in 0.." + std::to_string(model::kMaxVocab - 1)};
+    }
+    const int v = static_cast<int>(id.get<std::int64_t>());
+    entries.emplace_back(token, v);
+    if (idUsed.size() <= static_cast<std::size_t>(v)) idUsed.resize(static_cast<std::size_t>(v) + 1);
+    idUsed[static_cast<std::size_t>(v)] = true;
+  }
+  const json& mergeList = model.contains("merges") ? model["merges"] : json();
+  if (!mergeList.is_array() || mergeList.empty()) {
+    return Error{name, "model.merges",
+                 "missing, empty or not an array (without merges every byte is its own token)"};
+  }
+  std::vector<std::pair<std::string, std::string>> merges;
+  merges.reserve(mergeList.size());
+  for (std::size_t k = 0; k < mergeList.size(); ++k) {
+    const json& m = mergeList[k];
+    const std::string where = "model.merges[" + std::to_string(k) + "]";
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const std::size_t space = s.find(' ');
+      if (space == std::string::npos || space == 0 || space + 1 == s.size() ||
+          s.find(' ', space + 1) != std::string::npos) {
+        return Error{name, where, "expected \"left right\" (two tokens, one space)"};
+      }
+      merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else {
+      return Error{name, where, "expected \"left right\" or [\"left\", \"right\"]"};
+    }
+  }
+
+  // 2 added tokens (ids outside model.vocab join the vocabulary for decoding)
+  Gpt2Tokenizer tokenizer;
+  if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
+    const json& list = root["added_tokens"];
+    if (!list.is_array()) return Error{name, "added_tokens", "must be an array"};
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const json& a = list[k];
+      const std::string where = "added_tokens[" + std::to_string(k) + "]";
+      if (!a.is_object() || !a.contains("content") || !a["content"].is_string() ||
+          !a.contains("id") || !a["id"].is_number_integer() || a["id"].get<std::int64_t>() < 0 ||
+          a["id"].get<std::int64_t>() >= model::kMaxVocab) {
+        return Error{name, where, "needs \"content\" (a string) and \"id\" (an integer >= 0)"};
+      }
+      for (const char* key : {"lstrip", "rstrip", "single_word"}) {
+        if (a.value(key, false)) {
+          return Error{name, where + "." + key, "is true; only exact matches are supported"};
+        }
+      }
+      AddedToken token{a["content"].get<std::string>(), static_cast<int>(a["id"].get<std::int64_t>()),
+                       a.value("special", false)};
+      if (token.content.empty()) return Error{name, where + ".content", "is empty"};
+      const auto slot = static_cast<std::size_t>(token.id);
+      if (slot >= idUsed.size() || !idUsed[slot]) {
+        entries.emplace_back(token.content, token.id);
+        if (idUsed.size() <= slot) idUsed.resize(slot + 1);
+        idUsed[slot] = true;
+      }
+      tokenizer.added_.push_back(std::move(token));
+    }
+    std::stable_sort(tokenizer.added_.begin(), tokenizer.added_.end(),
+                     [](const AddedToken& a, const AddedToken& b) {
+                       return a.content.size() > b.content.size();
+                     });
+  }
+
+  Expected<gpt2::BytePairEncoder> bpe = gpt2::BytePairEncoder::create(entries, merges);
+  if (!bpe) {
+    Error error = bpe.error();
+    error.file = name;
+    error.field = "model." + error.field;
+    return error;
+  }
+  tokenizer.bpe_ = std::move(bpe).value();
+  tokenizer.ignoreMerges_ = model.value("ignore_merges", false);
+
+  // 3 normalizer
+  if (root.contains("normalizer") && !root["normalizer"].is_null()) {
+    const json& n = root["normalizer"];
+    const std::string t = n.is_object() ? n.value("type", std::string()) : std::string();
+    if (t != "NFC") {
+      return Error{name, "normalizer.type",
+                   "is \"" + t + "\"; a byte-level BPE is read with no normalizer or NFC"};
+    }
+  }
+
+  // 4 pre-tokenizer
+  Expected<PreTokenizer> pre =
+      readPreTokenizer(root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json(), name);
+  if (!pre) return pre.error();
+  tokenizer.addPrefixSpace_ = pre->addPrefixSpace;
+  if (!pre->pattern.empty()) {
+    tokenizer.pattern_ = compilePattern(pre->pattern);
+    if (!tokenizer.pattern_) {
+      return Error{name, "pre_tokenizer", "PCRE2 cannot compile the pattern \"" + pre->pattern + "\""};
+    }
+  }
+
+  // 5 post-processor: BOS / EOS
+  std::vector<std::pair<json, std::string>> processors;
+  if (root.contains("post_processor") && !root["post_processor"].is_null()) {
+    const json& p = root["post_processor"];
+    if (p.is_object() && p.value("type", std::string()) == "Sequence" && p.contains("processors") &&
+        p["processors"].is_array()) {
+      for (std::size_t k = 0; k < p["processors"].size(); ++k)
+        processors.emplace_back(p["processors"][k],
+                                "post_processor.processors[" + std::to_string(k) + "]");
+    } else {
+      processors.emplace_back(p, "post_processor");
+    }
+  }
+  for (const auto& [p, where] : processors) {
+    const std::string t = p.is_object() ? p.value("type", std::string()) : std::string();
+    if (t == "ByteLevel") continue;
+    if (t == "TemplateProcessing") {
+      const json& single = p.contains("single") ? p["single"] : json();
+      if (!single.is_array()) return Error{name, where + ".single", "must be an array"};
+      for (std::size_t k = 0; k < single.size(); ++k) {
+        const json& piece = single[k];
+        if (!piece.is_object() || !piece.contains("SpecialToken")) continue;
+        const json& st = piece["SpecialToken"];
+        if (!st.is_object() || !st.contains("id") || !st["id"].is_string()) {
+          return Error{name, where + ".single[" + std::to_string(k) + "].SpecialToken.id",
+                       "must be a string"};
+        }
+        Expected<int> id = specialId(p, st["id"].get<std::string>(), name,
+                                     where + ".single[" + std::to_string(k) + "]",
+                                     tokenizer.added_, tokenizer.bpe_);
+        if (!id) return id.error();
+        if (k == 0) tokenizer.bos_ = *id;
+        else if (k + 1 == single.size()) tokenizer.eos_ = *id;
+        else return Error{name, where + ".single", "a special token in the middle is not supported"};
+      }
+    } else if (t == "RobertaProcessing" || t == "BertProcessing") {
+      for (const char* key : {"cls", "sep"}) {
+        const json& pair = p.contains(key) ? p[key] : json();
+        if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer()) {
+          return Error{name, where + "." + key, "must be [token, id]"};
+        }
+        (std::string(key) == "cls" ? tokenizer.bos_ : tokenizer.eos_) =
+            static_cast<int>(pair[1].get<std::int64_t>());
+      }
+    } else {
+      return Error{name, where + ".type", "is \"" + t + "\", which is not read"};
+    }
+  }
+  return tokenizer;
+}
+
+Expected<Gpt2Tokenizer> Gpt2Tokenizer::loadTokenizerJson(const std::string& path) {
+  Expected<std::string> text = readCapped(path, kMaxTokenizerFileBytes);
+  if (!text) return text.error();
+  return fromTokenizerJson(*text, path);
+}
+
+}  // namespace attn::io
