@@ -1,4 +1,4 @@
-// What one keystroke in the Model panel costs on the model worker (app/model_service.h
+// What one keystroke in the Model panel costs on the model worker (app/session/model_service.h
 // runModel) on GPT-2-small shapes with random weights (the weights of bench_gpt2.cpp): the
 // forward pass of the new token through the KV cache, plus what a run copies out for the
 // views (the attention tensor [L, H, n, n] into an in-memory io::AttentionFile, the

@@ -289,17 +289,19 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   }
 
   // 2 the normalised attention
-  Expected<io::AttentionFile> file = io::AttentionFile::open(path, *options);
-  if (!file) {
+  Expected<io::AttentionFileOrChoice> opened = io::AttentionFile::openOrChoose(path, *options);
+  if (!opened) return fail(err, asOptionError(opened.error()));
+  if (!opened->file) {
     // An archive of several arrays is a fine file: list them and say how to pick one.
-    if (file.error().field == "array" && options->arrayName.empty()) {
-      json["attention"] = nullptr;
-      json["attention_error"] = file.error().problem;
-      out << json.dump(2) << '\n';
-      return 0;
-    }
-    return fail(err, asOptionError(file.error()));
+    std::string names;
+    for (const io::ArraySummary& a : opened->choices) names += (names.empty() ? "" : ", ") + a.name;
+    json["attention"] = nullptr;
+    json["attention_error"] =
+        "the archive holds several arrays (" + names + "); pick one with --array NAME";
+    out << json.dump(2) << '\n';
+    return 0;
   }
+  const io::AttentionFile* file = &*opened->file;
   const io::AttentionShape& shape = file->shape();
   nlohmann::ordered_json attention;
   attention["shape"] = {shape.layers, shape.heads, shape.queries, shape.keys};
@@ -424,12 +426,11 @@ Status checkAttentionScreenshot(const std::string& path, const ParsedArgs& parse
   // A model's run is checked by the window once it has run (its shape is not known yet).
   if (!isAttentionFilePath(path)) return Ok{};
   // Open the file as the window will, to check the indices against its shape.
-  Expected<io::AttentionFile> file = io::AttentionFile::open(path, start.open);
-  if (!file) {
-    // Several arrays and no --array: the window offers them (see openAttentionFile).
-    if (file.error().field == "array" && start.open.arrayName.empty()) return Ok{};
-    return asOptionError(file.error());
-  }
+  Expected<io::AttentionFileOrChoice> opened = io::AttentionFile::openOrChoose(path, start.open);
+  if (!opened) return asOptionError(opened.error());
+  // Several arrays and no --array: the window offers them (see openAttentionFile).
+  if (!opened->file) return Ok{};
+  const io::AttentionFile* file = &*opened->file;
   const io::AttentionShape& shape = file->shape();
   // "layer 5 is out of range: the file has 2 layers (valid: 0..1)"
   const auto outOfRange = [&](std::string_view option, std::string_view what, int index, int count,

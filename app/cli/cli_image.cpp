@@ -231,7 +231,7 @@ Status finishRequest(const ParsedArgs& parsed, ImageRequest& request) {
   return Ok{};
 }
 
-// The image view's rule for file names (app/image_view.h).
+// The image view's rule for file names (app/session/image_view.h).
 bool isImageFile(const std::string& path) {
   return classifyPath(path) == PathKind::Image;
 }

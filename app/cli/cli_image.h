@@ -1,5 +1,5 @@
 // `attnscope image`: self-attention over the patches of an image, headless (see
-// docs/images.md). Same contract as the other commands (app/cli.h): exit 0 ok, 2 bad input
+// docs/images.md). Same contract as the other commands (app/cli/cli.h): exit 0 ok, 2 bad input
 // with one line on `err`.
 #pragma once
 

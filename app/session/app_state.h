@@ -24,7 +24,7 @@
 
 namespace attn::app {
 
-struct TrainingPanelState;  // app/panel_training.h (owns the training worker thread)
+struct TrainingPanelState;  // app/ui/panels/panel_training.h (owns the training worker thread)
 
 // ---------------------------------------------------------------------------------------
 // View settings (not part of undo; saved in the autosave)
@@ -49,13 +49,13 @@ struct ViewSettings {
                                  // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   // Presentation mode (F5, not saved): the Pipeline alone, full window, large type, its
-  // stages in rows and pages that fit (app/pipeline_layout.h). `stageFullScreen`: the current
+  // stages in rows and pages that fit (app/session/pipeline_layout.h). `stageFullScreen`: the current
   // stage alone with its explanation as a caption (Enter / double-click a card).
   bool presentation = false;
   bool stageFullScreen = false;
   int presentationPage = 0;      // page of stages shown while no stage is current
   bool lightTheme = false;       // projector-friendly theme
-  // Panel visibility by panel id (app/panel_registry.h); a panel not listed here has its
+  // Panel visibility by panel id (app/ui/panels/panel_registry.h); a panel not listed here has its
   // default. Use panelShown() / panelFlag() rather than this map directly.
   std::map<std::string, bool, std::less<>> panels;
 };
@@ -287,7 +287,7 @@ bool redo(AppState& state);
 void loadDocument(AppState& state, Scenario scenario, std::string path);
 
 // Recomputes `computed` synchronously if the revision changed (tests, screenshots). Returns
-// true if it recomputed. The window uses updateAsync() (app/compute_service.h) instead.
+// true if it recomputed. The window uses updateAsync() (app/session/compute_service.h) instead.
 bool update(AppState& state);
 
 // Makes `computed` the result on screen, and keeps the focused head inside its head count.

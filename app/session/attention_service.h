@@ -1,5 +1,5 @@
 // Opening attention files into the app, and the worker that makes what the Attention panel
-// shows off the UI thread (the ComputeService pattern, app/compute_service.h): the model
+// shows off the UI thread (the ComputeService pattern, app/session/compute_service.h): the model
 // view's thumbnails and per-head statistics (io::overviewHeads, ONCE per file, with
 // progress, cancelled when another file is opened) and the selected head / mean / max /
 // rollout (io::selectAttention; latest wins). Results are immutable shared_ptr<const T>;

@@ -1,7 +1,7 @@
 // The opened attention file (.npy / .npz, io/attention_file.h) and what the Attention panel
 // shows of it. Kept in AppState::attention, apart from the scenario document: opening an
 // attention file never touches the scenario, its undo history or its dirty flag.
-// Plain data (no threads, no GL); app/attention_service.h fills the derived parts.
+// Plain data (no threads, no GL); app/session/attention_service.h fills the derived parts.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/session/attention_source.h"
+#include "render/heatmap_render.h"
 #include "formats/attention_file.h"
 
 namespace attn::app {
@@ -28,7 +29,7 @@ struct AttentionShown {
 // How the model-view grid orders the heads of each layer.
 enum class HeadSort { Index, EntropyAscending, Top1Descending };
 
-struct FilteredView;  // app/attention_analysis.h
+struct FilteredView;  // app/session/attention_analysis.h
 
 // The special-token filter of the heatmap, focus and text views (core/aggregate.h): when
 // `enabled`, the keys it marks are dropped and each row is renormalised over the rest.
@@ -75,7 +76,7 @@ struct AttentionView {
   io::AttentionSelection selection;               // what the big heatmap shows
   std::uint64_t selectionRevision = 0;            // bumped when `selection` changes
 
-  // Derived (app/attention_service.h). `overview` belongs to `generation` (null while the
+  // Derived (app/session/attention_service.h). `overview` belongs to `generation` (null while the
   // thumbnails are being made); `shown` is the newest finished selection, which may be
   // older than selectionRevision while the worker computes.
   std::shared_ptr<const io::HeadOverview> overview;
@@ -108,7 +109,7 @@ struct AttentionView {
   // Model view: the thumbnails' axis labels (token ranges), made once per generation.
   std::uint64_t thumbnailLabelsGeneration = ~0ull;
   std::vector<std::string> thumbnailRowLabels, thumbnailColLabels;
-  // Focus, special-token filter and compare (app/attention_analysis.h).
+  // Focus, special-token filter and compare (app/session/attention_analysis.h).
   AttentionFilter filter;
   AttentionFocus focus;
   AttentionCompare compare;

@@ -49,7 +49,7 @@ int applyStepKeys(int stage, const std::vector<StepKey>& keys,
         stage = -1;
         break;
       case StepKey::None:
-      case StepKey::Presentation:  // view keys: applyPipelineKeys (app/pipeline_steps.h)
+      case StepKey::Presentation:  // view keys: applyPipelineKeys (app/session/pipeline_steps.h)
       case StepKey::Open:
         break;
     }

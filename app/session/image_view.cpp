@@ -6,7 +6,6 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
-#include <future>
 
 #include "formats/files.h"
 
@@ -112,29 +111,39 @@ bool updateImageView(ImageViewState& view) {
   return true;
 }
 
+void ImageService::submit(ImageJob::Request request) {
+  worker_.submit([this, request = std::move(request)](const std::atomic<bool>&) {
+    ImageJob::Result result = computeImageJob(request);
+    std::lock_guard lock(mutex_);
+    finished_ = std::move(result);
+  });
+}
+
+std::optional<ImageJob::Result> ImageService::take() {
+  std::lock_guard lock(mutex_);
+  std::optional<ImageJob::Result> result = std::move(finished_);
+  finished_.reset();
+  return result;
+}
+
 bool updateImageViewAsync(ImageViewState& view) {
+  if (!view.service) view.service = std::make_shared<ImageService>();
   bool replaced = false;
-  // 1 a finished job: show it (even if a newer revision waits: it is the newest result)
-  if (view.job && view.job->future.valid() &&
-      view.job->future.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    applyResult(view, view.job->future.get());
-    view.job.reset();
+  // 1 a finished result: show it (even if newer settings wait: it is the newest result)
+  if (std::optional<ImageJob::Result> result = view.service->take()) {
+    applyResult(view, std::move(*result));
     replaced = true;
   }
-  // 2 nothing running and the settings moved on: start the newest request (latest wins:
-  // revisions changed while a job ran are never computed, only the last one)
-  if (!view.job && view.revision != view.computedRevision &&
-      view.revision != view.submittedRevision) {
-    auto job = std::make_shared<ImageJob>();
-    job->future = std::async(std::launch::async, computeImageJob, view.request());
-    view.job = std::move(job);
+  // 2 the settings moved on: submit the newest request (latest wins)
+  if (view.revision != view.computedRevision && view.revision != view.submittedRevision) {
+    view.service->submit(view.request());
     view.submittedRevision = view.revision;
   }
   return replaced;
 }
 
 bool ImageViewState::computing() const {
-  return job != nullptr;
+  return service && service->busy();
 }
 
 Status exportOverlay(const ImageViewState& view, ColormapKind colormap,

@@ -1,14 +1,16 @@
 // The image view's state and logic (no GL, no ImGui): the open image, the patch and
 // attention settings, the query, and the derived patch attention. The panel
-// (app/panel_image.cpp) edits the settings and calls bump(); updateImageView() recomputes
+// (app/ui/panels/panel_image.cpp) edits the settings and calls bump(); updateImageView() recomputes
 // when the revision changed. See docs/images.md.
 #pragma once
 
 #include <cstdint>
-#include <future>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
+#include "app/session/latest_worker.h"
 #include "core/attention/patches.h"
 #include "render/heatmap_render.h"
 #include "formats/image.h"
@@ -32,7 +34,25 @@ struct ImageJob {
     MatrixView matrix;
     double computeMs = 0;
   };
-  std::future<Result> future;
+};
+
+// The image view's worker: the services' one latest-wins worker (latest_worker.h) and the
+// newest result it finished. Submitting replaces a request that has not started; a result
+// is taken once.
+class ImageService {
+ public:
+  void submit(ImageJob::Request request);
+  // The newest finished result not taken yet, if any.
+  std::optional<ImageJob::Result> take();
+  // True while a request is queued or running.
+  bool busy() const { return worker_.busy(); }
+  // Blocks until nothing is queued or running (tests).
+  void waitIdle() { worker_.waitIdle(); }
+
+ private:
+  std::mutex mutex_;
+  std::optional<ImageJob::Result> finished_;
+  LatestWorker worker_;  // last: joined first, before the members its jobs use
 };
 
 // Embeds the patches and runs attend() (thread-safe: touches nothing but `request`).
@@ -73,15 +93,16 @@ struct ImageViewState {
   // pixel and screen pixels per image pixel; zoom 0 = not drawn), for hit tests and tests.
   float drawnX = 0, drawnY = 0, drawnZoom = 0;
 
-  // Asynchronous computing (updateImageViewAsync): the job in flight, if any, and the
-  // revision it was started for.
-  std::shared_ptr<ImageJob> job;
+  // Asynchronous computing (updateImageViewAsync): the worker (made on first use; shared by
+  // copies of the state) and the newest revision submitted to it.
+  std::shared_ptr<ImageService> service;
   std::uint64_t submittedRevision = ~0ull;
 
   void bump() { ++revision; }
   // The request for the current image and settings.
   ImageJob::Request request() const;
-  // True while a job runs (the result on screen may be older than the settings).
+  // True while the worker has a request queued or running (the result on screen may be
+  // older than the settings).
   bool computing() const;
   bool open() const { return image != nullptr; }
   // The query's patch index in the current grid (-1 when nothing is computed).
@@ -99,9 +120,10 @@ Status openImage(ImageViewState& view, const std::string& path);
 // Recomputes the patch attention if the revision changed, on this thread (tests,
 // screenshots). Returns true if it recomputed.
 bool updateImageView(ImageViewState& view);
-// The window's version: never blocks. Shows a finished job's result, and starts a job on a
-// worker thread for the newest settings when none runs (latest wins). Until it finishes the
-// previous result stays on screen. Returns true when the result on screen changed.
+// The window's version: never blocks. Shows the worker's newest finished result, and
+// submits the newest settings when they changed (latest wins: a request that has not
+// started is replaced). Until it finishes the previous result stays on screen. Returns
+// true when the result on screen changed.
 bool updateImageViewAsync(ImageViewState& view);
 
 // Writes the overlay of the current query (with view.opacity, `colormap`, view.exportScale)

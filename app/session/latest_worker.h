@@ -1,5 +1,5 @@
-// The one latest-wins worker of the services (compute, attention file, model, image):
-// one thread that runs the newest submitted job. Submitting replaces a job that has not
+// The one latest-wins worker of the services (compute, attention file, model, image,
+// training): one thread that runs the newest submitted job. Submitting replaces a job that has not
 // started yet (it is dropped, never run) and raises the cancel flag of the job that is
 // running, which a long job may poll to stop early (a job that ignores it simply finishes;
 // its result is then older than the newest request, which the service's step drops).

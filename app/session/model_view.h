@@ -1,9 +1,9 @@
 // The GPT-2 model in the app (issue 10): the loaded folder, the text the user types, and the
 // newest finished run of the model on it. Kept in AppState::model, apart from the scenario
 // document: loading a model or typing never touches the scenario, its undo history or its
-// dirty flag. Plain data (no threads, no GL); app/model_service.h fills the derived parts.
+// dirty flag. Plain data (no threads, no GL); app/session/model_service.h fills the derived parts.
 //
-// A run's attention is shown by the Attention panel (app/panel_attention.cpp) as an
+// A run's attention is shown by the Attention panel (app/ui/panels/attention/) as an
 // in-memory io::AttentionFile: the model grid, head and text views of a saved tensor work
 // unchanged on the live one.
 #pragma once
@@ -61,7 +61,7 @@ struct ModelView {
   // The newest finished run (may be older than textRevision while the worker computes).
   std::shared_ptr<const ModelRun> run;
   // "Open this head in the pipeline": a new scenario for the window to open (asking about
-  // unsaved changes first, app/files.h requestNewDocument). Taken by the window.
+  // unsaved changes first, app/ui/shell/files.h requestNewDocument). Taken by the window.
   std::optional<Scenario> pipelineRequest;
 
   // Panel scratch (not saved).

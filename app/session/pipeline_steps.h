@@ -39,7 +39,7 @@ std::optional<int> headForStage(MatrixKind stage, int head);
 // numbers of every preset (tests/session/test_session_presets.cpp).
 std::string stageDescription(MatrixKind stage, const Scenario& doc);
 
-// Applies queued keys (app/frame_pacing.h) to the view, in order: Next / Previous step
+// Applies queued keys (app/session/frame_pacing.h) to the view, in order: Next / Previous step
 // (a single full-screen stage follows the step), F5 toggles presentation mode, Enter (while
 // presenting or stepping) shows the current stage (or the first) alone and enters
 // presentation mode, Escape goes back one level:

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <thread>
 
 namespace attn::app {
 
@@ -16,15 +17,16 @@ using train::Trainer;
 // =======================================================================================
 
 BackgroundTrainer::BackgroundTrainer()
-    : published_(std::make_shared<const TrainingSnapshot>()), worker_([this] { loop(); }) {}
+    : published_(std::make_shared<const TrainingSnapshot>()), run_(std::make_unique<Run>()) {}
 
-BackgroundTrainer::~BackgroundTrainer() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    quit_ = true;
-  }
-  wake_.notify_all();
-  worker_.join();
+// worker_ (the last member) is destroyed first: it cancels the running chunk, drops a
+// queued one and joins, before run_ and the commands go.
+BackgroundTrainer::~BackgroundTrainer() = default;
+
+// A command arrived: the worker runs a chunk for it (latest wins: a chunk that has not
+// started stands for every command before it).
+void BackgroundTrainer::kick() {
+  worker_.submit([this](const std::atomic<bool>& cancel) { chunk(cancel); });
 }
 
 Status BackgroundTrainer::reset(const TrainConfig& config, long long stepBudget) {
@@ -40,7 +42,7 @@ Status BackgroundTrainer::reset(const TrainConfig& config, long long stepBudget)
     learningRateChanged_ = false;
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
   return Ok{};
 }
 
@@ -50,7 +52,7 @@ void BackgroundTrainer::start() {
     running_ = true;
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
 }
 
 void BackgroundTrainer::pause() {
@@ -59,7 +61,7 @@ void BackgroundTrainer::pause() {
     running_ = false;
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
 }
 
 void BackgroundTrainer::stepOnce(int count) {
@@ -68,7 +70,7 @@ void BackgroundTrainer::stepOnce(int count) {
     pendingSteps_ += std::max(0, count);
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
 }
 
 void BackgroundTrainer::setExampleIndex(int index) {
@@ -77,7 +79,7 @@ void BackgroundTrainer::setExampleIndex(int index) {
     exampleIndex_ = std::max(0, index);
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
 }
 
 void BackgroundTrainer::setLearningRate(float lr) {
@@ -88,7 +90,7 @@ void BackgroundTrainer::setLearningRate(float lr) {
     learningRateChanged_ = true;
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
 }
 
 void BackgroundTrainer::setStepBudget(long long budget) {
@@ -97,7 +99,7 @@ void BackgroundTrainer::setStepBudget(long long budget) {
     stepBudget_ = std::max(0LL, budget);
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
 }
 
 void BackgroundTrainer::setSpeedLimit(double stepsPerSecond) {
@@ -106,7 +108,7 @@ void BackgroundTrainer::setSpeedLimit(double stepsPerSecond) {
     speedLimit_ = std::isfinite(stepsPerSecond) ? std::max(0.0, stepsPerSecond) : 0.0;
     ++commandRevision_;
   }
-  wake_.notify_all();
+  kick();
 }
 
 std::shared_ptr<const TrainingSnapshot> BackgroundTrainer::snapshot() const {
@@ -115,82 +117,70 @@ std::shared_ptr<const TrainingSnapshot> BackgroundTrainer::snapshot() const {
 }
 
 void BackgroundTrainer::waitIdle() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [&] {
-    const bool budgetLeft = stepBudget_ == 0 || published_->steps < stepBudget_;
-    return !busy_ && !pendingTrainer_ && pendingSteps_ == 0 && !(running_ && budgetLeft);
-  });
+  // A chunk that leaves work behind queues the next one before it ends, so the worker is
+  // idle only when nothing is left (while running with no budget, never: as before).
+  worker_.waitIdle();
 }
 
-// The worker's loop: one cohesive numbered algorithm (take the commands, 0 a new run's
-// step-0 evaluation, 1 train a chunk, 2 evaluate, 3 the example's maps, 4 publish), kept in
-// one function on purpose so that its state (curves, frame spacing) stays local.
-void BackgroundTrainer::loop() {
-  using Clock = std::chrono::steady_clock;
-  std::unique_ptr<Trainer> trainer;
-  TrainingSnapshot state;
-  std::uint64_t seenCommand = 0;
-  double lossSum = 0;
-  int lossCount = 0;
-  long long frameEvery = 1, lastFrameStep = -1;
-  // The history of the example's first map: every `frameEvery` steps (and after every
-  // chunk); when it is full, every other frame goes and the spacing doubles.
-  auto recordFrame = [&](const Matrix& weights) {
-    state.frames.push_back({state.steps, weights});
-    lastFrameStep = state.steps;
-    if (static_cast<int>(state.frames.size()) > TrainingSnapshot::kMaxFrames) {
-      std::vector<AttentionFrame> kept;
-      for (std::size_t i = 0; i < state.frames.size(); i += 2) {
-        kept.push_back(std::move(state.frames[i]));
-      }
-      state.frames = std::move(kept);
-      frameEvery *= 2;
+// The history of the example's first map: every `frameEvery` steps (and after every
+// chunk); when it is full, every other frame goes and the spacing doubles.
+void BackgroundTrainer::Run::recordFrame(const Matrix& weights) {
+  state.frames.push_back({state.steps, weights});
+  lastFrameStep = state.steps;
+  if (static_cast<int>(state.frames.size()) > TrainingSnapshot::kMaxFrames) {
+    std::vector<AttentionFrame> kept;
+    for (std::size_t i = 0; i < state.frames.size(); i += 2) {
+      kept.push_back(std::move(state.frames[i]));
     }
-  };
-  double sinceEvaluation = 0;
-  long long lastEvaluatedStep = -1;
-  int requestedExample = 0;
-  Clock::time_point nextStepAt{};
+    state.frames = std::move(kept);
+    frameEvery *= 2;
+  }
+}
 
-  while (true) {
+// One chunk of the worker (a job of the services' LatestWorker): one cohesive numbered
+// algorithm (take the commands, 0 a new run's step-0 evaluation, 1 train a chunk of about
+// 50 ms, 2 evaluate, 3 the example's maps, 4 publish, 5 queue the next chunk when work is
+// left), kept in one function on purpose. Its state between chunks is run_ (only the
+// worker's thread touches it).
+void BackgroundTrainer::chunk(const std::atomic<bool>& cancel) {
+  using Clock = std::chrono::steady_clock;
+  Run& r = *run_;
+  std::unique_ptr<Trainer>& trainer = r.trainer;
+  TrainingSnapshot& state = r.state;
+  {
     bool continuous = false, fresh = false;
     int stepsWanted = 0;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      busy_ = false;
-      idle_.notify_all();
       auto budgetLeft = [&] {
         return trainer && (stepBudget_ == 0 || trainer->steps() < stepBudget_);
       };
-      wake_.wait(lock, [&] {
-        return quit_ || pendingTrainer_ || (pendingSteps_ > 0 && trainer) ||
-               (running_ && budgetLeft()) || commandRevision_ != seenCommand;
-      });
-      if (quit_) return;
-      busy_ = true;
-      seenCommand = commandRevision_;
+      const bool work = pendingTrainer_ || (pendingSteps_ > 0 && trainer) ||
+                        (running_ && budgetLeft()) || commandRevision_ != r.seenCommand;
+      if (!work) return;
+      r.seenCommand = commandRevision_;
       if (pendingTrainer_) {
         trainer = std::move(pendingTrainer_);
         fresh = true;
         state = TrainingSnapshot();
         state.config = trainer->config();
-        lossSum = 0;
-        lossCount = 0;
-        frameEvery = 1;
-        lastFrameStep = -1;
-        sinceEvaluation = 0;
-        lastEvaluatedStep = -1;
+        r.lossSum = 0;
+        r.lossCount = 0;
+        r.frameEvery = 1;
+        r.lastFrameStep = -1;
+        r.sinceEvaluation = 0;
+        r.lastEvaluatedStep = -1;
       }
       if (learningRateChanged_ && trainer) {
         trainer->setLearningRate(learningRate_);
         state.config.learningRate = learningRate_;
         learningRateChanged_ = false;
       }
-      if (exampleIndex_ != requestedExample) {  // a new example starts a new history
-        requestedExample = exampleIndex_;
+      if (exampleIndex_ != r.requestedExample) {  // a new example starts a new history
+        r.requestedExample = exampleIndex_;
         state.frames.clear();
-        frameEvery = 1;
-        lastFrameStep = -1;
+        r.frameEvery = 1;
+        r.lastFrameStep = -1;
       }
       state.exampleIndex = exampleIndex_;
       state.stepBudget = stepBudget_;
@@ -205,7 +195,7 @@ void BackgroundTrainer::loop() {
       std::lock_guard<std::mutex> lock(mutex_);
       state.revision = published_->revision + 1;
       published_ = std::make_shared<const TrainingSnapshot>(state);
-      continue;
+      return;
     }
 
     // 0 a new run: its step-0 evaluation and frame come before any training
@@ -213,9 +203,9 @@ void BackgroundTrainer::loop() {
       state.heldOut = trainer->evaluate();
       state.accuracyCurve.push_back(static_cast<float>(state.heldOut.accuracy));
       state.accuracySteps.push_back(0);
-      lastEvaluatedStep = 0;
-      const RunOutput first = trainer->inspect(requestedExample);
-      if (!first.maps.empty()) recordFrame(first.maps.front().weights);
+      r.lastEvaluatedStep = 0;
+      const RunOutput first = trainer->inspect(r.requestedExample);
+      if (!first.maps.empty()) r.recordFrame(first.maps.front().weights);
       fresh = false;
     }
 
@@ -226,29 +216,29 @@ void BackgroundTrainer::loop() {
       if (state.stepBudget > 0 && trainer->steps() >= state.stepBudget) break;
       if (continuous && state.speedLimit > 0) {  // slow motion: hold the pace
         const auto now = Clock::now();
-        if (nextStepAt < now - std::chrono::milliseconds(100)) nextStepAt = now;  // no catch-up
-        if (nextStepAt > now) {
+        if (r.nextStepAt < now - std::chrono::milliseconds(100)) r.nextStepAt = now;  // no catch-up
+        if (r.nextStepAt > now) {
           // Sleep at most to the end of this chunk, so commands and snapshots keep flowing.
           std::this_thread::sleep_until(
-              std::min(nextStepAt, start + std::chrono::milliseconds(50)));
-          if (Clock::now() < nextStepAt) break;
+              std::min(r.nextStepAt, start + std::chrono::milliseconds(50)));
+          if (Clock::now() < r.nextStepAt) break;
         }
-        nextStepAt += std::chrono::duration_cast<Clock::duration>(
+        r.nextStepAt += std::chrono::duration_cast<Clock::duration>(
             std::chrono::duration<double>(1.0 / state.speedLimit));
       }
       const Trainer::StepResult result = trainer->step();
       ++done;
       state.steps = trainer->steps();
-      if (state.steps - lastFrameStep >= frameEvery) {
+      if (state.steps - r.lastFrameStep >= r.frameEvery) {
         const RunOutput frame = trainer->inspect(state.exampleIndex);
-        if (!frame.maps.empty()) recordFrame(frame.maps.front().weights);
+        if (!frame.maps.empty()) r.recordFrame(frame.maps.front().weights);
       }
-      lossSum += result.loss;
-      ++lossCount;
-      if (lossCount == state.curveEvery) {
-        state.lossCurve.push_back(static_cast<float>(lossSum / lossCount));
-        lossSum = 0;
-        lossCount = 0;
+      r.lossSum += result.loss;
+      ++r.lossCount;
+      if (r.lossCount == state.curveEvery) {
+        state.lossCurve.push_back(static_cast<float>(r.lossSum / r.lossCount));
+        r.lossSum = 0;
+        r.lossCount = 0;
         if (state.lossCurve.size() >= 2000) {  // keep the curve short: merge pairs
           std::vector<float> merged;
           for (std::size_t i = 0; i + 1 < state.lossCurve.size(); i += 2) {
@@ -260,7 +250,8 @@ void BackgroundTrainer::loop() {
       }
       // Chunks of about 50 ms, also for many single steps, so that snapshots and
       // evaluations keep coming; the rest of a stepOnce(n) goes back to the queue.
-      if (Clock::now() - start > std::chrono::milliseconds(50)) break;
+      // A newer command (cancel) ends the chunk at once, so that it applies without waiting.
+      if (Clock::now() - start > std::chrono::milliseconds(50) || cancel) break;
     }
     const int remaining = continuous ? 0 : std::max(0, stepsWanted - done);
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -273,15 +264,15 @@ void BackgroundTrainer::loop() {
     }
 
     // 2 evaluate on the held-out set every 0.2 s of training, and after single steps
-    sinceEvaluation += elapsed;
-    if (state.steps != lastEvaluatedStep &&
-        (!continuous || sinceEvaluation >= 0.2 ||
+    r.sinceEvaluation += elapsed;
+    if (state.steps != r.lastEvaluatedStep &&
+        (!continuous || r.sinceEvaluation >= 0.2 ||
          (state.stepBudget > 0 && state.steps >= state.stepBudget))) {
       state.heldOut = trainer->evaluate();
       state.accuracyCurve.push_back(static_cast<float>(state.heldOut.accuracy));
       state.accuracySteps.push_back(state.steps);
-      sinceEvaluation = 0;
-      lastEvaluatedStep = state.steps;
+      r.sinceEvaluation = 0;
+      r.lastEvaluatedStep = state.steps;
     }
 
     // 3 the chosen example's attention, and its history
@@ -291,8 +282,8 @@ void BackgroundTrainer::loop() {
     state.example = trainer->heldOut()[state.exampleIndex];
     state.predicted = out.predicted;
     state.maps = std::move(out.maps);
-    if (!state.maps.empty() && state.steps != lastFrameStep) {
-      recordFrame(state.maps.front().weights);
+    if (!state.maps.empty() && state.steps != r.lastFrameStep) {
+      r.recordFrame(state.maps.front().weights);
     }
     state.params = trainer->model().params();
     state.paramNames = trainer->model().paramNames();
@@ -303,6 +294,9 @@ void BackgroundTrainer::loop() {
     state.running = running_ && (stepBudget_ == 0 || state.steps < stepBudget_);
     state.revision = published_->revision + 1;
     published_ = std::make_shared<const TrainingSnapshot>(state);
+    // 5 work left (running within the budget, or single steps still queued): the next chunk
+    if (pendingSteps_ > 0 || (running_ && (stepBudget_ == 0 || state.steps < stepBudget_)))
+      kick();
   }
 }
 

@@ -1,17 +1,19 @@
-// The training worker of the window: a BackgroundTrainer owns a core/train Trainer on its
-// own thread, takes commands (start, pause, step, reset, learning rate, step budget, example,
-// speed limit) and publishes immutable snapshots that the UI reads without waiting (the
-// same pattern as app/compute_service.h).
+// The training worker of the window: a BackgroundTrainer owns a core/train Trainer, trains it
+// in chunks of about 50 ms on the services' one latest-wins worker (latest_worker.h), takes
+// commands (start, pause, step, reset, learning rate, step budget, example, speed limit)
+// and publishes immutable snapshots that the UI reads without waiting (the same pattern as
+// app/session/compute_service.h).
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "app/session/latest_worker.h"
 #include "core/attention/selection.h"
 #include "core/train/trainer.h"
 
@@ -56,9 +58,9 @@ struct TrainingSnapshot {
 
 class BackgroundTrainer {
  public:
-  // Starts the worker thread, idle (no model) until reset().
+  // Idle (no model) until reset().
   BackgroundTrainer();
-  // Stops and joins the worker.
+  // Stops the running chunk and joins the worker.
   ~BackgroundTrainer();
   BackgroundTrainer(const BackgroundTrainer&) = delete;
   BackgroundTrainer& operator=(const BackgroundTrainer&) = delete;
@@ -82,13 +84,27 @@ class BackgroundTrainer {
   void waitIdle();
 
  private:
-  void loop();
+  // What the worker keeps between chunks (only its thread touches it).
+  struct Run {
+    std::unique_ptr<train::Trainer> trainer;
+    TrainingSnapshot state;
+    std::uint64_t seenCommand = 0;
+    double lossSum = 0;
+    int lossCount = 0;
+    long long frameEvery = 1, lastFrameStep = -1;
+    double sinceEvaluation = 0;
+    long long lastEvaluatedStep = -1;
+    int requestedExample = 0;
+    std::chrono::steady_clock::time_point nextStepAt{};
+    void recordFrame(const Matrix& weights);
+  };
+  void kick();                                  // a command arrived: queue a chunk
+  void chunk(const std::atomic<bool>& cancel);  // one chunk of work (the worker's job)
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_, idle_;
   std::shared_ptr<const TrainingSnapshot> published_;
   // Commands (guarded by mutex_).
-  bool quit_ = false, running_ = false, busy_ = false;
+  bool running_ = false;
   int pendingSteps_ = 0;
   std::unique_ptr<train::Trainer> pendingTrainer_;
   long long stepBudget_ = 0;
@@ -97,7 +113,8 @@ class BackgroundTrainer {
   float learningRate_ = 0;
   bool learningRateChanged_ = false;
   std::uint64_t commandRevision_ = 0;
-  std::thread worker_;
+  std::unique_ptr<Run> run_;
+  LatestWorker worker_;  // last: joined first on destruction, before what its jobs use
 };
 
 // The example's map `weights` as a labelled view: columns = input tokens, rows = target

@@ -1,6 +1,6 @@
 // Training: a Trainer that steps a model with Adam on freshly generated batches (the batch
 // optionally split over two threads), and trainToTarget() for the headless command. The
-// window runs a Trainer on its own worker (app/training_service.h).
+// window runs a Trainer on its own worker (app/session/training_service.h).
 #pragma once
 
 #include <cstdint>

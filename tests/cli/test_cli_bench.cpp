@@ -1,4 +1,4 @@
-// `attnscope bench` (app/cli_bench.cpp) and the kernel path `attnscope --version` reports,
+// `attnscope bench` (app/cli/cli_bench.cpp) and the kernel path `attnscope --version` reports,
 // including ATTNSCOPE_ISA=baseline through the real binary.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// The compute worker (app/compute_service.h): same numbers as the synchronous path, latest
+// The compute worker (app/session/compute_service.h): same numbers as the synchronous path, latest
 // request wins, the UI never waits, and the previous result stays on screen meanwhile.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The window loop's idle policy and the pipeline's step keys (app/frame_pacing.h): headless.
+// The window loop's idle policy and the pipeline's step keys (app/session/frame_pacing.h): headless.
 #include <gtest/gtest.h>
 
 #define GLFW_INCLUDE_NONE

@@ -1,6 +1,6 @@
 // The Attention panel's focus, special-token filter and compare computations
-// (app/attention_analysis.h), the pooled block behind a hovered pixel (app/heatmap_widget.h),
-// the recent-files list (app/recent_files.h) and the screenshot options of the panel. The
+// (app/session/attention_analysis.h), the pooled block behind a hovered pixel (app/ui/widgets/heatmap_widget.h),
+// the recent-files list (app/session/recent_files.h) and the screenshot options of the panel. The
 // expected numbers are worked out by hand in the comments.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The GPT-2 model in the app (app/model_service.h, app/panel_model.cpp) on the tiny model of
+// The GPT-2 model in the app (app/session/model_service.h, app/ui/panels/panel_model.cpp) on the tiny model of
 // tests/gpt2_fixture.h: the worker loads the folder and publishes runs whose attention,
 // prediction and residual norms match the plain-loop reference; typing reuses the KV cache;
 // "open this head in the pipeline" gives a scenario whose weights are the head's; a bad

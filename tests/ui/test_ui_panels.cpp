@@ -391,7 +391,7 @@ TEST(PipelineStages, StepAndWrap) {
             stageIndex(MatrixKind::Q));
 }
 
-// The window queues every GLFW key press (app/gui.cpp: keyCallback -> handleShortcuts ->
+// The window queues every GLFW key press (app/ui/shell/gui_window.cpp: keyCallback -> handleShortcuts ->
 // stepKeyFor -> state.panels.stepKeys) and the Pipeline panel applies the queue in its frame.
 void queueKeys(AppState& state, std::initializer_list<int> glfwKeys) {
   for (int key : glfwKeys)

@@ -29,7 +29,7 @@ inline std::string indexed(const char* prefix, int i) {
   return out;
 }
 
-// The current theme's palette (app/theme.h): every colour >= 4.5:1 on its backgrounds.
+// The current theme's palette (app/ui/shell/theme.h): every colour >= 4.5:1 on its backgrounds.
 inline const ThemePalette& palette() { return currentPalette(); }
 inline ImVec4 toColor(ThemeColor c) { return ImVec4(c.r, c.g, c.b, 1.0f); }
 inline ImVec4 errorColor() { return toColor(palette().error); }

@@ -206,7 +206,7 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   }
   // 3c labels: the focused query's name first, then each labelled key's name with its score
   // and weight for the focused query, each placed where it overlaps no other label
-  // (app/text_layout.h). Those with no free place are left out and counted.
+  // (app/session/text_layout.h). Those with no free place are left out and counted.
   const float lineHeight = ImGui::GetTextLineHeight();
   // The focused query's scores (the result keeps only the weights; one row is cheap).
   const Matrix focusedScores =

@@ -43,7 +43,7 @@ float measure(std::string_view text) {
   return ImGui::CalcTextSize(text.data(), text.data() + text.size()).x;
 }
 
-// `text` wrapped at spaces only (app/text_layout.h): ImGui's wrapping breaks after a '.',
+// `text` wrapped at spaces only (app/session/text_layout.h): ImGui's wrapping breaks after a '.',
 // which turned "0.3495" into "0." and "3495" in a narrow panel. A word wider than the
 // panel stays whole and the panel scrolls sideways.
 void textWhole(const std::string& text, const ImVec4* color = nullptr) {

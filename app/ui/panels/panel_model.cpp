@@ -3,7 +3,7 @@
 // Attention panel's model grid, head and text views show its attention), the tokens, the
 // run's status, "Open this head in the pipeline", and the residual-stream norm per layer and
 // token as a small heatmap. Right: the next-token prediction, the 10 most probable tokens
-// with their probabilities. The panel only edits state.model; app/model_service.h computes.
+// with their probabilities. The panel only edits state.model; app/session/model_service.h computes.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 

@@ -55,7 +55,7 @@ std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
 // ---------------------------------------------------------------------------------------
 
 void handleStepKeys(AppState& state, const std::vector<MatrixKind>& visible) {
-  // The window queues every GLFW press (app/gui.cpp): ImGui 1.86 keeps only the key state per
+  // The window queues every GLFW press (app/ui/shell/gui_window.cpp): ImGui 1.86 keeps only the key state per
   // frame, so a press and release inside one frame (a clicker, fast taps) would be lost.
   std::vector<StepKey> keys;
   keys.swap(state.panels.stepKeys);
@@ -98,7 +98,7 @@ void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, co
   draw->PopClipRect();
 }
 
-// The width the heatmap widget's colour bar takes beside the grid (app/heatmap_widget_layout.cpp:
+// The width the heatmap widget's colour bar takes beside the grid (app/ui/widgets/heatmap_widget_layout.cpp:
 // the bar, tick labels up to "-0.123" or "row max", the bar's title), kept for it in
 // presentation so that the grid keeps its size.
 float colorbarReserve(const AppState& state) {
@@ -172,7 +172,7 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
 // =======================================================================================
 
 void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
-  // Presentation mode: the window (app/gui.cpp) places this panel over the whole window,
+  // Presentation mode: the window (app/ui/shell/gui_window.cpp) places this panel over the whole window,
   // shown whatever its View menu flag says, without a title bar.
   const bool presenting = state.view.presentation;
   bool alwaysOpen = true;
@@ -364,7 +364,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const float presentationBar = presenting ? colorbarReserve(state) : 0.0f;
   if (presenting) {
     // Presentation: rows of (nearly) equal length in pages, every heatmap >= 300 px where the
-    // window allows (app/pipeline_layout.h); the page follows the current stage.
+    // window allows (app/session/pipeline_layout.h); the page follows the current stage.
     StageLayoutInput input;
     input.width = usableWidth;
     input.height = avail.y - titleHeight - style.ItemSpacing.y;  // the page line
@@ -382,7 +382,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       input.cards.push_back(card);
     }
     // Column labels read bottom to top when one does not fit its cell (the widget's rule,
-    // app/heatmap_widget_layout.cpp), in a band as tall as the widest: laid out again with
+    // app/ui/widgets/heatmap_widget_layout.cpp), in a band as tall as the widest: laid out again with
     // that band above every grid until no more cards turn theirs (the grid only shrinks).
     float band = font * 1.3f;
     for (int pass = 0; pass < 3; ++pass) {

@@ -1,5 +1,5 @@
 // The one list of panels. Adding a view means adding its file (app/panel_*.cpp, one draw
-// function) and one line in app/panel_registry.cpp: the View menu, the tiled layout, the
+// function) and one line in app/ui/panels/panel_registry.cpp: the View menu, the tiled layout, the
 // visibility flags and their place in the autosave all come from this list.
 #pragma once
 

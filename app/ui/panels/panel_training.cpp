@@ -3,7 +3,7 @@
 // loss and accuracy curves, steps per second, a progress bar against the budget, and the
 // live attention heatmap of a chosen held-out example.
 //
-// Training runs on the BackgroundTrainer of app/training_service.h (a worker thread). Each frame
+// Training runs on the BackgroundTrainer of app/session/training_service.h (a worker thread). Each frame
 // the panel reads one immutable snapshot and sends commands; it never waits for the trainer. Saving
 // and the PNG sequence export run as std::async jobs, polled each frame.
 #include "app/ui/panels/panel_training.h"

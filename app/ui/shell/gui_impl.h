@@ -94,7 +94,7 @@ struct GuiSession::Impl {
   std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
   std::unique_ptr<ModelService> model;          // GPT-2 folder loads and runs as you type
   FileUi files;
-  // File ▸ Open Recent (app/recent_files.h); recentFile "" = not kept (tests, screenshots).
+  // File ▸ Open Recent (app/session/recent_files.h); recentFile "" = not kept (tests, screenshots).
   std::string recentFile;
   std::vector<std::string> recent;
   std::string recentDoc;               // docPath last seen by trackRecent()
@@ -131,7 +131,7 @@ struct GuiSession::Impl {
     int key, mods;
   };
   std::vector<KeyPress> keyPresses;
-  // Idle pacing (app/frame_pacing.h): an input callback sets eventSeen; the loop then draws
+  // Idle pacing (app/session/frame_pacing.h): an input callback sets eventSeen; the loop then draws
   // kSettleFrames more frames before it may block in glfwWaitEventsTimeout again.
   bool eventSeen = true;
   int settleFrames = kSettleFrames;

@@ -34,8 +34,8 @@ struct ThemeColor {
   float r = 0, g = 0, b = 0;
 };
 
-// The text and accent colours the panels use on top of the theme (app/panel_common.h,
-// notices in app/gui.cpp), per theme. Each must read on every background of its theme.
+// The text and accent colours the panels use on top of the theme (app/ui/panels/panel_common.h,
+// notices in app/ui/shell/gui_window.cpp), per theme. Each must read on every background of its theme.
 struct ThemePalette {
   ThemeColor text, muted, accent;  // ImGuiCol_Text, ImGuiCol_TextDisabled, formulas
   ThemeColor error, warning, query, key;

@@ -1,5 +1,5 @@
 // The textures behind the heatmap widget, as an interface: GlHeatmapTextures
-// (app/gl_texture.cpp) draws through OpenGL in the window; MockHeatmapTextures stands in for
+// (app/ui/widgets/gl_texture.cpp) draws through OpenGL in the window; MockHeatmapTextures stands in for
 // it in headless tests and counts what would have been uploaded and drawn. The widget never
 // calls OpenGL itself.
 #pragma once

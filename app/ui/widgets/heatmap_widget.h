@@ -50,7 +50,7 @@ struct HeatmapInteraction {
 class HeatmapTextures;
 
 // Textures and zoom/pan of every heatmap on screen, keyed by ImGui id. Owned by the app,
-// not by AppState. The textures are an interface (app/heatmap_textures.h): OpenGL in the
+// not by AppState. The textures are an interface (app/ui/widgets/heatmap_textures.h): OpenGL in the
 // window, MockHeatmapTextures in headless tests, where the widget still lays out, labels
 // and reports hover.
 class HeatmapCache {

@@ -92,7 +92,7 @@ struct HeatmapCache::Impl {
 
   std::string exportPrefix = "attnscope";  // scenario name for default export file names
   std::vector<std::string> messages;       // export results, drained into notices by the window
-  // The image view's picture (app/panel_image.cpp): an RGB8 texture and the image it holds.
+  // The image view's picture (app/ui/panels/panel_image.cpp): an RGB8 texture and the image it holds.
   unsigned imageTexture = 0;
   std::uint64_t imageTextureId = 0;
   std::uint64_t uploads = 0;  // texture uploads so far (the frame-time harness reports them)

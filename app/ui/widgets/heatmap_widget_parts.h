@@ -1,9 +1,9 @@
 // The pieces of heatmapWidget(), one per concern (internal to the widget; not for panels):
-//   app/heatmap_widget.cpp         the cache, uploads, and heatmapWidget() calling the rest
-//   app/heatmap_widget_layout.cpp  where things go, zoom / pan / hover input
-//   app/heatmap_widget_draw.cpp    quad, cell labels, axis labels, colorbar, hover readout,
+//   app/ui/widgets/heatmap_widget.cpp         the cache, uploads, and heatmapWidget() calling the rest
+//   app/ui/widgets/heatmap_widget_layout.cpp  where things go, zoom / pan / hover input
+//   app/ui/widgets/heatmap_widget_draw.cpp    quad, cell labels, axis labels, colorbar, hover readout,
 //                                  the screenshot record
-//   app/heatmap_widget_menu.cpp    the context menu and the export dialog
+//   app/ui/widgets/heatmap_widget_menu.cpp    the context menu and the export dialog
 #pragma once
 
 #include <optional>
