@@ -150,4 +150,47 @@ std::vector<int> repeatedRandomTokens(int length, int vocab, std::uint64_t seed)
 Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights, int length,
                                          std::uint64_t seed);
 
+// ---------------------------------------------------------------------------------------
+// 5 Over a dataset: the five scores per head, accumulated over prompts and merged exactly
+// ---------------------------------------------------------------------------------------
+
+enum class HeadScoreKind { PreviousToken, DuplicateToken, Induction, Sink, Entropy };
+inline constexpr HeadScoreKind kAllHeadScores[] = {
+    HeadScoreKind::PreviousToken, HeadScoreKind::DuplicateToken, HeadScoreKind::Induction,
+    HeadScoreKind::Sink, HeadScoreKind::Entropy};
+// "prev", "dup", "induction", "sink", "entropy": the CLI's and the files' names.
+const char* toString(HeadScoreKind kind);
+
+// One score of every head on the session's tokens (L x H): the detection scores with the
+// templates of the session's own tokens, sink mass, entropy.
+Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options);
+
+// Per score and head: the number of prompts, Σ score and Σ score² (in double). Totals of
+// disjoint prompt sets merge by adding, so shards merge to the unsharded totals up to the
+// order of the additions (about 1e-16 relative).
+struct ScoreTotals {
+  int layers = 0, heads = 0;
+  std::vector<HeadScoreKind> kinds;
+  std::int64_t count = 0;                   // prompts
+  std::vector<Eigen::MatrixXd> sum, sumSq;  // per kind: L x H
+};
+// Empty totals for a model's L x H and the chosen scores.
+ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds);
+// Adds one prompt: headScore() of every kind of `totals`.
+void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options);
+// Adds `part` into `into`. Errors: different L x H or score lists (naming both).
+Status merge(ScoreTotals& into, const ScoreTotals& part);
+// Mean and standard deviation (population, √(Σs²/N − mean²), 0 when negative by rounding)
+// of score `index` of `totals`, L x H each.
+Eigen::MatrixXd meanOf(const ScoreTotals& totals, std::size_t index);
+Eigen::MatrixXd stdOf(const ScoreTotals& totals, std::size_t index);
+
+// The prompts of shard `shard` (1-based) of `shards` over `count` prompts: the contiguous
+// range [first, last) with first = ⌊(shard−1)·count/shards⌋, last = ⌊shard·count/shards⌋.
+// The shards cover every prompt once.
+struct ShardRange {
+  std::size_t first = 0, last = 0;
+};
+ShardRange shardRange(std::size_t count, int shard, int shards);
+
 }  // namespace attn::model

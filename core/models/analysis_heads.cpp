@@ -122,4 +122,91 @@ Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights,
   return out;
 }
 
+// =======================================================================================
+// 5 Over a dataset
+// =======================================================================================
+
+const char* toString(HeadScoreKind kind) {
+  switch (kind) {
+    case HeadScoreKind::PreviousToken: return "prev";
+    case HeadScoreKind::DuplicateToken: return "dup";
+    case HeadScoreKind::Induction: return "induction";
+    case HeadScoreKind::Sink: return "sink";
+    case HeadScoreKind::Entropy: return "entropy";
+  }
+  return "?";
+}
+
+Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options) {
+  const std::vector<int>& ids = session.tokens();
+  switch (kind) {
+    case HeadScoreKind::PreviousToken:
+      return detectionScores(session, previousTokenTemplate(session.size()), options);
+    case HeadScoreKind::DuplicateToken:
+      return detectionScores(session, duplicateTokenTemplate(ids), options);
+    case HeadScoreKind::Induction:
+      return detectionScores(session, inductionTemplate(ids), options);
+    case HeadScoreKind::Sink:
+      return sinkMass(session);
+    case HeadScoreKind::Entropy:
+      return attentionEntropy(session);
+  }
+  return {};
+}
+
+ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds) {
+  ScoreTotals t;
+  t.layers = config.nLayer;
+  t.heads = config.nHead;
+  t.kinds = std::move(kinds);
+  t.sum.assign(t.kinds.size(), Eigen::MatrixXd::Zero(t.layers, t.heads));
+  t.sumSq = t.sum;
+  return t;
+}
+
+void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options) {
+  for (std::size_t k = 0; k < totals.kinds.size(); ++k) {
+    const Eigen::MatrixXd s = headScore(session, totals.kinds[k], options).cast<double>();
+    totals.sum[k] += s;
+    totals.sumSq[k] += s.cwiseProduct(s);
+  }
+  ++totals.count;
+}
+
+Status merge(ScoreTotals& into, const ScoreTotals& part) {
+  auto shape = [](const ScoreTotals& t) {
+    std::string text = std::to_string(t.layers) + " layers x " + std::to_string(t.heads) +
+                       " heads, scores";
+    for (HeadScoreKind k : t.kinds) text += std::string(" ") + toString(k);
+    return text;
+  };
+  if (into.layers != part.layers || into.heads != part.heads || into.kinds != part.kinds) {
+    return Error{"", "scores", "cannot merge " + shape(part) + " into " + shape(into)};
+  }
+  for (std::size_t k = 0; k < into.kinds.size(); ++k) {
+    into.sum[k] += part.sum[k];
+    into.sumSq[k] += part.sumSq[k];
+  }
+  into.count += part.count;
+  return Ok{};
+}
+
+Eigen::MatrixXd meanOf(const ScoreTotals& totals, std::size_t index) {
+  if (totals.count == 0) return Eigen::MatrixXd::Zero(totals.layers, totals.heads);
+  return totals.sum[index] / static_cast<double>(totals.count);
+}
+
+Eigen::MatrixXd stdOf(const ScoreTotals& totals, std::size_t index) {
+  if (totals.count == 0) return Eigen::MatrixXd::Zero(totals.layers, totals.heads);
+  const Eigen::MatrixXd mean = meanOf(totals, index);
+  const Eigen::MatrixXd var =
+      totals.sumSq[index] / static_cast<double>(totals.count) - mean.cwiseProduct(mean);
+  return var.cwiseMax(0.0).cwiseSqrt();
+}
+
+ShardRange shardRange(std::size_t count, int shard, int shards) {
+  const auto k = static_cast<std::size_t>(shard), n = static_cast<std::size_t>(shards);
+  return {(k - 1) * count / n, k * count / n};
+}
+
 }  // namespace attn::model
