@@ -435,6 +435,7 @@ TEST(Dataset, ShardedTotalsMergeToTheUnshardedOnes) {
     ScoreTotals t = emptyTotals(model().weights->config, kinds);
     Session session(model().weights);
     for (std::size_t i = first; i < last; ++i) {
+      session.clear();  // from scratch, as attnscope heads --prompts
       EXPECT_TRUE(session.setTokens(prompts[i]).ok());
       accumulate(t, session, options);
     }
