@@ -183,7 +183,8 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
   auto measure = [&](Hooks hooks) -> Expected<double> {
     if (Status s = patched.setHooks(std::make_shared<const Hooks>(std::move(hooks))); !s)
       return s.error();
-    return (logitDifference(patched, answer, wrong) - out.corruptMetric) / range;
+    const double effect = (logitDifference(patched, answer, wrong) - out.corruptMetric) / range;
+    return effect == 0 ? 0.0 : effect;  // not -0 when the range is negative
   };
   if (target == PatchTarget::Heads) {
     out.effect.resize(c.nLayer, c.nHead);
