@@ -25,6 +25,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   man-db
   python3
   python3-numpy
+  python3-distributed
   x11-utils
   dpkg-dev
 )

@@ -41,6 +41,12 @@ usage:
   attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
   attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
   attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
+  attnscope analyze DIR --text T --ablate L.H[,L.H...] [--mode zero|mean] [--predict K]
+  attnscope analyze DIR --text T --answer A --wrong W --attribution OUT.csv
+  attnscope patch DIR --clean T --corrupt T --answer A --wrong W --what heads|resid --out P.csv [--png P.png]
+  attnscope lens DIR --text T --top K --out LENS.json
+  attnscope heads DIR --text T | --repeat-random N --seed S | --prompts P.jsonl [--shard K/N] --out F
+  attnscope merge PART.json... --out HEADS.csv
   attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
@@ -58,6 +64,14 @@ commands:
   train       train a small attention model on a toy task, write accuracy and alignment
   model       run a GPT-2 model folder on a text: attention of every layer and head
               as .npz, the next-token prediction as JSON
+  analyze     ablate heads (zero or mean) and compare the prediction; direct logit
+              attribution per head (docs/analyses.md)
+  patch       activation patching from a clean into a corrupted prompt, per head or per
+              layer and position, as CSV and a heatmap
+  lens        the logit lens: top tokens of every layer's residual stream at every position
+  heads       previous-token, duplicate-token, induction, sink and entropy scores per head,
+              on a text, a repeated random sequence or a prompts file (shards)
+  merge       merge the shards of heads --prompts into one table
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
 problem), 3 no display / no OpenGL (screenshot), 1 internal error.
@@ -79,6 +93,11 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "image") return runImageCommand(rest, out, err);
   if (command == "train") return runTrain(rest, out, err);
   if (command == "model") return runModelCommand(rest, out, err);
+  if (command == "analyze") return runAnalyze(rest, out, err);
+  if (command == "patch") return runPatch(rest, out, err);
+  if (command == "lens") return runLens(rest, out, err);
+  if (command == "heads") return runHeads(rest, out, err);
+  if (command == "merge") return runMerge(rest, out, err);
   if (command == "--model") return runModelWindow(rest, out, err, window);
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
@@ -109,7 +128,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
                              " (commands: open, compute, export, screenshot, info, image, train, "
-                             "model, bench; see attnscope --help)"});
+                             "model, analyze, patch, lens, heads, merge, bench; see attnscope --help)"});
 }
 
 }  // namespace
@@ -120,12 +139,14 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 std::vector<cli::CommandInfo> commandDeclarations() {
   return {openInfo(),    computeInfo(), exportInfo(),    screenshotInfo(), infoInfo(),      imageInfo(),
-          trainInfo(),   modelInfo(),     benchInfo(),      modelWindowInfo()};
+          trainInfo(),   modelInfo(),     analyzeInfo(),    patchInfo(),       lensInfo(),
+          headsInfo(),   mergeInfo(),     benchInfo(),      modelWindowInfo()};
 }
 
 bool isCliArgument(std::string_view arg) {
   return arg == "open" || arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
          arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
+         arg == "analyze" || arg == "patch" || arg == "lens" || arg == "heads" || arg == "merge" ||
          arg.starts_with("-");
 }
 
@@ -136,7 +157,7 @@ int openWindow(const WindowRunner& window, const GuiLaunch& launch, std::string_
                          std::string(what) +
                              " needs the GUI build: this attnscope was built without the window "
                              "(-DATTNSCOPE_BUILD_GUI=OFF); the headless commands are compute, "
-                             "export, info, image, train, model and bench"});
+                             "export, info, image, train, model, analyze, patch, lens, heads, merge and bench"});
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "app/cli/cli.h"
+#include "app/cli/cli_analysis.h"
 #include "app/cli/cli_image.h"
 #include "app/cli/cli_model.h"
 #include "app/cli/cli_open.h"

@@ -70,24 +70,6 @@ void project(const In& in, const Linear& lin, Out&& out, bool accumulate) {
   if (!lin.bias.empty()) out.rowwise() += lin.bias.vector().transpose();
 }
 
-// LayerNorm (biased variance, PyTorch's nn.LayerNorm) or RMSNorm (x / √(mean(x²) + eps) · w,
-// Hugging Face's LlamaRMSNorm) over each row of x (m x E).
-void applyNorm(const Matrix& x, const NormWeights& norm, const Config& c, Matrix& out) {
-  out.resize(x.rows(), x.cols());
-  const auto g = norm.weight.vector().transpose().array();
-  for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    if (c.norm == NormKind::RmsNorm) {
-      const float inv = 1.0f / std::sqrt(x.row(r).array().square().mean() + c.normEpsilon);
-      out.row(r).array() = x.row(r).array() * inv * g;
-    } else {
-      const float mean = x.row(r).mean();
-      auto centered = (x.row(r).array() - mean).eval();
-      const float inv = 1.0f / std::sqrt(centered.square().mean() + c.normEpsilon);
-      out.row(r).array() = centered * inv * g + norm.bias.vector().transpose().array();
-    }
-  }
-}
-
 void activate(Matrix& hidden, Activation activation) {
   auto a = hidden.array();
   switch (activation) {
@@ -264,6 +246,30 @@ Weights randomWeights(const Config& c, std::uint64_t seed) {
   return w;
 }
 
+// LayerNorm (biased variance, PyTorch's nn.LayerNorm) or RMSNorm (x / √(mean(x²) + eps) · w,
+// Hugging Face's LlamaRMSNorm) over each row of x (m x E).
+void applyNorm(const Matrix& x, const NormWeights& norm, const Config& c, Matrix& out) {
+  out.resize(x.rows(), x.cols());
+  const auto g = norm.weight.vector().transpose().array();
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    if (c.norm == NormKind::RmsNorm) {
+      const float inv = 1.0f / std::sqrt(x.row(r).array().square().mean() + c.normEpsilon);
+      out.row(r).array() = x.row(r).array() * inv * g;
+    } else {
+      const float mean = x.row(r).mean();
+      auto centered = (x.row(r).array() - mean).eval();
+      const float inv = 1.0f / std::sqrt(centered.square().mean() + c.normEpsilon);
+      out.row(r).array() = centered * inv * g + norm.bias.vector().transpose().array();
+    }
+  }
+}
+
+float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& c) {
+  if (c.norm == NormKind::RmsNorm) return std::sqrt(x.array().square().mean() + c.normEpsilon);
+  const float mean = x.mean();
+  return std::sqrt((x.array() - mean).square().mean() + c.normEpsilon);
+}
+
 float geluTanh(float x) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
@@ -305,6 +311,14 @@ Status Session::checkIds(std::span<const int> ids, std::size_t kept) const {
 
 Expected<int> Session::setTokens(std::span<const int> ids) {
   if (Status s = checkIds(ids, 0); !s) return s.error();
+  if (hooks_) {  // interventions depend on every position: recompute the whole sequence
+    if (Status s = checkHooks(*hooks_, static_cast<Eigen::Index>(ids.size())); !s)
+      return s.error();
+    dropAfter(0);
+    compute(ids);
+    updateLogits();
+    return 0;
+  }
   const auto mismatch = std::mismatch(ids.begin(), ids.end(), tokens_.begin(), tokens_.end());
   const int common = static_cast<int>(mismatch.first - ids.begin());
   if (common == size() && common == static_cast<int>(ids.size())) return common;  // unchanged
@@ -317,6 +331,13 @@ Expected<int> Session::setTokens(std::span<const int> ids) {
 Status Session::append(std::span<const int> ids) {
   if (Status s = checkIds(ids, tokens_.size()); !s) return s;
   if (ids.empty()) return Ok{};
+  if (hooks_) {
+    std::vector<int> all = tokens_;
+    all.insert(all.end(), ids.begin(), ids.end());
+    Expected<int> done = setTokens(all);
+    if (!done) return done.error();
+    return Ok{};
+  }
   compute(ids);
   updateLogits();
   return Ok{};
@@ -326,7 +347,98 @@ void Session::truncate(int n) {
   if (n < 0) n = 0;
   if (n >= size()) return;
   dropAfter(n);
+  if (hooks_) {  // fewer positions change a mean ablation: recompute (the hooks still fit)
+    const std::vector<int> kept = tokens_;
+    dropAfter(0);
+    compute(kept);
+  }
   updateLogits();
+}
+
+// =======================================================================================
+// Hooks
+// =======================================================================================
+
+Status Session::checkHooks(const Hooks& hooks, Eigen::Index n) const {
+  const Config& c = config();
+  for (std::size_t i = 0; i < hooks.heads.size(); ++i) {
+    const HeadHook& hook = hooks.heads[i];
+    const std::string field = "hooks.heads[" + std::to_string(i) + "]";
+    if (hook.layer < 0 || hook.layer >= c.nLayer || hook.head < 0 || hook.head >= c.nHead) {
+      return Error{"", field,
+                   "head " + std::to_string(hook.layer) + "." + std::to_string(hook.head) +
+                       " is outside the model's " + std::to_string(c.nLayer) + " layers x " +
+                       std::to_string(c.nHead) + " heads"};
+    }
+    if (hook.edit == HeadEdit::Replace &&
+        (hook.values.cols() != c.headDim() || hook.values.rows() < n)) {
+      return Error{"", field,
+                   "replacement z is " + std::to_string(hook.values.rows()) + " x " +
+                       std::to_string(hook.values.cols()) + ", needs at least " +
+                       std::to_string(n) + " x " + std::to_string(c.headDim())};
+    }
+  }
+  for (std::size_t i = 0; i < hooks.resid.size(); ++i) {
+    const ResidHook& hook = hooks.resid[i];
+    const std::string field = "hooks.resid[" + std::to_string(i) + "]";
+    if (hook.layer < 0 || hook.layer > c.nLayer || hook.position < 0) {
+      return Error{"", field,
+                   "layer " + std::to_string(hook.layer) + ", position " +
+                       std::to_string(hook.position) + ": the layer must be 0.." +
+                       std::to_string(c.nLayer) + " and the position >= 0"};
+    }
+    if (hook.value.size() != c.nEmbd) {
+      return Error{"", field,
+                   "value has " + std::to_string(hook.value.size()) + " numbers, the model width is " +
+                       std::to_string(c.nEmbd)};
+    }
+  }
+  return Ok{};
+}
+
+Status Session::setHooks(std::shared_ptr<const Hooks> hooks) {
+  if (hooks) {
+    if (Status s = checkHooks(*hooks, size()); !s) return s;
+  }
+  const bool hadHooks = hooks_ != nullptr;
+  hooks_ = std::move(hooks);
+  recording_ = Recording{};
+  if ((hadHooks || hooks_) && !tokens_.empty()) {
+    const std::vector<int> ids = tokens_;
+    dropAfter(0);
+    compute(ids);
+    updateLogits();
+  }
+  return Ok{};
+}
+
+// context: n x (H·d_h) of layer `layer` (the whole sequence: hooks recompute from 0).
+void Session::applyHeadHooks(Eigen::Index layer, Matrix& context) const {
+  const Eigen::Index dh = config().headDim();
+  for (const HeadHook& hook : hooks_->heads) {
+    if (hook.layer != layer) continue;
+    auto z = context.middleCols(hook.head * dh, dh);
+    switch (hook.edit) {
+      case HeadEdit::Zero:
+        z.setZero();
+        break;
+      case HeadEdit::Mean: {
+        const Eigen::RowVectorXf mean = z.colwise().mean();
+        z.rowwise() = mean;
+        break;
+      }
+      case HeadEdit::Replace:
+        z = hook.values.topRows(z.rows());
+        break;
+    }
+  }
+}
+
+// x: n x E, the stream numbered `layer` as ResidHook::layer.
+void Session::applyResidHooks(Eigen::Index layer, Matrix& x) const {
+  for (const ResidHook& hook : hooks_->resid) {
+    if (hook.layer == layer && hook.position < x.rows()) x.row(hook.position) = hook.value.transpose();
+  }
 }
 
 void Session::dropAfter(int n) {
@@ -360,6 +472,18 @@ void Session::compute(std::span<const int> ids) {
   const auto embed = W.embed.matrix();
   for (Eigen::Index r = 0; r < m; ++r) x.row(r) = embed.row(ids[static_cast<std::size_t>(r)]);
   if (c.learnedPositions) x += W.positions.matrix().middleRows(n0, m);
+  // With hooks the whole sequence is recomputed (n0 = 0, m = n).
+  const bool record = hooks_ && hooks_->record;
+  if (record) {
+    recording_.z.assign(static_cast<std::size_t>(L), Matrix());
+    recording_.resid.assign(static_cast<std::size_t>(L + 1), Matrix());
+  }
+  auto hookResid = [&](Eigen::Index layer) {
+    if (!hooks_) return;
+    applyResidHooks(layer, x);
+    if (record) recording_.resid[static_cast<std::size_t>(layer)] = x;
+  };
+  hookResid(0);
   residualNorms_.resize(static_cast<std::size_t>(n1 * (L + 1)));
   auto recordNorms = [&](Eigen::Index layerRow) {
     for (Eigen::Index r = 0; r < m; ++r)
@@ -455,6 +579,10 @@ void Session::compute(std::span<const int> ids) {
       }
       context.middleCols(h * dh, dh).noalias() = scores * v;
     }
+    if (hooks_) {
+      applyHeadHooks(l, context);
+      if (record) recording_.z[static_cast<std::size_t>(l)] = context;
+    }
 
     // 6 output projection and residual: x += concat(ctx)·W_o + b_o
     project(context, w.out, x, true);
@@ -472,7 +600,12 @@ void Session::compute(std::span<const int> ids) {
       activate(hidden, c.activation);
     }
     project(hidden, w.down, x, true);
+    hookResid(l + 1);
     recordNorms(l + 1);
+  }
+  if (record) {
+    recording_.finalScale.resize(m);
+    for (Eigen::Index r = 0; r < m; ++r) recording_.finalScale[r] = normScale(x.row(r), c);
   }
 
   // 8 keep the final residual stream (the prediction after any token needs it)

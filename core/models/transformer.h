@@ -170,6 +170,46 @@ struct TokenProbability {
   float logit = 0;
 };
 
+// ---------------------------------------------------------------------------------------
+// Hooks: interventions on the forward pass and recorded activations (core/models/analysis.h)
+// ---------------------------------------------------------------------------------------
+
+// What happens to one head's output z (n x d_h: the head's attention-weighted values, before
+// W_o; TransformerLens's hook_z):
+//   Zero     z = 0
+//   Mean     every row of z = the mean of z's rows over the prompt's positions, as computed
+//            in this very pass (after any intervention upstream)
+//   Replace  z = `values` (n x d_h, one row per position of the prompt)
+enum class HeadEdit { Zero, Mean, Replace };
+struct HeadHook {
+  int layer = 0, head = 0;
+  HeadEdit edit = HeadEdit::Zero;
+  Matrix values;  // n x d_h for Replace, else empty
+};
+// Sets the residual stream at one position to `value` (E): `layer` 0 is the embeddings'
+// output (what enters block 0), `layer` l >= 1 the stream after block l - 1 (what enters
+// block l, or the final norm for l = L). TransformerLens: blocks.{l}.hook_resid_pre, and
+// blocks.{L-1}.hook_resid_post for l = L.
+struct ResidHook {
+  int layer = 0, position = 0;
+  Vector value;  // E
+};
+struct Hooks {
+  std::vector<HeadHook> heads;
+  std::vector<ResidHook> resid;
+  bool record = false;  // keep z, the residual streams and the final norm's scale
+};
+// What a pass with Hooks::record keeps (after the interventions were applied):
+//   z[l]        n x (H·d_h), head h = columns [h·d_h, (h+1)·d_h)            (hook_z)
+//   resid[l]    n x E for l = 0..L, numbered as ResidHook::layer            (hook_resid_pre)
+//   finalScale  n, the final norm's divisor per position: √(var(x) + eps) for LayerNorm
+//               (biased variance), √(mean(x²) + eps) for RMSNorm          (ln_final.hook_scale)
+struct Recording {
+  std::vector<Matrix> z;
+  std::vector<Matrix> resid;
+  Vector finalScale;
+};
+
 // One sequence's state: the tokens so far and, for every layer, everything that was computed
 // for them. Attention is causal, so nothing computed for token i changes when tokens are
 // appended: appending m tokens to n costs m tokens' work (plus reading the n cached keys and
@@ -226,6 +266,17 @@ class Session {
   // The k most probable next tokens, most probable first (ties: lower id first).
   std::vector<TokenProbability> topK(int k) const;
 
+  // Sets (or with nullptr removes) the interventions and recording of every later pass and
+  // recomputes the current tokens under them. With hooks set the cache is not reused:
+  // a mean ablation depends on every position, so each setTokens / append recomputes the
+  // whole sequence. Without hooks nothing is copied or checked (the normal path is as fast
+  // as before). Errors (hooks unchanged): a layer, head or position out of range, or
+  // Replace values / a resid value of the wrong shape for the current tokens.
+  Status setHooks(std::shared_ptr<const Hooks> hooks);
+  const Hooks* hooks() const { return hooks_.get(); }
+  // The activations of the last pass; empty unless the hooks ask to record.
+  const Recording& recording() const { return recording_; }
+
  private:
   struct LayerCache {
     std::vector<float> qkv;  // n x qkvWidth, row-major: [q (H·d_h) | k (H_kv·d_h) | v] per token
@@ -233,6 +284,9 @@ class Session {
   };
 
   Status checkIds(std::span<const int> ids, std::size_t kept) const;
+  Status checkHooks(const Hooks& hooks, Eigen::Index n) const;
+  void applyHeadHooks(Eigen::Index layer, Matrix& context) const;
+  void applyResidHooks(Eigen::Index layer, Matrix& x) const;
   void compute(std::span<const int> ids);
   void updateLogits();
   void reserveTokens(std::int64_t n);
@@ -245,10 +299,19 @@ class Session {
   std::vector<float> residualNorms_;  // n x (L+1)
   Vector logits_;
   std::int64_t tokenCapacity_ = 0;
+  std::shared_ptr<const Hooks> hooks_;
+  Recording recording_;
 };
 
 // The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.
 Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids);
+
+// The family's norm (LayerNorm or RMSNorm, transformer.h) of every row of x (m x E) into
+// out (m x E), with the weights `norm`; the same code the forward pass runs.
+void applyNorm(const Matrix& x, const NormWeights& norm, const Config& config, Matrix& out);
+// The norm's divisor of one row x (E): √(var(x) + eps) (LayerNorm, biased variance) or
+// √(mean(x²) + eps) (RMSNorm).
+float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& config);
 
 // GPT-2's GELU, the tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 float geluTanh(float x);

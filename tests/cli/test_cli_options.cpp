@@ -45,7 +45,8 @@ TEST(CliOptions, DeclarationsCoverEveryCommand) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"open", "compute", "export", "screenshot", "info", "image",
-                                          "train", "model", "bench", "--model"}));
+                                          "train", "model", "analyze", "patch", "lens", "heads",
+                                          "merge", "bench", "--model"}));
 }
 
 // For each command: its --help lists each declared option and each accepted word, and

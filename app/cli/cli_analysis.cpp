@@ -1,0 +1,479 @@
+// `analyze`, `patch` and `lens` (cli_analysis.h): 1 parse the options (declared once each),
+// 2 load the folder, 3 tokenize, 4 run the analysis of core/models/analysis.h, 5 write the
+// files atomically, 6 print a JSON summary on stdout.
+#include "app/cli/cli_analysis.h"
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/cli.h"
+#include "app/cli/cli_common.h"
+#include "core/models/analysis.h"
+#include "formats/analysis/analysis_files.h"
+#include "formats/files.h"
+#include "render/heatmap_render.h"
+
+namespace attn::app {
+
+using cli::fail;
+using cli::optionError;
+using json = nlohmann::ordered_json;
+
+// =======================================================================================
+// Shared by the analysis commands
+// =======================================================================================
+
+namespace analysis_cli {
+
+Expected<io::ModelFolder> loadFolder(const std::string& folder) {
+  Expected<io::ModelFolder> model = io::loadModelFolder(folder);
+  if (!model) {
+    Error e = model.error();
+    if (e.file.empty()) e.file = folder;
+    return e;
+  }
+  return model;
+}
+
+Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::string& text,
+                                    std::string_view option, std::ostream& err) {
+  const model::Config& c = model.weights->config;
+  if (!model.tokenizer) {
+    return optionError(option, "needs a tokenizer, and this " + c.modelType +
+                                   " folder has none attnscope reads (" +
+                                   (model.tokenizerProblem.empty() ? std::string("no tokenizer.json")
+                                                                   : model.tokenizerProblem) +
+                                   ")");
+  }
+  io::Gpt2Tokenizer::Encoding encoding = model.tokenizer->encode(text);
+  if (!encoding.invalidOffsets.empty()) {
+    err << "attnscope: warning: option '" << option << "': " << encoding.invalidOffsets.size()
+        << " invalid UTF-8 sequence(s) replaced by U+FFFD (first at byte "
+        << encoding.invalidOffsets.front() << ")\n";
+  }
+  if (encoding.ids.empty()) return optionError(option, "is empty (no tokens to run)");
+  if (encoding.ids.size() > static_cast<std::size_t>(c.nPositions)) {
+    return optionError(option, std::to_string(encoding.ids.size()) +
+                                   " tokens are more than the model's context of " +
+                                   std::to_string(c.nPositions) + " (n_positions)");
+  }
+  return encoding.ids;
+}
+
+Expected<int> singleToken(const io::ModelFolder& model, const std::string& text,
+                          std::string_view option) {
+  if (!model.tokenizer) return optionError(option, "needs the folder's tokenizer");
+  const std::vector<int> ids = model.tokenizer->encode(text).ids;
+  if (ids.size() != 1) {
+    return optionError(option, cli::inQuotes(text) + " is " + std::to_string(ids.size()) +
+                                   " tokens; give one token (GPT-2: mind the leading space, \" Mary\")");
+  }
+  return ids[0];
+}
+
+std::string tokenLabel(const io::ModelFolder& model, int id) {
+  return model.tokenizer ? model.tokenizer->tokenText(id) : "#" + std::to_string(id);
+}
+
+}  // namespace analysis_cli
+
+namespace {
+
+using analysis_cli::loadFolder;
+using analysis_cli::singleToken;
+using analysis_cli::tokenize;
+using analysis_cli::tokenLabel;
+
+constexpr int kMaxTop = 1000;
+
+json nextJson(const io::ModelFolder& model, const std::vector<model::TokenProbability>& next) {
+  json list = json::array();
+  for (const model::TokenProbability& t : next) {
+    list.push_back({{"id", t.id},
+                    {"text", model.tokenizer ? json(model.tokenizer->tokenText(t.id)) : json(nullptr)},
+                    {"probability", t.probability},
+                    {"logit", t.logit}});
+  }
+  return list;
+}
+
+Status writeText(const std::string& path, const std::string& text) {
+  if (Status s = io::writeFileAtomic(path, text); !s) return io::withFile(s.error(), path);
+  return Ok{};
+}
+
+std::vector<std::string> numbered(const std::string& prefix, Eigen::Index count) {
+  std::vector<std::string> out;
+  for (Eigen::Index i = 0; i < count; ++i) out.push_back(prefix + std::to_string(i));
+  return out;
+}
+
+// "3.1,0.7" -> heads; every item "L.H" with integers.
+Expected<std::vector<model::HeadId>> parseHeads(const std::string& text) {
+  std::vector<model::HeadId> heads;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const std::size_t dot = item.find('.');
+    auto layer = dot == std::string::npos ? std::nullopt : parseIntStrict(item.substr(0, dot), 0, model::kMaxLayers);
+    auto head = dot == std::string::npos ? std::nullopt : parseIntStrict(item.substr(dot + 1), 0, model::kMaxHeads);
+    if (!layer || !head) {
+      return Error{"", "", "item " + std::to_string(heads.size() + 1) + " " + cli::inQuotes(item) +
+                               " is not LAYER.HEAD (e.g. 9.6, comma-separated)"};
+    }
+    heads.push_back({*layer, *head});
+    start = comma + 1;
+  }
+  return heads;
+}
+
+// An error of the core (no file) gets the model folder's name.
+Error inFolder(Error e, const std::string& folder) {
+  if (e.file.empty()) e.file = folder;
+  return e;
+}
+
+// =======================================================================================
+// analyze
+// =======================================================================================
+
+struct AnalyzeRequest {
+  std::string folder, text, answer, wrong, attributionPath;
+  std::vector<model::HeadId> heads;
+  int mode = 0;  // zero, mean
+  int predict = 10;
+};
+
+cli::Command analyzeCommand(AnalyzeRequest& r) {
+  cli::Command command;
+  command.name = "analyze";
+  command.column = 22;
+  command.usage = R"(usage: attnscope analyze DIR --text TEXT --ablate L.H[,L.H...] [--mode zero|mean]
+                          [--predict K]
+       attnscope analyze DIR --text TEXT --answer A --wrong W --attribution OUT.csv
+
+Ablates heads, or attributes a logit difference to heads, on the model folder DIR (see
+attnscope model --help). With --ablate it prints
+  {"mode", "ablated": ["L.H", ...],
+   "clean":   {"next": [{"id", "text", "probability", "logit"}, ...], "loss"},
+   "ablated": {"next": [...], "loss"},
+   "delta_logits": {"<id>": ablated - clean, ...} for every token in either top-K}
+(loss: mean next-token cross-entropy over the text, nats). Formulas: docs/analyses.md.
+)";
+  command.options = {
+      cli::textOption("--text", "TEXT", "the prompt (tokenized with the folder's tokenizer)", r.text),
+      cli::customOption("--ablate", "L.H,...", "heads to ablate together (0-based layer.head)",
+                        [&r](const std::string& v) -> Status {
+                          auto heads = parseHeads(v);
+                          if (!heads) return heads.error();
+                          r.heads = std::move(heads).value();
+                          return Ok{};
+                        }),
+      cli::wordOption("--mode", "MODE", "mode", {"zero", "mean"},
+                      "zero: z = 0; mean: z = its mean over the prompt's positions\n"
+                      "({choices}; default zero)",
+                      r.mode),
+      cli::intOption("--predict", "K", 1, kMaxTop, "top-K next tokens to print (1..1000, default 10)",
+                     r.predict),
+      cli::textOption("--answer", "A", "the answer token's text (one token, e.g. \" Mary\")", r.answer),
+      cli::textOption("--wrong", "W", "the wrong token's text (one token)", r.wrong),
+      cli::textOption("--attribution", "OUT.csv",
+                      "write each head's direct contribution to logit(A) - logit(W) at the\n"
+                      "last position: layers as rows, heads as columns",
+                      r.attributionPath),
+  };
+  command.notes = "Errors (exit 2) name the option, the file and the problem.\n";
+  return command;
+}
+
+Expected<AnalyzeRequest> parseAnalyze(std::span<const std::string> args, bool& help) {
+  AnalyzeRequest r;
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(analyzeCommand(r), args);
+  if (!parsed) return parsed.error();
+  help = parsed->help;
+  if (help) return r;
+  if (parsed->positional.size() != 1)
+    return Error{"", "", "'analyze' needs one model folder DIR (see attnscope analyze --help)"};
+  r.folder = parsed->positional[0];
+  if (!parsed->has("--text")) return optionError("--text", "missing");
+  const bool ablate = parsed->has("--ablate"), attribution = parsed->has("--attribution");
+  if (!ablate && !attribution)
+    return optionError("--ablate", "missing (give --ablate L.H,... or --attribution OUT.csv)");
+  if (!ablate && (parsed->has("--mode") || parsed->has("--predict")))
+    return optionError(parsed->has("--mode") ? "--mode" : "--predict", "only applies with --ablate");
+  if (attribution) {
+    if (!parsed->has("--answer") || !parsed->has("--wrong"))
+      return optionError(parsed->has("--answer") ? "--wrong" : "--answer", "missing (--attribution needs both)");
+    if (Status s = cli::checkOutputFile("--attribution", r.attributionPath); !s) return s.error();
+  } else if (parsed->has("--answer") || parsed->has("--wrong")) {
+    return optionError(parsed->has("--answer") ? "--answer" : "--wrong", "only applies with --attribution");
+  }
+  return r;
+}
+
+}  // namespace
+
+cli::CommandInfo analyzeInfo() {
+  AnalyzeRequest r;
+  return cli::describe(analyzeCommand(r));
+}
+
+int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  bool help = false;
+  Expected<AnalyzeRequest> r = parseAnalyze(args, help);
+  if (!r) return fail(err, r.error());
+  if (help) {
+    AnalyzeRequest defaults;
+    out << cli::helpText(analyzeCommand(defaults));
+    return 0;
+  }
+  Expected<io::ModelFolder> model = loadFolder(r->folder);
+  if (!model) return fail(err, model.error());
+  Expected<std::vector<int>> ids = tokenize(*model, r->text, "--text", err);
+  if (!ids) return fail(err, ids.error());
+  json summary = json::object();
+  summary["tokens"] = ids->size();
+
+  if (!r->heads.empty()) {
+    const auto mode = r->mode == 0 ? model::AblationMode::Zero : model::AblationMode::Mean;
+    auto ablation = model::ablateHeads(model->weights, *ids, r->heads, mode, r->predict);
+    if (!ablation) {
+      Error e = ablation.error();
+      if (e.field == "heads") return fail(err, optionError("--ablate", e.problem, r->folder));
+      return fail(err, inFolder(e, r->folder));
+    }
+    json heads = json::array();
+    for (const model::HeadId& h : r->heads) heads.push_back(std::to_string(h.layer) + "." + std::to_string(h.head));
+    summary["mode"] = r->mode == 0 ? "zero" : "mean";
+    summary["ablated_heads"] = heads;
+    summary["clean"] = {{"next", nextJson(*model, ablation->clean.next)}, {"loss", ablation->clean.loss}};
+    summary["ablated"] = {{"next", nextJson(*model, ablation->ablated.next)},
+                          {"loss", ablation->ablated.loss}};
+    json delta = json::object();
+    for (const auto* list : {&ablation->clean.next, &ablation->ablated.next}) {
+      for (const model::TokenProbability& t : *list) {
+        delta[std::to_string(t.id)] = ablation->ablated.logits[t.id] - ablation->clean.logits[t.id];
+      }
+    }
+    summary["delta_logits"] = delta;
+  }
+
+  if (!r->attributionPath.empty()) {
+    Expected<int> answer = singleToken(*model, r->answer, "--answer");
+    if (!answer) return fail(err, answer.error());
+    Expected<int> wrong = singleToken(*model, r->wrong, "--wrong");
+    if (!wrong) return fail(err, wrong.error());
+    auto dla = model::directLogitAttribution(model->weights, *ids, *answer, *wrong);
+    if (!dla) return fail(err, inFolder(dla.error(), r->folder));
+    const std::string csv = io::matrixCsv(dla->heads, "layer\\head", numbered("L", dla->heads.rows()),
+                                          numbered("H", dla->heads.cols()));
+    if (Status s = writeText(r->attributionPath, csv); !s) return fail(err, s.error());
+    summary["attribution"] = {{"out", r->attributionPath},
+                              {"logit_difference", dla->metric},
+                              {"sum_over_heads", dla->heads.cast<double>().sum()}};
+  }
+  out << summary.dump() << "\n";
+  return 0;
+}
+
+// =======================================================================================
+// patch
+// =======================================================================================
+
+namespace {
+
+struct PatchRequest {
+  std::string folder, clean, corrupt, answer, wrong, outPath, pngPath;
+  int what = 0;  // heads, resid
+};
+
+cli::Command patchCommand(PatchRequest& r) {
+  cli::Command command;
+  command.name = "patch";
+  command.column = 22;
+  command.usage = R"(usage: attnscope patch DIR --clean TEXT --corrupt TEXT --answer A --wrong W
+                        --what heads|resid --out P.csv [--png P.png]
+
+Activation patching from the clean run into the corrupt run, one site at a time, on the
+model folder DIR. Each cell is the normalised metric
+  (m_patched - m_corrupt) / (m_clean - m_corrupt),  m = logit(A) - logit(W) at the last position.
+heads: one head's z (its attention-weighted values, all positions): L rows x H columns.
+resid: the residual stream of one layer at one position: L+1 rows (the embeddings, then
+after each block) x n columns (the tokens). The two texts must have equal token lengths.
+Prints {"what", "clean_metric", "corrupt_metric", "out", "png"}. docs/analyses.md.
+)";
+  command.options = {
+      cli::textOption("--clean", "TEXT", "the clean prompt", r.clean),
+      cli::textOption("--corrupt", "TEXT", "the corrupted prompt (same number of tokens)", r.corrupt),
+      cli::textOption("--answer", "A", "the answer token's text (one token, e.g. \" Mary\")", r.answer),
+      cli::textOption("--wrong", "W", "the wrong token's text (one token)", r.wrong),
+      cli::wordOption("--what", "WHAT", "patch target", {"heads", "resid"},
+                      "what to patch: {choices}", r.what),
+      cli::textOption("--out", "P.csv", "the matrix as CSV (row and column labels first)", r.outPath),
+      cli::textOption("--png", "P.png", "also a labelled heatmap on a diverging map centred on 0",
+                      r.pngPath),
+  };
+  command.notes = "Errors (exit 2) name the option, the file and the problem.\n";
+  return command;
+}
+
+}  // namespace
+
+cli::CommandInfo patchInfo() {
+  PatchRequest r;
+  return cli::describe(patchCommand(r));
+}
+
+int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  PatchRequest r;
+  const cli::Command command = patchCommand(r);
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << cli::helpText(command);
+    return 0;
+  }
+  if (parsed->positional.size() != 1)
+    return fail(err, Error{"", "", "'patch' needs one model folder DIR (see attnscope patch --help)"});
+  r.folder = parsed->positional[0];
+  for (const char* name : {"--clean", "--corrupt", "--answer", "--wrong", "--what", "--out"}) {
+    if (!parsed->has(name)) return fail(err, optionError(name, "missing"));
+  }
+  if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
+  if (!r.pngPath.empty()) {
+    if (Status s = cli::checkOutputFile("--png", r.pngPath); !s) return fail(err, s.error());
+    if (cli::lowerExtension(r.pngPath) != ".png")
+      return fail(err, optionError("--png", cli::inQuotes(r.pngPath) + " does not end in .png"));
+  }
+  Expected<io::ModelFolder> model = loadFolder(r.folder);
+  if (!model) return fail(err, model.error());
+  Expected<std::vector<int>> clean = tokenize(*model, r.clean, "--clean", err);
+  if (!clean) return fail(err, clean.error());
+  Expected<std::vector<int>> corrupt = tokenize(*model, r.corrupt, "--corrupt", err);
+  if (!corrupt) return fail(err, corrupt.error());
+  if (clean->size() != corrupt->size()) {
+    return fail(err, optionError("--corrupt", "is " + std::to_string(corrupt->size()) +
+                                                  " tokens and --clean " + std::to_string(clean->size()) +
+                                                  ": patching needs equal token lengths"));
+  }
+  Expected<int> answer = singleToken(*model, r.answer, "--answer");
+  if (!answer) return fail(err, answer.error());
+  Expected<int> wrong = singleToken(*model, r.wrong, "--wrong");
+  if (!wrong) return fail(err, wrong.error());
+
+  const auto target = r.what == 0 ? model::PatchTarget::Heads : model::PatchTarget::Resid;
+  auto patching = model::activationPatching(model->weights, *clean, *corrupt, *answer, *wrong, target);
+  if (!patching) {
+    Error e = patching.error();
+    if (e.field == "corrupt") return fail(err, optionError("--corrupt", e.problem));
+    return fail(err, inFolder(e, r.folder));
+  }
+  const Matrix& effect = patching->effect;
+  std::vector<std::string> rows, cols;
+  if (target == model::PatchTarget::Heads) {
+    rows = numbered("L", effect.rows());
+    cols = numbered("H", effect.cols());
+  } else {
+    rows.push_back("embed");
+    for (Eigen::Index l = 1; l < effect.rows(); ++l) rows.push_back("after L" + std::to_string(l - 1));
+    for (std::size_t i = 0; i < clean->size(); ++i)
+      cols.push_back(std::to_string(i) + ":" + tokenLabel(*model, (*clean)[i]));
+  }
+  const std::string corner = target == model::PatchTarget::Heads ? "layer\\head" : "layer\\position";
+  if (Status s = writeText(r.outPath, io::matrixCsv(effect, corner, rows, cols)); !s)
+    return fail(err, s.error());
+  if (!r.pngPath.empty()) {
+    const std::string title = std::string("patching ") + (target == model::PatchTarget::Heads ? "heads (z)" : "resid") +
+                              ": (m_patched - m_corrupt) / (m_clean - m_corrupt)";
+    HeatmapView view(matrixRef(effect), rows, cols, title);
+    view.rowAxis = target == model::PatchTarget::Heads ? "layer" : "residual stream";
+    view.colAxis = target == model::PatchTarget::Heads ? "head" : "position";
+    view.valueTitle = "normalised metric";
+    io::HeatmapStyle style;
+    style.colormap = ColormapKind::RdBu;
+    style.centreZero = true;
+    if (Status s = io::exportMatrix(view, style, r.pngPath); !s) return fail(err, s.error());
+  }
+  json summary = {{"what", r.what == 0 ? "heads" : "resid"},
+                  {"tokens", clean->size()},
+                  {"clean_metric", patching->cleanMetric},
+                  {"corrupt_metric", patching->corruptMetric},
+                  {"out", r.outPath},
+                  {"png", r.pngPath.empty() ? json(nullptr) : json(r.pngPath)}};
+  out << summary.dump() << "\n";
+  return 0;
+}
+
+// =======================================================================================
+// lens
+// =======================================================================================
+
+namespace {
+
+struct LensRequest {
+  std::string folder, text, outPath;
+  int top = 5;
+};
+
+cli::Command lensCommand(LensRequest& r) {
+  cli::Command command;
+  command.name = "lens";
+  command.column = 20;
+  command.usage = R"(usage: attnscope lens DIR --text TEXT [--top K] --out LENS.json
+
+The logit lens: for the residual stream after the embeddings and after each block, at every
+position, the K most probable tokens of NormF(resid)·W_Uᵀ (the model's own final norm and
+unembedding). LENS.json: {"tokens": [{"id", "text"}, ...], "layers": ["embed", "after L0",
+...], "top": [layer][position][{"id", "text", "probability", "logit"}, ...]}.
+)";
+  command.options = {
+      cli::textOption("--text", "TEXT", "the prompt", r.text),
+      cli::intOption("--top", "K", 1, kMaxTop, "tokens per layer and position (1..1000, default 5)", r.top),
+      cli::textOption("--out", "LENS.json", "the JSON file to write", r.outPath),
+  };
+  return command;
+}
+
+}  // namespace
+
+cli::CommandInfo lensInfo() {
+  LensRequest r;
+  return cli::describe(lensCommand(r));
+}
+
+int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  LensRequest r;
+  const cli::Command command = lensCommand(r);
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << cli::helpText(command);
+    return 0;
+  }
+  if (parsed->positional.size() != 1)
+    return fail(err, Error{"", "", "'lens' needs one model folder DIR (see attnscope lens --help)"});
+  r.folder = parsed->positional[0];
+  if (!parsed->has("--text")) return fail(err, optionError("--text", "missing"));
+  if (!parsed->has("--out")) return fail(err, optionError("--out", "missing"));
+  if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
+  Expected<io::ModelFolder> model = loadFolder(r.folder);
+  if (!model) return fail(err, model.error());
+  Expected<std::vector<int>> ids = tokenize(*model, r.text, "--text", err);
+  if (!ids) return fail(err, ids.error());
+  auto lens = model::logitLens(model->weights, *ids, r.top);
+  if (!lens) return fail(err, inFolder(lens.error(), r.folder));
+  json tokens = json::array(), layers = json::array(), top = json::array();
+  for (int id : *ids) tokens.push_back({{"id", id}, {"text", tokenLabel(*model, id)}});
+  for (std::size_t l = 0; l < lens->top.size(); ++l) {
+    layers.push_back(l == 0 ? std::string("embed") : "after L" + std::to_string(l - 1));
+    json positions = json::array();
+    for (const auto& list : lens->top[l]) positions.push_back(nextJson(*model, list));
+    top.push_back(std::move(positions));
+  }
+  const json file = {{"tokens", tokens}, {"layers", layers}, {"top", top}};
+  if (Status s = writeText(r.outPath, file.dump() + "\n"); !s) return fail(err, s.error());
+  out << json{{"out", r.outPath}, {"layers", layers.size()}, {"tokens", ids->size()}}.dump() << "\n";
+  return 0;
+}
+
+}  // namespace attn::app

@@ -1,0 +1,50 @@
+// The analysis commands (issue 21; docs/analyses.md), on the engine's hooks
+// (core/models/analysis.h):
+//   analyze DIR --text T [--ablate L.H,... [--mode zero|mean] [--predict K]]
+//               [--answer A --wrong W --attribution OUT.csv]          cli_analysis.cpp
+//   patch   DIR --clean T --corrupt T --answer A --wrong W --what heads|resid --out P.csv
+//               [--png P.png]                                          cli_analysis.cpp
+//   lens    DIR --text T --top K --out LENS.json                       cli_analysis.cpp
+//   heads   DIR (--text T | --repeat-random N --seed S | --prompts P.jsonl [--shard K/N])
+//               [--scores prev,dup,induction,sink,entropy] --out F     cli_heads.cpp
+//   merge   PART.json... --out HEADS.csv                               cli_heads.cpp
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "app/cli/options.h"
+#include "core/models/transformer.h"
+#include "formats/models/model_folder.h"
+
+namespace attn::app {
+
+int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo analyzeInfo();
+int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo patchInfo();
+int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo lensInfo();
+int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo headsInfo();
+int runMerge(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo mergeInfo();
+
+namespace analysis_cli {
+
+// The model folder of an analysis command: loaded, with the folder named in its errors.
+Expected<io::ModelFolder> loadFolder(const std::string& folder);
+// TEXT as token ids through the folder's tokenizer. Errors name `option`: no tokenizer, an
+// empty text, more tokens than the context. Invalid UTF-8 is replaced, with a warning on err.
+Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::string& text,
+                                    std::string_view option, std::ostream& err);
+// TEXT that must be exactly one token (an answer): errors name `option` and the count.
+Expected<int> singleToken(const io::ModelFolder& model, const std::string& text,
+                          std::string_view option);
+// A token's text for JSON: the tokenizer's decoding, or null without a tokenizer.
+std::string tokenLabel(const io::ModelFolder& model, int id);
+
+}  // namespace analysis_cli
+}  // namespace attn::app

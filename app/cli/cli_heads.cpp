@@ -1,0 +1,293 @@
+// `heads` and `merge` (cli_analysis.h): head scores on a text, on a random sequence repeated
+// twice, or summed over a prompts file (one shard of it), and the exact merge of shards.
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/cli.h"
+#include "app/cli/cli_analysis.h"
+#include "app/cli/cli_common.h"
+#include "core/models/analysis.h"
+#include "formats/analysis/analysis_files.h"
+#include "formats/files.h"
+
+namespace attn::app {
+namespace {
+
+using cli::fail;
+using cli::optionError;
+using json = nlohmann::ordered_json;
+
+constexpr int kMaxShards = 1 << 20;
+
+struct HeadsRequest {
+  std::string folder, text, promptsPath, outPath;
+  int repeat = 0;
+  long long seed = 0;
+  int shard = 1, shards = 1;
+  std::vector<model::HeadScoreKind> kinds{std::begin(model::kAllHeadScores),
+                                          std::end(model::kAllHeadScores)};
+  bool excludeBos = false, excludeCurrent = false;
+};
+
+Status parseScores(const std::string& text, std::vector<model::HeadScoreKind>& kinds) {
+  kinds.clear();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    bool known = false;
+    for (model::HeadScoreKind k : model::kAllHeadScores) {
+      if (item == model::toString(k)) {
+        if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
+          return Error{"", "", "score " + cli::inQuotes(item) + " is listed twice"};
+        kinds.push_back(k);
+        known = true;
+      }
+    }
+    if (!known)
+      return Error{"", "", "unknown score " + cli::inQuotes(item) +
+                               "; use prev, dup, induction, sink, entropy (comma-separated)"};
+    start = comma + 1;
+  }
+  return Ok{};
+}
+
+cli::Command headsCommand(HeadsRequest& r) {
+  cli::Command command;
+  command.name = "heads";
+  command.column = 26;
+  command.usage = R"(usage: attnscope heads DIR --text TEXT [--scores LIST] --out HEADS.csv
+       attnscope heads DIR --repeat-random N [--seed S] [--scores LIST] --out HEADS.csv
+       attnscope heads DIR --prompts P.jsonl [--shard K/N] [--scores LIST] --out PART.json
+
+Scores every head of the model folder DIR (TransformerLens head_detector definitions, "mul"
+measure Σ(A⊙D)/ΣA; docs/analyses.md):
+  prev       previous-token template D[i][i-1] = 1
+  dup        duplicate-token template D[i][j] = 1 for j < i with the same token
+  induction  D[i][j] = 1 for 1 <= j <= i when token j-1 equals token i; with
+             --repeat-random, the mean of the diagonal at offset 1-N instead
+  sink       mean over queries of the weight on position 0
+  entropy    mean over queries of -Σ_j A[i][j] ln A[i][j] (nats)
+HEADS.csv: layer,head then one column per score. PART.json: per score and head the count,
+sum and sum of squares over the shard's prompts, for attnscope merge. Progress with an ETA
+goes to stderr.
+)";
+  command.options = {
+      cli::textOption("--text", "TEXT", "score on this prompt", r.text),
+      cli::intOption("--repeat-random", "N", 1, model::kMaxPositions,
+                     "score on N seeded random tokens repeated twice (2N tokens)", r.repeat),
+      cli::int64Option("--seed", "S", 0, std::numeric_limits<long long>::max(),
+                       "the random tokens' seed (default 0)", r.seed),
+      cli::textOption("--prompts", "P.jsonl", "sum over a prompts file: one {\"text\": ...} per line",
+                      r.promptsPath),
+      cli::customOption("--shard", "K/N",
+                        "only the K-th of N contiguous parts of the prompts (1 <= K <= N)",
+                        [&r](const std::string& v) -> Status {
+                          const std::size_t slash = v.find('/');
+                          auto n = slash == std::string::npos ? std::nullopt
+                                                              : parseIntStrict(v.substr(slash + 1), 1, kMaxShards);
+                          auto k = n ? parseIntStrict(v.substr(0, slash), 1, *n) : std::nullopt;
+                          if (!k) return Error{"", "", cli::inQuotes(v) + " is not K/N with 1 <= K <= N"};
+                          r.shard = *k;
+                          r.shards = *n;
+                          return Ok{};
+                        }),
+      cli::customOption("--scores", "LIST", "comma-separated: prev,dup,induction,sink,entropy (default all)",
+                        [&r](const std::string& v) { return parseScores(v, r.kinds); }),
+      cli::flagOption("--exclude-bos", "set A[:, 0] = 0 before the prev/dup/induction scores", r.excludeBos),
+      cli::flagOption("--exclude-current-token", "set A[i][i] = 0 before them", r.excludeCurrent),
+      cli::textOption("--out", "FILE", "HEADS.csv (--text, --repeat-random) or PART.json (--prompts)",
+                      r.outPath),
+  };
+  return command;
+}
+
+Status writeText(const std::string& path, const std::string& text) {
+  if (Status s = io::writeFileAtomic(path, text); !s) return io::withFile(s.error(), path);
+  return Ok{};
+}
+
+// "heads: 37/200 prompts, 1.2 s, ETA 5.3 s" on err, at most twice a second and at the end.
+class Progress {
+ public:
+  Progress(std::ostream& err, std::size_t total) : err_(err), total_(total), start_(Clock::now()) {}
+  void update(std::size_t done) {
+    const auto now = Clock::now();
+    if (done < total_ && now - last_ < std::chrono::milliseconds(500)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
+    char line[160];
+    std::snprintf(line, sizeof line, "attnscope heads: %zu/%zu prompts, %.1f s, ETA %.1f s\n", done,
+                  total_, elapsed, eta);
+    err_ << line << std::flush;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::ostream& err_;
+  std::size_t total_;
+  Clock::time_point start_, last_{};
+};
+
+}  // namespace
+
+cli::CommandInfo headsInfo() {
+  HeadsRequest r;
+  return cli::describe(headsCommand(r));
+}
+
+int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  HeadsRequest r;
+  const cli::Command command = headsCommand(r);
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << cli::helpText(command);
+    return 0;
+  }
+  if (parsed->positional.size() != 1)
+    return fail(err, Error{"", "", "'heads' needs one model folder DIR (see attnscope heads --help)"});
+  r.folder = parsed->positional[0];
+  const int sources = parsed->has("--text") + parsed->has("--repeat-random") + parsed->has("--prompts");
+  if (sources != 1)
+    return fail(err, optionError("--text", "give exactly one of --text, --repeat-random and --prompts"));
+  if (parsed->has("--seed") && !parsed->has("--repeat-random"))
+    return fail(err, optionError("--seed", "only applies with --repeat-random"));
+  if (parsed->has("--shard") && !parsed->has("--prompts"))
+    return fail(err, optionError("--shard", "only applies with --prompts"));
+  if (!parsed->has("--out")) return fail(err, optionError("--out", "missing"));
+  if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
+  const bool dataset = parsed->has("--prompts");
+  const std::string wanted = dataset ? ".json" : ".csv";
+  if (cli::lowerExtension(r.outPath) != wanted)
+    return fail(err, optionError("--out", cli::inQuotes(r.outPath) + " must end in " + wanted +
+                                              (dataset ? " with --prompts" : " (a table)")));
+  std::vector<io::PromptLine> prompts;
+  if (dataset) {  // read before the model: a bad file costs nothing
+    auto read = io::readPrompts(r.promptsPath, true);
+    if (!read) return fail(err, read.error());
+    prompts = std::move(read).value();
+  }
+  Expected<io::ModelFolder> model = analysis_cli::loadFolder(r.folder);
+  if (!model) return fail(err, model.error());
+  const model::DetectOptions options{r.excludeBos, r.excludeCurrent};
+  model::ScoreTotals totals = model::emptyTotals(model->weights->config, r.kinds);
+
+  if (!dataset) {
+    std::vector<int> ids;
+    if (parsed->has("--text")) {
+      auto tokens = analysis_cli::tokenize(*model, r.text, "--text", err);
+      if (!tokens) return fail(err, tokens.error());
+      ids = std::move(tokens).value();
+    } else {
+      const model::Config& c = model->weights->config;
+      if (2LL * r.repeat > c.nPositions)
+        return fail(err, optionError("--repeat-random", std::to_string(r.repeat) +
+                                                            " tokens repeated twice exceed the context of " +
+                                                            std::to_string(c.nPositions)));
+      ids = model::repeatedRandomTokens(r.repeat, c.vocabSize, static_cast<std::uint64_t>(r.seed));
+    }
+    Expected<model::Session> run = model::forward(model->weights, ids);
+    if (!run) return fail(err, Error{r.folder, "", run.error().message()});
+    model::accumulate(totals, *run, options);
+    if (parsed->has("--repeat-random")) {  // induction: the diagonal at offset 1 - N
+      for (std::size_t k = 0; k < r.kinds.size(); ++k) {
+        if (r.kinds[k] != model::HeadScoreKind::Induction) continue;
+        auto diagonal = model::repeatedInductionScores(model->weights, r.repeat,
+                                                       static_cast<std::uint64_t>(r.seed));
+        if (!diagonal) return fail(err, optionError("--repeat-random", diagonal.error().problem));
+        totals.sum[k] = diagonal->cast<double>();
+        totals.sumSq[k] = totals.sum[k].cwiseProduct(totals.sum[k]);
+      }
+    }
+    if (Status s = writeText(r.outPath, io::scoreTotalsCsv(totals, false)); !s) return fail(err, s.error());
+    out << json{{"out", r.outPath}, {"tokens", ids.size()}}.dump() << "\n";
+    return 0;
+  }
+
+  const model::ShardRange range = model::shardRange(prompts.size(), r.shard, r.shards);
+  Progress progress(err, range.last - range.first);
+  model::Session session(model->weights);
+  for (std::size_t i = range.first; i < range.last; ++i) {
+    const std::string where = r.promptsPath + " line " + std::to_string(prompts[i].line);
+    auto ids = analysis_cli::tokenize(*model, prompts[i].text, "--prompts", err);
+    if (!ids) return fail(err, Error{r.promptsPath, "line " + std::to_string(prompts[i].line) + ": text",
+                                     ids.error().problem});
+    // From scratch: reusing the previous prompt's common prefix would make a prompt's
+    // float32 numbers depend on its neighbour, and shards would not merge exactly.
+    session.clear();
+    if (auto set = session.setTokens(*ids); !set) return fail(err, Error{where, "", set.error().message()});
+    model::accumulate(totals, session, options);
+    progress.update(i + 1 - range.first);
+  }
+  if (Status s = io::writeScoreTotals(r.outPath, totals); !s) return fail(err, s.error());
+  out << json{{"out", r.outPath}, {"prompts", totals.count}, {"shard", std::to_string(r.shard) + "/" + std::to_string(r.shards)}}.dump()
+      << "\n";
+  return 0;
+}
+
+// =======================================================================================
+// merge
+// =======================================================================================
+
+namespace {
+
+struct MergeRequest {
+  std::string outPath;
+};
+
+cli::Command mergeCommand(MergeRequest& r) {
+  cli::Command command;
+  command.name = "merge";
+  command.column = 20;
+  command.usage = R"(usage: attnscope merge PART.json [PART.json ...] --out HEADS.csv
+
+Adds the per-head counts, sums and sums of squares of `attnscope heads --prompts` shards
+(exactly: the result equals the unsharded run's) and writes HEADS.csv: layer,head, then
+NAME_mean,NAME_std per score (population standard deviation over prompts), then count.
+)";
+  command.options = {cli::textOption("--out", "HEADS.csv", "the merged table", r.outPath)};
+  return command;
+}
+
+}  // namespace
+
+cli::CommandInfo mergeInfo() {
+  MergeRequest r;
+  return cli::describe(mergeCommand(r));
+}
+
+int runMerge(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  MergeRequest r;
+  const cli::Command command = mergeCommand(r);
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
+  if (!parsed) return fail(err, parsed.error());
+  if (parsed->help) {
+    out << cli::helpText(command);
+    return 0;
+  }
+  if (parsed->positional.empty())
+    return fail(err, Error{"", "", "'merge' needs at least one PART.json (see attnscope merge --help)"});
+  if (!parsed->has("--out")) return fail(err, optionError("--out", "missing"));
+  if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
+  if (cli::lowerExtension(r.outPath) != ".csv")
+    return fail(err, optionError("--out", cli::inQuotes(r.outPath) + " must end in .csv"));
+  std::optional<model::ScoreTotals> merged;
+  for (const std::string& path : parsed->positional) {
+    if (Status s = cli::checkNotAnInput(r.outPath, path); !s) return fail(err, s.error());
+    auto part = io::readScoreTotals(path);
+    if (!part) return fail(err, part.error());
+    if (!merged) {
+      merged = std::move(part).value();
+    } else if (Status s = model::merge(*merged, *part); !s) {
+      return fail(err, Error{path, s.error().field, s.error().problem});
+    }
+  }
+  if (Status s = writeText(r.outPath, io::scoreTotalsCsv(*merged, true)); !s) return fail(err, s.error());
+  out << json{{"out", r.outPath}, {"parts", parsed->positional.size()}, {"prompts", merged->count}}.dump() << "\n";
+  return 0;
+}
+
+}  // namespace attn::app

@@ -1,0 +1,274 @@
+// Ablation, activation patching, the logit lens and direct logit attribution (analysis.h;
+// the formulas are in docs/analyses.md).
+#include "core/models/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+namespace attn::model {
+namespace {
+
+Status checkPrompt(const Config& c, std::span<const int> ids, const char* field) {
+  if (ids.empty()) return Error{"", field, "the prompt has no tokens"};
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= c.vocabSize) {
+      return Error{"", field,
+                   "token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
+                       ", outside the vocabulary 0.." + std::to_string(c.vocabSize - 1)};
+    }
+  }
+  return Ok{};
+}
+
+Status checkToken(const Config& c, int id, const char* field) {
+  if (id >= 0 && id < c.vocabSize) return Ok{};
+  return Error{"", field,
+               "token id " + std::to_string(id) + " is outside the vocabulary 0.." +
+                   std::to_string(c.vocabSize - 1)};
+}
+
+Status checkHead(const Config& c, const HeadId& h) {
+  if (h.layer >= 0 && h.layer < c.nLayer && h.head >= 0 && h.head < c.nHead) return Ok{};
+  return Error{"", "heads",
+               "head " + std::to_string(h.layer) + "." + std::to_string(h.head) +
+                   " is outside the model's " + std::to_string(c.nLayer) + " layers x " +
+                   std::to_string(c.nHead) + " heads"};
+}
+
+std::shared_ptr<const Hooks> recordingHooks() {
+  auto hooks = std::make_shared<Hooks>();
+  hooks->record = true;
+  return hooks;
+}
+
+// m = logit(answer) − logit(wrong) after the last token of a session.
+double logitDifference(const Session& s, int answer, int wrong) {
+  return static_cast<double>(s.logits()[answer]) - static_cast<double>(s.logits()[wrong]);
+}
+
+Prediction predictionOf(const Session& s, std::span<const int> ids, int topK) {
+  Prediction p;
+  const Matrix logits = logitsAt(s.weights(), s.recording().resid.back());
+  p.logits = logits.row(logits.rows() - 1).transpose();
+  p.next = topKOf(p.logits, topK);
+  p.loss = textLoss(logits, ids);
+  return p;
+}
+
+}  // namespace
+
+// =======================================================================================
+// Runs and predictions
+// =======================================================================================
+
+Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                               std::shared_ptr<const Hooks> hooks) {
+  Session session(std::move(weights));
+  if (Status s = session.setHooks(std::move(hooks)); !s) return s.error();
+  Expected<int> done = session.setTokens(ids);
+  if (!done) return done.error();
+  return session;
+}
+
+Matrix logitsAt(const Weights& weights, const Matrix& resid) {
+  Matrix normed;
+  applyNorm(resid, weights.finalNorm, weights.config, normed);
+  Matrix logits(resid.rows(), weights.config.vocabSize);
+  logits.noalias() = normed * weights.lmHead.matrix().transpose();  // n x V
+  return logits;
+}
+
+std::vector<TokenProbability> topKOf(const Eigen::Ref<const Vector>& logits, int k) {
+  std::vector<TokenProbability> out;
+  const Eigen::Index vocab = logits.size();
+  if (vocab == 0) return out;
+  k = std::clamp(k, 0, static_cast<int>(vocab));
+  const float maxLogit = logits.maxCoeff();
+  double sum = 0;
+  for (Eigen::Index i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - maxLogit));
+  std::vector<int> order(static_cast<std::size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  });
+  for (int i = 0; i < k; ++i) {
+    const int id = order[static_cast<std::size_t>(i)];
+    const double p = std::exp(static_cast<double>(logits[id] - maxLogit)) / sum;
+    out.push_back({id, static_cast<float>(p), logits[id]});
+  }
+  return out;
+}
+
+double textLoss(const Matrix& logits, std::span<const int> ids) {
+  const Eigen::Index n = logits.rows();
+  if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+  double total = 0;
+  for (Eigen::Index i = 0; i + 1 < n; ++i) {
+    // −log softmax = log Σ exp(l − max) + max − l_target, in double
+    const auto row = logits.row(i);
+    const double maxLogit = row.maxCoeff();
+    double sum = 0;
+    for (Eigen::Index v = 0; v < row.size(); ++v) sum += std::exp(row[v] - maxLogit);
+    total += std::log(sum) + maxLogit - row[ids[static_cast<std::size_t>(i + 1)]];
+  }
+  return total / static_cast<double>(n - 1);
+}
+
+// =======================================================================================
+// 1 Ablation
+// =======================================================================================
+
+Expected<Ablation> ablateHeads(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                               std::span<const HeadId> heads, AblationMode mode, int topK) {
+  const Config& c = weights->config;
+  if (Status s = checkPrompt(c, ids, "text"); !s) return s.error();
+  if (topK < 1) return Error{"", "predict", "must be at least 1"};
+  auto hooks = std::make_shared<Hooks>();
+  hooks->record = true;
+  for (const HeadId& h : heads) {
+    if (Status s = checkHead(c, h); !s) return s.error();
+    hooks->heads.push_back(
+        {h.layer, h.head, mode == AblationMode::Zero ? HeadEdit::Zero : HeadEdit::Mean, {}});
+  }
+  // 1 the clean run, 2 the ablated run; each records the final stream for all logits
+  Expected<Session> clean = runWithHooks(weights, ids, recordingHooks());
+  if (!clean) return clean.error();
+  Expected<Session> ablated = runWithHooks(weights, ids, hooks);
+  if (!ablated) return ablated.error();
+  return Ablation{predictionOf(*clean, ids, topK), predictionOf(*ablated, ids, topK)};
+}
+
+// =======================================================================================
+// 2 Activation patching
+// =======================================================================================
+
+Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
+                                      std::span<const int> clean, std::span<const int> corrupt,
+                                      int answer, int wrong, PatchTarget target) {
+  const Config& c = weights->config;
+  if (Status s = checkPrompt(c, clean, "clean"); !s) return s.error();
+  if (Status s = checkPrompt(c, corrupt, "corrupt"); !s) return s.error();
+  if (clean.size() != corrupt.size()) {
+    return Error{"", "corrupt",
+                 "the clean prompt has " + std::to_string(clean.size()) +
+                     " tokens and the corrupt one " + std::to_string(corrupt.size()) +
+                     ": patching needs equal token lengths"};
+  }
+  if (Status s = checkToken(c, answer, "answer"); !s) return s.error();
+  if (Status s = checkToken(c, wrong, "wrong"); !s) return s.error();
+
+  // 1 the clean run, recorded; 2 the corrupt run
+  Expected<Session> cleanRun = runWithHooks(weights, clean, recordingHooks());
+  if (!cleanRun) return cleanRun.error();
+  Expected<Session> corruptRun = runWithHooks(weights, corrupt, nullptr);
+  if (!corruptRun) return corruptRun.error();
+  Patching out;
+  out.cleanMetric = logitDifference(*cleanRun, answer, wrong);
+  out.corruptMetric = logitDifference(*corruptRun, answer, wrong);
+  const double range = out.cleanMetric - out.corruptMetric;
+  if (range == 0 || !std::isfinite(range)) {
+    return Error{"", "corrupt",
+                 "the clean and corrupt prompts give the same logit difference (" +
+                     std::to_string(out.cleanMetric) + "): the normalised metric is undefined"};
+  }
+  const Recording& rec = cleanRun->recording();
+  const Eigen::Index dh = c.headDim();
+  const auto n = static_cast<int>(clean.size());
+
+  // 3 one corrupt pass per site with the clean activation there
+  Session& patched = *corruptRun;
+  auto measure = [&](Hooks hooks) -> Expected<double> {
+    if (Status s = patched.setHooks(std::make_shared<const Hooks>(std::move(hooks))); !s)
+      return s.error();
+    const double effect = (logitDifference(patched, answer, wrong) - out.corruptMetric) / range;
+    return effect == 0 ? 0.0 : effect;  // not -0 when the range is negative
+  };
+  if (target == PatchTarget::Heads) {
+    out.effect.resize(c.nLayer, c.nHead);
+    for (int l = 0; l < c.nLayer; ++l) {
+      for (int h = 0; h < c.nHead; ++h) {
+        Hooks hooks;
+        hooks.heads.push_back({l, h, HeadEdit::Replace,
+                               rec.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh)});
+        Expected<double> e = measure(std::move(hooks));
+        if (!e) return e.error();
+        out.effect(l, h) = static_cast<float>(*e);
+      }
+    }
+  } else {
+    out.effect.resize(c.nLayer + 1, n);
+    for (int l = 0; l <= c.nLayer; ++l) {
+      for (int p = 0; p < n; ++p) {
+        Hooks hooks;
+        hooks.resid.push_back({l, p, rec.resid[static_cast<std::size_t>(l)].row(p).transpose()});
+        Expected<double> e = measure(std::move(hooks));
+        if (!e) return e.error();
+        out.effect(l, p) = static_cast<float>(*e);
+      }
+    }
+  }
+  return out;
+}
+
+// =======================================================================================
+// 3 Logit lens and direct logit attribution
+// =======================================================================================
+
+Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                         int topK) {
+  if (Status s = checkPrompt(weights->config, ids, "text"); !s) return s.error();
+  if (topK < 1) return Error{"", "top", "must be at least 1"};
+  Expected<Session> run = runWithHooks(weights, ids, recordingHooks());
+  if (!run) return run.error();
+  Lens lens;
+  for (const Matrix& resid : run->recording().resid) {
+    const Matrix logits = logitsAt(*weights, resid);  // n x V
+    std::vector<std::vector<TokenProbability>> layer;
+    for (Eigen::Index i = 0; i < logits.rows(); ++i)
+      layer.push_back(topKOf(logits.row(i).transpose(), topK));
+    lens.top.push_back(std::move(layer));
+  }
+  return lens;
+}
+
+Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weights,
+                                             std::span<const int> ids, int answer, int wrong) {
+  const Config& c = weights->config;
+  if (Status s = checkPrompt(c, ids, "text"); !s) return s.error();
+  if (Status s = checkToken(c, answer, "answer"); !s) return s.error();
+  if (Status s = checkToken(c, wrong, "wrong"); !s) return s.error();
+  Expected<Session> run = runWithHooks(weights, ids, recordingHooks());
+  if (!run) return run.error();
+  const Recording& rec = run->recording();
+  const Eigen::Index p = static_cast<Eigen::Index>(ids.size()) - 1, dh = c.headDim();
+
+  // 1 the direction: g ⊙ (u_answer − u_wrong) (E)
+  const auto unembed = weights->lmHead.matrix();
+  const Eigen::RowVectorXf direction =
+      (unembed.row(answer) - unembed.row(wrong)).array() *
+      weights->finalNorm.weight.vector().transpose().array();
+  const float scale = rec.finalScale[p];
+
+  Attribution out;
+  out.metric = logitDifference(*run, answer, wrong);
+  out.heads.resize(c.nLayer, c.nHead);
+  for (int l = 0; l < c.nLayer; ++l) {
+    const Linear& wo = weights->layers[static_cast<std::size_t>(l)].out;
+    const auto w = wo.weight.matrix();
+    for (int h = 0; h < c.nHead; ++h) {
+      // 2 the head's result r = z_h[p]·W_o[h] (1 x E), no bias
+      const auto z = rec.z[static_cast<std::size_t>(l)].row(p).segment(h * dh, dh);
+      Eigen::RowVectorXf r = wo.outByIn ? Eigen::RowVectorXf(z * w.middleCols(h * dh, dh).transpose())
+                                        : Eigen::RowVectorXf(z * w.middleRows(h * dh, dh));
+      // 3 through the final norm: centred (LayerNorm), divided by the scale at p
+      if (c.norm == NormKind::LayerNorm) r.array() -= r.mean();
+      out.heads(l, h) = r.dot(direction) / scale;
+    }
+  }
+  return out;
+}
+
+}  // namespace attn::model

@@ -1,0 +1,196 @@
+// Analyses on the transformer engine (core/models/transformer.h), in the spirit of
+// TransformerLens: ablation, activation patching, the logit lens, direct logit attribution
+// and head scores. Every analysis is one function here, used by the CLI (app/cli/) and the
+// window alike. docs/analyses.md writes out every formula and convention.
+//
+// Shapes: L = layers, H = query heads, E = model width, d_h = head width, V = vocabulary,
+// n = tokens of the prompt. Positions are 0-based; "the last position" is n - 1, where the
+// next token is predicted. No BOS token is added: the ids are used as given.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/models/transformer.h"
+
+namespace attn::model {
+
+struct HeadId {
+  int layer = 0, head = 0;
+  bool operator==(const HeadId&) const = default;
+};
+
+// ---------------------------------------------------------------------------------------
+// Runs and predictions
+// ---------------------------------------------------------------------------------------
+
+// One pass over `ids` under `hooks` (nullptr: none). Errors as Session::setTokens and
+// Session::setHooks.
+Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                               std::shared_ptr<const Hooks> hooks);
+
+// The logits at every position: n x V = NormF(resid)·W_Uᵀ for resid (n x E), the stream
+// after the last block (Recording::resid[L]).
+Matrix logitsAt(const Weights& weights, const Matrix& resid);
+
+// The k largest entries of `logits` (V) with their softmax probability over all V, largest
+// first (ties: lower id first), as Session::topK.
+std::vector<TokenProbability> topKOf(const Eigen::Ref<const Vector>& logits, int k);
+
+// The language-model loss of the text: the mean over positions i = 0..n-2 of
+// −log softmax(logits_i)[ids_{i+1}] (nats), from logits (n x V). NaN when n < 2.
+double textLoss(const Matrix& logits, std::span<const int> ids);
+
+// What a run predicts: the top-K after the last token, all V logits there, the loss.
+struct Prediction {
+  std::vector<TokenProbability> next;  // K
+  Vector logits;                       // V, at position n - 1
+  double loss = 0;                     // textLoss over the whole prompt
+};
+
+// ---------------------------------------------------------------------------------------
+// 1 Ablation
+// ---------------------------------------------------------------------------------------
+
+// Zero: z_h = 0. Mean: every row of z_h = the mean over the prompt's n positions of z_h in
+// the same pass (TransformerLens: a hook on blocks.{l}.attn.hook_z setting
+// z[:, :, h] = z[:, :, h].mean(1, keepdim=True)).
+enum class AblationMode { Zero, Mean };
+
+struct Ablation {
+  Prediction clean, ablated;
+};
+
+// Runs `ids` as is and with every head of `heads` ablated together. Errors: empty ids, a
+// head outside L x H, topK < 1.
+Expected<Ablation> ablateHeads(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                               std::span<const HeadId> heads, AblationMode mode, int topK);
+
+// ---------------------------------------------------------------------------------------
+// 2 Activation patching
+// ---------------------------------------------------------------------------------------
+
+// m = logit(answer) − logit(wrong) at the last position.
+enum class PatchTarget {
+  Heads,  // each head's z at all positions, from the clean run: L x H
+  Resid,  // the residual stream of layer l (ResidHook numbering) at position p: (L+1) x n
+};
+
+struct Patching {
+  Matrix effect;  // (m_patched − m_corrupt) / (m_clean − m_corrupt); shape as PatchTarget
+  double cleanMetric = 0, corruptMetric = 0;
+};
+
+// Patches from the clean run into the corrupt run, one site at a time (L·H or (L+1)·n
+// passes). Errors: the prompts differ in length or are empty, an id outside V, and
+// m_clean = m_corrupt (the normalisation divides by it).
+Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
+                                      std::span<const int> clean, std::span<const int> corrupt,
+                                      int answer, int wrong, PatchTarget target);
+
+// ---------------------------------------------------------------------------------------
+// 3 Logit lens and direct logit attribution
+// ---------------------------------------------------------------------------------------
+
+// top[l][i] = the K largest of NormF(resid_l[i])·W_Uᵀ (with their softmax probabilities)
+// for l = 0..L (0 = the embeddings, l = after block l - 1; the final norm with its own
+// weights and bias) and every position i. top[L] is the model's own prediction.
+struct Lens {
+  std::vector<std::vector<std::vector<TokenProbability>>> top;  // [L+1][n][K]
+};
+Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                         int topK);
+
+// Each head's direct contribution to m = logit(answer) − logit(wrong) at the last position
+// p, as TransformerLens's stack_head_results + apply_ln_to_stack + logits_to_logit_diff
+// (a model loaded with fold_ln): the head's output r = z_h·W_o[h] (1 x E, rows
+// h·d_h..(h+1)·d_h of W_o, no bias), centred over E for LayerNorm (not for RMSNorm), divided
+// by the final norm's scale at p (Recording::finalScale, from the unpatched run), dotted
+// with g ⊙ (u_answer − u_wrong) where g is the final norm's weight and u are rows of W_U.
+struct Attribution {
+  Matrix heads;       // L x H
+  double metric = 0;  // m itself
+};
+Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weights,
+                                             std::span<const int> ids, int answer, int wrong);
+
+// ---------------------------------------------------------------------------------------
+// 4 Head scores (TransformerLens head_detector, "mul" error measure)
+// ---------------------------------------------------------------------------------------
+
+// 0/1 templates D (n x n, lower triangular):
+//   previous token   D[i][i-1] = 1
+//   duplicate token  D[i][j] = 1 for j < i with ids[j] = ids[i]
+//   induction        D[i][j] = 1 for 1 <= j <= i with ids[j-1] = ids[i]
+Matrix previousTokenTemplate(int n);
+Matrix duplicateTokenTemplate(std::span<const int> ids);
+Matrix inductionTemplate(std::span<const int> ids);
+
+struct DetectOptions {
+  bool excludeBos = false;           // A[:, 0] = 0 before scoring
+  bool excludeCurrentToken = false;  // A[i][i] = 0 before scoring
+};
+// Per head: Σ(A ⊙ D) / ΣA over the n x n pattern A (after the exclusions), L x H. A head
+// whose excluded pattern sums to 0 scores 0.
+Matrix detectionScores(const Session& session, const Matrix& detection,
+                       const DetectOptions& options);
+// Attention-sink mass: α0 = mean over queries i of A[i][0], L x H.
+Matrix sinkMass(const Session& session);
+// Mean over queries i of the entropy −Σ_j A[i][j]·ln A[i][j] (nats; 0·ln 0 = 0), L x H.
+Matrix attentionEntropy(const Session& session);
+
+// `length` token ids drawn uniformly from [0, vocab) by SplitMix64(seed), then repeated:
+// 2·length ids.
+std::vector<int> repeatedRandomTokens(int length, int vocab, std::uint64_t seed);
+// The induction score on such a sequence (2·length tokens): per head the mean of the
+// pattern's diagonal at offset 1 − length, A[i][i − length + 1] for i = length−1..2·length−1,
+// L x H. Errors: length < 1, 2·length over the context.
+Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights, int length,
+                                         std::uint64_t seed);
+
+// ---------------------------------------------------------------------------------------
+// 5 Over a dataset: the five scores per head, accumulated over prompts and merged exactly
+// ---------------------------------------------------------------------------------------
+
+enum class HeadScoreKind { PreviousToken, DuplicateToken, Induction, Sink, Entropy };
+inline constexpr HeadScoreKind kAllHeadScores[] = {
+    HeadScoreKind::PreviousToken, HeadScoreKind::DuplicateToken, HeadScoreKind::Induction,
+    HeadScoreKind::Sink, HeadScoreKind::Entropy};
+// "prev", "dup", "induction", "sink", "entropy": the CLI's and the files' names.
+const char* toString(HeadScoreKind kind);
+
+// One score of every head on the session's tokens (L x H): the detection scores with the
+// templates of the session's own tokens, sink mass, entropy.
+Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options);
+
+// Per score and head: the number of prompts, Σ score and Σ score² (in double). Totals of
+// disjoint prompt sets merge by adding, so shards merge to the unsharded totals up to the
+// order of the additions (about 1e-16 relative).
+struct ScoreTotals {
+  int layers = 0, heads = 0;
+  std::vector<HeadScoreKind> kinds;
+  std::int64_t count = 0;                   // prompts
+  std::vector<Eigen::MatrixXd> sum, sumSq;  // per kind: L x H
+};
+// Empty totals for a model's L x H and the chosen scores.
+ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds);
+// Adds one prompt: headScore() of every kind of `totals`.
+void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options);
+// Adds `part` into `into`. Errors: different L x H or score lists (naming both).
+Status merge(ScoreTotals& into, const ScoreTotals& part);
+// Mean and standard deviation (population, √(Σs²/N − mean²), 0 when negative by rounding)
+// of score `index` of `totals`, L x H each.
+Eigen::MatrixXd meanOf(const ScoreTotals& totals, std::size_t index);
+Eigen::MatrixXd stdOf(const ScoreTotals& totals, std::size_t index);
+
+// The prompts of shard `shard` (1-based) of `shards` over `count` prompts: the contiguous
+// range [first, last) with first = ⌊(shard−1)·count/shards⌋, last = ⌊shard·count/shards⌋.
+// The shards cover every prompt once.
+struct ShardRange {
+  std::size_t first = 0, last = 0;
+};
+ShardRange shardRange(std::size_t count, int shard, int shards);
+
+}  // namespace attn::model

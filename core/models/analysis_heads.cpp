@@ -1,0 +1,212 @@
+// Head scores after TransformerLens's head_detector (analysis.h; docs/analyses.md).
+#include <cmath>
+#include <string>
+
+#include "core/base/random.h"
+#include "core/models/analysis.h"
+
+namespace attn::model {
+
+Matrix previousTokenTemplate(int n) {
+  Matrix d = Matrix::Zero(n, n);
+  for (int i = 1; i < n; ++i) d(i, i - 1) = 1;
+  return d;
+}
+
+Matrix duplicateTokenTemplate(std::span<const int> ids) {
+  const auto n = static_cast<Eigen::Index>(ids.size());
+  Matrix d = Matrix::Zero(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < i; ++j)
+      if (ids[static_cast<std::size_t>(j)] == ids[static_cast<std::size_t>(i)]) d(i, j) = 1;
+  return d;
+}
+
+Matrix inductionTemplate(std::span<const int> ids) {
+  const auto n = static_cast<Eigen::Index>(ids.size());
+  Matrix d = Matrix::Zero(n, n);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 1; j <= i; ++j)
+      if (ids[static_cast<std::size_t>(j - 1)] == ids[static_cast<std::size_t>(i)]) d(i, j) = 1;
+  return d;
+}
+
+Matrix detectionScores(const Session& session, const Matrix& detection,
+                       const DetectOptions& options) {
+  const Config& c = session.config();
+  const Eigen::Index n = session.size();
+  Matrix out(c.nLayer, c.nHead);
+  for (int l = 0; l < c.nLayer; ++l) {
+    for (int h = 0; h < c.nHead; ++h) {
+      double matched = 0, total = 0;
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const std::span<const float> row = session.attentionRow(l, h, static_cast<int>(i));
+        for (Eigen::Index j = 0; j <= i; ++j) {
+          if ((options.excludeBos && j == 0) || (options.excludeCurrentToken && j == i)) continue;
+          const double a = row[static_cast<std::size_t>(j)];
+          total += a;
+          matched += a * detection(i, j);
+        }
+      }
+      out(l, h) = total > 0 ? static_cast<float>(matched / total) : 0.0f;
+    }
+  }
+  return out;
+}
+
+Matrix sinkMass(const Session& session) {
+  const Config& c = session.config();
+  const int n = session.size();
+  Matrix out = Matrix::Zero(c.nLayer, c.nHead);
+  if (n == 0) return out;
+  for (int l = 0; l < c.nLayer; ++l) {
+    for (int h = 0; h < c.nHead; ++h) {
+      double sum = 0;
+      for (int i = 0; i < n; ++i) sum += session.attentionRow(l, h, i)[0];
+      out(l, h) = static_cast<float>(sum / n);
+    }
+  }
+  return out;
+}
+
+Matrix attentionEntropy(const Session& session) {
+  const Config& c = session.config();
+  const int n = session.size();
+  Matrix out = Matrix::Zero(c.nLayer, c.nHead);
+  if (n == 0) return out;
+  for (int l = 0; l < c.nLayer; ++l) {
+    for (int h = 0; h < c.nHead; ++h) {
+      double sum = 0;
+      for (int i = 0; i < n; ++i) {
+        for (const float a : session.attentionRow(l, h, i))
+          if (a > 0) sum -= static_cast<double>(a) * std::log(static_cast<double>(a));
+      }
+      out(l, h) = static_cast<float>(sum / n);
+    }
+  }
+  return out;
+}
+
+std::vector<int> repeatedRandomTokens(int length, int vocab, std::uint64_t seed) {
+  SplitMix64 rng(seed);  // core/base/random.h, the one generator
+  std::vector<int> ids(static_cast<std::size_t>(2 * std::max(length, 0)));
+  for (int i = 0; i < length; ++i) {
+    ids[static_cast<std::size_t>(i)] =
+        static_cast<int>(rng.next() % static_cast<std::uint64_t>(vocab));
+    ids[static_cast<std::size_t>(i + length)] = ids[static_cast<std::size_t>(i)];
+  }
+  return ids;
+}
+
+Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights, int length,
+                                         std::uint64_t seed) {
+  const Config& c = weights->config;
+  if (length < 1 || 2 * static_cast<std::int64_t>(length) > c.nPositions) {
+    return Error{"", "repeat-random",
+                 std::to_string(length) + " tokens repeated twice: must be 1.." +
+                     std::to_string(c.nPositions / 2) + " for a context of " +
+                     std::to_string(c.nPositions)};
+  }
+  const std::vector<int> ids = repeatedRandomTokens(length, c.vocabSize, seed);
+  Expected<Session> run = forward(weights, ids);
+  if (!run) return run.error();
+  Matrix out(c.nLayer, c.nHead);
+  for (int l = 0; l < c.nLayer; ++l) {
+    for (int h = 0; h < c.nHead; ++h) {
+      double sum = 0;
+      for (int i = length - 1; i < 2 * length; ++i)
+        sum += run->attentionRow(l, h, i)[static_cast<std::size_t>(i - length + 1)];
+      out(l, h) = static_cast<float>(sum / (length + 1));
+    }
+  }
+  return out;
+}
+
+// =======================================================================================
+// 5 Over a dataset
+// =======================================================================================
+
+const char* toString(HeadScoreKind kind) {
+  switch (kind) {
+    case HeadScoreKind::PreviousToken: return "prev";
+    case HeadScoreKind::DuplicateToken: return "dup";
+    case HeadScoreKind::Induction: return "induction";
+    case HeadScoreKind::Sink: return "sink";
+    case HeadScoreKind::Entropy: return "entropy";
+  }
+  return "?";
+}
+
+Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options) {
+  const std::vector<int>& ids = session.tokens();
+  switch (kind) {
+    case HeadScoreKind::PreviousToken:
+      return detectionScores(session, previousTokenTemplate(session.size()), options);
+    case HeadScoreKind::DuplicateToken:
+      return detectionScores(session, duplicateTokenTemplate(ids), options);
+    case HeadScoreKind::Induction:
+      return detectionScores(session, inductionTemplate(ids), options);
+    case HeadScoreKind::Sink:
+      return sinkMass(session);
+    case HeadScoreKind::Entropy:
+      return attentionEntropy(session);
+  }
+  return {};
+}
+
+ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds) {
+  ScoreTotals t;
+  t.layers = config.nLayer;
+  t.heads = config.nHead;
+  t.kinds = std::move(kinds);
+  t.sum.assign(t.kinds.size(), Eigen::MatrixXd::Zero(t.layers, t.heads));
+  t.sumSq = t.sum;
+  return t;
+}
+
+void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options) {
+  for (std::size_t k = 0; k < totals.kinds.size(); ++k) {
+    const Eigen::MatrixXd s = headScore(session, totals.kinds[k], options).cast<double>();
+    totals.sum[k] += s;
+    totals.sumSq[k] += s.cwiseProduct(s);
+  }
+  ++totals.count;
+}
+
+Status merge(ScoreTotals& into, const ScoreTotals& part) {
+  auto shape = [](const ScoreTotals& t) {
+    std::string text = std::to_string(t.layers) + " layers x " + std::to_string(t.heads) +
+                       " heads, scores";
+    for (HeadScoreKind k : t.kinds) text += std::string(" ") + toString(k);
+    return text;
+  };
+  if (into.layers != part.layers || into.heads != part.heads || into.kinds != part.kinds) {
+    return Error{"", "scores", "cannot merge " + shape(part) + " into " + shape(into)};
+  }
+  for (std::size_t k = 0; k < into.kinds.size(); ++k) {
+    into.sum[k] += part.sum[k];
+    into.sumSq[k] += part.sumSq[k];
+  }
+  into.count += part.count;
+  return Ok{};
+}
+
+Eigen::MatrixXd meanOf(const ScoreTotals& totals, std::size_t index) {
+  if (totals.count == 0) return Eigen::MatrixXd::Zero(totals.layers, totals.heads);
+  return totals.sum[index] / static_cast<double>(totals.count);
+}
+
+Eigen::MatrixXd stdOf(const ScoreTotals& totals, std::size_t index) {
+  if (totals.count == 0) return Eigen::MatrixXd::Zero(totals.layers, totals.heads);
+  const Eigen::MatrixXd mean = meanOf(totals, index);
+  const Eigen::MatrixXd var =
+      totals.sumSq[index] / static_cast<double>(totals.count) - mean.cwiseProduct(mean);
+  return var.cwiseMax(0.0).cwiseSqrt();
+}
+
+ShardRange shardRange(std::size_t count, int shard, int shards) {
+  const auto k = static_cast<std::size_t>(shard), n = static_cast<std::size_t>(shards);
+  return {(k - 1) * count / n, k * count / n};
+}
+
+}  // namespace attn::model

@@ -1,0 +1,5 @@
+import sys
+
+from attnscope_sweep import main
+
+sys.exit(main())

@@ -1,0 +1,296 @@
+// The analysis commands (analyze, patch, lens, heads, merge; app/cli/cli_analysis.h) on a
+// tiny random GPT-2 whose vocabulary has the IOI prompt's words as single tokens, in-process
+// through runCli: each file and JSON equals the core function's result (the core is checked
+// against PyTorch in tests/formats/test_formats_analysis.cpp), errors are one line with exit
+// code 2, shards merged equal the unsharded run, and python3 -m attnscope_sweep on a Dask
+// LocalCluster of 2 workers gives the same table (skipped without python3-distributed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli.h"
+#include "core/models/analysis.h"
+#include "formats/models/model_folder.h"
+#include "tests/support/cli_run.h"
+#include "tests/support/gpt2_fixture.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gpt2test::json;
+using namespace attn::model;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  CliRun r;
+  r.code = attn::app::runCli(args, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+const std::string kClean = "When Mary and John went to the store, John gave a drink to";
+const std::string kCorrupt = "When Mary and John went to the store, Anna gave a drink to";
+
+// A GPT-2 folder (2 layers, 2 heads, width 8) whose merges make every word of the prompts one
+// token.
+const fs::path& folder() {
+  static const fs::path dir = [] {
+    std::vector<std::pair<std::string, int>> words;
+    for (const char* w : {"When", " Mary", " and", " John", " went", " to", " the", " store", ",",
+                          " gave", " a", " drink", " Anna"})
+      words.emplace_back(w, 20);
+    const gpt2test::Vocabulary vocab = gpt2test::makeVocabulary(gpt2test::learnMerges(words, 60));
+    gpt2test::TinyConfig config;
+    config.nPositions = 64;
+    const gpt2test::TinyModel model = gpt2test::makeTinyModel(config, vocab.size(), 2026);
+    return gpt2test::writeModelFolder("cli_analysis_gpt2", model, vocab);
+  }();
+  return dir;
+}
+
+std::shared_ptr<const Weights> weights() {
+  static const auto loaded = attn::io::loadModelFolder(folder().string());
+  EXPECT_TRUE(loaded.ok()) << loaded.error().message();
+  return loaded->weights;
+}
+
+std::vector<int> ids(const std::string& text) {
+  static const auto loaded = attn::io::loadModelFolder(folder().string());
+  return loaded->tokenizer->encode(text).ids;
+}
+
+fs::path dir() { return attn::testing::testCaseDir("cli_analysis"); }
+
+// CSV -> rows of fields.
+std::vector<std::vector<std::string>> readCsv(const fs::path& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(attn::testing::readFile(path));
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::string field;
+    bool quoted = false;
+    for (char ch : line) {
+      if (ch == '"') quoted = !quoted;
+      else if (ch == ',' && !quoted) fields.push_back(std::exchange(field, ""));
+      else field += ch;
+    }
+    fields.push_back(field);
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+void expectCsvMatrix(const fs::path& path, const attn::Matrix& expected, double tolerance) {
+  const auto rows = readCsv(path);
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(expected.rows() + 1));
+  for (Eigen::Index r = 0; r < expected.rows(); ++r) {
+    ASSERT_EQ(rows[static_cast<std::size_t>(r + 1)].size(), static_cast<std::size_t>(expected.cols() + 1));
+    for (Eigen::Index c = 0; c < expected.cols(); ++c)
+      EXPECT_NEAR(std::stod(rows[static_cast<std::size_t>(r + 1)][static_cast<std::size_t>(c + 1)]),
+                  expected(r, c), tolerance);
+  }
+}
+
+TEST(CliAnalysis, PromptWordsAreSingleTokens) {
+  EXPECT_EQ(ids(kClean).size(), 14u);
+  EXPECT_EQ(ids(kCorrupt).size(), 14u);
+  EXPECT_EQ(ids(" Mary").size(), 1u);
+}
+
+TEST(CliAnalysis, AnalyzeAblatePrintsCleanAndAblatedNext) {
+  for (const char* mode : {"zero", "mean"}) {
+    CliRun r = cli({"analyze", folder().string(), "--text", kClean, "--ablate", "0.1,1.0", "--mode",
+                    mode, "--predict", "4"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    const std::vector<HeadId> heads = {{0, 1}, {1, 0}};
+    auto expected = ablateHeads(weights(), ids(kClean), heads,
+                                std::string(mode) == "zero" ? AblationMode::Zero : AblationMode::Mean, 4);
+    ASSERT_TRUE(expected.ok());
+    ASSERT_EQ(j["clean"]["next"].size(), 4u);
+    ASSERT_EQ(j["ablated"]["next"].size(), 4u);
+    for (std::size_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(j["clean"]["next"][k]["id"], expected->clean.next[k].id);
+      EXPECT_EQ(j["ablated"]["next"][k]["id"], expected->ablated.next[k].id);
+      EXPECT_FLOAT_EQ(j["ablated"]["next"][k]["logit"].get<float>(), expected->ablated.next[k].logit);
+      EXPECT_FLOAT_EQ(j["ablated"]["next"][k]["probability"].get<float>(),
+                      expected->ablated.next[k].probability);
+      EXPECT_TRUE(j["ablated"]["next"][k]["text"].is_string());
+    }
+    EXPECT_NEAR(j["ablated"]["loss"].get<double>(), expected->ablated.loss, 1e-9);
+    EXPECT_NE(j["clean"]["loss"].get<double>(), j["ablated"]["loss"].get<double>());
+    EXPECT_EQ(j["ablated_heads"], json({"0.1", "1.0"}));
+  }
+}
+
+TEST(CliAnalysis, PatchWritesCsvAndPng) {
+  const fs::path d = dir();
+  for (const char* what : {"heads", "resid"}) {
+    const fs::path csv = d / (std::string(what) + ".csv"), png = d / (std::string(what) + ".png");
+    CliRun r = cli({"patch", folder().string(), "--clean", kClean, "--corrupt", kCorrupt, "--answer", " Mary",
+                    "--wrong", " John", "--what", what, "--out", csv.string(), "--png", png.string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto expected = activationPatching(weights(), ids(kClean), ids(kCorrupt), ids(" Mary")[0],
+                                       ids(" John")[0],
+                                       std::string(what) == "heads" ? PatchTarget::Heads : PatchTarget::Resid);
+    ASSERT_TRUE(expected.ok()) << expected.error().message();
+    expectCsvMatrix(csv, expected->effect, 1e-6);
+    const std::string bytes = attn::testing::readFile(png);
+    ASSERT_GT(bytes.size(), 100u);
+    EXPECT_EQ(bytes.substr(1, 3), "PNG");
+    const json j = json::parse(r.out);
+    EXPECT_NEAR(j["clean_metric"].get<double>(), expected->cleanMetric, 1e-9);
+  }
+  const auto resid = readCsv(d / "resid.csv");
+  EXPECT_EQ(resid[0][0], "layer\\position");
+  EXPECT_EQ(resid[1][0], "embed");
+  EXPECT_EQ(resid[0][2], "1: Mary");
+}
+
+TEST(CliAnalysis, PatchErrorsAreOneLineWithExitTwo) {
+  const fs::path out = dir() / "p.csv";
+  CliRun r = cli({"patch", folder().string(), "--clean", kClean, "--corrupt", "When Mary went to", "--answer",
+                  " Mary", "--wrong", " John", "--what", "heads", "--out", out.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("option '--corrupt'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("equal token lengths"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  r = cli({"patch", folder().string(), "--clean", kClean, "--corrupt", kCorrupt, "--answer", " Maryx", "--wrong",
+           " John", "--what", "heads", "--out", out.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("option '--answer'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("give one token"), std::string::npos) << r.err;
+  r = cli({"patch", folder().string(), "--clean", kClean, "--corrupt", kCorrupt, "--answer", " Mary", "--wrong",
+           " John", "--what", "mlp", "--out", out.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--what"), std::string::npos) << r.err;
+  r = cli({"analyze", folder().string(), "--text", kClean, "--ablate", "0.7"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("head 0.7"), std::string::npos) << r.err;
+  r = cli({"analyze", folder().string(), "--text", kClean, "--ablate", "1-2"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("LAYER.HEAD"), std::string::npos) << r.err;
+}
+
+TEST(CliAnalysis, LensAndAttribution) {
+  const fs::path d = dir();
+  CliRun r = cli({"lens", folder().string(), "--text", kClean, "--top", "3", "--out", (d / "lens.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json lens = json::parse(attn::testing::readFile(d / "lens.json"));
+  auto expected = logitLens(weights(), ids(kClean), 3);
+  ASSERT_TRUE(expected.ok());
+  ASSERT_EQ(lens["top"].size(), 3u);  // embeddings + 2 blocks
+  for (std::size_t l = 0; l < 3; ++l)
+    for (std::size_t i = 0; i < 14; ++i)
+      for (std::size_t k = 0; k < 3; ++k)
+        EXPECT_EQ(lens["top"][l][i][k]["id"], expected->top[l][i][k].id);
+  EXPECT_EQ(lens["layers"][0], "embed");
+  EXPECT_EQ(lens["tokens"][1]["text"], " Mary");
+
+  r = cli({"analyze", folder().string(), "--text", kClean, "--answer", " Mary", "--wrong", " John",
+           "--attribution", (d / "dla.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto dla = directLogitAttribution(weights(), ids(kClean), ids(" Mary")[0], ids(" John")[0]);
+  ASSERT_TRUE(dla.ok());
+  expectCsvMatrix(d / "dla.csv", dla->heads, 1e-6);
+  EXPECT_NEAR(json::parse(r.out)["attribution"]["logit_difference"].get<double>(), dla->metric, 1e-6);
+}
+
+TEST(CliAnalysis, HeadsOnTextAndRepeatedRandom) {
+  const fs::path d = dir();
+  CliRun r = cli({"heads", folder().string(), "--text", kClean, "--out", (d / "h.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = readCsv(d / "h.csv");
+  ASSERT_EQ(rows.size(), 5u);  // header + 2 x 2
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"layer", "head", "prev", "dup", "induction", "sink", "entropy"}));
+  auto run = forward(weights(), ids(kClean));
+  const attn::Matrix dup = detectionScores(*run, duplicateTokenTemplate(ids(kClean)), {});
+  EXPECT_NEAR(std::stod(rows[3][3]), dup(1, 0), 1e-7);
+  r = cli({"heads", folder().string(), "--repeat-random", "10", "--seed", "4", "--scores", "induction,sink",
+           "--out", (d / "r.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rep = readCsv(d / "r.csv");
+  auto induction = repeatedInductionScores(weights(), 10, 4);
+  ASSERT_TRUE(induction.ok());
+  EXPECT_EQ(rep[0], (std::vector<std::string>{"layer", "head", "induction", "sink"}));
+  EXPECT_NEAR(std::stod(rep[4][2]), (*induction)(1, 1), 1e-7);
+  r = cli({"heads", folder().string(), "--text", kClean, "--scores", "prev,copy", "--out", (d / "x.csv").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown score 'copy'"), std::string::npos) << r.err;
+}
+
+// 200 prompts; 3 shards merged equal the unsharded run within 1e-9 relative; the Dask
+// driver with a LocalCluster of 2 workers writes the same table.
+TEST(CliAnalysis, ShardsMergeToTheUnshardedRunAndDaskAgrees) {
+  const fs::path d = dir();
+  const std::vector<std::string> words = {"When", " Mary", " and", " John", " went", " to", " the", " store",
+                                          ",", " gave", " a", " drink", " Anna"};
+  std::string jsonl;
+  attn::SplitMix64 rng(5);
+  for (int p = 0; p < 200; ++p) {
+    std::string text;
+    const int n = 3 + static_cast<int>(rng.next() % 12);
+    for (int i = 0; i < n; ++i) text += words[rng.next() % words.size()];
+    jsonl += json{{"text", text}}.dump() + "\n";
+  }
+  attn::testing::writeFile(d / "p.jsonl", jsonl);
+  const std::string model = folder().string(), prompts = (d / "p.jsonl").string();
+  CliRun r = cli({"heads", model, "--prompts", prompts, "--out", (d / "all.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("200/200 prompts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ETA"), std::string::npos);
+  ASSERT_EQ(cli({"merge", (d / "all.json").string(), "--out", (d / "all.csv").string()}).code, 0);
+  std::vector<std::string> mergeArgs = {"merge"};
+  for (int k = 1; k <= 3; ++k) {
+    const std::string part = (d / ("part" + std::to_string(k) + ".json")).string();
+    r = cli({"heads", model, "--prompts", prompts, "--shard", std::to_string(k) + "/3", "--out", part});
+    ASSERT_EQ(r.code, 0) << r.err;
+    mergeArgs.push_back(part);
+  }
+  mergeArgs.insert(mergeArgs.end(), {"--out", (d / "merged.csv").string()});
+  r = cli(mergeArgs);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto whole = readCsv(d / "all.csv"), merged = readCsv(d / "merged.csv");
+  ASSERT_EQ(whole.size(), merged.size());
+  ASSERT_EQ(whole.size(), 5u);
+  EXPECT_EQ(whole[0].back(), "count");
+  EXPECT_EQ(whole[1].back(), "200");
+  for (std::size_t row = 1; row < whole.size(); ++row) {
+    for (std::size_t c = 2; c < whole[row].size(); ++c) {
+      const double a = std::stod(whole[row][c]), b = std::stod(merged[row][c]);
+      EXPECT_LE(std::abs(a - b), 1e-9 * std::max(std::abs(a), 1e-300)) << row << "," << c;
+    }
+  }
+
+  // Dask: python3 -m attnscope_sweep on a LocalCluster of 2 workers.
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  if (std::system((python + " -c 'import distributed' >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "python3-distributed is not installed";
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  env.push_back(std::string("ATTNSCOPE_BIN=") + ATTNSCOPE_BIN);
+  env.push_back("PYTHONPATH=" + (fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "python").string());
+  const attn::testing::RunResult sweep = attn::testing::runProgram(
+      python,
+      {"-m", "attnscope_sweep", "--prompts", prompts, "--model", model, "--shards", "4", "--workers", "2",
+       "--out", (d / "dask.csv").string(), "--work", (d / "dask_parts").string()},
+      d, &env);
+  ASSERT_EQ(sweep.exitCode, 0) << sweep.err;
+  const auto dask = readCsv(d / "dask.csv");
+  ASSERT_EQ(dask.size(), whole.size());
+  for (std::size_t row = 1; row < whole.size(); ++row)
+    for (std::size_t c = 2; c < whole[row].size(); ++c)
+      EXPECT_LE(std::abs(std::stod(whole[row][c]) - std::stod(dask[row][c])),
+                1e-9 * std::max(std::abs(std::stod(whole[row][c])), 1e-300));
+}
+
+}  // namespace
