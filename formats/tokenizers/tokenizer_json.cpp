@@ -192,6 +192,7 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
 
   // 2 added tokens (ids outside model.vocab join the vocabulary for decoding)
   Gpt2Tokenizer tokenizer;
+  tokenizer.kind_ = "tokenizer.json (byte-level BPE)";
   if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
     const json& list = root["added_tokens"];
     if (!list.is_array()) return Error{name, "added_tokens", "must be an array"};
@@ -312,6 +313,19 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::loadTokenizerJson(const std::string& path
   Expected<std::string> text = readCapped(path, kMaxTokenizerFileBytes);
   if (!text) return text.error();
   return fromTokenizerJson(*text, path);
+}
+
+Expected<std::shared_ptr<const Tokenizer>> tokenizerFromJson(std::string_view text,
+                                                             const std::string& name) {
+  Expected<Gpt2Tokenizer> byteLevel = Gpt2Tokenizer::fromTokenizerJson(text, name);
+  if (!byteLevel) return byteLevel.error();
+  return std::shared_ptr<const Tokenizer>(std::make_shared<const Gpt2Tokenizer>(std::move(byteLevel).value()));
+}
+
+Expected<std::shared_ptr<const Tokenizer>> loadTokenizerJsonAny(const std::string& path) {
+  Expected<std::string> text = readCapped(path, kMaxTokenizerFileBytes);
+  if (!text) return text.error();
+  return tokenizerFromJson(*text, path);
 }
 
 }  // namespace attn::io
