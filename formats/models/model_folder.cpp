@@ -1,6 +1,8 @@
 // Model folders for the transformer engine (see model_folder.h).
 #include "formats/models/model_folder.h"
 
+#include "formats/tokenizers/sentencepiece_tokenizer.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -283,6 +285,12 @@ Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string
   if (fs::exists(tokenizerJson, ec)) {
     idFile = tokenizerJson.string();
     tokenizer = loadTokenizerJsonAny(idFile);
+  } else if (fs::exists(dir / "tokenizer.model", ec)) {
+    idFile = (dir / "tokenizer.model").string();
+    Expected<SentencePieceTokenizer> spm = SentencePieceTokenizer::load(idFile);
+    if (!spm) return spm.error();
+    tokenizer = std::shared_ptr<const Tokenizer>(
+        std::make_shared<const SentencePieceTokenizer>(std::move(spm).value()));
   } else if (fs::exists(vocabJson, ec)) {
     idFile = vocabJson.string();
     Expected<Gpt2Tokenizer> bpe = Gpt2Tokenizer::load(idFile, (dir / "merges.txt").string());

@@ -17,6 +17,7 @@
 
 #include "formats/models/model_folder.h"
 #include "formats/tokenizers/metaspace_bpe.h"
+#include "formats/tokenizers/sentencepiece_tokenizer.h"
 #include "tests/support/test_files.h"
 
 namespace {
@@ -241,7 +242,7 @@ std::vector<std::string> corpus() {
   return out;
 }
 
-TEST(MetaspaceBpe, IdsEqualSentencePieceAndTheSecondFormulation) {
+TEST(MetaspaceBpe, IdsEqualSentencePieceAndTheSecondFormulation_AndTokenizerModel) {
   if (!have("spm_train") || !have("spm_encode") || !have("spm_export_vocab")) {
     GTEST_SKIP() << "spm_train / spm_encode not installed (Debian package sentencepiece)";
   }
@@ -286,6 +287,37 @@ TEST(MetaspaceBpe, IdsEqualSentencePieceAndTheSecondFormulation) {
   }
   ASSERT_EQ(spmIds.size(), plain.size());
   ASSERT_GE(plain.size(), 80u);
+
+  // tokenizer.model through libsentencepiece: SentencePiece's own ids for every string
+  // spm_encode took, and the tokenizer a folder with only tokenizer.model gets.
+  fs::copy_file(dir / "m.model", dir / "tokenizer.model", fs::copy_options::overwrite_existing);
+  auto folderTokenizer = attn::io::loadFolderTokenizer(dir.string(), 600);
+  ASSERT_TRUE(folderTokenizer.ok()) << folderTokenizer.error().message();
+  ASSERT_TRUE(*folderTokenizer);
+  const attn::io::Tokenizer& spm = **folderTokenizer;
+  EXPECT_EQ(spm.kind(), "tokenizer.model (SentencePiece)");
+  EXPECT_EQ(spm.idLimit(), 600);
+  EXPECT_EQ(spm.bosId(), 1);
+  EXPECT_EQ(spm.eosId(), 2);
+  EXPECT_TRUE(spm.addsBos());
+  EXPECT_TRUE(spm.isSpecial(1));
+  EXPECT_EQ(spm.tokenText(1), "<s>");
+  EXPECT_EQ(spm.tokenText(3 + 0x0A), "\n");
+  for (std::size_t k = 0; k < plain.size(); ++k) {
+    ASSERT_EQ(spm.encode(strings[plain[k]]).ids, spmIds[k]) << "string: " << strings[plain[k]];
+    EXPECT_EQ(spm.decode(spmIds[k]), strings[plain[k]]);
+  }
+  EXPECT_EQ(spm.encodeForModel("a", true).front(), 1);
+  // Too small a vocab_size is refused, naming the file.
+  auto small = attn::io::loadFolderTokenizer(dir.string(), 100);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.error().message().find("tokenizer.model"), std::string::npos);
+  EXPECT_NE(small.error().message().find("vocab_size is 100"), std::string::npos);
+  // A file that is not a SentencePiece model.
+  attn::testing::writeFile(dir / "bad.model", "not a protobuf");
+  auto bad = attn::io::SentencePieceTokenizer::load((dir / "bad.model").string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("bad.model"), std::string::npos);
 
   for (const std::string style : {"legacy", "metaspace"}) {
     SCOPED_TRACE(style);
