@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "app/session/pipeline_steps.h"
 #include "core/base/format.h"
 
 namespace attn::app {
@@ -146,7 +147,7 @@ Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
   // What the rows are, in the family's own terms.
   std::string rows;
   if (config.rotaryDims > 0) {
-    rows = "q and k are after the rotary embedding (RoPE on the first " +
+    rows = std::string(kAfterRotaryNote) + " (RoPE on the first " +
            std::to_string(config.rotaryDims) + " of " + std::to_string(config.headDim()) +
            " dimensions, rope_theta " + formatNumber(config.ropeTheta, 6) +
            "), so their dot products already hold the relative positions";

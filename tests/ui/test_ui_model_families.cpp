@@ -13,6 +13,7 @@
 
 #include "app/session/app_state.h"
 #include "app/session/model_service.h"
+#include "app/session/pipeline_steps.h"
 #include "app/ui/panels/panels.h"
 #include "core/scenario/scenario.h"
 #include "tests/support/model_fixture.h"
@@ -98,6 +99,10 @@ TEST_F(FamiliesInApp, LlamaRunsWithBosAndSpecialTokensAsOneToken) {
   EXPECT_NE(s->description.find("after the rotary embedding"), std::string::npos) << s->description;
   EXPECT_NE(s->description.find("KV head 1"), std::string::npos) << s->description;
   EXPECT_NE(s->description.find("query heads 2\xE2\x80\x93" "3"), std::string::npos) << s->description;
+  EXPECT_TRUE(rotaryHead(*s));
+  EXPECT_NE(pipelineHint(*s).find("after the rotary embedding (RoPE)"), std::string::npos);
+  EXPECT_NE(stageDescription(MatrixKind::Q, *s).find("after the rotary embedding"), std::string::npos);
+  EXPECT_EQ(pipelineHint(Scenario{}).find("rotary"), std::string::npos);
   // Two heads of one group read the same keys.
   EXPECT_TRUE(headScenario(*r, 0, 2, "l")->keys.isApprox(headScenario(*r, 0, 3, "l")->keys));
   EXPECT_FALSE(headScenario(*r, 0, 1, "l")->keys.isApprox(headScenario(*r, 0, 2, "l")->keys));
