@@ -204,4 +204,28 @@ TEST(CliModelFamilies, FormerlySilentCasesExitTwoOrAreRightNow) {
             1e-2);
 }
 
+// A Hugging Face cache folder: snapshots/<hash>/ holds symlinks into blobs/ (docs/models.md).
+TEST(CliModelFamilies, HuggingFaceCacheSnapshotWithSymlinks) {
+  modeltest::Spec spec = modeltest::llamaSpec();
+  spec.vocab = 300;
+  const fs::path real =
+      modeltest::writeFolder("cli_family_cache_src", spec, modeltest::makeTensors(spec, 43));
+  modeltest::writeByteLevelTokenizerJson(real, /*bos=*/true);
+  const fs::path cache = gpt2test::freshDir("cli_family_cache") / "models--org--tiny";
+  const fs::path snapshot = cache / "snapshots" / "0123abcd";
+  fs::create_directories(cache / "blobs");
+  fs::create_directories(snapshot);
+  int blob = 0;
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    const fs::path target = cache / "blobs" / ("blob" + std::to_string(blob++));
+    fs::copy_file(real / file, target);
+    fs::create_symlink(fs::path("../../blobs") / target.filename(), snapshot / file);
+  }
+  const CliRun viaCache = runCliCommand({"model", snapshot.string() + "/", "--text", "a t", "--predict", "3"});
+  const CliRun direct = runCliCommand({"model", real.string(), "--text", "a t", "--predict", "3"});
+  ASSERT_EQ(viaCache.code, 0) << viaCache.err;
+  EXPECT_EQ(viaCache.out, direct.out);
+  EXPECT_EQ(json::parse(viaCache.out).at("tokens"), 3);  // <s>, a, Ġt
+}
+
 }  // namespace
