@@ -98,7 +98,9 @@ std::vector<ArraySummary> summarise(const NpzArchive& archive) {
   return out;
 }
 
-constexpr std::string_view kLayerPrefixes[] = {"layer_", "attentions_"};
+// "arr_" is np.savez(f, *attentions): arr_0, arr_1, ... (a set only from two arrays on: a
+// lone arr_0 is np.savez(f, stacked) and is read by the whole-array rules).
+constexpr std::string_view kLayerPrefixes[] = {"layer_", "attentions_", "arr_"};
 
 // The layer number of a per-layer array name ("layer_12" -> 12; at most 4 digits, no
 // leading zeros), or -1.
@@ -115,6 +117,7 @@ int perLayerNumber(std::string_view name, std::string_view prefix) {
 
 bool isPerLayerName(std::string_view name) {
   for (std::string_view prefix : kLayerPrefixes) {
+    if (prefix == "arr_") continue;  // arr_3 picked by name is read by the whole-array rules
     if (perLayerNumber(name, prefix) >= 0) return true;
   }
   return false;
@@ -129,7 +132,7 @@ std::vector<std::string> perLayerNames(const NpzArchive& archive) {
       const int number = perLayerNumber(info.name, prefix);
       if (number >= 0) found.push_back(number);
     }
-    if (found.empty()) continue;
+    if (found.empty() || (prefix == "arr_" && found.size() < 2)) continue;
     std::sort(found.begin(), found.end());
     bool contiguous = true;
     for (std::size_t i = 0; i < found.size(); ++i) contiguous &= found[i] == static_cast<int>(i);
@@ -150,9 +153,18 @@ Expected<std::string> chooseLayout(const std::string& requested, std::size_t ndi
                                    const std::string& where,
                                    const std::vector<std::int64_t>& shape) {
   if (requested.empty()) {
-    static const char* kWhole[] = {nullptr, nullptr, "qk", "hqk", "lhqk", "blhqk"};
+    static const char* kWhole[] = {nullptr, nullptr, "qk", "hqk", "lhqk"};
     static const char* kPerLayer[] = {nullptr, nullptr, "qk", "hqk", "bhqk"};
-    if (!perLayer && ndim >= 2 && ndim <= 5) return std::string(kWhole[ndim]);
+    if (!perLayer && ndim == 5) {
+      // Both readings are common, and a wrong guess shows the wrong layer without a sign.
+      return Error{where, "layout",
+                   "shape " + shapeText(shape) +
+                       " has 5 dimensions, which attnscope will not guess: [layers, batch, heads, "
+                       "n_q, n_k] as torch.stack(outputs.attentions) gives (--layout lbhqk), or "
+                       "[batch, layers, heads, n_q, n_k] (--layout blhqk). Give --layout, or save "
+                       "the layout in the .npz (np.savez(f, attention=a, layout=\"lbhqk\"))"};
+    }
+    if (!perLayer && ndim >= 2 && ndim <= 4) return std::string(kWhole[ndim]);
     if (perLayer && ndim >= 2 && ndim <= 4) return std::string(kPerLayer[ndim]);
     return Error{
         where, "shape",
@@ -526,6 +538,16 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
     Expected<NpzArchive> archive = NpzArchive::open(path, options.limits);
     if (!archive) return archive.error();
     file.arrays_ = summarise(*archive);
+    // The file's own metadata: a string scalar `layout` (np.savez(f, ..., layout="lbhqk"))
+    // is the layout when no --layout is given.
+    AttentionOpenOptions withLayout;
+    if (options.layout.empty()) {
+      if (const NpzArrayInfo* meta = archive->find("layout"); meta && !meta->text.empty()) {
+        withLayout = options;
+        withLayout.layout = meta->text;
+      }
+    }
+    const AttentionOpenOptions& opts = withLayout.layout.empty() ? options : withLayout;
     std::vector<std::string> names;
     bool perLayer = false;
     if (!options.arrayName.empty()) {
@@ -561,7 +583,7 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
     for (const std::string& name : names) {
       Expected<NpyArray> array = archive->read(name);
       if (!array) return array.error();
-      Status added = addSource(file, *array, name, options, perLayer, /*mapped=*/false);
+      Status added = addSource(file, *array, name, opts, perLayer, /*mapped=*/false);
       if (!added) return added.error();
     }
     if (perLayer) {

@@ -6,14 +6,19 @@
 //   ndim 2: [n_q, n_k]                  -> 1 layer, 1 head
 //   ndim 3: [heads, n_q, n_k]           -> 1 layer
 //   ndim 4: [layers, heads, n_q, n_k]
-//   ndim 5: [batch, layers, heads, n_q, n_k]; the item `batch` (default 0) is used
+//   ndim 5: refused without a layout, naming both readings: [layers, batch, heads, n_q, n_k]
+//           (torch.stack(outputs.attentions), "lbhqk") and [batch, layers, ...] ("blhqk")
 // AttentionOpenOptions::layout overrides this reading: a string of distinct letters, one
 // per dimension, from b (batch), l (layers), h (heads), q, k, ending in "qk" (e.g. "lbhqk"
-// for torch.stack(hf_outputs.attentions), "bhqk" for one layer with a batch).
+// for torch.stack(hf_outputs.attentions), "bhqk" for one layer with a batch); the item
+// `batch` (default 0) of a batch dimension is used. An .npz may carry its layout as a
+// string scalar array `layout` (np.savez(f, attention=a, layout="lbhqk")), used when no
+// layout is given.
 //
 // Per-layer archives (a Hugging Face tuple saved one array per layer): when no array is
-// named and the .npz holds arrays layer_0, layer_1, ... layer_{L-1} (or attentions_0, ...),
-// with no gaps, they are stacked as layers 0..L-1 (other arrays, e.g. input_ids, are
+// named and the .npz holds arrays layer_0, layer_1, ... layer_{L-1} (or attentions_0, ...,
+// or from two on arr_0, arr_1, ... as np.savez(f, *attentions) names them), with no gaps,
+// they are stacked as layers 0..L-1 in numeric order (other arrays, e.g. input_ids, are
 // ignored). Each is read as [n_q, n_k], [heads, n_q, n_k] or [batch, heads, n_q, n_k]
 // (or by `layout`, without 'l'); all must give the same heads, n_q and n_k. One such array
 // picked by name (arrayName "layer_3") is read by the same per-layer rule: one layer.

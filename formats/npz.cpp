@@ -1,6 +1,8 @@
 // .npz archives through libzip (see npz.h for the rules and limits).
 #include "formats/npz.h"
 
+#include "core/base/utf8.h"
+
 #include <sys/stat.h>
 #include <zip.h>
 
@@ -140,6 +142,40 @@ namespace {
 
 // The bytes one entry has produced so far against the uncompressed size its zip header
 // declares (`declared` is UINT64_MAX when libzip does not know it).
+// The text of a numpy string scalar entry: `head` is the magic, version, length and header
+// dict, `data` the bytes after them. '<Un' data is n UTF-32LE code units, '|Sn' n bytes;
+// trailing NULs are dropped. Empty when the dict is not that of a string scalar (shape ()).
+std::string stringScalar(const std::vector<std::byte>& head, const std::vector<std::byte>& data) {
+  std::string dict;
+  for (std::byte b : head) dict.push_back(static_cast<char>(b));
+  const std::size_t descrKey = dict.find("'descr':");
+  const std::size_t shapeKey = dict.find("'shape':");
+  if (descrKey == std::string::npos || shapeKey == std::string::npos) return {};
+  std::size_t q = dict.find('\'', descrKey + 8);
+  const std::size_t qEnd = q == std::string::npos ? q : dict.find('\'', q + 1);
+  if (qEnd == std::string::npos) return {};
+  const std::string descr = dict.substr(q + 1, qEnd - q - 1);
+  std::size_t shape = dict.find('(', shapeKey);
+  if (shape == std::string::npos || dict.compare(shape, 2, "()") != 0) return {};
+  std::string out;
+  if (descr.size() >= 3 && (descr[0] == '<' || descr[0] == '=') && descr[1] == 'U') {
+    for (std::size_t i = 0; i + 4 <= data.size(); i += 4) {
+      const char32_t c = std::to_integer<char32_t>(data[i]) | (std::to_integer<char32_t>(data[i + 1]) << 8) |
+                         (std::to_integer<char32_t>(data[i + 2]) << 16) |
+                         (std::to_integer<char32_t>(data[i + 3]) << 24);
+      if (c == 0) break;
+      if (c > 0x10FFFF) return {};
+      appendUtf8(out, c);
+    }
+  } else if (descr.size() >= 3 && descr[0] == '|' && descr[1] == 'S') {
+    for (std::byte b : data) {
+      if (b == std::byte{0}) break;
+      out.push_back(static_cast<char>(b));
+    }
+  }
+  return out;
+}
+
 struct EntryCount {
   std::uint64_t produced = 0;
   std::uint64_t declared = UINT64_MAX;
@@ -256,6 +292,15 @@ Expected<NpzArchive> NpzArchive::finishOpen(NpzArchive archive) {
     if (!header) {
       if (header.error().field != "descr") return header.error();
       info.unsupported = header.error().problem;  // a well-formed header of another dtype
+      // A small string scalar (np.savez(f, layout="lbhqk")): read whole and kept as text.
+      if ((st.valid & ZIP_STAT_SIZE) && st.size <= kNpzMaxTextBytes && st.size > head.size()) {
+        std::vector<std::byte> rest(st.size - head.size());
+        got = readCounted(entry.file, rest.data(), rest.size(), archive.inflated_,
+                          archive.limits_.maxUncompressedBytes, count, where);
+        if (!got) return got.error();
+        rest.resize(*got);
+        info.text = stringScalar(head, rest);
+      }
     } else {
       info.header = std::move(header).value();
     }

@@ -37,6 +37,9 @@ struct NpzLimits {
 };
 
 // One array of the archive, known from its header alone (the data is not inflated yet).
+// Largest string-scalar entry whose text is read at open (NpzArrayInfo::text).
+inline constexpr std::uint64_t kNpzMaxTextBytes = 4096;
+
 struct NpzArrayInfo {
   std::string name;       // "layer_0" for the entry "layer_0.npy"
   std::string entryName;  // "layer_0.npy"
@@ -46,6 +49,9 @@ struct NpzArrayInfo {
   // Why the array cannot be read (an unsupported dtype such as an int64 input_ids saved
   // next to the attention), or "" when it can. Such entries are listed, not fatal.
   std::string unsupported;
+  // A numpy string scalar of at most kNpzMaxTextBytes (np.savez(f, layout="lbhqk")): its
+  // text as UTF-8 (the entry stays unsupported as an array). Empty otherwise.
+  std::string text;
 };
 
 // An open archive. Not thread-safe (libzip is not); read what you need, then let it go:

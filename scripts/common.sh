@@ -15,6 +15,7 @@ BUILD_PACKAGES=(
   libopenblas0-pthread
   libzip-dev
   libpcre2-dev
+  libsentencepiece-dev
 )
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev
@@ -28,6 +29,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   python3-distributed
   x11-utils
   dpkg-dev
+  sentencepiece
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.

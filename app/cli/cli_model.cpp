@@ -36,7 +36,10 @@ struct ModelRequest {
   std::string text;
   std::vector<int> ids;    // --ids: run these instead of tokenizing --text
   bool hasIds = false;
-  bool bos = false;        // --bos: prepend config.json's bos_token_id
+  bool bos = false;        // --bos given
+  // 1 --bos, 0 --no-bos, -1 neither: a --text gets the BOS its tokenizer's post-processor
+  // puts first (Tokenizer::addsBos()); --ids are run as given.
+  int bosChoice = -1;
   std::string outPath;     // empty: no files
   std::string tokensPath;  // OUT.tokens.json next to OUT.npz
   int predict = 0;         // 0: no prediction
@@ -72,13 +75,16 @@ cli::Command modelCommand(ModelRequest& request) {
 Runs a decoder model on the CPU, offline. DIR is a Hugging Face folder: config.json
 (model_type gpt2, llama, mistral, qwen2 or gpt_neox; every size and option is read from
 it), model.safetensors or model.safetensors.index.json with its shards (F32, F16 or BF16),
-and for gpt2 vocab.json and merges.txt (see docs/models.md).
+and its tokenizer: tokenizer.json, else tokenizer.model (SentencePiece), else vocab.json +
+merges.txt (see docs/models.md). A Hugging Face cache folder works: models--ORG--NAME/
+snapshots/HASH/.
 )";
   command.options = {
       cli::textOption("--text", "TEXT",
                       "the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;\n"
-                      "a TEXT that starts with \"--\" is given as --text=TEXT); needs the gpt2\n"
-                      "tokenizer files",
+                      "a TEXT that starts with \"--\" is given as --text=TEXT); needs the\n"
+                      "folder's tokenizer; special tokens typed in it (<|endoftext|>, <s>) are\n"
+                      "one token each",
                       request.text),
       cli::customOption("--ids", "I,J,...", "run these token ids instead of a text (any family)",
                         [&request](const std::string& v) -> Status {
@@ -88,8 +94,12 @@ and for gpt2 vocab.json and merges.txt (see docs/models.md).
                           request.hasIds = true;
                           return Ok{};
                         }),
-      cli::flagOption("--bos", "prepend config.json's bos_token_id (default: not)", request.bos),
-      cli::customOption("--no-bos", "", "do not prepend it (the default)", nullptr),
+      cli::flagOption("--bos",
+                      "put the BOS token first: the tokenizer's, else config.json's bos_token_id\n"
+                      "(default for --text: as the tokenizer's post-processor does, e.g. <s> for\n"
+                      "Llama; for --ids: not)",
+                      request.bos),
+      cli::customOption("--no-bos", "", "do not put it first", nullptr),
       // Checked after parsing (checkOutputPath: .npz, the folder).
       cli::customOption("--out", "OUT.npz",
                         "write the arrays\n"
@@ -134,6 +144,7 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
   if (parsed->has("--bos") && parsed->has("--no-bos")) {
     return optionError("--bos", "give either --bos or --no-bos, not both");
   }
+  request.bosChoice = parsed->has("--bos") ? 1 : parsed->has("--no-bos") ? 0 : -1;
   Expected<std::string> outPath = cli::checkOutputPath(*parsed, {".npz"}, /*required=*/false);
   if (!outPath) return outPath.error();
   request.outPath = *outPath;
@@ -194,7 +205,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   const model::Config& config = model->weights->config;
 
   // 3 tokens
-  io::Gpt2Tokenizer::Encoding encoding;
+  io::Tokenizer::Encoding encoding;
   if (request->hasIds) {
     encoding.ids = request->ids;
   } else if (!model->tokenizer) {
@@ -206,10 +217,17 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   } else {
     encoding = model->tokenizer->encode(request->text);
   }
-  if (request->bos) {
-    Expected<int> bos = io::loadBosTokenId((fs::path(request->folder) / "config.json").string());
-    if (!bos) return fail(err, bos.error());
-    encoding.ids.insert(encoding.ids.begin(), *bos);
+  const bool addBos = request->bosChoice == 1 ||
+                      (request->bosChoice == -1 && !request->hasIds && model->tokenizer &&
+                       model->tokenizer->addsBos());
+  if (addBos) {
+    if (model->tokenizer && model->tokenizer->bosId() >= 0) {
+      encoding.ids.insert(encoding.ids.begin(), model->tokenizer->bosId());
+    } else {
+      Expected<int> bos = io::loadBosTokenId((fs::path(request->folder) / "config.json").string());
+      if (!bos) return fail(err, bos.error());
+      encoding.ids.insert(encoding.ids.begin(), *bos);
+    }
   }
   if (!encoding.invalidOffsets.empty()) {
     err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()

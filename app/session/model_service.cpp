@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "app/session/pipeline_steps.h"
 #include "core/base/format.h"
 
 namespace attn::app {
@@ -29,18 +30,28 @@ std::size_t commonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
   return i;
 }
 
-// A model folder for the window, which runs typed text: its tokenizer is required (today
-// gpt2's vocab.json + merges.txt; other families run from token ids in the CLI).
+// A model folder for the window, which runs typed text: its tokenizer is required
+// (tokenizer.json, tokenizer.model or vocab.json + merges.txt; io::loadFolderTokenizer).
 Expected<io::ModelFolder> loadWindowModel(const std::string& folder) {
   Expected<io::ModelFolder> loaded = io::loadModelFolder(folder);
   if (loaded && !loaded->tokenizer) {
     return Error{folder, "",
                  "no tokenizer the window can read for model_type '" +
-                     loaded->weights->config.modelType +
-                     "' (it reads gpt2's vocab.json + merges.txt); run it with attnscope model "
-                     "DIR --ids"};
+                     loaded->weights->config.modelType + "' (" + loaded->tokenizerProblem +
+                     "); run it with attnscope model DIR --ids"};
   }
   return loaded;
+}
+
+// The ids the model runs on: the tokenizer's, with its BOS first when its post-processor
+// puts one there (Llama's <s>), as the CLI's default.
+std::vector<int> windowTokens(const io::ModelFolder& model, const std::string& text,
+                              io::Tokenizer::Encoding* encoding) {
+  *encoding = model.tokenizer->encode(text);
+  std::vector<int> ids;
+  if (model.tokenizer->addsBos() && !encoding->ids.empty()) ids.push_back(model.tokenizer->bosId());
+  ids.insert(ids.end(), encoding->ids.begin(), encoding->ids.end());
+  return ids;
 }
 
 }  // namespace
@@ -59,9 +70,10 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
   run->textRevision = textRevision;
   const model::Config& config = model.weights->config;
   // 1 tokens
-  io::Gpt2Tokenizer::Encoding encoding = model.tokenizer->encode(text);
+  io::Tokenizer::Encoding encoding;
+  std::vector<int> ids = windowTokens(model, text, &encoding);
   run->invalidSequences = encoding.invalidOffsets.size();
-  const auto n = static_cast<std::int64_t>(encoding.ids.size());
+  const auto n = static_cast<std::int64_t>(ids.size());
   // 2 sizes, before any work
   if (n > config.nPositions) {
     run->error = countOf(n, "token", "tokens") + " are more than the model's context of " +
@@ -79,16 +91,21 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
     return run;
   }
   // 3 the forward pass of the tokens after the common prefix
-  Expected<int> reused = session->setTokens(encoding.ids);
+  Expected<int> reused = session->setTokens(ids);
   if (!reused) {
     run->error = reused.error().message();
     return run;
   }
   run->reusedTokens = *reused;
   run->computedTokens = static_cast<int>(n) - *reused;
-  run->ids = std::move(encoding.ids);
+  run->ids = std::move(ids);
   run->labels.reserve(run->ids.size());
-  for (int id : run->ids) run->labels.push_back(model.tokenizer->tokenDisplay(id));
+  run->special.reserve(run->ids.size());
+  for (int id : run->ids) {
+    run->labels.push_back(model.tokenizer->tokenDisplay(id));
+    run->special.push_back(model.tokenizer->isSpecial(id) || id == model.tokenizer->bosId() ||
+                           id == model.tokenizer->eosId());
+  }
   // 4 what the views show
   if (n > 0) {
     io::AttentionShape shape;
@@ -122,15 +139,36 @@ Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
   if (head < 0 || head >= config.nHead) {
     return Error{"", "head", "head " + std::to_string(head) + " is out of range"};
   }
+  const int n = run.session->size();
+  const int kvHead = config.kvHeadOf(head);
   Scenario s;
   s.name = modelName + " layer " + std::to_string(layer);
   s.name += " head " + std::to_string(head);
-  s.description = "The real queries, keys and values of " + s.name + " on " +
-                  countOf(run.session->size(), "token", "tokens") +
-                  " (each row is the token's q, k or v slice of LN1(x)\xC2\xB7W_attn + b_attn), "
-                  "with GPT-2's scaled dot product and causal mask: the weights are the "
-                  "model's attention of this head. Edits here are your own experiment; the "
-                  "model is not changed.";
+  // What the rows are, in the family's own terms.
+  std::string rows;
+  if (config.rotaryDims > 0) {
+    rows = std::string(kAfterRotaryNote) + " (RoPE on the first " +
+           std::to_string(config.rotaryDims) + " of " + std::to_string(config.headDim()) +
+           " dimensions, rope_theta " + formatNumber(config.ropeTheta, 6) +
+           "), so their dot products already hold the relative positions";
+  } else {
+    rows = "each row is the token's q, k or v slice of the layer's projection";
+  }
+  if (config.nHeadKv < config.nHead) {
+    rows += "; k and v are KV head " + std::to_string(kvHead) + ", which query heads " +
+            std::to_string(kvHead * (config.nHead / config.nHeadKv)) + "\xE2\x80\x93" +
+            std::to_string((kvHead + 1) * (config.nHead / config.nHeadKv) - 1) +
+            " share (grouped-query attention)";
+  }
+  s.description = "The real queries, keys and values of " + s.name + " (" + config.modelType +
+                  ") on " + countOf(n, "token", "tokens") + ": " + rows +
+                  ". Scaled dot product and a causal mask" +
+                  (config.slidingWindow > 0
+                       ? " limited to the last " + std::to_string(config.slidingWindow) +
+                             " keys (sliding_window)"
+                       : std::string()) +
+                  ": the weights are the model's attention of this head. Edits here are your "
+                  "own experiment; the model is not changed.";
   s.mode = Mode::Cross;
   s.queries = Matrix(run.session->query(layer, head));
   s.keys = Matrix(run.session->key(layer, head));
@@ -141,8 +179,16 @@ Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
   s.heads = 1;
   s.temperature = 1;
   s.projection = ProjectionKind::Identity;
-  s.mask.kind = MaskKind::Causal;
   s.normalizer.kind = NormalizerKind::Softmax;
+  if (config.slidingWindow > 0 && config.slidingWindow < n) {
+    // Mistral's window as a custom mask: query i sees keys i - window < j <= i.
+    s.mask.kind = MaskKind::Custom;
+    s.mask.custom = BoolMatrix::Constant(n, n, false);
+    for (int i = 0; i < n; ++i)
+      for (int j = std::max(0, i - config.slidingWindow + 1); j <= i; ++j) s.mask.custom(i, j) = true;
+  } else {
+    s.mask.kind = MaskKind::Causal;
+  }
   return s;
 }
 
@@ -238,7 +284,8 @@ void ModelService::submitText(std::shared_ptr<const io::ModelFolder> model,
   runs_.submit(
       [this, model = std::move(model), generation, text = std::move(text),
        textRevision](const std::atomic<bool>&) {
-        std::vector<int> ids = model->tokenizer->encode(text).ids;
+        io::Tokenizer::Encoding encoding;
+        std::vector<int> ids = windowTokens(*model, text, &encoding);
         std::shared_ptr<model::Session> session = freeSession(model, ids);
         std::shared_ptr<ModelRun> result =
             runModel(*model, session, text, generation, textRevision);

@@ -35,6 +35,7 @@ struct ModelRun {
   std::uint64_t textRevision = 0;  // ModelView::textRevision (the text) it belongs to
   std::vector<int> ids;            // the tokens (n)
   std::vector<std::string> labels;  // display form of each token, n entries
+  std::vector<bool> special;        // n entries: a control token (BOS, EOS, added special)
   std::size_t invalidSequences = 0;  // invalid UTF-8 sequences replaced by U+FFFD
   // The session after the run (Q, K, V of every head; read-only). Null when n == 0 or on
   // error. The worker never changes a session while a published run holds it.

@@ -107,12 +107,30 @@ void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
   }
 }
 
+bool rotaryHead(const Scenario& doc) {
+  return doc.description.find(kAfterRotaryNote) != std::string::npos;
+}
+
+std::string pipelineHint(const Scenario& doc) {
+  std::string hint = "Space / \xE2\x86\x92 / PageDown steps through the stages one at a time.";
+  if (rotaryHead(doc))
+    hint = "Q and K are the model's after the rotary embedding (RoPE): the positions are "
+           "inside their dot products. " + hint;
+  return hint;
+}
+
 std::string stageDescription(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
     case MatrixKind::Q:
+      if (rotaryHead(doc))
+        return "Q: the model's queries of this head (n_q x d_h) after the rotary embedding: "
+               "each row is W_q·x rotated by its position (RoPE), so q_i·k_j depends on i - j.";
       return "Q: the queries of this head (n_q x d_h), what each position is looking for. "
              "Q = X_q·W_q, or the raw queries under identity projection.";
     case MatrixKind::K:
+      if (rotaryHead(doc))
+        return "K: the model's keys (n_k x d_h) after the rotary embedding (RoPE), each rotated "
+               "by its own position.";
       return "K: the keys of this head (n_k x d_h), what each position offers to be matched.";
     case MatrixKind::V:
       return "V: the values of this head (n_k x dv_h), what each position passes on when it "

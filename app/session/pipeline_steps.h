@@ -39,6 +39,15 @@ std::optional<int> headForStage(MatrixKind stage, int head);
 // numbers of every preset (tests/session/test_session_presets.cpp).
 std::string stageDescription(MatrixKind stage, const Scenario& doc);
 
+// What headScenario() (model_service.h) writes into the description of a rotary model's
+// head, and how the pipeline knows its Q and K are after the rotation.
+inline constexpr const char* kAfterRotaryNote = "q and k are after the rotary embedding";
+// True for a scenario made from a rotary model's head.
+bool rotaryHead(const Scenario& doc);
+// The line the pipeline shows above its cards for `doc` when no stage is stepped to: a
+// rotary head's note, then the step keys.
+std::string pipelineHint(const Scenario& doc);
+
 // Applies queued keys (app/session/frame_pacing.h) to the view, in order: Next / Previous step
 // (a single full-screen stage follows the step), F5 toggles presentation mode, Enter (while
 // presenting or stepping) shows the current stage (or the first) alone and enters

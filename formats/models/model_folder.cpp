@@ -1,6 +1,8 @@
 // Model folders for the transformer engine (see model_folder.h).
 #include "formats/models/model_folder.h"
 
+#include "formats/tokenizers/sentencepiece_tokenizer.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -272,6 +274,38 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
   return w;
 }
 
+Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string& folder,
+                                                               int vocabSize) {
+  std::error_code ec;
+  const fs::path dir(folder);
+  const fs::path tokenizerJson = dir / "tokenizer.json";
+  const fs::path vocabJson = dir / "vocab.json";
+  std::string idFile;
+  Expected<std::shared_ptr<const Tokenizer>> tokenizer = std::shared_ptr<const Tokenizer>();
+  if (fs::exists(tokenizerJson, ec)) {
+    idFile = tokenizerJson.string();
+    tokenizer = loadTokenizerJsonAny(idFile);
+  } else if (fs::exists(dir / "tokenizer.model", ec)) {
+    idFile = (dir / "tokenizer.model").string();
+    Expected<SentencePieceTokenizer> spm = SentencePieceTokenizer::load(idFile);
+    if (!spm) return spm.error();
+    tokenizer = std::shared_ptr<const Tokenizer>(
+        std::make_shared<const SentencePieceTokenizer>(std::move(spm).value()));
+  } else if (fs::exists(vocabJson, ec)) {
+    idFile = vocabJson.string();
+    Expected<Gpt2Tokenizer> bpe = Gpt2Tokenizer::load(idFile, (dir / "merges.txt").string());
+    if (!bpe) return bpe.error();
+    tokenizer = std::shared_ptr<const Tokenizer>(std::make_shared<const Gpt2Tokenizer>(std::move(bpe).value()));
+  }
+  if (!tokenizer) return tokenizer.error();
+  if (*tokenizer && (*tokenizer)->idLimit() > vocabSize) {
+    return Error{idFile, "",
+                 "has token id " + std::to_string((*tokenizer)->idLimit() - 1) +
+                     " but config.json's vocab_size is " + std::to_string(vocabSize)};
+  }
+  return tokenizer;
+}
+
 Expected<ModelFolder> loadModelFolder(const std::string& folder) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) {
@@ -284,26 +318,18 @@ Expected<ModelFolder> loadModelFolder(const std::string& folder) {
   // 2 tokenizer, and its ids against the model's vocabulary
   ModelFolder out;
   out.folder = folder;
-  const fs::path tokenizerJson = dir / "tokenizer.json";
-  const bool hasTokenizerJson = fs::exists(tokenizerJson, ec);
-  if (hasTokenizerJson || config->modelType == "gpt2") {
-    const std::string idFile = (hasTokenizerJson ? tokenizerJson : dir / "vocab.json").string();
-    Expected<Gpt2Tokenizer> tokenizer =
-        hasTokenizerJson
-            ? Gpt2Tokenizer::loadTokenizerJson(tokenizerJson.string())
-            : Gpt2Tokenizer::load((dir / "vocab.json").string(), (dir / "merges.txt").string());
-    if (tokenizer && tokenizer->bpe().idLimit() > config->vocabSize) {
-      tokenizer = Error{idFile, "",
-                        "has token id " + std::to_string(tokenizer->bpe().idLimit() - 1) +
-                            " but config.json's vocab_size is " + std::to_string(config->vocabSize)};
-    }
-    if (tokenizer) {
-      out.tokenizer = std::move(tokenizer).value();
-    } else if (config->modelType == "gpt2") {
-      return tokenizer.error();
-    } else {
-      out.tokenizerProblem = tokenizer.error().message();
-    }
+  Expected<std::shared_ptr<const Tokenizer>> tokenizer = loadFolderTokenizer(folder, config->vocabSize);
+  if (tokenizer && *tokenizer) {
+    out.tokenizer = std::move(tokenizer).value();
+  } else if (config->modelType == "gpt2") {
+    if (!tokenizer) return tokenizer.error();
+    // None of the files: the error of the one a gpt2 folder usually has ("cannot open").
+    Expected<Gpt2Tokenizer> bpe =
+        Gpt2Tokenizer::load((dir / "vocab.json").string(), (dir / "merges.txt").string());
+    return bpe ? Error{(dir / "vocab.json").string(), "", "missing"} : bpe.error();
+  } else {
+    out.tokenizerProblem = tokenizer ? std::string("no tokenizer.json or tokenizer.model")
+                                     : tokenizer.error().message();
   }
   // 3 weights
   Expected<Checkpoint> checkpoint = Checkpoint::open(folder);

@@ -29,20 +29,25 @@ namespace attn::io {
 Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
                                           const model::Config& config);
 
-// A loaded model folder. `tokenizer` is read from tokenizer.json (byte-level BPE) when the
-// folder has one, else from gpt2's vocab.json + merges.txt. A non-gpt2 folder whose
-// tokenizer.json cannot be read still loads (it runs from token ids) and says why in
+// The tokenizer a model folder ships, in this order: tokenizer.json (byte-level BPE, or BPE
+// with byte_fallback and Metaspace), else tokenizer.model (SentencePiece), else vocab.json +
+// merges.txt. Null with no error when the folder has none of them. Every id must be below
+// `vocabSize` (config.json's vocab_size). Errors name the file and the field.
+Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string& folder,
+                                                               int vocabSize);
+
+// A loaded model folder. `tokenizer` is loadFolderTokenizer's. A non-gpt2 folder whose
+// tokenizer cannot be read still loads (it runs from token ids) and says why in
 // `tokenizerProblem` (the error's message, naming the file and field).
 struct ModelFolder {
   std::string folder;
   std::shared_ptr<const model::Weights> weights;
-  std::optional<Gpt2Tokenizer> tokenizer;
+  std::shared_ptr<const Tokenizer> tokenizer;  // null: none (see tokenizerProblem)
   std::string tokenizerProblem;
 };
 
-// Loads FOLDER/config.json, the tokenizer (tokenizer.json, or for gpt2 vocab.json and
-// merges.txt; every id below vocab_size) and the checkpoint, the cheap checks first. A gpt2
-// folder's tokenizer error fails the load.
+// Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the
+// cheap checks first. A gpt2 folder without a readable tokenizer fails the load.
 Expected<ModelFolder> loadModelFolder(const std::string& folder);
 
 }  // namespace attn::io

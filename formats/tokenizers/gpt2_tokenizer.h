@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/models/gpt2/bpe.h"
+#include "formats/tokenizers/tokenizer.h"
 
 namespace attn::io {
 
@@ -26,13 +27,9 @@ inline constexpr std::string_view kGpt2Pattern =
 // pointer's deleter; null if PCRE2 rejects it.
 std::shared_ptr<void> compilePattern(std::string_view pattern);
 
-class Gpt2Tokenizer {
+class Gpt2Tokenizer final : public Tokenizer {
  public:
-  struct Encoding {
-    std::vector<int> ids;
-    // Byte offsets in the input of each invalid UTF-8 sequence (each became one U+FFFD).
-    std::vector<std::size_t> invalidOffsets;
-  };
+  using Encoding = Tokenizer::Encoding;
 
   // From the two files' contents; the names are for errors. vocab.json: a JSON object of
   // token -> id. merges.txt: an optional "#version" line, then one "left right" pair per
@@ -58,32 +55,36 @@ class Gpt2Tokenizer {
     bool special = false;  // a control token (<|endoftext|>), not a word piece
   };
 
-  // Token ids of `text` (any bytes).
-  Encoding encode(std::string_view text) const;
+  // "vocab.json + merges.txt" or "tokenizer.json (byte-level BPE)".
+  std::string kind() const override { return kind_; }
+  // Token ids of `text` (any bytes). vocab.json + merges.txt has no added tokens, so
+  // "<|endoftext|>" typed there is text, as in encoder.py; tokenizer.json's added_tokens are
+  // one token each.
+  Encoding encode(std::string_view text) const override;
   // The pre-tokens of valid UTF-8 `text` (the pieces BPE runs on; they concatenate to text).
   std::vector<std::string> pretokenize(std::string_view text) const;
 
   // Hugging Face's decode: the tokens' bytes as UTF-8, invalid sequences as U+FFFD.
-  std::string decode(std::span<const int> ids) const { return bpe_.decode(ids); }
+  std::string decode(std::span<const int> ids) const override { return bpe_.decode(ids); }
   // One token decoded on its own (" world", "\n"; "�" for part of a UTF-8 character).
-  std::string tokenText(int id) const;
-  // The same for the screen: spaces as "·", newlines as "↵" (see gpt2::displayText).
-  std::string tokenDisplay(int id) const { return gpt2::displayText(tokenText(id)); }
+  std::string tokenText(int id) const override;
+  int idLimit() const override { return bpe_.idLimit(); }
 
   const gpt2::BytePairEncoder& bpe() const { return bpe_; }
   const std::vector<AddedToken>& addedTokens() const { return added_; }
   // True for an added token marked "special".
-  bool isSpecial(int id) const;
+  bool isSpecial(int id) const override;
   // The token the post-processor puts first / last (TemplateProcessing's single template,
   // RobertaProcessing / BertProcessing), or -1. vocab.json + merges.txt: both -1.
-  int bosId() const { return bos_; }
-  int eosId() const { return eos_; }
+  int bosId() const override { return bos_; }
+  int eosId() const override { return eos_; }
 
  private:
   Gpt2Tokenizer() = default;
   // Ids of clean UTF-8 text that holds no added token.
   void encodePlain(std::string_view text, std::vector<int>& ids) const;
 
+  std::string kind_ = "vocab.json + merges.txt";
   std::vector<AddedToken> added_;  // longest content first (leftmost-longest matching)
   int bos_ = -1;
   int eos_ = -1;

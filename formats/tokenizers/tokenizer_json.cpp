@@ -19,6 +19,8 @@
 #include "formats/files.h"
 #include "core/models/transformer.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
+#include "formats/tokenizers/metaspace_bpe.h"
+#include "formats/tokenizers/tokenizer_json_detail.h"
 
 namespace attn::io {
 namespace {
@@ -102,27 +104,77 @@ Expected<PreTokenizer> readPreTokenizer(const json& pre, const std::string& name
   return out;
 }
 
-// The id of a special token named in the post-processor: special_tokens[name].ids[0] for a
-// template, else the added token or vocabulary entry of that text.
-Expected<int> specialId(const json& processor, const std::string& token, const std::string& name,
-                        const std::string& where, const std::vector<Gpt2Tokenizer::AddedToken>& added,
-                        const gpt2::BytePairEncoder& bpe) {
-  if (processor.contains("special_tokens") && processor["special_tokens"].is_object()) {
-    const json& table = processor["special_tokens"];
-    auto it = table.find(token);
-    if (it != table.end() && it->is_object() && it->contains("ids") && (*it)["ids"].is_array() &&
-        (*it)["ids"].size() == 1 && (*it)["ids"][0].is_number_integer()) {
-      return static_cast<int>((*it)["ids"][0].get<std::int64_t>());
+}  // namespace
+
+namespace tokenizer_json {
+
+Expected<std::pair<int, int>> readPostProcessor(const json& root, const std::string& name,
+                                                const std::function<int(const std::string&)>& lookup) {
+  int bos = -1, eos = -1;
+  std::vector<std::pair<json, std::string>> processors;
+  if (root.contains("post_processor") && !root["post_processor"].is_null()) {
+    const json& p = root["post_processor"];
+    if (p.is_object() && p.value("type", std::string()) == "Sequence" && p.contains("processors") &&
+        p["processors"].is_array()) {
+      for (std::size_t k = 0; k < p["processors"].size(); ++k)
+        processors.emplace_back(p["processors"][k],
+                                "post_processor.processors[" + std::to_string(k) + "]");
+    } else {
+      processors.emplace_back(p, "post_processor");
     }
   }
-  for (const auto& a : added)
-    if (a.content == token) return a.id;
-  const int id = bpe.find(token);
-  if (id >= 0) return id;
-  return Error{name, where, "names the token \"" + token + "\", which has no id"};
+  // special_tokens[token].ids[0] of a template, else lookup(token).
+  auto specialId = [&](const json& processor, const std::string& token,
+                       const std::string& where) -> Expected<int> {
+    if (processor.contains("special_tokens") && processor["special_tokens"].is_object()) {
+      const json& table = processor["special_tokens"];
+      auto it = table.find(token);
+      if (it != table.end() && it->is_object() && it->contains("ids") && (*it)["ids"].is_array() &&
+          (*it)["ids"].size() == 1 && (*it)["ids"][0].is_number_integer()) {
+        return static_cast<int>((*it)["ids"][0].get<std::int64_t>());
+      }
+    }
+    const int id = lookup(token);
+    if (id >= 0) return id;
+    return Error{name, where, "names the token \"" + token + "\", which has no id"};
+  };
+  for (const auto& [p, where] : processors) {
+    const std::string t = p.is_object() ? p.value("type", std::string()) : std::string();
+    if (t == "ByteLevel") continue;
+    if (t == "TemplateProcessing") {
+      const json& single = p.contains("single") ? p["single"] : json();
+      if (!single.is_array()) return Error{name, where + ".single", "must be an array"};
+      for (std::size_t k = 0; k < single.size(); ++k) {
+        const json& piece = single[k];
+        if (!piece.is_object() || !piece.contains("SpecialToken")) continue;
+        const json& st = piece["SpecialToken"];
+        if (!st.is_object() || !st.contains("id") || !st["id"].is_string()) {
+          return Error{name, where + ".single[" + std::to_string(k) + "].SpecialToken.id",
+                       "must be a string"};
+        }
+        Expected<int> id = specialId(p, st["id"].get<std::string>(),
+                                     where + ".single[" + std::to_string(k) + "]");
+        if (!id) return id.error();
+        if (k == 0) bos = *id;
+        else if (k + 1 == single.size()) eos = *id;
+        else return Error{name, where + ".single", "a special token in the middle is not supported"};
+      }
+    } else if (t == "RobertaProcessing" || t == "BertProcessing") {
+      for (const char* key : {"cls", "sep"}) {
+        const json& pair = p.contains(key) ? p[key] : json();
+        if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer()) {
+          return Error{name, where + "." + key, "must be [token, id]"};
+        }
+        (std::string(key) == "cls" ? bos : eos) = static_cast<int>(pair[1].get<std::int64_t>());
+      }
+    } else {
+      return Error{name, where + ".type", "is \"" + t + "\", which is not read"};
+    }
+  }
+  return std::pair<int, int>(bos, eos);
 }
 
-}  // namespace
+}  // namespace tokenizer_json
 
 Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
                                                          const std::string& name) {
@@ -143,8 +195,8 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
                           "end_of_word_suffix"}) {
     if (!isOff(model, key)) {
       return Error{name, std::string("model.") + key,
-                   "is set; only plain byte-level BPE is read (byte_fallback / Metaspace "
-                   "tokenizers are not supported yet)"};
+                   "is set; a byte-level BPE has none of these (byte_fallback with Metaspace "
+                   "is read by MetaspaceBpeTokenizer)"};
     }
   }
   const json& vocab = model.contains("vocab") ? model["vocab"] : json();
@@ -192,6 +244,7 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
 
   // 2 added tokens (ids outside model.vocab join the vocabulary for decoding)
   Gpt2Tokenizer tokenizer;
+  tokenizer.kind_ = "tokenizer.json (byte-level BPE)";
   if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
     const json& list = root["added_tokens"];
     if (!list.is_array()) return Error{name, "added_tokens", "must be an array"};
@@ -258,53 +311,15 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
   }
 
   // 5 post-processor: BOS / EOS
-  std::vector<std::pair<json, std::string>> processors;
-  if (root.contains("post_processor") && !root["post_processor"].is_null()) {
-    const json& p = root["post_processor"];
-    if (p.is_object() && p.value("type", std::string()) == "Sequence" && p.contains("processors") &&
-        p["processors"].is_array()) {
-      for (std::size_t k = 0; k < p["processors"].size(); ++k)
-        processors.emplace_back(p["processors"][k],
-                                "post_processor.processors[" + std::to_string(k) + "]");
-    } else {
-      processors.emplace_back(p, "post_processor");
-    }
-  }
-  for (const auto& [p, where] : processors) {
-    const std::string t = p.is_object() ? p.value("type", std::string()) : std::string();
-    if (t == "ByteLevel") continue;
-    if (t == "TemplateProcessing") {
-      const json& single = p.contains("single") ? p["single"] : json();
-      if (!single.is_array()) return Error{name, where + ".single", "must be an array"};
-      for (std::size_t k = 0; k < single.size(); ++k) {
-        const json& piece = single[k];
-        if (!piece.is_object() || !piece.contains("SpecialToken")) continue;
-        const json& st = piece["SpecialToken"];
-        if (!st.is_object() || !st.contains("id") || !st["id"].is_string()) {
-          return Error{name, where + ".single[" + std::to_string(k) + "].SpecialToken.id",
-                       "must be a string"};
-        }
-        Expected<int> id = specialId(p, st["id"].get<std::string>(), name,
-                                     where + ".single[" + std::to_string(k) + "]",
-                                     tokenizer.added_, tokenizer.bpe_);
-        if (!id) return id.error();
-        if (k == 0) tokenizer.bos_ = *id;
-        else if (k + 1 == single.size()) tokenizer.eos_ = *id;
-        else return Error{name, where + ".single", "a special token in the middle is not supported"};
-      }
-    } else if (t == "RobertaProcessing" || t == "BertProcessing") {
-      for (const char* key : {"cls", "sep"}) {
-        const json& pair = p.contains(key) ? p[key] : json();
-        if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer()) {
-          return Error{name, where + "." + key, "must be [token, id]"};
-        }
-        (std::string(key) == "cls" ? tokenizer.bos_ : tokenizer.eos_) =
-            static_cast<int>(pair[1].get<std::int64_t>());
-      }
-    } else {
-      return Error{name, where + ".type", "is \"" + t + "\", which is not read"};
-    }
-  }
+  Expected<std::pair<int, int>> bosEos = tokenizer_json::readPostProcessor(
+      root, name, [&](const std::string& token) {
+        for (const auto& a : tokenizer.added_)
+          if (a.content == token) return a.id;
+        return tokenizer.bpe_.find(token);
+      });
+  if (!bosEos) return bosEos.error();
+  tokenizer.bos_ = bosEos->first;
+  tokenizer.eos_ = bosEos->second;
   return tokenizer;
 }
 
@@ -312,6 +327,25 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::loadTokenizerJson(const std::string& path
   Expected<std::string> text = readCapped(path, kMaxTokenizerFileBytes);
   if (!text) return text.error();
   return fromTokenizerJson(*text, path);
+}
+
+Expected<std::shared_ptr<const Tokenizer>> tokenizerFromJson(std::string_view text,
+                                                             const std::string& name) {
+  if (MetaspaceBpeTokenizer::claims(text)) {
+    Expected<MetaspaceBpeTokenizer> metaspace = MetaspaceBpeTokenizer::fromTokenizerJson(text, name);
+    if (!metaspace) return metaspace.error();
+    return std::shared_ptr<const Tokenizer>(
+        std::make_shared<const MetaspaceBpeTokenizer>(std::move(metaspace).value()));
+  }
+  Expected<Gpt2Tokenizer> byteLevel = Gpt2Tokenizer::fromTokenizerJson(text, name);
+  if (!byteLevel) return byteLevel.error();
+  return std::shared_ptr<const Tokenizer>(std::make_shared<const Gpt2Tokenizer>(std::move(byteLevel).value()));
+}
+
+Expected<std::shared_ptr<const Tokenizer>> loadTokenizerJsonAny(const std::string& path) {
+  Expected<std::string> text = readCapped(path, kMaxTokenizerFileBytes);
+  if (!text) return text.error();
+  return tokenizerFromJson(*text, path);
 }
 
 }  // namespace attn::io

@@ -130,7 +130,7 @@ def _attention_arrays(attention: Any) -> Dict[str, np.ndarray]:
     """The arrays of the .npz for `attention` (see the module docstring), named so that
     attnscope reads them with no --layout: one array `attention` for [n, n], [H, n, n] and
     [L, H, n, n]; per-layer arrays layer_0 ... layer_{L-1} for a tuple of layers and for
-    [L, B, H, n, n] (attnscope's default for 5 dimensions is [B, L, H, n, n])."""
+    [L, B, H, n, n] (attnscope refuses a 5-D array without a layout)."""
     if isinstance(attention, (tuple, list)) and attention and not np.isscalar(attention[0]):
         first = _to_numpy(attention[0])
         if first.ndim not in (2, 3, 4):

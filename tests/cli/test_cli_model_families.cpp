@@ -126,4 +126,106 @@ TEST(CliModelFamilies, BosAndIdErrors) {
               {"config.json", "field 'bos_token_id'", "missing"});
 }
 
+TEST(CliModelFamilies, TextBosFollowsThePostProcessorAndSpecialTokensAreOneToken) {
+  modeltest::Spec spec = modeltest::llamaSpec();
+  spec.vocab = 300;
+  const fs::path dir =
+      modeltest::writeFolder("cli_family_text_bos", spec, modeltest::makeTensors(spec, 31));
+  modeltest::writeByteLevelTokenizerJson(dir, /*bos=*/true);  // TemplateProcessing "<s> $A"
+  const std::string d = dir.string();
+  const fs::path out = dir / "run.npz";
+  // Default: the post-processor's <s> (258) first; "<|endoftext|>" typed is one token (257).
+  CliRun text = runCliCommand({"model", d, "--text", "a<|endoftext|> t", "--out", out.string(),
+                               "--predict", "2"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_EQ(json::parse(text.out).at("tokens"), 4);
+  CliRun ids = runCliCommand({"model", d, "--ids", "258,97,257,256", "--predict", "2"});
+  EXPECT_EQ(text.out, ids.out);  // the same run
+  const json tokens = json::parse(gpt2test::readFile(dir / "run.tokens.json"));
+  EXPECT_EQ(tokens, json({"<s>", "a", "<|endoftext|>", " t"}));
+  // --no-bos leaves it out; --ids are run as given.
+  EXPECT_EQ(json::parse(runCliCommand({"model", d, "--text", "a<|endoftext|> t", "--no-bos",
+                                       "--predict", "1"}).out).at("tokens"), 3);
+  EXPECT_EQ(json::parse(runCliCommand({"model", d, "--ids", "97", "--predict", "1"}).out)
+                .at("tokens"), 1);
+  // --bos with --ids takes the tokenizer's BOS (258), not config.json's bos_token_id (1).
+  EXPECT_EQ(runCliCommand({"model", d, "--ids", "97", "--bos", "--predict", "2"}).out,
+            runCliCommand({"model", d, "--ids", "258,97", "--predict", "2"}).out);
+  // Without a post-processor BOS the default is none.
+  modeltest::writeByteLevelTokenizerJson(dir, /*bos=*/false);
+  EXPECT_EQ(json::parse(runCliCommand({"model", d, "--text", "a t", "--predict", "1"}).out)
+                .at("tokens"), 2);
+}
+
+// The cases of issue 19 that used to run silently with exit 0, end to end through the CLI.
+TEST(CliModelFamilies, FormerlySilentCasesExitTwoOrAreRightNow) {
+  const modeltest::Spec spec = modeltest::gpt2Spec();
+  modeltest::Tensors tensors = modeltest::makeTensors(spec, 41);
+  auto expectExit2 = [](const fs::path& dir, const std::vector<std::string>& parts) {
+    const CliRun r = runCliCommand({"model", dir.string(), "--text", "a t", "--predict", "1"});
+    EXPECT_EQ(r.code, 2) << r.out;
+    for (const std::string& p : parts)
+      EXPECT_NE(r.err.find(p), std::string::npos) << "'" << p << "' not in " << r.err;
+  };
+  // config.json says 1 layer of a 2-layer file.
+  fs::path dir = modeltest::writeFolder("cli_silent_layers", spec, tensors);
+  json config = json::parse(gpt2test::readFile(dir / "config.json"));
+  config["n_layer"] = 1;
+  gpt2test::writeFile(dir / "config.json", config.dump());
+  expectExit2(dir, {"model.safetensors", "n_layer is 1"});
+  // An empty, a header-only and a malformed merges.txt.
+  dir = modeltest::writeFolder("cli_silent_merges", spec, tensors);
+  gpt2test::writeFile(dir / "merges.txt", "");
+  expectExit2(dir, {"merges.txt", "has no merges"});
+  gpt2test::writeFile(dir / "merges.txt", "#version: 0.2\n");
+  expectExit2(dir, {"merges.txt", "has no merges"});
+  gpt2test::writeFile(dir / "merges.txt", "#version: 0.2\n\xC4\xA0t\n");
+  expectExit2(dir, {"merges.txt", "line 2", "two tokens separated by one space"});
+  // An untied lm_head.weight is what predicts: the run equals the reference with it, and the
+  // same ids with lm_head = wte give other logits.
+  modeltest::Spec untied = spec;
+  untied.tied = false;
+  modeltest::Tensors withHead = tensors;
+  withHead["lm_head.weight"] = tensors.at("wte.weight");
+  for (float& v : withHead["lm_head.weight"].values) v = -v * 0.5f;
+  dir = modeltest::writeFolder("cli_silent_untied", untied, withHead);
+  config = json::parse(gpt2test::readFile(dir / "config.json"));
+  config["tie_word_embeddings"] = false;
+  gpt2test::writeFile(dir / "config.json", config.dump());
+  const CliRun run = runCliCommand({"model", dir.string(), "--ids", "97,32,116", "--predict", "3"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const modeltest::Reference ref = modeltest::referenceForward(untied, withHead, {97, 32, 116});
+  const json next = json::parse(run.out).at("next");
+  for (const json& t : next)
+    EXPECT_NEAR(t.at("logit").get<double>(), ref.logits.at(t.at("id").get<std::size_t>()), 1e-4);
+  const modeltest::Reference tied = modeltest::referenceForward(spec, tensors, {97, 32, 116});
+  EXPECT_GT(std::abs(tied.logits.at(next[0].at("id").get<std::size_t>()) -
+                     next[0].at("logit").get<double>()),
+            1e-2);
+}
+
+// A Hugging Face cache folder: snapshots/<hash>/ holds symlinks into blobs/ (docs/models.md).
+TEST(CliModelFamilies, HuggingFaceCacheSnapshotWithSymlinks) {
+  modeltest::Spec spec = modeltest::llamaSpec();
+  spec.vocab = 300;
+  const fs::path real =
+      modeltest::writeFolder("cli_family_cache_src", spec, modeltest::makeTensors(spec, 43));
+  modeltest::writeByteLevelTokenizerJson(real, /*bos=*/true);
+  const fs::path cache = gpt2test::freshDir("cli_family_cache") / "models--org--tiny";
+  const fs::path snapshot = cache / "snapshots" / "0123abcd";
+  fs::create_directories(cache / "blobs");
+  fs::create_directories(snapshot);
+  int blob = 0;
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    const fs::path target = cache / "blobs" / ("blob" + std::to_string(blob++));
+    fs::copy_file(real / file, target);
+    fs::create_symlink(fs::path("../../blobs") / target.filename(), snapshot / file);
+  }
+  const CliRun viaCache = runCliCommand({"model", snapshot.string() + "/", "--text", "a t", "--predict", "3"});
+  const CliRun direct = runCliCommand({"model", real.string(), "--text", "a t", "--predict", "3"});
+  ASSERT_EQ(viaCache.code, 0) << viaCache.err;
+  EXPECT_EQ(viaCache.out, direct.out);
+  EXPECT_EQ(json::parse(viaCache.out).at("tokens"), 3);  // <s>, a, Ġt
+}
+
 }  // namespace

@@ -117,9 +117,18 @@ TEST(AttentionFile, BatchDimensionAndLayouts) {
   const fs::path dir = freshDir("attn_batch");
   const fs::path path = dir / "batch.npy";
   writeNpyFile(path, {"<f2", false, {3, 2, 2, 4, 4}, 1}, attentionPattern(1));
+  // Five dimensions are never guessed (issue 19: [L, B, ...] read as [B, L, ...] showed the
+  // wrong layer): the error names both readings and --layout.
+  const std::string guess = errorOf(path);
+  EXPECT_NE(guess.find("[layers, batch, heads, n_q, n_k] as torch.stack(outputs.attentions) "
+                       "gives (--layout lbhqk)"),
+            std::string::npos) << guess;
+  EXPECT_NE(guess.find("[batch, layers, heads, n_q, n_k] (--layout blhqk)"), std::string::npos);
+  EXPECT_NE(guess.find("field 'layout'"), std::string::npos) << guess;
   for (int batch : {0, 1, 2}) {
     io::AttentionOpenOptions options;
     options.batch = batch;
+    options.layout = "blhqk";
     auto file = io::AttentionFile::open(path.string(), options);
     ASSERT_TRUE(file.ok()) << file.error().message();
     EXPECT_EQ(file->batchSize(), 3);
@@ -130,6 +139,7 @@ TEST(AttentionFile, BatchDimensionAndLayouts) {
   }
   io::AttentionOpenOptions outOfRange;
   outOfRange.batch = 3;
+  outOfRange.layout = "blhqk";
   EXPECT_NE(errorOf(path, outOfRange)
                 .find("batch 3 is out of range: the batch has 3 items (valid: 0..2)"),
             std::string::npos);
@@ -170,6 +180,90 @@ TEST(AttentionFile, BatchDimensionAndLayouts) {
   io::AttentionOpenOptions noBatch;
   noBatch.batch = 1;
   EXPECT_NE(errorOf(four, noBatch).find("has no batch dimension"), std::string::npos);
+}
+
+// A string scalar `layout` in the .npz (np.savez(f, attention=a, layout="lbhqk")) is the
+// file's own word on a 5-D array.
+std::string stringScalarNpy(const std::string& ascii) {
+  std::string dict = "{'descr': '<U" + std::to_string(ascii.size()) +
+                     "', 'fortran_order': False, 'shape': (), }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(dict.size() & 0xFF);
+  out += static_cast<char>(dict.size() >> 8);
+  out += dict;
+  for (char c : ascii) {
+    out += c;
+    out += std::string(3, '\0');
+  }
+  return out;
+}
+
+TEST(AttentionFile, FiveDimensionsFollowTheFilesLayoutMetadata) {
+  const fs::path dir = freshDir("attn_meta");
+  // torch.stack(outputs.attentions): [L=2, B=3, H=2, 4, 4]; layer l of item b is l + 17 b.
+  const std::string stacked =
+      npyBytes({"<f4", false, {2, 3, 2, 4, 4}, 1}, [](const std::vector<std::int64_t>& i) {
+        return pattern(i[0] + 17 * i[1], i[2], i[3], i[4]);
+      });
+  writeFile(dir / "lb.npz", makeZip({{"attention.npy", stacked, true},
+                                      {"layout.npy", stringScalarNpy("lbhqk"), false}}));
+  io::AttentionOpenOptions second;
+  second.batch = 2;
+  auto file = io::AttentionFile::open((dir / "lb.npz").string(), second);
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->shape().layers, 2);
+  EXPECT_EQ(file->batchSize(), 3);
+  expectPattern(*file, 2);
+  // --layout still wins over the metadata (here it reads [B, L, ...]: 2 items of 3 layers).
+  io::AttentionOpenOptions override;
+  override.layout = "blhqk";
+  auto other = io::AttentionFile::open((dir / "lb.npz").string(), override);
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  EXPECT_EQ(other->shape().layers, 3);
+  // Without the metadata the same array is refused.
+  writeFile(dir / "plain.npz", makeZip({{"attention.npy", stacked, true}}));
+  EXPECT_NE(errorOf(dir / "plain.npz").find("--layout lbhqk"), std::string::npos);
+  // Metadata that is not a layout is named.
+  writeFile(dir / "bad.npz", makeZip({{"attention.npy", stacked, true},
+                                       {"layout.npy", stringScalarNpy("lbh"), false}}));
+  EXPECT_NE(errorOf(dir / "bad.npz").find("'lbh' is not a layout"), std::string::npos)
+      << errorOf(dir / "bad.npz");
+}
+
+TEST(AttentionFile, SavezPositionalArraysAreLayersInNumericOrder) {
+  const fs::path dir = freshDir("attn_arr");
+  // np.savez(f, *attentions) with 12 layers of [B=1, H=2, 5, 5]: arr_0 .. arr_11, written in
+  // an order where a text sort would put arr_10 before arr_2.
+  std::vector<ZipItem> items;
+  for (int l : {0, 1, 10, 11, 2, 3, 4, 5, 6, 7, 8, 9}) {
+    items.push_back({named("arr_", l, ".npy"),
+                     npyBytes({"<f4", false, {1, 2, 5, 5}, 1},
+                              [l](const std::vector<std::int64_t>& i) {
+                                return pattern(l, i[1], i[2], i[3]);
+                              }),
+                     true});
+  }
+  writeFile(dir / "savez.npz", makeZip(items));
+  auto file = io::AttentionFile::open((dir / "savez.npz").string());
+  ASSERT_TRUE(file.ok()) << file.error().message();
+  EXPECT_EQ(file->shape().layers, 12);
+  EXPECT_EQ(file->shape().heads, 2);
+  EXPECT_EQ(file->arraysUsed().at(2), "arr_2");
+  EXPECT_EQ(file->arraysUsed().at(10), "arr_10");
+  expectPattern(*file);
+  // A lone arr_0 is np.savez(f, stacked): read by the whole-array rules ([L, H, n, n]).
+  writeFile(dir / "one.npz",
+            makeZip({{"arr_0.npy", npyBytes({"<f4", false, {3, 2, 5, 5}, 1}, attentionPattern()),
+                      true}}));
+  auto one = io::AttentionFile::open((dir / "one.npz").string());
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  EXPECT_EQ(one->shape().layers, 3);
+  EXPECT_EQ(one->batchSize(), 1);
+  expectPattern(*one);
 }
 
 TEST(AttentionFile, HostileShapes) {

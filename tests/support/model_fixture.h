@@ -232,6 +232,34 @@ inline fs::path writeFolder(const std::string& name, const Spec& spec, const Ten
   return dir;
 }
 
+// A byte-level BPE tokenizer.json for a non-gpt2 folder (spec.vocab >= 259): ids 0..255 the
+// bytes, 256 "Ġt" (one merge), 257 "<|endoftext|>" and 258 "<s>", both special added
+// tokens; when `bos`, a TemplateProcessing post-processor puts "<s>" first, as Llama 3's.
+inline void writeByteLevelTokenizerJson(const fs::path& dir, bool bos) {
+  json vocab = json::object();
+  for (int i = 0; i < 256; ++i) vocab[gpt2test::mapped(std::string(1, static_cast<char>(i)))] = i;
+  vocab[gpt2test::mapped(" t")] = 256;
+  json added = json::array();
+  added.push_back({{"id", 257}, {"content", "<|endoftext|>"}, {"special", true}});
+  added.push_back({{"id", 258}, {"content", "<s>"}, {"special", true}});
+  json t = {{"version", "1.0"},
+            {"added_tokens", added},
+            {"normalizer", nullptr},
+            {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}},
+            {"model",
+             {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({gpt2test::mapped(" ") + " t"})}}}};
+  if (bos) {
+    t["post_processor"] = {
+        {"type", "TemplateProcessing"},
+        {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {258}}, {"tokens", {"<s>"}}}}}}};
+  } else {
+    t["post_processor"] = nullptr;
+  }
+  gpt2test::writeFile(dir / "tokenizer.json", t.dump());
+}
+
 // =======================================================================================
 // Reference forward pass: plain loops, double precision, the whole sequence at once
 // =======================================================================================

@@ -1,4 +1,4 @@
-// The Model panel: a GPT-2 model folder (Model ▸ Open model folder…, or attnscope --model
+// The Model panel: a model folder of any family (Model ▸ Open model folder…, or attnscope --model
 // DIR). Left: the text box (the model runs on a worker as you type, debounced; the
 // Attention panel's model grid, head and text views show its attention), the tokens, the
 // run's status, "Open this head in the pipeline", and the residual-stream norm per layer and
@@ -37,8 +37,9 @@ void drawOpenDialog(ModelView& model) {
   if (!ImGui::BeginPopupModal("Open model folder", nullptr, ImGuiWindowFlags_AlwaysAutoResize))
     return;
   const float font = ImGui::GetFontSize();
-  ImGui::TextUnformatted("A Hugging Face GPT-2 folder: config.json, model.safetensors,");
-  ImGui::TextUnformatted("vocab.json and merges.txt (gpt2, distilgpt2, gpt2-medium, ...).");
+  ImGui::TextUnformatted("A Hugging Face model folder: config.json, model.safetensors (or");
+  ImGui::TextUnformatted("shards) and tokenizer.json, tokenizer.model or vocab.json + merges.txt;");
+  ImGui::TextUnformatted("gpt2, llama, mistral, qwen2 or gpt_neox. A cache's snapshots/<hash>/ works.");
   ImGui::TextDisabled("Nothing is downloaded; see docs/models.md for where to get one.");
   if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
   ImGui::SetNextItemWidth(font * 30.f);
@@ -74,7 +75,7 @@ void drawPrediction(const ModelRun& run) {
     ImGui::TextUnformatted(label.c_str());
     ImGui::SameLine();
     ImGui::TextDisabled("%d", t.id);
-    tooltip("the token's id in vocab.json");
+    tooltip("the token's id in the vocabulary");
     ImGui::SameLine(labelW);
     const std::string value = formatNumber(t.probability, 3);
     ImGui::ProgressBar(std::clamp(t.probability, 0.f, 1.f), ImVec2(-1, 0), value.c_str());
@@ -82,14 +83,50 @@ void drawPrediction(const ModelRun& run) {
   }
 }
 
-// The tokens of the run, as they are shown on the axes ("·" for a space).
+// The tokens of the run as chips, wrapped to the panel: a plain token on the frame colour, a
+// special token (BOS, EOS, <|endoftext|>) on the key colour with dark text, so a typed
+// "<|endoftext|>" that became one token is told at a glance from one spelled out in pieces.
 void drawTokens(const ModelRun& run) {
-  std::string line;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize();
+  const float pad = std::max(1.f, font * 0.2f);
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const ImU32 plainBg = ImGui::GetColorU32(ImGuiCol_FrameBg);
+  const ImU32 plainFg = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 specialBg = ImGui::GetColorU32(panel::keyColor());
+  const ImU32 specialFg = IM_COL32(20, 20, 20, 255);
   for (std::size_t i = 0; i < run.labels.size(); ++i) {
-    if (i > 0) line += " \xE2\x94\x82 ";  // │
-    line += run.labels[i];
+    const bool special = i < run.special.size() && run.special[i];
+    const std::string& label = run.labels[i].empty() ? std::string("\xE2\x88\x85") : run.labels[i];
+    const ImVec2 text = ImGui::CalcTextSize(label.c_str());
+    const ImVec2 size(text.x + 2 * pad, text.y + pad);
+    if (i > 0) {
+      ImGui::SameLine(0, pad);
+      if (ImGui::GetCursorScreenPos().x + size.x > right) ImGui::NewLine();
+    }
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::PushID(static_cast<int>(i));
+    ImGui::Dummy(size);
+    ImGui::PopID();
+    draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), special ? specialBg : plainBg,
+                        font * 0.25f);
+    draw->AddText(ImVec2(p.x + pad, p.y + pad * 0.5f), special ? specialFg : plainFg, label.c_str());
+    if (ImGui::IsItemHovered()) {
+      std::string tip = "token " + std::to_string(i) + ": id " + std::to_string(run.ids[i]);
+      if (special) tip += " (special token: one id, not text)";
+      tooltip(tip.c_str());
+    }
   }
-  panel::mutedWrapped(line);
+}
+
+// "layer 1, head 3 · KV head 1, shared with heads 2–3" for a grouped-query model.
+std::string kvHeadNote(const model::Config& config, int head) {
+  if (config.nHeadKv >= config.nHead) return {};
+  const int group = config.nHead / config.nHeadKv;
+  const int kv = config.kvHeadOf(head);
+  return "KV head " + std::to_string(kv) + " of " + std::to_string(config.nHeadKv) +
+         ", shared by query heads " + std::to_string(kv * group) + "\xE2\x80\x93" +
+         std::to_string(kv * group + group - 1);
 }
 
 void drawHeadButton(AppState& state, const ModelRun& run) {
@@ -112,11 +149,26 @@ void drawHeadButton(AppState& state, const ModelRun& run) {
       notify(state, Notice::Kind::Error, scenario.error().message(), ImGui::GetTime());
   }
   ImGui::EndDisabled();
-  tooltip(head ? "A new scenario with this head's real q, k and v rows as raw vectors (scaled "
-                 "dot, causal mask): the Pipeline and the Inspector explain every real "
-                 "score. Edits there are your own experiment; the model is not changed."
-               : "Pick one head in the Attention panel (click a thumbnail, or choose "
-                 "\"One head\") first.");
+  const model::Config& config = run.session->config();
+  std::string tip =
+      head ? std::string("A new scenario with this head's real q, k and v rows as raw vectors "
+                         "(scaled dot, causal mask): the Pipeline and the Inspector explain every "
+                         "real score. Edits there are your own experiment; the model is not "
+                         "changed.")
+           : std::string("Pick one head in the Attention panel (click a thumbnail, or choose "
+                         "\"One head\") first.");
+  if (config.rotaryDims > 0) {
+    tip += " This model is rotary (RoPE): q and k are taken after the rotation, so the "
+           "positions are inside their dot products.";
+  }
+  tooltip(tip.c_str());
+  if (head && config.nHeadKv < config.nHead) {
+    ImGui::SameLine();
+    ImGui::TextColored(panel::keyColor(), "%s", kvHeadNote(config, view.selection.head).c_str());
+    tooltip("Grouped-query attention: this model has fewer key/value heads than query heads, "
+            "and query head h reads KV head h / (H / H_kv). The heads of one group share the "
+            "same keys and values and differ only in their queries.");
+  }
 }
 
 // The L2 norm of the residual stream entering each layer (row 0: the embeddings) and after
@@ -169,7 +221,7 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
   ModelView& model = state.model;
   const float font = ImGui::GetFontSize();
   if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
-  tooltip("Load a GPT-2-family model folder (Hugging Face layout); also attnscope --model DIR.");
+  tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox); also attnscope --model DIR.");
   ImGui::SameLine();
   if (!model.loading.empty()) {
     static const char* spinner[] = {"|", "/", "-", "\\"};
@@ -179,18 +231,25 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
   }
   if (!model.model) {
     ImGui::NewLine();
-    panel::mutedWrapped("No model loaded. Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 loads a GPT-2 "
-                        "folder (config.json, model.safetensors, vocab.json, merges.txt); type a "
-                        "text and its attention appears in the Attention panel as you type.");
+    panel::mutedWrapped("No model loaded. Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 loads a Hugging "
+                        "Face folder (gpt2, llama, mistral, qwen2, gpt_neox: config.json, "
+                        "safetensors, the tokenizer); type a text and its attention appears in "
+                        "the Attention panel as you type.");
     return;
   }
   const model::Config& config = model.model->weights->config;
   ImGui::TextUnformatted(model.model->folder.c_str());
   ImGui::SameLine();
-  ImGui::TextDisabled("%s \xC3\x97 %s, %d wide, context %d",
-                      countOf(config.nLayer, "layer", "layers").c_str(),
-                      countOf(config.nHead, "head", "heads").c_str(), config.nEmbd,
-                      config.nPositions);
+  std::string heads = countOf(config.nHead, "head", "heads");
+  if (config.nHeadKv < config.nHead) heads += " (" + std::to_string(config.nHeadKv) + " KV)";
+  ImGui::TextDisabled("%s \xC2\xB7 %s \xC3\x97 %s, %d wide, context %d%s",
+                      config.modelType.c_str(), countOf(config.nLayer, "layer", "layers").c_str(),
+                      heads.c_str(), config.nEmbd, config.nPositions,
+                      config.rotaryDims > 0 ? ", rotary" : "");
+  tooltip(("tokenizer: " + model.model->tokenizer->kind() +
+           (model.model->tokenizer->addsBos() ? "; BOS " + model.model->tokenizer->tokenText(model.model->tokenizer->bosId()) + " put first"
+                                              : std::string()))
+              .c_str());
 
   const float rightW = std::min(font * 18.f, ImGui::GetContentRegionAvail().x * 0.4f);
   ImGui::BeginChild("##modelLeft", ImVec2(-rightW, 0), false);

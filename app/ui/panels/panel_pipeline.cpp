@@ -246,9 +246,9 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   {
     // The description line is as tall as the longest description at this width, whichever
     // stage is current, so stepping never moves the cards below.
-    const char* hint = "Space / \xE2\x86\x92 / PageDown steps through the stages one at a time.";
+    const std::string hint = pipelineHint(state.doc);
     const float wrap = std::max(ImGui::GetContentRegionAvail().x, font);
-    float reserved = ImGui::CalcTextSize(hint, nullptr, false, wrap).y;
+    float reserved = ImGui::CalcTextSize(hint.c_str(), nullptr, false, wrap).y;
     for (MatrixKind stage : visible)
       reserved =
           std::max(reserved, ImGui::CalcTextSize(stageDescription(stage, state.doc).c_str(),

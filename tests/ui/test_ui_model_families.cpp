@@ -1,0 +1,150 @@
+// The window's model for every family (app/session/model_service.h, app/ui/panels/
+// panel_model.cpp) on the small random checkpoints of tests/support/model_fixture.h with a
+// tokenizer.json: the run's tokens (BOS from the post-processor, a typed "<|endoftext|>" as
+// one special token), its attention against the plain-loop reference forward pass, "open this
+// head in the pipeline" for rotary, GQA and sliding-window models (the scenario's weights are
+// the model's), and the Model panel drawing headless.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <imgui.h>
+
+#include "app/session/app_state.h"
+#include "app/session/model_service.h"
+#include "app/session/pipeline_steps.h"
+#include "app/ui/panels/panels.h"
+#include "core/scenario/scenario.h"
+#include "tests/support/model_fixture.h"
+#include "tests/support/ui_headless.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+constexpr double kTolerance = 1e-4;
+
+class FamiliesInApp : public testui::HeadlessImGui {
+ protected:
+  // Loads `spec` (with a byte-level tokenizer.json) and runs `text` synchronously.
+  std::shared_ptr<const ModelRun> run(modeltest::Spec spec, const std::string& text, bool bos,
+                                      AppState& state) {
+    spec.vocab = 300;
+    tensors_ = modeltest::makeTensors(spec, 23);
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    const fs::path dir = modeltest::writeFolder("ui_families_" + test, spec, tensors_);
+    modeltest::writeByteLevelTokenizerJson(dir, bos);
+    state.model.loadRequest = dir.string();
+    state.model.text = text;
+    ++state.model.textRevision;
+    updateModel(state, 0);
+    return state.model.run;
+  }
+
+  // Every head of `run` against the reference, and the pipeline scenario of every head
+  // computing the same weights.
+  void expectHeadsAndPipeline(const modeltest::Spec& spec, const ModelRun& run) {
+    ASSERT_TRUE(run.attention && run.session);
+    const modeltest::Reference ref = modeltest::referenceForward(spec, tensors_, run.ids);
+    const int n = static_cast<int>(run.ids.size());
+    for (int l = 0; l < spec.layers; ++l) {
+      for (int h = 0; h < spec.heads; ++h) {
+        const Matrix a = run.attention->copyHead(l, h);
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            ASSERT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance) << l << "/" << h;
+        Expected<Scenario> scenario = headScenario(run, l, h, spec.modelType);
+        ASSERT_TRUE(scenario.ok()) << scenario.error().message();
+        EXPECT_EQ(scenario->queries.cols(), spec.headDim());
+        Expected<AttentionResult> result = compute(*scenario);
+        ASSERT_TRUE(result.ok()) << result.error().message();
+        const Matrix& weights = result->heads[0].weights;
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            ASSERT_NEAR(weights(i, j), ref.attention[l][h][i][j], kTolerance)
+                << spec.modelType << " layer " << l << " head " << h << " (" << i << ", " << j
+                << ")";
+      }
+    }
+  }
+
+  void frame(AppState& state) {
+    ImGui::NewFrame();
+    place(0, 0, 1200, 500);
+    drawModelPanel(state, heatmaps_);
+    ImGui::Render();
+  }
+
+  modeltest::Tensors tensors_;
+};
+
+TEST_F(FamiliesInApp, LlamaRunsWithBosAndSpecialTokensAsOneToken) {
+  AppState state;
+  const modeltest::Spec spec = modeltest::llamaSpec();
+  auto r = run(spec, "a<|endoftext|> tt", /*bos=*/true, state);
+  ASSERT_TRUE(r) << (state.notices.empty() ? std::string() : state.notices.back().text);
+  ASSERT_TRUE(r->error.empty()) << r->error;
+  // <s>, a, <|endoftext|>, Ġt, t: the BOS from TemplateProcessing, the added token whole.
+  EXPECT_EQ(r->ids, (std::vector<int>{258, 'a', 257, 256, 't'}));
+  EXPECT_EQ(r->special, (std::vector<bool>{true, false, true, false, false}));
+  EXPECT_EQ(r->labels[2], "<|endoftext|>");
+  EXPECT_EQ(r->labels[3], "\xC2\xB7t");
+  expectHeadsAndPipeline(spec, *r);
+  // The pipeline says the rows are rotated and which KV head head 3 shares.
+  Expected<Scenario> s = headScenario(*r, 1, 3, "llama");
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE(s->description.find("after the rotary embedding"), std::string::npos) << s->description;
+  EXPECT_NE(s->description.find("KV head 1"), std::string::npos) << s->description;
+  EXPECT_NE(s->description.find("query heads 2\xE2\x80\x93" "3"), std::string::npos) << s->description;
+  EXPECT_TRUE(rotaryHead(*s));
+  EXPECT_NE(pipelineHint(*s).find("after the rotary embedding (RoPE)"), std::string::npos);
+  EXPECT_NE(stageDescription(MatrixKind::Q, *s).find("after the rotary embedding"), std::string::npos);
+  EXPECT_EQ(pipelineHint(Scenario{}).find("rotary"), std::string::npos);
+  // Two heads of one group read the same keys.
+  EXPECT_TRUE(headScenario(*r, 0, 2, "l")->keys.isApprox(headScenario(*r, 0, 3, "l")->keys));
+  EXPECT_FALSE(headScenario(*r, 0, 1, "l")->keys.isApprox(headScenario(*r, 0, 2, "l")->keys));
+  frame(state);
+  frame(state);
+}
+
+TEST_F(FamiliesInApp, NoBosWithoutAPostProcessor) {
+  AppState state;
+  auto r = run(modeltest::qwen2Spec(), "tt<s>", /*bos=*/false, state);
+  ASSERT_TRUE(r && r->error.empty());
+  EXPECT_EQ(r->ids, (std::vector<int>{'t', 't', 258}));
+  EXPECT_EQ(r->special, (std::vector<bool>{false, false, true}));
+  expectHeadsAndPipeline(modeltest::qwen2Spec(), *r);
+}
+
+TEST_F(FamiliesInApp, MistralSlidingWindowPipelineMatchesTheModel) {
+  AppState state;
+  const modeltest::Spec spec = modeltest::mistralSpec();  // window 4, 1 KV head
+  auto r = run(spec, "a cat sat on the mat", /*bos=*/true, state);
+  ASSERT_TRUE(r && r->error.empty());
+  ASSERT_GT(r->ids.size(), 8u);
+  expectHeadsAndPipeline(spec, *r);
+  Expected<Scenario> s = headScenario(*r, 0, 0, "mistral");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->mask.kind, MaskKind::Custom);
+  EXPECT_NE(s->description.find("sliding_window"), std::string::npos);
+  // Query 6 sees keys 3..6 only.
+  EXPECT_FALSE(s->mask.custom(6, 2));
+  EXPECT_TRUE(s->mask.custom(6, 3));
+  EXPECT_FALSE(s->mask.custom(6, 7));
+}
+
+TEST_F(FamiliesInApp, GptNeoxPartialRotaryPipelineMatchesTheModel) {
+  AppState state;
+  const modeltest::Spec spec = modeltest::neoxSpec();
+  auto r = run(spec, "the cat", /*bos=*/false, state);
+  ASSERT_TRUE(r && r->error.empty());
+  expectHeadsAndPipeline(spec, *r);
+  Expected<Scenario> s = headScenario(*r, 0, 0, "neox");
+  EXPECT_NE(s->description.find("first 2 of 8 dimensions"), std::string::npos) << s->description;
+  EXPECT_EQ(s->description.find("KV head"), std::string::npos);
+}
+
+}  // namespace
