@@ -15,13 +15,17 @@ inline constexpr float kBaseFontPixels = 15.0f;
 
 // The font file used by the window (the same family as the exported heatmaps).
 std::string uiFontPath();
+// The CJK font merged into the window's font when installed: Droid Sans Fallback
+// (fonts-droid-fallback), else Noto Sans CJK (fonts-noto-cjk); "" when neither is.
+std::string cjkFontPath();
 
 // Sets the ImGui style for the theme, with every size scaled by `sizeScale`
 // (fontScale x content scale). Needs a current ImGui context; no GL.
 void applyTheme(bool light, float sizeScale);
 
-// Replaces the font atlas with DejaVu Sans at `pixelSize` (with Greek, arrows and math
-// symbols for formulas). Falls back to ImGui's built-in font when the file is missing and
+// Replaces the font atlas with DejaVu Sans at `pixelSize` (Latin, Greek, Cyrillic, arrows,
+// math symbols, GPT-2's token symbols), with Chinese and Japanese merged in from
+// cjkFontPath() when installed. Falls back to ImGui's built-in font when the file is missing and
 // says so in `warning`. Only builds the CPU side; the caller re-creates the GL texture.
 // Must not be called between NewFrame() and Render().
 bool loadUiFont(float pixelSize, std::string* warning);
