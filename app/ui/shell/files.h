@@ -22,7 +22,8 @@ namespace attn::app {
 //
 // Keys: "colormap" (name), "cell_labels" (bool), "fixed_range" ([min, max] or absent),
 // "focused_head" (int, -1 = mean), "pipeline_stage" (int, -1 = all). With `includeUi` also
-// the personal settings kept only in the autosave: "font_scale", "light_theme" and
+// the personal settings kept only in the autosave: "font_scale", "text_size" ("normal" |
+// "classroom"), "light_theme" and
 // "panels" ({"inputs": bool, ...}). Unknown keys in `existing` are kept.
 std::string viewToJson(const ViewSettings& view, const std::string& existing, bool includeUi);
 // Applies the keys that are present and valid; ignores the rest (a view object never makes

@@ -8,6 +8,8 @@
 
 #include <imgui.h>
 
+#include "app/session/pipeline_layout.h"  // kPresentationFontScale
+
 namespace attn::app {
 
 std::string uiFontPath() {
@@ -21,6 +23,11 @@ std::string cjkFontPath() {
     if (std::filesystem::exists(path, ec)) return path;
   }
   return {};
+}
+
+float uiFontPixels(bool classroom, float fontScale, bool presentation) {
+  const float base = classroom ? kClassroomFontPixels : kBaseFontPixels;
+  return base * clampFontScale(fontScale) * (presentation ? kPresentationFontScale : 1.f);
 }
 
 float clampFontScale(float scale) {

@@ -10,8 +10,15 @@ namespace attn::app {
 inline constexpr float kMinFontScale = 0.75f;
 inline constexpr float kMaxFontScale = 3.0f;
 inline constexpr float kFontScaleStep = 0.125f;
-// Base font size in pixels at fontScale 1 and content scale 1.
+// Base font size in pixels at fontScale 1 and content scale 1: Normal text size, and
+// Classroom (View ▸ Text size) for a projected image read from the back of a room.
 inline constexpr float kBaseFontPixels = 15.0f;
+inline constexpr float kClassroomFontPixels = 22.0f;
+
+// The window's font size in pixels before the display's content scale: the text size's base
+// (kBaseFontPixels or kClassroomFontPixels) x fontScale, x kPresentationFontScale (1.5) in
+// presentation mode. Classroom at fontScale 1: 22 px, and 33 px in presentation mode.
+float uiFontPixels(bool classroom, float fontScale, bool presentation);
 
 // The font file used by the window (the same family as the exported heatmaps).
 std::string uiFontPath();
