@@ -7,7 +7,7 @@
 #     P/share/applications/attnscope.desktop            (packaging/attnscope.desktop)
 #     P/share/mime/packages/attnscope.xml               (.npy / .npz MIME types)
 #     P/share/icons/hicolor/{scalable,256x256}/apps/attnscope.{svg,png}  (tools/gen_icon)
-#     P/share/man/man1/attnscope.1                      (tools/gen_cli_docs, from --help)
+#     P/share/man/man1/attnscope.1                      (tools/gen_cli_docs, from the option declarations)
 #     P/share/bash-completion/completions/attnscope     (the same)
 #     P/share/doc/attnscope/                            (README.md, docs/*.md)
 #   cd build && cpack -G DEB                            attnscope_VERSION_ARCH.deb
@@ -50,14 +50,14 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
 
 install(TARGETS attnscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# The man page and the bash completion, from the help texts of the binary just built
-# (tools/gen_cli_docs.cpp), so they say what --help says.
+# The man page and the bash completion, from the CLI's option declarations and help texts
+# (tools/gen_cli_docs.cpp links the headless CLI), so they say what --help says.
 add_executable(gen_cli_docs tools/gen_cli_docs.cpp)
-target_link_libraries(gen_cli_docs PRIVATE attnscope_formats)
+target_link_libraries(gen_cli_docs PRIVATE attnscope_cli)
 add_custom_command(
   OUTPUT ${ATTNSCOPE_GENERATED_DIR}/attnscope.1 ${ATTNSCOPE_GENERATED_DIR}/attnscope.bash
-  COMMAND gen_cli_docs $<TARGET_FILE:attnscope> ${PROJECT_VERSION} ${ATTNSCOPE_GENERATED_DIR}
-  DEPENDS gen_cli_docs attnscope
+  COMMAND gen_cli_docs ${PROJECT_VERSION} ${ATTNSCOPE_GENERATED_DIR}
+  DEPENDS gen_cli_docs
   COMMENT "Writing the man page and bash completion from attnscope --help")
 add_custom_target(attnscope_cli_docs ALL
   DEPENDS ${ATTNSCOPE_GENERATED_DIR}/attnscope.1 ${ATTNSCOPE_GENERATED_DIR}/attnscope.bash)

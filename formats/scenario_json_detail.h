@@ -7,9 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -91,6 +93,41 @@ struct FieldError {
   std::string field;
   std::string problem;
 };
+
+// ---------------------------------------------------------------------------------------
+// Stage 3's field readers (scenario_json_fields.cpp). Each checks one value's type, shape
+// and range and returns it, or throws FieldError naming `field` ("queries[2][1]") and the
+// problem; parseScenario() turns that into an Error.
+// ---------------------------------------------------------------------------------------
+
+[[noreturn]] void fail(std::string field, std::string problem);  // throws FieldError
+// How a value is named in a message: "the string "x"", "a list", "the number 1e+40", ...
+std::string describe(const Json& value);
+// Fails on the first key of `object` not in `known`, suggesting a close one ("did you mean").
+void checkKeys(const Json& object, const std::string& field,
+               std::initializer_list<std::string_view> known);
+// The member `key` of `object`, or null.
+const Json* find(const Json& object, std::string_view key);
+// A finite number that fits a float.
+float readFloat(const Json& value, const std::string& field);
+// An integer in [lowest, highest] (a float with no fraction is accepted).
+long long readInteger(const Json& value, const std::string& field, long long lowest,
+                      long long highest);
+int readInt(const Json& value, const std::string& field, int lowest, int highest);
+bool readBool(const Json& value, const std::string& field);
+// Masks accept true/false or 0/1 (what numpy and most tools write).
+bool readFlag(const Json& value, const std::string& field);
+std::string readString(const Json& value, const std::string& field);
+// A list of strings, at most Limits::kMaxTokens of them.
+std::vector<std::string> readLabels(const Json& value, const std::string& field);
+// A matrix is a list of rows, each a list of numbers of the same length; rows x cols at
+// most maxRows x maxCols. All sizes are checked before the matrix is allocated.
+Matrix readMatrix(const Json& value, const std::string& field, long long maxRows,
+                  long long maxCols);
+// A list of at most maxLength numbers.
+Vector readVector(const Json& value, const std::string& field, long long maxLength);
+// A list of rows of flags (readFlag), all of one length.
+BoolMatrix readBoolMatrix(const Json& value, const std::string& field);
 
 // Every field checked against attn::Limits before any matrix is allocated. Throws FieldError.
 Scenario readScenario(const Json& root);

@@ -1,25 +1,25 @@
-// Writes attnscope's man page and bash completion from the help texts of the built binary,
-// so that `--help`, the man page and the completion have one source: the help each command
-// prints. CMake runs it after building attnscope (cmake/install.cmake):
-//   build/gen_cli_docs BUILD/attnscope VERSION OUT_DIR
+// Writes attnscope's man page and bash completion from the CLI's option declarations
+// (app/cli/options.h, commandDeclarations()), so that `--help`, the man page and the
+// completion have one source. It links the headless CLI and runs it in-process for the help
+// texts. CMake runs it after building (cmake/install.cmake):
+//   build/gen_cli_docs VERSION OUT_DIR
 // writes OUT_DIR/attnscope.1 and OUT_DIR/attnscope.bash.
 //
-// What it reads:
-//   `attnscope --help`: the "usage:" block (SYNOPSIS), the "commands:" block (each line
-//   "  NAME  description", continuation lines indented deeper) and the rest.
-//   `attnscope help NAME` for every command listed: printed whole under COMMANDS; every
-//   "--option" (and "-h") that starts an indented line, or follows two spaces on such a
-//   line ("  --patch P  --query R,C"), is an option of NAME for the completion.
-#include <sys/wait.h>
-
+// What it uses:
+//   `attnscope --help` (in-process): the "usage:" block (SYNOPSIS), the "commands:" block
+//   (each line "  NAME  description", continuation lines indented deeper) for the one-line
+//   summaries, and the rest (exit status).
+//   `attnscope help NAME`: printed whole under COMMANDS.
+//   commandDeclarations(): each command's options for the completion; the "--model"
+//   pseudo-command's options are those of the window itself.
 #include <algorithm>
 #include <cstdio>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "app/cli/cli.h"
 #include "formats/files.h"
 
 namespace {
@@ -29,23 +29,18 @@ struct Command {
   std::vector<std::string> options;
 };
 
-// Runs `binary args` and returns its standard output; exits on failure (a build step).
-std::string capture(const std::string& binary, const std::string& args) {
-  const std::string command = "'" + binary + "' " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    std::fprintf(stderr, "gen_cli_docs: cannot run %s\n", command.c_str());
+// Runs the CLI in-process on `args` and returns what it printed; exits on failure.
+std::string capture(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = attn::app::runCli(args, out, err, nullptr);
+  if (code != 0) {
+    std::string joined;
+    for (const std::string& a : args) joined += " " + a;
+    std::fprintf(stderr, "gen_cli_docs: 'attnscope%s' failed: %s\n", joined.c_str(),
+                 err.str().c_str());
     std::exit(2);
   }
-  std::string out;
-  char buffer[4096];
-  while (std::size_t got = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, got);
-  const int status = pclose(pipe);
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "gen_cli_docs: '%s' failed:\n%s\n", command.c_str(), out.c_str());
-    std::exit(2);
-  }
-  return out;
+  return out.str();
 }
 
 std::vector<std::string> lines(const std::string& text) {
@@ -65,24 +60,6 @@ std::vector<std::string> block(const std::vector<std::string>& all, const std::s
   return out;
 }
 
-// Every option named by the help text (see the file comment).
-std::vector<std::string> optionsOf(const std::string& help) {
-  static const std::regex lineStart(R"(^\s+(-[-a-z0-9]+)(, (--[-a-z0-9]+))?)");
-  static const std::regex inLine(R"(  (--[a-z][-a-z0-9]*))");
-  std::set<std::string> found;
-  for (const std::string& line : lines(help)) {
-    std::smatch m;
-    if (!std::regex_search(line, m, lineStart)) continue;
-    found.insert(m[1]);
-    if (m[3].matched) found.insert(m[3]);
-    for (auto i = std::sregex_iterator(line.begin(), line.end(), inLine);
-         i != std::sregex_iterator(); ++i) {
-      found.insert((*i)[1]);
-    }
-  }
-  return {found.begin(), found.end()};
-}
-
 // roff: a backslash is \e; a line starting with . or ' must not be read as a request.
 std::string roffLine(const std::string& line) {
   std::string out;
@@ -94,7 +71,7 @@ std::string roffLine(const std::string& line) {
     else
       out += c;
   }
-  if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out = "\\&" + out;
+  if (!out.empty() && (out[0] == '.' || out[0] == '\'')) out.insert(0, "\\&");
   return out;
 }
 
@@ -195,50 +172,63 @@ bool write(const std::string& path, const std::string& text) {
   return true;
 }
 
+// "  NAME  text": the command's name and summary, else nullopt (a continuation line).
+bool commandEntry(const std::string& line, std::string& name, std::string& summary) {
+  if (line.size() < 3 || line[0] != ' ' || line[1] != ' ' || line[2] == ' ') return false;
+  const std::size_t end = line.find_first_not_of("abcdefghijklmnopqrstuvwxyz", 2);
+  if (end == std::string::npos || end == 2 || line.compare(end, 2, "  ") != 0) return false;
+  name = line.substr(2, end - 2);
+  summary = line.substr(line.find_first_not_of(' ', end));
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: gen_cli_docs ATTNSCOPE_BINARY VERSION OUT_DIR\n");
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: gen_cli_docs VERSION OUT_DIR\n");
     return 2;
   }
-  const std::string binary = argv[1], version = argv[2], folder = argv[3];
-  const std::string mainText = capture(binary, "--help");
-  const std::vector<std::string> mainHelp = lines(mainText);
+  const std::string version = argv[1], folder = argv[2];
+  const std::vector<std::string> mainHelp = lines(capture({"--help"}));
+  const std::vector<attn::app::cli::CommandInfo> declared = attn::app::commandDeclarations();
 
   // 1 the commands and their one-line summaries ("  NAME  text", continuations deeper)
   std::vector<Command> commands;
-  static const std::regex entry(R"(^  ([a-z]+)\s{2,}(.*)$)");
   for (const std::string& line : block(mainHelp, "commands:")) {
-    std::smatch m;
-    if (std::regex_match(line, m, entry)) {
-      commands.push_back({m[1], m[2], "", {}});
+    std::string name, summary;
+    if (commandEntry(line, name, summary)) {
+      commands.push_back({name, summary, "", {}});
     } else if (!commands.empty()) {
-      commands.back().summary += " " + line.substr(line.find_first_not_of(' '));
+      const std::size_t text = line.find_first_not_of(' ');
+      if (text == std::string::npos) continue;
+      commands.back().summary.append(1, ' ').append(line, text, std::string::npos);
     }
   }
   if (commands.empty()) {
-    std::fprintf(stderr, "gen_cli_docs: `%s --help` lists no commands\n", binary.c_str());
+    std::fprintf(stderr, "gen_cli_docs: `attnscope --help` lists no commands\n");
     return 2;
   }
-  // 2 each command's help and options
-  for (Command& c : commands) {
-    c.help = capture(binary, "help " + c.name);
-    c.options = optionsOf(c.help);
-  }
-  // 3 the options of the window itself (--model, --text, --version, --help)
+  // 2 each command's help, and its declared options
   std::set<std::string> top = {"--help", "--version"};
-  static const std::regex usageOption(R"(^\s+attnscope (--[a-z][-a-z0-9]*)(.*)$)");
-  for (const std::string& line : block(mainHelp, "usage:")) {
-    std::smatch m;
-    if (!std::regex_match(line, m, usageOption)) continue;
-    top.insert(m[1]);
-    const std::string rest = m[2];
-    static const std::regex more(R"((--[a-z][-a-z0-9]*))");
-    for (auto i = std::sregex_iterator(rest.begin(), rest.end(), more);
-         i != std::sregex_iterator(); ++i) {
-      top.insert((*i)[1]);
+  for (const attn::app::cli::CommandInfo& info : declared) {
+    if (info.name == "--model") {  // the window's own options
+      top.insert("--model");
+      for (const auto& option : info.options) top.insert(option.name);
     }
+  }
+  for (Command& c : commands) {
+    c.help = capture({"help", c.name});
+    auto info = std::find_if(declared.begin(), declared.end(),
+                             [&](const attn::app::cli::CommandInfo& i) { return i.name == c.name; });
+    if (info == declared.end()) {
+      std::fprintf(stderr, "gen_cli_docs: `attnscope --help` lists '%s', which declares no options\n",
+                   c.name.c_str());
+      return 2;
+    }
+    c.options = {"--help", "-h"};
+    for (const auto& option : info->options) c.options.push_back(option.name);
+    std::sort(c.options.begin(), c.options.end());
   }
   const bool ok = write(folder + "/attnscope.1", manPage(version, mainHelp, commands)) &&
                   write(folder + "/attnscope.bash",

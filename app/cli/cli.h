@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/cli/options.h"
 #include "app/session/launch.h"
 #include "app/session/version.h"
 
@@ -30,6 +31,11 @@ namespace attn::app {
 
 // Opens the window on a launch plan and returns the process exit code (runGui's contract).
 using WindowRunner = std::function<int(const GuiLaunch&)>;
+
+// Every command's declared options (name, value placeholder, help, accepted words), for a
+// man page or a completion script: compute, export, screenshot, info, image, train, model,
+// bench and --model (the window with a model).
+std::vector<cli::CommandInfo> commandDeclarations();
 
 // True when `arg` (argv[1]) selects the CLI rather than the window: a command name
 // ("compute", "export", "screenshot", "image", "train", "model", "bench", "help") or anything

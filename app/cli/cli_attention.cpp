@@ -23,58 +23,28 @@ namespace attn::app {
 
 using namespace cli;
 
-const std::string_view kInfoHelp =
-    R"(usage: attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS]
+namespace {
+
+// The options of `info`, declared once.
+Command infoCommand(io::AttentionOpenOptions& open, bool& scan) {
+  Command command;
+  command.name = "info";
+  command.column = 20;
+  command.usage = R"(usage: attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS]
                       [--tokens FILE] [--scan]
 
 Prints, as JSON, the arrays of an attention file (name, dtype, shape, order) and how
 attnscope reads it: [layers, heads, n_q, n_k], the arrays used, the batch item, whether
 heads are used in place from the file mapping, and where the token labels come from.
 Shape rules and limits: docs/import.md.
-
-options:
-  --array NAME      the array of an .npz (default: the only one, or layer_0, layer_1, ...)
-  --batch B         item of a batch dimension                              (default: 0)
-  --layout DIMS     letters b l h q k ending in qk (default by ndim: qk, hqk, lhqk, blhqk)
-  --tokens FILE     token labels (.json list or .txt lines) instead of the side file
-  --scan            read every head once: count NaN / +inf / -inf values, and give each
-                    head's entropy (nats, mean over rows) and top-1 mass ([layer][head])
-  -h, --help        show this help
 )";
-
-namespace {
-
-constexpr OptionSpec kInfoOptions[] = {{"--array", true},
-                                       {"--batch", true},
-                                       {"--layout", true},
-                                       {"--tokens", true},
-                                       {"--scan", false}};
-
-using OptionGetter = std::function<const std::string*(std::string_view)>;
-
-// --array, --batch, --layout, --tokens into open options; `get` returns an option's value
-// or null when it is absent.
-Expected<io::AttentionOpenOptions> parseOpenOptions(const OptionGetter& get) {
-  io::AttentionOpenOptions options;
-  if (const std::string* v = get("--array")) {
-    if (v->empty()) return optionError("--array", "needs an array name");
-    options.arrayName = *v;
-  }
-  if (const std::string* v = get("--batch")) {
-    auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max());
-    if (!n) return optionError("--batch", inQuotes(*v) + " is not a batch index (0, 1, ...)");
-    options.batch = *n;
-  }
-  if (const std::string* v = get("--layout")) options.layout = *v;
-  if (const std::string* v = get("--tokens")) {
-    if (v->empty()) return optionError("--tokens", "needs a file name");
-    options.tokensPath = *v;
-  }
-  return options;
-}
-
-Expected<io::AttentionOpenOptions> parseOpenOptions(const ParsedArgs& parsed) {
-  return parseOpenOptions([&](std::string_view name) { return parsed.get(name); });
+  command.options = attentionOpenOptions(open);
+  command.options.push_back(
+      flagOption("--scan",
+                 "read every head once: count NaN / +inf / -inf values, and give each\n"
+                 "head's entropy (nats, mean over rows) and top-1 mass ([layer][head])",
+                 scan));
+  return command;
 }
 
 // An error from AttentionFile / selectAttention about an option becomes an option error.
@@ -95,29 +65,17 @@ struct AttentionExportRequest {
   io::HeatmapStyle style;
 };
 
-Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) {
+Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed,
+                                                      const ExportOptions& options) {
   AttentionExportRequest request;
   request.path = parsed.positional.at(0);
   if (parsed.has("--matrix")) {
     return optionError("--matrix", "is for scenario files; an attention file holds the weights");
   }
   using Kind = io::AttentionSelection::Kind;
-  bool rollout = false;
-  if (const std::string* v = parsed.get("--layer")) {
-    if (*v == "rollout") {
-      rollout = true;
-      request.lastLayer = true;
-    } else if (auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max())) {
-      request.selection.layer = *n;
-    } else {
-      return optionError("--layer",
-                         inQuotes(*v) + " is not a layer index (0, 1, ...) or 'rollout'");
-    }
-  }
-  if (const std::string* v = parsed.get("--aggregate")) {
-    if (*v != "rollout") return optionError("--aggregate", inQuotes(*v) + " is not 'rollout'");
-    rollout = true;
-  }
+  const bool rollout = options.rollout;
+  request.lastLayer = options.lastLayer;
+  request.selection.layer = options.layer;
   request.selection.kind = rollout ? Kind::Rollout : Kind::Head;
   if (const std::string* v = parsed.get("--head")) {
     if (rollout && *v != "mean") {
@@ -135,12 +93,10 @@ Expected<AttentionExportRequest> parseAttentionExport(const ParsedArgs& parsed) 
                          inQuotes(*v) + " is not a head index (0, 1, ...), 'mean' or 'max'");
     }
   }
-  Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
-  if (!open) return open.error();
-  request.open = std::move(open).value();
+  request.open = options.open;
+  request.style = options.style;
   request.style.probability = true;  // attention weights: 0..1 when they lie in it (io::rangeRule)
-  Status style = parseHeatmapStyle(parsed, request.style);
-  if (!style) return style.error();
+  finishHeatmapStyle(request.style);
   Expected<std::string> out = checkOutputPath(parsed, {".png", ".svg", ".csv"}, true);
   if (!out) return out.error();
   if (Status distinct = checkNotAnInput(*out, request.path); !distinct) return distinct.error();
@@ -158,21 +114,84 @@ bool isAttentionFilePath(std::string_view path) {
   return classifyPath(std::string(path)) == PathKind::AttentionFile;
 }
 
+std::vector<Option> attentionOpenOptions(io::AttentionOpenOptions& open) {
+  return {
+      customOption("--array", "NAME",
+                   "the array of an .npz (default: its only array, or the per-layer\n"
+                   "set layer_0, layer_1, ... / attentions_0, ...)",
+                   [&open](const std::string& v) -> Status {
+                     if (v.empty()) return Error{"", "", "needs an array name"};
+                     open.arrayName = v;
+                     return Ok{};
+                   }),
+      customOption("--batch", "B", "item of a batch dimension                (default: 0)",
+                   [&open](const std::string& v) -> Status {
+                     auto n = parseIntStrict(v, 0, std::numeric_limits<int>::max());
+                     if (!n) return Error{"", "", inQuotes(v) + " is not a batch index (0, 1, ...)"};
+                     open.batch = *n;
+                     return Ok{};
+                   }),
+      textOption("--layout", "DIMS",
+                 "how to read the dimensions, letters b l h q k ending in qk\n"
+                 "(default by ndim: qk, hqk, lhqk, blhqk)",
+                 open.layout),
+      customOption("--tokens", "FILE",
+                   "token labels (.json list or .txt lines); default: the side file\n"
+                   "FILE.tokens.json / FILE.tokens.txt, else the indices",
+                   [&open](const std::string& v) -> Status {
+                     if (v.empty()) return Error{"", "", "needs a file name"};
+                     open.tokensPath = v;
+                     return Ok{};
+                   }),
+  };
+}
+
+std::vector<Option> attentionExportOptions(ExportOptions& options) {
+  std::vector<Option> list = {
+      customOption("--layer", "L|rollout",
+                   "0-based layer (default: 0); 'rollout' = rollout of all layers",
+                   [&options](const std::string& v) -> Status {
+                     if (v == "rollout") {
+                       options.rollout = true;
+                       options.lastLayer = true;
+                     } else if (auto n = parseIntStrict(v, 0, std::numeric_limits<int>::max())) {
+                       options.layer = *n;
+                     } else {
+                       return Error{"", "", inQuotes(v) + " is not a layer index (0, 1, ...) or 'rollout'"};
+                     }
+                     return Ok{};
+                   }),
+      customOption("--aggregate", "rollout",
+                   "attention rollout (Abnar & Zuidema) of layers 0..L, from the\n"
+                   "mean over heads (--head mean only)",
+                   [&options](const std::string& v) -> Status {
+                     if (v != "rollout") return Error{"", "", inQuotes(v) + " is not 'rollout'"};
+                     options.rollout = true;
+                     return Ok{};
+                   }),
+  };
+  for (Option& option : attentionOpenOptions(options.open)) list.push_back(option);
+  list.push_back(flagOption("--grid",
+                            "the whole layer x head grid as one labelled PNG (thumbnails\n"
+                            "max-pooled to 64 x 64, at least 96 px each, a colour bar;\n"
+                            "--colormap, --vmin, --vmax, --scale apply)",
+                            options.grid));
+  return list;
+}
+
 // =======================================================================================
 // export
 // =======================================================================================
 
 // `export FILE --grid --out grid.png`: every head in one image.
-int runGridExport(const ParsedArgs& parsed, std::ostream& err) {
+int runGridExport(const ParsedArgs& parsed, const ExportOptions& options, std::ostream& err) {
   for (std::string_view name : {"--layer", "--head", "--aggregate", "--matrix"}) {
     if (parsed.has(name)) return fail(err, optionError(name, "--grid shows every layer and head"));
   }
-  Expected<io::AttentionOpenOptions> open = parseOpenOptions(parsed);
-  if (!open) return fail(err, open.error());
-  io::HeatmapStyle heatmap;
+  const io::AttentionOpenOptions* open = &options.open;
+  io::HeatmapStyle heatmap = options.style;
   heatmap.probability = true;
-  Status style = parseHeatmapStyle(parsed, heatmap);
-  if (!style) return fail(err, style.error());
+  finishHeatmapStyle(heatmap);
   Expected<std::string> out = checkOutputPath(parsed, {".png"}, true);
   if (!out) return fail(err, out.error());
   const std::string& path = parsed.positional.at(0);
@@ -188,10 +207,11 @@ int runGridExport(const ParsedArgs& parsed, std::ostream& err) {
   return 0;
 }
 
-int runAttentionExport(const ParsedArgs& parsed, std::ostream& /*out*/, std::ostream& err) {
-  if (parsed.has("--grid")) return runGridExport(parsed, err);
+int runAttentionExport(const ParsedArgs& parsed, const ExportOptions& options,
+                       std::ostream& /*out*/, std::ostream& err) {
+  if (options.grid) return runGridExport(parsed, options, err);
   // 1 options
-  Expected<AttentionExportRequest> request = parseAttentionExport(parsed);
+  Expected<AttentionExportRequest> request = parseAttentionExport(parsed, options);
   if (!request) return fail(err, request.error());
 
   // 2 open
@@ -223,11 +243,20 @@ int runAttentionExport(const ParsedArgs& parsed, std::ostream& /*out*/, std::ost
 // info
 // =======================================================================================
 
+CommandInfo infoInfo() {
+  io::AttentionOpenOptions open;
+  bool scan = false;
+  return describe(infoCommand(open, scan));
+}
+
 int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  Expected<ParsedArgs> parsed = parseArgs("info", args, kInfoOptions);
+  io::AttentionOpenOptions openOptions;
+  bool scan = false;
+  const Command command = infoCommand(openOptions, scan);
+  Expected<ParsedArgs> parsed = parseCommand(command, args);
   if (!parsed) return fail(err, parsed.error());
   if (parsed->help) {
-    out << kInfoHelp;
+    out << helpText(command);
     return 0;
   }
   if (parsed->positional.size() != 1) {
@@ -238,8 +267,7 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
                                      " for 'info' (only one FILE)"});
   }
   const std::string& path = parsed->positional[0];
-  Expected<io::AttentionOpenOptions> options = parseOpenOptions(*parsed);
-  if (!options) return fail(err, options.error());
+  const io::AttentionOpenOptions* options = &openOptions;
 
   // 1 the arrays, from their headers
   Expected<std::vector<io::ArraySummary>> arrays = io::listArrays(path, options->limits);
@@ -288,7 +316,7 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   attention["in_place"] = inPlace;
   attention["tokens"] = file->labelsSource().empty() ? nlohmann::ordered_json(nullptr)
                                                      : nlohmann::ordered_json(file->labelsSource());
-  if (parsed->has("--scan")) {
+  if (scan) {
     // One pass over every head (io::overviewHeads, as the model view does).
     const io::HeadOverview overview = io::overviewHeads(*file);
     const io::NonFiniteCount& count = overview.totalNonFinite;
@@ -336,55 +364,62 @@ std::optional<std::pair<int, int>> parseLayerHead(const std::string& text) {
 
 }  // namespace
 
-Status applyAttentionScreenshotOptions(
-    const std::string& path, const std::function<const std::string*(std::string_view)>& get,
-    GuiLaunch& launch) {
-  if (!isAttentionFilePath(path) && !get("--model")) {
-    for (std::string_view name : kAttentionScreenshotOptions)
-      if (get(name))
-        return cli::optionError(name, "only applies to a .npy or .npz file, or with --model DIR");
+std::vector<Option> attentionScreenshotOptions(GuiLaunch::AttentionStart& start) {
+  std::vector<Option> list = {
+      wordOption("--view", "{choices}", "view", {"heatmap", "head", "text", "focus", "compare"},
+                 "the tab shown                 (default: heatmap)", start.tab),
+      customOption("--select", "L,H", "the head shown (A)                                (default: 0,0)",
+                   [&start](const std::string& v) -> Status {
+                     const auto lh = parseLayerHead(v);
+                     if (!lh) return Error{"", "", inQuotes(v) + " is not LAYER,HEAD"};
+                     start.layer = lh->first;
+                     start.head = lh->second;
+                     return Ok{};
+                   }),
+      customOption("--compare", "FILE|L,H",
+                   "compare with head L,H of the same file, or with A's head of FILE",
+                   [&start](const std::string& v) -> Status {
+                     if (const auto lh = parseLayerHead(v)) {
+                       start.compareLayer = lh->first;
+                       start.compareHead = lh->second;
+                     } else if (isAttentionFilePath(v)) {
+                       start.compareFile = v;
+                     } else {
+                       return Error{"", "", inQuotes(v) + " is neither LAYER,HEAD nor a .npy / .npz file"};
+                     }
+                     if (start.tab < 0) start.tab = 4;
+                     return Ok{};
+                   }),
+      flagOption("--drop-special", "drop the special tokens' keys and renormalise the rows",
+                 start.dropSpecial),
+      customOption("--focus", "q:N|k:N",
+                   "focus query row N or key column N (opens the Focus tab)",
+                   [&start](const std::string& v) -> Status {
+                     const bool key = v.rfind("k:", 0) == 0, query = v.rfind("q:", 0) == 0;
+                     const auto index = (key || query)
+                                            ? parseIntStrict(std::string_view(v).substr(2), 0, 1 << 20)
+                                            : std::nullopt;
+                     if (!index) return Error{"", "", inQuotes(v) + " is not q:N or k:N"};
+                     start.focusColumn = key;
+                     start.focusIndex = *index;
+                     if (start.tab < 0) start.tab = 3;
+                     return Ok{};
+                   }),
+  };
+  for (Option& option : attentionOpenOptions(start.open)) list.push_back(option);
+  return list;
+}
+
+Status checkAttentionScreenshot(const std::string& path, const ParsedArgs& parsed,
+                                GuiLaunch& launch) {
+  if (!isAttentionFilePath(path) && !parsed.has("--model")) {
+    GuiLaunch::AttentionStart unused;
+    for (const Option& option : attentionScreenshotOptions(unused))
+      if (parsed.has(option.name))
+        return cli::optionError(option.name, "only applies to a .npy or .npz file, or with --model DIR");
     return Ok{};
   }
   GuiLaunch::AttentionStart& start = launch.attention;
-  if (const std::string* v = get("--view")) {
-    constexpr std::string_view kTabs[] = {"heatmap", "head", "text", "focus", "compare"};
-    const auto it = std::find(std::begin(kTabs), std::end(kTabs), *v);
-    if (it == std::end(kTabs))
-      return cli::optionError("--view",
-                              cli::inQuotes(*v) + " is not heatmap, head, text, focus or compare");
-    start.tab = static_cast<int>(it - std::begin(kTabs));
-  }
-  if (const std::string* v = get("--select")) {
-    const auto lh = parseLayerHead(*v);
-    if (!lh) return cli::optionError("--select", cli::inQuotes(*v) + " is not LAYER,HEAD");
-    start.layer = lh->first;
-    start.head = lh->second;
-  }
-  if (const std::string* v = get("--compare")) {
-    if (const auto lh = parseLayerHead(*v)) {
-      start.compareLayer = lh->first;
-      start.compareHead = lh->second;
-    } else if (isAttentionFilePath(*v)) {
-      start.compareFile = *v;
-    } else {
-      return cli::optionError("--compare",
-                              cli::inQuotes(*v) + " is neither LAYER,HEAD nor a .npy / .npz file");
-    }
-    if (start.tab < 0) start.tab = 4;
-  }
-  if (get("--drop-special")) start.dropSpecial = true;
-  if (const std::string* v = get("--focus")) {
-    const bool key = v->rfind("k:", 0) == 0, query = v->rfind("q:", 0) == 0;
-    const auto index =
-        (key || query) ? parseIntStrict(std::string_view(*v).substr(2), 0, 1 << 20) : std::nullopt;
-    if (!index) return cli::optionError("--focus", cli::inQuotes(*v) + " is not q:N or k:N");
-    start.focusColumn = key;
-    start.focusIndex = *index;
-    if (start.tab < 0) start.tab = 3;
-  }
-  Expected<io::AttentionOpenOptions> open = parseOpenOptions(get);
-  if (!open) return open.error();
-  start.open = std::move(open).value();
 
   // A model's run is checked by the window once it has run (its shape is not known yet).
   if (!isAttentionFilePath(path)) return Ok{};

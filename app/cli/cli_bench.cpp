@@ -1,30 +1,41 @@
-// `attnscope bench` (see cli_bench.h): the forward pass a user times to see how fast this
+// `attnscope bench` (see commands.h): the forward pass a user times to see how fast this
 // machine runs attention, and what scripts/bench-vs-pytorch.sh compares with PyTorch's
 // nn.MultiheadAttention(need_weights=True, average_attn_weights=False).
-#include "app/cli/cli_bench.h"
+#include "app/cli/commands.h"
 
 #include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
-#include <functional>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "app/cli/options.h"
 #include "core/attention/attention.h"
 #include "core/isa/isa.h"
 #include "core/base/parallel.h"
 
 namespace attn::app {
 
-const std::string_view kBenchHelp =
-    R"(usage: attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R] [--seed S]
+namespace {
+
+struct BenchArgs {
+  int n = 512, d = 512, heads = 8, threads = 0, repeat = 10;
+  long long seed = 1;
+  bool gemmRates = false;
+};
+
+// The options of `bench`, declared once (app/cli/options.h).
+cli::Command benchCommand(BenchArgs& a) {
+  cli::Command command;
+  command.name = "bench";
+  command.column = 17;
+  command.usage =
+      R"(usage: attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R] [--seed S]
 
 Times the full multi-head self-attention forward pass on seeded random inputs and prints
 one JSON object. X is N x D (entries in [-1, 1)); Q, K and V are projected D -> D by seeded
@@ -32,100 +43,43 @@ Xavier matrices, split into H heads, scored by scaled dot product, normalised by
 every head's N x N weights kept; then context, concat and the output projection W_o. Each
 repetition computes into the same result, as the window does on every edit; untimed runs
 come first for half a second (OpenBLAS's threads spin for a while after it loads).
-
-options:
-  --n N          tokens, 1..4096                                 (default: 512)
-  --d D          model width, 1..4096, a multiple of H           (default: 512)
-  --heads H      heads, 1..64                                    (default: 8)
-  --threads T    threads, 1..256, or 0 = every core              (default: 0)
-  --repeat R     timed repetitions, 1..10000                     (default: 10)
-  --seed S       seed of the inputs and weights                  (default: 1)
-  --gemm-rates   also time the Q/K/V projection GEMM alone, as attend() runs it, and a
-                 2048³ sgemm on the same threads (the peak they reach)
-  -h, --help     show this help
-
-output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
+)";
+  command.options = {
+      cli::intOption("--n", "N", 1, 4096, "tokens, 1..4096                                 (default: 512)", a.n),
+      cli::intOption("--d", "D", 1, 4096, "model width, 1..4096, a multiple of H           (default: 512)", a.d),
+      cli::intOption("--heads", "H", 1, 64, "heads, 1..64                                    (default: 8)", a.heads),
+      cli::intOption("--threads", "T", 0, 256, "threads, 1..256, or 0 = every core              (default: 0)", a.threads),
+      cli::intOption("--repeat", "R", 1, 10000, "timed repetitions, 1..10000                     (default: 10)", a.repeat),
+      cli::int64Option("--seed", "S", 0, 1LL << 53, "seed of the inputs and weights                  (default: 1)", a.seed),
+      cli::flagOption("--gemm-rates",
+                      "also time the Q/K/V projection GEMM alone, as attend() runs it, and a\n"
+                      "2048³ sgemm on the same threads (the peak they reach)",
+                      a.gemmRates),
+  };
+  command.notes =
+      R"(output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
 gflops (8·N·D² + 4·N²·D floating-point operations, a multiply-add counted as 2, over the
 median), median_cpu_ms (the median process CPU time of a repetition, all threads; the
 better figure on a busy machine), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
 OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib;
 with --gemm-rates also projection_gflops and peak_gflops.
 )";
-
-namespace {
-
-struct BenchArgs {
-  int n = 512, d = 512, heads = 8, threads = 0, repeat = 10;
-  std::uint64_t seed = 1;
-  bool help = false;
-  bool gemmRates = false;
-};
-
-std::optional<long long> parseInteger(std::string_view text, long long lo, long long hi) {
-  long long value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi)
-    return std::nullopt;
-  return value;
+  return command;
 }
 
-// "--name value" or "--name=value"; every option takes a number.
-Expected<BenchArgs> parseBenchArgs(std::span<const std::string> args) {
-  struct Spec {
-    long long lo, hi;
-    std::function<void(BenchArgs&, long long)> set;
-  };
-  const std::map<std::string, Spec, std::less<>> specs = {
-      {"--n", {1, 4096, [](BenchArgs& a, long long v) { a.n = static_cast<int>(v); }}},
-      {"--d", {1, 4096, [](BenchArgs& a, long long v) { a.d = static_cast<int>(v); }}},
-      {"--heads", {1, 64, [](BenchArgs& a, long long v) { a.heads = static_cast<int>(v); }}},
-      {"--threads", {0, 256, [](BenchArgs& a, long long v) { a.threads = static_cast<int>(v); }}},
-      {"--repeat", {1, 10000, [](BenchArgs& a, long long v) { a.repeat = static_cast<int>(v); }}},
-      {"--seed",
-       {0, (1LL << 53), [](BenchArgs& a, long long v) { a.seed = static_cast<std::uint64_t>(v); }}},
-  };
+// Every option through the declarations; then the one check across two of them.
+Expected<BenchArgs> parseBenchArgs(std::span<const std::string> args, bool& help) {
   BenchArgs parsed;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      parsed.help = true;
-      continue;
-    }
-    if (arg == "--gemm-rates") {
-      parsed.gemmRates = true;
-      continue;
-    }
-    std::string name = arg, value;
-    bool hasValue = false;
-    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      hasValue = true;
-    }
-    auto spec = specs.find(name);
-    if (spec == specs.end()) {
-      std::string problem = arg.starts_with("-") ? "unknown option '" : "unexpected argument '";
-      problem += arg;
-      problem += "' for 'bench' (see attnscope bench --help)";
-      return Error{"", "", problem};
-    }
-    if (!hasValue) {
-      if (i + 1 >= args.size() || args[i + 1].starts_with("--"))
-        return Error{"", "", "option '" + name + "': needs a value"};
-      value = args[++i];
-    }
-    const std::optional<long long> number = parseInteger(value, spec->second.lo, spec->second.hi);
-    if (!number) {
-      std::string problem = "option '" + name + "': '" + value + "' is not an integer in ";
-      problem += std::to_string(spec->second.lo);
-      problem += "..";
-      problem += std::to_string(spec->second.hi);
-      return Error{"", "", problem};
-    }
-    spec->second.set(parsed, *number);
+  Expected<cli::ParsedArgs> given = cli::parseCommand(benchCommand(parsed), args);
+  if (!given) return given.error();
+  help = given->help;
+  if (help) return parsed;
+  if (!given->positional.empty()) {
+    return Error{"", "",
+                 "unexpected argument '" + given->positional[0] +
+                     "' for 'bench' (see attnscope bench --help)"};
   }
-  if (!parsed.help && parsed.d % parsed.heads != 0) {
+  if (parsed.d % parsed.heads != 0) {
     std::string problem = "option '--heads': " + std::to_string(parsed.heads);
     problem += " heads do not divide the model width ";
     problem += std::to_string(parsed.d);
@@ -200,14 +154,21 @@ double peakRssMiB() {
 
 }  // namespace
 
+cli::CommandInfo benchInfo() {
+  BenchArgs args;
+  return cli::describe(benchCommand(args));
+}
+
 int runBench(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  Expected<BenchArgs> parsed = parseBenchArgs(args);
+  bool help = false;
+  Expected<BenchArgs> parsed = parseBenchArgs(args, help);
   if (!parsed) {
     err << "attnscope: " << parsed.error().message() << '\n';
     return 2;
   }
-  if (parsed->help) {
-    out << kBenchHelp;
+  if (help) {
+    BenchArgs defaults;
+    out << cli::helpText(benchCommand(defaults));
     return 0;
   }
   const BenchArgs& a = *parsed;

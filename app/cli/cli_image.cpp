@@ -27,61 +27,70 @@
 
 namespace attn::app {
 
-const std::string_view kImageHelp =
-    R"(usage: attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
-
-Cuts the image (PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC, PNM; at most 4096x4096 pixels)
-into P x P patches, turns each patch into one vector (its RGB pixels in [0, 1], row by
-row, R G B per pixel), runs self-attention over the patches (queries = keys = values) and
-writes the weights of one query patch as a heat overlay on the image. Partial patches at
-the right and bottom edges are dropped; the rule is printed, e.g. "a 100x70 image with
-P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
-
-options:
-  --patch P              patch edge in pixels, 4..64 (required)
-  --query R,C            the query patch: row R, column C of the patch grid, from 0
-                         (required)
-  --out OUT.png          the overlay (required); its folder must exist
-  --score NAME           dot | scaled_dot | cosine | general | additive | mlp
-                                                                   (default: cosine)
-  --projection none|random:D
-                         raw pixel vectors (3·P² numbers, P <= 36), or a seeded random
-                         projection to D dims, 1..4096            (default: none)
-  --pos none|sin2d|random
-                         positional encoding added to the vectors (default: none)
-  --pos-strength S       its factor, 0..100                       (default: 1)
-  --seed N               seed of the random projection, the random positional encoding
-                         and seeded score parameters              (default: 0)
-  --temperature T        scores are divided by T > 0 before softmax (default: 1)
-  --heads N              heads (must divide the vector width); the overlay shows the
-                         mean over heads                          (default: 1)
-  --colormap NAME        viridis | magma | cividis | greys | purples | oranges | blues
-                                                                   (default: viridis)
-  --opacity A            overlay opacity, 0..1                    (default: 0.6)
-  --scale S              the overlay is S times the image size, 1..8 (default: 1)
-  --weights-out W.csv    the query's weights as a grid: rows x cols numbers, no labels
-  --matrix-out M.csv     the full patch x patch weights (patch index r·cols + c), no labels
-  -h, --help             show this help
-)";
-
 namespace {
 
 namespace fs = std::filesystem;
 
-// =======================================================================================
-// Options (parsing and errors are the shared ones of cli_common.h)
-// =======================================================================================
-
+using cli::Command;
+using cli::customOption;
 using cli::fail;
 using cli::inQuotes;
+using cli::Option;
 using cli::optionError;
 using cli::ParsedArgs;
 
-constexpr cli::OptionSpec kImageOptions[] = {
-    {"--patch", true},       {"--query", true},       {"--out", true},          {"--score", true},
-    {"--projection", true},  {"--pos", true},         {"--pos-strength", true}, {"--seed", true},
-    {"--temperature", true}, {"--heads", true},       {"--colormap", true},     {"--opacity", true},
-    {"--scale", true},       {"--weights-out", true}, {"--matrix-out", true}};
+// "R,C" -> (R, C), both >= 0.
+Status parseQuery(const std::string& v, int& row, int& col) {
+  const auto comma = v.find(',');
+  std::optional<int> r, c;
+  if (comma != std::string::npos) {
+    r = parseIntStrict(std::string_view(v).substr(0, comma), 0, 1 << 20);
+    c = parseIntStrict(std::string_view(v).substr(comma + 1), 0, 1 << 20);
+  }
+  if (!r || !c) return Error{"", "", inQuotes(v) + " is not ROW,COL (two integers >= 0)"};
+  row = *r;
+  col = *c;
+  return Ok{};
+}
+
+}  // namespace
+
+std::vector<Option> imageViewOptions(ImageViewSettings& view) {
+  return {
+      customOption("--patch", "P", "patch edge in pixels, 4..64 (required)",
+                   [&view](const std::string& v) -> Status {
+                     auto p = parseIntStrict(v, PatchLimits::kMinPatch, PatchLimits::kMaxPatch);
+                     if (!p) return Error{"", "", inQuotes(v) + " is not an integer in 4..64"};
+                     view.patch = *p;
+                     return Ok{};
+                   }),
+      customOption("--query", "R,C",
+                   "the query patch: row R, column C of the patch grid, from 0\n(required)",
+                   [&view](const std::string& v) {
+                     return parseQuery(v, view.queryRow, view.queryCol);
+                   }),
+      customOption("--temperature", "T",
+                   "scores are divided by T > 0 before softmax (default: 1)",
+                   [&view](const std::string& v) -> Status {
+                     auto x = parseFloatStrict(v);
+                     if (!x || !(*x > 0)) return Error{"", "", inQuotes(v) + " is not a number > 0"};
+                     view.temperature = *x;
+                     return Ok{};
+                   }),
+      customOption("--pos", "{choices}",
+                   "\npositional encoding added to the vectors (default: none)",
+                   [&view](const std::string& v) -> Status {
+                     auto kind = parsePatchPositional(v);
+                     if (!kind) return Error{"", "", inQuotes(v) + " is not none, sin2d or random"};
+                     view.positional = *kind;
+                     view.positionalName = v;
+                     return Ok{};
+                   },
+                   {"none", "sin2d", "random"}),
+  };
+}
+
+namespace {
 
 // =======================================================================================
 // The request
@@ -89,16 +98,105 @@ constexpr cli::OptionSpec kImageOptions[] = {
 
 struct ImageRequest {
   std::string imagePath;
+  ImageViewSettings view;
   PatchOptions patch;
   Options options;
-  int queryRow = 0, queryCol = 0;
   io::OverlayStyle style;
   std::string outPath, weightsPath, matrixPath;
 };
 
-Expected<ImageRequest> parseRequest(const ParsedArgs& parsed) {
-  ImageRequest request;
-  request.options.score = ScoreKind::Cosine;
+// The options of `image`, declared once.
+Command imageCommand(ImageRequest& request) {
+  Command command;
+  command.name = "image";
+  command.column = 25;
+  command.usage = R"(usage: attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
+
+Cuts the image (PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC, PNM; at most 4096x4096 pixels)
+into P x P patches, turns each patch into one vector (its RGB pixels in [0, 1], row by
+row, R G B per pixel), runs self-attention over the patches (queries = keys = values) and
+writes the weights of one query patch as a heat overlay on the image. Partial patches at
+the right and bottom edges are dropped; the rule is printed, e.g. "a 100x70 image with
+P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
+)";
+  std::vector<Option> view = imageViewOptions(request.view);
+  auto& patch = request.patch;
+  auto& options = request.options;
+  auto& style = request.style;
+  command.options = {
+      view[0], view[1],
+      // Checked after parsing: the extension and the folder.
+      customOption("--out", "OUT.png", "the overlay (required); its folder must exist", nullptr),
+      cli::enumOption<ScoreKind>("--score", "NAME", "score", kAllScoreKinds,
+                                 "{choices}\n                                         (default: cosine)",
+                                 options.score),
+      customOption("--projection", "none|random:D",
+                   "\nraw pixel vectors (3·P² numbers, P <= 36), or a seeded random\n"
+                   "projection to D dims, 1..4096            (default: none)",
+                   [&patch](const std::string& v) -> Status {
+                     if (v == "none") {
+                       patch.projection = PatchProjection::None;
+                     } else if (v.starts_with("random:")) {
+                       auto d = parseIntStrict(std::string_view(v).substr(7), 1, PatchLimits::kMaxDim);
+                       if (!d) return Error{"", "", "D in " + inQuotes(v) + " is not in 1..4096"};
+                       patch.projection = PatchProjection::Random;
+                       patch.projectionDim = *d;
+                     } else {
+                       return Error{"", "", inQuotes(v) + " is not 'none' or 'random:D'"};
+                     }
+                     return Ok{};
+                   }),
+      view[3],
+      customOption("--pos-strength", "S", "its factor, 0..100                       (default: 1)",
+                   [&patch](const std::string& v) -> Status {
+                     auto x = parseFloatStrict(v);
+                     if (!x || *x < 0 || *x > 100)
+                       return Error{"", "", inQuotes(v) + " is not a number in 0..100"};
+                     patch.positionalStrength = *x;
+                     return Ok{};
+                   }),
+      customOption("--seed", "N",
+                   "seed of the random projection, the random positional encoding\n"
+                   "and seeded score parameters              (default: 0)",
+                   [&patch, &options](const std::string& v) -> Status {
+                     auto n = parseIntStrict(v, 0, std::numeric_limits<int>::max());
+                     if (!n) return Error{"", "", inQuotes(v) + " is not an integer >= 0"};
+                     patch.seed = static_cast<std::uint64_t>(*n);
+                     options.seed = static_cast<std::uint64_t>(*n);
+                     return Ok{};
+                   }),
+      view[2],
+      customOption("--heads", "N",
+                   "heads (must divide the vector width); the overlay shows the\n"
+                   "mean over heads                          (default: 1)",
+                   [&options](const std::string& v) -> Status {
+                     auto n = parseIntStrict(v, 1, Limits::kMaxHeads);
+                     if (!n) return Error{"", "", inQuotes(v) + " is not an integer in 1..64"};
+                     options.heads = *n;
+                     return Ok{};
+                   }),
+      cli::enumOption<ColormapKind>("--colormap", "NAME", "colormap", kAllColormaps,
+                                    "{choices}\n                                         (default: viridis)",
+                                    style.colormap),
+      customOption("--opacity", "A", "overlay opacity, 0..1                    (default: 0.6)",
+                   [&style](const std::string& v) -> Status {
+                     auto x = parseFloatStrict(v);
+                     if (!x || *x < 0 || *x > 1) return Error{"", "", inQuotes(v) + " is not in 0..1"};
+                     style.opacity = *x;
+                     return Ok{};
+                   }),
+      cli::intOption("--scale", "S", 1, 8, "the overlay is S times the image size, 1..8 (default: 1)",
+                     style.scale),
+      customOption("--weights-out", "W.csv",
+                   "the query's weights as a grid: rows x cols numbers, no labels", nullptr),
+      customOption("--matrix-out", "M.csv",
+                   "the full patch x patch weights (patch index r·cols + c), no labels", nullptr),
+  };
+  return command;
+}
+
+// The checks that need more than one option or the file system, after parsing.
+Status finishRequest(const ParsedArgs& parsed, ImageRequest& request) {
   if (parsed.positional.empty()) {
     return Error{"", "", "'image' needs an IMAGE file (see attnscope image --help)"};
   }
@@ -108,95 +206,11 @@ Expected<ImageRequest> parseRequest(const ParsedArgs& parsed) {
                      " for 'image' (only one IMAGE file)"};
   }
   request.imagePath = parsed.positional[0];
-
-  const std::string* patch = parsed.get("--patch");
-  if (!patch) return optionError("--patch", "missing (the patch size P is required)");
-  auto p = parseIntStrict(*patch, PatchLimits::kMinPatch, PatchLimits::kMaxPatch);
-  if (!p) return optionError("--patch", inQuotes(*patch) + " is not an integer in 4..64");
-  request.patch.patch = *p;
-
-  const std::string* query = parsed.get("--query");
-  if (!query) return optionError("--query", "missing (the query patch R,C is required)");
-  const auto comma = query->find(',');
-  std::optional<int> r, c;
-  if (comma != std::string::npos) {
-    r = parseIntStrict(std::string_view(*query).substr(0, comma), 0, 1 << 20);
-    c = parseIntStrict(std::string_view(*query).substr(comma + 1), 0, 1 << 20);
-  }
-  if (!r || !c) {
-    return optionError("--query", inQuotes(*query) + " is not ROW,COL (two integers >= 0)");
-  }
-  request.queryRow = *r;
-  request.queryCol = *c;
-
-  if (const std::string* v = parsed.get("--score")) {
-    auto kind = parseScoreKind(*v);
-    if (!kind) {
-      return optionError("--score", "unknown score " + inQuotes(*v) +
-                                        "; use one of dot, scaled_dot, cosine, general, "
-                                        "additive, mlp");
-    }
-    request.options.score = *kind;
-  }
-  if (const std::string* v = parsed.get("--projection")) {
-    if (*v == "none") {
-      request.patch.projection = PatchProjection::None;
-    } else if (v->starts_with("random:")) {
-      auto d = parseIntStrict(std::string_view(*v).substr(7), 1, PatchLimits::kMaxDim);
-      if (!d) return optionError("--projection", "D in " + inQuotes(*v) + " is not in 1..4096");
-      request.patch.projection = PatchProjection::Random;
-      request.patch.projectionDim = *d;
-    } else {
-      return optionError("--projection", inQuotes(*v) + " is not 'none' or 'random:D'");
-    }
-  }
-  if (const std::string* v = parsed.get("--pos")) {
-    auto kind = parsePatchPositional(*v);
-    if (!kind) return optionError("--pos", inQuotes(*v) + " is not none, sin2d or random");
-    request.patch.positional = *kind;
-  }
-  if (const std::string* v = parsed.get("--pos-strength")) {
-    auto x = parseFloatStrict(*v);
-    if (!x || *x < 0 || *x > 100) {
-      return optionError("--pos-strength", inQuotes(*v) + " is not a number in 0..100");
-    }
-    request.patch.positionalStrength = *x;
-  }
-  if (const std::string* v = parsed.get("--seed")) {
-    auto n = parseIntStrict(*v, 0, std::numeric_limits<int>::max());
-    if (!n) return optionError("--seed", inQuotes(*v) + " is not an integer >= 0");
-    request.patch.seed = static_cast<std::uint64_t>(*n);
-    request.options.seed = static_cast<std::uint64_t>(*n);
-  }
-  if (const std::string* v = parsed.get("--temperature")) {
-    auto x = parseFloatStrict(*v);
-    if (!x || !(*x > 0)) return optionError("--temperature", inQuotes(*v) + " is not a number > 0");
-    request.options.temperature = *x;
-  }
-  if (const std::string* v = parsed.get("--heads")) {
-    auto n = parseIntStrict(*v, 1, Limits::kMaxHeads);
-    if (!n) return optionError("--heads", inQuotes(*v) + " is not an integer in 1..64");
-    request.options.heads = *n;
-  }
-  if (const std::string* v = parsed.get("--colormap")) {
-    auto kind = parseColormapKind(*v);
-    if (!kind) {
-      return optionError("--colormap", "unknown colormap " + inQuotes(*v) +
-                                           "; use one of viridis, magma, cividis, greys, "
-                                           "purples, oranges, blues");
-    }
-    request.style.colormap = *kind;
-  }
-  if (const std::string* v = parsed.get("--opacity")) {
-    auto x = parseFloatStrict(*v);
-    if (!x || *x < 0 || *x > 1) return optionError("--opacity", inQuotes(*v) + " is not in 0..1");
-    request.style.opacity = *x;
-  }
-  if (const std::string* v = parsed.get("--scale")) {
-    auto n = parseIntStrict(*v, 1, 8);
-    if (!n) return optionError("--scale", inQuotes(*v) + " is not an integer in 1..8");
-    request.style.scale = *n;
-  }
+  if (!parsed.has("--patch")) return optionError("--patch", "missing (the patch size P is required)");
+  if (!parsed.has("--query")) return optionError("--query", "missing (the query patch R,C is required)");
+  request.patch.patch = request.view.patch;
+  if (request.view.positional) request.patch.positional = *request.view.positional;
+  if (request.view.temperature > 0) request.options.temperature = request.view.temperature;
 
   const std::string* out = parsed.get("--out");
   if (!out) return optionError("--out", "missing (the overlay PNG to write is required)");
@@ -214,7 +228,7 @@ Expected<ImageRequest> parseRequest(const ParsedArgs& parsed) {
       (name == "--weights-out" ? request.weightsPath : request.matrixPath) = *v;
     }
   }
-  return request;
+  return Ok{};
 }
 
 // The image view's rule for file names (app/image_view.h).
@@ -228,44 +242,22 @@ bool isImageFile(const std::string& path) {
 // screenshot IMAGE
 // =======================================================================================
 
-Status applyImageScreenshotOptions(const std::string& path,
-                                   const std::function<const std::string*(std::string_view)>& get,
-                                   GuiLaunch& launch) {
-  constexpr std::string_view kImageOnly[] = {"--patch", "--query", "--temperature", "--pos"};
+Status checkImageScreenshot(const std::string& path, const ParsedArgs& parsed,
+                           const ImageViewSettings& view, GuiLaunch& launch) {
   if (!isImageFile(path)) {
-    for (std::string_view name : kImageOnly) {
-      if (get(name)) return optionError(name, "only applies when the file is an image");
+    ImageViewSettings unused;
+    for (const Option& option : imageViewOptions(unused)) {
+      if (parsed.has(option.name))
+        return optionError(option.name, "only applies when the file is an image");
     }
     return Ok{};
   }
   launch.imagePath = path;
-  if (const std::string* v = get("--patch")) {
-    auto p = parseIntStrict(*v, PatchLimits::kMinPatch, PatchLimits::kMaxPatch);
-    if (!p) return optionError("--patch", inQuotes(*v) + " is not an integer in 4..64");
-    launch.imagePatch = *p;
-  }
-  if (const std::string* v = get("--query")) {
-    const auto comma = v->find(',');
-    std::optional<int> r, c;
-    if (comma != std::string::npos) {
-      r = parseIntStrict(std::string_view(*v).substr(0, comma), 0, 1 << 20);
-      c = parseIntStrict(std::string_view(*v).substr(comma + 1), 0, 1 << 20);
-    }
-    if (!r || !c)
-      return optionError("--query", inQuotes(*v) + " is not ROW,COL (two integers >= 0)");
-    launch.imageQueryRow = *r;
-    launch.imageQueryCol = *c;
-  }
-  if (const std::string* v = get("--temperature")) {
-    auto x = parseFloatStrict(*v);
-    if (!x || !(*x > 0)) return optionError("--temperature", inQuotes(*v) + " is not a number > 0");
-    launch.imageTemperature = *x;
-  }
-  if (const std::string* v = get("--pos")) {
-    if (!parsePatchPositional(*v))
-      return optionError("--pos", inQuotes(*v) + " is not none, sin2d or random");
-    launch.imagePositional = *v;
-  }
+  launch.imagePatch = view.patch;
+  launch.imageQueryRow = view.queryRow;
+  launch.imageQueryCol = view.queryCol;
+  launch.imageTemperature = view.temperature;
+  launch.imagePositional = view.positionalName;
   // The file itself, before a window opens: the same one line as `attnscope image`.
   Expected<io::Image> image = io::loadImage(path);
   if (!image) return image.error();
@@ -276,16 +268,25 @@ Status applyImageScreenshotOptions(const std::string& path,
 // The command
 // =======================================================================================
 
+cli::CommandInfo imageInfo() {
+  ImageRequest request;
+  return cli::describe(imageCommand(request));
+}
+
 int runImageCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   // 1 options
-  Expected<ParsedArgs> parsed = cli::parseArgs("image", args, kImageOptions);
+  ImageRequest parsedRequest;
+  parsedRequest.options.score = ScoreKind::Cosine;
+  const Command command = imageCommand(parsedRequest);
+  Expected<ParsedArgs> parsed = cli::parseCommand(command, args);
   if (!parsed) return fail(err, parsed.error());
   if (parsed->help) {
-    out << kImageHelp;
+    out << cli::helpText(command);
     return 0;
   }
-  Expected<ImageRequest> request = parseRequest(*parsed);
-  if (!request) return fail(err, request.error());
+  if (Status finished = finishRequest(*parsed, parsedRequest); !finished)
+    return fail(err, finished.error());
+  ImageRequest* request = &parsedRequest;
   const std::string& path = request->imagePath;
 
   // 2 load
@@ -311,14 +312,14 @@ int runImageCommand(std::span<const std::string> args, std::ostream& out, std::o
   const PatchGrid& grid = computed->embedding.grid;
 
   // 4 the query, now that the grid is known
-  if (request->queryRow >= grid.rows || request->queryCol >= grid.cols) {
+  if (request->view.queryRow >= grid.rows || request->view.queryCol >= grid.cols) {
     return fail(err, Error{path, "",
-                           "option '--query': patch " + std::to_string(request->queryRow) + "," +
-                               std::to_string(request->queryCol) + " is outside the grid of " +
+                           "option '--query': patch " + std::to_string(request->view.queryRow) + "," +
+                               std::to_string(request->view.queryCol) + " is outside the grid of " +
                                std::to_string(grid.rows) + " rows x " + std::to_string(grid.cols) +
                                " columns (" + grid.rule() + ")"});
   }
-  const int query = grid.index(request->queryRow, request->queryCol);
+  const int query = grid.index(request->view.queryRow, request->view.queryCol);
   const Vector weights = computed->weights.row(query).transpose();
 
   // 5 write
@@ -346,8 +347,8 @@ int runImageCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
 
   // 6 report
-  out << "attnscope: " << grid.rule() << "; query patch " << request->queryRow << ","
-      << request->queryCol << " (index " << query << ")\n";
+  out << "attnscope: " << grid.rule() << "; query patch " << request->view.queryRow << ","
+      << request->view.queryCol << " (index " << query << ")\n";
   // (A black image under cosine warns once per zero patch: keep stderr short.)
   constexpr std::size_t kShownWarnings = 5;
   const std::vector<Warning>& warnings = computed->result.warnings;

@@ -12,6 +12,7 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/options.h"
 #include "core/models/transformer.h"
 #include "formats/files.h"
 #include "formats/models/model_folder.h"
@@ -42,10 +43,6 @@ struct ModelRequest {
   bool help = false;
 };
 
-constexpr cli::OptionSpec kModelOptions[] = {
-    {"--text", true}, {"--ids", true},     {"--bos", false},
-    {"--no-bos", false}, {"--out", true}, {"--predict", true}};
-
 // "15496,995" -> ids (each 0..2^31-1; the model checks them against vocab_size).
 Expected<std::vector<int>> parseIds(const std::string& text) {
   std::vector<int> ids;
@@ -55,9 +52,8 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
     const std::string item = text.substr(start, comma - start);
     auto id = parseIntStrict(item, 0, std::numeric_limits<int>::max());
     if (!id) {
-      return optionError("--ids", "item " + std::to_string(ids.size() + 1) + " " +
-                                      cli::inQuotes(item) +
-                                      " is not a token id (comma-separated integers >= 0)");
+      return Error{"", "", "item " + std::to_string(ids.size() + 1) + " " + cli::inQuotes(item) +
+                               " is not a token id (comma-separated integers >= 0)"};
     }
     ids.push_back(*id);
     start = comma + 1;
@@ -65,12 +61,62 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
   return ids;
 }
 
-// Options: --text T, --out FILE.npz, --predict K, -h/--help ("--name=value" works too, and is
-// the way to pass a text that starts with "--").
+// The options of `model`, declared once.
+cli::Command modelCommand(ModelRequest& request) {
+  cli::Command command;
+  command.name = "model";
+  command.column = 20;
+  command.usage = R"(usage: attnscope model DIR (--text TEXT | --ids I,J,...) [--bos | --no-bos]
+                         [--out OUT.npz] [--predict K]
+
+Runs a decoder model on the CPU, offline. DIR is a Hugging Face folder: config.json
+(model_type gpt2, llama, mistral, qwen2 or gpt_neox; every size and option is read from
+it), model.safetensors or model.safetensors.index.json with its shards (F32, F16 or BF16),
+and for gpt2 vocab.json and merges.txt (see docs/models.md).
+)";
+  command.options = {
+      cli::textOption("--text", "TEXT",
+                      "the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;\n"
+                      "a TEXT that starts with \"--\" is given as --text=TEXT); needs the gpt2\n"
+                      "tokenizer files",
+                      request.text),
+      cli::customOption("--ids", "I,J,...", "run these token ids instead of a text (any family)",
+                        [&request](const std::string& v) -> Status {
+                          Expected<std::vector<int>> list = parseIds(v);
+                          if (!list) return list.error();
+                          request.ids = std::move(list).value();
+                          request.hasIds = true;
+                          return Ok{};
+                        }),
+      cli::flagOption("--bos", "prepend config.json's bos_token_id (default: not)", request.bos),
+      cli::customOption("--no-bos", "", "do not prepend it (the default)", nullptr),
+      // Checked after parsing (checkOutputPath: .npz, the folder).
+      cli::customOption("--out", "OUT.npz",
+                        "write the arrays\n"
+                        "  attention  float32 [layers, heads, n, n]  (row = query, causal)\n"
+                        "  token_ids  int64 [n]\n"
+                        "and the side file OUT.tokens.json: each token's decoded text, a JSON\n"
+                        "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
+                        nullptr),
+      cli::intOption("--predict", "K", 1, kMaxPredict,
+                     "print the K most probable next tokens as JSON on stdout (1..1000):\n"
+                     "{\"model_type\", \"heads_kv\", \"tokens\": n,\n"
+                     " \"next\": [{\"id\", \"text\", \"probability\", \"logit\"}, ...]}\n"
+                     "(\"text\" is null without a tokenizer)",
+                     request.predict),
+  };
+  command.notes = R"(At least one of --out and --predict is needed. The text may have at most n_positions
+tokens (1024 for GPT-2). Errors (exit 2) name the file and the tensor or field: a missing
+tensor, a wrong shape, an unsupported dtype, offsets outside the file, a header too big.
+)";
+  return command;
+}
+
+// Options through the declarations, then the positional DIR and the checks across options.
 Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
-  Expected<cli::ParsedArgs> parsed = cli::parseArgs("model", args, kModelOptions);
-  if (!parsed) return parsed.error();
   ModelRequest request;
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(modelCommand(request), args);
+  if (!parsed) return parsed.error();
   request.help = parsed->help;
   if (request.help) return request;
   if (parsed->positional.empty()) {
@@ -82,25 +128,11 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
                      " for 'model' (only one DIR)"};
   }
   request.folder = parsed->positional[0];
-  const std::string* text = parsed->get("--text");
-  const std::string* ids = parsed->get("--ids");
+  const bool text = parsed->has("--text"), ids = parsed->has("--ids");
   if (text && ids) return optionError("--ids", "give either --text or --ids, not both");
   if (!text && !ids) return optionError("--text", "missing (give --text TEXT or --ids I,J,...)");
-  if (text) request.text = *text;
-  if (ids) {
-    Expected<std::vector<int>> list = parseIds(*ids);
-    if (!list) return list.error();
-    request.ids = std::move(list).value();
-    request.hasIds = true;
-  }
   if (parsed->has("--bos") && parsed->has("--no-bos")) {
     return optionError("--bos", "give either --bos or --no-bos, not both");
-  }
-  request.bos = parsed->has("--bos");
-  if (const std::string* k = parsed->get("--predict")) {
-    auto n = parseIntStrict(*k, 1, kMaxPredict);
-    if (!n) return optionError("--predict", cli::inQuotes(*k) + " is not an integer in 1..1000");
-    request.predict = *n;
   }
   Expected<std::string> outPath = cli::checkOutputPath(*parsed, {".npz"}, /*required=*/false);
   if (!outPath) return outPath.error();
@@ -141,43 +173,18 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
 
 }  // namespace
 
-const std::string_view kModelHelp =
-    R"(usage: attnscope model DIR (--text TEXT | --ids I,J,...) [--bos | --no-bos]
-                         [--out OUT.npz] [--predict K]
-
-Runs a decoder model on the CPU, offline. DIR is a Hugging Face folder: config.json
-(model_type gpt2, llama, mistral, qwen2 or gpt_neox; every size and option is read from
-it), model.safetensors or model.safetensors.index.json with its shards (F32, F16 or BF16),
-and for gpt2 vocab.json and merges.txt (see docs/models.md).
-
-options:
-  --text TEXT       the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;
-                    a TEXT that starts with "--" is given as --text=TEXT); needs the gpt2
-                    tokenizer files
-  --ids I,J,...     run these token ids instead of a text (any family)
-  --bos, --no-bos   prepend config.json's bos_token_id, or not (default: not)
-  --out OUT.npz     write the arrays
-                      attention  float32 [layers, heads, n, n]  (row = query, causal)
-                      token_ids  int64 [n]
-                    and the side file OUT.tokens.json: each token's decoded text, a JSON
-                    list (" world", "\n"; a token holding part of a UTF-8 character is "�")
-  --predict K       print the K most probable next tokens as JSON on stdout (1..1000):
-                    {"model_type", "heads_kv", "tokens": n,
-                     "next": [{"id", "text", "probability", "logit"}, ...]}
-                    ("text" is null without a tokenizer)
-  -h, --help        show this help
-
-At least one of --out and --predict is needed. The text may have at most n_positions
-tokens (1024 for GPT-2). Errors (exit 2) name the file and the tensor or field: a missing
-tensor, a wrong shape, an unsupported dtype, offsets outside the file, a header too big.
-)";
+cli::CommandInfo modelInfo() {
+  ModelRequest request;
+  return cli::describe(modelCommand(request));
+}
 
 int runModelCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   // 1 options
   Expected<ModelRequest> request = parseModelArgs(args);
   if (!request) return fail(err, request.error());
   if (request->help) {
-    out << kModelHelp;
+    ModelRequest defaults;
+    out << cli::helpText(modelCommand(defaults));
     return 0;
   }
 
@@ -287,8 +294,14 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
 // The window with a model
 // =======================================================================================
 
-const std::string_view kModelWindowHelp =
-    R"(usage: attnscope --model DIR [--text TEXT]
+namespace {
+
+// The options of `--model DIR`, declared once.
+cli::Command modelWindowCommand(GuiLaunch& launch) {
+  cli::Command command;
+  command.name = "--model";
+  command.column = 20;
+  command.usage = R"(usage: attnscope --model DIR [--text TEXT]
 
 Opens the window with the GPT-2 model folder DIR loaded (on a worker thread; see
 attnscope model --help for the folder) and TEXT typed into the Model panel. The Attention
@@ -296,36 +309,54 @@ panel shows every layer's and head's attention as you type, the Model panel the 
 prediction and the residual-stream norms. A bad folder gives an error notice and the window
 opens without a model.
 )";
+  command.options = {
+      cli::textOption("--text", "TEXT", "the text typed into the Model panel", launch.modelText)};
+  return command;
+}
+
+}  // namespace
+
+cli::CommandInfo modelWindowInfo() {
+  GuiLaunch launch;
+  return cli::describe(modelWindowCommand(launch));
+}
 
 int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err,
                    const WindowRunner& window) {
-  constexpr cli::OptionSpec kOptions[] = {{"--text", true}};
-  Expected<cli::ParsedArgs> parsed = cli::parseArgs("--model", args, kOptions);
+  GuiLaunch launch;
+  const cli::Command command = modelWindowCommand(launch);
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
   if (!parsed) return fail(err, parsed.error());
   if (parsed->help) {
-    out << kModelWindowHelp;
+    out << cli::helpText(command);
     return 0;
   }
   if (parsed->positional.size() != 1) {
     return fail(err, Error{"", "", "'--model' needs one model folder DIR (see attnscope --model --help)"});
   }
-  GuiLaunch launch;
   launch.modelFolder = parsed->positional[0];
-  if (const std::string* text = parsed->get("--text")) launch.modelText = *text;
   out.flush();
   return openWindow(window, launch, "'--model'", err);
 }
 
-Status applyModelScreenshotOptions(const std::function<const std::string*(std::string_view)>& get,
-                                   bool pipeline, GuiLaunch& launch) {
-  const std::string* folder = get("--model");
-  if (!folder) {
-    if (get("--text")) return optionError("--text", "only applies with --model DIR");
+std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipeline) {
+  return {
+      cli::textOption("--model", "DIR", "load the folder and show the Model and Attention panels",
+                      launch.modelFolder),
+      cli::textOption("--text", "TEXT", "the text typed into the Model panel", launch.modelText),
+      cli::flagOption("--pipeline",
+                      "open the selected head (--select L,H) in the pipeline: a new\n"
+                      "scenario of its real q, k and v",
+                      pipeline),
+  };
+}
+
+Status checkModelScreenshot(const cli::ParsedArgs& parsed, bool pipeline, GuiLaunch& launch) {
+  if (!parsed.has("--model")) {
+    if (parsed.has("--text")) return optionError("--text", "only applies with --model DIR");
     if (pipeline) return optionError("--pipeline", "only applies with --model DIR");
     return Ok{};
   }
-  launch.modelFolder = *folder;
-  if (const std::string* text = get("--text")) launch.modelText = *text;
   if (pipeline) {
     if (launch.attention.layer < 0) return optionError("--pipeline", "needs --select LAYER,HEAD");
     launch.modelPipeline = true;

@@ -9,15 +9,16 @@
 #include <string_view>
 
 #include "app/cli/cli.h"
+#include "app/cli/options.h"
 
 namespace attn::app {
-
-extern const std::string_view kOpenHelp;
 
 // Checks the options (a bad file or an index out of range: one line, exit 2, no window),
 // then runs `window` until it is closed and returns its exit code (the headless build has
 // none: exit 2 saying so).
 int runOpen(std::span<const std::string> args, std::ostream& out, std::ostream& err,
             const WindowRunner& window);
+// Its declared options (the Attention panel's, as for `screenshot FILE.npz`).
+cli::CommandInfo openInfo();
 
 }  // namespace attn::app

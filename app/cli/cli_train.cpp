@@ -3,13 +3,14 @@
 //   2 build the trainer (validates the task and model settings),
 //   3 train to the target or the limits (core/train/trainer.h, trainToTarget),
 //   4 write RUN.json and optionally the first held-out example's attention as CSV.
-#include "app/cli/cli_train.h"
+#include "app/cli/commands.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -25,170 +26,138 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kTrainHelp =
-    R"(usage: attnscope train --out RUN.json [options]
-
-Trains a small attention model on a generated toy task, without a window, and writes the
-result. Training data come from --seed; the held-out set (1000 sequences by default) from
-a different seed derived from it.
-
-task:
-  --task NAME          copy | reverse | sort | shift | markers      (default: reverse)
-  --length L           sequence length, 2..64                        (default: 8)
-  --vocab V            vocabulary size, 2..256 (markers: 3..256)     (default: 10)
-  --shift K            shift task: y_i = x_(i+K mod L)               (default: 1)
-model:
-  --model NAME         encdec | encoder | pool                       (default: encdec)
-  --score NAME         encdec similarity: dot | scaled_dot | general | additive
-                                                                     (default: dot)
-  --width D            model width, 2..256                           (default: 32)
-  --heads H            encoder heads (must divide the width)         (default: 2)
-  --layers N           encoder layers, 1 or 2                        (default: 1)
-training:
-  --seed S             seed of the data and the initial weights      (default: 1)
-  --lr X               Adam learning rate, (0, 1]                    (default: 0.01)
-  --batch B            examples per step, 1..4096                    (default: 32)
-  --threads N          1 or 2 (the batch is split in halves)         (default: 2)
-  --held-out N         held-out sequences, 1000..100000              (default: 1000)
-  --seconds T          wall-clock limit, > 0                         (default: 60)
-  --steps N            step limit, 0 = none                          (default: 0)
-  --no-early-stop      keep training after the target is reached
-output:
-  --out RUN.json       required: accuracy, antidiagonal, steps, steps_per_second,
-                       seconds_to_target (null if never reached), and the settings
-  --attention-out F    the first held-out example's attention (encdec: cross-attention),
-                       output positions as rows, input positions as columns, CSV, no labels
-  -h, --help           show this help
-
-The target is a held-out token accuracy of at least 0.99 and, for the reverse task, a mean
-anti-diagonal attention mass of at least 0.9. Training stops when it is reached unless
---no-early-stop is given.
-)";
-
 using cli::fail;
 using cli::inQuotes;
 using cli::optionError;
-
-constexpr cli::OptionSpec kTrainOptions[] = {
-    {"--task", true},           {"--length", true},   {"--vocab", true},        {"--shift", true},
-    {"--model", true},          {"--score", true},    {"--width", true},        {"--heads", true},
-    {"--layers", true},         {"--seed", true},     {"--lr", true},           {"--batch", true},
-    {"--threads", true},        {"--held-out", true}, {"--seconds", true},      {"--steps", true},
-    {"--no-early-stop", false}, {"--out", true},      {"--attention-out", true}};
-
-std::optional<std::uint64_t> parseSeed(std::string_view text) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
-  return value;
-}
-
-std::optional<long long> parseSteps(std::string_view text) {
-  long long value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < 0) return std::nullopt;
-  return value;
-}
+using cli::Option;
 
 struct Request {
   train::TrainConfig config;
   train::RunLimits limits;
   std::string outPath;
   std::string attentionPath;
+  bool noEarlyStop = false;
 };
 
+// The scores the trainer can train (no cosine, no MLP).
+constexpr ScoreKind kTrainableScores[] = {ScoreKind::Dot, ScoreKind::ScaledDot,
+                                          ScoreKind::General, ScoreKind::Additive};
+
+// The options of `train`, declared once.
+cli::Command trainCommand(Request& request) {
+  train::TrainConfig& c = request.config;
+  train::RunLimits& limits = request.limits;
+  cli::Command command;
+  command.name = "train";
+  command.column = 23;
+  command.usage = R"(usage: attnscope train --out RUN.json [options]
+
+Trains a small attention model on a generated toy task, without a window, and writes the
+result. Training data come from --seed; the held-out set (1000 sequences by default) from
+a different seed derived from it.
+)";
+  using cli::customOption;
+  using cli::enumOption;
+  using cli::intOption;
+  using cli::section;
+  auto append = [&command](std::vector<Option> options) {
+    for (Option& option : options) command.options.push_back(std::move(option));
+  };
+  append(section("task", {
+      enumOption<train::TaskKind>("--task", "NAME", "task", train::kAllTaskKinds,
+                                  "{choices}      (default: reverse)", c.task.kind),
+      intOption("--length", "L", 2, 64, "sequence length, 2..64                        (default: 8)", c.task.length),
+      intOption("--vocab", "V", 2, 256, "vocabulary size, 2..256 (markers: 3..256)     (default: 10)", c.task.vocab),
+      intOption("--shift", "K", -64, 64, "shift task: y_i = x_(i+K mod L)               (default: 1)", c.task.shift),
+  }));
+  append(section("model", {
+      enumOption<train::ModelKind>("--model", "NAME", "model", train::kAllModelKinds,
+                                   "{choices}                       (default: encdec)", c.model.kind),
+      enumOption<ScoreKind>("--score", "NAME", "trainable score", kTrainableScores,
+                            "encdec similarity: {choices}\n"
+                            "                                              (default: dot)",
+                            c.model.score),
+      intOption("--width", "D", 2, 256, "model width, 2..256                           (default: 32)", c.model.width),
+      intOption("--heads", "H", 1, 256, "encoder heads (must divide the width)         (default: 2)", c.model.heads),
+      intOption("--layers", "N", 1, 2, "encoder layers, 1 or 2                        (default: 1)", c.model.layers),
+  }));
+  append(section("training", {
+      customOption("--seed", "S", "seed of the data and the initial weights      (default: 1)",
+                   [&c](const std::string& v) -> Status {
+                     auto seed = cli::parseUnsignedStrict(v);
+                     if (!seed) return Error{"", "", inQuotes(v) + " is not an integer in 0..2^64-1"};
+                     c.seed = *seed;
+                     return Ok{};
+                   }),
+      customOption("--lr", "X", "Adam learning rate, (0, 1]                    (default: 0.01)",
+                   [&c](const std::string& v) -> Status {
+                     auto lr = parseFloatStrict(v);
+                     if (!lr || !(*lr > 0) || *lr > 1) return Error{"", "", inQuotes(v) + " is not in (0, 1]"};
+                     c.learningRate = *lr;
+                     return Ok{};
+                   }),
+      intOption("--batch", "B", 1, 4096, "examples per step, 1..4096                    (default: 32)", c.batch),
+      intOption("--threads", "N", 1, 2, "1 or 2 (the batch is split in halves)         (default: 2)", c.threads),
+      intOption("--held-out", "N", 1000, 100000, "held-out sequences, 1000..100000              (default: 1000)", c.heldOut),
+      customOption("--seconds", "T", "wall-clock limit, > 0                         (default: 60)",
+                   [&limits](const std::string& v) -> Status {
+                     auto seconds = parseFloatStrict(v);
+                     if (!seconds || !(*seconds > 0) || *seconds > 86400)
+                       return Error{"", "", inQuotes(v) + " is not a number in (0, 86400]"};
+                     limits.seconds = *seconds;
+                     return Ok{};
+                   }),
+      customOption("--steps", "N", "step limit, 0 = none                          (default: 0)",
+                   [&limits](const std::string& v) -> Status {
+                     auto steps = cli::parseIntegerStrict(v, 0, std::numeric_limits<long long>::max());
+                     if (!steps) return Error{"", "", inQuotes(v) + " is not an integer >= 0"};
+                     limits.maxSteps = *steps;
+                     return Ok{};
+                   }),
+      cli::flagOption("--no-early-stop", "keep training after the target is reached",
+                      request.noEarlyStop),
+  }));
+  append(section("output", {
+      // Both checked after parsing (checkOutputFile).
+      customOption("--out", "RUN.json",
+                   "required: accuracy, antidiagonal, steps, steps_per_second,\n"
+                   "seconds_to_target (null if never reached), and the settings",
+                   nullptr),
+      customOption("--attention-out", "F",
+                   "the first held-out example's attention (encdec: cross-attention),\n"
+                   "output positions as rows, input positions as columns, CSV, no labels",
+                   nullptr),
+  }));
+  command.notes = R"(The target is a held-out token accuracy of at least 0.99 and, for the reverse task, a mean
+anti-diagonal attention mass of at least 0.9. Training stops when it is reached unless
+--no-early-stop is given.
+)";
+  return command;
+}
+
 Expected<Request> parseRequest(std::span<const std::string> args, bool& help) {
-  Expected<cli::ParsedArgs> parsed = cli::parseArgs("train", args, kTrainOptions);
+  Request request;
+  Expected<cli::ParsedArgs> parsed = cli::parseCommand(trainCommand(request), args);
   if (!parsed) return parsed.error();
   help = parsed->help;
+  if (help) return request;
   if (!parsed->positional.empty()) {
     return Error{"", "", "unexpected argument " + inQuotes(parsed->positional[0]) + " for 'train'"};
   }
-  Request request;
   train::TrainConfig& c = request.config;
-  auto get = [&](std::string_view name) { return parsed->get(name); };
-  auto intOption = [&](std::string_view name, int lo, int hi, int& target) -> Status {
-    if (const std::string* v = get(name)) {
-      auto n = parseIntStrict(*v, lo, hi);
-      if (!n) {
-        return optionError(name, inQuotes(*v) + " is not an integer in " + std::to_string(lo) +
-                                     ".." + std::to_string(hi));
-      }
-      target = *n;
-    }
-    return Ok{};
-  };
-  if (const std::string* v = get("--task")) {
-    auto kind = train::parseTaskKind(*v);
-    if (!kind) {
-      return optionError("--task", "unknown task " + inQuotes(*v) +
-                                       "; use one of copy, reverse, sort, shift, markers");
-    }
-    c.task.kind = *kind;
-  }
-  if (const std::string* v = get("--model")) {
-    auto kind = train::parseModelKind(*v);
-    if (!kind) {
-      return optionError("--model",
-                         "unknown model " + inQuotes(*v) + "; use one of encdec, encoder, pool");
-    }
-    c.model.kind = *kind;
-  }
-  if (const std::string* v = get("--score")) {
-    auto kind = parseScoreKind(*v);
-    if (!kind || *kind == ScoreKind::Cosine || *kind == ScoreKind::Mlp) {
-      return optionError("--score", "unknown or untrainable score " + inQuotes(*v) +
-                                        "; use one of dot, scaled_dot, general, additive");
-    }
-    c.model.score = *kind;
-  }
-  for (Status s :
-       {intOption("--length", 2, 64, c.task.length), intOption("--vocab", 2, 256, c.task.vocab),
-        intOption("--shift", -64, 64, c.task.shift), intOption("--width", 2, 256, c.model.width),
-        intOption("--heads", 1, 256, c.model.heads), intOption("--layers", 1, 2, c.model.layers),
-        intOption("--batch", 1, 4096, c.batch), intOption("--threads", 1, 2, c.threads),
-        intOption("--held-out", 1000, 100000, c.heldOut)}) {
-    if (!s) return s.error();
-  }
   // The encoder checks its heads when it is built; the other models are refused here too,
   // so that a --heads that cannot split the width never runs silently.
-  if (get("--heads") && c.model.kind != train::ModelKind::Encoder) {
+  if (parsed->has("--heads") && c.model.kind != train::ModelKind::Encoder) {
     if (Status s = train::checkHeadsDivideWidth(c.model.heads, c.model.width); !s)
       return optionError("--heads", s.error().problem);
   }
-  if (const std::string* v = get("--seed")) {
-    auto seed = parseSeed(*v);
-    if (!seed) return optionError("--seed", inQuotes(*v) + " is not an integer in 0..2^64-1");
-    c.seed = *seed;
-  }
   c.model.seed = c.seed;
-  if (const std::string* v = get("--lr")) {
-    auto lr = parseFloatStrict(*v);
-    if (!lr || !(*lr > 0) || *lr > 1)
-      return optionError("--lr", inQuotes(*v) + " is not in (0, 1]");
-    c.learningRate = *lr;
-  }
-  if (const std::string* v = get("--seconds")) {
-    auto seconds = parseFloatStrict(*v);
-    if (!seconds || !(*seconds > 0) || *seconds > 86400) {
-      return optionError("--seconds", inQuotes(*v) + " is not a number in (0, 86400]");
-    }
-    request.limits.seconds = *seconds;
-  }
-  if (const std::string* v = get("--steps")) {
-    auto steps = parseSteps(*v);
-    if (!steps) return optionError("--steps", inQuotes(*v) + " is not an integer >= 0");
-    request.limits.maxSteps = *steps;
-  }
-  request.limits.earlyStop = get("--no-early-stop") == nullptr;
-  if (help) return request;
-  const std::string* out = get("--out");
+  request.limits.earlyStop = !request.noEarlyStop;
+  const std::string* out = parsed->get("--out");
   if (!out) return optionError("--out", "missing (the RUN.json file to write is required)");
   if (Status s = cli::checkOutputFile("--out", *out); !s) return s.error();
   request.outPath = *out;
-  if (const std::string* v = get("--attention-out")) {
+  if (const std::string* v = parsed->get("--attention-out")) {
     if (Status s = cli::checkOutputFile("--attention-out", *v); !s) return s.error();
     request.attentionPath = *v;
   }
@@ -212,8 +181,9 @@ std::string matrixCsv(const Matrix& m) {
 
 }  // namespace
 
-std::string_view trainHelp() {
-  return kTrainHelp;
+cli::CommandInfo trainInfo() {
+  Request request;
+  return cli::describe(trainCommand(request));
 }
 
 int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
@@ -221,7 +191,8 @@ int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream&
   bool help = false;
   Expected<Request> request = parseRequest(args, help);
   if (help) {
-    out << kTrainHelp;
+    Request defaults;
+    out << cli::helpText(trainCommand(defaults));
     return 0;
   }
   if (!request) return fail(err, request.error());

@@ -22,6 +22,10 @@ namespace attn {
 // dot: q·k; scaled_dot: q·k/√d_h; cosine: q·k/(|q||k|); general: qᵀ·W_a·k;
 // additive: vᵀ·tanh(W₁q + W₂k + b) (Bahdanau); mlp: w_oᵀ·tanh(W_h·[q;k] + b_h) + b_o.
 enum class ScoreKind { Dot, ScaledDot, Cosine, General, Additive, Mlp };
+// Every score, in the order above (the CLI's --score lists them).
+inline constexpr ScoreKind kAllScoreKinds[] = {ScoreKind::Dot,     ScoreKind::ScaledDot,
+                                               ScoreKind::Cosine,  ScoreKind::General,
+                                               ScoreKind::Additive, ScoreKind::Mlp};
 // none; causal (key j allowed iff j <= i); padding (per-key validity); local (|j - p| <= D);
 // local_gaussian (local window, and weights multiplied by exp(-(j-p)²/(2σ²)), σ = D/2);
 // custom (explicit 0/1 matrix).

@@ -7,11 +7,6 @@ namespace attn {
 namespace {
 constexpr std::string_view kMatrixNames[] = {"scores", "masked_scores", "weights", "q",     "k",
                                              "v",      "context",       "concat",  "output"};
-constexpr MatrixKind kAllMatrixKinds[] = {MatrixKind::Scores,  MatrixKind::MaskedScores,
-                                          MatrixKind::Weights, MatrixKind::Q,
-                                          MatrixKind::K,       MatrixKind::V,
-                                          MatrixKind::Context, MatrixKind::Concat,
-                                          MatrixKind::Output};
 
 // labels[i], or the fallback prefix + i when the problem has fewer labels than rows.
 std::vector<std::string> labelsOrIndices(const std::vector<std::string>& labels, Eigen::Index n,

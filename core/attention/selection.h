@@ -20,6 +20,11 @@ namespace attn {
 // scores (raw), masked_scores (÷T, -inf where masked), weights, q, k, v, context, concat,
 // output.
 enum class MatrixKind { Scores, MaskedScores, Weights, Q, K, V, Context, Concat, Output };
+// Every kind, in the order above (the CLI's --matrix and --stage list them).
+inline constexpr MatrixKind kAllMatrixKinds[] = {
+    MatrixKind::Scores, MatrixKind::MaskedScores, MatrixKind::Weights,
+    MatrixKind::Q,      MatrixKind::K,            MatrixKind::V,
+    MatrixKind::Context, MatrixKind::Concat,      MatrixKind::Output};
 // Matrices whose values have a sign that matters (Q, K, V, raw and masked scores, context,
 // concat, output): shown on a diverging map centred on 0 by default, in the app and in
 // `attnscope export`. Weights (>= 0) are not.

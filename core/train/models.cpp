@@ -18,7 +18,7 @@ std::string_view toString(ModelKind kind) {
 }
 
 std::optional<ModelKind> parseModelKind(std::string_view name) {
-  for (ModelKind kind : {ModelKind::EncDec, ModelKind::Encoder, ModelKind::Pool}) {
+  for (ModelKind kind : kAllModelKinds) {
     if (toString(kind) == name) return kind;
   }
   return std::nullopt;

@@ -30,6 +30,9 @@
 namespace attn::train {
 
 enum class ModelKind { EncDec, Encoder, Pool };
+// Every model, in the order above (the CLI's --model lists them).
+inline constexpr ModelKind kAllModelKinds[] = {ModelKind::EncDec, ModelKind::Encoder,
+                                               ModelKind::Pool};
 
 std::string_view toString(ModelKind kind);
 std::optional<ModelKind> parseModelKind(std::string_view name);

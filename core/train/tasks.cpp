@@ -22,8 +22,7 @@ std::string_view toString(TaskKind kind) {
 }
 
 std::optional<TaskKind> parseTaskKind(std::string_view name) {
-  for (TaskKind kind :
-       {TaskKind::Copy, TaskKind::Reverse, TaskKind::Sort, TaskKind::Shift, TaskKind::Markers}) {
+  for (TaskKind kind : kAllTaskKinds) {
     if (toString(kind) == name) return kind;
   }
   return std::nullopt;

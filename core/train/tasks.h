@@ -22,6 +22,9 @@ namespace attn::train {
 // markers: one class token: 1 when any marker token (0 .. markers-1) occurs in x, else 0
 //          (a sentiment-like task; the markers play the "good"/"bad" words).
 enum class TaskKind { Copy, Reverse, Sort, Shift, Markers };
+// Every task, in the order above (the CLI's --task lists them).
+inline constexpr TaskKind kAllTaskKinds[] = {TaskKind::Copy, TaskKind::Reverse, TaskKind::Sort,
+                                             TaskKind::Shift, TaskKind::Markers};
 
 std::string_view toString(TaskKind kind);
 std::optional<TaskKind> parseTaskKind(std::string_view name);

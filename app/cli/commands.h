@@ -1,0 +1,43 @@
+// The CLI's commands, one file each in app/cli/ (cli_open.cpp, compute.cpp, export.cpp, screenshot.cpp,
+// cli_attention.cpp for info, cli_image.cpp, cli_train.cpp, cli_model.cpp, cli_bench.cpp).
+// Each `runX` takes the arguments after the command's name and returns the exit code of
+// cli.h; each `xInfo` returns its declared options (name, value, help, choices).
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string>
+
+#include "app/cli/cli.h"
+#include "app/cli/cli_image.h"
+#include "app/cli/cli_model.h"
+#include "app/cli/cli_open.h"
+#include "app/cli/options.h"
+
+namespace attn::app {
+
+int runCompute(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo computeInfo();
+
+// SCENARIO or FILE.npy|FILE.npz (then cli_attention.cpp's runAttentionExport).
+int runExport(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo exportInfo();
+
+// Opens the window through `window` (cli.h) once every option and the input are checked.
+int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+                  const WindowRunner& window);
+cli::CommandInfo screenshotInfo();
+
+// `info FILE [--array NAME] [--batch B] [--layout DIMS] [--tokens FILE] [--scan]`.
+int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo infoInfo();
+
+// `train --out RUN.json [...]`: prints a one-line summary on `out`.
+int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo trainInfo();
+
+// `bench [--n N] ...`: one line of JSON on `out`.
+int runBench(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+cli::CommandInfo benchInfo();
+
+}  // namespace attn::app

@@ -1,0 +1,203 @@
+// The window's state (GuiSession::Impl) and what its parts share. Private to app/ui/shell:
+// the window and its loop (gui_window.cpp), the menus and shortcuts (gui_menus.cpp), the
+// notices, log and help windows (gui_notices.cpp), the launch plan (gui_launch.cpp) and
+// the screenshot (gui_screenshot.cpp).
+#pragma once
+
+#define GLFW_INCLUDE_NONE
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+
+#include "app/session/attention_analysis.h"
+#include "app/session/attention_service.h"
+#include "app/session/attention_source.h"
+#include "app/session/version.h"
+#include "app/session/compute_service.h"
+#include "app/session/data_dir.h"
+#include "app/ui/shell/files.h"
+#include "app/session/frame_pacing.h"
+#include "app/ui/widgets/gl_texture.h"
+#include "app/ui/shell/gui_session.h"
+#include "app/ui/widgets/heatmap_widget_impl.h"
+#include "app/session/model_service.h"
+#include "app/ui/panels/panel_registry.h"
+#include "app/ui/panels/panels.h"
+#include "app/session/pipeline_layout.h"
+#include "app/session/pipeline_steps.h"
+#include "app/ui/panels/panel_training.h"
+#include "app/session/recent_files.h"
+#include "app/ui/shell/screenshot.h"
+#include "app/ui/shell/theme.h"
+#include "core/base/format.h"
+#include "formats/files.h"
+#include "formats/scenario_json.h"
+
+namespace attn::app {
+
+inline constexpr double kNoticeSeconds = 8.0;
+inline constexpr double kAutosaveInterval = 3.0;
+
+inline constexpr const char* kNoDisplayMessage =
+    "attnscope: no display available (DISPLAY/WAYLAND_DISPLAY unset or the X server refused), "
+    "so the window cannot open. Use the headless commands: attnscope compute SCENARIO, "
+    "attnscope export SCENARIO ..., or run under xvfb-run.";
+
+struct Shortcut {
+  const char* keys;
+  const char* what;
+};
+inline constexpr Shortcut kShortcuts[] = {
+    {"Ctrl+O", "Open a scenario file"},
+    {"Ctrl+S", "Save"},
+    {"Ctrl+Shift+S", "Save as"},
+    {"Ctrl+Z", "Undo"},
+    {"Ctrl+Shift+Z / Ctrl+Y", "Redo"},
+    {"Ctrl+= / Ctrl+-", "Presentation: larger / smaller font"},
+    {"Ctrl+0", "Presentation: normal font size"},
+    {"F12", "Save a screenshot of the window (PNG)"},
+    {"Ctrl+Q", "Quit (asks to save unsaved changes)"},
+    {"Mouse wheel on a heatmap", "Zoom around the cursor"},
+    {"Drag on a heatmap", "Pan; double-click resets the zoom"},
+    {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
+    {"Space / \xE2\x86\x92 / PageDown, \xE2\x86\x90 / PageUp, Esc",
+     "Pipeline: next / previous stage (clickers), show all"},
+    {"F5", "Presentation mode: the pipeline full screen, large type (F5 / Esc leaves)"},
+    {"Enter / double-click a stage", "Presentation: the current stage alone, explained"},
+    {"Drop a .json file", "Open it"},
+    {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
+    {"Click a patch of the image", "Make it the query"},
+};
+
+struct GuiSession::Impl {
+  GuiLaunch launch;
+  Options options;
+  GLFWwindow* window = nullptr;
+  bool glfwReady = false, imguiReady = false, backendsReady = false;
+  AppState state;
+  std::unique_ptr<HeatmapCache> heatmaps;
+  // Computes every new document revision on a worker thread (window mode). Screenshots
+  // compute synchronously, so that the picture always shows the finished result.
+  std::unique_ptr<ComputeService> compute;
+  std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
+  std::unique_ptr<ModelService> model;          // GPT-2 folder loads and runs as you type
+  FileUi files;
+  // File ▸ Open Recent (app/recent_files.h); recentFile "" = not kept (tests, screenshots).
+  std::string recentFile;
+  std::vector<std::string> recent;
+  std::string recentDoc;               // docPath last seen by trackRecent()
+  std::uint64_t recentGeneration = 0;  // attention generation last seen by trackRecent()
+
+  float contentScale = 1.f;
+  float fontPixels = 0.f;  // size the atlas was built at
+  bool themeLight = false;
+  float themeScale = 0.f;
+
+  ImVec2 lastViewport{0, 0};
+  float lastLayoutFont = 0.f;
+  bool layoutDirty = true;
+  std::vector<bool> lastShown;  // per registry panel, last frame
+  std::vector<std::pair<ImVec2, ImVec2>> pendingRects;  // tile (pos, size) of each panel
+  bool applyLayout = false;
+
+  std::string title;
+  int frameIndex = 0;
+  int exitCode = 0;
+  bool screenshotRequested = false;  // F12 / menu
+  bool finished = false;
+  GuiSession::FrameTiming timing;
+
+  bool showLog = false, showAbout = false, showShortcuts = false;
+  std::string presetBanner;  // path of the preset whose description banner is up ("" = none)
+  std::string lastComputeError;
+  std::set<std::string> lastWarnings;
+  std::vector<std::string> droppedPaths;
+  // Key presses from GLFW, kept until the next frame: ImGui 1.86 only sees keys that are
+  // still down at NewFrame, so a quick press+release (remote desktops, xdotool, fast typing)
+  // between two frames would lose a shortcut.
+  struct KeyPress {
+    int key, mods;
+  };
+  std::vector<KeyPress> keyPresses;
+  // Idle pacing (app/frame_pacing.h): an input callback sets eventSeen; the loop then draws
+  // kSettleFrames more frames before it may block in glfwWaitEventsTimeout again.
+  bool eventSeen = true;
+  int settleFrames = kSettleFrames;
+  bool waitWhenIdle = false;
+  double imguiClockOffset = 0;  // ImGui::GetTime() - glfwGetTime() at the last drawn frame
+  FrameActivity activity() const;
+
+  bool screenshotMode() const { return !launch.screenshotPath.empty(); }
+  double now() const { return ImGui::GetCurrentContext() ? ImGui::GetTime() : 0.0; }
+
+  int openWindow();
+  void loadInitialDocument(const std::string& startupError);
+  void rebuildFontIfNeeded();
+  void handleShortcuts();
+  void drawMenuBar();  // the main menu bar: the menus below and the status on the right
+  void drawFileMenu(double t);
+  void drawModelMenu();
+  void drawEditMenu();
+  void drawViewMenu();
+  void drawHelpMenu();
+  void drawMenuStatus();
+  void layoutPanels();
+  void drawPanels();
+  void drawPresentation();  // presentation mode: the Pipeline over the whole window
+  void drawNotices();
+  void drawLog();
+  void drawHelpWindows();
+  void postComputeNotices();
+  // Brings state.computed up to date: synchronously in screenshot mode, else through the
+  // worker (never blocks). True when a new result was published.
+  bool recompute() {
+    if (screenshotMode() || !compute)
+      return update(state) | updateModel(state, now()) | updateAttention(state);
+    bool changed = model && updateModelAsync(state, *model, now());
+    if (attention) changed |= updateAttentionAsync(state, *attention);
+    return updateAsync(state, *compute, viewsOnScreen(state)) || changed;
+  }
+  // Screenshot mode: loads the model and runs the text at once, selects the launch's head
+  // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.
+  bool openModelScreenshot();
+  void updateTitle();
+  void loadRecent();
+  void trackRecent();
+  void drawRecentMenu();
+  void takeScreenshot(const std::string& path, bool sidecar);
+  void shutdown();
+
+  // The launch plan (app/session/launch.h), applied in open() step by step; each feature
+  // applies its own part (gui_launch.cpp).
+  struct LaunchFiles {
+    std::string imageError;     // the image could not be read (window mode: a notice)
+    std::string attentionPath;  // an attention file opened beside the document
+    Scenario initial;           // the scenario file, when one was given and loads
+    bool haveInitial = false;
+    std::string startupError;   // the scenario file could not be read (window mode)
+  };
+  // Reads the files the plan names before a window opens: in screenshot mode a bad file
+  // prints one line and returns 2; in window mode it becomes a notice. 0 otherwise.
+  int checkLaunchFiles(LaunchFiles& files);
+  void startServices();                       // heatmap cache, compute/attention/model workers
+  void openLaunchDocument(LaunchFiles& files);  // the file, else the autosave or a preset
+  void launchImage(const std::string& imageError);    // the Image view
+  void launchAttention(const std::string& attentionPath);  // the Attention panel
+  bool launchModel();   // the Model panel; false (one line on stderr) for a bad screenshot
+  void launchView();    // theme, presentation mode, pipeline stage
+  void finishLaunch();  // the autosave baseline, the font, the heatmaps' GPU side
+};
+
+}  // namespace attn::app

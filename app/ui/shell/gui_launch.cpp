@@ -1,0 +1,203 @@
+// The launch plan (app/session/launch.h: what `attnscope FILE`, `--model DIR` and
+// `screenshot` ask for), applied when the window opens. Each feature applies its own part:
+// the files are checked first (a bad file fails a screenshot before any window), then the
+// document, the Image view, the Training panel, the Attention panel, the Model panel and
+// the view (theme, presentation, stage).
+#include "app/ui/shell/gui_impl.h"
+
+namespace attn::app {
+
+namespace fs = std::filesystem;
+
+// Steps, in order: 0-1 the files, 2 the window, 3 the document, 4 each feature's part.
+int GuiSession::open(const GuiLaunch& launch, const Options& options) {
+  Impl& s = *impl_;
+  s.launch = launch;
+  s.launch.frames = std::max(1, launch.frames);
+  s.options = options;
+  if (classifyPath(s.launch.scenarioPath) == PathKind::Image) {  // `attnscope IMAGE`: the image view
+    s.launch.imagePath = s.launch.scenarioPath;
+    s.launch.scenarioPath.clear();
+  }
+  // 0-1 the image, the attention file and the scenario, before a window opens: a bad file
+  //   must fail the same way with or without a display
+  Impl::LaunchFiles files;
+  if (int code = s.checkLaunchFiles(files); code != 0) return code;
+  s.waitWhenIdle = options.waitWhenIdle && !s.screenshotMode();
+  // 2 window, GL context, ImGui
+  if (int code = s.openWindow(); code != 0) {
+    close();
+    return code;
+  }
+  s.startServices();
+  // 3 the document: the given file, else the autosave, else the default preset
+  s.openLaunchDocument(files);
+  // 4 each feature's part of the plan
+  s.launchImage(files.imageError);
+  if (s.launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, s.launch.trainingSteps);
+  s.launchAttention(files.attentionPath);
+  if (!s.launchModel()) {
+    close();
+    return 2;
+  }
+  s.launchView();
+  s.finishLaunch();
+  return 0;
+}
+
+int GuiSession::Impl::checkLaunchFiles(LaunchFiles& files) {
+  // The image (the window checks it as the CLI's `image` does).
+  if (!launch.imagePath.empty()) {
+    Expected<io::Image> image = io::loadImage(launch.imagePath);
+    if (!image) {
+      if (screenshotMode()) {
+        std::fprintf(stderr, "attnscope: %s\n", image.error().message().c_str());
+        return 2;
+      }
+      files.imageError = "cannot open " + image.error().message();
+    }
+  }
+  // An attention file (.npy / .npz) opens beside the usual document (autosave or preset).
+  if (classifyPath(launch.scenarioPath) == PathKind::AttentionFile) {
+    files.attentionPath = launch.scenarioPath;
+    launch.scenarioPath.clear();
+  }
+  if (!files.attentionPath.empty() && screenshotMode()) {
+    if (Expected<io::AttentionFile> probe =
+            io::AttentionFile::open(files.attentionPath, launch.attention.open);
+        !probe) {
+      std::fprintf(stderr, "attnscope: %s\n", probe.error().message().c_str());
+      return 2;
+    }
+  }
+  if (!launch.scenarioPath.empty()) {
+    Expected<Scenario> loaded = io::loadScenario(launch.scenarioPath);
+    if (loaded) {
+      files.initial = std::move(loaded).value();
+      files.haveInitial = true;
+    } else {
+      Error error = loaded.error();
+      if (error.file.empty()) error.file = launch.scenarioPath;
+      if (screenshotMode()) {
+        std::fprintf(stderr, "attnscope: %s\n", error.message().c_str());
+        return 2;
+      }
+      files.startupError = "cannot open " + error.message();
+    }
+  }
+  return 0;
+}
+
+void GuiSession::Impl::startServices() {
+  heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
+  // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
+  // screenshots, which must show every texture of the finished result.
+  if (!screenshotMode()) heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
+  heatmaps->impl().recordLabels = !launch.layoutOutPath.empty();
+  compute = std::make_unique<ComputeService>();
+  attention = std::make_unique<AttentionService>();
+  model = std::make_unique<ModelService>();
+}
+
+void GuiSession::Impl::openLaunchDocument(LaunchFiles& launchFiles) {
+  files.assetDir = dataDir();
+  // The desktop's file dialog (zenity / kdialog) in an interactive window, never in a
+  // screenshot run.
+  files.nativeDialogs = !screenshotMode();
+  files.presets = listPresets(files.assetDir);
+  loadRecent();
+  if (!launch.noAutosave && !screenshotMode()) files.autosaveFile = autosavePath();
+  if (launchFiles.haveInitial) {
+    const std::string view = launchFiles.initial.viewJson;
+    loadDocument(state, std::move(launchFiles.initial), launch.scenarioPath);
+    applyViewJson(state.view, view, false);
+    // Unsaved edits in the autosave are offered (modal), never overwritten unasked.
+    startWithAutosave(files, state, /*restoreSession=*/false, now());
+    std::error_code ec;  // temporaries a killed save left next to the document
+    io::cleanStaleTemporaries(fs::absolute(launch.scenarioPath, ec).parent_path().string());
+  } else {
+    // An explicit file that failed starts on the default preset, not on the autosave
+    // (loadInitialDocument skips the autosave when launch.scenarioPath is set).
+    loadInitialDocument(launchFiles.startupError);
+  }
+}
+
+// The image view (computed off the UI thread, except for deterministic screenshots).
+void GuiSession::Impl::launchImage(const std::string& imageError) {
+  state.image.async = !screenshotMode();
+  if (!imageError.empty()) notify(state, Notice::Kind::Error, imageError, now());
+  if (launch.imagePath.empty() || !imageError.empty()) return;
+  ImageViewState& image = state.image;
+  if (launch.imagePatch > 0) image.patch.patch = launch.imagePatch;
+  if (launch.imageTemperature > 0) image.temperature = launch.imageTemperature;
+  if (auto kind = parsePatchPositional(launch.imagePositional)) image.patch.positional = *kind;
+  if (openImageView(state, launch.imagePath, now())) {
+    if (launch.imageQueryRow >= 0) image.queryRow = launch.imageQueryRow;
+    if (launch.imageQueryCol >= 0) image.queryCol = launch.imageQueryCol;
+  }
+}
+
+void GuiSession::Impl::launchAttention(const std::string& attentionPath) {
+  if (!attentionPath.empty() && openAttentionFile(state, attentionPath, now(), launch.attention.open))
+    applyAttentionStart(state, launch.attention, now());
+}
+
+bool GuiSession::Impl::launchModel() {
+  if (launch.modelFolder.empty()) return true;
+  state.model.text = launch.modelText;
+  ++state.model.textRevision;
+  state.model.loadRequest = launch.modelFolder;  // on the worker (the window is up)
+  return !screenshotMode() || openModelScreenshot();
+}
+
+bool GuiSession::Impl::openModelScreenshot() {
+  const std::size_t notices = state.notices.size();
+  updateModel(state, now());
+  if (!state.model.model) {  // the error notice was printed to stderr by notify()
+    if (state.notices.size() == notices) std::fprintf(stderr, "attnscope: cannot open the model\n");
+    return false;
+  }
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  if (!run || !run->attention) return true;
+  // The run's attention is the Attention panel's file now: --select, --view, --focus ...
+  // apply to it as to a .npy / .npz.
+  applyAttentionStart(state, launch.attention, now());
+  if (launch.modelPipeline) {
+    const io::AttentionSelection& selection = state.attention.selection;
+    Expected<Scenario> scenario =
+        headScenario(*run, selection.layer, selection.head,
+                     fs::path(run->attention->path()).filename().string());
+    if (scenario) {
+      loadDocument(state, std::move(scenario).value(), "");
+      *panelFlag(state.view, "attention") = false;  // the pipeline in front
+      *panelFlag(state.view, "model") = false;
+    }
+  }
+  return true;
+}
+
+void GuiSession::Impl::launchView() {
+  if (launch.lightTheme) state.view.lightTheme = *launch.lightTheme;
+  state.view.presentation = launch.presentation;
+  if (launch.stage >= 0) {
+    state.view.pipelineStage = launch.stage;
+    state.view.stageFullScreen = launch.presentation;
+  }
+  if (launch.dialog == "open") showOpenDialog(files, state);
+  if (launch.dialog == "save-as") showSaveAsDialog(files, state);
+}
+
+void GuiSession::Impl::finishLaunch() {
+  files.autosavedRevision = state.revision;
+  files.autosavedView = viewToJson(state.view, state.doc.viewJson, true) +
+                        (state.dirty() ? "d" : "c") + state.docPath;
+  rebuildFontIfNeeded();
+  if (std::string error = heatmaps->initGpu(); !error.empty()) {
+    notify(state, Notice::Kind::Error, "heatmaps cannot be drawn: " + error, now());
+    if (screenshotMode()) {
+      std::fprintf(stderr, "attnscope: heatmaps cannot be drawn: %s\n", error.c_str());
+    }
+  }
+}
+
+}  // namespace attn::app

@@ -1,0 +1,43 @@
+// Saving the window as PNG: `attnscope screenshot` (with its .json sidecar) and F12.
+#include "app/ui/shell/gui_impl.h"
+
+namespace attn::app {
+
+namespace fs = std::filesystem;
+
+void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
+  int fbWidth = 0, fbHeight = 0, winWidth = 0, winHeight = 0;
+  glfwGetFramebufferSize(window, &fbWidth, &fbHeight);
+  glfwGetWindowSize(window, &winWidth, &winHeight);
+  const io::Image image = readBackBuffer(fbWidth, fbHeight);
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  Status written = writePng(image, path);
+  if (written && sidecar) {
+    written = io::writeFileAtomic(
+        path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight,
+                                              fbWidth, fbHeight, state.view.focusedHead));
+  }
+  if (written && sidecar && !launch.layoutOutPath.empty()) {  // screenshot --layout-out
+    const ImGuiIO& io = ImGui::GetIO();
+    const float fontPx =
+        io.Fonts->Fonts.empty() ? 0.f : io.Fonts->Fonts[0]->FontSize * io.FontGlobalScale;
+    written = io::writeFileAtomic(
+        launch.layoutOutPath,
+        layoutDumpJson(heatmaps->impl().records, winWidth, winHeight, fontPx));
+  }
+  if (screenshotMode()) {
+    if (!written) {
+      std::fprintf(stderr, "attnscope: %s\n", written.error().message().c_str());
+      exitCode = 2;
+    }
+    return;
+  }
+  if (written)
+    notify(state, Notice::Kind::Info, "saved screenshot " + path, now());
+  else
+    notify(state, Notice::Kind::Error, written.error().message(), now());
+}
+
+}  // namespace attn::app

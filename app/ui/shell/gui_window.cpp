@@ -1,0 +1,514 @@
+// The window: GLFW + OpenGL 3.3 core + Dear ImGui, the canonical loop, the tiled layout of
+// the panels and presentation mode. The menus, notices, launch plan and screenshot live in
+// gui_menus.cpp, gui_notices.cpp, gui_launch.cpp and gui_screenshot.cpp (gui_impl.h).
+//
+// Frame order (GuiSession::frame):
+//   1 poll events, rebuild the font if the presentation size changed
+//   2 ImGui NewFrame, shortcuts, main menu bar
+//   3 the panels (app/ui/panels), tiled; notices, log, about, file dialogs
+//   4 endFrame (closes the undo step unless a drag is still going on), update (recompute
+//     only when the revision changed)
+//   5 render, screenshot if requested (back buffer, before the swap), swap
+//   6 title, autosave, quit handling
+#include "app/ui/shell/gui.h"
+#include "app/ui/shell/gui_impl.h"
+
+namespace attn::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// GLFW reports errors through a callback; keep the last one instead of printing it, so that
+// a missing display gives exactly one line on stderr.
+std::string& lastGlfwError() {
+  static std::string error;
+  return error;
+}
+
+void glfwErrorCallback(int code, const char* description) {
+  lastGlfwError() = "GLFW error " + std::to_string(code) + ": " + (description ? description : "");
+}
+
+void dropCallback(GLFWwindow* window, int count, const char** paths) {
+  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  if (impl == nullptr || count <= 0) return;
+  impl->droppedPaths.emplace_back(paths[0]);  // one document at a time: the first file
+}
+
+void keyCallback(GLFWwindow* window, int key, int /*scancode*/, int action, int mods) {
+  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  if (impl == nullptr) return;
+  impl->eventSeen = true;
+  if (action != GLFW_RELEASE) impl->keyPresses.push_back({key, mods});
+}
+
+// Any other input or window change: only wakes the loop up (ImGui's callbacks, installed
+// after these, chain to them; the cursor position is polled by the 1.86 backend).
+void markEvent(GLFWwindow* window) {
+  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  if (impl != nullptr) impl->eventSeen = true;
+}
+void cursorPosCallback(GLFWwindow* window, double, double) { markEvent(window); }
+void mouseButtonCallback(GLFWwindow* window, int, int, int) { markEvent(window); }
+void scrollCallback(GLFWwindow* window, double, double) { markEvent(window); }
+void charCallback(GLFWwindow* window, unsigned int) { markEvent(window); }
+void focusCallback(GLFWwindow* window, int) { markEvent(window); }
+void enterCallback(GLFWwindow* window, int) { markEvent(window); }
+void sizeCallback(GLFWwindow* window, int, int) { markEvent(window); }
+void refreshCallback(GLFWwindow* window) { markEvent(window); }
+
+}  // namespace
+
+// =======================================================================================
+// Setup
+// =======================================================================================
+
+int GuiSession::Impl::openWindow() {
+  glfwSetErrorCallback(glfwErrorCallback);
+  if (!glfwInit()) {
+    std::fprintf(stderr, "%s\n", kNoDisplayMessage);
+    return 3;
+  }
+  glfwReady = true;
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  if (screenshotMode()) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+  window = glfwCreateWindow(launch.width, launch.height, "attnscope", nullptr, nullptr);
+  if (window == nullptr) {
+    std::fprintf(stderr,
+                 "attnscope: cannot open an OpenGL 3.3 core window (%s). Use the headless "
+                 "commands: attnscope compute SCENARIO, attnscope export SCENARIO ..., or run "
+                 "under xvfb-run.\n",
+                 lastGlfwError().empty() ? "no reason given" : lastGlfwError().c_str());
+    return 3;
+  }
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(screenshotMode() || !options.vsync ? 0 : 1);
+  glfwSetWindowUserPointer(window, this);
+  glfwSetDropCallback(window, dropCallback);
+  glfwSetKeyCallback(window, keyCallback);  // before ImGui's, which chains to them
+  glfwSetCursorPosCallback(window, cursorPosCallback);
+  glfwSetMouseButtonCallback(window, mouseButtonCallback);
+  glfwSetScrollCallback(window, scrollCallback);
+  glfwSetCharCallback(window, charCallback);
+  glfwSetWindowFocusCallback(window, focusCallback);
+  glfwSetCursorEnterCallback(window, enterCallback);
+  glfwSetFramebufferSizeCallback(window, sizeCallback);
+  glfwSetWindowRefreshCallback(window, refreshCallback);
+  float sx = 1.f, sy = 1.f;
+  glfwGetWindowContentScale(window, &sx, &sy);
+  contentScale = std::clamp(std::max(sx, sy), 1.f, 4.f);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  imguiReady = true;
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // the layout is computed from the window size every start
+  io.ConfigWindowsMoveFromTitleBarOnly = true;  // dragging inside a heatmap pans, not moves
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 330 core");
+  backendsReady = true;
+  return 0;
+}
+
+void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
+  const double t = now();
+  if (!startupError.empty()) notify(state, Notice::Kind::Error, startupError, t);
+  // An explicit file that failed, or none given: the last session (unless the autosave
+  // holds unsaved edits: then the recovery modal asks, and the document it belongs to, or
+  // the default preset, is shown meanwhile).
+  if (startWithAutosave(files, state, launch.scenarioPath.empty(), t)) return;
+  if (files.recoveryPending && !files.recovery.source.empty() &&
+      openDocument(state, files.recovery.source, t)) {
+    return;
+  }
+  const std::string preset = defaultScenarioPath();
+  if (preset.empty()) {
+    notify(state, Notice::Kind::Error,
+           "cannot find scenarios/decoder_state.json in attnscope's data folder '" + dataDir() +
+               "' (set ATTNSCOPE_DATA_DIR)", t);
+    loadDocument(state, Scenario{}, "");
+    return;
+  }
+  Expected<Scenario> loaded = io::loadScenario(preset);
+  if (!loaded) {
+    notify(state, Notice::Kind::Error, loaded.error().message(), t);
+    loadDocument(state, Scenario{}, "");
+    return;
+  }
+  const std::string view = loaded->viewJson;
+  loadDocument(state, std::move(loaded).value(), preset);
+  applyViewJson(state.view, view, false);
+}
+
+void GuiSession::Impl::rebuildFontIfNeeded() {
+  state.view.fontScale = clampFontScale(state.view.fontScale);
+  // Presentation mode (F5) enlarges the type on top of the user's own scale.
+  const float presentationScale = state.view.presentation ? kPresentationFontScale : 1.f;
+  const float pixels =
+      std::round(kBaseFontPixels * state.view.fontScale * presentationScale * contentScale);
+  if (pixels != fontPixels) {
+    std::string warning;
+    loadUiFont(pixels, &warning);
+    if (!warning.empty()) notify(state, Notice::Kind::Warning, warning, now());
+    if (backendsReady) {
+      ImGui_ImplOpenGL3_DestroyFontsTexture();
+      ImGui_ImplOpenGL3_CreateFontsTexture();
+    }
+    fontPixels = pixels;
+  }
+  const float scale = state.view.fontScale * presentationScale * contentScale;
+  if (scale != themeScale || state.view.lightTheme != themeLight) {
+    applyTheme(state.view.lightTheme, scale);
+    themeScale = scale;
+    themeLight = state.view.lightTheme;
+  }
+}
+
+// =======================================================================================
+// Layout
+// =======================================================================================
+
+void GuiSession::Impl::layoutPanels() {
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  const float font = ImGui::GetFontSize();
+  const std::span<const PanelInfo> panels = panelRegistry();
+  const std::size_t count = panels.size();
+  lastShown.resize(count, false);
+  pendingRects.resize(count);
+  std::vector<bool> shown(count);
+  bool visibilityChanged = false;
+  bool column[3] = {false, false, false};  // a shown panel in the left / centre / right column
+  for (std::size_t i = 0; i < count; ++i) {
+    shown[i] = panelShown(state.view, panels[i].id);
+    if (shown[i] && !lastShown[i]) visibilityChanged = true;  // re-shown: back in its tile
+    lastShown[i] = shown[i];
+    if (shown[i] && panels[i].dock != PanelDock::Floating) column[int(panels[i].dock)] = true;
+  }
+  if (viewport->Size.x != lastViewport.x || viewport->Size.y != lastViewport.y ||
+      font != lastLayoutFont || visibilityChanged) {
+    layoutDirty = true;
+  }
+  lastViewport = viewport->Size;
+  lastLayoutFont = font;
+  if (!layoutDirty) return;
+  layoutDirty = false;
+  const float menu = ImGui::GetFrameHeight();
+  const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
+  const float x0 = viewport->Pos.x, y0 = viewport->Pos.y + menu;
+  const float width = viewport->Size.x,
+              height = std::max(font * 10, viewport->Size.y - menu - status);
+  const bool left = column[int(PanelDock::Left)], right = column[int(PanelDock::Right)];
+  float leftW = left ? std::clamp(font * 24, width * 0.2f, width * 0.3f) : 0.f;
+  float rightW = right ? std::clamp(font * 26, width * 0.2f, width * 0.3f) : 0.f;
+  if (!column[int(PanelDock::Centre)]) {  // no centre: the sides share the width
+    if (left && right)
+      leftW = rightW = width * 0.5f;
+    else if (left)
+      leftW = width;
+    else if (right)
+      rightW = width;
+  }
+  const float centreW = std::max(0.f, width - leftW - rightW);
+  const float columnX[3] = {x0, x0 + leftW, x0 + leftW + centreW};
+  const float columnW[3] = {leftW, centreW, rightW};
+  for (int c = 0; c < 3; ++c) {
+    float total = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      if (shown[i] && int(panels[i].dock) == c) total += panels[i].weight;
+    float y = y0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!shown[i] || int(panels[i].dock) != c) continue;
+      const float h = std::floor(height * panels[i].weight / total);
+      pendingRects[i] = {ImVec2(columnX[c], y), ImVec2(columnW[c], h)};
+      y += h;
+    }
+  }
+  // Floating panels: centred, most of the window; several shown ones (the Model panel over
+  // the Attention panel) share nearly all of it, stacked by weight in registry order.
+  float floatingWeight = 0;
+  int floatingShown = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (panels[i].dock == PanelDock::Floating && shown[i]) {
+      floatingWeight += panels[i].weight;
+      ++floatingShown;
+    }
+  }
+  const ImVec2 area = floatingShown > 1 ? ImVec2(width * 0.96f, height * 0.96f)
+                                        : ImVec2(width * 0.7f, height * 0.8f);
+  float floatingY = y0 + (height - area.y) * 0.5f;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (panels[i].dock != PanelDock::Floating) continue;
+    if (!shown[i] || floatingShown <= 1) {
+      pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), area};
+      continue;
+    }
+    const float h = std::floor(area.y * panels[i].weight / floatingWeight);
+    pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), ImVec2(area.x, h)};
+    floatingY += h;
+  }
+  applyLayout = true;
+}
+
+void GuiSession::Impl::drawPanels() {
+  const std::span<const PanelInfo> panels = panelRegistry();
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    if (!panelShown(state.view, panels[i].id)) continue;
+    if (applyLayout && i < pendingRects.size()) {
+      ImGui::SetNextWindowPos(pendingRects[i].first, ImGuiCond_Always);
+      ImGui::SetNextWindowSize(pendingRects[i].second, ImGuiCond_Always);
+    }
+    panels[i].draw(state, *heatmaps);
+  }
+  applyLayout = false;
+}
+
+void GuiSession::Impl::drawPresentation() {
+  // The Pipeline alone over the whole window (no menu bar); the tiled layout is redone when
+  // presentation mode ends (layoutPanels sees the font size change back).
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
+  ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
+  ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, viewport->Size.y - status), ImGuiCond_Always);
+  drawPipelinePanel(state, *heatmaps);
+  layoutDirty = true;
+}
+
+// =======================================================================================
+// The loop
+// =======================================================================================
+
+FrameActivity GuiSession::Impl::activity() const {
+  FrameActivity a;
+  a.screenshot = screenshotMode();
+  a.computing = state.computing();
+  const ImGuiIO& io = ImGui::GetIO();
+  a.interacting = ImGui::IsAnyItemActive() || ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
+                  ImGui::IsMouseDown(ImGuiMouseButton_Right) || io.MouseWheel != 0.f;
+  const double t = now();
+  // Toasts and the status colour expire by time: keep drawing until just after they have.
+  for (const Notice& notice : state.notices)
+    if (t - notice.time < kNoticeSeconds + 0.5) a.noticesFading = true;
+  a.pendingInput = !keyPresses.empty() || !droppedPaths.empty() || screenshotRequested ||
+                   layoutDirty || files.quitConfirmed;
+  a.settleFrames = settleFrames;
+  // Views whose workers publish results over time: a live training run, the model view's
+  // thumbnails, an image's patch attention. Their results must appear without an event.
+  a.backgroundWork = heatmaps && heatmaps->impl().deferredUploads > 0;
+  a.backgroundWork = a.backgroundWork || (state.training && state.training->snapshot && state.training->snapshot->running) ||
+                     (attention && attention->busy()) || state.image.computing() ||
+                     (model && model->busy()) || !state.model.loadRequest.empty();
+  return a;
+}
+
+bool GuiSession::frame() {
+  Impl& s = *impl_;
+  if (s.finished) return false;
+  using Clock = std::chrono::steady_clock;
+  const auto frameStart = Clock::now();
+  // 1 events (blocking while idle, see frame_pacing.h); the font atlas can only change
+  //   outside NewFrame/Render
+  if (s.waitWhenIdle && mayWaitForEvents(s.activity())) {
+    glfwWaitEventsTimeout(kIdleWaitSeconds);
+    if (!s.eventSeen && s.droppedPaths.empty() && !glfwWindowShouldClose(s.window)) {
+      // Woken by the timeout alone: the screen would not change, so draw nothing (the front
+      // buffer stays); only the autosave ticks, on ImGui's clock continued by GLFW's.
+      autosaveTick(s.files, s.state, glfwGetTime() + s.imguiClockOffset, kAutosaveInterval,
+                   false);
+      return true;
+    }
+  } else {
+    glfwPollEvents();
+  }
+  if (s.eventSeen) {
+    s.settleFrames = kSettleFrames;
+    s.eventSeen = false;
+  } else if (s.settleFrames > 0) {
+    --s.settleFrames;
+  }
+  s.rebuildFontIfNeeded();
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  if (s.screenshotMode()) {
+    // Deterministic screenshots: no hover, no tooltips from wherever the pointer happens to be.
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    for (bool& down : io.MouseDown) down = false;
+    io.MouseWheel = io.MouseWheelH = 0;
+  }
+  ImGui::NewFrame();
+  const double t = s.now();
+  s.imguiClockOffset = t - glfwGetTime();
+
+  // 2 dropped files, shortcuts, menu
+  for (const std::string& path : s.droppedPaths) requestOpen(s.files, s.state, path, t);
+  s.droppedPaths.clear();
+  if (!s.screenshotMode())
+    s.handleShortcuts();
+  else
+    s.keyPresses.clear();
+  s.recompute();  // results for this frame's panels (after an undo, open, ...)
+  if (!s.state.view.presentation) s.drawMenuBar();
+  // Export file names start with the scenario file's name (else the scenario's name).
+  s.heatmaps->impl().exportPrefix =
+      !s.state.docPath.empty()
+          ? fileStem(fs::path(s.state.docPath).stem().string())
+          : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
+
+  // 3 panels and the windows around them
+  if (s.state.view.presentation) {
+    s.drawPresentation();
+  } else {
+    s.layoutPanels();
+    s.drawPanels();
+  }
+  if (s.state.model.pipelineRequest) {  // "Open this head in the pipeline" (Model panel)
+    requestNewDocument(s.files, s.state, std::move(*s.state.model.pipelineRequest), t);
+    s.state.model.pipelineRequest.reset();
+  }
+  s.drawNotices();
+  s.drawLog();
+  s.drawHelpWindows();
+  drawFileUi(s.files, s.state, t);
+  for (std::string& message : s.heatmaps->impl().messages)
+    notify(s.state, Notice::Kind::Info, message, t);
+  s.heatmaps->impl().messages.clear();
+
+  // 4 close the undo step unless a drag is going on, recompute if the revision changed
+  endFrame(s.state, ImGui::IsAnyItemActive());
+  // The Pipeline panel was hidden (or shows a compute error): F5 and Escape still enter and
+  // leave presentation mode; the steps are dropped.
+  for (StepKey key : s.state.panels.stepKeys) {
+    if (key == StepKey::Presentation || (key == StepKey::ShowAll && s.state.view.presentation))
+      applyPipelineKeys(s.state.view, {key}, {});
+  }
+  s.state.panels.stepKeys.clear();
+  if (s.recompute()) {
+    s.postComputeNotices();
+    s.eventSeen = true;  // a new result: draw it and let the layout settle
+  }
+
+  // 5 render, screenshot before the swap
+  ImGui::Render();
+  const auto renderStart = Clock::now();
+  int fbWidth = 0, fbHeight = 0;
+  glfwGetFramebufferSize(s.window, &fbWidth, &fbHeight);
+  glViewport(0, 0, fbWidth, fbHeight);
+  const ImVec4 clear =
+      s.state.view.lightTheme ? ImVec4(0.85f, 0.85f, 0.87f, 1.f) : ImVec4(0.05f, 0.05f, 0.06f, 1.f);
+  glClearColor(clear.x, clear.y, clear.z, clear.w);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  ++s.frameIndex;
+  if (s.screenshotMode() && s.frameIndex >= s.launch.frames) {
+    s.takeScreenshot(s.launch.screenshotPath, /*sidecar=*/true);
+    s.finished = true;
+  } else if (s.screenshotRequested) {
+    s.takeScreenshot(defaultScreenshotPath(s.state.doc.name), /*sidecar=*/false);
+    s.screenshotRequested = false;
+  }
+  glfwSwapBuffers(s.window);
+  s.timing.uiMs = std::chrono::duration<double, std::milli>(renderStart - frameStart).count();
+  s.timing.renderMs = std::chrono::duration<double, std::milli>(Clock::now() - renderStart).count();
+
+  // 6 title, recent files, autosave, quit (asking first when there are unsaved changes)
+  s.updateTitle();
+  s.trackRecent();
+  autosaveTick(s.files, s.state, t, kAutosaveInterval, false);
+  if (glfwWindowShouldClose(s.window)) {
+    if (s.screenshotMode() || s.files.quitConfirmed) {
+      s.finished = true;
+    } else {
+      glfwSetWindowShouldClose(s.window, GLFW_FALSE);
+      if (s.files.after != FileUi::After::Quit) requestQuit(s.files, s.state);
+    }
+  }
+  if (s.files.quitConfirmed) s.finished = true;
+  return !s.finished;
+}
+
+// =======================================================================================
+// Session
+// =======================================================================================
+
+GuiSession::GuiSession() : impl_(std::make_unique<Impl>()) {}
+
+GuiSession::~GuiSession() {
+  close();
+}
+
+AppState& GuiSession::state() {
+  return impl_->state;
+}
+HeatmapCache& GuiSession::heatmaps() {
+  return *impl_->heatmaps;
+}
+int GuiSession::exitCode() const {
+  return impl_->exitCode;
+}
+GuiSession::FrameTiming GuiSession::lastFrameTiming() const {
+  return impl_->timing;
+}
+
+void GuiSession::close() {
+  Impl& s = *impl_;
+  // An unanswered recovery question leaves the autosave as it is (asked again next start).
+  if (s.imguiReady && !s.files.autosaveFile.empty() && !s.files.recoveryPending) {
+    if (s.files.discarded) {
+      // Discarded edits must not come back on the next start: keep the saved file's state.
+      std::error_code ec;
+      bool kept = false;
+      if (!s.state.docPath.empty()) {
+        Expected<Scenario> saved = io::loadScenario(s.state.docPath);
+        if (saved) {
+          AppState clean;
+          clean.view = s.state.view;
+          loadDocument(clean, std::move(saved).value(), s.state.docPath);
+          kept = writeAutosave(clean, s.files.autosaveFile).empty();
+        }
+      }
+      if (!kept) fs::remove(s.files.autosaveFile, ec);
+    } else {
+      autosaveTick(s.files, s.state, s.now(), 0, true);
+    }
+  }
+  s.model.reset();
+  s.attention.reset();
+  s.compute.reset();   // joins the worker (an attend() in flight finishes first)
+  s.heatmaps.reset();  // GL objects, while the context still exists
+  if (s.backendsReady) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    s.backendsReady = false;
+  }
+  if (s.imguiReady) {
+    ImGui::DestroyContext();
+    s.imguiReady = false;
+  }
+  if (s.window != nullptr) {
+    glfwDestroyWindow(s.window);
+    s.window = nullptr;
+  }
+  if (s.glfwReady) {
+    glfwTerminate();
+    s.glfwReady = false;
+  }
+}
+
+int runGui(const GuiLaunch& launch) {
+  GuiSession session;
+  GuiSession::Options options;
+  options.waitWhenIdle = true;
+  if (int code = session.open(launch, options); code != 0) return code;
+  while (session.frame()) {
+  }
+  const int code = session.exitCode();
+  session.close();
+  return code;
+}
+
+}  // namespace attn::app

@@ -1,0 +1,167 @@
+// The options declared once (app/cli/options.h): every command's --help lists every option
+// it accepts and every word those options accept, the parser accepts every declared option,
+// and the one tokenizer keeps the rules of cli.h (last wins, "--" ends the options, a value
+// may start with '-' but not "--").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli.h"
+#include "app/cli/options.h"
+
+namespace {
+
+using attn::app::cli::CommandInfo;
+using attn::app::cli::OptionInfo;
+
+struct CliRun {
+  int code = 0;
+  std::string out, err;
+};
+
+CliRun run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  CliRun r;
+  r.code = attn::app::runCli(args, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+TEST(CliOptions, DeclarationsCoverEveryCommand) {
+  std::set<std::string> names;
+  for (const CommandInfo& info : attn::app::commandDeclarations()) {
+    names.insert(info.name);
+    EXPECT_FALSE(info.options.empty()) << info.name;
+    EXPECT_TRUE(info.summary.starts_with("usage: attnscope ")) << info.name << ": " << info.summary;
+    for (const OptionInfo& option : info.options) {
+      EXPECT_TRUE(option.name.starts_with("--")) << info.name << " " << option.name;
+      EXPECT_FALSE(option.help.empty()) << info.name << " " << option.name;
+      EXPECT_EQ(option.help.find("{choices}"), std::string::npos) << option.name;
+    }
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"open", "compute", "export", "screenshot", "info", "image",
+                                          "train", "model", "bench", "--model"}));
+}
+
+// For each command: its --help lists each declared option and each accepted word, and
+// every "  --name" line of the help is a declared option.
+TEST(CliOptions, EveryHelpListsEveryOptionItAccepts) {
+  for (const CommandInfo& info : attn::app::commandDeclarations()) {
+    const CliRun help = run({info.name, "--help"});
+    ASSERT_EQ(help.code, 0) << info.name << ": " << help.err;
+    EXPECT_EQ(help.err, "");
+    if (info.name != "--model") {
+      EXPECT_EQ(run({"help", info.name}).out, help.out) << info.name;
+    }
+    std::set<std::string> declared;
+    for (const OptionInfo& option : info.options) {
+      declared.insert(option.name);
+      EXPECT_NE(help.out.find("  " + option.name + (option.value.empty() ? "" : " ")),
+                std::string::npos)
+          << info.name << " --help does not list " << option.name;
+      for (const std::string& choice : option.choices)
+        EXPECT_NE(help.out.find(choice), std::string::npos)
+            << info.name << " " << option.name << " does not list " << choice;
+    }
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with("  --")) continue;
+      const std::string name = line.substr(2, line.find_first_of(" =", 2) - 2);
+      EXPECT_TRUE(declared.count(name)) << info.name << " --help lists undeclared " << name;
+    }
+    EXPECT_NE(help.out.find("-h, --help"), std::string::npos) << info.name;
+  }
+}
+
+// The parser takes each declared option (a value option as --name=VALUE): with --help the
+// values are not checked, so only an unknown option could fail.
+TEST(CliOptions, ParserAcceptsEveryDeclaredOption) {
+  for (const CommandInfo& info : attn::app::commandDeclarations()) {
+    for (const OptionInfo& option : info.options) {
+      const std::string arg = option.value.empty() ? option.name : option.name + "=x";
+      const CliRun r = run({info.name, arg, "--help"});
+      EXPECT_EQ(r.code, 0) << info.name << " " << arg << ": " << r.err;
+    }
+    const CliRun unknown = run({info.name, "--no-such-option", "--help"});
+    EXPECT_EQ(unknown.code, 2) << info.name;
+    EXPECT_EQ(unknown.err, "attnscope: unknown option '--no-such-option' for '" + info.name +
+                               "' (see attnscope " + info.name + " --help)\n");
+  }
+}
+
+// The choice lists come from the enum tables the code uses (kAllColormaps ...).
+TEST(CliOptions, ChoicesComeFromTheEnumTables) {
+  const CliRun image = run({"image", "--help"});
+  for (const char* colormap :
+       {"viridis", "magma", "cividis", "greys", "purples", "oranges", "blues", "rdbu"})
+    EXPECT_NE(image.out.find(colormap), std::string::npos) << colormap;
+  EXPECT_NE(image.out.find("dot | scaled_dot | cosine | general | additive | mlp"),
+            std::string::npos)
+      << image.out;
+  const CliRun exportHelp = run({"export", "--help"});
+  EXPECT_NE(exportHelp.out.find("scores | masked_scores | weights | q | k | v | context | "
+                                "concat | output"),
+            std::string::npos);
+  const CliRun train = run({"train", "--help"});
+  EXPECT_NE(train.out.find("copy | reverse | sort | shift | markers"), std::string::npos);
+  EXPECT_NE(train.out.find("encdec | encoder | pool"), std::string::npos);
+  for (const CommandInfo& info : attn::app::commandDeclarations()) {
+    if (info.name != "image") continue;
+    auto colormap = std::find_if(info.options.begin(), info.options.end(),
+                                 [](const OptionInfo& o) { return o.name == "--colormap"; });
+    ASSERT_NE(colormap, info.options.end());
+    EXPECT_EQ(colormap->choices, (std::vector<std::string>{"viridis", "magma", "cividis", "greys",
+                                                            "purples", "oranges", "blues",
+                                                            "rdbu"}));
+  }
+}
+
+TEST(CliOptions, OneTokenizerKeepsTheRules) {
+  using namespace attn::app::cli;
+  int n = 0;
+  std::string text;
+  bool flag = false;
+  Command command;
+  command.name = "demo";
+  command.options = {intOption("--n", "N", -5, 5, "a number", n),
+                     textOption("--text", "T", "a text", text),
+                     flagOption("--flag", "a flag", flag)};
+  const std::vector<std::string> args = {"a", "--n", "1", "--n=-3", "--text", "-x", "--flag",
+                                         "--", "--n"};
+  auto parsed = parseCommand(command, args);
+  ASSERT_TRUE(parsed) << parsed.error().message();
+  EXPECT_EQ(n, -3);  // the last one wins, "-3" is a value
+  EXPECT_EQ(text, "-x");
+  EXPECT_TRUE(flag);
+  EXPECT_EQ(parsed->positional, (std::vector<std::string>{"a", "--n"}));  // after "--"
+
+  const std::vector<std::string> forgotten = {"--text", "--flag"};
+  EXPECT_EQ(parseCommand(command, forgotten).error().message(), "option '--text': needs a value");
+  const std::vector<std::string> flagValue = {"--flag=1"};
+  EXPECT_EQ(parseCommand(command, flagValue).error().message(), "option '--flag': takes no value");
+  const std::vector<std::string> range = {"--n", "6"};
+  EXPECT_EQ(parseCommand(command, range).error().message(),
+            "option '--n': '6' is not an integer in -5..5");
+  const std::string help = helpText(command);
+  EXPECT_NE(help.find("  --n N"), std::string::npos) << help;
+  EXPECT_NE(help.find("  --flag"), std::string::npos) << help;
+}
+
+TEST(CliOptions, OneStrictIntegerParser) {
+  using attn::app::cli::parseIntegerStrict;
+  EXPECT_EQ(parseIntegerStrict("42", 0, 100), 42);
+  EXPECT_EQ(parseIntegerStrict("-7", -10, 10), -7);
+  EXPECT_EQ(parseIntegerStrict("9007199254740992", 0, 1LL << 53), 1LL << 53);
+  for (const char* bad : {"", " 1", "1 ", "+1", "1.0", "0x10", "3x", "101"})
+    EXPECT_FALSE(parseIntegerStrict(bad, 0, 100)) << "'" << bad << "'";
+  EXPECT_EQ(attn::app::cli::parseUnsignedStrict("18446744073709551615"),
+            18446744073709551615ULL);
+  EXPECT_FALSE(attn::app::cli::parseUnsignedStrict("-1"));
+}
+
+}  // namespace
