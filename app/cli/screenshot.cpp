@@ -44,7 +44,7 @@ Command screenshotCommand(ScreenshotArgs& args) {
   command.usage =
       R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
                                    [--frames N] [--training STEPS] [--theme T]
-                                   [--presentation] [--stage NAME] [--dialog open|save-as]
+                                   [--presentation] [--stage NAME] [--dialog open|save-as|replace]
                                    [--layout-out FILE.json]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
@@ -82,6 +82,16 @@ Attention panel over the default scenario. Needs a display; without one use
                      return Ok{};
                    },
                    {"light", "dark"}),
+      customOption("--text-size", "S",
+                   "normal (15 px, 22.5 in presentation) or classroom (22 px, 33 in\n"
+                   "presentation), as View > Text size          (default: normal)",
+                   [&launch](const std::string& v) -> Status {
+                     if (v != "normal" && v != "classroom")
+                       return Error{"", "", inQuotes(v) + " is not normal or classroom"};
+                     launch.classroomText = v == "classroom";
+                     return Ok{};
+                   },
+                   {"normal", "classroom"}),
       flagOption("--presentation",
                  "presentation mode (F5 in the window): the pipeline alone, full window,\n"
                  "large type, stages in rows and pages that fit",
@@ -115,14 +125,15 @@ Attention panel over the default scenario. Needs a display; without one use
                    nullptr),
       customOption("--dialog", "D",
                    "{choices}: show attnscope's own file dialog (the built-in one, as\n"
-                   "when no zenity or kdialog is found) listing the current folder",
+                   "when no zenity or kdialog is found) listing the current folder;\n"
+                   "replace: Save As over the scenario's own file, asking to replace it",
                    [&launch](const std::string& v) -> Status {
-                     if (v != "open" && v != "save-as")
-                       return Error{"", "", inQuotes(v) + " is not open or save-as"};
+                     if (v != "open" && v != "save-as" && v != "replace")
+                       return Error{"", "", inQuotes(v) + " is not open, save-as or replace"};
                      launch.dialog = v;
                      return Ok{};
                    },
-                   {"open", "save-as"}),
+                   {"open", "save-as", "replace"}),
   };
   append(command.options,
          section("when SCENARIO is an image (PNG, JPEG, ...), the Image view, as in `attnscope image`",
