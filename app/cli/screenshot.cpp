@@ -123,17 +123,7 @@ Attention panel over the default scenario. Needs a display; without one use
                    "numbers_drawn, row_labels / col_labels (as drawn, \"\" = skipped),\n"
                    "range [lo, hi], range_rule (fixed|symmetric|minmax|row), colormap",
                    nullptr),
-      customOption("--dialog", "D",
-                   "{choices}: show attnscope's own file dialog (the built-in one, as\n"
-                   "when no zenity or kdialog is found) listing the current folder;\n"
-                   "replace: Save As over the scenario's own file, asking to replace it",
-                   [&launch](const std::string& v) -> Status {
-                     if (v != "open" && v != "save-as" && v != "replace")
-                       return Error{"", "", inQuotes(v) + " is not open, save-as or replace"};
-                     launch.dialog = v;
-                     return Ok{};
-                   },
-                   {"open", "save-as", "replace"}),
+      dialogOption(launch.dialog),
   };
   append(command.options,
          section("when SCENARIO is an image (PNG, JPEG, ...), the Image view, as in `attnscope image`",
@@ -153,6 +143,20 @@ attention with --model.
 }
 
 }  // namespace
+
+cli::Option dialogOption(std::string& dialog) {
+  return customOption("--dialog", "D",
+                      "{choices}: show attnscope's own file dialog (the built-in one, as\n"
+                      "when no zenity or kdialog is found) listing the current folder;\n"
+                      "replace: Save As over the scenario's own file, asking to replace it",
+                      [&dialog](const std::string& v) -> Status {
+                        if (v != "open" && v != "save-as" && v != "replace")
+                          return Error{"", "", inQuotes(v) + " is not open, save-as or replace"};
+                        dialog = v;
+                        return Ok{};
+                      },
+                      {"open", "save-as", "replace"});
+}
 
 CommandInfo screenshotInfo() {
   ScreenshotArgs args;

@@ -19,8 +19,9 @@ struct FrameActivity {
   bool backgroundWork = false; // a view's worker (training, model thumbnails, image patches)
                                // is running and will publish something to show
   int settleFrames = 0;        // frames still owed after the last event (ImGui settles hover etc.)
-  // A text field has the keyboard (and no mouse button is down): nothing changes on screen
-  // but the caret's blink, so the loop waits for the next blink instead of spinning.
+  // A text field has the keyboard (and no mouse button is down) and its caret still blinks:
+  // nothing changes on screen but the blink, so the loop waits for the next toggle instead
+  // of spinning. Once the caret stays on (kCaretBlinkSeconds), the field is plain idle.
   bool typing = false;
 };
 
@@ -34,6 +35,10 @@ constexpr double kIdleWaitSeconds = 0.5;
 // caret's next blink), so the loop may block in glfwWaitEventsTimeout(idleWaitSeconds(...))
 // instead of polling. `typing` alone does not keep the loop awake.
 bool mayWaitForEvents(const FrameActivity& activity);
+
+// The caret blinks this long after the last keystroke (or focus), then stays on, as GTK's
+// does after gtk-cursor-blink-timeout: a field left focused then costs no frames at all.
+constexpr double kCaretBlinkSeconds = 3.0;
 
 // ImGui 1.86's caret blink: shown while its clock `cursorAnim` (seconds, reset to -0.3 on
 // every keystroke) is <= 0, then for 0.8 s of every 1.2 s. The seconds until the caret next

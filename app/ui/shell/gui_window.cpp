@@ -287,6 +287,18 @@ void GuiSession::Impl::drawPresentation() {
 // The loop
 // =======================================================================================
 
+namespace {
+
+// The blink clock of the caret of the text field that has the keyboard (ImGui 1.86 keeps it
+// in its internal state), 0 when none has.
+double caretClock() {
+  const ImGuiContext& g = *ImGui::GetCurrentContext();
+  if (g.InputTextState.ID == 0 || g.InputTextState.ID != g.ActiveId) return 0.0;
+  return g.InputTextState.CursorAnim;
+}
+
+}  // namespace
+
 FrameActivity GuiSession::Impl::activity() const {
   FrameActivity a;
   a.screenshot = screenshotMode();
@@ -295,8 +307,9 @@ FrameActivity GuiSession::Impl::activity() const {
   const bool mouse = ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
                      ImGui::IsMouseDown(ImGuiMouseButton_Right) || io.MouseWheel != 0.f;
   // A focused text field is an active item too, but only its caret changes by itself.
-  a.typing = io.WantTextInput && !mouse;
-  a.interacting = (ImGui::IsAnyItemActive() && !a.typing) || mouse;
+  const bool textField = io.WantTextInput && !mouse;
+  a.typing = textField && caretClock() < kCaretBlinkSeconds;  // its caret still blinks
+  a.interacting = (ImGui::IsAnyItemActive() && !textField) || mouse;
   const double t = now();
   // Toasts and the status colour expire by time: keep drawing until just after they have.
   for (const Notice& notice : state.notices)
@@ -313,17 +326,6 @@ FrameActivity GuiSession::Impl::activity() const {
   return a;
 }
 
-namespace {
-
-// The blink clock of the caret of the text field that has the keyboard (ImGui 1.86 keeps it
-// in its internal state), 0 when none has.
-double caretClock() {
-  const ImGuiContext& g = *ImGui::GetCurrentContext();
-  if (g.InputTextState.ID == 0 || g.InputTextState.ID != g.ActiveId) return 0.0;
-  return g.InputTextState.CursorAnim;
-}
-
-}  // namespace
 
 bool GuiSession::frame() {
   Impl& s = *impl_;
@@ -355,6 +357,8 @@ bool GuiSession::frame() {
   s.rebuildFontIfNeeded();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
+  // The caret blinks for kCaretBlinkSeconds after the last keystroke, then stays on.
+  ImGui::GetIO().ConfigInputTextCursorBlink = caretClock() < kCaretBlinkSeconds;
   if (s.screenshotMode()) {
     // Deterministic screenshots: no hover, no tooltips from wherever the pointer happens to be.
     ImGuiIO& io = ImGui::GetIO();
