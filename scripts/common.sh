@@ -10,6 +10,7 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 BUILD_PACKAGES=(
   cmake g++ make pkg-config
   libimgui-dev libglfw3-dev libgl-dev libgl1-mesa-dri fonts-dejavu-core
+  fonts-droid-fallback
   libeigen3-dev libstb-dev nlohmann-json3-dev
   libopenblas-dev
   libopenblas0-pthread

@@ -24,6 +24,7 @@ options below when FILE is an attention file (.npy / .npz). A bad file or an ind
 the file's range fails before the window opens (one line, exit 2).
 )";
   command.options = attentionScreenshotOptions(launch.attention);
+  command.options.push_back(dialogOption(launch.dialog));
   return command;
 }
 

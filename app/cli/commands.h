@@ -28,6 +28,9 @@ cli::CommandInfo exportInfo();
 int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
                   const WindowRunner& window);
 cli::CommandInfo screenshotInfo();
+// --dialog open|save-as|replace (screenshot, open): the built-in file dialog up at start,
+// its path field focused; `dialog` = GuiLaunch::dialog.
+cli::Option dialogOption(std::string& dialog);
 
 // `info FILE [--array NAME] [--batch B] [--layout DIMS] [--tokens FILE] [--scan]`.
 int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& err);

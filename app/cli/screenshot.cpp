@@ -44,7 +44,7 @@ Command screenshotCommand(ScreenshotArgs& args) {
   command.usage =
       R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
                                    [--frames N] [--training STEPS] [--theme T]
-                                   [--presentation] [--stage NAME] [--dialog open|save-as]
+                                   [--presentation] [--stage NAME] [--dialog open|save-as|replace]
                                    [--layout-out FILE.json]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
@@ -82,6 +82,16 @@ Attention panel over the default scenario. Needs a display; without one use
                      return Ok{};
                    },
                    {"light", "dark"}),
+      customOption("--text-size", "S",
+                   "normal (15 px, 22.5 in presentation) or classroom (22 px, 33 in\n"
+                   "presentation), as View > Text size          (default: normal)",
+                   [&launch](const std::string& v) -> Status {
+                     if (v != "normal" && v != "classroom")
+                       return Error{"", "", inQuotes(v) + " is not normal or classroom"};
+                     launch.classroomText = v == "classroom";
+                     return Ok{};
+                   },
+                   {"normal", "classroom"}),
       flagOption("--presentation",
                  "presentation mode (F5 in the window): the pipeline alone, full window,\n"
                  "large type, stages in rows and pages that fit",
@@ -113,16 +123,7 @@ Attention panel over the default scenario. Needs a display; without one use
                    "numbers_drawn, row_labels / col_labels (as drawn, \"\" = skipped),\n"
                    "range [lo, hi], range_rule (fixed|symmetric|minmax|row), colormap",
                    nullptr),
-      customOption("--dialog", "D",
-                   "{choices}: show attnscope's own file dialog (the built-in one, as\n"
-                   "when no zenity or kdialog is found) listing the current folder",
-                   [&launch](const std::string& v) -> Status {
-                     if (v != "open" && v != "save-as")
-                       return Error{"", "", inQuotes(v) + " is not open or save-as"};
-                     launch.dialog = v;
-                     return Ok{};
-                   },
-                   {"open", "save-as"}),
+      dialogOption(launch.dialog),
   };
   append(command.options,
          section("when SCENARIO is an image (PNG, JPEG, ...), the Image view, as in `attnscope image`",
@@ -142,6 +143,20 @@ attention with --model.
 }
 
 }  // namespace
+
+cli::Option dialogOption(std::string& dialog) {
+  return customOption("--dialog", "D",
+                      "{choices}: show attnscope's own file dialog (the built-in one, as\n"
+                      "when no zenity or kdialog is found) listing the current folder;\n"
+                      "replace: Save As over the scenario's own file, asking to replace it",
+                      [&dialog](const std::string& v) -> Status {
+                        if (v != "open" && v != "save-as" && v != "replace")
+                          return Error{"", "", inQuotes(v) + " is not open, save-as or replace"};
+                        dialog = v;
+                        return Ok{};
+                      },
+                      {"open", "save-as", "replace"});
+}
 
 CommandInfo screenshotInfo() {
   ScreenshotArgs args;

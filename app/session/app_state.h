@@ -48,6 +48,9 @@ struct ViewSettings {
   int pipelineStage = -1;        // teaching step-through: -1 = all stages, else the index
                                  // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
+  // View ▸ Text size: Normal (15 px, 22.5 px in presentation mode) or Classroom (22 px, 33
+  // px), for the back of a room; times fontScale (app/ui/shell/theme.h, uiFontPixels()).
+  bool classroomText = false;
   // Presentation mode (F5, not saved): the Pipeline alone, full window, large type, its
   // stages in rows and pages that fit (app/session/pipeline_layout.h). `stageFullScreen`: the current
   // stage alone with its explanation as a caption (Enter / double-click a card).

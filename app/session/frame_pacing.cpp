@@ -1,6 +1,9 @@
 // Idle policy of the window loop and the pipeline's step keys (see frame_pacing.h).
 #include "app/session/frame_pacing.h"
 
+#include <algorithm>
+#include <cmath>
+
 #define GLFW_INCLUDE_NONE
 #include <GLFW/glfw3.h>
 
@@ -11,6 +14,19 @@ namespace attn::app {
 bool mayWaitForEvents(const FrameActivity& a) {
   return !a.screenshot && !a.computing && !a.interacting && !a.noticesFading && !a.pendingInput &&
          !a.backgroundWork && a.settleFrames <= 0;
+}
+
+double caretToggleIn(double cursorAnim) {
+  constexpr double kPeriod = 1.2, kShown = 0.8;
+  if (cursorAnim <= 0) return -cursorAnim + kShown;  // shown until 0, then 0.8 s more
+  const double phase = std::fmod(cursorAnim, kPeriod);
+  return phase < kShown ? kShown - phase : kPeriod - phase;
+}
+
+double idleWaitSeconds(const FrameActivity& activity, double caretToggle) {
+  if (!activity.typing) return kIdleWaitSeconds;
+  // A little after the toggle, so that the frame drawn then shows the caret's new state.
+  return std::clamp(caretToggle + 0.01, 0.01, kIdleWaitSeconds);
 }
 
 StepKey stepKeyFor(int glfwKey, int glfwMods) {

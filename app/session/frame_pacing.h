@@ -19,6 +19,10 @@ struct FrameActivity {
   bool backgroundWork = false; // a view's worker (training, model thumbnails, image patches)
                                // is running and will publish something to show
   int settleFrames = 0;        // frames still owed after the last event (ImGui settles hover etc.)
+  // A text field has the keyboard (and no mouse button is down) and its caret still blinks:
+  // nothing changes on screen but the blink, so the loop waits for the next toggle instead
+  // of spinning. Once the caret stays on (kCaretBlinkSeconds), the field is plain idle.
+  bool typing = false;
 };
 
 // Frames drawn after every event before the loop may sleep again: ImGui needs a frame or two
@@ -27,9 +31,23 @@ constexpr int kSettleFrames = 3;
 // The longest sleep while idle (seconds): also the autosave's and text cursor's granularity.
 constexpr double kIdleWaitSeconds = 0.5;
 
-// True when nothing will change on screen without an event, so the loop may block in
-// glfwWaitEventsTimeout(kIdleWaitSeconds) instead of polling.
+// True when nothing will change on screen without an event (or, while typing, before the
+// caret's next blink), so the loop may block in glfwWaitEventsTimeout(idleWaitSeconds(...))
+// instead of polling. `typing` alone does not keep the loop awake.
 bool mayWaitForEvents(const FrameActivity& activity);
+
+// The caret blinks this long after the last keystroke (or focus), then stays on, as GTK's
+// does after gtk-cursor-blink-timeout: a field left focused then costs no frames at all.
+constexpr double kCaretBlinkSeconds = 3.0;
+
+// ImGui 1.86's caret blink: shown while its clock `cursorAnim` (seconds, reset to -0.3 on
+// every keystroke) is <= 0, then for 0.8 s of every 1.2 s. The seconds until the caret next
+// appears or disappears (> 0).
+double caretToggleIn(double cursorAnim);
+
+// How long an idle loop may block: kIdleWaitSeconds, or while typing until just after the
+// caret's next toggle (`caretToggle` = caretToggleIn(...)), when the loop draws one frame.
+double idleWaitSeconds(const FrameActivity& activity, double caretToggle);
 
 // One pipeline step from a key: presentation clickers send PageDown / PageUp, keyboards
 // Space / Right / Left; Esc goes back (single stage -> presentation -> every stage shown);

@@ -74,8 +74,8 @@ struct ImageViewState {
   float opacity = 0.6f;
   int exportScale = 1;
   std::string exportPath;
-  bool async = false;  // compute on a worker thread (the window; not screenshots or tests)      //
-                       // the export dialog's file field ("" = a name from the image)
+  bool async = false;  // compute on a worker thread (the window; not screenshots or tests)
+  bool showOpenDialog = false;  // asks the window for its "Open image" dialog (files.h)
   std::uint64_t revision = 0;  // of image + settings that change the computation
 
   // Derived (updateImageView).

@@ -37,6 +37,7 @@ struct GuiLaunch {
     io::AttentionOpenOptions open;  // --array / --batch / --layout / --tokens
   } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
+  std::optional<bool> classroomText;  // screenshot --text-size classroom | normal
   // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
   // screenshots) whether to open the selected head (attention.layer/head) in the pipeline.
   // The attention options above (--select, --view, --focus ...) apply to the model's run.
@@ -47,7 +48,9 @@ struct GuiLaunch {
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
                                     // with presentation, shown alone full screen
   std::string dialog;               // screenshot --dialog: "open" or "save-as" shows that
-                                    // built-in file dialog over the folder it starts in
+                                    // built-in file dialog over the folder it starts in;
+                                    // "replace": Save As pressed over the document's own
+                                    // file, so its "Replace?" question is up
 };
 
 }  // namespace attn::app

@@ -66,8 +66,8 @@ struct ModelView {
   std::optional<Scenario> pipelineRequest;
 
   // Panel scratch (not saved).
-  bool showOpenDialog = false;  // the "Open model folder" modal is up
-  std::string dialogPath;
+  bool showOpenDialog = false;  // asks the window for its "Open model folder" dialog (the
+                                // desktop's, else the built-in one; app/ui/shell/files.h)
 
   // True while the run on screen is older than the text or the model.
   bool computing() const {

@@ -85,7 +85,7 @@ TEST(CliScreenshot, DialogShowsTheBuiltInFileDialog) {
   std::ostringstream out2, err2;
   EXPECT_EQ(runCli({"screenshot", decoder, "--dialog", "print", "--out", out}, out2, err2, window),
             2);
-  EXPECT_EQ(err2.str(), "attnscope: option '--dialog': 'print' is not open or save-as\n");
+  EXPECT_EQ(err2.str(), "attnscope: option '--dialog': 'print' is not open, save-as or replace\n");
 }
 
 TEST(CliOpen, HelpIsListed) {

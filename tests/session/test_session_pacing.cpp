@@ -40,6 +40,36 @@ TEST(FramePacing, WaitsOnlyWhenNothingChanges) {
   EXPECT_LE(kIdleWaitSeconds, 1.0);  // autosave and the text cursor still tick
 }
 
+TEST(FramePacing, AFocusedTextFieldWaitsForTheCaretBlink) {
+  FrameActivity a;
+  a.typing = true;  // a focused, unchanged text field does not keep the loop spinning
+  EXPECT_TRUE(mayWaitForEvents(a));
+  // ImGui 1.86: shown while the clock is <= 0 (-0.3 after a keystroke), then 0.8 of 1.2 s.
+  EXPECT_NEAR(caretToggleIn(-0.3), 1.1, 1e-9);  // just typed: shown until 0.8
+  EXPECT_NEAR(caretToggleIn(0.0), 0.8, 1e-9);
+  EXPECT_NEAR(caretToggleIn(0.5), 0.3, 1e-9);
+  EXPECT_NEAR(caretToggleIn(0.9), 0.3, 1e-9);   // hidden until 1.2
+  EXPECT_NEAR(caretToggleIn(2.5), 0.7, 1e-9);   // 2.5 = 2 x 1.2 + 0.1: shown until 3.2
+  // The wait ends just after the toggle, never longer than the idle wait.
+  EXPECT_NEAR(idleWaitSeconds(a, 0.3), 0.31, 1e-9);
+  EXPECT_NEAR(idleWaitSeconds(a, 1.1), kIdleWaitSeconds, 1e-9);
+  EXPECT_NEAR(idleWaitSeconds(a, 0.0), 0.01, 1e-9);
+  a.typing = false;
+  EXPECT_NEAR(idleWaitSeconds(a, 0.3), kIdleWaitSeconds, 1e-9);
+  // Over 10 s the caret toggles 2 times per 1.2 s: about 17 frames, not hundreds.
+  double clock = 0, waited = 0;
+  int frames = 0;
+  a.typing = true;
+  while (waited < 10.0) {
+    const double wait = idleWaitSeconds(a, caretToggleIn(clock));
+    clock += wait;
+    waited += wait;
+    ++frames;
+  }
+  EXPECT_LE(frames, 30);
+  EXPECT_GE(frames, 17);
+}
+
 TEST(StepKeys, ClickerAndKeyboardMapToSteps) {
   EXPECT_EQ(stepKeyFor(GLFW_KEY_PAGE_DOWN, 0), StepKey::Next);
   EXPECT_EQ(stepKeyFor(GLFW_KEY_PAGE_UP, 0), StepKey::Previous);

@@ -15,6 +15,9 @@
 
 #include "app/ui/shell/native_dialog.h"
 #include "app/ui/shell/files.h"
+#include "app/ui/panels/panel_registry.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
 #include "tests/support/ui_headless.h"
 
 namespace attn::app {
@@ -220,6 +223,190 @@ TEST_F(FileDialogUi, OpenRunsTheDesktopDialogAndTakesItsAnswer) {
   std::string first;
   std::getline(args, first);
   EXPECT_EQ(first, "--file-selection");
+}
+
+std::string readAll(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(FileDialogUi, SaveAsOverAnExistingFileAsksFirst) {
+  const fs::path dir = scratch("replace");
+  const fs::path other = dir / "other.json";
+  touch(other, "keep me");
+  AppState state = attn::testing::loadedPreset("decoder_state");
+  FileUi ui;
+  ui.lastSaveFolder = dir.string();
+  showSaveAsDialog(ui, state);
+  ui.path = (dir / "other").string();  // typed without .json: the same file
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  confirmDialog(ui);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  // Asked, not written: the dialog stays up with the question.
+  EXPECT_EQ(ui.replaceAsked, other.string());
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::SaveAs);
+  EXPECT_EQ(readAll(other), "keep me");
+  EXPECT_NE(state.docPath, other.string());
+  // Cancel: still nothing written, the Save As dialog still up, no question.
+  answerReplace(ui, false);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_TRUE(ui.replaceAsked.empty());
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::SaveAs);
+  EXPECT_EQ(readAll(other), "keep me");
+  // Save again, then Replace: the scenario is written over it and the dialog closes.
+  confirmDialog(ui);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  ASSERT_EQ(ui.replaceAsked, other.string());
+  answerReplace(ui, true);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::None);
+  EXPECT_EQ(state.docPath, other.string());
+  EXPECT_NE(readAll(other).find("\"name\""), std::string::npos);
+  EXPECT_EQ(ui.lastSaveFolder, dir.string());
+  // A new name is saved at once, without a question.
+  showSaveAsDialog(ui, state);
+  ui.path = (dir / "new.json").string();
+  frame(ui, state);
+  confirmDialog(ui);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_TRUE(ui.replaceAsked.empty());
+  EXPECT_TRUE(fs::exists(dir / "new.json"));
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::None);
+}
+
+TEST_F(FileDialogUi, ModelFolderAndImageDialogsChooseAndRemember) {
+  const fs::path dir = scratch("kinds");
+  fs::create_directories(dir / "models" / "gpt2");
+  touch(dir / "models" / "notes.txt");
+  AppState state = attn::testing::loadedPreset("decoder_state");
+  FileUi ui;
+  ui.lastModelFolder = (dir / "models").string();
+  state.model.showOpenDialog = true;  // Model > Open model folder...
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_FALSE(state.model.showOpenDialog);
+  ASSERT_EQ(ui.dialog, FileUi::Dialog::OpenModelFolder);
+  EXPECT_EQ(ui.filter, FileFilter::Folders);
+  EXPECT_EQ(names(ui.listing), (std::vector<std::string>{"/gpt2"}));  // folders only
+  EXPECT_EQ(ui.path, (dir / "models").string());  // Open at once takes the folder listed
+  confirmDialog(ui);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::None);
+  EXPECT_EQ(state.model.loadRequest, (dir / "models").string());
+  EXPECT_TRUE(panelShown(state.view, "model"));
+  // A folder typed relative to the listing. (The path field keeps its own text while it has
+  // the keyboard, so each typed path is set before the dialog first draws.)
+  ui.lastModelFolder = (dir / "models").string();
+  showModelFolderDialog(ui, state);
+  ui.path = "gpt2";  // typed, relative to the listing
+  frame(ui, state);
+  confirmDialog(ui);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::None);
+  EXPECT_EQ(state.model.loadRequest, (dir / "models" / "gpt2").string());
+  EXPECT_EQ(ui.lastModelFolder, (dir / "models").string());
+  // A typed path that is no folder is refused in the dialog.
+  state.model.loadRequest.clear();
+  showModelFolderDialog(ui, state);
+  ui.path = (dir / "models" / "notes.txt").string();
+  frame(ui, state);
+  confirmDialog(ui);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::OpenModelFolder);
+  EXPECT_NE(ui.dialogError.find("is not a folder"), std::string::npos) << ui.dialogError;
+  EXPECT_TRUE(state.model.loadRequest.empty());
+
+  // Open image: images only, opened in the Image view, its folder remembered. (A fresh
+  // ImGui context: the refused model folder left its dialog open.)
+  ImGui::DestroyContext(context_);
+  context_ = attn::testing::createHeadlessImGui();
+  ui = FileUi{};
+  const fs::path images = dir / "pictures";
+  fs::create_directories(images);
+  fs::copy_file(fs::path(ATTNSCOPE_ASSET_DIR) / "images" / "shapes.png", images / "a.png");
+  touch(images / "b.json");
+  ui.lastImageFolder = images.string();
+  state.image.showOpenDialog = true;
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  ASSERT_EQ(ui.dialog, FileUi::Dialog::OpenImage);
+  EXPECT_EQ(names(ui.listing), (std::vector<std::string>{"a.png"}));
+  ImGui::DestroyContext(context_);  // again, with the path typed before the field shows
+  context_ = attn::testing::createHeadlessImGui();
+  showOpenImageDialog(ui, state);
+  ui.path = "a.png";
+  frame(ui, state);
+  confirmDialog(ui);
+  for (int i = 0; i < 2; ++i) frame(ui, state);
+  EXPECT_EQ(ui.dialog, FileUi::Dialog::None);
+  EXPECT_EQ(state.image.path, (images / "a.png").string());
+  EXPECT_EQ(ui.lastImageFolder, images.string());
+}
+
+TEST(NativeDialog, FolderChooserCommandLines) {
+  const fs::path dir = scratch("folder_cmd");
+  fakeDialog(dir, "zenity", "", 0);
+  NativeRequest folder{NativeMode::Folder, "Open model folder", "/models/", {FileFilter::Folders}};
+  const auto zenity = nativeDialogCommand(folder, dir.string());
+  ASSERT_TRUE(zenity);
+  EXPECT_EQ(*zenity, (std::vector<std::string>{(dir / "zenity").string(), "--file-selection",
+                                               "--title=Open model folder", "--directory",
+                                               "--filename=/models/"}));
+  const fs::path kde = scratch("folder_cmd_kde");
+  fakeDialog(kde, "kdialog", "", 0);
+  const auto kdialog = nativeDialogCommand(folder, kde.string());
+  ASSERT_TRUE(kdialog);
+  EXPECT_EQ(*kdialog, (std::vector<std::string>{(kde / "kdialog").string(), "--title",
+                                                "Open model folder", "--getexistingdirectory",
+                                                "/models/"}));
+}
+
+// GLFW's drop callback only collects the paths; openDropped() is what a drop does.
+TEST_F(FileDialogUi, EveryKindOpensWhenDropped) {
+  const fs::path dir = scratch("drop");
+  AppState state = attn::testing::loadedPreset("decoder_state");
+  FileUi ui;
+  // A scenario becomes the document.
+  const fs::path scenario = dir / "fbi.json";
+  fs::copy_file(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "fbi_causal.json", scenario);
+  openDropped(ui, state, {scenario.string()}, 0);
+  EXPECT_EQ(state.docPath, scenario.string());
+  // An .npy [n, n] and an .npz with one array open in the Attention panel.
+  const std::vector<float> values = {0.75f, 0.25f, 0.5f, 0.5f};
+  const std::vector<std::int64_t> shape = {2, 2};
+  Expected<std::string> npy = io::writeNpyFloat32(values, shape);
+  ASSERT_TRUE(npy.ok());
+  {
+    std::ofstream(dir / "w.npy", std::ios::binary) << npy.value();
+  }
+  openDropped(ui, state, {(dir / "w.npy").string()}, 0);
+  ASSERT_TRUE(state.attention.tensor());
+  EXPECT_EQ(state.attention.tensor()->path(), (dir / "w.npy").string());
+  const std::vector<io::NpzEntry> entries = {{"attn", npy.value()}};
+  Expected<std::string> npz = io::writeNpz(entries);
+  ASSERT_TRUE(npz.ok());
+  {
+    std::ofstream(dir / "w.npz", std::ios::binary) << npz.value();
+  }
+  openDropped(ui, state, {(dir / "w.npz").string()}, 0);
+  ASSERT_TRUE(state.attention.tensor());
+  EXPECT_EQ(state.attention.tensor()->path(), (dir / "w.npz").string());
+  EXPECT_EQ(state.docPath, scenario.string());  // the document stays
+  // An image opens in the Image view.
+  const fs::path image = fs::path(ATTNSCOPE_ASSET_DIR) / "images" / "stripes.png";
+  openDropped(ui, state, {image.string()}, 0);
+  EXPECT_EQ(state.image.path, image.string());
+  EXPECT_TRUE(state.image.open());
+  // A folder loads as a model folder, and the Model panel is shown.
+  fs::create_directories(dir / "gpt2");
+  openDropped(ui, state, {(dir / "gpt2").string()}, 0);
+  EXPECT_EQ(state.model.loadRequest, (dir / "gpt2").string());
+  EXPECT_TRUE(panelShown(state.view, "model"));
+  // Several at once: the first, and a notice about the rest.
+  state.model.loadRequest.clear();
+  openDropped(ui, state, {(dir / "gpt2").string(), scenario.string()}, 0);
+  EXPECT_EQ(state.model.loadRequest, (dir / "gpt2").string());
+  ASSERT_FALSE(state.notices.empty());
+  EXPECT_NE(state.notices.back().text.find("of the 2 dropped files"), std::string::npos)
+      << state.notices.back().text;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "app/session/app_state.h"
 #include "app/session/compute_service.h"
 #include "app/ui/shell/files.h"
+#include "app/ui/shell/theme.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget.h"
@@ -308,6 +309,25 @@ TEST(Files, ViewJsonKeepsUnknownKeysAndIgnoresBadOnes) {
   applyViewJson(untouched, "not json at all", true);  // never throws
 }
 
+TEST(TextSize, ClassroomIsReadableFromTheBackOfARoom) {
+  // Issue 18: normal-mode text >= 22 px and presentation text >= 30 px in Classroom.
+  EXPECT_FLOAT_EQ(uiFontPixels(false, 1.f, false), 15.f);
+  EXPECT_FLOAT_EQ(uiFontPixels(false, 1.f, true), 22.5f);
+  EXPECT_FLOAT_EQ(uiFontPixels(true, 1.f, false), 22.f);
+  EXPECT_FLOAT_EQ(uiFontPixels(true, 1.f, true), 33.f);
+  EXPECT_FLOAT_EQ(uiFontPixels(true, 1.5f, false), 33.f);   // times the user's scale
+  EXPECT_FLOAT_EQ(uiFontPixels(true, 100.f, false), 66.f);  // clamped to 3x
+  ViewSettings view;
+  applyViewJson(view, R"({"text_size": "classroom"})", true);
+  EXPECT_TRUE(view.classroomText);
+  applyViewJson(view, R"({"text_size": "huge"})", true);  // unknown: kept as it was
+  EXPECT_TRUE(view.classroomText);
+  applyViewJson(view, R"({"text_size": "normal"})", false);  // personal: autosave only
+  EXPECT_TRUE(view.classroomText);
+  applyViewJson(view, R"({"text_size": "normal"})", true);
+  EXPECT_FALSE(view.classroomText);
+}
+
 TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   const fs::path dir = tempDir("autosave");
   ASSERT_EQ(setenv("XDG_STATE_HOME", dir.c_str(), 1), 0);
@@ -321,6 +341,7 @@ TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   endFrame(state, false);
   state.view.colormap = ColormapKind::Cividis;
   state.view.fontScale = 1.5f;
+  state.view.classroomText = true;
   state.view.lightTheme = true;
   *panelFlag(state.view, "geometry") = false;
   state.view.focusedHead = 1;
@@ -338,11 +359,13 @@ TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   EXPECT_TRUE(restored.dirty());
   EXPECT_EQ(restored.view.colormap, ColormapKind::Cividis);
   EXPECT_EQ(restored.view.fontScale, 1.5f);
+  EXPECT_TRUE(restored.view.classroomText);
   EXPECT_TRUE(restored.view.lightTheme);
   EXPECT_FALSE(panelShown(restored.view, "geometry"));
   EXPECT_EQ(restored.view.focusedHead, 1);
   // The personal settings do not leak into the document's own view object.
   EXPECT_EQ(restored.doc.viewJson.find("font_scale"), std::string::npos);
+  EXPECT_EQ(restored.doc.viewJson.find("text_size"), std::string::npos);
   EXPECT_EQ(restored.doc.viewJson.find("autosave_source"), std::string::npos);
   EXPECT_TRUE(update(restored));
   EXPECT_TRUE(restored.computed->result.has_value());

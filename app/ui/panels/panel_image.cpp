@@ -68,6 +68,8 @@ void drawOpenHelp(AppState& state) {
       "An image is a set of vectors too. Open a PNG or JPEG with File \xE2\x96\xB8 Open, drop one "
       "on the window, or start with `attnscope IMAGE`: it is cut into P \xC3\x97 P patches, each "
       "patch becomes one vector of its RGB pixels, and self-attention runs over them.");
+  if (ImGui::Button("Open image\xE2\x80\xA6")) state.image.showOpenDialog = true;
+  tooltip("Pick a PNG, JPEG, BMP, ... with the desktop's file dialog (or attnscope's own).");
   const std::string folder = dataDir();
   if (folder.empty()) return;
   std::error_code ec;

@@ -24,39 +24,6 @@ namespace {
 
 using panel::tooltip;
 
-// The "Open model folder" modal. Drawn at top level after the panel's window (so that it
-// works while the panel is collapsed), and never before it: BeginPopupModal on a closed popup
-// clears the SetNextWindowPos/Size the window's layout set for the panel.
-void drawOpenDialog(ModelView& model) {
-  if (model.showOpenDialog) {
-    ImGui::OpenPopup("Open model folder");
-    model.showOpenDialog = false;
-  }
-  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
-                          ImVec2(0.5f, 0.5f));
-  if (!ImGui::BeginPopupModal("Open model folder", nullptr, ImGuiWindowFlags_AlwaysAutoResize))
-    return;
-  const float font = ImGui::GetFontSize();
-  ImGui::TextUnformatted("A Hugging Face model folder: config.json, model.safetensors (or");
-  ImGui::TextUnformatted("shards) and tokenizer.json, tokenizer.model or vocab.json + merges.txt;");
-  ImGui::TextUnformatted("gpt2, llama, mistral, qwen2 or gpt_neox. A cache's snapshots/<hash>/ works.");
-  ImGui::TextDisabled("Nothing is downloaded; see docs/models.md for where to get one.");
-  if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
-  ImGui::SetNextItemWidth(font * 30.f);
-  bool confirmed = ImGui::InputText("Folder", &model.dialogPath,
-                                    ImGuiInputTextFlags_EnterReturnsTrue);
-  if (ImGui::Button("Open", ImVec2(font * 6.f, 0))) confirmed = true;
-  ImGui::SameLine();
-  if (ImGui::Button("Cancel", ImVec2(font * 6.f, 0)) ||
-      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
-    ImGui::CloseCurrentPopup();
-  } else if (confirmed && !model.dialogPath.empty()) {
-    model.loadRequest = model.dialogPath;  // loaded on the worker by the window's update
-    ImGui::CloseCurrentPopup();
-  }
-  ImGui::EndPopup();
-}
-
 // The next-token prediction: one row per token, a bar as long as its probability.
 void drawPrediction(const ModelRun& run) {
   const float font = ImGui::GetFontSize();
@@ -207,12 +174,10 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps);
 // =======================================================================================
 
 void drawModelPanel(AppState& state, HeatmapCache& heatmaps) {
-  ModelView& model = state.model;
   if (panel::beginPanel("Model", panelFlag(state.view, "model"))) {
     drawModelWindow(state, heatmaps);
     ImGui::End();
   }
-  drawOpenDialog(model);
 }
 
 namespace {

@@ -117,27 +117,39 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   ImGui::TextColored(panel::formulaColor(), "%s", stageName(stage));
   if (view == nullptr) return;
-  // 1 the heatmap: the caption keeps about a third of the height (the heatmap >= 300 px at
-  //   1280 x 800)
-  // (font * 2.5: the column axis title and labels above the grid, as on the cards)
-  const float caption = std::max(font * 7.0f, avail.y * 0.36f);
+  // 1 the heatmap, as large as the window allows, with the caption beside it (a wide window)
+  //   or under it, whichever leaves the larger heatmap; the caption scrolls, never cut off.
+  //   (font * 2.5: the column axis title and labels above the grid, as on the cards)
+  const ImGuiStyle& style = ImGui::GetStyle();
   const float colorbar = colorbarReserve(state);
-  const float gridHeight = std::max(
-      font * 4.0f, avail.y - caption - ImGui::GetTextLineHeightWithSpacing() - font * 2.5f);
-  const float grid = std::min(gridHeight, (avail.x - labelWidth - colorbar) / aspect);
+  const float labelsAbove = font * 2.5f;
+  const float fullGrid = std::max(
+      font * 4.0f, avail.y - ImGui::GetTextLineHeightWithSpacing() - labelsAbove -
+                       style.ItemSpacing.y * 2.0f);
+  const float captionWidth = font * 16.0f;   // beside: room for the worked numbers
+  const float captionHeight = font * 6.0f;   // under: a few lines, then it scrolls
+  const float besideGrid =
+      std::min(fullGrid, (avail.x - labelWidth - colorbar - captionWidth - style.ItemSpacing.x) /
+                             aspect);
+  const float underGrid =
+      std::min(fullGrid - captionHeight, (avail.x - labelWidth - colorbar) / aspect);
+  const bool beside = besideGrid >= underGrid;
+  const float grid = std::max(font * 4.0f, beside ? besideGrid : underGrid);
   HeatmapOptions options = panel::heatmapOptions(state, stage);
-  options.size = ImVec2(labelWidth + grid * aspect + colorbar, font * 2.5f + grid);
+  options.size = ImVec2(labelWidth + grid * aspect + colorbar, labelsAbove + grid);
   const std::string description = stageDescription(stage, state.doc);
   options.tooltip = description.c_str();
   options.allLabels = true;  // the stage alone: every token label
-  // Centred: on a wide screen the heatmap stands in the middle of the projection.
-  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - options.size.x) * 0.5f));
+  // Centred (under) or with the caption beside it in the middle of the projection.
+  const float blockWidth = options.size.x + (beside ? captionWidth + style.ItemSpacing.x : 0.0f);
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - blockWidth) * 0.5f));
   const HeatmapInteraction hit = heatmapWidget(
       (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
       panel::contentRevision(state.computed->revision, stage, head), options);
   panel::setHover(state, hit, stage, head);
+  if (beside) ImGui::SameLine();
   // 2 the caption: one of its numbers explained (what the stage is stands in the header)
-  ImGui::BeginChild("##caption", ImVec2(0, 0), false);
+  ImGui::BeginChild("##caption", ImVec2(0, beside ? options.size.y : 0.0f), false);
   Hover cell;
   if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
     cell = state.hover;

@@ -17,6 +17,7 @@
 #include "app/session/attention_service.h"
 #include "app/ui/shell/files.h"
 #include "app/ui/shell/files_internal.h"
+#include "app/ui/panels/panel_registry.h"
 #include "app/ui/shell/theme.h"
 
 namespace attn::app {
@@ -29,18 +30,40 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// What each kind of dialog is called and offers.
+struct DialogSpec {
+  const char* title;   // the built-in modal's title (its ImGui id) and the desktop dialog's
+  const char* action;  // the confirm button
+  NativeMode mode;
+  std::vector<FileFilter> filters;  // offered in this order; the first is selected
+};
+
+DialogSpec dialogSpec(FileUi::Dialog kind) {
+  switch (kind) {
+    case FileUi::Dialog::SaveAs:
+      return {"Save scenario as", "Save", NativeMode::Save,
+              {FileFilter::Scenario, FileFilter::All}};
+    case FileUi::Dialog::OpenImage:
+      return {"Open image", "Open", NativeMode::Open, {FileFilter::Image, FileFilter::All}};
+    case FileUi::Dialog::OpenModelFolder:
+      return {"Open model folder", "Open", NativeMode::Folder, {FileFilter::Folders}};
+    case FileUi::Dialog::Open:
+    case FileUi::Dialog::None:
+      break;
+  }
+  return {"Open scenario", "Open", NativeMode::Open,
+          std::vector<FileFilter>(std::begin(kAllFileFilters), std::end(kAllFileFilters))};
+}
+
 // Starts the desktop's dialog when it is on and available; false = use the built-in one.
 bool startNativeDialog(FileUi& ui, FileUi::Dialog kind, const std::string& start) {
   if (!ui.nativeDialogs) return false;
+  const DialogSpec spec = dialogSpec(kind);
   NativeRequest request;
-  request.mode = kind == FileUi::Dialog::SaveAs ? NativeMode::Save : NativeMode::Open;
-  request.title = kind == FileUi::Dialog::SaveAs ? "Save scenario as" : "Open";
+  request.mode = spec.mode;
+  request.title = kind == FileUi::Dialog::Open ? "Open" : spec.title;
   request.start = start;
-  request.filters = kind == FileUi::Dialog::SaveAs
-                        ? std::vector<FileFilter>{FileFilter::Scenario, FileFilter::All}
-                        : std::vector<FileFilter>{FileFilter::Openable, FileFilter::Scenario,
-                                                  FileFilter::Attention, FileFilter::Image,
-                                                  FileFilter::All};
+  request.filters = spec.filters;
   const char* path = std::getenv("PATH");
   std::optional<std::vector<std::string>> command =
       nativeDialogCommand(request, path != nullptr ? path : "");
@@ -48,6 +71,26 @@ bool startNativeDialog(FileUi& ui, FileUi::Dialog kind, const std::string& start
   ui.native = std::make_shared<NativeDialogRun>(std::move(*command));
   ui.nativeFor = kind;
   return true;
+}
+
+// Shows the built-in dialog of `kind` over ui.folder, listed afresh.
+void showBuiltinDialog(FileUi& ui, FileUi::Dialog kind) {
+  ui.dialog = kind;
+  ui.dialogJustOpened = true;
+  ui.filter = dialogSpec(kind).filters.front();
+  ui.listedFolder.clear();  // list afresh: files written since the last time show up
+  ui.replaceAsked.clear();
+  ui.replaceConfirmed.clear();
+}
+
+// `preferred` when it names a folder that exists, else `fallback` (the same test), else the
+// current folder.
+std::string startFolder(const std::string& preferred, const std::string& fallback) {
+  std::error_code ec;
+  for (const std::string* folder : {&preferred, &fallback}) {
+    if (!folder->empty() && fs::is_directory(*folder, ec)) return *folder;
+  }
+  return fs::current_path(ec).string();
 }
 
 }  // namespace
@@ -65,10 +108,7 @@ void showOpenDialog(FileUi& ui, const AppState& state) {
   ui.path.clear();
   ui.dialogError.clear();
   if (startNativeDialog(ui, FileUi::Dialog::Open, ui.folder + "/")) return;
-  ui.dialog = FileUi::Dialog::Open;
-  ui.dialogJustOpened = true;
-  ui.filter = FileFilter::Openable;
-  ui.listedFolder.clear();  // list afresh: files written since the last time show up
+  showBuiltinDialog(ui, FileUi::Dialog::Open);
 }
 
 void showSaveAsDialog(FileUi& ui, const AppState& state) {
@@ -87,10 +127,29 @@ void showSaveAsDialog(FileUi& ui, const AppState& state) {
   }
   ui.dialogError.clear();
   if (startNativeDialog(ui, FileUi::Dialog::SaveAs, ui.path)) return;
-  ui.dialog = FileUi::Dialog::SaveAs;
-  ui.dialogJustOpened = true;
-  ui.filter = FileFilter::Scenario;
-  ui.listedFolder.clear();
+  showBuiltinDialog(ui, FileUi::Dialog::SaveAs);
+}
+
+void showOpenImageDialog(FileUi& ui, const AppState& state) {
+  if (ui.native) return;
+  std::error_code ec;
+  const std::string shown =
+      state.image.path.empty() ? "" : fs::absolute(state.image.path, ec).parent_path().string();
+  ui.folder = startFolder(ui.lastImageFolder, shown);
+  ui.path.clear();
+  ui.dialogError.clear();
+  if (startNativeDialog(ui, FileUi::Dialog::OpenImage, ui.folder + "/")) return;
+  showBuiltinDialog(ui, FileUi::Dialog::OpenImage);
+}
+
+void showModelFolderDialog(FileUi& ui, const AppState& state) {
+  (void)state;  // the model view does not keep the folder it loaded; the last pick does
+  if (ui.native) return;
+  ui.folder = startFolder(ui.lastModelFolder, "");
+  ui.path = ui.folder;  // Open right away picks the folder being listed
+  ui.dialogError.clear();
+  if (startNativeDialog(ui, FileUi::Dialog::OpenModelFolder, ui.folder + "/")) return;
+  showBuiltinDialog(ui, FileUi::Dialog::OpenModelFolder);
 }
 
 void saveOrAsk(FileUi& ui, AppState& state, double now) {
@@ -101,7 +160,49 @@ void saveOrAsk(FileUi& ui, AppState& state, double now) {
   saveDocument(state, state.docPath, now);
 }
 
+namespace {
+
+// A model folder to load (the Model panel shows it; the worker loads it).
+void requestModelFolder(FileUi& ui, AppState& state, const std::string& folder) {
+  std::error_code ec;
+  ui.lastModelFolder = fs::absolute(folder, ec).parent_path().string();
+  state.model.loadRequest = folder;
+  *panelFlag(state.view, "model") = true;
+}
+
+}  // namespace
+
+void confirmDialog(FileUi& ui) {
+  if (ui.dialog != FileUi::Dialog::None) ui.confirmPending = true;
+}
+
+void answerReplace(FileUi& ui, bool replace) {
+  if (ui.replaceAsked.empty()) return;
+  if (replace) {
+    ui.replaceConfirmed = ui.replaceAsked;
+    ui.confirmPending = true;  // save again; the accept sees the confirmed path
+  }
+  ui.replaceAsked.clear();
+}
+
+void openDropped(FileUi& ui, AppState& state, const std::vector<std::string>& paths,
+                 double now) {
+  if (paths.empty()) return;
+  requestOpen(ui, state, paths.front(), now);
+  if (paths.size() > 1) {
+    notify(state, Notice::Kind::Info,
+           "opened only " + fs::path(paths.front()).filename().string() + " of the " +
+               std::to_string(paths.size()) + " dropped files (one at a time)",
+           now);
+  }
+}
+
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {  // a model folder: the document stays as it is
+    requestModelFolder(ui, state, path);
+    return;
+  }
   const PathKind kind = classifyPath(path);
   if (kind == PathKind::AttentionFile) {  // the scenario stays as it is: no question to ask
     openAttentionFile(state, path, now);
@@ -196,15 +297,62 @@ void runAfter(FileUi& ui, AppState& state, double now) {
   ui.afterScenario.reset();
 }
 
-// Draws one path dialog; `accept` runs when the user confirms a path and returns whether
-// the dialog may close.
-void drawPathDialog(FileUi& ui, const char* title, const char* action,
-                    const std::function<bool(const std::string&)>& accept) {
+// The "Replace?" question of a Save As over an existing file, in a desktop file manager's
+// words, drawn over the Save As dialog while ui.replaceAsked is set; Cancel is the default
+// (Escape). Both buttons go through answerReplace().
+void drawReplaceQuestion(FileUi& ui) {
+  if (!ui.replaceAsked.empty() && !ImGui::IsPopupOpen("Replace file?"))
+    ImGui::OpenPopup("Replace file?");
+  ImGui::SetNextWindowPos(ImGui::GetMainViewport()->GetCenter(), ImGuiCond_Appearing,
+                          ImVec2(0.5f, 0.5f));
+  if (!ImGui::BeginPopupModal("Replace file?", nullptr, ImGuiWindowFlags_AlwaysAutoResize))
+    return;
+  if (ui.replaceAsked.empty()) {  // answered by code (answerReplace)
+    ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+    return;
+  }
+  const float font = ImGui::GetFontSize();
+  const fs::path asked(ui.replaceAsked);
+  std::string folder = asked.parent_path().filename().string();
+  if (folder.empty()) folder = asked.parent_path().string();
+  // “x.json”: the curly quotes of GTK's and KDE's question.
+  ImGui::Text("A file named \xE2\x80\x9C%s\xE2\x80\x9D already exists. Do you want to replace it?",
+              asked.filename().string().c_str());
+  ImGui::TextDisabled(
+      "The file already exists in \xE2\x80\x9C%s\xE2\x80\x9D. Replacing it will overwrite its "
+      "contents.",
+      folder.c_str());
+  ImGui::Spacing();
+  // Cancel is the default, as in the desktop's question: Escape answers it.
+  const bool escape = !ImGui::IsWindowAppearing() &&
+                      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
+  ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+  const bool cancel = ImGui::Button("Cancel", ImVec2(font * 6, 0)) || escape;
+  ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Keep the file; choose another name (Esc).");
+  ImGui::SameLine();
+  const bool replace = ImGui::Button("Replace", ImVec2(font * 6, 0));
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Overwrite %s.", ui.replaceAsked.c_str());
+  if (cancel || replace) {
+    answerReplace(ui, replace);
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::EndPopup();
+}
+
+// Draws the built-in dialog of ui.dialog; `accept` runs when the user confirms a path and
+// returns whether the dialog may close. In a folder chooser (FileFilter::Folders) a click
+// selects a folder, a double-click enters it, and Open takes the selected (or listed) one.
+void drawPathDialog(FileUi& ui, const std::function<bool(const std::string&)>& accept) {
+  const DialogSpec spec = dialogSpec(ui.dialog);
+  const bool folders = ui.filter == FileFilter::Folders;
   bool confirmed = false;
   const float font = ImGui::GetFontSize();
   ImGui::SetNextWindowSize(ImVec2(font * 40, font * 28), ImGuiCond_Appearing);
-  if (!ImGui::BeginPopupModal(title, nullptr)) return;
+  if (!ImGui::BeginPopupModal(spec.title, nullptr)) return;
   refreshListing(ui);
+  const std::string folderBefore = ui.folder;
   ImGui::TextDisabled("Folder: %s", ui.folder.c_str());
   if (ImGui::Button("Up")) {
     ui.folder = fs::path(ui.folder).parent_path().string();
@@ -213,13 +361,15 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Go to the parent folder.");
   ImGui::SameLine();
   if (ImGui::Button("Refresh")) ui.listedFolder.clear();
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(font * 21);
-  if (ImGui::BeginCombo("Type", filterLabel(ui.filter))) {
-    for (FileFilter filter : kAllFileFilters) {
-      if (ImGui::Selectable(filterLabel(filter), filter == ui.filter)) ui.filter = filter;
+  if (spec.filters.size() > 1) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(font * 21);
+    if (ImGui::BeginCombo("Type", filterLabel(ui.filter))) {
+      for (FileFilter filter : spec.filters) {
+        if (ImGui::Selectable(filterLabel(filter), filter == ui.filter)) ui.filter = filter;
+      }
+      ImGui::EndCombo();
     }
-    ImGui::EndCombo();
   }
   const float listHeight =
       ImGui::GetContentRegionAvail().y - ImGui::GetFrameHeightWithSpacing() * 3;
@@ -228,28 +378,35 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
   for (const FileUi::Entry& entry : ui.listing) {
     const std::string label = (entry.directory ? "[dir]  " : "") + entry.name;
     const std::string full = (fs::path(ui.folder) / entry.name).string();
+    const bool selectable = folders || !entry.directory;
     if (ImGui::Selectable(
-            label.c_str(), !entry.directory && full == ui.path,
+            label.c_str(), selectable && full == ui.path,
             ImGuiSelectableFlags_AllowDoubleClick | ImGuiSelectableFlags_DontClosePopups)) {
-      if (entry.directory) {
+      const bool twice = ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+      if (entry.directory && (!folders || twice)) {
         enter = full;
       } else {
         ui.path = full;
-        if (ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) confirmed = true;
+        if (twice) confirmed = true;
       }
     }
   }
-  if (ui.listing.empty()) ImGui::TextDisabled("(no folders or matching files here)");
+  if (ui.listing.empty())
+    ImGui::TextDisabled(folders ? "(no folders here)" : "(no folders or matching files here)");
   ImGui::EndChild();
   if (!enter.empty()) ui.folder = enter;
+  if (folders && ui.folder != folderBefore) ui.path = ui.folder;  // Open takes the folder shown
   ImGui::SetNextItemWidth(-font * 4);
   if (ui.dialogJustOpened) {
     ImGui::SetKeyboardFocusHere();
     ui.dialogJustOpened = false;
   }
-  if (ImGui::InputText("Path", &ui.path, ImGuiInputTextFlags_EnterReturnsTrue)) confirmed = true;
+  if (ImGui::InputText(folders ? "Folder" : "Path", &ui.path,
+                       ImGuiInputTextFlags_EnterReturnsTrue))
+    confirmed = true;
   if (ImGui::IsItemHovered()) {
-    ImGui::SetTooltip("Type a path, or pick a file above (double-click opens it).");
+    ImGui::SetTooltip(folders ? "Type a folder, or pick one above (double-click enters it)."
+                              : "Type a path, or pick a file above (double-click opens it).");
   }
   if (!ui.dialogError.empty()) {
     const ThemeColor red = currentPalette().error;  // readable on both themes
@@ -257,10 +414,11 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     ImGui::TextWrapped("%s", ui.dialogError.c_str());
     ImGui::PopStyleColor();
   }
-  if (ImGui::Button(action, ImVec2(font * 6, 0))) confirmed = true;
+  if (ImGui::Button(spec.action, ImVec2(font * 6, 0))) confirmed = true;
+  if (std::exchange(ui.confirmPending, false)) confirmed = true;  // confirmDialog, Replace
   ImGui::SameLine();
   if (ImGui::Button("Cancel", ImVec2(font * 6, 0)) ||
-      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
+      (ui.replaceAsked.empty() && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape)))) {
     ui.dialog = FileUi::Dialog::None;
     ui.after = FileUi::After::Nothing;
     ImGui::CloseCurrentPopup();
@@ -270,7 +428,7 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
     ui.path =
         (fs::path(ui.folder) / ui.path).lexically_normal().string();  // relative to the listing
   }
-  if (confirmed) {
+  if (confirmed && !folders) {
     std::error_code ec;
     if (fs::is_directory(ui.path, ec)) {  // a folder typed into the path field: go there
       ui.folder = ui.path;
@@ -278,11 +436,26 @@ void drawPathDialog(FileUi& ui, const char* title, const char* action,
       confirmed = false;
     }
   }
+  drawReplaceQuestion(ui);
   if (confirmed && accept(ui.path)) {
     ui.dialog = FileUi::Dialog::None;
     ImGui::CloseCurrentPopup();
   }
   ImGui::EndPopup();
+}
+
+// The path a Save As writes: `typed`, with .json when it has no extension.
+std::string savePath(const std::string& typed) {
+  std::string path = typed;
+  if (fs::path(path).extension().empty()) path += ".json";
+  return path;
+}
+
+// Opens an image chosen in a dialog and remembers its folder.
+void acceptImage(FileUi& ui, AppState& state, const std::string& path, double now) {
+  std::error_code ec;
+  ui.lastImageFolder = fs::absolute(path, ec).parent_path().string();
+  openImageView(state, path, now);
 }
 
 }  // namespace
@@ -294,9 +467,13 @@ void applyNativeResult(FileUi& ui, AppState& state, FileUi::Dialog kind, const N
       if (kind == FileUi::Dialog::Open) {
         ui.lastOpenFolder = fs::path(r.path).parent_path().string();
         requestOpen(ui, state, r.path, now);
+      } else if (kind == FileUi::Dialog::OpenImage) {
+        acceptImage(ui, state, r.path, now);
+      } else if (kind == FileUi::Dialog::OpenModelFolder) {
+        requestModelFolder(ui, state, r.path);
       } else {
-        std::string path = r.path;
-        if (fs::path(path).extension().empty()) path += ".json";
+        // The desktop's dialog asked before replacing (--confirm-overwrite).
+        const std::string path = savePath(r.path);
         if (saveDocument(state, path, now)) {  // errors are posted as notices
           ui.lastSaveFolder = fs::path(path).parent_path().string();
           runAfter(ui, state, now);
@@ -314,39 +491,65 @@ void applyNativeResult(FileUi& ui, AppState& state, FileUi::Dialog kind, const N
                        "chooses it from the start)",
              now);
       ui.nativeDialogs = false;
-      ui.dialog = kind;
-      ui.dialogJustOpened = true;
-      ui.filter = kind == FileUi::Dialog::SaveAs ? FileFilter::Scenario : FileFilter::Openable;
-      ui.listedFolder.clear();
+      showBuiltinDialog(ui, kind);
+      if (kind == FileUi::Dialog::OpenModelFolder) ui.path = ui.folder;
       break;
   }
 }
 
 void drawFileUi(FileUi& ui, AppState& state, double now) {
   const float font = ImGui::GetFontSize();
-  // 1 open / save-as dialogs
-  if (ui.dialog == FileUi::Dialog::Open) {
-    if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Open scenario"))
-      ImGui::OpenPopup("Open scenario");
-    drawPathDialog(ui, "Open scenario", "Open", [&](const std::string& path) {
-      ui.lastOpenFolder = fs::path(path).parent_path().string();
-      requestOpen(ui, state, path, now);
-      return true;
-    });
-  } else if (ui.dialog == FileUi::Dialog::SaveAs) {
-    if (ui.dialogJustOpened && !ImGui::IsPopupOpen("Save scenario as"))
-      ImGui::OpenPopup("Save scenario as");
-    drawPathDialog(ui, "Save scenario as", "Save", [&](const std::string& typed) {
-      std::string path = typed;
-      if (fs::path(path).extension().empty()) path += ".json";
-      if (!saveDocument(state, path, now)) {
-        ui.dialogError = state.notices.empty() ? "cannot save" : state.notices.back().text;
-        return false;
-      }
-      ui.lastSaveFolder = fs::path(path).parent_path().string();
-      runAfter(ui, state, now);
-      return true;
-    });
+  // 1 the dialogs: requests from the panels, then the one on screen
+  if (std::exchange(state.model.showOpenDialog, false)) showModelFolderDialog(ui, state);
+  if (std::exchange(state.image.showOpenDialog, false)) showOpenImageDialog(ui, state);
+  const char* title = dialogSpec(ui.dialog).title;
+  if (ui.dialog != FileUi::Dialog::None && ui.dialogJustOpened && !ImGui::IsPopupOpen(title))
+    ImGui::OpenPopup(title);
+  switch (ui.dialog) {
+    case FileUi::Dialog::Open:
+      drawPathDialog(ui, [&](const std::string& path) {
+        ui.lastOpenFolder = fs::path(path).parent_path().string();
+        requestOpen(ui, state, path, now);
+        return true;
+      });
+      break;
+    case FileUi::Dialog::SaveAs:
+      drawPathDialog(ui, [&](const std::string& typed) {
+        const std::string path = savePath(typed);
+        std::error_code ec;
+        if (fs::exists(path, ec) && ui.replaceConfirmed != path) {
+          ui.replaceAsked = path;  // ask first; Replace confirms and comes back here
+          return false;
+        }
+        ui.replaceConfirmed.clear();
+        if (!saveDocument(state, path, now)) {
+          ui.dialogError = state.notices.empty() ? "cannot save" : state.notices.back().text;
+          return false;
+        }
+        ui.lastSaveFolder = fs::path(path).parent_path().string();
+        runAfter(ui, state, now);
+        return true;
+      });
+      break;
+    case FileUi::Dialog::OpenImage:
+      drawPathDialog(ui, [&](const std::string& path) {
+        acceptImage(ui, state, path, now);
+        return true;
+      });
+      break;
+    case FileUi::Dialog::OpenModelFolder:
+      drawPathDialog(ui, [&](const std::string& path) {
+        std::error_code ec;
+        if (!fs::is_directory(path, ec)) {
+          ui.dialogError = path + " is not a folder";
+          return false;
+        }
+        requestModelFolder(ui, state, path);
+        return true;
+      });
+      break;
+    case FileUi::Dialog::None:
+      break;
   }
   // The desktop's dialog, when one is up.
   if (ui.native) {
@@ -357,8 +560,8 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
       applyNativeResult(ui, state, kind, *result, now);
     }
   }
-  if (ui.dialog != FileUi::Dialog::None && !ImGui::IsPopupOpen("Open scenario") &&
-      !ImGui::IsPopupOpen("Save scenario as") && !ui.dialogJustOpened) {
+  if (ui.dialog != FileUi::Dialog::None && !ImGui::IsPopupOpen(dialogSpec(ui.dialog).title) &&
+      !ui.dialogJustOpened) {
     ui.dialog = FileUi::Dialog::None;  // closed by ImGui (e.g. the popup stack was reset)
   }
 

@@ -29,8 +29,8 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 // Keys only the autosave carries: personal settings and where the document came from.
-constexpr const char* kUiKeys[] = {"font_scale", "light_theme", "panels", "autosave_source",
-                                   "autosave_dirty"};
+constexpr const char* kUiKeys[] = {"font_scale",      "text_size",     "light_theme",
+                                   "panels",          "autosave_source", "autosave_dirty"};
 
 Json parseObject(const std::string& text) {
   if (text.empty()) return Json::object();
@@ -86,6 +86,7 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
   json["pipeline_stage"] = view.pipelineStage;
   if (includeUi) {
     json["font_scale"] = view.fontScale;
+    json["text_size"] = view.classroomText ? "classroom" : "normal";
     json["light_theme"] = view.lightTheme;
     Json panels = Json::object();
     for (const PanelInfo& panel : panelRegistry()) panels[panel.id] = panelShown(view, panel.id);
@@ -133,6 +134,9 @@ void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) 
   if (!includeUi) return;
   if (auto it = json.find("font_scale"); it != json.end() && it->is_number()) {
     view.fontScale = std::clamp(it->get<float>(), 0.75f, 3.0f);
+  }
+  if (auto it = json.find("text_size"); it != json.end() && it->is_string()) {
+    if (*it == "classroom" || *it == "normal") view.classroomText = *it == "classroom";
   }
   if (auto it = json.find("light_theme"); it != json.end() && it->is_boolean()) {
     view.lightTheme = it->get<bool>();

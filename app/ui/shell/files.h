@@ -22,7 +22,8 @@ namespace attn::app {
 //
 // Keys: "colormap" (name), "cell_labels" (bool), "fixed_range" ([min, max] or absent),
 // "focused_head" (int, -1 = mean), "pipeline_stage" (int, -1 = all). With `includeUi` also
-// the personal settings kept only in the autosave: "font_scale", "light_theme" and
+// the personal settings kept only in the autosave: "font_scale", "text_size" ("normal" |
+// "classroom"), "light_theme" and
 // "panels" ({"inputs": bool, ...}). Unknown keys in `existing` are kept.
 std::string viewToJson(const ViewSettings& view, const std::string& existing, bool includeUi);
 // Applies the keys that are present and valid; ignores the rest (a view object never makes
@@ -93,7 +94,9 @@ AutosaveCheck checkAutosave(const std::string& path);
 // ---------------------------------------------------------------------------------------
 
 struct FileUi {
-  enum class Dialog { None, Open, SaveAs };
+  // Open: a scenario, attention file or image; SaveAs: the scenario; OpenImage: an image
+  // for the Image view; OpenModelFolder: a model folder (a folder, not a file).
+  enum class Dialog { None, Open, SaveAs, OpenImage, OpenModelFolder };
   Dialog dialog = Dialog::None;
   bool dialogJustOpened = false;
   std::string path;          // the path field
@@ -104,8 +107,13 @@ struct FileUi {
   using Entry = FolderEntry;
   std::vector<Entry> listing;  // read afresh each time a dialog opens, a folder or filter changes
   std::string dialogError;
-  // The last folder a file was opened from / saved to, each dialog starts there.
-  std::string lastOpenFolder, lastSaveFolder;
+  // The last folder a file was opened from / saved to / an image or a model folder was
+  // picked in: each kind of dialog starts in its own.
+  std::string lastOpenFolder, lastSaveFolder, lastImageFolder, lastModelFolder;
+  // Save As over an existing file: the path the "Replace?" question is asking about ("" =
+  // none), and the path whose replacement the user confirmed (the next save may write it).
+  std::string replaceAsked, replaceConfirmed;
+  bool confirmPending = false;  // the dialog's action button was pressed by code (confirmDialog)
 
   // The desktop's dialog (zenity / kdialog, file_dialog.h). Off unless the window turns it
   // on (tests drive the built-in one); when it cannot run, the built-in dialog opens.
@@ -159,6 +167,24 @@ void showOpenDialog(FileUi& ui, const AppState& state);
 // Prefilled with the document path, except for a preset (read-only): then the same file
 // name in the current folder.
 void showSaveAsDialog(FileUi& ui, const AppState& state);
+// Model ▸ Open model folder… (state.model.showOpenDialog) and the Image panel's Open
+// image… (state.image.showOpenDialog): the desktop's dialog when on and available (a folder
+// chooser for the model), else the built-in one; drawFileUi() calls them when the flag is
+// set. The chosen folder becomes state.model.loadRequest; the image opens in the Image view.
+void showModelFolderDialog(FileUi& ui, const AppState& state);
+void showOpenImageDialog(FileUi& ui, const AppState& state);
+// Presses the built-in dialog's action button (Open / Save) in the next drawFileUi(), as a
+// click would: tests, and `screenshot --dialog replace` (launch plan). No-op without one.
+void confirmDialog(FileUi& ui);
+// Answers the "Replace?" question of a Save As over an existing file (the question's own
+// buttons call it): Replace saves over the file in the next drawFileUi(), Cancel keeps it
+// and leaves the Save As dialog up.
+void answerReplace(FileUi& ui, bool replace);
+// Dropped on the window (GLFW's drop callback hands the paths here): the first path opens
+// as requestOpen() does (a scenario, .npy/.npz, an image or a model folder). When several
+// were dropped, a notice says that only the first was opened.
+void openDropped(FileUi& ui, AppState& state, const std::vector<std::string>& paths,
+                 double now);
 // What the desktop's dialog answered (drawFileUi calls it when ui.native has an answer):
 // a chosen file is opened or saved to as from the built-in dialog (a Save As without an
 // extension gets .json), Cancel drops a pending quit/open, a dialog that could not run
@@ -167,8 +193,10 @@ void applyNativeResult(FileUi& ui, AppState& state, FileUi::Dialog kind, const N
                        double now);
 // Save to the document path, or ask for one (untitled, or a shipped preset: Save As).
 void saveOrAsk(FileUi& ui, AppState& state, double now);
-// Opens `path`, first asking about unsaved changes. A scenario is read before the
-// question: a file that cannot be opened shows its error and asks nothing.
+// Opens `path` by what it is (classifyPath): an attention file in the Attention panel, an
+// image in the Image view, a folder as a model folder (state.model.loadRequest, the Model
+// panel shown), else a scenario, first asking about unsaved changes. A scenario is read
+// before the question: a file that cannot be opened shows its error and asks nothing.
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now);
 // Makes `doc` the document, untitled (e.g. a model's head from the Model panel), first
 // asking about unsaved changes as an open does.
@@ -176,8 +204,9 @@ void requestNewDocument(FileUi& ui, AppState& state, Scenario doc, double now);
 // Quits, first asking about unsaved changes (sets ui.quitConfirmed when it may close).
 void requestQuit(FileUi& ui, AppState& state);
 
-// Draws the open / save-as dialog, the "Save changes?" modal and the crash-recovery
-// modal. Call every frame. In "Save changes?" the default is Cancel: Enter and Escape both
+// Draws the open / save-as / open image / model folder dialog (Save As over an existing
+// file asks "Replace?" first, as a desktop file manager does), the "Save changes?" modal
+// and the crash-recovery modal. Call every frame. In "Save changes?" the default is Cancel: Enter and Escape both
 // cancel (keys held since before the modal appeared are ignored), only a click saves.
 void drawFileUi(FileUi& ui, AppState& state, double now);
 

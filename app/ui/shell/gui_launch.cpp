@@ -178,13 +178,16 @@ bool GuiSession::Impl::openModelScreenshot() {
 
 void GuiSession::Impl::launchView() {
   if (launch.lightTheme) state.view.lightTheme = *launch.lightTheme;
+  if (launch.classroomText) state.view.classroomText = *launch.classroomText;
   state.view.presentation = launch.presentation;
   if (launch.stage >= 0) {
     state.view.pipelineStage = launch.stage;
     state.view.stageFullScreen = launch.presentation;
   }
   if (launch.dialog == "open") showOpenDialog(files, state);
-  if (launch.dialog == "save-as") showSaveAsDialog(files, state);
+  if (launch.dialog == "save-as" || launch.dialog == "replace") showSaveAsDialog(files, state);
+  // Save pressed over the document's own file (it exists): the "Replace?" question.
+  if (launch.dialog == "replace") confirmDialog(files);
 }
 
 void GuiSession::Impl::finishLaunch() {

@@ -22,7 +22,9 @@ void GuiSession::Impl::handleShortcuts() {
       ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
   for (const KeyPress& press : presses) {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
-    if (const StepKey step = stepKeyFor(press.key, press.mods); step != StepKey::None && !modal)
+    // Space, arrows, Enter, Escape belong to a text field that has the keyboard.
+    if (const StepKey step = stepKeyFor(press.key, press.mods);
+        step != StepKey::None && !modal && !io.WantTextInput)
       state.panels.stepKeys.push_back(step);  // applied by the Pipeline panel this frame
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
     const bool shift = press.mods & GLFW_MOD_SHIFT;
@@ -86,13 +88,17 @@ void GuiSession::Impl::drawMenuBar() {
 void GuiSession::Impl::drawFileMenu(double t) {
   if (ImGui::BeginMenu("File")) {
     if (ImGui::MenuItem("Open\xE2\x80\xA6", "Ctrl+O")) showOpenDialog(files, state);
-    tooltip("Open a scenario file (JSON). You can also drop a file on the window.");
+    tooltip("Open a scenario (.json), an attention file (.npy, .npz) or an image. You can "
+            "also drop a file, or a model folder, on the window.");
+    if (ImGui::MenuItem("Open image\xE2\x80\xA6")) showOpenImageDialog(files, state);
+    tooltip("Open a PNG, JPEG, BMP, ... in the Image view: its patches attend to each other.");
     drawRecentMenu();
     if (ImGui::MenuItem("Save", "Ctrl+S")) saveOrAsk(files, state, t);
     tooltip("Save the scenario and the view settings to its file.");
     if (ImGui::MenuItem("Save As\xE2\x80\xA6", "Ctrl+Shift+S")) showSaveAsDialog(files, state);
     tooltip("Save the scenario to a new file.");
-    if (ImGui::BeginMenu("Presets", !files.presets.empty())) {
+    const bool presetsOpen = ImGui::BeginMenu("Presets", !files.presets.empty());
+    if (presetsOpen) {
       for (const Preset& preset : files.presets) {
         if (ImGui::MenuItem(preset.name.c_str(), nullptr, preset.path == state.docPath)) {
           requestOpen(files, state, preset.path, t);
@@ -110,7 +116,7 @@ void GuiSession::Impl::drawFileMenu(double t) {
       }
       ImGui::EndMenu();
     }
-    tooltip("Ready-made scenarios from assets/scenarios.");
+    menuTooltip(presetsOpen, "Ready-made scenarios from assets/scenarios.");
     if (ImGui::MenuItem("Revert to preset", nullptr, false,
                         !state.docPath.empty() || state.dirty())) {
       applyEdit(state, resetTo(state.doc, state.preset), now());
@@ -161,7 +167,8 @@ void GuiSession::Impl::drawViewMenu() {
     if (ImGui::MenuItem("Reset layout")) layoutDirty = true;
     tooltip("Tile the panels to fit the window again.");
     ImGui::Separator();
-    if (ImGui::BeginMenu("Colormap")) {
+    const bool colormapOpen = ImGui::BeginMenu("Colormap");
+    if (colormapOpen) {
       for (ColormapKind kind : kAllColormaps) {
         const std::string name(toString(kind));
         if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == kind))
@@ -169,8 +176,9 @@ void GuiSession::Impl::drawViewMenu() {
       }
       ImGui::EndMenu();
     }
-    tooltip("Colour scale of the weights (and of every heatmap when the diverging option "
-            "below is off); the same tables as the exported files.");
+    menuTooltip(colormapOpen,
+                "Colour scale of the weights (and of every heatmap when the diverging option "
+                "below is off); the same tables as the exported files.");
     ImGui::MenuItem("Diverging colours for signed matrices", nullptr,
                     &state.view.divergingSigned);
     tooltip("Q, K, V, scores, context, concat and output on a blue-white-red map centred on 0 "
@@ -178,7 +186,8 @@ void GuiSession::Impl::drawViewMenu() {
             "follow (attnscope export does the same unless --colormap is given).");
     ImGui::MenuItem("Cell values", nullptr, &state.view.cellLabels);
     tooltip("Numbers in heatmap cells that are large enough to hold them.");
-    if (ImGui::BeginMenu("Colour range")) {
+    const bool rangeOpen = ImGui::BeginMenu("Colour range");
+    if (rangeOpen) {
       const RangeMode mode = colorRangeMode(state.view);
       if (ImGui::MenuItem("By meaning (0\xE2\x80\x93" "1 weights, symmetric signed)", nullptr,
                           mode == RangeMode::Auto))
@@ -199,8 +208,9 @@ void GuiSession::Impl::drawViewMenu() {
       tooltip("The same colour range for every heatmap, every matrix (to compare heads).");
       ImGui::EndMenu();
     }
-    tooltip("How colours are spread over the values: by meaning, min-max, per row or fixed. "
-            "Exports follow (attnscope export --range auto|minmax|row|fixed).");
+    menuTooltip(rangeOpen,
+                "How colours are spread over the values: by meaning, min-max, per row or "
+                "fixed. Exports follow (attnscope export --range auto|minmax|row|fixed).");
     ImGui::MenuItem("Log scale for weights", nullptr, &state.view.logWeights);
     tooltip("Weights on a log10 colour scale, from max(smallest weight, largest \xC3\x97 1e-4) "
             "to the largest, with colour bar ticks at decades: long sequences are no longer one "
@@ -234,6 +244,19 @@ void GuiSession::Impl::drawViewMenu() {
     tooltip("Scale the interface down.");
     if (ImGui::MenuItem("Normal font size", "Ctrl+0")) state.view.fontScale = 1.f;
     tooltip("Back to 100 %.");
+    const bool textSizeOpen = ImGui::BeginMenu("Text size");
+    if (textSizeOpen) {
+      if (ImGui::MenuItem("Normal", nullptr, !state.view.classroomText))
+        state.view.classroomText = false;
+      tooltip("15 px text (22 px in presentation mode).");
+      if (ImGui::MenuItem("Classroom", nullptr, state.view.classroomText))
+        state.view.classroomText = true;
+      tooltip("22 px text (33 px in presentation mode): readable from the back of a room on a "
+              "projector. Remembered with the view settings.");
+      ImGui::EndMenu();
+    }
+    menuTooltip(textSizeOpen, "Normal, or Classroom for a projector; Ctrl+= / Ctrl+- scale "
+                              "either.");
     ImGui::EndMenu();
   }
 }

@@ -136,7 +136,8 @@ void GuiSession::Impl::drawHelpWindows() {
   const float font = ImGui::GetFontSize();
   // The description of a preset just opened from the menu, until dismissed or another
   // document is opened.
-  if (!presetBanner.empty() && presetBanner == state.docPath && !state.doc.description.empty()) {
+  if (!presetBanner.empty() && presetBanner == state.docPath && !state.doc.description.empty() &&
+      !state.view.presentation) {  // (kept, not dismissed, while presenting)
     const ImGuiViewport* viewport = ImGui::GetMainViewport();
     ImGui::SetNextWindowPos(ImVec2(viewport->Pos.x + viewport->Size.x * 0.5f,
                                    viewport->Pos.y + ImGui::GetFrameHeight() + font * 0.5f),

@@ -10,6 +10,9 @@
 //     only when the revision changed)
 //   5 render, screenshot if requested (back buffer, before the swap), swap
 //   6 title, autosave, quit handling
+#include <imgui.h>
+#include <imgui_internal.h>  // the caret blink clock (caretClock)
+
 #include "app/ui/shell/gui.h"
 #include "app/ui/shell/gui_impl.h"
 
@@ -33,7 +36,7 @@ void glfwErrorCallback(int code, const char* description) {
 void dropCallback(GLFWwindow* window, int count, const char** paths) {
   auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
   if (impl == nullptr || count <= 0) return;
-  impl->droppedPaths.emplace_back(paths[0]);  // one document at a time: the first file
+  for (int i = 0; i < count; ++i) impl->droppedPaths.emplace_back(paths[i]);  // openDropped
 }
 
 void keyCallback(GLFWwindow* window, int key, int /*scancode*/, int action, int mods) {
@@ -147,10 +150,10 @@ void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
 
 void GuiSession::Impl::rebuildFontIfNeeded() {
   state.view.fontScale = clampFontScale(state.view.fontScale);
-  // Presentation mode (F5) enlarges the type on top of the user's own scale.
-  const float presentationScale = state.view.presentation ? kPresentationFontScale : 1.f;
-  const float pixels =
-      std::round(kBaseFontPixels * state.view.fontScale * presentationScale * contentScale);
+  // The text size (Normal / Classroom) x the user's scale, x 1.5 in presentation mode (F5).
+  const float pixels = std::round(
+      uiFontPixels(state.view.classroomText, state.view.fontScale, state.view.presentation) *
+      contentScale);
   if (pixels != fontPixels) {
     std::string warning;
     loadUiFont(pixels, &warning);
@@ -161,7 +164,9 @@ void GuiSession::Impl::rebuildFontIfNeeded() {
     }
     fontPixels = pixels;
   }
-  const float scale = state.view.fontScale * presentationScale * contentScale;
+  const float scale = uiFontPixels(state.view.classroomText, state.view.fontScale,
+                                   state.view.presentation) /
+                      kBaseFontPixels * contentScale;
   if (scale != themeScale || state.view.lightTheme != themeLight) {
     applyTheme(state.view.lightTheme, scale);
     themeScale = scale;
@@ -282,13 +287,29 @@ void GuiSession::Impl::drawPresentation() {
 // The loop
 // =======================================================================================
 
+namespace {
+
+// The blink clock of the caret of the text field that has the keyboard (ImGui 1.86 keeps it
+// in its internal state), 0 when none has.
+double caretClock() {
+  const ImGuiContext& g = *ImGui::GetCurrentContext();
+  if (g.InputTextState.ID == 0 || g.InputTextState.ID != g.ActiveId) return 0.0;
+  return g.InputTextState.CursorAnim;
+}
+
+}  // namespace
+
 FrameActivity GuiSession::Impl::activity() const {
   FrameActivity a;
   a.screenshot = screenshotMode();
   a.computing = state.computing();
   const ImGuiIO& io = ImGui::GetIO();
-  a.interacting = ImGui::IsAnyItemActive() || ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
-                  ImGui::IsMouseDown(ImGuiMouseButton_Right) || io.MouseWheel != 0.f;
+  const bool mouse = ImGui::IsMouseDown(ImGuiMouseButton_Left) ||
+                     ImGui::IsMouseDown(ImGuiMouseButton_Right) || io.MouseWheel != 0.f;
+  // A focused text field is an active item too, but only its caret changes by itself.
+  const bool textField = io.WantTextInput && !mouse;
+  a.typing = textField && caretClock() < kCaretBlinkSeconds;  // its caret still blinks
+  a.interacting = (ImGui::IsAnyItemActive() && !textField) || mouse;
   const double t = now();
   // Toasts and the status colour expire by time: keep drawing until just after they have.
   for (const Notice& notice : state.notices)
@@ -305,6 +326,7 @@ FrameActivity GuiSession::Impl::activity() const {
   return a;
 }
 
+
 bool GuiSession::frame() {
   Impl& s = *impl_;
   if (s.finished) return false;
@@ -313,8 +335,10 @@ bool GuiSession::frame() {
   // 1 events (blocking while idle, see frame_pacing.h); the font atlas can only change
   //   outside NewFrame/Render
   if (s.waitWhenIdle && mayWaitForEvents(s.activity())) {
-    glfwWaitEventsTimeout(kIdleWaitSeconds);
-    if (!s.eventSeen && s.droppedPaths.empty() && !glfwWindowShouldClose(s.window)) {
+    const FrameActivity activity = s.activity();
+    glfwWaitEventsTimeout(idleWaitSeconds(activity, caretToggleIn(caretClock())));
+    if (!activity.typing && !s.eventSeen && s.droppedPaths.empty() &&
+        !glfwWindowShouldClose(s.window)) {
       // Woken by the timeout alone: the screen would not change, so draw nothing (the front
       // buffer stays); only the autosave ticks, on ImGui's clock continued by GLFW's.
       autosaveTick(s.files, s.state, glfwGetTime() + s.imguiClockOffset, kAutosaveInterval,
@@ -333,6 +357,8 @@ bool GuiSession::frame() {
   s.rebuildFontIfNeeded();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
+  // The caret blinks for kCaretBlinkSeconds after the last keystroke, then stays on.
+  ImGui::GetIO().ConfigInputTextCursorBlink = caretClock() < kCaretBlinkSeconds;
   if (s.screenshotMode()) {
     // Deterministic screenshots: no hover, no tooltips from wherever the pointer happens to be.
     ImGuiIO& io = ImGui::GetIO();
@@ -345,7 +371,7 @@ bool GuiSession::frame() {
   s.imguiClockOffset = t - glfwGetTime();
 
   // 2 dropped files, shortcuts, menu
-  for (const std::string& path : s.droppedPaths) requestOpen(s.files, s.state, path, t);
+  openDropped(s.files, s.state, s.droppedPaths, t);  // the first; a notice for the rest
   s.droppedPaths.clear();
   if (!s.screenshotMode())
     s.handleShortcuts();

@@ -33,6 +33,7 @@ const char* filterLabel(FileFilter filter) {
     case FileFilter::Attention: return "Attention files (.npy, .npz)";
     case FileFilter::Image: return "Images (.png, .jpg, .bmp, ...)";
     case FileFilter::All: return "All files";
+    case FileFilter::Folders: return "Folders";
   }
   return "";
 }
@@ -49,7 +50,8 @@ std::vector<std::string> filterPatterns(FileFilter filter) {
       all.insert(all.end(), images.begin(), images.end());
       return all;
     }
-    case FileFilter::All: return {};
+    case FileFilter::All:
+    case FileFilter::Folders: return {};
   }
   return {};
 }
@@ -60,6 +62,7 @@ bool matchesFilter(const std::string& name, FileFilter filter) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   switch (filter) {
     case FileFilter::All: return true;
+    case FileFilter::Folders: return false;
     case FileFilter::Scenario: return ext == ".json";
     case FileFilter::Attention: return isAttentionPath(name);
     case FileFilter::Image: return isImagePath(name);
@@ -129,7 +132,9 @@ std::optional<std::vector<std::string>> nativeDialogCommand(const NativeRequest&
       argv.push_back("--save");
       argv.push_back("--confirm-overwrite");
     }
+    if (request.mode == NativeMode::Folder) argv.push_back("--directory");
     if (!request.start.empty()) argv.push_back("--filename=" + request.start);
+    if (request.mode == NativeMode::Folder) return argv;
     for (FileFilter filter : request.filters) {
       const std::vector<std::string> patterns = filterPatterns(filter);
       argv.push_back("--file-filter=" + std::string(filterLabel(filter)) + " | " +
@@ -138,6 +143,10 @@ std::optional<std::vector<std::string>> nativeDialogCommand(const NativeRequest&
     return argv;
   }
   if (std::string kdialog = findProgram("kdialog", path); !kdialog.empty()) {
+    const std::string start = request.start.empty() ? std::string(".") : request.start;
+    if (request.mode == NativeMode::Folder)
+      return std::vector<std::string>{kdialog, "--title", request.title, "--getexistingdirectory",
+                                      start};
     std::vector<std::string> filters;
     for (FileFilter filter : request.filters) {
       const std::vector<std::string> patterns = filterPatterns(filter);
@@ -147,7 +156,7 @@ std::optional<std::vector<std::string>> nativeDialogCommand(const NativeRequest&
     return std::vector<std::string>{
         kdialog, "--title", request.title,
         request.mode == NativeMode::Save ? "--getsavefilename" : "--getopenfilename",
-        request.start.empty() ? std::string(".") : request.start, joined(filters, "\n")};
+        start, joined(filters, "\n")};
   }
   return std::nullopt;
 }

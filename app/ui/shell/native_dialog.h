@@ -15,8 +15,9 @@ namespace attn::app {
 // Types of files
 // ---------------------------------------------------------------------------------------
 
-// What a dialog lists. Openable = everything File ▸ Open accepts.
-enum class FileFilter { Openable, Scenario, Attention, Image, All };
+// What a dialog lists. Openable = everything File ▸ Open accepts; Folders = folders only (a
+// folder chooser: no file passes).
+enum class FileFilter { Openable, Scenario, Attention, Image, All, Folders };
 inline constexpr FileFilter kAllFileFilters[] = {FileFilter::Openable, FileFilter::Scenario,
                                                  FileFilter::Attention, FileFilter::Image,
                                                  FileFilter::All};
@@ -44,7 +45,8 @@ std::vector<FolderEntry> listFolder(const std::string& folder, FileFilter filter
 // The desktop's dialog (zenity, kdialog)
 // ---------------------------------------------------------------------------------------
 
-enum class NativeMode { Open, Save };
+// Open: an existing file; Save: a file name (may exist); Folder: an existing folder.
+enum class NativeMode { Open, Save, Folder };
 
 struct NativeRequest {
   NativeMode mode = NativeMode::Open;
@@ -55,7 +57,8 @@ struct NativeRequest {
 
 // The command line that shows the dialog: zenity when `zenity` is on `path` (a PATH-like
 // list of folders), else kdialog, else nullopt. zenity's Save asks itself before
-// overwriting (--confirm-overwrite); kdialog's getsavefilename does too.
+// overwriting (--confirm-overwrite); kdialog's getsavefilename does too. Folder picks a
+// folder (zenity --directory, kdialog --getexistingdirectory) and offers no filters.
 // Setting ATTNSCOPE_FILE_DIALOG=builtin in the environment turns the desktop's dialog off.
 std::optional<std::vector<std::string>> nativeDialogCommand(const NativeRequest& request,
                                                             const std::string& path);

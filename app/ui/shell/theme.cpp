@@ -8,10 +8,26 @@
 
 #include <imgui.h>
 
+#include "app/session/pipeline_layout.h"  // kPresentationFontScale
+
 namespace attn::app {
 
 std::string uiFontPath() {
   return "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+}
+
+std::string cjkFontPath() {
+  std::error_code ec;
+  for (const char* path : {"/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+                           "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"}) {
+    if (std::filesystem::exists(path, ec)) return path;
+  }
+  return {};
+}
+
+float uiFontPixels(bool classroom, float fontScale, bool presentation) {
+  const float base = classroom ? kClassroomFontPixels : kBaseFontPixels;
+  return base * clampFontScale(fontScale) * (presentation ? kPresentationFontScale : 1.f);
 }
 
 float clampFontScale(float scale) {
@@ -116,19 +132,28 @@ void applyTheme(bool light, float sizeScale) {
 bool loadUiFont(float pixelSize, std::string* warning) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
-  // Latin, Greek (α, σ, θ in formulas), punctuation (·, …, ‖), super/subscripts (ᵀ is in
-  // Phonetic Extensions), arrows (→) and math operators (√, ∞, ≤, ∑). Static: ImGui keeps
-  // the pointer until the atlas is built.
+  // Latin, Greek (α, σ, θ in formulas and tokens), Cyrillic, punctuation (·, …, ‖),
+  // super/subscripts (ᵀ is in Phonetic Extensions), arrows (→), math operators (√, ∞, ≤, ∑)
+  // and what GPT-2's byte-level tokens show (Ġ, Ċ in Latin Extended-A; control pictures).
+  // All of these are in DejaVu Sans. Static: ImGui keeps the pointer until the atlas is built.
   static const ImWchar kRanges[] = {
       0x0020, 0x00FF,  // Basic Latin + Latin-1
+      0x0180, 0x024F,  // Latin Extended-B
+      0x0250, 0x02FF,  // IPA extensions, spacing modifier letters
+      0x0300, 0x036F,  // Combining diacritical marks
       0x0370, 0x03FF,  // Greek
+      0x0400, 0x052F,  // Cyrillic + supplement
+      0x1E00, 0x1FFF,  // Latin Extended Additional (Vietnamese), Greek Extended
       0x1D00, 0x1DBF,  // Phonetic extensions (ᵀ, ᵢ)
       0x2000, 0x206F,  // General punctuation
       0x2070, 0x209F,  // Superscripts and subscripts
       0x2190, 0x21FF,  // Arrows
       0x2200, 0x22FF,  // Mathematical operators
       0x2500, 0x257F,  // Box drawing
-      0x25A0, 0x25FF,  // Geometric shapes (■, ▶)
+      0x2580, 0x25FF,  // Block elements, geometric shapes (■, ▶)
+      0x20A0, 0x20CF,  // Currency symbols (€)
+      0x2100, 0x218F,  // Letterlike symbols, number forms (№, ™, ⅓)
+      0x2600, 0x26FF,  // Miscellaneous symbols (☺, ★)
       0x0100, 0x017F,  // Latin Extended-A (typed text in the Model panel)
       0x2400, 0x243F,  // Control pictures (GPT-2 tokens of control bytes, gpt2::displayText)
       0xFFFD, 0xFFFD,  // Replacement character (a token holding part of a UTF-8 character)
@@ -143,6 +168,25 @@ bool loadUiFont(float pixelSize, std::string* warning) {
     config.OversampleV = 1;
     config.PixelSnapH = true;
     font = io.Fonts->AddFontFromFileTTF(path.c_str(), pixelSize, &config, kRanges);
+  }
+  // Chinese and Japanese from a Debian CJK font when installed (fonts-droid-fallback or
+  // fonts-noto-cjk), merged into the same font: kana, CJK punctuation, the 2999 common
+  // Japanese kanji and the 2500 common simplified Chinese characters. Without it those
+  // characters are drawn as ImGui's fallback glyph.
+  if (const std::string cjk = cjkFontPath(); font != nullptr && !cjk.empty()) {
+    static ImVector<ImWchar> cjkRanges;
+    if (cjkRanges.empty()) {
+      ImFontGlyphRangesBuilder builder;
+      builder.AddRanges(io.Fonts->GetGlyphRangesJapanese());
+      builder.AddRanges(io.Fonts->GetGlyphRangesChineseSimplifiedCommon());
+      builder.BuildRanges(&cjkRanges);
+    }
+    ImFontConfig config;
+    config.MergeMode = true;
+    config.OversampleH = 1;  // thousands of glyphs: keep the atlas small
+    config.OversampleV = 1;
+    config.PixelSnapH = true;
+    io.Fonts->AddFontFromFileTTF(cjk.c_str(), pixelSize, &config, cjkRanges.Data);
   }
   if (font == nullptr) {
     if (warning)

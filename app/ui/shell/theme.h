@@ -10,18 +10,29 @@ namespace attn::app {
 inline constexpr float kMinFontScale = 0.75f;
 inline constexpr float kMaxFontScale = 3.0f;
 inline constexpr float kFontScaleStep = 0.125f;
-// Base font size in pixels at fontScale 1 and content scale 1.
+// Base font size in pixels at fontScale 1 and content scale 1: Normal text size, and
+// Classroom (View ▸ Text size) for a projected image read from the back of a room.
 inline constexpr float kBaseFontPixels = 15.0f;
+inline constexpr float kClassroomFontPixels = 22.0f;
+
+// The window's font size in pixels before the display's content scale: the text size's base
+// (kBaseFontPixels or kClassroomFontPixels) x fontScale, x kPresentationFontScale (1.5) in
+// presentation mode. Classroom at fontScale 1: 22 px, and 33 px in presentation mode.
+float uiFontPixels(bool classroom, float fontScale, bool presentation);
 
 // The font file used by the window (the same family as the exported heatmaps).
 std::string uiFontPath();
+// The CJK font merged into the window's font when installed: Droid Sans Fallback
+// (fonts-droid-fallback), else Noto Sans CJK (fonts-noto-cjk); "" when neither is.
+std::string cjkFontPath();
 
 // Sets the ImGui style for the theme, with every size scaled by `sizeScale`
 // (fontScale x content scale). Needs a current ImGui context; no GL.
 void applyTheme(bool light, float sizeScale);
 
-// Replaces the font atlas with DejaVu Sans at `pixelSize` (with Greek, arrows and math
-// symbols for formulas). Falls back to ImGui's built-in font when the file is missing and
+// Replaces the font atlas with DejaVu Sans at `pixelSize` (Latin, Greek, Cyrillic, arrows,
+// math symbols, GPT-2's token symbols), with Chinese and Japanese merged in from
+// cjkFontPath() when installed. Falls back to ImGui's built-in font when the file is missing and
 // says so in `warning`. Only builds the CPU side; the caller re-creates the GL texture.
 // Must not be called between NewFrame() and Render().
 bool loadUiFont(float pixelSize, std::string* warning);

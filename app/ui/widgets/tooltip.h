@@ -21,4 +21,10 @@ inline void tooltip(const char* text) {
 }
 inline void tooltip(const std::string& text) { tooltip(text.c_str()); }
 
+// The tooltip of a submenu's header: only while the submenu is closed (`open` = what
+// BeginMenu returned), so that it never covers the submenu's first entries.
+inline void menuTooltip(bool open, const char* text) {
+  if (!open) tooltip(text);
+}
+
 }  // namespace attn::app
