@@ -28,6 +28,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   python3
   python3-numpy
   python3-distributed
+  python3-torch
   x11-utils
   dpkg-dev
   sentencepiece
