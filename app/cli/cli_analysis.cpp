@@ -327,12 +327,9 @@ cli::CommandInfo patchInfo() {
 int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   PatchRequest r;
   const cli::Command command = patchCommand(r);
-  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << cli::helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (parsed->positional.size() != 1)
     return fail(err, Error{"", "", "'patch' needs one model folder DIR (see attnscope patch --help)"});
   r.folder = parsed->positional[0];
@@ -444,12 +441,9 @@ cli::CommandInfo lensInfo() {
 int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   LensRequest r;
   const cli::Command command = lensCommand(r);
-  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << cli::helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (parsed->positional.size() != 1)
     return fail(err, Error{"", "", "'lens' needs one model folder DIR (see attnscope lens --help)"});
   r.folder = parsed->positional[0];

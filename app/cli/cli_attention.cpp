@@ -253,12 +253,9 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   io::AttentionOpenOptions openOptions;
   bool scan = false;
   const Command command = infoCommand(openOptions, scan);
-  Expected<ParsedArgs> parsed = parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (parsed->positional.size() != 1) {
     return fail(err, Error{"", "",
                            parsed->positional.empty()

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,12 @@ namespace attn::app::cli {
 
 // Prints "attnscope: MESSAGE" as ONE line on `err` and returns exit code 2.
 int fail(std::ostream& err, const Error& error);
+
+// The start every command shares: parses `args` against `command` (options.h). Returns the
+// parsed arguments, or nullopt with `exitCode` set when the command is already answered:
+// 2 after printing the error (fail()), 0 after printing its --help on `out`.
+std::optional<ParsedArgs> parseOrAnswer(const Command& command, std::span<const std::string> args,
+                                        std::ostream& out, std::ostream& err, int& exitCode);
 
 // "option '--NAME': PROBLEM", optionally prefixed by the file it was checked against.
 Error optionError(std::string_view name, const std::string& problem, std::string file = {});

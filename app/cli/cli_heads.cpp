@@ -141,12 +141,9 @@ cli::CommandInfo headsInfo() {
 int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   HeadsRequest r;
   const cli::Command command = headsCommand(r);
-  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << cli::helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (parsed->positional.size() != 1)
     return fail(err, Error{"", "", "'heads' needs one model folder DIR (see attnscope heads --help)"});
   r.folder = parsed->positional[0];
@@ -262,12 +259,9 @@ cli::CommandInfo mergeInfo() {
 int runMerge(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   MergeRequest r;
   const cli::Command command = mergeCommand(r);
-  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << cli::helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (parsed->positional.empty())
     return fail(err, Error{"", "", "'merge' needs at least one PART.json (see attnscope merge --help)"});
   if (!parsed->has("--out")) return fail(err, optionError("--out", "missing"));

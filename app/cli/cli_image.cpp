@@ -278,12 +278,9 @@ int runImageCommand(std::span<const std::string> args, std::ostream& out, std::o
   ImageRequest parsedRequest;
   parsedRequest.options.score = ScoreKind::Cosine;
   const Command command = imageCommand(parsedRequest);
-  Expected<ParsedArgs> parsed = cli::parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << cli::helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (Status finished = finishRequest(*parsed, parsedRequest); !finished)
     return fail(err, finished.error());
   ImageRequest* request = &parsedRequest;

@@ -343,12 +343,9 @@ int runModelWindow(std::span<const std::string> args, std::ostream& out, std::os
                    const WindowRunner& window) {
   GuiLaunch launch;
   const cli::Command command = modelWindowCommand(launch);
-  Expected<cli::ParsedArgs> parsed = cli::parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << cli::helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (parsed->positional.size() != 1) {
     return fail(err, Error{"", "", "'--model' needs one model folder DIR (see attnscope --model --help)"});
   }

@@ -40,12 +40,9 @@ int runOpen(std::span<const std::string> args, std::ostream& out, std::ostream& 
   // 1 options
   GuiLaunch launch;
   const Command command = openCommand(launch);
-  Expected<ParsedArgs> parsed = parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   Expected<std::string> path = takeScenarioPath("open", *parsed);
   if (!path) return fail(err, path.error());
   // 2 the launch plan, checked against the file

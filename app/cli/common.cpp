@@ -274,4 +274,19 @@ void printWarnings(std::ostream& err, const std::string& path, const AttentionRe
   }
 }
 
+std::optional<ParsedArgs> parseOrAnswer(const Command& command, std::span<const std::string> args,
+                                        std::ostream& out, std::ostream& err, int& exitCode) {
+  Expected<ParsedArgs> parsed = parseCommand(command, args);
+  if (!parsed) {
+    exitCode = fail(err, parsed.error());
+    return std::nullopt;
+  }
+  if (parsed->help) {
+    out << helpText(command);
+    exitCode = 0;
+    return std::nullopt;
+  }
+  return std::move(parsed).value();
+}
+
 }  // namespace attn::app::cli

@@ -49,12 +49,9 @@ CommandInfo computeInfo() {
 int runCompute(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   // 1 options
   const Command command = computeCommand();
-  Expected<ParsedArgs> parsed = parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   Expected<std::string> path = takeScenarioPath("compute", *parsed);
   if (!path) return fail(err, path.error());
   Expected<std::string> outPath = checkOutputPath(*parsed, {}, /*required=*/false);

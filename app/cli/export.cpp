@@ -112,12 +112,9 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
   // 1 options
   ExportOptions options;
   const Command command = exportCommand(options);
-  Expected<ParsedArgs> parsed = parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   if (parsed->positional.size() == 1 && isAttentionFilePath(parsed->positional[0])) {
     return runAttentionExport(*parsed, options, out, err);
   }

@@ -167,12 +167,9 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
                   const WindowRunner& window) {
   ScreenshotArgs shot;
   const Command command = screenshotCommand(shot);
-  Expected<ParsedArgs> parsed = parseCommand(command, args);
-  if (!parsed) return fail(err, parsed.error());
-  if (parsed->help) {
-    out << helpText(command);
-    return 0;
-  }
+  int exitCode = 0;
+  std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
+  if (!parsed) return exitCode;
   // With --model the SCENARIO may be left out (the default one).
   Expected<std::string> path = parsed->has("--model") && parsed->positional.empty()
                                    ? Expected<std::string>(std::string())
