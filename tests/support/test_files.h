@@ -13,20 +13,22 @@
 
 namespace attn::testing {
 
-// A fresh, empty folder ATTNSCOPE_TEST_TMP/<name> (removed first if it exists).
+// A fresh, empty folder (removed first if it exists): ATTNSCOPE_TEST_TMP/<Suite>.<Test>/<name>
+// while a test runs, ATTNSCOPE_TEST_TMP/<name> otherwise. ctest runs every test in its own
+// process and in parallel (-j), so two tests that build the same fixture folder (a static
+// model folder, say) must never share it: one would remove it while the other reads it.
 inline std::filesystem::path freshDir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::path(ATTNSCOPE_TEST_TMP) / name;
+  std::filesystem::path dir = ATTNSCOPE_TEST_TMP;
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+    dir /= std::string(info->test_suite_name()) + "." + info->name();
+  dir /= name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }
 
-// A fresh folder for the running test, ATTNSCOPE_TEST_TMP/<group>/<Suite>.<Test>, so that
-// tests can run in parallel (ctest -j).
-inline std::filesystem::path testCaseDir(const std::string& group) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return freshDir(group + "/" + info->test_suite_name() + "." + info->name());
-}
+// A fresh folder for the running test, ATTNSCOPE_TEST_TMP/<Suite>.<Test>/<group>.
+inline std::filesystem::path testCaseDir(const std::string& group) { return freshDir(group); }
 
 // The whole file as bytes ("" when it cannot be read).
 inline std::string readFile(const std::filesystem::path& path) {
