@@ -1,6 +1,7 @@
 // GPT-2 tokenizer files and pre-tokenisation (see gpt2_tokenizer.h).
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "formats/tokenizers/gpt2_tokenizer.h"
+#include "formats/tokenizers/unicode_normalize.h"
 
 #include "core/models/transformer.h"
 #include "formats/files.h"
@@ -145,34 +146,20 @@ Gpt2Tokenizer::Encoding Gpt2Tokenizer::encode(std::string_view text) const {
   Encoding out;
   gpt2::CleanText clean = gpt2::cleanUtf8(text);
   out.invalidOffsets = std::move(clean.invalidOffsets);
-  // Added tokens first, leftmost-longest (added_ is sorted longest first); the text between
-  // them is pre-tokenised and merged.
-  const std::string& s = clean.text;
-  std::size_t plainStart = 0;
-  std::size_t i = 0;
-  while (i < s.size() && !added_.empty()) {
-    const AddedToken* hit = nullptr;
-    for (const AddedToken& token : added_) {
-      if (s.compare(i, token.content.size(), token.content) == 0) {
-        hit = &token;
-        break;
-      }
-    }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    encodePlain(std::string_view(s).substr(plainStart, i - plainStart), out.ids);
-    out.ids.push_back(hit->id);
-    i += hit->content.size();
-    plainStart = i;
-  }
-  encodePlain(std::string_view(s).substr(plainStart), out.ids);
+  // Added tokens first (leftmost, longest); the text between them is pre-tokenised and merged.
+  added_.split(
+      clean.text, [&](std::string_view segment, std::size_t) { encodePlain(segment, out.ids); },
+      [&](const AddedToken& token) { out.ids.push_back(token.id); });
   return out;
 }
 
 void Gpt2Tokenizer::encodePlain(std::string_view text, std::vector<int>& ids) const {
   if (text.empty()) return;
+  std::string normalized;
+  if (nfc_) {
+    normalized = unicode::nfc(text);
+    text = normalized;
+  }
   std::string prefixed;
   if (addPrefixSpace_ && text.front() != ' ') {
     prefixed = " ";
@@ -192,11 +179,7 @@ void Gpt2Tokenizer::encodePlain(std::string_view text, std::vector<int>& ids) co
   }
 }
 
-bool Gpt2Tokenizer::isSpecial(int id) const {
-  for (const AddedToken& token : added_)
-    if (token.id == id) return token.special;
-  return false;
-}
+bool Gpt2Tokenizer::isSpecial(int id) const { return added_.isSpecial(id); }
 
 std::string Gpt2Tokenizer::tokenText(int id) const {
   const int ids[1] = {id};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/models/gpt2/bpe.h"
+#include "formats/tokenizers/added_tokens.h"
 #include "formats/tokenizers/tokenizer.h"
 
 namespace attn::io {
@@ -49,11 +50,7 @@ class Gpt2Tokenizer final : public Tokenizer {
   static Expected<Gpt2Tokenizer> loadTokenizerJson(const std::string& path);
 
   // A token of tokenizer.json's added_tokens: matched in the text before pre-tokenisation.
-  struct AddedToken {
-    std::string content;
-    int id = 0;
-    bool special = false;  // a control token (<|endoftext|>), not a word piece
-  };
+  using AddedToken = io::AddedToken;
 
   // "vocab.json + merges.txt" or "tokenizer.json (byte-level BPE)".
   std::string kind() const override { return kind_; }
@@ -71,7 +68,7 @@ class Gpt2Tokenizer final : public Tokenizer {
   int idLimit() const override { return bpe_.idLimit(); }
 
   const gpt2::BytePairEncoder& bpe() const { return bpe_; }
-  const std::vector<AddedToken>& addedTokens() const { return added_; }
+  const std::vector<AddedToken>& addedTokens() const { return added_.list(); }
   // True for an added token marked "special".
   bool isSpecial(int id) const override;
   // The token the post-processor puts first / last (TemplateProcessing's single template,
@@ -85,11 +82,12 @@ class Gpt2Tokenizer final : public Tokenizer {
   void encodePlain(std::string_view text, std::vector<int>& ids) const;
 
   std::string kind_ = "vocab.json + merges.txt";
-  std::vector<AddedToken> added_;  // longest content first (leftmost-longest matching)
+  AddedTokens added_;
   int bos_ = -1;
   int eos_ = -1;
   bool addPrefixSpace_ = false;  // ByteLevel add_prefix_space
   bool ignoreMerges_ = false;    // BPE ignore_merges: a piece in the vocabulary is one token
+  bool nfc_ = false;             // normalizer NFC: the text between added tokens is NFC first
 
   gpt2::BytePairEncoder bpe_;
   std::shared_ptr<void> pattern_;  // pcre2_code_8, freed by its deleter; shared by copies

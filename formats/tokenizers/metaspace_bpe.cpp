@@ -171,32 +171,15 @@ Expected<MetaspaceBpeTokenizer> MetaspaceBpeTokenizer::fromTokenizerJson(std::st
   }
 
   // 3 added tokens (ids outside model.vocab join the pieces)
-  if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
-    const json& list = root["added_tokens"];
-    if (!list.is_array()) return Error{name, "added_tokens", "must be an array"};
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const json& a = list[k];
-      const std::string where = "added_tokens[" + std::to_string(k) + "]";
-      if (!a.is_object() || !a.contains("content") || !a["content"].is_string() ||
-          !a.contains("id") || !a["id"].is_number_integer()) {
-        return Error{name, where, "needs \"content\" (a string) and \"id\" (an integer >= 0)"};
-      }
-      for (const char* key : {"lstrip", "rstrip", "single_word"}) {
-        if (a.value(key, false)) return Error{name, where + "." + key, "is true; only exact matches are supported"};
-      }
-      AddedToken token{a["content"].get<std::string>(), static_cast<int>(a["id"].get<std::int64_t>()),
-                       a.value("special", false)};
-      if (token.content.empty()) return Error{name, where + ".content", "is empty"};
-      const auto slot = static_cast<std::size_t>(std::max(token.id, 0));
-      if (slot >= t.pieces_.size() || t.pieces_[slot].empty()) {
-        Expected<bool> ok = addPiece(token.content, a["id"].get<std::int64_t>(), where + ".id");
-        if (!ok) return ok.error();
-      }
-      t.added_.push_back(std::move(token));
+  Expected<AddedTokens> added = AddedTokens::read(root, name);
+  if (!added) return added.error();
+  t.added_ = std::move(added).value();
+  for (const AddedToken* token : t.added_.inFileOrder()) {
+    const auto slot = static_cast<std::size_t>(token->id);
+    if (slot >= t.pieces_.size() || t.pieces_[slot].empty()) {
+      Expected<bool> ok = addPiece(token->content, token->id, "added_tokens[" + std::to_string(token->index) + "].id");
+      if (!ok) return ok.error();
     }
-    std::stable_sort(t.added_.begin(), t.added_.end(), [](const AddedToken& x, const AddedToken& y) {
-      return x.content.size() > y.content.size();
-    });
   }
 
   // 4 normalizer: Prepend "▁" and Replace " " -> "▁", or nothing
@@ -392,53 +375,21 @@ Tokenizer::Encoding MetaspaceBpeTokenizer::encode(std::string_view text) const {
   Encoding out;
   gpt2::CleanText clean = gpt2::cleanUtf8(text);
   out.invalidOffsets = std::move(clean.invalidOffsets);
-  const std::string& s = clean.text;
-  std::size_t plainStart = 0;
-  for (std::size_t i = 0; i < s.size() && !added_.empty();) {
-    const AddedToken* hit = nullptr;
-    for (const AddedToken& token : added_) {
-      if (s.compare(i, token.content.size(), token.content) == 0) {
-        hit = &token;
-        break;
-      }
-    }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    encodeSegment(std::string_view(s).substr(plainStart, i - plainStart), plainStart, out.ids);
-    out.ids.push_back(hit->id);
-    i += hit->content.size();
-    plainStart = i;
-  }
-  encodeSegment(std::string_view(s).substr(plainStart), plainStart, out.ids);
+  added_.split(
+      clean.text,
+      [&](std::string_view segment, std::size_t offset) { encodeSegment(segment, offset, out.ids); },
+      [&](const AddedToken& token) { out.ids.push_back(token.id); });
   return out;
 }
 
 std::vector<std::string> MetaspaceBpeTokenizer::pretokenize(std::string_view text) const {
   std::vector<std::string> out;
-  std::size_t plainStart = 0;
-  auto segment = [&](std::size_t end) {
-    for (std::string& p : segmentPieces(text.substr(plainStart, end - plainStart), plainStart))
-      out.push_back(std::move(p));
-  };
-  for (std::size_t i = 0; i < text.size() && !added_.empty();) {
-    const AddedToken* hit = nullptr;
-    for (const AddedToken& token : added_)
-      if (text.compare(i, token.content.size(), token.content) == 0) {
-        hit = &token;
-        break;
-      }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    segment(i);
-    out.push_back(hit->content);
-    i += hit->content.size();
-    plainStart = i;
-  }
-  segment(text.size());
+  added_.split(
+      text,
+      [&](std::string_view segment, std::size_t offset) {
+        for (std::string& p : segmentPieces(segment, offset)) out.push_back(std::move(p));
+      },
+      [&](const AddedToken& token) { out.push_back(token.content); });
   return out;
 }
 
@@ -483,10 +434,6 @@ std::string MetaspaceBpeTokenizer::tokenText(int id) const {
   return replaceAll(piece, replacement_, " ");
 }
 
-bool MetaspaceBpeTokenizer::isSpecial(int id) const {
-  for (const AddedToken& token : added_)
-    if (token.id == id) return token.special;
-  return false;
-}
+bool MetaspaceBpeTokenizer::isSpecial(int id) const { return added_.isSpecial(id); }
 
 }  // namespace attn::io

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "formats/tokenizers/added_tokens.h"
 #include "formats/tokenizers/tokenizer.h"
 
 namespace attn::io {
@@ -50,11 +51,7 @@ class MetaspaceBpeTokenizer final : public Tokenizer {
   // The id of a piece ("▁the", "<0x0A>", "<s>"), or -1.
   int find(std::string_view piece) const;
 
-  struct AddedToken {
-    std::string content;
-    int id = 0;
-    bool special = false;
-  };
+  using AddedToken = io::AddedToken;
 
  private:
   MetaspaceBpeTokenizer() = default;
@@ -77,7 +74,7 @@ class MetaspaceBpeTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int> ids_;
   std::unordered_map<std::uint64_t, Merge> merges_;
   std::array<int, 256> byteIds_{};  // <0xNN> id or -1
-  std::vector<AddedToken> added_;   // longest content first
+  AddedTokens added_;
   std::string replacement_ = "\xE2\x96\x81";  // U+2581 "▁"
   Prepend prepend_ = Prepend::Always;
   bool split_ = false;

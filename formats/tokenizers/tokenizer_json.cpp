@@ -4,7 +4,7 @@
 //   model: type "BPE" (or absent), vocab {token: id}, merges ["a b", ...] or [["a", "b"], ...],
 //     ignore_merges; byte_fallback, dropout, continuing_subword_prefix and
 //     end_of_word_suffix must be off (byte_fallback models are not read yet).
-//   normalizer: null, or NFC (accepted; the text is taken as typed, see docs/models.md).
+//   normalizer: null, or NFC (applied to the text between added tokens, as Qwen2 ships it).
 //   pre_tokenizer: ByteLevel (add_prefix_space, use_regex: GPT-2's pattern), or a Sequence of
 //     Split {pattern: {Regex}, behavior: Isolated, invert: false} and ByteLevel (use_regex
 //     false), as Qwen2 and Llama 3 write it.
@@ -21,6 +21,7 @@
 #include "formats/tokenizers/gpt2_tokenizer.h"
 #include "formats/tokenizers/metaspace_bpe.h"
 #include "formats/tokenizers/tokenizer_json_detail.h"
+#include "formats/tokenizers/unicode_normalize.h"
 
 namespace attn::io {
 namespace {
@@ -245,37 +246,16 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
   // 2 added tokens (ids outside model.vocab join the vocabulary for decoding)
   Gpt2Tokenizer tokenizer;
   tokenizer.kind_ = "tokenizer.json (byte-level BPE)";
-  if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
-    const json& list = root["added_tokens"];
-    if (!list.is_array()) return Error{name, "added_tokens", "must be an array"};
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const json& a = list[k];
-      const std::string where = "added_tokens[" + std::to_string(k) + "]";
-      if (!a.is_object() || !a.contains("content") || !a["content"].is_string() ||
-          !a.contains("id") || !a["id"].is_number_integer() || a["id"].get<std::int64_t>() < 0 ||
-          a["id"].get<std::int64_t>() >= model::kMaxVocab) {
-        return Error{name, where, "needs \"content\" (a string) and \"id\" (an integer >= 0)"};
-      }
-      for (const char* key : {"lstrip", "rstrip", "single_word"}) {
-        if (a.value(key, false)) {
-          return Error{name, where + "." + key, "is true; only exact matches are supported"};
-        }
-      }
-      AddedToken token{a["content"].get<std::string>(), static_cast<int>(a["id"].get<std::int64_t>()),
-                       a.value("special", false)};
-      if (token.content.empty()) return Error{name, where + ".content", "is empty"};
-      const auto slot = static_cast<std::size_t>(token.id);
-      if (slot >= idUsed.size() || !idUsed[slot]) {
-        entries.emplace_back(token.content, token.id);
-        if (idUsed.size() <= slot) idUsed.resize(slot + 1);
-        idUsed[slot] = true;
-      }
-      tokenizer.added_.push_back(std::move(token));
+  Expected<AddedTokens> added = AddedTokens::read(root, name);
+  if (!added) return added.error();
+  tokenizer.added_ = std::move(added).value();
+  for (const AddedToken* token : tokenizer.added_.inFileOrder()) {
+    const auto slot = static_cast<std::size_t>(token->id);
+    if (slot >= idUsed.size() || !idUsed[slot]) {
+      entries.emplace_back(token->content, token->id);
+      if (idUsed.size() <= slot) idUsed.resize(slot + 1);
+      idUsed[slot] = true;
     }
-    std::stable_sort(tokenizer.added_.begin(), tokenizer.added_.end(),
-                     [](const AddedToken& a, const AddedToken& b) {
-                       return a.content.size() > b.content.size();
-                     });
   }
 
   Expected<gpt2::BytePairEncoder> bpe = gpt2::BytePairEncoder::create(entries, merges);
@@ -296,6 +276,7 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
       return Error{name, "normalizer.type",
                    "is \"" + t + "\"; a byte-level BPE is read with no normalizer or NFC"};
     }
+    tokenizer.nfc_ = true;
   }
 
   // 4 pre-tokenizer
@@ -313,8 +294,7 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
   // 5 post-processor: BOS / EOS
   Expected<std::pair<int, int>> bosEos = tokenizer_json::readPostProcessor(
       root, name, [&](const std::string& token) {
-        for (const auto& a : tokenizer.added_)
-          if (a.content == token) return a.id;
+        if (const AddedToken* a = tokenizer.added_.find(token)) return a->id;
         return tokenizer.bpe_.find(token);
       });
   if (!bosEos) return bosEos.error();

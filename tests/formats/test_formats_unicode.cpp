@@ -1,0 +1,95 @@
+// NFD and NFC (formats/tokenizers/unicode_normalize.h) against Python's unicodedata
+// (tests/formats/unicode_reference.py): every code point on its own, and 3000 seeded random
+// strings of combining marks, Hangul jamo and syllables, singletons and composition
+// exclusions. The tables and Python must be of the same Unicode version.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "formats/tokenizers/unicode_normalize.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using attn::io::unicode::nfc;
+using attn::io::unicode::nfd;
+
+std::string utf8(char32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+nlohmann::json reference() {
+  const fs::path script = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/unicode_reference.py";
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  FILE* pipe = ::popen((python + " '" + script.string() + "'").c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[65536];
+  for (std::size_t got; pipe && (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, got);
+  EXPECT_EQ(pipe ? ::pclose(pipe) : -1, 0);
+  return nlohmann::json::parse(out);
+}
+
+TEST(Unicode, EveryCodePointAndRandomSequencesMatchPython) {
+  const nlohmann::json ref = reference();
+  if (ref["version"] != attn::io::unicode::tablesVersion())
+    GTEST_SKIP() << "python3's Unicode " << ref["version"] << " is not the tables' "
+                 << attn::io::unicode::tablesVersion();
+  std::set<char32_t> changed;
+  std::size_t mismatches = 0;
+  for (const auto& row : ref["changed"]) {
+    const auto cp = row[0].get<char32_t>();
+    changed.insert(cp);
+    const std::string text = utf8(cp);
+    if (nfd(text) != row[1].get<std::string>() || nfc(text) != row[2].get<std::string>()) {
+      if (++mismatches < 20) ADD_FAILURE() << "U+" << std::hex << static_cast<unsigned>(cp);
+    }
+  }
+  EXPECT_GT(changed.size(), 13000u);  // precomposed letters, Hangul syllables, CJK compatibility
+  for (char32_t cp = 0; cp < 0x110000; ++cp) {
+    if ((cp >= 0xD800 && cp < 0xE000) || changed.count(cp)) continue;
+    const std::string text = utf8(cp);
+    if (nfd(text) != text || nfc(text) != text) {
+      if (++mismatches < 40) ADD_FAILURE() << "U+" << std::hex << static_cast<unsigned>(cp) << " changed";
+    }
+  }
+  ASSERT_EQ(ref["sequences"].size(), 3000u);
+  for (const auto& row : ref["sequences"]) {
+    const std::string text = row[0].get<std::string>();
+    EXPECT_EQ(nfd(text), row[1].get<std::string>()) << text;
+    EXPECT_EQ(nfc(text), row[2].get<std::string>()) << text;
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
+TEST(Unicode, WorkedExamples) {
+  EXPECT_EQ(nfc("e\xCC\x81"), "\xC3\xA9");          // e + U+0301 -> é
+  EXPECT_EQ(nfd("\xC3\xA9"), "e\xCC\x81");          // é -> e + U+0301
+  EXPECT_EQ(nfc("\xE2\x84\xAB"), "\xC3\x85");      // U+212B ANGSTROM SIGN -> Å (singleton)
+  EXPECT_EQ(nfc("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8"), "\xEA\xB0\x81");  // jamo -> 각
+  EXPECT_EQ(nfd("\xEA\xB0\x81"), "\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8");
+  EXPECT_EQ(nfc("a\xCC\xA3\xCC\x88"), nfc("a\xCC\x88\xCC\xA3"));  // reordered marks, same NFC
+  EXPECT_EQ(nfc("ab\xFF" "c"), "ab\xFF" "c");                    // an invalid byte passes through
+}
+
+}  // namespace
