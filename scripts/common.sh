@@ -17,6 +17,7 @@ BUILD_PACKAGES=(
   libzip-dev
   libpcre2-dev
   libsentencepiece-dev
+  libicu-dev
 )
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev

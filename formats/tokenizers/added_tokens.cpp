@@ -9,6 +9,10 @@ namespace attn::io {
 
 using nlohmann::json;
 
+namespace {
+bool isAsciiSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+}  // namespace
+
 Expected<AddedTokens> AddedTokens::read(const json& root, const std::string& name) {
   AddedTokens out;
   if (!root.contains("added_tokens") || root["added_tokens"].is_null()) return out;
@@ -22,15 +26,16 @@ Expected<AddedTokens> AddedTokens::read(const json& root, const std::string& nam
         a["id"].get<std::int64_t>() >= model::kMaxVocab) {
       return Error{name, where, "needs \"content\" (a string) and \"id\" (an integer >= 0)"};
     }
-    for (const char* key : {"lstrip", "rstrip", "single_word"}) {
-      const json& flag = a.contains(key) ? a[key] : json(false);
-      if (!flag.is_boolean()) return Error{name, where + "." + key, "must be true or false"};
-      if (flag.get<bool>()) return Error{name, where + "." + key, "is true; only exact matches are supported"};
+    bool flags[4] = {false, false, false, false};
+    const char* keys[4] = {"special", "lstrip", "rstrip", "single_word"};
+    for (int f = 0; f < 4; ++f) {
+      if (!a.contains(keys[f]) || a[keys[f]].is_null()) continue;
+      if (!a[keys[f]].is_boolean()) return Error{name, where + "." + keys[f], "must be true or false"};
+      flags[f] = a[keys[f]].get<bool>();
     }
-    const json& special = a.contains("special") ? a["special"] : json(false);
-    if (!special.is_boolean()) return Error{name, where + ".special", "must be true or false"};
+    if (flags[3]) return Error{name, where + ".single_word", "is true; only exact matches are supported"};
     AddedToken token{a["content"].get<std::string>(), static_cast<int>(a["id"].get<std::int64_t>()),
-                     special.get<bool>(), k};
+                     flags[0], flags[1], flags[2], k};
     if (token.content.empty()) return Error{name, where + ".content", "is empty"};
     out.tokens_.push_back(std::move(token));
   }
@@ -75,9 +80,14 @@ void AddedTokens::split(std::string_view text,
       ++i;
       continue;
     }
-    plain(text.substr(plainStart, i - plainStart), plainStart);
+    std::size_t plainEnd = i;
+    if (hit->lstrip)
+      while (plainEnd > plainStart && isAsciiSpace(text[plainEnd - 1])) --plainEnd;
+    plain(text.substr(plainStart, plainEnd - plainStart), plainStart);
     added(*hit);
     i += hit->content.size();
+    if (hit->rstrip)
+      while (i < text.size() && isAsciiSpace(text[i])) ++i;
     plainStart = i;
   }
   plain(text.substr(plainStart), plainStart);

@@ -20,14 +20,16 @@ struct AddedToken {
   std::string content;  // the exact text that stands for the token
   int id = 0;           // 0 <= id < model::kMaxVocab
   bool special = false;  // a control token (<|endoftext|>, [CLS]), not a word piece
+  bool lstrip = false;   // the match takes the whitespace before it with it (RoBERTa's <mask>)
+  bool rstrip = false;   // ... and the whitespace after it
   std::size_t index = 0;  // its place in the file's added_tokens, for messages
 };
 
 class AddedTokens {
  public:
   // root["added_tokens"] (absent or null: none). Every entry needs "content" (a non-empty
-  // string) and "id" (an integer in [0, kMaxVocab)); lstrip / rstrip / single_word must be
-  // false (only exact matches are supported). Errors name `name` and "added_tokens[k].field".
+  // string) and "id" (an integer in [0, kMaxVocab)); special, lstrip and rstrip are booleans;
+  // single_word must be false (not supported). Errors name `name` and "added_tokens[k].field".
   static Expected<AddedTokens> read(const nlohmann::json& root, const std::string& name);
 
   bool empty() const { return tokens_.empty(); }
@@ -44,7 +46,8 @@ class AddedTokens {
 
   // Walks `text` once, in order: plain(segment, offset) for each run of text between added
   // tokens (segment = text.substr(offset, ...); possibly empty, and always once at the end),
-  // added(token) for each added token found.
+  // added(token) for each added token found. A token's lstrip / rstrip take the ASCII
+  // whitespace before / after it out of the neighbouring runs.
   void split(std::string_view text,
              const std::function<void(std::string_view segment, std::size_t offset)>& plain,
              const std::function<void(const AddedToken& token)>& added) const;

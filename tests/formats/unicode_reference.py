@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
 """The reference for tests/formats/test_formats_unicode.cpp: Python's unicodedata (CPython's
 own C implementation of UAX #15, independent of formats/tokenizers/unicode_normalize.cpp).
-Prints JSON: {"version", "changed": [[cp, nfd, nfc], ...] for every code point whose NFD or
-NFC differs from itself, "sequences": [[text, nfd, nfc], ...] for 3000 seeded random strings
+Prints JSON: {"version", "assigned": [[first, last], ...] the ranges of code points assigned
+in this Unicode version, "changed": [[cp, nfd, nfc], ...] for every assigned code point whose
+NFD or NFC differs from itself, "sequences": [[text, nfd, nfc], ...] for 3000 seeded random strings
 of letters, precomposed letters, combining marks of many classes, Hangul jamo and syllables,
 singletons and composition exclusions}."""
 import json
 import random
 import unicodedata as ud
 
-changed = []
+changed, assigned = [], []
 for cp in range(0x110000):
     if 0xD800 <= cp < 0xE000:
         continue
     c = chr(cp)
+    if ud.category(c) == "Cn":
+        continue
+    if assigned and assigned[-1][1] == cp - 1:
+        assigned[-1][1] = cp
+    else:
+        assigned.append([cp, cp])
     d, n = ud.normalize("NFD", c), ud.normalize("NFC", c)
     if d != c or n != c:
         changed.append([cp, d, n])
@@ -28,4 +35,5 @@ sequences = []
 for _ in range(3000):
     s = "".join(rng.choice(pool) for _ in range(rng.randint(1, 8)))
     sequences.append([s, ud.normalize("NFD", s), ud.normalize("NFC", s)])
-print(json.dumps({"version": ud.unidata_version, "changed": changed, "sequences": sequences}))
+print(json.dumps({"version": ud.unidata_version, "assigned": assigned, "changed": changed,
+                  "sequences": sequences}))
