@@ -17,6 +17,7 @@ BUILD_PACKAGES=(
   libzip-dev
   libpcre2-dev
   libsentencepiece-dev
+  libicu-dev
 )
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev
@@ -32,6 +33,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   x11-utils
   dpkg-dev
   sentencepiece
+  python3-pil
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.

@@ -19,6 +19,11 @@ namespace {
 
 using nlohmann::json;
 
+// The whitespace an added token's lstrip / rstrip takes with it.
+bool isAsciiSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 }  // namespace
 
 std::shared_ptr<void> compilePattern(std::string_view pattern) {
@@ -162,9 +167,16 @@ Gpt2Tokenizer::Encoding Gpt2Tokenizer::encode(std::string_view text) const {
       ++i;
       continue;
     }
-    encodePlain(std::string_view(s).substr(plainStart, i - plainStart), out.ids);
+    std::size_t plainEnd = i;
+    if (hit->lstrip) {  // the whitespace before the token goes with it
+      while (plainEnd > plainStart && isAsciiSpace(s[plainEnd - 1])) --plainEnd;
+    }
+    encodePlain(std::string_view(s).substr(plainStart, plainEnd - plainStart), out.ids);
     out.ids.push_back(hit->id);
     i += hit->content.size();
+    if (hit->rstrip) {
+      while (i < s.size() && isAsciiSpace(s[i])) ++i;
+    }
     plainStart = i;
   }
   encodePlain(std::string_view(s).substr(plainStart), out.ids);

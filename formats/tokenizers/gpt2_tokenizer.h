@@ -53,6 +53,8 @@ class Gpt2Tokenizer final : public Tokenizer {
     std::string content;
     int id = 0;
     bool special = false;  // a control token (<|endoftext|>), not a word piece
+    bool lstrip = false;   // the match takes the whitespace before it (RoBERTa's <mask>)
+    bool rstrip = false;   // ... and after it
   };
 
   // "vocab.json + merges.txt" or "tokenizer.json (byte-level BPE)".

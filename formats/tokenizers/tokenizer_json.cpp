@@ -8,8 +8,9 @@
 //   pre_tokenizer: ByteLevel (add_prefix_space, use_regex: GPT-2's pattern), or a Sequence of
 //     Split {pattern: {Regex}, behavior: Isolated, invert: false} and ByteLevel (use_regex
 //     false), as Qwen2 and Llama 3 write it.
-//   added_tokens: [{id, content, special, lstrip/rstrip/single_word false}], matched in the
-//     text before pre-tokenisation, longest first.
+//   added_tokens: [{id, content, special, lstrip, rstrip, single_word false}], matched in
+//     the text before pre-tokenisation, longest first; lstrip / rstrip take the whitespace
+//     before / after the match with it (RoBERTa's "<mask>").
 //   post_processor: null, ByteLevel, TemplateProcessing (single template: a SpecialToken first
 //     is the BOS, last is the EOS), RobertaProcessing / BertProcessing (cls, sep), or a
 //     Sequence of these.
@@ -21,6 +22,7 @@
 #include "formats/tokenizers/gpt2_tokenizer.h"
 #include "formats/tokenizers/metaspace_bpe.h"
 #include "formats/tokenizers/tokenizer_json_detail.h"
+#include "formats/tokenizers/wordpiece.h"
 
 namespace attn::io {
 namespace {
@@ -256,13 +258,11 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
           a["id"].get<std::int64_t>() >= model::kMaxVocab) {
         return Error{name, where, "needs \"content\" (a string) and \"id\" (an integer >= 0)"};
       }
-      for (const char* key : {"lstrip", "rstrip", "single_word"}) {
-        if (a.value(key, false)) {
-          return Error{name, where + "." + key, "is true; only exact matches are supported"};
-        }
+      if (a.value("single_word", false)) {
+        return Error{name, where + ".single_word", "is true; only exact matches are supported"};
       }
       AddedToken token{a["content"].get<std::string>(), static_cast<int>(a["id"].get<std::int64_t>()),
-                       a.value("special", false)};
+                       a.value("special", false), a.value("lstrip", false), a.value("rstrip", false)};
       if (token.content.empty()) return Error{name, where + ".content", "is empty"};
       const auto slot = static_cast<std::size_t>(token.id);
       if (slot >= idUsed.size() || !idUsed[slot]) {
@@ -331,6 +331,12 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::loadTokenizerJson(const std::string& path
 
 Expected<std::shared_ptr<const Tokenizer>> tokenizerFromJson(std::string_view text,
                                                              const std::string& name) {
+  if (WordPieceTokenizer::claims(text)) {
+    Expected<WordPieceTokenizer> wordPiece = WordPieceTokenizer::fromTokenizerJson(text, name);
+    if (!wordPiece) return wordPiece.error();
+    return std::shared_ptr<const Tokenizer>(
+        std::make_shared<const WordPieceTokenizer>(std::move(wordPiece).value()));
+  }
   if (MetaspaceBpeTokenizer::claims(text)) {
     Expected<MetaspaceBpeTokenizer> metaspace = MetaspaceBpeTokenizer::fromTokenizerJson(text, name);
     if (!metaspace) return metaspace.error();
