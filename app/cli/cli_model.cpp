@@ -116,8 +116,7 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
                       request.imagePath),
       cli::textOption("--overlay", "OUT.png",
                       "with --image: draw the [CLS] token's attention over the patches on the\n"
-                      "picture, at the picture's own size (colours fixed to 0..max for\n"
-                      "rollout, 0..1 otherwise)",
+                      "picture, at the picture's own size (colours 0..1, see --vmax)",
                       request.overlayPath),
       cli::textOption("--layer", "L|rollout",
                       "the overlay's layer, 0-based (default: the last), or 'rollout' of all\n"
@@ -125,6 +124,10 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
                       request.layer),
       cli::textOption("--head", "H|mean", "the overlay's head, 0-based, or 'mean' (default)",
                       request.head),
+      cli::textOption("--vmax", "V|max",
+                      "the overlay's colour for V and above (default: 1, so that pictures\n"
+                      "compare; rollout: its maximum); 'max' = the row's own maximum",
+                      request.vmax),
   };
   command.notes = R"(At least one of --out and --predict is needed. The text may have at most n_positions
 tokens (1024 for GPT-2). Errors (exit 2) name the file and the tensor or field: a missing
@@ -159,11 +162,11 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
   if (!text && !ids && !image) {
     return optionError("--text", "missing (give --text TEXT, --ids I,J,... or --image IMG)");
   }
-  for (const char* name : {"--overlay", "--layer", "--head"}) {
+  for (const char* name : {"--overlay", "--layer", "--head", "--vmax"}) {
     if (parsed->has(name) && !image) return optionError(name, "only applies with --image IMG");
   }
-  if ((parsed->has("--layer") || parsed->has("--head")) && !parsed->has("--overlay")) {
-    return optionError(parsed->has("--layer") ? "--layer" : "--head", "only applies with --overlay OUT.png");
+  for (const char* name : {"--layer", "--head", "--vmax"}) {
+    if (parsed->has(name) && !parsed->has("--overlay")) return optionError(name, "only applies with --overlay OUT.png");
   }
   if (parsed->has("--overlay")) {
     if (cli::lowerExtension(request.overlayPath) != ".png") {

@@ -36,6 +36,7 @@ struct ModelRequest {
   std::string overlayPath;
   std::string layer;  // --layer: "" (the last), an index or "rollout"
   std::string head;   // --head: "" (mean), an index or "mean"
+  std::string vmax;   // --vmax: "" (1, or the maximum for rollout), a number > 0 or "max"
 };
 
 // Writes OUT.tokens.json (the token texts) then OUT.npz {attention f32 [L, H, n, n],

@@ -2,6 +2,7 @@
 //   1 load the folder (config, preprocessor_config.json, weights), 2 load the picture (its
 //   size checked from the header first), 3 preprocess and run, 4 write OUT.npz and
 //   OUT.tokens.json, 5 the overlay of the [CLS] row, 6 print the top-K labels.
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli.h"
@@ -119,8 +120,16 @@ int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream&
     Expected<Vector> row = clsRow(request, *run, config, rollout);
     if (!row) return fail(err, row.error());
     io::OverlayStyle style;
-    style.vmin = 0.0f;  // probabilities: fixed 0..1, so that two pictures compare
+    style.vmin = 0.0f;  // probabilities: fixed 0..1 by default, so that two pictures compare
     style.vmax = rollout ? std::max(row->maxCoeff(), 1e-12f) : 1.0f;
+    if (request.vmax == "max") {
+      style.vmax = std::max(row->maxCoeff(), 1e-12f);
+    } else if (!request.vmax.empty()) {
+      std::optional<float> v = parseFloatStrict(request.vmax);
+      if (!v || !(*v > 0) || !std::isfinite(*v))
+        return fail(err, optionError("--vmax", cli::inQuotes(request.vmax) + " is not a number > 0 or 'max'"));
+      style.vmax = static_cast<float>(*v);
+    }
     style.outlineQuery = false;
     Expected<io::Image> overlay = io::renderStretchedOverlay(*image, config.grid(), config.grid(), *row, -1, style);
     if (!overlay) {

@@ -189,6 +189,11 @@ TEST(CliModelVision, LabelsAttentionAndOverlay) {
   r = runCli({"model", dir.string(), "--image", picture.string(), "--overlay", png, "--layer", "rollout", "--head", "1"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "attnscope: option '--head': rollout uses the mean over heads; give --head mean or leave it out\n");
+  r = runCli({"model", dir.string(), "--image", picture.string(), "--overlay", png, "--vmax", "max"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = runCli({"model", dir.string(), "--image", picture.string(), "--overlay", png, "--vmax", "-1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "attnscope: option '--vmax': '-1' is not a number > 0 or 'max'\n");
   r = runCli({"model", dir.string(), "--image", picture.string(), "--overlay", png, "--layer", "2"});
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "attnscope: option '--layer': '2' is not a layer 0..1 or 'rollout'\n");
