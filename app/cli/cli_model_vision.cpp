@@ -8,7 +8,6 @@
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
-#include "core/attention/aggregate.h"
 #include "core/models/encoder.h"
 #include "core/models/vit.h"
 #include "formats/files.h"
@@ -54,22 +53,7 @@ Expected<Vector> clsRow(const ModelRequest& request, const model::VitRun& run, c
     if (rollout) return optionError("--head", "rollout uses the mean over heads; give --head mean or leave it out");
     head = *v;
   }
-  auto meanOf = [&](int l) {
-    Matrix mean = Matrix::Zero(run.tokens, run.tokens);
-    for (int h = 0; h < run.heads; ++h) mean += run.attentionMatrix(l, h);
-    return Matrix(mean / static_cast<float>(run.heads));
-  };
-  Matrix shown;
-  if (rollout) {
-    std::vector<Matrix> means;
-    for (int l = 0; l < run.layers; ++l) means.push_back(meanOf(l));
-    Expected<Matrix> r = attentionRollout(means);
-    if (!r) return r.error();
-    shown = std::move(r).value();
-  } else {
-    shown = head < 0 ? meanOf(layer) : run.attentionMatrix(layer, head);
-  }
-  return Vector(shown.row(0).tail(c.patches()).transpose());
+  return model::vitPatchRow(run, c, 0, layer, head, rollout);
 }
 
 std::string labelsJson(const model::VitWeights& w, const model::VitRun& run, int k) {

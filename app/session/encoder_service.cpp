@@ -7,6 +7,7 @@
 #include "app/session/model_service.h"
 #include "core/base/format.h"
 #include "core/models/encoder.h"
+#include "formats/models/vit_folder.h"
 
 namespace attn::app {
 
@@ -18,6 +19,21 @@ bool isEncoderFolder(const std::string& folder) {
   if (!fs::is_regular_file(config, ec)) return false;
   Expected<std::string> type = io::loadModelType(config.string());
   return type && io::isEncoderModelType(*type);
+}
+
+bool isVisionFolder(const std::string& folder) {
+  std::error_code ec;
+  const fs::path config = fs::path(folder) / "config.json";
+  if (!fs::is_regular_file(config, ec)) return false;
+  Expected<std::string> type = io::loadModelType(config.string());
+  return type && io::isVisionModelType(*type);
+}
+
+void routeVisionFolder(AppState& state, const std::string& folder, double now) {
+  state.image.model.loadRequest = folder;
+  showPanel(state.view, "image");
+  notify(state, Notice::Kind::Info,
+         "vision model " + folder + ": the Image panel's \"model\" source runs it on the open picture", now);
 }
 
 Expected<std::shared_ptr<const io::EncoderFolder>> loadWindowEncoder(const std::string& folder) {

@@ -15,6 +15,12 @@ namespace attn::app {
 // True when FOLDER/config.json names an encoder model_type (bert, distilbert, roberta).
 bool isEncoderFolder(const std::string& folder);
 
+// True when FOLDER/config.json names a vision transformer (vit, deit).
+bool isVisionFolder(const std::string& folder);
+// Hands a vision folder to the Image panel's model source (image_model.h, loaded by its
+// update), shows the Image panel and says so.
+void routeVisionFolder(AppState& state, const std::string& folder, double now);
+
 // The folder for the window, which runs typed text: a tokenizer is required.
 Expected<std::shared_ptr<const io::EncoderFolder>> loadWindowEncoder(const std::string& folder);
 

@@ -239,7 +239,9 @@ bool updateModel(AppState& state, double now) {
   bool changed = false;
   if (!view.loadRequest.empty()) {
     const std::string folder = std::exchange(view.loadRequest, std::string());
-    if (isEncoderFolder(folder)) {  // bert, distilbert, roberta: encoder_service.h
+    if (isVisionFolder(folder)) {  // vit, deit: the Image panel's model source (image_model.h)
+      routeVisionFolder(state, folder, now);
+    } else if (isEncoderFolder(folder)) {  // bert, distilbert, roberta: encoder_service.h
       Expected<std::shared_ptr<const io::EncoderFolder>> encoder = loadWindowEncoder(folder);
       if (encoder) {
         applyLoadedEncoder(state, std::move(encoder).value(), now);
@@ -392,6 +394,9 @@ std::shared_ptr<model::Session> ModelService::freeSession(
 bool updateModelAsync(AppState& state, ModelService& service, double now) {
   ModelView& view = state.model;
   bool changed = false;
+  if (!view.loadRequest.empty() && isVisionFolder(view.loadRequest)) {
+    routeVisionFolder(state, std::exchange(view.loadRequest, std::string()), now);
+  }
   if (!view.loadRequest.empty()) {
     view.loading = std::exchange(view.loadRequest, std::string());
     service.submitLoad(view.loading);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/attention/aggregate.h"
 #include "core/base/random.h"
 #include "core/models/layers.h"
 
@@ -148,6 +149,33 @@ Matrix patchRows(const VitConfig& c, const std::vector<float>& pixels) {
         }
     }
   return X;
+}
+
+Expected<Vector> vitPatchRow(const VitRun& run, const VitConfig& c, int token, int layer, int head,
+                             bool rollout) {
+  if (token < 0 || token >= run.tokens) return Error{"", "token", std::to_string(token) + " is out of range"};
+  if (!rollout && (layer < 0 || layer >= run.layers)) {
+    return Error{"", "layer", std::to_string(layer) + " is not a layer 0.." + std::to_string(run.layers - 1)};
+  }
+  if (head < -1 || head >= run.heads) {
+    return Error{"", "head", std::to_string(head) + " is not a head 0.." + std::to_string(run.heads - 1)};
+  }
+  auto meanOf = [&](int l) {
+    Matrix mean = Matrix::Zero(run.tokens, run.tokens);
+    for (int h = 0; h < run.heads; ++h) mean += run.attentionMatrix(l, h);
+    return Matrix(mean / static_cast<float>(run.heads));
+  };
+  Matrix shown;
+  if (rollout) {
+    std::vector<Matrix> means;
+    for (int l = 0; l < run.layers; ++l) means.push_back(meanOf(l));
+    Expected<Matrix> r = attentionRollout(means);
+    if (!r) return r.error();
+    shown = std::move(r).value();
+  } else {
+    shown = head < 0 ? meanOf(layer) : run.attentionMatrix(layer, head);
+  }
+  return Vector(shown.row(token).tail(c.patches()).transpose());
 }
 
 Matrix VitRun::attentionMatrix(int layer, int head) const {

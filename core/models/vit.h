@@ -85,6 +85,15 @@ struct VitRun {
 // preprocessed image). Errors: pixels of the wrong size (field "pixels").
 Expected<VitRun> runVit(const VitWeights& weights, const std::vector<float>& pixels);
 
+// What one token attends to over the patches (P values, patch r·G + c), as the overlays
+// show it: row `token` (0 = [CLS], 1 = DeiT's [DIST], prefixTokens() + i = patch i) of
+//   layer `layer` (0..L-1), head `head` (0..H-1) or the mean over heads (head = -1), or
+//   the rollout of all layers from the means over heads (rollout = true; layer and head
+//   ignored): Â_l = 0.5·A_l + 0.5·I rows renormalised, Â_{L-1}·…·Â_0 (Abnar & Zuidema).
+// Errors name the field ("token", "layer", "head").
+Expected<Vector> vitPatchRow(const VitRun& run, const VitConfig& config, int token, int layer, int head,
+                             bool rollout);
+
 // The patch rows of step 1: P x C·p² from C x S x S pixels (exposed for the tests).
 Matrix patchRows(const VitConfig& config, const std::vector<float>& pixels);
 

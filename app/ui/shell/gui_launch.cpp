@@ -153,6 +153,14 @@ bool GuiSession::Impl::launchModel() {
 bool GuiSession::Impl::openModelScreenshot() {
   const std::size_t notices = state.notices.size();
   updateModel(state, now());
+  if (!state.image.model.loadRequest.empty()) {  // a ViT folder: the Image panel's model source
+    Expected<bool> loaded = updateImageModel(state.image.model, state.image.image, state.image.imageId, false);
+    if (!loaded) {
+      std::fprintf(stderr, "attnscope: cannot open model %s\n", loaded.error().message().c_str());
+      return false;
+    }
+    return true;
+  }
   if (!state.model.model && !state.model.encoder) {  // the error notice was printed to stderr by notify()
     if (state.notices.size() == notices) std::fprintf(stderr, "attnscope: cannot open the model\n");
     return false;
