@@ -25,8 +25,8 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
   return text + "]";
 }
 
-// The index of the first NaN or infinity in data[0, count), or -1 (exponent bits tested in
-// blocks with a branch-free OR, as formats/models/model_folder.cpp does).
+}  // namespace
+
 std::int64_t firstNonFinite(const float* data, std::int64_t count) {
   constexpr std::int64_t kBlock = 4096;
   for (std::int64_t start = 0; start < count; start += kBlock) {
@@ -44,8 +44,6 @@ std::int64_t firstNonFinite(const float* data, std::int64_t count) {
   }
   return -1;
 }
-
-}  // namespace
 
 Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& slots,
                    const std::function<bool(std::string_view)>& isBuffer, const std::string& model,

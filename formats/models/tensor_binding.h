@@ -37,6 +37,11 @@ Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& 
                    const std::function<bool(std::string_view)>& isBuffer, const std::string& model,
                    std::vector<std::shared_ptr<const void>>& storage);
 
+// The index of the first NaN or infinity in data[0, count), or -1. Tests the exponent bits in
+// blocks with a branch-free OR, which the compiler vectorises (std::isfinite per element made
+// this check half of loading a 500 MB F32 model). Shared with model_folder.cpp.
+std::int64_t firstNonFinite(const float* data, std::int64_t count);
+
 // The tensor `name` holds exactly the floats of `tensor` (a tied weight written twice).
 // Errors: its shape differs, it cannot be read, or a value differs; `why` ends the message.
 Status checkSameValues(const Checkpoint& checkpoint, const std::string& name,
