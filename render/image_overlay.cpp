@@ -127,6 +127,8 @@ Expected<Image> renderStretchedOverlay(const Image& image, int rows, int cols, c
 
   // 2 one colour per patch, 3 blend every pixel with its patch's colour
   const ValueRange range = overlayRange(weights, style);
+  std::vector<Rgb> colors(static_cast<std::size_t>(rows) * cols);
+  for (int i = 0; i < rows * cols; ++i) colors[static_cast<std::size_t>(i)] = valueColor(style.colormap, weights[i], range);
   Image out;
   out.width = image.width;
   out.height = image.height;
@@ -136,7 +138,7 @@ Expected<Image> renderStretchedOverlay(const Image& image, int rows, int cols, c
     const int r = static_cast<int>(static_cast<long long>(y) * rows / image.height);
     for (int x = 0; x < image.width; ++x) {
       const int c = static_cast<int>(static_cast<long long>(x) * cols / image.width);
-      const Rgb color = valueColor(style.colormap, weights[r * cols + c], range);
+      const Rgb color = colors[static_cast<std::size_t>(r) * cols + c];
       const float target[3] = {float(color.r), float(color.g), float(color.b)};
       const std::size_t at = (static_cast<std::size_t>(y) * image.width + x) * 3;
       for (int k = 0; k < 3; ++k)
