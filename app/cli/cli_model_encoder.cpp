@@ -31,6 +31,8 @@ Expected<std::string> predictionJson(const io::EncoderFolder& folder, const mode
   std::string note;
   if (!weights.hasMlmHead) {
     note = "the checkpoint has no masked-language-model head: attention only, no prediction";
+  } else if (!folder.tokenizer) {
+    note = "no tokenizer: the mask token's id is not known (" + folder.tokenizerProblem + ")";
   } else if (maskId < 0) {
     note = "the tokenizer has no [MASK] or <mask> token";
   } else {

@@ -91,6 +91,21 @@ TEST(CliModelEncoders, NoHeadStillRunsAndSaysSo) {
   EXPECT_TRUE(fs::exists(dir / "a.npz"));
 }
 
+TEST(CliModelEncoders, IdsWithoutATokenizerRunAndSayWhyNothingIsPredicted) {
+  const enctest::Spec spec;
+  const fs::path dir = enctest::writeFolder("no_tokenizer", spec, enctest::makeTensors(spec, 8));
+  fs::remove(dir / "tokenizer.json");
+  const CliRun r = runCli({"model", dir.string(), "--ids", "2,5,4,3", "--predict", "2", "--out", (dir / "a.npz").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json result = json::parse(r.out);
+  EXPECT_EQ(result.at("tokens"), json({"#2", "#5", "#4", "#3"}));
+  EXPECT_TRUE(result.at("masked").empty());
+  EXPECT_EQ(result.at("note"), "no tokenizer: the mask token's id is not known (no tokenizer.json, vocab.txt or vocab.json)");
+  const CliRun text = runCli({"model", dir.string(), "--text", "a", "--predict", "2"});
+  EXPECT_EQ(text.code, 2);
+  EXPECT_NE(text.err.find("option '--text': needs a tokenizer"), std::string::npos) << text.err;
+}
+
 TEST(CliModelEncoders, RobertaAndDistilbertRunFromText) {
   enctest::Spec roberta;
   roberta.modelType = "roberta";
