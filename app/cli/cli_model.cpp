@@ -58,7 +58,7 @@ cli::Command modelCommand(ModelRequest& request) {
   command.usage = R"(usage: attnscope model DIR (--text TEXT | --ids I,J,...) [--bos | --no-bos]
                          [--out OUT.npz] [--predict K]
        attnscope model DIR --image IMG [--out OUT.npz] [--predict K]
-                         [--overlay OUT.png [--layer L|rollout] [--head H|mean]]
+                         [--overlay OUT.png [--layer L|rollout] [--head H|mean] [--vmax V|max]]
 
 Runs a model on the CPU, offline. DIR is a Hugging Face folder: config.json (model_type
 gpt2, llama, mistral, qwen2 or gpt_neox: a decoder; bert, distilbert or roberta: an
@@ -93,7 +93,8 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
       // Checked after parsing (checkOutputPath: .npz, the folder).
       cli::customOption("--out", "OUT.npz",
                         "write the arrays\n"
-                        "  attention  float32 [layers, heads, n, n]  (row = query, causal)\n"
+                        "  attention  float32 [layers, heads, n, n]  (row = query; zeros above the\n"
+                        "             diagonal for a decoder, full rows for an encoder)\n"
                         "  token_ids  int64 [n]\n"
                         "and the side file OUT.tokens.json: each token's decoded text, a JSON\n"
                         "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
@@ -129,8 +130,8 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
                       "compare; rollout: its maximum); 'max' = the row's own maximum",
                       request.vmax),
   };
-  command.notes = R"(At least one of --out and --predict is needed. The text may have at most n_positions
-tokens (1024 for GPT-2). Errors (exit 2) name the file and the tensor or field: a missing
+  command.notes = R"(At least one of --out and --predict (or --overlay with --image) is needed. The text
+may have at most n_positions tokens (1024 for GPT-2; 512 for BERT). Errors (exit 2) name the file and the tensor or field: a missing
 tensor, a wrong shape, an unsupported dtype, offsets outside the file, a header too big.
 )";
   return command;
