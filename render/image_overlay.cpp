@@ -106,6 +106,64 @@ Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, co
   return out;
 }
 
+Expected<Image> renderStretchedOverlay(const Image& image, int rows, int cols, const Vector& weights,
+                                       int queryIndex, const OverlayStyle& style) {
+  // 1 checks
+  if (!(style.opacity >= 0 && style.opacity <= 1)) return Error{"", "opacity", "must be in 0..1"};
+  if (rows < 1 || cols < 1 || rows > image.height || cols > image.width) {
+    return Error{"", "image",
+                 imageSizeText(image.width, image.height) + " is smaller than the " + std::to_string(cols) + "x" +
+                     std::to_string(rows) + " patch grid"};
+  }
+  if (weights.size() != static_cast<Eigen::Index>(rows) * cols) {
+    return Error{"", "weights",
+                 "has " + std::to_string(weights.size()) + " entries, expected " + std::to_string(rows * cols) +
+                     " (one per patch)"};
+  }
+  if (queryIndex < -1 || queryIndex >= rows * cols) {
+    return Error{"", "query", "patch " + std::to_string(queryIndex) + " is out of range"};
+  }
+  if (style.vmin && style.vmax && *style.vmin > *style.vmax) return Error{"", "vmin", "must not be above vmax"};
+
+  // 2 one colour per patch, 3 blend every pixel with its patch's colour
+  const ValueRange range = overlayRange(weights, style);
+  std::vector<Rgb> colors(static_cast<std::size_t>(rows) * cols);
+  for (int i = 0; i < rows * cols; ++i) colors[static_cast<std::size_t>(i)] = valueColor(style.colormap, weights[i], range);
+  Image out;
+  out.width = image.width;
+  out.height = image.height;
+  out.rgb.resize(image.rgb.size());
+  const float a = style.opacity;
+  for (int y = 0; y < image.height; ++y) {
+    const int r = static_cast<int>(static_cast<long long>(y) * rows / image.height);
+    for (int x = 0; x < image.width; ++x) {
+      const int c = static_cast<int>(static_cast<long long>(x) * cols / image.width);
+      const Rgb color = colors[static_cast<std::size_t>(r) * cols + c];
+      const float target[3] = {float(color.r), float(color.g), float(color.b)};
+      const std::size_t at = (static_cast<std::size_t>(y) * image.width + x) * 3;
+      for (int k = 0; k < 3; ++k)
+        out.rgb[at + k] = static_cast<std::uint8_t>(std::lround((1 - a) * image.rgb[at + k] + a * target[k]));
+    }
+  }
+
+  // 4 the query patch's frame (2 px black, 2 px white inside)
+  if (style.outlineQuery && queryIndex >= 0) {
+    const int r = queryIndex / cols, c = queryIndex % cols;
+    const int x0 = static_cast<int>(static_cast<long long>(c) * image.width / cols);
+    const int x1 = static_cast<int>(static_cast<long long>(c + 1) * image.width / cols);
+    const int y0 = static_cast<int>(static_cast<long long>(r) * image.height / rows);
+    const int y1 = static_cast<int>(static_cast<long long>(r + 1) * image.height / rows);
+    for (int y = y0; y < y1; ++y)
+      for (int x = x0; x < x1; ++x) {
+        const int distance = std::min({x - x0, y - y0, x1 - 1 - x, y1 - 1 - y});
+        if (distance >= 4) continue;
+        std::uint8_t* o = &out.rgb[(static_cast<std::size_t>(y) * out.width + x) * 3];
+        o[0] = o[1] = o[2] = distance < 2 ? 0 : 255;
+      }
+  }
+  return out;
+}
+
 // =======================================================================================
 // Encoding
 // =======================================================================================

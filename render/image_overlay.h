@@ -37,4 +37,13 @@ ValueRange overlayRange(const Vector& weights, const OverlayStyle& style);
 Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, const Vector& weights,
                                    int queryIndex, const OverlayStyle& style);
 
+// A model's patch grid (rows x cols patches of its resized input) stretched over the
+// whole picture at its own size: output pixel (x, y) takes the colour of patch
+// (y·rows / height, x·cols / width), blended as renderPatchOverlay does, with style's
+// colour range (overlayRange) and opacity; `queryIndex` (-1: none) is outlined. A vision
+// transformer's [CLS] row shown on the user's picture. Errors (field): "opacity", "weights"
+// of a length other than rows·cols, "query", "vmin" > "vmax", a grid larger than the image.
+Expected<Image> renderStretchedOverlay(const Image& image, int rows, int cols, const Vector& weights,
+                                       int queryIndex, const OverlayStyle& style);
+
 }  // namespace attn::io

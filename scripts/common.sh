@@ -33,6 +33,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   x11-utils
   dpkg-dev
   sentencepiece
+  python3-pil
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.

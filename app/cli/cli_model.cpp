@@ -12,9 +12,11 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
 #include "core/models/transformer.h"
 #include "formats/files.h"
+#include "formats/models/encoder_folder.h"
 #include "formats/models/model_folder.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
@@ -26,25 +28,9 @@ namespace fs = std::filesystem;
 using cli::fail;
 using cli::optionError;
 
-// Largest attention tensor we write: the .npz reader of the attention views inflates at most
-// this much by default, so a bigger file could not be opened again.
-constexpr std::uint64_t kMaxAttentionBytes = io::kNpzDefaultMaxUncompressed;
-constexpr int kMaxPredict = 1000;
-
-struct ModelRequest {
-  std::string folder;
-  std::string text;
-  std::vector<int> ids;    // --ids: run these instead of tokenizing --text
-  bool hasIds = false;
-  bool bos = false;        // --bos given
-  // 1 --bos, 0 --no-bos, -1 neither: a --text gets the BOS its tokenizer's post-processor
-  // puts first (Tokenizer::addsBos()); --ids are run as given.
-  int bosChoice = -1;
-  std::string outPath;     // empty: no files
-  std::string tokensPath;  // OUT.tokens.json next to OUT.npz
-  int predict = 0;         // 0: no prediction
-  bool help = false;
-};
+using model_cli::ModelRequest;
+using model_cli::kMaxAttentionBytes;
+using model_cli::kMaxPredict;
 
 // "15496,995" -> ids (each 0..2^31-1; the model checks them against vocab_size).
 Expected<std::vector<int>> parseIds(const std::string& text) {
@@ -71,13 +57,17 @@ cli::Command modelCommand(ModelRequest& request) {
   command.column = 20;
   command.usage = R"(usage: attnscope model DIR (--text TEXT | --ids I,J,...) [--bos | --no-bos]
                          [--out OUT.npz] [--predict K]
+       attnscope model DIR --image IMG [--out OUT.npz] [--predict K]
+                         [--overlay OUT.png [--layer L|rollout] [--head H|mean] [--vmax V|max]]
 
-Runs a decoder model on the CPU, offline. DIR is a Hugging Face folder: config.json
-(model_type gpt2, llama, mistral, qwen2 or gpt_neox; every size and option is read from
-it), model.safetensors or model.safetensors.index.json with its shards (F32, F16 or BF16),
-and its tokenizer: tokenizer.json, else tokenizer.model (SentencePiece), else vocab.json +
-merges.txt (see docs/models.md). A Hugging Face cache folder works: models--ORG--NAME/
-snapshots/HASH/.
+Runs a model on the CPU, offline. DIR is a Hugging Face folder: config.json (model_type
+gpt2, llama, mistral, qwen2 or gpt_neox: a decoder; bert, distilbert or roberta: an
+encoder, whose [MASK] / <mask> tokens get the fill-mask prediction; vit or deit: a vision
+transformer run on --image; every size and option is read from it), model.safetensors or
+model.safetensors.index.json with its shards (F32, F16 or BF16), and its tokenizer:
+tokenizer.json, else tokenizer.model (SentencePiece), else vocab.txt (WordPiece) or
+vocab.json + merges.txt; a vision model's preprocessor_config.json (see docs/models.md).
+A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
 )";
   command.options = {
       cli::textOption("--text", "TEXT",
@@ -103,7 +93,8 @@ snapshots/HASH/.
       // Checked after parsing (checkOutputPath: .npz, the folder).
       cli::customOption("--out", "OUT.npz",
                         "write the arrays\n"
-                        "  attention  float32 [layers, heads, n, n]  (row = query, causal)\n"
+                        "  attention  float32 [layers, heads, n, n]  (row = query; zeros above the\n"
+                        "             diagonal for a decoder, full rows for an encoder)\n"
                         "  token_ids  int64 [n]\n"
                         "and the side file OUT.tokens.json: each token's decoded text, a JSON\n"
                         "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
@@ -112,11 +103,35 @@ snapshots/HASH/.
                      "print the K most probable next tokens as JSON on stdout (1..1000):\n"
                      "{\"model_type\", \"heads_kv\", \"tokens\": n,\n"
                      " \"next\": [{\"id\", \"text\", \"probability\", \"logit\"}, ...]}\n"
-                     "(\"text\" is null without a tokenizer)",
+                     "(\"text\" is null without a tokenizer); an encoder: the K most\n"
+                     "probable tokens at every mask token, {\"model_type\", \"tokens\":\n"
+                     "[texts], \"mlm_head\", \"masked\": [{\"position\", \"next\": [...]}]};\n"
+                     "a vision model: its K most probable labels, {\"model_type\",\n"
+                     " \"labels\": [{\"id\", \"label\", \"probability\", \"logit\"}, ...]}",
                      request.predict),
+      cli::textOption("--image", "IMG",
+                      "a vit / deit folder: run the model on this picture (PNG, JPEG, ...),\n"
+                      "resized and normalised as its preprocessor_config.json says; the\n"
+                      "attention is [layers, heads, T, T], T = [CLS] (+ distillation token)\n"
+                      "+ the patches row by row",
+                      request.imagePath),
+      cli::textOption("--overlay", "OUT.png",
+                      "with --image: draw the [CLS] token's attention over the patches on the\n"
+                      "picture, at the picture's own size (colours 0..1, see --vmax)",
+                      request.overlayPath),
+      cli::textOption("--layer", "L|rollout",
+                      "the overlay's layer, 0-based (default: the last), or 'rollout' of all\n"
+                      "layers (Abnar & Zuidema, from the mean over heads)",
+                      request.layer),
+      cli::textOption("--head", "H|mean", "the overlay's head, 0-based, or 'mean' (default)",
+                      request.head),
+      cli::textOption("--vmax", "V|max",
+                      "the overlay's colour for V and above (default: 1, so that pictures\n"
+                      "compare; rollout: its maximum); 'max' = the row's own maximum",
+                      request.vmax),
   };
-  command.notes = R"(At least one of --out and --predict is needed. The text may have at most n_positions
-tokens (1024 for GPT-2). Errors (exit 2) name the file and the tensor or field: a missing
+  command.notes = R"(At least one of --out and --predict (or --overlay with --image) is needed. The text
+may have at most n_positions tokens (1024 for GPT-2; 512 for BERT). Errors (exit 2) name the file and the tensor or field: a missing
 tensor, a wrong shape, an unsupported dtype, offsets outside the file, a header too big.
 )";
   return command;
@@ -139,8 +154,27 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
   }
   request.folder = parsed->positional[0];
   const bool text = parsed->has("--text"), ids = parsed->has("--ids");
+  const bool image = parsed->has("--image");
+  request.hasText = text;
+  if (image && (text || ids)) {
+    return optionError("--image", "give either --image or --text / --ids, not both");
+  }
   if (text && ids) return optionError("--ids", "give either --text or --ids, not both");
-  if (!text && !ids) return optionError("--text", "missing (give --text TEXT or --ids I,J,...)");
+  if (!text && !ids && !image) {
+    return optionError("--text", "missing (give --text TEXT, --ids I,J,... or --image IMG)");
+  }
+  for (const char* name : {"--overlay", "--layer", "--head", "--vmax"}) {
+    if (parsed->has(name) && !image) return optionError(name, "only applies with --image IMG");
+  }
+  for (const char* name : {"--layer", "--head", "--vmax"}) {
+    if (parsed->has(name) && !parsed->has("--overlay")) return optionError(name, "only applies with --overlay OUT.png");
+  }
+  if (parsed->has("--overlay")) {
+    if (cli::lowerExtension(request.overlayPath) != ".png") {
+      return optionError("--overlay", cli::inQuotes(request.overlayPath) + " must end in .png");
+    }
+    if (Status s = cli::checkOutputFile("--overlay", request.overlayPath); !s) return s.error();
+  }
   if (parsed->has("--bos") && parsed->has("--no-bos")) {
     return optionError("--bos", "give either --bos or --no-bos, not both");
   }
@@ -153,8 +187,9 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     fs::path p(request.outPath);
     request.tokensPath = (p.parent_path() / p.stem()).string() + ".tokens.json";
   }
-  if (request.outPath.empty() && request.predict == 0) {
-    return optionError("--out", "missing (give --out FILE.npz, --predict K, or both)");
+  if (request.outPath.empty() && request.predict == 0 && request.overlayPath.empty()) {
+    return optionError("--out", image ? "missing (give --out FILE.npz, --predict K or --overlay OUT.png)"
+                                      : "missing (give --out FILE.npz, --predict K, or both)");
   }
   return request;
 }
@@ -184,6 +219,39 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
 
 }  // namespace
 
+Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::vector<float>& attention,
+                                      const std::int64_t (&shape)[4], const std::vector<int>& ids,
+                                      const std::vector<std::string>& tokenTexts) {
+  Expected<std::string> attentionNpy = io::writeNpyFloat32(attention, shape);
+  if (!attentionNpy) return attentionNpy.error();
+  std::vector<io::NpzEntry> entries;
+  entries.push_back({"attention", std::move(attentionNpy).value()});
+  if (!ids.empty()) {
+    const std::vector<std::int64_t> ids64(ids.begin(), ids.end());
+    const std::int64_t idShape[1] = {static_cast<std::int64_t>(ids.size())};
+    Expected<std::string> idsNpy = io::writeNpyInt64(ids64, idShape);
+    if (!idsNpy) return idsNpy.error();
+    entries.push_back({"token_ids", std::move(idsNpy).value()});
+  }
+  Expected<std::string> archive = io::writeNpz(entries);
+  if (!archive) return archive.error();
+  entries.clear();
+  nlohmann::json tokens = nlohmann::json::array();
+  for (const std::string& text : tokenTexts) tokens.push_back(text);
+  // Tokens first: the views read OUT.tokens.json next to OUT.npz, and a new .npz must never
+  // sit beside an old tokens file of another text.
+  auto write = [](const std::string& path, const std::string& bytes) -> Status {
+    if (Status s = io::writeFileAtomic(path, bytes); !s) {
+      Error error = s.error();
+      if (error.file.empty()) error.file = path;
+      return error;
+    }
+    return Ok{};
+  };
+  if (Status s = write(request.tokensPath, tokens.dump(1) + "\n"); !s) return s;
+  return write(request.outPath, *archive);
+}
+
 cli::CommandInfo modelInfo() {
   ModelRequest request;
   return cli::describe(modelCommand(request));
@@ -199,7 +267,22 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     return 0;
   }
 
-  // 2 the model folder
+  // 2 the model folder: an encoder or a vision model has its own path; a decoder (or a
+  // folder whose config.json cannot be read, which loadModelFolder reports) goes on here
+  {
+    std::error_code ec;
+    const fs::path config = fs::path(request->folder) / "config.json";
+    Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
+                                                                  : Expected<std::string>(std::string());
+    if (type && (*type == "vit" || *type == "deit")) return model_cli::runVisionModel(*request, out, err);
+    if (!request->imagePath.empty()) {
+      return fail(err, optionError("--image",
+                                   "needs a vision model (model_type vit or deit); this folder's is " +
+                                       (type && !type->empty() ? cli::inQuotes(*type) : std::string("unknown")),
+                                   request->folder));
+    }
+    if (type && io::isEncoderModelType(*type)) return model_cli::runEncoderModel(*request, out, err);
+  }
   Expected<io::ModelFolder> model = io::loadModelFolder(request->folder);
   if (!model) return fail(err, model.error());
   const model::Config& config = model->weights->config;
@@ -265,38 +348,15 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
 
   // 6 files
   if (!request->outPath.empty()) {
-    const std::vector<float> attention = session->attentionTensor();
     const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
                                    static_cast<std::int64_t>(n)};
-    Expected<std::string> attentionNpy = io::writeNpyFloat32(attention, shape);
-    const std::vector<std::int64_t> ids(encoding.ids.begin(), encoding.ids.end());
-    const std::int64_t idShape[1] = {static_cast<std::int64_t>(n)};
-    Expected<std::string> idsNpy = io::writeNpyInt64(ids, idShape);
-    if (!attentionNpy) return fail(err, attentionNpy.error());
-    if (!idsNpy) return fail(err, idsNpy.error());
-    std::vector<io::NpzEntry> entries;
-    entries.push_back({"attention", std::move(attentionNpy).value()});
-    entries.push_back({"token_ids", std::move(idsNpy).value()});
-    Expected<std::string> archive = io::writeNpz(entries);
-    if (!archive) return fail(err, archive.error());
-    entries.clear();
-
-    nlohmann::json tokens = nlohmann::json::array();
-    for (int id : encoding.ids) {
-      tokens.push_back(model->tokenizer ? nlohmann::json(model->tokenizer->tokenText(id))
-                                        : nlohmann::json("#" + std::to_string(id)));
-    }
-    // Tokens first: the views read OUT.tokens.json next to OUT.npz, and a new .npz must
-    // never sit beside an old tokens file of another text.
-    if (Status s = io::writeFileAtomic(request->tokensPath, tokens.dump(1) + "\n"); !s) {
-      Error error = s.error();
-      if (error.file.empty()) error.file = request->tokensPath;
-      return fail(err, error);
-    }
-    if (Status s = io::writeFileAtomic(request->outPath, *archive); !s) {
-      Error error = s.error();
-      if (error.file.empty()) error.file = request->outPath;
-      return fail(err, error);
+    std::vector<std::string> texts;
+    for (int id : encoding.ids)
+      texts.push_back(model->tokenizer ? model->tokenizer->tokenText(id) : "#" + std::to_string(id));
+    if (Status s = model_cli::writeAttentionFiles(*request, session->attentionTensor(), shape,
+                                                  encoding.ids, texts);
+        !s) {
+      return fail(err, s.error());
     }
   }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "app/session/image_model.h"
 #include "app/session/latest_worker.h"
 #include "core/attention/patches.h"
 #include "render/heatmap_render.h"
@@ -97,6 +98,9 @@ struct ImageViewState {
   // copies of the state) and the newest revision submitted to it.
   std::shared_ptr<ImageService> service;
   std::uint64_t submittedRevision = ~0ull;
+
+  // The "model" source: the picture through a vision transformer (image_model.h).
+  ImageModelState model;
 
   void bump() { ++revision; }
   // The request for the current image and settings.

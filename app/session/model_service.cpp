@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "app/session/encoder_service.h"
 #include "app/session/pipeline_steps.h"
 #include "core/base/format.h"
 
@@ -199,6 +200,7 @@ Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
 void applyLoadedModel(AppState& state, std::shared_ptr<const io::ModelFolder> model, double now) {
   ModelView& view = state.model;
   view.model = std::move(model);
+  view.encoder.reset();
   ++view.generation;
   view.loading.clear();
   showPanel(state.view, "model");
@@ -237,14 +239,30 @@ bool updateModel(AppState& state, double now) {
   bool changed = false;
   if (!view.loadRequest.empty()) {
     const std::string folder = std::exchange(view.loadRequest, std::string());
-    Expected<io::ModelFolder> loaded = loadWindowModel(folder);
-    if (loaded) {
+    if (isVisionFolder(folder)) {  // vit, deit: the Image panel's model source (image_model.h)
+      routeVisionFolder(state, folder, now);
+    } else if (isEncoderFolder(folder)) {  // bert, distilbert, roberta: encoder_service.h
+      Expected<std::shared_ptr<const io::EncoderFolder>> encoder = loadWindowEncoder(folder);
+      if (encoder) {
+        applyLoadedEncoder(state, std::move(encoder).value(), now);
+        changed = true;
+      } else {
+        notify(state, Notice::Kind::Error, "cannot open model " + encoder.error().message(), now);
+      }
+    } else if (Expected<io::ModelFolder> loaded = loadWindowModel(folder); loaded) {
       applyLoadedModel(state, std::make_shared<const io::ModelFolder>(std::move(loaded).value()),
                        now);
       changed = true;
     } else {
       notify(state, Notice::Kind::Error, "cannot open model " + loaded.error().message(), now);
     }
+  }
+  if (view.encoder &&
+      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
+    changed |= publishModelRun(state, runEncoderText(*view.encoder, view.text, view.generation, view.textRevision));
+    state.attention.overview.reset();
+    view.submittedGeneration = view.generation;
+    view.submittedRevision = view.textRevision;
   }
   if (view.model &&
       (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
@@ -266,12 +284,18 @@ ModelService::ModelService(std::chrono::milliseconds debounce) : debounce_(debou
 
 void ModelService::submitLoad(std::string folder) {
   loads_.submit([this, folder = std::move(folder)](const std::atomic<bool>&) {
-    Loaded loaded{folder, nullptr, Error{}};
-    Expected<io::ModelFolder> model = loadWindowModel(folder);
-    if (model)
+    Loaded loaded{folder, nullptr, nullptr, Error{}};
+    if (isEncoderFolder(folder)) {  // bert, distilbert, roberta: encoder_service.h
+      Expected<std::shared_ptr<const io::EncoderFolder>> encoder = loadWindowEncoder(folder);
+      if (encoder)
+        loaded.encoder = std::move(encoder).value();
+      else
+        loaded.error = encoder.error();
+    } else if (Expected<io::ModelFolder> model = loadWindowModel(folder); model) {
       loaded.model = std::make_shared<const io::ModelFolder>(std::move(model).value());
-    else
+    } else {
       loaded.error = model.error();
+    }
     std::lock_guard lock(mutex_);
     loaded_ = std::move(loaded);
   });
@@ -292,6 +316,18 @@ void ModelService::submitText(std::shared_ptr<const io::ModelFolder> model,
         session.reset();
         std::lock_guard lock(mutex_);
         finished_ = std::move(result);  // an untaken older run is dropped: latest wins
+        ++runsCompleted_;
+      },
+      LatestWorker::Clock::now() + debounce_);
+}
+
+void ModelService::submitEncoderText(std::shared_ptr<const io::EncoderFolder> encoder, std::uint64_t generation,
+                                     std::string text, std::uint64_t textRevision) {
+  runs_.submit(
+      [this, encoder = std::move(encoder), generation, text = std::move(text), textRevision](const std::atomic<bool>&) {
+        std::shared_ptr<ModelRun> result = runEncoderText(*encoder, text, generation, textRevision);
+        std::lock_guard lock(mutex_);
+        finished_ = std::move(result);
         ++runsCompleted_;
       },
       LatestWorker::Clock::now() + debounce_);
@@ -358,6 +394,9 @@ std::shared_ptr<model::Session> ModelService::freeSession(
 bool updateModelAsync(AppState& state, ModelService& service, double now) {
   ModelView& view = state.model;
   bool changed = false;
+  if (!view.loadRequest.empty() && isVisionFolder(view.loadRequest)) {
+    routeVisionFolder(state, std::exchange(view.loadRequest, std::string()), now);
+  }
   if (!view.loadRequest.empty()) {
     view.loading = std::exchange(view.loadRequest, std::string());
     service.submitLoad(view.loading);
@@ -368,9 +407,18 @@ bool updateModelAsync(AppState& state, ModelService& service, double now) {
     if (loaded->model) {
       applyLoadedModel(state, std::move(loaded->model), now);
       changed = true;
+    } else if (loaded->encoder) {
+      applyLoadedEncoder(state, std::move(loaded->encoder), now);
+      changed = true;
     } else {
       notify(state, Notice::Kind::Error, "cannot open model " + loaded->error.message(), now);
     }
+  }
+  if (view.encoder &&
+      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
+    service.submitEncoderText(view.encoder, view.generation, view.text, view.textRevision);
+    view.submittedGeneration = view.generation;
+    view.submittedRevision = view.textRevision;
   }
   if (view.model &&
       (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {

@@ -74,10 +74,14 @@ class ModelService {
   // submit).
   void submitText(std::shared_ptr<const io::ModelFolder> model, std::uint64_t generation,
                   std::string text, std::uint64_t textRevision);
+  // The same for an encoder (runEncoderText: the whole text each time).
+  void submitEncoderText(std::shared_ptr<const io::EncoderFolder> encoder, std::uint64_t generation,
+                         std::string text, std::uint64_t textRevision);
 
   struct Loaded {
     std::string folder;
-    std::shared_ptr<const io::ModelFolder> model;  // null on error
+    std::shared_ptr<const io::ModelFolder> model;  // null on error or for an encoder
+    std::shared_ptr<const io::EncoderFolder> encoder;  // an encoder folder (encoder_service.h)
     Error error;
   };
   // The newest finished load / run not yet taken. Never block.

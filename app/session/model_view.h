@@ -17,6 +17,7 @@
 #include "core/models/transformer.h"
 #include "core/scenario/scenario.h"
 #include "formats/attention_file.h"
+#include "formats/models/encoder_folder.h"
 #include "formats/models/model_folder.h"
 
 namespace attn::app {
@@ -26,6 +27,12 @@ struct PredictedToken {
   int id = 0;
   std::string display;    // the token for the screen (spaces as "·", see gpt2::displayText)
   float probability = 0;  // softmax over the whole vocabulary
+};
+
+// The fill-mask prediction at one mask token of an encoder run.
+struct MaskedPrediction {
+  int position = 0;                  // the mask token's index in the run's tokens
+  std::vector<PredictedToken> next;  // the 10 most probable tokens there
 };
 
 // One run of the model on one text: everything the Model and Attention panels show of it.
@@ -49,10 +56,18 @@ struct ModelRun {
   int computedTokens = 0;            // tokens computed by this run
   double computeMs = 0;              // forward pass + copies for the views
   std::string error;                 // non-empty: the text cannot be run (why)
+  // An encoder's run (bert, distilbert, roberta; app/session/encoder_service.h): no session
+  // and no next token; the fill-mask prediction of every mask token instead.
+  bool encoder = false;
+  bool mlmHead = false;                   // the checkpoint has a masked-language-model head
+  std::vector<MaskedPrediction> masked;  // one per mask token, in order
 };
 
 struct ModelView {
-  std::shared_ptr<const io::ModelFolder> model;  // null: no model loaded
+  std::shared_ptr<const io::ModelFolder> model;  // null: no decoder loaded
+  // An encoder folder (bert, distilbert, roberta) instead of a decoder: exactly one of
+  // `model` and `encoder` is set once something is loaded.
+  std::shared_ptr<const io::EncoderFolder> encoder;
   std::uint64_t generation = 0;                // bumped by every successful load
   std::string loadRequest;  // a folder to load (menu, --model); taken by the update step
   std::string loading;      // the folder being loaded on the worker ("" = none)
@@ -71,7 +86,8 @@ struct ModelView {
 
   // True while the run on screen is older than the text or the model.
   bool computing() const {
-    return model && (!run || run->generation != generation || run->textRevision != textRevision);
+    return (model || encoder) &&
+           (!run || run->generation != generation || run->textRevision != textRevision);
   }
 };
 

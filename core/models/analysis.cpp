@@ -1,6 +1,7 @@
 // Ablation, activation patching, the logit lens and direct logit attribution (analysis.h;
 // the formulas are in docs/analyses.md).
 #include "core/models/analysis.h"
+#include "core/models/layers.h"
 
 #include <algorithm>
 #include <cmath>

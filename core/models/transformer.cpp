@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/base/random.h"
+#include "core/models/layers.h"
 
 namespace attn::model {
 namespace {
@@ -45,54 +46,6 @@ Status checkNorm(const NormWeights& norm, Eigen::Index E, NormKind kind, const s
   if (kind == NormKind::LayerNorm) return checkTensor(norm.bias, E, 1, role + " bias");
   return Ok{};
 }
-
-// out (m x d_out) = in (m x d_in)·W + b, or += when `accumulate`. One token (m = 1, typing
-// with the KV cache) is a matrix-vector product, so that BLAS runs gemv and streams W once.
-template <class In, class Out>
-void project(const In& in, const Linear& lin, Out&& out, bool accumulate) {
-  const auto w = lin.weight.matrix();
-  if (in.rows() == 1) {
-    auto column = out.row(0).transpose();
-    if (lin.outByIn) {
-      if (accumulate) column.noalias() += w * in.row(0).transpose();
-      else column.noalias() = w * in.row(0).transpose();
-    } else {
-      if (accumulate) column.noalias() += w.transpose() * in.row(0).transpose();
-      else column.noalias() = w.transpose() * in.row(0).transpose();
-    }
-  } else if (lin.outByIn) {
-    if (accumulate) out.noalias() += in * w.transpose();
-    else out.noalias() = in * w.transpose();
-  } else {
-    if (accumulate) out.noalias() += in * w;
-    else out.noalias() = in * w;
-  }
-  if (!lin.bias.empty()) out.rowwise() += lin.bias.vector().transpose();
-}
-
-void activate(Matrix& hidden, Activation activation) {
-  auto a = hidden.array();
-  switch (activation) {
-    case Activation::GeluTanh: {
-      constexpr float kSqrt2OverPi = 0.7978845608028654f;
-      a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
-      break;
-    }
-    case Activation::GeluErf:
-      for (Eigen::Index i = 0; i < hidden.size(); ++i) {
-        const float x = hidden.data()[i];
-        hidden.data()[i] = 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-      }
-      break;
-    case Activation::Silu:
-      a = a / (1.0f + (-a).exp());
-      break;
-    case Activation::Relu:
-      a = a.max(0.0f);
-      break;
-  }
-}
-
 
 }  // namespace
 
@@ -244,24 +197,6 @@ Weights randomWeights(const Config& c, std::uint64_t seed) {
   w.finalNorm = norm(E);
   w.lmHead = c.tiedEmbeddings ? w.embed : tensor(c.vocabSize, E, 0.02f);
   return w;
-}
-
-// LayerNorm (biased variance, PyTorch's nn.LayerNorm) or RMSNorm (x / √(mean(x²) + eps) · w,
-// Hugging Face's LlamaRMSNorm) over each row of x (m x E).
-void applyNorm(const Matrix& x, const NormWeights& norm, const Config& c, Matrix& out) {
-  out.resize(x.rows(), x.cols());
-  const auto g = norm.weight.vector().transpose().array();
-  for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    if (c.norm == NormKind::RmsNorm) {
-      const float inv = 1.0f / std::sqrt(x.row(r).array().square().mean() + c.normEpsilon);
-      out.row(r).array() = x.row(r).array() * inv * g;
-    } else {
-      const float mean = x.row(r).mean();
-      auto centered = (x.row(r).array() - mean).eval();
-      const float inv = 1.0f / std::sqrt(centered.square().mean() + c.normEpsilon);
-      out.row(r).array() = centered * inv * g + norm.bias.vector().transpose().array();
-    }
-  }
 }
 
 float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& c) {

@@ -306,9 +306,7 @@ class Session {
 // The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.
 Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids);
 
-// The family's norm (LayerNorm or RMSNorm, transformer.h) of every row of x (m x E) into
-// out (m x E), with the weights `norm`; the same code the forward pass runs.
-void applyNorm(const Matrix& x, const NormWeights& norm, const Config& config, Matrix& out);
+// applyNorm (the family's norm of every row), project and activate: core/models/layers.h.
 // The norm's divisor of one row x (E): √(var(x) + eps) (LayerNorm, biased variance) or
 // √(mean(x²) + eps) (RMSNorm).
 float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& config);

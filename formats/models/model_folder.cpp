@@ -1,6 +1,7 @@
 // Model folders for the transformer engine (see model_folder.h).
 #include "formats/models/model_folder.h"
 
+#include "formats/models/tensor_binding.h"
 #include "formats/tokenizers/sentencepiece_tokenizer.h"
 
 #include <algorithm>
@@ -155,27 +156,6 @@ long layerIndex(std::string_view name, std::string_view prefix) {
   if (ec != std::errc() || end == name.data() || end == name.data() + name.size() || *end != '.')
     return -1;
   return value;
-}
-
-// The index of the first NaN or infinity in data[0, count), or -1. Tests the exponent bits
-// in blocks with a branch-free OR (the compiler vectorises it; std::isfinite per element
-// made this check half of loading a 500 MB F32 model).
-std::int64_t firstNonFinite(const float* data, std::int64_t count) {
-  constexpr std::int64_t kBlock = 4096;
-  for (std::int64_t start = 0; start < count; start += kBlock) {
-    const std::int64_t end = std::min(count, start + kBlock);
-    std::uint32_t bad = 0;
-    for (std::int64_t i = start; i < end; ++i) {
-      std::uint32_t bits;
-      std::memcpy(&bits, data + i, sizeof bits);
-      bad |= static_cast<std::uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
-    }
-    if (bad) {
-      for (std::int64_t i = start; i < end; ++i)
-        if (!std::isfinite(data[i])) return i;
-    }
-  }
-  return -1;
 }
 
 }  // namespace

@@ -39,6 +39,12 @@ Expected<AddedTokens> AddedTokens::read(const json& root, const std::string& nam
     if (token.content.empty()) return Error{name, where + ".content", "is empty"};
     out.tokens_.push_back(std::move(token));
   }
+  return fromList(std::move(out.tokens_));
+}
+
+AddedTokens AddedTokens::fromList(std::vector<AddedToken> tokens) {
+  AddedTokens out;
+  out.tokens_ = std::move(tokens);
   std::stable_sort(out.tokens_.begin(), out.tokens_.end(), [](const AddedToken& x, const AddedToken& y) {
     return x.content.size() > y.content.size();
   });

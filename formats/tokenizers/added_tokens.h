@@ -32,6 +32,9 @@ class AddedTokens {
   // single_word must be false (not supported). Errors name `name` and "added_tokens[k].field".
   static Expected<AddedTokens> read(const nlohmann::json& root, const std::string& name);
 
+  // Tokens given directly (vocab.txt's [CLS] [SEP] ...), ordered as read() orders them.
+  static AddedTokens fromList(std::vector<AddedToken> tokens);
+
   bool empty() const { return tokens_.empty(); }
   // Longest content first (ties keep the file's order).
   const std::vector<AddedToken>& list() const { return tokens_; }

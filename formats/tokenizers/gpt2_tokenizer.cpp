@@ -20,6 +20,7 @@ namespace {
 
 using nlohmann::json;
 
+
 }  // namespace
 
 std::shared_ptr<void> compilePattern(std::string_view pattern) {

@@ -7,6 +7,8 @@
 //                          (Llama 2, Mistral, TinyLlama; formats/tokenizers/metaspace_bpe.h)
 //   SentencePieceTokenizer tokenizer.model through libsentencepiece
 //                          (formats/tokenizers/sentencepiece_tokenizer.h)
+//   WordPieceTokenizer     tokenizer.json WordPiece or vocab.txt (BERT, DistilBERT;
+//                          formats/tokenizers/wordpiece.h)
 // and chosen per model folder by loadFolderTokenizer() (formats/models/model_folder.h).
 #pragma once
 
@@ -59,9 +61,10 @@ class Tokenizer {
   std::vector<int> encodeForModel(std::string_view text, bool bos) const;
 };
 
-// A Hugging Face tokenizer.json of any kind read here: byte-level BPE (Gpt2Tokenizer) or BPE
-// with byte_fallback and a Metaspace / Prepend+Replace "▁" (MetaspaceBpeTokenizer), chosen
-// by model.byte_fallback and the normalizer / pre_tokenizer. Errors name `name` and the field.
+// A Hugging Face tokenizer.json of any kind read here: WordPiece (WordPieceTokenizer, by
+// model.type), byte-level BPE (Gpt2Tokenizer) or BPE with byte_fallback and a Metaspace /
+// Prepend+Replace "▁" (MetaspaceBpeTokenizer), chosen by model.byte_fallback and the
+// normalizer / pre_tokenizer. Errors name `name` and the field.
 Expected<std::shared_ptr<const Tokenizer>> tokenizerFromJson(std::string_view text,
                                                              const std::string& name);
 // Reads `path` (size-checked) and calls tokenizerFromJson.

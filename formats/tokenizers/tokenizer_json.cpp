@@ -8,8 +8,9 @@
 //   pre_tokenizer: ByteLevel (add_prefix_space, use_regex: GPT-2's pattern), or a Sequence of
 //     Split {pattern: {Regex}, behavior: Isolated, invert: false} and ByteLevel (use_regex
 //     false), as Qwen2 and Llama 3 write it.
-//   added_tokens: [{id, content, special, lstrip/rstrip/single_word false}], matched in the
-//     text before pre-tokenisation, longest first.
+//   added_tokens: [{id, content, special, lstrip, rstrip, single_word false}], matched in
+//     the text before pre-tokenisation, longest first; lstrip / rstrip take the whitespace
+//     before / after the match with it (RoBERTa's "<mask>").
 //   post_processor: null, ByteLevel, TemplateProcessing (single template: a SpecialToken first
 //     is the BOS, last is the EOS), RobertaProcessing / BertProcessing (cls, sep), or a
 //     Sequence of these.
@@ -22,6 +23,7 @@
 #include "formats/tokenizers/metaspace_bpe.h"
 #include "formats/tokenizers/tokenizer_json_detail.h"
 #include "formats/tokenizers/unicode_normalize.h"
+#include "formats/tokenizers/wordpiece.h"
 
 namespace attn::io {
 namespace {
@@ -311,6 +313,12 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::loadTokenizerJson(const std::string& path
 
 Expected<std::shared_ptr<const Tokenizer>> tokenizerFromJson(std::string_view text,
                                                              const std::string& name) {
+  if (WordPieceTokenizer::claims(text)) {
+    Expected<WordPieceTokenizer> wordPiece = WordPieceTokenizer::fromTokenizerJson(text, name);
+    if (!wordPiece) return wordPiece.error();
+    return std::shared_ptr<const Tokenizer>(
+        std::make_shared<const WordPieceTokenizer>(std::move(wordPiece).value()));
+  }
   if (MetaspaceBpeTokenizer::claims(text)) {
     Expected<MetaspaceBpeTokenizer> metaspace = MetaspaceBpeTokenizer::fromTokenizerJson(text, name);
     if (!metaspace) return metaspace.error();

@@ -368,6 +368,10 @@ void frameHeatmapCell(HeatmapCache& heatmaps, const char* id, int row, int col, 
 
 void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
   if (!panel::beginPanel("Image", panelFlag(state.view, "image"))) return;
+  if (drawImageModelSource(state, heatmaps)) {  // a ViT folder's "model" source: panel_image_model.cpp
+    ImGui::End();
+    return;
+  }
   ImageViewState& v = state.image;
   if (!v.open()) {
     drawOpenHelp(state);

@@ -184,6 +184,7 @@ namespace {
 
 void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
   ModelView& model = state.model;
+  if (model.encoder) return drawEncoderModel(state, heatmaps);  // panel_model_encoder.cpp
   const float font = ImGui::GetFontSize();
   if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
   tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox); also attnscope --model DIR.");

@@ -20,6 +20,12 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention 
 void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
 void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
 void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: text, prediction, norms
+// The Model panel's body for an encoder folder (bert, distilbert, roberta): the text, its
+// tokens and the fill-mask prediction of every mask token beside it (panel_model_encoder.cpp).
+void drawEncoderModel(AppState& state, HeatmapCache& heatmaps);
+// The Image panel's "model" source once a ViT folder is loaded (panel_image_model.cpp): draws
+// the patches | model switch; true when it drew the model source (the panel ends there).
+bool drawImageModelSource(AppState& state, HeatmapCache& heatmaps);
 
 // The matrices the panels showed for the current result (the keys of their view cache),
 // for the compute worker to prepare with the next result: updateAsync()'s `views`. The

@@ -153,7 +153,15 @@ bool GuiSession::Impl::launchModel() {
 bool GuiSession::Impl::openModelScreenshot() {
   const std::size_t notices = state.notices.size();
   updateModel(state, now());
-  if (!state.model.model) {  // the error notice was printed to stderr by notify()
+  if (!state.image.model.loadRequest.empty()) {  // a ViT folder: the Image panel's model source
+    Expected<bool> loaded = updateImageModel(state.image.model, state.image.image, state.image.imageId, false);
+    if (!loaded) {
+      std::fprintf(stderr, "attnscope: cannot open model %s\n", loaded.error().message().c_str());
+      return false;
+    }
+    return true;
+  }
+  if (!state.model.model && !state.model.encoder) {  // the error notice was printed to stderr by notify()
     if (state.notices.size() == notices) std::fprintf(stderr, "attnscope: cannot open the model\n");
     return false;
   }
@@ -162,7 +170,7 @@ bool GuiSession::Impl::openModelScreenshot() {
   // The run's attention is the Attention panel's file now: --select, --view, --focus ...
   // apply to it as to a .npy / .npz.
   applyAttentionStart(state, launch.attention, now());
-  if (launch.modelPipeline) {
+  if (launch.modelPipeline && run->session) {
     const io::AttentionSelection& selection = state.attention.selection;
     Expected<Scenario> scenario =
         headScenario(*run, selection.layer, selection.head,

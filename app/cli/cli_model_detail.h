@@ -1,0 +1,54 @@
+// What the `model` command's files share (cli_model.cpp parses; cli_model_encoder.cpp runs
+// bert / distilbert / roberta folders, cli_model_vision.cpp vit / deit). Internal to app/cli.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/base/types.h"
+#include "formats/npz.h"
+
+namespace attn::app::model_cli {
+
+// Largest attention tensor we write: the .npz reader of the attention views inflates at most
+// this much by default, so a bigger file could not be opened again.
+inline constexpr std::uint64_t kMaxAttentionBytes = io::kNpzDefaultMaxUncompressed;
+inline constexpr int kMaxPredict = 1000;
+
+struct ModelRequest {
+  std::string folder;
+  std::string text;
+  std::vector<int> ids;    // --ids: run these instead of tokenizing --text
+  bool hasIds = false;
+  bool hasText = false;
+  bool bos = false;        // --bos given
+  // 1 --bos, 0 --no-bos, -1 neither: a --text gets the BOS its tokenizer's post-processor
+  // puts first (Tokenizer::addsBos()); --ids are run as given.
+  int bosChoice = -1;
+  std::string outPath;     // empty: no files
+  std::string tokensPath;  // OUT.tokens.json next to OUT.npz
+  int predict = 0;         // 0: no prediction
+  bool help = false;
+  // Vision models: --image, and the overlay of the [CLS] row.
+  std::string imagePath;
+  std::string overlayPath;
+  std::string layer;  // --layer: "" (the last), an index or "rollout"
+  std::string head;   // --head: "" (mean), an index or "mean"
+  std::string vmax;   // --vmax: "" (1, or the maximum for rollout), a number > 0 or "max"
+};
+
+// Writes OUT.tokens.json (the token texts) then OUT.npz {attention f32 [L, H, n, n],
+// token_ids i64 [n] unless `ids` is empty (a picture)} atomically, tokens first (the views read the side file next to the
+// .npz). Errors name the file.
+Status writeAttentionFiles(const ModelRequest& request, const std::vector<float>& attention,
+                           const std::int64_t (&shape)[4], const std::vector<int>& ids,
+                           const std::vector<std::string>& tokenTexts);
+
+// The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).
+int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err);
+// The vit / deit path.
+int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream& err);
+
+}  // namespace attn::app::model_cli

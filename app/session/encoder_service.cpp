@@ -1,0 +1,144 @@
+// Encoders in the window (see encoder_service.h).
+#include "app/session/encoder_service.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "app/session/model_service.h"
+#include "core/base/format.h"
+#include "core/models/encoder.h"
+#include "formats/models/vit_folder.h"
+
+namespace attn::app {
+
+namespace fs = std::filesystem;
+
+bool isEncoderFolder(const std::string& folder) {
+  std::error_code ec;
+  const fs::path config = fs::path(folder) / "config.json";
+  if (!fs::is_regular_file(config, ec)) return false;
+  Expected<std::string> type = io::loadModelType(config.string());
+  return type && io::isEncoderModelType(*type);
+}
+
+bool isVisionFolder(const std::string& folder) {
+  std::error_code ec;
+  const fs::path config = fs::path(folder) / "config.json";
+  if (!fs::is_regular_file(config, ec)) return false;
+  Expected<std::string> type = io::loadModelType(config.string());
+  return type && io::isVisionModelType(*type);
+}
+
+void routeVisionFolder(AppState& state, const std::string& folder, double now) {
+  state.image.model.loadRequest = folder;
+  showPanel(state.view, "image");
+  notify(state, Notice::Kind::Info,
+         "vision model " + folder + ": the Image panel's \"model\" source runs it on the open picture", now);
+}
+
+Expected<std::shared_ptr<const io::EncoderFolder>> loadWindowEncoder(const std::string& folder) {
+  Expected<io::EncoderFolder> loaded = io::loadEncoderFolder(folder);
+  if (!loaded) return loaded.error();
+  if (!loaded->tokenizer) {
+    return Error{folder, "",
+                 "no tokenizer the window can read for model_type '" + loaded->weights->config.modelType + "' (" +
+                     loaded->tokenizerProblem + "); run it with attnscope model DIR --ids"};
+  }
+  return std::shared_ptr<const io::EncoderFolder>(std::make_shared<const io::EncoderFolder>(std::move(loaded).value()));
+}
+
+std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const std::string& text,
+                                         std::uint64_t generation, std::uint64_t textRevision) {
+  const auto start = std::chrono::steady_clock::now();
+  auto run = std::make_shared<ModelRun>();
+  run->generation = generation;
+  run->textRevision = textRevision;
+  run->encoder = true;
+  const model::EncoderWeights& weights = *encoder.weights;
+  const model::EncoderConfig& config = weights.config;
+  run->mlmHead = weights.hasMlmHead;
+  if (text.empty()) return run;  // nothing typed: no tokens, no error
+  // 1 tokens: [CLS] text [SEP]
+  const io::Tokenizer& tokenizer = *encoder.tokenizer;
+  io::Tokenizer::Encoding encoding = io::encoderInput(tokenizer, text);
+  run->invalidSequences = encoding.invalidOffsets.size();
+  const auto n = static_cast<std::int64_t>(encoding.ids.size());
+  // 2 sizes, before any work
+  if (n > config.maxTokens()) {
+    run->error = countOf(n, "token", "tokens") + " are more than the model's " + std::to_string(config.maxTokens()) +
+                 " (max_position_embeddings): shorten the text";
+    return run;
+  }
+  const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
+                                       static_cast<std::uint64_t>(config.nHead) *
+                                       static_cast<std::uint64_t>(n * n) * sizeof(float);
+  if (attentionBytes > kMaxLiveAttentionBytes) {
+    run->error = countOf(n, "token", "tokens") + " make an attention tensor of " + std::to_string(attentionBytes >> 20) +
+                 " MiB, above the " + std::to_string(kMaxLiveAttentionBytes >> 20) +
+                 " MiB the live views hold: shorten the text";
+    return run;
+  }
+  // 3 the whole pass (bidirectional: every token sees every token)
+  Expected<model::EncoderRun> result = model::runEncoder(weights, encoding.ids);
+  if (!result) {
+    run->error = result.error().message();
+    return run;
+  }
+  run->ids = encoding.ids;
+  run->computedTokens = static_cast<int>(n);
+  for (int id : run->ids) {
+    run->labels.push_back(tokenizer.tokenDisplay(id));
+    run->special.push_back(tokenizer.isSpecial(id) || id == tokenizer.bosId() || id == tokenizer.eosId());
+  }
+  // 4 what the views show
+  io::AttentionShape shape;
+  shape.layers = config.nLayer;
+  shape.heads = config.nHead;
+  shape.queries = shape.keys = static_cast<int>(n);
+  std::string name = fs::path(encoder.folder).lexically_normal().filename().string();
+  if (name.empty()) name = fs::path(encoder.folder).lexically_normal().parent_path().filename().string();
+  Expected<io::AttentionFile> file =
+      io::AttentionFile::fromMemory(name, std::move(result->attention), shape, run->labels, "tokenizer");
+  if (!file) {
+    run->error = file.error().message();
+    return run;
+  }
+  run->attention = std::make_shared<const io::AttentionFile>(std::move(file).value());
+  run->residualNorms = result->residualNorms;
+  // 5 fill-mask at every mask token
+  const int maskId = io::maskTokenId(tokenizer);
+  if (weights.hasMlmHead && maskId >= 0) {
+    for (int i = 0; i < static_cast<int>(n); ++i) {
+      if (run->ids[static_cast<std::size_t>(i)] != maskId) continue;
+      Expected<Vector> logits = model::mlmLogits(weights, *result, i);
+      if (!logits) continue;
+      MaskedPrediction prediction;
+      prediction.position = i;
+      for (const model::TokenProbability& t : model::topProbabilities(*logits, kModelPredictions))
+        prediction.next.push_back({t.id, tokenizer.tokenDisplay(t.id), t.probability});
+      run->masked.push_back(std::move(prediction));
+    }
+  }
+  run->computeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+void applyLoadedEncoder(AppState& state, std::shared_ptr<const io::EncoderFolder> encoder, double now) {
+  ModelView& view = state.model;
+  view.encoder = std::move(encoder);
+  view.model.reset();
+  view.run.reset();
+  ++view.generation;
+  view.loading.clear();
+  showPanel(state.view, "model");
+  showPanel(state.view, "attention");
+  const model::EncoderConfig& c = view.encoder->weights->config;
+  std::string text = "loaded encoder " + view.encoder->folder + " (" + c.modelType + "): ";
+  text += countOf(c.nLayer, "layer", "layers");
+  text += " \xC3\x97 " + countOf(c.nHead, "head", "heads");
+  text += ", " + std::to_string(c.nEmbd) + " wide";
+  text += view.encoder->weights->hasMlmHead ? ", with its fill-mask head" : ", no fill-mask head (attention only)";
+  notify(state, Notice::Kind::Info, std::move(text), now);
+}
+
+}  // namespace attn::app

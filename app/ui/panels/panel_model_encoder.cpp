@@ -1,0 +1,185 @@
+// The Model panel for an encoder folder (bert, distilbert, roberta). Left: the text box (the
+// encoder runs on the model worker as you type, the whole text each time; the Attention
+// panel shows its bidirectional attention), the tokens with every mask token marked, the run's
+// status and the residual-stream norms. Right, beside the text: the fill-mask prediction, the
+// 10 most probable tokens at every [MASK] / <mask>. The panel only edits state.model;
+// app/session/encoder_service.h computes.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "app/session/encoder_service.h"
+#include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panels.h"
+#include "core/base/format.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+bool isMasked(const ModelRun& run, std::size_t i) {
+  for (const MaskedPrediction& m : run.masked)
+    if (m.position == static_cast<int>(i)) return true;
+  return false;
+}
+
+// The tokens as chips: special tokens ([CLS], [SEP]) on the key colour, mask tokens on the
+// query colour (they are the ones predicted at the right), the others on the frame colour.
+void drawEncoderTokens(const ModelRun& run) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize();
+  const float pad = std::max(1.f, font * 0.2f);
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  for (std::size_t i = 0; i < run.labels.size(); ++i) {
+    const bool masked = isMasked(run, i);
+    const bool special = !masked && i < run.special.size() && run.special[i];
+    const std::string& label = run.labels[i].empty() ? std::string("\xE2\x88\x85") : run.labels[i];
+    const ImVec2 text = ImGui::CalcTextSize(label.c_str());
+    const ImVec2 size(text.x + 2 * pad, text.y + pad);
+    if (i > 0) {
+      ImGui::SameLine(0, pad);
+      if (ImGui::GetCursorScreenPos().x + size.x > right) ImGui::NewLine();
+    }
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    ImGui::PushID(static_cast<int>(i));
+    ImGui::Dummy(size);
+    ImGui::PopID();
+    const ImU32 bg = masked    ? ImGui::GetColorU32(panel::queryColor())
+                     : special ? ImGui::GetColorU32(panel::keyColor())
+                               : ImGui::GetColorU32(ImGuiCol_FrameBg);
+    const ImU32 fg = masked || special ? IM_COL32(20, 20, 20, 255) : ImGui::GetColorU32(ImGuiCol_Text);
+    draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), bg, font * 0.25f);
+    draw->AddText(ImVec2(p.x + pad, p.y + pad * 0.5f), fg, label.c_str());
+    if (ImGui::IsItemHovered()) {
+      std::string tip = "token " + std::to_string(i) + ": id " + std::to_string(run.ids[i]);
+      if (masked) tip += " (mask: its prediction is on the right)";
+      else if (special) tip += " (special token)";
+      tooltip(tip.c_str());
+    }
+  }
+}
+
+// The fill-mask prediction of every mask token, one block each, bars as long as the
+// probability.
+void drawFillMask(const ModelRun& run, const io::EncoderFolder& encoder) {
+  const float font = ImGui::GetFontSize();
+  ImGui::TextUnformatted("Fill-mask");
+  tooltip("At every mask token, the 10 most probable tokens of the masked-language-model head "
+          "(softmax over the whole vocabulary). The encoder sees the whole text at once: the "
+          "words after the mask count as much as those before it.");
+  ImGui::Separator();
+  if (!run.mlmHead) {
+    panel::mutedWrapped("This checkpoint has no masked-language-model head: the attention runs, "
+                        "nothing is predicted.");
+    return;
+  }
+  if (run.masked.empty()) {
+    const int mask = io::maskTokenId(*encoder.tokenizer);
+    panel::mutedWrapped(mask >= 0 ? "Type " + encoder.tokenizer->tokenText(mask) +
+                                        " in the text to see what the model would put there."
+                                  : std::string("The tokenizer has no mask token."));
+    return;
+  }
+  const float labelW = font * 8.f;
+  for (std::size_t k = 0; k < run.masked.size(); ++k) {
+    const MaskedPrediction& m = run.masked[k];
+    ImGui::PushID(static_cast<int>(k));
+    ImGui::TextColored(panel::queryColor(), "mask at token %d", m.position);
+    for (const PredictedToken& t : m.next) {
+      ImGui::PushID(t.id);
+      ImGui::TextUnformatted(t.display.empty() ? "(empty)" : t.display.c_str());
+      ImGui::SameLine();
+      ImGui::TextDisabled("%d", t.id);
+      ImGui::SameLine(labelW);
+      const std::string value = formatNumber(t.probability, 3);
+      ImGui::ProgressBar(std::clamp(t.probability, 0.f, 1.f), ImVec2(-1, 0), value.c_str());
+      ImGui::PopID();
+    }
+    ImGui::Spacing();
+    ImGui::PopID();
+  }
+}
+
+void drawEncoderNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& run) {
+  if (run.residualNorms.size() == 0) return;
+  ImGui::TextUnformatted("Residual-stream norm");
+  tooltip("\xE2\x80\x96x\xE2\x80\x96 after the embedding LayerNorm (row emb) and after each block "
+          "(post-LN: every block ends in a LayerNorm, so the norms stay near \xE2\x88\x9A" "width "
+          "times the norm's weights), per token.");
+  const int rows = static_cast<int>(run.residualNorms.rows());
+  std::vector<std::string> rowLabels;
+  for (int r = 0; r < rows; ++r) rowLabels.push_back(r == 0 ? std::string("emb") : panel::indexed("L", r - 1));
+  HeatmapOptions options = panel::heatmapOptions(state);
+  options.cellLabels = false;
+  options.tooltip = "residual-stream norm (rows: embeddings, then after each block; columns: tokens)";
+  options.size = ImVec2(ImGui::GetContentRegionAvail().x,
+                        std::max(ImGui::GetFontSize() * 6.f, ImGui::GetContentRegionAvail().y));
+  heatmapWidget("##encoderNorms", heatmaps,
+                HeatmapView(matrixRef(run.residualNorms), rowLabels, run.labels, "residual-stream norm"),
+                (run.generation << 40) ^ run.textRevision, options);
+}
+
+}  // namespace
+
+void drawEncoderModel(AppState& state, HeatmapCache& heatmaps) {
+  ModelView& model = state.model;
+  const io::EncoderFolder& encoder = *model.encoder;
+  const float font = ImGui::GetFontSize();
+  if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
+  tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox; bert, distilbert, "
+          "roberta); also attnscope --model DIR.");
+  ImGui::SameLine();
+  const model::EncoderConfig& config = encoder.weights->config;
+  ImGui::TextUnformatted(encoder.folder.c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s \xC2\xB7 encoder, %s \xC3\x97 %s, %d wide, up to %d tokens", config.modelType.c_str(),
+                      countOf(config.nLayer, "layer", "layers").c_str(), countOf(config.nHead, "head", "heads").c_str(),
+                      config.nEmbd, config.maxTokens());
+  tooltip(("tokenizer: " + encoder.tokenizer->kind() + "; the text is run as " +
+           encoder.tokenizer->tokenText(std::max(0, encoder.tokenizer->bosId())) + " \xE2\x80\xA6 " +
+           encoder.tokenizer->tokenText(std::max(0, encoder.tokenizer->eosId())) +
+           ". Bidirectional attention: every token attends to every token.")
+              .c_str());
+
+  const float rightW = std::min(font * 18.f, ImGui::GetContentRegionAvail().x * 0.4f);
+  ImGui::BeginChild("##encoderLeft", ImVec2(-rightW, 0), false);
+  if (ImGui::InputTextMultiline("##text", &model.text, ImVec2(-1, font * 4.f), ImGuiInputTextFlags_AllowTabInput)) {
+    ++model.textRevision;
+  }
+  tooltip("Type, with [MASK] (or <mask> for RoBERTa) where a word should be guessed: the encoder runs on "
+          "a worker after a short pause in typing.");
+  const std::shared_ptr<const ModelRun> run = model.run;
+  if (run && run->generation == model.generation && run->encoder) {
+    if (!run->error.empty()) {
+      panel::coloredWrapped(panel::errorColor(), run->error);
+    } else {
+      std::string status = countOf(static_cast<long long>(run->ids.size()), "token", "tokens");
+      status += " \xC2\xB7 " + formatNumber(run->computeMs, 3) + " ms";
+      if (model.computing()) status += "  (computing\xE2\x80\xA6)";
+      ImGui::TextDisabled("%s", status.c_str());
+      if (run->invalidSequences > 0) {
+        ImGui::SameLine();
+        ImGui::TextColored(panel::warningColor(), "%s replaced by U+FFFD",
+                           countOf(static_cast<long long>(run->invalidSequences), "invalid UTF-8 sequence",
+                                   "invalid UTF-8 sequences")
+                               .c_str());
+      }
+    }
+    drawEncoderTokens(*run);
+    drawEncoderNorms(state, heatmaps, *run);
+  } else {
+    panel::mutedWrapped(model.computing() ? "computing\xE2\x80\xA6" : "Type a text above, e.g. the [MASK] sat on the mat.");
+  }
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("##fillMask", ImVec2(0, 0), true);
+  if (run && run->generation == model.generation && run->encoder) drawFillMask(*run, encoder);
+  ImGui::EndChild();
+}
+
+}  // namespace attn::app

@@ -1,0 +1,353 @@
+// BERT-family encoders: configuration, weights and the bidirectional forward pass (see
+// encoder.h for the math and the shapes).
+#include "core/models/encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/base/random.h"
+#include "core/models/layers.h"
+
+namespace attn::model {
+namespace {
+
+std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
+  std::string text = "[";
+  text += std::to_string(rows);
+  text += ", ";
+  text += std::to_string(cols);
+  text += ']';
+  return text;
+}
+
+Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
+  if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
+  if (t.rows == rows && t.cols == cols) return Ok{};
+  return Error{"", "",
+               "tensor " + role + ": shape " + shapeText(t.rows, t.cols) + ", expected " +
+                   shapeText(rows, cols)};
+}
+
+// An nn.Linear of in -> out with a bias.
+Status checkLinear(const Linear& lin, Eigen::Index in, Eigen::Index out, const std::string& role) {
+  if (!lin.outByIn) return Error{"", "", "tensor " + role + " weight: not stored [out, in]"};
+  if (Status s = checkTensor(lin.weight, out, in, role + " weight"); !s) return s;
+  return checkTensor(lin.bias, out, 1, role + " bias");
+}
+
+Status checkNorm(const NormWeights& norm, Eigen::Index E, const std::string& role) {
+  if (Status s = checkTensor(norm.weight, E, 1, role + " weight"); !s) return s;
+  return checkTensor(norm.bias, E, 1, role + " bias");
+}
+
+// Softmax of every row of s (n x m) in place, the row maximum subtracted first.
+void softmaxRows(Matrix& s) {
+  for (Eigen::Index r = 0; r < s.rows(); ++r) {
+    auto row = s.row(r);
+    const float rowMax = row.maxCoeff();
+    row = (row.array() - rowMax).exp();
+    row /= row.sum();  // one term is exp(0) = 1, so the sum is >= 1
+  }
+}
+
+}  // namespace
+
+// =======================================================================================
+// Config and weights
+// =======================================================================================
+
+Status validate(const EncoderConfig& c) {
+  auto range = [](const char* field, int value, int lo, int hi) -> Status {
+    if (value >= lo && value <= hi) return Ok{};
+    return Error{"", field,
+                 std::to_string(value) + " is outside " + std::to_string(lo) + ".." +
+                     std::to_string(hi)};
+  };
+  for (Status s : {range("num_hidden_layers", c.nLayer, 1, kMaxLayers),
+                   range("num_attention_heads", c.nHead, 1, kMaxHeads),
+                   range("hidden_size", c.nEmbd, 1, kMaxEmbd),
+                   range("intermediate_size", c.nInner, 1, 4 * kMaxEmbd),
+                   range("max_position_embeddings", c.nPositions, 1, kMaxPositions),
+                   range("vocab_size", c.vocabSize, 1, kMaxVocab),
+                   range("type_vocab_size", c.typeVocabSize, 0, 16)}) {
+    if (!s) return s;
+  }
+  if (c.nEmbd % c.nHead != 0) {
+    return Error{"", "num_attention_heads",
+                 std::to_string(c.nHead) + " heads do not divide hidden_size = " +
+                     std::to_string(c.nEmbd)};
+  }
+  if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
+    return Error{"", "layer_norm_eps", "must be a finite number > 0"};
+  }
+  if (c.paddingIdx >= 0 && c.paddingIdx >= c.nPositions - 1) {
+    return Error{"", "pad_token_id",
+                 std::to_string(c.paddingIdx) + " leaves no position below max_position_embeddings = " +
+                     std::to_string(c.nPositions)};
+  }
+  if (c.paddingIdx >= c.vocabSize) {
+    return Error{"", "pad_token_id", std::to_string(c.paddingIdx) + " is not a token id"};
+  }
+  return Ok{};
+}
+
+Status validate(const EncoderWeights& weights) {
+  const EncoderConfig& c = weights.config;
+  if (Status s = validate(c); !s) return s;
+  const Eigen::Index E = c.nEmbd, F = c.nInner, V = c.vocabSize;
+  std::vector<Status> checks = {checkTensor(weights.wordEmbed, V, E, "word embedding"),
+                                checkTensor(weights.positions, c.nPositions, E, "position embedding"),
+                                checkNorm(weights.embedNorm, E, "embedding norm")};
+  if (c.typeVocabSize > 0) {
+    checks.push_back(checkTensor(weights.tokenTypes, c.typeVocabSize, E, "token type embedding"));
+  } else if (!weights.tokenTypes.empty()) {
+    checks.push_back(Error{"", "", "tensor token type embedding: present but type_vocab_size is 0"});
+  }
+  for (Status& s : checks)
+    if (!s) return s;
+  if (static_cast<int>(weights.layers.size()) != c.nLayer) {
+    return Error{"", "num_hidden_layers",
+                 std::to_string(weights.layers.size()) + " layers of weights for " +
+                     std::to_string(c.nLayer) + " layers"};
+  }
+  for (int l = 0; l < c.nLayer; ++l) {
+    const EncoderLayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
+    const std::string layer = "layer " + std::to_string(l) + " ";
+    for (Status s : {checkLinear(w.q, E, E, layer + "query"), checkLinear(w.k, E, E, layer + "key"),
+                     checkLinear(w.v, E, E, layer + "value"),
+                     checkLinear(w.out, E, E, layer + "attention output"),
+                     checkNorm(w.norm1, E, layer + "norm1"), checkLinear(w.up, E, F, layer + "mlp up"),
+                     checkLinear(w.down, F, E, layer + "mlp down"),
+                     checkNorm(w.norm2, E, layer + "norm2")}) {
+      if (!s) return s;
+    }
+  }
+  if (!weights.hasMlmHead) return Ok{};
+  for (Status s : {checkLinear(weights.mlm.transform, E, E, "mlm transform"),
+                   checkNorm(weights.mlm.norm, E, "mlm norm"),
+                   checkTensor(weights.mlm.decoder, V, E, "mlm decoder"),
+                   checkTensor(weights.mlm.bias, V, 1, "mlm bias")}) {
+    if (!s) return s;
+  }
+  return Ok{};
+}
+
+EncoderWeights randomEncoderWeights(const EncoderConfig& c, std::uint64_t seed) {
+  SplitMix64 rng(seed);  // core/base/random.h, the one generator
+  EncoderWeights w;
+  w.config = c;
+  auto tensor = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
+    auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(rows * cols));
+    const float a = std * std::sqrt(3.0f);  // uniform on [-a, a] has std a/√3
+    for (float& v : *buffer) v = mean + a * rng.uniformSymmetric();
+    w.storage.push_back(buffer);
+    return Tensor{buffer->data(), rows, cols};
+  };
+  auto linear = [&](Eigen::Index in, Eigen::Index out) {
+    Linear lin;
+    lin.outByIn = true;
+    lin.weight = tensor(out, in, 0.02f);
+    lin.bias = tensor(out, 1, 0.02f);
+    return lin;
+  };
+  auto norm = [&](Eigen::Index E) { return NormWeights{tensor(E, 1, 0.1f, 1.0f), tensor(E, 1, 0.02f)}; };
+  const Eigen::Index E = c.nEmbd, F = c.nInner;
+  w.wordEmbed = tensor(c.vocabSize, E, 0.02f);
+  w.positions = tensor(c.nPositions, E, 0.02f);
+  if (c.typeVocabSize > 0) w.tokenTypes = tensor(c.typeVocabSize, E, 0.02f);
+  w.embedNorm = norm(E);
+  for (int l = 0; l < c.nLayer; ++l) {
+    EncoderLayerWeights layer;
+    layer.q = linear(E, E);
+    layer.k = linear(E, E);
+    layer.v = linear(E, E);
+    layer.out = linear(E, E);
+    layer.norm1 = norm(E);
+    layer.up = linear(E, F);
+    layer.down = linear(F, E);
+    layer.norm2 = norm(E);
+    w.layers.push_back(layer);
+  }
+  w.hasMlmHead = true;
+  w.mlm.transform = linear(E, E);
+  w.mlm.norm = norm(E);
+  w.mlm.decoder = w.wordEmbed;
+  w.mlm.bias = tensor(c.vocabSize, 1, 0.02f);
+  return w;
+}
+
+// =======================================================================================
+// The forward pass
+// =======================================================================================
+
+void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o, float* attention,
+                  Matrix* qkvOut) {
+  const Eigen::Index n = x.rows(), E = x.cols(), H = o.heads, dh = E / H;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+
+  // 1 the attention's input: x (post-LN) or LN_1(x) (pre-LN)
+  Matrix normed;
+  if (o.preNorm) applyNorm(x, w.norm1, NormKind::LayerNorm, o.epsilon, normed);
+  const Matrix& input = o.preNorm ? normed : x;
+
+  // 2 q | k | v (n x 3E)
+  Matrix qkv(n, 3 * E);
+  project(input, w.q, qkv.middleCols(0, E), false);
+  project(input, w.k, qkv.middleCols(E, E), false);
+  project(input, w.v, qkv.middleCols(2 * E, E), false);
+
+  // 3 per head: A_h = softmax(q_h·k_hᵀ / √d_h) over all n keys; ctx_h = A_h·v_h
+  Matrix context(n, E);
+  Matrix scores;  // n x n
+  for (Eigen::Index h = 0; h < H; ++h) {
+    const auto q = qkv.middleCols(h * dh, dh);
+    const auto k = qkv.middleCols(E + h * dh, dh);
+    const auto v = qkv.middleCols(2 * E + h * dh, dh);
+    scores.noalias() = q * k.transpose();
+    scores *= scale;
+    softmaxRows(scores);
+    std::copy(scores.data(), scores.data() + n * n, attention + h * n * n);
+    context.middleCols(h * dh, dh).noalias() = scores * v;
+  }
+
+  // 4 output projection and residual: post-LN x = LN_1(x + ctx·W_o + b_o); pre-LN x += ...
+  if (o.preNorm) {
+    project(context, w.out, x, true);
+  } else {
+    Matrix sum = x;
+    project(context, w.out, sum, true);
+    applyNorm(sum, w.norm1, NormKind::LayerNorm, o.epsilon, x);
+  }
+
+  // 5 MLP and residual: post-LN x = LN_2(x + down(act(up(x)))); pre-LN x += down(act(up(LN_2 x)))
+  Matrix hidden(n, w.up.out());
+  if (o.preNorm) {
+    applyNorm(x, w.norm2, NormKind::LayerNorm, o.epsilon, normed);
+    project(normed, w.up, hidden, false);
+    activate(hidden, o.activation);
+    project(hidden, w.down, x, true);
+  } else {
+    project(x, w.up, hidden, false);
+    activate(hidden, o.activation);
+    Matrix sum = x;
+    project(hidden, w.down, sum, true);
+    applyNorm(sum, w.norm2, NormKind::LayerNorm, o.epsilon, x);
+  }
+  if (qkvOut) *qkvOut = std::move(qkv);
+}
+
+Matrix EncoderRun::attentionMatrix(int layer, int head) const {
+  const Eigen::Index n = size();
+  const float* block = attention.data() + (static_cast<Eigen::Index>(layer) * heads + head) * n * n;
+  return Eigen::Map<const Matrix>(block, n, n);
+}
+
+std::vector<int> encoderPositions(const EncoderConfig& c, std::span<const int> ids) {
+  std::vector<int> positions(ids.size());
+  if (c.paddingIdx < 0) {
+    std::iota(positions.begin(), positions.end(), 0);
+    return positions;
+  }
+  int counted = 0;  // non-pad tokens so far (create_position_ids_from_input_ids)
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == c.paddingIdx) {
+      positions[i] = c.paddingIdx;
+    } else {
+      positions[i] = c.paddingIdx + ++counted;
+    }
+  }
+  return positions;
+}
+
+Expected<EncoderRun> runEncoder(const EncoderWeights& W, std::span<const int> ids) {
+  const EncoderConfig& c = W.config;
+  if (ids.empty()) return Error{"", "tokens", "no tokens to run"};
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= c.vocabSize) {
+      return Error{"", "tokens",
+                   "token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
+                       ", outside the vocabulary 0.." + std::to_string(c.vocabSize - 1)};
+    }
+  }
+  if (ids.size() > static_cast<std::size_t>(c.maxTokens())) {
+    return Error{"", "tokens",
+                 std::to_string(ids.size()) + " tokens are more than the model's " +
+                     std::to_string(c.maxTokens()) + " (max_position_embeddings)"};
+  }
+  const Eigen::Index n = static_cast<Eigen::Index>(ids.size()), E = c.nEmbd, L = c.nLayer;
+  EncoderRun run;
+  run.ids.assign(ids.begin(), ids.end());
+  run.positions = encoderPositions(c, ids);
+  run.layers = c.nLayer;
+  run.heads = c.nHead;
+
+  // 1 embeddings: LN_emb(word[id] + position[pos] + type[0])
+  Matrix sum(n, E);
+  const auto word = W.wordEmbed.matrix(), position = W.positions.matrix();
+  for (Eigen::Index i = 0; i < n; ++i) {
+    sum.row(i) = word.row(ids[static_cast<std::size_t>(i)]) +
+                 position.row(run.positions[static_cast<std::size_t>(i)]);
+    if (c.typeVocabSize > 0) sum.row(i) += W.tokenTypes.matrix().row(0);
+  }
+  Matrix x;
+  applyNorm(sum, W.embedNorm, NormKind::LayerNorm, c.normEpsilon, x);
+
+  // 2-5 the blocks
+  run.attention.assign(static_cast<std::size_t>(L * c.nHead * n * n), 0.0f);
+  run.qkv.resize(static_cast<std::size_t>(L));
+  run.residualNorms.resize(L + 1, n);
+  run.residualNorms.row(0) = x.rowwise().norm().transpose();
+  const BlockOptions options{c.nHead, c.normEpsilon, c.activation, false};
+  for (Eigen::Index l = 0; l < L; ++l) {
+    encoderBlock(x, W.layers[static_cast<std::size_t>(l)], options,
+                 run.attention.data() + l * c.nHead * n * n, &run.qkv[static_cast<std::size_t>(l)]);
+    run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
+  }
+  run.hidden = std::move(x);
+  return run;
+}
+
+Expected<Vector> mlmLogits(const EncoderWeights& W, const EncoderRun& run, int position) {
+  if (!W.hasMlmHead) {
+    return Error{"", "mlm head",
+                 "the checkpoint has no masked-language-model head (a " + W.config.modelType +
+                     " model without it predicts nothing)"};
+  }
+  if (position < 0 || position >= run.size()) {
+    return Error{"", "position", std::to_string(position) + " is outside the " +
+                                     std::to_string(run.size()) + " tokens"};
+  }
+  // 6 h = LN_head(act(x_i·W_t + b_t)); logits = h·W_decᵀ + bias
+  Matrix h(1, W.config.nEmbd);
+  project(run.hidden.row(position), W.mlm.transform, h, false);
+  activate(h, W.config.headActivation);
+  Matrix normed;
+  applyNorm(h, W.mlm.norm, NormKind::LayerNorm, W.config.normEpsilon, normed);
+  Vector logits = W.mlm.decoder.matrix() * normed.row(0).transpose();
+  logits += W.mlm.bias.vector();
+  return logits;
+}
+
+std::vector<TokenProbability> topProbabilities(const Vector& logits, int k) {
+  std::vector<TokenProbability> out;
+  const Eigen::Index vocab = logits.size();
+  if (vocab == 0) return out;
+  k = std::clamp(k, 0, static_cast<int>(vocab));
+  const float maxLogit = logits.maxCoeff();
+  double sum = 0;
+  for (Eigen::Index i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - maxLogit));
+  std::vector<int> order(static_cast<std::size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  });
+  for (int i = 0; i < k; ++i) {
+    const int id = order[static_cast<std::size_t>(i)];
+    const double p = std::exp(static_cast<double>(logits[id] - maxLogit)) / sum;
+    out.push_back({id, static_cast<float>(p), logits[id]});
+  }
+  return out;
+}
+
+}  // namespace attn::model

@@ -1,0 +1,235 @@
+// The vision transformer (see vit.h for the math and the shapes).
+#include "core/models/vit.h"
+
+#include <cmath>
+
+#include "core/attention/aggregate.h"
+#include "core/base/random.h"
+#include "core/models/layers.h"
+
+namespace attn::model {
+namespace {
+
+std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
+  std::string text = "[";
+  text += std::to_string(rows);
+  text += ", ";
+  text += std::to_string(cols);
+  text += ']';
+  return text;
+}
+
+Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
+  if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
+  if (t.rows == rows && t.cols == cols) return Ok{};
+  return Error{"", "", "tensor " + role + ": shape " + shapeText(t.rows, t.cols) + ", expected " +
+                           shapeText(rows, cols)};
+}
+
+Status checkLinear(const Linear& lin, Eigen::Index in, Eigen::Index out, const std::string& role) {
+  if (Status s = checkTensor(lin.weight, out, in, role + " weight"); !s) return s;
+  return checkTensor(lin.bias, out, 1, role + " bias");
+}
+
+Status checkNorm(const NormWeights& n, Eigen::Index E, const std::string& role) {
+  if (Status s = checkTensor(n.weight, E, 1, role + " weight"); !s) return s;
+  return checkTensor(n.bias, E, 1, role + " bias");
+}
+
+}  // namespace
+
+Status validate(const VitConfig& c) {
+  auto range = [](const char* field, int value, int lo, int hi) -> Status {
+    if (value >= lo && value <= hi) return Ok{};
+    return Error{"", field, std::to_string(value) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi)};
+  };
+  for (Status s : {range("num_hidden_layers", c.nLayer, 1, kMaxLayers),
+                   range("num_attention_heads", c.nHead, 1, kMaxHeads), range("hidden_size", c.nEmbd, 1, kMaxEmbd),
+                   range("intermediate_size", c.nInner, 1, 4 * kMaxEmbd),
+                   range("image_size", c.imageSize, 1, 4096), range("patch_size", c.patchSize, 1, 64),
+                   range("num_channels", c.channels, 3, 3)}) {
+    if (!s) return s;
+  }
+  if (c.nEmbd % c.nHead != 0) {
+    return Error{"", "num_attention_heads",
+                 std::to_string(c.nHead) + " heads do not divide hidden_size = " + std::to_string(c.nEmbd)};
+  }
+  if (c.imageSize % c.patchSize != 0) {
+    return Error{"", "patch_size",
+                 std::to_string(c.patchSize) + " does not divide image_size = " + std::to_string(c.imageSize)};
+  }
+  if (c.patches() > 4096) {
+    return Error{"", "patch_size", std::to_string(c.patches()) + " patches; at most 4096 are run"};
+  }
+  if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
+    return Error{"", "layer_norm_eps", "must be a finite number > 0"};
+  }
+  return Ok{};
+}
+
+Status validate(const VitWeights& w) {
+  const VitConfig& c = w.config;
+  if (Status s = validate(c); !s) return s;
+  const Eigen::Index E = c.nEmbd, F = c.nInner, in = c.channels * c.patchSize * c.patchSize;
+  std::vector<Status> checks = {checkLinear(w.patch, in, E, "patch projection"),
+                                checkTensor(w.cls, 1, E, "cls token"),
+                                checkTensor(w.positions, c.tokens(), E, "position embedding"),
+                                checkNorm(w.finalNorm, E, "final norm")};
+  if (c.distillationToken) checks.push_back(checkTensor(w.distillation, 1, E, "distillation token"));
+  for (Status& s : checks)
+    if (!s) return s;
+  if (static_cast<int>(w.layers.size()) != c.nLayer) {
+    return Error{"", "num_hidden_layers", std::to_string(w.layers.size()) + " layers of weights"};
+  }
+  for (int l = 0; l < c.nLayer; ++l) {
+    const EncoderLayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
+    const std::string p = "layer " + std::to_string(l) + " ";
+    for (Status s : {checkLinear(layer.q, E, E, p + "query"), checkLinear(layer.k, E, E, p + "key"),
+                     checkLinear(layer.v, E, E, p + "value"), checkLinear(layer.out, E, E, p + "attention output"),
+                     checkNorm(layer.norm1, E, p + "layernorm_before"), checkLinear(layer.up, E, F, p + "mlp up"),
+                     checkLinear(layer.down, F, E, p + "mlp down"), checkNorm(layer.norm2, E, p + "layernorm_after")}) {
+      if (!s) return s;
+    }
+  }
+  if (!w.hasClassifier()) return Ok{};
+  const Eigen::Index K = w.classifier.weight.rows;
+  if (Status s = checkLinear(w.classifier, E, K, "classifier"); !s) return s;
+  if (!w.distillationClassifier.weight.empty()) {
+    if (Status s = checkLinear(w.distillationClassifier, E, K, "distillation classifier"); !s) return s;
+  }
+  if (static_cast<Eigen::Index>(w.labels.size()) != K) {
+    return Error{"", "id2label", std::to_string(w.labels.size()) + " labels for a classifier of " +
+                                     std::to_string(K)};
+  }
+  return Ok{};
+}
+
+VitWeights randomVitWeights(const VitConfig& c, int labels, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  VitWeights w;
+  w.config = c;
+  auto tensor = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
+    auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(rows * cols));
+    const float a = std * std::sqrt(3.0f);
+    for (float& v : *buffer) v = mean + a * rng.uniformSymmetric();
+    w.storage.push_back(buffer);
+    return Tensor{buffer->data(), rows, cols};
+  };
+  auto linear = [&](Eigen::Index in, Eigen::Index out) {
+    return Linear{tensor(out, in, 0.02f), tensor(out, 1, 0.02f), true};
+  };
+  auto norm = [&](Eigen::Index E) { return NormWeights{tensor(E, 1, 0.1f, 1.0f), tensor(E, 1, 0.02f)}; };
+  const Eigen::Index E = c.nEmbd;
+  w.patch = linear(c.channels * c.patchSize * c.patchSize, E);
+  w.cls = tensor(1, E, 0.02f);
+  if (c.distillationToken) w.distillation = tensor(1, E, 0.02f);
+  w.positions = tensor(c.tokens(), E, 0.02f);
+  for (int l = 0; l < c.nLayer; ++l) {
+    w.layers.push_back({linear(E, E), linear(E, E), linear(E, E), linear(E, E), norm(E), norm(E),
+                        linear(E, c.nInner), linear(c.nInner, E)});
+  }
+  w.finalNorm = norm(E);
+  if (labels > 0) {
+    w.classifier = linear(E, labels);
+    for (int k = 0; k < labels; ++k) w.labels.push_back("label " + std::to_string(k));
+  }
+  return w;
+}
+
+Matrix patchRows(const VitConfig& c, const std::vector<float>& pixels) {
+  const int S = c.imageSize, p = c.patchSize, G = c.grid(), C = c.channels;
+  Matrix X(G * G, C * p * p);
+  for (int r = 0; r < G; ++r)
+    for (int col = 0; col < G; ++col) {
+      float* row = X.row(r * G + col).data();
+      for (int ch = 0; ch < C; ++ch)
+        for (int y = 0; y < p; ++y) {
+          const float* src = pixels.data() + (static_cast<std::size_t>(ch) * S + r * p + y) * S + col * p;
+          std::copy(src, src + p, row + (ch * p + y) * p);
+        }
+    }
+  return X;
+}
+
+Expected<Vector> vitPatchRow(const VitRun& run, const VitConfig& c, int token, int layer, int head,
+                             bool rollout) {
+  if (token < 0 || token >= run.tokens) return Error{"", "token", std::to_string(token) + " is out of range"};
+  if (!rollout && (layer < 0 || layer >= run.layers)) {
+    return Error{"", "layer", std::to_string(layer) + " is not a layer 0.." + std::to_string(run.layers - 1)};
+  }
+  if (head < -1 || head >= run.heads) {
+    return Error{"", "head", std::to_string(head) + " is not a head 0.." + std::to_string(run.heads - 1)};
+  }
+  auto meanOf = [&](int l) {
+    Matrix mean = Matrix::Zero(run.tokens, run.tokens);
+    for (int h = 0; h < run.heads; ++h) mean += run.attentionMatrix(l, h);
+    return Matrix(mean / static_cast<float>(run.heads));
+  };
+  Matrix shown;
+  if (rollout) {
+    std::vector<Matrix> means;
+    for (int l = 0; l < run.layers; ++l) means.push_back(meanOf(l));
+    Expected<Matrix> r = attentionRollout(means);
+    if (!r) return r.error();
+    shown = std::move(r).value();
+  } else {
+    shown = head < 0 ? meanOf(layer) : run.attentionMatrix(layer, head);
+  }
+  return Vector(shown.row(token).tail(c.patches()).transpose());
+}
+
+Matrix VitRun::attentionMatrix(int layer, int head) const {
+  const Eigen::Index n = tokens;
+  return Eigen::Map<const Matrix>(attention.data() + (static_cast<Eigen::Index>(layer) * heads + head) * n * n, n, n);
+}
+
+Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels) {
+  const VitConfig& c = W.config;
+  const std::size_t want = static_cast<std::size_t>(c.channels) * c.imageSize * c.imageSize;
+  if (pixels.size() != want) {
+    return Error{"", "pixels", std::to_string(pixels.size()) + " values, expected " + std::to_string(want) +
+                                   " (" + std::to_string(c.channels) + " x " + std::to_string(c.imageSize) +
+                                   " x " + std::to_string(c.imageSize) + ")"};
+  }
+  const Eigen::Index E = c.nEmbd, T = c.tokens(), L = c.nLayer, first = c.prefixTokens();
+  VitRun run;
+  run.layers = c.nLayer;
+  run.heads = c.nHead;
+  run.tokens = static_cast<int>(T);
+
+  // 1 patches as one matrix product; 2 the prefix tokens and the positions
+  Matrix x(T, E);
+  x.row(0) = W.cls.matrix().row(0);
+  if (c.distillationToken) x.row(1) = W.distillation.matrix().row(0);
+  project(patchRows(c, pixels), W.patch, x.bottomRows(T - first), false);
+  x += W.positions.matrix();
+
+  // 3 the blocks, pre-LN
+  run.attention.assign(static_cast<std::size_t>(L * c.nHead * T * T), 0.0f);
+  run.qkv.resize(static_cast<std::size_t>(L));
+  run.residualNorms.resize(L + 1, T);
+  run.residualNorms.row(0) = x.rowwise().norm().transpose();
+  const BlockOptions options{c.nHead, c.normEpsilon, c.activation, true};
+  for (Eigen::Index l = 0; l < L; ++l) {
+    encoderBlock(x, W.layers[static_cast<std::size_t>(l)], options, run.attention.data() + l * c.nHead * T * T,
+                 &run.qkv[static_cast<std::size_t>(l)]);
+    run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
+  }
+
+  // 4 the classifier on the final norm of [CLS] (and the distillation token)
+  if (W.hasClassifier()) {
+    Matrix h;
+    applyNorm(x.topRows(first), W.finalNorm, NormKind::LayerNorm, c.normEpsilon, h);
+    Matrix logits(1, W.classifier.out());
+    project(h.row(0), W.classifier, logits, false);
+    if (!W.distillationClassifier.weight.empty()) {
+      Matrix distilled(1, W.classifier.out());
+      project(h.row(1), W.distillationClassifier, distilled, false);
+      logits = (logits + distilled) * 0.5f;
+    }
+    run.logits = logits.row(0).transpose();
+  }
+  return run;
+}
+
+}  // namespace attn::model

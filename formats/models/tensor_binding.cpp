@@ -1,0 +1,121 @@
+// Checking and binding checkpoint tensors (see tensor_binding.h).
+#include "formats/models/tensor_binding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace attn::io {
+namespace {
+
+std::string inQuotes(std::string_view text) {
+  std::string out = "'";
+  out += text;
+  out += '\'';
+  return out;
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+std::int64_t firstNonFinite(const float* data, std::int64_t count) {
+  constexpr std::int64_t kBlock = 4096;
+  for (std::int64_t start = 0; start < count; start += kBlock) {
+    const std::int64_t end = std::min(count, start + kBlock);
+    std::uint32_t bad = 0;
+    for (std::int64_t i = start; i < end; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, data + i, sizeof bits);
+      bad |= static_cast<std::uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+    }
+    if (bad) {
+      for (std::int64_t i = start; i < end; ++i)
+        if (!std::isfinite(data[i])) return i;
+    }
+  }
+  return -1;
+}
+
+Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& slots,
+                   const std::function<bool(std::string_view)>& isBuffer, const std::string& model,
+                   std::vector<std::shared_ptr<const void>>& storage) {
+  // 1 present, a float dtype, the exact shape
+  std::set<std::string, std::less<>> known;
+  for (const TensorSlot& slot : slots) {
+    const Checkpoint::Entry* entry = checkpoint.find(slot.name);
+    if (!entry) return Error{checkpoint.path(), "", "tensor " + inQuotes(slot.name) + ": missing"};
+    const TensorInfo& info = *entry->info;
+    if (info.dtype == DType::Other) {
+      return Error{entry->file->path(), "",
+                   "tensor " + inQuotes(slot.name) + ": unsupported dtype " + inQuotes(info.dtypeName) +
+                       " (use F32, F16 or BF16)"};
+    }
+    if (info.shape != slot.shape) {
+      return Error{entry->file->path(), "",
+                   "tensor " + inQuotes(slot.name) + ": shape " + info.shapeText() + ", expected " +
+                       shapeText(slot.shape)};
+    }
+    known.insert(slot.name);
+  }
+  // 2 nothing else
+  for (const auto& [name, entry] : checkpoint.tensors()) {
+    if (known.count(name) || isBuffer(name)) continue;
+    return Error{entry.file->path(), "",
+                 "tensor " + inQuotes(name) + ": not used by " + model +
+                     " as config.json describes it (another head or architecture?)"};
+  }
+  // 3 the floats
+  for (const auto& file : checkpoint.files()) storage.push_back(file);
+  for (const TensorSlot& slot : slots) {
+    if (!slot.target) continue;
+    const Checkpoint::Entry& entry = *checkpoint.find(slot.name);
+    const TensorInfo& info = *entry.info;
+    const std::int64_t count = info.elementCount();
+    const float* data = entry.file->floatsInPlace(info);
+    if (data) {
+      if (const std::int64_t bad = firstNonFinite(data, count); bad >= 0) {
+        return Error{entry.file->path(), "",
+                     "tensor " + inQuotes(slot.name) + ": element " + std::to_string(bad) +
+                         " is not a finite number"};
+      }
+    } else {
+      auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(count));
+      if (Status s = entry.file->convert(info, buffer->data()); !s) return s.error();
+      entry.file->releasePages(info);
+      data = buffer->data();
+      storage.push_back(std::move(buffer));
+    }
+    std::int64_t rows = slot.rows, cols = slot.cols;
+    if (rows == 0) {
+      rows = slot.shape.empty() ? 1 : slot.shape[0];
+      cols = rows == 0 ? 0 : count / rows;
+    }
+    *slot.target = model::Tensor{data, rows, cols};
+  }
+  return Ok{};
+}
+
+Status checkSameValues(const Checkpoint& checkpoint, const std::string& name,
+                       const model::Tensor& tensor, const std::string& why) {
+  const Checkpoint::Entry* entry = checkpoint.find(name);
+  if (!entry) return Ok{};
+  const TensorInfo& info = *entry->info;
+  std::vector<float> values(static_cast<std::size_t>(std::max<std::int64_t>(info.elementCount(), 0)));
+  const bool sameSize = info.elementCount() == tensor.size() && info.dtype != DType::Other;
+  Status read = sameSize ? entry->file->convert(info, values.data()) : Status(Error{});
+  if (!read || !std::equal(values.begin(), values.end(), tensor.data)) {
+    return Error{entry->file->path(), "", "tensor " + inQuotes(name) + ": " + why};
+  }
+  return Ok{};
+}
+
+}  // namespace attn::io

@@ -1,0 +1,50 @@
+// Binding a checkpoint's tensors to a model's Tensor slots, for the encoders and the vision
+// transformer (formats/models/encoder_folder.h, vit_folder.h): every tensor's name, dtype
+// and shape is checked, and nothing in the file is silently ignored, before any float is
+// read or converted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/models/transformer.h"
+#include "formats/models/checkpoint.h"
+
+namespace attn::io {
+
+// One tensor the model needs (or knows and does not use).
+struct TensorSlot {
+  std::string name;                 // the checkpoint's name
+  std::vector<std::int64_t> shape;  // exactly as the file must store it
+  model::Tensor* target = nullptr;  // null: checked, never read (a pooler the model skips)
+  // The view the model gets: rows x cols floats, rows * cols = the element count. 0: the
+  // first dimension x the product of the others ([1] for a 0-d or 1-d tensor's cols).
+  std::int64_t rows = 0, cols = 0;
+};
+
+// 1 every slot's tensor is present, its dtype F32 / F16 / BF16 and its shape exact;
+// 2 every tensor of the checkpoint is a slot or `isBuffer(name)` (non-parameters such as
+//   position_ids), else "not used by a `model`";
+// 3 each slot with a target gets its floats: F32 aligned data in place from the mapping
+//   (the files go into `storage`), others converted once into owned buffers; every value
+//   finite.
+// Errors name the file and the tensor.
+Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& slots,
+                   const std::function<bool(std::string_view)>& isBuffer, const std::string& model,
+                   std::vector<std::shared_ptr<const void>>& storage);
+
+// The index of the first NaN or infinity in data[0, count), or -1. Tests the exponent bits in
+// blocks with a branch-free OR, which the compiler vectorises (std::isfinite per element made
+// this check half of loading a 500 MB F32 model). Shared with model_folder.cpp.
+std::int64_t firstNonFinite(const float* data, std::int64_t count);
+
+// The tensor `name` holds exactly the floats of `tensor` (a tied weight written twice).
+// Errors: its shape differs, it cannot be read, or a value differs; `why` ends the message.
+Status checkSameValues(const Checkpoint& checkpoint, const std::string& name,
+                       const model::Tensor& tensor, const std::string& why);
+
+}  // namespace attn::io

@@ -1,0 +1,134 @@
+// Encoder folders in the window (app/session/encoder_service.h, app/ui/panels/
+// panel_model_encoder.cpp) on the random checkpoints of tests/support/encoder_fixture.h: a
+// load routed by config.json, the run's tokens and attention against the library's own
+// runEncoder, the fill-mask prediction of every mask token, a checkpoint without the head,
+// the worker path, and the Model panel drawing headless.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <imgui.h>
+
+#include "app/session/app_state.h"
+#include "app/session/encoder_service.h"
+#include "app/session/model_service.h"
+#include "app/ui/panels/panels.h"
+#include "core/models/encoder.h"
+#include "tests/support/encoder_fixture.h"
+#include "tests/support/ui_headless.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+class EncoderInApp : public testui::HeadlessImGui {
+ protected:
+  fs::path folder(const enctest::Spec& spec, const std::string& name) {
+    return enctest::writeFolder(name, spec, enctest::makeTensors(spec, 12));
+  }
+  void frame(AppState& state) {
+    ImGui::NewFrame();
+    place(0, 0, 1200, 500);
+    drawModelPanel(state, heatmaps_);
+    ImGui::Render();
+  }
+};
+
+TEST_F(EncoderInApp, LoadsRunsAndPredictsEveryMask) {
+  AppState state;
+  const fs::path dir = folder(enctest::Spec{}, "bert");
+  EXPECT_TRUE(isEncoderFolder(dir.string()));
+  state.model.loadRequest = dir.string();
+  state.model.text = "the [MASK] sat on the [MASK].";
+  ++state.model.textRevision;
+  ASSERT_TRUE(updateModel(state, 0));
+  ASSERT_TRUE(state.model.encoder);
+  EXPECT_FALSE(state.model.model);
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  ASSERT_TRUE(run);
+  ASSERT_TRUE(run->error.empty()) << run->error;
+  EXPECT_TRUE(run->encoder);
+  EXPECT_TRUE(run->mlmHead);
+  // [CLS] the [MASK] sat on the [MASK] . [SEP]
+  EXPECT_EQ(run->ids, (std::vector<int>{2, 5, 4, 7, 8, 5, 4, 16, 3}));
+  EXPECT_EQ(run->special, (std::vector<bool>{true, false, true, false, false, false, true, false, true}));
+  ASSERT_EQ(run->masked.size(), 2u);
+  EXPECT_EQ(run->masked[0].position, 2);
+  EXPECT_EQ(run->masked[1].position, 6);
+  // The same numbers as the library's own run.
+  auto reference = model::runEncoder(*state.model.encoder->weights, run->ids);
+  ASSERT_TRUE(reference.ok());
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 4; ++h) EXPECT_TRUE(run->attention->copyHead(l, h).isApprox(reference->attentionMatrix(l, h)));
+  for (const MaskedPrediction& m : run->masked) {
+    auto logits = model::mlmLogits(*state.model.encoder->weights, *reference, m.position);
+    ASSERT_TRUE(logits.ok());
+    const auto top = model::topProbabilities(*logits, 10);
+    ASSERT_EQ(m.next.size(), 10u);
+    for (std::size_t k = 0; k < 10; ++k) {
+      EXPECT_EQ(m.next[k].id, top[k].id);
+      EXPECT_FLOAT_EQ(m.next[k].probability, top[k].probability);
+    }
+  }
+  // The Attention panel shows the run's attention.
+  EXPECT_EQ(state.attention.tensor(), run->attention);
+  frame(state);
+  frame(state);
+  // Typing runs again; the bidirectional attention of every token changes with a new word.
+  state.model.text = "the [MASK] sat on the mat";
+  ++state.model.textRevision;
+  ASSERT_TRUE(updateModel(state, 0));
+  ASSERT_EQ(state.model.run->masked.size(), 1u);
+  frame(state);
+}
+
+TEST_F(EncoderInApp, WithoutTheHeadAttentionStillRuns) {
+  AppState state;
+  enctest::Spec spec;
+  spec.mlmHead = false;
+  state.model.loadRequest = folder(spec, "bare").string();
+  state.model.text = "the [MASK] sat";
+  ++state.model.textRevision;
+  updateModel(state, 0);
+  ASSERT_TRUE(state.model.run);
+  EXPECT_FALSE(state.model.run->mlmHead);
+  EXPECT_TRUE(state.model.run->masked.empty());
+  EXPECT_TRUE(state.model.run->attention);
+  frame(state);
+  frame(state);
+}
+
+TEST_F(EncoderInApp, TheWorkerLoadsAndRunsAndABrokenFolderKeepsIt) {
+  AppState state;
+  enctest::Spec spec;
+  spec.modelType = "roberta";
+  spec.types = 1;
+  ModelService service(std::chrono::milliseconds(0));
+  state.model.loadRequest = folder(spec, "roberta").string();
+  state.model.text = "the <mask>.";
+  ++state.model.textRevision;
+  updateModelAsync(state, service, 0);
+  service.waitIdle();
+  updateModelAsync(state, service, 0);  // takes the load, submits the text
+  service.waitIdle();
+  updateModelAsync(state, service, 0);  // takes the run
+  ASSERT_TRUE(state.model.encoder);
+  ASSERT_TRUE(state.model.run);
+  EXPECT_EQ(state.model.run->ids, (std::vector<int>{256, 't', 262, 260, '.', 258}));
+  ASSERT_EQ(state.model.run->masked.size(), 1u);
+  EXPECT_EQ(state.model.run->masked[0].position, 3);
+  // A broken folder keeps the encoder and says why.
+  const fs::path broken = folder(spec, "broken");
+  fs::remove(broken / "model.safetensors");
+  state.model.loadRequest = broken.string();
+  updateModel(state, 0);
+  EXPECT_TRUE(state.model.encoder);
+  ASSERT_FALSE(state.notices.empty());
+  EXPECT_NE(state.notices.back().text.find("model.safetensors: missing"), std::string::npos)
+      << state.notices.back().text;
+}
+
+}  // namespace
