@@ -211,11 +211,12 @@ TEST(ImageViewAsyncTest, LatestSettingsWinAndMatchTheSynchronousResult) {
   EXPECT_EQ(v.computed->weights, sync.computed->weights);  // bit for bit
   EXPECT_EQ(v.matrix.rowLabels, sync.matrix.rowLabels);
 
-  // A new image while a job for the old one runs: the old result is never drawn over it.
+  // A new image while a job for the old one runs (or has just finished, uncollected: the
+  // worker may be done before the next line on a loaded machine): the old result is never
+  // drawn over it.
   v.patch.patch = 16;
   v.bump();
   updateImageViewAsync(v);
-  ASSERT_TRUE(v.computing());
   ASSERT_TRUE(openImage(v, ATTNSCOPE_ASSET_DIR "/images/stripes.png").ok());
   EXPECT_FALSE(v.computed);
   settle(v);
