@@ -371,6 +371,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   float grid = 0;
   int page = 0, pages = 1;
   StageLayout pages_;
+  StageLayoutInput pagesInput;  // what pages_ was laid out from (presentation)
   // In presentation every revealed card has its colour bar (a projector needs the scale),
   // in room reserved for it, so that stepping moves nothing.
   const float presentationBar = presenting ? colorbarReserve(state) : 0.0f;
@@ -403,9 +404,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       float needed = band;
       for (int i = 0; i < n; ++i) {
         if (cards[i].layout == nullptr || cards[i].layout->values().cols <= 0) continue;
-        const float cell =
-            pages_.grid * aspects[i] / static_cast<float>(cards[i].layout->values().cols);
-        if (colLabelWidths[i] + font * 0.4f > cell)
+        const float cell = pages_.rowGrid(pages_.rowOf(i)) * aspects[i] /
+                           static_cast<float>(cards[i].layout->values().cols);
+        if (io::fitColumnLabels(colLabelWidths[i], font * 0.4f, cell, font,
+                                font * io::kLabelFloor, io::kAllLabelsFloorPx, true)
+                .up)
           needed = std::max(needed, colLabelWidths[i] + font * 0.4f);
       }
       if (needed <= band) break;
@@ -413,6 +416,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     }
     colLabelHeight += band - font * 1.3f;
     rowOverhead = input.rowOverhead;
+    pagesInput = input;
     bestStarts = pages_.rowStarts;
     grid = pages_.grid;
     pages = pages_.pages();
@@ -503,9 +507,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (!firstOnPage && !rowStart) ImGui::SameLine();
     if (rowStart && !firstOnPage) ImGui::Spacing();
     firstOnPage = false;
-    const float cardGrid = presenting ? grid : std::min(grid, heightCap[i]);
+    // (presentation: each row's own grid, grown to fill the page, pipeline_layout.h)
+    const float cardGrid = presenting ? pages_.rowGrid(pages_.rowOf(i)) : std::min(grid, heightCap[i]);
     const float cardHeight =
-        wideShape[i].first > 0
+        presenting ? stageGridHeight(pagesInput, pages_, i)
+        : wideShape[i].first > 0
             ? std::min(cardGrid, std::max(cardGrid / wideShape[i].first, wideShape[i].second))
             : cardGrid;
     const bool axisLabels = hasLabels(i, rowStart);

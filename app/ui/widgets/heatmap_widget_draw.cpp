@@ -141,7 +141,11 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
     for (int c = g.firstCol; c <= g.lastCol; ++c) {
       const float value = view.values(r, c);
       const std::optional<std::string> text = cellText(view, r, c, g);
-      if (!text) continue;
+      if (!text) {
+        if (view.maskedByAllowed(r, c)) ++g.hatchedCells;  // hatched: no number, on purpose
+        continue;
+      }
+      ++g.numberedCells;
       const ImVec2 size = ImGui::CalcTextSize(text->c_str());
       const ImVec2 cellMin = g.cellScreenMin(r, c);
       const ImVec2 at(std::round(cellMin.x + (g.cellPxW - size.x) * 0.5f),
@@ -170,24 +174,31 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
   const float lineHeight = ImGui::GetTextLineHeight();
   const bool hasCols = !view.colLabels.empty(), hasRows = !view.rowLabels.empty();
   const char* dot = " \xC2\xB7 ";  // " · "
-  // 1 the label sizes and steps: never thinned while a row (a rotated column) is at least one
-  //   font height; below that the labels shrink down to a floor (0.7 of the font), and only
-  //   then every k-th is drawn. In presentation and "this stage alone" (allLabels) every
-  //   label is drawn, shrunk as far as it takes (down to 4 px).
-  const float floorPx = options.allLabels ? std::min(font, 4.f) : font * 0.7f;
-  auto sizeFor = [&](float pitch) { return std::clamp(pitch, floorPx, font); };
-  auto stepFor = [&](float pitch, float size) {
-    return options.allLabels || pitch >= size ? 1 : io::labelStep(size, pitch);
-  };
-  g.rowLabelPx = sizeFor(g.cellPxH);
-  g.rowStep = hasRows ? stepFor(g.cellPxH, g.rowLabelPx) : 1;
-  g.colLabelPx = g.colLabelsRotated ? sizeFor(g.cellPxW) : font;
-  g.colStep = !hasCols             ? 1
-              : g.colLabelsRotated ? stepFor(g.cellPxW, g.colLabelPx)
-              : options.allLabels  ? 1
-                                   : io::labelStep(entry.colLabelWidth + font * 0.4f, g.cellPxW);
-  (void)lineHeight;
-  // 2 the titles: "key · every 2nd label" above, "query" read upwards on the left; the rows'
+  // 1 the label sizes and steps (io::fitRowLabels, io::fitColumnLabels): never thinned
+  //   while a row (a column) holds its label at the full font; below that the labels shrink
+  //   down to a floor (kLabelFloor of the font), then column labels turn, and only then
+  //   every k-th is drawn. In presentation and "this stage alone" (allLabels) every label
+  //   is drawn, shrunk as far as it takes (down to kAllLabelsFloorPx).
+  const io::AxisLabelFit rowFit =
+      io::fitRowLabels(g.cellPxH, font, font * kLabelFloor, kAllLabelsFloorPx, options.allLabels);
+  g.rowLabelPx = rowFit.px;
+  g.rowStep = hasRows ? rowFit.step : 1;
+  io::AxisLabelFit colFit = io::fitColumnLabels(entry.colLabelWidth, font * 0.4f, g.cellPxW, font,
+                                                font * kLabelFloor, kAllLabelsFloorPx,
+                                                options.allLabels);
+  if (colFit.up != g.colLabelsRotated) {
+    // The layout (at the same zoom) decided otherwise: keep its band, fit within it.
+    colFit = io::fitRowLabels(g.cellPxW, font, font * kLabelFloor, kAllLabelsFloorPx,
+                              options.allLabels);
+    if (!g.colLabelsRotated) {
+      colFit.px = font * kLabelFloor;
+      colFit.step = options.allLabels
+                        ? 1
+                        : io::labelStep(entry.colLabelWidth * kLabelFloor + font * 0.4f, g.cellPxW);
+    }
+  }
+  g.colLabelPx = colFit.px;
+  g.colStep = hasCols ? colFit.step : 1;  // 2 the titles: "key · every 2nd label" above, "query" read upwards on the left; the rows'
   //   rule goes above too when it does not fit beside the rows
   std::string rowTitle(view.rowAxis), colTitle(view.colAxis);
   const std::string rowNote = io::thinningNote(g.rowStep), colNote = io::thinningNote(g.colStep);
@@ -217,10 +228,15 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
                   ImVec2(g.gridMax.x + line * 0.5f, g.gridMin.y), px);
         if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
       } else {
-        const std::string text = fitLabel(view.colLabels[c], g.cellPxW * g.colStep);
+        const float px = g.colLabelPx;
+        const std::string text =
+            fitLabel(view.colLabels[c], g.cellPxW * g.colStep, io::kLabelDisplayChars, px);
         if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
-        const float width = ImGui::CalcTextSize(text.c_str()).x;
-        drawList->AddText(ImVec2(std::round(centre - width * 0.5f), g.gridMin.y - font * 1.15f),
+        const float width = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str()).x;
+        // On the band's baseline whatever the size (a shrunk label sits low, by the grid).
+        drawList->AddText(ImGui::GetFont(), px,
+                          ImVec2(std::round(centre - width * 0.5f),
+                                 g.gridMin.y - font * 0.15f - px),
                           textColor, text.c_str());
       }
     }
@@ -453,7 +469,16 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
   record.cellW = g.cellPxW;
   record.cellH = g.cellPxH;
   record.fontPx = g.font;
+  record.rowLabelPx = g.rowLabelPx;
+  record.colLabelPx = g.colLabelPx;
+  record.boundsMin = g.origin;
+  record.boundsMax =
+      ImVec2(g.gridMax.x + g.colorbarWidth,
+             std::max(g.gridMax.y, g.gridMin.y + g.font * (options.slimColorbar ? 2.f : 3.f)));
   record.numbersDrawn = g.cellLabels;
+  record.numberedCells = g.numberedCells;
+  record.hatchedCells = g.hatchedCells;
+  record.visibleCells = (g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1);
   record.rangeRule = std::string(io::toString(g.rule));
   if (g.recordLabels) {
     record.rowLabels = g.rowLabelsDrawn;
