@@ -31,7 +31,15 @@ float stageRowHeight(const StageLayoutInput& input, const StageLayout& layout, i
   float tallest = 0;
   for (int i = begin; i < end; ++i)
     tallest = std::max(tallest, stageCardHeight(input.cards[i], layout.rowGrid(r)));
-  return tallest * layout.stretchOf(r) + input.rowOverhead;
+  return tallest * layout.stretchOf(r) + input.rowOverhead + stageRowBand(input, layout, r);
+}
+
+float stageRowBand(const StageLayoutInput& input, const StageLayout& layout, int r) {
+  const int n = static_cast<int>(input.cards.size());
+  const int begin = layout.rowStarts[r], end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : n;
+  float band = 0;
+  for (int i = begin; i < end; ++i) band = std::max(band, input.cards[i].labelBand);
+  return band;
 }
 
 namespace {
@@ -137,68 +145,67 @@ void fillPages(const StageLayoutInput& input, StageLayout& layout) {
   const int n = static_cast<int>(input.cards.size());
   layout.rowGrids.assign(static_cast<std::size_t>(layout.rows()), layout.grid);
   layout.rowStretch.assign(static_cast<std::size_t>(layout.rows()), 1.0f);
+  layout.readable = true;
   for (int p = 0; p < layout.pages(); ++p) {
     const int first = layout.pageStarts.empty() ? 0 : layout.pageStarts[p];
     const int last = p + 1 < layout.pages() ? layout.pageStarts[p + 1] : layout.rows();
-    // 1 each row's largest grid by the width (a row's width is linear in its grid)
-    std::vector<float> widthGrid;
+    // 1 each row at the grid that fills the width (a row's width is linear in its grid)
+    float natural = 0, overhead = 0;
     for (int r = first; r < last; ++r) {
       const int begin = layout.rowStarts[r], end = rowEnd(layout, r, n);
       const float fixed = stageRowWidth(input, begin, end, 0.0f);
       const float perGrid = stageRowWidth(input, begin, end, 1.0f) - fixed;
       const float g = perGrid > 0 ? (input.width - fixed) / perGrid : layout.grid;
-      widthGrid.push_back(std::max(layout.grid, g));
+      layout.rowGrids[r] = std::floor(std::max(layout.grid, g));
+      natural += tallestAt(input, layout, r, layout.rowGrids[r]);
+      overhead += input.rowOverhead + stageRowBand(input, layout, r);
     }
-    // 2 the rows grow one step at a time, each step to the row that adds the most covered
-    //   area per pixel of height (a strip of one query costs little height), while the
-    //   page's height allows and each row its width
-    auto rowArea = [&](int r, float g) {
-      float area = 0;
-      for (int i = layout.rowStarts[r]; i < rowEnd(layout, r, n); ++i) {
-        const StageCardSize& card = input.cards[i];
-        area += (card.labelWidth + g * card.aspect + card.barWidth) *
-                (cardHeightAt(input, layout, r, i, g) + input.rowOverhead);
-      }
-      return area;
-    };
-    auto rowHeightAt = [&](int r, float g) {
-      const float kept = layout.rowGrids[r];
-      layout.rowGrids[r] = g;
-      const float h = stageRowHeight(input, layout, r);
-      layout.rowGrids[r] = kept;
-      return h;
-    };
-    float used = 0;
-    for (int r = first; r < last; ++r) used += stageRowHeight(input, layout, r);
-    const float step = std::max(1.0f, input.width / 300.0f);
-    for (int iteration = 0; iteration < 4000; ++iteration) {
-      int best = -1;
-      float bestRatio = -1, bestGrid = 0, bestHeight = 0;
-      for (int r = first; r < last; ++r) {
-        const float g = layout.rowGrids[r];
-        if (g >= widthGrid[r - first]) continue;
-        const float next = std::min(widthGrid[r - first], g + step);
-        const float dh = rowHeightAt(r, next) - rowHeightAt(r, g);
-        if (used + dh > input.height + 0.01f) continue;
-        const float ratio = (rowArea(r, next) - rowArea(r, g)) / std::max(dh, 1e-3f);
-        if (ratio > bestRatio) best = r, bestRatio = ratio, bestGrid = next, bestHeight = dh;
-      }
-      if (best < 0) break;
-      layout.rowGrids[best] = bestGrid;
-      used += bestHeight;
-    }
-    for (int r = first; r < last; ++r) layout.rowGrids[r] = std::floor(layout.rowGrids[r]);
-    // 3 height to spare (every row fills the width): the rows' grids grow taller alike
-    used = 0;
-    float grids = 0;
-    for (int r = first; r < last; ++r) {
-      const float h = stageRowHeight(input, layout, r);
-      used += h;
-      grids += h - input.rowOverhead;
-    }
-    if (grids > 0 && used < input.height) {
-      const float stretch = std::min(kMaxRowStretch, 1.0f + (input.height - used) / grids);
+    if (natural <= 0) continue;
+    // 2 the page's height shared by the rows: taller cells where there is height to spare
+    //   (up to kMaxRowStretch), lower ones where there is not, each row down to its floor
+    //   (readable cells, kMinRowSqueeze); below the floors the rows' grids shrink too
+    const float avail = input.height - overhead;
+    if (avail >= natural) {
+      const float stretch = std::min(avail / natural, kMaxRowStretch);
       for (int r = first; r < last; ++r) layout.rowStretch[r] = std::floor(stretch * 100) / 100;
+      continue;
+    }
+    std::vector<float> tall, floorOf;
+    float floors = 0;
+    auto findFloors = [&](bool readable) {
+      tall.clear();
+      floorOf.clear();
+      floors = 0;
+      for (int r = first; r < last; ++r) {
+        const float t = tallestAt(input, layout, r, layout.rowGrids[r]);
+        float f = t * kMinRowSqueeze;
+        for (int i = layout.rowStarts[r]; i < rowEnd(layout, r, n) && readable; ++i)
+          f = std::max(f, std::min(t, input.cards[i].readableHeight));
+        tall.push_back(t);
+        floorOf.push_back(f);
+        floors += f;
+      }
+    };
+    findFloors(true);
+    if (floors > avail) {  // not every row can stay readable: lower them all alike
+      layout.readable = false;
+      findFloors(false);
+    }
+    if (floors <= avail) {
+      const float share = (avail - floors) / std::max(natural - floors, 1e-3f);  // in [0, 1)
+      for (int r = first; r < last; ++r) {
+        const float h = floorOf[r - first] + (tall[r - first] - floorOf[r - first]) * share;
+        layout.rowStretch[r] = std::floor(h / tall[r - first] * 100) / 100;
+      }
+      continue;
+    }
+    const float shrink = avail / floors;
+    for (int r = first; r < last; ++r) {
+      layout.rowGrids[r] = std::floor(std::max(layout.grid, layout.rowGrids[r] * shrink));
+      const float t = tallestAt(input, layout, r, layout.rowGrids[r]);
+      layout.rowStretch[r] = std::clamp(
+          std::floor(floorOf[r - first] * shrink / std::max(t, 1.0f) * 100) / 100,
+          kMinRowSqueeze, 1.0f);
     }
   }
 }
@@ -212,7 +219,8 @@ float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
     for (int i = layout.rowStarts[r]; i < rowEnd(layout, r, n); ++i) {
       const StageCardSize& card = input.cards[i];
       covered += (card.labelWidth + g * card.aspect + card.barWidth) *
-                 (cardHeightAt(input, layout, r, i, g) + input.rowOverhead);
+                 (cardHeightAt(input, layout, r, i, g) + input.rowOverhead +
+                  stageRowBand(input, layout, r));
     }
   }
   return std::min(1.0f, covered / (input.width * input.height * static_cast<float>(layout.pages())));
@@ -253,10 +261,14 @@ StageLayout layoutStages(const StageLayoutInput& input) {
     if (layout.rowStarts == previous.rowStarts && layout.pageStarts == previous.pageStarts)
       continue;
     previous = layout;
-    if (layout.pages() > fewest || !fitsWindow(input, layout)) continue;
+    if (layout.pages() > fewest + 1 || !fitsWindow(input, layout)) continue;
     fillPages(input, layout);
     const float coverage = stageCoverage(input, layout);
-    if (coverage > bestCoverage - 1e-4f) {  // ties: the larger grid (later)
+    const bool better = layout.readable != best.readable ? layout.readable
+                        : layout.pages() != best.pages()
+                            ? layout.pages() < best.pages()
+                            : coverage > bestCoverage - 1e-4f;  // ties: the larger grid (later)
+    if (bestCoverage < 0 || better) {
       best = layout;
       bestCoverage = coverage;
     }

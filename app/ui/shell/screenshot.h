@@ -31,9 +31,10 @@ using io::writePng;
 // "texts": [{"text", "x", "y", "w", "h", "px", "up", "clipped"}] (drawnTexts(): read back
 // from the frame's draw data), "heatmaps": [{"stage", "id", "title", "level" (of detail:
 // 0 = a texel per cell), "rect": [x, y, w, h],
-// "bounds": [x, y, w, h] (the whole widget: axis titles, labels, grid, colour bar), "rows",
+// "bounds": [x, y, w, h] (the whole widget: axis titles, labels, grid, colour bar), "clip":
+// [x, y, w, h] (the panel's clip rectangle: what of the widget can be seen), "rows",
 // "cols", "cell": [w, h], "font_px", "label_px": [rows, cols], "col_labels_up",
-// "numbers_drawn", "cells": {"visible", "numbered", "hatched"}, "row_labels", "col_labels", "range": [lo, hi], "range_rule",
+// "numbers_drawn", "number_px" (their font size), "cells": {"visible", "numbered", "hatched"}, "row_labels", "col_labels", "range": [lo, hi], "range_rule",
 // "colormap"}]} from the records the heatmap widget wrote while drawing (never recomputed).
 // Window coordinates (not framebuffer pixels). `stage` is the pipeline stage of a
 // pipeline heatmap ("weights"), else the widget's id without its "##".

@@ -86,8 +86,10 @@ std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodeP
 std::optional<std::string> screenCellLabel(float value, const Grid& g) {
   // The shared formatter with fewer digits where the cell is narrow (io::fittedCellLabel,
   // the rule of the exports), none when even one digit does not fit.
+  // At the grid's cell-label size (drawGrid), widths scale with the size.
+  const float px = g.cellLabelPx > 0 ? g.cellLabelPx : g.font;
   return io::fittedCellLabel(value, kCellDigits, [&](const std::string& text) {
-    return ImGui::CalcTextSize(text.c_str()).x <= g.cellPxW - g.font * 0.3f;
+    return ImGui::CalcTextSize(text.c_str()).x * px / g.font <= g.cellPxW - px * 0.3f;
   });
 }
 
@@ -134,25 +136,57 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
 
   // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) font heights tall: the
   //   text fits with a small margin (each label is also fitted to the cell's width)
+  //   One rule for every cell of the heatmap: each visible cell that is not hatched gets its
+  //   number (with fewer digits where narrow, fittedCellLabel) at the largest size of font,
+  //   0.85 and kLabelFloor x font at which every one of them fits, or none does: a cell is
+  //   never blank beside one that prints.
   g.cellLabels = options.cellLabels && g.cellPxH >= font * io::kCellLabelHeights && g.level == 0;
   if (!g.cellLabels) return;
+  std::vector<std::string> texts;
+  texts.reserve(static_cast<std::size_t>((g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1)));
+  bool fits = false;
+  for (float scale : {1.0f, 0.85f, kLabelFloor}) {
+    g.cellLabelPx = font * scale;
+    texts.clear();
+    fits = true;
+    for (int r = g.firstRow; r <= g.lastRow && fits; ++r) {
+      for (int c = g.firstCol; c <= g.lastCol && fits; ++c) {
+        if (view.maskedByAllowed(r, c)) {
+          texts.emplace_back();  // hatched: no number, on purpose
+          continue;
+        }
+        std::optional<std::string> text = cellText(view, r, c, g);
+        fits = text.has_value();
+        if (fits) texts.push_back(std::move(*text));
+      }
+    }
+    if (fits) break;
+  }
+  if (!fits) {  // not every cell can hold its number: none does
+    g.cellLabels = false;
+    g.cellLabelPx = 0;
+    return;
+  }
+  const float px = g.cellLabelPx;
   drawList->PushClipRect(g.gridMin, g.gridMax, true);
+  std::size_t index = 0;
   for (int r = g.firstRow; r <= g.lastRow; ++r) {
     for (int c = g.firstCol; c <= g.lastCol; ++c) {
       const float value = view.values(r, c);
-      const std::optional<std::string> text = cellText(view, r, c, g);
-      if (!text) {
-        if (view.maskedByAllowed(r, c)) ++g.hatchedCells;  // hatched: no number, on purpose
+      const std::string& text = texts[index++];
+      if (text.empty()) {
+        ++g.hatchedCells;
         continue;
       }
       ++g.numberedCells;
-      const ImVec2 size = ImGui::CalcTextSize(text->c_str());
+      const ImVec2 size = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str());
       const ImVec2 cellMin = g.cellScreenMin(r, c);
       const ImVec2 at(std::round(cellMin.x + (g.cellPxW - size.x) * 0.5f),
                       std::round(cellMin.y + (g.cellPxH - size.y) * 0.5f));
       const float colorValue = g.positions.empty() ? value : g.positions(r, c);
-      drawList->AddText(at, imColor(io::cellLabelColor(options.colormap, colorValue, range)),
-                        text->c_str());
+      drawList->AddText(ImGui::GetFont(), px, at,
+                        imColor(io::cellLabelColor(options.colormap, colorValue, range)),
+                        text.c_str());
     }
   }
   drawList->PopClipRect();
@@ -476,6 +510,7 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
       ImVec2(g.gridMax.x + g.colorbarWidth,
              std::max(g.gridMax.y, g.gridMin.y + g.font * (options.slimColorbar ? 2.f : 3.f)));
   record.numbersDrawn = g.cellLabels;
+  record.numberPx = g.cellLabels ? g.cellLabelPx : 0;
   record.numberedCells = g.numberedCells;
   record.hatchedCells = g.hatchedCells;
   record.visibleCells = (g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1);
@@ -524,6 +559,8 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
                                                           std::max(1.f, g.font * 0.08f)));
   ImDrawList* drawList = ImGui::GetWindowDrawList();
   const ImVec2 clipMin = drawList->GetClipRectMin(), clipMax = drawList->GetClipRectMax();
+  record.clipMin = clipMin;
+  record.clipMax = clipMax;
   const ImVec2 p = record.samplePoint;
   record.sampleVisible = p.x >= clipMin.x && p.y >= clipMin.y && p.x < clipMax.x && p.y < clipMax.y;
   return record;

@@ -122,8 +122,8 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
     const float gridAreaH = std::max(font, area.y - g.colAxisHeight - g.colLabelHeight);
     cellW = gridAreaW / cols, cellH = gridAreaH / rows;
     const float square = std::min(cellW, cellH);
-    // (a size given by the caller, e.g. a presentation card, is filled up to 16 font heights)
-    const float largest = options.size.x > 0 && options.size.y > 0 ? font * 16 : font * 8;
+    // (a size given by the caller, e.g. a presentation card, is filled: no cap but 4:1)
+    const float largest = options.size.x > 0 && options.size.y > 0 ? 1e9f : font * 8;
     cellW = std::min({cellW, square * 4, largest});
     cellH = std::min({cellH, square * 4, largest});
     // A very long thin matrix (1024 x 8) must still be wide enough to see: at least a few

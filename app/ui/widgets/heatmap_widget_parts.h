@@ -55,6 +55,7 @@ struct Grid {
   int firstRow = 0, lastRow = 0, firstCol = 0, lastCol = 0;
   int level = 0;            // level of detail the quad reads
   bool cellLabels = false;  // cell labels are drawn
+  float cellLabelPx = 0;    // their font size (drawGrid: the font, or smaller so all fit)
   int numberedCells = 0;    // cells that got their number (drawGrid)
   int hatchedCells = 0;     // cells left without one because the view masks them (hatched)
   bool drawn = false;       // the quad was drawn
