@@ -92,8 +92,11 @@ inline constexpr float kCellLabelHeights = 1.3f;
 // "0"), which is what it rounds to at the digits shown. So 0.0012 next to "0.12" prints
 // "0" where "0.001" is too wide, never blank. nullopt when nothing fits (a cell too narrow
 // for "0" holds no number, like its neighbours). Labels only ever lose digits to fit.
+// `fewerDecimals` false: the last step stops at 3 decimals (only what rounds to 0.000 prints
+// "0"), so a caller can first try a smaller font before 0.397 reads "0".
 template <class Fits>
-std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits) {
+std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits,
+                                           bool fewerDecimals = true) {
   std::string previous;
   for (int d = std::max(digits, 1); d >= 1; --d) {
     std::string text = formatNumber(value, d);
@@ -104,7 +107,7 @@ std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits)
   if (!std::isfinite(value)) return std::nullopt;
   if (value > 0 && value < 1e-3f && fits(std::string("<0.001"))) return std::string("<0.001");
   // Fixed decimals: the value as the narrower neighbours' digits show it.
-  for (int decimals = 3; decimals >= 0; --decimals) {
+  for (int decimals = 3; decimals >= (fewerDecimals ? 0 : 3); --decimals) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.*f", decimals, static_cast<double>(value));
     std::string text = buffer;

@@ -244,6 +244,12 @@ TEST(RangeRules, TinyValuesPrintRatherThanVanish) {
   EXPECT_EQ(fittedCellLabel(-0.0012f, 3, fits4), std::optional<std::string>("0"));
   EXPECT_EQ(fittedCellLabel(0.0096f, 3, fits4), std::optional<std::string>("0.01"));
   EXPECT_EQ(fittedCellLabel(0.0456f, 3, fits3), std::optional<std::string>("0"));
+  // Without rounding to fewer decimals (the widget tries a smaller font first), 0.397 in a
+  // one-character cell has no label rather than "0"; a value below 0.0005 still reads "0".
+  auto fits1 = [](const std::string& text) { return text.size() <= 1; };
+  EXPECT_EQ(fittedCellLabel(0.397f, 3, fits1), std::optional<std::string>("0"));
+  EXPECT_FALSE(fittedCellLabel(0.397f, 3, fits1, false));
+  EXPECT_EQ(fittedCellLabel(2e-4f, 3, fits1, false), std::optional<std::string>("0"));
 }
 
 }  // namespace

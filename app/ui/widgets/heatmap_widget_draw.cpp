@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include <imgui.h>
 
@@ -84,13 +85,17 @@ std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodeP
 }
 
 std::optional<std::string> screenCellLabel(float value, const Grid& g) {
+  // (fewer decimals than a smaller font could show only in the last resort, drawGrid)
   // The shared formatter with fewer digits where the cell is narrow (io::fittedCellLabel,
   // the rule of the exports), none when even one digit does not fit.
   // At the grid's cell-label size (drawGrid), widths scale with the size.
   const float px = g.cellLabelPx > 0 ? g.cellLabelPx : g.font;
-  return io::fittedCellLabel(value, kCellDigits, [&](const std::string& text) {
-    return ImGui::CalcTextSize(text.c_str()).x * px / g.font <= g.cellPxW - px * 0.3f;
-  });
+  return io::fittedCellLabel(
+      value, kCellDigits,
+      [&](const std::string& text) {
+        return ImGui::CalcTextSize(text.c_str()).x * px / g.font <= g.cellPxW - px * 0.3f;
+      },
+      g.cellLabelRounding);
 }
 
 std::optional<std::string> cellText(const HeatmapView& view, int r, int c, const Grid& g) {
@@ -139,14 +144,19 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
   //   One rule for every cell of the heatmap: each visible cell that is not hatched gets its
   //   number (with fewer digits where narrow, fittedCellLabel) at the largest size of font,
   //   0.85 and kLabelFloor x font at which every one of them fits, or none does: a cell is
-  //   never blank beside one that prints.
+  //   never blank beside one that prints. Rounding to fewer decimals than 0.001 comes last.
   g.cellLabels = options.cellLabels && g.cellPxH >= font * io::kCellLabelHeights && g.level == 0;
   if (!g.cellLabels) return;
   std::vector<std::string> texts;
   texts.reserve(static_cast<std::size_t>((g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1)));
   bool fits = false;
-  for (float scale : {1.0f, 0.85f, kLabelFloor}) {
+  // (first without rounding to fewer decimals than 0.001: a smaller font before 0.397 reads
+  // "0"; then, at the smallest size, with it)
+  const std::pair<float, bool> attempts[] = {
+      {1.0f, false}, {0.85f, false}, {kLabelFloor, false}, {kLabelFloor, true}};
+  for (const auto& [scale, rounding] : attempts) {
     g.cellLabelPx = font * scale;
+    g.cellLabelRounding = rounding;
     texts.clear();
     fits = true;
     for (int r = g.firstRow; r <= g.lastRow && fits; ++r) {

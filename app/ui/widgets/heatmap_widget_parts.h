@@ -56,6 +56,7 @@ struct Grid {
   int level = 0;            // level of detail the quad reads
   bool cellLabels = false;  // cell labels are drawn
   float cellLabelPx = 0;    // their font size (drawGrid: the font, or smaller so all fit)
+  bool cellLabelRounding = true;  // labels may round to fewer decimals (fittedCellLabel)
   int numberedCells = 0;    // cells that got their number (drawGrid)
   int hatchedCells = 0;     // cells left without one because the view masks them (hatched)
   bool drawn = false;       // the quad was drawn
