@@ -167,7 +167,7 @@ void fillPages(const StageLayoutInput& input, StageLayout& layout) {
     const float avail = input.height - overhead;
     if (avail >= natural) {
       const float stretch = std::min(avail / natural, kMaxRowStretch);
-      for (int r = first; r < last; ++r) layout.rowStretch[r] = std::floor(stretch * 100) / 100;
+      for (int r = first; r < last; ++r) layout.rowStretch[r] = stretch;
       continue;
     }
     std::vector<float> tall, floorOf;
@@ -195,7 +195,7 @@ void fillPages(const StageLayoutInput& input, StageLayout& layout) {
       const float share = (avail - floors) / std::max(natural - floors, 1e-3f);  // in [0, 1)
       for (int r = first; r < last; ++r) {
         const float h = floorOf[r - first] + (tall[r - first] - floorOf[r - first]) * share;
-        layout.rowStretch[r] = std::floor(h / tall[r - first] * 100) / 100;
+        layout.rowStretch[r] = h / tall[r - first];
       }
       continue;
     }

@@ -521,86 +521,8 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   EXPECT_FALSE(state.dirty());
 }
 
-// The sizes of a 1280 x 800 projector in presentation type (22 px): nine stages of a
-// multi-head scenario, labels ~4 characters wide, arrows such as "→ softmax".
-StageLayoutInput projectorInput(float width, float height, float font) {
-  StageLayoutInput input;
-  input.width = width;
-  input.height = height;
-  input.spacing = font * 0.4f;
-  input.rowOverhead = font * 1.3f + font * 1.3f + font * 0.8f;
-  const float aspects[] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 2.0f, 2.0f};
-  for (int i = 0; i < 9; ++i) {
-    StageCardSize card;
-    card.aspect = aspects[i];
-    card.labelWidth = font * 3.0f;
-    card.sameLabels = i == 1 || i == 2 || i == 4;  // K, V after Q; masked after scores
-    card.arrowWidth = i == 0 ? 0.0f : font * 5.0f;
-    card.barWidth = font * 6.0f;
-    input.cards.push_back(card);
-  }
-  return input;
-}
-
-TEST(PresentationLayout, StagesFitAt1280x800WithHeatmapsOf300Px) {
-  const float font = 22.0f;
-  // The strip's area: the window minus padding, the header (3 lines) and the status bar.
-  const StageLayoutInput input = projectorInput(1280.0f - 2 * 8 - 14, 800.0f - 7 * font, font);
-  const StageLayout layout = layoutStages(input);
-  ASSERT_TRUE(layout.fits);
-  EXPECT_GE(layout.grid, kPresentationMinGrid);
-  EXPECT_GE(layout.pages(), 2);  // nine 300 px stages need more than one 1280 x 800 page
-  // Every row fits the width at its own grid (never below the packing's), every page the
-  // height, and the rows cover every card once.
-  int covered = 0;
-  for (int r = 0; r < layout.rows(); ++r) {
-    const int begin = layout.rowStarts[r];
-    const int end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : 9;
-    ASSERT_LT(begin, end);
-    covered += end - begin;
-    EXPECT_GE(layout.rowGrid(r), layout.grid) << r;
-    EXPECT_LE(stageRowWidth(input, begin, end, layout.rowGrid(r)), input.width + 0.01f) << r;
-    // Justified (fillPages): one more pixel of grid would no longer fit the width.
-    EXPECT_GT(stageRowWidth(input, begin, end, layout.rowGrid(r) + 1.0f), input.width) << r;
-  }
-  EXPECT_EQ(covered, 9);
-  // Every page's rows fit its height, and fill it unless the rows reached their tallest
-  // stretch (kMaxRowStretch): the page is used, not left empty below.
-  for (int p = 0; p < layout.pages(); ++p) {
-    const int first = layout.pageStarts[p];
-    const int last = p + 1 < layout.pages() ? layout.pageStarts[p + 1] : layout.rows();
-    float height = 0;
-    bool tallest = true;
-    for (int r = first; r < last; ++r) {
-      height += stageRowHeight(input, layout, r);
-      tallest = tallest && layout.stretchOf(r) >= kMaxRowStretch - 0.01f;
-    }
-    EXPECT_LE(height, input.height + 0.01f) << p;
-    if (!tallest) {
-      EXPECT_GE(height, input.height * 0.97f) << p;
-    }
-  }
-  // The cards cover most of their pages.
-  EXPECT_GE(stageCoverage(input, layout), 0.75f);
-  // Pages follow the rows, in order.
-  for (int i = 1; i < 9; ++i) EXPECT_GE(layout.pageOf(i), layout.pageOf(i - 1));
-  // At 1920 x 1080 the same stages need fewer pages and get larger heatmaps.
-  const StageLayout large = layoutStages(projectorInput(1920.0f - 30, 1080.0f - 7 * font, font));
-  EXPECT_TRUE(large.fits);
-  EXPECT_LT(large.pages(), layout.pages());
-}
-
-TEST(PresentationLayout, ATinyWindowStillGetsTheLargestGridItAllows) {
-  const StageLayoutInput input = projectorInput(400.0f, 300.0f, 22.0f);
-  const StageLayout layout = layoutStages(input);
-  EXPECT_FALSE(layout.fits);
-  EXPECT_GT(layout.grid, 0.0f);
-  EXPECT_LT(layout.grid, kPresentationMinGrid);
-  for (int r = 0; r < layout.rows(); ++r) {
-    const int end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : 9;
-    EXPECT_LE(stageRowWidth(input, layout.rowStarts[r], end, layout.grid), input.width + 0.01f);
-  }
-}
+// (The presentation layout itself, app/session/pipeline_layout.h, is tested in
+// tests/session/test_session_pipeline_layout.cpp.)
 
 TEST_F(Headless, PresentationAt1280x800ShowsWholeHeatmapsOfAtLeast300Px) {
   ImGuiIO& io = ImGui::GetIO();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <unordered_map>
+#include <vector>
 
 namespace attn::app {
 
@@ -61,6 +62,7 @@ struct Placed {
   float penU = 0, topV = 0;  // the pen position (left end, top of the line) in the run frame
   ImU32 color = 0;
   bool up = false, clipped = false;
+  int command = 0;  // the draw command it belongs to (a text never spans two)
 };
 
 }  // namespace
@@ -77,9 +79,11 @@ std::vector<DrawnText> drawnTexts(const ImDrawData& data, const ImFontAtlas& atl
   //   (a.x, c.y) and the indices 0 1 2 0 2 3; every other primitive is skipped a triangle
   //   at a time
   std::vector<Placed> placed;
+  int commands = 0;
   for (int l = 0; l < data.CmdListsCount; ++l) {
     const ImDrawList* list = data.CmdLists[l];
     for (const ImDrawCmd& cmd : list->CmdBuffer) {
+      ++commands;
       if (cmd.UserCallback != nullptr || cmd.TextureId != atlas.TexID) continue;
       const ImDrawIdx* idx = list->IdxBuffer.Data + cmd.IdxOffset;
       const ImDrawVert* vtx = list->VtxBuffer.Data + cmd.VtxOffset;
@@ -99,7 +103,7 @@ std::vector<DrawnText> drawnTexts(const ImDrawData& data, const ImFontAtlas& atl
         const bool up = std::fabs(v1.pos.x - v0.pos.x) < 1e-3f && v1.pos.y < v0.pos.y;
         // The glyph's corners in the run frame: upright (x, y); upwards (u, v) = (-y, x).
         const float u0 = up ? -v0.pos.y : v0.pos.x, w0 = up ? v0.pos.x : v0.pos.y;
-        const float u2 = up ? -v2.pos.y : v2.pos.x, w2 = up ? v2.pos.x : v2.pos.y;
+        const float u2 = up ? -v2.pos.y : v2.pos.x;
         if (!(u2 > u0) || !(g.X1 > g.X0)) continue;
         // Inside the GPU clip rectangle? (outside: not drawn)
         const float minX = std::min(v0.pos.x, v2.pos.x), maxX = std::max(v0.pos.x, v2.pos.x);
@@ -107,11 +111,11 @@ std::vector<DrawnText> drawnTexts(const ImDrawData& data, const ImFontAtlas& atl
         const ImVec4& clip = cmd.ClipRect;
         if (maxX <= clip.x || minX >= clip.z || maxY <= clip.y || minY >= clip.w) continue;
         Placed p;
+        p.command = commands;
         p.ref = found->second;
         p.scale = (u2 - u0) / (g.X1 - g.X0);
         p.penU = u0 - g.X0 * p.scale;
         p.topV = w0 - g.Y0 * p.scale;
-        (void)w2;
         p.color = v0.col;
         p.up = up;
         p.clipped = minX < clip.x || maxX > clip.z || minY < clip.y || maxY > clip.w;
@@ -142,18 +146,22 @@ std::vector<DrawnText> drawnTexts(const ImDrawData& data, const ImFontAtlas& atl
     const float space =
         std::max(spaceGlyph != nullptr ? spaceGlyph->AdvanceX : font->FallbackAdvanceX, 0.5f) *
         p.scale;
-    // ImFont::RenderText starts every text at a whole pixel and advances by the glyphs'
-    // (fractional) widths, spaces included: a glyph continues the text before it when the
-    // gap is exactly a whole number of spaces (0 to 3), and it does not start at a whole
-    // pixel where a gap precedes it (two cells' numbers side by side are two texts).
+    // A glyph continues the text before it (same draw command, font, size, colour, line)
+    // when the gap is exactly a whole number of spaces (0 to 2): ImFont::RenderText
+    // advances by the glyphs' widths, spaces included. Where those widths are fractional it
+    // also starts every text at a whole pixel, so a glyph there after a gap begins a new
+    // text (two cells' numbers side by side are two texts; the heatmap widget also gives
+    // each cell number its own draw command while a layout dump is recorded).
     const float gap = p.penU - endU;
     const float spaces = std::round(gap / space);
+    const bool fractional = std::fabs(space - std::round(space)) > 1e-3f;
     const bool whole = std::fabs(p.penU - std::round(p.penU)) < 1e-3f;
-    const bool joins = last != nullptr && last->ref.font == font &&
-                       std::fabs(last->scale - p.scale) < 1e-3f && last->color == p.color &&
-                       last->up == p.up && std::fabs(last->topV - p.topV) < 0.01f &&
-                       spaces >= 0 && spaces <= 3 && std::fabs(gap - spaces * space) < 0.02f &&
-                       !(whole && spaces > 0 && !p.up);
+    const bool joins = last != nullptr && last->command == p.command &&
+                       last->ref.font == font && std::fabs(last->scale - p.scale) < 1e-3f &&
+                       last->color == p.color && last->up == p.up &&
+                       std::fabs(last->topV - p.topV) < 0.01f && spaces >= 0 && spaces <= 2 &&
+                       std::fabs(gap - spaces * space) < 0.02f &&
+                       !(fractional && whole && spaces > 0 && !p.up);
     if (!joins) {
       finish();
       texts.emplace_back();

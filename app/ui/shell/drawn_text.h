@@ -12,7 +12,8 @@
 namespace attn::app {
 
 // One run of text as drawn: its UTF-8 string (spaces restored from the gaps between
-// glyphs), its box in window coordinates (x, y: top-left; w, h: width and line height of
+// glyphs; two texts drawn exactly one or two spaces apart on one line, in one draw command
+// and colour, read as one where the font's advances are whole pixels), its box in window coordinates (x, y: top-left; w, h: width and line height of
 // the run; for text read bottom to top the box is the turned run's), the font size in
 // pixels, whether it reads bottom to top, and whether a glyph of it was cut by its clip
 // rectangle (text clipped on the CPU, ImDrawList::AddText with a fine clip rectangle, loses

@@ -189,6 +189,8 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
         continue;
       }
       ++g.numberedCells;
+      // (a layout dump reads each number as its own text: its own draw command)
+      if (g.recordLabels) drawList->AddDrawCmd();
       const ImVec2 size = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str());
       const ImVec2 cellMin = g.cellScreenMin(r, c);
       const ImVec2 at(std::round(cellMin.x + (g.cellPxW - size.x) * 0.5f),
