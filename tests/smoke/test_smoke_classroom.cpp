@@ -90,7 +90,7 @@ bool isPipelineHeatmap(const Json& heatmap) {
 // The most of the window a presentation page leaves empty, measured strictly: everything
 // outside the heatmaps' boxes and the texts' boxes counts (the gaps between cards, the card
 // title lines beside their titles, the header's buttons). Issue 18 asks for 25 %; the
-// built-in presets measure 22.9-29.2 % this way (docs/screenshots/README.md), so this
+// built-in presets measure 21.9-28.6 % this way on their first page (docs/heatmaps.md), so this
 // guards that figure against regressions rather than claiming the 25 %.
 constexpr double kMostEmpty = 0.30;
 
