@@ -20,6 +20,34 @@ int labelStep(double extent, double pitch) {
   return 1'000'000'000;
 }
 
+AxisLabelFit fitRowLabels(float pitch, float font, float floorPx, float allFloorPx,
+                          bool allLabels) {
+  AxisLabelFit fit;
+  const float floor = std::min(allLabels ? allFloorPx : floorPx, font);
+  fit.px = std::clamp(pitch, floor, font);
+  fit.step = allLabels || pitch >= fit.px ? 1 : labelStep(fit.px, pitch);
+  return fit;
+}
+
+AxisLabelFit fitColumnLabels(float widest, float margin, float pitch, float font, float floorPx,
+                             float allFloorPx, bool allLabels) {
+  // 1 upright at the full font; 2 upright, shrunk so that the widest fits
+  AxisLabelFit fit;
+  if (widest + margin <= pitch || widest <= 0) {
+    fit.px = font;
+    return fit;
+  }
+  const float shrunk = font * (pitch - margin) / widest;
+  if (shrunk >= std::min(floorPx, font)) {
+    fit.px = std::min(shrunk, font);
+    return fit;
+  }
+  // 3 read upwards: one line per column, as a row label is; 4 thinned
+  fit = fitRowLabels(pitch, font, floorPx, allFloorPx, allLabels);
+  fit.up = true;
+  return fit;
+}
+
 std::string ordinal(int n) {
   const int lastTwo = std::abs(n) % 100, last = std::abs(n) % 10;
   const char* suffix = "th";

@@ -31,6 +31,31 @@ using attn::kLabelDisplayChars;
 // pitch <= 0 or a non-finite ratio gives 1.
 int labelStep(double extent, double pitch);
 
+// How the screen widget places an axis's token labels, in this order (issue 18):
+//   1 never thinned while a row (a column) holds its label at the full font `font`;
+//   2 below that the labels shrink, down to `floorPx`;
+//   3 then column labels turn to read bottom to top (one line per column), shrinking again
+//     down to `floorPx`;
+//   4 only then every k-th label is drawn (labelStep), except with `allLabels`
+//     (presentation, "this stage alone"), where every label is drawn, shrunk as far as the
+//     row takes, down to `allFloorPx`.
+// All sizes in pixels; `pitch` is one cell along the axis. The widget's floors: kLabelFloor
+// of its font, and kAllLabelsFloorPx with allLabels.
+inline constexpr float kLabelFloor = 0.7f;
+inline constexpr float kAllLabelsFloorPx = 4.f;
+struct AxisLabelFit {
+  bool up = false;  // column labels read bottom to top
+  float px = 0;     // the labels' font size
+  int step = 1;     // every step-th label is drawn
+};
+// Row labels (one line each, across rows of height `pitch`): steps 1, 2 and 4.
+AxisLabelFit fitRowLabels(float pitch, float font, float floorPx, float allFloorPx,
+                          bool allLabels);
+// Column labels whose widest is `widest` px at `font`, upright when that width plus
+// `margin` fits the column at a size >= floorPx, else read upwards (steps 1-4).
+AxisLabelFit fitColumnLabels(float widest, float margin, float pitch, float font, float floorPx,
+                             float allFloorPx, bool allLabels);
+
 // "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "102nd" ...
 std::string ordinal(int n);
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <span>
 #include <string>
@@ -85,13 +86,17 @@ Rgb cellLabelColor(ColormapKind kind, float value, ValueRange range);
 inline constexpr float kCellLabelHeights = 1.3f;
 
 // The text of a cell label: formatNumber(value, d) for the largest d in [1, digits] whose
-// text `fits` (a predicate on the UTF-8 text); for a tiny value (0 < |v| < 0.001, whose
-// "8e-33" is too wide) then "<0.001" (positive) and "0", which is what it rounds to at the
-// cell's digits; nullopt when nothing fits (a cell too narrow for "0" holds no number, like
-// its neighbours). Labels only ever lose digits to fit; a value never turns blank while a
-// shorter form fits.
+// text `fits` (a predicate on the UTF-8 text); failing that, for a tiny positive value
+// (0 < v < 0.001, whose "8e-33" is too wide) "<0.001"; failing that, the value rounded to
+// the most decimals (3, 2, 1, 0) whose text fits: "0.001", "0.01", "0.1" or "0" ("-0" reads
+// "0"), which is what it rounds to at the digits shown. So 0.0012 next to "0.12" prints
+// "0" where "0.001" is too wide, never blank. nullopt when nothing fits (a cell too narrow
+// for "0" holds no number, like its neighbours). Labels only ever lose digits to fit.
+// `fewerDecimals` false: the last step stops at 3 decimals (only what rounds to 0.000 prints
+// "0"), so a caller can first try a smaller font before 0.397 reads "0".
 template <class Fits>
-std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits) {
+std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits,
+                                           bool fewerDecimals = true) {
   std::string previous;
   for (int d = std::max(digits, 1); d >= 1; --d) {
     std::string text = formatNumber(value, d);
@@ -99,9 +104,21 @@ std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits)
     if (fits(text)) return text;
     previous = std::move(text);
   }
-  if (std::isfinite(value) && std::fabs(value) < 1e-3f && value != 0) {
-    if (value > 0 && fits(std::string("<0.001"))) return std::string("<0.001");
-    if (fits(std::string("0"))) return std::string("0");
+  if (!std::isfinite(value)) return std::nullopt;
+  if (value > 0 && value < 1e-3f && fits(std::string("<0.001"))) return std::string("<0.001");
+  // Fixed decimals: the value as the narrower neighbours' digits show it.
+  for (int decimals = 3; decimals >= (fewerDecimals ? 0 : 3); --decimals) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, static_cast<double>(value));
+    std::string text = buffer;
+    if (text.find('.') != std::string::npos) {
+      while (text.back() == '0') text.pop_back();
+      if (text.back() == '.') text.pop_back();
+    }
+    if (text == "-0") text = "0";
+    if (text == previous) continue;
+    if (fits(text)) return text;
+    previous = std::move(text);
   }
   return std::nullopt;
 }

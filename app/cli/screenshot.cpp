@@ -118,10 +118,12 @@ Attention panel over the default scenario. Needs a display; without one use
                    }()),
       // Checked after parsing (needs a name, and not the input).
       customOption("--layout-out", "FILE.json",
-                   "also write what was drawn: window [w, h], font_px, and every heatmap\n"
-                   "with its stage, title, rect [x, y, w, h], rows, cols, cell [w, h],\n"
-                   "numbers_drawn, row_labels / col_labels (as drawn, \"\" = skipped),\n"
-                   "range [lo, hi], range_rule (fixed|symmetric|minmax|row), colormap",
+                   "also write what was drawn: window [w, h], font_px, every text\n"
+                   "{text, x, y, w, h, px} read back from the frame's draw data, and every\n"
+                   "heatmap with its stage, title, rect [x, y, w, h], bounds, rows, cols,\n"
+                   "cell [w, h], numbers_drawn, cells {visible, numbered, hatched},\n"
+                   "row_labels / col_labels (as drawn, \"\" = skipped), range [lo, hi],\n"
+                   "range_rule (fixed|symmetric|minmax|row), colormap",
                    nullptr),
       dialogOption(launch.dialog),
   };

@@ -30,8 +30,44 @@ float stageRowHeight(const StageLayoutInput& input, const StageLayout& layout, i
   const int begin = layout.rowStarts[r], end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : n;
   float tallest = 0;
   for (int i = begin; i < end; ++i)
-    tallest = std::max(tallest, stageCardHeight(input.cards[i], layout.grid));
-  return tallest + input.rowOverhead;
+    tallest = std::max(tallest, stageCardHeight(input.cards[i], layout.rowGrid(r)));
+  return tallest * layout.stretchOf(r) + input.rowOverhead + stageRowBand(input, layout, r);
+}
+
+float stageRowBand(const StageLayoutInput& input, const StageLayout& layout, int r) {
+  const int n = static_cast<int>(input.cards.size());
+  const int begin = layout.rowStarts[r], end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : n;
+  float band = 0;
+  for (int i = begin; i < end; ++i) band = std::max(band, input.cards[i].labelBand);
+  return band;
+}
+
+namespace {
+
+// The tallest card's grid height in row r at grid g (unstretched).
+float tallestAt(const StageLayoutInput& input, const StageLayout& layout, int r, float g) {
+  const int n = static_cast<int>(input.cards.size());
+  const int end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : n;
+  float tallest = 0;
+  for (int i = layout.rowStarts[r]; i < end; ++i)
+    tallest = std::max(tallest, stageCardHeight(input.cards[i], g));
+  return tallest;
+}
+
+// Card i's grid height in row r at grid g: as tall as the row (stretched) where its cells
+// stay within kMaxCellStretch times their height (a strip beside square cards grows taller).
+float cardHeightAt(const StageLayoutInput& input, const StageLayout& layout, int r, int i,
+                   float g) {
+  const float natural = stageCardHeight(input.cards[i], g);
+  return std::min(tallestAt(input, layout, r, g) * layout.stretchOf(r),
+                  natural * kMaxCellStretch);
+}
+
+}  // namespace
+
+float stageGridHeight(const StageLayoutInput& input, const StageLayout& layout, int i) {
+  const int r = layout.rowOf(i);
+  return cardHeightAt(input, layout, r, i, layout.rowGrid(r));
 }
 
 bool StageLayout::startsRow(int card) const {
@@ -84,15 +120,111 @@ bool fitsWindow(const StageLayoutInput& input, const StageLayout& layout) {
   const int n = static_cast<int>(input.cards.size());
   for (int r = 0; r < layout.rows(); ++r) {
     const int end = r + 1 < layout.rows() ? layout.rowStarts[r + 1] : n;
-    if (stageRowWidth(input, layout.rowStarts[r], end, layout.grid) > input.width + 0.01f)
+    if (stageRowWidth(input, layout.rowStarts[r], end, layout.rowGrid(r)) > input.width + 0.01f)
       return false;
   }
-  for (int r = 0; r < layout.rows(); ++r)
-    if (stageRowHeight(input, layout, r) > input.height + 0.01f) return false;
+  for (int p = 0; p < layout.pages(); ++p) {
+    const int first = layout.pageStarts[p];
+    const int last = p + 1 < layout.pages() ? layout.pageStarts[p + 1] : layout.rows();
+    float height = 0;
+    for (int r = first; r < last; ++r) height += stageRowHeight(input, layout, r);
+    if (height > input.height + 0.01f && last - first > 1) return false;
+    if (stageRowHeight(input, layout, first) > input.height + 0.01f) return false;
+  }
   return true;
 }
 
+// The end (one past the last card) of row r.
+int rowEnd(const StageLayout& layout, int r, int n) {
+  return r + 1 < layout.rows() ? layout.rowStarts[r + 1] : n;
+}
+
 }  // namespace
+
+void fillPages(const StageLayoutInput& input, StageLayout& layout) {
+  const int n = static_cast<int>(input.cards.size());
+  layout.rowGrids.assign(static_cast<std::size_t>(layout.rows()), layout.grid);
+  layout.rowStretch.assign(static_cast<std::size_t>(layout.rows()), 1.0f);
+  layout.readable = true;
+  for (int p = 0; p < layout.pages(); ++p) {
+    const int first = layout.pageStarts.empty() ? 0 : layout.pageStarts[p];
+    const int last = p + 1 < layout.pages() ? layout.pageStarts[p + 1] : layout.rows();
+    // 1 each row at the grid that fills the width (a row's width is linear in its grid)
+    float natural = 0, overhead = 0;
+    for (int r = first; r < last; ++r) {
+      const int begin = layout.rowStarts[r], end = rowEnd(layout, r, n);
+      const float fixed = stageRowWidth(input, begin, end, 0.0f);
+      const float perGrid = stageRowWidth(input, begin, end, 1.0f) - fixed;
+      const float g = perGrid > 0 ? (input.width - fixed) / perGrid : layout.grid;
+      layout.rowGrids[r] = std::floor(std::max(layout.grid, g));
+      natural += tallestAt(input, layout, r, layout.rowGrids[r]);
+      overhead += input.rowOverhead + stageRowBand(input, layout, r);
+    }
+    if (natural <= 0) continue;
+    // 2 the page's height shared by the rows: taller cells where there is height to spare
+    //   (up to kMaxRowStretch), lower ones where there is not, each row down to its floor
+    //   (readable cells, kMinRowSqueeze); below the floors the rows' grids shrink too
+    const float avail = input.height - overhead;
+    if (avail >= natural) {
+      const float stretch = std::min(avail / natural, kMaxRowStretch);
+      for (int r = first; r < last; ++r) layout.rowStretch[r] = stretch;
+      continue;
+    }
+    std::vector<float> tall, floorOf;
+    float floors = 0;
+    auto findFloors = [&](bool readable) {
+      tall.clear();
+      floorOf.clear();
+      floors = 0;
+      for (int r = first; r < last; ++r) {
+        const float t = tallestAt(input, layout, r, layout.rowGrids[r]);
+        float f = t * kMinRowSqueeze;
+        for (int i = layout.rowStarts[r]; i < rowEnd(layout, r, n) && readable; ++i)
+          f = std::max(f, std::min(t, input.cards[i].readableHeight));
+        tall.push_back(t);
+        floorOf.push_back(f);
+        floors += f;
+      }
+    };
+    findFloors(true);
+    if (floors > avail) {  // not every row can stay readable: lower them all alike
+      layout.readable = false;
+      findFloors(false);
+    }
+    if (floors <= avail) {
+      const float share = (avail - floors) / std::max(natural - floors, 1e-3f);  // in [0, 1)
+      for (int r = first; r < last; ++r) {
+        const float h = floorOf[r - first] + (tall[r - first] - floorOf[r - first]) * share;
+        layout.rowStretch[r] = h / tall[r - first];
+      }
+      continue;
+    }
+    const float shrink = avail / floors;
+    for (int r = first; r < last; ++r) {
+      layout.rowGrids[r] = std::floor(std::max(layout.grid, layout.rowGrids[r] * shrink));
+      const float t = tallestAt(input, layout, r, layout.rowGrids[r]);
+      layout.rowStretch[r] = std::clamp(
+          std::floor(floorOf[r - first] * shrink / std::max(t, 1.0f) * 100) / 100,
+          kMinRowSqueeze, 1.0f);
+    }
+  }
+}
+
+float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
+  const int n = static_cast<int>(input.cards.size());
+  if (n == 0 || input.width <= 0 || input.height <= 0) return 0.0f;
+  float covered = 0;
+  for (int r = 0; r < layout.rows(); ++r) {
+    const float g = layout.rowGrid(r);
+    for (int i = layout.rowStarts[r]; i < rowEnd(layout, r, n); ++i) {
+      const StageCardSize& card = input.cards[i];
+      covered += (card.labelWidth + g * card.aspect + card.barWidth) *
+                 (cardHeightAt(input, layout, r, i, g) + input.rowOverhead +
+                  stageRowBand(input, layout, r));
+    }
+  }
+  return std::min(1.0f, covered / (input.width * input.height * static_cast<float>(layout.pages())));
+}
 
 StageLayout layoutStages(const StageLayoutInput& input) {
   const int n = static_cast<int>(input.cards.size());
@@ -114,15 +246,31 @@ StageLayout layoutStages(const StageLayoutInput& input) {
     layout.fits = false;
     return layout;
   }
-  // 3 the fewest pages happen at the smallest allowed grid; then the largest grid that keeps
-  //   that many pages (fewer pages when larger is never the case: larger grids need more room)
+  // 3 the fewest pages happen at the smallest allowed grid; among the packings with that
+  //   many pages, grown to fill their pages, the one that covers the most (ties: larger grid;
+  //   at most ~200 packings, so a frame stays cheap)
   const int fewest = packAt(input, input.minGrid).pages();
   StageLayout best = packAt(input, input.minGrid);
-  for (float grid = largest; grid > input.minGrid; grid -= 1.0f) {
+  fillPages(input, best);
+  float bestCoverage = -1.0f;
+  //   (each distinct packing once, at the smallest grid that makes it: the most room to grow)
+  const float step = std::max(1.0f, (largest - input.minGrid) / 200.0f);
+  StageLayout previous;
+  for (float grid = input.minGrid; grid <= largest; grid += step) {
     StageLayout layout = packAt(input, grid);
-    if (layout.pages() <= fewest && fitsWindow(input, layout)) {
+    if (layout.rowStarts == previous.rowStarts && layout.pageStarts == previous.pageStarts)
+      continue;
+    previous = layout;
+    if (layout.pages() > fewest + 1 || !fitsWindow(input, layout)) continue;
+    fillPages(input, layout);
+    const float coverage = stageCoverage(input, layout);
+    const bool better = layout.readable != best.readable ? layout.readable
+                        : layout.pages() != best.pages()
+                            ? layout.pages() < best.pages()
+                            : coverage > bestCoverage - 1e-4f;  // ties: the larger grid (later)
+    if (bestCoverage < 0 || better) {
       best = layout;
-      break;
+      bestCoverage = coverage;
     }
   }
   best.fits = fitsWindow(input, best);

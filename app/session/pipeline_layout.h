@@ -24,10 +24,22 @@ struct StageCardSize {
   // A wide matrix (cols / rows = shape > 1) is less tall than its grid size g:
   // min(g, max(g / shape, minHeight)) (stageCardHeight). 0 = as tall as g.
   float shape = 0, minHeight = 0;
+  // The grid height below which its cells lose their numbers and full-size labels (rows x
+  // 1.5 font heights): fillPages lowers a row's cards no further than this (0 = no floor).
+  float readableHeight = 0;
+  // Extra height above the grid for column labels read bottom to top (their band beyond
+  // the one line upright labels take); a row is as much taller as its largest.
+  float labelBand = 0;
 };
 
 // The grid's height of `card` at grid size g (its longer side): g, or less for a wide one.
 float stageCardHeight(const StageCardSize& card, float g);
+
+// The most a row's grids are stretched in height to fill a page (fillPages), and the most a
+// card's cells grow taller than its square (or strip) shape to match its row's height.
+inline constexpr float kMaxRowStretch = 2.0f;
+inline constexpr float kMinRowSqueeze = 0.5f;  // rows lower than their square cells: at most 2:1
+inline constexpr float kMaxCellStretch = 3.0f;
 
 struct StageLayoutInput {
   std::vector<StageCardSize> cards;
@@ -41,8 +53,21 @@ struct StageLayout {
   std::vector<int> rowStarts;   // first card of every row, over all pages
   std::vector<int> pageStarts;  // first row of every page (rows of wide cards are lower, so
                                 // a page holds as many rows as their heights allow)
-  float grid = 0;     // the grid size (longer side) of every card
+  float grid = 0;     // the grid size (longer side) the packing was made at: every card's least
   bool fits = false;  // grid >= minGrid and every row fits the width and every page the height
+  // Each row's own grid size (>= grid): its cards grow until the row fills the width or the
+  // page's rows fill its height (fillPages). Empty = every row at `grid`.
+  std::vector<float> rowGrids;
+  float rowGrid(int row) const {
+    return row >= 0 && row < static_cast<int>(rowGrids.size()) ? rowGrids[row] : grid;
+  }
+  // Each row's height factor in [kMinRowSqueeze, kMaxRowStretch] (fillPages): the rows of a
+  // page share its height, their cells taller or lower than square. Empty = 1 for every row.
+  std::vector<float> rowStretch;
+  bool readable = true;  // fillPages kept every row at or above its cards' readableHeight
+  float stretchOf(int row) const {
+    return row >= 0 && row < static_cast<int>(rowStretch.size()) ? rowStretch[row] : 1.0f;
+  }
   int rows() const { return static_cast<int>(rowStarts.size()); }
   int pages() const { return std::max(1, static_cast<int>(pageStarts.size())); }
   // The row of card i, and its page.
@@ -51,19 +76,41 @@ struct StageLayout {
   bool startsRow(int card) const;
 };
 
-// Height of row r of `layout` on screen: its tallest card's grid plus input.rowOverhead.
+// Height of row r of `layout` on screen: its tallest card's grid (at layout.rowGrid(r),
+// times layout.stretchOf(r)) plus input.rowOverhead plus stageRowBand.
 float stageRowHeight(const StageLayoutInput& input, const StageLayout& layout, int r);
+
+// The largest labelBand of row r's cards (the row's column labels read upwards above it).
+float stageRowBand(const StageLayoutInput& input, const StageLayout& layout, int r);
+
+// The grid height of card i as laid out: its row's tallest card's stageCardHeight at the row's
+// grid times the row's stretch, or at most kMaxCellStretch times its own stageCardHeight.
+float stageGridHeight(const StageLayoutInput& input, const StageLayout& layout, int i);
 
 // Width of a row of cards [begin, end) at grid height g: labels (the first card's always),
 // arrows, colour bars, spacing and the grids.
 float stageRowWidth(const StageLayoutInput& input, int begin, int end, float grid);
 
+// Justifies the rows of `layout` (packed at layout.grid) to fill their page: each row's grid
+// fills the width, then the page's height is shared by its rows: with height to spare every
+// row grows taller alike (up to kMaxRowStretch); short of height, each row gives up the
+// same share of what it has above its floor (its cards' readableHeight, and kMinRowSqueeze
+// of its height), and below the floors the rows' grids shrink too (never under
+// layout.grid). Sets layout.rowGrids and layout.rowStretch (the height factor of each row).
+void fillPages(const StageLayoutInput& input, StageLayout& layout);
+
+// The part of the pages the cards cover: the sum of the cards' boxes (labels, grid, bar;
+// height with the row overhead) over pages x width x height, in [0, 1].
+float stageCoverage(const StageLayoutInput& input, const StageLayout& layout);
+
 // Packs the cards into rows (a card starts a new row when the row would be wider than the
-// window) and the rows into pages (as many as the height holds), all cards of one grid
-// height: the fewest pages whose grids reach minGrid, and among those the largest grid, which
-// then fills the width of a row or the height of a page. Cards keep their rows and pages
-// whatever the step (the layout does not depend on it). When the window is too small for
-// minGrid, the largest grid that fits, one card a row if need be.
+// window) and the rows into pages (as many as the height holds). Among the packings (one
+// per grid size from minGrid up to the largest) with at most one page more than the fewest
+// at minGrid, each justified by fillPages: a readable one (cells keep their numbers) before
+// one that is not, then the fewest pages, then the one that covers most of the pages
+// (stageCoverage; ties: the larger grid). Cards keep their rows and pages whatever the step
+// (the layout does not depend on it). When the window is too small for minGrid, the
+// largest grid that fits, one card a row if need be.
 StageLayout layoutStages(const StageLayoutInput& input);
 
 }  // namespace attn::app

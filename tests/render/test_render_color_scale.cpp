@@ -235,6 +235,21 @@ TEST(RangeRules, TinyValuesPrintRatherThanVanish) {
   EXPECT_EQ(fittedCellLabel(-2e-5f, 3, plain6), std::optional<std::string>("0"));
   auto none = [](const std::string&) { return false; };
   EXPECT_FALSE(fittedCellLabel(8e-33f, 3, none));
+  // Small but not tiny: 0.0012 needs "0.001" (5 characters) at one digit; where only "0.12"
+  // fits (4) it prints what it rounds to at two decimals, "0", not a blank. So does a
+  // negative one, and 0.0096 rounds to "0.01".
+  EXPECT_EQ(fittedCellLabel(0.0012f, 3, fits4), std::optional<std::string>("0"));
+  auto fits5 = [](const std::string& text) { return text.size() <= 5; };
+  EXPECT_EQ(fittedCellLabel(0.0012f, 3, fits5), std::optional<std::string>("0.001"));
+  EXPECT_EQ(fittedCellLabel(-0.0012f, 3, fits4), std::optional<std::string>("0"));
+  EXPECT_EQ(fittedCellLabel(0.0096f, 3, fits4), std::optional<std::string>("0.01"));
+  EXPECT_EQ(fittedCellLabel(0.0456f, 3, fits3), std::optional<std::string>("0"));
+  // Without rounding to fewer decimals (the widget tries a smaller font first), 0.397 in a
+  // one-character cell has no label rather than "0"; a value below 0.0005 still reads "0".
+  auto fits1 = [](const std::string& text) { return text.size() <= 1; };
+  EXPECT_EQ(fittedCellLabel(0.397f, 3, fits1), std::optional<std::string>("0"));
+  EXPECT_FALSE(fittedCellLabel(0.397f, 3, fits1, false));
+  EXPECT_EQ(fittedCellLabel(2e-4f, 3, fits1, false), std::optional<std::string>("0"));
 }
 
 }  // namespace

@@ -231,9 +231,19 @@ TEST(CellLabels, FewerDigitsAsRoomShrinksAndNeverBlankWhileOneDigitFits) {
       EXPECT_LE(label->size(), room);
       EXPECT_GE(label->size(), previous) << value << " room " << room;  // digits only grow
       previous = label->size();
-      // Always the shared formatter at some number of digits.
+      // Always the shared formatter at some number of digits, or (where none of those fits)
+      // the value rounded to fewer decimals: -0.0098765 in a 1-character cell is "0".
       bool formatted = false;
       for (int d = 1; d <= kCellDigits; ++d) formatted = formatted || *label == formatNumber(value, d);
+      if (!formatted) {
+        const double shown = std::stod(*label);
+        int decimals = 0;
+        if (const std::size_t point = label->find('.'); point != std::string::npos)
+          decimals = static_cast<int>(label->size() - point - 1);
+        EXPECT_LE(std::fabs(shown - value), 0.5 * std::pow(10.0, -decimals) + 1e-7) << *label;
+        EXPECT_LT(label->size(), formatNumber(value, 1).size()) << *label;
+        formatted = true;
+      }
       EXPECT_TRUE(formatted) << *label;
     }
     EXPECT_TRUE(shown) << value;

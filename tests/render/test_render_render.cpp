@@ -338,7 +338,11 @@ TEST(CellLabels, FewerDigitsWhenNarrowNeverBlankWhileOneFits) {
   EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(5)), "0.119");
   EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(4)), "0.12");
   EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(3)), "0.1");
-  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(2)), std::nullopt);
+  // Narrower than "0.1": what it rounds to at no decimals (issue 18: never blank beside a
+  // neighbour that prints "1"), unless the caller asks for no rounding past 0.001.
+  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(2)), "0");
+  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(2), false), std::nullopt);
+  EXPECT_EQ(fittedCellLabel(0.1192f, 3, within(0)), std::nullopt);
   EXPECT_EQ(fittedCellLabel(927.0f, 3, within(3)), "927");
   EXPECT_EQ(fittedCellLabel(927.0f, 3, within(2)), std::nullopt);
   EXPECT_EQ(fittedCellLabel(123456.0f, 3, within(3)), "1e5");

@@ -255,6 +255,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       if (stageIndex(visible[i]) == current) index = i;
     ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
   }
+  // Presentation: the page controls go at the end of this line (drawn once the pages are
+  // known), so the page keeps the height a line of its own would take.
+  ImGui::SameLine(0.0f, font * 1.5f);
+  const ImVec2 pageControls = ImGui::GetCursorScreenPos();
+  ImGui::NewLine();
   {
     // The description line is as tall as the longest description at this width, whichever
     // stage is current, so stepping never moves the cards below.
@@ -343,8 +348,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float titleHeight = ImGui::GetTextLineHeightWithSpacing();
   // The column axis title and labels (in presentation taller when the labels turn).
-  float colLabelHeight = font * 2.5f;
-  float rowOverhead = titleHeight + colLabelHeight + style.ItemSpacing.y * 2.0f;
+  const float columnLabels = font * 2.5f;
+  float rowOverhead = titleHeight + columnLabels + style.ItemSpacing.y * 2.0f;
   // (Presentation pages instead of scrolling: no room kept for a scroll bar.)
   const float usableWidth = avail.x - (presenting ? 0.0f : style.ScrollbarSize);
   int revealed = n;
@@ -371,6 +376,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   float grid = 0;
   int page = 0, pages = 1;
   StageLayout pages_;
+  StageLayoutInput pagesInput;  // what pages_ was laid out from (presentation)
   // In presentation every revealed card has its colour bar (a projector needs the scale),
   // in room reserved for it, so that stepping moves nothing.
   const float presentationBar = presenting ? colorbarReserve(state) : 0.0f;
@@ -379,7 +385,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     // window allows (app/session/pipeline_layout.h); the page follows the current stage.
     StageLayoutInput input;
     input.width = usableWidth;
-    input.height = avail.y - titleHeight - style.ItemSpacing.y;  // the page line
+    input.height = avail.y;  // (the page controls sit on the header's first line)
     input.spacing = style.ItemSpacing.x;
     input.rowOverhead = rowOverhead;
     for (int i = 0; i < n; ++i) {
@@ -391,28 +397,36 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       card.barWidth = presentationBar;
       card.shape = wideShape[i].first;  // a wide matrix's row is lower (stageCardHeight)
       card.minHeight = wideShape[i].second;
+      // Cells of 1.5 font heights keep their numbers (1.3) and full-size row labels.
+      if (cards[i].layout != nullptr)
+        card.readableHeight = static_cast<float>(cards[i].layout->values().rows) * font * 1.5f;
       input.cards.push_back(card);
     }
-    // Column labels read bottom to top when one does not fit its cell (the widget's rule,
-    // app/ui/widgets/heatmap_widget_layout.cpp), in a band as tall as the widest: laid out again with
-    // that band above every grid until no more cards turn theirs (the grid only shrinks).
-    float band = font * 1.3f;
+    // Column labels shrink, then read bottom to top when they still do not fit their cells
+    // (io::fitColumnLabels, the widget's rule), in a band as tall as the widest above the
+    // grids of that card's row: laid out again with the bands until no more cards turn
+    // theirs (a band only grows).
     for (int pass = 0; pass < 3; ++pass) {
-      input.rowOverhead = rowOverhead - font * 1.3f + band;
       pages_ = layoutStages(input);
-      float needed = band;
+      bool grew = false;
       for (int i = 0; i < n; ++i) {
         if (cards[i].layout == nullptr || cards[i].layout->values().cols <= 0) continue;
-        const float cell =
-            pages_.grid * aspects[i] / static_cast<float>(cards[i].layout->values().cols);
-        if (colLabelWidths[i] + font * 0.4f > cell)
-          needed = std::max(needed, colLabelWidths[i] + font * 0.4f);
+        const float cell = pages_.rowGrid(pages_.rowOf(i)) * aspects[i] /
+                           static_cast<float>(cards[i].layout->values().cols);
+        if (!io::fitColumnLabels(colLabelWidths[i], font * 0.4f, cell, font,
+                                 font * io::kLabelFloor, io::kAllLabelsFloorPx, true)
+                 .up)
+          continue;
+        const float band = colLabelWidths[i] + font * 0.4f - font * 1.3f;
+        if (band > input.cards[i].labelBand + 0.5f) {
+          input.cards[i].labelBand = band;
+          grew = true;
+        }
       }
-      if (needed <= band) break;
-      band = needed;
+      if (!grew) break;
     }
-    colLabelHeight += band - font * 1.3f;
     rowOverhead = input.rowOverhead;
+    pagesInput = input;
     bestStarts = pages_.rowStarts;
     grid = pages_.grid;
     pages = pages_.pages();
@@ -420,6 +434,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (currentCard >= 0) stored = pages_.pageOf(currentCard);
     stored = std::clamp(stored, 0, pages - 1);
     page = stored;
+    const ImVec2 below = ImGui::GetCursorScreenPos();
+    ImGui::SetCursorScreenPos(pageControls);
     if (pages > 1) {
       if (ImGui::ArrowButton("##pageUp", ImGuiDir_Up)) stored = std::max(0, page - 1);
       tooltip("Previous page of stages.");
@@ -428,9 +444,10 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       tooltip("Next page of stages (stepping turns the pages too).");
       ImGui::SameLine();
       ImGui::TextDisabled("page %d / %d", page + 1, pages);
-    } else {
-      ImGui::TextDisabled("Enter or double-click: one stage full screen  \xC2\xB7  Esc: back");
+      ImGui::SameLine(0.0f, font);
     }
+    ImGui::TextDisabled("Enter: one stage full screen  \xC2\xB7  Esc: back");
+    ImGui::SetCursorScreenPos(below);
   } else {
     // The window: choose the row breaks that make the grid largest (up to three rows).
     auto gridFor = [&](const std::vector<int>& starts) {
@@ -503,13 +520,18 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (!firstOnPage && !rowStart) ImGui::SameLine();
     if (rowStart && !firstOnPage) ImGui::Spacing();
     firstOnPage = false;
-    const float cardGrid = presenting ? grid : std::min(grid, heightCap[i]);
+    // (presentation: each row's own grid, grown to fill the page, pipeline_layout.h)
+    const float cardGrid = presenting ? pages_.rowGrid(pages_.rowOf(i)) : std::min(grid, heightCap[i]);
     const float cardHeight =
-        wideShape[i].first > 0
+        presenting ? stageGridHeight(pagesInput, pages_, i)
+        : wideShape[i].first > 0
             ? std::min(cardGrid, std::max(cardGrid / wideShape[i].first, wideShape[i].second))
             : cardGrid;
     const bool axisLabels = hasLabels(i, rowStart);
     const float labelWidth = axisLabels ? labelWidths[i] : 0.0f;
+    // (presentation: the column labels' band of this card's row, read upwards or not)
+    const float colLabelHeight =
+        presenting ? columnLabels + stageRowBand(pagesInput, pages_, pages_.rowOf(i)) : columnLabels;
     const ImVec2 cardSize(labelWidth + cardGrid * aspects[i] + presentationBar,
                           colLabelHeight + cardHeight);
     if (!card.arrow.empty()) {

@@ -304,7 +304,6 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
     options.vmin = 0.0f;
     options.vmax = 1.0f;
     options.slimColorbar = true;
-    options.cellLabels = false;
     const float side = std::min(ImGui::GetContentRegionAvail().x, font * 14.0f);
     options.size = ImVec2(side, side);
     options.tooltip = "1 = the query may attend the key, 0 = masked (score −∞, weight 0). "

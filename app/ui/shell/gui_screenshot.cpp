@@ -25,7 +25,11 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
         io.Fonts->Fonts.empty() ? 0.f : io.Fonts->Fonts[0]->FontSize * io.FontGlobalScale;
     written = io::writeFileAtomic(
         launch.layoutOutPath,
-        layoutDumpJson(heatmaps->impl().records, winWidth, winHeight, fontPx));
+        layoutDumpJson(heatmaps->impl().records,
+                       ImGui::GetDrawData() != nullptr
+                           ? drawnTexts(*ImGui::GetDrawData(), *io.Fonts)
+                           : std::vector<DrawnText>{},
+                       winWidth, winHeight, fontPx));
   }
   if (screenshotMode()) {
     if (!written) {

@@ -94,9 +94,20 @@ std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int
   return out.dump(2) + "\n";
 }
 
-std::string layoutDumpJson(const std::vector<HeatmapRecord>& records, int windowWidth,
+std::string layoutDumpJson(const std::vector<HeatmapRecord>& records,
+                           const std::vector<DrawnText>& texts, int windowWidth,
                            int windowHeight, float fontPx) {
   using Json = nlohmann::json;
+  Json textList = Json::array();
+  for (const DrawnText& t : texts)
+    textList.push_back({{"text", t.text},
+                        {"x", t.x},
+                        {"y", t.y},
+                        {"w", t.w},
+                        {"h", t.h},
+                        {"px", t.px},
+                        {"up", t.up},
+                        {"clipped", t.clipped}});
   Json heatmaps = Json::array();
   for (const HeatmapRecord& r : records) {
     // "##stage_weights" / "##single_weights" -> "weights"; other ids without the "##".
@@ -106,20 +117,33 @@ std::string layoutDumpJson(const std::vector<HeatmapRecord>& records, int window
     std::replace(stage.begin(), stage.end(), ' ', '_');  // "masked scores" -> "masked_scores"
     heatmaps.push_back(
         {{"stage", stage},
+         {"id", r.id},
          {"title", r.title},
+         {"level", r.level},
          {"rect", {r.gridMin.x, r.gridMin.y, r.gridMax.x - r.gridMin.x, r.gridMax.y - r.gridMin.y}},
          {"rows", r.rows},
          {"cols", r.cols},
          {"cell", {r.cellW, r.cellH}},
+         {"bounds", {r.boundsMin.x, r.boundsMin.y, r.boundsMax.x - r.boundsMin.x,
+                     r.boundsMax.y - r.boundsMin.y}},
+         {"clip", {r.clipMin.x, r.clipMin.y, r.clipMax.x - r.clipMin.x, r.clipMax.y - r.clipMin.y}},
          {"font_px", r.fontPx},
+         {"label_px", {r.rowLabelPx, r.colLabelPx}},
+         {"col_labels_up", r.colLabelsRotated},
          {"numbers_drawn", r.numbersDrawn},
+         {"number_px", r.numberPx},
+         {"cells", {{"visible", r.visibleCells}, {"numbered", r.numberedCells},
+                    {"hatched", r.hatchedCells}}},
          {"row_labels", r.rowLabels},
          {"col_labels", r.colLabels},
          {"range", {r.vmin, r.vmax}},
          {"range_rule", r.rangeRule},
          {"colormap", std::string(toString(r.colormap))}});
   }
-  Json out = {{"window", {windowWidth, windowHeight}}, {"font_px", fontPx}, {"heatmaps", heatmaps}};
+  Json out = {{"window", {windowWidth, windowHeight}},
+              {"font_px", fontPx},
+              {"texts", textList},
+              {"heatmaps", heatmaps}};
   return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

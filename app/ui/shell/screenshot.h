@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/ui/shell/drawn_text.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/base/types.h"
 #include "formats/files.h"
@@ -27,12 +28,18 @@ using io::writePng;
 //  "sample": {"row", "col", "value", "cell": [x0, y0, x1, y1], "point": [x, y]}}]}.
 // Coordinates are framebuffer pixels (window coordinates x framebuffer scale).
 // The layout dump of `attnscope screenshot --layout-out`: {"window": [w, h], "font_px": f,
-// "heatmaps": [{"stage", "title", "rect": [x, y, w, h], "rows", "cols", "cell": [w, h],
-// "numbers_drawn", "row_labels", "col_labels", "range": [lo, hi], "range_rule",
+// "texts": [{"text", "x", "y", "w", "h", "px", "up", "clipped"}] (drawnTexts(): read back
+// from the frame's draw data), "heatmaps": [{"stage", "id", "title", "level" (of detail:
+// 0 = a texel per cell), "rect": [x, y, w, h],
+// "bounds": [x, y, w, h] (the whole widget: axis titles, labels, grid, colour bar), "clip":
+// [x, y, w, h] (the panel's clip rectangle: what of the widget can be seen), "rows",
+// "cols", "cell": [w, h], "font_px", "label_px": [rows, cols], "col_labels_up",
+// "numbers_drawn", "number_px" (their font size), "cells": {"visible", "numbered", "hatched"}, "row_labels", "col_labels", "range": [lo, hi], "range_rule",
 // "colormap"}]} from the records the heatmap widget wrote while drawing (never recomputed).
 // Window coordinates (not framebuffer pixels). `stage` is the pipeline stage of a
 // pipeline heatmap ("weights"), else the widget's id without its "##".
-std::string layoutDumpJson(const std::vector<HeatmapRecord>& records, int windowWidth,
+std::string layoutDumpJson(const std::vector<HeatmapRecord>& records,
+                           const std::vector<DrawnText>& texts, int windowWidth,
                            int windowHeight, float fontPx);
 
 std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int windowWidth,

@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include <imgui.h>
 
@@ -84,11 +85,17 @@ std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodeP
 }
 
 std::optional<std::string> screenCellLabel(float value, const Grid& g) {
+  // (fewer decimals than a smaller font could show only in the last resort, drawGrid)
   // The shared formatter with fewer digits where the cell is narrow (io::fittedCellLabel,
   // the rule of the exports), none when even one digit does not fit.
-  return io::fittedCellLabel(value, kCellDigits, [&](const std::string& text) {
-    return ImGui::CalcTextSize(text.c_str()).x <= g.cellPxW - g.font * 0.3f;
-  });
+  // At the grid's cell-label size (drawGrid), widths scale with the size.
+  const float px = g.cellLabelPx > 0 ? g.cellLabelPx : g.font;
+  return io::fittedCellLabel(
+      value, kCellDigits,
+      [&](const std::string& text) {
+        return ImGui::CalcTextSize(text.c_str()).x * px / g.font <= g.cellPxW - px * 0.3f;
+      },
+      g.cellLabelRounding);
 }
 
 std::optional<std::string> cellText(const HeatmapView& view, int r, int c, const Grid& g) {
@@ -134,21 +141,64 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
 
   // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) font heights tall: the
   //   text fits with a small margin (each label is also fitted to the cell's width)
+  //   One rule for every cell of the heatmap: each visible cell that is not hatched gets its
+  //   number (with fewer digits where narrow, fittedCellLabel) at the largest size of font,
+  //   0.85 and kLabelFloor x font at which every one of them fits, or none does: a cell is
+  //   never blank beside one that prints. Rounding to fewer decimals than 0.001 comes last.
   g.cellLabels = options.cellLabels && g.cellPxH >= font * io::kCellLabelHeights && g.level == 0;
   if (!g.cellLabels) return;
+  std::vector<std::string> texts;
+  texts.reserve(static_cast<std::size_t>((g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1)));
+  bool fits = false;
+  // (first without rounding to fewer decimals than 0.001: a smaller font before 0.397 reads
+  // "0"; then, at the smallest size, with it)
+  const std::pair<float, bool> attempts[] = {
+      {1.0f, false}, {0.85f, false}, {kLabelFloor, false}, {kLabelFloor, true}};
+  for (const auto& [scale, rounding] : attempts) {
+    g.cellLabelPx = font * scale;
+    g.cellLabelRounding = rounding;
+    texts.clear();
+    fits = true;
+    for (int r = g.firstRow; r <= g.lastRow && fits; ++r) {
+      for (int c = g.firstCol; c <= g.lastCol && fits; ++c) {
+        if (view.maskedByAllowed(r, c)) {
+          texts.emplace_back();  // hatched: no number, on purpose
+          continue;
+        }
+        std::optional<std::string> text = cellText(view, r, c, g);
+        fits = text.has_value();
+        if (fits) texts.push_back(std::move(*text));
+      }
+    }
+    if (fits) break;
+  }
+  if (!fits) {  // not every cell can hold its number: none does
+    g.cellLabels = false;
+    g.cellLabelPx = 0;
+    return;
+  }
+  const float px = g.cellLabelPx;
   drawList->PushClipRect(g.gridMin, g.gridMax, true);
+  std::size_t index = 0;
   for (int r = g.firstRow; r <= g.lastRow; ++r) {
     for (int c = g.firstCol; c <= g.lastCol; ++c) {
       const float value = view.values(r, c);
-      const std::optional<std::string> text = cellText(view, r, c, g);
-      if (!text) continue;
-      const ImVec2 size = ImGui::CalcTextSize(text->c_str());
+      const std::string& text = texts[index++];
+      if (text.empty()) {
+        ++g.hatchedCells;
+        continue;
+      }
+      ++g.numberedCells;
+      // (a layout dump reads each number as its own text: its own draw command)
+      if (g.recordLabels) drawList->AddDrawCmd();
+      const ImVec2 size = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str());
       const ImVec2 cellMin = g.cellScreenMin(r, c);
       const ImVec2 at(std::round(cellMin.x + (g.cellPxW - size.x) * 0.5f),
                       std::round(cellMin.y + (g.cellPxH - size.y) * 0.5f));
       const float colorValue = g.positions.empty() ? value : g.positions(r, c);
-      drawList->AddText(at, imColor(io::cellLabelColor(options.colormap, colorValue, range)),
-                        text->c_str());
+      drawList->AddText(ImGui::GetFont(), px, at,
+                        imColor(io::cellLabelColor(options.colormap, colorValue, range)),
+                        text.c_str());
     }
   }
   drawList->PopClipRect();
@@ -170,24 +220,31 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
   const float lineHeight = ImGui::GetTextLineHeight();
   const bool hasCols = !view.colLabels.empty(), hasRows = !view.rowLabels.empty();
   const char* dot = " \xC2\xB7 ";  // " · "
-  // 1 the label sizes and steps: never thinned while a row (a rotated column) is at least one
-  //   font height; below that the labels shrink down to a floor (0.7 of the font), and only
-  //   then every k-th is drawn. In presentation and "this stage alone" (allLabels) every
-  //   label is drawn, shrunk as far as it takes (down to 4 px).
-  const float floorPx = options.allLabels ? std::min(font, 4.f) : font * 0.7f;
-  auto sizeFor = [&](float pitch) { return std::clamp(pitch, floorPx, font); };
-  auto stepFor = [&](float pitch, float size) {
-    return options.allLabels || pitch >= size ? 1 : io::labelStep(size, pitch);
-  };
-  g.rowLabelPx = sizeFor(g.cellPxH);
-  g.rowStep = hasRows ? stepFor(g.cellPxH, g.rowLabelPx) : 1;
-  g.colLabelPx = g.colLabelsRotated ? sizeFor(g.cellPxW) : font;
-  g.colStep = !hasCols             ? 1
-              : g.colLabelsRotated ? stepFor(g.cellPxW, g.colLabelPx)
-              : options.allLabels  ? 1
-                                   : io::labelStep(entry.colLabelWidth + font * 0.4f, g.cellPxW);
-  (void)lineHeight;
-  // 2 the titles: "key · every 2nd label" above, "query" read upwards on the left; the rows'
+  // 1 the label sizes and steps (io::fitRowLabels, io::fitColumnLabels): never thinned
+  //   while a row (a column) holds its label at the full font; below that the labels shrink
+  //   down to a floor (kLabelFloor of the font), then column labels turn, and only then
+  //   every k-th is drawn. In presentation and "this stage alone" (allLabels) every label
+  //   is drawn, shrunk as far as it takes (down to kAllLabelsFloorPx).
+  const io::AxisLabelFit rowFit =
+      io::fitRowLabels(g.cellPxH, font, font * kLabelFloor, kAllLabelsFloorPx, options.allLabels);
+  g.rowLabelPx = rowFit.px;
+  g.rowStep = hasRows ? rowFit.step : 1;
+  io::AxisLabelFit colFit = io::fitColumnLabels(entry.colLabelWidth, font * 0.4f, g.cellPxW, font,
+                                                font * kLabelFloor, kAllLabelsFloorPx,
+                                                options.allLabels);
+  if (colFit.up != g.colLabelsRotated) {
+    // The layout (at the same zoom) decided otherwise: keep its band, fit within it.
+    colFit = io::fitRowLabels(g.cellPxW, font, font * kLabelFloor, kAllLabelsFloorPx,
+                              options.allLabels);
+    if (!g.colLabelsRotated) {
+      colFit.px = font * kLabelFloor;
+      colFit.step = options.allLabels
+                        ? 1
+                        : io::labelStep(entry.colLabelWidth * kLabelFloor + font * 0.4f, g.cellPxW);
+    }
+  }
+  g.colLabelPx = colFit.px;
+  g.colStep = hasCols ? colFit.step : 1;  // 2 the titles: "key · every 2nd label" above, "query" read upwards on the left; the rows'
   //   rule goes above too when it does not fit beside the rows
   std::string rowTitle(view.rowAxis), colTitle(view.colAxis);
   const std::string rowNote = io::thinningNote(g.rowStep), colNote = io::thinningNote(g.colStep);
@@ -217,10 +274,15 @@ void drawAxisLabels(const Entry& entry, Grid& g, const HeatmapView& view,
                   ImVec2(g.gridMax.x + line * 0.5f, g.gridMin.y), px);
         if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
       } else {
-        const std::string text = fitLabel(view.colLabels[c], g.cellPxW * g.colStep);
+        const float px = g.colLabelPx;
+        const std::string text =
+            fitLabel(view.colLabels[c], g.cellPxW * g.colStep, io::kLabelDisplayChars, px);
         if (g.recordLabels) recordLabel(g.colLabelsDrawn, c, text);
-        const float width = ImGui::CalcTextSize(text.c_str()).x;
-        drawList->AddText(ImVec2(std::round(centre - width * 0.5f), g.gridMin.y - font * 1.15f),
+        const float width = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str()).x;
+        // On the band's baseline whatever the size (a shrunk label sits low, by the grid).
+        drawList->AddText(ImGui::GetFont(), px,
+                          ImVec2(std::round(centre - width * 0.5f),
+                                 g.gridMin.y - font * 0.15f - px),
                           textColor, text.c_str());
       }
     }
@@ -453,7 +515,17 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
   record.cellW = g.cellPxW;
   record.cellH = g.cellPxH;
   record.fontPx = g.font;
+  record.rowLabelPx = g.rowLabelPx;
+  record.colLabelPx = g.colLabelPx;
+  record.boundsMin = g.origin;
+  record.boundsMax =
+      ImVec2(g.gridMax.x + g.colorbarWidth,
+             std::max(g.gridMax.y, g.gridMin.y + g.font * (options.slimColorbar ? 2.f : 3.f)));
   record.numbersDrawn = g.cellLabels;
+  record.numberPx = g.cellLabels ? g.cellLabelPx : 0;
+  record.numberedCells = g.numberedCells;
+  record.hatchedCells = g.hatchedCells;
+  record.visibleCells = (g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1);
   record.rangeRule = std::string(io::toString(g.rule));
   if (g.recordLabels) {
     record.rowLabels = g.rowLabelsDrawn;
@@ -499,6 +571,8 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
                                                           std::max(1.f, g.font * 0.08f)));
   ImDrawList* drawList = ImGui::GetWindowDrawList();
   const ImVec2 clipMin = drawList->GetClipRectMin(), clipMax = drawList->GetClipRectMax();
+  record.clipMin = clipMin;
+  record.clipMax = clipMax;
   const ImVec2 p = record.samplePoint;
   record.sampleVisible = p.x >= clipMin.x && p.y >= clipMin.y && p.x < clipMax.x && p.y < clipMax.y;
   return record;

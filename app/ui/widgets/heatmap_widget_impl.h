@@ -46,7 +46,14 @@ struct HeatmapRecord {
   // filled only while HeatmapCache::Impl::recordLabels is set).
   float cellW = 0, cellH = 0;
   float fontPx = 0;  // the font the widget drew with
+  float rowLabelPx = 0, colLabelPx = 0;  // the axis labels' font sizes (shrunk to fit)
+  ImVec2 boundsMin, boundsMax;  // the whole widget: axis titles, labels, grid, colour bar
+  ImVec2 clipMin, clipMax;      // the panel's clip rectangle (what of it can be seen)
   bool numbersDrawn = false;
+  float numberPx = 0;  // the cell numbers' font size (smaller than fontPx where that fits all)
+  // Of the visible cells: how many got their number, how many are hatched (masked by the
+  // view: no number on purpose). numbersDrawn and numbered + hatched < visible: a blank cell.
+  int numberedCells = 0, hatchedCells = 0, visibleCells = 0;
   std::string rangeRule;
   std::vector<std::string> rowLabels, colLabels;
 };

@@ -122,8 +122,10 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
     const float gridAreaH = std::max(font, area.y - g.colAxisHeight - g.colLabelHeight);
     cellW = gridAreaW / cols, cellH = gridAreaH / rows;
     const float square = std::min(cellW, cellH);
-    cellW = std::min({cellW, square * 4, font * 8});
-    cellH = std::min({cellH, square * 4, font * 8});
+    // (a size given by the caller, e.g. a presentation card, is filled: no cap but 4:1)
+    const float largest = options.size.x > 0 && options.size.y > 0 ? 1e9f : font * 8;
+    cellW = std::min({cellW, square * 4, largest});
+    cellH = std::min({cellH, square * 4, largest});
     // A very long thin matrix (1024 x 8) must still be wide enough to see: at least a few
     // font sizes along each side when the space allows.
     const float minSide = font * 5;
@@ -131,13 +133,15 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
     if (cellH * rows < std::min(gridAreaH, minSide)) cellH = std::min(gridAreaH, minSide) / rows;
   };
   fitCells();
-  // Column labels read bottom to top when the widest does not fit a cell at the current
-  // zoom (the exports' rule, io/heatmap_layout.cpp); the band is then as tall as the widest
-  // label, within a third of the height, and longer labels end in "…".
+  // Column labels shrink (down to kLabelFloor of the font) to fit a cell at the current
+  // zoom, and only then read bottom to top (io::fitColumnLabels); the band is then as tall
+  // as the widest label, within a third of the height, and longer labels end in "…".
   if (colLabels) {
     const float visibleCols = std::max((entry.u1 - entry.u0) * static_cast<float>(cols), 1e-3f);
     const float cellOnScreen = cellW * static_cast<float>(cols) / visibleCols;
-    if (entry.colLabelWidth + font * 0.4f > cellOnScreen) {
+    if (io::fitColumnLabels(entry.colLabelWidth, font * 0.4f, cellOnScreen, font,
+                            font * kLabelFloor, kAllLabelsFloorPx, options.allLabels)
+            .up) {
       g.colLabelsRotated = true;
       g.colLabelHeight =
           std::clamp(entry.colLabelWidth + font * 0.4f, font * 1.3f, std::max(area.y / 3, font * 1.3f));

@@ -32,8 +32,8 @@ struct Grid {
   float rowLabelWidth = 0, colLabelHeight = 0, colorbarWidth = 0;
   bool colLabelsRotated = false;
   int rowStep = 1, colStep = 1;  // every k-th label drawn (io::labelStep), by drawAxisLabels
-  float rowLabelPx = 0, colLabelPx = 0;
-  bool slimBare = false;  // a slim colour bar too narrow for its end numbers  // the labels' font sizes (shrunk below one font height)
+  float rowLabelPx = 0, colLabelPx = 0;  // the labels' font sizes (io::fitRowLabels, ...)
+  bool slimBare = false;  // a slim colour bar too narrow for its end numbers
   // The labels as drawn, by index ("" = skipped), when recordLabels (a layout dump).
   bool recordLabels = false;
   std::vector<std::string> rowLabelsDrawn, colLabelsDrawn;
@@ -55,6 +55,10 @@ struct Grid {
   int firstRow = 0, lastRow = 0, firstCol = 0, lastCol = 0;
   int level = 0;            // level of detail the quad reads
   bool cellLabels = false;  // cell labels are drawn
+  float cellLabelPx = 0;    // their font size (drawGrid: the font, or smaller so all fit)
+  bool cellLabelRounding = true;  // labels may round to fewer decimals (fittedCellLabel)
+  int numberedCells = 0;    // cells that got their number (drawGrid)
+  int hatchedCells = 0;     // cells left without one because the view masks them (hatched)
   bool drawn = false;       // the quad was drawn
 
   // Screen position of the top-left corner of cell (r, c).
@@ -62,6 +66,10 @@ struct Grid {
     return ImVec2(gridMin.x + (c - u0 * cols) * cellPxW, gridMin.y + (r - v0 * rows) * cellPxH);
   }
 };
+
+// The token labels' floors (render/heatmap_axis.h).
+using io::kAllLabelsFloorPx;
+using io::kLabelFloor;
 
 // -- heatmap_widget_layout.cpp
 // The text at the top (or bottom) end of a slim colour bar: the range's end as a number.
