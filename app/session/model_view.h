@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/session/model_analysis_types.h"
 #include "core/models/transformer.h"
 #include "core/scenario/scenario.h"
 #include "formats/attention_file.h"
@@ -49,6 +50,11 @@ struct ModelRun {
   int computedTokens = 0;            // tokens computed by this run
   double computeMs = 0;              // forward pass + copies for the views
   std::string error;                 // non-empty: the text cannot be run (why)
+  // The analyses asked for (ModelView::analysis.request): ablated heads and head scores.
+  // With heads ablated, `session`, `attention`, `next` and `residualNorms` are the ablated
+  // run's (what the views show). Null when none was asked.
+  std::uint64_t analysisRevision = 0;  // AnalysisRequest::revision it answers
+  std::shared_ptr<const RunAnalysis> analysis;
 };
 
 struct ModelView {
@@ -64,6 +70,8 @@ struct ModelView {
   // "Open this head in the pipeline": a new scenario for the window to open (asking about
   // unsaved changes first, app/ui/shell/files.h requestNewDocument). Taken by the window.
   std::optional<Scenario> pipelineRequest;
+  // Ablation, head scores and activation patching (app/session/model_analysis.h).
+  ModelAnalysisState analysis;
 
   // Panel scratch (not saved).
   bool showOpenDialog = false;  // asks the window for its "Open model folder" dialog (the
@@ -71,7 +79,8 @@ struct ModelView {
 
   // True while the run on screen is older than the text or the model.
   bool computing() const {
-    return model && (!run || run->generation != generation || run->textRevision != textRevision);
+    return model && (!run || run->generation != generation || run->textRevision != textRevision ||
+                     run->analysisRevision != analysis.request.revision);
   }
 };
 

@@ -33,6 +33,9 @@ constexpr PanelInfo kPanels[] = {
      drawModelPanel, PanelDock::Floating, 0.6f, false},
     {"attention", "Attention", "An opened .npy / .npz file: model, head and text views",
      drawAttentionPanel, PanelDock::Floating, 1.f, false},
+    {"patching", "Patching",
+     "Activation patching: a clean and a corrupted prompt, heads or the residual stream",
+     drawPatchingPanel, PanelDock::Floating, 0.8f, false},
 };
 
 }  // namespace

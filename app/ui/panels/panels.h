@@ -20,6 +20,7 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention 
 void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
 void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
 void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: text, prediction, norms
+void drawPatchingPanel(AppState& state, HeatmapCache& heatmaps);   // activation patching
 
 // The matrices the panels showed for the current result (the keys of their view cache),
 // for the compute worker to prepare with the next result: updateAsync()'s `views`. The
