@@ -501,7 +501,10 @@ std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
       cli::wordOption("--head-order", "O", "head order", {"index", "high", "low"},
                       "list the heads by {choices}            (default: high)", a.headOrder),
       cli::flagOption("--sort-grid", "order each layer's heads in the grid by the score", a.sortGrid),
-      cli::textOption("--patch-clean", "TEXT", "the Patching panel's clean prompt (runs it)", a.patchClean),
+      cli::textOption("--patch-clean", "TEXT",
+                      "the Patching panel's clean prompt: the panel runs and is shown\n"
+                      "in the Attention panel's place",
+                      a.patchClean),
       cli::textOption("--patch-corrupt", "TEXT", "its corrupted prompt", a.patchCorrupt),
       cli::textOption("--patch-answer", "A", "its answer token's text", a.patchAnswer),
       cli::textOption("--patch-wrong", "W", "its wrong token's text", a.patchWrong),

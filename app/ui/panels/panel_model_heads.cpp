@@ -87,6 +87,15 @@ void drawAblationControls(AppState& state, const model::Config& config) {
   }
   ImGui::EndDisabled();
   tooltip("Ablate no head: the clean model again.");
+  // What is ablated, in words (the grid's red crosses and the prediction say the same).
+  ImGui::SameLine();
+  const std::size_t count = analysis.request.ablation.heads.size();
+  if (count > 0) {
+    ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1.f), "%s ablated",
+                       countOf(static_cast<long long>(count), "head", "heads").c_str());
+  } else {
+    ImGui::TextDisabled("none ablated: click a head below");
+  }
   if (!analysis.ablateError.empty()) panel::coloredWrapped(panel::errorColor(), analysis.ablateError);
 }
 
@@ -141,15 +150,27 @@ std::string headName(int layer, int head) {
 
 // The grid: one button per head; colour = the score, a red cross = ablated, a yellow frame =
 // the head the Attention panel shows. A click toggles the ablation.
-void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& config, float width) {
+constexpr float kGridLabelFonts = 2.2f, kGridGap = 2.f;
+
+// The side of a grid cell: as large as `width` x `height` allow for the whole grid (with its
+// header and colour strip), 1.2 to 3 fonts.
+float gridSide(const model::Config& config, float width, float height, bool scores) {
+  const float font = ImGui::GetFontSize();
+  const float rows = height - font * (scores ? 4.2f : 1.6f);
+  return std::clamp(
+      std::min((width - font * kGridLabelFonts) / static_cast<float>(config.nHead) - kGridGap,
+               rows / static_cast<float>(config.nLayer) - ImGui::GetStyle().ItemSpacing.y),
+      font * 1.2f, font * 3.f);
+}
+
+void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& config, float side) {
   ModelAnalysisState& analysis = state.model.analysis;
   const float font = ImGui::GetFontSize();
   const Matrix* scores = pickedScores(analysis, run);
   const bool sorted = analysis.sortGrid && scores && analysis.order != HeadOrder::Index;
   const bool lowFirst = analysis.order == HeadOrder::LowFirst;
-  const float labelW = font * 2.2f, gap = 2.f;
-  const float side =
-      std::clamp((width - labelW) / static_cast<float>(config.nHead) - gap, font * 1.2f, font * 3.f);
+  const float labelW = font * kGridLabelFonts, gap = kGridGap;
+  const float width = labelW + static_cast<float>(config.nHead) * (side + gap);
   const float vmax = scores ? scoreMax(analysis.scoreKind, run) : 1.f;
   const AttentionView& view = state.attention;
   const bool showingRun = view.tensor() && view.tensor() == run.attention &&
@@ -160,7 +181,7 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
   ImGui::Dummy(ImVec2(labelW - ImGui::GetStyle().ItemSpacing.x, 0));
   for (int c = 0; c < config.nHead; ++c) {
     ImGui::SameLine(labelW + static_cast<float>(c) * (side + gap));
-    ImGui::TextDisabled(sorted ? "#%d" : "h%d", sorted ? c + 1 : c);
+    ImGui::TextDisabled(sorted ? "%d" : "h%d", sorted ? c + 1 : c);
   }
   for (int l = 0; l < config.nLayer; ++l) {
     const std::vector<int> order =
@@ -301,23 +322,21 @@ void drawModelHeads(AppState& state, const ModelRun& run) {
   const float font = ImGui::GetFontSize();
   drawAblationControls(state, config);
   drawScoreControls(state, run);
-  // What is ablated, in words (the grid's red crosses say the same).
-  const std::size_t count = analysis.request.ablation.heads.size();
-  if (count > 0) {
-    ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1.f), "%s ablated (%s): %s",
-                       countOf(static_cast<long long>(count), "head", "heads").c_str(),
-                       analysis.request.ablation.mode == model::AblationMode::Zero ? "zero" : "mean",
-                       formatHeadList(analysis.request.ablation.heads).c_str());
-  } else {
-    ImGui::TextDisabled("no head ablated: click a head to ablate it");
+  // The grid at its own size (as large as the space allows), the list beside it when at
+  // least 14 fonts remain, else below it.
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const bool scores = pickedScores(analysis, run) != nullptr;
+  const float scrollbar = ImGui::GetStyle().ScrollbarSize;
+  float side = gridSide(config, avail.x - font * 14.f - scrollbar, avail.y, scores);
+  float gridW = font * kGridLabelFonts + static_cast<float>(config.nHead) * (side + kGridGap) + scrollbar;
+  const bool sideBySide = avail.x - gridW >= font * 14.f;
+  if (!sideBySide) {
+    side = gridSide(config, avail.x - scrollbar, font * 16.f, scores);
+    gridW = avail.x;
   }
-  const float avail = ImGui::GetContentRegionAvail().x;
-  const float listW = std::clamp(avail * 0.38f, font * 14.f, font * 22.f);
-  const bool sideBySide = avail - listW > font * 12.f;
-  const float gridW = sideBySide ? avail - listW - ImGui::GetStyle().ItemSpacing.x : avail;
   ImGui::BeginChild("##headGrid", ImVec2(gridW, sideBySide ? 0.f : font * 16.f), false,
                     ImGuiWindowFlags_HorizontalScrollbar);
-  drawHeadGrid(state, run, config, gridW - ImGui::GetStyle().ScrollbarSize);
+  drawHeadGrid(state, run, config, side);
   ImGui::EndChild();
   if (sideBySide) ImGui::SameLine();
   ImGui::BeginChild("##headListChild", ImVec2(0, 0), false);

@@ -163,6 +163,8 @@ bool GuiSession::Impl::openModelScreenshot() {
     return false;
   }
   updateModel(state, now());
+  // A patching screenshot shows the Patching panel in the Attention panel's place.
+  if (launch.modelAnalysis.patch) *panelFlag(state.view, "attention") = false;
   const std::shared_ptr<const ModelRun> run = state.model.run;
   if (!run || !run->attention) return true;
   // The run's attention is the Attention panel's file now: --select, --view, --focus ...
