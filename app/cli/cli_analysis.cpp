@@ -501,14 +501,14 @@ std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
       cli::wordOption("--head-order", "O", "head order", {"index", "high", "low"},
                       "list the heads by {choices}            (default: high)", a.headOrder),
       cli::flagOption("--sort-grid", "order each layer's heads in the grid by the score", a.sortGrid),
-      cli::textOption("--patch-clean", "TEXT",
+      cli::textOption("--patch-clean", "T",
                       "the Patching panel's clean prompt: the panel runs and is shown\n"
                       "in the Attention panel's place",
                       a.patchClean),
-      cli::textOption("--patch-corrupt", "TEXT", "its corrupted prompt", a.patchCorrupt),
+      cli::textOption("--patch-corrupt", "T", "its corrupted prompt", a.patchCorrupt),
       cli::textOption("--patch-answer", "A", "its answer token's text", a.patchAnswer),
       cli::textOption("--patch-wrong", "W", "its wrong token's text", a.patchWrong),
-      cli::wordOption("--patch-what", "WHAT", "patch target", {"heads", "resid"},
+      cli::wordOption("--patch-what", "P", "patch target", {"heads", "resid"},
                       "what to patch: {choices}              (default: heads)", a.patchWhat),
   };
 }

@@ -17,11 +17,13 @@
 #include <vector>
 
 #include <imgui.h>
+#include <imgui_internal.h>
 
 #include "app/session/app_state.h"
 #include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
 #include "app/ui/panels/panels.h"
+#include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/models/analysis.h"
 #include "tests/support/gpt2_fixture.h"
 #include "tests/support/ui_headless.h"
@@ -337,6 +339,18 @@ TEST_F(ModelAnalysisInApp, PatchingPanelMatrixEqualsActivationPatching) {
       found |= std::equal(upload.top.begin(), upload.top.end(), result->effect.data());
     }
     EXPECT_TRUE(found) << "the patching matrix was not uploaded as a heatmap";
+    // Hovering its sample cell draws the tooltip naming the head or the layer and position.
+    const std::vector<HeatmapRecord> records = heatmaps_.impl().records;
+    int hovered = 0;
+    for (const HeatmapRecord& record : records) {
+      if (record.id != "##patching" || record.sampleRow < 0) continue;
+      frame(state, record.samplePoint);
+      frame(state, record.samplePoint);
+      const ImGuiWindow* tip = ImGui::FindWindowByName("##Tooltip_00");
+      EXPECT_TRUE(tip && tip->Active) << "no tooltip over cell " << record.sampleRow << ", " << record.sampleCol;
+      ++hovered;
+    }
+    EXPECT_EQ(hovered, 1);
   }
 }
 
