@@ -69,6 +69,7 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
   auto run = std::make_shared<ModelRun>();
   run->generation = generation;
   run->textRevision = textRevision;
+  run->analysisRevision = request.revision;  // an error answers the request too
   const model::Config& config = model.weights->config;
   // 1 tokens
   io::Tokenizer::Encoding encoding;
@@ -109,7 +110,6 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
   }
   // 4 the analyses asked for (model_analysis.h); with heads ablated the views show the
   //   ablated pass
-  run->analysisRevision = request.revision;
   std::shared_ptr<const model::Session> shown = session;
   if (n > 0 && (request.scores || !request.ablation.heads.empty())) {
     AnalysedRun analysed = analyseRun(model, *session, request, kModelPredictions, previous);

@@ -180,6 +180,14 @@ TEST_F(ModelAnalysisInApp, ClickingAHeadAblatesItAndTheRunEqualsAblateHeads) {
   Expected<model::Session> clean = model::forward(weights(state), run->ids);
   ASSERT_TRUE(ablated && clean);
   EXPECT_EQ(state.attention.tensor(), run->attention);
+  // The Attention panel's source names the intervention and flags the ablated heads (its grid
+  // marks them).
+  ASSERT_TRUE(state.attention.source);
+  EXPECT_NE(state.attention.source->name.find("1.2, 2.0 ablated (mean)"), std::string::npos)
+      << state.attention.source->name;
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 4; ++h)
+      EXPECT_EQ(state.attention.source->isIntervened(l, h), (l == 1 && h == 2) || (l == 2 && h == 0));
   double moved = 0;
   for (int l = 0; l < 3; ++l) {
     for (int h = 0; h < 4; ++h) {
