@@ -334,9 +334,12 @@ void requestPatching(ModelAnalysisState& analysis) { ++analysis.patching.revisio
 
 bool publishPatching(AppState& state, std::shared_ptr<const PatchingResult> result) {
   PatchingState& patching = state.model.analysis.patching;
-  if (!result || result->generation != state.model.generation || result->revision < patching.answered)
-    return false;
+  if (!result || result->revision < patching.answered) return false;
   patching.answered = result->revision;
+  if (result->generation != state.model.generation) {  // another model was loaded meanwhile
+    patching.error = "another model was loaded while patching: Run again";
+    return true;
+  }
   patching.error = result->error;
   if (result->error.empty()) patching.result = std::move(result);
   return true;

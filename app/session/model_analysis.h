@@ -86,7 +86,8 @@ std::shared_ptr<const PatchingResult> runPatching(const io::ModelFolder& model,
                                                   std::uint64_t generation,
                                                   std::uint64_t revision);
 // Makes `result` the panel's: a success replaces the shown result, an error is shown above
-// the previous one. Returns false for a result of another model or an older request.
+// the previous one; a result of a model replaced meanwhile only ends the request (with an
+// error asking to run again). Returns false for an older request.
 bool publishPatching(AppState& state, std::shared_ptr<const PatchingResult> result);
 // Asks for a patching run of the current inputs (the panel's Run button).
 void requestPatching(ModelAnalysisState& analysis);

@@ -402,6 +402,21 @@ TEST_F(ModelAnalysisInApp, PatchingErrorsAreShownAndKeepThePreviousResult) {
     showPanel(state.view, "patching");
     frame(state);  // the panel draws the error above the kept result
   }
+  // A result that comes back after another model was loaded ends the request (Run is
+  // enabled again) without replacing the result.
+  patching.inputs = {"the cat sat on the mat", "the cat sat in the mat", " the", " on",
+                     model::PatchTarget::Heads};
+  requestPatching(state.model.analysis);
+  patching.submitted = patching.revision;
+  EXPECT_TRUE(patching.running());
+  std::shared_ptr<const PatchingResult> late =
+      runPatching(*state.model.model, patching.inputs, state.model.generation, patching.revision);
+  ASSERT_TRUE(late->error.empty()) << late->error;
+  ++state.model.generation;
+  EXPECT_TRUE(publishPatching(state, late));
+  EXPECT_FALSE(patching.running());
+  EXPECT_NE(patching.error.find("Run again"), std::string::npos) << patching.error;
+  EXPECT_EQ(patching.result, good);
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ ImU32 toImColor(io::Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
 
 // "0.83": a cell's number (two decimals, as short as the cells are small).
 std::string twoDecimals(float value) {
+  if (!std::isfinite(value)) return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf";
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", static_cast<double>(value));
   return text;
@@ -203,7 +204,9 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
       float value = 0;
       if (scores) {
         value = (*scores)(l, h);
-        fill = io::colormapColor(ColormapKind::Viridis, std::clamp(value / vmax, 0.f, 1.f));
+        fill = std::isfinite(value)
+                   ? io::colormapColor(ColormapKind::Viridis, std::clamp(value / vmax, 0.f, 1.f))
+                   : io::kNanColor;  // magenta, and the cell says "NaN"
         fillColor = toImColor(fill);
       }
       draw->AddRectFilled(p, q, fillColor, font * 0.15f);
