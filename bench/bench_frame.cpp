@@ -8,7 +8,9 @@
 //
 //   xvfb-run -a -s '-screen 0 1600x1000x24' build/bench_frame [FRAMES] [TOKENS] [WIDTH] [HEADS]
 //   xvfb-run -a -s '-screen 0 1600x1000x24' build/bench_frame attention [FRAMES]
-// The second form times the Attention panel on attention files of 64, 1024 and 4096 tokens.
+//   xvfb-run -a -s '-screen 0 1600x1000x24' build/bench_frame ablation [FRAMES] [TOKENS]
+// The second form times the Attention panel on attention files of 64, 1024 and 4096 tokens;
+// the third a head ablation toggled in the Model panel until its run is on screen.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -18,10 +20,15 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "app/session/app_state.h"
+#include "app/session/model_analysis.h"
+#include "app/session/model_service.h"
 #include "app/ui/shell/gui_session.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/attention/attention.h"
+#include "core/models/gpt2/bpe.h"
 #include "formats/files.h"
 #include "formats/npy.h"
 #include "formats/scenario_json.h"
@@ -148,10 +155,126 @@ int attentionBench(int frames) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------------------
+// `bench_frame ablation [FRAMES] [TOKENS]`: issue 21's live ablation. A GPT-2-small-shaped
+// model (random weights, GPT-2's byte-level tokenizer with the 256 byte tokens) in the
+// Model panel with the Heads tab up and the heads coloured by their induction score, a text
+// of TOKENS letters (one token each). Then a head's ablation is toggled (as a click in the
+// grid does) 8 times; for each: the frames until the ablated run is on screen, the
+// longest of them against the steady median (a stall would show there), the edit-to-
+// screen latency against the worker's compute of that run (latency − compute = the wait
+// for the frame that takes it).
+// ---------------------------------------------------------------------------------------
+
+std::shared_ptr<const attn::io::ModelFolder> benchModel() {
+  using namespace attn;
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b) {
+    std::string token;
+    appendUtf8(token, gpt2::byteToUnicode()[static_cast<std::size_t>(b)]);
+    vocab[token] = b;
+  }
+  vocab["\xC4\xA0\xC4\xA0"] = 256;  // "ĠĠ": merges.txt needs one merge
+  Expected<io::Gpt2Tokenizer> tokenizer =
+      io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n\xC4\xA0 \xC4\xA0\n");
+  return std::make_shared<const io::ModelFolder>(io::ModelFolder{
+      "bench-gpt2-small", std::make_shared<const model::Weights>(model::randomWeights(model::Config{}, 42)),
+      std::make_shared<const io::Gpt2Tokenizer>(std::move(tokenizer).value()), ""});
+}
+
+int ablationBench(int frames, int tokens) {
+  using namespace attn;
+  using Clock = std::chrono::steady_clock;
+  app::GuiSession session;
+  if (int code = openWindow(session, ""); code != 0) return code;
+  app::AppState& state = session.state();
+  app::applyLoadedModel(state, benchModel(), 0.0);
+  for (int i = 0; i < tokens; ++i) state.model.text.push_back(static_cast<char>('a' + (i * 7) % 26));
+  ++state.model.textRevision;
+  state.model.analysis.showHeadsTab = true;
+  app::setScoreKind(state.model.analysis, 2);  // induction
+  // Warm up until the run (with its scores) and the Attention panel's thumbnails are shown.
+  for (int i = 0; i < 100000; ++i) {
+    session.frame();
+    if (state.model.run && !state.model.computing() && state.attention.overview &&
+        session.heatmaps().impl().deferredUploads == 0 && i >= 10)
+      break;
+  }
+  if (!state.model.run || !state.model.run->error.empty()) {
+    std::fprintf(stderr, "bench_frame: the model did not run%s\n",
+                 state.model.run ? (": " + state.model.run->error).c_str() : "");
+    return 2;
+  }
+  // The UI thread's own CPU time per frame: on a loaded machine the wall time mostly
+  // measures the wait for a core (see (c) above).
+  auto threadCpu = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  };
+  double lastCpu = 0;
+  auto timeFrame = [&]() {
+    const auto start = Clock::now();
+    const double cpu = threadCpu();
+    session.frame();
+    lastCpu = threadCpu() - cpu;
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  std::vector<double> steady, steadyCpu;
+  for (int i = 0; i < frames; ++i) {
+    steady.push_back(timeFrame());
+    steadyCpu.push_back(lastCpu);
+  }
+  std::vector<double> longest, longestCpu, latency, compute, framesDuring, waitMs, receiving;
+  const model::HeadId heads[] = {{5, 1}, {9, 6}, {0, 3}, {11, 11}};
+  for (int edit = 0; edit < 8; ++edit) {
+    app::toggleAblatedHead(state.model.analysis, heads[edit % 4]);  // on, on, ..., then off
+    const auto start = Clock::now();
+    double worst = 0, worstCpu = 0;
+    int count = 0;
+    do {
+      const double ms = timeFrame();
+      worst = std::max(worst, ms);
+      worstCpu = std::max(worstCpu, lastCpu);
+      ++count;
+      if (!state.model.computing()) receiving.push_back(ms);
+    } while (state.model.computing() && count < 100000);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    longest.push_back(worst);
+    longestCpu.push_back(worstCpu);
+    latency.push_back(ms);
+    compute.push_back(state.model.run->computeMs);
+    waitMs.push_back(ms - state.model.run->computeMs);
+    framesDuring.push_back(count);
+  }
+  session.close();
+  const Stats s = summarise(steady), l = summarise(longest), lat = summarise(latency),
+              c = summarise(compute), w = summarise(waitMs), f = summarise(framesDuring),
+              r = summarise(receiving), sc = summarise(steadyCpu), lc = summarise(longestCpu);
+  const model::Config config;
+  std::printf("bench_frame ablation: %d layers x %d heads, %d wide, %d tokens, heads coloured by "
+              "induction; 1600x1000 window, 8 toggles\n",
+              config.nLayer, config.nHead, config.nEmbd, tokens);
+  std::printf("steady frame                     : median %7.2f ms  p90 %7.2f  max %7.2f\n",
+              s.median, s.p90, s.max);
+  std::printf("  UI thread CPU per steady frame : median %7.2f ms  max %7.2f\n", sc.median, sc.max);
+  std::printf("longest frame while computing    : median %7.2f ms  max %7.2f ms  (UI thread CPU: "
+              "median %.2f ms, max %.2f)\n",
+              l.median, l.max, lc.median, lc.max);
+  std::printf("frame that takes the result      : median %7.2f ms  max %7.2f ms\n", r.median, r.max);
+  std::printf("toggle -> ablated run on screen  : median %7.1f ms  max %7.1f ms  (%.0f frames, median)\n",
+              lat.median, lat.max, f.median);
+  std::printf("worker compute of that run       : median %7.1f ms  max %7.1f ms\n", c.median, c.max);
+  std::printf("latency - compute (frame pickup) : median %7.1f ms  max %7.1f ms\n", w.median, w.max);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   using namespace attn;
   if (argc > 1 && std::string(argv[1]) == "attention")
     return attentionBench(argOr(argc, argv, 2, 60));
+  if (argc > 1 && std::string(argv[1]) == "ablation")
+    return ablationBench(argOr(argc, argv, 2, 60), argOr(argc, argv, 3, 32));
   const int frames = argOr(argc, argv, 1, 120);
   const int tokens = argOr(argc, argv, 2, 512);
   const int width = argOr(argc, argv, 3, 64);

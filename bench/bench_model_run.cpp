@@ -94,6 +94,40 @@ BENCHMARK(BM_ModelRunCopies)
     ->UseRealTime()
     ->MeasureProcessCPUTime();
 
+// Issue 21: one ablation toggle in the Model panel's Heads tab, as the worker runs it (the
+// text unchanged, so the cached session computes nothing): the ablated pass under the hooks
+// (recorded), its prediction (n x V logits for the loss), the clean prediction taken from the
+// previous run, the copies for the views. Arg 1 also computes the five head scores.
+void BM_ModelRunAblationToggle(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const io::ModelFolder& model = smallModel();
+  auto session = std::make_shared<model::Session>(model.weights);
+  const std::string text = letters(n);
+  app::AnalysisRequest request;
+  request.scores = state.range(1) != 0;
+  request.ablation.heads = {{5, 1}};
+  std::shared_ptr<app::ModelRun> previous = app::runModel(model, session, text, 0, 0, request);
+  if (!previous->error.empty() || !previous->analysis) {
+    state.SkipWithError("run failed");
+    return;
+  }
+  for (auto _ : state) {
+    request.ablation.heads = {{5, 1}, {9, 6}};
+    ++request.revision;
+    std::shared_ptr<app::ModelRun> run =
+        app::runModel(model, session, text, 0, 0, request, previous->analysis.get());
+    if (run->computedTokens != 0 || !run->analysis) state.SkipWithError("not a toggle");
+    benchmark::DoNotOptimize(run->attention.get());
+  }
+}
+BENCHMARK(BM_ModelRunAblationToggle)
+    ->Args({32, 0})
+    ->Args({32, 1})
+    ->Args({128, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -7,6 +7,7 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
+#include "app/session/model_analysis.h"
 #include "core/models/analysis.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/files.h"
@@ -468,6 +469,71 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   if (Status s = writeText(r.outPath, file.dump() + "\n"); !s) return fail(err, s.error());
   out << json{{"out", r.outPath}, {"layers", layers.size()}, {"tokens", ids->size()}}.dump() << "\n";
   return 0;
+}
+
+}  // namespace attn::app
+
+// =======================================================================================
+// screenshot --model DIR: the analyses in the window (the model view's ablation and head
+// scores, the Patching panel)
+// =======================================================================================
+
+namespace attn::app {
+
+std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
+  GuiLaunch::ModelAnalysisStart& a = launch.modelAnalysis;
+  std::vector<std::string> scores;
+  for (model::HeadScoreKind kind : model::kAllHeadScores) scores.emplace_back(model::toString(kind));
+  return {
+      cli::customOption("--ablate", "L.H,...",
+                        "ablate these heads in the Model panel's Heads tab (0-based\n"
+                        "layer.head, comma-separated), as a click on each would",
+                        [&a](const std::string& v) -> Status {
+                          Expected<std::vector<model::HeadId>> heads = parseHeadList(v);
+                          if (!heads) return Error{"", "", heads.error().problem};
+                          a.ablate = v;
+                          return Ok{};
+                        }),
+      cli::wordOption("--ablate-mode", "M", "ablation mode", {"zero", "mean"},
+                      "{choices}                               (default: zero)", a.ablateMode),
+      cli::wordOption("--head-score", "S", "head score", scores,
+                      "colour the heads by S ({choices})", a.headScore),
+      cli::wordOption("--head-order", "O", "head order", {"index", "high", "low"},
+                      "list the heads by {choices}            (default: high)", a.headOrder),
+      cli::flagOption("--sort-grid", "order each layer's heads in the grid by the score", a.sortGrid),
+      cli::textOption("--patch-clean", "T",
+                      "the Patching panel's clean prompt: the panel runs and is shown\n"
+                      "in the Attention panel's place",
+                      a.patchClean),
+      cli::textOption("--patch-corrupt", "T", "its corrupted prompt", a.patchCorrupt),
+      cli::textOption("--patch-answer", "A", "its answer token's text", a.patchAnswer),
+      cli::textOption("--patch-wrong", "W", "its wrong token's text", a.patchWrong),
+      cli::wordOption("--patch-what", "P", "patch target", {"heads", "resid"},
+                      "what to patch: {choices}              (default: heads)", a.patchWhat),
+  };
+}
+
+Status checkModelAnalysisScreenshot(const cli::ParsedArgs& parsed, GuiLaunch& launch) {
+  static const char* const kNames[] = {"--ablate", "--ablate-mode", "--head-score",
+                                       "--head-order", "--sort-grid", "--patch-clean",
+                                       "--patch-corrupt", "--patch-answer", "--patch-wrong",
+                                       "--patch-what"};
+  if (!parsed.has("--model")) {
+    for (const char* name : kNames)
+      if (parsed.has(name)) return optionError(name, "only applies with --model DIR");
+    return Ok{};
+  }
+  const char* const patch[] = {"--patch-clean", "--patch-corrupt", "--patch-answer", "--patch-wrong"};
+  int given = 0;
+  for (const char* name : patch) given += parsed.has(name);
+  if (given > 0 && given < 4) {
+    for (const char* name : patch)
+      if (!parsed.has(name)) return optionError(name, "missing (the patching needs all four texts)");
+  }
+  if (given == 0 && parsed.has("--patch-what"))
+    return optionError("--patch-what", "only applies with --patch-clean and the other texts");
+  launch.modelAnalysis.patch = given == 4;
+  return Ok{};
 }
 
 }  // namespace attn::app

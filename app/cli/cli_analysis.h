@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/cli/options.h"
+#include "app/session/launch.h"
 #include "core/models/transformer.h"
 #include "formats/models/model_folder.h"
 
@@ -31,6 +32,13 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
 cli::CommandInfo headsInfo();
 int runMerge(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 cli::CommandInfo mergeInfo();
+
+// `attnscope screenshot --model DIR ...`: --ablate, --ablate-mode, --head-score,
+// --head-order, --sort-grid and --patch-clean / -corrupt / -answer / -wrong / -what, declared
+// once, storing into launch.modelAnalysis.
+std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch);
+// After parsing: they need --model; the patching needs all four texts. Errors name the option.
+Status checkModelAnalysisScreenshot(const cli::ParsedArgs& parsed, GuiLaunch& launch);
 
 namespace analysis_cli {
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app/cli/cli.h"
+#include "app/cli/cli_analysis.h"
 #include "app/cli/cli_attention.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_image.h"
@@ -136,6 +137,9 @@ Attention panel over the default scenario. Needs a display; without one use
   append(command.options,
          section("a GPT-2 model folder (SCENARIO may then be left out)",
                  modelScreenshotOptions(launch, args.pipeline)));
+  append(command.options,
+         section("with --model, the analyses (docs/analyses.md): ablation, head scores, patching",
+                 modelAnalysisScreenshotOptions(launch)));
   command.notes =
       R"(An index out of the attention file's range (--select, --compare L,H, --focus) is an
 error. The Attention panel's options (--select, --view, --focus, ...) apply to the model's
@@ -204,6 +208,8 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
     return fail(err, attention.error());
   if (Status model = checkModelScreenshot(*parsed, shot.pipeline, launch); !model)
     return fail(err, model.error());
+  if (Status analysis = checkModelAnalysisScreenshot(*parsed, launch); !analysis)
+    return fail(err, analysis.error());
   // Check the scenario here so that a bad file gives the same one line as the other
   // commands, and fails before a window is opened. An image or an attention file (.npy /
   // .npz) is checked above.

@@ -117,6 +117,21 @@ SourcePtr modelRunSource(const ModelRun& run) {
   source->tensor = run.attention;
   source->name = run.attention->path();  // the model folder's name (runModel)
   source->detail = run.attention->layoutDescription();
+  if (run.analysis && run.analysis->ablating()) {
+    const io::AttentionShape& shape = run.attention->shape();
+    source->intervened.assign(static_cast<std::size_t>(shape.layers * shape.heads), false);
+    std::string heads;
+    for (const model::HeadId& h : run.analysis->ablation.heads) {
+      if (h.layer < shape.layers && h.head < shape.heads)
+        source->intervened[static_cast<std::size_t>(h.layer * shape.heads + h.head)] = true;
+      heads += (heads.empty() ? "" : ", ") + std::to_string(h.layer) + "." + std::to_string(h.head);
+    }
+    source->intervention = std::string("ablated (") +
+                           (run.analysis->ablation.mode == model::AblationMode::Zero ? "zero" : "mean") + ")";
+    source->name += " \xC2\xB7 " + heads + " " + source->intervention;
+    source->detail += "\nWith heads " + heads + " " + source->intervention +
+                      ": the attention of the ablated pass (the heads downstream moved).";
+  }
   return source;
 }
 

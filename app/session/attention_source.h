@@ -55,7 +55,17 @@ struct AttentionSource {
   std::string detail;  // the header's tooltip: how the dimensions were read
   std::shared_ptr<const io::AttentionFile> tensor;  // never null: [layers, heads, n_q, n_k]
   SourceViews views;
+  // Heads an intervention edited (a model run with ablated heads, model_analysis.h), layer-
+  // major flags (layers x heads; empty = none), and what was done ("ablated (zero)"). The
+  // grid marks them: their own patterns are unchanged (z is edited after the softmax), the
+  // heads downstream of them moved.
+  std::vector<bool> intervened;
+  std::string intervention;
 
+  bool isIntervened(int layer, int head) const {
+    const std::size_t i = static_cast<std::size_t>(layer * shape().heads + head);
+    return i < intervened.size() && intervened[i];
+  }
   const io::AttentionShape& shape() const { return tensor->shape(); }
   const std::vector<std::string>& queryLabels() const { return tensor->queryLabels(); }
   const std::vector<std::string>& keyLabels() const { return tensor->keyLabels(); }

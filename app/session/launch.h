@@ -44,6 +44,18 @@ struct GuiLaunch {
   std::string modelFolder;
   std::string modelText;
   bool modelPipeline = false;
+  // Issue 21's analyses in the window, applied once the model is loaded (screenshot
+  // --ablate, --head-score, --patch-*; docs/analyses.md "In the window").
+  struct ModelAnalysisStart {
+    std::string ablate;     // "L.H,..." (checked against the model once it is loaded)
+    int ablateMode = 0;     // 0 zero, 1 mean
+    int headScore = -1;     // index into core/models/analysis.h's kAllHeadScores, -1 = none
+    int headOrder = 1;      // 0 head index, 1 high first, 2 low first (HeadOrder)
+    bool sortGrid = false;  // the grid's columns ordered by the score
+    bool patch = false;     // run the Patching panel on the four texts below
+    std::string patchClean, patchCorrupt, patchAnswer, patchWrong;
+    int patchWhat = 0;  // 0 heads, 1 resid
+  } modelAnalysis;
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
                                     // with presentation, shown alone full screen

@@ -64,11 +64,13 @@ std::vector<int> windowTokens(const io::ModelFolder& model, const std::string& t
 std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
                                    const std::shared_ptr<model::Session>& session,
                                    const std::string& text, std::uint64_t generation,
-                                   std::uint64_t textRevision) {
+                                   std::uint64_t textRevision, const AnalysisRequest& request,
+                                   const RunAnalysis* previous) {
   const auto start = std::chrono::steady_clock::now();
   auto run = std::make_shared<ModelRun>();
   run->generation = generation;
   run->textRevision = textRevision;
+  run->analysisRevision = request.revision;  // an error answers the request too
   const model::Config& config = model.weights->config;
   // 1 tokens
   io::Tokenizer::Encoding encoding;
@@ -107,23 +109,35 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
     run->special.push_back(model.tokenizer->isSpecial(id) || id == model.tokenizer->bosId() ||
                            id == model.tokenizer->eosId());
   }
-  // 4 what the views show
+  // 4 the analyses asked for (model_analysis.h); with heads ablated the views show the
+  //   ablated pass
+  std::shared_ptr<const model::Session> shown = session;
+  if (n > 0 && (request.scores || !request.ablation.heads.empty())) {
+    AnalysedRun analysed = analyseRun(model, *session, request, kModelPredictions, previous);
+    if (!analysed.error.empty()) {
+      run->error = analysed.error;
+      return run;
+    }
+    run->analysis = std::move(analysed.analysis);
+    if (analysed.ablated) shown = std::move(analysed.ablated);
+  }
+  // 5 what the views show
   if (n > 0) {
     io::AttentionShape shape;
     shape.layers = config.nLayer;
     shape.heads = config.nHead;
     shape.queries = shape.keys = static_cast<int>(n);
     Expected<io::AttentionFile> file = io::AttentionFile::fromMemory(
-        folderName(model.folder), session->attentionTensor(), shape, run->labels, "tokenizer");
+        folderName(model.folder), shown->attentionTensor(), shape, run->labels, "tokenizer");
     if (!file) {
       run->error = file.error().message();
       return run;
     }
     run->attention = std::make_shared<const io::AttentionFile>(std::move(file).value());
-    run->session = session;
-    for (const model::TokenProbability& t : session->topK(kModelPredictions))
+    run->session = shown;
+    for (const model::TokenProbability& t : shown->topK(kModelPredictions))
       run->next.push_back({t.id, model.tokenizer->tokenDisplay(t.id), t.probability});
-    run->residualNorms = session->residualNorms();
+    run->residualNorms = shown->residualNorms();
   }
   run->computeMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -206,6 +220,7 @@ void applyLoadedModel(AppState& state, std::shared_ptr<const io::ModelFolder> mo
   showPanel(state.view, "model");
   showPanel(state.view, "attention");
   const model::Config& c = view.model->weights->config;
+  fitAnalysisToModel(view.analysis, c);
   std::string text = "loaded model " + folderName(view.model->folder) + ": ";
   text += countOf(c.nLayer, "layer", "layers");
   text += " \xC3\x97 " + countOf(c.nHead, "head", "heads");
@@ -264,15 +279,20 @@ bool updateModel(AppState& state, double now) {
     view.submittedGeneration = view.generation;
     view.submittedRevision = view.textRevision;
   }
+  ModelAnalysisState& analysis = view.analysis;
   if (view.model &&
-      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
+      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision ||
+       analysis.submittedRevision != analysis.request.revision)) {
     auto session = std::make_shared<model::Session>(view.model->weights);
-    changed |= publishModelRun(
-        state, runModel(*view.model, session, view.text, view.generation, view.textRevision));
+    const RunAnalysis* previous = view.run ? view.run->analysis.get() : nullptr;
+    changed |= publishModelRun(state, runModel(*view.model, session, view.text, view.generation,
+                                               view.textRevision, analysis.request, previous));
     state.attention.overview.reset();  // made again at once by updateAttention
     view.submittedGeneration = view.generation;
     view.submittedRevision = view.textRevision;
+    analysis.submittedRevision = analysis.request.revision;
   }
+  changed |= updatePatching(state);
   return changed;
 }
 
@@ -303,22 +323,40 @@ void ModelService::submitLoad(std::string folder) {
 
 void ModelService::submitText(std::shared_ptr<const io::ModelFolder> model,
                               std::uint64_t generation, std::string text,
-                              std::uint64_t textRevision) {
+                              std::uint64_t textRevision, AnalysisRequest request,
+                              bool immediate) {
   // Runs kModelDebounce after the last submit: a newer text replaces this one before then.
   runs_.submit(
-      [this, model = std::move(model), generation, text = std::move(text),
-       textRevision](const std::atomic<bool>&) {
+      [this, model = std::move(model), generation, text = std::move(text), textRevision,
+       request = std::move(request)](const std::atomic<bool>&) {
         io::Tokenizer::Encoding encoding;
         std::vector<int> ids = windowTokens(*model, text, &encoding);
         std::shared_ptr<model::Session> session = freeSession(model, ids);
-        std::shared_ptr<ModelRun> result =
-            runModel(*model, session, text, generation, textRevision);
+        std::shared_ptr<ModelRun> result = runModel(*model, session, text, generation,
+                                                    textRevision, request, lastAnalysis_.get());
         session.reset();
+        if (result->analysis) lastAnalysis_ = result->analysis;
         std::lock_guard lock(mutex_);
         finished_ = std::move(result);  // an untaken older run is dropped: latest wins
         ++runsCompleted_;
       },
-      LatestWorker::Clock::now() + debounce_);
+      immediate ? LatestWorker::Clock::time_point{} : LatestWorker::Clock::now() + debounce_);
+}
+
+void ModelService::submitPatching(std::shared_ptr<const io::ModelFolder> model,
+                                  std::uint64_t generation, PatchingInputs inputs,
+                                  std::uint64_t revision) {
+  patching_.submit([this, model = std::move(model), generation, inputs = std::move(inputs),
+                    revision](const std::atomic<bool>&) {
+    std::shared_ptr<const PatchingResult> result = runPatching(*model, inputs, generation, revision);
+    std::lock_guard lock(mutex_);
+    patched_ = std::move(result);
+  });
+}
+
+std::shared_ptr<const PatchingResult> ModelService::takePatching() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(patched_, nullptr);
 }
 
 void ModelService::submitEncoderText(std::shared_ptr<const io::EncoderFolder> encoder, std::uint64_t generation,
@@ -344,12 +382,13 @@ std::shared_ptr<const ModelRun> ModelService::takeRun() {
 }
 
 bool ModelService::busy() const {
-  return loads_.busy() || runs_.busy();
+  return loads_.busy() || runs_.busy() || patching_.busy();
 }
 
 void ModelService::waitIdle() {
   loads_.waitIdle();
   runs_.waitIdle();
+  patching_.waitIdle();
 }
 
 std::uint64_t ModelService::runsCompleted() const {
@@ -420,13 +459,19 @@ bool updateModelAsync(AppState& state, ModelService& service, double now) {
     view.submittedGeneration = view.generation;
     view.submittedRevision = view.textRevision;
   }
-  if (view.model &&
-      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
-    service.submitText(view.model, view.generation, view.text, view.textRevision);
+  ModelAnalysisState& analysis = view.analysis;
+  const bool textChanged =
+      view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision;
+  if (view.model && (textChanged || analysis.submittedRevision != analysis.request.revision)) {
+    // A new text waits for the debounce; an ablation toggle or a score runs at once.
+    service.submitText(view.model, view.generation, view.text, view.textRevision,
+                       analysis.request, /*immediate=*/!textChanged);
     view.submittedGeneration = view.generation;
     view.submittedRevision = view.textRevision;
+    analysis.submittedRevision = analysis.request.revision;
   }
   if (std::shared_ptr<const ModelRun> run = service.takeRun()) changed |= publishModelRun(state, std::move(run));
+  changed |= updatePatchingAsync(state, service);
   return changed;
 }
 

@@ -21,6 +21,7 @@
 
 #include "app/session/app_state.h"
 #include "app/session/latest_worker.h"
+#include "app/session/model_analysis.h"
 
 namespace attn::app {
 
@@ -35,10 +36,17 @@ inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
 // model.weights) to those tokens with setTokens (reusing its cache), and copies out what the
 // panels show. Never throws for bad input: errors (too many tokens for n_positions, an
 // attention tensor above kMaxLiveAttentionBytes) are in ModelRun::error.
+//
+// With `request` asking for analyses (app/session/model_analysis.h, analyseRun): head scores
+// of the clean run, and with heads ablated the ablated pass, which then is what the run
+// shows (attention, prediction, residual norms, the session); `previous` (may be null)
+// lends its clean prediction when the tokens did not change.
 std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
                                    const std::shared_ptr<model::Session>& session,
                                    const std::string& text, std::uint64_t generation,
-                                   std::uint64_t textRevision);
+                                   std::uint64_t textRevision,
+                                   const AnalysisRequest& request = {},
+                                   const RunAnalysis* previous = nullptr);
 
 // A new scenario that holds layer `layer`, head `head` of `run` as raw vectors: queries,
 // keys and values are the head's real q, k and v rows (n x d_h each, Session::query/key/
@@ -70,13 +78,19 @@ class ModelService {
 
   // Queues the load of `folder` (replaces an unstarted load).
   void submitLoad(std::string folder);
-  // Queues `text` on `model` (replaces an unstarted text; runs kModelDebounce after the last
-  // submit).
+  // Queues `text` on `model` with the analyses of `request` (replaces an unstarted run;
+  // runs kModelDebounce after the last submit, or at once when `immediate`: an ablation
+  // toggle reaches the screen within one compute).
   void submitText(std::shared_ptr<const io::ModelFolder> model, std::uint64_t generation,
-                  std::string text, std::uint64_t textRevision);
+                  std::string text, std::uint64_t textRevision,
+                  AnalysisRequest request = {}, bool immediate = false);
   // The same for an encoder (runEncoderText: the whole text each time).
   void submitEncoderText(std::shared_ptr<const io::EncoderFolder> encoder, std::uint64_t generation,
                          std::string text, std::uint64_t textRevision);
+  // Queues an activation patching (the Patching panel; its own worker, latest wins).
+  void submitPatching(std::shared_ptr<const io::ModelFolder> model, std::uint64_t generation,
+                      PatchingInputs inputs, std::uint64_t revision);
+  std::shared_ptr<const PatchingResult> takePatching();
 
   struct Loaded {
     std::string folder;
@@ -103,10 +117,12 @@ class ModelService {
   std::uint64_t runsCompleted_ = 0;
   std::optional<Loaded> loaded_;
   std::shared_ptr<const ModelRun> finished_;
+  std::shared_ptr<const PatchingResult> patched_;
+  std::shared_ptr<const RunAnalysis> lastAnalysis_;  // text worker only: the last run's
   // Text worker only: the sessions and the weights they belong to.
   std::shared_ptr<const model::Weights> sessionWeights_;
   std::shared_ptr<model::Session> sessions_[2];
-  LatestWorker loads_, runs_;  // last: joined before the members their jobs use go
+  LatestWorker loads_, runs_, patching_;  // last: joined before the members their jobs use go
 };
 
 // The window's step: submits a requested load and a changed text, takes finished results

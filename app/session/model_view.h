@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/session/model_analysis_types.h"
 #include "core/models/transformer.h"
 #include "core/scenario/scenario.h"
 #include "formats/attention_file.h"
@@ -61,6 +62,11 @@ struct ModelRun {
   bool encoder = false;
   bool mlmHead = false;                   // the checkpoint has a masked-language-model head
   std::vector<MaskedPrediction> masked;  // one per mask token, in order
+  // The analyses asked for (ModelView::analysis.request): ablated heads and head scores.
+  // With heads ablated, `session`, `attention`, `next` and `residualNorms` are the ablated
+  // run's (what the views show). Null when none was asked.
+  std::uint64_t analysisRevision = 0;  // AnalysisRequest::revision it answers
+  std::shared_ptr<const RunAnalysis> analysis;
 };
 
 struct ModelView {
@@ -79,6 +85,8 @@ struct ModelView {
   // "Open this head in the pipeline": a new scenario for the window to open (asking about
   // unsaved changes first, app/ui/shell/files.h requestNewDocument). Taken by the window.
   std::optional<Scenario> pipelineRequest;
+  // Ablation, head scores and activation patching (app/session/model_analysis.h).
+  ModelAnalysisState analysis;
 
   // Panel scratch (not saved).
   bool showOpenDialog = false;  // asks the window for its "Open model folder" dialog (the
@@ -87,7 +95,8 @@ struct ModelView {
   // True while the run on screen is older than the text or the model.
   bool computing() const {
     return (model || encoder) &&
-           (!run || run->generation != generation || run->textRevision != textRevision);
+           (!run || run->generation != generation || run->textRevision != textRevision ||
+            (model && run->analysisRevision != analysis.request.revision));
   }
 };
 

@@ -50,16 +50,16 @@ double logitDifference(const Session& s, int answer, int wrong) {
   return static_cast<double>(s.logits()[answer]) - static_cast<double>(s.logits()[wrong]);
 }
 
-Prediction predictionOf(const Session& s, std::span<const int> ids, int topK) {
+}  // namespace
+
+Prediction predictionOf(const Session& recorded, std::span<const int> ids, int topK) {
   Prediction p;
-  const Matrix logits = logitsAt(s.weights(), s.recording().resid.back());
+  const Matrix logits = logitsAt(recorded.weights(), recorded.recording().resid.back());
   p.logits = logits.row(logits.rows() - 1).transpose();
   p.next = topKOf(p.logits, topK);
   p.loss = textLoss(logits, ids);
   return p;
 }
-
-}  // namespace
 
 // =======================================================================================
 // Runs and predictions
@@ -122,22 +122,30 @@ double textLoss(const Matrix& logits, std::span<const int> ids) {
 // 1 Ablation
 // =======================================================================================
 
+Expected<std::shared_ptr<const Hooks>> ablationHooks(const Config& config,
+                                                     std::span<const HeadId> heads,
+                                                     AblationMode mode) {
+  auto hooks = std::make_shared<Hooks>();
+  hooks->record = true;
+  for (const HeadId& h : heads) {
+    if (Status s = checkHead(config, h); !s) return s.error();
+    hooks->heads.push_back(
+        {h.layer, h.head, mode == AblationMode::Zero ? HeadEdit::Zero : HeadEdit::Mean, {}});
+  }
+  return std::shared_ptr<const Hooks>(std::move(hooks));
+}
+
 Expected<Ablation> ablateHeads(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                                std::span<const HeadId> heads, AblationMode mode, int topK) {
   const Config& c = weights->config;
   if (Status s = checkPrompt(c, ids, "text"); !s) return s.error();
   if (topK < 1) return Error{"", "predict", "must be at least 1"};
-  auto hooks = std::make_shared<Hooks>();
-  hooks->record = true;
-  for (const HeadId& h : heads) {
-    if (Status s = checkHead(c, h); !s) return s.error();
-    hooks->heads.push_back(
-        {h.layer, h.head, mode == AblationMode::Zero ? HeadEdit::Zero : HeadEdit::Mean, {}});
-  }
+  Expected<std::shared_ptr<const Hooks>> hooks = ablationHooks(c, heads, mode);
+  if (!hooks) return hooks.error();
   // 1 the clean run, 2 the ablated run; each records the final stream for all logits
   Expected<Session> clean = runWithHooks(weights, ids, recordingHooks());
   if (!clean) return clean.error();
-  Expected<Session> ablated = runWithHooks(weights, ids, hooks);
+  Expected<Session> ablated = runWithHooks(weights, ids, *hooks);
   if (!ablated) return ablated.error();
   return Ablation{predictionOf(*clean, ids, topK), predictionOf(*ablated, ids, topK)};
 }

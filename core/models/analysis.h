@@ -50,6 +50,12 @@ struct Prediction {
   double loss = 0;                     // textLoss over the whole prompt
 };
 
+// The prediction of a pass that recorded (Hooks::record, so Recording::resid[L] holds all n
+// positions): the top-K after the last token, its V logits and textLoss over `ids` (the
+// session's n tokens). The window's ablation (app/session/model_analysis.h) and
+// ablateHeads() both use it.
+Prediction predictionOf(const Session& recorded, std::span<const int> ids, int topK);
+
 // ---------------------------------------------------------------------------------------
 // 1 Ablation
 // ---------------------------------------------------------------------------------------
@@ -62,6 +68,12 @@ enum class AblationMode { Zero, Mean };
 struct Ablation {
   Prediction clean, ablated;
 };
+
+// Hooks (recording) that ablate every head of `heads` together by `mode`: one HeadHook per
+// head, in the given order. Errors: a head outside L x H (field "heads").
+Expected<std::shared_ptr<const Hooks>> ablationHooks(const Config& config,
+                                                     std::span<const HeadId> heads,
+                                                     AblationMode mode);
 
 // Runs `ids` as is and with every head of `heads` ablated together. Errors: empty ids, a
 // head outside L x H, topK < 1.

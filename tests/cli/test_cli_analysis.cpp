@@ -181,6 +181,32 @@ TEST(CliAnalysis, PatchErrorsAreOneLineWithExitTwo) {
   EXPECT_NE(r.err.find("LAYER.HEAD"), std::string::npos) << r.err;
 }
 
+// screenshot --model DIR's analysis options (the window's Heads tab and Patching panel) are
+// checked before any window opens: one line, exit 2, naming the option.
+TEST(CliAnalysis, ScreenshotAnalysisOptionsAreCheckedFirst) {
+  const std::string png = (dir() / "shot.png").string();
+  const std::vector<std::string> base = {"screenshot", "--out", png, "--model", folder().string()};
+  struct Case {
+    std::vector<std::string> extra;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {{"--ablate", "1.x"}, "option '--ablate': item 1 \"1.x\" is not LAYER.HEAD"},
+      {{"--ablate-mode", "half"}, "--ablate-mode"},
+      {{"--head-score", "copying"}, "--head-score"},
+      {{"--patch-clean", kClean}, "option '--patch-corrupt': missing (the patching needs all four texts)"},
+      {{"--patch-what", "resid"}, "option '--patch-what': only applies with --patch-clean"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const CliRun r = cli(args);
+    EXPECT_EQ(r.code, 2) << c.extra[0];
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 TEST(CliAnalysis, LensAndAttribution) {
   const fs::path d = dir();
   CliRun r = cli({"lens", folder().string(), "--text", kClean, "--top", "3", "--out", (d / "lens.json").string()});

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "app/ui/shell/gui_session.h"
 #include "app/session/model_service.h"
 #include "tests/support/cli_run.h"
@@ -123,6 +125,56 @@ TEST(ModelWindow, ScreenshotCommand) {
   const attn::testing::RunResult bad = run((dir / "missing").string(), out / "bad.png");
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.err.find("missing"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_FALSE(fs::exists(out / "bad.png"));
+}
+
+// Issue 21 in the window from the command line: the Heads tab with two heads ablated and
+// coloured by a score, and the Patching panel run on two prompts. The layout dump shows the
+// patching matrix as drawn: L x H, on RdBu, symmetric about 0, labelled L0.. x H0...; a head
+// outside the model is one line with exit code 2.
+TEST(ModelWindow, ScreenshotWithAblationAndPatching) {
+  if (!fs::exists("/usr/bin/xvfb-run")) GTEST_SKIP() << "no /usr/bin/xvfb-run";
+  const fs::path dir = writeModel("smoke_model_analysis");
+  const fs::path out = gpt2test::freshDir("smoke_model_analysis_out");
+  const auto run = [&](const std::string& ablate, const fs::path& png) {
+    attn::testing::RunResult result;
+    for (int attempt = 0; attempt < 2; ++attempt) {  // see ScreenshotCommand
+      result = attn::testing::runProgram(
+          "/usr/bin/xvfb-run",
+          {"-a", "-s", "-screen 0 1600x1000x24", ATTNSCOPE_BIN, "screenshot", "--model",
+           dir.string(), "--text", "the cat sat on the mat", "--ablate", ablate, "--head-score",
+           "prev", "--sort-grid", "--patch-clean", "the cat sat on the mat", "--patch-corrupt",
+           "the cat sat in the mat", "--patch-answer", " the", "--patch-wrong", " on",
+           "--layout-out", (out / "layout.json").string(), "--out", png.string()},
+          out);
+      if (result.err.find("xvfb-run: error") == std::string::npos) break;
+    }
+    return result;
+  };
+  const attn::testing::RunResult good = run("1.2,3.0", out / "analysis.png");
+  ASSERT_EQ(good.exitCode, 0) << good.err;
+  ASSERT_TRUE(fs::exists(out / "analysis.png"));
+  const nlohmann::json layout = nlohmann::json::parse(gpt2test::readFile(out / "layout.json"));
+  bool found = false;
+  for (const nlohmann::json& heatmap : layout["heatmaps"]) {
+    if (heatmap["stage"] != "patching") continue;
+    found = true;
+    EXPECT_EQ(heatmap["rows"], 6);
+    EXPECT_EQ(heatmap["cols"], 4);
+    EXPECT_EQ(heatmap["range_rule"], "symmetric");
+    EXPECT_EQ(heatmap["colormap"], "rdbu");
+    EXPECT_NEAR(heatmap["range"][0].get<double>(), -heatmap["range"][1].get<double>(), 1e-6);
+    EXPECT_EQ(heatmap["row_labels"][0], "L0");
+    EXPECT_EQ(heatmap["col_labels"][3], "H3");
+  }
+  EXPECT_TRUE(found) << "no patching heatmap in the layout dump";
+
+  const attn::testing::RunResult bad = run("1.2,6.0", out / "bad.png");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.err.find("option '--ablate': head 6.0 is outside the model's 6 layers x 4 heads"),
+            std::string::npos)
+      << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
   EXPECT_FALSE(fs::exists(out / "bad.png"));
 }

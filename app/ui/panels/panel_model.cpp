@@ -14,6 +14,7 @@
 
 #include "app/session/model_service.h"
 #include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_model_analysis.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "core/base/format.h"
@@ -247,7 +248,20 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
     drawTokens(*run);
     if (run->session) {
       drawHeadButton(state, *run);
-      drawResidualNorms(state, heatmaps, *run);
+      // Issue 21's Heads tab (panel_model_heads.cpp) beside the residual-stream norms.
+      if (ImGui::BeginTabBar("##modelTabs")) {
+        if (ImGui::BeginTabItem("Residual-stream norm")) {
+          drawResidualNorms(state, heatmaps, *run);
+          ImGui::EndTabItem();
+        }
+        const ImGuiTabItemFlags headsFlags =
+            takeHeadsTabRequest(state) ? ImGuiTabItemFlags_SetSelected : 0;
+        if (ImGui::BeginTabItem("Heads: ablate, score", nullptr, headsFlags)) {
+          drawModelHeads(state, *run);
+          ImGui::EndTabItem();
+        }
+        ImGui::EndTabBar();
+      }
     }
   } else {
     panel::mutedWrapped(model.computing() ? "computing\xE2\x80\xA6" : "Type a text above.");
@@ -255,7 +269,8 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##prediction", ImVec2(0, 0), true);
-  if (run && run->generation == model.generation) drawPrediction(*run);
+  if (run && run->generation == model.generation && !drawAblatedPrediction(*run))
+    drawPrediction(*run);
   ImGui::EndChild();
 }
 

@@ -30,9 +30,12 @@ constexpr PanelInfo kPanels[] = {
     {"training", "Training", "Train a small attention model and watch its attention form",
      drawTrainingPanel, PanelDock::Floating, 1.f, false},
     {"model", "Model", "A GPT-2 model folder: type, and its attention updates live",
-     drawModelPanel, PanelDock::Floating, 0.6f, false},
+     drawModelPanel, PanelDock::Floating, 1.f, false},
     {"attention", "Attention", "An opened .npy / .npz file: model, head and text views",
      drawAttentionPanel, PanelDock::Floating, 1.f, false},
+    {"patching", "Patching",
+     "Activation patching: a clean and a corrupted prompt, heads or the residual stream",
+     drawPatchingPanel, PanelDock::Floating, 0.8f, false},
 };
 
 }  // namespace

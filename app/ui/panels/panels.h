@@ -26,6 +26,7 @@ void drawEncoderModel(AppState& state, HeatmapCache& heatmaps);
 // The Image panel's "model" source once a ViT folder is loaded (panel_image_model.cpp): draws
 // the patches | model switch; true when it drew the model source (the panel ends there).
 bool drawImageModelSource(AppState& state, HeatmapCache& heatmaps);
+void drawPatchingPanel(AppState& state, HeatmapCache& heatmaps);   // activation patching
 
 // The matrices the panels showed for the current result (the keys of their view cache),
 // for the compute worker to prepare with the next result: updateAsync()'s `views`. The

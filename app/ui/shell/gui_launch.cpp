@@ -165,6 +165,14 @@ bool GuiSession::Impl::openModelScreenshot() {
     if (state.notices.size() == notices) std::fprintf(stderr, "attnscope: cannot open the model\n");
     return false;
   }
+  // Issue 21's analyses (--ablate, --head-score, --patch-*), then the runs they ask for.
+  if (Status analysis = applyAnalysisStart(state, launch.modelAnalysis); !analysis) {
+    std::fprintf(stderr, "attnscope: %s\n", analysis.error().message().c_str());
+    return false;
+  }
+  updateModel(state, now());
+  // A patching screenshot shows the Patching panel in the Attention panel's place.
+  if (launch.modelAnalysis.patch) *panelFlag(state.view, "attention") = false;
   const std::shared_ptr<const ModelRun> run = state.model.run;
   if (!run || !run->attention) return true;
   // The run's attention is the Attention panel's file now: --select, --view, --focus ...

@@ -140,6 +140,9 @@ void GuiSession::Impl::drawModelMenu() {
     }
     tooltip("Load a GPT-2-family folder (config.json, model.safetensors, vocab.json, "
             "merges.txt) and watch its attention as you type (docs/models.md).");
+    ImGui::MenuItem("Activation patching", nullptr, panelFlag(state.view, "patching"));
+    tooltip("The Patching panel: patch heads or the residual stream from a clean prompt into "
+            "a corrupted one and see which sites carry the behaviour (docs/analyses.md).");
     ImGui::EndMenu();
   }
 }

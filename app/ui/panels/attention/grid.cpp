@@ -108,6 +108,12 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
       tip += ", top-1 mass " + fmt("%.3f", stats.top1Mass);
       if (overview.nonFinite[index].total() > 0)
         tip += "\nnon-finite: " + io::describeNonFinite(overview.nonFinite[index]);
+      const bool intervened = view.source->isIntervened(l, h);
+      if (intervened) {
+        tip += "\n" + view.source->intervention +
+               ": its own pattern is unchanged (z is edited after the softmax); the heads "
+               "after it moved";
+      }
       tip += "\nclick: show this head";
       HeatmapOptions options = panel::heatmapOptions(state);
       options.probability = true;  // attention weights (io::rangeRule checks they are)
@@ -126,8 +132,17 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
       const HeatmapView thumbView(matrixRef(thumb),
                                       labelled ? Labels(view.thumbnailRowLabels) : Labels(),
                                       labelled ? Labels(view.thumbnailColLabels) : Labels(), title);
+      const ImVec2 thumbAt = ImGui::GetCursorScreenPos();
       const HeatmapInteraction hit =
           heatmapWidget("##t", heatmaps, thumbView, view.generation, options);
+      if (intervened) {  // an ablated head: a red frame and cross over its thumbnail
+        const float t = std::max(2.f, font * 0.14f);
+        const ImVec2 end(thumbAt.x + side, thumbAt.y + side);
+        draw->AddRect(thumbAt, end, IM_COL32(230, 60, 60, 255), 0.f, 0, t);
+        draw->AddLine(thumbAt, end, IM_COL32(230, 60, 60, 160), t * 0.5f);
+        draw->AddLine(ImVec2(end.x, thumbAt.y), ImVec2(thumbAt.x, end.y), IM_COL32(230, 60, 60, 160),
+                      t * 0.5f);
+      }
       if (hit.clicked) {
         io::AttentionSelection next;
         next.kind = io::AttentionSelection::Kind::Head;

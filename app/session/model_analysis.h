@@ -1,0 +1,105 @@
+// The analyses of issue 21 in the window (docs/analyses.md, "In the window"): the model
+// view's head ablation and head scores, and the Patching panel. The panels edit
+// ModelView::analysis through the edit functions below and never compute; the model
+// service's worker (app/session/model_service.h) runs analyseRun() with each model run and
+// runPatching() on its own LatestWorker. Both call the core functions of
+// core/models/analysis.h (ablationHooks + predictionOf as ablateHeads does, headScore,
+// activationPatching). No ImGui, no GL.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/session/launch.h"
+#include "app/session/model_analysis_types.h"
+#include "formats/models/model_folder.h"
+
+namespace attn::app {
+
+struct AppState;
+class ModelService;
+
+// ---------------------------------------------------------------------------------------
+// Edits of ModelAnalysisState (each bumps request.revision when it changed something, so
+// the next update step runs the model again; the ablation needs no debounce)
+// ---------------------------------------------------------------------------------------
+
+bool isAblated(const AblationRequest& ablation, model::HeadId head);
+// Adds `head` to the ablated set, or removes it when it is there. Returns true.
+bool toggleAblatedHead(ModelAnalysisState& analysis, model::HeadId head);
+// Replaces the ablated set (sorted, repeats dropped). Errors (nothing changed): a head
+// outside the model's L x H, naming it.
+Status setAblatedHeads(ModelAnalysisState& analysis, std::vector<model::HeadId> heads,
+                       const model::Config& config);
+bool clearAblation(ModelAnalysisState& analysis);
+// A new model was loaded: drops the ablated heads outside its L x H (bumping the revision).
+void fitAnalysisToModel(ModelAnalysisState& analysis, const model::Config& config);
+bool setAblationMode(ModelAnalysisState& analysis, model::AblationMode mode);
+// The score that colours and sorts the heads (index into kAllHeadScores, -1 = none); the
+// run computes the scores only while one is picked.
+bool setScoreKind(ModelAnalysisState& analysis, int kind);
+bool setDetectOptions(ModelAnalysisState& analysis, const model::DetectOptions& detect);
+
+// "3.1, 0.7" (layer.head, 0-based, separated by commas and/or spaces) -> heads, as the CLI's
+// --ablate. Empty text: no heads. Errors name the item.
+Expected<std::vector<model::HeadId>> parseHeadList(std::string_view text);
+// heads -> "3.1, 0.7".
+std::string formatHeadList(std::span<const model::HeadId> heads);
+
+// Every head of `scores` (L x H) ranked: highest first (lowFirst: lowest first), ties by
+// (layer, head). NaN scores last.
+std::vector<model::HeadId> rankHeads(const Matrix& scores, bool lowFirst);
+// The heads of one layer in the same order.
+std::vector<int> rankHeadsOfLayer(const Matrix& scores, int layer, bool lowFirst);
+// "previous token", "duplicate token", "induction", "sink (α₀)", "entropy": the screen's
+// names of kAllHeadScores.
+const char* headScoreTitle(model::HeadScoreKind kind);
+
+// ---------------------------------------------------------------------------------------
+// The worker's side
+// ---------------------------------------------------------------------------------------
+
+struct AnalysedRun {
+  std::shared_ptr<const RunAnalysis> analysis;
+  // With heads ablated: the recorded ablated pass, whose attention the views show.
+  std::shared_ptr<model::Session> ablated;
+  std::string error;
+};
+// The analyses of `request` on the tokens of `clean` (a session after the plain run):
+//   1 head scores: headScore(clean, kind, request.detect) for every kind (when asked);
+//   2 ablation: the ablated pass under ablationHooks(), predictionOf() of it and of a
+//     recorded clean pass (taken from `previous` when that has the same weights and ids),
+//     the ablated top-K with the clean values (topK candidates).
+// The same numbers as ablateHeads(weights, ids, heads, mode, topK).
+AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean,
+                       const AnalysisRequest& request, int topK, const RunAnalysis* previous);
+
+// Activation patching of the panel's inputs on `model`: the texts tokenized without a BOS
+// (as `attnscope patch`), the answer and wrong texts one token each, then
+// activationPatching(). Never throws: problems (an empty prompt, an answer that is not one
+// token, unequal token lengths, equal metrics) are in PatchingResult::error, naming the field.
+std::shared_ptr<const PatchingResult> runPatching(const io::ModelFolder& model,
+                                                  const PatchingInputs& inputs,
+                                                  std::uint64_t generation,
+                                                  std::uint64_t revision);
+// Makes `result` the panel's: a success replaces the shown result, an error is shown above
+// the previous one; a result of a model replaced meanwhile only ends the request (with an
+// error asking to run again). Returns false for an older request.
+bool publishPatching(AppState& state, std::shared_ptr<const PatchingResult> result);
+// Asks for a patching run of the current inputs (the panel's Run button).
+void requestPatching(ModelAnalysisState& analysis);
+
+// A screenshot's start (GuiLaunch::ModelAnalysisStart) on the loaded model: the ablated
+// heads (checked against its L x H), the score, the order, the patching inputs (requested,
+// and the Patching panel shown). Errors name the option (--ablate).
+Status applyAnalysisStart(AppState& state, const GuiLaunch::ModelAnalysisStart& start);
+
+// The update steps' patching part: synchronous (screenshots, tests) or through the
+// service's worker (the window; never blocks). True when a result was published.
+bool updatePatching(AppState& state);
+bool updatePatchingAsync(AppState& state, ModelService& service);
+
+}  // namespace attn::app

@@ -1,0 +1,350 @@
+// The Model panel's Heads tab (panel_model_analysis.h): a layer x head grid where a click
+// ablates a head (zero or mean, docs/analyses.md) and the prediction and every attention map
+// downstream follow one compute later; a head score colours the grid and lists the heads in
+// its order. Edits go through app/session/model_analysis.h; the scores and the ablated run
+// come from the model service's worker with the run.
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "app/session/model_analysis.h"
+#include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_model_analysis.h"
+#include "core/base/format.h"
+
+namespace attn::app {
+
+namespace {
+
+using panel::tooltip;
+
+constexpr int kScoreCount = static_cast<int>(std::size(model::kAllHeadScores));
+const ImU32 kAblatedColor = IM_COL32(230, 60, 60, 255);
+
+// The scores of the picked kind in `run`, or null (none picked, or not computed yet).
+const Matrix* pickedScores(const ModelAnalysisState& analysis, const ModelRun& run) {
+  if (analysis.scoreKind < 0 || !run.analysis) return nullptr;
+  const std::vector<Matrix>& scores = run.analysis->scores;
+  if (analysis.scoreKind >= static_cast<int>(scores.size())) return nullptr;
+  return &scores[static_cast<std::size_t>(analysis.scoreKind)];
+}
+
+// The colour range of a score: the detection scores and the sink mass are shares (0..1);
+// the entropy runs from 0 to ln n, a uniform last row.
+float scoreMax(int kind, const ModelRun& run) {
+  if (model::kAllHeadScores[kind] != model::HeadScoreKind::Entropy) return 1.f;
+  return static_cast<float>(std::log(std::max<std::size_t>(2, run.ids.size())));
+}
+
+ImU32 toImColor(io::Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
+
+// "0.83": a cell's number (two decimals, as short as the cells are small).
+std::string twoDecimals(float value) {
+  if (!std::isfinite(value)) return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(value));
+  return text;
+}
+
+// The ablation row: mode, the list as text (keyboard: type heads, Enter), Clear.
+void drawAblationControls(AppState& state, const model::Config& config) {
+  ModelAnalysisState& analysis = state.model.analysis;
+  const float font = ImGui::GetFontSize();
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Ablate");
+  ImGui::SameLine();
+  int mode = analysis.request.ablation.mode == model::AblationMode::Zero ? 0 : 1;
+  if (ImGui::RadioButton("zero", &mode, 0)) setAblationMode(analysis, model::AblationMode::Zero);
+  tooltip("Zero ablation: the head's output z (its attention-weighted values, before W_o) is "
+          "set to 0 at every position.");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("mean", &mode, 1)) setAblationMode(analysis, model::AblationMode::Mean);
+  tooltip("Mean ablation: every row of the head's z is replaced by its mean over the text's "
+          "positions in the same pass (TransformerLens hook_z).");
+  ImGui::SameLine();
+  // The list as text: shown as the set is, editable from the keyboard (Enter applies).
+  if (!analysis.ablateEditing) analysis.ablateText = formatHeadList(analysis.request.ablation.heads);
+  ImGui::SetNextItemWidth(font * 12.f);
+  if (ImGui::InputTextWithHint("##ablateList", "layer.head, ...", &analysis.ablateText,
+                               ImGuiInputTextFlags_EnterReturnsTrue)) {
+    Expected<std::vector<model::HeadId>> heads = parseHeadList(analysis.ablateText);
+    Status set = heads ? setAblatedHeads(analysis, *heads, config) : Status(heads.error());
+    analysis.ablateError = set ? std::string() : set.error().message();
+  }
+  analysis.ablateEditing = ImGui::IsItemActive();
+  tooltip("The ablated heads as layer.head (0-based), e.g. \"1.0, 3.2\": type a list and press "
+          "Enter, or click heads in the grid below. All of them are ablated together.");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(analysis.request.ablation.heads.empty());
+  if (ImGui::Button("Clear")) {
+    clearAblation(analysis);
+    analysis.ablateError.clear();
+  }
+  ImGui::EndDisabled();
+  tooltip("Ablate no head: the clean model again.");
+  // What is ablated, in words (the grid's red crosses and the prediction say the same).
+  ImGui::SameLine();
+  const std::size_t count = analysis.request.ablation.heads.size();
+  if (count > 0) {
+    ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1.f), "%s ablated",
+                       countOf(static_cast<long long>(count), "head", "heads").c_str());
+  } else {
+    ImGui::TextDisabled("none ablated: click a head below");
+  }
+  if (!analysis.ablateError.empty()) panel::coloredWrapped(panel::errorColor(), analysis.ablateError);
+}
+
+// The score row: which score colours the heads, their order, the detection options.
+void drawScoreControls(AppState& state, const ModelRun& run) {
+  ModelAnalysisState& analysis = state.model.analysis;
+  const float font = ImGui::GetFontSize();
+  std::string preview = analysis.scoreKind < 0 ? "none"
+                                               : headScoreTitle(model::kAllHeadScores[analysis.scoreKind]);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Colour by");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 9.f);
+  if (ImGui::BeginCombo("##score", preview.c_str())) {
+    if (ImGui::Selectable("none", analysis.scoreKind < 0)) setScoreKind(analysis, -1);
+    for (int k = 0; k < kScoreCount; ++k) {
+      if (ImGui::Selectable(headScoreTitle(model::kAllHeadScores[k]), analysis.scoreKind == k))
+        setScoreKind(analysis, k);
+    }
+    ImGui::EndCombo();
+  }
+  tooltip("A head score of the clean run on this text (docs/analyses.md, TransformerLens "
+          "head_detector): previous token, duplicate token and induction are the share of the "
+          "attention on the template's cells; sink is the mean weight on the first token; "
+          "entropy the mean entropy of a row (nats).");
+  ImGui::SameLine();
+  const char* orders[] = {"head index", "high first", "low first"};
+  int order = static_cast<int>(analysis.order);
+  ImGui::SetNextItemWidth(font * 7.f);
+  if (ImGui::Combo("##order", &order, orders, 3)) analysis.order = static_cast<HeadOrder>(order);
+  tooltip("The order of the list of heads (and of each layer's row of the grid when \"sort "
+          "the grid\" is on).");
+  ImGui::SameLine();
+  ImGui::Checkbox("sort the grid", &analysis.sortGrid);
+  tooltip("Order the heads of each layer by the score (the grid's columns are then ranks; each "
+          "cell names its head).");
+  model::DetectOptions detect = analysis.request.detect;
+  ImGui::SameLine();
+  bool changed = ImGui::Checkbox("exclude BOS", &detect.excludeBos);
+  tooltip("Detection scores (previous, duplicate, induction) ignore key position 0.");
+  ImGui::SameLine();
+  changed |= ImGui::Checkbox("exclude current", &detect.excludeCurrentToken);
+  tooltip("Detection scores ignore each query's own position.");
+  if (changed) setDetectOptions(analysis, detect);
+  if (analysis.scoreKind >= 0 && !pickedScores(analysis, run))
+    ImGui::TextDisabled("computing the scores\xE2\x80\xA6");
+}
+
+std::string headName(int layer, int head) {
+  return std::to_string(layer) + "." + std::to_string(head);
+}
+
+// The grid: one button per head; colour = the score, a red cross = ablated, a yellow frame =
+// the head the Attention panel shows. A click toggles the ablation.
+constexpr float kGridLabelFonts = 2.2f, kGridGap = 2.f;
+
+// The side of a grid cell: as large as `width` x `height` allow for the whole grid (with its
+// header and colour strip), 1.2 to 3 fonts.
+float gridSide(const model::Config& config, float width, float height, bool scores) {
+  const float font = ImGui::GetFontSize();
+  const float rows = height - font * (scores ? 4.2f : 1.6f);
+  return std::clamp(
+      std::min((width - font * kGridLabelFonts) / static_cast<float>(config.nHead) - kGridGap,
+               rows / static_cast<float>(config.nLayer) - ImGui::GetStyle().ItemSpacing.y),
+      font * 1.2f, font * 3.f);
+}
+
+void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& config, float side) {
+  ModelAnalysisState& analysis = state.model.analysis;
+  const float font = ImGui::GetFontSize();
+  const Matrix* scores = pickedScores(analysis, run);
+  const bool sorted = analysis.sortGrid && scores && analysis.order != HeadOrder::Index;
+  const bool lowFirst = analysis.order == HeadOrder::LowFirst;
+  const float labelW = font * kGridLabelFonts, gap = kGridGap;
+  const float width = labelW + static_cast<float>(config.nHead) * (side + gap);
+  const float vmax = scores ? scoreMax(analysis.scoreKind, run) : 1.f;
+  const AttentionView& view = state.attention;
+  const bool showingRun = view.tensor() && view.tensor() == run.attention &&
+                          view.selection.kind == io::AttentionSelection::Kind::Head;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  analysis.drawnHeads.clear();
+  // Column header: head numbers, or ranks when sorted.
+  ImGui::Dummy(ImVec2(labelW - ImGui::GetStyle().ItemSpacing.x, 0));
+  for (int c = 0; c < config.nHead; ++c) {
+    ImGui::SameLine(labelW + static_cast<float>(c) * (side + gap));
+    ImGui::TextDisabled(sorted ? "%d" : "h%d", sorted ? c + 1 : c);
+  }
+  for (int l = 0; l < config.nLayer; ++l) {
+    const std::vector<int> order =
+        sorted ? rankHeadsOfLayer(*scores, l, lowFirst) : std::vector<int>();
+    ImGui::TextDisabled("L%d", l);
+    for (int c = 0; c < config.nHead; ++c) {
+      const int h = sorted ? order[static_cast<std::size_t>(c)] : c;
+      ImGui::SameLine(labelW + static_cast<float>(c) * (side + gap));
+      ImGui::PushID(l * config.nHead + h);
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      const bool clicked = ImGui::InvisibleButton("##head", ImVec2(side, side));
+      analysis.drawnHeads.push_back({l, h, p.x, p.y, side});
+      const bool hovered = ImGui::IsItemHovered();
+      const ImVec2 q(p.x + side, p.y + side);
+      const bool ablated = isAblated(analysis.request.ablation, {l, h});
+      // 1 the fill: the score's colour, else the frame colour
+      io::Rgb fill{};
+      ImU32 fillColor = ImGui::GetColorU32(hovered ? ImGuiCol_FrameBgHovered : ImGuiCol_FrameBg);
+      float value = 0;
+      if (scores) {
+        value = (*scores)(l, h);
+        fill = std::isfinite(value)
+                   ? io::colormapColor(ColormapKind::Viridis, std::clamp(value / vmax, 0.f, 1.f))
+                   : io::kNanColor;  // magenta, and the cell says "NaN"
+        fillColor = toImColor(fill);
+      }
+      draw->AddRectFilled(p, q, fillColor, font * 0.15f);
+      // 2 the text: the value (by index) or the head (sorted), when it fits
+      std::string text = sorted ? panel::indexed("h", h) : scores ? twoDecimals(value) : headName(l, h);
+      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      if (size.x <= side - 2.f && size.y <= side) {
+        const ImU32 ink = scores ? toImColor(io::labelColorOn(fill)) : ImGui::GetColorU32(ImGuiCol_TextDisabled);
+        draw->AddText(ImVec2(p.x + (side - size.x) * 0.5f, p.y + (side - size.y) * 0.5f), ink,
+                      text.c_str());
+      }
+      // 3 ablated: a red frame and cross; the head on screen in the Attention panel: yellow
+      if (ablated) {
+        const float t = std::max(2.f, font * 0.16f);
+        draw->AddRect(p, q, kAblatedColor, 0.f, 0, t);
+        draw->AddLine(p, q, kAblatedColor, t);
+        draw->AddLine(ImVec2(q.x, p.y), ImVec2(p.x, q.y), kAblatedColor, t);
+      }
+      if (showingRun && view.selection.layer == l && view.selection.head == h)
+        draw->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(q.x + 1, q.y + 1), IM_COL32(250, 200, 40, 255));
+      if (hovered) {
+        std::string tip = "head " + headName(l, h);
+        if (scores) {
+          tip += " \xC2\xB7 " + std::string(headScoreTitle(model::kAllHeadScores[analysis.scoreKind])) +
+                 " " + formatNumber(value, 4);
+        }
+        tip += ablated ? "\nablated: click to restore it" : "\nclick: ablate it";
+        tip += " (" + std::string(analysis.request.ablation.mode == model::AblationMode::Zero ? "zero" : "mean") + ")";
+        tip += "\nright-click: show it in the Attention panel";
+        tooltip(tip.c_str());
+      }
+      if (clicked) toggleAblatedHead(analysis, {l, h});
+      if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right) && run.attention &&
+          view.tensor() == run.attention) {
+        io::AttentionSelection next;
+        next.kind = io::AttentionSelection::Kind::Head;
+        next.layer = l;
+        next.head = h;
+        selectAttentionView(state.attention, next);
+      }
+      ImGui::PopID();
+    }
+  }
+  // The colour scale of the score, as a strip with its two ends.
+  if (scores) {
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float w = std::min(width - labelW, font * 10.f), h = font * 0.5f;
+    const int steps = 32;
+    for (int i = 0; i < steps; ++i) {
+      const float x0 = p.x + labelW + w * static_cast<float>(i) / steps;
+      const float x1 = p.x + labelW + w * static_cast<float>(i + 1) / steps;
+      draw->AddRectFilled(ImVec2(x0, p.y), ImVec2(x1, p.y + h),
+                          toImColor(io::colormapColor(ColormapKind::Viridis, (i + 0.5f) / steps)));
+    }
+    ImGui::Dummy(ImVec2(width, h));
+    ImGui::SetCursorPosX(ImGui::GetCursorPosX() + labelW);
+    ImGui::TextDisabled("0 \xE2\x80\xA6 %s", formatNumber(vmax, 3).c_str());
+  }
+}
+
+// Every head ranked by the picked score; a click on a row toggles its ablation.
+void drawHeadList(AppState& state, const ModelRun& run) {
+  ModelAnalysisState& analysis = state.model.analysis;
+  const Matrix* scores = pickedScores(analysis, run);
+  if (!scores) {
+    panel::mutedWrapped("Pick a score under \"Colour by\" to list the heads in its order.");
+    return;
+  }
+  std::vector<model::HeadId> heads;
+  if (analysis.order == HeadOrder::Index) {
+    for (int l = 0; l < scores->rows(); ++l)
+      for (int h = 0; h < scores->cols(); ++h) heads.push_back({l, h});
+  } else {
+    heads = rankHeads(*scores, analysis.order == HeadOrder::LowFirst);
+  }
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
+                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("##headList", 4, flags, ImVec2(0, 0))) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("#");
+  ImGui::TableSetupColumn("head");
+  ImGui::TableSetupColumn(headScoreTitle(model::kAllHeadScores[analysis.scoreKind]));
+  ImGui::TableSetupColumn("ablated", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    const model::HeadId& head = heads[i];
+    const bool ablated = isAblated(analysis.request.ablation, head);
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::Selectable(std::to_string(i + 1).c_str(), ablated,
+                          ImGuiSelectableFlags_SpanAllColumns))
+      toggleAblatedHead(analysis, head);
+    tooltip(ablated ? "click: restore this head" : "click: ablate this head");
+    ImGui::PopID();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(headName(head.layer, head.head).c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(formatNumber((*scores)(head.layer, head.head), 4).c_str());
+    ImGui::TableNextColumn();
+    if (ablated) ImGui::TextColored(ImVec4(0.95f, 0.35f, 0.35f, 1.f), "ablated");
+  }
+  ImGui::EndTable();
+}
+
+}  // namespace
+
+bool takeHeadsTabRequest(AppState& state) {
+  return std::exchange(state.model.analysis.showHeadsTab, false);
+}
+
+void drawModelHeads(AppState& state, const ModelRun& run) {
+  if (!run.session) return;
+  const model::Config& config = run.session->config();
+  ModelAnalysisState& analysis = state.model.analysis;
+  const float font = ImGui::GetFontSize();
+  drawAblationControls(state, config);
+  drawScoreControls(state, run);
+  // The grid at its own size (as large as the space allows), the list beside it when at
+  // least 14 fonts remain, else below it.
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const bool scores = pickedScores(analysis, run) != nullptr;
+  const float scrollbar = ImGui::GetStyle().ScrollbarSize;
+  float side = gridSide(config, avail.x - font * 14.f - scrollbar, avail.y, scores);
+  float gridW = font * kGridLabelFonts + static_cast<float>(config.nHead) * (side + kGridGap) + scrollbar;
+  const bool sideBySide = avail.x - gridW >= font * 14.f;
+  if (!sideBySide) {
+    side = gridSide(config, avail.x - scrollbar, font * 16.f, scores);
+    gridW = avail.x;
+  }
+  ImGui::BeginChild("##headGrid", ImVec2(gridW, sideBySide ? 0.f : font * 16.f), false,
+                    ImGuiWindowFlags_HorizontalScrollbar);
+  drawHeadGrid(state, run, config, side);
+  ImGui::EndChild();
+  if (sideBySide) ImGui::SameLine();
+  ImGui::BeginChild("##headListChild", ImVec2(0, 0), false);
+  drawHeadList(state, run);
+  ImGui::EndChild();
+}
+
+}  // namespace attn::app

@@ -1,0 +1,422 @@
+// Issue 21 in the window (app/session/model_analysis.h, app/ui/panels/panel_model_heads.cpp,
+// panel_patching.cpp) on the tiny random GPT-2 of tests/support/gpt2_fixture.h:
+//   - a click on a head in the Model panel's grid toggles its ablation, and the run that the
+//     service publishes has ablateHeads()'s prediction for that set (top-K, logits, loss) and
+//     the ablated pass's attention, one compute after the edit (no debounce);
+//   - the head scores the run carries equal headScore() of the core, and the panel's order
+//     equals an independent sort of them;
+//   - the Patching panel's matrix equals activationPatching() and is what its heatmap
+//     uploads; its errors keep the previous result.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <imgui.h>
+#include <imgui_internal.h>
+
+#include "app/session/app_state.h"
+#include "app/session/model_analysis.h"
+#include "app/session/model_service.h"
+#include "app/ui/panels/panels.h"
+#include "app/ui/widgets/heatmap_widget_impl.h"
+#include "core/models/analysis.h"
+#include "tests/support/gpt2_fixture.h"
+#include "tests/support/ui_headless.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+class ModelAnalysisInApp : public testui::HeadlessImGui {
+ protected:
+  void SetUp() override {
+    HeadlessImGui::SetUp();
+    vocab_ = gpt2test::defaultVocabulary();
+    gpt2test::TinyConfig config;
+    config.nLayer = 3;
+    config.nHead = 4;
+    config.nEmbd = 16;
+    config.nPositions = 32;
+    tiny_ = gpt2test::makeTinyModel(config, vocab_.size(), 21);
+    test_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = gpt2test::writeModelFolder("ui_model_analysis_" + test_, tiny_, vocab_, "F32");
+  }
+
+  // Loads the folder and runs `text` synchronously (as a screenshot does).
+  void load(AppState& state, const std::string& text) {
+    state.model.loadRequest = dir_.string();
+    state.model.text = text;
+    ++state.model.textRevision;
+    updateModel(state, 0);
+    ASSERT_TRUE(state.model.model) << (state.notices.empty() ? "" : state.notices.back().text);
+    ASSERT_TRUE(state.model.run && state.model.run->session);
+  }
+
+  // One frame of the Model panel (and the Patching panel below it); the mouse at `mouse`,
+  // the left button down or not.
+  void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1), bool down = false) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = mouse;
+    io.MouseDown[0] = down;
+    ImGui::NewFrame();
+    place(0, 0, 1600, 600);
+    drawModelPanel(state, heatmaps_);
+    place(0, 600, 1600, 400);
+    drawPatchingPanel(state, heatmaps_);
+    ImGui::Render();
+  }
+
+  // The window's step with the service until it has nothing left to do.
+  static void settle(AppState& state, ModelService& service) {
+    for (int i = 0; i < 20; ++i) {
+      updateModelAsync(state, service, 1.0 + i);
+      service.waitIdle();
+      if (!service.busy() && !state.model.computing() && !state.model.analysis.patching.running())
+        break;
+    }
+    updateModelAsync(state, service, 30.0);
+  }
+
+  std::shared_ptr<const model::Weights> weights(const AppState& state) const {
+    return state.model.model->weights;
+  }
+
+  gpt2test::Vocabulary vocab_;
+  gpt2test::TinyModel tiny_;
+  std::string test_;
+  fs::path dir_;
+};
+
+// Relative closeness, for logits and losses computed by the same float32 code.
+void expectClose(double a, double b, double relative, const std::string& what) {
+  EXPECT_LE(std::abs(a - b), relative * std::max(1.0, std::abs(b))) << what << ": " << a << " vs " << b;
+}
+
+void expectSamePrediction(const model::Prediction& got, const model::Prediction& want,
+                          const std::string& what) {
+  ASSERT_EQ(got.next.size(), want.next.size()) << what;
+  for (std::size_t i = 0; i < want.next.size(); ++i) {
+    EXPECT_EQ(got.next[i].id, want.next[i].id) << what << " rank " << i;
+    expectClose(got.next[i].probability, want.next[i].probability, 1e-6, what + " p");
+    expectClose(got.next[i].logit, want.next[i].logit, 1e-6, what + " logit");
+  }
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  EXPECT_LE((got.logits - want.logits).cwiseAbs().maxCoeff(), 1e-5f) << what;
+  expectClose(got.loss, want.loss, 1e-9, what + " loss");
+}
+
+// =======================================================================================
+// Ablation: a click in the grid, then the run within one compute
+// =======================================================================================
+
+TEST_F(ModelAnalysisInApp, ClickingAHeadAblatesItAndTheRunEqualsAblateHeads) {
+  AppState state;
+  load(state, "the cat sat on the mat and they're here");
+  state.model.analysis.showHeadsTab = true;
+  for (int i = 0; i < 3; ++i) frame(state);  // the Heads tab in front, the grid laid out
+  const auto& drawn = state.model.analysis.drawnHeads;
+  ASSERT_EQ(drawn.size(), 12u) << "3 layers x 4 heads";
+
+  // 1 click head 1.2 (press, release over it): its ablation is asked for
+  auto cell = std::find_if(drawn.begin(), drawn.end(),
+                           [](const auto& c) { return c.layer == 1 && c.head == 2; });
+  ASSERT_NE(cell, drawn.end());
+  const ImVec2 centre(cell->x + cell->side * 0.5f, cell->y + cell->side * 0.5f);
+  const std::uint64_t revision = state.model.analysis.request.revision;
+  frame(state, centre, true);
+  frame(state, centre, false);
+  ASSERT_EQ(state.model.analysis.request.ablation.heads, (std::vector<model::HeadId>{{1, 2}}));
+  EXPECT_GT(state.model.analysis.request.revision, revision);
+  EXPECT_TRUE(state.model.computing());
+
+  // 2 a second head and the mean mode through the state, as the panel's radio button does
+  toggleAblatedHead(state.model.analysis, {2, 0});
+  setAblationMode(state.model.analysis, model::AblationMode::Mean);
+
+  // 3 the window's step: the run is submitted at once, not after the typing debounce (a
+  //   minute here), and lands after one compute
+  ModelService service(std::chrono::minutes(1));
+  const auto start = std::chrono::steady_clock::now();
+  updateModelAsync(state, service, 1.0);
+  service.waitIdle();
+  updateModelAsync(state, service, 1.1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(service.runsCompleted(), 1u);
+  ASSERT_FALSE(state.model.computing());
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  ASSERT_TRUE(run && run->analysis) << (run ? run->error : "");
+  ASSERT_TRUE(run->error.empty()) << run->error;
+
+  // 4 the prediction is ablateHeads()' for {1.2, 2.0} (mean)
+  const std::vector<model::HeadId> heads = {{1, 2}, {2, 0}};
+  Expected<model::Ablation> want =
+      model::ablateHeads(weights(state), run->ids, heads, model::AblationMode::Mean, kModelPredictions);
+  ASSERT_TRUE(want) << want.error().message();
+  expectSamePrediction(run->analysis->ablated, want->ablated, "ablated");
+  expectSamePrediction(run->analysis->clean, want->clean, "clean");
+  EXPECT_NE(run->analysis->ablated.loss, run->analysis->clean.loss);
+  // The panel's rows: the ablated top-K with the clean values beside them.
+  ASSERT_EQ(run->analysis->next.size(), want->ablated.next.size());
+  for (std::size_t i = 0; i < run->analysis->next.size(); ++i) {
+    const PredictionChange& c = run->analysis->next[i];
+    EXPECT_EQ(c.id, want->ablated.next[i].id);
+    expectClose(c.cleanLogit, want->clean.logits[c.id], 1e-6, "clean logit of the row");
+    EXPECT_EQ(run->next[i].id, c.id) << "the run's own top-K is the ablated one";
+  }
+
+  // 5 the attention on screen is the ablated pass's: layers 0-1 as clean (nothing upstream
+  //   changed), layer 2 moved (block 1's output changed)
+  Expected<std::shared_ptr<const model::Hooks>> hooks =
+      model::ablationHooks(weights(state)->config, heads, model::AblationMode::Mean);
+  ASSERT_TRUE(hooks);
+  Expected<model::Session> ablated = model::runWithHooks(weights(state), run->ids, *hooks);
+  Expected<model::Session> clean = model::forward(weights(state), run->ids);
+  ASSERT_TRUE(ablated && clean);
+  EXPECT_EQ(state.attention.tensor(), run->attention);
+  // The Attention panel's source names the intervention and flags the ablated heads (its grid
+  // marks them).
+  ASSERT_TRUE(state.attention.source);
+  EXPECT_NE(state.attention.source->name.find("1.2, 2.0 ablated (mean)"), std::string::npos)
+      << state.attention.source->name;
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 4; ++h)
+      EXPECT_EQ(state.attention.source->isIntervened(l, h), (l == 1 && h == 2) || (l == 2 && h == 0));
+  double moved = 0;
+  for (int l = 0; l < 3; ++l) {
+    for (int h = 0; h < 4; ++h) {
+      const Matrix shown = run->attention->copyHead(l, h);
+      EXPECT_LE((shown - ablated->attention(l, h)).cwiseAbs().maxCoeff(), 1e-6f) << l << "." << h;
+      const float change = (shown - clean->attention(l, h)).cwiseAbs().maxCoeff();
+      if (l < 2) {
+        EXPECT_LE(change, 1e-6f) << "upstream head " << l << "." << h;
+      } else {
+        moved = std::max(moved, static_cast<double>(change));
+      }
+    }
+  }
+  EXPECT_GT(moved, 1e-4) << "the heads downstream of the ablation did not change";
+
+  // 6 clearing brings the clean run back (the clean top-K again)
+  clearAblation(state.model.analysis);
+  settle(state, service);
+  ASSERT_TRUE(state.model.run);
+  EXPECT_FALSE(state.model.run->analysis && state.model.run->analysis->ablating());
+  ASSERT_EQ(state.model.run->next.size(), want->clean.next.size());
+  for (std::size_t i = 0; i < want->clean.next.size(); ++i)
+    EXPECT_EQ(state.model.run->next[i].id, want->clean.next[i].id);
+}
+
+TEST_F(ModelAnalysisInApp, AblationListTypedAndCheckedAgainstTheModel) {
+  AppState state;
+  load(state, "the cat sat");
+  ModelAnalysisState& analysis = state.model.analysis;
+  Expected<std::vector<model::HeadId>> heads = parseHeadList("2.3, 0.1,1.0 2.3");
+  ASSERT_TRUE(heads);
+  ASSERT_TRUE(setAblatedHeads(analysis, *heads, weights(state)->config));
+  EXPECT_EQ(analysis.request.ablation.heads, (std::vector<model::HeadId>{{0, 1}, {1, 0}, {2, 3}}));
+  EXPECT_EQ(formatHeadList(analysis.request.ablation.heads), "0.1, 1.0, 2.3");
+  const std::uint64_t revision = analysis.request.revision;
+  Status outside = setAblatedHeads(analysis, {{3, 0}}, weights(state)->config);
+  ASSERT_FALSE(outside);
+  EXPECT_NE(outside.error().message().find("head 3.0 is outside the model's 3 layers x 4 heads"),
+            std::string::npos)
+      << outside.error().message();
+  EXPECT_EQ(analysis.request.revision, revision) << "a refused list changes nothing";
+  Expected<std::vector<model::HeadId>> bad = parseHeadList("1.2, x");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("item 2 \"x\" is not LAYER.HEAD"), std::string::npos)
+      << bad.error().message();
+}
+
+// =======================================================================================
+// Head scores: the core's numbers, the panel's order
+// =======================================================================================
+
+TEST_F(ModelAnalysisInApp, HeadScoresEqualTheCoreAndSortLikeIt) {
+  AppState state;
+  load(state, "the cat sat on the mat the cat sat on the mat");
+  ModelService service(std::chrono::milliseconds(0));
+  model::DetectOptions detect;
+  detect.excludeBos = true;
+  setDetectOptions(state.model.analysis, detect);
+  setScoreKind(state.model.analysis, 2);  // induction
+  settle(state, service);
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  ASSERT_TRUE(run && run->analysis);
+  ASSERT_EQ(run->analysis->scores.size(), std::size(model::kAllHeadScores));
+  Expected<model::Session> clean = model::forward(weights(state), run->ids);
+  ASSERT_TRUE(clean);
+  for (std::size_t k = 0; k < std::size(model::kAllHeadScores); ++k) {
+    const Matrix want = model::headScore(*clean, model::kAllHeadScores[k], detect);
+    const Matrix& got = run->analysis->scores[k];
+    ASSERT_EQ(got.rows(), 3);
+    ASSERT_EQ(got.cols(), 4);
+    EXPECT_LE((got - want).cwiseAbs().maxCoeff(), 1e-6f) << model::toString(model::kAllHeadScores[k]);
+    // The list's order, high first and low first, against an independent sort of the core's.
+    for (bool lowFirst : {false, true}) {
+      std::vector<std::tuple<float, int, int>> sorted;
+      for (int l = 0; l < 3; ++l)
+        for (int h = 0; h < 4; ++h) sorted.emplace_back(lowFirst ? want(l, h) : -want(l, h), l, h);
+      std::sort(sorted.begin(), sorted.end());
+      const std::vector<model::HeadId> order = rankHeads(got, lowFirst);
+      ASSERT_EQ(order.size(), sorted.size());
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const auto [score, l, h] = sorted[i];
+        // Equal scores may come in either order; a distinct score must be at its place.
+        const float at = want(order[i].layer, order[i].head);
+        EXPECT_EQ(at, lowFirst ? score : -score) << "rank " << i;
+        if (at != want(l, h)) ADD_FAILURE() << "rank " << i;
+      }
+      // Within one layer (the sorted grid), the same rule.
+      for (int l = 0; l < 3; ++l) {
+        const std::vector<int> row = rankHeadsOfLayer(got, l, lowFirst);
+        for (std::size_t i = 1; i < row.size(); ++i) {
+          const float a = want(l, row[i - 1]), b = want(l, row[i]);
+          EXPECT_TRUE(lowFirst ? a <= b : a >= b) << "layer " << l << " rank " << i;
+        }
+      }
+    }
+  }
+  // The repeated text makes an induction template; the tab draws the grid coloured by it and
+  // a toggle keeps the scores (of the clean run) unchanged.
+  state.model.analysis.showHeadsTab = true;
+  for (int i = 0; i < 3; ++i) frame(state);
+  EXPECT_EQ(state.model.analysis.drawnHeads.size(), 12u);
+  const Matrix before = run->analysis->scores[2];
+  toggleAblatedHead(state.model.analysis, {0, 0});
+  settle(state, service);
+  ASSERT_TRUE(state.model.run->analysis);
+  EXPECT_EQ(state.model.run->analysis->scores[2], before);
+}
+
+// =======================================================================================
+// Patching panel
+// =======================================================================================
+
+TEST_F(ModelAnalysisInApp, PatchingPanelMatrixEqualsActivationPatching) {
+  AppState state;
+  load(state, "the cat sat");
+  ModelService service(std::chrono::milliseconds(0));
+  const io::Tokenizer& tokenizer = *state.model.model->tokenizer;
+  PatchingInputs& in = state.model.analysis.patching.inputs;
+  in.clean = "the cat sat on the mat";
+  in.corrupt = "the cat sat in the mat";
+  in.answer = " the";
+  in.wrong = " on";
+  const std::vector<int> clean = tokenizer.encode(in.clean).ids, corrupt = tokenizer.encode(in.corrupt).ids;
+  ASSERT_EQ(clean.size(), corrupt.size()) << "the fixture's prompts must tokenize alike";
+  ASSERT_EQ(tokenizer.encode(in.answer).ids.size(), 1u);
+  ASSERT_EQ(tokenizer.encode(in.wrong).ids.size(), 1u);
+  const int answer = tokenizer.encode(in.answer).ids[0], wrong = tokenizer.encode(in.wrong).ids[0];
+
+  for (model::PatchTarget target : {model::PatchTarget::Heads, model::PatchTarget::Resid}) {
+    in.target = target;
+    requestPatching(state.model.analysis);  // the Run button
+    EXPECT_TRUE(state.model.analysis.patching.running());
+    settle(state, service);
+    const std::shared_ptr<const PatchingResult> result = state.model.analysis.patching.result;
+    ASSERT_TRUE(result) << state.model.analysis.patching.error;
+    EXPECT_TRUE(state.model.analysis.patching.error.empty()) << state.model.analysis.patching.error;
+    Expected<model::Patching> want =
+        model::activationPatching(weights(state), clean, corrupt, answer, wrong, target);
+    ASSERT_TRUE(want) << want.error().message();
+    ASSERT_EQ(result->effect.rows(), want->effect.rows());
+    ASSERT_EQ(result->effect.cols(), want->effect.cols());
+    EXPECT_EQ(result->effect.rows(), target == model::PatchTarget::Heads ? 3 : 4);
+    EXPECT_EQ(result->effect.cols(), target == model::PatchTarget::Heads ? 4 : static_cast<int>(clean.size()));
+    EXPECT_LE((result->effect - want->effect).cwiseAbs().maxCoeff(), 1e-6f);
+    expectClose(result->cleanMetric, want->cleanMetric, 1e-9, "m_clean");
+    expectClose(result->corruptMetric, want->corruptMetric, 1e-9, "m_corrupt");
+    ASSERT_EQ(result->rowLabels.size(), static_cast<std::size_t>(result->effect.rows()));
+    ASSERT_EQ(result->colLabels.size(), static_cast<std::size_t>(result->effect.cols()));
+    EXPECT_EQ(result->rowLabels[0], target == model::PatchTarget::Heads ? "L0" : "embed");
+    // The panel's heatmap uploads exactly this matrix.
+    showPanel(state.view, "patching");
+    mock().uploads.clear();
+    for (int i = 0; i < 3; ++i) frame(state);
+    bool found = false;
+    for (const auto& upload : mock().uploads) {
+      if (upload.top.size() != static_cast<std::size_t>(result->effect.size())) continue;
+      found |= std::equal(upload.top.begin(), upload.top.end(), result->effect.data());
+    }
+    EXPECT_TRUE(found) << "the patching matrix was not uploaded as a heatmap";
+    // Hovering its sample cell draws the tooltip naming the head or the layer and position.
+    const std::vector<HeatmapRecord> records = heatmaps_.impl().records;
+    int hovered = 0;
+    for (const HeatmapRecord& record : records) {
+      if (record.id != "##patching" || record.sampleRow < 0) continue;
+      frame(state, record.samplePoint);
+      frame(state, record.samplePoint);
+      const ImGuiWindow* tip = ImGui::FindWindowByName("##Tooltip_00");
+      EXPECT_TRUE(tip && tip->Active) << "no tooltip over cell " << record.sampleRow << ", " << record.sampleCol;
+      ++hovered;
+    }
+    EXPECT_EQ(hovered, 1);
+  }
+}
+
+TEST_F(ModelAnalysisInApp, PatchingErrorsAreShownAndKeepThePreviousResult) {
+  AppState state;
+  load(state, "the cat sat");
+  ModelService service(std::chrono::milliseconds(0));
+  PatchingState& patching = state.model.analysis.patching;
+  patching.inputs = {"the cat sat on the mat", "the cat sat in the mat", " the", " on",
+                     model::PatchTarget::Heads};
+  requestPatching(state.model.analysis);
+  settle(state, service);
+  const std::shared_ptr<const PatchingResult> good = patching.result;
+  ASSERT_TRUE(good) << patching.error;
+
+  const io::Tokenizer& tokenizer = *state.model.model->tokenizer;
+  const std::size_t nClean = tokenizer.encode("the cat sat on the mat").ids.size();
+  const std::size_t nLonger = tokenizer.encode("the cat sat on the mat and").ids.size();
+  ASSERT_GT(nLonger, nClean);
+  struct Case {
+    PatchingInputs inputs;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {{"the cat sat on the mat", "the cat sat on the mat and", " the", " on", model::PatchTarget::Heads},
+       "field 'corrupt': the corrupted prompt is " + std::to_string(nLonger) +
+           " tokens and the clean one " + std::to_string(nClean) +
+           " tokens: patching needs equal token lengths"},
+      {{"the cat sat on the mat", "the cat sat in the mat", " zqx", " on", model::PatchTarget::Heads},
+       "field 'answer': \" zqx\" is"},
+      {{"the cat sat on the mat", "the cat sat in the mat", " the", "", model::PatchTarget::Resid},
+       "field 'wrong': \"\" is 0 tokens"},
+      {{"", "the cat", " the", " on", model::PatchTarget::Heads}, "field 'clean': the clean prompt is empty"},
+  };
+  for (const Case& c : cases) {
+    patching.inputs = c.inputs;
+    requestPatching(state.model.analysis);
+    settle(state, service);
+    EXPECT_NE(patching.error.find(c.expected), std::string::npos) << patching.error;
+    EXPECT_EQ(patching.result, good) << "the previous result stays";
+    showPanel(state.view, "patching");
+    frame(state);  // the panel draws the error above the kept result
+  }
+  // A result that comes back after another model was loaded ends the request (Run is
+  // enabled again) without replacing the result.
+  patching.inputs = {"the cat sat on the mat", "the cat sat in the mat", " the", " on",
+                     model::PatchTarget::Heads};
+  requestPatching(state.model.analysis);
+  patching.submitted = patching.revision;
+  EXPECT_TRUE(patching.running());
+  std::shared_ptr<const PatchingResult> late =
+      runPatching(*state.model.model, patching.inputs, state.model.generation, patching.revision);
+  ASSERT_TRUE(late->error.empty()) << late->error;
+  ++state.model.generation;
+  EXPECT_TRUE(publishPatching(state, late));
+  EXPECT_FALSE(patching.running());
+  EXPECT_NE(patching.error.find("Run again"), std::string::npos) << patching.error;
+  EXPECT_EQ(patching.result, good);
+}
+
+}  // namespace
