@@ -285,9 +285,9 @@ int main(int argc, char** argv) {
   scenario.name = "frame bench " + std::to_string(tokens) + " tokens";
   scenario.mode = Mode::Self;
   scenario.inputs = xavierUniform(tokens, width, 7) * 4.0f;
-  scenario.score = ScoreKind::ScaledDot;
-  scenario.heads = heads;
-  scenario.mask.kind = MaskKind::Causal;
+  scenario.options.score = ScoreKind::ScaledDot;
+  scenario.options.heads = heads;
+  scenario.options.mask.kind = MaskKind::Causal;
   const std::filesystem::path file = std::filesystem::temp_directory_path() /
                                      ("attnscope_bench_frame_" + std::to_string(tokens) + ".json");
   if (Status saved = io::saveScenario(scenario, file.string()); !saved) {
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
   double computeMs = 0;
   for (int i = 0; i < frames; ++i) {
     app::AppState& state = session.state();
-    state.doc.temperature = (i % 2) ? 1.0f : 1.25f;
+    state.doc.options.temperature = (i % 2) ? 1.0f : 1.25f;
     app::touch(state);
     editing.push_back(timeFrame());
     computeMs += state.computed->computeMs;
@@ -346,7 +346,7 @@ int main(int argc, char** argv) {
       receivingCpu;
   for (int edit = 0; edit < 5; ++edit) {
     app::AppState& state = session.state();
-    state.doc.temperature = (edit % 2) ? 1.0f : 1.5f;
+    state.doc.options.temperature = (edit % 2) ? 1.0f : 1.5f;
     app::touch(state);
     const auto start = Clock::now();
     double longest = 0;

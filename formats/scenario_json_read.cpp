@@ -427,20 +427,20 @@ Scenario readScenario(const Json& root) {
 
   // The mechanism.
   if (const Json* v = find(root, "score")) {
-    s.score = readKind(*v, "score", "score", &parseScoreKind, kScoreKinds);
+    s.options.score = readKind(*v, "score", "score", &parseScoreKind, kScoreKinds);
   }
-  if (const Json* v = find(root, "heads")) s.heads = readInt(*v, "heads", 1, Limits::kMaxHeads);
+  if (const Json* v = find(root, "heads")) s.options.heads = readInt(*v, "heads", 1, Limits::kMaxHeads);
   if (const Json* v = find(root, "temperature")) {
-    s.temperature = readFloat(*v, "temperature");
-    if (!(s.temperature > 0)) {
+    s.options.temperature = readFloat(*v, "temperature");
+    if (!(s.options.temperature > 0)) {
       fail("temperature", "must be greater than 0, got " + describe(*v));
     }
   }
-  if (const Json* v = find(root, "seed")) s.seed = readSeed(*v, "seed");
+  if (const Json* v = find(root, "seed")) s.options.seed = readSeed(*v, "seed");
 
   // Projections: explicit `projection`, else implied by the blocks present.
   if (const Json* v = find(root, "projections")) {
-    s.explicitProjections = readProjections(*v, "projections");
+    s.options.projections = readProjections(*v, "projections");
   }
   if (const Json* v = find(root, "in_proj_weight")) {
     s.inProjWeight = readMatrix(*v, "in_proj_weight", 3 * kW, kW);
@@ -466,7 +466,7 @@ Scenario readScenario(const Json& root) {
   // Score parameters: one object for every head, or a list with one object per head.
   if (const Json* v = find(root, "score_params")) {
     if (v->is_object()) {
-      s.scoreParams.assign(static_cast<std::size_t>(s.heads), readScoreParams(*v, "score_params"));
+      s.options.scoreParams.assign(static_cast<std::size_t>(s.options.heads), readScoreParams(*v, "score_params"));
     } else if (isList(*v)) {
       if (listSize(*v) > static_cast<std::size_t>(Limits::kMaxHeads)) {
         fail("score_params", "has " + std::to_string(listSize(*v)) +
@@ -475,7 +475,7 @@ Scenario readScenario(const Json& root) {
       }
       for (std::size_t h = 0; h < listSize(*v); ++h) {
         const std::string entryField = indexField("score_params", h);
-        s.scoreParams.push_back(v->is_array() ? readScoreParams((*v)[h], entryField)
+        s.options.scoreParams.push_back(v->is_array() ? readScoreParams((*v)[h], entryField)
                                               : readScoreParams(listEntry(*v, h), entryField));
       }
     } else {
@@ -484,12 +484,12 @@ Scenario readScenario(const Json& root) {
     }
   }
   if (const Json* v = find(root, "score_hidden")) {
-    s.scoreHidden = readInt(*v, "score_hidden", 0, Limits::kMaxWidth);
+    s.options.scoreHidden = readInt(*v, "score_hidden", 0, Limits::kMaxWidth);
   }
-  if (const Json* v = find(root, "mask")) s.mask = readMask(*v, "mask");
-  if (const Json* v = find(root, "normalizer")) s.normalizer = readNormalizer(*v, "normalizer");
+  if (const Json* v = find(root, "mask")) s.options.mask = readMask(*v, "mask");
+  if (const Json* v = find(root, "normalizer")) s.options.normalizer = readNormalizer(*v, "normalizer");
   if (const Json* v = find(root, "decoder_output")) {
-    s.decoderOutput = readDecoderOutput(*v, "decoder_output");
+    s.options.decoderOutput = readDecoderOutput(*v, "decoder_output");
   }
   if (const Json* v = find(root, "claims")) s.claims = readClaims(*v, "claims");
   if (const Json* v = find(root, "view")) {

@@ -207,14 +207,14 @@ std::string scenarioToJson(const Scenario& s) {
   if (!s.keyLabels.empty()) doc["key_labels"] = toJson(s.keyLabels);
   if (s.positionalEncoding) doc["positional_encoding"] = true;
 
-  doc["score"] = std::string(toString(s.score));
-  doc["heads"] = s.heads;
-  if (s.temperature != 1) doc["temperature"] = static_cast<double>(s.temperature);
-  if (s.seed != 0) doc["seed"] = s.seed;
+  doc["score"] = std::string(toString(s.options.score));
+  doc["heads"] = s.options.heads;
+  if (s.options.temperature != 1) doc["temperature"] = static_cast<double>(s.options.temperature);
+  if (s.options.seed != 0) doc["seed"] = s.options.seed;
   doc["projection"] = std::string(toString(s.projection));
   if (s.modelWidth != 0) doc["model_width"] = s.modelWidth;
 
-  const Projections& p = s.explicitProjections;
+  const Projections& p = s.options.projections;
   OrderedJson projections = OrderedJson::object();
   if (p.wq.size() > 0) projections["wq"] = toJson(p.wq);
   if (p.bq.size() > 0) projections["bq"] = toJson(p.bq);
@@ -230,41 +230,41 @@ std::string scenarioToJson(const Scenario& s) {
   if (s.outProjWeight.size() > 0) doc["out_proj_weight"] = toJson(s.outProjWeight);
   if (s.outProjBias.size() > 0) doc["out_proj_bias"] = toJson(s.outProjBias);
 
-  if (!s.scoreParams.empty()) {
+  if (!s.options.scoreParams.empty()) {
     OrderedJson list = OrderedJson::array();
-    for (const ScoreParams& params : s.scoreParams) list.push_back(scoreParamsJson(params));
+    for (const ScoreParams& params : s.options.scoreParams) list.push_back(scoreParamsJson(params));
     doc["score_params"] = std::move(list);
   }
-  if (s.scoreHidden != 0) doc["score_hidden"] = s.scoreHidden;
+  if (s.options.scoreHidden != 0) doc["score_hidden"] = s.options.scoreHidden;
 
-  if (!isDefault(s.mask)) {
+  if (!isDefault(s.options.mask)) {
     const MaskOptions defaults;
     OrderedJson mask = OrderedJson::object();
-    mask["kind"] = std::string(toString(s.mask.kind));
-    if (s.mask.window != defaults.window) mask["window"] = s.mask.window;
-    if (s.mask.center != defaults.center) {
-      mask["center"] = s.mask.center == MaskOptions::Center::Fixed ? "fixed" : "aligned";
+    mask["kind"] = std::string(toString(s.options.mask.kind));
+    if (s.options.mask.window != defaults.window) mask["window"] = s.options.mask.window;
+    if (s.options.mask.center != defaults.center) {
+      mask["center"] = s.options.mask.center == MaskOptions::Center::Fixed ? "fixed" : "aligned";
     }
-    if (s.mask.position != defaults.position) mask["position"] = s.mask.position;
-    if (!s.mask.keyValid.empty()) {
+    if (s.options.mask.position != defaults.position) mask["position"] = s.options.mask.position;
+    if (!s.options.mask.keyValid.empty()) {
       OrderedJson valid = OrderedJson::array();
-      for (bool flag : s.mask.keyValid) valid.push_back(flag);
+      for (bool flag : s.options.mask.keyValid) valid.push_back(flag);
       mask["key_valid"] = std::move(valid);
     }
-    if (s.mask.custom.size() > 0) mask["matrix"] = toJson(s.mask.custom);
+    if (s.options.mask.custom.size() > 0) mask["matrix"] = toJson(s.options.mask.custom);
     doc["mask"] = std::move(mask);
   }
-  if (s.normalizer.kind != NormalizerOptions{}.kind ||
-      s.normalizer.topK != NormalizerOptions{}.topK) {
+  if (s.options.normalizer.kind != NormalizerOptions{}.kind ||
+      s.options.normalizer.topK != NormalizerOptions{}.topK) {
     OrderedJson normalizer = OrderedJson::object();
-    normalizer["kind"] = std::string(toString(s.normalizer.kind));
-    if (s.normalizer.topK != NormalizerOptions{}.topK) normalizer["k"] = s.normalizer.topK;
+    normalizer["kind"] = std::string(toString(s.options.normalizer.kind));
+    if (s.options.normalizer.topK != NormalizerOptions{}.topK) normalizer["k"] = s.options.normalizer.topK;
     doc["normalizer"] = std::move(normalizer);
   }
-  if (s.decoderOutput.enabled || s.decoderOutput.wc.size() > 0) {
+  if (s.options.decoderOutput.enabled || s.options.decoderOutput.wc.size() > 0) {
     OrderedJson decoder = OrderedJson::object();
-    decoder["enabled"] = s.decoderOutput.enabled;
-    if (s.decoderOutput.wc.size() > 0) decoder["wc"] = toJson(s.decoderOutput.wc);
+    decoder["enabled"] = s.options.decoderOutput.enabled;
+    if (s.options.decoderOutput.wc.size() > 0) decoder["wc"] = toJson(s.options.decoderOutput.wc);
     doc["decoder_output"] = std::move(decoder);
   }
   if (!s.claims.empty()) {

@@ -35,15 +35,15 @@ void forEachArray(Scenario& s, F&& f) {
   f(s.queries);
   f(s.keys);
   f(s.values);
-  Projections& p = s.explicitProjections;
+  Projections& p = s.options.projections;
   f(p.wq), f(p.bq), f(p.wk), f(p.bk), f(p.wv), f(p.bv), f(p.wo), f(p.bo);
   f(s.inProjWeight), f(s.inProjBias), f(s.outProjWeight), f(s.outProjBias);
-  for (ScoreParams& sp : s.scoreParams) {
+  for (ScoreParams& sp : s.options.scoreParams) {
     f(sp.generalW), f(sp.additiveWq), f(sp.additiveWk), f(sp.additiveBias), f(sp.additiveV);
     f(sp.mlpHiddenW), f(sp.mlpHiddenBias), f(sp.mlpOutW);
   }
-  f(s.mask.custom);
-  f(s.decoderOutput.wc);
+  f(s.options.mask.custom);
+  f(s.options.decoderOutput.wc);
 }
 
 template <class M>
@@ -223,7 +223,7 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
   state.markSaved();
   state.hover = Hover{};
   // Keep the focused head valid for the new document.
-  if (state.view.focusedHead >= state.doc.heads) state.view.focusedHead = 0;
+  if (state.view.focusedHead >= state.doc.options.heads) state.view.focusedHead = 0;
 }
 
 // =======================================================================================

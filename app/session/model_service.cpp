@@ -190,19 +190,19 @@ Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
   s.values = Matrix(run.session->value(layer, head));
   s.queryLabels = run.labels;
   s.keyLabels = run.labels;
-  s.score = ScoreKind::ScaledDot;
-  s.heads = 1;
-  s.temperature = 1;
+  s.options.score = ScoreKind::ScaledDot;
+  s.options.heads = 1;
+  s.options.temperature = 1;
   s.projection = ProjectionKind::Identity;
-  s.normalizer.kind = NormalizerKind::Softmax;
+  s.options.normalizer.kind = NormalizerKind::Softmax;
   if (config.slidingWindow > 0 && config.slidingWindow < n) {
     // Mistral's window as a custom mask: query i sees keys i - window < j <= i.
-    s.mask.kind = MaskKind::Custom;
-    s.mask.custom = BoolMatrix::Constant(n, n, false);
+    s.options.mask.kind = MaskKind::Custom;
+    s.options.mask.custom = BoolMatrix::Constant(n, n, false);
     for (int i = 0; i < n; ++i)
-      for (int j = std::max(0, i - config.slidingWindow + 1); j <= i; ++j) s.mask.custom(i, j) = true;
+      for (int j = std::max(0, i - config.slidingWindow + 1); j <= i; ++j) s.options.mask.custom(i, j) = true;
   } else {
-    s.mask.kind = MaskKind::Causal;
+    s.options.mask.kind = MaskKind::Causal;
   }
   return s;
 }

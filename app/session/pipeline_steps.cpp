@@ -62,7 +62,7 @@ std::optional<int> headForStage(MatrixKind stage, int head) {
 
 int clampedHead(const AppState& state) {
   const int heads = state.computed->result ? static_cast<int>(state.computed->result->heads.size())
-                                          : std::max(state.doc.heads, 1);
+                                          : std::max(state.doc.options.heads, 1);
   const int h = state.view.focusedHead;
   if (h == -1) return heads > 1 ? -1 : 0;
   return std::clamp(h, 0, std::max(heads - 1, 0));
@@ -144,7 +144,7 @@ std::string stageDescription(MatrixKind stage, const Scenario& doc) {
     case MatrixKind::Weights:
       // The Gaussian window multiplies the normalised weights, so its rows sum to less than
       // 1 (docs/formulas.md); every other normaliser and mask gives distributions.
-      if (doc.mask.kind == MaskKind::LocalGaussian)
+      if (doc.options.mask.kind == MaskKind::LocalGaussian)
         return "Weights: each row normalised over the window's keys, then multiplied by the "
                "Gaussian window, so rows sum to less than 1 (masked keys get 0).";
       return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "

@@ -211,6 +211,12 @@ struct WorkShape {
 // Saturates instead of overflowing.
 long long attentionWork(const WorkShape& shape);
 
+// The terms of the estimate that come from the options, the one rule for validate() and
+// buildProblem(): heads, score, the hidden width d_a / d_m of additive and mlp scores (the
+// first head's parameters, else scoreHidden, else d_h) and the decoder output width d_y
+// (W_c's columns, else d_q). Needs shape.dModel and shape.dQ; heads must divide dModel.
+void setWorkOptions(WorkShape& shape, const Options& options);
+
 // Error (field "queries", as validate() names it) when attentionWork(shape) is above
 // Limits::kMaxWork or H·n_q·n_k above Limits::kMaxCells. buildProblem() calls it before it
 // generates sentence embeddings or Xavier matrices, so an unaffordable scenario costs nothing.

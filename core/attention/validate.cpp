@@ -371,16 +371,8 @@ Status validate(const Inputs& inputs, const Options& options) {
   shape.dModel = dModel;
   shape.dvModel = dvModel;
   shape.dOut = !p.identity && p.wo.size() != 0 ? p.wo.cols() : 0;
-  shape.heads = heads;
   shape.projected = !p.identity;
-  shape.score = options.score;
-  shape.dHidden = options.scoreHidden > 0 ? options.scoreHidden : dModel / heads;
-  if (!options.scoreParams.empty())
-    shape.dHidden = scoreHiddenWidth(options.score, options.scoreParams[0], dModel / heads,
-                                     options.scoreHidden);
-  shape.dY = options.decoderOutput.enabled
-                 ? (options.decoderOutput.wc.size() != 0 ? options.decoderOutput.wc.cols() : dQIn)
-                 : 0;
+  setWorkOptions(shape, options);
   if (Status affordable = checkWork(shape); !affordable) return affordable;
 
   // Mask.
@@ -391,6 +383,18 @@ Status validate(const Inputs& inputs, const Options& options) {
 
   // Decoder output step.
   return validateDecoderOutput(options.decoderOutput, dOut, dQIn);
+}
+
+void setWorkOptions(WorkShape& shape, const Options& options) {
+  shape.heads = options.heads;
+  shape.score = options.score;
+  const int dH = static_cast<int>(shape.dModel / options.heads);
+  shape.dHidden = options.scoreHidden > 0 ? options.scoreHidden : dH;
+  if (!options.scoreParams.empty())
+    shape.dHidden = scoreHiddenWidth(options.score, options.scoreParams[0], dH, options.scoreHidden);
+  shape.dY = options.decoderOutput.enabled
+                 ? (options.decoderOutput.wc.size() != 0 ? options.decoderOutput.wc.cols() : shape.dQ)
+                 : 0;
 }
 
 long long attentionWork(const WorkShape& w) {

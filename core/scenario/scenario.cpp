@@ -61,8 +61,6 @@ Status checkScenarioWork(const Scenario& s, long long nQ, long long nK, long lon
   w.dV = dV;
   w.dModel = dQ;
   w.dvModel = dV;
-  w.heads = s.heads;
-  w.score = s.score;
   switch (s.projection) {
     case ProjectionKind::Identity:
       break;
@@ -72,9 +70,9 @@ Status checkScenarioWork(const Scenario& s, long long nQ, long long nK, long lon
       break;
     case ProjectionKind::Explicit:
       w.projected = true;
-      w.dModel = s.explicitProjections.wq.cols();
-      w.dvModel = s.explicitProjections.wv.cols();
-      w.dOut = s.explicitProjections.wo.cols();
+      w.dModel = s.options.projections.wq.cols();
+      w.dvModel = s.options.projections.wv.cols();
+      w.dOut = s.options.projections.wo.cols();
       break;
     case ProjectionKind::PyTorch:
     case ProjectionKind::QkvInterleaved:
@@ -83,13 +81,11 @@ Status checkScenarioWork(const Scenario& s, long long nQ, long long nK, long lon
       break;
   }
   const long long widest = std::max({w.dQ, w.dK, w.dV, w.dModel, w.dvModel, w.dOut});
-  if (w.heads < 1 || w.heads > Limits::kMaxHeads || widest > Limits::kMaxWidth ||
-      std::max(nQ, nK) > Limits::kMaxTokens || w.dModel < 1 || w.dModel % w.heads != 0)
+  const int heads = s.options.heads;
+  if (heads < 1 || heads > Limits::kMaxHeads || widest > Limits::kMaxWidth ||
+      std::max(nQ, nK) > Limits::kMaxTokens || w.dModel < 1 || w.dModel % heads != 0)
     return Ok{};
-  w.dHidden = s.scoreHidden > 0 ? s.scoreHidden : w.dModel / w.heads;
-  w.dY = s.decoderOutput.enabled
-             ? (s.decoderOutput.wc.size() != 0 ? s.decoderOutput.wc.cols() : dQ)
-             : 0;
+  setWorkOptions(w, s.options);
   return checkWork(w);
 }
 
@@ -157,7 +153,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       const long long n = static_cast<long long>(labels.size()), d = scenario.embeddingDim;
       if (Status affordable = checkScenarioWork(scenario, n, n, d, d, d); !affordable)
         return toScenarioError(affordable.error(), scenario);
-      x = seededEmbeddings(labels, scenario.embeddingDim, scenario.seed);
+      x = seededEmbeddings(labels, scenario.embeddingDim, scenario.options.seed);
     } else {
       if (scenario.inputs.rows() == 0 || scenario.inputs.cols() == 0)
         return makeError("inputs",
@@ -231,15 +227,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
 
   // 3 Options.
   Options& options = problem.options;
-  options.score = scenario.score;
-  options.heads = scenario.heads;
-  options.temperature = scenario.temperature;
-  options.mask = scenario.mask;
-  options.normalizer = scenario.normalizer;
-  options.scoreParams = scenario.scoreParams;
-  options.scoreHidden = scenario.scoreHidden;
-  options.seed = scenario.seed;
-  options.decoderOutput = scenario.decoderOutput;
+  options = scenario.options;
 
   // 4 Projections.
   const int dQIn = static_cast<int>(inputs.queries.cols());
@@ -257,11 +245,10 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       if (dQIn > Limits::kMaxWidth || dKIn > Limits::kMaxWidth || dVIn > Limits::kMaxWidth)
         break;  // validate() below names the input that is too wide
       const int dModel = scenario.modelWidth > 0 ? scenario.modelWidth : dQIn;
-      options.projections = xavierProjections(dQIn, dKIn, dVIn, dModel, dModel, scenario.seed);
+      options.projections = xavierProjections(dQIn, dKIn, dVIn, dModel, dModel, scenario.options.seed);
       break;
     }
     case ProjectionKind::Explicit:
-      options.projections = scenario.explicitProjections;
       options.projections.identity = false;
       break;
     case ProjectionKind::PyTorch:
@@ -272,12 +259,12 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       Vector blockedBias;
       const bool interleaved = scenario.projection == ProjectionKind::QkvInterleaved;
       if (interleaved) {
-        if (scenario.heads < 1 || scenario.heads > Limits::kMaxHeads)
+        if (scenario.options.heads < 1 || scenario.options.heads > Limits::kMaxHeads)
           return makeError("heads", "must be between 1 and " +
                                         std::to_string(Limits::kMaxHeads) + " (got " +
-                                        std::to_string(scenario.heads) + ")");
+                                        std::to_string(scenario.options.heads) + ")");
         auto blocked = blockedFromInterleavedQkv(scenario.inProjWeight, scenario.inProjBias,
-                                                 scenario.heads);
+                                                 scenario.options.heads);
         if (!blocked) return blocked.error();
         blockedWeight = std::move(blocked->weight);
         blockedBias = std::move(blocked->bias);

@@ -43,6 +43,13 @@ struct Claim {
   bool operator==(const Claim&) const = default;
 };
 
+// Options as a new scenario starts: everything as Options{} but the score, dot.
+inline Options scenarioOptions() {
+  Options options;
+  options.score = ScoreKind::Dot;
+  return options;
+}
+
 struct Scenario {
   std::string name;         // shown in the title bar and presets menu
   std::string description;  // one paragraph, shown in the UI
@@ -64,26 +71,21 @@ struct Scenario {
   // (cross, each with its own positions) before projection.
   bool positionalEncoding = false;
 
-  ScoreKind score = ScoreKind::Dot;
-  int heads = 1;
-  Scalar temperature = 1;
-  std::uint64_t seed = 0;
+  // What attend() is asked to do: score, heads, temperature, seed, mask, normaliser, score
+  // parameters, the decoder output, and (projection == explicit) the full-width projection
+  // matrices in options.projections (wo/bo may be empty). buildProblem() passes these on as
+  // they are, filling in options.projections for the other projection kinds. The scenario's
+  // default score is dot (the file format's default, docs/scenario-format.md), not
+  // Options' scaled dot.
+  Options options = scenarioOptions();
+
   ProjectionKind projection = ProjectionKind::Identity;
   int modelWidth = 0;  // d_model for xavier projections; 0 = input width
-
-  // projection == explicit: full-width matrices, see Projections (wo/bo may be empty).
-  Projections explicitProjections;
   // projection == pytorch: nn.MultiheadAttention's block (E = d_model).
   Matrix inProjWeight;   // 3E x E
   Vector inProjBias;     // 3E (may be empty)
   Matrix outProjWeight;  // E x E
   Vector outProjBias;    // E (may be empty)
-
-  std::vector<ScoreParams> scoreParams;  // per head, optional (filled from the seed)
-  int scoreHidden = 0;
-  MaskOptions mask;
-  NormalizerOptions normalizer;
-  DecoderOutputOptions decoderOutput;
 
   // Machine-checkable statements about the result (the file's optional "claims"): what the
   // description and the captions say, in a form tests/core/test_core_claims.cpp checks

@@ -149,7 +149,7 @@ ModelWidths modelWidths(const Scenario& s) {
       return {d, d};
     }
     case ProjectionKind::Explicit: {
-      const Projections& p = s.explicitProjections;
+      const Projections& p = s.options.projections;
       return {p.wq.size() > 0 ? static_cast<int>(p.wq.cols()) : dq,
               p.wv.size() > 0 ? static_cast<int>(p.wv.cols()) : dv};
     }
@@ -192,7 +192,7 @@ void resizeLabels(Scenario& s) {
 
 void syncMaskShapes(Scenario& s) {
   const int nQ = queryCount(s), nK = keyCount(s);
-  MaskOptions& m = s.mask;
+  MaskOptions& m = s.options.mask;
   if (m.custom.size() > 0 || m.kind == MaskKind::Custom) {
     if (m.custom.rows() != nQ || m.custom.cols() != nK) {
       BoolMatrix resized = BoolMatrix::Constant(nQ, nK, true);
@@ -206,7 +206,7 @@ void syncMaskShapes(Scenario& s) {
   }
   m.position = std::clamp(m.position, 0, std::max(nK - 1, 0));
   m.window = std::max(m.window, 0);
-  if (s.normalizer.topK < 1) s.normalizer.topK = 1;
+  if (s.options.normalizer.topK < 1) s.options.normalizer.topK = 1;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -216,7 +216,7 @@ void syncMaskShapes(Scenario& s) {
 void materialiseSentence(Scenario& s) {
   if (s.sentence.empty()) return;
   const std::vector<std::string> tokens = tokenize(s.sentence);
-  s.inputs = seededEmbeddings(tokens, s.embeddingDim, s.seed);
+  s.inputs = seededEmbeddings(tokens, s.embeddingDim, s.options.seed);
   s.inputLabels = tokens;
   s.sentence.clear();
 }
@@ -261,7 +261,7 @@ EditOutcome addVector(Scenario& s, Sequence seq) {
   if (m.rows() >= Limits::kMaxTokens) {
     return refuse("At most " + std::to_string(Limits::kMaxTokens) + " tokens.");
   }
-  SplitMix64 rng(s.seed * kGoldenGamma + static_cast<std::uint64_t>(m.rows()) * 7919u +
+  SplitMix64 rng(s.options.seed * kGoldenGamma + static_cast<std::uint64_t>(m.rows()) * 7919u +
                  static_cast<std::uint64_t>(seq));
   auto appendRow = [&rng](Matrix& target, int width) {
     Matrix grown(target.rows() + 1, width);
@@ -301,7 +301,7 @@ EditOutcome removeVector(Scenario& s, Sequence seq, int row) {
   std::vector<std::string>& labels = mutableLabels(s, seq);
   if (static_cast<int>(labels.size()) > row) labels.erase(labels.begin() + row);
   // The mask loses exactly the removed row / column, so the rest keeps its meaning.
-  MaskOptions& mask = s.mask;
+  MaskOptions& mask = s.options.mask;
   if (mask.custom.size() > 0) {
     if (removesQuery && mask.custom.rows() > row && mask.custom.rows() > 1)
       mask.custom = withoutRow(mask.custom, row);
@@ -339,7 +339,7 @@ EditOutcome addDimension(Scenario& s, Sequence seq) {
   if (sequenceMatrix(s, seq).cols() >= Limits::kMaxWidth) {
     return refuse("At most " + std::to_string(Limits::kMaxWidth) + " dimensions.");
   }
-  SplitMix64 rng(s.seed ^ (0xD1B54A32D192ED03ull * (sequenceMatrix(s, seq).cols() + 1)));
+  SplitMix64 rng(s.options.seed ^ (0xD1B54A32D192ED03ull * (sequenceMatrix(s, seq).cols() + 1)));
   auto appendCol = [&rng](Matrix& m) {
     Matrix grown(m.rows(), m.cols() + 1);
     if (m.cols() > 0) grown.leftCols(m.cols()) = m;
@@ -439,20 +439,20 @@ EditOutcome setCrossSentence(Scenario& s, const std::vector<std::string>& tokens
            (keys ? "keys'" : "queries'") + " width, which the projections and the score " +
            "need) instead of " + std::to_string(embeddingDim) + ".";
   }
-  replaced = seededEmbeddings(tokens, width, s.seed);
+  replaced = seededEmbeddings(tokens, width, s.options.seed);
   (keys ? s.keyLabels : s.queryLabels) = tokens;
   if (keys && !valuesAreKeys(s)) {
     // One value per key: the old values belonged to the old keys. Their width stays (the
     // value projection may depend on it).
     const int dv = static_cast<int>(s.values.cols());
-    s.values = seededEmbeddings(tokens, dv, s.seed);
+    s.values = seededEmbeddings(tokens, dv, s.options.seed);
     note += (note.empty() ? "" : " ") + std::string("The values were made from the same words (width ") +
             std::to_string(dv) + ").";
   }
-  s.mask.custom.resize(0, 0);
-  if (keys) s.mask.keyValid.clear();
-  if (s.mask.kind == MaskKind::Custom || (keys && s.mask.kind == MaskKind::Padding)) {
-    s.mask.kind = MaskKind::None;
+  s.options.mask.custom.resize(0, 0);
+  if (keys) s.options.mask.keyValid.clear();
+  if (s.options.mask.kind == MaskKind::Custom || (keys && s.options.mask.kind == MaskKind::Padding)) {
+    s.options.mask.kind = MaskKind::None;
     note += (note.empty() ? "" : " ") + std::string("The mask was reset to none (new tokens).");
   }
   syncMaskShapes(s);
@@ -490,13 +490,13 @@ EditOutcome setSentence(Scenario& s, const std::string& text, int embeddingDim,
   const int oldWidth = selfWidth(s);
   s.sentence = text;
   s.embeddingDim = embeddingDim;
-  s.inputs = seededEmbeddings(tokens, embeddingDim, s.seed);
+  s.inputs = seededEmbeddings(tokens, embeddingDim, s.options.seed);
   s.inputLabels = tokens;
   // The custom mask's old cells no longer belong to the same words: start over.
-  s.mask.custom.resize(0, 0);
-  s.mask.keyValid.clear();
-  if (s.mask.kind == MaskKind::Custom || s.mask.kind == MaskKind::Padding) {
-    s.mask.kind = MaskKind::None;
+  s.options.mask.custom.resize(0, 0);
+  s.options.mask.keyValid.clear();
+  if (s.options.mask.kind == MaskKind::Custom || s.options.mask.kind == MaskKind::Padding) {
+    s.options.mask.kind = MaskKind::None;
     note += (note.empty() ? "" : " ") + std::string("The mask was reset to none (new tokens).");
   }
   if (oldWidth != embeddingDim) dropWidthDependentParams(s, note);
@@ -533,7 +533,7 @@ EditOutcome setMode(Scenario& s, Mode mode) {
     s.keyLabels.clear();
     if (projectionFixesWidths(s)) {
       // One sequence must fit every input width of the loaded matrices.
-      const Projections& p = s.explicitProjections;
+      const Projections& p = s.options.projections;
       const bool fits =
           usesInProj(s.projection)
               ? s.inProjWeight.cols() == s.inputs.cols()

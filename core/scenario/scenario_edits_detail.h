@@ -30,13 +30,13 @@ inline std::string joinInts(const std::vector<int>& v) {
 // Things whose shapes depend on d_h or the input widths and that are regenerated from the
 // seed when absent. Dropped (with a note) when those widths change.
 inline void dropWidthDependentParams(Scenario& s, std::string& note) {
-  if (!s.scoreParams.empty()) {
-    s.scoreParams.clear();
+  if (!s.options.scoreParams.empty()) {
+    s.options.scoreParams.clear();
     note += (note.empty() ? "" : " ") +
             std::string("The score function's parameters were re-seeded for the new width.");
   }
-  if (s.decoderOutput.wc.size() > 0) {
-    s.decoderOutput.wc.resize(0, 0);
+  if (s.options.decoderOutput.wc.size() > 0) {
+    s.options.decoderOutput.wc.resize(0, 0);
     note += (note.empty() ? "" : " ") +
             std::string("The decoder output matrix W_c was re-seeded for the new width.");
   }
@@ -45,16 +45,16 @@ inline void dropWidthDependentParams(Scenario& s, std::string& note) {
 // After a width change: lower the head count to the largest valid one (with a note).
 inline void keepHeadsValid(Scenario& s, std::string& note) {
   const std::vector<int> valid = validHeadCounts(s);
-  if (std::find(valid.begin(), valid.end(), s.heads) != valid.end()) return;
+  if (std::find(valid.begin(), valid.end(), s.options.heads) != valid.end()) return;
   int best = 1;
   for (int h : valid)
-    if (h <= s.heads) best = h;
+    if (h <= s.options.heads) best = h;
   const ModelWidths w = modelWidths(s);
   note += (note.empty() ? "" : " ") + std::string("Heads lowered from ") +
-          std::to_string(s.heads) + " to " + std::to_string(best) + ": " +
-          std::to_string(s.heads) + " does not divide d_model = " + std::to_string(w.dModel) +
+          std::to_string(s.options.heads) + " to " + std::to_string(best) + ": " +
+          std::to_string(s.options.heads) + " does not divide d_model = " + std::to_string(w.dModel) +
           (w.dvModel != w.dModel ? " / dv_model = " + std::to_string(w.dvModel) : "") + ".";
-  s.heads = best;
+  s.options.heads = best;
 }
 
 }  // namespace attn::edits_detail

@@ -19,7 +19,7 @@ using namespace edits_detail;
 // ---------------------------------------------------------------------------------------
 
 EditOutcome setHeads(Scenario& s, int heads) {
-  if (heads == s.heads) return {};
+  if (heads == s.options.heads) return {};
   const std::vector<int> valid = validHeadCounts(s);
   if (std::find(valid.begin(), valid.end(), heads) == valid.end()) {
     const ModelWidths w = modelWidths(s);
@@ -29,7 +29,7 @@ EditOutcome setHeads(Scenario& s, int heads) {
     why += ": each head needs a whole share d_h = d_model / H. Possible: " + joinInts(valid) + ".";
     return refuse(why);
   }
-  s.heads = heads;
+  s.options.heads = heads;
   std::string note;
   dropWidthDependentParams(s, note);
   return {true, note};
@@ -37,7 +37,7 @@ EditOutcome setHeads(Scenario& s, int heads) {
 
 EditOutcome setProjection(Scenario& s, ProjectionKind kind) {
   if (kind == s.projection) return {};
-  if (kind == ProjectionKind::Explicit && s.explicitProjections.wq.size() == 0) {
+  if (kind == ProjectionKind::Explicit && s.options.projections.wq.size() == 0) {
     return refuse("Explicit projections need W_q, W_k, W_v from a scenario file.");
   }
   if (usesInProj(kind) && s.inProjWeight.size() == 0) {
@@ -68,19 +68,19 @@ EditOutcome setModelWidth(Scenario& s, int width) {
 }
 
 EditOutcome setMaskKind(Scenario& s, MaskKind kind) {
-  if (kind == s.mask.kind) return {};
+  if (kind == s.options.mask.kind) return {};
   const int nQ = queryCount(s), nK = keyCount(s);
   if (kind == MaskKind::Custom) {
     // Start from what is applied now, so one can draw on top of it.
-    MaskOptions current = s.mask;
+    MaskOptions current = s.options.mask;
     if (current.kind == MaskKind::Padding) current.keyValid.resize(nK, true);
     if (current.kind == MaskKind::Custom) current.kind = MaskKind::None;
-    s.mask.custom = buildMask(current, nQ, nK);
+    s.options.mask.custom = buildMask(current, nQ, nK);
   }
-  if (kind == MaskKind::Padding && static_cast<int>(s.mask.keyValid.size()) != nK) {
-    s.mask.keyValid.assign(nK, true);
+  if (kind == MaskKind::Padding && static_cast<int>(s.options.mask.keyValid.size()) != nK) {
+    s.options.mask.keyValid.assign(nK, true);
   }
-  s.mask.kind = kind;
+  s.options.mask.kind = kind;
   syncMaskShapes(s);
   return {true, ""};
 }
@@ -88,18 +88,18 @@ EditOutcome setMaskKind(Scenario& s, MaskKind kind) {
 EditOutcome toggleCustomMaskCell(Scenario& s, int row, int col) {
   const int nQ = queryCount(s), nK = keyCount(s);
   if (row < 0 || row >= nQ || col < 0 || col >= nK) return refuse("No such mask cell.");
-  if (s.mask.kind != MaskKind::Custom) setMaskKind(s, MaskKind::Custom);
+  if (s.options.mask.kind != MaskKind::Custom) setMaskKind(s, MaskKind::Custom);
   syncMaskShapes(s);
-  s.mask.custom(row, col) = !s.mask.custom(row, col);
+  s.options.mask.custom(row, col) = !s.options.mask.custom(row, col);
   return {true, ""};
 }
 
 EditOutcome togglePaddingKey(Scenario& s, int key) {
   const int nK = keyCount(s);
   if (key < 0 || key >= nK) return refuse("No such key.");
-  if (s.mask.kind != MaskKind::Padding) setMaskKind(s, MaskKind::Padding);
+  if (s.options.mask.kind != MaskKind::Padding) setMaskKind(s, MaskKind::Padding);
   syncMaskShapes(s);
-  s.mask.keyValid[key] = !s.mask.keyValid[key];
+  s.options.mask.keyValid[key] = !s.options.mask.keyValid[key];
   return {true, ""};
 }
 
@@ -123,12 +123,12 @@ const char* maskFormula(MaskKind kind) {
 // ---------------------------------------------------------------------------------------
 
 EditOutcome setScore(Scenario& s, ScoreKind kind) {
-  if (kind == s.score) return {};
-  s.score = kind;
+  if (kind == s.options.score) return {};
+  s.options.score = kind;
   std::string note;
-  if (!s.scoreParams.empty()) {
+  if (!s.options.scoreParams.empty()) {
     // Parameters of another score kind would be ignored; let the seed fill the new ones.
-    s.scoreParams.clear();
+    s.options.scoreParams.clear();
     note = "Score parameters from the file were dropped (they belong to another score).";
   }
   return {true, note};
@@ -138,15 +138,15 @@ EditOutcome setScoreHidden(Scenario& s, int hidden) {
   if (hidden < 1) {
     return refuse("The hidden width must be at least 1: it is the number of hidden units "
                   "(d_a / d_m). It stays " +
-                  (s.scoreHidden > 0 ? std::to_string(s.scoreHidden) : std::string("d_h")) + ".");
+                  (s.options.scoreHidden > 0 ? std::to_string(s.options.scoreHidden) : std::string("d_h")) + ".");
   }
   const int clamped = std::min(hidden, Limits::kMaxWidth);
-  if (clamped == s.scoreHidden) return {};
-  s.scoreHidden = clamped;
+  if (clamped == s.options.scoreHidden) return {};
+  s.options.scoreHidden = clamped;
   std::string note;
   if (clamped != hidden) note = "The hidden width was clamped to " + std::to_string(clamped) + ".";
-  if (!s.scoreParams.empty()) {
-    s.scoreParams.clear();  // their shapes depend on the hidden width
+  if (!s.options.scoreParams.empty()) {
+    s.options.scoreParams.clear();  // their shapes depend on the hidden width
     note += (note.empty() ? "" : " ") +
             std::string("Score parameters from the file were dropped (their width changed).");
   }
@@ -158,8 +158,8 @@ EditOutcome setTemperature(Scenario& s, Scalar temperature) {
     return refuse("The temperature must be a finite number above 0.");
   }
   const Scalar clamped = std::clamp(temperature, kMinTemperature, kMaxTemperature);
-  if (clamped == s.temperature) return {};
-  s.temperature = clamped;
+  if (clamped == s.options.temperature) return {};
+  s.options.temperature = clamped;
   if (clamped != temperature) {
     return {true, "The temperature was clamped to the editable range [0.0001, 10000]."};
   }
@@ -168,8 +168,8 @@ EditOutcome setTemperature(Scenario& s, Scalar temperature) {
 
 EditOutcome setSeed(Scenario& s, std::uint64_t seed) {
   const std::uint64_t clamped = std::min(seed, kMaxSeed);
-  if (clamped == s.seed) return {};
-  s.seed = clamped;
+  if (clamped == s.options.seed) return {};
+  s.options.seed = clamped;
   return {true, clamped != seed ? "The seed was clamped to 2^53 (the largest a file keeps exactly)."
                                 : ""};
 }
@@ -181,50 +181,50 @@ EditOutcome setPositionalEncoding(Scenario& s, bool enabled) {
 }
 
 EditOutcome setDecoderOutput(Scenario& s, bool enabled) {
-  if (enabled == s.decoderOutput.enabled) return {};
-  s.decoderOutput.enabled = enabled;
+  if (enabled == s.options.decoderOutput.enabled) return {};
+  s.options.decoderOutput.enabled = enabled;
   return {true, ""};
 }
 
 EditOutcome setNormalizer(Scenario& s, NormalizerKind kind) {
-  if (kind == s.normalizer.kind) return {};
-  s.normalizer.kind = kind;
+  if (kind == s.options.normalizer.kind) return {};
+  s.options.normalizer.kind = kind;
   return {true, ""};
 }
 
 EditOutcome setTopK(Scenario& s, int k) {
   const int clamped = std::clamp(k, 1, Limits::kMaxTokens);
-  if (clamped == s.normalizer.topK) return {};
-  s.normalizer.topK = clamped;
+  if (clamped == s.options.normalizer.topK) return {};
+  s.options.normalizer.topK = clamped;
   return {true, ""};
 }
 
 EditOutcome setLocalWindow(Scenario& s, int window) {
   const int clamped = std::clamp(window, 0, Limits::kMaxTokens);
-  if (clamped == s.mask.window) return {};
-  s.mask.window = clamped;
+  if (clamped == s.options.mask.window) return {};
+  s.options.mask.window = clamped;
   return {true, ""};
 }
 
 EditOutcome setWindowCenter(Scenario& s, MaskOptions::Center center) {
-  if (center == s.mask.center) return {};
-  s.mask.center = center;
+  if (center == s.options.mask.center) return {};
+  s.options.mask.center = center;
   syncMaskShapes(s);
   return {true, ""};
 }
 
 EditOutcome setWindowPosition(Scenario& s, int position) {
   const int clamped = std::clamp(position, 0, std::max(keyCount(s) - 1, 0));
-  if (clamped == s.mask.position) return {};
-  s.mask.position = clamped;
+  if (clamped == s.options.mask.position) return {};
+  s.options.mask.position = clamped;
   return {true, ""};
 }
 
 EditOutcome allowAllCustomMask(Scenario& s) {
-  if (s.mask.kind != MaskKind::Custom) return refuse("The mask is not a custom mask.");
+  if (s.options.mask.kind != MaskKind::Custom) return refuse("The mask is not a custom mask.");
   syncMaskShapes(s);
-  if (s.mask.custom.all()) return {};
-  s.mask.custom.setConstant(true);
+  if (s.options.mask.custom.all()) return {};
+  s.options.mask.custom.setConstant(true);
   return {true, ""};
 }
 

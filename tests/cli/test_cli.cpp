@@ -163,8 +163,8 @@ attn::Scenario twoHeadScenario() {
       0, 1, 1, 0,                 //
       1, 1, 0, 2;
   scenario.inputLabels = {"a", "b", "c"};
-  scenario.score = attn::ScoreKind::ScaledDot;
-  scenario.heads = 2;
+  scenario.options.score = attn::ScoreKind::ScaledDot;
+  scenario.options.heads = 2;
   return scenario;
 }
 
@@ -264,10 +264,10 @@ TEST_F(CliTest, ComputeMultiHead) {
 
 TEST_F(CliTest, FullyMaskedRowIsAWarning) {
   attn::Scenario scenario = twoHeadScenario();
-  scenario.heads = 1;
-  scenario.mask.kind = attn::MaskKind::Custom;
-  scenario.mask.custom = attn::BoolMatrix::Constant(3, 3, true);
-  scenario.mask.custom.row(1).setConstant(false);
+  scenario.options.heads = 1;
+  scenario.options.mask.kind = attn::MaskKind::Custom;
+  scenario.options.mask.custom = attn::BoolMatrix::Constant(3, 3, true);
+  scenario.options.mask.custom.row(1).setConstant(false);
   const std::string file = saveScenario(scenario, "masked.json");
 
   for (const std::string command : {"compute", "export"}) {
@@ -294,7 +294,7 @@ TEST_F(CliTest, CosineZeroVectorIsAWarning) {
   scenario.queries = attn::Matrix::Zero(1, 3);
   scenario.keys = attn::Matrix(2, 3);
   scenario.keys << 1, 2, 3, 4, 5, 6;
-  scenario.score = attn::ScoreKind::Cosine;
+  scenario.options.score = attn::ScoreKind::Cosine;
   const std::string file = saveScenario(scenario, "cosine.json");
   const RunResult run = attnscope({"compute", file});
   EXPECT_EQ(run.exitCode, 0) << run.err;

@@ -34,7 +34,7 @@ Scenario decoderScenario(ScoreKind score = ScoreKind::Dot) {
   s.mode = Mode::Cross;
   s.queries = rows({{5, 1, 20}});
   s.keys = rows({{3, 12, 45}, {59, 2, 5}, {1, 43, 5}, {4, 3, 45.3f}});
-  s.score = score;
+  s.options.score = score;
   return s;
 }
 
@@ -112,7 +112,7 @@ TEST_P(ParametricScores, StepsReachTheResultsScore) {
   Scenario s = decoderScenario(GetParam());
   s.queries /= 20.0f;  // keep tanh out of saturation so the steps are informative
   s.keys /= 20.0f;
-  s.seed = 7;
+  s.options.seed = 7;
   const Computed c = run(s);
   for (int col = 0; col < 4; ++col) {
     auto e = explainScore(c.result, c.problem, c.problem.options, 0, 0, col);
@@ -135,8 +135,8 @@ TEST(ExplainScore, TemperatureAndMaskAreMentioned) {
   Scenario s;
   s.mode = Mode::Self;
   s.inputs = rows({{1, 0}, {0, 1}, {1, 1}});
-  s.temperature = 2;
-  s.mask.kind = MaskKind::Causal;
+  s.options.temperature = 2;
+  s.options.mask.kind = MaskKind::Causal;
   const Computed c = run(s);
   auto e = explainScore(c.result, c.problem, c.problem.options, 0, 0, 2);
   ASSERT_TRUE(e.ok());
@@ -181,10 +181,10 @@ TEST(ExplainWeight, MaskedCellsAndFullyMaskedRowsSaySo) {
   Scenario s;
   s.mode = Mode::Self;
   s.inputs = rows({{1, 0}, {0, 1}, {1, 1}});
-  s.mask.kind = MaskKind::Custom;
-  s.mask.custom = BoolMatrix::Constant(3, 3, true);
-  s.mask.custom(0, 1) = false;
-  s.mask.custom.row(2).setConstant(false);
+  s.options.mask.kind = MaskKind::Custom;
+  s.options.mask.custom = BoolMatrix::Constant(3, 3, true);
+  s.options.mask.custom(0, 1) = false;
+  s.options.mask.custom.row(2).setConstant(false);
   const Computed c = run(s);
   auto masked = explainWeight(c.result, c.problem, c.problem.options, 0, 0, 1);
   ASSERT_TRUE(masked.ok());
@@ -209,8 +209,8 @@ TEST_P(Normalizers, TheRuleGivesTheResultsWeight) {
   s.mode = Mode::Cross;
   s.queries = rows({{1, 0.5f}});
   s.keys = rows({{1, 0}, {0.9f, 0.4f}, {-1, 0}, {0.2f, 0.1f}, {0.8f, 0.1f}});
-  s.normalizer.kind = GetParam().kind;
-  s.normalizer.topK = 2;
+  s.options.normalizer.kind = GetParam().kind;
+  s.options.normalizer.topK = 2;
   const Computed c = run(s);
   for (int col = 0; col < 5; ++col) {
     auto e = explainWeight(c.result, c.problem, c.problem.options, 0, 0, col);
@@ -232,10 +232,10 @@ TEST(ExplainWeight, ATinyTemperatureExplainsTheArgMaxNotATie) {
   s.mode = Mode::Cross;
   s.queries = rows({{1}});
   s.keys = rows({{4}, {5}});
-  s.temperature = 1e-38f;
+  s.options.temperature = 1e-38f;
   for (NormalizerKind kind : {NormalizerKind::Softmax, NormalizerKind::Hard,
                               NormalizerKind::TopK, NormalizerKind::Sparsemax}) {
-    s.normalizer.kind = kind;
+    s.options.normalizer.kind = kind;
     const Computed c = run(s);
     for (int col = 0; col < 2; ++col) {
       auto e = explainWeight(c.result, c.problem, c.problem.options, 0, 0, col);
@@ -261,7 +261,7 @@ TEST(ExplainWeight, MeanOverHeads) {
   Scenario s;
   s.mode = Mode::Self;
   s.inputs = rows({{1, 0, 2, 1}, {0, 1, 1, 0}, {1, 1, 0, 2}});
-  s.heads = 2;
+  s.options.heads = 2;
   const Computed c = run(s);
   auto e = explainWeight(c.result, c.problem, c.problem.options, -1, 1, 2);
   ASSERT_TRUE(e.ok());
@@ -309,9 +309,9 @@ TEST(ExplainOutput, XavierOutputIsTheSumOfItsTerms) {
   Scenario s;
   s.mode = Mode::Self;
   s.inputs = rows({{1, 0, 2, 1}, {0, 1, 1, 0}, {1, 1, 0, 2}});
-  s.heads = 2;
+  s.options.heads = 2;
   s.projection = ProjectionKind::Xavier;
-  s.seed = 3;
+  s.options.seed = 3;
   const Computed c = run(s);
   auto e = explainOutput(c.result, c.problem, 1, 2);
   ASSERT_TRUE(e.ok());

@@ -60,7 +60,7 @@ TEST(Formulas, ExplanationsUseThem) {
   s.mode = Mode::Self;
   s.inputs = testing::randomMatrix(3, 4, 5);
   for (ScoreKind kind : kScores) {
-    s.score = kind;
+    s.options.score = kind;
     auto problem = buildProblem(s);
     ASSERT_TRUE(problem.ok()) << problem.error().message();
     auto result = attend(problem->inputs, problem->options);
@@ -69,10 +69,10 @@ TEST(Formulas, ExplanationsUseThem) {
     ASSERT_TRUE(e.ok()) << e.error().message();
     EXPECT_EQ(e->formula.rfind(formulas::score(kind), 0), 0u) << e->formula;
   }
-  s.score = ScoreKind::Dot;
+  s.options.score = ScoreKind::Dot;
   for (NormalizerKind kind : {NormalizerKind::Softmax, NormalizerKind::Hard,
                               NormalizerKind::Sparsemax}) {
-    s.normalizer.kind = kind;
+    s.options.normalizer.kind = kind;
     auto problem = buildProblem(s);
     ASSERT_TRUE(problem.ok());
     auto result = attend(problem->inputs, problem->options);

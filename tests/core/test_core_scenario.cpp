@@ -81,7 +81,7 @@ TEST(BuildProblem, SentenceGivesSeededEmbeddingsAndTokenLabels) {
   s.mode = Mode::Self;
   s.sentence = "the cat sat on the mat";
   s.embeddingDim = 6;
-  s.seed = 11;
+  s.options.seed = 11;
   s.inputs = randomMatrix(2, 2, 1);  // replaced by the sentence
   auto p = buildProblem(s);
   ASSERT_TRUE(p.ok()) << p.error().message();
@@ -105,7 +105,7 @@ TEST(BuildProblem, SentenceErrors) {
   s.embeddingDim = 0;
   rejected(s, "embedding_dim");
   s.embeddingDim = 4;
-  s.heads = 3;
+  s.options.heads = 3;
   EXPECT_EQ(rejected(s, "heads"), "3 heads do not divide the model width 4 (choose 1, 2 or 4)");
 }
 
@@ -186,14 +186,14 @@ TEST(BuildProblem, PositionalEncodingIsAddedBeforeProjection) {
 
 TEST(BuildProblem, OptionsAreCopied) {
   Scenario s = crossScenario();
-  s.score = ScoreKind::Additive;
-  s.heads = 2;
-  s.temperature = 0.5f;
-  s.seed = 99;
-  s.scoreHidden = 3;
-  s.mask.kind = MaskKind::Causal;
-  s.normalizer.kind = NormalizerKind::Sparsemax;
-  s.decoderOutput.enabled = true;
+  s.options.score = ScoreKind::Additive;
+  s.options.heads = 2;
+  s.options.temperature = 0.5f;
+  s.options.seed = 99;
+  s.options.scoreHidden = 3;
+  s.options.mask.kind = MaskKind::Causal;
+  s.options.normalizer.kind = NormalizerKind::Sparsemax;
+  s.options.decoderOutput.enabled = true;
   auto p = buildProblem(s);
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_EQ(p->options.score, ScoreKind::Additive);
@@ -210,7 +210,7 @@ TEST(BuildProblem, XavierProjections) {
   Scenario s = crossScenario();
   s.values = randomMatrix(3, 5, 4);
   s.projection = ProjectionKind::Xavier;
-  s.seed = 3;
+  s.options.seed = 3;
   auto p = buildProblem(s);
   ASSERT_TRUE(p.ok()) << p.error().message();
   Projections expected = xavierProjections(4, 4, 5, 4, 4, 3);  // d_model = input width
@@ -219,7 +219,7 @@ TEST(BuildProblem, XavierProjections) {
   EXPECT_TRUE(MatrixNear(p->options.projections.wv, expected.wv, 0));
   EXPECT_TRUE(MatrixNear(p->options.projections.wo, expected.wo, 0));
   s.modelWidth = 8;
-  s.heads = 4;
+  s.options.heads = 4;
   p = buildProblem(s);
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_EQ(p->options.projections.wq.cols(), 8);
@@ -237,20 +237,20 @@ TEST(BuildProblem, XavierProjections) {
 TEST(BuildProblem, ExplicitProjections) {
   Scenario s = crossScenario();
   s.projection = ProjectionKind::Explicit;
-  s.explicitProjections = xavierProjections(4, 4, 4, 2, 2, 1);
-  s.explicitProjections.identity = true;  // ignored: explicit means "use the matrices"
+  s.options.projections = xavierProjections(4, 4, 4, 2, 2, 1);
+  s.options.projections.identity = true;  // ignored: explicit means "use the matrices"
   auto p = buildProblem(s);
   ASSERT_TRUE(p.ok()) << p.error().message();
   EXPECT_FALSE(p->options.projections.identity);
-  EXPECT_TRUE(MatrixNear(p->options.projections.wq, s.explicitProjections.wq, 0));
-  s.explicitProjections.wq = randomMatrix(3, 2, 1);
+  EXPECT_TRUE(MatrixNear(p->options.projections.wq, s.options.projections.wq, 0));
+  s.options.projections.wq = randomMatrix(3, 2, 1);
   rejected(s, "projections.wq");
 }
 
 TEST(BuildProblem, PyTorchProjections) {
   Scenario s = crossScenario();  // E = 4
   s.projection = ProjectionKind::PyTorch;
-  s.heads = 2;
+  s.options.heads = 2;
   s.inProjWeight = randomMatrix(12, 4, 1);
   s.inProjBias = randomMatrix(12, 1, 2).col(0);
   s.outProjWeight = randomMatrix(4, 4, 3);
@@ -279,7 +279,7 @@ TEST(BuildProblem, PyTorchProjections) {
   self.inputs = randomMatrix(3, 6, 1);
   EXPECT_NE(rejected(self, "in_proj_weight").find("inputs are 6 wide"), std::string::npos);
   Scenario heads = s;
-  heads.heads = 3;
+  heads.options.heads = 3;
   rejected(heads, "heads");
 }
 
@@ -301,8 +301,8 @@ TEST(BuildProblem, QkvInterleavedEqualsTheBlockedPyTorchLayout) {
     Scenario blocked;
     blocked.mode = Mode::Self;
     blocked.inputs = randomMatrix(5, 6, 11);  // E = 6
-    blocked.score = ScoreKind::ScaledDot;
-    blocked.heads = heads;
+    blocked.options.score = ScoreKind::ScaledDot;
+    blocked.options.heads = heads;
     blocked.projection = ProjectionKind::PyTorch;
     blocked.inProjWeight = randomMatrix(18, 6, 12);
     blocked.inProjBias = randomMatrix(18, 1, 13).col(0);
@@ -349,11 +349,11 @@ TEST(BuildProblem, QkvInterleavedHandWorked) {
   // Through a scenario, errors name the file's fields.
   Scenario s = selfScenario();  // width 4
   s.projection = ProjectionKind::QkvInterleaved;
-  s.heads = 3;
+  s.options.heads = 3;
   s.inProjWeight = randomMatrix(12, 4, 1);
   s.outProjWeight = randomMatrix(4, 4, 2);
   rejected(s, "heads");
-  s.heads = 2;
+  s.options.heads = 2;
   s.outProjWeight = randomMatrix(3, 4, 2);
   rejected(s, "out_proj_weight");
 }
@@ -380,27 +380,27 @@ TEST(BuildProblem, UnaffordableScenariosAreRefusedBeforeAnythingIsGenerated) {
   cells.mode = Mode::Cross;
   cells.queries = Matrix::Zero(1024, 64);
   cells.keys = Matrix::Zero(1024, 64);
-  cells.heads = 64;
+  cells.options.heads = 64;
   EXPECT_NE(rejected(cells, "queries").find("cells"), std::string::npos);
 }
 
 TEST(BuildProblem, OptionErrorsUseScenarioFieldNames) {
   Scenario s = crossScenario();
-  s.mask.kind = MaskKind::Local;
-  s.mask.window = -2;
+  s.options.mask.kind = MaskKind::Local;
+  s.options.mask.window = -2;
   rejected(s, "mask.window");
   s = crossScenario();
-  s.mask.kind = MaskKind::Padding;
+  s.options.mask.kind = MaskKind::Padding;
   rejected(s, "mask.key_valid");
   s = crossScenario();
-  s.normalizer.kind = NormalizerKind::TopK;
-  s.normalizer.topK = 0;
+  s.options.normalizer.kind = NormalizerKind::TopK;
+  s.options.normalizer.topK = 0;
   rejected(s, "normalizer.top_k");
   s = crossScenario();
-  s.temperature = -1;
+  s.options.temperature = -1;
   rejected(s, "temperature");
   s = crossScenario();
-  s.heads = 0;
+  s.options.heads = 0;
   rejected(s, "heads");
 }
 
@@ -409,7 +409,7 @@ TEST(Compute, DecoderStateExample) {
   s.mode = Mode::Cross;
   s.queries = M({{5, 1, 20}});
   s.keys = M({{3, 12, 45}, {59, 2, 5}, {1, 43, 5}, {4, 3, 45.3f}});
-  s.score = ScoreKind::Dot;
+  s.options.score = ScoreKind::Dot;
   auto r = compute(s);
   ASSERT_TRUE(r.ok()) << r.error().message();
   EXPECT_TRUE(MatrixNear(r->heads[0].weights, M({{0.11920292f, 0, 0, 0.88079708f}}), 2e-5));
@@ -419,7 +419,7 @@ TEST(Compute, DecoderStateExample) {
 TEST(Compute, OverflowErrorsNameTheScenarioField) {
   Scenario s = selfScenario();
   s.inputs *= 1e20f;  // q·k overflows float32
-  s.score = ScoreKind::Dot;
+  s.options.score = ScoreKind::Dot;
   auto r = compute(s);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().field, "inputs");
@@ -432,9 +432,9 @@ TEST(ScenarioErrors, AttendErrorsNameTheFieldTheUserWrote) {
   Scenario s = selfScenario();
   s.inputs = M({{3e38f}, {3e38f}});
   s.projection = ProjectionKind::Explicit;
-  s.explicitProjections.wq = M({{1}});
-  s.explicitProjections.wk = M({{1}});
-  s.explicitProjections.wv = M({{4}});  // v = X·W_v overflows
+  s.options.projections.wq = M({{1}});
+  s.options.projections.wk = M({{1}});
+  s.options.projections.wv = M({{4}});  // v = X·W_v overflows
   auto problem = buildProblem(s);
   ASSERT_TRUE(problem.ok()) << problem.error().message();
   auto result = attend(problem->inputs, problem->options);
@@ -460,9 +460,9 @@ TEST(ScenarioErrors, AttendErrorsNameTheFieldTheUserWrote) {
 TEST(ScenarioErrors, SelfModeProblemTextNamesInputs) {
   Scenario s = selfScenario();  // 3 x 4
   s.projection = ProjectionKind::Explicit;
-  s.explicitProjections.wq = randomMatrix(3, 4, 1);  // needs 4 rows
-  s.explicitProjections.wk = randomMatrix(4, 4, 2);
-  s.explicitProjections.wv = randomMatrix(4, 4, 3);
+  s.options.projections.wq = randomMatrix(3, 4, 1);  // needs 4 rows
+  s.options.projections.wk = randomMatrix(4, 4, 2);
+  s.options.projections.wv = randomMatrix(4, 4, 3);
   EXPECT_EQ(rejected(s, "projections.wq"), "has 3 rows but the inputs are 4 wide");
 }
 

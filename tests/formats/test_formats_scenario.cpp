@@ -79,14 +79,14 @@ void expectSameScenario(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(a.queryLabels, b.queryLabels);
   EXPECT_EQ(a.keyLabels, b.keyLabels);
   EXPECT_EQ(a.positionalEncoding, b.positionalEncoding);
-  EXPECT_EQ(a.score, b.score);
-  EXPECT_EQ(a.heads, b.heads);
-  EXPECT_EQ(std::memcmp(&a.temperature, &b.temperature, sizeof(Scalar)), 0);
-  EXPECT_EQ(a.seed, b.seed);
+  EXPECT_EQ(a.options.score, b.options.score);
+  EXPECT_EQ(a.options.heads, b.options.heads);
+  EXPECT_EQ(std::memcmp(&a.options.temperature, &b.options.temperature, sizeof(Scalar)), 0);
+  EXPECT_EQ(a.options.seed, b.options.seed);
   EXPECT_EQ(a.projection, b.projection);
   EXPECT_EQ(a.modelWidth, b.modelWidth);
-  const Projections& p = a.explicitProjections;
-  const Projections& q = b.explicitProjections;
+  const Projections& p = a.options.projections;
+  const Projections& q = b.options.projections;
   EXPECT_TRUE(sameBits(p.wq, q.wq));
   EXPECT_TRUE(sameBits(p.bq, q.bq));
   EXPECT_TRUE(sameBits(p.wk, q.wk));
@@ -99,23 +99,23 @@ void expectSameScenario(const Scenario& a, const Scenario& b) {
   EXPECT_TRUE(sameBits(a.inProjBias, b.inProjBias));
   EXPECT_TRUE(sameBits(a.outProjWeight, b.outProjWeight));
   EXPECT_TRUE(sameBits(a.outProjBias, b.outProjBias));
-  ASSERT_EQ(a.scoreParams.size(), b.scoreParams.size());
-  for (std::size_t h = 0; h < a.scoreParams.size(); ++h) {
-    expectSameParams(a.scoreParams[h], b.scoreParams[h]);
+  ASSERT_EQ(a.options.scoreParams.size(), b.options.scoreParams.size());
+  for (std::size_t h = 0; h < a.options.scoreParams.size(); ++h) {
+    expectSameParams(a.options.scoreParams[h], b.options.scoreParams[h]);
   }
-  EXPECT_EQ(a.scoreHidden, b.scoreHidden);
-  EXPECT_EQ(a.mask.kind, b.mask.kind);
-  EXPECT_EQ(a.mask.keyValid, b.mask.keyValid);
-  EXPECT_EQ(a.mask.window, b.mask.window);
-  EXPECT_EQ(a.mask.center, b.mask.center);
-  EXPECT_EQ(a.mask.position, b.mask.position);
-  EXPECT_TRUE(a.mask.custom.rows() == b.mask.custom.rows() &&
-              a.mask.custom.cols() == b.mask.custom.cols() &&
-              (a.mask.custom.size() == 0 || a.mask.custom == b.mask.custom));
-  EXPECT_EQ(a.normalizer.kind, b.normalizer.kind);
-  EXPECT_EQ(a.normalizer.topK, b.normalizer.topK);
-  EXPECT_EQ(a.decoderOutput.enabled, b.decoderOutput.enabled);
-  EXPECT_TRUE(sameBits(a.decoderOutput.wc, b.decoderOutput.wc));
+  EXPECT_EQ(a.options.scoreHidden, b.options.scoreHidden);
+  EXPECT_EQ(a.options.mask.kind, b.options.mask.kind);
+  EXPECT_EQ(a.options.mask.keyValid, b.options.mask.keyValid);
+  EXPECT_EQ(a.options.mask.window, b.options.mask.window);
+  EXPECT_EQ(a.options.mask.center, b.options.mask.center);
+  EXPECT_EQ(a.options.mask.position, b.options.mask.position);
+  EXPECT_TRUE(a.options.mask.custom.rows() == b.options.mask.custom.rows() &&
+              a.options.mask.custom.cols() == b.options.mask.custom.cols() &&
+              (a.options.mask.custom.size() == 0 || a.options.mask.custom == b.options.mask.custom));
+  EXPECT_EQ(a.options.normalizer.kind, b.options.normalizer.kind);
+  EXPECT_EQ(a.options.normalizer.topK, b.options.normalizer.topK);
+  EXPECT_EQ(a.options.decoderOutput.enabled, b.options.decoderOutput.enabled);
+  EXPECT_TRUE(sameBits(a.options.decoderOutput.wc, b.options.decoderOutput.wc));
   EXPECT_EQ(a.viewJson, b.viewJson);
 }
 
@@ -219,7 +219,7 @@ TEST(Presets, DecoderStateGivesTheTutorialScores) {
   const auto scenario = io::loadScenario((kPresetDir / "decoder_state.json").string());
   ASSERT_TRUE(scenario.ok()) << scenario.error().message();
   EXPECT_EQ(scenario->mode, Mode::Cross);
-  EXPECT_EQ(scenario->score, ScoreKind::Dot);
+  EXPECT_EQ(scenario->options.score, ScoreKind::Dot);
   const auto result = compute(*scenario);
   ASSERT_TRUE(result.ok());
   const Matrix scores = headScores(*result, 0);
@@ -238,12 +238,12 @@ TEST(Presets, SettingsMatchWhatTheyTeach) {
   };
   const Scenario twoHeads = load("self_attention_two_heads.json");
   EXPECT_EQ(twoHeads.mode, Mode::Self);
-  EXPECT_EQ(twoHeads.heads, 2);
+  EXPECT_EQ(twoHeads.options.heads, 2);
   EXPECT_EQ(twoHeads.projection, ProjectionKind::Xavier);
   EXPECT_EQ(twoHeads.inputs.rows(), 4);
 
   const Scenario fbi = load("fbi_causal.json");
-  EXPECT_EQ(fbi.mask.kind, MaskKind::Causal);
+  EXPECT_EQ(fbi.options.mask.kind, MaskKind::Causal);
   EXPECT_TRUE(fbi.positionalEncoding);
   const auto fbiResult = compute(fbi);
   ASSERT_TRUE(fbiResult.ok());
@@ -253,15 +253,15 @@ TEST(Presets, SettingsMatchWhatTheyTeach) {
     for (int j = i + 1; j < 6; ++j) EXPECT_EQ(w(i, j), 0) << i << "," << j;
 
   const Scenario bahdanau = load("bahdanau_additive.json");
-  EXPECT_EQ(bahdanau.score, ScoreKind::Additive);
-  ASSERT_EQ(bahdanau.scoreParams.size(), 1u);
-  EXPECT_EQ(bahdanau.scoreParams[0].additiveV.size(), 3);
+  EXPECT_EQ(bahdanau.options.score, ScoreKind::Additive);
+  ASSERT_EQ(bahdanau.options.scoreParams.size(), 1u);
+  EXPECT_EQ(bahdanau.options.scoreParams[0].additiveV.size(), 3);
 
   const Scenario local = load("local_window.json");
-  EXPECT_TRUE(local.mask.kind == MaskKind::Local || local.mask.kind == MaskKind::LocalGaussian);
+  EXPECT_TRUE(local.options.mask.kind == MaskKind::Local || local.options.mask.kind == MaskKind::LocalGaussian);
 
   const Scenario eight = load("eight_heads_sentence.json");
-  EXPECT_EQ(eight.heads, 8);
+  EXPECT_EQ(eight.options.heads, 8);
   EXPECT_EQ(eight.embeddingDim, 64);
   const auto eightResult = compute(eight);
   ASSERT_TRUE(eightResult.ok());
@@ -288,8 +288,8 @@ TEST(Format, MinimalFileIsCrossIdentityOneHead) {
   ASSERT_TRUE(scenario.ok()) << scenario.error().message();
   EXPECT_EQ(scenario->mode, Mode::Cross);
   EXPECT_EQ(scenario->projection, ProjectionKind::Identity);
-  EXPECT_EQ(scenario->heads, 1);
-  EXPECT_EQ(scenario->score, ScoreKind::Dot);
+  EXPECT_EQ(scenario->options.heads, 1);
+  EXPECT_EQ(scenario->options.score, ScoreKind::Dot);
   EXPECT_EQ(scenario->values.size(), 0);  // values default to keys
   const auto result = compute(*scenario);
   ASSERT_TRUE(result.ok());
@@ -350,9 +350,9 @@ TEST(Format, ExplicitProjectionsRoundTrip) {
   })");
   ASSERT_TRUE(scenario.ok()) << scenario.error().message();
   EXPECT_EQ(scenario->projection, ProjectionKind::Explicit);  // implied by `projections`
-  ASSERT_EQ(scenario->scoreParams.size(), 2u);  // one object = the same for every head
-  EXPECT_FLOAT_EQ(scenario->scoreParams[1].generalW(0, 1), 0.5f);
-  EXPECT_EQ(scenario->temperature, 0.7f);
+  ASSERT_EQ(scenario->options.scoreParams.size(), 2u);  // one object = the same for every head
+  EXPECT_FLOAT_EQ(scenario->options.scoreParams[1].generalW(0, 1), 0.5f);
+  EXPECT_EQ(scenario->options.temperature, 0.7f);
   expectRoundTrip(*scenario, testDir() / "explicit.json");
 }
 
@@ -378,15 +378,15 @@ TEST(Format, ScoreParamsPerHeadAndEveryOptionRoundTrip) {
     "view": {"colormap": "magma", "zoom": 1.25, "pi": 3.141592653589793, "n": [1, 2]}
   })");
   ASSERT_TRUE(scenario.ok()) << scenario.error().message();
-  EXPECT_EQ(scenario->seed, std::uint64_t{1} << 53);
-  EXPECT_EQ(scenario->mask.keyValid, (std::vector<bool>{true, true, false, true}));
-  EXPECT_EQ(scenario->mask.center, MaskOptions::Center::Fixed);
-  EXPECT_EQ(scenario->normalizer.kind, NormalizerKind::TopK);
-  EXPECT_EQ(scenario->normalizer.topK, 3);
-  EXPECT_TRUE(scenario->decoderOutput.enabled);
+  EXPECT_EQ(scenario->options.seed, std::uint64_t{1} << 53);
+  EXPECT_EQ(scenario->options.mask.keyValid, (std::vector<bool>{true, true, false, true}));
+  EXPECT_EQ(scenario->options.mask.center, MaskOptions::Center::Fixed);
+  EXPECT_EQ(scenario->options.normalizer.kind, NormalizerKind::TopK);
+  EXPECT_EQ(scenario->options.normalizer.topK, 3);
+  EXPECT_TRUE(scenario->options.decoderOutput.enabled);
   EXPECT_TRUE(std::signbit(scenario->queries(2, 0)));
   EXPECT_EQ(scenario->queries(2, 1), std::numeric_limits<float>::denorm_min());
-  EXPECT_FLOAT_EQ(scenario->scoreParams[0].mlpOutBias, -0.25f);
+  EXPECT_FLOAT_EQ(scenario->options.scoreParams[0].mlpOutBias, -0.25f);
   // The view object is kept as JSON text, doubles and all.
   const auto view = nlohmann::json::parse(scenario->viewJson);
   EXPECT_EQ(view["colormap"], "magma");
@@ -409,21 +409,21 @@ TEST(Format, CustomMaskAndStringForms) {
     "mask": {"kind": "custom", "matrix": [[1, 0, true], [false, 1, 1]]},
     "normalizer": "sparsemax", "decoder_output": false})");
   ASSERT_TRUE(scenario.ok()) << scenario.error().message();
-  EXPECT_EQ(scenario->mask.kind, MaskKind::Custom);
-  EXPECT_FALSE(scenario->mask.custom(0, 1));
-  EXPECT_TRUE(scenario->mask.custom(0, 2));
-  EXPECT_EQ(scenario->normalizer.kind, NormalizerKind::Sparsemax);
+  EXPECT_EQ(scenario->options.mask.kind, MaskKind::Custom);
+  EXPECT_FALSE(scenario->options.mask.custom(0, 1));
+  EXPECT_TRUE(scenario->options.mask.custom(0, 2));
+  EXPECT_EQ(scenario->options.normalizer.kind, NormalizerKind::Sparsemax);
   expectRoundTrip(*scenario, testDir() / "custom.json");
 
   const auto causal = parse(R"({"inputs": [[1], [2], [3]], "mask": "causal", "heads": 1.0})");
   ASSERT_TRUE(causal.ok()) << causal.error().message();
-  EXPECT_EQ(causal->mask.kind, MaskKind::Causal);
+  EXPECT_EQ(causal->options.mask.kind, MaskKind::Causal);
 }
 
 TEST(Format, FloatsAreWrittenShortAndReadBackExactly) {
   Scenario s;
   s.mode = Mode::Self;
-  s.score = ScoreKind::Dot;
+  s.options.score = ScoreKind::Dot;
   s.inputs.resize(1, 3);
   s.inputs << 0.1f, 45.3f, -2.5f;
   const std::string text = io::scenarioToJson(s);
@@ -623,7 +623,7 @@ TEST(BadInput, RangesAndVersion) {
   // Seeds written as 1e6 by other tools are whole numbers.
   const auto seeded = parse(R"({"inputs": [[1]], "seed": 1e15})");
   ASSERT_TRUE(seeded.ok()) << seeded.error().message();
-  EXPECT_EQ(seeded->seed, 1000000000000000ull);
+  EXPECT_EQ(seeded->options.seed, 1000000000000000ull);
 }
 
 TEST(BadInput, SizesAboveLimitsAreRejectedBeforeAllocating) {
@@ -761,7 +761,7 @@ TEST(ReadLimits, PackedListsReadBackExactly) {
   EXPECT_EQ(ok->queries(0, 1), -2.0f);
   EXPECT_EQ(ok->queries(0, 2), 16777216.0f);
   EXPECT_EQ(ok->queries(0, 3), 0.0f);
-  EXPECT_EQ(ok->mask.keyValid, std::vector<bool>{true});
+  EXPECT_EQ(ok->options.mask.keyValid, std::vector<bool>{true});
   expectError(R"({"queries": [[1, true]], "keys": [[1, 2]]})", "queries[0][1]",
               "expected a number, got true");
   expectError(R"({"queries": [[true, 1]], "keys": [[1, 2]]})", "queries[0][0]",
@@ -816,10 +816,10 @@ TEST(ResultJson, MatricesPrintedDirectlyMatchTheDomPrinter) {
   };
   s.queries = filled(3, 4, 0.1f);
   s.keys = filled(5, 4, 2.0f);
-  s.heads = 2;
+  s.options.heads = 2;
   s.projection = ProjectionKind::Xavier;
-  s.decoderOutput.enabled = true;
-  s.mask.kind = MaskKind::Causal;
+  s.options.decoderOutput.enabled = true;
+  s.options.mask.kind = MaskKind::Causal;
   s.queryLabels = {"a", "b", "c"};
   auto problem = buildProblem(s);
   ASSERT_TRUE(problem.ok()) << problem.error().message();

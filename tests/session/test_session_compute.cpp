@@ -27,8 +27,8 @@ Scenario bigScenario(int n, int d, int heads) {
   s.inputs = Matrix::Zero(n, d);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < d; ++j) s.inputs(i, j) = static_cast<float>(((i * 31 + j * 17) % 23) - 11) / 7.f;
-  s.score = ScoreKind::ScaledDot;
-  s.heads = heads;
+  s.options.score = ScoreKind::ScaledDot;
+  s.options.heads = heads;
   return s;
 }
 
@@ -92,7 +92,7 @@ TEST(ComputeDocument, PreparesTheViewsAskedForOnTheWorker) {
 
 TEST(ComputeDocument, AnErrorIsAValueNotAThrow) {
   Scenario s = preset("decoder_state");
-  s.heads = 2;  // width 3 is not divisible by 2
+  s.options.heads = 2;  // width 3 is not divisible by 2
   std::shared_ptr<Computed> computed = computeDocument(s, 3, nullptr);
   EXPECT_FALSE(computed->error.empty());
   EXPECT_FALSE(computed->result.has_value());
@@ -201,7 +201,7 @@ TEST(UpdateAsync, FocusedHeadIsClampedWhenTheResultArrives) {
   service.waitIdle();
   updateAsync(state, service);
   EXPECT_EQ(state.view.focusedHead, 3);
-  state.doc.heads = 2;
+  state.doc.options.heads = 2;
   touch(state);
   updateAsync(state, service);
   service.waitIdle();
@@ -215,23 +215,23 @@ namespace {
 
 TEST(SharedScenario, RestoreGivesBackTheDocumentAndLeavesTheSourceIntact) {
   Scenario s = preset("bahdanau_additive");
-  s.mask.kind = MaskKind::Custom;
-  s.mask.custom = BoolMatrix::Constant(s.queries.rows(), s.keys.rows(), true);
-  s.mask.custom(0, 1) = false;
-  s.explicitProjections.wq = Matrix::Identity(3, 3);
-  s.explicitProjections.bq = Vector::Constant(3, 0.5f);
+  s.options.mask.kind = MaskKind::Custom;
+  s.options.mask.custom = BoolMatrix::Constant(s.queries.rows(), s.keys.rows(), true);
+  s.options.mask.custom(0, 1) = false;
+  s.options.projections.wq = Matrix::Identity(3, 3);
+  s.options.projections.bq = Vector::Constant(3, 0.5f);
   const Scenario before = s;
   SharedScenario snapshot = SharedScenario::share(s, nullptr);
   EXPECT_EQ(s.queries, before.queries);  // moved out and back
   EXPECT_EQ(s.keys, before.keys);
-  EXPECT_EQ(s.mask.custom, before.mask.custom);
+  EXPECT_EQ(s.options.mask.custom, before.options.mask.custom);
   const Scenario restored = snapshot.restore();
   EXPECT_EQ(restored.queries, before.queries);
   EXPECT_EQ(restored.keys, before.keys);
-  EXPECT_EQ(restored.mask.custom, before.mask.custom);
-  EXPECT_EQ(restored.explicitProjections.wq, before.explicitProjections.wq);
-  EXPECT_EQ(restored.explicitProjections.bq, before.explicitProjections.bq);
-  EXPECT_EQ(restored.score, before.score);
+  EXPECT_EQ(restored.options.mask.custom, before.options.mask.custom);
+  EXPECT_EQ(restored.options.projections.wq, before.options.projections.wq);
+  EXPECT_EQ(restored.options.projections.bq, before.options.projections.bq);
+  EXPECT_EQ(restored.options.score, before.options.score);
   EXPECT_EQ(restored.name, before.name);
   EXPECT_EQ(restored.queryLabels, before.queryLabels);
 }
@@ -259,11 +259,11 @@ TEST(SharedScenario, UndoStepsShareEveryUnchangedMatrix) {
   // Undo all the way back gives the original values.
   while (undo(state)) {
   }
-  EXPECT_EQ(state.doc.temperature, 1.f);
+  EXPECT_EQ(state.doc.options.temperature, 1.f);
   EXPECT_EQ(state.doc.inputs, bigScenario(2048, 64, 8).inputs);
   while (redo(state)) {
   }
-  EXPECT_EQ(state.doc.temperature, 5.f);
+  EXPECT_EQ(state.doc.options.temperature, 5.f);
   EXPECT_EQ(state.doc.inputs(3, 3), 9.f);
 }
 

@@ -31,8 +31,8 @@ Scenario smallScenario(int n, int d, int heads) {
   s.inputs = Matrix::Zero(n, d);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < d; ++j) s.inputs(i, j) = static_cast<float>(((i * 7 + j * 3) % 11) - 5) / 4.f;
-  s.score = ScoreKind::ScaledDot;
-  s.heads = heads;
+  s.options.score = ScoreKind::ScaledDot;
+  s.options.heads = heads;
   return s;
 }
 
@@ -216,8 +216,8 @@ TEST(ScenarioSource, HoldsTheHeadsWithTheProblemsLabels) {
   s.values = s.keys;
   s.queryLabels = {"q0", "q1", "q2"};
   s.keyLabels = {"k0", "k1", "k2", "k3", "k4"};
-  s.score = ScoreKind::ScaledDot;
-  s.heads = 2;
+  s.options.score = ScoreKind::ScaledDot;
+  s.options.heads = 2;
   loadDocument(state, s, "");
   ASSERT_TRUE(update(state));
   ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;

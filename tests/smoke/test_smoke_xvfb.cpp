@@ -193,7 +193,7 @@ TEST(Window, CleansOrphansAtStartAndLeavesAnUnansweredAutosaveAlone) {
   const fs::path autosave = dir / "state" / "attnscope" / "autosave.json";
   attn::Expected<attn::Scenario> edited = attn::io::loadScenario(doc.string());
   ASSERT_TRUE(edited.ok());
-  edited->temperature = 0.5f;
+  edited->options.temperature = 0.5f;
   edited->viewJson = Json{{"autosave_source", doc.string()}, {"autosave_dirty", true}}.dump();
   ASSERT_TRUE(attn::io::saveScenario(*edited, autosave.string()).ok());
   std::ifstream autosaveIn(autosave);

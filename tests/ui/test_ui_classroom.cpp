@@ -284,7 +284,7 @@ TEST(Presets, EverySuggestedTemperatureIsAcceptedAsTyped) {
       // Accepted exactly as typed: not clamped, not refused.
       EXPECT_FALSE(outcome.refused()) << preset.path << ": " << outcome.note;
       EXPECT_TRUE(outcome.note.empty()) << preset.path << ": " << outcome.note;
-      EXPECT_EQ(s.temperature, value) << preset.path;
+      EXPECT_EQ(s.options.temperature, value) << preset.path;
       EXPECT_TRUE(buildProblem(s).ok()) << preset.path;
       largest = std::max(largest, value);
       ++suggestions;

@@ -128,12 +128,12 @@ TEST_F(FamiliesInApp, MistralSlidingWindowPipelineMatchesTheModel) {
   expectHeadsAndPipeline(spec, *r);
   Expected<Scenario> s = headScenario(*r, 0, 0, "mistral");
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->mask.kind, MaskKind::Custom);
+  EXPECT_EQ(s->options.mask.kind, MaskKind::Custom);
   EXPECT_NE(s->description.find("sliding_window"), std::string::npos);
   // Query 6 sees keys 3..6 only.
-  EXPECT_FALSE(s->mask.custom(6, 2));
-  EXPECT_TRUE(s->mask.custom(6, 3));
-  EXPECT_FALSE(s->mask.custom(6, 7));
+  EXPECT_FALSE(s->options.mask.custom(6, 2));
+  EXPECT_TRUE(s->options.mask.custom(6, 3));
+  EXPECT_FALSE(s->options.mask.custom(6, 7));
 }
 
 TEST_F(FamiliesInApp, GptNeoxPartialRotaryPipelineMatchesTheModel) {

@@ -133,7 +133,7 @@ TEST_F(Headless, NonDivisorHeadCountIsRefusedWithANote) {
   EXPECT_TRUE(outcome.refused());
   EXPECT_NE(outcome.note.find("does not divide d_model = 3"), std::string::npos) << outcome.note;
   EXPECT_NE(outcome.note.find("1 or 3"), std::string::npos) << outcome.note;
-  EXPECT_EQ(state.doc.heads, 1);
+  EXPECT_EQ(state.doc.options.heads, 1);
   EXPECT_FALSE(state.dirty());
   ASSERT_FALSE(state.notices.empty());
   EXPECT_EQ(state.notices.back().kind, Notice::Kind::Warning);
@@ -152,7 +152,7 @@ TEST_F(Headless, TogglingACustomMaskCellChangesAllowed) {
   ASSERT_FALSE(state.computed->result->allowed(0, 1));  // causal: no looking ahead
   const Matrix before = weightsOf(state);
   panel::apply(state, toggleCustomMaskCell(state.doc, 0, 1));
-  EXPECT_EQ(state.doc.mask.kind, MaskKind::Custom);
+  EXPECT_EQ(state.doc.options.mask.kind, MaskKind::Custom);
   frames(state, 2);
   const AttentionResult& result = *state.computed->result;
   EXPECT_TRUE(result.allowed(0, 1));
@@ -175,10 +175,10 @@ TEST_F(Headless, PaddingKeysFollowAddedAndRemovedKeys) {
   EXPECT_FALSE(state.computed->result->allowed(0, 3));
   EXPECT_EQ(state.computed->result->heads[0].weights(0, 3), 0.0f);
   panel::apply(state, addVector(state.doc, Sequence::Keys));
-  EXPECT_EQ(state.doc.mask.keyValid.size(), 5u);
+  EXPECT_EQ(state.doc.options.mask.keyValid.size(), 5u);
   panel::apply(state, removeVector(state.doc, Sequence::Keys, 0));
-  ASSERT_EQ(state.doc.mask.keyValid.size(), 4u);
-  EXPECT_FALSE(state.doc.mask.keyValid[2]);  // the padding key moved up with its row
+  ASSERT_EQ(state.doc.options.mask.keyValid.size(), 4u);
+  EXPECT_FALSE(state.doc.options.mask.keyValid[2]);  // the padding key moved up with its row
   frames(state, 2);
   EXPECT_TRUE(state.computed->error.empty()) << state.computed->error;
   EXPECT_EQ(state.computed->result->allowed.cols(), 4);
@@ -221,7 +221,7 @@ TEST_F(Headless, DimensionChangesLowerTheHeadCountWhenNeeded) {
   Scenario s;
   s.mode = Mode::Self;
   s.inputs = Matrix::Random(3, 4);
-  s.heads = 2;
+  s.options.heads = 2;
   loadDocument(state, s, "");
   frames(state, 2);
   ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
@@ -229,7 +229,7 @@ TEST_F(Headless, DimensionChangesLowerTheHeadCountWhenNeeded) {
   touch(state);
   EXPECT_TRUE(outcome.changed);
   EXPECT_NE(outcome.note.find("Heads lowered from 2 to 1"), std::string::npos) << outcome.note;
-  EXPECT_EQ(state.doc.heads, 1);
+  EXPECT_EQ(state.doc.options.heads, 1);
   frames(state, 2);
   EXPECT_TRUE(state.computed->error.empty()) << state.computed->error;
   // Back to width 4: two heads are possible again (but not forced).
@@ -295,7 +295,7 @@ TEST_F(Headless, SentenceMakesOneTokenPerWordAndEditsMaterialise) {
 
 TEST_F(Headless, AComputeErrorIsShownAndInputsStayEditable) {
   AppState state = loadedPreset("decoder_state");
-  state.doc.heads = 2;  // bypasses setHeads: what a hand-edited state could hold
+  state.doc.options.heads = 2;  // bypasses setHeads: what a hand-edited state could hold
   touch(state);
   frames(state);
   ASSERT_FALSE(state.computed->error.empty());
@@ -303,7 +303,7 @@ TEST_F(Headless, AComputeErrorIsShownAndInputsStayEditable) {
   // Still editable: fixing the head count brings the result back.
   state.hover = Hover{true, MatrixKind::Weights, 0, 0, 0};
   frames(state);
-  state.doc.heads = 1;
+  state.doc.options.heads = 1;
   touch(state);
   frames(state);
   EXPECT_TRUE(state.computed->error.empty());
@@ -326,9 +326,9 @@ TEST_F(Headless, ThousandsOfTokensStayInteractive) {
   Scenario big;
   big.mode = Mode::Self;
   big.inputs = Matrix::Random(2000, 8);
-  big.score = ScoreKind::ScaledDot;
-  big.heads = 2;
-  big.mask.kind = MaskKind::Causal;
+  big.options.score = ScoreKind::ScaledDot;
+  big.options.heads = 2;
+  big.options.mask.kind = MaskKind::Causal;
   loadDocument(state, big, "");
   frames(state, 2);  // the first frame computes
   ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;

@@ -56,37 +56,37 @@ AppState loadedState(const std::string& stem = "decoder_state") {
 
 TEST(UndoRedo, EachFinishedEditIsOneStep) {
   AppState state = loadedState();
-  const Scalar original = state.doc.temperature;
+  const Scalar original = state.doc.options.temperature;
   EXPECT_FALSE(state.dirty());
-  state.doc.temperature = 2;
+  state.doc.options.temperature = 2;
   touch(state);
   endFrame(state, false);
-  state.doc.temperature = 3;
+  state.doc.options.temperature = 3;
   touch(state);
   endFrame(state, false);
   EXPECT_TRUE(state.dirty());
   EXPECT_EQ(state.history.undo.size(), 2u);
 
   ASSERT_TRUE(undo(state));
-  EXPECT_EQ(state.doc.temperature, 2);
+  EXPECT_EQ(state.doc.options.temperature, 2);
   ASSERT_TRUE(undo(state));
-  EXPECT_EQ(state.doc.temperature, original);
+  EXPECT_EQ(state.doc.options.temperature, original);
   EXPECT_FALSE(undo(state));
   ASSERT_TRUE(redo(state));
-  EXPECT_EQ(state.doc.temperature, 2);
+  EXPECT_EQ(state.doc.options.temperature, 2);
   ASSERT_TRUE(redo(state));
-  EXPECT_EQ(state.doc.temperature, 3);
+  EXPECT_EQ(state.doc.options.temperature, 3);
   EXPECT_FALSE(redo(state));
 }
 
 TEST(UndoRedo, UndoingBackToTheSavedStateIsClean) {
   AppState state = loadedState();
-  state.doc.temperature = 2;
+  state.doc.options.temperature = 2;
   touch(state);
   endFrame(state, false);
   state.markSaved();  // as saveDocument() does
   EXPECT_FALSE(state.dirty());
-  state.doc.temperature = 3;
+  state.doc.options.temperature = 3;
   touch(state);
   endFrame(state, false);
   EXPECT_TRUE(state.dirty());
@@ -97,7 +97,7 @@ TEST(UndoRedo, UndoingBackToTheSavedStateIsClean) {
   ASSERT_TRUE(redo(state));
   EXPECT_FALSE(state.dirty());
   // A new edit from the saved state is a new content, even with the old value.
-  state.doc.temperature = 2;
+  state.doc.options.temperature = 2;
   touch(state);
   endFrame(state, false);
   EXPECT_TRUE(state.dirty());
@@ -108,10 +108,10 @@ TEST(UndoRedo, UndoingBackToTheSavedStateIsClean) {
 
 TEST(UndoRedo, ADragIsCoalescedIntoOneStep) {
   AppState state = loadedState();
-  const Scalar original = state.doc.temperature;
+  const Scalar original = state.doc.options.temperature;
   // Frames of a drag: the item stays active, so endFrame keeps the step open.
   for (int frame = 1; frame <= 10; ++frame) {
-    state.doc.temperature = original + 0.1f * frame;
+    state.doc.options.temperature = original + 0.1f * frame;
     touch(state);
     endFrame(state, /*anyItemActive=*/true);
   }
@@ -120,19 +120,19 @@ TEST(UndoRedo, ADragIsCoalescedIntoOneStep) {
   EXPECT_FALSE(state.history.pending);
   EXPECT_EQ(state.history.undo.size(), 1u);
   ASSERT_TRUE(undo(state));
-  EXPECT_EQ(state.doc.temperature, original);
+  EXPECT_EQ(state.doc.options.temperature, original);
   ASSERT_TRUE(redo(state));
-  EXPECT_FLOAT_EQ(state.doc.temperature, original + 1.0f);
+  EXPECT_FLOAT_EQ(state.doc.options.temperature, original + 1.0f);
 }
 
 TEST(UndoRedo, UndoDuringADragUndoesTheDragSoFar) {
   AppState state = loadedState();
-  const Scalar original = state.doc.temperature;
-  state.doc.temperature = 4;
+  const Scalar original = state.doc.options.temperature;
+  state.doc.options.temperature = 4;
   touch(state);
   endFrame(state, true);
   ASSERT_TRUE(undo(state));
-  EXPECT_EQ(state.doc.temperature, original);
+  EXPECT_EQ(state.doc.options.temperature, original);
   EXPECT_FALSE(state.history.pending);
 }
 
@@ -140,14 +140,14 @@ TEST(UndoRedo, ANewEditClearsRedoAndHistoryIsBounded) {
   AppState state = loadedState();
   state.history.maxSteps = 5;
   for (int i = 0; i < 12; ++i) {
-    state.doc.temperature = 1 + i;
+    state.doc.options.temperature = 1 + i;
     touch(state);
     endFrame(state, false);
   }
   EXPECT_EQ(state.history.undo.size(), 5u);
   ASSERT_TRUE(undo(state));
   EXPECT_EQ(state.history.redo.size(), 1u);
-  state.doc.seed = 99;
+  state.doc.options.seed = 99;
   touch(state);
   endFrame(state, false);
   EXPECT_TRUE(state.history.redo.empty());
@@ -155,7 +155,7 @@ TEST(UndoRedo, ANewEditClearsRedoAndHistoryIsBounded) {
 
 TEST(UndoRedo, LoadDocumentClearsHistoryAndIsClean) {
   AppState state = loadedState();
-  state.doc.temperature = 7;
+  state.doc.options.temperature = 7;
   touch(state);
   endFrame(state, false);
   loadDocument(state, state.preset, "other.json");
@@ -179,7 +179,7 @@ TEST(Update, RecomputesOnlyWhenTheRevisionChanges) {
   EXPECT_FALSE(update(state));
   state.view.colormap = ColormapKind::Magma;  // a view change is not a document edit
   EXPECT_FALSE(update(state));
-  state.doc.temperature = 2;
+  state.doc.options.temperature = 2;
   touch(state);
   EXPECT_TRUE(update(state));
   EXPECT_FALSE(update(state));
@@ -190,7 +190,7 @@ TEST(Update, RecomputesOnlyWhenTheRevisionChanges) {
 TEST(Update, AnInvalidDocumentGivesAnErrorNotACrash) {
   AppState state = loadedState();
   ASSERT_TRUE(update(state));
-  state.doc.heads = 2;  // the decoder state has width 3: 2 heads do not divide it
+  state.doc.options.heads = 2;  // the decoder state has width 3: 2 heads do not divide it
   touch(state);
   ASSERT_TRUE(update(state));
   EXPECT_FALSE(state.computed->result.has_value());
@@ -232,7 +232,7 @@ TEST(Files, AMissingFileIsANoticeToo) {
 
 TEST(Files, SaveThenOpenRoundTripsDocumentAndView) {
   AppState state = loadedState();
-  state.doc.temperature = 2.5f;
+  state.doc.options.temperature = 2.5f;
   touch(state);
   endFrame(state, false);
   state.view.colormap = ColormapKind::Oranges;
@@ -247,7 +247,7 @@ TEST(Files, SaveThenOpenRoundTripsDocumentAndView) {
 
   AppState other;
   ASSERT_TRUE(openDocument(other, path, 0));
-  EXPECT_EQ(other.doc.temperature, 2.5f);
+  EXPECT_EQ(other.doc.options.temperature, 2.5f);
   EXPECT_EQ(other.view.colormap, ColormapKind::Oranges);
   EXPECT_TRUE(other.view.fixedRange);
   EXPECT_EQ(other.view.rangeMin, -1);
@@ -335,7 +335,7 @@ TEST(Autosave, RoundTripRestoresDocumentViewPathAndDirtyFlag) {
   EXPECT_EQ(path, (dir / "attnscope" / "autosave.json").string());
 
   AppState state = loadedState("self_attention_two_heads");
-  state.doc.temperature = 0.5f;
+  state.doc.options.temperature = 0.5f;
   state.doc.name = "my working copy";
   touch(state);
   endFrame(state, false);
@@ -389,7 +389,7 @@ TEST(Autosave, TickWritesOnlyWhenSomethingChanged) {
   fs::remove(ui.autosaveFile);
   autosaveTick(ui, state, 20, 3, false);  // nothing changed
   EXPECT_FALSE(fs::exists(ui.autosaveFile));
-  state.doc.temperature = 3;
+  state.doc.options.temperature = 3;
   touch(state);
   autosaveTick(ui, state, 21, 3, false);  // changed, but within the interval
   EXPECT_FALSE(fs::exists(ui.autosaveFile));
@@ -417,7 +417,7 @@ TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
   requestQuit(ui, state);
   EXPECT_TRUE(ui.quitConfirmed);
   FileUi dirtyUi;
-  state.doc.temperature = 9;
+  state.doc.options.temperature = 9;
   touch(state);
   requestQuit(dirtyUi, state);
   EXPECT_FALSE(dirtyUi.quitConfirmed);
@@ -432,7 +432,7 @@ TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
 using attn::testing::readFile;
 
 void edit(AppState& state, float temperature) {
-  state.doc.temperature = temperature;
+  state.doc.options.temperature = temperature;
   touch(state);
   endFrame(state, false);
 }
@@ -482,7 +482,7 @@ TEST(Files, PresetIsAReadOnlyTemplateAndCtrlSOpensSaveAs) {
   saveOrAsk(again, state, 4);
   EXPECT_EQ(again.dialog, FileUi::Dialog::None);
   EXPECT_FALSE(state.dirty());
-  EXPECT_EQ(io::loadScenario(copy)->temperature, 4.f);
+  EXPECT_EQ(io::loadScenario(copy)->options.temperature, 4.f);
 }
 
 TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
@@ -513,7 +513,7 @@ TEST(Files, EnterOrEscapeInTheUnsavedChangesModalNeverSaves) {
     EXPECT_EQ(readFile(file), saved) << when;
     EXPECT_TRUE(state.dirty()) << when;
     EXPECT_EQ(state.docPath, file.string()) << when;
-    EXPECT_EQ(state.doc.temperature, 7.f) << when;
+    EXPECT_EQ(state.doc.options.temperature, 7.f) << when;
   };
 
   // File > Open confirmed with Enter on a dirty document: the question appears in the same
@@ -564,7 +564,7 @@ TEST(Files, ABadFileShowsItsErrorBeforeAnyUnsavedChangesQuestion) {
   EXPECT_NE(state.notices.back().text.find("bad.json"), std::string::npos)
       << state.notices.back().text;
   EXPECT_EQ(state.docPath, file.string());
-  EXPECT_EQ(state.doc.temperature, 7.f);
+  EXPECT_EQ(state.doc.options.temperature, 7.f);
   EXPECT_TRUE(state.dirty());
   requestOpen(ui, state, (dir / "missing.json").string(), 1);
   EXPECT_FALSE(ui.askUnsaved);
@@ -575,7 +575,7 @@ TEST(Files, ABadFileShowsItsErrorBeforeAnyUnsavedChangesQuestion) {
   EXPECT_TRUE(ui.askUnsaved);
   EXPECT_EQ(state.docPath, file.string());
   ASSERT_TRUE(ui.afterScenario.has_value());
-  EXPECT_EQ(ui.afterScenario->mask.kind, MaskKind::LocalGaussian);
+  EXPECT_EQ(ui.afterScenario->options.mask.kind, MaskKind::LocalGaussian);
 }
 
 TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
@@ -605,7 +605,7 @@ TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
     ui.autosaveFile = autosave;
     EXPECT_FALSE(startWithAutosave(ui, state, restoreSession, 0));
     EXPECT_TRUE(ui.recoveryPending);
-    EXPECT_EQ(state.doc.temperature, io::loadScenario(file.string())->temperature);
+    EXPECT_EQ(state.doc.options.temperature, io::loadScenario(file.string())->options.temperature);
     // Edits and autosave ticks (even forced, as on exit) leave the autosave alone.
     edit(state, 5);
     autosaveTick(ui, state, 100, 3, true);
@@ -640,7 +640,7 @@ TEST(Recovery, UnsavedAutosaveIsOfferedAndNeverOverwrittenUnasked) {
   ASSERT_TRUE(ui.recoveryPending);
   ASSERT_TRUE(restoreRecovery(ui, state, 1));
   EXPECT_FALSE(ui.recoveryPending);
-  EXPECT_EQ(state.doc.temperature, 0.25f);
+  EXPECT_EQ(state.doc.options.temperature, 0.25f);
   EXPECT_TRUE(state.dirty());
   EXPECT_EQ(state.docPath, file.string());
   edit(state, 0.75f);
@@ -670,7 +670,7 @@ TEST(Recovery, CleanOrUndoneAutosavesRestoreTheSessionWithoutAsking) {
   // An edit that was undone: the dirty flag may be set, the content equals the file.
   AppState session;
   ASSERT_TRUE(openDocument(session, file.string(), 0));
-  const float original = session.doc.temperature;
+  const float original = session.doc.options.temperature;
   edit(session, 9);
   edit(session, original);
   ASSERT_EQ(writeAutosave(session, autosave), "");
@@ -689,14 +689,14 @@ TEST(Recovery, CleanOrUndoneAutosavesRestoreTheSessionWithoutAsking) {
   ASSERT_FALSE(clean.dirty());
   ASSERT_EQ(writeAutosave(clean, autosave), "");
   Scenario changed = *io::loadScenario(file.string());
-  changed.temperature = 2.5f;
+  changed.options.temperature = 2.5f;
   ASSERT_TRUE(io::saveScenario(changed, file.string()));
   EXPECT_TRUE(checkAutosave(autosave).stale);
   AppState fresh;
   FileUi freshUi;
   freshUi.autosaveFile = autosave;
   EXPECT_TRUE(startWithAutosave(freshUi, fresh, true, 0));
-  EXPECT_EQ(fresh.doc.temperature, 2.5f);
+  EXPECT_EQ(fresh.doc.options.temperature, 2.5f);
   EXPECT_FALSE(fresh.dirty());
 }
 

@@ -52,7 +52,7 @@ void drawArrow(ImDrawList* draw, ImVec2 from, ImVec2 to, ImU32 color, float thic
 // projection and no positional encoding (then the arrow IS the input vector).
 bool canEdit(const AppState& state, int dims) {
   const Scenario& doc = state.doc;
-  return dims == 2 && doc.projection == ProjectionKind::Identity && doc.heads == 1 &&
+  return dims == 2 && doc.projection == ProjectionKind::Identity && doc.options.heads == 1 &&
          !doc.positionalEncoding;
 }
 

@@ -159,7 +159,7 @@ void drawToolbar(AppState& state, const TableSpec& spec) {
   if (ImGui::SmallButton("Randomise")) {
     state.panels.randomiseClicks += 1;
     apply(state, randomise(state.doc, spec.seq,
-                           state.doc.seed * 1000003u + state.panels.randomiseClicks));
+                           state.doc.options.seed * 1000003u + state.panels.randomiseClicks));
   }
   tooltip("Fill every entry with a seeded random number in [-2, 2] (one decimal, easy to "
           "follow by hand). Each click draws new numbers.");

@@ -39,10 +39,10 @@ const char* stageName(MatrixKind stage) {
 // The operation that produces `stage` from the stage before it ("" = no arrow).
 std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
-    case MatrixKind::Scores: return "→ " + std::string(formulas::scoreShort(doc.score));
-    case MatrixKind::MaskedScores: return doc.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
+    case MatrixKind::Scores: return "→ " + std::string(formulas::scoreShort(doc.options.score));
+    case MatrixKind::MaskedScores: return doc.options.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
     case MatrixKind::Weights:
-      return "→ " + std::string(formulas::normalizerShort(doc.normalizer.kind));
+      return "→ " + std::string(formulas::normalizerShort(doc.options.normalizer.kind));
     case MatrixKind::Context: return "→ ·V";
     case MatrixKind::Concat: return "→ concat";
     case MatrixKind::Output: return "→ ·W_o";

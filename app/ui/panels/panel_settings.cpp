@@ -152,18 +152,18 @@ void drawScoreSection(AppState& state) {
   static constexpr ScoreKind kScores[] = {ScoreKind::Dot,     ScoreKind::ScaledDot,
                                           ScoreKind::Cosine,  ScoreKind::General,
                                           ScoreKind::Additive, ScoreKind::Mlp};
-  ScoreKind score = state.doc.score;
+  ScoreKind score = state.doc.options.score;
   ImGui::SetNextItemWidth(font * 10.0f);
   if (kindCombo("score", &score, kScores, &scoreTooltip, nullptr, state.doc)) {
     apply(state, setScore(state.doc, score));
   }
-  tooltip(scoreTooltip(state.doc.score));
-  panel::coloredWrapped(panel::formulaColor(), scoreFormula(state.doc.score));
-  if (state.doc.score == ScoreKind::Additive || state.doc.score == ScoreKind::Mlp) {
+  tooltip(scoreTooltip(state.doc.options.score));
+  panel::coloredWrapped(panel::formulaColor(), scoreFormula(state.doc.options.score));
+  if (state.doc.options.score == ScoreKind::Additive || state.doc.options.score == ScoreKind::Mlp) {
     // A file's 0 means d_h: show the width in use, so that every number typed here is one.
     const ModelWidths widths = modelWidths(state.doc);
-    int hidden = state.doc.scoreHidden > 0 ? state.doc.scoreHidden
-                                           : widths.dModel / std::max(state.doc.heads, 1);
+    int hidden = state.doc.options.scoreHidden > 0 ? state.doc.options.scoreHidden
+                                           : widths.dModel / std::max(state.doc.options.heads, 1);
     ImGui::SetNextItemWidth(font * 6.0f);
     if (ImGui::InputInt("hidden width", &hidden, 1, 4, ImGuiInputTextFlags_EnterReturnsTrue)) {
       apply(state, setScoreHidden(state.doc, hidden));
@@ -180,12 +180,12 @@ void drawHeadsSection(AppState& state) {
   const std::vector<int> valid = validHeadCounts(state.doc);
   const ModelWidths widths = modelWidths(state.doc);
   ImGui::SetNextItemWidth(font * 6.0f);
-  const std::string preview = std::to_string(state.doc.heads);
+  const std::string preview = std::to_string(state.doc.options.heads);
   if (ImGui::BeginCombo("heads H", preview.c_str())) {
     for (int h : valid) {
-      if (ImGui::Selectable(std::to_string(h).c_str(), h == state.doc.heads)) {
+      if (ImGui::Selectable(std::to_string(h).c_str(), h == state.doc.options.heads)) {
         apply(state, setHeads(state.doc, h));
-        state.view.focusedHead = std::clamp(state.view.focusedHead, -1, state.doc.heads - 1);
+        state.view.focusedHead = std::clamp(state.view.focusedHead, -1, state.doc.options.heads - 1);
       }
     }
     ImGui::EndCombo();
@@ -194,9 +194,9 @@ void drawHeadsSection(AppState& state) {
           "d_h = d_model / H, attends in each block separately, and concatenates the results. "
           "Only counts that divide the width are offered.");
   ImGui::SameLine();
-  const int dh = state.doc.heads > 0 ? widths.dModel / state.doc.heads : 0;
+  const int dh = state.doc.options.heads > 0 ? widths.dModel / state.doc.options.heads : 0;
   panel::mutedWrapped("d_h = " + std::to_string(widths.dModel) + " / " +
-                      std::to_string(state.doc.heads) + " = " + std::to_string(dh));
+                      std::to_string(state.doc.options.heads) + " = " + std::to_string(dh));
   if (valid.size() <= 2) {
     const int g = valid.back();
     std::string note;
@@ -218,15 +218,15 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
   static constexpr MaskKind kMasks[] = {MaskKind::None,  MaskKind::Causal,
                                         MaskKind::Padding, MaskKind::Local,
                                         MaskKind::LocalGaussian, MaskKind::Custom};
-  MaskKind kind = state.doc.mask.kind;
+  MaskKind kind = state.doc.options.mask.kind;
   ImGui::SetNextItemWidth(font * 10.0f);
   if (kindCombo("mask", &kind, kMasks, &maskTooltip, nullptr, state.doc)) {
     apply(state, setMaskKind(state.doc, kind));
   }
-  tooltip(maskTooltip(state.doc.mask.kind));
-  panel::coloredWrapped(panel::formulaColor(), maskFormula(state.doc.mask.kind));
+  tooltip(maskTooltip(state.doc.options.mask.kind));
+  panel::coloredWrapped(panel::formulaColor(), maskFormula(state.doc.options.mask.kind));
   const int nK = keyCount(state.doc);
-  MaskOptions& mask = state.doc.mask;
+  MaskOptions& mask = state.doc.options.mask;
 
   if (mask.kind == MaskKind::Local || mask.kind == MaskKind::LocalGaussian) {
     int window = mask.window;
@@ -330,14 +330,14 @@ void drawNormalizerSection(AppState& state) {
   static constexpr NormalizerKind kNormalizers[] = {NormalizerKind::Softmax, NormalizerKind::Hard,
                                                     NormalizerKind::TopK,
                                                     NormalizerKind::Sparsemax};
-  NormalizerKind kind = state.doc.normalizer.kind;
+  NormalizerKind kind = state.doc.options.normalizer.kind;
   ImGui::SetNextItemWidth(font * 10.0f);
   if (kindCombo("normaliser", &kind, kNormalizers, &normalizerTooltip, nullptr, state.doc)) {
     apply(state, setNormalizer(state.doc, kind));
   }
-  tooltip(normalizerTooltip(state.doc.normalizer.kind));
-  if (state.doc.normalizer.kind == NormalizerKind::TopK) {
-    int k = state.doc.normalizer.topK;
+  tooltip(normalizerTooltip(state.doc.options.normalizer.kind));
+  if (state.doc.options.normalizer.kind == NormalizerKind::TopK) {
+    int k = state.doc.options.normalizer.topK;
     ImGui::SameLine();
     ImGui::SetNextItemWidth(font * 6.0f);
     if (ImGui::SliderInt("k", &k, 1, std::max(keyCount(state.doc), 1))) {
@@ -345,7 +345,7 @@ void drawNormalizerSection(AppState& state) {
     }
     tooltip("How many keys keep a non-zero weight per query.");
   }
-  panel::coloredWrapped(panel::formulaColor(), normalizerFormula(state.doc.normalizer.kind));
+  panel::coloredWrapped(panel::formulaColor(), normalizerFormula(state.doc.options.normalizer.kind));
 
   // The slider covers the usual range; the field beside it takes any value the core accepts
   // (kMinTemperature..kMaxTemperature), so that a preset's "try T = 1000" can be done.
@@ -354,7 +354,7 @@ void drawNormalizerSection(AppState& state) {
       "): T < 1 sharpens the distribution (towards hard attention), T > 1 flattens it "
       "(towards uniform). The slider spans 0.01..100; type any value in 0.0001..10000 in the "
       "field beside it (or Ctrl+click the slider).";
-  float temperature = state.doc.temperature;
+  float temperature = state.doc.options.temperature;
   ImGui::SetNextItemWidth(font * 8.0f);
   // Ctrl+click lets the user type any text, "nan" included (std::clamp keeps a NaN): only a
   // finite number becomes a temperature. The core rejects anything else anyway (validate()).
@@ -364,7 +364,7 @@ void drawNormalizerSection(AppState& state) {
   }
   tooltip(temperatureHelp);
   ImGui::SameLine();
-  float typed = state.doc.temperature;
+  float typed = state.doc.options.temperature;
   ImGui::SetNextItemWidth(font * 4.5f);
   if (ImGui::InputFloat("temperature T", &typed, 0.0f, 0.0f, "%g",
                         ImGuiInputTextFlags_EnterReturnsTrue)) {
@@ -374,7 +374,7 @@ void drawNormalizerSection(AppState& state) {
 }
 
 bool projectionAvailable(const Scenario& s, ProjectionKind kind) {
-  if (kind == ProjectionKind::Explicit) return s.explicitProjections.wq.size() > 0;
+  if (kind == ProjectionKind::Explicit) return s.options.projections.wq.size() > 0;
   if (kind == ProjectionKind::PyTorch || kind == ProjectionKind::QkvInterleaved)
     return s.inProjWeight.size() > 0;
   return true;
@@ -419,7 +419,7 @@ void drawProjectionSection(AppState& state) {
       break;
   }
 
-  unsigned long long seed = state.doc.seed;
+  unsigned long long seed = state.doc.options.seed;
   ImGui::SetNextItemWidth(font * 7.0f);
   if (ImGui::InputScalar("seed", ImGuiDataType_U64, &seed)) {
     apply(state, setSeed(state.doc, seed));
@@ -429,7 +429,7 @@ void drawProjectionSection(AppState& state) {
           "scenario files keep it exactly.");
   ImGui::SameLine();
   if (ImGui::Button("Re-roll")) {
-    apply(state, setSeed(state.doc, nextSeed(state.doc.seed)));
+    apply(state, setSeed(state.doc, nextSeed(state.doc.options.seed)));
   }
   tooltip("Pick a new seed: new random projections / parameters / embeddings.");
 }
@@ -442,7 +442,7 @@ void drawOtherSection(AppState& state) {
   }
   tooltip("Add sinusoidal position vectors to the inputs before projection (Vaswani et al. "
           "2017), so attention can tell positions apart.");
-  bool decoder = state.doc.decoderOutput.enabled;
+  bool decoder = state.doc.options.decoderOutput.enabled;
   if (ImGui::Checkbox("decoder output step", &decoder)) {
     apply(state, setDecoderOutput(state.doc, decoder));
   }
