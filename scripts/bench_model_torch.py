@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+SIZES = {"F32": 4, "F16": 2, "BF16": 2}
 
 
 def read_safetensors(path):
@@ -36,7 +37,9 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         begin, end = entry["data_offsets"]
-        t = torch.frombuffer(data, dtype=DTYPES[entry["dtype"]], count=(end - begin) // DTYPES[entry["dtype"]].itemsize,
+        if entry["dtype"] not in DTYPES:  # buffers of other types are not needed
+            continue
+        t = torch.frombuffer(data, dtype=DTYPES[entry["dtype"]], count=(end - begin) // SIZES[entry["dtype"]],
                              offset=begin)
         out[name] = t.reshape(entry["shape"]).to(torch.float32).contiguous()
     return out

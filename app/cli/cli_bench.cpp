@@ -82,7 +82,7 @@ With --model: model, model_type, dtype, tokens, threads, repeat, load_ms, first_
 load_plus_one_token_ms, median_ms, min_ms, max_ms, median_cpu_ms, flops (the forward pass's
 multiply-adds x 2: projections and MLP of every token, QK^T and AV over the causal triangle,
 the output layer for the last token), gflops, decode_tokens, decode_median_ms,
-decode_gflops, file_mb (the checkpoint files), peak_rss_mb, isa, blas_core, top_id; with
+decode_median_cpu_ms, decode_gflops, file_mb (the checkpoint files), peak_rss_mb, isa, blas_core, top_id; with
 --gemm-rates peak_gflops and fraction_of_peak.
 )";
   return command;
@@ -257,11 +257,13 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   const std::vector<model::TokenProbability> top = session.topK(1);
 
   // 3 decode: M more tokens, one at a time through the KV cache
-  std::vector<double> decodeMs;
+  std::vector<double> decodeMs, decodeCpuMs;
   for (int step = 0; step < a.decode; ++step) {
+    const double cpuStart = processCpuMs();
     const auto start = std::chrono::steady_clock::now();
     Status s = session.append(std::span<const int>(ids).subspan(static_cast<std::size_t>(a.tokens + step), 1));
     decodeMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    decodeCpuMs.push_back(processCpuMs() - cpuStart);
     if (!s) {
       err << "attnscope: " << s.error().message() << '\n';
       return 2;
@@ -291,6 +293,7 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   if (a.decode > 0) {
     const double decodeMedian = medianOf(decodeMs);
     doc["decode_median_ms"] = decodeMedian;
+    doc["decode_median_cpu_ms"] = medianOf(decodeCpuMs);
     doc["decode_gflops"] = forwardFlops(c, a.tokens, 1) / (decodeMedian * 1e-3) * 1e-9;
   } else {
     doc["decode_median_ms"] = nullptr;
