@@ -263,23 +263,45 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     return fail(err, error);
   }
 
-  // 6 files
+  // 6 files: the attention streams from the session's packed triangles into the archive,
+  // one head's n x n block at a time (no [L, H, n, n] tensor in memory)
   if (!request->outPath.empty()) {
-    const std::vector<float> attention = session->attentionTensor();
     const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
                                    static_cast<std::int64_t>(n)};
-    Expected<std::string> attentionNpy = io::writeNpyFloat32(attention, shape);
+    Expected<std::string> attentionHeader = io::npyHeaderFloat32(shape);
     const std::vector<std::int64_t> ids(encoding.ids.begin(), encoding.ids.end());
     const std::int64_t idShape[1] = {static_cast<std::int64_t>(n)};
     Expected<std::string> idsNpy = io::writeNpyInt64(ids, idShape);
-    if (!attentionNpy) return fail(err, attentionNpy.error());
+    if (!attentionHeader) return fail(err, attentionHeader.error());
     if (!idsNpy) return fail(err, idsNpy.error());
-    std::vector<io::NpzEntry> entries;
-    entries.push_back({"attention", std::move(attentionNpy).value()});
-    entries.push_back({"token_ids", std::move(idsNpy).value()});
-    Expected<std::string> archive = io::writeNpz(entries);
-    if (!archive) return fail(err, archive.error());
-    entries.clear();
+    const model::Session& run = *session;
+    std::vector<io::NpzStreamEntry> entries(2);
+    entries[0].name = "attention";
+    entries[0].npyHeader = *attentionHeader;
+    entries[0].dataBytes = attentionBytes;
+    entries[0].produce = [&run, &config, n](const io::ChunkWriter& write) -> Status {
+      std::vector<float> block(static_cast<std::size_t>(n * n));
+      for (int l = 0; l < config.nLayer; ++l) {
+        for (int h = 0; h < config.nHead; ++h) {
+          std::fill(block.begin(), block.end(), 0.0f);
+          for (std::size_t i = 0; i < n; ++i) {
+            const std::span<const float> row = run.attentionRow(l, h, static_cast<int>(i));
+            std::copy(row.begin(), row.end(), block.begin() + static_cast<std::ptrdiff_t>(i * n));
+          }
+          if (Status s = write({reinterpret_cast<const char*>(block.data()), block.size() * 4}); !s)
+            return s;
+        }
+      }
+      return Ok{};
+    };
+    const std::string& idsBytes = *idsNpy;
+    const std::size_t idsHeader = idsBytes.size() - n * 8;
+    entries[1].name = "token_ids";
+    entries[1].npyHeader = idsBytes.substr(0, idsHeader);
+    entries[1].dataBytes = n * 8;
+    entries[1].produce = [&idsBytes, idsHeader](const io::ChunkWriter& write) {
+      return write(std::string_view(idsBytes).substr(idsHeader));
+    };
 
     nlohmann::json tokens = nlohmann::json::array();
     for (int id : encoding.ids) {
@@ -293,7 +315,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
       if (error.file.empty()) error.file = request->tokensPath;
       return fail(err, error);
     }
-    if (Status s = io::writeFileAtomic(request->outPath, *archive); !s) {
+    if (Status s = io::writeNpzStreamed(request->outPath, entries); !s) {
       Error error = s.error();
       if (error.file.empty()) error.file = request->outPath;
       return fail(err, error);
