@@ -529,6 +529,9 @@ void Session::compute(std::span<const int> ids) {
   const Eigen::Index L = c.nLayer, width = c.qkvWidth();
   const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  // Every BLAS call below is one part of a loop on the pool: OpenBLAS stays single-threaded
+  // for the whole pass (set once here rather than around every product).
+  SingleThreadedBlas singleThreadedBlas;
 
   reserveTokens(n1);
 
@@ -750,6 +753,7 @@ void Session::updateLogits() {
   Matrix last = Eigen::Map<const Matrix>(finalHidden_.data() + (size() - 1) * E, 1, E);
   Matrix normed;
   applyNorm(last, W.finalNorm, W.config, normed);
+  SingleThreadedBlas singleThreadedBlas;  // the product's parts run on the pool
   // logits = NormF(x)·lm_headᵀ (V): one dot product per vocabulary row
   Linear head;
   head.weight = W.lmHead;
