@@ -77,7 +77,10 @@ Matrix logitsAt(const Weights& weights, const Matrix& resid) {
   Matrix normed;
   applyNorm(resid, weights.finalNorm, weights.config, normed);
   Matrix logits(resid.rows(), weights.config.vocabSize);
-  logits.noalias() = normed * weights.lmHead.matrix().transpose();  // n x V
+  Linear head;  // n x V = normed · lm_headᵀ (float32 or BF16, through the one Linear path)
+  head.weight = weights.lmHead;
+  head.outByIn = true;
+  applyLinear(head, normed, logits, false);
   return logits;
 }
 
@@ -246,10 +249,11 @@ Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weig
   const Eigen::Index p = static_cast<Eigen::Index>(ids.size()) - 1, dh = c.headDim();
 
   // 1 the direction: g ⊙ (u_answer − u_wrong) (E)
-  const auto unembed = weights->lmHead.matrix();
+  Eigen::RowVectorXf answerRow(c.nEmbd), wrongRow(c.nEmbd);
+  weights->lmHead.readRow(answer, answerRow.data());  // float32 or BF16
+  weights->lmHead.readRow(wrong, wrongRow.data());
   const Eigen::RowVectorXf direction =
-      (unembed.row(answer) - unembed.row(wrong)).array() *
-      weights->finalNorm.weight.vector().transpose().array();
+      (answerRow - wrongRow).array() * weights->finalNorm.weight.vector().transpose().array();
   const float scale = rec.finalScale[p];
 
   Attribution out;
@@ -257,7 +261,7 @@ Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weig
   out.heads.resize(c.nLayer, c.nHead);
   for (int l = 0; l < c.nLayer; ++l) {
     const Linear& wo = weights->layers[static_cast<std::size_t>(l)].out;
-    const auto w = wo.weight.matrix();
+    const Matrix w = wo.weight.dense();  // (H·d_h) x E or E x (H·d_h); widened when BF16
     for (int h = 0; h < c.nHead; ++h) {
       // 2 the head's result r = z_h[p]·W_o[h] (1 x E), no bias
       const auto z = rec.z[static_cast<std::size_t>(l)].row(p).segment(h * dh, dh);

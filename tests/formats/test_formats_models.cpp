@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/models/analysis.h"
 #include "core/models/transformer.h"
 #include "core/isa/isa.h"
 #include "formats/models/model_folder.h"
@@ -255,6 +256,32 @@ TEST(ModelFamilies, Bf16InPlaceMatchesF32OfTheSameWeights) {
       EXPECT_LT(worst, 1e-3) << "widened weights and float32 sums: only rounding differs";
     }
   }
+}
+
+// The analyses read lm_head and W_o through the same paths (applyLinear, readRow, dense), so
+// they work on a BF16 model used in place and agree with its converted twin.
+TEST(ModelFamilies, AnalysesRunOnBf16InPlace) {
+  modeltest::Tensors tensors;
+  const fs::path dir = writeCase(Case{"bf16_analysis", modeltest::llamaSpec(), "BF16"}, tensors);
+  auto inPlace = attn::io::loadModelFolder(dir.string());
+  auto converted = attn::io::loadModelFolder(dir.string(), attn::io::LoadOptions{false});
+  ASSERT_TRUE(inPlace.ok() && converted.ok());
+  ASSERT_TRUE(inPlace->weights->lmHead.isBf16());
+  const std::vector<int> ids = someIds(modeltest::llamaSpec().vocab);
+  auto lensA = attn::model::logitLens(inPlace->weights, ids, 3);
+  auto lensB = attn::model::logitLens(converted->weights, ids, 3);
+  ASSERT_TRUE(lensA.ok() && lensB.ok());
+  for (std::size_t l = 0; l < lensA->top.size(); ++l)
+    for (std::size_t i = 0; i < lensA->top[l].size(); ++i) {
+      EXPECT_EQ(lensA->top[l][i][0].id, lensB->top[l][i][0].id) << l << "," << i;
+      EXPECT_NEAR(lensA->top[l][i][0].logit, lensB->top[l][i][0].logit, 1e-3);
+    }
+  auto dlaA = attn::model::directLogitAttribution(inPlace->weights, ids, 3, 5);
+  auto dlaB = attn::model::directLogitAttribution(converted->weights, ids, 3, 5);
+  ASSERT_TRUE(dlaA.ok() && dlaB.ok());
+  EXPECT_LT((dlaA->heads - dlaB->heads).cwiseAbs().maxCoeff(), 1e-3f);
+  EXPECT_NEAR(dlaA->metric, dlaB->metric, 1e-3);
+  EXPECT_GT(dlaB->heads.cwiseAbs().maxCoeff(), 1e-3f);  // not all zero
 }
 
 // =======================================================================================
