@@ -10,7 +10,6 @@
 
 #include "core/base/parallel.h"
 #include "core/base/random.h"
-#include "core/isa/isa.h"
 
 namespace attn::model {
 namespace {
@@ -143,17 +142,6 @@ std::size_t Weights::parameterBytes() const {
   return static_cast<std::size_t>(count);
 }
 
-Matrix Tensor::dense() const {
-  if (!bf16) return matrix();
-  Matrix out(rows, cols);
-  kernels::active().widenBf16(bf16, size(), out.data());
-  return out;
-}
-
-void Tensor::readRow(Eigen::Index r, float* out) const {
-  if (bf16) kernels::active().widenBf16(bf16 + r * cols, cols, out);
-  else std::copy_n(data + r * cols, cols, out);
-}
 
 Status validate(const Weights& weights) {
   const Config& c = weights.config;
@@ -258,77 +246,6 @@ float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& c) 
 float geluTanh(float x) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-}
-
-void activateInPlace(float* x, Eigen::Index n, Activation activation) {
-  auto a = Eigen::Map<Eigen::ArrayXf>(x, n);
-  switch (activation) {
-    case Activation::GeluTanh: {
-      constexpr float kSqrt2OverPi = 0.7978845608028654f;
-      a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
-      break;
-    }
-    case Activation::GeluErf:
-      for (Eigen::Index i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
-      break;
-    case Activation::Silu:
-      a = a / (1.0f + (-a).exp());
-      break;
-    case Activation::Relu:
-      a = a.max(0.0f);
-      break;
-  }
-}
-
-void applyLinear(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
-                 bool accumulate, int threads, const Activation* activation) {
-  const Eigen::Index m = x.rows(), in = lin.in(), out = lin.out();
-  // Column ranges, a multiple of 64 wide (the BF16 kernels' blocks); one range for a
-  // product too small to be worth a hand-over.
-  constexpr Eigen::Index kAlign = 64;
-  int parts = m * in * out >= (Eigen::Index{1} << 17) ? std::max(threads, 1) : 1;
-  Eigen::Index chunk = (out + parts - 1) / parts;
-  chunk = (chunk + kAlign - 1) / kAlign * kAlign;
-  parts = static_cast<int>((out + chunk - 1) / chunk);
-  auto part = [&](int index, int) {
-    const Eigen::Index j0 = index * chunk, count = std::min(out, j0 + chunk) - j0;
-    if (count <= 0) return;
-    auto yc = y.middleCols(j0, count);
-    if (lin.weight.isBf16()) {
-      const kernels::Table& k = kernels::active();
-      (lin.outByIn ? k.linearBf16OutByIn : k.linearBf16InByOut)(
-          x.data(), x.outerStride(), m, in, lin.weight.bf16, out, j0, j0 + count, y.data(),
-          y.outerStride(), accumulate);
-    } else {
-      const auto w = lin.weight.matrix();
-      if (m == 1) {  // a matrix-vector product: W is streamed once
-        auto column = yc.row(0).transpose();
-        if (lin.outByIn) {
-          if (accumulate) column.noalias() += w.middleRows(j0, count) * x.row(0).transpose();
-          else column.noalias() = w.middleRows(j0, count) * x.row(0).transpose();
-        } else {
-          if (accumulate) column.noalias() += w.middleCols(j0, count).transpose() * x.row(0).transpose();
-          else column.noalias() = w.middleCols(j0, count).transpose() * x.row(0).transpose();
-        }
-      } else if (lin.outByIn) {
-        if (accumulate) yc.noalias() += x * w.middleRows(j0, count).transpose();
-        else yc.noalias() = x * w.middleRows(j0, count).transpose();
-      } else {
-        if (accumulate) yc.noalias() += x * w.middleCols(j0, count);
-        else yc.noalias() = x * w.middleCols(j0, count);
-      }
-    }
-    if (!lin.bias.empty()) yc.rowwise() += lin.bias.vector().segment(j0, count).transpose();
-    if (activation) {
-      for (Eigen::Index r = 0; r < m; ++r) activateInPlace(yc.row(r).data(), count, *activation);
-    }
-  };
-  if (parts <= 1) {
-    part(0, 0);
-    return;
-  }
-  SingleThreadedBlas singleThreadedBlas;  // each range is one single-threaded product
-  parallelForPooled(parts, threads, part);
 }
 
 double rotaryAngle(const Config& c, std::int64_t position, int pair) {
