@@ -3,6 +3,7 @@
 // is what every model family (and the encoders) shares.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/base/parallel.h"
 #include "core/isa/isa.h"
@@ -42,55 +43,79 @@ void activateInPlace(float* x, Eigen::Index n, Activation activation) {
   }
 }
 
-void applyLinear(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
-                 bool accumulate, int threads, const Activation* activation) {
+namespace {
+
+// The output columns [j0, j0 + count) of one product (see applyLinear).
+void linearPart(const LinearJob& job, Eigen::Index j0, Eigen::Index count) {
+  const Linear& lin = *job.lin;
+  const Eigen::Ref<const Matrix>& x = *job.x;
+  Eigen::Ref<Matrix>& y = *job.y;
+  const bool accumulate = job.accumulate;
   const Eigen::Index m = x.rows(), in = lin.in(), out = lin.out();
-  // Column ranges, a multiple of 64 wide (the BF16 kernels' blocks); one range for a
-  // product too small to be worth a hand-over.
-  constexpr Eigen::Index kAlign = 64;
-  int parts = m * in * out >= (Eigen::Index{1} << 17) ? std::max(threads, 1) : 1;
-  Eigen::Index chunk = (out + parts - 1) / parts;
-  chunk = (chunk + kAlign - 1) / kAlign * kAlign;
-  parts = static_cast<int>((out + chunk - 1) / chunk);
-  auto part = [&](int index, int) {
-    const Eigen::Index j0 = index * chunk, count = std::min(out, j0 + chunk) - j0;
-    if (count <= 0) return;
-    auto yc = y.middleCols(j0, count);
-    if (lin.weight.isBf16()) {
-      const kernels::Table& k = kernels::active();
-      (lin.outByIn ? k.linearBf16OutByIn : k.linearBf16InByOut)(
-          x.data(), x.outerStride(), m, in, lin.weight.bf16, out, j0, j0 + count, y.data(),
-          y.outerStride(), accumulate);
-    } else {
-      const auto w = lin.weight.matrix();
-      if (m == 1) {  // a matrix-vector product: W is streamed once
-        auto column = yc.row(0).transpose();
-        if (lin.outByIn) {
-          if (accumulate) column.noalias() += w.middleRows(j0, count) * x.row(0).transpose();
-          else column.noalias() = w.middleRows(j0, count) * x.row(0).transpose();
-        } else {
-          if (accumulate) column.noalias() += w.middleCols(j0, count).transpose() * x.row(0).transpose();
-          else column.noalias() = w.middleCols(j0, count).transpose() * x.row(0).transpose();
-        }
-      } else if (lin.outByIn) {
-        if (accumulate) yc.noalias() += x * w.middleRows(j0, count).transpose();
-        else yc.noalias() = x * w.middleRows(j0, count).transpose();
+  auto yc = y.middleCols(j0, count);
+  if (lin.weight.isBf16()) {
+    const kernels::Table& k = kernels::active();
+    (lin.outByIn ? k.linearBf16OutByIn : k.linearBf16InByOut)(
+        x.data(), x.outerStride(), m, in, lin.weight.bf16, out, j0, j0 + count, y.data(),
+        y.outerStride(), accumulate);
+  } else {
+    const auto w = lin.weight.matrix();
+    if (m == 1) {  // a matrix-vector product: W is streamed once
+      auto column = yc.row(0).transpose();
+      if (lin.outByIn) {
+        if (accumulate) column.noalias() += w.middleRows(j0, count) * x.row(0).transpose();
+        else column.noalias() = w.middleRows(j0, count) * x.row(0).transpose();
       } else {
-        if (accumulate) yc.noalias() += x * w.middleCols(j0, count);
-        else yc.noalias() = x * w.middleCols(j0, count);
+        if (accumulate) column.noalias() += w.middleCols(j0, count).transpose() * x.row(0).transpose();
+        else column.noalias() = w.middleCols(j0, count).transpose() * x.row(0).transpose();
       }
+    } else if (lin.outByIn) {
+      if (accumulate) yc.noalias() += x * w.middleRows(j0, count).transpose();
+      else yc.noalias() = x * w.middleRows(j0, count).transpose();
+    } else {
+      if (accumulate) yc.noalias() += x * w.middleCols(j0, count);
+      else yc.noalias() = x * w.middleCols(j0, count);
     }
-    if (!lin.bias.empty()) yc.rowwise() += lin.bias.vector().segment(j0, count).transpose();
-    if (activation) {
-      for (Eigen::Index r = 0; r < m; ++r) activateInPlace(yc.row(r).data(), count, *activation);
-    }
+  }
+  if (!lin.bias.empty()) yc.rowwise() += lin.bias.vector().segment(j0, count).transpose();
+  if (job.activation) {
+    for (Eigen::Index r = 0; r < m; ++r) activateInPlace(yc.row(r).data(), count, *job.activation);
+  }
+}
+
+}  // namespace
+
+void applyLinears(std::span<const LinearJob> jobs, int threads) {
+  // Column ranges, a multiple of 64 wide (the BF16 kernels' blocks); one range for a
+  // product too small to be worth a hand-over. Every job's ranges are items of one loop.
+  constexpr Eigen::Index kAlign = 64;
+  struct Item {
+    const LinearJob* job;
+    Eigen::Index j0, count;
   };
-  if (parts <= 1) {
-    part(0, 0);
+  std::vector<Item> items;
+  for (const LinearJob& job : jobs) {
+    const Eigen::Index m = job.x->rows(), in = job.lin->in(), out = job.lin->out();
+    const int parts = m * in * out >= (Eigen::Index{1} << 17) ? std::max(threads, 1) : 1;
+    Eigen::Index chunk = (out + parts - 1) / parts;
+    chunk = (chunk + kAlign - 1) / kAlign * kAlign;
+    for (Eigen::Index j0 = 0; j0 < out; j0 += chunk) items.push_back({&job, j0, std::min(chunk, out - j0)});
+  }
+  if (items.size() <= 1 || threads <= 1) {
+    for (const Item& item : items) linearPart(*item.job, item.j0, item.count);
     return;
   }
   SingleThreadedBlas singleThreadedBlas;  // each range is one single-threaded product
-  parallelForPooled(parts, threads, part);
+  parallelForPooled(static_cast<int>(items.size()), threads, [&](int i, int) {
+    const Item& item = items[static_cast<std::size_t>(i)];
+    linearPart(*item.job, item.j0, item.count);
+  });
+}
+
+void applyLinear(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
+                 bool accumulate, int threads, const Activation* activation) {
+  const LinearJob job{&lin, &x, &y, accumulate, activation};
+  applyLinears(std::span<const LinearJob>(&job, 1), threads);
 }
 
 }  // namespace attn::model

@@ -525,12 +525,12 @@ void Session::compute(std::span<const int> ids) {
         }
         break;
       case QkvLayout::Separate: {
-        auto qCols = qkvNew.middleCols(0, H * dh);
-        auto kCols = qkvNew.middleCols(kOffset, Hkv * dh);
-        auto vCols = qkvNew.middleCols(vOffset, Hkv * dh);
-        applyLinear(w.q, normed, qCols, false, T);
-        applyLinear(w.k, normed, kCols, false, T);
-        applyLinear(w.v, normed, vCols, false, T);
+        const Eigen::Ref<const Matrix> a(normed);
+        Eigen::Ref<Matrix> qCols(qkvNew.middleCols(0, H * dh));
+        Eigen::Ref<Matrix> kCols(qkvNew.middleCols(kOffset, Hkv * dh));
+        Eigen::Ref<Matrix> vCols(qkvNew.middleCols(vOffset, Hkv * dh));
+        const LinearJob jobs[3] = {{&w.q, &a, &qCols}, {&w.k, &a, &kCols}, {&w.v, &a, &vCols}};
+        applyLinears(jobs, T);  // one hand-over for the three
         break;
       }
     }
@@ -608,8 +608,10 @@ void Session::compute(std::span<const int> ids) {
     // next block's Norm1 in one pass over each row
     if (c.gatedMlp) {
       gated.resize(m, c.nInner);
-      applyLinear(w.gate, normed2, gated, false, T, &c.activation);
-      applyLinear(w.up, normed2, hidden, false, T);
+      const Eigen::Ref<const Matrix> a(normed2);
+      Eigen::Ref<Matrix> gateOut(gated), upOut(hidden);
+      const LinearJob jobs[2] = {{&w.gate, &a, &gateOut, false, &c.activation}, {&w.up, &a, &upOut}};
+      applyLinears(jobs, T);  // act(gate(a)) and up(a) in one hand-over
       forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
         hidden.middleRows(first, last - first).array() *= gated.middleRows(first, last - first).array();
       });

@@ -187,6 +187,19 @@ Weights randomWeights(const Config& config, std::uint64_t seed);
 void applyLinear(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
                  bool accumulate, int threads = 1, const Activation* activation = nullptr);
 
+// Several products in one loop on the pool: every job's column ranges are handed out
+// together (one hand-over instead of one per product: the llama family's q, k and v, or gate
+// and up). Each job as applyLinear(*lin, *x, *y, accumulate, threads, activation); the
+// pointed-to objects must outlive the call, and no job may write what another reads.
+struct LinearJob {
+  const Linear* lin = nullptr;
+  const Eigen::Ref<const Matrix>* x = nullptr;
+  Eigen::Ref<Matrix>* y = nullptr;
+  bool accumulate = false;
+  const Activation* activation = nullptr;
+};
+void applyLinears(std::span<const LinearJob> jobs, int threads);
+
 // The activation in place on the n floats at x.
 void activateInPlace(float* x, Eigen::Index n, Activation activation);
 
