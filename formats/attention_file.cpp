@@ -580,6 +580,21 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
       }
       names = std::move(readable);
     }
+    // Every array to read declares its size in its .npy header (read at open, and bounded by
+    // the central directory): refuse an archive whose arrays add up past the inflation
+    // budget before inflating any of them (a many-entry zip bomb), instead of finding out
+    // one entry at a time.
+    std::uint64_t declared = 0;
+    for (const std::string& name : names) {
+      if (const NpzArrayInfo* info = archive->find(name)) declared += info->header.dataBytes;
+    }
+    const std::uint64_t budget = options.limits.maxUncompressedBytes;
+    if (declared > budget - std::min(budget, archive->bytesInflated())) {
+      return Error{path, "",
+                   std::to_string(names.size()) + (names.size() == 1 ? " array declares " : " arrays declare ") +
+                       std::to_string(declared) + " bytes in their .npy headers, above the uncompressed limit of " +
+                       std::to_string(budget) + " bytes; refused before inflating"};
+    }
     for (const std::string& name : names) {
       Expected<NpyArray> array = archive->read(name);
       if (!array) return array.error();

@@ -539,8 +539,10 @@ void convertToFloat(const std::byte* src, NpyDtype dtype, bool bigEndian, std::s
 
 namespace {
 
-Expected<std::string> writeNpy(std::string_view descr, const void* values, std::size_t count,
-                               std::size_t elementSize, std::span<const std::int64_t> shape) {
+// The header of an .npy of `shape` (C order): magic, version, length, padded dict. Sets
+// *count to the shape's product.
+Expected<std::string> npyHeaderFor(std::string_view descr, std::span<const std::int64_t> shape,
+                                   std::uint64_t* count) {
   std::uint64_t product = 1;
   std::string shapeText = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -552,11 +554,7 @@ Expected<std::string> writeNpy(std::string_view descr, const void* values, std::
     shapeText += std::to_string(shape[i]);
   }
   shapeText += shape.size() == 1 ? ",)" : ")";
-  if (product != count) {
-    return Error{"", "shape",
-                 "the shape holds " + std::to_string(product) + " elements but " +
-                     std::to_string(count) + " values were given"};
-  }
+  *count = product;
   std::string dict = "{'descr': '";
   dict += descr;
   dict += "', 'fortran_order': False, 'shape': ";
@@ -571,15 +569,30 @@ Expected<std::string> writeNpy(std::string_view descr, const void* values, std::
   const std::size_t headerLength = padded - prefix;
   dict.append(padded - total, ' ');
   dict += '\n';
-
   std::string out;
-  out.reserve(padded + count * elementSize);
   out.append(reinterpret_cast<const char*>(kMagic), sizeof kMagic);
   out += static_cast<char>(prefix == 10 ? 1 : 2);
   out += '\0';
   for (std::size_t i = 0; i < prefix - 8; ++i)
     out += static_cast<char>((headerLength >> (8 * i)) & 0xff);
   out += dict;
+  return out;
+}
+
+Expected<std::string> writeNpy(std::string_view descr, const void* values, std::size_t count,
+                               std::size_t elementSize, std::span<const std::int64_t> shape) {
+  std::uint64_t product = 0;
+  Expected<std::string> header = npyHeaderFor(descr, shape, &product);
+  if (!header) return header.error();
+  if (product != count) {
+    return Error{"", "shape",
+                 "the shape holds " + std::to_string(product) + " elements but " +
+                     std::to_string(count) + " values were given"};
+  }
+  const std::size_t padded = header->size();
+  std::string out;
+  out.reserve(padded + count * elementSize);
+  out += *header;
   const std::size_t start = out.size();
   out.resize(start + count * elementSize);
   if (count > 0) std::memcpy(out.data() + start, values, count * elementSize);
@@ -592,6 +605,11 @@ Expected<std::string> writeNpy(std::string_view descr, const void* values, std::
 Expected<std::string> writeNpyFloat32(std::span<const float> values,
                                       std::span<const std::int64_t> shape) {
   return writeNpy("<f4", values.data(), values.size(), sizeof(float), shape);
+}
+
+Expected<std::string> npyHeaderFloat32(std::span<const std::int64_t> shape) {
+  std::uint64_t count = 0;
+  return npyHeaderFor("<f4", shape, &count);
 }
 
 Expected<std::string> writeNpyInt64(std::span<const std::int64_t> values,

@@ -107,5 +107,8 @@ Expected<std::string> writeNpyFloat32(std::span<const float> values,
                                       std::span<const std::int64_t> shape);
 Expected<std::string> writeNpyInt64(std::span<const std::int64_t> values,
                                     std::span<const std::int64_t> shape);
+// Only the header writeNpyFloat32 would write for `shape` (for streamed writers: the data
+// follows it, product(shape) little-endian float32 values in C order).
+Expected<std::string> npyHeaderFloat32(std::span<const std::int64_t> shape);
 
 }  // namespace attn::io

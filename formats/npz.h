@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "core/base/types.h"
+#include "formats/files.h"
 #include "formats/npy.h"
 
 namespace attn::io {
@@ -116,5 +118,24 @@ struct NpzEntry {
 // A zip archive of the entries, stored (like np.savez) or deflated (like
 // np.savez_compressed). Errors (field "name"): an unsafe or duplicate name.
 Expected<std::string> writeNpz(std::span<const NpzEntry> entries, bool deflate = false);
+
+// One entry of a streamed archive: the array name (".npy" is appended), its .npy header
+// (npyHeaderFloat32, or the first bytes of writeNpy*'s output), the bytes of data after the
+// header, and the function that hands exactly those bytes to `write`, in order, in chunks.
+// It is called twice (once for the CRC-32, once to write) and must hand the same bytes.
+struct NpzStreamEntry {
+  std::string name;
+  std::string npyHeader;
+  std::uint64_t dataBytes = 0;
+  std::function<Status(const ChunkWriter& write)> produce;
+};
+
+// Writes a stored archive (np.savez's format) of the entries to `path` through
+// writeFileStreamed (atomic), holding nothing but the chunk in flight: each entry's CRC-32
+// is computed by a first pass of its producer, so the local headers carry the CRC and sizes
+// as np.savez writes them. Errors: an unsafe or
+// duplicate name (field "name"), an entry of 4 GiB or more (no Zip64), a producer handing
+// more or fewer bytes than dataBytes, the writer's errors.
+Status writeNpzStreamed(const std::string& path, std::span<const NpzStreamEntry> entries);
 
 }  // namespace attn::io

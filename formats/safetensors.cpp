@@ -313,6 +313,13 @@ const float* SafetensorsFile::floatsInPlace(const TensorInfo& tensor) const {
   return reinterpret_cast<const float*>(data);
 }
 
+const std::uint16_t* SafetensorsFile::bf16InPlace(const TensorInfo& tensor) const {
+  if (tensor.dtype != DType::BF16) return nullptr;
+  const std::byte* data = map_ + tensor.begin;
+  if (reinterpret_cast<std::uintptr_t>(data) % alignof(std::uint16_t) != 0) return nullptr;
+  return reinterpret_cast<const std::uint16_t*>(data);
+}
+
 Status SafetensorsFile::convert(const TensorInfo& tensor, float* out) const {
   const std::byte* src = map_ + tensor.begin;
   const std::int64_t count = tensor.elementCount();

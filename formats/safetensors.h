@@ -82,6 +82,8 @@ class SafetensorsFile {
   // The tensor's floats inside the map, usable in place: non-null only for an F32 tensor
   // whose data is 4-byte aligned (valid while this object lives). Values are not checked.
   const float* floatsInPlace(const TensorInfo& tensor) const;
+  // The same for a BF16 tensor whose data is 2-byte aligned: its 16-bit values in the map.
+  const std::uint16_t* bf16InPlace(const TensorInfo& tensor) const;
 
  private:
   SafetensorsFile() = default;

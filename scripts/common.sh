@@ -15,6 +15,7 @@ BUILD_PACKAGES=(
   libopenblas-dev
   libopenblas0-pthread
   libzip-dev
+  zlib1g-dev
   libpcre2-dev
   libsentencepiece-dev
   libicu-dev

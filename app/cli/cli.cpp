@@ -48,6 +48,7 @@ usage:
   attnscope heads DIR --text T | --repeat-random N --seed S | --prompts P.jsonl [--shard K/N] --out F
   attnscope merge PART.json... --out HEADS.csv
   attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
+  attnscope bench --model DIR [--tokens N] [--decode M] [--threads T] [--repeat R]
   attnscope help [COMMAND] | COMMAND --help
   attnscope --version
 
@@ -57,7 +58,8 @@ commands:
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
-  bench       time the multi-head self-attention forward pass, print JSON
+  bench       time the multi-head self-attention forward pass (or a model folder's:
+              --model DIR), print JSON
   info        list the arrays of an .npy/.npz attention file and its [layers, heads,
               n_q, n_k] as JSON (docs/import.md)
   image       self-attention over the P x P patches of an image, overlay as PNG

@@ -18,6 +18,9 @@
 #include "core/attention/attention.h"
 #include "core/isa/isa.h"
 #include "core/base/parallel.h"
+#include "core/base/random.h"
+#include "core/models/transformer.h"
+#include "formats/models/model_folder.h"
 
 namespace attn::app {
 
@@ -27,6 +30,8 @@ struct BenchArgs {
   int n = 512, d = 512, heads = 8, threads = 0, repeat = 10;
   long long seed = 1;
   bool gemmRates = false;
+  std::string model;  // --model DIR: time a model folder's forward pass instead
+  int tokens = 64, decode = 0;
 };
 
 // The options of `bench`, declared once (app/cli/options.h).
@@ -36,6 +41,7 @@ cli::Command benchCommand(BenchArgs& a) {
   command.column = 17;
   command.usage =
       R"(usage: attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R] [--seed S]
+       attnscope bench --model DIR [--tokens N] [--decode M] [--threads T] [--repeat R]
 
 Times the full multi-head self-attention forward pass on seeded random inputs and prints
 one JSON object. X is N x D (entries in [-1, 1)); Q, K and V are projected D -> D by seeded
@@ -43,6 +49,12 @@ Xavier matrices, split into H heads, scored by scaled dot product, normalised by
 every head's N x N weights kept; then context, concat and the output projection W_o. Each
 repetition computes into the same result, as the window does on every edit; untimed runs
 come first for half a second (OpenBLAS's threads spin for a while after it loads).
+
+With --model DIR it times a model folder instead (any family attnscope model runs): the
+load (config, tokenizer, checkpoint), one token's forward pass right after it, then the
+forward pass of N seeded random token ids from an empty KV cache, every layer's attention
+kept (as the window keeps it) and the next-token logits computed, R times; with --decode M,
+then M more tokens one at a time through the KV cache.
 )";
   command.options = {
       cli::intOption("--n", "N", 1, 4096, "tokens, 1..4096                                 (default: 512)", a.n),
@@ -55,6 +67,9 @@ come first for half a second (OpenBLAS's threads spin for a while after it loads
                       "also time the Q/K/V projection GEMM alone, as attend() runs it, and a\n"
                       "2048³ sgemm on the same threads (the peak they reach)",
                       a.gemmRates),
+      cli::textOption("--model", "DIR", "time this model folder's forward pass (see above)", a.model),
+      cli::intOption("--tokens", "N", 1, 1 << 20, "--model: tokens of the timed forward pass      (default: 64)", a.tokens),
+      cli::intOption("--decode", "M", 0, 1 << 20, "--model: then M tokens one at a time           (default: 0)", a.decode),
   };
   command.notes =
       R"(output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
@@ -63,6 +78,12 @@ median), median_cpu_ms (the median process CPU time of a repetition, all threads
 better figure on a busy machine), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
 OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib;
 with --gemm-rates also projection_gflops and peak_gflops.
+With --model: model, model_type, dtype, tokens, threads, repeat, load_ms, first_token_ms,
+load_plus_one_token_ms, median_ms, min_ms, max_ms, median_cpu_ms, flops (the forward pass's
+multiply-adds x 2: projections and MLP of every token, QK^T and AV over the causal triangle,
+the output layer for the last token), gflops, decode_tokens, decode_median_ms,
+decode_median_cpu_ms, decode_gflops, file_mb (the checkpoint files), peak_rss_mb, isa, blas_core, top_id; with
+--gemm-rates peak_gflops and fraction_of_peak.
 )";
   return command;
 }
@@ -152,6 +173,147 @@ double peakRssMiB() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: kilobytes
 }
 
+double medianOf(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t count = values.size();
+  return count % 2 == 1 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2.0;
+}
+
+// Floating-point operations of the forward pass of tokens [first, first + count) after
+// `first` cached ones (a multiply-add counted as 2): every token's projections and MLP,
+// QK^T and AV over the visible (causal) keys of every query head, and the output layer for
+// the last token.
+double forwardFlops(const model::Config& c, double first, double count) {
+  const double E = c.nEmbd, F = c.nInner, dh = c.headDim(), V = c.vocabSize;
+  const double qWidth = c.nHead * dh;
+  const double perToken = E * c.qkvWidth() + qWidth * E + (c.gatedMlp ? 3 : 2) * E * F;
+  // Σ over the new queries i of (i + 1) visible keys.
+  const double visible = count * first + count * (count + 1) / 2;
+  const double attention = 2.0 * 2.0 * c.nHead * dh * visible;
+  return c.nLayer * (2.0 * count * perToken + attention) + 2.0 * V * E;
+}
+
+// `bench --model DIR`: see benchCommand's help.
+int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
+  const int threads = a.threads > 0 ? a.threads : availableCores();
+  setBlasThreads(threads);
+
+  // 1 load, and one token right after it (what `attnscope model DIR --predict 1` waits for)
+  const auto loadStart = std::chrono::steady_clock::now();
+  Expected<io::ModelFolder> folder = io::loadModelFolder(a.model);
+  const auto loadStop = std::chrono::steady_clock::now();
+  if (!folder) {
+    err << "attnscope: " << folder.error().message() << '\n';
+    return 2;
+  }
+  const model::Config& c = folder->weights->config;
+  if (a.tokens + a.decode > c.nPositions) {
+    err << "attnscope: option '--tokens': " << a.tokens << " + " << a.decode
+        << " decode tokens are more than the model's context of " << c.nPositions << '\n';
+    return 2;
+  }
+  SplitMix64 rng(static_cast<std::uint64_t>(a.seed));
+  std::vector<int> ids(static_cast<std::size_t>(a.tokens + a.decode));
+  for (int& id : ids) id = static_cast<int>(rng.next() % static_cast<std::uint64_t>(c.vocabSize));
+  model::Session session(folder->weights);
+  session.setThreads(threads);
+  const std::span<const int> prompt(ids.data(), static_cast<std::size_t>(a.tokens));
+  if (Status s = session.append(prompt.first(1)); !s) {
+    err << "attnscope: " << s.error().message() << '\n';
+    return 2;
+  }
+  const auto firstStop = std::chrono::steady_clock::now();
+  const double loadMs = std::chrono::duration<double, std::milli>(loadStop - loadStart).count();
+  const double firstMs = std::chrono::duration<double, std::milli>(firstStop - loadStop).count();
+
+  // 2 the forward pass of N tokens from an empty cache: untimed runs for half a second
+  // (see runBench), then R timed ones
+  auto forwardOnce = [&]() -> Status {
+    session.clear();
+    return session.append(prompt);
+  };
+  constexpr auto kWarmup = std::chrono::milliseconds(500);
+  const auto warmupStart = std::chrono::steady_clock::now();
+  for (int w = 0; w < 100; ++w) {
+    if (Status s = forwardOnce(); !s) {
+      err << "attnscope: " << s.error().message() << '\n';
+      return 2;
+    }
+    if (std::chrono::steady_clock::now() - warmupStart >= kWarmup) break;
+  }
+  std::vector<double> ms, cpuMs;
+  for (int r = 0; r < a.repeat; ++r) {
+    const double cpuStart = processCpuMs();
+    const auto start = std::chrono::steady_clock::now();
+    Status s = forwardOnce();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    cpuMs.push_back(processCpuMs() - cpuStart);
+    if (!s) {
+      err << "attnscope: " << s.error().message() << '\n';
+      return 2;
+    }
+  }
+  const std::vector<model::TokenProbability> top = session.topK(1);
+
+  // 3 decode: M more tokens, one at a time through the KV cache
+  std::vector<double> decodeMs, decodeCpuMs;
+  for (int step = 0; step < a.decode; ++step) {
+    const double cpuStart = processCpuMs();
+    const auto start = std::chrono::steady_clock::now();
+    Status s = session.append(std::span<const int>(ids).subspan(static_cast<std::size_t>(a.tokens + step), 1));
+    decodeMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    decodeCpuMs.push_back(processCpuMs() - cpuStart);
+    if (!s) {
+      err << "attnscope: " << s.error().message() << '\n';
+      return 2;
+    }
+  }
+
+  const double fileBytes = static_cast<double>(folder->weights->fileBytes);
+  const double median = medianOf(ms);
+  const double flops = forwardFlops(c, 0, a.tokens);
+  nlohmann::ordered_json doc;
+  doc["model"] = a.model;
+  doc["model_type"] = c.modelType;
+  doc["dtype"] = folder->weights->storedAs;
+  doc["tokens"] = a.tokens;
+  doc["threads"] = threads;
+  doc["repeat"] = a.repeat;
+  doc["load_ms"] = loadMs;
+  doc["first_token_ms"] = firstMs;
+  doc["load_plus_one_token_ms"] = loadMs + firstMs;
+  doc["median_ms"] = median;
+  doc["min_ms"] = *std::min_element(ms.begin(), ms.end());
+  doc["max_ms"] = *std::max_element(ms.begin(), ms.end());
+  doc["median_cpu_ms"] = medianOf(cpuMs);
+  doc["flops"] = flops;
+  doc["gflops"] = flops / (median * 1e-3) * 1e-9;
+  doc["decode_tokens"] = a.decode;
+  if (a.decode > 0) {
+    const double decodeMedian = medianOf(decodeMs);
+    doc["decode_median_ms"] = decodeMedian;
+    doc["decode_median_cpu_ms"] = medianOf(decodeCpuMs);
+    doc["decode_gflops"] = forwardFlops(c, a.tokens, 1) / (decodeMedian * 1e-3) * 1e-9;
+  } else {
+    doc["decode_median_ms"] = nullptr;
+  }
+  doc["file_mb"] = fileBytes / 1e6;
+  doc["peak_rss_mb"] = peakRssMiB() * 1.048576;
+  doc["isa"] = std::string(kernels::isaName(kernels::activeIsa()));
+  doc["blas_core"] = kernels::openblasCoreName();
+  doc["top_id"] = top.empty() ? -1 : top[0].id;
+  if (a.gemmRates) {
+    const GemmRates rates = measureGemmRates(256, 256, threads, static_cast<std::uint64_t>(a.seed));
+    doc["peak_gflops"] = rates.peak;
+    doc["fraction_of_peak"] = flops / (median * 1e-3) * 1e-9 / rates.peak;
+  }
+  doc["times_ms"] = ms;
+  if (a.decode > 0) doc["decode_times_ms"] = decodeMs;
+  out << doc.dump() << '\n';
+  return 0;
+}
+
 }  // namespace
 
 cli::CommandInfo benchInfo() {
@@ -172,6 +334,7 @@ int runBench(std::span<const std::string> args, std::ostream& out, std::ostream&
     return 0;
   }
   const BenchArgs& a = *parsed;
+  if (!a.model.empty()) return runModelBench(a, out, err);
 
   // The problem: X (n x d) in [-1, 1), seeded Xavier W_q, W_k, W_v, W_o (d x d), zero biases.
   Inputs inputs;

@@ -219,37 +219,63 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
 
 }  // namespace
 
-Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::vector<float>& attention,
-                                      const std::int64_t (&shape)[4], const std::vector<int>& ids,
+model_cli::HeadBlock model_cli::denseBlocks(const std::vector<float>& attention,
+                                            const std::int64_t (&shape)[4]) {
+  const std::size_t heads = static_cast<std::size_t>(shape[1]);
+  const std::size_t cells = static_cast<std::size_t>(shape[2] * shape[3]);
+  return [&attention, heads, cells](int layer, int head, std::span<float> block) {
+    const std::size_t at = (static_cast<std::size_t>(layer) * heads + static_cast<std::size_t>(head)) * cells;
+    std::copy_n(attention.begin() + static_cast<std::ptrdiff_t>(at), cells, block.begin());
+  };
+}
+
+Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::int64_t (&shape)[4],
+                                      const HeadBlock& block, const std::vector<int>& ids,
                                       const std::vector<std::string>& tokenTexts) {
-  Expected<std::string> attentionNpy = io::writeNpyFloat32(attention, shape);
-  if (!attentionNpy) return attentionNpy.error();
-  std::vector<io::NpzEntry> entries;
-  entries.push_back({"attention", std::move(attentionNpy).value()});
+  // 1 the archive's entries: the attention streams one head's block at a time (no
+  // [L, H, n, n] copy in memory), then the token ids.
+  Expected<std::string> attentionHeader = io::npyHeaderFloat32(shape);
+  if (!attentionHeader) return attentionHeader.error();
+  const std::size_t cells = static_cast<std::size_t>(shape[2] * shape[3]);
+  std::vector<io::NpzStreamEntry> entries(1);
+  entries[0].name = "attention";
+  entries[0].npyHeader = *attentionHeader;
+  entries[0].dataBytes = static_cast<std::uint64_t>(shape[0] * shape[1]) * cells * 4;
+  entries[0].produce = [&block, &shape, cells](const io::ChunkWriter& write) -> Status {
+    std::vector<float> buffer(cells);
+    for (int l = 0; l < shape[0]; ++l) {
+      for (int h = 0; h < shape[1]; ++h) {
+        block(l, h, buffer);
+        if (Status s = write({reinterpret_cast<const char*>(buffer.data()), buffer.size() * 4}); !s) return s;
+      }
+    }
+    return Ok{};
+  };
+  std::string idsBytes;
+  std::size_t idsHeader = 0;
   if (!ids.empty()) {
     const std::vector<std::int64_t> ids64(ids.begin(), ids.end());
     const std::int64_t idShape[1] = {static_cast<std::int64_t>(ids.size())};
     Expected<std::string> idsNpy = io::writeNpyInt64(ids64, idShape);
     if (!idsNpy) return idsNpy.error();
-    entries.push_back({"token_ids", std::move(idsNpy).value()});
+    idsBytes = std::move(idsNpy).value();
+    idsHeader = idsBytes.size() - ids.size() * 8;
+    io::NpzStreamEntry& entry = entries.emplace_back();
+    entry.name = "token_ids";
+    entry.npyHeader = idsBytes.substr(0, idsHeader);
+    entry.dataBytes = ids.size() * 8;
+    entry.produce = [&idsBytes, idsHeader](const io::ChunkWriter& write) {
+      return write(std::string_view(idsBytes).substr(idsHeader));
+    };
   }
-  Expected<std::string> archive = io::writeNpz(entries);
-  if (!archive) return archive.error();
-  entries.clear();
+  // 2 tokens first: the views read OUT.tokens.json next to OUT.npz, and a new .npz must
+  // never sit beside an old tokens file of another text.
   nlohmann::json tokens = nlohmann::json::array();
   for (const std::string& text : tokenTexts) tokens.push_back(text);
-  // Tokens first: the views read OUT.tokens.json next to OUT.npz, and a new .npz must never
-  // sit beside an old tokens file of another text.
-  auto write = [](const std::string& path, const std::string& bytes) -> Status {
-    if (Status s = io::writeFileAtomic(path, bytes); !s) {
-      Error error = s.error();
-      if (error.file.empty()) error.file = path;
-      return error;
-    }
-    return Ok{};
-  };
-  if (Status s = write(request.tokensPath, tokens.dump(1) + "\n"); !s) return s;
-  return write(request.outPath, *archive);
+  if (Status s = io::writeFileAtomic(request.tokensPath, tokens.dump(1) + "\n"); !s)
+    return io::withFile(s.error(), request.tokensPath);
+  if (Status s = io::writeNpzStreamed(request.outPath, entries); !s) return io::withFile(s.error(), request.outPath);
+  return Ok{};
 }
 
 cli::CommandInfo modelInfo() {
@@ -346,16 +372,24 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     return fail(err, error);
   }
 
-  // 6 files
+  // 6 files: the attention streams from the session's packed triangles into the archive,
+  // one head's n x n block at a time (no [L, H, n, n] tensor in memory)
   if (!request->outPath.empty()) {
     const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
                                    static_cast<std::int64_t>(n)};
     std::vector<std::string> texts;
     for (int id : encoding.ids)
       texts.push_back(model->tokenizer ? model->tokenizer->tokenText(id) : "#" + std::to_string(id));
-    if (Status s = model_cli::writeAttentionFiles(*request, session->attentionTensor(), shape,
-                                                  encoding.ids, texts);
-        !s) {
+    const model::Session& run = *session;
+    const model_cli::HeadBlock fromTriangles = [&run](int layer, int head, std::span<float> block) {
+      const std::size_t width = static_cast<std::size_t>(run.size());
+      std::fill(block.begin(), block.end(), 0.0f);
+      for (std::size_t i = 0; i < width; ++i) {
+        const std::span<const float> row = run.attentionRow(layer, head, static_cast<int>(i));
+        std::copy(row.begin(), row.end(), block.begin() + static_cast<std::ptrdiff_t>(i * width));
+      }
+    };
+    if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, encoding.ids, texts); !s) {
       return fail(err, s.error());
     }
   }

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <ostream>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,11 +41,17 @@ struct ModelRequest {
   std::string vmax;   // --vmax: "" (1, or the maximum for rollout), a number > 0 or "max"
 };
 
-// Writes OUT.tokens.json (the token texts) then OUT.npz {attention f32 [L, H, n, n],
-// token_ids i64 [n] unless `ids` is empty (a picture)} atomically, tokens first (the views read the side file next to the
-// .npz). Errors name the file.
-Status writeAttentionFiles(const ModelRequest& request, const std::vector<float>& attention,
-                           const std::int64_t (&shape)[4], const std::vector<int>& ids,
+// Fills `block` (shape[2] x shape[3], row-major) with the attention of one layer and head.
+using HeadBlock = std::function<void(int layer, int head, std::span<float> block)>;
+// A dense [L, H, n_q, n_k] tensor (kept alive by the caller) as a HeadBlock.
+HeadBlock denseBlocks(const std::vector<float>& attention, const std::int64_t (&shape)[4]);
+
+// Writes OUT.tokens.json (the token texts), then OUT.npz {attention f32 shape = [L, H, n_q,
+// n_k], token_ids i64 [n] unless `ids` is empty (a picture)}, tokens first (the views read the
+// side file next to the .npz). The attention streams into the archive one head's block at a
+// time (io::writeNpzStreamed: no copy of the whole tensor). Errors name the file.
+Status writeAttentionFiles(const ModelRequest& request, const std::int64_t (&shape)[4],
+                           const HeadBlock& block, const std::vector<int>& ids,
                            const std::vector<std::string>& tokenTexts);
 
 // The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).

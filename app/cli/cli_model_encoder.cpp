@@ -121,7 +121,7 @@ int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream
                                    static_cast<std::int64_t>(n)};
     std::vector<std::string> texts;
     for (int id : encoding.ids) texts.push_back(tokenText(*folder, id));
-    if (Status s = writeAttentionFiles(request, run->attention, shape, encoding.ids, texts); !s)
+    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), encoding.ids, texts); !s)
       return fail(err, s.error());
   }
 

@@ -132,7 +132,7 @@ int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream&
   if (!request.outPath.empty()) {
     const std::int64_t T = run->tokens;
     const std::int64_t shape[4] = {run->layers, run->heads, T, T};
-    if (Status s = writeAttentionFiles(request, run->attention, shape, {}, tokenNames(config)); !s)
+    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), {}, tokenNames(config)); !s)
       return fail(err, s.error());
   }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -67,5 +68,13 @@ void parallelFor(int count, int threads, Body&& body) {
   for (std::thread& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
 }
+
+// The same contract as parallelFor, on a pool of worker threads kept for the whole process
+// (availableCores() - 1 of them, started at the first call): for loops too short to pay for
+// starting threads (the model engine runs about ten per layer; a thread start costs tens of
+// microseconds, a pooled hand-over a few). Idle workers spin for a fraction of a millisecond,
+// then sleep. One loop runs on the pool at a time: a call made while another runs (from
+// another thread, or nested inside a body) runs its items on the calling thread alone.
+void parallelForPooled(int count, int threads, const std::function<void(int, int)>& body);
 
 }  // namespace attn

@@ -63,6 +63,25 @@ struct Table {
 
   // tanh(x[j]) in place (the decoder output step; also what tanhScores uses).
   void (*tanhRow)(float* x, std::ptrdiff_t n);
+
+  // The model engine's matrix products on BF16 weights used as stored (core/models): output
+  // columns [outBegin, outEnd) of y (m rows, row stride ldy; y points at column 0) are set
+  // (accumulate == false) or added to (true) from x (m x in, row stride ldx, float32) times
+  // the weight. Each BF16 weight is widened exactly to float32 and the sums are float32
+  // FMAs, so the result equals the float32 product of the same weights up to the order of
+  // the additions. `w` needs 2-byte alignment only.
+  //   linearBf16OutByIn  w is [out, in] row-major (nn.Linear):  y[r][j] = Σ_k x[r][k]·w[j·in + k]
+  //   linearBf16InByOut  w is [in, out] row-major (Conv1D):     y[r][j] = Σ_k x[r][k]·w[k·out + j]
+  void (*linearBf16OutByIn)(const float* x, std::ptrdiff_t ldx, std::ptrdiff_t m,
+                            std::ptrdiff_t in, const std::uint16_t* w, std::ptrdiff_t out,
+                            std::ptrdiff_t outBegin, std::ptrdiff_t outEnd, float* y,
+                            std::ptrdiff_t ldy, bool accumulate);
+  void (*linearBf16InByOut)(const float* x, std::ptrdiff_t ldx, std::ptrdiff_t m,
+                            std::ptrdiff_t in, const std::uint16_t* w, std::ptrdiff_t out,
+                            std::ptrdiff_t outBegin, std::ptrdiff_t outEnd, float* y,
+                            std::ptrdiff_t ldy, bool accumulate);
+  // w[0..count) widened exactly to float32 at out (embedding rows, conversions).
+  void (*widenBf16)(const std::uint16_t* w, std::ptrdiff_t count, float* out);
 };
 
 // The three builds (defined in core/isa/kernels_<isa>.cpp). Only call a table whose ISA

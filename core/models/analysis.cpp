@@ -56,7 +56,7 @@ Prediction predictionOf(const Session& recorded, std::span<const int> ids, int t
   Prediction p;
   const Matrix logits = logitsAt(recorded.weights(), recorded.recording().resid.back());
   p.logits = logits.row(logits.rows() - 1).transpose();
-  p.next = topKOf(p.logits, topK);
+  p.next = topProbabilities(p.logits, topK);
   p.loss = textLoss(logits, ids);
   return p;
 }
@@ -78,29 +78,11 @@ Matrix logitsAt(const Weights& weights, const Matrix& resid) {
   Matrix normed;
   applyNorm(resid, weights.finalNorm, weights.config, normed);
   Matrix logits(resid.rows(), weights.config.vocabSize);
-  logits.noalias() = normed * weights.lmHead.matrix().transpose();  // n x V
+  Linear head;  // n x V = normed · lm_headᵀ (float32 or BF16, through the one Linear path)
+  head.weight = weights.lmHead;
+  head.outByIn = true;
+  applyLinear(head, normed, logits, false);
   return logits;
-}
-
-std::vector<TokenProbability> topKOf(const Eigen::Ref<const Vector>& logits, int k) {
-  std::vector<TokenProbability> out;
-  const Eigen::Index vocab = logits.size();
-  if (vocab == 0) return out;
-  k = std::clamp(k, 0, static_cast<int>(vocab));
-  const float maxLogit = logits.maxCoeff();
-  double sum = 0;
-  for (Eigen::Index i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - maxLogit));
-  std::vector<int> order(static_cast<std::size_t>(vocab));
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  });
-  for (int i = 0; i < k; ++i) {
-    const int id = order[static_cast<std::size_t>(i)];
-    const double p = std::exp(static_cast<double>(logits[id] - maxLogit)) / sum;
-    out.push_back({id, static_cast<float>(p), logits[id]});
-  }
-  return out;
 }
 
 double textLoss(const Matrix& logits, std::span<const int> ids) {
@@ -237,7 +219,7 @@ Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const
     const Matrix logits = logitsAt(*weights, resid);  // n x V
     std::vector<std::vector<TokenProbability>> layer;
     for (Eigen::Index i = 0; i < logits.rows(); ++i)
-      layer.push_back(topKOf(logits.row(i).transpose(), topK));
+      layer.push_back(topProbabilities(logits.row(i).transpose(), topK));
     lens.top.push_back(std::move(layer));
   }
   return lens;
@@ -255,10 +237,11 @@ Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weig
   const Eigen::Index p = static_cast<Eigen::Index>(ids.size()) - 1, dh = c.headDim();
 
   // 1 the direction: g ⊙ (u_answer − u_wrong) (E)
-  const auto unembed = weights->lmHead.matrix();
+  Eigen::RowVectorXf answerRow(c.nEmbd), wrongRow(c.nEmbd);
+  weights->lmHead.readRow(answer, answerRow.data());  // float32 or BF16
+  weights->lmHead.readRow(wrong, wrongRow.data());
   const Eigen::RowVectorXf direction =
-      (unembed.row(answer) - unembed.row(wrong)).array() *
-      weights->finalNorm.weight.vector().transpose().array();
+      (answerRow - wrongRow).array() * weights->finalNorm.weight.vector().transpose().array();
   const float scale = rec.finalScale[p];
 
   Attribution out;
@@ -266,7 +249,7 @@ Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weig
   out.heads.resize(c.nLayer, c.nHead);
   for (int l = 0; l < c.nLayer; ++l) {
     const Linear& wo = weights->layers[static_cast<std::size_t>(l)].out;
-    const auto w = wo.weight.matrix();
+    const Matrix w = wo.weight.dense();  // (H·d_h) x E or E x (H·d_h); widened when BF16
     for (int h = 0; h < c.nHead; ++h) {
       // 2 the head's result r = z_h[p]·W_o[h] (1 x E), no bias
       const auto z = rec.z[static_cast<std::size_t>(l)].row(p).segment(h * dh, dh);

@@ -35,9 +35,7 @@ Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span
 // after the last block (Recording::resid[L]).
 Matrix logitsAt(const Weights& weights, const Matrix& resid);
 
-// The k largest entries of `logits` (V) with their softmax probability over all V, largest
-// first (ties: lower id first), as Session::topK.
-std::vector<TokenProbability> topKOf(const Eigen::Ref<const Vector>& logits, int k);
+// The top k of a row of logits: topProbabilities() (core/models/transformer.h).
 
 // The language-model loss of the text: the mean over positions i = 0..n-2 of
 // −log softmax(logits_i)[ids_{i+1}] (nats), from logits (n x V). NaN when n < 2.

@@ -12,35 +12,6 @@
 namespace attn::model {
 namespace {
 
-std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
-  std::string text = "[";
-  text += std::to_string(rows);
-  text += ", ";
-  text += std::to_string(cols);
-  text += ']';
-  return text;
-}
-
-Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
-  if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
-  if (t.rows == rows && t.cols == cols) return Ok{};
-  return Error{"", "",
-               "tensor " + role + ": shape " + shapeText(t.rows, t.cols) + ", expected " +
-                   shapeText(rows, cols)};
-}
-
-// An nn.Linear of in -> out with a bias.
-Status checkLinear(const Linear& lin, Eigen::Index in, Eigen::Index out, const std::string& role) {
-  if (!lin.outByIn) return Error{"", "", "tensor " + role + " weight: not stored [out, in]"};
-  if (Status s = checkTensor(lin.weight, out, in, role + " weight"); !s) return s;
-  return checkTensor(lin.bias, out, 1, role + " bias");
-}
-
-Status checkNorm(const NormWeights& norm, Eigen::Index E, const std::string& role) {
-  if (Status s = checkTensor(norm.weight, E, 1, role + " weight"); !s) return s;
-  return checkTensor(norm.bias, E, 1, role + " bias");
-}
-
 // Softmax of every row of s (n x m) in place, the row maximum subtracted first.
 void softmaxRows(Matrix& s) {
   for (Eigen::Index r = 0; r < s.rows(); ++r) {
@@ -98,7 +69,7 @@ Status validate(const EncoderWeights& weights) {
   const Eigen::Index E = c.nEmbd, F = c.nInner, V = c.vocabSize;
   std::vector<Status> checks = {checkTensor(weights.wordEmbed, V, E, "word embedding"),
                                 checkTensor(weights.positions, c.nPositions, E, "position embedding"),
-                                checkNorm(weights.embedNorm, E, "embedding norm")};
+                                checkNorm(weights.embedNorm, E, NormKind::LayerNorm, "embedding norm")};
   if (c.typeVocabSize > 0) {
     checks.push_back(checkTensor(weights.tokenTypes, c.typeVocabSize, E, "token type embedding"));
   } else if (!weights.tokenTypes.empty()) {
@@ -114,18 +85,18 @@ Status validate(const EncoderWeights& weights) {
   for (int l = 0; l < c.nLayer; ++l) {
     const EncoderLayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
     const std::string layer = "layer " + std::to_string(l) + " ";
-    for (Status s : {checkLinear(w.q, E, E, layer + "query"), checkLinear(w.k, E, E, layer + "key"),
-                     checkLinear(w.v, E, E, layer + "value"),
-                     checkLinear(w.out, E, E, layer + "attention output"),
-                     checkNorm(w.norm1, E, layer + "norm1"), checkLinear(w.up, E, F, layer + "mlp up"),
-                     checkLinear(w.down, F, E, layer + "mlp down"),
-                     checkNorm(w.norm2, E, layer + "norm2")}) {
+    for (Status s : {checkLinear(w.q, E, E, true, layer + "query"), checkLinear(w.k, E, E, true, layer + "key"),
+                     checkLinear(w.v, E, E, true, layer + "value"),
+                     checkLinear(w.out, E, E, true, layer + "attention output"),
+                     checkNorm(w.norm1, E, NormKind::LayerNorm, layer + "norm1"), checkLinear(w.up, E, F, true, layer + "mlp up"),
+                     checkLinear(w.down, F, E, true, layer + "mlp down"),
+                     checkNorm(w.norm2, E, NormKind::LayerNorm, layer + "norm2")}) {
       if (!s) return s;
     }
   }
   if (!weights.hasMlmHead) return Ok{};
-  for (Status s : {checkLinear(weights.mlm.transform, E, E, "mlm transform"),
-                   checkNorm(weights.mlm.norm, E, "mlm norm"),
+  for (Status s : {checkLinear(weights.mlm.transform, E, E, true, "mlm transform"),
+                   checkNorm(weights.mlm.norm, E, NormKind::LayerNorm, "mlm norm"),
                    checkTensor(weights.mlm.decoder, V, E, "mlm decoder"),
                    checkTensor(weights.mlm.bias, V, 1, "mlm bias")}) {
     if (!s) return s;
@@ -193,9 +164,9 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
 
   // 2 q | k | v (n x 3E)
   Matrix qkv(n, 3 * E);
-  project(input, w.q, qkv.middleCols(0, E), false);
-  project(input, w.k, qkv.middleCols(E, E), false);
-  project(input, w.v, qkv.middleCols(2 * E, E), false);
+  applyLinear(w.q, input, qkv.middleCols(0, E), false);
+  applyLinear(w.k, input, qkv.middleCols(E, E), false);
+  applyLinear(w.v, input, qkv.middleCols(2 * E, E), false);
 
   // 3 per head: A_h = softmax(q_h·k_hᵀ / √d_h) over all n keys; ctx_h = A_h·v_h
   Matrix context(n, E);
@@ -213,10 +184,10 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
 
   // 4 output projection and residual: post-LN x = LN_1(x + ctx·W_o + b_o); pre-LN x += ...
   if (o.preNorm) {
-    project(context, w.out, x, true);
+    applyLinear(w.out, context, x, true);
   } else {
     Matrix sum = x;
-    project(context, w.out, sum, true);
+    applyLinear(w.out, context, sum, true);
     applyNorm(sum, w.norm1, NormKind::LayerNorm, o.epsilon, x);
   }
 
@@ -224,14 +195,14 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
   Matrix hidden(n, w.up.out());
   if (o.preNorm) {
     applyNorm(x, w.norm2, NormKind::LayerNorm, o.epsilon, normed);
-    project(normed, w.up, hidden, false);
-    activate(hidden, o.activation);
-    project(hidden, w.down, x, true);
+    applyLinear(w.up, normed, hidden, false);
+    activateInPlace(hidden.data(), hidden.size(), o.activation);
+    applyLinear(w.down, hidden, x, true);
   } else {
-    project(x, w.up, hidden, false);
-    activate(hidden, o.activation);
+    applyLinear(w.up, x, hidden, false);
+    activateInPlace(hidden.data(), hidden.size(), o.activation);
     Matrix sum = x;
-    project(hidden, w.down, sum, true);
+    applyLinear(w.down, hidden, sum, true);
     applyNorm(sum, w.norm2, NormKind::LayerNorm, o.epsilon, x);
   }
   if (qkvOut) *qkvOut = std::move(qkv);
@@ -320,34 +291,13 @@ Expected<Vector> mlmLogits(const EncoderWeights& W, const EncoderRun& run, int p
   }
   // 6 h = LN_head(act(x_i·W_t + b_t)); logits = h·W_decᵀ + bias
   Matrix h(1, W.config.nEmbd);
-  project(run.hidden.row(position), W.mlm.transform, h, false);
-  activate(h, W.config.headActivation);
+  applyLinear(W.mlm.transform, run.hidden.row(position), h, false);
+  activateInPlace(h.data(), h.size(), W.config.headActivation);
   Matrix normed;
   applyNorm(h, W.mlm.norm, NormKind::LayerNorm, W.config.normEpsilon, normed);
   Vector logits = W.mlm.decoder.matrix() * normed.row(0).transpose();
   logits += W.mlm.bias.vector();
   return logits;
-}
-
-std::vector<TokenProbability> topProbabilities(const Vector& logits, int k) {
-  std::vector<TokenProbability> out;
-  const Eigen::Index vocab = logits.size();
-  if (vocab == 0) return out;
-  k = std::clamp(k, 0, static_cast<int>(vocab));
-  const float maxLogit = logits.maxCoeff();
-  double sum = 0;
-  for (Eigen::Index i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - maxLogit));
-  std::vector<int> order(static_cast<std::size_t>(vocab));
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-  });
-  for (int i = 0; i < k; ++i) {
-    const int id = order[static_cast<std::size_t>(i)];
-    const double p = std::exp(static_cast<double>(logits[id] - maxLogit)) / sum;
-    out.push_back({id, static_cast<float>(p), logits[id]});
-  }
-  return out;
 }
 
 }  // namespace attn::model

@@ -152,8 +152,6 @@ Expected<EncoderRun> runEncoder(const EncoderWeights& weights, std::span<const i
 // the weights (field "mlm head"), a position outside the run.
 Expected<Vector> mlmLogits(const EncoderWeights& weights, const EncoderRun& run, int position);
 
-// The k most probable entries of softmax(logits), most probable first (ties: lower id
-// first); probabilities over all of `logits`, computed in double.
-std::vector<TokenProbability> topProbabilities(const Vector& logits, int k);
+// The top k of the MLM logits: topProbabilities() (core/models/transformer.h).
 
 }  // namespace attn::model

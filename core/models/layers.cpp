@@ -1,51 +1,22 @@
-// The engine's shared building blocks (see layers.h for the shapes).
+// The engine's shared normalisation (see layers.h for the shapes).
 #include "core/models/layers.h"
 
 #include <cmath>
 
 namespace attn::model {
 
-void project(const ConstRowsRef& in, const Linear& lin, RowsRef out, bool accumulate) {
-  const auto w = lin.weight.matrix();
-  if (in.rows() == 1) {
-    auto column = out.row(0).transpose();
-    if (lin.outByIn) {
-      if (accumulate) column.noalias() += w * in.row(0).transpose();
-      else column.noalias() = w * in.row(0).transpose();
-    } else {
-      if (accumulate) column.noalias() += w.transpose() * in.row(0).transpose();
-      else column.noalias() = w.transpose() * in.row(0).transpose();
-    }
-  } else if (lin.outByIn) {
-    if (accumulate) out.noalias() += in * w.transpose();
-    else out.noalias() = in * w.transpose();
+void normRow(const float* xp, Eigen::Index E, const NormWeights& norm, NormKind kind, float epsilon,
+             float* outp) {
+  Eigen::Map<const Eigen::RowVectorXf> x(xp, E);
+  Eigen::Map<Eigen::RowVectorXf> out(outp, E);
+  const auto g = norm.weight.vector().transpose().array();
+  if (kind == NormKind::RmsNorm) {
+    const float inv = 1.0f / std::sqrt(x.array().square().mean() + epsilon);
+    out.array() = x.array() * inv * g;
   } else {
-    if (accumulate) out.noalias() += in * w;
-    else out.noalias() = in * w;
-  }
-  if (!lin.bias.empty()) out.rowwise() += lin.bias.vector().transpose();
-}
-
-void activate(Matrix& hidden, Activation activation) {
-  auto a = hidden.array();
-  switch (activation) {
-    case Activation::GeluTanh: {
-      constexpr float kSqrt2OverPi = 0.7978845608028654f;
-      a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
-      break;
-    }
-    case Activation::GeluErf:
-      for (Eigen::Index i = 0; i < hidden.size(); ++i) {
-        const float x = hidden.data()[i];
-        hidden.data()[i] = 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-      }
-      break;
-    case Activation::Silu:
-      a = a / (1.0f + (-a).exp());
-      break;
-    case Activation::Relu:
-      a = a.max(0.0f);
-      break;
+    const float mean = x.mean();
+    const float inv = 1.0f / std::sqrt((x.array() - mean).square().mean() + epsilon);
+    out.array() = (x.array() - mean) * inv * g + norm.bias.vector().transpose().array();
   }
 }
 
@@ -56,18 +27,45 @@ void applyNorm(const Matrix& x, const NormWeights& norm, const Config& c, Matrix
 void applyNorm(const Matrix& x, const NormWeights& norm, NormKind kind, float epsilon,
                Matrix& out) {
   out.resize(x.rows(), x.cols());
-  const auto g = norm.weight.vector().transpose().array();
-  for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    if (kind == NormKind::RmsNorm) {
-      const float inv = 1.0f / std::sqrt(x.row(r).array().square().mean() + epsilon);
-      out.row(r).array() = x.row(r).array() * inv * g;
-    } else {
-      const float mean = x.row(r).mean();
-      auto centered = (x.row(r).array() - mean).eval();
-      const float inv = 1.0f / std::sqrt(centered.square().mean() + epsilon);
-      out.row(r).array() = centered * inv * g + norm.bias.vector().transpose().array();
-    }
-  }
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    normRow(x.row(r).data(), x.cols(), norm, kind, epsilon, out.row(r).data());
+}
+
+namespace {
+
+std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
+  std::string text = "[";  // (not "[" + ...: GCC 12 warns -Wrestrict on that)
+  text += std::to_string(rows);
+  text += ", ";
+  text += std::to_string(cols);
+  text += ']';
+  return text;
+}
+
+}  // namespace
+
+Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
+  if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
+  if (t.rows == rows && t.cols == cols) return Ok{};
+  return Error{"", "",
+               "tensor " + role + ": shape " + shapeText(t.rows, t.cols) + ", expected " +
+                   shapeText(rows, cols)};
+}
+
+Status checkLinear(const Linear& lin, Eigen::Index in, Eigen::Index out, bool bias,
+                   const std::string& role) {
+  const Eigen::Index rows = lin.outByIn ? out : in;
+  const Eigen::Index cols = lin.outByIn ? in : out;
+  if (Status s = checkTensor(lin.weight, rows, cols, role + " weight"); !s) return s;
+  if (bias) return checkTensor(lin.bias, out, 1, role + " bias");
+  if (!lin.bias.empty()) return Error{"", "", "tensor " + role + " bias: present but not used"};
+  return Ok{};
+}
+
+Status checkNorm(const NormWeights& norm, Eigen::Index E, NormKind kind, const std::string& role) {
+  if (Status s = checkTensor(norm.weight, E, 1, role + " weight"); !s) return s;
+  if (kind == NormKind::LayerNorm) return checkTensor(norm.bias, E, 1, role + " bias");
+  return Ok{};
 }
 
 }  // namespace attn::model

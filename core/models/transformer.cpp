@@ -4,47 +4,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
+#include "core/base/parallel.h"
 #include "core/base/random.h"
 #include "core/models/layers.h"
 
 namespace attn::model {
 namespace {
 
-std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
-  std::string text = "[";  // (not "[" + ...: GCC 12 warns -Wrestrict on that)
-  text += std::to_string(rows);
-  text += ", ";
-  text += std::to_string(cols);
-  text += ']';
-  return text;
-}
-
-Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
-  if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
-  if (t.rows == rows && t.cols == cols) return Ok{};
-  return Error{"", "",
-               "tensor " + role + ": shape " + shapeText(t.rows, t.cols) + ", expected " +
-                   shapeText(rows, cols)};
-}
-
-// A Linear of in -> out, with or without bias as `bias` says.
-Status checkLinear(const Linear& lin, Eigen::Index in, Eigen::Index out, bool bias,
-                   const std::string& role) {
-  const Eigen::Index rows = lin.outByIn ? out : in;
-  const Eigen::Index cols = lin.outByIn ? in : out;
-  if (Status s = checkTensor(lin.weight, rows, cols, role + " weight"); !s) return s;
-  if (bias) return checkTensor(lin.bias, out, 1, role + " bias");
-  if (!lin.bias.empty()) return Error{"", "", "tensor " + role + " bias: present but not used"};
-  return Ok{};
-}
-
-Status checkNorm(const NormWeights& norm, Eigen::Index E, NormKind kind, const std::string& role) {
-  if (Status s = checkTensor(norm.weight, E, 1, role + " weight"); !s) return s;
-  if (kind == NormKind::LayerNorm) return checkTensor(norm.bias, E, 1, role + " bias");
-  return Ok{};
+// Runs f(first, last) over [0, rows) in `threads` row ranges of the pool (one range when the
+// rows are few: a hand-over costs more than a few rows' work).
+template <class F>
+void forRows(Eigen::Index rows, int threads, F&& f) {
+  const int parts = rows >= 4 ? static_cast<int>(std::min<Eigen::Index>(threads, rows)) : 1;
+  if (parts <= 1) return f(Eigen::Index{0}, rows);
+  const Eigen::Index chunk = (rows + parts - 1) / parts;
+  parallelForPooled(parts, parts, [&](int part, int) {
+    const Eigen::Index first = part * chunk;
+    if (first < rows) f(first, std::min(rows, first + chunk));
+  });
 }
 
 }  // namespace
@@ -100,16 +81,18 @@ Status validate(const Config& c) {
 }
 
 std::size_t Weights::parameterBytes() const {
-  auto linear = [](const Linear& l) { return l.weight.size() + l.bias.size(); };
-  auto norm = [](const NormWeights& n) { return n.weight.size() + n.bias.size(); };
-  Eigen::Index count = embed.size() + positions.size() + norm(finalNorm);
-  if (lmHead.data != embed.data) count += lmHead.size();
+  auto bytes = [](const Tensor& t) { return t.size() * (t.isBf16() ? 2 : 4); };
+  auto linear = [&](const Linear& l) { return bytes(l.weight) + bytes(l.bias); };
+  auto norm = [&](const NormWeights& n) { return bytes(n.weight) + bytes(n.bias); };
+  Eigen::Index count = bytes(embed) + bytes(positions) + norm(finalNorm);
+  if (lmHead.data != embed.data || lmHead.bf16 != embed.bf16) count += bytes(lmHead);
   for (const LayerWeights& w : layers) {
     count += norm(w.norm1) + norm(w.norm2) + linear(w.qkv) + linear(w.q) + linear(w.k) +
              linear(w.v) + linear(w.out) + linear(w.up) + linear(w.gate) + linear(w.down);
   }
-  return static_cast<std::size_t>(count) * sizeof(float);
+  return static_cast<std::size_t>(count);
 }
+
 
 Status validate(const Weights& weights) {
   const Config& c = weights.config;
@@ -388,10 +371,19 @@ void Session::dropAfter(int n) {
   residualNorms_.resize(count * static_cast<std::size_t>(c.nLayer + 1));
 }
 
+int Session::threads() const {
+  return threads_ > 0 ? threads_ : availableCores();
+}
+
+// One numbered algorithm (the forward pass of transformer.h), hence its length. Every loop
+// runs on the session's threads through the shared pool: the products split their output
+// columns (applyLinear), the attention its heads, the norms their rows; OpenBLAS runs
+// single-threaded inside each part, so the two kinds of threads never compete.
 void Session::compute(std::span<const int> ids) {
   if (ids.empty()) return;
   const Weights& W = *weights_;
   const Config& c = W.config;
+  const int T = threads();
   const Eigen::Index n0 = size();
   const Eigen::Index m = static_cast<Eigen::Index>(ids.size());
   const Eigen::Index n1 = n0 + m;
@@ -399,13 +391,15 @@ void Session::compute(std::span<const int> ids) {
   const Eigen::Index L = c.nLayer, width = c.qkvWidth();
   const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  // Every BLAS call below is one part of a loop on the pool: OpenBLAS stays single-threaded
+  // for the whole pass (set once here rather than around every product).
+  SingleThreadedBlas singleThreadedBlas;
 
   reserveTokens(n1);
 
   // 1 embeddings: x = embed[id] (+ positions[position]), one row per new token
   Matrix x(m, E);
-  const auto embed = W.embed.matrix();
-  for (Eigen::Index r = 0; r < m; ++r) x.row(r) = embed.row(ids[static_cast<std::size_t>(r)]);
+  for (Eigen::Index r = 0; r < m; ++r) W.embed.readRow(ids[static_cast<std::size_t>(r)], x.row(r).data());
   if (c.learnedPositions) x += W.positions.matrix().middleRows(n0, m);
   // With hooks the whole sequence is recomputed (n0 = 0, m = n).
   const bool record = hooks_ && hooks_->record;
@@ -420,11 +414,10 @@ void Session::compute(std::span<const int> ids) {
   };
   hookResid(0);
   residualNorms_.resize(static_cast<std::size_t>(n1 * (L + 1)));
-  auto recordNorms = [&](Eigen::Index layerRow) {
-    for (Eigen::Index r = 0; r < m; ++r)
-      residualNorms_[static_cast<std::size_t>((n0 + r) * (L + 1) + layerRow)] = x.row(r).norm();
+  auto recordNorm = [&](Eigen::Index r, Eigen::Index layerRow) {
+    residualNorms_[static_cast<std::size_t>((n0 + r) * (L + 1) + layerRow)] = x.row(r).norm();
   };
-  recordNorms(0);
+  for (Eigen::Index r = 0; r < m; ++r) recordNorm(r, 0);
 
   // The rotary angles of the new positions: cos and sin, m x rotaryDims/2.
   const Eigen::Index pairs = c.rotaryDims / 2;
@@ -437,106 +430,153 @@ void Session::compute(std::span<const int> ids) {
     }
   }
 
-  Matrix normed, normed2;  // m x E
-  Matrix fused;            // m x 3E (FusedPerHead)
+  Matrix normed(m, E), normed2(m, E);
+  Matrix fused;  // m x 3E (FusedPerHead)
   Matrix context(m, H * dh);
-  Matrix scores;           // m x n1
-  Matrix hidden, gated;    // m x F
+  Matrix hidden(m, c.nInner), gated;
+  std::vector<Matrix> scores(static_cast<std::size_t>(T));  // per worker: m x n1
+  auto withoutBias = [](const Linear& lin) {
+    Linear out = lin;
+    out.bias = Tensor{};
+    return out;
+  };
+  auto normRows = [&](const NormWeights& norm, Matrix& out) {
+    forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+      for (Eigen::Index r = first; r < last; ++r) normRow(x.row(r).data(), E, norm, c.norm, c.normEpsilon, out.row(r).data());
+    });
+  };
+  // 2 a = Norm1(x) of the first block (later blocks get it from the previous block's step 7)
+  normRows(W.layers[0].norm1, normed);
   for (Eigen::Index l = 0; l < L; ++l) {
     const LayerWeights& w = W.layers[static_cast<std::size_t>(l)];
     LayerCache& cache = layers_[static_cast<std::size_t>(l)];
-
-    // 2 a = Norm1(x); a parallel residual also normalises x for the MLP now
-    applyNorm(x, w.norm1, c, normed);
-    if (c.parallelResidual) applyNorm(x, w.norm2, c, normed2);
+    // 2 a parallel residual also normalises x for the MLP now
+    if (c.parallelResidual) normRows(w.norm2, normed2);
 
     // 3 project the new tokens into the cache: [q | k | v] (m x width)
     cache.qkv.resize(static_cast<std::size_t>(n1 * width));
     Eigen::Map<Matrix> qkvNew(cache.qkv.data() + n0 * width, m, width);
     switch (c.qkvLayout) {
       case QkvLayout::FusedBlocks:
-        project(normed, w.qkv, qkvNew, false);
+        applyLinear(w.qkv, normed, qkvNew, false, T);
         break;
       case QkvLayout::FusedPerHead:  // rows of W are [H, 3, d_h]: regroup as q | k | v
         fused.resize(m, 3 * H * dh);
-        project(normed, w.qkv, fused, false);
+        applyLinear(w.qkv, normed, fused, false, T);
         for (Eigen::Index h = 0; h < H; ++h) {
           qkvNew.middleCols(h * dh, dh) = fused.middleCols(3 * h * dh, dh);
           qkvNew.middleCols(kOffset + h * dh, dh) = fused.middleCols((3 * h + 1) * dh, dh);
           qkvNew.middleCols(vOffset + h * dh, dh) = fused.middleCols((3 * h + 2) * dh, dh);
         }
         break;
-      case QkvLayout::Separate:
-        project(normed, w.q, qkvNew.middleCols(0, H * dh), false);
-        project(normed, w.k, qkvNew.middleCols(kOffset, Hkv * dh), false);
-        project(normed, w.v, qkvNew.middleCols(vOffset, Hkv * dh), false);
+      case QkvLayout::Separate: {
+        const Eigen::Ref<const Matrix> a(normed);
+        Eigen::Ref<Matrix> qCols(qkvNew.middleCols(0, H * dh));
+        Eigen::Ref<Matrix> kCols(qkvNew.middleCols(kOffset, Hkv * dh));
+        Eigen::Ref<Matrix> vCols(qkvNew.middleCols(vOffset, Hkv * dh));
+        const LinearJob jobs[3] = {{&w.q, &a, &qCols}, {&w.k, &a, &kCols}, {&w.v, &a, &vCols}};
+        applyLinears(jobs, T);  // one hand-over for the three
         break;
+      }
     }
 
     // 4 rotary embedding of every q and k head, half-split (rotate_half) layout
     if (pairs > 0) {
-      for (Eigen::Index r = 0; r < m; ++r) {
-        float* row = qkvNew.row(r).data();
-        for (Eigen::Index head = 0; head < H + Hkv; ++head) {
-          float* v = row + head * dh;  // q heads, then k heads: contiguous
-          for (Eigen::Index i = 0; i < pairs; ++i) {
-            const float a = v[i], b = v[i + pairs];
-            v[i] = a * cosines(r, i) - b * sines(r, i);
-            v[i + pairs] = b * cosines(r, i) + a * sines(r, i);
+      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+        for (Eigen::Index r = first; r < last; ++r) {
+          float* row = qkvNew.row(r).data();
+          for (Eigen::Index head = 0; head < H + Hkv; ++head) {
+            float* v = row + head * dh;  // q heads, then k heads: contiguous
+            for (Eigen::Index i = 0; i < pairs; ++i) {
+              const float a = v[i], b = v[i + pairs];
+              v[i] = a * cosines(r, i) - b * sines(r, i);
+              v[i + pairs] = b * cosines(r, i) + a * sines(r, i);
+            }
           }
         }
-      }
+      });
     }
 
-    // 5 per query head: scores against its KV head's keys, masked softmax, weigh values
+    // 5 per query head (one head per pool item): scores against its KV head's keys, the
+    // scaled and masked softmax written straight into the packed triangle, weigh values
     const Eigen::OuterStride<> stride(width);
-    for (Eigen::Index h = 0; h < H; ++h) {
-      const Eigen::Index g = c.kvHeadOf(static_cast<int>(h));
+    for (auto& packed : cache.attention) packed.resize(static_cast<std::size_t>(n1 * (n1 + 1) / 2));
+    auto attendHead = [&](int head, int worker) {
+      const Eigen::Index h = head;
+      const Eigen::Index g = c.kvHeadOf(head);
       MatrixView q(cache.qkv.data() + n0 * width + h * dh, m, dh, stride);
       MatrixView k(cache.qkv.data() + kOffset + g * dh, n1, dh, stride);
       MatrixView v(cache.qkv.data() + vOffset + g * dh, n1, dh, stride);
-      scores.noalias() = q * k.transpose();  // m x n1
-      std::vector<float>& packed = cache.attention[static_cast<std::size_t>(h)];
-      packed.resize(static_cast<std::size_t>(n1 * (n1 + 1) / 2));
+      Matrix& s = scores[static_cast<std::size_t>(worker)];
+      s.resize(m, n1);
+      if (m == 1) s.row(0).transpose().noalias() = k * q.row(0).transpose();
+      else s.noalias() = q * k.transpose();  // m x n1
+      float* packed = cache.attention[static_cast<std::size_t>(h)].data();
       for (Eigen::Index r = 0; r < m; ++r) {
         const Eigen::Index i = n0 + r;  // query position: keys first..i are visible
         const Eigen::Index first =
             c.slidingWindow > 0 ? std::max<Eigen::Index>(0, i - c.slidingWindow + 1) : 0;
-        auto visible = scores.row(r).segment(first, i + 1 - first);
-        visible *= scale;
-        const float rowMax = visible.maxCoeff();
-        visible = (visible.array() - rowMax).exp();
+        float* row = s.row(r).data();
+        float rowMax = -std::numeric_limits<float>::infinity();
+        for (Eigen::Index j = first; j <= i; ++j) rowMax = std::max(rowMax, row[j] * scale);
+        auto visible = Eigen::Map<Eigen::ArrayXf>(row + first, i + 1 - first);
+        visible = (visible * scale - rowMax).exp();
         visible /= visible.sum();  // >= 1 term equals exp(0) = 1, so the sum is >= 1
-        scores.row(r).head(first).setZero();
-        scores.row(r).tail(n1 - i - 1).setZero();
-        std::copy(scores.row(r).data(), scores.row(r).data() + i + 1,
-                  packed.data() + i * (i + 1) / 2);
+        std::fill(row, row + first, 0.0f);
+        std::fill(row + i + 1, row + n1, 0.0f);
+        std::copy(row, row + i + 1, packed + i * (i + 1) / 2);
       }
-      context.middleCols(h * dh, dh).noalias() = scores * v;
+      if (m == 1) context.row(0).segment(h * dh, dh).transpose().noalias() = v.transpose() * s.row(0).transpose();
+      else context.middleCols(h * dh, dh).noalias() = s * v;
+    };
+    {
+      SingleThreadedBlas singleThreadedBlas;
+      parallelForPooled(static_cast<int>(H), m * n1 >= 256 ? T : 1, attendHead);
     }
     if (hooks_) {
       applyHeadHooks(l, context);
       if (record) recording_.z[static_cast<std::size_t>(l)] = context;
     }
 
-    // 6 output projection and residual: x += concat(ctx)·W_o + b_o
-    project(context, w.out, x, true);
+    // 6 output projection and residual, the bias added in the same pass over each row as
+    // the MLP's norm: x += concat(ctx)·W_o; x += b_o; a = Norm2(x) (not for a parallel
+    // residual, whose MLP reads Norm2 of the block's input)
+    applyLinear(withoutBias(w.out), context, x, true, T);
+    forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+      for (Eigen::Index r = first; r < last; ++r) {
+        if (!w.out.bias.empty()) x.row(r) += w.out.bias.vector().transpose();
+        if (!c.parallelResidual) normRow(x.row(r).data(), E, w.norm2, c.norm, c.normEpsilon, normed2.row(r).data());
+      }
+    });
 
-    // 7 MLP and residual: x += down(act(up(a)) [⊙ ...]), a = Norm2(x) (Norm2(x_in) parallel)
-    if (!c.parallelResidual) applyNorm(x, w.norm2, c, normed2);
-    hidden.resize(m, c.nInner);
-    project(normed2, w.up, hidden, false);
+    // 7 MLP and residual: x += down(act(up(a)) [⊙ ...]); the bias, the stream's norm and the
+    // next block's Norm1 in one pass over each row
     if (c.gatedMlp) {
       gated.resize(m, c.nInner);
-      project(normed2, w.gate, gated, false);
-      activate(gated, c.activation);
-      hidden.array() *= gated.array();
+      const Eigen::Ref<const Matrix> a(normed2);
+      Eigen::Ref<Matrix> gateOut(gated), upOut(hidden);
+      const LinearJob jobs[2] = {{&w.gate, &a, &gateOut, false, &c.activation}, {&w.up, &a, &upOut}};
+      applyLinears(jobs, T);  // act(gate(a)) and up(a) in one hand-over
+      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+        hidden.middleRows(first, last - first).array() *= gated.middleRows(first, last - first).array();
+      });
     } else {
-      activate(hidden, c.activation);
+      applyLinear(w.up, normed2, hidden, false, T, &c.activation);  // bias + activation fused
     }
-    project(hidden, w.down, x, true);
-    hookResid(l + 1);
-    recordNorms(l + 1);
+    applyLinear(withoutBias(w.down), hidden, x, true, T);
+    const bool nextNorm = !hooks_ && l + 1 < L;
+    forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+      for (Eigen::Index r = first; r < last; ++r) {
+        if (!w.down.bias.empty()) x.row(r) += w.down.bias.vector().transpose();
+        if (!hooks_) recordNorm(r, l + 1);
+        if (nextNorm) normRow(x.row(r).data(), E, W.layers[static_cast<std::size_t>(l + 1)].norm1, c.norm, c.normEpsilon, normed.row(r).data());
+      }
+    });
+    if (hooks_) {
+      hookResid(l + 1);
+      for (Eigen::Index r = 0; r < m; ++r) recordNorm(r, l + 1);
+      if (l + 1 < L) normRows(W.layers[static_cast<std::size_t>(l + 1)].norm1, normed);
+    }
   }
   if (record) {
     recording_.finalScale.resize(m);
@@ -577,31 +617,38 @@ void Session::updateLogits() {
   Matrix last = Eigen::Map<const Matrix>(finalHidden_.data() + (size() - 1) * E, 1, E);
   Matrix normed;
   applyNorm(last, W.finalNorm, W.config, normed);
+  SingleThreadedBlas singleThreadedBlas;  // the product's parts run on the pool
   // logits = NormF(x)·lm_headᵀ (V): one dot product per vocabulary row
-  logits_.noalias() = W.lmHead.matrix() * normed.row(0).transpose();
+  Linear head;
+  head.weight = W.lmHead;
+  head.outByIn = true;
+  logits_.resize(W.config.vocabSize);
+  Eigen::Map<Matrix> row(logits_.data(), 1, W.config.vocabSize);
+  applyLinear(head, normed, row, false, threads());
 }
 
-std::vector<TokenProbability> Session::topK(int k) const {
+std::vector<TokenProbability> topProbabilities(const Eigen::Ref<const Vector>& logits, int k) {
   std::vector<TokenProbability> out;
-  if (logits_.size() == 0) return out;
-  const Eigen::Index vocab = logits_.size();
+  const Eigen::Index vocab = logits.size();
+  if (vocab == 0) return out;
   k = std::clamp(k, 0, static_cast<int>(vocab));
-  const float maxLogit = logits_.maxCoeff();
+  const float maxLogit = logits.maxCoeff();
   double sum = 0;
-  for (Eigen::Index i = 0; i < vocab; ++i)
-    sum += std::exp(static_cast<double>(logits_[i] - maxLogit));
+  for (Eigen::Index i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i] - maxLogit));
   std::vector<int> order(static_cast<std::size_t>(vocab));
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-    return logits_[a] != logits_[b] ? logits_[a] > logits_[b] : a < b;
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
   });
   for (int i = 0; i < k; ++i) {
     const int id = order[static_cast<std::size_t>(i)];
-    const double p = std::exp(static_cast<double>(logits_[id] - maxLogit)) / sum;
-    out.push_back({id, static_cast<float>(p), logits_[id]});
+    const double p = std::exp(static_cast<double>(logits[id] - maxLogit)) / sum;
+    out.push_back({id, static_cast<float>(p), logits[id]});
   }
   return out;
 }
+
+std::vector<TokenProbability> Session::topK(int k) const { return topProbabilities(logits_, k); }
 
 Matrix Session::attention(int layer, int head) const {
   const Eigen::Index n = size();

@@ -97,16 +97,27 @@ Status validate(const Config& config);
 // Weights
 // ---------------------------------------------------------------------------------------
 
-// A read-only row-major float tensor: rows x cols (a vector has cols == 1). The floats live
-// either in a mapped checkpoint file (used in place) or in storage owned by Weights.
+// A read-only row-major tensor: rows x cols (a vector has cols == 1). The numbers live
+// either in a mapped checkpoint file (used in place) or in storage owned by Weights. They are
+// float32 (`data`), or for a weight matrix of a BF16 checkpoint the BF16 values as stored
+// (`bf16`, data == nullptr): applyLinear() multiplies by them directly (core/isa kernels,
+// float32 accumulation), embedding rows are widened as they are read, and dense() widens
+// the whole tensor for the code that needs a float matrix (the analyses).
 struct Tensor {
   const float* data = nullptr;
   Eigen::Index rows = 0, cols = 0;
+  const std::uint16_t* bf16 = nullptr;  // BF16 bits, 2-byte aligned; set only when data is null
 
-  bool empty() const { return data == nullptr; }
+  bool empty() const { return data == nullptr && bf16 == nullptr; }
+  bool isBf16() const { return bf16 != nullptr; }
   Eigen::Index size() const { return rows * cols; }
+  // Float32 tensors only.
   Eigen::Map<const Matrix> matrix() const { return {data, rows, cols}; }
   Eigen::Map<const Vector> vector() const { return {data, rows * cols}; }
+  // The values as float32 (a view for float32, a widened copy for BF16).
+  Matrix dense() const;
+  // Row r (cols values) as float32 into out.
+  void readRow(Eigen::Index r, float* out) const;
 };
 
 // y (m x out) = x (m x in)·W + b. The weight is stored either [in, out] (GPT-2's Conv1D) or
@@ -143,8 +154,13 @@ struct Weights {
   // Keeps every tensor's floats alive: owned buffers and mapped files (type-erased, so that
   // the core knows nothing of files).
   std::vector<std::shared_ptr<const void>> storage;
+  // How the loader keeps the weights ("F32", "BF16", "F16 as F32", "BF16 as F32"; "F32" for
+  // random weights) and the checkpoint files' bytes (0 when not from files). For bench.
+  std::string storedAs = "F32";
+  std::uint64_t fileBytes = 0;
 
-  // Bytes of the float32 parameters the forward pass reads (a tied lm_head counted once).
+  // Bytes of the parameters the forward pass reads, as stored (4 per float32, 2 per BF16
+  // value; a tied lm_head counted once).
   std::size_t parameterBytes() const;
 };
 
@@ -158,6 +174,36 @@ Status validate(const Weights& weights);
 Weights randomWeights(const Config& config, std::uint64_t seed);
 
 // ---------------------------------------------------------------------------------------
+// Layers: the one way a Linear is applied (float32 through BLAS, BF16 through core/isa)
+// ---------------------------------------------------------------------------------------
+
+// y (m x out) = act(x (m x in)·W + b), or y += x·W + b when `accumulate` (then `activation`
+// must be null). W is used as stored ([in, out] or [out, in]; float32 through OpenBLAS, BF16
+// through the run-time-chosen kernels of core/isa, widened exactly and accumulated in
+// float32). The output columns are split over `threads` threads of the shared pool
+// (core/base/parallel.h), each running one single-threaded product; the bias and the
+// activation are applied to each thread's columns while they are in cache. m = 1 (a token
+// through the KV cache) is a matrix-vector product that streams W once.
+void applyLinear(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
+                 bool accumulate, int threads = 1, const Activation* activation = nullptr);
+
+// Several products in one loop on the pool: every job's column ranges are handed out
+// together (one hand-over instead of one per product: the llama family's q, k and v, or gate
+// and up). Each job as applyLinear(*lin, *x, *y, accumulate, threads, activation); the
+// pointed-to objects must outlive the call, and no job may write what another reads.
+struct LinearJob {
+  const Linear* lin = nullptr;
+  const Eigen::Ref<const Matrix>* x = nullptr;
+  Eigen::Ref<Matrix>* y = nullptr;
+  bool accumulate = false;
+  const Activation* activation = nullptr;
+};
+void applyLinears(std::span<const LinearJob> jobs, int threads);
+
+// The activation in place on the n floats at x.
+void activateInPlace(float* x, Eigen::Index n, Activation activation);
+
+// ---------------------------------------------------------------------------------------
 // The forward pass with a KV cache
 // ---------------------------------------------------------------------------------------
 
@@ -169,6 +215,11 @@ struct TokenProbability {
   float probability = 0;  // softmax over the whole vocabulary
   float logit = 0;
 };
+
+// The k most probable entries of softmax(logits) (V logits), most probable first (ties:
+// lower id first), with probabilities over all V computed in double. The one top-k of every
+// model (Session::topK, the analyses, the encoders' fill-mask, the ViT classifier).
+std::vector<TokenProbability> topProbabilities(const Eigen::Ref<const Vector>& logits, int k);
 
 // ---------------------------------------------------------------------------------------
 // Hooks: interventions on the forward pass and recorded activations (core/models/analysis.h)
@@ -233,6 +284,10 @@ class Session {
 
   const Config& config() const { return weights_->config; }
   const Weights& weights() const { return *weights_; }
+  // Threads of every later pass (0 = every core, the default). Results do not depend on it
+  // beyond float rounding.
+  void setThreads(int threads) { threads_ = threads; }
+  int threads() const;
   int size() const { return static_cast<int>(tokens_.size()); }
   const std::vector<int>& tokens() const { return tokens_; }
 
@@ -301,12 +356,13 @@ class Session {
   std::int64_t tokenCapacity_ = 0;
   std::shared_ptr<const Hooks> hooks_;
   Recording recording_;
+  int threads_ = 0;
 };
 
 // The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.
 Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids);
 
-// applyNorm (the family's norm of every row), project and activate: core/models/layers.h.
+// applyNorm / normRow (the family's norm): core/models/layers.h.
 // The norm's divisor of one row x (E): √(var(x) + eps) (LayerNorm, biased variance) or
 // √(mean(x²) + eps) (RMSNorm).
 float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& config);

@@ -10,32 +10,6 @@
 namespace attn::model {
 namespace {
 
-std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
-  std::string text = "[";
-  text += std::to_string(rows);
-  text += ", ";
-  text += std::to_string(cols);
-  text += ']';
-  return text;
-}
-
-Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
-  if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
-  if (t.rows == rows && t.cols == cols) return Ok{};
-  return Error{"", "", "tensor " + role + ": shape " + shapeText(t.rows, t.cols) + ", expected " +
-                           shapeText(rows, cols)};
-}
-
-Status checkLinear(const Linear& lin, Eigen::Index in, Eigen::Index out, const std::string& role) {
-  if (Status s = checkTensor(lin.weight, out, in, role + " weight"); !s) return s;
-  return checkTensor(lin.bias, out, 1, role + " bias");
-}
-
-Status checkNorm(const NormWeights& n, Eigen::Index E, const std::string& role) {
-  if (Status s = checkTensor(n.weight, E, 1, role + " weight"); !s) return s;
-  return checkTensor(n.bias, E, 1, role + " bias");
-}
-
 }  // namespace
 
 Status validate(const VitConfig& c) {
@@ -71,10 +45,10 @@ Status validate(const VitWeights& w) {
   const VitConfig& c = w.config;
   if (Status s = validate(c); !s) return s;
   const Eigen::Index E = c.nEmbd, F = c.nInner, in = c.channels * c.patchSize * c.patchSize;
-  std::vector<Status> checks = {checkLinear(w.patch, in, E, "patch projection"),
+  std::vector<Status> checks = {checkLinear(w.patch, in, E, true, "patch projection"),
                                 checkTensor(w.cls, 1, E, "cls token"),
                                 checkTensor(w.positions, c.tokens(), E, "position embedding"),
-                                checkNorm(w.finalNorm, E, "final norm")};
+                                checkNorm(w.finalNorm, E, NormKind::LayerNorm, "final norm")};
   if (c.distillationToken) checks.push_back(checkTensor(w.distillation, 1, E, "distillation token"));
   for (Status& s : checks)
     if (!s) return s;
@@ -84,18 +58,18 @@ Status validate(const VitWeights& w) {
   for (int l = 0; l < c.nLayer; ++l) {
     const EncoderLayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
     const std::string p = "layer " + std::to_string(l) + " ";
-    for (Status s : {checkLinear(layer.q, E, E, p + "query"), checkLinear(layer.k, E, E, p + "key"),
-                     checkLinear(layer.v, E, E, p + "value"), checkLinear(layer.out, E, E, p + "attention output"),
-                     checkNorm(layer.norm1, E, p + "layernorm_before"), checkLinear(layer.up, E, F, p + "mlp up"),
-                     checkLinear(layer.down, F, E, p + "mlp down"), checkNorm(layer.norm2, E, p + "layernorm_after")}) {
+    for (Status s : {checkLinear(layer.q, E, E, true, p + "query"), checkLinear(layer.k, E, E, true, p + "key"),
+                     checkLinear(layer.v, E, E, true, p + "value"), checkLinear(layer.out, E, E, true, p + "attention output"),
+                     checkNorm(layer.norm1, E, NormKind::LayerNorm, p + "layernorm_before"), checkLinear(layer.up, E, F, true, p + "mlp up"),
+                     checkLinear(layer.down, F, E, true, p + "mlp down"), checkNorm(layer.norm2, E, NormKind::LayerNorm, p + "layernorm_after")}) {
       if (!s) return s;
     }
   }
   if (!w.hasClassifier()) return Ok{};
   const Eigen::Index K = w.classifier.weight.rows;
-  if (Status s = checkLinear(w.classifier, E, K, "classifier"); !s) return s;
+  if (Status s = checkLinear(w.classifier, E, K, true, "classifier"); !s) return s;
   if (!w.distillationClassifier.weight.empty()) {
-    if (Status s = checkLinear(w.distillationClassifier, E, K, "distillation classifier"); !s) return s;
+    if (Status s = checkLinear(w.distillationClassifier, E, K, true, "distillation classifier"); !s) return s;
   }
   if (static_cast<Eigen::Index>(w.labels.size()) != K) {
     return Error{"", "id2label", std::to_string(w.labels.size()) + " labels for a classifier of " +
@@ -201,7 +175,7 @@ Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels) {
   Matrix x(T, E);
   x.row(0) = W.cls.matrix().row(0);
   if (c.distillationToken) x.row(1) = W.distillation.matrix().row(0);
-  project(patchRows(c, pixels), W.patch, x.bottomRows(T - first), false);
+  applyLinear(W.patch, patchRows(c, pixels), x.bottomRows(T - first), false);
   x += W.positions.matrix();
 
   // 3 the blocks, pre-LN
@@ -221,10 +195,10 @@ Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels) {
     Matrix h;
     applyNorm(x.topRows(first), W.finalNorm, NormKind::LayerNorm, c.normEpsilon, h);
     Matrix logits(1, W.classifier.out());
-    project(h.row(0), W.classifier, logits, false);
+    applyLinear(W.classifier, h.row(0), logits, false);
     if (!W.distillationClassifier.weight.empty()) {
       Matrix distilled(1, W.classifier.out());
-      project(h.row(1), W.distillationClassifier, distilled, false);
+      applyLinear(W.distillationClassifier, h.row(1), distilled, false);
       logits = (logits + distilled) * 0.5f;
     }
     run.logits = logits.row(0).transpose();

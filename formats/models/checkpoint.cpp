@@ -13,6 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+}  // namespace
+
 std::string inQuotes(std::string_view text) {
   std::string out = "'";
   out += text;
@@ -20,7 +22,14 @@ std::string inQuotes(std::string_view text) {
   return out;
 }
 
-}  // namespace
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
 
 const Checkpoint::Entry* Checkpoint::find(std::string_view name) const {
   auto it = tensors_.find(name);

@@ -42,4 +42,9 @@ class Checkpoint {
   std::map<std::string, Entry, std::less<>> tensors_;
 };
 
+// "'name'": a tensor or file name quoted in a message.
+std::string inQuotes(std::string_view text);
+// "[768, 2304]": a tensor's shape in a message.
+std::string shapeText(const std::vector<std::int64_t>& shape);
+
 }  // namespace attn::io

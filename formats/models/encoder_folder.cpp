@@ -393,14 +393,10 @@ Expected<std::shared_ptr<const Tokenizer>> loadEncoderTokenizer(const std::strin
 }
 
 Expected<EncoderFolder> loadEncoderFolder(const std::string& folder) {
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) {
-    return Error{folder, "", "not a folder (expected a Hugging Face model download)"};
-  }
   const fs::path dir(folder);
   // 1 config
   const std::string configPath = (dir / "config.json").string();
-  Expected<std::string> text = readCapped(configPath, kMaxModelConfigBytes);
+  Expected<std::string> text = readFolderConfig(folder);
   if (!text) return text.error();
   Expected<model::EncoderConfig> config = parseEncoderConfig(*text, configPath);
   if (!config) return config.error();

@@ -1,6 +1,7 @@
 // config.json for every family (see model_config.h).
 #include "formats/models/model_config.h"
 
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -312,6 +313,13 @@ Expected<model::Config> parseModelConfig(std::string_view text, const std::strin
     return error;
   }
   return out;
+}
+
+Expected<std::string> readFolderConfig(const std::string& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec))
+    return Error{folder, "", "not a folder (expected a Hugging Face model download)"};
+  return readCapped((std::filesystem::path(folder) / "config.json").string(), kMaxModelConfigBytes);
 }
 
 Expected<model::Config> loadModelConfig(const std::string& path) {

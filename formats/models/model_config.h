@@ -23,6 +23,10 @@ bool isSupportedModelType(std::string_view modelType);
 // scale_attn_weights = false or scale_attn_by_inverse_layer_idx = true; each names `fileName`
 // and the field.
 Expected<model::Config> parseModelConfig(std::string_view json, const std::string& fileName);
+// The text of `folder`/config.json (at most kMaxModelConfigBytes), after checking that
+// `folder` is a folder. Errors name the folder ("not a folder (expected a Hugging Face model
+// download)") or the file. Every model folder reader starts here.
+Expected<std::string> readFolderConfig(const std::string& folder);
 // Reads and parses the file at `path` (at most kMaxModelConfigBytes).
 Expected<model::Config> loadModelConfig(const std::string& path);
 

@@ -16,27 +16,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string inQuotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
-  out += '\'';
-  return out;
-}
-
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 // One tensor the configuration needs: its checkpoint name, its shape, where it goes.
 struct Want {
   std::string name;
   std::vector<std::int64_t> shape;  // [rows, cols] or [size]
   model::Tensor* target;
+  bool matrix = false;  // a weight matrix the engine can read as BF16 (Linear, embed, lm_head)
 };
 
 // The names of one family's checkpoint.
@@ -67,11 +52,14 @@ Layout describe(const model::Config& c, const Checkpoint& checkpoint, model::Wei
   auto add = [&](std::string name, std::vector<std::int64_t> shape, model::Tensor& target) {
     out.wants.push_back({std::move(name), std::move(shape), &target});
   };
+  auto addMatrix = [&](std::string name, std::vector<std::int64_t> shape, model::Tensor& target) {
+    out.wants.push_back({std::move(name), std::move(shape), &target, true});
+  };
   // nn.Linear: weight [out, in], bias [out]
   auto linear = [&](const std::string& name, std::int64_t in, std::int64_t outWidth, bool bias,
                     model::Linear& lin) {
     lin.outByIn = true;
-    add(name + ".weight", {outWidth, in}, lin.weight);
+    addMatrix(name + ".weight", {outWidth, in}, lin.weight);
     if (bias) add(name + ".bias", {outWidth}, lin.bias);
   };
   auto norm = [&](const std::string& name, model::NormWeights& n) {
@@ -88,13 +76,13 @@ Layout describe(const model::Config& c, const Checkpoint& checkpoint, model::Wei
     auto conv = [&](const std::string& name, std::int64_t in, std::int64_t outWidth,
                     model::Linear& lin) {
       lin.outByIn = false;
-      add(name + ".weight", {in, outWidth}, lin.weight);
+      addMatrix(name + ".weight", {in, outWidth}, lin.weight);
       add(name + ".bias", {outWidth}, lin.bias);
     };
     out.layerPrefix = p + "h.";
     out.embedName = p + "wte.weight";
     out.lmHeadName = "lm_head.weight";
-    add(p + "wte.weight", {V, E}, w.embed);
+    addMatrix(p + "wte.weight", {V, E}, w.embed);
     add(p + "wpe.weight", {c.nPositions, E}, w.positions);
     for (int l = 0; l < c.nLayer; ++l) {
       model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
@@ -111,7 +99,7 @@ Layout describe(const model::Config& c, const Checkpoint& checkpoint, model::Wei
     out.layerPrefix = "gpt_neox.layers.";
     out.embedName = "gpt_neox.embed_in.weight";
     out.lmHeadName = "embed_out.weight";
-    add(out.embedName, {V, E}, w.embed);
+    addMatrix(out.embedName, {V, E}, w.embed);
     for (int l = 0; l < c.nLayer; ++l) {
       model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
       const std::string h = "gpt_neox.layers." + std::to_string(l) + ".";
@@ -127,7 +115,7 @@ Layout describe(const model::Config& c, const Checkpoint& checkpoint, model::Wei
     out.layerPrefix = "model.layers.";
     out.embedName = "model.embed_tokens.weight";
     out.lmHeadName = "lm_head.weight";
-    add(out.embedName, {V, E}, w.embed);
+    addMatrix(out.embedName, {V, E}, w.embed);
     for (int l = 0; l < c.nLayer; ++l) {
       model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
       const std::string h = "model.layers." + std::to_string(l) + ".";
@@ -143,7 +131,7 @@ Layout describe(const model::Config& c, const Checkpoint& checkpoint, model::Wei
     }
     norm("model.norm", w.finalNorm);
   }
-  if (!c.tiedEmbeddings) add(out.lmHeadName, {V, E}, w.lmHead);
+  if (!c.tiedEmbeddings) addMatrix(out.lmHeadName, {V, E}, w.lmHead);
   return out;
 }
 
@@ -161,7 +149,8 @@ long layerIndex(std::string_view name, std::string_view prefix) {
 }  // namespace
 
 Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
-                                          const model::Config& config) {
+                                          const model::Config& config,
+                                          const LoadOptions& options) {
   model::Weights w;
   w.config = config;
   const Layout layout = describe(config, checkpoint, w);
@@ -208,13 +197,36 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
                      " model as config.json describes it (check its bias and tie options)"};
   }
 
-  // 4 the floats: in place when the mapping's F32 data is usable, else converted once
-  for (const auto& file : checkpoint.files()) w.storage.push_back(file);
+  // 4 the numbers: in place when the mapping's F32 data (or a BF16 matrix's) is usable, else
+  // converted once
+  for (const auto& file : checkpoint.files()) {
+    w.storage.push_back(file);
+    w.fileBytes += file->fileSize();
+  }
+  std::set<std::string> kept, converted;  // dtype names, for Weights::storedAs
   for (const Want& want : layout.wants) {
     const Checkpoint::Entry& entry = *checkpoint.find(want.name);
     const TensorInfo& info = *entry.info;
     const std::int64_t count = info.elementCount();
+    const std::int64_t rows = want.shape[0], cols = want.shape.size() > 1 ? want.shape[1] : 1;
+    const std::uint16_t* bf16 =
+        options.bf16InPlace && want.matrix ? entry.file->bf16InPlace(info) : nullptr;
+    if (bf16) {
+      if (const std::int64_t bad = firstNonFiniteBf16(bf16, count); bad >= 0) {
+        return Error{entry.file->path(), "",
+                     "tensor " + inQuotes(want.name) + ": element " + std::to_string(bad) +
+                         " is not a finite number"};
+      }
+      model::Tensor t;
+      t.rows = rows;
+      t.cols = cols;
+      t.bf16 = bf16;
+      *want.target = t;
+      kept.insert("BF16");
+      continue;
+    }
     const float* data = entry.file->floatsInPlace(info);
+    (data ? kept : converted).insert(info.dtypeName);
     if (data) {
       if (const std::int64_t bad = firstNonFinite(data, count); bad >= 0) {
         return Error{entry.file->path(), "",
@@ -228,7 +240,14 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
       data = buffer->data();
       w.storage.push_back(std::move(buffer));
     }
-    *want.target = model::Tensor{data, want.shape[0], want.shape.size() > 1 ? want.shape[1] : 1};
+    *want.target = model::Tensor{data, rows, cols};
+  }
+  // "F32", "BF16" (matrices in place, the small vectors converted), "F16 as F32", ...
+  w.storedAs.clear();
+  for (const std::string& name : kept) w.storedAs += (w.storedAs.empty() ? "" : "+") + name;
+  for (const std::string& name : converted) {
+    if (kept.count("BF16") && name == "BF16") continue;
+    w.storedAs += (w.storedAs.empty() ? "" : "+") + name + " as F32";
   }
   if (config.tiedEmbeddings) {
     w.lmHead = w.embed;
@@ -237,7 +256,14 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
       Status read = tiedHead->info->shape == std::vector<std::int64_t>{w.embed.rows, w.embed.cols}
                         ? tiedHead->file->convert(*tiedHead->info, head.data())
                         : Status(Error{});
-      if (!read || !std::equal(head.begin(), head.end(), w.embed.data)) {
+      bool same = false;
+      if (read && w.embed.data) {
+        same = std::equal(head.begin(), head.end(), w.embed.data);
+      } else if (read) {  // a BF16 embedding used in place: compare its widened values
+        const Matrix embed = w.embed.dense();
+        same = std::equal(head.begin(), head.end(), embed.data());
+      }
+      if (!same) {
         return Error{tiedHead->file->path(), "tie_word_embeddings",
                      "is true (the default for " + config.modelType + "), but tensor " +
                          inQuotes(layout.lmHeadName) + " differs from " +
@@ -286,14 +312,12 @@ Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string
   return tokenizer;
 }
 
-Expected<ModelFolder> loadModelFolder(const std::string& folder) {
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) {
-    return Error{folder, "", "not a folder (expected a Hugging Face model download)"};
-  }
+Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options) {
   const fs::path dir(folder);
   // 1 config
-  Expected<model::Config> config = loadModelConfig((dir / "config.json").string());
+  Expected<std::string> text = readFolderConfig(folder);
+  if (!text) return text.error();
+  Expected<model::Config> config = parseModelConfig(*text, (dir / "config.json").string());
   if (!config) return config.error();
   // 2 tokenizer, and its ids against the model's vocabulary
   ModelFolder out;
@@ -314,7 +338,7 @@ Expected<ModelFolder> loadModelFolder(const std::string& folder) {
   // 3 weights
   Expected<Checkpoint> checkpoint = Checkpoint::open(folder);
   if (!checkpoint) return checkpoint.error();
-  Expected<model::Weights> weights = loadModelWeights(*checkpoint, *config);
+  Expected<model::Weights> weights = loadModelWeights(*checkpoint, *config, options);
   if (!weights) return weights.error();
   out.weights = std::make_shared<const model::Weights>(std::move(weights).value());
   return out;

@@ -26,8 +26,18 @@ namespace attn::io {
 // Then F32 tensors with 4-byte-aligned data are used in place from the mapping (no copy;
 // the Weights keep the files open); F16 / BF16 / unaligned tensors are converted once. Every
 // value must be finite. Errors name the file and the tensor.
+// How BF16 checkpoints are kept.
+struct LoadOptions {
+  // true: BF16 weight matrices (every Linear, the embedding, lm_head) are used in place from
+  // the mapping, multiplied by core/isa's BF16 kernels (peak memory = the file + the
+  // activations); norms, biases and position tables are converted. false: every tensor is
+  // converted to float32 (the reference the BF16 path is tested against).
+  bool bf16InPlace = true;
+};
+
 Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
-                                          const model::Config& config);
+                                          const model::Config& config,
+                                          const LoadOptions& options = {});
 
 // The tokenizer a model folder ships, in this order: tokenizer.json (byte-level BPE, or BPE
 // with byte_fallback and Metaspace), else tokenizer.model (SentencePiece), else vocab.json +
@@ -48,6 +58,6 @@ struct ModelFolder {
 
 // Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the
 // cheap checks first. A gpt2 folder without a readable tokenizer fails the load.
-Expected<ModelFolder> loadModelFolder(const std::string& folder);
+Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options = {});
 
 }  // namespace attn::io

@@ -9,22 +9,6 @@
 namespace attn::io {
 namespace {
 
-std::string inQuotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
-  out += '\'';
-  return out;
-}
-
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 }  // namespace
 
 std::int64_t firstNonFinite(const float* data, std::int64_t count) {
@@ -40,6 +24,20 @@ std::int64_t firstNonFinite(const float* data, std::int64_t count) {
     if (bad) {
       for (std::int64_t i = start; i < end; ++i)
         if (!std::isfinite(data[i])) return i;
+    }
+  }
+  return -1;
+}
+
+std::int64_t firstNonFiniteBf16(const std::uint16_t* data, std::int64_t count) {
+  constexpr std::int64_t kBlock = 4096;
+  for (std::int64_t start = 0; start < count; start += kBlock) {
+    const std::int64_t end = std::min(count, start + kBlock);
+    std::uint32_t bad = 0;
+    for (std::int64_t i = start; i < end; ++i) bad |= static_cast<std::uint32_t>((data[i] & 0x7F80u) == 0x7F80u);
+    if (bad) {
+      for (std::int64_t i = start; i < end; ++i)
+        if ((data[i] & 0x7F80u) == 0x7F80u) return i;
     }
   }
   return -1;

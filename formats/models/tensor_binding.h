@@ -41,6 +41,8 @@ Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& 
 // blocks with a branch-free OR, which the compiler vectorises (std::isfinite per element made
 // this check half of loading a 500 MB F32 model). Shared with model_folder.cpp.
 std::int64_t firstNonFinite(const float* data, std::int64_t count);
+// The same for `count` BF16 values (exponent bits all ones).
+std::int64_t firstNonFiniteBf16(const std::uint16_t* data, std::int64_t count);
 
 // The tensor `name` holds exactly the floats of `tensor` (a tied weight written twice).
 // Errors: its shape differs, it cannot be read, or a value differs; `why` ends the message.

@@ -148,19 +148,17 @@ Expected<model::PreprocessOptions> parsePreprocessorConfig(std::string_view text
 }
 
 Expected<VitFolder> loadVitFolder(const std::string& folder) {
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) return Error{folder, "", "not a folder (expected a Hugging Face model download)"};
   const fs::path dir(folder);
   // 1 config.json
   const std::string configPath = (dir / "config.json").string();
-  Expected<std::string> text = readCapped(configPath, kMaxModelConfigBytes);
+  Expected<std::string> text = readFolderConfig(folder);
   if (!text) return text.error();
   Expected<model::VitConfig> config = parseVitConfig(*text, configPath);
   if (!config) return config.error();
   const json parsed = json::parse(*text, nullptr, false);
   // 2 preprocessor_config.json, whose output must be the model's size
   const std::string prePath = (dir / "preprocessor_config.json").string();
-  if (!fs::exists(prePath, ec)) {
+  if (std::error_code ec; !fs::exists(prePath, ec)) {
     return Error{prePath, "", "missing (the picture's resize and normalisation are read from it)"};
   }
   Expected<std::string> preText = readCapped(prePath, kMaxModelConfigBytes);

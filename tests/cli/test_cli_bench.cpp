@@ -15,6 +15,7 @@
 #include "app/cli/cli.h"
 #include "core/isa/isa.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/model_fixture.h"
 
 extern char** environ;
 
@@ -155,3 +156,67 @@ TEST(Bench, UsageErrorsAreOneLine) {
 }
 
 }  // namespace
+
+// =======================================================================================
+// bench --model
+// =======================================================================================
+
+namespace {
+
+// The forward pass's floating-point operations, written out for the fixture's shapes.
+double expectedFlops(const modeltest::Spec& s, double n, bool gated) {
+  const double E = s.hidden, F = s.inner, dh = s.headDim(), V = s.vocab;
+  const double qkv = E * (s.heads + 2 * s.headsKv) * dh, out = s.heads * dh * E;
+  const double mlp = (gated ? 3 : 2) * E * F;
+  const double attention = 4.0 * s.heads * dh * n * (n + 1) / 2;  // QK^T and AV, causal
+  return s.layers * (2 * n * (qkv + out + mlp) + attention) + 2 * V * E;
+}
+
+}  // namespace
+
+TEST(BenchModel, TimesEveryFamilyAndPrintsTheFields) {
+  for (const modeltest::Spec& spec : {modeltest::gpt2Spec(), modeltest::llamaSpec(),
+                                      modeltest::neoxSpec(), modeltest::mistralSpec()}) {
+    SCOPED_TRACE(spec.modelType);
+    const fs::path dir = modeltest::writeFolder("bench_model_" + spec.modelType, spec,
+                                                modeltest::makeTensors(spec, 5), "BF16");
+    std::vector<std::string> args = {"bench", "--model", dir.string(), "--tokens", "12", "--threads",
+                                     "2", "--repeat", "3", "--decode", "4"};
+    const bool rates = spec.modelType == "gpt2";  // a 2048³ sgemm: once is enough
+    if (rates) args.push_back("--gemm-rates");
+    RunResult run = runInProcess(args);
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    const json doc = json::parse(run.out);
+    EXPECT_EQ(doc["model_type"], spec.modelType);
+    EXPECT_EQ(doc["dtype"], "BF16");
+    EXPECT_EQ(doc["tokens"], 12);
+    EXPECT_EQ(doc["threads"], 2);
+    EXPECT_EQ(doc["times_ms"].size(), 3u);
+    EXPECT_EQ(doc["decode_times_ms"].size(), 4u);
+    for (const char* key : {"load_ms", "first_token_ms", "median_ms", "decode_median_ms",
+                            "gflops", "peak_rss_mb", "peak_gflops", "file_mb"}) {
+      if (!rates && std::string(key) == "peak_gflops") continue;
+      ASSERT_TRUE(doc[key].is_number()) << key;
+      EXPECT_GT(doc[key].get<double>(), 0) << key;
+    }
+    EXPECT_NEAR(doc["load_plus_one_token_ms"].get<double>(),
+                doc["load_ms"].get<double>() + doc["first_token_ms"].get<double>(), 1e-6);
+    EXPECT_NEAR(doc["file_mb"].get<double>() * 1e6,
+                static_cast<double>(fs::file_size(dir / "model.safetensors")), 1.0);
+    EXPECT_DOUBLE_EQ(doc["flops"].get<double>(), expectedFlops(spec, 12, spec.modelType != "gpt2" &&
+                                                                           spec.modelType != "gpt_neox"));
+    EXPECT_GE(doc["top_id"].get<int>(), 0);
+    EXPECT_LT(doc["top_id"].get<int>(), spec.vocab);
+  }
+}
+
+TEST(BenchModel, RefusesMoreTokensThanTheContextAndABadFolder) {
+  const modeltest::Spec spec = modeltest::llamaSpec();
+  const fs::path dir = modeltest::writeFolder("bench_model_context", spec, modeltest::makeTensors(spec, 5));
+  RunResult run = runInProcess({"bench", "--model", dir.string(), "--tokens", "60", "--decode", "5"});
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("context of 64"), std::string::npos) << run.err;
+  run = runInProcess({"bench", "--model", (dir / "missing").string()});
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("missing"), std::string::npos) << run.err;
+}

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <atomic>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -492,6 +494,118 @@ TEST(AttendThreads, ParallelForVisitsEveryItemOnceAndRethrows) {
                              if (i == 3) throw std::runtime_error("item 3");
                            }),
                std::runtime_error);
+}
+
+TEST(AttendThreads, PooledParallelForVisitsEveryItemOnceNestsAndRethrows) {
+  for (int round = 0; round < 50; ++round) {  // many hand-overs: the pool is reused
+    for (int threads : {1, 2, 5}) {
+      std::vector<std::atomic<int>> visits(37);
+      std::atomic<int> badWorker{0};
+      parallelForPooled(37, threads, [&](int i, int worker) {
+        ++visits[static_cast<std::size_t>(i)];
+        if (worker < 0 || worker >= threads) ++badWorker;
+      });
+      for (int i = 0; i < 37; ++i) ASSERT_EQ(visits[static_cast<std::size_t>(i)].load(), 1);
+      ASSERT_EQ(badWorker.load(), 0);
+    }
+  }
+  // A loop inside a body runs on its caller's thread (the pool is busy): every item once.
+  std::atomic<int> inner{0};
+  parallelForPooled(4, 2, [&](int, int) {
+    parallelForPooled(10, 2, [&](int, int worker) {
+      EXPECT_EQ(worker, 0);
+      ++inner;
+    });
+  });
+  EXPECT_EQ(inner.load(), 40);
+  // Two threads calling at once: both complete.
+  std::atomic<int> total{0};
+  std::thread other([&] {
+    for (int r = 0; r < 200; ++r) parallelForPooled(8, 2, [&](int, int) { ++total; });
+  });
+  for (int r = 0; r < 200; ++r) parallelForPooled(8, 2, [&](int, int) { ++total; });
+  other.join();
+  EXPECT_EQ(total.load(), 2 * 200 * 8);
+  EXPECT_THROW(parallelForPooled(10, 2,
+                                 [](int i, int) {
+                                   if (i == 3) throw std::runtime_error("item 3");
+                                 }),
+               std::runtime_error);
+  // The pool still works after an exception.
+  std::atomic<int> after{0};
+  parallelForPooled(9, 2, [&](int, int) { ++after; });
+  EXPECT_EQ(after.load(), 9);
+}
+
+// BF16 bits of x, rounded to nearest even (x finite).
+std::uint16_t bf16Bits(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+double bf16Value(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+// The BF16 products of every build against a double-precision sum of the same widened
+// weights: set and accumulate, both layouts, column ranges that start and end anywhere,
+// one row (decode) and row counts around the 4-row blocks, widths around every vector size.
+TEST(IsaKernels, Bf16LinearMatchesDoubleReference) {
+  IsaScope scope;
+  struct Shape {
+    int m, in, out, begin, end;
+  };
+  const Shape shapes[] = {{1, 37, 70, 0, 70},  {1, 64, 300, 3, 259}, {3, 5, 9, 0, 9},
+                          {4, 48, 64, 0, 64},  {5, 33, 130, 17, 129}, {9, 100, 17, 0, 17},
+                          {8, 16, 256, 64, 192}, {2, 1, 1, 0, 1}};
+  for (Isa isa : runnableIsas()) {
+    const kernels::Table& k = kernels::tableFor(isa);
+    for (const Shape& sh : shapes) {
+      SCOPED_TRACE(std::string(kernels::isaName(isa)) + " m=" + std::to_string(sh.m) + " in=" +
+                   std::to_string(sh.in) + " out=" + std::to_string(sh.out));
+      const Matrix x = randomMatrix(sh.m, sh.in + 3, 11);  // row stride in + 3
+      const Matrix wf = randomMatrix(sh.out, sh.in, 12);
+      std::vector<std::uint16_t> outByIn(static_cast<std::size_t>(sh.out * sh.in));
+      std::vector<std::uint16_t> inByOut(outByIn.size());
+      for (int j = 0; j < sh.out; ++j)
+        for (int kk = 0; kk < sh.in; ++kk) {
+          const std::uint16_t h = bf16Bits(wf(j, kk));
+          outByIn[static_cast<std::size_t>(j * sh.in + kk)] = h;
+          inByOut[static_cast<std::size_t>(kk * sh.out + j)] = h;
+        }
+      for (bool accumulate : {false, true}) {
+        for (int layout = 0; layout < 2; ++layout) {
+          const int ldy = sh.out + 5;
+          std::vector<float> y(static_cast<std::size_t>(sh.m * ldy), 0.5f);
+          (layout == 0 ? k.linearBf16OutByIn : k.linearBf16InByOut)(
+              x.data(), x.cols(), sh.m, sh.in, layout == 0 ? outByIn.data() : inByOut.data(),
+              sh.out, sh.begin, sh.end, y.data(), ldy, accumulate);
+          for (int r = 0; r < sh.m; ++r) {
+            for (int j = 0; j < sh.out; ++j) {
+              double expected = 0.5;  // untouched outside [begin, end)
+              if (j >= sh.begin && j < sh.end) {
+                double sum = 0;
+                for (int kk = 0; kk < sh.in; ++kk)
+                  sum += static_cast<double>(x(r, kk)) *
+                         bf16Value(outByIn[static_cast<std::size_t>(j * sh.in + kk)]);
+                expected = accumulate ? 0.5 + sum : sum;
+              }
+              ASSERT_TRUE(Close(y[static_cast<std::size_t>(r * ldy + j)], expected))
+                  << "layout " << layout << " accumulate " << accumulate << " at " << r << "," << j;
+            }
+          }
+        }
+      }
+    }
+    std::vector<std::uint16_t> h = {bf16Bits(1.5f), bf16Bits(-2.0f), 0, bf16Bits(3.0e-3f)};
+    for (int i = 0; i < 40; ++i) h.push_back(bf16Bits(static_cast<float>(i) * 0.25f));
+    std::vector<float> wide(h.size());
+    k.widenBf16(h.data(), static_cast<std::ptrdiff_t>(h.size()), wide.data());
+    for (std::size_t i = 0; i < h.size(); ++i) ASSERT_EQ(wide[i], bf16Value(h[i]));
+  }
 }
 
 }  // namespace

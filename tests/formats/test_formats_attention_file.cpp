@@ -202,6 +202,37 @@ std::string stringScalarNpy(const std::string& ascii) {
   return out;
 }
 
+// Issue 22's many-entry zip bomb: 40 per-layer arrays whose .npy headers each declare 100 MB
+// [1, 5000, 5000] float32 (4 GB together, above the 2 GiB default budget). Each is under the
+// budget alone, so the archive used to be inflated entry by entry until the total ran out
+// (15 s, 2 GB RSS). Now the declared total is refused before any entry is inflated: the
+// entries here hold only their header and 64 bytes, so reading any of them would fail with
+// a different error ("shorter than its header").
+TEST(AttentionFile, ManyEntryZipBombIsRefusedFromTheHeadersBeforeInflating) {
+  const fs::path dir = freshDir("attn_bomb");
+  std::vector<ZipItem> items;
+  for (int l = 0; l < 40; ++l) {
+    const std::string header = headerFor({"<f4", false, {1, 5000, 5000}, 1});
+    items.push_back({"layer_" + std::to_string(l) + ".npy", header + std::string(64, '\0'), true});
+  }
+  writeFile(dir / "bomb.npz", makeZip(items));
+  EXPECT_LT(fs::file_size(dir / "bomb.npz"), 64u << 10);
+  auto file = io::AttentionFile::open((dir / "bomb.npz").string());
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.error().message().find("40 arrays declare 4000000000 bytes in their .npy "
+                                        "headers, above the uncompressed limit of 2147483648 "
+                                        "bytes; refused before inflating"),
+            std::string::npos)
+      << file.error().message();
+  // One of them picked by name fits the budget: read, it fails on its own truncation.
+  io::AttentionOpenOptions one;
+  one.arrayName = "layer_3";
+  auto single = io::AttentionFile::open((dir / "bomb.npz").string(), one);
+  ASSERT_FALSE(single.ok());
+  EXPECT_EQ(single.error().message().find("refused before inflating"), std::string::npos)
+      << single.error().message();
+}
+
 TEST(AttentionFile, FiveDimensionsFollowTheFilesLayoutMetadata) {
   const fs::path dir = freshDir("attn_meta");
   // torch.stack(outputs.attentions): [L=2, B=3, H=2, 4, 4]; layer l of item b is l + 17 b.

@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "core/models/analysis.h"
 #include "core/models/transformer.h"
+#include "core/isa/isa.h"
 #include "formats/models/model_folder.h"
 #include "tests/support/model_fixture.h"
 
@@ -170,13 +172,116 @@ TEST(ModelFamilies, F32TensorsAreUsedInPlace) {
   EXPECT_EQ(static_cast<const void*>(weights->layers[1].down.weight.data),
             static_cast<const void*>(entry->file->bytes(*entry->info).data()));
   EXPECT_TRUE(weights->layers[1].down.outByIn);
-  // BF16 is converted once, into owned floats with the same values.
-  const Case b{"inplace_bf16", modeltest::llamaSpec(), "BF16"};
-  const fs::path dirB = writeCase(b, tensors);
-  auto loaded = attn::io::loadModelFolder(dirB.string());
-  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(weights->storedAs, "F32");
+  EXPECT_EQ(weights->fileBytes, entry->file->fileSize());
+}
+
+// A BF16 checkpoint's weight matrices are used in place (their 16-bit values in the mapping);
+// norms and biases are converted. LoadOptions{false} converts everything: the same weights.
+TEST(ModelFamilies, Bf16MatricesAreUsedInPlace) {
+  modeltest::Tensors tensors;
+  const Case b{"inplace_bf16", modeltest::qwen2Spec(), "BF16"};
+  const fs::path dir = writeCase(b, tensors);
+  auto checkpoint = attn::io::Checkpoint::open(dir.string());
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.error().message();
+  const auto config = attn::io::loadModelConfig((dir / "config.json").string());
+  ASSERT_TRUE(config.ok());
+  auto inPlace = attn::io::loadModelWeights(*checkpoint, *config);
+  ASSERT_TRUE(inPlace.ok()) << inPlace.error().message();
+  const auto* entry = checkpoint->find("model.layers.1.mlp.down_proj.weight");
+  ASSERT_NE(entry, nullptr);
+  const attn::model::Tensor& down = inPlace->layers[1].down.weight;
+  EXPECT_TRUE(down.isBf16());
+  EXPECT_EQ(down.data, nullptr);
+  EXPECT_EQ(static_cast<const void*>(down.bf16),
+            static_cast<const void*>(entry->file->bytes(*entry->info).data()));
+  EXPECT_TRUE(inPlace->embed.isBf16());
+  EXPECT_FALSE(inPlace->layers[1].q.bias.isBf16());  // vectors are converted
+  EXPECT_FALSE(inPlace->layers[1].norm1.weight.isBf16());
+  EXPECT_EQ(inPlace->storedAs, "BF16");
   const auto& expected = tensors.at("model.layers.1.mlp.down_proj.weight").values;
-  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), loaded->weights->layers[1].down.weight.data));
+  const attn::Matrix widened = down.dense();
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), widened.data()));
+  // The parameters are counted as stored: 2 bytes each.
+  auto converted = attn::io::loadModelWeights(*checkpoint, *config, attn::io::LoadOptions{false});
+  ASSERT_TRUE(converted.ok());
+  EXPECT_EQ(converted->storedAs, "BF16 as F32");
+  EXPECT_FALSE(converted->layers[1].down.weight.isBf16());
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), converted->layers[1].down.weight.data));
+  EXPECT_LT(inPlace->parameterBytes(), converted->parameterBytes() * 6 / 10);
+}
+
+// The BF16 products (in place, on every instruction set this CPU runs, baseline included)
+// against the float32 run of the same weights: attention within 2e-2 (issue 22's bound; the
+// kernels widen each weight exactly and accumulate in float32, so the difference is float
+// rounding), the same top-1, and the KV cache path too. gpt2 exercises the Conv1D [in, out]
+// kernel, llama (GQA) and gpt_neox the nn.Linear [out, in] one.
+TEST(ModelFamilies, Bf16InPlaceMatchesF32OfTheSameWeights) {
+  for (const Case& c : {Case{"bf16_gpt2", modeltest::gpt2Spec(), "BF16"},
+                        Case{"bf16_llama", modeltest::llamaSpec(), "BF16"},
+                        Case{"bf16_neox", modeltest::neoxSpec(), "BF16"}}) {
+    SCOPED_TRACE(c.name);
+    modeltest::Tensors tensors;
+    const fs::path dir = writeCase(c, tensors);
+    auto reference = attn::io::loadModelFolder(dir.string(), attn::io::LoadOptions{false});
+    ASSERT_TRUE(reference.ok()) << reference.error().message();
+    const std::vector<int> ids = someIds(c.spec.vocab);
+    auto f32 = attn::model::forward(reference->weights, ids);
+    ASSERT_TRUE(f32.ok());
+    const std::vector<float> expected = f32->attentionTensor();
+    for (attn::kernels::Isa isa : {attn::kernels::Isa::Baseline, attn::kernels::Isa::Avx2,
+                                   attn::kernels::Isa::Avx512}) {
+      if (!attn::kernels::isSupported(isa)) continue;
+      SCOPED_TRACE(std::string(attn::kernels::isaName(isa)));
+      const attn::kernels::Isa before = attn::kernels::activeIsa();
+      ASSERT_TRUE(attn::kernels::setActiveIsa(isa));
+      auto loaded = attn::io::loadModelFolder(dir.string());
+      ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+      ASSERT_TRUE(loaded->weights->layers[0].up.weight.isBf16());
+      attn::model::Session session(loaded->weights);
+      for (int id : ids) ASSERT_TRUE(session.append(std::span<const int>(&id, 1)).ok());
+      auto full = attn::model::forward(loaded->weights, ids);
+      attn::kernels::setActiveIsa(before);
+      ASSERT_TRUE(full.ok());
+      double worst = 0;
+      for (const auto* s : {&session, &*full}) {
+        const std::vector<float> got = s->attentionTensor();
+        ASSERT_EQ(got.size(), expected.size());
+        for (std::size_t i = 0; i < got.size(); ++i)
+          worst = std::max(worst, static_cast<double>(std::abs(got[i] - expected[i])));
+        EXPECT_EQ(s->topK(1)[0].id, f32->topK(1)[0].id);
+        EXPECT_LT((s->logits() - f32->logits()).cwiseAbs().maxCoeff(), 1e-3f);
+      }
+      EXPECT_LT(worst, 2e-2);
+      EXPECT_LT(worst, 1e-3) << "widened weights and float32 sums: only rounding differs";
+    }
+  }
+}
+
+// The analyses read lm_head and W_o through the same paths (applyLinear, readRow, dense), so
+// they work on a BF16 model used in place and agree with its converted twin.
+TEST(ModelFamilies, AnalysesRunOnBf16InPlace) {
+  modeltest::Tensors tensors;
+  const fs::path dir = writeCase(Case{"bf16_analysis", modeltest::llamaSpec(), "BF16"}, tensors);
+  auto inPlace = attn::io::loadModelFolder(dir.string());
+  auto converted = attn::io::loadModelFolder(dir.string(), attn::io::LoadOptions{false});
+  ASSERT_TRUE(inPlace.ok() && converted.ok());
+  ASSERT_TRUE(inPlace->weights->lmHead.isBf16());
+  const std::vector<int> ids = someIds(modeltest::llamaSpec().vocab);
+  auto lensA = attn::model::logitLens(inPlace->weights, ids, 3);
+  auto lensB = attn::model::logitLens(converted->weights, ids, 3);
+  ASSERT_TRUE(lensA.ok() && lensB.ok());
+  for (std::size_t l = 0; l < lensA->top.size(); ++l)
+    for (std::size_t i = 0; i < lensA->top[l].size(); ++i) {
+      EXPECT_EQ(lensA->top[l][i][0].id, lensB->top[l][i][0].id) << l << "," << i;
+      EXPECT_NEAR(lensA->top[l][i][0].logit, lensB->top[l][i][0].logit, 1e-3);
+    }
+  auto dlaA = attn::model::directLogitAttribution(inPlace->weights, ids, 3, 5);
+  auto dlaB = attn::model::directLogitAttribution(converted->weights, ids, 3, 5);
+  ASSERT_TRUE(dlaA.ok() && dlaB.ok());
+  EXPECT_LT((dlaA->heads - dlaB->heads).cwiseAbs().maxCoeff(), 1e-3f);
+  EXPECT_NEAR(dlaA->metric, dlaB->metric, 1e-3);
+  EXPECT_GT(dlaB->heads.cwiseAbs().maxCoeff(), 1e-3f);  // not all zero
 }
 
 // =======================================================================================

@@ -9,6 +9,8 @@ namespace {
 
 using namespace attn;
 using namespace attn::testfiles;
+using attn::testing::readFile;
+namespace fs = std::filesystem;
 
 std::span<const std::byte> asBytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
@@ -111,6 +113,64 @@ TEST(NpzWriter, StoredAndDeflatedRoundTrip) {
   // Stored: the .npy bytes appear verbatim in the archive.
   auto stored = io::writeNpz(entries, false);
   EXPECT_NE(stored->find(entries[0].npyBytes), std::string::npos);
+}
+
+// The streamed writer (model --out): the same archive content as writeNpz's stored one,
+// read back by libzip (which checks every CRC), from chunks of any size; the producer runs
+// twice (CRC, then data). A producer short of its declared size, an unsafe name: errors, and
+// no file is left behind.
+TEST(NpzWriter, StreamedArchiveRoundTripsAndMatchesTheStoredWriter) {
+  const fs::path dir = freshDir("npz_streamed");
+  std::vector<float> values(3 * 5 * 7);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  const std::vector<std::int64_t> shape = {3, 5, 7};
+  const std::vector<std::int64_t> ids = {7, 8, 9};
+  const std::vector<std::int64_t> idsShape = {3};
+  const std::string idsNpy = *io::writeNpyInt64(ids, idsShape);
+  const std::string header = *io::npyHeaderFloat32(shape);
+  EXPECT_EQ(*io::writeNpyFloat32(values, shape), header + std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
+  int calls = 0;
+  std::vector<io::NpzStreamEntry> entries(2);
+  entries[0] = {"attention", header, values.size() * 4, [&](const io::ChunkWriter& write) -> Status {
+                  ++calls;
+                  // chunks of 1, 2, 3, ... floats
+                  std::size_t at = 0;
+                  for (std::size_t chunk = 1; at < values.size(); ++chunk) {
+                    const std::size_t count = std::min(chunk, values.size() - at);
+                    if (Status s = write({reinterpret_cast<const char*>(values.data() + at), count * 4}); !s) return s;
+                    at += count;
+                  }
+                  return Ok{};
+                }};
+  const std::size_t idsHeader = idsNpy.size() - 24;
+  entries[1] = {"token_ids", idsNpy.substr(0, idsHeader), 24,
+                [&](const io::ChunkWriter& write) { return write(std::string_view(idsNpy).substr(idsHeader)); }};
+  const fs::path path = dir / "out.npz";
+  ASSERT_TRUE(io::writeNpzStreamed(path.string(), entries).ok());
+  EXPECT_EQ(calls, 2);
+  auto archive = io::NpzArchive::open(path.string());
+  ASSERT_TRUE(archive.ok()) << archive.error().message();
+  ASSERT_EQ(archive->arrays().size(), 2u);
+  auto a = archive->read("attention");
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_EQ(a->header.shape, shape);
+  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(a->element(i), values[i]);
+  EXPECT_EQ(archive->arrays()[1].entryName, "token_ids.npy");  // int64: listed, not read here
+  // Byte for byte, each stored entry is the .npy writeNpz would store.
+  const std::string bytes = readFile(path);
+  EXPECT_NE(bytes.find(*io::writeNpyFloat32(values, shape)), std::string::npos);
+  EXPECT_NE(bytes.find(idsNpy), std::string::npos);
+
+  entries[0].dataBytes += 4;  // the producer hands one float less than declared
+  const fs::path bad = dir / "bad.npz";
+  Status short_ = io::writeNpzStreamed(bad.string(), entries);
+  ASSERT_FALSE(short_.ok());
+  EXPECT_NE(short_.error().message().find("declared"), std::string::npos) << short_.error().message();
+  EXPECT_FALSE(fs::exists(bad));
+  entries[0].dataBytes -= 4;
+  entries[1].name = "../up";
+  EXPECT_FALSE(io::writeNpzStreamed(bad.string(), entries).ok());
+  EXPECT_FALSE(fs::exists(bad));
 }
 
 TEST(NpzWriter, RefusesUnsafeAndDuplicateNames) {

@@ -25,20 +25,6 @@
 
 namespace attn::app {
 
-namespace {
-
-namespace fs = std::filesystem;
-using panel::tooltip;
-
-constexpr ScoreKind kScores[] = {ScoreKind::Dot,     ScoreKind::ScaledDot, ScoreKind::Cosine,
-                                 ScoreKind::General, ScoreKind::Additive,  ScoreKind::Mlp};
-constexpr NormalizerKind kNormalizers[] = {NormalizerKind::Softmax, NormalizerKind::Hard,
-                                           NormalizerKind::TopK, NormalizerKind::Sparsemax};
-
-ImU32 rgbColor(io::Rgb c, float alpha) {
-  return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(alpha * 255)));
-}
-
 // The image's texture, uploaded through the heatmap textures (GL in the window, the mock in
 // tests) when the image changed (image id). 0 when nothing can be drawn.
 unsigned imageTexture(HeatmapCache& heatmaps, const ImageViewState& view) {
@@ -51,6 +37,20 @@ unsigned imageTexture(HeatmapCache& heatmaps, const ImageViewState& view) {
     ++impl.uploads;
   }
   return impl.imageTexture;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using panel::tooltip;
+
+constexpr ScoreKind kScores[] = {ScoreKind::Dot,     ScoreKind::ScaledDot, ScoreKind::Cosine,
+                                 ScoreKind::General, ScoreKind::Additive,  ScoreKind::Mlp};
+constexpr NormalizerKind kNormalizers[] = {NormalizerKind::Softmax, NormalizerKind::Hard,
+                                           NormalizerKind::TopK, NormalizerKind::Sparsemax};
+
+ImU32 rgbColor(io::Rgb c, float alpha) {
+  return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(alpha * 255)));
 }
 
 // A frame around a screen rectangle: `outer` px of black, then `inner` of `color`.

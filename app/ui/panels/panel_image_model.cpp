@@ -27,19 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using panel::tooltip;
 
-// The picture's texture (the same cache slot as the patch view: one picture, one texture).
-unsigned pictureTexture(HeatmapCache& heatmaps, const ImageViewState& view) {
-  HeatmapCache::Impl& impl = heatmaps.impl();
-  if (!view.image) return 0;
-  if (impl.imageTexture != 0 && impl.imageTextureId == view.imageId) return impl.imageTexture;
-  impl.imageTexture = impl.textures->uploadRgb(impl.imageTexture, *view.image);
-  if (impl.imageTexture != 0) {
-    impl.imageTextureId = view.imageId;
-    ++impl.uploads;
-  }
-  return impl.imageTexture;
-}
-
 std::string tokenName(const model::VitConfig& c, int token) {
   if (token == 0) return "[CLS]";
   if (c.distillationToken && token == 1) return "[DIST]";
@@ -98,7 +85,7 @@ void drawPicture(AppState& state, HeatmapCache& heatmaps, const Vector& row, con
   const bool hovered = ImGui::IsItemHovered();
   const bool clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  if (unsigned texture = pictureTexture(heatmaps, v); texture != 0)
+  if (unsigned texture = imageTexture(heatmaps, v); texture != 0)
     heatmaps.impl().textures->drawRgb(draw, texture, origin, ImVec2(origin.x + shown.x, origin.y + shown.y));
   const int G = c.grid();
   const float cw = shown.x / G, ch = shown.y / G;

@@ -51,20 +51,23 @@ void drawPrediction(const ModelRun& run) {
   }
 }
 
-// The tokens of the run as chips, wrapped to the panel: a plain token on the frame colour, a
-// special token (BOS, EOS, <|endoftext|>) on the key colour with dark text, so a typed
-// "<|endoftext|>" that became one token is told at a glance from one spelled out in pieces.
-void drawTokens(const ModelRun& run) {
+}  // namespace
+
+// The tokens as chips that wrap at the panel's edge: a special token (BOS, EOS,
+// <|endoftext|>, [CLS]) on the key colour with dark text, so a typed "<|endoftext|>" that
+// became one token is told at a glance from one spelled out in pieces; a token `masked`
+// says is a mask (an encoder's [MASK], predicted beside the text) on the query colour.
+void drawTokens(const ModelRun& run, const std::function<bool(std::size_t)>& masked) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
   const float pad = std::max(1.f, font * 0.2f);
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   const ImU32 plainBg = ImGui::GetColorU32(ImGuiCol_FrameBg);
   const ImU32 plainFg = ImGui::GetColorU32(ImGuiCol_Text);
-  const ImU32 specialBg = ImGui::GetColorU32(panel::keyColor());
-  const ImU32 specialFg = IM_COL32(20, 20, 20, 255);
+  const ImU32 darkFg = IM_COL32(20, 20, 20, 255);
   for (std::size_t i = 0; i < run.labels.size(); ++i) {
-    const bool special = i < run.special.size() && run.special[i];
+    const bool mask = masked && masked(i);
+    const bool special = !mask && i < run.special.size() && run.special[i];
     const std::string& label = run.labels[i].empty() ? std::string("\xE2\x88\x85") : run.labels[i];
     const ImVec2 text = ImGui::CalcTextSize(label.c_str());
     const ImVec2 size(text.x + 2 * pad, text.y + pad);
@@ -76,16 +79,21 @@ void drawTokens(const ModelRun& run) {
     ImGui::PushID(static_cast<int>(i));
     ImGui::Dummy(size);
     ImGui::PopID();
-    draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), special ? specialBg : plainBg,
-                        font * 0.25f);
-    draw->AddText(ImVec2(p.x + pad, p.y + pad * 0.5f), special ? specialFg : plainFg, label.c_str());
+    const ImU32 bg = mask      ? ImGui::GetColorU32(panel::queryColor())
+                     : special ? ImGui::GetColorU32(panel::keyColor())
+                               : plainBg;
+    draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), bg, font * 0.25f);
+    draw->AddText(ImVec2(p.x + pad, p.y + pad * 0.5f), mask || special ? darkFg : plainFg, label.c_str());
     if (ImGui::IsItemHovered()) {
       std::string tip = "token " + std::to_string(i) + ": id " + std::to_string(run.ids[i]);
-      if (special) tip += " (special token: one id, not text)";
+      if (mask) tip += " (mask: its prediction is on the right)";
+      else if (special) tip += " (special token: one id, not text)";
       tooltip(tip.c_str());
     }
   }
 }
+
+namespace {
 
 // "layer 1, head 3 · KV head 1, shared with heads 2–3" for a grouped-query model.
 std::string kvHeadNote(const model::Config& config, int head) {

@@ -28,42 +28,6 @@ bool isMasked(const ModelRun& run, std::size_t i) {
   return false;
 }
 
-// The tokens as chips: special tokens ([CLS], [SEP]) on the key colour, mask tokens on the
-// query colour (they are the ones predicted at the right), the others on the frame colour.
-void drawEncoderTokens(const ModelRun& run) {
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  const float font = ImGui::GetFontSize();
-  const float pad = std::max(1.f, font * 0.2f);
-  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-  for (std::size_t i = 0; i < run.labels.size(); ++i) {
-    const bool masked = isMasked(run, i);
-    const bool special = !masked && i < run.special.size() && run.special[i];
-    const std::string& label = run.labels[i].empty() ? std::string("\xE2\x88\x85") : run.labels[i];
-    const ImVec2 text = ImGui::CalcTextSize(label.c_str());
-    const ImVec2 size(text.x + 2 * pad, text.y + pad);
-    if (i > 0) {
-      ImGui::SameLine(0, pad);
-      if (ImGui::GetCursorScreenPos().x + size.x > right) ImGui::NewLine();
-    }
-    const ImVec2 p = ImGui::GetCursorScreenPos();
-    ImGui::PushID(static_cast<int>(i));
-    ImGui::Dummy(size);
-    ImGui::PopID();
-    const ImU32 bg = masked    ? ImGui::GetColorU32(panel::queryColor())
-                     : special ? ImGui::GetColorU32(panel::keyColor())
-                               : ImGui::GetColorU32(ImGuiCol_FrameBg);
-    const ImU32 fg = masked || special ? IM_COL32(20, 20, 20, 255) : ImGui::GetColorU32(ImGuiCol_Text);
-    draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), bg, font * 0.25f);
-    draw->AddText(ImVec2(p.x + pad, p.y + pad * 0.5f), fg, label.c_str());
-    if (ImGui::IsItemHovered()) {
-      std::string tip = "token " + std::to_string(i) + ": id " + std::to_string(run.ids[i]);
-      if (masked) tip += " (mask: its prediction is on the right)";
-      else if (special) tip += " (special token)";
-      tooltip(tip.c_str());
-    }
-  }
-}
-
 // The fill-mask prediction of every mask token, one block each, bars as long as the
 // probability.
 void drawFillMask(const ModelRun& run, const io::EncoderFolder& encoder) {
@@ -170,7 +134,7 @@ void drawEncoderModel(AppState& state, HeatmapCache& heatmaps) {
                                .c_str());
       }
     }
-    drawEncoderTokens(*run);
+    drawTokens(*run, [&](std::size_t i) { return isMasked(*run, i); });
     drawEncoderNorms(state, heatmaps, *run);
   } else {
     panel::mutedWrapped(model.computing() ? "computing\xE2\x80\xA6" : "Type a text above, e.g. the [MASK] sat on the mat.");

@@ -3,6 +3,7 @@
 // shows comes from state.computed or from core/ helpers that explain a value.
 #pragma once
 
+#include <functional>
 #include "app/session/app_state.h"
 #include "app/ui/widgets/heatmap_widget.h"
 #include "core/attention/explain.h"
@@ -23,9 +24,16 @@ void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: tex
 // The Model panel's body for an encoder folder (bert, distilbert, roberta): the text, its
 // tokens and the fill-mask prediction of every mask token beside it (panel_model_encoder.cpp).
 void drawEncoderModel(AppState& state, HeatmapCache& heatmaps);
+// A model run's tokens as chips (panel_model.cpp): special tokens on the key colour, and the
+// tokens `masked` says are masks (an encoder's [MASK]) on the query colour.
+void drawTokens(const ModelRun& run, const std::function<bool(std::size_t)>& masked = {});
 // The Image panel's "model" source once a ViT folder is loaded (panel_image_model.cpp): draws
 // the patches | model switch; true when it drew the model source (the panel ends there).
 bool drawImageModelSource(AppState& state, HeatmapCache& heatmaps);
+// The open picture's texture (panel_image.cpp): uploaded through the heatmap textures (GL in
+// the window, the mock in tests) once per picture; 0 when nothing can be drawn. The patch
+// view and the ViT source share it (one picture, one texture).
+unsigned imageTexture(HeatmapCache& heatmaps, const ImageViewState& view);
 void drawPatchingPanel(AppState& state, HeatmapCache& heatmaps);   // activation patching
 
 // The matrices the panels showed for the current result (the keys of their view cache),

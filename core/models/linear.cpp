@@ -1,0 +1,121 @@
+// The one way a Linear is applied (model::applyLinear), the activations, and reading
+// float32 or BF16 tensors (see transformer.h). Split from transformer.cpp by concern: this
+// is what every model family (and the encoders) shares.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/base/parallel.h"
+#include "core/isa/isa.h"
+#include "core/models/transformer.h"
+
+namespace attn::model {
+
+Matrix Tensor::dense() const {
+  if (!bf16) return matrix();
+  Matrix out(rows, cols);
+  kernels::active().widenBf16(bf16, size(), out.data());
+  return out;
+}
+
+void Tensor::readRow(Eigen::Index r, float* out) const {
+  if (bf16) kernels::active().widenBf16(bf16 + r * cols, cols, out);
+  else std::copy_n(data + r * cols, cols, out);
+}
+
+void activateInPlace(float* x, Eigen::Index n, Activation activation) {
+  auto a = Eigen::Map<Eigen::ArrayXf>(x, n);
+  switch (activation) {
+    case Activation::GeluTanh: {
+      constexpr float kSqrt2OverPi = 0.7978845608028654f;
+      a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
+      break;
+    }
+    case Activation::GeluErf:
+      for (Eigen::Index i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+      break;
+    case Activation::Silu:
+      a = a / (1.0f + (-a).exp());
+      break;
+    case Activation::Relu:
+      a = a.max(0.0f);
+      break;
+  }
+}
+
+namespace {
+
+// The output columns [j0, j0 + count) of one product (see applyLinear).
+void linearPart(const LinearJob& job, Eigen::Index j0, Eigen::Index count) {
+  const Linear& lin = *job.lin;
+  const Eigen::Ref<const Matrix>& x = *job.x;
+  Eigen::Ref<Matrix>& y = *job.y;
+  const bool accumulate = job.accumulate;
+  const Eigen::Index m = x.rows(), in = lin.in(), out = lin.out();
+  auto yc = y.middleCols(j0, count);
+  if (lin.weight.isBf16()) {
+    const kernels::Table& k = kernels::active();
+    (lin.outByIn ? k.linearBf16OutByIn : k.linearBf16InByOut)(
+        x.data(), x.outerStride(), m, in, lin.weight.bf16, out, j0, j0 + count, y.data(),
+        y.outerStride(), accumulate);
+  } else {
+    const auto w = lin.weight.matrix();
+    if (m == 1) {  // a matrix-vector product: W is streamed once
+      auto column = yc.row(0).transpose();
+      if (lin.outByIn) {
+        if (accumulate) column.noalias() += w.middleRows(j0, count) * x.row(0).transpose();
+        else column.noalias() = w.middleRows(j0, count) * x.row(0).transpose();
+      } else {
+        if (accumulate) column.noalias() += w.middleCols(j0, count).transpose() * x.row(0).transpose();
+        else column.noalias() = w.middleCols(j0, count).transpose() * x.row(0).transpose();
+      }
+    } else if (lin.outByIn) {
+      if (accumulate) yc.noalias() += x * w.middleRows(j0, count).transpose();
+      else yc.noalias() = x * w.middleRows(j0, count).transpose();
+    } else {
+      if (accumulate) yc.noalias() += x * w.middleCols(j0, count);
+      else yc.noalias() = x * w.middleCols(j0, count);
+    }
+  }
+  if (!lin.bias.empty()) yc.rowwise() += lin.bias.vector().segment(j0, count).transpose();
+  if (job.activation) {
+    for (Eigen::Index r = 0; r < m; ++r) activateInPlace(yc.row(r).data(), count, *job.activation);
+  }
+}
+
+}  // namespace
+
+void applyLinears(std::span<const LinearJob> jobs, int threads) {
+  // Column ranges, a multiple of 64 wide (the BF16 kernels' blocks); one range for a
+  // product too small to be worth a hand-over. Every job's ranges are items of one loop.
+  constexpr Eigen::Index kAlign = 64;
+  struct Item {
+    const LinearJob* job;
+    Eigen::Index j0, count;
+  };
+  std::vector<Item> items;
+  for (const LinearJob& job : jobs) {
+    const Eigen::Index m = job.x->rows(), in = job.lin->in(), out = job.lin->out();
+    const int parts = m * in * out >= (Eigen::Index{1} << 17) ? std::max(threads, 1) : 1;
+    Eigen::Index chunk = (out + parts - 1) / parts;
+    chunk = (chunk + kAlign - 1) / kAlign * kAlign;
+    for (Eigen::Index j0 = 0; j0 < out; j0 += chunk) items.push_back({&job, j0, std::min(chunk, out - j0)});
+  }
+  if (items.size() <= 1 || threads <= 1) {
+    for (const Item& item : items) linearPart(*item.job, item.j0, item.count);
+    return;
+  }
+  SingleThreadedBlas singleThreadedBlas;  // each range is one single-threaded product
+  parallelForPooled(static_cast<int>(items.size()), threads, [&](int i, int) {
+    const Item& item = items[static_cast<std::size_t>(i)];
+    linearPart(*item.job, item.j0, item.count);
+  });
+}
+
+void applyLinear(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix> y,
+                 bool accumulate, int threads, const Activation* activation) {
+  const LinearJob job{&lin, &x, &y, accumulate, activation};
+  applyLinears(std::span<const LinearJob>(&job, 1), threads);
+}
+
+}  // namespace attn::model
