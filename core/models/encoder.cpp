@@ -29,12 +29,7 @@ void softmaxRows(Matrix& s) {
 // =======================================================================================
 
 Status validate(const EncoderConfig& c) {
-  auto range = [](const char* field, int value, int lo, int hi) -> Status {
-    if (value >= lo && value <= hi) return Ok{};
-    return Error{"", field,
-                 std::to_string(value) + " is outside " + std::to_string(lo) + ".." +
-                     std::to_string(hi)};
-  };
+  const auto range = checkRange;
   for (Status s : {range("num_hidden_layers", c.nLayer, 1, kMaxLayers),
                    range("num_attention_heads", c.nHead, 1, kMaxHeads),
                    range("hidden_size", c.nEmbd, 1, kMaxEmbd),

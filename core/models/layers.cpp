@@ -44,6 +44,11 @@ std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
 
 }  // namespace
 
+Status checkRange(const char* field, int value, int lo, int hi) {
+  if (value >= lo && value <= hi) return Ok{};
+  return Error{"", field, std::to_string(value) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi)};
+}
+
 Status checkTensor(const Tensor& t, Eigen::Index rows, Eigen::Index cols, const std::string& role) {
   if (t.empty()) return Error{"", "", "tensor " + role + ": missing"};
   if (t.rows == rows && t.cols == cols) return Ok{};

@@ -27,6 +27,10 @@ void applyNorm(const Matrix& x, const NormWeights& norm, const Config& config, M
 void applyNorm(const Matrix& x, const NormWeights& norm, NormKind kind, float epsilon,
                Matrix& out);
 
+// A configuration size in [lo, hi], else an error naming `field` ("n_head: 0 is outside
+// 1..1024"), for every family's validate(Config).
+Status checkRange(const char* field, int value, int lo, int hi);
+
 // Checks of a model's weights against its configuration, shared by every family's
 // validate(). Errors (file left empty for the caller) name the tensor by its role
 // ("layer 3 q weight") and give both shapes, "[768, 2304], expected [768, 768]".

@@ -35,12 +35,7 @@ void forRows(Eigen::Index rows, int threads, F&& f) {
 // =======================================================================================
 
 Status validate(const Config& c) {
-  auto range = [](const char* field, int value, int lo, int hi) -> Status {
-    if (value >= lo && value <= hi) return Ok{};
-    return Error{"", field,
-                 std::to_string(value) + " is outside " + std::to_string(lo) + ".." +
-                     std::to_string(hi)};
-  };
+  const auto range = checkRange;
   for (Status s :
        {range("n_layer", c.nLayer, 1, kMaxLayers), range("n_head", c.nHead, 1, kMaxHeads),
         range("num_key_value_heads", c.nHeadKv, 1, kMaxHeads),

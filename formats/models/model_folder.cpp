@@ -225,22 +225,11 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
       kept.insert("BF16");
       continue;
     }
-    const float* data = entry.file->floatsInPlace(info);
-    (data ? kept : converted).insert(info.dtypeName);
-    if (data) {
-      if (const std::int64_t bad = firstNonFinite(data, count); bad >= 0) {
-        return Error{entry.file->path(), "",
-                     "tensor " + inQuotes(want.name) + ": element " + std::to_string(bad) +
-                         " is not a finite number"};
-      }
-    } else {
-      auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(count));
-      if (Status s = entry.file->convert(info, buffer->data()); !s) return s.error();
-      entry.file->releasePages(info);
-      data = buffer->data();
-      w.storage.push_back(std::move(buffer));
-    }
-    *want.target = model::Tensor{data, rows, cols};
+    const std::size_t owned = w.storage.size();
+    Expected<const float*> data = tensorFloats(entry, want.name, w.storage);
+    if (!data) return data.error();
+    (w.storage.size() == owned ? kept : converted).insert(info.dtypeName);
+    *want.target = model::Tensor{*data, rows, cols};
   }
   // "F32", "BF16" (matrices in place, the small vectors converted), "F16 as F32", ...
   w.storedAs.clear();

@@ -43,6 +43,25 @@ std::int64_t firstNonFiniteBf16(const std::uint16_t* data, std::int64_t count) {
   return -1;
 }
 
+Expected<const float*> tensorFloats(const Checkpoint::Entry& entry, const std::string& name,
+                                    std::vector<std::shared_ptr<const void>>& storage) {
+  const TensorInfo& info = *entry.info;
+  const std::int64_t count = info.elementCount();
+  const float* data = entry.file->floatsInPlace(info);
+  if (!data) {  // converted, and checked afterwards (a NaN in F16 is still a NaN in F32)
+    auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(count));
+    if (Status s = entry.file->convert(info, buffer->data()); !s) return s.error();
+    entry.file->releasePages(info);
+    data = buffer->data();
+    storage.push_back(std::move(buffer));
+  }
+  if (const std::int64_t bad = firstNonFinite(data, count); bad >= 0) {
+    return Error{entry.file->path(), "",
+                 "tensor " + inQuotes(name) + ": element " + std::to_string(bad) + " is not a finite number"};
+  }
+  return data;
+}
+
 Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& slots,
                    const std::function<bool(std::string_view)>& isBuffer, const std::string& model,
                    std::vector<std::shared_ptr<const void>>& storage) {
@@ -78,20 +97,9 @@ Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& 
     const Checkpoint::Entry& entry = *checkpoint.find(slot.name);
     const TensorInfo& info = *entry.info;
     const std::int64_t count = info.elementCount();
-    const float* data = entry.file->floatsInPlace(info);
-    if (data) {
-      if (const std::int64_t bad = firstNonFinite(data, count); bad >= 0) {
-        return Error{entry.file->path(), "",
-                     "tensor " + inQuotes(slot.name) + ": element " + std::to_string(bad) +
-                         " is not a finite number"};
-      }
-    } else {
-      auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(count));
-      if (Status s = entry.file->convert(info, buffer->data()); !s) return s.error();
-      entry.file->releasePages(info);
-      data = buffer->data();
-      storage.push_back(std::move(buffer));
-    }
+    Expected<const float*> floats = tensorFloats(entry, slot.name, storage);
+    if (!floats) return floats.error();
+    const float* data = *floats;
     std::int64_t rows = slot.rows, cols = slot.cols;
     if (rows == 0) {
       rows = slot.shape.empty() ? 1 : slot.shape[0];

@@ -41,6 +41,12 @@ Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& 
 // blocks with a branch-free OR, which the compiler vectorises (std::isfinite per element made
 // this check half of loading a 500 MB F32 model). Shared with model_folder.cpp.
 std::int64_t firstNonFinite(const float* data, std::int64_t count);
+// The float32 values of the checkpoint tensor `name` (entry): read in place from the mapping
+// when its dtype allows (F32), else converted into a buffer appended to `storage` (F16, BF16,
+// F64). Every value must be finite. Errors name the file, the tensor and the element.
+Expected<const float*> tensorFloats(const Checkpoint::Entry& entry, const std::string& name,
+                                    std::vector<std::shared_ptr<const void>>& storage);
+
 // The same for `count` BF16 values (exponent bits all ones).
 std::int64_t firstNonFiniteBf16(const std::uint16_t* data, std::int64_t count);
 
