@@ -44,6 +44,15 @@ std::string shapeText(Eigen::Index rows, Eigen::Index cols) {
 
 }  // namespace
 
+Tensor randomTensor(SplitMix64& rng, Eigen::Index rows, Eigen::Index cols, float std, float mean,
+                    std::vector<std::shared_ptr<const void>>& storage) {
+  auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(rows * cols));
+  const float a = std * std::sqrt(3.0f);  // uniform on [-a, a] has std a/√3
+  for (float& v : *buffer) v = mean + a * rng.uniformSymmetric();
+  storage.push_back(buffer);
+  return Tensor{buffer->data(), rows, cols};
+}
+
 Status checkRange(const char* field, int value, int lo, int hi) {
   if (value >= lo && value <= hi) return Ok{};
   return Error{"", field, std::to_string(value) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi)};

@@ -7,8 +7,11 @@
 // Shapes use the core's conventions (core/attention/attention.h): tokens are ROWS.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "core/base/random.h"
 #include "core/base/types.h"
 #include "core/models/transformer.h"
 
@@ -26,6 +29,12 @@ void normRow(const float* x, Eigen::Index E, const NormWeights& norm, NormKind k
 void applyNorm(const Matrix& x, const NormWeights& norm, const Config& config, Matrix& out);
 void applyNorm(const Matrix& x, const NormWeights& norm, NormKind kind, float epsilon,
                Matrix& out);
+
+// A rows x cols tensor of uniform noise with standard deviation `std` around `mean`, drawn
+// from `rng` (the one generator), its floats kept alive in `storage`: random weights of
+// every family, for tests and benchmarks.
+Tensor randomTensor(SplitMix64& rng, Eigen::Index rows, Eigen::Index cols, float std, float mean,
+                    std::vector<std::shared_ptr<const void>>& storage);
 
 // A configuration size in [lo, hi], else an error naming `field` ("n_head: 0 is outside
 // 1..1024"), for every family's validate(Config).

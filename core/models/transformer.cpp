@@ -132,11 +132,7 @@ Weights randomWeights(const Config& c, std::uint64_t seed) {
   Weights w;
   w.config = c;
   auto tensor = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
-    auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(rows * cols));
-    const float a = std * std::sqrt(3.0f);  // uniform on [-a, a] has std a/√3
-    for (float& v : *buffer) v = mean + a * rng.uniformSymmetric();
-    w.storage.push_back(buffer);
-    return Tensor{buffer->data(), rows, cols};
+    return randomTensor(rng, rows, cols, std, mean, w.storage);
   };
   const bool conv1d = c.qkvLayout == QkvLayout::FusedBlocks;
   auto linear = [&](Eigen::Index in, Eigen::Index out, bool bias) {

@@ -80,11 +80,7 @@ VitWeights randomVitWeights(const VitConfig& c, int labels, std::uint64_t seed) 
   VitWeights w;
   w.config = c;
   auto tensor = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
-    auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(rows * cols));
-    const float a = std * std::sqrt(3.0f);
-    for (float& v : *buffer) v = mean + a * rng.uniformSymmetric();
-    w.storage.push_back(buffer);
-    return Tensor{buffer->data(), rows, cols};
+    return randomTensor(rng, rows, cols, std, mean, w.storage);
   };
   auto linear = [&](Eigen::Index in, Eigen::Index out) {
     return Linear{tensor(out, in, 0.02f), tensor(out, 1, 0.02f), true};
