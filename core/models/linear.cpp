@@ -45,6 +45,43 @@ void activateInPlace(float* x, Eigen::Index n, Activation activation) {
 
 namespace {
 
+// BF16 products with at least this many rows go through widened panels and OpenBLAS; fewer
+// rows (decode, m = 1) stream the BF16 weights through the core/isa kernels, which read each
+// weight once and are bound by memory, not arithmetic.
+constexpr Eigen::Index kPanelMinRows = 4;
+// A panel holds about this many widened weights (512 KiB of float32: half of one core's L2).
+constexpr Eigen::Index kPanelFloats = Eigen::Index{1} << 17;
+
+// y's columns [j0, j0 + count) from BF16 weights for m >= kPanelMinRows rows: block by
+// block of output columns, the weights are widened exactly to float32 into a panel that
+// stays in L2 (at most kPanelFloats floats, 16 to 256 columns), and the panel goes to
+// OpenBLAS's sgemm. The products are the float32 products of the same (widened) weights,
+// so BF16 prefill runs at float32 GEMM speed while the weights stay BF16 in the mapping
+// (the panel is per thread and reused: no copy of the weights grows with the model).
+void linearBf16Panels(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix>& y,
+                      Eigen::Index j0, Eigen::Index count, bool accumulate) {
+  thread_local Matrix panel;
+  const kernels::Table& k = kernels::active();
+  const Eigen::Index in = lin.in(), out = lin.out();
+  const Eigen::Index width = std::clamp<Eigen::Index>(kPanelFloats / std::max<Eigen::Index>(in, 1) / 16 * 16,
+                                                      16, 256);
+  for (Eigen::Index c0 = 0; c0 < count; c0 += width) {
+    const Eigen::Index nc = std::min(width, count - c0), j = j0 + c0;
+    auto yb = y.middleCols(j, nc);
+    if (lin.outByIn) {  // rows j..j+nc of w are contiguous: panel = those rows, [nc, in]
+      panel.resize(nc, in);
+      k.widenBf16(lin.weight.bf16 + j * in, nc * in, panel.data());
+      if (accumulate) yb.noalias() += x * panel.transpose();
+      else yb.noalias() = x * panel.transpose();
+    } else {  // columns j..j+nc of every row of w: panel [in, nc]
+      panel.resize(in, nc);
+      for (Eigen::Index r = 0; r < in; ++r) k.widenBf16(lin.weight.bf16 + r * out + j, nc, panel.data() + r * nc);
+      if (accumulate) yb.noalias() += x * panel;
+      else yb.noalias() = x * panel;
+    }
+  }
+}
+
 // The output columns [j0, j0 + count) of one product (see applyLinear).
 void linearPart(const LinearJob& job, Eigen::Index j0, Eigen::Index count) {
   const Linear& lin = *job.lin;
@@ -53,7 +90,9 @@ void linearPart(const LinearJob& job, Eigen::Index j0, Eigen::Index count) {
   const bool accumulate = job.accumulate;
   const Eigen::Index m = x.rows(), in = lin.in(), out = lin.out();
   auto yc = y.middleCols(j0, count);
-  if (lin.weight.isBf16()) {
+  if (lin.weight.isBf16() && m >= kPanelMinRows) {
+    linearBf16Panels(lin, x, y, j0, count, accumulate);
+  } else if (lin.weight.isBf16()) {
     const kernels::Table& k = kernels::active();
     (lin.outByIn ? k.linearBf16OutByIn : k.linearBf16InByOut)(
         x.data(), x.outerStride(), m, in, lin.weight.bf16, out, j0, j0 + count, y.data(),

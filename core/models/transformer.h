@@ -178,9 +178,10 @@ Weights randomWeights(const Config& config, std::uint64_t seed);
 // ---------------------------------------------------------------------------------------
 
 // y (m x out) = act(x (m x in)·W + b), or y += x·W + b when `accumulate` (then `activation`
-// must be null). W is used as stored ([in, out] or [out, in]; float32 through OpenBLAS, BF16
-// through the run-time-chosen kernels of core/isa, widened exactly and accumulated in
-// float32). The output columns are split over `threads` threads of the shared pool
+// must be null). W is used as stored ([in, out] or [out, in]; float32 through OpenBLAS; BF16
+// widened exactly and accumulated in float32: for m >= 4 rows a per-thread panel of widened
+// columns at a time goes to OpenBLAS, for fewer rows the run-time-chosen kernels of
+// core/isa stream the BF16 weights). The output columns are split over `threads` threads of the shared pool
 // (core/base/parallel.h), each running one single-threaded product; the bias and the
 // activation are applied to each thread's columns while they are in cache. m = 1 (a token
 // through the KV cache) is a matrix-vector product that streams W once.
