@@ -115,5 +115,11 @@ print(f"attnscope: {a['model_type']} {a['dtype']}, file {a['file_mb']:.0f} MB; l
       f"peak RSS {max(load('attn', n, t, r)['peak_rss_mb'] for n in tokens for t in threads for r in R):.0f} MB; "
       f"isa {a['isa']}, OpenBLAS {a['blas_core']}; top-1 attnscope {a['top_id']}, torch {load('torch', tokens[0], threads[0], 1)['top_id']} "
       "(different seeded ids, not comparable)")
+if a.get("decode_weight_gbps") is not None:
+    dg = med(load("attn", tokens[0], threads[0], r)["decode_weight_gbps"] for r in R)
+    rd = med(load("attn", tokens[0], threads[0], r)["read_gbps"] for r in R)
+    print(f"decode after {tokens[0]} tokens reads {a['decode_weight_mb']:.0f} MB of weights: {dg:.1f} GB/s, "
+          f"{dg / rd:.0%} of the {rd:.1f} GB/s the same threads read a 256 MiB buffer at "
+          f"(the bound: {a['decode_weight_mb'] / rd:.1f} ms a token)")
 PY
 echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -82,8 +82,11 @@ With --model: model, model_type, dtype, tokens, threads, repeat, load_ms, first_
 load_plus_one_token_ms, median_ms, min_ms, max_ms, median_cpu_ms, flops (the forward pass's
 multiply-adds x 2: projections and MLP of every token, QK^T and AV over the causal triangle,
 the output layer for the last token), gflops, decode_tokens, decode_median_ms,
-decode_median_cpu_ms, decode_gflops, file_mb (the checkpoint files), peak_rss_mb, isa, blas_core, top_id; with
---gemm-rates peak_gflops and fraction_of_peak.
+decode_median_cpu_ms, decode_gflops, decode_weight_mb (the weights one decode step reads,
+as stored) and decode_weight_gbps (those bytes over decode_median_ms), file_mb (the
+checkpoint files), peak_rss_mb, isa, blas_core, top_id; with --gemm-rates peak_gflops,
+fraction_of_peak, read_gbps (the rate the same threads read a 256 MiB buffer: the bound for
+decode, which reads every weight once) and decode_fraction_of_read.
 )";
   return command;
 }
@@ -157,6 +160,42 @@ GemmRates measureGemmRates(int n, int d, int threads, std::uint64_t seed) {
   });
   rates.peak = 2.0 * kBig * double(kBig) * kBig / peak * 1e-9;
   return rates;
+}
+
+// --gemm-rates with --model: the rate at which `threads` threads read memory, in GB/s, as a
+// bound for decode (one token through the KV cache reads every weight once and does 2 flops
+// per weight: memory-bound). Each thread sums its half of a 256 MiB buffer (8x the L3 of
+// the machines we measure on), best of 5 after one untimed pass.
+double measureReadGbps(int threads) {
+  constexpr Eigen::Index kFloats = Eigen::Index{64} << 20;  // 256 MiB
+  const Vector buffer = Vector::Constant(kFloats, 1.0f);
+  const int parts = std::max(threads, 1);
+  std::vector<float> sums(static_cast<std::size_t>(parts));
+  double best = 0;
+  for (int pass = 0; pass < 6; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    parallelFor(parts, parts, [&](int t, int) {
+      const Eigen::Index first = kFloats * t / parts, last = kFloats * (t + 1) / parts;
+      sums[static_cast<std::size_t>(t)] = buffer.segment(first, last - first).sum();
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (pass > 0) best = std::max(best, static_cast<double>(kFloats) * 4 / seconds * 1e-9);
+  }
+  if (sums[0] != static_cast<float>(kFloats / parts)) return 0;  // keeps the sums alive
+  return best;
+}
+
+// Bytes of weights one decode step reads, as stored: every layer's matrices and norms, the
+// final norm and the output layer (parameterBytes()), less the position table and, when the
+// output layer is not the embedding, the embedding table: of those a decode step reads one
+// row each.
+double decodeWeightBytes(const model::Weights& w) {
+  auto bytes = [](const model::Tensor& t) { return static_cast<double>(t.size()) * (t.isBf16() ? 2 : 4); };
+  const bool tied = w.lmHead.data == w.embed.data && w.lmHead.bf16 == w.embed.bf16;
+  double total = static_cast<double>(w.parameterBytes());
+  if (!w.positions.empty()) total -= bytes(w.positions);
+  if (!tied) total -= bytes(w.embed);
+  return total;
 }
 
 // CPU time of every thread of the process so far, in ms: on a machine shared with other
@@ -295,6 +334,8 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
     doc["decode_median_ms"] = decodeMedian;
     doc["decode_median_cpu_ms"] = medianOf(decodeCpuMs);
     doc["decode_gflops"] = forwardFlops(c, a.tokens, 1) / (decodeMedian * 1e-3) * 1e-9;
+    doc["decode_weight_mb"] = decodeWeightBytes(*folder->weights) / 1e6;
+    doc["decode_weight_gbps"] = decodeWeightBytes(*folder->weights) / (decodeMedian * 1e-3) * 1e-9;
   } else {
     doc["decode_median_ms"] = nullptr;
   }
@@ -307,6 +348,11 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
     const GemmRates rates = measureGemmRates(256, 256, threads, static_cast<std::uint64_t>(a.seed));
     doc["peak_gflops"] = rates.peak;
     doc["fraction_of_peak"] = flops / (median * 1e-3) * 1e-9 / rates.peak;
+    doc["read_gbps"] = measureReadGbps(threads);
+    if (a.decode > 0) {
+      doc["decode_fraction_of_read"] =
+          decodeWeightBytes(*folder->weights) / (medianOf(decodeMs) * 1e-3) * 1e-9 / doc["read_gbps"].get<double>();
+    }
   }
   doc["times_ms"] = ms;
   if (a.decode > 0) doc["decode_times_ms"] = decodeMs;

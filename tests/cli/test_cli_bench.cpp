@@ -172,6 +172,20 @@ double expectedFlops(const modeltest::Spec& s, double n, bool gated) {
   return s.layers * (2 * n * (qkv + out + mlp) + attention) + 2 * V * E;
 }
 
+// The bytes one decode step reads from the fixture's BF16 folder, written out: the weight
+// matrices and the output layer as BF16 (2 bytes), the norms and biases as float32 (vectors
+// are converted), no position table (rotary) and one embedding row.
+double expectedDecodeBytes(const modeltest::Spec& s) {
+  const double E = s.hidden, F = s.inner, dh = s.headDim(), V = s.vocab;
+  const bool layerNorm = s.modelType == "gpt2" || s.modelType == "gpt_neox";
+  const bool biases = layerNorm;  // gpt2 and gpt_neox have a bias on every Linear
+  const bool gated = !layerNorm;
+  const double matrices = E * (s.heads + 2 * s.headsKv) * dh + s.heads * dh * E + (gated ? 3 : 2) * E * F;
+  const double norms = (layerNorm ? 2 : 1) * E;  // per norm: weight (+ bias)
+  const double bias = biases ? (s.heads + 2 * s.headsKv) * dh + E + F + E : 0;
+  return s.layers * (2 * matrices + 4 * (2 * norms + bias)) + 4 * norms + 2 * V * E;
+}
+
 }  // namespace
 
 TEST(BenchModel, TimesEveryFamilyAndPrintsTheFields) {
@@ -205,6 +219,14 @@ TEST(BenchModel, TimesEveryFamilyAndPrintsTheFields) {
                 static_cast<double>(fs::file_size(dir / "model.safetensors")), 1.0);
     EXPECT_DOUBLE_EQ(doc["flops"].get<double>(), expectedFlops(spec, 12, spec.modelType != "gpt2" &&
                                                                            spec.modelType != "gpt_neox"));
+    EXPECT_NEAR(doc["decode_weight_mb"].get<double>() * 1e6, expectedDecodeBytes(spec), 0.5);
+    EXPECT_NEAR(doc["decode_weight_gbps"].get<double>() * doc["decode_median_ms"].get<double>() * 1e-3,
+                doc["decode_weight_mb"].get<double>() * 1e-3, 1e-9);
+    if (rates) {
+      EXPECT_GT(doc["read_gbps"].get<double>(), 0.1);
+      EXPECT_NEAR(doc["decode_fraction_of_read"].get<double>(),
+                  doc["decode_weight_gbps"].get<double>() / doc["read_gbps"].get<double>(), 1e-9);
+    }
     EXPECT_GE(doc["top_id"].get<int>(), 0);
     EXPECT_LT(doc["top_id"].get<int>(), spec.vocab);
   }
