@@ -24,6 +24,8 @@ namespace attn {
 namespace {
 
 using kernels::Isa;
+using testing::bf16Bits;
+using testing::bf16Value;
 using testing::randomMatrix;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -537,18 +539,6 @@ TEST(AttendThreads, PooledParallelForVisitsEveryItemOnceNestsAndRethrows) {
   EXPECT_EQ(after.load(), 9);
 }
 
-// BF16 bits of x, rounded to nearest even (x finite).
-std::uint16_t bf16Bits(float x) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-}
-double bf16Value(std::uint16_t h) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
 
 // The BF16 products of every build against a double-precision sum of the same widened
 // weights: set and accumulate, both layouts, column ranges that start and end anywhere,

@@ -18,19 +18,9 @@
 namespace attn {
 namespace {
 
+using testing::bf16Bits;
+using testing::bf16Value;
 using testing::randomMatrix;
-
-std::uint16_t bf16Bits(float x) {  // round to nearest even (x finite)
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-}
-float bf16Value(std::uint16_t h) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
-  float x;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
 
 double geluTanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));

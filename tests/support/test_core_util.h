@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -68,6 +70,20 @@ inline Matrix randomMatrix(int rows, int cols, std::uint64_t seed) {
   // xavierUniform's bound is √(6/(r+c)); rescale to [-1, 1).
   Matrix m = xavierUniform(rows, cols, seed);
   return m / std::sqrt(6.0f / static_cast<float>(rows + cols));
+}
+
+// The BF16 bits of a finite x, rounded to nearest even (as torch's .to(torch.bfloat16)).
+inline std::uint16_t bf16Bits(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+// The float32 value of BF16 bits (exact: the bits are the float's high half).
+inline float bf16Value(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
 }
 
 }  // namespace attn::testing
