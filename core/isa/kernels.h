@@ -63,6 +63,11 @@ struct Table {
 
   // tanh(x[j]) in place (the decoder output step; also what tanhScores uses).
   void (*tanhRow)(float* x, std::ptrdiff_t n);
+  // The model engine's activations in place: GELU's tanh form
+  // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (GPT-2's gelu_new), and SiLU x / (1 + e^-x)
+  // (e^-x clamped to the range of exp: x < -87 gives x·e^x's size, x > 88 gives x).
+  void (*geluTanhRow)(float* x, std::ptrdiff_t n);
+  void (*siluRow)(float* x, std::ptrdiff_t n);
 
   // The model engine's matrix products on BF16 weights used as stored (core/models): output
   // columns [outBegin, outEnd) of y (m rows, row stride ldy; y points at column 0) are set

@@ -26,16 +26,14 @@ void Tensor::readRow(Eigen::Index r, float* out) const {
 void activateInPlace(float* x, Eigen::Index n, Activation activation) {
   auto a = Eigen::Map<Eigen::ArrayXf>(x, n);
   switch (activation) {
-    case Activation::GeluTanh: {
-      constexpr float kSqrt2OverPi = 0.7978845608028654f;
-      a = 0.5f * a * (1.0f + (kSqrt2OverPi * (a + 0.044715f * a.cube())).tanh());
+    case Activation::GeluTanh:  // the vectorised kernels of the CPU's widest ISA (core/isa)
+      kernels::active().geluTanhRow(x, n);
       break;
-    }
     case Activation::GeluErf:
       for (Eigen::Index i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
       break;
     case Activation::Silu:
-      a = a / (1.0f + (-a).exp());
+      kernels::active().siluRow(x, n);
       break;
     case Activation::Relu:
       a = a.max(0.0f);

@@ -239,6 +239,29 @@ TEST(IsaKernels, TanhMatchesStdTanh) {
   }
 }
 
+// The model engine's activations against their formulas in double, on every build, over
+// the range activations take and at the ends of exp's range.
+TEST(IsaKernels, ActivationsMatchTheirFormulas) {
+  std::vector<float> x;
+  for (float v = -30; v <= 30; v += 0.0173f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-8f, -1e-8f, 86.9f, 87.5f, 88.5f, 100.0f, -86.9f, -87.5f,
+                  -88.5f, -100.0f, 1e30f, -1e30f})
+    x.push_back(v);
+  for (Isa isa : runnableIsas()) {
+    const kernels::Table& k = kernels::tableFor(isa);
+    std::vector<float> gelu = x, silu = x;
+    k.geluTanhRow(gelu.data(), static_cast<std::ptrdiff_t>(gelu.size()));
+    k.siluRow(silu.data(), static_cast<std::ptrdiff_t>(silu.size()));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i];
+      const double g = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+      const double s = v / (1.0 + std::exp(-v));
+      ASSERT_TRUE(Close(gelu[i], g, 1e-6)) << k.name << " gelu x=" << x[i];
+      ASSERT_TRUE(Close(silu[i], s, 1e-6)) << k.name << " silu x=" << x[i];
+    }
+  }
+}
+
 TEST(IsaKernels, TanhScoresMatchNaiveLoop) {
   for (Isa isa : runnableIsas()) {
     const kernels::Table& k = kernels::tableFor(isa);
