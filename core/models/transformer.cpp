@@ -10,6 +10,7 @@
 
 #include "core/base/parallel.h"
 #include "core/base/random.h"
+#include "core/isa/isa.h"
 #include "core/models/layers.h"
 
 namespace attn::model {
@@ -492,6 +493,7 @@ void Session::compute(std::span<const int> ids) {
     // scaled and masked softmax written straight into the packed triangle, weigh values
     const Eigen::OuterStride<> stride(width);
     for (auto& packed : cache.attention) packed.resize(static_cast<std::size_t>(n1 * (n1 + 1) / 2));
+    const kernels::Table& isa = kernels::active();
     auto attendHead = [&](int head, int worker) {
       const Eigen::Index h = head;
       const Eigen::Index g = c.kvHeadOf(head);
@@ -508,11 +510,14 @@ void Session::compute(std::span<const int> ids) {
         const Eigen::Index first =
             c.slidingWindow > 0 ? std::max<Eigen::Index>(0, i - c.slidingWindow + 1) : 0;
         float* row = s.row(r).data();
-        float rowMax = -std::numeric_limits<float>::infinity();
-        for (Eigen::Index j = first; j <= i; ++j) rowMax = std::max(rowMax, row[j] * scale);
-        auto visible = Eigen::Map<Eigen::ArrayXf>(row + first, i + 1 - first);
-        visible = (visible * scale - rowMax).exp();
-        visible /= visible.sum();  // >= 1 term equals exp(0) = 1, so the sum is >= 1
+        // the softmax of the visible keys with core/isa's kernels (the CPU's widest vectors):
+        // scale, maximum, exp of the shifted scores with their sum (in double; >= 1 term is
+        // exp(0) = 1, so the sum is >= 1), divide
+        const Eigen::Index count = i + 1 - first;
+        Eigen::Map<Eigen::ArrayXf>(row + first, count) *= scale;
+        const float rowMax = isa.rowMax(row + first, count);
+        const double sum = isa.expShiftedRow(row + first, rowMax, count, row + first);
+        isa.divideRow(row + first, count, static_cast<float>(sum));
         std::fill(row, row + first, 0.0f);
         std::fill(row + i + 1, row + n1, 0.0f);
         std::copy(row, row + i + 1, packed + i * (i + 1) / 2);
