@@ -32,6 +32,7 @@ struct BenchArgs {
   bool gemmRates = false;
   std::string model;  // --model DIR: time a model folder's forward pass instead
   int tokens = 64, decode = 0;
+  bool againstF32 = false;  // --against-f32: a BF16 folder also run converted to float32
 };
 
 // The options of `bench`, declared once (app/cli/options.h).
@@ -70,6 +71,11 @@ then M more tokens one at a time through the KV cache.
       cli::textOption("--model", "DIR", "time this model folder's forward pass (see above)", a.model),
       cli::intOption("--tokens", "N", 1, 1 << 20, "--model: tokens of the timed forward pass      (default: 64)", a.tokens),
       cli::intOption("--decode", "M", 0, 1 << 20, "--model: then M tokens one at a time           (default: 0)", a.decode),
+      cli::flagOption("--against-f32",
+                      "--model with a BF16 checkpoint: load it again converted to float32 (the\n"
+                      "same weights), run the same tokens and decode steps, and print the\n"
+                      "largest attention difference, both top-1 ids and the F32 decode time",
+                      a.againstF32),
   };
   command.notes =
       R"(output (one line of JSON): n, d, heads, threads, repeat, median_ms, min_ms, max_ms,
@@ -86,7 +92,11 @@ decode_median_cpu_ms, decode_gflops, decode_weight_mb (the weights one decode st
 as stored) and decode_weight_gbps (those bytes over decode_median_ms), file_mb (the
 checkpoint files), peak_rss_mb, isa, blas_core, top_id; with --gemm-rates peak_gflops,
 fraction_of_peak, read_gbps (the rate the same threads read a 256 MiB buffer: the bound for
-decode, which reads every weight once) and decode_fraction_of_read.
+decode, which reads every weight once) and decode_fraction_of_read; with --against-f32
+(a BF16 checkpoint used in place) f32_max_attention_diff (the largest |difference| of any
+attention weight after the prompt and the decode steps, against the same checkpoint
+converted to float32), bf16_final_top_id, f32_final_top_id, f32_decode_median_ms and
+bf16_decode_speedup (F32 decode median / BF16 decode median).
 )";
   return command;
 }
@@ -309,6 +319,50 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
     }
   }
 
+  // 4 --against-f32: the same weights converted to float32, the same tokens and steps
+  nlohmann::ordered_json against;
+  if (a.againstF32) {
+    if (folder->weights->storedAs != "BF16") {
+      err << "attnscope: option '--against-f32': " << a.model << " is kept as "
+          << folder->weights->storedAs << ", not BF16 in place\n";
+      return 2;
+    }
+    io::LoadOptions convert;
+    convert.bf16InPlace = false;
+    Expected<io::ModelFolder> f32 = io::loadModelFolder(a.model, convert);
+    if (!f32) {
+      err << "attnscope: " << f32.error().message() << '\n';
+      return 2;
+    }
+    model::Session reference(f32->weights);
+    reference.setThreads(threads);
+    const std::span<const int> all(ids.data(), static_cast<std::size_t>(a.tokens));
+    std::vector<double> f32DecodeMs;
+    Status s = reference.append(all);
+    for (int step = 0; s && step < a.decode; ++step) {
+      const auto start = std::chrono::steady_clock::now();
+      s = reference.append(std::span<const int>(ids).subspan(static_cast<std::size_t>(a.tokens + step), 1));
+      f32DecodeMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (!s) {
+      err << "attnscope: " << s.error().message() << '\n';
+      return 2;
+    }
+    // the BF16 session holds the same tokens: prompt + decode steps
+    const std::vector<float> mine = session.attentionTensor(), theirs = reference.attentionTensor();
+    double worst = 0;
+    for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::abs(mine[i] - theirs[i])));
+    const std::vector<model::TokenProbability> mineTop = session.topK(1), theirTop = reference.topK(1);
+    against["f32_max_attention_diff"] = worst;
+    against["bf16_final_top_id"] = mineTop.empty() ? -1 : mineTop[0].id;
+    against["f32_final_top_id"] = theirTop.empty() ? -1 : theirTop[0].id;
+    if (a.decode > 0) {
+      against["f32_decode_median_ms"] = medianOf(f32DecodeMs);
+      against["bf16_decode_speedup"] = medianOf(f32DecodeMs) / medianOf(decodeMs);
+    }
+  }
+
   const double fileBytes = static_cast<double>(folder->weights->fileBytes);
   const double median = medianOf(ms);
   const double flops = forwardFlops(c, 0, a.tokens);
@@ -354,6 +408,7 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
           decodeWeightBytes(*folder->weights) / (medianOf(decodeMs) * 1e-3) * 1e-9 / doc["read_gbps"].get<double>();
     }
   }
+  for (const auto& [key, value] : against.items()) doc[key] = value;
   doc["times_ms"] = ms;
   if (a.decode > 0) doc["decode_times_ms"] = decodeMs;
   out << doc.dump() << '\n';

@@ -232,6 +232,31 @@ TEST(BenchModel, TimesEveryFamilyAndPrintsTheFields) {
   }
 }
 
+// --against-f32: the BF16 checkpoint in place against the same checkpoint converted to
+// float32 (the fixture's values are exact in BF16, so the two differ by float rounding only).
+TEST(BenchModel, AgainstF32ComparesTheSameWeights) {
+  for (const modeltest::Spec& spec : {modeltest::gpt2Spec(), modeltest::llamaSpec()}) {
+    SCOPED_TRACE(spec.modelType);
+    const fs::path dir = modeltest::writeFolder("bench_against_" + spec.modelType, spec,
+                                                modeltest::makeTensors(spec, 9), "BF16");
+    RunResult run = runInProcess({"bench", "--model", dir.string(), "--tokens", "9", "--threads", "2",
+                                  "--repeat", "1", "--decode", "3", "--against-f32"});
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    const json doc = json::parse(run.out);
+    EXPECT_LT(doc["f32_max_attention_diff"].get<double>(), 1e-4);
+    EXPECT_EQ(doc["bf16_final_top_id"], doc["f32_final_top_id"]);
+    EXPECT_GT(doc["f32_decode_median_ms"].get<double>(), 0);
+    EXPECT_NEAR(doc["bf16_decode_speedup"].get<double>(),
+                doc["f32_decode_median_ms"].get<double>() / doc["decode_median_ms"].get<double>(), 1e-9);
+  }
+  const fs::path f32 = modeltest::writeFolder("bench_against_f32", modeltest::llamaSpec(),
+                                              modeltest::makeTensors(modeltest::llamaSpec(), 9), "F32");
+  RunResult refused = runInProcess({"bench", "--model", f32.string(), "--tokens", "4", "--against-f32"});
+  EXPECT_EQ(refused.exitCode, 2);
+  EXPECT_EQ(refused.err, "attnscope: option '--against-f32': " + f32.string() +
+                             " is kept as F32, not BF16 in place\n");
+}
+
 TEST(BenchModel, RefusesMoreTokensThanTheContextAndABadFolder) {
   const modeltest::Spec spec = modeltest::llamaSpec();
   const fs::path dir = modeltest::writeFolder("bench_model_context", spec, modeltest::makeTensors(spec, 5));
