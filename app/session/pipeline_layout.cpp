@@ -2,6 +2,7 @@
 #include "app/session/pipeline_layout.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace attn::app {
 
@@ -208,13 +209,32 @@ void fillPages(const StageLayoutInput& input, StageLayout& layout) {
           kMinRowSqueeze, 1.0f);
     }
   }
+  // 3 readable as laid out: every card's grid at least its readableHeight (a card whose
+  //   natural height is lower, e.g. a wide one at its least height, is no exception: its
+  //   cells would lose their numbers) and its readableWidth; a floor the card could not
+  //   reach even alone on a page does not count (a 12 x 64 matrix never shows its numbers
+  //   at 1920 px: it need not take a page of its own for that)
+  for (int i = 0; i < n && layout.readable; ++i) {
+    const StageCardSize& card = input.cards[i];
+    const float alone = input.width - stageRowWidth(input, i, i + 1, 0.0f);
+    const float width = card.readableWidth <= alone ? card.readableWidth : 0.0f;
+    const float height =
+        card.readableHeight <= input.height - input.rowOverhead - card.labelBand
+            ? card.readableHeight
+            : 0.0f;
+    if (stageGridHeight(input, layout, i) < height - 0.5f ||
+        layout.rowGrid(layout.rowOf(i)) * card.aspect < width - 1.0f)  // (grids are floored)
+      layout.readable = false;
+  }
 }
 
-float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
+float stagePageCoverage(const StageLayoutInput& input, const StageLayout& layout, int page) {
   const int n = static_cast<int>(input.cards.size());
   if (n == 0 || input.width <= 0 || input.height <= 0) return 0.0f;
+  const int first = layout.pageStarts.empty() ? 0 : layout.pageStarts[page];
+  const int last = page + 1 < layout.pages() ? layout.pageStarts[page + 1] : layout.rows();
   float covered = 0;
-  for (int r = 0; r < layout.rows(); ++r) {
+  for (int r = first; r < last; ++r) {
     const float g = layout.rowGrid(r);
     for (int i = layout.rowStarts[r]; i < rowEnd(layout, r, n); ++i) {
       const StageCardSize& card = input.cards[i];
@@ -223,8 +243,65 @@ float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
                   stageRowBand(input, layout, r));
     }
   }
-  return std::min(1.0f, covered / (input.width * input.height * static_cast<float>(layout.pages())));
+  return std::min(1.0f, covered / (input.width * input.height));
 }
+
+float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
+  float sum = 0;
+  for (int p = 0; p < layout.pages(); ++p) sum += stagePageCoverage(input, layout, p);
+  return sum / static_cast<float>(layout.pages());
+}
+
+namespace {
+
+// True when every page but the last (the only one, if it is alone) is covered to at least
+// kPageFill (stagePageCoverage).
+bool pagesFilled(const StageLayoutInput& input, const StageLayout& layout) {
+  const int full = std::max(1, layout.pages() - 1);
+  for (int p = 0; p < full; ++p)
+    if (stagePageCoverage(input, layout, p) < kPageFill) return false;
+  return true;
+}
+
+// The area of the smallest grid of `layout` (width x height, as laid out).
+float smallestCard(const StageLayoutInput& input, const StageLayout& layout) {
+  const int n = static_cast<int>(input.cards.size());
+  float least = 0;
+  for (int i = 0; i < n; ++i) {
+    const int r = layout.rowOf(i);
+    const float area = layout.rowGrid(r) * input.cards[i].aspect * stageGridHeight(input, layout, i);
+    least = i == 0 ? area : std::min(least, area);
+  }
+  return least;
+}
+
+// The candidates of layoutStages, each justified by fillPages, in the order of preference:
+// readable, pages filled, fewest pages, most covered.
+struct BestLayout {
+  StageLayout layout;
+  bool any = false, filled = false;
+  float smallest = 0, coverage = 0;
+  void consider(const StageLayoutInput& input, StageLayout candidate) {
+    fillPages(input, candidate);
+    const bool full = pagesFilled(input, candidate);
+    const float least = smallestCard(input, candidate);
+    const float covers = stageCoverage(input, candidate);
+    const bool better = !any                                    ? true
+                        : candidate.readable != layout.readable ? candidate.readable
+                        : full != filled                        ? full
+                        : candidate.pages() != layout.pages()   ? candidate.pages() < layout.pages()
+                        : std::abs(least - smallest) > 0.02f * smallest ? least > smallest
+                                                                        : covers > coverage + 1e-4f;
+    if (!better) return;
+    layout = std::move(candidate);
+    any = true;
+    filled = full;
+    smallest = least;
+    coverage = covers;
+  }
+};
+
+}  // namespace
 
 StageLayout layoutStages(const StageLayoutInput& input) {
   const int n = static_cast<int>(input.cards.size());
@@ -246,35 +323,44 @@ StageLayout layoutStages(const StageLayoutInput& input) {
     layout.fits = false;
     return layout;
   }
-  // 3 the fewest pages happen at the smallest allowed grid; among the packings with that
-  //   many pages, grown to fill their pages, the one that covers the most (ties: larger grid;
-  //   at most ~200 packings, so a frame stays cheap)
-  const int fewest = packAt(input, input.minGrid).pages();
-  StageLayout best = packAt(input, input.minGrid);
-  fillPages(input, best);
-  float bestCoverage = -1.0f;
-  //   (each distinct packing once, at the smallest grid that makes it: the most room to grow)
-  const float step = std::max(1.0f, (largest - input.minGrid) / 200.0f);
-  StageLayout previous;
-  for (float grid = input.minGrid; grid <= largest; grid += step) {
-    StageLayout layout = packAt(input, grid);
-    if (layout.rowStarts == previous.rowStarts && layout.pageStarts == previous.pageStarts)
-      continue;
-    previous = layout;
-    if (layout.pages() > fewest + 1 || !fitsWindow(input, layout)) continue;
-    fillPages(input, layout);
-    const float coverage = stageCoverage(input, layout);
-    const bool better = layout.readable != best.readable ? layout.readable
-                        : layout.pages() != best.pages()
-                            ? layout.pages() < best.pages()
-                            : coverage > bestCoverage - 1e-4f;  // ties: the larger grid (later)
-    if (bestCoverage < 0 || better) {
-      best = layout;
-      bestCoverage = coverage;
+  BestLayout best;
+  if (n <= kMostCardsEnumerated) {
+    // 3 every way to cut the cards into rows and the rows into pages (each gap between two
+    //   cards: the same row, a new row or a new page; 3^(n-1), at most 6561 for the nine
+    //   stages) that fits the window at minGrid, grown to fill its pages (fillPages)
+    int ways = 1;
+    for (int i = 1; i < n; ++i) ways *= 3;
+    for (int way = 0; way < ways; ++way) {
+      StageLayout layout;
+      layout.grid = input.minGrid;
+      layout.rowStarts = {0};
+      layout.pageStarts = {0};
+      for (int i = 1, code = way; i < n; ++i, code /= 3) {
+        if (code % 3 == 0) continue;
+        layout.rowStarts.push_back(i);
+        if (code % 3 == 2) layout.pageStarts.push_back(layout.rows() - 1);
+      }
+      if (fitsWindow(input, layout)) best.consider(input, std::move(layout));
+    }
+  } else {
+    // 3 more cards than that: the greedy packings at every grid size from minGrid up (each
+    //   distinct one once, at the smallest grid that makes it: the most room to grow)
+    const float step = std::max(1.0f, (largest - input.minGrid) / 200.0f);
+    StageLayout previous;
+    for (float grid = input.minGrid; grid <= largest; grid += step) {
+      StageLayout layout = packAt(input, grid);
+      if (layout.rowStarts == previous.rowStarts && layout.pageStarts == previous.pageStarts)
+        continue;
+      previous = layout;
+      if (fitsWindow(input, layout)) best.consider(input, std::move(layout));
     }
   }
-  best.fits = fitsWindow(input, best);
-  return best;
+  if (!best.any) {  // (cannot happen: one card a row, one row a page fits at minGrid)
+    best.layout = packAt(input, input.minGrid);
+    fillPages(input, best.layout);
+  }
+  best.layout.fits = fitsWindow(input, best.layout);
+  return best.layout;
 }
 
 }  // namespace attn::app
