@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,7 @@ struct Card {
 
 // An empty frame the size of a card's grid with a short text in it: a stage not yet
 // reached while stepping ("?"), or one that has no mean over heads. Keeps the layout still.
+// The text is drawn whole, a word a line (and smaller) in a narrow frame.
 void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, const char* text) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -90,11 +92,37 @@ void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, co
   const ImVec2 boxMax(p0.x + cardSize.x, p0.y + cardSize.y);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRect(boxMin, boxMax, ImGui::GetColorU32(ImGuiCol_Border), style.FrameRounding);
-  const ImVec2 size = ImGui::CalcTextSize(text);
+  // Whole words, never clipped ("no me"): one line when it fits, else a word a line, at a
+  // smaller size if even the widest word is wider than the box.
+  const float room = std::max(1.0f, boxMax.x - boxMin.x - 4.0f);
+  std::vector<std::string> lines{text};
+  if (ImGui::CalcTextSize(text).x > room) {
+    lines.clear();
+    std::string word;
+    for (const char* c = text;; ++c) {
+      if (*c == ' ' || *c == '\0') {
+        if (!word.empty()) lines.push_back(word);
+        word.clear();
+        if (*c == '\0') break;
+      } else {
+        word += *c;
+      }
+    }
+  }
+  float widest = 0;
+  for (const std::string& line : lines)
+    widest = std::max(widest, ImGui::CalcTextSize(line.c_str()).x);
+  const float px = ImGui::GetFontSize() * std::clamp(room / std::max(widest, 1.0f), 0.5f, 1.0f);
+  const float lineHeight = px * 1.1f;
+  float y = (boxMin.y + boxMax.y - lineHeight * static_cast<float>(lines.size())) * 0.5f;
   draw->PushClipRect(boxMin, boxMax, true);
-  draw->AddText(ImVec2(std::max(boxMin.x + 2.0f, (boxMin.x + boxMax.x - size.x) * 0.5f),
-                       (boxMin.y + boxMax.y - size.y) * 0.5f),
-                ImGui::GetColorU32(ImGuiCol_TextDisabled), text);
+  for (const std::string& line : lines) {
+    const float w = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.0f, line.c_str()).x;
+    draw->AddText(ImGui::GetFont(), px,
+                  ImVec2(std::max(boxMin.x + 2.0f, (boxMin.x + boxMax.x - w) * 0.5f), y),
+                  ImGui::GetColorU32(ImGuiCol_TextDisabled), line.c_str());
+    y += lineHeight;
+  }
   draw->PopClipRect();
 }
 
