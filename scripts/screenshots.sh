@@ -27,7 +27,10 @@ command -v xvfb-run >/dev/null || { echo "screenshots.sh: xvfb-run is missing (D
 mkdir -p "$OUT"
 
 MODES=(normal)
-if "$APP" screenshot --help 2>&1 | grep -q -- '--presentation'; then
+# (the help read whole first: grep -q stops at the first match, and under pipefail the
+# SIGPIPE that attnscope then gets would fail the test)
+HELP="$("$APP" screenshot --help 2>&1 || true)"
+if grep -q -- '--presentation' <<<"$HELP"; then
   MODES+=(presentation)
 else
   echo "screenshots.sh: this attnscope has no --presentation flag: normal mode only" >&2

@@ -2,6 +2,7 @@
 #include "app/session/pipeline_layout.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace attn::app {
 
@@ -208,13 +209,32 @@ void fillPages(const StageLayoutInput& input, StageLayout& layout) {
           kMinRowSqueeze, 1.0f);
     }
   }
+  // 3 readable as laid out: every card's grid at least its readableHeight (a card whose
+  //   natural height is lower, e.g. a wide one at its least height, is no exception: its
+  //   cells would lose their numbers) and its readableWidth; a floor the card could not
+  //   reach even alone on a page does not count (a 12 x 64 matrix never shows its numbers
+  //   at 1920 px: it need not take a page of its own for that)
+  for (int i = 0; i < n && layout.readable; ++i) {
+    const StageCardSize& card = input.cards[i];
+    const float alone = input.width - stageRowWidth(input, i, i + 1, 0.0f);
+    const float width = card.readableWidth <= alone ? card.readableWidth : 0.0f;
+    const float height =
+        card.readableHeight <= input.height - input.rowOverhead - card.labelBand
+            ? card.readableHeight
+            : 0.0f;
+    if (stageGridHeight(input, layout, i) < height - 0.5f ||
+        layout.rowGrid(layout.rowOf(i)) * card.aspect < width - 1.0f)  // (grids are floored)
+      layout.readable = false;
+  }
 }
 
-float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
+float stagePageCoverage(const StageLayoutInput& input, const StageLayout& layout, int page) {
   const int n = static_cast<int>(input.cards.size());
   if (n == 0 || input.width <= 0 || input.height <= 0) return 0.0f;
+  const int first = layout.pageStarts.empty() ? 0 : layout.pageStarts[page];
+  const int last = page + 1 < layout.pages() ? layout.pageStarts[page + 1] : layout.rows();
   float covered = 0;
-  for (int r = 0; r < layout.rows(); ++r) {
+  for (int r = first; r < last; ++r) {
     const float g = layout.rowGrid(r);
     for (int i = layout.rowStarts[r]; i < rowEnd(layout, r, n); ++i) {
       const StageCardSize& card = input.cards[i];
@@ -223,8 +243,179 @@ float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
                   stageRowBand(input, layout, r));
     }
   }
-  return std::min(1.0f, covered / (input.width * input.height * static_cast<float>(layout.pages())));
+  return std::min(1.0f, covered / (input.width * input.height));
 }
+
+float stageCoverage(const StageLayoutInput& input, const StageLayout& layout) {
+  float sum = 0;
+  for (int p = 0; p < layout.pages(); ++p) sum += stagePageCoverage(input, layout, p);
+  return sum / static_cast<float>(layout.pages());
+}
+
+namespace {
+
+// True when every page but the last (the only one, if it is alone) is covered to at least
+// kPageFill (stagePageCoverage).
+bool pagesFilled(const StageLayoutInput& input, const StageLayout& layout) {
+  const int full = std::max(1, layout.pages() - 1);
+  for (int p = 0; p < full; ++p)
+    if (stagePageCoverage(input, layout, p) < kPageFill) return false;
+  return true;
+}
+
+// The area of the smallest grid of `layout` (width x height, as laid out).
+float smallestCard(const StageLayoutInput& input, const StageLayout& layout) {
+  const int n = static_cast<int>(input.cards.size());
+  float least = 0;
+  for (int i = 0; i < n; ++i) {
+    const int r = layout.rowOf(i);
+    const float area = layout.rowGrid(r) * input.cards[i].aspect * stageGridHeight(input, layout, i);
+    least = i == 0 ? area : std::min(least, area);
+  }
+  return least;
+}
+
+// What layoutStages compares of a candidate layout, in the order of preference: readable,
+// pages filled (every page but the last covers kPageFill), fewest pages, the largest
+// smallest grid (within 2 %), the most covered (mean over pages).
+struct Score {
+  bool readable = false, filled = false;
+  int pages = 0;
+  float smallest = 0, coverage = 0;
+  bool betterThan(const Score& other) const {
+    if (readable != other.readable) return readable;
+    if (filled != other.filled) return filled;
+    if (pages != other.pages) return pages < other.pages;
+    if (std::abs(smallest - other.smallest) > 0.02f * other.smallest)
+      return smallest > other.smallest;
+    return coverage > other.coverage + 1e-4f;
+  }
+};
+
+Score scoreOf(const StageLayoutInput& input, const StageLayout& layout) {
+  Score score;
+  score.readable = layout.readable;
+  score.filled = pagesFilled(input, layout);
+  score.pages = layout.pages();
+  score.smallest = smallestCard(input, layout);
+  score.coverage = stageCoverage(input, layout);
+  return score;
+}
+
+// One page of an enumerated layout: cards [begin, end) cut into rows where bit g of `cuts`
+// is set (a row starts at card begin + g + 1), justified on its own by fillPages (which
+// justifies each page apart from the others, so a page's result is the same in every
+// layout that has it).
+struct PageChoice {
+  bool evaluated = false, fits = false, readable = false;
+  float coverage = 0, smallest = 0;
+  std::vector<int> rowStarts;  // of the whole input
+  std::vector<float> rowGrids, rowStretch;
+};
+
+PageChoice evaluatePage(const StageLayoutInput& input, int begin, int end, unsigned cuts) {
+  StageLayoutInput page = input;
+  page.cards.assign(input.cards.begin() + begin, input.cards.begin() + end);
+  StageLayout layout;
+  layout.grid = input.minGrid;
+  layout.rowStarts = {0};
+  layout.pageStarts = {0};
+  for (int g = 0; g + 1 < end - begin; ++g)
+    if ((cuts >> g) & 1u) layout.rowStarts.push_back(g + 1);
+  PageChoice choice;
+  choice.evaluated = true;
+  choice.fits = fitsWindow(page, layout);
+  if (!choice.fits) return choice;
+  fillPages(page, layout);
+  choice.readable = layout.readable;
+  choice.coverage = stagePageCoverage(page, layout, 0);
+  choice.smallest = smallestCard(page, layout);
+  for (int r : layout.rowStarts) choice.rowStarts.push_back(begin + r);
+  choice.rowGrids = layout.rowGrids;
+  choice.rowStretch = layout.rowStretch;
+  return choice;
+}
+
+// Step 3 of layoutStages for at most kMostCardsEnumerated cards: every way to cut them into
+// rows and the rows into pages (each gap between two cards: the same row, a new row or a
+// new page; 3^(n-1), 6561 for nine), each page justified once and remembered (about a
+// thousand distinct pages for nine cards), the best by Score.
+StageLayout bestEnumerated(const StageLayoutInput& input) {
+  const int n = static_cast<int>(input.cards.size());
+  // pages[begin][end - begin - 1][cuts]
+  std::vector<std::vector<std::vector<PageChoice>>> pages(static_cast<std::size_t>(n));
+  for (int begin = 0; begin < n; ++begin) {
+    pages[begin].resize(static_cast<std::size_t>(n - begin));
+    for (int length = 1; begin + length <= n; ++length)
+      pages[begin][length - 1].resize(std::size_t{1} << (length - 1));
+  }
+  auto page = [&](int begin, int end, unsigned cuts) -> const PageChoice& {
+    PageChoice& choice = pages[begin][end - begin - 1][cuts];
+    if (!choice.evaluated) choice = evaluatePage(input, begin, end, cuts);
+    return choice;
+  };
+  int ways = 1;
+  for (int i = 1; i < n; ++i) ways *= 3;
+  Score best;
+  int bestWay = -1;
+  struct Cut {
+    int begin, end;
+    unsigned cuts;
+  };
+  std::vector<Cut> cut;
+  for (int way = 0; way < ways; ++way) {
+    cut.assign(1, Cut{0, n, 0u});
+    for (int i = 1, code = way; i < n; ++i, code /= 3) {
+      if (code % 3 == 1) cut.back().cuts |= 1u << (i - cut.back().begin - 1);
+      if (code % 3 == 2) {
+        cut.back().end = i;
+        cut.push_back(Cut{i, n, 0u});
+      }
+    }
+    Score score;
+    score.readable = true;
+    score.filled = true;
+    score.pages = static_cast<int>(cut.size());
+    bool fits = true;
+    for (std::size_t p = 0; p < cut.size() && fits; ++p) {
+      const PageChoice& choice = page(cut[p].begin, cut[p].end, cut[p].cuts);
+      fits = choice.fits;
+      score.readable = score.readable && choice.readable;
+      if (p + 1 < cut.size() || cut.size() == 1)
+        score.filled = score.filled && choice.coverage >= kPageFill;
+      score.smallest = p == 0 ? choice.smallest : std::min(score.smallest, choice.smallest);
+      score.coverage += choice.coverage / static_cast<float>(cut.size());
+    }
+    if (!fits || (bestWay >= 0 && !score.betterThan(best))) continue;
+    best = score;
+    bestWay = way;
+  }
+  StageLayout layout;
+  layout.grid = input.minGrid;
+  if (bestWay < 0) return layout;  // (cannot happen: one card a page fits at minGrid)
+  // The best way again, its pages put together.
+  cut.assign(1, Cut{0, n, 0u});
+  for (int i = 1, code = bestWay; i < n; ++i, code /= 3) {
+    if (code % 3 == 1) cut.back().cuts |= 1u << (i - cut.back().begin - 1);
+    if (code % 3 == 2) {
+      cut.back().end = i;
+      cut.push_back(Cut{i, n, 0u});
+    }
+  }
+  layout.readable = best.readable;
+  for (const Cut& c : cut) {
+    const PageChoice& choice = page(c.begin, c.end, c.cuts);
+    layout.pageStarts.push_back(layout.rows());
+    layout.rowStarts.insert(layout.rowStarts.end(), choice.rowStarts.begin(),
+                            choice.rowStarts.end());
+    layout.rowGrids.insert(layout.rowGrids.end(), choice.rowGrids.begin(), choice.rowGrids.end());
+    layout.rowStretch.insert(layout.rowStretch.end(), choice.rowStretch.begin(),
+                             choice.rowStretch.end());
+  }
+  return layout;
+}
+
+}  // namespace
 
 StageLayout layoutStages(const StageLayoutInput& input) {
   const int n = static_cast<int>(input.cards.size());
@@ -246,32 +437,34 @@ StageLayout layoutStages(const StageLayoutInput& input) {
     layout.fits = false;
     return layout;
   }
-  // 3 the fewest pages happen at the smallest allowed grid; among the packings with that
-  //   many pages, grown to fill their pages, the one that covers the most (ties: larger grid;
-  //   at most ~200 packings, so a frame stays cheap)
-  const int fewest = packAt(input, input.minGrid).pages();
-  StageLayout best = packAt(input, input.minGrid);
-  fillPages(input, best);
-  float bestCoverage = -1.0f;
-  //   (each distinct packing once, at the smallest grid that makes it: the most room to grow)
-  const float step = std::max(1.0f, (largest - input.minGrid) / 200.0f);
-  StageLayout previous;
-  for (float grid = input.minGrid; grid <= largest; grid += step) {
-    StageLayout layout = packAt(input, grid);
-    if (layout.rowStarts == previous.rowStarts && layout.pageStarts == previous.pageStarts)
-      continue;
-    previous = layout;
-    if (layout.pages() > fewest + 1 || !fitsWindow(input, layout)) continue;
-    fillPages(input, layout);
-    const float coverage = stageCoverage(input, layout);
-    const bool better = layout.readable != best.readable ? layout.readable
-                        : layout.pages() != best.pages()
-                            ? layout.pages() < best.pages()
-                            : coverage > bestCoverage - 1e-4f;  // ties: the larger grid (later)
-    if (bestCoverage < 0 || better) {
-      best = layout;
-      bestCoverage = coverage;
+  // 3 the best of every cut into rows and pages (bestEnumerated); more cards than that: of
+  //   the greedy packings at every grid size from minGrid up (each distinct one once, at the
+  //   smallest grid that makes it: the most room to grow)
+  StageLayout best;
+  if (n <= kMostCardsEnumerated) {
+    best = bestEnumerated(input);
+  } else {
+    Score bestScore;
+    bool any = false;
+    const float step = std::max(1.0f, (largest - input.minGrid) / 200.0f);
+    StageLayout previous;
+    for (float grid = input.minGrid; grid <= largest; grid += step) {
+      StageLayout layout = packAt(input, grid);
+      if (layout.rowStarts == previous.rowStarts && layout.pageStarts == previous.pageStarts)
+        continue;
+      previous = layout;
+      if (!fitsWindow(input, layout)) continue;
+      fillPages(input, layout);
+      const Score score = scoreOf(input, layout);
+      if (any && !score.betterThan(bestScore)) continue;
+      best = std::move(layout);
+      bestScore = score;
+      any = true;
     }
+  }
+  if (best.rowStarts.empty()) {  // (cannot happen: one card a row, one row a page fits)
+    best = packAt(input, input.minGrid);
+    fillPages(input, best);
   }
   best.fits = fitsWindow(input, best);
   return best;

@@ -1,6 +1,6 @@
 // Where the Pipeline's stage cards go in presentation mode (F5), as a pure function of sizes
 // (no ImGui), so that the rule "every stage fits the window, every heatmap at least 300 px"
-// is tested without a window: cards in rows, rows in pages, every card of one grid height.
+// is tested without a window: cards in rows, rows in pages, each row of one grid height.
 #pragma once
 
 #include <vector>
@@ -27,6 +27,10 @@ struct StageCardSize {
   // The grid height below which its cells lose their numbers and full-size labels (rows x
   // 1.5 font heights): fillPages lowers a row's cards no further than this (0 = no floor).
   float readableHeight = 0;
+  // The grid width below which its cells are too narrow for a number of two significant
+  // digits ("-0.0" at the smallest number font): fillPages calls a layout that leaves a card
+  // narrower than this not readable (0 = no floor).
+  float readableWidth = 0;
   // Extra height above the grid for column labels read bottom to top (their band beyond
   // the one line upright labels take); a row is as much taller as its largest.
   float labelBand = 0;
@@ -64,7 +68,8 @@ struct StageLayout {
   // Each row's height factor in [kMinRowSqueeze, kMaxRowStretch] (fillPages): the rows of a
   // page share its height, their cells taller or lower than square. Empty = 1 for every row.
   std::vector<float> rowStretch;
-  bool readable = true;  // fillPages kept every row at or above its cards' readableHeight
+  bool readable = true;  // fillPages kept every card at or above its readableHeight and
+                         // readableWidth
   float stretchOf(int row) const {
     return row >= 0 && row < static_cast<int>(rowStretch.size()) ? rowStretch[row] : 1.0f;
   }
@@ -99,18 +104,32 @@ float stageRowWidth(const StageLayoutInput& input, int begin, int end, float gri
 // layout.grid). Sets layout.rowGrids and layout.rowStretch (the height factor of each row).
 void fillPages(const StageLayoutInput& input, StageLayout& layout);
 
-// The part of the pages the cards cover: the sum of the cards' boxes (labels, grid, bar;
-// height with the row overhead) over pages x width x height, in [0, 1].
+// The part of page `page` the cards cover: the sum of its cards' boxes (labels, grid, bar;
+// height with the row overhead) over width x height, in [0, 1].
+float stagePageCoverage(const StageLayoutInput& input, const StageLayout& layout, int page);
+
+// The mean of stagePageCoverage over the pages, in [0, 1].
 float stageCoverage(const StageLayoutInput& input, const StageLayout& layout);
 
-// Packs the cards into rows (a card starts a new row when the row would be wider than the
-// window) and the rows into pages (as many as the height holds). Among the packings (one
-// per grid size from minGrid up to the largest) with at most one page more than the fewest
-// at minGrid, each justified by fillPages: a readable one (cells keep their numbers) before
-// one that is not, then the fewest pages, then the one that covers most of the pages
-// (stageCoverage; ties: the larger grid). Cards keep their rows and pages whatever the step
-// (the layout does not depend on it). When the window is too small for minGrid, the
-// largest grid that fits, one card a row if need be.
+// The least part of a page (but the last) that a layout should cover (stagePageCoverage):
+// layoutStages prefers, among readable layouts, one whose pages all reach it to one with
+// fewer pages. (A projected page with a third of it empty is a page that wastes the class's
+// screen; issue 18 asks for at most 25 % of the window empty, header included.)
+inline constexpr float kPageFill = 0.85f;
+
+// layoutStages tries every cut of at most this many cards into rows and pages.
+inline constexpr int kMostCardsEnumerated = 9;
+
+// Cuts the cards into rows and the rows into pages: every cut of up to kMostCardsEnumerated
+// cards (each gap between two cards in a row, a row break or a page break) whose rows fit
+// the width and whose pages fit the height at minGrid, each justified by fillPages (more
+// cards: the greedy packings at each grid size from minGrid up). Preferred, in this order:
+// a readable layout (every card at least its readableHeight and readableWidth, fillPages),
+// one whose pages but the last each cover at least kPageFill (stagePageCoverage), the fewest
+// pages, the largest smallest grid (a card left small on a page of large ones reads worst),
+// then the most covered. Cards keep their rows and pages whatever the step (the layout
+// does not depend on it). When the window is too small for minGrid, the largest grid that
+// fits, one card a row if need be.
 StageLayout layoutStages(const StageLayoutInput& input);
 
 }  // namespace attn::app

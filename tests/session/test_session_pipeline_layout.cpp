@@ -146,4 +146,76 @@ TEST(PresentationLayout, ShortOfHeightRowsGetLowerDownToTheirFloor) {
   EXPECT_FLOAT_EQ(stageGridHeight(roomy, kept, 0), 350.0f);
 }
 
+// Two wide matrices (8 x 16, say: twice as wide as tall) with labels and bars of 50 px on
+// a 1000 px page with 100 px of row overhead.
+StageLayoutInput twoWideCards(float height, float readableWidth) {
+  StageLayoutInput input;
+  input.width = 1000;
+  input.height = height;
+  input.rowOverhead = 100;
+  for (int i = 0; i < 2; ++i) {
+    StageCardSize card;
+    card.labelWidth = 50;
+    card.barWidth = 50;
+    card.shape = 2;  // as tall as half its width
+    card.readableWidth = readableWidth;
+    input.cards.push_back(card);
+  }
+  return input;
+}
+
+TEST(PresentationLayout, CellsTooNarrowForNumbersGiveAWideMatrixARowOfItsOwn) {
+  // Side by side on a 520 px page, each grid is (1000 - 4 x 50) / 2 = 400 wide and 200 tall,
+  // stretched to 400 (kMaxRowStretch): the row is 500 of the 520 px, one page.
+  const StageLayout together = layoutStages(twoWideCards(520, 0));
+  ASSERT_EQ(together.pages(), 1);
+  ASSERT_EQ(together.rows(), 1);
+  EXPECT_FLOAT_EQ(together.rowGrid(0), 400.0f);
+  EXPECT_FLOAT_EQ(stageGridHeight(twoWideCards(520, 0), together, 0), 400.0f);
+  // When a number needs 700 px of width across the 16 columns, 400 is not readable. Alone
+  // in its row a grid is 900 wide (450 tall); two such rows do not fit a page even at half
+  // their height (2 x (225 + 100) > 520), so each gets its page, 420 px tall (the 450
+  // lowered to the page).
+  const StageLayoutInput wide = twoWideCards(520, 700);
+  const StageLayout apart = layoutStages(wide);
+  EXPECT_TRUE(apart.readable);
+  ASSERT_EQ(apart.pages(), 2);
+  ASSERT_EQ(apart.rows(), 2);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FLOAT_EQ(apart.rowGrid(r), 900.0f) << r;
+    EXPECT_NEAR(stageGridHeight(wide, apart, r), 420.0f, 0.01f) << r;
+    EXPECT_NEAR(stagePageCoverage(wide, apart, r), 1.0f, 1e-5f) << r;
+  }
+  // A number that needs 1000 px, more than a row alone gives (900): the cells never hold
+  // it, so that floor does not count and the two share a row again.
+  const StageLayout together2 = layoutStages(twoWideCards(520, 1000));
+  EXPECT_TRUE(together2.readable);
+  EXPECT_EQ(together2.pages(), 1);
+  EXPECT_FLOAT_EQ(together2.rowGrid(0), 400.0f);
+}
+
+TEST(PresentationLayout, APageLeftMostlyEmptyLosesToOneThatIsFilled) {
+  // Side by side on a 700 px page the row stops at 500 px (its cells at twice their height,
+  // kMaxRowStretch): the cards cover 1000 x 500 of 1000 x 700, 71 % < kPageFill.
+  const StageLayoutInput input = twoWideCards(700, 0);
+  StageLayout sideBySide;
+  sideBySide.grid = input.minGrid;
+  sideBySide.rowStarts = {0};
+  sideBySide.pageStarts = {0};
+  fillPages(input, sideBySide);
+  EXPECT_NEAR(stagePageCoverage(input, sideBySide, 0), 500.0f / 700.0f, 1e-5f);
+  // One above the other they fill it: each 900 wide, 450 tall by nature, both lowered alike
+  // to share the 700 - 2 x 100 px: 250 each (225 + 225 x (500 - 450) / (900 - 450)).
+  const StageLayout layout = layoutStages(input);
+  ASSERT_EQ(layout.pages(), 1);
+  ASSERT_EQ(layout.rows(), 2);
+  EXPECT_TRUE(layout.readable);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FLOAT_EQ(layout.rowGrid(i), 900.0f) << i;
+    EXPECT_NEAR(stageGridHeight(input, layout, i), 250.0f, 0.01f) << i;
+  }
+  EXPECT_NEAR(stagePageCoverage(input, layout, 0), 1.0f, 1e-5f);
+  EXPECT_GE(stagePageCoverage(input, layout, 0), kPageFill);
+}
+
 }  // namespace

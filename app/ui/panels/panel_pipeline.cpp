@@ -1,10 +1,11 @@
 // The Pipeline panel: every stage of one head's attention as its own heatmap, side by side,
 // Q, K, V → scores → masked scores → weights → context (→ concat → output), with the
-// operation written on the arrow between stages. Space / Right / PageDown and Left / PageUp
+// operation written on the arrow between stages (in presentation on the card's title line). Space / Right / PageDown and Left / PageUp
 // (what presentation clickers send) step through the stages one at a time (later stages hidden, the current one highlighted), Escape shows all.
 #include <imgui.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,7 @@ struct Card {
 
 // An empty frame the size of a card's grid with a short text in it: a stage not yet
 // reached while stepping ("?"), or one that has no mean over heads. Keeps the layout still.
+// The text is drawn whole, a word a line (and smaller) in a narrow frame.
 void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, const char* text) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -90,11 +92,37 @@ void placeholderCard(ImVec2 cardSize, float labelWidth, float colLabelHeight, co
   const ImVec2 boxMax(p0.x + cardSize.x, p0.y + cardSize.y);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRect(boxMin, boxMax, ImGui::GetColorU32(ImGuiCol_Border), style.FrameRounding);
-  const ImVec2 size = ImGui::CalcTextSize(text);
+  // Whole words, never clipped ("no me"): one line when it fits, else a word a line, at a
+  // smaller size if even the widest word is wider than the box.
+  const float room = std::max(1.0f, boxMax.x - boxMin.x - 4.0f);
+  std::vector<std::string> lines{text};
+  if (ImGui::CalcTextSize(text).x > room) {
+    lines.clear();
+    std::string word;
+    for (const char* c = text;; ++c) {
+      if (*c == ' ' || *c == '\0') {
+        if (!word.empty()) lines.push_back(word);
+        word.clear();
+        if (*c == '\0') break;
+      } else {
+        word += *c;
+      }
+    }
+  }
+  float widest = 0;
+  for (const std::string& line : lines)
+    widest = std::max(widest, ImGui::CalcTextSize(line.c_str()).x);
+  const float px = ImGui::GetFontSize() * std::clamp(room / std::max(widest, 1.0f), 0.5f, 1.0f);
+  const float lineHeight = px * 1.1f;
+  float y = (boxMin.y + boxMax.y - lineHeight * static_cast<float>(lines.size())) * 0.5f;
   draw->PushClipRect(boxMin, boxMax, true);
-  draw->AddText(ImVec2(std::max(boxMin.x + 2.0f, (boxMin.x + boxMax.x - size.x) * 0.5f),
-                       (boxMin.y + boxMax.y - size.y) * 0.5f),
-                ImGui::GetColorU32(ImGuiCol_TextDisabled), text);
+  for (const std::string& line : lines) {
+    const float w = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.0f, line.c_str()).x;
+    draw->AddText(ImGui::GetFont(), px,
+                  ImVec2(std::max(boxMin.x + 2.0f, (boxMin.x + boxMax.x - w) * 0.5f), y),
+                  ImGui::GetColorU32(ImGuiCol_TextDisabled), line.c_str());
+    y += lineHeight;
+  }
   draw->PopClipRect();
 }
 
@@ -188,13 +216,19 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   // shown whatever its View menu flag says, without a title bar.
   const bool presenting = state.view.presentation;
   bool alwaysOpen = true;
-  if (!panel::beginResultPanel("Pipeline", presenting ? &alwaysOpen : panelFlag(state.view, "pipeline"),
-                               state,
-                               presenting ? ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize |
-                                                ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoCollapse |
-                                                ImGuiWindowFlags_NoBringToFrontOnFocus
-                                          : 0))
-    return;
+  // (presentation: half the usual padding around the page, for the heatmaps)
+  if (presenting)
+    ImGui::PushStyleVar(
+        ImGuiStyleVar_WindowPadding,
+        ImVec2(ImGui::GetStyle().WindowPadding.x * 0.5f, ImGui::GetStyle().WindowPadding.y * 0.5f));
+  const bool open = panel::beginResultPanel(
+      "Pipeline", presenting ? &alwaysOpen : panelFlag(state.view, "pipeline"), state,
+      presenting
+          ? ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+                ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus
+          : 0);
+  if (presenting) ImGui::PopStyleVar();
+  if (!open) return;
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed->result;
   const std::vector<MatrixKind> visible = visibleStages(&result);
@@ -391,15 +425,22 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     for (int i = 0; i < n; ++i) {
       StageCardSize card;
       card.aspect = aspects[i];
-      card.labelWidth = labelWidths[i] + style.ItemSpacing.x;
+      // (the card is exactly its labels, grid and bar: input.spacing separates the cards)
+      card.labelWidth = labelWidths[i];
       card.sameLabels = false;  // every card shows its own labels (hasLabels)
-      card.arrowWidth = fixedWidth[i] - labelWidths[i] - style.ItemSpacing.x;
+      // The operation's arrow goes on the card's title line (drawn below), not in a column
+      // of its own beside the grid: a column as tall as the row for one short line of text.
+      card.arrowWidth = 0;
       card.barWidth = presentationBar;
       card.shape = wideShape[i].first;  // a wide matrix's row is lower (stageCardHeight)
       card.minHeight = wideShape[i].second;
       // Cells of 1.5 font heights keep their numbers (1.3) and full-size row labels.
-      if (cards[i].layout != nullptr)
+      // Cells as wide as "-0.0" at the smallest number font (kLabelFloor) with a margin.
+      if (cards[i].layout != nullptr) {
         card.readableHeight = static_cast<float>(cards[i].layout->values().rows) * font * 1.5f;
+        card.readableWidth = static_cast<float>(cards[i].layout->values().cols) *
+                             (ImGui::CalcTextSize("-0.0").x * io::kLabelFloor + font * 0.3f);
+      }
       input.cards.push_back(card);
     }
     // Column labels shrink, then read bottom to top when they still do not fit their cells
@@ -534,7 +575,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
         presenting ? columnLabels + stageRowBand(pagesInput, pages_, pages_.rowOf(i)) : columnLabels;
     const ImVec2 cardSize(labelWidth + cardGrid * aspects[i] + presentationBar,
                           colLabelHeight + cardHeight);
-    if (!card.arrow.empty()) {
+    if (!card.arrow.empty() && !presenting) {
       ImGui::BeginGroup();
       ImGui::Dummy(ImVec2(1.0f, titleHeight + colLabelHeight + cardHeight * 0.5f - font * 0.5f));
       ImGui::TextColored(i < revealed ? panel::formulaColor() : panel::mutedColor(), "%s",
@@ -549,6 +590,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (card.layout) {
       title += "  " + std::to_string(card.layout->values().rows) + "x" +
                std::to_string(card.layout->values().cols);
+    }
+    if (presenting && !card.arrow.empty()) {  // "→ softmax  weights 6x6"
+      ImGui::TextColored(i < revealed ? panel::formulaColor() : panel::mutedColor(), "%s",
+                         card.arrow.c_str());
+      ImGui::SameLine(0.0f, font * 0.6f);
     }
     if (i < revealed) {
       ImGui::TextColored(isCurrent ? panel::formulaColor() : style.Colors[ImGuiCol_Text], "%s",

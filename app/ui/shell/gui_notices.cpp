@@ -43,47 +43,53 @@ void GuiSession::Impl::drawNotices() {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const float font = ImGui::GetFontSize();
   const double t = now();
-  // 1 status bar: the newest notice (or the compute error) and the log button
-  const float barHeight = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
-  ImGui::SetNextWindowPos(ImVec2(viewport->Pos.x, viewport->Pos.y + viewport->Size.y - barHeight));
-  ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, barHeight));
-  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding,
-                      ImVec2(font * 0.5f, ImGui::GetStyle().WindowPadding.y * 0.5f));
-  ImGui::Begin("##status", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
-                   ImGuiWindowFlags_NoBringToFrontOnFocus);
-  ImGui::PopStyleVar();
-  if (ImGui::SmallButton(showLog ? "Hide log" : "Log")) showLog = !showLog;
-  tooltip("Every message since start.");
-  ImGui::SameLine();
-  if (!state.computed->error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Error, state.view.lightTheme));
-    ImGui::TextUnformatted(("cannot compute: " + state.computed->error).c_str());
-    ImGui::PopStyleColor();
-  } else if (!state.notices.empty()) {
-    const Notice& last = state.notices.back();
-    ImGui::PushStyleColor(ImGuiCol_Text, t - last.time < kNoticeSeconds
-                                             ? noticeColor(last.kind, state.view.lightTheme)
-                                             : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextUnformatted((noticePrefix(last.kind) + last.text).c_str());
-    ImGui::PopStyleColor();
-  } else {
-    ImGui::TextDisabled("Ready. Hover a heatmap cell to inspect it; right-click to export.");
+  // 1 status bar: the newest notice (or the compute error) and the log button; none in
+  //   presentation mode (the Pipeline panel fills the window and shows a compute error)
+  const bool bar = !state.view.presentation;
+  const float barHeight = bar ? ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y : 0.f;
+  if (bar) {
+    ImGui::SetNextWindowPos(
+        ImVec2(viewport->Pos.x, viewport->Pos.y + viewport->Size.y - barHeight));
+    ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, barHeight));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding,
+                        ImVec2(font * 0.5f, ImGui::GetStyle().WindowPadding.y * 0.5f));
+    ImGui::Begin("##status", nullptr,
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                     ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
+                     ImGuiWindowFlags_NoBringToFrontOnFocus);
+    ImGui::PopStyleVar();
+    if (ImGui::SmallButton(showLog ? "Hide log" : "Log")) showLog = !showLog;
+    tooltip("Every message since start.");
+    ImGui::SameLine();
+    if (!state.computed->error.empty()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Error, state.view.lightTheme));
+      ImGui::TextUnformatted(("cannot compute: " + state.computed->error).c_str());
+      ImGui::PopStyleColor();
+    } else if (!state.notices.empty()) {
+      const Notice& last = state.notices.back();
+      ImGui::PushStyleColor(ImGuiCol_Text, t - last.time < kNoticeSeconds
+                                               ? noticeColor(last.kind, state.view.lightTheme)
+                                               : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextUnformatted((noticePrefix(last.kind) + last.text).c_str());
+      ImGui::PopStyleColor();
+    } else {
+      ImGui::TextDisabled("Ready. Hover a heatmap cell to inspect it; right-click to export.");
+    }
+    // Right: NaN / inf in the open attention file, never shown silently (hatched cells).
+    if (const std::string nonFinite = attentionStatusText(state.attention); !nonFinite.empty()) {
+      const float width = ImGui::CalcTextSize(nonFinite.c_str()).x;
+      ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width - font));
+      ImGui::PushStyleColor(ImGuiCol_Text,
+                            noticeColor(Notice::Kind::Warning, state.view.lightTheme));
+      ImGui::TextUnformatted(nonFinite.c_str());
+      ImGui::PopStyleColor();
+      tooltip(
+          "Non-finite values in the attention file: NaN and +inf cells are magenta and "
+          "hatched, -inf cells grey and hatched; the Attention panel's model view says "
+          "which heads have them.");
+    }
+    ImGui::End();
   }
-  // Right: NaN / inf in the open attention file, never shown silently (hatched cells).
-  if (const std::string nonFinite = attentionStatusText(state.attention); !nonFinite.empty()) {
-    const float width = ImGui::CalcTextSize(nonFinite.c_str()).x;
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowWidth() - width - font));
-    ImGui::PushStyleColor(ImGuiCol_Text, noticeColor(Notice::Kind::Warning, state.view.lightTheme));
-    ImGui::TextUnformatted(nonFinite.c_str());
-    ImGui::PopStyleColor();
-    tooltip(
-        "Non-finite values in the attention file: NaN and +inf cells are magenta and "
-        "hatched, -inf cells grey and hatched; the Attention panel's model view says "
-        "which heads have them.");
-  }
-  ImGui::End();
 
   // 2 toasts: notices younger than kNoticeSeconds, newest at the bottom, above the status bar
   std::vector<const Notice*> recent;

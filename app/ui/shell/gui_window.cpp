@@ -275,10 +275,11 @@ void GuiSession::Impl::drawPanels() {
 void GuiSession::Impl::drawPresentation() {
   // The Pipeline alone over the whole window (no menu bar); the tiled layout is redone when
   // presentation mode ends (layoutPanels sees the font size change back).
+  // No status bar below it (drawNotices): a class needs no "Ready. Hover a cell…" and Log
+  // button on the projection, and its line goes to the heatmaps.
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
-  const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
   ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
-  ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, viewport->Size.y - status), ImGuiCond_Always);
+  ImGui::SetNextWindowSize(viewport->Size, ImGuiCond_Always);
   drawPipelinePanel(state, *heatmaps);
   layoutDirty = true;
 }

@@ -383,11 +383,15 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
   std::string fullTitle(view.valueTitle);
   if (!g.ruleText.empty()) fullTitle += (fullTitle.empty() ? "" : " \xC2\xB7 ") + g.ruleText;
   if (!fullTitle.empty()) {
-    const std::string title = fitLabel(fullTitle, barMax.y - barMin.y, kTitleChars);
-    const float width = ImGui::CalcTextSize(title.c_str()).x;
+    // Longer than the bar: a smaller font (down to kLabelFloor) before it ends in "…".
+    const float room = barMax.y - barMin.y;
+    const float full = ImGui::CalcTextSize(io::capLabel(fullTitle, kTitleChars).c_str()).x;
+    const float px = font * std::clamp(room / std::max(full, 1.f), kLabelFloor, 1.f);
+    const std::string title = fitLabel(fullTitle, room, kTitleChars, px);
+    const float width = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, title.c_str()).x;
     const ImVec2 at(right + font * 0.3f, std::round((barMin.y + barMax.y + width) * 0.5f));
     addTextUp(drawList, at, textColor, title, ImVec2(at.x, barMin.y),
-              ImVec2(at.x + font * 1.2f, barMax.y));
+              ImVec2(at.x + font * 1.2f, barMax.y), px);
   }
 }
 
