@@ -228,6 +228,9 @@ struct Notice {
   std::string text;
   double time = 0;  // seconds (glfwGetTime or test clock) when it was posted
 };
+// How long a warning or error stays on screen (a toast; in presentation mode, the
+// Pipeline's header line) before only the Log has it.
+inline constexpr double kNoticeSeconds = 8.0;
 
 struct AppState {
   Scenario doc;                    // the document: everything the user edits

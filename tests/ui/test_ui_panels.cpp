@@ -21,6 +21,7 @@
 #include "app/session/frame_pacing.h"
 #include "app/session/pipeline_layout.h"
 #include "app/session/pipeline_steps.h"
+#include "app/ui/shell/drawn_text.h"
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
@@ -586,6 +587,60 @@ TEST_F(Headless, PresentationAt1280x800ShowsWholeHeatmapsOfAtLeast300Px) {
   }
   EXPECT_TRUE(single);
   io.FontGlobalScale = 1.0f;
+}
+
+// In presentation mode no toast floats over the page: the newest warning or error of the
+// last kNoticeSeconds takes the place of the key hint on the header line, above every
+// heatmap, cut to the line; older ones (and info notices) leave the hint.
+TEST_F(Headless, PresentationShowsTheNewestProblemOnTheHeaderLineAboveThePage) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.DisplaySize = ImVec2(1280, 800);
+  AppState state = loadedPreset("fbi_causal");
+  state.view.presentation = true;
+  auto present = [&] {
+    update(state);
+    ImGui::NewFrame();
+    place(0, 0, 1280, 800);
+    drawPipelinePanel(state, heatmaps_);
+    endFrame(state, ImGui::IsAnyItemActive());
+    ImGui::Render();
+    return attn::app::drawnTexts(*ImGui::GetDrawData(), *io.Fonts);
+  };
+  auto find = [](const std::vector<attn::app::DrawnText>& texts, const std::string& start) {
+    for (const attn::app::DrawnText& t : texts)
+      if (t.text.rfind(start, 0) == 0) return &t - texts.data();
+    return std::ptrdiff_t{-1};
+  };
+  present();
+  std::vector<attn::app::DrawnText> texts = present();
+  ASSERT_GE(find(texts, "Enter: one stage full screen"), 0);
+  // a long warning, posted now
+  notify(state, Notice::Kind::Warning,
+         "the file lectures/week3/attention_maps_from_last_year.npz has 3 NaN in layer 2 head 5, "
+         "drawn hatched; " + std::string(200, 'x'),
+         ImGui::GetTime());
+  notify(state, Notice::Kind::Info, "exported weights.png", ImGui::GetTime());  // info: not shown
+  texts = present();
+  const std::ptrdiff_t at = find(texts, "warning: the file lectures");
+  ASSERT_GE(at, 0);
+  EXPECT_LT(find(texts, "Enter: one stage full screen"), 0);
+  const attn::app::DrawnText& line = texts[static_cast<std::size_t>(at)];
+  EXPECT_LE(line.x + line.w, 1280.0f);  // cut to the line ("…"), not wrapped or clipped
+  // (the headless font has no "…": only the cut is checked)
+  EXPECT_EQ(line.text.find("xxxxxxxxxx"), std::string::npos) << line.text;
+  int grids = 0;
+  for (const HeatmapRecord& record : heatmaps_.impl().records) {
+    if (record.id.rfind("##stage_", 0) != 0) continue;
+    ++grids;
+    EXPECT_GE(record.gridMin.y, line.y + line.h) << record.id;  // above every heatmap
+  }
+  EXPECT_GT(grids, 0);
+  // older than kNoticeSeconds: the hint is back
+  state.notices.back().time -= kNoticeSeconds + 1;
+  state.notices[state.notices.size() - 2].time -= kNoticeSeconds + 1;
+  texts = present();
+  EXPECT_LT(find(texts, "warning: "), 0);
+  EXPECT_GE(find(texts, "Enter: one stage full screen"), 0);
 }
 
 TEST_F(Headless, SignedMatricesAreDivergingAndCentredWeightsSequential) {

@@ -21,6 +21,36 @@ namespace attn::app::panel {
 // Text and colours
 // ---------------------------------------------------------------------------------------
 
+// The colour of a notice's text in the theme (errors and warnings in their colours).
+inline ImVec4 noticeColor(Notice::Kind kind, bool light) {
+  switch (kind) {
+    case Notice::Kind::Error: {
+      const ThemeColor c = themePalette(light).error;
+      return ImVec4(c.r, c.g, c.b, 1.f);
+    }
+    case Notice::Kind::Warning: {
+      const ThemeColor c = themePalette(light).warning;
+      return ImVec4(c.r, c.g, c.b, 1.f);
+    }
+    case Notice::Kind::Info:
+      break;
+  }
+  return ImGui::GetStyleColorVec4(ImGuiCol_Text);
+}
+
+// "error: ", "warning: " or "" before a notice's text.
+inline const char* noticePrefix(Notice::Kind kind) {
+  switch (kind) {
+    case Notice::Kind::Error:
+      return "error: ";
+    case Notice::Kind::Warning:
+      return "warning: ";
+    case Notice::Kind::Info:
+      break;
+  }
+  return "";
+}
+
 // "k3" from ("k", 3). Appends instead of `"k" + std::to_string(3)`, on which GCC 12's
 // -Wrestrict misfires at -O3.
 inline std::string indexed(const char* prefix, int i) {

@@ -487,7 +487,26 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       ImGui::TextDisabled("page %d / %d", page + 1, pages);
       ImGui::SameLine(0.0f, font);
     }
-    ImGui::TextDisabled("Enter: one stage full screen  \xC2\xB7  Esc: back");
+    // The newest warning or error of the last kNoticeSeconds takes the hint's place (no
+    // toast floats over a presented page), cut to the line; the whole text in its tooltip.
+    const Notice* problem = nullptr;
+    for (auto it = state.notices.rbegin(); it != state.notices.rend(); ++it) {
+      if (ImGui::GetTime() - it->time >= kNoticeSeconds) break;
+      if (it->kind != Notice::Kind::Info) {
+        problem = &*it;
+        break;
+      }
+    }
+    if (problem) {
+      const std::string text = panel::noticePrefix(problem->kind) + problem->text;
+      const float room = ImGui::GetContentRegionAvail().x;
+      ImGui::PushStyleColor(ImGuiCol_Text, panel::noticeColor(problem->kind, state.view.lightTheme));
+      ImGui::TextUnformatted(widget::fitLabel(text, room, 1024).c_str());
+      ImGui::PopStyleColor();
+      tooltip(text);
+    } else {
+      ImGui::TextDisabled("Enter: one stage full screen  \xC2\xB7  Esc: back");
+    }
     ImGui::SetCursorScreenPos(below);
   } else {
     // The window: choose the row breaks that make the grid largest (up to three rows).

@@ -47,7 +47,6 @@
 
 namespace attn::app {
 
-inline constexpr double kNoticeSeconds = 8.0;
 inline constexpr double kAutosaveInterval = 3.0;
 
 inline constexpr const char* kNoDisplayMessage =

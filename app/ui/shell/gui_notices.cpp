@@ -6,38 +6,8 @@
 namespace attn::app {
 
 using panel::tooltip;
-
-namespace {
-
-ImVec4 noticeColor(Notice::Kind kind, bool light) {
-  switch (kind) {
-    case Notice::Kind::Error: {
-      const ThemeColor c = themePalette(light).error;
-      return ImVec4(c.r, c.g, c.b, 1.f);
-    }
-    case Notice::Kind::Warning: {
-      const ThemeColor c = themePalette(light).warning;
-      return ImVec4(c.r, c.g, c.b, 1.f);
-    }
-    case Notice::Kind::Info:
-      break;
-  }
-  return ImGui::GetStyleColorVec4(ImGuiCol_Text);
-}
-
-const char* noticePrefix(Notice::Kind kind) {
-  switch (kind) {
-    case Notice::Kind::Error:
-      return "error: ";
-    case Notice::Kind::Warning:
-      return "warning: ";
-    case Notice::Kind::Info:
-      break;
-  }
-  return "";
-}
-
-}  // namespace
+using panel::noticeColor;
+using panel::noticePrefix;
 
 void GuiSession::Impl::drawNotices() {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
@@ -91,7 +61,10 @@ void GuiSession::Impl::drawNotices() {
     ImGui::End();
   }
 
-  // 2 toasts: notices younger than kNoticeSeconds, newest at the bottom, above the status bar
+  // 2 toasts: notices younger than kNoticeSeconds, newest at the bottom, above the status
+  //   bar. None in presentation mode: nothing floats over the page; the Pipeline's header
+  //   line shows the newest warning or error instead (drawPipelinePanel).
+  if (state.view.presentation) return;
   std::vector<const Notice*> recent;
   for (auto it = state.notices.rbegin(); it != state.notices.rend() && recent.size() < 4; ++it) {
     if (t - it->time < kNoticeSeconds && it->kind != Notice::Kind::Info) recent.push_back(&*it);

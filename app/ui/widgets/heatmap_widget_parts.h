@@ -13,6 +13,7 @@
 #include <imgui.h>
 
 #include "app/ui/widgets/heatmap_widget_impl.h"
+#include "app/ui/widgets/tooltip.h"
 #include "render/heatmap_axis.h"
 
 namespace attn::app::widget {
@@ -82,11 +83,8 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
 void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
 
 // -- heatmap_widget_draw.cpp
-// `text` cut to `maxWidth` pixels at the current font with "…" (io::capLabel to
-// maxCodePoints first, so the work is bounded whatever the label's length).
-// `size`: the font size in pixels (0 = the current one).
-std::string fitLabel(std::string_view text, float maxWidth,
-                     std::size_t maxCodePoints = io::kLabelDisplayChars, float size = 0);
+// (fitLabel, which cuts a label to a width, is declared in app/ui/widgets/tooltip.h: the
+// panels use it too)
 // The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
 std::optional<std::string> screenCellLabel(float value, const Grid& grid);
 // The text of cell (r, c): none for a cell the view's `allowed` masks (it is hatched: a

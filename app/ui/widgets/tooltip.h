@@ -1,9 +1,14 @@
-// The one tooltip helper of the window (menus, panels, widgets). Inline; ImGui only.
+// The one tooltip helper of the window (menus, panels, widgets), and the one way a text is
+// cut to a width (fitLabel). ImGui only.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include <imgui.h>
+
+#include "core/base/format.h"
 
 namespace attn::app {
 
@@ -26,5 +31,13 @@ inline void tooltip(const std::string& text) { tooltip(text.c_str()); }
 inline void menuTooltip(bool open, const char* text) {
   if (!open) tooltip(text);
 }
+
+namespace widget {
+// `text` cut to `maxWidth` pixels at the current font with "…" (capLabel to
+// maxCodePoints first, so the work is bounded whatever the label's length).
+// `size`: the font size in pixels (0 = the current one). Defined in heatmap_widget_draw.cpp.
+std::string fitLabel(std::string_view text, float maxWidth,
+                     std::size_t maxCodePoints = kLabelDisplayChars, float size = 0);
+}  // namespace widget
 
 }  // namespace attn::app
