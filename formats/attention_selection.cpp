@@ -59,9 +59,11 @@ std::vector<Matrix> reduceRun(const AttentionFile& file, int first, int last,
         if (progress) progress(static_cast<int>(static_cast<std::int64_t>(slots) * done / total));
       });
   std::vector<Matrix> out;
-  for (const std::vector<float>& column : columns) {
-    const Matrix sums = Eigen::Map<const Eigen::MatrixXf>(column.data(), rows, cols);
-    out.push_back(mean ? Matrix(sums / static_cast<float>(heads)) : sums);
+  for (std::vector<float>& column : columns) {
+    Matrix sums = Eigen::Map<const Eigen::MatrixXf>(column.data(), rows, cols);
+    std::vector<float>().swap(column);  // one layer's accumulator at a time, not two
+    if (mean) sums /= static_cast<float>(heads);
+    out.push_back(std::move(sums));
   }
   return out;
 }
