@@ -730,7 +730,7 @@ MatrixRef AttentionFile::head(int layer, int head, std::vector<float>& scratch) 
       scratch[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + c] = column[r];
     const std::uint64_t done = static_cast<std::uint64_t>(first) * size;
     if (done - releasedTo >= kWindow) {
-      releasePages(source.array, releasedTo, done, /*wholePagesOnly=*/true);
+      releasePages(source.array, releasedTo, done, /*keepPageAtEnd=*/true);
       releasedTo = done;
     }
   }

@@ -88,7 +88,7 @@ bool AttentionScan::scan(const AttentionFile& file, int first, int last,
     if (k + 1 == cols || next - releasedTo >= kReleaseWindowBytes) {
       const std::uint64_t end =
           k + 1 == cols ? static_cast<std::uint64_t>((firstElement + span) * elementSize) : next;
-      releasePages(array, releasedTo, end, /*wholePagesOnly=*/k + 1 < cols);
+      releasePages(array, releasedTo, end, /*keepPageAtEnd=*/k + 1 < cols);
       releasedTo = end;
     }
   }

@@ -475,7 +475,7 @@ Expected<NpyArray> openNpy(const std::string& path) {
 }
 
 void releasePages(const NpyArray& array, std::uint64_t from, std::uint64_t to,
-                  bool wholePagesOnly) {
+                  bool keepPageAtEnd) {
   if (array.mapping.empty() || to <= from) return;
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   // Offsets from the start of the mapping, which is page-aligned (mmap).
@@ -483,13 +483,8 @@ void releasePages(const NpyArray& array, std::uint64_t from, std::uint64_t to,
   const std::uint64_t mapEnd = (array.mapping.size() + page - 1) / page * page;
   from += base;
   to += base;
-  if (wholePagesOnly) {
-    from = (from + page - 1) / page * page;
-    to = to / page * page;
-  } else {
-    from = from / page * page;
-    to = (to + page - 1) / page * page;
-  }
+  from = from / page * page;
+  to = keepPageAtEnd ? to / page * page : (to + page - 1) / page * page;
   to = std::min(to, mapEnd);
   if (to <= from) return;
   ::madvise(const_cast<std::byte*>(array.mapping.data()) + from, to - from, MADV_DONTNEED);

@@ -93,10 +93,11 @@ Expected<NpyArray> npyFromBuffer(std::span<const std::byte> bytes,
 // Hands the pages of bytes [from, to) of array.data (offsets from array.data) back to the
 // kernel (madvise MADV_DONTNEED) when the array lies in a file mapping, so that they leave the
 // resident set; they come back from the page cache if read again (the mapping is read-only,
-// so nothing is lost). Rounded out to whole pages, or in to the pages wholly inside the range
-// when `wholePagesOnly`. No-op for arrays in memory buffers. Safe while other threads read.
+// so nothing is lost). Rounded out to whole pages, except that with `keepPageAtEnd` the page
+// holding byte `to` stays (a pass releasing what lies behind it, still reading that page).
+// No-op for arrays in memory buffers. Safe while other threads read.
 void releasePages(const NpyArray& array, std::uint64_t from, std::uint64_t to,
-                  bool wholePagesOnly = false);
+                  bool keepPageAtEnd = false);
 // Tells the kernel the array's file pages will be read in order (true: MADV_SEQUENTIAL, more
 // read-ahead) or back to normal (false). A hint only; no-op for arrays in memory buffers.
 void adviseSequential(const NpyArray& array, bool sequential);
