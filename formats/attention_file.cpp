@@ -4,9 +4,6 @@
 #include "core/base/format.h"
 
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -393,13 +390,13 @@ struct AttentionFileBuilder {
   static Expected<AttentionFile> open(const std::string& path, const AttentionOpenOptions& options,
                                       std::vector<ArraySummary>* choices);
   static Status addSource(AttentionFile& file, const NpyArray& array, const std::string& name,
-                          const AttentionOpenOptions& options, bool perLayer, bool mapped);
+                          const AttentionOpenOptions& options, bool perLayer);
   static Status loadLabels(AttentionFile& file, const AttentionOpenOptions& options);
 };
 
 Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& array,
                                        const std::string& name, const AttentionOpenOptions& options,
-                                       bool perLayer, bool mapped) {
+                                       bool perLayer) {
   const NpyHeader& header = array.header;
   Expected<std::string> layout =
       chooseLayout(options.layout, header.shape.size(), perLayer, array.file, header.shape);
@@ -450,8 +447,8 @@ Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& arra
     source.headStride = dims->headStride;
     source.rowStride = dims->rowStride;
     source.colStride = dims->colStride;
-    source.mapped = mapped;
     source.inPlace = inPlace;
+    source.storageOrderScan = header.fortranOrder;
     file.layers_.push_back(std::move(source));
   }
   file.shape_.layers = static_cast<int>(file.layers_.size());
@@ -532,7 +529,7 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
                    "an .npy holds one array ('" + name + "'); --array is for .npz archives"};
     }
     file.arrays_.push_back(summarise(name, array->header));
-    Status added = addSource(file, *array, name, options, /*perLayer=*/false, /*mapped=*/true);
+    Status added = addSource(file, *array, name, options, /*perLayer=*/false);
     if (!added) return added.error();
   } else {
     Expected<NpzArchive> archive = NpzArchive::open(path, options.limits);
@@ -581,12 +578,14 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
       names = std::move(readable);
     }
     // Every array to read declares its size in its .npy header (read at open, and bounded by
-    // the central directory): refuse an archive whose arrays add up past the inflation
-    // budget before inflating any of them (a many-entry zip bomb), instead of finding out
-    // one entry at a time.
+    // the central directory): refuse an archive whose arrays to INFLATE add up past the
+    // inflation budget before inflating any of them (a many-entry zip bomb), instead of
+    // finding out one entry at a time. Stored entries used from the file mapping inflate
+    // nothing (their size is bounded by the file's) and do not count.
     std::uint64_t declared = 0;
     for (const std::string& name : names) {
-      if (const NpzArrayInfo* info = archive->find(name)) declared += info->header.dataBytes;
+      const NpzArrayInfo* info = archive->find(name);
+      if (info && !archive->readsInPlace(name)) declared += info->header.dataBytes;
     }
     const std::uint64_t budget = options.limits.maxUncompressedBytes;
     if (declared > budget - std::min(budget, archive->bytesInflated())) {
@@ -598,7 +597,7 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
     for (const std::string& name : names) {
       Expected<NpyArray> array = archive->read(name);
       if (!array) return array.error();
-      Status added = addSource(file, *array, name, opts, perLayer, /*mapped=*/false);
+      Status added = addSource(file, *array, name, opts, perLayer);
       if (!added) return added.error();
     }
     if (perLayer) {
@@ -672,8 +671,7 @@ Expected<AttentionFile> AttentionFile::fromMemory(std::string name, std::vector<
   AttentionFile file;
   file.path_ = std::move(name);
   file.arrays_.push_back(summarise("attention", array.header));
-  Status added = AttentionFileBuilder::addSource(file, array, "attention", {}, /*perLayer=*/false,
-                                                 /*mapped=*/false);
+  Status added = AttentionFileBuilder::addSource(file, array, "attention", {}, /*perLayer=*/false);
   if (!added) return added.error();
   if (queryLabels.empty())
     file.queryLabels_.assign(labels.end() - shape.queries, labels.end());
@@ -708,14 +706,53 @@ MatrixRef AttentionFile::head(int layer, int head, std::vector<float>& scratch) 
   }
   const NpyHeader& header = source.array.header;
   const std::size_t size = dtypeSize(header.dtype);
-  scratch.resize(static_cast<std::size_t>(rows * cols));
-  for (Eigen::Index r = 0; r < rows; ++r) {
-    const std::byte* from =
-        source.array.data + static_cast<std::size_t>(start + r * source.rowStride) * size;
-    convertToFloat(from, header.dtype, header.bigEndian, static_cast<std::size_t>(cols),
-                   source.colStride, scratch.data() + r * cols);
+  scratch.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  if (!source.storageOrderScan) {
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      const std::byte* from =
+          source.array.data + static_cast<std::size_t>(start + r * source.rowStride) * size;
+      convertToFloat(from, header.dtype, header.bigEndian, static_cast<std::size_t>(cols),
+                     source.colStride, scratch.data() + r * cols);
+    }
+    return {scratch.data(), rows, cols, cols};
+  }
+  // Fortran order: key column by key column, which is storage order (the file is read once,
+  // forwards), releasing the pages behind every few MB so that the resident set stays small.
+  constexpr std::uint64_t kWindow = 8u << 20;
+  std::vector<float> column(static_cast<std::size_t>(rows));
+  std::uint64_t releasedTo = static_cast<std::uint64_t>(start) * size;
+  for (int c = 0; c < cols; ++c) {
+    const std::int64_t first = start + c * source.colStride;
+    convertToFloat(source.array.data + static_cast<std::size_t>(first) * size, header.dtype,
+                   header.bigEndian, static_cast<std::size_t>(rows), source.rowStride,
+                   column.data());
+    for (int r = 0; r < rows; ++r)
+      scratch[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + c] = column[r];
+    const std::uint64_t done = static_cast<std::uint64_t>(first) * size;
+    if (done - releasedTo >= kWindow) {
+      releasePages(source.array, releasedTo, done, /*keepPageAtEnd=*/true);
+      releasedTo = done;
+    }
   }
   return {scratch.data(), rows, cols, cols};
+}
+
+std::optional<StridedHeadRef> AttentionFile::headView(int layer, int head) const {
+  if (layer < 0 || layer >= shape_.layers || head < 0 || head >= shape_.heads) return {};
+  const LayerSource& source = layers_[static_cast<std::size_t>(layer)];
+  const NpyHeader& header = source.array.header;
+  if (header.dtype != NpyDtype::Float32 || header.bigEndian ||
+      reinterpret_cast<std::uintptr_t>(source.array.data) % alignof(float) != 0) {
+    return {};
+  }
+  StridedHeadRef view;
+  view.data = reinterpret_cast<const float*>(source.array.data) + source.base +
+              head * source.headStride;
+  view.rows = shape_.queries;
+  view.cols = shape_.keys;
+  view.rowStride = static_cast<std::ptrdiff_t>(source.rowStride);
+  view.colStride = static_cast<std::ptrdiff_t>(source.colStride);
+  return view;
 }
 
 Matrix AttentionFile::copyHead(int layer, int headIndex) const {
@@ -726,23 +763,12 @@ Matrix AttentionFile::copyHead(int layer, int headIndex) const {
 void AttentionFile::releaseHead(int layer, int headIndex) const {
   if (layer < 0 || layer >= shape_.layers || headIndex < 0 || headIndex >= shape_.heads) return;
   const LayerSource& source = layers_[static_cast<std::size_t>(layer)];
-  if (!source.mapped) return;
-  const NpyHeader& header = source.array.header;
-  const std::size_t size = dtypeSize(header.dtype);
+  const std::size_t size = dtypeSize(source.array.header.dtype);
   const std::int64_t start = source.base + headIndex * source.headStride;
   const std::int64_t last =
       start + (shape_.queries - 1) * source.rowStride + (shape_.keys - 1) * source.colStride;
-  // The mapping starts at the file's first byte: the header sits before the data.
-  const auto* mapStart = source.array.data - header.dataOffset;
-  const std::size_t mapSize = header.dataOffset + header.dataBytes;
-  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  std::size_t from = header.dataOffset + static_cast<std::size_t>(start) * size;
-  std::size_t to = header.dataOffset + static_cast<std::size_t>(last + 1) * size;
-  from = from / page * page;
-  to = std::min((to + page - 1) / page * page, (mapSize + page - 1) / page * page);
-  if (to > from) {
-    ::madvise(const_cast<std::byte*>(mapStart) + from, to - from, MADV_DONTNEED);
-  }
+  releasePages(source.array, static_cast<std::uint64_t>(start) * size,
+               static_cast<std::uint64_t>(last + 1) * size);
 }
 
 }  // namespace attn::io

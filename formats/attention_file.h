@@ -23,11 +23,21 @@
 // (or by `layout`, without 'l'); all must give the same heads, n_q and n_k. One such array
 // picked by name (arrayName "layer_3") is read by the same per-layer rule: one layer.
 //
-// Memory: an .npy is mapped, never read whole. A head whose data is float32, little-endian
-// and has contiguous keys (C order) is used IN PLACE from the mapping: head() returns a
-// view into it, with no copy. Other heads (float16, float64, big-endian, Fortran order) are
-// converted one head at a time into a caller's scratch buffer, so exporting one head touches
-// only that head's bytes. An .npz array is inflated once into memory (its own buffer).
+// Memory: nothing is read whole that need not be (docs/import.md, "Memory").
+// - An .npy is mapped, never read whole. A head whose data is float32, little-endian and has
+//   contiguous keys (C order) is used IN PLACE from the mapping: head() returns a view into
+//   it, with no copy. Other C-order heads (float16, float64, big-endian) are converted one
+//   head at a time into a caller's scratch buffer, touching only that head's bytes.
+// - Fortran order: every page holds a few elements of every head, so the aggregates
+//   (selectAttention's mean/max/rollout, overviewHeads, allHeadStats) read such an array in
+//   ONE storage-order pass (formats/attention_scan.h), releasing the pages behind it: one
+//   sequential read of the file, a small resident set. head() gathers one head into scratch
+//   in storage order (it reads the whole file: that is where the head's elements are),
+//   releasing pages as it goes; headView() gives a float32 head as a strided view in place.
+// - .npz: a stored entry (np.savez) of an archive opened from a file is used from a mapping
+//   of the archive like an .npy (in place when float32 and 4-byte aligned there; its CRC is
+//   not checked). Deflated entries, and entries of an archive in memory, are inflated once
+//   into memory (their own buffer).
 //
 // Token labels: `tokensPath` if given, else the side file STEM.tokens.json (a JSON list of
 // strings, or {"queries": [...], "keys": [...]}) or STEM.tokens.txt (one token per line)
@@ -99,6 +109,27 @@ NonFiniteCount countNonFinite(MatrixRef values);
 // "3 NaN, 1 +inf" (empty when there are none).
 std::string describeNonFinite(const NonFiniteCount& count);
 
+// One head as it lies in storage, without a copy: element (r, c) is
+// data[r·rowStride + c·colStride] (in floats). AttentionFile::headView gives one for float32
+// little-endian aligned data in either order. attn::MatrixRef (core/base/tensor_view.h) keeps
+// its single row stride on purpose: every consumer of a head (the GL upload, max-pooling,
+// statistics, CSV, Eigen maps) walks contiguous rows, and for a Fortran-order head a view
+// saves no reading anyway (its elements span the whole file); the aggregates that matter
+// read Fortran order by storage-order passes instead (attention_scan.h).
+struct StridedHeadRef {
+  const float* data = nullptr;
+  int rows = 0, cols = 0;
+  std::ptrdiff_t rowStride = 0, colStride = 0;  // floats
+
+  float operator()(int r, int c) const { return data[r * rowStride + c * colStride]; }
+  using Map = Eigen::Map<const Matrix, Eigen::Unaligned,
+                         Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+  // An Eigen view of the same memory (no copy): Map(...) = rows x cols.
+  Map map() const {
+    return Map(data, rows, cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(rowStride, colStride));
+  }
+};
+
 // What opening a path found, from ONE read of it: the file, or (an .npz with several
 // readable arrays, no array named and no per-layer set) the readable arrays to pick from.
 struct AttentionFileOrChoice;
@@ -158,11 +189,16 @@ class AttentionFile {
   // while using the view. layer and head must be in range (checked: out of range gives an
   // empty view).
   MatrixRef head(int layer, int head, std::vector<float>& scratch) const;
+  // One head (n_q x n_k) as a strided view into the file mapping or buffer, without any
+  // copy, when its data is float32 little-endian and aligned (C or Fortran order); nullopt
+  // otherwise, and for out-of-range indices.
+  std::optional<StridedHeadRef> headView(int layer, int head) const;
   // An owning copy of one head (n_q x n_k).
   Matrix copyHead(int layer, int head) const;
   // Tells the kernel the pages of this head may be dropped from the process (madvise
   // MADV_DONTNEED on the mapping; they come back from the page cache if read again), so
-  // that walking all heads of a 400 MB file keeps the resident set small. No-op for npz.
+  // that walking all heads of a 400 MB file keeps the resident set small. No-op for arrays
+  // held in memory (inflated .npz entries, fromMemory).
   void releaseHead(int layer, int head) const;
 
  private:
@@ -170,8 +206,9 @@ class AttentionFile {
     NpyArray array;         // keeps the bytes alive
     std::int64_t base = 0;  // element offset of (batch, layer) inside the array
     std::int64_t headStride = 0, rowStride = 0, colStride = 0;  // elements
-    bool mapped = false;  // array.data points into a file mapping
     bool inPlace = false;
+    // Fortran order: aggregates read it by storage-order passes (attention_scan.h).
+    bool storageOrderScan = false;
   };
 
   std::string path_;
@@ -185,6 +222,7 @@ class AttentionFile {
   std::string labelsSource_;
 
   friend struct AttentionFileBuilder;
+  friend struct AttentionScan;
 };
 
 struct AttentionFileOrChoice {

@@ -468,7 +468,34 @@ Expected<NpyArray> openNpy(const std::string& path) {
     return Error{path, "", std::string("cannot map: ") + std::strerror(mapErrno)};
   std::shared_ptr<const void> owner(
       mapped, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
-  return finishArray({static_cast<const std::byte*>(mapped), size}, std::move(owner), path);
+  Expected<NpyArray> array =
+      finishArray({static_cast<const std::byte*>(mapped), size}, std::move(owner), path);
+  if (array) array->mapping = {static_cast<const std::byte*>(mapped), size};
+  return array;
+}
+
+void releasePages(const NpyArray& array, std::uint64_t from, std::uint64_t to,
+                  bool keepPageAtEnd) {
+  if (array.mapping.empty() || to <= from) return;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  // Offsets from the start of the mapping, which is page-aligned (mmap).
+  const auto base = static_cast<std::uint64_t>(array.data - array.mapping.data());
+  const std::uint64_t mapEnd = (array.mapping.size() + page - 1) / page * page;
+  from += base;
+  to += base;
+  from = from / page * page;
+  to = keepPageAtEnd ? to / page * page : (to + page - 1) / page * page;
+  to = std::min(to, mapEnd);
+  if (to <= from) return;
+  ::madvise(const_cast<std::byte*>(array.mapping.data()) + from, to - from, MADV_DONTNEED);
+}
+
+void adviseSequential(const NpyArray& array, bool sequential) {
+  if (array.mapping.empty()) return;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t size = (array.mapping.size() + page - 1) / page * page;
+  ::madvise(const_cast<std::byte*>(array.mapping.data()), size,
+            sequential ? MADV_SEQUENTIAL : MADV_NORMAL);
 }
 
 Expected<NpyArray> npyFromBuffer(std::span<const std::byte> bytes,

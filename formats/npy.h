@@ -71,6 +71,10 @@ struct NpyArray {
   NpyHeader header;
   const std::byte* data = nullptr;    // header.dataBytes bytes, suitably aligned or not
   std::shared_ptr<const void> owner;  // keeps the mapping / buffer alive
+  // The whole read-only FILE mapping `data` lies in (an .npy, or an .npz archive whose stored
+  // entry is used in place), whose pages may be handed back with releasePages; empty when
+  // the bytes are a buffer in memory (which must never be released).
+  std::span<const std::byte> mapping;
 
   // Element number `flatIndex` (in storage order) as float (float64 is rounded).
   float element(std::uint64_t flatIndex) const;
@@ -85,6 +89,18 @@ Expected<NpyArray> openNpy(const std::string& path);
 // is stored in the result. Same checks as openNpy.
 Expected<NpyArray> npyFromBuffer(std::span<const std::byte> bytes,
                                  std::shared_ptr<const void> owner, const std::string& file);
+
+// Hands the pages of bytes [from, to) of array.data (offsets from array.data) back to the
+// kernel (madvise MADV_DONTNEED) when the array lies in a file mapping, so that they leave the
+// resident set; they come back from the page cache if read again (the mapping is read-only,
+// so nothing is lost). Rounded out to whole pages, except that with `keepPageAtEnd` the page
+// holding byte `to` stays (a pass releasing what lies behind it, still reading that page).
+// No-op for arrays in memory buffers. Safe while other threads read.
+void releasePages(const NpyArray& array, std::uint64_t from, std::uint64_t to,
+                  bool keepPageAtEnd = false);
+// Tells the kernel the array's file pages will be read in order (true: MADV_SEQUENTIAL, more
+// read-ahead) or back to normal (false). A hint only; no-op for arrays in memory buffers.
+void adviseSequential(const NpyArray& array, bool sequential);
 
 // Converts `count` elements of type (dtype, bigEndian), starting at `src` and `srcStride`
 // ELEMENTS apart, to float32 in `dst` (dense). float64 is rounded to nearest; float16 is

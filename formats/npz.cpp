@@ -3,13 +3,19 @@
 
 #include "core/base/utf8.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <set>
+
+#include "formats/zip_directory.h"
 
 namespace attn::io {
 
@@ -49,6 +55,11 @@ struct NpzArchive::Handle {
   zip_t* archive = nullptr;
   std::vector<std::byte> memory;         // the bytes of an in-memory archive (openMemory)
   std::vector<zip_uint64_t> entryIndex;  // parallel to arrays_
+  // An archive opened from a file: the whole file mapped read-only (stored entries are used
+  // from it), and its central directory once read (readMapped). Empty otherwise.
+  std::span<const std::byte> mapped;
+  std::shared_ptr<const void> mappedOwner;
+  std::optional<ZipDirectory> directory;
   ~Handle() {
     if (archive) zip_discard(archive);
   }
@@ -105,6 +116,20 @@ Expected<NpzArchive> NpzArchive::open(const std::string& path, const NpzLimits& 
   if (!archive.handle_->archive) {
     return Error{path, "",
                  "not a readable zip/npz archive (truncated or corrupt?): " + libzipMessage(code)};
+  }
+  // The mapping stored entries are read from. Without it (mmap refused) they are inflated.
+  if (const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    struct stat mappedStat {};
+    if (::fstat(fd, &mappedStat) == 0 && mappedStat.st_size > 0) {
+      const auto size = static_cast<std::size_t>(mappedStat.st_size);
+      void* bytes = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (bytes != MAP_FAILED) {
+        archive.handle_->mapped = {static_cast<const std::byte*>(bytes), size};
+        archive.handle_->mappedOwner = std::shared_ptr<const void>(
+            bytes, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+      }
+    }
+    ::close(fd);
   }
   return finishOpen(std::move(archive));
 }
@@ -314,6 +339,58 @@ Expected<NpzArchive> NpzArchive::finishOpen(NpzArchive archive) {
   return archive;
 }
 
+bool NpzArchive::readsInPlace(std::string_view name) const {
+  const NpzArrayInfo* info = find(name);
+  return info && info->unsupported.empty() && !info->deflated && !handle_->mapped.empty();
+}
+
+Expected<NpyArray> NpzArchive::readMapped(const NpzArrayInfo& info, const std::string& where) {
+  // 1 the central directory, once, and this entry's record in it (libzip's index order)
+  Handle& handle = *handle_;
+  if (!handle.directory) {
+    Expected<ZipDirectory> directory = readZipDirectory(handle.mapped, file_, kNpzMaxEntries);
+    if (!directory) return directory.error();
+    const zip_int64_t listed = zip_get_num_entries(handle.archive, 0);
+    if (listed < 0 || static_cast<std::uint64_t>(listed) != directory->entries.size()) {
+      return Error{file_, "central directory",
+                   std::to_string(directory->entries.size()) + " records, but libzip lists " +
+                       std::to_string(listed) + " entries"};
+    }
+    handle.directory = std::move(directory).value();
+  }
+  const zip_uint64_t index = handle.entryIndex[static_cast<std::size_t>(&info - arrays_.data())];
+  const ZipCentralEntry& entry = handle.directory->entries[index];
+  if (entry.name != info.entryName) {
+    return Error{where, "central directory",
+                 "record " + std::to_string(index) + " is named '" + printable(entry.name) + "'"};
+  }
+  // 2 the local header gives where the bytes are
+  Expected<std::uint64_t> offset = zipStoredDataOffset(handle.mapped, *handle.directory, entry, where);
+  if (!offset) return offset.error();
+  // 3 the zip's size must be the .npy's (header + data) exactly
+  const std::uint64_t expected = info.header.dataOffset + info.header.dataBytes;
+  if (entry.compressedSize != expected) {
+    return Error{where, "size",
+                 "the zip entry holds " + std::to_string(entry.compressedSize) +
+                     " bytes but its .npy header says " + std::to_string(info.header.dataOffset) +
+                     " + " + std::to_string(info.header.dataBytes) + " = " +
+                     std::to_string(expected)};
+  }
+  Expected<NpyArray> array =
+      npyFromBuffer(handle.mapped.subspan(*offset, expected), handle.mappedOwner, where);
+  if (!array) return array.error();
+  // 4 and the header in the mapping must be the one libzip handed over at open
+  const NpyHeader& mappedHeader = array->header;
+  if (mappedHeader.dataOffset != info.header.dataOffset ||
+      mappedHeader.shape != info.header.shape || mappedHeader.descr() != info.header.descr() ||
+      mappedHeader.fortranOrder != info.header.fortranOrder) {
+    return Error{where, "header",
+                 "the .npy header at the local header's data offset differs from the entry's"};
+  }
+  array->mapping = handle.mapped;
+  return array;
+}
+
 Expected<NpyArray> NpzArchive::read(std::string_view name) {
   const NpzArrayInfo* info = find(name);
   if (!info) {
@@ -325,6 +402,7 @@ Expected<NpyArray> NpzArchive::read(std::string_view name) {
   }
   const std::string where = file_ + ":" + info->entryName;
   if (!info->unsupported.empty()) return Error{where, "descr", info->unsupported};
+  if (readsInPlace(name)) return readMapped(*info, where);
   const std::uint64_t expected = info->header.dataOffset + info->header.dataBytes;
   const std::uint64_t limit = limits_.maxUncompressedBytes;
   // The header's claim is checked first (no point starting), the real bytes while inflating.

@@ -3,6 +3,11 @@
 //
 // Reading rules (docs/import.md):
 // - Entries may be stored or deflated; other methods and encrypted entries are errors.
+// - Stored entries of an archive opened from a FILE are not copied: the archive is mapped
+//   (mmap) and read() points the array into the mapping, at the offset given by the entry's
+//   local header (formats/zip_directory.h, read strictly and checked against the central
+//   directory and the .npy header). Their CRC-32 is not checked (that would read every byte;
+//   docs/import.md), and they inflate nothing, so they do not count against the limit below. Deflated entries, and every entry of an archive in memory, are inflated.
 // - An array's name is its entry name without ".npy" (numpy's rule). Entries that do not end
 //   in ".npy" and folders are ignored.
 // - Any entry name that could escape a folder ("../x.npy", "a/../../x", "/abs.npy",
@@ -78,10 +83,17 @@ class NpzArchive {
   // The array called `name` (without ".npy"), or nullptr.
   const NpzArrayInfo* find(std::string_view name) const;
 
-  // Inflates the array `name` into a buffer it owns. Errors: no such array (listing the
-  // names), the limit, an entry longer or shorter than its header says, libzip errors
-  // (CRC mismatch, truncation).
+  // The array `name`: a stored entry of an archive opened from a file points into the
+  // archive's mapping (NpyArray::mapping set; nothing inflated); any other entry is inflated
+  // into a buffer it owns. Errors: no such array (listing the names), the limit, an entry
+  // longer or shorter than its header says, libzip errors (CRC mismatch, truncation); for a
+  // mapped entry, a local header or central directory record that disagrees with the other
+  // or with the .npy header, or data past the entries (fields "local header", "size",
+  // "central directory", "header"; zip_directory.h).
   Expected<NpyArray> read(std::string_view name);
+  // True when read(name) will use the archive's file mapping instead of inflating (a stored
+  // entry of an archive opened from a file, which costs no memory and no inflate budget).
+  bool readsInPlace(std::string_view name) const;
 
   // Bytes inflated so far (counted against limits.maxUncompressedBytes).
   std::uint64_t bytesInflated() const { return inflated_; }
@@ -89,6 +101,8 @@ class NpzArchive {
  private:
   NpzArchive() = default;
   static Expected<NpzArchive> finishOpen(NpzArchive archive);
+  // read() of a stored entry of a mapped archive (no copy).
+  Expected<NpyArray> readMapped(const NpzArrayInfo& info, const std::string& where);
 
   struct Handle;
   std::unique_ptr<Handle> handle_;

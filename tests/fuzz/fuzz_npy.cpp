@@ -9,7 +9,9 @@
 //   3 its values survive writeNpyFloat32 -> npyFromBuffer (bit for bit, NaN payloads aside);
 //   4 through io::AttentionFile (the input written to a memfd, opened by path, so mmap, shape
 //     normalisation and per-head conversion run): every value of every head equals the
-//     element the header's strides point to, for 2..5 dimensions.
+//     element the header's strides point to, for 2..5 dimensions;
+//   5 the mean and max over heads from selectAttention (Fortran order: the storage-order pass)
+//     equal HeadReducer over those heads, bit for bit, and the overview covers every head.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -121,6 +123,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       file->releaseHead(l, h);
     }
+  }
+  // 5 the mean and max over heads (for Fortran order: one storage-order pass, attention_scan.h)
+  //   equal the head-by-head reduction of the heads checked above, bit for bit; the overview
+  //   covers every head
+  auto same = [](const attn::Matrix& a, const attn::Matrix& b) {
+    if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+    for (Eigen::Index i = 0; i < a.size(); ++i) {
+      const float x = a.data()[i], y = b.data()[i];
+      if (std::memcmp(&x, &y, sizeof x) != 0 && !(std::isnan(x) && std::isnan(y))) return false;
+    }
+    return true;
+  };
+  using Kind = attn::io::AttentionSelection::Kind;
+  for (int l = 0; l < file->layers(); ++l) {
+    for (auto [kind, reduce] : {std::pair{Kind::Mean, attn::HeadReducer::Kind::Mean},
+                                std::pair{Kind::Max, attn::HeadReducer::Kind::Max}}) {
+      attn::HeadReducer reducer(reduce, file->shape().queries, file->shape().keys);
+      for (int h = 0; h < file->heads(); ++h) reducer.add(file->head(l, h, scratch));
+      auto selected = attn::io::selectAttention(*file, {kind, l, 0});
+      if (!selected || !same(selected->view.values, reducer.result())) {
+        die("a mean or max over heads differs from the heads'", std::to_string(l));
+      }
+    }
+  }
+  const attn::io::HeadOverview overview = attn::io::overviewHeads(*file);
+  if (overview.stats.size() != static_cast<std::size_t>(file->layers() * file->heads())) {
+    die("the overview does not cover every head", "");
   }
   return 0;
 }

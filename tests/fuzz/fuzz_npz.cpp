@@ -8,7 +8,10 @@
 //   2 every listed array has a safe entry name ending in ".npy";
 //   3 reading each array either fails with such a line or gives an array whose bytes
 //     match its listed header and whose elements can all be read (ASan checks the bounds);
-//   4 the inflate limit (64 KiB here) is never exceeded.
+//   4 the inflate limit (64 KiB here) is never exceeded;
+//   5 the same bytes opened as a FILE (so that stored entries are read from the mapping,
+//     formats/zip_directory.h): errors as in 1 and 3, and every array read from the mapping
+//     lies inside it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +20,10 @@
 #include <vector>
 
 #include "formats/npz.h"
+
+#include <unistd.h>
+
+#include <fstream>
 
 namespace {
 
@@ -71,6 +78,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // 4 limit
   if (archive->bytesInflated() > limits.maxUncompressedBytes) {
     die("the inflate limit was exceeded", std::to_string(archive->bytesInflated()));
+  }
+  // 5 from a file (named after the process, so parallel fuzzing jobs do not share it)
+  static const std::string path = "/tmp/fuzz_npz_" + std::to_string(::getpid()) + ".npz";
+  {
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+  auto checkFileError = [](const attn::Error& error) {
+    const std::string message = error.message();
+    if (message.find('\n') != std::string::npos || message.rfind(path, 0) != 0)
+      die("error message is not one line starting with the file name", message);
+  };
+  auto mapped = attn::io::NpzArchive::open(path, limits);
+  if (!mapped) {
+    checkFileError(mapped.error());
+    return 0;
+  }
+  for (const auto& info : mapped->arrays()) {
+    auto array = mapped->read(info.name);
+    if (!array) {
+      checkFileError(array.error());
+      continue;
+    }
+    if (!array->mapping.empty() &&
+        (array->data < array->mapping.data() ||
+         array->data + array->header.dataBytes > array->mapping.data() + array->mapping.size())) {
+      die("an array read from the mapping lies outside it", info.name);
+    }
+    float sum = 0;
+    for (std::uint64_t i = 0; i < array->header.elementCount; ++i) sum += array->element(i);
+    (void)sum;
   }
   return 0;
 }
