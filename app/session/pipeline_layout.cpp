@@ -363,7 +363,8 @@ StageLayout bestEnumerated(const StageLayoutInput& input) {
     unsigned cuts;
   };
   std::vector<Cut> cut;
-  for (int way = 0; way < ways; ++way) {
+  // `way` in base 3, one digit per gap between cards: 0 same row, 1 new row, 2 new page
+  auto decode = [&](int way) {
     cut.assign(1, Cut{0, n, 0u});
     for (int i = 1, code = way; i < n; ++i, code /= 3) {
       if (code % 3 == 1) cut.back().cuts |= 1u << (i - cut.back().begin - 1);
@@ -372,6 +373,9 @@ StageLayout bestEnumerated(const StageLayoutInput& input) {
         cut.push_back(Cut{i, n, 0u});
       }
     }
+  };
+  for (int way = 0; way < ways; ++way) {
+    decode(way);
     Score score;
     score.readable = true;
     score.filled = true;
@@ -394,14 +398,7 @@ StageLayout bestEnumerated(const StageLayoutInput& input) {
   layout.grid = input.minGrid;
   if (bestWay < 0) return layout;  // (cannot happen: one card a page fits at minGrid)
   // The best way again, its pages put together.
-  cut.assign(1, Cut{0, n, 0u});
-  for (int i = 1, code = bestWay; i < n; ++i, code /= 3) {
-    if (code % 3 == 1) cut.back().cuts |= 1u << (i - cut.back().begin - 1);
-    if (code % 3 == 2) {
-      cut.back().end = i;
-      cut.push_back(Cut{i, n, 0u});
-    }
-  }
+  decode(bestWay);
   layout.readable = best.readable;
   for (const Cut& c : cut) {
     const PageChoice& choice = page(c.begin, c.end, c.cuts);

@@ -93,7 +93,10 @@ TEST(PresentationLayout, ATinyWindowStillGetsTheLargestGridItAllows) {
 // row overhead. Packed at 300 they share one row; justified, the row fills the width:
 // (1000 - 2 x 100) / 2 = 400, and the page's spare height stretches it: (600 - 100) / 400 =
 // 1.25, so each grid is 400 x 500 and the cards cover the whole page.
-StageLayoutInput twoCards(float height, float readable) {
+// Two cards of `shape` (cols / rows; 0 = square) with labels and bars of 50 px, needing
+// `readableHeight` / `readableWidth` for their numbers, on a 1000 px wide page with 100 px of
+// row overhead.
+StageLayoutInput twoCardsOf(float height, float shape, float readableHeight, float readableWidth) {
   StageLayoutInput input;
   input.width = 1000;
   input.height = height;
@@ -102,11 +105,14 @@ StageLayoutInput twoCards(float height, float readable) {
     StageCardSize card;
     card.labelWidth = 50;
     card.barWidth = 50;
-    card.readableHeight = readable;
+    card.shape = shape;
+    card.readableHeight = readableHeight;
+    card.readableWidth = readableWidth;
     input.cards.push_back(card);
   }
   return input;
 }
+StageLayoutInput twoCards(float height, float readable) { return twoCardsOf(height, 0, readable, 0); }
 
 TEST(PresentationLayout, RowsFillTheWidthAndShareThePageHeight) {
   const StageLayoutInput input = twoCards(600, 0);
@@ -149,19 +155,7 @@ TEST(PresentationLayout, ShortOfHeightRowsGetLowerDownToTheirFloor) {
 // Two wide matrices (8 x 16, say: twice as wide as tall) with labels and bars of 50 px on
 // a 1000 px page with 100 px of row overhead.
 StageLayoutInput twoWideCards(float height, float readableWidth) {
-  StageLayoutInput input;
-  input.width = 1000;
-  input.height = height;
-  input.rowOverhead = 100;
-  for (int i = 0; i < 2; ++i) {
-    StageCardSize card;
-    card.labelWidth = 50;
-    card.barWidth = 50;
-    card.shape = 2;  // as tall as half its width
-    card.readableWidth = readableWidth;
-    input.cards.push_back(card);
-  }
-  return input;
+  return twoCardsOf(height, 2, 0, readableWidth);  // as tall as half their width
 }
 
 TEST(PresentationLayout, CellsTooNarrowForNumbersGiveAWideMatrixARowOfItsOwn) {
