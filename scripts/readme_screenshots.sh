@@ -67,7 +67,7 @@ shot light-1280x800-bahdanau 1280x800 "$S/bahdanau_additive.json" --theme light
 shot dark-1920x1080-eight-heads-step6 1920x1080 "$OUT/eight_heads_step6.json" --theme dark
 shot presentation-light-1280x800-fbi 1280x800 "$S/fbi_causal.json" --theme light --presentation
 shot presentation-dark-1280x800-fbi-weights-alone 1280x800 "$S/fbi_causal.json" --theme dark --presentation --stage weights
-shot image_view 1600x1000 "$ROOT/assets/images/shapes.png" --patch 16 --query 2,2 --temperature 0.1
+(cd "$ROOT/assets/images" && shot image_view 1600x1000 shapes.png --patch 16 --query 2,2 --temperature 0.1)  # (relative: no local path in the status line)
 shot model_view 1280x800 "$OUT/run.npy" --select 3,5
 shot attention_compare 1920x1080 "$OUT/marked.npy" --select 1,3 --compare "$OUT/other.npy"
 shot gpt2-live-typing 1600x1000 --model "$OUT/gpt2" --text "The teacher explains attention to the class" --select 3,2

@@ -13,6 +13,7 @@
 #include <imgui.h>
 
 #include "app/session/app_state.h"
+#include "app/ui/shell/drawn_text.h"
 #include "app/ui/shell/files.h"
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget.h"
@@ -136,6 +137,43 @@ TEST_F(ImagePanel, SettingsRecomputeAndErrorsShow) {
   ASSERT_TRUE(state.image.computed) << state.image.error;
   EXPECT_EQ(state.image.computed->embedding.inputs.queries.cols(), 48);
   EXPECT_EQ(state.image.computed->result.heads.size(), 4u);
+}
+
+// The overlay has its colour bar (issue 18: every heatmap, the image overlay included):
+// right of the picture, its ends 1 and 0 under the default fixed range, and under the
+// picture the rule in force; min–max shows the row's own ends and says so.
+TEST_F(ImagePanel, OverlayHasAColourBarNamingItsRange) {
+  AppState state;
+  ASSERT_TRUE(openImageView(state, kShapes, 0));
+  frames(state);
+  const ImageViewState& v = state.image;
+  ASSERT_TRUE(v.computed);
+  const float right = v.drawnX + v.image->width * v.drawnZoom;
+  const float bottom = v.drawnY + v.image->height * v.drawnZoom;
+  auto texts = [&] { return drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts); };
+  auto find = [](const std::vector<DrawnText>& all, const std::string& text) -> const DrawnText* {
+    for (const DrawnText& t : all)
+      if (t.text == text) return &t;
+    return nullptr;
+  };
+  std::vector<DrawnText> drawn = texts();
+  const DrawnText* caption = find(drawn, "overlay colours: fixed 0\xE2\x80\x93" "1");
+  if (!caption) caption = find(drawn, "overlay colours: fixed 0?1");  // (the headless font has no en dash)
+  ASSERT_NE(caption, nullptr);
+  EXPECT_GE(caption->y, bottom);
+  int ends = 0;
+  for (const DrawnText& t : drawn)
+    if ((t.text == "1" || t.text == "0") && t.x > right && t.x < right + ImGui::GetFontSize() * 4 &&
+        t.y >= v.drawnY - 1 && t.y <= bottom)
+      ++ends;
+  EXPECT_EQ(ends, 2);
+  // min–max: the row's own ends, named
+  setColorRangeMode(state.view, RangeMode::MinMax);
+  frames(state, 2);
+  drawn = texts();
+  EXPECT_NE(find(drawn, "overlay colours: min\xE2\x80\x93max") ? find(drawn, "overlay colours: min\xE2\x80\x93max")
+                                                               : find(drawn, "overlay colours: min?max"),
+            nullptr);
 }
 
 TEST_F(ImagePanel, ClickMakesQueryAndHeatmapHoverLinksPatches) {

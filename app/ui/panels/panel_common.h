@@ -13,6 +13,7 @@
 #include "app/ui/shell/theme.h"
 #include "app/ui/widgets/heatmap_widget.h"
 #include "app/ui/widgets/tooltip.h"
+#include "render/color_scale.h"
 #include "render/heatmap_render.h"
 
 namespace attn::app::panel {
@@ -122,6 +123,51 @@ inline bool beginResultPanel(const char* name, bool* open, const AppState& state
     return false;
   }
   return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// The colour bar of an image overlay (the Image panel's patches and model sources)
+// ---------------------------------------------------------------------------------------
+
+// Width the overlay's colour bar takes right of a picture: the gap, the bar and its end
+// values (up to "0.000" wide).
+inline float overlayColorbarWidth() {
+  const float font = ImGui::GetFontSize();
+  return font * 0.4f + font * 0.8f + font * 0.3f + ImGui::CalcTextSize("0.000").x;
+}
+// The overlay's colour bar beside a picture drawn at [topLeft, topLeft + (width, height)]:
+// a slim bar of `colormap` from range.hi (top) to range.lo (bottom), the two ends' values
+// beside it, and under the picture the rule in force ("overlay colours: fixed 0–1"), as
+// every heatmap's bar says it (io::rangeRuleCaption). Drawn on the window's draw list; the
+// caller has left overlayColorbarWidth() to the right and one line below.
+inline void overlayColorbar(ImVec2 topLeft, ImVec2 picture, ColormapKind colormap, io::ValueRange range,
+                            io::RangeRule rule) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize();
+  const ImVec2 a(topLeft.x + picture.x + font * 0.4f, topLeft.y);
+  const float barW = font * 0.8f, h = picture.y;
+  constexpr int kSteps = 64;
+  for (int i = 0; i < kSteps; ++i) {  // top = hi
+    const float t = 1.0f - (static_cast<float>(i) + 0.5f) / kSteps;
+    const io::Rgb c = io::valueColor(colormap, range.lo + t * (range.hi - range.lo), range);
+    draw->AddRectFilled(ImVec2(a.x, a.y + h * i / kSteps), ImVec2(a.x + barW, a.y + h * (i + 1) / kSteps),
+                        IM_COL32(c.r, c.g, c.b, 255));
+  }
+  draw->AddRect(a, ImVec2(a.x + barW, a.y + h), ImGui::GetColorU32(ImGuiCol_Border));
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  draw->AddText(ImVec2(a.x + barW + font * 0.3f, a.y), text, formatNumber(range.hi, 3).c_str());
+  draw->AddText(ImVec2(a.x + barW + font * 0.3f, a.y + h - ImGui::GetTextLineHeight()), text,
+                formatNumber(range.lo, 3).c_str());
+  const std::string caption = "overlay colours: " + io::rangeRuleCaption(rule, range);
+  draw->AddText(ImVec2(topLeft.x, topLeft.y + h + font * 0.2f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                caption.c_str());
+}
+// The rule an overlay's colours follow under the view's colour range (io::overlayRange):
+// fixed (0..1, or the user's fixed ends, or rollout's 0..max), else min–max of the row.
+inline io::RangeRule overlayRule(const ViewSettings& view, bool fixedEnds) {
+  const RangeMode mode = colorRangeMode(view);
+  if (fixedEnds || mode == RangeMode::Fixed || mode == RangeMode::Auto) return io::RangeRule::Fixed;
+  return io::RangeRule::MinMax;
 }
 
 inline bool hasResult(const AppState& state) {

@@ -241,6 +241,9 @@ void drawExport(AppState& state) {
 void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
   ImageViewState& v = state.image;
   const io::Image& image = *v.image;
+  // room for the colour bar at the right and its caption below
+  size.x -= panel::overlayColorbarWidth();
+  size.y -= ImGui::GetTextLineHeightWithSpacing();
   const float fit = std::min(size.x / image.width, size.y / image.height);
   // A whole number of screen pixels per patch, so that the patch rectangles and the
   // texture's pixels (nearest sampling) share every patch edge.
@@ -283,6 +286,8 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
         a, ImVec2(a.x + edge, a.y + edge),
         rgbColor(io::valueColor(state.view.colormap, weights(i), range), v.opacity));
   }
+  panel::overlayColorbar(origin, shown, state.view.colormap, range,
+                         panel::overlayRule(state.view, false));
   // The dropped strips, dimmed as in the export.
   const ImU32 dim = IM_COL32(128, 128, 128, 128);
   if (grid.droppedRight > 0) {

@@ -78,6 +78,9 @@ void drawPicture(AppState& state, HeatmapCache& heatmaps, const Vector& row, con
   ImageViewState& v = state.image;
   ImageModelState& m = v.model;
   const io::Image& image = *v.image;
+  // room for the colour bar at the right and its caption below
+  size.x -= panel::overlayColorbarWidth();
+  size.y -= ImGui::GetTextLineHeightWithSpacing();
   const float zoom = std::max(std::min(size.x / image.width, size.y / image.height), 1e-3f);
   const ImVec2 shown(std::floor(image.width * zoom), std::floor(image.height * zoom));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -100,6 +103,7 @@ void drawPicture(AppState& state, HeatmapCache& heatmaps, const Vector& row, con
     draw->AddRectFilled(a, ImVec2(a.x + cw, a.y + ch),
                         IM_COL32(color.r, color.g, color.b, static_cast<int>(std::lround(v.opacity * 255))));
   }
+  panel::overlayColorbar(origin, shown, state.view.colormap, range, panel::overlayRule(state.view, m.rollout));
   const int patch = m.token - c.prefixTokens();
   if (patch >= 0) {
     const ImVec2 a(origin.x + (patch % G) * cw, origin.y + (patch / G) * ch);
