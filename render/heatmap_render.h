@@ -81,8 +81,9 @@ Rgb cellLabelColor(ColormapKind kind, float value, ValueRange range);
 // Cell labels and levels of detail (shared by the screen widget and the files)
 // ---------------------------------------------------------------------------------------
 
-// A cell gets its number when it is at least this many label-font heights tall (the text
-// with a small margin), in the screen widget and in the exports.
+// A cell gets its number when it is at least this many heights of the number's font tall
+// (the text with a small margin), in the screen widget (which may draw numbers at 0.85 or
+// kLabelFloor of the label font) and in the exports.
 inline constexpr float kCellLabelHeights = 1.3f;
 
 // The text of a cell label: formatNumber(value, d) for the largest d in [1, digits] whose

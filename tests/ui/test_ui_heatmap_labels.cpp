@@ -212,6 +212,36 @@ TEST_F(HeatmapLabels, CellNumbersLoseDigitsNeverVanishAndStayInTheirCell) {
   });
 }
 
+// Numbers are drawn at the largest of the font size, 0.85 and 0.7 of it that the cells are
+// 1.3 heights tall for: cells 1.3 font heights tall always hold them, lower cells hold them
+// smaller (down to 0.91 font heights), lower still none. Wide cells, so that only the height
+// decides; the widget is made lower and lower.
+TEST_F(HeatmapLabels, LowCellsGetTheirNumbersAtASmallerSize) {
+  const MatrixView view = viewOf(8, 3, numbered(8, "q"), numbered(3, "k"));
+  bool smaller = false, none = false;
+  for (float height = 400; height >= 60; height -= 4) {
+    const Drawn d = draw(cache_, view, ImVec2(700, height));
+    const HeatmapRecord& r = d.record;
+    ASSERT_GT(r.cellH, 0);
+    const float font = r.fontPx;
+    SCOPED_TRACE("cell " + std::to_string(r.cellH) + " px, font " + std::to_string(font));
+    if (r.cellH >= font * io::kCellLabelHeights) {
+      EXPECT_TRUE(r.numbersDrawn);
+      EXPECT_FLOAT_EQ(r.numberPx, font);
+    } else if (r.cellH >= font * io::kLabelFloor * io::kCellLabelHeights) {
+      EXPECT_TRUE(r.numbersDrawn);
+      EXPECT_LT(r.numberPx, font);
+      EXPECT_GE(r.cellH, r.numberPx * io::kCellLabelHeights - 1e-3f);
+      smaller = true;
+    } else {
+      EXPECT_FALSE(r.numbersDrawn);
+      none = true;
+    }
+  }
+  EXPECT_TRUE(smaller);
+  EXPECT_TRUE(none);
+}
+
 TEST_F(HeatmapLabels, MaskedWeightsHaveNoNumberAndMaskedScoresReadMinusInfinity) {
   MatrixView weights = viewOf(2, 2, {"a", "b"}, {"a", "b"});
   weights.values << 1, 0, 0, 1;  // (1, 0) is a real weight of 0, (0, 1) is masked

@@ -497,15 +497,15 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
         break;
       }
     }
+    const float room = ImGui::GetContentRegionAvail().x;
     if (problem) {
       const std::string text = panel::noticePrefix(problem->kind) + problem->text;
-      const float room = ImGui::GetContentRegionAvail().x;
       ImGui::PushStyleColor(ImGuiCol_Text, panel::noticeColor(problem->kind, state.view.lightTheme));
       ImGui::TextUnformatted(widget::fitLabel(text, room, 1024).c_str());
       ImGui::PopStyleColor();
       tooltip(text);
-    } else {
-      ImGui::TextDisabled("Enter: one stage full screen  \xC2\xB7  Esc: back");
+    } else {  // (cut to the line at large text sizes)
+      ImGui::TextDisabled("%s", widget::fitLabel("Enter: one stage full screen  \xC2\xB7  Esc: back", room, 1024).c_str());
     }
     ImGui::SetCursorScreenPos(below);
   } else {

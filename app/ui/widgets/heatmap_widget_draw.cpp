@@ -139,13 +139,16 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
                       ImGui::GetColorU32(ImGuiCol_PlotHistogram), 0.f, 0, 3.f);
   }
 
-  // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) font heights tall: the
-  //   text fits with a small margin (each label is also fitted to the cell's width)
+  // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) heights of the size the
+  //   numbers are drawn at: the text fits with a small margin (each label is also fitted to
+  //   the cell's width).
   //   One rule for every cell of the heatmap: each visible cell that is not hatched gets its
   //   number (with fewer digits where narrow, fittedCellLabel) at the largest size of font,
-  //   0.85 and kLabelFloor x font at which every one of them fits, or none does: a cell is
-  //   never blank beside one that prints. Rounding to fewer decimals than 0.001 comes last.
-  g.cellLabels = options.cellLabels && g.cellPxH >= font * io::kCellLabelHeights && g.level == 0;
+  //   0.85 and kLabelFloor x font that the cells are tall enough for and at which every one
+  //   of them fits, or none does: a cell is never blank beside one that prints. Rounding to
+  //   fewer decimals than 0.001 comes last.
+  g.cellLabels = options.cellLabels && g.cellPxH >= font * kLabelFloor * io::kCellLabelHeights &&
+                 g.level == 0;
   if (!g.cellLabels) return;
   std::vector<std::string> texts;
   texts.reserve(static_cast<std::size_t>((g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1)));
@@ -155,6 +158,7 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
   const std::pair<float, bool> attempts[] = {
       {1.0f, false}, {0.85f, false}, {kLabelFloor, false}, {kLabelFloor, true}};
   for (const auto& [scale, rounding] : attempts) {
+    if (g.cellPxH < font * scale * io::kCellLabelHeights) continue;  // too low for this size
     g.cellLabelPx = font * scale;
     g.cellLabelRounding = rounding;
     texts.clear();
