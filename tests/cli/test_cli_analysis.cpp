@@ -16,6 +16,7 @@
 #include "formats/models/model_folder.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/cli_in_process.h"
 
 namespace {
 
@@ -23,19 +24,8 @@ namespace fs = std::filesystem;
 using gpt2test::json;
 using namespace attn::model;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CliRun cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  CliRun r;
-  r.code = attn::app::runCli(args, out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using attn::testing::CliRun;
+constexpr auto& cli = attn::testing::runCliInProcess;  // (tests/support/cli_in_process.h)
 
 const std::string kClean = "When Mary and John went to the store, John gave a drink to";
 const std::string kCorrupt = "When Mary and John went to the store, Anna gave a drink to";

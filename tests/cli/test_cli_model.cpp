@@ -16,26 +16,15 @@
 #include "app/cli/cli.h"
 #include "tests/support/gpt2_fixture.h"
 #include "formats/attention_file.h"
+#include "tests/support/cli_in_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using gpt2test::json;
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-CliRun runCliCommand(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  CliRun r;
-  r.code = attn::app::runCli(args, out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using attn::testing::CliRun;
+constexpr auto& runCliCommand = attn::testing::runCliInProcess;  // (tests/support/cli_in_process.h)
 
 std::uint32_t le32(const std::string& b, std::size_t at) {
   std::uint32_t v = 0;

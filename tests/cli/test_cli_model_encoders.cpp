@@ -19,25 +19,15 @@
 #include "formats/models/vit_folder.h"
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/vit_fixture.h"
+#include "tests/support/cli_in_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CliRun runCli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  CliRun r;
-  r.code = attn::app::runCli(args, out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using attn::testing::CliRun;
+constexpr auto& runCli = attn::testing::runCliInProcess;  // (tests/support/cli_in_process.h)
 
 TEST(CliModelEncoders, FillMaskJsonAndAttentionFile) {
   const enctest::Spec spec;

@@ -14,25 +14,15 @@
 #include "app/cli/cli.h"
 #include "formats/attention_file.h"
 #include "tests/support/model_fixture.h"
+#include "tests/support/cli_in_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CliRun runCliCommand(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  CliRun r;
-  r.code = attn::app::runCli(args, out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using attn::testing::CliRun;
+constexpr auto& runCliCommand = attn::testing::runCliInProcess;  // (tests/support/cli_in_process.h)
 
 std::string idList(const std::vector<int>& ids) {
   std::string text;

@@ -12,25 +12,15 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/options.h"
+#include "tests/support/cli_in_process.h"
 
 namespace {
 
 using attn::app::cli::CommandInfo;
 using attn::app::cli::OptionInfo;
 
-struct CliRun {
-  int code = 0;
-  std::string out, err;
-};
-
-CliRun run(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  CliRun r;
-  r.code = attn::app::runCli(args, out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
+using attn::testing::CliRun;
+constexpr auto& run = attn::testing::runCliInProcess;  // (tests/support/cli_in_process.h)
 
 TEST(CliOptions, DeclarationsCoverEveryCommand) {
   std::set<std::string> names;
