@@ -24,6 +24,7 @@
 #include "tests/support/attention_test_files.h"
 #include "render/heatmap_render.h"
 #include "tests/support/test_files.h"
+#include "tests/support/cli_run.h"
 
 namespace {
 
@@ -133,10 +134,8 @@ TEST(AttentionScreenshot, HostileFileFailsWithOneLine) {
 TEST(AttentionWindow, FramesGoOnWhileTheWorkerMakesTheGrid) {
   if (std::getenv("DISPLAY") == nullptr || *std::getenv("DISPLAY") == '\0') {
     if (!haveXvfbRun()) GTEST_SKIP() << "no display and no xvfb-run";
-    const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' /proc/" +
-                                std::to_string(getpid()) +
-                                "/exe --gtest_filter=AttentionWindow.* > /dev/null 2>&1";
-    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    const attn::testing::RunResult run = attn::testing::runThisTestUnderXvfb();
+    EXPECT_EQ(run.exitCode, 0) << run.out << run.err;
     return;
   }
   const fs::path dir = tf::freshDir("smoke_attention_window");

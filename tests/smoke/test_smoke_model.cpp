@@ -42,10 +42,8 @@ fs::path writeModel(const std::string& name) {
 TEST(ModelWindow, TypingNeverWaitsForTheModel) {
   if (std::getenv("DISPLAY") == nullptr || *std::getenv("DISPLAY") == '\0') {
     if (!haveXvfbRun()) GTEST_SKIP() << "no display and no xvfb-run";
-    const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' /proc/" +
-                                std::to_string(getpid()) +
-                                "/exe --gtest_filter=ModelWindow.* > /dev/null 2>&1";
-    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    const attn::testing::RunResult run = attn::testing::runThisTestUnderXvfb();
+    EXPECT_EQ(run.exitCode, 0) << run.out << run.err;
     return;
   }
   const fs::path dir = writeModel("smoke_model_window");

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -85,6 +86,26 @@ inline RunResult runProgram(const std::string& program, const std::vector<std::s
 inline RunResult runAttnscope(const std::vector<std::string>& args,
                               const std::filesystem::path& dir) {
   return runProgram(ATTNSCOPE_BIN, args, dir);
+}
+
+// A window test's way to a display when there is none: this test binary again, under
+// `xvfb-run -a`, running only the test that calls it (--gtest_filter=Suite.Name), its output
+// kept in a fresh folder for the failure message. xvfb-run sometimes fails on its own after
+// the test has ended (exit 5, "xvfb-run: error: problem while cleaning up temporary
+// directory"): that is the harness, so such a run is repeated once.
+inline RunResult runThisTestUnderXvfb() {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = std::string(test->test_suite_name()) + "." + test->name();
+  const std::filesystem::path dir = freshDir("xvfb_rerun");
+  RunResult run;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    run = runProgram("/usr/bin/xvfb-run",
+                     {"-a", "-s", "-screen 0 1600x1000x24", "/proc/" + std::to_string(getpid()) + "/exe",
+                      "--gtest_filter=" + name},
+                     dir);
+    if (run.err.find("xvfb-run: error") == std::string::npos) break;
+  }
+  return run;
 }
 
 }  // namespace attn::testing
