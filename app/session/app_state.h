@@ -112,6 +112,9 @@ struct Hover {
 // Scratch of the editing panels that must survive from one frame to the next (text being
 // typed, a drag in progress, views picked out of the current result). Not part of the
 // document, not undoable, not saved.
+// Presentation: the toolbar hides after this long without pointer movement (seconds).
+inline constexpr double kChromeSeconds = 2.0;
+
 struct PanelScratch {
   std::string sentence;                  // sentence box text before Enter / Apply
   std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence + docPath last copied into the box
@@ -122,6 +125,12 @@ struct PanelScratch {
   // Pipeline step keys (Space, arrows, PageUp/PageDown, Esc) from the window's key queue,
   // applied in order by the Pipeline panel and cleared every frame.
   std::vector<StepKey> stepKeys;
+  // Presentation chrome (the toolbar over the page): when the pointer last moved (ImGui's
+  // clock) and where; the toolbar shows until kChromeSeconds after that
+  // (app/ui/panels/panel_pipeline.cpp). A screenshot starts it long hidden.
+  double pointerMovedAt = 0;
+  float pointerX = -1e30f, pointerY = -1e30f;
+  bool chromeShown = true;
   int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
   bool dragArrowIsQuery = false;
   float geometryScale = 0;               // geometry: pixels per unit, frozen while dragging

@@ -102,6 +102,9 @@ void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
           view.pipelineStage = -1;
         break;
       case StepKey::None:
+      case StepKey::ZoomIn:  // the heatmap's, not the view's (app/ui/panels/panel_pipeline.cpp)
+      case StepKey::ZoomOut:
+      case StepKey::ZoomReset:
         break;
     }
   }

@@ -1,5 +1,6 @@
 // The classroom sweep (issue 18): every built-in preset x window size (1280x800, 1920x1080)
-// x mode (normal, presentation, this stage alone), each a real window under one Xvfb per
+// x mode (normal, presentation, this stage alone at the normal and the classroom text size),
+// each a real window under one Xvfb per
 // size, checked through the layout dump that `attnscope screenshot --layout-out` writes
 // from what was drawn:
 //   - presentation and stage alone: every token label of every pipeline heatmap is drawn;
@@ -9,7 +10,8 @@
 //   - the weights' colours use the fixed range [0, 1];
 //   - presentation pages leave at most kMostEmpty of the window empty (outside the union of
 //     the heatmaps' boxes, with their labels and colour bars, and of every text);
-//   - this stage alone gives its heatmap at least 60 % of the window height.
+//   - this stage alone gives its heatmap at least 60 % of the window height, with its
+//     numbers, at both text sizes; presentation text is at least 2.8 % of the height.
 // The empty fractions are printed (and recorded as test properties).
 #include <gtest/gtest.h>
 
@@ -48,7 +50,8 @@ struct Mode {
 };
 const Mode kModes[] = {{"normal", ""},
                        {"presentation", " --presentation"},
-                       {"alone", " --presentation --stage weights"}};
+                       {"alone", " --presentation --stage weights"},
+                       {"alone-classroom", " --presentation --stage weights --text-size classroom"}};
 
 std::vector<fs::path> presets() {
   std::vector<fs::path> out;
@@ -117,7 +120,7 @@ TEST_P(ClassroomSweep, LabelsNumbersRangesAndSpaceOnEveryPreset) {
       cases.push_back({preset.stem().string(), mode.name, dump});
     }
   }
-  ASSERT_GE(cases.size(), 18u);  // six presets at least, three modes each
+  ASSERT_GE(cases.size(), 24u);  // six presets at least, four modes each
   const fs::path log = dir / "sweep.log";
   const std::string command = "xvfb-run -a -s '-screen 0 1920x1080x24' sh -c " + quote(script) +
                               " > " + quote(log.string()) + " 2>&1";
@@ -200,12 +203,24 @@ TEST_P(ClassroomSweep, LabelsNumbersRangesAndSpaceOnEveryPreset) {
       }
     }
     EXPECT_GE(pipeline, 1);
-    if (c.mode == "alone") {
+    if (c.mode.rfind("alone", 0) == 0) {
+      // The stage alone, at either text size: at least 60 % of the height, with its numbers
+      // (issue 31).
       EXPECT_EQ(weights, 1);
       for (const Json& heatmap : dump["heatmaps"]) {
         if (!isPipelineHeatmap(heatmap)) continue;
         EXPECT_GE(heatmap["bounds"][3].get<double>(), 0.6 * height) << "the stage alone is small";
+        EXPECT_TRUE(heatmap["numbers_drawn"].get<bool>()) << "the stage alone has no numbers";
+        std::printf("[ sweep ] %-26s %-15s %s  alone: %.0f px of %d (%.1f %%), numbers %.0f px\n",
+                    c.preset.c_str(), c.mode.c_str(), size.c_str(),
+                    heatmap["bounds"][3].get<double>(), height,
+                    100.0 * heatmap["bounds"][3].get<double>() / height,
+                    heatmap["number_px"].get<double>());
       }
+    }
+    // Presentation type grows with the window: body text at least 2.8 % of its height.
+    if (c.mode != "normal") {
+      EXPECT_GE(dump["font_px"].get<double>(), 0.028 * height) << "presentation text too small";
     }
     // 5 space: the empty part of the window
     const double empty = emptyFraction(dump);

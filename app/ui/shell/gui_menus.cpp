@@ -2,6 +2,7 @@
 // keyboard shortcuts and File > Open Recent.
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/shell/gui_impl.h"
+#include "app/ui/shell/key_routing.h"
 
 namespace attn::app {
 
@@ -22,10 +23,9 @@ void GuiSession::Impl::handleShortcuts() {
       ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
   for (const KeyPress& press : presses) {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
-    // Space, arrows, Enter, Escape belong to a text field that has the keyboard.
-    if (const StepKey step = stepKeyFor(press.key, press.mods);
-        step != StepKey::None && !modal && !io.WantTextInput)
-      state.panels.stepKeys.push_back(step);  // applied by the Pipeline panel this frame
+    // Steps for the Pipeline panel, this frame; a text field or a modal dialog keeps its
+    // keys, a menu left open is closed by them (app/ui/shell/key_routing.h).
+    routeKeyPress(state, press.key, press.mods);
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
     const bool shift = press.mods & GLFW_MOD_SHIFT;
     switch (press.key) {

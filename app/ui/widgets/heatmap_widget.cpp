@@ -212,21 +212,30 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
       usePositions ? io::ValueRange{0, 1} : io::ruleRange(entry.finite, normalization);
 
   // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
-  widget::Grid grid = widget::layoutGrid(entry, view, options, range);
+  const std::string ruleText =
+      usePositions && !entry.caption.empty()
+          ? (rule == io::RangeRule::Row ? std::string("per row") : entry.caption)
+          : io::rangeRuleCaption(rule, range);
+  widget::Grid grid = widget::layoutGrid(entry, view, options, range, ruleText);
   grid.rule = rule;
   grid.recordLabels = impl.recordLabels;
-  grid.ruleText = usePositions && !entry.caption.empty()
-                      ? (rule == io::RangeRule::Row ? std::string("per row") : entry.caption)
-                      : io::rangeRuleCaption(rule, range);
+  grid.ruleText = ruleText;
   if (usePositions && entry.positions.rows() == rows && entry.positions.cols() == cols)
     grid.positions = matrixRef(entry.positions);
+  widget::applyKeyboardZoom(entry, options);
   widget::handleGridInput(entry, grid, interaction);
+  widget::handleSpotlightInput(entry, grid, options, interaction);
   widget::drawGrid(impl, entry, grid, view, options, range);
+  widget::drawSpotlight(entry, grid);
   widget::drawAxisLabels(entry, grid, view, options);
   widget::drawColorbar(impl, grid, view, options);
   widget::drawHoverReadout(entry, grid, view, options, interaction);
   interaction.exportRequested = widget::drawContextMenu(impl, entry, view, options);
   impl.records.push_back(widget::recordOf(id, grid, view, options, range));
+  impl.records.back().spotRow = entry.spotRow;
+  impl.records.back().spotCol = entry.spotCol;
+  impl.records.back().dimRects = grid.dimRects;
+  impl.records.back().colorbarTitle = grid.titleLines;
 
   // 8 reserve the space
   const float font = grid.font;
@@ -240,6 +249,15 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   ImGui::Dummy(used);
   ImGui::PopID();
   return interaction;
+}
+
+bool clearSpotlights(HeatmapCache& cache) {
+  bool any = false;
+  for (auto& [id, entry] : cache.impl().entries) {
+    any = any || entry.spotRow >= 0 || entry.spotCol >= 0;
+    entry.spotRow = entry.spotCol = -1;
+  }
+  return any;
 }
 
 // =======================================================================================

@@ -56,6 +56,12 @@ struct HeatmapRecord {
   int numberedCells = 0, hatchedCells = 0, visibleCells = 0;
   std::string rangeRule;
   std::vector<std::string> rowLabels, colLabels;
+  // The spotlight (HeatmapOptions::spotlight; -1 = none on that axis) and the dimming
+  // rectangles drawn over the rest of the grid.
+  int spotRow = -1, spotCol = -1;
+  int dimRects = 0;
+  // The colour bar's title as drawn, one entry a line (read upwards), "" when none.
+  std::vector<std::string> colorbarTitle;
 };
 
 struct HeatmapCache::Impl {
@@ -81,6 +87,9 @@ struct HeatmapCache::Impl {
     bool panned = false;                   // the current press turned into a drag
     int lastFrame = 0;
     int contextRow = -1, contextCol = -1;  // cell under the mouse when the menu opened
+    // The spotlight (HeatmapOptions::spotlight): a cell, a row (col -1), a column (row -1),
+    // or none (both -1).
+    int spotRow = -1, spotCol = -1;
     // Widest row / column label at font size `labelFont`, measured once per content
     // revision (not per frame: a 2048-token axis has 2048 labels).
     float labelFont = 0, rowLabelWidth = 0, colLabelWidth = 0;
