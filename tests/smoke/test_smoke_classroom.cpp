@@ -189,6 +189,11 @@ TEST_P(ClassroomSweep, LabelsNumbersRangesAndSpaceOnEveryPreset) {
           EXPECT_EQ(inside, cells["numbered"].get<int>());
         }
       }
+      // The colour bar's title is never cut (issue 31: "masked score · sy…"): one line or
+      // two, each whole.
+      for (const Json& line : heatmap["colorbar_title"])
+        EXPECT_EQ(line.get<std::string>().find("\xE2\x80\xA6"), std::string::npos)
+            << "colour-bar title cut: " << line.get<std::string>();
       // 4 presentation and stage alone: every token label drawn
       if (allLabels && inPipeline) {
         for (const char* axis : {"row_labels", "col_labels"}) {

@@ -199,8 +199,13 @@ TEST_F(Presenting, NoHoverTooltipOverAPresentedHeatmap) {
     present(state);
     EXPECT_FALSE(tooltipShown()) << "frame " << i;
   }
-  // The same place in the normal window: the readout is there (the check can see one).
+  // Over the same cell in the normal window: the readout is there (the check can see one).
   state.view.presentation = false;
+  present(state);
+  present(state);
+  const HeatmapRecord* normal = record("##stage_weights");
+  ASSERT_NE(normal, nullptr);
+  io.MousePos = cellCentre(*normal, 2, 1);
   bool shown = false;
   for (int i = 0; i < 10; ++i) {
     present(state);
@@ -231,8 +236,11 @@ TEST_F(Presenting, ClickSpotlightsACellARowOrAColumnAndEscapeEndsIt) {
   EXPECT_EQ(state.hover.matrix, MatrixKind::Weights);
   EXPECT_EQ(state.hover.row, 2);
   EXPECT_EQ(state.hover.col, 1);
-  for (const HeatmapRecord& other : heatmaps_.impl().records)  // only that heatmap
-    if (other.id != "##stage_weights") EXPECT_EQ(other.dimRects, 0) << other.id;
+  for (const HeatmapRecord& other : heatmaps_.impl().records) {  // only that heatmap
+    if (other.id != "##stage_weights") {
+      EXPECT_EQ(other.dimRects, 0) << other.id;
+    }
+  }
   click(state, cell);  // again: off
   weights = record("##stage_weights");
   EXPECT_EQ(weights->spotRow, -1);

@@ -215,7 +215,7 @@ void handleSpotlightInput(Entry& entry, const Grid& g, const HeatmapOptions& opt
     row = interaction.row, col = interaction.col;
     clicked = true;
   } else if (options.spotlight && ImGui::IsMouseClicked(ImGuiMouseButton_Left) &&
-             ImGui::IsWindowHovered() && !ImGui::IsAnyItemHovered()) {
+             ImGui::IsWindowHovered()) {  // (the label bands hold no item)
     const ImVec2 p = ImGui::GetIO().MousePos;
     const bool besideRows = p.y >= g.gridMin.y && p.y < g.gridMax.y && p.x >= g.origin.x &&
                             p.x < g.gridMin.x;
