@@ -49,7 +49,8 @@ struct ViewSettings {
                                  // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   // View ▸ Text size: Normal (15 px, 22.5 px in presentation mode) or Classroom (22 px, 33
-  // px), for the back of a room; times fontScale (app/ui/shell/theme.h, uiFontPixels()).
+  // px), for the back of a room; times fontScale, and in presentation times the window's
+  // height / 800 when taller (app/ui/shell/theme.h, uiFontPixels()).
   bool classroomText = false;
   // Presentation mode (F5, not saved): the Pipeline alone, full window, large type, its
   // stages in rows and pages that fit (app/session/pipeline_layout.h). `stageFullScreen`: the current

@@ -119,6 +119,7 @@ class Presenting : public Headless {
 TEST_F(Presenting, EscapeClosesARightClickMenuAndTheKeysStepAfterwards) {
   AppState state = loadedPreset("fbi_causal");
   state.view.presentation = true;
+  state.view.pipelineStage = stageIndex(MatrixKind::Weights);  // (its page)
   for (int i = 0; i < 3; ++i) present(state);
   const HeatmapRecord* weights = record("##stage_weights");
   ASSERT_NE(weights, nullptr);
@@ -128,15 +129,20 @@ TEST_F(Presenting, EscapeClosesARightClickMenuAndTheKeysStepAfterwards) {
   present(state, {GLFW_KEY_ESCAPE});
   EXPECT_FALSE(popupOpen());
   EXPECT_TRUE(state.view.presentation);  // Escape closed the menu, nothing more
-  EXPECT_EQ(state.view.pipelineStage, -1);
-  // Menu open again: PageDown closes it and steps; Space steps again.
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Weights));
+  // Menu open again: PageDown closes it and steps; the keys step on.
   click(state, cell, 1);
   ASSERT_TRUE(popupOpen());
   present(state, {GLFW_KEY_PAGE_DOWN});
   EXPECT_FALSE(popupOpen());
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Context));
+  present(state, {GLFW_KEY_LEFT});
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Weights));
+  click(state, cell, 1);
+  ASSERT_TRUE(popupOpen());
   present(state, {GLFW_KEY_SPACE});
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_FALSE(popupOpen());
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Context));
   present(state, {GLFW_KEY_ESCAPE});  // no menu: back one level, out of presentation
   EXPECT_FALSE(state.view.presentation);
   // A modal dialog keeps its keys: nothing is queued.
@@ -190,6 +196,7 @@ TEST_F(Presenting, ChromeHidesTwoSecondsAfterThePointerStopsAndComesBackOnMoveme
 TEST_F(Presenting, NoHoverTooltipOverAPresentedHeatmap) {
   AppState state = loadedPreset("fbi_causal");
   state.view.presentation = true;
+  state.view.pipelineStage = stageIndex(MatrixKind::Weights);  // (its page)
   for (int i = 0; i < 3; ++i) present(state);
   const HeatmapRecord* weights = record("##stage_weights");
   ASSERT_NE(weights, nullptr);
@@ -219,6 +226,7 @@ TEST_F(Presenting, NoHoverTooltipOverAPresentedHeatmap) {
 TEST_F(Presenting, ClickSpotlightsACellARowOrAColumnAndEscapeEndsIt) {
   AppState state = loadedPreset("fbi_causal");
   state.view.presentation = true;
+  state.view.pipelineStage = stageIndex(MatrixKind::Weights);  // (its page)
   for (int i = 0; i < 3; ++i) present(state);
   const HeatmapRecord* weights = record("##stage_weights");
   ASSERT_NE(weights, nullptr);
