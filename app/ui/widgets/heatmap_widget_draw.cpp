@@ -199,6 +199,12 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
         }
         std::optional<std::string> text = cellText(view, r, c, g);
         fits = text.has_value();
+        // (numbers larger than the font only with every digit they have: never fewer digits
+        // for a larger size)
+        if (fits && scale > 1.0f)
+          fits = *text == io::fittedCellLabel(
+                              view.values(r, c), kCellDigits,
+                              [](const std::string&) { return true; }, g.cellLabelRounding);
         if (fits) texts.push_back(std::move(*text));
       }
     }
