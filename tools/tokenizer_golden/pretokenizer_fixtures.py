@@ -56,15 +56,18 @@ template = {
              {"SpecialToken": {"id": "</s>", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
              {"SpecialToken": {"id": "</s>", "type_id": 1}}],
 }
-eos_fixture = fixture(smollm_pre, added=("<|endoftext|>", "<s>", "</s>"), post=template)
-vocab = eos_fixture["model"]["vocab"]
-template["special_tokens"] = {k: {"id": k, "ids": [vocab[k]], "tokens": [k]} for k in ("<s>", "</s>")}
-eos_fixture["post_processor"] = template
+def eos(pre):
+    t = fixture(pre, added=("<|endoftext|>", "<s>", "</s>"), post=copy.deepcopy(template))
+    vocab = t["model"]["vocab"]
+    t["post_processor"]["special_tokens"] = {k: {"id": k, "ids": [vocab[k]], "tokens": [k]} for k in ("<s>", "</s>")}
+    return t
+
 
 fixtures = {
     "smollm": fixture(smollm_pre),
     "smollm.rust": fixture(seq(split(NUMERIC, "Isolated"), BYTE_LEVEL)),
-    "smollm_eos": eos_fixture,
+    "smollm_eos": eos(smollm_pre),
+    "smollm_eos.rust": eos(seq(split(NUMERIC, "Isolated"), BYTE_LEVEL)),
     "digits_grouped": fixture(seq({"type": "Digits", "individual_digits": False}, BYTE_LEVEL)),
     "digits_grouped.rust": fixture(seq(split(NUMERIC + "+", "Isolated"), BYTE_LEVEL)),
     "punctuation": fixture(seq({"type": "Punctuation", "behavior": "Isolated"}, BYTE_LEVEL_NO_REGEX)),
