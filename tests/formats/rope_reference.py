@@ -10,7 +10,7 @@ Usage:
   rope_reference.py golden                 -> tests/data/rope/golden.json on stdout: for every
                                               case, the config.json keys, the length, the
                                               inverse frequencies and the attention factor
-  rope_reference.py forward ID,ID,... DIR... -> one JSON line per folder:
+  rope_reference.py forward ID,ID,... DIR [ID,ID,... DIR ...] -> one JSON line per folder:
                                               {"attention": [L][H][n][n], "logits": [V]}
      (llama and gpt_neox folders, every rope type; exit 3 when torch is missing)
 """
@@ -256,9 +256,9 @@ def main():
     except ImportError:  # the C++ test skips on this exit code
         sys.exit(3)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    ids = [int(s) for s in sys.argv[2].split(",")]
-    for folder in sys.argv[3:]:
-        forward(ids, folder)
+    args = sys.argv[2:]
+    for k in range(0, len(args) - 1, 2):  # pairs: ids, folder (one torch import for all)
+        forward([int(s) for s in args[k].split(",")], args[k + 1])
 
 
 if __name__ == "__main__":

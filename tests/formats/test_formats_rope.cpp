@@ -17,6 +17,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/models/rope.h"
@@ -267,12 +268,15 @@ bool torchAvailable() {
   return std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
 }
 
-// tests/formats/rope_reference.py forward on every folder (one torch import).
-TorchRun runTorch(const std::vector<int>& ids, const std::vector<fs::path>& dirs) {
+// tests/formats/rope_reference.py forward on every (ids, folder) pair (one torch import).
+TorchRun runTorch(const std::vector<std::pair<std::vector<int>, fs::path>>& runs) {
   TorchRun run;
-  std::string command = python() + " '" + (sourceDir() / "tests/formats/rope_reference.py").string() + "' forward ";
-  for (std::size_t i = 0; i < ids.size(); ++i) command += (i ? "," : "") + std::to_string(ids[i]);
-  for (const fs::path& dir : dirs) command += " '" + dir.string() + "'";
+  std::string command = python() + " '" + (sourceDir() / "tests/formats/rope_reference.py").string() + "' forward";
+  for (const auto& [ids, dir] : runs) {
+    command += " ";
+    for (std::size_t i = 0; i < ids.size(); ++i) command += (i ? "," : "") + std::to_string(ids[i]);
+    command += " '" + dir.string() + "'";
+  }
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) {
     run.problem = "cannot start " + python();
@@ -293,7 +297,7 @@ TorchRun runTorch(const std::vector<int>& ids, const std::vector<fs::path>& dirs
     ref.logits = result["logits"].get<std::vector<double>>();
     run.refs.push_back(std::move(ref));
   }
-  if (run.refs.size() != dirs.size()) run.problem = "rope_reference.py gave too few results";
+  if (run.refs.size() != runs.size()) run.problem = "rope_reference.py gave too few results";
   return run;
 }
 
@@ -396,12 +400,16 @@ std::vector<ForwardCase> forwardCases() {
 
 TEST(RopeForward, EveryRopeTypeMatchesPyTorchReference) {
   if (!torchAvailable()) GTEST_SKIP() << "python3 with torch is not installed";
-  for (const ForwardCase& c : forwardCases()) {
+  const std::vector<ForwardCase> cases = forwardCases();
+  std::vector<std::pair<std::vector<int>, fs::path>> runs;
+  for (const ForwardCase& c : cases)
+    runs.emplace_back(manyIds(c.tokens, c.spec.vocab), writeRopeFolder("rope_forward_" + c.name, c.spec, c.edit));
+  const TorchRun torch = runTorch(runs);
+  ASSERT_TRUE(torch.problem.empty()) << torch.problem;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const ForwardCase& c = cases[k];
     SCOPED_TRACE(c.name);
-    const fs::path dir = writeRopeFolder("rope_forward_" + c.name, c.spec, c.edit);
-    const std::vector<int> ids = manyIds(c.tokens, c.spec.vocab);
-    const TorchRun torch = runTorch(ids, {dir});
-    ASSERT_TRUE(torch.problem.empty()) << torch.problem;
+    const auto& [ids, dir] = runs[k];
     auto weights = load(dir);
     ASSERT_TRUE(weights);
     if (c.name == "neox_partial_half") {
@@ -409,7 +417,7 @@ TEST(RopeForward, EveryRopeTypeMatchesPyTorchReference) {
     }
     auto session = attn::model::forward(weights, ids);
     ASSERT_TRUE(session.ok()) << session.error().message();
-    expectMatches(*session, torch.refs[0]);
+    expectMatches(*session, torch.refs[k]);
   }
 }
 
