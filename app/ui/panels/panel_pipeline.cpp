@@ -126,6 +126,13 @@ float colorbarReserve(const AppState& state) {
 // given when the caption goes under it.
 constexpr float kAloneShare = 0.62f;
 
+// The page header's settings for `doc`: the temperature and the mask, always named (a class
+// reading the weights must know both): "T = 1000 · mask: none", "T = 1 · mask: causal".
+std::string pageSettings(const Scenario& doc) {
+  return "T = " + formatNumber(doc.options.temperature) + " \xC2\xB7 mask: " +
+         std::string(toString(doc.options.mask.kind));
+}
+
 // One stage alone over the whole panel (presentation, Enter or a double-click): the heatmap as
 // large as the window allows above a caption of the inspector's explanation of a cell (the
 // hovered one of this stage, else the last query's strongest key) in the presentation font.
@@ -275,18 +282,22 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     // The description line is as tall as the longest description at this width, whichever
     // stage is current, so stepping never moves the cards below (the stage alone: its own,
     // the heatmap takes the rest).
-    const std::string hint = pipelineHint(state.doc);
+    // The page's settings lead the line (T and the mask change every weight, so a class
+    // reading the weights must see both; the toolbar hides in presentation).
+    const std::string settings = pageSettings(state.doc) + "  \xC2\xB7  ";
+    const std::string hint = settings + pipelineHint(state.doc);
     const float wrap = std::max(ImGui::GetContentRegionAvail().x, font);
     float reserved = alone ? 0.0f : ImGui::CalcTextSize(hint.c_str(), nullptr, false, wrap).y;
     for (MatrixKind stage : visible)
       if (!alone || stageIndex(stage) == current)
         reserved =
-            std::max(reserved, ImGui::CalcTextSize(stageDescription(stage, state.doc).c_str(),
-                                                   nullptr, false, wrap).y);
+            std::max(reserved, ImGui::CalcTextSize(
+                                   (settings + stageDescription(stage, state.doc)).c_str(),
+                                   nullptr, false, wrap).y);
     const float top = ImGui::GetCursorPosY();
     if (current >= 0)
       panel::coloredWrapped(panel::formulaColor(),
-                            stageDescription(kPipelineOrder[current], state.doc));
+                            settings + stageDescription(kPipelineOrder[current], state.doc));
     else
       panel::mutedWrapped(hint);
     ImGui::SetCursorPosY(top + reserved + ImGui::GetStyle().ItemSpacing.y);

@@ -62,7 +62,14 @@ struct HeatmapRecord {
   int dimRects = 0;
   // The colour bar's title as drawn, one entry a line (read upwards), "" when none.
   std::vector<std::string> colorbarTitle;
+  // The matrix as the cells show it, row-major (rows x cols), for a layout dump to check the
+  // numbers drawn against (filled only while recordLabels is set, and only up to
+  // kRecordedValues cells); masked cells of the view (hatched) are -inf.
+  std::vector<float> values;
 };
+
+// The most cells whose values a layout dump records (HeatmapRecord::values).
+inline constexpr int kRecordedValues = 65536;
 
 struct HeatmapCache::Impl {
   explicit Impl(std::unique_ptr<HeatmapTextures> textures) : textures(std::move(textures)) {}
