@@ -35,7 +35,7 @@
 
 namespace attn::io {
 
-struct Image;  // io/heatmap_render.h: width x height RGB pixels, row 0 at the top
+struct Image;  // formats/image.h: width x height RGB pixels, row 0 at the top
 
 // Writes `bytes` to `path` by the rules above. Also removes stale temporaries of this same
 // target left by a killed writer (see cleanStaleTemporaries).

@@ -1,4 +1,4 @@
-// The kernel dispatcher (see core/isa.h).
+// The kernel dispatcher (see core/isa/isa.h).
 #include "core/isa/isa.h"
 
 #include <atomic>

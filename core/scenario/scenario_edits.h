@@ -123,7 +123,7 @@ EditOutcome toggleCustomMaskCell(Scenario& s, int row, int col);
 // Flips a key's padding flag (switching the mask to padding first if needed).
 EditOutcome togglePaddingKey(Scenario& s, int key);
 
-// The score function in symbols, e.g. "score(q, k) = q·k / √d_h" (core/formulas.h).
+// The score function in symbols, e.g. "score(q, k) = q·k / √d_h" (core/attention/formulas.h).
 const char* scoreFormula(ScoreKind kind);
 // What a normaliser does, one line.
 const char* normalizerFormula(NormalizerKind kind);

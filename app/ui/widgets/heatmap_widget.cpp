@@ -1,4 +1,4 @@
-// The heatmap widget (see heatmap_widget.h and DESIGN.md §3).
+// The heatmap widget (see heatmap_widget.h and docs/heatmaps.md).
 //
 // Per frame the cost does not depend on the number of cells: the values live in an R32F
 // texture that is re-uploaded only when the content revision or the shape changes, the
