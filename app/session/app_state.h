@@ -165,10 +165,6 @@ class SharedScenario {
   static SharedScenario share(Scenario& doc, const SharedScenario* previous);
   // The full document again (copies the shared matrices).
   Scenario restore() const;
-  // Number of matrices this snapshot holds, and how many of them are shared with other
-  // snapshots (tests and the memory figure).
-  std::size_t matrixCount() const;
-  std::size_t sharedMatrixCount() const;
   // Pointer identity of matrix `i` (tests: two snapshots share it iff equal).
   const void* matrixIdentity(std::size_t i) const;
   // Small fields the app edits outside undo (the `view` object after a save).

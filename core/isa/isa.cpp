@@ -142,9 +142,4 @@ std::string openblasCoreName() {
   return name ? name : "";
 }
 
-std::string openblasConfig() {
-  const char* config = openblas_get_config();
-  return config ? config : "";
-}
-
 }  // namespace attn::kernels

@@ -30,7 +30,6 @@ struct EditOutcome {
 
 // Inputs = X of self mode (queries = keys = values = X); the others are cross mode's.
 enum class Sequence { Inputs, Queries, Keys, Values };
-const char* sequenceName(Sequence seq);  // "inputs", "queries", "keys", "values"
 
 // The matrix a table shows. Values in cross mode with "values = keys" return the keys.
 const Matrix& sequenceMatrix(const Scenario& s, Sequence seq);
