@@ -13,7 +13,7 @@
 #include "core/base/format.h"
 #include "render/heatmap_axis.h"
 #include "render/heatmap_render.h"
-#include "tests/support/cli_run.h"
+#include "tests/support/test_files.h"
 #include "tests/support/test_core_util.h"
 
 namespace {
