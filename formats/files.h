@@ -102,4 +102,10 @@ Error withFile(Error error, const std::string& path);
 // How a path picks its format (heatmap exports, grids, overlays).
 std::string lowerExtension(const std::string& path);
 
+// `text` as a file-name part: ASCII letters and digits in lower case, every other run of
+// bytes one '_', none at either end; `fallback` when nothing is left.
+// "Decoder state (Luong)" -> "decoder_state_luong"; "" -> fallback. The one rule for the
+// names the window proposes (scenario files, screenshots, heatmap exports).
+std::string fileSlug(std::string_view text, std::string_view fallback);
+
 }  // namespace attn::io
