@@ -22,6 +22,7 @@ EXTERNAL = {
     "numpy/lib/format.py": "numpy's .npy format module",
     "cblas.h": "OpenBLAS's C interface header",
     "llama.cpp": "the llama.cpp project",
+    "modeling_rope_utils.py": "Hugging Face transformers' RoPE scaling module",
 }
 
 files = [f for f in subprocess.check_output(["git", "ls-files"], text=True).split("\n") if f]
