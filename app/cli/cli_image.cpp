@@ -228,10 +228,7 @@ Status finishRequest(const ParsedArgs& parsed, ImageRequest& request) {
 
   const std::string* out = parsed.get("--out");
   if (!out) return optionError("--out", "missing (the overlay PNG to write is required)");
-  std::string extension = fs::path(*out).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  if (extension != ".png") {
+  if (io::lowerExtension(*out) != ".png") {
     return Error{*out, "", "the overlay is written as PNG; use a .png file name"};
   }
   if (Status ok = cli::checkOutputFile("--out", *out); !ok) return ok.error();

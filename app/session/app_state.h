@@ -40,7 +40,7 @@ struct ViewSettings {
   // Every matrix from its own finite min to its max (when neither fixedRange nor rowRange);
   // off: the default rule by meaning (RangeMode::Auto: weights 0..1, signed symmetric).
   bool minMaxRange = false;
-  bool logWeights = false;  // weights on a log10 colour scale (io/color_scale.h)
+  bool logWeights = false;  // weights on a log10 colour scale (render/color_scale.h)
   // Signed matrices (Q, K, V, scores, context, concat, output) on the diverging RdBu map
   // centred on 0; weights keep `colormap`. Off: every heatmap uses `colormap`.
   bool divergingSigned = true;
@@ -175,10 +175,6 @@ class SharedScenario {
   static SharedScenario share(Scenario& doc, const SharedScenario* previous);
   // The full document again (copies the shared matrices).
   Scenario restore() const;
-  // Number of matrices this snapshot holds, and how many of them are shared with other
-  // snapshots (tests and the memory figure).
-  std::size_t matrixCount() const;
-  std::size_t sharedMatrixCount() const;
   // Pointer identity of matrix `i` (tests: two snapshots share it iff equal).
   const void* matrixIdentity(std::size_t i) const;
   // Small fields the app edits outside undo (the `view` object after a save).
@@ -286,7 +282,7 @@ struct AppState {
 // open). Called by applyEdit(); the panels never change state.doc without an edit function.
 void touch(AppState& state);
 
-// The one way a front end commits an edit of state.doc made by a core/scenario_edits.h
+// The one way a front end commits an edit of state.doc made by a core/scenario/scenario_edits.h
 // function: touch() when it changed something, and a notice with its note (a warning when
 // the edit was refused).
 void applyEdit(AppState& state, const EditOutcome& outcome, double now);

@@ -1,6 +1,6 @@
 // When the window loop may sleep, and which pipeline step a key press means. Pure functions
 // (no GLFW, no ImGui state) so that the idle policy and the clicker keys are testable
-// headless (tests/test_ui_pacing.cpp).
+// headless (tests/session/test_session_pacing.cpp).
 #pragma once
 
 #include <vector>

@@ -1,5 +1,5 @@
 // GPT-2's tokenizer: vocab.json + merges.txt, pre-tokenisation with PCRE2, then the
-// byte-level BPE of core/gpt2/bpe.h. Encodes any input: invalid UTF-8 is replaced by U+FFFD
+// byte-level BPE of core/models/gpt2/bpe.h. Encodes any input: invalid UTF-8 is replaced by U+FFFD
 // (and reported), never a crash.
 #pragma once
 

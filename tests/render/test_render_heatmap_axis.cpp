@@ -1,4 +1,4 @@
-// The rules of a heatmap's axes and colour bar (io/heatmap_axis.h), and the exports that
+// The rules of a heatmap's axes and colour bar (render/heatmap_axis.h), and the exports that
 // follow them: capped labels (bounded image width whatever a label's length), thinning with
 // the rule written out, axis titles, round colour-bar ticks, and masked weights drawn
 // hatched with no number. The screen side of the same rules is in test_ui_heatmap_labels.
@@ -14,7 +14,7 @@
 #include "core/base/format.h"
 #include "render/heatmap_axis.h"
 #include "render/heatmap_render.h"
-#include "tests/support/cli_run.h"
+#include "tests/support/test_files.h"
 #include "tests/support/test_core_util.h"
 
 namespace {

@@ -2,7 +2,7 @@
 // is bounded whatever a label's length, every label is drawn or thinned by the shared rule,
 // column labels turn when they do not fit, cell numbers lose digits instead of vanishing
 // and never leave their cell, masked weights get no number. The pure rules behind these are
-// tested in test_io_heatmap_axis.cpp.
+// tested in test_render_heatmap_axis.cpp.
 #include <gtest/gtest.h>
 
 #include <functional>

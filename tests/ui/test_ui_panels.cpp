@@ -91,7 +91,7 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
 // ---------------------------------------------------------------------------------------
 
 TEST(Formulas, TheSettingsPanelShowsTheCoreNotation) {
-  // One notation (issue 7): the panel's formula lines are core/formulas.h's strings.
+  // One notation (issue 7): the panel's formula lines are core/attention/formulas.h's strings.
   for (ScoreKind kind : {ScoreKind::Dot, ScoreKind::ScaledDot, ScoreKind::Cosine,
                          ScoreKind::General, ScoreKind::Additive, ScoreKind::Mlp})
     EXPECT_EQ(std::string_view(scoreFormula(kind)), formulas::score(kind));

@@ -178,7 +178,6 @@ struct GuiSession::Impl {
   void trackRecent();
   void drawRecentMenu();
   void takeScreenshot(const std::string& path, bool sidecar);
-  void shutdown();
 
   // The launch plan (app/session/launch.h), applied in open() step by step; each feature
   // applies its own part (gui_launch.cpp).

@@ -1,4 +1,4 @@
-// The heatmap widget (see heatmap_widget.h and DESIGN.md §3).
+// The heatmap widget (see heatmap_widget.h and docs/heatmaps.md).
 //
 // Per frame the cost does not depend on the number of cells: the values live in an R32F
 // texture that is re-uploaded only when the content revision or the shape changes, the
@@ -25,6 +25,7 @@
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/ui/widgets/heatmap_widget_parts.h"
 #include "core/attention/aggregate.h"
+#include "formats/files.h"
 
 namespace attn::app {
 
@@ -75,21 +76,7 @@ void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry,
 // HeatmapCache
 // =======================================================================================
 
-std::string fileStem(const std::string& text) {
-  std::string out;
-  bool underscore = false;
-  for (unsigned char ch : text) {
-    if (std::isalnum(ch)) {
-      out += static_cast<char>(std::tolower(ch));
-      underscore = false;
-    } else if (!out.empty() && !underscore) {
-      out += '_';
-      underscore = true;
-    }
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out.empty() ? "heatmap" : out;
-}
+std::string fileStem(const std::string& text) { return io::fileSlug(text, "heatmap"); }
 
 void HeatmapCache::Impl::releaseEntry(Entry& entry) {
   textures->release(entry.texture);

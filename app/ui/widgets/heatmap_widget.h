@@ -24,7 +24,7 @@ struct HeatmapOptions {
   bool probability = false;
   // Auto (by what the values are), MinMax (the matrix's own min..max), Row (each row spans
   // the map from its own finite min to its max) or Fixed (vmin / vmax); Log: log10 colours
-  // with a floor (io/color_scale.h). With Row or Log the widget uploads each cell's colour
+  // with a floor (render/color_scale.h). With Row or Log the widget uploads each cell's colour
   // position instead of its value.
   RangeMode range = RangeMode::Auto;
   ColorScaleKind scale = ColorScaleKind::Linear;

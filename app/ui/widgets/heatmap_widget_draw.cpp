@@ -389,7 +389,7 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
     return;
   }
   if (g.scaleTicks != nullptr) {
-    // Per-row / log colours (io/color_scale.h): the ends labelled ("row min" / "row max", or
+    // Per-row / log colours (render/color_scale.h): the ends labelled ("row min" / "row max", or
     // the log floor and top), decades between them where they do not collide with each
     // other or the ends.
     const float textX = barMax.x + font * 0.45f;

@@ -82,7 +82,7 @@ struct HeatmapCache::Impl {
     int levels = 1;  // max-pooled levels of detail uploaded as mip levels
     std::uint64_t revision = ~0ull;
     std::optional<io::ValueRange> finite;  // io::finiteRange of the values, per upload
-    // Per-row / log colours (io/color_scale.h): the rule of the last upload, and when it needs
+    // Per-row / log colours (render/color_scale.h): the rule of the last upload, and when it needs
     // them the uploaded colour positions (range {0, 1}: cell label colours read them), the
     // colour bar's ticks and the rule's caption for the tooltip.
     io::ColorNormalization normalization;
