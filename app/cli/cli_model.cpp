@@ -18,6 +18,7 @@
 #include "formats/files.h"
 #include "formats/models/encoder_folder.h"
 #include "formats/models/model_folder.h"
+#include "formats/models/vit_folder.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
 
