@@ -451,4 +451,16 @@ std::string lowerExtension(const std::string& path) {
   return extension;
 }
 
+std::string fileSlug(std::string_view text, std::string_view fallback) {
+  std::string out;
+  for (unsigned char ch : text) {
+    if (std::isalnum(ch))
+      out += static_cast<char>(std::tolower(ch));
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? std::string(fallback) : out;
+}
+
 }  // namespace attn::io

@@ -35,7 +35,7 @@
 
 namespace attn::io {
 
-struct Image;  // io/heatmap_render.h: width x height RGB pixels, row 0 at the top
+struct Image;  // formats/image.h: width x height RGB pixels, row 0 at the top
 
 // Writes `bytes` to `path` by the rules above. Also removes stale temporaries of this same
 // target left by a killed writer (see cleanStaleTemporaries).
@@ -101,5 +101,11 @@ Error withFile(Error error, const std::string& path);
 // The file name's extension in lower case, with its dot: "a/B.PNG" -> ".png", "x" -> "".
 // How a path picks its format (heatmap exports, grids, overlays).
 std::string lowerExtension(const std::string& path);
+
+// `text` as a file-name part: ASCII letters and digits in lower case, every other run of
+// bytes one '_', none at either end; `fallback` when nothing is left.
+// "Decoder state (Luong)" -> "decoder_state_luong"; "" -> fallback. The one rule for the
+// names the window proposes (scenario files, screenshots, heatmap exports).
+std::string fileSlug(std::string_view text, std::string_view fallback);
 
 }  // namespace attn::io

@@ -1,6 +1,6 @@
 // Images: loading (PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC, PNM through stb_image), the
 // conversion to the core's RgbImage, the attention overlay of one query patch, and CSV of
-// weights (PNG encoding is io::encodePng in io/files.h). No GL, no UI. See docs/images.md.
+// weights (PNG encoding is io::encodePng in formats/files.h). No GL, no UI. See docs/images.md.
 //
 // Limits come first: the header is read with stbi_info_from_memory before anything is
 // decoded, so an image above the pixel limit (a "decompression bomb": a few kB of PNG that

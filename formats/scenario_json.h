@@ -49,7 +49,7 @@ Expected<Scenario> loadScenario(const std::string& path, ScenarioReadStats* stat
 // with enough digits to round-trip exactly).
 std::string scenarioToJson(const Scenario& scenario);
 
-// Writes through io::writeFileAtomic (io/files.h): atomic and durable, mode and symlinks
+// Writes through io::writeFileAtomic (formats/files.h): atomic and durable, mode and symlinks
 // kept, read-only files and folders refused.
 Status saveScenario(const Scenario& scenario, const std::string& path);
 

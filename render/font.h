@@ -1,5 +1,5 @@
 // Text of the heatmap files: UTF-8 and TrueType fonts through stb_truetype (libstb provides
-// the implementation). Internal to io/ (io/heatmap_*.cpp); not an API.
+// the implementation). Internal to render/ (render/heatmap_*.cpp); not an API.
 #pragma once
 
 #include "core/base/utf8.h"
@@ -15,7 +15,7 @@
 
 namespace attn::io::detail {
 
-using attn::appendUtf8;  // one UTF-8 encoder: core/utf8.h
+using attn::appendUtf8;  // one UTF-8 encoder: core/base/utf8.h
 
 // Decodes UTF-8; invalid bytes become U+FFFD, so arbitrary labels never break rendering.
 std::u32string decodeUtf8(std::string_view text);

@@ -1,5 +1,5 @@
 // The rules of a heatmap's axes and colour bar, shared by the screen widget
-// (app/heatmap_widget_*.cpp) and the exports (io/heatmap_layout.cpp), so that both show the
+// (app/ui/widgets/heatmap_widget*.cpp) and the exports (render/heatmap_layout.cpp), so that both show the
 // same labels, the same thinning, the same titles and the same colour-bar ticks. Pure
 // functions: no font, no ImGui.
 #pragma once
@@ -20,7 +20,7 @@ namespace attn::io {
 // ---------------------------------------------------------------------------------------
 
 // Longest label drawn, in code points: attn::kLabelDisplayChars; attn::capLabel
-// (core/format.h) cuts a label to it with "…" in bounded work.
+// (core/base/format.h) cuts a label to it with "…" in bounded work.
 using attn::capLabel;
 using attn::kLabelDisplayChars;
 

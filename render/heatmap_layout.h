@@ -1,5 +1,5 @@
 // The layout shared by the PNG rasteriser, the SVG writer and cellRect(), and the
-// pieces the heatmap files share (io/heatmap_raster.cpp, heatmap_svg.cpp, heatmap_csv.cpp,
+// pieces the heatmap files share (render/heatmap_raster.cpp, heatmap_svg.cpp, heatmap_csv.cpp,
 // heatmap_render.cpp). Internal to io/; not an API.
 //
 // The layout is computed at scale 1 in whole pixels and then multiplied by the scale, so a
@@ -66,7 +66,7 @@ struct Layout {
   // `tickDigits` significant digits), or positions labelled by `tickTexts` (below).
   std::vector<float> ticks;
   int tickDigits = kCellDigits;
-  // Per-row ranges or the log scale (io/color_scale.h): the cells are coloured by their
+  // Per-row ranges or the log scale (render/color_scale.h): the cells are coloured by their
   // positions on the map (`positions`, full size, range {0, 1}), the ticks are positions too
   // and `tickTexts` (one per tick) say what they mean ("0.01", "row max"). `caption` names the
   // rule after the title: "per row: row min → row max", "log₁₀ scale, ...", or for one

@@ -1,11 +1,11 @@
 // Heatmap export (PNG, SVG, CSV files). The pieces live by concern:
-//   io/heatmap_select.cpp  which matrix to show (MatrixKind, selectMatrix)
-//   io/font.cpp            UTF-8 and TrueType text (stb_truetype)
-//   io/heatmap_layout.cpp  the one layout of PNG, SVG and cellRect()
-//   io/heatmap_raster.cpp  the PNG raster (renderHeatmap)
-//   io/heatmap_svg.cpp     the SVG
-//   io/heatmap_csv.cpp     the CSV
-//   io/colormap.cpp        colormaps, colour range, label colour (max-pooling: core/attention/aggregate)
+//   core/attention/selection.cpp  which matrix to show (MatrixKind, selectMatrix)
+//   render/font.cpp            UTF-8 and TrueType text (stb_truetype)
+//   render/heatmap_layout.cpp  the one layout of PNG, SVG and cellRect()
+//   render/heatmap_raster.cpp  the PNG raster (renderHeatmap)
+//   render/heatmap_svg.cpp     the SVG
+//   render/heatmap_csv.cpp     the CSV
+//   render/colormap.cpp        colormaps, colour range, label colour (max-pooling: core/attention/aggregate)
 // This file: writing the files (exportMatrix).
 #include "render/heatmap_render.h"
 #include "formats/files.h"

@@ -147,7 +147,7 @@ struct HeatmapStyle {
   bool centreZero = false;
   bool probability = false;
   RangeMode range = RangeMode::Auto;    // MinMax: the matrix's own min..max; Row: each row
-                                        // spans the map (io/color_scale.h); Fixed: vmin / vmax
+                                        // spans the map (render/color_scale.h); Fixed: vmin / vmax
   ColorScaleKind colorScale = ColorScaleKind::Linear;  // Log: log10 with a floor
   int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
                                     // shrunk cells are still >= 8 px, so tiny cells stay solid
@@ -189,7 +189,7 @@ PixelRect cellRect(const HeatmapView& view, const HeatmapStyle& style, int row, 
 // LF line ends; header row: an empty field then the column labels; then one row per matrix
 // row: label, values as %.9g so floats round-trip; -inf/inf/nan spelled so). The CSV is data,
 // not display: it does not use formatNumber(), so that it can be read back exactly. The file is
-// written through io::writeFileAtomic (io/files.h), so it is never half-written.
+// written through io::writeFileAtomic (formats/files.h), so it is never half-written.
 // Errors name the file; an unknown extension is field "out".
 Status exportMatrix(const HeatmapView& view, const HeatmapStyle& style, const std::string& path);
 

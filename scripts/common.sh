@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 
-# Debian 12 packages attnscope needs to build, run and test (see docs/ and DESIGN.md).
+# Debian 12 packages attnscope needs to build, run and test (see README.md and docs/).
 # One package per line, so that branches adding packages merge cleanly.
 BUILD_PACKAGES=(
   cmake g++ make pkg-config

@@ -9,7 +9,7 @@
 
 namespace {
 
-// Every file goes through the one atomic writer (io/files.h).
+// Every file goes through the one atomic writer (formats/files.h).
 bool writePng(const std::string& path, const attn::io::Image& image) {
   attn::Expected<std::string> png = attn::io::encodePng(image);
   attn::Status written = png ? attn::io::writeFileAtomic(path, *png) : attn::Status(png.error());

@@ -1,5 +1,5 @@
 // The sample images of assets/images/, drawn in code so that the tests use exactly the
-// pictures that ship (tools/gen_images.cpp writes them; tests/test_image.cpp draws them in
+// pictures that ship (tools/gen_images.cpp writes them; tests/render/test_render_image.cpp draws them in
 // memory). Every shape is aligned to a 16-pixel grid, so with P = 16 each patch is either
 // one flat colour or (the circle's and triangle's edges) a mix with the white background.
 #pragma once

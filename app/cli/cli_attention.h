@@ -1,4 +1,4 @@
-// CLI commands for real attention tensors (.npy / .npz, io/attention_file.h):
+// CLI commands for real attention tensors (.npy / .npz, formats/attention_file.h):
 // `attnscope export FILE.npy|FILE.npz ...` and `attnscope info FILE.npy|FILE.npz`.
 #pragma once
 

@@ -14,6 +14,7 @@
 #include "core/attention/attention.h"
 #include "core/base/types.h"
 #include "core/scenario/scenario.h"
+#include "formats/files.h"
 #include "render/heatmap_render.h"
 
 namespace attn::app::cli {
@@ -33,8 +34,8 @@ Error optionError(std::string_view name, const std::string& problem, std::string
 // Exactly one positional argument (the input file).
 Expected<std::string> takeScenarioPath(std::string_view command, const ParsedArgs& parsed);
 
-// Lower-case extension with the dot (".png"), or "".
-std::string lowerExtension(const std::string& path);
+// Lower-case extension with the dot (".png"), or "": the one rule, formats/files.h.
+using io::lowerExtension;
 
 // --out must not name one of the command's inputs (the same file, also through a symlink
 // or a hard link). Exit-2 error naming --out otherwise.

@@ -88,9 +88,9 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
       cli::flagOption("--bos",
                       "put the BOS token first: the tokenizer's, else config.json's bos_token_id\n"
                       "(default for --text: as the tokenizer's post-processor does, e.g. <s> for\n"
-                      "Llama; for --ids: not)",
+                      "Llama, and its EOS last for a \"<s> $A </s>\" template; for --ids: not)",
                       request.bos),
-      cli::customOption("--no-bos", "", "do not put it first", nullptr),
+      cli::customOption("--no-bos", "", "do not put it first (nor the template's EOS last)", nullptr),
       // Checked after parsing (checkOutputPath: .npz, the folder).
       cli::customOption("--out", "OUT.npz",
                         "write the arrays\n"
@@ -340,6 +340,9 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
       if (!bos) return fail(err, bos.error());
       encoding.ids.insert(encoding.ids.begin(), *bos);
     }
+    // a --text also gets the EOS a "<s> $A </s>" template puts last
+    if (!request->hasIds && model->tokenizer && model->tokenizer->addsEos())
+      encoding.ids.push_back(model->tokenizer->eosId());
   }
   if (!encoding.invalidOffsets.empty()) {
     err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()

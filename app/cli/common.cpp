@@ -54,13 +54,6 @@ Expected<std::string> takeScenarioPath(std::string_view command, const ParsedArg
   return parsed.positional[0];
 }
 
-std::string lowerExtension(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext;
-}
-
 Status checkOutputFile(std::string_view option, const std::string& path) {
   if (path.empty()) return optionError(option, "needs a file name");
   std::error_code ec;

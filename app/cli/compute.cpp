@@ -72,7 +72,7 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
     produce([&out](std::string_view chunk) { out << chunk; });
     out.flush();
   } else {
-    // A file goes through the one atomic writer (io/files.h) in its streamed form: the same
+    // A file goes through the one atomic writer (formats/files.h) in its streamed form: the same
     // chunks go to the temporary file, which replaces the target only once all are written.
     // After a failed write the remaining chunks are dropped, and the first error returned.
     Status written = io::writeFileStreamed(*outPath, [&](const io::ChunkWriter& write) {

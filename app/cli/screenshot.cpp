@@ -85,7 +85,8 @@ Attention panel over the default scenario. Needs a display; without one use
                    {"light", "dark"}),
       customOption("--text-size", "S",
                    "normal (15 px, 22.5 in presentation) or classroom (22 px, 33 in\n"
-                   "presentation), as View > Text size          (default: normal)",
+                   "presentation; there x height/800 in a taller window), as View > Text\n"
+                   "size                                         (default: normal)",
                    [&launch](const std::string& v) -> Status {
                      if (v != "normal" && v != "classroom")
                        return Error{"", "", inQuotes(v) + " is not normal or classroom"};

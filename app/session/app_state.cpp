@@ -112,18 +112,6 @@ Scenario SharedScenario::restore() const {
   return doc;
 }
 
-std::size_t SharedScenario::matrixCount() const {
-  return matrices_.size() + vectors_.size() + masks_.size();
-}
-
-std::size_t SharedScenario::sharedMatrixCount() const {
-  std::size_t shared = 0;
-  for (const auto& m : matrices_) shared += m.use_count() > 1;
-  for (const auto& v : vectors_) shared += v.use_count() > 1;
-  for (const auto& b : masks_) shared += b.use_count() > 1;
-  return shared;
-}
-
 const void* SharedScenario::matrixIdentity(std::size_t i) const {
   if (i < matrices_.size()) return matrices_[i].get();
   i -= matrices_.size();

@@ -40,7 +40,7 @@ struct ViewSettings {
   // Every matrix from its own finite min to its max (when neither fixedRange nor rowRange);
   // off: the default rule by meaning (RangeMode::Auto: weights 0..1, signed symmetric).
   bool minMaxRange = false;
-  bool logWeights = false;  // weights on a log10 colour scale (io/color_scale.h)
+  bool logWeights = false;  // weights on a log10 colour scale (render/color_scale.h)
   // Signed matrices (Q, K, V, scores, context, concat, output) on the diverging RdBu map
   // centred on 0; weights keep `colormap`. Off: every heatmap uses `colormap`.
   bool divergingSigned = true;
@@ -49,7 +49,8 @@ struct ViewSettings {
                                  // of the stage in kPipelineOrder (0..kStages-1)
   float fontScale = 1.0f;        // presentation mode: Ctrl+= / Ctrl+-
   // View ▸ Text size: Normal (15 px, 22.5 px in presentation mode) or Classroom (22 px, 33
-  // px), for the back of a room; times fontScale (app/ui/shell/theme.h, uiFontPixels()).
+  // px), for the back of a room; times fontScale, and in presentation times the window's
+  // height / 800 when taller (app/ui/shell/theme.h, uiFontPixels()).
   bool classroomText = false;
   // Presentation mode (F5, not saved): the Pipeline alone, full window, large type, its
   // stages in rows and pages that fit (app/session/pipeline_layout.h). `stageFullScreen`: the current
@@ -112,6 +113,9 @@ struct Hover {
 // Scratch of the editing panels that must survive from one frame to the next (text being
 // typed, a drag in progress, views picked out of the current result). Not part of the
 // document, not undoable, not saved.
+// Presentation: the toolbar hides after this long without pointer movement (seconds).
+inline constexpr double kChromeSeconds = 2.0;
+
 struct PanelScratch {
   std::string sentence;                  // sentence box text before Enter / Apply
   std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence + docPath last copied into the box
@@ -122,6 +126,12 @@ struct PanelScratch {
   // Pipeline step keys (Space, arrows, PageUp/PageDown, Esc) from the window's key queue,
   // applied in order by the Pipeline panel and cleared every frame.
   std::vector<StepKey> stepKeys;
+  // Presentation chrome (the toolbar over the page): when the pointer last moved (ImGui's
+  // clock) and where; the toolbar shows until kChromeSeconds after that
+  // (app/ui/panels/panel_pipeline.cpp). A screenshot starts it long hidden.
+  double pointerMovedAt = 0;
+  float pointerX = -1e30f, pointerY = -1e30f;
+  bool chromeShown = true;
   int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
   bool dragArrowIsQuery = false;
   float geometryScale = 0;               // geometry: pixels per unit, frozen while dragging
@@ -165,10 +175,6 @@ class SharedScenario {
   static SharedScenario share(Scenario& doc, const SharedScenario* previous);
   // The full document again (copies the shared matrices).
   Scenario restore() const;
-  // Number of matrices this snapshot holds, and how many of them are shared with other
-  // snapshots (tests and the memory figure).
-  std::size_t matrixCount() const;
-  std::size_t sharedMatrixCount() const;
   // Pointer identity of matrix `i` (tests: two snapshots share it iff equal).
   const void* matrixIdentity(std::size_t i) const;
   // Small fields the app edits outside undo (the `view` object after a save).
@@ -276,7 +282,7 @@ struct AppState {
 // open). Called by applyEdit(); the panels never change state.doc without an edit function.
 void touch(AppState& state);
 
-// The one way a front end commits an edit of state.doc made by a core/scenario_edits.h
+// The one way a front end commits an edit of state.doc made by a core/scenario/scenario_edits.h
 // function: touch() when it changed something, and a notice with its note (a warning when
 // the edit was refused).
 void applyEdit(AppState& state, const EditOutcome& outcome, double now);

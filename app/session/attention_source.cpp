@@ -9,6 +9,7 @@
 #include "app/session/app_state.h"
 #include "app/session/model_view.h"
 #include "app/session/training_service.h"
+#include "formats/files.h"
 
 namespace attn::app {
 
@@ -19,9 +20,7 @@ namespace fs = std::filesystem;
 // =======================================================================================
 
 PathKind classifyPath(const std::string& path) {
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string ext = io::lowerExtension(path);
   if (ext == ".npy" || ext == ".npz") return PathKind::AttentionFile;
   for (const char* image : {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tga", ".psd", ".hdr",
                             ".pic", ".pnm", ".ppm", ".pgm"}) {

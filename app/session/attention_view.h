@@ -1,4 +1,4 @@
-// The opened attention file (.npy / .npz, io/attention_file.h) and what the Attention panel
+// The opened attention file (.npy / .npz, formats/attention_file.h) and what the Attention panel
 // shows of it. Kept in AppState::attention, apart from the scenario document: opening an
 // attention file never touches the scenario, its undo history or its dirty flag.
 // Plain data (no threads, no GL); app/session/attention_service.h fills the derived parts.
@@ -31,7 +31,7 @@ enum class HeadSort { Index, EntropyAscending, Top1Descending };
 
 struct FilteredView;  // app/session/attention_analysis.h
 
-// The special-token filter of the heatmap, focus and text views (core/aggregate.h): when
+// The special-token filter of the heatmap, focus and text views (core/attention/aggregate.h): when
 // `enabled`, the keys it marks are dropped and each row is renormalised over the rest.
 // `cache` holds the filtered matrix of one (shown, settings revision); rebuilt on change.
 struct AttentionFilter {

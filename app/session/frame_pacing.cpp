@@ -46,6 +46,15 @@ StepKey stepKeyFor(int glfwKey, int glfwMods) {
     case GLFW_KEY_ENTER:
     case GLFW_KEY_KP_ENTER:
       return StepKey::Open;
+    case GLFW_KEY_EQUAL:  // '+' is Shift+'=' on most layouts
+    case GLFW_KEY_KP_ADD:
+      return StepKey::ZoomIn;
+    case GLFW_KEY_MINUS:
+    case GLFW_KEY_KP_SUBTRACT:
+      return StepKey::ZoomOut;
+    case GLFW_KEY_0:
+    case GLFW_KEY_KP_0:
+      return StepKey::ZoomReset;
     default:
       return StepKey::None;
   }
@@ -67,6 +76,9 @@ int applyStepKeys(int stage, const std::vector<StepKey>& keys,
       case StepKey::None:
       case StepKey::Presentation:  // view keys: applyPipelineKeys (app/session/pipeline_steps.h)
       case StepKey::Open:
+      case StepKey::ZoomIn:  // the presented heatmap's zoom (app/ui/panels/panel_pipeline.cpp)
+      case StepKey::ZoomOut:
+      case StepKey::ZoomReset:
         break;
     }
   }

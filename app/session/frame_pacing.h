@@ -1,6 +1,6 @@
 // When the window loop may sleep, and which pipeline step a key press means. Pure functions
 // (no GLFW, no ImGui state) so that the idle policy and the clicker keys are testable
-// headless (tests/test_ui_pacing.cpp).
+// headless (tests/session/test_session_pacing.cpp).
 #pragma once
 
 #include <vector>
@@ -52,10 +52,12 @@ double idleWaitSeconds(const FrameActivity& activity, double caretToggle);
 // One pipeline step from a key: presentation clickers send PageDown / PageUp, keyboards
 // Space / Right / Left; Esc goes back (single stage -> presentation -> every stage shown);
 // F5 toggles presentation mode; Enter shows the current stage alone, full screen.
-enum class StepKey { None, Next, Previous, ShowAll, Presentation, Open };
+// + (or =) / - / 0 zoom the presented heatmap in, out and back (presentation only: a
+// clicker user has no wheel).
+enum class StepKey { None, Next, Previous, ShowAll, Presentation, Open, ZoomIn, ZoomOut, ZoomReset };
 
 // The step a key means (GLFW key code and modifier bits); None for anything else and for
-// chords with Ctrl / Alt / Super, which belong to the menus.
+// chords with Ctrl / Alt / Super, which belong to the menus (Ctrl+= is the font size).
 StepKey stepKeyFor(int glfwKey, int glfwMods);
 
 // Applies queued step keys in order to `stage` (-1 = all stages, else a stageIndex) over the

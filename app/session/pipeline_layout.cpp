@@ -71,10 +71,6 @@ float stageGridHeight(const StageLayoutInput& input, const StageLayout& layout, 
   return cardHeightAt(input, layout, r, i, layout.rowGrid(r));
 }
 
-bool StageLayout::startsRow(int card) const {
-  return std::find(rowStarts.begin(), rowStarts.end(), card) != rowStarts.end();
-}
-
 float stageRowWidth(const StageLayoutInput& input, int begin, int end, float grid) {
   float width = 0;
   for (int i = begin; i < end; ++i) {

@@ -78,7 +78,6 @@ struct StageLayout {
   // The row of card i, and its page.
   int rowOf(int card) const;
   int pageOf(int card) const;
-  bool startsRow(int card) const;
 };
 
 // Height of row r of `layout` on screen: its tallest card's grid (at layout.rowGrid(r),

@@ -24,7 +24,7 @@
 
 namespace attn {
 
-// The kinds, options, inputs and result structs are in core/attention_types.h.
+// The kinds, options, inputs and result structs are in core/attention/attention_types.h.
 
 // ---------------------------------------------------------------------------------------
 // Derived stages and the mechanism
@@ -62,7 +62,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
 
 // How attend() runs, as opposed to what it computes: the result has the same bits for every
 // thread count (the work is split into items that do not depend on it: per head, per block
-// of rows; tests/test_core_isa.cpp checks it).
+// of rows; tests/core/test_core_isa.cpp checks it).
 struct RunOptions {
   // Threads to use, >= 1; 0 = every core this process may run on (availableCores()).
   // The items of each step (256-row blocks of the full-width projections, then (head,

@@ -1,7 +1,7 @@
 // The types of the attention mechanism: the kinds (score, mask, normaliser, projection)
 // and their names, the options and inputs of attend(), and its results. Split from
-// core/attention.h so that code that only passes these around (scenario files, views,
-// the compute worker) does not need the functions. Conventions: see core/attention.h.
+// core/attention/attention.h so that code that only passes these around (scenario files, views,
+// the compute worker) does not need the functions. Conventions: see core/attention/attention.h.
 #pragma once
 
 #include <cstdint>

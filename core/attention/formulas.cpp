@@ -1,4 +1,4 @@
-// The formula strings of core/formulas.h. Change a string here and in docs/formulas.md
+// The formula strings of core/attention/formulas.h. Change a string here and in docs/formulas.md
 // ("Notation"); test_core_formulas fails while they disagree.
 #include "core/attention/formulas.h"
 

@@ -1,8 +1,8 @@
 // The one notation for every formula attnscope shows: the settings panel, the inspector's
-// explanations and docs/formulas.md all use these strings (tests/test_core_formulas.cpp checks
+// explanations and docs/formulas.md all use these strings (tests/core/test_core_formulas.cpp checks
 // that each appears verbatim in docs/formulas.md).
 //
-// Conventions, the same as the code's (core/attention.h): vectors are ROWS, so q·k is the dot
+// Conventions, the same as the code's (core/attention/attention.h): vectors are ROWS, so q·k is the dot
 // product of two rows, a matrix acts on the right (q·W), [q k] is the concatenation of two rows,
 // and d_h is the per-head width. Scores are s_j, weights w_j, the row maximum m.
 #pragma once

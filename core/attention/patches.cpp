@@ -1,4 +1,4 @@
-// Patch embedding of an image (see core/patches.h and docs/images.md).
+// Patch embedding of an image (see core/attention/patches.h and docs/images.md).
 #include "core/attention/patches.h"
 
 #include <cmath>
@@ -13,7 +13,7 @@ namespace {
 using Index = Eigen::Index;
 
 // Seeds for the projection and the positional table are derived from the user's seed with a
-// tag (core/random.h), so that changing one never changes the other.
+// tag (core/base/random.h), so that changing one never changes the other.
 constexpr std::string_view kProjectionTag = "patch.projection";
 constexpr std::string_view kPositionalTag = "patch.positional";
 

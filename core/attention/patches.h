@@ -1,7 +1,7 @@
 // An image as a set of vectors: P x P patches, each flattened to one row, optionally
 // projected and given a positional encoding, as the input of self-attention (the patch
 // embedding of a vision transformer, without training). Eigen only; loading the file is in
-// io/image.h.
+// formats/image.h.
 //
 // Conventions (see docs/images.md):
 //   * sizes are written WIDTH x HEIGHT (pixels) and COLS x ROWS (patches), as image tools do;

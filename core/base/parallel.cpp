@@ -1,4 +1,4 @@
-// Threads for the core (see core/parallel.h).
+// Threads for the core (see core/base/parallel.h).
 #include "core/base/parallel.h"
 
 #include <sched.h>

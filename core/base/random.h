@@ -2,7 +2,7 @@
 // mappings, so that a seed gives the same numbers with every compiler and standard library
 // (std::uniform_real_distribution does not promise that). Used for the seeded weights and
 // embeddings of core/attention/, the "teaching" numbers that core/scenario/scenario_edits.cpp
-// puts in new rows, GPT-2's random weights (core/models/gpt2/model.cpp), the settings
+// puts in new rows, the models' random weights (core/models/layers.cpp, tools/gen_checkpoint.cpp), the settings
 // panel's "new seed" and the tests' tiny GPT-2 fixture.
 // Tests pin values drawn from it: changing anything here changes saved results.
 #pragma once

@@ -1,4 +1,4 @@
-// UTF-8 encoding shared by the text renderer (io/font) and the GPT-2 tokenizer
+// UTF-8 encoding shared by the text renderer (render/font) and the GPT-2 tokenizer
 // (core/gpt2/bpe). No UI, no I/O.
 #pragma once
 

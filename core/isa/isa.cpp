@@ -1,4 +1,4 @@
-// The kernel dispatcher (see core/isa.h).
+// The kernel dispatcher (see core/isa/isa.h).
 #include "core/isa/isa.h"
 
 #include <atomic>
@@ -140,11 +140,6 @@ bool setActiveIsa(Isa isa) {
 std::string openblasCoreName() {
   const char* name = openblas_get_corename();
   return name ? name : "";
-}
-
-std::string openblasConfig() {
-  const char* config = openblas_get_config();
-  return config ? config : "";
 }
 
 }  // namespace attn::kernels

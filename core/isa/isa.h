@@ -46,9 +46,8 @@ std::string activeIsaDescription();
 // when the CPU cannot run `isa`. Not to be called while attend() runs on another thread.
 bool setActiveIsa(Isa isa);
 
-// OpenBLAS's own choice of kernel (openblas_get_corename(), e.g. "Cooperlake", "Haswell"),
-// and its configuration string. OPENBLAS_CORETYPE in the environment overrides it.
+// OpenBLAS's own choice of kernel (openblas_get_corename(), e.g. "Cooperlake", "Haswell").
+// OPENBLAS_CORETYPE in the environment overrides it.
 std::string openblasCoreName();
-std::string openblasConfig();
 
 }  // namespace attn::kernels

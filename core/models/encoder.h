@@ -1,5 +1,5 @@
 // BERT-family encoders (bert, distilbert, roberta) on the engine's building blocks
-// (core/models/layers.h), driven by an EncoderConfig that formats/models/encoder_config.cpp
+// (core/models/layers.h), driven by an EncoderConfig that formats/models/encoder_folder.cpp
 // fills from config.json. Eigen only. The vision transformer (core/models/vit.h) runs the
 // same block with the norms before instead of after.
 //

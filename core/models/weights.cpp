@@ -46,11 +46,10 @@ Status validate(const Config& c) {
   if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
     return Error{"", "layer_norm_epsilon", "must be a finite number > 0"};
   }
-  if (!std::isfinite(c.ropeTheta) || !(c.ropeTheta > 0)) {
+  if (c.rotaryDims > 0) {
+    if (Status s = validateRope(c.ropeTheta, c.ropeScaling, c.rotaryDims); !s) return s;
+  } else if (!std::isfinite(c.ropeTheta) || !(c.ropeTheta > 0)) {
     return Error{"", "rope_theta", "must be a finite number > 0"};
-  }
-  if (!std::isfinite(c.ropeLinearFactor) || !(c.ropeLinearFactor > 0)) {
-    return Error{"", "rope_scaling", "factor must be a finite number > 0"};
   }
   if (c.headDimension > 0 && c.qkvLayout != QkvLayout::Separate && c.headDimension * c.nHead != c.nEmbd) {
     return Error{"", "head_dim", "a head_dim other than n_embd / n_head needs separate q/k/v"};

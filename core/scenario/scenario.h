@@ -75,7 +75,7 @@ struct Scenario {
   // parameters, the decoder output, and (projection == explicit) the full-width projection
   // matrices in options.projections (wo/bo may be empty). buildProblem() passes these on as
   // they are, filling in options.projections for the other projection kinds. The scenario's
-  // default score is dot (the file format's default, docs/scenario-format.md), not
+  // default score is dot (the file format's default, docs/scenarios.md), not
   // Options' scaled dot.
   Options options = scenarioOptions();
 
@@ -88,7 +88,7 @@ struct Scenario {
   Vector outProjBias;    // E (may be empty)
 
   // Machine-checkable statements about the result (the file's optional "claims"): what the
-  // description and the captions say, in a form tests/core/test_core_claims.cpp checks
+  // description and the captions say, in a form tests/session/test_session_presets.cpp checks
   // against the computed numbers for every preset (core/attention/claims.h). attend()
   // never looks at them.
   std::vector<Claim> claims;

@@ -86,16 +86,6 @@ M withoutCol(const M& m, int col) {
 // Sequences and shapes
 // ---------------------------------------------------------------------------------------
 
-const char* sequenceName(Sequence seq) {
-  switch (seq) {
-    case Sequence::Inputs: return "inputs";
-    case Sequence::Queries: return "queries";
-    case Sequence::Keys: return "keys";
-    case Sequence::Values: return "values";
-  }
-  return "?";
-}
-
 const Matrix& sequenceMatrix(const Scenario& s, Sequence seq) {
   switch (seq) {
     case Sequence::Inputs: return s.inputs;

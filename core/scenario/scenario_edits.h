@@ -30,7 +30,6 @@ struct EditOutcome {
 
 // Inputs = X of self mode (queries = keys = values = X); the others are cross mode's.
 enum class Sequence { Inputs, Queries, Keys, Values };
-const char* sequenceName(Sequence seq);  // "inputs", "queries", "keys", "values"
 
 // The matrix a table shows. Values in cross mode with "values = keys" return the keys.
 const Matrix& sequenceMatrix(const Scenario& s, Sequence seq);
@@ -123,7 +122,7 @@ EditOutcome toggleCustomMaskCell(Scenario& s, int row, int col);
 // Flips a key's padding flag (switching the mask to padding first if needed).
 EditOutcome togglePaddingKey(Scenario& s, int key);
 
-// The score function in symbols, e.g. "score(q, k) = q·k / √d_h" (core/formulas.h).
+// The score function in symbols, e.g. "score(q, k) = q·k / √d_h" (core/attention/formulas.h).
 const char* scoreFormula(ScoreKind kind);
 // What a normaliser does, one line.
 const char* normalizerFormula(NormalizerKind kind);

@@ -103,7 +103,7 @@ EditOutcome togglePaddingKey(Scenario& s, int key) {
   return {true, ""};
 }
 
-// The notation lives in core/formulas.cpp (shared with the explanations and the docs); its
+// The notation lives in core/attention/formulas.cpp (shared with the explanations and the docs); its
 // strings are literals, so data() is null-terminated.
 const char* scoreFormula(ScoreKind kind) {
   return formulas::score(kind).data();

@@ -1,8 +1,8 @@
 // The building blocks of the trainable models, forward and backward, written by hand on
 // Eigen. Templated on the scalar so that training runs in float and the gradient checks
-// (tests/test_train.cpp) run the very same code in double.
+// (tests/core/test_train.cpp) run the very same code in double.
 //
-// Conventions (as in core/attention.h): vectors are ROWS, a sequence of n tokens of width d
+// Conventions (as in core/attention/attention.h): vectors are ROWS, a sequence of n tokens of width d
 // is an (n x d) matrix, projections apply on the right (Y = X·W + b, W (d_in x d_out)),
 // biases are (1 x d_out) matrices. A backward function ADDS into the parameter gradients
 // it is given (so gradients of a batch accumulate) and RETURNS or OVERWRITES the input
@@ -83,7 +83,7 @@ Mat<T> softmaxRowsBackward(const Mat<T>& A, const Mat<T>& dA) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Similarity functions, the same formulas as attn::similarity() (core/attention.h):
+// Similarity functions, the same formulas as attn::similarity() (core/attention/attention.h):
 //   dot        S = Q·Kᵀ
 //   scaled_dot S = Q·Kᵀ / √d
 //   general    S = Q·W_a·Kᵀ                          W_a (d x d)

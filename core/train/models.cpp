@@ -17,13 +17,6 @@ std::string_view toString(ModelKind kind) {
   return "encdec";
 }
 
-std::optional<ModelKind> parseModelKind(std::string_view name) {
-  for (ModelKind kind : kAllModelKinds) {
-    if (toString(kind) == name) return kind;
-  }
-  return std::nullopt;
-}
-
 Status checkHeadsDivideWidth(int heads, int width) {
   if (heads >= 1 && heads <= width && width % heads == 0) return Ok{};
   std::string divisors;

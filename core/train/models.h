@@ -35,7 +35,6 @@ inline constexpr ModelKind kAllModelKinds[] = {ModelKind::EncDec, ModelKind::Enc
                                                ModelKind::Pool};
 
 std::string_view toString(ModelKind kind);
-std::optional<ModelKind> parseModelKind(std::string_view name);
 
 struct ModelConfig {
   ModelKind kind = ModelKind::EncDec;
@@ -103,13 +102,5 @@ class Model {
 // Builds a model for the task (validates both first).
 template <class T>
 Expected<std::unique_ptr<Model<T>>> makeModel(const ModelConfig& model, const TaskConfig& task);
-
-// Copies parameters between precisions (same config): used by tests and snapshots.
-template <class To, class From>
-void copyParams(const Model<From>& from, Model<To>& to) {
-  for (std::size_t i = 0; i < from.params().size(); ++i) {
-    to.params()[i] = from.params()[i].template cast<To>();
-  }
-}
 
 }  // namespace attn::train

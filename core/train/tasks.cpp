@@ -21,13 +21,6 @@ std::string_view toString(TaskKind kind) {
   return "reverse";
 }
 
-std::optional<TaskKind> parseTaskKind(std::string_view name) {
-  for (TaskKind kind : kAllTaskKinds) {
-    if (toString(kind) == name) return kind;
-  }
-  return std::nullopt;
-}
-
 Status validateTask(const TaskConfig& task) {
   if (task.length < TaskLimits::kMinLength || task.length > TaskLimits::kMaxLength) {
     return Error{"", "length",

@@ -27,7 +27,6 @@ inline constexpr TaskKind kAllTaskKinds[] = {TaskKind::Copy, TaskKind::Reverse, 
                                              TaskKind::Shift, TaskKind::Markers};
 
 std::string_view toString(TaskKind kind);
-std::optional<TaskKind> parseTaskKind(std::string_view name);
 
 struct TaskConfig {
   TaskKind kind = TaskKind::Reverse;

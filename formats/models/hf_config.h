@@ -35,6 +35,8 @@ class ConfigReader {
   ConfigReader(const nlohmann::json& config, std::string fileName);
 
   const std::string& fileName() const { return fileName_; }
+  // The config object itself (for a reader of several keys, such as readRopeConfig).
+  const nlohmann::json& object() const { return config_; }
   // The key is present and not null (marks it read).
   bool has(const char* key);
   // The raw value, or nullptr when absent (marks it read).

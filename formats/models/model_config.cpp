@@ -8,6 +8,7 @@
 
 #include "formats/files.h"
 #include "formats/models/families.h"
+#include "formats/models/rope_config.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
@@ -59,7 +60,7 @@ Expected<model::Config> parseModelConfig(std::string_view text, const std::strin
   if (Status valid = model::validate(out); !valid) {
     Error error = valid.error();
     error.file = fileName;
-    error.field = familyField(*family, out, error.field);
+    error.field = ropeFieldName(reader.object(), familyField(*family, out, error.field));
     return error;
   }
   return out;

@@ -61,10 +61,4 @@ int combiningClass(char32_t cp) { return u_getCombiningClass(static_cast<UChar32
 std::string nfd(std::string_view utf8) { return normalize(instance(false), utf8); }
 std::string nfc(std::string_view utf8) { return normalize(instance(true), utf8); }
 
-std::string dataVersion() {
-  UVersionInfo version;
-  u_getUnicodeVersion(version);
-  return std::to_string(version[0]) + "." + std::to_string(version[1]);
-}
-
 }  // namespace attn::io::unicode

@@ -18,7 +18,4 @@ std::string nfd(std::string_view utf8);
 // NFC of UTF-8 text, invalid bytes as for nfd.
 std::string nfc(std::string_view utf8);
 
-// The Unicode version of ICU's data ("15.0").
-std::string dataVersion();
-
 }  // namespace attn::io::unicode

@@ -81,7 +81,7 @@ std::vector<double> lastNumbers(const std::vector<double>& row, std::size_t coun
 }
 
 // =======================================================================================
-// Expected numbers of the decoder-state preset (see DESIGN.md §5)
+// Expected numbers of the decoder-state preset (docs/formulas.md)
 // =======================================================================================
 
 const std::vector<double> kScores{927, 397, 148, 929};

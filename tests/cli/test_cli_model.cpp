@@ -1,5 +1,5 @@
 // `attnscope model DIR --text ... --out OUT.npz [--predict K]` on the tiny GPT-2 of
-// tests/gpt2_fixture.h, in-process through runCli (the function main() calls): the .npz
+// tests/support/gpt2_fixture.h, in-process through runCli (the function main() calls): the .npz
 // (read back with a small zip/npy parser written here), the tokens side file, the prediction
 // JSON against the plain-loop reference, and every error as one line with exit code 2.
 #include <gtest/gtest.h>

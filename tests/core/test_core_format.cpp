@@ -1,4 +1,4 @@
-// The one number formatter (core/format.h): the precision rule, special values, and the
+// The one number formatter (core/base/format.h): the precision rule, special values, and the
 // fewer-digits fallback the heatmap labels rely on.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// One notation (issue 7): the formula strings of core/formulas.h appear verbatim in
+// One notation (issue 7): the formula strings of core/attention/formulas.h appear verbatim in
 // docs/formulas.md, and the explanations use them. (The settings panel's use of them is
 // checked in test_ui_panels.)
 #include <gtest/gtest.h>

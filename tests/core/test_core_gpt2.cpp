@@ -1,5 +1,5 @@
 // core/gpt2: the forward pass against an independent plain-loop reference (double
-// precision, tests/gpt2_fixture.h), the KV cache against full recomputation, the prediction,
+// precision, tests/support/gpt2_fixture.h), the KV cache against full recomputation, the prediction,
 // and the session's errors.
 #include <gtest/gtest.h>
 

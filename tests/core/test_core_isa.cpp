@@ -1,4 +1,4 @@
-// The per-ISA kernels (core/isa/kernels.h) and their dispatcher (core/isa.h): every build this
+// The per-ISA kernels (core/isa/kernels.h) and their dispatcher (core/isa/isa.h): every build this
 // CPU runs gives the baseline build's numbers within 1e-5, kernel by kernel against a plain
 // scalar formulation, and through a whole attend(); the dispatcher honours ATTNSCOPE_ISA.
 #include <gtest/gtest.h>

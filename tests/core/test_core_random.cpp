@@ -1,4 +1,4 @@
-// core/random.h: the one seeded generator. Pinned against the published splitmix64
+// core/base/random.h: the one seeded generator. Pinned against the published splitmix64
 // reference outputs (Vigna's splitmix64.c, seed 1234567) and FNV-1a test vectors, so that
 // a change to the generator (and with it every seeded weight) cannot go unnoticed.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// io/files: the one writer. Every rule of files.h has a test here that the old writers
+// formats/files: the one writer. Every rule of files.h has a test here that the old writers
 // (an fopen+rename export writer without fsync or mode keeping; a saver that replaced
 // whatever stood at the path) would fail: mode and owner kept, read-only refused, symlink
 // kept, FIFO and /proc/self/fd written in place, folders refused, temporaries named and

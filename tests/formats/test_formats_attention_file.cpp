@@ -1,6 +1,6 @@
-// io/attention_file: shape normalisation, per-layer npz stacking, batch, layouts, in-place
+// formats/attention_file: shape normalisation, per-layer npz stacking, batch, layouts, in-place
 // float32 heads, converted heads, token labels, selections and hostile shapes, on files from
-// tests/attention_test_files.h (an independent writer).
+// tests/support/attention_test_files.h (an independent writer).
 #include <gtest/gtest.h>
 
 #include <chrono>

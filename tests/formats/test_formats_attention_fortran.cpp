@@ -1,4 +1,4 @@
-// io/attention_file on Fortran-order arrays: every head, mean, max, rollout, the per-head
+// formats/attention_file on Fortran-order arrays: every head, mean, max, rollout, the per-head
 // overview and allHeadStats read through the one storage-order pass (formats/attention_scan)
 // must give what the same values stored in C order give (read head by head): bit for bit
 // where the arithmetic is the same (heads, mean, max, rollout, thumbnails, NaN counts), within

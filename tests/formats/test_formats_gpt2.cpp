@@ -1,5 +1,5 @@
-// io/safetensors and io/gpt2_model: the tiny GPT-2 written in the exact Hugging Face layout
-// (tests/gpt2_fixture.h) loads in F32, F16 and BF16, with and without the "transformer."
+// formats/safetensors and formats/models/model_folder: the tiny GPT-2 written in the exact Hugging Face layout
+// (tests/support/gpt2_fixture.h) loads in F32, F16 and BF16, with and without the "transformer."
 // prefix, and computes the reference's numbers; every bad file gives an error naming the
 // file and the tensor (or field), never a crash.
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // GPT-2's tokenizer: the byte table, UTF-8 repair, pre-tokenisation (each expected split
 // worked out by hand from the pattern), merges by rank (hand-worked cases and a string-based
-// port of encoder.py's bpe() in tests/gpt2_fixture.h), decoding and the display form.
+// port of encoder.py's bpe() in tests/support/gpt2_fixture.h), decoding and the display form.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,5 +1,5 @@
-// io/npy: the strict reader (every dtype, byte order, memory order and version; every
-// hostile header) and the writer, against files made by tests/attention_test_files.h.
+// formats/npy: the strict reader (every dtype, byte order, memory order and version; every
+// hostile header) and the writer, against files made by tests/support/attention_test_files.h.
 #include <gtest/gtest.h>
 
 #include <cmath>

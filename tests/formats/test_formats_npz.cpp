@@ -1,4 +1,4 @@
-// io/npz: listing and reading stored and deflated archives, the writer, and the hostile
+// formats/npz: listing and reading stored and deflated archives, the writer, and the hostile
 // archives (traversal names, truncation, zip bombs, corrupt data).
 #include <gtest/gtest.h>
 

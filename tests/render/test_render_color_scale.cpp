@@ -1,5 +1,5 @@
-// Tests of io/color_scale: per-row ranges and the log scale, as pure functions (worked
-// values). The PNG / SVG exports that follow them are tested in test_io_render.cpp.
+// Tests of render/color_scale: per-row ranges and the log scale, as pure functions (worked
+// values). The PNG / SVG exports that follow them are tested in test_render_render.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Tests of io/heatmap_render: colormap tables against matplotlib, matrix selection, the
+// Tests of render/heatmap_render: colormap tables against matplotlib, matrix selection, the
 // rasteriser (read back from PNG, pixel by pixel), SVG and CSV content, and the errors.
 // Needs no core .cpp: results are built by hand.
 #include <gtest/gtest.h>
@@ -1074,7 +1074,7 @@ TEST(Errors, MissingFontNamesItAndThePackage) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Per-row ranges and the log scale (io/color_scale.h): the exports follow them
+// Per-row ranges and the log scale (render/color_scale.h): the exports follow them
 // ---------------------------------------------------------------------------------------
 
 TEST(ColorScaleExport, PerRowPngColoursEachRowFromBottomToTop) {

@@ -1,5 +1,5 @@
 // The GPT-2 model in the real window loop (GuiSession, not screenshot mode) on a small model
-// in the Hugging Face layout (tests/gpt2_fixture.h): --model loads on the worker while
+// in the Hugging Face layout (tests/support/gpt2_fixture.h): --model loads on the worker while
 // frames go on, typing one character per frame never waits for the model, and the run that
 // lands is the one of the final text. Also `attnscope screenshot --model` as a subprocess:
 // a picture, and a bad folder as one line with exit code 2. Needs a display: without one,

@@ -37,7 +37,7 @@ using attn::testing::readFile;
 using attn::testing::writeFile;
 
 // =======================================================================================
-// Safetensors, written by hand (independent of io/safetensors)
+// Safetensors, written by hand (independent of formats/safetensors)
 // =======================================================================================
 
 struct RawTensor {

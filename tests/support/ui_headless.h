@@ -1,7 +1,7 @@
 // The headless ImGui fixture of the panel tests: an ImGui context with a font atlas and no
 // window or GL, the app's panels drawn side by side each frame (mock heatmap textures), and
-// the shipped presets loaded into an AppState. Shared by tests/test_ui_panels.cpp and
-// tests/test_ui_classroom.cpp; createHeadlessImGui() by every headless panel test.
+// the shipped presets loaded into an AppState. Shared by tests/ui/test_ui_panels.cpp and
+// tests/ui/test_ui_classroom.cpp; createHeadlessImGui() by every headless panel test.
 #pragma once
 
 #include <gtest/gtest.h>

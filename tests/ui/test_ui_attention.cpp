@@ -1,6 +1,6 @@
 // Attention files in the app: opening (.npy/.npz routed beside the scenario, errors keep what
 // was open), the overview / selection worker, and the Attention panel drawn headless with the
-// mock textures. Files come from tests/attention_test_files.h (an independent writer).
+// mock textures. Files come from tests/support/attention_test_files.h (an independent writer).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The file dialogs (app/ui/shell/file_dialog.h, files.h): type filters, a listing read
+// The file dialogs (app/ui/shell/file_dialog.cpp, files.h, native_dialog.h): type filters, a listing read
 // afresh, the last folder per kind, the desktop's dialog through a stand-in zenity script
 // (its command line, its answers, a dialog that cannot run), and what an answer does to the
 // document. Headless: ImGui frames without a window.

@@ -1,5 +1,5 @@
 // The GPT-2 model in the app (app/session/model_service.h, app/ui/panels/panel_model.cpp) on the tiny model of
-// tests/gpt2_fixture.h: the worker loads the folder and publishes runs whose attention,
+// tests/support/gpt2_fixture.h: the worker loads the folder and publishes runs whose attention,
 // prediction and residual norms match the plain-loop reference; typing reuses the KV cache;
 // "open this head in the pipeline" gives a scenario whose weights are the head's; a bad
 // folder keeps what was loaded; the Model panel draws headless.

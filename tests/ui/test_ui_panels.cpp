@@ -91,7 +91,7 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
 // ---------------------------------------------------------------------------------------
 
 TEST(Formulas, TheSettingsPanelShowsTheCoreNotation) {
-  // One notation (issue 7): the panel's formula lines are core/formulas.h's strings.
+  // One notation (issue 7): the panel's formula lines are core/attention/formulas.h's strings.
   for (ScoreKind kind : {ScoreKind::Dot, ScoreKind::ScaledDot, ScoreKind::Cosine,
                          ScoreKind::General, ScoreKind::Additive, ScoreKind::Mlp})
     EXPECT_EQ(std::string_view(scoreFormula(kind)), formulas::score(kind));
@@ -613,7 +613,7 @@ TEST_F(Headless, PresentationShowsTheNewestProblemOnTheHeaderLineAboveThePage) {
   };
   present();
   std::vector<attn::app::DrawnText> texts = present();
-  ASSERT_GE(find(texts, "Enter: one stage full screen"), 0);
+  ASSERT_GE(find(texts, "Enter: one stage alone"), 0);
   // a long warning, posted now
   notify(state, Notice::Kind::Warning,
          "the file lectures/week3/attention_maps_from_last_year.npz has 3 NaN in layer 2 head 5, "
@@ -623,7 +623,7 @@ TEST_F(Headless, PresentationShowsTheNewestProblemOnTheHeaderLineAboveThePage) {
   texts = present();
   const std::ptrdiff_t at = find(texts, "warning: the file lectures");
   ASSERT_GE(at, 0);
-  EXPECT_LT(find(texts, "Enter: one stage full screen"), 0);
+  EXPECT_LT(find(texts, "Enter: one stage alone"), 0);
   const attn::app::DrawnText& line = texts[static_cast<std::size_t>(at)];
   EXPECT_LE(line.x + line.w, 1280.0f);  // cut to the line ("…"), not wrapped or clipped
   // (the headless font has no "…": only the cut is checked)
@@ -640,7 +640,7 @@ TEST_F(Headless, PresentationShowsTheNewestProblemOnTheHeaderLineAboveThePage) {
   state.notices[state.notices.size() - 2].time -= kNoticeSeconds + 1;
   texts = present();
   EXPECT_LT(find(texts, "warning: "), 0);
-  EXPECT_GE(find(texts, "Enter: one stage full screen"), 0);
+  EXPECT_GE(find(texts, "Enter: one stage alone"), 0);
 }
 
 TEST_F(Headless, SignedMatricesAreDivergingAndCentredWeightsSequential) {

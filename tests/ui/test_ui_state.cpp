@@ -1,5 +1,5 @@
 // Headless UI tests: AppState driven with no window, no GL and no display (an ImGui context
-// with no backend, as in DESIGN.md §4): undo/redo and drag coalescing, recompute only on
+// with no backend, docs/architecture.md): undo/redo and drag coalescing, recompute only on
 // revision change, bad files keep the state and post a notice naming file/field/problem,
 // the autosave round trip, view settings in the `view` object, the heatmap widget's hover
 // and zoom from the layout alone, and every panel on every preset.

@@ -1,6 +1,6 @@
 // The Inspector panel: explains the hovered heatmap cell with the actual numbers (a score
 // as its sum, a weight as its softmax, a context entry as its weighted sum; see
-// core/explain.h), and lists the result's warnings with what they mean.
+// core/attention/explain.h), and lists the result's warnings with what they mean.
 #include <imgui.h>
 
 #include <algorithm>

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,10 +18,13 @@
 #include "render/heatmap_axis.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
+#include "app/ui/panels/panel_pipeline_parts.h"
 #include "app/ui/panels/panels.h"
 #include "core/attention/formulas.h"
 
 namespace attn::app {
+
+using namespace pipeline;  // keys, toolbar, presented heatmaps (panel_pipeline_parts.h)
 
 namespace {
 
@@ -49,23 +53,6 @@ std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
     case MatrixKind::Output: return "→ ·W_o";
     default: return "";
   }
-}
-
-// ---------------------------------------------------------------------------------------
-// Keys
-// ---------------------------------------------------------------------------------------
-
-void handleStepKeys(AppState& state, const std::vector<MatrixKind>& visible) {
-  // The window queues every GLFW press (app/ui/shell/gui_window.cpp): ImGui 1.86 keeps only the key state per
-  // frame, so a press and release inside one frame (a clicker, fast taps) would be lost.
-  std::vector<StepKey> keys;
-  keys.swap(state.panels.stepKeys);
-  const ImGuiIO& io = ImGui::GetIO();
-  if (io.WantTextInput || ImGui::IsAnyItemActive()) return;
-  // Esc closes a popup first; it shows every stage only when nothing else wants it.
-  if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup))
-    std::erase(keys, StepKey::ShowAll);
-  applyPipelineKeys(state.view, keys, visible);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -135,46 +122,90 @@ float colorbarReserve(const AppState& state) {
                                 state.view.rowRange ? ImGui::CalcTextSize("row max").x : 0.0f);
 }
 
+// The stage alone: the least share of the window's height its heatmap (with its labels) is
+// given when the caption goes under it.
+constexpr float kAloneShare = 0.62f;
+
+// The page header's settings for `doc`: the temperature and the mask, always named (a class
+// reading the weights must know both): "T = 1000 · mask: none", "T = 1 · mask: causal".
+std::string pageSettings(const Scenario& doc) {
+  return "T = " + formatNumber(doc.options.temperature) + " \xC2\xB7 mask: " +
+         std::string(toString(doc.options.mask.kind));
+}
+
 // One stage alone over the whole panel (presentation, Enter or a double-click): the heatmap as
 // large as the window allows above a caption of the inspector's explanation of a cell (the
 // hovered one of this stage, else the last query's strongest key) in the presentation font.
 // `head` is the card's head (-1 = the mean over heads, for the scores and weights).
 void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
-                     const SelectedMatrix* view, int head, float labelWidth, float aspect) {
+                     const SelectedMatrix* view, int head, float labelWidth, float aspect,
+                     const KeyZoom& zoom) {
   const float font = ImGui::GetFontSize();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  ImGui::TextColored(panel::formulaColor(), "%s", stageName(stage));
   if (view == nullptr) return;
   // 1 the heatmap, as large as the window allows, with the caption beside it (a wide window)
-  //   or under it, whichever leaves the larger heatmap; the caption scrolls, never cut off.
+  //   or under it, whichever keeps the numbers and then leaves the larger heatmap; the
+  //   caption scrolls, never cut off. (The stage's name and what it is stand in the header.)
   //   (font * 2.5: the column axis title and labels above the grid, as on the cards)
   const ImGuiStyle& style = ImGui::GetStyle();
-  const float colorbar = colorbarReserve(state);
-  const float labelsAbove = font * 2.5f;
-  const float fullGrid = std::max(
-      font * 4.0f, avail.y - ImGui::GetTextLineHeightWithSpacing() - labelsAbove -
-                       style.ItemSpacing.y * 2.0f);
-  const float captionWidth = font * 16.0f;   // beside: room for the worked numbers
-  const float captionHeight = font * 6.0f;   // under: a few lines, then it scrolls
-  const float besideGrid =
-      std::min(fullGrid, (avail.x - labelWidth - colorbar - captionWidth - style.ItemSpacing.x) /
-                             aspect);
-  const float underGrid =
-      std::min(fullGrid - captionHeight, (avail.x - labelWidth - colorbar) / aspect);
-  const bool beside = besideGrid >= underGrid;
-  const float grid = std::max(font * 4.0f, beside ? besideGrid : underGrid);
   HeatmapOptions options = panel::heatmapOptions(state, stage);
-  options.size = ImVec2(labelWidth + grid * aspect + colorbar, labelsAbove + grid);
+  const float colorbar = colorbarWidthOf(*view, options);  // what the widget will take
+  const float labelsAbove = font * 2.5f;
+  const float fullGrid = std::max(font * 4.0f, avail.y - labelsAbove - style.ItemSpacing.y * 2.0f);
+  const float captionWidth = font * 16.0f;  // beside: room for the worked numbers
+  // Under: up to six lines, fewer (down to three, then it scrolls) where six would leave the
+  // heatmap less than kAloneShare of the window's height.
+  const float windowHeight = ImGui::GetMainViewport()->Size.y;
+  const float captionHeight = std::clamp(
+      fullGrid + labelsAbove - windowHeight * kAloneShare, font * 3.3f, font * 6.0f);
+  // Cells grow wider than tall (across the whole width, the widget allows 4:1) where the
+  // numbers need it: the widest number at two significant digits, as the widget sizes it
+  // (the font, down to leastNumberScale of it, in cells 1.3 of its heights tall), must fit a
+  // cell with a margin.
+  const MatrixRef values = view->values();
+  float widest = 0;
+  for (int r = 0; r < values.rows && r < 64; ++r)
+    for (int c = 0; c < values.cols && c < 64; ++c)
+      if (std::isfinite(values(r, c)))  // (two significant digits: within 5 % of the value)
+        widest = std::max(widest, ImGui::CalcTextSize(formatNumber(values(r, c), 2).c_str()).x);
+  const float rows = static_cast<float>(std::max(values.rows, 1));
+  const float cols = static_cast<float>(std::max(values.cols, 1));
+  auto numbersFit = [&](float gridH, float gridW) {
+    const float px = std::min(font, gridH / rows / io::kCellLabelHeights);
+    return px >= font * leastNumberScale(state) - 0.01f &&
+           widest * px / font <= gridW / cols - px * 0.3f;
+  };
+  struct Choice {
+    float grid = 0, width = 0;
+    bool numbers = false;
+  };
+  auto choose = [&](float height, float room) {
+    Choice choice;
+    choice.grid = std::max(font * 4.0f, std::min(height, room / aspect));
+    choice.width = choice.grid * aspect;
+    if (!numbersFit(choice.grid, choice.width)) choice.width = std::max(choice.width, room);
+    choice.numbers = numbersFit(choice.grid, choice.width);
+    return choice;
+  };
+  const Choice besideChoice =
+      choose(fullGrid, avail.x - labelWidth - colorbar - captionWidth - style.ItemSpacing.x);
+  const Choice underChoice = choose(fullGrid - captionHeight, avail.x - labelWidth - colorbar);
+  const bool beside = besideChoice.numbers != underChoice.numbers
+                          ? besideChoice.numbers
+                          : besideChoice.grid >= underChoice.grid;
+  const Choice& chosen = beside ? besideChoice : underChoice;
+  options.size = ImVec2(labelWidth + chosen.width + colorbar, labelsAbove + chosen.grid);
   const std::string description = stageDescription(stage, state.doc);
   options.tooltip = description.c_str();
   options.allLabels = true;  // the stage alone: every token label
+  presentationOptions(options, state, zoom, true);
   // Centred (under) or with the caption beside it in the middle of the projection.
   const float blockWidth = options.size.x + (beside ? captionWidth + style.ItemSpacing.x : 0.0f);
   ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - blockWidth) * 0.5f));
   const HeatmapInteraction hit = heatmapWidget(
       (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
       panel::contentRevision(state.computed->revision, stage, head), options);
-  panel::setHover(state, hit, stage, head);
+  if (hit.spotlightChanged) panel::setHover(state, hit, stage, head);  // a click inspects
   if (beside) ImGui::SameLine();
   // 2 the caption: one of its numbers explained (what the stage is stands in the header)
   ImGui::BeginChild("##caption", ImVec2(0, beside ? options.size.y : 0.0f), false);
@@ -232,82 +263,41 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed->result;
   const std::vector<MatrixKind> visible = visibleStages(&result);
-  handleStepKeys(state, visible);
+  const KeyZoom keyZoom = handleStepKeys(state, heatmaps, visible);
+  updateChrome(state, presenting);
   // A stage that is no longer shown (e.g. concat after going back to one head): show all.
   int& current = state.view.pipelineStage;
   if (current >= 0 && std::none_of(visible.begin(), visible.end(),
                                    [&](MatrixKind s) { return stageIndex(s) == current; })) {
     current = -1;
   }
+  const bool alone = presenting && state.view.stageFullScreen && current >= 0;
 
-  // 1 header: head, stepping buttons, what the current stage is.
-  const int heads = static_cast<int>(result.heads.size());
-  int head = clampedHead(state);  // -1 = the mean over heads
-  if (heads > 1) {
-    ImGui::SetNextItemWidth(font * 5.0f);
-    if (ImGui::BeginCombo("head", head < 0 ? "mean" : std::to_string(head).c_str())) {
-      if (ImGui::Selectable("mean", head < 0)) state.view.focusedHead = -1;
-      tooltip("The mean over heads of the scores and weights (what PyTorch returns with "
-              "average_attn_weights=True). Q, K, V and the context exist per head only.");
-      for (int h = 0; h < heads; ++h) {
-        if (ImGui::Selectable(std::to_string(h).c_str(), h == head)) state.view.focusedHead = h;
-      }
-      ImGui::EndCombo();
-    }
-    tooltip("The head whose stages are shown, or the mean over heads. Each head attends on its "
-            "own column block of Q, K and V. (Click a thumbnail in the Heads panel to pick one "
-            "too.)");
-    ImGui::SameLine();
-    head = clampedHead(state);
-  }
-  if (ImGui::ArrowButton("##prev", ImGuiDir_Left)) current = stepPipelineStage(current, -1, visible);
-  tooltip("Previous stage (Left arrow).");
-  ImGui::SameLine();
-  if (ImGui::ArrowButton("##next", ImGuiDir_Right)) current = stepPipelineStage(current, +1, visible);
-  tooltip("Next stage (Space or Right arrow). Stepping past the last stage shows all again.");
-  ImGui::SameLine();
-  ImGui::BeginDisabled(current < 0);
-  if (ImGui::Button("All")) current = -1;
-  ImGui::EndDisabled();
-  tooltip("Show every stage at once (Escape).");
-  ImGui::SameLine();
-  if (ImGui::Button(presenting ? "Exit presentation" : "Present")) {
-    state.view.presentation = !presenting;
-    state.view.stageFullScreen = false;
-  }
-  tooltip(presenting ? "Back to the normal window (F5 or Escape)."
-                     : "Presentation mode (F5): the pipeline alone, full screen, with large type, "
-                       "its stages in rows and pages that fit. Enter (or a double-click on a "
-                       "stage) shows the current stage alone with its explanation; Escape goes "
-                       "back.");
-  ImGui::SameLine();
-  if (current < 0) {
-    ImGui::TextDisabled("All %d stages", static_cast<int>(visible.size()));
-  } else {
-    int index = 0;
-    for (int i = 0; i < static_cast<int>(visible.size()); ++i)
-      if (stageIndex(visible[i]) == current) index = i;
-    ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
-  }
-  // Presentation: the page controls go at the end of this line (drawn once the pages are
-  // known), so the page keeps the height a line of its own would take.
-  ImGui::SameLine(0.0f, font * 1.5f);
-  const ImVec2 pageControls = ImGui::GetCursorScreenPos();
-  ImGui::NewLine();
+  // 1 header: the toolbar (head, stepping buttons, the step), in presentation over the page
+  //   in a window of its own that hides while the pointer rests (drawChromeWindow, at the
+  //   end); then what the current stage is.
+  if (!presenting) drawToolbar(state, visible, PageNav{});
+  const int head = clampedHead(state);  // -1 = the mean over heads
   {
     // The description line is as tall as the longest description at this width, whichever
-    // stage is current, so stepping never moves the cards below.
-    const std::string hint = pipelineHint(state.doc);
+    // stage is current, so stepping never moves the cards below (the stage alone: its own,
+    // the heatmap takes the rest).
+    // The page's settings lead the line (T and the mask change every weight, so a class
+    // reading the weights must see both; the toolbar hides in presentation).
+    const std::string settings = pageSettings(state.doc) + "  \xC2\xB7  ";
+    const std::string hint = settings + pipelineHint(state.doc);
     const float wrap = std::max(ImGui::GetContentRegionAvail().x, font);
-    float reserved = ImGui::CalcTextSize(hint.c_str(), nullptr, false, wrap).y;
+    float reserved = alone ? 0.0f : ImGui::CalcTextSize(hint.c_str(), nullptr, false, wrap).y;
     for (MatrixKind stage : visible)
-      reserved =
-          std::max(reserved, ImGui::CalcTextSize(stageDescription(stage, state.doc).c_str(),
-                                                 nullptr, false, wrap).y);
+      if (!alone || stageIndex(stage) == current)
+        reserved =
+            std::max(reserved, ImGui::CalcTextSize(
+                                   (settings + stageDescription(stage, state.doc)).c_str(),
+                                   nullptr, false, wrap).y);
     const float top = ImGui::GetCursorPosY();
     if (current >= 0)
       panel::coloredWrapped(panel::formulaColor(),
-                            stageDescription(kPipelineOrder[current], state.doc));
+                            settings + stageDescription(kPipelineOrder[current], state.doc));
     else
       panel::mutedWrapped(hint);
     ImGui::SetCursorPosY(top + reserved + ImGui::GetStyle().ItemSpacing.y);
@@ -397,12 +387,13 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   // the card's head (the mean over heads where the stage has one).
   if (presenting && state.view.stageFullScreen && currentCard >= 0) {
     const Card& card = cards[currentCard];
-    drawSingleStage(state, heatmaps, card.stage, card.view, card.head, labelWidths[currentCard],
-                    aspects[currentCard]);
     if (card.noMean)
       ImGui::TextDisabled("%s has no mean over heads: pick a head to see it.",
                           stageName(card.stage));
+    drawSingleStage(state, heatmaps, card.stage, card.view, card.head, labelWidths[currentCard],
+                    aspects[currentCard], keyZoom);
     ImGui::End();
+    drawChromeWindow(state, visible, PageNav{});
     return;
   }
 
@@ -475,39 +466,6 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (currentCard >= 0) stored = pages_.pageOf(currentCard);
     stored = std::clamp(stored, 0, pages - 1);
     page = stored;
-    const ImVec2 below = ImGui::GetCursorScreenPos();
-    ImGui::SetCursorScreenPos(pageControls);
-    if (pages > 1) {
-      if (ImGui::ArrowButton("##pageUp", ImGuiDir_Up)) stored = std::max(0, page - 1);
-      tooltip("Previous page of stages.");
-      ImGui::SameLine();
-      if (ImGui::ArrowButton("##pageDown", ImGuiDir_Down)) stored = std::min(pages - 1, page + 1);
-      tooltip("Next page of stages (stepping turns the pages too).");
-      ImGui::SameLine();
-      ImGui::TextDisabled("page %d / %d", page + 1, pages);
-      ImGui::SameLine(0.0f, font);
-    }
-    // The newest warning or error of the last kNoticeSeconds takes the hint's place (no
-    // toast floats over a presented page), cut to the line; the whole text in its tooltip.
-    const Notice* problem = nullptr;
-    for (auto it = state.notices.rbegin(); it != state.notices.rend(); ++it) {
-      if (ImGui::GetTime() - it->time >= kNoticeSeconds) break;
-      if (it->kind != Notice::Kind::Info) {
-        problem = &*it;
-        break;
-      }
-    }
-    const float room = ImGui::GetContentRegionAvail().x;
-    if (problem) {
-      const std::string text = panel::noticePrefix(problem->kind) + problem->text;
-      ImGui::PushStyleColor(ImGuiCol_Text, panel::noticeColor(problem->kind, state.view.lightTheme));
-      ImGui::TextUnformatted(widget::fitLabel(text, room, 1024).c_str());
-      ImGui::PopStyleColor();
-      tooltip(text);
-    } else {  // (cut to the line at large text sizes)
-      ImGui::TextDisabled("%s", widget::fitLabel("Enter: one stage full screen  \xC2\xB7  Esc: back", room, 1024).c_str());
-    }
-    ImGui::SetCursorScreenPos(below);
   } else {
     // The window: choose the row breaks that make the grid largest (up to three rows).
     auto gridFor = [&](const std::vector<int>& starts) {
@@ -626,7 +584,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       placeholderCard(cardSize, labelWidth, colLabelHeight, "?");
     } else if (card.noMean) {
       placeholderCard(cardSize, labelWidth, colLabelHeight, "no mean");
-      if (ImGui::IsItemHovered())
+      if (ImGui::IsItemHovered() && !presenting)
         ImGui::SetTooltip("%s has no mean over heads: pick a head to see it.",
                           stageName(card.stage));
     } else if (card.view == nullptr) {
@@ -648,12 +606,17 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       options.allLabels = presenting;  // presentation: every token label
       const std::string description = stageDescription(card.stage, state.doc);
       options.tooltip = description.c_str();
+      if (presenting) {
+        // No tooltip over a projected page; a click spotlights (and inspects); the numbers
+        // grow with their cells; + / - / 0 zoom the current stage (every card when none is).
+        presentationOptions(options, state, keyZoom, current < 0 || isCurrent);
+      }
       const MatrixKind kind = card.stage;
       const std::string id = std::string("##stage_") + stageName(card.stage);
       const HeatmapInteraction hit = heatmapWidget(
           id.c_str(), heatmaps, *card.view,
           panel::contentRevision(state.computed->revision, kind, card.head), options);
-      panel::setHover(state, hit, kind, card.head);
+      if (!presenting || hit.spotlightChanged) panel::setHover(state, hit, kind, card.head);
       // A double-click on a stage shows it alone, full screen (it also resets the zoom).
       if (hit.hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
         current = stageIndex(kind);
@@ -666,6 +629,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   }
   ImGui::EndChild();
   ImGui::End();
+  if (presenting) drawChromeWindow(state, visible, PageNav{page, pages, &state.view.presentationPage});
 }
 
 }  // namespace attn::app

@@ -41,7 +41,7 @@ void drawPatchingPanel(AppState& state, HeatmapCache& heatmaps);   // activation
 // panels say what is on screen; the compute service never reads their scratch.
 std::vector<ViewKey> viewsOnScreen(const AppState& state);
 
-// The inspector's explanation of one cell (core/explain.h) and how the Inspector draws it;
+// The inspector's explanation of one cell (core/attention/explain.h) and how the Inspector draws it;
 // the Pipeline's single-stage presentation shows the same under its heatmap.
 Expected<Explanation> explainHover(const AppState& state, const Hover& hover);
 void drawExplanation(const Explanation& explanation);

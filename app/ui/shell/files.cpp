@@ -48,17 +48,7 @@ std::string prettyName(const std::string& stem) {
 }  // namespace
 
 // "Decoder state (Luong)" -> "decoder_state_luong".
-std::string fileStemOf(const std::string& name) {
-  std::string out;
-  for (unsigned char ch : name) {
-    if (std::isalnum(ch))
-      out += static_cast<char>(std::tolower(ch));
-    else if (!out.empty() && out.back() != '_')
-      out += '_';
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out.empty() ? "scenario" : out;
-}
+std::string fileStemOf(const std::string& name) { return io::fileSlug(name, "scenario"); }
 
 std::string displayName(const AppState& state) {
   if (!state.docPath.empty()) return fs::path(state.docPath).filename().string();

@@ -115,7 +115,7 @@ struct FileUi {
   std::string replaceAsked, replaceConfirmed;
   bool confirmPending = false;  // the dialog's action button was pressed by code (confirmDialog)
 
-  // The desktop's dialog (zenity / kdialog, file_dialog.h). Off unless the window turns it
+  // The desktop's dialog (zenity / kdialog, native_dialog.h). Off unless the window turns it
   // on (tests drive the built-in one); when it cannot run, the built-in dialog opens.
   bool nativeDialogs = false;
   std::shared_ptr<NativeDialogRun> native;  // the dialog on screen, polled by drawFileUi

@@ -75,6 +75,8 @@ inline constexpr Shortcut kShortcuts[] = {
      "Pipeline: next / previous stage (clickers), show all"},
     {"F5", "Presentation mode: the pipeline full screen, large type (F5 / Esc leaves)"},
     {"Enter / double-click a stage", "Presentation: the current stage alone, explained"},
+    {"Click a cell, row or column label", "Presentation: spotlight it (again or Esc: off)"},
+    {"+ / - / 0", "Presentation: zoom the current stage in / out / back"},
     {"Drop a .json file", "Open it"},
     {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
     {"Click a patch of the image", "Make it the query"},
@@ -176,7 +178,6 @@ struct GuiSession::Impl {
   void trackRecent();
   void drawRecentMenu();
   void takeScreenshot(const std::string& path, bool sidecar);
-  void shutdown();
 
   // The launch plan (app/session/launch.h), applied in open() step by step; each feature
   // applies its own part (gui_launch.cpp).

@@ -196,6 +196,9 @@ void GuiSession::Impl::launchView() {
   if (launch.lightTheme) state.view.lightTheme = *launch.lightTheme;
   if (launch.classroomText) state.view.classroomText = *launch.classroomText;
   state.view.presentation = launch.presentation;
+  // A screenshot shows the page as the class sees it once the pointer has rested: no
+  // toolbar (app/ui/panels/panel_pipeline.cpp, kChromeSeconds).
+  if (screenshotMode()) state.panels.pointerMovedAt = -1e9;
   if (launch.stage >= 0) {
     state.view.pipelineStage = launch.stage;
     state.view.stageFullScreen = launch.presentation;

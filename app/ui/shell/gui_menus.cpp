@@ -2,6 +2,7 @@
 // keyboard shortcuts and File > Open Recent.
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/shell/gui_impl.h"
+#include "app/ui/shell/key_routing.h"
 
 namespace attn::app {
 
@@ -22,10 +23,9 @@ void GuiSession::Impl::handleShortcuts() {
       ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel);
   for (const KeyPress& press : presses) {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
-    // Space, arrows, Enter, Escape belong to a text field that has the keyboard.
-    if (const StepKey step = stepKeyFor(press.key, press.mods);
-        step != StepKey::None && !modal && !io.WantTextInput)
-      state.panels.stepKeys.push_back(step);  // applied by the Pipeline panel this frame
+    // Steps for the Pipeline panel, this frame; a text field or a modal dialog keeps its
+    // keys, a menu left open is closed by them (app/ui/shell/key_routing.h).
+    routeKeyPress(state, press.key, press.mods);
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
     const bool shift = press.mods & GLFW_MOD_SHIFT;
     switch (press.key) {
@@ -251,11 +251,13 @@ void GuiSession::Impl::drawViewMenu() {
     if (textSizeOpen) {
       if (ImGui::MenuItem("Normal", nullptr, !state.view.classroomText))
         state.view.classroomText = false;
-      tooltip("15 px text (22 px in presentation mode).");
+      tooltip("15 px text (22.5 px in presentation mode at 800 px high, growing with the "
+              "window: 31 px at 1080).");
       if (ImGui::MenuItem("Classroom", nullptr, state.view.classroomText))
         state.view.classroomText = true;
-      tooltip("22 px text (33 px in presentation mode): readable from the back of a room on a "
-              "projector. Remembered with the view settings.");
+      tooltip("22 px text (33 px in presentation mode at 800 px high, 45 px at 1080): "
+              "readable from the back of a room on a projector. Remembered with the view "
+              "settings.");
       ImGui::EndMenu();
     }
     menuTooltip(textSizeOpen, "Normal, or Classroom for a projector; Ctrl+= / Ctrl+- scale "

@@ -150,10 +150,13 @@ void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
 
 void GuiSession::Impl::rebuildFontIfNeeded() {
   state.view.fontScale = clampFontScale(state.view.fontScale);
-  // The text size (Normal / Classroom) x the user's scale, x 1.5 in presentation mode (F5).
-  const float pixels = std::round(
-      uiFontPixels(state.view.classroomText, state.view.fontScale, state.view.presentation) *
-      contentScale);
+  // The text size (Normal / Classroom) x the user's scale, x 1.5 in presentation mode (F5),
+  // there grown with the window's height (theme.h: at least 2.8 % of it).
+  int fbWidth = 0, fbHeight = 0;
+  if (window != nullptr) glfwGetFramebufferSize(window, &fbWidth, &fbHeight);
+  const float windowHeight = static_cast<float>(fbHeight) / contentScale;
+  const float pixels = uiFontPixelsRounded(state.view.classroomText, state.view.fontScale,
+                                           state.view.presentation, windowHeight, contentScale);
   if (pixels != fontPixels) {
     std::string warning;
     loadUiFont(pixels, &warning);
@@ -165,7 +168,7 @@ void GuiSession::Impl::rebuildFontIfNeeded() {
     fontPixels = pixels;
   }
   const float scale = uiFontPixels(state.view.classroomText, state.view.fontScale,
-                                   state.view.presentation) /
+                                   state.view.presentation, windowHeight) /
                       kBaseFontPixels * contentScale;
   if (scale != themeScale || state.view.lightTheme != themeLight) {
     applyTheme(state.view.lightTheme, scale);
@@ -315,6 +318,9 @@ FrameActivity GuiSession::Impl::activity() const {
   // Toasts and the status colour expire by time: keep drawing until just after they have.
   for (const Notice& notice : state.notices)
     if (t - notice.time < kNoticeSeconds + 0.5) a.noticesFading = true;
+  // Presentation's toolbar hides by itself kChromeSeconds after the pointer stops.
+  if (state.view.presentation && t - state.panels.pointerMovedAt < kChromeSeconds + 0.5)
+    a.noticesFading = true;
   a.pendingInput = !keyPresses.empty() || !droppedPaths.empty() || screenshotRequested ||
                    layoutDirty || files.quitConfirmed;
   a.settleFrames = settleFrames;

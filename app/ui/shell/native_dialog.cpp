@@ -15,6 +15,7 @@
 
 #include "app/session/attention_service.h"  // isAttentionPath (attention_view.h needs its includes)
 #include "app/session/image_view.h"
+#include "formats/files.h"
 
 extern char** environ;
 
@@ -57,9 +58,7 @@ std::vector<std::string> filterPatterns(FileFilter filter) {
 }
 
 bool matchesFilter(const std::string& name, FileFilter filter) {
-  std::string ext = fs::path(name).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string ext = io::lowerExtension(name);
   switch (filter) {
     case FileFilter::All: return true;
     case FileFilter::Folders: return false;

@@ -3,12 +3,14 @@
 #include "app/ui/shell/theme.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 
 #include <imgui.h>
 
 #include "app/session/pipeline_layout.h"  // kPresentationFontScale
+#include "app/ui/widgets/heatmap_widget.h"  // kNumberFontName, kMaxNumberScale
 
 namespace attn::app {
 
@@ -25,9 +27,18 @@ std::string cjkFontPath() {
   return {};
 }
 
-float uiFontPixels(bool classroom, float fontScale, bool presentation) {
+float uiFontPixels(bool classroom, float fontScale, bool presentation, float windowHeight) {
   const float base = classroom ? kClassroomFontPixels : kBaseFontPixels;
-  return base * clampFontScale(fontScale) * (presentation ? kPresentationFontScale : 1.f);
+  const float window =
+      presentation ? std::max(1.f, windowHeight / kPresentationReferenceHeight) : 1.f;
+  return base * clampFontScale(fontScale) * (presentation ? kPresentationFontScale : 1.f) * window;
+}
+
+float uiFontPixelsRounded(bool classroom, float fontScale, bool presentation, float windowHeight,
+                          float contentScale) {
+  // (less a hair: 22.5 x 1.0 stays 23, not 24 by a float's last bit)
+  return std::ceil(uiFontPixels(classroom, fontScale, presentation, windowHeight) * contentScale -
+                   0.01f);
 }
 
 float clampFontScale(float scale) {
@@ -129,6 +140,33 @@ void applyTheme(bool light, float sizeScale) {
   ImGui::GetStyle() = style;
 }
 
+namespace {
+
+// The digits, signs and the few letters of a cell number ("-0.12", "1.2e-4", "<0.001", "−∞",
+// "NaN") at kMaxNumberScale times the text size, named kNumberFontName: presentation draws
+// numbers that grow with their cells from it (app/ui/widgets/heatmap_widget_draw.cpp), so a
+// 45 px number is as crisp as the text. A few dozen glyphs: the atlas barely grows.
+void addNumberFont(const std::string& path, float pixelSize) {
+  static const ImWchar kNumberRanges[] = {
+      0x0020, 0x0020, 0x002B, 0x002E,  // space + , - .
+      0x0030, 0x0039, 0x003C, 0x003E,  // 0-9 < = >
+      0x0045, 0x0045, 0x004E, 0x004E,  // E N
+      0x0061, 0x0061, 0x0065, 0x0065,  // a e
+      0x00B7, 0x00B7, 0x2026, 0x2026,  // · …
+      0x2212, 0x2212, 0x221E, 0x221E,  // − ∞
+      0,
+  };
+  ImFontConfig config;
+  config.OversampleH = 2;
+  config.OversampleV = 1;
+  config.PixelSnapH = true;
+  std::snprintf(config.Name, sizeof(config.Name), "%s", kNumberFontName);
+  ImGui::GetIO().Fonts->AddFontFromFileTTF(path.c_str(), pixelSize * kMaxNumberScale, &config,
+                                           kNumberRanges);
+}
+
+}  // namespace
+
 bool loadUiFont(float pixelSize, std::string* warning) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
@@ -196,6 +234,7 @@ bool loadUiFont(float pixelSize, std::string* warning) {
     config.SizePixels = pixelSize;
     io.Fonts->AddFontDefault(&config);
   }
+  if (font != nullptr) addNumberFont(path, pixelSize);
   unsigned char* pixels = nullptr;
   int width = 0, height = 0;
   io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);

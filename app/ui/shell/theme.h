@@ -15,10 +15,23 @@ inline constexpr float kFontScaleStep = 0.125f;
 inline constexpr float kBaseFontPixels = 15.0f;
 inline constexpr float kClassroomFontPixels = 22.0f;
 
+// Presentation type grows with the window: sizes are for a window this tall (logical px),
+// and a taller one scales them by its height / kPresentationReferenceHeight (a lower one
+// keeps them), so that body text stays at least 2.8 % of the height (Normal: 22.5 px of
+// 800; Classroom 33 px of 800, 4.1 %).
+inline constexpr float kPresentationReferenceHeight = 800.0f;
+
 // The window's font size in pixels before the display's content scale: the text size's base
 // (kBaseFontPixels or kClassroomFontPixels) x fontScale, x kPresentationFontScale (1.5) in
-// presentation mode. Classroom at fontScale 1: 22 px, and 33 px in presentation mode.
-float uiFontPixels(bool classroom, float fontScale, bool presentation);
+// presentation mode, there times max(1, windowHeight / kPresentationReferenceHeight)
+// (windowHeight in logical pixels; 0 = not known, no scaling). Classroom at fontScale 1:
+// 22 px, and 33 px in presentation mode at 1280x800, 44.6 px at 1920x1080.
+float uiFontPixels(bool classroom, float fontScale, bool presentation, float windowHeight = 0);
+
+// uiFontPixels as a whole number of device pixels (`contentScale` x), rounded up so that a
+// size never ends below its share of the window (30.4 -> 31 px at 1080).
+float uiFontPixelsRounded(bool classroom, float fontScale, bool presentation, float windowHeight,
+                          float contentScale);
 
 // The font file used by the window (the same family as the exported heatmaps).
 std::string uiFontPath();

@@ -1,4 +1,4 @@
-// OpenGL textures and the heatmap shader (see gl_texture.h and DESIGN.md §3).
+// OpenGL textures and the heatmap shader (see gl_texture.h and docs/heatmaps.md).
 #include "app/ui/widgets/gl_texture.h"
 
 #include <GL/gl.h>

@@ -1,4 +1,4 @@
-// The heatmap widget (see heatmap_widget.h and DESIGN.md §3).
+// The heatmap widget (see heatmap_widget.h and docs/heatmaps.md).
 //
 // Per frame the cost does not depend on the number of cells: the values live in an R32F
 // texture that is re-uploaded only when the content revision or the shape changes, the
@@ -25,6 +25,7 @@
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/ui/widgets/heatmap_widget_parts.h"
 #include "core/attention/aggregate.h"
+#include "formats/files.h"
 
 namespace attn::app {
 
@@ -75,21 +76,7 @@ void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry,
 // HeatmapCache
 // =======================================================================================
 
-std::string fileStem(const std::string& text) {
-  std::string out;
-  bool underscore = false;
-  for (unsigned char ch : text) {
-    if (std::isalnum(ch)) {
-      out += static_cast<char>(std::tolower(ch));
-      underscore = false;
-    } else if (!out.empty() && !underscore) {
-      out += '_';
-      underscore = true;
-    }
-  }
-  while (!out.empty() && out.back() == '_') out.pop_back();
-  return out.empty() ? "heatmap" : out;
-}
+std::string fileStem(const std::string& text) { return io::fileSlug(text, "heatmap"); }
 
 void HeatmapCache::Impl::releaseEntry(Entry& entry) {
   textures->release(entry.texture);
@@ -212,21 +199,30 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
       usePositions ? io::ValueRange{0, 1} : io::ruleRange(entry.finite, normalization);
 
   // 3 layout, 4 input, 5 drawing, 6 menu, 7 the record for the screenshot sidecar
-  widget::Grid grid = widget::layoutGrid(entry, view, options, range);
+  const std::string ruleText =
+      usePositions && !entry.caption.empty()
+          ? (rule == io::RangeRule::Row ? std::string("per row") : entry.caption)
+          : io::rangeRuleCaption(rule, range);
+  widget::Grid grid = widget::layoutGrid(entry, view, options, range, ruleText);
   grid.rule = rule;
   grid.recordLabels = impl.recordLabels;
-  grid.ruleText = usePositions && !entry.caption.empty()
-                      ? (rule == io::RangeRule::Row ? std::string("per row") : entry.caption)
-                      : io::rangeRuleCaption(rule, range);
+  grid.ruleText = ruleText;
   if (usePositions && entry.positions.rows() == rows && entry.positions.cols() == cols)
     grid.positions = matrixRef(entry.positions);
+  widget::applyKeyboardZoom(entry, options);
   widget::handleGridInput(entry, grid, interaction);
+  widget::handleSpotlightInput(entry, grid, options, interaction);
   widget::drawGrid(impl, entry, grid, view, options, range);
+  widget::drawSpotlight(entry, grid);
   widget::drawAxisLabels(entry, grid, view, options);
   widget::drawColorbar(impl, grid, view, options);
   widget::drawHoverReadout(entry, grid, view, options, interaction);
   interaction.exportRequested = widget::drawContextMenu(impl, entry, view, options);
   impl.records.push_back(widget::recordOf(id, grid, view, options, range));
+  impl.records.back().spotRow = entry.spotRow;
+  impl.records.back().spotCol = entry.spotCol;
+  impl.records.back().dimRects = grid.dimRects;
+  impl.records.back().colorbarTitle = grid.titleLines;
 
   // 8 reserve the space
   const float font = grid.font;
@@ -240,6 +236,15 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   ImGui::Dummy(used);
   ImGui::PopID();
   return interaction;
+}
+
+bool clearSpotlights(HeatmapCache& cache) {
+  bool any = false;
+  for (auto& [id, entry] : cache.impl().entries) {
+    any = any || entry.spotRow >= 0 || entry.spotCol >= 0;
+    entry.spotRow = entry.spotCol = -1;
+  }
+  return any;
 }
 
 // =======================================================================================

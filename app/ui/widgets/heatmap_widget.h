@@ -24,7 +24,7 @@ struct HeatmapOptions {
   bool probability = false;
   // Auto (by what the values are), MinMax (the matrix's own min..max), Row (each row spans
   // the map from its own finite min to its max) or Fixed (vmin / vmax); Log: log10 colours
-  // with a floor (io/color_scale.h). With Row or Log the widget uploads each cell's colour
+  // with a floor (render/color_scale.h). With Row or Log the widget uploads each cell's colour
   // position instead of its value.
   RangeMode range = RangeMode::Auto;
   ColorScaleKind scale = ColorScaleKind::Linear;
@@ -37,7 +37,25 @@ struct HeatmapOptions {
   int markRow = -1, markCol = -1;   // a cell to outline (linked hover), -1 = none
   ImVec2 size{0, 0};                // 0 = fit: cells square, as large as the space allows
   const char* tooltip = nullptr;    // extra line shown on hover (what the matrix means)
+  // Presentation (app/ui/panels/panel_pipeline.cpp): no tooltip over the cells (a click
+  // inspects instead); a click on a cell, a row label or a column label spotlights it (the
+  // rest of the grid dimmed; a second click on it, or clearSpotlights, ends it); cell
+  // numbers grow with their cells (up to kMaxNumberScale font heights); the keyboard zoom.
+  bool hoverReadout = true;
+  bool spotlight = false;
+  bool scaleNumbers = false;
+  float minNumberScale = 0.7f;  // the smallest cell numbers, in font heights (io::kLabelFloor;
+                                // Classroom text in presentation goes as low as Normal's)
+  int zoomSteps = 0;       // this frame: zoom in (> 0) or out by 1.25 per step, about the
+                           // spotlight (else the middle of what is shown)
+  bool zoomReset = false;  // this frame: back to the whole matrix
 };
+
+// The largest cell numbers of a heatmap with HeatmapOptions::scaleNumbers, in font heights.
+inline constexpr float kMaxNumberScale = 2.0f;
+// The name (ImFontConfig::Name) of the atlas's digits-only font at kMaxNumberScale times the
+// text size (app/ui/shell/theme.cpp), which numbers larger than the text are drawn with.
+inline constexpr const char* kNumberFontName = "attnscope numbers";
 
 // What happened this frame. `row`/`col` are valid when hovered.
 struct HeatmapInteraction {
@@ -45,6 +63,11 @@ struct HeatmapInteraction {
   int row = -1, col = -1;
   bool clicked = false;        // left click on a cell (e.g. toggling a custom mask cell)
   bool exportRequested = false;  // the user chose an export entry from the context menu
+  // The spotlight after this frame (HeatmapOptions::spotlight): a cell (both >= 0), a row
+  // (col -1), a column (row -1) or none (both -1); `spotlightChanged` when a click set or
+  // ended it this frame.
+  int spotRow = -1, spotCol = -1;
+  bool spotlightChanged = false;
 };
 
 class HeatmapTextures;
@@ -79,6 +102,14 @@ class HeatmapCache {
 // (the same files as `attnscope export`), reset zoom, copy value.
 HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const HeatmapView& view,
                                  std::uint64_t contentRevision, const HeatmapOptions& options);
+
+// Ends every heatmap's spotlight (Escape in presentation). True when one was on.
+bool clearSpotlights(HeatmapCache& cache);
+
+// The width heatmapWidget gives the full colour bar of `view` beside its grid (the bar, its
+// round ticks, one title line) at the current font, for a caller that sizes the widget
+// (pixels). Per-row and log colours: an upper bound ("row max", the decades).
+float colorbarWidthOf(const HeatmapView& view, const HeatmapOptions& options);
 
 // The cells behind one texel of the widget's max-pooled level of detail `level` (0 = the
 // cell itself). The widget halves rows and columns (max(1, side / 2) each time, a last odd

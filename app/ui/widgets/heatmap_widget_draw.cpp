@@ -7,11 +7,14 @@
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <imgui.h>
+#include <imgui_internal.h>  // ImTextCharFromUtf8
 
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget_parts.h"
+#include "core/base/cell_number.h"
 
 namespace attn::app::widget {
 
@@ -53,6 +56,27 @@ void addTextUp(ImDrawList* drawList, ImVec2 bottom, ImU32 color, const std::stri
   }
 }
 
+// The atlas's large number font (app/ui/shell/theme.cpp adds it as kNumberFontName, twice
+// the text size) when it has every glyph of `texts`, else the current font: numbers larger
+// than the text are drawn from larger glyphs, not magnified ones.
+ImFont* largeNumberFont(const std::vector<std::string>& texts) {
+  ImFont* current = ImGui::GetFont();
+  for (ImFont* font : ImGui::GetIO().Fonts->Fonts) {
+    if (font == current || font->ConfigData == nullptr ||
+        std::string_view(font->ConfigData->Name).rfind(kNumberFontName, 0) != 0)
+      continue;
+    for (const std::string& text : texts) {
+      for (const char* c = text.c_str(); *c != '\0';) {
+        unsigned int codepoint = 0;
+        c += ImTextCharFromUtf8(&codepoint, c, nullptr);
+        if (font->FindGlyphNoFallback(static_cast<ImWchar>(codepoint)) == nullptr) return current;
+      }
+    }
+    return font;
+  }
+  return current;
+}
+
 // Records label `index` as drawn (the list holds "" for the ones skipped).
 void recordLabel(std::vector<std::string>& drawn, int index, const std::string& text) {
   if (index < 0) return;
@@ -85,17 +109,14 @@ std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodeP
 }
 
 std::optional<std::string> screenCellLabel(float value, const Grid& g) {
-  // (fewer decimals than a smaller font could show only in the last resort, drawGrid)
-  // The shared formatter with fewer digits where the cell is narrow (io::fittedCellLabel,
-  // the rule of the exports), none when even one digit does not fit.
-  // At the grid's cell-label size (drawGrid), widths scale with the size.
+  // The matrix's one precision (drawGrid: g.cellDigits, the cell-number rule of
+  // core/base/format.h) at the grid's cell-label size; none when it does not fit the cell
+  // (then drawGrid draws no number in any cell). Widths scale with the size.
   const float px = g.cellLabelPx > 0 ? g.cellLabelPx : g.font;
-  return io::fittedCellLabel(
-      value, kCellDigits,
-      [&](const std::string& text) {
-        return ImGui::CalcTextSize(text.c_str()).x * px / g.font <= g.cellPxW - px * 0.3f;
-      },
-      g.cellLabelRounding);
+  const std::string text = cellNumber(value, g.cellDigits);
+  if (ImGui::CalcTextSize(text.c_str()).x * px / g.font > g.cellPxW - px * 0.3f)
+    return std::nullopt;
+  return text;
 }
 
 std::optional<std::string> cellText(const HeatmapView& view, int r, int c, const Grid& g) {
@@ -142,46 +163,62 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
   // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) heights of the size the
   //   numbers are drawn at: the text fits with a small margin (each label is also fitted to
   //   the cell's width).
-  //   One rule for every cell of the heatmap: each visible cell that is not hatched gets its
-  //   number (with fewer digits where narrow, fittedCellLabel) at the largest size of font,
-  //   0.85 and kLabelFloor x font that the cells are tall enough for and at which every one
-  //   of them fits, or none does: a cell is never blank beside one that prints. Rounding to
-  //   fewer decimals than 0.001 comes last.
-  g.cellLabels = options.cellLabels && g.cellPxH >= font * kLabelFloor * io::kCellLabelHeights &&
+  //   One rule for every cell of the heatmap (core/base/format.h, the cell-number rule):
+  //   each visible cell that is not hatched gets its number with ONE precision for all of
+  //   them, never fewer significant digits than keep every number within 5 % of its value,
+  //   at the largest size of font, 0.85 and kLabelFloor x font that the cells are tall
+  //   enough for and at which every one of them fits; or none does: a cell is never blank
+  //   beside one that prints, and a number is never false.
+  //   In presentation (options.scaleNumbers) the numbers grow with their cells, and may
+  //   shrink to options.minNumberScale font heights.
+  const float smallest = std::min(kLabelFloor, options.minNumberScale);
+  g.cellLabels = options.cellLabels && g.cellPxH >= font * smallest * io::kCellLabelHeights &&
                  g.level == 0;
   if (!g.cellLabels) return;
+  int least = 1;  // the fewest digits every visible number needs to read true
+  for (int r = g.firstRow; r <= g.lastRow; ++r)
+    for (int c = g.firstCol; c <= g.lastCol && least < 2; ++c)
+      if (!view.maskedByAllowed(r, c)) least = std::max(least, leastTrueDigits(view.values(r, c)));
   std::vector<std::string> texts;
   texts.reserve(static_cast<std::size_t>((g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1)));
   bool fits = false;
-  // (first without rounding to fewer decimals than 0.001: a smaller font before 0.397 reads
-  // "0"; then, at the smallest size, with it)
-  const std::pair<float, bool> attempts[] = {
-      {1.0f, false}, {0.85f, false}, {kLabelFloor, false}, {kLabelFloor, true}};
-  for (const auto& [scale, rounding] : attempts) {
+  std::vector<float> scales = {1.0f, 0.85f, kLabelFloor};
+  if (options.scaleNumbers)  // presentation: numbers grow with their cells
+    scales.insert(scales.begin(), {kMaxNumberScale, 1.75f, 1.5f, 1.25f});
+  if (smallest < kLabelFloor) scales.push_back(smallest);
+  for (const float scale : scales) {
     if (g.cellPxH < font * scale * io::kCellLabelHeights) continue;  // too low for this size
     g.cellLabelPx = font * scale;
-    g.cellLabelRounding = rounding;
-    texts.clear();
-    fits = true;
-    for (int r = g.firstRow; r <= g.lastRow && fits; ++r) {
-      for (int c = g.firstCol; c <= g.lastCol && fits; ++c) {
-        if (view.maskedByAllowed(r, c)) {
-          texts.emplace_back();  // hatched: no number, on purpose
-          continue;
+    // (numbers larger than the font only with every digit they have: never fewer digits
+    // for a larger size)
+    const int fewest = scale > 1.0f ? std::max(least, kCellDigits) : least;
+    g.cellDigits = matrixDigits(fewest, kCellDigits, [&](int digits) {
+      g.cellDigits = digits;
+      texts.clear();
+      for (int r = g.firstRow; r <= g.lastRow; ++r) {
+        for (int c = g.firstCol; c <= g.lastCol; ++c) {
+          if (view.maskedByAllowed(r, c)) {
+            texts.emplace_back();  // hatched: no number, on purpose
+            continue;
+          }
+          std::optional<std::string> text = cellText(view, r, c, g);
+          if (!text) return false;
+          texts.push_back(std::move(*text));
         }
-        std::optional<std::string> text = cellText(view, r, c, g);
-        fits = text.has_value();
-        if (fits) texts.push_back(std::move(*text));
       }
-    }
+      return true;
+    });
+    fits = g.cellDigits > 0;
     if (fits) break;
   }
   if (!fits) {  // not every cell can hold its number: none does
     g.cellLabels = false;
     g.cellLabelPx = 0;
+    g.cellDigits = kCellDigits;
     return;
   }
   const float px = g.cellLabelPx;
+  ImFont* numberFont = px > font ? largeNumberFont(texts) : ImGui::GetFont();
   drawList->PushClipRect(g.gridMin, g.gridMax, true);
   std::size_t index = 0;
   for (int r = g.firstRow; r <= g.lastRow; ++r) {
@@ -195,12 +232,12 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
       ++g.numberedCells;
       // (a layout dump reads each number as its own text: its own draw command)
       if (g.recordLabels) drawList->AddDrawCmd();
-      const ImVec2 size = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str());
+      const ImVec2 size = numberFont->CalcTextSizeA(px, FLT_MAX, 0.f, text.c_str());
       const ImVec2 cellMin = g.cellScreenMin(r, c);
       const ImVec2 at(std::round(cellMin.x + (g.cellPxW - size.x) * 0.5f),
                       std::round(cellMin.y + (g.cellPxH - size.y) * 0.5f));
       const float colorValue = g.positions.empty() ? value : g.positions(r, c);
-      drawList->AddText(ImGui::GetFont(), px, at,
+      drawList->AddText(numberFont, px, at,
                         imColor(io::cellLabelColor(options.colormap, colorValue, range)),
                         text.c_str());
     }
@@ -352,7 +389,7 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
     return;
   }
   if (g.scaleTicks != nullptr) {
-    // Per-row / log colours (io/color_scale.h): the ends labelled ("row min" / "row max", or
+    // Per-row / log colours (render/color_scale.h): the ends labelled ("row min" / "row max", or
     // the log floor and top), decades between them where they do not collide with each
     // other or the ends.
     const float textX = barMax.x + font * 0.45f;
@@ -383,20 +420,53 @@ void drawColorbar(HeatmapCache::Impl& impl, const Grid& g, const HeatmapView& vi
       right = std::max(right, barMax.x + font * 0.45f + size.x);
     }
   }
-  // The title names the values and the range rule in force: "weight · fixed 0–1".
-  std::string fullTitle(view.valueTitle);
-  if (!g.ruleText.empty()) fullTitle += (fullTitle.empty() ? "" : " \xC2\xB7 ") + g.ruleText;
-  if (!fullTitle.empty()) {
-    // Longer than the bar: a smaller font (down to kLabelFloor) before it ends in "…".
-    const float room = barMax.y - barMin.y;
-    const float full = ImGui::CalcTextSize(io::capLabel(fullTitle, kTitleChars).c_str()).x;
-    const float px = font * std::clamp(room / std::max(full, 1.f), kLabelFloor, 1.f);
-    const std::string title = fitLabel(fullTitle, room, kTitleChars, px);
+  // The title names the values and the range rule in force: "weight · fixed 0–1", on one
+  // line or two (layoutGrid: the values, then the rule), each line at g.titlePx, centred on
+  // the bar; a line longer than the bar even at kTitleFloor ends in "…".
+  (void)view;
+  const float px = g.titlePx > 0 ? g.titlePx : font;
+  float x = right + font * 0.3f;
+  for (const std::string& title : g.titleLines) {  // (fitted to the bar by layoutGrid)
     const float width = ImGui::GetFont()->CalcTextSizeA(px, FLT_MAX, 0.f, title.c_str()).x;
-    const ImVec2 at(right + font * 0.3f, std::round((barMin.y + barMax.y + width) * 0.5f));
+    const ImVec2 at(x, std::round((barMin.y + barMax.y + width) * 0.5f));
     addTextUp(drawList, at, textColor, title, ImVec2(at.x, barMin.y),
               ImVec2(at.x + font * 1.2f, barMax.y), px);
+    x += font * 1.2f;
   }
+}
+
+void drawSpotlight(const Entry& entry, Grid& g) {
+  // Four rectangles around the spotlit cell, row or column (clipped to the grid), under the
+  // window's background at 70 %: the class sees one thing, the rest stays faintly there.
+  g.dimRects = 0;
+  if (entry.spotRow < 0 && entry.spotCol < 0) return;
+  ImDrawList* drawList = ImGui::GetWindowDrawList();
+  ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+  bg.w = 0.7f;
+  const ImU32 dim = ImGui::GetColorU32(bg);
+  // The lit band on each axis (the whole grid along an axis the spotlight does not fix).
+  float x0 = g.gridMin.x, x1 = g.gridMax.x, y0 = g.gridMin.y, y1 = g.gridMax.y;
+  if (entry.spotCol >= 0) {
+    x0 = std::clamp(g.cellScreenMin(0, entry.spotCol).x, g.gridMin.x, g.gridMax.x);
+    x1 = std::clamp(x0 + g.cellPxW, g.gridMin.x, g.gridMax.x);
+  }
+  if (entry.spotRow >= 0) {
+    y0 = std::clamp(g.cellScreenMin(entry.spotRow, 0).y, g.gridMin.y, g.gridMax.y);
+    y1 = std::clamp(y0 + g.cellPxH, g.gridMin.y, g.gridMax.y);
+  }
+  drawList->PushClipRect(g.gridMin, g.gridMax, true);
+  auto add = [&](ImVec2 a, ImVec2 b) {
+    if (b.x - a.x < 0.5f || b.y - a.y < 0.5f) return;
+    drawList->AddRectFilled(a, b, dim);
+    ++g.dimRects;
+  };
+  add(g.gridMin, ImVec2(g.gridMax.x, y0));                 // above
+  add(ImVec2(g.gridMin.x, y1), g.gridMax);                 // below
+  add(ImVec2(g.gridMin.x, y0), ImVec2(x0, y1));            // left
+  add(ImVec2(x1, y0), ImVec2(g.gridMax.x, y1));            // right
+  drawList->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), ImGui::GetColorU32(ImGuiCol_PlotHistogram),
+                    0.f, 0, std::max(2.f, g.font * 0.12f));
+  drawList->PopClipRect();
 }
 
 // The full text of a label for the hover readout: up to kHoverLabelChars code points (a
@@ -449,6 +519,7 @@ void drawHoverReadout(const Entry& entry, const Grid& g, const HeatmapView& view
   drawList->AddRect(cellMin, ImVec2(cellMin.x + g.cellPxW, cellMin.y + g.cellPxH),
                     IM_COL32(255, 255, 255, 220), 0.f, 0, std::max(1.f, g.font * 0.12f));
   drawList->PopClipRect();
+  if (!options.hoverReadout) return;  // presentation: a click inspects instead
   ImGui::BeginTooltip();
   ImGui::PushTextWrapPos(g.font * 32);
   ImGui::TextUnformatted(view.title.data(), view.title.data() + view.title.size());
@@ -541,6 +612,14 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
     // Labels past the last drawn one (thinned, or scrolled out) are "" too.
     if (!view.rowLabels.empty()) record.rowLabels.resize(view.rowLabels.size());
     if (!view.colLabels.empty()) record.colLabels.resize(view.colLabels.size());
+    if (static_cast<long long>(g.rows) * g.cols <= kRecordedValues) {
+      record.values.reserve(static_cast<std::size_t>(g.rows) * g.cols);
+      for (int rr = 0; rr < g.rows; ++rr)
+        for (int cc = 0; cc < g.cols; ++cc)
+          record.values.push_back(view.maskedByAllowed(rr, cc)
+                                      ? -std::numeric_limits<float>::infinity()
+                                      : view.values(rr, cc));
+    }
   }
   if (g.scaleTicks != nullptr) {  // per row / log: the positions of the scale's own ticks
     record.ticks.clear();

@@ -56,7 +56,20 @@ struct HeatmapRecord {
   int numberedCells = 0, hatchedCells = 0, visibleCells = 0;
   std::string rangeRule;
   std::vector<std::string> rowLabels, colLabels;
+  // The spotlight (HeatmapOptions::spotlight; -1 = none on that axis) and the dimming
+  // rectangles drawn over the rest of the grid.
+  int spotRow = -1, spotCol = -1;
+  int dimRects = 0;
+  // The colour bar's title as drawn, one entry a line (read upwards), "" when none.
+  std::vector<std::string> colorbarTitle;
+  // The matrix as the cells show it, row-major (rows x cols), for a layout dump to check the
+  // numbers drawn against (filled only while recordLabels is set, and only up to
+  // kRecordedValues cells); masked cells of the view (hatched) are -inf.
+  std::vector<float> values;
 };
+
+// The most cells whose values a layout dump records (HeatmapRecord::values).
+inline constexpr int kRecordedValues = 65536;
 
 struct HeatmapCache::Impl {
   explicit Impl(std::unique_ptr<HeatmapTextures> textures) : textures(std::move(textures)) {}
@@ -69,7 +82,7 @@ struct HeatmapCache::Impl {
     int levels = 1;  // max-pooled levels of detail uploaded as mip levels
     std::uint64_t revision = ~0ull;
     std::optional<io::ValueRange> finite;  // io::finiteRange of the values, per upload
-    // Per-row / log colours (io/color_scale.h): the rule of the last upload, and when it needs
+    // Per-row / log colours (render/color_scale.h): the rule of the last upload, and when it needs
     // them the uploaded colour positions (range {0, 1}: cell label colours read them), the
     // colour bar's ticks and the rule's caption for the tooltip.
     io::ColorNormalization normalization;
@@ -81,6 +94,9 @@ struct HeatmapCache::Impl {
     bool panned = false;                   // the current press turned into a drag
     int lastFrame = 0;
     int contextRow = -1, contextCol = -1;  // cell under the mouse when the menu opened
+    // The spotlight (HeatmapOptions::spotlight): a cell, a row (col -1), a column (row -1),
+    // or none (both -1).
+    int spotRow = -1, spotCol = -1;
     // Widest row / column label at font size `labelFont`, measured once per content
     // revision (not per frame: a 2048-token axis has 2048 labels).
     float labelFont = 0, rowLabelWidth = 0, colLabelWidth = 0;

@@ -35,7 +35,7 @@ std::string slimEndText(io::ValueRange range, bool top) {
 }
 
 Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& options,
-                io::ValueRange range) {
+                io::ValueRange range, const std::string& ruleText) {
   Grid g;
   g.rows = view.values.rows;
   g.cols = view.values.cols;
@@ -148,6 +148,32 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
       fitCells();
     }
   }
+  // The colour bar's title, read upwards beside the ticks: "weight · fixed 0–1" on one line
+  // when it fits the bar's height at kLabelFloor of the font, else the values and the rule on
+  // two lines (the bar one line wider, the grid narrower), each as large as the bar allows
+  // (down to kTitleFloor; only below that would a line end in "…").
+  if (options.colorbar && !options.slimColorbar) {
+    std::string title(view.valueTitle);
+    if (!ruleText.empty()) title += (title.empty() ? "" : " \xC2\xB7 ") + ruleText;
+    const float room = std::max(cellH * rows, font * 3);
+    auto width = [](const std::string& text) {
+      return ImGui::CalcTextSize(io::capLabel(text, 120).c_str()).x;
+    };
+    if (title.empty()) {
+      g.titleLines.clear();
+    } else if (width(title) * kLabelFloor <= room || view.valueTitle.empty() || ruleText.empty()) {
+      g.titleLines = {title};
+    } else {
+      g.titleLines = {std::string(view.valueTitle), ruleText};
+      g.colorbarWidth += font * 1.2f;
+      fitCells();
+    }
+    float widest = 0;
+    for (const std::string& line : g.titleLines) widest = std::max(widest, width(line));
+    const float bar = std::max(cellH * rows, font * 3) - 1.0f;  // (the grid is rounded)
+    g.titlePx = font * std::clamp(bar / std::max(widest, 1.f), kTitleFloor, 1.f);
+    for (std::string& line : g.titleLines) line = fitLabel(line, bar, 120, g.titlePx);
+  }
   // The ticks the bar (as tall as the grid) has room for: one per 1.6 lines.
   const float barH = std::max(cellH * rows, font * 3);
   g.ticks = io::colorbarTicks(
@@ -159,6 +185,62 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
   g.gridW = g.gridMax.x - g.gridMin.x;
   g.gridH = g.gridMax.y - g.gridMin.y;
   return g;
+}
+
+void applyKeyboardZoom(Entry& entry, const HeatmapOptions& options) {
+  if (options.zoomReset) entry.u0 = entry.v0 = 0, entry.u1 = entry.v1 = 1;
+  if (options.zoomSteps == 0 || entry.rows <= 0 || entry.cols <= 0) return;
+  // About the spotlight's middle (a row: its middle column of what is shown), else the
+  // middle of what is shown.
+  float cu = (entry.u0 + entry.u1) * 0.5f, cv = (entry.v0 + entry.v1) * 0.5f;
+  if (entry.spotCol >= 0) cu = (static_cast<float>(entry.spotCol) + 0.5f) / entry.cols;
+  if (entry.spotRow >= 0) cv = (static_cast<float>(entry.spotRow) + 0.5f) / entry.rows;
+  const float factor = std::pow(1.25f, -static_cast<float>(options.zoomSteps));
+  const float spanU = std::clamp((entry.u1 - entry.u0) * factor, 1.f / entry.cols, 1.f);
+  const float spanV = std::clamp((entry.v1 - entry.v0) * factor, 1.f / entry.rows, 1.f);
+  entry.u0 = cu - spanU * 0.5f;
+  entry.u1 = entry.u0 + spanU;
+  entry.v0 = cv - spanV * 0.5f;
+  entry.v1 = entry.v0 + spanV;
+  clampUv(entry);
+}
+
+void handleSpotlightInput(Entry& entry, const Grid& g, const HeatmapOptions& options,
+                          HeatmapInteraction& interaction) {
+  if (entry.spotRow >= g.rows || entry.spotCol >= g.cols) entry.spotRow = entry.spotCol = -1;
+  // 1 what was clicked: a cell (the grid's click), a row label or a column label
+  int row = -1, col = -1;
+  bool clicked = false;
+  if (options.spotlight && interaction.clicked) {
+    row = interaction.row, col = interaction.col;
+    clicked = true;
+  } else if (options.spotlight && ImGui::IsMouseClicked(ImGuiMouseButton_Left) &&
+             ImGui::IsWindowHovered()) {  // (the label bands hold no item)
+    const ImVec2 p = ImGui::GetIO().MousePos;
+    const bool besideRows = p.y >= g.gridMin.y && p.y < g.gridMax.y && p.x >= g.origin.x &&
+                            p.x < g.gridMin.x;
+    const bool aboveCols = p.x >= g.gridMin.x && p.x < g.gridMax.x &&
+                           p.y >= g.origin.y + g.colAxisHeight && p.y < g.gridMin.y;
+    if (besideRows && g.cellPxH > 0) {
+      row = std::clamp(static_cast<int>(std::floor((p.y - g.gridMin.y) / g.cellPxH + g.v0 * g.rows)),
+                       0, g.rows - 1);
+      clicked = true;
+    } else if (aboveCols && g.cellPxW > 0) {
+      col = std::clamp(static_cast<int>(std::floor((p.x - g.gridMin.x) / g.cellPxW + g.u0 * g.cols)),
+                       0, g.cols - 1);
+      clicked = true;
+    }
+  }
+  // 2 set it, or end it when it is that one already
+  if (clicked) {
+    if (entry.spotRow == row && entry.spotCol == col)
+      entry.spotRow = entry.spotCol = -1;
+    else
+      entry.spotRow = row, entry.spotCol = col;
+    interaction.spotlightChanged = true;
+  }
+  interaction.spotRow = entry.spotRow;
+  interaction.spotCol = entry.spotCol;
 }
 
 void handleGridInput(Entry& entry, Grid& g, HeatmapInteraction& interaction) {
@@ -228,3 +310,32 @@ void handleGridInput(Entry& entry, Grid& g, HeatmapInteraction& interaction) {
 }
 
 }  // namespace attn::app::widget
+
+namespace attn::app {
+
+float colorbarWidthOf(const HeatmapView& view, const HeatmapOptions& options) {
+  const float font = ImGui::GetFontSize();
+  io::ColorNormalization normalization;
+  normalization.range = options.vmin || options.vmax ? RangeMode::Fixed : options.range;
+  normalization.scale = options.scale;
+  normalization.vmin = options.vmin;
+  normalization.vmax = options.vmax;
+  normalization.centreZero = options.centreZero;
+  normalization.probability = options.probability;
+  float widestTick = 0;
+  if (io::needsPositions(normalization)) {  // (per row, log: their own ticks, at most these)
+    widestTick = std::max(ImGui::CalcTextSize("row max").x, ImGui::CalcTextSize("-0.123").x);
+  } else {
+    const io::ValueRange range = io::ruleRange(io::finiteRange(view.values), normalization);
+    for (int maxTicks = 2; maxTicks <= widget::kMaxColorbarTicks; ++maxTicks) {
+      const io::ColorbarTicks ticks = io::colorbarTicks(range, maxTicks);
+      for (float t : ticks.values)
+        widestTick =
+            std::max(widestTick, ImGui::CalcTextSize(formatNumber(t, ticks.digits).c_str()).x);
+    }
+  }
+  // (as layoutGrid: bar and gaps, the ticks, the title line)
+  return font * 1.9f + widestTick + font * 0.4f + font * 1.2f;
+}
+
+}  // namespace attn::app

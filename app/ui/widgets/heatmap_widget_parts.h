@@ -57,10 +57,17 @@ struct Grid {
   int level = 0;            // level of detail the quad reads
   bool cellLabels = false;  // cell labels are drawn
   float cellLabelPx = 0;    // their font size (drawGrid: the font, or smaller so all fit)
-  bool cellLabelRounding = true;  // labels may round to fewer decimals (fittedCellLabel)
+  int cellDigits = kCellDigits;  // the cell numbers' one precision (significant digits,
+                                 // drawGrid: matrixDigits of core/base/format.h)
   int numberedCells = 0;    // cells that got their number (drawGrid)
   int hatchedCells = 0;     // cells left without one because the view masks them (hatched)
   bool drawn = false;       // the quad was drawn
+  // The colour bar's title, read upwards beside the ticks: one line ("weight · fixed 0–1"),
+  // or two (the values, then the rule) when one does not fit the bar's height at kLabelFloor
+  // of the font; each at `titlePx` (layoutGrid). Never cut while it fits at kTitleFloor.
+  std::vector<std::string> titleLines;
+  float titlePx = 0;
+  int dimRects = 0;  // spotlight: dimming rectangles drawn over the rest of the grid
 
   // Screen position of the top-left corner of cell (r, c).
   ImVec2 cellScreenMin(int r, int c) const {
@@ -75,17 +82,27 @@ using io::kLabelFloor;
 // -- heatmap_widget_layout.cpp
 // The text at the top (or bottom) end of a slim colour bar: the range's end as a number.
 std::string slimEndText(io::ValueRange range, bool top);
+// The smallest a colour bar's title line is drawn before it ends in "…" (font heights).
+inline constexpr float kTitleFloor = 0.5f;
 // Row labels | grid | colorbar, column labels above: cells square where the space allows.
+// `ruleText` is the range rule the colour bar's title ends with ("fixed 0–1").
 Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& options,
-                io::ValueRange range);
+                io::ValueRange range, const std::string& ruleText);
+// The keyboard zoom of HeatmapOptions (zoomSteps, zoomReset) applied to the entry's view.
+void applyKeyboardZoom(Entry& entry, const HeatmapOptions& options);
 // Zoom (wheel, around the cursor), pan (drag), reset (double-click), hover and click; then
 // the visible part of the matrix into `grid`.
 void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
+// HeatmapOptions::spotlight: a click on a cell, a row label or a column label sets the
+// entry's spotlight, or ends it when it is already that one; reported in `interaction`.
+void handleSpotlightInput(Entry& entry, const Grid& grid, const HeatmapOptions& options,
+                          HeatmapInteraction& interaction);
 
 // -- heatmap_widget_draw.cpp
 // (fitLabel, which cuts a label to a width, is declared in app/ui/widgets/tooltip.h: the
 // panels use it too)
-// The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
+// The label of a cell as drawn on screen: cellNumber(value, grid.cellDigits) at the grid's
+// cell-label size, or nullopt when it does not fit the cell's width.
 std::optional<std::string> screenCellLabel(float value, const Grid& grid);
 // The text of cell (r, c): none for a cell the view's `allowed` masks (it is hatched: a
 // weight of 0 there means "not attended"), else screenCellLabel of its value.
@@ -100,7 +117,11 @@ void drawAxisLabels(const Entry& entry, Grid& grid, const HeatmapView& view,
 // The colour bar with round ticks (or the per-row / log scale's ticks) and the view's valueTitle.
 void drawColorbar(HeatmapCache::Impl& impl, const Grid& grid, const HeatmapView& view,
                   const HeatmapOptions& options);
-// The hovered cell's frame and tooltip (not while panning).
+// The spotlight: the rest of the grid under the window's background at 70 % (the spotlit
+// cell, row or column as it is). Sets grid.dimRects.
+void drawSpotlight(const Entry& entry, Grid& grid);
+// The hovered cell's frame and tooltip (not while panning; no tooltip without
+// HeatmapOptions::hoverReadout).
 void drawHoverReadout(const Entry& entry, const Grid& grid, const HeatmapView& view,
                       const HeatmapOptions& options, const HeatmapInteraction& interaction);
 // Where the heatmap was drawn and one sample cell (for the screenshot sidecar).

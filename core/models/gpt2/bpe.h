@@ -1,7 +1,7 @@
 // GPT-2's byte-level byte-pair encoding, the part without files or regular expressions:
 // the byte-to-unicode table, merges by rank, decoding, lossy UTF-8 and the display form of a
 // token. The pre-tokenisation (PCRE2) and reading vocab.json / merges.txt are in
-// io/gpt2_tokenizer.h. Plain C++, no Eigen needed.
+// formats/tokenizers/gpt2_tokenizer.h. Plain C++, no Eigen needed.
 //
 // As in OpenAI's encoder.py: every byte is first mapped to a printable unicode character
 // (bytes that are printable Latin-1 map to themselves, the other 68 to U+0100..U+0143), so a
@@ -24,7 +24,7 @@
 
 namespace attn::gpt2 {
 
-using attn::appendUtf8;  // one UTF-8 encoder: core/utf8.h
+using attn::appendUtf8;  // one UTF-8 encoder: core/base/utf8.h
 
 // The code point each byte 0..255 is written as in vocab.json / merges.txt.
 const std::array<char32_t, 256>& byteToUnicode();

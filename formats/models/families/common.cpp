@@ -3,57 +3,37 @@
 
 #include <cmath>
 
+#include "formats/models/rope_config.h"
+
 namespace attn::io::family {
 
 using nlohmann::json;
 
 Status readRope(ConfigReader& r, model::Config& out, const RopeFields& fields) {
-  double theta = fields.theta;
-  for (const char* key : {fields.olderThetaKey, fields.thetaKey}) {
-    if (!key || !r.find(key)) continue;
-    Expected<double> value = r.number(key, fields.theta);
-    if (!value) return value.error();
-    theta = *value;
-    break;
+  // The one reader of the rope keys (formats/models/rope_config.h): rope_theta,
+  // rope_scaling, transformers 5's rope_parameters, partial_rotary_factor, and gpt_neox's
+  // rotary_pct / rotary_emb_base; every key it consumed is marked read.
+  const bool neox = fields.olderThetaKey != nullptr;
+  Expected<RopeConfig> rope =
+      readRopeConfig(r.object(), r.fileName(), {neox, fields.fraction, out.nPositions});
+  if (!rope) return rope.error();
+  for (const std::string& key : rope->keysRead) r.find(key.c_str());
+  if (!fields.fractionKey && !neox && rope->partialRotaryFactor != 1.0) {
+    // (Hugging Face's llama-style families rotate whole heads)
+    return Error{r.fileName(), rope->partialField,
+                 nlohmann::json(rope->partialRotaryFactor).dump() + " is not supported (only 1)"};
   }
-  out.ropeTheta = theta;
-  double fraction = fields.fraction;
-  if (fields.fractionKey) {
-    Expected<double> value = r.number(fields.fractionKey, fields.fraction);
-    if (!value) return value.error();
-    if (*value > 1.0) return Error{r.fileName(), fields.fractionKey, "must be in (0, 1]"};
-    fraction = *value;
-  }
+  out.ropeTheta = rope->theta;
+  out.ropeScaling = rope->scaling;
+  out.nPositions = model::ropeContextLength(rope->scaling, out.nPositions);  // dynamic: longer
   // Hugging Face: rotary_ndims = int(head_size * fraction)
   const int dh = out.headDim();
-  out.rotaryDims = static_cast<int>(static_cast<double>(dh) * fraction);
+  out.rotaryDims = static_cast<int>(static_cast<double>(dh) * rope->partialRotaryFactor);
   if (out.rotaryDims % 2 != 0) {
-    return Error{r.fileName(), fields.fractionKey ? fields.fractionKey : "head_dim",
+    return Error{r.fileName(), rope->partialField.empty() ? "head_dim" : rope->partialField,
                  "gives " + std::to_string(out.rotaryDims) +
                      " rotary dimensions per head, which is odd (not supported)"};
   }
-  out.ropeLinearFactor = 1.0;
-  const json* scaling = r.find("rope_scaling");
-  if (!scaling || scaling->is_null()) return Ok{};
-  if (!scaling->is_object()) return Error{r.fileName(), "rope_scaling", "must be null or an object"};
-  std::string type;
-  for (const char* key : {"rope_type", "type"}) {
-    if (auto t = scaling->find(key); t != scaling->end() && t->is_string()) {
-      type = t->get<std::string>();
-      break;
-    }
-  }
-  if (type == "default") return Ok{};
-  if (type != "linear") {
-    return Error{r.fileName(), "rope_scaling",
-                 "type '" + type + "' is not supported (only \"linear\" rotary scaling)"};
-  }
-  auto factor = scaling->find("factor");
-  if (factor == scaling->end() || !factor->is_number() || !std::isfinite(factor->get<double>()) ||
-      !(factor->get<double>() > 0)) {
-    return Error{r.fileName(), "rope_scaling", "linear scaling needs a number 'factor' > 0"};
-  }
-  out.ropeLinearFactor = factor->get<double>();
   return Ok{};
 }
 
