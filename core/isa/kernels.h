@@ -87,6 +87,14 @@ struct Table {
                             std::ptrdiff_t ldy, bool accumulate);
   // w[0..count) widened exactly to float32 at out (embedding rows, conversions).
   void (*widenBf16)(const std::uint16_t* w, std::ptrdiff_t count, float* out);
+
+  // `count` values of ggml type `type` (core/models/quant.h: F32, F16, BF16, Q4_0, Q4_1,
+  // Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) from the blocks at `blocks` (any
+  // alignment; count / block size blocks, count a multiple of the block size) to float32 at
+  // out, by ggml-quants.c's dequantize_row_* formulas: the scales are f16 widened exactly,
+  // the products float32 (an FMA may fuse d·q − m on the AVX paths: one rounding less).
+  // Returns false, writing nothing, for any other type.
+  bool (*dequantize)(std::uint32_t type, const void* blocks, std::ptrdiff_t count, float* out);
 };
 
 // The three builds (defined in core/isa/kernels_<isa>.cpp). Only call a table whose ISA
