@@ -128,9 +128,14 @@ TEST(CliGguf, RunsATinyLlamaFileFromIdsAndFromAnIdsFile) {
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.err.find("bad.txt"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("item 2 'x' is not a token id"), std::string::npos) << bad.err;
-  RunResult text = attn::testing::runAttnscope({"model", file.string(), "--text", "hi"}, dir);
-  EXPECT_EQ(text.exitCode, 2);
-  EXPECT_NE(text.err.find("no tokenizer.ggml.model"), std::string::npos) << text.err;
+  // the file's own SentencePiece vocabulary (tests/support/gguf_model_fixture.h): <s> (1),
+  // then "hi" = "▁h" (293) + "i" (268); the tokens file names them
+  RunResult text = attn::testing::runAttnscope(
+      {"model", file.string(), "--text", "hi", "--predict", "1", "--out", (dir / "t.npz").string()}, dir);
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_EQ(nlohmann::json::parse(text.out)["tokens"], 3);
+  const nlohmann::json tokens = nlohmann::json::parse(attn::testing::readFile(dir / "t.tokens.json"));
+  EXPECT_EQ(tokens, nlohmann::json({"<s>", " h", "i"}));
 }
 
 }  // namespace

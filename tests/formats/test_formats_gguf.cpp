@@ -281,7 +281,7 @@ TEST(GgufModel, Qwen2WithBiasesAndATiedQ4_0FileAndAMixedFile) {
 }
 
 TEST(GgufModel, ConfigAndInPlaceWeights) {
-  const ggufmodel::Built built = ggufmodel::build(ggufmodel::tinySpec("llama"), 8, 5);
+  const ggufmodel::Built built = ggufmodel::build(ggufmodel::tinySpec("llama"), 8, 5, -1, false);  // no tokenizer
   const fs::path file = attn::testing::freshDir("gguf_config") / "m.gguf";
   attn::testing::writeFile(file, built.gguf);
   EXPECT_TRUE(attn::io::isGgufFile(file.string()));

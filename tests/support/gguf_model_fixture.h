@@ -5,6 +5,7 @@
 // head = Hugging Face row s·d/2 + i), a qwen2 file's are not. Header-only.
 #pragma once
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -40,8 +41,55 @@ struct Built {
 // The GGUF bytes and the dequantized Hugging Face tensors of a tiny model. Matrices
 // (token_embd, attn_*, ffn_*, output) are `matrixType`, except `embedType` for token_embd
 // when >= 0; norms and biases F32. No output.weight when `tied`.
+// A small SentencePiece-style (llama) vocabulary of `size` >= 300 tokens: <unk>, <s>, </s>,
+// the 256 byte tokens <0x00>..<0xFF>, then "▁" and pieces of the letters a..z ("▁a",
+// "a", ...), each with a score (longer and earlier pieces higher) and a token type
+// (2 unknown, 3 control, 6 byte, 1 normal).
+struct SpmVocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<std::int32_t> types;
+};
+inline SpmVocab spmVocab(int size) {
+  SpmVocab v;
+  auto add = [&](const std::string& t, float score, int type) {
+    v.tokens.push_back(t);
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  add("<unk>", 0, 2);
+  add("<s>", 0, 3);
+  add("</s>", 0, 3);
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    add(name, 0, 6);
+  }
+  const std::string space = "\xE2\x96\x81";
+  add(space, -1, 1);
+  for (char c = 'a'; c <= 'z' && static_cast<int>(v.tokens.size()) < size; ++c) add(std::string(1, c), -2, 1);
+  for (char c = 'a'; c <= 'z' && static_cast<int>(v.tokens.size()) < size; ++c)
+    add(space + std::string(1, c), -1.5f - 0.01f * (c - 'a'), 1);
+  const char* words[] = {"he", "ll", "hell", "hello", "wo", "or", "orl", "world", "th", "the"};
+  for (const char* w : words)
+    if (static_cast<int>(v.tokens.size()) < size) add(space + w, -0.5f, 1);
+  while (static_cast<int>(v.tokens.size()) < size) add("<extra_" + std::to_string(v.tokens.size()) + ">", -10, 4);
+  return v;
+}
+
+// A tokenizer to write instead of spmVocab's: tokenizer.ggml.* as llama.cpp reads them.
+struct TokenizerKeys {
+  std::string model = "llama";  // or "gpt2"
+  std::string pre;              // gpt2 only
+  std::vector<std::string> tokens, merges;
+  std::vector<float> scores;    // llama only
+  std::vector<std::int32_t> types;
+  int bos = -1, eos = -1;
+  bool addBos = false;
+};
+
 inline Built build(const modeltest::Spec& spec, std::uint32_t matrixType, std::uint64_t seed,
-                   int embedType = -1, const std::vector<std::string>* tokens = nullptr) {
+                   int embedType = -1, bool spmTokenizer = true, const TokenizerKeys* keys = nullptr) {
   using attn::testing::GgufWriter;
   std::mt19937 rng(static_cast<unsigned>(seed));
   Built out;
@@ -59,19 +107,35 @@ inline Built build(const modeltest::Spec& spec, std::uint32_t matrixType, std::u
   w.u32(arch + ".rope.dimension_count", static_cast<std::uint32_t>(spec.headDim()));
   w.f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(spec.eps));
   w.u32("general.file_type", matrixType);
-  if (tokens) {
-    w.string("tokenizer.ggml.model", "gpt2");
-    w.string("tokenizer.ggml.pre", arch == "qwen2" ? "qwen2" : "gpt-2");
-    w.strings("tokenizer.ggml.tokens", *tokens);
+  if (keys) {
+    w.string("tokenizer.ggml.model", keys->model);
+    if (!keys->pre.empty()) w.string("tokenizer.ggml.pre", keys->pre);
+    w.strings("tokenizer.ggml.tokens", keys->tokens);
+    if (!keys->scores.empty()) w.array<float>("tokenizer.ggml.scores", attn::testing::kF32, keys->scores);
+    w.array<std::int32_t>("tokenizer.ggml.token_type", attn::testing::kI32, keys->types);
+    if (!keys->merges.empty()) w.strings("tokenizer.ggml.merges", keys->merges);
+    if (keys->bos >= 0) w.u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(keys->bos));
+    if (keys->eos >= 0) w.u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(keys->eos));
+    w.boolean("tokenizer.ggml.add_bos_token", keys->addBos);
+  } else if (spmTokenizer) {
+    const SpmVocab v = spmVocab(spec.vocab);
+    w.string("tokenizer.ggml.model", "llama");
+    w.strings("tokenizer.ggml.tokens", v.tokens);
+    w.array<float>("tokenizer.ggml.scores", attn::testing::kF32, v.scores);
+    w.array<std::int32_t>("tokenizer.ggml.token_type", attn::testing::kI32, v.types);
+    w.u32("tokenizer.ggml.bos_token_id", 1);
+    w.u32("tokenizer.ggml.eos_token_id", 2);
+    w.u32("tokenizer.ggml.unknown_token_id", 0);
+    w.boolean("tokenizer.ggml.add_bos_token", true);
   }
   const std::int64_t E = spec.hidden, F = spec.inner, V = spec.vocab, dh = spec.headDim();
   const std::int64_t Q = spec.heads * dh, KV = spec.headsKv * dh;
   // One GGUF matrix ([rows, in] as ggml dims [in, rows]) and its Hugging Face tensor;
   // permuteHeads > 0: the llama q / k row permutation.
   auto matrix = [&](const std::string& ggufName, const std::string& hfName, std::int64_t rows, std::int64_t in,
-                    std::uint32_t type, int permuteHeads) {
+                    std::uint32_t type, int permuteHeads, double scale = 0.08) {
     const std::size_t count = static_cast<std::size_t>(rows * in);
-    std::string bytes = attn::testing::randomTensorBytes(type, count, rng, 0.08);
+    std::string bytes = attn::testing::randomTensorBytes(type, count, rng, scale);
     const std::vector<double> values = attn::testing::dequantizeDouble(type, bytes, count);
     std::vector<float> hf(count);
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -116,7 +180,8 @@ inline Built build(const modeltest::Spec& spec, std::uint32_t matrixType, std::u
     matrix(b + "ffn_down.weight", h + "mlp.down_proj.weight", E, F, matrixType, 0);
   }
   vector("output_norm.weight", "model.norm.weight", E, 1.0f);
-  if (!spec.tied) matrix("output.weight", "lm_head.weight", V, E, matrixType, 0);
+  // a larger output layer: next-token distributions far from uniform
+  if (!spec.tied) matrix("output.weight", "lm_head.weight", V, E, matrixType, 0, 0.5);
   out.gguf = w.finish();
   return out;
 }

@@ -145,6 +145,26 @@ inline std::uint16_t halfBits(double v) {
   return static_cast<std::uint16_t>(sign | h);
 }
 
+// ggml's name of the types the tests write (file names; core/models/quant.h has the table).
+inline std::string ggmlTypeNameForTests(std::uint32_t type) {
+  switch (type) {
+    case 0: return "F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 6: return "Q5_0";
+    case 7: return "Q5_1";
+    case 8: return "Q8_0";
+    case 10: return "Q2_K";
+    case 11: return "Q3_K";
+    case 12: return "Q4_K";
+    case 13: return "Q5_K";
+    case 14: return "Q6_K";
+    case 30: return "BF16";
+    default: return "type" + std::to_string(type);
+  }
+}
+
 struct QuantLayout {
   int blockSize, blockBytes;
   std::vector<int> halfOffsets;  // f16 scales in a block
