@@ -133,7 +133,7 @@ TEST(GgufReader, HostileHeadersAreRefusedNamingTheField) {
   };
   std::vector<Case> cases;
   cases.push_back({"", "shorter than the 24-byte header"});
-  cases.push_back({good.substr(0, 40), "key 0: length 20 is longer than the 8 bytes left"});
+  cases.push_back({good.substr(0, 40), "tensor_count: 1 tensors cannot fit in the 16 bytes left"});
   std::string magic = good;
   magic[0] = 'X';
   cases.push_back({magic, "first 4 bytes are not 'GGUF'"});
@@ -278,6 +278,126 @@ TEST(GgufModel, Qwen2WithBiasesAndATiedQ4_0FileAndAMixedFile) {
   const Compared mixed = compare(ggufmodel::tinySpec("llama"), 12, "mixed_q4k_q6k", 14);  // Q6_K embedding
   EXPECT_LT(mixed.attention, 1e-4);
   EXPECT_LT(mixed.probability, 1e-4);
+}
+
+// A Hugging Face gpt2 or gpt_neox checkpoint (modeltest::makeTensors) as convert_hf_to_gguf.py
+// writes it, in F32: Conv1D weights transposed to [out, in] rows, gpt_neox's per-head
+// interleaved query_key_value regrouped into [q; k; v], ggml dims innermost first.
+std::string ggufFromHf(const modeltest::Spec& spec, const modeltest::Tensors& t) {
+  const bool gpt2 = spec.modelType == "gpt2";
+  const std::string arch = gpt2 ? "gpt2" : "gptneox";
+  const std::uint64_t E = static_cast<std::uint64_t>(spec.hidden), F = static_cast<std::uint64_t>(spec.inner);
+  const std::uint64_t H = static_cast<std::uint64_t>(spec.heads), dh = E / H;
+  GgufWriter w;
+  w.string("general.architecture", arch);
+  w.u32(arch + ".block_count", static_cast<std::uint32_t>(spec.layers));
+  w.u32(arch + ".context_length", static_cast<std::uint32_t>(spec.positions));
+  w.u32(arch + ".embedding_length", static_cast<std::uint32_t>(E));
+  w.u32(arch + ".feed_forward_length", static_cast<std::uint32_t>(F));
+  w.u32(arch + ".attention.head_count", static_cast<std::uint32_t>(H));
+  w.f32(arch + ".attention.layer_norm_epsilon", static_cast<float>(spec.eps));
+  if (!gpt2) {
+    w.u32(arch + ".rope.dimension_count", static_cast<std::uint32_t>(static_cast<double>(dh) * spec.rotaryPct));
+    w.f32(arch + ".rope.freq_base", static_cast<float>(spec.theta));
+    w.boolean(arch + ".use_parallel_residual", spec.parallelResidual);
+  }
+  auto put = [&](const std::string& name, std::vector<std::uint64_t> dims, const std::vector<float>& v) {
+    w.tensor(name, std::move(dims), 0, std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4));
+  };
+  auto same = [&](const std::string& name, const std::string& hf) {  // a vector, or [out, in] as is
+    const auto& x = t.at(hf);
+    std::vector<std::uint64_t> dims;
+    for (auto it = x.shape.rbegin(); it != x.shape.rend(); ++it) dims.push_back(static_cast<std::uint64_t>(*it));
+    put(name, dims, x.values);
+  };
+  auto transposed = [&](const std::string& name, const std::string& hf) {  // Conv1D [in, out] -> [out, in]
+    const auto& x = t.at(hf);
+    const std::int64_t in = x.shape[0], out = x.shape[1];
+    std::vector<float> v(x.values.size());
+    for (std::int64_t i = 0; i < in; ++i)
+      for (std::int64_t o = 0; o < out; ++o) v[static_cast<std::size_t>(o * in + i)] = x.values[static_cast<std::size_t>(i * out + o)];
+    put(name, {static_cast<std::uint64_t>(in), static_cast<std::uint64_t>(out)}, v);
+  };
+  auto regrouped = [&](const std::string& name, const std::string& hf) {  // rows [H, 3, dh] -> [3, H, dh]
+    const auto& x = t.at(hf);
+    const std::size_t cols = x.shape.size() > 1 ? static_cast<std::size_t>(x.shape[1]) : 1;
+    std::vector<float> v(x.values.size());
+    for (std::uint64_t h = 0; h < H; ++h)
+      for (std::uint64_t part = 0; part < 3; ++part)
+        for (std::uint64_t d = 0; d < dh; ++d) {
+          const std::size_t from = static_cast<std::size_t>((h * 3 + part) * dh + d), to = static_cast<std::size_t>((part * H + h) * dh + d);
+          std::copy_n(x.values.begin() + static_cast<std::ptrdiff_t>(from * cols), cols, v.begin() + static_cast<std::ptrdiff_t>(to * cols));
+        }
+    std::vector<std::uint64_t> dims;
+    for (auto it = x.shape.rbegin(); it != x.shape.rend(); ++it) dims.push_back(static_cast<std::uint64_t>(*it));
+    put(name, dims, v);
+  };
+  if (gpt2) {
+    same("token_embd.weight", "wte.weight");
+    same("position_embd.weight", "wpe.weight");
+  } else {
+    same("token_embd.weight", "gpt_neox.embed_in.weight");
+  }
+  for (int l = 0; l < spec.layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    if (gpt2) {
+      const std::string h = "h." + std::to_string(l) + ".";
+      same(b + "attn_norm.weight", h + "ln_1.weight");
+      same(b + "attn_norm.bias", h + "ln_1.bias");
+      transposed(b + "attn_qkv.weight", h + "attn.c_attn.weight");
+      same(b + "attn_qkv.bias", h + "attn.c_attn.bias");
+      transposed(b + "attn_output.weight", h + "attn.c_proj.weight");
+      same(b + "attn_output.bias", h + "attn.c_proj.bias");
+      same(b + "ffn_norm.weight", h + "ln_2.weight");
+      same(b + "ffn_norm.bias", h + "ln_2.bias");
+      transposed(b + "ffn_up.weight", h + "mlp.c_fc.weight");
+      same(b + "ffn_up.bias", h + "mlp.c_fc.bias");
+      transposed(b + "ffn_down.weight", h + "mlp.c_proj.weight");
+      same(b + "ffn_down.bias", h + "mlp.c_proj.bias");
+    } else {
+      const std::string h = "gpt_neox.layers." + std::to_string(l) + ".";
+      same(b + "attn_norm.weight", h + "input_layernorm.weight");
+      same(b + "attn_norm.bias", h + "input_layernorm.bias");
+      regrouped(b + "attn_qkv.weight", h + "attention.query_key_value.weight");
+      regrouped(b + "attn_qkv.bias", h + "attention.query_key_value.bias");
+      same(b + "attn_output.weight", h + "attention.dense.weight");
+      same(b + "attn_output.bias", h + "attention.dense.bias");
+      same(b + "ffn_norm.weight", h + "post_attention_layernorm.weight");
+      same(b + "ffn_norm.bias", h + "post_attention_layernorm.bias");
+      same(b + "ffn_up.weight", h + "mlp.dense_h_to_4h.weight");
+      same(b + "ffn_up.bias", h + "mlp.dense_h_to_4h.bias");
+      same(b + "ffn_down.weight", h + "mlp.dense_4h_to_h.weight");
+      same(b + "ffn_down.bias", h + "mlp.dense_4h_to_h.bias");
+    }
+  }
+  same("output_norm.weight", gpt2 ? "ln_f.weight" : "gpt_neox.final_layer_norm.weight");
+  same("output_norm.bias", gpt2 ? "ln_f.bias" : "gpt_neox.final_layer_norm.bias");
+  if (!gpt2) same("output.weight", "embed_out.weight");
+  return w.finish();
+}
+
+TEST(GgufModel, Gpt2AndGptNeoxFilesEqualTheirSafetensorsFolders) {
+  for (const modeltest::Spec& spec : {modeltest::gpt2Spec(), modeltest::neoxSpec()}) {
+    const modeltest::Tensors tensors = modeltest::makeTensors(spec, 77);
+    const fs::path file = attn::testing::freshDir("gguf_" + spec.modelType) / "m.gguf";
+    attn::testing::writeFile(file, ggufFromHf(spec, tensors));
+    const fs::path folder = modeltest::writeFolder("gguf_" + spec.modelType + "_st", spec, tensors, "F32");
+    attn::Expected<attn::io::ModelFolder> a = attn::io::loadModelFolder(file.string());
+    ASSERT_TRUE(a) << a.error().message();
+    attn::Expected<attn::io::ModelFolder> b = attn::io::loadModelFolder(folder.string());
+    ASSERT_TRUE(b) << b.error().message();
+    EXPECT_EQ(a->weights->config.modelType, spec.modelType == "gpt2" ? "gpt2" : "gptneox");
+    const std::vector<int> ids = {3, 14, 15, 52, 6, 5, 35, 8};
+    attn::Expected<attn::model::Session> sa = attn::model::forward(a->weights, ids);
+    attn::Expected<attn::model::Session> sb = attn::model::forward(b->weights, ids);
+    ASSERT_TRUE(sa && sb);
+    double worst = 0;
+    for (int l = 0; l < spec.layers; ++l)
+      for (int h = 0; h < spec.heads; ++h)
+        worst = std::max(worst, static_cast<double>((sa->attention(l, h) - sb->attention(l, h)).cwiseAbs().maxCoeff()));
+    EXPECT_LT(worst, 1e-5) << spec.modelType;
+    EXPECT_LT((sa->logits() - sb->logits()).cwiseAbs().maxCoeff(), 1e-4) << spec.modelType;
+  }
 }
 
 TEST(GgufModel, ConfigAndInPlaceWeights) {
