@@ -95,6 +95,18 @@ struct Table {
   // the products float32 (an FMA may fuse d·q − m on the AVX paths: one rounding less).
   // Returns false, writing nothing, for any other type.
   bool (*dequantize)(std::uint32_t type, const void* blocks, std::ptrdiff_t count, float* out);
+
+  // The model engine's matrix product on ggml blocks for a few rows (decode): output
+  // columns [outBegin, outEnd) of y (m <= 4 rows, row stride ldy) are set (accumulate ==
+  // false) or added to from x (m x in, row stride ldx) times the [out, in] weight whose row
+  // j is the `rowBytes` bytes at w + j·rowBytes (any type `dequantize` reads). Each block is
+  // dequantized exactly into a buffer in L1 and multiplied there (float32 FMAs), so no
+  // float copy of the weights is ever made. Returns false, writing nothing, for another
+  // type or m > 4.
+  bool (*linearQuantRows)(std::uint32_t type, const void* w, std::ptrdiff_t rowBytes,
+                          const float* x, std::ptrdiff_t ldx, std::ptrdiff_t m, std::ptrdiff_t in,
+                          std::ptrdiff_t outBegin, std::ptrdiff_t outEnd, float* y,
+                          std::ptrdiff_t ldy, bool accumulate);
 };
 
 // The three builds (defined in core/isa/kernels_<isa>.cpp). Only call a table whose ISA

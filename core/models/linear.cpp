@@ -94,7 +94,7 @@ void linearBf16Panels(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eige
 }
 
 // y's columns [j0, j0 + count) from ggml blocks (an [out, in] weight, GGUF's layout), for
-// any number of rows: block by block of output columns, those rows of w are dequantized
+// m >= kPanelMinRows rows (fewer rows go through core/isa's linearQuantRows): block by block of output columns, those rows of w are dequantized
 // exactly into a per-thread panel [nc, in] that stays in L2, and the panel goes to
 // OpenBLAS (a matrix-vector product for one row). The weights stay as blocks in the
 // mapping; the result is the float32 product of the dequantized weights.
@@ -133,7 +133,13 @@ void linearPart(const LinearJob& job, Eigen::Index j0, Eigen::Index count) {
   const bool accumulate = job.accumulate;
   const Eigen::Index m = x.rows(), in = lin.in(), out = lin.out();
   auto yc = y.middleCols(j0, count);
-  if (lin.weight.isQuantized()) {
+  if (lin.weight.isQuantized() && m < kPanelMinRows) {
+    // a few rows (decode): each block dequantized in L1 and multiplied there (core/isa)
+    kernels::active().linearQuantRows(lin.weight.ggmlType, lin.weight.quant,
+                                      static_cast<std::ptrdiff_t>(lin.weight.quantRowBytes()), x.data(),
+                                      x.outerStride(), m, in, j0, j0 + count, y.data(), y.outerStride(),
+                                      accumulate);
+  } else if (lin.weight.isQuantized()) {
     linearQuantPanels(lin, x, y, j0, count, accumulate);
   } else if (lin.weight.isBf16() && m >= kPanelMinRows) {
     linearBf16Panels(lin, x, y, j0, count, accumulate);
