@@ -131,7 +131,7 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         nullptr),
       cli::intOption("--predict", "K", 1, kMaxPredict,
                      "print the K most probable next tokens as JSON on stdout (1..1000):\n"
-                     "{\"model_type\", \"heads_kv\", \"tokens\": n,\n"
+                     "{\"model_type\", \"heads_kv\", \"tokens\": n, \"bos\",\n"
                      " \"next\": [{\"id\", \"text\", \"probability\", \"logit\"}, ...]}\n"
                      "(\"text\" is null without a tokenizer); an encoder: the K most\n"
                      "probable tokens at every mask token, {\"model_type\", \"tokens\":\n"
@@ -230,9 +230,9 @@ nlohmann::json tokenJson(const io::ModelFolder& model, int id) {
   return model.tokenizer->tokenText(id);
 }
 
-// The JSON of --predict: {"model_type", "heads_kv", "tokens": n, "next": [{"id", "text",
-// "probability", "logit"}...]}.
-std::string predictionJson(const model::Session& session, const io::ModelFolder& model, int k) {
+// The JSON of --predict: {"model_type", "heads_kv", "tokens": n, "bos": whether a BOS was put
+// first, "next": [{"id", "text", "probability", "logit"}...]}.
+std::string predictionJson(const model::Session& session, const io::ModelFolder& model, int k, bool bos) {
   nlohmann::ordered_json next = nlohmann::ordered_json::array();
   for (const model::TokenProbability& t : session.topK(k)) {
     next.push_back({{"id", t.id},
@@ -243,6 +243,7 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
   nlohmann::ordered_json out = {{"model_type", session.config().modelType},
                                 {"heads_kv", session.config().nHeadKv},
                                 {"tokens", session.size()},
+                                {"bos", bos},
                                 {"next", next}};
   return out.dump() + "\n";
 }
@@ -426,7 +427,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
 
   // 7 prediction
   if (request->predict > 0) {
-    out << predictionJson(*session, *model, request->predict);
+    out << predictionJson(*session, *model, request->predict, addBos);
     out.flush();
   }
   return 0;
