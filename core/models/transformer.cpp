@@ -64,11 +64,6 @@ Status validate(const Config& c) {
                  std::to_string(c.rotaryDims) + " rotary dimensions: must be even and at most " +
                      "the head width " + std::to_string(c.headDim())};
   }
-  if (c.qkPairsInterleaved && (c.rotaryDims != c.headDim() || c.qkvLayout != QkvLayout::Separate)) {
-    return Error{"", "rotary_dims",
-                 "llama.cpp's interleaved q/k rows need rotary over the whole head (" +
-                     std::to_string(c.headDim()) + " dimensions) and separate q/k/v"};
-  }
   if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
     return Error{"", "layer_norm_epsilon", "must be a finite number > 0"};
   }
@@ -81,11 +76,11 @@ Status validate(const Config& c) {
 }
 
 std::size_t Weights::parameterBytes() const {
-  auto bytes = [](const Tensor& t) { return static_cast<Eigen::Index>(t.storedBytes()); };
+  auto bytes = [](const Tensor& t) { return t.size() * (t.isBf16() ? 2 : 4); };
   auto linear = [&](const Linear& l) { return bytes(l.weight) + bytes(l.bias); };
   auto norm = [&](const NormWeights& n) { return bytes(n.weight) + bytes(n.bias); };
   Eigen::Index count = bytes(embed) + bytes(positions) + norm(finalNorm);
-  if (!lmHead.sameStorage(embed)) count += bytes(lmHead);
+  if (lmHead.data != embed.data || lmHead.bf16 != embed.bf16) count += bytes(lmHead);
   for (const LayerWeights& w : layers) {
     count += norm(w.norm1) + norm(w.norm2) + linear(w.qkv) + linear(w.q) + linear(w.k) +
              linear(w.v) + linear(w.out) + linear(w.up) + linear(w.gate) + linear(w.down);
@@ -479,26 +474,6 @@ void Session::compute(std::span<const int> ids) {
         applyLinears(jobs, T);  // one hand-over for the three
         break;
       }
-    }
-
-    // 3b a llama-architecture GGUF's q and k features back in Hugging Face's order:
-    // GGUF feature 2i + s of a head is feature s·d_h/2 + i (Config::qkPairsInterleaved)
-    if (c.qkPairsInterleaved) {
-      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
-        std::vector<float> head(static_cast<std::size_t>(dh));
-        const Eigen::Index half = dh / 2;
-        for (Eigen::Index r = first; r < last; ++r) {
-          float* row = qkvNew.row(r).data();
-          for (Eigen::Index h = 0; h < H + Hkv; ++h) {
-            float* v = row + h * dh;
-            std::copy(v, v + dh, head.begin());
-            for (Eigen::Index i = 0; i < half; ++i) {
-              v[i] = head[static_cast<std::size_t>(2 * i)];
-              v[half + i] = head[static_cast<std::size_t>(2 * i + 1)];
-            }
-          }
-        }
-      });
     }
 
     // 4 rotary embedding of every q and k head, half-split (rotate_half) layout

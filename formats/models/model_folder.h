@@ -57,9 +57,7 @@ struct ModelFolder {
 };
 
 // Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the
-// cheap checks first. A gpt2 folder without a readable tokenizer fails the load. FOLDER may
-// instead be a GGUF file (its first bytes "GGUF"): loadGgufModel (formats/models/gguf_model.h)
-// loads it, with its own tokenizer and its weights in place (`options` do not apply).
+// cheap checks first. A gpt2 folder without a readable tokenizer fails the load.
 Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options = {});
 
 }  // namespace attn::io
