@@ -22,6 +22,7 @@ namespace {
 
 using detail::Font;
 using detail::Layout;
+using detail::kFrameColor;
 
 constexpr double kPi = 3.14159265358979323846;
 

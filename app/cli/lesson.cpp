@@ -7,6 +7,9 @@
 #include <span>
 #include <string>
 
+#include <cctype>
+#include <cstdlib>
+
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"

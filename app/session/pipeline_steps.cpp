@@ -6,13 +6,18 @@
 namespace attn::app {
 
 std::vector<MatrixKind> visibleStages(const AttentionResult* result) {
-  std::vector<MatrixKind> stages = {MatrixKind::Input};
+  std::vector<MatrixKind> stages;
+  stages.reserve(std::size(kPipelineOrder));
+  stages.push_back(MatrixKind::Input);
   const bool projected = result != nullptr && !result->projections.identity &&
                          result->projections.wq.size() > 0 && result->projections.wk.size() > 0 &&
                          result->projections.wv.size() > 0;
-  if (projected) stages.insert(stages.end(), {MatrixKind::Wq, MatrixKind::Wk, MatrixKind::Wv});
-  stages.insert(stages.end(), {MatrixKind::Q, MatrixKind::K, MatrixKind::V, MatrixKind::Scores,
-                               MatrixKind::MaskedScores, MatrixKind::Weights, MatrixKind::Context});
+  // (push_back one at a time: GCC 12 warns falsely on insert() of an initializer list)
+  if (projected)
+    for (MatrixKind kind : {MatrixKind::Wq, MatrixKind::Wk, MatrixKind::Wv}) stages.push_back(kind);
+  for (MatrixKind kind : {MatrixKind::Q, MatrixKind::K, MatrixKind::V, MatrixKind::Scores,
+                          MatrixKind::MaskedScores, MatrixKind::Weights, MatrixKind::Context})
+    stages.push_back(kind);
   if (result == nullptr) return stages;
   const bool multiHead = result->heads.size() > 1;
   const bool outputProjection = !result->projections.identity && result->projections.wo.size() > 0;

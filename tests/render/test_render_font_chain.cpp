@@ -70,7 +70,8 @@ TEST(FontChain, EveryScriptIsShapedWithRealGlyphs) {
         EXPECT_NE(g.glyph, 0u) << pair.script << " " << word << ": .notdef from "
                                << detail::faceFile(g.face);
       EXPECT_GT(line.advance, 0.3f * static_cast<float>(text.size())) << word;
-      for (char32_t cp : text) EXPECT_TRUE(font.hasGlyph(cp)) << word << " U+" << std::hex << cp;
+      for (char32_t cp : text)
+        EXPECT_TRUE(font.hasGlyph(cp)) << word << " U+" << std::hex << static_cast<unsigned>(cp);
     }
     // the two words of a pair are different glyphs
     std::vector<std::uint32_t> a, b;
@@ -84,6 +85,7 @@ TEST(FontChain, RightToLeftScriptsReadRightToLeft) {
   const Font& font = chainFont();
   for (const Pair& pair : pairs()) {
     const std::u32string text = decodeUtf8(pair.a);
+    if (text.size() < 2) continue;  // 猫: one character has no order
     const detail::ShapedLine line = detail::shapeText(font, text);
     ASSERT_GE(line.glyphs.size(), 2u) << pair.script;
     // visual order: the leftmost glyph draws the first character (LTR) or the last (RTL)

@@ -3,6 +3,7 @@
 // classifier (app/session/attention_source.h), the "Save changes?" question and the
 // recovery question.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <optional>

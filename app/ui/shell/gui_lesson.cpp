@@ -1,5 +1,7 @@
 // The lesson from the window: File > Export lesson (a PDF at once, a GIF by capturing each
 // stage alone in presentation mode) and `attnscope lesson --out STEPS.gif`.
+#include <cctype>
+
 #include "app/session/lesson.h"
 #include "app/ui/shell/gui_impl.h"
 #include "render/gif_writer.h"
@@ -11,7 +13,7 @@ namespace {
 
 // Frames drawn on a stage before it is captured: the presentation font is rebuilt on the
 // first, windows that size themselves appear on the second, the layout settles after.
-constexpr int kLessonSettleFrames = 4;
+constexpr int kLessonSettleFrames = 5;
 
 bool endsWithGif(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
