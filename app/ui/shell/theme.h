@@ -41,6 +41,10 @@ std::u32string extraUiChars(const Scenario& doc);
 // to left: Arabic and Hebrew read correctly in the exports, not in the window.)
 bool loadUiFont(float pixelSize, const std::u32string& extraChars, std::string* warning);
 
+// Sets the ImGui style for the theme, with every size scaled by `sizeScale`
+// (fontScale x content scale). Needs a current ImGui context; no GL.
+void applyTheme(bool light, float sizeScale);
+
 // Clamps a presentation scale to [kMinFontScale, kMaxFontScale].
 float clampFontScale(float scale);
 
