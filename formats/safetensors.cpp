@@ -145,10 +145,12 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
     return fail("", "too small for a safetensors file (" + std::to_string(fileSize) +
                         " bytes; the header length alone takes 8)");
   }
-  // MAP_POPULATE: a model reads every tensor at load (F32 ones in place from this mapping), so
-  // the pages are mapped in bulk rather than faulted in one fault-around window at a time
-  // (measured on a 498 MB F32 GPT-2 folder: 4712 -> 824 page faults, ~15 % less CPU).
-  void* mapped = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  // No MAP_POPULATE: nothing but the header is read here. The loaders check every tensor's
+  // name, dtype, shape and range against the model first, then map in only the tensors they
+  // use, in bulk (formats/models/tensor_binding.h, checkFinite: MADV_POPULATE_READ per chunk
+  // on all cores), so a tensor nothing needs (a 6 GB stray, a rotary_emb.inv_freq buffer)
+  // is never read and never resident.
+  void* mapped = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);  // the mapping keeps the file alive
   if (mapped == MAP_FAILED) return fail("", std::string("cannot map: ") + std::strerror(errno));
 

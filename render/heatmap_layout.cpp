@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/attention/aggregate.h"
+#include "core/base/cell_number.h"
 
 #ifndef ATTNSCOPE_FONT_PATH
 #define ATTNSCOPE_FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -131,28 +132,34 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
   const int margin = static_cast<int>(std::lround(axisPx * 0.8f));
   const int pad = static_cast<int>(std::lround(axisPx * 0.45f));
 
-  // 3 cell labels: ~0.3 of the cell, shrunk to fit the widest label down to 7 px, then with
-  //   fewer digits (fittedCellLabel's rule); shown whenever the cell is at least 1.3 font
+  // 3 cell labels: ~0.3 of the cell, shrunk to fit the widest label down to 7 px, with ONE
+  //   precision for the matrix: from style.digits down to the fewest significant digits
+  //   that keep every number within 5 % of its value (the cell-number rule,
+  //   core/base/cell_number.h), never fewer; shown whenever the cell is at least 1.3 font
   //   heights tall (the text with a small margin; and the matrix isn't pooled)
   float cellPx = std::clamp(0.3f * static_cast<float>(cell), 8.0f, 18.0f);
   bool showCellLabels = style.cellLabels && L.pool == 1 && cell >= kCellLabelHeights * cellPx;
   if (showCellLabels) {
     const float room = static_cast<float>(cell) - 4.0f;
     const float basePx = cellPx;
-    showCellLabels = false;
-    for (int digits = style.digits; digits >= 1 && !showCellLabels; --digits) {
+    int least = 1;  // the fewest digits every number needs to read true
+    for (int r = 0; r < L.rows && least < 2; ++r)
+      for (int c = 0; c < L.cols && least < 2; ++c)
+        if (!view.maskedByAllowed(r, c)) least = std::max(least, leastTrueDigits(view.values(r, c)));
+    const int digits = matrixDigits(least, style.digits, [&](int d) {
       float widest = 0;
       for (int r = 0; r < L.rows; ++r) {
         for (int c = 0; c < L.cols; ++c) {
           if (view.maskedByAllowed(r, c)) continue;  // hatched, no "0"
-          widest = std::max(
-              widest, textWidth(font, displayNumber(font, view.values(r, c), digits), basePx));
+          widest =
+              std::max(widest, textWidth(font, displayNumber(font, view.values(r, c), d), basePx));
         }
       }
       cellPx = widest > room ? basePx * room / widest : basePx;
-      showCellLabels = cellPx >= 7.0f;
-      L.cellDigits = digits;
-    }
+      return cellPx >= 7.0f;
+    });
+    showCellLabels = digits > 0;
+    L.cellDigits = digits > 0 ? digits : style.digits;
   }
 
   // 4 axis labels (capped, io::capLabel): thinned to every labelStep-th so they never

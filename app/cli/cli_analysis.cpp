@@ -3,14 +3,17 @@
 // files atomically, 6 print a JSON summary on stdout.
 #include "app/cli/cli_analysis.h"
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
 #include "app/session/model_analysis.h"
 #include "core/models/analysis.h"
+#include "core/models/analysis_conventions.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/files.h"
+#include "formats/models/model_config.h"
 #include "render/heatmap_render.h"
 
 namespace attn::app {
@@ -35,8 +38,38 @@ Expected<io::ModelFolder> loadFolder(const std::string& folder) {
   return model;
 }
 
+std::vector<cli::Option> bosOptions() {
+  return {
+      cli::customOption("--bos", "",
+                        "put the BOS token first: the tokenizer's, else config.json's\n"
+                        "bos_token_id (default: as the tokenizer's post-processor does, as\n"
+                        "`model --text`: <s> for Llama, none for GPT-2)",
+                        nullptr),
+      cli::customOption("--no-bos", "", "do not put it first", nullptr),
+  };
+}
+
+Expected<int> bosChoice(const cli::ParsedArgs& parsed) {
+  if (parsed.has("--bos") && parsed.has("--no-bos"))
+    return optionError("--bos", "give either --bos or --no-bos, not both");
+  return parsed.has("--bos") ? 1 : parsed.has("--no-bos") ? 0 : -1;
+}
+
+Expected<int> bosToken(const io::ModelFolder& model, int choice) {
+  if (choice == 0) return -1;
+  if (choice == -1) return model.tokenizer && model.tokenizer->addsBos() ? model.tokenizer->bosId() : -1;
+  if (model.tokenizer && model.tokenizer->bosId() >= 0) return model.tokenizer->bosId();
+  Expected<int> bos = io::loadBosTokenId((std::filesystem::path(model.folder) / "config.json").string());
+  if (!bos) return bos.error();
+  if (*bos >= model.weights->config.vocabSize)
+    return Error{(std::filesystem::path(model.folder) / "config.json").string(), "bos_token_id",
+                 std::to_string(*bos) + " is outside the vocabulary 0.." +
+                     std::to_string(model.weights->config.vocabSize - 1)};
+  return *bos;
+}
+
 Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::string& text,
-                                    std::string_view option, std::ostream& err) {
+                                    std::string_view option, std::ostream& err, int bos) {
   const model::Config& c = model.weights->config;
   if (!model.tokenizer) {
     return optionError(option, "needs a tokenizer, and this " + c.modelType +
@@ -52,9 +85,11 @@ Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::str
         << encoding.invalidOffsets.front() << ")\n";
   }
   if (encoding.ids.empty()) return optionError(option, "is empty (no tokens to run)");
+  if (bos >= 0) encoding.ids.insert(encoding.ids.begin(), bos);
   if (encoding.ids.size() > static_cast<std::size_t>(c.nPositions)) {
-    return optionError(option, std::to_string(encoding.ids.size()) +
-                                   " tokens are more than the model's context of " +
+    return optionError(option, std::to_string(encoding.ids.size()) + " tokens" +
+                                   (bos >= 0 ? " (with the BOS)" : "") +
+                                   " are more than the model's context of " +
                                    std::to_string(c.nPositions) + " (n_positions)");
   }
   return encoding.ids;
@@ -79,6 +114,9 @@ std::string tokenLabel(const io::ModelFolder& model, int id) {
 
 namespace {
 
+using analysis_cli::bosChoice;
+using analysis_cli::bosOptions;
+using analysis_cli::bosToken;
 using analysis_cli::loadFolder;
 using analysis_cli::singleToken;
 using analysis_cli::tokenize;
@@ -139,10 +177,11 @@ Error inFolder(Error e, const std::string& folder) {
 // =======================================================================================
 
 struct AnalyzeRequest {
-  std::string folder, text, answer, wrong, attributionPath;
+  std::string folder, text, answer, wrong, attributionPath, meanFrom;
   std::vector<model::HeadId> heads;
   int mode = 0;  // zero, mean
   int predict = 10;
+  int bos = -1;  // bosChoice()
 };
 
 cli::Command analyzeCommand(AnalyzeRequest& r) {
@@ -150,12 +189,12 @@ cli::Command analyzeCommand(AnalyzeRequest& r) {
   command.name = "analyze";
   command.column = 22;
   command.usage = R"(usage: attnscope analyze DIR --text TEXT --ablate L.H[,L.H...] [--mode zero|mean]
-                          [--predict K]
+                          [--mean-from P.jsonl] [--predict K] [--bos | --no-bos]
        attnscope analyze DIR --text TEXT --answer A --wrong W --attribution OUT.csv
 
 Ablates heads, or attributes a logit difference to heads, on the model folder DIR (see
 attnscope model --help). With --ablate it prints
-  {"mode", "ablated": ["L.H", ...],
+  {"tokens", "bos", "mode", "ablated_heads": ["L.H", ...],
    "clean":   {"next": [{"id", "text", "probability", "logit"}, ...], "loss"},
    "ablated": {"next": [...], "loss"},
    "delta_logits": {"<id>": ablated - clean, ...} for every token in either top-K}
@@ -171,9 +210,13 @@ attnscope model --help). With --ablate it prints
                           return Ok{};
                         }),
       cli::wordOption("--mode", "MODE", "mode", {"zero", "mean"},
-                      "zero: z = 0; mean: z = its mean over the prompt's positions\n"
-                      "({choices}; default zero)",
+                      "zero: z = 0; mean: z = its mean over the prompt's positions, or\n"
+                      "over a dataset's with --mean-from ({choices}; default zero)",
                       r.mode),
+      cli::textOption("--mean-from", "P.jsonl",
+                      "with --mode mean: z = its mean over every position of every prompt\n"
+                      "of P.jsonl (one {\"text\": ...} per line, clean runs, the same BOS rule)",
+                      r.meanFrom),
       cli::intOption("--predict", "K", 1, kMaxTop, "top-K next tokens to print (1..1000, default 10)",
                      r.predict),
       cli::textOption("--answer", "A", "the answer token's text (one token, e.g. \" Mary\")", r.answer),
@@ -183,6 +226,7 @@ attnscope model --help). With --ablate it prints
                       "last position: layers as rows, heads as columns",
                       r.attributionPath),
   };
+  for (cli::Option& o : bosOptions()) command.options.push_back(std::move(o));
   command.notes = "Errors (exit 2) name the option, the file and the problem.\n";
   return command;
 }
@@ -197,11 +241,16 @@ Expected<AnalyzeRequest> parseAnalyze(std::span<const std::string> args, bool& h
     return Error{"", "", "'analyze' needs one model folder DIR (see attnscope analyze --help)"};
   r.folder = parsed->positional[0];
   if (!parsed->has("--text")) return optionError("--text", "missing");
+  Expected<int> bos = bosChoice(*parsed);
+  if (!bos) return bos.error();
+  r.bos = *bos;
   const bool ablate = parsed->has("--ablate"), attribution = parsed->has("--attribution");
   if (!ablate && !attribution)
     return optionError("--ablate", "missing (give --ablate L.H,... or --attribution OUT.csv)");
   if (!ablate && (parsed->has("--mode") || parsed->has("--predict")))
     return optionError(parsed->has("--mode") ? "--mode" : "--predict", "only applies with --ablate");
+  if (parsed->has("--mean-from") && r.mode != 1)
+    return optionError("--mean-from", "only applies with --ablate ... --mode mean");
   if (attribution) {
     if (!parsed->has("--answer") || !parsed->has("--wrong"))
       return optionError(parsed->has("--answer") ? "--wrong" : "--answer", "missing (--attribution needs both)");
@@ -230,14 +279,36 @@ int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostrea
   }
   Expected<io::ModelFolder> model = loadFolder(r->folder);
   if (!model) return fail(err, model.error());
-  Expected<std::vector<int>> ids = tokenize(*model, r->text, "--text", err);
+  Expected<int> bos = bosToken(*model, r->bos);
+  if (!bos) return fail(err, bos.error());
+  Expected<std::vector<int>> ids = tokenize(*model, r->text, "--text", err, *bos);
   if (!ids) return fail(err, ids.error());
   json summary = json::object();
   summary["tokens"] = ids->size();
+  summary["bos"] = *bos >= 0;
 
   if (!r->heads.empty()) {
     const auto mode = r->mode == 0 ? model::AblationMode::Zero : model::AblationMode::Mean;
-    auto ablation = model::ablateHeads(model->weights, *ids, r->heads, mode, r->predict);
+    Expected<model::Ablation> ablation = Error{};
+    if (r->meanFrom.empty()) {
+      ablation = model::ablateHeads(model->weights, *ids, r->heads, mode, r->predict);
+    } else {  // the dataset's mean z
+      auto lines = io::readPrompts(r->meanFrom, true);
+      if (!lines) return fail(err, lines.error());
+      std::vector<std::vector<int>> prompts;
+      for (const io::PromptLine& line : *lines) {
+        auto promptIds = tokenize(*model, line.text, "--mean-from", err, *bos);
+        if (!promptIds)
+          return fail(err, Error{r->meanFrom, "line " + std::to_string(line.line) + ": text", promptIds.error().problem});
+        prompts.push_back(std::move(promptIds).value());
+      }
+      auto means = model::meanHeadOutputs(model->weights, prompts);
+      if (!means) return fail(err, inFolder(means.error(), r->folder));
+      ablation = model::ablateHeadsToMeans(model->weights, *ids, r->heads, *means, r->predict);
+      std::size_t positions = 0;
+      for (const auto& p : prompts) positions += p.size();
+      summary["mean_from"] = {{"file", r->meanFrom}, {"prompts", prompts.size()}, {"positions", positions}};
+    }
     if (!ablation) {
       Error e = ablation.error();
       if (e.field == "heads") return fail(err, optionError("--ablate", e.problem, r->folder));
@@ -293,7 +364,7 @@ cli::Command patchCommand(PatchRequest& r) {
   command.name = "patch";
   command.column = 22;
   command.usage = R"(usage: attnscope patch DIR --clean TEXT --corrupt TEXT --answer A --wrong W
-                        --what heads|resid --out P.csv [--png P.png]
+                        --what heads|resid --out P.csv [--png P.png] [--bos | --no-bos]
 
 Activation patching from the clean run into the corrupt run, one site at a time, on the
 model folder DIR. Each cell is the normalised metric
@@ -301,7 +372,8 @@ model folder DIR. Each cell is the normalised metric
 heads: one head's z (its attention-weighted values, all positions): L rows x H columns.
 resid: the residual stream of one layer at one position: L+1 rows (the embeddings, then
 after each block) x n columns (the tokens). The two texts must have equal token lengths.
-Prints {"what", "clean_metric", "corrupt_metric", "out", "png"}. docs/analyses.md.
+Prints {"what", "tokens", "bos", "clean_metric", "corrupt_metric", "out", "png"}.
+docs/analyses.md.
 )";
   command.options = {
       cli::textOption("--clean", "TEXT", "the clean prompt", r.clean),
@@ -314,6 +386,7 @@ Prints {"what", "clean_metric", "corrupt_metric", "out", "png"}. docs/analyses.m
       cli::textOption("--png", "P.png", "also a labelled heatmap on a diverging map centred on 0",
                       r.pngPath),
   };
+  for (cli::Option& o : bosOptions()) command.options.push_back(std::move(o));
   command.notes = "Errors (exit 2) name the option, the file and the problem.\n";
   return command;
 }
@@ -337,6 +410,8 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   for (const char* name : {"--clean", "--corrupt", "--answer", "--wrong", "--what", "--out"}) {
     if (!parsed->has(name)) return fail(err, optionError(name, "missing"));
   }
+  Expected<int> choice = bosChoice(*parsed);
+  if (!choice) return fail(err, choice.error());
   if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
   if (!r.pngPath.empty()) {
     if (Status s = cli::checkOutputFile("--png", r.pngPath); !s) return fail(err, s.error());
@@ -345,9 +420,11 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   }
   Expected<io::ModelFolder> model = loadFolder(r.folder);
   if (!model) return fail(err, model.error());
-  Expected<std::vector<int>> clean = tokenize(*model, r.clean, "--clean", err);
+  Expected<int> bos = bosToken(*model, *choice);
+  if (!bos) return fail(err, bos.error());
+  Expected<std::vector<int>> clean = tokenize(*model, r.clean, "--clean", err, *bos);
   if (!clean) return fail(err, clean.error());
-  Expected<std::vector<int>> corrupt = tokenize(*model, r.corrupt, "--corrupt", err);
+  Expected<std::vector<int>> corrupt = tokenize(*model, r.corrupt, "--corrupt", err, *bos);
   if (!corrupt) return fail(err, corrupt.error());
   if (clean->size() != corrupt->size()) {
     return fail(err, optionError("--corrupt", "is " + std::to_string(corrupt->size()) +
@@ -394,6 +471,7 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   }
   json summary = {{"what", r.what == 0 ? "heads" : "resid"},
                   {"tokens", clean->size()},
+                  {"bos", *bos >= 0},
                   {"clean_metric", patching->cleanMetric},
                   {"corrupt_metric", patching->corruptMetric},
                   {"out", r.outPath},
@@ -411,24 +489,33 @@ namespace {
 struct LensRequest {
   std::string folder, text, outPath;
   int top = 5;
+  int scale = 0;  // own, final
 };
 
 cli::Command lensCommand(LensRequest& r) {
   cli::Command command;
   command.name = "lens";
   command.column = 20;
-  command.usage = R"(usage: attnscope lens DIR --text TEXT [--top K] --out LENS.json
+  command.usage = R"(usage: attnscope lens DIR --text TEXT [--top K] [--scale own|final] [--bos | --no-bos]
+                      --out LENS.json
 
 The logit lens: for the residual stream after the embeddings and after each block, at every
 position, the K most probable tokens of NormF(resid)·W_Uᵀ (the model's own final norm and
-unembedding). LENS.json: {"tokens": [{"id", "text"}, ...], "layers": ["embed", "after L0",
-...], "top": [layer][position][{"id", "text", "probability", "logit"}, ...]}.
+unembedding; --scale final: TransformerLens's convention). LENS.json: {"bos", "scale",
+"tokens": [{"id", "text"}, ...], "layers": ["embed", "after L0", ...],
+"top": [layer][position][{"id", "text", "probability", "logit"}, ...]}.
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "the prompt", r.text),
       cli::intOption("--top", "K", 1, kMaxTop, "tokens per layer and position (1..1000, default 5)", r.top),
+      cli::wordOption("--scale", "S", "scale", {"own", "final"},
+                      "the final norm's scale at layer l: own = the stream's own (NormF(x_l));\n"
+                      "final = the last stream's at each position, as TransformerLens's\n"
+                      "accumulated_resid(apply_ln=True) ({choices}; default own)",
+                      r.scale),
       cli::textOption("--out", "LENS.json", "the JSON file to write", r.outPath),
   };
+  for (cli::Option& o : bosOptions()) command.options.push_back(std::move(o));
   return command;
 }
 
@@ -451,11 +538,16 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   if (!parsed->has("--text")) return fail(err, optionError("--text", "missing"));
   if (!parsed->has("--out")) return fail(err, optionError("--out", "missing"));
   if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
+  Expected<int> choice = bosChoice(*parsed);
+  if (!choice) return fail(err, choice.error());
   Expected<io::ModelFolder> model = loadFolder(r.folder);
   if (!model) return fail(err, model.error());
-  Expected<std::vector<int>> ids = tokenize(*model, r.text, "--text", err);
+  Expected<int> bos = bosToken(*model, *choice);
+  if (!bos) return fail(err, bos.error());
+  Expected<std::vector<int>> ids = tokenize(*model, r.text, "--text", err, *bos);
   if (!ids) return fail(err, ids.error());
-  auto lens = model::logitLens(model->weights, *ids, r.top);
+  auto lens = model::logitLens(model->weights, *ids, r.top,
+                               r.scale == 0 ? model::LensScale::Own : model::LensScale::Final);
   if (!lens) return fail(err, inFolder(lens.error(), r.folder));
   json tokens = json::array(), layers = json::array(), top = json::array();
   for (int id : *ids) tokens.push_back({{"id", id}, {"text", tokenLabel(*model, id)}});
@@ -465,9 +557,11 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
     for (const auto& list : lens->top[l]) positions.push_back(nextJson(*model, list));
     top.push_back(std::move(positions));
   }
-  const json file = {{"tokens", tokens}, {"layers", layers}, {"top", top}};
+  const json file = {{"bos", *bos >= 0}, {"scale", r.scale == 0 ? "own" : "final"}, {"tokens", tokens},
+                     {"layers", layers}, {"top", top}};
   if (Status s = writeText(r.outPath, file.dump() + "\n"); !s) return fail(err, s.error());
-  out << json{{"out", r.outPath}, {"layers", layers.size()}, {"tokens", ids->size()}}.dump() << "\n";
+  out << json{{"out", r.outPath}, {"layers", layers.size()}, {"tokens", ids->size()}, {"bos", *bos >= 0}}.dump()
+      << "\n";
   return 0;
 }
 

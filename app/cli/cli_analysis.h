@@ -44,10 +44,21 @@ namespace analysis_cli {
 
 // The model folder of an analysis command: loaded, with the folder named in its errors.
 Expected<io::ModelFolder> loadFolder(const std::string& folder);
-// TEXT as token ids through the folder's tokenizer. Errors name `option`: no tokenizer, an
-// empty text, more tokens than the context. Invalid UTF-8 is replaced, with a warning on err.
+// --bos and --no-bos, declared once for analyze, patch, lens and heads (the same rule as
+// `model --text`).
+std::vector<cli::Option> bosOptions();
+// After parsing: 1 (--bos), 0 (--no-bos) or -1 (neither). Errors: both given.
+Expected<int> bosChoice(const cli::ParsedArgs& parsed);
+// The token to put first for `choice`, or -1 for none: --bos the tokenizer's BOS, else
+// config.json's bos_token_id (errors name config.json and the field when it has none);
+// --no-bos none; neither: the tokenizer's BOS when its post-processor adds one
+// (Tokenizer::addsBos(): <s> for Llama's templates), else none.
+Expected<int> bosToken(const io::ModelFolder& model, int choice);
+// TEXT as token ids through the folder's tokenizer, with `bos` first when >= 0. Errors name
+// `option`: no tokenizer, an empty text, more tokens than the context. Invalid UTF-8 is
+// replaced, with a warning on err.
 Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::string& text,
-                                    std::string_view option, std::ostream& err);
+                                    std::string_view option, std::ostream& err, int bos);
 // TEXT that must be exactly one token (an answer): errors name `option` and the count.
 Expected<int> singleToken(const io::ModelFolder& model, const std::string& text,
                           std::string_view option);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -82,7 +83,8 @@ then M more tokens one at a time through the KV cache.
 gflops (8·N·D² + 4·N²·D floating-point operations, a multiply-add counted as 2, over the
 median), median_cpu_ms (the median process CPU time of a repetition, all threads; the
 better figure on a busy machine), isa (the non-GEMM kernels' path, see ATTNSCOPE_ISA), blas_core (the kernel
-OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib;
+OpenBLAS chose for the matrix products; OPENBLAS_CORETYPE overrides it), peak_rss_mib (this
+process's own peak resident set, VmHWM of /proc/self/status; not a parent's);
 with --gemm-rates also projection_gflops and peak_gflops.
 With --model: model, model_type, dtype, tokens, threads, repeat, load_ms, first_token_ms,
 load_plus_one_token_ms, median_ms, min_ms, max_ms, median_cpu_ms, flops (the forward pass's
@@ -216,7 +218,20 @@ double processCpuMs() {
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
 }
 
+// This process's own peak resident set: VmHWM of /proc/self/status (per address space, so
+// reset by exec). getrusage's ru_maxrss is not: Linux carries it over fork and exec, so a
+// bench started from a 1 GB parent would report the parent's gigabyte. ru_maxrss only where
+// /proc is missing.
 double peakRssMiB() {
+  if (FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof line, status)) {
+      if (std::sscanf(line, "VmHWM: %lld kB", &kib) == 1) break;
+    }
+    std::fclose(status);
+    if (kib >= 0) return static_cast<double>(kib) / 1024.0;
+  }
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux: kilobytes

@@ -8,7 +8,10 @@
 #include "app/cli/cli_analysis.h"
 #include "app/cli/cli_common.h"
 #include "core/models/analysis.h"
+#include "core/models/analysis_conventions.h"
+#include "app/session/version.h"
 #include "formats/analysis/analysis_files.h"
+#include "formats/analysis/provenance.h"
 #include "formats/files.h"
 
 namespace attn::app {
@@ -28,6 +31,8 @@ struct HeadsRequest {
   std::vector<model::HeadScoreKind> kinds{std::begin(model::kAllHeadScores),
                                           std::end(model::kAllHeadScores)};
   bool excludeBos = false, excludeCurrent = false;
+  int bos = -1;  // analysis_cli::bosChoice()
+  int threads = 0;  // 0 = every core
 };
 
 Status parseScores(const std::string& text, std::vector<model::HeadScoreKind>& kinds) {
@@ -60,6 +65,7 @@ cli::Command headsCommand(HeadsRequest& r) {
   command.usage = R"(usage: attnscope heads DIR --text TEXT [--scores LIST] --out HEADS.csv
        attnscope heads DIR --repeat-random N [--seed S] [--scores LIST] --out HEADS.csv
        attnscope heads DIR --prompts P.jsonl [--shard K/N] [--scores LIST] --out PART.json
+       (each with [--exclude-bos] [--exclude-current-token] [--bos | --no-bos] [--threads T])
 
 Scores every head of the model folder DIR (TransformerLens head_detector definitions, "mul"
 measure Σ(A⊙D)/ΣA; docs/analyses.md):
@@ -70,8 +76,9 @@ measure Σ(A⊙D)/ΣA; docs/analyses.md):
   sink       mean over queries of the weight on position 0
   entropy    mean over queries of -Σ_j A[i][j] ln A[i][j] (nats)
 HEADS.csv: layer,head then one column per score. PART.json: per score and head the count,
-sum and sum of squares over the shard's prompts, for attnscope merge. Progress with an ETA
-goes to stderr.
+sum and sum of squares over the shard's prompts, for attnscope merge, with what they come
+from: the model's and the prompts file's hashes, the shard and its prompt range, every
+flag. Progress with an ETA goes to stderr.
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "score on this prompt", r.text),
@@ -97,9 +104,14 @@ goes to stderr.
                         [&r](const std::string& v) { return parseScores(v, r.kinds); }),
       cli::flagOption("--exclude-bos", "set A[:, 0] = 0 before the prev/dup/induction scores", r.excludeBos),
       cli::flagOption("--exclude-current-token", "set A[i][i] = 0 before them", r.excludeCurrent),
+      cli::intOption("--threads", "T", 0, 256,
+                     "threads of each forward pass, 1..256, or 0 = every core (default 0;\n"
+                     "python3 -m attnscope_sweep gives each of W workers cores/W)",
+                     r.threads),
       cli::textOption("--out", "FILE", "HEADS.csv (--text, --repeat-random) or PART.json (--prompts)",
                       r.outPath),
   };
+  for (cli::Option& o : analysis_cli::bosOptions()) command.options.push_back(std::move(o));
   return command;
 }
 
@@ -156,60 +168,85 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
     return fail(err, optionError("--shard", "only applies with --prompts"));
   if (!parsed->has("--out")) return fail(err, optionError("--out", "missing"));
   if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
+  Expected<int> choice = analysis_cli::bosChoice(*parsed);
+  if (!choice) return fail(err, choice.error());
+  r.bos = *choice;
   const bool dataset = parsed->has("--prompts");
   const std::string wanted = dataset ? ".json" : ".csv";
   if (cli::lowerExtension(r.outPath) != wanted)
     return fail(err, optionError("--out", cli::inQuotes(r.outPath) + " must end in " + wanted +
                                               (dataset ? " with --prompts" : " (a table)")));
   std::vector<io::PromptLine> prompts;
+  io::PartProvenance provenance;
   if (dataset) {  // read before the model: a bad file costs nothing
     auto read = io::readPrompts(r.promptsPath, true);
     if (!read) return fail(err, read.error());
     prompts = std::move(read).value();
+    auto promptsId = io::identifyPrompts(r.promptsPath);
+    if (!promptsId) return fail(err, promptsId.error());
+    provenance.prompts = std::move(promptsId).value();
   }
   Expected<io::ModelFolder> model = analysis_cli::loadFolder(r.folder);
   if (!model) return fail(err, model.error());
+  Expected<int> bos = analysis_cli::bosToken(*model, r.bos);
+  if (!bos) return fail(err, bos.error());
   const model::DetectOptions options{r.excludeBos, r.excludeCurrent};
   model::ScoreTotals totals = model::emptyTotals(model->weights->config, r.kinds);
 
   if (!dataset) {
     std::vector<int> ids;
     if (parsed->has("--text")) {
-      auto tokens = analysis_cli::tokenize(*model, r.text, "--text", err);
+      auto tokens = analysis_cli::tokenize(*model, r.text, "--text", err, *bos);
       if (!tokens) return fail(err, tokens.error());
       ids = std::move(tokens).value();
     } else {
       const model::Config& c = model->weights->config;
-      if (2LL * r.repeat > c.nPositions)
-        return fail(err, optionError("--repeat-random", std::to_string(r.repeat) +
-                                                            " tokens repeated twice exceed the context of " +
+      if (2LL * r.repeat + (*bos >= 0) > c.nPositions)
+        return fail(err, optionError("--repeat-random", std::to_string(r.repeat) + " tokens repeated twice" +
+                                                            (*bos >= 0 ? " after the BOS" : "") +
+                                                            " exceed the context of " +
                                                             std::to_string(c.nPositions)));
       ids = model::repeatedRandomTokens(r.repeat, c.vocabSize, static_cast<std::uint64_t>(r.seed));
+      if (*bos >= 0) ids.insert(ids.begin(), *bos);
     }
-    Expected<model::Session> run = model::forward(model->weights, ids);
-    if (!run) return fail(err, Error{r.folder, "", run.error().message()});
-    model::accumulate(totals, *run, options);
+    model::Session run(model->weights);
+    run.setThreads(r.threads);
+    if (auto done = run.setTokens(ids); !done) return fail(err, Error{r.folder, "", done.error().message()});
+    model::accumulate(totals, run, options);
     if (parsed->has("--repeat-random")) {  // induction: the diagonal at offset 1 - N
       for (std::size_t k = 0; k < r.kinds.size(); ++k) {
         if (r.kinds[k] != model::HeadScoreKind::Induction) continue;
         auto diagonal = model::repeatedInductionScores(model->weights, r.repeat,
-                                                       static_cast<std::uint64_t>(r.seed));
+                                                       static_cast<std::uint64_t>(r.seed), *bos, r.threads);
         if (!diagonal) return fail(err, optionError("--repeat-random", diagonal.error().problem));
         totals.sum[k] = diagonal->cast<double>();
         totals.sumSq[k] = totals.sum[k].cwiseProduct(totals.sum[k]);
       }
     }
     if (Status s = writeText(r.outPath, io::scoreTotalsCsv(totals, false)); !s) return fail(err, s.error());
-    out << json{{"out", r.outPath}, {"tokens", ids.size()}}.dump() << "\n";
+    out << json{{"out", r.outPath}, {"tokens", ids.size()}, {"bos", *bos >= 0}}.dump() << "\n";
     return 0;
   }
 
   const model::ShardRange range = model::shardRange(prompts.size(), r.shard, r.shards);
+  // What the PART.json records besides its sums (formats/analysis/provenance.h): merge
+  // refuses parts whose model, prompts, scores or flags differ, and shards that do not tile.
+  auto modelId = io::identifyModel(r.folder);
+  if (!modelId) return fail(err, modelId.error());
+  provenance.writtenBy = "attnscope " + std::string(kVersion);
+  provenance.model = std::move(modelId).value();
+  provenance.shard = r.shard;
+  provenance.shards = r.shards;
+  provenance.first = static_cast<std::int64_t>(range.first);
+  provenance.last = static_cast<std::int64_t>(range.last);
+  provenance.flags = {{"exclude_bos", r.excludeBos}, {"exclude_current_token", r.excludeCurrent},
+                      {"bos", *bos >= 0}};
   Progress progress(err, range.last - range.first);
   model::Session session(model->weights);
+  session.setThreads(r.threads);
   for (std::size_t i = range.first; i < range.last; ++i) {
     const std::string where = r.promptsPath + " line " + std::to_string(prompts[i].line);
-    auto ids = analysis_cli::tokenize(*model, prompts[i].text, "--prompts", err);
+    auto ids = analysis_cli::tokenize(*model, prompts[i].text, "--prompts", err, *bos);
     if (!ids) return fail(err, Error{r.promptsPath, "line " + std::to_string(prompts[i].line) + ": text",
                                      ids.error().problem});
     // From scratch: reusing the previous prompt's common prefix would make a prompt's
@@ -219,8 +256,14 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
     model::accumulate(totals, session, options);
     progress.update(i + 1 - range.first);
   }
-  if (Status s = io::writeScoreTotals(r.outPath, totals); !s) return fail(err, s.error());
-  out << json{{"out", r.outPath}, {"prompts", totals.count}, {"shard", std::to_string(r.shard) + "/" + std::to_string(r.shards)}}.dump()
+  if (Status s = io::writeScorePart(r.outPath, {std::move(totals), std::move(provenance)}); !s)
+    return fail(err, s.error());
+  out << json{{"out", r.outPath},
+              {"prompts", range.last - range.first},
+              {"shard", std::to_string(r.shard) + "/" + std::to_string(r.shards)},
+              {"range", {range.first, range.last}},
+              {"bos", *bos >= 0}}
+             .dump()
       << "\n";
   return 0;
 }
@@ -233,19 +276,28 @@ namespace {
 
 struct MergeRequest {
   std::string outPath;
+  bool allowPartial = false;
 };
 
 cli::Command mergeCommand(MergeRequest& r) {
   cli::Command command;
   command.name = "merge";
   command.column = 20;
-  command.usage = R"(usage: attnscope merge PART.json [PART.json ...] --out HEADS.csv
+  command.usage = R"(usage: attnscope merge PART.json [PART.json ...] [--allow-partial] --out HEADS.csv
 
 Adds the per-head counts, sums and sums of squares of `attnscope heads --prompts` shards
-(exactly: the result equals the unsharded run's) and writes HEADS.csv: layer,head, then
-NAME_mean,NAME_std per score (population standard deviation over prompts), then count.
+(exactly: the result equals the unsharded run's) and writes HEADS.csv: lines "# ..." naming
+what was merged (model, prompts file, flags, each part's shard and prompt range), then
+layer,head, then NAME_mean,NAME_std per score (population standard deviation over prompts),
+then count. Refused (exit 2, naming the two parts and the field): parts of another model
+(config, tokenizer or weight hashes), prompts file, score list or flag; a part given twice;
+overlapping shards; and prompts no part covers (unless --allow-partial).
 )";
-  command.options = {cli::textOption("--out", "HEADS.csv", "the merged table", r.outPath)};
+  command.options = {
+      cli::textOption("--out", "HEADS.csv", "the merged table", r.outPath),
+      cli::flagOption("--allow-partial", "merge even if some prompts are in no part (the CSV names them)",
+                      r.allowPartial),
+  };
   return command;
 }
 
@@ -268,19 +320,25 @@ int runMerge(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
   if (cli::lowerExtension(r.outPath) != ".csv")
     return fail(err, optionError("--out", cli::inQuotes(r.outPath) + " must end in .csv"));
-  std::optional<model::ScoreTotals> merged;
+  std::vector<io::NamedPart> parts;
   for (const std::string& path : parsed->positional) {
     if (Status s = cli::checkNotAnInput(r.outPath, path); !s) return fail(err, s.error());
-    auto part = io::readScoreTotals(path);
+    auto part = io::readScorePart(path);
     if (!part) return fail(err, part.error());
-    if (!merged) {
-      merged = std::move(part).value();
-    } else if (Status s = model::merge(*merged, *part); !s) {
-      return fail(err, Error{path, s.error().field, s.error().problem});
-    }
+    parts.push_back({path, std::move(part).value()});
   }
-  if (Status s = writeText(r.outPath, io::scoreTotalsCsv(*merged, true)); !s) return fail(err, s.error());
-  out << json{{"out", r.outPath}, {"parts", parsed->positional.size()}, {"prompts", merged->count}}.dump() << "\n";
+  auto merged = io::mergeParts(parts, r.allowPartial);
+  if (!merged) return fail(err, merged.error());
+  const std::string csv = io::mergeComment(parts, *merged) + io::scoreTotalsCsv(merged->totals, true);
+  if (Status s = writeText(r.outPath, csv); !s) return fail(err, s.error());
+  std::int64_t missing = 0;
+  for (const auto& [first, last] : merged->missing) missing += last - first;
+  out << json{{"out", r.outPath},
+              {"parts", parts.size()},
+              {"prompts", merged->totals.count},
+              {"missing_prompts", missing}}
+             .dump()
+      << "\n";
   return 0;
 }
 

@@ -187,6 +187,20 @@ P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
                    }),
       cli::intOption("--scale", "S", 1, 8, "the overlay is S times the image size, 1..8 (default: 1)",
                      style.scale),
+      customOption("--range", "fixed|query",
+                   "\nthe overlay's colours: fixed 0..1 (comparable across queries),\n"
+                   "or the query's own min..max (shows a flat row)  (default: fixed)",
+                   [&style](const std::string& v) -> Status {
+                     if (v == "fixed") {
+                       style.range = RangeMode::Auto;  // probabilities: 0..1
+                     } else if (v == "query") {
+                       style.range = RangeMode::MinMax;
+                     } else {
+                       return Error{"", "", inQuotes(v) + " is not fixed or query"};
+                     }
+                     return Ok{};
+                   },
+                   {"fixed", "query"}),
       customOption("--weights-out", "W.csv",
                    "the query's weights as a grid: rows x cols numbers, no labels", nullptr),
       customOption("--matrix-out", "M.csv",

@@ -87,9 +87,9 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
       cli::flagOption("--bos",
                       "put the BOS token first: the tokenizer's, else config.json's bos_token_id\n"
                       "(default for --text: as the tokenizer's post-processor does, e.g. <s> for\n"
-                      "Llama; for --ids: not)",
+                      "Llama, and its EOS last for a \"<s> $A </s>\" template; for --ids: not)",
                       request.bos),
-      cli::customOption("--no-bos", "", "do not put it first", nullptr),
+      cli::customOption("--no-bos", "", "do not put it first (nor the template's EOS last)", nullptr),
       // Checked after parsing (checkOutputPath: .npz, the folder).
       cli::customOption("--out", "OUT.npz",
                         "write the arrays\n"
@@ -101,7 +101,7 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
                         nullptr),
       cli::intOption("--predict", "K", 1, kMaxPredict,
                      "print the K most probable next tokens as JSON on stdout (1..1000):\n"
-                     "{\"model_type\", \"heads_kv\", \"tokens\": n,\n"
+                     "{\"model_type\", \"heads_kv\", \"tokens\": n, \"bos\",\n"
                      " \"next\": [{\"id\", \"text\", \"probability\", \"logit\"}, ...]}\n"
                      "(\"text\" is null without a tokenizer); an encoder: the K most\n"
                      "probable tokens at every mask token, {\"model_type\", \"tokens\":\n"
@@ -200,9 +200,9 @@ nlohmann::json tokenJson(const io::ModelFolder& model, int id) {
   return model.tokenizer->tokenText(id);
 }
 
-// The JSON of --predict: {"model_type", "heads_kv", "tokens": n, "next": [{"id", "text",
-// "probability", "logit"}...]}.
-std::string predictionJson(const model::Session& session, const io::ModelFolder& model, int k) {
+// The JSON of --predict: {"model_type", "heads_kv", "tokens": n, "bos": whether a BOS was put
+// first, "next": [{"id", "text", "probability", "logit"}...]}.
+std::string predictionJson(const model::Session& session, const io::ModelFolder& model, int k, bool bos) {
   nlohmann::ordered_json next = nlohmann::ordered_json::array();
   for (const model::TokenProbability& t : session.topK(k)) {
     next.push_back({{"id", t.id},
@@ -213,6 +213,7 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
   nlohmann::ordered_json out = {{"model_type", session.config().modelType},
                                 {"heads_kv", session.config().nHeadKv},
                                 {"tokens", session.size()},
+                                {"bos", bos},
                                 {"next", next}};
   return out.dump() + "\n";
 }
@@ -337,6 +338,9 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
       if (!bos) return fail(err, bos.error());
       encoding.ids.insert(encoding.ids.begin(), *bos);
     }
+    // a --text also gets the EOS a "<s> $A </s>" template puts last
+    if (!request->hasIds && model->tokenizer && model->tokenizer->addsEos())
+      encoding.ids.push_back(model->tokenizer->eosId());
   }
   if (!encoding.invalidOffsets.empty()) {
     err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()
@@ -396,7 +400,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
 
   // 7 prediction
   if (request->predict > 0) {
-    out << predictionJson(*session, *model, request->predict);
+    out << predictionJson(*session, *model, request->predict, addBos);
     out.flush();
   }
   return 0;

@@ -284,11 +284,16 @@ std::shared_ptr<const PatchingResult> runPatching(const io::ModelFolder& model,
   };
   if (!model.tokenizer) return fail(Error{model.folder, "", "the folder has no tokenizer"});
   const io::Tokenizer& tokenizer = *model.tokenizer;
-  // 1 the prompts, without a BOS (as `attnscope patch`)
+  // 1 the prompts, with the BOS first when the tokenizer's post-processor adds one (as the
+  // Model panel and `attnscope patch` without --bos / --no-bos)
   result->cleanIds = tokenizer.encode(inputs.clean).ids;
   result->corruptIds = tokenizer.encode(inputs.corrupt).ids;
   if (result->cleanIds.empty()) return fail(Error{"", "clean", "the clean prompt is empty"});
   if (result->corruptIds.empty()) return fail(Error{"", "corrupt", "the corrupted prompt is empty"});
+  if (tokenizer.addsBos()) {
+    result->cleanIds.insert(result->cleanIds.begin(), tokenizer.bosId());
+    result->corruptIds.insert(result->corruptIds.begin(), tokenizer.bosId());
+  }
   if (result->cleanIds.size() != result->corruptIds.size()) {
     return fail(Error{"", "corrupt",
                       "the corrupted prompt is " +

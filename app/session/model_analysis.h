@@ -77,8 +77,8 @@ struct AnalysedRun {
 AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean,
                        const AnalysisRequest& request, int topK, const RunAnalysis* previous);
 
-// Activation patching of the panel's inputs on `model`: the texts tokenized without a BOS
-// (as `attnscope patch`), the answer and wrong texts one token each, then
+// Activation patching of the panel's inputs on `model`: the texts tokenized with the BOS first
+// when the tokenizer's post-processor adds one (as `attnscope patch`), the answer and wrong texts one token each, then
 // activationPatching(). Never throws: problems (an empty prompt, an answer that is not one
 // token, unequal token lengths, equal metrics) are in PatchingResult::error, naming the field.
 std::shared_ptr<const PatchingResult> runPatching(const io::ModelFolder& model,

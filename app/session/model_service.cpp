@@ -44,14 +44,16 @@ Expected<io::ModelFolder> loadWindowModel(const std::string& folder) {
   return loaded;
 }
 
-// The ids the model runs on: the tokenizer's, with its BOS first when its post-processor
-// puts one there (Llama's <s>), as the CLI's default.
+// The ids the model runs on: the tokenizer's, with its BOS first and its EOS last when its
+// post-processor puts them there (Llama's <s>; a "<s> $A </s>" template), as the CLI's default.
 std::vector<int> windowTokens(const io::ModelFolder& model, const std::string& text,
                               io::Tokenizer::Encoding* encoding) {
   *encoding = model.tokenizer->encode(text);
   std::vector<int> ids;
   if (model.tokenizer->addsBos() && !encoding->ids.empty()) ids.push_back(model.tokenizer->bosId());
   ids.insert(ids.end(), encoding->ids.begin(), encoding->ids.end());
+  // and its EOS last when the template puts one after $A ("<s> $A </s>")
+  if (model.tokenizer->addsEos() && !encoding->ids.empty()) ids.push_back(model.tokenizer->eosId());
   return ids;
 }
 

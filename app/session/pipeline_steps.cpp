@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/base/format.h"
+
 namespace attn::app {
 
 std::vector<MatrixKind> visibleStages(const AttentionResult* result) {
@@ -221,11 +223,19 @@ std::string stageDescription(MatrixKind stage, const Scenario& doc) {
     case MatrixKind::Weights:
       // The Gaussian window multiplies the normalised weights, so its rows sum to less than
       // 1 (docs/formulas.md); every other normaliser and mask gives distributions.
-      if (doc.options.mask.kind == MaskKind::LocalGaussian)
-        return "Weights: each row normalised over the window's keys, then multiplied by the "
-               "Gaussian window, so rows sum to less than 1 (masked keys get 0).";
-      return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "
-             "masked keys get 0).";
+      {
+        // With T != 1 the caption names it: the weights are of the scores divided by T.
+        const std::string tempered =
+            doc.options.temperature != 1.0f
+                ? " The scores are divided by T = " + formatNumber(doc.options.temperature) +
+                      " first."
+                : "";
+        if (doc.options.mask.kind == MaskKind::LocalGaussian)
+          return "Weights: each row normalised over the window's keys, then multiplied by the "
+                 "Gaussian window, so rows sum to less than 1 (masked keys get 0)." + tempered;
+        return "Weights: each row normalised into a distribution over the keys (rows sum to 1; "
+               "masked keys get 0)." + tempered;
+      }
     case MatrixKind::Context:
       return "Context: weights·V, each query's weighted average of the values.";
     case MatrixKind::Concat:

@@ -18,6 +18,11 @@
 namespace attn {
 
 namespace {
+// Rows of at most this many keys show every key's division by T in a weight's explanation.
+constexpr int kExplainRowKeys = 6;
+}  // namespace
+
+namespace {
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -386,6 +391,34 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
                           ? sij
                           : *std::max_element(allowedScores.begin(), allowedScores.end());
   const std::string tNote = temperedRow ? " (s = (score − max) ÷ T)" : "";
+  // With T != 1 the raw score, T and the division on the page: "s = (score − max) ÷ T =
+  // (927 − 929) / 1000 = -0.002" (the row the normaliser saw is the divided one).
+  if (temperedRow && raw.cols() == nK) {
+    Scalar rawMax = -std::numeric_limits<Scalar>::infinity();
+    for (int j = 0; j < nK; ++j) {
+      const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
+      if (a && std::isfinite(raw(0, j))) rawMax = std::max(rawMax, raw(0, j));
+    }
+    auto division = [&](int j) {
+      return "(" + formatNumber(raw(0, j)) + " − " + formatNumber(rawMax) + ") / " +
+             formatNumber(options.temperature) + " = " + formatNumber(s(0, j));
+    };
+    if (std::isfinite(rawMax) && std::isfinite(raw(0, col)))
+      out.steps.push_back("s = (score − max) ÷ T = " + division(col));
+    // A short row (a classroom example) shows every key's division: the whole row the
+    // normaliser saw.
+    if (std::isfinite(rawMax) && nK <= kExplainRowKeys) {
+      std::string all = "the row's s: ";
+      bool first = true;
+      for (int j = 0; j < nK; ++j) {
+        const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
+        if (!a || !std::isfinite(raw(0, j))) continue;
+        all += (first ? "" : ", ") + division(j);
+        first = false;
+      }
+      out.steps.push_back(all);
+    }
+  }
 
   switch (options.normalizer.kind) {
     case NormalizerKind::Softmax: {

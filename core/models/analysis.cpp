@@ -1,6 +1,7 @@
 // Ablation, activation patching, the logit lens and direct logit attribution (analysis.h;
 // the formulas are in docs/analyses.md).
 #include "core/models/analysis.h"
+#include "core/models/analysis_conventions.h"
 #include "core/models/layers.h"
 
 #include <algorithm>
@@ -74,15 +75,43 @@ Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span
   return session;
 }
 
-Matrix logitsAt(const Weights& weights, const Matrix& resid) {
-  Matrix normed;
-  applyNorm(resid, weights.finalNorm, weights.config, normed);
-  Matrix logits(resid.rows(), weights.config.vocabSize);
-  Linear head;  // n x V = normed · lm_headᵀ (float32 or BF16, through the one Linear path)
+namespace {
+
+// n x V = normed · lm_headᵀ.
+Matrix unembed(const Weights& weights, const Matrix& normed) {
+  Matrix logits(normed.rows(), weights.config.vocabSize);
+  Linear head;  // float32 or BF16, through the one Linear path
   head.weight = weights.lmHead;
   head.outByIn = true;
   applyLinear(head, normed, logits, false);
   return logits;
+}
+
+// The lens at the final stream's scale (LensScale::Final): n x V.
+Matrix logitsAtFinalScale(const Weights& weights, const Matrix& resid, const Vector& finalScale) {
+  const Config& c = weights.config;
+  auto row = [](const Tensor& t) {  // an [E] norm parameter as a row (widened when BF16)
+    const Matrix values = t.dense();
+    return Eigen::RowVectorXf(Eigen::Map<const Eigen::RowVectorXf>(values.data(), values.size()));
+  };
+  const Eigen::RowVectorXf g = row(weights.finalNorm.weight);
+  const Eigen::RowVectorXf b = weights.finalNorm.bias.empty() ? Eigen::RowVectorXf::Zero(resid.cols())
+                                                              : row(weights.finalNorm.bias);
+  Matrix normed(resid.rows(), resid.cols());
+  for (Eigen::Index p = 0; p < resid.rows(); ++p) {
+    Eigen::RowVectorXf x = resid.row(p);
+    if (c.norm == NormKind::LayerNorm) x.array() -= x.mean();
+    normed.row(p) = (x / finalScale[p]).cwiseProduct(g) + b;
+  }
+  return unembed(weights, normed);
+}
+
+}  // namespace
+
+Matrix logitsAt(const Weights& weights, const Matrix& resid) {
+  Matrix normed;
+  applyNorm(resid, weights.finalNorm, weights.config, normed);
+  return unembed(weights, normed);
 }
 
 double textLoss(const Matrix& logits, std::span<const int> ids) {
@@ -128,6 +157,53 @@ Expected<Ablation> ablateHeads(std::shared_ptr<const Weights> weights, std::span
   Expected<Session> clean = runWithHooks(weights, ids, recordingHooks());
   if (!clean) return clean.error();
   Expected<Session> ablated = runWithHooks(weights, ids, *hooks);
+  if (!ablated) return ablated.error();
+  return Ablation{predictionOf(*clean, ids, topK), predictionOf(*ablated, ids, topK)};
+}
+
+Expected<std::vector<Eigen::RowVectorXf>> meanHeadOutputs(std::shared_ptr<const Weights> weights,
+                                                          std::span<const std::vector<int>> prompts) {
+  const Config& c = weights->config;
+  if (prompts.empty()) return Error{"", "prompts", "no prompts to average over"};
+  const Eigen::Index width = static_cast<Eigen::Index>(c.nHead) * c.headDim();
+  std::vector<Eigen::RowVectorXd> sums(static_cast<std::size_t>(c.nLayer), Eigen::RowVectorXd::Zero(width));
+  std::int64_t positions = 0;
+  Session session(weights);
+  if (Status s = session.setHooks(recordingHooks()); !s) return s.error();
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    const std::string field = "prompts[" + std::to_string(i) + "]";
+    if (Status s = checkPrompt(c, prompts[i], field.c_str()); !s) return s.error();
+    session.clear();
+    if (Expected<int> done = session.setTokens(prompts[i]); !done) return Error{"", field, done.error().problem};
+    for (int l = 0; l < c.nLayer; ++l)
+      sums[static_cast<std::size_t>(l)] += session.recording().z[static_cast<std::size_t>(l)].cast<double>().colwise().sum();
+    positions += static_cast<std::int64_t>(prompts[i].size());
+  }
+  std::vector<Eigen::RowVectorXf> means;
+  for (const Eigen::RowVectorXd& sum : sums) means.push_back((sum / static_cast<double>(positions)).cast<float>());
+  return means;
+}
+
+Expected<Ablation> ablateHeadsToMeans(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                                      std::span<const HeadId> heads,
+                                      const std::vector<Eigen::RowVectorXf>& means, int topK) {
+  const Config& c = weights->config;
+  if (Status s = checkPrompt(c, ids, "text"); !s) return s.error();
+  if (topK < 1) return Error{"", "predict", "must be at least 1"};
+  const Eigen::Index dh = c.headDim(), n = static_cast<Eigen::Index>(ids.size());
+  if (means.size() != static_cast<std::size_t>(c.nLayer) ||
+      (!means.empty() && means.front().size() != static_cast<Eigen::Index>(c.nHead) * dh))
+    return Error{"", "means", "not one row of H·d_h per layer"};
+  auto hooks = std::make_shared<Hooks>();
+  hooks->record = true;
+  for (const HeadId& h : heads) {
+    if (Status s = checkHead(c, h); !s) return s.error();
+    const Eigen::RowVectorXf mean = means[static_cast<std::size_t>(h.layer)].segment(h.head * dh, dh);
+    hooks->heads.push_back({h.layer, h.head, HeadEdit::Replace, Matrix(mean.replicate(n, 1))});
+  }
+  Expected<Session> clean = runWithHooks(weights, ids, recordingHooks());
+  if (!clean) return clean.error();
+  Expected<Session> ablated = runWithHooks(weights, ids, std::move(hooks));
   if (!ablated) return ablated.error();
   return Ablation{predictionOf(*clean, ids, topK), predictionOf(*ablated, ids, topK)};
 }
@@ -210,13 +286,20 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
 
 Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                          int topK) {
+  return logitLens(std::move(weights), ids, topK, LensScale::Own);
+}
+
+Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+                         int topK, LensScale scale) {
   if (Status s = checkPrompt(weights->config, ids, "text"); !s) return s.error();
   if (topK < 1) return Error{"", "top", "must be at least 1"};
   Expected<Session> run = runWithHooks(weights, ids, recordingHooks());
   if (!run) return run.error();
   Lens lens;
-  for (const Matrix& resid : run->recording().resid) {
-    const Matrix logits = logitsAt(*weights, resid);  // n x V
+  const Recording& rec = run->recording();
+  for (const Matrix& resid : rec.resid) {
+    const Matrix logits = scale == LensScale::Own ? logitsAt(*weights, resid)  // n x V
+                                                  : logitsAtFinalScale(*weights, resid, rec.finalScale);
     std::vector<std::vector<TokenProbability>> layer;
     for (Eigen::Index i = 0; i < logits.rows(); ++i)
       layer.push_back(topProbabilities(logits.row(i).transpose(), topK));

@@ -4,6 +4,7 @@
 
 #include "core/base/random.h"
 #include "core/models/analysis.h"
+#include "core/models/analysis_conventions.h"
 
 namespace attn::model {
 
@@ -100,23 +101,34 @@ std::vector<int> repeatedRandomTokens(int length, int vocab, std::uint64_t seed)
 
 Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights, int length,
                                          std::uint64_t seed) {
+  return repeatedInductionScores(std::move(weights), length, seed, -1, 0);
+}
+
+Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights, int length,
+                                         std::uint64_t seed, int bos, int threads) {
   const Config& c = weights->config;
-  if (length < 1 || 2 * static_cast<std::int64_t>(length) > c.nPositions) {
+  const std::int64_t first = bos >= 0 ? 1 : 0;
+  if (length < 1 || 2 * static_cast<std::int64_t>(length) + first > c.nPositions) {
     return Error{"", "repeat-random",
-                 std::to_string(length) + " tokens repeated twice: must be 1.." +
-                     std::to_string(c.nPositions / 2) + " for a context of " +
+                 std::to_string(length) + " tokens repeated twice" + (first ? " after the BOS" : "") +
+                     ": must be 1.." + std::to_string((c.nPositions - first) / 2) + " for a context of " +
                      std::to_string(c.nPositions)};
   }
-  const std::vector<int> ids = repeatedRandomTokens(length, c.vocabSize, seed);
-  Expected<Session> run = forward(weights, ids);
-  if (!run) return run.error();
+  if (bos >= c.vocabSize)
+    return Error{"", "bos", "token id " + std::to_string(bos) + " is outside the vocabulary"};
+  std::vector<int> ids = repeatedRandomTokens(length, c.vocabSize, seed);
+  if (bos >= 0) ids.insert(ids.begin(), bos);
+  Session run(weights);
+  run.setThreads(threads);
+  if (Expected<int> done = run.setTokens(ids); !done) return done.error();
+  const int n = static_cast<int>(ids.size());
   Matrix out(c.nLayer, c.nHead);
   for (int l = 0; l < c.nLayer; ++l) {
     for (int h = 0; h < c.nHead; ++h) {
       double sum = 0;
-      for (int i = length - 1; i < 2 * length; ++i)
-        sum += run->attentionRow(l, h, i)[static_cast<std::size_t>(i - length + 1)];
-      out(l, h) = static_cast<float>(sum / (length + 1));
+      for (int i = length - 1; i < n; ++i)
+        sum += run.attentionRow(l, h, i)[static_cast<std::size_t>(i - length + 1)];
+      out(l, h) = static_cast<float>(sum / (n - length + 1));
     }
   }
   return out;

@@ -67,11 +67,10 @@ Status validate(const Config& c) {
   if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
     return Error{"", "layer_norm_epsilon", "must be a finite number > 0"};
   }
-  if (!std::isfinite(c.ropeTheta) || !(c.ropeTheta > 0)) {
+  if (c.rotaryDims > 0) {
+    if (Status s = validateRope(c.ropeTheta, c.ropeScaling, c.rotaryDims); !s) return s;
+  } else if (!std::isfinite(c.ropeTheta) || !(c.ropeTheta > 0)) {
     return Error{"", "rope_theta", "must be a finite number > 0"};
-  }
-  if (!std::isfinite(c.ropeLinearFactor) || !(c.ropeLinearFactor > 0)) {
-    return Error{"", "rope_scaling", "factor must be a finite number > 0"};
   }
   return Ok{};
 }
@@ -185,10 +184,8 @@ float geluTanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
-double rotaryAngle(const Config& c, std::int64_t position, int pair) {
-  const double inverseFrequency =
-      std::pow(c.ropeTheta, -2.0 * static_cast<double>(pair) / static_cast<double>(c.rotaryDims));
-  return static_cast<double>(position) / c.ropeLinearFactor * inverseFrequency;
+RopeFrequencies rotaryFrequencies(const Config& c, std::int64_t length) {
+  return ropeFrequencies(c.ropeTheta, c.ropeScaling, c.rotaryDims, length);
 }
 
 // =======================================================================================
@@ -257,7 +254,9 @@ void Session::truncate(int n) {
   if (n < 0) n = 0;
   if (n >= size()) return;
   dropAfter(n);
-  if (hooks_) {  // fewer positions change a mean ablation: recompute (the hooks still fit)
+  // fewer positions change a mean ablation, and the rope frequencies of dynamic / longrope
+  // scaling: recompute (the hooks still fit)
+  if (hooks_ || (config().rotaryDims > 0 && ropeLengthKey(config().ropeScaling, n) != ropeKey_)) {
     const std::vector<int> kept = tokens_;
     dropAfter(0);
     compute(kept);
@@ -375,6 +374,16 @@ void Session::compute(std::span<const int> ids) {
   if (ids.empty()) return;
   const Weights& W = *weights_;
   const Config& c = W.config;
+  // 0 rope frequencies that depend on the length (dynamic, longrope) and changed class since
+  // the cache was rotated: every token again, rotated for the new length
+  const std::int64_t ropeKey = ropeLengthKey(c.ropeScaling, size() + static_cast<std::int64_t>(ids.size()));
+  if (size() > 0 && c.rotaryDims > 0 && ropeKey != ropeKey_) {
+    std::vector<int> all = tokens_;
+    all.insert(all.end(), ids.begin(), ids.end());
+    dropAfter(0);
+    return compute(all);
+  }
+  ropeKey_ = ropeKey;
   const int T = threads();
   const Eigen::Index n0 = size();
   const Eigen::Index m = static_cast<Eigen::Index>(ids.size());
@@ -411,16 +420,11 @@ void Session::compute(std::span<const int> ids) {
   };
   for (Eigen::Index r = 0; r < m; ++r) recordNorm(r, 0);
 
-  // The rotary angles of the new positions: cos and sin, m x rotaryDims/2.
+  // The rotary angles of the new positions: cos and sin (times the rope type's attention
+  // factor), m x rotaryDims/2, for the frequencies of an n1-token sequence (rope.h).
   const Eigen::Index pairs = c.rotaryDims / 2;
-  Matrix cosines(m, pairs), sines(m, pairs);
-  for (Eigen::Index r = 0; r < m; ++r) {
-    for (Eigen::Index i = 0; i < pairs; ++i) {
-      const double angle = rotaryAngle(c, n0 + r, static_cast<int>(i));
-      cosines(r, i) = static_cast<float>(std::cos(angle));
-      sines(r, i) = static_cast<float>(std::sin(angle));
-    }
-  }
+  Matrix cosines, sines;
+  if (pairs > 0) ropeCosSin(rotaryFrequencies(c, n1), n0, m, cosines, sines);
 
   Matrix normed(m, E), normed2(m, E);
   Matrix fused;  // m x 3E (FusedPerHead)

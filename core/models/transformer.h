@@ -13,7 +13,8 @@
 //     q, k, v = projections of a         fused c_attn (gpt2), fused query_key_value interleaved
 //                                        per head (gpt_neox), or q/k/v_proj (llama family,
 //                                        q/k/v biases for qwen2)
-//     rotary on the first rotaryDims of every q and k head (half-split rotate_half layout)
+//     rotary on the first rotaryDims of every q and k head (half-split rotate_half layout),
+//                                        cos / sin from core/models/rope.h (every rope type)
 //     per query head h, with KV head g = h / (H / H_kv):
 //        A_h = softmax(q_h·k_gᵀ / √d_h + causal (and sliding-window) mask); ctx_h = A_h·v_g
 //     o = concat(ctx)·W_o (+ b_o)
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "core/base/types.h"
+#include "core/models/rope.h"
 
 namespace attn::model {
 
@@ -65,7 +67,7 @@ struct Config {
   bool learnedPositions = true;   // a P x E position table added to the embeddings (gpt2)
   int rotaryDims = 0;             // rotated dimensions of every head (even, <= d_h); 0 = none
   double ropeTheta = 10000.0;     // rotary base
-  double ropeLinearFactor = 1.0;  // rope_scaling linear: positions are divided by it
+  RopeScaling ropeScaling;        // rope_scaling / rope_parameters (core/models/rope.h)
   bool parallelResidual = false;  // x + attn(ln1 x) + mlp(ln2 x)
   bool qkvBias = true;            // biases on the q/k/v projection
   bool outBias = true;            // bias on the attention output projection
@@ -358,6 +360,9 @@ class Session {
   std::shared_ptr<const Hooks> hooks_;
   Recording recording_;
   int threads_ = 0;
+  // ropeLengthKey of the length the cached q and k were rotated for (dynamic and longrope
+  // frequencies depend on the sequence length: a new key recomputes from token 0).
+  std::int64_t ropeKey_ = 0;
 };
 
 // The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.
@@ -371,8 +376,8 @@ float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& con
 // GPT-2's GELU, the tanh approximation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 float geluTanh(float x);
 
-// The rotary angle of dimension pair i (0 <= i < rotaryDims/2) at `position`:
-// (position / linearFactor) · theta^(−2i / rotaryDims), as Hugging Face computes it.
-double rotaryAngle(const Config& config, std::int64_t position, int pair);
+// The rotary frequencies the engine uses for a sequence of `length` tokens: ropeFrequencies
+// of the config's theta, scaling and rotaryDims (core/models/rope.h).
+RopeFrequencies rotaryFrequencies(const Config& config, std::int64_t length);
 
 }  // namespace attn::model

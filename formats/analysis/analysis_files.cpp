@@ -62,7 +62,7 @@ Expected<std::vector<PromptLine>> readPrompts(const std::string& path, bool need
   return out;
 }
 
-Status writeScoreTotals(const std::string& path, const model::ScoreTotals& t) {
+std::string scoreTotalsFields(const model::ScoreTotals& t) {
   auto matrixText = [](const Eigen::MatrixXd& m) {
     std::string s = "[";
     for (Eigen::Index r = 0; r < m.rows(); ++r) {
@@ -91,25 +91,13 @@ Status writeScoreTotals(const std::string& path, const model::ScoreTotals& t) {
     squares += name;
     squares += matrixText(t.sumSq[k]);
   }
-  const std::string text = "{\n  \"format\": \"attnscope-head-scores\",\n  \"version\": 1,\n" +
-                           std::string("  \"layers\": ") + std::to_string(t.layers) +
-                           ",\n  \"heads\": " + std::to_string(t.heads) + ",\n  \"scores\": [" +
-                           names + "],\n  \"count\": " + std::to_string(t.count) +
-                           ",\n  \"sum\": {\n    " + sums + "\n  },\n  \"sum_squares\": {\n    " +
-                           squares + "\n  }\n}\n";
-  if (Status s = writeFileAtomic(path, text); !s) return withFile(s.error(), path);
-  return Ok{};
+  return std::string("  \"layers\": ") + std::to_string(t.layers) + ",\n  \"heads\": " +
+         std::to_string(t.heads) + ",\n  \"scores\": [" + names +
+         "],\n  \"count\": " + std::to_string(t.count) + ",\n  \"sum\": {\n    " + sums +
+         "\n  },\n  \"sum_squares\": {\n    " + squares + "\n  }";
 }
 
-Expected<model::ScoreTotals> readScoreTotals(const std::string& path) {
-  Expected<std::string> text = readCapped(path, kMaxPromptsBytes);
-  if (!text) return withFile(text.error(), path);
-  json j = json::parse(*text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return fileError(path, "", "not a JSON object");
-  if (j.value("format", "") != "attnscope-head-scores")
-    return fileError(path, "format", "not \"attnscope-head-scores\" (not a heads --out PART.json)");
-  if (!j.contains("version") || j["version"] != 1)
-    return fileError(path, "version", "unsupported (this attnscope reads version 1)");
+Expected<model::ScoreTotals> parseScoreTotals(const nlohmann::json& j, const std::string& path) {
   auto count = [&](const char* name, long long lo, long long hi) -> Expected<long long> {
     if (!j.contains(name) || !j[name].is_number_integer())
       return fileError(path, name, "missing or not an integer");

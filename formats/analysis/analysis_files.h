@@ -2,6 +2,7 @@
 // totals of a shard (PART.json) and the tables (CSV). docs/analyses.md describes each format.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,14 @@ inline constexpr std::size_t kMaxPromptsBytes = std::size_t{256} << 20;
 // the line and the field ("P.jsonl: field 'line 3: text': missing").
 Expected<std::vector<PromptLine>> readPrompts(const std::string& path, bool needText);
 
-// PART.json: {"format": "attnscope-head-scores", "version": 1, "layers": L, "heads": H,
-// "scores": [names], "count": N, "sum": {name: [[L x H]]}, "sum_squares": {name: ...}}.
-// Numbers are written with 17 significant digits, so a read gives the same doubles.
-Status writeScoreTotals(const std::string& path, const model::ScoreTotals& totals);
-// Every field checked (names, shapes, finite numbers, count >= 0); errors name file and field.
-Expected<model::ScoreTotals> readScoreTotals(const std::string& path);
+// The score fields of a PART.json (formats/analysis/provenance.h writes the whole file):
+// "layers": L, "heads": H, "scores": [names], "count": N, "sum": {name: [[L x H]]},
+// "sum_squares": {name: ...}, indented by two spaces, without the enclosing braces. Numbers
+// are written with 17 significant digits, so a read gives the same doubles.
+std::string scoreTotalsFields(const model::ScoreTotals& totals);
+// Reads those fields of `j` back, every one checked (names, shapes, finite numbers,
+// count >= 0); errors name `path` and the field.
+Expected<model::ScoreTotals> parseScoreTotals(const nlohmann::json& j, const std::string& path);
 
 // HEADS.csv: "layer,head" then, per score, "NAME" (one prompt) or "NAME_mean,NAME_std" and a
 // "count" column (totals of several prompts, `withStd`); one row per layer and head.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/files.h"
+#include "formats/models/rope_config.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
@@ -64,32 +65,6 @@ Expected<model::Activation> activationField(const json& config, const char* key,
                "'" + name +
                    "' is not supported (gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, "
                    "relu)"};
-}
-
-// rope_scaling: null / absent / {"type" or "rope_type": "default"} -> 1; "linear" -> its
-// factor; anything else is refused (the engine would silently compute another model).
-Expected<double> ropeLinearFactor(const json& config, const std::string& fileName) {
-  auto it = config.find("rope_scaling");
-  if (it == config.end() || it->is_null()) return 1.0;
-  if (!it->is_object()) return Error{fileName, "rope_scaling", "must be null or an object"};
-  std::string type;
-  for (const char* key : {"rope_type", "type"}) {
-    if (auto t = it->find(key); t != it->end() && t->is_string()) {
-      type = t->get<std::string>();
-      break;
-    }
-  }
-  if (type == "default") return 1.0;
-  if (type != "linear") {
-    return Error{fileName, "rope_scaling",
-                 "type '" + type + "' is not supported (only \"linear\" rotary scaling)"};
-  }
-  auto factor = it->find("factor");
-  if (factor == it->end() || !factor->is_number() || !std::isfinite(factor->get<double>()) ||
-      !(factor->get<double>() > 0)) {
-    return Error{fileName, "rope_scaling", "linear scaling needs a number 'factor' > 0"};
-  }
-  return factor->get<double>();
 }
 
 // The GPT-2-style names validate(Config) uses, as each family calls them in config.json.
@@ -169,11 +144,21 @@ Status parseHfSizes(const json& config, const std::string& fileName, model::Conf
     *f.target = *value;
   }
   out.nHeadKv = out.nHead;
-  Expected<double> factor = ropeLinearFactor(config, fileName);
-  if (!factor) return factor.error();
-  out.ropeLinearFactor = *factor;
   out.learnedPositions = false;
   return Ok{};
+}
+
+// The rope keys (formats/models/rope_config.h) into `out`; the fraction of each head rotated
+// is returned for the family to turn into rotaryDims.
+Expected<RopeConfig> readRope(const json& config, const std::string& fileName, model::Config& out) {
+  const bool neox = out.modelType == "gpt_neox";
+  Expected<RopeConfig> rope =
+      readRopeConfig(config, fileName, {neox, neox ? 0.25 : 1.0, out.nPositions});
+  if (!rope) return rope.error();
+  out.ropeTheta = rope->theta;
+  out.ropeScaling = rope->scaling;
+  out.nPositions = model::ropeContextLength(rope->scaling, out.nPositions);  // dynamic: longer
+  return rope;
 }
 
 Status parseLlamaFamily(const json& config, const std::string& fileName, model::Config& out) {
@@ -193,8 +178,8 @@ Status parseLlamaFamily(const json& config, const std::string& fileName, model::
   }
   Expected<double> eps = numberField(config, "rms_norm_eps", 1e-6, fileName);
   if (!eps) return eps.error();
-  Expected<double> theta = numberField(config, "rope_theta", 10000.0, fileName);
-  if (!theta) return theta.error();
+  Expected<RopeConfig> rope = readRope(config, fileName, out);
+  if (!rope) return rope.error();
   Expected<model::Activation> activation = activationField(config, "hidden_act", "silu", fileName);
   if (!activation) return activation.error();
   Expected<bool> tied = boolField(config, "tie_word_embeddings", false, fileName);
@@ -203,12 +188,11 @@ Status parseLlamaFamily(const json& config, const std::string& fileName, model::
   if (!attentionBias) return attentionBias.error();
   Expected<bool> mlpBias = boolField(config, "mlp_bias", false, fileName);
   if (!mlpBias) return mlpBias.error();
-  if (auto it = config.find("partial_rotary_factor");
-      it != config.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 1.0)) {
-    return Error{fileName, "partial_rotary_factor", it->dump() + " is not supported (only 1)"};
+  if (rope->partialRotaryFactor != 1.0) {  // Hugging Face's llama family rotates whole heads
+    return Error{fileName, rope->partialField,
+                 json(rope->partialRotaryFactor).dump() + " is not supported (only 1)"};
   }
   out.normEpsilon = static_cast<float>(*eps);
-  out.ropeTheta = *theta;
   out.activation = *activation;
   out.tiedEmbeddings = *tied;
   out.norm = model::NormKind::RmsNorm;
@@ -241,18 +225,10 @@ Status parseGptNeox(const json& config, const std::string& fileName, model::Conf
   if (Status s = parseHfSizes(config, fileName, out); !s) return s;
   Expected<double> eps = numberField(config, "layer_norm_eps", 1e-5, fileName);
   if (!eps) return eps.error();
-  double theta = 10000.0;
-  for (const char* key : {"rotary_emb_base", "rope_theta"}) {
-    if (config.contains(key)) {
-      Expected<double> value = numberField(config, key, 10000.0, fileName);
-      if (!value) return value.error();
-      theta = *value;
-      break;
-    }
-  }
-  Expected<double> pct = numberField(config, "rotary_pct", 0.25, fileName);
-  if (!pct) return pct.error();
-  if (*pct > 1.0) return Error{fileName, "rotary_pct", "must be in (0, 1]"};
+  // rotary_emb_base / rope_theta and rotary_pct / partial_rotary_factor (default 0.25)
+  Expected<RopeConfig> rope = readRope(config, fileName, out);
+  if (!rope) return rope.error();
+  const double pct = rope->partialRotaryFactor;
   Expected<model::Activation> activation = activationField(config, "hidden_act", "gelu", fileName);
   if (!activation) return activation.error();
   Expected<bool> parallel = boolField(config, "use_parallel_residual", true, fileName);
@@ -262,7 +238,6 @@ Status parseGptNeox(const json& config, const std::string& fileName, model::Conf
   Expected<bool> bias = boolField(config, "attention_bias", true, fileName);
   if (!bias) return bias.error();
   out.normEpsilon = static_cast<float>(*eps);
-  out.ropeTheta = theta;
   out.activation = *activation;
   out.parallelResidual = *parallel;
   out.tiedEmbeddings = *tied;
@@ -272,9 +247,9 @@ Status parseGptNeox(const json& config, const std::string& fileName, model::Conf
   out.mlpBias = true;
   // Hugging Face: rotary_ndims = int(head_size * rotary_pct)
   if (out.nEmbd % out.nHead == 0) {
-    out.rotaryDims = static_cast<int>(static_cast<double>(out.nEmbd / out.nHead) * *pct);
+    out.rotaryDims = static_cast<int>(static_cast<double>(out.nEmbd / out.nHead) * pct);
     if (out.rotaryDims % 2 != 0) {
-      return Error{fileName, "rotary_pct",
+      return Error{fileName, rope->partialField.empty() ? "rotary_pct" : rope->partialField,
                    "gives " + std::to_string(out.rotaryDims) +
                        " rotary dimensions per head, which is odd (not supported)"};
     }
@@ -309,7 +284,7 @@ Expected<model::Config> parseModelConfig(std::string_view text, const std::strin
   if (Status valid = model::validate(out); !valid) {
     Error error = valid.error();
     error.file = fileName;
-    error.field = familyField(out.modelType, error.field);
+    error.field = ropeFieldName(config, familyField(out.modelType, error.field));
     return error;
   }
   return out;

@@ -18,7 +18,8 @@ bool isSupportedModelType(std::string_view modelType);
 
 // Parses config.json's text. A missing model_type is read as gpt2 (old GPT-2 folders have
 // none). Errors: not JSON / not an object, an unknown model_type, a missing or out-of-range
-// size, an unsupported activation, rope_scaling other than linear, Qwen2's
+// size, an unsupported activation, a rope key formats/models/rope_config.h refuses (an
+// unknown rope type or key, a null rope_theta, keys that disagree), Qwen2's
 // use_sliding_window, a head_dim that is not hidden_size / num_attention_heads, GPT-2's
 // scale_attn_weights = false or scale_attn_by_inverse_layer_idx = true; each names `fileName`
 // and the field.

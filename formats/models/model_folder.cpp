@@ -198,12 +198,14 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
   }
 
   // 4 the numbers: in place when the mapping's F32 data (or a BF16 matrix's) is usable, else
-  // converted once
+  // converted once; every value is checked finite in one pass on all cores at the end (the
+  // pass that also maps the pages in: nothing read before everything above was checked)
   for (const auto& file : checkpoint.files()) {
     w.storage.push_back(file);
     w.fileBytes += file->fileSize();
   }
   std::set<std::string> kept, converted;  // dtype names, for Weights::storedAs
+  std::vector<FiniteCheck> checks;
   for (const Want& want : layout.wants) {
     const Checkpoint::Entry& entry = *checkpoint.find(want.name);
     const TensorInfo& info = *entry.info;
@@ -212,11 +214,7 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
     const std::uint16_t* bf16 =
         options.bf16InPlace && want.matrix ? entry.file->bf16InPlace(info) : nullptr;
     if (bf16) {
-      if (const std::int64_t bad = firstNonFiniteBf16(bf16, count); bad >= 0) {
-        return Error{entry.file->path(), "",
-                     "tensor " + inQuotes(want.name) + ": element " + std::to_string(bad) +
-                         " is not a finite number"};
-      }
+      checks.push_back({nullptr, bf16, count, entry.file->path(), want.name});
       model::Tensor t;
       t.rows = rows;
       t.cols = cols;
@@ -226,11 +224,12 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
       continue;
     }
     const std::size_t owned = w.storage.size();
-    Expected<const float*> data = tensorFloats(entry, want.name, w.storage);
+    Expected<const float*> data = tensorFloats(entry, want.name, w.storage, &checks);
     if (!data) return data.error();
     (w.storage.size() == owned ? kept : converted).insert(info.dtypeName);
     *want.target = model::Tensor{*data, rows, cols};
   }
+  if (Status finite = checkFinite(checks); !finite) return finite.error();
   // "F32", "BF16" (matrices in place, the small vectors converted), "F16 as F32", ...
   w.storedAs.clear();
   for (const std::string& name : kept) w.storedAs += (w.storedAs.empty() ? "" : "+") + name;

@@ -41,11 +41,28 @@ Status bindTensors(const Checkpoint& checkpoint, const std::vector<TensorSlot>& 
 // blocks with a branch-free OR, which the compiler vectorises (std::isfinite per element made
 // this check half of loading a 500 MB F32 model). Shared with model_folder.cpp.
 std::int64_t firstNonFinite(const float* data, std::int64_t count);
+// One tensor's values whose finiteness is still to be checked (checkFinite): float32 or
+// BF16 values, in place in a mapping or in a converted buffer.
+struct FiniteCheck {
+  const float* f32 = nullptr;
+  const std::uint16_t* bf16 = nullptr;  // when f32 is null
+  std::int64_t count = 0;
+  std::string file, name;  // for the message
+};
+// Checks every value of every tensor of `checks` for NaN and infinity on all cores
+// (availableCores() threads of the shared pool, each tensor cut into chunks of 2^20 values),
+// prefaulting each chunk's pages with one MADV_POPULATE_READ before reading them (a mapping
+// is never populated whole: a tensor nothing needs is never read). Error: the first
+// non-finite value in list order, naming the file, the tensor and the element.
+Status checkFinite(const std::vector<FiniteCheck>& checks);
+
 // The float32 values of the checkpoint tensor `name` (entry): read in place from the mapping
 // when its dtype allows (F32), else converted into a buffer appended to `storage` (F16, BF16,
-// F64). Every value must be finite. Errors name the file, the tensor and the element.
+// F64). Every value must be finite: checked here, or, when `deferred` is given, appended to
+// it for one checkFinite() over all tensors. Errors name the file, the tensor and the element.
 Expected<const float*> tensorFloats(const Checkpoint::Entry& entry, const std::string& name,
-                                    std::vector<std::shared_ptr<const void>>& storage);
+                                    std::vector<std::shared_ptr<const void>>& storage,
+                                    std::vector<FiniteCheck>* deferred = nullptr);
 
 // The same for `count` BF16 values (exponent bits all ones).
 std::int64_t firstNonFiniteBf16(const std::uint16_t* data, std::int64_t count);

@@ -93,10 +93,6 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromText(std::string_view vocabJson,
   }
   Gpt2Tokenizer tokenizer;
   tokenizer.bpe_ = std::move(bpe).value();
-  tokenizer.pattern_ = compilePattern(kGpt2Pattern);
-  if (!tokenizer.pattern_) {
-    return Error{"", "", "PCRE2 could not compile the GPT-2 pattern (no Unicode support?)"};
-  }
   return tokenizer;
 }
 
@@ -110,37 +106,7 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& vocabPath,
 }
 
 std::vector<std::string> Gpt2Tokenizer::pretokenize(std::string_view text) const {
-  std::vector<std::string> pieces;
-  if (!pattern_) {  // tokenizer.json without a regex: the whole text is one piece
-    if (!text.empty()) pieces.emplace_back(text);
-    return pieces;
-  }
-  auto* code = static_cast<pcre2_code*>(pattern_.get());
-  pcre2_match_data* match = pcre2_match_data_create_from_pattern(code, nullptr);
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  std::size_t offset = 0;
-  while (offset < text.size()) {
-    const int rc =
-        pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
-    if (rc < 0) {
-      // Cannot happen for valid UTF-8 (the alternatives cover every character), but no
-      // input byte is ever dropped: the rest becomes one piece.
-      pieces.emplace_back(text.substr(offset));
-      break;
-    }
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
-    const std::size_t start = ovector[0];
-    std::size_t end = ovector[1];
-    if (start > offset) pieces.emplace_back(text.substr(offset, start - offset));
-    if (end <= start) {  // an empty match (not possible with this pattern): step one character
-      end = start + 1;
-      while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
-    }
-    pieces.emplace_back(text.substr(start, end - start));
-    offset = end;
-  }
-  pcre2_match_data_free(match);
-  return pieces;
+  return pre_.split(text);
 }
 
 Gpt2Tokenizer::Encoding Gpt2Tokenizer::encode(std::string_view text) const {
@@ -161,13 +127,7 @@ void Gpt2Tokenizer::encodePlain(std::string_view text, std::vector<int>& ids) co
     normalized = unicode::nfc(text);
     text = normalized;
   }
-  std::string prefixed;
-  if (addPrefixSpace_ && text.front() != ' ') {
-    prefixed = " ";
-    prefixed += text;
-    text = prefixed;
-  }
-  for (const std::string& piece : pretokenize(text)) {
+  for (const std::string& piece : pre_.split(text)) {
     if (ignoreMerges_) {
       const int whole = bpe_.find(gpt2::bytesToMapped(piece));
       if (whole >= 0) {

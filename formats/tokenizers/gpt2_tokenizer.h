@@ -12,6 +12,7 @@
 
 #include "core/models/gpt2/bpe.h"
 #include "formats/tokenizers/added_tokens.h"
+#include "formats/tokenizers/pre_tokenizer.h"
 #include "formats/tokenizers/tokenizer.h"
 
 namespace attn::io {
@@ -58,7 +59,8 @@ class Gpt2Tokenizer final : public Tokenizer {
   // "<|endoftext|>" typed there is text, as in encoder.py; tokenizer.json's added_tokens are
   // one token each.
   Encoding encode(std::string_view text) const override;
-  // The pre-tokens of valid UTF-8 `text` (the pieces BPE runs on; they concatenate to text).
+  // The pre-tokens of valid UTF-8 `text` (the pieces BPE runs on, formats/tokenizers/
+  // pre_tokenizer.h; they concatenate to the text unless a step removes characters).
   std::vector<std::string> pretokenize(std::string_view text) const;
 
   // Hugging Face's decode: the tokens' bytes as UTF-8, invalid sequences as U+FFFD.
@@ -75,6 +77,8 @@ class Gpt2Tokenizer final : public Tokenizer {
   // RobertaProcessing / BertProcessing), or -1. vocab.json + merges.txt: both -1.
   int bosId() const override { return bos_; }
   int eosId() const override { return eos_; }
+  // The post-processor appends eosId() (a TemplateProcessing "<s> $A </s>").
+  bool addsEos() const override { return eos_ >= 0; }
 
  private:
   Gpt2Tokenizer() = default;
@@ -85,12 +89,11 @@ class Gpt2Tokenizer final : public Tokenizer {
   AddedTokens added_;
   int bos_ = -1;
   int eos_ = -1;
-  bool addPrefixSpace_ = false;  // ByteLevel add_prefix_space
   bool ignoreMerges_ = false;    // BPE ignore_merges: a piece in the vocabulary is one token
   bool nfc_ = false;             // normalizer NFC: the text between added tokens is NFC first
 
   gpt2::BytePairEncoder bpe_;
-  std::shared_ptr<void> pattern_;  // pcre2_code_8, freed by its deleter; shared by copies
+  PreTokenizer pre_ = PreTokenizer::gpt2();  // tokenizer.json's pre_tokenizer steps
 };
 
 }  // namespace attn::io

@@ -44,6 +44,8 @@ class MetaspaceBpeTokenizer final : public Tokenizer {
   int idLimit() const override { return static_cast<int>(pieces_.size()); }
   int bosId() const override { return bos_; }
   int eosId() const override { return eos_; }
+  // The post-processor appends eosId() (a TemplateProcessing "<s> $A </s>").
+  bool addsEos() const override { return eos_ >= 0; }
 
   // The BPE pieces of valid UTF-8 `text` after steps 1-2, each with "▁" (added tokens as
   // their own content). For tests.

@@ -13,6 +13,7 @@ std::vector<int> Tokenizer::encodeForModel(std::string_view text, bool bos) cons
   if (bos && first >= 0) ids.push_back(first);
   const Encoding encoding = encode(text);
   ids.insert(ids.end(), encoding.ids.begin(), encoding.ids.end());
+  if (bos && addsEos()) ids.push_back(eosId());
   return ids;
 }
 

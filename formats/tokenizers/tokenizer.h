@@ -54,10 +54,14 @@ class Tokenizer {
   // Whether encoding a text for the model puts bosId() first by default (the post-processor
   // says so: TemplateProcessing's single template, or SentencePiece's Llama convention).
   virtual bool addsBos() const { return bosId() >= 0; }
+  // Whether the post-processor also puts eosId() last (TemplateProcessing "<s> $A </s>");
+  // the decoder paths add it wherever they add the BOS by default.
+  virtual bool addsEos() const { return false; }
 
   // tokenText for the screen: spaces as "·", newlines as "↵" (gpt2::displayText).
   std::string tokenDisplay(int id) const;
-  // encode(text) with bosId() first when `bos` (and the tokenizer has one).
+  // encode(text) with bosId() first when `bos` (and the tokenizer has one), and eosId() last
+  // when `bos` and addsEos(): the post-processor's template.
   std::vector<int> encodeForModel(std::string_view text, bool bos) const;
 };
 

@@ -6,14 +6,15 @@
 //     end_of_word_suffix must be off (byte_fallback models are not read yet).
 //   normalizer: null, or NFC (applied to the text between added tokens, as Qwen2 ships it).
 //   pre_tokenizer: ByteLevel (add_prefix_space, use_regex: GPT-2's pattern), or a Sequence of
-//     Split {pattern: {Regex}, behavior: Isolated, invert: false} and ByteLevel (use_regex
-//     false), as Qwen2 and Llama 3 write it.
+//     ByteLevel, Split, Digits, Punctuation, Whitespace and WhitespaceSplit steps (Qwen2 and
+//     Llama 3 write Split + ByteLevel, SmolLM Digits + ByteLevel): formats/tokenizers/
+//     pre_tokenizer.h.
 //   added_tokens: [{id, content, special, lstrip, rstrip, single_word false}], matched in
 //     the text before pre-tokenisation, longest first; lstrip / rstrip take the whitespace
 //     before / after the match with it (RoBERTa's "<mask>").
-//   post_processor: null, ByteLevel, TemplateProcessing (single template: a SpecialToken first
-//     is the BOS, last is the EOS), RobertaProcessing / BertProcessing (cls, sep), or a
-//     Sequence of these.
+//   post_processor: null, ByteLevel, TemplateProcessing (single template: a SpecialToken
+//     before $A is the BOS, one after it the EOS, both added to a text run through the
+//     model), RobertaProcessing / BertProcessing (cls, sep), or a Sequence of these.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -30,81 +31,10 @@ namespace {
 
 using nlohmann::json;
 
-struct PreTokenizer {
-  std::string pattern;  // empty: no regex
-  bool addPrefixSpace = false;
-};
-
 bool isOff(const json& object, const char* key) {
   auto it = object.find(key);
   return it == object.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
          (it->is_string() && it->get<std::string>().empty());
-}
-
-Expected<PreTokenizer> readPreTokenizer(const json& pre, const std::string& name) {
-  const std::string field = "pre_tokenizer";
-  if (!pre.is_object() || !pre.contains("type") || !pre["type"].is_string()) {
-    return Error{name, field,
-                 "must be an object with a \"type\" (a byte-level BPE needs ByteLevel)"};
-  }
-  PreTokenizer out;
-  auto byteLevel = [&](const json& p, const std::string& where, bool inSequence) -> Expected<bool> {
-    out.addPrefixSpace = p.value("add_prefix_space", false);
-    const bool useRegex = p.value("use_regex", true);
-    if (useRegex) {
-      if (inSequence && !out.pattern.empty()) {
-        return Error{name, where + ".use_regex",
-                     "a ByteLevel with its own regex after a Split is not supported"};
-      }
-      out.pattern = std::string(kGpt2Pattern);
-    }
-    return true;
-  };
-  const std::string type = pre["type"].get<std::string>();
-  if (type == "ByteLevel") {
-    Expected<bool> ok = byteLevel(pre, field, false);
-    if (!ok) return ok.error();
-    return out;
-  }
-  if (type != "Sequence") {
-    return Error{name, field + ".type",
-                 "is \"" + type + "\"; a byte-level BPE is read with ByteLevel or a Sequence of "
-                 "Split and ByteLevel"};
-  }
-  const json& list = pre.contains("pretokenizers") ? pre["pretokenizers"] : json();
-  if (!list.is_array() || list.empty()) {
-    return Error{name, field + ".pretokenizers", "must be a non-empty array"};
-  }
-  bool sawByteLevel = false;
-  for (std::size_t k = 0; k < list.size(); ++k) {
-    const std::string where = field + ".pretokenizers[" + std::to_string(k) + "]";
-    const json& p = list[k];
-    const std::string t = p.is_object() ? p.value("type", std::string()) : std::string();
-    if (t == "Split") {
-      if (!out.pattern.empty() || sawByteLevel) {
-        return Error{name, where, "only one Split, before the ByteLevel, is supported"};
-      }
-      const json& pattern = p.contains("pattern") ? p["pattern"] : json();
-      if (!pattern.is_object() || !pattern.contains("Regex") || !pattern["Regex"].is_string()) {
-        return Error{name, where + ".pattern", "must be {\"Regex\": \"...\"}"};
-      }
-      if (p.value("behavior", std::string()) != "Isolated") {
-        return Error{name, where + ".behavior", "only \"Isolated\" is supported"};
-      }
-      if (p.value("invert", false)) return Error{name, where + ".invert", "must be false"};
-      out.pattern = pattern["Regex"].get<std::string>();
-      if (out.pattern.empty()) return Error{name, where + ".pattern.Regex", "is empty"};
-    } else if (t == "ByteLevel") {
-      Expected<bool> ok = byteLevel(p, where, true);
-      if (!ok) return ok.error();
-      sawByteLevel = true;
-    } else {
-      return Error{name, where + ".type",
-                   "is \"" + t + "\"; only Split and ByteLevel are read in a byte-level BPE"};
-    }
-  }
-  if (!sawByteLevel) return Error{name, field, "has no ByteLevel pre-tokenizer"};
-  return out;
 }
 
 }  // namespace
@@ -147,21 +77,37 @@ Expected<std::pair<int, int>> readPostProcessor(const json& root, const std::str
     if (t == "TemplateProcessing") {
       const json& single = p.contains("single") ? p["single"] : json();
       if (!single.is_array()) return Error{name, where + ".single", "must be an array"};
+      // One special token before $A (the BOS) and one after it (the EOS), each optional.
+      bool sawSequence = false;
       for (std::size_t k = 0; k < single.size(); ++k) {
         const json& piece = single[k];
-        if (!piece.is_object() || !piece.contains("SpecialToken")) continue;
+        const std::string at = where + ".single[" + std::to_string(k) + "]";
+        if (piece.is_object() && piece.contains("Sequence")) {
+          const json& seq = piece["Sequence"];
+          if (sawSequence || !seq.is_object() || seq.value("id", std::string()) != "A") {
+            return Error{name, at, "the single template must hold $A once"};
+          }
+          sawSequence = true;
+          continue;
+        }
+        if (!piece.is_object() || !piece.contains("SpecialToken")) {
+          return Error{name, at, "must be a SpecialToken or the Sequence $A"};
+        }
         const json& st = piece["SpecialToken"];
         if (!st.is_object() || !st.contains("id") || !st["id"].is_string()) {
-          return Error{name, where + ".single[" + std::to_string(k) + "].SpecialToken.id",
-                       "must be a string"};
+          return Error{name, at + ".SpecialToken.id", "must be a string"};
         }
-        Expected<int> id = specialId(p, st["id"].get<std::string>(),
-                                     where + ".single[" + std::to_string(k) + "]");
+        Expected<int> id = specialId(p, st["id"].get<std::string>(), at);
         if (!id) return id.error();
-        if (k == 0) bos = *id;
-        else if (k + 1 == single.size()) eos = *id;
-        else return Error{name, where + ".single", "a special token in the middle is not supported"};
+        int& slot = sawSequence ? eos : bos;
+        if (slot >= 0) {
+          return Error{name, at,
+                       std::string("a second special token ") + (sawSequence ? "after" : "before") +
+                           " $A is not supported (one BOS before, one EOS after)"};
+        }
+        slot = *id;
       }
+      if (!sawSequence) return Error{name, where + ".single", "has no $A"};
     } else if (t == "RobertaProcessing" || t == "BertProcessing") {
       for (const char* key : {"cls", "sep"}) {
         const json& pair = p.contains(key) ? p[key] : json();
@@ -281,17 +227,11 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
     tokenizer.nfc_ = true;
   }
 
-  // 4 pre-tokenizer
+  // 4 pre-tokenizer (formats/tokenizers/pre_tokenizer.h)
   Expected<PreTokenizer> pre =
-      readPreTokenizer(root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json(), name);
+      PreTokenizer::fromJson(root.contains("pre_tokenizer") ? root["pre_tokenizer"] : json(), name);
   if (!pre) return pre.error();
-  tokenizer.addPrefixSpace_ = pre->addPrefixSpace;
-  if (!pre->pattern.empty()) {
-    tokenizer.pattern_ = compilePattern(pre->pattern);
-    if (!tokenizer.pattern_) {
-      return Error{name, "pre_tokenizer", "PCRE2 cannot compile the pattern \"" + pre->pattern + "\""};
-    }
-  }
+  tokenizer.pre_ = std::move(pre).value();
 
   // 5 post-processor: BOS / EOS
   Expected<std::pair<int, int>> bosEos = tokenizer_json::readPostProcessor(

@@ -13,6 +13,7 @@
 
 #include "app/cli/cli.h"
 #include "core/models/analysis.h"
+#include "core/models/analysis_conventions.h"
 #include "formats/models/model_folder.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
@@ -32,18 +33,20 @@ const std::string kCorrupt = "When Mary and John went to the store, Anna gave a 
 
 // A GPT-2 folder (2 layers, 2 heads, width 8) whose merges make every word of the prompts one
 // token.
+fs::path writeFolder(const std::string& name, std::uint64_t seed) {
+  std::vector<std::pair<std::string, int>> words;
+  for (const char* w : {"When", " Mary", " and", " John", " went", " to", " the", " store", ",",
+                        " gave", " a", " drink", " Anna"})
+    words.emplace_back(w, 20);
+  const gpt2test::Vocabulary vocab = gpt2test::makeVocabulary(gpt2test::learnMerges(words, 60));
+  gpt2test::TinyConfig config;
+  config.nPositions = 64;
+  const gpt2test::TinyModel model = gpt2test::makeTinyModel(config, vocab.size(), seed);
+  return gpt2test::writeModelFolder(name, model, vocab);
+}
+
 const fs::path& folder() {
-  static const fs::path dir = [] {
-    std::vector<std::pair<std::string, int>> words;
-    for (const char* w : {"When", " Mary", " and", " John", " went", " to", " the", " store", ",",
-                          " gave", " a", " drink", " Anna"})
-      words.emplace_back(w, 20);
-    const gpt2test::Vocabulary vocab = gpt2test::makeVocabulary(gpt2test::learnMerges(words, 60));
-    gpt2test::TinyConfig config;
-    config.nPositions = 64;
-    const gpt2test::TinyModel model = gpt2test::makeTinyModel(config, vocab.size(), 2026);
-    return gpt2test::writeModelFolder("cli_analysis_gpt2", model, vocab);
-  }();
+  static const fs::path dir = writeFolder("cli_analysis_gpt2", 2026);
   return dir;
 }
 
@@ -65,6 +68,7 @@ std::vector<std::vector<std::string>> readCsv(const fs::path& path) {
   std::vector<std::vector<std::string>> rows;
   std::istringstream in(attn::testing::readFile(path));
   for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# ", 0) == 0) continue;  // merge's provenance lines
     std::vector<std::string> fields;
     std::string field;
     bool quoted = false;
@@ -307,6 +311,181 @@ TEST(CliAnalysis, ShardsMergeToTheUnshardedRunAndDaskAgrees) {
     for (std::size_t c = 2; c < whole[row].size(); ++c)
       EXPECT_LE(std::abs(std::stod(whole[row][c]) - std::stod(dask[row][c])),
                 1e-9 * std::max(std::abs(std::stod(whole[row][c])), 1e-300));
+
+  // Issue 33: every flag reaches the workers (--exclude-bos, --exclude-current-token, --bos,
+  // --threads), and the temporary work folder is removed.
+  const fs::path tmp = d / "sweep_tmp";
+  fs::create_directories(tmp);
+  env.push_back("TMPDIR=" + tmp.string());
+  r = cli({"heads", model, "--prompts", prompts, "--exclude-bos", "--exclude-current-token", "--bos", "--out",
+           (d / "excl.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(cli({"merge", (d / "excl.json").string(), "--out", (d / "excl.csv").string()}).code, 0);
+  const attn::testing::RunResult flagged = attn::testing::runProgram(
+      python,
+      {"-m", "attnscope_sweep", "--prompts", prompts, "--model", model, "--workers", "2", "--threads", "1",
+       "--exclude-bos", "--exclude-current-token", "--bos", "--out", (d / "dask_excl.csv").string()},
+      d, &env);
+  ASSERT_EQ(flagged.exitCode, 0) << flagged.err;
+  const auto single = readCsv(d / "excl.csv"), spread = readCsv(d / "dask_excl.csv");
+  ASSERT_EQ(single.size(), spread.size());
+  double moved = 0;
+  for (std::size_t row = 1; row < single.size(); ++row)
+    for (std::size_t c = 2; c < single[row].size(); ++c) {
+      const double a = std::stod(single[row][c]), b = std::stod(spread[row][c]);
+      EXPECT_LE(std::abs(a - b), 1e-9 * std::max(std::abs(a), 1e-300)) << row << "," << c;
+      moved = std::max(moved, std::abs(a - std::stod(whole[row][c])));
+    }
+  EXPECT_GT(moved, 1e-3);  // the flags changed the scores, and the sweep followed them
+  const std::string csv = attn::testing::readFile(d / "dask_excl.csv");
+  EXPECT_NE(csv.find("{\"bos\":true,\"exclude_bos\":true,\"exclude_current_token\":true}"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("# attnscope merge: 2 parts, 200 of 200 prompts"), std::string::npos) << csv;
+  for (const auto& entry : fs::directory_iterator(tmp))
+    EXPECT_EQ(entry.path().filename().string().rfind("attnscope_sweep_", 0), std::string::npos)
+        << "left behind: " << entry.path();
+}
+
+// merge refuses, with exit 2 and one line naming the two parts and the field: a part given
+// twice, overlapping shards, a gap (unless --allow-partial), other flags, another checkpoint
+// of the same shape, another prompts file, other scores and a version-1 file; the right parts
+// still merge exactly (to the unsharded run), and the CSV's "# " lines say what was merged.
+TEST(CliAnalysis, MergeRefusesPartsThatDoNotAddUp) {
+  const fs::path d = dir();
+  std::string jsonl;
+  const char* texts[] = {"When Mary went", " John gave a drink", " the store, Anna", "When John and Mary",
+                         " a drink to the store", " Mary and Anna went", "When the store gave"};
+  for (int i = 0; i < 12; ++i) jsonl += json{{"text", texts[i % 7]}}.dump() + "\n";
+  attn::testing::writeFile(d / "p.jsonl", jsonl);
+  attn::testing::writeFile(d / "q.jsonl", jsonl + json{{"text", "When Mary"}}.dump() + "\n");
+  const std::string model = folder().string(), prompts = (d / "p.jsonl").string();
+  auto part = [&](const std::string& name, const std::string& shard, std::vector<std::string> extra = {},
+                  const std::string& from = "", const std::string& promptsFile = "") {
+    const std::string out = (d / name).string();
+    std::vector<std::string> args = {"heads", from.empty() ? model : from, "--prompts",
+                                     promptsFile.empty() ? prompts : promptsFile, "--shard", shard, "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliRun r = cli(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return out;
+  };
+  const std::string whole = part("whole.json", "1/1");
+  const std::string a = part("a.json", "1/2"), b = part("b.json", "2/2");
+  const std::string third1 = part("t1.json", "1/3"), third3 = part("t3.json", "3/3");
+  const std::string bExcl = part("b_excl.json", "2/2", {"--exclude-bos"});
+  const std::string bScores = part("b_scores.json", "2/2", {"--scores", "prev,dup"});
+  const fs::path other = writeFolder("cli_analysis_gpt2_other", 2027);  // same shape, other weights
+  const std::string bOther = part("b_other.json", "2/2", {}, other.string());
+  const std::string bPrompts = part("b_prompts.json", "2/2", {}, "", (d / "q.jsonl").string());
+  const std::string out = (d / "m.csv").string();
+
+  struct Case {
+    std::vector<std::string> parts;
+    std::string field, words;
+  };
+  const Case cases[] = {
+      {{a, a, b}, "field 'shard'", "given twice"},
+      {{a, third1, b}, "field 'shard'", "overlap"},
+      {{third1, third3}, "field 'shard'", "are in no part"},
+      {{a}, "field 'shard'", "prompts [6, 12) are in no part"},
+      {{a, bExcl}, "field 'flags.exclude_bos'", "has false"},
+      {{a, bScores}, "field 'scores'", "'prev,dup'"},
+      {{a, bOther}, "field 'model.weights.model.safetensors'", "fnv1a64:"},
+      {{a, bPrompts}, "field 'prompts.hash'", "q.jsonl"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"merge"};
+    args.insert(args.end(), c.parts.begin(), c.parts.end());
+    args.insert(args.end(), {"--out", out});
+    const CliRun r = cli(args);
+    SCOPED_TRACE(c.words);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.err.find(c.field), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.words), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    // the two parts are named (one of them, for a gap at the end)
+    EXPECT_NE(r.err.find(c.parts.front()), std::string::npos) << r.err;
+    if (c.parts.size() > 1 && c.words != "are in no part") {
+      EXPECT_NE(r.err.find(c.parts[1] == c.parts[0] ? c.parts[0] : c.parts[1]), std::string::npos) << r.err;
+    }
+  }
+
+  // --allow-partial lets a gap through and says so; the counts are the covered prompts'
+  CliRun r = cli({"merge", third1, third3, "--allow-partial", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["missing_prompts"], 4);
+  EXPECT_NE(attn::testing::readFile(out).find("# missing (--allow-partial): prompts [4, 8)"), std::string::npos);
+
+  // a version-1 file (no provenance) is refused
+  std::string text = attn::testing::readFile(a);
+  text.replace(text.find("\"version\": 2"), 12, "\"version\": 1");
+  attn::testing::writeFile(d / "v1.json", text);
+  r = cli({"merge", (d / "v1.json").string(), "--out", out});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("field 'version': 1 records no model"), std::string::npos) << r.err;
+
+  // the right parts, in any order, merge to the unsharded run; the CSV records them
+  ASSERT_EQ(cli({"merge", whole, "--out", (d / "whole.csv").string()}).code, 0);
+  r = cli({"merge", b, a, "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto expected = readCsv(d / "whole.csv"), merged = readCsv(out);
+  ASSERT_EQ(expected.size(), merged.size());
+  for (std::size_t row = 1; row < expected.size(); ++row)
+    for (std::size_t c = 2; c < expected[row].size(); ++c)
+      EXPECT_NEAR(std::stod(merged[row][c]), std::stod(expected[row][c]),
+                  1e-12 * std::max(1.0, std::abs(std::stod(expected[row][c]))));
+  const std::string csv = attn::testing::readFile(out);
+  EXPECT_EQ(csv.rfind("# attnscope merge: 2 parts, 12 of 12 prompts\n", 0), 0u) << csv;
+  EXPECT_NE(csv.find("# part: " + b + " (shard 2/2, prompts [6, 12))"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("# flags: {\"bos\":false,\"exclude_bos\":false,\"exclude_current_token\":false}"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("# prompts: " + prompts + " (fnv1a64:"), std::string::npos) << csv;
+}
+
+// analyze --mode mean --mean-from P.jsonl and lens --scale final equal the core functions
+// (themselves checked against PyTorch in tests/formats/test_formats_analysis.cpp).
+TEST(CliAnalysis, MeanFromDatasetAndLensScale) {
+  const fs::path d = dir();
+  const std::vector<std::string> texts = {"When Mary went to the store", " John gave a drink", "the store, Anna"};
+  std::string jsonl;
+  for (const std::string& t : texts) jsonl += json{{"text", t}}.dump() + "\n";
+  attn::testing::writeFile(d / "means.jsonl", jsonl);
+  CliRun r = cli({"analyze", folder().string(), "--text", kClean, "--ablate", "0.1,1.0", "--mode", "mean",
+                  "--mean-from", (d / "means.jsonl").string(), "--predict", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  std::vector<std::vector<int>> prompts;
+  std::size_t positions = 0;
+  for (const std::string& t : texts) {
+    prompts.push_back(ids(t));
+    positions += prompts.back().size();
+  }
+  auto means = meanHeadOutputs(weights(), prompts);
+  ASSERT_TRUE(means.ok());
+  const std::vector<HeadId> heads = {{0, 1}, {1, 0}};
+  auto expected = ablateHeadsToMeans(weights(), ids(kClean), heads, *means, 3);
+  ASSERT_TRUE(expected.ok());
+  EXPECT_EQ(j["mean_from"]["prompts"], 3);
+  EXPECT_EQ(j["mean_from"]["positions"], positions);
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(j["ablated"]["next"][k]["id"], expected->ablated.next[k].id);
+    EXPECT_FLOAT_EQ(j["ablated"]["next"][k]["logit"].get<float>(), expected->ablated.next[k].logit);
+  }
+  r = cli({"analyze", folder().string(), "--text", kClean, "--ablate", "0.1", "--mean-from",
+           (d / "means.jsonl").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("option '--mean-from': only applies with --ablate ... --mode mean"), std::string::npos) << r.err;
+
+  r = cli({"lens", folder().string(), "--text", kClean, "--top", "2", "--scale", "final", "--out",
+           (d / "lens_final.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json lens = json::parse(attn::testing::readFile(d / "lens_final.json"));
+  EXPECT_EQ(lens["scale"], "final");
+  auto final = logitLens(weights(), ids(kClean), 2, LensScale::Final);
+  ASSERT_TRUE(final.ok());
+  for (std::size_t l = 0; l < 3; ++l)
+    for (std::size_t i = 0; i < 14; ++i) EXPECT_EQ(lens["top"][l][i][0]["id"], final->top[l][i][0].id);
+  r = cli({"lens", folder().string(), "--text", kClean, "--scale", "mine", "--out", (d / "x.json").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--scale"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // `attnscope bench` (app/cli/cli_bench.cpp) and the kernel path `attnscope --version` reports,
 // including ATTNSCOPE_ISA=baseline through the real binary.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,6 +118,25 @@ TEST(Bench, PrintsOneJsonObjectWithConsistentNumbers) {
   EXPECT_NEAR(doc.at("gflops").get<double>(), 1048576.0 / (median * 1e-3) * 1e-9, 1e-9);
   EXPECT_EQ(doc.at("isa"), std::string(attn::kernels::isaName(attn::kernels::activeIsa())));
   EXPECT_GT(doc.at("peak_rss_mib").get<double>(), 0);
+}
+
+// Issue 33: peak_rss_mib is bench's own (VmHWM), not the parent's. Linux carries ru_maxrss
+// over fork and exec, so a bench started from this process while it holds 1 GiB used to
+// report over 1 GiB; now it reports its own few tens of MiB.
+TEST(Bench, PeakRssIsItsOwnNotTheParents) {
+  constexpr std::size_t kHeld = std::size_t{1} << 30;  // resident at once (one system call)
+  void* held = ::mmap(nullptr, kHeld, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  ASSERT_NE(held, MAP_FAILED);
+  RunResult run = runBinary({"bench", "--n", "8", "--d", "8", "--heads", "1", "--repeat", "1"}, {});
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const double peak = json::parse(run.out).at("peak_rss_mib").get<double>();
+  EXPECT_GT(peak, 1.0);
+  EXPECT_LT(peak, 300.0) << "the parent holds 1024 MiB";
+  // The premise: the kernel's ru_maxrss of the child includes the parent's gigabyte.
+  struct rusage children {};
+  ASSERT_EQ(getrusage(RUSAGE_CHILDREN, &children), 0);
+  EXPECT_GE(static_cast<double>(children.ru_maxrss) / 1024.0, 1000.0);
+  ::munmap(held, kHeld);
 }
 
 TEST(Bench, ZeroThreadsMeansEveryCore) {

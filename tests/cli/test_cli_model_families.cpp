@@ -24,6 +24,14 @@ using nlohmann::json;
 using attn::testing::CliRun;
 constexpr auto& runCliCommand = attn::testing::runCliInProcess;  // (tests/support/cli_in_process.h)
 
+// The --predict JSON without its "bos" field (whether the BOS rule put one first), to compare
+// a run with --bos against the same ids given explicitly.
+json withoutBosField(const std::string& out) {
+  json j = json::parse(out);
+  j.erase("bos");
+  return j;
+}
+
 std::string idList(const std::vector<int>& ids) {
   std::string text;
   for (int id : ids) text += (text.empty() ? "" : ",") + std::to_string(id);
@@ -89,7 +97,9 @@ TEST(CliModelFamilies, BosAndIdErrors) {
   CliRun withBos = runCliCommand({"model", d, "--ids", "7,8", "--bos", "--predict", "3"});
   CliRun explicitBos = runCliCommand({"model", d, "--ids", "1,7,8", "--predict", "3"});
   ASSERT_EQ(withBos.code, 0) << withBos.err;
-  EXPECT_EQ(withBos.out, explicitBos.out);
+  EXPECT_EQ(withoutBosField(withBos.out), withoutBosField(explicitBos.out));
+  EXPECT_EQ(json::parse(withBos.out).at("bos"), true);
+  EXPECT_EQ(json::parse(explicitBos.out).at("bos"), false);
   EXPECT_EQ(json::parse(withBos.out).at("tokens"), 3);
   EXPECT_EQ(runCliCommand({"model", d, "--ids", "7,8", "--no-bos", "--predict", "3"}).out.find(
                 "\"tokens\":2") != std::string::npos,
@@ -130,7 +140,7 @@ TEST(CliModelFamilies, TextBosFollowsThePostProcessorAndSpecialTokensAreOneToken
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_EQ(json::parse(text.out).at("tokens"), 4);
   CliRun ids = runCliCommand({"model", d, "--ids", "258,97,257,256", "--predict", "2"});
-  EXPECT_EQ(text.out, ids.out);  // the same run
+  EXPECT_EQ(withoutBosField(text.out), withoutBosField(ids.out));  // the same run
   const json tokens = json::parse(gpt2test::readFile(dir / "run.tokens.json"));
   EXPECT_EQ(tokens, json({"<s>", "a", "<|endoftext|>", " t"}));
   // --no-bos leaves it out; --ids are run as given.
@@ -139,12 +149,92 @@ TEST(CliModelFamilies, TextBosFollowsThePostProcessorAndSpecialTokensAreOneToken
   EXPECT_EQ(json::parse(runCliCommand({"model", d, "--ids", "97", "--predict", "1"}).out)
                 .at("tokens"), 1);
   // --bos with --ids takes the tokenizer's BOS (258), not config.json's bos_token_id (1).
-  EXPECT_EQ(runCliCommand({"model", d, "--ids", "97", "--bos", "--predict", "2"}).out,
-            runCliCommand({"model", d, "--ids", "258,97", "--predict", "2"}).out);
+  EXPECT_EQ(withoutBosField(runCliCommand({"model", d, "--ids", "97", "--bos", "--predict", "2"}).out),
+            withoutBosField(runCliCommand({"model", d, "--ids", "258,97", "--predict", "2"}).out));
   // Without a post-processor BOS the default is none.
   modeltest::writeByteLevelTokenizerJson(dir, /*bos=*/false);
   EXPECT_EQ(json::parse(runCliCommand({"model", d, "--text", "a t", "--predict", "1"}).out)
                 .at("tokens"), 2);
+}
+
+// Issue 33: one BOS rule. For a tokenizer whose post-processor is "<s> $A", analyze, patch,
+// lens and heads put <s> first by default exactly as `model --text` does (the same clean
+// prediction), take --bos / --no-bos, and print the choice in their JSON.
+TEST(CliModelFamilies, AnalysisCommandsFollowTheModelCommandsBosRule) {
+  modeltest::Spec spec = modeltest::llamaSpec();
+  spec.vocab = 300;
+  const fs::path dir =
+      modeltest::writeFolder("cli_family_analysis_bos", spec, modeltest::makeTensors(spec, 37));
+  modeltest::writeByteLevelTokenizerJson(dir, /*bos=*/true);
+  const std::string d = dir.string(), text = "a<|endoftext|> t";
+  for (const std::vector<std::string>& choice : {std::vector<std::string>{}, {"--no-bos"}, {"--bos"}}) {
+    SCOPED_TRACE(choice.empty() ? "default" : choice[0]);
+    std::vector<std::string> modelArgs = {"model", d, "--text", text, "--predict", "3"};
+    std::vector<std::string> analyzeArgs = {"analyze", d, "--text", text, "--ablate", "0.0", "--predict", "3"};
+    modelArgs.insert(modelArgs.end(), choice.begin(), choice.end());
+    analyzeArgs.insert(analyzeArgs.end(), choice.begin(), choice.end());
+    const CliRun m = runCliCommand(modelArgs), a = runCliCommand(analyzeArgs);
+    ASSERT_EQ(m.code, 0) << m.err;
+    ASSERT_EQ(a.code, 0) << a.err;
+    const json mj = json::parse(m.out), aj = json::parse(a.out);
+    const bool bos = choice.empty() || choice[0] == "--bos";
+    EXPECT_EQ(mj.at("bos"), bos);
+    EXPECT_EQ(aj.at("bos"), bos);
+    EXPECT_EQ(mj.at("tokens"), bos ? 4 : 3);
+    EXPECT_EQ(aj.at("tokens"), mj.at("tokens"));
+    for (std::size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(aj.at("clean").at("next")[k].at("id"), mj.at("next")[k].at("id"));
+      EXPECT_NEAR(aj.at("clean").at("next")[k].at("probability").get<double>(),
+                  mj.at("next")[k].at("probability").get<double>(), 1e-6);
+    }
+  }
+  // The default and --no-bos give different predictions (the BOS matters here).
+  EXPECT_NE(json::parse(runCliCommand({"model", d, "--text", text, "--predict", "1"}).out).at("next")[0].at("probability"),
+            json::parse(runCliCommand({"model", d, "--text", text, "--predict", "1", "--no-bos"}).out)
+                .at("next")[0].at("probability"));
+
+  // lens, heads and patch: the same default, --no-bos, and the choice in the JSON
+  const fs::path lens = dir / "lens.json";
+  CliRun r = runCliCommand({"lens", d, "--text", text, "--top", "2", "--out", lens.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).at("tokens"), 4);
+  const json lensFile = json::parse(gpt2test::readFile(lens));
+  EXPECT_EQ(lensFile.at("bos"), true);
+  EXPECT_EQ(lensFile.at("tokens")[0].at("text"), "<s>");
+  r = runCliCommand({"lens", d, "--text", text, "--no-bos", "--out", lens.string()});
+  EXPECT_EQ(json::parse(r.out).at("tokens"), 3);
+  EXPECT_EQ(json::parse(r.out).at("bos"), false);
+  const fs::path heads = dir / "heads.csv";
+  r = runCliCommand({"heads", d, "--text", text, "--out", heads.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).at("tokens"), 4);
+  r = runCliCommand({"heads", d, "--repeat-random", "5", "--out", heads.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).at("tokens"), 11);  // <s> + 5 + 5
+  EXPECT_EQ(json::parse(r.out).at("bos"), true);
+  r = runCliCommand({"heads", d, "--repeat-random", "5", "--no-bos", "--out", heads.string()});
+  EXPECT_EQ(json::parse(r.out).at("tokens"), 10);
+  const fs::path patch = dir / "patch.csv";
+  for (const char* flag : {"--bos", "--no-bos"}) {
+    r = runCliCommand({"patch", d, "--clean", text, "--corrupt", "t<|endoftext|> t", "--answer", "a", "--wrong", "t",
+                       "--what", "resid", "--out", patch.string(), flag});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out).at("bos"), std::string(flag) == "--bos");
+    EXPECT_EQ(json::parse(r.out).at("tokens"), std::string(flag) == "--bos" ? 4 : 3);
+  }
+  // both at once: one line, exit 2, for every command
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"analyze", d, "--text", text, "--ablate", "0.0"},
+        {"lens", d, "--text", text, "--out", lens.string()},
+        {"heads", d, "--text", text, "--out", heads.string()},
+        {"patch", d, "--clean", text, "--corrupt", text, "--answer", "a", "--wrong", "t", "--what", "heads", "--out",
+         patch.string()}}) {
+    std::vector<std::string> both = args;
+    both.insert(both.end(), {"--bos", "--no-bos"});
+    r = runCliCommand(both);
+    EXPECT_EQ(r.code, 2) << args[0];
+    EXPECT_NE(r.err.find("give either --bos or --no-bos"), std::string::npos) << r.err;
+  }
 }
 
 // The cases of issue 19 that used to run silently with exit 0, end to end through the CLI.

@@ -3,9 +3,10 @@
 
 Usage: analysis_reference.py JOBS.json  ->  one JSON array on stdout, one result per job.
 JOBS.json: {"folder": DIR, "jobs": [{"kind": ..., ...}, ...]} with kinds
-  ablate       ids, heads [[l, h], ...], mode zero|mean   -> clean/ablated logits (last), losses
+  ablate       ids, heads [[l, h], ...], mode zero|mean, optional dataset [[ids], ...] (mode mean:
+               z = its mean over every position of every dataset prompt) -> clean/ablated logits (last), losses
   patch        clean, corrupt, answer, wrong, what heads|resid -> effect matrix, m_clean, m_corrupt
-  lens         ids, top                                    -> [L+1][n] top ids and logits
+  lens         ids, top, optional scale own|final          -> [L+1][n] top ids and logits
   attribution  ids, answer, wrong                          -> [L][H], metric
   scores       ids, exclude_bos, exclude_current           -> prev, dup, induction, sink, entropy
   repeat       ids (2N), length N                          -> [L][H]
@@ -142,14 +143,31 @@ def loss(logits, ids):
     return float(-logp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])].mean())
 
 
+def dataset_mean_z(model, dataset):
+    """cache["blocks.l.attn.hook_z"] of every dataset prompt, averaged over prompts and positions."""
+    sums, count = None, 0
+    for ids in dataset:
+        _, cache = model.run_with_cache(ids)
+        z = [cache[f"blocks.{l}.attn.hook_z"].sum(0) for l in range(model.L)]  # [H, d]
+        sums = z if sums is None else [a + b for a, b in zip(sums, z)]
+        count += len(ids)
+    return [s / count for s in sums]
+
+
 def ablate(model, job):
     ids = job["ids"]
     clean = model.run_with_hooks(ids, [])
+    means = dataset_mean_z(model, job["dataset"]) if "dataset" in job else None
     hooks = []
     for l, h in job["heads"]:
-        def fn(z, h=h):
+        def fn(z, l=l, h=h):
             z = z.clone()
-            z[:, h] = 0 if job["mode"] == "zero" else z[:, h].mean(0, keepdim=True)
+            if job["mode"] == "zero":
+                z[:, h] = 0
+            elif means is not None:
+                z[:, h] = means[l][h]
+            else:
+                z[:, h] = z[:, h].mean(0, keepdim=True)
             return z
         hooks.append((f"blocks.{l}.attn.hook_z", fn))
     ablated = model.run_with_hooks(ids, hooks)
@@ -195,7 +213,14 @@ def lens(model, job):
     ids, logits = [], []
     for l in range(model.L + 1):
         with torch.no_grad():
-            lens_logits = model.ln_final(model.resid(cache, l)) @ model.W_U  # [n, V]
+            x = model.resid(cache, l)
+            if job.get("scale") == "final":
+                # accumulated_resid(apply_ln=True) on a fold_ln model: centred, divided by
+                # ln_final.hook_scale of the final stream, then the folded weight and bias
+                x = (x - x.mean(-1, keepdim=True)) / cache["ln_final.hook_scale"]
+                lens_logits = (x * model.ln_final.weight + model.ln_final.bias) @ model.W_U
+            else:
+                lens_logits = model.ln_final(x) @ model.W_U  # [n, V]
         top = torch.topk(lens_logits, job["top"], dim=-1)
         ids.append(top.indices.tolist())
         logits.append(top.values.tolist())

@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "core/models/analysis.h"
+#include "core/models/analysis_conventions.h"
 #include "formats/analysis/analysis_files.h"
+#include "formats/analysis/provenance.h"
 #include "formats/models/model_folder.h"
 #include "core/base/random.h"
 #include "tests/support/model_fixture.h"
@@ -299,6 +301,60 @@ TEST(Analysis, MatchesPyTorchWithForwardHooks) {
   expectMatrixNear(*induction, ref[8], "repeated induction");
 }
 
+// Issue 33: the lens at the final stream's scale (TransformerLens accumulated_resid with
+// apply_ln=True), mean ablation to a dataset's mean z, and the repeated-random induction
+// score after a BOS, each against the PyTorch reference's hooks.
+TEST(Analysis, LensScaleDatasetMeanAndBosRepeatMatchPyTorch) {
+  if (!haveTorch()) GTEST_SKIP() << "python3 with torch is not installed";
+  const std::vector<int> ids = idsOf(kText);
+  const std::vector<std::vector<int>> dataset = {idsOf("When Anna and Mary went"), idsOf("a drink, the store"),
+                                                 idsOf("John gave it to them")};
+  const std::vector<HeadId> heads = {{0, 1}, {1, 2}};
+  std::vector<int> repeated = repeatedRandomTokens(12, 257, 7);
+  repeated.insert(repeated.begin(), 256);  // the BOS first
+  json jobs = json::array();
+  jobs.push_back({{"kind", "lens"}, {"ids", ids}, {"top", 5}, {"scale", "final"}});
+  jobs.push_back({{"kind", "ablate"}, {"ids", ids}, {"heads", {{0, 1}, {1, 2}}}, {"mode", "mean"}, {"dataset", dataset}});
+  jobs.push_back({{"kind", "repeat"}, {"ids", repeated}, {"length", 12}});
+  const json ref = reference(jobs);
+  ASSERT_EQ(ref.size(), jobs.size());
+
+  // 1 lens, final scale: every layer's top-5 ids and logits; it differs from the own scale
+  auto final = logitLens(model().weights, ids, 5, LensScale::Final);
+  auto own = logitLens(model().weights, ids, 5, LensScale::Own);
+  ASSERT_TRUE(final.ok() && own.ok());
+  double apart = 0;
+  for (std::size_t l = 0; l < final->top.size(); ++l)
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      for (std::size_t k = 0; k < 5; ++k) {
+        EXPECT_EQ(final->top[l][i][k].id, ref[0]["ids"][l][i][k].get<int>()) << l << " " << i << " " << k;
+        EXPECT_NEAR(final->top[l][i][k].logit, ref[0]["logits"][l][i][k].get<double>(),
+                    1e-4 * std::abs(ref[0]["logits"][l][i][0].get<double>()));
+      }
+      apart = std::max(apart, std::abs(static_cast<double>(final->top[l][i][0].logit - own->top[l][i][0].logit)));
+    }
+  EXPECT_GT(apart, 1e-2);  // the two conventions are different numbers
+  const std::size_t last = final->top.size() - 1;  // row L: the same under both
+  EXPECT_NEAR(final->top[last][3][0].logit, own->top[last][3][0].logit, 1e-4);
+
+  // 2 mean ablation to the dataset's mean z
+  auto means = meanHeadOutputs(model().weights, dataset);
+  ASSERT_TRUE(means.ok()) << means.error().message();
+  auto ab = ablateHeadsToMeans(model().weights, ids, heads, *means, 5);
+  ASSERT_TRUE(ab.ok()) << ab.error().message();
+  expectVectorNear(ab->ablated.logits, ref[1]["ablated"], "dataset-mean ablated logits");
+  EXPECT_NEAR(ab->ablated.loss, ref[1]["ablated_loss"].get<double>(), 1e-4 * ref[1]["ablated_loss"].get<double>());
+  auto own_mean = ablateHeads(model().weights, ids, heads, AblationMode::Mean, 5);
+  ASSERT_TRUE(own_mean.ok());
+  EXPECT_GT((own_mean->ablated.logits - ab->ablated.logits).cwiseAbs().maxCoeff(), 1e-4);  // another mean
+  EXPECT_FALSE(meanHeadOutputs(model().weights, std::vector<std::vector<int>>{}).ok());
+
+  // 3 the repeated-random induction score after a BOS: the whole diagonal at 1 - N
+  auto induction = repeatedInductionScores(model().weights, 12, 7, 256, 0);
+  ASSERT_TRUE(induction.ok()) << induction.error().message();
+  expectMatrixNear(*induction, ref[2], "repeated induction after a BOS");
+}
+
 // =======================================================================================
 // A hand-built induction circuit
 // =======================================================================================
@@ -453,14 +509,27 @@ TEST(Dataset, ShardedTotalsMergeToTheUnshardedOnes) {
     covered = range.last;
     const ScoreTotals part = totalsOf(range.first, range.last);
     const std::string file = (dir / ("part" + std::to_string(k) + ".json")).string();
-    ASSERT_TRUE(attn::io::writeScoreTotals(file, part).ok());
-    auto back = attn::io::readScoreTotals(file);
+    attn::io::ScorePart written{part, {}};
+    written.provenance.writtenBy = "test";
+    written.provenance.model.configHash = attn::io::hashText(1);
+    written.provenance.model.weights = {{"model.safetensors", 10, 0, attn::io::hashText(2)}};
+    written.provenance.prompts = {"p.jsonl", attn::io::hashText(3), 100, 200, 200};
+    written.provenance.shard = k;
+    written.provenance.shards = 3;
+    written.provenance.first = static_cast<std::int64_t>(range.first);
+    written.provenance.last = static_cast<std::int64_t>(range.last);
+    written.provenance.flags = {{"exclude_bos", false}};
+    ASSERT_TRUE(attn::io::writeScorePart(file, written).ok());
+    auto back = attn::io::readScorePart(file);
     ASSERT_TRUE(back.ok()) << back.error().message();
     for (std::size_t s = 0; s < kinds.size(); ++s) {
-      EXPECT_EQ(back->sum[s], part.sum[s]);  // 17 digits: the same doubles
-      EXPECT_EQ(back->sumSq[s], part.sumSq[s]);
+      EXPECT_EQ(back->totals.sum[s], part.sum[s]);  // 17 digits: the same doubles
+      EXPECT_EQ(back->totals.sumSq[s], part.sumSq[s]);
     }
-    ASSERT_TRUE(merge(merged, *back).ok());
+    EXPECT_EQ(back->provenance.last, static_cast<std::int64_t>(range.last));
+    EXPECT_EQ(back->provenance.model.weights[0].hash, attn::io::hashText(2));
+    EXPECT_EQ(back->provenance.flags, written.provenance.flags);
+    ASSERT_TRUE(merge(merged, back->totals).ok());
   }
   EXPECT_EQ(covered, prompts.size());
   EXPECT_EQ(merged.count, whole.count);
@@ -481,7 +550,7 @@ TEST(Dataset, ShardedTotalsMergeToTheUnshardedOnes) {
   std::string text = attn::testing::readFile(dir / "part1.json");
   text.replace(text.find("\"heads\": 4"), 10, "\"heads\": 5");
   attn::testing::writeFile(broken, text);
-  auto bad = attn::io::readScoreTotals(broken.string());
+  auto bad = attn::io::readScorePart(broken.string());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("field 'sum.prev[0]'"), std::string::npos)
       << bad.error().message();

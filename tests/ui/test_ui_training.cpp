@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/session/app_state.h"
+#include "app/ui/shell/drawn_text.h"
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget.h"
 #include "app/ui/panels/panel_registry.h"
@@ -27,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
+using attn::app::DrawnText;
 
 class TrainingPanel : public testui::HeadlessImGui {
  protected:
@@ -102,6 +104,34 @@ TEST_F(TrainingPanel, DrawsEveryModelAndFollowsTheTrainer) {
   frames(state);
   EXPECT_EQ(t.snapshot->steps, 100);
   EXPECT_FALSE(t.snapshot->running);
+}
+
+TEST_F(TrainingPanel, CurvesHaveAxesWithTickNumbersAndTitles) {
+  // Issue 31: the loss and accuracy curves have axes: the value's title and round ticks on
+  // the left, the training step's ticks and "step" below, read back from the draw data.
+  AppState state;
+  *panelFlag(state.view, "training") = true;
+  frames(state);
+  ASSERT_NE(state.training, nullptr);
+  TrainingPanelState& t = *state.training;
+  ASSERT_TRUE(t.trainer->reset(t.config, 100).ok());
+  t.trainer->stepOnce(100);
+  t.trainer->waitIdle();
+  frames(state);
+  ASSERT_EQ(t.snapshot->steps, 100);
+  int steps = 0, loss = 0, accuracy = 0, half = 0, fifty = 0;
+  for (const DrawnText& text : drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts)) {
+    steps += text.text == "step";
+    loss += text.text == "loss";
+    accuracy += text.text == "accuracy";
+    half += text.text == "0.5";   // the accuracy axis: 0, 0.5, 1
+    fifty += text.text == "50";   // the step axis over 0..100
+  }
+  EXPECT_EQ(steps, 2);
+  EXPECT_EQ(loss, 1);
+  EXPECT_EQ(accuracy, 1);
+  EXPECT_GE(half, 1);
+  EXPECT_EQ(fifty, 2);
 }
 
 TEST_F(TrainingPanel, MapViewLabelsInputsAndTargets) {

@@ -188,6 +188,21 @@ void drawControls(AppState& state) {
   ImGui::SetNextItemWidth(font * 6);
   ImGui::SliderFloat("Opacity", &v.opacity, 0.f, 1.f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
   tooltip("How strongly the weight colours cover the image (0 = the image only).");
+  // The overlay's colours: the view's colour range (View > Colour range), offered here where
+  // it matters most: over a hundred patches every weight is small, and fixed 0-1 shows them
+  // all alike. The rule in force and its two ends are written on the overlay's colour bar.
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 8);
+  const RangeMode mode = colorRangeMode(state.view);
+  int colours = mode == RangeMode::MinMax || mode == RangeMode::Row ? 1 : 0;
+  if (mode != RangeMode::Fixed &&
+      ImGui::Combo("Colours", &colours, "fixed 0\xE2\x80\x93" "1\0query min\xE2\x80\x93max\0"))
+    setColorRangeMode(state.view, colours == 1 ? RangeMode::MinMax : RangeMode::Auto);
+  tooltip("The overlay's colour range (the same as View \xE2\x96\xB8 Colour range, for every "
+          "heatmap). Fixed 0\xE2\x80\x93" "1: the same colour is the same weight for every query, "
+          "but over many patches every weight is small and the picture looks flat. Query "
+          "min\xE2\x80\x93max: from the query's smallest to its largest weight (both written "
+          "on the colour bar), so its strongest patches stand out.");
   if (changed) v.bump();
 }
 

@@ -16,6 +16,7 @@
 #include "app/session/model_analysis.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_model_analysis.h"
+#include "core/base/cell_number.h"
 #include "core/base/format.h"
 
 namespace attn::app {
@@ -43,14 +44,6 @@ float scoreMax(int kind, const ModelRun& run) {
 }
 
 ImU32 toImColor(io::Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
-
-// "0.83": a cell's number (two decimals, as short as the cells are small).
-std::string twoDecimals(float value) {
-  if (!std::isfinite(value)) return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf";
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", static_cast<double>(value));
-  return text;
-}
 
 // The ablation row: mode, the list as text (keyboard: type heads, Enter), Clear.
 void drawAblationControls(AppState& state, const model::Config& config) {
@@ -178,6 +171,21 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
                           view.selection.kind == io::AttentionSelection::Kind::Head;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   analysis.drawnHeads.clear();
+  // The scores' numbers: one precision for the grid that keeps every one within 5 % and
+  // fits every cell (the cell-number rule, core/base/cell_number.h), or none at all.
+  int digits = 0;
+  if (scores && !sorted) {
+    int least = 1;
+    for (Eigen::Index i = 0; i < scores->size(); ++i)
+      least = std::max(least, leastTrueDigits(scores->data()[i]));
+    digits = matrixDigits(least, kCellDigits, [&](int d) {
+      for (Eigen::Index i = 0; i < scores->size(); ++i) {
+        const ImVec2 size = ImGui::CalcTextSize(cellNumber(scores->data()[i], d).c_str());
+        if (size.x > side - 2.f || size.y > side) return false;
+      }
+      return true;
+    });
+  }
   // Column header: head numbers, or ranks when sorted.
   ImGui::Dummy(ImVec2(labelW - ImGui::GetStyle().ItemSpacing.x, 0));
   for (int c = 0; c < config.nHead; ++c) {
@@ -210,10 +218,13 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
         fillColor = toImColor(fill);
       }
       draw->AddRectFilled(p, q, fillColor, font * 0.15f);
-      // 2 the text: the value (by index) or the head (sorted), when it fits
-      std::string text = sorted ? panel::indexed("h", h) : scores ? twoDecimals(value) : headName(l, h);
+      // 2 the text: the value (by index, when every value fits at the grid's precision) or
+      //   the head (sorted), when it fits
+      const std::string text = sorted   ? panel::indexed("h", h)
+                               : scores ? (digits > 0 ? cellNumber(value, digits) : std::string())
+                                        : headName(l, h);
       const ImVec2 size = ImGui::CalcTextSize(text.c_str());
-      if (size.x <= side - 2.f && size.y <= side) {
+      if (!text.empty() && size.x <= side - 2.f && size.y <= side) {
         const ImU32 ink = scores ? toImColor(io::labelColorOn(fill)) : ImGui::GetColorU32(ImGuiCol_TextDisabled);
         draw->AddText(ImVec2(p.x + (side - size.x) * 0.5f, p.y + (side - size.y) * 0.5f), ink,
                       text.c_str());

@@ -47,8 +47,8 @@ bool drawInputs(PatchingState& patching) {
     tooltip(help);
   };
   field("clean", "##clean", in.clean, -1.f,
-        "The clean prompt: the run whose activations are patched in (tokenized without a BOS, "
-        "as attnscope patch).");
+        "The clean prompt: the run whose activations are patched in (with the BOS first when the "
+        "tokenizer adds one, as attnscope patch).");
   field("corrupted", "##corrupt", in.corrupt, -1.f,
         "The corrupted prompt: the run patched into. It must have as many tokens as the clean "
         "one.");

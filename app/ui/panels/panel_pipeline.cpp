@@ -138,6 +138,13 @@ float colorbarReserve(const AppState& state) {
                                 state.view.rowRange ? ImGui::CalcTextSize("row max").x : 0.0f);
 }
 
+// The page header's settings for `doc`: the temperature and the mask, always named (a class
+// reading the weights must know both): "T = 1000 · mask: none", "T = 1 · mask: causal".
+std::string pageSettings(const Scenario& doc) {
+  return "T = " + formatNumber(doc.options.temperature) + " \xC2\xB7 mask: " +
+         std::string(toString(doc.options.mask.kind));
+}
+
 // One stage alone over the whole panel (presentation, Enter or a double-click): the heatmap as
 // large as the window allows above a caption of the inspector's explanation of a cell (the
 // hovered one of this stage, else the last query's strongest key) in the presentation font.
@@ -276,6 +283,11 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       if (stageIndex(visible[i]) == current) index = i;
     ImGui::Text("Step %d / %d", index + 1, static_cast<int>(visible.size()));
   }
+  // The temperature and the mask, named on every page (they change every weight).
+  ImGui::SameLine(0.0f, font);
+  ImGui::TextColored(panel::formulaColor(), "%s", pageSettings(state.doc).c_str());
+  tooltip("The temperature T (the scores are divided by it before normalising) and the mask "
+          "(which keys each query may attend), from the Settings panel.");
   // Presentation: the page controls go at the end of this line (drawn once the pages are
   // known), so the page keeps the height a line of its own would take.
   ImGui::SameLine(0.0f, font * 1.5f);

@@ -22,6 +22,8 @@
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "core/attention/formulas.h"
+#include "core/base/format.h"
+#include "render/heatmap_axis.h"
 #include "formats/files.h"
 
 namespace attn::app {
@@ -271,29 +273,96 @@ void progress(const TrainingSnapshot& s) {
   }
 }
 
+// One curve with its axes: a frame, round ticks with their numbers on the left (the value,
+// `yTitle` above them) and below (the training step, "step" at the right end), and the
+// points (xs[i], ys[i]) joined by a line. `title` (with the latest value) stands top right
+// inside the frame. Returns the frame's screen rectangle through the item (for tooltips).
+void curveWithAxes(const char* id, const std::vector<float>& xs, const std::vector<float>& ys,
+                   float yLo, float yHi, const std::string& title, const char* yTitle,
+                   float width, float height) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize();
+  const ImU32 ink = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 muted = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 line = ImGui::GetColorU32(ImGuiCol_PlotLines);
+  // 1 the ticks: round numbers (io::colorbarTicks, the colour bars' rule) on both axes
+  if (!(yHi > yLo)) yHi = yLo + 1.0f;
+  const float xHi = xs.empty() ? 1.0f : std::max(xs.back(), 1.0f);
+  const io::ColorbarTicks yTicks = io::colorbarTicks(io::ValueRange{yLo, yHi}, 3);
+  const io::ColorbarTicks xTicks = io::colorbarTicks(io::ValueRange{0.0f, xHi}, 5);
+  float labelW = ImGui::CalcTextSize(yTitle).x;
+  for (float t : yTicks.values)
+    labelW = std::max(labelW, ImGui::CalcTextSize(formatNumber(t, yTicks.digits).c_str()).x);
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, ImVec2(width, height));
+  const float lineH = ImGui::GetTextLineHeight();
+  const ImVec2 p0(origin.x + labelW + font * 0.6f, origin.y + lineH);
+  const ImVec2 p1(origin.x + width - font * 0.3f, origin.y + height - lineH * 1.2f);
+  if (p1.x - p0.x < font * 2 || p1.y - p0.y < font) return;
+  auto toScreen = [&](float x, float y) {
+    return ImVec2(p0.x + (p1.x - p0.x) * x / xHi,
+                  p1.y - (p1.y - p0.y) * (std::clamp(y, yLo, yHi) - yLo) / (yHi - yLo));
+  };
+  draw->AddRectFilled(p0, p1, ImGui::GetColorU32(ImGuiCol_FrameBg));
+  draw->AddRect(p0, p1, ImGui::GetColorU32(ImGuiCol_Border));
+  // 2 the value axis: ticks and numbers left, its title above them
+  draw->AddText(ImVec2(origin.x, origin.y), muted, yTitle);
+  for (float t : yTicks.values) {
+    const float y = toScreen(0, t).y;
+    const std::string text = formatNumber(t, yTicks.digits);
+    const float w = ImGui::CalcTextSize(text.c_str()).x;
+    draw->AddLine(ImVec2(p0.x - font * 0.25f, y), ImVec2(p0.x, y), ink);
+    draw->AddText(ImVec2(p0.x - font * 0.35f - w, y - lineH * 0.5f), ink, text.c_str());
+  }
+  // 3 the step axis: ticks and numbers below, "step" at its right end
+  const float stepW = ImGui::CalcTextSize("step").x;
+  for (float t : xTicks.values) {
+    const float x = toScreen(t, yLo).x;
+    const std::string text = formatNumber(t, xTicks.digits);
+    const float w = ImGui::CalcTextSize(text.c_str()).x;
+    draw->AddLine(ImVec2(x, p1.y), ImVec2(x, p1.y + font * 0.25f), ink);
+    if (x + w * 0.5f < p1.x - stepW - font * 0.5f)  // never under the axis title
+      draw->AddText(ImVec2(x - w * 0.5f, p1.y + font * 0.2f), ink, text.c_str());
+  }
+  draw->AddText(ImVec2(p1.x - stepW, p1.y + font * 0.2f), muted, "step");
+  // 4 the curve and its title
+  draw->PushClipRect(p0, p1, true);
+  for (std::size_t i = 1; i < xs.size() && i < ys.size(); ++i)
+    draw->AddLine(toScreen(xs[i - 1], ys[i - 1]), toScreen(xs[i], ys[i]), line, 1.5f);
+  if (xs.size() == 1 && !ys.empty()) draw->AddCircleFilled(toScreen(xs[0], ys[0]), 2.5f, line);
+  const float titleW = ImGui::CalcTextSize(title.c_str()).x;
+  draw->AddText(ImVec2(p1.x - titleW - font * 0.3f, p0.y + font * 0.15f), ink, title.c_str());
+  draw->PopClipRect();
+}
+
 void curves(const TrainingSnapshot& s, float width) {
   const float font = ImGui::GetFontSize();
-  const float height = font * 4.5f;
-  char overlay[64];
-  if (!s.lossCurve.empty()) {
-    std::snprintf(overlay, sizeof overlay, "loss %.3f", s.lossCurve.back());
-    const float top = *std::max_element(s.lossCurve.begin(), s.lossCurve.end());
-    ImGui::PlotLines("##loss", s.lossCurve.data(), static_cast<int>(s.lossCurve.size()), 0, overlay,
-                     0.0f, top, ImVec2(width, height));
-  } else {
-    ImGui::PlotLines("##loss", nullptr, 0, 0, "loss (no steps yet)", 0.0f, 1.0f,
-                     ImVec2(width, height));
+  const float height = font * 6.0f;
+  // 1 the loss: one point per block of curveEvery steps, at the block's last step
+  std::vector<float> xs, ys;
+  for (std::size_t i = 0; i < s.lossCurve.size(); ++i) {
+    xs.push_back(static_cast<float>((i + 1) * static_cast<std::size_t>(s.curveEvery)));
+    ys.push_back(s.lossCurve[i]);
   }
-  tooltip("Training loss (cross-entropy per target token), averaged over blocks of steps.");
-  if (!s.accuracyCurve.empty()) {
-    std::snprintf(overlay, sizeof overlay, "held-out accuracy %.3f", s.accuracyCurve.back());
-    ImGui::PlotLines("##accuracy", s.accuracyCurve.data(), static_cast<int>(s.accuracyCurve.size()),
-                     0, overlay, 0.0f, 1.0f, ImVec2(width, height));
-  } else {
-    ImGui::PlotLines("##accuracy", nullptr, 0, 0, "held-out accuracy", 0.0f, 1.0f,
-                     ImVec2(width, height));
+  const float top = ys.empty() ? 1.0f : *std::max_element(ys.begin(), ys.end());
+  curveWithAxes("##loss", xs, ys, 0.0f, top,
+                ys.empty() ? std::string("loss (no steps yet)")
+                           : "loss " + formatNumber(ys.back(), 3),
+                "loss", width, height);
+  tooltip("Training loss (cross-entropy per target token, in nats), averaged over blocks of "
+          "steps; the step axis counts training steps.");
+  // 2 the held-out accuracy at each evaluation, at its step
+  xs.clear();
+  ys.clear();
+  for (std::size_t i = 0; i < s.accuracyCurve.size() && i < s.accuracySteps.size(); ++i) {
+    xs.push_back(static_cast<float>(s.accuracySteps[i]));
+    ys.push_back(s.accuracyCurve[i]);
   }
-  tooltip("Held-out token accuracy at each evaluation (0..1).");
+  curveWithAxes("##accuracy", xs, ys, 0.0f, 1.0f,
+                ys.empty() ? std::string("held-out accuracy")
+                           : "held-out accuracy " + formatNumber(ys.back(), 3),
+                "accuracy", width, height);
+  tooltip("Held-out token accuracy at each evaluation (0..1), against the training step.");
 }
 
 }  // namespace

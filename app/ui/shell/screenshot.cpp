@@ -115,6 +115,9 @@ std::string layoutDumpJson(const std::vector<HeatmapRecord>& records,
     for (const char* prefix : {"stage_", "single_"})
       if (stage.rfind(prefix, 0) == 0) stage = stage.substr(std::string(prefix).size());
     std::replace(stage.begin(), stage.end(), ' ', '_');  // "masked scores" -> "masked_scores"
+    // The values (null where not finite: JSON has no infinity), for checking the numbers.
+    Json values = Json::array();
+    for (float v : r.values) values.push_back(std::isfinite(v) ? Json(v) : Json(nullptr));
     heatmaps.push_back(
         {{"stage", stage},
          {"id", r.id},
@@ -138,7 +141,9 @@ std::string layoutDumpJson(const std::vector<HeatmapRecord>& records,
          {"col_labels", r.colLabels},
          {"range", {r.vmin, r.vmax}},
          {"range_rule", r.rangeRule},
-         {"colormap", std::string(toString(r.colormap))}});
+         {"colormap", std::string(toString(r.colormap))},
+         {"uv", {r.u0, r.v0, r.u1, r.v1}},
+         {"values", values}});
   }
   Json out = {{"window", {windowWidth, windowHeight}},
               {"font_px", fontPx},

@@ -12,6 +12,7 @@
 
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget_parts.h"
+#include "core/base/cell_number.h"
 
 namespace attn::app::widget {
 
@@ -85,17 +86,14 @@ std::string fitLabel(std::string_view text, float maxWidth, std::size_t maxCodeP
 }
 
 std::optional<std::string> screenCellLabel(float value, const Grid& g) {
-  // (fewer decimals than a smaller font could show only in the last resort, drawGrid)
-  // The shared formatter with fewer digits where the cell is narrow (io::fittedCellLabel,
-  // the rule of the exports), none when even one digit does not fit.
-  // At the grid's cell-label size (drawGrid), widths scale with the size.
+  // The matrix's one precision (drawGrid: g.cellDigits, the cell-number rule of
+  // core/base/format.h) at the grid's cell-label size; none when it does not fit the cell
+  // (then drawGrid draws no number in any cell). Widths scale with the size.
   const float px = g.cellLabelPx > 0 ? g.cellLabelPx : g.font;
-  return io::fittedCellLabel(
-      value, kCellDigits,
-      [&](const std::string& text) {
-        return ImGui::CalcTextSize(text.c_str()).x * px / g.font <= g.cellPxW - px * 0.3f;
-      },
-      g.cellLabelRounding);
+  const std::string text = cellNumber(value, g.cellDigits);
+  if (ImGui::CalcTextSize(text.c_str()).x * px / g.font > g.cellPxW - px * 0.3f)
+    return std::nullopt;
+  return text;
 }
 
 std::optional<std::string> cellText(const HeatmapView& view, int r, int c, const Grid& g) {
@@ -142,43 +140,48 @@ void drawGrid(HeatmapCache::Impl& impl, const Entry& entry, Grid& g, const Heatm
   // 2 cell labels: visible cells at least io::kCellLabelHeights (1.3) heights of the size the
   //   numbers are drawn at: the text fits with a small margin (each label is also fitted to
   //   the cell's width).
-  //   One rule for every cell of the heatmap: each visible cell that is not hatched gets its
-  //   number (with fewer digits where narrow, fittedCellLabel) at the largest size of font,
-  //   0.85 and kLabelFloor x font that the cells are tall enough for and at which every one
-  //   of them fits, or none does: a cell is never blank beside one that prints. Rounding to
-  //   fewer decimals than 0.001 comes last.
+  //   One rule for every cell of the heatmap (core/base/format.h, the cell-number rule):
+  //   each visible cell that is not hatched gets its number with ONE precision for all of
+  //   them, never fewer significant digits than keep every number within 5 % of its value,
+  //   at the largest size of font, 0.85 and kLabelFloor x font that the cells are tall
+  //   enough for and at which every one of them fits; or none does: a cell is never blank
+  //   beside one that prints, and a number is never false.
   g.cellLabels = options.cellLabels && g.cellPxH >= font * kLabelFloor * io::kCellLabelHeights &&
                  g.level == 0;
   if (!g.cellLabels) return;
+  int least = 1;  // the fewest digits every visible number needs to read true
+  for (int r = g.firstRow; r <= g.lastRow; ++r)
+    for (int c = g.firstCol; c <= g.lastCol && least < 2; ++c)
+      if (!view.maskedByAllowed(r, c)) least = std::max(least, leastTrueDigits(view.values(r, c)));
   std::vector<std::string> texts;
   texts.reserve(static_cast<std::size_t>((g.lastRow - g.firstRow + 1) * (g.lastCol - g.firstCol + 1)));
   bool fits = false;
-  // (first without rounding to fewer decimals than 0.001: a smaller font before 0.397 reads
-  // "0"; then, at the smallest size, with it)
-  const std::pair<float, bool> attempts[] = {
-      {1.0f, false}, {0.85f, false}, {kLabelFloor, false}, {kLabelFloor, true}};
-  for (const auto& [scale, rounding] : attempts) {
+  for (const float scale : {1.0f, 0.85f, kLabelFloor}) {
     if (g.cellPxH < font * scale * io::kCellLabelHeights) continue;  // too low for this size
     g.cellLabelPx = font * scale;
-    g.cellLabelRounding = rounding;
-    texts.clear();
-    fits = true;
-    for (int r = g.firstRow; r <= g.lastRow && fits; ++r) {
-      for (int c = g.firstCol; c <= g.lastCol && fits; ++c) {
-        if (view.maskedByAllowed(r, c)) {
-          texts.emplace_back();  // hatched: no number, on purpose
-          continue;
+    g.cellDigits = matrixDigits(least, kCellDigits, [&](int digits) {
+      g.cellDigits = digits;
+      texts.clear();
+      for (int r = g.firstRow; r <= g.lastRow; ++r) {
+        for (int c = g.firstCol; c <= g.lastCol; ++c) {
+          if (view.maskedByAllowed(r, c)) {
+            texts.emplace_back();  // hatched: no number, on purpose
+            continue;
+          }
+          std::optional<std::string> text = cellText(view, r, c, g);
+          if (!text) return false;
+          texts.push_back(std::move(*text));
         }
-        std::optional<std::string> text = cellText(view, r, c, g);
-        fits = text.has_value();
-        if (fits) texts.push_back(std::move(*text));
       }
-    }
+      return true;
+    });
+    fits = g.cellDigits > 0;
     if (fits) break;
   }
   if (!fits) {  // not every cell can hold its number: none does
     g.cellLabels = false;
     g.cellLabelPx = 0;
+    g.cellDigits = kCellDigits;
     return;
   }
   const float px = g.cellLabelPx;
@@ -541,6 +544,14 @@ HeatmapRecord recordOf(const char* id, const Grid& g, const HeatmapView& view,
     // Labels past the last drawn one (thinned, or scrolled out) are "" too.
     if (!view.rowLabels.empty()) record.rowLabels.resize(view.rowLabels.size());
     if (!view.colLabels.empty()) record.colLabels.resize(view.colLabels.size());
+    if (static_cast<long long>(g.rows) * g.cols <= kRecordedValues) {
+      record.values.reserve(static_cast<std::size_t>(g.rows) * g.cols);
+      for (int rr = 0; rr < g.rows; ++rr)
+        for (int cc = 0; cc < g.cols; ++cc)
+          record.values.push_back(view.maskedByAllowed(rr, cc)
+                                      ? -std::numeric_limits<float>::infinity()
+                                      : view.values(rr, cc));
+    }
   }
   if (g.scaleTicks != nullptr) {  // per row / log: the positions of the scale's own ticks
     record.ticks.clear();

@@ -56,7 +56,14 @@ struct HeatmapRecord {
   int numberedCells = 0, hatchedCells = 0, visibleCells = 0;
   std::string rangeRule;
   std::vector<std::string> rowLabels, colLabels;
+  // The matrix as the cells show it, row-major (rows x cols), for a layout dump to check the
+  // numbers drawn against (filled only while recordLabels is set, and only up to
+  // kRecordedValues cells); masked cells of the view (hatched) are -inf.
+  std::vector<float> values;
 };
+
+// The most cells whose values a layout dump records (HeatmapRecord::values).
+inline constexpr int kRecordedValues = 65536;
 
 struct HeatmapCache::Impl {
   explicit Impl(std::unique_ptr<HeatmapTextures> textures) : textures(std::move(textures)) {}

@@ -57,7 +57,8 @@ struct Grid {
   int level = 0;            // level of detail the quad reads
   bool cellLabels = false;  // cell labels are drawn
   float cellLabelPx = 0;    // their font size (drawGrid: the font, or smaller so all fit)
-  bool cellLabelRounding = true;  // labels may round to fewer decimals (fittedCellLabel)
+  int cellDigits = kCellDigits;  // the cell numbers' one precision (significant digits,
+                                 // drawGrid: matrixDigits of core/base/format.h)
   int numberedCells = 0;    // cells that got their number (drawGrid)
   int hatchedCells = 0;     // cells left without one because the view masks them (hatched)
   bool drawn = false;       // the quad was drawn
@@ -85,7 +86,8 @@ void handleGridInput(Entry& entry, Grid& grid, HeatmapInteraction& interaction);
 // -- heatmap_widget_draw.cpp
 // (fitLabel, which cuts a label to a width, is declared in app/ui/widgets/tooltip.h: the
 // panels use it too)
-// The label of a cell as drawn on screen (io::fittedCellLabel at kCellDigits), or nullopt.
+// The label of a cell as drawn on screen: cellNumber(value, grid.cellDigits) at the grid's
+// cell-label size, or nullopt when it does not fit the cell's width.
 std::optional<std::string> screenCellLabel(float value, const Grid& grid);
 // The text of cell (r, c): none for a cell the view's `allowed` masks (it is hatched: a
 // weight of 0 there means "not attended"), else screenCellLabel of its value.

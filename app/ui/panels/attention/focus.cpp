@@ -10,6 +10,7 @@
 #include "app/session/attention_analysis.h"
 #include "app/ui/panels/attention/attention_panel.h"
 #include "app/ui/panels/panel_common.h"
+#include "core/base/cell_number.h"
 
 namespace attn::app::attention_panel {
 
@@ -80,14 +81,14 @@ void drawFocusView(AttentionView& view, const MatrixView& displayed,
         for (float x = b0.x; x < b1.x; x += font * 0.4f)
           draw->AddLine(ImVec2(x, b1.y), ImVec2(std::min(b1.x, x + (b1.y - b0.y)), b0.y),
                         IM_COL32(110, 0, 110, 255));
-        valueText = formatNumber(v, 3);
+        valueText = cellNumber(v, kCellDigits);
       } else if (isDropped) {
         valueText = "dropped";
       } else {
         const float length = top > 0 ? barW * std::clamp(v / top, 0.f, 1.f) : 0.f;
         draw->AddRectFilled(b0, ImVec2(b0.x + std::max(length, 1.f), p.y + rowH * 0.85f),
                             ImGui::ColorConvertFloat4ToU32(barColor));
-        valueText = formatNumber(v, 3);
+        valueText = cellNumber(v, kCellDigits);  // the cell-number rule, one precision
       }
       draw->AddText(ImVec2(p.x + labelW + barW + font * 0.4f, p.y + (rowH - font) * 0.5f),
                     isDropped ? mutedColor : textColor, valueText.c_str());

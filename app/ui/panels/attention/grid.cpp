@@ -104,8 +104,8 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
       const HeadStats& stats = overview.stats[index];
       std::string tip = "layer " + std::to_string(l);
       tip += ", head " + std::to_string(h);
-      tip += "\nentropy " + fmt("%.3f", stats.entropy) + " nats";
-      tip += ", top-1 mass " + fmt("%.3f", stats.top1Mass);
+      tip += "\nentropy " + formatNumber(stats.entropy, 3) + " nats";
+      tip += ", top-1 mass " + formatNumber(stats.top1Mass, 3);
       if (overview.nonFinite[index].total() > 0)
         tip += "\nnon-finite: " + io::describeNonFinite(overview.nonFinite[index]);
       const bool intervened = view.source->isIntervened(l, h);
