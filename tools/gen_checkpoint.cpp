@@ -5,7 +5,10 @@
 //   build/gen_checkpoint --preset gpt2-small --dtype f32 --out /tmp/gpt2s
 //   build/gen_checkpoint --preset llama-1.1b --dtype bf16 --out /tmp/tinyllama
 //
-// The folder holds config.json, model.safetensors and, for gpt2, a byte-level vocab.json +
+// The presets are config.json texts; the one config reader and the family table
+// (formats/models/families.h) turn them into the tensor names and shapes written, and the
+// family's writeConfig writes config.json back. The folder holds config.json,
+// model.safetensors and, for gpt2, a byte-level vocab.json +
 // merges.txt (the 256 byte tokens and one merge; the gpt2 checkpoint carries the attn.bias
 // mask buffers as the published files do, so gpt2-small is 548 MB in F32). Tensors are written one at a time, each
 // generated from its own seed (deriveSeed(seed, name)), so a 1.1B checkpoint never needs more
@@ -25,31 +28,74 @@
 
 #include "core/base/random.h"
 #include "core/models/gpt2/bpe.h"
+#include "formats/models/families.h"
+#include "formats/models/model_config.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
-struct Shape {
-  std::string family;  // gpt2, llama, qwen2, mistral, gpt_neox
-  int layers, hidden, heads, headsKv, inner, vocab, positions;
-  bool tied;
-};
-
-// Real models' shapes (the names say which).
-const std::map<std::string, Shape>& presets() {
-  static const std::map<std::string, Shape> table = {
-      {"gpt2-small", {"gpt2", 12, 768, 12, 12, 3072, 50257, 1024, true}},
-      {"gpt2-medium", {"gpt2", 24, 1024, 16, 16, 4096, 50257, 1024, true}},
-      {"llama-1.1b", {"llama", 22, 2048, 32, 4, 5632, 32000, 2048, false}},  // TinyLlama
-      {"smollm-135m", {"llama", 30, 576, 9, 3, 1536, 49152, 2048, true}},
-      {"qwen2-0.5b", {"qwen2", 24, 896, 14, 2, 4864, 151936, 32768, true}},
-      {"mistral-tiny", {"mistral", 4, 512, 8, 2, 1408, 32000, 4096, false}},
-      {"pythia-160m", {"gpt_neox", 12, 768, 12, 12, 3072, 50304, 2048, false}},
+// Real models' shapes (the names say which), as the config.json each writes: read back
+// through the one config reader and the family table (formats/models/families.h), which
+// also names every tensor. model_type picks the family.
+const std::map<std::string, nlohmann::json>& presets() {
+  auto llamaStyle = [](const char* type, int layers, int hidden, int heads, int kv, int inner,
+                       int vocab, int positions, bool tied) {
+    return nlohmann::json{{"model_type", type},          {"num_hidden_layers", layers},
+                          {"hidden_size", hidden},       {"num_attention_heads", heads},
+                          {"num_key_value_heads", kv},   {"intermediate_size", inner},
+                          {"vocab_size", vocab},         {"max_position_embeddings", positions},
+                          {"tie_word_embeddings", tied}, {"rms_norm_eps", 1e-5}};
   };
+  static const std::map<std::string, nlohmann::json> table = [&] {
+    std::map<std::string, nlohmann::json> t;
+    auto gpt2 = [](int layers, int hidden, int heads) {
+      return nlohmann::json{{"model_type", "gpt2"}, {"n_layer", layers},     {"n_embd", hidden},
+                            {"n_head", heads},      {"n_inner", 4 * hidden}, {"n_positions", 1024},
+                            {"vocab_size", 50257}};
+    };
+    t["gpt2-small"] = gpt2(12, 768, 12);
+    t["gpt2-medium"] = gpt2(24, 1024, 16);
+    t["llama-1.1b"] = llamaStyle("llama", 22, 2048, 32, 4, 5632, 32000, 2048, false);  // TinyLlama
+    t["smollm-135m"] = llamaStyle("llama", 30, 576, 9, 3, 1536, 49152, 2048, true);
+    t["qwen2-0.5b"] = llamaStyle("qwen2", 24, 896, 14, 2, 4864, 151936, 32768, true);
+    t["qwen2-0.5b"]["rope_theta"] = 1000000.0;
+    t["mistral-tiny"] = llamaStyle("mistral", 4, 512, 8, 2, 1408, 32000, 4096, false);
+    t["mistral-tiny"]["sliding_window"] = 4096;
+    t["qwen3-0.6b"] = llamaStyle("qwen3", 28, 1024, 16, 8, 3072, 151936, 40960, true);
+    t["qwen3-0.6b"].update({{"head_dim", 128}, {"rope_theta", 1000000.0}});
+    t["gemma2-2b"] = llamaStyle("gemma2", 26, 2304, 8, 4, 9216, 256000, 8192, true);
+    t["gemma2-2b"].update({{"head_dim", 256}, {"query_pre_attn_scalar", 256}, {"sliding_window", 4096}});
+    t["phi3-mini"] = llamaStyle("phi3", 32, 3072, 32, 32, 8192, 32064, 4096, false);
+    t["phi3-mini"]["sliding_window"] = 2047;
+    t["pythia-160m"] = {{"model_type", "gpt_neox"},     {"num_hidden_layers", 12},
+                        {"hidden_size", 768},           {"num_attention_heads", 12},
+                        {"intermediate_size", 3072},    {"vocab_size", 50304},
+                        {"max_position_embeddings", 2048}, {"rotary_pct", 0.25},
+                        {"tie_word_embeddings", false}};
+    return t;
+  }();
   return table;
 }
+
+// A source with no tensors: the plan then uses each family's plain names.
+class NoTensors final : public attn::io::TensorSource {
+ public:
+  const std::string& path() const override { return path_; }
+  std::string fileOf(std::string_view) const override { return path_; }
+  std::vector<std::string> names() const override { return {}; }
+  const Info* info(std::string_view) const override { return nullptr; }
+  attn::Expected<const float*> floats(std::string_view,
+                                      std::vector<std::shared_ptr<const void>>&) const override {
+    return attn::Error{path_, "", "no tensors"};
+  }
+  const std::uint16_t* bf16InPlace(std::string_view) const override { return nullptr; }
+  std::uint64_t keepAlive(std::vector<std::shared_ptr<const void>>&) const override { return 0; }
+
+ private:
+  std::string path_ = "(none)";
+};
 
 std::uint16_t toHalfBits(float value, bool bf16) {
   std::uint32_t bits;
@@ -88,109 +134,29 @@ struct TensorPlan {
   }
 };
 
-std::vector<TensorPlan> planTensors(const Shape& s) {
+// Every tensor of `config`, in the family table's order: weights std 0.02, norm weights
+// (1 - the norm's offset) ± 0.1 (so that the factor the norm multiplies by is 1 ± 0.1 for
+// Gemma's (1 + w) too), biases std 0.02, position tables std 0.01; for gpt2 the attn.bias
+// causal-mask buffers the published files carry (50 MB of GPT-2 small's 548 MB; attnscope
+// skips them, as it must skip the real ones).
+std::vector<TensorPlan> planTensors(const attn::model::Config& config) {
+  const attn::io::Family& family = *attn::io::findFamily(config.modelType);
+  attn::model::Weights weights;
+  attn::io::TensorPlan plan;
+  family.planTensors(config, NoTensors(), weights, plan);
   std::vector<TensorPlan> out;
-  const std::int64_t E = s.hidden, F = s.inner, V = s.vocab, dh = s.hidden / s.heads;
-  const std::int64_t Q = s.heads * dh, KV = s.headsKv * dh;
-  auto weight = [&](std::string name, std::vector<std::int64_t> shape) {
-    out.push_back({std::move(name), std::move(shape), 0.02f, 0.0f});
-  };
-  auto bias = [&](std::string name, std::int64_t n) { out.push_back({std::move(name), {n}, 0.02f, 0.0f}); };
-  auto norm = [&](const std::string& name, bool withBias) {
-    out.push_back({name + ".weight", {E}, 0.1f, 1.0f});
-    if (withBias) bias(name + ".bias", E);
-  };
-  if (s.family == "gpt2") {
-    weight("wte.weight", {V, E});
-    out.push_back({"wpe.weight", {s.positions, E}, 0.01f, 0.0f});
-    for (int l = 0; l < s.layers; ++l) {
-      const std::string p = "h." + std::to_string(l) + ".";
-      norm(p + "ln_1", true);
-      // The causal-mask buffer the published GPT-2 files carry (50 MB of GPT-2 small's
-      // 548 MB); attnscope skips it, as it must skip the real one.
-      out.push_back({p + "attn.bias", {1, 1, s.positions, s.positions}, 0.0f, 0.0f, true});
-      weight(p + "attn.c_attn.weight", {E, 3 * E});
-      bias(p + "attn.c_attn.bias", 3 * E);
-      weight(p + "attn.c_proj.weight", {E, E});
-      bias(p + "attn.c_proj.bias", E);
-      norm(p + "ln_2", true);
-      weight(p + "mlp.c_fc.weight", {E, F});
-      bias(p + "mlp.c_fc.bias", F);
-      weight(p + "mlp.c_proj.weight", {F, E});
-      bias(p + "mlp.c_proj.bias", E);
+  for (const attn::io::TensorWant& want : plan.wants) {
+    const bool positions = want.name.find("wpe.") != std::string::npos;
+    if (want.norm) out.push_back({want.name, want.shape, 0.1f, 1.0f - config.normWeightOffset});
+    else out.push_back({want.name, want.shape, positions ? 0.01f : 0.02f, 0.0f});
+  }
+  if (family.isBuffer && family.isBuffer("h.0.attn.bias")) {  // gpt2's mask buffers
+    for (int l = 0; l < config.nLayer; ++l) {
+      out.push_back({"h." + std::to_string(l) + ".attn.bias",
+                     {1, 1, config.nPositions, config.nPositions}, 0.0f, 0.0f, true});
     }
-    norm("ln_f", true);
-  } else if (s.family == "gpt_neox") {
-    weight("gpt_neox.embed_in.weight", {V, E});
-    for (int l = 0; l < s.layers; ++l) {
-      const std::string p = "gpt_neox.layers." + std::to_string(l) + ".";
-      norm(p + "input_layernorm", true);
-      norm(p + "post_attention_layernorm", true);
-      weight(p + "attention.query_key_value.weight", {3 * E, E});
-      bias(p + "attention.query_key_value.bias", 3 * E);
-      weight(p + "attention.dense.weight", {E, E});
-      bias(p + "attention.dense.bias", E);
-      weight(p + "mlp.dense_h_to_4h.weight", {F, E});
-      bias(p + "mlp.dense_h_to_4h.bias", F);
-      weight(p + "mlp.dense_4h_to_h.weight", {E, F});
-      bias(p + "mlp.dense_4h_to_h.bias", E);
-    }
-    norm("gpt_neox.final_layer_norm", true);
-    if (!s.tied) weight("embed_out.weight", {V, E});
-  } else {  // llama, mistral, qwen2
-    weight("model.embed_tokens.weight", {V, E});
-    for (int l = 0; l < s.layers; ++l) {
-      const std::string p = "model.layers." + std::to_string(l) + ".";
-      norm(p + "input_layernorm", false);
-      weight(p + "self_attn.q_proj.weight", {Q, E});
-      weight(p + "self_attn.k_proj.weight", {KV, E});
-      weight(p + "self_attn.v_proj.weight", {KV, E});
-      if (s.family == "qwen2") {
-        bias(p + "self_attn.q_proj.bias", Q);
-        bias(p + "self_attn.k_proj.bias", KV);
-        bias(p + "self_attn.v_proj.bias", KV);
-      }
-      weight(p + "self_attn.o_proj.weight", {E, Q});
-      norm(p + "post_attention_layernorm", false);
-      weight(p + "mlp.gate_proj.weight", {F, E});
-      weight(p + "mlp.up_proj.weight", {F, E});
-      weight(p + "mlp.down_proj.weight", {E, F});
-    }
-    norm("model.norm", false);
-    if (!s.tied) weight("lm_head.weight", {V, E});
   }
   return out;
-}
-
-ordered_json configJson(const Shape& s) {
-  if (s.family == "gpt2") {
-    return {{"model_type", "gpt2"},       {"n_layer", s.layers},  {"n_head", s.heads},
-            {"n_embd", s.hidden},          {"n_inner", s.inner},   {"n_positions", s.positions},
-            {"vocab_size", s.vocab},       {"layer_norm_epsilon", 1e-5},
-            {"activation_function", "gelu_new"}};
-  }
-  ordered_json c = {{"model_type", s.family},
-                    {"num_hidden_layers", s.layers},
-                    {"hidden_size", s.hidden},
-                    {"num_attention_heads", s.heads},
-                    {"intermediate_size", s.inner},
-                    {"max_position_embeddings", s.positions},
-                    {"vocab_size", s.vocab},
-                    {"tie_word_embeddings", s.tied}};
-  if (s.family == "gpt_neox") {
-    c["rotary_pct"] = 0.25;
-    c["rotary_emb_base"] = 10000;
-    c["layer_norm_eps"] = 1e-5;
-    c["hidden_act"] = "gelu";
-    c["use_parallel_residual"] = true;
-  } else {
-    c["num_key_value_heads"] = s.headsKv;
-    c["rms_norm_eps"] = 1e-5;
-    c["rope_theta"] = s.family == "qwen2" ? 1000000.0 : 10000.0;
-    c["hidden_act"] = "silu";
-    if (s.family == "mistral") c["sliding_window"] = 4096;
-  }
-  return c;
 }
 
 int usage() {
@@ -198,7 +164,7 @@ int usage() {
                "usage: gen_checkpoint --preset NAME --out DIR [--dtype f32|bf16|f16] [--layers N]\n"
                "                      [--seed S]\n"
                "presets:");
-  for (const auto& [name, shape] : presets()) std::fprintf(stderr, " %s", name.c_str());
+  for (const auto& [name, config] : presets()) std::fprintf(stderr, " %s", name.c_str());
   std::fprintf(stderr, "\n");
   return 2;
 }
@@ -222,9 +188,15 @@ int main(int argc, char** argv) {
       (dtype != "f32" && dtype != "bf16" && dtype != "f16") || layers < 0) {
     return usage();
   }
-  Shape shape = presets().at(preset);
-  if (layers > 0) shape.layers = layers;
-  const std::vector<TensorPlan> plan = planTensors(shape);
+  nlohmann::json configText = presets().at(preset);
+  if (layers > 0) configText[configText.contains("n_layer") ? "n_layer" : "num_hidden_layers"] = layers;
+  const attn::Expected<attn::model::Config> config =
+      attn::io::parseModelConfig(configText.dump(), "preset " + preset);
+  if (!config) {
+    std::fprintf(stderr, "gen_checkpoint: %s\n", config.error().message().c_str());
+    return 2;
+  }
+  const std::vector<TensorPlan> plan = planTensors(*config);
   const int elementBytes = dtype == "f32" ? 4 : 2;
   const char* dtypeName = dtype == "f32" ? "F32" : dtype == "bf16" ? "BF16" : "F16";
 
@@ -273,8 +245,9 @@ int main(int argc, char** argv) {
   }
 
   // 3 config.json and, for gpt2, a byte-level tokenizer
-  std::ofstream(dir / "config.json") << configJson(shape).dump(2) << '\n';
-  if (shape.family == "gpt2") {
+  const attn::io::Family& family = *attn::io::findFamily(config->modelType);
+  std::ofstream(dir / "config.json") << family.writeConfig(*config).dump(2) << '\n';
+  if (family.tokenizerRequired) {  // a byte-level vocab.json + merges.txt (gpt2)
     nlohmann::json vocab = nlohmann::json::object();
     for (int b = 0; b < 256; ++b) {
       std::string token;
@@ -286,7 +259,7 @@ int main(int argc, char** argv) {
     std::ofstream(dir / "merges.txt") << "#version: 0.2\n\xC4\xA0 t\n";
   }
   std::printf("gen_checkpoint: wrote %s (%s, %s, %d layers, %.1f MB)\n", outDir.c_str(),
-              preset.c_str(), dtypeName, shape.layers,
+              preset.c_str(), dtypeName, config->nLayer,
               static_cast<double>(fs::file_size(dir / "model.safetensors")) / 1e6);
   return 0;
 }

@@ -30,7 +30,7 @@ usage:
   attnscope                        open the window (restores the last session)
   attnscope SCENARIO.json          open the window on a scenario file
   attnscope open FILE [--select L,H] [--view V] [--batch B]
-  attnscope --model DIR [--text T] open the window with a GPT-2 model folder (live attention)
+  attnscope --model DIR [--text T] open the window with a model folder (live attention)
   attnscope compute SCENARIO [--out FILE.json]
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS] [--theme T]
@@ -64,7 +64,7 @@ commands:
               n_q, n_k] as JSON (docs/import.md)
   image       self-attention over the P x P patches of an image, overlay as PNG
   train       train a small attention model on a toy task, write accuracy and alignment
-  model       run a GPT-2 model folder on a text: attention of every layer and head
+  model       run a model folder on a text: attention of every layer and head
               as .npz, the next-token prediction as JSON
   analyze     ablate heads (zero or mean) and compare the prediction; direct logit
               attribution per head (docs/analyses.md)

@@ -13,6 +13,8 @@
 #include "core/models/analysis_conventions.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/files.h"
+#include "formats/models/encoder_folder.h"
+#include "formats/models/vit_folder.h"
 #include "formats/models/model_config.h"
 #include "render/heatmap_render.h"
 
@@ -29,6 +31,19 @@ using json = nlohmann::ordered_json;
 namespace analysis_cli {
 
 Expected<io::ModelFolder> loadFolder(const std::string& folder) {
+  // An encoder or a vision transformer is refused by its kind (the analyses' hooks exist in
+  // the decoder engine only), not as an unknown decoder.
+  std::error_code ec;
+  const std::filesystem::path config = std::filesystem::path(folder) / "config.json";
+  if (std::filesystem::is_regular_file(config, ec)) {
+    Expected<std::string> type = io::loadModelType(config.string());
+    const bool encoder = type && io::isEncoderModelType(*type);
+    if (encoder || (type && io::isVisionModelType(*type))) {
+      return Error{config.string(), "model_type",
+                   "'" + *type + "' is " + (encoder ? "an encoder" : "a vision transformer") +
+                       ": analyze, patch, lens and heads --scores run on decoder models only"};
+    }
+  }
   Expected<io::ModelFolder> model = io::loadModelFolder(folder);
   if (!model) {
     Error e = model.error();

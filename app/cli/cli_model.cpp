@@ -18,6 +18,7 @@
 #include "formats/files.h"
 #include "formats/models/encoder_folder.h"
 #include "formats/models/model_folder.h"
+#include "formats/models/vit_folder.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
 
@@ -301,10 +302,11 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     const fs::path config = fs::path(request->folder) / "config.json";
     Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
                                                                   : Expected<std::string>(std::string());
-    if (type && (*type == "vit" || *type == "deit")) return model_cli::runVisionModel(*request, out, err);
+    if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
     if (!request->imagePath.empty()) {
       return fail(err, optionError("--image",
-                                   "needs a vision model (model_type vit or deit); this folder's is " +
+                                   "needs a vision model (model_type " + io::visionModelTypes() +
+                                       "); this folder's is " +
                                        (type && !type->empty() ? cli::inQuotes(*type) : std::string("unknown")),
                                    request->folder));
     }
@@ -419,7 +421,7 @@ cli::Command modelWindowCommand(GuiLaunch& launch) {
   command.column = 20;
   command.usage = R"(usage: attnscope --model DIR [--text TEXT]
 
-Opens the window with the GPT-2 model folder DIR loaded (on a worker thread; see
+Opens the window with the model folder DIR loaded (on a worker thread; see
 attnscope model --help for the folder) and TEXT typed into the Model panel. The Attention
 panel shows every layer's and head's attention as you type, the Model panel the next-token
 prediction and the residual-stream norms. A bad folder gives an error notice and the window

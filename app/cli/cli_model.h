@@ -1,4 +1,4 @@
-// `attnscope model DIR --text TEXT --out OUT.npz [--predict K]`: run a GPT-2-family model
+// `attnscope model DIR --text TEXT --out OUT.npz [--predict K]`: run a model
 // headless and save every layer's and head's attention (see modelCommand in cli_model.cpp and docs/models.md).
 #pragma once
 

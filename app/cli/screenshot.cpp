@@ -136,7 +136,7 @@ Attention panel over the default scenario. Needs a display; without one use
          section("when it is an attention file (.npy / .npz), the Attention panel",
                  attentionScreenshotOptions(launch.attention)));
   append(command.options,
-         section("a GPT-2 model folder (SCENARIO may then be left out)",
+         section("a model folder (SCENARIO may then be left out)",
                  modelScreenshotOptions(launch, args.pipeline)));
   append(command.options,
          section("with --model, the analyses (docs/analyses.md): ablation, head scores, patching",

@@ -265,7 +265,7 @@ struct AppState {
   // The opened .npy / .npz attention file and what the Attention panel shows of it. Apart
   // from `doc`: opening one leaves the scenario, its undo history and dirty flag alone.
   AttentionView attention;
-  // The GPT-2 model folder, the text typed into the Model panel and the newest run (its
+  // The model folder, the text typed into the Model panel and the newest run (its
   // attention is shown through `attention`). Apart from `doc` as well.
   ModelView model;
 

@@ -51,7 +51,7 @@ struct SourceViews {
 };
 
 struct AttentionSource {
-  std::string name;    // the header: "run.npz", "gpt2", "scenario · Decoder state"
+  std::string name;    // the header: "run.npz", a model folder's name, "scenario · Decoder state"
   std::string detail;  // the header's tooltip: how the dimensions were read
   std::shared_ptr<const io::AttentionFile> tensor;  // never null: [layers, heads, n_q, n_k]
   SourceViews views;

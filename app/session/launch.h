@@ -38,7 +38,7 @@ struct GuiLaunch {
   } attention;
   std::optional<bool> lightTheme;   // screenshot --theme: overrides the view's theme
   std::optional<bool> classroomText;  // screenshot --text-size classroom | normal
-  // A GPT-2 model folder to load (attnscope --model DIR), the text to run on it, and (for
+  // A model folder to load (attnscope --model DIR), the text to run on it, and (for
   // screenshots) whether to open the selected head (attention.layer/head) in the pipeline.
   // The attention options above (--select, --view, --focus ...) apply to the model's run.
   std::string modelFolder;

@@ -1,4 +1,4 @@
-// The GPT-2 model in the app (see model_service.h). No ImGui, no GL: tests drive it directly.
+// The decoder model in the app (see model_service.h). No ImGui, no GL: tests drive it directly.
 #include "app/session/model_service.h"
 
 #include <algorithm>
@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// "gpt2" for "/models/gpt2/" (the folder's own name, trailing separators ignored).
+// "tiny" for "/models/tiny/" (the folder's own name, trailing separators ignored).
 std::string folderName(const std::string& folder) {
   fs::path p = fs::path(folder).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();

@@ -1,4 +1,4 @@
-// The GPT-2 model off the UI thread (the ComputeService pattern, app/session/compute_service.h):
+// The decoder model off the UI thread (the ComputeService pattern, app/session/compute_service.h):
 // loading a model folder, and running the model on the text as the user types. Two
 // latest-wins workers (app/session/latest_worker.h): one loads folders, one runs texts; a
 // text waits for the debounce (no new text for kModelDebounce) and then runs; an unstarted

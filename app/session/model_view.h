@@ -1,4 +1,4 @@
-// The GPT-2 model in the app (issue 10): the loaded folder, the text the user types, and the
+// The decoder model in the app (issue 10; every family of docs/models.md): the loaded folder, the text the user types, and the
 // newest finished run of the model on it. Kept in AppState::model, apart from the scenario
 // document: loading a model or typing never touches the scenario, its undo history or its
 // dirty flag. Plain data (no threads, no GL); app/session/model_service.h fills the derived parts.

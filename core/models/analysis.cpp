@@ -84,6 +84,8 @@ Matrix unembed(const Weights& weights, const Matrix& normed) {
   head.weight = weights.lmHead;
   head.outByIn = true;
   applyLinear(head, normed, logits, false);
+  const float cap = weights.config.finalSoftcap;
+  if (cap > 0) logits = (logits.array() / cap).tanh() * cap;  // as Session's (softcapLogits)
   return logits;
 }
 
@@ -314,6 +316,11 @@ Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weig
   if (Status s = checkPrompt(c, ids, "text"); !s) return s.error();
   if (Status s = checkToken(c, answer, "answer"); !s) return s.error();
   if (Status s = checkToken(c, wrong, "wrong"); !s) return s.error();
+  if (c.sandwichNorms || c.finalSoftcap > 0) {  // a head's share is not linear in its output
+    return Error{"", "attribution",
+                 "direct logit attribution is not defined for " + c.modelType +
+                     " (norms after each sublayer / soft-capped logits make it non-linear)"};
+  }
   Expected<Session> run = runWithHooks(weights, ids, recordingHooks());
   if (!run) return run.error();
   const Recording& rec = run->recording();

@@ -119,6 +119,7 @@ Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const
 // h·d_h..(h+1)·d_h of W_o, no bias), centred over E for LayerNorm (not for RMSNorm), divided
 // by the final norm's scale at p (Recording::finalScale, from the unpatched run), dotted
 // with g ⊙ (u_answer − u_wrong) where g is the final norm's weight and u are rows of W_U.
+// Refused for a model with sandwich norms or soft-capped logits (gemma2): not linear there.
 struct Attribution {
   Matrix heads;       // L x H
   double metric = 0;  // m itself

@@ -31,146 +31,8 @@ void forRows(Eigen::Index rows, int threads, F&& f) {
 
 }  // namespace
 
-// =======================================================================================
-// Config and weights
-// =======================================================================================
-
-Status validate(const Config& c) {
-  const auto range = checkRange;
-  for (Status s :
-       {range("n_layer", c.nLayer, 1, kMaxLayers), range("n_head", c.nHead, 1, kMaxHeads),
-        range("num_key_value_heads", c.nHeadKv, 1, kMaxHeads),
-        range("n_embd", c.nEmbd, 1, kMaxEmbd), range("n_inner", c.nInner, 1, 4 * kMaxEmbd),
-        range("n_positions", c.nPositions, 1, kMaxPositions),
-        range("vocab_size", c.vocabSize, 1, kMaxVocab),
-        range("sliding_window", c.slidingWindow, 0, kMaxPositions)}) {
-    if (!s) return s;
-  }
-  if (c.nEmbd % c.nHead != 0) {
-    return Error{
-        "", "n_head",
-        std::to_string(c.nHead) + " heads do not divide n_embd = " + std::to_string(c.nEmbd)};
-  }
-  if (c.nHead % c.nHeadKv != 0) {
-    return Error{"", "num_key_value_heads",
-                 std::to_string(c.nHeadKv) + " key/value heads do not divide the " +
-                     std::to_string(c.nHead) + " attention heads"};
-  }
-  if (c.nHeadKv != c.nHead && c.qkvLayout != QkvLayout::Separate) {
-    return Error{"", "num_key_value_heads", "grouped-query attention needs separate q/k/v"};
-  }
-  if (c.rotaryDims < 0 || c.rotaryDims > c.headDim() || c.rotaryDims % 2 != 0) {
-    return Error{"", "rotary_dims",
-                 std::to_string(c.rotaryDims) + " rotary dimensions: must be even and at most " +
-                     "the head width " + std::to_string(c.headDim())};
-  }
-  if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
-    return Error{"", "layer_norm_epsilon", "must be a finite number > 0"};
-  }
-  if (c.rotaryDims > 0) {
-    if (Status s = validateRope(c.ropeTheta, c.ropeScaling, c.rotaryDims); !s) return s;
-  } else if (!std::isfinite(c.ropeTheta) || !(c.ropeTheta > 0)) {
-    return Error{"", "rope_theta", "must be a finite number > 0"};
-  }
-  return Ok{};
-}
-
-std::size_t Weights::parameterBytes() const {
-  auto bytes = [](const Tensor& t) { return t.size() * (t.isBf16() ? 2 : 4); };
-  auto linear = [&](const Linear& l) { return bytes(l.weight) + bytes(l.bias); };
-  auto norm = [&](const NormWeights& n) { return bytes(n.weight) + bytes(n.bias); };
-  Eigen::Index count = bytes(embed) + bytes(positions) + norm(finalNorm);
-  if (lmHead.data != embed.data || lmHead.bf16 != embed.bf16) count += bytes(lmHead);
-  for (const LayerWeights& w : layers) {
-    count += norm(w.norm1) + norm(w.norm2) + linear(w.qkv) + linear(w.q) + linear(w.k) +
-             linear(w.v) + linear(w.out) + linear(w.up) + linear(w.gate) + linear(w.down);
-  }
-  return static_cast<std::size_t>(count);
-}
-
-
-Status validate(const Weights& weights) {
-  const Config& c = weights.config;
-  if (Status s = validate(c); !s) return s;
-  const Eigen::Index E = c.nEmbd, F = c.nInner, dh = c.headDim();
-  const Eigen::Index qWidth = c.nHead * dh, kvWidth = c.nHeadKv * dh;
-  if (Status s = checkTensor(weights.embed, c.vocabSize, E, "embedding"); !s) return s;
-  if (c.learnedPositions) {
-    if (Status s = checkTensor(weights.positions, c.nPositions, E, "position embedding"); !s)
-      return s;
-  }
-  if (static_cast<int>(weights.layers.size()) != c.nLayer) {
-    return Error{"", "n_layer",
-                 std::to_string(weights.layers.size()) +
-                     " layers of weights for n_layer = " + std::to_string(c.nLayer)};
-  }
-  for (int l = 0; l < c.nLayer; ++l) {
-    const LayerWeights& w = weights.layers[static_cast<std::size_t>(l)];
-    const std::string layer = "layer " + std::to_string(l) + " ";
-    std::vector<Status> checks = {checkNorm(w.norm1, E, c.norm, layer + "norm1"),
-                                  checkNorm(w.norm2, E, c.norm, layer + "norm2")};
-    if (c.qkvLayout == QkvLayout::Separate) {
-      checks.push_back(checkLinear(w.q, E, qWidth, c.qkvBias, layer + "q"));
-      checks.push_back(checkLinear(w.k, E, kvWidth, c.qkvBias, layer + "k"));
-      checks.push_back(checkLinear(w.v, E, kvWidth, c.qkvBias, layer + "v"));
-    } else {
-      checks.push_back(checkLinear(w.qkv, E, 3 * qWidth, c.qkvBias, layer + "qkv"));
-    }
-    checks.push_back(checkLinear(w.out, qWidth, E, c.outBias, layer + "attention output"));
-    checks.push_back(checkLinear(w.up, E, F, c.mlpBias, layer + "mlp up"));
-    if (c.gatedMlp) checks.push_back(checkLinear(w.gate, E, F, c.mlpBias, layer + "mlp gate"));
-    checks.push_back(checkLinear(w.down, F, E, c.mlpBias, layer + "mlp down"));
-    for (Status& s : checks)
-      if (!s) return s;
-  }
-  if (Status s = checkNorm(weights.finalNorm, E, c.norm, "final norm"); !s) return s;
-  return checkTensor(weights.lmHead, c.vocabSize, E, "lm_head");
-}
-
-Weights randomWeights(const Config& c, std::uint64_t seed) {
-  SplitMix64 rng(seed);  // core/base/random.h, the one generator
-  Weights w;
-  w.config = c;
-  auto tensor = [&](Eigen::Index rows, Eigen::Index cols, float std, float mean = 0) {
-    return randomTensor(rng, rows, cols, std, mean, w.storage);
-  };
-  const bool conv1d = c.qkvLayout == QkvLayout::FusedBlocks;
-  auto linear = [&](Eigen::Index in, Eigen::Index out, bool bias) {
-    Linear lin;
-    lin.outByIn = !conv1d;
-    lin.weight = conv1d ? tensor(in, out, 0.02f) : tensor(out, in, 0.02f);
-    if (bias) lin.bias = tensor(out, 1, 0.02f);
-    return lin;
-  };
-  auto norm = [&](Eigen::Index E) {
-    NormWeights n;
-    n.weight = tensor(E, 1, 0.1f, 1.0f);
-    if (c.norm == NormKind::LayerNorm) n.bias = tensor(E, 1, 0.02f);
-    return n;
-  };
-  const Eigen::Index E = c.nEmbd, F = c.nInner, dh = c.headDim();
-  w.embed = tensor(c.vocabSize, E, 0.02f);
-  if (c.learnedPositions) w.positions = tensor(c.nPositions, E, 0.01f);
-  for (int l = 0; l < c.nLayer; ++l) {
-    LayerWeights layer;
-    layer.norm1 = norm(E);
-    if (c.qkvLayout == QkvLayout::Separate) {
-      layer.q = linear(E, c.nHead * dh, c.qkvBias);
-      layer.k = linear(E, c.nHeadKv * dh, c.qkvBias);
-      layer.v = linear(E, c.nHeadKv * dh, c.qkvBias);
-    } else {
-      layer.qkv = linear(E, 3 * c.nHead * dh, c.qkvBias);
-    }
-    layer.out = linear(c.nHead * dh, E, c.outBias);
-    layer.norm2 = norm(E);
-    layer.up = linear(E, F, c.mlpBias);
-    if (c.gatedMlp) layer.gate = linear(E, F, c.mlpBias);
-    layer.down = linear(F, E, c.mlpBias);
-    w.layers.push_back(layer);
-  }
-  w.finalNorm = norm(E);
-  w.lmHead = c.tiedEmbeddings ? w.embed : tensor(c.vocabSize, E, 0.02f);
-  return w;
+void softcapLogits(Eigen::Ref<Vector> logits, const Config& c) {
+  if (c.finalSoftcap > 0) logits = (logits.array() / c.finalSoftcap).tanh() * c.finalSoftcap;
 }
 
 float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& c) {
@@ -391,7 +253,7 @@ void Session::compute(std::span<const int> ids) {
   const Eigen::Index E = c.nEmbd, H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim();
   const Eigen::Index L = c.nLayer, width = c.qkvWidth();
   const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  const float scale = c.scoreScale(), softcap = c.attnSoftcap;
   // Every BLAS call below is one part of a loop on the pool: OpenBLAS stays single-threaded
   // for the whole pass (set once here rather than around every product).
   SingleThreadedBlas singleThreadedBlas;
@@ -401,6 +263,7 @@ void Session::compute(std::span<const int> ids) {
   // 1 embeddings: x = embed[id] (+ positions[position]), one row per new token
   Matrix x(m, E);
   for (Eigen::Index r = 0; r < m; ++r) W.embed.readRow(ids[static_cast<std::size_t>(r)], x.row(r).data());
+  if (c.embedScale > 0) x *= c.embedScale;  // gemma: embed·√E
   if (c.learnedPositions) x += W.positions.matrix().middleRows(n0, m);
   // With hooks the whole sequence is recomputed (n0 = 0, m = n).
   const bool record = hooks_ && hooks_->record;
@@ -430,6 +293,7 @@ void Session::compute(std::span<const int> ids) {
   Matrix fused;  // m x 3E (FusedPerHead)
   Matrix context(m, H * dh);
   Matrix hidden(m, c.nInner), gated;
+  Matrix sublayer;  // m x E, a sublayer's output before its post-norm (sandwichNorms)
   std::vector<Matrix> scores(static_cast<std::size_t>(T));  // per worker: m x n1
   auto withoutBias = [](const Linear& lin) {
     Linear out = lin;
@@ -476,7 +340,19 @@ void Session::compute(std::span<const int> ids) {
       }
     }
 
-    // 4 rotary embedding of every q and k head, half-split (rotate_half) layout
+    // 4 q/k norms over each head's d_h (qwen3), then the rotary embedding of every q and k
+    // head, half-split (rotate_half) layout
+    if (c.qkNorm) {
+      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+        for (Eigen::Index r = first; r < last; ++r) {
+          float* row = qkvNew.row(r).data();
+          for (Eigen::Index head = 0; head < H + Hkv; ++head) {
+            const NormWeights& norm = head < H ? w.qNorm : w.kNorm;
+            normRow(row + head * dh, dh, norm, NormKind::RmsNorm, c.normEpsilon, row + head * dh);
+          }
+        }
+      });
+    }
     if (pairs > 0) {
       forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
         for (Eigen::Index r = first; r < last; ++r) {
@@ -498,6 +374,7 @@ void Session::compute(std::span<const int> ids) {
     const Eigen::OuterStride<> stride(width);
     for (auto& packed : cache.attention) packed.resize(static_cast<std::size_t>(n1 * (n1 + 1) / 2));
     const kernels::Table& isa = kernels::active();
+    const Eigen::Index window = c.windowOf(static_cast<int>(l));
     auto attendHead = [&](int head, int worker) {
       const Eigen::Index h = head;
       const Eigen::Index g = c.kvHeadOf(head);
@@ -511,14 +388,15 @@ void Session::compute(std::span<const int> ids) {
       float* packed = cache.attention[static_cast<std::size_t>(h)].data();
       for (Eigen::Index r = 0; r < m; ++r) {
         const Eigen::Index i = n0 + r;  // query position: keys first..i are visible
-        const Eigen::Index first =
-            c.slidingWindow > 0 ? std::max<Eigen::Index>(0, i - c.slidingWindow + 1) : 0;
+        const Eigen::Index first = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0;
         float* row = s.row(r).data();
         // the softmax of the visible keys with core/isa's kernels (the CPU's widest vectors):
-        // scale, maximum, exp of the shifted scores with their sum (in double; >= 1 term is
-        // exp(0) = 1, so the sum is >= 1), divide
+        // scale (and soft-cap), maximum, exp of the shifted scores with their sum (in double;
+        // >= 1 term is exp(0) = 1, so the sum is >= 1), divide
         const Eigen::Index count = i + 1 - first;
-        Eigen::Map<Eigen::ArrayXf>(row + first, count) *= scale;
+        Eigen::Map<Eigen::ArrayXf> visible(row + first, count);
+        visible *= scale;
+        if (softcap > 0) visible = (visible / softcap).tanh() * softcap;
         const float rowMax = isa.rowMax(row + first, count);
         const double sum = isa.expShiftedRow(row + first, rowMax, count, row + first);
         isa.divideRow(row + first, count, static_cast<float>(sum));
@@ -541,10 +419,22 @@ void Session::compute(std::span<const int> ids) {
     // 6 output projection and residual, the bias added in the same pass over each row as
     // the MLP's norm: x += concat(ctx)·W_o; x += b_o; a = Norm2(x) (not for a parallel
     // residual, whose MLP reads Norm2 of the block's input)
-    applyLinear(withoutBias(w.out), context, x, true, T);
+    // (sandwich: x += NormPA(concat(ctx)·W_o + b_o))
+    if (c.sandwichNorms) {
+      sublayer.resize(m, E);
+      applyLinear(w.out, context, sublayer, false, T);
+    } else {
+      applyLinear(withoutBias(w.out), context, x, true, T);
+    }
     forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
       for (Eigen::Index r = first; r < last; ++r) {
-        if (!w.out.bias.empty()) x.row(r) += w.out.bias.vector().transpose();
+        if (c.sandwichNorms) {
+          float* o = sublayer.row(r).data();
+          normRow(o, E, w.postAttnNorm, c.norm, c.normEpsilon, o);
+          x.row(r) += sublayer.row(r);
+        } else if (!w.out.bias.empty()) {
+          x.row(r) += w.out.bias.vector().transpose();
+        }
         if (!c.parallelResidual) normRow(x.row(r).data(), E, w.norm2, c.norm, c.normEpsilon, normed2.row(r).data());
       }
     });
@@ -563,11 +453,22 @@ void Session::compute(std::span<const int> ids) {
     } else {
       applyLinear(w.up, normed2, hidden, false, T, &c.activation);  // bias + activation fused
     }
-    applyLinear(withoutBias(w.down), hidden, x, true, T);
+    if (c.sandwichNorms) {  // x += NormPM(down(...) + b)
+      sublayer.resize(m, E);
+      applyLinear(w.down, hidden, sublayer, false, T);
+    } else {
+      applyLinear(withoutBias(w.down), hidden, x, true, T);
+    }
     const bool nextNorm = !hooks_ && l + 1 < L;
     forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
       for (Eigen::Index r = first; r < last; ++r) {
-        if (!w.down.bias.empty()) x.row(r) += w.down.bias.vector().transpose();
+        if (c.sandwichNorms) {
+          float* o = sublayer.row(r).data();
+          normRow(o, E, w.postMlpNorm, c.norm, c.normEpsilon, o);
+          x.row(r) += sublayer.row(r);
+        } else if (!w.down.bias.empty()) {
+          x.row(r) += w.down.bias.vector().transpose();
+        }
         if (!hooks_) recordNorm(r, l + 1);
         if (nextNorm) normRow(x.row(r).data(), E, W.layers[static_cast<std::size_t>(l + 1)].norm1, c.norm, c.normEpsilon, normed.row(r).data());
       }
@@ -625,6 +526,7 @@ void Session::updateLogits() {
   logits_.resize(W.config.vocabSize);
   Eigen::Map<Matrix> row(logits_.data(), 1, W.config.vocabSize);
   applyLinear(head, normed, row, false, threads());
+  softcapLogits(logits_, W.config);
 }
 
 std::vector<TokenProbability> topProbabilities(const Eigen::Ref<const Vector>& logits, int k) {

@@ -74,8 +74,29 @@ struct Config {
   bool mlpBias = true;            // biases on the MLP projections
   bool tiedEmbeddings = true;     // logits use the token embedding
   int slidingWindow = 0;  // > 0: query i sees keys j with i - window < j <= i; 0 = no window
+  // What families after GPT-2 add (qwen3, gemma2, phi3); the defaults leave a model as above.
+  int headDimension = 0;   // config.json's head_dim when it is explicit; 0 = E / H
+  bool qkNorm = false;     // RMSNorm over d_h of every q and k head before the rotary (qwen3)
+  // The norms multiply by (offset + w): 1 for Gemma's (1 + w) RMSNorm. The loader adds it to
+  // the stored weights, so Weights always hold the factor the norm multiplies by.
+  float normWeightOffset = 0;
+  // Sandwich: x = x + NormPA(attn(Norm1 x)); x = x + NormPM(mlp(Norm2 x)) (gemma2's
+  // post_attention / post_feedforward norms on each sublayer's output).
+  bool sandwichNorms = false;
+  float queryScale = 0;    // the score scale; 0 = 1/√d_h (gemma2: query_pre_attn_scalar^-½)
+  float attnSoftcap = 0;   // > 0: scores = cap·tanh(scores / cap) after scaling, before the mask
+  float finalSoftcap = 0;  // > 0: logits = cap·tanh(logits / cap)
+  float embedScale = 0;    // > 0: the embeddings are multiplied by it (gemma: √E as a float)
+  // Per-layer sliding windows (L entries, 0 = full causal); empty: slidingWindow everywhere.
+  std::vector<int> layerWindows;
 
-  int headDim() const { return nEmbd / nHead; }
+  int headDim() const { return headDimension > 0 ? headDimension : nEmbd / nHead; }
+  // The sliding window of layer `layer` (0 = none).
+  int windowOf(int layer) const {
+    return layerWindows.empty() ? slidingWindow : layerWindows[static_cast<std::size_t>(layer)];
+  }
+  // The factor every score q·k is multiplied by.
+  float scoreScale() const;
   // Width of one token's cached q | k | v row: (H + 2·H_kv)·d_h.
   int qkvWidth() const { return (nHead + 2 * nHeadKv) * headDim(); }
   // The KV head that query head `head` reads.
@@ -89,8 +110,9 @@ inline constexpr int kMaxEmbd = 65536;
 inline constexpr int kMaxPositions = 1 << 20;
 inline constexpr int kMaxVocab = 1 << 21;
 
-// Every size in range, H divides E, H_kv divides H, rotaryDims even and <= d_h, epsilon > 0
-// and finite, theta and the linear factor > 0, a window >= 0. Errors name the field by this
+// Every size in range, H divides E (unless head_dim is explicit), H_kv divides H, rotaryDims
+// even and <= d_h, epsilon > 0 and finite, theta and the linear factor > 0, a window >= 0,
+// one window per layer (or none), scales and soft caps finite and >= 0. Errors name the field by this
 // struct's GPT-2-style name ("n_head", ...); formats/models/model_config.cpp renames it to
 // the family's config.json field. The file is left empty for the caller.
 Status validate(const Config& config);
@@ -140,6 +162,8 @@ struct NormWeights {
 
 struct LayerWeights {
   NormWeights norm1, norm2;  // before attention / before the MLP
+  NormWeights qNorm, kNorm;  // [d_h] RMSNorm weights on q and k heads (Config::qkNorm)
+  NormWeights postAttnNorm, postMlpNorm;  // [E] on the sublayer outputs (Config::sandwichNorms)
   Linear qkv;                // FusedBlocks, FusedPerHead
   Linear q, k, v;            // Separate
   Linear out;                // attention output, H·d_h -> E
@@ -369,6 +393,9 @@ class Session {
 Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids);
 
 // applyNorm / normRow (the family's norm): core/models/layers.h.
+// logits (V, or any vector of logits) = cap·tanh(logits / cap) when config.finalSoftcap > 0
+// (gemma2's final_logit_softcapping), else unchanged.
+void softcapLogits(Eigen::Ref<Vector> logits, const Config& config);
 // The norm's divisor of one row x (E): √(var(x) + eps) (LayerNorm, biased variance) or
 // √(mean(x²) + eps) (RMSNorm).
 float normScale(const Eigen::Ref<const Eigen::RowVectorXf>& x, const Config& config);

@@ -9,6 +9,8 @@
 
 #include "core/models/gpt2/bpe.h"
 #include "formats/files.h"
+#include "formats/models/families.h"
+#include "formats/models/hf_config.h"
 #include "formats/models/model_config.h"
 #include "formats/models/tensor_binding.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
@@ -23,43 +25,6 @@ using nlohmann::json;
 // =======================================================================================
 // config.json
 // =======================================================================================
-
-Expected<int> intField(const json& config, const char* key, const std::string& fileName,
-                       int fallback = -1) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) {
-    if (fallback >= 0) return fallback;
-    return Error{fileName, key, "missing"};
-  }
-  if (!it->is_number_integer()) return Error{fileName, key, "must be an integer"};
-  const auto value = it->get<std::int64_t>();
-  if (value < 0 || value > (std::int64_t{1} << 30)) {
-    return Error{fileName, key, std::to_string(value) + " is out of range"};
-  }
-  return static_cast<int>(value);
-}
-
-Expected<model::Activation> activationField(const json& config, const char* key,
-                                            const std::string& fileName) {
-  std::string name = "gelu";
-  if (auto it = config.find(key); it != config.end() && !it->is_null()) {
-    name = it->is_string() ? it->get<std::string>() : it->dump();
-  }
-  if (name == "gelu") return model::Activation::GeluErf;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return model::Activation::GeluTanh;
-  if (name == "relu") return model::Activation::Relu;
-  if (name == "silu" || name == "swish") return model::Activation::Silu;
-  return Error{fileName, key,
-               "'" + name + "' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu, silu)"};
-}
-
-// An option that must have one value (or be absent / null).
-Status requireValue(const json& config, const char* key, const json& wanted,
-                    const std::string& fileName, const std::string& why) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null() || *it == wanted) return Ok{};
-  return Error{fileName, key, it->dump() + " is not supported (" + why + ")"};
-}
 
 // validate(EncoderConfig)'s BERT field names as DistilBERT's config.json calls them.
 std::string distilbertField(const std::string& field) {
@@ -207,7 +172,7 @@ Expected<std::string> loadModelType(const std::string& configPath) {
   json config = json::parse(text->begin(), text->end(), nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) return Error{configPath, "", "not a JSON object"};
   auto it = config.find("model_type");
-  if (it == config.end()) return std::string("gpt2");
+  if (it == config.end()) return std::string(families().front()->modelType);  // old GPT-2 folders
   if (!it->is_string()) return Error{configPath, "model_type", "must be a string"};
   return it->get<std::string>();
 }
@@ -244,13 +209,13 @@ Expected<model::EncoderConfig> parseEncoderConfig(std::string_view text, const s
                                   {"intermediate_size", &out.nInner},
                                   {"max_position_embeddings", &out.nPositions},
                                   {"vocab_size", &out.vocabSize}};
+  ConfigReader r(config, fileName);  // the one field reader (formats/models/hf_config.h)
   for (const Field& f : sizes) {
-    Expected<int> value = intField(config, f.key, fileName);
+    Expected<int> value = r.integer(f.key, 0);
     if (!value) return value.error();
     *f.target = *value;
   }
-  Expected<model::Activation> activation =
-      activationField(config, distil ? "activation" : "hidden_act", fileName);
+  Expected<model::Activation> activation = r.activation(distil ? "activation" : "hidden_act", "gelu");
   if (!activation) return activation.error();
   out.activation = *activation;
   if (distil) {
@@ -258,24 +223,21 @@ Expected<model::EncoderConfig> parseEncoderConfig(std::string_view text, const s
     out.normEpsilon = 1e-12f;  // DistilBERT's LayerNorms are built with eps = 1e-12
     out.headActivation = out.activation;
   } else {
-    Expected<int> types = intField(config, "type_vocab_size", fileName, 2);
+    Expected<int> types = r.integer("type_vocab_size", 2, /*nullIsFallback=*/true, 0);
     if (!types) return types.error();
     out.typeVocabSize = *types;
-    if (auto it = config.find("layer_norm_eps"); it != config.end() && !it->is_null()) {
-      if (!it->is_number()) return Error{fileName, "layer_norm_eps", "must be a number"};
-      out.normEpsilon = it->get<float>();
-    }
-    for (Status s : {requireValue(config, "position_embedding_type", "absolute", fileName,
-                                  "only absolute position embeddings"),
-                     requireValue(config, "is_decoder", false, fileName, "an encoder is run bidirectionally"),
-                     requireValue(config, "add_cross_attention", false, fileName,
-                                  "cross-attention needs a second input")}) {
+    Expected<double> eps = r.number("layer_norm_eps", out.normEpsilon, /*nullIsFallback=*/true);
+    if (!eps) return eps.error();
+    out.normEpsilon = static_cast<float>(*eps);
+    for (Status s : {r.require("position_embedding_type", "absolute", "only absolute position embeddings"),
+                     r.require("is_decoder", false, "an encoder is run bidirectionally"),
+                     r.require("add_cross_attention", false, "cross-attention needs a second input")}) {
       if (!s) return s.error();
     }
     // BERT's transform uses hidden_act; RobertaLMHead always the erf GELU.
     out.headActivation = out.modelType == "roberta" ? model::Activation::GeluErf : out.activation;
     if (out.modelType == "roberta") {
-      Expected<int> pad = intField(config, "pad_token_id", fileName, 1);
+      Expected<int> pad = r.integer("pad_token_id", 1, /*nullIsFallback=*/true, 0);
       if (!pad) return pad.error();
       out.paddingIdx = *pad;
     }

@@ -16,7 +16,8 @@
 
 namespace attn::io {
 
-// config.json's model_type ("gpt2" when the file has none, as old GPT-2 folders). Errors:
+// config.json's model_type (the family table's first row, GPT-2, when the file has none, as
+// old GPT-2 folders). Errors:
 // the file's, not a JSON object, a model_type that is not a string.
 Expected<std::string> loadModelType(const std::string& configPath);
 

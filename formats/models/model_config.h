@@ -13,16 +13,16 @@ namespace attn::io {
 
 inline constexpr std::size_t kMaxModelConfigBytes = 1u << 20;
 
-// The model_type values the engine runs: gpt2, llama, mistral, qwen2, gpt_neox.
+// A model_type of a decoder row of the family table (formats/models/families.h).
 bool isSupportedModelType(std::string_view modelType);
 
-// Parses config.json's text. A missing model_type is read as gpt2 (old GPT-2 folders have
-// none). Errors: not JSON / not an object, an unknown model_type, a missing or out-of-range
-// size, an unsupported activation, a rope key formats/models/rope_config.h refuses (an
-// unknown rope type or key, a null rope_theta, keys that disagree), Qwen2's
-// use_sliding_window, a head_dim that is not hidden_size / num_attention_heads, GPT-2's
-// scale_attn_weights = false or scale_attn_by_inverse_layer_idx = true; each names `fileName`
-// and the field.
+// Parses config.json's text through the family table: the row of its model_type reads its
+// fields with the one ConfigReader (formats/models/hf_config.h), then every key left that is
+// neither read nor harmless is refused, naming it. A missing model_type is read as the
+// table's first row (GPT-2: old GPT-2 folders have none). Errors: not JSON / not an object,
+// an unknown model_type, a missing, null or out-of-range size, an unsupported activation or
+// option (rope_scaling other than linear, a sliding window the engine does not have, ...),
+// a key the family does not read; each names `fileName` and the field.
 Expected<model::Config> parseModelConfig(std::string_view json, const std::string& fileName);
 // The text of `folder`/config.json (at most kMaxModelConfigBytes), after checking that
 // `folder` is a folder. Errors name the folder ("not a folder (expected a Hugging Face model

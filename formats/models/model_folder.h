@@ -11,6 +11,7 @@
 #include "core/models/transformer.h"
 #include "formats/models/checkpoint.h"
 #include "formats/models/model_config.h"
+#include "formats/models/tensor_source.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
@@ -22,7 +23,7 @@ namespace attn::io {
 //     the file holds);
 //   - a tensor the model as configured would not use (an unexpected bias, an lm_head that
 //     differs from the tied embedding), so that nothing in the file is silently ignored;
-//     known buffers (attn.bias, masked_bias, rotary_emb.inv_freq) are skipped.
+//     the family's known buffers (attn.bias, masked_bias, rotary_emb.inv_freq) are skipped.
 // Then F32 tensors with 4-byte-aligned data are used in place from the mapping (no copy;
 // the Weights keep the files open); F16 / BF16 / unaligned tensors are converted once. Every
 // value must be finite. Errors name the file and the tensor.
@@ -37,6 +38,12 @@ struct LoadOptions {
 
 Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
                                           const model::Config& config,
+                                          const LoadOptions& options = {});
+// The same from any TensorSource (a safetensors checkpoint through SafetensorsSource, a GGUF
+// file): the family table's row of config.modelType names every tensor
+// (formats/models/families.h); fused tensors are split into row views; norm weights get
+// config.normWeightOffset added (into owned copies).
+Expected<model::Weights> loadModelWeights(const TensorSource& source, const model::Config& config,
                                           const LoadOptions& options = {});
 
 // The tokenizer a model folder ships, in this order: tokenizer.json (byte-level BPE, or BPE
@@ -57,7 +64,8 @@ struct ModelFolder {
 };
 
 // Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the
-// cheap checks first. A gpt2 folder without a readable tokenizer fails the load.
+// cheap checks first. A folder of a family whose row says tokenizerRequired (gpt2) fails
+// the load without a readable tokenizer.
 Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options = {});
 
 }  // namespace attn::io

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/files.h"
+#include "formats/models/hf_config.h"
 #include "formats/models/model_config.h"
 #include "formats/models/tensor_binding.h"
 
@@ -14,18 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-Expected<int> intField(const json& config, const char* key, const std::string& fileName, int fallback) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) {
-    if (fallback >= 0) return fallback;
-    return Error{fileName, key, "missing"};
-  }
-  if (!it->is_number_integer()) return Error{fileName, key, "must be an integer"};
-  const auto value = it->get<std::int64_t>();
-  if (value < 1 || value > (std::int64_t{1} << 30)) return Error{fileName, key, std::to_string(value) + " is out of range"};
-  return static_cast<int>(value);
-}
 
 Expected<bool> boolField(const json& config, const char* key, bool fallback, const std::string& fileName) {
   auto it = config.find(key);
@@ -72,6 +61,8 @@ Status tripleField(const json& config, const char* key, const std::string& fileN
 
 bool isVisionModelType(std::string_view t) { return t == "vit" || t == "deit"; }
 
+std::string visionModelTypes() { return "vit or deit"; }
+
 Expected<model::VitConfig> parseVitConfig(std::string_view text, const std::string& fileName) {
   json config = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) return Error{fileName, "", "not a JSON object"};
@@ -87,26 +78,22 @@ Expected<model::VitConfig> parseVitConfig(std::string_view text, const std::stri
     int* target;
     int fallback;
   };
+  ConfigReader r(config, fileName);  // the one field reader (formats/models/hf_config.h)
   for (Field f : {Field{"num_hidden_layers", &out.nLayer, -1}, Field{"num_attention_heads", &out.nHead, -1},
                   Field{"hidden_size", &out.nEmbd, -1}, Field{"intermediate_size", &out.nInner, -1},
                   Field{"image_size", &out.imageSize, 224}, Field{"patch_size", &out.patchSize, 16},
                   Field{"num_channels", &out.channels, 3}}) {
-    Expected<int> v = intField(config, f.key, fileName, f.fallback);
+    Expected<int> v = f.fallback < 0 ? r.integer(f.key) : r.integer(f.key, f.fallback, /*nullIsFallback=*/true);
     if (!v) return v.error();
     *f.target = *v;
   }
-  std::string act = "gelu";
-  if (auto it = config.find("hidden_act"); it != config.end() && !it->is_null())
-    act = it->is_string() ? it->get<std::string>() : it->dump();
-  if (act == "gelu") out.activation = model::Activation::GeluErf;
-  else if (act == "gelu_new" || act == "gelu_pytorch_tanh") out.activation = model::Activation::GeluTanh;
-  else if (act == "relu") out.activation = model::Activation::Relu;
-  else return Error{fileName, "hidden_act", "'" + act + "' is not supported (gelu, gelu_new, relu)"};
-  if (auto it = config.find("layer_norm_eps"); it != config.end() && !it->is_null()) {
-    if (!it->is_number()) return Error{fileName, "layer_norm_eps", "must be a number"};
-    out.normEpsilon = it->get<float>();
-  }
-  Expected<bool> qkvBias = boolField(config, "qkv_bias", true, fileName);
+  Expected<model::Activation> activation = r.activation("hidden_act", "gelu");
+  if (!activation) return activation.error();
+  out.activation = *activation;
+  Expected<double> eps = r.number("layer_norm_eps", out.normEpsilon, /*nullIsFallback=*/true);
+  if (!eps) return eps.error();
+  out.normEpsilon = static_cast<float>(*eps);
+  Expected<bool> qkvBias = r.flag("qkv_bias", true);
   if (!qkvBias) return qkvBias.error();
   if (!*qkvBias) return Error{fileName, "qkv_bias", "false is not supported"};
   if (Status valid = model::validate(out); !valid) {

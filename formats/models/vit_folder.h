@@ -17,6 +17,8 @@ namespace attn::io {
 
 // vit, deit.
 bool isVisionModelType(std::string_view modelType);
+// "vit or deit", for messages.
+std::string visionModelTypes();
 
 // config.json's text -> VitConfig: hidden_size, num_hidden_layers, num_attention_heads,
 // intermediate_size, hidden_act (gelu, gelu_new, relu), layer_norm_eps (default 1e-12),

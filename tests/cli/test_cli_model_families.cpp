@@ -284,6 +284,30 @@ TEST(CliModelFamilies, FormerlySilentCasesExitTwoOrAreRightNow) {
             1e-2);
 }
 
+// A config.json key the family does not read, or a null where a number is needed, is exit 2
+// naming the key (issue 28: such keys used to be ignored, running another model silently).
+TEST(CliModelFamilies, UnreadConfigKeyOrNullNumberExitsTwoNamingIt) {
+  const modeltest::Spec spec = modeltest::llamaSpec();
+  const fs::path dir =
+      modeltest::writeFolder("cli_family_unread_key", spec, modeltest::makeTensors(spec, 47));
+  json config = json::parse(gpt2test::readFile(dir / "config.json"));
+  ASSERT_EQ(runCliCommand({"model", dir.string(), "--ids", "3,4", "--predict", "1"}).code, 0);
+  config["use_qk_norm"] = true;
+  gpt2test::writeFile(dir / "config.json", config.dump());
+  CliRun r = runCliCommand({"model", dir.string(), "--ids", "3,4", "--predict", "1"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("field 'use_qk_norm': is not a setting attnscope reads for llama"),
+            std::string::npos) << r.err;
+  config.erase("use_qk_norm");
+  config["rope_theta"] = nullptr;
+  gpt2test::writeFile(dir / "config.json", config.dump());
+  r = runCliCommand({"model", dir.string(), "--ids", "3,4", "--predict", "1"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("field 'rope_theta': is null, but a number is needed"), std::string::npos)
+      << r.err;
+}
+
 // A Hugging Face cache folder: snapshots/<hash>/ holds symlinks into blobs/ (docs/models.md).
 TEST(CliModelFamilies, HuggingFaceCacheSnapshotWithSymlinks) {
   modeltest::Spec spec = modeltest::llamaSpec();

@@ -6,7 +6,9 @@ Usage: hf_reference.py ID,ID,... FOLDER [FOLDER ...]  ->  one JSON line per fold
 (several folders per run, because importing torch takes seconds)
 
 Written from the equations of Hugging Face's modelling code (GPT2LMHeadModel,
-LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM, GPTNeoXForCausalLM) in eval mode,
+LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM, GPTNeoXForCausalLM, and
+Qwen3ForCausalLM / Gemma2ForCausalLM / Phi3ForCausalLM from modeling_qwen3, modeling_gemma2
+and modeling_phi3) in eval mode,
 in float64, with plain torch ops: it does not use `transformers` (not installed) and shares
 no code with attnscope. Reads config.json and the safetensors checkpoint (single or sharded
 through model.safetensors.index.json; F32 / F16 / BF16) with its own small parser.
@@ -76,10 +78,14 @@ def rotary(q, k, dims, theta, factor):
     return apply(q), apply(k)
 
 
-def attention(q, k, v, window):
-    """q [H, n, d], k/v [H, n, d] (KV heads already repeated). Returns weights, context."""
+def attention(q, k, v, window, scaling=None, softcap=None):
+    """q [H, n, d], k/v [H, n, d] (KV heads already repeated). Returns weights, context.
+    scaling: the score factor (default 1/sqrt(d)); softcap: Gemma 2's tanh capping of the
+    scaled scores, before the mask (eager_attention_forward)."""
     n, d = q.shape[1], q.shape[2]
-    scores = q @ k.transpose(-1, -2) / math.sqrt(d)
+    scores = q @ k.transpose(-1, -2) * (scaling if scaling is not None else 1 / math.sqrt(d))
+    if softcap:
+        scores = torch.tanh(scores / softcap) * softcap
     i = torch.arange(n).unsqueeze(1)
     j = torch.arange(n).unsqueeze(0)
     visible = j <= i
@@ -88,6 +94,75 @@ def attention(q, k, v, window):
     scores = scores.masked_fill(~visible, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     return weights, weights @ v
+
+
+def newer_families(cfg, w, kind, ids_t, attentions):
+    """Qwen3, Gemma 2 and Phi-3. Returns the final-normed states, the head, the final cap."""
+    n = ids_t.shape[0]
+    H, E = cfg["num_attention_heads"], cfg["hidden_size"]
+    Hkv = cfg.get("num_key_value_heads") or H
+    d = cfg.get("head_dim") or E // H
+    eps = cfg.get("rms_norm_eps", 1e-5 if kind == "phi3" else 1e-6)
+    theta = cfg.get("rope_theta", 10000.0)
+    plus_one = kind == "gemma2"  # Gemma2RMSNorm: x / rms * (1 + w)
+
+    def rms(t, name):
+        weight = w[name + ".weight"]
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * ((1 + weight) if plus_one else weight)
+
+    def lin(t, name):
+        out = t @ w[name + ".weight"].T
+        return out + w[name + ".bias"] if name + ".bias" in w else out
+
+    silu = lambda t: t / (1 + torch.exp(-t))
+    gelu_tanh = lambda t: 0.5 * t * (1 + torch.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t ** 3)))
+    x = w["model.embed_tokens.weight"][ids_t]
+    if kind == "gemma2":  # normalizer = torch.tensor(hidden_size**0.5, dtype=hidden_states.dtype)
+        x = x * torch.tensor(E ** 0.5, dtype=torch.float32).to(torch.float64)
+    scaling = cfg.get("query_pre_attn_scalar", 256) ** -0.5 if kind == "gemma2" else None
+    softcap = cfg.get("attn_logit_softcapping", 50.0) if kind == "gemma2" else None
+    rot = int(d * cfg.get("partial_rotary_factor", 1.0)) if kind == "phi3" else d
+    for l in range(cfg["num_hidden_layers"]):
+        h = f"model.layers.{l}."
+        a = rms(x, h + "input_layernorm")
+        if kind == "phi3":  # qkv_proj rows: q | k | v
+            qkv = lin(a, h + "self_attn.qkv_proj")
+            q, k, v = qkv[:, :H * d], qkv[:, H * d:(H + Hkv) * d], qkv[:, (H + Hkv) * d:]
+        else:
+            q, k, v = (lin(a, h + "self_attn." + p + "_proj") for p in "qkv")
+        q = q.reshape(n, H, d)
+        k = k.reshape(n, Hkv, d)
+        if kind == "qwen3":  # q_norm / k_norm over head_dim, before the rotary
+            q, k = rms(q, h + "self_attn.q_norm"), rms(k, h + "self_attn.k_norm")
+        q, k = rotary(q.transpose(0, 1), k.transpose(0, 1), rot, theta, 1.0)
+        v = v.reshape(n, Hkv, d).transpose(0, 1)
+        k = k.repeat_interleave(H // Hkv, dim=0)
+        v = v.repeat_interleave(H // Hkv, dim=0)
+        if kind == "gemma2":
+            window = cfg.get("sliding_window", 4096) if l % 2 == 0 else 0  # is_sliding on even layers
+        else:
+            window = (cfg.get("sliding_window") or 0) if kind == "phi3" else 0
+        weights, ctx = attention(q, k, v, window, scaling, softcap)
+        attentions.append(weights)
+        o = lin(ctx.transpose(0, 1).reshape(n, H * d), h + "self_attn.o_proj")
+        if kind == "gemma2":
+            x = x + rms(o, h + "post_attention_layernorm")
+            a = rms(x, h + "pre_feedforward_layernorm")
+            m = lin(gelu_tanh(lin(a, h + "mlp.gate_proj")) * lin(a, h + "mlp.up_proj"), h + "mlp.down_proj")
+            x = x + rms(m, h + "post_feedforward_layernorm")
+            continue
+        x = x + o
+        a = rms(x, h + "post_attention_layernorm")
+        if kind == "phi3":  # gate_up_proj rows: gate | up
+            gate, up = lin(a, h + "mlp.gate_up_proj").chunk(2, dim=-1)
+            x = x + lin(up * silu(gate), h + "mlp.down_proj")
+        else:
+            x = x + lin(silu(lin(a, h + "mlp.gate_proj")) * lin(a, h + "mlp.up_proj"), h + "mlp.down_proj")
+    x = rms(x, "model.norm")
+    tied = cfg.get("tie_word_embeddings", kind == "gemma2")
+    head = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
+    final_cap = cfg.get("final_logit_softcapping", 30.0) if kind == "gemma2" else None
+    return x, head, final_cap
 
 
 def run(folder, ids):
@@ -183,11 +258,15 @@ def run(folder, ids):
             x = x + lin(silu(lin(a, h + "mlp.gate_proj")) * lin(a, h + "mlp.up_proj"), h + "mlp.down_proj")
         x = rms(x, "model.norm")
         head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]
+    elif kind in ("qwen3", "gemma2", "phi3"):
+        x, head, final_cap = newer_families(cfg, w, kind, ids_t, attentions)
     else:
         print(f"unknown model_type {kind}", file=sys.stderr)
         sys.exit(2)
 
     logits = x[-1] @ head.T
+    if kind in ("qwen3", "gemma2", "phi3") and final_cap:
+        logits = torch.tanh(logits / final_cap) * final_cap  # Gemma2ForCausalLM
     json.dump({"attention": [a.tolist() for a in attentions], "logits": logits.tolist()}, sys.stdout)
     sys.stdout.write("\n")
 

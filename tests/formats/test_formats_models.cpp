@@ -25,6 +25,7 @@
 #include "core/isa/isa.h"
 #include "formats/models/model_folder.h"
 #include "tests/support/model_fixture.h"
+#include "tests/support/torch_reference.h"
 
 namespace {
 
@@ -329,7 +330,16 @@ TEST(ModelErrors, ConfigFieldsAreNamed) {
       {"qwen_window", modeltest::qwen2Spec(), [](json& c) { c["use_sliding_window"] = true; },
        {"field 'use_sliding_window'"}},
       {"head_dim", modeltest::llamaSpec(), [](json& c) { c["head_dim"] = 16; },
-       {"field 'head_dim'"}},
+       {"tensor 'model.layers.0.self_attn.q_proj.weight'", "expected [64, 32]"}},
+      {"unknown_key", modeltest::llamaSpec(), [](json& c) { c["attn_logit_softcapping"] = 30.0; },
+       {"field 'attn_logit_softcapping'", "not a setting attnscope reads for llama"}},
+      {"null_number", modeltest::llamaSpec(), [](json& c) { c["rms_norm_eps"] = nullptr; },
+       {"field 'rms_norm_eps'", "null"}},
+      {"rope_parameters", modeltest::llamaSpec(),
+       [](json& c) { c["rope_parameters"] = {{"rope_theta", 500000.0}}; },
+       {"field 'rope_parameters'"}},
+      {"neox_partial_factor", modeltest::neoxSpec(), [](json& c) { c["partial_rotary_factor"] = 0.5; },
+       {"field 'partial_rotary_factor'"}},
       {"rotary_odd", modeltest::neoxSpec(), [](json& c) { c["rotary_pct"] = 0.125; },
        {"field 'rotary_pct'"}},
   };
@@ -413,48 +423,8 @@ TEST(ModelErrors, TensorsNamedWithTheirFile) {
 // Against PyTorch
 // =======================================================================================
 
-// Debian's python3-torch lives in /usr/bin/python3; a python3 earlier on PATH (pyenv) may
-// not have it.
-std::string python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
-
-// Runs tests/formats/hf_reference.py once on all `dirs` (importing torch takes seconds);
-// false with `problem` on failure.
-bool runTorchReference(const std::vector<fs::path>& dirs, const std::vector<int>& ids,
-                       std::vector<modeltest::Reference>& out, std::string& problem) {
-  const fs::path script =
-      fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/hf_reference.py";
-  std::string command = python() + " '" + script.string() + "' ";
-  for (std::size_t i = 0; i < ids.size(); ++i) command += (i ? "," : "") + std::to_string(ids[i]);
-  for (const fs::path& dir : dirs) command += " '" + dir.string() + "'";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) {
-    problem = "cannot start " + python();
-    return false;
-  }
-  std::string text;
-  char buffer[65536];
-  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-    text.append(buffer, got);
-  const int status = ::pclose(pipe);
-  if (status != 0) {
-    problem = "hf_reference.py exit status " + std::to_string(status);
-    return false;
-  }
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    const json result = json::parse(line);
-    modeltest::Reference ref;
-    ref.attention = result["attention"].get<decltype(ref.attention)>();
-    ref.logits = result["logits"].get<std::vector<double>>();
-    out.push_back(std::move(ref));
-  }
-  if (out.size() != dirs.size()) {
-    problem = "hf_reference.py gave " + std::to_string(out.size()) + " results for " +
-              std::to_string(dirs.size()) + " folders";
-    return false;
-  }
-  return true;
-}
+using modeltest::python;
+using modeltest::runTorchReference;
 
 TEST(ModelFamilies, MatchPyTorchReference) {
   if (std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {

@@ -29,7 +29,7 @@ constexpr PanelInfo kPanels[] = {
      drawImagePanel, PanelDock::Floating, 1.f, false},
     {"training", "Training", "Train a small attention model and watch its attention form",
      drawTrainingPanel, PanelDock::Floating, 1.f, false},
-    {"model", "Model", "A GPT-2 model folder: type, and its attention updates live",
+    {"model", "Model", "A model folder: type, and its attention updates live",
      drawModelPanel, PanelDock::Floating, 1.f, false},
     {"attention", "Attention", "An opened .npy / .npz file: model, head and text views",
      drawAttentionPanel, PanelDock::Floating, 1.f, false},

@@ -20,7 +20,7 @@ void drawGeometryPanel(AppState& state, HeatmapCache& heatmaps);   // 2-D arrows
 void drawImagePanel(AppState& state, HeatmapCache& heatmaps);      // attention over image patches
 void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps);   // train a model, watch it
 void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps);  // .npy/.npz: model, head, text
-void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // GPT-2: text, prediction, norms
+void drawModelPanel(AppState& state, HeatmapCache& heatmaps);      // a decoder model: text, prediction, norms
 // The Model panel's body for an encoder folder (bert, distilbert, roberta): the text, its
 // tokens and the fill-mask prediction of every mask token beside it (panel_model_encoder.cpp).
 void drawEncoderModel(AppState& state, HeatmapCache& heatmaps);

@@ -93,7 +93,7 @@ struct GuiSession::Impl {
   // compute synchronously, so that the picture always shows the finished result.
   std::unique_ptr<ComputeService> compute;
   std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
-  std::unique_ptr<ModelService> model;          // GPT-2 folder loads and runs as you type
+  std::unique_ptr<ModelService> model;          // model folder loads and runs as you type
   FileUi files;
   // File ▸ Open Recent (app/session/recent_files.h); recentFile "" = not kept (tests, screenshots).
   std::string recentFile;

@@ -138,8 +138,8 @@ void GuiSession::Impl::drawModelMenu() {
       *panelFlag(state.view, "model") = true;
       state.model.showOpenDialog = true;
     }
-    tooltip("Load a GPT-2-family folder (config.json, model.safetensors, vocab.json, "
-            "merges.txt) and watch its attention as you type (docs/models.md).");
+    tooltip("Load a model folder (config.json, model.safetensors and its tokenizer; any "
+            "family of docs/models.md) and watch its attention as you type.");
     ImGui::MenuItem("Activation patching", nullptr, panelFlag(state.view, "patching"));
     tooltip("The Patching panel: patch heads or the residual stream from a clean prompt into "
             "a corrupted one and see which sites carry the behaviour (docs/analyses.md).");

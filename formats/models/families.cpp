@@ -1,0 +1,85 @@
+// The family table (see families.h) and the TensorPlan helpers every family file uses.
+#include "formats/models/families.h"
+
+#include <algorithm>
+
+namespace attn::io {
+
+// The rows, one per file under formats/models/families/.
+extern const Family kGpt2Family;
+extern const Family kLlamaFamily;
+extern const Family kMistralFamily;
+extern const Family kQwen2Family;
+extern const Family kQwen3Family;
+extern const Family kGemma2Family;
+extern const Family kPhi3Family;
+extern const Family kGptNeoxFamily;
+
+std::span<const Family* const> families() {
+  static const Family* const kTable[] = {&kGpt2Family,  &kLlamaFamily,  &kMistralFamily,
+                                         &kQwen2Family, &kQwen3Family,  &kGemma2Family,
+                                         &kPhi3Family,  &kGptNeoxFamily};
+  return kTable;
+}
+
+const Family* findFamily(std::string_view modelType) {
+  for (const Family* family : families())
+    if (family->modelType == modelType) return family;
+  return nullptr;
+}
+
+std::string familyNames(ModelKind kind) {
+  std::string out;
+  for (const Family* family : families()) {
+    if (family->kind != kind) continue;
+    if (!out.empty()) out += ", ";
+    out += family->modelType;
+  }
+  return out;
+}
+
+// =======================================================================================
+// TensorPlan
+// =======================================================================================
+
+void TensorPlan::linear(const std::string& name, std::int64_t in, std::int64_t out, bool bias,
+                        model::Linear& lin) {
+  lin.outByIn = true;
+  matrix(name + ".weight", out, in, lin.weight);
+  if (bias) tensor(name + ".bias", {out}, lin.bias);
+}
+
+void TensorPlan::conv1d(const std::string& name, std::int64_t in, std::int64_t out,
+                        model::Linear& lin) {
+  lin.outByIn = false;
+  matrix(name + ".weight", in, out, lin.weight);
+  tensor(name + ".bias", {out}, lin.bias);
+}
+
+void TensorPlan::norm(const std::string& name, std::int64_t E, model::NormKind kind,
+                      model::NormWeights& n) {
+  wants.push_back({name + ".weight", {E}, {{&n.weight, 0, 0}}, false, true});
+  if (kind == model::NormKind::LayerNorm) tensor(name + ".bias", {E}, n.bias);
+}
+
+void TensorPlan::matrix(const std::string& name, std::int64_t rows, std::int64_t cols,
+                        model::Tensor& t) {
+  wants.push_back({name, {rows, cols}, {{&t, 0, 0}}, true, false});
+}
+
+void TensorPlan::tensor(const std::string& name, std::vector<std::int64_t> shape, model::Tensor& t) {
+  wants.push_back({name, std::move(shape), {{&t, 0, 0}}, false, false});
+}
+
+void TensorPlan::fusedLinear(const std::string& name, std::int64_t in,
+                             std::initializer_list<std::pair<model::Linear*, std::int64_t>> parts) {
+  TensorWant want{name + ".weight", {0, in}, {}, true, false};
+  for (const auto& [lin, rows] : parts) {
+    lin->outByIn = true;
+    want.parts.push_back({&lin->weight, want.shape[0], rows});
+    want.shape[0] += rows;
+  }
+  wants.push_back(std::move(want));
+}
+
+}  // namespace attn::io

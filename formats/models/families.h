@@ -1,0 +1,95 @@
+// The family table, after llama.cpp's llama-arch.cpp: one row per config.json model_type,
+// each defined in its own file under formats/models/families/ (the config fields it reads
+// and the tensor names of its checkpoints) and listed in families.cpp. The decoder loader
+// (model_config.cpp, model_folder.cpp) and tools/gen_checkpoint go through this table only;
+// docs/models.md ("How to add a family") walks through adding a row.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/models/transformer.h"
+#include "formats/models/hf_config.h"
+#include "formats/models/tensor_source.h"
+
+namespace attn::io {
+
+// What a model_type is: a decoder the transformer engine runs, an encoder
+// (core/models/encoder.h) or a vision transformer (core/models/vit.h).
+enum class ModelKind { Decoder, Encoder, Vision };
+
+// One part of a checkpoint tensor: rows [firstRow, firstRow + rows) of a [R, C] tensor (a
+// vector's elements when C = 1). A fused tensor (phi3's qkv_proj, gate_up_proj) has several
+// parts; they are views into the one tensor, never copies.
+struct TensorPart {
+  model::Tensor* target = nullptr;
+  std::int64_t firstRow = 0, rows = 0;  // rows = 0: the whole tensor
+};
+
+// One tensor a model needs, by its checkpoint name.
+struct TensorWant {
+  std::string name;
+  std::vector<std::int64_t> shape;  // [rows, cols] or [size], exactly as stored
+  std::vector<TensorPart> parts;
+  bool matrix = false;  // a weight matrix the engine reads as BF16 in place
+  bool norm = false;    // a norm weight (Config::normWeightOffset is added to it on loading)
+};
+
+// The tensor-name table of one decoder configuration, with helpers that fill it.
+struct TensorPlan {
+  std::string layerPrefix;  // "h." / "model.layers." / ... (tensors of layer l start with it + l)
+  std::string embedName;    // the token embedding
+  std::string lmHeadName;   // the output head (read when untied; compared when tied)
+  std::vector<TensorWant> wants;
+
+  // nn.Linear: weight [out, in], bias [out] when `bias`.
+  void linear(const std::string& name, std::int64_t in, std::int64_t out, bool bias,
+              model::Linear& lin);
+  // GPT-2's Conv1D: weight [in, out], bias [out].
+  void conv1d(const std::string& name, std::int64_t in, std::int64_t out, model::Linear& lin);
+  // A norm of width E: weight [E], and bias [E] for LayerNorm.
+  void norm(const std::string& name, std::int64_t E, model::NormKind kind, model::NormWeights& n);
+  // A weight matrix [rows, cols] (embedding, lm_head) or any tensor.
+  void matrix(const std::string& name, std::int64_t rows, std::int64_t cols, model::Tensor& t);
+  void tensor(const std::string& name, std::vector<std::int64_t> shape, model::Tensor& t);
+  // A fused nn.Linear weight [Σ part rows, in] (no bias) split by rows into `parts`' Linears
+  // (in order: phi3's qkv_proj = q | k | v, gate_up_proj = gate | up).
+  void fusedLinear(const std::string& name, std::int64_t in,
+                   std::initializer_list<std::pair<model::Linear*, std::int64_t>> parts);
+};
+
+struct Family {
+  std::string_view modelType;  // config.json's model_type
+  ModelKind kind = ModelKind::Decoder;
+  // The config.json name of the layer count, for messages ("n_layer", "num_hidden_layers").
+  std::string_view layersField;
+  // Decoders: reads the family's fields into `out` (out.modelType is set). Every key it
+  // uses goes through `config`; ConfigReader::finish refuses the rest afterwards.
+  Status (*readConfig)(ConfigReader& config, model::Config& out) = nullptr;
+  // Decoders: the tensor names, shapes and targets of configuration `c` (`source` tells
+  // prefixes apart, e.g. GPT2Model against GPT2LMHeadModel; it may hold no tensors, as for
+  // tools/gen_checkpoint). Sizes w.layers.
+  void (*planTensors)(const model::Config& c, const TensorSource& source, model::Weights& w,
+                      TensorPlan& plan) = nullptr;
+  // Decoders: config.json for configuration `c` (tools/gen_checkpoint): read back by
+  // readConfig, it gives `c`.
+  nlohmann::ordered_json (*writeConfig)(const model::Config& c) = nullptr;
+  // Non-parameter buffers some checkpoints carry (causal masks, rotary tables): skipped.
+  bool (*isBuffer)(std::string_view name) = nullptr;
+  // The folder must ship a tokenizer (gpt2: vocab.json + merges.txt); others run from ids.
+  bool tokenizerRequired = false;
+};
+
+// Every row, decoders first, in the order docs/models.md lists them.
+std::span<const Family* const> families();
+// The row of `modelType`, or nullptr.
+const Family* findFamily(std::string_view modelType);
+// "gpt2, llama, ..." of one kind (for messages).
+std::string familyNames(ModelKind kind);
+
+}  // namespace attn::io

@@ -1,0 +1,32 @@
+// Mistral (MistralForCausalLM): the llama block without biases, with a sliding window on
+// every layer (sliding_window; null = none): query i sees keys j with i - window < j <= i.
+#include "formats/models/families/common.h"
+
+namespace attn::io {
+namespace {
+
+Status readConfig(ConfigReader& r, model::Config& out) {
+  if (Status s = family::readLlamaStyle(r, out, {}); !s) return s;
+  Expected<int> window = r.integer("sliding_window", 0, /*nullIsFallback=*/true);
+  if (!window) return window.error();
+  out.slidingWindow = *window;
+  return Ok{};
+}
+
+void planTensors(const model::Config& c, const TensorSource&, model::Weights& w, TensorPlan& plan) {
+  family::planLlamaStyle(c, w, plan);
+}
+
+nlohmann::ordered_json writeConfig(const model::Config& c) {
+  nlohmann::ordered_json out = family::writeLlamaStyle(c);
+  out["hidden_act"] = "silu";
+  out["sliding_window"] = c.slidingWindow > 0 ? nlohmann::ordered_json(c.slidingWindow) : nullptr;
+  return out;
+}
+
+}  // namespace
+
+extern const Family kMistralFamily = {"mistral", ModelKind::Decoder, "num_hidden_layers",
+                                      readConfig, planTensors, writeConfig, family::isRotaryBuffer};
+
+}  // namespace attn::io

@@ -1,0 +1,31 @@
+// Qwen2 / Qwen2.5 (Qwen2ForCausalLM): the llama block with q/k/v biases (always; o_proj has
+// none). use_sliding_window must be false.
+#include "formats/models/families/common.h"
+
+namespace attn::io {
+namespace {
+
+Status readConfig(ConfigReader& r, model::Config& out) {
+  if (Status s = family::readLlamaStyle(r, out, {}); !s) return s;
+  out.qkvBias = true;
+  out.outBias = false;
+  return family::refuseQwenSlidingWindow(r);
+}
+
+void planTensors(const model::Config& c, const TensorSource&, model::Weights& w, TensorPlan& plan) {
+  family::planLlamaStyle(c, w, plan);
+}
+
+nlohmann::ordered_json writeConfig(const model::Config& c) {
+  nlohmann::ordered_json out = family::writeLlamaStyle(c);
+  out["hidden_act"] = "silu";
+  out["use_sliding_window"] = false;
+  return out;
+}
+
+}  // namespace
+
+extern const Family kQwen2Family = {"qwen2", ModelKind::Decoder, "num_hidden_layers", readConfig,
+                                    planTensors, writeConfig, family::isRotaryBuffer};
+
+}  // namespace attn::io

@@ -1,0 +1,36 @@
+// Qwen3 (Qwen3ForCausalLM, transformers' modeling_qwen3): the llama block with an explicit
+// head_dim, q_norm / k_norm (RMSNorm over each head's head_dim, weights [head_dim]) applied
+// to q and k before the rotary, attention_bias for q/k/v/o (default none).
+// use_sliding_window must be false.
+#include "formats/models/families/common.h"
+
+namespace attn::io {
+namespace {
+
+Status readConfig(ConfigReader& r, model::Config& out) {
+  family::LlamaStyle style;
+  style.attentionBiasKey = true;
+  if (Status s = family::readLlamaStyle(r, out, style); !s) return s;
+  out.qkNorm = true;
+  return family::refuseQwenSlidingWindow(r);
+}
+
+void planTensors(const model::Config& c, const TensorSource&, model::Weights& w, TensorPlan& plan) {
+  family::planLlamaStyle(c, w, plan);
+}
+
+nlohmann::ordered_json writeConfig(const model::Config& c) {
+  nlohmann::ordered_json out = family::writeLlamaStyle(c);
+  out["head_dim"] = c.headDim();
+  out["hidden_act"] = "silu";
+  out["attention_bias"] = c.qkvBias;
+  out["use_sliding_window"] = false;
+  return out;
+}
+
+}  // namespace
+
+extern const Family kQwen3Family = {"qwen3", ModelKind::Decoder, "num_hidden_layers", readConfig,
+                                    planTensors, writeConfig, family::isRotaryBuffer};
+
+}  // namespace attn::io
