@@ -137,6 +137,9 @@ using analysis_cli::loadFolder;
 using analysis_cli::singleToken;
 using analysis_cli::tokenize;
 using analysis_cli::tokenLabel;
+using analysis_cli::analyzeBidirectional;
+using analysis_cli::FolderKind;
+using analysis_cli::folderKind;
 
 constexpr int kMaxTop = 1000;
 
