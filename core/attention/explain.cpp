@@ -611,6 +611,40 @@ Expected<Explanation> explainProjected(const AttentionResult& result, const Prob
   return out;
 }
 
+Expected<Explanation> explainInputEntry(const AttentionResult& result, const Problem& problem,
+                                        char which, int row, int col) {
+  Explanation out;
+  if (which == 'x') {
+    const Matrix& x = problem.inputs.queries;
+    if (auto st = checkCell(x, row, col); !st) return st.error();
+    out.title = "X(" + labelOr(problem.queryLabels, row, "q") + ")[" + std::to_string(col) + "]";
+    out.value = x(row, col);
+    out.formula = result.projections.identity ? "Q = X (identity projection)" : "Q = X·W_q + b_q";
+    out.steps.push_back("input dimension " + std::to_string(col) + " of " +
+                        labelOr(problem.queryLabels, row, "q") + " = " + formatNumber(out.value));
+    return out;
+  }
+  const Projections& p = result.projections;
+  const Matrix& w = which == 'q' ? p.wq : which == 'k' ? p.wk : p.wv;
+  if (p.identity || w.size() == 0) return Error{"", "matrix", "the projections are the identity"};
+  if (auto st = checkCell(w, row, col); !st) return st.error();
+  const std::string name = std::string("W_") + which;
+  const std::string big(1, static_cast<char>(which - 'a' + 'A'));
+  out.title = name + "[" + std::to_string(row) + "][" + std::to_string(col) + "]";
+  out.value = w(row, col);
+  out.formula = big + "[c] = Σ_i x[i]·" + name + "[i][c] + b[c]";
+  const int heads = std::max<int>(1, static_cast<int>(result.heads.size()));
+  const int width = static_cast<int>(w.cols()) / heads;
+  out.steps.push_back("input dimension " + std::to_string(row) + " → model dimension " +
+                      std::to_string(col) + ": weight " + formatNumber(out.value));
+  if (heads > 1 && width > 0) {
+    out.steps.push_back("column " + std::to_string(col) + " is head " +
+                        std::to_string(col / width) + "'s column " +
+                        std::to_string(col % width) + " of " + big);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------
 // 2-D projection for the geometry view
 // ---------------------------------------------------------------------------------------

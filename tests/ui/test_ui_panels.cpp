@@ -366,30 +366,35 @@ TEST_F(Headless, HeadIndexOutOfRangeAfterAHeadCountChange) {
 TEST(PipelineStages, AreTheMatrixKindsInTeachingOrder) {
   // No second enum: every MatrixKind is a stage exactly once, and the index stored in
   // view.pipelineStage (and the autosave) maps back to the same kind.
-  ASSERT_EQ(kStages, 9);
+  ASSERT_EQ(kStages, 13);
   for (int i = 0; i < kStages; ++i) EXPECT_EQ(stageIndex(kPipelineOrder[i]), i);
-  for (std::string_view name :
-       {"scores", "masked_scores", "weights", "q", "k", "v", "context", "concat", "output"}) {
+  for (std::string_view name : {"scores", "masked_scores", "weights", "q", "k", "v", "context",
+                                "concat", "output", "x", "w_q", "w_k", "w_v"}) {
     const std::optional<MatrixKind> kind = parseMatrixKind(name);
     ASSERT_TRUE(kind.has_value()) << name;
     EXPECT_GE(stageIndex(*kind), 0) << name;
   }
-  EXPECT_EQ(kPipelineOrder[0], MatrixKind::Q);
+  // The step-through starts from the inputs: X, then the projection matrices.
+  EXPECT_EQ(kPipelineOrder[0], MatrixKind::Input);
+  EXPECT_EQ(kPipelineOrder[1], MatrixKind::Wq);
+  EXPECT_EQ(kPipelineOrder[4], MatrixKind::Q);
   EXPECT_EQ(kPipelineOrder[kStages - 1], MatrixKind::Output);
 }
 
 TEST(PipelineStages, StepAndWrap) {
   const std::vector<MatrixKind> stages = visibleStages(nullptr);
-  ASSERT_EQ(stages.size(), 7u);
-  EXPECT_EQ(stepPipelineStage(-1, +1, stages), stageIndex(MatrixKind::Q));
+  ASSERT_EQ(stages.size(), 8u);  // X Q K V S M W C (no projection matrices without a result)
+  EXPECT_EQ(stepPipelineStage(-1, +1, stages), stageIndex(MatrixKind::Input));
+  EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Input), +1, stages),
+            stageIndex(MatrixKind::Q));
   EXPECT_EQ(stepPipelineStage(-1, -1, stages), stageIndex(MatrixKind::Context));
   EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Context), +1, stages), -1);
-  EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Q), -1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Input), -1, stages), -1);
   EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Scores), +1, stages),
             stageIndex(MatrixKind::MaskedScores));
   // A stage that is not shown restarts from an end.
   EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Output), +1, stages),
-            stageIndex(MatrixKind::Q));
+            stageIndex(MatrixKind::Input));
 }
 
 // The window queues every GLFW key press (app/ui/shell/gui_window.cpp: keyCallback -> handleShortcuts ->

@@ -37,13 +37,16 @@ using panel::tooltip;
 const char* stageName(MatrixKind stage) {
   // In kPipelineOrder.
   static constexpr const char* kNames[kStages] = {
-      "Q", "K", "V", "scores", "masked scores", "weights", "context", "concat", "output"};
+      "X",      "W_q",           "W_k",     "W_v",     "Q",      "K",     "V",
+      "scores", "masked scores", "weights", "context", "concat", "output"};
   return kNames[stageIndex(stage)];
 }
 
 // The operation that produces `stage` from the stage before it ("" = no arrow).
 std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
+    case MatrixKind::Q:
+      return doc.projection == ProjectionKind::Identity ? "" : "→ X·W_q";
     case MatrixKind::Scores: return "→ " + std::string(formulas::scoreShort(doc.options.score));
     case MatrixKind::MaskedScores: return doc.options.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
     case MatrixKind::Weights:
@@ -213,24 +216,8 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
   if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
     cell = state.hover;
   } else {
-    const AttentionResult& result = *state.computed->result;
-    cell.matrix = stage;
-    cell.head = head;
-    // The last query (under a causal mask the one that sees every key), its strongest key
-    // (of the head's weights, or of their mean over heads).
-    cell.row = std::max(0, static_cast<int>(view->values().rows) - 1);
-    cell.col = 0;
-    if ((stage == MatrixKind::Scores || stage == MatrixKind::MaskedScores ||
-         stage == MatrixKind::Weights) &&
-        !result.heads.empty()) {
-      if (head >= 0) {
-        result.heads[head].weights.row(cell.row).maxCoeff(&cell.col);
-      } else {
-        Eigen::RowVectorXf mean = Eigen::RowVectorXf::Zero(result.heads[0].weights.cols());
-        for (const auto& one : result.heads) mean += one.weights.row(cell.row);
-        mean.maxCoeff(&cell.col);
-      }
-    }
+    cell = stageAloneCell(*state.computed->result, stage, head,
+                          static_cast<int>(view->values().rows));
   }
   if (const Expected<Explanation> explanation = explainHover(state, cell))
     drawExplanation(*explanation);
