@@ -399,9 +399,18 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
       if (a && std::isfinite(raw(0, j))) rawMax = std::max(rawMax, raw(0, j));
     }
+    // Built by appending to one string: GCC 12's -Wrestrict misfires on `"(" + std::string&&`
+    // (a false overlap warning inside the inlined operator+ that inserts at the front).
     auto division = [&](int j) {
-      return "(" + formatNumber(raw(0, j)) + " − " + formatNumber(rawMax) + ") / " +
-             formatNumber(options.temperature) + " = " + formatNumber(s(0, j));
+      std::string text = "(";
+      text += formatNumber(raw(0, j));
+      text += " − ";
+      text += formatNumber(rawMax);
+      text += ") / ";
+      text += formatNumber(options.temperature);
+      text += " = ";
+      text += formatNumber(s(0, j));
+      return text;
     };
     if (std::isfinite(rawMax) && std::isfinite(raw(0, col)))
       out.steps.push_back("s = (score − max) ÷ T = " + division(col));
@@ -413,7 +422,8 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       for (int j = 0; j < nK; ++j) {
         const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
         if (!a || !std::isfinite(raw(0, j))) continue;
-        all += (first ? "" : ", ") + division(j);
+        if (!first) all += ", ";
+        all += division(j);
         first = false;
       }
       out.steps.push_back(all);

@@ -3,6 +3,7 @@
 // checked before anything is written; a GIF goes to the window runner.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -117,8 +118,11 @@ TEST(CliLesson, BadOptionsFailBeforeAnythingIsWritten) {
   auto fails = [&](const std::vector<std::string>& args, const std::string& says) {
     std::ostringstream out, err;
     EXPECT_EQ(runCli(args, out, err, window), 2) << err.str();
-    EXPECT_NE(err.str().find(says), std::string::npos) << err.str();
-    EXPECT_EQ(std::count(err.str().begin(), err.str().end(), '\n'), 1) << err.str();
+    // (one copy: err.str() returns a new string each call, so begin() and end() of two
+    // calls belong to different strings)
+    const std::string text = err.str();
+    EXPECT_NE(text.find(says), std::string::npos) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
   };
   fails({"lesson", kDecoder, "--out", (dir / "deck.pptx").string()}, "deck.pptx");
   fails({"lesson", kDecoder}, "--out");

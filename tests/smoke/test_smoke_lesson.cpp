@@ -32,7 +32,7 @@ struct GifInfo {
 // Walks the blocks of a GIF file (never decodes the LZW data, only skips its sub-blocks).
 GifInfo parseGif(const std::string& bytes) {
   GifInfo gif;
-  auto u16 = [&](size_t at) { return bytes[at] & 0xFF | (bytes[at + 1] & 0xFF) << 8; };
+  auto u16 = [&](size_t at) { return (bytes[at] & 0xFF) | (bytes[at + 1] & 0xFF) << 8; };
   if (bytes.size() < 13 || bytes.compare(0, 6, "GIF89a") != 0) {
     gif.error = "not a GIF89a file";
     return gif;

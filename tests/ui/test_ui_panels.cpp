@@ -413,17 +413,19 @@ TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
     queueKeys(state, {key});
     frame(state);
   };
+  // (issue 31: the inputs X and, when the scenario projects, W_q, W_k, W_v are the first
+  // stages; eight heads projects)
   press(GLFW_KEY_SPACE);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));
   press(GLFW_KEY_RIGHT);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_SPACE);
   press(GLFW_KEY_PAGE_DOWN);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Scores));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wv));
   press(GLFW_KEY_LEFT);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::V));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wk));
   press(GLFW_KEY_PAGE_UP);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_ESCAPE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Multi-head: concat and output are stages too, and the last step returns to "all".
@@ -442,7 +444,8 @@ TEST_F(Headless, ClickerPressesFasterThanFramesAreNotLost) {
   queueKeys(state, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
                     GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_UP});
   frame(state);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::V));
+  // X, W_q, W_k, W_v, then back to W_k
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wk));
   // Ctrl+PageDown is a menu chord, not a step.
   EXPECT_EQ(stepKeyFor(GLFW_KEY_PAGE_DOWN, GLFW_MOD_CONTROL), StepKey::None);
 }
@@ -496,18 +499,18 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   // Enter shows the current stage (none yet: the first) alone; stepping moves it along.
   press(GLFW_KEY_ENTER);
   EXPECT_TRUE(state.view.stageFullScreen);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));  // X, the first stage
   press(GLFW_KEY_PAGE_DOWN);
   EXPECT_TRUE(state.view.stageFullScreen);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   // Escape goes back one level at a time: the strip, the normal window, all stages.
   press(GLFW_KEY_ESCAPE);
   EXPECT_FALSE(state.view.stageFullScreen);
   EXPECT_TRUE(state.view.presentation);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_ESCAPE);
   EXPECT_FALSE(state.view.presentation);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_ESCAPE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Enter in the normal window does nothing unless a step is shown (a text field just left
@@ -518,7 +521,7 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   frame(state);
   EXPECT_TRUE(state.view.presentation);
   EXPECT_TRUE(state.view.stageFullScreen);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));
   queueKeys(state, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
   frame(state);
   EXPECT_FALSE(state.view.presentation);

@@ -169,7 +169,7 @@ TEST_F(Presenting, ChromeHidesTwoSecondsAfterThePointerStopsAndComesBackOnMoveme
   present(state);
   present(state);
   ASSERT_TRUE(chromeShown());
-  const HeatmapRecord* first = record("##stage_Q");
+  const HeatmapRecord* first = record("##stage_X");
   ASSERT_NE(first, nullptr);
   const ImVec2 corner = first->gridMin;
   io.DeltaTime = 0.25f;
@@ -181,7 +181,7 @@ TEST_F(Presenting, ChromeHidesTwoSecondsAfterThePointerStopsAndComesBackOnMoveme
   EXPECT_FALSE(chromeShown());
   EXPECT_GE(shownUntil, 1.5);  // shown for (about) the first two seconds
   EXPECT_LE(shownUntil, 2.6);
-  const HeatmapRecord* hidden = record("##stage_Q");
+  const HeatmapRecord* hidden = record("##stage_X");
   ASSERT_NE(hidden, nullptr);
   EXPECT_FLOAT_EQ(hidden->gridMin.x, corner.x);  // the page stays where it was
   EXPECT_FLOAT_EQ(hidden->gridMin.y, corner.y);

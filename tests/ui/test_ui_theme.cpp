@@ -90,7 +90,9 @@ TEST(UiFont, TheAtlasHoldsEveryScriptOfTheLabels) {
         const ImFontGlyph* glyph = font->FindGlyphNoFallback(static_cast<ImWchar>(cp));
         EXPECT_NE(glyph, nullptr) << doc.keyLabels[i + k] << " U+" << std::hex
                                   << static_cast<unsigned>(cp);
-        if (glyph) EXPECT_GT(glyph->X1 - glyph->X0, 1.0f) << doc.keyLabels[i + k];
+        if (glyph) {
+          EXPECT_GT(glyph->X1 - glyph->X0, 1.0f) << doc.keyLabels[i + k];
+        }
         (k == 0 ? first : second).push_back(glyph);
       }
     }

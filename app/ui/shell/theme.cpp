@@ -135,7 +135,7 @@ namespace {
 // "NaN") at kMaxNumberScale times the text size, named kNumberFontName: presentation draws
 // numbers that grow with their cells from it (app/ui/widgets/heatmap_widget_draw.cpp), so a
 // 45 px number is as crisp as the text. A few dozen glyphs: the atlas barely grows.
-void addNumberFont(const std::string& path, float pixelSize) {
+void addNumberFont(const io::ChainFont& font, float pixelSize) {
   static const ImWchar kNumberRanges[] = {
       0x0020, 0x0020, 0x002B, 0x002E,  // space + , - .
       0x0030, 0x0039, 0x003C, 0x003E,  // 0-9 < = >
@@ -149,9 +149,10 @@ void addNumberFont(const std::string& path, float pixelSize) {
   config.OversampleH = 2;
   config.OversampleV = 1;
   config.PixelSnapH = true;
+  config.FontNo = font.index;
   std::snprintf(config.Name, sizeof(config.Name), "%s", kNumberFontName);
-  ImGui::GetIO().Fonts->AddFontFromFileTTF(path.c_str(), pixelSize * kMaxNumberScale, &config,
-                                           kNumberRanges);
+  ImGui::GetIO().Fonts->AddFontFromFileTTF(font.path.c_str(), pixelSize * kMaxNumberScale,
+                                           &config, kNumberRanges);
 }
 
 }  // namespace
@@ -248,7 +249,8 @@ bool loadUiFont(float pixelSize, const std::u32string& extraChars, std::string* 
     config.SizePixels = pixelSize;
     io.Fonts->AddFontDefault(&config);
   }
-  if (font != nullptr) addNumberFont(path, pixelSize);
+  // The number font comes from the chain's first font (the digits of the text).
+  if (font != nullptr) addNumberFont(chain.front(), pixelSize);
   unsigned char* pixels = nullptr;
   int width = 0, height = 0;
   io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);
