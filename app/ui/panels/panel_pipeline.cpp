@@ -358,6 +358,16 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
         aspects[i] = std::clamp(shape, 0.35f, 1.0f);
         if (shape > 1.0f) wideShape[i] = {shape, rows * font * 1.1f};
         numberWidths[i] = widestTrueNumber(*view);
+        // Square cells at the readable height (1.5 font heights) are narrower than a number
+        // such as "-0.011" at the smallest number size: such a card is wider than its
+        // square shape, as far as the numbers need (cells at most 4:1, the card at most 2:1),
+        // or no page could ever show its numbers.
+        if (shape <= 1.0f) {
+          const float cellNeeded = numberWidths[i] * io::kLabelFloor + font * 0.3f;
+          const float numberAspect = shape * cellNeeded / (font * 1.5f);
+          if (numberAspect > aspects[i])
+            aspects[i] = std::min({numberAspect, shape * 4.0f, 2.0f});
+        }
         const int colCount = std::min<int>(static_cast<int>(view->colLabels.size()), 64);
         for (int c = 0; c < colCount; ++c)
           colLabelWidths[i] = std::max(
