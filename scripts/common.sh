@@ -19,6 +19,12 @@ BUILD_PACKAGES=(
   libpcre2-dev
   libsentencepiece-dev
   libicu-dev
+  libfreetype-dev
+  libfontconfig-dev
+  libharfbuzz-dev
+  libcairo2-dev
+  libgif-dev
+  fonts-noto-cjk
 )
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev
@@ -35,6 +41,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   dpkg-dev
   sentencepiece
   python3-pil
+  poppler-utils
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.
