@@ -24,7 +24,7 @@ using nlohmann::json;
 // config.json
 // =======================================================================================
 
-Expected<int> intField(const json& config, const char* key, const std::string& fileName,
+Expected<int> nonNegativeIntOr(const json& config, const char* key, const std::string& fileName,
                        int fallback = -1) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) {
@@ -245,7 +245,7 @@ Expected<model::EncoderConfig> parseEncoderConfig(std::string_view text, const s
                                   {"max_position_embeddings", &out.nPositions},
                                   {"vocab_size", &out.vocabSize}};
   for (const Field& f : sizes) {
-    Expected<int> value = intField(config, f.key, fileName);
+    Expected<int> value = nonNegativeIntOr(config, f.key, fileName);
     if (!value) return value.error();
     *f.target = *value;
   }
@@ -258,7 +258,7 @@ Expected<model::EncoderConfig> parseEncoderConfig(std::string_view text, const s
     out.normEpsilon = 1e-12f;  // DistilBERT's LayerNorms are built with eps = 1e-12
     out.headActivation = out.activation;
   } else {
-    Expected<int> types = intField(config, "type_vocab_size", fileName, 2);
+    Expected<int> types = nonNegativeIntOr(config, "type_vocab_size", fileName, 2);
     if (!types) return types.error();
     out.typeVocabSize = *types;
     if (auto it = config.find("layer_norm_eps"); it != config.end() && !it->is_null()) {
@@ -275,7 +275,7 @@ Expected<model::EncoderConfig> parseEncoderConfig(std::string_view text, const s
     // BERT's transform uses hidden_act; RobertaLMHead always the erf GELU.
     out.headActivation = out.modelType == "roberta" ? model::Activation::GeluErf : out.activation;
     if (out.modelType == "roberta") {
-      Expected<int> pad = intField(config, "pad_token_id", fileName, 1);
+      Expected<int> pad = nonNegativeIntOr(config, "pad_token_id", fileName, 1);
       if (!pad) return pad.error();
       out.paddingIdx = *pad;
     }

@@ -11,6 +11,15 @@
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
+
+Expected<bool> boolField(const nlohmann::json& config, const char* key, bool fallback,
+                         const std::string& fileName) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return Error{fileName, key, "must be true or false"};
+  return it->get<bool>();
+}
+
 namespace {
 
 using nlohmann::json;
@@ -40,14 +49,6 @@ Expected<double> numberField(const json& config, const char* key, double fallbac
     return Error{fileName, key, "must be a finite number > 0"};
   }
   return value;
-}
-
-Expected<bool> boolField(const json& config, const char* key, bool fallback,
-                         const std::string& fileName) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) return Error{fileName, key, "must be true or false"};
-  return it->get<bool>();
 }
 
 Expected<model::Activation> activationField(const json& config, const char* key,

@@ -4,12 +4,18 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
 #include "core/models/transformer.h"
 
 namespace attn::io {
+
+// An optional boolean field of config.json (also read by vit_folder.cpp): `fallback` when
+// absent or null, an error naming `fileName` and `key` when not true or false.
+Expected<bool> boolField(const nlohmann::json& config, const char* key, bool fallback,
+                         const std::string& fileName);
 
 inline constexpr std::size_t kMaxModelConfigBytes = 1u << 20;
 

@@ -15,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-Expected<int> intField(const json& config, const char* key, const std::string& fileName, int fallback) {
+Expected<int> positiveIntOr(const json& config, const char* key, const std::string& fileName, int fallback) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) {
     if (fallback >= 0) return fallback;
@@ -25,13 +25,6 @@ Expected<int> intField(const json& config, const char* key, const std::string& f
   const auto value = it->get<std::int64_t>();
   if (value < 1 || value > (std::int64_t{1} << 30)) return Error{fileName, key, std::to_string(value) + " is out of range"};
   return static_cast<int>(value);
-}
-
-Expected<bool> boolField(const json& config, const char* key, bool fallback, const std::string& fileName) {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) return Error{fileName, key, "must be true or false"};
-  return it->get<bool>();
 }
 
 // An image size: an integer (square) or {"height", "width"}.
@@ -91,7 +84,7 @@ Expected<model::VitConfig> parseVitConfig(std::string_view text, const std::stri
                   Field{"hidden_size", &out.nEmbd, -1}, Field{"intermediate_size", &out.nInner, -1},
                   Field{"image_size", &out.imageSize, 224}, Field{"patch_size", &out.patchSize, 16},
                   Field{"num_channels", &out.channels, 3}}) {
-    Expected<int> v = intField(config, f.key, fileName, f.fallback);
+    Expected<int> v = positiveIntOr(config, f.key, fileName, f.fallback);
     if (!v) return v.error();
     *f.target = *v;
   }
