@@ -9,6 +9,7 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 # One package per line, so that branches adding packages merge cleanly.
 BUILD_PACKAGES=(
   cmake g++ make pkg-config
+  ninja-build
   libimgui-dev libglfw3-dev libgl-dev libgl1-mesa-dri fonts-dejavu-core
   fonts-droid-fallback
   libeigen3-dev libstb-dev nlohmann-json3-dev
@@ -52,11 +53,20 @@ install_missing() {
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# build DIR [cmake args...]: configure once, then build incrementally.
+# build DIR [cmake args...]: configure once, then build incrementally. A new build folder
+# uses Ninja when it is installed (one scheduler over every target: no recursive make, no
+# per-directory dependency scans). ATTNSCOPE_UNITY_BUILD=ON in the environment makes a new
+# build folder a unity build (CMAKE_UNITY_BUILD: each library compiles its sources in
+# batches of 8, so the Eigen and JSON templates they share are compiled once per batch);
+# .ci/run sets it, because CI builds everything once from nothing. Left unset, each source
+# file is its own translation unit, so an edit recompiles one file.
 build() {
   local dir="$1"; shift
   if [ ! -f "$dir/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+    local generator=()
+    if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+    cmake -S "$ROOT" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_UNITY_BUILD="${ATTNSCOPE_UNITY_BUILD:-OFF}" "$@" >/dev/null
   fi
   cmake --build "$dir" -j "$JOBS"
 }
