@@ -60,10 +60,14 @@ install_missing() {
 }
 
 # build DIR [cmake args...]: configure once, then build incrementally.
+# ATTNSCOPE_UNITY_BUILD=ON in the environment makes a new build folder a unity build
+# (CMAKE_UNITY_BUILD: each library compiles its sources in batches of 8); left unset (as
+# test.sh and .ci/run do), each source file is its own translation unit.
 build() {
   local dir="$1"; shift
   if [ ! -f "$dir/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_UNITY_BUILD="${ATTNSCOPE_UNITY_BUILD:-OFF}" "$@" >/dev/null
   fi
   cmake --build "$dir" -j "$JOBS"
 }
