@@ -21,7 +21,7 @@ Error headerError(const std::string& file, std::string field, std::string proble
   return Error{file, std::move(field), std::move(problem)};
 }
 
-std::string quoted(std::string_view text) {
+std::string quotedHeaderText(std::string_view text) {
   // Header text is untrusted: show printable ASCII only, and not too much of it.
   std::string out = "'";
   for (char c : text.substr(0, 40)) {
@@ -57,7 +57,8 @@ struct DictParser {
     if (!peek(c)) {
       return fail(
           std::string("expected '") + c + "'" +
-          (pos < text.size() ? ", found " + quoted(text.substr(pos, 1)) : ", found the end"));
+          (pos < text.size() ? ", found " + quotedHeaderText(text.substr(pos, 1))
+                             : ", found the end"));
     }
     ++pos;
     return true;
@@ -197,7 +198,7 @@ std::optional<RawHeader> parseDict(std::string_view text, std::string& error) {
       raw.shape = std::move(*value);
       haveShape = true;
     } else {
-      return failed("unexpected key " + quoted(*key) +
+      return failed("unexpected key " + quotedHeaderText(*key) +
                     " (an npy header has exactly descr, fortran_order and shape)");
     }
     if (p.peek(',')) {
@@ -223,7 +224,7 @@ std::optional<RawHeader> parseDict(std::string_view text, std::string& error) {
 // The dtype of a descr string, or an error naming what it is.
 std::optional<std::string> parseDescr(const std::string& descr, NpyDtype& dtype, bool& bigEndian) {
   auto unsupported = [&](std::string_view what) {
-    return "unsupported dtype " + quoted(descr) + " (" + std::string(what) +
+    return "unsupported dtype " + quotedHeaderText(descr) + " (" + std::string(what) +
            "): attnscope reads float16, float32 and float64";
   };
   if (descr.size() < 2) return unsupported("not a dtype");

@@ -2,6 +2,7 @@
 // and text.
 #include <cstdio>
 
+#include "render/font_chain.h"
 #include "render/heatmap_layout.h"
 
 namespace attn::io::detail {
@@ -70,7 +71,7 @@ std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const 
   out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(L.width) +
          "\" height=\"" + std::to_string(L.height) + "\" viewBox=\"0 0 " + std::to_string(L.width) +
-         " " + std::to_string(L.height) + "\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n";
+         " " + std::to_string(L.height) + "\" font-family=\"" + xmlEscape(fontChainFamilies()) + "\">\n";
   if (!view.title.empty()) out += "<title>" + xmlEscape(view.title) + "</title>\n";
 
   // 1 definitions: the masked-cell hatch and the colorbar gradient

@@ -19,6 +19,12 @@ BUILD_PACKAGES=(
   libpcre2-dev
   libsentencepiece-dev
   libicu-dev
+  libfreetype-dev
+  libfontconfig-dev
+  libharfbuzz-dev
+  libcairo2-dev
+  libgif-dev
+  fonts-noto-cjk
 )
 TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   zlib1g-dev
@@ -35,6 +41,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   dpkg-dev
   sentencepiece
   python3-pil
+  poppler-utils
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.
@@ -53,10 +60,14 @@ install_missing() {
 }
 
 # build DIR [cmake args...]: configure once, then build incrementally.
+# ATTNSCOPE_UNITY_BUILD=ON in the environment makes a new build folder a unity build
+# (CMAKE_UNITY_BUILD: each library compiles its sources in batches of 8); left unset (as
+# test.sh and .ci/run do), each source file is its own translation unit.
 build() {
   local dir="$1"; shift
   if [ ! -f "$dir/CMakeCache.txt" ]; then
-    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_UNITY_BUILD="${ATTNSCOPE_UNITY_BUILD:-OFF}" "$@" >/dev/null
   fi
   cmake --build "$dir" -j "$JOBS"
 }

@@ -35,6 +35,7 @@ usage:
   attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
   attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS] [--theme T]
   attnscope screenshot [SCENARIO] --model DIR --text T [--select L,H [--pipeline]] --out FILE.png
+  attnscope lesson SCENARIO --out DECK.pdf|STEPS.gif [--size WxH] [--theme light|dark]
   attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
   attnscope export FILE.npy|FILE.npz --grid --out FILE.png
   attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
@@ -58,6 +59,8 @@ commands:
   compute     run the attention mechanism, print every intermediate as JSON
   export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
   screenshot  open the window, render a few frames, save it as PNG and exit
+  lesson      the pipeline's step-through, one stage a page with its caption and
+              explanation: a PDF deck (headless) or a GIF of the presentation view
   bench       time the multi-head self-attention forward pass (or a model folder's:
               --model DIR), print JSON
   info        list the arrays of an .npy/.npz attention file and its [layers, heads,
@@ -76,7 +79,7 @@ commands:
   merge       merge the shards of heads --prompts into one table
 
 exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
-problem), 3 no display / no OpenGL (screenshot), 1 internal error.
+problem), 3 no display / no OpenGL (screenshot, lesson --out FILE.gif), 1 internal error.
 )";
 
 int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
@@ -90,6 +93,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "compute") return runCompute(rest, out, err);
   if (command == "export") return runExport(rest, out, err);
   if (command == "screenshot") return runScreenshot(rest, out, err, window);
+  if (command == "lesson") return runLesson(rest, out, err, window);
   if (command == "bench") return runBench(rest, out, err);
   if (command == "info") return runInfo(rest, out, err);
   if (command == "image") return runImageCommand(rest, out, err);
@@ -129,7 +133,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   return fail(err, Error{"", "",
                          "unknown command " + inQuotes(command) +
-                             " (commands: open, compute, export, screenshot, info, image, train, "
+                             " (commands: open, compute, export, screenshot, lesson, info, image, train, "
                              "model, analyze, patch, lens, heads, merge, bench; see attnscope --help)"});
 }
 
@@ -140,13 +144,15 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 std::vector<cli::CommandInfo> commandDeclarations() {
-  return {openInfo(),    computeInfo(), exportInfo(),    screenshotInfo(), infoInfo(),      imageInfo(),
+  return {openInfo(),    computeInfo(), exportInfo(),    screenshotInfo(), lessonInfo(),
+          infoInfo(),    imageInfo(),
           trainInfo(),   modelInfo(),     analyzeInfo(),    patchInfo(),       lensInfo(),
           headsInfo(),   mergeInfo(),     benchInfo(),      modelWindowInfo()};
 }
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "open" || arg == "compute" || arg == "export" || arg == "screenshot" || arg == "help" ||
+  return arg == "open" || arg == "compute" || arg == "export" || arg == "screenshot" ||
+         arg == "lesson" || arg == "help" ||
          arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
          arg == "analyze" || arg == "patch" || arg == "lens" || arg == "heads" || arg == "merge" ||
          arg.starts_with("-");

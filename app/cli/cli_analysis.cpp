@@ -154,11 +154,6 @@ json nextJson(const io::ModelFolder& model, const std::vector<model::TokenProbab
   return list;
 }
 
-Status writeText(const std::string& path, const std::string& text) {
-  if (Status s = io::writeFileAtomic(path, text); !s) return io::withFile(s.error(), path);
-  return Ok{};
-}
-
 std::vector<std::string> numbered(const std::string& prefix, Eigen::Index count) {
   std::vector<std::string> out;
   for (Eigen::Index i = 0; i < count; ++i) out.push_back(prefix + std::to_string(i));
@@ -381,7 +376,7 @@ int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostrea
     if (!dla) return fail(err, inFolder(dla.error(), r->folder));
     const std::string csv = io::matrixCsv(dla->heads, "layer\\head", numbered("L", dla->heads.rows()),
                                           numbered("H", dla->heads.cols()));
-    if (Status s = writeText(r->attributionPath, csv); !s) return fail(err, s.error());
+    if (Status s = cli::writeText(r->attributionPath, csv); !s) return fail(err, s.error());
     summary["attribution"] = {{"out", r->attributionPath},
                               {"logit_difference", dla->metric},
                               {"sum_over_heads", dla->heads.cast<double>().sum()}};
@@ -497,7 +492,7 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
       cols.push_back(std::to_string(i) + ":" + tokenLabel(*model, (*clean)[i]));
   }
   const std::string corner = target == model::PatchTarget::Heads ? "layer\\head" : "layer\\position";
-  if (Status s = writeText(r.outPath, io::matrixCsv(effect, corner, rows, cols)); !s)
+  if (Status s = cli::writeText(r.outPath, io::matrixCsv(effect, corner, rows, cols)); !s)
     return fail(err, s.error());
   if (!r.pngPath.empty()) {
     const std::string title = std::string("patching ") + (target == model::PatchTarget::Heads ? "heads (z)" : "resid") +
@@ -601,7 +596,7 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   }
   const json file = {{"bos", *bos >= 0}, {"scale", r.scale == 0 ? "own" : "final"}, {"tokens", tokens},
                      {"layers", layers}, {"top", top}};
-  if (Status s = writeText(r.outPath, file.dump() + "\n"); !s) return fail(err, s.error());
+  if (Status s = cli::writeText(r.outPath, file.dump() + "\n"); !s) return fail(err, s.error());
   out << json{{"out", r.outPath}, {"layers", layers.size()}, {"tokens", ids->size()}, {"bos", *bos >= 0}}.dump()
       << "\n";
   return 0;

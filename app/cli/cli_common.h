@@ -41,6 +41,9 @@ using io::lowerExtension;
 // or a hard link). Exit-2 error naming --out otherwise.
 Status checkNotAnInput(const std::string& outPath, const std::string& inputPath);
 
+// Writes `text` to `path` atomically; the error names the file.
+Status writeText(const std::string& path, const std::string& text);
+
 // An output file named by `option`: not empty, its folder exists, not a folder itself.
 Status checkOutputFile(std::string_view option, const std::string& path);
 
@@ -58,13 +61,13 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style);
 void finishHeatmapStyle(io::HeatmapStyle& style);
 
 // A scenario's problem and its result.
-struct Computed {
+struct ScenarioRun {
   Problem problem;
   AttentionResult result;
 };
 // Loads the scenario at `path`, builds its problem and attends (every core). Errors name
 // the file.
-Expected<Computed> loadAndCompute(const std::string& path);
+Expected<ScenarioRun> loadAndCompute(const std::string& path);
 // "attnscope: warning: PATH: MESSAGE (CODE)", one line per warning of the result.
 void printWarnings(std::ostream& err, const std::string& path, const AttentionResult& result);
 

@@ -120,11 +120,6 @@ after [CLS]) have no ids, so dup and induction are refused there.
   return command;
 }
 
-Status writeText(const std::string& path, const std::string& text) {
-  if (Status s = io::writeFileAtomic(path, text); !s) return io::withFile(s.error(), path);
-  return Ok{};
-}
-
 // "heads: 37/200 prompts, 1.2 s, ETA 5.3 s" on err, at most twice a second and at the end.
 class Progress {
  public:
@@ -243,7 +238,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
         totals.sumSq[k] = totals.sum[k].cwiseProduct(totals.sum[k]);
       }
     }
-    if (Status s = writeText(r.outPath, io::scoreTotalsCsv(totals, false)); !s) return fail(err, s.error());
+    if (Status s = cli::writeText(r.outPath, io::scoreTotalsCsv(totals, false)); !s) return fail(err, s.error());
     out << json{{"out", r.outPath}, {"tokens", ids.size()}, {"bos", *bos >= 0}}.dump() << "\n";
     return 0;
   }
@@ -350,7 +345,7 @@ int runMerge(std::span<const std::string> args, std::ostream& out, std::ostream&
   auto merged = io::mergeParts(parts, r.allowPartial);
   if (!merged) return fail(err, merged.error());
   const std::string csv = io::mergeComment(parts, *merged) + io::scoreTotalsCsv(merged->totals, true);
-  if (Status s = writeText(r.outPath, csv); !s) return fail(err, s.error());
+  if (Status s = cli::writeText(r.outPath, csv); !s) return fail(err, s.error());
   std::int64_t missing = 0;
   for (const auto& [first, last] : merged->missing) missing += last - first;
   out << json{{"out", r.outPath},

@@ -1,4 +1,4 @@
-// The CLI's commands, one file each in app/cli/ (cli_open.cpp, compute.cpp, export.cpp, screenshot.cpp,
+// The CLI's commands, one file each in app/cli/ (cli_open.cpp, compute.cpp, export.cpp, screenshot.cpp, lesson.cpp,
 // cli_attention.cpp for info, cli_image.cpp, cli_train.cpp, cli_model.cpp, cli_bench.cpp).
 // Each `runX` takes the arguments after the command's name and returns the exit code of
 // cli.h; each `xInfo` returns its declared options (name, value, help, choices).
@@ -31,6 +31,11 @@ cli::CommandInfo screenshotInfo();
 // --dialog open|save-as|replace (screenshot, open): the built-in file dialog up at start,
 // its path field focused; `dialog` = GuiLaunch::dialog.
 cli::Option dialogOption(std::string& dialog);
+
+// `lesson SCENARIO --out DECK.pdf|STEPS.gif`: the PDF headless, the GIF through `window`.
+int runLesson(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+              const WindowRunner& window);
+cli::CommandInfo lessonInfo();
 
 // `info FILE [--array NAME] [--batch B] [--layout DIMS] [--tokens FILE] [--scan]`.
 int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& err);

@@ -54,6 +54,11 @@ Expected<std::string> takeScenarioPath(std::string_view command, const ParsedArg
   return parsed.positional[0];
 }
 
+Status writeText(const std::string& path, const std::string& text) {
+  if (Status s = io::writeFileAtomic(path, text); !s) return io::withFile(s.error(), path);
+  return Ok{};
+}
+
 Status checkOutputFile(std::string_view option, const std::string& path) {
   if (path.empty()) return optionError(option, "needs a file name");
   std::error_code ec;
@@ -233,7 +238,7 @@ void finishHeatmapStyle(io::HeatmapStyle& style) {
 // Shared steps: load, compute, warnings
 // =======================================================================================
 
-Expected<Computed> loadAndCompute(const std::string& path) {
+Expected<ScenarioRun> loadAndCompute(const std::string& path) {
   Expected<Scenario> scenario = io::loadScenario(path);
   if (!scenario) {
     Error error = scenario.error();
@@ -254,7 +259,7 @@ Expected<Computed> loadAndCompute(const std::string& path) {
     if (error.file.empty()) error.file = path;
     return error;
   }
-  return Computed{std::move(problem).value(), std::move(result)};
+  return ScenarioRun{std::move(problem).value(), std::move(result)};
 }
 
 void printWarnings(std::ostream& err, const std::string& path, const AttentionResult& result) {

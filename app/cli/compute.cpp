@@ -60,7 +60,7 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
     return fail(err, distinct.error());
 
   // 2-3 load and compute
-  Expected<cli::Computed> computed = loadAndCompute(*path);
+  Expected<cli::ScenarioRun> computed = loadAndCompute(*path);
   if (!computed) return fail(err, computed.error());
 
   // 5 write: to stdout streamed (the text of a large result, about 1 GB at 2048 tokens x 8

@@ -126,7 +126,7 @@ int runExport(std::span<const std::string> args, std::ostream& out, std::ostream
   if (!request) return fail(err, request.error());
 
   // 2-3 load and compute
-  Expected<cli::Computed> computed = loadAndCompute(request->scenarioPath);
+  Expected<cli::ScenarioRun> computed = loadAndCompute(request->scenarioPath);
   if (!computed) return fail(err, computed.error());
 
   // 4 the head range is only known now

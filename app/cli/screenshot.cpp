@@ -216,7 +216,7 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   // .npz) is checked above.
   if (launch.imagePath.empty() && classifyPath(*path) != PathKind::AttentionFile &&
       !path->empty()) {
-    Expected<cli::Computed> computed = loadAndCompute(*path);
+    Expected<cli::ScenarioRun> computed = loadAndCompute(*path);
     if (!computed) return fail(err, computed.error());
   }
   out.flush();

@@ -85,7 +85,11 @@ inline void setColorRangeMode(ViewSettings& view, RangeMode mode) {
 
 // The stages of the pipeline view are the matrices of MatrixKind, in teaching order.
 // ViewSettings::pipelineStage (and the autosave) stores a position in this list.
-inline constexpr MatrixKind kPipelineOrder[] = {MatrixKind::Q,
+inline constexpr MatrixKind kPipelineOrder[] = {MatrixKind::Input,
+                                                    MatrixKind::Wq,
+                                                    MatrixKind::Wk,
+                                                    MatrixKind::Wv,
+                                                    MatrixKind::Q,
                                                     MatrixKind::K,
                                                     MatrixKind::V,
                                                     MatrixKind::Scores,

@@ -59,6 +59,11 @@ struct GuiLaunch {
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
                                     // with presentation, shown alone full screen
+  // `attnscope lesson --out STEPS.gif`: the window steps through every pipeline stage alone
+  // in presentation mode, one GIF frame a stage shown for lessonDelayCs hundredths of a
+  // second, writes the GIF and exits (app/ui/shell/gui_lesson.cpp).
+  std::string lessonGifPath;
+  int lessonDelayCs = 400;
   std::string dialog;               // screenshot --dialog: "open" or "save-as" shows that
                                     // built-in file dialog over the folder it starts in;
                                     // "replace": Save As pressed over the document's own

@@ -8,13 +8,18 @@
 namespace attn::app {
 
 std::vector<MatrixKind> visibleStages(const AttentionResult* result) {
-  std::vector<MatrixKind> stages = {MatrixKind::Q,
-                                    MatrixKind::K,
-                                    MatrixKind::V,
-                                    MatrixKind::Scores,
-                                    MatrixKind::MaskedScores,
-                                    MatrixKind::Weights,
-                                    MatrixKind::Context};
+  std::vector<MatrixKind> stages;
+  stages.reserve(std::size(kPipelineOrder));
+  stages.push_back(MatrixKind::Input);
+  const bool projected = result != nullptr && !result->projections.identity &&
+                         result->projections.wq.size() > 0 && result->projections.wk.size() > 0 &&
+                         result->projections.wv.size() > 0;
+  // (push_back one at a time: GCC 12 warns falsely on insert() of an initializer list)
+  if (projected)
+    for (MatrixKind kind : {MatrixKind::Wq, MatrixKind::Wk, MatrixKind::Wv}) stages.push_back(kind);
+  for (MatrixKind kind : {MatrixKind::Q, MatrixKind::K, MatrixKind::V, MatrixKind::Scores,
+                          MatrixKind::MaskedScores, MatrixKind::Weights, MatrixKind::Context})
+    stages.push_back(kind);
   if (result == nullptr) return stages;
   const bool multiHead = result->heads.size() > 1;
   const bool outputProjection = !result->projections.identity && result->projections.wo.size() > 0;
@@ -50,6 +55,7 @@ std::optional<MatrixKind> headsPanelMatrix(const ViewSettings& view) {
 }
 
 std::optional<int> headForStage(MatrixKind stage, int head) {
+  if (isInputMatrix(stage)) return -1;  // the inputs belong to no head
   if (head >= 0) return head;
   switch (stage) {
     case MatrixKind::Scores:
@@ -60,6 +66,64 @@ std::optional<int> headForStage(MatrixKind stage, int head) {
     default:
       return std::nullopt;
   }
+}
+
+Hover stageAloneCell(const AttentionResult& result, MatrixKind stage, int head, int rows) {
+  Hover cell;
+  cell.matrix = stage;
+  cell.head = head;
+  cell.row = std::max(0, rows - 1);
+  cell.col = 0;
+  if ((stage == MatrixKind::Scores || stage == MatrixKind::MaskedScores ||
+       stage == MatrixKind::Weights) &&
+      !result.heads.empty() && cell.row < result.heads[0].weights.rows()) {
+    if (head >= 0 && head < static_cast<int>(result.heads.size())) {
+      result.heads[static_cast<size_t>(head)].weights.row(cell.row).maxCoeff(&cell.col);
+    } else {
+      Eigen::RowVectorXf mean = Eigen::RowVectorXf::Zero(result.heads[0].weights.cols());
+      for (const auto& one : result.heads) mean += one.weights.row(cell.row);
+      mean.maxCoeff(&cell.col);
+    }
+  }
+  return cell;
+}
+
+Expected<Explanation> explainCell(const AttentionResult& result, const Problem& problem,
+                                  const Hover& hover) {
+  const Options& options = problem.options;
+  switch (hover.matrix) {
+    case MatrixKind::Scores:
+    case MatrixKind::MaskedScores:
+      return explainScore(result, problem, options, hover.head, hover.row, hover.col);
+    case MatrixKind::Weights:
+      return explainWeight(result, problem, options, hover.head, hover.row, hover.col);
+    case MatrixKind::Context:
+      return explainContext(result, problem, std::max(hover.head, 0), hover.row, hover.col);
+    case MatrixKind::Concat: {
+      // Column c of concat is column c mod dv_h of head c / dv_h's context.
+      const int heads = static_cast<int>(result.heads.size());
+      const int dvH = heads > 0 ? static_cast<int>(result.concat.cols()) / heads : 0;
+      if (dvH <= 0) return Error{"", "col", "no concat"};
+      return explainContext(result, problem, hover.col / dvH, hover.row, hover.col % dvH);
+    }
+    case MatrixKind::Output:
+      return explainOutput(result, problem, hover.row, hover.col);
+    case MatrixKind::Q:
+      return explainProjected(result, problem, 'q', std::max(hover.head, 0), hover.row, hover.col);
+    case MatrixKind::K:
+      return explainProjected(result, problem, 'k', std::max(hover.head, 0), hover.row, hover.col);
+    case MatrixKind::V:
+      return explainProjected(result, problem, 'v', std::max(hover.head, 0), hover.row, hover.col);
+    case MatrixKind::Input:
+      return explainInputEntry(result, problem, 'x', hover.row, hover.col);
+    case MatrixKind::Wq:
+      return explainInputEntry(result, problem, 'q', hover.row, hover.col);
+    case MatrixKind::Wk:
+      return explainInputEntry(result, problem, 'k', hover.row, hover.col);
+    case MatrixKind::Wv:
+      return explainInputEntry(result, problem, 'v', hover.row, hover.col);
+  }
+  return Error{"", "matrix", "unknown matrix"};
 }
 
 int clampedHead(const AppState& state) {
@@ -126,6 +190,19 @@ std::string pipelineHint(const Scenario& doc) {
 
 std::string stageDescription(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
+    case MatrixKind::Input:
+      if (doc.mode == Mode::Self)
+        return "X: the inputs, one row per token (n x d_in): the one sequence that Q, K and V "
+               "are all computed from.";
+      return "X: the query inputs (n_q x d_q), one row per query; the keys and values come "
+             "from the other sequence (K, V).";
+    case MatrixKind::Wq:
+      return "W_q: the query projection (d_in x d_model), learned: Q = X·W_q + b_q. Head h "
+             "uses its own block of d_h columns.";
+    case MatrixKind::Wk:
+      return "W_k: the key projection (d_in x d_model), learned: K = X·W_k + b_k.";
+    case MatrixKind::Wv:
+      return "W_v: the value projection (d_in x dv_model), learned: V = X·W_v + b_v.";
     case MatrixKind::Q:
       if (rotaryHead(doc))
         return "Q: the model's queries of this head (n_q x d_h) after the rotary embedding: "

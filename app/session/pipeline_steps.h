@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "app/session/app_state.h"
+#include "core/attention/explain.h"
 #include "core/scenario/scenario_edits.h"
 
 namespace attn::app {
 
-// The stages worth showing: Q, K, V, scores, masked scores, weights, context, and concat /
-// output only when there are several heads or an output projection.
+// The stages worth showing: the inputs X, then W_q, W_k, W_v when the projections are not
+// the identity, Q, K, V, scores, masked scores, weights, context, and concat / output only
+// when there are several heads or an output projection.
 std::vector<MatrixKind> visibleStages(const AttentionResult* result);
 // Next (delta > 0) or previous stage among `visible`, as a stageIndex; -1 means "all
 // stages". Stepping past either end returns to -1, and from -1 forward starts at the first,
@@ -38,6 +40,17 @@ std::optional<int> headForStage(MatrixKind stage, int head);
 // the cards' tooltips and the stage-alone view. Its statements are checked against the
 // numbers of every preset (tests/session/test_session_presets.cpp).
 std::string stageDescription(MatrixKind stage, const Scenario& doc);
+
+// The cell the stage-alone view (and each lesson page) explains when nothing is hovered:
+// the last query (under a causal mask the one that sees every key) and, for the scores,
+// masked scores and weights, its strongest key (of the head's weights, or of their mean
+// when head is -1); column 0 elsewhere. `rows` is the stage's row count.
+Hover stageAloneCell(const AttentionResult& result, MatrixKind stage, int head, int rows);
+
+// The explanation of one cell (hover.matrix, head, row, col) of `result`: what the
+// Inspector and the stage-alone caption show (core/attention/explain.h).
+Expected<Explanation> explainCell(const AttentionResult& result, const Problem& problem,
+                                  const Hover& hover);
 
 // What headScenario() (model_service.h) writes into the description of a rotary model's
 // head, and how the pipeline knows its Q and K are after the rotation.

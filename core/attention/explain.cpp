@@ -399,9 +399,18 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
       if (a && std::isfinite(raw(0, j))) rawMax = std::max(rawMax, raw(0, j));
     }
+    // Built by appending to one string: GCC 12's -Wrestrict misfires on `"(" + std::string&&`
+    // (a false overlap warning inside the inlined operator+ that inserts at the front).
     auto division = [&](int j) {
-      return "(" + formatNumber(raw(0, j)) + " − " + formatNumber(rawMax) + ") / " +
-             formatNumber(options.temperature) + " = " + formatNumber(s(0, j));
+      std::string text = "(";
+      text += formatNumber(raw(0, j));
+      text += " − ";
+      text += formatNumber(rawMax);
+      text += ") / ";
+      text += formatNumber(options.temperature);
+      text += " = ";
+      text += formatNumber(s(0, j));
+      return text;
     };
     if (std::isfinite(rawMax) && std::isfinite(raw(0, col)))
       out.steps.push_back("s = (score − max) ÷ T = " + division(col));
@@ -413,7 +422,8 @@ Expected<Explanation> explainWeight(const AttentionResult& result, const Problem
       for (int j = 0; j < nK; ++j) {
         const bool a = result.allowed.rows() > row ? result.allowed(row, j) : true;
         if (!a || !std::isfinite(raw(0, j))) continue;
-        all += (first ? "" : ", ") + division(j);
+        if (!first) all += ", ";
+        all += division(j);
         first = false;
       }
       out.steps.push_back(all);
@@ -608,6 +618,40 @@ Expected<Explanation> explainProjected(const AttentionResult& result, const Prob
   out.hiddenTerms = hidden;
   const Scalar bias = b.size() > j ? b[j] : 0;
   out.steps.push_back(sum + " + " + formatNumber(bias) + " = " + formatNumber(out.value));
+  return out;
+}
+
+Expected<Explanation> explainInputEntry(const AttentionResult& result, const Problem& problem,
+                                        char which, int row, int col) {
+  Explanation out;
+  if (which == 'x') {
+    const Matrix& x = problem.inputs.queries;
+    if (auto st = checkCell(x, row, col); !st) return st.error();
+    out.title = "X(" + labelOr(problem.queryLabels, row, "q") + ")[" + std::to_string(col) + "]";
+    out.value = x(row, col);
+    out.formula = result.projections.identity ? "Q = X (identity projection)" : "Q = X·W_q + b_q";
+    out.steps.push_back("input dimension " + std::to_string(col) + " of " +
+                        labelOr(problem.queryLabels, row, "q") + " = " + formatNumber(out.value));
+    return out;
+  }
+  const Projections& p = result.projections;
+  const Matrix& w = which == 'q' ? p.wq : which == 'k' ? p.wk : p.wv;
+  if (p.identity || w.size() == 0) return Error{"", "matrix", "the projections are the identity"};
+  if (auto st = checkCell(w, row, col); !st) return st.error();
+  const std::string name = std::string("W_") + which;
+  const std::string big(1, static_cast<char>(which - 'a' + 'A'));
+  out.title = name + "[" + std::to_string(row) + "][" + std::to_string(col) + "]";
+  out.value = w(row, col);
+  out.formula = big + "[c] = Σ_i x[i]·" + name + "[i][c] + b[c]";
+  const int heads = std::max<int>(1, static_cast<int>(result.heads.size()));
+  const int width = static_cast<int>(w.cols()) / heads;
+  out.steps.push_back("input dimension " + std::to_string(row) + " → model dimension " +
+                      std::to_string(col) + ": weight " + formatNumber(out.value));
+  if (heads > 1 && width > 0) {
+    out.steps.push_back("column " + std::to_string(col) + " is head " +
+                        std::to_string(col / width) + "'s column " +
+                        std::to_string(col % width) + " of " + big);
+  }
   return out;
 }
 

@@ -63,6 +63,12 @@ Expected<Explanation> explainOutput(const AttentionResult& result, const Problem
 Expected<Explanation> explainProjected(const AttentionResult& result, const Problem& problem,
                                        char which, int head, int row, int col);
 
+// An entry of the inputs: which = 'x' for X[row][col] (the query inputs; in self-attention
+// the one input of Q, K and V), or 'q', 'k', 'v' for W_q / W_k / W_v[row][col] (input
+// dimension row, model dimension col: which head's column it is, and the sum it enters).
+Expected<Explanation> explainInputEntry(const AttentionResult& result, const Problem& problem,
+                                        char which, int row, int col);
+
 // Projects n points (n x d) onto 2 axes (n x 2). d == 2: unchanged; d == 1: (x, 0);
 // d == 0: zeros; d > 2: onto the top two right singular vectors of the points (Eigen SVD).
 // The points are NOT centred first, so the origin stays at the origin and arrows drawn from

@@ -5,8 +5,9 @@
 namespace attn {
 
 namespace {
-constexpr std::string_view kMatrixNames[] = {"scores", "masked_scores", "weights", "q",     "k",
-                                             "v",      "context",       "concat",  "output"};
+constexpr std::string_view kMatrixNames[] = {
+    "scores", "masked_scores", "weights", "q",   "k",   "v",  "context",
+    "concat", "output",        "x",       "w_q", "w_k", "w_v"};
 
 // labels[i], or the fallback prefix + i when the problem has fewer labels than rows.
 std::vector<std::string> labelsOrIndices(const std::vector<std::string>& labels, Eigen::Index n,
@@ -39,7 +40,8 @@ std::optional<MatrixKind> parseMatrixKind(std::string_view name) {
 Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Problem& problem,
                                          MatrixKind kind, int head) {
   const int heads = static_cast<int>(result.heads.size());
-  const bool perHead = kind != MatrixKind::Concat && kind != MatrixKind::Output;
+  const bool perHead =
+      kind != MatrixKind::Concat && kind != MatrixKind::Output && !isInputMatrix(kind);
   const bool mean = head == -1;
 
   // 1 check the head (concat and output are not per head and ignore it)
@@ -112,13 +114,34 @@ Expected<SelectedMatrix> selectMatrixRef(const AttentionResult& result, const Pr
     case MatrixKind::Output:
       view.borrowed = matrixRef(result.output);
       break;
+    case MatrixKind::Input:
+      view.borrowed = matrixRef(problem.inputs.queries);
+      break;
+    case MatrixKind::Wq:
+    case MatrixKind::Wk:
+    case MatrixKind::Wv: {
+      const Projections& p = result.projections;
+      const Matrix& w = kind == MatrixKind::Wq ? p.wq : kind == MatrixKind::Wk ? p.wk : p.wv;
+      if (p.identity || w.size() == 0) {
+        return Error{"", "matrix",
+                     std::string(toString(kind)) +
+                         " does not exist: the projections are the identity (Q, K, V are the "
+                         "raw inputs)"};
+      }
+      view.borrowed = matrixRef(w);
+      break;
+    }
   }
+  if (isInputMatrix(kind) && (view.values().rows == 0 || view.values().cols == 0))
+    return Error{"", "matrix", std::string(toString(kind)) + " is empty"};
 
   // 3 the labels: keys label the rows of K and V; vector matrices have numbered columns
   const MatrixRef values = view.values();
   const bool keyRows = kind == MatrixKind::K || kind == MatrixKind::V;
-  view.rowLabels = keyRows ? labelsOrIndices(problem.keyLabels, values.rows, "k")
-                           : labelsOrIndices(problem.queryLabels, values.rows, "q");
+  const bool weightMatrix = isInputMatrix(kind) && kind != MatrixKind::Input;
+  view.rowLabels = weightMatrix ? indexLabels(values.rows)
+                   : keyRows    ? labelsOrIndices(problem.keyLabels, values.rows, "k")
+                                : labelsOrIndices(problem.queryLabels, values.rows, "q");
   const bool keyCols =
       kind == MatrixKind::Scores || kind == MatrixKind::MaskedScores || kind == MatrixKind::Weights;
   view.colLabels =
@@ -178,6 +201,12 @@ AxisTitles axisTitlesOf(MatrixKind kind) {
     case MatrixKind::K:
     case MatrixKind::V:
       return {"key", "dimension", "value"};
+    case MatrixKind::Input:
+      return {"query", "input dimension", "input"};
+    case MatrixKind::Wq:
+    case MatrixKind::Wk:
+    case MatrixKind::Wv:
+      return {"input dimension", "model dimension", "weight of W"};
     case MatrixKind::Q:
     case MatrixKind::Context:
     case MatrixKind::Concat:

@@ -18,13 +18,22 @@
 namespace attn {
 
 // scores (raw), masked_scores (÷T, -inf where masked), weights, q, k, v, context, concat,
-// output.
-enum class MatrixKind { Scores, MaskedScores, Weights, Q, K, V, Context, Concat, Output };
+// output, and the inputs of the computation: x (the query inputs X: in self-attention the
+// one input of Q, K and V), w_q, w_k, w_v (the full-width projection matrices, which exist
+// only when the projections are not the identity).
+enum class MatrixKind {
+  Scores, MaskedScores, Weights, Q, K, V, Context, Concat, Output, Input, Wq, Wk, Wv };
 // Every kind, in the order above (the CLI's --matrix and --stage list them).
 inline constexpr MatrixKind kAllMatrixKinds[] = {
-    MatrixKind::Scores, MatrixKind::MaskedScores, MatrixKind::Weights,
-    MatrixKind::Q,      MatrixKind::K,            MatrixKind::V,
-    MatrixKind::Context, MatrixKind::Concat,      MatrixKind::Output};
+    MatrixKind::Scores,  MatrixKind::MaskedScores, MatrixKind::Weights, MatrixKind::Q,
+    MatrixKind::K,       MatrixKind::V,            MatrixKind::Context, MatrixKind::Concat,
+    MatrixKind::Output,  MatrixKind::Input,        MatrixKind::Wq,      MatrixKind::Wk,
+    MatrixKind::Wv};
+// The inputs of the computation (x, w_q, w_k, w_v): no head, no attention axis.
+constexpr bool isInputMatrix(MatrixKind kind) {
+  return kind == MatrixKind::Input || kind == MatrixKind::Wq || kind == MatrixKind::Wk ||
+         kind == MatrixKind::Wv;
+}
 // Matrices whose values have a sign that matters (Q, K, V, raw and masked scores, context,
 // concat, output): shown on a diverging map centred on 0 by default, in the app and in
 // `attnscope export`. Weights (>= 0) are not.

@@ -27,12 +27,6 @@ namespace {
 
 using nlohmann::json;
 
-bool isOff(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
-         (it->is_string() && it->get<std::string>().empty());
-}
-
 std::string byteToken(unsigned byte) {
   char text[8];
   std::snprintf(text, sizeof text, "<0x%02X>", byte);
@@ -93,7 +87,7 @@ Expected<MetaspaceBpeTokenizer> MetaspaceBpeTokenizer::fromTokenizerJson(std::st
     return Error{name, "model.type", "is \"" + type + "\"; only BPE tokenizers are read"};
   }
   for (const char* key : {"dropout", "continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (!isOff(model, key)) return Error{name, std::string("model.") + key, "must be off (null)"};
+    if (!tokenizer_json::isOff(model, key)) return Error{name, std::string("model.") + key, "must be off (null)"};
   }
   const json& vocab = model.contains("vocab") ? model["vocab"] : json();
   if (!vocab.is_object() || vocab.empty()) {

@@ -27,19 +27,15 @@
 #include "formats/tokenizers/wordpiece.h"
 
 namespace attn::io {
-namespace {
-
 using nlohmann::json;
+
+namespace tokenizer_json {
 
 bool isOff(const json& object, const char* key) {
   auto it = object.find(key);
   return it == object.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
          (it->is_string() && it->get<std::string>().empty());
 }
-
-}  // namespace
-
-namespace tokenizer_json {
 
 Expected<std::pair<int, int>> readPostProcessor(const json& root, const std::string& name,
                                                 const std::function<int(const std::string&)>& lookup) {
@@ -142,7 +138,7 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromTokenizerJson(std::string_view text,
   }
   for (const char* key : {"byte_fallback", "dropout", "continuing_subword_prefix",
                           "end_of_word_suffix"}) {
-    if (!isOff(model, key)) {
+    if (!tokenizer_json::isOff(model, key)) {
       return Error{name, std::string("model.") + key,
                    "is set; a byte-level BPE has none of these (byte_fallback with Metaspace "
                    "is read by MetaspaceBpeTokenizer)"};

@@ -1,5 +1,6 @@
 // What the tokenizer.json readers share (tokenizer_json.cpp, metaspace_bpe.cpp): the
-// post-processor's BOS / EOS. Internal to formats/tokenizers/.
+// post-processor's BOS / EOS and the test for an option left off. Internal to
+// formats/tokenizers/.
 #pragma once
 
 #include <functional>
@@ -10,6 +11,9 @@
 #include "core/base/types.h"
 
 namespace attn::io::tokenizer_json {
+
+// True when object[key] is absent, null, false or "" (a tokenizer.json option left off).
+bool isOff(const nlohmann::json& object, const char* key);
 
 // BOS and EOS (-1 when absent) of root["post_processor"]: null, ByteLevel, TemplateProcessing
 // (the single template: a SpecialToken first is the BOS, last is the EOS; ids from its

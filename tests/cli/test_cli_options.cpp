@@ -34,7 +34,7 @@ TEST(CliOptions, DeclarationsCoverEveryCommand) {
       EXPECT_EQ(option.help.find("{choices}"), std::string::npos) << option.name;
     }
   }
-  EXPECT_EQ(names, (std::set<std::string>{"open", "compute", "export", "screenshot", "info", "image",
+  EXPECT_EQ(names, (std::set<std::string>{"open", "compute", "export", "screenshot", "lesson", "info", "image",
                                           "train", "model", "analyze", "patch", "lens", "heads",
                                           "merge", "bench", "--model"}));
 }

@@ -84,8 +84,8 @@ TEST(StepKeys, ClickerAndKeyboardMapToSteps) {
 }
 
 TEST(StepKeys, FastPressesBetweenTwoFramesAreAllApplied) {
-  const std::vector<MatrixKind> visible = visibleStages(nullptr);  // Q K V S M W C
-  ASSERT_EQ(visible.size(), 7u);
+  const std::vector<MatrixKind> visible = visibleStages(nullptr);  // X Q K V S M W C
+  ASSERT_EQ(visible.size(), 8u);
   // Three clicker presses arrive before one frame: from "all" to the third stage.
   const std::vector<StepKey> three(3, StepKey::Next);
   EXPECT_EQ(applyStepKeys(-1, three, visible), stageIndex(visible[2]));
@@ -95,10 +95,10 @@ TEST(StepKeys, FastPressesBetweenTwoFramesAreAllApplied) {
   // PageUp from "all" starts at the last stage; past the first returns to all (-1).
   EXPECT_EQ(applyStepKeys(-1, {StepKey::Previous}, visible), stageIndex(visible.back()));
   EXPECT_EQ(applyStepKeys(stageIndex(visible[0]), {StepKey::Previous}, visible), -1);
-  // Seven Nexts walk every stage; the eighth wraps to all.
-  EXPECT_EQ(applyStepKeys(-1, std::vector<StepKey>(7, StepKey::Next), visible),
+  // Eight Nexts walk every stage; the ninth wraps to all.
+  EXPECT_EQ(applyStepKeys(-1, std::vector<StepKey>(8, StepKey::Next), visible),
             stageIndex(visible.back()));
-  EXPECT_EQ(applyStepKeys(-1, std::vector<StepKey>(8, StepKey::Next), visible), -1);
+  EXPECT_EQ(applyStepKeys(-1, std::vector<StepKey>(9, StepKey::Next), visible), -1);
   // Esc in the middle of a burst resets, the later presses still count.
   EXPECT_EQ(applyStepKeys(stageIndex(visible[4]), {StepKey::ShowAll, StepKey::Next}, visible),
             stageIndex(visible[0]));

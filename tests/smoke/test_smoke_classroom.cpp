@@ -235,10 +235,11 @@ TEST_P(ClassroomSweep, LabelsNumbersRangesAndSpaceOnEveryPreset) {
         // (at 0.7 of the font) shows none: counted and printed.
         // Since issue 31 a matrix whose true numbers (2 significant digits where 1 would be
         // 5 % off: "-0.011", not "-0") are wider than its cells at 0.7 of the font draws
-        // none: counted and printed (presentation at 1280x800 / 1920x1080: eight heads' K and
-        // V, local window's Q, K, V, cells 45-51 px wide at a 23 px font). The page layout
-        // (app/session/pipeline_layout.cpp, readableWidth: "-0.0") must make those cells wide
-        // enough for the true labels; until then this is a count, not a failure.
+        // none: counted and printed. The page layout sizes cells from the numbers actually
+        // drawn (app/ui/panels/panel_pipeline.cpp, widestTrueNumber); what is left here are
+        // matrices no page can show with numbers (eight heads' X, 12 x 64), so this stays a
+        // count. The later pages (eight heads' and local window's Q, K, V) are checked in
+        // tests/ui/test_ui_presentation.cpp (EveryNarrowMatrixOnItsPageDrawsItsNumbers).
         if (allLabels && inPipeline && !heatmap["numbers_drawn"].get<bool>()) {
           std::printf("[ numbers ] %s %s %s %s: cells %.0f x %.0f px at a %.0f px font hold no "
                       "true number\n", c.preset.c_str(), c.mode.c_str(), size.c_str(),

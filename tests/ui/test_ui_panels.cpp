@@ -366,30 +366,35 @@ TEST_F(Headless, HeadIndexOutOfRangeAfterAHeadCountChange) {
 TEST(PipelineStages, AreTheMatrixKindsInTeachingOrder) {
   // No second enum: every MatrixKind is a stage exactly once, and the index stored in
   // view.pipelineStage (and the autosave) maps back to the same kind.
-  ASSERT_EQ(kStages, 9);
+  ASSERT_EQ(kStages, 13);
   for (int i = 0; i < kStages; ++i) EXPECT_EQ(stageIndex(kPipelineOrder[i]), i);
-  for (std::string_view name :
-       {"scores", "masked_scores", "weights", "q", "k", "v", "context", "concat", "output"}) {
+  for (std::string_view name : {"scores", "masked_scores", "weights", "q", "k", "v", "context",
+                                "concat", "output", "x", "w_q", "w_k", "w_v"}) {
     const std::optional<MatrixKind> kind = parseMatrixKind(name);
     ASSERT_TRUE(kind.has_value()) << name;
     EXPECT_GE(stageIndex(*kind), 0) << name;
   }
-  EXPECT_EQ(kPipelineOrder[0], MatrixKind::Q);
+  // The step-through starts from the inputs: X, then the projection matrices.
+  EXPECT_EQ(kPipelineOrder[0], MatrixKind::Input);
+  EXPECT_EQ(kPipelineOrder[1], MatrixKind::Wq);
+  EXPECT_EQ(kPipelineOrder[4], MatrixKind::Q);
   EXPECT_EQ(kPipelineOrder[kStages - 1], MatrixKind::Output);
 }
 
 TEST(PipelineStages, StepAndWrap) {
   const std::vector<MatrixKind> stages = visibleStages(nullptr);
-  ASSERT_EQ(stages.size(), 7u);
-  EXPECT_EQ(stepPipelineStage(-1, +1, stages), stageIndex(MatrixKind::Q));
+  ASSERT_EQ(stages.size(), 8u);  // X Q K V S M W C (no projection matrices without a result)
+  EXPECT_EQ(stepPipelineStage(-1, +1, stages), stageIndex(MatrixKind::Input));
+  EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Input), +1, stages),
+            stageIndex(MatrixKind::Q));
   EXPECT_EQ(stepPipelineStage(-1, -1, stages), stageIndex(MatrixKind::Context));
   EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Context), +1, stages), -1);
-  EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Q), -1, stages), -1);
+  EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Input), -1, stages), -1);
   EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Scores), +1, stages),
             stageIndex(MatrixKind::MaskedScores));
   // A stage that is not shown restarts from an end.
   EXPECT_EQ(stepPipelineStage(stageIndex(MatrixKind::Output), +1, stages),
-            stageIndex(MatrixKind::Q));
+            stageIndex(MatrixKind::Input));
 }
 
 // The window queues every GLFW key press (app/ui/shell/gui_window.cpp: keyCallback -> handleShortcuts ->
@@ -408,17 +413,19 @@ TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
     queueKeys(state, {key});
     frame(state);
   };
+  // (issue 31: the inputs X and, when the scenario projects, W_q, W_k, W_v are the first
+  // stages; eight heads projects)
   press(GLFW_KEY_SPACE);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));
   press(GLFW_KEY_RIGHT);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_SPACE);
   press(GLFW_KEY_PAGE_DOWN);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Scores));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wv));
   press(GLFW_KEY_LEFT);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::V));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wk));
   press(GLFW_KEY_PAGE_UP);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_ESCAPE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Multi-head: concat and output are stages too, and the last step returns to "all".
@@ -437,7 +444,8 @@ TEST_F(Headless, ClickerPressesFasterThanFramesAreNotLost) {
   queueKeys(state, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
                     GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_UP});
   frame(state);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::V));
+  // X, W_q, W_k, W_v, then back to W_k
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wk));
   // Ctrl+PageDown is a menu chord, not a step.
   EXPECT_EQ(stepKeyFor(GLFW_KEY_PAGE_DOWN, GLFW_MOD_CONTROL), StepKey::None);
 }
@@ -491,18 +499,18 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   // Enter shows the current stage (none yet: the first) alone; stepping moves it along.
   press(GLFW_KEY_ENTER);
   EXPECT_TRUE(state.view.stageFullScreen);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));  // X, the first stage
   press(GLFW_KEY_PAGE_DOWN);
   EXPECT_TRUE(state.view.stageFullScreen);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   // Escape goes back one level at a time: the strip, the normal window, all stages.
   press(GLFW_KEY_ESCAPE);
   EXPECT_FALSE(state.view.stageFullScreen);
   EXPECT_TRUE(state.view.presentation);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_ESCAPE);
   EXPECT_FALSE(state.view.presentation);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::K));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Wq));
   press(GLFW_KEY_ESCAPE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   // Enter in the normal window does nothing unless a step is shown (a text field just left
@@ -513,7 +521,7 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   frame(state);
   EXPECT_TRUE(state.view.presentation);
   EXPECT_TRUE(state.view.stageFullScreen);
-  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Q));
+  EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));
   queueKeys(state, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
   frame(state);
   EXPECT_FALSE(state.view.presentation);

@@ -17,6 +17,7 @@
 
 #include "app/session/app_state.h"
 #include "app/session/frame_pacing.h"
+#include "app/session/pipeline_steps.h"
 #include "app/ui/shell/key_routing.h"
 #include "app/ui/shell/theme.h"
 #include "app/ui/widgets/heatmap_widget.h"
@@ -169,7 +170,7 @@ TEST_F(Presenting, ChromeHidesTwoSecondsAfterThePointerStopsAndComesBackOnMoveme
   present(state);
   present(state);
   ASSERT_TRUE(chromeShown());
-  const HeatmapRecord* first = record("##stage_Q");
+  const HeatmapRecord* first = record("##stage_X");
   ASSERT_NE(first, nullptr);
   const ImVec2 corner = first->gridMin;
   io.DeltaTime = 0.25f;
@@ -181,7 +182,7 @@ TEST_F(Presenting, ChromeHidesTwoSecondsAfterThePointerStopsAndComesBackOnMoveme
   EXPECT_FALSE(chromeShown());
   EXPECT_GE(shownUntil, 1.5);  // shown for (about) the first two seconds
   EXPECT_LE(shownUntil, 2.6);
-  const HeatmapRecord* hidden = record("##stage_Q");
+  const HeatmapRecord* hidden = record("##stage_X");
   ASSERT_NE(hidden, nullptr);
   EXPECT_FLOAT_EQ(hidden->gridMin.x, corner.x);  // the page stays where it was
   EXPECT_FLOAT_EQ(hidden->gridMin.y, corner.y);
@@ -350,6 +351,49 @@ TEST_F(Headless, ColourBarTitleGoesOnTwoLinesInsteadOfBeingCut) {
   EXPECT_EQ(low.colorbarTitle[1].rfind("symmetric", 0), 0u) << low.colorbarTitle[1];
   for (const std::string& line : low.colorbarTitle)
     EXPECT_EQ(line.find("\xE2\x80\xA6"), std::string::npos) << line;  // no "…"
+  // A bar lower still (a one-row strip on a full presentation page): the lines wrap at
+  // their spaces into more lines, each still whole, and every word is there.
+  const HeatmapRecord strip = draw(ImVec2(500, 40));
+  EXPECT_GT(strip.colorbarTitle.size(), 2u);
+  std::string joined;
+  for (const std::string& line : strip.colorbarTitle) {
+    EXPECT_EQ(line.find("\xE2\x80\xA6"), std::string::npos) << line;
+    joined += (joined.empty() ? "" : " ") + line;
+  }
+  EXPECT_EQ(joined.rfind("masked score symmetric", 0), 0u) << joined;
+}
+
+// ---------------------------------------------------------------------------------------
+// Numbers on every page
+// ---------------------------------------------------------------------------------------
+
+// Issue 31: eight heads' K and V and local window's Q, K and V drew no numbers in
+// presentation, because the page layout sized their cells for "-0.0" while the cell-number
+// rule draws "-0.011". Stepping to each stage (its page), every card of at most 16 columns
+// whose cells are tall enough for numbers at the smallest number size draws them.
+TEST_F(Presenting, EveryNarrowMatrixOnItsPageDrawsItsNumbers) {
+  for (const char* preset : {"eight_heads_sentence", "local_window"}) {
+    AppState state = loadedPreset(preset);
+    state.view.presentation = true;
+    const std::vector<MatrixKind> stages = visibleStages(&*state.computed->result);
+    int checked = 0;
+    for (MatrixKind stage : {MatrixKind::Q, MatrixKind::K, MatrixKind::V}) {
+      ASSERT_NE(std::find(stages.begin(), stages.end(), stage), stages.end());
+      state.view.pipelineStage = stageIndex(stage);
+      for (int i = 0; i < 3; ++i) present(state);
+      const std::string id = std::string("##stage_") + (stage == MatrixKind::Q   ? "Q"
+                                                         : stage == MatrixKind::K ? "K"
+                                                                                  : "V");
+      const HeatmapRecord* card = record(id);
+      ASSERT_NE(card, nullptr) << preset << " " << id;
+      ASSERT_LE(card->cols, 16) << preset << " " << id;
+      EXPECT_TRUE(card->numbersDrawn)
+          << preset << " " << id << ": cells " << card->cellW << " x " << card->cellH
+          << " at a " << card->fontPx << " px font";
+      ++checked;
+    }
+    EXPECT_EQ(checked, 3);
+  }
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // Every text / accent colour of both themes against every background it is drawn on:
-// WCAG AA (contrast >= 4.5:1), computed, not looked up.
+// WCAG AA (contrast >= 4.5:1), computed, not looked up. And the window's font atlas: every
+// script of the labels (UiFont).
 #include <gtest/gtest.h>
 
 #include <imgui.h>
 
 #include "app/ui/shell/theme.h"
+#include "render/font.h"
 
 namespace attn::app {
 namespace {
@@ -54,6 +56,47 @@ TEST(Contrast, AppliedStyleUsesThePalette) {
     EXPECT_TRUE(same(style.Colors[ImGuiCol_TextDisabled], p.muted));
     EXPECT_TRUE(same(style.Colors[ImGuiCol_PlotHistogram], p.accent));
     EXPECT_EQ(&currentPalette(), &p);
+  }
+  ImGui::DestroyContext(context);
+}
+
+}  // namespace
+}  // namespace attn::app
+
+namespace attn::app {
+namespace {
+
+// The window's atlas holds every character of the scenario's labels, from the same font
+// chain as the exports (render/font_chain.h): two labels of one script are different glyphs,
+// and none is the fallback box.
+TEST(UiFont, TheAtlasHoldsEveryScriptOfTheLabels) {
+  ImGuiContext* context = ImGui::CreateContext();
+  Scenario doc;
+  doc.name = "scripts";
+  doc.keyLabels = {"猫", "犬", "ねこ", "いぬ", "고양이", "강아지", "кошка", "собака",
+                   "γάτα", "σκύλος", "قطة", "كلب", "חתול", "כלב", "注意力", "機構"};
+  const std::u32string extra = extraUiChars(doc);
+  // Hangul syllables are not in the fixed ranges: they come from the labels
+  EXPECT_NE(extra.find(U'고'), std::u32string::npos);
+  EXPECT_EQ(extra.find(U'к'), std::u32string::npos);  // Cyrillic is always in the atlas
+  std::string warning;
+  ASSERT_TRUE(loadUiFont(22.0f, extra, &warning)) << warning;
+  EXPECT_EQ(warning, "");
+  ImFont* font = ImGui::GetIO().Fonts->Fonts[0];
+  for (std::size_t i = 0; i + 1 < doc.keyLabels.size(); i += 2) {
+    std::vector<const ImFontGlyph*> first, second;
+    for (std::size_t k = 0; k < 2; ++k) {
+      for (char32_t cp : io::detail::decodeUtf8(doc.keyLabels[i + k])) {
+        const ImFontGlyph* glyph = font->FindGlyphNoFallback(static_cast<ImWchar>(cp));
+        EXPECT_NE(glyph, nullptr) << doc.keyLabels[i + k] << " U+" << std::hex
+                                  << static_cast<unsigned>(cp);
+        if (glyph) {
+          EXPECT_GT(glyph->X1 - glyph->X0, 1.0f) << doc.keyLabels[i + k];
+        }
+        (k == 0 ? first : second).push_back(glyph);
+      }
+    }
+    EXPECT_NE(first, second) << doc.keyLabels[i] << " / " << doc.keyLabels[i + 1];
   }
   ImGui::DestroyContext(context);
 }

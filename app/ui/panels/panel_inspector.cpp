@@ -61,34 +61,7 @@ void mutedWhole(const std::string& text) { coloredWhole(panel::mutedColor(), tex
 }  // namespace
 
 Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
-  const AttentionResult& result = *state.computed->result;
-  const Problem& problem = *state.computed->problem;
-  const Options& options = problem.options;
-  switch (hover.matrix) {
-    case MatrixKind::Scores:
-    case MatrixKind::MaskedScores:
-      return explainScore(result, problem, options, hover.head, hover.row, hover.col);
-    case MatrixKind::Weights:
-      return explainWeight(result, problem, options, hover.head, hover.row, hover.col);
-    case MatrixKind::Context:
-      return explainContext(result, problem, std::max(hover.head, 0), hover.row, hover.col);
-    case MatrixKind::Concat: {
-      // Column c of concat is column c mod dv_h of head c / dv_h's context.
-      const int heads = static_cast<int>(result.heads.size());
-      const int dvH = heads > 0 ? static_cast<int>(result.concat.cols()) / heads : 0;
-      if (dvH <= 0) return Error{"", "col", "no concat"};
-      return explainContext(result, problem, hover.col / dvH, hover.row, hover.col % dvH);
-    }
-    case MatrixKind::Output:
-      return explainOutput(result, problem, hover.row, hover.col);
-    case MatrixKind::Q:
-      return explainProjected(result, problem, 'q', std::max(hover.head, 0), hover.row, hover.col);
-    case MatrixKind::K:
-      return explainProjected(result, problem, 'k', std::max(hover.head, 0), hover.row, hover.col);
-    case MatrixKind::V:
-      return explainProjected(result, problem, 'v', std::max(hover.head, 0), hover.row, hover.col);
-  }
-  return Error{"", "matrix", "unknown matrix"};
+  return explainCell(*state.computed->result, *state.computed->problem, hover);
 }
 
 void drawExplanation(const Explanation& e) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/session/frame_pacing.h"
+#include "core/base/cell_number.h"
 #include "core/base/format.h"
 #include "app/session/pipeline_layout.h"
 #include "app/session/pipeline_steps.h"
@@ -37,13 +38,16 @@ using panel::tooltip;
 const char* stageName(MatrixKind stage) {
   // In kPipelineOrder.
   static constexpr const char* kNames[kStages] = {
-      "Q", "K", "V", "scores", "masked scores", "weights", "context", "concat", "output"};
+      "X",      "W_q",           "W_k",     "W_v",     "Q",      "K",     "V",
+      "scores", "masked scores", "weights", "context", "concat", "output"};
   return kNames[stageIndex(stage)];
 }
 
 // The operation that produces `stage` from the stage before it ("" = no arrow).
 std::string arrowLabel(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
+    case MatrixKind::Q:
+      return doc.projection == ProjectionKind::Identity ? "" : "→ X·W_q";
     case MatrixKind::Scores: return "→ " + std::string(formulas::scoreShort(doc.options.score));
     case MatrixKind::MaskedScores: return doc.options.temperature != 1.0f ? "→ ÷T, mask" : "→ mask";
     case MatrixKind::Weights:
@@ -133,6 +137,30 @@ std::string pageSettings(const Scenario& doc) {
          std::string(toString(doc.options.mask.kind));
 }
 
+// The widest number the cell-number rule (core/base/cell_number.h) draws in `view` at the
+// current font: every cell but the masked ones (hatched, no number), each at the fewest
+// significant digits that keep every number of the matrix true (the narrowest precision the
+// heatmap widget falls back to; -0.011 needs "-0.011", not the "-0.0" the layout assumed
+// before). The first 64 x 64 cells, as for the labels: larger matrices never show numbers.
+float widestTrueNumber(const SelectedMatrix& view) {
+  const MatrixRef values = view.values();
+  const int rows = std::min(values.rows, 64), cols = std::min(values.cols, 64);
+  auto masked = [&view](int r, int c) {
+    return view.allowed != nullptr && r < view.allowed->rows() && c < view.allowed->cols() &&
+           !(*view.allowed)(r, c);
+  };
+  int least = 1;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      if (!masked(r, c)) least = std::max(least, leastTrueDigits(values(r, c)));
+  float widest = 0;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      if (!masked(r, c))
+        widest = std::max(widest, ImGui::CalcTextSize(cellNumber(values(r, c), least).c_str()).x);
+  return widest;
+}
+
 // One stage alone over the whole panel (presentation, Enter or a double-click): the heatmap as
 // large as the window allows above a caption of the inspector's explanation of a cell (the
 // hovered one of this stage, else the last query's strongest key) in the presentation font.
@@ -163,11 +191,7 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
   // (the font, down to leastNumberScale of it, in cells 1.3 of its heights tall), must fit a
   // cell with a margin.
   const MatrixRef values = view->values();
-  float widest = 0;
-  for (int r = 0; r < values.rows && r < 64; ++r)
-    for (int c = 0; c < values.cols && c < 64; ++c)
-      if (std::isfinite(values(r, c)))  // (two significant digits: within 5 % of the value)
-        widest = std::max(widest, ImGui::CalcTextSize(formatNumber(values(r, c), 2).c_str()).x);
+  const float widest = widestTrueNumber(*view);
   const float rows = static_cast<float>(std::max(values.rows, 1));
   const float cols = static_cast<float>(std::max(values.cols, 1));
   auto numbersFit = [&](float gridH, float gridW) {
@@ -213,24 +237,8 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
   if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
     cell = state.hover;
   } else {
-    const AttentionResult& result = *state.computed->result;
-    cell.matrix = stage;
-    cell.head = head;
-    // The last query (under a causal mask the one that sees every key), its strongest key
-    // (of the head's weights, or of their mean over heads).
-    cell.row = std::max(0, static_cast<int>(view->values().rows) - 1);
-    cell.col = 0;
-    if ((stage == MatrixKind::Scores || stage == MatrixKind::MaskedScores ||
-         stage == MatrixKind::Weights) &&
-        !result.heads.empty()) {
-      if (head >= 0) {
-        result.heads[head].weights.row(cell.row).maxCoeff(&cell.col);
-      } else {
-        Eigen::RowVectorXf mean = Eigen::RowVectorXf::Zero(result.heads[0].weights.cols());
-        for (const auto& one : result.heads) mean += one.weights.row(cell.row);
-        mean.maxCoeff(&cell.col);
-      }
-    }
+    cell = stageAloneCell(*state.computed->result, stage, head,
+                          static_cast<int>(view->values().rows));
   }
   if (const Expected<Explanation> explanation = explainHover(state, cell))
     drawExplanation(*explanation);
@@ -334,6 +342,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   std::vector<std::pair<float, float>> wideShape(n, {0.0f, 0.0f});
   // Presentation: the widest column label as the widget measures it (the first 64).
   std::vector<float> colLabelWidths(n, 0.0f);
+  // Presentation: the widest cell number each card draws (widestTrueNumber).
+  std::vector<float> numberWidths(n, 0.0f);
   for (int i = 0; i < n; ++i) {
     const SelectedMatrix* view = cards[i].layout;
     float labelWidth = 0;
@@ -347,6 +357,17 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
         // square), yet tall enough for a readable row each.
         aspects[i] = std::clamp(shape, 0.35f, 1.0f);
         if (shape > 1.0f) wideShape[i] = {shape, rows * font * 1.1f};
+        numberWidths[i] = widestTrueNumber(*view);
+        // Square cells at the readable height (1.5 font heights) are narrower than a number
+        // such as "-0.011" at the smallest number size: such a card is wider than its
+        // square shape, as far as the numbers need (cells at most 4:1, the card at most 2:1),
+        // or no page could ever show its numbers.
+        if (shape <= 1.0f) {
+          const float cellNeeded = numberWidths[i] * io::kLabelFloor + font * 0.3f;
+          const float numberAspect = shape * cellNeeded / (font * 1.5f);
+          if (numberAspect > aspects[i])
+            aspects[i] = std::min({numberAspect, shape * 4.0f, 2.0f});
+        }
         const int colCount = std::min<int>(static_cast<int>(view->colLabels.size()), 64);
         for (int c = 0; c < colCount; ++c)
           colLabelWidths[i] = std::max(
@@ -426,11 +447,12 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       card.shape = wideShape[i].first;  // a wide matrix's row is lower (stageCardHeight)
       card.minHeight = wideShape[i].second;
       // Cells of 1.5 font heights keep their numbers (1.3) and full-size row labels.
-      // Cells as wide as "-0.0" at the smallest number font (kLabelFloor) with a margin.
+      // Cells as wide as the widest number the widget will draw (widestTrueNumber) at the
+      // smallest number font (kLabelFloor), with a margin.
       if (cards[i].layout != nullptr) {
         card.readableHeight = static_cast<float>(cards[i].layout->values().rows) * font * 1.5f;
         card.readableWidth = static_cast<float>(cards[i].layout->values().cols) *
-                             (ImGui::CalcTextSize("-0.0").x * io::kLabelFloor + font * 0.3f);
+                             (numberWidths[i] * io::kLabelFloor + font * 0.3f);
       }
       input.cards.push_back(card);
     }

@@ -3,6 +3,7 @@
 // classifier (app/session/attention_source.h), the "Save changes?" question and the
 // recovery question.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -47,6 +48,8 @@ DialogSpec dialogSpec(FileUi::Dialog kind) {
       return {"Open image", "Open", NativeMode::Open, {FileFilter::Image, FileFilter::All}};
     case FileUi::Dialog::OpenModelFolder:
       return {"Open model folder", "Open", NativeMode::Folder, {FileFilter::Folders}};
+    case FileUi::Dialog::ExportLesson:
+      return {"Export lesson", "Export", NativeMode::Save, {FileFilter::Lesson, FileFilter::All}};
     case FileUi::Dialog::Open:
     case FileUi::Dialog::None:
       break;
@@ -142,6 +145,17 @@ void showOpenImageDialog(FileUi& ui, const AppState& state) {
   showBuiltinDialog(ui, FileUi::Dialog::OpenImage);
 }
 
+void showExportLessonDialog(FileUi& ui, const AppState& state) {
+  if (ui.native) return;
+  std::error_code ec;
+  ui.folder = startFolder(ui.lastSaveFolder, "");
+  if (isPresetPath(ui.folder)) ui.folder = fs::current_path(ec).string();
+  ui.path = (fs::path(ui.folder) / (fileStemOf(state.doc.name) + "_lesson.pdf")).string();
+  ui.dialogError.clear();
+  if (startNativeDialog(ui, FileUi::Dialog::ExportLesson, ui.path)) return;
+  showBuiltinDialog(ui, FileUi::Dialog::ExportLesson);
+}
+
 void showModelFolderDialog(FileUi& ui, const AppState& state) {
   (void)state;  // the model view does not keep the folder it loaded; the last pick does
   if (ui.native) return;
@@ -161,6 +175,16 @@ void saveOrAsk(FileUi& ui, AppState& state, double now) {
 }
 
 namespace {
+
+// The lesson's path when it ends in .pdf or .gif (any case), else "" and the reason in `why`.
+std::string lessonPath(const std::string& path, std::string& why) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".pdf" || ext == ".gif") return path;
+  why = fs::path(path).filename().string() + ": a lesson is a .pdf (one page a stage) or a "
+        ".gif (one frame a stage)";
+  return "";
+}
 
 // A model folder to load (the Model panel shows it; the worker loads it).
 void requestModelFolder(FileUi& ui, AppState& state, const std::string& folder) {
@@ -471,6 +495,11 @@ void applyNativeResult(FileUi& ui, AppState& state, FileUi::Dialog kind, const N
         acceptImage(ui, state, r.path, now);
       } else if (kind == FileUi::Dialog::OpenModelFolder) {
         requestModelFolder(ui, state, r.path);
+      } else if (kind == FileUi::Dialog::ExportLesson) {
+        std::string why;
+        ui.lessonRequest = lessonPath(r.path, why);
+        if (ui.lessonRequest.empty()) notify(state, Notice::Kind::Error, why, now);
+        else ui.lastSaveFolder = fs::path(r.path).parent_path().string();
       } else {
         // The desktop's dialog asked before replacing (--confirm-overwrite).
         const std::string path = savePath(r.path);
@@ -545,6 +574,19 @@ void drawFileUi(FileUi& ui, AppState& state, double now) {
           return false;
         }
         requestModelFolder(ui, state, path);
+        return true;
+      });
+      break;
+    case FileUi::Dialog::ExportLesson:
+      drawPathDialog(ui, [&](const std::string& typed) {
+        std::string why;
+        const std::string path = lessonPath(typed, why);
+        if (path.empty()) {
+          ui.dialogError = why;
+          return false;
+        }
+        ui.lastSaveFolder = fs::path(path).parent_path().string();
+        ui.lessonRequest = path;  // the window writes it (gui_lesson.cpp)
         return true;
       });
       break;

@@ -96,7 +96,8 @@ AutosaveCheck checkAutosave(const std::string& path);
 struct FileUi {
   // Open: a scenario, attention file or image; SaveAs: the scenario; OpenImage: an image
   // for the Image view; OpenModelFolder: a model folder (a folder, not a file).
-  enum class Dialog { None, Open, SaveAs, OpenImage, OpenModelFolder };
+  // ExportLesson: where File ▸ Export lesson… writes the lesson (.pdf or .gif).
+  enum class Dialog { None, Open, SaveAs, OpenImage, OpenModelFolder, ExportLesson };
   Dialog dialog = Dialog::None;
   bool dialogJustOpened = false;
   std::string path;          // the path field
@@ -110,6 +111,9 @@ struct FileUi {
   // The last folder a file was opened from / saved to / an image or a model folder was
   // picked in: each kind of dialog starts in its own.
   std::string lastOpenFolder, lastSaveFolder, lastImageFolder, lastModelFolder;
+  // The lesson file the Export lesson dialog chose (.pdf or .gif), for the window to write
+  // (gui_lesson.cpp); "" = none pending.
+  std::string lessonRequest;
   // Save As over an existing file: the path the "Replace?" question is asking about ("" =
   // none), and the path whose replacement the user confirmed (the next save may write it).
   std::string replaceAsked, replaceConfirmed;
@@ -173,6 +177,9 @@ void showSaveAsDialog(FileUi& ui, const AppState& state);
 // set. The chosen folder becomes state.model.loadRequest; the image opens in the Image view.
 void showModelFolderDialog(FileUi& ui, const AppState& state);
 void showOpenImageDialog(FileUi& ui, const AppState& state);
+// File ▸ Export lesson…: a save dialog for the lesson (.pdf deck or .gif steps), prefilled
+// with the scenario's name; the chosen path becomes ui.lessonRequest.
+void showExportLessonDialog(FileUi& ui, const AppState& state);
 // Presses the built-in dialog's action button (Open / Save) in the next drawFileUi(), as a
 // click would: tests, and `screenshot --dialog replace` (launch plan). No-op without one.
 void confirmDialog(FileUi& ui);

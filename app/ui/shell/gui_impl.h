@@ -103,6 +103,10 @@ struct GuiSession::Impl {
 
   float contentScale = 1.f;
   float fontPixels = 0.f;  // size the atlas was built at
+  // The scenario characters the atlas holds beyond its fixed ranges (extraUiChars), and the
+  // document revision they were last gathered at.
+  std::u32string fontExtraChars;
+  std::uint64_t fontCharsRevision = ~0ull;
   bool themeLight = false;
   float themeScale = 0.f;
 
@@ -140,7 +144,29 @@ struct GuiSession::Impl {
   double imguiClockOffset = 0;  // ImGui::GetTime() - glfwGetTime() at the last drawn frame
   FrameActivity activity() const;
 
-  bool screenshotMode() const { return !launch.screenshotPath.empty(); }
+  // Screenshot mode: deterministic frames, no autosave, exit when done (a screenshot or a
+  // lesson GIF from the command line).
+  bool screenshotMode() const { return !launch.screenshotPath.empty() || lessonMode(); }
+  bool lessonMode() const { return !launch.lessonGifPath.empty(); }
+
+  // A lesson being captured as a GIF (gui_lesson.cpp): each stage of the pipeline alone in
+  // presentation mode, one frame a stage once it has settled.
+  struct LessonCapture {
+    std::string path;          // the .gif ("" = no capture)
+    int delayCs = 400;         // hundredths of a second a frame
+    std::vector<int> stages;   // stageIndex of each stage, in order (filled from the result)
+    std::size_t next = 0;      // the stage on screen
+    int drawn = 0;             // frames drawn of it
+    std::vector<io::Image> frames;
+    ViewSettings saved;        // the view to return to (File > Export lesson)
+    bool active() const { return !path.empty(); }
+  } lesson;
+  // File > Export lesson: a .pdf is written at once (app/session/lesson.h, render/lesson_pdf.h),
+  // a .gif starts a capture.
+  void exportLesson(const std::string& path);
+  void startLessonCapture(const std::string& path, int delayCs);
+  void lessonBeforeFrame();  // shows the stage being captured
+  void lessonAfterRender();  // reads a settled frame; at the end writes the GIF
   double now() const { return ImGui::GetCurrentContext() ? ImGui::GetTime() : 0.0; }
 
   int openWindow();

@@ -203,6 +203,7 @@ void GuiSession::Impl::launchView() {
     state.view.pipelineStage = launch.stage;
     state.view.stageFullScreen = launch.presentation;
   }
+  if (lessonMode()) startLessonCapture(launch.lessonGifPath, launch.lessonDelayCs);
   if (launch.dialog == "open") showOpenDialog(files, state);
   if (launch.dialog == "save-as" || launch.dialog == "replace") showSaveAsDialog(files, state);
   // Save pressed over the document's own file (it exists): the "Replace?" question.

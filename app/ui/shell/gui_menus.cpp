@@ -125,6 +125,13 @@ void GuiSession::Impl::drawFileMenu(double t) {
     ImGui::Separator();
     if (ImGui::MenuItem("Export window screenshot", "F12")) screenshotRequested = true;
     tooltip("Save the whole window as a PNG in ./screenshots/.");
+    if (ImGui::MenuItem("Export lesson\xE2\x80\xA6", nullptr, false,
+                        !lesson.active() && panel::hasResult(state)))
+      showExportLessonDialog(files, state);
+    tooltip("The step-through of the pipeline, from the inputs X to the output, one stage a "
+            "page with its caption and explanation: a .pdf deck (vector, text you can search) "
+            "or a .gif with one frame a stage (this window's presentation view at its size). "
+            "attnscope lesson does the same from the command line.");
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) requestQuit(files, state);
     tooltip("Close attnscope (asks to save unsaved changes).");

@@ -10,6 +10,8 @@
 //     only when the revision changed)
 //   5 render, screenshot if requested (back buffer, before the swap), swap
 //   6 title, autosave, quit handling
+#include <algorithm>
+
 #include <imgui.h>
 #include <imgui_internal.h>  // the caret blink clock (caretClock)
 
@@ -157,9 +159,22 @@ void GuiSession::Impl::rebuildFontIfNeeded() {
   const float windowHeight = static_cast<float>(fbHeight) / contentScale;
   const float pixels = uiFontPixelsRounded(state.view.classroomText, state.view.fontScale,
                                            state.view.presentation, windowHeight, contentScale);
-  if (pixels != fontPixels) {
+  // A scenario with characters the atlas lacks (a Korean label) grows the atlas by them; it
+  // never shrinks while the window is open, so editing a label does not rebuild it twice.
+  bool newChars = false;
+  if (state.revision != fontCharsRevision) {
+    fontCharsRevision = state.revision;
+    for (char32_t cp : extraUiChars(state.doc)) {
+      if (!std::binary_search(fontExtraChars.begin(), fontExtraChars.end(), cp)) {
+        fontExtraChars.insert(std::lower_bound(fontExtraChars.begin(), fontExtraChars.end(), cp),
+                              cp);
+        newChars = true;
+      }
+    }
+  }
+  if (pixels != fontPixels || newChars) {
     std::string warning;
-    loadUiFont(pixels, &warning);
+    loadUiFont(pixels, fontExtraChars, &warning);
     if (!warning.empty()) notify(state, Notice::Kind::Warning, warning, now());
     if (backendsReady) {
       ImGui_ImplOpenGL3_DestroyFontsTexture();
@@ -361,6 +376,7 @@ bool GuiSession::frame() {
   } else if (s.settleFrames > 0) {
     --s.settleFrames;
   }
+  s.lessonBeforeFrame();
   s.rebuildFontIfNeeded();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
@@ -407,6 +423,7 @@ bool GuiSession::frame() {
   s.drawLog();
   s.drawHelpWindows();
   drawFileUi(s.files, s.state, t);
+  if (!s.files.lessonRequest.empty()) s.exportLesson(std::exchange(s.files.lessonRequest, ""));
   for (std::string& message : s.heatmaps->impl().messages)
     notify(s.state, Notice::Kind::Info, message, t);
   s.heatmaps->impl().messages.clear();
@@ -437,7 +454,8 @@ bool GuiSession::frame() {
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   ++s.frameIndex;
-  if (s.screenshotMode() && s.frameIndex >= s.launch.frames) {
+  s.lessonAfterRender();
+  if (s.screenshotMode() && !s.lessonMode() && s.frameIndex >= s.launch.frames) {
     s.takeScreenshot(s.launch.screenshotPath, /*sidecar=*/true);
     s.finished = true;
   } else if (s.screenshotRequested) {

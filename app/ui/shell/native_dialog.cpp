@@ -35,6 +35,7 @@ const char* filterLabel(FileFilter filter) {
     case FileFilter::Image: return "Images (.png, .jpg, .bmp, ...)";
     case FileFilter::All: return "All files";
     case FileFilter::Folders: return "Folders";
+    case FileFilter::Lesson: return "Lessons (.pdf deck, .gif steps)";
   }
   return "";
 }
@@ -44,6 +45,7 @@ std::vector<std::string> filterPatterns(FileFilter filter) {
                                                   "*.gif", "*.tga", "*.ppm", "*.pgm"};
   switch (filter) {
     case FileFilter::Scenario: return {"*.json"};
+    case FileFilter::Lesson: return {"*.pdf", "*.gif"};
     case FileFilter::Attention: return {"*.npy", "*.npz"};
     case FileFilter::Image: return images;
     case FileFilter::Openable: {
@@ -63,6 +65,7 @@ bool matchesFilter(const std::string& name, FileFilter filter) {
     case FileFilter::All: return true;
     case FileFilter::Folders: return false;
     case FileFilter::Scenario: return ext == ".json";
+    case FileFilter::Lesson: return ext == ".pdf" || ext == ".gif";
     case FileFilter::Attention: return isAttentionPath(name);
     case FileFilter::Image: return isImagePath(name);
     case FileFilter::Openable:

@@ -17,7 +17,7 @@ namespace attn::app {
 
 // What a dialog lists. Openable = everything File ▸ Open accepts; Folders = folders only (a
 // folder chooser: no file passes).
-enum class FileFilter { Openable, Scenario, Attention, Image, All, Folders };
+enum class FileFilter { Openable, Scenario, Attention, Image, All, Folders, Lesson };
 inline constexpr FileFilter kAllFileFilters[] = {FileFilter::Openable, FileFilter::Scenario,
                                                  FileFilter::Attention, FileFilter::Image,
                                                  FileFilter::All};

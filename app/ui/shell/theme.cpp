@@ -11,21 +11,10 @@
 
 #include "app/session/pipeline_layout.h"  // kPresentationFontScale
 #include "app/ui/widgets/heatmap_widget.h"  // kNumberFontName, kMaxNumberScale
+#include "render/font.h"
+#include "render/font_chain.h"
 
 namespace attn::app {
-
-std::string uiFontPath() {
-  return "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-}
-
-std::string cjkFontPath() {
-  std::error_code ec;
-  for (const char* path : {"/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
-                           "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"}) {
-    if (std::filesystem::exists(path, ec)) return path;
-  }
-  return {};
-}
 
 float uiFontPixels(bool classroom, float fontScale, bool presentation, float windowHeight) {
   const float base = classroom ? kClassroomFontPixels : kBaseFontPixels;
@@ -146,7 +135,7 @@ namespace {
 // "NaN") at kMaxNumberScale times the text size, named kNumberFontName: presentation draws
 // numbers that grow with their cells from it (app/ui/widgets/heatmap_widget_draw.cpp), so a
 // 45 px number is as crisp as the text. A few dozen glyphs: the atlas barely grows.
-void addNumberFont(const std::string& path, float pixelSize) {
+void addNumberFont(const io::ChainFont& font, float pixelSize) {
   static const ImWchar kNumberRanges[] = {
       0x0020, 0x0020, 0x002B, 0x002E,  // space + , - .
       0x0030, 0x0039, 0x003C, 0x003E,  // 0-9 < = >
@@ -160,20 +149,38 @@ void addNumberFont(const std::string& path, float pixelSize) {
   config.OversampleH = 2;
   config.OversampleV = 1;
   config.PixelSnapH = true;
+  config.FontNo = font.index;
   std::snprintf(config.Name, sizeof(config.Name), "%s", kNumberFontName);
-  ImGui::GetIO().Fonts->AddFontFromFileTTF(path.c_str(), pixelSize * kMaxNumberScale, &config,
-                                           kNumberRanges);
+  ImGui::GetIO().Fonts->AddFontFromFileTTF(font.path.c_str(), pixelSize * kMaxNumberScale,
+                                           &config, kNumberRanges);
 }
 
 }  // namespace
 
-bool loadUiFont(float pixelSize, std::string* warning) {
+std::u32string extraUiChars(const Scenario& doc) {
+  std::u32string chars;
+  auto add = [&chars](std::string_view text) {
+    for (char32_t cp : io::detail::decodeUtf8(text))
+      if (cp >= 0x3000) chars.push_back(cp);  // below U+3000 the atlas has every range it draws
+  };
+  add(doc.name);
+  add(doc.description);
+  add(doc.sentence);
+  for (const auto* labels : {&doc.inputLabels, &doc.queryLabels, &doc.keyLabels})
+    for (const std::string& label : *labels) add(label);
+  std::sort(chars.begin(), chars.end());
+  chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
+  return chars;
+}
+
+bool loadUiFont(float pixelSize, const std::u32string& extraChars, std::string* warning) {
   ImGuiIO& io = ImGui::GetIO();
   io.Fonts->Clear();
-  // Latin, Greek (α, σ, θ in formulas and tokens), Cyrillic, punctuation (·, …, ‖),
-  // super/subscripts (ᵀ is in Phonetic Extensions), arrows (→), math operators (√, ∞, ≤, ∑)
-  // and what GPT-2's byte-level tokens show (Ġ, Ċ in Latin Extended-A; control pictures).
-  // All of these are in DejaVu Sans. Static: ImGui keeps the pointer until the atlas is built.
+  // Latin, Greek (α, σ, θ in formulas and tokens), Cyrillic, Hebrew, Arabic, punctuation
+  // (·, …, ‖), super/subscripts (ᵀ is in Phonetic Extensions), arrows (→), math operators
+  // (√, ∞, ≤, ∑) and what GPT-2's byte-level tokens show (Ġ, Ċ in Latin Extended-A; control
+  // pictures). All of these are in DejaVu Sans. Static: ImGui keeps the pointer until the
+  // atlas is built.
   static const ImWchar kRanges[] = {
       0x0020, 0x00FF,  // Basic Latin + Latin-1
       0x0180, 0x024F,  // Latin Extended-B
@@ -181,6 +188,8 @@ bool loadUiFont(float pixelSize, std::string* warning) {
       0x0300, 0x036F,  // Combining diacritical marks
       0x0370, 0x03FF,  // Greek
       0x0400, 0x052F,  // Cyrillic + supplement
+      0x0590, 0x05FF,  // Hebrew
+      0x0600, 0x06FF,  // Arabic
       0x1E00, 0x1FFF,  // Latin Extended Additional (Vietnamese), Greek Extended
       0x1D00, 0x1DBF,  // Phonetic extensions (ᵀ, ᵢ)
       0x2000, 0x206F,  // General punctuation
@@ -194,47 +203,54 @@ bool loadUiFont(float pixelSize, std::string* warning) {
       0x2600, 0x26FF,  // Miscellaneous symbols (☺, ★)
       0x0100, 0x017F,  // Latin Extended-A (typed text in the Model panel)
       0x2400, 0x243F,  // Control pictures (GPT-2 tokens of control bytes, gpt2::displayText)
+      0xFB50, 0xFDFF,  // Arabic presentation forms A
+      0xFE70, 0xFEFF,  // Arabic presentation forms B
       0xFFFD, 0xFFFD,  // Replacement character (a token holding part of a UTF-8 character)
       0,
   };
-  const std::string path = uiFontPath();
-  std::error_code ec;
+  const std::vector<io::ChainFont>& chain = io::fontChain();
   ImFont* font = nullptr;
-  if (std::filesystem::exists(path, ec)) {
+  if (!chain.empty()) {
     ImFontConfig config;
     config.OversampleH = 2;
     config.OversampleV = 1;
     config.PixelSnapH = true;
-    font = io.Fonts->AddFontFromFileTTF(path.c_str(), pixelSize, &config, kRanges);
+    config.FontNo = chain.front().index;
+    font = io.Fonts->AddFontFromFileTTF(chain.front().path.c_str(), pixelSize, &config, kRanges);
   }
-  // Chinese and Japanese from a Debian CJK font when installed (fonts-droid-fallback or
-  // fonts-noto-cjk), merged into the same font: kana, CJK punctuation, the 2999 common
-  // Japanese kanji and the 2500 common simplified Chinese characters. Without it those
-  // characters are drawn as ImGui's fallback glyph.
-  if (const std::string cjk = cjkFontPath(); font != nullptr && !cjk.empty()) {
-    static ImVector<ImWchar> cjkRanges;
-    if (cjkRanges.empty()) {
-      ImFontGlyphRangesBuilder builder;
-      builder.AddRanges(io.Fonts->GetGlyphRangesJapanese());
-      builder.AddRanges(io.Fonts->GetGlyphRangesChineseSimplifiedCommon());
-      builder.BuildRanges(&cjkRanges);
-    }
+  // The rest of the chain merged into the same font: ImGui takes each character from the
+  // first font that has it, as the exports do. Kana, CJK punctuation, the common kanji and
+  // hanzi, and the scenario's own rarer characters (extraChars). The ranges are static:
+  // ImGui keeps the pointer until the atlas is built.
+  static ImVector<ImWchar> cjkRanges;
+  cjkRanges.clear();
+  {
+    ImFontGlyphRangesBuilder builder;
+    builder.AddRanges(io.Fonts->GetGlyphRangesJapanese());
+    builder.AddRanges(io.Fonts->GetGlyphRangesChineseSimplifiedCommon());
+    for (char32_t cp : extraChars)
+      if (cp <= 0xFFFF) builder.AddChar(static_cast<ImWchar>(cp));  // ImWchar is 16-bit
+    builder.BuildRanges(&cjkRanges);
+  }
+  for (std::size_t i = 1; font != nullptr && i < chain.size(); ++i) {
     ImFontConfig config;
     config.MergeMode = true;
     config.OversampleH = 1;  // thousands of glyphs: keep the atlas small
     config.OversampleV = 1;
     config.PixelSnapH = true;
-    io.Fonts->AddFontFromFileTTF(cjk.c_str(), pixelSize, &config, cjkRanges.Data);
+    config.FontNo = chain[i].index;
+    io.Fonts->AddFontFromFileTTF(chain[i].path.c_str(), pixelSize, &config, cjkRanges.Data);
   }
   if (font == nullptr) {
     if (warning)
-      *warning =
-          "font " + path + " not found (install fonts-dejavu-core); using ImGui's built-in font";
+      *warning = "no font of the font chain is installed (install fonts-dejavu-core); using "
+                 "ImGui's built-in font";
     ImFontConfig config;
     config.SizePixels = pixelSize;
     io.Fonts->AddFontDefault(&config);
   }
-  if (font != nullptr) addNumberFont(path, pixelSize);
+  // The number font comes from the chain's first font (the digits of the text).
+  if (font != nullptr) addNumberFont(chain.front(), pixelSize);
   unsigned char* pixels = nullptr;
   int width = 0, height = 0;
   io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "core/scenario/scenario.h"
+
 namespace attn::app {
 
 // Presentation font scale limits and step (ViewSettings::fontScale).
@@ -33,22 +35,28 @@ float uiFontPixels(bool classroom, float fontScale, bool presentation, float win
 float uiFontPixelsRounded(bool classroom, float fontScale, bool presentation, float windowHeight,
                           float contentScale);
 
-// The font file used by the window (the same family as the exported heatmaps).
-std::string uiFontPath();
-// The CJK font merged into the window's font when installed: Droid Sans Fallback
-// (fonts-droid-fallback), else Noto Sans CJK (fonts-noto-cjk); "" when neither is.
-std::string cjkFontPath();
+// The window draws with the font chain the exports use (render/font_chain.h): DejaVu Sans,
+// then the CJK fonts, each character from the first that has it.
+
+// The characters of `doc`'s texts (name, description, labels, sentence) outside the ranges
+// the atlas always holds: Hangul syllables, rarer kanji, ... The atlas takes them in too, so
+// that every label the scenario has is drawn (all 11172 Hangul syllables at a classroom
+// size would need a 50 MB atlas). Sorted, unique.
+std::u32string extraUiChars(const Scenario& doc);
+
+// Replaces the font atlas with the font chain at `pixelSize`: the first font of
+// io::fontChain() (DejaVu Sans: Latin, Greek, Cyrillic, Hebrew, Arabic in their isolated
+// forms, arrows, math symbols, GPT-2's token symbols), then the others merged in for kana,
+// the 2999 common Japanese kanji, the 2500 common simplified Chinese characters and
+// `extraChars`. Falls back to ImGui's built-in font when no font is installed and says so in
+// `warning`. Only builds the CPU side; the caller re-creates the GL texture. Must not be
+// called between NewFrame() and Render(). (ImGui 1.86 neither shapes nor orders text right
+// to left: Arabic and Hebrew read correctly in the exports, not in the window.)
+bool loadUiFont(float pixelSize, const std::u32string& extraChars, std::string* warning);
 
 // Sets the ImGui style for the theme, with every size scaled by `sizeScale`
 // (fontScale x content scale). Needs a current ImGui context; no GL.
 void applyTheme(bool light, float sizeScale);
-
-// Replaces the font atlas with DejaVu Sans at `pixelSize` (Latin, Greek, Cyrillic, arrows,
-// math symbols, GPT-2's token symbols), with Chinese and Japanese merged in from
-// cjkFontPath() when installed. Falls back to ImGui's built-in font when the file is missing and
-// says so in `warning`. Only builds the CPU side; the caller re-creates the GL texture.
-// Must not be called between NewFrame() and Render().
-bool loadUiFont(float pixelSize, std::string* warning);
 
 // Clamps a presentation scale to [kMinFontScale, kMaxFontScale].
 float clampFontScale(float scale);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <initializer_list>
 #include <span>
+#include <string>
+#include <vector>
 
 #include <imgui.h>
 #include <imgui_internal.h>  // SetItemUsingMouseWheel
@@ -168,9 +170,42 @@ Grid layoutGrid(Entry& entry, const HeatmapView& view, const HeatmapOptions& opt
       g.colorbarWidth += font * 1.2f;
       fitCells();
     }
+    // A bar too short for a line even at kTitleFloor (a one-row strip: "symmetric ±929"
+    // beside 90 px): that line wraps at its spaces into as many lines as it needs, each one
+    // more line's width of bar, so that no title is cut.
+    float bar = std::max(cellH * rows, font * 3) - 1.0f;  // (the grid is rounded)
+    std::vector<std::string> wrapped;
+    for (const std::string& line : g.titleLines) {
+      if (width(line) * kTitleFloor <= bar) {
+        wrapped.push_back(line);
+        continue;
+      }
+      std::string current;
+      std::size_t start = 0;
+      while (start <= line.size()) {
+        std::size_t end = line.find(' ', start);
+        if (end == std::string::npos) end = line.size();
+        const std::string word = line.substr(start, end - start);
+        start = end + 1;
+        if (word.empty()) continue;
+        const std::string joined = current.empty() ? word : current + " " + word;
+        if (!current.empty() && width(joined) * kTitleFloor > bar) {
+          wrapped.push_back(current);
+          current = word;
+        } else {
+          current = joined;
+        }
+      }
+      if (!current.empty()) wrapped.push_back(current);
+    }
+    if (wrapped.size() > g.titleLines.size()) {
+      g.colorbarWidth += font * 1.2f * static_cast<float>(wrapped.size() - g.titleLines.size());
+      g.titleLines = std::move(wrapped);
+      fitCells();
+      bar = std::max(cellH * rows, font * 3) - 1.0f;
+    }
     float widest = 0;
     for (const std::string& line : g.titleLines) widest = std::max(widest, width(line));
-    const float bar = std::max(cellH * rows, font * 3) - 1.0f;  // (the grid is rounded)
     g.titlePx = font * std::clamp(bar / std::max(widest, 1.f), kTitleFloor, 1.f);
     for (std::string& line : g.titleLines) line = fitLabel(line, bar, 120, g.titlePx);
   }
