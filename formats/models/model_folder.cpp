@@ -2,6 +2,7 @@
 #include "formats/models/model_folder.h"
 
 #include "formats/models/families.h"
+#include "formats/models/gguf_model.h"
 #include "formats/models/tensor_binding.h"
 #include "formats/tokenizers/sentencepiece_tokenizer.h"
 
@@ -211,6 +212,8 @@ Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string
 }
 
 Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options) {
+  // A GGUF file (llama.cpp's single-file format) instead of a folder: formats/models/gguf_model.h
+  if (isGgufFile(folder)) return loadGgufModel(folder);
   const fs::path dir(folder);
   // 1 config
   Expected<std::string> text = readFolderConfig(folder);

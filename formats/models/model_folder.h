@@ -65,7 +65,9 @@ struct ModelFolder {
 
 // Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the
 // cheap checks first. A folder of a family whose row says tokenizerRequired (gpt2) fails
-// the load without a readable tokenizer.
+// the load without a readable tokenizer. FOLDER may instead be a GGUF file (its first bytes
+// "GGUF"): loadGgufModel (formats/models/gguf_model.h) loads it, with its own tokenizer and
+// its weights through the same family table.
 Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options = {});
 
 }  // namespace attn::io
