@@ -1,125 +1,210 @@
-// GGUF files as engine models (see gguf_model.h). The architecture table, the metadata keys
-// and the tensor names (llama.cpp's llama-arch.cpp LLM_TENSOR_NAMES) live here only.
+// GGUF files as engine models (see gguf_model.h): one table row per general.architecture,
+// mapping the file's `{arch}.*` keys and tensor names (llama.cpp's llama-arch.cpp) onto a
+// family row of formats/models/families.h. The family's own config reader and tensor plan
+// describe the model; this file only renames and says how the converter stored it.
 #include "formats/models/gguf_model.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/models/quant.h"
 #include "formats/models/checkpoint.h"
-#include "formats/models/tensor_binding.h"
-#include "formats/safetensors.h"
+#include "formats/models/families.h"
+#include "formats/models/gguf_source.h"
+#include "formats/models/hf_config.h"
 #include "formats/tokenizers/gguf_tokenizer.h"
 
 namespace attn::io {
 namespace {
 
-using model::GgmlType;
+using nlohmann::json;
 
-// What one general.architecture means for the engine (the keys are `{arch}.*`).
+// A name in the file and the Hugging Face name it stands for: a metadata key (without the
+// "{arch}." prefix) and its config.json key, or a tensor module and the family's module.
+struct NamePair {
+  const char* gguf;
+  const char* hf;
+};
+using Names = std::vector<NamePair>;
+
+// What one general.architecture is: the family row it is, its keys and tensor names, and
+// what convert_hf_to_gguf changed in the stored tensors.
 struct Architecture {
-  const char* name;
-  model::NormKind norm;
-  model::Activation activation;
-  model::QkvLayout qkv;  // how blk.N.attn_q/k/v or attn_qkv are stored
-  bool gated;            // ffn_gate
-  bool learnedPositions; // position_embd
-  bool qkPairsInterleaved;  // llama.cpp's permuted q/k rows (convert_hf_to_gguf's permute)
+  const char* name;       // general.architecture
+  const char* modelType;  // the family row (config.json's model_type)
+  Names keys;             // "{arch}.<gguf>" -> config.json's <hf>
+  Names globals;          // tensors outside the layers: "token_embd" -> "model.embed_tokens"
+  Names layer;            // "blk.N.<gguf>" -> the plan's layer prefix + "N.<hf>"
+  const char* rotaryKey;  // the config.json key rope.dimension_count / d_h becomes (nullptr: no rotary)
+  const char* attentionBias;  // config.json key true when blk.0.<qkv>.bias is present (or nullptr)
+  const char* mlpBias;        // the same for blk.0.ffn_up.bias
+  // convert_hf_to_gguf's changes: llama's Q and K rows permuted for ggml's adjacent-pair
+  // RoPE (LlamaModel.permute); gptneox's query_key_value regrouped as [q; k; v]; Gemma's
+  // norm weights stored as 1 + w.
+  bool qkPairsInterleaved = false, qkvRegrouped = false, normsPlusOne = false;
 };
 
-// llama: also Mistral / Llama 2 / TinyLlama / SmolLM files (they say llama). gpt2's and
-// gptneox's fused attn_qkv rows are [q; k; v] (the converter regroups gpt_neox's per-head
-// interleave). gptneox's activation is Hugging Face's "gelu" (erf), as config.json says for
-// Pythia; the file does not store it.
-constexpr Architecture kArchitectures[] = {
-    {"llama", model::NormKind::RmsNorm, model::Activation::Silu, model::QkvLayout::Separate, true, false, true},
-    {"qwen2", model::NormKind::RmsNorm, model::Activation::Silu, model::QkvLayout::Separate, true, false, false},
-    {"gpt2", model::NormKind::LayerNorm, model::Activation::GeluTanh, model::QkvLayout::FusedBlocks, false, true, false},
-    {"gptneox", model::NormKind::LayerNorm, model::Activation::GeluErf, model::QkvLayout::FusedBlocks, false, false, false},
-};
+const Names kHfSizes = {{"block_count", "num_hidden_layers"},
+                        {"embedding_length", "hidden_size"},
+                        {"feed_forward_length", "intermediate_size"},
+                        {"attention.head_count", "num_attention_heads"},
+                        {"attention.head_count_kv", "num_key_value_heads"},
+                        {"context_length", "max_position_embeddings"},
+                        {"attention.key_length", "head_dim"},
+                        {"rope.freq_base", "rope_theta"},
+                        {"attention.layer_norm_rms_epsilon", "rms_norm_eps"}};
+Names plus(Names a, const Names& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+const Names kLlamaGlobals = {{"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
+const Names kLlamaLayer = {{"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},
+                           {"attn_k", "self_attn.k_proj"},       {"attn_v", "self_attn.v_proj"},
+                           {"attn_output", "self_attn.o_proj"},  {"attn_q_norm", "self_attn.q_norm"},
+                           {"attn_k_norm", "self_attn.k_norm"},  {"ffn_norm", "post_attention_layernorm"},
+                           {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
+                           {"ffn_down", "mlp.down_proj"}};
+
+const std::vector<Architecture>& architectures() {
+  static const std::vector<Architecture> kTable = {
+      {"llama", "llama", kHfSizes, kLlamaGlobals, kLlamaLayer, "partial_rotary_factor", "attention_bias",
+       "mlp_bias", true},
+      {"qwen2", "qwen2", kHfSizes, kLlamaGlobals, kLlamaLayer, "partial_rotary_factor", nullptr, nullptr},
+      {"qwen3", "qwen3", kHfSizes, kLlamaGlobals, kLlamaLayer, "partial_rotary_factor", "attention_bias",
+       nullptr},
+      {"gemma2", "gemma2",
+       plus(kHfSizes, {{"attn_logit_softcapping", "attn_logit_softcapping"},
+                       {"final_logit_softcapping", "final_logit_softcapping"},
+                       {"attention.sliding_window", "sliding_window"}}),
+       kLlamaGlobals,
+       {{"attn_norm", "input_layernorm"}, {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"},
+        {"attn_v", "self_attn.v_proj"}, {"attn_output", "self_attn.o_proj"},
+        {"post_attention_norm", "post_attention_layernorm"}, {"ffn_norm", "pre_feedforward_layernorm"},
+        {"post_ffw_norm", "post_feedforward_layernorm"}, {"ffn_gate", "mlp.gate_proj"},
+        {"ffn_up", "mlp.up_proj"}, {"ffn_down", "mlp.down_proj"}},
+       "partial_rotary_factor", "attention_bias", nullptr, false, false, true},
+      // (phi3's attention.sliding_window is not mapped: llama.cpp runs Phi-3 without it)
+      {"phi3", "phi3", kHfSizes, kLlamaGlobals,
+       {{"attn_norm", "input_layernorm"}, {"attn_qkv", "self_attn.qkv_proj"},
+        {"attn_output", "self_attn.o_proj"}, {"ffn_norm", "post_attention_layernorm"},
+        {"ffn_up", "mlp.gate_up_proj"}, {"ffn_down", "mlp.down_proj"}},
+       "partial_rotary_factor", nullptr, nullptr},
+      {"gpt2", "gpt2",
+       {{"block_count", "n_layer"}, {"embedding_length", "n_embd"}, {"feed_forward_length", "n_inner"},
+        {"attention.head_count", "n_head"}, {"context_length", "n_positions"},
+        {"attention.layer_norm_epsilon", "layer_norm_epsilon"}},
+       {{"token_embd", "wte"}, {"position_embd", "wpe"}, {"output_norm", "ln_f"}, {"output", "lm_head"}},
+       {{"attn_norm", "ln_1"}, {"attn_qkv", "attn.c_attn"}, {"attn_output", "attn.c_proj"},
+        {"ffn_norm", "ln_2"}, {"ffn_up", "mlp.c_fc"}, {"ffn_down", "mlp.c_proj"}},
+       nullptr, nullptr, nullptr},
+      {"gptneox", "gpt_neox",
+       plus(kHfSizes, {{"attention.layer_norm_epsilon", "layer_norm_eps"},
+                       {"use_parallel_residual", "use_parallel_residual"}}),
+       {{"token_embd", "gpt_neox.embed_in"}, {"output_norm", "gpt_neox.final_layer_norm"}, {"output", "embed_out"}},
+       {{"attn_norm", "input_layernorm"}, {"attn_qkv", "attention.query_key_value"},
+        {"attn_output", "attention.dense"}, {"ffn_norm", "post_attention_layernorm"},
+        {"ffn_up", "mlp.dense_h_to_4h"}, {"ffn_down", "mlp.dense_4h_to_h"}},
+       "rotary_pct", "attention_bias", nullptr, false, true},
+  };
+  return kTable;
+}
 
 const Architecture* findArchitecture(std::string_view name) {
-  for (const Architecture& a : kArchitectures)
+  for (const Architecture& a : architectures())
     if (name == a.name) return &a;
   return nullptr;
 }
 
-// Bias tensors decide the config's bias flags: llama.cpp loads them when present.
-bool has(const GgufFile& file, const std::string& name) {
-  return file.findTensor(name) != nullptr;
+std::string architectureNames() {
+  std::string out;
+  for (const Architecture& a : architectures()) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
 }
 
-// Index of the first non-finite f16 (exponent all ones) of `count` at p (2-byte stride
-// `stride`), or -1.
-std::int64_t firstNonFiniteHalf(const std::byte* p, std::uint64_t count, std::uint64_t stride) {
-  for (std::uint64_t i = 0; i < count; ++i) {
-    std::uint16_t h;
-    std::memcpy(&h, p + i * stride, 2);
-    if ((h & 0x7C00u) == 0x7C00u) return static_cast<std::int64_t>(i);
-  }
-  return -1;
+Error keyError(const GgufFile& file, const std::string& key, const std::string& problem) {
+  return Error{file.path(), "", "key " + inQuotes(key) + ": " + problem};
 }
 
-// The byte offsets of the f16 scales inside one block of a quantized type (ggml-common.h).
-std::vector<int> scaleOffsets(std::uint32_t type) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0};
-    case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
-    case GgmlType::Q2_K: return {80, 82};
-    case GgmlType::Q3_K: return {108};
-    case GgmlType::Q6_K: return {208};
-    default: return {};
-  }
+// A metadata value as config.json would hold it.
+Expected<json> jsonValue(const GgufFile& file, const std::string& key, const GgufValue& v) {
+  if (v.type == GgufType::U64) return json(v.unsigned64);
+  if (v.isInteger()) return json(v.integer);
+  if (v.type == GgufType::F32 || v.type == GgufType::F64) return json(v.real);
+  if (v.type == GgufType::Bool) return json(v.integer != 0);
+  return keyError(file, key, "a " + std::string(ggufTypeName(v.type)) + ", expected a number or a bool");
 }
 
-// A tensor's values are finite: every float, every f16 scale of every block.
-Status checkFinite(const GgufFile& file, const GgufTensorInfo& info) {
-  const std::span<const std::byte> bytes = file.bytes(info);
-  std::int64_t bad = -1;
-  const model::GgmlTypeInfo& type = *model::ggmlTypeInfo(info.type);
-  switch (static_cast<GgmlType>(info.type)) {
-    case GgmlType::F32:
-      bad = firstNonFinite(reinterpret_cast<const float*>(bytes.data()), static_cast<std::int64_t>(info.elementCount()));
-      break;
-    case GgmlType::F16:
-      bad = firstNonFiniteHalf(bytes.data(), info.elementCount(), 2);
-      break;
-    case GgmlType::BF16:
-      bad = firstNonFiniteBf16(reinterpret_cast<const std::uint16_t*>(bytes.data()),
-                               static_cast<std::int64_t>(info.elementCount()));
-      break;
-    default: {
-      const std::uint64_t blocks = info.bytes / static_cast<std::uint64_t>(type.blockBytes);
-      for (int offset : scaleOffsets(info.type)) {
-        bad = firstNonFiniteHalf(bytes.data() + offset, blocks, static_cast<std::uint64_t>(type.blockBytes));
-        if (bad >= 0) {
-          return Error{file.path(), "", "tensor " + inQuotes(info.name) + ": block " + std::to_string(bad) +
-                                            " has a scale that is not a finite number"};
-        }
-      }
-      return Ok{};
+// The GGUF key a config.json or validate() field came from (for errors), or "".
+std::string ggufKeyOf(const Architecture& a, const std::string& field) {
+  static const Names kValidateNames = {{"block_count", "n_layer"},           {"attention.head_count", "n_head"},
+                                       {"embedding_length", "n_embd"},       {"feed_forward_length", "n_inner"},
+                                       {"context_length", "n_positions"},    {"attention.key_length", "head_dim"},
+                                       {"rope.dimension_count", "rotary_dims"}, {"rope.freq_base", "rope_theta"},
+                                       {"attention.head_count_kv", "num_key_value_heads"},
+                                       {"attention.sliding_window", "sliding_window"},
+                                       {"rope.scaling.type", "rope_scaling"}};
+  for (const Names* names : {&a.keys, &kValidateNames})
+    for (const NamePair& p : *names)
+      if (field == p.hf) return std::string(a.name) + "." + p.gguf;
+  if (a.rotaryKey && field == a.rotaryKey) return std::string(a.name) + ".rope.dimension_count";
+  if (field == "layer_norm_epsilon") return std::string(a.name) + ".attention.layer_norm(_rms)_epsilon";
+  return "";
+}
+
+// An Error of the family reader or validate() about config.json field F, told as the GGUF
+// key it came from ("vocab_size": the embedding's rows; the tie: output.weight).
+Error asGgufError(const GgufFile& file, const Architecture& a, const Error& e) {
+  const std::string key = ggufKeyOf(a, e.field);
+  if (!key.empty()) return keyError(file, key, e.problem);
+  if (e.field == "vocab_size") return Error{file.path(), "", "tensor 'token_embd.weight': " + e.problem};
+  return Error{file.path(), "", "its metadata describe no model the engine runs (" +
+                                    (e.field.empty() ? "" : e.field + ": ") + e.problem + ")"};
+}
+
+// Renames the family's plan onto the file's tensor names; a gpt2 Conv1D weight, which the
+// converter transposed to [out, in], becomes an nn.Linear-style want.
+Status renamePlan(const GgufFile& file, const Architecture& a, TensorPlan& plan) {
+  auto rename = [&](const std::string& name) -> std::string {
+    const std::size_t dot = name.rfind('.');
+    const std::string module = name.substr(0, dot), suffix = name.substr(dot);
+    const Names* names = &a.globals;
+    std::string layer, rest = module;
+    if (module.rfind(plan.layerPrefix, 0) == 0) {
+      rest = module.substr(plan.layerPrefix.size());
+      const std::size_t end = rest.find('.');
+      layer = "blk." + rest.substr(0, end) + ".";
+      rest = end == std::string::npos ? "" : rest.substr(end + 1);
+      names = &a.layer;
+    }
+    for (const NamePair& p : *names)
+      if (rest == p.hf) return layer + p.gguf + suffix;
+    return "";
+  };
+  for (TensorWant& want : plan.wants) {
+    const std::string renamed = rename(want.name);
+    if (renamed.empty()) {
+      return Error{file.path(), "", "the " + std::string(a.modelType) + " tensor " + inQuotes(want.name) +
+                                        " has no GGUF name in the table (formats/models/gguf_model.cpp)"};
+    }
+    want.name = renamed;
+    if (want.conv1d) {
+      std::swap(want.shape[0], want.shape[1]);
+      want.conv1d->outByIn = true;
+      want.conv1d = nullptr;
     }
   }
-  if (bad >= 0) {
-    return Error{file.path(), "",
-                 "tensor " + inQuotes(info.name) + ": element " + std::to_string(bad) + " is not a finite number"};
-  }
+  plan.embedName = "token_embd.weight";
+  plan.lmHeadName = "output.weight";
+  plan.layerPrefix = "blk.";
+  plan.describedBy = "its GGUF metadata";
+  plan.layersKey = std::string(a.name) + ".block_count";
   return Ok{};
 }
-
-// One tensor the configuration needs.
-struct Want {
-  std::string name;
-  std::vector<std::uint64_t> dims;  // ggml order: [in, out] for a matrix, [n] for a vector
-  model::Tensor* target;
-  bool matrix;  // used as stored (any type the engine reads); else converted to float32
-};
 
 }  // namespace
 
@@ -135,232 +220,103 @@ bool isGgufFile(const std::string& path) {
 Expected<model::Config> ggufConfig(const GgufFile& file) {
   Expected<std::optional<std::string>> archName = file.getString("general.architecture");
   if (!archName) return archName.error();
-  if (!*archName) return Error{file.path(), "", "key 'general.architecture': missing"};
-  const std::string arch = **archName;
-  const Architecture* rules = findArchitecture(arch);
-  if (!rules) {
-    return Error{file.path(), "", "key 'general.architecture': " + inQuotes(arch) +
-                                      " is not run here (GGUF files of llama, qwen2, gpt2 and gptneox are)"};
+  if (!*archName) return keyError(file, "general.architecture", "missing");
+  const Architecture* a = findArchitecture(**archName);
+  if (!a) {
+    return keyError(file, "general.architecture",
+                    inQuotes(**archName) + " is not run here (GGUF files of " + architectureNames() + " are)");
   }
-  model::Config c;
-  c.modelType = arch;
-  c.norm = rules->norm;
-  c.activation = rules->activation;
-  c.qkvLayout = rules->qkv;
-  c.gatedMlp = rules->gated;
-  c.learnedPositions = rules->learnedPositions;
-  c.qkPairsInterleaved = rules->qkPairsInterleaved;
-
-  const std::string p = arch + ".";
-  auto integer = [&](const std::string& key, std::int64_t max, bool required,
-                     std::int64_t fallback) -> Expected<std::int64_t> {
-    Expected<std::optional<std::int64_t>> v = file.getInteger(p + key, 1, max);
-    if (!v) return v.error();
-    if (!*v && required) return Error{file.path(), "", "key '" + p + key + "': missing"};
-    return v->value_or(fallback);
-  };
-  struct IntField {
-    const char* key;
-    int* target;
-    std::int64_t max;
-  };
-  const IntField required[] = {{"block_count", &c.nLayer, model::kMaxLayers},
-                               {"embedding_length", &c.nEmbd, model::kMaxEmbd},
-                               {"attention.head_count", &c.nHead, model::kMaxHeads},
-                               {"context_length", &c.nPositions, model::kMaxPositions}};
-  for (const IntField& f : required) {
-    Expected<std::int64_t> v = integer(f.key, f.max, true, 0);
-    if (!v) return v.error();
-    *f.target = static_cast<int>(*v);
-  }
-  Expected<std::int64_t> ffn = integer("feed_forward_length", 4 * model::kMaxEmbd, true, 0);
-  if (!ffn) return ffn.error();
-  c.nInner = static_cast<int>(*ffn);
-  Expected<std::int64_t> kv = integer("attention.head_count_kv", model::kMaxHeads, false, c.nHead);
-  if (!kv) return kv.error();
-  c.nHeadKv = static_cast<int>(*kv);
-  if (c.nEmbd % c.nHead != 0) {
-    return Error{file.path(), "", "key '" + p + "attention.head_count': " + std::to_string(c.nHead) +
-                                      " heads do not divide embedding_length " + std::to_string(c.nEmbd)};
-  }
-  const int headDim = c.nEmbd / c.nHead;
-  for (const char* key : {"attention.key_length", "attention.value_length"}) {
-    Expected<std::int64_t> v = integer(key, model::kMaxEmbd, false, headDim);
-    if (!v) return v.error();
-    if (*v != headDim) {
-      return Error{file.path(), "", "key '" + p + key + "': " + std::to_string(*v) +
-                                        ", but the engine's head width is embedding_length / head_count = " +
-                                        std::to_string(headDim)};
+  const std::string p = std::string(a->name) + ".";
+  // 1 config.json as the metadata say it
+  json config = json::object();
+  for (const NamePair& key : a->keys) {
+    if (const GgufValue* v = file.find(p + key.gguf)) {
+      Expected<json> value = jsonValue(file, p + key.gguf, *v);
+      if (!value) return value.error();
+      config[key.hf] = *value;
     }
   }
-  // The vocabulary: the embedding's rows (llama.cpp reads vocab_size the same way when absent).
   const GgufTensorInfo* embed = file.findTensor("token_embd.weight");
-  if (!embed || embed->dims.size() != 2) {
-    return Error{file.path(), "", "tensor 'token_embd.weight': missing or not 2-D"};
+  if (!embed || embed->dims.size() != 2) return Error{file.path(), "", "tensor 'token_embd.weight': missing or not 2-D"};
+  config["vocab_size"] = embed->dims[1];  // llama.cpp, too, takes the vocabulary from it
+  config["tie_word_embeddings"] = file.findTensor("output.weight") == nullptr;
+  if (a->attentionBias) {
+    config[a->attentionBias] = file.findTensor("blk.0.attn_q.bias") || file.findTensor("blk.0.attn_qkv.bias");
   }
-  if (embed->dims[1] < 1 || embed->dims[1] > static_cast<std::uint64_t>(model::kMaxVocab)) {
-    return Error{file.path(), "", "tensor 'token_embd.weight': " + std::to_string(embed->dims[1]) +
-                                      " rows, outside the vocabulary sizes read here"};
+  if (a->mlpBias) config[a->mlpBias] = file.findTensor("blk.0.ffn_up.bias") != nullptr;
+  Expected<std::optional<std::int64_t>> heads = file.getInteger(p + "attention.head_count", 1, model::kMaxHeads);
+  Expected<std::optional<std::int64_t>> width = file.getInteger(p + "embedding_length", 1, model::kMaxEmbd);
+  Expected<std::optional<std::int64_t>> keyLength = file.getInteger(p + "attention.key_length", 1, model::kMaxEmbd);
+  for (const auto* v : {&heads, &width, &keyLength})
+    if (!*v) return v->error();
+  if (!*heads || !*width) return keyError(file, p + (*heads ? "embedding_length" : "attention.head_count"), "missing");
+  const std::int64_t headDim = keyLength->value_or(**width / **heads);
+  Expected<std::optional<std::int64_t>> valueLength = file.getInteger(p + "attention.value_length", 1, model::kMaxEmbd);
+  if (!valueLength) return valueLength.error();
+  if (valueLength->value_or(headDim) != headDim) {
+    return keyError(file, p + "attention.value_length",
+                    std::to_string(**valueLength) + ", but the key length is " + std::to_string(headDim) +
+                        " (the engine's heads have one width)");
   }
-  c.vocabSize = static_cast<int>(embed->dims[1]);
-  // Norm epsilon.
-  const std::string epsKey = rules->norm == model::NormKind::RmsNorm ? "attention.layer_norm_rms_epsilon"
-                                                                      : "attention.layer_norm_epsilon";
-  Expected<std::optional<double>> eps = file.getReal(p + epsKey);
-  if (!eps) return eps.error();
-  if (!*eps) return Error{file.path(), "", "key '" + p + epsKey + "': missing"};
-  c.normEpsilon = static_cast<float>(**eps);
-  // Rotary.
-  if (!rules->learnedPositions) {
-    Expected<std::int64_t> dims = integer("rope.dimension_count", headDim, false, headDim);
-    if (!dims) return dims.error();
-    c.rotaryDims = static_cast<int>(*dims);
-    Expected<std::optional<double>> base = file.getReal(p + "rope.freq_base");
-    if (!base) return base.error();
-    c.ropeTheta = base->value_or(10000.0);
-    Expected<std::optional<std::string>> scaling = file.getString(p + "rope.scaling.type");
-    if (!scaling) return scaling.error();
-    if (*scaling && **scaling != "none") {
-      if (**scaling != "linear") {
-        return Error{file.path(), "", "key '" + p + "rope.scaling.type': " + inQuotes(**scaling) +
-                                          " is not run here (none or linear are)"};
-      }
-      Expected<std::optional<double>> factor = file.getReal(p + "rope.scaling.factor");
-      if (!factor) return factor.error();
-      c.ropeLinearFactor = factor->value_or(1.0);
-    }
-  } else {
-    c.rotaryDims = 0;
+  Expected<std::optional<std::int64_t>> rotary = file.getInteger(p + "rope.dimension_count", 0, model::kMaxEmbd);
+  if (!rotary) return rotary.error();
+  if (a->rotaryKey && *rotary) config[a->rotaryKey] = static_cast<double>(**rotary) / static_cast<double>(headDim);
+  Expected<std::optional<std::string>> scaling = file.getString(p + "rope.scaling.type");
+  if (!scaling) return scaling.error();
+  if (*scaling && **scaling != "none") {
+    if (**scaling != "linear") return keyError(file, p + "rope.scaling.type", inQuotes(**scaling) + " is not run here (none or linear are)");
+    Expected<std::optional<double>> factor = file.getReal(p + "rope.scaling.factor");
+    if (!factor) return factor.error();
+    config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor->value_or(1.0)}};
   }
-  if (arch == "gptneox") {
-    Expected<std::optional<bool>> parallel = file.getBool(p + "use_parallel_residual");
-    if (!parallel) return parallel.error();
-    c.parallelResidual = parallel->value_or(true);
+  if (file.findTensor("rope_freqs.weight")) {
+    return Error{file.path(), "", "tensor 'rope_freqs.weight': per-frequency rope factors (llama 3.1 style) are not run here"};
   }
-  // Biases and the output layer: as the tensors present say.
-  const char* qkvName = rules->qkv == model::QkvLayout::Separate ? "blk.0.attn_q.bias" : "blk.0.attn_qkv.bias";
-  c.qkvBias = has(file, qkvName);
-  c.outBias = has(file, "blk.0.attn_output.bias");
-  c.mlpBias = has(file, "blk.0.ffn_up.bias");
-  c.tiedEmbeddings = !has(file, "output.weight");
-  if (Status s = model::validate(c); !s) {
-    Error e = s.error();
-    return Error{file.path(), "", "its metadata describe no model the engine runs (" + e.field + ": " + e.problem + ")"};
+  if (a->modelType == std::string("qwen2")) config["use_sliding_window"] = false;
+  if (a->modelType == std::string("gemma2")) {
+    // llama.cpp's rule (no key carries query_pre_attn_scalar): the 46-layer 27B model scales
+    // by (E / H)^-1/2, the others by d_h^-1/2
+    const bool is27b = config.value("num_hidden_layers", 0) == 46;
+    config["query_pre_attn_scalar"] = is27b ? static_cast<double>(**width / **heads) : static_cast<double>(headDim);
   }
+  // 2 the family's own reader, as for a model folder
+  model::Config c;
+  c.modelType = a->modelType;
+  const Family* family = findFamily(a->modelType);
+  ConfigReader reader(config, file.path());
+  if (Status s = family->readConfig(reader, c); !s) return asGgufError(file, *a, s.error());
+  if (Status s = reader.finish(c.modelType); !s) return asGgufError(file, *a, s.error());
+  if (a->rotaryKey && *rotary && c.rotaryDims != **rotary) {
+    return keyError(file, p + "rope.dimension_count", std::to_string(**rotary) + " is not a rotary width the " +
+                                                          std::string(a->modelType) + " family runs");
+  }
+  // 3 what the converter changed
+  c.modelType = a->name;
+  c.qkPairsInterleaved = a->qkPairsInterleaved;
+  if (a->qkvRegrouped) c.qkvLayout = model::QkvLayout::FusedBlocks;
+  if (a->normsPlusOne) c.normWeightOffset = 0;
+  if (Status s = model::validate(c); !s) return asGgufError(file, *a, s.error());
   return c;
 }
 
-Expected<model::Weights> ggufWeights(const std::shared_ptr<const GgufFile>& file,
-                                     const model::Config& c) {
+Expected<model::Weights> ggufWeights(const std::shared_ptr<const GgufFile>& file, const model::Config& c) {
+  const Architecture* a = findArchitecture(c.modelType);
+  if (!a) return keyError(*file, "general.architecture", inQuotes(c.modelType) + " is not run here");
+  const Family& family = *findFamily(a->modelType);
+  const GgufSource source(file);
   model::Weights w;
   w.config = c;
-  w.layers.resize(static_cast<std::size_t>(c.nLayer));
-  const std::uint64_t E = static_cast<std::uint64_t>(c.nEmbd), F = static_cast<std::uint64_t>(c.nInner);
-  const std::uint64_t V = static_cast<std::uint64_t>(c.vocabSize), dh = static_cast<std::uint64_t>(c.headDim());
-  const std::uint64_t qWidth = static_cast<std::uint64_t>(c.nHead) * dh, kvWidth = static_cast<std::uint64_t>(c.nHeadKv) * dh;
-  std::vector<Want> wants;
-  auto linear = [&](const std::string& name, std::uint64_t in, std::uint64_t out, bool bias, model::Linear& lin) {
-    lin.outByIn = true;  // ggml's [ne0 = in, ne1 = out]: rows of `in` values, one per output
-    wants.push_back({name + ".weight", {in, out}, &lin.weight, true});
-    if (bias) wants.push_back({name + ".bias", {out}, &lin.bias, false});
-  };
-  auto norm = [&](const std::string& name, model::NormWeights& n) {
-    wants.push_back({name + ".weight", {E}, &n.weight, false});
-    if (c.norm == model::NormKind::LayerNorm) wants.push_back({name + ".bias", {E}, &n.bias, false});
-  };
-  wants.push_back({"token_embd.weight", {E, V}, &w.embed, true});
-  if (c.learnedPositions) {
-    wants.push_back({"position_embd.weight", {E, static_cast<std::uint64_t>(c.nPositions)}, &w.positions, false});
-  }
-  for (int l = 0; l < c.nLayer; ++l) {
-    model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
-    const std::string b = "blk." + std::to_string(l) + ".";
-    norm(b + "attn_norm", layer.norm1);
-    if (c.qkvLayout == model::QkvLayout::Separate) {
-      linear(b + "attn_q", E, qWidth, c.qkvBias, layer.q);
-      linear(b + "attn_k", E, kvWidth, c.qkvBias, layer.k);
-      linear(b + "attn_v", E, kvWidth, c.qkvBias, layer.v);
-    } else {
-      linear(b + "attn_qkv", E, 3 * qWidth, c.qkvBias, layer.qkv);
-    }
-    linear(b + "attn_output", qWidth, E, c.outBias, layer.out);
-    norm(b + "ffn_norm", layer.norm2);
-    if (c.gatedMlp) linear(b + "ffn_gate", E, F, c.mlpBias, layer.gate);
-    linear(b + "ffn_up", E, F, c.mlpBias, layer.up);
-    linear(b + "ffn_down", F, E, c.mlpBias, layer.down);
-  }
-  norm("output_norm", w.finalNorm);
-  if (!c.tiedEmbeddings) wants.push_back({"output.weight", {E, V}, &w.lmHead, true});
-
-  // 1 present, the right dims, a type the engine reads
-  std::set<std::string, std::less<>> used;
-  for (const Want& want : wants) {
-    const GgufTensorInfo* info = file->findTensor(want.name);
-    if (!info) return Error{file->path(), "", "tensor " + inQuotes(want.name) + ": missing"};
-    if (info->dims != want.dims) {
-      GgufTensorInfo expected;
-      expected.dims = want.dims;
-      return Error{file->path(), "", "tensor " + inQuotes(want.name) + ": dims " + info->dimsText() +
-                                         " (ggml order), expected " + expected.dimsText()};
-    }
-    const model::GgmlTypeInfo* type = model::ggmlTypeInfo(info->type);
-    const bool floatType = info->type == 0 || info->type == 1 || info->type == 30;
-    if (!type->dequantizes || (!want.matrix && !floatType)) {
-      return Error{file->path(), "",
-                   "tensor " + inQuotes(want.name) + ": ggml type " + type->name + " is not read here (" +
-                       (want.matrix ? "matrices: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, "
-                                      "Q4_K, Q5_K, Q6_K"
-                                    : "norms and biases: F32, F16, BF16") + ")"};
-    }
-    used.insert(want.name);
-  }
-  // 2 nothing in the file left unused (rope_freqs: llama 3's rope scaling, not run here)
-  for (const GgufTensorInfo& t : file->tensors()) {
-    if (used.count(t.name)) continue;
-    return Error{file->path(), "", "tensor " + inQuotes(t.name) + ": not used by a " + c.modelType +
-                                       " model as its metadata describe it (not run here)"};
-  }
-  // 3 the numbers: finite, then bound in place (matrices as stored, F32 vectors in place,
-  // F16 / BF16 vectors converted)
+  TensorPlan plan;
+  family.planTensors(c, source, w, plan);
+  if (Status s = renamePlan(*file, *a, plan); !s) return s.error();
+  if (Status s = loadPlannedWeights(source, family, plan, {}, w); !s) return s.error();
+  // "Q4_K+Q6_K (GGUF)": the types of the weight matrices
   std::set<std::string> types;
-  for (const Want& want : wants) {
-    const GgufTensorInfo& info = *file->findTensor(want.name);
-    if (Status s = checkFinite(*file, info); !s) return s.error();
-    const std::byte* bytes = file->bytes(info).data();
-    model::Tensor t;
-    t.rows = want.dims.size() > 1 ? static_cast<Eigen::Index>(want.dims[1]) : static_cast<Eigen::Index>(want.dims[0]);
-    t.cols = want.dims.size() > 1 ? static_cast<Eigen::Index>(want.dims[0]) : 1;
-    if (info.type == 0) {
-      t.data = reinterpret_cast<const float*>(bytes);  // 4-byte aligned: offsets are multiples of the alignment
-    } else if (!want.matrix) {
-      auto buffer = std::make_shared<std::vector<float>>(static_cast<std::size_t>(info.elementCount()));
-      for (std::size_t i = 0; i < buffer->size(); ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, bytes + 2 * i, 2);
-        (*buffer)[i] = info.type == 1 ? f16BitsToFloat(h) : bf16BitsToFloat(h);
-      }
-      t.data = buffer->data();
-      w.storage.push_back(std::move(buffer));
-    } else if (info.type == 30) {
-      t.bf16 = reinterpret_cast<const std::uint16_t*>(bytes);
-    } else {
-      t.quant = reinterpret_cast<const std::uint8_t*>(bytes);
-      t.ggmlType = info.type;
-    }
-    if (want.matrix) types.insert(model::ggmlTypeName(info.type));
-    *want.target = t;
-  }
-  if (c.tiedEmbeddings) w.lmHead = w.embed;
-  w.storage.push_back(file);
-  w.fileBytes = file->fileSize();
+  for (const TensorWant& want : plan.wants)
+    if (want.matrix) types.insert(source.info(want.name)->dtype);
   w.storedAs.clear();
   for (const std::string& name : types) w.storedAs += (w.storedAs.empty() ? "" : "+") + name;
   w.storedAs += " (GGUF)";
-  if (Status valid = model::validate(w); !valid) {
-    Error error = valid.error();
-    error.file = file->path();
-    return error;
-  }
   return w;
 }
 
