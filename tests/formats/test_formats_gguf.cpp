@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -258,6 +259,8 @@ TEST_P(GgufModelPerType, LlamaAttentionEqualsTheDequantizedSafetensorsFolder) {
   EXPECT_LT(c.attention, 1e-4) << attn::model::ggmlTypeName(type);
   EXPECT_LT(c.probability, 1e-4) << attn::model::ggmlTypeName(type);
   EXPECT_EQ(c.topGguf, c.topFolder);
+  std::printf("%-5s attention max |diff| %.2g, probabilities %.2g\n", attn::model::ggmlTypeName(type).c_str(),
+              c.attention, c.probability);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, GgufModelPerType,
