@@ -191,7 +191,7 @@ void Gpt2Tokenizer::encodePlain(std::string_view text, std::vector<int>& ids) co
     normalized = unicode::nfc(text);
     text = normalized;
   }
-  for (const std::string& piece : pre_.split(text)) {
+  for (const std::string& piece : pretokenize(text)) {  // a GGUF file's regex list, or pre_
     if (ignoreMerges_) {
       const int whole = bpe_.find(gpt2::bytesToMapped(piece));
       if (whole >= 0) {
