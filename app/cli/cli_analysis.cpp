@@ -41,7 +41,8 @@ Expected<io::ModelFolder> loadFolder(const std::string& folder) {
     if (encoder || (type && io::isVisionModelType(*type))) {
       return Error{config.string(), "model_type",
                    "'" + *type + "' is " + (encoder ? "an encoder" : "a vision transformer") +
-                       ": analyze, patch, lens and heads --scores run on decoder models only"};
+                       ": this runs on decoder models only (analyze --ablate and heads take "
+                       "encoders and vision transformers too)"};
     }
   }
   Expected<io::ModelFolder> model = io::loadModelFolder(folder);
@@ -136,6 +137,9 @@ using analysis_cli::loadFolder;
 using analysis_cli::singleToken;
 using analysis_cli::tokenize;
 using analysis_cli::tokenLabel;
+using analysis_cli::analyzeBidirectional;
+using analysis_cli::FolderKind;
+using analysis_cli::folderKind;
 
 constexpr int kMaxTop = 1000;
 
@@ -192,7 +196,7 @@ Error inFolder(Error e, const std::string& folder) {
 // =======================================================================================
 
 struct AnalyzeRequest {
-  std::string folder, text, answer, wrong, attributionPath, meanFrom;
+  std::string folder, text, image, answer, wrong, attributionPath, meanFrom;
   std::vector<model::HeadId> heads;
   int mode = 0;  // zero, mean
   int predict = 10;
@@ -206,6 +210,8 @@ cli::Command analyzeCommand(AnalyzeRequest& r) {
   command.usage = R"(usage: attnscope analyze DIR --text TEXT --ablate L.H[,L.H...] [--mode zero|mean]
                           [--mean-from P.jsonl] [--predict K] [--bos | --no-bos]
        attnscope analyze DIR --text TEXT --answer A --wrong W --attribution OUT.csv
+       attnscope analyze ENCODER_DIR --text "... [MASK] ..." --ablate L.H,... [--mode M] [--predict K]
+       attnscope analyze VIT_DIR --image IMG --ablate L.H,... [--mode M] [--predict K]
 
 Ablates heads, or attributes a logit difference to heads, on the model folder DIR (see
 attnscope model --help). With --ablate it prints
@@ -213,10 +219,14 @@ attnscope model --help). With --ablate it prints
    "clean":   {"next": [{"id", "text", "probability", "logit"}, ...], "loss"},
    "ablated": {"next": [...], "loss"},
    "delta_logits": {"<id>": ablated - clean, ...} for every token in either top-K}
-(loss: mean next-token cross-entropy over the text, nats). Formulas: docs/analyses.md.
+(loss: mean next-token cross-entropy over the text, nats). On an encoder folder (bert,
+distilbert, roberta) "clean" and "ablated" hold {"masked": [{"position", "next"}]}, the
+fill-mask top-K at every mask token; on a vision transformer (vit, deit) {"labels": [...]},
+the image's top-K labels. Formulas: docs/analyses.md.
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "the prompt (tokenized with the folder's tokenizer)", r.text),
+      cli::textOption("--image", "IMG", "a vision transformer's input image (PNG, JPEG, ...)", r.image),
       cli::customOption("--ablate", "L.H,...", "heads to ablate together (0-based layer.head)",
                         [&r](const std::string& v) -> Status {
                           auto heads = parseHeads(v);
@@ -255,7 +265,9 @@ Expected<AnalyzeRequest> parseAnalyze(std::span<const std::string> args, bool& h
   if (parsed->positional.size() != 1)
     return Error{"", "", "'analyze' needs one model folder DIR (see attnscope analyze --help)"};
   r.folder = parsed->positional[0];
-  if (!parsed->has("--text")) return optionError("--text", "missing");
+  if (!parsed->has("--text") && !parsed->has("--image")) return optionError("--text", "missing");
+  if (parsed->has("--text") && parsed->has("--image"))
+    return optionError("--image", "give either --text or --image, not both");
   Expected<int> bos = bosChoice(*parsed);
   if (!bos) return bos.error();
   r.bos = *bos;
@@ -292,6 +304,21 @@ int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostrea
     out << cli::helpText(analyzeCommand(defaults));
     return 0;
   }
+  if (const FolderKind kind = folderKind(r->folder); kind != FolderKind::Decoder) {
+    // encoders and vision transformers: ablation only (no next token to attribute)
+    if (!r->attributionPath.empty())
+      return fail(err, optionError("--attribution", "needs a decoder's next-token logits", r->folder));
+    if (!r->meanFrom.empty())
+      return fail(err, optionError("--mean-from", "runs on decoders only (use --mode mean)", r->folder));
+    if (r->bos != -1)
+      return fail(err, optionError(r->bos == 1 ? "--bos" : "--no-bos",
+                                   "only applies to decoders (an encoder's text gets its tokenizer's specials)",
+                                   r->folder));
+    return analyzeBidirectional({r->folder, r->text, r->image, r->heads, r->mode == 1, r->predict}, kind, out,
+                                err);
+  }
+  if (!r->image.empty())
+    return fail(err, optionError("--image", "applies to vision transformers; this folder is a decoder", r->folder));
   Expected<io::ModelFolder> model = loadFolder(r->folder);
   if (!model) return fail(err, model.error());
   Expected<int> bos = bosToken(*model, r->bos);

@@ -17,6 +17,7 @@
 
 #include "app/cli/options.h"
 #include "app/session/launch.h"
+#include "core/models/analysis.h"
 #include "core/models/transformer.h"
 #include "formats/models/model_folder.h"
 
@@ -64,6 +65,35 @@ Expected<int> singleToken(const io::ModelFolder& model, const std::string& text,
                           std::string_view option);
 // A token's text for JSON: the tokenizer's decoding, or null without a tokenizer.
 std::string tokenLabel(const io::ModelFolder& model, int id);
+
+// The kind of a folder's model, from config.json's model_type (a folder without a readable
+// one counts as a decoder: its loader names the problem).
+enum class FolderKind { Decoder, Encoder, Vision };
+FolderKind folderKind(const std::string& folder);
+
+// `analyze --ablate` on an encoder (the fill-mask top-K at every mask token of `text`) or a
+// vision transformer (the label top-K of `image`), clean and with `heads` ablated together
+// (core/models/analysis_bidirectional.h). Prints {"model_type", "tokens", "mode",
+// "ablated_heads", "clean": {"masked": [{"position", "next"}]} or {"labels": [...]},
+// "ablated": {...}}. cli_analysis_bidirectional.cpp.
+struct BidirectionalAblation {
+  std::string folder, text, image;
+  std::vector<model::HeadId> heads;
+  bool mean = false;
+  int predict = 10;
+};
+int analyzeBidirectional(const BidirectionalAblation& request, FolderKind kind, std::ostream& out,
+                         std::ostream& err);
+
+// `heads --text T | --image IMG` on an encoder or a vision transformer: the scores of every
+// head on one input to HEADS.csv (dup and induction refused for images: patches have no ids).
+struct BidirectionalScores {
+  std::string folder, text, image, outPath;
+  std::vector<model::HeadScoreKind> kinds;
+  model::DetectOptions options;
+};
+int headsBidirectional(const BidirectionalScores& request, FolderKind kind, std::ostream& out,
+                       std::ostream& err);
 
 }  // namespace analysis_cli
 }  // namespace attn::app

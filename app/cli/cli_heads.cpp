@@ -24,7 +24,7 @@ using json = nlohmann::ordered_json;
 constexpr int kMaxShards = 1 << 20;
 
 struct HeadsRequest {
-  std::string folder, text, promptsPath, outPath;
+  std::string folder, text, image, promptsPath, outPath;
   int repeat = 0;
   long long seed = 0;
   int shard = 1, shards = 1;
@@ -66,6 +66,8 @@ cli::Command headsCommand(HeadsRequest& r) {
        attnscope heads DIR --repeat-random N [--seed S] [--scores LIST] --out HEADS.csv
        attnscope heads DIR --prompts P.jsonl [--shard K/N] [--scores LIST] --out PART.json
        (each with [--exclude-bos] [--exclude-current-token] [--bos | --no-bos] [--threads T])
+       attnscope heads ENCODER_DIR --text TEXT [--scores LIST] --out HEADS.csv
+       attnscope heads VIT_DIR --image IMG [--scores prev,sink,entropy] --out HEADS.csv
 
 Scores every head of the model folder DIR (TransformerLens head_detector definitions, "mul"
 measure Σ(A⊙D)/ΣA; docs/analyses.md):
@@ -78,10 +80,13 @@ measure Σ(A⊙D)/ΣA; docs/analyses.md):
 HEADS.csv: layer,head then one column per score. PART.json: per score and head the count,
 sum and sum of squares over the shard's prompts, for attnscope merge, with what they come
 from: the model's and the prompts file's hashes, the shard and its prompt range, every
-flag. Progress with an ETA goes to stderr.
+flag. Progress with an ETA goes to stderr. On an encoder or a vision transformer the
+pattern is bidirectional and ΣA runs over every key; an image's patches (in raster order,
+after [CLS]) have no ids, so dup and induction are refused there.
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "score on this prompt", r.text),
+      cli::textOption("--image", "IMG", "score a vision transformer on this image", r.image),
       cli::intOption("--repeat-random", "N", 1, model::kMaxPositions,
                      "score on N seeded random tokens repeated twice (2N tokens)", r.repeat),
       cli::int64Option("--seed", "S", 0, std::numeric_limits<long long>::max(),
@@ -159,9 +164,10 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (parsed->positional.size() != 1)
     return fail(err, Error{"", "", "'heads' needs one model folder DIR (see attnscope heads --help)"});
   r.folder = parsed->positional[0];
-  const int sources = parsed->has("--text") + parsed->has("--repeat-random") + parsed->has("--prompts");
+  const int sources = parsed->has("--text") + parsed->has("--repeat-random") + parsed->has("--prompts") +
+                      parsed->has("--image");
   if (sources != 1)
-    return fail(err, optionError("--text", "give exactly one of --text, --repeat-random and --prompts"));
+    return fail(err, optionError("--text", "give exactly one of --text, --image, --repeat-random and --prompts"));
   if (parsed->has("--seed") && !parsed->has("--repeat-random"))
     return fail(err, optionError("--seed", "only applies with --repeat-random"));
   if (parsed->has("--shard") && !parsed->has("--prompts"))
@@ -172,6 +178,20 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (!choice) return fail(err, choice.error());
   r.bos = *choice;
   const bool dataset = parsed->has("--prompts");
+  if (const auto kind = analysis_cli::folderKind(r.folder); kind != analysis_cli::FolderKind::Decoder) {
+    for (const char* option : {"--repeat-random", "--prompts", "--shard", "--threads", "--bos", "--no-bos"})
+      if (parsed->has(option))
+        return fail(err, optionError(option, "runs on decoders only; an encoder takes --text, a vision "
+                                             "transformer --image",
+                                     r.folder));
+    if (cli::lowerExtension(r.outPath) != ".csv")
+      return fail(err, optionError("--out", cli::inQuotes(r.outPath) + " must end in .csv (a table)"));
+    return analysis_cli::headsBidirectional({r.folder, r.text, r.image, r.outPath, r.kinds,
+                                             {r.excludeBos, r.excludeCurrent}},
+                                            kind, out, err);
+  }
+  if (parsed->has("--image"))
+    return fail(err, optionError("--image", "applies to vision transformers; this folder is a decoder", r.folder));
   const std::string wanted = dataset ? ".json" : ".csv";
   if (cli::lowerExtension(r.outPath) != wanted)
     return fail(err, optionError("--out", cli::inQuotes(r.outPath) + " must end in " + wanted +

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -139,17 +140,35 @@ Matrix previousTokenTemplate(int n);
 Matrix duplicateTokenTemplate(std::span<const int> ids);
 Matrix inductionTemplate(std::span<const int> ids);
 
+// The attention patterns of one run of any kind (decoder Session, EncoderRun, VitRun), as
+// the head scores read them: row(l, h, i) = query i's weights over the keys of head h of
+// layer l (n values, or the first i + 1 where a causal run stores only those).
+struct AttentionStack {
+  int layers = 0, heads = 0, n = 0;
+  std::function<std::span<const float>(int layer, int head, int query)> row;
+};
+// The patterns of a decoder run (it must outlive the stack).
+AttentionStack attentionStack(const Session& session);
+// The patterns of a contiguous [L, H, n, n] buffer (EncoderRun::attention,
+// VitRun::attention; it must outlive the stack).
+AttentionStack attentionStack(std::span<const float> lhnn, int layers, int heads, int n);
+
 struct DetectOptions {
   bool excludeBos = false;           // A[:, 0] = 0 before scoring
   bool excludeCurrentToken = false;  // A[i][i] = 0 before scoring
 };
-// Per head: Σ(A ⊙ D) / ΣA over the n x n pattern A (after the exclusions), L x H. A head
-// whose excluded pattern sums to 0 scores 0.
+// Per head: Σ(A ⊙ D) / ΣA over the whole n x n pattern A (after the exclusions; a causal
+// pattern is 0 above the diagonal, a bidirectional one is not), L x H. A head whose
+// excluded pattern sums to 0 scores 0.
+Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
+                       const DetectOptions& options);
 Matrix detectionScores(const Session& session, const Matrix& detection,
                        const DetectOptions& options);
 // Attention-sink mass: α0 = mean over queries i of A[i][0], L x H.
+Matrix sinkMass(const AttentionStack& attention);
 Matrix sinkMass(const Session& session);
 // Mean over queries i of the entropy −Σ_j A[i][j]·ln A[i][j] (nats; 0·ln 0 = 0), L x H.
+Matrix attentionEntropy(const AttentionStack& attention);
 Matrix attentionEntropy(const Session& session);
 
 // `length` token ids drawn uniformly from [0, vocab) by SplitMix64(seed), then repeated:
@@ -172,8 +191,14 @@ inline constexpr HeadScoreKind kAllHeadScores[] = {
 // "prev", "dup", "induction", "sink", "entropy": the CLI's and the files' names.
 const char* toString(HeadScoreKind kind);
 
-// One score of every head on the session's tokens (L x H): the detection scores with the
-// templates of the session's own tokens, sink mass, entropy.
+// Whether a score needs token ids (dup and induction compare them; a vision transformer's
+// patches have none).
+bool needsTokenIds(HeadScoreKind kind);
+// One score of every head (L x H): the detection scores with the templates of the run's
+// tokens `ids` (n, or empty for patches: then only the kinds !needsTokenIds), sink mass,
+// entropy.
+Matrix headScore(const AttentionStack& attention, std::span<const int> ids, HeadScoreKind kind,
+                 const DetectOptions& options);
 Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options);
 
 // Per score and head: the number of prompts, Σ score and Σ score² (in double). Totals of
@@ -186,8 +211,11 @@ struct ScoreTotals {
   std::vector<Eigen::MatrixXd> sum, sumSq;  // per kind: L x H
 };
 // Empty totals for a model's L x H and the chosen scores.
+ScoreTotals emptyTotals(int layers, int heads, std::vector<HeadScoreKind> kinds);
 ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds);
 // Adds one prompt: headScore() of every kind of `totals`.
+void accumulate(ScoreTotals& totals, const AttentionStack& attention, std::span<const int> ids,
+                const DetectOptions& options);
 void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options);
 // Adds `part` into `into`. Errors: different L x H or score lists (naming both).
 Status merge(ScoreTotals& into, const ScoreTotals& part);

@@ -32,21 +32,35 @@ Matrix inductionTemplate(std::span<const int> ids) {
   return d;
 }
 
-Matrix detectionScores(const Session& session, const Matrix& detection,
-                       const DetectOptions& options) {
+AttentionStack attentionStack(const Session& session) {
   const Config& c = session.config();
-  const Eigen::Index n = session.size();
-  Matrix out(c.nLayer, c.nHead);
-  for (int l = 0; l < c.nLayer; ++l) {
-    for (int h = 0; h < c.nHead; ++h) {
+  return {c.nLayer, c.nHead, session.size(),
+          [&session](int l, int h, int i) { return session.attentionRow(l, h, i); }};
+}
+
+AttentionStack attentionStack(std::span<const float> lhnn, int layers, int heads, int n) {
+  const std::size_t size = static_cast<std::size_t>(n);
+  return {layers, heads, n, [lhnn, heads, size](int l, int h, int i) {
+            const std::size_t head = static_cast<std::size_t>(l) * static_cast<std::size_t>(heads) +
+                                     static_cast<std::size_t>(h);
+            return lhnn.subspan((head * size + static_cast<std::size_t>(i)) * size, size);
+          }};
+}
+
+Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
+                       const DetectOptions& options) {
+  Matrix out(attention.layers, attention.heads);
+  for (int l = 0; l < attention.layers; ++l) {
+    for (int h = 0; h < attention.heads; ++h) {
       double matched = 0, total = 0;
-      for (Eigen::Index i = 0; i < n; ++i) {
-        const std::span<const float> row = session.attentionRow(l, h, static_cast<int>(i));
-        for (Eigen::Index j = 0; j <= i; ++j) {
-          if ((options.excludeBos && j == 0) || (options.excludeCurrentToken && j == i)) continue;
-          const double a = row[static_cast<std::size_t>(j)];
+      for (int i = 0; i < attention.n; ++i) {
+        const std::span<const float> row = attention.row(l, h, i);
+        for (std::size_t j = 0; j < row.size(); ++j) {
+          const int key = static_cast<int>(j);
+          if ((options.excludeBos && key == 0) || (options.excludeCurrentToken && key == i)) continue;
+          const double a = row[j];
           total += a;
-          matched += a * detection(i, j);
+          matched += a * detection(i, key);
         }
       }
       out(l, h) = total > 0 ? static_cast<float>(matched / total) : 0.0f;
@@ -55,38 +69,42 @@ Matrix detectionScores(const Session& session, const Matrix& detection,
   return out;
 }
 
-Matrix sinkMass(const Session& session) {
-  const Config& c = session.config();
-  const int n = session.size();
-  Matrix out = Matrix::Zero(c.nLayer, c.nHead);
-  if (n == 0) return out;
-  for (int l = 0; l < c.nLayer; ++l) {
-    for (int h = 0; h < c.nHead; ++h) {
+Matrix detectionScores(const Session& session, const Matrix& detection, const DetectOptions& options) {
+  return detectionScores(attentionStack(session), detection, options);
+}
+
+Matrix sinkMass(const AttentionStack& attention) {
+  Matrix out = Matrix::Zero(attention.layers, attention.heads);
+  if (attention.n == 0) return out;
+  for (int l = 0; l < attention.layers; ++l) {
+    for (int h = 0; h < attention.heads; ++h) {
       double sum = 0;
-      for (int i = 0; i < n; ++i) sum += session.attentionRow(l, h, i)[0];
-      out(l, h) = static_cast<float>(sum / n);
+      for (int i = 0; i < attention.n; ++i) sum += attention.row(l, h, i)[0];
+      out(l, h) = static_cast<float>(sum / attention.n);
     }
   }
   return out;
 }
 
-Matrix attentionEntropy(const Session& session) {
-  const Config& c = session.config();
-  const int n = session.size();
-  Matrix out = Matrix::Zero(c.nLayer, c.nHead);
-  if (n == 0) return out;
-  for (int l = 0; l < c.nLayer; ++l) {
-    for (int h = 0; h < c.nHead; ++h) {
+Matrix sinkMass(const Session& session) { return sinkMass(attentionStack(session)); }
+
+Matrix attentionEntropy(const AttentionStack& attention) {
+  Matrix out = Matrix::Zero(attention.layers, attention.heads);
+  if (attention.n == 0) return out;
+  for (int l = 0; l < attention.layers; ++l) {
+    for (int h = 0; h < attention.heads; ++h) {
       double sum = 0;
-      for (int i = 0; i < n; ++i) {
-        for (const float a : session.attentionRow(l, h, i))
+      for (int i = 0; i < attention.n; ++i) {
+        for (const float a : attention.row(l, h, i))
           if (a > 0) sum -= static_cast<double>(a) * std::log(static_cast<double>(a));
       }
-      out(l, h) = static_cast<float>(sum / n);
+      out(l, h) = static_cast<float>(sum / attention.n);
     }
   }
   return out;
 }
+
+Matrix attentionEntropy(const Session& session) { return attentionEntropy(attentionStack(session)); }
 
 std::vector<int> repeatedRandomTokens(int length, int vocab, std::uint64_t seed) {
   SplitMix64 rng(seed);  // core/base/random.h, the one generator
@@ -149,40 +167,57 @@ const char* toString(HeadScoreKind kind) {
   return "?";
 }
 
-Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options) {
-  const std::vector<int>& ids = session.tokens();
+bool needsTokenIds(HeadScoreKind kind) {
+  return kind == HeadScoreKind::DuplicateToken || kind == HeadScoreKind::Induction;
+}
+
+Matrix headScore(const AttentionStack& attention, std::span<const int> ids, HeadScoreKind kind,
+                 const DetectOptions& options) {
   switch (kind) {
     case HeadScoreKind::PreviousToken:
-      return detectionScores(session, previousTokenTemplate(session.size()), options);
+      return detectionScores(attention, previousTokenTemplate(attention.n), options);
     case HeadScoreKind::DuplicateToken:
-      return detectionScores(session, duplicateTokenTemplate(ids), options);
+      return detectionScores(attention, duplicateTokenTemplate(ids), options);
     case HeadScoreKind::Induction:
-      return detectionScores(session, inductionTemplate(ids), options);
+      return detectionScores(attention, inductionTemplate(ids), options);
     case HeadScoreKind::Sink:
-      return sinkMass(session);
+      return sinkMass(attention);
     case HeadScoreKind::Entropy:
-      return attentionEntropy(session);
+      return attentionEntropy(attention);
   }
   return {};
 }
 
-ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds) {
+Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options) {
+  return headScore(attentionStack(session), session.tokens(), kind, options);
+}
+
+ScoreTotals emptyTotals(int layers, int heads, std::vector<HeadScoreKind> kinds) {
   ScoreTotals t;
-  t.layers = config.nLayer;
-  t.heads = config.nHead;
+  t.layers = layers;
+  t.heads = heads;
   t.kinds = std::move(kinds);
   t.sum.assign(t.kinds.size(), Eigen::MatrixXd::Zero(t.layers, t.heads));
   t.sumSq = t.sum;
   return t;
 }
 
-void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options) {
+ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds) {
+  return emptyTotals(config.nLayer, config.nHead, std::move(kinds));
+}
+
+void accumulate(ScoreTotals& totals, const AttentionStack& attention, std::span<const int> ids,
+                const DetectOptions& options) {
   for (std::size_t k = 0; k < totals.kinds.size(); ++k) {
-    const Eigen::MatrixXd s = headScore(session, totals.kinds[k], options).cast<double>();
+    const Eigen::MatrixXd s = headScore(attention, ids, totals.kinds[k], options).cast<double>();
     totals.sum[k] += s;
     totals.sumSq[k] += s.cwiseProduct(s);
   }
   ++totals.count;
+}
+
+void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options) {
+  accumulate(totals, attentionStack(session), session.tokens(), options);
 }
 
 Status merge(ScoreTotals& into, const ScoreTotals& part) {

@@ -170,7 +170,16 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
     scores *= scale;
     softmaxRows(scores);
     std::copy(scores.data(), scores.data() + n * n, attention + h * n * n);
-    context.middleCols(h * dh, dh).noalias() = scores * v;
+    auto z = context.middleCols(h * dh, dh);
+    z.noalias() = scores * v;
+    if (o.ablated && o.ablated[h]) {  // HeadMask: z_h = 0, or each row = its mean over positions
+      if (o.ablateMean) {
+        const Eigen::RowVectorXf mean = z.colwise().mean();
+        z.rowwise() = mean;
+      } else {
+        z.setZero();
+      }
+    }
   }
 
   // 4 output projection and residual: post-LN x = LN_1(x + ctx·W_o + b_o); pre-LN x += ...
@@ -222,9 +231,33 @@ std::vector<int> encoderPositions(const EncoderConfig& c, std::span<const int> i
   return positions;
 }
 
-Expected<EncoderRun> runEncoder(const EncoderWeights& W, std::span<const int> ids) {
+bool HeadMask::any(int layer, int heads) const {
+  for (int h = 0; h < heads; ++h)
+    if (at(layer, h, heads)) return true;
+  return false;
+}
+
+Status checkHeadMask(const HeadMask* mask, int layers, int heads) {
+  if (!mask || mask->ablated.empty() ||
+      mask->ablated.size() == static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads))
+    return Ok{};
+  return Error{"", "heads",
+               std::to_string(mask->ablated.size()) + " head flags for a model of " + std::to_string(layers) +
+                   " x " + std::to_string(heads) + " heads"};
+}
+
+BlockOptions withAblation(BlockOptions options, const HeadMask* mask, int layer) {
+  if (mask && mask->any(layer, options.heads)) {
+    options.ablated = mask->ablated.data() + static_cast<std::size_t>(layer) * options.heads;
+    options.ablateMean = mask->mean;
+  }
+  return options;
+}
+
+Expected<EncoderRun> runEncoder(const EncoderWeights& W, std::span<const int> ids, const HeadMask* mask) {
   const EncoderConfig& c = W.config;
   if (ids.empty()) return Error{"", "tokens", "no tokens to run"};
+  if (Status s = checkHeadMask(mask, c.nLayer, c.nHead); !s) return s.error();
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= c.vocabSize) {
       return Error{"", "tokens",
@@ -262,7 +295,7 @@ Expected<EncoderRun> runEncoder(const EncoderWeights& W, std::span<const int> id
   run.residualNorms.row(0) = x.rowwise().norm().transpose();
   const BlockOptions options{c.nHead, c.normEpsilon, c.activation, false};
   for (Eigen::Index l = 0; l < L; ++l) {
-    encoderBlock(x, W.layers[static_cast<std::size_t>(l)], options,
+    encoderBlock(x, W.layers[static_cast<std::size_t>(l)], withAblation(options, mask, static_cast<int>(l)),
                  run.attention.data() + l * c.nHead * n * n, &run.qkv[static_cast<std::size_t>(l)]);
     run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
   }

@@ -110,12 +110,30 @@ EncoderWeights randomEncoderWeights(const EncoderConfig& config, std::uint64_t s
 // The forward pass
 // ---------------------------------------------------------------------------------------
 
+// Heads to ablate in a bidirectional run (encoder or ViT), as Hugging Face's `head_mask`
+// does for zero: ablated[l·H + h] != 0 replaces head h of layer l's context z_h (n x d_h,
+// the head's weights times its values, before the output projection) by 0 (Zero), or
+// every row of it by its mean over the n positions of the same pass (Mean, as
+// TransformerLens's mean ablation of hook_z). The weights the run records stay the head's
+// own: ablation changes what the head writes, not where it looks.
+struct HeadMask {
+  std::vector<std::uint8_t> ablated;  // L·H, empty = none
+  bool mean = false;                  // false: zero ablation
+  bool any(int layer, int heads) const;
+  bool at(int layer, int head, int heads) const {
+    return !ablated.empty() && ablated[static_cast<std::size_t>(layer * heads + head)] != 0;
+  }
+};
+
 // Options of one bidirectional block (shared with core/models/vit.h).
 struct BlockOptions {
   int heads = 12;
   float epsilon = 1e-12f;
   Activation activation = Activation::GeluErf;
   bool preNorm = false;  // ViT: norm1 before the attention, norm2 before the MLP
+  // Ablated heads of this block (H flags, nullptr: none) and the mode (HeadMask::mean).
+  const std::uint8_t* ablated = nullptr;
+  bool ablateMean = false;
 };
 
 // One block on x (n x E) in place (steps 2-5 above, or ViT's pre-LN form:
@@ -125,6 +143,11 @@ struct BlockOptions {
 // [h·d_h, (h+1)·d_h) of each third) when qkv is not null.
 void encoderBlock(Matrix& x, const EncoderLayerWeights& layer, const BlockOptions& options,
                   float* attention, Matrix* qkv);
+
+// Errors (field "heads") when `mask` is neither null, empty nor L·H flags.
+Status checkHeadMask(const HeadMask* mask, int layers, int heads);
+// `options` with layer `layer`'s ablated heads of `mask` (nullptr: none) set.
+BlockOptions withAblation(BlockOptions options, const HeadMask* mask, int layer);
 
 // Everything one pass computed, kept for the views.
 struct EncoderRun {
@@ -144,9 +167,11 @@ struct EncoderRun {
 // The position row of every token (1 above).
 std::vector<int> encoderPositions(const EncoderConfig& config, std::span<const int> ids);
 
-// Runs the encoder on `ids` (token types all 0, as a single text). Errors: no tokens, an id
-// outside [0, V), more than config.maxTokens() tokens; each names the field "tokens".
-Expected<EncoderRun> runEncoder(const EncoderWeights& weights, std::span<const int> ids);
+// Runs the encoder on `ids` (token types all 0, as a single text), with the heads of `mask`
+// ablated (nullptr or empty: none). Errors: no tokens, an id outside [0, V), more than
+// config.maxTokens() tokens (field "tokens"); a mask of other than L·H flags ("heads").
+Expected<EncoderRun> runEncoder(const EncoderWeights& weights, std::span<const int> ids,
+                                const HeadMask* mask = nullptr);
 
 // The MLM head's logits (V) at token `position` of `run` (6 above). Errors: no MLM head in
 // the weights (field "mlm head"), a position outside the run.

@@ -150,8 +150,9 @@ Matrix VitRun::attentionMatrix(int layer, int head) const {
   return Eigen::Map<const Matrix>(attention.data() + (static_cast<Eigen::Index>(layer) * heads + head) * n * n, n, n);
 }
 
-Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels) {
+Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels, const HeadMask* mask) {
   const VitConfig& c = W.config;
+  if (Status s = checkHeadMask(mask, c.nLayer, c.nHead); !s) return s.error();
   const std::size_t want = static_cast<std::size_t>(c.channels) * c.imageSize * c.imageSize;
   if (pixels.size() != want) {
     return Error{"", "pixels", std::to_string(pixels.size()) + " values, expected " + std::to_string(want) +
@@ -178,7 +179,8 @@ Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels) {
   run.residualNorms.row(0) = x.rowwise().norm().transpose();
   const BlockOptions options{c.nHead, c.normEpsilon, c.activation, true};
   for (Eigen::Index l = 0; l < L; ++l) {
-    encoderBlock(x, W.layers[static_cast<std::size_t>(l)], options, run.attention.data() + l * c.nHead * T * T,
+    encoderBlock(x, W.layers[static_cast<std::size_t>(l)], withAblation(options, mask, static_cast<int>(l)),
+                 run.attention.data() + l * c.nHead * T * T,
                  &run.qkv[static_cast<std::size_t>(l)]);
     run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
   }

@@ -82,8 +82,10 @@ struct VitRun {
 };
 
 // Runs the model on `pixels`: C x S x S floats, channel planes, row 0 at the top (the
-// preprocessed image). Errors: pixels of the wrong size (field "pixels").
-Expected<VitRun> runVit(const VitWeights& weights, const std::vector<float>& pixels);
+// preprocessed image), with the heads of `mask` ablated (core/models/encoder.h; nullptr:
+// none). Errors: pixels of the wrong size (field "pixels"), a mask not L·H ("heads").
+Expected<VitRun> runVit(const VitWeights& weights, const std::vector<float>& pixels,
+                        const HeadMask* mask = nullptr);
 
 // What one token attends to over the patches (P values, patch r·G + c), as the overlays
 // show it: row `token` (0 = [CLS], 1 = DeiT's [DIST], prefixTokens() + i = patch i) of

@@ -242,6 +242,13 @@ Expected<model::EncoderConfig> parseEncoderConfig(std::string_view text, const s
       out.paddingIdx = *pad;
     }
   }
+  // Every other key is read elsewhere, harmless, or refused by name (formats/models/hf_config.h):
+  // tie_word_embeddings (loadEncoderFolder), the pooler and classification heads attnscope
+  // does not run, DistilBERT's sinusoidal flag (the table is in the checkpoint either way).
+  r.ignore({"model_type", "tie_word_embeddings", "id2label", "label2id", "num_labels", "problem_type",
+            "directionality", "pooler_fc_size", "pooler_num_attention_heads", "pooler_num_fc_layers",
+            "pooler_size_per_head", "pooler_type", "sinusoidal_pos_embds", "tie_weights_"});
+  if (Status s = r.finish(out.modelType); !s) return s.error();
   if (Status valid = model::validate(out); !valid) {
     Error error = valid.error();
     error.file = fileName;

@@ -27,7 +27,7 @@ struct Reader {
     if (it == object.end()) return std::optional<double>();
     if (it->is_null()) {
       if (nullIsAbsent) return std::optional<double>();
-      return Error{file, field, "is null; it must be a number"};
+      return Error{file, field, "is null, but a number is needed"};
     }
     if (!it->is_number() || !std::isfinite(it->get<double>()))
       return Error{file, field, it->dump() + " is not a finite number"};

@@ -96,6 +96,11 @@ Expected<model::VitConfig> parseVitConfig(std::string_view text, const std::stri
   Expected<bool> qkvBias = r.flag("qkv_bias", true);
   if (!qkvBias) return qkvBias.error();
   if (!*qkvBias) return Error{fileName, "qkv_bias", "false is not supported"};
+  // Every other key is read elsewhere (id2label: loadVitFolder), harmless, or refused by
+  // name: the pooler and masked-image-modelling decoder (encoder_stride) are not run.
+  r.ignore({"model_type", "id2label", "label2id", "num_labels", "problem_type", "encoder_stride", "pooler_act",
+            "pooler_output_size"});
+  if (Status s = r.finish(out.modelType); !s) return s.error();
   if (Status valid = model::validate(out); !valid) {
     Error error = valid.error();
     error.file = fileName;

@@ -8,6 +8,10 @@ Usage:
   encoder_reference.py image PIXELS.npy FOLDER [FOLDER ...]
       -> one JSON line per folder: {"attention": [L][H][T][T], "logits": [labels]}
          (PIXELS.npy: the preprocessed image, float32 [3, S, S])
+  Either with --head-mask L.H,L.H,... first: Hugging Face's head_mask with those heads 0
+  (attention_probs * head_mask, so the heads' context is 0); "attention" stays unmasked.
+  With --head-mean after it, those heads' context rows are instead their mean over the
+  positions (TransformerLens's mean ablation of hook_z in the same pass).
 (several folders per run, because importing torch takes seconds)
 
 Written from the equations of Hugging Face's modelling code in eval mode (BertForMaskedLM,
@@ -26,6 +30,9 @@ try:
     import torch
 except ImportError:  # the C++ test skips on this exit code
     sys.exit(3)
+
+HEAD_MASK = set()  # (layer, head) pairs zeroed by --head-mask
+HEAD_MEAN = [False]  # --head-mean: replace by the mean over positions instead of 0
 
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 
@@ -73,7 +80,7 @@ def norm_params(t, name):
     return t[name + ".gamma"], t[name + ".beta"]
 
 
-def self_attention(q, k, v, heads):
+def self_attention(q, k, v, heads, layer):
     """q, k, v [n, E] -> weights [H, n, n], context [n, E] (no mask: bidirectional)."""
     n, e = q.shape
     d = e // heads
@@ -81,7 +88,13 @@ def self_attention(q, k, v, heads):
     qh, kh, vh = split(q), split(k), split(v)
     scores = qh @ kh.transpose(-1, -2) / math.sqrt(d)
     weights = torch.softmax(scores, dim=-1)
-    ctx = (weights @ vh).permute(1, 0, 2).reshape(n, e)
+    head_mask = torch.tensor([0.0 if (layer, h) in HEAD_MASK else 1.0 for h in range(heads)],
+                             dtype=weights.dtype).reshape(heads, 1, 1)
+    z = (weights * head_mask) @ vh  # [H, n, d]
+    if HEAD_MEAN[0]:
+        z_all = weights @ vh
+        z = z_all * head_mask + z_all.mean(dim=1, keepdim=True).expand_as(z_all) * (1 - head_mask)
+    ctx = z.permute(1, 0, 2).reshape(n, e)
     return weights, ctx
 
 
@@ -112,7 +125,7 @@ def bert_like(cfg, t, ids):
         q = linear(t, h + "attention.self.query", x)
         k = linear(t, h + "attention.self.key", x)
         v = linear(t, h + "attention.self.value", x)
-        w, ctx = self_attention(q, k, v, cfg["num_attention_heads"])
+        w, ctx = self_attention(q, k, v, cfg["num_attention_heads"], l)
         attn.append(w)
         a = layer_norm(linear(t, h + "attention.output.dense", ctx) + x,
                        *norm_params(t, h + "attention.output.LayerNorm"), eps)
@@ -149,7 +162,7 @@ def distilbert(cfg, t, ids):
         q = linear(t, h + "attention.q_lin", x)  # (DistilBERT divides q by sqrt(d) first:
         k = linear(t, h + "attention.k_lin", x)  # the same scores)
         v = linear(t, h + "attention.v_lin", x)
-        w, ctx = self_attention(q, k, v, heads)
+        w, ctx = self_attention(q, k, v, heads, l)
         attn.append(w)
         sa = layer_norm(linear(t, h + "attention.out_lin", ctx) + x, *norm_params(t, h + "sa_layer_norm"), eps)
         f = linear(t, h + "ffn.lin2", act(a_name, linear(t, h + "ffn.lin1", sa)))
@@ -188,7 +201,7 @@ def vision(cfg, t, pixels):
         q = linear(t, h + "attention.attention.query", y)
         k = linear(t, h + "attention.attention.key", y)
         v = linear(t, h + "attention.attention.value", y)
-        wts, ctx = self_attention(q, k, v, cfg["num_attention_heads"])
+        wts, ctx = self_attention(q, k, v, cfg["num_attention_heads"], l)
         attn.append(wts)
         x = x + linear(t, h + "attention.output.dense", ctx)
         y = layer_norm(x, t[h + "layernorm_after.weight"], t[h + "layernorm_after.bias"], eps)
@@ -207,6 +220,14 @@ def read_npy(path):
 
 
 def main():
+    if sys.argv[1] == "--head-mask":
+        for item in sys.argv[2].split(","):
+            layer, head = item.split(".")
+            HEAD_MASK.add((int(layer), int(head)))
+        del sys.argv[1:3]
+        if sys.argv[1] == "--head-mean":
+            HEAD_MEAN[0] = True
+            del sys.argv[1]
     mode = sys.argv[1]
     folders = sys.argv[3:]
     for folder in folders:

@@ -65,7 +65,10 @@ std::vector<int> idsOf(const std::string& text) {
 
 // Runs the reference on `jobs`; one result per job.
 json reference(const json& jobs) {
-  const fs::path file = fs::path(ATTNSCOPE_TEST_TMP) / "analysis_jobs.json";
+  // One file per test: ctest runs this binary's tests in parallel processes.
+  const fs::path file = fs::path(ATTNSCOPE_TEST_TMP) /
+                        (std::string("analysis_jobs_") +
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json");
   {
     std::ofstream out(file);
     out << json{{"folder", model().dir.string()}, {"jobs", jobs}}.dump();

@@ -218,7 +218,7 @@ TEST(NewFamilies, ConfigKeysReadOrRefusedByName) {
       {"gemma2", "query_pre_attn_scalar", nullptr, "field 'query_pre_attn_scalar': is null"},
       {"gemma2", "hidden_activation", "gelu_10", "field 'hidden_activation'"},
       {"gemma2", "layer_types", json::array({"full_attention"}), "field 'layer_types'"},
-      {"phi3", "rope_scaling", json{{"type", "longrope"}}, "field 'rope_scaling'"},
+      {"phi3", "rope_scaling", json{{"type", "longrope"}}, "field 'rope_scaling.short_factor': missing"},
       {"phi3", "partial_rotary_factor", 0.375, "field 'partial_rotary_factor'"},
       {"phi3", "quantization_config", json::object(), "field 'quantization_config': is not a setting"},
   };

@@ -337,9 +337,9 @@ TEST(ModelErrors, ConfigFieldsAreNamed) {
        {"field 'rms_norm_eps'", "null"}},
       {"rope_parameters", modeltest::llamaSpec(),
        [](json& c) { c["rope_parameters"] = {{"rope_theta", 500000.0}}; },
-       {"field 'rope_parameters'"}},
+       {"field 'rope_theta'", "disagrees with rope_parameters.rope_theta"}},
       {"neox_partial_factor", modeltest::neoxSpec(), [](json& c) { c["partial_rotary_factor"] = 0.5; },
-       {"field 'partial_rotary_factor'"}},
+       {"field 'rotary_pct'", "disagrees with partial_rotary_factor"}},
       {"rotary_odd", modeltest::neoxSpec(), [](json& c) { c["rotary_pct"] = 0.125; },
        {"field 'rotary_pct'"}},
   };
