@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -209,6 +210,11 @@ Status renamePlan(const GgufFile& file, const Architecture& a, TensorPlan& plan)
 }  // namespace
 
 bool isGgufFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  // a file named *.gguf is one, so that an empty or damaged one gets GgufFile's error
+  const std::string name = std::filesystem::path(path).extension().string();
+  if (name.size() == 5 && (name == ".gguf" || name == ".GGUF")) return true;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char magic[4] = {};

@@ -15,7 +15,7 @@
 
 namespace attn::io {
 
-// True when `path` is a regular file whose first four bytes are "GGUF" (whatever its name).
+// True when `path` is a regular file named *.gguf or whose first four bytes are "GGUF".
 bool isGgufFile(const std::string& path);
 
 // The Config `file`'s metadata describes. general.architecture llama (and mistral-style

@@ -86,7 +86,7 @@ TEST(CliGguf, HostileFilesAreRefusedQuicklyWithLittleMemory) {
   for (const Case& c : cases) {
     const fs::path file = dir / (c.name + ".gguf");
     attn::testing::writeFile(file, c.bytes);
-    RunResult r = attn::testing::runProgram("/usr/bin/time", {"-v", ATTNSCOPE_BIN, "model", file.string(), "--ids", "1"}, dir);
+    RunResult r = attn::testing::runProgram("/usr/bin/time", {"-v", ATTNSCOPE_BIN, "model", file.string(), "--ids", "1", "--predict", "1"}, dir);
     EXPECT_EQ(r.exitCode, 2) << c.name << ": " << r.err;
     const std::string firstLine = r.err.substr(0, r.err.find('\n'));
     EXPECT_NE(firstLine.find(file.string()), std::string::npos) << c.name << ": " << firstLine;
@@ -124,7 +124,7 @@ TEST(CliGguf, RunsATinyLlamaFileFromIdsAndFromAnIdsFile) {
   ASSERT_EQ(fromFile.exitCode, 0) << fromFile.err;
   EXPECT_EQ(nlohmann::json::parse(fromFile.out)["next"], j["next"]);
   attn::testing::writeFile(dir / "bad.txt", "5, x");
-  RunResult bad = attn::testing::runAttnscope({"model", file.string(), "--ids", "@" + (dir / "bad.txt").string()}, dir);
+  RunResult bad = attn::testing::runAttnscope({"model", file.string(), "--ids", "@" + (dir / "bad.txt").string(), "--predict", "1"}, dir);
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_NE(bad.err.find("bad.txt"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("item 2 'x' is not a token id"), std::string::npos) << bad.err;
