@@ -23,6 +23,14 @@ EXTERNAL = {
     "cblas.h": "OpenBLAS's C interface header",
     "llama.cpp": "the llama.cpp project",
     "modeling_rope_utils.py": "Hugging Face transformers' RoPE scaling module",
+    "ggml.h": "ggml's main header (its ggml_type numbers)",
+    "ggml-common.h": "ggml's quantized block layouts",
+    "docs/gguf.md": "ggml's GGUF file format specification",
+    "llama-arch.cpp": "llama.cpp's architecture and tensor-name table",
+    "llama-vocab.cpp": "llama.cpp's tokenizers",
+    "src/llama-vocab.cpp": "llama.cpp's tokenizers",
+    "convert_hf_to_gguf.py": "llama.cpp's Hugging Face to GGUF converter",
+    "tensor_mapping.py": "gguf-py's tensor-name mapping",
 }
 
 files = [f for f in subprocess.check_output(["git", "ls-files"], text=True).split("\n") if f]

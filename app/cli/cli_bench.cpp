@@ -202,8 +202,8 @@ double measureReadGbps(int threads) {
 // output layer is not the embedding, the embedding table: of those a decode step reads one
 // row each.
 double decodeWeightBytes(const model::Weights& w) {
-  auto bytes = [](const model::Tensor& t) { return static_cast<double>(t.size()) * (t.isBf16() ? 2 : 4); };
-  const bool tied = w.lmHead.data == w.embed.data && w.lmHead.bf16 == w.embed.bf16;
+  auto bytes = [](const model::Tensor& t) { return static_cast<double>(t.storedBytes()); };
+  const bool tied = w.lmHead.sameStorage(w.embed);
   double total = static_cast<double>(w.parameterBytes());
   if (!w.positions.empty()) total -= bytes(w.positions);
   if (!tied) total -= bytes(w.embed);

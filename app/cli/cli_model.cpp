@@ -34,7 +34,34 @@ using model_cli::kMaxAttentionBytes;
 using model_cli::kMaxPredict;
 
 // "15496,995" -> ids (each 0..2^31-1; the model checks them against vocab_size).
+// "@FILE": the ids written in FILE, separated by commas and/or whitespace (a long input does
+// not fit in the argument list).
 Expected<std::vector<int>> parseIds(const std::string& text) {
+  if (text.starts_with("@")) {
+    const std::string path = text.substr(1);
+    Expected<std::string> content = io::readCapped(path, std::size_t{64} << 20);
+    if (!content) return content.error();
+    std::vector<int> ids;
+    std::size_t at = 0;
+    const std::string& body = *content;
+    auto separator = [](char c) { return c == ',' || c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+    while (at < body.size()) {
+      while (at < body.size() && separator(body[at])) ++at;
+      if (at >= body.size()) break;
+      std::size_t end = at;
+      while (end < body.size() && !separator(body[end])) ++end;
+      const std::string item = body.substr(at, end - at);
+      auto id = parseIntStrict(item, 0, std::numeric_limits<int>::max());
+      if (!id) {
+        return Error{path, "", "item " + std::to_string(ids.size() + 1) + " " + cli::inQuotes(item) +
+                                   " is not a token id (integers >= 0 separated by commas or whitespace)"};
+      }
+      ids.push_back(*id);
+      at = end;
+    }
+    if (ids.empty()) return Error{path, "", "holds no token ids"};
+    return ids;
+  }
   std::vector<int> ids;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -56,7 +83,7 @@ cli::Command modelCommand(ModelRequest& request) {
   cli::Command command;
   command.name = "model";
   command.column = 20;
-  command.usage = R"(usage: attnscope model DIR (--text TEXT | --ids I,J,...) [--bos | --no-bos]
+  command.usage = R"(usage: attnscope model DIR|FILE.gguf (--text TEXT | --ids I,J,...|@FILE) [--bos | --no-bos]
                          [--out OUT.npz] [--predict K]
        attnscope model DIR --image IMG [--out OUT.npz] [--predict K]
                          [--overlay OUT.png [--layer L|rollout] [--head H|mean] [--vmax V|max]]
@@ -68,7 +95,9 @@ transformer run on --image; every size and option is read from it), model.safete
 model.safetensors.index.json with its shards (F32, F16 or BF16), and its tokenizer:
 tokenizer.json, else tokenizer.model (SentencePiece), else vocab.txt (WordPiece) or
 vocab.json + merges.txt; a vision model's preprocessor_config.json (see docs/models.md).
-A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
+A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/. A GGUF file (llama.cpp's
+format: architecture llama, qwen2, gpt2 or gptneox; F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place of DIR.
 )";
   command.options = {
       cli::textOption("--text", "TEXT",
@@ -77,7 +106,8 @@ A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/.
                       "folder's tokenizer; special tokens typed in it (<|endoftext|>, <s>) are\n"
                       "one token each",
                       request.text),
-      cli::customOption("--ids", "I,J,...", "run these token ids instead of a text (any family)",
+      cli::customOption("--ids", "I,J,...", "run these token ids instead of a text (any family);\n"
+                        "@FILE reads them from FILE (commas or whitespace between them)",
                         [&request](const std::string& v) -> Status {
                           Expected<std::vector<int>> list = parseIds(v);
                           if (!list) return list.error();

@@ -87,6 +87,26 @@ struct Table {
                             std::ptrdiff_t ldy, bool accumulate);
   // w[0..count) widened exactly to float32 at out (embedding rows, conversions).
   void (*widenBf16)(const std::uint16_t* w, std::ptrdiff_t count, float* out);
+
+  // `count` values of ggml type `type` (core/models/quant.h: F32, F16, BF16, Q4_0, Q4_1,
+  // Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) from the blocks at `blocks` (any
+  // alignment; count / block size blocks, count a multiple of the block size) to float32 at
+  // out, by ggml-quants.c's dequantize_row_* formulas: the scales are f16 widened exactly,
+  // the products float32 (an FMA may fuse d·q − m on the AVX paths: one rounding less).
+  // Returns false, writing nothing, for any other type.
+  bool (*dequantize)(std::uint32_t type, const void* blocks, std::ptrdiff_t count, float* out);
+
+  // The model engine's matrix product on ggml blocks for a few rows (decode): output
+  // columns [outBegin, outEnd) of y (m <= 4 rows, row stride ldy) are set (accumulate ==
+  // false) or added to from x (m x in, row stride ldx) times the [out, in] weight whose row
+  // j is the `rowBytes` bytes at w + j·rowBytes (any type `dequantize` reads). Each block is
+  // dequantized exactly into a buffer in L1 and multiplied there (float32 FMAs), so no
+  // float copy of the weights is ever made. Returns false, writing nothing, for another
+  // type or m > 4.
+  bool (*linearQuantRows)(std::uint32_t type, const void* w, std::ptrdiff_t rowBytes,
+                          const float* x, std::ptrdiff_t ldx, std::ptrdiff_t m, std::ptrdiff_t in,
+                          std::ptrdiff_t outBegin, std::ptrdiff_t outEnd, float* y,
+                          std::ptrdiff_t ldy, bool accumulate);
 };
 
 // The three builds (defined in core/isa/kernels_<isa>.cpp). Only call a table whose ISA

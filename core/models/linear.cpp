@@ -7,19 +7,32 @@
 
 #include "core/base/parallel.h"
 #include "core/isa/isa.h"
+#include "core/models/quant.h"
 #include "core/models/transformer.h"
 
 namespace attn::model {
 
+std::size_t Tensor::quantRowBytes() const {
+  const GgmlTypeInfo* info = ggmlTypeInfo(ggmlType);
+  return info ? static_cast<std::size_t>(ggmlBytes(*info, static_cast<std::uint64_t>(cols))) : 0;
+}
+
+std::size_t Tensor::storedBytes() const {
+  if (quant) return quantRowBytes() * static_cast<std::size_t>(rows);
+  return static_cast<std::size_t>(size()) * (bf16 ? 2 : 4);
+}
+
 Matrix Tensor::dense() const {
-  if (!bf16) return matrix();
+  if (!bf16 && !quant) return matrix();
   Matrix out(rows, cols);
-  kernels::active().widenBf16(bf16, size(), out.data());
+  if (bf16) kernels::active().widenBf16(bf16, size(), out.data());
+  else for (Eigen::Index r = 0; r < rows; ++r) readRow(r, out.row(r).data());
   return out;
 }
 
 void Tensor::readRow(Eigen::Index r, float* out) const {
   if (bf16) kernels::active().widenBf16(bf16 + r * cols, cols, out);
+  else if (quant) kernels::active().dequantize(ggmlType, quant + static_cast<std::size_t>(r) * quantRowBytes(), cols, out);
   else std::copy_n(data + r * cols, cols, out);
 }
 
@@ -80,6 +93,38 @@ void linearBf16Panels(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eige
   }
 }
 
+// y's columns [j0, j0 + count) from ggml blocks (an [out, in] weight, GGUF's layout), for
+// m >= kPanelMinRows rows (fewer rows go through core/isa's linearQuantRows): block by block of output columns, those rows of w are dequantized
+// exactly into a per-thread panel [nc, in] that stays in L2, and the panel goes to
+// OpenBLAS (a matrix-vector product for one row). The weights stay as blocks in the
+// mapping; the result is the float32 product of the dequantized weights.
+void linearQuantPanels(const Linear& lin, const Eigen::Ref<const Matrix>& x, Eigen::Ref<Matrix>& y,
+                       Eigen::Index j0, Eigen::Index count, bool accumulate) {
+  thread_local Matrix panel;
+  const kernels::Table& k = kernels::active();
+  const Eigen::Index in = lin.in();
+  const std::size_t rowBytes = lin.weight.quantRowBytes();
+  const Eigen::Index width = std::clamp<Eigen::Index>(kPanelFloats / std::max<Eigen::Index>(in, 1) / 16 * 16,
+                                                      16, 256);
+  for (Eigen::Index c0 = 0; c0 < count; c0 += width) {
+    const Eigen::Index nc = std::min(width, count - c0), j = j0 + c0;
+    panel.resize(nc, in);
+    for (Eigen::Index r = 0; r < nc; ++r)
+      k.dequantize(lin.weight.ggmlType, lin.weight.quant + static_cast<std::size_t>(j + r) * rowBytes, in,
+                   panel.data() + r * in);
+    auto yb = y.middleCols(j, nc);
+    if (x.rows() == 1) {
+      auto column = yb.row(0).transpose();
+      if (accumulate) column.noalias() += panel * x.row(0).transpose();
+      else column.noalias() = panel * x.row(0).transpose();
+    } else if (accumulate) {
+      yb.noalias() += x * panel.transpose();
+    } else {
+      yb.noalias() = x * panel.transpose();
+    }
+  }
+}
+
 // The output columns [j0, j0 + count) of one product (see applyLinear).
 void linearPart(const LinearJob& job, Eigen::Index j0, Eigen::Index count) {
   const Linear& lin = *job.lin;
@@ -88,7 +133,15 @@ void linearPart(const LinearJob& job, Eigen::Index j0, Eigen::Index count) {
   const bool accumulate = job.accumulate;
   const Eigen::Index m = x.rows(), in = lin.in(), out = lin.out();
   auto yc = y.middleCols(j0, count);
-  if (lin.weight.isBf16() && m >= kPanelMinRows) {
+  if (lin.weight.isQuantized() && m < kPanelMinRows) {
+    // a few rows (decode): each block dequantized in L1 and multiplied there (core/isa)
+    kernels::active().linearQuantRows(lin.weight.ggmlType, lin.weight.quant,
+                                      static_cast<std::ptrdiff_t>(lin.weight.quantRowBytes()), x.data(),
+                                      x.outerStride(), m, in, j0, j0 + count, y.data(), y.outerStride(),
+                                      accumulate);
+  } else if (lin.weight.isQuantized()) {
+    linearQuantPanels(lin, x, y, j0, count, accumulate);
+  } else if (lin.weight.isBf16() && m >= kPanelMinRows) {
     linearBf16Panels(lin, x, y, j0, count, accumulate);
   } else if (lin.weight.isBf16()) {
     const kernels::Table& k = kernels::active();

@@ -340,6 +340,26 @@ void Session::compute(std::span<const int> ids) {
       }
     }
 
+    // 3b a llama-architecture GGUF's q and k features back in Hugging Face's order:
+    // GGUF feature 2i + s of a head is feature s·d_h/2 + i (Config::qkPairsInterleaved)
+    if (c.qkPairsInterleaved) {
+      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+        std::vector<float> head(static_cast<std::size_t>(dh));
+        const Eigen::Index half = dh / 2;
+        for (Eigen::Index r = first; r < last; ++r) {
+          float* row = qkvNew.row(r).data();
+          for (Eigen::Index h = 0; h < H + Hkv; ++h) {
+            float* v = row + h * dh;
+            std::copy(v, v + dh, head.begin());
+            for (Eigen::Index i = 0; i < half; ++i) {
+              v[i] = head[static_cast<std::size_t>(2 * i)];
+              v[half + i] = head[static_cast<std::size_t>(2 * i + 1)];
+            }
+          }
+        }
+      });
+    }
+
     // 4 q/k norms over each head's d_h (qwen3), then the rotary embedding of every q and k
     // head, half-split (rotate_half) layout
     if (c.qkNorm) {

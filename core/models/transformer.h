@@ -89,6 +89,13 @@ struct Config {
   float embedScale = 0;    // > 0: the embeddings are multiplied by it (gemma: √E as a float)
   // Per-layer sliding windows (L entries, 0 = full causal); empty: slidingWindow everywhere.
   std::vector<int> layerWindows;
+  // The q and k projections' output features come in llama.cpp's order (a llama-architecture
+  // GGUF: convert_hf_to_gguf permutes Q and K rows so that ggml's adjacent-pair RoPE
+  // applies): feature 2i + s of a head is Hugging Face's feature s·d_h/2 + i. The engine
+  // puts them back in Hugging Face's order after the projection (needs rotaryDims == d_h),
+  // so the half-split RoPE, the cached Q and K and every analysis are as for the
+  // safetensors folder.
+  bool qkPairsInterleaved = false;
 
   int headDim() const { return headDimension > 0 ? headDimension : nEmbd / nHead; }
   // The sliding window of layer `layer` (0 = none).
@@ -127,13 +134,28 @@ Status validate(const Config& config);
 // (`bf16`, data == nullptr): applyLinear() multiplies by them directly (core/isa kernels,
 // float32 accumulation), embedding rows are widened as they are read, and dense() widens
 // the whole tensor for the code that needs a float matrix (the analyses).
+// A weight matrix of a GGUF file may instead be ggml blocks as stored (`quant`, type
+// `ggmlType` of core/models/quant.h: F16, Q8_0, Q4_K, ...; data and bf16 null): each of the
+// `rows` rows is cols / block size blocks, rows one after the other; it is dequantized
+// exactly as it is read (applyLinear's per-thread panels, readRow, dense()).
 struct Tensor {
   const float* data = nullptr;
   Eigen::Index rows = 0, cols = 0;
   const std::uint16_t* bf16 = nullptr;  // BF16 bits, 2-byte aligned; set only when data is null
+  const std::uint8_t* quant = nullptr;  // ggml blocks; set only when data and bf16 are null
+  std::uint32_t ggmlType = 0;
 
-  bool empty() const { return data == nullptr && bf16 == nullptr; }
+  bool empty() const { return data == nullptr && bf16 == nullptr && quant == nullptr; }
   bool isBf16() const { return bf16 != nullptr; }
+  bool isQuantized() const { return quant != nullptr; }
+  // Bytes of one row of ggml blocks (quantized tensors only).
+  std::size_t quantRowBytes() const;
+  // Bytes the values take as stored (4 per float32, 2 per BF16, the blocks' bytes).
+  std::size_t storedBytes() const;
+  // Same storage (a tied lm_head is the embedding itself).
+  bool sameStorage(const Tensor& other) const {
+    return data == other.data && bf16 == other.bf16 && quant == other.quant;
+  }
   Eigen::Index size() const { return rows * cols; }
   // Float32 tensors only.
   Eigen::Map<const Matrix> matrix() const { return {data, rows, cols}; }

@@ -43,6 +43,11 @@ Status validate(const Config& c) {
                  std::to_string(c.rotaryDims) + " rotary dimensions: must be even and at most " +
                      "the head width " + std::to_string(c.headDim())};
   }
+  if (c.qkPairsInterleaved && (c.rotaryDims != c.headDim() || c.qkvLayout != QkvLayout::Separate)) {
+    return Error{"", "rotary_dims",
+                 "llama.cpp's interleaved q/k rows need rotary over the whole head (" +
+                     std::to_string(c.headDim()) + " dimensions) and separate q/k/v"};
+  }
   if (!std::isfinite(c.normEpsilon) || !(c.normEpsilon > 0)) {
     return Error{"", "layer_norm_epsilon", "must be a finite number > 0"};
   }
@@ -78,11 +83,11 @@ Status validate(const Config& c) {
 }
 
 std::size_t Weights::parameterBytes() const {
-  auto bytes = [](const Tensor& t) { return t.size() * (t.isBf16() ? 2 : 4); };
+  auto bytes = [](const Tensor& t) { return static_cast<Eigen::Index>(t.storedBytes()); };
   auto linear = [&](const Linear& l) { return bytes(l.weight) + bytes(l.bias); };
   auto norm = [&](const NormWeights& n) { return bytes(n.weight) + bytes(n.bias); };
   Eigen::Index count = bytes(embed) + bytes(positions) + norm(finalNorm);
-  if (lmHead.data != embed.data || lmHead.bf16 != embed.bf16) count += bytes(lmHead);
+  if (!lmHead.sameStorage(embed)) count += bytes(lmHead);
   for (const LayerWeights& w : layers) {
     count += norm(w.qNorm) + norm(w.kNorm) + norm(w.postAttnNorm) + norm(w.postMlpNorm);
     count += norm(w.norm1) + norm(w.norm2) + linear(w.qkv) + linear(w.q) + linear(w.k) +

@@ -53,6 +53,7 @@ void TensorPlan::conv1d(const std::string& name, std::int64_t in, std::int64_t o
                         model::Linear& lin) {
   lin.outByIn = false;
   matrix(name + ".weight", in, out, lin.weight);
+  wants.back().conv1d = &lin;
   tensor(name + ".bias", {out}, lin.bias);
 }
 

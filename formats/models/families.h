@@ -38,6 +38,9 @@ struct TensorWant {
   std::vector<TensorPart> parts;
   bool matrix = false;  // a weight matrix the engine reads as BF16 in place
   bool norm = false;    // a norm weight (Config::normWeightOffset is added to it on loading)
+  // A Conv1D weight ([in, out]): its Linear, for a source that stores it transposed (a GGUF
+  // file of gpt2 holds [out, in]; formats/models/gguf_model.cpp turns the want around).
+  model::Linear* conv1d = nullptr;
 };
 
 // The tensor-name table of one decoder configuration, with helpers that fill it.
@@ -46,6 +49,9 @@ struct TensorPlan {
   std::string embedName;    // the token embedding
   std::string lmHeadName;   // the output head (read when untied; compared when tied)
   std::vector<TensorWant> wants;
+  // For messages: what describes the model and its layer-count key (set by the loader:
+  // "config.json" and the row's layersField, or a GGUF file's metadata and key).
+  std::string describedBy = "config.json", layersKey;
 
   // nn.Linear: weight [out, in], bias [out] when `bias`.
   void linear(const std::string& name, std::int64_t in, std::int64_t out, bool bias,

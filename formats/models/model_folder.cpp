@@ -2,6 +2,7 @@
 #include "formats/models/model_folder.h"
 
 #include "formats/models/families.h"
+#include "formats/models/gguf_model.h"
 #include "formats/models/tensor_binding.h"
 #include "formats/tokenizers/sentencepiece_tokenizer.h"
 
@@ -35,6 +36,7 @@ model::Tensor rowsOf(const model::Tensor& t, std::int64_t first, std::int64_t ro
   out.rows = rows;
   if (t.data) out.data = t.data + first * t.cols;
   if (t.bf16) out.bf16 = t.bf16 + first * t.cols;
+  if (t.quant) out.quant = t.quant + static_cast<std::size_t>(first) * t.quantRowBytes();
   return out;
 }
 
@@ -66,6 +68,15 @@ Expected<model::Weights> loadModelWeights(const TensorSource& source, const mode
   w.config = config;
   TensorPlan plan;
   family->planTensors(config, source, w, plan);
+  plan.layersKey = family->layersField;
+  if (Status s = loadPlannedWeights(source, *family, plan, options, w); !s) return s.error();
+  return w;
+}
+
+Status loadPlannedWeights(const TensorSource& source, const Family& familyRow,
+                          const TensorPlan& plan, const LoadOptions& options, model::Weights& w) {
+  const Family* family = &familyRow;
+  const model::Config& config = w.config;
   const std::vector<std::string> names = source.names();
 
   // 1 more layers in the file than config.json says
@@ -74,7 +85,7 @@ Expected<model::Weights> loadModelWeights(const TensorSource& source, const mode
     if (layer >= config.nLayer) {
       return Error{source.fileOf(name), "",
                    "tensor " + inQuotes(name) + " belongs to layer " + std::to_string(layer) +
-                       ", but config.json's " + std::string(family->layersField) + " is " +
+                       ", but " + plan.describedBy + "'s " + plan.layersKey + " is " +
                        std::to_string(config.nLayer) + " (the file holds more layers)"};
     }
   }
@@ -87,7 +98,7 @@ Expected<model::Weights> loadModelWeights(const TensorSource& source, const mode
     if (!info->readable) {
       return Error{source.fileOf(want.name), "",
                    "tensor " + inQuotes(want.name) + ": unsupported dtype " +
-                       inQuotes(info->dtype) + " (use F32, F16 or BF16)"};
+                       inQuotes(info->dtype) + " (use " + source.readableTypes() + ")"};
     }
     if (info->shape != want.shape) {
       return Error{source.fileOf(want.name), "",
@@ -104,7 +115,7 @@ Expected<model::Weights> loadModelWeights(const TensorSource& source, const mode
     if (tiedHead && name == plan.lmHeadName) continue;  // compared with the embedding below
     return Error{source.fileOf(name), "",
                  "tensor " + inQuotes(name) + ": not used by a " + config.modelType +
-                     " model as config.json describes it (check its bias and tie options)"};
+                     " model as " + plan.describedBy + " describes it (check its bias and tie options)"};
   }
 
   // 4 the numbers: in place when the source's F32 data (or a BF16 matrix's) is usable, else
@@ -129,6 +140,14 @@ Expected<model::Weights> loadModelWeights(const TensorSource& source, const mode
       whole.cols = cols;
       whole.bf16 = bf16;
       kept.insert("BF16");
+    } else if (want.matrix && info.blocks) {
+      Expected<TensorSource::Blocks> blocks = source.blocksInPlace(want.name);
+      if (!blocks) return blocks.error();
+      whole.rows = rows;
+      whole.cols = cols;
+      whole.quant = blocks->data;
+      whole.ggmlType = blocks->ggmlType;
+      kept.insert(info.dtype);
     } else {
       const std::size_t owned = w.storage.size();
       Expected<const float*> data = source.floats(want.name, w.storage);
@@ -175,7 +194,7 @@ Expected<model::Weights> loadModelWeights(const TensorSource& source, const mode
     error.file = source.path();
     return error;
   }
-  return w;
+  return Ok{};
 }
 
 Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string& folder,
@@ -211,6 +230,8 @@ Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string
 }
 
 Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options) {
+  // A GGUF file (llama.cpp's single-file format) instead of a folder: formats/models/gguf_model.h
+  if (isGgufFile(folder)) return loadGgufModel(folder);
   const fs::path dir(folder);
   // 1 config
   Expected<std::string> text = readFolderConfig(folder);

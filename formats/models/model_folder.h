@@ -46,6 +46,15 @@ Expected<model::Weights> loadModelWeights(const Checkpoint& checkpoint,
 Expected<model::Weights> loadModelWeights(const TensorSource& source, const model::Config& config,
                                           const LoadOptions& options = {});
 
+struct Family;
+struct TensorPlan;
+// The checks and binding of loadModelWeights for a plan already made: `w` holds the config
+// and the targets `plan` points into (family.planTensors filled both); on success every
+// target is bound. A source that stores a family's tensors under other names (a GGUF file,
+// formats/models/gguf_model.cpp) renames the plan's wants first and calls this.
+Status loadPlannedWeights(const TensorSource& source, const Family& family, const TensorPlan& plan,
+                          const LoadOptions& options, model::Weights& w);
+
 // The tokenizer a model folder ships, in this order: tokenizer.json (byte-level BPE, or BPE
 // with byte_fallback and Metaspace), else tokenizer.model (SentencePiece), else vocab.json +
 // merges.txt. Null with no error when the folder has none of them. Every id must be below
@@ -65,7 +74,9 @@ struct ModelFolder {
 
 // Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the
 // cheap checks first. A folder of a family whose row says tokenizerRequired (gpt2) fails
-// the load without a readable tokenizer.
+// the load without a readable tokenizer. FOLDER may instead be a GGUF file (its first bytes
+// "GGUF"): loadGgufModel (formats/models/gguf_model.h) loads it, with its own tokenizer and
+// its weights through the same family table.
 Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options = {});
 
 }  // namespace attn::io

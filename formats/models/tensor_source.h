@@ -1,7 +1,8 @@
 // Where a model's tensors come from, as the family table's loader sees them: a name, a shape
 // and a dtype per tensor, and their values as float32 (or a BF16 matrix in place). A
-// safetensors checkpoint (formats/models/checkpoint.h) is the source today; any other file
-// format (GGUF) implements the same few members and loads through the same family table.
+// safetensors checkpoint (formats/models/checkpoint.h) and a GGUF file
+// (formats/models/gguf_source.h) implement the same few members and load through the same
+// family table.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +21,13 @@ class TensorSource {
   struct Info {
     std::vector<std::int64_t> shape;  // as stored, outermost first (PyTorch order)
     std::string dtype;                // "F32", "BF16", ... for messages and Weights::storedAs
-    bool readable = false;            // floats() can read it (F32 / F16 / BF16)
+    bool readable = false;            // floats() can read it (F32 / F16 / BF16, GGUF's blocks)
+    bool blocks = false;  // a weight matrix of it is used in place as ggml blocks (GGUF)
+  };
+  // A weight matrix as ggml blocks in place (core/models/quant.h: F16, Q8_0, Q4_K, ...).
+  struct Blocks {
+    const std::uint8_t* data = nullptr;
+    std::uint32_t ggmlType = 0;
   };
   virtual ~TensorSource() = default;
 
@@ -40,6 +47,13 @@ class TensorSource {
   // The stored BF16 bits when the tensor is BF16 and usable in place (2-byte aligned), else
   // nullptr (then floats() converts it). Finiteness is the caller's check.
   virtual const std::uint16_t* bf16InPlace(std::string_view name) const = 0;
+  // The blocks of a tensor whose Info says `blocks`, every block scale checked finite.
+  // Errors name the file and the tensor.
+  virtual Expected<Blocks> blocksInPlace(std::string_view name) const {
+    return Error{path(), "", "tensor " + inQuotes(name) + ": not stored as ggml blocks"};
+  }
+  // The dtypes floats() reads, for the message refusing another ("F32, F16 or BF16").
+  virtual std::string readableTypes() const { return "F32, F16 or BF16"; }
   // Keeps the source's files alive for weights used in place; returns their bytes.
   virtual std::uint64_t keepAlive(std::vector<std::shared_ptr<const void>>& storage) const = 0;
 };

@@ -105,7 +105,71 @@ Expected<Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& vocabPath,
   return fromText(*vocab, *merges, vocabPath, mergesPath);
 }
 
+Expected<Gpt2Tokenizer> Gpt2Tokenizer::fromParts(const Parts& parts, const std::string& name) {
+  Expected<gpt2::BytePairEncoder> bpe = gpt2::BytePairEncoder::create(parts.vocab, parts.merges);
+  if (!bpe) {
+    Error error = bpe.error();
+    error.file = name;
+    error.field = error.field == "merges" ? "tokenizer.ggml.merges" : "tokenizer.ggml.tokens";
+    return error;
+  }
+  Gpt2Tokenizer tokenizer;
+  tokenizer.kind_ = parts.kind;
+  tokenizer.bpe_ = std::move(bpe).value();
+  tokenizer.added_ = AddedTokens::fromList(parts.added);
+  tokenizer.bos_ = parts.bos;
+  tokenizer.eos_ = parts.eos;
+  tokenizer.ignoreMerges_ = parts.ignoreMerges;
+  for (const std::string& pattern : parts.patterns) {
+    std::shared_ptr<void> code = compilePattern(pattern);
+    if (!code) return Error{name, "tokenizer.ggml.pre", "PCRE2 cannot compile the pattern \"" + pattern + "\""};
+    tokenizer.patterns_.push_back(std::move(code));
+  }
+  return tokenizer;
+}
+
+namespace {
+
+// Splits `text` with one compiled pattern: every match is a piece, and so is the text
+// between matches (no byte is dropped).
+void splitWith(void* pattern, std::string_view text, std::vector<std::string>& pieces) {
+  auto* code = static_cast<pcre2_code*>(pattern);
+  pcre2_match_data* match = pcre2_match_data_create_from_pattern(code, nullptr);
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  std::size_t offset = 0;
+  while (offset < text.size()) {
+    const int rc = pcre2_match(code, subject, text.size(), offset, PCRE2_NO_UTF_CHECK, match, nullptr);
+    if (rc < 0) {
+      pieces.emplace_back(text.substr(offset));
+      break;
+    }
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
+    const std::size_t start = ovector[0];
+    std::size_t end = ovector[1];
+    if (start > offset) pieces.emplace_back(text.substr(offset, start - offset));
+    if (end <= start) {  // an empty match: step one character
+      end = start + 1;
+      while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+    }
+    pieces.emplace_back(text.substr(start, end - start));
+    offset = end;
+  }
+  pcre2_match_data_free(match);
+}
+
+}  // namespace
+
 std::vector<std::string> Gpt2Tokenizer::pretokenize(std::string_view text) const {
+  if (!patterns_.empty()) {  // fromParts (a GGUF file): each pattern splits the pieces of the one before
+    std::vector<std::string> pieces;
+    if (!text.empty()) pieces.emplace_back(text);
+    for (const auto& pattern : patterns_) {
+      std::vector<std::string> next;
+      for (const std::string& piece : pieces) splitWith(pattern.get(), piece, next);
+      pieces = std::move(next);
+    }
+    return pieces;
+  }
   return pre_.split(text);
 }
 
@@ -127,7 +191,7 @@ void Gpt2Tokenizer::encodePlain(std::string_view text, std::vector<int>& ids) co
     normalized = unicode::nfc(text);
     text = normalized;
   }
-  for (const std::string& piece : pre_.split(text)) {
+  for (const std::string& piece : pretokenize(text)) {  // a GGUF file's regex list, or pre_
     if (ignoreMerges_) {
       const int whole = bpe_.find(gpt2::bytesToMapped(piece));
       if (whole >= 0) {

@@ -53,6 +53,23 @@ class Gpt2Tokenizer final : public Tokenizer {
   // A token of tokenizer.json's added_tokens: matched in the text before pre-tokenisation.
   using AddedToken = io::AddedToken;
 
+  // A byte-level BPE from its parts, for a GGUF file's tokenizer.ggml.* arrays
+  // (formats/tokenizers/gguf_tokenizer.h): `vocab` (mapped token text, id) and `merges` as
+  // for BytePairEncoder::create; `patterns` split the text one after the other, as llama.cpp's
+  // regex lists do (each splits every piece the previous one left; text no match covers
+  // stays a piece of its own); `added` are matched in the text first; with `ignoreMerges` a
+  // piece that is itself a token is that token. Errors name `name`.
+  struct Parts {
+    std::vector<std::pair<std::string, int>> vocab;
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::vector<std::string> patterns;
+    std::vector<AddedToken> added;
+    int bos = -1, eos = -1;
+    bool ignoreMerges = false;
+    std::string kind;
+  };
+  static Expected<Gpt2Tokenizer> fromParts(const Parts& parts, const std::string& name);
+
   // "vocab.json + merges.txt" or "tokenizer.json (byte-level BPE)".
   std::string kind() const override { return kind_; }
   // Token ids of `text` (any bytes). vocab.json + merges.txt has no added tokens, so
@@ -94,6 +111,7 @@ class Gpt2Tokenizer final : public Tokenizer {
 
   gpt2::BytePairEncoder bpe_;
   PreTokenizer pre_ = PreTokenizer::gpt2();  // tokenizer.json's pre_tokenizer steps
+  std::vector<std::shared_ptr<void>> patterns_;  // fromParts: applied in order (pattern_ null)
 };
 
 }  // namespace attn::io

@@ -20,6 +20,7 @@
 #include "app/ui/shell/files_internal.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/shell/theme.h"
+#include "formats/models/gguf_model.h"
 
 namespace attn::app {
 
@@ -224,6 +225,10 @@ void openDropped(FileUi& ui, AppState& state, const std::vector<std::string>& pa
 void requestOpen(FileUi& ui, AppState& state, const std::string& path, double now) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {  // a model folder: the document stays as it is
+    requestModelFolder(ui, state, path);
+    return;
+  }
+  if (io::isGgufFile(path)) {  // a GGUF model file (llama.cpp): loaded like a model folder
     requestModelFolder(ui, state, path);
     return;
   }
