@@ -1,4 +1,4 @@
-// The family table, after llama.cpp's llama-arch.cpp: one row per config.json model_type,
+// The family table, after llama.cpp's architecture table (LLM_ARCH_NAMES, LLM_TENSOR_NAMES): one row per config.json model_type,
 // each defined in its own file under formats/models/families/ (the config fields it reads
 // and the tensor names of its checkpoints) and listed in families.cpp. The decoder loader
 // (model_config.cpp, model_folder.cpp) and tools/gen_checkpoint go through this table only;

@@ -251,7 +251,9 @@ TEST(CliModelVision, HostileFoldersAndPicturesExitTwo) {
 
 // The analyses refuse an encoder and a vision transformer by their kind (issue 28 point 6:
 // not implemented for them yet), naming config.json's model_type.
-TEST(CliModelEncoders, AnalysesRefuseEncodersAndVisionModelsByKind) {
+// analyze --ablate and heads run on encoders and ViT (test_cli_analysis_bidirectional.cpp);
+// lens and patch need a decoder's next-token logits and are refused by kind.
+TEST(CliModelEncoders, LensAndPatchRefuseEncodersAndVisionModelsByKind) {
   const enctest::Spec spec;
   const fs::path bert = enctest::writeFolder("analyses_kind", spec, enctest::makeTensors(spec, 8));
   const vittest::Spec vitSpec;
@@ -259,14 +261,15 @@ TEST(CliModelEncoders, AnalysesRefuseEncodersAndVisionModelsByKind) {
   for (const auto& [dir, kind] : {std::pair{bert, std::string("'bert' is an encoder")},
                                   std::pair{vit, std::string("'vit' is a vision transformer")}}) {
     for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"analyze", dir.string(), "--text", "a", "--ablate", "0.0"},
+         {std::vector<std::string>{"patch", dir.string(), "--clean", "a", "--corrupt", "b", "--answer", "a",
+                                   "--wrong", "b", "--what", "heads", "--out", (dir / "p.csv").string()},
           std::vector<std::string>{"lens", dir.string(), "--text", "a", "--out", (dir / "lens.json").string()}}) {
       SCOPED_TRACE(args[0] + " " + kind);
       const CliRun r = runCli(args);
       EXPECT_EQ(r.code, 2) << r.out;
       EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
       EXPECT_NE(r.err.find("field 'model_type': " + kind), std::string::npos) << r.err;
-      EXPECT_NE(r.err.find("run on decoder models only"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("runs on decoder models only"), std::string::npos) << r.err;
     }
   }
 }
