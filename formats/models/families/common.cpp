@@ -103,14 +103,18 @@ Status refuseQwenSlidingWindow(ConfigReader& r) {
   return Ok{};
 }
 
-void planLlamaStyle(const model::Config& c, model::Weights& w, TensorPlan& plan) {
-  const std::int64_t E = c.nEmbd, F = c.nInner, V = c.vocabSize, dh = c.headDim();
-  const std::int64_t qWidth = c.nHead * dh, kvWidth = c.nHeadKv * dh;
+void planLlamaNames(const model::Config& c, model::Weights& w, TensorPlan& plan) {
   plan.layerPrefix = "model.layers.";
   plan.embedName = "model.embed_tokens.weight";
   plan.lmHeadName = "lm_head.weight";
-  plan.matrix(plan.embedName, V, E, w.embed);
+  plan.matrix(plan.embedName, c.vocabSize, c.nEmbd, w.embed);
   w.layers.resize(static_cast<std::size_t>(c.nLayer));
+}
+
+void planLlamaStyle(const model::Config& c, model::Weights& w, TensorPlan& plan) {
+  const std::int64_t E = c.nEmbd, F = c.nInner, V = c.vocabSize, dh = c.headDim();
+  const std::int64_t qWidth = c.nHead * dh, kvWidth = c.nHeadKv * dh;
+  planLlamaNames(c, w, plan);
   for (int l = 0; l < c.nLayer; ++l) {
     model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
     const std::string h = "model.layers." + std::to_string(l) + ".";

@@ -52,6 +52,9 @@ Status refuseQwenSlidingWindow(ConfigReader& r);
 // [pre_feedforward_layernorm, post_feedforward_layernorm], mlp.{gate,up,down}_proj}, norm,
 // lm_head (untied). With Config::sandwichNorms, post_attention_layernorm is the norm on the
 // attention's output and pre_feedforward_layernorm the MLP's input norm (gemma2).
+// The llama layout's names (model.layers., model.embed_tokens, lm_head), the embedding
+// [V, E] and c.nLayer empty layers: the start of every llama-style plan (phi3 too).
+void planLlamaNames(const model::Config& c, model::Weights& w, TensorPlan& plan);
 void planLlamaStyle(const model::Config& c, model::Weights& w, TensorPlan& plan);
 
 // config.json of a llama-style configuration: the keys readLlamaStyle reads (Hugging Face

@@ -23,11 +23,7 @@ Status readConfig(ConfigReader& r, model::Config& out) {
 
 void planTensors(const model::Config& c, const TensorSource&, model::Weights& w, TensorPlan& plan) {
   const std::int64_t E = c.nEmbd, F = c.nInner, V = c.vocabSize, dh = c.headDim();
-  plan.layerPrefix = "model.layers.";
-  plan.embedName = "model.embed_tokens.weight";
-  plan.lmHeadName = "lm_head.weight";
-  plan.matrix(plan.embedName, V, E, w.embed);
-  w.layers.resize(static_cast<std::size_t>(c.nLayer));
+  family::planLlamaNames(c, w, plan);
   for (int l = 0; l < c.nLayer; ++l) {
     model::LayerWeights& layer = w.layers[static_cast<std::size_t>(l)];
     const std::string h = "model.layers." + std::to_string(l) + ".";
