@@ -58,6 +58,16 @@ void writeWithSparseTensor(const fs::path& dir, const gpt2test::TinyModel& model
   fs::resize_file(file, bytes.size() + extraBytes);  // ftruncate: a hole, no disk
 }
 
+// Peak RSS budget for a command that must not read a multi-GiB tensor. Under AddressSanitizer
+// the resident set also holds shadow memory and the allocator's quarantine (152 MiB was
+// measured for the tiny model), so the budget is wider there; either bound is far below the
+// 6 and 10 GiB tensors the tests place in the file.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kPeakBudgetMiB = 400.0;
+#else
+constexpr double kPeakBudgetMiB = 150.0;
+#endif
+
 struct Measured {
   int exitCode = -1;
   double seconds = 0, peakMiB = 0;
@@ -124,7 +134,7 @@ TEST(ModelLoad, UnusedSixGigabyteTensorIsRefusedFromTheHeader) {
             std::string::npos)
       << m.err;
   EXPECT_LT(m.seconds, 1.0);
-  EXPECT_LT(m.peakMiB, 150.0);
+  EXPECT_LT(m.peakMiB, kPeakBudgetMiB);
 }
 
 // A 10 GiB attn.masked_bias buffer (a GPT-2 buffer the family table knows as harmless):
@@ -136,7 +146,7 @@ TEST(ModelLoad, HugeKnownBufferIsIgnoredWithoutBeingRead) {
       runMeasured({"model", f.dir.string(), "--ids", "1,2", "--predict", "1"}, f.dir);
   EXPECT_EQ(m.exitCode, 0) << m.err;
   EXPECT_LT(m.seconds, 1.0);
-  EXPECT_LT(m.peakMiB, 150.0);
+  EXPECT_LT(m.peakMiB, kPeakBudgetMiB);
 }
 
 }  // namespace
