@@ -3,6 +3,7 @@
 // Internal to the panels; inline so that it needs no .cpp of its own.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -134,6 +135,14 @@ inline bool beginResultPanel(const char* name, bool* open, const AppState& state
 inline float overlayColorbarWidth() {
   const float font = ImGui::GetFontSize();
   return font * 0.4f + font * 0.8f + font * 0.3f + ImGui::CalcTextSize("0.000").x;
+}
+// The same for a bar whose ends are `range` (pixels): wide enough for both end values as
+// overlayColorbar writes them ("1.23e-4" is wider than "0.000"), so they are never cut.
+inline float overlayColorbarWidth(io::ValueRange range) {
+  const float font = ImGui::GetFontSize();
+  const float ends = std::max(ImGui::CalcTextSize(formatNumber(range.hi, 3).c_str()).x,
+                              ImGui::CalcTextSize(formatNumber(range.lo, 3).c_str()).x);
+  return std::max(overlayColorbarWidth(), font * 1.5f + ends);
 }
 // The overlay's colour bar beside a picture drawn at [topLeft, topLeft + (width, height)]:
 // a slim bar of `colormap` from range.hi (top) to range.lo (bottom), the two ends' values

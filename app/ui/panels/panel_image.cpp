@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <imgui.h>
 #include <imgui_stdlib.h>
@@ -21,6 +22,7 @@
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
+#include "app/ui/panels/presentation.h"
 #include "core/base/format.h"
 
 namespace attn::app {
@@ -251,13 +253,34 @@ void drawExport(AppState& state) {
 // The image with its overlay
 // ---------------------------------------------------------------------------------------
 
+// The colour range of the query's weights on the overlay: the exported overlay's rule (0..1
+// unless the user picked min-max / per row, or fixed ends). Needs v.computed.
+io::ValueRange overlayRangeOf(const AppState& state) {
+  const ImageViewState& v = state.image;
+  io::OverlayStyle overlayStyle;
+  overlayStyle.range = colorRangeMode(state.view);
+  if (state.view.fixedRange) overlayStyle.vmin = state.view.rangeMin, overlayStyle.vmax = state.view.rangeMax;
+  return io::overlayRange(v.computed->weights.row(v.queryIndex()).transpose(), overlayStyle);
+}
+
+// The key patch the query gives its largest weight (the first of equal ones), -1 for none.
+int strongestKey(const ImageViewState& v) {
+  if (!v.computed || v.computed->weights.cols() == 0) return -1;
+  Eigen::Index best = 0;
+  v.computed->weights.row(v.queryIndex()).maxCoeff(&best);
+  return static_cast<int>(best);
+}
+
 // Draws the image fitted into `size`, the weights of the query over it, the frames of the
 // query and of the linked patches; handles hover (weight tooltip) and click (new query).
-void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
+// Presenting: no tooltip and no frame that follows the pointer (a click makes the patch the
+// query), the query's strongest key framed (the caption names it).
+void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size, bool presenting) {
   ImageViewState& v = state.image;
   const io::Image& image = *v.image;
-  // room for the colour bar at the right and its caption below
-  size.x -= panel::overlayColorbarWidth();
+  // room for the colour bar at the right (its two end values whole) and its caption below
+  size.x -= v.computed ? panel::overlayColorbarWidth(overlayRangeOf(state))
+                       : panel::overlayColorbarWidth();
   size.y -= ImGui::GetTextLineHeightWithSpacing();
   const float fit = std::min(size.x / image.width, size.y / image.height);
   // A whole number of screen pixels per patch, so that the patch rectangles and the
@@ -290,11 +313,7 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
   };
 
   // 1 the weights: one translucent rectangle per patch, blended like the exported overlay
-  // The exported overlay's range rule: 0..1 unless the user picked min-max / per row.
-  io::OverlayStyle overlayStyle;
-  overlayStyle.range = colorRangeMode(state.view);
-  if (state.view.fixedRange) overlayStyle.vmin = state.view.rangeMin, overlayStyle.vmax = state.view.rangeMax;
-  const io::ValueRange range = io::overlayRange(weights.transpose(), overlayStyle);
+  const io::ValueRange range = overlayRangeOf(state);
   for (int i = 0; i < grid.count(); ++i) {
     const ImVec2 a = patchMin(i);
     draw->AddRectFilled(
@@ -315,7 +334,14 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
 
   // 2 hover and click
   const ImVec2 mouse = ImGui::GetIO().MousePos;
-  if (hovered) {
+  if (hovered && presenting) {  // a click makes the patch the query; nothing else follows
+    const int col = static_cast<int>((mouse.x - origin.x) / edge);
+    const int rowIndex = static_cast<int>((mouse.y - origin.y) / edge);
+    if (clicked && col >= 0 && col < grid.cols && rowIndex >= 0 && rowIndex < grid.rows) {
+      v.queryRow = rowIndex;
+      v.queryCol = col;
+    }
+  } else if (hovered) {
     const int col = static_cast<int>((mouse.x - origin.x) / edge);
     const int rowIndex = static_cast<int>((mouse.y - origin.y) / edge);
     if (col >= 0 && col < grid.cols && rowIndex >= 0 && rowIndex < grid.rows) {
@@ -346,6 +372,7 @@ void drawOverlay(AppState& state, HeatmapCache& heatmaps, ImVec2 size) {
     frameRect(draw, a, ImVec2(a.x + edge, a.y + edge), ImGui::ColorConvertFloat4ToU32(color),
               thickness);
   };
+  if (presenting) frame(strongestKey(v), panel::keyColor());
   frame(shownQuery, ImVec4(1, 1, 1, 1));
   frame(v.hoverPatch, panel::keyColor());
   frame(v.hoverQuery, panel::queryColor());
@@ -380,32 +407,11 @@ void frameHeatmapCell(HeatmapCache& heatmaps, const char* id, int row, int col, 
   }
 }
 
-}  // namespace
-
-// =======================================================================================
-// The panel
-// =======================================================================================
-
-void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginPanel("Image", panelFlag(state.view, "image"))) return;
-  if (drawImageModelSource(state, heatmaps)) {  // a ViT folder's "model" source: panel_image_model.cpp
-    ImGui::End();
-    return;
-  }
-  ImageViewState& v = state.image;
-  if (!v.open()) {
-    drawOpenHelp(state);
-    ImGui::End();
-    return;
-  }
-  auto update = [&v] { v.async ? updateImageViewAsync(v) : updateImageView(v); };
-  update();  // (cheap when nothing changed)
-  drawControls(state);
-  update();
-  ImGui::SameLine();
-  drawExport(state);
-
-  // The rule, the size, the time; or the error.
+// The line under the controls: the file, the patch rule, the vectors' width and the time
+// (presenting: the score, normaliser, temperature and query instead, the controls being
+// hidden); "computing…" or the error. False when there is no result to show (the hover
+// state then cleared).
+bool drawStatus(ImageViewState& v, bool presenting) {
   if (v.computing()) {
     ImGui::TextDisabled(
         "computing\xE2\x80\xA6 (the view shows the previous result until it is done)");
@@ -413,27 +419,41 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + v.error);
   } else if (v.computed) {
     const PatchGrid& grid = v.computed->embedding.grid;
+    const std::string file = fs::path(v.path).filename().string();
     char line[512];
-    std::snprintf(line, sizeof line, "%s: %s · vectors of %d numbers · %.1f ms",
-                  fs::path(v.path).filename().string().c_str(), grid.rule().c_str(),
-                  static_cast<int>(v.computed->embedding.inputs.queries.cols()), v.computeMs);
-    panel::mutedWrapped(line);
+    if (presenting) {
+      std::snprintf(line, sizeof line, "%s: %s \xC2\xB7 %s, %s, T = %s \xC2\xB7 query patch %s",
+                    file.c_str(), grid.rule().c_str(), std::string(toString(v.score)).c_str(),
+                    std::string(toString(v.normalizer)).c_str(),
+                    formatNumber(v.temperature, 3).c_str(),
+                    patchLabel(grid, v.queryIndex()).c_str());
+      ImGui::PushTextWrapPos(0.0f);
+      ImGui::TextUnformatted(line);
+      ImGui::PopTextWrapPos();
+    } else {
+      std::snprintf(line, sizeof line, "%s: %s \xC2\xB7 vectors of %d numbers \xC2\xB7 %.1f ms",
+                    file.c_str(), grid.rule().c_str(),
+                    static_cast<int>(v.computed->embedding.inputs.queries.cols()), v.computeMs);
+      panel::mutedWrapped(line);
+    }
   }
-  if (!v.computed) {
-    v.hoverPatch = v.hoverQuery = v.hoverKey = -1;
-    ImGui::End();
-    return;
-  }
+  if (!v.computed) v.hoverPatch = v.hoverQuery = v.hoverKey = -1;
+  return v.computed != nullptr;
+}
 
-  // Image | heatmap, side by side.
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
+// The image with its overlay beside the patch x patch weights heatmap, in `avail`. `zoom`:
+// presenting (no hover links, the heatmap presented with this keyboard zoom), else null.
+void drawPictures(AppState& state, HeatmapCache& heatmaps, ImVec2 avail,
+                  const present::KeyZoom* zoom) {
+  ImageViewState& v = state.image;
+  const bool presenting = zoom != nullptr;
   const float gap = ImGui::GetStyle().ItemSpacing.x;
   // The heatmap is square: give it the height, the image the rest (within 40..70 %).
   const float imageWidth = std::floor(std::clamp(avail.x - gap - std::min(avail.y, avail.x * 0.45f),
                                                  avail.x * 0.4f, avail.x * 0.7f));
   ImGui::BeginChild("##imagepane", ImVec2(imageWidth, avail.y), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-  drawOverlay(state, heatmaps, ImGui::GetContentRegionAvail());
+  drawOverlay(state, heatmaps, ImGui::GetContentRegionAvail(), presenting);
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##matrixpane", ImVec2(0, avail.y), false,
@@ -443,11 +463,12 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
   options.tooltip =
       "patch x patch attention weights: row = query patch, column = key patch "
       "(labels row,col of the patch grid). Click a cell: its row becomes the query.";
+  if (presenting) present::presentationOptions(options, state, *zoom, true);
   const std::uint64_t content = v.computedRevision * 0x9E3779B97F4A7C15ull ^ 0x1A9E;
   const HeatmapInteraction hit =
       heatmapWidget("##imageweights", heatmaps, v.matrix, content, options);
-  v.hoverQuery = hit.hovered ? hit.row : -1;
-  v.hoverKey = hit.hovered ? hit.col : -1;
+  v.hoverQuery = hit.hovered && !presenting ? hit.row : -1;
+  v.hoverKey = hit.hovered && !presenting ? hit.col : -1;
   const PatchGrid& grid = v.computed->embedding.grid;
   if (hit.clicked && hit.row >= 0) {
     v.queryRow = hit.row / grid.cols;
@@ -459,6 +480,151 @@ void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
                      ImGui::ColorConvertFloat4ToU32(panel::keyColor()));
   }
   ImGui::EndChild();
+}
+
+// The keys of the presented Image view: Space / Right / PageDown and Left / PageUp move the
+// query patch in reading order (wrapping round), Enter switches the colours between fixed
+// 0-1 and the query's min-max, F5 and Escape leave presentation.
+void applyImageKeys(AppState& state, const std::vector<StepKey>& keys) {
+  ImageViewState& v = state.image;
+  const int count = v.computed ? v.computed->embedding.grid.count() : 0;
+  const int cols = v.computed ? std::max(v.computed->embedding.grid.cols, 1) : 1;
+  for (StepKey key : keys) {
+    switch (key) {
+      case StepKey::Next:
+      case StepKey::Previous: {
+        if (count <= 0) break;
+        const int query = (v.queryIndex() + (key == StepKey::Next ? 1 : count - 1)) % count;
+        v.queryRow = query / cols;
+        v.queryCol = query % cols;
+        break;
+      }
+      case StepKey::Open: {
+        const RangeMode mode = colorRangeMode(state.view);
+        setColorRangeMode(state.view, mode == RangeMode::MinMax || mode == RangeMode::Row
+                                          ? RangeMode::Auto
+                                          : RangeMode::MinMax);
+        break;
+      }
+      case StepKey::Presentation:
+      case StepKey::ShowAll:
+        state.view.presentation = false;
+        state.view.stageFullScreen = false;
+        break;
+      case StepKey::None:
+      case StepKey::ZoomIn:  // the heatmap's (present::takeKeys)
+      case StepKey::ZoomOut:
+      case StepKey::ZoomReset:
+        break;
+    }
+  }
+}
+
+// The presented Image view's toolbar (over the page while the pointer moves): the query
+// patch and its stepping buttons, the colours, the temperature, the opacity, the way out,
+// and what the keys do.
+void drawImageToolbar(AppState& state) {
+  ImageViewState& v = state.image;
+  const float font = ImGui::GetFontSize();
+  if (ImGui::ArrowButton("##prevquery", ImGuiDir_Left)) applyImageKeys(state, {StepKey::Previous});
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("##nextquery", ImGuiDir_Right)) applyImageKeys(state, {StepKey::Next});
+  if (v.computed) {
+    ImGui::SameLine();
+    ImGui::Text("query %s", patchLabel(v.computed->embedding.grid, v.queryIndex()).c_str());
+  }
+  ImGui::SameLine(0.0f, font);
+  const RangeMode mode = colorRangeMode(state.view);
+  int colours = mode == RangeMode::MinMax || mode == RangeMode::Row ? 1 : 0;
+  if (mode != RangeMode::Fixed) {
+    ImGui::SetNextItemWidth(font * 8);
+    if (ImGui::Combo("Colours", &colours, "fixed 0\xE2\x80\x93" "1\0query min\xE2\x80\x93max\0"))
+      setColorRangeMode(state.view, colours == 1 ? RangeMode::MinMax : RangeMode::Auto);
+    ImGui::SameLine();
+  }
+  ImGui::SetNextItemWidth(font * 5);
+  if (ImGui::SliderFloat("T", &v.temperature, 0.01f, 10.f, "%.3g",
+                         ImGuiSliderFlags_Logarithmic | ImGuiSliderFlags_AlwaysClamp))
+    v.bump();
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(font * 5);
+  ImGui::SliderFloat("Opacity", &v.opacity, 0.f, 1.f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  ImGui::SameLine();
+  if (ImGui::Button("Exit presentation")) applyImageKeys(state, {StepKey::Presentation});
+  ImGui::SameLine(0.0f, font);
+  present::problemOrHint(state, "\xE2\x86\x92 / \xE2\x86\x90: next / previous query  \xC2\xB7  "
+                                "click a patch: query  \xC2\xB7  Enter: colours  \xC2\xB7  "
+                                "+ / \xE2\x88\x92 / 0: zoom  \xC2\xB7  Esc: back");
+}
+
+// The Image view presented (F5 with its window in front): the status line, the image and the
+// weights heatmap over the page, under them what the query does (click to inspect: the
+// caption names the query's strongest key, framed on the image), the toolbar over the top
+// while the pointer moves. No tooltip anywhere.
+void drawPresentedImage(AppState& state, HeatmapCache& heatmaps, const present::PresentKeys& keys) {
+  ImageViewState& v = state.image;
+  applyImageKeys(state, keys.keys);
+  present::updateChrome(state, true);
+  if (!v.open()) {
+    drawOpenHelp(state);
+    return;
+  }
+  v.async ? updateImageViewAsync(v) : updateImageView(v);
+  if (drawStatus(v, true)) {
+    // two lines of caption under the pictures
+    const float caption = ImGui::GetTextLineHeightWithSpacing() * 2.0f;
+    ImVec2 avail = ImGui::GetContentRegionAvail();
+    avail.y = std::max(avail.y - caption, ImGui::GetFontSize() * 4.0f);
+    v.hoverPatch = -1;
+    drawPictures(state, heatmaps, avail, &keys.zoom);
+    const PatchGrid& grid = v.computed->embedding.grid;
+    const int query = v.queryIndex(), key = strongestKey(v);
+    if (key >= 0) {
+      const std::string text =
+          "Query patch " + patchLabel(grid, query) + " (white frame) gives its largest weight, " +
+          formatNumber(v.computed->weights(query, key), 2) + ", to patch " +
+          patchLabel(grid, key) + " (framed); the colours are its weights over all " +
+          std::to_string(grid.count()) + " patches. Click a patch to make it the query.";
+      ImGui::PushTextWrapPos(0.0f);
+      ImGui::TextUnformatted(text.c_str());
+      ImGui::PopTextWrapPos();
+    }
+  }
+  present::drawChromeWindow(state, [&] { drawImageToolbar(state); });
+}
+
+}  // namespace
+
+// =======================================================================================
+// The panel
+// =======================================================================================
+
+void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
+  const bool presenting = state.view.presentation;  // (drawn then only when presented)
+  if (!present::beginPage("Image", panelFlag(state.view, "image"), presenting)) return;
+  if (drawImageModelSource(state, heatmaps)) {  // a ViT folder's "model" source: panel_image_model.cpp
+    ImGui::End();
+    return;
+  }
+  ImageViewState& v = state.image;
+  if (presenting) {
+    drawPresentedImage(state, heatmaps, present::takeKeys(state, heatmaps));
+    ImGui::End();
+    return;
+  }
+  if (!v.open()) {
+    drawOpenHelp(state);
+    ImGui::End();
+    return;
+  }
+  auto update = [&v] { v.async ? updateImageViewAsync(v) : updateImageView(v); };
+  update();  // (cheap when nothing changed)
+  drawControls(state);
+  update();
+  ImGui::SameLine();
+  drawExport(state);
+  // The rule, the size, the time; or the error. Then image | heatmap, side by side.
+  if (drawStatus(v, false)) drawPictures(state, heatmaps, ImGui::GetContentRegionAvail(), nullptr);
   ImGui::End();
 }
 

@@ -262,10 +262,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
         ImVec2(ImGui::GetStyle().WindowPadding.x * 0.5f, ImGui::GetStyle().WindowPadding.y * 0.5f));
   const bool open = panel::beginResultPanel(
       "Pipeline", presenting ? &alwaysOpen : panelFlag(state.view, "pipeline"), state,
-      presenting
-          ? ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
-                ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus
-          : 0);
+      present::pageFlags(presenting));
   if (presenting) ImGui::PopStyleVar();
   if (!open) return;
   const float font = ImGui::GetFontSize();

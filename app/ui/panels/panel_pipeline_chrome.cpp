@@ -1,6 +1,6 @@
-// The Pipeline panel's keys, its presentation toolbar (a window over the page that hides
-// while the pointer rests) and the options of a presented heatmap (see
-// app/ui/panels/panel_pipeline_parts.h).
+// The Pipeline panel's keys and its presentation toolbar (a window over the page that hides
+// while the pointer rests), on presentation's shared parts (app/ui/panels/presentation.h;
+// see app/ui/panels/panel_pipeline_parts.h).
 #include <imgui.h>
 
 #include <algorithm>
@@ -10,65 +10,15 @@
 #include "app/session/pipeline_steps.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_pipeline_parts.h"
-#include "app/ui/shell/theme.h"  // kBaseFontPixels, kClassroomFontPixels
-#include "render/heatmap_axis.h"  // io::kLabelFloor
 
 namespace attn::app::pipeline {
 
-using panel::tooltip;
-
 KeyZoom handleStepKeys(AppState& state, HeatmapCache& heatmaps,
                        const std::vector<MatrixKind>& visible) {
-  // The window queues every GLFW press (app/ui/shell/gui_window.cpp): ImGui 1.86 keeps only the key state per
-  // frame, so a press and release inside one frame (a clicker, fast taps) would be lost.
-  std::vector<StepKey> keys;
-  keys.swap(state.panels.stepKeys);
-  KeyZoom zoom;
-  const ImGuiIO& io = ImGui::GetIO();
-  if (io.WantTextInput || ImGui::IsAnyItemActive()) return zoom;
-  // Esc closes a popup first (app/ui/shell/key_routing.h), then ends a spotlight; it goes
-  // back a level only when nothing else wants it.
-  if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup))
-    std::erase(keys, StepKey::ShowAll);
-  if (const auto esc = std::find(keys.begin(), keys.end(), StepKey::ShowAll);
-      esc != keys.end() && state.view.presentation && clearSpotlights(heatmaps))
-    keys.erase(esc);
-  for (StepKey key : keys) {
-    if (!state.view.presentation) break;
-    if (key == StepKey::ZoomIn) ++zoom.steps;
-    if (key == StepKey::ZoomOut) --zoom.steps;
-    if (key == StepKey::ZoomReset) zoom.steps = 0, zoom.reset = true;
-  }
-  applyPipelineKeys(state.view, keys, visible);
-  return zoom;
+  const present::PresentKeys taken = present::takeKeys(state, heatmaps);
+  applyPipelineKeys(state.view, taken.keys, visible);
+  return taken.zoom;
 }
-
-// A tooltip, but none in presentation (nothing floats over a projected page).
-void tip(bool presenting, const std::string& text) {
-  if (!presenting) tooltip(text);
-}
-
-// Presentation: the toolbar shows while the pointer moves and for kChromeSeconds after it
-// stops (and while one of its menus is open); outside presentation it always shows.
-void updateChrome(AppState& state, bool presenting) {
-  PanelScratch& p = state.panels;
-  const ImGuiIO& io = ImGui::GetIO();
-  const double now = ImGui::GetTime();
-  const bool valid = ImGui::IsMousePosValid();
-  const bool moved = valid && (io.MousePos.x != p.pointerX || io.MousePos.y != p.pointerY);
-  if (valid) p.pointerX = io.MousePos.x, p.pointerY = io.MousePos.y;
-  // (a warning or error of the last kNoticeSeconds is in the toolbar: it stays while it is)
-  bool problem = false;
-  for (auto it = state.notices.rbegin(); it != state.notices.rend() && !problem; ++it) {
-    if (now - it->time >= kNoticeSeconds) break;
-    problem = it->kind != Notice::Kind::Info;
-  }
-  if (!presenting || moved || problem || ImGui::IsAnyMouseDown() || io.MouseWheel != 0.0f ||
-      ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId))
-    p.pointerMovedAt = now;
-  p.chromeShown = !presenting || now - p.pointerMovedAt < kChromeSeconds;
-}
-
 
 // The toolbar: head, stepping buttons, presentation on / off, the step; in presentation
 // also the pages and the newest problem (or the keys' hint), cut to the line. Drawn at the
@@ -138,66 +88,15 @@ void drawToolbar(AppState& state, const std::vector<MatrixKind>& visible, const 
   }
   // The newest warning or error of the last kNoticeSeconds takes the hint's place (no toast
   // floats over a presented page), cut to the line.
-  const Notice* problem = nullptr;
-  for (auto it = state.notices.rbegin(); it != state.notices.rend(); ++it) {
-    if (ImGui::GetTime() - it->time >= kNoticeSeconds) break;
-    if (it->kind != Notice::Kind::Info) {
-      problem = &*it;
-      break;
-    }
-  }
-  const float room = ImGui::GetContentRegionAvail().x;
-  if (problem) {
-    const std::string text = panel::noticePrefix(problem->kind) + problem->text;
-    ImGui::PushStyleColor(ImGuiCol_Text, panel::noticeColor(problem->kind, state.view.lightTheme));
-    ImGui::TextUnformatted(widget::fitLabel(text, room, 1024).c_str());
-    ImGui::PopStyleColor();
-  } else {  // (cut to the line at large text sizes)
-    ImGui::TextDisabled(
-        "%s", widget::fitLabel("Enter: one stage alone  \xC2\xB7  click: spotlight  \xC2\xB7  "
-                               "+ / \xE2\x88\x92 / 0: zoom  \xC2\xB7  Esc: back",
-                               room, 1024)
-                  .c_str());
-  }
+  present::problemOrHint(state, "Enter: one stage alone  \xC2\xB7  click: spotlight  \xC2\xB7  "
+                                "+ / \xE2\x88\x92 / 0: zoom  \xC2\xB7  Esc: back");
 }
 
 // Presentation: the toolbar in a window of its own over the top of the page, while the
 // chrome shows (updateChrome); the page under it keeps its place either way.
 void drawChromeWindow(AppState& state, const std::vector<MatrixKind>& visible,
                       const PageNav& nav) {
-  if (!state.panels.chromeShown) return;
-  const ImGuiViewport* viewport = ImGui::GetMainViewport();
-  ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
-  ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, 0.0f), ImGuiCond_Always);
-  ImGui::SetNextWindowBgAlpha(0.94f);
-  ImGui::Begin("##presentation_chrome", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
-                   ImGuiWindowFlags_NoNav);
-  drawToolbar(state, visible, nav);
-  ImGui::End();
-}
-
-// The smallest cell numbers in presentation, in font heights: kLabelFloor, and with the
-// Classroom text size the same pixels as the Normal size's floor (Classroom never shows
-// fewer numbers than Normal).
-float leastNumberScale(const AppState& state) {
-  return state.view.classroomText ? io::kLabelFloor * kBaseFontPixels / kClassroomFontPixels
-                                  : io::kLabelFloor;
-}
-
-// A presented heatmap's options: no hover tooltip (a click inspects), the spotlight, numbers
-// that grow with their cells, and the keyboard zoom when `zoomed` (the current stage).
-void presentationOptions(HeatmapOptions& options, const AppState& state, const KeyZoom& zoom,
-                         bool zoomed) {
-  options.hoverReadout = false;
-  options.spotlight = true;
-  options.scaleNumbers = true;
-  options.minNumberScale = leastNumberScale(state);
-  if (zoomed) {
-    options.zoomSteps = zoom.steps;
-    options.zoomReset = zoom.reset;
-  }
+  present::drawChromeWindow(state, [&] { drawToolbar(state, visible, nav); });
 }
 
 }  // namespace attn::app::pipeline

@@ -21,6 +21,7 @@
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
+#include "app/ui/panels/presentation.h"
 #include "core/attention/formulas.h"
 #include "core/base/format.h"
 #include "render/heatmap_axis.h"
@@ -335,9 +336,9 @@ void curveWithAxes(const char* id, const std::vector<float>& xs, const std::vect
   draw->PopClipRect();
 }
 
-void curves(const TrainingSnapshot& s, float width) {
-  const float font = ImGui::GetFontSize();
-  const float height = font * 6.0f;
+// The loss and the held-out accuracy, one above the other, each `height` tall (the panel:
+// 6 font heights) and `width` wide; `presenting`: no tooltips (nothing floats over a page).
+void curves(const TrainingSnapshot& s, float width, float height, bool presenting) {
   // 1 the loss: one point per block of curveEvery steps, at the block's last step
   std::vector<float> xs, ys;
   for (std::size_t i = 0; i < s.lossCurve.size(); ++i) {
@@ -349,8 +350,9 @@ void curves(const TrainingSnapshot& s, float width) {
                 ys.empty() ? std::string("loss (no steps yet)")
                            : "loss " + formatNumber(ys.back(), 3),
                 "loss", width, height);
-  tooltip("Training loss (cross-entropy per target token, in nats), averaged over blocks of "
-          "steps; the step axis counts training steps.");
+  present::tip(presenting,
+               "Training loss (cross-entropy per target token, in nats), averaged over blocks "
+               "of steps; the step axis counts training steps.");
   // 2 the held-out accuracy at each evaluation, at its step
   xs.clear();
   ys.clear();
@@ -362,7 +364,122 @@ void curves(const TrainingSnapshot& s, float width) {
                 ys.empty() ? std::string("held-out accuracy")
                            : "held-out accuracy " + formatNumber(ys.back(), 3),
                 "accuracy", width, height);
-  tooltip("Held-out token accuracy at each evaluation (0..1), against the training step.");
+  present::tip(presenting,
+               "Held-out token accuracy at each evaluation (0..1), against the training step.");
+}
+
+// ---------------------------------------------------------------------------------------
+// Presentation (F5 with the Training window in front)
+// ---------------------------------------------------------------------------------------
+
+// The keys of the presented Training view: Space / Right / PageDown train or pause (a
+// clicker's forward button), Left / PageUp take one step (pausing a running trainer first),
+// Enter shows the next held-out example, F5 and Escape leave presentation.
+void applyTrainingKeys(AppState& state, TrainingPanelState& t, const TrainingSnapshot& s,
+                       const std::vector<StepKey>& keys) {
+  for (StepKey key : keys) {
+    switch (key) {
+      case StepKey::Next:
+        if (s.running)
+          t.trainer->pause();
+        else if (s.stepBudget == 0 || s.steps < s.stepBudget)
+          t.trainer->start();
+        break;
+      case StepKey::Previous:
+        if (s.running) t.trainer->pause();
+        t.trainer->stepOnce(1);
+        break;
+      case StepKey::Open:
+        t.exampleIndex = (t.exampleIndex + 1) % std::max(1, s.config.heldOut);
+        t.trainer->setExampleIndex(t.exampleIndex);
+        break;
+      case StepKey::Presentation:
+      case StepKey::ShowAll:
+        state.view.presentation = false;
+        state.view.stageFullScreen = false;
+        break;
+      case StepKey::None:
+      case StepKey::ZoomIn:  // the heatmap's (present::takeKeys)
+      case StepKey::ZoomOut:
+      case StepKey::ZoomReset:
+        break;
+    }
+  }
+}
+
+// The presented view's toolbar (over the page while the pointer moves): train / pause,
+// one step, slow motion, the way out, and what the keys do.
+void drawTrainingToolbar(AppState& state, TrainingPanelState& t, const TrainingSnapshot& s) {
+  const float font = ImGui::GetFontSize();
+  const bool budgetLeft = s.stepBudget == 0 || s.steps < s.stepBudget;
+  ImGui::BeginDisabled(!s.running && !budgetLeft);
+  if (ImGui::Button(s.running ? "Pause" : "Train", ImVec2(font * 5, 0)))
+    applyTrainingKeys(state, t, s, {StepKey::Next});
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("Step", ImVec2(font * 4, 0))) applyTrainingKeys(state, t, s, {StepKey::Previous});
+  ImGui::SameLine();
+  if (ImGui::Checkbox("slow motion", &t.slowMotion))
+    t.trainer->setSpeedLimit(t.slowMotion ? t.slowStepsPerSecond : 0.0);
+  ImGui::SameLine();
+  if (ImGui::Button("Exit presentation")) applyTrainingKeys(state, t, s, {StepKey::Presentation});
+  ImGui::SameLine(0.0f, font);
+  present::problemOrHint(state, "Space / \xE2\x86\x92: train / pause  \xC2\xB7  \xE2\x86\x90: one "
+                                "step  \xC2\xB7  Enter: next example  \xC2\xB7  + / \xE2\x88\x92 "
+                                "/ 0: zoom  \xC2\xB7  Esc: back");
+}
+
+// The Training view presented: one status line (task, model, step, speed, accuracy), the
+// loss and accuracy curves with their axes down the left half, the held-out example and
+// its live attention map on the right, the toolbar over the top while the pointer moves.
+// No tooltip (present::tip), the map presented (spotlight, numbers grown, keyboard zoom).
+void drawPresentedTraining(AppState& state, HeatmapCache& heatmaps, TrainingPanelState& t,
+                           const TrainingSnapshot& s, const present::PresentKeys& keys) {
+  applyTrainingKeys(state, t, s, keys.keys);
+  present::updateChrome(state, true);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  // 1 the status line, always shown (the toolbar hides)
+  std::string status = std::string(train::toString(s.config.task.kind)) + ", " +
+                       std::string(train::toString(s.config.model.kind)) + " \xC2\xB7 step " +
+                       std::to_string(s.steps);
+  if (s.stepBudget > 0) status += " / " + std::to_string(s.stepBudget);
+  status += s.running ? " \xC2\xB7 training, " + formatNumber(s.stepsPerSecond, 2) + " steps/s"
+                      : std::string(" \xC2\xB7 paused");
+  status += " \xC2\xB7 held-out accuracy " + formatNumber(100.0 * s.heldOut.accuracy, 3) + " %";
+  if (s.config.task.kind != train::TaskKind::Markers)
+    status += " \xC2\xB7 anti-diagonal mass " + formatNumber(s.heldOut.antidiagonal, 2);
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(status.c_str());
+  ImGui::PopTextWrapPos();
+  if (!s.error.empty()) panel::coloredWrapped(panel::errorColor(), s.error);
+  // 2 left: the two curves, each half of the height
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float left = std::floor(avail.x * 0.45f);
+  ImGui::BeginChild("##training_curves", ImVec2(left, avail.y), false,
+                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  curves(s, left, std::floor((avail.y - style.ItemSpacing.y) * 0.5f), true);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  // 3 right: the example and its map
+  ImGui::BeginChild("##training_example", ImVec2(0, avail.y), false,
+                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  ImGui::Text("example %d  \xC2\xB7  input %s", t.exampleIndex, tokensText(s.example.input).c_str());
+  ImGui::Text("target %s  \xC2\xB7  predicted %s", tokensText(s.example.target).c_str(),
+              tokensText(s.predicted).c_str());
+  if (!s.maps.empty()) {
+    const int m = std::clamp(t.mapIndex, 0, static_cast<int>(s.maps.size()) - 1);
+    const MatrixView view = trainingMapView(s, s.maps[m].weights, s.maps[m].name, s.steps);
+    HeatmapOptions options = panel::heatmapOptions(state);
+    options.probability = true;
+    options.vmin.reset();
+    options.vmax.reset();
+    options.allLabels = true;
+    present::presentationOptions(options, state, keys.zoom, true);
+    heatmapWidget("##training_map", heatmaps, view,
+                  s.revision * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(m), options);
+  }
+  ImGui::EndChild();
+  present::drawChromeWindow(state, [&] { drawTrainingToolbar(state, t, s); });
 }
 
 }  // namespace
@@ -467,12 +584,18 @@ std::string exportTrainingFrames(const TrainingSnapshot& s, const std::string& f
 // =======================================================================================
 
 void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
-  if (!panel::beginPanel("Training", panelFlag(state.view, "training"))) return;
+  const bool presenting = state.view.presentation;  // (drawn then only when presented)
+  if (!present::beginPage("Training", panelFlag(state.view, "training"), presenting)) return;
   TrainingPanelState& t = trainingState(state);
   t.snapshot = t.trainer->snapshot();
   const TrainingSnapshot& s = *t.snapshot;
   pollJob(t);
   const float font = ImGui::GetFontSize();
+  if (presenting) {
+    drawPresentedTraining(state, heatmaps, t, s, present::takeKeys(state, heatmaps));
+    ImGui::End();
+    return;
+  }
 
   // 1 left column: settings, commands, status
   ImGui::BeginChild("##training_controls", ImVec2(font * 21.0f, 0), false);
@@ -529,7 +652,7 @@ void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
   ImGui::SameLine();
   ImGui::BeginChild("##training_view", ImVec2(0, 0), false);
   const float width = ImGui::GetContentRegionAvail().x;
-  curves(s, width);
+  curves(s, width, font * 6.0f, false);
   if (!s.error.empty()) panel::coloredWrapped(panel::errorColor(), s.error);
   ImGui::SetNextItemWidth(font * 8.0f);
   int example = t.exampleIndex;

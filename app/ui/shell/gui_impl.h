@@ -73,10 +73,15 @@ inline constexpr Shortcut kShortcuts[] = {
     {"Right-click on a heatmap", "Export PNG / SVG / CSV, copy the value"},
     {"Space / \xE2\x86\x92 / PageDown, \xE2\x86\x90 / PageUp, Esc",
      "Pipeline: next / previous stage (clickers), show all"},
-    {"F5", "Presentation mode: the pipeline full screen, large type (F5 / Esc leaves)"},
+    {"F5", "Presentation mode: the view in front (Pipeline, Image or Training) full screen, "
+           "large type (F5 / Esc leaves)"},
     {"Enter / double-click a stage", "Presentation: the current stage alone, explained"},
     {"Click a cell, row or column label", "Presentation: spotlight it (again or Esc: off)"},
     {"+ / - / 0", "Presentation: zoom the current stage in / out / back"},
+    {"Space / \xE2\x86\x92, \xE2\x86\x90 (Image presented)", "Next / previous query patch; Enter: "
+     "colours fixed 0\xE2\x80\x93" "1 or the query's min\xE2\x80\x93max"},
+    {"Space / \xE2\x86\x92, \xE2\x86\x90, Enter (Training presented)",
+     "Train / pause; one step; the next held-out example"},
     {"Drop a .json file", "Open it"},
     {"Drop an image (PNG, JPEG, ...)", "Open it in the Image view"},
     {"Click a patch of the image", "Make it the query"},
@@ -182,7 +187,12 @@ struct GuiSession::Impl {
   void drawMenuStatus();
   void layoutPanels();
   void drawPanels();
-  void drawPresentation();  // presentation mode: the Pipeline over the whole window
+  // Presentation mode: the view in front when it began (presentedPanel, a registry id:
+  // "pipeline", "image" or "training"; app/ui/panels/presentation.h) over the whole window.
+  // A lesson capture always presents the Pipeline.
+  void drawPresentation();
+  std::string presentedPanel = "pipeline";
+  bool wasPresenting = false;  // presentation mode was on in the last frame
   void drawNotices();
   void drawLog();
   void drawHelpWindows();

@@ -196,6 +196,12 @@ void GuiSession::Impl::launchView() {
   if (launch.lightTheme) state.view.lightTheme = *launch.lightTheme;
   if (launch.classroomText) state.view.classroomText = *launch.classroomText;
   state.view.presentation = launch.presentation;
+  // --presentation presents what the launch shows in front: the Training panel (--training),
+  // the Image view (an image), else the Pipeline.
+  presentedPanel = launch.trainingSteps >= 0 ? "training"
+                   : !launch.imagePath.empty() ? "image"
+                                               : "pipeline";
+  wasPresenting = launch.presentation;
   // A screenshot shows the page as the class sees it once the pointer has rested: no
   // toolbar (app/ui/panels/panel_pipeline.cpp, kChromeSeconds).
   if (screenshotMode()) state.panels.pointerMovedAt = -1e9;

@@ -239,9 +239,15 @@ void GuiSession::Impl::drawViewMenu() {
       state.view.presentation = !state.view.presentation;
       state.view.stageFullScreen = false;
     }
-    tooltip("The pipeline alone, full screen, with large type; stages in rows and pages that "
-            "fit the window (every heatmap at least 300 px where possible). Enter or a "
-            "double-click shows one stage with its explanation; Escape goes back.");
+    tooltip("The view in front alone, full screen, with large type, no tooltips (a click "
+            "inspects) and a toolbar that hides 2 s after the pointer stops; Escape goes back.\n"
+            "Pipeline: stages in rows and pages that fit the window; Space / arrows step, Enter "
+            "or a double-click shows one stage with its explanation.\n"
+            "Image (its window in front): Space / \xE2\x86\x92 and \xE2\x86\x90 move the "
+            "query patch, a click on a patch makes it the query, Enter switches the colours "
+            "between fixed 0\xE2\x80\x93" "1 and the query's min\xE2\x80\x93max.\n"
+            "Training (its window in front): Space / \xE2\x86\x92 trains or pauses, "
+            "\xE2\x86\x90 takes one step, Enter shows the next held-out example.");
     ImGui::MenuItem("Light theme (projector)", nullptr, &state.view.lightTheme);
     tooltip("High-contrast light colours that survive a projector.");
     if (ImGui::MenuItem("Larger font", "Ctrl+=", false, state.view.fontScale < kMaxFontScale)) {

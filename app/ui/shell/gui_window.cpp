@@ -17,6 +17,7 @@
 
 #include "app/ui/shell/gui.h"
 #include "app/ui/shell/gui_impl.h"
+#include "app/ui/panels/presentation.h"
 
 namespace attn::app {
 
@@ -291,14 +292,19 @@ void GuiSession::Impl::drawPanels() {
 }
 
 void GuiSession::Impl::drawPresentation() {
-  // The Pipeline alone over the whole window (no menu bar); the tiled layout is redone when
-  // presentation mode ends (layoutPanels sees the font size change back).
-  // No status bar below it (drawNotices): a class needs no "Ready. Hover a cell…" and Log
-  // button on the projection, and its line goes to the heatmaps.
+  // One view alone over the whole window (no menu bar): the one in front when presentation
+  // began (F5, View > Presentation mode), by the window order of the last normal frame; the
+  // tiled layout is redone when presentation mode ends (layoutPanels sees the font size
+  // change back). No status bar below it (drawNotices): a class needs no "Ready. Hover a
+  // cell…" and Log button on the projection, and its line goes to the page.
+  if (!wasPresenting) presentedPanel = present::presentedPanelId(state.view);
+  if (lesson.active()) presentedPanel = "pipeline";
+  const PanelInfo* panel = findPanel(presentedPanel);
+  if (panel == nullptr || !panelShown(state.view, panel->id)) panel = findPanel("pipeline");
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
   ImGui::SetNextWindowSize(viewport->Size, ImGuiCond_Always);
-  drawPipelinePanel(state, *heatmaps);
+  panel->draw(state, *heatmaps);
   layoutDirty = true;
 }
 
@@ -411,7 +417,9 @@ bool GuiSession::frame() {
   // 3 panels and the windows around them
   if (s.state.view.presentation) {
     s.drawPresentation();
+    s.wasPresenting = true;
   } else {
+    s.wasPresenting = false;
     s.layoutPanels();
     s.drawPanels();
   }
