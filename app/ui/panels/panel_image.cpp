@@ -422,8 +422,11 @@ bool drawStatus(ImageViewState& v, bool presenting) {
     const std::string file = fs::path(v.path).filename().string();
     char line[512];
     if (presenting) {
-      std::snprintf(line, sizeof line, "%s: %s \xC2\xB7 %s, %s, T = %s \xC2\xB7 query patch %s",
-                    file.c_str(), grid.rule().c_str(), std::string(toString(v.score)).c_str(),
+      std::snprintf(line, sizeof line,
+                    "%s \xC2\xB7 %d \xC3\x97 %d patches of %d px \xC2\xB7 %s, %s, T = %s \xC2\xB7 "
+                    "query patch %s",
+                    file.c_str(), grid.cols, grid.rows, grid.patch,
+                    std::string(toString(v.score)).c_str(),
                     std::string(toString(v.normalizer)).c_str(),
                     formatNumber(v.temperature, 3).c_str(),
                     patchLabel(grid, v.queryIndex()).c_str());
@@ -441,6 +444,23 @@ bool drawStatus(ImageViewState& v, bool presenting) {
   return v.computed != nullptr;
 }
 
+// Presentation's caption under the picture (click to inspect): what the query does, read
+// from the weights: its strongest key patch (framed on the picture) and that weight.
+void drawQueryCaption(const ImageViewState& v) {
+  const int key = strongestKey(v);
+  if (key < 0) return;
+  const PatchGrid& grid = v.computed->embedding.grid;
+  const int query = v.queryIndex();
+  const std::string text =
+      "Query patch " + patchLabel(grid, query) + " (white frame) gives its largest weight, " +
+      formatNumber(v.computed->weights(query, key), 2) + ", to patch " + patchLabel(grid, key) +
+      " (framed); the colours are its weights over all " + std::to_string(grid.count()) +
+      " patches. Click a patch to make it the query.";
+  ImGui::PushTextWrapPos(0.0f);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+}
+
 // The image with its overlay beside the patch x patch weights heatmap, in `avail`. `zoom`:
 // presenting (no hover links, the heatmap presented with this keyboard zoom), else null.
 void drawPictures(AppState& state, HeatmapCache& heatmaps, ImVec2 avail,
@@ -453,7 +473,17 @@ void drawPictures(AppState& state, HeatmapCache& heatmaps, ImVec2 avail,
                                                  avail.x * 0.4f, avail.x * 0.7f));
   ImGui::BeginChild("##imagepane", ImVec2(imageWidth, avail.y), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-  drawOverlay(state, heatmaps, ImGui::GetContentRegionAvail(), presenting);
+  if (presenting) {  // the caption under the picture: up to four lines
+    const ImVec2 room = ImGui::GetContentRegionAvail();
+    drawOverlay(state, heatmaps,
+                ImVec2(room.x, std::max(room.y - ImGui::GetTextLineHeightWithSpacing() * 4.2f,
+                                        ImGui::GetFontSize() * 4.0f)),
+                true);
+    ImGui::Dummy(ImVec2(0.0f, ImGui::GetTextLineHeight()));  // (the overlay's colour rule)
+    drawQueryCaption(v);
+  } else {
+    drawOverlay(state, heatmaps, ImGui::GetContentRegionAvail(), false);
+  }
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##matrixpane", ImVec2(0, avail.y), false,
@@ -463,7 +493,12 @@ void drawPictures(AppState& state, HeatmapCache& heatmaps, ImVec2 avail,
   options.tooltip =
       "patch x patch attention weights: row = query patch, column = key patch "
       "(labels row,col of the patch grid). Click a cell: its row becomes the query.";
-  if (presenting) present::presentationOptions(options, state, *zoom, true);
+  if (presenting) {
+    present::presentationOptions(options, state, *zoom, true);
+    // (room for the colour bar's lowest tick, half a line under the grid: never cut)
+    const ImVec2 room = ImGui::GetContentRegionAvail();
+    options.size = ImVec2(room.x, room.y - ImGui::GetTextLineHeight() * 0.6f);
+  }
   const std::uint64_t content = v.computedRevision * 0x9E3779B97F4A7C15ull ^ 0x1A9E;
   const HeatmapInteraction hit =
       heatmapWidget("##imageweights", heatmaps, v.matrix, content, options);
@@ -558,7 +593,7 @@ void drawImageToolbar(AppState& state) {
 }
 
 // The Image view presented (F5 with its window in front): the status line, the image and the
-// weights heatmap over the page, under them what the query does (click to inspect: the
+// weights heatmap over the page, under the image what the query does (click to inspect: the
 // caption names the query's strongest key, framed on the image), the toolbar over the top
 // while the pointer moves. No tooltip anywhere.
 void drawPresentedImage(AppState& state, HeatmapCache& heatmaps, const present::PresentKeys& keys) {
@@ -571,24 +606,8 @@ void drawPresentedImage(AppState& state, HeatmapCache& heatmaps, const present::
   }
   v.async ? updateImageViewAsync(v) : updateImageView(v);
   if (drawStatus(v, true)) {
-    // two lines of caption under the pictures
-    const float caption = ImGui::GetTextLineHeightWithSpacing() * 2.0f;
-    ImVec2 avail = ImGui::GetContentRegionAvail();
-    avail.y = std::max(avail.y - caption, ImGui::GetFontSize() * 4.0f);
     v.hoverPatch = -1;
-    drawPictures(state, heatmaps, avail, &keys.zoom);
-    const PatchGrid& grid = v.computed->embedding.grid;
-    const int query = v.queryIndex(), key = strongestKey(v);
-    if (key >= 0) {
-      const std::string text =
-          "Query patch " + patchLabel(grid, query) + " (white frame) gives its largest weight, " +
-          formatNumber(v.computed->weights(query, key), 2) + ", to patch " +
-          patchLabel(grid, key) + " (framed); the colours are its weights over all " +
-          std::to_string(grid.count()) + " patches. Click a patch to make it the query.";
-      ImGui::PushTextWrapPos(0.0f);
-      ImGui::TextUnformatted(text.c_str());
-      ImGui::PopTextWrapPos();
-    }
+    drawPictures(state, heatmaps, ImGui::GetContentRegionAvail(), &keys.zoom);
   }
   present::drawChromeWindow(state, [&] { drawImageToolbar(state); });
 }

@@ -297,8 +297,9 @@ void curveWithAxes(const char* id, const std::vector<float>& xs, const std::vect
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, ImVec2(width, height));
   const float lineH = ImGui::GetTextLineHeight();
-  const ImVec2 p0(origin.x + labelW + font * 0.6f, origin.y + lineH);
-  const ImVec2 p1(origin.x + width - font * 0.3f, origin.y + height - lineH * 1.2f);
+  // (the value axis's title on the first line, the top tick's number half a line under it)
+  const ImVec2 p0(origin.x + labelW + font * 0.6f, origin.y + lineH * 1.6f);
+  const ImVec2 p1(origin.x + width - font * 0.3f, origin.y + height - lineH * 1.2f - font * 0.2f);
   if (p1.x - p0.x < font * 2 || p1.y - p0.y < font) return;
   auto toScreen = [&](float x, float y) {
     return ImVec2(p0.x + (p1.x - p0.x) * x / xHi,
@@ -454,7 +455,7 @@ void drawPresentedTraining(AppState& state, HeatmapCache& heatmaps, TrainingPane
   if (!s.error.empty()) panel::coloredWrapped(panel::errorColor(), s.error);
   // 2 left: the two curves, each half of the height
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float left = std::floor(avail.x * 0.45f);
+  const float left = std::floor(avail.x * 0.4f);
   ImGui::BeginChild("##training_curves", ImVec2(left, avail.y), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   curves(s, left, std::floor((avail.y - style.ItemSpacing.y) * 0.5f), true);
@@ -475,6 +476,9 @@ void drawPresentedTraining(AppState& state, HeatmapCache& heatmaps, TrainingPane
     options.vmax.reset();
     options.allLabels = true;
     present::presentationOptions(options, state, keys.zoom, true);
+    // (room for the colour bar's lowest tick, half a line under the grid: never cut)
+    const ImVec2 room = ImGui::GetContentRegionAvail();
+    options.size = ImVec2(room.x, room.y - ImGui::GetTextLineHeight() * 0.6f);
     heatmapWidget("##training_map", heatmaps, view,
                   s.revision * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(m), options);
   }
