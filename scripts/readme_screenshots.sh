@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Retakes the screenshots the README shows (and the layout dump of each, beside the full-size
-# PNG in OUT_DIR), under one xvfb-run. Inputs that are not in the repository (two attention
+# Retakes the screenshots the README and docs/heatmaps.md show (and the layout dump of each,
+# beside the full-size PNG in OUT_DIR), under one xvfb-run. Inputs that are not in the repository (two attention
 # files, a tiny random GPT-2) are generated with numpy into OUT_DIR first. Look at every one.
 #
 #   scripts/readme_screenshots.sh [BUILD_DIR] [OUT_DIR]
 #
 # BUILD_DIR  the build folder holding attnscope and shrink_png; default build
 # OUT_DIR    where the inputs, full-size PNGs and dumps go; default BUILD_DIR/readme-shots
-# The PNGs the README links are written into docs/ (shrunk with shrink_png where a full-size
-# one would pass 300 KB).
+# The PNGs the README and docs/heatmaps.md link are written into docs/ (shrunk with shrink_png
+# where a full-size one would pass 300 KB).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,6 +71,12 @@ shot presentation-dark-1280x800-fbi-weights-alone 1280x800 "$S/fbi_causal.json" 
 shot model_view 1280x800 "$OUT/run.npy" --select 3,5
 shot attention_compare 1920x1080 "$OUT/marked.npy" --select 1,3 --compare "$OUT/other.npy"
 shot gpt2-live-typing 1600x1000 --model "$OUT/gpt2" --text "The teacher explains attention to the class" --select 3,2
+# docs/heatmaps.md's: a presentation page with the inputs as stages and true numbers, the
+# weights alone at the Classroom size, the Image and the Training view presented
+shot heatmaps-presentation-light-1280x800-bahdanau 1280x800 "$S/bahdanau_additive.json" --theme light --presentation
+shot heatmaps-alone-dark-1920x1080-eight-heads-weights 1920x1080 "$S/eight_heads_sentence.json" --theme dark --presentation --stage weights --text-size classroom
+(cd "$ROOT/assets/images" && shot heatmaps-presentation-dark-1280x800-image 1280x800 shapes.png --patch 16 --query 2,2 --temperature 0.1 --presentation --theme dark)
+shot heatmaps-presentation-light-1920x1080-training 1920x1080 "$S/decoder_state.json" --training 400 --presentation --theme light
 EOF
 xvfb-run -a -s '-screen 0 1920x1080x24' bash "$OUT/shots.sh"
 
@@ -93,3 +99,7 @@ place image_view "$ROOT/docs/image_view.png"
 place model_view "$ROOT/docs/model_view.png"
 place attention_compare "$ROOT/docs/attention_compare.png"
 place gpt2-live-typing "$ROOT/docs/screenshots/gpt2-live-typing.png"
+for name in heatmaps-presentation-light-1280x800-bahdanau heatmaps-alone-dark-1920x1080-eight-heads-weights \
+    heatmaps-presentation-dark-1280x800-image heatmaps-presentation-light-1920x1080-training; do
+  place "$name" "$ROOT/docs/screenshots/$name.png"
+done

@@ -96,7 +96,8 @@ Attention panel over the default scenario. Needs a display; without one use
                    {"normal", "classroom"}),
       flagOption("--presentation",
                  "presentation mode (F5 in the window): the pipeline alone, full window,\n"
-                 "large type, stages in rows and pages that fit",
+                 "large type, stages in rows and pages that fit; the Image view for an\n"
+                 "image, the Training panel with --training",
                  launch.presentation),
       customOption("--stage", "NAME",
                    "make NAME the current pipeline stage ({choices});\n"

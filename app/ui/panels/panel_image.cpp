@@ -493,12 +493,10 @@ void drawPictures(AppState& state, HeatmapCache& heatmaps, ImVec2 avail,
   options.tooltip =
       "patch x patch attention weights: row = query patch, column = key patch "
       "(labels row,col of the patch grid). Click a cell: its row becomes the query.";
-  if (presenting) {
-    present::presentationOptions(options, state, *zoom, true);
-    // (room for the colour bar's lowest tick, half a line under the grid: never cut)
-    const ImVec2 room = ImGui::GetContentRegionAvail();
-    options.size = ImVec2(room.x, room.y - ImGui::GetTextLineHeight() * 0.6f);
-  }
+  if (presenting) present::presentationOptions(options, state, *zoom, true);
+  // (room for the colour bar's lowest tick, half a line under the grid: never cut)
+  const ImVec2 room = ImGui::GetContentRegionAvail();
+  options.size = ImVec2(room.x, room.y - ImGui::GetTextLineHeight() * 0.6f);
   const std::uint64_t content = v.computedRevision * 0x9E3779B97F4A7C15ull ^ 0x1A9E;
   const HeatmapInteraction hit =
       heatmapWidget("##imageweights", heatmaps, v.matrix, content, options);
