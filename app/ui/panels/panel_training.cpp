@@ -333,7 +333,11 @@ void curveWithAxes(const char* id, const std::vector<float>& xs, const std::vect
     draw->AddLine(toScreen(xs[i - 1], ys[i - 1]), toScreen(xs[i], ys[i]), line, 1.5f);
   if (xs.size() == 1 && !ys.empty()) draw->AddCircleFilled(toScreen(xs[0], ys[0]), 2.5f, line);
   const float titleW = ImGui::CalcTextSize(title.c_str()).x;
-  draw->AddText(ImVec2(p1.x - titleW - font * 0.3f, p0.y + font * 0.15f), ink, title.c_str());
+  const ImVec2 titleAt(p1.x - titleW - font * 0.3f, p0.y + font * 0.15f);
+  // (on the frame's colour: the curve passes under its title, never through it)
+  draw->AddRectFilled(ImVec2(titleAt.x - font * 0.15f, titleAt.y),
+                      ImVec2(p1.x - font * 0.15f, titleAt.y + lineH), ImGui::GetColorU32(ImGuiCol_FrameBg));
+  draw->AddText(titleAt, ink, title.c_str());
   draw->PopClipRect();
 }
 
