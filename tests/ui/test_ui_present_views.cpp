@@ -340,7 +340,8 @@ TEST_F(PresentedView, ImageClickMakesThePatchTheQueryAndTheCaptionNamesItsStrong
 }
 
 // Training: Space trains and pauses, Left takes one step (pausing first), Enter shows the
-// next held-out example; Escape leaves.
+// next held-out example, also past an open right-click menu; Escape closes the menu first,
+// then leaves.
 TEST_F(PresentedView, TrainingKeysTrainPauseStepAndChangeTheExample) {
   display(1280, 800);
   AppState state = presentedTraining(0);
@@ -370,6 +371,31 @@ TEST_F(PresentedView, TrainingKeysTrainPauseStepAndChangeTheExample) {
   EXPECT_EQ(t.exampleIndex, 0);
   frame(state, View::Training, {GLFW_KEY_ENTER});
   EXPECT_EQ(t.exampleIndex, 1);
+  // A right-click menu on the map: Escape closes it and does nothing more; Left closes it
+  // and steps.
+  const HeatmapRecord* map = record("##training_map");
+  ASSERT_NE(map, nullptr);
+  ImGuiIO& io = ImGui::GetIO();
+  auto rightClick = [&] {
+    io.MousePos = cellCentre(*map, 2, 2);
+    io.MouseDown[1] = true;
+    frame(state, View::Training);
+    io.MouseDown[1] = false;
+    frame(state, View::Training);
+    frame(state, View::Training);
+  };
+  rightClick();
+  ASSERT_TRUE(popupOpen());
+  frame(state, View::Training, {GLFW_KEY_ESCAPE});
+  EXPECT_FALSE(popupOpen());
+  EXPECT_TRUE(state.view.presentation);
+  rightClick();
+  ASSERT_TRUE(popupOpen());
+  frame(state, View::Training, {GLFW_KEY_LEFT});
+  EXPECT_FALSE(popupOpen());
+  t.trainer->waitIdle();
+  EXPECT_EQ(snapshot()->steps, steps + 2);
+  io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
   frame(state, View::Training, {GLFW_KEY_ESCAPE});
   EXPECT_FALSE(state.view.presentation);
 }
