@@ -304,6 +304,7 @@ void GuiSession::Impl::drawPresentation() {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
   ImGui::SetNextWindowSize(viewport->Size, ImGuiCond_Always);
+  ImGui::SetNextWindowCollapsed(false, ImGuiCond_Always);  // (a window collapsed before)
   panel->draw(state, *heatmaps);
   layoutDirty = true;
 }
