@@ -451,11 +451,19 @@ void drawQueryCaption(const ImageViewState& v) {
   if (key < 0) return;
   const PatchGrid& grid = v.computed->embedding.grid;
   const int query = v.queryIndex();
-  const std::string text =
-      "Query patch " + patchLabel(grid, query) + " (white frame) gives its largest weight, " +
-      formatNumber(v.computed->weights(query, key), 2) + ", to patch " + patchLabel(grid, key) +
-      " (framed); the colours are its weights over all " + std::to_string(grid.count()) +
-      " patches. Click a patch to make it the query.";
+  // Patches of the same pixels get the same weight: the caption says how many share the
+  // largest one rather than naming one of them as if it stood alone.
+  const float largest = v.computed->weights(query, key);
+  const auto row = v.computed->weights.row(query);
+  const long tied = (row.array() >= largest * (1.0f - 1e-6f)).count();
+  const std::string whom = tied > 1 ? std::to_string(tied) + " patches alike (the first, patch " +
+                                          patchLabel(grid, key) + ", framed)"
+                                    : "patch " + patchLabel(grid, key) + " (framed)";
+  const std::string text = "Query patch " + patchLabel(grid, query) +
+                           " (white frame) gives its largest weight, " +
+                           formatNumber(largest, 2) + ", to " + whom +
+                           "; the colours are its weights over all " +
+                           std::to_string(grid.count()) + " patches. Click a patch to make it the query.";
   ImGui::PushTextWrapPos(0.0f);
   ImGui::TextUnformatted(text.c_str());
   ImGui::PopTextWrapPos();
