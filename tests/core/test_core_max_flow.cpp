@@ -1,0 +1,160 @@
+// The maximum flow of core/models/max_flow.h against the minimum cut found by enumerating
+// every s-t cut (max-flow = min-cut), on small random graphs; and the attention flow and head
+// circuits of core/models/mechanisms.h on cases with a closed form.
+#include <gtest/gtest.h>
+
+#include <Eigen/SVD>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/attention/aggregate.h"
+#include "core/base/random.h"
+#include "core/models/max_flow.h"
+#include "core/models/mechanisms.h"
+
+namespace {
+
+using attn::Matrix;
+using attn::SplitMix64;
+using attn::model::FlowEdge;
+
+double uniform(SplitMix64& rng) { return static_cast<double>(rng.next() >> 11) * 0x1.0p-53; }
+
+// min over every node set S with source ∈ S, sink ∉ S of Σ capacity(u -> v), u ∈ S, v ∉ S.
+double bruteForceMinCut(int nodes, const std::vector<FlowEdge>& edges, int source, int sink) {
+  double best = std::numeric_limits<double>::infinity();
+  for (unsigned mask = 0; mask < (1u << nodes); ++mask) {
+    if (!(mask >> source & 1u) || (mask >> sink & 1u)) continue;
+    double cut = 0;
+    for (const FlowEdge& e : edges)
+      if ((mask >> e.from & 1u) && !(mask >> e.to & 1u)) cut += e.capacity;
+    best = std::min(best, cut);
+  }
+  return best;
+}
+
+TEST(MaxFlow, EqualsTheBruteForceMinimumCutOnRandomGraphs) {
+  SplitMix64 rng(30);
+  int checked = 0, positive = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int nodes = 2 + static_cast<int>(rng.next() % 9);  // 2..10 nodes: 2^10 cuts at most
+    const double density = 0.2 + 0.6 * uniform(rng);
+    std::vector<FlowEdge> edges;
+    for (int u = 0; u < nodes; ++u)
+      for (int v = 0; v < nodes; ++v) {
+        if (u == v || uniform(rng) > density) continue;
+        edges.push_back({u, v, uniform(rng) * 3.0});
+        if (uniform(rng) < 0.1) edges.push_back({u, v, uniform(rng)});  // a parallel edge
+      }
+    const int source = static_cast<int>(rng.next() % static_cast<unsigned>(nodes));
+    int sink = static_cast<int>(rng.next() % static_cast<unsigned>(nodes - 1));
+    if (sink >= source) ++sink;
+    const double flow = attn::model::maxFlow(nodes, edges, source, sink);
+    const double cut = bruteForceMinCut(nodes, edges, source, sink);
+    EXPECT_NEAR(flow, cut, 1e-12 * std::max(1.0, cut)) << "trial " << trial << ", " << nodes << " nodes";
+    ++checked;
+    positive += cut > 0;
+  }
+  EXPECT_EQ(checked, 300);
+  EXPECT_GT(positive, 150);  // most graphs connect source and sink
+}
+
+TEST(MaxFlow, OneNetworkAnswersManyPairsFromTheZeroFlow) {
+  // A layered graph like the attention flow's: asking twice gives the same answer, and the
+  // pairs agree with fresh networks.
+  SplitMix64 rng(7);
+  const int layers = 3, width = 3, nodes = (layers + 1) * width;
+  std::vector<FlowEdge> edges;
+  for (int k = 0; k < layers; ++k)
+    for (int i = 0; i < width; ++i)
+      for (int j = 0; j < width; ++j) edges.push_back({k * width + j, (k + 1) * width + i, uniform(rng)});
+  attn::model::FlowNetwork network(nodes);
+  for (const FlowEdge& e : edges) network.addEdge(e.from, e.to, e.capacity);
+  for (int repeat = 0; repeat < 2; ++repeat)
+    for (int i = 0; i < width; ++i)
+      for (int j = 0; j < width; ++j) {
+        const double fresh = bruteForceMinCut(nodes, edges, j, layers * width + i);
+        EXPECT_NEAR(network.maxFlow(j, layers * width + i), fresh, 1e-12);
+      }
+  EXPECT_EQ(network.maxFlow(2, 2), 0.0);
+}
+
+// Random causal mean-attention matrices: rows of a lower triangle that sum to 1.
+std::vector<Matrix> randomCausalMeans(int layers, int n, std::uint64_t seed) {
+  SplitMix64 rng(seed);
+  std::vector<Matrix> out;
+  for (int l = 0; l < layers; ++l) {
+    Matrix a = Matrix::Zero(n, n);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j <= i; ++j) a(i, j) = static_cast<float>(0.05 + uniform(rng));
+      a.row(i) /= a.row(i).sum();
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+TEST(AttentionFlow, OneLayerIsTheResidualAttentionItself) {
+  // With one layer every path is one edge: F = Â = 0.5·A + 0.5·I (rows renormalised).
+  const std::vector<Matrix> means = randomCausalMeans(1, 6, 3);
+  auto flow = attn::model::attentionFlow(means, false);
+  ASSERT_TRUE(flow) << flow.error().message();
+  auto residual = attn::residualAttention(means[0]);
+  ASSERT_TRUE(residual);
+  EXPECT_LE(((*flow) - (*residual)).cwiseAbs().maxCoeff(), 1e-6f);
+}
+
+TEST(AttentionFlow, IsBoundedByTheSinksInflowAndCausalAndNormalises) {
+  const int n = 7, layers = 4;
+  const std::vector<Matrix> means = randomCausalMeans(layers, n, 11);
+  auto raw = attn::model::attentionFlow(means, false, 2);
+  auto normalized = attn::model::attentionFlow(means, true, 1);
+  ASSERT_TRUE(raw && normalized);
+  auto top = attn::residualAttention(means.back());
+  ASSERT_TRUE(top);
+  for (int i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int j = 0; j < n; ++j) {
+      if (j > i) {
+        EXPECT_EQ((*raw)(i, j), 0.0f) << i << "," << j;  // no path to an earlier token
+      }
+      // at most what enters the sink: Σ_j Â_top[i, j] = 1
+      EXPECT_LE((*raw)(i, j), 1.0f + 1e-6f);
+      // at least one path's bottleneck: the chain i -> i -> ... -> i carries
+      // min over layers of Â_k[i, i] >= 0.5
+      if (j == i) {
+        EXPECT_GE((*raw)(i, i), 0.5f - 1e-6f);
+      }
+      sum += (*raw)(i, j);
+    }
+    for (int j = 0; j < n; ++j) EXPECT_NEAR((*normalized)(i, j), (*raw)(i, j) / sum, 1e-6);
+  }
+  // bad input: an empty list, mismatched sizes
+  EXPECT_FALSE(attn::model::attentionFlow(std::vector<Matrix>{}, false));
+  std::vector<Matrix> mixed = means;
+  mixed.push_back(Matrix::Identity(n + 1, n + 1));
+  auto refused = attn::model::attentionFlow(mixed, false);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().problem.find("layer 4"), std::string::npos) << refused.error().problem;
+}
+
+TEST(HeadCircuits, ProductSingularValuesEqualTheFullSvd) {
+  SplitMix64 rng(5);
+  for (const auto& [E, k] : std::vector<std::pair<int, int>>{{12, 4}, {9, 9}, {3, 5}}) {
+    Eigen::MatrixXd a(E, k), b(E, k);
+    for (Eigen::Index i = 0; i < a.size(); ++i) {
+      a.data()[i] = uniform(rng) - 0.5;
+      b.data()[i] = uniform(rng) - 0.5;
+    }
+    const Eigen::VectorXd full = Eigen::JacobiSVD<Eigen::MatrixXd>(a * b.transpose()).singularValues();
+    const Eigen::VectorXd fast = attn::model::productSingularValues(a, b);
+    ASSERT_LE(fast.size(), full.size());
+    for (Eigen::Index i = 0; i < full.size(); ++i) {
+      const double ours = i < fast.size() ? fast[i] : 0.0;
+      EXPECT_NEAR(ours, full[i], 1e-12 * full[0]) << E << "x" << k << " value " << i;
+    }
+  }
+}
+
+}  // namespace
