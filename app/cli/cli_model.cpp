@@ -14,6 +14,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
+#include "core/models/mechanisms.h"
 #include "core/models/transformer.h"
 #include "formats/files.h"
 #include "formats/models/encoder_folder.h"
@@ -78,13 +79,33 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
   return ids;
 }
 
+// The --mechanisms names, in the order of the help.
+constexpr const char* kMechanisms[] = {"norm", "valuezero", "flow"};
+
+// "norm,flow" -> the names, each known and listed once.
+Status parseMechanisms(const std::string& text, std::vector<std::string>& names) {
+  names.clear();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    if (std::find(std::begin(kMechanisms), std::end(kMechanisms), item) == std::end(kMechanisms))
+      return Error{"", "", "unknown mechanism " + cli::inQuotes(item) + "; use norm, valuezero, flow (comma-separated)"};
+    if (std::find(names.begin(), names.end(), item) != names.end())
+      return Error{"", "", "mechanism " + cli::inQuotes(item) + " is listed twice"};
+    names.push_back(item);
+    start = comma + 1;
+  }
+  return Ok{};
+}
+
 // The options of `model`, declared once.
 cli::Command modelCommand(ModelRequest& request) {
   cli::Command command;
   command.name = "model";
   command.column = 20;
   command.usage = R"(usage: attnscope model DIR|FILE.gguf (--text TEXT | --ids I,J,...|@FILE) [--bos | --no-bos]
-                         [--out OUT.npz] [--predict K]
+                         [--out OUT.npz [--mechanisms LIST [--normalize]]] [--predict K]
        attnscope model DIR --image IMG [--out OUT.npz] [--predict K]
                          [--overlay OUT.png [--layer L|rollout] [--head H|mean] [--vmax V|max]]
 
@@ -130,6 +151,20 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "and the side file OUT.tokens.json: each token's decoded text, a JSON\n"
                         "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
                         nullptr),
+      cli::customOption("--mechanisms", "LIST",
+                        "a decoder (with --out): add to OUT.npz, comma-separated (docs/analyses.md)\n"
+                        "  norm       norm_weighted  float32 [layers, heads, n, n]: a·‖f_h(x_j)‖,\n"
+                        "             f_h(x_j) = (LN(x_j)·W_V + b_V)·W_O of the head (Kobayashi 2020)\n"
+                        "  valuezero  value_zeroing  float32 [layers, n, n]: 1 − cos of token i's\n"
+                        "             block output with token j's values zeroed, rows summing\n"
+                        "             to 1 (Mohebbi 2023; layers·n re-runs of one block)\n"
+                        "  flow       attention_flow float32 [n, n]: the maximum flow from input\n"
+                        "             token j to top token i through rollout's 0.5·A + 0.5·I\n"
+                        "             graph (Abnar & Zuidema 2020), exact",
+                        [&request](const std::string& v) { return parseMechanisms(v, request.mechanisms); }),
+      cli::flagOption("--normalize", "with --mechanisms flow: divide each row of attention_flow by\n"
+                      "its sum (default: the raw flow values)",
+                      request.normalizeFlow),
       cli::intOption("--predict", "K", 1, kMaxPredict,
                      "print the K most probable next tokens as JSON on stdout (1..1000):\n"
                      "{\"model_type\", \"heads_kv\", \"tokens\": n, \"bos\",\n"
@@ -218,6 +253,13 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     fs::path p(request.outPath);
     request.tokensPath = (p.parent_path() / p.stem()).string() + ".tokens.json";
   }
+  const auto& mechanisms = request.mechanisms;
+  if (parsed->has("--mechanisms") && request.outPath.empty())
+    return optionError("--mechanisms", "needs --out OUT.npz (the arrays are written there)");
+  if (parsed->has("--mechanisms") && image)
+    return optionError("--mechanisms", "runs on decoders (--text / --ids), not on --image");
+  if (request.normalizeFlow && std::find(mechanisms.begin(), mechanisms.end(), "flow") == mechanisms.end())
+    return optionError("--normalize", "only applies with --mechanisms ...flow");
   if (request.outPath.empty() && request.predict == 0 && request.overlayPath.empty()) {
     return optionError("--out", image ? "missing (give --out FILE.npz, --predict K or --overlay OUT.png)"
                                       : "missing (give --out FILE.npz, --predict K, or both)");
@@ -249,6 +291,30 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
   return out.dump() + "\n";
 }
 
+// The --mechanisms arrays of a decoder run, in the order listed (core/models/mechanisms.h).
+Expected<std::vector<model_cli::ExtraArray>> mechanismArrays(const ModelRequest& request,
+                                                             std::shared_ptr<const model::Weights> weights,
+                                                             const model::Session& run,
+                                                             const std::vector<int>& ids) {
+  const model::Config& c = run.config();
+  const std::int64_t L = c.nLayer, H = c.nHead, n = run.size();
+  std::vector<model_cli::ExtraArray> arrays;
+  for (const std::string& name : request.mechanisms) {
+    if (name == "norm") {
+      arrays.push_back({"norm_weighted", {L, H, n, n}, model::normWeightedAttention(run)});
+    } else if (name == "valuezero") {
+      Expected<std::vector<float>> zeroed = model::valueZeroing(weights, ids);
+      if (!zeroed) return zeroed.error();
+      arrays.push_back({"value_zeroing", {L, n, n}, std::move(zeroed).value()});
+    } else if (name == "flow") {
+      Expected<Matrix> flow = model::attentionFlow(run, request.normalizeFlow);
+      if (!flow) return flow.error();
+      arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size())});
+    }
+  }
+  return arrays;
+}
+
 }  // namespace
 
 model_cli::HeadBlock model_cli::denseBlocks(const std::vector<float>& attention,
@@ -263,7 +329,8 @@ model_cli::HeadBlock model_cli::denseBlocks(const std::vector<float>& attention,
 
 Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::int64_t (&shape)[4],
                                       const HeadBlock& block, const std::vector<int>& ids,
-                                      const std::vector<std::string>& tokenTexts) {
+                                      const std::vector<std::string>& tokenTexts,
+                                      std::span<const ExtraArray> extra) {
   // 1 the archive's entries: the attention streams one head's block at a time (no
   // [L, H, n, n] copy in memory), then the token ids.
   Expected<std::string> attentionHeader = io::npyHeaderFloat32(shape);
@@ -283,6 +350,17 @@ Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::in
     }
     return Ok{};
   };
+  for (const ExtraArray& array : extra) {
+    Expected<std::string> header = io::npyHeaderFloat32(array.shape);
+    if (!header) return header.error();
+    io::NpzStreamEntry& entry = entries.emplace_back();
+    entry.name = array.name;
+    entry.npyHeader = *header;
+    entry.dataBytes = array.values.size() * 4;
+    entry.produce = [&array](const io::ChunkWriter& write) {
+      return write({reinterpret_cast<const char*>(array.values.data()), array.values.size() * 4});
+    };
+  }
   std::string idsBytes;
   std::size_t idsHeader = 0;
   if (!ids.empty()) {
@@ -332,7 +410,14 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     const fs::path config = fs::path(request->folder) / "config.json";
     Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
                                                                   : Expected<std::string>(std::string());
-    if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
+    if (type && io::isVisionModelType(*type)) {
+      if (!request->mechanisms.empty())
+        return fail(err, optionError("--mechanisms",
+                                     "runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
+                                         " is a vision transformer",
+                                     request->folder));
+      return model_cli::runVisionModel(*request, out, err);
+    }
     if (!request->imagePath.empty()) {
       return fail(err, optionError("--image",
                                    "needs a vision model (model_type " + io::visionModelTypes() +
@@ -340,7 +425,14 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
                                        (type && !type->empty() ? cli::inQuotes(*type) : std::string("unknown")),
                                    request->folder));
     }
-    if (type && io::isEncoderModelType(*type)) return model_cli::runEncoderModel(*request, out, err);
+    if (type && io::isEncoderModelType(*type)) {
+      if (!request->mechanisms.empty())
+        return fail(err, optionError("--mechanisms",
+                                     "runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
+                                         " is an encoder",
+                                     request->folder));
+      return model_cli::runEncoderModel(*request, out, err);
+    }
   }
   Expected<io::ModelFolder> model = io::loadModelFolder(request->folder);
   if (!model) return fail(err, model.error());
@@ -425,7 +517,13 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
         std::copy(row.begin(), row.end(), block.begin() + static_cast<std::ptrdiff_t>(i * width));
       }
     };
-    if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, encoding.ids, texts); !s) {
+    Expected<std::vector<model_cli::ExtraArray>> extra = mechanismArrays(*request, model->weights, run, encoding.ids);
+    if (!extra) {
+      Error error = extra.error();
+      if (error.file.empty()) error.file = request->folder;
+      return fail(err, error);
+    }
+    if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, encoding.ids, texts, *extra); !s) {
       return fail(err, s.error());
     }
   }

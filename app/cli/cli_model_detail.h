@@ -39,6 +39,18 @@ struct ModelRequest {
   std::string layer;  // --layer: "" (the last), an index or "rollout"
   std::string head;   // --head: "" (mean), an index or "mean"
   std::string vmax;   // --vmax: "" (1, or the maximum for rollout), a number > 0 or "max"
+  // --mechanisms (decoders, issue 30; core/models/mechanisms.h), in the order listed:
+  // "norm", "valuezero", "flow"; --normalize divides each row of the flow by its sum.
+  std::vector<std::string> mechanisms;
+  bool normalizeFlow = false;
+};
+
+// One more float32 array of OUT.npz (the --mechanisms results): `values` hold product(shape)
+// numbers in C order.
+struct ExtraArray {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
 };
 
 // Fills `block` (shape[2] x shape[3], row-major) with the attention of one layer and head.
@@ -49,10 +61,12 @@ HeadBlock denseBlocks(const std::vector<float>& attention, const std::int64_t (&
 // Writes OUT.tokens.json (the token texts), then OUT.npz {attention f32 shape = [L, H, n_q,
 // n_k], token_ids i64 [n] unless `ids` is empty (a picture)}, tokens first (the views read the
 // side file next to the .npz). The attention streams into the archive one head's block at a
-// time (io::writeNpzStreamed: no copy of the whole tensor). Errors name the file.
+// time (io::writeNpzStreamed: no copy of the whole tensor); `extra` arrays follow it. Errors
+// name the file.
 Status writeAttentionFiles(const ModelRequest& request, const std::int64_t (&shape)[4],
                            const HeadBlock& block, const std::vector<int>& ids,
-                           const std::vector<std::string>& tokenTexts);
+                           const std::vector<std::string>& tokenTexts,
+                           std::span<const ExtraArray> extra = {});
 
 // The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).
 int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err);
