@@ -19,6 +19,7 @@
 
 #include "formats/npz.h"
 #include "tests/support/cli_in_process.h"
+#include "tests/support/gguf_model_fixture.h"
 #include "tests/support/model_fixture.h"
 #include "tests/support/test_files.h"
 
@@ -205,6 +206,58 @@ TEST(CliMechanisms, GqaLlamaMatchesTheNumpyReference) {
   spec.layers = 3;
   const fs::path dir = modeltest::writeFolder("mech_llama", spec, modeltest::makeTensors(spec, 31));
   checkFolder(dir, {1, 17, 5, 42, 8, 60, 3, 17, 29, 11}, 3, 4, 2);
+}
+
+TEST(CliMechanisms, GgufEqualsTheSameWeightsAsSafetensors) {
+  // A Q8_0 llama GGUF (its q and k rows in llama.cpp's permuted order) and the same weights,
+  // dequantized, as a safetensors folder: every array and every circuit agree.
+  const modeltest::Spec spec = ggufmodel::tinySpec("llama");  // 2 layers, 4 heads on 2 KV heads
+  const ggufmodel::Built built = ggufmodel::build(spec, 8, 30);
+  const fs::path dir = modeltest::writeFolder("mech_gguf_folder", spec, built.dequantized);
+  const fs::path gguf = dir.parent_path() / "mech.gguf";
+  attn::testing::writeFile(gguf, built.gguf);
+  const std::string ids = "1,40,77,260,5,99,299,12";
+  for (const fs::path& model : {dir, gguf}) {
+    auto run = runCliInProcess({"model", model.string(), "--ids", ids, "--out", (model.string() + ".npz"),
+                                "--mechanisms", "flow,norm,valuezero"});
+    ASSERT_EQ(run.code, 0) << run.err;
+    auto circuits = runCliInProcess({"heads", model.string(), "--circuits", model.string() + ".csv"});
+    ASSERT_EQ(circuits.code, 0) << circuits.err;
+  }
+  for (const char* name : {"norm_weighted", "value_zeroing", "attention_flow"}) {
+    std::vector<std::int64_t> folderShape, ggufShape;
+    const std::vector<float> fromFolder = readArray(dir.string() + ".npz", name, folderShape);
+    const std::vector<float> fromGguf = readArray(gguf.string() + ".npz", name, ggufShape);
+    EXPECT_EQ(folderShape, ggufShape);
+    json theirs(fromFolder);
+    const Compared c = compare(fromGguf, theirs, std::string("GGUF against safetensors ") + name);
+    EXPECT_LE(c.maxError, 1e-4 * c.maxReference) << name;
+  }
+  // circuits: the same rows (the permuted q and k rows leave W_Q·W_Kᵀ unchanged)
+  std::istringstream folderLines(attn::testing::readFile(dir.string() + ".csv"));
+  std::istringstream ggufLines(attn::testing::readFile(gguf.string() + ".csv"));
+  std::string a, b;
+  int rows = 0;
+  double worst = 0;
+  while (std::getline(folderLines, a) && std::getline(ggufLines, b)) {
+    if (rows++ == 0) {
+      EXPECT_EQ(a, b);
+      continue;
+    }
+    std::istringstream fa(a), fb(b);
+    std::vector<double> x, y;
+    for (std::string cell; std::getline(fa, cell, ',');) x.push_back(std::stod(cell));
+    for (std::string cell; std::getline(fb, cell, ',');) y.push_back(std::stod(cell));
+    ASSERT_EQ(x.size(), y.size());
+    for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(x[k], y[k]) << a;
+    for (std::size_t k = 3; k < x.size(); ++k) {
+      const double scale = k < 11 ? x[3] : k < 19 ? x[11] : 1.0;
+      worst = std::max(worst, std::abs(x[k] - y[k]) / scale);
+      EXPECT_NEAR(x[k], y[k], 1e-5 * scale) << "column " << k << " of " << a;
+    }
+  }
+  EXPECT_EQ(rows, 1 + spec.layers * spec.heads);
+  std::cout << "[ measured ] GGUF against safetensors circuits: max relative difference " << worst << "\n";
 }
 
 TEST(CliMechanisms, BadInputIsRefusedByName) {
