@@ -135,11 +135,16 @@ std::shared_ptr<const Weights> singleLayerModel(std::shared_ptr<const Weights> w
   one->config = weights->config;
   one->config.nLayer = 1;
   if (!one->config.layerWindows.empty()) one->config.layerWindows = {weights->config.windowOf(layer)};
+  // a vocabulary of one token: row 0 of the embedding and of lm_head (a view of the first
+  // row is the same pointer with rows = 1, for float32, BF16 and ggml blocks alike)
+  one->config.vocabSize = 1;
   one->embed = weights->embed;
+  one->embed.rows = 1;
+  one->lmHead = weights->lmHead;
+  one->lmHead.rows = 1;
   one->positions = weights->positions;
   one->layers = {weights->layers[static_cast<std::size_t>(layer)]};
   one->finalNorm = weights->finalNorm;
-  one->lmHead = weights->lmHead;
   one->storage.push_back(std::shared_ptr<const void>(weights));  // the tensors are views into it
   one->storedAs = weights->storedAs;
   return one;
@@ -160,6 +165,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
   const Recording& recorded = run.recording();
 
   std::vector<float> out(static_cast<std::size_t>(L * n * n), 0.0f);
+  const std::vector<int> placeholders(ids.size(), 0);  // token 0 of the one-token vocabulary
   for (Eigen::Index l = 0; l < L; ++l) {
     const std::shared_ptr<const Weights> block = singleLayerModel(weights, static_cast<int>(l));
     const Matrix& input = recorded.resid[static_cast<std::size_t>(l)];
@@ -183,7 +189,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
       Session zeroed(block);
       zeroed.setThreads(threads);
       if (Status s = zeroed.setHooks(hooks); !s) return s.error();
-      if (Expected<int> done = zeroed.setTokens(ids); !done) return done.error();
+      if (Expected<int> done = zeroed.setTokens(placeholders); !done) return done.error();
       const Matrix& changed = zeroed.recording().resid[1];
       // 4 Z[l, i, j] for i >= j
       for (Eigen::Index i = j; i < n; ++i)
@@ -270,13 +276,16 @@ Eigen::MatrixXd unembedTimesEmbed(const Weights& weights) {
   constexpr Eigen::Index kBlock = 2048;
   Eigen::MatrixXd product = Eigen::MatrixXd::Zero(E, E);
   Matrix unembed(kBlock, E), embed(kBlock, E);
+  Eigen::MatrixXd unembedBlock, embedBlock;  // plain double matrices: the product goes to dgemm
   for (Eigen::Index first = 0; first < V; first += kBlock) {
     const Eigen::Index rows = std::min(kBlock, V - first);
     for (Eigen::Index r = 0; r < rows; ++r) {
       weights.lmHead.readRow(first + r, unembed.row(r).data());
       weights.embed.readRow(first + r, embed.row(r).data());
     }
-    product.noalias() += unembed.topRows(rows).cast<double>().transpose() * embed.topRows(rows).cast<double>();
+    unembedBlock = unembed.topRows(rows).cast<double>();
+    embedBlock = embed.topRows(rows).cast<double>();
+    product.noalias() += unembedBlock.transpose() * embedBlock;
   }
   return product;
 }

@@ -46,16 +46,18 @@ Matrix transformedValueNorms(const Session& session, int layer);
 //
 // How: one recorded pass (Hooks::record) gives every layer's input resid[l], its head
 // outputs z[l] and its output resid[l + 1]. Block l alone is then re-run as a one-layer
-// model that shares the weights (no copy): a ResidHook puts resid[l] in place of the
-// embeddings at every position, and one HeadHook per query head replaces z_h by
+// model that shares the weights (singleLayerModel: no copy): a ResidHook puts resid[l] in
+// place of the embeddings at every position, and one HeadHook per query head replaces z_h by
 // z_h − a_h[:, j]·v_{g,j} (exactly A_h·V_g with row j of V_g zeroed). L·n one-layer passes.
 // Returns [L, n, n] float32. Errors: as runWithHooks (ids out of range, too many tokens).
 Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights,
                                           std::span<const int> ids, int threads = 0);
 
-// The one-layer model of block `layer` of `weights` (views of the same tensors: the
-// embeddings, block `layer`, the final norm and lm_head; the layer's sliding window). Kept
-// alive by a reference to `weights`. Used by valueZeroing().
+// The one-layer model of block `layer` of `weights`: views of the same tensors (block
+// `layer` with its sliding window, the position table, the final norm) and a vocabulary of
+// one token, row 0 of the embedding and of lm_head, so that a pass costs the block alone
+// (its embeddings are replaced by a ResidHook and its logits are not read: run it on ids of
+// zeros). Kept alive by a reference to `weights`. Used by valueZeroing().
 std::shared_ptr<const Weights> singleLayerModel(std::shared_ptr<const Weights> weights, int layer);
 
 // ---------------------------------------------------------------------------------------
