@@ -301,15 +301,28 @@ Expected<std::vector<model_cli::ExtraArray>> mechanismArrays(const ModelRequest&
   std::vector<model_cli::ExtraArray> arrays;
   for (const std::string& name : request.mechanisms) {
     if (name == "norm") {
-      arrays.push_back({"norm_weighted", {L, H, n, n}, model::normWeightedAttention(run)});
+      // one layer's H x n x n at a time: N = a·‖f_h(x_j)‖ (model::normWeightedAttention's
+      // numbers, without the [L, H, n, n] copy in memory)
+      model_cli::ExtraArray array{"norm_weighted", {L, H, n, n}, {}, {}};
+      array.blocks = [&run, H, n](std::int64_t layer, std::span<float> block) {
+        const Matrix norms = model::transformedValueNorms(run, static_cast<int>(layer));
+        std::fill(block.begin(), block.end(), 0.0f);
+        for (std::int64_t h = 0; h < H; ++h)
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::span<const float> row = run.attentionRow(static_cast<int>(layer), static_cast<int>(h), static_cast<int>(i));
+            for (std::size_t j = 0; j < row.size(); ++j)
+              block[static_cast<std::size_t>((h * n + i) * n) + j] = row[j] * norms(h, static_cast<Eigen::Index>(j));
+          }
+      };
+      arrays.push_back(std::move(array));
     } else if (name == "valuezero") {
       Expected<std::vector<float>> zeroed = model::valueZeroing(weights, ids);
       if (!zeroed) return zeroed.error();
-      arrays.push_back({"value_zeroing", {L, n, n}, std::move(zeroed).value()});
+      arrays.push_back({"value_zeroing", {L, n, n}, std::move(zeroed).value(), {}});
     } else if (name == "flow") {
       Expected<Matrix> flow = model::attentionFlow(run, request.normalizeFlow);
       if (!flow) return flow.error();
-      arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size())});
+      arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size()), {}});
     }
   }
   return arrays;
@@ -356,9 +369,19 @@ Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::in
     io::NpzStreamEntry& entry = entries.emplace_back();
     entry.name = array.name;
     entry.npyHeader = *header;
-    entry.dataBytes = array.values.size() * 4;
-    entry.produce = [&array](const io::ChunkWriter& write) {
-      return write({reinterpret_cast<const char*>(array.values.data()), array.values.size() * 4});
+    std::int64_t count = 1;
+    for (std::int64_t d : array.shape) count *= d;
+    entry.dataBytes = static_cast<std::uint64_t>(count) * 4;
+    entry.produce = [&array, count](const io::ChunkWriter& write) -> Status {
+      if (!array.blocks)
+        return write({reinterpret_cast<const char*>(array.values.data()), array.values.size() * 4});
+      const std::int64_t leading = array.shape.empty() ? 1 : array.shape[0];
+      std::vector<float> block(static_cast<std::size_t>(leading > 0 ? count / leading : 0));
+      for (std::int64_t index = 0; index < leading; ++index) {
+        array.blocks(index, block);
+        if (Status s = write({reinterpret_cast<const char*>(block.data()), block.size() * 4}); !s) return s;
+      }
+      return Ok{};
     };
   }
   std::string idsBytes;

@@ -45,12 +45,16 @@ struct ModelRequest {
   bool normalizeFlow = false;
 };
 
-// One more float32 array of OUT.npz (the --mechanisms results): `values` hold product(shape)
-// numbers in C order.
+// One more float32 array of OUT.npz (the --mechanisms results): product(shape) numbers in C
+// order, either held in `values` or, when `blocks` is set, made one leading-index block at
+// a time (blocks(index, block): block holds product(shape[1..]) numbers; called twice per
+// block, once for the CRC-32 and once to write), so that an [L, H, n, n] array is never
+// whole in memory.
 struct ExtraArray {
   std::string name;
   std::vector<std::int64_t> shape;
   std::vector<float> values;
+  std::function<void(std::int64_t index, std::span<float> block)> blocks;
 };
 
 // Fills `block` (shape[2] x shape[3], row-major) with the attention of one layer and head.

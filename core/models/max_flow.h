@@ -1,6 +1,6 @@
 // Maximum flow on a directed graph with real capacities (Dinic's algorithm, in double): the
 // one max-flow of attnscope, used by the attention flow of core/models/mechanisms.h
-// (Abnar & Zuidema, 2020). Checked in tests/core/test_core_max_flow.cpp against the minimum
+// (Abnar & Zuidema, 2020). Checked in tests/core/test_core_mechanisms.cpp against the minimum
 // cut found by enumerating every s-t cut of small random graphs.
 #pragma once
 
