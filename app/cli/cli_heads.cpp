@@ -70,7 +70,7 @@ cli::Command headsCommand(HeadsRequest& r) {
        (each with [--exclude-bos] [--exclude-current-token] [--bos | --no-bos] [--threads T])
        attnscope heads ENCODER_DIR --text TEXT [--scores LIST] --out HEADS.csv
        attnscope heads VIT_DIR --image IMG [--scores prev,sink,entropy] --out HEADS.csv
-       attnscope heads DIR|FILE.gguf --circuits CIRCUITS.csv  (alone, or with any decoder form)
+       attnscope heads DIR|FILE.gguf --circuits OUT.csv  (alone, or with any decoder form above)
 
 Scores every head of the model folder DIR (TransformerLens head_detector definitions, "mul"
 measure Σ(A⊙D)/ΣA; docs/analyses.md):
@@ -86,7 +86,7 @@ from: the model's and the prompts file's hashes, the shard and its prompt range,
 flag. Progress with an ETA goes to stderr. On an encoder or a vision transformer the
 pattern is bidirectional and ΣA runs over every key; an image's patches (in raster order,
 after [CLS]) have no ids, so dup and induction are refused there.
-CIRCUITS.csv (a decoder's weights alone, no text; Elhage et al. 2021, docs/analyses.md):
+--circuits OUT.csv (a decoder's weights alone, no text; Elhage et al. 2021, docs/analyses.md):
 layer,head,kv_head, qk_sv1..qk_sv8, the largest singular values of W_Q·W_Kᵀ, ov_sv1..ov_sv8,
 those of W_V·W_O (the head's rows), and copying = Σλ/Σ|λ| over the eigenvalues of
 W_E·W_OV·W_U; raw weights (no LayerNorm folding, no biases, no rotary); one row per layer
@@ -123,7 +123,7 @@ and query head, kv_head = head / (H / H_kv) under grouped-query attention.
                      r.threads),
       cli::textOption("--out", "FILE", "HEADS.csv (--text, --repeat-random) or PART.json (--prompts)",
                       r.outPath),
-      cli::textOption("--circuits", "CIRCUITS.csv",
+      cli::textOption("--circuits", "OUT.csv",
                       "a decoder: write every head's QK / OV singular values and copying\n"
                       "score (see below); needs no --text",
                       r.circuitsPath),

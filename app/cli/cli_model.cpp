@@ -103,7 +103,7 @@ Status parseMechanisms(const std::string& text, std::vector<std::string>& names)
 cli::Command modelCommand(ModelRequest& request) {
   cli::Command command;
   command.name = "model";
-  command.column = 20;
+  command.column = 21;
   command.usage = R"(usage: attnscope model DIR|FILE.gguf (--text TEXT | --ids I,J,...|@FILE) [--bos | --no-bos]
                          [--out OUT.npz [--mechanisms LIST [--normalize]]] [--predict K]
        attnscope model DIR --image IMG [--out OUT.npz] [--predict K]
@@ -152,7 +152,8 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
                         nullptr),
       cli::customOption("--mechanisms", "LIST",
-                        "a decoder (with --out): add to OUT.npz, comma-separated (docs/analyses.md)\n"
+                        "with --out: add to OUT.npz, comma-separated (docs/analyses.md; an encoder\n"
+                        "or a vision transformer: norm and flow)\n"
                         "  norm       norm_weighted  float32 [layers, heads, n, n]: a·‖f_h(x_j)‖,\n"
                         "             f_h(x_j) = (LN(x_j)·W_V + b_V)·W_O of the head (Kobayashi 2020)\n"
                         "  valuezero  value_zeroing  float32 [layers, n, n]: 1 − cos of token i's\n"
@@ -256,8 +257,6 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
   const auto& mechanisms = request.mechanisms;
   if (parsed->has("--mechanisms") && request.outPath.empty())
     return optionError("--mechanisms", "needs --out OUT.npz (the arrays are written there)");
-  if (parsed->has("--mechanisms") && image)
-    return optionError("--mechanisms", "runs on decoders (--text / --ids), not on --image");
   if (request.normalizeFlow && std::find(mechanisms.begin(), mechanisms.end(), "flow") == mechanisms.end())
     return optionError("--normalize", "only applies with --mechanisms ...flow");
   if (request.outPath.empty() && request.predict == 0 && request.overlayPath.empty()) {
@@ -433,14 +432,17 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     const fs::path config = fs::path(request->folder) / "config.json";
     Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
                                                                   : Expected<std::string>(std::string());
-    if (type && io::isVisionModelType(*type)) {
-      if (!request->mechanisms.empty())
-        return fail(err, optionError("--mechanisms",
-                                     "runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
-                                         " is a vision transformer",
-                                     request->folder));
-      return model_cli::runVisionModel(*request, out, err);
-    }
+    // value zeroing re-runs a block with one token's values zeroed: only the decoder engine
+    // has that hook so far; norm and flow run on every kind
+    const bool bidirectional = type && (io::isVisionModelType(*type) || io::isEncoderModelType(*type));
+    const auto& mechanisms = request->mechanisms;
+    if (bidirectional && std::find(mechanisms.begin(), mechanisms.end(), "valuezero") != mechanisms.end())
+      return fail(err, optionError("--mechanisms",
+                                   "valuezero runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
+                                       (io::isVisionModelType(*type) ? " is a vision transformer" : " is an encoder") +
+                                       " (norm and flow run on it)",
+                                   request->folder));
+    if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
     if (!request->imagePath.empty()) {
       return fail(err, optionError("--image",
                                    "needs a vision model (model_type " + io::visionModelTypes() +
@@ -448,14 +450,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
                                        (type && !type->empty() ? cli::inQuotes(*type) : std::string("unknown")),
                                    request->folder));
     }
-    if (type && io::isEncoderModelType(*type)) {
-      if (!request->mechanisms.empty())
-        return fail(err, optionError("--mechanisms",
-                                     "runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
-                                         " is an encoder",
-                                     request->folder));
-      return model_cli::runEncoderModel(*request, out, err);
-    }
+    if (type && io::isEncoderModelType(*type)) return model_cli::runEncoderModel(*request, out, err);
   }
   Expected<io::ModelFolder> model = io::loadModelFolder(request->folder);
   if (!model) return fail(err, model.error());

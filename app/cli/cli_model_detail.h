@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/types.h"
+#include "core/models/transformer.h"
 #include "formats/npz.h"
 
 namespace attn::app::model_cli {
@@ -71,6 +72,16 @@ Status writeAttentionFiles(const ModelRequest& request, const std::int64_t (&sha
                            const HeadBlock& block, const std::vector<int>& ids,
                            const std::vector<std::string>& tokenTexts,
                            std::span<const ExtraArray> extra = {});
+
+// The --mechanisms arrays of a bidirectional run (an encoder's or a ViT's): norm_weighted
+// [L, H, n, n] and attention_flow [n, n], in the order listed (value zeroing runs on decoders
+// only, and is refused before this). attention [L, H, n, n], qkv and outputs per layer as
+// core/models/mechanisms.h's normWeightedAttention takes them.
+Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& request,
+                                                          const std::vector<float>& attention,
+                                                          const std::vector<Matrix>& qkv,
+                                                          const std::vector<model::Linear>& outputs, int layers,
+                                                          int heads, int n);
 
 // The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).
 int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err);

@@ -126,6 +126,29 @@ std::vector<float> normWeightedAttention(const Session& session) {
   return out;
 }
 
+std::vector<float> normWeightedAttention(std::span<const float> attention, std::span<const Matrix> qkv,
+                                         std::span<const Linear> outputs, int heads) {
+  const auto L = static_cast<Eigen::Index>(qkv.size()), H = static_cast<Eigen::Index>(heads);
+  if (L == 0) return {};
+  const Eigen::Index n = qkv[0].rows(), E = qkv[0].cols() / 3, dh = E / H;
+  std::vector<float> out(static_cast<std::size_t>(L * H * n * n), 0.0f);
+  for (Eigen::Index l = 0; l < L; ++l) {
+    const Eigen::MatrixXd values = qkv[static_cast<std::size_t>(l)].rightCols(E).cast<double>();  // n x E
+    const Eigen::MatrixXd out_ = inByOut(outputs[static_cast<std::size_t>(l)]);                  // E x E
+    for (Eigen::Index h = 0; h < H; ++h) {
+      // ‖f_h(x_j)‖ = ‖v_{h,j}·W_O^h‖, then N[i, j] = a[i, j]·‖f_h(x_j)‖ over every key
+      const Eigen::VectorXd norms = (values.middleCols(h * dh, dh) * out_.middleRows(h * dh, dh)).rowwise().norm();
+      const std::size_t at = static_cast<std::size_t>((l * H + h) * n * n);
+      for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index j = 0; j < n; ++j) {
+          const std::size_t cell = at + static_cast<std::size_t>(i * n + j);
+          out[cell] = static_cast<float>(attention[cell] * norms[j]);
+        }
+    }
+  }
+  return out;
+}
+
 // =======================================================================================
 // Value zeroing
 // =======================================================================================
@@ -249,6 +272,21 @@ Expected<Matrix> attentionFlow(const Session& session, bool normalize, int threa
     Matrix sum = Matrix::Zero(session.size(), session.size());
     for (int h = 0; h < c.nHead; ++h) sum += session.attention(l, h);
     means.push_back(sum / static_cast<float>(c.nHead));
+  }
+  return attentionFlow(means, normalize, threads);
+}
+
+Expected<Matrix> attentionFlow(std::span<const float> lhnn, int layers, int heads, int n, bool normalize,
+                               int threads) {
+  if (lhnn.size() != static_cast<std::size_t>(layers) * static_cast<std::size_t>(heads) * static_cast<std::size_t>(n) *
+                         static_cast<std::size_t>(n))
+    return Error{"", "attention", "the tensor has " + std::to_string(lhnn.size()) + " values, not L·H·n·n"};
+  std::vector<Matrix> means;
+  for (int l = 0; l < layers; ++l) {
+    Matrix sum = Matrix::Zero(n, n);
+    for (int h = 0; h < heads; ++h)
+      sum += Eigen::Map<const Matrix>(lhnn.data() + (static_cast<std::size_t>(l) * heads + h) * n * n, n, n);
+    means.push_back(sum / static_cast<float>(heads));
   }
   return attentionFlow(means, normalize, threads);
 }

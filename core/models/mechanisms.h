@@ -33,6 +33,16 @@ std::vector<float> normWeightedAttention(const Session& session);
 // The norms ‖f_h(x_j)‖ of one layer: H x n (row h, column j).
 Matrix transformedValueNorms(const Session& session, int layer);
 
+// The same for a bidirectional run (an encoder's EncoderRun or a ViT's VitRun, whose blocks
+// are core/models/encoder.h's): attention [L, H, n, n] (full rows), qkv L matrices n x 3E
+// (q | k | v; head h = columns h·d_h..(h+1)·d_h of each third), outputs the L output
+// projections (E -> E, as stored). The values are the run's own: x_j·W_V + b_V of the
+// block's input for BERT's post-norm blocks (that input already left the previous block's
+// LayerNorm, as Kobayashi et al. take it), LN1(x_j)·W_V + b_V for ViT's pre-norm blocks.
+// Returns [L, H, n, n] float32.
+std::vector<float> normWeightedAttention(std::span<const float> attention, std::span<const Matrix> qkv,
+                                         std::span<const Linear> outputs, int heads);
+
 // ---------------------------------------------------------------------------------------
 // Value zeroing (Mohebbi et al., 2023)
 // ---------------------------------------------------------------------------------------
@@ -76,6 +86,9 @@ std::shared_ptr<const Weights> singleLayerModel(std::shared_ptr<const Weights> w
 Expected<Matrix> attentionFlow(std::span<const Matrix> layerMeans, bool normalize, int threads = 0);
 // The same for a decoder run (its attention averaged over the H query heads of each layer).
 Expected<Matrix> attentionFlow(const Session& session, bool normalize, int threads = 0);
+// The same for a contiguous [L, H, n, n] tensor (EncoderRun::attention, VitRun::attention).
+Expected<Matrix> attentionFlow(std::span<const float> lhnn, int layers, int heads, int n, bool normalize,
+                               int threads = 0);
 
 // ---------------------------------------------------------------------------------------
 // Head circuits (Elhage et al., 2021, "A Mathematical Framework for Transformer Circuits")

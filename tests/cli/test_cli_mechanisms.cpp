@@ -3,7 +3,8 @@
 // of 3 layers, 4 heads, width 64; a llama of 3 layers with 4 query heads on 2 KV heads),
 // against tests/formats/mechanisms_reference.py: an independent numpy version written from
 // the definitions of docs/analyses.md (its own safetensors reader, forward pass and
-// max-flow; skipped when python3 has no numpy). Tolerances: norm_weighted and
+// max-flow; skipped when python3 has no numpy); a BERT encoder's norm_weighted and
+// attention_flow too. Tolerances: norm_weighted and
 // attention_flow 1e-4 relative to the array's largest value, value_zeroing 1e-3 absolute
 // (its rows sum to 1), circuits 1e-4 (singular values relative to the head's largest, the
 // copying score absolute). Plus the refusals, each exit 2 naming the option.
@@ -19,7 +20,10 @@
 
 #include "formats/npz.h"
 #include "tests/support/cli_in_process.h"
+#include "tests/support/encoder_fixture.h"
 #include "tests/support/gguf_model_fixture.h"
+#include "tests/support/vit_fixture.h"
+#include "formats/image.h"
 #include "tests/support/model_fixture.h"
 #include "tests/support/test_files.h"
 
@@ -206,6 +210,88 @@ TEST(CliMechanisms, GqaLlamaMatchesTheNumpyReference) {
   spec.layers = 3;
   const fs::path dir = modeltest::writeFolder("mech_llama", spec, modeltest::makeTensors(spec, 31));
   checkFolder(dir, {1, 17, 5, 42, 8, 60, 3, 17, 29, 11}, 3, 4, 2);
+}
+
+TEST(CliMechanisms, BertNormAndFlowMatchTheNumpyReference) {
+  // An encoder: norm_weighted and attention_flow over full (bidirectional) rows; value
+  // zeroing is the decoders' only and is refused by name.
+  const enctest::Spec spec;  // bert: 2 layers, 4 heads, width 32
+  const fs::path dir = enctest::writeFolder("mech_bert", spec, enctest::makeTensors(spec, 32));
+  const std::string ids = "2,7,11,4,9,15,3";
+  const std::int64_t n = 7;
+  bool skipped = false;
+  const json ref = reference(dir, ids, false, skipped);
+  if (skipped) GTEST_SKIP() << "python3 has no numpy";
+  ASSERT_TRUE(ref.is_object());
+  const fs::path out = dir / "run.npz";
+  auto run = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms", "norm,flow"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  std::vector<std::int64_t> shape;
+  const std::vector<float> norm = readArray(out, "norm_weighted", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{spec.layers, spec.heads, n, n}));
+  const Compared normError = compare(norm, ref["norm_weighted"], "mech_bert norm_weighted");
+  EXPECT_LE(normError.maxError, 1e-4 * normError.maxReference);
+  const std::vector<float> flow = readArray(out, "attention_flow", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{n, n}));
+  const Compared flowError = compare(flow, ref["attention_flow"], "mech_bert attention_flow");
+  EXPECT_LE(flowError.maxError, 1e-4 * flowError.maxReference);
+  // every key of an encoder row is reachable: no structural zeros above the diagonal
+  EXPECT_GT(flow[static_cast<std::size_t>(n - 1)], 0.0f);
+
+  auto refused = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms", "flow,valuezero"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("--mechanisms"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("valuezero runs on decoders only"), std::string::npos) << refused.err;
+  auto circuits = runCliInProcess({"heads", dir.string(), "--circuits", (dir / "c.csv").string()});
+  EXPECT_EQ(circuits.code, 2);
+  EXPECT_NE(circuits.err.find("--circuits"), std::string::npos) << circuits.err;
+}
+
+TEST(CliMechanisms, VitNormAndFlowAreConsistentWithItsAttention) {
+  // A vision transformer on a picture: the arrays have the run's token count, and
+  // norm_weighted / attention is one length per key, the same in every query row (the
+  // numbers themselves are the function the BERT test checks against numpy).
+  vittest::Spec spec;  // vit: 2 layers, 4 heads, 16 patches + [CLS]
+  const fs::path dir = vittest::writeFolder("mech_vit", spec, vittest::makeTensors(spec, 6));
+  attn::io::Image image;
+  image.width = 40;
+  image.height = 36;
+  for (int y = 0; y < image.height; ++y)
+    for (int x = 0; x < image.width; ++x)
+      image.rgb.insert(image.rgb.end(), {std::uint8_t(x * 6), std::uint8_t(y * 7), std::uint8_t(90)});
+  const fs::path picture = dir / "picture.png";
+  ASSERT_TRUE(attn::io::writePng(image, picture.string()).ok());
+  const fs::path out = dir / "v.npz";
+  auto run = runCliInProcess({"model", dir.string(), "--image", picture.string(), "--out", out.string(),
+                              "--mechanisms", "norm,flow", "--normalize"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const std::int64_t T = spec.tokens();
+  std::vector<std::int64_t> shape;
+  const std::vector<float> attention = readArray(out, "attention", shape);
+  const std::vector<float> norm = readArray(out, "norm_weighted", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{spec.layers, spec.heads, T, T}));
+  double spread = 0;
+  for (std::int64_t block = 0; block < spec.layers * spec.heads; ++block)
+    for (std::int64_t j = 0; j < T; ++j) {
+      double lo = 1e300, hi = 0;
+      for (std::int64_t i = 0; i < T; ++i) {
+        const std::size_t at = static_cast<std::size_t>((block * T + i) * T + j);
+        if (attention[at] < 1e-3f) continue;
+        const double length = norm[at] / attention[at];
+        lo = std::min(lo, length);
+        hi = std::max(hi, length);
+      }
+      if (hi > 0) spread = std::max(spread, (hi - lo) / hi);
+    }
+  EXPECT_LE(spread, 1e-5);
+  const std::vector<float> flow = readArray(out, "attention_flow", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{T, T}));
+  for (std::int64_t i = 0; i < T; ++i) {  // --normalize: rows sum to 1
+    double sum = 0;
+    for (std::int64_t j = 0; j < T; ++j) sum += flow[static_cast<std::size_t>(i * T + j)];
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << i;
+  }
+  std::cout << "[ measured ] mech_vit: norm_weighted / attention spread over queries " << spread << "\n";
 }
 
 TEST(CliMechanisms, GgufEqualsTheSameWeightsAsSafetensors) {

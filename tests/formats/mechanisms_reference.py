@@ -8,9 +8,10 @@ Usage: mechanisms_reference.py FOLDER ID,ID,... [--normalize]  ->  one JSON obje
 
 Written from the definitions of docs/analyses.md, in float64, with numpy only (no torch, no
 attnscope): its own safetensors reader (F32 / F16 / BF16, single file or sharded), its own
-forward pass of the two families the tests write (gpt2: LayerNorm, fused Conv1D c_attn,
+forward pass of the families the tests write (gpt2: LayerNorm, fused Conv1D c_attn,
 learned positions, tanh GELU; llama: RMSNorm, q/k/v_proj [out, in], half-split RoPE with
-rope_theta, grouped-query attention, SwiGLU), and its own max-flow (Edmonds-Karp: shortest
+rope_theta, grouped-query attention, SwiGLU; bert: post-LN, bidirectional, erf GELU, for
+norm_weighted and attention_flow only), and its own max-flow (Edmonds-Karp: shortest
 augmenting paths by BFS, not Dinic's blocking flows).
   norm_weighted  N[l,h,i,j] = || a[l,h,i,j] * (LN1(x_j) W_V^g + b_V^g) W_O^h ||, g = h // (H / H_kv)
   value_zeroing  1 - cos(block_l(x)_i, block_l(x with v_j = 0 in every head)_i), j <= i, rows / sum
@@ -20,6 +21,7 @@ augmenting paths by BFS, not Dinic's blocking flows).
                  = sum(eig) / sum(|eig|) of the E x E matrix W_OV W_U W_E
 """
 import json
+import math
 import os
 import struct
 import sys
@@ -50,6 +52,8 @@ def read_safetensors(path):
         elif entry["dtype"] == "BF16":
             bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
             values = bits.view(np.float32).astype(np.float64)
+        elif entry["dtype"] == "I64":  # position_ids buffers: not weights
+            continue
         else:
             raise SystemExit(f"{path}: {name}: dtype {entry['dtype']} not handled")
         out[name] = values.reshape(entry["shape"])
@@ -121,6 +125,27 @@ class Model:
                     "gate": w[p + "mlp.gate_proj.weight"].T, "up": w[p + "mlp.up_proj.weight"].T,
                     "down": w[p + "mlp.down_proj.weight"].T,
                 })
+        elif self.kind == "bert":  # post-LN, bidirectional, erf GELU (BertForMaskedLM)
+            self.L, self.H, self.E = cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["hidden_size"]
+            self.Hkv = self.H
+            self.eps = cfg["layer_norm_eps"]
+            p = "bert."
+            self.embed = (w[p + "embeddings.word_embeddings.weight"] + 0.0)
+            self.positions = w[p + "embeddings.position_embeddings.weight"]
+            self.token_type = w[p + "embeddings.token_type_embeddings.weight"][0]
+            self.embed_norm = (w[p + "embeddings.LayerNorm.weight"], w[p + "embeddings.LayerNorm.bias"])
+            self.layers = []
+            for l in range(self.L):
+                h = f"{p}encoder.layer.{l}."
+                lin = lambda name: (w[h + name + ".weight"].T, w[h + name + ".bias"])  # noqa: E731
+                (wq, bq), (wk, bk), (wv, bv) = lin("attention.self.query"), lin("attention.self.key"), lin("attention.self.value")
+                (wo, bo), (up, bup), (down, bdown) = lin("attention.output.dense"), lin("intermediate.dense"), lin("output.dense")
+                self.layers.append({
+                    "wq": wq, "wk": wk, "wv": wv, "bq": bq, "bk": bk, "bv": bv, "wo": wo, "bo": bo,
+                    "up": up, "bup": bup, "down": down, "bdown": bdown,
+                    "ln1": (w[h + "attention.output.LayerNorm.weight"], w[h + "attention.output.LayerNorm.bias"]),
+                    "ln2": (w[h + "output.LayerNorm.weight"], w[h + "output.LayerNorm.bias"]),
+                })
         else:
             raise SystemExit(f"{folder}: model_type {self.kind} is not one this reference runs")
         self.dh = self.E // self.H
@@ -182,8 +207,31 @@ class Model:
         g = a @ w["gate"]
         return x + ((g / (1 + np.exp(-g))) * (a @ w["up"])) @ w["down"]
 
+    def run_bert(self, ids):
+        """BERT: x = LN(word + position + type 0); per block, with no mask and no pre-norm:
+        a = LN1(x + ctx W_O + b_O), x = LN2(a + down(gelu_erf(up(a))))."""
+        n, dh, steps = len(ids), self.dh, []
+        x = self.norm(self.embed[ids] + self.positions[:n] + self.token_type, self.embed_norm)
+        erf = np.vectorize(math.erf)
+        for w in self.layers:
+            q, k, v = [(x @ w["w" + t] + w["b" + t]).reshape(n, self.H, dh).transpose(1, 0, 2) for t in "qkv"]
+            A = np.zeros((self.H, n, n))
+            for h in range(self.H):
+                s = q[h] @ k[h].T / np.sqrt(dh)
+                s = np.exp(s - s.max(-1, keepdims=True))
+                A[h] = s / s.sum(-1, keepdims=True)
+            steps.append((x, A, v))
+            z = np.concatenate([A[h] @ v[h] for h in range(self.H)], 1)
+            a = self.norm(x + z @ w["wo"] + w["bo"], w["ln1"])
+            hidden = a @ w["up"] + w["bup"]
+            hidden = 0.5 * hidden * (1 + erf(hidden / math.sqrt(2)))
+            x = self.norm(a + hidden @ w["down"] + w["bdown"], w["ln2"])
+        return steps, x
+
     def run(self, ids):
         """Per layer: its input stream, pattern, values; and the final stream."""
+        if self.kind == "bert":
+            return self.run_bert(ids)
         x = self.embed[ids]
         if self.positions is not None:
             x = x + self.positions[: len(ids)]
@@ -293,6 +341,11 @@ def main():
     model = Model(folder)
     steps, _ = model.run(ids)
     norm, value_norms = norm_weighted(model, steps)
+    if model.kind == "bert":  # value zeroing and circuits are decoders' only
+        json.dump({"norm_weighted": norm.tolist(), "value_norms": value_norms.tolist(),
+                   "attention_flow": attention_flow(model, steps, normalize).tolist()}, sys.stdout)
+        sys.stdout.write("\n")
+        return
     json.dump({"norm_weighted": norm.tolist(), "value_norms": value_norms.tolist(),
                "value_zeroing": value_zeroing(model, steps).tolist(),
                "attention_flow": attention_flow(model, steps, normalize).tolist(),
