@@ -26,10 +26,17 @@ Eigen::MatrixXd inByOut(const Linear& lin) {
   return stored.cast<double>();
 }
 
-// The projections of one layer's heads, as they map row vectors (x·W), in double.
+// A Linear's bias in double (`width` zeros when it has none).
+Eigen::RowVectorXd biasOf(const Linear& lin, Eigen::Index width) {
+  if (lin.bias.empty()) return Eigen::RowVectorXd::Zero(width);
+  return lin.bias.dense().cast<double>().reshaped().transpose();
+}
+
+// The projections of one layer's heads, as they map row vectors (x·W + b), in double.
 struct LayerProjections {
-  Eigen::MatrixXd q, k, v;  // E x (H·d_h) and E x (H_kv·d_h); per head d_h columns
-  Eigen::MatrixXd out;      // (H·d_h) x E; head h = rows h·d_h..(h+1)·d_h
+  Eigen::MatrixXd q, k, v;          // E x (H·d_h) and E x (H_kv·d_h); per head d_h columns
+  Eigen::RowVectorXd qb, kb, vb;    // their biases (zeros when none)
+  Eigen::MatrixXd out;              // (H·d_h) x E; head h = rows h·d_h..(h+1)·d_h
 };
 
 // Splits the fused layouts into q | k | v columns per head (transformer.h's QkvLayout).
@@ -39,20 +46,27 @@ LayerProjections layerProjections(const Config& c, const LayerWeights& w) {
   switch (c.qkvLayout) {
     case QkvLayout::FusedBlocks: {  // columns q | k | v (gpt2 c_attn)
       const Eigen::MatrixXd all = inByOut(w.qkv);
+      const Eigen::RowVectorXd bias = biasOf(w.qkv, all.cols());
       p.q = all.middleCols(0, H * dh);
       p.k = all.middleCols(H * dh, Hkv * dh);
       p.v = all.middleCols((H + Hkv) * dh, Hkv * dh);
+      p.qb = bias.segment(0, H * dh);
+      p.kb = bias.segment(H * dh, Hkv * dh);
+      p.vb = bias.segment((H + Hkv) * dh, Hkv * dh);
       break;
     }
     case QkvLayout::FusedPerHead: {  // columns interleaved per head [H, 3, d_h] (gpt_neox)
       const Eigen::MatrixXd all = inByOut(w.qkv);
-      p.q.resize(all.rows(), H * dh);
-      p.k.resize(all.rows(), H * dh);
-      p.v.resize(all.rows(), H * dh);
+      const Eigen::RowVectorXd bias = biasOf(w.qkv, all.cols());
+      for (Eigen::MatrixXd* m : {&p.q, &p.k, &p.v}) m->resize(all.rows(), H * dh);
+      for (Eigen::RowVectorXd* b : {&p.qb, &p.kb, &p.vb}) b->resize(H * dh);
       for (Eigen::Index h = 0; h < H; ++h) {
         p.q.middleCols(h * dh, dh) = all.middleCols(3 * h * dh, dh);
         p.k.middleCols(h * dh, dh) = all.middleCols((3 * h + 1) * dh, dh);
         p.v.middleCols(h * dh, dh) = all.middleCols((3 * h + 2) * dh, dh);
+        p.qb.segment(h * dh, dh) = bias.segment(3 * h * dh, dh);
+        p.kb.segment(h * dh, dh) = bias.segment((3 * h + 1) * dh, dh);
+        p.vb.segment(h * dh, dh) = bias.segment((3 * h + 2) * dh, dh);
       }
       break;
     }
@@ -60,6 +74,9 @@ LayerProjections layerProjections(const Config& c, const LayerWeights& w) {
       p.q = inByOut(w.q);
       p.k = inByOut(w.k);
       p.v = inByOut(w.v);
+      p.qb = biasOf(w.q, p.q.cols());
+      p.kb = biasOf(w.k, p.k.cols());
+      p.vb = biasOf(w.v, p.v.cols());
       break;
   }
   p.out = inByOut(w.out);
@@ -294,6 +311,22 @@ Expected<Matrix> attentionFlow(std::span<const float> lhnn, int layers, int head
 // =======================================================================================
 // Head circuits
 // =======================================================================================
+
+HeadWeights headWeights(const Weights& weights, int layer, int head) {
+  const Config& c = weights.config;
+  const Eigen::Index dh = c.headDim(), g = c.kvHeadOf(head);
+  const LayerProjections p = layerProjections(c, weights.layers[static_cast<std::size_t>(layer)]);
+  HeadWeights out;
+  out.kvHead = static_cast<int>(g);
+  out.q = p.q.middleCols(head * dh, dh);
+  out.k = p.k.middleCols(g * dh, dh);
+  out.v = p.v.middleCols(g * dh, dh);
+  out.qBias = p.qb.segment(head * dh, dh);
+  out.kBias = p.kb.segment(g * dh, dh);
+  out.vBias = p.vb.segment(g * dh, dh);
+  out.out = p.out.middleRows(head * dh, dh);
+  return out;
+}
 
 Eigen::VectorXd productSingularValues(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
   const Eigen::Index E = a.rows(), k = a.cols();

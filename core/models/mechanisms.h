@@ -117,6 +117,19 @@ struct HeadCircuit {
 // double, over blocks of vocabulary rows.
 std::vector<HeadCircuit> headCircuits(const Weights& weights);
 
+// One query head's raw projections in double, as they map row vectors (x·W + b), whatever
+// the layer's QkvLayout (fused columns q | k | v, gpt_neox's per-head interleaving, or
+// separate projections) and storage ([in, out] or [out, in]; BF16 and quantized widened):
+// what headCircuits() reads. A llama-architecture GGUF's q and k columns are in llama.cpp's
+// permuted order within each head, as stored.
+struct HeadWeights {
+  int kvHead = 0;
+  Eigen::MatrixXd q, k, v;               // E x d_h: W_Q^h, W_K^g, W_V^g
+  Eigen::RowVectorXd qBias, kBias, vBias;  // d_h each (zeros when the model has none)
+  Eigen::MatrixXd out;                   // d_h x E: W_O^h
+};
+HeadWeights headWeights(const Weights& weights, int layer, int head);
+
 // The singular values of A·Bᵀ (A, B: E x k) in decreasing order, k of them (min(E, k)
 // nonzero at most), through thin QR: A = Q_a R_a, B = Q_b R_b, A·Bᵀ = Q_a (R_a R_bᵀ) Q_bᵀ,
 // so they are those of the k x k matrix R_a R_bᵀ (E < k: the E x E product itself).

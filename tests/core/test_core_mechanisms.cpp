@@ -295,4 +295,63 @@ TEST(ValueZeroing, TheOneLayerReRunEqualsWholeModelReRuns) {
   }
 }
 
+TEST(HeadCircuits, HeadWeightsReproduceTheEnginesOwnQKVInEveryLayout) {
+  // For each q/k/v layout (gpt2's fused Conv1D blocks, gpt_neox's per-head interleaved rows,
+  // llama's separate projections with GQA): headWeights()' W and b give the q, k and v the
+  // engine computed, LN1(x)·W + b (no rotary here, so q and k stay linear); and the circuits
+  // are the full SVD of their products.
+  for (int layout = 0; layout < 3; ++layout) {
+    attn::model::Config c = smallConfig(layout == 2);
+    c.rotaryDims = 0;
+    if (layout == 1) {
+      c.modelType = "gpt_neox";
+      c.qkvLayout = attn::model::QkvLayout::FusedPerHead;
+      c.parallelResidual = true;
+      c.learnedPositions = false;
+      c.tiedEmbeddings = false;
+    }
+    auto weights = std::make_shared<const attn::model::Weights>(attn::model::randomWeights(c, 40 + layout));
+    const std::vector<int> ids = someIds(8, c.vocabSize);
+    auto hooks = std::make_shared<attn::model::Hooks>();
+    hooks->record = true;
+    auto run = attn::model::runWithHooks(weights, ids, hooks);
+    ASSERT_TRUE(run) << run.error().message();
+    const std::vector<attn::model::HeadCircuit> circuits = attn::model::headCircuits(*weights);
+    ASSERT_EQ(circuits.size(), static_cast<std::size_t>(c.nLayer * c.nHead));
+    const int dh = c.headDim();
+    double worstProjection = 0, worstCircuit = 0;
+    for (int l = 0; l < c.nLayer; ++l) {
+      Matrix normed;
+      attn::model::applyNorm(run->recording().resid[static_cast<std::size_t>(l)],
+                             weights->layers[static_cast<std::size_t>(l)].norm1, c, normed);
+      const Eigen::MatrixXd a = normed.cast<double>();
+      for (int h = 0; h < c.nHead; ++h) {
+        const attn::model::HeadWeights hw = attn::model::headWeights(*weights, l, h);
+        EXPECT_EQ(hw.kvHead, h / (c.nHead / c.nHeadKv));
+        auto check = [&](const Eigen::MatrixXd& w, const Eigen::RowVectorXd& b, const attn::model::MatrixView& engine) {
+          const Eigen::MatrixXd ours = (a * w).rowwise() + b;
+          const double scale = engine.cast<double>().cwiseAbs().maxCoeff();
+          worstProjection = std::max(worstProjection, (ours - engine.cast<double>()).cwiseAbs().maxCoeff() / scale);
+        };
+        check(hw.q, hw.qBias, run->query(l, h));
+        check(hw.k, hw.kBias, run->key(l, h));
+        check(hw.v, hw.vBias, run->value(l, h));
+        const attn::model::HeadCircuit& circuit = circuits[static_cast<std::size_t>(l * c.nHead + h)];
+        EXPECT_EQ(circuit.kvHead, hw.kvHead);
+        const Eigen::VectorXd qk = Eigen::JacobiSVD<Eigen::MatrixXd>(hw.q * hw.k.transpose()).singularValues();
+        const Eigen::VectorXd ov = Eigen::JacobiSVD<Eigen::MatrixXd>(hw.v * hw.out).singularValues();
+        for (int k = 0; k < 8; ++k) {
+          const double qkFull = k < dh ? qk[k] : 0.0, ovFull = k < dh ? ov[k] : 0.0;
+          worstCircuit = std::max({worstCircuit, std::abs(circuit.qk[static_cast<std::size_t>(k)] - qkFull) / qk[0],
+                                   std::abs(circuit.ov[static_cast<std::size_t>(k)] - ovFull) / ov[0]});
+        }
+      }
+    }
+    EXPECT_LE(worstProjection, 1e-5) << "layout " << layout;
+    EXPECT_LE(worstCircuit, 1e-10) << "layout " << layout;
+    std::cout << "[ measured ] layout " << layout << ": q/k/v from headWeights against the engine's "
+              << worstProjection << " (relative), circuits against the full SVD " << worstCircuit << "\n";
+  }
+}
+
 }  // namespace
