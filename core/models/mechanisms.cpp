@@ -191,7 +191,8 @@ std::shared_ptr<const Weights> singleLayerModel(std::shared_ptr<const Weights> w
 }
 
 Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights,
-                                          std::span<const int> ids, int threads) {
+                                          std::span<const int> ids, int threads,
+                                          const std::function<void(int done, int total)>& progress) {
   const Config& c = weights->config;
   const Eigen::Index L = c.nLayer, H = c.nHead, dh = c.headDim();
   const auto n = static_cast<Eigen::Index>(ids.size());
@@ -234,6 +235,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
       // 4 Z[l, i, j] for i >= j
       for (Eigen::Index i = j; i < n; ++i)
         result[i * n + j] = static_cast<float>(cosineDistance(clean.row(i), changed.row(i)));
+      if (progress) progress(static_cast<int>(l * n + j + 1), static_cast<int>(L * n));
     }
     // 5 each row divided by its sum
     normalizeRows(result, n);
