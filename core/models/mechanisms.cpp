@@ -83,13 +83,14 @@ LayerProjections layerProjections(const Config& c, const LayerWeights& w) {
   return p;
 }
 
-// 1 − cos(a, b) in double; 0 when either vector is zero.
+// 1 − cos(a, b) in double, at least 0 (a cosine a rounding above 1 gives −1e-16, not a
+// negative share); 0 when either vector is zero.
 double cosineDistance(const Eigen::Ref<const Eigen::RowVectorXf>& a,
                       const Eigen::Ref<const Eigen::RowVectorXf>& b) {
   const Eigen::RowVectorXd x = a.cast<double>(), y = b.cast<double>();
   const double norms = x.norm() * y.norm();
   if (!(norms > 0)) return 0;
-  return 1.0 - x.dot(y) / norms;
+  return std::max(0.0, 1.0 - x.dot(y) / norms);
 }
 
 // Divides each row of the n x n block at `block` by its sum (rows summing to 0 stay 0).

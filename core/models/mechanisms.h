@@ -53,7 +53,8 @@ std::vector<float> normWeightedAttention(std::span<const float> attention, std::
 // token j's value vectors zeroed in every KV head of layer l (the attention weights kept as
 // they are, as in the paper's code). j runs over 0..i (the decoder is causal: zeroing a later
 // token's values changes nothing at i, and Z is 0 there); each row is divided by its sum
-// (a row whose sum is 0 stays 0). The cosine is taken in double.
+// (a row whose sum is 0 stays 0). The cosine is taken in double; a distance below 0 by
+// rounding counts as 0.
 //
 // How: one recorded pass (Hooks::record) gives every layer's input resid[l], its head
 // outputs z[l] and its output resid[l + 1]. Block l alone is then re-run as a one-layer
