@@ -9,6 +9,7 @@
 #include "app/cli/cli_common.h"
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
+#include "core/models/mechanisms.h"
 #include "app/session/version.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/analysis/provenance.h"
@@ -25,6 +26,7 @@ constexpr int kMaxShards = 1 << 20;
 
 struct HeadsRequest {
   std::string folder, text, image, promptsPath, outPath;
+  std::string circuitsPath;  // --circuits: the QK / OV circuits of every head (from the weights)
   int repeat = 0;
   long long seed = 0;
   int shard = 1, shards = 1;
@@ -68,6 +70,7 @@ cli::Command headsCommand(HeadsRequest& r) {
        (each with [--exclude-bos] [--exclude-current-token] [--bos | --no-bos] [--threads T])
        attnscope heads ENCODER_DIR --text TEXT [--scores LIST] --out HEADS.csv
        attnscope heads VIT_DIR --image IMG [--scores prev,sink,entropy] --out HEADS.csv
+       attnscope heads DIR|FILE.gguf --circuits OUT.csv  (alone, or with any decoder form above)
 
 Scores every head of the model folder DIR (TransformerLens head_detector definitions, "mul"
 measure Σ(A⊙D)/ΣA; docs/analyses.md):
@@ -83,6 +86,11 @@ from: the model's and the prompts file's hashes, the shard and its prompt range,
 flag. Progress with an ETA goes to stderr. On an encoder or a vision transformer the
 pattern is bidirectional and ΣA runs over every key; an image's patches (in raster order,
 after [CLS]) have no ids, so dup and induction are refused there.
+--circuits OUT.csv (a decoder's weights alone, no text; Elhage et al. 2021, docs/analyses.md):
+layer,head,kv_head, qk_sv1..qk_sv8, the largest singular values of W_Q·W_Kᵀ, ov_sv1..ov_sv8,
+those of W_V·W_O (the head's rows), and copying = Σλ/Σ|λ| over the eigenvalues of
+W_E·W_OV·W_U; raw weights (no LayerNorm folding, no biases, no rotary); one row per layer
+and query head, kv_head = head / (H / H_kv) under grouped-query attention.
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "score on this prompt", r.text),
@@ -115,6 +123,10 @@ after [CLS]) have no ids, so dup and induction are refused there.
                      r.threads),
       cli::textOption("--out", "FILE", "HEADS.csv (--text, --repeat-random) or PART.json (--prompts)",
                       r.outPath),
+      cli::textOption("--circuits", "OUT.csv",
+                      "a decoder: write every head's QK / OV singular values and copying\n"
+                      "score (see below); needs no --text",
+                      r.circuitsPath),
   };
   for (cli::Option& o : analysis_cli::bosOptions()) command.options.push_back(std::move(o));
   return command;
@@ -143,6 +155,45 @@ class Progress {
   Clock::time_point start_, last_{};
 };
 
+// CIRCUITS.csv: "layer,head,kv_head,qk_sv1..qk_sv8,ov_sv1..ov_sv8,copying", one row per
+// layer and query head (core/models/mechanisms.h), numbers with 9 significant digits.
+std::string circuitsCsv(const std::vector<model::HeadCircuit>& circuits) {
+  std::string csv = "layer,head,kv_head";
+  for (const char* kind : {"qk", "ov"})
+    for (int k = 1; k <= model::kCircuitSingularValues; ++k) csv += std::string(",") + kind + "_sv" + std::to_string(k);
+  csv += ",copying\n";
+  char number[32];
+  auto put = [&](double v) {
+    std::snprintf(number, sizeof number, ",%.9g", v);
+    csv += number;
+  };
+  for (const model::HeadCircuit& c : circuits) {
+    csv += std::to_string(c.layer) + "," + std::to_string(c.head) + "," + std::to_string(c.kvHead);
+    for (double v : c.qk) put(v);
+    for (double v : c.ov) put(v);
+    put(c.copying);
+    csv += "\n";
+  }
+  return csv;
+}
+
+// Writes CIRCUITS.csv of `weights` and prints {"circuits": PATH, "layers", "heads", "heads_kv"}.
+Status writeCircuitsOf(const model::Weights& weights, const std::string& path, std::ostream& out) {
+  const std::vector<model::HeadCircuit> circuits = model::headCircuits(weights);
+  if (Status s = cli::writeText(path, circuitsCsv(circuits)); !s) return s;
+  const model::Config& c = weights.config;
+  out << json{{"circuits", path}, {"layers", c.nLayer}, {"heads", c.nHead}, {"heads_kv", c.nHeadKv}}.dump() << "\n";
+  return Ok{};
+}
+
+// `heads DIR --circuits CIRCUITS.csv` alone: load, compute, write.
+int writeCircuits(const HeadsRequest& r, std::ostream& out, std::ostream& err) {
+  Expected<io::ModelFolder> model = analysis_cli::loadFolder(r.folder);
+  if (!model) return fail(err, model.error());
+  if (Status s = writeCircuitsOf(*model->weights, r.circuitsPath, out); !s) return fail(err, s.error());
+  return 0;
+}
+
 }  // namespace
 
 cli::CommandInfo headsInfo() {
@@ -161,6 +212,25 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   r.folder = parsed->positional[0];
   const int sources = parsed->has("--text") + parsed->has("--repeat-random") + parsed->has("--prompts") +
                       parsed->has("--image");
+  const bool circuits = parsed->has("--circuits");
+  if (circuits) {
+    if (cli::lowerExtension(r.circuitsPath) != ".csv")
+      return fail(err, optionError("--circuits", cli::inQuotes(r.circuitsPath) + " must end in .csv (a table)"));
+    if (Status s = cli::checkOutputFile("--circuits", r.circuitsPath); !s)
+      return fail(err, optionError("--circuits", s.error().problem, r.circuitsPath));
+    if (analysis_cli::folderKind(r.folder) != analysis_cli::FolderKind::Decoder)
+      return fail(err, optionError("--circuits", "runs on decoders only (an encoder or a vision transformer "
+                                                 "has no unembedding for the copying score)",
+                                   r.folder));
+  }
+  if (circuits && sources == 0) {  // the circuits alone: every option of the scores is refused
+    for (const char* option : {"--out", "--seed", "--shard", "--scores", "--exclude-bos", "--exclude-current-token",
+                               "--threads", "--bos", "--no-bos"})
+      if (parsed->has(option))
+        return fail(err, optionError(option, "applies to the head scores (--text, --image, --repeat-random or "
+                                             "--prompts); --circuits alone reads only the weights"));
+    return writeCircuits(r, out, err);
+  }
   if (sources != 1)
     return fail(err, optionError("--text", "give exactly one of --text, --image, --repeat-random and --prompts"));
   if (parsed->has("--seed") && !parsed->has("--repeat-random"))
@@ -203,6 +273,9 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   }
   Expected<io::ModelFolder> model = analysis_cli::loadFolder(r.folder);
   if (!model) return fail(err, model.error());
+  if (circuits) {
+    if (Status s = writeCircuitsOf(*model->weights, r.circuitsPath, out); !s) return fail(err, s.error());
+  }
   Expected<int> bos = analysis_cli::bosToken(*model, r.bos);
   if (!bos) return fail(err, bos.error());
   const model::DetectOptions options{r.excludeBos, r.excludeCurrent};

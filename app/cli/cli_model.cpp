@@ -5,6 +5,8 @@
 #include "app/cli/cli_model.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
+#include "core/models/mechanisms.h"
 #include "core/models/transformer.h"
 #include "formats/files.h"
 #include "formats/models/encoder_folder.h"
@@ -78,13 +81,33 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
   return ids;
 }
 
+// The --mechanisms names, in the order of the help.
+constexpr const char* kMechanisms[] = {"norm", "valuezero", "flow"};
+
+// "norm,flow" -> the names, each known and listed once.
+Status parseMechanisms(const std::string& text, std::vector<std::string>& names) {
+  names.clear();
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    if (std::find(std::begin(kMechanisms), std::end(kMechanisms), item) == std::end(kMechanisms))
+      return Error{"", "", "unknown mechanism " + cli::inQuotes(item) + "; use norm, valuezero, flow (comma-separated)"};
+    if (std::find(names.begin(), names.end(), item) != names.end())
+      return Error{"", "", "mechanism " + cli::inQuotes(item) + " is listed twice"};
+    names.push_back(item);
+    start = comma + 1;
+  }
+  return Ok{};
+}
+
 // The options of `model`, declared once.
 cli::Command modelCommand(ModelRequest& request) {
   cli::Command command;
   command.name = "model";
-  command.column = 20;
+  command.column = 21;
   command.usage = R"(usage: attnscope model DIR|FILE.gguf (--text TEXT | --ids I,J,...|@FILE) [--bos | --no-bos]
-                         [--out OUT.npz] [--predict K]
+                         [--out OUT.npz [--mechanisms LIST [--normalize]]] [--predict K]
        attnscope model DIR --image IMG [--out OUT.npz] [--predict K]
                          [--overlay OUT.png [--layer L|rollout] [--head H|mean] [--vmax V|max]]
 
@@ -130,6 +153,22 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "and the side file OUT.tokens.json: each token's decoded text, a JSON\n"
                         "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
                         nullptr),
+      cli::customOption("--mechanisms", "LIST",
+                        "with --out: add to OUT.npz, comma-separated (docs/analyses.md; an encoder\n"
+                        "or a vision transformer: norm and flow)\n"
+                        "  norm       norm_weighted  float32 [layers, heads, n, n]: a·‖f_h(x_j)‖,\n"
+                        "             f_h(x_j) = (LN(x_j)·W_V + b_V)·W_O of the head (Kobayashi 2020)\n"
+                        "  valuezero  value_zeroing  float32 [layers, n, n]: 1 − cos of token i's\n"
+                        "             block output with token j's values zeroed, rows summing\n"
+                        "             to 1 (Mohebbi 2023; layers·n re-runs of one block,\n"
+                        "             with progress and an ETA on stderr)\n"
+                        "  flow       attention_flow float32 [n, n]: the maximum flow from input\n"
+                        "             token j to top token i through rollout's 0.5·A + 0.5·I\n"
+                        "             graph (Abnar & Zuidema 2020), exact",
+                        [&request](const std::string& v) { return parseMechanisms(v, request.mechanisms); }),
+      cli::flagOption("--normalize", "with --mechanisms flow: divide each row of attention_flow by\n"
+                      "its sum (default: the raw flow values)",
+                      request.normalizeFlow),
       cli::intOption("--predict", "K", 1, kMaxPredict,
                      "print the K most probable next tokens as JSON on stdout (1..1000):\n"
                      "{\"model_type\", \"heads_kv\", \"tokens\": n, \"bos\",\n"
@@ -218,6 +257,11 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     fs::path p(request.outPath);
     request.tokensPath = (p.parent_path() / p.stem()).string() + ".tokens.json";
   }
+  const auto& mechanisms = request.mechanisms;
+  if (parsed->has("--mechanisms") && request.outPath.empty())
+    return optionError("--mechanisms", "needs --out OUT.npz (the arrays are written there)");
+  if (request.normalizeFlow && std::find(mechanisms.begin(), mechanisms.end(), "flow") == mechanisms.end())
+    return optionError("--normalize", "only applies with --mechanisms ...flow");
   if (request.outPath.empty() && request.predict == 0 && request.overlayPath.empty()) {
     return optionError("--out", image ? "missing (give --out FILE.npz, --predict K or --overlay OUT.png)"
                                       : "missing (give --out FILE.npz, --predict K, or both)");
@@ -249,6 +293,58 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
   return out.dump() + "\n";
 }
 
+// The --mechanisms arrays of a decoder run, in the order listed (core/models/mechanisms.h).
+Expected<std::vector<model_cli::ExtraArray>> mechanismArrays(const ModelRequest& request,
+                                                             std::shared_ptr<const model::Weights> weights,
+                                                             const model::Session& run,
+                                                             const std::vector<int>& ids, std::ostream& err) {
+  const model::Config& c = run.config();
+  const std::int64_t L = c.nLayer, H = c.nHead, n = run.size();
+  std::vector<model_cli::ExtraArray> arrays;
+  for (const std::string& name : request.mechanisms) {
+    if (name == "norm") {
+      // one layer's H x n x n at a time: N = a·‖f_h(x_j)‖ (model::normWeightedAttention's
+      // numbers, without the [L, H, n, n] copy in memory)
+      model_cli::ExtraArray array{"norm_weighted", {L, H, n, n}, {}, {}};
+      array.blocks = [&run, H, n](std::int64_t layer, std::span<float> block) {
+        const Matrix norms = model::transformedValueNorms(run, static_cast<int>(layer));
+        std::fill(block.begin(), block.end(), 0.0f);
+        for (std::int64_t h = 0; h < H; ++h)
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::span<const float> row = run.attentionRow(static_cast<int>(layer), static_cast<int>(h), static_cast<int>(i));
+            for (std::size_t j = 0; j < row.size(); ++j)
+              block[static_cast<std::size_t>((h * n + i) * n) + j] = row[j] * norms(h, static_cast<Eigen::Index>(j));
+          }
+      };
+      arrays.push_back(std::move(array));
+    } else if (name == "valuezero") {
+      // "attnscope model: value zeroing 37/384 re-runs, 1.2 s, ETA 5.3 s" on stderr, at most
+      // twice a second and at the end (a large model on a long text takes minutes)
+      using Clock = std::chrono::steady_clock;
+      const Clock::time_point start = Clock::now();
+      Clock::time_point last{};
+      auto progress = [&](int done, int total) {
+        const Clock::time_point now = Clock::now();
+        if (done < total && now - last < std::chrono::milliseconds(500)) return;
+        last = now;
+        const double elapsed = std::chrono::duration<double>(now - start).count();
+        char line[160];
+        std::snprintf(line, sizeof line, "attnscope model: value zeroing %d/%d re-runs, %.1f s, ETA %.1f s\n", done,
+                      total, elapsed, elapsed / done * (total - done));
+        err << line << std::flush;
+      };
+      Expected<std::vector<float>> zeroed = model::valueZeroing(weights, ids, 0, progress);
+      if (!zeroed) return zeroed.error();
+      arrays.push_back({"value_zeroing", {L, n, n}, std::move(zeroed).value(), {}});
+    } else if (name == "flow") {
+      Expected<Matrix> flow = model::attentionFlow(run, request.normalizeFlow);
+      if (!flow) return flow.error();
+      arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size()), {}});
+    }
+  }
+  return arrays;
+}
+
 }  // namespace
 
 model_cli::HeadBlock model_cli::denseBlocks(const std::vector<float>& attention,
@@ -263,7 +359,8 @@ model_cli::HeadBlock model_cli::denseBlocks(const std::vector<float>& attention,
 
 Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::int64_t (&shape)[4],
                                       const HeadBlock& block, const std::vector<int>& ids,
-                                      const std::vector<std::string>& tokenTexts) {
+                                      const std::vector<std::string>& tokenTexts,
+                                      std::span<const ExtraArray> extra) {
   // 1 the archive's entries: the attention streams one head's block at a time (no
   // [L, H, n, n] copy in memory), then the token ids.
   Expected<std::string> attentionHeader = io::npyHeaderFloat32(shape);
@@ -283,6 +380,27 @@ Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::in
     }
     return Ok{};
   };
+  for (const ExtraArray& array : extra) {
+    Expected<std::string> header = io::npyHeaderFloat32(array.shape);
+    if (!header) return header.error();
+    io::NpzStreamEntry& entry = entries.emplace_back();
+    entry.name = array.name;
+    entry.npyHeader = *header;
+    std::int64_t count = 1;
+    for (std::int64_t d : array.shape) count *= d;
+    entry.dataBytes = static_cast<std::uint64_t>(count) * 4;
+    entry.produce = [&array, count](const io::ChunkWriter& write) -> Status {
+      if (!array.blocks)
+        return write({reinterpret_cast<const char*>(array.values.data()), array.values.size() * 4});
+      const std::int64_t leading = array.shape.empty() ? 1 : array.shape[0];
+      std::vector<float> block(static_cast<std::size_t>(leading > 0 ? count / leading : 0));
+      for (std::int64_t index = 0; index < leading; ++index) {
+        array.blocks(index, block);
+        if (Status s = write({reinterpret_cast<const char*>(block.data()), block.size() * 4}); !s) return s;
+      }
+      return Ok{};
+    };
+  }
   std::string idsBytes;
   std::size_t idsHeader = 0;
   if (!ids.empty()) {
@@ -332,6 +450,16 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     const fs::path config = fs::path(request->folder) / "config.json";
     Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
                                                                   : Expected<std::string>(std::string());
+    // value zeroing re-runs a block with one token's values zeroed: only the decoder engine
+    // has that hook so far; norm and flow run on every kind
+    const bool bidirectional = type && (io::isVisionModelType(*type) || io::isEncoderModelType(*type));
+    const auto& mechanisms = request->mechanisms;
+    if (bidirectional && std::find(mechanisms.begin(), mechanisms.end(), "valuezero") != mechanisms.end())
+      return fail(err, optionError("--mechanisms",
+                                   "valuezero runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
+                                       (io::isVisionModelType(*type) ? " is a vision transformer" : " is an encoder") +
+                                       " (norm and flow run on it)",
+                                   request->folder));
     if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
     if (!request->imagePath.empty()) {
       return fail(err, optionError("--image",
@@ -425,7 +553,13 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
         std::copy(row.begin(), row.end(), block.begin() + static_cast<std::ptrdiff_t>(i * width));
       }
     };
-    if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, encoding.ids, texts); !s) {
+    Expected<std::vector<model_cli::ExtraArray>> extra = mechanismArrays(*request, model->weights, run, encoding.ids, err);
+    if (!extra) {
+      Error error = extra.error();
+      if (error.file.empty()) error.file = request->folder;
+      return fail(err, error);
+    }
+    if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, encoding.ids, texts, *extra); !s) {
       return fail(err, s.error());
     }
   }

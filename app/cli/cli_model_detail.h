@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/types.h"
+#include "core/models/transformer.h"
 #include "formats/npz.h"
 
 namespace attn::app::model_cli {
@@ -39,6 +40,22 @@ struct ModelRequest {
   std::string layer;  // --layer: "" (the last), an index or "rollout"
   std::string head;   // --head: "" (mean), an index or "mean"
   std::string vmax;   // --vmax: "" (1, or the maximum for rollout), a number > 0 or "max"
+  // --mechanisms (decoders, issue 30; core/models/mechanisms.h), in the order listed:
+  // "norm", "valuezero", "flow"; --normalize divides each row of the flow by its sum.
+  std::vector<std::string> mechanisms;
+  bool normalizeFlow = false;
+};
+
+// One more float32 array of OUT.npz (the --mechanisms results): product(shape) numbers in C
+// order, either held in `values` or, when `blocks` is set, made one leading-index block at
+// a time (blocks(index, block): block holds product(shape[1..]) numbers; called twice per
+// block, once for the CRC-32 and once to write), so that an [L, H, n, n] array is never
+// whole in memory.
+struct ExtraArray {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+  std::function<void(std::int64_t index, std::span<float> block)> blocks;
 };
 
 // Fills `block` (shape[2] x shape[3], row-major) with the attention of one layer and head.
@@ -49,10 +66,22 @@ HeadBlock denseBlocks(const std::vector<float>& attention, const std::int64_t (&
 // Writes OUT.tokens.json (the token texts), then OUT.npz {attention f32 shape = [L, H, n_q,
 // n_k], token_ids i64 [n] unless `ids` is empty (a picture)}, tokens first (the views read the
 // side file next to the .npz). The attention streams into the archive one head's block at a
-// time (io::writeNpzStreamed: no copy of the whole tensor). Errors name the file.
+// time (io::writeNpzStreamed: no copy of the whole tensor); `extra` arrays follow it. Errors
+// name the file.
 Status writeAttentionFiles(const ModelRequest& request, const std::int64_t (&shape)[4],
                            const HeadBlock& block, const std::vector<int>& ids,
-                           const std::vector<std::string>& tokenTexts);
+                           const std::vector<std::string>& tokenTexts,
+                           std::span<const ExtraArray> extra = {});
+
+// The --mechanisms arrays of a bidirectional run (an encoder's or a ViT's): norm_weighted
+// [L, H, n, n] and attention_flow [n, n], in the order listed (value zeroing runs on decoders
+// only, and is refused before this). attention [L, H, n, n], qkv and outputs per layer as
+// core/models/mechanisms.h's normWeightedAttention takes them.
+Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& request,
+                                                          const std::vector<float>& attention,
+                                                          const std::vector<Matrix>& qkv,
+                                                          const std::vector<model::Linear>& outputs, int layers,
+                                                          int heads, int n);
 
 // The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).
 int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err);

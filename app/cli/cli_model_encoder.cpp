@@ -7,6 +7,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "core/models/encoder.h"
+#include "core/models/mechanisms.h"
 #include "formats/models/encoder_folder.h"
 
 namespace attn::app::model_cli {
@@ -61,6 +62,26 @@ Expected<std::string> predictionJson(const io::EncoderFolder& folder, const mode
 }
 
 }  // namespace
+
+Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& request,
+                                                          const std::vector<float>& attention,
+                                                          const std::vector<Matrix>& qkv,
+                                                          const std::vector<model::Linear>& outputs, int layers,
+                                                          int heads, int n) {
+  std::vector<ExtraArray> arrays;
+  for (const std::string& name : request.mechanisms) {
+    if (name == "norm") {
+      arrays.push_back({"norm_weighted", {layers, heads, n, n}, model::normWeightedAttention(attention, qkv, outputs, heads), {}});
+    } else if (name == "flow") {
+      Expected<Matrix> flow = model::attentionFlow(attention, layers, heads, n, request.normalizeFlow);
+      if (!flow) return flow.error();
+      arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size()), {}});
+    } else {
+      return optionError("--mechanisms", cli::inQuotes(name) + " runs on decoders only");
+    }
+  }
+  return arrays;
+}
 
 int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err) {
   if (request.bosChoice != -1) {
@@ -121,7 +142,12 @@ int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream
                                    static_cast<std::int64_t>(n)};
     std::vector<std::string> texts;
     for (int id : encoding.ids) texts.push_back(tokenText(*folder, id));
-    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), encoding.ids, texts); !s)
+    std::vector<model::Linear> outputs;
+    for (const model::EncoderLayerWeights& layer : folder->weights->layers) outputs.push_back(layer.out);
+    Expected<std::vector<ExtraArray>> extra = bidirectionalMechanisms(
+        request, run->attention, run->qkv, outputs, config.nLayer, config.nHead, static_cast<int>(n));
+    if (!extra) return fail(err, extra.error());
+    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), encoding.ids, texts, *extra); !s)
       return fail(err, s.error());
   }
 

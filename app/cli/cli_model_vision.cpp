@@ -132,7 +132,12 @@ int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream&
   if (!request.outPath.empty()) {
     const std::int64_t T = run->tokens;
     const std::int64_t shape[4] = {run->layers, run->heads, T, T};
-    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), {}, tokenNames(config)); !s)
+    std::vector<model::Linear> outputs;
+    for (const model::EncoderLayerWeights& layer : weights.layers) outputs.push_back(layer.out);
+    Expected<std::vector<ExtraArray>> extra = bidirectionalMechanisms(request, run->attention, run->qkv, outputs,
+                                                                      run->layers, run->heads, static_cast<int>(T));
+    if (!extra) return fail(err, extra.error());
+    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), {}, tokenNames(config), *extra); !s)
       return fail(err, s.error());
   }
 
