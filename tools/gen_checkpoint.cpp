@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
   // 3 config.json and, for gpt2, a byte-level tokenizer
   const attn::io::Family& family = *attn::io::findFamily(config->modelType);
   std::ofstream(dir / "config.json") << family.writeConfig(*config).dump(2) << '\n';
-  if (family.tokenizerRequired) {  // a byte-level vocab.json + merges.txt (gpt2)
+  if (family.byteLevelVocab) {  // a byte-level vocab.json + merges.txt (gpt2)
     nlohmann::json vocab = nlohmann::json::object();
     for (int b = 0; b < 256; ++b) {
       std::string token;

@@ -23,64 +23,169 @@ namespace {
 
 using namespace cli;
 
-constexpr std::string_view kMainHelp =
-    R"(attnscope - see how attention works
+// =======================================================================================
+// The command table: the one list of commands. The main help (usage lines and the
+// commands' summaries), the dispatch, isCliArgument, the unknown-command error, the
+// headless build's list, commandDeclarations (the man page and bash completion,
+// tools/gen_cli_docs.cpp) are all generated from it.
+// =======================================================================================
 
-usage:
-  attnscope                        open the window (restores the last session)
-  attnscope SCENARIO.json          open the window on a scenario file
-  attnscope open FILE [--select L,H] [--view V] [--batch B]
-  attnscope --model DIR [--text T] open the window with a model folder (live attention)
-  attnscope compute SCENARIO [--out FILE.json]
-  attnscope export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]
-  attnscope screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS] [--theme T]
-  attnscope screenshot [SCENARIO] --model DIR --text T [--select L,H [--pipeline]] --out FILE.png
-  attnscope lesson SCENARIO --out DECK.pdf|STEPS.gif [--size WxH] [--theme light|dark]
-  attnscope export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv
-  attnscope export FILE.npy|FILE.npz --grid --out FILE.png
-  attnscope info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]
-  attnscope image IMAGE --patch P --query R,C --out OUT.png [options]
-  attnscope train --out RUN.json [--task reverse --length 8 --model encdec ...]
-  attnscope model DIR --text TEXT [--out OUT.npz] [--predict K]
-  attnscope analyze DIR --text T --ablate L.H[,L.H...] [--mode zero|mean] [--predict K]
-  attnscope analyze DIR --text T --answer A --wrong W --attribution OUT.csv
-  attnscope patch DIR --clean T --corrupt T --answer A --wrong W --what heads|resid --out P.csv [--png P.png]
-  attnscope lens DIR --text T --top K --out LENS.json
-  attnscope heads DIR --text T | --repeat-random N --seed S | --prompts P.jsonl [--shard K/N] --out F
-  attnscope merge PART.json... --out HEADS.csv
-  attnscope bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]
-  attnscope bench --model DIR [--tokens N] [--decode M] [--threads T] [--repeat R]
-  attnscope help [COMMAND] | COMMAND --help
-  attnscope --version
+using Run = int (*)(std::span<const std::string>, std::ostream&, std::ostream&,
+                    const WindowRunner&);
 
-commands:
-  open        open the window on a file (.json, .npy, .npz, image) with the Attention
-              panel's head and tab chosen (--select, --view, ...)
-  compute     run the attention mechanism, print every intermediate as JSON
-  export      write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV
-  screenshot  open the window, render a few frames, save it as PNG and exit
-  lesson      the pipeline's step-through, one stage a page with its caption and
-              explanation: a PDF deck (headless) or a GIF of the presentation view
-  bench       time the multi-head self-attention forward pass (or a model folder's:
-              --model DIR), print JSON
-  info        list the arrays of an .npy/.npz attention file and its [layers, heads,
-              n_q, n_k] as JSON (docs/import.md)
-  image       self-attention over the P x P patches of an image, overlay as PNG
-  train       train a small attention model on a toy task, write accuracy and alignment
-  model       run a model folder on a text: attention of every layer and head
-              as .npz, the next-token prediction as JSON
-  analyze     ablate heads (zero or mean) and compare the prediction; direct logit
-              attribution per head (docs/analyses.md)
-  patch       activation patching from a clean into a corrupted prompt, per head or per
-              layer and position, as CSV and a heatmap
-  lens        the logit lens: top tokens of every layer's residual stream at every position
-  heads       previous-token, duplicate-token, induction, sink and entropy scores per head,
-              on a text, a repeated random sequence or a prompts file (shards)
-  merge       merge the shards of heads --prompts into one table
+struct CommandEntry {
+  std::string_view name;  // "compute"; "--model" is the window with a model
+  // Its lines of the main help's "usage:" block, each after "attnscope ".
+  std::vector<std::string_view> usage;
+  // Its description in the "commands:" block, lines separated by '\n'; empty: not listed
+  // there (the window's --model, described by its usage line).
+  std::string_view summary;
+  bool headless;  // runs without the window (listed by the headless build's refusal)
+  Run run;
+  cli::CommandInfo (*info)();
+};
 
-exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and
-problem), 3 no display / no OpenGL (screenshot, lesson --out FILE.gif), 1 internal error.
-)";
+// Adapts a command that never opens the window to Run.
+template <int (*F)(std::span<const std::string>, std::ostream&, std::ostream&)>
+int headlessRun(std::span<const std::string> args, std::ostream& out, std::ostream& err,
+                const WindowRunner&) {
+  return F(args, out, err);
+}
+
+const std::vector<CommandEntry>& commandTable() {
+  static const std::vector<CommandEntry> table = {
+      {"open",
+       {"open FILE [--select L,H] [--view V] [--batch B]"},
+       "open the window on a file (.json, .npy, .npz, image) with the Attention\n"
+       "panel's head and tab chosen (--select, --view, ...)",
+       false, runOpen, openInfo},
+      {"--model",
+       {"--model DIR|FILE.gguf [--text T]  open the window with a model (live attention)"},
+       "", false, runModelWindow, modelWindowInfo},
+      {"compute",
+       {"compute SCENARIO [--out FILE.json]"},
+       "run the attention mechanism, print every intermediate as JSON",
+       true, headlessRun<runCompute>, computeInfo},
+      {"export",
+       {"export SCENARIO --out FILE.png|FILE.svg|FILE.csv [options]",
+        "export FILE.npy|FILE.npz --layer L --head H|mean|max --out FILE.png|svg|csv",
+        "export FILE.npy|FILE.npz --grid --out FILE.png"},
+       "write one heatmap (scores, weights, context, ...) as PNG, SVG or CSV",
+       true, headlessRun<runExport>, exportInfo},
+      {"screenshot",
+       {"screenshot SCENARIO --out FILE.png [--size WxH] [--frames N] [--training STEPS] "
+        "[--theme T]",
+        "screenshot [SCENARIO] --model DIR|FILE.gguf --text T [--select L,H [--pipeline]] "
+        "--out FILE.png"},
+       "open the window, render a few frames, save it as PNG and exit",
+       false, runScreenshot, screenshotInfo},
+      {"lesson",
+       {"lesson SCENARIO --out DECK.pdf|STEPS.gif [--size WxH] [--theme light|dark]"},
+       "the pipeline's step-through, one stage a page with its caption and\n"
+       "explanation: a PDF deck (headless) or a GIF of the presentation view",
+       false, runLesson, lessonInfo},
+      {"info",
+       {"info FILE.npy|FILE.npz [--array NAME] [--batch B] [--layout DIMS] [--scan]"},
+       "list the arrays of an .npy/.npz attention file and its [layers, heads,\n"
+       "n_q, n_k] as JSON (docs/import.md)",
+       true, headlessRun<runInfo>, infoInfo},
+      {"image",
+       {"image IMAGE --patch P --query R,C --out OUT.png [options]"},
+       "self-attention over the P x P patches of an image, overlay as PNG",
+       true, headlessRun<runImageCommand>, imageInfo},
+      {"train",
+       {"train --out RUN.json [--task reverse --length 8 --model encdec ...]"},
+       "train a small attention model on a toy task, write accuracy and alignment",
+       true, headlessRun<runTrain>, trainInfo},
+      {"model",
+       {"model DIR|FILE.gguf --text TEXT | --ids I,J,... [--out OUT.npz] [--predict K]"},
+       "run a model (a Hugging Face folder of any family, or a GGUF file) on a\n"
+       "text: attention of every layer and head as .npz, the next-token\n"
+       "prediction as JSON",
+       true, headlessRun<runModelCommand>, modelInfo},
+      {"analyze",
+       {"analyze MODEL --text T --ablate L.H[,L.H...] [--mode zero|mean] [--predict K]",
+        "analyze MODEL --text T --answer A --wrong W --attribution OUT.csv"},
+       "ablate heads (zero or mean) and compare the prediction; direct logit\n"
+       "attribution per head (docs/analyses.md)",
+       true, headlessRun<runAnalyze>, analyzeInfo},
+      {"patch",
+       {"patch MODEL --clean T --corrupt T --answer A --wrong W --what heads|resid --out "
+        "P.csv [--png P.png]"},
+       "activation patching from a clean into a corrupted prompt, per head or per\n"
+       "layer and position, as CSV and a heatmap",
+       true, headlessRun<runPatch>, patchInfo},
+      {"lens",
+       {"lens MODEL --text T --top K --out LENS.json"},
+       "the logit lens: top tokens of every layer's residual stream at every position",
+       true, headlessRun<runLens>, lensInfo},
+      {"heads",
+       {"heads MODEL --text T | --repeat-random N --seed S | --prompts P.jsonl [--shard K/N] "
+        "--out F"},
+       "previous-token, duplicate-token, induction, sink and entropy scores per head,\n"
+       "on a text, a repeated random sequence or a prompts file (shards)",
+       true, headlessRun<runHeads>, headsInfo},
+      {"merge",
+       {"merge PART.json... --out HEADS.csv"},
+       "merge the shards of heads --prompts into one table",
+       true, headlessRun<runMerge>, mergeInfo},
+      {"bench",
+       {"bench [--n N] [--d D] [--heads H] [--threads T] [--repeat R]",
+        "bench --model DIR|FILE.gguf [--tokens N] [--decode M] [--threads T] [--repeat R]"},
+       "time the multi-head self-attention forward pass (or a model's: --model),\n"
+       "print JSON",
+       true, headlessRun<runBench>, benchInfo},
+  };
+  return table;
+}
+
+// "a, b, c and d" (or "a, b, c, d" with `last` = ", ") over the listed commands that pass
+// `keep`.
+template <class Keep>
+std::string commandList(Keep keep, std::string_view last) {
+  std::vector<std::string_view> names;
+  for (const CommandEntry& entry : commandTable()) {
+    if (!entry.summary.empty() && keep(entry)) names.push_back(entry.name);
+  }
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) list += i + 1 == names.size() ? last : std::string_view(", ");
+    list += names[i];
+  }
+  return list;
+}
+
+// `attnscope --help`: the usage lines and the commands' summaries from the table.
+std::string mainHelp() {
+  std::string help =
+      "attnscope - see how attention works\n\n"
+      "usage:\n"
+      "  attnscope                        open the window (restores the last session)\n"
+      "  attnscope SCENARIO.json          open the window on a scenario file\n";
+  for (const CommandEntry& entry : commandTable()) {
+    for (std::string_view line : entry.usage) help += "  attnscope " + std::string(line) + "\n";
+  }
+  help += "  attnscope help [COMMAND] | COMMAND --help\n  attnscope --version\n\ncommands:\n";
+  constexpr std::size_t kColumn = 12;  // where the summaries start
+  for (const CommandEntry& entry : commandTable()) {
+    if (entry.summary.empty()) continue;
+    std::string_view rest = entry.summary;
+    bool first = true;
+    while (!rest.empty()) {
+      const std::size_t end = std::min(rest.find('\n'), rest.size());
+      std::string lead = first ? "  " + std::string(entry.name) : std::string();
+      lead.resize(kColumn + 2, ' ');
+      help += lead + std::string(rest.substr(0, end)) + "\n";
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+      first = false;
+    }
+  }
+  help +=
+      "\nexit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file, field and\n"
+      "problem), 3 no display / no OpenGL (screenshot, lesson --out FILE.gif), 1 internal "
+      "error.\n";
+  return help;
+}
 
 int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
              const WindowRunner& window) {
@@ -89,22 +194,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   const std::string& command = args[0];
   std::span<const std::string> rest(args.data() + 1, args.size() - 1);
-  if (command == "open") return runOpen(rest, out, err, window);
-  if (command == "compute") return runCompute(rest, out, err);
-  if (command == "export") return runExport(rest, out, err);
-  if (command == "screenshot") return runScreenshot(rest, out, err, window);
-  if (command == "lesson") return runLesson(rest, out, err, window);
-  if (command == "bench") return runBench(rest, out, err);
-  if (command == "info") return runInfo(rest, out, err);
-  if (command == "image") return runImageCommand(rest, out, err);
-  if (command == "train") return runTrain(rest, out, err);
-  if (command == "model") return runModelCommand(rest, out, err);
-  if (command == "analyze") return runAnalyze(rest, out, err);
-  if (command == "patch") return runPatch(rest, out, err);
-  if (command == "lens") return runLens(rest, out, err);
-  if (command == "heads") return runHeads(rest, out, err);
-  if (command == "merge") return runMerge(rest, out, err);
-  if (command == "--model") return runModelWindow(rest, out, err, window);
+  for (const CommandEntry& entry : commandTable()) {
+    if (command == entry.name) return entry.run(rest, out, err, window);
+  }
   if (command == "--version") {
     out << "attnscope " << kVersion << "\nkernels: " << kernels::activeIsaDescription()
         << "\nmatrix products: OpenBLAS, " << kernels::openblasCoreName() << " kernels\n";
@@ -113,12 +205,12 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (command == "-h" || command == "--help" || command == "help") {
     const std::string topic = args.size() > 1 ? args[1] : "";
     if (topic.empty()) {
-      out << kMainHelp;
+      out << mainHelp();
       return 0;
     }
-    for (const CommandInfo& info : commandDeclarations()) {
+    for (const CommandEntry& entry : commandTable()) {
       // The command's own --help (generated from its declarations).
-      if (info.name == topic) return dispatch({topic, "--help"}, out, err, window);
+      if (entry.name == topic) return entry.run(std::vector<std::string>{"--help"}, out, err, window);
     }
     return fail(err, Error{"", "", "no help for unknown command " + inQuotes(topic)});
   }
@@ -132,9 +224,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
                 Error{"", "", "unknown option " + inQuotes(command) + " (see attnscope --help)"});
   }
   return fail(err, Error{"", "",
-                         "unknown command " + inQuotes(command) +
-                             " (commands: open, compute, export, screenshot, lesson, info, image, train, "
-                             "model, analyze, patch, lens, heads, merge, bench; see attnscope --help)"});
+                         "unknown command " + inQuotes(command) + " (commands: " +
+                             commandList([](const CommandEntry&) { return true; }, ", ") +
+                             "; see attnscope --help)"});
 }
 
 }  // namespace
@@ -144,18 +236,17 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // =======================================================================================
 
 std::vector<cli::CommandInfo> commandDeclarations() {
-  return {openInfo(),    computeInfo(), exportInfo(),    screenshotInfo(), lessonInfo(),
-          infoInfo(),    imageInfo(),
-          trainInfo(),   modelInfo(),     analyzeInfo(),    patchInfo(),       lensInfo(),
-          headsInfo(),   mergeInfo(),     benchInfo(),      modelWindowInfo()};
+  std::vector<cli::CommandInfo> infos;
+  for (const CommandEntry& entry : commandTable()) infos.push_back(entry.info());
+  return infos;
 }
 
 bool isCliArgument(std::string_view arg) {
-  return arg == "open" || arg == "compute" || arg == "export" || arg == "screenshot" ||
-         arg == "lesson" || arg == "help" ||
-         arg == "info" || arg == "image" || arg == "train" || arg == "model" || arg == "bench" ||
-         arg == "analyze" || arg == "patch" || arg == "lens" || arg == "heads" || arg == "merge" ||
-         arg.starts_with("-");
+  if (arg == "help" || arg.starts_with("-")) return true;
+  for (const CommandEntry& entry : commandTable()) {
+    if (arg == entry.name) return true;
+  }
+  return false;
 }
 
 int openWindow(const WindowRunner& window, const GuiLaunch& launch, std::string_view what,
@@ -164,8 +255,9 @@ int openWindow(const WindowRunner& window, const GuiLaunch& launch, std::string_
   return cli::fail(err, Error{"", "",
                          std::string(what) +
                              " needs the GUI build: this attnscope was built without the window "
-                             "(-DATTNSCOPE_BUILD_GUI=OFF); the headless commands are compute, "
-                             "export, info, image, train, model, analyze, patch, lens, heads, merge and bench"});
+                             "(-DATTNSCOPE_BUILD_GUI=OFF); the headless commands are " +
+                             commandList([](const CommandEntry& e) { return e.headless; },
+                                         " and ")});
 }
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

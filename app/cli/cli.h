@@ -1,4 +1,5 @@
-// The headless command line: `attnscope compute|export|screenshot|bench|--help|--version`.
+// The headless command line: `attnscope COMMAND ...`, `--help`, `--version` (the commands are
+// listed once, in cli.cpp's command table).
 //
 // Every command is a pure function of its arguments that writes to the streams it is given
 // and returns the process exit code, so tests can run it in-process as well as through the
@@ -33,13 +34,12 @@ namespace attn::app {
 using WindowRunner = std::function<int(const GuiLaunch&)>;
 
 // Every command's declared options (name, value placeholder, help, accepted words), for a
-// man page or a completion script: compute, export, screenshot, info, image, train, model,
-// bench and --model (the window with a model).
+// man page or a completion script, in the order of the command table (cli.cpp), which also
+// holds "--model" (the window with a model).
 std::vector<cli::CommandInfo> commandDeclarations();
 
-// True when `arg` (argv[1]) selects the CLI rather than the window: a command name
-// ("compute", "export", "screenshot", "image", "train", "model", "bench", "help") or anything
-// starting with '-'.
+// True when `arg` (argv[1]) selects the CLI rather than the window: a command name of the
+// command table (cli.cpp), "help", or anything starting with '-'.
 bool isCliArgument(std::string_view arg);
 
 // argv[0] is the program name, argv[1] the command. Never throws. `window` opens the

@@ -231,13 +231,13 @@ the image's top-K labels. Formulas: docs/analyses.md.
                         }),
       cli::wordOption("--mode", "MODE", "mode", {"zero", "mean"},
                       "zero: z = 0; mean: z = its mean over the prompt's positions, or\n"
-                      "over a dataset's with --mean-from ({choices}; default zero)",
+                      "over a dataset's with --mean-from ({choices})",
                       r.mode),
       cli::textOption("--mean-from", "P.jsonl",
                       "with --mode mean: z = its mean over every position of every prompt\n"
                       "of P.jsonl (one {\"text\": ...} per line, clean runs, the same BOS rule)",
                       r.meanFrom),
-      cli::intOption("--predict", "K", 1, kMaxTop, "top-K next tokens to print (1..1000, default 10)",
+      cli::intOption("--predict", "K", 1, kMaxTop, "top-K next tokens to print (1..1000)",
                      r.predict),
       cli::textOption("--answer", "A", "the answer token's text (one token, e.g. \" Mary\")", r.answer),
       cli::textOption("--wrong", "W", "the wrong token's text (one token)", r.wrong),
@@ -544,11 +544,11 @@ unembedding; --scale final: TransformerLens's convention). LENS.json: {"bos", "s
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "the prompt", r.text),
-      cli::intOption("--top", "K", 1, kMaxTop, "tokens per layer and position (1..1000, default 5)", r.top),
+      cli::intOption("--top", "K", 1, kMaxTop, "tokens per layer and position (1..1000)", r.top),
       cli::wordOption("--scale", "S", "scale", {"own", "final"},
                       "the final norm's scale at layer l: own = the stream's own (NormF(x_l));\n"
                       "final = the last stream's at each position, as TransformerLens's\n"
-                      "accumulated_resid(apply_ln=True) ({choices}; default own)",
+                      "accumulated_resid(apply_ln=True) ({choices})",
                       r.scale),
       cli::textOption("--out", "LENS.json", "the JSON file to write", r.outPath),
   };
@@ -626,11 +626,11 @@ std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
                           return Ok{};
                         }),
       cli::wordOption("--ablate-mode", "M", "ablation mode", {"zero", "mean"},
-                      "{choices}                               (default: zero)", a.ablateMode),
+                      "{choices}", a.ablateMode),
       cli::wordOption("--head-score", "S", "head score", scores,
                       "colour the heads by S ({choices})", a.headScore),
       cli::wordOption("--head-order", "O", "head order", {"index", "high", "low"},
-                      "list the heads by {choices}            (default: high)", a.headOrder),
+                      "list the heads by {choices}", a.headOrder),
       cli::flagOption("--sort-grid", "order each layer's heads in the grid by the score", a.sortGrid),
       cli::textOption("--patch-clean", "T",
                       "the Patching panel's clean prompt: the panel runs and is shown\n"
@@ -640,7 +640,7 @@ std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
       cli::textOption("--patch-answer", "A", "its answer token's text", a.patchAnswer),
       cli::textOption("--patch-wrong", "W", "its wrong token's text", a.patchWrong),
       cli::wordOption("--patch-what", "P", "patch target", {"heads", "resid"},
-                      "what to patch: {choices}              (default: heads)", a.patchWhat),
+                      "what to patch: {choices}", a.patchWhat),
   };
 }
 

@@ -124,16 +124,19 @@ std::vector<Option> attentionOpenOptions(io::AttentionOpenOptions& open) {
                      open.arrayName = v;
                      return Ok{};
                    }),
-      customOption("--batch", "B", "item of a batch dimension                (default: 0)",
+      withDefault(customOption("--batch", "B", "item of a batch dimension",
                    [&open](const std::string& v) -> Status {
                      auto n = parseIntStrict(v, 0, std::numeric_limits<int>::max());
                      if (!n) return Error{"", "", inQuotes(v) + " is not a batch index (0, 1, ...)"};
                      open.batch = *n;
                      return Ok{};
                    }),
+                  std::to_string(open.batch)),
       textOption("--layout", "DIMS",
                  "how to read the dimensions, letters b l h q k ending in qk\n"
-                 "(default by ndim: qk, hqk, lhqk, blhqk)",
+                 "(default by ndim: qk, hqk, lhqk; an .npz's saved layout; per-layer\n"
+                 "arrays qk, hqk, bhqk; 5 dimensions are never guessed: give lbhqk or\n"
+                 "blhqk)",
                  open.layout),
       customOption("--tokens", "FILE",
                    "token labels (.json list or .txt lines); default: the side file\n"
@@ -148,8 +151,8 @@ std::vector<Option> attentionOpenOptions(io::AttentionOpenOptions& open) {
 
 std::vector<Option> attentionExportOptions(ExportOptions& options) {
   std::vector<Option> list = {
-      customOption("--layer", "L|rollout",
-                   "0-based layer (default: 0); 'rollout' = rollout of all layers",
+      withDefault(customOption("--layer", "L|rollout",
+                   "0-based layer; 'rollout' = rollout of all layers",
                    [&options](const std::string& v) -> Status {
                      if (v == "rollout") {
                        options.rollout = true;
@@ -161,6 +164,7 @@ std::vector<Option> attentionExportOptions(ExportOptions& options) {
                      }
                      return Ok{};
                    }),
+                  std::to_string(options.layer)),
       customOption("--aggregate", "rollout",
                    "attention rollout (Abnar & Zuidema) of layers 0..L, from the\n"
                    "mean over heads (--head mean only)",
@@ -366,8 +370,8 @@ std::optional<std::pair<int, int>> parseLayerHead(const std::string& text) {
 std::vector<Option> attentionScreenshotOptions(GuiLaunch::AttentionStart& start) {
   std::vector<Option> list = {
       wordOption("--view", "{choices}", "view", {"heatmap", "head", "text", "focus", "compare"},
-                 "the tab shown                 (default: heatmap)", start.tab),
-      customOption("--select", "L,H", "the head shown (A)                                (default: 0,0)",
+                 "the tab shown", start.tab),
+      withDefault(customOption("--select", "L,H", "the head shown (A)",
                    [&start](const std::string& v) -> Status {
                      const auto lh = parseLayerHead(v);
                      if (!lh) return Error{"", "", inQuotes(v) + " is not LAYER,HEAD"};
@@ -375,6 +379,7 @@ std::vector<Option> attentionScreenshotOptions(GuiLaunch::AttentionStart& start)
                      start.head = lh->second;
                      return Ok{};
                    }),
+                  std::to_string(start.layer) + "," + std::to_string(start.head)),
       customOption("--compare", "FILE|L,H",
                    "compare with head L,H of the same file, or with A's head of FILE",
                    [&start](const std::string& v) -> Status {

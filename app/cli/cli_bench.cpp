@@ -29,7 +29,7 @@ namespace {
 
 struct BenchArgs {
   int n = 512, d = 512, heads = 8, threads = 0, repeat = 10;
-  long long seed = 1;
+  std::uint64_t seed = 1;
   bool gemmRates = false;
   std::string model;  // --model DIR: time a model folder's forward pass instead
   int tokens = 64, decode = 0;
@@ -59,19 +59,19 @@ kept (as the window keeps it) and the next-token logits computed, R times; with 
 then M more tokens one at a time through the KV cache.
 )";
   command.options = {
-      cli::intOption("--n", "N", 1, 4096, "tokens, 1..4096                                 (default: 512)", a.n),
-      cli::intOption("--d", "D", 1, 4096, "model width, 1..4096, a multiple of H           (default: 512)", a.d),
-      cli::intOption("--heads", "H", 1, 64, "heads, 1..64                                    (default: 8)", a.heads),
-      cli::intOption("--threads", "T", 0, 256, "threads, 1..256, or 0 = every core              (default: 0)", a.threads),
-      cli::intOption("--repeat", "R", 1, 10000, "timed repetitions, 1..10000                     (default: 10)", a.repeat),
-      cli::int64Option("--seed", "S", 0, 1LL << 53, "seed of the inputs and weights                  (default: 1)", a.seed),
+      cli::intOption("--n", "N", 1, 4096, "tokens, 1..4096", a.n),
+      cli::intOption("--d", "D", 1, 4096, "model width, 1..4096, a multiple of H", a.d),
+      cli::intOption("--heads", "H", 1, 64, "heads, 1..64", a.heads),
+      cli::intOption("--threads", "T", 0, 256, "threads, 1..256, or 0 = every core", a.threads),
+      cli::intOption("--repeat", "R", 1, 10000, "timed repetitions, 1..10000", a.repeat),
+      cli::seedOption("seed of the inputs and weights", a.seed),
       cli::flagOption("--gemm-rates",
                       "also time the Q/K/V projection GEMM alone, as attend() runs it, and a\n"
                       "2048³ sgemm on the same threads (the peak they reach)",
                       a.gemmRates),
       cli::textOption("--model", "DIR", "time this model folder's forward pass (see above)", a.model),
-      cli::intOption("--tokens", "N", 1, 1 << 20, "--model: tokens of the timed forward pass      (default: 64)", a.tokens),
-      cli::intOption("--decode", "M", 0, 1 << 20, "--model: then M tokens one at a time           (default: 0)", a.decode),
+      cli::intOption("--tokens", "N", 1, 1 << 20, "--model: tokens of the timed forward pass", a.tokens),
+      cli::intOption("--decode", "M", 0, 1 << 20, "--model: then M tokens one at a time", a.decode),
       cli::flagOption("--against-f32",
                       "--model with a BF16 checkpoint: load it again converted to float32 (the\n"
                       "same weights), run the same tokens and decode steps, and print the\n"

@@ -31,8 +31,8 @@ std::optional<ParsedArgs> parseOrAnswer(const Command& command, std::span<const 
 // "option '--NAME': PROBLEM", optionally prefixed by the file it was checked against.
 Error optionError(std::string_view name, const std::string& problem, std::string file = {});
 
-// Exactly one positional argument (the input file).
-Expected<std::string> takeScenarioPath(std::string_view command, const ParsedArgs& parsed);
+// Exactly one positional argument (the input file); errors name parsed.command.
+Expected<std::string> takeScenarioPath(const ParsedArgs& parsed);
 
 // Lower-case extension with the dot (".png"), or "": the one rule, formats/files.h.
 using io::lowerExtension;

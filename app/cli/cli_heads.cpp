@@ -28,7 +28,7 @@ struct HeadsRequest {
   std::string folder, text, image, promptsPath, outPath;
   std::string circuitsPath;  // --circuits: the QK / OV circuits of every head (from the weights)
   int repeat = 0;
-  long long seed = 0;
+  std::uint64_t seed = 0;
   int shard = 1, shards = 1;
   std::vector<model::HeadScoreKind> kinds{std::begin(model::kAllHeadScores),
                                           std::end(model::kAllHeadScores)};
@@ -97,8 +97,7 @@ and query head, kv_head = head / (H / H_kv) under grouped-query attention.
       cli::textOption("--image", "IMG", "score a vision transformer on this image", r.image),
       cli::intOption("--repeat-random", "N", 1, model::kMaxPositions,
                      "score on N seeded random tokens repeated twice (2N tokens)", r.repeat),
-      cli::int64Option("--seed", "S", 0, std::numeric_limits<long long>::max(),
-                       "the random tokens' seed (default 0)", r.seed),
+      cli::seedOption("the random tokens' seed", r.seed),
       cli::textOption("--prompts", "P.jsonl", "sum over a prompts file: one {\"text\": ...} per line",
                       r.promptsPath),
       cli::customOption("--shard", "K/N",
@@ -118,8 +117,8 @@ and query head, kv_head = head / (H / H_kv) under grouped-query attention.
       cli::flagOption("--exclude-bos", "set A[:, 0] = 0 before the prev/dup/induction scores", r.excludeBos),
       cli::flagOption("--exclude-current-token", "set A[i][i] = 0 before them", r.excludeCurrent),
       cli::intOption("--threads", "T", 0, 256,
-                     "threads of each forward pass, 1..256, or 0 = every core (default 0;\n"
-                     "python3 -m attnscope_sweep gives each of W workers cores/W)",
+                     "threads of each forward pass, 1..256, or 0 = every core\n"
+                     "(python3 -m attnscope_sweep gives each of W workers cores/W)",
                      r.threads),
       cli::textOption("--out", "FILE", "HEADS.csv (--text, --repeat-random) or PART.json (--prompts)",
                       r.outPath),
@@ -294,7 +293,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
                                                             (*bos >= 0 ? " after the BOS" : "") +
                                                             " exceed the context of " +
                                                             std::to_string(c.nPositions)));
-      ids = model::repeatedRandomTokens(r.repeat, c.vocabSize, static_cast<std::uint64_t>(r.seed));
+      ids = model::repeatedRandomTokens(r.repeat, c.vocabSize, r.seed);
       if (*bos >= 0) ids.insert(ids.begin(), *bos);
     }
     model::Session run(model->weights);
@@ -305,7 +304,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
       for (std::size_t k = 0; k < r.kinds.size(); ++k) {
         if (r.kinds[k] != model::HeadScoreKind::Induction) continue;
         auto diagonal = model::repeatedInductionScores(model->weights, r.repeat,
-                                                       static_cast<std::uint64_t>(r.seed), *bos, r.threads);
+                                                       r.seed, *bos, r.threads);
         if (!diagonal) return fail(err, optionError("--repeat-random", diagonal.error().problem));
         totals.sum[k] = diagonal->cast<double>();
         totals.sumSq[k] = totals.sum[k].cwiseProduct(totals.sum[k]);

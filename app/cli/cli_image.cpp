@@ -33,6 +33,8 @@ namespace fs = std::filesystem;
 
 using cli::Command;
 using cli::customOption;
+using cli::formatDefault;
+using cli::withDefault;
 using cli::fail;
 using cli::inQuotes;
 using cli::Option;
@@ -128,11 +130,11 @@ P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
       // Checked after parsing: the extension and the folder.
       customOption("--out", "OUT.png", "the overlay (required); its folder must exist", nullptr),
       cli::enumOption<ScoreKind>("--score", "NAME", "score", kAllScoreKinds,
-                                 "{choices}\n                                         (default: cosine)",
+                                 "{choices}",
                                  options.score),
-      customOption("--projection", "none|random:D",
+      withDefault(customOption("--projection", "none|random:D",
                    "\nraw pixel vectors (3·P² numbers, P <= 36), or a seeded random\n"
-                   "projection to D dims, 1..4096            (default: none)",
+                   "projection to D dims, 1..4096",
                    [&patch](const std::string& v) -> Status {
                      if (v == "none") {
                        patch.projection = PatchProjection::None;
@@ -146,8 +148,9 @@ P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
                      }
                      return Ok{};
                    }),
+                  std::string(toString(patch.projection))),
       view[3],
-      customOption("--pos-strength", "S", "its factor, 0..100                       (default: 1)",
+      withDefault(customOption("--pos-strength", "S", "its factor, 0..100",
                    [&patch](const std::string& v) -> Status {
                      auto x = parseFloatStrict(v);
                      if (!x || *x < 0 || *x > 100)
@@ -155,41 +158,38 @@ P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
                      patch.positionalStrength = *x;
                      return Ok{};
                    }),
-      customOption("--seed", "N",
-                   "seed of the random projection, the random positional encoding\n"
-                   "and seeded score parameters              (default: 0)",
-                   [&patch, &options](const std::string& v) -> Status {
-                     auto n = parseIntStrict(v, 0, std::numeric_limits<int>::max());
-                     if (!n) return Error{"", "", inQuotes(v) + " is not an integer >= 0"};
-                     patch.seed = static_cast<std::uint64_t>(*n);
-                     options.seed = static_cast<std::uint64_t>(*n);
-                     return Ok{};
-                   }),
+                  formatDefault(patch.positionalStrength)),
+      // One seed for both (finishRequest copies it into the attention options).
+      cli::seedOption("seed of the random projection, the random positional encoding\n"
+                      "and seeded score parameters",
+                      patch.seed),
       view[2],
-      customOption("--heads", "N",
+      withDefault(customOption("--heads", "N",
                    "heads (must divide the vector width); the overlay shows the\n"
-                   "mean over heads                          (default: 1)",
+                   "mean over heads",
                    [&options](const std::string& v) -> Status {
                      auto n = parseIntStrict(v, 1, Limits::kMaxHeads);
                      if (!n) return Error{"", "", inQuotes(v) + " is not an integer in 1..64"};
                      options.heads = *n;
                      return Ok{};
                    }),
+                  std::to_string(options.heads)),
       cli::enumOption<ColormapKind>("--colormap", "NAME", "colormap", kAllColormaps,
-                                    "{choices}\n                                         (default: viridis)",
+                                    "{choices}",
                                     style.colormap),
-      customOption("--opacity", "A", "overlay opacity, 0..1                    (default: 0.6)",
+      withDefault(customOption("--opacity", "A", "overlay opacity, 0..1",
                    [&style](const std::string& v) -> Status {
                      auto x = parseFloatStrict(v);
                      if (!x || *x < 0 || *x > 1) return Error{"", "", inQuotes(v) + " is not in 0..1"};
                      style.opacity = *x;
                      return Ok{};
                    }),
-      cli::intOption("--scale", "S", 1, 8, "the overlay is S times the image size, 1..8 (default: 1)",
+                  formatDefault(style.opacity)),
+      cli::intOption("--scale", "S", 1, 8, "the overlay is S times the image size, 1..8",
                      style.scale),
-      customOption("--range", "fixed|query",
+      withDefault(customOption("--range", "fixed|query",
                    "\nthe overlay's colours: fixed 0..1 (comparable across queries),\n"
-                   "or the query's own min..max (shows a flat row)  (default: fixed)",
+                   "or the query's own min..max (shows a flat row)",
                    [&style](const std::string& v) -> Status {
                      if (v == "fixed") {
                        style.range = RangeMode::Auto;  // probabilities: 0..1
@@ -201,6 +201,7 @@ P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
                      return Ok{};
                    },
                    {"fixed", "query"}),
+                  style.range == RangeMode::MinMax ? "query" : "fixed"),
       customOption("--weights-out", "W.csv",
                    "the query's weights as a grid: rows x cols numbers, no labels", nullptr),
       customOption("--matrix-out", "M.csv",
@@ -223,6 +224,7 @@ Status finishRequest(const ParsedArgs& parsed, ImageRequest& request) {
   if (!parsed.has("--patch")) return optionError("--patch", "missing (the patch size P is required)");
   if (!parsed.has("--query")) return optionError("--query", "missing (the query patch R,C is required)");
   request.patch.patch = request.view.patch;
+  request.options.seed = request.patch.seed;  // --seed
   if (request.view.positional) request.patch.positional = *request.view.positional;
   if (request.view.temperature > 0) request.options.temperature = request.view.temperature;
 

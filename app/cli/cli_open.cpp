@@ -43,7 +43,7 @@ int runOpen(std::span<const std::string> args, std::ostream& out, std::ostream& 
   int exitCode = 0;
   std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
   if (!parsed) return exitCode;
-  Expected<std::string> path = takeScenarioPath("open", *parsed);
+  Expected<std::string> path = takeScenarioPath(*parsed);
   if (!path) return fail(err, path.error());
   // 2 the launch plan, checked against the file
   launch.scenarioPath = *path;

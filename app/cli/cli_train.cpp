@@ -65,41 +65,35 @@ a different seed derived from it.
   };
   append(section("task", {
       enumOption<train::TaskKind>("--task", "NAME", "task", train::kAllTaskKinds,
-                                  "{choices}      (default: reverse)", c.task.kind),
-      intOption("--length", "L", 2, 64, "sequence length, 2..64                        (default: 8)", c.task.length),
-      intOption("--vocab", "V", 2, 256, "vocabulary size, 2..256 (markers: 3..256)     (default: 10)", c.task.vocab),
-      intOption("--shift", "K", -64, 64, "shift task: y_i = x_(i+K mod L)               (default: 1)", c.task.shift),
+                                  "{choices}", c.task.kind),
+      intOption("--length", "L", 2, 64, "sequence length, 2..64", c.task.length),
+      intOption("--vocab", "V", 2, 256, "vocabulary size, 2..256 (markers: 3..256)", c.task.vocab),
+      intOption("--shift", "K", -64, 64, "shift task: y_i = x_(i+K mod L)", c.task.shift),
   }));
   append(section("model", {
       enumOption<train::ModelKind>("--model", "NAME", "model", train::kAllModelKinds,
-                                   "{choices}                       (default: encdec)", c.model.kind),
+                                   "{choices}", c.model.kind),
       enumOption<ScoreKind>("--score", "NAME", "trainable score", kTrainableScores,
-                            "encdec similarity: {choices}\n"
-                            "                                              (default: dot)",
+                            "encdec similarity: {choices}",
                             c.model.score),
-      intOption("--width", "D", 2, 256, "model width, 2..256                           (default: 32)", c.model.width),
-      intOption("--heads", "H", 1, 256, "encoder heads (must divide the width)         (default: 2)", c.model.heads),
-      intOption("--layers", "N", 1, 2, "encoder layers, 1 or 2                        (default: 1)", c.model.layers),
+      intOption("--width", "D", 2, 256, "model width, 2..256", c.model.width),
+      intOption("--heads", "H", 1, 256, "encoder heads (must divide the width)", c.model.heads),
+      intOption("--layers", "N", 1, 2, "encoder layers, 1 or 2", c.model.layers),
   }));
   append(section("training", {
-      customOption("--seed", "S", "seed of the data and the initial weights      (default: 1)",
-                   [&c](const std::string& v) -> Status {
-                     auto seed = cli::parseUnsignedStrict(v);
-                     if (!seed) return Error{"", "", inQuotes(v) + " is not an integer in 0..2^64-1"};
-                     c.seed = *seed;
-                     return Ok{};
-                   }),
-      customOption("--lr", "X", "Adam learning rate, (0, 1]                    (default: 0.01)",
+      cli::seedOption("seed of the data and the initial weights", c.seed),
+      cli::withDefault(customOption("--lr", "X", "Adam learning rate, (0, 1]",
                    [&c](const std::string& v) -> Status {
                      auto lr = parseFloatStrict(v);
                      if (!lr || !(*lr > 0) || *lr > 1) return Error{"", "", inQuotes(v) + " is not in (0, 1]"};
                      c.learningRate = *lr;
                      return Ok{};
                    }),
-      intOption("--batch", "B", 1, 4096, "examples per step, 1..4096                    (default: 32)", c.batch),
-      intOption("--threads", "N", 1, 2, "1 or 2 (the batch is split in halves)         (default: 2)", c.threads),
-      intOption("--held-out", "N", 1000, 100000, "held-out sequences, 1000..100000              (default: 1000)", c.heldOut),
-      customOption("--seconds", "T", "wall-clock limit, > 0                         (default: 60)",
+                   cli::formatDefault(c.learningRate)),
+      intOption("--batch", "B", 1, 4096, "examples per step, 1..4096", c.batch),
+      intOption("--threads", "N", 1, 2, "1 or 2 (the batch is split in halves)", c.threads),
+      intOption("--held-out", "N", 1000, 100000, "held-out sequences, 1000..100000", c.heldOut),
+      cli::withDefault(customOption("--seconds", "T", "wall-clock limit, > 0",
                    [&limits](const std::string& v) -> Status {
                      auto seconds = parseFloatStrict(v);
                      if (!seconds || !(*seconds > 0) || *seconds > 86400)
@@ -107,13 +101,15 @@ a different seed derived from it.
                      limits.seconds = *seconds;
                      return Ok{};
                    }),
-      customOption("--steps", "N", "step limit, 0 = none                          (default: 0)",
+                   cli::formatDefault(limits.seconds)),
+      cli::withDefault(customOption("--steps", "N", "step limit, 0 = none",
                    [&limits](const std::string& v) -> Status {
                      auto steps = cli::parseIntegerStrict(v, 0, std::numeric_limits<long long>::max());
                      if (!steps) return Error{"", "", inQuotes(v) + " is not an integer >= 0"};
                      limits.maxSteps = *steps;
                      return Ok{};
                    }),
+                   std::to_string(limits.maxSteps)),
       cli::flagOption("--no-early-stop", "keep training after the target is reached",
                       request.noEarlyStop),
   }));

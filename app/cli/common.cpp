@@ -40,7 +40,8 @@ Error optionError(std::string_view name, const std::string& problem, std::string
 
 
 // Exactly one positional argument: the scenario file.
-Expected<std::string> takeScenarioPath(std::string_view command, const ParsedArgs& parsed) {
+Expected<std::string> takeScenarioPath(const ParsedArgs& parsed) {
+  const std::string& command = parsed.command;
   if (parsed.positional.empty()) {
     return Error{"", "",
                  inQuotes(command) + " needs a SCENARIO file (see attnscope " +
@@ -134,17 +135,18 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
     };
   };
   std::vector<Option> options = {
-      enumOption<ColormapKind>("--colormap", "NAME", "colormap", kAllColormaps,
-                               "{choices}\n"
-                               "(rdbu is diverging)      (default: viridis for weights;\n"
-                               "rdbu centred on 0 for the signed matrices)",
-                               style.colormap),
-      customOption("--labels", "on|off",
-                   "numbers in the cells                     (default: on)",
-                   onOff(style.cellLabels)),
-      customOption("--axis-labels", "on|off",
-                   "token labels on the axes                 (default: on)",
-                   onOff(style.axisLabels)),
+      withDefault(enumOption<ColormapKind>("--colormap", "NAME", "colormap", kAllColormaps,
+                                           "{choices}\n"
+                                           "(rdbu is diverging)      (default: viridis for weights;\n"
+                                           "rdbu centred on 0 for the signed matrices)",
+                                           style.colormap),
+                  ""),  // the default depends on the matrix, as the help says
+      withDefault(customOption("--labels", "on|off", "numbers in the cells",
+                               onOff(style.cellLabels)),
+                  style.cellLabels ? "on" : "off"),
+      withDefault(customOption("--axis-labels", "on|off", "token labels on the axes",
+                               onOff(style.axisLabels)),
+                  style.axisLabels ? "on" : "off"),
       customOption("--no-colorbar", "", "leave out the colour bar",
                    [&style](const std::string&) {
                      style.colorbar = false;
@@ -155,8 +157,8 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
                      style.title = false;
                      return Status(Ok{});
                    }),
-      customOption("--scale", "N",
-                   "1..8, multiplies every size (resolution) (default: 1)",
+      withDefault(customOption("--scale", "N",
+                   "1..8, multiplies every size (resolution)",
                    [&style](const std::string& v) -> Status {
                      // "--scale log" / "--scale linear" name the colour scale (as
                      // --color-scale does); a number is the resolution.
@@ -172,17 +174,18 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
                      style.scale = *n;
                      return Ok{};
                    }),
+          std::to_string(style.scale)),
       customOption("--vmin", "X", "fixed colour range (default: by --range)",
                    bound(false)),
       customOption("--vmax", "Y", "the top of the fixed colour range", bound(true)),
-      customOption(
+      withDefault(customOption(
           "--range", "{choices}",
           "colour range: auto = by meaning (weights 0..1, signed matrices\n"
           "symmetric about 0, others their finite min..max); minmax = the\n"
           "matrix's own finite min..max; row = each row's own min..max\n"
           "(the colour bar reads \"row min\" .. \"row max\"); fixed =\n"
           "--vmin/--vmax (given alone they mean fixed). The title names the\n"
-          "rule (\"fixed 0-1\"). 'global' reads as auto.  (default: auto)",
+          "rule (\"fixed 0-1\"). 'global' reads as auto.",
           [&style](const std::string& v) -> Status {
             auto mode = parseRangeMode(v);
             if (!mode)
@@ -196,12 +199,12 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
             return Ok{};
           },
           {"auto", "minmax", "row", "fixed"}),
-      customOption(
+          std::string(toString(style.range))),
+      withDefault(customOption(
           "--color-scale", "{choices}",
           "log: log10 colours from max(smallest positive value, largest\n"
           "x 1e-4) to the largest, colour bar ticks at decades; zeros at\n"
-          "the bottom, masked cells hatched. Also '--scale log'.\n"
-          "                                         (default: linear)",
+          "the bottom, masked cells hatched. Also '--scale log'.",
           [&style](const std::string& v) -> Status {
             auto colorScale = parseColorScaleKind(v);
             if (!colorScale)
@@ -210,6 +213,7 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
             return Ok{};
           },
           {"linear", "log"}),
+          std::string(toString(style.colorScale))),
       customOption("--decimals", "N", "older spelling: --digits N+1 (at most 9)",
                    [&style](const std::string& v) -> Status {
                      auto n = parseIntStrict(v, 0, 9);
@@ -217,15 +221,16 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
                      style.digits = std::min(*n + 1, 9);
                      return Ok{};
                    }),
-      customOption("--digits", "N",
+      withDefault(customOption("--digits", "N",
                    "1..9 significant digits in cells and ticks; labels\n"
-                   "that do not fit drop digits               (default: 3)",
+                   "that do not fit drop digits",
                    [&style](const std::string& v) -> Status {
                      auto n = parseIntStrict(v, 1, 9);
                      if (!n) return Error{"", "", inQuotes(v) + " is not an integer in 1..9"};
                      style.digits = *n;
                      return Ok{};
                    }),
+          std::to_string(style.digits)),
   };
   return options;
 }

@@ -52,7 +52,7 @@ int runCompute(std::span<const std::string> args, std::ostream& out, std::ostrea
   int exitCode = 0;
   std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
   if (!parsed) return exitCode;
-  Expected<std::string> path = takeScenarioPath("compute", *parsed);
+  Expected<std::string> path = takeScenarioPath(*parsed);
   if (!path) return fail(err, path.error());
   Expected<std::string> outPath = checkOutputPath(*parsed, {}, /*required=*/false);
   if (!outPath) return fail(err, outPath.error());

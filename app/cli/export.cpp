@@ -39,7 +39,7 @@ precision). The window's export menu writes byte-identical files.
       // Checked once the input is known (checkOutputPath: the extensions, the folder).
       customOption("--out", "FILE", "output file (required); its folder must exist", nullptr),
       enumOption<MatrixKind>("--matrix", "NAME", "matrix", kAllMatrixKinds,
-                             "{choices}\n(default: weights)", options.matrix),
+                             "{choices}", options.matrix),
       textOption("--head", "N|mean",
                  "0-based head, or the mean over heads (scores and weights\n"
                  "only); concat and output ignore it       (default: 0)\n"
@@ -67,7 +67,7 @@ struct ExportRequest {
 
 Expected<ExportRequest> parseExportRequest(const ParsedArgs& parsed, const ExportOptions& options) {
   ExportRequest request;
-  Expected<std::string> path = takeScenarioPath("export", parsed);
+  Expected<std::string> path = takeScenarioPath(parsed);
   if (!path) return path.error();
   request.scenarioPath = *path;
   request.matrix = options.matrix;

@@ -48,9 +48,9 @@ needs a display; without one use
   command.options = {
       customOption("--out", "FILE", "DECK.pdf or STEPS.gif (required); its folder must exist",
                    nullptr),
-      customOption("--size", "WxH",
-                   "page or frame size in pixels, each 320..8192 (default: 1920x1080);\n"
-                   "a PDF page is half that in points (960 x 540 pt)",
+      withDefault(customOption("--size", "WxH",
+                   "page or frame size in pixels, each 320..8192; a PDF page is\n"
+                   "half that in points (960 x 540 pt for 1920x1080)",
                    [&args](const std::string& v) -> Status {
                      auto size = parseWindowSize(v, 320, 8192);
                      if (!size)
@@ -59,7 +59,8 @@ needs a display; without one use
                      args.height = size->height;
                      return Ok{};
                    }),
-      customOption("--theme", "T", "light (projector) or dark                    (default: light)",
+                  std::to_string(args.width) + "x" + std::to_string(args.height)),
+      withDefault(customOption("--theme", "T", "light (projector) or dark",
                    [&args](const std::string& v) -> Status {
                      if (v != "light" && v != "dark")
                        return Error{"", "", inQuotes(v) + " is not light or dark"};
@@ -67,8 +68,9 @@ needs a display; without one use
                      return Ok{};
                    },
                    {"light", "dark"}),
-      customOption("--delay", "SECONDS",
-                   "how long each GIF frame shows, 0.01..600          (default: 4)",
+                  args.light ? "light" : "dark"),
+      withDefault(customOption("--delay", "SECONDS",
+                   "how long each GIF frame shows, 0.01..600",
                    [&args](const std::string& v) -> Status {
                      char* end = nullptr;
                      const double seconds = std::strtod(v.c_str(), &end);
@@ -78,6 +80,7 @@ needs a display; without one use
                      args.delaySeconds = seconds;
                      return Ok{};
                    }),
+                  formatDefault(args.delaySeconds)),
   };
   return command;
 }
@@ -96,7 +99,7 @@ int runLesson(std::span<const std::string> args, std::ostream& out, std::ostream
   int exitCode = 0;
   std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
   if (!parsed) return exitCode;
-  Expected<std::string> path = takeScenarioPath("lesson", *parsed);
+  Expected<std::string> path = takeScenarioPath(*parsed);
   if (!path) return fail(err, path.error());
   Expected<std::string> outPath = checkOutputPath(*parsed, {".pdf", ".gif"}, true);
   if (!outPath) return fail(err, outPath.error());

@@ -59,6 +59,7 @@ std::string joinWords(const std::vector<std::string>& words, std::string_view se
 
 Expected<ParsedArgs> parseCommand(const Command& command, std::span<const std::string> args) {
   ParsedArgs parsed;
+  parsed.command = command.name;
   bool optionsEnded = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -111,6 +112,21 @@ Expected<ParsedArgs> parseCommand(const Command& command, std::span<const std::s
   return parsed;
 }
 
+// The option's help with {choices} filled in and "(default: X)" after its last line (on a
+// line of its own when that line is already long).
+static std::string helpWithDefault(const Option& option) {
+  std::string help = replaceChoices(option.help, option.choices);
+  if (option.defaultValue.empty()) return help;
+  const std::string note = "(default: " + option.defaultValue + ")";
+  const std::size_t lastLine = help.size() - (help.rfind('\n') == std::string::npos
+                                                  ? 0
+                                                  : help.rfind('\n') + 1);
+  while (!help.empty() && help.back() == ' ') help.pop_back();
+  constexpr std::size_t kWidth = 62;  // of a help line, past the option column
+  help += lastLine + 2 + note.size() > kWidth ? "\n" + note : "  " + note;
+  return help;
+}
+
 std::string helpText(const Command& command) {
   std::size_t column = static_cast<std::size_t>(command.column);
   if (column == 0) {
@@ -146,7 +162,7 @@ std::string helpText(const Command& command) {
   for (const std::string& section : sections) {
     text += "\n" + (section.empty() ? std::string("options") : section) + ":\n";
     for (const Option& option : command.options) {
-      if (option.section == section) line(optionLabel(option), replaceChoices(option.help, option.choices));
+      if (option.section == section) line(optionLabel(option), helpWithDefault(option));
     }
     if (section.empty()) line("-h, --help", "show this help");
   }
@@ -160,7 +176,7 @@ CommandInfo describe(const Command& command) {
   info.summary = command.usage.substr(0, command.usage.find('\n'));
   for (const Option& option : command.options) {
     info.options.push_back({option.name, replaceChoices(option.value, option.choices, "|"),
-                            replaceChoices(option.help, option.choices), option.section,
+                            helpWithDefault(option), option.section,
                             option.choices});
   }
   return info;
@@ -183,6 +199,12 @@ std::optional<std::uint64_t> parseUnsignedStrict(std::string_view text) {
   return value;
 }
 
+// The default --help prints for an integer option: its initial value, unless that lies
+// outside [lo, hi] (a "not given" marker such as 0 for a count of 1..N).
+static std::string inRangeDefault(long long value, long long lo, long long hi) {
+  return value >= lo && value <= hi ? std::to_string(value) : std::string();
+}
+
 Option flagOption(std::string name, std::string help, bool& target) {
   return customOption(std::move(name), "", std::move(help), [&target](const std::string&) {
     target = true;
@@ -192,7 +214,7 @@ Option flagOption(std::string name, std::string help, bool& target) {
 
 Option int64Option(std::string name, std::string value, long long lo, long long hi,
                    std::string help, long long& target) {
-  return customOption(std::move(name), std::move(value), std::move(help),
+  return withDefault(customOption(std::move(name), std::move(value), std::move(help),
                       [lo, hi, &target](const std::string& v) -> Status {
                         auto n = parseIntegerStrict(v, lo, hi);
                         if (!n) {
@@ -202,12 +224,13 @@ Option int64Option(std::string name, std::string value, long long lo, long long 
                         }
                         target = *n;
                         return Ok{};
-                      });
+                      }),
+                     inRangeDefault(target, lo, hi));
 }
 
 Option intOption(std::string name, std::string value, long long lo, long long hi,
                  std::string help, int& target) {
-  return customOption(std::move(name), std::move(value), std::move(help),
+  return withDefault(customOption(std::move(name), std::move(value), std::move(help),
                       [lo, hi, &target](const std::string& v) -> Status {
                         auto n = parseIntegerStrict(v, lo, hi);
                         if (!n) {
@@ -217,21 +240,25 @@ Option intOption(std::string name, std::string value, long long lo, long long hi
                         }
                         target = static_cast<int>(*n);
                         return Ok{};
-                      });
+                      }),
+                     inRangeDefault(target, lo, hi));
 }
 
 Option textOption(std::string name, std::string value, std::string help, std::string& target) {
-  return customOption(std::move(name), std::move(value), std::move(help),
-                      [&target](const std::string& v) {
-                        target = v;
-                        return Status(Ok{});
-                      });
+  return withDefault(customOption(std::move(name), std::move(value), std::move(help),
+                                  [&target](const std::string& v) {
+                                    target = v;
+                                    return Status(Ok{});
+                                  }),
+                     target);
 }
 
 Option wordOption(std::string name, std::string value, std::string noun,
                   std::vector<std::string> words, std::string help, int& target) {
   std::vector<std::string> choices = words;
-  return customOption(
+  const std::string initial =
+      target >= 0 && target < static_cast<int>(words.size()) ? words[target] : std::string();
+  return withDefault(customOption(
       std::move(name), std::move(value), std::move(help),
       [words = std::move(words), noun = std::move(noun), &target](const std::string& v) -> Status {
         auto it = std::find(words.begin(), words.end(), v);
@@ -241,7 +268,37 @@ Option wordOption(std::string name, std::string value, std::string noun,
         target = static_cast<int>(it - words.begin());
         return Ok{};
       },
-      std::move(choices));
+      std::move(choices)), initial);
+}
+
+Option withDefault(Option option, std::string value) {
+  option.defaultValue = std::move(value);
+  return option;
+}
+
+std::string formatDefault(double value) {
+  char buffer[32];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return ec == std::errc() ? std::string(buffer, end) : std::string();
+}
+
+std::string formatDefault(float value) {
+  char buffer[32];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return ec == std::errc() ? std::string(buffer, end) : std::string();
+}
+
+Option seedOption(std::string help, std::uint64_t& target) {
+  return withDefault(customOption("--seed", "S", std::move(help),
+                                  [&target](const std::string& v) -> Status {
+                                    const auto seed = parseUnsignedStrict(v);
+                                    if (!seed)
+                                      return Error{"", "",
+                                                   inQuotes(v) + " is not an integer in 0..2^64-1"};
+                                    target = *seed;
+                                    return Ok{};
+                                  }),
+                     std::to_string(target));
 }
 
 std::vector<Option> section(const std::string& heading, std::vector<Option> options) {

@@ -29,6 +29,10 @@ struct Option {
   std::string help;
   std::vector<std::string> choices;  // the accepted words, when the value is one of a list
   std::string section;               // heading it is listed under ("" = "options")
+  // The value used when the option is not given, as --help prints it ("(default: 8)" after
+  // the help). The builders below take it from their target's value when the option is
+  // declared, so the struct initializer is its one home; "" prints none.
+  std::string defaultValue;
   // Checks the value (a flag gets "") and stores it; an error names the option. May be
   // empty: the command then reads the value itself (ParsedArgs::get).
   std::function<Status(const std::string& value)> apply;
@@ -46,6 +50,7 @@ struct Command {
 
 // What the command line held, after every given option's `apply` ran.
 struct ParsedArgs {
+  std::string command;  // the command's name (Command::name), for messages
   std::vector<std::string> positional;
   std::map<std::string, std::string, std::less<>> values;  // last one wins; "" for a flag
   bool help = false;
@@ -98,21 +103,36 @@ std::optional<std::uint64_t> parseUnsignedStrict(std::string_view text);
 
 // A flag: sets `target` to true.
 Option flagOption(std::string name, std::string help, bool& target);
+// The builders of a valued option print `target`'s value when declared as its default
+// (Option::defaultValue); a flag prints none.
+
 // An integer in [lo, hi]: "'x' is not an integer in lo..hi".
 Option intOption(std::string name, std::string value, long long lo, long long hi,
                  std::string help, int& target);
 Option int64Option(std::string name, std::string value, long long lo, long long hi,
                    std::string help, long long& target);
-// Any text (may be empty).
+// Any text (may be empty); a non-empty initial value is printed as the default.
 Option textOption(std::string name, std::string value, std::string help, std::string& target);
 // One of `words` (its index into `words` goes to `target`): "unknown NOUN 'x'; use one of
 // a, b, c".
 Option wordOption(std::string name, std::string value, std::string noun,
                   std::vector<std::string> words, std::string help, int& target);
-// An option with its own check and store.
+// An option with its own check and store. It prints no default unless given one with
+// withDefault.
 Option customOption(std::string name, std::string value, std::string help,
                     std::function<Status(const std::string&)> apply,
                     std::vector<std::string> choices = {});
+
+// `option` with its default printed as `value` (format a number with formatDefault), or with
+// none ("": a target whose initial value means "not given", such as 0 for an optional count).
+Option withDefault(Option option, std::string value);
+// A number as --help prints a default: the shortest text that reads back as `value`
+// (0.01, 60, 1e-05).
+std::string formatDefault(double value);
+std::string formatDefault(float value);
+
+// --seed S: an integer in 0..2^64-1, the one seed rule of every command.
+Option seedOption(std::string help, std::uint64_t& target);
 
 // One of an enum's values, listed by a table the code uses (kAllColormaps ...): choices are
 // their toString() names, the error "unknown NOUN 'x'; use one of a, b, c".
@@ -123,7 +143,7 @@ Option enumOption(std::string name, std::string value, std::string noun,
   std::vector<std::string> words;
   for (Enum e : all) words.emplace_back(toString(e));
   std::vector<Enum> kinds(all.begin(), all.end());
-  return customOption(
+  Option option = customOption(
       std::move(name), std::move(value), std::move(help),
       [kinds, words, noun, &target, given](const std::string& v) -> Status {
         for (std::size_t i = 0; i < words.size(); ++i) {
@@ -138,6 +158,8 @@ Option enumOption(std::string name, std::string value, std::string noun,
         return Error{"", "", "unknown " + noun + " '" + v + "'; use one of " + list};
       },
       words);
+  option.defaultValue = toString(target);
+  return option;
 }
 
 // `options`, listed under `heading` in the help ("task" prints "task:").

@@ -56,7 +56,7 @@ Attention panel over the default scenario. Needs a display; without one use
   command.options = {
       // Checked after parsing (checkOutputPath: .png, the folder, not an input).
       customOption("--out", "FILE.png", "output file (required); its folder must exist", nullptr),
-      customOption("--size", "WxH", "window size, each 64..8192                    (default: 1600x1000)",
+      withDefault(customOption("--size", "WxH", "window size, each 64..8192",
                    [&launch](const std::string& v) -> Status {
                      auto size = parseWindowSize(v, 64, 8192);
                      if (!size) return Error{"", "", inQuotes(v) + " is not WxH with both in 64..8192"};
@@ -64,8 +64,9 @@ Attention panel over the default scenario. Needs a display; without one use
                      launch.height = size->height;
                      return Ok{};
                    }),
-      intOption("--frames", "N", 1, 10000,
-                "frames to render before saving, 1..10000     (default: 5)", launch.frames),
+                  std::to_string(launch.width) + "x" + std::to_string(launch.height)),
+      intOption("--frames", "N", 1, 10000, "frames to render before saving, 1..10000",
+                launch.frames),
       customOption("--training", "STEPS",
                    "show the Training panel after STEPS steps (0..100000) of its default\n"
                    "run (reverse, L 8, V 10, encoder-decoder, dot; seed 1): reproducible",
@@ -83,10 +84,10 @@ Attention panel over the default scenario. Needs a display; without one use
                      return Ok{};
                    },
                    {"light", "dark"}),
-      customOption("--text-size", "S",
+      withDefault(customOption("--text-size", "S",
                    "normal (15 px, 22.5 in presentation) or classroom (22 px, 33 in\n"
                    "presentation; there x height/800 in a taller window), as View > Text\n"
-                   "size                                         (default: normal)",
+                   "size",
                    [&launch](const std::string& v) -> Status {
                      if (v != "normal" && v != "classroom")
                        return Error{"", "", inQuotes(v) + " is not normal or classroom"};
@@ -94,6 +95,7 @@ Attention panel over the default scenario. Needs a display; without one use
                      return Ok{};
                    },
                    {"normal", "classroom"}),
+                  "normal"),  // classroomText unset: View > Text size's own default
       flagOption("--presentation",
                  "presentation mode (F5 in the window): the pipeline alone, full window,\n"
                  "large type, stages in rows and pages that fit; the Image view for an\n"
@@ -181,7 +183,7 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   // With --model the SCENARIO may be left out (the default one).
   Expected<std::string> path = parsed->has("--model") && parsed->positional.empty()
                                    ? Expected<std::string>(std::string())
-                                   : takeScenarioPath("screenshot", *parsed);
+                                   : takeScenarioPath(*parsed);
   if (!path) return fail(err, path.error());
 
   GuiLaunch& launch = shot.launch;

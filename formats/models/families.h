@@ -87,8 +87,10 @@ struct Family {
   nlohmann::ordered_json (*writeConfig)(const model::Config& c) = nullptr;
   // Non-parameter buffers some checkpoints carry (causal masks, rotary tables): skipped.
   bool (*isBuffer)(std::string_view name) = nullptr;
-  // The folder must ship a tokenizer (gpt2: vocab.json + merges.txt); others run from ids.
-  bool tokenizerRequired = false;
+  // Its checkpoints ship a byte-level vocab.json + merges.txt (gpt2), which
+  // tools/gen_checkpoint writes too. No family requires a tokenizer: a folder without one
+  // runs from --ids, and --text names what is missing.
+  bool byteLevelVocab = false;
 };
 
 // Every row, decoders first, in the order docs/models.md lists them.

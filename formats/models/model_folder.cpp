@@ -244,14 +244,9 @@ Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptio
   Expected<std::shared_ptr<const Tokenizer>> tokenizer = loadFolderTokenizer(folder, config->vocabSize);
   if (tokenizer && *tokenizer) {
     out.tokenizer = std::move(tokenizer).value();
-  } else if (findFamily(config->modelType)->tokenizerRequired) {
-    if (!tokenizer) return tokenizer.error();
-    // None of the files: the error of the one a gpt2 folder usually has ("cannot open").
-    Expected<Gpt2Tokenizer> bpe =
-        Gpt2Tokenizer::load((dir / "vocab.json").string(), (dir / "merges.txt").string());
-    return bpe ? Error{(dir / "vocab.json").string(), "", "missing"} : bpe.error();
   } else {
-    out.tokenizerProblem = tokenizer ? std::string("no tokenizer.json or tokenizer.model")
+    out.tokenizerProblem = tokenizer ? std::string("no tokenizer.json, tokenizer.model or "
+                                                   "vocab.json + merges.txt in " + folder)
                                      : tokenizer.error().message();
   }
   // 3 weights

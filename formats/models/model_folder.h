@@ -73,8 +73,9 @@ struct ModelFolder {
 };
 
 // Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the
-// cheap checks first. A folder of a family whose row says tokenizerRequired (gpt2) fails
-// the load without a readable tokenizer. FOLDER may instead be a GGUF file (its first bytes
+// cheap checks first. Without a readable tokenizer the model still loads (it runs from
+// token ids), with `tokenizer` null and `tokenizerProblem` saying what is missing or wrong
+// (a missing vocab.json, a merges.txt line, an id beyond vocab_size). FOLDER may instead be a GGUF file (its first bytes
 // "GGUF"): loadGgufModel (formats/models/gguf_model.h) loads it, with its own tokenizer and
 // its weights through the same family table.
 Expected<ModelFolder> loadModelFolder(const std::string& folder, const LoadOptions& options = {});

@@ -294,6 +294,19 @@ TEST_F(CliModel, BadModelFilesExitTwoNamingFileAndTensor) {
   EXPECT_FALSE(fs::exists(out("e.tokens.json")));
 }
 
+// A GPT-2 folder without vocab.json runs from --ids (every family does, issue 32); --text
+// names what is missing. The token texts are the ids ("#5") in OUT.tokens.json.
+TEST_F(CliModel, IdsRunWithoutATokenizer) {
+  fs::remove(dir_ / "vocab.json");
+  const CliRun r =
+      runCliCommand({"model", dir_.string(), "--ids", "1,2,3", "--out", out("ids.npz")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const gpt2test::json tokens = gpt2test::json::parse(gpt2test::readFile(out("ids.tokens.json")));
+  EXPECT_EQ(tokens, gpt2test::json::parse(R"(["#1", "#2", "#3"])")) << tokens.dump();
+  expectError({"model", dir_.string(), "--text", "hi", "--out", out("t.npz")},
+              {"--text", "no tokenizer.json, tokenizer.model or vocab.json + merges.txt"});
+}
+
 // The window's model options: checked before any window opens (no display needed).
 TEST_F(CliModel, WindowAndScreenshotModelOptions) {
   const CliRun help = runCliCommand({"--model", "--help"});

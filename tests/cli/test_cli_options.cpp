@@ -155,4 +155,84 @@ TEST(CliOptions, OneStrictIntegerParser) {
   EXPECT_FALSE(attn::app::cli::parseUnsignedStrict("-1"));
 }
 
+// The help's defaults are printed from the values the commands start from (issue 32): a
+// changed initializer changes the help, and no default is typed next to its option.
+TEST(CliOptions, DefaultsInTheHelpAreTheInitialValues) {
+  struct Expected {
+    std::vector<std::string> args;
+    std::string option, defaultText;
+  };
+  const std::vector<Expected> cases = {
+      {{"bench", "--help"}, "--n N", "(default: 512)"},
+      {{"bench", "--help"}, "--seed S", "(default: 1)"},
+      {{"train", "--help"}, "--lr X", "(default: 0.01)"},
+      {{"train", "--help"}, "--seconds T", "(default: 60)"},
+      {{"train", "--help"}, "--task NAME", "(default: reverse)"},
+      {{"lesson", "--help"}, "--size WxH", "(default: 1920x1080)"},
+      {{"lesson", "--help"}, "--delay SECONDS", "(default: 4)"},
+      {{"screenshot", "--help"}, "--size WxH", "(default: 1600x1000)"},
+      {{"image", "--help"}, "--opacity A", "(default: 0.6)"},
+      {{"image", "--help"}, "--seed S", "(default: 0)"},
+      {{"export", "--help"}, "--digits N", "(default: 3)"},
+      {{"export", "--help"}, "--matrix NAME", "(default: weights)"},
+      {{"heads", "--help"}, "--seed S", "(default: 0)"},
+      {{"lens", "--help"}, "--top K", "(default: 5)"},
+  };
+  for (const Expected& c : cases) {
+    const CliRun r = run(c.args);
+    ASSERT_EQ(r.code, 0) << c.args[0] << ": " << r.err;
+    const std::size_t at = r.out.find("  " + c.option);
+    ASSERT_NE(at, std::string::npos) << c.args[0] << " " << c.option;
+    // The default follows the option's help, before the next option's line.
+    const std::size_t next = r.out.find("\n  --", at + 1);
+    const std::string entry = r.out.substr(at, next - at);
+    EXPECT_NE(entry.find(c.defaultText), std::string::npos) << c.args[0] << ":\n" << entry;
+    EXPECT_EQ(entry.find("(default", entry.find(c.defaultText) + 1), std::string::npos)
+        << c.args[0] << ": a second default:\n" << entry;
+  }
+  // A count whose initial value lies outside its range is "not given": no default printed.
+  const CliRun heads = run({"heads", "--help"});
+  const std::size_t repeat = heads.out.find("  --repeat-random N");
+  ASSERT_NE(repeat, std::string::npos);
+  const std::string entry = heads.out.substr(repeat, heads.out.find("\n  --", repeat + 1) - repeat);
+  EXPECT_EQ(entry.find("(default"), std::string::npos) << entry;
+  // 5-D attention files are never guessed, and export --help says so.
+  EXPECT_NE(run({"export", "--help"}).out.find("5 dimensions are never guessed"), std::string::npos);
+}
+
+// One seed rule in every command that takes --seed: 0..2^64-1.
+TEST(CliOptions, OneSeedParser) {
+  for (const std::string command : {"bench", "heads", "image", "train"}) {
+    const CliRun r = run({command, "--seed", "-1"});
+    EXPECT_EQ(r.code, 2) << command;
+    EXPECT_EQ(r.err, "attnscope: option '--seed': '-1' is not an integer in 0..2^64-1\n")
+        << command;
+  }
+}
+
+// The command table is the one list: the main help lists every command the dispatch runs,
+// once, and never says "GPT-2" for a command every family runs.
+TEST(CliOptions, MainHelpComesFromTheCommandTable) {
+  const CliRun help = run({"--help"});
+  ASSERT_EQ(help.code, 0);
+  EXPECT_EQ(help.out.find("GPT-2"), std::string::npos) << help.out;
+  const std::size_t commands = help.out.find("\ncommands:\n");
+  ASSERT_NE(commands, std::string::npos);
+  for (const CommandInfo& info : attn::app::commandDeclarations()) {
+    if (info.name.starts_with("--")) continue;
+    EXPECT_NE(help.out.find("\n  " + info.name + " ", commands), std::string::npos) << info.name;
+    EXPECT_NE(help.out.find("  attnscope " + info.name + " "), std::string::npos) << info.name;
+    EXPECT_TRUE(attn::app::isCliArgument(info.name)) << info.name;
+    const CliRun own = run({"help", info.name});
+    EXPECT_EQ(own.code, 0) << info.name << ": " << own.err;
+    EXPECT_NE(own.out.find("usage: attnscope " + info.name), std::string::npos) << info.name;
+  }
+  const CliRun unknown = run({"bogus"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_EQ(unknown.err,
+            "attnscope: unknown command 'bogus' (commands: open, compute, export, screenshot, "
+            "lesson, info, image, train, model, analyze, patch, lens, heads, merge, bench; see "
+            "attnscope --help)\n");
+}
+
 }  // namespace

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -87,7 +88,20 @@ TEST(ModelWindow, TypingNeverWaitsForTheModel) {
   ASSERT_TRUE(state.attention.shown);
   EXPECT_EQ(state.attention.shown->selected.view.values.rows(),
             static_cast<Eigen::Index>(state.model.run->ids.size()));
-  std::printf("slowest frame while typing: %.1f ms\n", slowest);
+  // The frame bound: typing frames cost what frames with nothing to compute cost (the same
+  // window, the same run shown), measured here so that the bound holds on a slow or
+  // sanitized build: at most 4 idle frames' median plus 30 ms of scheduling noise.
+  std::vector<double> idle;
+  for (int i = 0; i < 15; ++i) {
+    const auto before = Clock::now();
+    ASSERT_TRUE(session.frame());
+    idle.push_back(std::chrono::duration<double, std::milli>(Clock::now() - before).count());
+  }
+  std::nth_element(idle.begin(), idle.begin() + idle.size() / 2, idle.end());
+  const double idleMedian = idle[idle.size() / 2];
+  std::printf("slowest frame while typing: %.1f ms; idle frame median %.1f ms\n", slowest,
+              idleMedian);
+  EXPECT_LT(slowest, 4 * idleMedian + 30.0);
   session.close();
 }
 

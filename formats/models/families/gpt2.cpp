@@ -88,6 +88,7 @@ bool isBuffer(std::string_view name) {
 }  // namespace
 
 extern const Family kGpt2Family = {"gpt2",      ModelKind::Decoder, "n_layer", readConfig,
-                                   planTensors, writeConfig,        isBuffer,  true};
+                                   planTensors, writeConfig,        isBuffer,
+                                   /*byteLevelVocab=*/true};
 
 }  // namespace attn::io
