@@ -2,9 +2,10 @@
 # `attnscope bench --model FILE.gguf` against llama.cpp on the same file (issue 27, point 6):
 # same token count, same threads, flash attention off, interleaved rounds.
 #
-# usage: scripts/bench-gguf-vs-llamacpp.sh --npm DIR [--bin PATH] [--file F.gguf]
+# usage: scripts/bench-gguf-vs-llamacpp.sh --npm DIR [--bin PATH] [--gen PATH] [--file F.gguf]
 #            [--type q8_0] [--tokens 128] [--decode 16] [--threads 2] [--rounds 3] [--repeat 5]
 #
+# --gen is the gen_gguf that writes the file (default: the one beside --bin).
 # DIR is a folder where `npm i -E node-llama-cpp@3.21.1` was run (llama.cpp's prebuilt CPU
 # build; the project never needs it otherwise). Without --file, build/gen_gguf writes a
 # random SmolLM-135M-shaped file of --type (Q8_0: 144 MB) into $TMPDIR once. Each round runs,
@@ -16,7 +17,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 BIN="$ROOT/build/attnscope"
-GEN="$ROOT/build/gen_gguf"
+GEN=""
 NPM=""
 FILE=""
 TYPE="q8_0"
@@ -28,6 +29,7 @@ REPEAT=5
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
+    --gen) GEN="$2"; shift 2 ;;
     --npm) NPM="$2"; shift 2 ;;
     --file) FILE="$2"; shift 2 ;;
     --type) TYPE="$2"; shift 2 ;;
@@ -36,9 +38,10 @@ while [ $# -gt 0 ]; do
     --threads) THREADS="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
     --repeat) REPEAT="$2"; shift 2 ;;
-    *) echo "usage: $0 --npm DIR [--bin PATH] [--file F.gguf] [--type q8_0] [--tokens 128] [--decode 16] [--threads 2] [--rounds 3] [--repeat 5]" >&2; exit 2 ;;
+    *) echo "usage: $0 --npm DIR [--bin PATH] [--gen PATH] [--file F.gguf] [--type q8_0] [--tokens 128] [--decode 16] [--threads 2] [--rounds 3] [--repeat 5]" >&2; exit 2 ;;
   esac
 done
+[ -n "$GEN" ] || GEN="$(dirname "$BIN")/gen_gguf"
 [ -n "$NPM" ] && [ -d "$NPM/node_modules/node-llama-cpp" ] || { echo "$0: --npm DIR must hold node_modules/node-llama-cpp" >&2; exit 2; }
 if [ -z "$FILE" ]; then
   FILE="${TMPDIR:-/tmp}/attnscope-smollm-135m-$TYPE.gguf"
@@ -60,8 +63,8 @@ for round in $(seq 1 "$ROUNDS"); do
   AT_PRE+=("$(echo "$at" | python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
   AT_DEC+=("$(echo "$at" | python3 -c 'import json,sys; print(json.load(sys.stdin)["decode_median_ms"])')")
   AT_RSS+=("$(echo "$at" | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_rss_mb"])')")
-  printf 'round %d: llama.cpp prefill %.1f ms, decode %.2f ms | attnscope prefill %.1f ms, decode %.2f ms, peak RSS %.0f MB\n' \
-    "$round" "${LL_PRE[-1]}" "${LL_DEC[-1]}" "${AT_PRE[-1]}" "${AT_DEC[-1]}" "${AT_RSS[-1]}"
+  printf 'round %d (load %s): llama.cpp prefill %.1f ms, decode %.2f ms | attnscope prefill %.1f ms, decode %.2f ms, peak RSS %.0f MB\n' \
+    "$round" "$(cut -d' ' -f1 /proc/loadavg)" "${LL_PRE[-1]}" "${LL_DEC[-1]}" "${AT_PRE[-1]}" "${AT_DEC[-1]}" "${AT_RSS[-1]}"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "medians over $ROUNDS rounds: llama.cpp prefill $(median "${LL_PRE[@]}") ms, decode $(median "${LL_DEC[@]}") ms;" \
