@@ -10,6 +10,7 @@
 
 #include "core/models/gpt2/bpe.h"
 #include "core/models/transformer.h"
+#include "formats/models/checkpoint.h"  // inQuotes
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
@@ -266,8 +267,8 @@ Expected<std::shared_ptr<const Tokenizer>> loadGgufTokenizer(const GgufFile& fil
   if (!*model) return std::shared_ptr<const Tokenizer>();
   const std::string& kind = **model;
   if (kind != "llama" && kind != "gpt2") {
-    return Error{file.path(), "", "key 'tokenizer.ggml.model': " + std::string("'") + kind +
-                                      "' is not read here (llama and gpt2 are)"};
+    return Error{file.path(), "", "key 'tokenizer.ggml.model': " + inQuotes(kind) +
+                                      " is not read here (llama and gpt2 are)"};
   }
   // 1 tokens, and their scores and types (optional, each as long as the tokens)
   const GgufValue* tokens = file.find("tokenizer.ggml.tokens");
@@ -334,8 +335,8 @@ Expected<std::shared_ptr<const Tokenizer>> loadGgufTokenizer(const GgufFile& fil
   const std::string preName = pre->value_or("default");
   parts.patterns = regexesFor(preName);
   if (parts.patterns.empty()) {
-    return Error{file.path(), "", "key 'tokenizer.ggml.pre': '" + preName +
-                                      "' is not read here (default, gpt-2, llama-bpe, qwen2, smollm, "
+    return Error{file.path(), "", "key 'tokenizer.ggml.pre': " + inQuotes(preName) +
+                                      " is not read here (default, gpt-2, llama-bpe, qwen2, smollm, "
                                       "deepseek-llm and their aliases are)"};
   }
   parts.ignoreMerges = preName == "llama-bpe" || preName == "llama3";
