@@ -23,6 +23,7 @@
 #include "formats/models/checkpoint.h"
 #include "formats/models/gguf_model.h"
 #include "formats/models/model_folder.h"
+#include "formats/tokenizers/gguf_tokenizer.h"
 #include "tests/support/gguf_model_fixture.h"
 #include "tests/support/gguf_writer.h"
 #include "tests/support/test_files.h"
@@ -253,7 +254,7 @@ TEST(GgufTokenizer, ByteTokensThatAreNotHexAreRefusedByName) {
   auto tokenizer = [](const std::string& byteText) {
     GgufWriter w;
     w.string("tokenizer.ggml.model", "llama");
-    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", byteText, "\xE2\x96\x81a"};
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", byteText, "\xE2\x96\x81" "a"};
     w.strings("tokenizer.ggml.tokens", tokens);
     w.array<std::int32_t>("tokenizer.ggml.token_type", attn::testing::kI32, {2, 3, 3, 6, 1});
     const std::string bytes = w.finish();
