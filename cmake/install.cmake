@@ -123,6 +123,7 @@ if(ATTNSCOPE_BUILD_TESTS)
   if(ATTNSCOPE_PYTHON3)
     set(PYTHON_TEST_ENV
       "ATTNSCOPE_BIN=$<TARGET_FILE:attnscope>"
+      "ATTNSCOPE_GEN_GGUF=$<TARGET_FILE:gen_gguf>"
       "PYTHONPATH=${PROJECT_SOURCE_DIR}/python"
       "TMPDIR=${CMAKE_BINARY_DIR}/test-tmp")
     add_test(NAME Python.Bridge

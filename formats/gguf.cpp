@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/models/quant.h"
+#include "formats/models/checkpoint.h"  // inQuotes
 
 namespace attn::io {
 namespace {
@@ -202,7 +203,7 @@ class Parser {
       }
       std::string_view key(reinterpret_cast<const char*>(cursor_.data + cursor_.at), length);
       cursor_.at += length;
-      const std::string named = "key '" + std::string(key) + "'";
+      const std::string named = "key " + inQuotes(key);
       if (seen.count(key)) return fail(named, "appears twice");
       seen[key] = i;
       std::uint32_t type = 0;
@@ -227,7 +228,7 @@ class Parser {
       }
       GgufTensorInfo info;
       info.name = std::string(name);
-      const std::string named = "tensor '" + info.name + "'";
+      const std::string named = "tensor " + inQuotes(info.name);
       std::uint32_t nDims = 0;
       if (!cursor_.read(nDims)) return fail(named, "truncated");
       if (nDims > kMaxGgufDims) return fail(named, std::to_string(nDims) + " dimensions (at most 4)");
@@ -367,7 +368,7 @@ Status GgufFile::parse() {
   dataOffset_ = (end + alignment_ - 1) / alignment_ * alignment_;
   const std::uint64_t dataBytes = dataOffset_ <= size_ ? size_ - dataOffset_ : 0;
   for (GgufTensorInfo& t : tensors_) {
-    const std::string named = "tensor '" + t.name + "'";
+    const std::string named = "tensor " + inQuotes(t.name);
     if (t.offset % alignment_ != 0) {
       return parser.fail(named, "offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
                                     std::to_string(alignment_));
@@ -389,14 +390,14 @@ Status GgufFile::parse() {
     const GgufTensorInfo& a = *byOffset[i - 1];
     const GgufTensorInfo& b = *byOffset[i];
     if (b.offset < a.offset + a.bytes) {
-      return parser.fail("tensor '" + b.name + "'", "data overlaps tensor '" + a.name + "'");
+      return parser.fail("tensor " + inQuotes(b.name), "data overlaps tensor " + inQuotes(a.name));
     }
   }
   std::vector<std::string_view> names;
   for (const GgufTensorInfo& t : tensors_) names.push_back(t.name);
   std::sort(names.begin(), names.end());
   if (auto twice = std::adjacent_find(names.begin(), names.end()); twice != names.end()) {
-    return parser.fail("tensor '" + std::string(*twice) + "'", "appears twice");
+    return parser.fail("tensor " + inQuotes(*twice), "appears twice");
   }
   return Ok{};
 }

@@ -14,6 +14,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "formats/models/checkpoint.h"  // inQuotes
+
 namespace attn::io {
 namespace {
 
@@ -34,15 +36,6 @@ DType dtypeOf(std::string_view name) {
   if (name == "F16") return DType::F16;
   if (name == "BF16") return DType::BF16;
   return DType::Other;
-}
-
-std::string inQuotes(std::string_view text) {
-  std::string out;  // (not "'" + ... + "'": GCC 12 warns -Wrestrict on that)
-  out.reserve(text.size() + 2);
-  out += '\'';
-  out += text;
-  out += '\'';
-  return out;
 }
 
 // Reads an unsigned 64-bit JSON integer; rejects floats, negatives and non-numbers.

@@ -14,7 +14,9 @@ const context = await model.createContext({contextSize: N + M + 8, batchSize: N,
 const sequence = context.getSequence();
 let seed = 1;
 const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648);
-const ids = Array.from({length: N + M}, () => 3 + (random() % (model.tokens.count ?? 1000 - 3)));
+// ids in [3, vocabulary): past the three control tokens of a SentencePiece vocabulary
+const vocabulary = model.tokens.count ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens?.length ?? 1000;
+const ids = Array.from({length: N + M}, () => 3 + (random() % (vocabulary - 3)));
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const prefill = [];
 for (let r = 0; r < R + 1; ++r) {

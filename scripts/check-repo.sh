@@ -28,6 +28,7 @@ EXTERNAL = {
     "docs/gguf.md": "ggml's GGUF file format specification",
     "llama-arch.cpp": "llama.cpp's architecture and tensor-name table",
     "llama-vocab.cpp": "llama.cpp's tokenizers",
+    "llama-model.cpp": "llama.cpp's model loader (hyperparameters per architecture)",
     "src/llama-vocab.cpp": "llama.cpp's tokenizers",
     "convert_hf_to_gguf.py": "llama.cpp's Hugging Face to GGUF converter",
     "tensor_mapping.py": "gguf-py's tensor-name mapping",

@@ -28,10 +28,14 @@ struct Preset {
 constexpr Preset kPresets[] = {
     {"smollm-135m", 30, 576, 1536, 9, 3, 49152, 2048, 10000.0},
     {"tiny", 2, 256, 512, 4, 2, 512, 256, 10000.0},
+    // the fuzz seeds (scripts/fuzz.sh): a few kB (micro) and one K-quant super-block wide
+    // (micro-k), small enough for fuzz_gguf to run their forward pass
+    {"micro", 1, 32, 64, 2, 1, 259, 16, 10000.0},
+    {"micro-k", 1, 256, 256, 2, 1, 259, 16, 10000.0},
 };
 
 int usage() {
-  std::fprintf(stderr, "usage: gen_gguf --preset smollm-135m|tiny --type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k --out FILE [--seed S]\n");
+  std::fprintf(stderr, "usage: gen_gguf --preset smollm-135m|tiny|micro|micro-k --type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k --out FILE [--seed S]\n");
   return 2;
 }
 
@@ -51,14 +55,15 @@ int main(int argc, char** argv) {
   const Preset* preset = nullptr;
   for (const Preset& p : kPresets)
     if (presetName == p.name) preset = &p;
-  const std::pair<const char*, std::uint32_t> types[] = {{"f32", 0},  {"f16", 1},  {"bf16", 30}, {"q8_0", 8},
-                                                         {"q4_0", 2}, {"q4_k", 12}, {"q6_k", 14}};
+  const std::pair<const char*, std::uint32_t> types[] = {
+      {"f32", 0},  {"f16", 1},  {"bf16", 30}, {"q8_0", 8},  {"q4_0", 2},  {"q4_1", 3},  {"q5_0", 6},
+      {"q5_1", 7}, {"q2_k", 10}, {"q3_k", 11}, {"q4_k", 12}, {"q5_k", 13}, {"q6_k", 14}};
   int type = -1;
   for (const auto& [name, number] : types)
     if (typeName == name) type = static_cast<int>(number);
   if (!preset || type < 0 || out.empty()) return usage();
   const Preset& p = *preset;
-  if (type >= 10 && (p.hidden % 256 || p.inner % 256)) {
+  if (type >= 10 && type <= 14 && (p.hidden % 256 || p.inner % 256)) {  // Q2_K ... Q6_K
     std::fprintf(stderr, "gen_gguf: %s's widths are not multiples of 256 (a K-quant super-block)\n", p.name);
     return 2;
   }

@@ -16,8 +16,22 @@ using nlohmann::json;
 }  // namespace
 
 std::string inQuotes(std::string_view text) {
-  std::string out = "'";
-  out += text;
+  std::string out;  // (not "'" + ... + "'": GCC 12 warns -Wrestrict on that)
+  out.reserve(text.size() + 2);
+  out += '\'';
+  for (char c : text) {
+    // a name read from a file may hold any byte: control characters (a newline) are
+    // written as \xNN, so that an error stays one line
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
   out += '\'';
   return out;
 }

@@ -42,7 +42,8 @@ class Checkpoint {
   std::map<std::string, Entry, std::less<>> tensors_;
 };
 
-// "'name'": a tensor or file name quoted in a message.
+// "'name'": a tensor or file name quoted in a message; control characters (bytes below
+// 0x20, 0x7F) written as \xNN, so that a name from a hostile file keeps the message one line.
 std::string inQuotes(std::string_view text);
 // "[768, 2304]": a tensor's shape in a message.
 std::string shapeText(const std::vector<std::int64_t>& shape);

@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 
 #include "core/models/quant.h"
 #include "formats/models/checkpoint.h"
@@ -326,6 +328,26 @@ Expected<model::Weights> ggufWeights(const std::shared_ptr<const GgufFile>& file
   return w;
 }
 
+std::vector<TensorKindType> ggufTensorTypes(const GgufFile& file) {
+  std::vector<TensorKindType> rows;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    std::string_view kind = t.name;
+    if (kind.substr(0, 4) == "blk.") {  // "blk.N.attn_q.weight" -> "attn_q.weight"
+      const std::size_t dot = kind.find('.', 4);
+      if (dot != std::string_view::npos) kind.remove_prefix(dot + 1);
+    }
+    if (kind.size() > 7 && kind.substr(kind.size() - 7) == ".weight") kind.remove_suffix(7);
+    const std::string type = model::ggmlTypeName(t.type);
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const TensorKindType& r) {
+      return r.kind == kind && r.type == type;
+    });
+    if (row == rows.end()) row = rows.insert(rows.end(), TensorKindType{std::string(kind), type, 0, 0});
+    ++row->count;
+    row->bytes += t.bytes;
+  }
+  return rows;
+}
+
 Expected<ModelFolder> loadGgufModel(const std::string& path) {
   Expected<GgufFile> opened = GgufFile::open(path);
   if (!opened) return opened.error();
@@ -346,6 +368,7 @@ Expected<ModelFolder> loadGgufModel(const std::string& path) {
   Expected<model::Weights> weights = ggufWeights(file, *config);
   if (!weights) return weights.error();
   out.weights = std::make_shared<const model::Weights>(std::move(weights).value());
+  out.tensorTypes = ggufTensorTypes(*file);
   return out;
 }
 

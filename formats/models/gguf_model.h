@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/models/transformer.h"
 #include "formats/gguf.h"
@@ -30,6 +31,11 @@ Expected<model::Config> ggufConfig(const GgufFile& file);
 // tensor of the file left unused. Errors name the file and the tensor.
 Expected<model::Weights> ggufWeights(const std::shared_ptr<const GgufFile>& file,
                                      const model::Config& config);
+
+// `file`'s tensors grouped by kind and ggml type (ModelFolder::tensorTypes): the kind is the
+// name without a "blk.N." prefix and a ".weight" suffix; rows in the order the file first
+// lists each (kind, type).
+std::vector<TensorKindType> ggufTensorTypes(const GgufFile& file);
 
 // Opens `path` and loads config, weights and the file's tokenizer (a file whose tokenizer
 // cannot be read still loads, runs from ids and says why in tokenizerProblem).

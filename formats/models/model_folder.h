@@ -4,9 +4,11 @@
 // expected per family.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/models/transformer.h"
 #include "formats/models/checkpoint.h"
@@ -62,6 +64,17 @@ Status loadPlannedWeights(const TensorSource& source, const Family& family, cons
 Expected<std::shared_ptr<const Tokenizer>> loadFolderTokenizer(const std::string& folder,
                                                                int vocabSize);
 
+// How a model file stores one kind of tensor: `count` tensors of kind `kind` (a GGUF name
+// without "blk.N." and ".weight": "attn_q", "ffn_down", "token_embd", "attn_q.bias") in
+// ggml type `type` ("Q4_K", "F32"), `bytes` in all. A kind stored in two types (a Q4_K_M
+// mix: attn_v Q4_K on some layers, Q6_K on others) has one row per type.
+struct TensorKindType {
+  std::string kind;
+  std::string type;
+  int count = 0;
+  std::uint64_t bytes = 0;
+};
+
 // A loaded model folder. `tokenizer` is loadFolderTokenizer's. A non-gpt2 folder whose
 // tokenizer cannot be read still loads (it runs from token ids) and says why in
 // `tokenizerProblem` (the error's message, naming the file and field).
@@ -70,6 +83,9 @@ struct ModelFolder {
   std::shared_ptr<const model::Weights> weights;
   std::shared_ptr<const Tokenizer> tokenizer;  // null: none (see tokenizerProblem)
   std::string tokenizerProblem;
+  // A GGUF file's tensors by kind and ggml type, in the order the file first lists each
+  // (ggufTensorTypes, formats/models/gguf_model.h); empty for a safetensors folder.
+  std::vector<TensorKindType> tensorTypes;
 };
 
 // Loads FOLDER/config.json, the tokenizer (loadFolderTokenizer) and the checkpoint, the

@@ -7,13 +7,30 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <string_view>
 
 #include "core/models/gpt2/bpe.h"
 #include "core/models/transformer.h"
+#include "formats/models/checkpoint.h"  // inQuotes
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
 namespace attn::io {
 namespace {
+
+// The byte of a SentencePiece byte token "<0xHH>" (two hex digits), or -1 for any other text.
+// (std::stoi on the two characters threw on "<0xZZ>" and gave -1 for "<0x-1>", an index
+// before the byte table: found by fuzz_gguf.)
+int byteTokenValue(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int high = hex(text[3]), low = hex(text[4]);
+  return high < 0 || low < 0 ? -1 : high * 16 + low;
+}
 
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's "▁"
 
@@ -106,8 +123,7 @@ GgufSpmTokenizer::GgufSpmTokenizer(std::vector<Token> tokens, int bos, int eos, 
   for (std::size_t i = 0; i < tokens_.size(); ++i) {
     const Token& t = tokens_[i];
     ids_[t.text] = static_cast<int>(i);
-    if (t.type == 6 && t.text.size() == 6 && t.text.starts_with("<0x") && t.text.back() == '>') {
-      const int value = std::stoi(t.text.substr(3, 2), nullptr, 16);
+    if (const int value = t.type == 6 ? byteTokenValue(t.text) : -1; value >= 0) {
       byteTokens_[static_cast<std::size_t>(value)] = static_cast<int>(i);
     }
     if (t.type == 2 || t.type == 3 || t.type == 4) specials_.push_back(static_cast<int>(i));
@@ -221,8 +237,7 @@ GgufSpmTokenizer::Encoding GgufSpmTokenizer::encode(std::string_view text) const
 std::string GgufSpmTokenizer::tokenText(int id) const {
   if (id < 0 || id >= idLimit()) return "";
   const Token& t = tokens_[static_cast<std::size_t>(id)];
-  if (t.type == 6 && t.text.size() == 6) {
-    const int value = std::stoi(t.text.substr(3, 2), nullptr, 16);
+  if (const int value = t.type == 6 ? byteTokenValue(t.text) : -1; value >= 0) {
     return value < 0x80 ? std::string(1, static_cast<char>(value)) : std::string("\xEF\xBF\xBD");
   }
   if (t.type != 1) return t.text;
@@ -244,7 +259,7 @@ std::string GgufSpmTokenizer::decode(std::span<const int> ids) const {
     if (id < 0 || id >= idLimit()) continue;
     const Token& t = tokens_[static_cast<std::size_t>(id)];
     if (t.type == 3) continue;  // control tokens are not text
-    if (t.type == 6 && t.text.size() == 6) bytes += static_cast<char>(std::stoi(t.text.substr(3, 2), nullptr, 16));
+    if (const int value = t.type == 6 ? byteTokenValue(t.text) : -1; value >= 0) bytes += static_cast<char>(value);
     else bytes += tokenText(id);
   }
   return gpt2::cleanUtf8(bytes).text;
@@ -266,8 +281,8 @@ Expected<std::shared_ptr<const Tokenizer>> loadGgufTokenizer(const GgufFile& fil
   if (!*model) return std::shared_ptr<const Tokenizer>();
   const std::string& kind = **model;
   if (kind != "llama" && kind != "gpt2") {
-    return Error{file.path(), "", "key 'tokenizer.ggml.model': " + std::string("'") + kind +
-                                      "' is not read here (llama and gpt2 are)"};
+    return Error{file.path(), "", "key 'tokenizer.ggml.model': " + inQuotes(kind) +
+                                      " is not read here (llama and gpt2 are)"};
   }
   // 1 tokens, and their scores and types (optional, each as long as the tokens)
   const GgufValue* tokens = file.find("tokenizer.ggml.tokens");
@@ -322,6 +337,11 @@ Expected<std::shared_ptr<const Tokenizer>> loadGgufTokenizer(const GgufFile& fil
       list[i].text = std::string(tokens->strings[i]);
       list[i].score = *scores ? static_cast<float>((*scores)->realAt(i)) : 0.0f;
       list[i].type = typeOf(i);
+      if (list[i].type == 6 && byteTokenValue(list[i].text) < 0) {
+        return Error{file.path(), "", "key 'tokenizer.ggml.tokens': token " + std::to_string(i) +
+                                          " is a byte token (token_type 6) but reads " + inQuotes(list[i].text) +
+                                          ", not <0xHH>"};
+      }
     }
     return std::shared_ptr<const Tokenizer>(std::make_shared<const GgufSpmTokenizer>(
         std::move(list), *bos, *eos, *addBos && *bos >= 0, *addEos, *prefix));
@@ -334,8 +354,8 @@ Expected<std::shared_ptr<const Tokenizer>> loadGgufTokenizer(const GgufFile& fil
   const std::string preName = pre->value_or("default");
   parts.patterns = regexesFor(preName);
   if (parts.patterns.empty()) {
-    return Error{file.path(), "", "key 'tokenizer.ggml.pre': '" + preName +
-                                      "' is not read here (default, gpt-2, llama-bpe, qwen2, smollm, "
+    return Error{file.path(), "", "key 'tokenizer.ggml.pre': " + inQuotes(preName) +
+                                      " is not read here (default, gpt-2, llama-bpe, qwen2, smollm, "
                                       "deepseek-llm and their aliases are)"};
   }
   parts.ignoreMerges = preName == "llama-bpe" || preName == "llama3";

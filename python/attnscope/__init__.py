@@ -346,8 +346,9 @@ class RunResult:
 
 def run(model_dir: PathLike, text: str, predict: Optional[int] = None,
         out: Optional[PathLike] = None) -> RunResult:
-    """Runs a GPT-2-family model folder on `text` with `attnscope model` (CPU, offline) and
-    returns its arrays (RunResult). out: also keep the .npz (and OUT.tokens.json) there;
+    """Runs a model on `text` with `attnscope model` (CPU, offline) and returns its arrays
+    (RunResult). model_dir: a Hugging Face model folder of any family attnscope runs, or a
+    GGUF file (llama.cpp's, quantized or not; docs/models.md). out: also keep the .npz (and OUT.tokens.json) there;
     predict: the K most probable next tokens."""
     with tempfile.TemporaryDirectory(prefix="attnscope-") as folder:
         path = os.fspath(out) if out is not None else os.path.join(folder, "run.npz")

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <array>
 #include <atomic>
 #include <limits>
 #include <memory>
@@ -519,6 +520,32 @@ TEST(AttendThreads, ParallelForVisitsEveryItemOnceAndRethrows) {
                              if (i == 3) throw std::runtime_error("item 3");
                            }),
                std::runtime_error);
+}
+
+// The pool returns once every item is finished, without waiting for idle workers, so a
+// worker may wake up for a job that is already over: it must never take an item of the job
+// after it. Thousands of short jobs back to back, each item of each job counted where it
+// ran: every item exactly once, in its own job, and the bodies of a finished job never run
+// again (a body writes only into its own job's row).
+TEST(AttendThreads, PooledJobsBackToBackNeverShareOrRepeatAnItem) {
+  constexpr int kJobs = 20000;
+  std::vector<std::array<std::atomic<int>, 9>> visits(kJobs);
+  for (auto& row : visits)
+    for (auto& v : row) v.store(0);
+  std::atomic<int> lateRuns{0};
+  std::atomic<int> current{-1};
+  for (int job = 0; job < kJobs; ++job) {
+    const int count = 1 + job % 9;
+    current.store(job);
+    parallelForPooled(count, 2, [&, job](int i, int) {
+      if (current.load() != job) ++lateRuns;
+      ++visits[static_cast<std::size_t>(job)][static_cast<std::size_t>(i)];
+    });
+    for (int i = 0; i < 9; ++i)
+      ASSERT_EQ(visits[static_cast<std::size_t>(job)][static_cast<std::size_t>(i)].load(), i < count ? 1 : 0)
+          << "job " << job << " item " << i;
+  }
+  EXPECT_EQ(lateRuns.load(), 0);
 }
 
 TEST(AttendThreads, PooledParallelForVisitsEveryItemOnceNestsAndRethrows) {

@@ -141,6 +141,47 @@ TEST(ApplyLinearQuantized, EveryTypeAndIsaMatchesTheDoubleProductOfTheDequantize
   kernels::setActiveIsa(saved);
 }
 
+// The Q8_0 decode kernel converts each block's f16 scale with its own bit trick
+// (kernels_quant.inc halfAtFast): one block per f16 value (all 65,536: zero, subnormal,
+// normal, inf, NaN, both signs), q = (1, 0, ...), x = (1, 0, ...), so that output j is the
+// scale of block j exactly (NaN for inf and NaN, as the dequantized row's 0·inf), on every
+// ISA, in the 4-row decode path and the 1-row tail.
+TEST(ApplyLinearQuantized, Q8_0DecodeReadsEveryF16ScaleExactly) {
+  const kernels::Isa saved = kernels::activeIsa();
+  constexpr int kRows = 65536 + 3;  // 3 tail rows after the 4-row groups
+  std::string bytes(static_cast<std::size_t>(kRows) * 34, '\0');
+  for (int j = 0; j < kRows; ++j) {
+    const int h = j % 65536;
+    bytes[static_cast<std::size_t>(j) * 34] = static_cast<char>(h & 0xFF);
+    bytes[static_cast<std::size_t>(j) * 34 + 1] = static_cast<char>(h >> 8);
+    bytes[static_cast<std::size_t>(j) * 34 + 2] = 1;
+  }
+  std::vector<float> x(32, 0.0f);
+  x[0] = 1.0f;
+  int checked = 0;
+  for (kernels::Isa isa : {kernels::Isa::Baseline, kernels::Isa::Avx2, kernels::Isa::Avx512}) {
+    if (!kernels::setActiveIsa(isa)) continue;
+    std::vector<float> y(kRows, -7.0f);
+    ASSERT_TRUE(kernels::active().linearQuantRows(8, bytes.data(), 34, x.data(), 32, 1, 32, 0, kRows,
+                                                  y.data(), kRows, false));
+    for (int j = 0; j < kRows; ++j) {
+      const int h = j % 65536;
+      // an inf or NaN scale: the dequantized weights hold 0·inf = NaN, so does the product
+      const bool allOnes = ((h >> 10) & 31) == 31;
+      const double expected = allOnes ? std::nan("") : testing::halfValue(static_cast<std::uint16_t>(h));
+      if (std::isnan(expected)) {
+        ASSERT_TRUE(std::isnan(y[static_cast<std::size_t>(j)])) << kernels::active().name << " f16 " << j;
+      } else {
+        ASSERT_EQ(static_cast<double>(y[static_cast<std::size_t>(j)]), expected)
+            << kernels::active().name << " f16 0x" << std::hex << j % 65536;
+      }
+    }
+    ++checked;
+  }
+  kernels::setActiveIsa(saved);
+  EXPECT_GE(checked, 1);
+}
+
 TEST(QuantizedTensor, RowsDenseAndStoredBytes) {
   std::mt19937 rng(3);
   const std::string bytes = randomTensorBytes(12, 3 * 256, rng);  // Q4_K, 3 rows of 256

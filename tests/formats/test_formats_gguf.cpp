@@ -20,8 +20,10 @@
 #include "core/models/quant.h"
 #include "core/models/transformer.h"
 #include "formats/gguf.h"
+#include "formats/models/checkpoint.h"
 #include "formats/models/gguf_model.h"
 #include "formats/models/model_folder.h"
+#include "formats/tokenizers/gguf_tokenizer.h"
 #include "tests/support/gguf_model_fixture.h"
 #include "tests/support/gguf_writer.h"
 #include "tests/support/test_files.h"
@@ -208,6 +210,67 @@ TEST(GgufReader, HostileHeadersAreRefusedNamingTheField) {
     EXPECT_NE(message.find("hostile.gguf"), std::string::npos) << message;
     EXPECT_NE(message.find(c.expected), std::string::npos) << "expected '" << c.expected << "' in: " << message;
   }
+}
+
+// Found by fuzz_gguf (tests/fuzz/fuzz_gguf.cpp): a key or tensor name is any bytes, and one
+// holding a newline or a NUL made a two-line error (the NUL also cut it short where printed
+// as a C string). Control characters are now quoted as \xNN.
+TEST(GgufReader, NamesWithControlCharactersKeepTheErrorOneLine) {
+  auto withHeader = [](std::uint64_t tensors, std::uint64_t kvs, const std::string& rest) {
+    GgufBytes h;
+    h.bytes = "GGUF";
+    h.put<std::uint32_t>(3);
+    h.put<std::uint64_t>(tensors);
+    h.put<std::uint64_t>(kvs);
+    return h.bytes + rest + std::string(64, '\0');
+  };
+  GgufBytes key;
+  key.str(std::string("a\nb\0c", 5));
+  key.put<std::uint32_t>(13);  // unknown value type
+  GgufBytes tensor;
+  tensor.str("w\r\x7F");
+  tensor.put<std::uint32_t>(1);
+  tensor.put<std::uint64_t>(32);
+  tensor.put<std::uint32_t>(77);  // unknown ggml type
+  tensor.put<std::uint64_t>(0);
+  const std::pair<std::string, std::string> cases[] = {
+      {withHeader(0, 1, key.bytes), "key 'a\\x0Ab\\x00c': unknown value type 13"},
+      {withHeader(1, 0, tensor.bytes), "tensor 'w\\x0D\\x7F': unknown ggml type 77"},
+  };
+  for (const auto& [bytes, expected] : cases) {
+    const std::string message = parseError(bytes);
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_EQ(message.find('\0'), std::string::npos) << message;
+  }
+  // the same quoting in the model loader's messages (a tensor the model does not use)
+  EXPECT_EQ(attn::io::inQuotes(std::string("x\ny", 3)), "'x\\x0Ay'");
+}
+
+// Found by fuzz_gguf: a byte token (token_type 6) whose text is not <0xHH> made std::stoi
+// throw ("<0xZZ>") or index before the byte table ("<0x-1>"). Such a vocabulary is refused,
+// naming the key and the token; a good one still reads its byte tokens.
+TEST(GgufTokenizer, ByteTokensThatAreNotHexAreRefusedByName) {
+  auto tokenizer = [](const std::string& byteText) {
+    GgufWriter w;
+    w.string("tokenizer.ggml.model", "llama");
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", byteText, "\xE2\x96\x81" "a"};
+    w.strings("tokenizer.ggml.tokens", tokens);
+    w.array<std::int32_t>("tokenizer.ggml.token_type", attn::testing::kI32, {2, 3, 3, 6, 1});
+    const std::string bytes = w.finish();
+    auto file = std::make_shared<std::string>(bytes);  // the GgufFile views these bytes
+    attn::Expected<GgufFile> parsed = attn::io::parseGguf(asBytes(*file), "vocab.gguf");
+    EXPECT_TRUE(parsed) << parsed.error().message();
+    attn::Expected<std::shared_ptr<const attn::io::Tokenizer>> t = attn::io::loadGgufTokenizer(*parsed);
+    return t ? std::string("(read) ") + (*t)->decode(std::vector<int>{3}) : t.error().message();
+  };
+  for (const char* bad : {"<0xZZ>", "<0x-1>", "<0x 1>", "<0x+F>", "<0xG0>"}) {
+    const std::string message = tokenizer(bad);
+    EXPECT_NE(message.find("vocab.gguf"), std::string::npos) << message;
+    EXPECT_NE(message.find("key 'tokenizer.ggml.tokens': token 3 is a byte token"), std::string::npos) << message;
+  }
+  EXPECT_EQ(tokenizer("<0x41>"), "(read) A");
+  EXPECT_EQ(tokenizer("<0x7a>"), "(read) z");
 }
 
 // ---------------------------------------------------------------------------------------

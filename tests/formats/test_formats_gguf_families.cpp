@@ -13,6 +13,8 @@
 
 #include "core/base/random.h"
 #include "core/models/transformer.h"
+#include "formats/gguf.h"
+#include "formats/models/gguf_model.h"
 #include "formats/models/model_folder.h"
 #include "tests/support/gguf_writer.h"
 #include "tests/support/gpt2_fixture.h"
@@ -178,6 +180,56 @@ TEST(GgufFamilies, Qwen3Gemma2Phi3FilesEqualTheirSafetensorsFolders) {
     EXPECT_LT(logits, 1e-4) << c.name;
     std::printf("%-13s attention max |diff| %.2g, logits %.2g\n", c.name.c_str(), worst, logits);
   }
+}
+
+// Two choices llama.cpp makes that no GGUF key states, checked on metadata-only files (the
+// weights' shapes do not matter to ggufConfig): llama-model.cpp's LLM_ARCH_GEMMA2 sets
+// f_attention_scale to 1/√(n_embd / n_head) when n_layer is 46 (the 27B model: 4608 / 32 =
+// 144, not its key_length 128) and 1/√key_length otherwise; LLM_ARCH_PHI3 sets n_swa = 0
+// ("Phi SWA is currently disabled") whatever attention.sliding_window says.
+TEST(GgufFamilies, Gemma2ScaleOfThe27BShapeAndPhi3WithoutItsWindowAsLlamaCpp) {
+  auto config = [](const std::string& arch, int layers, int width, int heads, int keyLength, int window) {
+    attn::testing::GgufWriter w;
+    const std::string a = arch + ".";
+    w.string("general.architecture", arch);
+    w.u32(a + "block_count", static_cast<std::uint32_t>(layers));
+    w.u32(a + "context_length", 8192);
+    w.u32(a + "embedding_length", static_cast<std::uint32_t>(width));
+    w.u32(a + "feed_forward_length", static_cast<std::uint32_t>(2 * width));
+    w.u32(a + "attention.head_count", static_cast<std::uint32_t>(heads));
+    w.u32(a + "attention.head_count_kv", static_cast<std::uint32_t>(heads / 2));
+    w.u32(a + "attention.key_length", static_cast<std::uint32_t>(keyLength));
+    w.u32(a + "attention.value_length", static_cast<std::uint32_t>(keyLength));
+    w.f32(a + "rope.freq_base", 10000.0f);
+    w.f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+    w.u32(a + "attention.sliding_window", static_cast<std::uint32_t>(window));
+    w.tensor("token_embd.weight", {static_cast<std::uint64_t>(width), 2}, 0,
+             std::string(static_cast<std::size_t>(width) * 2 * 4, '\0'));
+    const std::string bytes = w.finish();
+    attn::Expected<attn::io::GgufFile> file = attn::io::parseGguf(
+        {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, arch + ".gguf");
+    if (!file) {
+      ADD_FAILURE() << file.error().message();
+      return attn::model::Config{};
+    }
+    attn::Expected<attn::model::Config> c = attn::io::ggufConfig(*file);
+    if (!c) {
+      ADD_FAILURE() << c.error().message();
+      return attn::model::Config{};
+    }
+    return *c;
+  };
+  // gemma-2-27b: 46 layers, 4608 wide, 32 heads of 128
+  const attn::model::Config g27 = config("gemma2", 46, 4608, 32, 128, 4096);
+  EXPECT_NEAR(g27.scoreScale(), 1.0 / std::sqrt(144.0), 1e-7);
+  // the same widths with 42 layers (the 9B's count): key_length
+  const attn::model::Config g9 = config("gemma2", 42, 4608, 32, 128, 4096);
+  EXPECT_NEAR(g9.scoreScale(), 1.0 / std::sqrt(128.0), 1e-7);
+  EXPECT_EQ(g27.windowOf(0), 4096);  // the window on the even layers
+  EXPECT_EQ(g27.windowOf(1), 0);
+  // Phi-3-mini-4k: attention.sliding_window 2047 in the file, none applied
+  const attn::model::Config phi = config("phi3", 32, 3072, 32, 96, 2047);
+  for (int l = 0; l < 32; ++l) EXPECT_EQ(phi.windowOf(l), 0) << l;
 }
 
 }  // namespace

@@ -213,6 +213,27 @@ class ModelRuns(Scratch):
         probabilities = [n["probability"] for n in result.next]
         self.assertEqual(probabilities, sorted(probabilities, reverse=True))
 
+    def test_run_accepts_a_gguf_file(self):
+        # a random llama GGUF file (Q8_0, 1 layer, 2 heads; tools/gen_gguf.cpp) with its own
+        # SentencePiece-style vocabulary: run() gives what `attnscope model FILE.gguf` writes
+        gen = os.environ.get("ATTNSCOPE_GEN_GGUF")
+        if not gen:
+            self.skipTest("ATTNSCOPE_GEN_GGUF (build/gen_gguf) not set")
+        model = self.path("micro-q8_0.gguf")
+        subprocess.run([gen, "--preset", "micro", "--type", "q8_0", "--out", model],
+                       check=True, stdout=subprocess.PIPE)
+        result = attnscope.run(model, "hi there", predict=2)
+        npz = self.path("direct_gguf.npz")
+        attnscope_cli("model", model, "--text", "hi there", "--out", npz)
+        with np.load(npz) as direct:
+            np.testing.assert_array_equal(result.attention, direct["attention"])
+            np.testing.assert_array_equal(result.token_ids, direct["token_ids"])
+        n = len(result.token_ids)
+        self.assertEqual(result.attention.shape, (1, 2, n, n))
+        self.assertEqual(float(np.triu(result.attention, k=1).max()), 0.0)
+        np.testing.assert_allclose(result.attention.sum(axis=-1), 1.0, rtol=1e-5)
+        self.assertEqual(len(result.next), 2)
+
     def test_a_bad_folder_is_an_error_naming_it(self):
         with self.assertRaisesRegex(attnscope.AttnscopeError, "nowhere"):
             attnscope.run(self.path("nowhere"), "hi")

@@ -51,6 +51,36 @@ void drawPrediction(const ModelRun& run) {
   }
 }
 
+// A GGUF file's storage: one row per tensor kind and ggml type ("attn_q  Q4_K  ×30"), as
+// the loader collected it (io::ModelFolder::tensorTypes).
+void drawTensorTypes(const std::vector<io::TensorKindType>& rows) {
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Weights in the file");
+  tooltip("How the GGUF file stores each kind of tensor (ggml types: F32, F16, BF16; Q8_0, "
+          "Q4_0, ... blocks of 32 values with an f16 scale; Q2_K ... Q6_K super-blocks of 256). "
+          "The matrices are multiplied as stored, each block dequantized exactly as it is "
+          "read, so the attention shown is the attention of these quantized weights.");
+  ImGui::Separator();
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("##tensorTypes", 3, flags)) return;
+  ImGui::TableSetupColumn("tensor");
+  ImGui::TableSetupColumn("type");
+  ImGui::TableSetupColumn("count");
+  ImGui::TableHeadersRow();
+  for (const io::TensorKindType& row : rows) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(row.kind.c_str());
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(row.type.c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("\xC3\x97%d", row.count);
+    tooltip(countOf(row.count, "tensor", "tensors") + ", " +
+            formatNumber(static_cast<double>(row.bytes) / 1e6, 3) + " MB in the file");
+  }
+  ImGui::EndTable();
+}
+
 }  // namespace
 
 // The tokens as chips that wrap at the panel's edge: a special token (BOS, EOS,
@@ -196,7 +226,9 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
   if (model.encoder) return drawEncoderModel(state, heatmaps);  // panel_model_encoder.cpp
   const float font = ImGui::GetFontSize();
   if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
-  tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox); also attnscope --model DIR.");
+  tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox); also attnscope "
+          "--model DIR. A GGUF file (llama.cpp's, quantized or not): File \xE2\x96\xB8 Open\xE2\x80\xA6 or "
+          "attnscope --model FILE.gguf.");
   ImGui::SameLine();
   if (!model.loading.empty()) {
     static const char* spinner[] = {"|", "/", "-", "\\"};
@@ -208,7 +240,8 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
     ImGui::NewLine();
     panel::mutedWrapped("No model loaded. Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 loads a Hugging "
                         "Face folder (gpt2, llama, mistral, qwen2, gpt_neox: config.json, "
-                        "safetensors, the tokenizer); type a text and its attention appears in "
+                        "safetensors, the tokenizer); File \xE2\x96\xB8 Open\xE2\x80\xA6 opens a GGUF "
+                        "file (llama.cpp's, quantized). Type a text and its attention appears in "
                         "the Attention panel as you type.");
     return;
   }
@@ -279,6 +312,7 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
   ImGui::BeginChild("##prediction", ImVec2(0, 0), true);
   if (run && run->generation == model.generation && !drawAblatedPrediction(*run))
     drawPrediction(*run);
+  if (!model.model->tensorTypes.empty()) drawTensorTypes(model.model->tensorTypes);
   ImGui::EndChild();
 }
 

@@ -21,7 +21,7 @@ enum class FileFilter { Openable, Scenario, Attention, Image, All, Folders, Less
 inline constexpr FileFilter kAllFileFilters[] = {FileFilter::Openable, FileFilter::Scenario,
                                                  FileFilter::Attention, FileFilter::Image,
                                                  FileFilter::All};
-// "All openable (.json, .npy, .npz, images)", "Scenarios (.json)", ...
+// "All openable (.json, .npy, .npz, images, .gguf)", "Scenarios (.json)", ...
 const char* filterLabel(FileFilter filter);
 // The shell patterns of a filter, e.g. {"*.json"}; empty for All.
 std::vector<std::string> filterPatterns(FileFilter filter);
