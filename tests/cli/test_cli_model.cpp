@@ -329,7 +329,7 @@ TEST_F(CliModel, WindowAndScreenshotModelOptions) {
               {"option '--pipeline'", "needs --select LAYER,HEAD"});
   EXPECT_FALSE(fs::exists(png));
   const CliRun main = runCliCommand({"--help"});
-  EXPECT_NE(main.out.find("attnscope --model DIR [--text T]"), std::string::npos);
+  EXPECT_NE(main.out.find("attnscope --model DIR|FILE.gguf [--text T]"), std::string::npos);
   EXPECT_NE(runCliCommand({"help", "screenshot"}).out.find("--pipeline"), std::string::npos);
 }
 
