@@ -351,7 +351,8 @@ Status GgufFile::parse() {
   std::uint64_t tensorCount = 0, kvCount = 0;
   if (Status s = parser.header(version_, tensorCount, kvCount); !s) return s;
   if (Status s = parser.metadata(kvCount, metadata_); !s) return s;
-  // general.alignment: a u32, a nonzero multiple of 8 (docs/gguf.md); a power of two, too,
+  // general.alignment: a u32, a nonzero multiple of 8 (the GGUF specification, gguf.md in
+  // the ggml repository); a power of two, too,
   // so that every offset that is a multiple of it is aligned for its type.
   if (const GgufValue* a = find("general.alignment")) {
     if (a->type != GgufType::U32 || a->integer == 0 || a->integer % 8 != 0 ||

@@ -1,6 +1,6 @@
-// A strict reader for GGUF files (llama.cpp / ggml; ggml's docs/gguf.md), versions 2 and 3,
-// little-endian, over a read-only memory map. The tensor data are never copied: a tensor's
-// bytes are a span of the mapping.
+// A strict reader for GGUF files (llama.cpp / ggml; the GGUF specification, gguf.md in
+// the ggml repository), versions 2 and 3, little-endian, over a read-only memory map. The
+// tensor data are never copied: a tensor's bytes are a span of the mapping.
 //
 // Layout: "GGUF", u32 version, u64 tensor count, u64 key/value count; the key/value pairs
 // (a string key, a u32 value type, the value); the tensor infos (name, u32 n_dims, n_dims

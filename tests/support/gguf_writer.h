@@ -1,4 +1,5 @@
-// A tiny GGUF writer for tests (ggml's docs/gguf.md, version 3, little-endian): metadata of
+// A tiny GGUF writer for tests (the GGUF specification, gguf.md in the ggml repository,
+// version 3, little-endian): metadata of
 // every value type, tensors of any ggml type from raw block bytes, and helpers that make
 // valid random blocks (random bytes with small finite f16 scales) and dequantize them in
 // double precision, independently of core/isa (ggml-quants.c's dequantize_row_* formulas
