@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/models/analysis.h"
+#include "core/models/mechanisms.h"
 
 namespace attn::app {
 
@@ -117,8 +118,15 @@ struct RunAnalysis {
   model::Prediction clean, ablated;
   std::vector<PredictionChange> next;
   // kAllHeadScores of the clean run, L x H each (empty unless asked), with the options used.
+  // After them (when asked), one more L x H matrix: the copying score of each head
+  // (kCopyingScore, from `circuits`).
   std::vector<Matrix> scores;
   model::DetectOptions detect;
+  // The QK / OV circuits of every head of the weights (core/models/mechanisms.h,
+  // headCircuits: layer-major, L·H entries), computed with the scores and handed on from
+  // run to run while the weights stay the same (they do not depend on the text). Null
+  // unless the scores were asked for.
+  std::shared_ptr<const std::vector<model::HeadCircuit>> circuits;
 
   bool ablating() const { return !ablation.heads.empty(); }
 };
