@@ -104,6 +104,10 @@ bool setScoreKind(ModelAnalysisState& analysis, int kind) {
     analysis.request.scores = true;  // once asked, kept: switching scores needs no run
     bump(analysis);
   }
+  if (kind == kCopyingScore && !analysis.request.circuits) {
+    analysis.request.circuits = true;  // the same: once computed, handed on from run to run
+    bump(analysis);
+  }
   return true;
 }
 
@@ -219,7 +223,10 @@ AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean
   if (request.scores && !ids.empty()) {
     for (model::HeadScoreKind kind : model::kAllHeadScores)
       analysis->scores.push_back(model::headScore(clean, kind, request.detect));
-    // The circuits depend on the weights alone: computed once per model, then handed on.
+  }
+  // 1b the circuits (asked by picking "copying"): of the weights alone, computed once per
+  //    model, then handed on
+  if (request.scores && request.circuits && !ids.empty()) {
     if (previous && previous->weights == model.weights && previous->circuits)
       analysis->circuits = previous->circuits;
     else

@@ -82,8 +82,9 @@ struct AnalysedRun {
 };
 // The analyses of `request` on the tokens of `clean` (a session after the plain run):
 //   1 head scores: headScore(clean, kind, request.detect) for every kind (when asked),
-//     then the circuits (headCircuits of the weights; taken from `previous` when that has
-//     the same weights) and their copying scores as scores[kCopyingScore];
+//     then, when request.circuits, the circuits (headCircuits of the weights; taken from
+//     `previous` when that has the same weights) and their copying scores as
+//     scores[kCopyingScore];
 //   2 ablation: the ablated pass under ablationHooks(), predictionOf() of it and of a
 //     recorded clean pass (taken from `previous` when that has the same weights and ids),
 //     the ablated top-K with the clean values (topK candidates).

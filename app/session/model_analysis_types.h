@@ -32,6 +32,9 @@ struct AblationRequest {
 struct AnalysisRequest {
   AblationRequest ablation;
   bool scores = false;          // the five head scores of the clean run (kAllHeadScores)
+  // The head circuits of the weights and their copying score (asked by picking "copying":
+  // W_U·W_E costs E·V·E, seconds for GPT-2 small, so the five text scores never wait for it).
+  bool circuits = false;
   model::DetectOptions detect;  // exclude BOS / the current token from the detection scores
   std::uint64_t revision = 0;
 };
@@ -118,14 +121,14 @@ struct RunAnalysis {
   model::Prediction clean, ablated;
   std::vector<PredictionChange> next;
   // kAllHeadScores of the clean run, L x H each (empty unless asked), with the options used.
-  // After them (when asked), one more L x H matrix: the copying score of each head
-  // (kCopyingScore, from `circuits`).
+  // After them (when the circuits were asked for), one more L x H matrix: the copying score
+  // of each head (kCopyingScore, from `circuits`).
   std::vector<Matrix> scores;
   model::DetectOptions detect;
   // The QK / OV circuits of every head of the weights (core/models/mechanisms.h,
   // headCircuits: layer-major, L·H entries), computed with the scores and handed on from
   // run to run while the weights stay the same (they do not depend on the text). Null
-  // unless the scores were asked for.
+  // unless AnalysisRequest::circuits asked for them.
   std::shared_ptr<const std::vector<model::HeadCircuit>> circuits;
 
   bool ablating() const { return !ablation.heads.empty(); }

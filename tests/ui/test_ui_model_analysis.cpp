@@ -260,7 +260,9 @@ TEST_F(ModelAnalysisInApp, HeadScoresEqualTheCoreAndSortLikeIt) {
   settle(state, service);
   const std::shared_ptr<const ModelRun> run = state.model.run;
   ASSERT_TRUE(run && run->analysis);
-  ASSERT_EQ(run->analysis->scores.size(), std::size(model::kAllHeadScores) + 1);  // + copying
+  // No copying score: its circuits are computed only when "copying" is picked.
+  ASSERT_EQ(run->analysis->scores.size(), std::size(model::kAllHeadScores));
+  EXPECT_FALSE(run->analysis->circuits);
   Expected<model::Session> clean = model::forward(weights(state), run->ids);
   ASSERT_TRUE(clean);
   for (std::size_t k = 0; k < std::size(model::kAllHeadScores); ++k) {
@@ -440,6 +442,15 @@ TEST_F(ModelAnalysisInApp, CopyingScoreColoursTheGridAsTheCircuitsCsvAndTheCardS
   EXPECT_EQ(qk[4], 0.0);
   EXPECT_TRUE(drawnExactly(texts, "Circuits of head 1.2 (KV head 2) \xC2\xB7 copying " +
                                       formatNumber(c.copying, 3)));
+  // 5 a new text runs again, and the circuits (of the weights alone) are handed on, not
+  //   computed again
+  state.model.text = "the cat sat";
+  ++state.model.textRevision;
+  settle(state, service);
+  ASSERT_TRUE(state.model.run && state.model.run->analysis);
+  EXPECT_EQ(state.model.run->ids.size() < run->ids.size(), true);
+  EXPECT_EQ(state.model.run->analysis->circuits.get(), &got);
+  EXPECT_EQ(state.model.run->analysis->scores[kCopyingScore], copying);
 }
 
 // =======================================================================================
