@@ -615,6 +615,7 @@ std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
   GuiLaunch::ModelAnalysisStart& a = launch.modelAnalysis;
   std::vector<std::string> scores;
   for (model::HeadScoreKind kind : model::kAllHeadScores) scores.emplace_back(model::toString(kind));
+  scores.emplace_back("copying");  // kCopyingScore: the copying score of the head circuits
   return {
       cli::customOption("--ablate", "L.H,...",
                         "ablate these heads in the Model panel's Heads tab (0-based\n"

@@ -97,12 +97,15 @@ bool setAblationMode(ModelAnalysisState& analysis, model::AblationMode mode) {
 }
 
 bool setScoreKind(ModelAnalysisState& analysis, int kind) {
-  const int count = static_cast<int>(std::size(model::kAllHeadScores));
-  kind = kind < 0 || kind >= count ? -1 : kind;
+  kind = kind < 0 || kind >= kHeadScoreChoices ? -1 : kind;
   if (analysis.scoreKind == kind) return false;
   analysis.scoreKind = kind;
   if (kind >= 0 && !analysis.request.scores) {
     analysis.request.scores = true;  // once asked, kept: switching scores needs no run
+    bump(analysis);
+  }
+  if (kind == kCopyingScore && !analysis.request.circuits) {
+    analysis.request.circuits = true;  // the same: once computed, handed on from run to run
     bump(analysis);
   }
   return true;
@@ -188,6 +191,20 @@ const char* headScoreTitle(model::HeadScoreKind kind) {
   return "?";
 }
 
+const char* scoreChoiceTitle(int kind) {
+  if (kind == kCopyingScore) return "copying";
+  if (kind < 0 || kind > kCopyingScore) return "?";
+  return headScoreTitle(model::kAllHeadScores[kind]);
+}
+
+Matrix copyingScores(const std::vector<model::HeadCircuit>& circuits, int layers, int heads) {
+  Matrix out = Matrix::Constant(layers, heads, std::numeric_limits<float>::quiet_NaN());
+  for (const model::HeadCircuit& c : circuits) {
+    if (c.layer < layers && c.head < heads) out(c.layer, c.head) = static_cast<float>(c.copying);
+  }
+  return out;
+}
+
 // =======================================================================================
 // The worker: one run's analyses
 // =======================================================================================
@@ -206,6 +223,17 @@ AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean
   if (request.scores && !ids.empty()) {
     for (model::HeadScoreKind kind : model::kAllHeadScores)
       analysis->scores.push_back(model::headScore(clean, kind, request.detect));
+  }
+  // 1b the circuits (asked by picking "copying"): of the weights alone, computed once per
+  //    model, then handed on
+  if (request.scores && request.circuits && !ids.empty()) {
+    if (previous && previous->weights == model.weights && previous->circuits)
+      analysis->circuits = previous->circuits;
+    else
+      analysis->circuits =
+          std::make_shared<const std::vector<model::HeadCircuit>>(model::headCircuits(*model.weights));
+    const model::Config& config = model.weights->config;
+    analysis->scores.push_back(copyingScores(*analysis->circuits, config.nLayer, config.nHead));
   }
   // 2 ablation: the ablated pass (recorded) and the clean prediction beside it
   if (!request.ablation.heads.empty() && !ids.empty()) {

@@ -7,6 +7,7 @@
 // activationPatching). No ImGui, no GL.
 #pragma once
 
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,8 +39,9 @@ bool clearAblation(ModelAnalysisState& analysis);
 // A new model was loaded: drops the ablated heads outside its L x H (bumping the revision).
 void fitAnalysisToModel(ModelAnalysisState& analysis, const model::Config& config);
 bool setAblationMode(ModelAnalysisState& analysis, model::AblationMode mode);
-// The score that colours and sorts the heads (index into kAllHeadScores, -1 = none); the
-// run computes the scores only while one is picked.
+// The score that colours and sorts the heads (index into kAllHeadScores, kCopyingScore for
+// the copying score, -1 = none); the run computes the scores (and the circuits) only while
+// one is picked.
 bool setScoreKind(ModelAnalysisState& analysis, int kind);
 bool setDetectOptions(ModelAnalysisState& analysis, const model::DetectOptions& detect);
 
@@ -57,6 +59,16 @@ std::vector<int> rankHeadsOfLayer(const Matrix& scores, int layer, bool lowFirst
 // "previous token", "duplicate token", "induction", "sink (α₀)", "entropy": the screen's
 // names of kAllHeadScores.
 const char* headScoreTitle(model::HeadScoreKind kind);
+// The copying score of the head circuits (core/models/mechanisms.h, headCircuits: Σλ / Σ|λ|
+// over the eigenvalues of W_E·W_OV·W_U, in −1..1) as one more choice after the five of
+// kAllHeadScores: its index in ModelAnalysisState::scoreKind and in RunAnalysis::scores.
+inline constexpr int kCopyingScore = static_cast<int>(std::size(model::kAllHeadScores));
+inline constexpr int kHeadScoreChoices = kCopyingScore + 1;
+// The screen's name of choice `kind` (0..kHeadScoreChoices − 1): headScoreTitle, or "copying".
+const char* scoreChoiceTitle(int kind);
+// The copying score of `circuits` (layer-major L·H) as an L x H matrix (NaN where every
+// eigenvalue is 0, as headCircuits gives it).
+Matrix copyingScores(const std::vector<model::HeadCircuit>& circuits, int layers, int heads);
 
 // ---------------------------------------------------------------------------------------
 // The worker's side
@@ -69,7 +81,10 @@ struct AnalysedRun {
   std::string error;
 };
 // The analyses of `request` on the tokens of `clean` (a session after the plain run):
-//   1 head scores: headScore(clean, kind, request.detect) for every kind (when asked);
+//   1 head scores: headScore(clean, kind, request.detect) for every kind (when asked),
+//     then, when request.circuits, the circuits (headCircuits of the weights; taken from
+//     `previous` when that has the same weights) and their copying scores as
+//     scores[kCopyingScore];
 //   2 ablation: the ablated pass under ablationHooks(), predictionOf() of it and of a
 //     recorded clean pass (taken from `previous` when that has the same weights and ids),
 //     the ablated top-K with the clean values (topK candidates).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/models/analysis.h"
+#include "core/models/mechanisms.h"
 
 namespace attn::app {
 
@@ -31,6 +32,9 @@ struct AblationRequest {
 struct AnalysisRequest {
   AblationRequest ablation;
   bool scores = false;          // the five head scores of the clean run (kAllHeadScores)
+  // The head circuits of the weights and their copying score (asked by picking "copying":
+  // W_U·W_E costs E·V·E, seconds for GPT-2 small, so the five text scores never wait for it).
+  bool circuits = false;
   model::DetectOptions detect;  // exclude BOS / the current token from the detection scores
   std::uint64_t revision = 0;
 };
@@ -117,8 +121,15 @@ struct RunAnalysis {
   model::Prediction clean, ablated;
   std::vector<PredictionChange> next;
   // kAllHeadScores of the clean run, L x H each (empty unless asked), with the options used.
+  // After them (when the circuits were asked for), one more L x H matrix: the copying score
+  // of each head (kCopyingScore, from `circuits`).
   std::vector<Matrix> scores;
   model::DetectOptions detect;
+  // The QK / OV circuits of every head of the weights (core/models/mechanisms.h,
+  // headCircuits: layer-major, L·H entries), computed with the scores and handed on from
+  // run to run while the weights stay the same (they do not depend on the text). Null
+  // unless AnalysisRequest::circuits asked for them.
+  std::shared_ptr<const std::vector<model::HeadCircuit>> circuits;
 
   bool ablating() const { return !ablation.heads.empty(); }
 };

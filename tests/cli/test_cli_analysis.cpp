@@ -187,7 +187,7 @@ TEST(CliAnalysis, ScreenshotAnalysisOptionsAreCheckedFirst) {
   const Case cases[] = {
       {{"--ablate", "1.x"}, "option '--ablate': item 1 \"1.x\" is not LAYER.HEAD"},
       {{"--ablate-mode", "half"}, "--ablate-mode"},
-      {{"--head-score", "copying"}, "--head-score"},
+      {{"--head-score", "copy"}, "--head-score"},  // (copying is one: issue 30)
       {{"--patch-clean", kClean}, "option '--patch-corrupt': missing (the patching needs all four texts)"},
       {{"--patch-what", "resid"}, "option '--patch-what': only applies with --patch-clean"},
   };

@@ -5,6 +5,10 @@
 //     the ablated pass's attention, one compute after the edit (no debounce);
 //   - the head scores the run carries equal headScore() of the core, and the panel's order
 //     equals an independent sort of them;
+//   - the copying score (issue 30) is one more "Colour by" choice: the run's circuits equal
+//     headCircuits(), the grid sorted by it orders each layer's heads as the copying column
+//     of `attnscope heads --circuits` does, the colour strip names −1 … 1, and the card of the
+//     head the Attention panel shows prints its QK / OV singular values and copying score;
 //   - the Patching panel's matrix equals activationPatching() and is what its heatmap
 //     uploads; its errors keep the previous result.
 #include <gtest/gtest.h>
@@ -12,6 +16,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -23,8 +29,12 @@
 #include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
 #include "app/ui/panels/panels.h"
+#include "app/ui/shell/drawn_text.h"
+#include "core/base/format.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/models/analysis.h"
+#include "core/models/mechanisms.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
 #include "tests/support/ui_headless.h"
 
@@ -250,7 +260,9 @@ TEST_F(ModelAnalysisInApp, HeadScoresEqualTheCoreAndSortLikeIt) {
   settle(state, service);
   const std::shared_ptr<const ModelRun> run = state.model.run;
   ASSERT_TRUE(run && run->analysis);
+  // No copying score: its circuits are computed only when "copying" is picked.
   ASSERT_EQ(run->analysis->scores.size(), std::size(model::kAllHeadScores));
+  EXPECT_FALSE(run->analysis->circuits);
   Expected<model::Session> clean = model::forward(weights(state), run->ids);
   ASSERT_TRUE(clean);
   for (std::size_t k = 0; k < std::size(model::kAllHeadScores); ++k) {
@@ -294,6 +306,151 @@ TEST_F(ModelAnalysisInApp, HeadScoresEqualTheCoreAndSortLikeIt) {
   settle(state, service);
   ASSERT_TRUE(state.model.run->analysis);
   EXPECT_EQ(state.model.run->analysis->scores[2], before);
+}
+
+// =======================================================================================
+// Head circuits (issue 30): the copying score colours the grid; the card of one head
+// =======================================================================================
+
+// The headless tests' font (ImGui's default) has no Greek and no "…": drawn, they read back
+// as "?". The window's font chain has both.
+std::string asHeadless(std::string text) {
+  for (const char* glyph : {"\xCF\x83", "\xE2\x80\xA6"}) {
+    for (std::size_t at; (at = text.find(glyph)) != std::string::npos;) text.replace(at, std::strlen(glyph), "?");
+  }
+  return text;
+}
+
+// The numbers after `prefix` (as the headless font draws it) in the drawn text that starts
+// with it (empty when none).
+std::vector<double> numbersAfter(const std::vector<DrawnText>& texts, const std::string& utf8Prefix) {
+  const std::string prefix = asHeadless(utf8Prefix);
+  for (const DrawnText& t : texts) {
+    if (t.text.rfind(prefix, 0) != 0) continue;
+    std::istringstream in(t.text.substr(prefix.size()));
+    std::vector<double> out;
+    for (double v; in >> v;) out.push_back(v);
+    return out;
+  }
+  return {};
+}
+
+bool drawnExactly(const std::vector<DrawnText>& texts, const std::string& utf8Text) {
+  const std::string text = asHeadless(utf8Text);
+  return std::any_of(texts.begin(), texts.end(), [&](const DrawnText& t) { return t.text == text; });
+}
+
+TEST_F(ModelAnalysisInApp, CopyingScoreColoursTheGridAsTheCircuitsCsvAndTheCardShowsTheHead) {
+  AppState state;
+  load(state, "the cat sat on the mat");
+  ModelService service(std::chrono::milliseconds(0));
+  ASSERT_TRUE(setScoreKind(state.model.analysis, kCopyingScore));
+  EXPECT_STREQ(scoreChoiceTitle(kCopyingScore), "copying");
+  state.model.analysis.sortGrid = true;
+  state.model.analysis.order = HeadOrder::HighFirst;
+  settle(state, service);
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  ASSERT_TRUE(run && run->analysis && run->analysis->circuits);
+  // 1 the run's circuits and copying scores are the core's
+  const std::vector<model::HeadCircuit> want = model::headCircuits(*weights(state));
+  const std::vector<model::HeadCircuit>& got = *run->analysis->circuits;
+  ASSERT_EQ(got.size(), 12u);
+  ASSERT_EQ(run->analysis->scores.size(), static_cast<std::size_t>(kHeadScoreChoices));
+  const Matrix& copying = run->analysis->scores[kCopyingScore];
+  ASSERT_EQ(copying.rows(), 3);
+  ASSERT_EQ(copying.cols(), 4);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].layer, want[i].layer);
+    EXPECT_EQ(got[i].head, want[i].head);
+    for (int k = 0; k < model::kCircuitSingularValues; ++k) {
+      EXPECT_NEAR(got[i].qk[k], want[i].qk[k], 1e-9 * want[i].qk[0]);
+      EXPECT_NEAR(got[i].ov[k], want[i].ov[k], 1e-9 * want[i].ov[0]);
+    }
+    EXPECT_NEAR(copying(want[i].layer, want[i].head), want[i].copying, 1e-6) << i;
+  }
+  // 2 the CSV of the CLI: its copying column orders each layer's heads as the sorted grid
+  const fs::path dir = attn::testing::freshDir("ui_copying_csv");
+  const fs::path csvPath = dir / "circuits.csv";
+  const attn::testing::RunResult cli = attn::testing::runAttnscope({"heads", dir_.string(), "--circuits", csvPath.string()}, dir);
+  ASSERT_EQ(cli.exitCode, 0) << cli.err;
+  std::istringstream csv(attn::testing::readFile(csvPath));
+  std::string line;
+  std::getline(csv, line);  // header: layer,head,kv_head,qk_sv1..8,ov_sv1..8,copying
+  Matrix csvCopying = Matrix::Constant(3, 4, std::nanf(""));
+  int rows = 0;
+  while (std::getline(csv, line)) {
+    if (line.empty()) continue;
+    std::vector<std::string> cells;
+    std::stringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    ASSERT_EQ(cells.size(), 3u + 2u * model::kCircuitSingularValues + 1u) << line;
+    csvCopying(std::stoi(cells[0]), std::stoi(cells[1])) = std::stof(cells.back());
+    ++rows;
+  }
+  ASSERT_EQ(rows, 12);
+  EXPECT_LE((csvCopying - copying).cwiseAbs().maxCoeff(), 1e-5f);
+  state.model.analysis.showHeadsTab = true;
+  for (int i = 0; i < 3; ++i) frame(state);
+  const std::vector<ModelAnalysisState::DrawnHead>& drawn = state.model.analysis.drawnHeads;
+  ASSERT_EQ(drawn.size(), 12u);
+  for (int l = 0; l < 3; ++l) {
+    std::vector<std::pair<float, int>> byCsv;
+    for (int h = 0; h < 4; ++h) byCsv.emplace_back(-csvCopying(l, h), h);
+    std::sort(byCsv.begin(), byCsv.end());
+    for (int c = 0; c < 4; ++c) {
+      const ModelAnalysisState::DrawnHead& cell = drawn[static_cast<std::size_t>(l * 4 + c)];
+      EXPECT_EQ(cell.layer, l);
+      EXPECT_EQ(cell.head, byCsv[static_cast<std::size_t>(c)].second) << "layer " << l << " rank " << c;
+    }
+  }
+  // The whole list, high first, as the CSV's column sorted.
+  const std::vector<model::HeadId> ranked = rankHeads(copying, false);
+  for (std::size_t i = 1; i < ranked.size(); ++i)
+    EXPECT_GE(csvCopying(ranked[i - 1].layer, ranked[i - 1].head), csvCopying(ranked[i].layer, ranked[i].head));
+  // 3 the colour strip names the copying score's range
+  std::vector<DrawnText> texts = drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts);
+  EXPECT_TRUE(drawnExactly(texts, formatNumber(-1.0, 3) + " \xE2\x80\xA6 " + formatNumber(1.0, 3)));
+  // 4 no single head on screen in the Attention panel (the mean over heads): the card says
+  //   how to pick one; then head 1.2
+  ASSERT_TRUE(state.attention.tensor() == run->attention);
+  io::AttentionSelection mean;
+  mean.kind = io::AttentionSelection::Kind::Mean;
+  selectAttentionView(state.attention, mean);
+  for (int i = 0; i < 2; ++i) frame(state);
+  texts = drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts);
+  EXPECT_TRUE(numbersAfter(texts, "QK \xCF\x83:").empty());
+  EXPECT_TRUE(std::any_of(texts.begin(), texts.end(), [](const DrawnText& t) {
+    return t.text.rfind("Circuits: right-click a head", 0) == 0;
+  }));
+  io::AttentionSelection head;
+  head.kind = io::AttentionSelection::Kind::Head;
+  head.layer = 1;
+  head.head = 2;
+  selectAttentionView(state.attention, head);
+  for (int i = 0; i < 2; ++i) frame(state);
+  texts = drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts);
+  const model::HeadCircuit& c = want[1 * 4 + 2];
+  const std::vector<double> qk = numbersAfter(texts, "QK \xCF\x83:");
+  const std::vector<double> ov = numbersAfter(texts, "OV \xCF\x83:");
+  ASSERT_EQ(qk.size(), static_cast<std::size_t>(model::kCircuitSingularValues));
+  ASSERT_EQ(ov.size(), static_cast<std::size_t>(model::kCircuitSingularValues));
+  for (int k = 0; k < model::kCircuitSingularValues; ++k) {
+    // three significant digits; d_h = 4, so the values past the 4th are 0
+    EXPECT_NEAR(qk[k], c.qk[k], 5e-3 * c.qk[k] + 1e-12) << "qk " << k;
+    EXPECT_NEAR(ov[k], c.ov[k], 5e-3 * c.ov[k] + 1e-12) << "ov " << k;
+  }
+  EXPECT_EQ(qk[4], 0.0);
+  EXPECT_TRUE(drawnExactly(texts, "Circuits of head 1.2 (KV head 2) \xC2\xB7 copying " +
+                                      formatNumber(c.copying, 3)));
+  // 5 a new text runs again, and the circuits (of the weights alone) are handed on, not
+  //   computed again
+  state.model.text = "the cat sat";
+  ++state.model.textRevision;
+  settle(state, service);
+  ASSERT_TRUE(state.model.run && state.model.run->analysis);
+  EXPECT_EQ(state.model.run->ids.size() < run->ids.size(), true);
+  EXPECT_EQ(state.model.run->analysis->circuits.get(), &got);
+  EXPECT_EQ(state.model.run->analysis->scores[kCopyingScore], copying);
 }
 
 // =======================================================================================

@@ -1,12 +1,15 @@
 // The Model panel's Heads tab (panel_model_analysis.h): a layer x head grid where a click
 // ablates a head (zero or mean, docs/analyses.md) and the prediction and every attention map
 // downstream follow one compute later; a head score colours the grid and lists the heads in
-// its order. Edits go through app/session/model_analysis.h; the scores and the ablated run
-// come from the model service's worker with the run.
+// its order (or the copying score of the head circuits, issue 30), and the head the
+// Attention panel shows gets a card with its QK / OV singular values and copying score.
+// Edits go through app/session/model_analysis.h; the scores, the circuits and the ablated
+// run come from the model service's worker with the run.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -25,7 +28,6 @@ namespace {
 
 using panel::tooltip;
 
-constexpr int kScoreCount = static_cast<int>(std::size(model::kAllHeadScores));
 const ImU32 kAblatedColor = IM_COL32(230, 60, 60, 255);
 
 // The scores of the picked kind in `run`, or null (none picked, or not computed yet).
@@ -36,11 +38,20 @@ const Matrix* pickedScores(const ModelAnalysisState& analysis, const ModelRun& r
   return &scores[static_cast<std::size_t>(analysis.scoreKind)];
 }
 
-// The colour range of a score: the detection scores and the sink mass are shares (0..1);
-// the entropy runs from 0 to ln n, a uniform last row.
-float scoreMax(int kind, const ModelRun& run) {
-  if (model::kAllHeadScores[kind] != model::HeadScoreKind::Entropy) return 1.f;
-  return static_cast<float>(std::log(std::max<std::size_t>(2, run.ids.size())));
+// The colour range of a score and its map: the detection scores and the sink mass are
+// shares (0..1); the entropy runs from 0 to ln n, a uniform last row; the copying score is
+// Σλ / Σ|λ| in −1..1 (1: the head copies the token it attends to), on a diverging map
+// centred on 0.
+struct ScoreRange {
+  float low = 0, high = 1;
+  ColormapKind colormap = ColormapKind::Viridis;
+  // Where `value` falls on the map, 0..1.
+  float at(float value) const { return std::clamp((value - low) / (high - low), 0.f, 1.f); }
+};
+ScoreRange scoreRange(int kind, const ModelRun& run) {
+  if (kind == kCopyingScore) return {-1.f, 1.f, ColormapKind::RdBu};
+  if (model::kAllHeadScores[kind] != model::HeadScoreKind::Entropy) return {};
+  return {0.f, static_cast<float>(std::log(std::max<std::size_t>(2, run.ids.size()))), ColormapKind::Viridis};
 }
 
 ImU32 toImColor(io::Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
@@ -97,16 +108,15 @@ void drawAblationControls(AppState& state, const model::Config& config) {
 void drawScoreControls(AppState& state, const ModelRun& run) {
   ModelAnalysisState& analysis = state.model.analysis;
   const float font = ImGui::GetFontSize();
-  std::string preview = analysis.scoreKind < 0 ? "none"
-                                               : headScoreTitle(model::kAllHeadScores[analysis.scoreKind]);
+  std::string preview = analysis.scoreKind < 0 ? "none" : scoreChoiceTitle(analysis.scoreKind);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Colour by");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(font * 9.f);
   if (ImGui::BeginCombo("##score", preview.c_str())) {
     if (ImGui::Selectable("none", analysis.scoreKind < 0)) setScoreKind(analysis, -1);
-    for (int k = 0; k < kScoreCount; ++k) {
-      if (ImGui::Selectable(headScoreTitle(model::kAllHeadScores[k]), analysis.scoreKind == k))
+    for (int k = 0; k < kHeadScoreChoices; ++k) {
+      if (ImGui::Selectable(scoreChoiceTitle(k), analysis.scoreKind == k))
         setScoreKind(analysis, k);
     }
     ImGui::EndCombo();
@@ -114,7 +124,10 @@ void drawScoreControls(AppState& state, const ModelRun& run) {
   tooltip("A head score of the clean run on this text (docs/analyses.md, TransformerLens "
           "head_detector): previous token, duplicate token and induction are the share of the "
           "attention on the template's cells; sink is the mean weight on the first token; "
-          "entropy the mean entropy of a row (nats).");
+          "entropy the mean entropy of a row (nats). Copying is of the weights, not the text "
+          "(Elhage et al. 2021): \xCE\xA3\xCE\xBB / \xCE\xA3|\xCE\xBB| over the eigenvalues of "
+          "W_E\xC2\xB7W_OV\xC2\xB7W_U, from \xE2\x88\x92" "1 to 1; 1 = the head copies the token it "
+          "attends to (raw weights, no LayerNorm folding; docs/analyses.md).");
   ImGui::SameLine();
   const char* orders[] = {"head index", "high first", "low first"};
   int order = static_cast<int>(analysis.order);
@@ -165,7 +178,7 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
   const bool lowFirst = analysis.order == HeadOrder::LowFirst;
   const float labelW = font * kGridLabelFonts, gap = kGridGap;
   const float width = labelW + static_cast<float>(config.nHead) * (side + gap);
-  const float vmax = scores ? scoreMax(analysis.scoreKind, run) : 1.f;
+  const ScoreRange range = scores ? scoreRange(analysis.scoreKind, run) : ScoreRange{};
   const AttentionView& view = state.attention;
   const bool showingRun = view.tensor() && view.tensor() == run.attention &&
                           view.selection.kind == io::AttentionSelection::Kind::Head;
@@ -213,7 +226,7 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
       if (scores) {
         value = (*scores)(l, h);
         fill = std::isfinite(value)
-                   ? io::colormapColor(ColormapKind::Viridis, std::clamp(value / vmax, 0.f, 1.f))
+                   ? io::colormapColor(range.colormap, range.at(value))
                    : io::kNanColor;  // magenta, and the cell says "NaN"
         fillColor = toImColor(fill);
       }
@@ -241,7 +254,7 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
       if (hovered) {
         std::string tip = "head " + headName(l, h);
         if (scores) {
-          tip += " \xC2\xB7 " + std::string(headScoreTitle(model::kAllHeadScores[analysis.scoreKind])) +
+          tip += " \xC2\xB7 " + std::string(scoreChoiceTitle(analysis.scoreKind)) +
                  " " + formatNumber(value, 4);
         }
         tip += ablated ? "\nablated: click to restore it" : "\nclick: ablate it";
@@ -270,11 +283,13 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
       const float x0 = p.x + labelW + w * static_cast<float>(i) / steps;
       const float x1 = p.x + labelW + w * static_cast<float>(i + 1) / steps;
       draw->AddRectFilled(ImVec2(x0, p.y), ImVec2(x1, p.y + h),
-                          toImColor(io::colormapColor(ColormapKind::Viridis, (i + 0.5f) / steps)));
+                          toImColor(io::colormapColor(range.colormap, (i + 0.5f) / steps)));
     }
     ImGui::Dummy(ImVec2(width, h));
     ImGui::SetCursorPosX(ImGui::GetCursorPosX() + labelW);
-    ImGui::TextDisabled("0 \xE2\x80\xA6 %s", formatNumber(vmax, 3).c_str());
+    // The range, named: "0 … 1", "0 … 2.3" (entropy, ln n), "−1 … 1" (copying).
+    ImGui::TextDisabled("%s \xE2\x80\xA6 %s", formatNumber(range.low, 3).c_str(),
+                        formatNumber(range.high, 3).c_str());
   }
 }
 
@@ -299,7 +314,7 @@ void drawHeadList(AppState& state, const ModelRun& run) {
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("#");
   ImGui::TableSetupColumn("head");
-  ImGui::TableSetupColumn(headScoreTitle(model::kAllHeadScores[analysis.scoreKind]));
+  ImGui::TableSetupColumn(scoreChoiceTitle(analysis.scoreKind));
   ImGui::TableSetupColumn("ablated", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableHeadersRow();
   for (std::size_t i = 0; i < heads.size(); ++i) {
@@ -323,6 +338,46 @@ void drawHeadList(AppState& state, const ModelRun& run) {
   ImGui::EndTable();
 }
 
+
+// The circuits of the head the Attention panel shows (issue 30; core/models/mechanisms.h,
+// headCircuits): its top-8 QK and OV singular values and its copying score, from the raw
+// weights. Needs the circuits (computed with the scores) and one head of this run on screen.
+void drawHeadCard(const AppState& state, const ModelRun& run) {
+  const std::vector<model::HeadCircuit>* circuits =
+      run.analysis && run.analysis->circuits ? run.analysis->circuits.get() : nullptr;
+  if (!circuits) return;
+  const AttentionView& view = state.attention;
+  const bool showingHead = view.tensor() && view.tensor() == run.attention &&
+                           view.selection.kind == io::AttentionSelection::Kind::Head;
+  if (!showingHead) {
+    ImGui::TextDisabled("Circuits: right-click a head (or pick \"One head\" in the Attention "
+                        "panel) for its QK / OV singular values and copying score.");
+    return;
+  }
+  const model::HeadCircuit* circuit = nullptr;
+  for (const model::HeadCircuit& c : *circuits)
+    if (c.layer == view.selection.layer && c.head == view.selection.head) circuit = &c;
+  if (!circuit) return;
+  ImGui::Text("Circuits of head %d.%d (KV head %d) \xC2\xB7 copying %s", circuit->layer,
+              circuit->head, circuit->kvHead,
+              std::isfinite(circuit->copying) ? formatNumber(circuit->copying, 3).c_str() : "undefined (every eigenvalue 0)");
+  tooltip("From the raw weights (no LayerNorm folding, no biases, no rotary; Elhage et al. "
+          "2021): the 8 largest singular values of W_QK = W_Q\xC2\xB7W_K\xE1\xB5\x80 (what the head "
+          "looks for) and of W_OV = W_V\xC2\xB7W_O (what it writes), and the copying score "
+          "\xCE\xA3\xCE\xBB / \xCE\xA3|\xCE\xBB| of W_E\xC2\xB7W_OV\xC2\xB7W_U (\xE2\x88\x92" "1..1). The same "
+          "numbers as attnscope heads --circuits; docs/analyses.md.");
+  const auto line = [](const char* name, const std::array<double, model::kCircuitSingularValues>& values) {
+    std::string text = std::string(name) + " \xCF\x83:";
+    for (double v : values) {
+      text += ' ';  // (appended apart: GCC 12's -Wrestrict misfires on " " + string)
+      text += formatNumber(v, 3);
+    }
+    ImGui::TextUnformatted(text.c_str());
+  };
+  line("QK", circuit->qk);
+  line("OV", circuit->ov);
+}
+
 }  // namespace
 
 bool takeHeadsTabRequest(AppState& state) {
@@ -336,6 +391,7 @@ void drawModelHeads(AppState& state, const ModelRun& run) {
   const float font = ImGui::GetFontSize();
   drawAblationControls(state, config);
   drawScoreControls(state, run);
+  drawHeadCard(state, run);
   // The grid at its own size (as large as the space allows), the list beside it when at
   // least 14 fonts remain, else below it.
   const ImVec2 avail = ImGui::GetContentRegionAvail();
