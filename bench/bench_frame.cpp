@@ -179,7 +179,7 @@ std::shared_ptr<const attn::io::ModelFolder> benchModel() {
       io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n\xC4\xA0 \xC4\xA0\n");
   return std::make_shared<const io::ModelFolder>(io::ModelFolder{
       "bench-gpt2-small", std::make_shared<const model::Weights>(model::randomWeights(model::Config{}, 42)),
-      std::make_shared<const io::Gpt2Tokenizer>(std::move(tokenizer).value()), ""});
+      std::make_shared<const io::Gpt2Tokenizer>(std::move(tokenizer).value()), "", {}});
 }
 
 int ablationBench(int frames, int tokens) {
