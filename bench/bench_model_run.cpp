@@ -33,7 +33,7 @@ const io::ModelFolder& smallModel() {
     Expected<io::Gpt2Tokenizer> tokenizer =
         io::Gpt2Tokenizer::fromText(vocab.dump(), "#version: 0.2\n\xC4\xA0 \xC4\xA0\n");
     return io::ModelFolder{"bench", std::make_shared<const model::Weights>(model::randomWeights(model::Config{}, 42)),
-                         std::make_shared<const io::Gpt2Tokenizer>(std::move(tokenizer).value()), ""};
+                         std::make_shared<const io::Gpt2Tokenizer>(std::move(tokenizer).value()), "", {}};
   }();
   return model;
 }
