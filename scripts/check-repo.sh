@@ -26,6 +26,7 @@ EXTERNAL = {
     "ggml.h": "ggml's main header (its ggml_type numbers)",
     "ggml-common.h": "ggml's quantized block layouts",
     "docs/gguf.md": "ggml's GGUF file format specification",
+    "gguf.md": "ggml's GGUF file format specification (docs/gguf.md in the ggml repository)",
     "llama-arch.cpp": "llama.cpp's architecture and tensor-name table",
     "llama-vocab.cpp": "llama.cpp's tokenizers",
     "llama-model.cpp": "llama.cpp's model loader (hyperparameters per architecture)",
