@@ -276,7 +276,9 @@ void progress(const TrainingSnapshot& s) {
 
 // One curve with its axes: a frame, round ticks with their numbers on the left (the value,
 // `yTitle` above them) and below (the training step, "step" at the right end), and the
-// points (xs[i], ys[i]) joined by a line. `title` (with the latest value) stands top right
+// points (xs[i], ys[i]) joined by a line, each point marked when they stand more than a font
+// size apart (the held-out accuracy is measured at a few evaluations: the line between two
+// of them is not a measurement). `title` (with the latest value) stands top right
 // inside the frame. Returns the frame's screen rectangle through the item (for tooltips).
 void curveWithAxes(const char* id, const std::vector<float>& xs, const std::vector<float>& ys,
                    float yLo, float yHi, const std::string& title, const char* yTitle,
@@ -331,7 +333,11 @@ void curveWithAxes(const char* id, const std::vector<float>& xs, const std::vect
   draw->PushClipRect(p0, p1, true);
   for (std::size_t i = 1; i < xs.size() && i < ys.size(); ++i)
     draw->AddLine(toScreen(xs[i - 1], ys[i - 1]), toScreen(xs[i], ys[i]), line, 1.5f);
-  if (xs.size() == 1 && !ys.empty()) draw->AddCircleFilled(toScreen(xs[0], ys[0]), 2.5f, line);
+  const std::size_t points = std::min(xs.size(), ys.size());
+  if (points > 0 && (p1.x - p0.x) / static_cast<float>(points) > font) {
+    for (std::size_t i = 0; i < points; ++i)
+      draw->AddCircleFilled(toScreen(xs[i], ys[i]), std::max(2.5f, font * 0.18f), line);
+  }
   const float titleW = ImGui::CalcTextSize(title.c_str()).x;
   const ImVec2 titleAt(p1.x - titleW - font * 0.3f, p0.y + font * 0.15f);
   // (on the frame's colour: the curve passes under its title, never through it)
