@@ -36,6 +36,12 @@ add_custom_target(attnscope_icon ALL
   DEPENDS ${ATTNSCOPE_GENERATED_DIR}/attnscope.svg ${ATTNSCOPE_GENERATED_DIR}/attnscope.png)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/assets/ DESTINATION ${CMAKE_INSTALL_DATADIR}/attnscope)
+# The Python bridge and session (python/attnscope, docs/python.md) where Debian's python3
+# finds modules: /usr/lib/python3/dist-packages in the .deb (prefix /usr).
+set(ATTNSCOPE_PYTHON_DIR lib/python3/dist-packages CACHE STRING
+    "where the attnscope Python modules are installed, relative to the prefix")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/attnscope ${PROJECT_SOURCE_DIR}/python/attnscope_sweep
+  DESTINATION ${ATTNSCOPE_PYTHON_DIR} PATTERN __pycache__ EXCLUDE)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/attnscope.desktop
   DESTINATION ${CMAKE_INSTALL_DATADIR}/applications)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/attnscope-mime.xml
@@ -128,12 +134,14 @@ if(ATTNSCOPE_BUILD_TESTS)
       "TMPDIR=${CMAKE_BINARY_DIR}/test-tmp")
     add_test(NAME Python.Bridge
       COMMAND ${ATTNSCOPE_PYTHON3} ${PROJECT_SOURCE_DIR}/tests/python/test_bridge.py)
+    add_test(NAME Python.Session
+      COMMAND ${ATTNSCOPE_PYTHON3} ${PROJECT_SOURCE_DIR}/tests/python/test_session.py)
     if(ATTNSCOPE_BUILD_GUI)
       add_test(NAME Python.ShowOpensTheWindowWithoutBlocking
         COMMAND xvfb-run -a -s "-screen 0 1280x800x24"
           ${ATTNSCOPE_PYTHON3} ${PROJECT_SOURCE_DIR}/tests/python/test_show.py)
     endif()
-    set_tests_properties(Python.Bridge PROPERTIES ENVIRONMENT "${PYTHON_TEST_ENV}" TIMEOUT 300)
+    set_tests_properties(Python.Bridge Python.Session PROPERTIES ENVIRONMENT "${PYTHON_TEST_ENV}" TIMEOUT 300)
     if(ATTNSCOPE_BUILD_GUI)
       set_tests_properties(Python.ShowOpensTheWindowWithoutBlocking PROPERTIES
         ENVIRONMENT "${PYTHON_TEST_ENV}" TIMEOUT 300 RESOURCE_LOCK xvfb)

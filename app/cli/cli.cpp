@@ -110,8 +110,8 @@ const std::vector<CommandEntry>& commandTable() {
        "attribution per head (docs/analyses.md)",
        true, headlessRun<runAnalyze>, analyzeInfo},
       {"patch",
-       {"patch MODEL --clean T --corrupt T --answer A --wrong W --what heads|resid --out "
-        "P.csv [--png P.png]"},
+       {"patch MODEL --clean T --corrupt T --answer A --wrong W --what heads|resid|"
+        "heads-by-position --out P.csv [--png P.png]"},
        "activation patching from a clean into a corrupted prompt, per head or per\n"
        "layer and position, as CSV and a heatmap",
        true, headlessRun<runPatch>, patchInfo},
@@ -135,6 +135,11 @@ const std::vector<CommandEntry>& commandTable() {
        "time the multi-head self-attention forward pass (or a model's: --model),\n"
        "print JSON",
        true, headlessRun<runBench>, benchInfo},
+      {"serve",
+       {"serve  (one JSON request a line on stdin, one answer a line on stdout)"},
+       "run commands with the models kept loaded between them: the Python\n"
+       "session (python/attnscope's Model; docs/python.md)",
+       true, headlessRun<runServe>, serveInfo},
   };
   return table;
 }
@@ -239,6 +244,19 @@ std::vector<cli::CommandInfo> commandDeclarations() {
   std::vector<cli::CommandInfo> infos;
   for (const CommandEntry& entry : commandTable()) infos.push_back(entry.info());
   return infos;
+}
+
+int runServedCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) return fail(err, Error{"", "args", "is empty: give a command and its arguments"});
+  for (const CommandEntry& entry : commandTable()) {
+    if (args[0] != entry.name) continue;
+    if (!entry.headless || entry.name == "serve" || entry.name == "bench")
+      return fail(err, Error{"", "args", inQuotes(args[0]) +
+                                             " does not run inside serve (it opens the window, is serve "
+                                             "itself, or times a fresh load: bench); run it on its own"});
+    return runCli(args, out, err, WindowRunner{});
+  }
+  return runCli(args, out, err, WindowRunner{});  // help, --version and the unknown-command error
 }
 
 bool isCliArgument(std::string_view arg) {

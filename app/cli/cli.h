@@ -42,6 +42,11 @@ std::vector<cli::CommandInfo> commandDeclarations();
 // command table (cli.cpp), "help", or anything starting with '-'.
 bool isCliArgument(std::string_view arg);
 
+// One request of `attnscope serve` (cli_serve.cpp): args = a command's name and arguments, run
+// as runCli would, with the same exit code and output; the window's commands, serve and
+// bench are refused by name (exit 2).
+int runServedCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
 // argv[0] is the program name, argv[1] the command. Never throws. `window` opens the
 // window (screenshot, --model DIR); empty in the headless build.
 int runCli(int argc, char** argv, std::ostream& out, std::ostream& err,

@@ -8,6 +8,7 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/model_cache.h"
 #include "app/session/model_analysis.h"
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
@@ -45,7 +46,7 @@ Expected<io::ModelFolder> loadFolder(const std::string& folder) {
                        "encoders and vision transformers too)"};
     }
   }
-  Expected<io::ModelFolder> model = io::loadModelFolder(folder);
+  Expected<io::ModelFolder> model = cli::loadModelFolderKept(folder);
   if (!model) {
     Error e = model.error();
     if (e.file.empty()) e.file = folder;
@@ -393,7 +394,24 @@ namespace {
 
 struct PatchRequest {
   std::string folder, clean, corrupt, answer, wrong, outPath, pngPath;
-  int what = 0;  // heads, resid
+  int what = 0;  // an index into kPatchTargets
+};
+
+// --what's choices, in its order: the name, the target, the heatmap's title part and axes,
+// the CSV's corner cell.
+struct PatchTargetInfo {
+  const char* name;
+  model::PatchTarget target;
+  const char* title;
+  const char* rowAxis;
+  const char* colAxis;
+  const char* corner;
+};
+constexpr PatchTargetInfo kPatchTargets[] = {
+    {"heads", model::PatchTarget::Heads, "heads (z)", "layer", "head", "layer\\head"},
+    {"resid", model::PatchTarget::Resid, "resid", "residual stream", "position", "layer\\position"},
+    {"heads-by-position", model::PatchTarget::HeadsByPosition, "heads (z) by position", "head (layer.head)",
+     "position", "head\\position"},
 };
 
 cli::Command patchCommand(PatchRequest& r) {
@@ -401,14 +419,18 @@ cli::Command patchCommand(PatchRequest& r) {
   command.name = "patch";
   command.column = 22;
   command.usage = R"(usage: attnscope patch DIR --clean TEXT --corrupt TEXT --answer A --wrong W
-                        --what heads|resid --out P.csv [--png P.png] [--bos | --no-bos]
+                        --what heads|resid|heads-by-position --out P.csv [--png P.png]
+                        [--bos | --no-bos]
 
 Activation patching from the clean run into the corrupt run, one site at a time, on the
 model folder DIR. Each cell is the normalised metric
   (m_patched - m_corrupt) / (m_clean - m_corrupt),  m = logit(A) - logit(W) at the last position.
 heads: one head's z (its attention-weighted values, all positions): L rows x H columns.
 resid: the residual stream of one layer at one position: L+1 rows (the embeddings, then
-after each block) x n columns (the tokens). The two texts must have equal token lengths.
+after each block) x n columns (the tokens).
+heads-by-position: one head's z at one position: L·H rows (L0.H0, L0.H1, ...) x n columns.
+Each site re-runs the corrupt pass from the patched block (and position) on: what comes
+before it is the corrupt run's already. The two texts must have equal token lengths.
 Prints {"what", "tokens", "bos", "clean_metric", "corrupt_metric", "out", "png"}.
 docs/analyses.md.
 )";
@@ -417,7 +439,7 @@ docs/analyses.md.
       cli::textOption("--corrupt", "TEXT", "the corrupted prompt (same number of tokens)", r.corrupt),
       cli::textOption("--answer", "A", "the answer token's text (one token, e.g. \" Mary\")", r.answer),
       cli::textOption("--wrong", "W", "the wrong token's text (one token)", r.wrong),
-      cli::wordOption("--what", "WHAT", "patch target", {"heads", "resid"},
+      cli::wordOption("--what", "WHAT", "patch target", {"heads", "resid", "heads-by-position"},
                       "what to patch: {choices}", r.what),
       cli::textOption("--out", "P.csv", "the matrix as CSV (row and column labels first)", r.outPath),
       cli::textOption("--png", "P.png", "also a labelled heatmap on a diverging map centred on 0",
@@ -473,7 +495,8 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   Expected<int> wrong = singleToken(*model, r.wrong, "--wrong");
   if (!wrong) return fail(err, wrong.error());
 
-  const auto target = r.what == 0 ? model::PatchTarget::Heads : model::PatchTarget::Resid;
+  const PatchTargetInfo& what = kPatchTargets[r.what];
+  const model::PatchTarget target = what.target;
   auto patching = model::activationPatching(model->weights, *clean, *corrupt, *answer, *wrong, target);
   if (!patching) {
     Error e = patching.error();
@@ -486,27 +509,31 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
     rows = numbered("L", effect.rows());
     cols = numbered("H", effect.cols());
   } else {
-    rows.push_back("embed");
-    for (Eigen::Index l = 1; l < effect.rows(); ++l) rows.push_back("after L" + std::to_string(l - 1));
+    if (target == model::PatchTarget::Resid) {
+      rows.push_back("embed");
+      for (Eigen::Index l = 1; l < effect.rows(); ++l) rows.push_back("after L" + std::to_string(l - 1));
+    } else {
+      const int heads = model->weights->config.nHead;
+      for (Eigen::Index r = 0; r < effect.rows(); ++r)
+        rows.push_back("L" + std::to_string(r / heads) + ".H" + std::to_string(r % heads));
+    }
     for (std::size_t i = 0; i < clean->size(); ++i)
       cols.push_back(std::to_string(i) + ":" + tokenLabel(*model, (*clean)[i]));
   }
-  const std::string corner = target == model::PatchTarget::Heads ? "layer\\head" : "layer\\position";
-  if (Status s = cli::writeText(r.outPath, io::matrixCsv(effect, corner, rows, cols)); !s)
+  if (Status s = cli::writeText(r.outPath, io::matrixCsv(effect, what.corner, rows, cols)); !s)
     return fail(err, s.error());
   if (!r.pngPath.empty()) {
-    const std::string title = std::string("patching ") + (target == model::PatchTarget::Heads ? "heads (z)" : "resid") +
-                              ": (m_patched - m_corrupt) / (m_clean - m_corrupt)";
+    const std::string title = std::string("patching ") + what.title + ": (m_patched - m_corrupt) / (m_clean - m_corrupt)";
     HeatmapView view(matrixRef(effect), rows, cols, title);
-    view.rowAxis = target == model::PatchTarget::Heads ? "layer" : "residual stream";
-    view.colAxis = target == model::PatchTarget::Heads ? "head" : "position";
+    view.rowAxis = what.rowAxis;
+    view.colAxis = what.colAxis;
     view.valueTitle = "normalised metric";
     io::HeatmapStyle style;
     style.colormap = ColormapKind::RdBu;
     style.centreZero = true;
     if (Status s = io::exportMatrix(view, style, r.pngPath); !s) return fail(err, s.error());
   }
-  json summary = {{"what", r.what == 0 ? "heads" : "resid"},
+  json summary = {{"what", what.name},
                   {"tokens", clean->size()},
                   {"bos", *bos >= 0},
                   {"clean_metric", patching->cleanMetric},

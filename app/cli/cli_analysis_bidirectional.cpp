@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "app/cli/model_cache.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_analysis.h"
 #include "app/cli/cli_common.h"
@@ -55,7 +56,7 @@ Expected<Input> loadInput(FolderKind kind, const std::string& folder, const std:
   if (kind == FolderKind::Encoder) {
     if (!image.empty()) return optionError("--image", "applies to vision transformers; this folder is an encoder");
     if (text.empty()) return optionError("--text", "missing (an encoder's input is a text)");
-    Expected<io::EncoderFolder> loaded = io::loadEncoderFolder(folder);
+    Expected<io::EncoderFolder> loaded = cli::loadEncoderFolderKept(folder);
     if (!loaded) return loaded.error();
     if (!loaded->tokenizer)
       return optionError("--text", "needs a tokenizer, and this folder has none attnscope reads (" +
@@ -75,7 +76,7 @@ Expected<Input> loadInput(FolderKind kind, const std::string& folder, const std:
   }
   if (!text.empty()) return optionError("--text", "applies to text models; this folder is a vision transformer (give --image)");
   if (image.empty()) return optionError("--image", "missing (a vision transformer's input is an image)");
-  Expected<io::VitFolder> loaded = io::loadVitFolder(folder);
+  Expected<io::VitFolder> loaded = cli::loadVitFolderKept(folder);
   if (!loaded) return loaded.error();
   Expected<io::Image> picture = io::loadImage(image);
   if (!picture) return picture.error();

@@ -16,6 +16,8 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
+#include "app/cli/model_cache.h"
+#include "core/models/analysis.h"
 #include "core/models/mechanisms.h"
 #include "core/models/transformer.h"
 #include "formats/files.h"
@@ -166,6 +168,13 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "             token j to top token i through rollout's 0.5·A + 0.5·I\n"
                         "             graph (Abnar & Zuidema 2020), exact",
                         [&request](const std::string& v) { return parseMechanisms(v, request.mechanisms); }),
+      cli::flagOption("--logits", "with --out (a decoder): add logits float32 [n, V], every\n"
+                      "position's next-token logits (the last row is --predict's)",
+                      request.logits),
+      cli::flagOption("--residuals", "with --out (a decoder): add residuals float32 [layers + 1, n, E],\n"
+                      "the stream entering each block, then after the last (TransformerLens's\n"
+                      "hook_resid_pre, and hook_resid_post of the last block)",
+                      request.residuals),
       cli::flagOption("--normalize", "with --mechanisms flow: divide each row of attention_flow by\n"
                       "its sum (default: the raw flow values)",
                       request.normalizeFlow),
@@ -262,6 +271,10 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     return optionError("--mechanisms", "needs --out OUT.npz (the arrays are written there)");
   if (request.normalizeFlow && std::find(mechanisms.begin(), mechanisms.end(), "flow") == mechanisms.end())
     return optionError("--normalize", "only applies with --mechanisms ...flow");
+  for (const char* name : {"--logits", "--residuals"}) {
+    if (parsed->has(name) && request.outPath.empty())
+      return optionError(name, "needs --out OUT.npz (the array is written there)");
+  }
   if (request.outPath.empty() && request.predict == 0 && request.overlayPath.empty()) {
     return optionError("--out", image ? "missing (give --out FILE.npz, --predict K or --overlay OUT.png)"
                                       : "missing (give --out FILE.npz, --predict K, or both)");
@@ -460,6 +473,13 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
                                        (io::isVisionModelType(*type) ? " is a vision transformer" : " is an encoder") +
                                        " (norm and flow run on it)",
                                    request->folder));
+    for (const auto& [asked, name] : {std::pair{request->logits, "--logits"}, std::pair{request->residuals, "--residuals"}}) {
+      if (bidirectional && asked)
+        return fail(err, optionError(name, std::string("runs on decoders only; this folder's model_type ") +
+                                               cli::inQuotes(*type) + " is " +
+                                               (io::isVisionModelType(*type) ? "a vision transformer" : "an encoder"),
+                                           request->folder));
+    }
     if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
     if (!request->imagePath.empty()) {
       return fail(err, optionError("--image",
@@ -470,7 +490,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     }
     if (type && io::isEncoderModelType(*type)) return model_cli::runEncoderModel(*request, out, err);
   }
-  Expected<io::ModelFolder> model = io::loadModelFolder(request->folder);
+  Expected<io::ModelFolder> model = cli::loadModelFolderKept(request->folder);
   if (!model) return fail(err, model.error());
   const model::Config& config = model->weights->config;
 
@@ -558,6 +578,28 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
       Error error = extra.error();
       if (error.file.empty()) error.file = request->folder;
       return fail(err, error);
+    }
+    if (request->logits || request->residuals) {  // one recorded pass: the streams, then NormF·W_Uᵀ
+      Expected<model::Session> recorded = model::runWithHooks(model->weights, encoding.ids, [] {
+        auto hooks = std::make_shared<model::Hooks>();
+        hooks->record = true;
+        return hooks;
+      }());
+      if (!recorded) return fail(err, recorded.error());
+      const std::vector<Matrix>& streams = recorded->recording().resid;
+      const auto E = static_cast<std::int64_t>(config.nEmbd), count = static_cast<std::int64_t>(n);
+      if (request->logits) {
+        const Matrix logits = model::logitsAt(*model->weights, streams.back());
+        extra->push_back({"logits", {count, logits.cols()}, std::vector<float>(logits.data(), logits.data() + logits.size()), {}});
+      }
+      if (request->residuals) {
+        model_cli::ExtraArray array{"residuals", {static_cast<std::int64_t>(streams.size()), count, E}, {}, {}};
+        array.blocks = [&streams](std::int64_t layer, std::span<float> block) {
+          const Matrix& s = streams[static_cast<std::size_t>(layer)];
+          std::copy(s.data(), s.data() + s.size(), block.begin());
+        };
+        extra->push_back(std::move(array));
+      }
     }
     if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, encoding.ids, texts, *extra); !s) {
       return fail(err, s.error());

@@ -44,6 +44,10 @@ struct ModelRequest {
   // "norm", "valuezero", "flow"; --normalize divides each row of the flow by its sum.
   std::vector<std::string> mechanisms;
   bool normalizeFlow = false;
+  // --logits, --residuals (decoders): add logits [n, V] and the residual streams
+  // [L+1, n, E] to OUT.npz (the Python session's run(logits=True, residuals=True)).
+  bool logits = false;
+  bool residuals = false;
 };
 
 // One more float32 array of OUT.npz (the --mechanisms results): product(shape) numbers in C

@@ -4,6 +4,7 @@
 //   OUT.tokens.json, 6 print the fill-mask prediction of every mask token.
 #include <nlohmann/json.hpp>
 
+#include "app/cli/model_cache.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "core/models/encoder.h"
@@ -90,7 +91,7 @@ int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream
                                  "[CLS] ... [SEP])"));
   }
   // 1 the folder
-  Expected<io::EncoderFolder> folder = io::loadEncoderFolder(request.folder);
+  Expected<io::EncoderFolder> folder = cli::loadEncoderFolderKept(request.folder);
   if (!folder) return fail(err, folder.error());
   const model::EncoderConfig& config = folder->weights->config;
 

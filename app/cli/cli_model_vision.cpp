@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "app/cli/model_cache.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
@@ -77,7 +78,7 @@ int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream&
   }
   if (request.bosChoice != -1) return fail(err, optionError("--bos", "only applies to decoders"));
   // 1 the folder
-  Expected<io::VitFolder> folder = io::loadVitFolder(request.folder);
+  Expected<io::VitFolder> folder = cli::loadVitFolderKept(request.folder);
   if (!folder) return fail(err, folder.error());
   const model::VitWeights& weights = *folder->weights;
   const model::VitConfig& config = weights.config;

@@ -4,6 +4,7 @@
 // cli.h; each `xInfo` returns its declared options (name, value, help, choices).
 #pragma once
 
+#include <istream>
 #include <ostream>
 #include <span>
 #include <string>
@@ -44,6 +45,13 @@ cli::CommandInfo infoInfo();
 // `train --out RUN.json [...]`: prints a one-line summary on `out`.
 int runTrain(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 cli::CommandInfo trainInfo();
+
+// `serve`: answers JSON requests on stdin, one a line, with the models kept loaded
+// (cli_serve.cpp; the protocol is in its help and docs/python.md). Returns at end of input.
+int runServe(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+// serve's loop over `in` (runServe passes std::cin), answers on `out`.
+int serveStream(std::istream& in, std::ostream& out);
+cli::CommandInfo serveInfo();
 
 // `bench [--n N] ...`: one line of JSON on `out`.
 int runBench(std::span<const std::string> args, std::ostream& out, std::ostream& err);

@@ -229,14 +229,20 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
   if (Status s = checkToken(c, answer, "answer"); !s) return s.error();
   if (Status s = checkToken(c, wrong, "wrong"); !s) return s.error();
 
-  // 1 the clean run, recorded; 2 the corrupt run
+  // 1 the clean run and the corrupt run, recorded (z and the stream entering every block);
+  // 2 the corrupt run again without hooks: each site re-runs it from the patched block on
   Expected<Session> cleanRun = runWithHooks(weights, clean, recordingHooks());
   if (!cleanRun) return cleanRun.error();
+  Expected<Session> corruptRecorded = runWithHooks(weights, corrupt, recordingHooks());
+  if (!corruptRecorded) return corruptRecorded.error();
   Expected<Session> corruptRun = runWithHooks(weights, corrupt, nullptr);
   if (!corruptRun) return corruptRun.error();
+  // m from single logits (Session::nextLogit), the same way for the clean, corrupt and
+  // patched runs
+  auto metric = [&](const Session& s) { return s.nextLogit(answer) - s.nextLogit(wrong); };
   Patching out;
-  out.cleanMetric = logitDifference(*cleanRun, answer, wrong);
-  out.corruptMetric = logitDifference(*corruptRun, answer, wrong);
+  out.cleanMetric = metric(*cleanRun);
+  out.corruptMetric = metric(*corruptRun);
   const double range = out.cleanMetric - out.corruptMetric;
   if (range == 0 || !std::isfinite(range)) {
     return Error{"", "corrupt",
@@ -244,36 +250,59 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
                      std::to_string(out.cleanMetric) + "): the normalised metric is undefined"};
   }
   const Recording& rec = cleanRun->recording();
+  const Recording& corruptRec = corruptRecorded->recording();
   const Eigen::Index dh = c.headDim();
   const auto n = static_cast<int>(clean.size());
 
-  // 3 one corrupt pass per site with the clean activation there
-  Session& patched = *corruptRun;
-  auto measure = [&](Hooks hooks) -> Expected<double> {
-    if (Status s = patched.setHooks(std::make_shared<const Hooks>(std::move(hooks))); !s)
-      return s.error();
-    const double effect = (logitDifference(patched, answer, wrong) - out.corruptMetric) / range;
+  // 3 per site, the corrupt run re-run from the patched block (and, for the residual
+  // stream, from the patched position: earlier positions cannot see it) with the clean
+  // activation there; the blocks and positions before it are the corrupt run's already
+  const Session& base = *corruptRun;
+  Session patched = base;  // re-run per site, then restored to `base` where it changed
+  auto measure = [&](int layer, int first, const Matrix& resid,
+                     std::shared_ptr<const Hooks> hooks) -> Expected<double> {
+    if (Status s = patched.rerunFrom(layer, first, resid, std::move(hooks)); !s) return s.error();
+    const double effect = (metric(patched) - out.corruptMetric) / range;
+    patched.restoreFrom(base, layer, first);
     return effect == 0 ? 0.0 : effect;  // not -0 when the range is negative
   };
   if (target == PatchTarget::Heads) {
     out.effect.resize(c.nLayer, c.nHead);
     for (int l = 0; l < c.nLayer; ++l) {
+      const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(l)];
       for (int h = 0; h < c.nHead; ++h) {
-        Hooks hooks;
-        hooks.heads.push_back({l, h, HeadEdit::Replace,
-                               rec.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh)});
-        Expected<double> e = measure(std::move(hooks));
+        auto hooks = std::make_shared<Hooks>();
+        hooks->heads.push_back({l, h, HeadEdit::Replace,
+                                rec.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh)});
+        Expected<double> e = measure(l, 0, entering, std::move(hooks));
         if (!e) return e.error();
         out.effect(l, h) = static_cast<float>(*e);
+      }
+    }
+  } else if (target == PatchTarget::HeadsByPosition) {
+    out.effect.resize(c.nLayer * c.nHead, n);
+    for (int l = 0; l < c.nLayer; ++l) {
+      const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(l)];
+      for (int h = 0; h < c.nHead; ++h) {
+        Matrix z = corruptRec.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh);
+        for (int p = 0; p < n; ++p) {
+          auto hooks = std::make_shared<Hooks>();
+          hooks->heads.push_back({l, h, HeadEdit::Replace, z});
+          hooks->heads.back().values.row(p) = rec.z[static_cast<std::size_t>(l)].row(p).segment(h * dh, dh);
+          Expected<double> e = measure(l, p, entering.bottomRows(n - p), std::move(hooks));
+          if (!e) return e.error();
+          out.effect(l * c.nHead + h, p) = static_cast<float>(*e);
+        }
       }
     }
   } else {
     out.effect.resize(c.nLayer + 1, n);
     for (int l = 0; l <= c.nLayer; ++l) {
+      const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(l)];
       for (int p = 0; p < n; ++p) {
-        Hooks hooks;
-        hooks.resid.push_back({l, p, rec.resid[static_cast<std::size_t>(l)].row(p).transpose()});
-        Expected<double> e = measure(std::move(hooks));
+        Matrix resid = entering.bottomRows(n - p);
+        resid.row(0) = rec.resid[static_cast<std::size_t>(l)].row(p);
+        Expected<double> e = measure(l, p, resid, nullptr);
         if (!e) return e.error();
         out.effect(l, p) = static_cast<float>(*e);
       }

@@ -87,6 +87,7 @@ Expected<Ablation> ablateHeads(std::shared_ptr<const Weights> weights, std::span
 enum class PatchTarget {
   Heads,  // each head's z at all positions, from the clean run: L x H
   Resid,  // the residual stream of layer l (ResidHook numbering) at position p: (L+1) x n
+  HeadsByPosition,  // one head's z at one position p: (L·H) x n, row l·H + h
 };
 
 struct Patching {
@@ -94,8 +95,9 @@ struct Patching {
   double cleanMetric = 0, corruptMetric = 0;
 };
 
-// Patches from the clean run into the corrupt run, one site at a time (L·H or (L+1)·n
-// passes). Errors: the prompts differ in length or are empty, an id outside V, and
+// Patches from the clean run into the corrupt run, one site at a time: L·H, (L+1)·n or
+// L·H·n sites, each re-running the corrupt pass from the patched block and position only
+// (Session::rerunFrom; what comes before is the corrupt run's already). Errors: the prompts differ in length or are empty, an id outside V, and
 // m_clean = m_corrupt (the normalisation divides by it).
 Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
                                       std::span<const int> clean, std::span<const int> corrupt,

@@ -183,8 +183,79 @@ Status Session::setHooks(std::shared_ptr<const Hooks> hooks) {
   return Ok{};
 }
 
-// context: n x (H·d_h) of layer `layer` (the whole sequence: hooks recompute from 0).
-void Session::applyHeadHooks(Eigen::Index layer, Matrix& context) const {
+Status Session::rerunFrom(int layer, int first, const Matrix& resid,
+                          std::shared_ptr<const Hooks> hooks) {
+  const Config& c = config();
+  const std::string where = "block " + std::to_string(layer) + " from position " + std::to_string(first);
+  if (layer < 0 || layer > c.nLayer || first < 0 || first >= size())
+    return Error{"", "rerun", where + " is outside the " + std::to_string(c.nLayer) + " blocks x " +
+                                  std::to_string(size()) + " positions of the session"};
+  if (resid.rows() != size() - first || resid.cols() != c.nEmbd)
+    return Error{"", "rerun", where + ": the stream is " + std::to_string(resid.rows()) + " x " +
+                                  std::to_string(resid.cols()) + ", needs " +
+                                  std::to_string(size() - first) + " x " + std::to_string(c.nEmbd)};
+  if (hooks_) return Error{"", "rerun", "the session has hooks: rerunFrom takes its own"};
+  if (hooks) {
+    if (hooks->record || !hooks->resid.empty())
+      return Error{"", "rerun", "only head hooks apply to a re-run (no recording, no resid hooks)"};
+    for (const HeadHook& h : hooks->heads) {
+      if (h.layer < layer || (first > 0 && h.edit == HeadEdit::Mean))
+        return Error{"", "rerun", where + ": a hook on head " + std::to_string(h.layer) + "." +
+                                      std::to_string(h.head) +
+                                      " is before the block or averages over positions it does not see"};
+    }
+    if (Status s = checkHooks(*hooks, size()); !s) return s;
+  }
+  hooks_ = std::move(hooks);
+  Matrix x = resid;
+  if (layer < c.nLayer) {
+    runBlocks(layer, first, x);
+  } else {
+    finalHidden_.resize(static_cast<std::size_t>(size()) * static_cast<std::size_t>(c.nEmbd));
+    Eigen::Map<Matrix>(finalHidden_.data() + static_cast<Eigen::Index>(first) * c.nEmbd, x.rows(), c.nEmbd) = x;
+  }
+  hooks_ = nullptr;
+  logits_.resize(0);  // stale: nextLogit reads the ones it needs
+  return Ok{};
+}
+
+void Session::restoreFrom(const Session& base, int layer, int first) {
+  const Config& c = config();
+  const auto from = static_cast<std::size_t>(first);
+  for (auto l = static_cast<std::size_t>(layer); l < layers_.size(); ++l) {
+    const LayerCache& src = base.layers_[l];
+    LayerCache& dst = layers_[l];
+    const std::size_t w = static_cast<std::size_t>(c.qkvWidth());
+    std::copy(src.qkv.begin() + static_cast<std::ptrdiff_t>(from * w), src.qkv.end(),
+              dst.qkv.begin() + static_cast<std::ptrdiff_t>(from * w));
+    for (std::size_t h = 0; h < dst.attention.size(); ++h) {
+      const auto start = static_cast<std::ptrdiff_t>(from * (from + 1) / 2);
+      std::copy(src.attention[h].begin() + start, src.attention[h].end(), dst.attention[h].begin() + start);
+    }
+  }
+  const auto e = static_cast<std::ptrdiff_t>(from) * c.nEmbd;
+  std::copy(base.finalHidden_.begin() + e, base.finalHidden_.end(), finalHidden_.begin() + e);
+  const auto r = static_cast<std::ptrdiff_t>(from) * (c.nLayer + 1);
+  std::copy(base.residualNorms_.begin() + r, base.residualNorms_.end(), residualNorms_.begin() + r);
+  logits_ = base.logits_;
+}
+
+double Session::nextLogit(int token) const {
+  const Weights& W = *weights_;
+  const Eigen::Index E = W.config.nEmbd;
+  Matrix last = Eigen::Map<const Matrix>(finalHidden_.data() + (size() - 1) * E, 1, E);
+  Matrix normed;
+  applyNorm(last, W.finalNorm, W.config, normed);
+  Eigen::RowVectorXf row(E);
+  W.lmHead.readRow(token, row.data());
+  Vector logit(1);
+  logit[0] = static_cast<float>(normed.row(0).cast<double>().dot(row.cast<double>()));
+  softcapLogits(logit, W.config);
+  return logit[0];
+}
+
+// context: m x (H·d_h) of layer `layer`, positions n0..n0+m-1 (n0 = 0 but in rerunFrom).
+void Session::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& context) const {
   const Eigen::Index dh = config().headDim();
   for (const HeadHook& hook : hooks_->heads) {
     if (hook.layer != layer) continue;
@@ -194,12 +265,12 @@ void Session::applyHeadHooks(Eigen::Index layer, Matrix& context) const {
         z.setZero();
         break;
       case HeadEdit::Mean: {
-        const Eigen::RowVectorXf mean = z.colwise().mean();
+        const Eigen::RowVectorXf mean = z.colwise().mean();  // rerunFrom refuses Mean if n0 > 0
         z.rowwise() = mean;
         break;
       }
       case HeadEdit::Replace:
-        z = hook.values.topRows(z.rows());
+        z = hook.values.middleRows(n0, z.rows());
         break;
     }
   }
@@ -246,17 +317,10 @@ void Session::compute(std::span<const int> ids) {
     return compute(all);
   }
   ropeKey_ = ropeKey;
-  const int T = threads();
   const Eigen::Index n0 = size();
   const Eigen::Index m = static_cast<Eigen::Index>(ids.size());
   const Eigen::Index n1 = n0 + m;
-  const Eigen::Index E = c.nEmbd, H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim();
-  const Eigen::Index L = c.nLayer, width = c.qkvWidth();
-  const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
-  const float scale = c.scoreScale(), softcap = c.attnSoftcap;
-  // Every BLAS call below is one part of a loop on the pool: OpenBLAS stays single-threaded
-  // for the whole pass (set once here rather than around every product).
-  SingleThreadedBlas singleThreadedBlas;
+  const Eigen::Index E = c.nEmbd, L = c.nLayer;
 
   reserveTokens(n1);
 
@@ -266,22 +330,45 @@ void Session::compute(std::span<const int> ids) {
   if (c.embedScale > 0) x *= c.embedScale;  // gemma: embed·√E
   if (c.learnedPositions) x += W.positions.matrix().middleRows(n0, m);
   // With hooks the whole sequence is recomputed (n0 = 0, m = n).
-  const bool record = hooks_ && hooks_->record;
-  if (record) {
+  if (hooks_ && hooks_->record) {
     recording_.z.assign(static_cast<std::size_t>(L), Matrix());
     recording_.resid.assign(static_cast<std::size_t>(L + 1), Matrix());
   }
+  if (hooks_) {
+    applyResidHooks(0, x);
+    if (hooks_->record) recording_.resid[0] = x;
+  }
+  residualNorms_.resize(static_cast<std::size_t>(n1 * (L + 1)));
+  for (Eigen::Index r = 0; r < m; ++r)
+    residualNorms_[static_cast<std::size_t>((n0 + r) * (L + 1))] = x.row(r).norm();
+  runBlocks(0, n0, x);
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+}
+
+// Blocks firstLayer..L-1 (steps 2-8 of the forward pass) for positions n0..n0+x.rows()-1,
+// x entering block firstLayer; the caches hold every earlier position of those blocks.
+void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x) {
+  const Weights& W = *weights_;
+  const Config& c = W.config;
+  const int T = threads();
+  const Eigen::Index m = x.rows();
+  const Eigen::Index n1 = n0 + m;
+  const Eigen::Index E = c.nEmbd, H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim();
+  const Eigen::Index L = c.nLayer, width = c.qkvWidth();
+  const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
+  const float scale = c.scoreScale(), softcap = c.attnSoftcap;
+  // Every BLAS call below is one part of a loop on the pool: OpenBLAS stays single-threaded
+  // for the whole pass (set once here rather than around every product).
+  SingleThreadedBlas singleThreadedBlas;
+  const bool record = hooks_ && hooks_->record;
   auto hookResid = [&](Eigen::Index layer) {
     if (!hooks_) return;
     applyResidHooks(layer, x);
     if (record) recording_.resid[static_cast<std::size_t>(layer)] = x;
   };
-  hookResid(0);
-  residualNorms_.resize(static_cast<std::size_t>(n1 * (L + 1)));
   auto recordNorm = [&](Eigen::Index r, Eigen::Index layerRow) {
     residualNorms_[static_cast<std::size_t>((n0 + r) * (L + 1) + layerRow)] = x.row(r).norm();
   };
-  for (Eigen::Index r = 0; r < m; ++r) recordNorm(r, 0);
 
   // The rotary angles of the new positions: cos and sin (times the rope type's attention
   // factor), m x rotaryDims/2, for the frequencies of an n1-token sequence (rope.h).
@@ -306,8 +393,8 @@ void Session::compute(std::span<const int> ids) {
     });
   };
   // 2 a = Norm1(x) of the first block (later blocks get it from the previous block's step 7)
-  normRows(W.layers[0].norm1, normed);
-  for (Eigen::Index l = 0; l < L; ++l) {
+  normRows(W.layers[static_cast<std::size_t>(firstLayer)].norm1, normed);
+  for (Eigen::Index l = firstLayer; l < L; ++l) {
     const LayerWeights& w = W.layers[static_cast<std::size_t>(l)];
     LayerCache& cache = layers_[static_cast<std::size_t>(l)];
     // 2 a parallel residual also normalises x for the MLP now
@@ -432,7 +519,7 @@ void Session::compute(std::span<const int> ids) {
       parallelForPooled(static_cast<int>(H), m * n1 >= 256 ? T : 1, attendHead);
     }
     if (hooks_) {
-      applyHeadHooks(l, context);
+      applyHeadHooks(l, n0, context);
       if (record) recording_.z[static_cast<std::size_t>(l)] = context;
     }
 
@@ -507,7 +594,6 @@ void Session::compute(std::span<const int> ids) {
   // 8 keep the final residual stream (the prediction after any token needs it)
   finalHidden_.resize(static_cast<std::size_t>(n1 * E));
   Eigen::Map<Matrix>(finalHidden_.data() + n0 * E, m, E) = x;
-  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
 }
 
 void Session::reserveTokens(std::int64_t n) {

@@ -378,6 +378,24 @@ class Session {
   // Replace values / a resid value of the wrong shape for the current tokens.
   Status setHooks(std::shared_ptr<const Hooks> hooks);
   const Hooks* hooks() const { return hooks_.get(); }
+
+  // Re-runs blocks `layer`..L-1 for positions `first`..n-1 only, with `resid` ((n − first)
+  // x E) as the stream entering block `layer` (layer = L: the stream after the last block)
+  // and `hooks` (head hooks on blocks >= layer; Replace values n x d_h; no Mean when
+  // first > 0) for this pass only. Attention is causal, so the earlier positions and blocks
+  // the last pass computed are the ones this pass would compute: the result equals a whole
+  // pass whose stream entering block `layer` differs from the last pass's at positions >=
+  // first only. What activation patching needs (core/models/analysis.cpp), at a fraction of
+  // a whole pass. logits() is empty afterwards; nextLogit gives single logits. Errors (the
+  // session unchanged): out-of-range layer or position, a wrong shape, the session has its
+  // own hooks, a recording or resid hook asked for.
+  Status rerunFrom(int layer, int first, const Matrix& resid, std::shared_ptr<const Hooks> hooks);
+  // Undoes rerunFrom(layer, first, ...): copies back what it changed from `base`, the
+  // session it started as (a copy of this one before the re-run: same weights and tokens).
+  void restoreFrom(const Session& base, int layer, int first);
+  // One logit of the prediction after the last token, NormF(x_last)·lm_head[token] (soft-
+  // capped as logits()), without the whole vocabulary's product. 0 <= token < V.
+  double nextLogit(int token) const;
   // The activations of the last pass; empty unless the hooks ask to record.
   const Recording& recording() const { return recording_; }
 
@@ -389,9 +407,10 @@ class Session {
 
   Status checkIds(std::span<const int> ids, std::size_t kept) const;
   Status checkHooks(const Hooks& hooks, Eigen::Index n) const;
-  void applyHeadHooks(Eigen::Index layer, Matrix& context) const;
+  void applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& context) const;
   void applyResidHooks(Eigen::Index layer, Matrix& x) const;
   void compute(std::span<const int> ids);
+  void runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x);
   void updateLogits();
   void reserveTokens(std::int64_t n);
   void dropAfter(int n);

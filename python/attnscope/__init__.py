@@ -35,6 +35,7 @@ import numpy as np
 __all__ = [
     "AttnscopeError",
     "Heatmap",
+    "Model",
     "RunResult",
     "find_binary",
     "heatmap",
@@ -338,6 +339,10 @@ class RunResult:
         self.tokens = tokens
         self.next = next_tokens
         self.path = path  # the .npz, when out= was given
+        self.prediction = None  # predict=K: the whole JSON (an encoder's "masked", ...)
+        self.logits = None      # Model.run(logits=True): float32 [n, V]
+        self.residuals = None   # Model.run(residuals=True): float32 [layers + 1, n, E]
+        self.arrays = {}        # every array of the .npz (Model.run: mechanisms too)
 
     def __repr__(self) -> str:
         return (f"<attnscope.RunResult attention {list(self.attention.shape)}, "
@@ -362,8 +367,14 @@ def run(model_dir: PathLike, text: str, predict: Optional[int] = None,
         stem = pathlib.Path(path).with_suffix("")
         tokens_file = stem.with_name(stem.name + ".tokens.json")
         tokens = json.loads(tokens_file.read_text(encoding="utf-8"))
-        next_tokens = json.loads(done.stdout)["next"] if predict is not None else None
-    return RunResult(attention, token_ids, tokens, next_tokens, os.fspath(out) if out else None)
+        prediction = json.loads(done.stdout) if predict is not None else None
+    # the next tokens of a decoder, the labels of a vision model, an encoder's masked positions
+    next_tokens = None
+    if prediction is not None:
+        next_tokens = prediction.get("next", prediction.get("labels", prediction.get("masked")))
+    result = RunResult(attention, token_ids, tokens, next_tokens, os.fspath(out) if out else None)
+    result.prediction = prediction
+    return result
 
 
 def _json_value(value: Any, field: str) -> Any:
@@ -422,3 +433,6 @@ def scenario(queries: Any, keys: Any = None, values: Any = None,
     if check:
         _call(["compute", os.fspath(path), "--out", os.devnull])
     return os.fspath(path)
+
+
+from .session import Model  # noqa: E402  (it uses the names above)

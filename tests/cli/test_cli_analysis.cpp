@@ -128,14 +128,16 @@ TEST(CliAnalysis, AnalyzeAblatePrintsCleanAndAblatedNext) {
 
 TEST(CliAnalysis, PatchWritesCsvAndPng) {
   const fs::path d = dir();
-  for (const char* what : {"heads", "resid"}) {
+  for (const char* what : {"heads", "resid", "heads-by-position"}) {
     const fs::path csv = d / (std::string(what) + ".csv"), png = d / (std::string(what) + ".png");
     CliRun r = cli({"patch", folder().string(), "--clean", kClean, "--corrupt", kCorrupt, "--answer", " Mary",
                     "--wrong", " John", "--what", what, "--out", csv.string(), "--png", png.string()});
     ASSERT_EQ(r.code, 0) << r.err;
     auto expected = activationPatching(weights(), ids(kClean), ids(kCorrupt), ids(" Mary")[0],
                                        ids(" John")[0],
-                                       std::string(what) == "heads" ? PatchTarget::Heads : PatchTarget::Resid);
+                                       std::string(what) == "heads"   ? PatchTarget::Heads
+                                       : std::string(what) == "resid" ? PatchTarget::Resid
+                                                                      : PatchTarget::HeadsByPosition);
     ASSERT_TRUE(expected.ok()) << expected.error().message();
     expectCsvMatrix(csv, expected->effect, 1e-6);
     const std::string bytes = attn::testing::readFile(png);
@@ -148,6 +150,10 @@ TEST(CliAnalysis, PatchWritesCsvAndPng) {
   EXPECT_EQ(resid[0][0], "layer\\position");
   EXPECT_EQ(resid[1][0], "embed");
   EXPECT_EQ(resid[0][2], "1: Mary");
+  const auto byPosition = readCsv(d / "heads-by-position.csv");
+  EXPECT_EQ(byPosition[0][0], "head\\position");
+  EXPECT_EQ(byPosition[2][0], "L0.H1");
+  EXPECT_EQ(byPosition[0][2], "1: Mary");
 }
 
 TEST(CliAnalysis, PatchErrorsAreOneLineWithExitTwo) {

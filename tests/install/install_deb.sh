@@ -27,4 +27,12 @@ dpkg -x "$deb" "$scratch/root"
 "$build/attnscope" export "$scratch/root/usr/share/attnscope/scenarios/decoder_state.json" \
   --out "$scratch/expected.png"
 cmp "$scratch/out.png" "$scratch/expected.png" || fail "the packaged export differs"
+# the Python module, from where Debian's python3 looks, talking to the packaged binary
+dpkg-deb -c "$deb" | grep './usr/lib/python3/dist-packages/attnscope/session.py' > /dev/null ||
+  fail "no Python module in the package"
+if /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
+  PYTHONPATH="$scratch/root/usr/lib/python3/dist-packages" ATTNSCOPE_BIN="$scratch/root/usr/bin/attnscope" \
+    /usr/bin/python3 -c 'import attnscope, sys; m = attnscope.Model(sys.argv[1]); print(m._call(["--version"])["out"].split()[0]); m.close()' \
+    "$scratch/root/usr/bin/attnscope" | grep -q '^attnscope$' || fail "the packaged Python session does not answer"
+fi
 echo "install_deb: ok ($(basename "$deb"), $(stat -c %s "$deb") bytes)"

@@ -1,0 +1,141 @@
+// Activation patching's fast path (Session::rerunFrom, restoreFrom, nextLogit; core/models/
+// analysis.cpp) against the plain definition: one whole forward pass per site with the clean
+// activation put in by a hook (Session::setHooks) and the whole vocabulary's logits. Random
+// weights in four families' shapes (gpt2; llama with GQA, rope and a per-layer sliding window;
+// gpt_neox with a parallel residual; gemma2 with sandwich norms and soft-capping), every
+// site of every target. Tolerance: 2e-4 on the normalised effect (float32 passes computed
+// in different orders).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/models/analysis.h"
+
+namespace {
+
+using namespace attn;
+using namespace attn::model;
+
+Config family(int kind) {
+  Config c;
+  c.nLayer = 3;
+  c.nHead = 4;
+  c.nEmbd = 32;
+  c.nInner = 48;
+  c.nPositions = 32;
+  c.vocabSize = 40;
+  if (kind == 0) return c;  // gpt2
+  c.nHeadKv = kind == 1 ? 2 : 4;
+  c.learnedPositions = false;
+  c.tiedEmbeddings = false;
+  c.rotaryDims = c.nEmbd / c.nHead;
+  if (kind == 2) {  // gpt_neox
+    c.modelType = "gpt_neox";
+    c.qkvLayout = QkvLayout::FusedPerHead;
+    c.parallelResidual = true;
+    c.rotaryDims = 4;
+    return c;
+  }
+  c.modelType = kind == 1 ? "llama" : "gemma2";
+  c.norm = NormKind::RmsNorm;
+  c.activation = kind == 1 ? Activation::Silu : Activation::GeluTanh;
+  c.qkvLayout = QkvLayout::Separate;
+  c.gatedMlp = true;
+  c.qkvBias = c.outBias = c.mlpBias = false;
+  c.layerWindows = {0, 3, 0};
+  if (kind == 3) {
+    c.sandwichNorms = true;
+    c.attnSoftcap = 5;
+    c.finalSoftcap = 3;
+    c.embedScale = 5.65f;
+  }
+  return c;
+}
+
+// The definition: the corrupt prompt's whole pass with the hooks, m from the full logits.
+double wholePassMetric(std::shared_ptr<const Weights> w, const std::vector<int>& ids, Hooks hooks,
+                       int answer, int wrong) {
+  Expected<Session> run = runWithHooks(std::move(w), ids, std::make_shared<const Hooks>(std::move(hooks)));
+  EXPECT_TRUE(run.ok());
+  return static_cast<double>(run->logits()[answer]) - run->logits()[wrong];
+}
+
+TEST(Patching, FastPathEqualsOneWholePassPerSite) {
+  const std::vector<int> clean = {3, 17, 8, 22, 5, 31, 12, 9};
+  const std::vector<int> corrupt = {3, 17, 26, 22, 5, 14, 12, 9};
+  const int answer = 11, wrong = 7, n = static_cast<int>(clean.size());
+  for (int kind = 0; kind < 4; ++kind) {
+    SCOPED_TRACE("family " + std::to_string(kind));
+    const Config c = family(kind);
+    auto w = std::make_shared<const Weights>(randomWeights(c, 100 + static_cast<std::uint64_t>(kind)));
+    auto record = std::make_shared<Hooks>();
+    record->record = true;
+    Expected<Session> cleanRun = runWithHooks(w, clean, record);
+    ASSERT_TRUE(cleanRun.ok());
+    Expected<Session> corruptRun = runWithHooks(w, corrupt, record);
+    ASSERT_TRUE(corruptRun.ok());
+    const Recording& cr = cleanRun->recording();
+    const Recording& xr = corruptRun->recording();
+    const double mClean = wholePassMetric(w, clean, {}, answer, wrong);
+    const double mCorrupt = wholePassMetric(w, corrupt, {}, answer, wrong);
+    ASSERT_GT(std::abs(mClean - mCorrupt), 1e-3);
+    auto effect = [&](Hooks hooks) { return (wholePassMetric(w, corrupt, std::move(hooks), answer, wrong) - mCorrupt) / (mClean - mCorrupt); };
+    const Eigen::Index dh = c.headDim();
+    int sites = 0;
+    double largest = 0;
+    for (PatchTarget target : {PatchTarget::Heads, PatchTarget::Resid, PatchTarget::HeadsByPosition}) {
+      Expected<Patching> fast = activationPatching(w, clean, corrupt, answer, wrong, target);
+      ASSERT_TRUE(fast.ok()) << fast.error().message();
+      EXPECT_NEAR(fast->cleanMetric, mClean, 1e-4 * std::abs(mClean) + 1e-5);
+      EXPECT_NEAR(fast->corruptMetric, mCorrupt, 1e-4 * std::abs(mCorrupt) + 1e-5);
+      for (Eigen::Index r = 0; r < fast->effect.rows(); ++r) {
+        for (Eigen::Index col = 0; col < fast->effect.cols(); ++col) {
+          Hooks hooks;
+          if (target == PatchTarget::Resid) {
+            hooks.resid.push_back({static_cast<int>(r), static_cast<int>(col), cr.resid[static_cast<std::size_t>(r)].row(col).transpose()});
+          } else {
+            const int l = target == PatchTarget::Heads ? static_cast<int>(r) : static_cast<int>(r) / c.nHead;
+            const int h = target == PatchTarget::Heads ? static_cast<int>(col) : static_cast<int>(r) % c.nHead;
+            Matrix z = cr.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh);
+            if (target == PatchTarget::HeadsByPosition) {  // the clean z at position col only
+              Matrix corruptZ = xr.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh);
+              corruptZ.row(col) = z.row(col);
+              z = corruptZ;
+            }
+            hooks.heads.push_back({l, h, HeadEdit::Replace, z});
+          }
+          const double expected = effect(std::move(hooks));
+          EXPECT_NEAR(fast->effect(r, col), expected, 2e-4) << "target " << static_cast<int>(target) << " site " << r << "," << col;
+          largest = std::max(largest, std::abs(expected));
+          ++sites;
+        }
+      }
+    }
+    EXPECT_EQ(sites, c.nLayer * c.nHead + (c.nLayer + 1) * n + c.nLayer * c.nHead * n);
+    EXPECT_GT(largest, 0.05);  // the patches move the metric
+  }
+}
+
+TEST(Patching, RerunRefusesWhatItCannotDo) {
+  auto w = std::make_shared<const Weights>(randomWeights(family(0), 5));
+  Expected<Session> run = forward(w, std::vector<int>{1, 2, 3, 4});
+  ASSERT_TRUE(run.ok());
+  const Matrix stream = Matrix::Zero(2, 32);
+  EXPECT_FALSE(run->rerunFrom(4, 0, Matrix::Zero(4, 32), nullptr).ok());  // past the L = 3 blocks' end
+  EXPECT_FALSE(run->rerunFrom(1, 2, Matrix::Zero(3, 32), nullptr).ok());  // 3 rows for 2 positions
+  auto mean = std::make_shared<Hooks>();
+  mean->heads.push_back({1, 0, HeadEdit::Mean, {}});
+  EXPECT_FALSE(run->rerunFrom(1, 2, stream, mean).ok());  // a mean over positions it does not see
+  auto early = std::make_shared<Hooks>();
+  early->heads.push_back({0, 0, HeadEdit::Zero, {}});
+  EXPECT_FALSE(run->rerunFrom(1, 0, Matrix::Zero(4, 32), early).ok());  // a hook before the block
+  const Session before = *run;
+  ASSERT_TRUE(run->rerunFrom(1, 2, stream, nullptr).ok());
+  EXPECT_NE(run->nextLogit(5), before.nextLogit(5));
+  run->restoreFrom(before, 1, 2);
+  EXPECT_EQ(run->nextLogit(5), before.nextLogit(5));
+  EXPECT_EQ(run->attention(2, 1), before.attention(2, 1));
+}
+
+}  // namespace
