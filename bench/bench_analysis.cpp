@@ -95,3 +95,5 @@ void BM_PatchHeadsWhole(benchmark::State& state) {
 BENCHMARK(BM_PatchHeads)->Arg(55)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PatchResid)->Arg(55)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PatchHeadsWhole)->Arg(55)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+BENCHMARK_MAIN();

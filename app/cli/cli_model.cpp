@@ -586,16 +586,17 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
         return hooks;
       }());
       if (!recorded) return fail(err, recorded.error());
-      const std::vector<Matrix>& streams = recorded->recording().resid;
+      // the recorded session ends with this block; the streams outlive it (written below)
+      const auto streams = std::make_shared<const std::vector<Matrix>>(recorded->recording().resid);
       const auto E = static_cast<std::int64_t>(config.nEmbd), count = static_cast<std::int64_t>(n);
       if (request->logits) {
-        const Matrix logits = model::logitsAt(*model->weights, streams.back());
+        const Matrix logits = model::logitsAt(*model->weights, streams->back());
         extra->push_back({"logits", {count, logits.cols()}, std::vector<float>(logits.data(), logits.data() + logits.size()), {}});
       }
       if (request->residuals) {
-        model_cli::ExtraArray array{"residuals", {static_cast<std::int64_t>(streams.size()), count, E}, {}, {}};
-        array.blocks = [&streams](std::int64_t layer, std::span<float> block) {
-          const Matrix& s = streams[static_cast<std::size_t>(layer)];
+        model_cli::ExtraArray array{"residuals", {static_cast<std::int64_t>(streams->size()), count, E}, {}, {}};
+        array.blocks = [streams](std::int64_t layer, std::span<float> block) {
+          const Matrix& s = (*streams)[static_cast<std::size_t>(layer)];
           std::copy(s.data(), s.data() + s.size(), block.begin());
         };
         extra->push_back(std::move(array));

@@ -51,14 +51,14 @@ code 2 and an error naming the line; serve goes on. End of input ends it (exit c
 // Reads the args of one request line; errors name the line and the problem.
 Expected<std::vector<std::string>> requestArgs(const json& request, long long line) {
   const std::string where = "request line " + std::to_string(line);
-  if (!request.is_object()) return Error{"", where, "is not a JSON object"};
+  if (!request.is_object()) return Error{"", "", where + " is not a JSON object"};
   const auto args = request.find("args");
   if (args == request.end() || !args->is_array() || args->empty())
-    return Error{"", where, "has no \"args\" (a list of strings: a command and its arguments)"};
+    return Error{"", "", where + " has no \"args\" (a list of strings: a command and its arguments)"};
   std::vector<std::string> out;
   for (const json& a : *args) {
     if (!a.is_string())
-      return Error{"", where, "\"args\" item " + std::to_string(out.size()) + " is not a string"};
+      return Error{"", "", where + ": \"args\" item " + std::to_string(out.size()) + " is not a string"};
     out.push_back(a.get<std::string>());
   }
   return out;
@@ -80,7 +80,7 @@ int serveStream(std::istream& in, std::ostream& out) {
     const json request = json::parse(text, nullptr, false);
     if (request.is_object() && request.contains("id")) answer["id"] = request["id"];
     Expected<std::vector<std::string>> args =
-        request.is_discarded() ? Expected<std::vector<std::string>>(Error{"", "request line " + std::to_string(line), "is not JSON"})
+        request.is_discarded() ? Expected<std::vector<std::string>>(Error{"", "", "request line " + std::to_string(line) + " is not JSON"})
                                : requestArgs(request, line);
     if (!args) {
       std::ostringstream message;

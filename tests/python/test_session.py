@@ -24,6 +24,16 @@ from tiny_gpt2 import write_tiny_gpt2  # noqa: E402
 BIN = os.environ["ATTNSCOPE_BIN"]
 
 
+def read_safetensors(path):
+    """F32 tensors of a .safetensors file as numpy arrays (the tiny folders are F32)."""
+    with open(path, "rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(length))
+        data = f.read()
+    return {name: np.frombuffer(data[e["data_offsets"][0]:e["data_offsets"][1]], dtype="<f4").reshape(e["shape"])
+            for name, e in header.items() if name != "__metadata__"}
+
+
 def cli(*args):
     done = subprocess.run([BIN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if done.returncode != 0:
@@ -76,8 +86,15 @@ class Session(unittest.TestCase):
         top = int(np.argmax(r.logits[-1]))
         self.assertEqual(top, r.next[0]["id"])
         self.assertAlmostEqual(float(r.logits[-1, top]), r.next[0]["logit"], places=4)
-        # the embeddings' stream: wte[id] + wpe[position]
-        self.assertTrue(np.all(np.isfinite(r.residuals)))
+        # independently, from the checkpoint's own tensors: the stream entering block 0 is
+        # wte[id] + wpe[position], and the logits are LN_f(stream after the last block)·wteᵀ
+        w = read_safetensors(os.path.join(self.gpt2, "model.safetensors"))
+        ids = r.token_ids.astype(int)
+        np.testing.assert_allclose(r.residuals[0], w["wte.weight"][ids] + w["wpe.weight"][:n], rtol=0, atol=1e-6)
+        x = r.residuals[-1].astype(np.float64)
+        normed = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+        expected = (normed * w["ln_f.weight"] + w["ln_f.bias"]) @ w["wte.weight"].T.astype(np.float64)
+        np.testing.assert_allclose(r.logits, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
 
     def test_batches(self):
         results = self.model.runs(["the cat", [1, 2, 3], {"text": "sat", "bos": True}])
@@ -115,7 +132,7 @@ class Session(unittest.TestCase):
                 bert.run(text="the cat", logits=True)
 
     def test_errors_raise_with_the_message_and_the_session_goes_on(self):
-        with self.assertRaisesRegex(attnscope.AttnscopeError, "--ids"):
+        with self.assertRaisesRegex(attnscope.AttnscopeError, "token 1 has id 99999, outside the vocabulary"):
             self.model.run(ids=[5, 99999])
         with self.assertRaisesRegex(attnscope.AttnscopeError, "does not run inside serve"):
             self.model._call(["screenshot", "x.json", "--out", "x.png"])
