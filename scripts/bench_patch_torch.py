@@ -4,9 +4,9 @@ patching on GPT-2-small shapes (12 layers, 12 heads, width 768, vocabulary 50257
 float32 weights, clean and corrupt prompts of N tokens, the metric logit(answer) −
 logit(wrong) after the last token, one site per (layer, head).
 
-Usage: bench_patch_torch.py TOKENS THREADS REPEAT  ->  one JSON line:
-  {"cached_median_ms", "whole_median_ms", "cached_ms", "whole_ms", "threads", "torch",
-   "max_difference"}
+Usage: bench_patch_torch.py TOKENS THREADS REPEAT [cached|whole|both]  ->  one JSON line:
+  {"cached_median_ms", "whole_median_ms", "cached_ms", "whole_ms", "cached_cpu_ms",
+   "whole_cpu_ms" (process CPU time of each timed loop), "threads", "torch", "max_difference"}
 
 Two loops, written the way one writes them for speed with plain torch ops:
   cached  TransformerLens's pattern with a cache: the clean run's z and the corrupt run's
@@ -105,6 +105,7 @@ def median(values):
 
 def main():
     n, threads, repeat = (int(a) for a in sys.argv[1:4])
+    kinds = ("cached", "whole") if len(sys.argv) < 5 or sys.argv[4] == "both" else (sys.argv[4],)
     torch.set_num_threads(threads)
     w = weights(42)
     g = torch.Generator().manual_seed(7)
@@ -114,18 +115,23 @@ def main():
         corrupt[i] = (clean[i] + 911) % 50000
     mask = torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
     times = {"cached": [], "whole": []}
+    cpu = {"cached": [], "whole": []}
     effects = {}
     with torch.inference_mode():
         patch_heads(w, clean, corrupt, 1000, 2000, mask, True)  # untimed warm-up
         for _ in range(repeat):
-            for kind in ("cached", "whole"):
-                t0 = time.perf_counter()
+            for kind in kinds:
+                t0, c0 = time.perf_counter(), time.process_time()
                 effects[kind] = patch_heads(w, clean, corrupt, 1000, 2000, mask, kind == "cached")
                 times[kind].append((time.perf_counter() - t0) * 1e3)
-    print(json.dumps({"cached_median_ms": median(times["cached"]), "whole_median_ms": median(times["whole"]),
-                      "cached_ms": times["cached"], "whole_ms": times["whole"], "threads": torch.get_num_threads(),
+                cpu[kind].append((time.process_time() - c0) * 1e3)
+    print(json.dumps({"cached_median_ms": median(times["cached"]) if times["cached"] else None,
+                      "whole_median_ms": median(times["whole"]) if times["whole"] else None,
+                      "cached_ms": times["cached"], "whole_ms": times["whole"],
+                      "cached_cpu_ms": cpu["cached"], "whole_cpu_ms": cpu["whole"], "threads": torch.get_num_threads(),
                       "torch": torch.__version__,
-                      "max_difference": float((effects["cached"] - effects["whole"]).abs().max())}))
+                      "max_difference": float((effects["cached"] - effects["whole"]).abs().max())
+                      if len(effects) == 2 else None}))
 
 
 if __name__ == "__main__":
