@@ -154,8 +154,8 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
                         nullptr),
       cli::customOption("--mechanisms", "LIST",
-                        "with --out: add to OUT.npz, comma-separated (docs/analyses.md; an encoder\n"
-                        "or a vision transformer: norm and flow)\n"
+                        "with --out: add to OUT.npz, comma-separated (docs/analyses.md; every\n"
+                        "family: decoders, encoders, vision transformers)\n"
                         "  norm       norm_weighted  float32 [layers, heads, n, n]: a·‖f_h(x_j)‖,\n"
                         "             f_h(x_j) = (LN(x_j)·W_V + b_V)·W_O of the head (Kobayashi 2020)\n"
                         "  valuezero  value_zeroing  float32 [layers, n, n]: 1 − cos of token i's\n"
@@ -450,16 +450,6 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     const fs::path config = fs::path(request->folder) / "config.json";
     Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
                                                                   : Expected<std::string>(std::string());
-    // value zeroing re-runs a block with one token's values zeroed: only the decoder engine
-    // has that hook so far; norm and flow run on every kind
-    const bool bidirectional = type && (io::isVisionModelType(*type) || io::isEncoderModelType(*type));
-    const auto& mechanisms = request->mechanisms;
-    if (bidirectional && std::find(mechanisms.begin(), mechanisms.end(), "valuezero") != mechanisms.end())
-      return fail(err, optionError("--mechanisms",
-                                   "valuezero runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
-                                       (io::isVisionModelType(*type) ? " is a vision transformer" : " is an encoder") +
-                                       " (norm and flow run on it)",
-                                   request->folder));
     if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
     if (!request->imagePath.empty()) {
       return fail(err, optionError("--image",
