@@ -47,7 +47,7 @@ bool drawMechanismSelector(AppState& state, const char* id) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("show");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8.5f);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10.f);
   if (ImGui::BeginCombo("##show", mechanismTitle(shown))) {
     for (int i = 0; i < kMechanismCount; ++i) {
       const auto mechanism = static_cast<Mechanism>(i);

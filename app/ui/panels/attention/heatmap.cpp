@@ -74,6 +74,16 @@ void drawFilterSummary(const AttentionView& view, const std::vector<bool>& dropp
   ImGui::TextDisabled("%s", text.c_str());
 }
 
+std::string shownTitle(const AttentionSource& source, const AttentionShown& shown, const std::string& selectionTitle) {
+  const SourceQuantity& quantity = source.quantity;
+  if (quantity.name.empty()) return selectionTitle;
+  const io::AttentionShape& shape = source.shape();
+  std::string title = quantity.name;
+  if (shape.heads > 1) title += " \xC2\xB7 " + selectionTitle;
+  else if (shape.layers > 1) title += " \xC2\xB7 layer " + std::to_string(shown.selection.layer);
+  return title;
+}
+
 void drawHeatmapTab(AppState& state, HeatmapCache& heatmaps, const AttentionShown& shown,
                     const MatrixView& displayed) {
   AttentionView& view = state.attention;
@@ -86,10 +96,7 @@ void drawHeatmapTab(AppState& state, HeatmapCache& heatmaps, const AttentionShow
   const SourceQuantity& quantity = view.source->quantity;
   std::string title, tip;
   if (!quantity.name.empty()) {
-    const io::AttentionShape& shape = view.source->shape();
-    title = quantity.name;
-    if (shape.heads > 1) title += " \xC2\xB7 " + displayed.title;
-    else if (shape.layers > 1) title += " \xC2\xB7 layer " + std::to_string(shown.selection.layer);
+    title = shownTitle(*view.source, shown, displayed.title);
     heatmap.title = title;
     heatmap.valueTitle = quantity.name;
     tip = quantity.meaning + "; click: focus this query";

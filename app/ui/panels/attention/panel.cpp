@@ -36,7 +36,8 @@ bool selectionControls(const io::AttentionFile& file, io::AttentionSelection& se
   const bool rollout = sel.kind == io::AttentionSelection::Kind::Rollout;
   int kind = static_cast<int>(sel.kind);
   const float font = ImGui::GetFontSize();
-  if (offerRollout || !rollout) {
+  // One head per layer (value zeroing, flow): nothing to pick but the layer.
+  if (offerRollout || (!rollout && file.heads() > 1)) {
     ImGui::SetNextItemWidth(font * 10.f);
     if (ImGui::Combo("##kind", &kind, kinds, offerRollout ? 4 : 3))
       sel.kind = static_cast<io::AttentionSelection::Kind>(kind);
@@ -49,8 +50,10 @@ bool selectionControls(const io::AttentionFile& file, io::AttentionSelection& se
   }
   ImGui::SetNextItemWidth(font * 8.f);
   int layer = sel.layer;
-  if (ImGui::SliderInt(rollout ? "up to layer" : "layer", &layer, 0, std::max(0, file.layers() - 1))) sel.layer = layer;
-  if (sel.kind == io::AttentionSelection::Kind::Head) {
+  if (file.layers() > 1 || offerRollout) {
+    if (ImGui::SliderInt(rollout ? "up to layer" : "layer", &layer, 0, std::max(0, file.layers() - 1))) sel.layer = layer;
+  }
+  if (sel.kind == io::AttentionSelection::Kind::Head && (file.heads() > 1 || offerRollout)) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(font * 8.f);
     int head = sel.head;
@@ -162,7 +165,8 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
     panel::coloredWrapped(panel::errorColor(), shown->error);
   } else {
     const bool stale = shown->selectionRevision != view.selectionRevision;
-    ImGui::TextDisabled("%s%s", shown->selected.view.title.c_str(), stale ? "  (computing\xE2\x80\xA6)" : "");
+    ImGui::TextDisabled("%s%s", shownTitle(source, *shown, shown->selected.view.title).c_str(),
+                        stale ? "  (computing\xE2\x80\xA6)" : "");
     if (shown->selected.nonFinite.total() > 0) {
       ImGui::SameLine();
       ImGui::TextColored(panel::warningColor(), "%s",
