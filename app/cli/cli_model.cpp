@@ -16,6 +16,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
+#include "core/models/alti.h"
 #include "core/models/mechanisms.h"
 #include "core/models/transformer.h"
 #include "formats/files.h"
@@ -82,7 +83,7 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
 }
 
 // The --mechanisms names, in the order of the help.
-constexpr const char* kMechanisms[] = {"norm", "valuezero", "flow"};
+constexpr const char* kMechanisms[] = {"norm", "valuezero", "flow", "alti"};
 
 // "norm,flow" -> the names, each known and listed once.
 Status parseMechanisms(const std::string& text, std::vector<std::string>& names) {
@@ -92,7 +93,7 @@ Status parseMechanisms(const std::string& text, std::vector<std::string>& names)
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     if (std::find(std::begin(kMechanisms), std::end(kMechanisms), item) == std::end(kMechanisms))
-      return Error{"", "", "unknown mechanism " + cli::inQuotes(item) + "; use norm, valuezero, flow (comma-separated)"};
+      return Error{"", "", "unknown mechanism " + cli::inQuotes(item) + "; use norm, valuezero, flow, alti (comma-separated)"};
     if (std::find(names.begin(), names.end(), item) != names.end())
       return Error{"", "", "mechanism " + cli::inQuotes(item) + " is listed twice"};
     names.push_back(item);
@@ -164,7 +165,10 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "             with progress and an ETA on stderr)\n"
                         "  flow       attention_flow float32 [n, n]: the maximum flow from input\n"
                         "             token j to top token i through rollout's 0.5·A + 0.5·I\n"
-                        "             graph (Abnar & Zuidema 2020), exact",
+                        "             graph (Abnar & Zuidema 2020), exact\n"
+                        "  alti       alti           float32 [layers, n, n]: token j's share of\n"
+                        "             token i's attention output with its residual, by the L1\n"
+                        "             distance (Ferrando et al. 2022; decoders)",
                         [&request](const std::string& v) { return parseMechanisms(v, request.mechanisms); }),
       cli::flagOption("--normalize", "with --mechanisms flow: divide each row of attention_flow by\n"
                       "its sum (default: the raw flow values)",
@@ -340,6 +344,10 @@ Expected<std::vector<model_cli::ExtraArray>> mechanismArrays(const ModelRequest&
       Expected<Matrix> flow = model::attentionFlow(run, request.normalizeFlow);
       if (!flow) return flow.error();
       arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size()), {}});
+    } else if (name == "alti") {
+      Expected<std::vector<float>> alti = model::altiContributions(weights, ids);
+      if (!alti) return optionError("--mechanisms", "alti: " + alti.error().message());
+      arrays.push_back({"alti", {L, n, n}, std::move(alti).value(), {}});
     }
   }
   return arrays;

@@ -85,6 +85,9 @@ Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& re
       Expected<Matrix> flow = model::attentionFlow(attention, layers, heads, n, request.normalizeFlow);
       if (!flow) return flow.error();
       arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size()), {}});
+    } else if (name == "alti") {
+      return optionError("--mechanisms", "alti runs on decoders only (a post-LN encoder needs ALTI's linearised "
+                                         "LayerNorm, not written yet; a ViT too)");
     } else {
       return optionError("--mechanisms", cli::inQuotes(name) + " is not a mechanism");
     }

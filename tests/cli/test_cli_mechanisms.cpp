@@ -1,12 +1,12 @@
-// `attnscope model ... --mechanisms norm,valuezero,flow` and `attnscope heads --circuits`
+// `attnscope model ... --mechanisms norm,valuezero,flow,alti` and `attnscope heads --circuits`
 // (issue 30; core/models/mechanisms.h) on small random checkpoints the test writes (a GPT-2
 // of 3 layers, 4 heads, width 64; a llama of 3 layers with 4 query heads on 2 KV heads),
 // against tests/formats/mechanisms_reference.py: an independent numpy version written from
 // the definitions of docs/analyses.md (its own safetensors reader, forward pass and
 // max-flow; skipped when python3 has no numpy); a BERT encoder's arrays and circuits too,
-// and a ViT's for consistency (rows of value zeroing summing to 1; circuits without copying). Tolerances: norm_weighted and
-// attention_flow 1e-4 relative to the array's largest value, value_zeroing 1e-3 absolute
-// (its rows sum to 1), circuits 1e-4 (singular values relative to the head's largest, the
+// and a ViT's for consistency (rows of value zeroing summing to 1; circuits without copying).
+// Tolerances: norm_weighted and attention_flow 1e-4 relative to the array's largest value,
+// value_zeroing and alti 1e-3 absolute (their rows sum to 1), circuits 1e-4 (singular values relative to the head's largest, the
 // copying score absolute). Plus the refusals, each exit 2 naming the option.
 #include <gtest/gtest.h>
 
@@ -110,7 +110,7 @@ void checkFolder(const fs::path& dir, const std::vector<int>& idList, int layers
   // 1 the arrays of --mechanisms, each with its shape
   const fs::path out = dir / "run.npz";
   auto run = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms",
-                              "norm,valuezero,flow"});
+                              "norm,valuezero,flow,alti"});
   ASSERT_EQ(run.code, 0) << run.err;
   std::vector<std::int64_t> shape;
   const std::vector<float> norm = readArray(out, "norm_weighted", shape);
@@ -136,6 +136,16 @@ void checkFolder(const fs::path& dir, const std::vector<int>& idList, int layers
   const std::vector<float> zeroing = readArray(out, "value_zeroing", shape);
   EXPECT_EQ(shape, (std::vector<std::int64_t>{layers, n, n}));
   EXPECT_LE(compare(zeroing, ref["value_zeroing"], dir.filename().string() + " value_zeroing").maxError, 1e-3);
+
+  // ALTI (Ferrando et al. 2022): shares, held to value zeroing's 1e-3; rows sum to 1
+  const std::vector<float> alti = readArray(out, "alti", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{layers, n, n}));
+  EXPECT_LE(compare(alti, ref["alti"], dir.filename().string() + " alti").maxError, 1e-3);
+  for (std::int64_t r = 0; r < layers * n; ++r) {
+    double sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) sum += alti[static_cast<std::size_t>(r * n + j)];
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "alti row " << r;
+  }
 
   const std::vector<float> flow = readArray(out, "attention_flow", shape);
   EXPECT_EQ(shape, (std::vector<std::int64_t>{n, n}));
@@ -278,6 +288,10 @@ TEST(CliMechanisms, BertMatchesTheNumpyReference) {
   std::cout << "[ measured ] mech_bert circuits: max relative singular-value error " << svError
             << ", max copying error " << copyingError << "\n";
 
+  // ALTI is the decoders' only: refused by name
+  auto noAlti = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms", "alti"});
+  EXPECT_EQ(noAlti.code, 2);
+  EXPECT_NE(noAlti.err.find("alti runs on decoders only"), std::string::npos) << noAlti.err;
   // the circuits read the weights alone: a text with them is refused by name
   auto refused = runCliInProcess({"heads", dir.string(), "--circuits", csv.string(), "--text", "the cat", "--out",
                                   (dir / "h.csv").string()});
@@ -376,12 +390,12 @@ TEST(CliMechanisms, GgufEqualsTheSameWeightsAsSafetensors) {
   const std::string ids = "1,40,77,260,5,99,299,12";
   for (const fs::path& model : {dir, gguf}) {
     auto run = runCliInProcess({"model", model.string(), "--ids", ids, "--out", (model.string() + ".npz"),
-                                "--mechanisms", "flow,norm,valuezero"});
+                                "--mechanisms", "flow,norm,valuezero,alti"});
     ASSERT_EQ(run.code, 0) << run.err;
     auto circuits = runCliInProcess({"heads", model.string(), "--circuits", model.string() + ".csv"});
     ASSERT_EQ(circuits.code, 0) << circuits.err;
   }
-  for (const char* name : {"norm_weighted", "value_zeroing", "attention_flow"}) {
+  for (const char* name : {"norm_weighted", "value_zeroing", "attention_flow", "alti"}) {
     std::vector<std::int64_t> folderShape, ggufShape;
     const std::vector<float> fromFolder = readArray(dir.string() + ".npz", name, folderShape);
     const std::vector<float> fromGguf = readArray(gguf.string() + ".npz", name, ggufShape);
@@ -426,8 +440,8 @@ TEST(CliMechanisms, BadInputIsRefusedByName) {
     for (const std::string& word : words) EXPECT_NE(run.err.find(word), std::string::npos) << word << " in " << run.err;
   };
   // an unknown mechanism, by name
-  expectRefused(runCliInProcess({"model", dir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "norm,alti"}),
-                {"--mechanisms", "'alti'"});
+  expectRefused(runCliInProcess({"model", dir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "norm,lrp"}),
+                {"--mechanisms", "'lrp'"});
   // listed twice
   expectRefused(runCliInProcess({"model", dir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "flow,flow"}),
                 {"--mechanisms", "twice"});

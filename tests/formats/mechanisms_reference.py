@@ -3,7 +3,7 @@
 
 Usage: mechanisms_reference.py FOLDER ID,ID,... [--normalize]  ->  one JSON object on stdout:
   {"norm_weighted": [L][H][n][n], "value_norms": [L][H][n] (||f_h(x_j)|| alone),
-   "value_zeroing": [L][n][n], "attention_flow": [n][n],
+   "value_zeroing": [L][n][n], "attention_flow": [n][n], "alti": [L][n][n] (decoders),
    "circuits": [{"layer", "head", "kv_head", "qk": [8], "ov": [8], "copying"}, ...]}
 
 Written from the definitions of docs/analyses.md, in float64, with numpy only (no torch, no
@@ -19,6 +19,8 @@ augmenting paths by BFS, not Dinic's blocking flows).
                  in bert), rows / sum
   attention_flow max flow from (0, j) to (L, i); edges (k, j) -> (k+1, i) with capacity
                  A^_k[i, j], A^ = 0.5 mean_h A + 0.5 I, rows renormalised
+  alti           max(0, |y_i|_1 - |y_i - T_i(x_j)|_1) / row sum, y the stream after attention,
+                 T_i(x_j) = sum_h a[l,h,i,j] f_h(x_j) + [i = j] x_i (Ferrando et al. 2022)
   circuits       singular values of W_Q^h W_K^g.T and W_V^g W_O^h (the 8 largest); copying
                  = sum(eig) / sum(|eig|) of the E x E matrix W_OV W_U W_E
 """
@@ -286,6 +288,26 @@ def value_zeroing(model, steps):
     return out
 
 
+def alti(model, steps):
+    """ALTI [L, n, n] (Ferrando et al. 2022) of a pre-norm decoder, with the L1 distance:
+    y_i = x_i + sum_h sum_j A[h,i,j] f_h(x_j) + b_O, T_i(x_j) = sum_h A[h,i,j] f_h(x_j) + [i = j] x_i,
+    c_ij = max(0, |y_i|_1 - |y_i - T_i(x_j)|_1), rows divided by their sums."""
+    n = len(steps[0][0])
+    out = np.zeros((model.L, n, n))
+    group, dh = model.H // model.Hkv, model.dh
+    for l, (x, A, v) in enumerate(steps):
+        w = model.layers[l]
+        f = [v[h // group] @ w["wo"][h * dh:(h + 1) * dh, :] for h in range(model.H)]  # [n, E] each
+        y = x + sum(A[h] @ f[h] for h in range(model.H)) + (w["bo"] if w["bo"] is not None else 0)
+        for i in range(n):
+            whole = np.abs(y[i]).sum()
+            for j in range(i + 1):
+                t = sum(A[h][i, j] * f[h][j] for h in range(model.H)) + (x[i] if i == j else 0)
+                out[l, i, j] = max(0.0, whole - np.abs(y[i] - t).sum())
+            out[l, i] /= out[l, i].sum()
+    return out
+
+
 def edmonds_karp(capacity, source, sink):
     """Max flow on a dense capacity matrix by shortest augmenting paths."""
     residual = capacity.copy()
@@ -353,10 +375,13 @@ def main():
     model = Model(folder)
     steps, _ = model.run(ids)
     norm, value_norms = norm_weighted(model, steps)
-    json.dump({"norm_weighted": norm.tolist(), "value_norms": value_norms.tolist(),
-               "value_zeroing": value_zeroing(model, steps).tolist(),
-               "attention_flow": attention_flow(model, steps, normalize).tolist(),
-               "circuits": circuits(model)}, sys.stdout)
+    result = {"norm_weighted": norm.tolist(), "value_norms": value_norms.tolist(),
+              "value_zeroing": value_zeroing(model, steps).tolist(),
+              "attention_flow": attention_flow(model, steps, normalize).tolist(),
+              "circuits": circuits(model)}
+    if model.kind != "bert":  # ALTI of a post-LN block needs its LayerNorm linearised: decoders only
+        result["alti"] = alti(model, steps).tolist()
+    json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 
 
