@@ -453,6 +453,12 @@ TEST(CliMechanisms, BadInputIsRefusedByName) {
                                  "--normalize"}),
                 {"--normalize"});
   EXPECT_FALSE(fs::exists(out));
+  // ALTI on a parallel-residual block (gpt_neox: attention and MLP added together), by name
+  modeltest::Spec neox = modeltest::neoxSpec();
+  const fs::path neoxDir = modeltest::writeFolder("mech_bad_neox", neox, modeltest::makeTensors(neox, 4));
+  expectRefused(runCliInProcess({"model", neoxDir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "alti"}),
+                {"--mechanisms", "alti", "in parallel"});
+  EXPECT_FALSE(fs::exists(out));
   // an unwritable --circuits path: its folder does not exist, or it is a folder
   const std::string missing = (dir / "no_such_folder" / "c.csv").string();
   expectRefused(runCliInProcess({"heads", dir.string(), "--circuits", missing}), {"--circuits", missing});
