@@ -120,7 +120,8 @@ bool setMechanism(AppState& state, Mechanism mechanism) {
     selectAttentionView(view, selection);
     return true;
   }
-  if (m.show == mechanism && shownMechanism(state) == mechanism) return false;
+  // Picked again: nothing to do (a computed choice still in flight keeps going).
+  if (m.show == mechanism && (isComputedMechanism(mechanism) || shownMechanism(state) == mechanism)) return false;
   rememberSelection(state);
   m.show = mechanism;
   ++m.revision;
