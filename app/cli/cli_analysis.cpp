@@ -669,6 +669,9 @@ std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
       cli::textOption("--patch-wrong", "W", "its wrong token's text", a.patchWrong),
       cli::wordOption("--patch-what", "P", "patch target", {"heads", "resid"},
                       "what to patch: {choices}", a.patchWhat),
+      cli::wordOption("--show", "M", "show", {"weights", "norm", "valuezero", "flow", "rollout"},
+                      "what the Attention panel shows of the run ({choices}; issue 30)", a.show),
+      cli::flagOption("--normalize", "with --show flow: each row of the flow divided by its sum", a.normalizeFlow),
   };
 }
 
@@ -676,7 +679,7 @@ Status checkModelAnalysisScreenshot(const cli::ParsedArgs& parsed, GuiLaunch& la
   static const char* const kNames[] = {"--ablate", "--ablate-mode", "--head-score",
                                        "--head-order", "--sort-grid", "--patch-clean",
                                        "--patch-corrupt", "--patch-answer", "--patch-wrong",
-                                       "--patch-what"};
+                                       "--patch-what", "--show", "--normalize"};
   if (!parsed.has("--model")) {
     for (const char* name : kNames)
       if (parsed.has(name)) return optionError(name, "only applies with --model DIR");
@@ -691,6 +694,8 @@ Status checkModelAnalysisScreenshot(const cli::ParsedArgs& parsed, GuiLaunch& la
   }
   if (given == 0 && parsed.has("--patch-what"))
     return optionError("--patch-what", "only applies with --patch-clean and the other texts");
+  if (parsed.has("--normalize") && launch.modelAnalysis.show != 3)
+    return optionError("--normalize", "only applies with --show flow");
   launch.modelAnalysis.patch = given == 4;
   return Ok{};
 }

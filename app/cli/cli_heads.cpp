@@ -10,6 +10,9 @@
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
 #include "core/models/mechanisms.h"
+#include "core/models/mechanisms_bidirectional.h"
+#include "formats/models/encoder_folder.h"
+#include "formats/models/vit_folder.h"
 #include "app/session/version.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/analysis/provenance.h"
@@ -86,11 +89,13 @@ from: the model's and the prompts file's hashes, the shard and its prompt range,
 flag. Progress with an ETA goes to stderr. On an encoder or a vision transformer the
 pattern is bidirectional and ΣA runs over every key; an image's patches (in raster order,
 after [CLS]) have no ids, so dup and induction are refused there.
---circuits OUT.csv (a decoder's weights alone, no text; Elhage et al. 2021, docs/analyses.md):
+--circuits OUT.csv (the weights alone, no text; Elhage et al. 2021, docs/analyses.md):
 layer,head,kv_head, qk_sv1..qk_sv8, the largest singular values of W_Q·W_Kᵀ, ov_sv1..ov_sv8,
 those of W_V·W_O (the head's rows), and copying = Σλ/Σ|λ| over the eigenvalues of
 W_E·W_OV·W_U; raw weights (no LayerNorm folding, no biases, no rotary); one row per layer
-and query head, kv_head = head / (H / H_kv) under grouped-query attention.
+and query head, kv_head = head / (H / H_kv) under grouped-query attention. On an encoder
+(bert, distilbert, roberta; alone) W_U is the MLM head's decoder (without its transform);
+without an MLM head, and on a vision transformer (no vocabulary), copying is nan.
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "score on this prompt", r.text),
@@ -123,8 +128,8 @@ and query head, kv_head = head / (H / H_kv) under grouped-query attention.
       cli::textOption("--out", "FILE", "HEADS.csv (--text, --repeat-random) or PART.json (--prompts)",
                       r.outPath),
       cli::textOption("--circuits", "OUT.csv",
-                      "a decoder: write every head's QK / OV singular values and copying\n"
-                      "score (see below); needs no --text",
+                      "write every head's QK / OV singular values and copying score\n"
+                      "(see below); needs no --text",
                       r.circuitsPath),
   };
   for (cli::Option& o : analysis_cli::bosOptions()) command.options.push_back(std::move(o));
@@ -185,8 +190,41 @@ Status writeCircuitsOf(const model::Weights& weights, const std::string& path, s
   return Ok{};
 }
 
+// The circuits of an encoder (copying through its MLM decoder; NaN without an MLM head) or a
+// ViT (no vocabulary: copying NaN), written as CIRCUITS.csv, with {"circuits", "layers",
+// "heads", "heads_kv", "copying": whether the copying column is defined}.
+Status writeBidirectionalCircuits(const std::string& folder, analysis_cli::FolderKind kind, const std::string& path,
+                                  std::ostream& out) {
+  std::vector<model::HeadCircuit> circuits;
+  int layers = 0, heads = 0;
+  bool copying = false;
+  if (kind == analysis_cli::FolderKind::Encoder) {
+    Expected<io::EncoderFolder> encoder = io::loadEncoderFolder(folder);
+    if (!encoder) return encoder.error();
+    const model::EncoderWeights& w = *encoder->weights;
+    layers = w.config.nLayer;
+    heads = w.config.nHead;
+    copying = w.hasMlmHead;
+    circuits = model::bidirectionalHeadCircuits(w.layers, heads, &w.wordEmbed, copying ? &w.mlm.decoder : nullptr);
+  } else {
+    Expected<io::VitFolder> vit = io::loadVitFolder(folder);
+    if (!vit) return vit.error();
+    layers = vit->weights->config.nLayer;
+    heads = vit->weights->config.nHead;
+    circuits = model::bidirectionalHeadCircuits(vit->weights->layers, heads, nullptr, nullptr);
+  }
+  if (Status s = cli::writeText(path, circuitsCsv(circuits)); !s) return s;
+  out << json{{"circuits", path}, {"layers", layers}, {"heads", heads}, {"heads_kv", heads}, {"copying", copying}}.dump()
+      << "\n";
+  return Ok{};
+}
+
 // `heads DIR --circuits CIRCUITS.csv` alone: load, compute, write.
 int writeCircuits(const HeadsRequest& r, std::ostream& out, std::ostream& err) {
+  if (const auto kind = analysis_cli::folderKind(r.folder); kind != analysis_cli::FolderKind::Decoder) {
+    if (Status s = writeBidirectionalCircuits(r.folder, kind, r.circuitsPath, out); !s) return fail(err, s.error());
+    return 0;
+  }
   Expected<io::ModelFolder> model = analysis_cli::loadFolder(r.folder);
   if (!model) return fail(err, model.error());
   if (Status s = writeCircuitsOf(*model->weights, r.circuitsPath, out); !s) return fail(err, s.error());
@@ -217,9 +255,9 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
       return fail(err, optionError("--circuits", cli::inQuotes(r.circuitsPath) + " must end in .csv (a table)"));
     if (Status s = cli::checkOutputFile("--circuits", r.circuitsPath); !s)
       return fail(err, optionError("--circuits", s.error().problem, r.circuitsPath));
-    if (analysis_cli::folderKind(r.folder) != analysis_cli::FolderKind::Decoder)
-      return fail(err, optionError("--circuits", "runs on decoders only (an encoder or a vision transformer "
-                                                 "has no unembedding for the copying score)",
+    if (analysis_cli::folderKind(r.folder) != analysis_cli::FolderKind::Decoder && sources > 0)
+      return fail(err, optionError("--circuits", "on an encoder or a vision transformer it reads only the weights: "
+                                                 "give it alone, without --text or --image",
                                    r.folder));
   }
   if (circuits && sources == 0) {  // the circuits alone: every option of the scores is refused

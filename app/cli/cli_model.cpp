@@ -17,6 +17,7 @@
 #include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
 #include "app/cli/model_cache.h"
+#include "core/models/alti.h"
 #include "core/models/analysis.h"
 #include "core/models/mechanisms.h"
 #include "core/models/transformer.h"
@@ -84,7 +85,7 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
 }
 
 // The --mechanisms names, in the order of the help.
-constexpr const char* kMechanisms[] = {"norm", "valuezero", "flow"};
+constexpr const char* kMechanisms[] = {"norm", "valuezero", "flow", "alti"};
 
 // "norm,flow" -> the names, each known and listed once.
 Status parseMechanisms(const std::string& text, std::vector<std::string>& names) {
@@ -94,7 +95,7 @@ Status parseMechanisms(const std::string& text, std::vector<std::string>& names)
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     if (std::find(std::begin(kMechanisms), std::end(kMechanisms), item) == std::end(kMechanisms))
-      return Error{"", "", "unknown mechanism " + cli::inQuotes(item) + "; use norm, valuezero, flow (comma-separated)"};
+      return Error{"", "", "unknown mechanism " + cli::inQuotes(item) + "; use norm, valuezero, flow, alti (comma-separated)"};
     if (std::find(names.begin(), names.end(), item) != names.end())
       return Error{"", "", "mechanism " + cli::inQuotes(item) + " is listed twice"};
     names.push_back(item);
@@ -156,8 +157,8 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "list (\" world\", \"\\n\"; a token holding part of a UTF-8 character is \"�\")",
                         nullptr),
       cli::customOption("--mechanisms", "LIST",
-                        "with --out: add to OUT.npz, comma-separated (docs/analyses.md; an encoder\n"
-                        "or a vision transformer: norm and flow)\n"
+                        "with --out: add to OUT.npz, comma-separated (docs/analyses.md; every\n"
+                        "family: decoders, encoders, vision transformers)\n"
                         "  norm       norm_weighted  float32 [layers, heads, n, n]: a·‖f_h(x_j)‖,\n"
                         "             f_h(x_j) = (LN(x_j)·W_V + b_V)·W_O of the head (Kobayashi 2020)\n"
                         "  valuezero  value_zeroing  float32 [layers, n, n]: 1 − cos of token i's\n"
@@ -166,7 +167,10 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                         "             with progress and an ETA on stderr)\n"
                         "  flow       attention_flow float32 [n, n]: the maximum flow from input\n"
                         "             token j to top token i through rollout's 0.5·A + 0.5·I\n"
-                        "             graph (Abnar & Zuidema 2020), exact",
+                        "             graph (Abnar & Zuidema 2020), exact\n"
+                        "  alti       alti           float32 [layers, n, n]: token j's share of\n"
+                        "             token i's attention output with its residual, by the L1\n"
+                        "             distance (Ferrando et al. 2022; decoders)",
                         [&request](const std::string& v) { return parseMechanisms(v, request.mechanisms); }),
       cli::flagOption("--logits", "with --out (a decoder): add logits float32 [n, V], every\n"
                       "position's next-token logits (the last row is --predict's)",
@@ -353,6 +357,10 @@ Expected<std::vector<model_cli::ExtraArray>> mechanismArrays(const ModelRequest&
       Expected<Matrix> flow = model::attentionFlow(run, request.normalizeFlow);
       if (!flow) return flow.error();
       arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size()), {}});
+    } else if (name == "alti") {
+      Expected<std::vector<float>> alti = model::altiContributions(weights, ids);
+      if (!alti) return optionError("--mechanisms", "alti: " + alti.error().message());
+      arrays.push_back({"alti", {L, n, n}, std::move(alti).value(), {}});
     }
   }
   return arrays;
@@ -463,16 +471,8 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     const fs::path config = fs::path(request->folder) / "config.json";
     Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
                                                                   : Expected<std::string>(std::string());
-    // value zeroing re-runs a block with one token's values zeroed: only the decoder engine
-    // has that hook so far; norm and flow run on every kind
+    // --logits and --residuals read the decoder engine's recorded streams
     const bool bidirectional = type && (io::isVisionModelType(*type) || io::isEncoderModelType(*type));
-    const auto& mechanisms = request->mechanisms;
-    if (bidirectional && std::find(mechanisms.begin(), mechanisms.end(), "valuezero") != mechanisms.end())
-      return fail(err, optionError("--mechanisms",
-                                   "valuezero runs on decoders only; this folder's model_type " + cli::inQuotes(*type) +
-                                       (io::isVisionModelType(*type) ? " is a vision transformer" : " is an encoder") +
-                                       " (norm and flow run on it)",
-                                   request->folder));
     for (const auto& [asked, name] : {std::pair{request->logits, "--logits"}, std::pair{request->residuals, "--residuals"}}) {
       if (bidirectional && asked)
         return fail(err, optionError(name, std::string("runs on decoders only; this folder's model_type ") +

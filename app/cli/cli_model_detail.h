@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/types.h"
+#include "core/models/encoder.h"
 #include "core/models/transformer.h"
 #include "formats/npz.h"
 
@@ -77,15 +78,18 @@ Status writeAttentionFiles(const ModelRequest& request, const std::int64_t (&sha
                            const std::vector<std::string>& tokenTexts,
                            std::span<const ExtraArray> extra = {});
 
-// The --mechanisms arrays of a bidirectional run (an encoder's or a ViT's): norm_weighted
-// [L, H, n, n] and attention_flow [n, n], in the order listed (value zeroing runs on decoders
-// only, and is refused before this). attention [L, H, n, n], qkv and outputs per layer as
-// core/models/mechanisms.h's normWeightedAttention takes them.
+// The --mechanisms arrays of a bidirectional run (an encoder's or a ViT's), in the order
+// listed: norm_weighted [L, H, n, n], value_zeroing [L, n, n] (through encoderBlock's
+// zeroValueRow, core/models/mechanisms_bidirectional.h) and attention_flow [n, n].
+// attention [L, H, n, n], qkv (L, n x 3E) and resid (L+1, n x E) as the run recorded them,
+// blocks the L layers' weights, options their block options (heads, eps, activation, pre-/
+// post-LN).
 Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& request,
                                                           const std::vector<float>& attention,
                                                           const std::vector<Matrix>& qkv,
-                                                          const std::vector<model::Linear>& outputs, int layers,
-                                                          int heads, int n);
+                                                          const std::vector<Matrix>& resid,
+                                                          const std::vector<model::EncoderLayerWeights>& blocks,
+                                                          const model::BlockOptions& options, int n);
 
 // The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).
 int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err);

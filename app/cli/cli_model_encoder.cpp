@@ -9,6 +9,7 @@
 #include "app/cli/cli_model_detail.h"
 #include "core/models/encoder.h"
 #include "core/models/mechanisms.h"
+#include "core/models/mechanisms_bidirectional.h"
 #include "formats/models/encoder_folder.h"
 
 namespace attn::app::model_cli {
@@ -67,18 +68,29 @@ Expected<std::string> predictionJson(const io::EncoderFolder& folder, const mode
 Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& request,
                                                           const std::vector<float>& attention,
                                                           const std::vector<Matrix>& qkv,
-                                                          const std::vector<model::Linear>& outputs, int layers,
-                                                          int heads, int n) {
+                                                          const std::vector<Matrix>& resid,
+                                                          const std::vector<model::EncoderLayerWeights>& blocks,
+                                                          const model::BlockOptions& options, int n) {
+  const int layers = static_cast<int>(blocks.size()), heads = options.heads;
   std::vector<ExtraArray> arrays;
   for (const std::string& name : request.mechanisms) {
     if (name == "norm") {
+      std::vector<model::Linear> outputs;
+      for (const model::EncoderLayerWeights& block : blocks) outputs.push_back(block.out);
       arrays.push_back({"norm_weighted", {layers, heads, n, n}, model::normWeightedAttention(attention, qkv, outputs, heads), {}});
+    } else if (name == "valuezero") {
+      Expected<std::vector<float>> zeroed = model::bidirectionalValueZeroing(resid, blocks, options);
+      if (!zeroed) return zeroed.error();
+      arrays.push_back({"value_zeroing", {layers, n, n}, std::move(zeroed).value(), {}});
     } else if (name == "flow") {
       Expected<Matrix> flow = model::attentionFlow(attention, layers, heads, n, request.normalizeFlow);
       if (!flow) return flow.error();
       arrays.push_back({"attention_flow", {n, n}, std::vector<float>(flow->data(), flow->data() + flow->size()), {}});
+    } else if (name == "alti") {
+      return optionError("--mechanisms", "alti runs on decoders only (a post-LN encoder needs ALTI's linearised "
+                                         "LayerNorm, not written yet; a ViT too)");
     } else {
-      return optionError("--mechanisms", cli::inQuotes(name) + " runs on decoders only");
+      return optionError("--mechanisms", cli::inQuotes(name) + " is not a mechanism");
     }
   }
   return arrays;
@@ -143,10 +155,9 @@ int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream
                                    static_cast<std::int64_t>(n)};
     std::vector<std::string> texts;
     for (int id : encoding.ids) texts.push_back(tokenText(*folder, id));
-    std::vector<model::Linear> outputs;
-    for (const model::EncoderLayerWeights& layer : folder->weights->layers) outputs.push_back(layer.out);
+    const model::BlockOptions options{config.nHead, config.normEpsilon, config.activation, false};
     Expected<std::vector<ExtraArray>> extra = bidirectionalMechanisms(
-        request, run->attention, run->qkv, outputs, config.nLayer, config.nHead, static_cast<int>(n));
+        request, run->attention, run->qkv, run->resid, folder->weights->layers, options, static_cast<int>(n));
     if (!extra) return fail(err, extra.error());
     if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), encoding.ids, texts, *extra); !s)
       return fail(err, s.error());

@@ -133,10 +133,9 @@ int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream&
   if (!request.outPath.empty()) {
     const std::int64_t T = run->tokens;
     const std::int64_t shape[4] = {run->layers, run->heads, T, T};
-    std::vector<model::Linear> outputs;
-    for (const model::EncoderLayerWeights& layer : weights.layers) outputs.push_back(layer.out);
-    Expected<std::vector<ExtraArray>> extra = bidirectionalMechanisms(request, run->attention, run->qkv, outputs,
-                                                                      run->layers, run->heads, static_cast<int>(T));
+    const model::BlockOptions options{config.nHead, config.normEpsilon, config.activation, true};
+    Expected<std::vector<ExtraArray>> extra = bidirectionalMechanisms(request, run->attention, run->qkv, run->resid,
+                                                                      weights.layers, options, static_cast<int>(T));
     if (!extra) return fail(err, extra.error());
     if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), {}, tokenNames(config), *extra); !s)
       return fail(err, s.error());

@@ -50,6 +50,15 @@ struct SourceViews {
   // Heatmap and focus (one row / column as bars) apply to every source.
 };
 
+// What a source's values are, for the colour range and the names on its colour bar (issue
+// 30's "show" selector, app/session/mechanism_view.h): attention weights (probabilities: the
+// range fixed 0..1) or another non-negative quantity shown on 0..its maximum.
+struct SourceQuantity {
+  bool probability = true;  // false: the colours span 0..the shown matrix's maximum
+  std::string name;         // prefixed to the heatmap's title ("norm-weighted ‖a·f(x)‖"); "" = weights
+  std::string meaning;      // the heatmap's hover line: what a cell is
+};
+
 struct AttentionSource {
   std::string name;    // the header: "run.npz", a model folder's name, "scenario · Decoder state"
   std::string detail;  // the header's tooltip: how the dimensions were read
@@ -61,6 +70,7 @@ struct AttentionSource {
   // heads downstream of them moved.
   std::vector<bool> intervened;
   std::string intervention;
+  SourceQuantity quantity;  // attention weights unless a mechanism says otherwise
 
   bool isIntervened(int layer, int head) const {
     const std::size_t i = static_cast<std::size_t>(layer * shape().heads + head);

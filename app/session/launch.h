@@ -55,6 +55,8 @@ struct GuiLaunch {
     bool patch = false;     // run the Patching panel on the four texts below
     std::string patchClean, patchCorrupt, patchAnswer, patchWrong;
     int patchWhat = 0;  // 0 heads, 1 resid
+    int show = 0;       // --show: the Attention panel's "show" (Mechanism: 0 weights .. 4 rollout)
+    bool normalizeFlow = false;  // --normalize: flow rows divided by their sums
   } modelAnalysis;
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);

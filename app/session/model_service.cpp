@@ -239,7 +239,14 @@ bool publishModelRun(AppState& state, std::shared_ptr<const ModelRun> run) {
   if (!run || run->generation != model.generation) return false;
   AttentionView& view = state.attention;
   const bool showingOurs = model.run && view.tensor() && view.tensor() == model.run->attention;
-  if (run->attention) {
+  // A mechanism of the run on screen (norm-weighted, value zeroing, flow: issue 30's "show")
+  // stays until the new run's is computed (app/session/mechanism_service.h).
+  const std::shared_ptr<const MechanismResult>& mechanism = model.mechanism.result;
+  const bool showingMechanism = mechanism && mechanism->source && view.source == mechanism->source &&
+                                isComputedMechanism(model.mechanism.show);
+  if (run->attention && showingMechanism) {
+    // kept: the mechanism worker replaces it
+  } else if (run->attention) {
     // The selection stays while typing (clamped when another model has fewer layers or
     // heads); the selected matrix is recomputed for the new tokens.
     showSource(view, modelRunSource(*run), KeepView::Selection);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/session/mechanism_view.h"
 #include "app/session/model_analysis_types.h"
 #include "core/models/transformer.h"
 #include "core/scenario/scenario.h"
@@ -87,6 +88,9 @@ struct ModelView {
   std::optional<Scenario> pipelineRequest;
   // Ablation, head scores and activation patching (app/session/model_analysis.h).
   ModelAnalysisState analysis;
+  // What the Attention panel shows of the run: the weights, or a mechanism computed from
+  // it (issue 30; app/session/mechanism_service.h).
+  MechanismView mechanism;
 
   // Panel scratch (not saved).
   bool showOpenDialog = false;  // asks the window for its "Open model folder" dialog (the

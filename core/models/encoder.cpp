@@ -158,6 +158,7 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
   applyLinear(w.q, input, qkv.middleCols(0, E), false);
   applyLinear(w.k, input, qkv.middleCols(E, E), false);
   applyLinear(w.v, input, qkv.middleCols(2 * E, E), false);
+  if (o.zeroValueRow >= 0 && o.zeroValueRow < n) qkv.block(o.zeroValueRow, 2 * E, 1, E).setZero();
 
   // 3 per head: A_h = softmax(q_h·k_hᵀ / √d_h) over all n keys; ctx_h = A_h·v_h
   Matrix context(n, E);
@@ -293,11 +294,13 @@ Expected<EncoderRun> runEncoder(const EncoderWeights& W, std::span<const int> id
   run.qkv.resize(static_cast<std::size_t>(L));
   run.residualNorms.resize(L + 1, n);
   run.residualNorms.row(0) = x.rowwise().norm().transpose();
+  run.resid.push_back(x);
   const BlockOptions options{c.nHead, c.normEpsilon, c.activation, false};
   for (Eigen::Index l = 0; l < L; ++l) {
     encoderBlock(x, W.layers[static_cast<std::size_t>(l)], withAblation(options, mask, static_cast<int>(l)),
                  run.attention.data() + l * c.nHead * n * n, &run.qkv[static_cast<std::size_t>(l)]);
     run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
+    run.resid.push_back(x);
   }
   run.hidden = std::move(x);
   return run;

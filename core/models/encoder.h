@@ -134,6 +134,10 @@ struct BlockOptions {
   // Ablated heads of this block (H flags, nullptr: none) and the mode (HeadMask::mean).
   const std::uint8_t* ablated = nullptr;
   bool ablateMean = false;
+  // Value zeroing (core/models/mechanisms_bidirectional.h): token `zeroValueRow`'s value
+  // vector (row j of v, every head) is zeroed after the projections, the weights kept as
+  // the softmax gave them; -1: none.
+  int zeroValueRow = -1;
 };
 
 // One block on x (n x E) in place (steps 2-5 above, or ViT's pre-LN form:
@@ -158,6 +162,7 @@ struct EncoderRun {
   std::vector<Matrix> qkv;       // L, each n x 3E (q | k | v) for the pipeline
   Matrix hidden;                 // n x E, the last block's output
   Matrix residualNorms;          // (L+1) x n: ‖x‖ entering each block, and after the last
+  std::vector<Matrix> resid;     // L+1, each n x E: x entering each block, then the last output
 
   int size() const { return static_cast<int>(ids.size()); }
   // The n x n weights of one layer and head (a copy).

@@ -193,7 +193,8 @@ std::shared_ptr<const Weights> singleLayerModel(std::shared_ptr<const Weights> w
 
 Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights,
                                           std::span<const int> ids, int threads,
-                                          const std::function<void(int done, int total)>& progress) {
+                                          const std::function<void(int done, int total)>& progress,
+                                          const std::atomic<bool>* cancel) {
   const Config& c = weights->config;
   const Eigen::Index L = c.nLayer, H = c.nHead, dh = c.headDim();
   const auto n = static_cast<Eigen::Index>(ids.size());
@@ -217,6 +218,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
     for (Eigen::Index h = 0; h < H; ++h) attention.push_back(run.attention(static_cast<int>(l), static_cast<int>(h)));
     float* result = out.data() + l * n * n;
     for (Eigen::Index j = 0; j < n; ++j) {
+      if (cancel && cancel->load()) return Error{"", "cancelled", "value zeroing was stopped before it finished"};
       // 2 the block's input at every position, and every head's z with v_j zeroed:
       //   z_h − a_h[:, j]·v_{g,j}  (n x d_h)
       auto hooks = std::make_shared<Hooks>();

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -61,11 +62,14 @@ std::vector<float> normWeightedAttention(std::span<const float> attention, std::
 // model that shares the weights (singleLayerModel: no copy): a ResidHook puts resid[l] in
 // place of the embeddings at every position, and one HeadHook per query head replaces z_h by
 // z_h − a_h[:, j]·v_{g,j} (exactly A_h·V_g with row j of V_g zeroed). L·n one-layer passes.
-// Returns [L, n, n] float32. Errors: as runWithHooks (ids out of range, too many tokens).
+// Returns [L, n, n] float32. Errors: as runWithHooks (ids out of range, too many tokens);
+// field "cancelled" when `cancel` (may be null) turned true, checked before every re-run
+// (the window's worker stops a computation a newer text replaced).
 // `progress` (when set) is called after every re-run with (done, L·n).
 Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights,
                                           std::span<const int> ids, int threads = 0,
-                                          const std::function<void(int done, int total)>& progress = {});
+                                          const std::function<void(int done, int total)>& progress = {},
+                                          const std::atomic<bool>* cancel = nullptr);
 
 // The one-layer model of block `layer` of `weights`: views of the same tensors (block
 // `layer` with its sliding window, the position table, the final norm) and a vocabulary of

@@ -177,12 +177,14 @@ Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels, c
   run.qkv.resize(static_cast<std::size_t>(L));
   run.residualNorms.resize(L + 1, T);
   run.residualNorms.row(0) = x.rowwise().norm().transpose();
+  run.resid.push_back(x);
   const BlockOptions options{c.nHead, c.normEpsilon, c.activation, true};
   for (Eigen::Index l = 0; l < L; ++l) {
     encoderBlock(x, W.layers[static_cast<std::size_t>(l)], withAblation(options, mask, static_cast<int>(l)),
                  run.attention.data() + l * c.nHead * T * T,
                  &run.qkv[static_cast<std::size_t>(l)]);
     run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
+    run.resid.push_back(x);
   }
 
   // 4 the classifier on the final norm of [CLS] (and the distillation token)

@@ -76,6 +76,7 @@ struct VitRun {
   std::vector<float> attention;  // [L, H, T, T] row-major
   std::vector<Matrix> qkv;       // L, each T x 3E (q | k | v)
   Matrix residualNorms;          // (L+1) x T
+  std::vector<Matrix> resid;     // L+1, each T x E: x entering each block, then the last output
   Vector logits;                 // K, empty without a classifier
 
   Matrix attentionMatrix(int layer, int head) const;

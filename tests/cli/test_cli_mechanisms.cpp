@@ -1,12 +1,12 @@
-// `attnscope model ... --mechanisms norm,valuezero,flow` and `attnscope heads --circuits`
+// `attnscope model ... --mechanisms norm,valuezero,flow,alti` and `attnscope heads --circuits`
 // (issue 30; core/models/mechanisms.h) on small random checkpoints the test writes (a GPT-2
 // of 3 layers, 4 heads, width 64; a llama of 3 layers with 4 query heads on 2 KV heads),
 // against tests/formats/mechanisms_reference.py: an independent numpy version written from
 // the definitions of docs/analyses.md (its own safetensors reader, forward pass and
-// max-flow; skipped when python3 has no numpy); a BERT encoder's norm_weighted and
-// attention_flow too. Tolerances: norm_weighted and
-// attention_flow 1e-4 relative to the array's largest value, value_zeroing 1e-3 absolute
-// (its rows sum to 1), circuits 1e-4 (singular values relative to the head's largest, the
+// max-flow; skipped when python3 has no numpy); a BERT encoder's arrays and circuits too,
+// and a ViT's for consistency (rows of value zeroing summing to 1; circuits without copying).
+// Tolerances: norm_weighted and attention_flow 1e-4 relative to the array's largest value,
+// value_zeroing and alti 1e-3 absolute (their rows sum to 1), circuits 1e-4 (singular values relative to the head's largest, the
 // copying score absolute). Plus the refusals, each exit 2 naming the option.
 #include <gtest/gtest.h>
 
@@ -110,7 +110,7 @@ void checkFolder(const fs::path& dir, const std::vector<int>& idList, int layers
   // 1 the arrays of --mechanisms, each with its shape
   const fs::path out = dir / "run.npz";
   auto run = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms",
-                              "norm,valuezero,flow"});
+                              "norm,valuezero,flow,alti"});
   ASSERT_EQ(run.code, 0) << run.err;
   std::vector<std::int64_t> shape;
   const std::vector<float> norm = readArray(out, "norm_weighted", shape);
@@ -136,6 +136,16 @@ void checkFolder(const fs::path& dir, const std::vector<int>& idList, int layers
   const std::vector<float> zeroing = readArray(out, "value_zeroing", shape);
   EXPECT_EQ(shape, (std::vector<std::int64_t>{layers, n, n}));
   EXPECT_LE(compare(zeroing, ref["value_zeroing"], dir.filename().string() + " value_zeroing").maxError, 1e-3);
+
+  // ALTI (Ferrando et al. 2022): shares, held to value zeroing's 1e-3; rows sum to 1
+  const std::vector<float> alti = readArray(out, "alti", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{layers, n, n}));
+  EXPECT_LE(compare(alti, ref["alti"], dir.filename().string() + " alti").maxError, 1e-3);
+  for (std::int64_t r = 0; r < layers * n; ++r) {
+    double sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) sum += alti[static_cast<std::size_t>(r * n + j)];
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "alti row " << r;
+  }
 
   const std::vector<float> flow = readArray(out, "attention_flow", shape);
   EXPECT_EQ(shape, (std::vector<std::int64_t>{n, n}));
@@ -212,9 +222,10 @@ TEST(CliMechanisms, GqaLlamaMatchesTheNumpyReference) {
   checkFolder(dir, {1, 17, 5, 42, 8, 60, 3, 17, 29, 11}, 3, 4, 2);
 }
 
-TEST(CliMechanisms, BertNormAndFlowMatchTheNumpyReference) {
-  // An encoder: norm_weighted and attention_flow over full (bidirectional) rows; value
-  // zeroing is the decoders' only and is refused by name.
+TEST(CliMechanisms, BertMatchesTheNumpyReference) {
+  // An encoder (post-LN): norm_weighted and attention_flow over full (bidirectional) rows,
+  // value zeroing through encoderBlock's zeroValueRow with every j of a row, and the circuits
+  // with the copying score through the MLM decoder.
   const enctest::Spec spec;  // bert: 2 layers, 4 heads, width 32
   const fs::path dir = enctest::writeFolder("mech_bert", spec, enctest::makeTensors(spec, 32));
   const std::string ids = "2,7,11,4,9,15,3";
@@ -224,13 +235,21 @@ TEST(CliMechanisms, BertNormAndFlowMatchTheNumpyReference) {
   if (skipped) GTEST_SKIP() << "python3 has no numpy";
   ASSERT_TRUE(ref.is_object());
   const fs::path out = dir / "run.npz";
-  auto run = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms", "norm,flow"});
+  auto run = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms", "norm,valuezero,flow"});
   ASSERT_EQ(run.code, 0) << run.err;
   std::vector<std::int64_t> shape;
   const std::vector<float> norm = readArray(out, "norm_weighted", shape);
   EXPECT_EQ(shape, (std::vector<std::int64_t>{spec.layers, spec.heads, n, n}));
   const Compared normError = compare(norm, ref["norm_weighted"], "mech_bert norm_weighted");
   EXPECT_LE(normError.maxError, 1e-4 * normError.maxReference);
+  const std::vector<float> zeroing = readArray(out, "value_zeroing", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{spec.layers, n, n}));
+  EXPECT_LE(compare(zeroing, ref["value_zeroing"], "mech_bert value_zeroing").maxError, 1e-3);
+  double later = 0;  // bidirectional: keys after the query count too
+  for (std::int64_t l = 0; l < spec.layers; ++l)
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = i + 1; j < n; ++j) later += zeroing[static_cast<std::size_t>((l * n + i) * n + j)];
+  EXPECT_GT(later, 0.5);
   const std::vector<float> flow = readArray(out, "attention_flow", shape);
   EXPECT_EQ(shape, (std::vector<std::int64_t>{n, n}));
   const Compared flowError = compare(flow, ref["attention_flow"], "mech_bert attention_flow");
@@ -238,13 +257,46 @@ TEST(CliMechanisms, BertNormAndFlowMatchTheNumpyReference) {
   // every key of an encoder row is reachable: no structural zeros above the diagonal
   EXPECT_GT(flow[static_cast<std::size_t>(n - 1)], 0.0f);
 
-  auto refused = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms", "flow,valuezero"});
+  // --circuits: the QK / OV singular values and the copying score through the MLM decoder
+  const fs::path csv = dir / "c.csv";
+  auto circuits = runCliInProcess({"heads", dir.string(), "--circuits", csv.string()});
+  ASSERT_EQ(circuits.code, 0) << circuits.err;
+  EXPECT_NE(circuits.out.find("\"copying\":true"), std::string::npos) << circuits.out;
+  std::istringstream lines(attn::testing::readFile(csv));
+  std::string line;
+  std::getline(lines, line);
+  double svError = 0, copyingError = 0;
+  for (const json& head : ref["circuits"]) {
+    ASSERT_TRUE(std::getline(lines, line));
+    std::vector<double> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(std::stod(cell));
+    ASSERT_EQ(cells.size(), 20u) << line;
+    EXPECT_EQ(cells[2], cells[1]) << "an encoder's kv_head is its head";
+    for (const auto& [kind, offset] : {std::pair{"qk", 3}, std::pair{"ov", 11}}) {
+      const json& values = head[kind];
+      for (std::size_t k = 0; k < 8; ++k) {
+        const double theirs = k < values.size() ? values[k].get<double>() : 0.0;
+        svError = std::max(svError, std::abs(cells[static_cast<std::size_t>(offset) + k] - theirs) / values[0].get<double>());
+      }
+    }
+    copyingError = std::max(copyingError, std::abs(cells[19] - head["copying"].get<double>()));
+  }
+  EXPECT_FALSE(std::getline(lines, line)) << "a row too many: " << line;
+  EXPECT_LE(svError, 1e-4);
+  EXPECT_LE(copyingError, 1e-4);
+  std::cout << "[ measured ] mech_bert circuits: max relative singular-value error " << svError
+            << ", max copying error " << copyingError << "\n";
+
+  // ALTI is the decoders' only: refused by name
+  auto noAlti = runCliInProcess({"model", dir.string(), "--ids", ids, "--out", out.string(), "--mechanisms", "alti"});
+  EXPECT_EQ(noAlti.code, 2);
+  EXPECT_NE(noAlti.err.find("alti runs on decoders only"), std::string::npos) << noAlti.err;
+  // the circuits read the weights alone: a text with them is refused by name
+  auto refused = runCliInProcess({"heads", dir.string(), "--circuits", csv.string(), "--text", "the cat", "--out",
+                                  (dir / "h.csv").string()});
   EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("--mechanisms"), std::string::npos) << refused.err;
-  EXPECT_NE(refused.err.find("valuezero runs on decoders only"), std::string::npos) << refused.err;
-  auto circuits = runCliInProcess({"heads", dir.string(), "--circuits", (dir / "c.csv").string()});
-  EXPECT_EQ(circuits.code, 2);
-  EXPECT_NE(circuits.err.find("--circuits"), std::string::npos) << circuits.err;
+  EXPECT_NE(refused.err.find("--circuits"), std::string::npos) << refused.err;
 }
 
 TEST(CliMechanisms, VitNormAndFlowAreConsistentWithItsAttention) {
@@ -263,7 +315,7 @@ TEST(CliMechanisms, VitNormAndFlowAreConsistentWithItsAttention) {
   ASSERT_TRUE(attn::io::writePng(image, picture.string()).ok());
   const fs::path out = dir / "v.npz";
   auto run = runCliInProcess({"model", dir.string(), "--image", picture.string(), "--out", out.string(),
-                              "--mechanisms", "norm,flow", "--normalize"});
+                              "--mechanisms", "norm,valuezero,flow", "--normalize"});
   ASSERT_EQ(run.code, 0) << run.err;
   const std::int64_t T = spec.tokens();
   std::vector<std::int64_t> shape;
@@ -292,6 +344,39 @@ TEST(CliMechanisms, VitNormAndFlowAreConsistentWithItsAttention) {
     EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << i;
   }
   std::cout << "[ measured ] mech_vit: norm_weighted / attention spread over queries " << spread << "\n";
+  // value zeroing through the pre-LN blocks: [L, T, T], every row a distribution over the keys
+  const std::vector<float> zeroing = readArray(out, "value_zeroing", shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{spec.layers, T, T}));
+  for (std::int64_t r = 0; r < spec.layers * T; ++r) {
+    double sum = 0;
+    for (std::int64_t j = 0; j < T; ++j) {
+      const float z = zeroing[static_cast<std::size_t>(r * T + j)];
+      EXPECT_GE(z, 0.0f);
+      sum += z;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r;
+  }
+  // the circuits of a ViT: singular values, no vocabulary for the copying score (nan)
+  const fs::path csv = dir / "c.csv";
+  auto circuits = runCliInProcess({"heads", dir.string(), "--circuits", csv.string()});
+  ASSERT_EQ(circuits.code, 0) << circuits.err;
+  EXPECT_NE(circuits.out.find("\"copying\":false"), std::string::npos) << circuits.out;
+  std::istringstream lines(attn::testing::readFile(csv));
+  std::string line;
+  std::getline(lines, line);
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    EXPECT_EQ(line.substr(line.rfind(',') + 1), "nan") << line;
+    std::istringstream fields(line);
+    std::vector<double> cells;
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(std::stod(cell));
+    ASSERT_EQ(cells.size(), 20u);
+    EXPECT_GT(cells[3], 0.0);  // qk_sv1
+    EXPECT_GE(cells[3], cells[4]);
+    EXPECT_GT(cells[11], 0.0);  // ov_sv1
+  }
+  EXPECT_EQ(rows, spec.layers * spec.heads);
 }
 
 TEST(CliMechanisms, GgufEqualsTheSameWeightsAsSafetensors) {
@@ -305,12 +390,12 @@ TEST(CliMechanisms, GgufEqualsTheSameWeightsAsSafetensors) {
   const std::string ids = "1,40,77,260,5,99,299,12";
   for (const fs::path& model : {dir, gguf}) {
     auto run = runCliInProcess({"model", model.string(), "--ids", ids, "--out", (model.string() + ".npz"),
-                                "--mechanisms", "flow,norm,valuezero"});
+                                "--mechanisms", "flow,norm,valuezero,alti"});
     ASSERT_EQ(run.code, 0) << run.err;
     auto circuits = runCliInProcess({"heads", model.string(), "--circuits", model.string() + ".csv"});
     ASSERT_EQ(circuits.code, 0) << circuits.err;
   }
-  for (const char* name : {"norm_weighted", "value_zeroing", "attention_flow"}) {
+  for (const char* name : {"norm_weighted", "value_zeroing", "attention_flow", "alti"}) {
     std::vector<std::int64_t> folderShape, ggufShape;
     const std::vector<float> fromFolder = readArray(dir.string() + ".npz", name, folderShape);
     const std::vector<float> fromGguf = readArray(gguf.string() + ".npz", name, ggufShape);
@@ -355,8 +440,8 @@ TEST(CliMechanisms, BadInputIsRefusedByName) {
     for (const std::string& word : words) EXPECT_NE(run.err.find(word), std::string::npos) << word << " in " << run.err;
   };
   // an unknown mechanism, by name
-  expectRefused(runCliInProcess({"model", dir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "norm,alti"}),
-                {"--mechanisms", "'alti'"});
+  expectRefused(runCliInProcess({"model", dir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "norm,lrp"}),
+                {"--mechanisms", "'lrp'"});
   // listed twice
   expectRefused(runCliInProcess({"model", dir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "flow,flow"}),
                 {"--mechanisms", "twice"});
@@ -367,6 +452,12 @@ TEST(CliMechanisms, BadInputIsRefusedByName) {
   expectRefused(runCliInProcess({"model", dir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "norm",
                                  "--normalize"}),
                 {"--normalize"});
+  EXPECT_FALSE(fs::exists(out));
+  // ALTI on a parallel-residual block (gpt_neox: attention and MLP added together), by name
+  modeltest::Spec neox = modeltest::neoxSpec();
+  const fs::path neoxDir = modeltest::writeFolder("mech_bad_neox", neox, modeltest::makeTensors(neox, 4));
+  expectRefused(runCliInProcess({"model", neoxDir.string(), "--ids", "1,2", "--out", out, "--mechanisms", "alti"}),
+                {"--mechanisms", "alti", "in parallel"});
   EXPECT_FALSE(fs::exists(out));
   // an unwritable --circuits path: its folder does not exist, or it is a folder
   const std::string missing = (dir / "no_such_folder" / "c.csv").string();

@@ -3,20 +3,24 @@
 
 Usage: mechanisms_reference.py FOLDER ID,ID,... [--normalize]  ->  one JSON object on stdout:
   {"norm_weighted": [L][H][n][n], "value_norms": [L][H][n] (||f_h(x_j)|| alone),
-   "value_zeroing": [L][n][n], "attention_flow": [n][n],
+   "value_zeroing": [L][n][n], "attention_flow": [n][n], "alti": [L][n][n] (decoders),
    "circuits": [{"layer", "head", "kv_head", "qk": [8], "ov": [8], "copying"}, ...]}
 
 Written from the definitions of docs/analyses.md, in float64, with numpy only (no torch, no
 attnscope): its own safetensors reader (F32 / F16 / BF16, single file or sharded), its own
 forward pass of the families the tests write (gpt2: LayerNorm, fused Conv1D c_attn,
 learned positions, tanh GELU; llama: RMSNorm, q/k/v_proj [out, in], half-split RoPE with
-rope_theta, grouped-query attention, SwiGLU; bert: post-LN, bidirectional, erf GELU, for
-norm_weighted and attention_flow only), and its own max-flow (Edmonds-Karp: shortest
+rope_theta, grouped-query attention, SwiGLU; bert: post-LN, bidirectional, erf GELU, its
+copying score through the MLM decoder, cls.predictions.decoder.weight, or the word
+embedding when that is not written), and its own max-flow (Edmonds-Karp: shortest
 augmenting paths by BFS, not Dinic's blocking flows).
   norm_weighted  N[l,h,i,j] = || a[l,h,i,j] * (LN1(x_j) W_V^g + b_V^g) W_O^h ||, g = h // (H / H_kv)
-  value_zeroing  1 - cos(block_l(x)_i, block_l(x with v_j = 0 in every head)_i), j <= i, rows / sum
+  value_zeroing  1 - cos(block_l(x)_i, block_l(x with v_j = 0 in every head)_i), j <= i (every j
+                 in bert), rows / sum
   attention_flow max flow from (0, j) to (L, i); edges (k, j) -> (k+1, i) with capacity
                  A^_k[i, j], A^ = 0.5 mean_h A + 0.5 I, rows renormalised
+  alti           max(0, |y_i|_1 - |y_i - T_i(x_j)|_1) / row sum, y the stream after attention,
+                 T_i(x_j) = sum_h a[l,h,i,j] f_h(x_j) + [i = j] x_i (Ferrando et al. 2022)
   circuits       singular values of W_Q^h W_K^g.T and W_V^g W_O^h (the 8 largest); copying
                  = sum(eig) / sum(|eig|) of the E x E matrix W_OV W_U W_E
 """
@@ -134,6 +138,8 @@ class Model:
             self.positions = w[p + "embeddings.position_embeddings.weight"]
             self.token_type = w[p + "embeddings.token_type_embeddings.weight"][0]
             self.embed_norm = (w[p + "embeddings.LayerNorm.weight"], w[p + "embeddings.LayerNorm.bias"])
+            # W_U of the copying score: the MLM head's decoder (V x E), without its transform
+            self.unembed = w.get("cls.predictions.decoder.weight", self.embed)
             self.layers = []
             for l in range(self.L):
                 h = f"{p}encoder.layer.{l}."
@@ -207,13 +213,23 @@ class Model:
         g = a @ w["gate"]
         return x + ((g / (1 + np.exp(-g))) * (a @ w["up"])) @ w["down"]
 
+    def finish_bert_block(self, layer, x, A, v):
+        """BERT's post-LN block from its input x, pattern A and values v:
+        a = LN1(x + ctx W_O + b_O), out = LN2(a + down(gelu_erf(up(a))))."""
+        w = self.layers[layer]
+        erf = np.vectorize(math.erf)
+        z = np.concatenate([A[h] @ v[h] for h in range(self.H)], 1)
+        a = self.norm(x + z @ w["wo"] + w["bo"], w["ln1"])
+        hidden = a @ w["up"] + w["bup"]
+        hidden = 0.5 * hidden * (1 + erf(hidden / math.sqrt(2)))
+        return self.norm(a + hidden @ w["down"] + w["bdown"], w["ln2"])
+
     def run_bert(self, ids):
-        """BERT: x = LN(word + position + type 0); per block, with no mask and no pre-norm:
-        a = LN1(x + ctx W_O + b_O), x = LN2(a + down(gelu_erf(up(a))))."""
+        """BERT: x = LN(word + position + type 0); per block, with no mask and no pre-norm,
+        finish_bert_block."""
         n, dh, steps = len(ids), self.dh, []
         x = self.norm(self.embed[ids] + self.positions[:n] + self.token_type, self.embed_norm)
-        erf = np.vectorize(math.erf)
-        for w in self.layers:
+        for layer, w in enumerate(self.layers):
             q, k, v = [(x @ w["w" + t] + w["b" + t]).reshape(n, self.H, dh).transpose(1, 0, 2) for t in "qkv"]
             A = np.zeros((self.H, n, n))
             for h in range(self.H):
@@ -221,11 +237,7 @@ class Model:
                 s = np.exp(s - s.max(-1, keepdims=True))
                 A[h] = s / s.sum(-1, keepdims=True)
             steps.append((x, A, v))
-            z = np.concatenate([A[h] @ v[h] for h in range(self.H)], 1)
-            a = self.norm(x + z @ w["wo"] + w["bo"], w["ln1"])
-            hidden = a @ w["up"] + w["bup"]
-            hidden = 0.5 * hidden * (1 + erf(hidden / math.sqrt(2)))
-            x = self.norm(a + hidden @ w["down"] + w["bdown"], w["ln2"])
+            x = self.finish_bert_block(layer, x, A, v)
         return steps, x
 
     def run(self, ids):
@@ -261,16 +273,38 @@ def norm_weighted(model, steps):
 def value_zeroing(model, steps):
     n = len(steps[0][0])
     out = np.zeros((model.L, n, n))
+    bert = model.kind == "bert"
+    finish = model.finish_bert_block if bert else model.finish_block
     for l, (x, A, v) in enumerate(steps):
-        clean = model.finish_block(l, x, A, v)
+        clean = finish(l, x, A, v)
         for j in range(n):
             zeroed = v.copy()
             zeroed[:, j, :] = 0.0
-            y = model.finish_block(l, x, A, zeroed)
-            for i in range(j, n):
+            y = finish(l, x, A, zeroed)
+            for i in range(0 if bert else j, n):  # a decoder's row i never reads a later j
                 cos = clean[i] @ y[i] / (np.linalg.norm(clean[i]) * np.linalg.norm(y[i]))
                 out[l, i, j] = 1.0 - cos
         out[l] /= out[l].sum(-1, keepdims=True)
+    return out
+
+
+def alti(model, steps):
+    """ALTI [L, n, n] (Ferrando et al. 2022) of a pre-norm decoder, with the L1 distance:
+    y_i = x_i + sum_h sum_j A[h,i,j] f_h(x_j) + b_O, T_i(x_j) = sum_h A[h,i,j] f_h(x_j) + [i = j] x_i,
+    c_ij = max(0, |y_i|_1 - |y_i - T_i(x_j)|_1), rows divided by their sums."""
+    n = len(steps[0][0])
+    out = np.zeros((model.L, n, n))
+    group, dh = model.H // model.Hkv, model.dh
+    for l, (x, A, v) in enumerate(steps):
+        w = model.layers[l]
+        f = [v[h // group] @ w["wo"][h * dh:(h + 1) * dh, :] for h in range(model.H)]  # [n, E] each
+        y = x + sum(A[h] @ f[h] for h in range(model.H)) + (w["bo"] if w["bo"] is not None else 0)
+        for i in range(n):
+            whole = np.abs(y[i]).sum()
+            for j in range(i + 1):
+                t = sum(A[h][i, j] * f[h][j] for h in range(model.H)) + (x[i] if i == j else 0)
+                out[l, i, j] = max(0.0, whole - np.abs(y[i] - t).sum())
+            out[l, i] /= out[l, i].sum()
     return out
 
 
@@ -341,15 +375,13 @@ def main():
     model = Model(folder)
     steps, _ = model.run(ids)
     norm, value_norms = norm_weighted(model, steps)
-    if model.kind == "bert":  # value zeroing and circuits are decoders' only
-        json.dump({"norm_weighted": norm.tolist(), "value_norms": value_norms.tolist(),
-                   "attention_flow": attention_flow(model, steps, normalize).tolist()}, sys.stdout)
-        sys.stdout.write("\n")
-        return
-    json.dump({"norm_weighted": norm.tolist(), "value_norms": value_norms.tolist(),
-               "value_zeroing": value_zeroing(model, steps).tolist(),
-               "attention_flow": attention_flow(model, steps, normalize).tolist(),
-               "circuits": circuits(model)}, sys.stdout)
+    result = {"norm_weighted": norm.tolist(), "value_norms": value_norms.tolist(),
+              "value_zeroing": value_zeroing(model, steps).tolist(),
+              "attention_flow": attention_flow(model, steps, normalize).tolist(),
+              "circuits": circuits(model)}
+    if model.kind != "bert":  # ALTI of a post-LN block needs its LayerNorm linearised: decoders only
+        result["alti"] = alti(model, steps).tolist()
+    json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 
 

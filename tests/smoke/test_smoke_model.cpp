@@ -191,4 +191,57 @@ TEST(ModelWindow, ScreenshotWithAblationAndPatching) {
   EXPECT_FALSE(fs::exists(out / "bad.png"));
 }
 
+// Issue 30's "show" from the command line: the Attention panel's heatmap of the chosen
+// mechanism, named in its title, on its own colour range; the bad values refused by name.
+TEST(ModelWindow, ScreenshotShowsAMechanism) {
+  if (!fs::exists("/usr/bin/xvfb-run")) GTEST_SKIP() << "no /usr/bin/xvfb-run";
+  const fs::path dir = writeModel("smoke_model_show");
+  const fs::path out = gpt2test::freshDir("smoke_model_show_out");
+  const auto run = [&](std::vector<std::string> extra, const fs::path& png) {
+    attn::testing::RunResult result;
+    for (int attempt = 0; attempt < 2; ++attempt) {  // see ScreenshotCommand
+      std::vector<std::string> args = {"-a", "-s", "-screen 0 1600x1000x24", ATTNSCOPE_BIN, "screenshot", "--model",
+                                       dir.string(), "--text", "the cat sat on the mat", "--layout-out",
+                                       (out / "layout.json").string(), "--out", png.string()};
+      args.insert(args.end(), extra.begin(), extra.end());
+      result = attn::testing::runProgram("/usr/bin/xvfb-run", args, out);
+      if (result.err.find("xvfb-run: error") == std::string::npos) break;
+    }
+    return result;
+  };
+  // the heatmap whose title starts with `name`, or null
+  const auto heatmapOf = [&](const std::string& name) {
+    const nlohmann::json layout = nlohmann::json::parse(gpt2test::readFile(out / "layout.json"));
+    for (const nlohmann::json& heatmap : layout["heatmaps"])
+      if (heatmap["title"].get<std::string>().rfind(name, 0) == 0) return heatmap;
+    return nlohmann::json();
+  };
+  const attn::testing::RunResult norm = run({"--show", "norm", "--select", "2,1"}, out / "norm.png");
+  ASSERT_EQ(norm.exitCode, 0) << norm.err;
+  nlohmann::json heatmap = heatmapOf("norm-weighted");
+  ASSERT_TRUE(heatmap.is_object()) << "no norm-weighted heatmap in the layout dump";
+  EXPECT_NE(heatmap["title"].get<std::string>().find("layer 2 of 6 \xC2\xB7 head 1 of 4"), std::string::npos)
+      << heatmap["title"];
+  EXPECT_EQ(heatmap["range_rule"], "fixed");
+  EXPECT_EQ(heatmap["range"][0].get<double>(), 0.0);
+  EXPECT_GT(heatmap["range"][1].get<double>(), 0.0);
+  EXPECT_NE(heatmap["range"][1].get<double>(), 1.0) << "a norm's range is its maximum";
+
+  const attn::testing::RunResult flow = run({"--show", "flow", "--normalize"}, out / "flow.png");
+  ASSERT_EQ(flow.exitCode, 0) << flow.err;
+  heatmap = heatmapOf("attention flow (rows normalised)");
+  ASSERT_TRUE(heatmap.is_object()) << "no normalised flow heatmap in the layout dump";
+  EXPECT_EQ(heatmap["rows"], heatmap["cols"]);
+  EXPECT_EQ(heatmap["range"][0].get<double>(), 0.0);
+  EXPECT_EQ(heatmap["range"][1].get<double>(), 1.0);
+
+  const attn::testing::RunResult bad = run({"--show", "alti"}, out / "bad.png");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.err.find("--show"), std::string::npos) << bad.err;
+  const attn::testing::RunResult lone = run({"--normalize"}, out / "bad.png");
+  EXPECT_EQ(lone.exitCode, 2);
+  EXPECT_NE(lone.err.find("option '--normalize': only applies with --show flow"), std::string::npos) << lone.err;
+  EXPECT_FALSE(fs::exists(out / "bad.png"));
+}
+
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "app/session/model_service.h"
 #include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_mechanism.h"
 #include "app/ui/panels/panel_model_analysis.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
@@ -289,6 +290,8 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
     drawTokens(*run);
     if (run->session) {
       drawHeadButton(state, *run);
+      // What the Attention panel shows of this run (issue 30): weights, a mechanism, rollout.
+      if (run->attention) drawMechanismSelector(state, "model");
       // Issue 21's Heads tab (panel_model_heads.cpp) beside the residual-stream norms.
       if (ImGui::BeginTabBar("##modelTabs")) {
         if (ImGui::BeginTabItem("Residual-stream norm")) {

@@ -13,6 +13,7 @@
 
 #include "app/session/encoder_service.h"
 #include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_mechanism.h"
 #include "app/ui/panels/panels.h"
 #include "core/base/format.h"
 
@@ -135,6 +136,7 @@ void drawEncoderModel(AppState& state, HeatmapCache& heatmaps) {
       }
     }
     drawTokens(*run, [&](std::size_t i) { return isMasked(*run, i); });
+    if (run->attention) drawMechanismSelector(state, "model");  // issue 30: what the Attention panel shows
     drawEncoderNorms(state, heatmaps, *run);
   } else {
     panel::mutedWrapped(model.computing() ? "computing\xE2\x80\xA6" : "Type a text above, e.g. the [MASK] sat on the mat.");

@@ -32,6 +32,7 @@
 #include "app/ui/widgets/gl_texture.h"
 #include "app/ui/shell/gui_session.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
+#include "app/session/mechanism_service.h"
 #include "app/session/model_service.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
@@ -67,6 +68,8 @@ inline constexpr Shortcut kShortcuts[] = {
     {"Ctrl+= / Ctrl+-", "Presentation: larger / smaller font"},
     {"Ctrl+0", "Presentation: normal font size"},
     {"F12", "Save a screenshot of the window (PNG)"},
+    {"Ctrl+M / Ctrl+Shift+M", "Attention panel: show the next / previous of weights, norm-weighted, "
+                              "value zeroing, flow, rollout"},
     {"Ctrl+Q", "Quit (asks to save unsaved changes)"},
     {"Mouse wheel on a heatmap", "Zoom around the cursor"},
     {"Drag on a heatmap", "Pan; double-click resets the zoom"},
@@ -99,6 +102,7 @@ struct GuiSession::Impl {
   std::unique_ptr<ComputeService> compute;
   std::unique_ptr<AttentionService> attention;  // model-view thumbnails, selections
   std::unique_ptr<ModelService> model;          // model folder loads and runs as you type
+  std::unique_ptr<MechanismService> mechanism;  // norm-weighted, value zeroing, flow of a run
   FileUi files;
   // File ▸ Open Recent (app/session/recent_files.h); recentFile "" = not kept (tests, screenshots).
   std::string recentFile;
@@ -201,8 +205,9 @@ struct GuiSession::Impl {
   // worker (never blocks). True when a new result was published.
   bool recompute() {
     if (screenshotMode() || !compute)
-      return update(state) | updateModel(state, now()) | updateAttention(state);
+      return update(state) | updateModel(state, now()) | updateMechanism(state) | updateAttention(state);
     bool changed = model && updateModelAsync(state, *model, now());
+    if (mechanism) changed |= updateMechanismAsync(state, *mechanism);
     if (attention) changed |= updateAttentionAsync(state, *attention);
     return updateAsync(state, *compute, viewsOnScreen(state)) || changed;
   }

@@ -97,6 +97,7 @@ void GuiSession::Impl::startServices() {
   compute = std::make_unique<ComputeService>();
   attention = std::make_unique<AttentionService>();
   model = std::make_unique<ModelService>();
+  mechanism = std::make_unique<MechanismService>();
 }
 
 void GuiSession::Impl::openLaunchDocument(LaunchFiles& launchFiles) {
@@ -178,6 +179,10 @@ bool GuiSession::Impl::openModelScreenshot() {
   // The run's attention is the Attention panel's file now: --select, --view, --focus ...
   // apply to it as to a .npy / .npz.
   applyAttentionStart(state, launch.attention, now());
+  // --show (issue 30): a mechanism of the run in the Attention panel, computed at once.
+  setNormalizeFlow(state, launch.modelAnalysis.normalizeFlow);
+  setMechanism(state, static_cast<Mechanism>(launch.modelAnalysis.show));
+  updateMechanism(state);
   if (launch.modelPipeline && run->session) {
     const io::AttentionSelection& selection = state.attention.selection;
     Expected<Scenario> scenario =

@@ -41,6 +41,10 @@ void GuiSession::Impl::handleShortcuts() {
       case GLFW_KEY_Q:
         requestQuit(files, state);
         break;
+      case GLFW_KEY_M:  // the Attention panel's "show" (app/session/mechanism_service.h)
+        if (io.WantTextInput) break;
+        cycleMechanism(state, shift ? -1 : 1);
+        break;
       case GLFW_KEY_EQUAL:
       case GLFW_KEY_KP_ADD:
         state.view.fontScale = clampFontScale(state.view.fontScale + kFontScaleStep);

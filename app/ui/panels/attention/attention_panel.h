@@ -16,7 +16,14 @@ namespace attn::app::attention_panel {
 std::string fmt(const char* format, double value);
 
 // Kind, layer and head of a selection of `tensor` (one line). Returns true when it changed.
-bool selectionControls(const io::AttentionFile& tensor, io::AttentionSelection& sel);
+// `offerRollout`: rollout is one of the kinds (compare's B); else it is a choice of the
+// "show" selector (panel_mechanism.h), and a rollout selection shows its layer only.
+bool selectionControls(const io::AttentionFile& tensor, io::AttentionSelection& sel, bool offerRollout = true);
+
+// The title of the shown matrix: the selection's ("layer 1 of 2 · head 0 of 2", "rollout ·
+// layers 0..1 of 2"), or for a mechanism of the model run (SourceQuantity::name) its name
+// first, then the head or the layer when the source has several.
+std::string shownTitle(const AttentionSource& source, const AttentionShown& shown, const std::string& selectionTitle);
 
 // Left side: the layer x head thumbnails with their entropy / top-1 bars; click selects.
 void drawGrid(AppState& state, HeatmapCache& heatmaps);

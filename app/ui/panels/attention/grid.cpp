@@ -116,7 +116,9 @@ void drawGrid(AppState& state, HeatmapCache& heatmaps) {
       }
       tip += "\nclick: show this head";
       HeatmapOptions options = panel::heatmapOptions(state);
-      options.probability = true;  // attention weights (io::rangeRule checks they are)
+      // Attention weights (io::rangeRule checks they are); a mechanism that is not a share
+      // (norm-weighted, raw flow) spans each thumbnail's own min..max.
+      options.probability = view.source->quantity.probability;
       options.size = ImVec2(side, side);
       options.slimColorbar = true;
       options.axisLabels = false;

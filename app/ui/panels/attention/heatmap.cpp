@@ -4,6 +4,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -73,18 +74,49 @@ void drawFilterSummary(const AttentionView& view, const std::vector<bool>& dropp
   ImGui::TextDisabled("%s", text.c_str());
 }
 
+std::string shownTitle(const AttentionSource& source, const AttentionShown& shown, const std::string& selectionTitle) {
+  const SourceQuantity& quantity = source.quantity;
+  if (quantity.name.empty()) return selectionTitle;
+  const io::AttentionShape& shape = source.shape();
+  std::string title = quantity.name;
+  if (shape.heads > 1) title += " \xC2\xB7 " + selectionTitle;
+  else if (shape.layers > 1) title += " \xC2\xB7 layer " + std::to_string(shown.selection.layer);
+  return title;
+}
+
 void drawHeatmapTab(AppState& state, HeatmapCache& heatmaps, const AttentionShown& shown,
                     const MatrixView& displayed) {
   AttentionView& view = state.attention;
   HeatmapOptions options = panel::heatmapOptions(state);
   options.probability = true;  // attention weights (io::rangeRule checks they are)
   options.tooltip = "attention weights (rows: queries, columns: keys); click: focus this query";
+  HeatmapView heatmap(displayed);
+  // A mechanism of the model run (issue 30's "show"): its own name on the title and the
+  // colour bar, and its own range (0..1 shares, or 0..the matrix's largest finite value).
+  const SourceQuantity& quantity = view.source->quantity;
+  std::string title, tip;
+  if (!quantity.name.empty()) {
+    title = shownTitle(*view.source, shown, displayed.title);
+    heatmap.title = title;
+    heatmap.valueTitle = quantity.name;
+    tip = quantity.meaning + "; click: focus this query";
+    options.tooltip = tip.c_str();
+    if (!quantity.probability && options.range == RangeMode::Auto && !options.vmin && !options.vmax) {
+      float top = 0;
+      for (Eigen::Index i = 0; i < displayed.values.size(); ++i) {
+        const float v = displayed.values.data()[i];
+        if (std::isfinite(v)) top = std::max(top, v);
+      }
+      options.vmin = 0.f;
+      options.vmax = top > 0 ? top : 1.f;
+      options.probability = false;
+    }
+  }
   // The texture changes with the file, the selection and the filter (its settings).
   const std::uint64_t revision =
       (view.generation << 32) ^ shown.selectionRevision ^
       (view.filter.enabled && view.filter.cache ? (view.filter.revision + 1) << 44 : 0);
-  const HeatmapInteraction hit =
-      heatmapWidget("##attention", heatmaps, HeatmapView(displayed), revision, options);
+  const HeatmapInteraction hit = heatmapWidget("##attention", heatmaps, heatmap, revision, options);
   if (hit.clicked) {
     view.focus.column = false;
     view.focus.index = hit.row;

@@ -12,6 +12,7 @@
 #include "app/session/attention_analysis.h"
 #include "app/session/attention_service.h"
 #include "app/ui/panels/attention/attention_panel.h"
+#include "app/ui/panels/panel_mechanism.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
@@ -29,21 +30,30 @@ std::string fmt(const char* format, double value) {
 }
 
 // Kind, layer and head of a selection of `file` (one line). Returns true when it changed.
-bool selectionControls(const io::AttentionFile& file, io::AttentionSelection& sel) {
+bool selectionControls(const io::AttentionFile& file, io::AttentionSelection& sel, bool offerRollout) {
   const io::AttentionSelection before = sel;
   const char* kinds[] = {"One head", "Mean over heads", "Max over heads", "Rollout"};
+  const bool rollout = sel.kind == io::AttentionSelection::Kind::Rollout;
   int kind = static_cast<int>(sel.kind);
   const float font = ImGui::GetFontSize();
-  ImGui::SetNextItemWidth(font * 10.f);
-  if (ImGui::Combo("##kind", &kind, kinds, 4)) sel.kind = static_cast<io::AttentionSelection::Kind>(kind);
-  tooltip("One head; the mean or max over the heads of a layer; or attention rollout "
-          "(Abnar & Zuidema 2020): layers 0..L multiplied, each 0.5\xC2\xB7mean + 0.5\xC2\xB7I with "
-          "rows renormalised.");
-  ImGui::SameLine();
+  // One head per layer (value zeroing, flow): nothing to pick but the layer.
+  if (offerRollout || (!rollout && file.heads() > 1)) {
+    ImGui::SetNextItemWidth(font * 10.f);
+    if (ImGui::Combo("##kind", &kind, kinds, offerRollout ? 4 : 3))
+      sel.kind = static_cast<io::AttentionSelection::Kind>(kind);
+    tooltip(offerRollout ? "One head; the mean or max over the heads of a layer; or attention rollout "
+                           "(Abnar & Zuidema 2020): layers 0..L multiplied, each 0.5\xC2\xB7mean + 0.5\xC2\xB7I with "
+                           "rows renormalised."
+                         : "One head, or the mean or max over the heads of a layer (rollout is a choice of "
+                           "\"show\").");
+    ImGui::SameLine();
+  }
   ImGui::SetNextItemWidth(font * 8.f);
   int layer = sel.layer;
-  if (ImGui::SliderInt("layer", &layer, 0, std::max(0, file.layers() - 1))) sel.layer = layer;
-  if (sel.kind == io::AttentionSelection::Kind::Head) {
+  if (file.layers() > 1 || offerRollout) {
+    if (ImGui::SliderInt(rollout ? "up to layer" : "layer", &layer, 0, std::max(0, file.layers() - 1))) sel.layer = layer;
+  }
+  if (sel.kind == io::AttentionSelection::Kind::Head && (file.heads() > 1 || offerRollout)) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(font * 8.f);
     int head = sel.head;
@@ -54,9 +64,14 @@ bool selectionControls(const io::AttentionFile& file, io::AttentionSelection& se
   return sel.kind != before.kind || sel.layer != before.layer || sel.head != before.head;
 }
 
-void drawSelector(AttentionView& view) {
+// The "show" selector (weights, the mechanisms of a model run, rollout), then the kind,
+// layer and head of the selection.
+void drawSelector(AppState& state) {
+  drawMechanismSelector(state, "attention");
+  AttentionView& view = state.attention;
+  if (!view.source) return;  // the selector emptied the view (an emptied text)
   io::AttentionSelection sel = view.selection;
-  selectionControls(*view.source->tensor, sel);
+  selectionControls(*view.source->tensor, sel, /*offerRollout=*/false);
   selectAttentionView(view, sel);
 }
 
@@ -115,7 +130,9 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
     ImGui::End();
     return;
   }
-  const AttentionSource& source = *view.source;
+  // Held for the frame: the "show" selector may replace view.source below.
+  const SourcePtr held = view.source;
+  const AttentionSource& source = *held;
   const io::AttentionShape& shape = source.shape();
   const SourceViews& views = source.views;
   ImGui::TextUnformatted(source.name.c_str());
@@ -140,7 +157,7 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
     ImGui::SameLine();
   }
   ImGui::BeginChild("##detail", ImVec2(0, 0), true);
-  drawSelector(view);
+  drawSelector(state);
   const std::shared_ptr<const AttentionShown> shown = view.shown;
   if (!shown) {
     panel::mutedWrapped("computing\xE2\x80\xA6");
@@ -148,7 +165,8 @@ void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
     panel::coloredWrapped(panel::errorColor(), shown->error);
   } else {
     const bool stale = shown->selectionRevision != view.selectionRevision;
-    ImGui::TextDisabled("%s%s", shown->selected.view.title.c_str(), stale ? "  (computing\xE2\x80\xA6)" : "");
+    ImGui::TextDisabled("%s%s", shownTitle(source, *shown, shown->selected.view.title).c_str(),
+                        stale ? "  (computing\xE2\x80\xA6)" : "");
     if (shown->selected.nonFinite.total() > 0) {
       ImGui::SameLine();
       ImGui::TextColored(panel::warningColor(), "%s",

@@ -1,0 +1,112 @@
+// Value zeroing and head circuits of bidirectional models (see mechanisms_bidirectional.h).
+#include "core/models/mechanisms_bidirectional.h"
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <string>
+
+namespace attn::model {
+
+namespace {
+
+// 1 − cos(a, b) in double, at least 0; 0 when either vector is zero (as mechanisms.cpp).
+double cosineDistance(const Eigen::Ref<const Eigen::RowVectorXf>& a, const Eigen::Ref<const Eigen::RowVectorXf>& b) {
+  const Eigen::RowVectorXd x = a.cast<double>(), y = b.cast<double>();
+  const double norms = x.norm() * y.norm();
+  if (!(norms > 0)) return 0;
+  return std::max(0.0, 1.0 - x.dot(y) / norms);
+}
+
+// A Linear's weight in double as it maps row vectors: in x out.
+Eigen::MatrixXd inByOut(const Linear& lin) {
+  const Matrix stored = lin.weight.dense();
+  if (lin.outByIn) return stored.transpose().cast<double>();
+  return stored.cast<double>();
+}
+
+std::array<double, kCircuitSingularValues> topValues(const Eigen::VectorXd& values) {
+  std::array<double, kCircuitSingularValues> out{};
+  for (Eigen::Index i = 0; i < std::min<Eigen::Index>(values.size(), kCircuitSingularValues); ++i)
+    out[static_cast<std::size_t>(i)] = values[i];
+  return out;
+}
+
+}  // namespace
+
+Expected<std::vector<float>> bidirectionalValueZeroing(std::span<const Matrix> resid,
+                                                       std::span<const EncoderLayerWeights> layers,
+                                                       const BlockOptions& options,
+                                                       const std::function<void(int done, int total)>& progress,
+                                                       const std::atomic<bool>* cancel) {
+  const auto L = static_cast<Eigen::Index>(layers.size());
+  if (static_cast<Eigen::Index>(resid.size()) != L + 1)
+    return Error{"", "resid", std::to_string(resid.size()) + " recorded streams for " + std::to_string(L) +
+                                  " blocks (needs L + 1)"};
+  const Eigen::Index n = resid[0].rows(), E = resid[0].cols();
+  for (const Matrix& x : resid)
+    if (x.rows() != n || x.cols() != E) return Error{"", "resid", "the recorded streams differ in shape"};
+  std::vector<float> out(static_cast<std::size_t>(L * n * n), 0.0f);
+  std::vector<float> scratch(static_cast<std::size_t>(options.heads * n * n));  // the block's weights (unchanged)
+  for (Eigen::Index l = 0; l < L; ++l) {
+    const Matrix& clean = resid[static_cast<std::size_t>(l + 1)];
+    Eigen::Map<Matrix> result(out.data() + l * n * n, n, n);
+    for (Eigen::Index j = 0; j < n; ++j) {
+      if (cancel && cancel->load()) return Error{"", "cancelled", "value zeroing was stopped before it finished"};
+      // 1 block l on its own input with v_j zeroed in every head
+      BlockOptions zeroed = options;
+      zeroed.ablated = nullptr;
+      zeroed.zeroValueRow = static_cast<int>(j);
+      Matrix x = resid[static_cast<std::size_t>(l)];
+      encoderBlock(x, layers[static_cast<std::size_t>(l)], zeroed, scratch.data(), nullptr);
+      // 2 Z[l, i, j] for every query i
+      for (Eigen::Index i = 0; i < n; ++i) result(i, j) = static_cast<float>(cosineDistance(clean.row(i), x.row(i)));
+      if (progress) progress(static_cast<int>(l * n + j + 1), static_cast<int>(L * n));
+    }
+    // 3 each row divided by its sum
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double sum = result.row(i).cast<double>().sum();
+      if (sum > 0 && std::isfinite(sum)) result.row(i) = (result.row(i).cast<double>() / sum).cast<float>();
+    }
+  }
+  return out;
+}
+
+std::vector<HeadCircuit> bidirectionalHeadCircuits(std::span<const EncoderLayerWeights> layers, int heads,
+                                                   const Tensor* embed, const Tensor* unembed) {
+  std::vector<HeadCircuit> out;
+  if (layers.empty() || heads <= 0) return out;
+  // 1 W_U·W_E = unembedᵀ·embed (E x E), once
+  Eigen::MatrixXd unembedEmbed;
+  const bool vocabulary = embed && unembed && !embed->empty() && !unembed->empty();
+  if (vocabulary) unembedEmbed = unembed->dense().cast<double>().transpose() * embed->dense().cast<double>();
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const EncoderLayerWeights& w = layers[l];
+    const Eigen::MatrixXd q = inByOut(w.q), k = inByOut(w.k), v = inByOut(w.v), o = inByOut(w.out);
+    const Eigen::Index dh = q.cols() / heads;
+    for (int h = 0; h < heads; ++h) {
+      HeadCircuit circuit{static_cast<int>(l), h, h, {}, {}, std::numeric_limits<double>::quiet_NaN()};
+      const Eigen::MatrixXd wq = q.middleCols(h * dh, dh), wk = k.middleCols(h * dh, dh);
+      const Eigen::MatrixXd wv = v.middleCols(h * dh, dh), wo = o.middleRows(h * dh, dh);
+      // 2 QK: W_Q^h·W_K^hᵀ; 3 OV: W_V^h·W_O^h
+      circuit.qk = topValues(productSingularValues(wq, wk));
+      circuit.ov = topValues(productSingularValues(wv, wo.transpose()));
+      // 4 copying: the eigenvalues of W_O^h·(W_U·W_E)·W_V^h (d_h x d_h)
+      if (vocabulary) {
+        const Eigen::EigenSolver<Eigen::MatrixXd> solver((wo * unembedEmbed) * wv, false);
+        double sum = 0, absolute = 0;
+        for (const std::complex<double>& lambda : solver.eigenvalues()) {
+          sum += lambda.real();
+          absolute += std::abs(lambda);
+        }
+        if (absolute > 0) circuit.copying = sum / absolute;
+      }
+      out.push_back(circuit);
+    }
+  }
+  return out;
+}
+
+}  // namespace attn::model
