@@ -56,6 +56,10 @@ struct GuiLaunch {
     std::string patchClean, patchCorrupt, patchAnswer, patchWrong;
     int patchWhat = 0;  // 0 heads, 1 resid
   } modelAnalysis;
+  // screenshot --workspace: the workspace the window tiles (app/ui/shell/workspaces.h: teach,
+  // model, attention, image, training), switched to after everything else opened; "" = the
+  // one the opened files lead to.
+  std::string workspace;
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
                                     // with presentation, shown alone full screen
