@@ -324,7 +324,9 @@ bool GuiSession::frame() {
           ? fileStem(fs::path(s.state.docPath).stem().string())
           : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
 
-  // 3 panels and the windows around them
+  // 3 panels and the windows around them; a panel a service showed without a tile in this
+  //   workspace (a model, an image, a file) leads to the workspace that holds it first
+  if (followShownPanels(s.state.view)) s.layoutDirty = true;
   if (s.state.view.presentation) {
     s.drawPresentation();
     s.wasPresenting = true;

@@ -24,9 +24,8 @@ float leastTile() { return ImGui::GetFontSize() * 10.f; }
 // =======================================================================================
 
 void GuiSession::Impl::layoutPanels() {
-  // 1 a panel shown without a tile here (a service opened it) leads to its workspace
-  if (followShownPanels(state.view)) layoutDirty = true;
-  // 2 the room between the menu bar and the status line, tiled by the workspace's weights
+  // The room between the menu bar and the status line, tiled by the workspace's weights
+  // (frame() has already moved to the workspace of any panel a service showed).
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const float menu = ImGui::GetFrameHeight();
   const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
