@@ -150,9 +150,9 @@ TEST(Workspaces, TheModelWorkspaceWithPatchingStillTiles) {
 }
 
 TEST(Workspaces, WorkedTilesOfTheModelWorkspace) {
-  // 1600 x 950 of room, 5 px gaps, rows 0.45 / 0.55, model 0.70 / heads 0.30, attention
-  // alone in its row: row 1 = floor(945 * 0.45) = 425 px, row 2 = 950 - 430 = 520; model =
-  // floor(1595 * 0.70) = 1116, heads = 1600 - 1121 = 479.
+  // 1600 x 950 of room, 5 px gaps, rows 0.5 / 0.5, model 0.74 / heads 0.26, attention
+  // alone in its row: row 1 = floor(945 * 0.5) = 472 px, row 2 = 950 - 477 = 473; model =
+  // floor(1595 * 0.74) = 1180, heads = 1600 - 1185 = 415.
   const WorkspaceInfo& model = *findWorkspace("model");
   ViewSettings view;
   switchWorkspace(view, model);
@@ -163,17 +163,17 @@ TEST(Workspaces, WorkedTilesOfTheModelWorkspace) {
   ASSERT_TRUE(m && h && a);
   EXPECT_EQ(m->rect.x, 0.f);
   EXPECT_EQ(m->rect.y, 0.f);
-  EXPECT_EQ(m->rect.w, 1116.f);
-  EXPECT_EQ(m->rect.h, 425.f);
-  EXPECT_EQ(h->rect.x, 1121.f);
-  EXPECT_EQ(h->rect.w, 479.f);
-  EXPECT_EQ(a->rect.y, 430.f);
+  EXPECT_EQ(m->rect.w, 1180.f);
+  EXPECT_EQ(m->rect.h, 472.f);
+  EXPECT_EQ(h->rect.x, 1185.f);
+  EXPECT_EQ(h->rect.w, 415.f);
+  EXPECT_EQ(a->rect.y, 477.f);
   EXPECT_EQ(a->rect.w, 1600.f);
-  EXPECT_EQ(a->rect.h, 520.f);
+  EXPECT_EQ(a->rect.h, 473.f);
   ASSERT_EQ(layout.splitters.size(), 2u);  // model | heads, then row | row
   EXPECT_TRUE(layout.splitters[0].vertical);
   EXPECT_FALSE(layout.splitters[1].vertical);
-  EXPECT_EQ(layout.splitters[1].rect.y, 425.f);
+  EXPECT_EQ(layout.splitters[1].rect.y, 472.f);
   EXPECT_EQ(layout.splitters[1].rect.h, 5.f);
 }
 

@@ -13,8 +13,9 @@ namespace {
 
 // One entry per workspace. Weights are shares, not pixels: the Teach columns give the
 // pipeline about half the width (as the three fixed columns before them did: 24 and 26
-// font widths of a 1600 px window), the Model rows give the Attention panel a little more
-// than half the height, beside it the Patching panel when one is run.
+// font widths of a 1600 px window); the Model workspace gives the Model panel (its Heads tab
+// needs the height) and the Attention panel half the height each, the Model panel most of
+// its row, and the Patching panel a place beside the Attention panel when one is run.
 const std::vector<WorkspaceInfo> kWorkspaces = {
     {"teach", "Teach", "The scenario: inputs and settings, the pipeline, heads, inspector and "
      "geometry", 1, TileDirection::Columns,
@@ -24,8 +25,8 @@ const std::vector<WorkspaceInfo> kWorkspaces = {
      {"inputs", "settings", "pipeline", "heads", "inspector", "geometry"}},
     {"model", "Model", "A model folder: the Model panel and its heads, the Attention panel "
      "(and Patching when run)", 2, TileDirection::Rows,
-     {{0.45f, {{"model", 0.70f, true}, {"heads", 0.30f, true}}},
-      {0.55f, {{"attention", 0.62f, true}, {"patching", 0.38f, false}}}},
+     {{0.5f, {{"model", 0.74f, true}, {"heads", 0.26f, true}}},
+      {0.5f, {{"attention", 0.62f, true}, {"patching", 0.38f, false}}}},
      {"model", "patching"}},
     {"attention", "Attention file", "An opened .npy / .npz attention file in the Attention "
      "panel", 3, TileDirection::Columns,
