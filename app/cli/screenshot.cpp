@@ -128,7 +128,8 @@ Attention panel over the default scenario. Needs a display; without one use
                    "heatmap with its stage, title, rect [x, y, w, h], bounds, rows, cols,\n"
                    "cell [w, h], numbers_drawn, cells {visible, numbered, hatched},\n"
                    "row_labels / col_labels (as drawn, \"\" = skipped), range [lo, hi],\n"
-                   "range_rule (fixed|symmetric|minmax|row), colormap",
+                   "range_rule (fixed|symmetric|minmax|row), colormap; and the workspace\n"
+                   "with every panel window drawn {id, name, rect [x, y, w, h]}",
                    nullptr),
       dialogOption(launch.dialog),
       customOption("--workspace", "NAME",
