@@ -46,7 +46,7 @@ Command screenshotCommand(ScreenshotArgs& args) {
       R"(usage: attnscope screenshot SCENARIO|IMAGE|FILE.npy|FILE.npz --out FILE.png [--size WxH]
                                    [--frames N] [--training STEPS] [--theme T]
                                    [--presentation] [--stage NAME] [--dialog open|save-as|replace]
-                                   [--layout-out FILE.json]
+                                   [--layout-out FILE.json] [--workspace NAME]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
@@ -128,9 +128,20 @@ Attention panel over the default scenario. Needs a display; without one use
                    "heatmap with its stage, title, rect [x, y, w, h], bounds, rows, cols,\n"
                    "cell [w, h], numbers_drawn, cells {visible, numbered, hatched},\n"
                    "row_labels / col_labels (as drawn, \"\" = skipped), range [lo, hi],\n"
-                   "range_rule (fixed|symmetric|minmax|row), colormap",
+                   "range_rule (fixed|symmetric|minmax|row), colormap; and the workspace\n"
+                   "with every panel window drawn {id, name, rect [x, y, w, h]}",
                    nullptr),
       dialogOption(launch.dialog),
+      customOption("--workspace", "NAME",
+                   "tile the window as the workspace NAME of its toolbar (teach, model,\n"
+                   "attention, image, training), switched to once everything is open\n"
+                   "(default: the one the opened files lead to; an unknown NAME is refused\n"
+                   "by the window, naming the workspaces)",
+                   [&launch](const std::string& v) -> Status {
+                     if (v.empty()) return Error{"", "", "needs a workspace NAME"};
+                     launch.workspace = v;
+                     return Ok{};
+                   }),
   };
   append(command.options,
          section("when SCENARIO is an image (PNG, JPEG, ...), the Image view, as in `attnscope image`",

@@ -19,6 +19,50 @@ void trimUndo(History& history) {
   while (history.undo.size() > history.maxSteps) history.undo.pop_front();
 }
 
+// Records the model state as the baseline (model_snapshot.h): a change since the last one
+// that the user made (an ablation, another head shown) first becomes an undo step of its
+// own, unless a document edit is open (then it is part of that step). A new model or
+// another attention source only moves the baseline.
+void closeModelStep(AppState& state) {
+  History& history = state.history;
+  ModelSnapshot now = takeModelSnapshot(state.model, state.attention);
+  if (!history.pending && isModelEdit(history.committedModel, now)) {
+    history.undo.push_back({history.committed, history.committedId, history.committedModel});
+    trimUndo(history);
+    history.redo.clear();
+  }
+  history.committedModel = std::move(now);
+}
+
+// Closes an open document edit (it becomes the step to undo) and any model edit.
+void closeSteps(AppState& state) {
+  History& history = state.history;
+  closeModelStep(state);
+  if (!history.pending) return;
+  history.committed = SharedScenario::share(state.doc, &history.committed);
+  history.committedId = state.contentId;
+  history.pending = false;
+}
+
+// Moves from the current state to `step` (undo: the newest undo step; redo: the newest
+// redo step); the current state goes onto `other`. The document is restored only when the
+// step's content differs (a model-only step leaves it and its revision alone).
+void restoreStep(AppState& state, std::deque<Snapshot>& from, std::deque<Snapshot>& other) {
+  History& history = state.history;
+  Snapshot step = std::move(from.back());
+  from.pop_back();
+  other.push_back({std::move(history.committed), state.contentId, history.committedModel});
+  history.committed = std::move(step.doc);
+  if (step.contentId != state.contentId) {
+    state.doc = history.committed.restore();
+    ++state.revision;
+  }
+  state.contentId = step.contentId;
+  history.committedId = state.contentId;
+  restoreModelSnapshot(step.model, state.model, state.attention);
+  history.committedModel = takeModelSnapshot(state.model, state.attention);
+}
+
 }  // namespace
 
 // =======================================================================================
@@ -130,7 +174,7 @@ void touch(AppState& state) {
   if (!history.pending) {
     // `committed` is the document as it was before this edit began (panels change `doc`
     // first and call touch() after), so it is the state to return to.
-    history.undo.push_back({history.committed, history.committedId});
+    history.undo.push_back({history.committed, history.committedId, history.committedModel});
     trimUndo(history);
     history.redo.clear();
     history.pending = true;
@@ -147,49 +191,38 @@ void applyEdit(AppState& state, const EditOutcome& outcome, double now) {
 }
 
 void endFrame(AppState& state, bool anyItemActive) {
-  History& history = state.history;
-  if (!history.pending || anyItemActive) return;  // a drag or text edit is still going on
-  history.committed = SharedScenario::share(state.doc, &history.committed);
-  history.committedId = state.contentId;
-  history.pending = false;
+  if (anyItemActive) return;  // a drag or text edit is still going on
+  closeSteps(state);
 }
 
+namespace {
+
+// Drops the steps at the back of `steps` that changed only the model state of a model no
+// longer loaded: undoing them would change nothing.
+void dropStaleModelSteps(const AppState& state, std::deque<Snapshot>& steps) {
+  const std::uint64_t generation = takeModelSnapshot(state.model, state.attention).generation;
+  while (!steps.empty() && steps.back().contentId == state.contentId &&
+         steps.back().model.generation != generation)
+    steps.pop_back();
+}
+
+}  // namespace
+
 bool undo(AppState& state) {
-  History& history = state.history;
-  if (history.pending) {  // close an edit in progress so that it becomes the step undone
-    history.committed = SharedScenario::share(state.doc, &history.committed);
-    history.committedId = state.contentId;
-    history.pending = false;
-  }
-  if (history.undo.empty()) return false;
-  // The current document is `committed` (no edit is open): it goes to redo as it is.
-  history.redo.push_back({std::move(history.committed), state.contentId});
-  history.committed = std::move(history.undo.back().doc);
-  state.doc = history.committed.restore();
-  state.contentId = history.undo.back().contentId;
-  history.undo.pop_back();
-  history.committedId = state.contentId;
-  ++state.revision;
+  closeSteps(state);  // an edit in progress becomes the step undone
+  dropStaleModelSteps(state, state.history.undo);
+  if (state.history.undo.empty()) return false;
+  restoreStep(state, state.history.undo, state.history.redo);
   return true;
 }
 
 bool redo(AppState& state) {
-  History& history = state.history;
-  if (history.pending) {
-    // A new edit is in progress: it already cleared the redo stack when it began.
-    history.committed = SharedScenario::share(state.doc, &history.committed);
-    history.committedId = state.contentId;
-    history.pending = false;
-  }
-  if (history.redo.empty()) return false;
-  history.undo.push_back({std::move(history.committed), state.contentId});
-  trimUndo(history);
-  history.committed = std::move(history.redo.back().doc);
-  state.doc = history.committed.restore();
-  state.contentId = history.redo.back().contentId;
-  history.redo.pop_back();
-  history.committedId = state.contentId;
-  ++state.revision;
+  // A new edit in progress already cleared the redo stack when it began.
+  closeSteps(state);
+  dropStaleModelSteps(state, state.history.redo);
+  if (state.history.redo.empty()) return false;
+  restoreStep(state, state.history.redo, state.history.undo);
+  trimUndo(state.history);
   return true;
 }
 
@@ -208,6 +241,7 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
   state.contentId = ++state.lastContentId;
   state.history.committed = SharedScenario::share(state.doc, nullptr);
   state.history.committedId = state.contentId;
+  state.history.committedModel = takeModelSnapshot(state.model, state.attention);
   state.markSaved();
   state.hover = Hover{};
   // Keep the focused head valid for the new document.

@@ -16,6 +16,7 @@
 #include "app/session/image_view.h"
 #include "app/session/attention_view.h"
 #include "app/session/frame_pacing.h"
+#include "app/session/model_snapshot.h"
 #include "app/session/model_view.h"
 #include "core/attention/attention.h"
 #include "core/scenario/scenario.h"
@@ -62,6 +63,11 @@ struct ViewSettings {
   // Panel visibility by panel id (app/ui/panels/panel_registry.h); a panel not listed here has its
   // default. Use panelShown() / panelFlag() rather than this map directly.
   std::map<std::string, bool, std::less<>> panels;
+  // The workspace the window tiles (app/ui/shell/workspaces.h: "teach", "model", "attention",
+  // "image", "training") and each workspace's tile weights as its splitters were dragged
+  // (its groups', then its panels'; a missing or malformed entry = its defaults).
+  std::string workspace = "teach";
+  std::map<std::string, std::vector<float>, std::less<>> workspaceWeights;
 };
 
 // Shows panel `id` (a service that opened something for it: a file, a model).
@@ -191,10 +197,13 @@ class SharedScenario {
   std::vector<std::shared_ptr<const BoolMatrix>> masks_;
 };
 
-// One undo step: the document and the content id it had (see AppState::contentId).
+// One undo step: the document and the content id it had (see AppState::contentId), and the
+// model state (ablated heads, the head shown; app/session/model_snapshot.h). A step that
+// changed only the model state keeps the content id: it never makes the document dirty.
 struct Snapshot {
   SharedScenario doc;
   std::uint64_t contentId = 0;
+  ModelSnapshot model;
 };
 
 struct History {
@@ -202,6 +211,7 @@ struct History {
   std::deque<Snapshot> redo;
   SharedScenario committed;   // the state after the last finished step
   std::uint64_t committedId = 0;  // its content id
+  ModelSnapshot committedModel;   // the model state after the last finished step
   bool pending = false;       // an edit began and has not been closed by endFrame()
   std::size_t maxSteps = 200;
 };
@@ -292,10 +302,14 @@ void touch(AppState& state);
 void applyEdit(AppState& state, const EditOutcome& outcome, double now);
 
 // Closes the open undo step unless an edit is still in progress (anyItemActive: an ImGui
-// widget is being dragged or typed into). Call once per frame, after the panels.
+// widget is being dragged or typed into). Call once per frame, after the panels. A change
+// of the model state since the last step (a head ablated, another head shown) becomes a
+// step of its own; a new model or another attention source only moves the baseline.
 void endFrame(AppState& state, bool anyItemActive);
 
-// Undo / redo one step. Return false when there is nothing to undo / redo.
+// Undo / redo one step: the document, and the model state when the step belongs to the
+// model loaded now (its run is then recomputed by the next update step, on the worker in
+// the window). Return false when there is nothing to undo / redo.
 bool undo(AppState& state);
 bool redo(AppState& state);
 

@@ -58,6 +58,10 @@ struct GuiLaunch {
     int show = 0;       // --show: the Attention panel's "show" (Mechanism: 0 weights .. 4 rollout)
     bool normalizeFlow = false;  // --normalize: flow rows divided by their sums
   } modelAnalysis;
+  // screenshot --workspace: the workspace the window tiles (app/ui/shell/workspaces.h: teach,
+  // model, attention, image, training), switched to after everything else opened; "" = the
+  // one the opened files lead to.
+  std::string workspace;
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)
   int stage = -1;                   // screenshot --stage: the current pipeline stage (stageIndex);
                                     // with presentation, shown alone full screen

@@ -92,9 +92,12 @@ inline void mutedWrapped(const std::string& text) { coloredWrapped(mutedColor(),
 
 // Shows why the scenario cannot be computed, in red. Returns true when there is no result.
 // Begins a panel's window. Returns false when the panel is hidden or collapsed; the window
-// is then already closed (End() called), so the caller just returns.
+// is then already closed (End() called), so the caller just returns. The window tiles every
+// panel (app/ui/shell/workspaces.h): a panel is never moved, resized or collapsed by its
+// own window, only by the splitters between the tiles.
 inline bool beginPanel(const char* name, bool* open, ImGuiWindowFlags flags = 0) {
   if (!*open) return false;
+  flags |= ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse;
   if (!ImGui::Begin(name, open, flags)) {
     ImGui::End();
     return false;

@@ -11,31 +11,26 @@ namespace attn::app {
 namespace {
 
 constexpr PanelInfo kPanels[] = {
-    // id, title, help, draw, dock, weight in its column, shown by default
-    {"inputs", "Inputs", "Query, key and value vectors, labels, sentence", drawInputsPanel,
-     PanelDock::Left, 0.5f, true},
-    {"settings", "Settings", "Mode, score function, heads, mask, normaliser", drawSettingsPanel,
-     PanelDock::Left, 0.5f, true},
+    // id, title, help, draw, shown by default
+    {"inputs", "Inputs", "Query, key and value vectors, labels, sentence", drawInputsPanel, true},
+    {"settings", "Settings", "Mode, score function, heads, mask, normaliser", drawSettingsPanel, true},
     {"pipeline", "Pipeline",
      "Q, K, V \xE2\x86\x92 scores \xE2\x86\x92 weights \xE2\x86\x92 context \xE2\x86\x92 output",
-     drawPipelinePanel, PanelDock::Centre, 1.f, true},
-    {"heads", "Heads", "Per-head weights and their mean", drawHeadsPanel, PanelDock::Right, 0.34f,
-     true},
-    {"inspector", "Inspector", "Explains the hovered cell step by step", drawInspectorPanel,
-     PanelDock::Right, 0.36f, true},
-    {"geometry", "Geometry", "Queries and keys as 2-D arrows", drawGeometryPanel,
-     PanelDock::Right, 0.30f, true},
+     drawPipelinePanel, true},
+    {"heads", "Heads", "Per-head weights and their mean", drawHeadsPanel, true},
+    {"inspector", "Inspector", "Explains the hovered cell step by step", drawInspectorPanel, true},
+    {"geometry", "Geometry", "Queries and keys as 2-D arrows", drawGeometryPanel, true},
     {"image", "Image", "Self-attention over the patches of an image (open a PNG or JPEG)",
-     drawImagePanel, PanelDock::Floating, 1.f, false},
+     drawImagePanel, false},
     {"training", "Training", "Train a small attention model and watch its attention form",
-     drawTrainingPanel, PanelDock::Floating, 1.f, false},
+     drawTrainingPanel, false},
     {"model", "Model", "A model folder: type, and its attention updates live",
-     drawModelPanel, PanelDock::Floating, 1.f, false},
+     drawModelPanel, false},
     {"attention", "Attention", "An opened .npy / .npz file: model, head and text views",
-     drawAttentionPanel, PanelDock::Floating, 1.f, false},
+     drawAttentionPanel, false},
     {"patching", "Patching",
      "Activation patching: a clean and a corrupted prompt, heads or the residual stream",
-     drawPatchingPanel, PanelDock::Floating, 0.8f, false},
+     drawPatchingPanel, false},
 };
 
 }  // namespace

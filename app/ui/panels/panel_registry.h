@@ -1,6 +1,7 @@
 // The one list of panels. Adding a view means adding its file (app/panel_*.cpp, one draw
-// function) and one line in app/ui/panels/panel_registry.cpp: the View menu, the tiled layout, the
-// visibility flags and their place in the autosave all come from this list.
+// function) and one line in app/ui/panels/panel_registry.cpp: the View menu, the visibility
+// flags and their place in the autosave all come from this list; where the window tiles it
+// is its place in the workspaces (app/ui/shell/workspaces.h).
 #pragma once
 
 #include <span>
@@ -11,17 +12,11 @@
 
 namespace attn::app {
 
-// Where the window tiles a panel: three columns (left, centre, right), or a floating
-// window placed in the middle of the screen when it is first shown.
-enum class PanelDock { Left, Centre, Right, Floating };
-
 struct PanelInfo {
   const char* id;    // stable key: ViewSettings::panels and the autosave's "panels" object
   const char* name;  // window title and View menu entry (also the ImGui window id)
   const char* help;  // View menu tooltip
   void (*draw)(AppState&, HeatmapCache&);  // draws the window (Begin/End inside)
-  PanelDock dock;
-  float weight;         // share of its column's height (docked panels)
   bool shownByDefault;  // shown when neither the user nor the autosave said otherwise
 };
 

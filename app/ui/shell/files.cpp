@@ -6,9 +6,11 @@
 
 #include <sys/stat.h>
 #include "app/ui/panels/panel_registry.h"
+#include "app/ui/shell/workspaces.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -30,7 +32,8 @@ using Json = nlohmann::json;
 
 // Keys only the autosave carries: personal settings and where the document came from.
 constexpr const char* kUiKeys[] = {"font_scale",      "text_size",     "light_theme",
-                                   "panels",          "autosave_source", "autosave_dirty"};
+                                   "panels",          "workspace",     "workspaces",
+                                   "autosave_source", "autosave_dirty"};
 
 Json parseObject(const std::string& text) {
   if (text.empty()) return Json::object();
@@ -81,6 +84,10 @@ std::string viewToJson(const ViewSettings& view, const std::string& existing, bo
     Json panels = Json::object();
     for (const PanelInfo& panel : panelRegistry()) panels[panel.id] = panelShown(view, panel.id);
     json["panels"] = panels;
+    json["workspace"] = view.workspace;
+    Json weights = Json::object();
+    for (const auto& [id, w] : view.workspaceWeights) weights[id] = w;
+    json["workspaces"] = weights;
   }
   return json.dump();
 }
@@ -136,6 +143,22 @@ void applyViewJson(ViewSettings& view, const std::string& text, bool includeUi) 
       if (auto p = it->find(panel.id); p != it->end() && p->is_boolean()) {
         *panelFlag(view, panel.id) = p->get<bool>();
       }
+    }
+  }
+  // The workspace and its tile weights (app/ui/shell/workspaces.h): kept only when the id
+  // is known and the weights are positive numbers (their count is checked where used).
+  if (auto it = json.find("workspace"); it != json.end() && it->is_string()) {
+    if (findWorkspace(it->get<std::string>()) != nullptr) view.workspace = it->get<std::string>();
+  }
+  if (auto it = json.find("workspaces"); it != json.end() && it->is_object()) {
+    for (const WorkspaceInfo& ws : workspaces()) {
+      auto w = it->find(ws.id);
+      if (w == it->end() || !w->is_array()) continue;
+      std::vector<float> weights;
+      for (const Json& x : *w)
+        if (x.is_number() && x.get<double>() > 0 && std::isfinite(x.get<double>()))
+          weights.push_back(x.get<float>());
+      if (weights.size() == w->size()) view.workspaceWeights.insert_or_assign(ws.id, weights);
     }
   }
 }

@@ -23,8 +23,9 @@ namespace attn::app {
 // Keys: "colormap" (name), "cell_labels" (bool), "fixed_range" ([min, max] or absent),
 // "focused_head" (int, -1 = mean), "pipeline_stage" (int, -1 = all). With `includeUi` also
 // the personal settings kept only in the autosave: "font_scale", "text_size" ("normal" |
-// "classroom"), "light_theme" and
-// "panels" ({"inputs": bool, ...}). Unknown keys in `existing` are kept.
+// "classroom"), "light_theme",
+// "panels" ({"inputs": bool, ...}), "workspace" (an id of app/ui/shell/workspaces.h) and
+// "workspaces" ({"teach": [weights], ...}). Unknown keys in `existing` are kept.
 std::string viewToJson(const ViewSettings& view, const std::string& existing, bool includeUi);
 // Applies the keys that are present and valid; ignores the rest (a view object never makes
 // a file unreadable).

@@ -42,6 +42,7 @@
 #include "app/session/recent_files.h"
 #include "app/ui/shell/screenshot.h"
 #include "app/ui/shell/theme.h"
+#include "app/ui/shell/workspaces.h"
 #include "core/base/format.h"
 #include "formats/files.h"
 #include "formats/scenario_json.h"
@@ -67,6 +68,8 @@ inline constexpr Shortcut kShortcuts[] = {
     {"Ctrl+Shift+Z / Ctrl+Y", "Redo"},
     {"Ctrl+= / Ctrl+-", "Presentation: larger / smaller font"},
     {"Ctrl+0", "Presentation: normal font size"},
+    {"Ctrl+1 â¦ Ctrl+5", "Workspace: Teach, Model, Attention file, Image, Training"},
+    {"Drag the gap between two panels", "Resize them (each workspace keeps its sizes)"},
     {"F12", "Save a screenshot of the window (PNG)"},
     {"Ctrl+M / Ctrl+Shift+M", "Attention panel: show the next / previous of weights, norm-weighted, "
                               "value zeroing, flow, rollout"},
@@ -119,12 +122,11 @@ struct GuiSession::Impl {
   bool themeLight = false;
   float themeScale = 0.f;
 
-  ImVec2 lastViewport{0, 0};
-  float lastLayoutFont = 0.f;
+  // The tiles of the current workspace (app/ui/shell/workspaces.h), laid out every frame
+  // from the window's size and the workspace's weights; layoutDirty asks for one more frame
+  // (a switch, presentation mode ending).
+  WorkspaceLayout tiles;
   bool layoutDirty = true;
-  std::vector<bool> lastShown;  // per registry panel, last frame
-  std::vector<std::pair<ImVec2, ImVec2>> pendingRects;  // tile (pos, size) of each panel
-  bool applyLayout = false;
 
   std::string title;
   int frameIndex = 0;
@@ -189,8 +191,15 @@ struct GuiSession::Impl {
   void drawViewMenu();
   void drawHelpMenu();
   void drawMenuStatus();
+  // The workspace (app/ui/shell/gui_workspaces.cpp): the tiles of the shown panels, the
+  // panels on them, the splitters between them, and the toolbar and View menu entries that
+  // switch workspaces.
   void layoutPanels();
   void drawPanels();
+  void drawSplitters();
+  void drawWorkspaceBar();   // in the main menu bar, after the menus
+  void drawWorkspaceMenu();  // View > Workspace
+  void switchTo(const WorkspaceInfo& ws);
   // Presentation mode: the view in front when it began (presentedPanel, a registry id:
   // "pipeline", "image" or "training"; app/ui/panels/presentation.h) over the whole window.
   // A lesson capture always presents the Pipeline.

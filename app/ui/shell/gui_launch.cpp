@@ -21,6 +21,14 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   }
   // 0-1 the image, the attention file and the scenario, before a window opens: a bad file
   //   must fail the same way with or without a display
+  // screenshot --workspace: a name of the toolbar's (app/ui/shell/workspaces.h)
+  if (!s.launch.workspace.empty() && findWorkspace(s.launch.workspace) == nullptr) {
+    std::string names;
+    for (const WorkspaceInfo& ws : workspaces()) names += std::string(names.empty() ? "" : ", ") + ws.id;
+    std::fprintf(stderr, "attnscope: --workspace: unknown workspace '%s'; use one of %s\n",
+                 s.launch.workspace.c_str(), names.c_str());
+    return 2;
+  }
   Impl::LaunchFiles files;
   if (int code = s.checkLaunchFiles(files); code != 0) return code;
   s.waitWhenIdle = options.waitWhenIdle && !s.screenshotMode();
@@ -172,8 +180,13 @@ bool GuiSession::Impl::openModelScreenshot() {
     return false;
   }
   updateModel(state, now());
-  // A patching screenshot shows the Patching panel in the Attention panel's place.
-  if (launch.modelAnalysis.patch) *panelFlag(state.view, "attention") = false;
+  // A patching screenshot shows the Patching panel in the Attention panel's place (the
+  // Model workspace's lower row).
+  if (launch.modelAnalysis.patch) {
+    const std::string_view patching[] = {"patching"};
+    switchWorkspace(state.view, *findWorkspace("model"), patching);
+    *panelFlag(state.view, "attention") = false;
+  }
   const std::shared_ptr<const ModelRun> run = state.model.run;
   if (!run || !run->attention) return true;
   // The run's attention is the Attention panel's file now: --select, --view, --focus ...
@@ -215,6 +228,8 @@ void GuiSession::Impl::launchView() {
     state.view.stageFullScreen = launch.presentation;
   }
   if (lessonMode()) startLessonCapture(launch.lessonGifPath, launch.lessonDelayCs);
+  // --workspace: switched to last, so that it wins over the workspace the files led to.
+  if (const WorkspaceInfo* ws = findWorkspace(launch.workspace)) switchWorkspace(state.view, *ws);
   if (launch.dialog == "open") showOpenDialog(files, state);
   if (launch.dialog == "save-as" || launch.dialog == "replace") showSaveAsDialog(files, state);
   // Save pressed over the document's own file (it exists): the "Replace?" question.

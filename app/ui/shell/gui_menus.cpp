@@ -57,6 +57,16 @@ void GuiSession::Impl::handleShortcuts() {
       case GLFW_KEY_KP_0:
         state.view.fontScale = 1.f;
         break;
+      case GLFW_KEY_1:
+      case GLFW_KEY_2:
+      case GLFW_KEY_3:
+      case GLFW_KEY_4:
+      case GLFW_KEY_5:
+        // The workspaces (app/ui/shell/workspaces.h), not in presentation mode.
+        if (state.view.presentation) break;
+        for (const WorkspaceInfo& ws : workspaces())
+          if (ws.digit == press.key - GLFW_KEY_0) switchTo(ws);
+        break;
       case GLFW_KEY_Z:
       case GLFW_KEY_Y:
         // A text field has its own undo; leave Ctrl+Z / Ctrl+Y to it while typing.
@@ -85,6 +95,7 @@ void GuiSession::Impl::drawMenuBar() {
   drawEditMenu();
   drawViewMenu();
   drawHelpMenu();
+  drawWorkspaceBar();
   drawMenuStatus();
   ImGui::EndMainMenuBar();
 }
@@ -163,7 +174,8 @@ void GuiSession::Impl::drawEditMenu() {
     if (ImGui::MenuItem("Undo", "Ctrl+Z", false,
                         !state.history.undo.empty() || state.history.pending))
       undo(state);
-    tooltip("Undo the last change to the scenario.");
+    tooltip("Undo the last change to the scenario, to the ablated heads or to the head the "
+            "Attention panel shows of a model's run.");
     if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, !state.history.redo.empty())) redo(state);
     tooltip("Redo the change that was undone (also Ctrl+Y).");
     ImGui::EndMenu();
@@ -178,8 +190,7 @@ void GuiSession::Impl::drawViewMenu() {
     }
     ImGui::MenuItem("Log", nullptr, &showLog);
     tooltip("Every message since start: errors, warnings, saves and exports.");
-    if (ImGui::MenuItem("Reset layout")) layoutDirty = true;
-    tooltip("Tile the panels to fit the window again.");
+    drawWorkspaceMenu();
     ImGui::Separator();
     const bool colormapOpen = ImGui::BeginMenu("Colormap");
     if (colormapOpen) {

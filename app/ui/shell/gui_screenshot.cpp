@@ -1,9 +1,27 @@
 // Saving the window as PNG: `attnscope screenshot` (with its .json sidecar) and F12.
 #include "app/ui/shell/gui_impl.h"
 
+#include <imgui_internal.h>  // the panel windows' rectangles (FindWindowByName)
+
 namespace attn::app {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Every panel window drawn in this frame, where ImGui placed it (not where the layout asked).
+std::vector<DrawnPanel> drawnPanels() {
+  std::vector<DrawnPanel> panels;
+  for (const PanelInfo& panel : panelRegistry()) {
+    const ImGuiWindow* window = ImGui::FindWindowByName(panel.name);
+    if (window == nullptr || !window->Active || window->Hidden) continue;
+    panels.push_back({panel.id, panel.name, window->Pos.x, window->Pos.y, window->Size.x,
+                      window->Size.y});
+  }
+  return panels;
+}
+
+}  // namespace
 
 void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
   int fbWidth = 0, fbHeight = 0, winWidth = 0, winHeight = 0;
@@ -29,7 +47,8 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
                        ImGui::GetDrawData() != nullptr
                            ? drawnTexts(*ImGui::GetDrawData(), *io.Fonts)
                            : std::vector<DrawnText>{},
-                       winWidth, winHeight, fontPx));
+                       drawnPanels(), currentWorkspace(state.view).id, winWidth, winHeight,
+                       fontPx));
   }
   if (screenshotMode()) {
     if (!written) {

@@ -5,7 +5,8 @@
 // Frame order (GuiSession::frame):
 //   1 poll events, rebuild the font if the presentation size changed
 //   2 ImGui NewFrame, shortcuts, main menu bar
-//   3 the panels (app/ui/panels), tiled; notices, log, about, file dialogs
+//   3 the panels (app/ui/panels), tiled by the workspace with splitters between them;
+//     notices, log, about, file dialogs
 //   4 endFrame (closes the undo step unless a drag is still going on), update (recompute
 //     only when the revision changed)
 //   5 render, screenshot if requested (back buffer, before the swap), swap
@@ -197,105 +198,13 @@ void GuiSession::Impl::rebuildFontIfNeeded() {
 // Layout
 // =======================================================================================
 
-void GuiSession::Impl::layoutPanels() {
-  const ImGuiViewport* viewport = ImGui::GetMainViewport();
-  const float font = ImGui::GetFontSize();
-  const std::span<const PanelInfo> panels = panelRegistry();
-  const std::size_t count = panels.size();
-  lastShown.resize(count, false);
-  pendingRects.resize(count);
-  std::vector<bool> shown(count);
-  bool visibilityChanged = false;
-  bool column[3] = {false, false, false};  // a shown panel in the left / centre / right column
-  for (std::size_t i = 0; i < count; ++i) {
-    shown[i] = panelShown(state.view, panels[i].id);
-    if (shown[i] && !lastShown[i]) visibilityChanged = true;  // re-shown: back in its tile
-    lastShown[i] = shown[i];
-    if (shown[i] && panels[i].dock != PanelDock::Floating) column[int(panels[i].dock)] = true;
-  }
-  if (viewport->Size.x != lastViewport.x || viewport->Size.y != lastViewport.y ||
-      font != lastLayoutFont || visibilityChanged) {
-    layoutDirty = true;
-  }
-  lastViewport = viewport->Size;
-  lastLayoutFont = font;
-  if (!layoutDirty) return;
-  layoutDirty = false;
-  const float menu = ImGui::GetFrameHeight();
-  const float status = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y;
-  const float x0 = viewport->Pos.x, y0 = viewport->Pos.y + menu;
-  const float width = viewport->Size.x,
-              height = std::max(font * 10, viewport->Size.y - menu - status);
-  const bool left = column[int(PanelDock::Left)], right = column[int(PanelDock::Right)];
-  float leftW = left ? std::clamp(font * 24, width * 0.2f, width * 0.3f) : 0.f;
-  float rightW = right ? std::clamp(font * 26, width * 0.2f, width * 0.3f) : 0.f;
-  if (!column[int(PanelDock::Centre)]) {  // no centre: the sides share the width
-    if (left && right)
-      leftW = rightW = width * 0.5f;
-    else if (left)
-      leftW = width;
-    else if (right)
-      rightW = width;
-  }
-  const float centreW = std::max(0.f, width - leftW - rightW);
-  const float columnX[3] = {x0, x0 + leftW, x0 + leftW + centreW};
-  const float columnW[3] = {leftW, centreW, rightW};
-  for (int c = 0; c < 3; ++c) {
-    float total = 0;
-    for (std::size_t i = 0; i < count; ++i)
-      if (shown[i] && int(panels[i].dock) == c) total += panels[i].weight;
-    float y = y0;
-    for (std::size_t i = 0; i < count; ++i) {
-      if (!shown[i] || int(panels[i].dock) != c) continue;
-      const float h = std::floor(height * panels[i].weight / total);
-      pendingRects[i] = {ImVec2(columnX[c], y), ImVec2(columnW[c], h)};
-      y += h;
-    }
-  }
-  // Floating panels: centred, most of the window; several shown ones (the Model panel over
-  // the Attention panel) share nearly all of it, stacked by weight in registry order.
-  float floatingWeight = 0;
-  int floatingShown = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (panels[i].dock == PanelDock::Floating && shown[i]) {
-      floatingWeight += panels[i].weight;
-      ++floatingShown;
-    }
-  }
-  const ImVec2 area = floatingShown > 1 ? ImVec2(width * 0.96f, height * 0.96f)
-                                        : ImVec2(width * 0.7f, height * 0.8f);
-  float floatingY = y0 + (height - area.y) * 0.5f;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (panels[i].dock != PanelDock::Floating) continue;
-    if (!shown[i] || floatingShown <= 1) {
-      pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), area};
-      continue;
-    }
-    const float h = std::floor(area.y * panels[i].weight / floatingWeight);
-    pendingRects[i] = {ImVec2(x0 + (width - area.x) * 0.5f, floatingY), ImVec2(area.x, h)};
-    floatingY += h;
-  }
-  applyLayout = true;
-}
-
-void GuiSession::Impl::drawPanels() {
-  const std::span<const PanelInfo> panels = panelRegistry();
-  for (std::size_t i = 0; i < panels.size(); ++i) {
-    if (!panelShown(state.view, panels[i].id)) continue;
-    if (applyLayout && i < pendingRects.size()) {
-      ImGui::SetNextWindowPos(pendingRects[i].first, ImGuiCond_Always);
-      ImGui::SetNextWindowSize(pendingRects[i].second, ImGuiCond_Always);
-    }
-    panels[i].draw(state, *heatmaps);
-  }
-  applyLayout = false;
-}
+// layoutPanels, drawPanels and drawSplitters: app/ui/shell/gui_workspaces.cpp.
 
 void GuiSession::Impl::drawPresentation() {
   // One view alone over the whole window (no menu bar): the one in front when presentation
   // began (F5, View > Presentation mode), by the window order of the last normal frame; the
-  // tiled layout is redone when presentation mode ends (layoutPanels sees the font size
-  // change back). No status bar below it (drawNotices): a class needs no "Ready. Hover a
+  // workspace's tiles come back when presentation mode ends (layoutPanels places every
+  // panel on its tile each frame). No status bar below it (drawNotices): a class needs no "Ready. Hover a
   // cell…" and Log button on the projection, and its line goes to the page.
   if (!wasPresenting) presentedPanel = present::presentedPanelId(state.view);
   if (lesson.active()) presentedPanel = "pipeline";
@@ -415,7 +324,9 @@ bool GuiSession::frame() {
           ? fileStem(fs::path(s.state.docPath).stem().string())
           : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
 
-  // 3 panels and the windows around them
+  // 3 panels and the windows around them; a panel a service showed without a tile in this
+  //   workspace (a model, an image, a file) leads to the workspace that holds it first
+  if (followShownPanels(s.state.view)) s.layoutDirty = true;
   if (s.state.view.presentation) {
     s.drawPresentation();
     s.wasPresenting = true;
@@ -423,6 +334,7 @@ bool GuiSession::frame() {
     s.wasPresenting = false;
     s.layoutPanels();
     s.drawPanels();
+    s.drawSplitters();
   }
   if (s.state.model.pipelineRequest) {  // "Open this head in the pipeline" (Model panel)
     requestNewDocument(s.files, s.state, std::move(*s.state.model.pipelineRequest), t);

@@ -95,8 +95,9 @@ std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int
 }
 
 std::string layoutDumpJson(const std::vector<HeatmapRecord>& records,
-                           const std::vector<DrawnText>& texts, int windowWidth,
-                           int windowHeight, float fontPx) {
+                           const std::vector<DrawnText>& texts,
+                           const std::vector<DrawnPanel>& panels, const std::string& workspace,
+                           int windowWidth, int windowHeight, float fontPx) {
   using Json = nlohmann::json;
   Json textList = Json::array();
   for (const DrawnText& t : texts)
@@ -146,8 +147,13 @@ std::string layoutDumpJson(const std::vector<HeatmapRecord>& records,
          {"uv", {r.u0, r.v0, r.u1, r.v1}},
          {"values", values}});
   }
+  Json panelList = Json::array();
+  for (const DrawnPanel& p : panels)
+    panelList.push_back({{"id", p.id}, {"name", p.name}, {"rect", {p.x, p.y, p.w, p.h}}});
   Json out = {{"window", {windowWidth, windowHeight}},
               {"font_px", fontPx},
+              {"workspace", workspace},
+              {"panels", panelList},
               {"texts", textList},
               {"heatmaps", heatmaps}};
   return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

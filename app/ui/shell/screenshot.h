@@ -38,9 +38,17 @@ using io::writePng;
 // "colormap"}]} from the records the heatmap widget wrote while drawing (never recomputed).
 // Window coordinates (not framebuffer pixels). `stage` is the pipeline stage of a
 // pipeline heatmap ("weights"), else the widget's id without its "##".
+// Also "workspace" (its id, app/ui/shell/workspaces.h) and "panels": [{"id", "name",
+// "rect": [x, y, w, h]}], each panel window drawn in the frame where ImGui placed it.
+struct DrawnPanel {
+  std::string id;    // registry id (app/ui/panels/panel_registry.h)
+  std::string name;  // window title
+  float x = 0, y = 0, w = 0, h = 0;
+};
 std::string layoutDumpJson(const std::vector<HeatmapRecord>& records,
-                           const std::vector<DrawnText>& texts, int windowWidth,
-                           int windowHeight, float fontPx);
+                           const std::vector<DrawnText>& texts,
+                           const std::vector<DrawnPanel>& panels, const std::string& workspace,
+                           int windowWidth, int windowHeight, float fontPx);
 
 std::string screenshotSidecarJson(const std::vector<HeatmapRecord>& records, int windowWidth,
                                   int windowHeight, int framebufferWidth, int framebufferHeight,
