@@ -97,7 +97,9 @@ TEST(CliGguf, HostileFilesAreRefusedQuicklyWithLittleMemory) {
     EXPECT_GE(cpu, 0) << c.name;
     EXPECT_LT(cpu, 1.0) << c.name;
     EXPECT_GT(rssKb, 0) << c.name;
-    if (!attn::testing::underAddressSanitizer()) EXPECT_LT(rssKb, 100 * 1024) << c.name;
+    if (!attn::testing::underAddressSanitizer()) {
+      EXPECT_LT(rssKb, 100 * 1024) << c.name;
+    }
     std::printf("%-18s exit %d, %.2f s CPU, %.1f MB peak: %s\n", c.name.c_str(), r.exitCode, cpu, rssKb / 1024,
                 firstLine.c_str());
     ++refused;
