@@ -42,6 +42,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   sentencepiece
   python3-pil
   poppler-utils
+  ccache
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.

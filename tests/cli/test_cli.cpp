@@ -29,6 +29,7 @@ extern char** environ;
 
 #include "tests/support/cli_run.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -110,7 +111,7 @@ class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "cli" /
+    dir_ = fs::path(attn::testing::testTmp()) / "cli" /
            (std::string(info->test_suite_name()) + "." + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "run");
@@ -149,7 +150,7 @@ class CliTest : public ::testing::Test {
     return file;
   }
 
-  const std::string decoder_ = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  const std::string decoder_ = attn::testing::assetDir() + "/scenarios/decoder_state.json";
   fs::path dir_;
 };
 
@@ -714,7 +715,7 @@ TEST(CliParse, Dispatch) {
 
 TEST(CliInProcess, ComputeMatchesTheBinary) {
   std::ostringstream out, err;
-  const std::string decoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  const std::string decoder = attn::testing::assetDir() + "/scenarios/decoder_state.json";
   ASSERT_EQ(attn::app::runCli({"compute", decoder}, out, err), 0) << err.str();
   EXPECT_EQ(err.str(), "");
   const json result = json::parse(out.str());
@@ -735,9 +736,9 @@ TEST(CliInProcess, ComputeMatchesTheBinary) {
 // Without a window runner (as in the headless build, -DATTNSCOPE_BUILD_GUI=OFF) a valid
 // screenshot request is checked as usual, then refused with one line and exit 2.
 TEST(CliInProcess, ScreenshotWithoutTheWindowNeedsTheGuiBuild) {
-  const std::string decoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
-  fs::create_directories(ATTNSCOPE_TEST_TMP);
-  const std::string out = std::string(ATTNSCOPE_TEST_TMP) + "/no_window.png";
+  const std::string decoder = attn::testing::assetDir() + "/scenarios/decoder_state.json";
+  fs::create_directories(attn::testing::testTmp());
+  const std::string out = attn::testing::testTmp() + "/no_window.png";
   std::ostringstream out1, err1;
   EXPECT_EQ(attn::app::runCli({"screenshot", decoder, "--out", out}, out1, err1), 2);
   EXPECT_EQ(err1.str(),
@@ -759,8 +760,8 @@ TEST(CliInProcess, ScreenshotWithoutTheWindowNeedsTheGuiBuild) {
 #if !ATTNSCOPE_WITH_GUI
 // The headless binary: screenshot and the window say they need the GUI build.
 TEST(CliHeadless, BinaryRefusesTheWindow) {
-  const std::string decoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "cli_headless";
+  const std::string decoder = attn::testing::assetDir() + "/scenarios/decoder_state.json";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "cli_headless";
   fs::create_directories(dir);
   RunResult shot = runAttnscope({"screenshot", decoder, "--out", "x.png"}, dir);
   EXPECT_EQ(shot.exitCode, 2);

@@ -18,6 +18,7 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
 #include "tests/support/cli_in_process.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -303,8 +304,8 @@ TEST(CliAnalysis, ShardsMergeToTheUnshardedRunAndDaskAgrees) {
     GTEST_SKIP() << "python3-distributed is not installed";
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  env.push_back(std::string("ATTNSCOPE_BIN=") + ATTNSCOPE_BIN);
-  env.push_back("PYTHONPATH=" + (fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "python").string());
+  env.push_back(std::string("ATTNSCOPE_BIN=") + attn::testing::attnscopeBin());
+  env.push_back("PYTHONPATH=" + (fs::path(attn::testing::assetDir()).parent_path() / "python").string());
   const attn::testing::RunResult sweep = attn::testing::runProgram(
       python,
       {"-m", "attnscope_sweep", "--prompts", prompts, "--model", model, "--shards", "4", "--workers", "2",

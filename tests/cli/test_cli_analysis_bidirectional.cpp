@@ -22,6 +22,7 @@
 #include "formats/npy.h"
 #include "tests/support/cli_in_process.h"
 #include "tests/support/encoder_fixture.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/vit_fixture.h"
 
 namespace {
@@ -32,7 +33,7 @@ using attn::testing::CliRun;
 constexpr auto& runCli = attn::testing::runCliInProcess;
 
 const std::string kPython = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-const fs::path kReference = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/encoder_reference.py";
+const fs::path kReference = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/encoder_reference.py";
 
 bool haveTorch() { return std::system((kPython + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0; }
 

@@ -16,6 +16,7 @@
 
 #include "tests/support/attention_test_files.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/test_paths.h"
 
 extern char** environ;
 
@@ -314,7 +315,7 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
   writeFile(dir / "good.tokens.txt", "a\nb\nc\n");
   expectOneLineError(attnscope({"export", good.string(), "--out", out}, dir), "good.tokens.txt",
                      "3 tokens, but " + good.string() + " has n_k = 4 keys");
-  expectOneLineError(attnscope({"export", ATTNSCOPE_ASSET_DIR "/scenarios/decoder_state.json",
+  expectOneLineError(attnscope({"export", attn::testing::assetDir() + "/scenarios/decoder_state.json",
                                 "--layer", "1", "--out", out},
                                dir),
                      "--layer", "is for .npy/.npz attention files");
@@ -351,7 +352,7 @@ TEST(CliAttention, ScreenshotTakesTheOpenOptionsAndChecksRanges) {
   expectOneLineError(shot({"--array", "a", "--tokens", (dir / "three.txt").string()}),
                      "three.txt", "3 tokens");
   // Attention options on a scenario are refused.
-  expectOneLineError(attnscope({"screenshot", ATTNSCOPE_ASSET_DIR "/scenarios/decoder_state.json",
+  expectOneLineError(attnscope({"screenshot", attn::testing::assetDir() + "/scenarios/decoder_state.json",
                                 "--array", "a", "--out", out},
                                dir),
                      "--array", "only applies to a .npy or .npz file");
@@ -376,14 +377,14 @@ TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
   writeNpyFile(path, {"<f4", false, {8, 12, 1024, 1024}, 1}, attentionPattern());
   EXPECT_EQ(fs::file_size(path), 128u + 8u * 12 * 1024 * 1024 * 4);  // 402,653,312 bytes
 
-  RunResult info = run("/usr/bin/time", {"-v", ATTNSCOPE_BIN, "info", path.string()}, dir);
+  RunResult info = run("/usr/bin/time", {"-v", attn::testing::attnscopeBin(), "info", path.string()}, dir);
   ASSERT_EQ(info.exitCode, 0) << info.err;
   EXPECT_EQ(json::parse(info.out)["attention"]["in_place"], true);
   const long infoKb = peakRssKb(info);
 
   const fs::path out = dir / "head.csv";
   RunResult head = run("/usr/bin/time",
-                       {"-v", ATTNSCOPE_BIN, "export", path.string(), "--layer", "7", "--head",
+                       {"-v", attn::testing::attnscopeBin(), "export", path.string(), "--layer", "7", "--head",
                         "11", "--out", out.string()},
                        dir);
   ASSERT_EQ(head.exitCode, 0) << head.err;
@@ -393,12 +394,12 @@ TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
   EXPECT_EQ(csv.values[1000][3], pattern(7, 11, 1000, 3));
 
   RunResult png = run("/usr/bin/time",
-                      {"-v", ATTNSCOPE_BIN, "export", path.string(), "--layer", "7", "--head", "11",
+                      {"-v", attn::testing::attnscopeBin(), "export", path.string(), "--layer", "7", "--head", "11",
                        "--out", (dir / "head.png").string()},
                       dir);
   ASSERT_EQ(png.exitCode, 0) << png.err;
   RunResult rollout = run("/usr/bin/time",
-                          {"-v", ATTNSCOPE_BIN, "export", path.string(), "--layer", "rollout",
+                          {"-v", attn::testing::attnscopeBin(), "export", path.string(), "--layer", "rollout",
                            "--out", (dir / "rollout.csv").string()},
                           dir);
   ASSERT_EQ(rollout.exitCode, 0) << rollout.err;
@@ -406,12 +407,11 @@ TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
       "peak RSS (MB): info %.1f, export head CSV %.1f, PNG %.1f, rollout of 8 layers %.1f\n",
       infoKb / 1024.0, headKb / 1024.0, peakRssKb(png) / 1024.0, peakRssKb(rollout) / 1024.0);
   EXPECT_GT(infoKb, 0);
-#if defined(__SANITIZE_ADDRESS__)
   // Under AddressSanitizer the binary's resident set includes shadow memory and the
   // allocator's quarantine, so the 200 MB target is measured on the Release build only; the
   // commands above still run and are checked here.
-  GTEST_SKIP() << "peak RSS is measured without sanitizers";
-#endif
+  if (attn::testing::underAddressSanitizer())
+    GTEST_SKIP() << "peak RSS is measured without sanitizers";
   EXPECT_LT(infoKb, 200 * 1024);
   EXPECT_LT(headKb, 200 * 1024);
   EXPECT_LT(peakRssKb(png), 200 * 1024);

@@ -16,6 +16,7 @@
 #include "formats/npz.h"
 #include "tests/support/attention_test_files.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -69,7 +70,7 @@ Measured exportRollout(const fs::path& file, const fs::path& dir) {
   const auto start = std::chrono::steady_clock::now();
   RunResult result = attn::testing::runProgram(
       "/usr/bin/time",
-      {"-v", ATTNSCOPE_BIN, "export", file.string(), "--layer", "rollout", "--out", out.string()},
+      {"-v", attn::testing::attnscopeBin(), "export", file.string(), "--layer", "rollout", "--out", out.string()},
       dir);
   Measured measured;
   measured.seconds =
@@ -85,9 +86,8 @@ void expectSmall(const Measured& measured, const char* what, std::uint64_t fileB
               static_cast<long long>(kLayers), fileBytes / 1e6, measured.rssKb / 1024.0,
               measured.seconds);
   EXPECT_GT(measured.rssKb, 0);
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "peak RSS is measured without sanitizers";
-#endif
+  if (attn::testing::underAddressSanitizer())
+    GTEST_SKIP() << "peak RSS is measured without sanitizers";
   // The rollout holds the 12 layer means (48 MB) and a few 4 MB matrices; the file is 604 MB.
   EXPECT_LT(measured.rssKb, 200 * 1024) << what;
 }

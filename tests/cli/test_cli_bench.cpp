@@ -18,6 +18,7 @@
 #include "core/isa/isa.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/model_fixture.h"
+#include "tests/support/test_paths.h"
 
 extern char** environ;
 
@@ -30,10 +31,10 @@ using attn::testing::readFile;
 using attn::testing::RunResult;
 using attn::testing::runProgram;
 
-// Runs ATTNSCOPE_BIN with `args` and the environment plus `extraEnv` ("NAME=value").
+// Runs the attnscope binary (attnscopeBin()) with `args` and the environment plus `extraEnv` ("NAME=value").
 RunResult runBinary(const std::vector<std::string>& args, const std::vector<std::string>& extraEnv) {
   // One folder per test and process: ctest -j runs these tests at the same time.
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) /
+  const fs::path dir = fs::path(attn::testing::testTmp()) /
                        ("cli_bench_" +
                         std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
                         "_" + std::to_string(::getpid()));
@@ -43,7 +44,7 @@ RunResult runBinary(const std::vector<std::string>& args, const std::vector<std:
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "ATTNSCOPE_ISA=", 14) != 0) env.emplace_back(*e);
   env.insert(env.end(), extraEnv.begin(), extraEnv.end());
-  return runProgram(ATTNSCOPE_BIN, args, dir, &env);
+  return runProgram(attn::testing::attnscopeBin(), args, dir, &env);
 }
 
 RunResult runInProcess(const std::vector<std::string>& args) {

@@ -14,6 +14,7 @@
 
 #include "formats/image.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/test_paths.h"
 
 namespace attn::app {
 namespace {
@@ -33,7 +34,7 @@ io::Image exportLabels(const fs::path& dir, const std::string& stem, const std::
       << R"(", ")" << second << R"("], "score": "dot", "heads": 1, "projection": "identity"})";
   const fs::path png = dir / (stem + ".png");
   const RunResult run = runProgram(
-      ATTNSCOPE_BIN, {"export", scenario.string(), "--out", png.string(), "--scale", "2"}, dir);
+      attn::testing::attnscopeBin(), {"export", scenario.string(), "--out", png.string(), "--scale", "2"}, dir);
   EXPECT_EQ(run.exitCode, 0) << run.err;
   Expected<io::Image> image = io::loadImage(png.string());
   EXPECT_TRUE(image.ok()) << (image ? "" : image.error().message());

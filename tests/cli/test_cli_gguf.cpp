@@ -15,6 +15,7 @@
 #include "tests/support/gguf_model_fixture.h"
 #include "tests/support/gguf_writer.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -86,7 +87,7 @@ TEST(CliGguf, HostileFilesAreRefusedQuicklyWithLittleMemory) {
   for (const Case& c : cases) {
     const fs::path file = dir / (c.name + ".gguf");
     attn::testing::writeFile(file, c.bytes);
-    RunResult r = attn::testing::runProgram("/usr/bin/time", {"-v", ATTNSCOPE_BIN, "model", file.string(), "--ids", "1", "--predict", "1"}, dir);
+    RunResult r = attn::testing::runProgram("/usr/bin/time", {"-v", attn::testing::attnscopeBin(), "model", file.string(), "--ids", "1", "--predict", "1"}, dir);
     EXPECT_EQ(r.exitCode, 2) << c.name << ": " << r.err;
     const std::string firstLine = r.err.substr(0, r.err.find('\n'));
     EXPECT_NE(firstLine.find(file.string()), std::string::npos) << c.name << ": " << firstLine;
@@ -96,9 +97,9 @@ TEST(CliGguf, HostileFilesAreRefusedQuicklyWithLittleMemory) {
     EXPECT_GE(cpu, 0) << c.name;
     EXPECT_LT(cpu, 1.0) << c.name;
     EXPECT_GT(rssKb, 0) << c.name;
-#if !defined(__SANITIZE_ADDRESS__)
-    EXPECT_LT(rssKb, 100 * 1024) << c.name;
-#endif
+    if (!attn::testing::underAddressSanitizer()) {
+      EXPECT_LT(rssKb, 100 * 1024) << c.name;
+    }
     std::printf("%-18s exit %d, %.2f s CPU, %.1f MB peak: %s\n", c.name.c_str(), r.exitCode, cpu, rssKb / 1024,
                 firstLine.c_str());
     ++refused;

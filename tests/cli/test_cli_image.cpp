@@ -13,6 +13,7 @@
 #include "app/cli/cli.h"
 #include "formats/image.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -51,14 +52,14 @@ std::vector<std::vector<double>> readCsv(const fs::path& path) {
 class CliImageTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::path(ATTNSCOPE_TEST_TMP) / "cli_image" /
+    dir = fs::path(attn::testing::testTmp()) / "cli_image" /
           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
   std::string path(const std::string& name) const { return (dir / name).string(); }
   fs::path dir;
-  const std::string shapes = ATTNSCOPE_ASSET_DIR "/images/shapes.png";
+  const std::string shapes = attn::testing::assetDir() + "/images/shapes.png";
 };
 
 TEST_F(CliImageTest, WritesOverlayAndCsvs) {
@@ -97,7 +98,7 @@ TEST_F(CliImageTest, WritesOverlayAndCsvs) {
 }
 
 TEST_F(CliImageTest, ProjectionPositionalAndHeads) {
-  const CliRun r = run({"image",          ATTNSCOPE_ASSET_DIR "/images/stripes.png",
+  const CliRun r = run({"image",          attn::testing::assetDir() + "/images/stripes.png",
                         "--patch",        "16",
                         "--query",        "0,0",
                         "--out",          path("o.png"),
@@ -187,11 +188,11 @@ TEST_F(CliImageTest, HelpAndRealBinary) {
   EXPECT_TRUE(app::isCliArgument("image"));
   EXPECT_NE(run({"--help"}).out.find("attnscope image IMAGE"), std::string::npos);
   // Through the real binary: the exit status reaches the shell.
-  const std::string command = std::string(ATTNSCOPE_BIN) + " image " + shapes +
+  const std::string command = attn::testing::attnscopeBin() + " image " + shapes +
                               " --patch 16 --query 1,1 --out " + path("bin.png") + " >/dev/null";
   EXPECT_EQ(std::system(command.c_str()), 0);
   EXPECT_TRUE(fs::exists(path("bin.png")));
-  const std::string bad = std::string(ATTNSCOPE_BIN) + " image " + shapes +
+  const std::string bad = attn::testing::attnscopeBin() + " image " + shapes +
                           " --patch 99 --query 1,1 --out " + path("bad.png") + " 2>/dev/null";
   const int status = std::system(bad.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);

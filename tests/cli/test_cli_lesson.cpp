@@ -12,6 +12,7 @@
 
 #include "app/cli/cli.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/test_paths.h"
 
 namespace attn::app {
 namespace {
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 using attn::testing::RunResult;
 using attn::testing::runProgram;
 
-const std::string kDecoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+const std::string kDecoder = attn::testing::assetDir() + "/scenarios/decoder_state.json";
 
 bool havePoppler() {
   return fs::exists("/usr/bin/pdftotext") && fs::exists("/usr/bin/pdfinfo");
@@ -95,7 +96,7 @@ TEST(CliLesson, ProjectedScenarioStartsWithXAndTheProjectionMatrices) {
   const fs::path pdf = dir / "heads.pdf";
   std::ostringstream out, err;
   const std::string preset =
-      std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/self_attention_two_heads.json";
+      attn::testing::assetDir() + "/scenarios/self_attention_two_heads.json";
   ASSERT_EQ(runCli({"lesson", preset, "--out", pdf.string(), "--theme", "dark", "--size",
                     "1280x800"},
                    out, err),

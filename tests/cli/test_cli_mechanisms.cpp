@@ -22,6 +22,7 @@
 #include "tests/support/cli_in_process.h"
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/gguf_model_fixture.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/vit_fixture.h"
 #include "formats/image.h"
 #include "tests/support/model_fixture.h"
@@ -37,7 +38,7 @@ std::string python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3
 
 // The reference's JSON for FOLDER and ids; null when python3 or numpy is missing (exit 3).
 json reference(const fs::path& folder, const std::string& ids, bool normalize, bool& skipped) {
-  const fs::path script = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/mechanisms_reference.py";
+  const fs::path script = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/mechanisms_reference.py";
   const std::string command = python() + " '" + script.string() + "' '" + folder.string() + "' " + ids +
                               (normalize ? " --normalize" : "");
   FILE* pipe = ::popen(command.c_str(), "r");

@@ -17,6 +17,7 @@
 #include "tests/support/gpt2_fixture.h"
 #include "formats/attention_file.h"
 #include "tests/support/cli_in_process.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -318,7 +319,7 @@ TEST_F(CliModel, WindowAndScreenshotModelOptions) {
   const std::string png = out("shot.png");
   expectError({"screenshot", "--text", "the cat", "--out", png},
               {"'screenshot' needs a SCENARIO file"});
-  const std::string scenario = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+  const std::string scenario = attn::testing::assetDir() + "/scenarios/decoder_state.json";
   expectError({"screenshot", scenario, "--text", "the cat", "--out", png},
               {"option '--text'", "only applies with --model DIR"});
   expectError({"screenshot", scenario, "--pipeline", "--out", png},

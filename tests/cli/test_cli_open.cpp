@@ -9,6 +9,7 @@
 
 #include "app/cli/cli.h"
 #include "tests/support/attention_test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace attn::app {
 namespace {
@@ -71,8 +72,8 @@ TEST(CliOpen, WithoutAWindowItSaysSo) {
 }
 
 TEST(CliScreenshot, DialogShowsTheBuiltInFileDialog) {
-  const std::string decoder = std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
-  const std::string out = std::string(ATTNSCOPE_TEST_TMP) + "/cli_open/dialog.png";
+  const std::string decoder = attn::testing::assetDir() + "/scenarios/decoder_state.json";
+  const std::string out = attn::testing::testTmp() + "/cli_open/dialog.png";
   fs::create_directories(fs::path(out).parent_path());
   GuiLaunch seen;
   const WindowRunner window = [&](const GuiLaunch& launch) { return seen = launch, 0; };

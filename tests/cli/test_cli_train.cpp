@@ -21,6 +21,7 @@
 extern char** environ;
 
 #include "tests/support/cli_run.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -54,7 +55,7 @@ std::vector<std::vector<double>> parseCsv(const std::string& text, bool& allNume
 class TrainCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "cli_train" /
+    dir_ = fs::path(attn::testing::testTmp()) / "cli_train" /
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);

@@ -11,12 +11,13 @@
 #include "core/attention/formulas.h"
 #include "core/scenario/scenario.h"
 #include "tests/support/test_core_util.h"
+#include "tests/support/test_paths.h"
 
 namespace attn {
 namespace {
 
 std::string formulasDoc() {
-  std::ifstream in(std::string(ATTNSCOPE_ASSET_DIR) + "/../docs/formulas.md", std::ios::binary);
+  std::ifstream in(attn::testing::assetDir() + "/../docs/formulas.md", std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();

@@ -24,6 +24,7 @@
 #include "core/base/random.h"
 #include "tests/support/model_fixture.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -66,7 +67,7 @@ std::vector<int> idsOf(const std::string& text) {
 // Runs the reference on `jobs`; one result per job.
 json reference(const json& jobs) {
   // One file per test: ctest runs this binary's tests in parallel processes.
-  const fs::path file = fs::path(ATTNSCOPE_TEST_TMP) /
+  const fs::path file = fs::path(attn::testing::testTmp()) /
                         (std::string("analysis_jobs_") +
                          ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json");
   {
@@ -74,7 +75,7 @@ json reference(const json& jobs) {
     out << json{{"folder", model().dir.string()}, {"jobs", jobs}}.dump();
   }
   const fs::path script =
-      fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/analysis_reference.py";
+      fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/analysis_reference.py";
   FILE* pipe = ::popen((python() + " '" + script.string() + "' '" + file.string() + "'").c_str(), "r");
   std::string text;
   char buffer[65536];
@@ -503,7 +504,7 @@ TEST(Dataset, ShardedTotalsMergeToTheUnshardedOnes) {
   const ScoreTotals whole = totalsOf(0, prompts.size());
   ASSERT_EQ(whole.count, 200);
   ScoreTotals merged = emptyTotals(model().weights->config, kinds);
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "analysis_shards";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "analysis_shards";
   fs::create_directories(dir);
   std::size_t covered = 0;
   for (int k = 1; k <= 3; ++k) {

@@ -11,6 +11,7 @@
 #include "formats/attention_file.h"
 #include "render/attention_grid.h"
 #include "tests/support/attention_test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -699,7 +700,7 @@ TEST(AttentionGrid, TilesEveryHeadWithOneColourRange) {
 }
 
 // =======================================================================================
-// A model-sized float16 file: [12, 12, 1024, 1024] (~302 MB in ATTNSCOPE_TEST_TMP)
+// A model-sized float16 file: [12, 12, 1024, 1024] (~302 MB in the build's test-tmp/)
 // =======================================================================================
 
 TEST(AttentionFileLarge, Float16Model12x12x1024) {

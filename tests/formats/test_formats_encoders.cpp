@@ -18,6 +18,7 @@
 #include "core/models/encoder.h"
 #include "formats/models/encoder_folder.h"
 #include "tests/support/encoder_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -36,7 +37,7 @@ bool haveTorch() {
 // One JSON line per folder from tests/formats/encoder_reference.py.
 std::vector<json> runReference(const std::string& mode, const std::string& input,
                                const std::vector<fs::path>& dirs) {
-  const fs::path script = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/encoder_reference.py";
+  const fs::path script = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/encoder_reference.py";
   std::string command = python() + " '" + script.string() + "' " + mode + " '" + input + "'";
   for (const fs::path& dir : dirs) command += " '" + dir.string() + "'";
   FILE* pipe = ::popen(command.c_str(), "r");

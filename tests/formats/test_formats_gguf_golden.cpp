@@ -19,12 +19,13 @@
 #include "core/models/transformer.h"
 #include "formats/models/model_folder.h"
 #include "tests/support/gguf_golden_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path sourceDir() { return fs::path(ATTNSCOPE_ASSET_DIR).parent_path(); }
+fs::path sourceDir() { return fs::path(attn::testing::assetDir()).parent_path(); }
 
 struct Golden {
   nlohmann::json json;

@@ -19,6 +19,7 @@
 #include "formats/tokenizers/metaspace_bpe.h"
 #include "formats/tokenizers/sentencepiece_tokenizer.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -167,7 +168,7 @@ TEST(MetaspaceBpe, ErrorsNameFileAndField) {
 
 std::string python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
 fs::path script() {
-  return fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/metaspace_reference.py";
+  return fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/metaspace_reference.py";
 }
 bool have(const std::string& tool) {
   return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;

@@ -24,13 +24,14 @@
 #include "formats/tokenizers/gpt2_tokenizer.h"
 #include "formats/tokenizers/tokenizer.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path dataDir() { return fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/data/tokenizers"; }
+fs::path dataDir() { return fs::path(attn::testing::assetDir()).parent_path() / "tests/data/tokenizers"; }
 
 json readJson(const fs::path& path) { return json::parse(attn::testing::readFile(path)); }
 

@@ -26,13 +26,14 @@
 #include "formats/models/model_folder.h"
 #include "formats/models/rope_config.h"
 #include "tests/support/model_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path sourceDir() { return fs::path(ATTNSCOPE_ASSET_DIR).parent_path(); }
+fs::path sourceDir() { return fs::path(attn::testing::assetDir()).parent_path(); }
 
 // ---------------------------------------------------------------------------------------
 // Frequencies against the golden values

@@ -20,13 +20,14 @@
 
 #include "formats/scenario_json.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace attn {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kPresetDir = fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios";
+const fs::path kPresetDir = fs::path(attn::testing::assetDir()) / "scenarios";
 
 // ---------------------------------------------------------------------------------------
 // Helpers

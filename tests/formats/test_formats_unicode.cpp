@@ -17,6 +17,7 @@
 
 #include "core/base/utf8.h"
 #include "formats/tokenizers/unicode_normalize.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -31,7 +32,7 @@ std::string utf8(char32_t cp) {
 }
 
 nlohmann::json reference() {
-  const fs::path script = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/unicode_reference.py";
+  const fs::path script = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/unicode_reference.py";
   const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   FILE* pipe = ::popen((python + " '" + script.string() + "'").c_str(), "r");
   EXPECT_NE(pipe, nullptr);

@@ -26,6 +26,7 @@
 #include "formats/image.h"
 #include "formats/models/vit_folder.h"
 #include "formats/npy.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/vit_fixture.h"
 
 namespace {
@@ -35,7 +36,7 @@ using nlohmann::json;
 using vittest::Spec;
 
 const std::string kPython = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-const fs::path kScripts = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats";
+const fs::path kScripts = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats";
 
 // stdout of `command`, or nullopt when it fails.
 std::optional<std::string> capture(const std::string& command) {

@@ -18,6 +18,7 @@
 #include "formats/tokenizers/tokenizer.h"
 #include "formats/tokenizers/wordpiece.h"
 #include "tests/support/encoder_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 using attn::io::WordPieceTokenizer;
 using nlohmann::json;
 
-const fs::path kData = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/data/wordpiece";
+const fs::path kData = fs::path(attn::testing::assetDir()).parent_path() / "tests/data/wordpiece";
 
 WordPieceTokenizer fixture(int maxChars = 100) {
   auto t = WordPieceTokenizer::fromTokenizerJson(
@@ -97,7 +98,7 @@ std::string python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3
 TEST(WordPiece, MatchesTheIndependentPythonReference) {
   if (std::system((python() + " -c 'import unicodedata' >/dev/null 2>&1").c_str()) != 0)
     GTEST_SKIP() << "python3 is not installed";
-  const fs::path script = fs::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/wordpiece_reference.py";
+  const fs::path script = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/wordpiece_reference.py";
   const json strings = readJson(kData / "strings.json");
   for (const char* name : {"uncased", "cased", "nochinese"}) {
     SCOPED_TRACE(name);

@@ -16,6 +16,7 @@
 #include "render/heatmap_render.h"
 #include "tests/support/test_files.h"
 #include "tests/support/test_core_util.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -217,7 +218,7 @@ TEST(ColorbarTicks, RoundEvenlySpacedInsideTheRangeAndDistinct) {
 // ---------------------------------------------------------------------------------------
 
 fs::path tempFile(const std::string& name) {
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "io_heatmap_axis";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "io_heatmap_axis";
   fs::create_directories(dir);
   return dir / name;
 }

@@ -18,6 +18,7 @@
 #include "formats/image.h"
 #include "render/image_overlay.h"
 #include "tools/sample_images.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -448,16 +449,16 @@ TEST(ImageLoadTest, FileBytesInStbReasonsAreMadePrintable) {
 }
 
 TEST(ImageLoadTest, MissingFileNamesIt) {
-  Expected<io::Image> missing = io::loadImage(ATTNSCOPE_TEST_TMP "/no/such/image.png");
+  Expected<io::Image> missing = io::loadImage(attn::testing::testTmp() + "/no/such/image.png");
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().file, ATTNSCOPE_TEST_TMP "/no/such/image.png");
+  EXPECT_EQ(missing.error().file, attn::testing::testTmp() + "/no/such/image.png");
 }
 
 TEST(ImageLoadTest, ShippedSamplesAreTheGeneratedImages) {
-  Expected<io::Image> shapes = io::loadImage(ATTNSCOPE_ASSET_DIR "/images/shapes.png");
+  Expected<io::Image> shapes = io::loadImage(attn::testing::assetDir() + "/images/shapes.png");
   ASSERT_TRUE(shapes.ok()) << shapes.error().message();
   EXPECT_EQ(shapes->rgb, samples::makeShapesImage().rgb);
-  Expected<io::Image> stripes = io::loadImage(ATTNSCOPE_ASSET_DIR "/images/stripes.png");
+  Expected<io::Image> stripes = io::loadImage(attn::testing::assetDir() + "/images/stripes.png");
   ASSERT_TRUE(stripes.ok()) << stripes.error().message();
   EXPECT_EQ(stripes->rgb, samples::makeStripesImage().rgb);
 }

@@ -17,6 +17,7 @@
 #include "render/heatmap_render.h"
 #include "tests/support/test_core_util.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
 
 namespace attn::io {
 
@@ -40,7 +41,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 using testing::M;  // tests/support/test_core_util.h
 
 fs::path tempDir() {
-  fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "io_render";
+  fs::path dir = fs::path(attn::testing::testTmp()) / "io_render";
   fs::create_directories(dir);
   return dir;
 }

@@ -6,6 +6,7 @@
 
 #include "app/session/compute_service.h"
 #include "formats/scenario_json.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -15,7 +16,7 @@ using namespace attn::app;
 
 Scenario preset(const std::string& stem) {
   Expected<Scenario> scenario =
-      io::loadScenario((fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / (stem + ".json")).string());
+      io::loadScenario((fs::path(attn::testing::assetDir()) / "scenarios" / (stem + ".json")).string());
   EXPECT_TRUE(scenario.ok());
   return scenario.ok() ? scenario.value() : Scenario{};
 }

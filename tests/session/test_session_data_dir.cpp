@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app/session/data_dir.h"
+#include "tests/support/test_paths.h"
 
 namespace attn::app {
 namespace {
@@ -14,7 +15,7 @@ namespace fs = std::filesystem;
 
 // A scratch folder, emptied first.
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "data_dir" / name;
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "data_dir" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -58,7 +59,7 @@ TEST(DataDir, ThisTestFindsTheSourceTreesAssetsThroughTheBuildFolder) {
   // The test binary sits in the build folder, whose share/attnscope links to assets/.
   const std::string found = dataDir();
   ASSERT_FALSE(found.empty());
-  EXPECT_EQ(fs::canonical(found), fs::canonical(ATTNSCOPE_ASSET_DIR));
+  EXPECT_EQ(fs::canonical(found), fs::canonical(attn::testing::assetDir()));
   EXPECT_TRUE(fs::exists(fs::path(shaderDir()) / "heatmap.frag"));
 }
 

@@ -14,6 +14,7 @@
 #include "core/attention/selection.h"
 #include "formats/claims_json.h"
 #include "formats/scenario_json.h"
+#include "tests/support/test_paths.h"
 
 namespace {
 
@@ -22,7 +23,7 @@ using namespace attn;
 
 std::vector<fs::path> presets() {
   std::vector<fs::path> paths;
-  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios"))
+  for (const auto& entry : fs::directory_iterator(fs::path(attn::testing::assetDir()) / "scenarios"))
     if (entry.path().extension() == ".json") paths.push_back(entry.path());
   std::sort(paths.begin(), paths.end());
   return paths;
@@ -88,7 +89,7 @@ std::vector<std::string> sentencesOf(const std::string& text) {
 
 // The statements of a preset: assets/claims/NAME.json beside assets/scenarios/NAME.json.
 std::vector<Statement> statementsOf(const fs::path& preset) {
-  const fs::path path = fs::path(ATTNSCOPE_ASSET_DIR) / "claims" / preset.filename();
+  const fs::path path = fs::path(attn::testing::assetDir()) / "claims" / preset.filename();
   Expected<std::vector<Statement>> statements = io::loadStatements(path.string());
   EXPECT_TRUE(statements.ok()) << (statements.ok() ? "" : statements.error().message());
   return statements.ok() ? *statements : std::vector<Statement>();
@@ -131,7 +132,7 @@ TEST(Presets, SentencesSplitAtFullStopsOnly) {
 TEST(Presets, TheNewStatementKindsReportTheNumbers) {
   // max-weight, entropy, argmax on the diagonal, shape and a what-if, each stated falsely
   // about presets whose numbers are known.
-  const fs::path dir = fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios";
+  const fs::path dir = fs::path(attn::testing::assetDir()) / "scenarios";
   const Computed eight = compute(dir / "eight_heads_sentence.json");
   Statement peaked;  // the old text: "some heads fix on one token"; head 4's largest is 0.3338
   peaked.claim.head = 4;
@@ -242,7 +243,7 @@ TEST(Presets, EveryCaptionStatementHolds) {
 
 TEST(Presets, AFalseClaimIsReportedWithTheNumbers) {
   // Bahdanau's first decoder state prefers "mat" (the old description said "cat").
-  const Computed c = compute(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "bahdanau_additive.json");
+  const Computed c = compute(fs::path(attn::testing::assetDir()) / "scenarios" / "bahdanau_additive.json");
   Claim wrong;
   wrong.query = "s1";
   wrong.argmaxKey = "cat";
@@ -259,7 +260,7 @@ TEST(Presets, AFalseClaimIsReportedWithTheNumbers) {
 }
 
 TEST(Presets, ClaimsSurviveASave) {
-  const fs::path path = fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "local_window.json";
+  const fs::path path = fs::path(attn::testing::assetDir()) / "scenarios" / "local_window.json";
   Expected<Scenario> scenario = io::loadScenario(path.string());
   ASSERT_TRUE(scenario.ok());
   ASSERT_FALSE(scenario->claims.empty());

@@ -25,6 +25,8 @@
 #include "render/heatmap_render.h"
 #include "tests/support/test_files.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 namespace {
 
@@ -35,8 +37,8 @@ using attn::testing::haveXvfbRun;  // tests/support/test_files.h
 
 int screenshot(const fs::path& file, const fs::path& out, std::string* log) {
   const fs::path logPath = out.string() + ".log";
-  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' '" +
-                              std::string(ATTNSCOPE_BIN) + "' screenshot '" + file.string() +
+  const std::string command = attn::testing::xvfbRun("1600x1000x24") + " '" +
+                              attn::testing::attnscopeBin() + "' screenshot '" + file.string() +
                               "' --out '" + out.string() + "' --size 1600x1000 > '" +
                               logPath.string() + "' 2>&1";
   const int status = std::system(command.c_str());

@@ -33,6 +33,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 namespace {
 
@@ -59,7 +61,7 @@ const Mode kModes[] = {{"normal", ""},
 
 std::vector<fs::path> presets() {
   std::vector<fs::path> out;
-  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios"))
+  for (const auto& entry : fs::directory_iterator(fs::path(attn::testing::assetDir()) / "scenarios"))
     if (entry.path().extension() == ".json") out.push_back(entry.path());
   std::sort(out.begin(), out.end());
   return out;
@@ -179,7 +181,7 @@ TEST_P(ClassroomSweep, LabelsNumbersRangesAndSpaceOnEveryPreset) {
     for (const Mode& mode : kModes) {
       const std::string stem = preset.stem().string() + "-" + mode.name;
       const fs::path png = dir / (stem + ".png"), dump = dir / (stem + ".layout.json");
-      script += quote(ATTNSCOPE_BIN) + " screenshot " + quote(preset.string()) + " --out " +
+      script += quote(attn::testing::attnscopeBin()) + " screenshot " + quote(preset.string()) + " --out " +
                 quote(png.string()) + " --size " + size + " --theme light" + mode.flags +
                 " --layout-out " + quote(dump.string()) + "\n";
       cases.push_back({preset.stem().string(), mode.name, dump});
@@ -187,7 +189,7 @@ TEST_P(ClassroomSweep, LabelsNumbersRangesAndSpaceOnEveryPreset) {
   }
   ASSERT_GE(cases.size(), 24u);  // six presets at least, four modes each
   const fs::path log = dir / "sweep.log";
-  const std::string command = "xvfb-run -a -s '-screen 0 1920x1080x24' sh -c " + quote(script) +
+  const std::string command = attn::testing::xvfbRun("1920x1080x24") + " sh -c " + quote(script) +
                               " > " + quote(log.string()) + " 2>&1";
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << readFile(log);
@@ -339,7 +341,7 @@ TEST(ClassroomTemperature, TheHeaderNamesTAndTheMaskAndTheCaptionShowsTheDivisio
   if (!haveXvfbRun()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb xauth)";
   const fs::path dir = freshDir("temperature");
   Json scenario = Json::parse(
-      readFile(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "decoder_state.json"));
+      readFile(fs::path(attn::testing::assetDir()) / "scenarios" / "decoder_state.json"));
   scenario["temperature"] = 1000;
   const fs::path path = dir / "decoder_t1000.json";
   std::ofstream(path) << scenario.dump(2);
@@ -347,12 +349,12 @@ TEST(ClassroomTemperature, TheHeaderNamesTAndTheMaskAndTheCaptionShowsTheDivisio
   for (const char* mode : {"presentation", "alone"}) {
     const std::string flags =
         std::string(mode) == "alone" ? " --presentation --stage weights" : " --presentation";
-    script += quote(ATTNSCOPE_BIN) + " screenshot " + quote(path.string()) + " --out " +
+    script += quote(attn::testing::attnscopeBin()) + " screenshot " + quote(path.string()) + " --out " +
               quote((dir / (std::string(mode) + ".png")).string()) + " --size 1280x800" + flags +
               " --layout-out " + quote((dir / (std::string(mode) + ".json")).string()) + "\n";
   }
   const fs::path log = dir / "shots.log";
-  const std::string command = "xvfb-run -a -s '-screen 0 1920x1080x24' sh -c " + quote(script) +
+  const std::string command = attn::testing::xvfbRun("1920x1080x24") + " sh -c " + quote(script) +
                               " > " + quote(log.string()) + " 2>&1";
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << readFile(log);

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 namespace {
 
@@ -84,9 +86,9 @@ TEST(LessonGif, OneFrameAStageOfThePresentationView) {
   const fs::path dir = attn::testing::freshDir("smoke_lesson");
   const fs::path gifPath = dir / "steps.gif";
   const std::string scenario =
-      std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json";
+      attn::testing::assetDir() + "/scenarios/decoder_state.json";
   std::string log;
-  ASSERT_EQ(run("xvfb-run -a -s '-screen 0 1920x1080x24' '" + std::string(ATTNSCOPE_BIN) +
+  ASSERT_EQ(run(attn::testing::xvfbRun("1920x1080x24") + " '" + attn::testing::attnscopeBin() +
                     "' lesson '" + scenario + "' --out '" + gifPath.string() + "' --delay 3",
                 dir / "lesson.log", &log),
             0)

@@ -21,6 +21,8 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 namespace {
 
@@ -110,8 +112,10 @@ attn::testing::RunResult attnscopeRunXvfbIn(const std::string& folder, const fs:
                                             const fs::path& dir) {
   return attn::testing::runProgram(
       "/usr/bin/xvfb-run",
-      {"-a", "-s", "-screen 0 1600x1000x24", ATTNSCOPE_BIN, "screenshot", "--model", folder,
-       "--text", "the cat sat on the mat", "--select", "2,1", "--out", png.string()},
+      attn::testing::xvfbRunArgs("1600x1000x24",
+                                 {attn::testing::attnscopeBin(), "screenshot", "--model", folder,
+                                  "--text", "the cat sat on the mat", "--select", "2,1", "--out",
+                                  png.string()}),
       dir);
 }
 
@@ -154,11 +158,13 @@ TEST(ModelWindow, ScreenshotWithAblationAndPatching) {
     for (int attempt = 0; attempt < 2; ++attempt) {  // see ScreenshotCommand
       result = attn::testing::runProgram(
           "/usr/bin/xvfb-run",
-          {"-a", "-s", "-screen 0 1600x1000x24", ATTNSCOPE_BIN, "screenshot", "--model",
-           dir.string(), "--text", "the cat sat on the mat", "--ablate", ablate, "--head-score",
-           "prev", "--sort-grid", "--patch-clean", "the cat sat on the mat", "--patch-corrupt",
-           "the cat sat in the mat", "--patch-answer", " the", "--patch-wrong", " on",
-           "--layout-out", (out / "layout.json").string(), "--out", png.string()},
+          attn::testing::xvfbRunArgs(
+              "1600x1000x24",
+              {attn::testing::attnscopeBin(), "screenshot", "--model", dir.string(), "--text",
+               "the cat sat on the mat", "--ablate", ablate, "--head-score", "prev",
+               "--sort-grid", "--patch-clean", "the cat sat on the mat", "--patch-corrupt",
+               "the cat sat in the mat", "--patch-answer", " the", "--patch-wrong", " on",
+               "--layout-out", (out / "layout.json").string(), "--out", png.string()}),
           out);
       if (result.err.find("xvfb-run: error") == std::string::npos) break;
     }

@@ -19,6 +19,8 @@
 
 #include "render/heatmap_render.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 namespace {
 
@@ -39,10 +41,10 @@ Shot screenshot(long long steps, const fs::path& out) {
   Shot shot;
   fs::remove(out);
   const std::string scenario =
-      (fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "decoder_state.json").string();
+      (fs::path(attn::testing::assetDir()) / "scenarios" / "decoder_state.json").string();
   const std::string logPath = out.string() + ".log";
-  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' '" +
-                              std::string(ATTNSCOPE_BIN) + "' screenshot '" + scenario +
+  const std::string command = attn::testing::xvfbRun("1600x1000x24") + " '" +
+                              attn::testing::attnscopeBin() + "' screenshot '" + scenario +
                               "' --training " + std::to_string(steps) + " --out '" + out.string() +
                               "' --size 1280x900 > '" + logPath + "' 2>&1";
   const int status = std::system(command.c_str());
@@ -114,7 +116,7 @@ Masses cellValues(const Shot& shot) {
 
 TEST(TrainingScreenshot, TheAntiDiagonalFormsInTheWindow) {
   if (!haveXvfbRun()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb xauth)";
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "smoke_training";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "smoke_training";
   fs::create_directories(dir);
 
   const Shot before = screenshot(0, dir / "step0.png");

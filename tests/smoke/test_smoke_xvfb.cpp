@@ -1,5 +1,5 @@
 // Real-window smoke tests: for every preset in assets/scenarios, run
-//   xvfb-run -a -s '-screen 0 1600x1000x24' attnscope screenshot PRESET --out X.png --size
+//   xvfb-run -n N -s '-screen 0 1600x1000x24' attnscope screenshot PRESET --out X.png --size
 //   1600x1000
 // as a subprocess, then check that the PNG is a real picture (many distinct colours) and that
 // the sample cell of the pipeline's weights heatmap (read from the FILE.png.json sidecar)
@@ -28,6 +28,8 @@
 #include "render/heatmap_render.h"
 #include "formats/scenario_json.h"
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 namespace {
 
@@ -38,7 +40,7 @@ using attn::testing::haveXvfbRun;  // tests/support/test_files.h
 
 std::vector<std::string> presets() {
   std::vector<std::string> out;
-  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios")) {
+  for (const auto& entry : fs::directory_iterator(fs::path(attn::testing::assetDir()) / "scenarios")) {
     if (entry.path().extension() == ".json") out.push_back(entry.path().string());
   }
   std::sort(out.begin(), out.end());
@@ -78,8 +80,8 @@ Png readPng(const std::string& path) {
 // Runs the screenshot command; returns the exit status and fills `log` with its output.
 int runScreenshot(const std::string& scenario, const std::string& out, std::string* log) {
   const std::string logPath = out + ".log";
-  const std::string command = "xvfb-run -a -s '-screen 0 1600x1000x24' " +
-                              shellQuote(ATTNSCOPE_BIN) + " screenshot " + shellQuote(scenario) +
+  const std::string command = attn::testing::xvfbRun("1600x1000x24") + " " +
+                              shellQuote(attn::testing::attnscopeBin()) + " screenshot " + shellQuote(scenario) +
                               " --out " + shellQuote(out) + " --size 1600x1000 > " +
                               shellQuote(logPath) + " 2>&1";
   const int status = std::system(command.c_str());
@@ -95,7 +97,7 @@ class PresetScreenshot : public ::testing::TestWithParam<std::string> {};
 TEST_P(PresetScreenshot, RendersEveryPanelWithTheColormapColours) {
   if (!haveXvfbRun()) GTEST_SKIP() << "xvfb-run is not installed (apt-get install xvfb xauth)";
   const fs::path preset = GetParam();
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "smoke";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "smoke";
   fs::create_directories(dir);
   const std::string out = (dir / (preset.stem().string() + ".png")).string();
   fs::remove(out);
@@ -167,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, PresetScreenshot, ::testing::ValuesIn(presets(
 
 TEST(Screenshot, BadScenarioFailsWithOneLineAndExitCode2) {
   if (!haveXvfbRun()) GTEST_SKIP() << "xvfb-run is not installed";
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "smoke";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "smoke";
   fs::create_directories(dir);
   const std::string bad = (dir / "bad.json").string();
   std::ofstream(bad) << "{\"mode\": \"cross\", \"queries\": [[1, 2]], \"keys\": [[1, \"x\"]]}";
@@ -185,11 +187,11 @@ TEST(Screenshot, BadScenarioFailsWithOneLineAndExitCode2) {
 // in test_ui_state (Recovery.*).
 TEST(Window, CleansOrphansAtStartAndLeavesAnUnansweredAutosaveAlone) {
   if (!haveXvfbRun()) GTEST_SKIP() << "xvfb-run is not installed";
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "smoke" / "recovery";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "smoke" / "recovery";
   fs::remove_all(dir);
   fs::create_directories(dir / "state" / "attnscope");
   const fs::path doc = dir / "doc.json";
-  fs::copy_file(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "decoder_state.json", doc);
+  fs::copy_file(fs::path(attn::testing::assetDir()) / "scenarios" / "decoder_state.json", doc);
   const fs::path autosave = dir / "state" / "attnscope" / "autosave.json";
   attn::Expected<attn::Scenario> edited = attn::io::loadScenario(doc.string());
   ASSERT_TRUE(edited.ok());
@@ -211,9 +213,9 @@ TEST(Window, CleansOrphansAtStartAndLeavesAnUnansweredAutosaveAlone) {
 
   const std::string logPath = (dir / "window.log").string();
   const std::string script = "XDG_STATE_HOME=" + shellQuote((dir / "state").string()) + " " +
-                             shellQuote(ATTNSCOPE_BIN) + " " + shellQuote(doc.string()) +
+                             shellQuote(attn::testing::attnscopeBin()) + " " + shellQuote(doc.string()) +
                              " & pid=$!; sleep 5; kill $pid; wait $pid; echo \"status $?\"";
-  const std::string command = "xvfb-run -a -s '-screen 0 1280x800x24' sh -c " + shellQuote(script) +
+  const std::string command = attn::testing::xvfbRun("1280x800x24") + " sh -c " + shellQuote(script) +
                               " > " + shellQuote(logPath) + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0);
   std::ifstream logIn(logPath);
@@ -231,12 +233,12 @@ TEST(Window, CleansOrphansAtStartAndLeavesAnUnansweredAutosaveAlone) {
 
 TEST(Screenshot, NoDisplayGivesExitCode3AndOneLine) {
   // No xvfb-run here on purpose: with DISPLAY and WAYLAND_DISPLAY unset, glfwInit fails.
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "smoke";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "smoke";
   fs::create_directories(dir);
   const std::string logPath = (dir / "nodisplay.log").string();
   const std::string command =
-      "env -u DISPLAY -u WAYLAND_DISPLAY " + shellQuote(ATTNSCOPE_BIN) + " screenshot " +
-      shellQuote(std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json") + " --out " +
+      "env -u DISPLAY -u WAYLAND_DISPLAY " + shellQuote(attn::testing::attnscopeBin()) + " screenshot " +
+      shellQuote(attn::testing::assetDir() + "/scenarios/decoder_state.json") + " --out " +
       shellQuote((dir / "nodisplay.png").string()) + " > " + shellQuote(logPath) + " 2>&1";
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status));

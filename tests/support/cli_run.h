@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "tests/support/test_files.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 extern char** environ;
 
@@ -81,16 +83,17 @@ inline RunResult runProgram(const std::string& program, const std::vector<std::s
   return run;
 }
 
-// Runs the attnscope binary under test (ATTNSCOPE_BIN) with `args`; stdout and stderr go
+// Runs the attnscope binary under test (attnscopeBin(), tests/support/test_paths.h) with `args`; stdout and stderr go
 // to files in `dir`, which must exist.
 inline RunResult runAttnscope(const std::vector<std::string>& args,
                               const std::filesystem::path& dir) {
-  return runProgram(ATTNSCOPE_BIN, args, dir);
+  return runProgram(attn::testing::attnscopeBin(), args, dir);
 }
 
 // A window test's way to a display when there is none: this test binary again, under
-// `xvfb-run -a`, running only the test that calls it (--gtest_filter=Suite.Name), its output
-// kept in a fresh folder for the failure message. xvfb-run sometimes fails on its own after
+// `xvfb-run -n N` (a display of its own, tests/support/xvfb_display.h), running only the
+// test that calls it (--gtest_filter=Suite.Name), its output kept in a fresh folder for the
+// failure message. xvfb-run sometimes fails on its own after
 // the test has ended (exit 5, "xvfb-run: error: problem while cleaning up temporary
 // directory"): that is the harness, so such a run is repeated once.
 inline RunResult runThisTestUnderXvfb() {
@@ -100,8 +103,8 @@ inline RunResult runThisTestUnderXvfb() {
   RunResult run;
   for (int attempt = 0; attempt < 2; ++attempt) {
     run = runProgram("/usr/bin/xvfb-run",
-                     {"-a", "-s", "-screen 0 1600x1000x24", "/proc/" + std::to_string(getpid()) + "/exe",
-                      "--gtest_filter=" + name},
+                     xvfbRunArgs("1600x1000x24", {"/proc/" + std::to_string(getpid()) + "/exe",
+                                                  "--gtest_filter=" + name}),
                      dir);
     if (run.err.find("xvfb-run: error") == std::string::npos) break;
   }

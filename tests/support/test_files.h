@@ -12,14 +12,16 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/test_paths.h"
+
 namespace attn::testing {
 
-// A fresh, empty folder (removed first if it exists): ATTNSCOPE_TEST_TMP/<Suite>.<Test>/<name>
-// while a test runs, ATTNSCOPE_TEST_TMP/<name> otherwise. ctest runs every test in its own
+// A fresh, empty folder (removed first if it exists): testTmp()/<Suite>.<Test>/<name> while
+// a test runs, testTmp()/<name> otherwise (tests/support/test_paths.h). ctest runs every test in its own
 // process and in parallel (-j), so two tests that build the same fixture folder (a static
 // model folder, say) must never share it: one would remove it while the other reads it.
 inline std::filesystem::path freshDir(const std::string& name) {
-  std::filesystem::path dir = ATTNSCOPE_TEST_TMP;
+  std::filesystem::path dir = testTmp();
   if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
     dir /= std::string(info->test_suite_name()) + "." + info->name();
   dir /= name;
@@ -28,7 +30,7 @@ inline std::filesystem::path freshDir(const std::string& name) {
   return dir;
 }
 
-// A fresh folder for the running test, ATTNSCOPE_TEST_TMP/<Suite>.<Test>/<group>.
+// A fresh folder for the running test, testTmp()/<Suite>.<Test>/<group>.
 inline std::filesystem::path testCaseDir(const std::string& group) { return freshDir(group); }
 
 // The whole file as bytes ("" when it cannot be read).

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/model_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace modeltest {
 
@@ -33,7 +34,7 @@ inline bool runTorchReference(const std::vector<std::filesystem::path>& dirs,
                               const std::vector<int>& ids, std::vector<Reference>& out,
                               std::string& problem) {
   const std::filesystem::path script =
-      std::filesystem::path(ATTNSCOPE_ASSET_DIR).parent_path() / "tests/formats/hf_reference.py";
+      std::filesystem::path(attn::testing::assetDir()).parent_path() / "tests/formats/hf_reference.py";
   std::string command = python() + " '" + script.string() + "' ";
   for (std::size_t i = 0; i < ids.size(); ++i) command += (i ? "," : "") + std::to_string(ids[i]);
   for (const std::filesystem::path& dir : dirs) command += " '" + dir.string() + "'";

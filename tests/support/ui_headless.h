@@ -19,6 +19,7 @@
 #include "app/ui/widgets/heatmap_widget.h"
 #include "app/ui/panels/panels.h"
 #include "formats/scenario_json.h"
+#include "tests/support/test_paths.h"
 
 namespace attn::testing {
 
@@ -39,7 +40,7 @@ using app::update;
 
 inline std::vector<std::string> presetPaths() {
   std::vector<std::string> paths;
-  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios"))
+  for (const auto& entry : fs::directory_iterator(fs::path(attn::testing::assetDir()) / "scenarios"))
     if (entry.path().extension() == ".json") paths.push_back(entry.path().string());
   std::sort(paths.begin(), paths.end());
   return paths;
@@ -55,7 +56,7 @@ inline app::AppState loaded(const std::string& path) {
 }
 
 inline app::AppState loadedPreset(const std::string& stem) {
-  return loaded((fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / (stem + ".json")).string());
+  return loaded((fs::path(attn::testing::assetDir()) / "scenarios" / (stem + ".json")).string());
 }
 
 // Key indices used for the simulated keyboard (any distinct indices < 512 do).

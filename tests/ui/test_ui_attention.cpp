@@ -21,6 +21,7 @@
 #include "app/ui/panels/panels.h"
 #include "tests/support/attention_test_files.h"
 #include "formats/scenario_json.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -69,7 +70,7 @@ fs::path writeDemo(const fs::path& dir, int layers, int heads, int n, bool token
 AppState withPreset() {
   AppState state;
   Expected<Scenario> scenario =
-      io::loadScenario((fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "decoder_state.json").string());
+      io::loadScenario((fs::path(attn::testing::assetDir()) / "scenarios" / "decoder_state.json").string());
   EXPECT_TRUE(scenario.ok());
   loadDocument(state, scenario.ok() ? scenario.value() : Scenario{}, "preset.json");
   return state;

@@ -17,6 +17,7 @@
 #include "app/session/recent_files.h"
 #include "tests/support/attention_test_files.h"
 #include "tests/support/cli_run.h"
+#include "tests/support/test_paths.h"
 #include "formats/files.h"
 
 namespace {
@@ -413,15 +414,15 @@ TEST(AttentionScreenshotOptions, BadValuesAreOneLineErrors) {
       {"screenshot", run, "--out", out, "--focus", "x:3"},
   };
   for (const auto& args : cases) {
-    const attn::testing::RunResult r = attn::testing::runProgram(ATTNSCOPE_BIN, args, dir);
+    const attn::testing::RunResult r = attn::testing::runProgram(attn::testing::attnscopeBin(), args, dir);
     EXPECT_EQ(r.exitCode, 2) << args[5];
     EXPECT_EQ(r.errLines().size(), 1u) << r.err;
     EXPECT_NE(r.err.find(args[4]), std::string::npos) << r.err;
   }
   // On a scenario they do not apply.
   const attn::testing::RunResult scenario = attn::testing::runProgram(
-      ATTNSCOPE_BIN,
-      {"screenshot", std::string(ATTNSCOPE_ASSET_DIR) + "/scenarios/decoder_state.json", "--out",
+      attn::testing::attnscopeBin(),
+      {"screenshot", attn::testing::assetDir() + "/scenarios/decoder_state.json", "--out",
        out, "--view", "focus"},
       dir);
   EXPECT_EQ(scenario.exitCode, 2);

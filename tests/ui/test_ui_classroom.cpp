@@ -23,6 +23,7 @@
 #include "app/session/pipeline_steps.h"
 #include "app/session/text_layout.h"
 #include "core/attention/explain.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -251,7 +252,7 @@ TEST_F(Headless, ApplyingASentenceInCrossModeAsksAndChangesNothingYet) {
 // ---------------------------------------------------------------------------------------
 
 TEST(Presets, EverySuggestedTemperatureIsAcceptedAsTyped) {
-  const std::vector<Preset> presets = listPresets(ATTNSCOPE_ASSET_DIR);
+  const std::vector<Preset> presets = listPresets(attn::testing::assetDir());
   ASSERT_FALSE(presets.empty());
   // "temperature 1000", "temperature T = 0.1", "temperature T=5": the number after it.
   // (A hand scan: std::regex trips GCC 12's -Wmaybe-uninitialized at -O1.)

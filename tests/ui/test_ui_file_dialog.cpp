@@ -18,6 +18,7 @@
 #include "app/ui/panels/panel_registry.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
 namespace attn::app {
@@ -26,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "file_dialog" / name;
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "file_dialog" / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -202,7 +203,7 @@ TEST_F(FileDialogUi, TheDesktopDialogsAnswerSavesOrFallsBack) {
 TEST_F(FileDialogUi, OpenRunsTheDesktopDialogAndTakesItsAnswer) {
   const fs::path dir = scratch("native_open");
   const fs::path doc = dir / "doc.json";
-  fs::copy_file(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "fbi_causal.json", doc);
+  fs::copy_file(fs::path(attn::testing::assetDir()) / "scenarios" / "fbi_causal.json", doc);
   fakeDialog(dir, "zenity", doc.string() + "\\n", 0);
   const std::string oldPath = std::getenv("PATH") ? std::getenv("PATH") : "";
   setenv("PATH", (dir.string() + ":" + oldPath).c_str(), 1);
@@ -322,7 +323,7 @@ TEST_F(FileDialogUi, ModelFolderAndImageDialogsChooseAndRemember) {
   ui = FileUi{};
   const fs::path images = dir / "pictures";
   fs::create_directories(images);
-  fs::copy_file(fs::path(ATTNSCOPE_ASSET_DIR) / "images" / "shapes.png", images / "a.png");
+  fs::copy_file(fs::path(attn::testing::assetDir()) / "images" / "shapes.png", images / "a.png");
   touch(images / "b.json");
   ui.lastImageFolder = images.string();
   state.image.showOpenDialog = true;
@@ -366,7 +367,7 @@ TEST_F(FileDialogUi, EveryKindOpensWhenDropped) {
   FileUi ui;
   // A scenario becomes the document.
   const fs::path scenario = dir / "fbi.json";
-  fs::copy_file(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / "fbi_causal.json", scenario);
+  fs::copy_file(fs::path(attn::testing::assetDir()) / "scenarios" / "fbi_causal.json", scenario);
   openDropped(ui, state, {scenario.string()}, 0);
   EXPECT_EQ(state.docPath, scenario.string());
   // An .npy [n, n] and an .npz with one array open in the Attention panel.
@@ -391,7 +392,7 @@ TEST_F(FileDialogUi, EveryKindOpensWhenDropped) {
   EXPECT_EQ(state.attention.tensor()->path(), (dir / "w.npz").string());
   EXPECT_EQ(state.docPath, scenario.string());  // the document stays
   // An image opens in the Image view.
-  const fs::path image = fs::path(ATTNSCOPE_ASSET_DIR) / "images" / "stripes.png";
+  const fs::path image = fs::path(attn::testing::assetDir()) / "images" / "stripes.png";
   openDropped(ui, state, {image.string()}, 0);
   EXPECT_EQ(state.image.path, image.string());
   EXPECT_TRUE(state.image.open());

@@ -23,6 +23,7 @@
 #include "app/ui/panels/panels.h"
 #include "formats/image.h"
 #include "render/image_overlay.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -31,7 +32,7 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-const std::string kShapes = ATTNSCOPE_ASSET_DIR "/images/shapes.png";
+const std::string kShapes = attn::testing::assetDir() + "/images/shapes.png";
 
 class ImagePanel : public testui::HeadlessImGui {
  protected:
@@ -90,7 +91,7 @@ TEST_F(ImagePanel, OpensComputesAndKeepsStateOnABadFile) {
   EXPECT_EQ(mock().rgbDraws.size(), 3u);
 
   // A truncated file: an error notice naming it; the image and the result stay.
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "ui_image";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "ui_image";
   fs::create_directories(dir);
   const std::string cut = (dir / "cut.png").string();
   {
@@ -255,7 +256,7 @@ TEST(ImageViewAsyncTest, LatestSettingsWinAndMatchTheSynchronousResult) {
   v.patch.patch = 16;
   v.bump();
   updateImageViewAsync(v);
-  ASSERT_TRUE(openImage(v, ATTNSCOPE_ASSET_DIR "/images/stripes.png").ok());
+  ASSERT_TRUE(openImage(v, attn::testing::assetDir() + "/images/stripes.png").ok());
   EXPECT_FALSE(v.computed);
   settle(v);
   ASSERT_TRUE(v.computed) << v.error;
@@ -272,7 +273,7 @@ TEST_F(ImagePanel, ExportIsTheCliOverlay) {
   v.queryCol = 2;
   v.opacity = 0.5f;
   v.exportScale = 2;
-  const fs::path dir = fs::path(ATTNSCOPE_TEST_TMP) / "ui_image";
+  const fs::path dir = fs::path(attn::testing::testTmp()) / "ui_image";
   fs::create_directories(dir);
   const std::string path = (dir / "overlay.png").string();
   ASSERT_TRUE(exportOverlay(v, ColormapKind::Magma, path).ok());

@@ -1,8 +1,8 @@
 // The Image panel's "model" source (app/session/image_model.h, app/ui/panels/
 // panel_image_model.cpp) on the random ViT / DeiT of tests/support/vit_fixture.h: a folder
 // routed there by the model service, the run against the library's own, the row shown for
-// [CLS], a patch, a head, the mean and the rollout, the worker path, and the panel drawing
-// headless.
+// [CLS], a patch, a head, the mean and the rollout, and the panel drawing headless. The
+// worker path without a window: tests/session/test_session_image_model.cpp.
 #include <gtest/gtest.h>
 
 #include <imgui.h>
@@ -97,34 +97,6 @@ TEST_F(ImageModelInApp, RoutedLoadedRunAndRowsAsTheLibrarySays) {
   frame(state);
   frame(state);
   EXPECT_TRUE(state.image.computed);
-}
-
-TEST_F(ImageModelInApp, TheWorkerRunsAndABadFolderSaysWhy) {
-  AppState state;
-  const vittest::Spec spec;
-  const fs::path dir = vittest::writeFolder("vit", spec, vittest::makeTensors(spec, 6));
-  ASSERT_TRUE(openImage(state.image, picture(dir).string()).ok());
-  ImageModelState& m = state.image.model;
-  m.loadRequest = dir.string();
-  auto updated = updateImageModel(m, state.image.image, state.image.imageId, /*async=*/true);
-  ASSERT_TRUE(updated.ok());
-  ASSERT_TRUE(m.service);
-  m.service->waitIdle();
-  updated = updateImageModel(m, state.image.image, state.image.imageId, true);
-  ASSERT_TRUE(updated.ok());
-  EXPECT_TRUE(*updated);
-  ASSERT_TRUE(m.shown && m.shown->run);
-  EXPECT_EQ(m.shown->run->tokens, 17);
-  // A folder without id2label: the error names the field; the loaded model stays.
-  const fs::path bad = vittest::writeFolder("bad", spec, vittest::makeTensors(spec, 6));
-  nlohmann::json config = vittest::configJson(spec);
-  config.erase("id2label");
-  attn::testing::writeFile(bad / "config.json", config.dump());
-  m.loadRequest = bad.string();
-  updated = updateImageModel(m, state.image.image, state.image.imageId, false);
-  ASSERT_FALSE(updated.ok());
-  EXPECT_NE(updated.error().message().find("field 'id2label': missing"), std::string::npos);
-  EXPECT_TRUE(m.vit);
 }
 
 }  // namespace

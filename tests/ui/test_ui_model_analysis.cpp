@@ -3,6 +3,7 @@
 //   - a click on a head in the Model panel's grid toggles its ablation, and the run that the
 //     service publishes has ablateHeads()'s prediction for that set (top-K, logits, loss) and
 //     the ablated pass's attention, one compute after the edit (no debounce);
+//   - (a typed list of heads to ablate: tests/session/test_session_model_analysis.cpp)
 //   - the head scores the run carries equal headScore() of the core, and the panel's order
 //     equals an independent sort of them;
 //   - the copying score (issue 30) is one more "Colour by" choice: the run's circuits equal
@@ -221,28 +222,6 @@ TEST_F(ModelAnalysisInApp, ClickingAHeadAblatesItAndTheRunEqualsAblateHeads) {
   ASSERT_EQ(state.model.run->next.size(), want->clean.next.size());
   for (std::size_t i = 0; i < want->clean.next.size(); ++i)
     EXPECT_EQ(state.model.run->next[i].id, want->clean.next[i].id);
-}
-
-TEST_F(ModelAnalysisInApp, AblationListTypedAndCheckedAgainstTheModel) {
-  AppState state;
-  load(state, "the cat sat");
-  ModelAnalysisState& analysis = state.model.analysis;
-  Expected<std::vector<model::HeadId>> heads = parseHeadList("2.3, 0.1,1.0 2.3");
-  ASSERT_TRUE(heads);
-  ASSERT_TRUE(setAblatedHeads(analysis, *heads, weights(state)->config));
-  EXPECT_EQ(analysis.request.ablation.heads, (std::vector<model::HeadId>{{0, 1}, {1, 0}, {2, 3}}));
-  EXPECT_EQ(formatHeadList(analysis.request.ablation.heads), "0.1, 1.0, 2.3");
-  const std::uint64_t revision = analysis.request.revision;
-  Status outside = setAblatedHeads(analysis, {{3, 0}}, weights(state)->config);
-  ASSERT_FALSE(outside);
-  EXPECT_NE(outside.error().message().find("head 3.0 is outside the model's 3 layers x 4 heads"),
-            std::string::npos)
-      << outside.error().message();
-  EXPECT_EQ(analysis.request.revision, revision) << "a refused list changes nothing";
-  Expected<std::vector<model::HeadId>> bad = parseHeadList("1.2, x");
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message().find("item 2 \"x\" is not LAYER.HEAD"), std::string::npos)
-      << bad.error().message();
 }
 
 // =======================================================================================

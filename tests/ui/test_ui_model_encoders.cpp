@@ -2,7 +2,8 @@
 // panel_model_encoder.cpp) on the random checkpoints of tests/support/encoder_fixture.h: a
 // load routed by config.json, the run's tokens and attention against the library's own
 // runEncoder, the fill-mask prediction of every mask token, a checkpoint without the head,
-// the worker path, and the Model panel drawing headless.
+// and the Model panel drawing headless. The worker path without a window:
+// tests/session/test_session_encoder_service.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -99,36 +100,6 @@ TEST_F(EncoderInApp, WithoutTheHeadAttentionStillRuns) {
   EXPECT_TRUE(state.model.run->attention);
   frame(state);
   frame(state);
-}
-
-TEST_F(EncoderInApp, TheWorkerLoadsAndRunsAndABrokenFolderKeepsIt) {
-  AppState state;
-  enctest::Spec spec;
-  spec.modelType = "roberta";
-  spec.types = 1;
-  ModelService service(std::chrono::milliseconds(0));
-  state.model.loadRequest = folder(spec, "roberta").string();
-  state.model.text = "the <mask>.";
-  ++state.model.textRevision;
-  updateModelAsync(state, service, 0);
-  service.waitIdle();
-  updateModelAsync(state, service, 0);  // takes the load, submits the text
-  service.waitIdle();
-  updateModelAsync(state, service, 0);  // takes the run
-  ASSERT_TRUE(state.model.encoder);
-  ASSERT_TRUE(state.model.run);
-  EXPECT_EQ(state.model.run->ids, (std::vector<int>{256, 't', 262, 260, '.', 258}));
-  ASSERT_EQ(state.model.run->masked.size(), 1u);
-  EXPECT_EQ(state.model.run->masked[0].position, 3);
-  // A broken folder keeps the encoder and says why.
-  const fs::path broken = folder(spec, "broken");
-  fs::remove(broken / "model.safetensors");
-  state.model.loadRequest = broken.string();
-  updateModel(state, 0);
-  EXPECT_TRUE(state.model.encoder);
-  ASSERT_FALSE(state.notices.empty());
-  EXPECT_NE(state.notices.back().text.find("model.safetensors: missing"), std::string::npos)
-      << state.notices.back().text;
 }
 
 }  // namespace

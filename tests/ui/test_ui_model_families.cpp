@@ -2,8 +2,9 @@
 // panel_model.cpp) on the small random checkpoints of tests/support/model_fixture.h with a
 // tokenizer.json: the run's tokens (BOS from the post-processor, a typed "<|endoftext|>" as
 // one special token), its attention against the plain-loop reference forward pass, "open this
-// head in the pipeline" for rotary, GQA and sliding-window models (the scenario's weights are
-// the model's), and the Model panel drawing headless.
+// head in the pipeline" for a rotary GQA model (the scenario's weights are the model's), and
+// the Model panel drawing headless. Qwen2, Mistral's sliding window and GPT-NeoX's partial
+// rotary run without a window in tests/session/test_session_model_families.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -108,43 +109,6 @@ TEST_F(FamiliesInApp, LlamaRunsWithBosAndSpecialTokensAsOneToken) {
   EXPECT_FALSE(headScenario(*r, 0, 1, "l")->keys.isApprox(headScenario(*r, 0, 2, "l")->keys));
   frame(state);
   frame(state);
-}
-
-TEST_F(FamiliesInApp, NoBosWithoutAPostProcessor) {
-  AppState state;
-  auto r = run(modeltest::qwen2Spec(), "tt<s>", /*bos=*/false, state);
-  ASSERT_TRUE(r && r->error.empty());
-  EXPECT_EQ(r->ids, (std::vector<int>{'t', 't', 258}));
-  EXPECT_EQ(r->special, (std::vector<bool>{false, false, true}));
-  expectHeadsAndPipeline(modeltest::qwen2Spec(), *r);
-}
-
-TEST_F(FamiliesInApp, MistralSlidingWindowPipelineMatchesTheModel) {
-  AppState state;
-  const modeltest::Spec spec = modeltest::mistralSpec();  // window 4, 1 KV head
-  auto r = run(spec, "a cat sat on the mat", /*bos=*/true, state);
-  ASSERT_TRUE(r && r->error.empty());
-  ASSERT_GT(r->ids.size(), 8u);
-  expectHeadsAndPipeline(spec, *r);
-  Expected<Scenario> s = headScenario(*r, 0, 0, "mistral");
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->options.mask.kind, MaskKind::Custom);
-  EXPECT_NE(s->description.find("sliding_window"), std::string::npos);
-  // Query 6 sees keys 3..6 only.
-  EXPECT_FALSE(s->options.mask.custom(6, 2));
-  EXPECT_TRUE(s->options.mask.custom(6, 3));
-  EXPECT_FALSE(s->options.mask.custom(6, 7));
-}
-
-TEST_F(FamiliesInApp, GptNeoxPartialRotaryPipelineMatchesTheModel) {
-  AppState state;
-  const modeltest::Spec spec = modeltest::neoxSpec();
-  auto r = run(spec, "the cat", /*bos=*/false, state);
-  ASSERT_TRUE(r && r->error.empty());
-  expectHeadsAndPipeline(spec, *r);
-  Expected<Scenario> s = headScenario(*r, 0, 0, "neox");
-  EXPECT_NE(s->description.find("first 2 of 8 dimensions"), std::string::npos) << s->description;
-  EXPECT_EQ(s->description.find("KV head"), std::string::npos);
 }
 
 }  // namespace

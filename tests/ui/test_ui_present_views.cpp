@@ -29,6 +29,7 @@
 #include "app/ui/shell/key_routing.h"
 #include "app/ui/shell/theme.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -36,7 +37,7 @@ namespace {
 using namespace attn;
 using namespace attn::app;
 
-const std::string kShapes = ATTNSCOPE_ASSET_DIR "/images/shapes.png";
+const std::string kShapes = attn::testing::assetDir() + "/images/shapes.png";
 constexpr float kProggyPixels = 13.0f;  // the headless atlas's font (ImGui's default)
 
 enum class View { Image, Training };

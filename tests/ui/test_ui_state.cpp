@@ -27,6 +27,7 @@
 #include "app/ui/panels/panels.h"
 #include "core/attention/aggregate.h"
 #include "formats/scenario_json.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 #include "tests/support/test_files.h"
 
@@ -39,7 +40,7 @@ using namespace attn::app;
 fs::path tempDir(const std::string& name) { return attn::testing::freshDir("ui_state/" + name); }
 
 std::string preset(const std::string& stem) {
-  return (fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios" / (stem + ".json")).string();
+  return (fs::path(attn::testing::assetDir()) / "scenarios" / (stem + ".json")).string();
 }
 
 AppState loadedState(const std::string& stem = "decoder_state") {
@@ -398,7 +399,7 @@ TEST(Autosave, TickWritesOnlyWhenSomethingChanged) {
 }
 
 TEST(Files, PresetsAreListedAndQuitAsksOnlyWhenDirty) {
-  const std::vector<Preset> presets = listPresets(ATTNSCOPE_ASSET_DIR);
+  const std::vector<Preset> presets = listPresets(attn::testing::assetDir());
   ASSERT_FALSE(presets.empty());
   // Listed by their titles (the scenario's "name"), with their descriptions.
   for (const Preset& preset : presets) {
@@ -456,7 +457,7 @@ TEST(Files, PresetIsAReadOnlyTemplateAndCtrlSOpensSaveAs) {
   EXPECT_EQ(fs::path(ui.path).filename(), "decoder_state.json");
   // Even when the dialog last listed the presets folder.
   FileUi listedPresets;
-  listedPresets.folder = (fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios").string();
+  listedPresets.folder = (fs::path(attn::testing::assetDir()) / "scenarios").string();
   showSaveAsDialog(listedPresets, state);
   EXPECT_FALSE(isPresetPath(listedPresets.path)) << listedPresets.path;
 
@@ -798,7 +799,7 @@ TEST(HeatmapWidget, CellTextIsTheExportsTextForTheSameValue) {
   const HeatmapRecord record = drawOnce(cache, view, 1, options);
   EXPECT_EQ(record.sampleLabel, "927");  // was "927.00" on screen, "927" in the files
   // The SVG export of the same view writes the same text.
-  const fs::path svg = fs::path(ATTNSCOPE_TEST_TMP) / "widget_same_text.svg";
+  const fs::path svg = fs::path(attn::testing::testTmp()) / "widget_same_text.svg";
   fs::create_directories(svg.parent_path());
   ASSERT_TRUE(io::exportMatrix(view, io::HeatmapStyle{}, svg.string()));
   std::ifstream in(svg);
@@ -943,7 +944,7 @@ TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
 
 std::vector<std::string> allPresets() {
   std::vector<std::string> out;
-  for (const auto& entry : fs::directory_iterator(fs::path(ATTNSCOPE_ASSET_DIR) / "scenarios")) {
+  for (const auto& entry : fs::directory_iterator(fs::path(attn::testing::assetDir()) / "scenarios")) {
     if (entry.path().extension() == ".json") out.push_back(entry.path().string());
   }
   std::sort(out.begin(), out.end());

@@ -21,6 +21,7 @@
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panel_training.h"
 #include "app/ui/panels/panels.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -34,7 +35,7 @@ class TrainingPanel : public testui::HeadlessImGui {
  protected:
   void SetUp() override {
     HeadlessImGui::SetUp();
-    dir_ = fs::path(ATTNSCOPE_TEST_TMP) / "ui_training" /
+    dir_ = fs::path(attn::testing::testTmp()) / "ui_training" /
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);

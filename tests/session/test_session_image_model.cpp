@@ -1,0 +1,71 @@
+// The Image panel's model source without a window (app/session/image_model.h) on the random
+// ViT of tests/support/vit_fixture.h: the worker loads the folder and runs the picture (17
+// tokens: [CLS] and 16 patches), and a folder without id2label is refused naming the field
+// while the loaded model stays. What the panel draws is tested in
+// tests/ui/test_ui_image_model.cpp.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/session/app_state.h"
+#include "app/session/image_model.h"
+#include "app/session/image_view.h"
+#include "formats/files.h"
+#include "tests/support/test_files.h"
+#include "tests/support/vit_fixture.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+class ImageModelServiceTest : public ::testing::Test {
+ protected:
+  // A 50 x 37 PNG of smooth colour ramps in `dir`.
+  fs::path picture(const fs::path& dir) {
+    io::Image image;
+    image.width = 50;
+    image.height = 37;
+    for (int y = 0; y < image.height; ++y)
+      for (int x = 0; x < image.width; ++x)
+        image.rgb.insert(image.rgb.end(), {std::uint8_t(x * 5), std::uint8_t(200 - y * 4), std::uint8_t((x * y) % 256)});
+    const fs::path path = dir / "picture.png";
+    EXPECT_TRUE(io::writePng(image, path.string()).ok());
+    return path;
+  }
+};
+
+TEST_F(ImageModelServiceTest, TheWorkerRunsAndABadFolderSaysWhy) {
+  AppState state;
+  const vittest::Spec spec;
+  const fs::path dir = vittest::writeFolder("vit", spec, vittest::makeTensors(spec, 6));
+  ASSERT_TRUE(openImage(state.image, picture(dir).string()).ok());
+  ImageModelState& m = state.image.model;
+  m.loadRequest = dir.string();
+  auto updated = updateImageModel(m, state.image.image, state.image.imageId, /*async=*/true);
+  ASSERT_TRUE(updated.ok());
+  ASSERT_TRUE(m.service);
+  m.service->waitIdle();
+  updated = updateImageModel(m, state.image.image, state.image.imageId, true);
+  ASSERT_TRUE(updated.ok());
+  EXPECT_TRUE(*updated);
+  ASSERT_TRUE(m.shown && m.shown->run);
+  EXPECT_EQ(m.shown->run->tokens, 17);
+  // A folder without id2label: the error names the field; the loaded model stays.
+  const fs::path bad = vittest::writeFolder("bad", spec, vittest::makeTensors(spec, 6));
+  nlohmann::json config = vittest::configJson(spec);
+  config.erase("id2label");
+  attn::testing::writeFile(bad / "config.json", config.dump());
+  m.loadRequest = bad.string();
+  updated = updateImageModel(m, state.image.image, state.image.imageId, false);
+  ASSERT_FALSE(updated.ok());
+  EXPECT_NE(updated.error().message().find("field 'id2label': missing"), std::string::npos);
+  EXPECT_TRUE(m.vit);
+}
+
+}  // namespace

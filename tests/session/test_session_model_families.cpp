@@ -1,0 +1,113 @@
+// The model service for every family without a window (app/session/model_service.h,
+// app/session/pipeline_steps.h) on the small random checkpoints of
+// tests/support/model_fixture.h with a tokenizer.json: no BOS without a post-processor, and
+// for Qwen2, Mistral (sliding window) and GPT-NeoX (partial rotary) the run's attention
+// against the plain-loop reference forward pass and "open this head in the pipeline" giving
+// the model's weights. Llama (BOS, a special token) and the Model panel drawing are tested in
+// tests/ui/test_ui_model_families.cpp.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/session/app_state.h"
+#include "app/session/model_service.h"
+#include "app/session/pipeline_steps.h"
+#include "core/scenario/scenario.h"
+#include "tests/support/model_fixture.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace attn;
+using namespace attn::app;
+
+constexpr double kTolerance = 1e-4;
+
+class FamiliesInSession : public ::testing::Test {
+ protected:
+  // Loads `spec` (with a byte-level tokenizer.json) and runs `text` synchronously.
+  std::shared_ptr<const ModelRun> run(modeltest::Spec spec, const std::string& text, bool bos,
+                                      AppState& state) {
+    spec.vocab = 300;
+    tensors_ = modeltest::makeTensors(spec, 23);
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    const fs::path dir = modeltest::writeFolder("session_families_" + test, spec, tensors_);
+    modeltest::writeByteLevelTokenizerJson(dir, bos);
+    state.model.loadRequest = dir.string();
+    state.model.text = text;
+    ++state.model.textRevision;
+    updateModel(state, 0);
+    return state.model.run;
+  }
+
+  // Every head of `run` against the reference, and the pipeline scenario of every head
+  // computing the same weights.
+  void expectHeadsAndPipeline(const modeltest::Spec& spec, const ModelRun& run) {
+    ASSERT_TRUE(run.attention && run.session);
+    const modeltest::Reference ref = modeltest::referenceForward(spec, tensors_, run.ids);
+    const int n = static_cast<int>(run.ids.size());
+    for (int l = 0; l < spec.layers; ++l) {
+      for (int h = 0; h < spec.heads; ++h) {
+        const Matrix a = run.attention->copyHead(l, h);
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            ASSERT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance) << l << "/" << h;
+        Expected<Scenario> scenario = headScenario(run, l, h, spec.modelType);
+        ASSERT_TRUE(scenario.ok()) << scenario.error().message();
+        EXPECT_EQ(scenario->queries.cols(), spec.headDim());
+        Expected<AttentionResult> result = compute(*scenario);
+        ASSERT_TRUE(result.ok()) << result.error().message();
+        const Matrix& weights = result->heads[0].weights;
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j)
+            ASSERT_NEAR(weights(i, j), ref.attention[l][h][i][j], kTolerance)
+                << spec.modelType << " layer " << l << " head " << h << " (" << i << ", " << j
+                << ")";
+      }
+    }
+  }
+
+  modeltest::Tensors tensors_;
+};
+
+TEST_F(FamiliesInSession, NoBosWithoutAPostProcessor) {
+  AppState state;
+  auto r = run(modeltest::qwen2Spec(), "tt<s>", /*bos=*/false, state);
+  ASSERT_TRUE(r && r->error.empty());
+  EXPECT_EQ(r->ids, (std::vector<int>{'t', 't', 258}));
+  EXPECT_EQ(r->special, (std::vector<bool>{false, false, true}));
+  expectHeadsAndPipeline(modeltest::qwen2Spec(), *r);
+}
+
+TEST_F(FamiliesInSession, MistralSlidingWindowPipelineMatchesTheModel) {
+  AppState state;
+  const modeltest::Spec spec = modeltest::mistralSpec();  // window 4, 1 KV head
+  auto r = run(spec, "a cat sat on the mat", /*bos=*/true, state);
+  ASSERT_TRUE(r && r->error.empty());
+  ASSERT_GT(r->ids.size(), 8u);
+  expectHeadsAndPipeline(spec, *r);
+  Expected<Scenario> s = headScenario(*r, 0, 0, "mistral");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->options.mask.kind, MaskKind::Custom);
+  EXPECT_NE(s->description.find("sliding_window"), std::string::npos);
+  // Query 6 sees keys 3..6 only.
+  EXPECT_FALSE(s->options.mask.custom(6, 2));
+  EXPECT_TRUE(s->options.mask.custom(6, 3));
+  EXPECT_FALSE(s->options.mask.custom(6, 7));
+}
+
+TEST_F(FamiliesInSession, GptNeoxPartialRotaryPipelineMatchesTheModel) {
+  AppState state;
+  const modeltest::Spec spec = modeltest::neoxSpec();
+  auto r = run(spec, "the cat", /*bos=*/false, state);
+  ASSERT_TRUE(r && r->error.empty());
+  expectHeadsAndPipeline(spec, *r);
+  Expected<Scenario> s = headScenario(*r, 0, 0, "neox");
+  EXPECT_NE(s->description.find("first 2 of 8 dimensions"), std::string::npos) << s->description;
+  EXPECT_EQ(s->description.find("KV head"), std::string::npos);
+}
+
+}  // namespace
