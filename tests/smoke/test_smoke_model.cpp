@@ -206,11 +206,11 @@ TEST(ModelWindow, ScreenshotShowsAMechanism) {
   const auto run = [&](std::vector<std::string> extra, const fs::path& png) {
     attn::testing::RunResult result;
     for (int attempt = 0; attempt < 2; ++attempt) {  // see ScreenshotCommand
-      std::vector<std::string> args = {"-a", "-s", "-screen 0 1600x1000x24", ATTNSCOPE_BIN, "screenshot", "--model",
-                                       dir.string(), "--text", "the cat sat on the mat", "--layout-out",
-                                       (out / "layout.json").string(), "--out", png.string()};
-      args.insert(args.end(), extra.begin(), extra.end());
-      result = attn::testing::runProgram("/usr/bin/xvfb-run", args, out);
+      std::vector<std::string> command = {attn::testing::attnscopeBin(), "screenshot", "--model", dir.string(),
+                                          "--text", "the cat sat on the mat", "--layout-out",
+                                          (out / "layout.json").string(), "--out", png.string()};
+      command.insert(command.end(), extra.begin(), extra.end());
+      result = attn::testing::runProgram("/usr/bin/xvfb-run", attn::testing::xvfbRunArgs("1600x1000x24", command), out);
       if (result.err.find("xvfb-run: error") == std::string::npos) break;
     }
     return result;

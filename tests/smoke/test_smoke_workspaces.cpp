@@ -14,6 +14,8 @@
 
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/test_paths.h"
+#include "tests/support/xvfb_display.h"
 
 namespace {
 
@@ -35,12 +37,12 @@ fs::path writeModel(const std::string& name) {
 // tests/smoke/test_smoke_model.cpp does).
 attn::testing::RunResult screenshot(const fs::path& model, const std::string& size,
                                     const fs::path& out, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"-a", "-s", "-screen 0 1600x1000x24", ATTNSCOPE_BIN,
-                                   "screenshot", "--model", model.string(), "--text",
-                                   "When Mary and John went to the store, John gave a drink to",
-                                   "--size", size, "--layout-out", (out.string() + ".json"),
-                                   "--out", (out.string() + ".png")};
-  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<std::string> command = {attn::testing::attnscopeBin(), "screenshot", "--model", model.string(),
+                                      "--text", "When Mary and John went to the store, John gave a drink to",
+                                      "--size", size, "--layout-out", (out.string() + ".json"),
+                                      "--out", (out.string() + ".png")};
+  command.insert(command.end(), extra.begin(), extra.end());
+  const std::vector<std::string> args = attn::testing::xvfbRunArgs("1600x1000x24", command);
   attn::testing::RunResult run;
   for (int attempt = 0; attempt < 2; ++attempt) {
     run = attn::testing::runProgram("/usr/bin/xvfb-run", args, out.parent_path());
