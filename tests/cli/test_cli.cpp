@@ -744,7 +744,7 @@ TEST(CliInProcess, ScreenshotWithoutTheWindowNeedsTheGuiBuild) {
   EXPECT_EQ(err1.str(),
             "attnscope: 'screenshot' needs the GUI build: this attnscope was built without the "
             "window (-DATTNSCOPE_BUILD_GUI=OFF); the headless commands are compute, export, "
-            "info, image, train, model, analyze, patch, lens, heads, merge and bench\n");
+            "info, image, train, model, analyze, patch, lens, heads, merge, bench and serve\n");
   EXPECT_FALSE(fs::exists(out));
   // Bad options are still reported first, as in the GUI build.
   std::ostringstream out2, err2;
