@@ -3,6 +3,7 @@
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
 #include "core/models/layers.h"
+#include "core/models/session_batch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -266,40 +267,72 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
     patched.restoreFrom(base, layer, first);
     return effect == 0 ? 0.0 : effect;  // not -0 when the range is negative
   };
-  if (target == PatchTarget::Heads) {
-    out.effect.resize(c.nLayer, c.nHead);
-    for (int l = 0; l < c.nLayer; ++l) {
-      const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(l)];
-      for (int h = 0; h < c.nHead; ++h) {
-        auto hooks = std::make_shared<Hooks>();
-        hooks->heads.push_back({l, h, HeadEdit::Replace,
-                                rec.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh)});
-        Expected<double> e = measure(l, 0, entering, std::move(hooks));
-        if (!e) return e.error();
-        out.effect(l, h) = static_cast<float>(*e);
-      }
+  // Heads (per position or not): the H heads of a block are H copies of the corrupt run,
+  // re-run as one batch (SessionBatch), copy h with head h patched; every head of the block
+  // has a hook (the others keep the corrupt z), so the block's own attention is not
+  // recomputed. Positions before the first row where the clean and the corrupt z of the
+  // block differ (the prompts' common prefix) are equal in the patched run: the re-run
+  // starts there, and a block or position whose z is equal gets the effect 0 exactly.
+  const int H = c.nHead;
+  auto batchEffects = [&](SessionBatch& batch, int layer, int first, const Hooks& hooks,
+                          auto&& store) -> Status {
+    const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(layer)];
+    const Eigen::Index m = n - first;
+    Matrix resid(H * m, c.nEmbd);
+    for (int b = 0; b < H; ++b) resid.middleRows(b * m, m) = entering.bottomRows(m);
+    if (Status s = batch.rerunFrom(layer, first, resid, std::make_shared<Hooks>(hooks)); !s) return s;
+    for (int h = 0; h < H; ++h) {
+      const double effect = (batch.nextLogit(h, answer) - batch.nextLogit(h, wrong) - out.corruptMetric) / range;
+      store(h, effect == 0 ? 0.0 : effect);  // not -0 when the range is negative
     }
-  } else if (target == PatchTarget::HeadsByPosition) {
-    out.effect.resize(c.nLayer * c.nHead, n);
+    batch.restoreFrom(base, layer, first);
+    return Ok{};
+  };
+  // Replace hooks for every head of block l: the corrupt z in every copy (H·n x d_h each)
+  auto corruptHooks = [&](int l) {
+    Hooks hooks;
+    const Matrix& z = corruptRec.z[static_cast<std::size_t>(l)];
+    for (int h = 0; h < H; ++h)
+      hooks.heads.push_back({l, h, HeadEdit::Replace, Matrix(z.middleCols(h * dh, dh).replicate(H, 1))});
+    return hooks;
+  };
+  auto rowDiffers = [&](int l, int p) {
+    return rec.z[static_cast<std::size_t>(l)].row(p) != corruptRec.z[static_cast<std::size_t>(l)].row(p);
+  };
+  if (target == PatchTarget::Heads || target == PatchTarget::HeadsByPosition) {
+    const bool byPosition = target == PatchTarget::HeadsByPosition;
+    out.effect = Matrix::Zero(byPosition ? c.nLayer * H : c.nLayer, byPosition ? n : H);
+    SessionBatch batch(base, H);
     for (int l = 0; l < c.nLayer; ++l) {
-      const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(l)];
-      for (int h = 0; h < c.nHead; ++h) {
-        Matrix z = corruptRec.z[static_cast<std::size_t>(l)].middleCols(h * dh, dh);
-        for (int p = 0; p < n; ++p) {
-          auto hooks = std::make_shared<Hooks>();
-          hooks->heads.push_back({l, h, HeadEdit::Replace, z});
-          hooks->heads.back().values.row(p) = rec.z[static_cast<std::size_t>(l)].row(p).segment(h * dh, dh);
-          Expected<double> e = measure(l, p, entering.bottomRows(n - p), std::move(hooks));
-          if (!e) return e.error();
-          out.effect(l * c.nHead + h, p) = static_cast<float>(*e);
-        }
+      int first = 0;
+      while (first < n && !rowDiffers(l, first)) ++first;
+      if (first == n) continue;  // the clean z of this block is the corrupt one: no effect
+      Hooks hooks = corruptHooks(l);
+      const Matrix& z = rec.z[static_cast<std::size_t>(l)];
+      if (!byPosition) {
+        for (int h = 0; h < H; ++h)  // copy h: head h's clean z at every position
+          hooks.heads[static_cast<std::size_t>(h)].values.middleRows(h * n, n) = z.middleCols(h * dh, dh);
+        if (Status s = batchEffects(batch, l, first, hooks, [&](int h, double e) { out.effect(l, h) = static_cast<float>(e); }); !s)
+          return s.error();
+        continue;
+      }
+      for (int p = first; p < n; ++p) {
+        if (!rowDiffers(l, p)) continue;
+        for (int h = 0; h < H; ++h)  // copy h: head h's clean z at position p only
+          hooks.heads[static_cast<std::size_t>(h)].values.row(h * n + p) = z.row(p).segment(h * dh, dh);
+        if (Status s = batchEffects(batch, l, p, hooks, [&](int h, double e) { out.effect(l * H + h, p) = static_cast<float>(e); }); !s)
+          return s.error();
+        for (int h = 0; h < H; ++h)  // back to the corrupt z for the next position
+          hooks.heads[static_cast<std::size_t>(h)].values.row(h * n + p) =
+              corruptRec.z[static_cast<std::size_t>(l)].row(p).segment(h * dh, dh);
       }
     }
   } else {
-    out.effect.resize(c.nLayer + 1, n);
+    out.effect = Matrix::Zero(c.nLayer + 1, n);
     for (int l = 0; l <= c.nLayer; ++l) {
       const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(l)];
       for (int p = 0; p < n; ++p) {
+        if (rec.resid[static_cast<std::size_t>(l)].row(p) == entering.row(p)) continue;  // no change: 0
         Matrix resid = entering.bottomRows(n - p);
         resid.row(0) = rec.resid[static_cast<std::size_t>(l)].row(p);
         Expected<double> e = measure(l, p, resid, nullptr);

@@ -11,25 +11,10 @@
 #include "core/base/parallel.h"
 #include "core/base/random.h"
 #include "core/isa/isa.h"
+#include "core/models/for_rows.h"
 #include "core/models/layers.h"
 
 namespace attn::model {
-namespace {
-
-// Runs f(first, last) over [0, rows) in `threads` row ranges of the pool (one range when the
-// rows are few: a hand-over costs more than a few rows' work).
-template <class F>
-void forRows(Eigen::Index rows, int threads, F&& f) {
-  const int parts = rows >= 4 ? static_cast<int>(std::min<Eigen::Index>(threads, rows)) : 1;
-  if (parts <= 1) return f(Eigen::Index{0}, rows);
-  const Eigen::Index chunk = (rows + parts - 1) / parts;
-  parallelForPooled(parts, parts, [&](int part, int) {
-    const Eigen::Index first = part * chunk;
-    if (first < rows) f(first, std::min(rows, first + chunk));
-  });
-}
-
-}  // namespace
 
 void softcapLogits(Eigen::Ref<Vector> logits, const Config& c) {
   if (c.finalSoftcap > 0) logits = (logits.array() / c.finalSoftcap).tanh() * c.finalSoftcap;
@@ -49,6 +34,20 @@ float geluTanh(float x) {
 RopeFrequencies rotaryFrequencies(const Config& c, std::int64_t length) {
   return ropeFrequencies(c.ropeTheta, c.ropeScaling, c.rotaryDims, length);
 }
+
+namespace {
+
+// True when the hooks replace (or zero) every query head of block `layer` at every position:
+// the block's attention output is then theirs alone.
+bool replacesEveryHead(const Hooks& hooks, Eigen::Index layer, Eigen::Index heads) {
+  std::vector<bool> covered(static_cast<std::size_t>(heads), false);
+  for (const HeadHook& h : hooks.heads) {
+    if (h.layer == layer && h.edit != HeadEdit::Mean) covered[static_cast<std::size_t>(h.head)] = true;
+  }
+  return std::find(covered.begin(), covered.end(), false) == covered.end();
+}
+
+}  // namespace
 
 // =======================================================================================
 // Session
@@ -190,29 +189,32 @@ Status Session::rerunFrom(int layer, int first, const Matrix& resid,
   if (layer < 0 || layer > c.nLayer || first < 0 || first >= size())
     return Error{"", "rerun", where + " is outside the " + std::to_string(c.nLayer) + " blocks x " +
                                   std::to_string(size()) + " positions of the session"};
-  if (resid.rows() != size() - first || resid.cols() != c.nEmbd)
+  const Eigen::Index rows = static_cast<Eigen::Index>(copies_) * (size() - first);
+  if (resid.rows() != rows || resid.cols() != c.nEmbd)
     return Error{"", "rerun", where + ": the stream is " + std::to_string(resid.rows()) + " x " +
-                                  std::to_string(resid.cols()) + ", needs " +
-                                  std::to_string(size() - first) + " x " + std::to_string(c.nEmbd)};
+                                  std::to_string(resid.cols()) + ", needs " + std::to_string(rows) +
+                                  " x " + std::to_string(c.nEmbd)};
   if (hooks_) return Error{"", "rerun", "the session has hooks: rerunFrom takes its own"};
   if (hooks) {
     if (hooks->record || !hooks->resid.empty())
       return Error{"", "rerun", "only head hooks apply to a re-run (no recording, no resid hooks)"};
     for (const HeadHook& h : hooks->heads) {
-      if (h.layer < layer || (first > 0 && h.edit == HeadEdit::Mean))
+      if (h.layer < layer || ((first > 0 || copies_ > 1) && h.edit == HeadEdit::Mean))
         return Error{"", "rerun", where + ": a hook on head " + std::to_string(h.layer) + "." +
                                       std::to_string(h.head) +
                                       " is before the block or averages over positions it does not see"};
     }
-    if (Status s = checkHooks(*hooks, size()); !s) return s;
+    if (Status s = checkHooks(*hooks, static_cast<Eigen::Index>(copies_) * size()); !s) return s;
   }
   hooks_ = std::move(hooks);
   Matrix x = resid;
   if (layer < c.nLayer) {
-    runBlocks(layer, first, x);
+    runBlocks(layer, first, x, true);
   } else {
-    finalHidden_.resize(static_cast<std::size_t>(size()) * static_cast<std::size_t>(c.nEmbd));
-    Eigen::Map<Matrix>(finalHidden_.data() + static_cast<Eigen::Index>(first) * c.nEmbd, x.rows(), c.nEmbd) = x;
+    const Eigen::Index n = size(), m = n - first, E = c.nEmbd;
+    finalHidden_.resize(static_cast<std::size_t>(copies_ * n * E));
+    for (Eigen::Index b = 0; b < copies_; ++b)
+      Eigen::Map<Matrix>(finalHidden_.data() + (b * n + first) * E, m, E) = x.middleRows(b * m, m);
   }
   hooks_ = nullptr;
   logits_.resize(0);  // stale: nextLogit reads the ones it needs
@@ -221,29 +223,41 @@ Status Session::rerunFrom(int layer, int first, const Matrix& resid,
 
 void Session::restoreFrom(const Session& base, int layer, int first) {
   const Config& c = config();
-  const auto from = static_cast<std::size_t>(first);
+  const auto n = static_cast<std::size_t>(size()), from = static_cast<std::size_t>(first);
+  const auto w = static_cast<std::size_t>(c.qkvWidth()), E = static_cast<std::size_t>(c.nEmbd);
+  // copy b of this session from copy b of `base`, or from its only copy
+  auto source = [&](std::size_t b) { return base.copies_ == copies_ ? b : 0; };
+  auto copyRows = [&](const std::vector<float>& src, std::vector<float>& dst, std::size_t width) {
+    for (std::size_t b = 0; b < static_cast<std::size_t>(copies_); ++b) {
+      const auto* in = src.data() + (source(b) * n + from) * width;
+      std::copy(in, in + (n - from) * width, dst.data() + (b * n + from) * width);
+    }
+  };
   for (auto l = static_cast<std::size_t>(layer); l < layers_.size(); ++l) {
     const LayerCache& src = base.layers_[l];
     LayerCache& dst = layers_[l];
-    const std::size_t w = static_cast<std::size_t>(c.qkvWidth());
-    std::copy(src.qkv.begin() + static_cast<std::ptrdiff_t>(from * w), src.qkv.end(),
-              dst.qkv.begin() + static_cast<std::ptrdiff_t>(from * w));
-    for (std::size_t h = 0; h < dst.attention.size(); ++h) {
+    copyRows(src.qkv, dst.qkv, w);
+    for (std::size_t h = 0; copies_ == 1 && h < dst.attention.size(); ++h) {
       const auto start = static_cast<std::ptrdiff_t>(from * (from + 1) / 2);
       std::copy(src.attention[h].begin() + start, src.attention[h].end(), dst.attention[h].begin() + start);
     }
   }
-  const auto e = static_cast<std::ptrdiff_t>(from) * c.nEmbd;
-  std::copy(base.finalHidden_.begin() + e, base.finalHidden_.end(), finalHidden_.begin() + e);
-  const auto r = static_cast<std::ptrdiff_t>(from) * (c.nLayer + 1);
-  std::copy(base.residualNorms_.begin() + r, base.residualNorms_.end(), residualNorms_.begin() + r);
+  copyRows(base.finalHidden_, finalHidden_, E);
+  if (copies_ == 1) {
+    const auto r = static_cast<std::ptrdiff_t>(from) * (c.nLayer + 1);
+    std::copy(base.residualNorms_.begin() + r, base.residualNorms_.end(), residualNorms_.begin() + r);
+  }
   logits_ = base.logits_;
 }
 
 double Session::nextLogit(int token) const {
+  return logitAt(static_cast<std::size_t>(size() - 1), token);
+}
+
+double Session::logitAt(std::size_t rowIndex, int token) const {
   const Weights& W = *weights_;
   const Eigen::Index E = W.config.nEmbd;
-  Matrix last = Eigen::Map<const Matrix>(finalHidden_.data() + (size() - 1) * E, 1, E);
+  Matrix last = Eigen::Map<const Matrix>(finalHidden_.data() + static_cast<Eigen::Index>(rowIndex) * E, 1, E);
   Matrix normed;
   applyNorm(last, W.finalNorm, W.config, normed);
   Eigen::RowVectorXf row(E);
@@ -254,7 +268,8 @@ double Session::nextLogit(int token) const {
   return logit[0];
 }
 
-// context: m x (H·d_h) of layer `layer`, positions n0..n0+m-1 (n0 = 0 but in rerunFrom).
+// context: copies·m x (H·d_h) of layer `layer`, positions n0..n0+m-1 of each copy (n0 = 0 but
+// in rerunFrom).
 void Session::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& context) const {
   const Eigen::Index dh = config().headDim();
   for (const HeadHook& hook : hooks_->heads) {
@@ -269,9 +284,12 @@ void Session::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& contex
         z.rowwise() = mean;
         break;
       }
-      case HeadEdit::Replace:
-        z = hook.values.middleRows(n0, z.rows());
+      case HeadEdit::Replace: {  // copy b's rows from values rows b·n + n0.. (n = size())
+        const Eigen::Index m = z.rows() / copies_;
+        for (Eigen::Index b = 0; b < copies_; ++b)
+          z.middleRows(b * m, m) = hook.values.middleRows(b * size() + n0, m);
         break;
+      }
     }
   }
 }
@@ -345,18 +363,20 @@ void Session::compute(std::span<const int> ids) {
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
 }
 
-// Blocks firstLayer..L-1 (steps 2-8 of the forward pass) for positions n0..n0+x.rows()-1,
-// x entering block firstLayer; the caches hold every earlier position of those blocks.
-void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x) {
+// Blocks firstLayer..L-1 (steps 2-8 of the forward pass) for positions n0..n1-1 of every copy
+// (x: copies_·m x E, copy b's rows b·m..; m = n1 - n0), x entering block firstLayer; the
+// caches hold every earlier position of those blocks. `rerun` (rerunFrom): a block whose
+// every head the hooks replace computes no attention (its cache keeps what it held), and
+// the last block finishes the last position only (finalHidden_ of the others is stale).
+void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x, bool rerun) {
   const Weights& W = *weights_;
   const Config& c = W.config;
   const int T = threads();
-  const Eigen::Index m = x.rows();
+  const Eigen::Index copies = copies_;
+  Eigen::Index rows = x.rows(), m = rows / copies;  // fewer in a re-run's last block
   const Eigen::Index n1 = n0 + m;
-  const Eigen::Index E = c.nEmbd, H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim();
-  const Eigen::Index L = c.nLayer, width = c.qkvWidth();
-  const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
-  const float scale = c.scoreScale(), softcap = c.attnSoftcap;
+  const Eigen::Index E = c.nEmbd, H = c.nHead, dh = c.headDim();
+  const Eigen::Index L = c.nLayer;
   // Every BLAS call below is one part of a loop on the pool: OpenBLAS stays single-threaded
   // for the whole pass (set once here rather than around every product).
   SingleThreadedBlas singleThreadedBlas;
@@ -366,29 +386,26 @@ void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x) {
     applyResidHooks(layer, x);
     if (record) recording_.resid[static_cast<std::size_t>(layer)] = x;
   };
-  auto recordNorm = [&](Eigen::Index r, Eigen::Index layerRow) {
-    residualNorms_[static_cast<std::size_t>((n0 + r) * (L + 1) + layerRow)] = x.row(r).norm();
+  auto recordNorm = [&](Eigen::Index r, Eigen::Index layerRow) {  // one copy only: a batch keeps none
+    if (copies == 1) residualNorms_[static_cast<std::size_t>((n0 + r) * (L + 1) + layerRow)] = x.row(r).norm();
   };
 
   // The rotary angles of the new positions: cos and sin (times the rope type's attention
   // factor), m x rotaryDims/2, for the frequencies of an n1-token sequence (rope.h).
-  const Eigen::Index pairs = c.rotaryDims / 2;
   Matrix cosines, sines;
-  if (pairs > 0) ropeCosSin(rotaryFrequencies(c, n1), n0, m, cosines, sines);
+  if (c.rotaryDims / 2 > 0) ropeCosSin(rotaryFrequencies(c, n1), n0, m, cosines, sines);
 
-  Matrix normed(m, E), normed2(m, E);
-  Matrix fused;  // m x 3E (FusedPerHead)
-  Matrix context(m, H * dh);
-  Matrix hidden(m, c.nInner), gated;
-  Matrix sublayer;  // m x E, a sublayer's output before its post-norm (sandwichNorms)
-  std::vector<Matrix> scores(static_cast<std::size_t>(T));  // per worker: m x n1
+  Matrix normed(rows, E), normed2(rows, E);
+  Matrix context(rows, H * dh);
+  Matrix hidden(rows, c.nInner), gated;
+  Matrix sublayer;  // rows x E, a sublayer's output before its post-norm (sandwichNorms)
   auto withoutBias = [](const Linear& lin) {
     Linear out = lin;
     out.bias = Tensor{};
     return out;
   };
   auto normRows = [&](const NormWeights& norm, Matrix& out) {
-    forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+    forRows(rows, T, [&](Eigen::Index first, Eigen::Index last) {
       for (Eigen::Index r = first; r < last; ++r) normRow(x.row(r).data(), E, norm, c.norm, c.normEpsilon, out.row(r).data());
     });
   };
@@ -396,131 +413,32 @@ void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x) {
   normRows(W.layers[static_cast<std::size_t>(firstLayer)].norm1, normed);
   for (Eigen::Index l = firstLayer; l < L; ++l) {
     const LayerWeights& w = W.layers[static_cast<std::size_t>(l)];
-    LayerCache& cache = layers_[static_cast<std::size_t>(l)];
     // 2 a parallel residual also normalises x for the MLP now
     if (c.parallelResidual) normRows(w.norm2, normed2);
 
-    // 3 project the new tokens into the cache: [q | k | v] (m x width)
-    cache.qkv.resize(static_cast<std::size_t>(n1 * width));
-    Eigen::Map<Matrix> qkvNew(cache.qkv.data() + n0 * width, m, width);
-    switch (c.qkvLayout) {
-      case QkvLayout::FusedBlocks:
-        applyLinear(w.qkv, normed, qkvNew, false, T);
-        break;
-      case QkvLayout::FusedPerHead:  // rows of W are [H, 3, d_h]: regroup as q | k | v
-        fused.resize(m, 3 * H * dh);
-        applyLinear(w.qkv, normed, fused, false, T);
-        for (Eigen::Index h = 0; h < H; ++h) {
-          qkvNew.middleCols(h * dh, dh) = fused.middleCols(3 * h * dh, dh);
-          qkvNew.middleCols(kOffset + h * dh, dh) = fused.middleCols((3 * h + 1) * dh, dh);
-          qkvNew.middleCols(vOffset + h * dh, dh) = fused.middleCols((3 * h + 2) * dh, dh);
-        }
-        break;
-      case QkvLayout::Separate: {
-        const Eigen::Ref<const Matrix> a(normed);
-        Eigen::Ref<Matrix> qCols(qkvNew.middleCols(0, H * dh));
-        Eigen::Ref<Matrix> kCols(qkvNew.middleCols(kOffset, Hkv * dh));
-        Eigen::Ref<Matrix> vCols(qkvNew.middleCols(vOffset, Hkv * dh));
-        const LinearJob jobs[3] = {{&w.q, &a, &qCols}, {&w.k, &a, &kCols}, {&w.v, &a, &vCols}};
-        applyLinears(jobs, T);  // one hand-over for the three
-        break;
-      }
-    }
-
-    // 3b a llama-architecture GGUF's q and k features back in Hugging Face's order:
-    // GGUF feature 2i + s of a head is feature s·d_h/2 + i (Config::qkPairsInterleaved)
-    if (c.qkPairsInterleaved) {
-      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
-        std::vector<float> head(static_cast<std::size_t>(dh));
-        const Eigen::Index half = dh / 2;
-        for (Eigen::Index r = first; r < last; ++r) {
-          float* row = qkvNew.row(r).data();
-          for (Eigen::Index h = 0; h < H + Hkv; ++h) {
-            float* v = row + h * dh;
-            std::copy(v, v + dh, head.begin());
-            for (Eigen::Index i = 0; i < half; ++i) {
-              v[i] = head[static_cast<std::size_t>(2 * i)];
-              v[half + i] = head[static_cast<std::size_t>(2 * i + 1)];
-            }
-          }
-        }
-      });
-    }
-
-    // 4 q/k norms over each head's d_h (qwen3), then the rotary embedding of every q and k
-    // head, half-split (rotate_half) layout
-    if (c.qkNorm) {
-      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
-        for (Eigen::Index r = first; r < last; ++r) {
-          float* row = qkvNew.row(r).data();
-          for (Eigen::Index head = 0; head < H + Hkv; ++head) {
-            const NormWeights& norm = head < H ? w.qNorm : w.kNorm;
-            normRow(row + head * dh, dh, norm, NormKind::RmsNorm, c.normEpsilon, row + head * dh);
-          }
-        }
-      });
-    }
-    if (pairs > 0) {
-      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
-        for (Eigen::Index r = first; r < last; ++r) {
-          float* row = qkvNew.row(r).data();
-          for (Eigen::Index head = 0; head < H + Hkv; ++head) {
-            float* v = row + head * dh;  // q heads, then k heads: contiguous
-            for (Eigen::Index i = 0; i < pairs; ++i) {
-              const float a = v[i], b = v[i + pairs];
-              v[i] = a * cosines(r, i) - b * sines(r, i);
-              v[i + pairs] = b * cosines(r, i) + a * sines(r, i);
-            }
-          }
-        }
-      });
-    }
-
-    // 5 per query head (one head per pool item): scores against its KV head's keys, the
-    // scaled and masked softmax written straight into the packed triangle, weigh values
-    const Eigen::OuterStride<> stride(width);
-    for (auto& packed : cache.attention) packed.resize(static_cast<std::size_t>(n1 * (n1 + 1) / 2));
-    const kernels::Table& isa = kernels::active();
-    const Eigen::Index window = c.windowOf(static_cast<int>(l));
-    auto attendHead = [&](int head, int worker) {
-      const Eigen::Index h = head;
-      const Eigen::Index g = c.kvHeadOf(head);
-      MatrixView q(cache.qkv.data() + n0 * width + h * dh, m, dh, stride);
-      MatrixView k(cache.qkv.data() + kOffset + g * dh, n1, dh, stride);
-      MatrixView v(cache.qkv.data() + vOffset + g * dh, n1, dh, stride);
-      Matrix& s = scores[static_cast<std::size_t>(worker)];
-      s.resize(m, n1);
-      if (m == 1) s.row(0).transpose().noalias() = k * q.row(0).transpose();
-      else s.noalias() = q * k.transpose();  // m x n1
-      float* packed = cache.attention[static_cast<std::size_t>(h)].data();
-      for (Eigen::Index r = 0; r < m; ++r) {
-        const Eigen::Index i = n0 + r;  // query position: keys first..i are visible
-        const Eigen::Index first = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0;
-        float* row = s.row(r).data();
-        // the softmax of the visible keys with core/isa's kernels (the CPU's widest vectors):
-        // scale (and soft-cap), maximum, exp of the shifted scores with their sum (in double;
-        // >= 1 term is exp(0) = 1, so the sum is >= 1), divide
-        const Eigen::Index count = i + 1 - first;
-        Eigen::Map<Eigen::ArrayXf> visible(row + first, count);
-        visible *= scale;
-        if (softcap > 0) visible = (visible / softcap).tanh() * softcap;
-        const float rowMax = isa.rowMax(row + first, count);
-        const double sum = isa.expShiftedRow(row + first, rowMax, count, row + first);
-        isa.divideRow(row + first, count, static_cast<float>(sum));
-        std::fill(row, row + first, 0.0f);
-        std::fill(row + i + 1, row + n1, 0.0f);
-        std::copy(row, row + i + 1, packed + i * (i + 1) / 2);
-      }
-      if (m == 1) context.row(0).segment(h * dh, dh).transpose().noalias() = v.transpose() * s.row(0).transpose();
-      else context.middleCols(h * dh, dh).noalias() = s * v;
-    };
-    {
-      SingleThreadedBlas singleThreadedBlas;
-      parallelForPooled(static_cast<int>(H), m * n1 >= 256 ? T : 1, attendHead);
-    }
+    // 3-5 q, k, v into the cache and every head's attention into `context` (session_attend.cpp);
+    // in a re-run, not for a block whose every head the hooks replace (the context is theirs)
+    if (!(rerun && hooks_ && replacesEveryHead(*hooks_, l, H))) attendBlock(l, n0, normed, cosines, sines, context);
     if (hooks_) {
       applyHeadHooks(l, n0, context);
       if (record) recording_.z[static_cast<std::size_t>(l)] = context;
+    }
+    // 5b after a re-run only each copy's last position is read (nextLogit), so the last
+    // block's output projection and MLP run for that row alone (its keys and values, above,
+    // for every position)
+    if (rerun && l == L - 1 && m > 1) {
+      auto lastRows = [&](const Matrix& all) {
+        Matrix out(copies, all.cols());
+        for (Eigen::Index b = 0; b < copies; ++b) out.row(b) = all.row(b * m + m - 1);
+        return out;
+      };
+      x = lastRows(x);
+      context = lastRows(context);
+      normed2 = c.parallelResidual ? lastRows(normed2) : Matrix(copies, E);
+      hidden.resize(copies, c.nInner);
+      n0 = n1 - 1;
+      m = 1;
+      rows = copies;
     }
 
     // 6 output projection and residual, the bias added in the same pass over each row as
@@ -528,12 +446,12 @@ void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x) {
     // residual, whose MLP reads Norm2 of the block's input)
     // (sandwich: x += NormPA(concat(ctx)·W_o + b_o))
     if (c.sandwichNorms) {
-      sublayer.resize(m, E);
+      sublayer.resize(rows, E);
       applyLinear(w.out, context, sublayer, false, T);
     } else {
       applyLinear(withoutBias(w.out), context, x, true, T);
     }
-    forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+    forRows(rows, T, [&](Eigen::Index first, Eigen::Index last) {
       for (Eigen::Index r = first; r < last; ++r) {
         if (c.sandwichNorms) {
           float* o = sublayer.row(r).data();
@@ -549,25 +467,25 @@ void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x) {
     // 7 MLP and residual: x += down(act(up(a)) [⊙ ...]); the bias, the stream's norm and the
     // next block's Norm1 in one pass over each row
     if (c.gatedMlp) {
-      gated.resize(m, c.nInner);
+      gated.resize(rows, c.nInner);
       const Eigen::Ref<const Matrix> a(normed2);
       Eigen::Ref<Matrix> gateOut(gated), upOut(hidden);
       const LinearJob jobs[2] = {{&w.gate, &a, &gateOut, false, &c.activation}, {&w.up, &a, &upOut}};
       applyLinears(jobs, T);  // act(gate(a)) and up(a) in one hand-over
-      forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+      forRows(rows, T, [&](Eigen::Index first, Eigen::Index last) {
         hidden.middleRows(first, last - first).array() *= gated.middleRows(first, last - first).array();
       });
     } else {
       applyLinear(w.up, normed2, hidden, false, T, &c.activation);  // bias + activation fused
     }
     if (c.sandwichNorms) {  // x += NormPM(down(...) + b)
-      sublayer.resize(m, E);
+      sublayer.resize(rows, E);
       applyLinear(w.down, hidden, sublayer, false, T);
     } else {
       applyLinear(withoutBias(w.down), hidden, x, true, T);
     }
     const bool nextNorm = !hooks_ && l + 1 < L;
-    forRows(m, T, [&](Eigen::Index first, Eigen::Index last) {
+    forRows(rows, T, [&](Eigen::Index first, Eigen::Index last) {
       for (Eigen::Index r = first; r < last; ++r) {
         if (c.sandwichNorms) {
           float* o = sublayer.row(r).data();
@@ -582,18 +500,19 @@ void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x) {
     });
     if (hooks_) {
       hookResid(l + 1);
-      for (Eigen::Index r = 0; r < m; ++r) recordNorm(r, l + 1);
+      for (Eigen::Index r = 0; r < rows; ++r) recordNorm(r, l + 1);
       if (l + 1 < L) normRows(W.layers[static_cast<std::size_t>(l + 1)].norm1, normed);
     }
   }
   if (record) {
-    recording_.finalScale.resize(m);
-    for (Eigen::Index r = 0; r < m; ++r) recording_.finalScale[r] = normScale(x.row(r), c);
+    recording_.finalScale.resize(rows);
+    for (Eigen::Index r = 0; r < rows; ++r) recording_.finalScale[r] = normScale(x.row(r), c);
   }
 
   // 8 keep the final residual stream (the prediction after any token needs it)
-  finalHidden_.resize(static_cast<std::size_t>(n1 * E));
-  Eigen::Map<Matrix>(finalHidden_.data() + n0 * E, m, E) = x;
+  finalHidden_.resize(static_cast<std::size_t>(copies * n1 * E));
+  for (Eigen::Index b = 0; b < copies; ++b)
+    Eigen::Map<Matrix>(finalHidden_.data() + (b * n1 + n0) * E, m, E) = x.middleRows(b * m, m);
 }
 
 void Session::reserveTokens(std::int64_t n) {

@@ -386,7 +386,9 @@ class Session {
   // the last pass computed are the ones this pass would compute: the result equals a whole
   // pass whose stream entering block `layer` differs from the last pass's at positions >=
   // first only. What activation patching needs (core/models/analysis.cpp), at a fraction of
-  // a whole pass. logits() is empty afterwards; nextLogit gives single logits. Errors (the
+  // a whole pass. logits() is empty afterwards; nextLogit gives single logits (the last block
+  // finishes the last position only). A block whose every head a hook replaces computes no
+  // attention: its q, k, v and weights keep what they held. Errors (the
   // session unchanged): out-of-range layer or position, a wrong shape, the session has its
   // own hooks, a recording or resid hook asked for.
   Status rerunFrom(int layer, int first, const Matrix& resid, std::shared_ptr<const Hooks> hooks);
@@ -400,6 +402,8 @@ class Session {
   const Recording& recording() const { return recording_; }
 
  private:
+  friend class SessionBatch;  // core/models/session_batch.h: copies of one sequence re-run together
+
   struct LayerCache {
     std::vector<float> qkv;  // n x qkvWidth, row-major: [q (H·d_h) | k (H_kv·d_h) | v] per token
     std::vector<std::vector<float>> attention;  // per query head, row i packed with i+1 values
@@ -410,10 +414,17 @@ class Session {
   void applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& context) const;
   void applyResidHooks(Eigen::Index layer, Matrix& x) const;
   void compute(std::span<const int> ids);
-  void runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x);
+  void runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x, bool rerun = false);
+  // Steps 3-5 of block l for positions n0.. of every copy (normed: copies·m x E, Norm1 of the
+  // stream; cosines/sines: m x rotaryDims/2): q, k, v into the cache, attention into
+  // `context` (copies·m x H·d_h). core/models/session_attend.cpp.
+  void attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed, const Matrix& cosines,
+                   const Matrix& sines, Matrix& context);
   void updateLogits();
   void reserveTokens(std::int64_t n);
   void dropAfter(int n);
+  // The logit of `token` read from row `row` of finalHidden_ (the last position of a copy).
+  double logitAt(std::size_t row, int token) const;
 
   std::shared_ptr<const Weights> weights_;
   std::vector<int> tokens_;
@@ -428,6 +439,10 @@ class Session {
   // ropeLengthKey of the length the cached q and k were rotated for (dynamic and longrope
   // frequencies depend on the sequence length: a new key recomputes from token 0).
   std::int64_t ropeKey_ = 0;
+  // Copies of the sequence the caches hold (SessionBatch; 1 for every Session the public
+  // API makes): copy b's rows are b·n..(b+1)·n-1 of each layer's qkv and of finalHidden_;
+  // a batch keeps no attention weights and no residual norms.
+  int copies_ = 1;
 };
 
 // The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.

@@ -10,13 +10,14 @@ on the worker) with every flag given here, then the driver runs ``attnscope merg
 --out HEADS.csv``, which checks that the parts are of one model, prompts file and flag set and
 tile the prompts. The sums are exact, so the result equals the unsharded run's.
 
-Without --scheduler a dask.distributed LocalCluster of W workers runs in this process (threads,
-not processes: a task only waits for its attnscope process, so there is no Python work to spread
-and no worker process to start), one task at a time each, N = W shards by default (the model is
+Without --scheduler the shards run on this machine as W attnscope processes at a time (no Dask:
+on one machine its scheduler only adds start-up time), N = W shards by default (the model is
 loaded once per shard), and each attnscope gets T = cores / W threads, so W x T never exceeds the
-cores. With --scheduler the workers must see the same paths (a shared file system); set --threads
-to each worker machine's cores per task. A temporary --work folder is removed at the end (a
-given one is kept). Dask is Debian's python3-distributed; nothing is downloaded.
+cores. With --scheduler ADDRESS the shards are Dask tasks on that cluster's workers, which must
+see the same paths (a shared file system); set --threads to each worker machine's cores per
+task. --scheduler local starts a dask.distributed LocalCluster of W workers in this process (the
+same tasks, for trying the Dask path on one machine). A temporary --work folder is removed at
+the end (a given one is kept). Dask is Debian's python3-distributed; nothing is downloaded.
 """
 import argparse
 import os
@@ -72,16 +73,43 @@ def default_threads(workers):
     return max(1, cores // max(1, workers))
 
 
+def run_here(tasks, workers):
+    """Runs run_shard(*task) for every task, `workers` attnscope processes at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(run_shard, *task) for task in tasks]:
+            future.result()  # the first failed shard's SweepError
+
+
+def run_on_dask(tasks, scheduler, workers):
+    """Runs run_shard(*task) for every task as Dask tasks: on the cluster at `scheduler`, or on
+    an in-process LocalCluster of `workers` workers for scheduler == "local"."""
+    from dask.distributed import Client, LocalCluster  # Debian: python3-distributed
+
+    cluster = None
+    if scheduler == "local":
+        # threads, not processes: a task only waits for its attnscope process
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(scheduler)
+    try:
+        client.gather([client.submit(run_shard, *task, pure=False) for task in tasks])
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
 def sweep(prompts, model, out, shards=None, scheduler=None, workers=2, work=None, threads=None,
           scores="prev,dup,induction,sink,entropy", exclude_bos=False, exclude_current_token=False,
           bos=None):
-    """Maps the shards onto Dask workers, merges their PART files into `out` (a CSV)."""
-    from dask.distributed import Client, LocalCluster  # Debian: python3-distributed
-
+    """Runs the shards (here, or on Dask workers), merges their PART files into `out` (a CSV)."""
     attnscope = binary()
     shards = shards or workers
     if threads is None:
-        threads = default_threads(workers) if scheduler is None else 0
+        threads = default_threads(workers) if scheduler in (None, "local") else 0
     flags = heads_flags(scores, exclude_bos, exclude_current_token, bos, threads)
     prompts, model, out = (os.path.abspath(p) for p in (prompts, model, out))
     temporary = work is None
@@ -89,21 +117,11 @@ def sweep(prompts, model, out, shards=None, scheduler=None, workers=2, work=None
     try:
         os.makedirs(work, exist_ok=True)
         parts = [os.path.join(work, f"part_{k}_of_{shards}.json") for k in range(1, shards + 1)]
-        cluster = None
+        tasks = [(attnscope, model, prompts, k, shards, flags, part) for k, part in zip(range(1, shards + 1), parts)]
         if scheduler is None:
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
-                                   dashboard_address=None)
-            client = Client(cluster)
+            run_here(tasks, workers)
         else:
-            client = Client(scheduler)
-        try:
-            futures = [client.submit(run_shard, attnscope, model, prompts, k, shards, flags, part, pure=False)
-                       for k, part in zip(range(1, shards + 1), parts)]
-            client.gather(futures)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            run_on_dask(tasks, scheduler, workers)
         done = subprocess.run([attnscope, "merge", *parts, "--out", out], capture_output=True, text=True)
         if done.returncode != 0:
             raise SweepError(f"attnscope merge exited {done.returncode}: {done.stderr.strip()}")
@@ -119,11 +137,13 @@ def main(argv=None):
     parser.add_argument("--model", required=True, help="the model folder DIR")
     parser.add_argument("--shards", type=int, help="number of shards N (>= 1; default: --workers)")
     parser.add_argument("--out", default="HEADS.csv", help="the merged CSV (default HEADS.csv)")
-    parser.add_argument("--scheduler", help="a Dask scheduler address; default: a LocalCluster")
-    parser.add_argument("--workers", type=int, default=2, help="LocalCluster workers (default 2)")
+    parser.add_argument("--scheduler", help="a Dask scheduler address, or 'local' for an in-process "
+                             "LocalCluster; default: attnscope processes on this machine, no Dask")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="shards run at once on this machine, or LocalCluster workers (default 2)")
     parser.add_argument("--threads", type=int,
-                        help="threads of each attnscope heads (default: cores / workers with a "
-                             "LocalCluster, every core of the worker's machine with --scheduler)")
+                        help="threads of each attnscope heads (default: cores / workers on this "
+                             "machine, every core of the worker's machine with --scheduler ADDRESS)")
     parser.add_argument("--work", help="folder for the PART files (default: a temporary one, removed)")
     parser.add_argument("--scores", default="prev,dup,induction,sink,entropy")
     parser.add_argument("--exclude-bos", action="store_true", help="as attnscope heads --exclude-bos")

@@ -255,8 +255,9 @@ TEST(CliAnalysis, HeadsOnTextAndRepeatedRandom) {
   EXPECT_NE(r.err.find("unknown score 'copy'"), std::string::npos) << r.err;
 }
 
-// 200 prompts; 3 shards merged equal the unsharded run within 1e-9 relative; the Dask
-// driver with a LocalCluster of 2 workers writes the same table.
+// 200 prompts; 3 shards merged equal the unsharded run within 1e-9 relative; the sweep
+// driver on Dask (--scheduler local: a LocalCluster of 2 workers) writes the same table, and
+// so does its default (attnscope processes on this machine, no Dask) with every flag.
 TEST(CliAnalysis, ShardsMergeToTheUnshardedRunAndDaskAgrees) {
   const fs::path d = dir();
   const std::vector<std::string> words = {"When", " Mary", " and", " John", " went", " to", " the", " store",
@@ -309,7 +310,7 @@ TEST(CliAnalysis, ShardsMergeToTheUnshardedRunAndDaskAgrees) {
   const attn::testing::RunResult sweep = attn::testing::runProgram(
       python,
       {"-m", "attnscope_sweep", "--prompts", prompts, "--model", model, "--shards", "4", "--workers", "2",
-       "--out", (d / "dask.csv").string(), "--work", (d / "dask_parts").string()},
+       "--scheduler", "local", "--out", (d / "dask.csv").string(), "--work", (d / "dask_parts").string()},
       d, &env);
   ASSERT_EQ(sweep.exitCode, 0) << sweep.err;
   const auto dask = readCsv(d / "dask.csv");
@@ -319,8 +320,8 @@ TEST(CliAnalysis, ShardsMergeToTheUnshardedRunAndDaskAgrees) {
       EXPECT_LE(std::abs(std::stod(whole[row][c]) - std::stod(dask[row][c])),
                 1e-9 * std::max(std::abs(std::stod(whole[row][c])), 1e-300));
 
-  // Issue 33: every flag reaches the workers (--exclude-bos, --exclude-current-token, --bos,
-  // --threads), and the temporary work folder is removed.
+  // Issue 33: every flag reaches the shards (--exclude-bos, --exclude-current-token, --bos,
+  // --threads), and the temporary work folder is removed (the default: no Dask).
   const fs::path tmp = d / "sweep_tmp";
   fs::create_directories(tmp);
   env.push_back("TMPDIR=" + tmp.string());

@@ -10,7 +10,9 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/random.h"
 #include "core/models/analysis.h"
+#include "core/models/session_batch.h"
 
 namespace {
 
@@ -63,13 +65,17 @@ double wholePassMetric(std::shared_ptr<const Weights> w, const std::vector<int>&
 }
 
 TEST(Patching, FastPathEqualsOneWholePassPerSite) {
-  const std::vector<int> clean = {3, 17, 8, 22, 5, 31, 12, 9};
-  const std::vector<int> corrupt = {3, 17, 26, 22, 5, 14, 12, 9};
-  const int n = static_cast<int>(clean.size());
-  for (int kind = 0; kind < 4; ++kind) {
-    SCOPED_TRACE("family " + std::to_string(kind));
+  // two prompt pairs: a common prefix of two tokens (the re-runs start at position 2) and none
+  const std::vector<int> cleans[2] = {{3, 17, 8, 22, 5, 31, 12, 9}, {30, 17, 8, 22, 5, 31, 12, 9}};
+  const std::vector<int> corrupts[2] = {{3, 17, 26, 22, 5, 14, 12, 9}, {2, 17, 8, 22, 5, 31, 1, 9}};
+  const int n = static_cast<int>(cleans[0].size());
+  for (int run = 0; run < 8; ++run) {
+    const int kind = run % 4;
+    const std::vector<int>& clean = cleans[run / 4];
+    const std::vector<int>& corrupt = corrupts[run / 4];
+    SCOPED_TRACE("family " + std::to_string(kind) + ", prompt pair " + std::to_string(run / 4));
     const Config c = family(kind);
-    auto w = std::make_shared<const Weights>(randomWeights(c, 100 + static_cast<std::uint64_t>(kind)));
+    auto w = std::make_shared<const Weights>(randomWeights(c, 100 + static_cast<std::uint64_t>(run)));
     auto record = std::make_shared<Hooks>();
     record->record = true;
     Expected<Session> cleanRun = runWithHooks(w, clean, record);
@@ -143,6 +149,50 @@ TEST(Patching, RerunRefusesWhatItCannotDo) {
   run->restoreFrom(before, 1, 2);
   EXPECT_EQ(run->nextLogit(5), before.nextLogit(5));
   EXPECT_EQ(run->attention(2, 1), before.attention(2, 1));
+}
+
+// SessionBatch: copy b re-run with its own stream and hooks equals Session::rerunFrom on a
+// copy of the base with the same (1e-5 of the logit); restoreFrom gives the base back.
+TEST(Patching, BatchCopiesEqualSingleReruns) {
+  const std::vector<int> ids = {3, 17, 8, 22, 5, 31, 12, 9};
+  const int n = static_cast<int>(ids.size()), first = 3, layer = 1, copies = 3;
+  for (int kind = 0; kind < 4; ++kind) {
+    SCOPED_TRACE("family " + std::to_string(kind));
+    const Config c = family(kind);
+    auto w = std::make_shared<const Weights>(randomWeights(c, 300 + static_cast<std::uint64_t>(kind)));
+    Expected<Session> base = forward(w, ids);
+    ASSERT_TRUE(base.ok());
+    SplitMix64 rng(11);
+    auto randomMatrix = [&](Eigen::Index r, Eigen::Index k) {
+      Matrix out(r, k);
+      for (Eigen::Index i = 0; i < out.size(); ++i) out.data()[i] = static_cast<float>(rng.uniformSymmetric());
+      return out;
+    };
+    const Eigen::Index m = n - first, dh = c.headDim();
+    const Matrix streams = randomMatrix(copies * m, c.nEmbd);
+    const Matrix z = randomMatrix(copies * n, dh);  // head b of block 2 replaced in copy b
+    auto batchHooks = std::make_shared<Hooks>();
+    for (int h = 0; h < copies; ++h) batchHooks->heads.push_back({2, h, HeadEdit::Replace, z});
+    SessionBatch batch(*base, copies);
+    ASSERT_TRUE(batch.rerunFrom(layer, first, streams, batchHooks).ok());
+    for (int b = 0; b < copies; ++b) {
+      Session one = *base;
+      auto hooks = std::make_shared<Hooks>();
+      for (int h = 0; h < copies; ++h) hooks->heads.push_back({2, h, HeadEdit::Replace, Matrix(z.middleRows(b * n, n))});
+      ASSERT_TRUE(one.rerunFrom(layer, first, streams.middleRows(b * m, m), hooks).ok());
+      for (int token : {0, 7, 39}) {
+        EXPECT_NEAR(batch.nextLogit(b, token), one.nextLogit(token), 1e-5 * (1 + std::abs(one.nextLogit(token))))
+            << "copy " << b << ", token " << token;
+        EXPECT_NE(batch.nextLogit(b, token), base->nextLogit(token));
+      }
+    }
+    batch.restoreFrom(*base, layer, first);
+    for (int b = 0; b < copies; ++b) EXPECT_EQ(batch.nextLogit(b, 7), base->nextLogit(7));
+    auto mean = std::make_shared<Hooks>();
+    mean->heads.push_back({2, 0, HeadEdit::Mean, {}});
+    EXPECT_FALSE(batch.rerunFrom(layer, 0, Matrix::Zero(copies * n, c.nEmbd), mean).ok());  // a mean over copies
+    EXPECT_FALSE(batch.rerunFrom(layer, first, Matrix::Zero(m, c.nEmbd), nullptr).ok());  // one copy's rows
+  }
 }
 
 }  // namespace
