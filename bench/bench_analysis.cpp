@@ -1,11 +1,12 @@
 // Activation patching on GPT-2-small shapes with random weights (model::Config{}: 12 layers,
 // 12 heads, width 768, vocabulary 50257), clean and corrupt prompts of 55 tokens that differ
-// at three positions: what `attnscope patch --what heads|resid` costs. Results and the PyTorch
+// at three positions (n/5, n/2, n-2; with the second argument 1: 0, n/2, n-2, so no common
+// prefix to skip): what `attnscope patch --what heads|resid` costs. Results and the PyTorch
 // comparison (scripts/bench_patch_torch.py): docs/performance.md, "Activation patching".
 //
-//   BM_PatchHeads        model::activationPatching, heads: L·H sites, each re-running the
-//                        corrupt pass from the patched block (Session::rerunFrom) and reading
-//                        two logits (Session::nextLogit)
+//   BM_PatchHeads        model::activationPatching, heads: L·H sites; the H heads of a block
+//                        re-run the corrupt pass from that block as one batch (SessionBatch)
+//                        and read two logits each
 //   BM_PatchResid        the same for the residual stream, (L+1)·n sites, each from the patched
 //                        block and position
 //   BM_PatchHeadsWhole   the same L·H sites the way patching ran before: a whole forward pass
@@ -33,19 +34,19 @@ struct Prompts {
   int answer = 0, wrong = 0;
 };
 
-Prompts prompts(int n) {
+Prompts prompts(int n, bool fromStart = false) {
   Prompts p;
   SplitMix64 rng(7);
   for (int i = 0; i < n; ++i) p.clean.push_back(static_cast<int>(rng.next() % 50000));
   p.corrupt = p.clean;
-  for (int i : {n / 5, n / 2, n - 2}) p.corrupt[static_cast<std::size_t>(i)] = (p.clean[static_cast<std::size_t>(i)] + 911) % 50000;
+  for (int i : {fromStart ? 0 : n / 5, n / 2, n - 2}) p.corrupt[static_cast<std::size_t>(i)] = (p.clean[static_cast<std::size_t>(i)] + 911) % 50000;
   p.answer = 1000;
   p.wrong = 2000;
   return p;
 }
 
 void BM_PatchHeads(benchmark::State& state) {
-  const Prompts p = prompts(static_cast<int>(state.range(0)));
+  const Prompts p = prompts(static_cast<int>(state.range(0)), state.range(1) != 0);
   for (auto _ : state) {
     auto out = activationPatching(gpt2Small(), p.clean, p.corrupt, p.answer, p.wrong, PatchTarget::Heads);
     if (!out) state.SkipWithError(out.error().message().c_str());
@@ -92,7 +93,7 @@ void BM_PatchHeadsWhole(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_PatchHeads)->Arg(55)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PatchHeads)->Args({55, 0})->Args({55, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PatchResid)->Arg(55)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PatchHeadsWhole)->Arg(55)->Unit(benchmark::kMillisecond)->UseRealTime();
 
