@@ -304,7 +304,7 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     if (!content) return optionError("--text", content.error().problem, request.text.substr(1));
     request.text = std::move(content).value();
   }
-  if (parsed->has("--summary") || request.hasTile) {  // the long-context pass (cli_model_summary.cpp)
+  if (parsed->has("--summary") || request.hasTile) {  // the long-context pass (app/cli/cli_model_summary.cpp)
     for (const char* name : {"--mechanisms", "--logits", "--residuals", "--predict", "--image"})
       if (parsed->has(name))
         return optionError(name, "does not combine with --summary / --tile (the tiled pass keeps no n x n attention)");

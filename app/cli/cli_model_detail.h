@@ -52,7 +52,7 @@ struct ModelRequest {
   bool logits = false;
   bool residuals = false;
   // --summary S.npz and --tile L,H,Q0:Q1,K0:K1 --out T.npy (decoders, issue 29;
-  // cli_model_summary.cpp): the tiled pass of core/models/long_context.h, no n x n array.
+  // app/cli/cli_model_summary.cpp): the tiled pass of core/models/long_context.h, no n x n array.
   std::string summaryPath;
   std::string summaryTokensPath;  // S.tokens.json next to S.npz
   int sink = 4, local = 64, topK = 8;

@@ -22,7 +22,7 @@ constexpr Eigen::Index kChunkRows = 512;
 constexpr std::int64_t kMaxTileCells = std::int64_t{1} << 26;
 
 // The visible keys [lo, hi) of query i among n.
-void visibleKeys(const HeadMask& mask, Eigen::Index i, Eigen::Index n, Eigen::Index& lo, Eigen::Index& hi) {
+void visibleKeys(const KeyMask& mask, Eigen::Index i, Eigen::Index n, Eigen::Index& lo, Eigen::Index& hi) {
   if (!mask.causal) {
     lo = 0;
     hi = n;
@@ -94,7 +94,7 @@ Status validateSummaryOptions(const SummaryOptions& o, int layers, int heads, in
 // =======================================================================================
 
 bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v, float scale,
-                   float softcap, const HeadMask& mask, const SummaryOptions& options,
+                   float softcap, const KeyMask& mask, const SummaryOptions& options,
                    const HeadOutputs& out, const std::atomic<bool>* cancel) {
   const Eigen::Index n = q.rows(), d = q.cols();
   const Eigen::Index B = options.rowBlock, T = options.keyTile;
@@ -257,7 +257,7 @@ bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v
 }
 
 Matrix exactTile(const MatrixView& q, const MatrixView& k, std::span<const float> lse, float scale,
-                 float softcap, const HeadMask& mask, int q0, int q1, int k0, int k1) {
+                 float softcap, const KeyMask& mask, int q0, int q1, int k0, int k1) {
   const kernels::Table& isa = kernels::active();
   const Eigen::Index n = q.rows();
   Matrix tile(q1 - q0, k1 - k0);
@@ -401,7 +401,7 @@ Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
 
     // 5 per query head: the tiled pass (summaries, output, requested tiles)
     const Eigen::OuterStride<> stride(width);
-    const HeadMask mask{true, c.windowOf(static_cast<int>(l))};
+    const KeyMask mask{true, c.windowOf(static_cast<int>(l))};
     SummaryOptions headOptions = options;
     headOptions.threads = T;
     for (Eigen::Index h = 0; h < H; ++h) {

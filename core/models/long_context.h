@@ -28,7 +28,7 @@
 // phi3 / gemma2: GQA, per-layer sliding windows, soft-capping, query_pre_attn_scalar,
 // q/k norms, parallel residuals, sandwich norms, GGUF files). Encoders (bidirectional) are
 // not run by this pass; the tiled head function itself takes a bidirectional mask
-// (HeadMask::causal = false), so their summaries are one driver away.
+// (KeyMask::causal = false), so their summaries are one driver away.
 #pragma once
 
 #include <atomic>
@@ -48,7 +48,7 @@ namespace attn::model {
 //   causal, window 0    j <= i
 //   causal, window w    i − w < j <= i
 //   !causal             every key (a bidirectional encoder; window must be 0)
-struct HeadMask {
+struct KeyMask {
   bool causal = true;
   int window = 0;
 };
@@ -123,12 +123,12 @@ struct HeadOutputs {
 // summaries (and context) into `out`. Row blocks run on options.threads threads of the
 // pool; returns false (outputs incomplete) when *cancel turned true.
 bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v, float scale,
-                   float softcap, const HeadMask& mask, const SummaryOptions& options,
+                   float softcap, const KeyMask& mask, const SummaryOptions& options,
                    const HeadOutputs& out, const std::atomic<bool>* cancel = nullptr);
 
 // The exact weights of rows [q0, q1) x keys [k0, k1) of one head from its rows' lse (n):
 // a_ij = exp(s_ij − lse_i) on visible keys, 0 elsewhere. q, k as tiledHeadPass.
 Matrix exactTile(const MatrixView& q, const MatrixView& k, std::span<const float> lse, float scale,
-                 float softcap, const HeadMask& mask, int q0, int q1, int k0, int k1);
+                 float softcap, const KeyMask& mask, int q0, int q1, int k0, int k1);
 
 }  // namespace attn::model

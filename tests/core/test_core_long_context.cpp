@@ -223,7 +223,7 @@ TEST(LongContext, BidirectionalHeadAgainstADoubleLoop) {
   HeadOutputs out{lse.data(), entropy.data(), sinkMass.data(), localMass.data(), colSum.data(),
                   topIdx.data(), topW.data(), context.data(), d};
   const float scale = 0.5f;
-  ASSERT_TRUE(tiledHeadPass(qv, kv, vv, scale, 0, HeadMask{false, 0}, options, out));
+  ASSERT_TRUE(tiledHeadPass(qv, kv, vv, scale, 0, KeyMask{false, 0}, options, out));
   Eigen::VectorXd col = Eigen::VectorXd::Zero(n);
   for (int i = 0; i < n; ++i) {
     Eigen::VectorXd s(n);
