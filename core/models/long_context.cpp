@@ -401,8 +401,14 @@ Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
 
     // 5 per query head: the tiled pass (summaries, output, requested tiles)
     const Eigen::OuterStride<> stride(width);
+    if (options.onLayerQkv) options.onLayerQkv(static_cast<int>(l), MatrixView(qkv.data(), n, width, stride));
     const KeyMask mask{true, c.windowOf(static_cast<int>(l))};
-    SummaryOptions headOptions = options;
+    SummaryOptions headOptions;
+    headOptions.sink = options.sink;
+    headOptions.local = options.local;
+    headOptions.topK = options.topK;
+    headOptions.rowBlock = options.rowBlock;
+    headOptions.keyTile = options.keyTile;
     headOptions.threads = T;
     for (Eigen::Index h = 0; h < H; ++h) {
       const Eigen::Index g = c.kvHeadOf(static_cast<int>(h));

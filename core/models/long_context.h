@@ -69,6 +69,12 @@ struct SummaryOptions {
   int rowBlock = 64;        // query rows per tile (one pool item)
   int keyTile = 512;        // keys per tile
   std::vector<TileRequest> tiles;  // exact blocks to return (LongSummary::tiles, same order)
+  // Called on the caller's thread once per layer, after the layer's q | k | v rows are
+  // computed (n x (H + 2·H_kv)·d_h: q heads, k heads, v heads; q and k after the rotary and
+  // the q/k norms, as Session::query / key hold them) and before its attention: what a window
+  // keeps to recompute tiles later (exactTile), and what the tests' float64 reference reads.
+  // Valid during the call only.
+  std::function<void(int layer, const MatrixView& qkv)> onLayerQkv;
 };
 
 // Per-row summaries of every head: arrays [L, H, n] (topk: [L, H, n, K]), row-major, head

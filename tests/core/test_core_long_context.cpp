@@ -294,4 +294,117 @@ TEST(LongContext, CancelStopsThePass) {
   EXPECT_EQ(heads, 2);
 }
 
+// ---------------------------------------------------------------------------------------
+// The case: a SmolLM-135M-width llama (hidden 576, 4 layers, 9 query heads, 3 KV
+// heads, head_dim 64, MLP 1536; core's randomWeights with q and k 4 times larger, so that
+// rows have peaks instead of the near-uniform rows of std-0.02 weights) against a float64
+// reference computed in row chunks of 256 from the model's own q and k (SummaryOptions::
+// onLayerQkv hands them over): lse and entropy within 2e-3, masses and top-k weights 1e-4,
+// column sums 1e-3 relative, top-k indices causal, a 192-row tile within 1e-5. ctest runs
+// n = 2048; n = 8192 (about a minute here) runs with
+//   build-test/test_core_long_context --gtest_also_run_disabled_tests --gtest_filter='*8192*'
+// ---------------------------------------------------------------------------------------
+
+Config smolWidth(int n) {
+  Config c;
+  c.modelType = "llama";
+  c.nLayer = 4;
+  c.nHead = 9;
+  c.nHeadKv = 3;
+  c.nEmbd = 576;
+  c.nInner = 1536;
+  c.nPositions = n;
+  c.vocabSize = 49152;
+  c.norm = NormKind::RmsNorm;
+  c.activation = Activation::Silu;
+  c.qkvLayout = QkvLayout::Separate;
+  c.gatedMlp = true;
+  c.learnedPositions = false;
+  c.rotaryDims = 64;
+  c.qkvBias = c.outBias = c.mlpBias = false;
+  return c;
+}
+
+void checkAgainstFloat64(int n) {
+  const Config c = smolWidth(n);
+  auto w = sharpWeights(c, 135, 4.0f);
+  const std::vector<int> ids = randomIds(n, c.vocabSize, 8192);
+  const int H = c.nHead, dh = c.headDim(), K = 8, sink = 4, local = 64;
+  std::vector<Matrix> qk(static_cast<std::size_t>(c.nLayer));  // n x (H + H_kv)·d_h per layer
+  SummaryOptions options;  // the CLI's defaults: sink 4, local 64, top 8
+  options.tiles = {{2, 5, n / 2, n / 2 + 192, 0, n}};
+  options.onLayerQkv = [&](int layer, const MatrixView& qkv) {
+    qk[static_cast<std::size_t>(layer)] = qkv.leftCols((H + c.nHeadKv) * dh);
+  };
+  Expected<LongSummary> s = summarizeAttention(w, ids, options);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  std::printf("n = %d: the summary pass took %.1f s\n", n, s->seconds);
+  double worst[7] = {};  // lse, entropy, sink, local, top-k weight, colsum (relative), tile
+  double entropyMin = 1e9;
+  Matrix tileRef;
+  constexpr int kChunk = 256;
+  for (int l = 0; l < c.nLayer; ++l) {
+    const Matrix& m = qk[static_cast<std::size_t>(l)];
+    for (int h = 0; h < H; ++h) {
+      const Eigen::MatrixXd q = m.middleCols(h * dh, dh).cast<double>();
+      const Eigen::MatrixXd k = m.middleCols((H + c.kvHeadOf(h)) * dh, dh).cast<double>();
+      const std::size_t at = static_cast<std::size_t>((l * H + h) * n);
+      Eigen::VectorXd col = Eigen::VectorXd::Zero(n);
+      for (int r0 = 0; r0 < n; r0 += kChunk) {
+        const int rows = std::min(kChunk, n - r0);
+        const Eigen::MatrixXd scores = (q.middleRows(r0, rows) * k.topRows(r0 + rows).transpose()) * static_cast<double>(c.scoreScale());
+        for (int r = 0; r < rows; ++r) {
+          const int i = r0 + r;
+          const Eigen::VectorXd row = scores.row(r).head(i + 1).transpose();
+          const double mx = row.maxCoeff();
+          const double lse = mx + std::log((row.array() - mx).exp().sum());
+          const Eigen::VectorXd a = (row.array() - lse).exp();
+          const double entropy = -(a.array() * (row.array() - lse)).sum();
+          if (i >= 256) entropyMin = std::min(entropyMin, entropy);
+          col.head(i + 1) += a;
+          const std::size_t e = at + static_cast<std::size_t>(i);
+          worst[0] = std::max(worst[0], std::abs(s->lse[e] - lse));
+          worst[1] = std::max(worst[1], std::abs(s->entropy[e] - entropy));
+          worst[2] = std::max(worst[2], std::abs(s->sinkMass[e] - a.head(std::min(sink, i + 1)).sum()));
+          worst[3] = std::max(worst[3], std::abs(s->localMass[e] - a.tail(std::min(local, i + 1)).sum()));
+          std::vector<double> sorted(a.data(), a.data() + a.size());
+          const int top = std::min(K, i + 1);
+          std::partial_sort(sorted.begin(), sorted.begin() + top, sorted.end(), std::greater<>());
+          for (int t = 0; t < K; ++t) {
+            const std::int32_t j = s->topIdx[e * K + static_cast<std::size_t>(t)];
+            const float wt = s->topW[e * K + static_cast<std::size_t>(t)];
+            if (t >= top) {
+              ASSERT_EQ(j, -1);
+              continue;
+            }
+            ASSERT_GE(j, 0);
+            ASSERT_LE(j, i);  // causal
+            worst[4] = std::max({worst[4], std::abs(wt - sorted[static_cast<std::size_t>(t)]), std::abs(wt - a[j])});
+          }
+          if (l == 2 && h == 5 && i >= n / 2 && i < n / 2 + 192) {
+            if (tileRef.size() == 0) tileRef = Matrix::Zero(192, n);
+            tileRef.row(i - n / 2).head(i + 1) = a.transpose().cast<float>();
+          }
+        }
+      }
+      for (int j = 0; j < n; ++j)
+        worst[5] = std::max(worst[5], std::abs(s->colSum[at + static_cast<std::size_t>(j)] - col[j]) / col[j]);
+    }
+  }
+  worst[6] = (s->tiles[0] - tileRef).cwiseAbs().maxCoeff();
+  std::printf("n = %d: lse %.2e entropy %.2e sink %.2e local %.2e topk w %.2e colsum (rel) %.2e tile %.2e; "
+              "lowest entropy of rows >= 256: %.2f nats\n", n, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5], worst[6], entropyMin);
+  EXPECT_LT(worst[0], 2e-3);
+  EXPECT_LT(worst[1], 2e-3);
+  EXPECT_LT(worst[2], 1e-4);
+  EXPECT_LT(worst[3], 1e-4);
+  EXPECT_LT(worst[4], 1e-4);
+  EXPECT_LT(worst[5], 1e-3);
+  EXPECT_LT(worst[6], 1e-5);
+  EXPECT_LT(entropyMin, 2.0);  // some rows are peaked, not uniform (log n = 7.6 at 2048)
+}
+
+TEST(LongContext, SmolLmWidth2048AgainstFloat64) { checkAgainstFloat64(2048); }
+TEST(LongContext, DISABLED_SmolLmWidth8192AgainstFloat64) { checkAgainstFloat64(8192); }
+
 }  // namespace
