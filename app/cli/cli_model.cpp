@@ -207,6 +207,8 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                       "  sink_mass   float32 [layers, heads, n]  weight on keys 0..--sink-1\n"
                       "  local_mass  float32 [layers, heads, n]  weight on keys j with\n"
                       "              0 <= i - j < --local (the query and the keys before it)\n"
+                      "  distant_mass float32 [layers, heads, n] weight on the other keys:\n"
+                      "              j >= --sink and i - j >= --local\n"
                       "  col_sum     float32 [layers, heads, n]  weight key j receives, summed\n"
                       "              over the queries\n"
                       "  token_ids   int64 [n];  summary_params int64 [3] = sink, local, topk\n"

@@ -59,6 +59,7 @@ Status writeSummary(const ModelRequest& request, const model::LongSummary& s, co
   entries.push_back(entry("topk_w", *topW, s.topW.data(), s.topW.size()));
   entries.push_back(entry("sink_mass", *rows, s.sinkMass.data(), cells));
   entries.push_back(entry("local_mass", *rows, s.localMass.data(), cells));
+  entries.push_back(entry("distant_mass", *rows, s.distantMass.data(), cells));
   entries.push_back(entry("col_sum", *rows, s.colSum.data(), cells));
   // token_ids int64 [n] as --out writes them; summary_params int64 [3] = sink, local, topk
   const std::vector<std::int64_t> ids64(ids.begin(), ids.end());

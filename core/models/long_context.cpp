@@ -45,7 +45,7 @@ struct Scratch {
   Matrix weights;  // rowBlock x keyTile
   Matrix out;      // rowBlock x d (the unnormalised output)
   std::vector<float> rowMax;
-  std::vector<double> rowSum, entropy, sink, local;
+  std::vector<double> rowSum, entropy, sink, local, distant;
   std::vector<double> colSum;  // n (per head)
 };
 
@@ -100,7 +100,7 @@ bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v
   const Eigen::Index B = options.rowBlock, T = options.keyTile;
   const int K = options.topK;
   const bool wantContext = out.context != nullptr && v.rows() == n;
-  const bool wantStats = out.entropy || out.sinkMass || out.localMass || out.colSum || out.topIdx || out.topW;
+  const bool wantStats = out.entropy || out.sinkMass || out.localMass || out.distantMass || out.colSum || out.topIdx || out.topW;
   const int blocks = static_cast<int>((n + B - 1) / B);
   const int threads = std::max(1, std::min(options.threads > 0 ? options.threads : availableCores(), blocks));
   const kernels::Table& isa = kernels::active();
@@ -110,7 +110,7 @@ bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v
     s.weights.resize(B, T);
     s.out.resize(B, d);
     s.rowMax.resize(static_cast<std::size_t>(B));
-    for (auto* vec : {&s.rowSum, &s.entropy, &s.sink, &s.local}) vec->assign(static_cast<std::size_t>(B), 0.0);
+    for (auto* vec : {&s.rowSum, &s.entropy, &s.sink, &s.local, &s.distant}) vec->assign(static_cast<std::size_t>(B), 0.0);
     if (out.colSum) s.colSum.assign(static_cast<std::size_t>(n), 0.0);
   }
   std::vector<float> lseAll(out.lse ? 0 : static_cast<std::size_t>(n));
@@ -173,6 +173,7 @@ bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v
     std::fill_n(s.entropy.begin(), rows, 0.0);
     std::fill_n(s.sink.begin(), rows, 0.0);
     std::fill_n(s.local.begin(), rows, 0.0);
+    std::fill_n(s.distant.begin(), rows, 0.0);
     std::int32_t* topIdx = out.topIdx ? out.topIdx + i0 * K : nullptr;
     float* topW = out.topW ? out.topW + i0 * K : nullptr;
     std::vector<float> ownW;
@@ -219,6 +220,14 @@ bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v
         const Eigen::Index localLo = std::max<Eigen::Index>(a, i - options.local + 1);
         const Eigen::Index localHi = std::min<Eigen::Index>(b, i + options.local);
         if (localLo < localHi) s.local[ri] += Eigen::Map<const Eigen::ArrayXf>(w + (localLo - a), localHi - localLo).cast<double>().sum();
+        // distant: keys j >= sink outside the local window, on either side of it
+        auto addDistant = [&](Eigen::Index lo, Eigen::Index hi) {
+          lo = std::max<Eigen::Index>({lo, a, options.sink});
+          hi = std::min<Eigen::Index>(hi, b);
+          if (lo < hi) s.distant[ri] += Eigen::Map<const Eigen::ArrayXf>(w + (lo - a), hi - lo).cast<double>().sum();
+        };
+        addDistant(0, i - options.local + 1);
+        if (!mask.causal) addDistant(i + options.local, n);
         // top-k: only a tile row whose largest weight beats the row's K-th is scanned
         float* tw = topW + r * K;
         std::int32_t* ti = topIdx + r * K;
@@ -237,6 +246,7 @@ bool tiledHeadPass(const MatrixView& q, const MatrixView& k, const MatrixView& v
       if (out.entropy) out.entropy[i0 + r] = static_cast<float>(std::max(0.0, s.entropy[ri]));
       if (out.sinkMass) out.sinkMass[i0 + r] = static_cast<float>(s.sink[ri]);
       if (out.localMass) out.localMass[i0 + r] = static_cast<float>(s.local[ri]);
+      if (out.distantMass) out.distantMass[i0 + r] = static_cast<float>(s.distant[ri]);
       for (int t = 0; t < K; ++t)  // fewer than K visible keys: index −1, weight 0
         if (topIdx[r * K + t] < 0) topW[r * K + t] = 0.0f;
     }
@@ -319,7 +329,7 @@ Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
   summary.heads = static_cast<int>(H);
   summary.n = static_cast<int>(n);
   summary.topK = options.topK;
-  for (auto* a : {&summary.lse, &summary.entropy, &summary.sinkMass, &summary.localMass, &summary.colSum})
+  for (auto* a : {&summary.lse, &summary.entropy, &summary.sinkMass, &summary.localMass, &summary.distantMass, &summary.colSum})
     a->assign(cells, 0.0f);
   summary.topIdx.assign(cells * K, -1);
   summary.topW.assign(cells * K, 0.0f);
@@ -422,6 +432,7 @@ Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
       out.sinkMass = summary.sinkMass.data() + at;
       out.localMass = summary.localMass.data() + at;
       out.colSum = summary.colSum.data() + at;
+      out.distantMass = summary.distantMass.data() + at;
       out.topIdx = summary.topIdx.data() + at * K;
       out.topW = summary.topW.data() + at * K;
       out.context = context.data() + h * dh;

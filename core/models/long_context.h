@@ -15,6 +15,8 @@
 //   sink_i       = Σ_{j < sink} a_ij
 //   local_i      = Σ_{j: 0 <= i − j < local} a_ij              (the query itself and the
 //                                                               local − 1 keys before it)
+//   distant_i    = Σ_{j >= sink, i − j >= local} a_ij          (neither sink nor local: 1 −
+//                                                               the mass of their union)
 //   col_sum_j    = Σ_i a_ij                                    (the attention key j receives)
 // and any block of weights. Both passes multiply tiles with the BLAS GEMM (OpenBLAS through
 // Eigen); the row blocks of a head run on the shared pool (core/base/parallel.h).
@@ -86,6 +88,7 @@ struct LongSummary {
   std::vector<float> entropy;    // nats
   std::vector<float> sinkMass;
   std::vector<float> localMass;
+  std::vector<float> distantMass;  // keys j >= sink with i − j >= local (|i − j| bidirectional)
   std::vector<float> colSum;     // [L, H, n]: index j = key j, summed over the queries
   std::vector<std::int32_t> topIdx;  // [L, H, n, K]
   std::vector<float> topW;           // [L, H, n, K], descending per row
@@ -110,7 +113,7 @@ Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
                                          const std::atomic<bool>* cancel = nullptr);
 
 // Where one head's pass writes (each may be null / empty to skip): n floats each for lse,
-// entropy, sink, local and colSum (colSum is overwritten), n·K for topIdx / topW, and
+// entropy, sink, local, distant and colSum (colSum is overwritten), n·K for topIdx / topW, and
 // context (n x d_h, row stride contextStride) for the head's attention output Σ_j a_ij·v_j.
 struct HeadOutputs {
   float* lse = nullptr;
@@ -122,6 +125,7 @@ struct HeadOutputs {
   float* topW = nullptr;
   float* context = nullptr;
   Eigen::Index contextStride = 0;
+  float* distantMass = nullptr;
 };
 
 // The tiled pass of one head: q (n x d), k and v (n x d; v may have 0 rows when no context

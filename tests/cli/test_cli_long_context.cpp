@@ -9,11 +9,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "app/cli/cli.h"
+#include "core/base/random.h"
+#include "core/models/head_classes.h"
 #include "formats/attention_file.h"
+#include "formats/models/model_folder.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
 #include "tests/support/cli_in_process.h"
@@ -178,6 +182,106 @@ TEST(CliLongContext, SummaryAndTileEqualTheFullAttention) {
   EXPECT_LT(worst[2], 10 * rounding);
   EXPECT_LT(worst[3], 20 * rounding);
   EXPECT_LT(worst[4], 5 * rounding);
+}
+
+// HEADS.csv as rows of cells, without the "# ..." lines.
+std::vector<std::vector<std::string>> csvRows(const fs::path& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(gpt2test::readFile(path));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cells;
+    std::istringstream cellsIn(line);
+    for (std::string cell; std::getline(cellsIn, cell, ',');) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// `heads --prompts --scores sink,local,distant,retrieval`: sharded and merged equals the
+// unsharded run, the PART.json records --sink, --local and the needle seed, and the means
+// equal a Session-based computation of the same definitions (windowMass over the whole
+// pattern, the needle task's argmax keys) prompt by prompt.
+TEST(CliLongContext, HeadClassesShardMergeAndEqualTheWholePattern) {
+  modeltest::Spec spec = modeltest::gpt2Spec();
+  spec.positions = 128;
+  const modeltest::Tensors tensors = modeltest::makeTensors(spec, 41);
+  const fs::path dir = modeltest::writeFolder("cli_long_context_heads", spec, tensors);
+  std::vector<std::string> texts;
+  std::string jsonl;
+  attn::SplitMix64 rng(8);
+  for (int p = 0; p < 12; ++p) {
+    std::string text;
+    const int n = 6 + static_cast<int>(rng.next() % 30);
+    for (int i = 0; i < n; ++i) text += static_cast<char>('a' + rng.next() % 6);
+    texts.push_back(text);
+    jsonl += nlohmann::json{{"text", text}}.dump() + "\n";
+  }
+  gpt2test::writeFile(dir / "p.jsonl", jsonl);
+  const std::string model = dir.string(), prompts = (dir / "p.jsonl").string();
+  auto heads = [&](std::vector<std::string> extra, const std::string& out) {
+    std::vector<std::string> args = {"heads", model, "--prompts", prompts, "--scores", "sink,local,distant,retrieval",
+                                     "--sink", "2", "--local", "5", "--seed", "9", "--out", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runCliCommand(args);
+  };
+  CliRun r = heads({}, (dir / "all.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(heads({"--shard", "1/2"}, (dir / "a.json").string()).code, 0);
+  ASSERT_EQ(heads({"--shard", "2/2"}, (dir / "b.json").string()).code, 0);
+  const nlohmann::json part = nlohmann::json::parse(gpt2test::readFile(dir / "a.json"));
+  const std::string partText = part.dump();
+  EXPECT_NE(partText.find("\"sink_keys\":2"), std::string::npos) << partText.substr(0, 600);
+  EXPECT_NE(partText.find("\"local_window\":5"), std::string::npos);
+  EXPECT_NE(partText.find("\"needle_seed\":\"9\""), std::string::npos);
+  ASSERT_EQ(runCliCommand({"merge", (dir / "all.json").string(), "--out", (dir / "all.csv").string()}).code, 0);
+  r = runCliCommand({"merge", (dir / "a.json").string(), (dir / "b.json").string(), "--out", (dir / "merged.csv").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto whole = csvRows(dir / "all.csv"), merged = csvRows(dir / "merged.csv");
+  ASSERT_EQ(whole.size(), 1u + 2 * 2);  // header + layers x heads
+  ASSERT_EQ(whole[0], (std::vector<std::string>{"layer", "head", "sink_mean", "sink_std", "local_mean", "local_std",
+                                                "distant_mean", "distant_std", "retrieval_mean", "retrieval_std", "count"}));
+  for (std::size_t row = 1; row < whole.size(); ++row)
+    for (std::size_t c = 2; c < whole[row].size(); ++c)
+      EXPECT_NEAR(std::stod(whole[row][c]), std::stod(merged[row][c]), 1e-12 + 1e-9 * std::abs(std::stod(whole[row][c])));
+  // another --local in one part: merge refuses it by the flag's name
+  std::vector<std::string> args = {"heads", model, "--prompts", prompts, "--scores", "sink,local,distant,retrieval",
+                                   "--sink", "2", "--local", "6", "--seed", "9", "--shard", "2/2", "--out", (dir / "c.json").string()};
+  ASSERT_EQ(runCliCommand(args).code, 0);
+  r = runCliCommand({"merge", (dir / "a.json").string(), (dir / "c.json").string(), "--out", (dir / "bad.csv").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("local_window"), std::string::npos) << r.err;
+
+  // the same definitions over each prompt's whole pattern (Session)
+  auto folder = attn::io::loadModelFolder(model);
+  ASSERT_TRUE(folder.ok());
+  attn::model::DetectOptions o;
+  o.sinkKeys = 2;
+  o.localWindow = 5;
+  Eigen::MatrixXd sums[4] = {Eigen::MatrixXd::Zero(2, 2), Eigen::MatrixXd::Zero(2, 2), Eigen::MatrixXd::Zero(2, 2), Eigen::MatrixXd::Zero(2, 2)};
+  const attn::model::HeadScoreKind kinds[3] = {attn::model::HeadScoreKind::Sink, attn::model::HeadScoreKind::Local,
+                                               attn::model::HeadScoreKind::Distant};
+  for (std::size_t p = 0; p < texts.size(); ++p) {
+    const std::vector<int> ids = folder->tokenizer->encode(texts[p]).ids;
+    auto run = attn::model::forward(folder->weights, ids);
+    ASSERT_TRUE(run.ok());
+    for (int k = 0; k < 3; ++k) sums[k] += attn::model::headScore(attn::model::attentionStack(*run), ids, kinds[k], o).cast<double>();
+    const auto task = attn::model::needleTask(ids, spec.vocab, attn::deriveSeed(9, "needle", p));
+    auto needleRun = attn::model::forward(folder->weights, task.ids);
+    ASSERT_TRUE(needleRun.ok());
+    sums[3] += attn::model::retrievalScores(task, *needleRun).cast<double>();
+  }
+  double worst = 0, retrievalSum = 0;
+  for (std::size_t row = 1; row < whole.size(); ++row) {
+    const int l = std::stoi(whole[row][0]), h = std::stoi(whole[row][1]);
+    for (int k = 0; k < 4; ++k) {
+      const double expected = sums[k](l, h) / 12;
+      worst = std::max(worst, std::abs(std::stod(whole[row][2 + 2 * k]) - expected));
+    }
+    retrievalSum += std::stod(whole[row][8]);
+  }
+  std::printf("head classes: tiled vs whole pattern within %.2e; retrieval means sum to %.4f\n", worst, retrievalSum);
+  EXPECT_LT(worst, 2e-6);
 }
 
 TEST(CliLongContext, TextFromAFile) {

@@ -139,7 +139,7 @@ TEST(LongContext, EverySummaryEqualsTheFullAttentionOfFourFamilies) {
           double sum = 0;
           for (double v : sc) sum += std::exp(v - m);
           const double lse = m + std::log(sum);
-          double entropy = 0, sinkMass = 0, localMass = 0;
+          double entropy = 0, sinkMass = 0, localMass = 0, distantMass = 0;
           std::vector<std::pair<double, int>> row;
           for (int j = 0; j < n; ++j) {
             const double a = A(i, j);
@@ -150,6 +150,7 @@ TEST(LongContext, EverySummaryEqualsTheFullAttentionOfFourFamilies) {
             if (a > 0) entropy -= a * std::log(a);
             if (j < sink) sinkMass += a;
             if (i - j < local) localMass += a;
+            if (j >= sink && i - j >= local) distantMass += a;
             col[j] += a;
             row.push_back({a, j});
           }
@@ -158,7 +159,7 @@ TEST(LongContext, EverySummaryEqualsTheFullAttentionOfFourFamilies) {
           worst[0] = std::max(worst[0], std::abs(s->lse[at + i] - lse));
           worst[1] = std::max(worst[1], std::abs(s->entropy[at + i] - entropy));
           worst[2] = std::max(worst[2], std::abs(s->sinkMass[at + i] - sinkMass));
-          worst[3] = std::max(worst[3], std::abs(s->localMass[at + i] - localMass));
+          worst[3] = std::max({worst[3], std::abs(s->localMass[at + i] - localMass), std::abs(s->distantMass[at + i] - distantMass)});
           for (int t = 0; t < K; ++t) {
             const std::size_t e = (at + static_cast<std::size_t>(i)) * K + static_cast<std::size_t>(t);
             if (t >= static_cast<int>(row.size())) {  // fewer visible keys than K
@@ -188,7 +189,7 @@ TEST(LongContext, EverySummaryEqualsTheFullAttentionOfFourFamilies) {
     worst[6] = (tile - A13.middleRows(100, 192)).cwiseAbs().maxCoeff();
     const Matrix A20 = full->attention(2, 0);
     EXPECT_LT((s->tiles[1] - A20.topLeftCorner(7, 5)).cwiseAbs().maxCoeff(), 5e-6);
-    std::printf("family %d: lse %.2e entropy %.2e sink %.2e local %.2e colsum(rel) %.2e topk %.2e tile %.2e; %d sharp rows\n",
+    std::printf("family %d: lse %.2e entropy %.2e sink %.2e local/distant %.2e colsum(rel) %.2e topk %.2e tile %.2e; %d sharp rows\n",
                 kind, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5], worst[6], sharpRows);
     EXPECT_LT(worst[0], 1e-4);
     EXPECT_LT(worst[1], 1e-4);
@@ -222,6 +223,8 @@ TEST(LongContext, BidirectionalHeadAgainstADoubleLoop) {
   Matrix context(n, d);
   HeadOutputs out{lse.data(), entropy.data(), sinkMass.data(), localMass.data(), colSum.data(),
                   topIdx.data(), topW.data(), context.data(), d};
+  std::vector<float> distantMass(n);
+  out.distantMass = distantMass.data();
   const float scale = 0.5f;
   ASSERT_TRUE(tiledHeadPass(qv, kv, vv, scale, 0, KeyMask{false, 0}, options, out));
   Eigen::VectorXd col = Eigen::VectorXd::Zero(n);
@@ -234,11 +237,13 @@ TEST(LongContext, BidirectionalHeadAgainstADoubleLoop) {
     EXPECT_NEAR(lse[i], m + std::log(l), 1e-5);
     EXPECT_NEAR(entropy[i], -(a.array() * a.array().log()).sum(), 1e-5);
     EXPECT_NEAR(sinkMass[i], a.head(sink).sum(), 1e-6);
-    double near = 0;
+    double near = 0, far = 0;
     for (int j = 0; j < n; ++j) {
       if (std::abs(i - j) < local) near += a[j];
+      if (std::abs(i - j) >= local && j >= sink) far += a[j];
     }
     EXPECT_NEAR(localMass[i], near, 1e-6);
+    EXPECT_NEAR(distantMass[i], far, 1e-6);
     col += a;
     const Eigen::RowVectorXd ctx = a.transpose() * v.cast<double>();
     EXPECT_LT((context.row(i).cast<double>() - ctx).cwiseAbs().maxCoeff(), 1e-5);
