@@ -238,7 +238,7 @@ TEST(CliLongContext, HeadClassesShardMergeAndEqualTheWholePattern) {
   r = runCliCommand({"merge", (dir / "a.json").string(), (dir / "b.json").string(), "--out", (dir / "merged.csv").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto whole = csvRows(dir / "all.csv"), merged = csvRows(dir / "merged.csv");
-  ASSERT_EQ(whole.size(), 1u + 2 * 2);  // header + layers x heads
+  ASSERT_EQ(whole.size(), 1u + static_cast<std::size_t>(spec.layers * spec.heads));  // header + layers x heads
   ASSERT_EQ(whole[0], (std::vector<std::string>{"layer", "head", "sink_mean", "sink_std", "local_mean", "local_std",
                                                 "distant_mean", "distant_std", "retrieval_mean", "retrieval_std", "count"}));
   for (std::size_t row = 1; row < whole.size(); ++row)
@@ -258,7 +258,8 @@ TEST(CliLongContext, HeadClassesShardMergeAndEqualTheWholePattern) {
   attn::model::DetectOptions o;
   o.sinkKeys = 2;
   o.localWindow = 5;
-  Eigen::MatrixXd sums[4] = {Eigen::MatrixXd::Zero(2, 2), Eigen::MatrixXd::Zero(2, 2), Eigen::MatrixXd::Zero(2, 2), Eigen::MatrixXd::Zero(2, 2)};
+  Eigen::MatrixXd sums[4];
+  for (Eigen::MatrixXd& m : sums) m = Eigen::MatrixXd::Zero(spec.layers, spec.heads);
   const attn::model::HeadScoreKind kinds[3] = {attn::model::HeadScoreKind::Sink, attn::model::HeadScoreKind::Local,
                                                attn::model::HeadScoreKind::Distant};
   for (std::size_t p = 0; p < texts.size(); ++p) {

@@ -140,8 +140,11 @@ TEST(HeadClasses, TiledPassEqualsTheWholePatternOnATinyLlama) {
   for (std::size_t e = 0; e < summary->lse.size(); ++e) {
     const int i = static_cast<int>(e % 90);
     const double total = summary->sinkMass[e] + summary->localMass[e] + summary->distantMass[e];
-    if (i >= 3 + 9 - 1) EXPECT_NEAR(total, 1.0, 2e-6);
-    else EXPECT_GE(total, 1.0 - 2e-6);
+    if (i >= 3 + 9 - 1) {
+      EXPECT_NEAR(total, 1.0, 2e-6);
+    } else {
+      EXPECT_GE(total, 1.0 - 2e-6);
+    }
   }
   // retrieval: the needle run through the tiled pass's top-1, through the session's rows and
   // by a plain loop over the session's attention matrices
@@ -158,12 +161,30 @@ TEST(HeadClasses, TiledPassEqualsTheWholePatternOnATinyLlama) {
       for (int t = 0; t < 16; ++t) {
         Eigen::Index j = 0;
         A.row(task.answerStart + t - 1).maxCoeff(&j);
-        if (j >= task.needleStart && j < task.needleStart + 16 && task.ids[static_cast<std::size_t>(j)] == task.needle[static_cast<std::size_t>(t)])
+        if (j >= task.needleStart && j < task.needleStart + 16 &&
+            task.ids[static_cast<std::size_t>(j)] == task.needle[static_cast<std::size_t>(t)]) {
           byHand(l, h) += 1.0f / 16;
+        }
       }
     }
   EXPECT_EQ(fromSession, byHand);
   EXPECT_EQ(fromTiles, byHand);
+  // the scores rest on the argmax keys: the tiled pass's top-1 is the session's argmax at
+  // every query of the needle run (or a key of the same weight, a tie)
+  const int n = static_cast<int>(task.ids.size());
+  int same = 0;
+  for (int l = 0; l < c.nLayer; ++l)
+    for (int h = 0; h < c.nHead; ++h) {
+      const Matrix A = needleRun->attention(l, h);
+      for (int i = 0; i < n; ++i) {
+        Eigen::Index j = 0;
+        const float best = A.row(i).maxCoeff(&j);
+        const std::int32_t top = needleSummary->topIdx[static_cast<std::size_t>((l * c.nHead + h) * n + i)];
+        same += top == j;
+        EXPECT_NEAR(A(i, top), best, 1e-6);
+      }
+    }
+  EXPECT_GT(same, c.nLayer * c.nHead * n * 99 / 100);
   std::printf("retrieval scores (layer x head):\n");
   for (int l = 0; l < c.nLayer; ++l) std::printf("  %.4f %.4f %.4f %.4f\n", byHand(l, 0), byHand(l, 1), byHand(l, 2), byHand(l, 3));
 }
