@@ -162,7 +162,7 @@ std::vector<TensorPlan> planTensors(const attn::model::Config& config) {
 int usage() {
   std::fprintf(stderr,
                "usage: gen_checkpoint --preset NAME --out DIR [--dtype f32|bf16|f16] [--layers N]\n"
-               "                      [--seed S]\n"
+               "                      [--positions P] [--seed S]\n"
                "presets:");
   for (const auto& [name, config] : presets()) std::fprintf(stderr, " %s", name.c_str());
   std::fprintf(stderr, "\n");
@@ -173,7 +173,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   std::string preset, outDir, dtype = "f32";
-  int layers = 0;
+  int layers = 0, positions = 0;  // 0: the preset's (--positions: a long-context run, issue 29)
   std::uint64_t seed = 42;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
@@ -181,15 +181,17 @@ int main(int argc, char** argv) {
     else if (key == "--out") outDir = value;
     else if (key == "--dtype") dtype = value;
     else if (key == "--layers") layers = std::atoi(value.c_str());
+    else if (key == "--positions") positions = std::atoi(value.c_str());
     else if (key == "--seed") seed = std::strtoull(value.c_str(), nullptr, 10);
     else return usage();
   }
   if (argc % 2 != 1 || preset.empty() || outDir.empty() || !presets().count(preset) ||
-      (dtype != "f32" && dtype != "bf16" && dtype != "f16") || layers < 0) {
+      (dtype != "f32" && dtype != "bf16" && dtype != "f16") || layers < 0 || positions < 0) {
     return usage();
   }
   nlohmann::json configText = presets().at(preset);
   if (layers > 0) configText[configText.contains("n_layer") ? "n_layer" : "num_hidden_layers"] = layers;
+  if (positions > 0) configText[configText.contains("n_positions") ? "n_positions" : "max_position_embeddings"] = positions;
   const attn::Expected<attn::model::Config> config =
       attn::io::parseModelConfig(configText.dump(), "preset " + preset);
   if (!config) {

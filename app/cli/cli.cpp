@@ -98,10 +98,12 @@ const std::vector<CommandEntry>& commandTable() {
        "train a small attention model on a toy task, write accuracy and alignment",
        true, headlessRun<runTrain>, trainInfo},
       {"model",
-       {"model DIR|FILE.gguf --text TEXT | --ids I,J,... [--out OUT.npz] [--predict K]"},
+       {"model DIR|FILE.gguf --text TEXT | --ids I,J,... [--out OUT.npz] [--predict K]",
+        "model DIR|FILE.gguf --text T|@FILE | --ids ...|@FILE --summary S.npz [--tile L,H,Q0:Q1,K0:K1 --out T.npy]"},
        "run a model (a Hugging Face folder of any family, or a GGUF file) on a\n"
        "text: attention of every layer and head as .npz, the next-token\n"
-       "prediction as JSON",
+       "prediction as JSON; long texts (8k-32k tokens): per-head summaries\n"
+       "and exact tiles without n x n memory (docs/long-context.md)",
        true, headlessRun<runModelCommand>, modelInfo},
       {"analyze",
        {"analyze MODEL --text T --ablate L.H[,L.H...] [--mode zero|mean] [--predict K]",

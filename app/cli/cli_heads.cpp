@@ -1,5 +1,6 @@
 // `heads` and `merge` (cli_analysis.h): head scores on a text, on a random sequence repeated
 // twice, or summed over a prompts file (one shard of it), and the exact merge of shards.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -7,8 +8,10 @@
 #include "app/cli/cli.h"
 #include "app/cli/cli_analysis.h"
 #include "app/cli/cli_common.h"
+#include "core/base/random.h"
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
+#include "core/models/head_classes.h"
 #include "core/models/mechanisms.h"
 #include "core/models/mechanisms_bidirectional.h"
 #include "formats/models/encoder_folder.h"
@@ -36,6 +39,7 @@ struct HeadsRequest {
   std::vector<model::HeadScoreKind> kinds{std::begin(model::kAllHeadScores),
                                           std::end(model::kAllHeadScores)};
   bool excludeBos = false, excludeCurrent = false;
+  int sinkKeys = 1, localWindow = 64;  // --sink, --local (the long-context classes)
   int bos = -1;  // analysis_cli::bosChoice()
   int threads = 0;  // 0 = every core
 };
@@ -47,7 +51,7 @@ Status parseScores(const std::string& text, std::vector<model::HeadScoreKind>& k
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     bool known = false;
-    for (model::HeadScoreKind k : model::kAllHeadScores) {
+    for (model::HeadScoreKind k : model::kEveryHeadScore) {
       if (item == model::toString(k)) {
         if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
           return Error{"", "", "score " + cli::inQuotes(item) + " is listed twice"};
@@ -57,7 +61,8 @@ Status parseScores(const std::string& text, std::vector<model::HeadScoreKind>& k
     }
     if (!known)
       return Error{"", "", "unknown score " + cli::inQuotes(item) +
-                               "; use prev, dup, induction, sink, entropy (comma-separated)"};
+                               "; use prev, dup, induction, sink, entropy, local, distant, retrieval "
+                               "(comma-separated)"};
     start = comma + 1;
   }
   return Ok{};
@@ -81,8 +86,19 @@ measure Σ(A⊙D)/ΣA; docs/analyses.md):
   dup        duplicate-token template D[i][j] = 1 for j < i with the same token
   induction  D[i][j] = 1 for 1 <= j <= i when token j-1 equals token i; with
              --repeat-random, the mean of the diagonal at offset 1-N instead
-  sink       mean over queries of the weight on position 0
+  sink       mean over queries of the weight on position 0 (on keys 0..K-1 with --sink K)
   entropy    mean over queries of -Σ_j A[i][j] ln A[i][j] (nats)
+The long-context classes (decoders; docs/long-context.md; not in the default list):
+  local      mean over queries of the weight on keys j with 0 <= i - j < W (--local W)
+  distant    mean over queries of the weight on the other keys: j >= K and i - j >= W
+  retrieval  the Retrieval Head paper's copy score on a synthetic needle: 16 ids drawn
+             from the vocabulary by the seed (--seed, per prompt) inserted at half the
+             prompt's length and appended again as the answer (teacher-forced); the
+             fraction of the answer's tokens whose query's most attended key is the same
+             token inside the needle
+When every score asked is one of sink, entropy, local, distant and retrieval and one of
+local, distant, retrieval is asked, each prompt runs through the tiled pass of `model
+--summary` (no n x n attention: long prompts fit).
 HEADS.csv: layer,head then one column per score. PART.json: per score and head the count,
 sum and sum of squares over the shard's prompts, for attnscope merge, with what they come
 from: the model's and the prompts file's hashes, the shard and its prompt range, every
@@ -102,7 +118,7 @@ without an MLM head, and on a vision transformer (no vocabulary), copying is nan
       cli::textOption("--image", "IMG", "score a vision transformer on this image", r.image),
       cli::intOption("--repeat-random", "N", 1, model::kMaxPositions,
                      "score on N seeded random tokens repeated twice (2N tokens)", r.repeat),
-      cli::seedOption("the random tokens' seed", r.seed),
+      cli::seedOption("the random tokens' seed (--repeat-random) and the needles' (retrieval)", r.seed),
       cli::textOption("--prompts", "P.jsonl", "sum over a prompts file: one {\"text\": ...} per line",
                       r.promptsPath),
       cli::customOption("--shard", "K/N",
@@ -117,8 +133,12 @@ without an MLM head, and on a vision transformer (no vocabulary), copying is nan
                           r.shards = *n;
                           return Ok{};
                         }),
-      cli::customOption("--scores", "LIST", "comma-separated: prev,dup,induction,sink,entropy (default all)",
+      cli::customOption("--scores", "LIST",
+                        "comma-separated: prev,dup,induction,sink,entropy (the default),\n"
+                        "local,distant,retrieval",
                         [&r](const std::string& v) { return parseScores(v, r.kinds); }),
+      cli::intOption("--sink", "K", 1, 1 << 20, "the sink keys of sink and distant: keys 0..K-1", r.sinkKeys),
+      cli::intOption("--local", "W", 1, 1 << 30, "the local window of local and distant, in keys", r.localWindow),
       cli::flagOption("--exclude-bos", "set A[:, 0] = 0 before the prev/dup/induction scores", r.excludeBos),
       cli::flagOption("--exclude-current-token", "set A[i][i] = 0 before them", r.excludeCurrent),
       cli::intOption("--threads", "T", 0, 256,
@@ -231,6 +251,72 @@ int writeCircuits(const HeadsRequest& r, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// Whether `kind` is asked.
+bool asks(const std::vector<model::HeadScoreKind>& kinds, model::HeadScoreKind kind) {
+  return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+}
+
+// One of the long-context classes (local, distant, retrieval) is asked.
+bool asksLongContext(const std::vector<model::HeadScoreKind>& kinds) {
+  return std::any_of(std::begin(model::kLongContextHeadScores), std::end(model::kLongContextHeadScores),
+                     [&](model::HeadScoreKind k) { return asks(kinds, k); });
+}
+
+// Adds one prompt's scores to `totals` when a long-context class is asked: every score from
+// the tiled pass (core/models/long_context.h) when all of them can be read there, else from
+// the session's whole pattern; retrieval from a second run on the prompt's needle task
+// (core/models/head_classes.h, needle seed deriveSeed(--seed, "needle", promptIndex)).
+Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::shared_ptr<const model::Weights> weights,
+                       model::Session& session, const std::vector<int>& ids, std::uint64_t promptIndex,
+                       const model::DetectOptions& options) {
+  const model::Config& c = weights->config;
+  const bool tiled = std::all_of(totals.kinds.begin(), totals.kinds.end(), model::tiledHeadScore);
+  model::SummaryOptions summaryOptions;
+  summaryOptions.sink = r.sinkKeys;
+  summaryOptions.local = r.localWindow;
+  summaryOptions.topK = 1;
+  summaryOptions.threads = r.threads;
+  std::vector<Matrix> scores(totals.kinds.size());
+  const bool pattern = std::any_of(totals.kinds.begin(), totals.kinds.end(),
+                                   [](model::HeadScoreKind k) { return k != model::HeadScoreKind::Retrieval; });
+  if (pattern && tiled) {
+    Expected<model::LongSummary> summary = model::summarizeAttention(weights, ids, summaryOptions);
+    if (!summary) return summary.error();
+    for (std::size_t k = 0; k < scores.size(); ++k) scores[k] = model::summaryHeadScore(*summary, totals.kinds[k]);
+  } else if (pattern) {
+    session.clear();
+    if (auto set = session.setTokens(ids); !set) return set.error();
+    for (std::size_t k = 0; k < scores.size(); ++k)
+      scores[k] = model::headScore(model::attentionStack(session), ids, totals.kinds[k], options);
+  }
+  if (asks(totals.kinds, model::HeadScoreKind::Retrieval)) {
+    if (ids.size() + 2 * model::kNeedleLength > static_cast<std::size_t>(c.nPositions))
+      return Error{"", "retrieval", std::to_string(ids.size()) + " tokens and the needle twice (" +
+                                        std::to_string(2 * model::kNeedleLength) + ") exceed the context of " +
+                                        std::to_string(c.nPositions)};
+    const model::NeedleTask task = model::needleTask(ids, c.vocabSize, deriveSeed(r.seed, "needle", promptIndex));
+    Matrix retrieval;
+    if (tiled) {
+      Expected<model::LongSummary> summary = model::summarizeAttention(weights, task.ids, summaryOptions);
+      if (!summary) return summary.error();
+      retrieval = model::retrievalScores(task, *summary);
+    } else {
+      session.clear();
+      if (auto set = session.setTokens(task.ids); !set) return set.error();
+      retrieval = model::retrievalScores(task, session);
+    }
+    for (std::size_t k = 0; k < scores.size(); ++k)
+      if (totals.kinds[k] == model::HeadScoreKind::Retrieval) scores[k] = retrieval;
+  }
+  for (std::size_t k = 0; k < scores.size(); ++k) {
+    const Eigen::MatrixXd s = scores[k].cast<double>();
+    totals.sum[k] += s;
+    totals.sumSq[k] += s.cwiseProduct(s);
+  }
+  ++totals.count;
+  return Ok{};
+}
+
 }  // namespace
 
 cli::CommandInfo headsInfo() {
@@ -270,8 +356,16 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   }
   if (sources != 1)
     return fail(err, optionError("--text", "give exactly one of --text, --image, --repeat-random and --prompts"));
-  if (parsed->has("--seed") && !parsed->has("--repeat-random"))
-    return fail(err, optionError("--seed", "only applies with --repeat-random"));
+  const bool longContext = asksLongContext(r.kinds);
+  const bool retrieval = asks(r.kinds, model::HeadScoreKind::Retrieval);
+  if (parsed->has("--seed") && !parsed->has("--repeat-random") && !retrieval)
+    return fail(err, optionError("--seed", "only applies with --repeat-random or --scores ...retrieval"));
+  const bool usesSink = asks(r.kinds, model::HeadScoreKind::Sink) || asks(r.kinds, model::HeadScoreKind::Distant);
+  const bool usesLocal = asks(r.kinds, model::HeadScoreKind::Local) || asks(r.kinds, model::HeadScoreKind::Distant);
+  if (parsed->has("--sink") && !usesSink)
+    return fail(err, optionError("--sink", "only applies with --scores ...sink or ...distant"));
+  if (parsed->has("--local") && !usesLocal)
+    return fail(err, optionError("--local", "only applies with --scores ...local or ...distant"));
   if (parsed->has("--shard") && !parsed->has("--prompts"))
     return fail(err, optionError("--shard", "only applies with --prompts"));
   if (!parsed->has("--out")) return fail(err, optionError("--out", "missing"));
@@ -281,6 +375,11 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   r.bos = *choice;
   const bool dataset = parsed->has("--prompts");
   if (const auto kind = analysis_cli::folderKind(r.folder); kind != analysis_cli::FolderKind::Decoder) {
+    if (longContext || parsed->has("--sink"))
+      return fail(err, optionError(longContext ? "--scores" : "--sink",
+                                   "local, distant, retrieval and --sink run on decoders only (the tiled pass and "
+                                   "the needle task are the decoder engine's)",
+                                   r.folder));
     for (const char* option : {"--repeat-random", "--prompts", "--shard", "--threads", "--bos", "--no-bos"})
       if (parsed->has(option))
         return fail(err, optionError(option, "runs on decoders only; an encoder takes --text, a vision "
@@ -315,7 +414,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   }
   Expected<int> bos = analysis_cli::bosToken(*model, r.bos);
   if (!bos) return fail(err, bos.error());
-  const model::DetectOptions options{r.excludeBos, r.excludeCurrent};
+  const model::DetectOptions options{r.excludeBos, r.excludeCurrent, r.sinkKeys, r.localWindow};
   model::ScoreTotals totals = model::emptyTotals(model->weights->config, r.kinds);
 
   if (!dataset) {
@@ -336,8 +435,13 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
     }
     model::Session run(model->weights);
     run.setThreads(r.threads);
-    if (auto done = run.setTokens(ids); !done) return fail(err, Error{r.folder, "", done.error().message()});
-    model::accumulate(totals, run, options);
+    if (longContext) {
+      if (Status s = addPromptScores(totals, r, model->weights, run, ids, 0, options); !s)
+        return fail(err, Error{r.folder, "", s.error().message()});
+    } else {
+      if (auto done = run.setTokens(ids); !done) return fail(err, Error{r.folder, "", done.error().message()});
+      model::accumulate(totals, run, options);
+    }
     if (parsed->has("--repeat-random")) {  // induction: the diagonal at offset 1 - N
       for (std::size_t k = 0; k < r.kinds.size(); ++k) {
         if (r.kinds[k] != model::HeadScoreKind::Induction) continue;
@@ -366,6 +470,9 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   provenance.last = static_cast<std::int64_t>(range.last);
   provenance.flags = {{"exclude_bos", r.excludeBos}, {"exclude_current_token", r.excludeCurrent},
                       {"bos", *bos >= 0}};
+  if (longContext || parsed->has("--sink")) provenance.flags["sink_keys"] = r.sinkKeys;
+  if (usesLocal) provenance.flags["local_window"] = r.localWindow;
+  if (retrieval) provenance.flags["needle_seed"] = std::to_string(r.seed);
   Progress progress(err, range.last - range.first);
   model::Session session(model->weights);
   session.setThreads(r.threads);
@@ -376,9 +483,14 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
                                      ids.error().problem});
     // From scratch: reusing the previous prompt's common prefix would make a prompt's
     // float32 numbers depend on its neighbour, and shards would not merge exactly.
-    session.clear();
-    if (auto set = session.setTokens(*ids); !set) return fail(err, Error{where, "", set.error().message()});
-    model::accumulate(totals, session, options);
+    if (longContext) {
+      if (Status s = addPromptScores(totals, r, model->weights, session, *ids, i, options); !s)
+        return fail(err, Error{where, "", s.error().message()});
+    } else {
+      session.clear();
+      if (auto set = session.setTokens(*ids); !set) return fail(err, Error{where, "", set.error().message()});
+      model::accumulate(totals, session, options);
+    }
     progress.update(i + 1 - range.first);
   }
   if (Status s = io::writeScorePart(r.outPath, {std::move(totals), std::move(provenance)}); !s)

@@ -109,8 +109,10 @@ cli::Command modelCommand(ModelRequest& request) {
   cli::Command command;
   command.name = "model";
   command.column = 21;
-  command.usage = R"(usage: attnscope model DIR|FILE.gguf (--text TEXT | --ids I,J,...|@FILE) [--bos | --no-bos]
+  command.usage = R"(usage: attnscope model DIR|FILE.gguf (--text TEXT|@FILE | --ids I,J,...|@FILE) [--bos | --no-bos]
                          [--out OUT.npz [--mechanisms LIST [--normalize]]] [--predict K]
+       attnscope model DIR|FILE.gguf (--text ... | --ids ...) [--summary S.npz [--sink K]
+                         [--local W] [--topk K]] [--tile L,H,Q0:Q1,K0:K1 --out T.npy]
        attnscope model DIR --image IMG [--out OUT.npz] [--predict K]
                          [--overlay OUT.png [--layer L|rollout] [--head H|mean] [--vmax V|max]]
 
@@ -130,7 +132,8 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                       "the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;\n"
                       "a TEXT that starts with \"--\" is given as --text=TEXT); needs the\n"
                       "folder's tokenizer; special tokens typed in it (<|endoftext|>, <s>) are\n"
-                      "one token each",
+                      "one token each; @FILE reads the text from FILE (UTF-8), @@TEXT is the\n"
+                      "text @TEXT",
                       request.text),
       cli::customOption("--ids", "I,J,...", "run these token ids instead of a text (any family);\n"
                         "@FILE reads them from FILE (commas or whitespace between them)",
@@ -192,6 +195,40 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                      "a vision model: its K most probable labels, {\"model_type\",\n"
                      " \"labels\": [{\"id\", \"label\", \"probability\", \"logit\"}, ...]}",
                      request.predict),
+      cli::textOption("--summary", "S.npz",
+                      "a decoder: run with a tiled attention that never holds an n x n\n"
+                      "matrix (8k-32k tokens; docs/long-context.md) and write per head\n"
+                      "  lse         float32 [layers, heads, n]  log-sum-exp of the row's\n"
+                      "              scaled, soft-capped, masked scores (weight = exp(s - lse))\n"
+                      "  entropy     float32 [layers, heads, n]  of the row's weights, in nats\n"
+                      "  topk_idx    int32 [layers, heads, n, K] the K most attended keys\n"
+                      "  topk_w      float32 [layers, heads, n, K] their weights, descending\n"
+                      "              (a row with fewer than K keys pads with -1 and 0)\n"
+                      "  sink_mass   float32 [layers, heads, n]  weight on keys 0..--sink-1\n"
+                      "  local_mass  float32 [layers, heads, n]  weight on keys j with\n"
+                      "              0 <= i - j < --local (the query and the keys before it)\n"
+                      "  distant_mass float32 [layers, heads, n] weight on the other keys:\n"
+                      "              j >= --sink and i - j >= --local\n"
+                      "  col_sum     float32 [layers, heads, n]  weight key j receives, summed\n"
+                      "              over the queries\n"
+                      "  token_ids   int64 [n];  summary_params int64 [3] = sink, local, topk\n"
+                      "and the side file S.tokens.json as --out",
+                      request.summaryPath),
+      cli::intOption("--sink", "K", 1, 1 << 30, "with --summary: the sink keys (first K)", request.sink),
+      cli::intOption("--local", "W", 1, 1 << 30, "with --summary: the local window in keys", request.local),
+      cli::intOption("--topk", "K", 1, 1 << 20, "with --summary: keys kept per row (<= the tokens)", request.topK),
+      cli::customOption("--tile", "L,H,Q0:Q1,K0:K1",
+                        "a decoder: write to --out T.npy the exact weights float32\n"
+                        "[Q1 - Q0, K1 - K0] of layer L, head H, query rows Q0..Q1-1, key\n"
+                        "columns K0..K1-1 (0-based; masked keys 0), from the same tiled pass\n"
+                        "(with or without --summary)",
+                        [&request](const std::string& v) -> Status {
+                          Expected<model::TileRequest> tile = model_cli::parseTile(v);
+                          if (!tile) return tile.error();
+                          request.tile = *tile;
+                          request.hasTile = true;
+                          return Ok{};
+                        }),
       cli::textOption("--image", "IMG",
                       "a vit / deit folder: run the model on this picture (PNG, JPEG, ...),\n"
                       "resized and normalised as its preprocessor_config.json says; the\n"
@@ -213,7 +250,7 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                       "compare; rollout: its maximum); 'max' = the row's own maximum",
                       request.vmax),
   };
-  command.notes = R"(At least one of --out and --predict (or --overlay with --image) is needed. The text
+  command.notes = R"(At least one of --out, --predict, --summary and --tile (or --overlay with --image) is needed. The text
 may have at most n_positions tokens (1024 for GPT-2; 512 for BERT). Errors (exit 2) name the file and the tensor or field: a missing
 tensor, a wrong shape, an unsupported dtype, offsets outside the file, a header too big.
 )";
@@ -262,6 +299,35 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     return optionError("--bos", "give either --bos or --no-bos, not both");
   }
   request.bosChoice = parsed->has("--bos") ? 1 : parsed->has("--no-bos") ? 0 : -1;
+  if (text && request.text.starts_with("@@")) {
+    request.text.erase(0, 1);
+  } else if (text && request.text.starts_with("@")) {  // --text @FILE
+    Expected<std::string> content = io::readCapped(request.text.substr(1), std::size_t{64} << 20);
+    if (!content) return optionError("--text", content.error().problem, request.text.substr(1));
+    request.text = std::move(content).value();
+  }
+  if (parsed->has("--summary") || request.hasTile) {  // the long-context pass (app/cli/cli_model_summary.cpp)
+    for (const char* name : {"--mechanisms", "--logits", "--residuals", "--predict", "--image"})
+      if (parsed->has(name))
+        return optionError(name, "does not combine with --summary / --tile (the tiled pass keeps no n x n attention)");
+    if (parsed->has("--summary")) {
+      if (cli::lowerExtension(request.summaryPath) != ".npz")
+        return optionError("--summary", cli::inQuotes(request.summaryPath) + " must end in .npz");
+      if (Status s = cli::checkOutputFile("--summary", request.summaryPath); !s) return s.error();
+      fs::path p(request.summaryPath);
+      request.summaryTokensPath = (p.parent_path() / p.stem()).string() + ".tokens.json";
+    }
+    if (request.hasTile) {
+      Expected<std::string> tilePath = cli::checkOutputPath(*parsed, {".npy"}, /*required=*/true);
+      if (!tilePath) return tilePath.error();
+      request.outPath = *tilePath;
+    } else if (parsed->has("--out")) {
+      return optionError("--out", "with --summary only applies to --tile (T.npy); the summary goes to --summary S.npz");
+    }
+    return request;
+  }
+  for (const char* name : {"--sink", "--local", "--topk"})
+    if (parsed->has(name)) return optionError(name, "only applies with --summary S.npz");
   Expected<std::string> outPath = cli::checkOutputPath(*parsed, {".npz"}, /*required=*/false);
   if (!outPath) return outPath.error();
   request.outPath = *outPath;
@@ -480,6 +546,11 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
                                                (io::isVisionModelType(*type) ? "a vision transformer" : "an encoder"),
                                            request->folder));
     }
+    if (bidirectional && request->summaryMode())
+      return fail(err, optionError(request->hasTile && request->summaryPath.empty() ? "--tile" : "--summary",
+                                   "runs on decoders only (the tiled pass is the decoder engine's); this folder's "
+                                   "model_type " + cli::inQuotes(*type) + " is bidirectional",
+                                   request->folder));
     if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
     if (!request->imagePath.empty()) {
       return fail(err, optionError("--image",
@@ -540,6 +611,12 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
   const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
                                        static_cast<std::uint64_t>(config.nHead) * n * n * 4;
+  if (request->summaryMode()) {
+    std::vector<std::string> texts;
+    for (int id : encoding.ids)
+      texts.push_back(model->tokenizer ? model->tokenizer->tokenText(id) : "#" + std::to_string(id));
+    return model_cli::runSummary(*request, model->weights, encoding.ids, texts, out, err);
+  }
   if (!request->outPath.empty() && attentionBytes > kMaxAttentionBytes) {
     return fail(
         err, optionError("--text",

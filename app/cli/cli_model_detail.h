@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <ostream>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/base/types.h"
 #include "core/models/encoder.h"
+#include "core/models/long_context.h"
 #include "core/models/transformer.h"
 #include "formats/npz.h"
 
@@ -49,6 +51,14 @@ struct ModelRequest {
   // [L+1, n, E] to OUT.npz (the Python session's run(logits=True, residuals=True)).
   bool logits = false;
   bool residuals = false;
+  // --summary S.npz and --tile L,H,Q0:Q1,K0:K1 --out T.npy (decoders, issue 29;
+  // app/cli/cli_model_summary.cpp): the tiled pass of core/models/long_context.h, no n x n array.
+  std::string summaryPath;
+  std::string summaryTokensPath;  // S.tokens.json next to S.npz
+  int sink = 4, local = 64, topK = 8;
+  bool hasTile = false;
+  model::TileRequest tile;
+  bool summaryMode() const { return !summaryPath.empty() || hasTile; }
 };
 
 // One more float32 array of OUT.npz (the --mechanisms results): product(shape) numbers in C
@@ -90,6 +100,16 @@ Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& re
                                                           const std::vector<Matrix>& resid,
                                                           const std::vector<model::EncoderLayerWeights>& blocks,
                                                           const model::BlockOptions& options, int n);
+
+// The --summary / --tile path of a decoder after tokenizing: runs model::summarizeAttention
+// on `ids` (progress on stderr), writes S.tokens.json (`tokenTexts`) and S.npz, and / or the
+// tile to --out T.npy, then prints one JSON line on stdout (exit code as cli.h).
+int runSummary(const ModelRequest& request, std::shared_ptr<const model::Weights> weights,
+               const std::vector<int>& ids, const std::vector<std::string>& tokenTexts, std::ostream& out,
+               std::ostream& err);
+// "L,H,Q0:Q1,K0:K1" -> the tile (syntax and signs only; the ranges are checked against the
+// model and the tokens by model::validateSummaryOptions).
+Expected<model::TileRequest> parseTile(const std::string& text);
 
 // The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).
 int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err);

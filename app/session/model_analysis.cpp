@@ -187,6 +187,9 @@ const char* headScoreTitle(model::HeadScoreKind kind) {
     case model::HeadScoreKind::Induction: return "induction";
     case model::HeadScoreKind::Sink: return "sink (\xCE\xB1\xE2\x82\x80)";
     case model::HeadScoreKind::Entropy: return "entropy";
+    case model::HeadScoreKind::Local: return "local mass";
+    case model::HeadScoreKind::Distant: return "distant mass";
+    case model::HeadScoreKind::Retrieval: return "retrieval";
   }
   return "?";
 }

@@ -158,6 +158,11 @@ AttentionStack attentionStack(std::span<const float> lhnn, int layers, int heads
 struct DetectOptions {
   bool excludeBos = false;           // A[:, 0] = 0 before scoring
   bool excludeCurrentToken = false;  // A[i][i] = 0 before scoring
+  // The head classes of long context (issue 29; `heads --sink K --local W`): sink = the
+  // first sinkKeys keys (1: α0 as below), local = keys j with 0 <= i − j < localWindow
+  // (|i − j| on a bidirectional pattern), distant = every other key.
+  int sinkKeys = 1;
+  int localWindow = 64;
 };
 // Per head: Σ(A ⊙ D) / ΣA over the whole n x n pattern A (after the exclusions; a causal
 // pattern is 0 above the diagonal, a bidirectional one is not), L x H. A head whose
@@ -166,7 +171,8 @@ Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
                        const DetectOptions& options);
 Matrix detectionScores(const Session& session, const Matrix& detection,
                        const DetectOptions& options);
-// Attention-sink mass: α0 = mean over queries i of A[i][0], L x H.
+// Attention-sink mass: α0 = mean over queries i of A[i][0], L x H (with
+// DetectOptions::sinkKeys K > 1 through headScore: the mean of Σ_{j<K} A[i][j]).
 Matrix sinkMass(const AttentionStack& attention);
 Matrix sinkMass(const Session& session);
 // Mean over queries i of the entropy −Σ_j A[i][j]·ln A[i][j] (nats; 0·ln 0 = 0), L x H.
@@ -186,12 +192,29 @@ Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights,
 // 5 Over a dataset: the five scores per head, accumulated over prompts and merged exactly
 // ---------------------------------------------------------------------------------------
 
-enum class HeadScoreKind { PreviousToken, DuplicateToken, Induction, Sink, Entropy };
+enum class HeadScoreKind { PreviousToken, DuplicateToken, Induction, Sink, Entropy, Local, Distant, Retrieval };
+// The five scores of one run's pattern (the window's head scores, `heads`' default).
 inline constexpr HeadScoreKind kAllHeadScores[] = {
     HeadScoreKind::PreviousToken, HeadScoreKind::DuplicateToken, HeadScoreKind::Induction,
     HeadScoreKind::Sink, HeadScoreKind::Entropy};
-// "prev", "dup", "induction", "sink", "entropy": the CLI's and the files' names.
+// The head classes of long context (issue 29, core/models/head_classes.h), after DuoAttention
+// and the Retrieval Head paper: local and distant mass (DetectOptions), and the retrieval
+// score of a synthetic needle run (not one run's pattern: headScore returns an empty matrix
+// for it, and accumulate() must not be given it).
+inline constexpr HeadScoreKind kLongContextHeadScores[] = {HeadScoreKind::Local, HeadScoreKind::Distant,
+                                                           HeadScoreKind::Retrieval};
+// Every kind, for parsing names.
+inline constexpr HeadScoreKind kEveryHeadScore[] = {
+    HeadScoreKind::PreviousToken, HeadScoreKind::DuplicateToken, HeadScoreKind::Induction, HeadScoreKind::Sink,
+    HeadScoreKind::Entropy,       HeadScoreKind::Local,          HeadScoreKind::Distant,   HeadScoreKind::Retrieval};
+// "prev", "dup", "induction", "sink", "entropy", "local", "distant", "retrieval": the CLI's
+// and the files' names.
 const char* toString(HeadScoreKind kind);
+
+// The mean over queries of the weight on DetectOptions' sink keys j < sinkKeys (kind Sink),
+// local keys |i − j| < localWindow (Local) or the others (Distant), L x H: the long-context
+// classes from a whole pattern (head_classes.h computes the same from the tiled pass).
+Matrix windowMass(const AttentionStack& attention, const DetectOptions& options, HeadScoreKind kind);
 
 // Whether a score needs token ids (dup and induction compare them; a vision transformer's
 // patches have none).

@@ -1,5 +1,6 @@
 // Head scores after TransformerLens's head_detector (analysis.h; docs/analyses.md).
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "core/base/random.h"
@@ -88,6 +89,30 @@ Matrix sinkMass(const AttentionStack& attention) {
 
 Matrix sinkMass(const Session& session) { return sinkMass(attentionStack(session)); }
 
+// Mean over queries of the weight on the sink keys j < K, the local keys |i − j| < W or the
+// distant keys (neither), DetectOptions' K and W; a causal row holds keys 0..i only.
+Matrix windowMass(const AttentionStack& attention, const DetectOptions& options, HeadScoreKind kind) {
+  Matrix out = Matrix::Zero(attention.layers, attention.heads);
+  if (attention.n == 0) return out;
+  for (int l = 0; l < attention.layers; ++l) {
+    for (int h = 0; h < attention.heads; ++h) {
+      double sum = 0;
+      for (int i = 0; i < attention.n; ++i) {
+        const std::span<const float> row = attention.row(l, h, i);
+        for (std::size_t j = 0; j < row.size(); ++j) {
+          const int key = static_cast<int>(j);
+          const bool sink = key < options.sinkKeys, local = std::abs(i - key) < options.localWindow;
+          if ((kind == HeadScoreKind::Sink && sink) || (kind == HeadScoreKind::Local && local) ||
+              (kind == HeadScoreKind::Distant && !sink && !local))
+            sum += row[j];
+        }
+      }
+      out(l, h) = static_cast<float>(sum / attention.n);
+    }
+  }
+  return out;
+}
+
 Matrix attentionEntropy(const AttentionStack& attention) {
   Matrix out = Matrix::Zero(attention.layers, attention.heads);
   if (attention.n == 0) return out;
@@ -163,6 +188,9 @@ const char* toString(HeadScoreKind kind) {
     case HeadScoreKind::Induction: return "induction";
     case HeadScoreKind::Sink: return "sink";
     case HeadScoreKind::Entropy: return "entropy";
+    case HeadScoreKind::Local: return "local";
+    case HeadScoreKind::Distant: return "distant";
+    case HeadScoreKind::Retrieval: return "retrieval";
   }
   return "?";
 }
@@ -181,9 +209,14 @@ Matrix headScore(const AttentionStack& attention, std::span<const int> ids, Head
     case HeadScoreKind::Induction:
       return detectionScores(attention, inductionTemplate(ids), options);
     case HeadScoreKind::Sink:
-      return sinkMass(attention);
+      return options.sinkKeys == 1 ? sinkMass(attention) : windowMass(attention, options, HeadScoreKind::Sink);
     case HeadScoreKind::Entropy:
       return attentionEntropy(attention);
+    case HeadScoreKind::Local:
+    case HeadScoreKind::Distant:
+      return windowMass(attention, options, kind);
+    case HeadScoreKind::Retrieval:
+      return {};  // a needle run of its own (head_classes.h)
   }
   return {};
 }

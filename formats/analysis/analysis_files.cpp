@@ -118,7 +118,7 @@ Expected<model::ScoreTotals> parseScoreTotals(const nlohmann::json& j, const std
   std::vector<model::HeadScoreKind> kinds;
   for (const json& name : j["scores"]) {
     bool known = false;
-    for (model::HeadScoreKind k : model::kAllHeadScores) {
+    for (model::HeadScoreKind k : model::kEveryHeadScore) {
       if (name.is_string() && name.get<std::string>() == model::toString(k)) {
         kinds.push_back(k);
         known = true;
