@@ -43,6 +43,7 @@ TEST_PACKAGES=(libgtest-dev libbenchmark-dev xvfb xauth
   python3-pil
   poppler-utils
   ccache
+  lld
 )
 
 # install_missing PKG...: apt-get installs only what dpkg says is not installed yet.

@@ -1,6 +1,7 @@
 // `attnscope analyze --ablate` and `attnscope heads` on encoder (bert) and vision (vit,
 // deit) folders, in-process through runCli, against tests/formats/encoder_reference.py, an
-// independent PyTorch forward pass in float64: the ablated run with Hugging Face's
+// independent PyTorch forward pass in float64 (its stored output, tests/support/torch_cache.h;
+// ATTNSCOPE_LIVE_TORCH=1 runs it now): the ablated run with Hugging Face's
 // head_mask (the same heads zeroed), the mean ablation written as TransformerLens's, and
 // the head scores computed here from the reference's own attention with the
 // head_detector formula Σ(A⊙D)/ΣA over the whole bidirectional pattern. Plus the refusals
@@ -23,6 +24,7 @@
 #include "tests/support/cli_in_process.h"
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/torch_cache.h"
 #include "tests/support/vit_fixture.h"
 
 namespace {
@@ -32,22 +34,21 @@ using nlohmann::json;
 using attn::testing::CliRun;
 constexpr auto& runCli = attn::testing::runCliInProcess;
 
-const std::string kPython = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-const fs::path kReference = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/encoder_reference.py";
-
-bool haveTorch() { return std::system((kPython + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0; }
-
-// The reference's JSON for one folder; `mask` "" for none, else "--head-mask L.H,..." [--head-mean].
-json reference(const std::string& mask, const std::string& mode, const std::string& input, const fs::path& dir) {
-  const std::string command = kPython + " '" + kReference.string() + "' " + mask + " " + mode + " '" + input +
-                              "' '" + dir.string() + "'";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return nullptr;
-  std::string text;
-  char buffer[65536];
-  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, got);
-  if (::pclose(pipe) != 0 || text.empty()) return nullptr;
-  return json::parse(text);
+// The reference's JSON for one folder (stored entry `name`); `mask` {} for none, else
+// {"--head-mask", "L.H,..."} [+ "--head-mean"]; `mode` "text" (`input`: ids) or "image"
+// (`input`: an .npy of pixels). Null on failure (the problem is reported) or when a live run
+// finds no torch (`skip`).
+json reference(const std::string& name, const std::vector<std::string>& mask, const std::string& mode,
+               const std::string& input, const fs::path& dir, bool& skip) {
+  attn::testing::ReferenceCall call{name, "tests/formats/encoder_reference.py", mask, {}};
+  call.args.insert(call.args.end(), {mode, input, dir.string()});
+  if (mode == "image") call.inputs.push_back(input);
+  call.inputs.push_back(dir);
+  const attn::testing::ReferenceOutput run = attn::testing::referenceOutput(call);
+  skip = run.skip;
+  EXPECT_TRUE(run.problem.empty()) << run.problem;
+  if (!run.problem.empty() || run.skip || run.text.empty()) return nullptr;
+  return json::parse(run.text);
 }
 
 std::vector<double> softmax(const std::vector<double>& logits) {
@@ -88,7 +89,6 @@ const std::string kText = "the [MASK] sat on the mat";
 const std::string kIds = "2,5,4,7,8,5,9,3";  // [CLS] the [MASK] sat on the mat [SEP]
 
 TEST(CliAnalysisBidirectional, EncoderAblationEqualsTorchHeadMask) {
-  if (!haveTorch()) GTEST_SKIP() << "python3 with torch is not installed";
   const enctest::Spec spec;  // bert, 2 layers x 4 heads
   const fs::path dir = enctest::writeFolder("ablate_bert", spec, enctest::makeTensors(spec, 8));
   for (const bool mean : {false, true}) {
@@ -102,8 +102,13 @@ TEST(CliAnalysisBidirectional, EncoderAblationEqualsTorchHeadMask) {
     EXPECT_EQ(out.at("ablated_heads"), json({"0.1", "1.3", "1.0"}));
     ASSERT_EQ(out["clean"]["masked"].size(), 1u);
     EXPECT_EQ(out["clean"]["masked"][0].at("position"), 2);
-    const json clean = reference("", "text", kIds, dir);
-    const json ablated = reference(std::string("--head-mask 0.1,1.3,1.0") + (mean ? " --head-mean" : ""), "text", kIds, dir);
+    bool skip = false;
+    const json clean = reference("cli_bert_clean", {}, "text", kIds, dir, skip);
+    if (skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
+    std::vector<std::string> mask = {"--head-mask", "0.1,1.3,1.0"};
+    if (mean) mask.push_back("--head-mean");
+    const json ablated =
+        reference(mean ? "cli_bert_ablate_mean" : "cli_bert_ablate_zero", mask, "text", kIds, dir, skip);
     ASSERT_FALSE(clean.is_null());
     ASSERT_FALSE(ablated.is_null());
     expectTopMatches(out["clean"]["masked"][0]["next"], clean["mlm"][2].get<std::vector<double>>());
@@ -114,7 +119,6 @@ TEST(CliAnalysisBidirectional, EncoderAblationEqualsTorchHeadMask) {
 }
 
 TEST(CliAnalysisBidirectional, VitAblationEqualsTorchHeadMask) {
-  if (!haveTorch()) GTEST_SKIP() << "python3 with torch is not installed";
   for (const std::string type : {"vit", "deit"}) {
     SCOPED_TRACE(type);
     vittest::Spec spec;
@@ -144,8 +148,11 @@ TEST(CliAnalysisBidirectional, VitAblationEqualsTorchHeadMask) {
     EXPECT_EQ(out.at("model_type"), type);
     ASSERT_EQ(out["clean"]["labels"].size(), 4u);
     EXPECT_TRUE(out["clean"]["labels"][0].contains("label"));
-    const json clean = reference("", "image", (dir / "pixels.npy").string(), dir);
-    const json ablated = reference("--head-mask 0.0,0.2,1.1", "image", (dir / "pixels.npy").string(), dir);
+    bool skip = false;
+    const json clean = reference("cli_" + type + "_clean", {}, "image", (dir / "pixels.npy").string(), dir, skip);
+    if (skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
+    const json ablated = reference("cli_" + type + "_ablate", {"--head-mask", "0.0,0.2,1.1"}, "image",
+                                   (dir / "pixels.npy").string(), dir, skip);
     ASSERT_FALSE(clean.is_null());
     ASSERT_FALSE(ablated.is_null());
     expectTopMatches(out["clean"]["labels"], clean["logits"].get<std::vector<double>>());
@@ -190,13 +197,14 @@ std::vector<double> scoresOf(const json& a, const std::vector<int>& ids) {
 }
 
 TEST(CliAnalysisBidirectional, HeadScoresOfEncoderAndVitEqualTheReferencePatterns) {
-  if (!haveTorch()) GTEST_SKIP() << "python3 with torch is not installed";
   const enctest::Spec spec;
   const fs::path dir = enctest::writeFolder("scores_bert", spec, enctest::makeTensors(spec, 8));
   const std::string csv = (dir / "heads.csv").string();
   CliRun r = runCli({"heads", dir.string(), "--text", kText, "--out", csv});
   ASSERT_EQ(r.code, 0) << r.err;
-  const json ref = reference("", "text", kIds, dir);
+  bool skip = false;
+  const json ref = reference("cli_scores_bert", {}, "text", kIds, dir, skip);
+  if (skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
   ASSERT_FALSE(ref.is_null());
   const std::vector<int> ids = {2, 5, 4, 7, 8, 5, 9, 3};
   auto scores = readScores(csv, spec.layers, spec.heads);
@@ -229,7 +237,7 @@ TEST(CliAnalysisBidirectional, HeadScoresOfEncoderAndVitEqualTheReferencePattern
   auto npy = attn::io::writeNpyFloat32(attn::io::vitPixels(*folder, image), shape);
   ASSERT_TRUE(npy.ok());
   attn::testing::writeFile(vdir / "pixels.npy", *npy);
-  const json vref = reference("", "image", (vdir / "pixels.npy").string(), vdir);
+  const json vref = reference("cli_scores_vit", {}, "image", (vdir / "pixels.npy").string(), vdir, skip);
   ASSERT_FALSE(vref.is_null());
   auto vscores = readScores(vcsv, vit.layers, vit.heads);
   worst = 0;

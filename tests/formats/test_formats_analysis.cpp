@@ -1,8 +1,8 @@
 // core/models/analysis.h on small random GPT-2 checkpoints in the Hugging Face layout
 // (tests/support/model_fixture.h), against tests/formats/analysis_reference.py: a float64
 // PyTorch GPT-2 with TransformerLens-style hook points where every intervention is a
-// register_forward_hook (skipped when python3 has no torch). One Python run answers every
-// job (importing torch takes seconds). Tolerance: 1e-4 relative to the largest magnitude of
+// register_forward_hook (its stored output, tests/support/torch_cache.h; ATTNSCOPE_LIVE_TORCH=1
+// runs it now). One Python run answers every job (importing torch takes seconds). Tolerance: 1e-4 relative to the largest magnitude of
 // the compared quantity.
 // Plus the engine's hooks themselves (no copy without hooks, errors) and a hand-built model
 // whose layer-1 head 0 is an induction head by construction.
@@ -25,6 +25,7 @@
 #include "tests/support/model_fixture.h"
 #include "tests/support/test_files.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/torch_cache.h"
 
 namespace {
 
@@ -33,12 +34,6 @@ using namespace attn::model;
 using nlohmann::json;
 
 constexpr double kRelative = 1e-4;
-
-std::string python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
-
-bool haveTorch() {
-  return std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-}
 
 // The random GPT-2 of the fixture (2 layers, 4 heads, width 32, 257 tokens), written once.
 struct Model {
@@ -64,8 +59,9 @@ std::vector<int> idsOf(const std::string& text) {
   return ids;
 }
 
-// Runs the reference on `jobs`; one result per job.
-json reference(const json& jobs) {
+// The reference's answer to `jobs` (stored entry analysis_<test name>); one result per job.
+// `skip` is set when a live run finds no torch.
+json reference(const json& jobs, bool& skip) {
   // One file per test: ctest runs this binary's tests in parallel processes.
   const fs::path file = fs::path(attn::testing::testTmp()) /
                         (std::string("analysis_jobs_") +
@@ -74,16 +70,14 @@ json reference(const json& jobs) {
     std::ofstream out(file);
     out << json{{"folder", model().dir.string()}, {"jobs", jobs}}.dump();
   }
-  const fs::path script =
-      fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/analysis_reference.py";
-  FILE* pipe = ::popen((python() + " '" + script.string() + "' '" + file.string() + "'").c_str(), "r");
-  std::string text;
-  char buffer[65536];
-  for (std::size_t got; pipe && (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-    text.append(buffer, got);
-  const int status = pipe ? ::pclose(pipe) : -1;
-  EXPECT_EQ(status, 0) << "analysis_reference.py failed";
-  return status == 0 ? json::parse(text) : json::array();
+  const attn::testing::ReferenceOutput run = attn::testing::referenceOutput(
+      {std::string("analysis_") + ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+       "tests/formats/analysis_reference.py",
+       {file.string()},
+       {file, model().dir}});
+  skip = run.skip;
+  EXPECT_TRUE(run.problem.empty()) << run.problem;
+  return run.problem.empty() && !run.skip ? json::parse(run.text) : json::array();
 }
 
 // |ours - theirs| <= 1e-4 · max |theirs| over the whole matrix.
@@ -212,7 +206,6 @@ TEST(Analysis, ErrorsNameTheField) {
 // =======================================================================================
 
 TEST(Analysis, MatchesPyTorchWithForwardHooks) {
-  if (!haveTorch()) GTEST_SKIP() << "python3 with torch is not installed";
   const std::vector<int> ids = idsOf(kText);
   const std::vector<int> clean = idsOf("When Mary and John went, John gave it to");
   const std::vector<int> corrupt = idsOf("When Mary and Anna went, Anna gave it to");
@@ -230,7 +223,9 @@ TEST(Analysis, MatchesPyTorchWithForwardHooks) {
   jobs.push_back({{"kind", "scores"}, {"ids", ids}, {"exclude_bos", false}, {"exclude_current", false}});
   jobs.push_back({{"kind", "scores"}, {"ids", ids}, {"exclude_bos", true}, {"exclude_current", true}});
   jobs.push_back({{"kind", "repeat"}, {"ids", repeated}, {"length", 12}});
-  const json ref = reference(jobs);
+  bool skip = false;
+  const json ref = reference(jobs, skip);
+  if (skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
   ASSERT_EQ(ref.size(), jobs.size());
 
   // 1 ablation, zero and mean, three heads: the logits after the last token and the loss
@@ -309,7 +304,6 @@ TEST(Analysis, MatchesPyTorchWithForwardHooks) {
 // apply_ln=True), mean ablation to a dataset's mean z, and the repeated-random induction
 // score after a BOS, each against the PyTorch reference's hooks.
 TEST(Analysis, LensScaleDatasetMeanAndBosRepeatMatchPyTorch) {
-  if (!haveTorch()) GTEST_SKIP() << "python3 with torch is not installed";
   const std::vector<int> ids = idsOf(kText);
   const std::vector<std::vector<int>> dataset = {idsOf("When Anna and Mary went"), idsOf("a drink, the store"),
                                                  idsOf("John gave it to them")};
@@ -320,7 +314,9 @@ TEST(Analysis, LensScaleDatasetMeanAndBosRepeatMatchPyTorch) {
   jobs.push_back({{"kind", "lens"}, {"ids", ids}, {"top", 5}, {"scale", "final"}});
   jobs.push_back({{"kind", "ablate"}, {"ids", ids}, {"heads", {{0, 1}, {1, 2}}}, {"mode", "mean"}, {"dataset", dataset}});
   jobs.push_back({{"kind", "repeat"}, {"ids", repeated}, {"length", 12}});
-  const json ref = reference(jobs);
+  bool skip = false;
+  const json ref = reference(jobs, skip);
+  if (skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
   ASSERT_EQ(ref.size(), jobs.size());
 
   // 1 lens, final scale: every layer's top-5 ids and logits; it differs from the own scale

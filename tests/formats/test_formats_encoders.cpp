@@ -1,8 +1,8 @@
 // formats/models/encoder_folder + core/models/encoder: bert, distilbert and roberta from small
 // random checkpoints written here in the exact Hugging Face layout
 // (tests/support/encoder_fixture.h), against tests/formats/encoder_reference.py, a PyTorch
-// forward pass written from the Hugging Face modelling equations (skipped when python3 has
-// no torch). Checks: attention within 1e-4 in every layer and head, the MLM head's top-10
+// forward pass written from the Hugging Face modelling equations (its stored output,
+// tests/support/torch_cache.h). Checks: attention within 1e-4 in every layer and head, the MLM head's top-10
 // identical and its probabilities within 1e-4 at every position; the errors that name the
 // file and the tensor or field; RoBERTa's positions and its <mask> tokenizer.
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 #include "formats/models/encoder_folder.h"
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/torch_cache.h"
 
 namespace {
 
@@ -28,26 +29,21 @@ using nlohmann::json;
 
 constexpr double kTolerance = 1e-4;
 
-std::string python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
-
-bool haveTorch() {
-  return std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-}
-
-// One JSON line per folder from tests/formats/encoder_reference.py.
-std::vector<json> runReference(const std::string& mode, const std::string& input,
-                               const std::vector<fs::path>& dirs) {
-  const fs::path script = fs::path(attn::testing::assetDir()).parent_path() / "tests/formats/encoder_reference.py";
-  std::string command = python() + " '" + script.string() + "' " + mode + " '" + input + "'";
-  for (const fs::path& dir : dirs) command += " '" + dir.string() + "'";
-  FILE* pipe = ::popen(command.c_str(), "r");
+// One JSON line per folder from tests/formats/encoder_reference.py (stored entry `name`),
+// for the token ids `idText`; `skip` is set when a live run finds no torch.
+std::vector<json> runReference(const std::string& name, const std::string& idText,
+                               const std::vector<fs::path>& dirs, bool& skip) {
+  attn::testing::ReferenceCall call{name, "tests/formats/encoder_reference.py", {"text", idText}, {}};
+  for (const fs::path& dir : dirs) {
+    call.args.push_back(dir.string());
+    call.inputs.push_back(dir);
+  }
+  const attn::testing::ReferenceOutput run = attn::testing::referenceOutput(call);
+  skip = run.skip;
   std::vector<json> out;
-  if (!pipe) return out;
-  std::string text;
-  char buffer[65536];
-  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, got);
-  if (::pclose(pipe) != 0) return {};
-  std::istringstream lines(text);
+  EXPECT_TRUE(run.problem.empty()) << run.problem;
+  if (!run.problem.empty() || run.skip) return out;
+  std::istringstream lines(run.text);
   for (std::string line; std::getline(lines, line);) out.push_back(json::parse(line));
   return out;
 }
@@ -92,7 +88,6 @@ std::vector<Case> cases() {
 }
 
 TEST(Encoders, MatchPyTorchReference) {
-  if (!haveTorch()) GTEST_SKIP() << "python3 with torch is not installed";
   // [CLS]/<s>, some words, a [MASK], a pad token (RoBERTa's positions skip it), [SEP]/</s>
   const std::vector<int> ids = {2, 5, 6, 4, 8, 5, 9, 16, 1, 22, 3};
   std::string idText;
@@ -101,7 +96,9 @@ TEST(Encoders, MatchPyTorchReference) {
   std::vector<fs::path> dirs;
   for (const Case& c : all)
     dirs.push_back(enctest::writeFolder(c.name, c.spec, enctest::makeTensors(c.spec, 11), c.dtype));
-  const std::vector<json> refs = runReference("text", idText, dirs);
+  bool skip = false;
+  const std::vector<json> refs = runReference("encoders", idText, dirs, skip);
+  if (skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
   ASSERT_EQ(refs.size(), all.size()) << "encoder_reference.py failed";
   for (std::size_t k = 0; k < all.size(); ++k) {
     SCOPED_TRACE(all[k].name);

@@ -3,7 +3,7 @@
 //   - tests/data/rope/golden.json: inverse frequencies and attention factors computed by
 //     tests/formats/rope_reference.py from transformers' modeling_rope_utils formulas, and
 //   - tests/formats/rope_reference.py forward: a PyTorch llama / gpt_neox forward pass with
-//     each rope type (skipped when python3 has no torch).
+//     each rope type (its stored output, tests/support/torch_cache.h).
 // Plus the config errors (exit 2 from the CLI: tests/cli/test_cli_model_rope.cpp) and the KV
 // cache of the length-dependent types (dynamic, longrope).
 #include <gtest/gtest.h>
@@ -27,6 +27,7 @@
 #include "formats/models/rope_config.h"
 #include "tests/support/model_fixture.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/torch_cache.h"
 
 namespace {
 
@@ -261,36 +262,28 @@ TEST(RopeForward, RopeParametersEqualsTopLevelRopeTheta) {
 struct TorchRun {
   std::vector<modeltest::Reference> refs;
   std::string problem;
+  bool skip = false;  // a live run (ATTNSCOPE_LIVE_TORCH) found no torch
 };
 
-std::string python() { return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3"; }
-
-bool torchAvailable() {
-  return std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-}
-
-// tests/formats/rope_reference.py forward on every (ids, folder) pair (one torch import).
+// tests/formats/rope_reference.py forward on every (ids, folder) pair (one torch import), or
+// its stored output (tests/support/torch_cache.h).
 TorchRun runTorch(const std::vector<std::pair<std::vector<int>, fs::path>>& runs) {
   TorchRun run;
-  std::string command = python() + " '" + (sourceDir() / "tests/formats/rope_reference.py").string() + "' forward";
+  attn::testing::ReferenceCall call{"rope_forward", "tests/formats/rope_reference.py", {"forward"}, {}};
   for (const auto& [ids, dir] : runs) {
-    command += " ";
-    for (std::size_t i = 0; i < ids.size(); ++i) command += (i ? "," : "") + std::to_string(ids[i]);
-    command += " '" + dir.string() + "'";
+    std::string idText;
+    for (std::size_t i = 0; i < ids.size(); ++i) idText += (i ? "," : "") + std::to_string(ids[i]);
+    call.args.push_back(idText);
+    call.args.push_back(dir.string());
+    call.inputs.push_back(dir);
   }
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) {
-    run.problem = "cannot start " + python();
+  const attn::testing::ReferenceOutput output = attn::testing::referenceOutput(call);
+  run.skip = output.skip;
+  if (!output.problem.empty() || output.skip) {
+    run.problem = output.problem;
     return run;
   }
-  std::string text;
-  char buffer[65536];
-  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) text.append(buffer, got);
-  if (const int status = ::pclose(pipe); status != 0) {
-    run.problem = "rope_reference.py exit status " + std::to_string(status);
-    return run;
-  }
-  std::istringstream lines(text);
+  std::istringstream lines(output.text);
   for (std::string line; std::getline(lines, line);) {
     const json result = json::parse(line);
     modeltest::Reference ref;
@@ -400,12 +393,12 @@ std::vector<ForwardCase> forwardCases() {
 }
 
 TEST(RopeForward, EveryRopeTypeMatchesPyTorchReference) {
-  if (!torchAvailable()) GTEST_SKIP() << "python3 with torch is not installed";
   const std::vector<ForwardCase> cases = forwardCases();
   std::vector<std::pair<std::vector<int>, fs::path>> runs;
   for (const ForwardCase& c : cases)
     runs.emplace_back(manyIds(c.tokens, c.spec.vocab), writeRopeFolder("rope_forward_" + c.name, c.spec, c.edit));
   const TorchRun torch = runTorch(runs);
+  if (torch.skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
   ASSERT_TRUE(torch.problem.empty()) << torch.problem;
   for (std::size_t k = 0; k < cases.size(); ++k) {
     const ForwardCase& c = cases[k];

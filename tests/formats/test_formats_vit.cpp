@@ -1,8 +1,9 @@
 // formats/models/vit_folder + core/models/vit + core/models/image_preprocess:
 //   - vit and deit (with and without the teacher's two classifiers) from small random
 //     checkpoints in the exact Hugging Face layout (tests/support/vit_fixture.h) against
-//     tests/formats/encoder_reference.py (PyTorch, from the modelling equations): attention
-//     within 1e-4, classifier top-5 identical, probabilities within 1e-4;
+//     tests/formats/encoder_reference.py (PyTorch, from the modelling equations; its stored
+//     output, tests/support/torch_cache.h): attention within 1e-4, classifier top-5
+//     identical, probabilities within 1e-4;
 //   - the preprocessing of a non-square PNG against PIL (tests/formats/preprocess_reference.py):
 //     bit-exact (bilinear down and up, bicubic + centre crop); of a JPEG: within 1/255 for
 //     ViT's bilinear, 2/255 for DeiT's bicubic, the difference being stb_image's JPEG
@@ -27,6 +28,7 @@
 #include "formats/models/vit_folder.h"
 #include "formats/npy.h"
 #include "tests/support/test_paths.h"
+#include "tests/support/torch_cache.h"
 #include "tests/support/vit_fixture.h"
 
 namespace {
@@ -54,7 +56,6 @@ bool havePython(const char* module) {
 }
 
 TEST(Vit, MatchesPyTorchReference) {
-  if (!havePython("torch")) GTEST_SKIP() << "python3 with torch is not installed";
   std::vector<Spec> specs(3);
   specs[1].modelType = "deit";
   specs[2].modelType = "deit";
@@ -72,11 +73,15 @@ TEST(Vit, MatchesPyTorchReference) {
   auto bytes = attn::io::writeNpyFloat32(pixels, shape);
   ASSERT_TRUE(bytes.ok());
   attn::testing::writeFile(npy, *bytes);
-  std::string command = kPython + " '" + (kScripts / "encoder_reference.py").string() + "' image '" + npy.string() + "'";
-  for (const fs::path& dir : dirs) command += " '" + dir.string() + "'";
-  const auto text = capture(command);
-  ASSERT_TRUE(text) << "encoder_reference.py failed";
-  std::istringstream lines(*text);
+  attn::testing::ReferenceCall call{"vit", "tests/formats/encoder_reference.py", {"image", npy.string()}, {npy}};
+  for (const fs::path& dir : dirs) {
+    call.args.push_back(dir.string());
+    call.inputs.push_back(dir);
+  }
+  const attn::testing::ReferenceOutput reference = attn::testing::referenceOutput(call);
+  if (reference.skip) GTEST_SKIP() << "python3 with torch is not installed (ATTNSCOPE_LIVE_TORCH)";
+  ASSERT_TRUE(reference.problem.empty()) << reference.problem;
+  std::istringstream lines(reference.text);
   for (std::size_t k = 0; k < specs.size(); ++k) {
     SCOPED_TRACE(specs[k].modelType + (specs[k].teacher ? "" : " without teacher"));
     std::string line;
