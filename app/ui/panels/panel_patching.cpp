@@ -135,7 +135,8 @@ void drawResult(AppState& state, HeatmapCache& heatmaps, const PatchingResult& r
 
 }  // namespace
 
-void drawPatchingPanel(AppState& state, HeatmapCache& heatmaps) {
+void drawPatchingPanel(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   if (!panel::beginPanel("Patching", panelFlag(state.view, "patching"))) return;
   ModelView& model = state.model;
   PatchingState& patching = model.analysis.patching;

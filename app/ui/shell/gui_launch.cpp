@@ -42,7 +42,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.openLaunchDocument(files);
   // 4 each feature's part of the plan
   s.launchImage(files.imageError);
-  if (s.launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, s.launch.trainingSteps);
+  if (s.launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, *s.ui, s.launch.trainingSteps);
   s.launchAttention(files.attentionPath);
   if (!s.launchModel()) {
     close();
@@ -97,7 +97,8 @@ int GuiSession::Impl::checkLaunchFiles(LaunchFiles& files) {
 }
 
 void GuiSession::Impl::startServices() {
-  heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
+  ui = std::make_unique<UiState>(std::make_unique<GlHeatmapTextures>());
+  HeatmapCache* heatmaps = &ui->heatmaps;
   // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
   // screenshots, which must show every texture of the finished result.
   if (!screenshotMode()) heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
@@ -222,7 +223,7 @@ void GuiSession::Impl::launchView() {
   wasPresenting = launch.presentation;
   // A screenshot shows the page as the class sees it once the pointer has rested: no
   // toolbar (app/ui/panels/panel_pipeline.cpp, kChromeSeconds).
-  if (screenshotMode()) state.panels.pointerMovedAt = -1e9;
+  if (screenshotMode()) ui->scratch.pointerMovedAt = -1e9;
   if (launch.stage >= 0) {
     state.view.pipelineStage = launch.stage;
     state.view.stageFullScreen = launch.presentation;
@@ -241,7 +242,7 @@ void GuiSession::Impl::finishLaunch() {
   files.autosavedView = viewToJson(state.view, state.doc.viewJson, true) +
                         (state.dirty() ? "d" : "c") + state.docPath;
   rebuildFontIfNeeded();
-  if (std::string error = heatmaps->initGpu(); !error.empty()) {
+  if (std::string error = ui->heatmaps.initGpu(); !error.empty()) {
     notify(state, Notice::Kind::Error, "heatmaps cannot be drawn: " + error, now());
     if (screenshotMode()) {
       std::fprintf(stderr, "attnscope: heatmaps cannot be drawn: %s\n", error.c_str());

@@ -25,7 +25,7 @@ void GuiSession::Impl::handleShortcuts() {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
     // Steps for the Pipeline panel, this frame; a text field or a modal dialog keeps its
     // keys, a menu left open is closed by them (app/ui/shell/key_routing.h).
-    routeKeyPress(state, press.key, press.mods);
+    routeKeyPress(*ui, press.key, press.mods);
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
     const bool shift = press.mods & GLFW_MOD_SHIFT;
     switch (press.key) {
