@@ -296,7 +296,7 @@ inline HeatmapOptions heatmapOptions(const AppState& state, MatrixKind kind) {
   options.probability = kind == MatrixKind::Weights;
   if (state.view.divergingSigned && isSignedMatrix(kind)) options.colormap = ColormapKind::RdBu;
   if (state.view.logWeights && kind == MatrixKind::Weights)
-    options.scale = ColorScaleKind::Log;
+    options.colorScale = ColorScaleKind::Log;
   return options;
 }
 

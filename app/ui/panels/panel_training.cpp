@@ -86,7 +86,7 @@ io::HeatmapStyle weightStyle(ColormapKind colormap) {
   style.colormap = colormap;
   style.vmin = 0.0f;  // weights: one fixed range, so frames and files compare
   style.vmax = 1.0f;
-  style.scale = 2;
+  style.resolution = 2;
   return style;
 }
 

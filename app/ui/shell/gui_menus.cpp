@@ -194,10 +194,11 @@ void GuiSession::Impl::drawViewMenu() {
     ImGui::Separator();
     const bool colormapOpen = ImGui::BeginMenu("Colormap");
     if (colormapOpen) {
-      for (ColormapKind kind : kAllColormaps) {
-        const std::string name(toString(kind));
-        if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == kind))
-          state.view.colormap = kind;
+      for (const ColormapInfo& map : kColormaps) {  // the colormap table (view_options.h)
+        const std::string name(map.name);
+        if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == map.kind))
+          state.view.colormap = map.kind;
+        tooltip(std::string(map.description));
       }
       ImGui::EndMenu();
     }
