@@ -45,7 +45,7 @@ class ImagePanel : public testui::HeadlessImGui {
     ImGui::NewFrame();
     ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
     ImGui::SetNextWindowSize(ImVec2(1600, 1000), ImGuiCond_Always);
-    drawImagePanel(state, heatmaps_);
+    drawImagePanel(state, ui_);
     ImGui::Render();
   }
   void frames(AppState& state, int count = 3) {

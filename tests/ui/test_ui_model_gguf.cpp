@@ -43,7 +43,7 @@ class GgufInApp : public testui::HeadlessImGui {
   std::vector<DrawnText> frame(AppState& state) {
     ImGui::NewFrame();
     place(0, 0, 1600, 700);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     ImGui::Render();
     return drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts);
   }

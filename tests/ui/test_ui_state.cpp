@@ -921,19 +921,19 @@ class PanelsHeadless : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
   attn::testing::ImGuiContextGuard guard;
-  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  UiState ui(std::make_unique<MockHeatmapTextures>());
   AppState state;
   ASSERT_TRUE(openDocument(state, GetParam(), 0)) << state.notices.back().text;
   for (int frame = 0; frame < 4; ++frame) {
     ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
     ImGui::NewFrame();
     update(state);
-    drawInputsPanel(state, cache);
-    drawSettingsPanel(state, cache);
-    drawPipelinePanel(state, cache);
-    drawHeadsPanel(state, cache);
-    drawInspectorPanel(state, cache);
-    drawGeometryPanel(state, cache);
+    drawInputsPanel(state, ui);
+    drawSettingsPanel(state, ui);
+    drawPipelinePanel(state, ui);
+    drawHeadsPanel(state, ui);
+    drawInspectorPanel(state, ui);
+    drawGeometryPanel(state, ui);
     endFrame(state, ImGui::IsAnyItemActive());
     update(state);
     ImGui::Render();

@@ -213,6 +213,11 @@ inline void showInAttentionPanel(AppState& state, const Expected<SourcePtr>& sou
 // Heatmaps
 // ---------------------------------------------------------------------------------------
 
+// True when `of` is state.computed (the same object, still alive).
+inline bool sameResult(const std::weak_ptr<const Computed>& of, const AppState& state) {
+  return !of.expired() && !of.owner_before(state.computed) && !state.computed.owner_before(of);
+}
+
 // The view of (kind, head) for the current result, from the cache. nullptr if it cannot be
 // selected (no result, head out of range). The pointer is valid until the next call.
 inline const SelectedMatrix* cachedView(const AppState& state, PanelScratch& scratch,
@@ -220,7 +225,10 @@ inline const SelectedMatrix* cachedView(const AppState& state, PanelScratch& scr
   if (!hasResult(state)) return nullptr;
   auto& cache = scratch.viewCache;
   const std::uint64_t revision = state.computed->revision;
-  if (!cache.empty() && cache.front().revision != revision) cache.clear();
+  if (!sameResult(scratch.viewsOf, state) || (!cache.empty() && cache.front().revision != revision)) {
+    cache.clear();
+    scratch.viewsOf = state.computed;
+  }
   // Prepared by the compute worker with the result: only point at it (and remember the key,
   // so the next edit asks for it again).
   for (const PreparedView& prepared : state.computed->views) {

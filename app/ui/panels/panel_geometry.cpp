@@ -136,12 +136,14 @@ void drawGeometryPanel(AppState& state, UiState& ui) {
 
   // 2 the 2-D points, recomputed only when the result or the head changes.
   if (scratch.geometryRevision != state.computed->revision || scratch.geometryHead != head ||
+      !panel::sameResult(scratch.geometryOf, state) ||
       scratch.geometryPoints.rows() != shownQ + shownK) {
     Matrix points(shownQ + shownK, dims);
     if (shownQ > 0) points.topRows(shownQ) = h.q.topRows(shownQ);
     if (shownK > 0) points.bottomRows(shownK) = h.k.topRows(shownK);
     scratch.geometryPoints = pcaProject2d(points);
     scratch.geometryRevision = state.computed->revision;
+    scratch.geometryOf = state.computed;
     scratch.geometryHead = head;
   }
   const Matrix& points = scratch.geometryPoints;

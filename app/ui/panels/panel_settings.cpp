@@ -285,7 +285,8 @@ void drawMaskSection(AppState& state, UiState& ui) {
     // The allowed cells as floats, built once per revision (not one of the result's
     // matrices, so it has its own slot rather than a place in the view cache).
     PanelScratch::AllowedView& allowedView = ui.scratch.allowedView;
-    if (allowedView.revision != state.computed->revision) {
+    if (allowedView.revision != state.computed->revision ||
+        !panel::sameResult(allowedView.of, state)) {
       const AttentionResult& result = *state.computed->result;
       SelectedMatrix allowed;
       allowed.owned = result.allowed.cast<Scalar>();
@@ -296,6 +297,7 @@ void drawMaskSection(AppState& state, UiState& ui) {
       allowed.colAxis = "key";
       allowedView.view = std::move(allowed);
       allowedView.revision = state.computed->revision;
+      allowedView.of = state.computed;
     }
     const SelectedMatrix* view = &allowedView.view;
     panel::mutedWrapped(mask.kind == MaskKind::Custom

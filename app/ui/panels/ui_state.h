@@ -47,11 +47,15 @@ struct PanelScratch {
   Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
   std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
   int geometryHead = -2;
+  std::weak_ptr<const Computed> geometryOf;  // the result the points were made from
   std::vector<std::string> geometryLabels;  // geometry: the labels drawn last frame (tests)
   // selectMatrixRef results for computed.revision: views INTO the result (no copy of
   // its matrices), with the label vectors and titles built once per revision rather than
   // per frame, and the few matrices that must be computed (a mean of scores over heads,
-  // the allowed-cells mask as floats). Cleared when the revision changes.
+  // the allowed-cells mask as floats). Cleared when the revision changes, or when the
+  // result is another one altogether (`viewsOf`: the state's Computed they were made from;
+  // one UiState drawn over another AppState never points into a result freed with it).
+  std::weak_ptr<const Computed> viewsOf;
   struct CachedView {
     std::uint64_t revision = 0;
     MatrixKind kind = MatrixKind::Weights;
@@ -62,6 +66,7 @@ struct PanelScratch {
   // The Settings panel's mask heatmap: the allowed cells (1 / 0) of computed.revision.
   struct AllowedView {
     std::uint64_t revision = ~0ull;
+    std::weak_ptr<const Computed> of;  // the result it was made from
     SelectedMatrix view;
   };
   AllowedView allowedView;

@@ -23,10 +23,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   //   must fail the same way with or without a display
   // screenshot --workspace: a name of the toolbar's (app/ui/shell/workspaces.h)
   if (!s.launch.workspace.empty() && findWorkspace(s.launch.workspace) == nullptr) {
-    std::string names;
-    for (const WorkspaceInfo& ws : workspaces()) names += std::string(names.empty() ? "" : ", ") + ws.id;
     std::fprintf(stderr, "attnscope: --workspace: unknown workspace '%s'; use one of %s\n",
-                 s.launch.workspace.c_str(), names.c_str());
+                 s.launch.workspace.c_str(), workspaceIds().c_str());
     return 2;
   }
   Impl::LaunchFiles files;
