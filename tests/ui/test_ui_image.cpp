@@ -289,7 +289,7 @@ TEST_F(ImagePanel, ExportIsTheCliOverlay) {
   io::OverlayStyle style;
   style.colormap = ColormapKind::Magma;
   style.opacity = 0.5f;
-  style.scale = 2;
+  style.resolution = 2;
   Expected<io::Image> expected = io::renderPatchOverlay(
       *image, computed->embedding.grid, computed->weights.row(30).transpose(), 30, style);
   ASSERT_TRUE(expected.ok());

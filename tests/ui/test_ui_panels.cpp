@@ -738,7 +738,7 @@ TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
     HeatmapOptions options;
     options.size = ImVec2(300, 200);
     options.range = range;
-    options.scale = scale;
+    options.colorScale = scale;
     heatmapWidget("m", heatmaps_, HeatmapView{MatrixRef::of(values), {}, {}, "m"}, 1, options);
     ImGui::End();
     ImGui::Render();

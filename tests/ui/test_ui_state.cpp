@@ -282,9 +282,9 @@ TEST(Files, ColourRangeModeAndLogScaleRoundTripThroughTheViewJson) {
   state.view.logWeights = true;
   setColorRangeMode(state.view, RangeMode::Row);
   EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Weights).range, RangeMode::Row);
-  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Weights).scale,
+  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Weights).colorScale,
             ColorScaleKind::Log);
-  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Scores).scale,
+  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Scores).colorScale,
             ColorScaleKind::Linear);
   EXPECT_FALSE(panel::heatmapOptions(state, MatrixKind::Weights).vmin.has_value());
 }

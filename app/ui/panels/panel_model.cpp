@@ -214,7 +214,6 @@ void drawModelWindow(AppState& state, UiState& ui);
 // =======================================================================================
 
 void drawModelPanel(AppState& state, UiState& ui) {
-  HeatmapCache& heatmaps = ui.heatmaps;
   if (panel::beginPanel("Model", panelFlag(state.view, "model"))) {
     drawModelWindow(state, ui);
     ImGui::End();
