@@ -134,8 +134,8 @@ Attention panel over the default scenario. Needs a display; without one use
                    nullptr),
       dialogOption(launch.dialog),
       customOption("--workspace", "NAME",
-                   "tile the window as the workspace NAME of its toolbar (" + workspaceIds() +
-                       "),\nswitched to once everything is open\n"
+                   "tile the window as the workspace NAME of its toolbar\n(" + workspaceIds() +
+                       "), switched to once everything is open\n"
                    "(default: the one the opened files lead to; an unknown NAME is refused\n"
                    "by the window, naming the workspaces)",
                    [&launch](const std::string& v) -> Status {

@@ -29,6 +29,7 @@
 #include "app/session/app_state.h"
 #include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
+#include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "app/ui/shell/drawn_text.h"
 #include "core/base/format.h"

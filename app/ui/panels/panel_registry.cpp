@@ -6,6 +6,7 @@
 
 #include "app/ui/panels/panel_training.h"
 #include "app/ui/panels/panels.h"
+#include "app/ui/widgets/heatmap_textures.h"
 
 namespace attn::app {
 
