@@ -399,10 +399,10 @@ TEST(PipelineStages, StepAndWrap) {
 
 // The window queues every GLFW key press (app/ui/shell/gui_window.cpp: keyCallback -> handleShortcuts ->
 // stepKeyFor -> ui.scratch.stepKeys) and the Pipeline panel applies the queue in its frame.
-void queueKeys(AppState& state, std::initializer_list<int> glfwKeys) {
+void queueKeys(UiState& ui, std::initializer_list<int> glfwKeys) {
   for (int key : glfwKeys)
     if (StepKey step = stepKeyFor(key, 0); step != StepKey::None)
-      ui_.scratch.stepKeys.push_back(step);
+      ui.scratch.stepKeys.push_back(step);
 }
 
 TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
@@ -410,7 +410,7 @@ TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
   frames(state, 2);
   ASSERT_EQ(state.view.pipelineStage, -1);
   auto press = [&](int key) {
-    queueKeys(state, {key});
+    queueKeys(ui_, {key});
     frame(state);
   };
   // (issue 31: the inputs X and, when the scenario projects, W_q, W_k, W_v are the first
@@ -441,7 +441,7 @@ TEST_F(Headless, ClickerPressesFasterThanFramesAreNotLost) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
   // Four PageDowns and a PageUp between two frames: all five count.
-  queueKeys(state, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
+  queueKeys(ui_, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
                     GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_UP});
   frame(state);
   // X, W_q, W_k, W_v, then back to W_k
@@ -464,7 +464,7 @@ TEST_F(Headless, SteppingKeepsEveryCardInItsPlace) {
   ASSERT_EQ(gridCorners().size(), stages);
   const std::map<std::string, ImVec2> all = gridCorners();  // every card, no stepping
   for (std::size_t step = 1; step <= stages; ++step) {
-    queueKeys(state, {GLFW_KEY_PAGE_DOWN});
+    queueKeys(ui_, {GLFW_KEY_PAGE_DOWN});
     frame(state);
     const std::map<std::string, ImVec2> now = gridCorners();
     EXPECT_EQ(now.size(), step);  // the later stages are placeholders
@@ -485,7 +485,7 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
   auto press = [&](int key) {
-    queueKeys(state, {key});
+    queueKeys(ui_, {key});
     frame(state);
   };
   ASSERT_FALSE(state.view.presentation);
@@ -517,12 +517,12 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   // with Enter must not take the window over); while stepping it presents that stage.
   press(GLFW_KEY_ENTER);
   EXPECT_FALSE(state.view.presentation);
-  queueKeys(state, {GLFW_KEY_RIGHT, GLFW_KEY_ENTER});  // keys in one frame all count, in order
+  queueKeys(ui_, {GLFW_KEY_RIGHT, GLFW_KEY_ENTER});  // keys in one frame all count, in order
   frame(state);
   EXPECT_TRUE(state.view.presentation);
   EXPECT_TRUE(state.view.stageFullScreen);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));
-  queueKeys(state, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
+  queueKeys(ui_, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
   frame(state);
   EXPECT_FALSE(state.view.presentation);
   EXPECT_FALSE(state.view.stageFullScreen);
@@ -576,13 +576,13 @@ TEST_F(Headless, PresentationAt1280x800ShowsWholeHeatmapsOfAtLeast300Px) {
         EXPECT_NEAR(it->second.y, record.gridMin.y, 0.5f) << record.id;
       }
     }
-    queueKeys(state, {GLFW_KEY_PAGE_DOWN});
+    queueKeys(ui_, {GLFW_KEY_PAGE_DOWN});
     present();
   }
   seen = firstCorner.size();
   EXPECT_EQ(seen, stages);  // every stage was shown on some page
   // One stage alone: larger than any card, its explanation below it.
-  queueKeys(state, {GLFW_KEY_ENTER});
+  queueKeys(ui_, {GLFW_KEY_ENTER});
   present();
   present();
   ASSERT_TRUE(state.view.stageFullScreen);

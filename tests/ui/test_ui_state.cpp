@@ -939,7 +939,7 @@ TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
     ImGui::Render();
   }
   EXPECT_TRUE(state.computed->result.has_value()) << state.computed->error;
-  EXPECT_FALSE(cache.impl().records.empty());
+  EXPECT_FALSE(ui.heatmaps.impl().records.empty());
 }
 
 std::vector<std::string> allPresets() {
