@@ -17,6 +17,7 @@
 #include "app/session/app_state.h"
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget.h"
+#include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "app/ui/panels/ui_state.h"
 #include "formats/scenario_json.h"
@@ -96,6 +97,10 @@ class HeadlessImGui : public ::testing::Test {
     ImGui::SetNextWindowPos(ImVec2(x, y), ImGuiCond_Always);
     ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
   }
+
+  // What the window does first in a frame, before the panels: shows the panels of what the
+  // services opened (app::takeShowRequests; the window then also moves to their workspace).
+  static void showWhatServicesOpened(app::AppState& state) { app::takeShowRequests(state.view); }
 
   app::MockHeatmapTextures& mock() {
     return dynamic_cast<app::MockHeatmapTextures&>(heatmaps_.textures());

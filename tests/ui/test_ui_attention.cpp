@@ -250,6 +250,7 @@ TEST(AttentionService, WorkerMatchesSynchronousAndDropsOlderFiles) {
 class AttentionPanel : public testui::HeadlessImGui {
  protected:
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1)) {
+    showWhatServicesOpened(state);
     updateAttention(state);
     ImGui::GetIO().MousePos = mouse;
     ImGui::NewFrame();

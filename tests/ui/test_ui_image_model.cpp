@@ -26,6 +26,7 @@ using namespace attn::app;
 class ImageModelInApp : public testui::HeadlessImGui {
  protected:
   void frame(AppState& state) {
+    showWhatServicesOpened(state);
     ImGui::NewFrame();
     place(0, 0, 1000, 600);
     drawImagePanel(state, ui_);

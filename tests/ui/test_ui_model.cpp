@@ -40,6 +40,7 @@ class ModelInApp : public testui::HeadlessImGui, protected attn::testing::TinyGp
 
   // One frame of the Model panel.
   void frame(AppState& state) {
+    showWhatServicesOpened(state);
     ImGui::NewFrame();
     place(0, 0, 1600, 600);
     drawModelPanel(state, ui_);

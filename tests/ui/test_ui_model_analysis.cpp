@@ -57,6 +57,7 @@ class ModelAnalysisInApp : public testui::HeadlessImGui, protected attn::testing
   // One frame of the Model panel (and the Patching panel below it); the mouse at `mouse`,
   // the left button down or not.
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1), bool down = false) {
+    showWhatServicesOpened(state);
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = mouse;
     io.MouseDown[0] = down;

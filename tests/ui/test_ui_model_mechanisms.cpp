@@ -97,6 +97,7 @@ class MechanismsInApp : public testui::HeadlessImGui, protected attn::testing::T
 
   // The Model panel above the Attention panel, one frame.
   void frame(AppState& state) {
+    showWhatServicesOpened(state);
     ImGui::NewFrame();
     place(0, 0, 1600, 420);
     drawModelPanel(state, ui_);

@@ -51,6 +51,7 @@ class ModelUndo : public testui::HeadlessImGui, protected attn::testing::TinyGpt
   // One frame of the Model panel; the mouse at `mouse`, the left button down or not; then
   // the window's end of frame (the undo step closes unless an item is still active).
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1), bool down = false) {
+    showWhatServicesOpened(state);
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = mouse;
     io.MouseDown[0] = down;

@@ -309,6 +309,20 @@ TEST(Workspaces, APanelAServiceShowsLeadsToTheWorkspaceThatHoldsIt) {
   EXPECT_FALSE(panelShown(view, "image"));
 }
 
+// `screenshot --model DIR --workspace teach`: the model's request comes before the switch,
+// and the switch is the later word (Teach's panels alone, nothing left to follow).
+TEST(Workspaces, ASwitchAfterAServiceAskedWins) {
+  ViewSettings view;
+  requestShow(view, ShowRequest::Model);
+  switchWorkspace(view, *findWorkspace("teach"));
+  EXPECT_TRUE(view.showRequests.empty());
+  EXPECT_FALSE(followShownPanels(view));
+  EXPECT_EQ(view.workspace, "teach");
+  EXPECT_FALSE(panelShown(view, "model"));
+  EXPECT_FALSE(panelShown(view, "attention"));
+  EXPECT_TRUE(panelShown(view, "pipeline"));
+}
+
 // =======================================================================================
 // The autosave's view object
 // =======================================================================================

@@ -208,6 +208,9 @@ bool dragSplitter(std::vector<float>& weights, const Splitter& splitter, float d
 
 void switchWorkspace(ViewSettings& view, const WorkspaceInfo& ws,
                      std::span<const std::string_view> alsoShow) {
+  // What services opened before the switch is shown first and then, like every panel,
+  // shown or hidden by the switch (the switch is the later word).
+  takeShowRequests(view);
   view.workspace = ws.id;
   for (const PanelInfo& panel : panelRegistry()) {
     bool show = std::find(alsoShow.begin(), alsoShow.end(), std::string_view(panel.id)) !=

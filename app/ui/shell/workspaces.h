@@ -108,7 +108,8 @@ bool dragSplitter(std::vector<float>& weights, const Splitter& splitter, float d
                   float minPx);
 
 // Makes `ws` the current workspace: view.workspace, its panels that show on a switch shown,
-// plus those of `alsoShow` it has tiles for, and every other panel hidden.
+// plus those of `alsoShow` it has tiles for, and every other panel hidden. Pending show
+// requests (ViewSettings::showRequests) are taken first: the switch overrides them.
 void switchWorkspace(ViewSettings& view, const WorkspaceInfo& ws,
                      std::span<const std::string_view> alsoShow = {});
 
