@@ -2,6 +2,7 @@
 #include "formats/attention_file.h"
 
 #include "core/base/format.h"
+#include "formats/files.h"
 
 
 #include <algorithm>
@@ -278,10 +279,7 @@ Expected<TokenLists> parseTokens(const std::string& path) {
   Expected<std::string> text = readSmallFile(path);
   if (!text) return text.error();
   TokenLists lists;
-  std::string lower = path;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (!lower.ends_with(".json")) {
+  if (lowerExtension(path) != ".json") {
     std::istringstream in(*text);
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line.back() == '\r') line.pop_back();

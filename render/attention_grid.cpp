@@ -32,7 +32,7 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
   }
   if (style.cellPixels < 1 || style.cellPixels > 8)
     return Error{"", "cellPixels", "must be in 1..8"};
-  if (style.scale < 1 || style.scale > 8) return Error{"", "scale", "must be in 1..8"};
+  if (style.resolution < 1 || style.resolution > 8) return Error{"", "scale", "must be in 1..8"};
   const std::size_t count = static_cast<std::size_t>(overview.layers * overview.heads);
   if (count == 0 || overview.thumbnails.size() != count) {
     return Error{"", "grid", "no heads to draw"};
@@ -56,7 +56,7 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
     cells = std::max({cells, static_cast<int>(t.rows()), static_cast<int>(t.cols())});
   }
   heatmap.cellSize = std::max(style.cellPixels, (kGridMinThumbnailPixels + cells - 1) / cells);
-  heatmap.scale = style.scale;
+  heatmap.resolution = style.resolution;
   heatmap.vmin = style.vmin.value_or(0.0f);
   // Weights on 0..1 (io::rangeRule's fixed rule for probabilities), unless one lies above 1.
   const float top = std::isfinite(hi) && hi > 1.0f ? hi : 1.0f;
@@ -81,14 +81,14 @@ Expected<Image> renderAttentionGrid(const HeadOverview& overview, const GridStyl
   }
   // 3 the colour bar: the heatmap raster's own, cut from a one-column heatmap as tall as
   // the grid (its cells are left out; the bar starts at layout.cbX)
-  const int gap = kGap * style.scale;
+  const int gap = kGap * style.resolution;
   const long long gridHeight = static_cast<long long>(overview.layers) * (tileH + gap) + gap;
   HeatmapStyle barStyle = heatmap;
   barStyle.title = false;
   barStyle.colorbar = true;
   const int barRows = static_cast<int>(
-      std::clamp<long long>((gridHeight / style.scale - 2 * kGap + 39) / 40, 1, 2048));
-  barStyle.cellSize = std::max<int>(1, static_cast<int>((gridHeight / style.scale - 2 * kGap) /
+      std::clamp<long long>((gridHeight / style.resolution - 2 * kGap + 39) / 40, 1, 2048));
+  barStyle.cellSize = std::max<int>(1, static_cast<int>((gridHeight / style.resolution - 2 * kGap) /
                                                         barRows));
   MatrixView barView;
   barView.values = Matrix::Zero(barRows, 1);

@@ -12,13 +12,13 @@
 
 namespace attn::io {
 
-inline constexpr int kGridMinThumbnailPixels = 96;  // at scale 1
+inline constexpr int kGridMinThumbnailPixels = 96;  // at resolution 1
 
 struct GridStyle {
   int thumbnailSize = 64;  // cells per side at most (1..128)
   int cellPixels = 2;      // pixels per thumbnail cell at least (1..8); raised so that a
                            // thumbnail is at least kGridMinThumbnailPixels wide
-  int scale = 1;           // 1..8, multiplies every size (export --scale)
+  int resolution = 1;      // 1..8, multiplies every size (export --scale)
   ColormapKind colormap = ColormapKind::Viridis;
   std::optional<float> vmin, vmax;  // default: 0 .. the largest finite value of all heads
 };

@@ -9,6 +9,12 @@
 
 namespace attn::io {
 
+ColorNormalization normalizationOf(const ColorNormalization& rule) {
+  ColorNormalization n = rule;
+  if (rule.vmin || rule.vmax) n.range = RangeMode::Fixed;
+  return n;
+}
+
 namespace {
 
 
@@ -56,7 +62,7 @@ ValueRange ruleRange(std::optional<ValueRange> finite, const ColorNormalization&
 }
 
 bool needsPositions(const ColorNormalization& n) {
-  return n.range == RangeMode::Row || n.scale == ColorScaleKind::Log;
+  return n.range == RangeMode::Row || n.colorScale == ColorScaleKind::Log;
 }
 
 ValueRange logColorRange(MatrixRef values, std::optional<float> vmin, std::optional<float> vmax) {
@@ -96,7 +102,7 @@ ValueRange normalizationRange(MatrixRef values, int row, const ColorNormalizatio
   const MatrixRef part = row >= 0 ? rowOf(values, row) : values;
   const std::optional<ValueRange> finite = finiteRange(part);
   const RangeRule rule = rangeRule(finite, n);
-  if (n.scale == ColorScaleKind::Log) {
+  if (n.colorScale == ColorScaleKind::Log) {
     // Fixed ends only in the fixed rule (an Auto probability tops out at 1); the others
     // come from the data.
     const bool fixed = rule == RangeRule::Fixed;
@@ -124,7 +130,7 @@ Matrix colorPositions(MatrixRef values, const ColorNormalization& n) {
         t = v;  // NaN and masked cells keep their own colours
       else if (v == std::numeric_limits<float>::infinity())
         t = 1.0f;
-      else if (n.scale == ColorScaleKind::Log)
+      else if (n.colorScale == ColorScaleKind::Log)
         t = logColorPosition(v, range);
       else
         t = colorPosition(v, range);
@@ -157,7 +163,7 @@ std::vector<ColorbarTick> rowRangeTicks(ColorScaleKind scale) {
 }
 
 std::string normalizationCaption(const ColorNormalization& n, ValueRange range) {
-  const bool log = n.scale == ColorScaleKind::Log;
+  const bool log = n.colorScale == ColorScaleKind::Log;
   if (n.range == RangeMode::Row)
     return log ? "per row, log\xE2\x82\x81\xE2\x82\x80: row floor \xE2\x86\x92 row max"
                : "per row: row min \xE2\x86\x92 row max";

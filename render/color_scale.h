@@ -21,15 +21,8 @@ namespace attn::io {
 // 1e-30 weights do not squeeze the interesting decades into the top of the map.
 inline constexpr float kLogFloorRatio = 1e-4f;
 
-// Everything that decides where a value lies on the map.
-struct ColorNormalization {
-  RangeMode range = RangeMode::Auto;
-  ColorScaleKind scale = ColorScaleKind::Linear;
-  std::optional<float> vmin, vmax;  // the ends in RangeMode::Fixed (either may be unset: auto)
-  bool centreZero = false;   // a signed matrix: symmetric about 0 under RangeMode::Auto (and per row)
-  bool probability = false;  // values in [0, 1] by meaning (weights): 0..1 under RangeMode::Auto
-  bool operator==(const ColorNormalization&) const = default;
-};
+// Everything that decides where a value lies on the map: ColorNormalization, the part of the
+// colour rule (io::ColorRule) without the map, in render/heatmap_render.h.
 
 // The rule in force for one heatmap, as its colour bar and the layout dump name it.
 enum class RangeRule { Fixed, Symmetric, MinMax, Row };

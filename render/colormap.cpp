@@ -14,9 +14,21 @@ namespace attn::io {
 namespace {
 #include "render/colormap_data.inc"
 
-// The generated tables, then the ones computed here (RdBu).
-static_assert(kColormapTables.size() + 1 == std::size(kAllColormaps),
-              "one table per ColormapKind, in enum order");
+// The generated tables are those of the maps with a matplotlib source in the colormap table
+// (core/scenario/view_options.h), which come first and in table order; the rest (RdBu) are
+// computed here.
+constexpr bool generatedFirst() {
+  std::size_t generated = 0;
+  for (std::size_t i = 0; i < std::size(kColormaps); ++i) {
+    if (kColormaps[i].source.empty()) continue;
+    if (i != generated) return false;  // a map with a source after a computed one
+    ++generated;
+  }
+  return generated == kColormapTables.size();
+}
+static_assert(generatedFirst(),
+              "render/colormap_data.inc is stale: run scripts/gen_colormaps.py (one table per "
+              "map with a matplotlib source, in the order of ATTN_COLORMAPS)");
 
 
 // ColorBrewer's 11-class RdBu (Cynthia Brewer, Apache-2.0 colour data), from blue (lowest
@@ -55,7 +67,7 @@ const std::array<Rgb, 256>& colormapLut(ColormapKind kind) {
     static const std::array<Rgb, 256> rdbu = interpolatedLut(kRdBuAnchors);
     return rdbu;
   }
-  return kColormapTables[static_cast<int>(kind)];
+  return kColormapTables[static_cast<std::size_t>(kind)];  // (generatedFirst: same index)
 }
 
 

@@ -35,8 +35,8 @@ std::string shownColLabel(const HeatmapView& view, int c) {
 }
 
 Status checkStyle(const HeatmapView& view, const HeatmapStyle& style) {
-  if (style.scale < 1 || style.scale > 8) {
-    return Error{"", "scale", "must be between 1 and 8 (got " + std::to_string(style.scale) + ")"};
+  if (style.resolution < 1 || style.resolution > 8) {
+    return Error{"", "scale", "must be between 1 and 8 (got " + std::to_string(style.resolution) + ")"};
   }
   if (style.cellSize < 1 || style.cellSize > 400) {
     return Error{"", "cellSize",
@@ -71,8 +71,8 @@ Status checkStyle(const HeatmapView& view, const HeatmapStyle& style) {
 // sizes what the steps before it placed.
 Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font) {
   Layout L;
-  const int s = style.scale;
-  L.scale = s;
+  const int s = style.resolution;
+  L.resolution = s;
   L.rows = static_cast<int>(view.values.rows);
   L.cols = static_cast<int>(view.values.cols);
   const ColorNormalization normalization = normalizationOf(style);
@@ -86,7 +86,7 @@ Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const F
     L.caption = normalizationCaption(normalization, scaleRange);
     L.range = ValueRange{0, 1};
     const std::vector<ColorbarTick> ticks = normalization.range == RangeMode::Row
-                                                ? rowRangeTicks(normalization.scale)
+                                                ? rowRangeTicks(normalization.colorScale)
                                                 : logDecadeTicks(scaleRange);
     for (const ColorbarTick& tick : ticks) {
       L.ticks.push_back(tick.position);
@@ -345,17 +345,6 @@ TextPlacement placeText(const Font& font, const std::u32string& text, float px, 
   if (align == Align::Center) x -= width / 2;
   if (align == Align::Right) x -= width;
   return {x, centreY + font.capHeight * px / 2};
-}
-
-ColorNormalization normalizationOf(const HeatmapStyle& style) {
-  ColorNormalization n;
-  n.range = style.vmin || style.vmax ? RangeMode::Fixed : style.range;
-  n.scale = style.colorScale;
-  n.vmin = style.vmin;
-  n.vmax = style.vmax;
-  n.centreZero = style.centreZero;
-  n.probability = style.probability;
-  return n;
 }
 
 std::string fontPathOf(const HeatmapStyle& style) {

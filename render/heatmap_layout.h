@@ -28,9 +28,9 @@ inline constexpr int kGridBudget = 2048;
 inline constexpr Rgb kTextColor{25, 25, 25};
 inline constexpr Rgb kFrameColor{70, 70, 70};
 
-// Everything in FINAL pixels (scale applied), except where noted.
+// Everything in FINAL pixels (resolution applied), except where noted.
 struct Layout {
-  int scale = 1;
+  int resolution = 1;
   int rows = 0, cols = 0;          // of the matrix
   int pool = 1;                    // max-pool factor (1 = none)
   int gridRows = 0, gridCols = 0;  // after pooling
@@ -100,8 +100,6 @@ std::string shownColLabel(const HeatmapView& view, int c);
 Status checkStyle(const HeatmapView& view, const HeatmapStyle& style);
 // The style's font file, or DejaVu Sans.
 std::string fontPathOf(const HeatmapStyle& style);
-// The colour normalisation a style asks for: RangeMode::Fixed when vmin or vmax is given.
-ColorNormalization normalizationOf(const HeatmapStyle& style);
 // The whole layout. `font` may be null (cellRect without a font): text is then estimated.
 Layout computeLayout(const HeatmapView& view, const HeatmapStyle& style, const Font* font);
 // The grid's colour values (the matrix, or its positions when `L.positions` is set) or their

@@ -105,7 +105,7 @@ void drawRaster(Image& image, const HeatmapView& view, const HeatmapStyle& style
       if (v == -kInf && L.cell >= 6) {
         for (int y = 0; y < L.cell; ++y) {
           for (int x = 0; x < L.cell; ++x) {
-            if (onHatch(x, y, L.cell, L.scale))
+            if (onHatch(x, y, L.cell, L.resolution))
               canvas.fill(x0 + x, y0 + y, x0 + x + 1, y0 + y + 1, kMaskedHatchColor);
           }
         }

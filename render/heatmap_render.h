@@ -130,26 +130,44 @@ std::optional<std::string> fittedCellLabel(float value, int digits, Fits&& fits,
 // Rendering
 // ---------------------------------------------------------------------------------------
 
-struct HeatmapStyle {
-  ColormapKind colormap = ColormapKind::Viridis;
-  bool cellLabels = true;  // numbers in the cells
-  bool axisLabels = true;  // token labels on the axes
-  bool colorbar = true;
-  bool title = true;
-  int scale = 1;                    // 1..8, multiplies every size (resolution for slides)
-  int cellSize = 40;                // cell edge in pixels at scale 1 (shrunk for large matrices)
-  int digits = kCellDigits;         // significant digits of cell labels (1..9); labels drop
-                                    // digits where they would not fit (colour-bar ticks are
-                                    // round numbers with the digits they need, colorbarTicks)
-  std::optional<float> vmin, vmax;  // fixed colour range (implies RangeMode::Fixed)
+// Where a heatmap's values lie on its colour map (render/color_scale.h reads it): the range
+// mode, the scale, the fixed ends and what the values are.
+struct ColorNormalization {
+  // Auto (by what the values are), MinMax (the matrix's own min..max), Row (each row spans
+  // the map from its own finite min to its max) or Fixed (vmin / vmax).
+  RangeMode range = RangeMode::Auto;
+  ColorScaleKind colorScale = ColorScaleKind::Linear;  // Log: log10 with a floor
+  std::optional<float> vmin, vmax;  // fixed colour range (either may be unset: auto)
   // What the values are, for RangeMode::Auto (io::rangeRule): probabilities (weights,
   // attention maps) on a fixed 0..1, signed matrices (centreZero) symmetric about 0.
   bool centreZero = false;
   bool probability = false;
-  RangeMode range = RangeMode::Auto;    // MinMax: the matrix's own min..max; Row: each row
-                                        // spans the map (render/color_scale.h); Fixed: vmin / vmax
-  ColorScaleKind colorScale = ColorScaleKind::Linear;  // Log: log10 with a floor
-  int cellGap = 0;                  // pixels between cells at scale 1 (0..8); only used while the
+  bool operator==(const ColorNormalization&) const = default;
+};
+
+// The colour rule of a heatmap, one struct for the screen and the files: the map and where
+// the values lie on it. The widget's options (app/ui/widgets/heatmap_widget.h,
+// HeatmapOptions) and the exports' HeatmapStyle are both a ColorRule plus their own parts,
+// so the export menu hands the screen's rule to the file as it is.
+struct ColorRule : ColorNormalization {
+  ColormapKind colormap = ColormapKind::Viridis;
+};
+
+// The normalization `rule` applies: its own, with the range Fixed when vmin or vmax is given
+// (a fixed end implies RangeMode::Fixed).
+ColorNormalization normalizationOf(const ColorNormalization& rule);
+
+struct HeatmapStyle : ColorRule {
+  bool cellLabels = true;  // numbers in the cells
+  bool axisLabels = true;  // token labels on the axes
+  bool colorbar = true;
+  bool title = true;
+  int resolution = 1;               // 1..8, multiplies every size (for slides; CLI --scale)
+  int cellSize = 40;                // cell edge in pixels at resolution 1 (shrunk for large matrices)
+  int digits = kCellDigits;         // significant digits of cell labels (1..9); labels drop
+                                    // digits where they would not fit (colour-bar ticks are
+                                    // round numbers with the digits they need, colorbarTicks)
+  int cellGap = 0;                  // pixels between cells at resolution 1 (0..8); only used while the
                                     // shrunk cells are still >= 8 px, so tiny cells stay solid
   std::string fontPath;             // TrueType font; empty = DejaVu Sans (fonts-dejavu-core)
 };
@@ -158,8 +176,8 @@ struct HeatmapStyle {
 // Text uses DejaVu Sans through stb_truetype. Masked (-inf) cells are drawn hatched grey,
 // NaN cells magenta. The pixel rectangle of cell (r, c) is returned by cellRect().
 //
-// Size: cells are cellSize·scale px, shrunk (to >= 1 px) so that the grid stays within
-// 2048 px per side at scale 1. A matrix with more than 2048 rows or columns is max-pooled
+// Size: cells are cellSize·resolution px, shrunk (to >= 1 px) so that the grid stays within
+// 2048 px per side at resolution 1. A matrix with more than 2048 rows or columns is max-pooled
 // by an integer factor (same for both axes; NaN wins, then the largest value, -inf only if
 // the whole block is masked) so that single sharp peaks stay visible. Cell labels appear
 // only when a cell is at least 1.3 label-font heights tall and every label fits its width
@@ -170,7 +188,8 @@ struct HeatmapStyle {
 // not fit its cell. The view's axis titles (rowAxis, colAxis) are drawn beside the labels,
 // its valueTitle beside the colour bar, whose ticks are round numbers (io::colorbarTicks).
 // Label vectors shorter than the matrix are padded with the index ("0", "1", ...).
-// Errors (field): "scale" outside 1..8 or when the raster would exceed 100 megapixels
+// Errors (field): "scale" (the resolution, as the CLI's --scale names it) outside 1..8 or
+// when the raster would exceed 100 megapixels
 // (SVG has no such limit), "cellSize" outside 1..400, "cellGap" outside 0..8,
 // "digits" outside 1..9, "vmin" when vmin > vmax or not finite, "matrix" when empty, and
 // the font file when it cannot be read ("install fonts-dejavu-core").

@@ -67,7 +67,7 @@ std::string renderSvg(const HeatmapView& view, const HeatmapStyle& style, const 
                       const Font& font) {
   std::string out;
   out.reserve(4096 + static_cast<size_t>(L.gridRows) * static_cast<size_t>(L.gridCols) * 16);
-  const int s = L.scale;
+  const int s = L.resolution;
   out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(L.width) +
          "\" height=\"" + std::to_string(L.height) + "\" viewBox=\"0 0 " + std::to_string(L.width) +

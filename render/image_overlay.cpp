@@ -30,15 +30,15 @@ Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, co
   if (!(style.opacity >= 0 && style.opacity <= 1)) {
     return Error{"", "opacity", "must be in 0..1"};
   }
-  if (style.scale < 1 || style.scale > 8) return Error{"", "scale", "must be an integer in 1..8"};
+  if (style.resolution < 1 || style.resolution > 8) return Error{"", "scale", "must be an integer in 1..8"};
   if (image.width != grid.imageCols || image.height != grid.imageRows ||
       image.rgb.size() != static_cast<std::size_t>(image.width) * image.height * 3) {
     return Error{"", "image",
                  "does not match the patch grid (" + imageSizeText(image.width, image.height) + " vs " +
                      imageSizeText(grid.imageCols, grid.imageRows) + ")"};
   }
-  const long long outWidth = static_cast<long long>(image.width) * style.scale;
-  const long long outHeight = static_cast<long long>(image.height) * style.scale;
+  const long long outWidth = static_cast<long long>(image.width) * style.resolution;
+  const long long outHeight = static_cast<long long>(image.height) * style.resolution;
   if (outWidth * outHeight > 100'000'000LL) {
     return Error{"", "scale",
                  "the overlay would be " + imageSizeText(outWidth, outHeight) +
@@ -67,7 +67,7 @@ Expected<Image> renderPatchOverlay(const Image& image, const PatchGrid& grid, co
   out.height = static_cast<int>(outHeight);
   out.rgb.resize(static_cast<std::size_t>(outWidth * outHeight) * 3);
   const float a = style.opacity;
-  const int s = style.scale, p = grid.patch;
+  const int s = style.resolution, p = grid.patch;
   for (int y = 0; y < out.height; ++y) {
     const int sy = y / s;
     const int patchRow = sy / p;

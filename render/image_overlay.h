@@ -16,7 +16,7 @@ namespace attn::io {
 struct OverlayStyle {
   ColormapKind colormap = ColormapKind::Viridis;
   float opacity = 0.6f;  // 0 = the image only, 1 = the colours only
-  int scale = 1;         // 1..8: the output is (width·scale) x (height·scale), pixels repeated
+  int resolution = 1;    // 1..8: the output is (width·resolution) x (height·resolution), pixels repeated (CLI --scale)
   std::optional<float> vmin, vmax;  // fixed colour range (wins over `range`)
   // The range rule (io::rangeRule, the weights being probabilities): Auto = 0..1, MinMax /
   // Row = the weights' own min..max (one query: its row).

@@ -136,8 +136,8 @@ void drawHeatmap(cairo_t* cr, const HeatmapView& view, const HeatmapStyle& style
         cairo_clip(cr);
         const Ink hatch = ink(kMaskedHatchColor);
         cairo_set_source_rgb(cr, hatch.r, hatch.g, hatch.b);
-        cairo_set_line_width(cr, L.scale);
-        const double period = 8.0 * L.scale;
+        cairo_set_line_width(cr, L.resolution);
+        const double period = 8.0 * L.resolution;
         for (double d = 0; d < 2.0 * L.cell + period; d += period) {
           cairo_move_to(cr, x0 + d, y0);
           cairo_line_to(cr, x0 + d - L.cell, y0 + L.cell);

@@ -8,22 +8,37 @@ Run once by hand (NOT at build time) with Debian's matplotlib:
 
 Entry i of a table is matplotlib's cmap(i / 255) with each channel rounded to 8 bits,
 so entry 0 and entry 255 are the exact ends of the map.
+
+The maps are the colormap table's (ATTN_COLORMAPS in core/scenario/view_options.h, the one
+list the enum, the names and the CLI help read too): one table for each entry with a
+matplotlib source, in the table's order. Entries without one (RdBu) are computed in
+render/colormap.cpp.
 """
+import os
+import re
 import sys
 
 import matplotlib
 from matplotlib import colormaps
 
-# attnscope name -> matplotlib name, in the order of attn::ColormapKind.
-MAPS = [
-    ("viridis", "viridis"),
-    ("magma", "magma"),
-    ("cividis", "cividis"),
-    ("greys", "Greys"),
-    ("purples", "Purples"),
-    ("oranges", "Oranges"),
-    ("blues", "Blues"),
-]
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core", "scenario",
+                     "view_options.h")
+ENTRY = re.compile(r'X\((\w+),\s*"([^"]*)",\s*"([^"]*)",\s*(true|false),\s*"((?:[^"\\]|\\.)*)"\)')
+
+
+def read_maps(path=TABLE):
+    """(attnscope name, matplotlib name) of each table entry with a source, in table order."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("#define ATTN_COLORMAPS(X)")
+    end = text.index("// clang-format on", start)
+    entries = ENTRY.findall(text[start:end])
+    if not entries:
+        sys.exit("gen_colormaps.py: no X(...) entries in ATTN_COLORMAPS of " + path)
+    return [(name, source) for _kind, name, source, _diverging, _description in entries if source]
+
+
+MAPS = read_maps()
 
 HEADER = """\
 // GENERATED FILE, do not edit: produced by scripts/gen_colormaps.py from matplotlib {version}'s
@@ -40,7 +55,8 @@ HEADER = """\
 //     University; Apache-style ColorBrewer licence v1.1 (matplotlib's
 //     LICENSE/LICENSE_COLORBREWER). matplotlib interpolates the 9 Brewer colours linearly.
 //
-// Included by render/colormap.cpp only. Order matches attn::ColormapKind.
+// Included by render/colormap.cpp only. Order: the maps with a matplotlib source in
+// ATTN_COLORMAPS (core/scenario/view_options.h).
 """
 
 

@@ -205,7 +205,7 @@ int runGridExport(const ParsedArgs& parsed, const ExportOptions& options, std::o
   grid.colormap = heatmap.colormap;
   grid.vmin = heatmap.vmin;
   grid.vmax = heatmap.vmax;
-  grid.scale = heatmap.scale;
+  grid.resolution = heatmap.resolution;
   Status written = io::exportAttentionGrid(*file, grid, *out);
   if (!written) return fail(err, written.error());
   return 0;

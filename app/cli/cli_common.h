@@ -53,6 +53,11 @@ Expected<std::string> checkOutputPath(const ParsedArgs& parsed,
                                       std::initializer_list<std::string_view> extensions,
                                       bool required);
 
+// The help of a --colormap option: "{choices}" (enumOption's list of the names), then one
+// line per map of the colormap table (core/scenario/view_options.h): its name and
+// description, then `after` when given.
+std::string colormapHelp(std::string_view after = {});
+
 // The heatmap options every export shares, declared once, storing into `style`:
 // --colormap, --labels, --axis-labels, --no-colorbar, --no-title, --scale, --vmin, --vmax,
 // --range, --color-scale, --decimals, --digits. After parsing, finishHeatmapStyle().

@@ -175,8 +175,7 @@ P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
                    }),
                   std::to_string(options.heads)),
       cli::enumOption<ColormapKind>("--colormap", "NAME", "colormap", kAllColormaps,
-                                    "{choices}",
-                                    style.colormap),
+                                    cli::colormapHelp(), style.colormap),
       withDefault(customOption("--opacity", "A", "overlay opacity, 0..1",
                    [&style](const std::string& v) -> Status {
                      auto x = parseFloatStrict(v);
@@ -186,7 +185,7 @@ P=16 gives 6x4 patches (24), dropping 4 px right and 6 px bottom".
                    }),
                   formatDefault(style.opacity)),
       cli::intOption("--scale", "S", 1, 8, "the overlay is S times the image size, 1..8",
-                     style.scale),
+                     style.resolution),
       withDefault(customOption("--range", "fixed|query",
                    "\nthe overlay's colours: fixed 0..1 (comparable across queries),\n"
                    "or the query's own min..max (shows a flat row)",

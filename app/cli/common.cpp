@@ -110,6 +110,18 @@ Status checkNotAnInput(const std::string& outPath, const std::string& inputPath)
 // The heatmap style options every export shares
 // =======================================================================================
 
+std::string colormapHelp(std::string_view after) {
+  std::size_t width = 0;
+  for (const ColormapInfo& map : kColormaps) width = std::max(width, map.name.size());
+  std::string help = "{choices}";
+  for (const ColormapInfo& map : kColormaps) {
+    help += "\n  " + std::string(map.name) + std::string(width - map.name.size() + 2, ' ');
+    help += map.description;
+  }
+  if (!after.empty()) help += "\n" + std::string(after);
+  return help;
+}
+
 std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
   auto onOff = [](bool& target) {
     return [&target](const std::string& v) -> Status {
@@ -136,9 +148,8 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
   };
   std::vector<Option> options = {
       withDefault(enumOption<ColormapKind>("--colormap", "NAME", "colormap", kAllColormaps,
-                                           "{choices}\n"
-                                           "(rdbu is diverging)      (default: viridis for weights;\n"
-                                           "rdbu centred on 0 for the signed matrices)",
+                                           colormapHelp("(default: viridis for weights; rdbu "
+                                                        "centred on 0 for the signed\nmatrices)"),
                                            style.colormap),
                   ""),  // the default depends on the matrix, as the help says
       withDefault(customOption("--labels", "on|off", "numbers in the cells",
@@ -171,10 +182,10 @@ std::vector<Option> heatmapStyleOptions(io::HeatmapStyle& style) {
                        return Error{"", "", inQuotes(v) +
                                                 " is not an integer in 1..8 (the resolution) nor "
                                                 "'linear' or 'log' (the colour scale)"};
-                     style.scale = *n;
+                     style.resolution = *n;
                      return Ok{};
                    }),
-          std::to_string(style.scale)),
+          std::to_string(style.resolution)),
       customOption("--vmin", "X", "fixed colour range (default: by --range)",
                    bound(false)),
       customOption("--vmax", "Y", "the top of the fixed colour range", bound(true)),

@@ -12,6 +12,7 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
+#include "formats/files.h"
 #include "app/cli/commands.h"
 #include "app/session/lesson.h"
 #include "formats/scenario_json.h"
@@ -116,9 +117,7 @@ int runLesson(std::span<const std::string> args, std::ostream& out, std::ostream
     if (error.file.empty()) error.file = *path;
     return fail(err, error);
   }
-  std::string ext = outPath->substr(outPath->size() - 4);
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (ext == ".pdf") {
+  if (io::lowerExtension(*outPath) == ".pdf") {
     io::LessonDeck deck;
     deck.title = scenario->name;
     deck.settings = lessonSettingsLine(*scenario);

@@ -17,6 +17,7 @@
 #include "app/session/app_state.h"
 #include "app/session/attention_source.h"
 #include "app/session/attention_view.h"
+#include "app/session/workspace_names.h"
 #include "core/attention/selection.h"
 
 namespace attn::app {
@@ -133,8 +134,8 @@ Attention panel over the default scenario. Needs a display; without one use
                    nullptr),
       dialogOption(launch.dialog),
       customOption("--workspace", "NAME",
-                   "tile the window as the workspace NAME of its toolbar (teach, model,\n"
-                   "attention, image, training), switched to once everything is open\n"
+                   "tile the window as the workspace NAME of its toolbar\n(" + workspaceIds() +
+                       "), switched to once everything is open\n"
                    "(default: the one the opened files lead to; an unknown NAME is refused\n"
                    "by the window, naming the workspaces)",
                    [&launch](const std::string& v) -> Status {

@@ -243,7 +243,7 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
   state.history.committedId = state.contentId;
   state.history.committedModel = takeModelSnapshot(state.model, state.attention);
   state.markSaved();
-  state.hover = Hover{};
+  ++state.documentsLoaded;  // the window lets go of what it pointed at in the old one (hover)
   // Keep the focused head valid for the new document.
   if (state.view.focusedHead >= state.doc.options.heads) state.view.focusedHead = 0;
 }

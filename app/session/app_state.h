@@ -4,6 +4,7 @@
 // Nothing here owns GL resources, so the whole state can be driven by tests with no window.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <iterator>
@@ -25,7 +26,13 @@
 
 namespace attn::app {
 
-struct TrainingPanelState;  // app/ui/panels/panel_training.h (owns the training worker thread)
+class BackgroundTrainer;  // app/session/training_service.h (owns the training worker thread)
+
+// What a service opened and asks the window to show: a model folder (decoder or encoder),
+// an attention file (or its array choice), an image (or a vision model for it), a patching
+// run. The window maps each to its panels and workspace (app/ui/panels/panel_registry.cpp);
+// the session never names a panel.
+enum class ShowRequest { Model, AttentionFile, Image, Patching };
 
 // ---------------------------------------------------------------------------------------
 // View settings (not part of undo; saved in the autosave)
@@ -63,16 +70,22 @@ struct ViewSettings {
   // Panel visibility by panel id (app/ui/panels/panel_registry.h); a panel not listed here has its
   // default. Use panelShown() / panelFlag() rather than this map directly.
   std::map<std::string, bool, std::less<>> panels;
-  // The workspace the window tiles (app/ui/shell/workspaces.h: "teach", "model", "attention",
-  // "image", "training") and each workspace's tile weights as its splitters were dragged
+  // The workspace the window tiles (an id of kWorkspaceNames, app/session/workspace_names.h;
+  // tiled by app/ui/shell/workspaces.h) and each workspace's tile weights as its splitters were dragged
   // (its groups', then its panels'; a missing or malformed entry = its defaults).
   std::string workspace = "teach";
   std::map<std::string, std::vector<float>, std::less<>> workspaceWeights;
+  // What services opened since the window last looked, oldest first (not saved): the window
+  // shows their panels and drains the list each frame.
+  std::vector<ShowRequest> showRequests;
 };
 
-// Shows panel `id` (a service that opened something for it: a file, a model).
-inline void showPanel(ViewSettings& view, std::string_view id) {
-  view.panels.insert_or_assign(std::string(id), true);
+// Asks the window to show what a service opened (ShowRequest).
+inline void requestShow(ViewSettings& view, ShowRequest what) { view.showRequests.push_back(what); }
+// True when `what` has been asked for and the window has not yet taken the request.
+inline bool showRequested(const ViewSettings& view, ShowRequest what) {
+  return std::find(view.showRequests.begin(), view.showRequests.end(), what) !=
+         view.showRequests.end();
 }
 
 // The colour range mode the view asks for: fixed, per row, min-max or auto (the JSON's
@@ -111,62 +124,6 @@ constexpr int stageIndex(MatrixKind kind) {
     if (kPipelineOrder[i] == kind) return i;
   return -1;
 }
-
-// What the mouse is over (set by heatmap widgets each frame, read by the inspector).
-struct Hover {
-  bool active = false;
-  MatrixKind matrix = MatrixKind::Weights;
-  int head = 0;  // -1 = mean
-  int row = -1, col = -1;
-};
-
-// Scratch of the editing panels that must survive from one frame to the next (text being
-// typed, a drag in progress, views picked out of the current result). Not part of the
-// document, not undoable, not saved.
-// Presentation: the toolbar hides after this long without pointer movement (seconds).
-inline constexpr double kChromeSeconds = 2.0;
-
-struct PanelScratch {
-  std::string sentence;                  // sentence box text before Enter / Apply
-  std::uint64_t sentenceSyncedHash = 0;  // hash of doc.sentence + docPath last copied into the box
-  int embeddingDim = 16;                 // embedding width for the next Apply
-  bool askSentenceTarget = false;        // cross mode: open the "queries or keys?" modal
-  std::uint64_t randomiseClicks = 0;     // mixed into the seed so each Randomise differs
-  int focusedQuery = 0;                  // geometry: the query whose scores are shown
-  // Pipeline step keys (Space, arrows, PageUp/PageDown, Esc) from the window's key queue,
-  // applied in order by the Pipeline panel and cleared every frame.
-  std::vector<StepKey> stepKeys;
-  // Presentation chrome (the toolbar over the page): when the pointer last moved (ImGui's
-  // clock) and where; the toolbar shows until kChromeSeconds after that
-  // (app/ui/panels/panel_pipeline.cpp). A screenshot starts it long hidden.
-  double pointerMovedAt = 0;
-  float pointerX = -1e30f, pointerY = -1e30f;
-  bool chromeShown = true;
-  int dragArrow = -1;                    // geometry: arrow being dragged (-1 = none)
-  bool dragArrowIsQuery = false;
-  float geometryScale = 0;               // geometry: pixels per unit, frozen while dragging
-  Matrix geometryPoints;                 // geometry: 2-D projection of the shown q and k rows
-  std::uint64_t geometryRevision = ~0ull;  // computed.revision / head the points belong to
-  int geometryHead = -2;
-  std::vector<std::string> geometryLabels;  // geometry: the labels drawn last frame (tests)
-  // selectMatrixRef results for computed.revision: views INTO the result (no copy of
-  // its matrices), with the label vectors and titles built once per revision rather than
-  // per frame, and the few matrices that must be computed (a mean of scores over heads,
-  // the allowed-cells mask as floats). Cleared when the revision changes.
-  struct CachedView {
-    std::uint64_t revision = 0;
-    MatrixKind kind = MatrixKind::Weights;
-    int head = 0;
-    SelectedMatrix view;
-  };
-  std::deque<CachedView> viewCache;  // deque: pointers returned by cachedView() stay valid while more are added
-  // The Settings panel's mask heatmap: the allowed cells (1 / 0) of computed.revision.
-  struct AllowedView {
-    std::uint64_t revision = ~0ull;
-    SelectedMatrix view;
-  };
-  AllowedView allowedView;
-};
 
 // ---------------------------------------------------------------------------------------
 // Undo / redo: whole-scenario snapshots. Edits made while an ImGui item stays active (a drag)
@@ -262,20 +219,22 @@ struct AppState {
   std::uint64_t savedContentId = 0;  // content id at the last save or open
   std::uint64_t lastContentId = 0;   // the last id handed out
   std::string docPath;             // file it was opened from / saved to ("" = untitled)
+  // Bumped by loadDocument(): a cell the window pointed at (the hover) belongs to an older
+  // document when its count differs.
+  std::uint64_t documentsLoaded = 0;
   Scenario preset;                 // what "reset to preset" returns to
 
   History history;
   ViewSettings view;
-  Hover hover;
   // The newest result available (never null; revision ~0 = nothing computed yet). It may be
   // older than `revision` while the worker computes: computing() says so.
   std::shared_ptr<const Computed> computed = std::make_shared<const Computed>();
   std::uint64_t submittedRevision = ~0ull;  // last revision handed to the ComputeService
   std::vector<Notice> notices;     // newest at the back; the UI shows and expires them
-  PanelScratch panels;             // editing panels' between-frame scratch (not saved)
   ImageViewState image;            // the image view: its image, settings and result
-  // The Training panel's settings and trainer, created when the panel is first drawn.
-  std::shared_ptr<TrainingPanelState> training;
+  // The trainer of the Training panel (training_service.h), created when it is first needed
+  // (ensureTrainer); its settings being edited are the panel's own.
+  std::shared_ptr<BackgroundTrainer> trainer;
   // The opened .npy / .npz attention file and what the Attention panel shows of it. Apart
   // from `doc`: opening one leaves the scenario, its undo history and dirty flag alone.
   AttentionView attention;

@@ -79,7 +79,7 @@ bool openAttentionFile(AppState& state, const std::string& path, double now,
     // Several arrays: offer the readable ones (the source shown so far stays).
     state.attention.choosePath = path;
     state.attention.chooseArrays = std::move(opened->choices);
-    showPanel(state.view, "attention");
+    requestShow(state.view, ShowRequest::AttentionFile);
     notify(state, Notice::Kind::Info,
            fs::path(path).filename().string() +
                " holds several arrays: pick one in the Attention panel",
@@ -87,7 +87,7 @@ bool openAttentionFile(AppState& state, const std::string& path, double now,
     return false;
   }
   showSource(state.attention, std::move(opened->source), KeepView::Nothing);
-  showPanel(state.view, "attention");
+  requestShow(state.view, ShowRequest::AttentionFile);
   const io::AttentionShape& s = state.attention.source->shape();
   std::string text = "opened " + fs::path(path).filename().string() + ": ";
   text += countOf(s.layers, "layer", "layers");

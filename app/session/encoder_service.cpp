@@ -31,7 +31,7 @@ bool isVisionFolder(const std::string& folder) {
 
 void routeVisionFolder(AppState& state, const std::string& folder, double now) {
   state.image.model.loadRequest = folder;
-  showPanel(state.view, "image");
+  requestShow(state.view, ShowRequest::Image);
   notify(state, Notice::Kind::Info,
          "vision model " + folder + ": the Image panel's \"model\" source runs it on the open picture", now);
 }
@@ -130,8 +130,7 @@ void applyLoadedEncoder(AppState& state, std::shared_ptr<const io::EncoderFolder
   view.run.reset();
   ++view.generation;
   view.loading.clear();
-  showPanel(state.view, "model");
-  showPanel(state.view, "attention");
+  requestShow(state.view, ShowRequest::Model);
   const model::EncoderConfig& c = view.encoder->weights->config;
   std::string text = "loaded encoder " + view.encoder->folder + " (" + c.modelType + "): ";
   text += countOf(c.nLayer, "layer", "layers");

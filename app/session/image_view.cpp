@@ -154,7 +154,7 @@ Status exportOverlay(const ImageViewState& view, ColormapKind colormap,
   io::OverlayStyle style;
   style.colormap = colormap;
   style.opacity = view.opacity;
-  style.scale = view.exportScale;
+  style.resolution = view.exportScale;
   Expected<io::Image> overlay =
       io::renderPatchOverlay(*view.image, view.computed->embedding.grid, weights, query, style);
   if (!overlay) return io::withFile(overlay.error(), path);

@@ -58,8 +58,8 @@ struct GuiLaunch {
     int show = 0;       // --show: the Attention panel's "show" (Mechanism: 0 weights .. 4 rollout)
     bool normalizeFlow = false;  // --normalize: flow rows divided by their sums
   } modelAnalysis;
-  // screenshot --workspace: the workspace the window tiles (app/ui/shell/workspaces.h: teach,
-  // model, attention, image, training), switched to after everything else opened; "" = the
+  // screenshot --workspace: the workspace the window tiles (an id of kWorkspaceNames,
+  // app/session/workspace_names.h), switched to after everything else opened; "" = the
   // one the opened files lead to.
   std::string workspace;
   bool presentation = false;        // screenshot --presentation: presentation mode (F5)

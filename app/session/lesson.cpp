@@ -46,7 +46,7 @@ Expected<std::unique_ptr<Lesson>> buildLesson(const Scenario& doc) {
     if (!view) return view.error();
     page.view = std::move(view).value();
     page.caption = stageDescription(stage, doc);
-    const Hover cell = stageAloneCell(lesson->result, stage, page.head,
+    const MatrixCell cell = stageAloneCell(lesson->result, stage, page.head,
                                       static_cast<int>(page.view.values().rows));
     if (Expected<Explanation> e = explainCell(lesson->result, lesson->problem, cell))
       page.explanation = explanationLines(*e);

@@ -406,7 +406,7 @@ Status applyAnalysisStart(AppState& state, const GuiLaunch::ModelAnalysisStart& 
     inputs.wrong = start.patchWrong;
     inputs.target = start.patchWhat == 1 ? model::PatchTarget::Resid : model::PatchTarget::Heads;
     requestPatching(analysis);
-    showPanel(state.view, "patching");
+    requestShow(state.view, ShowRequest::Patching);
   }
   return Ok{};
 }

@@ -219,8 +219,7 @@ void applyLoadedModel(AppState& state, std::shared_ptr<const io::ModelFolder> mo
   view.encoder.reset();
   ++view.generation;
   view.loading.clear();
-  showPanel(state.view, "model");
-  showPanel(state.view, "attention");
+  requestShow(state.view, ShowRequest::Model);
   const model::Config& c = view.model->weights->config;
   fitAnalysisToModel(view.analysis, c);
   std::string text = "loaded model " + folderName(view.model->folder) + ": ";

@@ -68,8 +68,8 @@ std::optional<int> headForStage(MatrixKind stage, int head) {
   }
 }
 
-Hover stageAloneCell(const AttentionResult& result, MatrixKind stage, int head, int rows) {
-  Hover cell;
+MatrixCell stageAloneCell(const AttentionResult& result, MatrixKind stage, int head, int rows) {
+  MatrixCell cell;
   cell.matrix = stage;
   cell.head = head;
   cell.row = std::max(0, rows - 1);
@@ -89,39 +89,39 @@ Hover stageAloneCell(const AttentionResult& result, MatrixKind stage, int head, 
 }
 
 Expected<Explanation> explainCell(const AttentionResult& result, const Problem& problem,
-                                  const Hover& hover) {
+                                  const MatrixCell& cell) {
   const Options& options = problem.options;
-  switch (hover.matrix) {
+  switch (cell.matrix) {
     case MatrixKind::Scores:
     case MatrixKind::MaskedScores:
-      return explainScore(result, problem, options, hover.head, hover.row, hover.col);
+      return explainScore(result, problem, options, cell.head, cell.row, cell.col);
     case MatrixKind::Weights:
-      return explainWeight(result, problem, options, hover.head, hover.row, hover.col);
+      return explainWeight(result, problem, options, cell.head, cell.row, cell.col);
     case MatrixKind::Context:
-      return explainContext(result, problem, std::max(hover.head, 0), hover.row, hover.col);
+      return explainContext(result, problem, std::max(cell.head, 0), cell.row, cell.col);
     case MatrixKind::Concat: {
       // Column c of concat is column c mod dv_h of head c / dv_h's context.
       const int heads = static_cast<int>(result.heads.size());
       const int dvH = heads > 0 ? static_cast<int>(result.concat.cols()) / heads : 0;
       if (dvH <= 0) return Error{"", "col", "no concat"};
-      return explainContext(result, problem, hover.col / dvH, hover.row, hover.col % dvH);
+      return explainContext(result, problem, cell.col / dvH, cell.row, cell.col % dvH);
     }
     case MatrixKind::Output:
-      return explainOutput(result, problem, hover.row, hover.col);
+      return explainOutput(result, problem, cell.row, cell.col);
     case MatrixKind::Q:
-      return explainProjected(result, problem, 'q', std::max(hover.head, 0), hover.row, hover.col);
+      return explainProjected(result, problem, 'q', std::max(cell.head, 0), cell.row, cell.col);
     case MatrixKind::K:
-      return explainProjected(result, problem, 'k', std::max(hover.head, 0), hover.row, hover.col);
+      return explainProjected(result, problem, 'k', std::max(cell.head, 0), cell.row, cell.col);
     case MatrixKind::V:
-      return explainProjected(result, problem, 'v', std::max(hover.head, 0), hover.row, hover.col);
+      return explainProjected(result, problem, 'v', std::max(cell.head, 0), cell.row, cell.col);
     case MatrixKind::Input:
-      return explainInputEntry(result, problem, 'x', hover.row, hover.col);
+      return explainInputEntry(result, problem, 'x', cell.row, cell.col);
     case MatrixKind::Wq:
-      return explainInputEntry(result, problem, 'q', hover.row, hover.col);
+      return explainInputEntry(result, problem, 'q', cell.row, cell.col);
     case MatrixKind::Wk:
-      return explainInputEntry(result, problem, 'k', hover.row, hover.col);
+      return explainInputEntry(result, problem, 'k', cell.row, cell.col);
     case MatrixKind::Wv:
-      return explainInputEntry(result, problem, 'v', hover.row, hover.col);
+      return explainInputEntry(result, problem, 'v', cell.row, cell.col);
   }
   return Error{"", "matrix", "unknown matrix"};
 }

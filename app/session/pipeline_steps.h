@@ -41,16 +41,25 @@ std::optional<int> headForStage(MatrixKind stage, int head);
 // numbers of every preset (tests/session/test_session_presets.cpp).
 std::string stageDescription(MatrixKind stage, const Scenario& doc);
 
+// One cell of one matrix of the result: what the mouse is over (the window's hover, read by
+// the Inspector) or the cell a caption explains. `head` -1 = the mean over heads.
+struct MatrixCell {
+  bool active = false;  // false: no cell
+  MatrixKind matrix = MatrixKind::Weights;
+  int head = 0;
+  int row = -1, col = -1;
+};
+
 // The cell the stage-alone view (and each lesson page) explains when nothing is hovered:
 // the last query (under a causal mask the one that sees every key) and, for the scores,
 // masked scores and weights, its strongest key (of the head's weights, or of their mean
 // when head is -1); column 0 elsewhere. `rows` is the stage's row count.
-Hover stageAloneCell(const AttentionResult& result, MatrixKind stage, int head, int rows);
+MatrixCell stageAloneCell(const AttentionResult& result, MatrixKind stage, int head, int rows);
 
-// The explanation of one cell (hover.matrix, head, row, col) of `result`: what the
+// The explanation of one cell (cell.matrix, head, row, col) of `result`: what the
 // Inspector and the stage-alone caption show (core/attention/explain.h).
 Expected<Explanation> explainCell(const AttentionResult& result, const Problem& problem,
-                                  const Hover& hover);
+                                  const MatrixCell& cell);
 
 // What headScenario() (model_service.h) writes into the description of a rotary model's
 // head, and how the pipeline knows its Q and K are after the rotation.

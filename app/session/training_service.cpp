@@ -1,5 +1,7 @@
 #include "app/session/training_service.h"
 
+#include "app/session/app_state.h"
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -15,6 +17,16 @@ using train::Trainer;
 // =======================================================================================
 // BackgroundTrainer
 // =======================================================================================
+
+BackgroundTrainer& ensureTrainer(AppState& state, const TrainConfig& config, long long stepBudget) {
+  if (!state.trainer) {
+    auto created = std::make_shared<BackgroundTrainer>();
+    Status ok = created->reset(config, stepBudget);
+    (void)ok;  // an invalid config leaves it idle (no model)
+    state.trainer = std::move(created);
+  }
+  return *state.trainer;
+}
 
 BackgroundTrainer::BackgroundTrainer()
     : published_(std::make_shared<const TrainingSnapshot>()), run_(std::make_unique<Run>()) {}

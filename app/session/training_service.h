@@ -117,6 +117,14 @@ class BackgroundTrainer {
   LatestWorker worker_;  // last: joined first on destruction, before what its jobs use
 };
 
+struct AppState;
+
+// The window's trainer (AppState::trainer): created on first use, reset to `config` with
+// `stepBudget` (paused at step 0), and returned as it is on every later call. A config
+// that does not validate leaves the new trainer idle (no model).
+BackgroundTrainer& ensureTrainer(AppState& state, const train::TrainConfig& config,
+                                 long long stepBudget);
+
 // The example's map `weights` as a labelled view: columns = input tokens, rows = target
 // tokens (cross-attention) or input tokens (self-attention); title "NAME · step S". Used by
 // the Training panel, its exports and the training run's attention source.

@@ -6,14 +6,12 @@
 namespace attn {
 
 namespace {
-constexpr std::string_view kColormapNames[] = {"viridis", "magma",   "cividis", "greys",
-                                               "purples", "oranges", "blues",   "rdbu"};
 constexpr std::string_view kRangeNames[] = {"auto", "minmax", "row", "fixed"};
 constexpr std::string_view kScaleNames[] = {"linear", "log"};
 }  // namespace
 
 std::string_view toString(ColormapKind kind) {
-  return kColormapNames[static_cast<int>(kind)];
+  return colormapInfo(kind).name;
 }
 
 std::optional<ColormapKind> parseColormapKind(std::string_view name) {
@@ -24,7 +22,7 @@ std::optional<ColormapKind> parseColormapKind(std::string_view name) {
 }
 
 bool isDiverging(ColormapKind kind) {
-  return kind == ColormapKind::RdBu;
+  return colormapInfo(kind).diverging;
 }
 
 std::string_view toString(RangeMode mode) {

@@ -12,6 +12,7 @@
 
 #include "app/cli/cli.h"
 #include "app/cli/options.h"
+#include "core/scenario/view_options.h"
 #include "tests/support/cli_in_process.h"
 
 namespace {
@@ -94,6 +95,20 @@ TEST(CliOptions, ChoicesComeFromTheEnumTables) {
   EXPECT_NE(image.out.find("dot | scaled_dot | cosine | general | additive | mlp"),
             std::string::npos)
       << image.out;
+  // Each map's line of the colormap table (core/scenario/view_options.h) under --colormap.
+  for (const attn::ColormapInfo& map : attn::kColormaps)
+    EXPECT_NE(image.out.find(std::string(map.name) + std::string(9 - map.name.size(), ' ') +
+                             std::string(map.description)),
+              std::string::npos)
+        << map.name << "\n" << image.out;
+  EXPECT_NE(image.out.find("  magma    perceptually uniform, black to pale yellow"),
+            std::string::npos);
+  // The workspaces of `screenshot --workspace` from their table
+  // (app/session/workspace_names.h).
+  const CliRun screenshotHelp = run({"screenshot", "--help"});
+  EXPECT_NE(screenshotHelp.out.find("(teach, model, attention, image, training)"),
+            std::string::npos)
+      << screenshotHelp.out;
   const CliRun exportHelp = run({"export", "--help"});
   EXPECT_NE(exportHelp.out.find("scores | masked_scores | weights | q | k | v | context | "
                                 "concat | output"),

@@ -4,9 +4,12 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "render/color_scale.h"
+#include "core/scenario/view_options.h"
 #include "render/heatmap_render.h"
 #include "tests/support/test_core_util.h"
 
@@ -115,7 +118,7 @@ TEST(ColorScale, PerRowCentredOnZeroForSignedMatrices) {
 
 TEST(ColorScale, GlobalLogAndFixedLog) {
   ColorNormalization n;
-  n.scale = ColorScaleKind::Log;
+  n.colorScale = ColorScaleKind::Log;
   const Matrix values = M({{1e-4f, 1e-2f, 1.0f}, {0.0f, -kInf, 1e-3f}});
   Matrix t = colorPositions(matrixRef(values), n);
   EXPECT_NEAR(t(0, 0), 0.0f, 1e-6f);
@@ -250,6 +253,87 @@ TEST(RangeRules, TinyValuesPrintRatherThanVanish) {
   EXPECT_EQ(fittedCellLabel(0.397f, 3, fits1), std::optional<std::string>("0"));
   EXPECT_FALSE(fittedCellLabel(0.397f, 3, fits1, false));
   EXPECT_EQ(fittedCellLabel(2e-4f, 3, fits1, false), std::optional<std::string>("0"));
+}
+
+}  // namespace
+}  // namespace attn::io
+
+// =======================================================================================
+// The colormap table and the colour rule (one home each)
+// =======================================================================================
+
+namespace attn::io {
+namespace {
+
+TEST(ColormapTable, OneEntryPerMapInEnumOrderWithTheGeneratedOnesFirst) {
+  ASSERT_EQ(std::size(kColormaps), std::size(kAllColormaps));
+  std::set<std::string_view> names;
+  int generated = 0;
+  bool computedSeen = false;
+  for (std::size_t i = 0; i < std::size(kColormaps); ++i) {
+    const ColormapInfo& map = kColormaps[i];
+    EXPECT_EQ(static_cast<std::size_t>(map.kind), i) << map.name;
+    EXPECT_EQ(kAllColormaps[i], map.kind) << map.name;
+    EXPECT_EQ(toString(map.kind), map.name);
+    EXPECT_EQ(parseColormapKind(map.name), map.kind);
+    EXPECT_EQ(isDiverging(map.kind), map.diverging) << map.name;
+    EXPECT_FALSE(map.description.empty()) << map.name;
+    EXPECT_TRUE(names.insert(map.name).second) << "twice: " << map.name;
+    if (map.source.empty()) {
+      computedSeen = true;
+    } else {
+      EXPECT_FALSE(computedSeen) << map.name << ": a generated map after a computed one";
+      ++generated;
+    }
+  }
+  EXPECT_EQ(generated, 7);  // render/colormap_data.inc's tables
+  EXPECT_EQ(colormapInfo(ColormapKind::Greys).source, "Greys");
+  EXPECT_TRUE(colormapInfo(ColormapKind::RdBu).source.empty());
+  EXPECT_TRUE(colormapInfo(ColormapKind::RdBu).diverging);
+  // The generated tables are the matplotlib maps' (entry 255 = the top of the map).
+  EXPECT_EQ(colormapLut(ColormapKind::Greys)[0], (Rgb{255, 255, 255}));
+  EXPECT_EQ(colormapLut(ColormapKind::Greys)[255], (Rgb{0, 0, 0}));
+}
+
+TEST(ColorRule, AFixedEndMakesTheRangeFixedAndTheRestIsKept) {
+  ColorRule rule;
+  rule.range = RangeMode::Row;
+  rule.colorScale = ColorScaleKind::Log;
+  rule.centreZero = true;
+  EXPECT_EQ(normalizationOf(rule).range, RangeMode::Row);
+  rule.vmax = 2.0f;
+  const ColorNormalization n = normalizationOf(rule);
+  EXPECT_EQ(n.range, RangeMode::Fixed);
+  EXPECT_EQ(n.colorScale, ColorScaleKind::Log);
+  EXPECT_EQ(n.vmax, 2.0f);
+  EXPECT_FALSE(n.vmin.has_value());
+  EXPECT_TRUE(n.centreZero);
+}
+
+// A HeatmapStyle given a whole ColorRule (as the window's export menu hands it the screen's)
+// colours the file by that rule: per row on magma, each row from its own min to its max.
+TEST(ColorRule, AStyleTakesTheRuleWholeAndColoursByIt) {
+  const Matrix values = M({{0.0f, 1.0f, 2.0f}, {10.0f, 20.0f, 40.0f}});
+  const MatrixView view{values, {"a", "b"}, {"x", "y", "z"}, "rows", "", "", "", {}};
+  ColorRule rule;
+  rule.colormap = ColormapKind::Magma;
+  rule.range = RangeMode::Row;
+  HeatmapStyle style;
+  static_cast<ColorRule&>(style) = rule;
+  style.cellLabels = false;
+  Expected<Image> image = renderHeatmap(view, style);
+  ASSERT_TRUE(image) << image.error().message();
+  auto centre = [&](int row, int col) {
+    const PixelRect r = cellRect(view, style, row, col);
+    const std::size_t at =
+        (static_cast<std::size_t>((r.y0 + r.y1) / 2) * image->width + (r.x0 + r.x1) / 2) * 3;
+    return Rgb{image->rgb[at], image->rgb[at + 1], image->rgb[at + 2]};
+  };
+  // Row 1 spans 10..40: 20 lies at 1/3 of the map; row 0 spans 0..2: 1 at the middle.
+  EXPECT_EQ(centre(1, 1), colormapColor(ColormapKind::Magma, 1.0f / 3.0f));
+  EXPECT_EQ(centre(1, 2), colormapColor(ColormapKind::Magma, 1.0f));
+  EXPECT_EQ(centre(0, 1), colormapColor(ColormapKind::Magma, 0.5f));
+  EXPECT_EQ(centre(0, 0), colormapColor(ColormapKind::Magma, 0.0f));
 }
 
 }  // namespace

@@ -500,7 +500,7 @@ TEST(OverlayTest, BlendsColormapOverImageAndFramesTheQuery) {
   // Opacity 0 leaves the image; the query frame is black at its edge, white inside.
   style.opacity = 0;
   style.outlineQuery = true;
-  style.scale = 2;
+  style.resolution = 2;
   Expected<io::Image> framed = io::renderPatchOverlay(image, grid, weights, 3, style);
   ASSERT_TRUE(framed.ok());
   ASSERT_EQ(framed->width, 20);
@@ -522,9 +522,9 @@ TEST(OverlayTest, Errors) {
   style.opacity = 1.5f;
   EXPECT_EQ(io::renderPatchOverlay(image, grid, weights, 0, style).error().field, "opacity");
   style.opacity = 0.5f;
-  style.scale = 9;
+  style.resolution = 9;
   EXPECT_EQ(io::renderPatchOverlay(image, grid, weights, 0, style).error().field, "scale");
-  style.scale = 1;
+  style.resolution = 1;
   EXPECT_EQ(io::renderPatchOverlay(image, grid, Vector::Zero(3), 0, style).error().field,
             "weights");
   EXPECT_EQ(io::renderPatchOverlay(image, grid, weights, 4, style).error().field, "query");

@@ -671,7 +671,7 @@ TEST(Render, MaskedCellLabelKeepsHatchAwayFromText) {
 TEST(Render, ScaleTwoDoublesEverything) {
   const MatrixView view = sampleView();
   HeatmapStyle one, two;
-  two.scale = 2;
+  two.resolution = 2;
   Expected<Image> a = renderHeatmap(view, one);
   Expected<Image> b = renderHeatmap(view, two);
   ASSERT_TRUE(a && b);
@@ -993,7 +993,7 @@ TEST(Errors, UnwritableDirectoryNamesTheFile) {
 TEST(Errors, ScaleOutOfRange) {
   for (int scale : {0, 9, -1}) {
     HeatmapStyle style;
-    style.scale = scale;
+    style.resolution = scale;
     const std::string path = (tempDir() / "scale.png").string();
     Status s = exportMatrix(sampleView(), style, path);
     ASSERT_FALSE(s);
@@ -1011,7 +1011,7 @@ TEST(Errors, HugeRasterIsRefusedButSvgWorks) {
   MatrixView view;
   view.values = Matrix::Zero(512, 512);
   HeatmapStyle style;
-  style.scale = 8;
+  style.resolution = 8;
   Expected<Image> image = renderHeatmap(view, style);
   ASSERT_FALSE(image);
   EXPECT_EQ(image.error().field, "scale");

@@ -16,6 +16,7 @@
 #include "app/session/image_view.h"
 #include "formats/files.h"
 #include "tests/support/test_files.h"
+#include "tests/support/model_session.h"
 #include "tests/support/vit_fixture.h"
 
 namespace {
@@ -24,27 +25,11 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-class ImageModelServiceTest : public ::testing::Test {
- protected:
-  // A 50 x 37 PNG of smooth colour ramps in `dir`.
-  fs::path picture(const fs::path& dir) {
-    io::Image image;
-    image.width = 50;
-    image.height = 37;
-    for (int y = 0; y < image.height; ++y)
-      for (int x = 0; x < image.width; ++x)
-        image.rgb.insert(image.rgb.end(), {std::uint8_t(x * 5), std::uint8_t(200 - y * 4), std::uint8_t((x * y) % 256)});
-    const fs::path path = dir / "picture.png";
-    EXPECT_TRUE(io::writePng(image, path.string()).ok());
-    return path;
-  }
-};
-
-TEST_F(ImageModelServiceTest, TheWorkerRunsAndABadFolderSaysWhy) {
+TEST(ImageModelService, TheWorkerRunsAndABadFolderSaysWhy) {
   AppState state;
   const vittest::Spec spec;
   const fs::path dir = vittest::writeFolder("vit", spec, vittest::makeTensors(spec, 6));
-  ASSERT_TRUE(openImage(state.image, picture(dir).string()).ok());
+  ASSERT_TRUE(openImage(state.image, attn::testing::writeRampPicture(dir).string()).ok());
   ImageModelState& m = state.image.model;
   m.loadRequest = dir.string();
   auto updated = updateImageModel(m, state.image.image, state.image.imageId, /*async=*/true);

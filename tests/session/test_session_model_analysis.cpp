@@ -15,6 +15,7 @@
 #include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/model_session.h"
 
 namespace {
 
@@ -22,38 +23,11 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-class ModelAnalysisTest : public ::testing::Test {
+class ModelAnalysisTest : public ::testing::Test, protected attn::testing::TinyGpt2Fixture {
  protected:
   void SetUp() override {
-    vocab_ = gpt2test::defaultVocabulary();
-    gpt2test::TinyConfig config;
-    config.nLayer = 3;
-    config.nHead = 4;
-    config.nEmbd = 16;
-    config.nPositions = 32;
-    tiny_ = gpt2test::makeTinyModel(config, vocab_.size(), 21);
-    test_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = gpt2test::writeModelFolder("session_model_analysis_" + test_, tiny_, vocab_, "F32");
+    folder_.write("session_model_analysis", attn::testing::analysisGpt2Config(), 21);
   }
-
-  // Loads the folder and runs `text` synchronously (as a screenshot does).
-  void load(AppState& state, const std::string& text) {
-    state.model.loadRequest = dir_.string();
-    state.model.text = text;
-    ++state.model.textRevision;
-    updateModel(state, 0);
-    ASSERT_TRUE(state.model.model) << (state.notices.empty() ? "" : state.notices.back().text);
-    ASSERT_TRUE(state.model.run && state.model.run->session);
-  }
-
-  std::shared_ptr<const model::Weights> weights(const AppState& state) const {
-    return state.model.model->weights;
-  }
-
-  gpt2test::Vocabulary vocab_;
-  gpt2test::TinyModel tiny_;
-  std::string test_;
-  fs::path dir_;
 };
 
 TEST_F(ModelAnalysisTest, AblationListTypedAndCheckedAgainstTheModel) {

@@ -15,6 +15,7 @@
 #include "app/session/app_state.h"
 #include "app/session/model_service.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/model_session.h"
 
 namespace {
 
@@ -22,75 +23,11 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-constexpr double kTolerance = 1e-4;
-
-class ModelServiceTest : public ::testing::Test {
+class ModelServiceTest : public ::testing::Test, protected attn::testing::TinyGpt2Fixture {
  protected:
   void SetUp() override {
-    vocab_ = gpt2test::defaultVocabulary();
-    gpt2test::TinyConfig config;
-    config.nLayer = 3;
-    config.nHead = 2;
-    config.nPositions = 32;
-    model_ = gpt2test::makeTinyModel(config, vocab_.size(), 11);
-    // One folder per test (ctest runs the tests of this binary in parallel processes).
-    test_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = gpt2test::writeModelFolder("session_model_" + test_, model_, vocab_, "F32");
+    folder_.write("session_model", attn::testing::serviceGpt2Config(), 11);
   }
-
-  // Runs the window's step until the service has nothing left to do.
-  static void settle(AppState& state, ModelService& service) {
-    for (int i = 0; i < 20; ++i) {
-      updateModelAsync(state, service, 1.0 + i);
-      service.waitIdle();
-      if (!service.busy() && state.model.loadRequest.empty() && state.model.loading.empty() &&
-          !state.model.computing())
-        break;
-    }
-    updateModelAsync(state, service, 30.0);
-  }
-
-  // The labels joined, with the screen's "·" back as spaces: the text again.
-  static std::string joined(const std::vector<std::string>& labels) {
-    std::string all, out;
-    for (const std::string& label : labels) all += label;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (all.compare(i, 2, "\xC2\xB7") == 0) {
-        out.push_back(' ');
-        ++i;
-      } else {
-        out.push_back(all[i]);
-      }
-    }
-    return out;
-  }
-
-  static void type(AppState& state, const std::string& text) {
-    state.model.text = text;
-    ++state.model.textRevision;
-  }
-
-  // Every (layer, head, query, key) of `run` against the reference forward pass of its ids.
-  void expectMatchesReference(const ModelRun& run) {
-    ASSERT_TRUE(run.attention);
-    const gpt2test::Reference ref = gpt2test::referenceForward(model_, run.ids);
-    const int n = static_cast<int>(run.ids.size());
-    ASSERT_EQ(run.attention->shape().queries, n);
-    ASSERT_EQ(run.attention->shape().keys, n);
-    for (int l = 0; l < model_.config.nLayer; ++l)
-      for (int h = 0; h < model_.config.nHead; ++h) {
-        const Matrix a = run.attention->copyHead(l, h);
-        for (int i = 0; i < n; ++i)
-          for (int j = 0; j < n; ++j)
-            ASSERT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance)
-                << "layer " << l << " head " << h << " (" << i << ", " << j << ")";
-      }
-  }
-
-  gpt2test::Vocabulary vocab_;
-  gpt2test::TinyModel model_;
-  std::string test_;
-  fs::path dir_;
 };
 
 TEST_F(ModelServiceTest, SynchronousUpdateGivesTheSameRunAsTheWorker) {

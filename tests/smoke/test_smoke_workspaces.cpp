@@ -87,7 +87,7 @@ TEST(WorkspaceWindow, AModelFolderTilesTheModelWorkspaceWithoutOverlap) {
   ASSERT_EQ(run.exitCode, 0) << run.err;
   const Json layout = Json::parse(gpt2test::readFile(out / "model.json"));
   EXPECT_EQ(layout["workspace"], "model");
-  EXPECT_EQ(checkPanels(layout, "1600x1000"), (std::set<std::string>{"model", "heads", "attention"}));
+  EXPECT_EQ(checkPanels(layout, "1600x1000"), (std::set<std::string>{"model", "attention"}));
 }
 
 TEST(WorkspaceWindow, EveryWorkspaceTilesAt1280x800) {
@@ -96,7 +96,7 @@ TEST(WorkspaceWindow, EveryWorkspaceTilesAt1280x800) {
   const fs::path out = gpt2test::freshDir("smoke_workspaces_each_out");
   const std::vector<std::pair<std::string, std::set<std::string>>> expected = {
       {"teach", {"inputs", "settings", "pipeline", "heads", "inspector", "geometry"}},
-      {"model", {"model", "heads", "attention"}},
+      {"model", {"model", "attention"}},
       {"attention", {"attention"}},
       {"image", {"image"}},
       {"training", {"training"}},

@@ -17,7 +17,9 @@
 #include "app/session/app_state.h"
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget.h"
+#include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
+#include "app/ui/panels/ui_state.h"
 #include "formats/scenario_json.h"
 #include "tests/support/test_paths.h"
 
@@ -82,7 +84,8 @@ inline ImGuiContext* createHeadlessImGui() {
 namespace attn::testui {
 
 // The fixture of the panel tests: a headless ImGui context (attn::testing::
-// createHeadlessImGui) and a HeatmapCache on MockHeatmapTextures that records every upload.
+// createHeadlessImGui) and the panels' UiState, its HeatmapCache on MockHeatmapTextures that
+// records every upload.
 // Panel tests derive from it and add their own frame() (which panel, where).
 class HeadlessImGui : public ::testing::Test {
  protected:
@@ -95,12 +98,18 @@ class HeadlessImGui : public ::testing::Test {
     ImGui::SetNextWindowSize(ImVec2(w, h), ImGuiCond_Always);
   }
 
+  // What the window does first in a frame, before the panels: shows the panels of what the
+  // services opened (app::takeShowRequests; the window then also moves to their workspace).
+  static void showWhatServicesOpened(app::AppState& state) { app::takeShowRequests(state.view); }
+
   app::MockHeatmapTextures& mock() {
     return dynamic_cast<app::MockHeatmapTextures&>(heatmaps_.textures());
   }
 
   ImGuiContext* context_ = nullptr;
-  app::HeatmapCache heatmaps_{std::make_unique<app::MockHeatmapTextures>()};
+  // The panels' own state, as the window's shell owns it (heatmaps on the mock textures).
+  app::UiState ui_{std::make_unique<app::MockHeatmapTextures>()};
+  app::HeatmapCache& heatmaps_ = ui_.heatmaps;
 };
 
 }  // namespace attn::testui
@@ -140,17 +149,17 @@ class Headless : public testui::HeadlessImGui {
     if (pressedKey >= 0) io.KeysDown[pressedKey] = true;
     ImGui::NewFrame();
     place(0, 0, 360, 480);
-    drawInputsPanel(state, heatmaps_);
+    drawInputsPanel(state, ui_);
     place(0, 480, 360, 520);
-    drawSettingsPanel(state, heatmaps_);
+    drawSettingsPanel(state, ui_);
     place(360, 0, 850, 1000);
-    drawPipelinePanel(state, heatmaps_);
+    drawPipelinePanel(state, ui_);
     place(1210, 0, 390, 330);
-    drawHeadsPanel(state, heatmaps_);
+    drawHeadsPanel(state, ui_);
     place(1210, 330, 390, 360);
-    drawInspectorPanel(state, heatmaps_);
+    drawInspectorPanel(state, ui_);
     place(1210, 690, 390, 310);
-    drawGeometryPanel(state, heatmaps_);
+    drawGeometryPanel(state, ui_);
     endFrame(state, ImGui::IsAnyItemActive());
     ImGui::Render();
   }

@@ -102,7 +102,7 @@ TEST(AttentionOpen, OpensBesideTheScenarioAndErrorsKeepWhatWasOpen) {
   EXPECT_EQ(state.revision, revision);
   EXPECT_TRUE(state.dirty());
   EXPECT_EQ(state.docPath, "preset.json");
-  EXPECT_TRUE(panelShown(state.view, "attention"));
+  EXPECT_TRUE(showRequested(state.view, ShowRequest::AttentionFile));  // the window shows it
   const auto kept = state.attention.tensor();
   const std::uint64_t generation = state.attention.generation;
 
@@ -250,11 +250,12 @@ TEST(AttentionService, WorkerMatchesSynchronousAndDropsOlderFiles) {
 class AttentionPanel : public testui::HeadlessImGui {
  protected:
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1)) {
+    showWhatServicesOpened(state);
     updateAttention(state);
     ImGui::GetIO().MousePos = mouse;
     ImGui::NewFrame();
     place(0, 0, 1600, 1000);
-    drawAttentionPanel(state, heatmaps_);
+    drawAttentionPanel(state, ui_);
     ImGui::Render();
   }
 };

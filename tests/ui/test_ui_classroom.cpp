@@ -126,7 +126,7 @@ TEST_F(Headless, GeometryLabelsShowOnlyWhatTheStepThroughReached) {
   auto labelsAt = [&](int stage) {
     state.view.pipelineStage = stage;
     frame(state);
-    return state.panels.geometryLabels;
+    return ui_.scratch.geometryLabels;
   };
   auto count = [](const std::vector<std::string>& labels, const char* part) {
     return std::count_if(labels.begin(), labels.end(), [&](const std::string& l) {
@@ -213,38 +213,38 @@ TEST_F(Headless, TheSentenceBoxShowsTheDocumentsSentence) {
   AppState state = loadedPreset("eight_heads_sentence");
   ASSERT_FALSE(state.doc.sentence.empty());
   frame(state);
-  EXPECT_EQ(state.panels.sentence, state.doc.sentence);
+  EXPECT_EQ(ui_.scratch.sentence, state.doc.sentence);
   // Another document without a sentence: the box empties (it used to keep the old one).
   AppState other = loadedPreset("decoder_state");
   loadDocument(state, other.doc, other.docPath);
   frame(state);
-  EXPECT_EQ(state.panels.sentence, "");
+  EXPECT_EQ(ui_.scratch.sentence, "");
   // What the user types stays until the document changes its sentence.
-  state.panels.sentence = "le chat";
+  ui_.scratch.sentence = "le chat";
   frames(state, 2);
-  EXPECT_EQ(state.panels.sentence, "le chat");
+  EXPECT_EQ(ui_.scratch.sentence, "le chat");
 }
 
 TEST_F(Headless, ApplyingASentenceInCrossModeAsksAndChangesNothingYet) {
   AppState state = loadedPreset("decoder_state");
   frame(state);
   ASSERT_EQ(state.doc.mode, Mode::Cross);
-  state.panels.sentence = "le chat noir";
-  state.panels.askSentenceTarget = true;  // what Apply / Enter does in cross mode
+  ui_.scratch.sentence = "le chat noir";
+  ui_.scratch.askSentenceTarget = true;  // what Apply / Enter does in cross mode
   frame(state);
   EXPECT_TRUE(ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId));
-  EXPECT_FALSE(state.panels.askSentenceTarget);
+  EXPECT_FALSE(ui_.scratch.askSentenceTarget);
   EXPECT_EQ(state.doc.mode, Mode::Cross);
   EXPECT_EQ(state.doc.keys.rows(), 4);
   EXPECT_FALSE(state.dirty());
   // The modal's "Keys" answer is setSentence(..., Keys): the mode stays cross.
-  panel::apply(state, setSentence(state.doc, state.panels.sentence, 16, SentenceTarget::Keys));
+  panel::apply(state, setSentence(state.doc, ui_.scratch.sentence, 16, SentenceTarget::Keys));
   frames(state, 2);
   EXPECT_EQ(state.doc.mode, Mode::Cross);
   ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
   EXPECT_EQ(state.computed->problem->keyLabels, (std::vector<std::string>{"le", "chat", "noir"}));
   EXPECT_EQ(state.computed->result->heads[0].weights.cols(), 3);
-  EXPECT_EQ(state.panels.sentence, "le chat noir");  // cross mode: the words stay in the box
+  EXPECT_EQ(ui_.scratch.sentence, "le chat noir");  // cross mode: the words stay in the box
 }
 
 // ---------------------------------------------------------------------------------------
@@ -397,11 +397,11 @@ TEST_F(Headless, InspectorStepsNeverSplitANumberWhereImGuiWould) {
     }
   }
   // And the panel draws at such a width (it scrolls sideways instead of wrapping).
-  state.hover = Hover{true, MatrixKind::Weights, 0, 0, 3};
+  panel::setHover(state, ui_, MatrixCell{true, MatrixKind::Weights, 0, 0, 3});
   ImGui::NewFrame();
   ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
   ImGui::SetNextWindowSize(ImVec2(120, 400), ImGuiCond_Always);
-  drawInspectorPanel(state, heatmaps_);
+  drawInspectorPanel(state, ui_);
   ImGui::Render();
   EXPECT_GT(windowVertices("Inspector"), 0);
 }

@@ -45,7 +45,7 @@ class ImagePanel : public testui::HeadlessImGui {
     ImGui::NewFrame();
     ImGui::SetNextWindowPos(ImVec2(0, 0), ImGuiCond_Always);
     ImGui::SetNextWindowSize(ImVec2(1600, 1000), ImGuiCond_Always);
-    drawImagePanel(state, heatmaps_);
+    drawImagePanel(state, ui_);
     ImGui::Render();
   }
   void frames(AppState& state, int count = 3) {
@@ -289,7 +289,7 @@ TEST_F(ImagePanel, ExportIsTheCliOverlay) {
   io::OverlayStyle style;
   style.colormap = ColormapKind::Magma;
   style.opacity = 0.5f;
-  style.scale = 2;
+  style.resolution = 2;
   Expected<io::Image> expected = io::renderPatchOverlay(
       *image, computed->embedding.grid, computed->weights.row(30).transpose(), 30, style);
   ASSERT_TRUE(expected.ok());

@@ -14,6 +14,7 @@
 #include "app/ui/panels/panels.h"
 #include "formats/files.h"
 #include "tests/support/ui_headless.h"
+#include "tests/support/model_session.h"
 #include "tests/support/vit_fixture.h"
 
 namespace {
@@ -25,21 +26,11 @@ using namespace attn::app;
 class ImageModelInApp : public testui::HeadlessImGui {
  protected:
   void frame(AppState& state) {
+    showWhatServicesOpened(state);
     ImGui::NewFrame();
     place(0, 0, 1000, 600);
-    drawImagePanel(state, heatmaps_);
+    drawImagePanel(state, ui_);
     ImGui::Render();
-  }
-  fs::path picture(const fs::path& dir) {
-    io::Image image;
-    image.width = 50;
-    image.height = 37;
-    for (int y = 0; y < image.height; ++y)
-      for (int x = 0; x < image.width; ++x)
-        image.rgb.insert(image.rgb.end(), {std::uint8_t(x * 5), std::uint8_t(200 - y * 4), std::uint8_t((x * y) % 256)});
-    const fs::path path = dir / "picture.png";
-    EXPECT_TRUE(io::writePng(image, path.string()).ok());
-    return path;
   }
 };
 
@@ -48,7 +39,7 @@ TEST_F(ImageModelInApp, RoutedLoadedRunAndRowsAsTheLibrarySays) {
   vittest::Spec spec;
   spec.modelType = "deit";
   const fs::path dir = vittest::writeFolder("deit", spec, vittest::makeTensors(spec, 6));
-  ASSERT_TRUE(openImage(state.image, picture(dir).string()).ok());
+  ASSERT_TRUE(openImage(state.image, attn::testing::writeRampPicture(dir).string()).ok());
   // Model ▸ Open model folder… with a ViT folder: routed to the Image panel.
   state.model.loadRequest = dir.string();
   updateModel(state, 0);

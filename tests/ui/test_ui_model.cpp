@@ -20,6 +20,7 @@
 #include "app/ui/panels/panels.h"
 #include "core/scenario/scenario.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -30,82 +31,22 @@ using namespace attn::app;
 
 constexpr double kTolerance = 1e-4;
 
-class ModelInApp : public testui::HeadlessImGui {
+class ModelInApp : public testui::HeadlessImGui, protected attn::testing::TinyGpt2Fixture {
  protected:
   void SetUp() override {
     HeadlessImGui::SetUp();
-    vocab_ = gpt2test::defaultVocabulary();
-    gpt2test::TinyConfig config;
-    config.nLayer = 3;
-    config.nHead = 2;
-    config.nPositions = 32;
-    model_ = gpt2test::makeTinyModel(config, vocab_.size(), 11);
-    // One folder per test (ctest runs the tests of this binary in parallel processes).
-    test_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = gpt2test::writeModelFolder("ui_model_" + test_, model_, vocab_, "F32");
-  }
-
-  // Runs the window's step until the service has nothing left to do.
-  static void settle(AppState& state, ModelService& service) {
-    for (int i = 0; i < 20; ++i) {
-      updateModelAsync(state, service, 1.0 + i);
-      service.waitIdle();
-      if (!service.busy() && state.model.loadRequest.empty() && state.model.loading.empty() &&
-          !state.model.computing())
-        break;
-    }
-    updateModelAsync(state, service, 30.0);
+    folder_.write("ui_model", attn::testing::serviceGpt2Config(), 11);
   }
 
   // One frame of the Model panel.
   void frame(AppState& state) {
+    showWhatServicesOpened(state);
     ImGui::NewFrame();
     place(0, 0, 1600, 600);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     ImGui::Render();
   }
 
-  // The labels joined, with the screen's "·" back as spaces: the text again.
-  static std::string joined(const std::vector<std::string>& labels) {
-    std::string all, out;
-    for (const std::string& label : labels) all += label;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (all.compare(i, 2, "\xC2\xB7") == 0) {
-        out.push_back(' ');
-        ++i;
-      } else {
-        out.push_back(all[i]);
-      }
-    }
-    return out;
-  }
-
-  static void type(AppState& state, const std::string& text) {
-    state.model.text = text;
-    ++state.model.textRevision;
-  }
-
-  // Every (layer, head, query, key) of `run` against the reference forward pass of its ids.
-  void expectMatchesReference(const ModelRun& run) {
-    ASSERT_TRUE(run.attention);
-    const gpt2test::Reference ref = gpt2test::referenceForward(model_, run.ids);
-    const int n = static_cast<int>(run.ids.size());
-    ASSERT_EQ(run.attention->shape().queries, n);
-    ASSERT_EQ(run.attention->shape().keys, n);
-    for (int l = 0; l < model_.config.nLayer; ++l)
-      for (int h = 0; h < model_.config.nHead; ++h) {
-        const Matrix a = run.attention->copyHead(l, h);
-        for (int i = 0; i < n; ++i)
-          for (int j = 0; j < n; ++j)
-            ASSERT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance)
-                << "layer " << l << " head " << h << " (" << i << ", " << j << ")";
-      }
-  }
-
-  gpt2test::Vocabulary vocab_;
-  gpt2test::TinyModel model_;
-  std::string test_;
-  fs::path dir_;
 };
 
 // =======================================================================================
@@ -120,6 +61,10 @@ TEST_F(ModelInApp, WorkerLoadsRunsAndPublishesWhatThePanelsShow) {
   settle(state, service);
   ASSERT_TRUE(state.model.model) << (state.notices.empty() ? "" : state.notices.back().text);
   EXPECT_EQ(state.model.generation, 1u);
+  // The service asks the window to show the model (never a panel by name); the window then
+  // shows the Model and Attention panels.
+  EXPECT_TRUE(showRequested(state.view, ShowRequest::Model));
+  EXPECT_TRUE(takeShowRequests(state.view));
   EXPECT_TRUE(panelShown(state.view, "model"));
   EXPECT_TRUE(panelShown(state.view, "attention"));
   ASSERT_EQ(state.notices.size(), 2u);  // "loading model DIR…", then what was loaded
@@ -227,7 +172,7 @@ TEST_F(ModelInApp, AttentionPanelShowsTheLiveHeadAndKeepsTheSelectionWhileTyping
       updateAttention(state);
       ImGui::NewFrame();
       place(0, 0, 1600, 1000);
-      drawAttentionPanel(state, heatmaps_);
+      drawAttentionPanel(state, ui_);
       ImGui::Render();
     }
   }

@@ -29,6 +29,7 @@
 #include "app/session/app_state.h"
 #include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
+#include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "app/ui/shell/drawn_text.h"
 #include "core/base/format.h"
@@ -37,6 +38,7 @@
 #include "core/models/mechanisms.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -45,64 +47,27 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-class ModelAnalysisInApp : public testui::HeadlessImGui {
+class ModelAnalysisInApp : public testui::HeadlessImGui, protected attn::testing::TinyGpt2Fixture {
  protected:
   void SetUp() override {
     HeadlessImGui::SetUp();
-    vocab_ = gpt2test::defaultVocabulary();
-    gpt2test::TinyConfig config;
-    config.nLayer = 3;
-    config.nHead = 4;
-    config.nEmbd = 16;
-    config.nPositions = 32;
-    tiny_ = gpt2test::makeTinyModel(config, vocab_.size(), 21);
-    test_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = gpt2test::writeModelFolder("ui_model_analysis_" + test_, tiny_, vocab_, "F32");
-  }
-
-  // Loads the folder and runs `text` synchronously (as a screenshot does).
-  void load(AppState& state, const std::string& text) {
-    state.model.loadRequest = dir_.string();
-    state.model.text = text;
-    ++state.model.textRevision;
-    updateModel(state, 0);
-    ASSERT_TRUE(state.model.model) << (state.notices.empty() ? "" : state.notices.back().text);
-    ASSERT_TRUE(state.model.run && state.model.run->session);
+    folder_.write("ui_model_analysis", attn::testing::analysisGpt2Config(), 21);
   }
 
   // One frame of the Model panel (and the Patching panel below it); the mouse at `mouse`,
   // the left button down or not.
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1), bool down = false) {
+    showWhatServicesOpened(state);
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = mouse;
     io.MouseDown[0] = down;
     ImGui::NewFrame();
     place(0, 0, 1600, 600);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     place(0, 600, 1600, 400);
-    drawPatchingPanel(state, heatmaps_);
+    drawPatchingPanel(state, ui_);
     ImGui::Render();
   }
-
-  // The window's step with the service until it has nothing left to do.
-  static void settle(AppState& state, ModelService& service) {
-    for (int i = 0; i < 20; ++i) {
-      updateModelAsync(state, service, 1.0 + i);
-      service.waitIdle();
-      if (!service.busy() && !state.model.computing() && !state.model.analysis.patching.running())
-        break;
-    }
-    updateModelAsync(state, service, 30.0);
-  }
-
-  std::shared_ptr<const model::Weights> weights(const AppState& state) const {
-    return state.model.model->weights;
-  }
-
-  gpt2test::Vocabulary vocab_;
-  gpt2test::TinyModel tiny_;
-  std::string test_;
-  fs::path dir_;
 };
 
 // Relative closeness, for logits and losses computed by the same float32 code.
@@ -474,7 +439,7 @@ TEST_F(ModelAnalysisInApp, PatchingPanelMatrixEqualsActivationPatching) {
     ASSERT_EQ(result->colLabels.size(), static_cast<std::size_t>(result->effect.cols()));
     EXPECT_EQ(result->rowLabels[0], target == model::PatchTarget::Heads ? "L0" : "embed");
     // The panel's heatmap uploads exactly this matrix.
-    showPanel(state.view, "patching");
+    *panelFlag(state.view, "patching") = true;
     mock().uploads.clear();
     for (int i = 0; i < 3; ++i) frame(state);
     bool found = false;
@@ -535,7 +500,7 @@ TEST_F(ModelAnalysisInApp, PatchingErrorsAreShownAndKeepThePreviousResult) {
     settle(state, service);
     EXPECT_NE(patching.error.find(c.expected), std::string::npos) << patching.error;
     EXPECT_EQ(patching.result, good) << "the previous result stays";
-    showPanel(state.view, "patching");
+    *panelFlag(state.view, "patching") = true;
     frame(state);  // the panel draws the error above the kept result
   }
   // A result that comes back after another model was loaded ends the request (Run is

@@ -33,7 +33,7 @@ class EncoderInApp : public testui::HeadlessImGui {
   void frame(AppState& state) {
     ImGui::NewFrame();
     place(0, 0, 1200, 500);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     ImGui::Render();
   }
 };

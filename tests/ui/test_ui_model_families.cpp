@@ -18,6 +18,7 @@
 #include "app/ui/panels/panels.h"
 #include "core/scenario/scenario.h"
 #include "tests/support/model_fixture.h"
+#include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -26,60 +27,16 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-constexpr double kTolerance = 1e-4;
-
-class FamiliesInApp : public testui::HeadlessImGui {
+class FamiliesInApp : public testui::HeadlessImGui, protected attn::testing::FamilyFixture {
  protected:
-  // Loads `spec` (with a byte-level tokenizer.json) and runs `text` synchronously.
-  std::shared_ptr<const ModelRun> run(modeltest::Spec spec, const std::string& text, bool bos,
-                                      AppState& state) {
-    spec.vocab = 300;
-    tensors_ = modeltest::makeTensors(spec, 23);
-    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    const fs::path dir = modeltest::writeFolder("ui_families_" + test, spec, tensors_);
-    modeltest::writeByteLevelTokenizerJson(dir, bos);
-    state.model.loadRequest = dir.string();
-    state.model.text = text;
-    ++state.model.textRevision;
-    updateModel(state, 0);
-    return state.model.run;
-  }
-
-  // Every head of `run` against the reference, and the pipeline scenario of every head
-  // computing the same weights.
-  void expectHeadsAndPipeline(const modeltest::Spec& spec, const ModelRun& run) {
-    ASSERT_TRUE(run.attention && run.session);
-    const modeltest::Reference ref = modeltest::referenceForward(spec, tensors_, run.ids);
-    const int n = static_cast<int>(run.ids.size());
-    for (int l = 0; l < spec.layers; ++l) {
-      for (int h = 0; h < spec.heads; ++h) {
-        const Matrix a = run.attention->copyHead(l, h);
-        for (int i = 0; i < n; ++i)
-          for (int j = 0; j < n; ++j)
-            ASSERT_NEAR(a(i, j), ref.attention[l][h][i][j], kTolerance) << l << "/" << h;
-        Expected<Scenario> scenario = headScenario(run, l, h, spec.modelType);
-        ASSERT_TRUE(scenario.ok()) << scenario.error().message();
-        EXPECT_EQ(scenario->queries.cols(), spec.headDim());
-        Expected<AttentionResult> result = compute(*scenario);
-        ASSERT_TRUE(result.ok()) << result.error().message();
-        const Matrix& weights = result->heads[0].weights;
-        for (int i = 0; i < n; ++i)
-          for (int j = 0; j < n; ++j)
-            ASSERT_NEAR(weights(i, j), ref.attention[l][h][i][j], kTolerance)
-                << spec.modelType << " layer " << l << " head " << h << " (" << i << ", " << j
-                << ")";
-      }
-    }
-  }
+  FamiliesInApp() : FamilyFixture("ui_families") {}
 
   void frame(AppState& state) {
     ImGui::NewFrame();
     place(0, 0, 1200, 500);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     ImGui::Render();
   }
-
-  modeltest::Tensors tensors_;
 };
 
 TEST_F(FamiliesInApp, LlamaRunsWithBosAndSpecialTokensAsOneToken) {

@@ -41,9 +41,10 @@ class GgufInApp : public testui::HeadlessImGui {
 
   // One frame of the Model panel, 1600 x 700 at the origin; returns the texts drawn.
   std::vector<DrawnText> frame(AppState& state) {
+    showWhatServicesOpened(state);
     ImGui::NewFrame();
     place(0, 0, 1600, 700);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     ImGui::Render();
     return drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts);
   }

@@ -35,6 +35,7 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/model_session.h"
 #include "tests/support/test_files.h"
 #include "tests/support/ui_headless.h"
 
@@ -87,39 +88,21 @@ std::vector<std::int64_t> shapeOf(const io::AttentionFile& file) {
   return {s.layers, s.heads, s.queries, s.keys};
 }
 
-class MechanismsInApp : public testui::HeadlessImGui {
+class MechanismsInApp : public testui::HeadlessImGui, protected attn::testing::TinyGpt2Fixture {
  protected:
   void SetUp() override {
     HeadlessImGui::SetUp();
-    vocab_ = gpt2test::defaultVocabulary();
-    gpt2test::TinyConfig config;
-    config.nLayer = 3;
-    config.nHead = 4;
-    config.nEmbd = 16;
-    config.nPositions = 48;
-    tiny_ = gpt2test::makeTinyModel(config, vocab_.size(), 21);
-    test_ = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = gpt2test::writeModelFolder("ui_mechanisms_" + test_, tiny_, vocab_, "F32");
-  }
-
-  // Loads `folder` and runs `text` synchronously (as a screenshot does).
-  static void load(AppState& state, const fs::path& folder, const std::string& text) {
-    state.model.loadRequest = folder.string();
-    state.model.text = text;
-    ++state.model.textRevision;
-    updateModel(state, 0);
-    ASSERT_TRUE(state.model.model || state.model.encoder)
-        << (state.notices.empty() ? "" : state.notices.back().text);
-    ASSERT_TRUE(state.model.run && state.model.run->attention);
+    folder_.write("ui_mechanisms", attn::testing::analysisGpt2Config(48), 21);
   }
 
   // The Model panel above the Attention panel, one frame.
   void frame(AppState& state) {
+    showWhatServicesOpened(state);
     ImGui::NewFrame();
     place(0, 0, 1600, 420);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     place(0, 420, 1600, 580);
-    drawAttentionPanel(state, heatmaps_);
+    drawAttentionPanel(state, ui_);
     ImGui::Render();
   }
 
@@ -129,17 +112,12 @@ class MechanismsInApp : public testui::HeadlessImGui {
     updateAttention(state);
     return state.attention.tensor();
   }
-
-  gpt2test::Vocabulary vocab_;
-  gpt2test::TinyModel tiny_;
-  std::string test_;
-  fs::path dir_;
 };
 
 // 1 every choice against the core on a fresh forward pass, and against the CLI's npz
 TEST_F(MechanismsInApp, EachChoiceShowsTheCoreAndCliArraysOfTheSameRun) {
   AppState state;
-  load(state, dir_, kText);
+  attn::testing::loadModel(state, dir_, kText);
   const std::shared_ptr<const ModelRun> run = state.model.run;
   const std::vector<int> ids = run->ids;
   const int n = static_cast<int>(ids.size());
@@ -215,7 +193,7 @@ TEST_F(MechanismsInApp, EachChoiceShowsTheCoreAndCliArraysOfTheSameRun) {
 // 2 the heatmap: the uploaded matrix, the title and the colour range of each quantity
 TEST_F(MechanismsInApp, HeatmapNamesTheMechanismAndUsesItsRange) {
   AppState state;
-  load(state, dir_, kText);
+  attn::testing::loadModel(state, dir_, kText);
   io::AttentionSelection head;
   head.kind = io::AttentionSelection::Kind::Head;
   head.layer = 1;
@@ -261,7 +239,7 @@ TEST_F(MechanismsInApp, HeatmapNamesTheMechanismAndUsesItsRange) {
 // 3 a new text keeps the choice and recomputes it; the weights never stand in for it
 TEST_F(MechanismsInApp, NewTextKeepsTheChoiceAndRecomputes) {
   AppState state;
-  load(state, dir_, kText);
+  attn::testing::loadModel(state, dir_, kText);
   ASSERT_TRUE(setMechanism(state, Mechanism::Flow));
   const std::shared_ptr<const io::AttentionFile> before = shown(state);
   state.model.text = "the dog sat";
@@ -286,7 +264,7 @@ TEST_F(MechanismsInApp, NewTextKeepsTheChoiceAndRecomputes) {
 // 4 rollout is a choice of "show": the weights' Kind::Rollout; weights gives the head back
 TEST_F(MechanismsInApp, RolloutIsAChoiceOfTheSameSelector) {
   AppState state;
-  load(state, dir_, kText);
+  attn::testing::loadModel(state, dir_, kText);
   const std::shared_ptr<const ModelRun> run = state.model.run;
   io::AttentionSelection head;
   head.kind = io::AttentionSelection::Kind::Head;
@@ -330,7 +308,7 @@ TEST_F(MechanismsInApp, RolloutIsAChoiceOfTheSameSelector) {
 // 5 the worker: computed off the UI thread, the same array; its cancel flag stops value zeroing
 TEST_F(MechanismsInApp, WorkerComputesAndCancels) {
   AppState state;
-  load(state, dir_, kText);
+  attn::testing::loadModel(state, dir_, kText);
   MechanismService service;
   ASSERT_TRUE(setMechanism(state, Mechanism::ValueZeroing));
   for (int i = 0; i < 50 && (!state.model.mechanism.result || state.attention.source != state.model.mechanism.result->source); ++i) {
@@ -364,7 +342,7 @@ TEST_F(MechanismsInApp, EncoderMechanismsEqualTheCli) {
   const fs::path bert = enctest::writeFolder("ui_mechanisms_bert", enctest::Spec{}, enctest::makeTensors(enctest::Spec{}, 12));
   const std::string text = "the cat sat on the mat.";
   AppState state;
-  load(state, bert, text);
+  attn::testing::loadModel(state, bert, text);
   ASSERT_TRUE(state.model.encoder);
   const int n = static_cast<int>(state.model.run->ids.size());
   const fs::path out = attn::testing::freshDir("ui_mechanisms_bert_cli");

@@ -24,6 +24,7 @@
 #include "app/ui/panels/panels.h"
 #include "core/models/analysis.h"
 #include "tests/support/gpt2_fixture.h"
+#include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
 namespace {
@@ -32,42 +33,31 @@ namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
 
-class ModelUndo : public testui::HeadlessImGui {
+class ModelUndo : public testui::HeadlessImGui, protected attn::testing::TinyGpt2Fixture {
  protected:
   void SetUp() override {
     HeadlessImGui::SetUp();
-    vocab_ = gpt2test::defaultVocabulary();
-    gpt2test::TinyConfig config;
-    config.nLayer = 3;
-    config.nHead = 4;
-    config.nEmbd = 16;
-    config.nPositions = 32;
-    tiny_ = gpt2test::makeTinyModel(config, vocab_.size(), 33);
-    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    dir_ = gpt2test::writeModelFolder("ui_model_undo_" + test, tiny_, vocab_, "F32");
+    folder_.write("ui_model_undo", attn::testing::analysisGpt2Config(), 33);
   }
 
-  // Loads the folder and runs `text` synchronously (as a screenshot does), then closes the
+  // Loads the folder and runs `text` synchronously (TinyGpt2Fixture::load), then closes the
   // frame: loading is no undo step.
-  void load(AppState& state, const std::string& text) {
-    state.model.loadRequest = dir_.string();
-    state.model.text = text;
-    ++state.model.textRevision;
-    updateModel(state, 0);
-    ASSERT_TRUE(state.model.model) << (state.notices.empty() ? "" : state.notices.back().text);
-    ASSERT_TRUE(state.model.run && state.model.run->session && state.model.run->attention);
+  void loadClosed(AppState& state, const std::string& text) {
+    load(state, text);
+    ASSERT_TRUE(state.model.run->attention);
     endFrame(state, false);
   }
 
   // One frame of the Model panel; the mouse at `mouse`, the left button down or not; then
   // the window's end of frame (the undo step closes unless an item is still active).
   void frame(AppState& state, ImVec2 mouse = ImVec2(-1, -1), bool down = false) {
+    showWhatServicesOpened(state);
     ImGuiIO& io = ImGui::GetIO();
     io.MousePos = mouse;
     io.MouseDown[0] = down;
     ImGui::NewFrame();
     place(0, 0, 1600, 700);
-    drawModelPanel(state, heatmaps_);
+    drawModelPanel(state, ui_);
     const bool active = ImGui::IsAnyItemActive();
     ImGui::Render();
     endFrame(state, active);
@@ -86,18 +76,10 @@ class ModelUndo : public testui::HeadlessImGui {
   }
 
   // The window's update step with the service, until the run on screen is the newest.
-  static void settle(AppState& state, ModelService& service) {
-    for (int i = 0; i < 20 && (service.busy() || state.model.computing()); ++i) {
-      updateModelAsync(state, service, 1.0 + i);
-      service.waitIdle();
-    }
-    updateModelAsync(state, service, 30.0);
+  static void settleNewest(AppState& state, ModelService& service) {
+    settle(state, service);
     ASSERT_FALSE(state.model.computing());
   }
-
-  gpt2test::Vocabulary vocab_;
-  gpt2test::TinyModel tiny_;
-  fs::path dir_;
 };
 
 // The largest difference between two runs' attention over every head (they must have the
@@ -114,7 +96,7 @@ float attentionDifference(const ModelRun& a, const ModelRun& b) {
 
 TEST_F(ModelUndo, UndoingAnAblationBringsBackTheCleanRunComputedOnTheWorker) {
   AppState state;
-  load(state, "the cat sat on the mat and they're here");
+  loadClosed(state, "the cat sat on the mat and they're here");
   const std::shared_ptr<const ModelRun> clean = state.model.run;
   EXPECT_TRUE(state.history.undo.empty()) << "loading a model is not an undo step";
   state.model.analysis.showHeadsTab = true;
@@ -127,7 +109,7 @@ TEST_F(ModelUndo, UndoingAnAblationBringsBackTheCleanRunComputedOnTheWorker) {
   ASSERT_EQ(state.history.undo.size(), 1u);
   EXPECT_FALSE(state.dirty()) << "an ablation is not an edit of the scenario";
   ModelService service(std::chrono::minutes(1));  // typing's debounce: never reached here
-  settle(state, service);
+  settleNewest(state, service);
   const std::shared_ptr<const ModelRun> ablated = state.model.run;
   ASSERT_TRUE(ablated->analysis && ablated->analysis->ablating()) << ablated->error;
   ASSERT_EQ(ablated->next.size(), clean->next.size());
@@ -144,7 +126,7 @@ TEST_F(ModelUndo, UndoingAnAblationBringsBackTheCleanRunComputedOnTheWorker) {
   EXPECT_EQ(state.revision, revision) << "the scenario is not recomputed";
   EXPECT_FALSE(state.dirty());
   EXPECT_EQ(state.history.redo.size(), 1u);
-  settle(state, service);
+  settleNewest(state, service);
   EXPECT_EQ(service.runsCompleted(), runsBefore + 1) << "one run, on the worker";
   const std::shared_ptr<const ModelRun> undone = state.model.run;
   ASSERT_NE(undone, ablated);
@@ -171,7 +153,7 @@ TEST_F(ModelUndo, UndoingAnAblationBringsBackTheCleanRunComputedOnTheWorker) {
   // 4 Ctrl+Y: ablated again, the prediction ablateHeads()' for {1.2}
   ASSERT_TRUE(redo(state));
   EXPECT_EQ(state.model.analysis.request.ablation.heads, (std::vector<model::HeadId>{{1, 2}}));
-  settle(state, service);
+  settleNewest(state, service);
   const std::vector<model::HeadId> heads = {{1, 2}};
   Expected<model::Ablation> want = model::ablateHeads(
       state.model.model->weights, state.model.run->ids, heads, model::AblationMode::Zero,
@@ -194,7 +176,7 @@ TEST_F(ModelUndo, TheShownHeadAScenarioEditAndAnAblationUndoInOrder) {
   Scenario scenario;
   scenario.options.temperature = 1;
   loadDocument(state, scenario, "");
-  load(state, "the cat sat on the mat");
+  loadClosed(state, "the cat sat on the mat");
   ASSERT_TRUE(state.history.undo.empty());
   const Scalar temperature = state.doc.options.temperature;
 
@@ -260,12 +242,12 @@ TEST_F(ModelUndo, AStepOfAReplacedModelIsDropped) {
   state.doc.options.temperature = 3;  // a scenario step first
   touch(state);
   endFrame(state, false);
-  load(state, "the cat sat");
+  loadClosed(state, "the cat sat");
   toggleAblatedHead(state.model.analysis, {1, 1});
   endFrame(state, false);
   ASSERT_EQ(state.history.undo.size(), 2u);
   // The folder opened again: a new model (generation); the ablation stays (the head exists).
-  load(state, "the cat sat");
+  loadClosed(state, "the cat sat");
   ASSERT_EQ(state.model.analysis.request.ablation.heads, (std::vector<model::HeadId>{{1, 1}}));
   const std::uint64_t analysisRevision = state.model.analysis.request.revision;
   // Undo skips the old model's step (it would change nothing) and undoes the scenario edit.

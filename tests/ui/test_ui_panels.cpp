@@ -65,10 +65,10 @@ TEST_F(Headless, EveryPanelDrawsEveryPreset) {
                                     MatrixKind::Context, MatrixKind::Concat,
                                     MatrixKind::Output};
     for (MatrixKind kind : kinds) {
-      state.hover = Hover{true, kind, 0, 0, 0};
+      panel::setHover(state, ui_, MatrixCell{true, kind, 0, 0, 0});
       frame(state);
     }
-    state.hover = Hover{true, MatrixKind::Weights, -1, 0, 0};  // the mean
+    panel::setHover(state, ui_, MatrixCell{true, MatrixKind::Weights, -1, 0, 0});  // the mean
     frame(state);
     // Every pipeline stage, and every head focused.
     const std::vector<MatrixKind> stages = visibleStages(&*state.computed->result);
@@ -302,7 +302,7 @@ TEST_F(Headless, AComputeErrorIsShownAndInputsStayEditable) {
   ASSERT_FALSE(state.computed->error.empty());
   EXPECT_FALSE(state.computed->result.has_value());
   // Still editable: fixing the head count brings the result back.
-  state.hover = Hover{true, MatrixKind::Weights, 0, 0, 0};
+  panel::setHover(state, ui_, MatrixCell{true, MatrixKind::Weights, 0, 0, 0});
   frames(state);
   state.doc.options.heads = 1;
   touch(state);
@@ -318,7 +318,7 @@ TEST_F(Headless, OneToken) {
   frames(state);
   ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
   EXPECT_FLOAT_EQ(weightsOf(state)(0, 0), 1.0f);
-  state.hover = Hover{true, MatrixKind::Weights, 0, 0, 0};
+  panel::setHover(state, ui_, MatrixCell{true, MatrixKind::Weights, 0, 0, 0});
   frames(state);
 }
 
@@ -333,7 +333,7 @@ TEST_F(Headless, ThousandsOfTokensStayInteractive) {
   loadDocument(state, big, "");
   frames(state, 2);  // the first frame computes
   ASSERT_TRUE(state.computed->error.empty()) << state.computed->error;
-  state.hover = Hover{true, MatrixKind::Context, 1, 1999, 3};
+  panel::setHover(state, ui_, MatrixCell{true, MatrixKind::Context, 1, 1999, 3});
   const auto start = std::chrono::steady_clock::now();
   frames(state, 5);
   const double ms =
@@ -347,7 +347,7 @@ TEST_F(Headless, HeadIndexOutOfRangeAfterAHeadCountChange) {
   frames(state, 2);
   ASSERT_EQ(state.computed->result->heads.size(), 8u);
   state.view.focusedHead = 7;
-  state.hover = Hover{true, MatrixKind::Context, 7, 0, 0};
+  panel::setHover(state, ui_, MatrixCell{true, MatrixKind::Context, 7, 0, 0});
   frames(state, 2);
   panel::apply(state, setHeads(state.doc, 1));
   frames(state, 3);  // must neither assert nor read head 7
@@ -398,11 +398,11 @@ TEST(PipelineStages, StepAndWrap) {
 }
 
 // The window queues every GLFW key press (app/ui/shell/gui_window.cpp: keyCallback -> handleShortcuts ->
-// stepKeyFor -> state.panels.stepKeys) and the Pipeline panel applies the queue in its frame.
-void queueKeys(AppState& state, std::initializer_list<int> glfwKeys) {
+// stepKeyFor -> ui.scratch.stepKeys) and the Pipeline panel applies the queue in its frame.
+void queueKeys(UiState& ui, std::initializer_list<int> glfwKeys) {
   for (int key : glfwKeys)
     if (StepKey step = stepKeyFor(key, 0); step != StepKey::None)
-      state.panels.stepKeys.push_back(step);
+      ui.scratch.stepKeys.push_back(step);
 }
 
 TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
@@ -410,7 +410,7 @@ TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
   frames(state, 2);
   ASSERT_EQ(state.view.pipelineStage, -1);
   auto press = [&](int key) {
-    queueKeys(state, {key});
+    queueKeys(ui_, {key});
     frame(state);
   };
   // (issue 31: the inputs X and, when the scenario projects, W_q, W_k, W_v are the first
@@ -434,14 +434,14 @@ TEST_F(Headless, SpaceRightLeftEscapeStepThePipeline) {
   press(GLFW_KEY_SPACE);
   EXPECT_EQ(state.view.pipelineStage, -1);
   EXPECT_FALSE(state.dirty());
-  EXPECT_TRUE(state.panels.stepKeys.empty());  // consumed by the panel
+  EXPECT_TRUE(ui_.scratch.stepKeys.empty());  // consumed by the panel
 }
 
 TEST_F(Headless, ClickerPressesFasterThanFramesAreNotLost) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
   // Four PageDowns and a PageUp between two frames: all five count.
-  queueKeys(state, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
+  queueKeys(ui_, {GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_DOWN,
                     GLFW_KEY_PAGE_DOWN, GLFW_KEY_PAGE_UP});
   frame(state);
   // X, W_q, W_k, W_v, then back to W_k
@@ -464,7 +464,7 @@ TEST_F(Headless, SteppingKeepsEveryCardInItsPlace) {
   ASSERT_EQ(gridCorners().size(), stages);
   const std::map<std::string, ImVec2> all = gridCorners();  // every card, no stepping
   for (std::size_t step = 1; step <= stages; ++step) {
-    queueKeys(state, {GLFW_KEY_PAGE_DOWN});
+    queueKeys(ui_, {GLFW_KEY_PAGE_DOWN});
     frame(state);
     const std::map<std::string, ImVec2> now = gridCorners();
     EXPECT_EQ(now.size(), step);  // the later stages are placeholders
@@ -485,7 +485,7 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   AppState state = loadedPreset("eight_heads_sentence");
   frames(state, 2);
   auto press = [&](int key) {
-    queueKeys(state, {key});
+    queueKeys(ui_, {key});
     frame(state);
   };
   ASSERT_FALSE(state.view.presentation);
@@ -517,12 +517,12 @@ TEST_F(Headless, F5EnterArrowsAndEscapeDrivePresentationMode) {
   // with Enter must not take the window over); while stepping it presents that stage.
   press(GLFW_KEY_ENTER);
   EXPECT_FALSE(state.view.presentation);
-  queueKeys(state, {GLFW_KEY_RIGHT, GLFW_KEY_ENTER});  // keys in one frame all count, in order
+  queueKeys(ui_, {GLFW_KEY_RIGHT, GLFW_KEY_ENTER});  // keys in one frame all count, in order
   frame(state);
   EXPECT_TRUE(state.view.presentation);
   EXPECT_TRUE(state.view.stageFullScreen);
   EXPECT_EQ(state.view.pipelineStage, stageIndex(MatrixKind::Input));
-  queueKeys(state, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
+  queueKeys(ui_, {GLFW_KEY_ESCAPE, GLFW_KEY_ESCAPE});
   frame(state);
   EXPECT_FALSE(state.view.presentation);
   EXPECT_FALSE(state.view.stageFullScreen);
@@ -543,7 +543,7 @@ TEST_F(Headless, PresentationAt1280x800ShowsWholeHeatmapsOfAtLeast300Px) {
     update(state);
     ImGui::NewFrame();
     place(0, 0, 1280, 800);  // as the window places it: the whole window (no status bar)
-    drawPipelinePanel(state, heatmaps_);
+    drawPipelinePanel(state, ui_);
     endFrame(state, ImGui::IsAnyItemActive());
     ImGui::Render();
   };
@@ -576,13 +576,13 @@ TEST_F(Headless, PresentationAt1280x800ShowsWholeHeatmapsOfAtLeast300Px) {
         EXPECT_NEAR(it->second.y, record.gridMin.y, 0.5f) << record.id;
       }
     }
-    queueKeys(state, {GLFW_KEY_PAGE_DOWN});
+    queueKeys(ui_, {GLFW_KEY_PAGE_DOWN});
     present();
   }
   seen = firstCorner.size();
   EXPECT_EQ(seen, stages);  // every stage was shown on some page
   // One stage alone: larger than any card, its explanation below it.
-  queueKeys(state, {GLFW_KEY_ENTER});
+  queueKeys(ui_, {GLFW_KEY_ENTER});
   present();
   present();
   ASSERT_TRUE(state.view.stageFullScreen);
@@ -609,7 +609,7 @@ TEST_F(Headless, PresentationShowsTheNewestProblemOnTheHeaderLineAboveThePage) {
     update(state);
     ImGui::NewFrame();
     place(0, 0, 1280, 800);
-    drawPipelinePanel(state, heatmaps_);
+    drawPipelinePanel(state, ui_);
     endFrame(state, ImGui::IsAnyItemActive());
     ImGui::Render();
     return attn::app::drawnTexts(*ImGui::GetDrawData(), *io.Fonts);
@@ -738,7 +738,7 @@ TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
     HeatmapOptions options;
     options.size = ImVec2(300, 200);
     options.range = range;
-    options.scale = scale;
+    options.colorScale = scale;
     heatmapWidget("m", heatmaps_, HeatmapView{MatrixRef::of(values), {}, {}, "m"}, 1, options);
     ImGui::End();
     ImGui::Render();
@@ -781,7 +781,7 @@ TEST_F(Headless, NarrowPipelineWrapsCardsInsteadOfCuttingThem) {
     update(state);
     ImGui::NewFrame();
     place(kX, 22, kWidth, kHeight);
-    drawPipelinePanel(state, heatmaps_);
+    drawPipelinePanel(state, ui_);
     endFrame(state, false);
     ImGui::Render();
     drawn = 0;

@@ -58,14 +58,14 @@ class PresentedView : public testui::HeadlessImGui {
   // panels), the view over the whole display.
   void frame(AppState& state, View view, std::vector<int> glfwKeys = {}) {
     ImGui::NewFrame();
-    for (int key : glfwKeys) routeKeyPress(state, key, 0);
+    for (int key : glfwKeys) routeKeyPress(ui_, key, 0);
     const ImVec2 size = ImGui::GetIO().DisplaySize;
     place(0, 0, size.x, size.y);
     if (view == View::Image)
-      drawImagePanel(state, heatmaps_);
+      drawImagePanel(state, ui_);
     else
-      drawTrainingPanel(state, heatmaps_);
-    state.panels.stepKeys.clear();  // (the window's fallback: F5 / Escape; none needed here)
+      drawTrainingPanel(state, ui_);
+    ui_.scratch.stepKeys.clear();  // (the window's fallback: F5 / Escape; none needed here)
     ImGui::Render();
   }
   void frames(AppState& state, View view, int count = 3) {
@@ -98,7 +98,9 @@ class PresentedView : public testui::HeadlessImGui {
     return ImVec2(v.drawnX + (col + 0.5f) * edge, v.drawnY + (row + 0.5f) * edge);
   }
   // The Image view presented on shapes.png (16 px patches: 14 x 10).
-  static AppState presentedImage() {
+  // (Each starts the panels' own state afresh too, as a new window would.)
+  AppState presentedImage() {
+    freshUi();
     AppState state;
     *panelFlag(state.view, "image") = true;
     EXPECT_TRUE(openImageView(state, kShapes, 0));
@@ -108,13 +110,19 @@ class PresentedView : public testui::HeadlessImGui {
     return state;
   }
   // The Training view presented, trained `steps` steps of the default configuration.
-  static AppState presentedTraining(long long steps) {
+  AppState presentedTraining(long long steps) {
+    freshUi();
     AppState state;
-    prepareTrainingScreenshot(state, steps);
+    prepareTrainingScreenshot(state, ui_, steps);
     state.view.presentation = true;
     return state;
   }
-  static void hideChrome(AppState& state) { state.panels.pointerMovedAt = -1e9; }
+  void hideChrome() { ui_.scratch.pointerMovedAt = -1e9; }
+  void freshUi() {
+    ui_.scratch = {};
+    ui_.hover = {};
+    ui_.training.reset();
+  }
 };
 
 // Every text on the page but the heatmap's own (axis labels and cell numbers, which shrink to
@@ -125,7 +133,7 @@ TEST_F(PresentedView, PageTextIsAtLeast2Point8PercentOfTheWindowHeight) {
     display(size.x, size.y);
     for (View view : {View::Image, View::Training}) {
       AppState state = view == View::Image ? presentedImage() : presentedTraining(60);
-      hideChrome(state);
+      hideChrome();
       frames(state, view);
       const HeatmapRecord* map = record(view == View::Image ? "##imageweights" : "##training_map");
       ASSERT_NE(map, nullptr);
@@ -221,7 +229,7 @@ TEST_F(PresentedView, ColourBarsFitWithTheirTitlesAndTicksWhole) {
       for (bool minMax : {false, true}) {
         AppState state = view == View::Image ? presentedImage() : presentedTraining(60);
         if (minMax) setColorRangeMode(state.view, RangeMode::MinMax);
-        hideChrome(state);
+        hideChrome();
         frames(state, view);
         const std::string where = (view == View::Image ? "image " : "training ") +
                                   std::to_string(int(size.x)) + (minMax ? " min-max" : " auto");
@@ -314,7 +322,7 @@ TEST_F(PresentedView, ImageKeysMoveTheQueryPastAnOpenMenu) {
 TEST_F(PresentedView, ImageClickMakesThePatchTheQueryAndTheCaptionNamesItsStrongestKey) {
   display(1280, 800);
   AppState state = presentedImage();
-  hideChrome(state);
+  hideChrome();
   frames(state, View::Image);
   ImGuiIO& io = ImGui::GetIO();
   io.MousePos = patchCentre(state.image, 7, 3);
@@ -352,7 +360,7 @@ TEST_F(PresentedView, TrainingKeysTrainPauseStepAndChangeTheExample) {
   display(1280, 800);
   AppState state = presentedTraining(0);
   frames(state, View::Training);
-  TrainingPanelState& t = *state.training;
+  TrainingPanelState& t = *ui_.training;
   auto snapshot = [&] {
     return t.trainer->snapshot();
   };
@@ -442,9 +450,9 @@ TEST_F(PresentedView, PresentationPresentsTheViewInFront) {
   auto normalFrame = [&](const char* focus) {
     ImGui::NewFrame();
     place(0, 0, 900, 700);
-    drawPipelinePanel(state, heatmaps_);
+    drawPipelinePanel(state, ui_);
     place(100, 100, 700, 500);
-    drawImagePanel(state, heatmaps_);
+    drawImagePanel(state, ui_);
     if (focus != nullptr) ImGui::FocusWindow(ImGui::FindWindowByName(focus));
     ImGui::Render();
   };

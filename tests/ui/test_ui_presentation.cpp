@@ -74,9 +74,9 @@ class Presenting : public Headless {
   void present(AppState& state, std::vector<int> glfwKeys = {}) {
     update(state);
     ImGui::NewFrame();
-    for (int key : glfwKeys) routeKeyPress(state, key, 0);
+    for (int key : glfwKeys) routeKeyPress(ui_, key, 0);
     place(0, 0, 1280, 800);
-    drawPipelinePanel(state, heatmaps_);
+    drawPipelinePanel(state, ui_);
     endFrame(state, ImGui::IsAnyItemActive());
     ImGui::Render();
   }
@@ -153,11 +153,11 @@ TEST_F(Presenting, EscapeClosesARightClickMenuAndTheKeysStepAfterwards) {
   ImGui::EndPopup();
   ImGui::Render();
   ImGui::NewFrame();
-  EXPECT_EQ(routeKeyPress(state, GLFW_KEY_SPACE, 0), StepKey::None);
+  EXPECT_EQ(routeKeyPress(ui_, GLFW_KEY_SPACE, 0), StepKey::None);
   EXPECT_TRUE(ImGui::BeginPopupModal("modal"));
   ImGui::EndPopup();
   ImGui::Render();
-  EXPECT_TRUE(state.panels.stepKeys.empty());
+  EXPECT_TRUE(ui_.scratch.stepKeys.empty());
 }
 
 // The toolbar (head, steps, pages, hint) shows while the pointer moves and hides 2 s after it
@@ -241,10 +241,10 @@ TEST_F(Presenting, ClickSpotlightsACellARowOrAColumnAndEscapeEndsIt) {
   EXPECT_EQ(weights->spotCol, 1);
   EXPECT_EQ(weights->dimRects, 4);  // above, below, left, right of the cell
   // the click inspects that cell (no tooltip: the caption and inspector follow it)
-  EXPECT_TRUE(state.hover.active);
-  EXPECT_EQ(state.hover.matrix, MatrixKind::Weights);
-  EXPECT_EQ(state.hover.row, 2);
-  EXPECT_EQ(state.hover.col, 1);
+  EXPECT_TRUE(ui_.hover.active);
+  EXPECT_EQ(ui_.hover.matrix, MatrixKind::Weights);
+  EXPECT_EQ(ui_.hover.row, 2);
+  EXPECT_EQ(ui_.hover.col, 1);
   for (const HeatmapRecord& other : heatmaps_.impl().records) {  // only that heatmap
     if (other.id != "##stage_weights") {
       EXPECT_EQ(other.dimRects, 0) << other.id;

@@ -282,9 +282,9 @@ TEST(Files, ColourRangeModeAndLogScaleRoundTripThroughTheViewJson) {
   state.view.logWeights = true;
   setColorRangeMode(state.view, RangeMode::Row);
   EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Weights).range, RangeMode::Row);
-  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Weights).scale,
+  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Weights).colorScale,
             ColorScaleKind::Log);
-  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Scores).scale,
+  EXPECT_EQ(panel::heatmapOptions(state, MatrixKind::Scores).colorScale,
             ColorScaleKind::Linear);
   EXPECT_FALSE(panel::heatmapOptions(state, MatrixKind::Weights).vmin.has_value());
 }
@@ -921,25 +921,25 @@ class PanelsHeadless : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PanelsHeadless, EveryPanelDrawsForAFewFramesWithoutGl) {
   attn::testing::ImGuiContextGuard guard;
-  HeatmapCache cache(std::make_unique<MockHeatmapTextures>());
+  UiState ui(std::make_unique<MockHeatmapTextures>());
   AppState state;
   ASSERT_TRUE(openDocument(state, GetParam(), 0)) << state.notices.back().text;
   for (int frame = 0; frame < 4; ++frame) {
     ImGui::GetIO().DeltaTime = 1.0f / 60.0f;
     ImGui::NewFrame();
     update(state);
-    drawInputsPanel(state, cache);
-    drawSettingsPanel(state, cache);
-    drawPipelinePanel(state, cache);
-    drawHeadsPanel(state, cache);
-    drawInspectorPanel(state, cache);
-    drawGeometryPanel(state, cache);
+    drawInputsPanel(state, ui);
+    drawSettingsPanel(state, ui);
+    drawPipelinePanel(state, ui);
+    drawHeadsPanel(state, ui);
+    drawInspectorPanel(state, ui);
+    drawGeometryPanel(state, ui);
     endFrame(state, ImGui::IsAnyItemActive());
     update(state);
     ImGui::Render();
   }
   EXPECT_TRUE(state.computed->result.has_value()) << state.computed->error;
-  EXPECT_FALSE(cache.impl().records.empty());
+  EXPECT_FALSE(ui.heatmaps.impl().records.empty());
 }
 
 std::vector<std::string> allPresets() {

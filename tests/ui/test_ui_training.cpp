@@ -44,7 +44,7 @@ class TrainingPanel : public testui::HeadlessImGui {
     for (int i = 0; i < count; ++i) {
       ImGui::NewFrame();
       place(100, 50, 1200, 850);
-      drawTrainingPanel(state, heatmaps_);
+      drawTrainingPanel(state, ui_);
       ImGui::Render();
     }
   }
@@ -59,15 +59,17 @@ TEST_F(TrainingPanel, HiddenByDefaultAndListedInTheRegistry) {
   AppState state;
   EXPECT_FALSE(panelShown(state.view, "training"));
   frames(state, 2);  // hidden: nothing is created
-  EXPECT_EQ(state.training, nullptr);
+  EXPECT_EQ(ui_.training, nullptr);
+  EXPECT_EQ(state.trainer, nullptr);
 }
 
 TEST_F(TrainingPanel, DrawsEveryModelAndFollowsTheTrainer) {
   AppState state;
   *panelFlag(state.view, "training") = true;
   frames(state);
-  ASSERT_NE(state.training, nullptr);
-  TrainingPanelState& t = *state.training;
+  ASSERT_NE(ui_.training, nullptr);
+  TrainingPanelState& t = *ui_.training;
+  EXPECT_EQ(t.trainer, state.trainer.get());  // the session owns the trainer
   t.trainer->waitIdle();
   EXPECT_EQ(t.trainer->snapshot()->steps, 0);
 
@@ -113,8 +115,9 @@ TEST_F(TrainingPanel, CurvesHaveAxesWithTickNumbersAndTitles) {
   AppState state;
   *panelFlag(state.view, "training") = true;
   frames(state);
-  ASSERT_NE(state.training, nullptr);
-  TrainingPanelState& t = *state.training;
+  ASSERT_NE(ui_.training, nullptr);
+  TrainingPanelState& t = *ui_.training;
+  EXPECT_EQ(t.trainer, state.trainer.get());  // the session owns the trainer
   ASSERT_TRUE(t.trainer->reset(t.config, 100).ok());
   t.trainer->stepOnce(100);
   t.trainer->waitIdle();

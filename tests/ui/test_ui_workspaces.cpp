@@ -98,12 +98,24 @@ TEST(Workspaces, EveryPanelHasATileAndExactlyOneHome) {
                                  [&](const char* id) { return std::string_view(id) == panel.id; }));
     EXPECT_EQ(homes, 1) << panel.id;
   }
-  // The arrangement: Teach holds inputs, pipeline and inspector; Model the model,
-  // attention and heads.
-  for (const char* id : {"inputs", "pipeline", "inspector"})
+  // The arrangement: Teach holds inputs, pipeline and inspector; Model the model
+  // and attention, and not the scenario's Heads panel (its heads are the teaching
+  // scenario's: beside a model they would read as the model's, which are the Model panel's
+  // Heads tab).
+  for (const char* id : {"inputs", "pipeline", "inspector", "heads"})
     EXPECT_TRUE(hasTile(*findWorkspace("teach"), id)) << id;
-  for (const char* id : {"model", "attention", "heads"})
+  for (const char* id : {"model", "attention"})
     EXPECT_TRUE(hasTile(*findWorkspace("model"), id)) << id;
+  EXPECT_FALSE(hasTile(*findWorkspace("model"), "heads"));
+  // The names are the session's table, entry for entry (what --workspace and the autosave
+  // read, app/session/workspace_names.h).
+  ASSERT_EQ(workspaces().size(), std::size(kWorkspaceNames));
+  for (std::size_t i = 0; i < std::size(kWorkspaceNames); ++i) {
+    EXPECT_STREQ(workspaces()[i].id, kWorkspaceNames[i].id);
+    EXPECT_STREQ(workspaces()[i].name, kWorkspaceNames[i].name);
+    EXPECT_EQ(workspaces()[i].digit, kWorkspaceNames[i].digit);
+  }
+  EXPECT_EQ(workspaceIds(), "teach, model, attention, image, training");
   EXPECT_EQ(&currentWorkspace(ViewSettings{}), findWorkspace("teach"));
   ViewSettings unknown;
   unknown.workspace = "nope";
@@ -144,37 +156,45 @@ TEST(Workspaces, TheModelWorkspaceWithPatchingStillTiles) {
   for (const auto& [w, h] : {std::pair{1600.f, 1000.f}, std::pair{1280.f, 800.f}}) {
     const TileRect area = room(w, h);
     const WorkspaceLayout layout = tileDefault(model, area, view);
-    ASSERT_EQ(layout.panels.size(), 4u);
+    ASSERT_EQ(layout.panels.size(), 3u);  // model; attention | patching
     expectTiled(layout, area, "model + patching at " + std::to_string(int(w)));
   }
 }
 
 TEST(Workspaces, WorkedTilesOfTheModelWorkspace) {
-  // 1600 x 950 of room, 5 px gaps, rows 0.5 / 0.5, model 0.74 / heads 0.26, attention
-  // alone in its row: row 1 = floor(945 * 0.5) = 472 px, row 2 = 950 - 477 = 473; model =
-  // floor(1595 * 0.74) = 1180, heads = 1600 - 1185 = 415.
+  // 1600 x 950 of room, 5 px gaps, rows 0.5 / 0.5, the model alone in the first, the
+  // attention alone in the second: row 1 = floor(945 * 0.5) = 472 px, row 2 = 950 - 477 =
+  // 473, each the full width. With patching, attention 0.62 / patching 0.38 of the second
+  // row: attention = floor(1595 * 0.62) = 988, patching = 1600 - 993 = 607.
   const WorkspaceInfo& model = *findWorkspace("model");
   ViewSettings view;
   switchWorkspace(view, model);
-  const WorkspaceLayout layout = tileDefault(model, {0, 0, 1600, 950}, view);
+  WorkspaceLayout layout = tileDefault(model, {0, 0, 1600, 950}, view);
+  ASSERT_EQ(layout.panels.size(), 2u);
   const PlacedPanel* m = placed(layout, "model");
-  const PlacedPanel* h = placed(layout, "heads");
   const PlacedPanel* a = placed(layout, "attention");
-  ASSERT_TRUE(m && h && a);
+  ASSERT_TRUE(m && a);
   EXPECT_EQ(m->rect.x, 0.f);
   EXPECT_EQ(m->rect.y, 0.f);
-  EXPECT_EQ(m->rect.w, 1180.f);
+  EXPECT_EQ(m->rect.w, 1600.f);
   EXPECT_EQ(m->rect.h, 472.f);
-  EXPECT_EQ(h->rect.x, 1185.f);
-  EXPECT_EQ(h->rect.w, 415.f);
+  EXPECT_EQ(a->rect.x, 0.f);
   EXPECT_EQ(a->rect.y, 477.f);
   EXPECT_EQ(a->rect.w, 1600.f);
   EXPECT_EQ(a->rect.h, 473.f);
-  ASSERT_EQ(layout.splitters.size(), 2u);  // model | heads, then row | row
-  EXPECT_TRUE(layout.splitters[0].vertical);
-  EXPECT_FALSE(layout.splitters[1].vertical);
-  EXPECT_EQ(layout.splitters[1].rect.y, 472.f);
-  EXPECT_EQ(layout.splitters[1].rect.h, 5.f);
+  ASSERT_EQ(layout.splitters.size(), 1u);  // row | row
+  EXPECT_FALSE(layout.splitters[0].vertical);
+  EXPECT_EQ(layout.splitters[0].rect.y, 472.f);
+  EXPECT_EQ(layout.splitters[0].rect.h, 5.f);
+  *panelFlag(view, "patching") = true;
+  layout = tileDefault(model, {0, 0, 1600, 950}, view);
+  const PlacedPanel* p = placed(layout, "patching");
+  a = placed(layout, "attention");
+  ASSERT_TRUE(p && a);
+  EXPECT_EQ(a->rect.w, 988.f);
+  EXPECT_EQ(p->rect.x, 993.f);
+  EXPECT_EQ(p->rect.w, 607.f);
+  EXPECT_EQ(p->rect.y, 477.f);
 }
 
 TEST(Workspaces, AHiddenPanelsRoomGoesToItsNeighbours) {
@@ -253,36 +273,54 @@ TEST(Workspaces, APanelAServiceShowsLeadsToTheWorkspaceThatHoldsIt) {
   EXPECT_EQ(pick({"patching"}), "model");
   EXPECT_EQ(pick({"pipeline"}), "teach");
 
-  // Teach, then a model loads (the service shows the Model and Attention panels).
+  // Teach, then a model loads (the service asks to show the model: the Model and Attention
+  // panels, never the scenario's Heads panel beside a model).
   ViewSettings view;
   EXPECT_FALSE(followShownPanels(view)) << "the default panels are Teach's";
   EXPECT_EQ(view.workspace, "teach");
-  showPanel(view, "model");
-  showPanel(view, "attention");
+  requestShow(view, ShowRequest::Model);
   EXPECT_TRUE(followShownPanels(view));
+  EXPECT_TRUE(view.showRequests.empty()) << "taken";
   EXPECT_EQ(view.workspace, "model");
   for (const PanelInfo& panel : panelRegistry())
     EXPECT_EQ(panelShown(view, panel.id), std::string_view(panel.id) == "model" ||
-                                              std::string_view(panel.id) == "attention" ||
-                                              std::string_view(panel.id) == "heads")
+                                              std::string_view(panel.id) == "attention")
         << panel.id;
   EXPECT_FALSE(followShownPanels(view)) << "settled";
-  // The Patching panel from the Model menu: it has a tile here, so no switch.
-  showPanel(view, "patching");
+  // A patching run (the service's request): it has a tile here, so no switch.
+  requestShow(view, ShowRequest::Patching);
   EXPECT_FALSE(followShownPanels(view));
   EXPECT_TRUE(panelShown(view, "patching"));
   // An image dropped on the window: the Image workspace, the image alone.
-  showPanel(view, "image");
+  requestShow(view, ShowRequest::Image);
   EXPECT_TRUE(followShownPanels(view));
   EXPECT_EQ(view.workspace, "image");
   for (const PanelInfo& panel : panelRegistry())
     EXPECT_EQ(panelShown(view, panel.id), std::string_view(panel.id) == "image") << panel.id;
+  // An attention file: the Attention file workspace.
+  requestShow(view, ShowRequest::AttentionFile);
+  EXPECT_TRUE(followShownPanels(view));
+  EXPECT_EQ(view.workspace, "attention");
   // View > Inputs from there: back to Teach with its panels.
-  showPanel(view, "inputs");
+  *panelFlag(view, "inputs") = true;
   EXPECT_TRUE(followShownPanels(view));
   EXPECT_EQ(view.workspace, "teach");
   EXPECT_TRUE(panelShown(view, "pipeline"));
   EXPECT_FALSE(panelShown(view, "image"));
+}
+
+// `screenshot --model DIR --workspace teach`: the model's request comes before the switch,
+// and the switch is the later word (Teach's panels alone, nothing left to follow).
+TEST(Workspaces, ASwitchAfterAServiceAskedWins) {
+  ViewSettings view;
+  requestShow(view, ShowRequest::Model);
+  switchWorkspace(view, *findWorkspace("teach"));
+  EXPECT_TRUE(view.showRequests.empty());
+  EXPECT_FALSE(followShownPanels(view));
+  EXPECT_EQ(view.workspace, "teach");
+  EXPECT_FALSE(panelShown(view, "model"));
+  EXPECT_FALSE(panelShown(view, "attention"));
+  EXPECT_TRUE(panelShown(view, "pipeline"));
 }
 
 // =======================================================================================

@@ -11,6 +11,8 @@
 
 #include "app/session/app_state.h"
 #include "app/session/pipeline_steps.h"
+#include "app/ui/panels/panel_registry.h"
+#include "app/ui/panels/ui_state.h"
 #include "app/ui/shell/theme.h"
 #include "app/ui/widgets/heatmap_widget.h"
 #include "app/ui/widgets/tooltip.h"
@@ -204,20 +206,29 @@ inline void showInAttentionPanel(AppState& state, const Expected<SourcePtr>& sou
     return;
   }
   showSource(state.attention, *source, KeepView::Nothing);
-  showPanel(state.view, "attention");
+  *panelFlag(state.view, "attention") = true;
 }
 
 // ---------------------------------------------------------------------------------------
 // Heatmaps
 // ---------------------------------------------------------------------------------------
 
+// True when `of` is state.computed (the same object, still alive).
+inline bool sameResult(const std::weak_ptr<const Computed>& of, const AppState& state) {
+  return !of.expired() && !of.owner_before(state.computed) && !state.computed.owner_before(of);
+}
+
 // The view of (kind, head) for the current result, from the cache. nullptr if it cannot be
 // selected (no result, head out of range). The pointer is valid until the next call.
-inline const SelectedMatrix* cachedView(AppState& state, MatrixKind kind, int head) {
+inline const SelectedMatrix* cachedView(const AppState& state, PanelScratch& scratch,
+                                        MatrixKind kind, int head) {
   if (!hasResult(state)) return nullptr;
-  auto& cache = state.panels.viewCache;
+  auto& cache = scratch.viewCache;
   const std::uint64_t revision = state.computed->revision;
-  if (!cache.empty() && cache.front().revision != revision) cache.clear();
+  if (!sameResult(scratch.viewsOf, state) || (!cache.empty() && cache.front().revision != revision)) {
+    cache.clear();
+    scratch.viewsOf = state.computed;
+  }
   // Prepared by the compute worker with the result: only point at it (and remember the key,
   // so the next edit asks for it again).
   for (const PreparedView& prepared : state.computed->views) {
@@ -246,14 +257,24 @@ inline std::uint64_t contentRevision(std::uint64_t revision, MatrixKind kind, in
 
 // Records what the mouse is over for the inspector (hover stays until another cell is
 // hovered, so it can be read after moving to the inspector).
-inline void setHover(AppState& state, const HeatmapInteraction& hit, MatrixKind kind,
-                     int head) {
+inline void setHover(const AppState& state, UiState& ui, const MatrixCell& cell) {
+  ui.hover = cell;
+  ui.hoverDocument = state.documentsLoaded;
+}
+inline void setHover(const AppState& state, UiState& ui, const HeatmapInteraction& hit,
+                     MatrixKind kind, int head) {
   if (!hit.hovered || hit.row < 0 || hit.col < 0) return;
-  state.hover.active = true;
-  state.hover.matrix = kind;
-  state.hover.head = head;
-  state.hover.row = hit.row;
-  state.hover.col = hit.col;
+  setHover(state, ui, MatrixCell{true, kind, head, hit.row, hit.col});
+}
+
+// The cell the mouse was last over (setHover), or an inactive one when it belongs to a
+// document loaded before the current one.
+inline MatrixCell& hoverOf(const AppState& state, UiState& ui) {
+  if (ui.hoverDocument != state.documentsLoaded) {
+    ui.hover = MatrixCell{};
+    ui.hoverDocument = state.documentsLoaded;
+  }
+  return ui.hover;
 }
 
 // The view's colours for any heatmap: colormap, cell numbers, the range mode (auto, min-max,
@@ -283,7 +304,7 @@ inline HeatmapOptions heatmapOptions(const AppState& state, MatrixKind kind) {
   options.probability = kind == MatrixKind::Weights;
   if (state.view.divergingSigned && isSignedMatrix(kind)) options.colormap = ColormapKind::RdBu;
   if (state.view.logWeights && kind == MatrixKind::Weights)
-    options.scale = ColorScaleKind::Log;
+    options.colorScale = ColorScaleKind::Log;
   return options;
 }
 

@@ -66,7 +66,7 @@ std::string labelOf(const std::vector<std::string>& labels, int i, const char* p
 // The panel
 // =======================================================================================
 
-void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
+void drawGeometryPanel(AppState& state, UiState& ui) {
   if (!panel::beginResultPanel("Geometry", panelFlag(state.view, "geometry"), state)) return;
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed->result;
@@ -86,7 +86,7 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   const bool editable = canEdit(state, dims);
 
   // 1 header: the focused query and what the picture is.
-  PanelScratch& scratch = state.panels;
+  PanelScratch& scratch = ui.scratch;
   scratch.focusedQuery = std::clamp(scratch.focusedQuery, 0, std::max(shownQ - 1, 0));
   if (shownQ > 1) {
     // The token labels (not "q3"); "##i" keeps repeated words ("the") apart.
@@ -136,12 +136,14 @@ void drawGeometryPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
 
   // 2 the 2-D points, recomputed only when the result or the head changes.
   if (scratch.geometryRevision != state.computed->revision || scratch.geometryHead != head ||
+      !panel::sameResult(scratch.geometryOf, state) ||
       scratch.geometryPoints.rows() != shownQ + shownK) {
     Matrix points(shownQ + shownK, dims);
     if (shownQ > 0) points.topRows(shownQ) = h.q.topRows(shownQ);
     if (shownK > 0) points.bottomRows(shownK) = h.k.topRows(shownK);
     scratch.geometryPoints = pcaProject2d(points);
     scratch.geometryRevision = state.computed->revision;
+    scratch.geometryOf = state.computed;
     scratch.geometryHead = head;
   }
   const Matrix& points = scratch.geometryPoints;

@@ -35,11 +35,11 @@ const char* thumbnailMeaning(MatrixKind kind, bool mean) {
 
 // Draws one thumbnail of `kind` (nullopt: a placeholder, the step-through has not reached
 // the scores yet); returns true when it was clicked.
-bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bool focused,
+bool thumbnail(AppState& state, UiState& ui, int head, float side, bool focused,
                std::optional<MatrixKind> kind) {
   const std::optional<int> selected = kind ? headForStage(*kind, head) : std::nullopt;
   const SelectedMatrix* view =
-      selected ? panel::cachedView(state, *kind, *selected) : nullptr;
+      selected ? panel::cachedView(state, ui.scratch, *kind, *selected) : nullptr;
   const std::string title = head < 0 ? "mean" : "head " + std::to_string(head);
   ImGui::BeginGroup();
   ImGui::PushID(head);
@@ -58,9 +58,9 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
     options.highlight = focused;
     options.tooltip = thumbnailMeaning(*kind, head < 0);
     const HeatmapInteraction hit = heatmapWidget(
-        "##thumb", heatmaps, *view,
+        "##thumb", ui.heatmaps, *view,
         panel::contentRevision(state.computed->revision, *kind, head), options);
-    panel::setHover(state, hit, *kind, head);
+    panel::setHover(state, ui, hit, *kind, head);
     clicked |= hit.clicked;
   } else {
     // Not reached yet while stepping (or no mean of this stage): an empty frame of the same
@@ -89,7 +89,7 @@ bool thumbnail(AppState& state, HeatmapCache& heatmaps, int head, float side, bo
 // The panel
 // =======================================================================================
 
-void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
+void drawHeadsPanel(AppState& state, UiState& ui) {
   if (!panel::beginResultPanel("Heads", panelFlag(state.view, "heads"), state)) return;
   const float font = ImGui::GetFontSize();
   const int heads = panel::resultHeads(state);
@@ -153,7 +153,7 @@ void drawHeadsPanel(AppState& state, HeatmapCache& heatmaps) {
   auto place = [&](int head) {
     if (index % columns != 0) ImGui::SameLine();
     const bool isFocused = heads == 1 ? true : focused == head;
-    if (thumbnail(state, heatmaps, head, side, isFocused, shown) && heads > 1) {
+    if (thumbnail(state, ui, head, side, isFocused, shown) && heads > 1) {
       state.view.focusedHead = head;
     }
     ++index;

@@ -602,10 +602,11 @@ void drawImageToolbar(AppState& state) {
 // weights heatmap over the page, under the image what the query does (click to inspect: the
 // caption names the query's strongest key, framed on the image), the toolbar over the top
 // while the pointer moves. No tooltip anywhere.
-void drawPresentedImage(AppState& state, HeatmapCache& heatmaps, const present::PresentKeys& keys) {
+void drawPresentedImage(AppState& state, UiState& ui, const present::PresentKeys& keys) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   ImageViewState& v = state.image;
   applyImageKeys(state, keys.keys);
-  present::updateChrome(state, true);
+  present::updateChrome(state, ui, true);
   if (!v.open()) {
     drawOpenHelp(state);
     return;
@@ -615,7 +616,7 @@ void drawPresentedImage(AppState& state, HeatmapCache& heatmaps, const present::
     v.hoverPatch = -1;
     drawPictures(state, heatmaps, ImGui::GetContentRegionAvail(), &keys.zoom);
   }
-  present::drawChromeWindow(state, [&] { drawImageToolbar(state); });
+  present::drawChromeWindow(ui, [&] { drawImageToolbar(state); });
 }
 
 }  // namespace
@@ -624,16 +625,17 @@ void drawPresentedImage(AppState& state, HeatmapCache& heatmaps, const present::
 // The panel
 // =======================================================================================
 
-void drawImagePanel(AppState& state, HeatmapCache& heatmaps) {
+void drawImagePanel(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   const bool presenting = state.view.presentation;  // (drawn then only when presented)
   if (!present::beginPage("Image", panelFlag(state.view, "image"), presenting)) return;
-  if (drawImageModelSource(state, heatmaps)) {  // a ViT folder's "model" source: panel_image_model.cpp
+  if (drawImageModelSource(state, ui)) {  // a ViT folder's "model" source: panel_image_model.cpp
     ImGui::End();
     return;
   }
   ImageViewState& v = state.image;
   if (presenting) {
-    drawPresentedImage(state, heatmaps, present::takeKeys(state, heatmaps));
+    drawPresentedImage(state, ui, present::takeKeys(state, ui));
     ImGui::End();
     return;
   }

@@ -163,7 +163,8 @@ Expected<SourcePtr> runSource(const ImageModelRun& run, const std::string& name)
 
 }  // namespace
 
-bool drawImageModelSource(AppState& state, HeatmapCache& heatmaps) {
+bool drawImageModelSource(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   ImageViewState& v = state.image;
   ImageModelState& m = v.model;
   Expected<bool> updated = updateImageModel(m, v.image, v.imageId, v.async);

@@ -43,8 +43,7 @@ std::uint64_t sentenceSyncKey(const AppState& state) {
 
 // Cross mode: what to do with the typed words (asked in a small modal; the mode is kept
 // unless the user picks self-attention).
-void drawSentenceTargetModal(AppState& state) {
-  PanelScratch& scratch = state.panels;
+void drawSentenceTargetModal(AppState& state, PanelScratch& scratch) {
   if (scratch.askSentenceTarget) {
     ImGui::OpenPopup("Apply sentence");
     scratch.askSentenceTarget = false;
@@ -76,8 +75,7 @@ void drawSentenceTargetModal(AppState& state) {
   ImGui::EndPopup();
 }
 
-void drawSentenceBox(AppState& state) {
-  PanelScratch& scratch = state.panels;
+void drawSentenceBox(AppState& state, PanelScratch& scratch) {
   // The box shows the document's sentence: refilled whenever it changes (open, undo,
   // preset, an edit that turns it into numbers), emptied for a document without one.
   // Typing is kept until then (cross mode has no sentence of its own, so its words stay).
@@ -124,7 +122,7 @@ void drawSentenceBox(AppState& state) {
     apply(state, outcome);
     if (outcome.changed) scratch.sentenceSyncedHash = sentenceSyncKey(state);
   }
-  drawSentenceTargetModal(state);
+  drawSentenceTargetModal(state, scratch);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -138,7 +136,7 @@ struct TableSpec {
   const char* symbol;   // "x", "q", "k", "v"
 };
 
-void drawToolbar(AppState& state, const TableSpec& spec) {
+void drawToolbar(AppState& state, PanelScratch& scratch, const TableSpec& spec) {
   ImGui::PushID(spec.title);
   const Matrix& m = sequenceMatrix(state.doc, spec.seq);
   if (ImGui::SmallButton("+ vector")) apply(state, addVector(state.doc, spec.seq));
@@ -157,9 +155,9 @@ void drawToolbar(AppState& state, const TableSpec& spec) {
   tooltip("Remove the last dimension of every vector.");
   ImGui::SameLine();
   if (ImGui::SmallButton("Randomise")) {
-    state.panels.randomiseClicks += 1;
+    scratch.randomiseClicks += 1;
     apply(state, randomise(state.doc, spec.seq,
-                           state.doc.options.seed * 1000003u + state.panels.randomiseClicks));
+                           state.doc.options.seed * 1000003u + scratch.randomiseClicks));
   }
   tooltip("Fill every entry with a seeded random number in [-2, 2] (one decimal, easy to "
           "follow by hand). Each click draws new numbers.");
@@ -170,7 +168,8 @@ void drawToolbar(AppState& state, const TableSpec& spec) {
   ImGui::PopID();
 }
 
-void drawVectorTable(AppState& state, const TableSpec& spec, float maxHeight) {
+void drawVectorTable(AppState& state, PanelScratch& scratch, const TableSpec& spec,
+                     float maxHeight) {
   const float font = ImGui::GetFontSize();
   ImGui::PushID(spec.title);
   ImGui::TextUnformatted(spec.title);
@@ -178,7 +177,7 @@ void drawVectorTable(AppState& state, const TableSpec& spec, float maxHeight) {
   const Matrix& m0 = sequenceMatrix(state.doc, spec.seq);
   ImGui::SameLine();
   panel::mutedWrapped(std::to_string(m0.rows()) + " x " + std::to_string(m0.cols()));
-  drawToolbar(state, spec);
+  drawToolbar(state, scratch, spec);
 
   // The toolbar may have changed the shapes: read them again.
   const Matrix& m = sequenceMatrix(state.doc, spec.seq);
@@ -280,7 +279,8 @@ bool sentenceInputsReady(const Scenario& s) {
 // The panel
 // =======================================================================================
 
-void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
+void drawInputsPanel(AppState& state, UiState& ui) {
+  PanelScratch& scratch = ui.scratch;
   if (!panel::beginPanel("Inputs", panelFlag(state.view, "inputs"))) return;
   const float font = ImGui::GetFontSize();
   if (!state.computed->error.empty()) {
@@ -307,7 +307,7 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
           "PE[pos, 2i+1] = cos(...) to the inputs before projection, so the same word at "
           "different positions gets different q and k.");
 
-  drawSentenceBox(state);
+  drawSentenceBox(state, scratch);
   ImGui::Separator();
 
   const float avail = ImGui::GetContentRegionAvail().y;
@@ -323,7 +323,7 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
       }
       tooltip("Copy the sentence's embeddings into the table so they can be edited.");
     } else {
-      drawVectorTable(state,
+      drawVectorTable(state, scratch,
                       {Sequence::Inputs, "X (inputs)",
                        "The input sequence X (n x d), one row per token. Self-attention "
                        "projects it into Q, K and V.",
@@ -352,13 +352,13 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
       remaining -= heights[order[k]];
     }
     const float tableHeight = heights[0];
-    drawVectorTable(state,
+    drawVectorTable(state, scratch,
                     {Sequence::Queries, "Queries",
                      "The queries (n_q x d_q): what each output position is looking for. Row "
                      "i of the weights is query i's distribution over the keys.",
                      "q"},
                     tableHeight);
-    drawVectorTable(state,
+    drawVectorTable(state, scratch,
                     {Sequence::Keys, "Keys",
                      "The keys (n_k x d_k): what each source position offers to be matched "
                      "against. score(q_i, k_j) compares query i with key j.",
@@ -369,7 +369,7 @@ void drawInputsPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
     tooltip("Use the keys as the values (V = K), as in the classic Bahdanau/Luong setting "
             "where the encoder states are both. Untick to edit separate values.");
     if (!same) {
-      drawVectorTable(state,
+      drawVectorTable(state, scratch,
                       {Sequence::Values, "Values",
                        "The values (n_k x d_v), one per key: the context vector of query i "
                        "is Σ_j w_ij·v_j.",

@@ -60,8 +60,8 @@ void mutedWhole(const std::string& text) { coloredWhole(panel::mutedColor(), tex
 
 }  // namespace
 
-Expected<Explanation> explainHover(const AppState& state, const Hover& hover) {
-  return explainCell(*state.computed->result, *state.computed->problem, hover);
+Expected<Explanation> explainHover(const AppState& state, const MatrixCell& cell) {
+  return explainCell(*state.computed->result, *state.computed->problem, cell);
 }
 
 void drawExplanation(const Explanation& e) {
@@ -157,7 +157,7 @@ void drawWarnings(const AppState& state) {
 // The panel
 // =======================================================================================
 
-void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
+void drawInspectorPanel(AppState& state, UiState& ui) {
   if (!panel::beginPanel("Inspector", panelFlag(state.view, "inspector"))) return;
   if (!state.computed->error.empty()) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
@@ -185,12 +185,13 @@ void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
   mutedWhole(summary);
   ImGui::Separator();
 
-  if (!state.hover.active) {
+  const MatrixCell& hover = panel::hoverOf(state, ui);
+  if (!hover.active) {
     // Until something is hovered, explain the score that wins the first query's attention in
     // the focused head, so the panel teaches from the first frame (and in screenshots).
     mutedWhole("Hover a cell of any heatmap: its value is explained here with the actual "
                "numbers. For example, the first query's strongest score:");
-    Hover example;
+    MatrixCell example;
     example.matrix = MatrixKind::Scores;
     example.head = std::clamp(state.view.focusedHead, 0, heads - 1);
     example.row = 0;
@@ -200,7 +201,7 @@ void drawInspectorPanel(AppState& state, HeatmapCache& /*heatmaps*/) {
       drawExplanation(*explanation);
     }
   } else {
-    const Expected<Explanation> explanation = explainHover(state, state.hover);
+    const Expected<Explanation> explanation = explainHover(state, hover);
     if (explanation) {
       drawExplanation(*explanation);
     } else {

@@ -205,7 +205,7 @@ void drawResidualNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& 
                 (run.generation << 40) ^ run.textRevision, options);
 }
 
-void drawModelWindow(AppState& state, HeatmapCache& heatmaps);
+void drawModelWindow(AppState& state, UiState& ui);
 
 }  // namespace
 
@@ -213,18 +213,19 @@ void drawModelWindow(AppState& state, HeatmapCache& heatmaps);
 // The panel
 // =======================================================================================
 
-void drawModelPanel(AppState& state, HeatmapCache& heatmaps) {
+void drawModelPanel(AppState& state, UiState& ui) {
   if (panel::beginPanel("Model", panelFlag(state.view, "model"))) {
-    drawModelWindow(state, heatmaps);
+    drawModelWindow(state, ui);
     ImGui::End();
   }
 }
 
 namespace {
 
-void drawModelWindow(AppState& state, HeatmapCache& heatmaps) {
+void drawModelWindow(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   ModelView& model = state.model;
-  if (model.encoder) return drawEncoderModel(state, heatmaps);  // panel_model_encoder.cpp
+  if (model.encoder) return drawEncoderModel(state, ui);  // panel_model_encoder.cpp
   const float font = ImGui::GetFontSize();
   if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
   tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox); also attnscope "

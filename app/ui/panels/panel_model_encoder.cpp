@@ -91,7 +91,8 @@ void drawEncoderNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& r
 
 }  // namespace
 
-void drawEncoderModel(AppState& state, HeatmapCache& heatmaps) {
+void drawEncoderModel(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   ModelView& model = state.model;
   const io::EncoderFolder& encoder = *model.encoder;
   const float font = ImGui::GetFontSize();

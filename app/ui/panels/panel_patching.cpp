@@ -106,7 +106,7 @@ void drawResult(AppState& state, HeatmapCache& heatmaps, const PatchingResult& r
   options.range = RangeMode::Auto;  // symmetric about 0, whatever the view's range mode
   options.vmin.reset();
   options.vmax.reset();
-  options.scale = ColorScaleKind::Linear;
+  options.colorScale = ColorScaleKind::Linear;
   options.tooltip = "normalised metric: 1 = restores the clean behaviour, 0 = no effect";
   options.size = ImVec2(ImGui::GetContentRegionAvail().x,
                         std::max(ImGui::GetFontSize() * 8.f, ImGui::GetContentRegionAvail().y));
@@ -135,7 +135,8 @@ void drawResult(AppState& state, HeatmapCache& heatmaps, const PatchingResult& r
 
 }  // namespace
 
-void drawPatchingPanel(AppState& state, HeatmapCache& heatmaps) {
+void drawPatchingPanel(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   if (!panel::beginPanel("Patching", panelFlag(state.view, "patching"))) return;
   ModelView& model = state.model;
   PatchingState& patching = model.analysis.patching;

@@ -165,7 +165,7 @@ float widestTrueNumber(const SelectedMatrix& view) {
 // large as the window allows above a caption of the inspector's explanation of a cell (the
 // hovered one of this stage, else the last query's strongest key) in the presentation font.
 // `head` is the card's head (-1 = the mean over heads, for the scores and weights).
-void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
+void drawSingleStage(AppState& state, UiState& ui, MatrixKind stage,
                      const SelectedMatrix* view, int head, float labelWidth, float aspect,
                      const KeyZoom& zoom) {
   const float font = ImGui::GetFontSize();
@@ -227,15 +227,16 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
   const float blockWidth = options.size.x + (beside ? captionWidth + style.ItemSpacing.x : 0.0f);
   ImGui::SetCursorPosX(ImGui::GetCursorPosX() + std::max(0.0f, (avail.x - blockWidth) * 0.5f));
   const HeatmapInteraction hit = heatmapWidget(
-      (std::string("##single_") + stageName(stage)).c_str(), heatmaps, *view,
+      (std::string("##single_") + stageName(stage)).c_str(), ui.heatmaps, *view,
       panel::contentRevision(state.computed->revision, stage, head), options);
-  if (hit.spotlightChanged) panel::setHover(state, hit, stage, head);  // a click inspects
+  if (hit.spotlightChanged) panel::setHover(state, ui, hit, stage, head);  // a click inspects
   if (beside) ImGui::SameLine();
   // 2 the caption: one of its numbers explained (what the stage is stands in the header)
   ImGui::BeginChild("##caption", ImVec2(0, beside ? options.size.y : 0.0f), false);
-  Hover cell;
-  if (state.hover.active && state.hover.matrix == stage && state.hover.head == head) {
-    cell = state.hover;
+  MatrixCell cell;
+  const MatrixCell& hover = panel::hoverOf(state, ui);
+  if (hover.active && hover.matrix == stage && hover.head == head) {
+    cell = hover;
   } else {
     cell = stageAloneCell(*state.computed->result, stage, head,
                           static_cast<int>(view->values().rows));
@@ -250,7 +251,8 @@ void drawSingleStage(AppState& state, HeatmapCache& heatmaps, MatrixKind stage,
 // The panel
 // =======================================================================================
 
-void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
+void drawPipelinePanel(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   // Presentation mode: the window (app/ui/shell/gui_window.cpp) places this panel over the whole window,
   // shown whatever its View menu flag says, without a title bar.
   const bool presenting = state.view.presentation;
@@ -268,8 +270,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   const float font = ImGui::GetFontSize();
   const AttentionResult& result = *state.computed->result;
   const std::vector<MatrixKind> visible = visibleStages(&result);
-  const KeyZoom keyZoom = handleStepKeys(state, heatmaps, visible);
-  updateChrome(state, presenting);
+  const KeyZoom keyZoom = handleStepKeys(state, ui, visible);
+  updateChrome(state, ui, presenting);
   // A stage that is no longer shown (e.g. concat after going back to one head): show all.
   int& current = state.view.pipelineStage;
   if (current >= 0 && std::none_of(visible.begin(), visible.end(),
@@ -326,8 +328,8 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     const std::optional<int> cardHead = headForStage(stage, head);
     card.noMean = !cardHead.has_value();
     card.head = cardHead.value_or(0);
-    card.view = card.noMean ? nullptr : panel::cachedView(state, stage, card.head);
-    card.layout = card.noMean ? panel::cachedView(state, stage, 0) : card.view;
+    card.view = card.noMean ? nullptr : panel::cachedView(state, ui.scratch, stage, card.head);
+    card.layout = card.noMean ? panel::cachedView(state, ui.scratch, stage, 0) : card.view;
     card.arrow = arrowLabel(stage, state.doc);
     cards.push_back(card);
   }
@@ -408,10 +410,10 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
     if (card.noMean)
       ImGui::TextDisabled("%s has no mean over heads: pick a head to see it.",
                           stageName(card.stage));
-    drawSingleStage(state, heatmaps, card.stage, card.view, card.head, labelWidths[currentCard],
+    drawSingleStage(state, ui, card.stage, card.view, card.head, labelWidths[currentCard],
                     aspects[currentCard], keyZoom);
     ImGui::End();
-    drawChromeWindow(state, visible, PageNav{});
+    drawChromeWindow(state, ui, visible, PageNav{});
     return;
   }
 
@@ -635,7 +637,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
       const HeatmapInteraction hit = heatmapWidget(
           id.c_str(), heatmaps, *card.view,
           panel::contentRevision(state.computed->revision, kind, card.head), options);
-      if (!presenting || hit.spotlightChanged) panel::setHover(state, hit, kind, card.head);
+      if (!presenting || hit.spotlightChanged) panel::setHover(state, ui, hit, kind, card.head);
       // A double-click on a stage shows it alone, full screen (it also resets the zoom).
       if (hit.hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
         current = stageIndex(kind);
@@ -648,7 +650,7 @@ void drawPipelinePanel(AppState& state, HeatmapCache& heatmaps) {
   }
   ImGui::EndChild();
   ImGui::End();
-  if (presenting) drawChromeWindow(state, visible, PageNav{page, pages, &state.view.presentationPage});
+  if (presenting) drawChromeWindow(state, ui, visible, PageNav{page, pages, &state.view.presentationPage});
 }
 
 }  // namespace attn::app

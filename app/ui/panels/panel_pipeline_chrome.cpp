@@ -13,9 +13,9 @@
 
 namespace attn::app::pipeline {
 
-KeyZoom handleStepKeys(AppState& state, HeatmapCache& heatmaps,
+KeyZoom handleStepKeys(AppState& state, UiState& ui,
                        const std::vector<MatrixKind>& visible) {
-  const present::PresentKeys taken = present::takeKeys(state, heatmaps);
+  const present::PresentKeys taken = present::takeKeys(state, ui);
   applyPipelineKeys(state.view, taken.keys, visible);
   return taken.zoom;
 }
@@ -94,9 +94,9 @@ void drawToolbar(AppState& state, const std::vector<MatrixKind>& visible, const 
 
 // Presentation: the toolbar in a window of its own over the top of the page, while the
 // chrome shows (updateChrome); the page under it keeps its place either way.
-void drawChromeWindow(AppState& state, const std::vector<MatrixKind>& visible,
+void drawChromeWindow(AppState& state, const UiState& ui, const std::vector<MatrixKind>& visible,
                       const PageNav& nav) {
-  present::drawChromeWindow(state, [&] { drawToolbar(state, visible, nav); });
+  present::drawChromeWindow(ui, [&] { drawToolbar(state, visible, nav); });
 }
 
 }  // namespace attn::app::pipeline

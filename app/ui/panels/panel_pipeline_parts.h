@@ -23,7 +23,7 @@ using present::updateChrome;
 // Takes the frame's queued keys (present::takeKeys: popups, the spotlight, the zoom) and
 // applies the steps to the view (applyPipelineKeys) over the `visible` stages. Returns the
 // keyboard zoom asked for (presentation only).
-KeyZoom handleStepKeys(AppState& state, HeatmapCache& heatmaps,
+KeyZoom handleStepKeys(AppState& state, UiState& ui,
                        const std::vector<MatrixKind>& visible);
 
 // The page turner of presentation (the toolbar shows it).
@@ -37,8 +37,8 @@ struct PageNav {
 void drawToolbar(AppState& state, const std::vector<MatrixKind>& visible, const PageNav& nav);
 
 // Presentation: the toolbar in a window of its own over the top of the page while
-// state.panels.chromeShown; the page under it keeps its place either way.
-void drawChromeWindow(AppState& state, const std::vector<MatrixKind>& visible,
+// ui.scratch.chromeShown; the page under it keeps its place either way.
+void drawChromeWindow(AppState& state, const UiState& ui, const std::vector<MatrixKind>& visible,
                       const PageNav& nav);
 
 }  // namespace attn::app::pipeline

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <string>
 
+#include "app/ui/panels/panel_training.h"
 #include "app/ui/panels/panels.h"
+#include "app/ui/widgets/heatmap_textures.h"
 
 namespace attn::app {
 
@@ -58,9 +60,34 @@ bool* panelFlag(ViewSettings& view, std::string_view id) {
   return &it->second;
 }
 
-std::vector<ViewKey> viewsOnScreen(const AppState& state) {
+std::span<const char* const> panelsFor(ShowRequest what) {
+  static constexpr const char* kModel[] = {"model", "attention"};
+  static constexpr const char* kAttention[] = {"attention"};
+  static constexpr const char* kImage[] = {"image"};
+  static constexpr const char* kPatching[] = {"patching"};
+  switch (what) {
+    case ShowRequest::Model: return kModel;
+    case ShowRequest::AttentionFile: return kAttention;
+    case ShowRequest::Image: return kImage;
+    case ShowRequest::Patching: return kPatching;
+  }
+  return {};
+}
+
+bool takeShowRequests(ViewSettings& view) {
+  if (view.showRequests.empty()) return false;
+  for (ShowRequest what : view.showRequests)
+    for (const char* id : panelsFor(what)) view.panels.insert_or_assign(std::string(id), true);
+  view.showRequests.clear();
+  return true;
+}
+
+UiState::UiState(std::unique_ptr<HeatmapTextures> textures) : heatmaps(std::move(textures)) {}
+UiState::~UiState() = default;
+
+std::vector<ViewKey> viewsOnScreen(const UiState& ui) {
   std::vector<ViewKey> views;
-  for (const PanelScratch::CachedView& entry : state.panels.viewCache)
+  for (const PanelScratch::CachedView& entry : ui.scratch.viewCache)
     views.push_back({entry.kind, entry.head});
   return views;
 }

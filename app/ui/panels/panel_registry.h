@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "app/session/app_state.h"
-#include "app/ui/widgets/heatmap_widget.h"
+#include "app/ui/panels/ui_state.h"
 
 namespace attn::app {
 
@@ -16,7 +16,7 @@ struct PanelInfo {
   const char* id;    // stable key: ViewSettings::panels and the autosave's "panels" object
   const char* name;  // window title and View menu entry (also the ImGui window id)
   const char* help;  // View menu tooltip
-  void (*draw)(AppState&, HeatmapCache&);  // draws the window (Begin/End inside)
+  void (*draw)(AppState&, UiState&);  // draws the window (Begin/End inside)
   bool shownByDefault;  // shown when neither the user nor the autosave said otherwise
 };
 
@@ -30,5 +30,12 @@ bool panelShown(const ViewSettings& view, std::string_view id);
 // The visibility flag of panel `id` for ImGui::Begin / MenuItem (created with the panel's
 // default on first use; the pointer stays valid as long as `view`).
 bool* panelFlag(ViewSettings& view, std::string_view id);
+
+// The panels that show what a service opened (ShowRequest): a model -> Model and Attention,
+// an attention file -> Attention, an image -> Image, patching -> Patching.
+std::span<const char* const> panelsFor(ShowRequest what);
+// Shows the panels of every request in view.showRequests and empties it. Returns true when
+// there was one.
+bool takeShowRequests(ViewSettings& view);
 
 }  // namespace attn::app

@@ -212,7 +212,8 @@ void drawHeadsSection(AppState& state) {
   }
 }
 
-void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
+void drawMaskSection(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   const float font = ImGui::GetFontSize();
   sectionHeader("Mask");
   static constexpr MaskKind kMasks[] = {MaskKind::None,  MaskKind::Causal,
@@ -283,8 +284,9 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
   if (mask.kind != MaskKind::None && panel::hasResult(state)) {
     // The allowed cells as floats, built once per revision (not one of the result's
     // matrices, so it has its own slot rather than a place in the view cache).
-    PanelScratch::AllowedView& allowedView = state.panels.allowedView;
-    if (allowedView.revision != state.computed->revision) {
+    PanelScratch::AllowedView& allowedView = ui.scratch.allowedView;
+    if (allowedView.revision != state.computed->revision ||
+        !panel::sameResult(allowedView.of, state)) {
       const AttentionResult& result = *state.computed->result;
       SelectedMatrix allowed;
       allowed.owned = result.allowed.cast<Scalar>();
@@ -295,6 +297,7 @@ void drawMaskSection(AppState& state, HeatmapCache& heatmaps) {
       allowed.colAxis = "key";
       allowedView.view = std::move(allowed);
       allowedView.revision = state.computed->revision;
+      allowedView.of = state.computed;
     }
     const SelectedMatrix* view = &allowedView.view;
     panel::mutedWrapped(mask.kind == MaskKind::Custom
@@ -456,7 +459,7 @@ void drawOtherSection(AppState& state) {
 // The panel
 // =======================================================================================
 
-void drawSettingsPanel(AppState& state, HeatmapCache& heatmaps) {
+void drawSettingsPanel(AppState& state, UiState& ui) {
   if (!panel::beginPanel("Settings", panelFlag(state.view, "settings"))) return;
   if (!state.computed->error.empty()) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
@@ -477,7 +480,7 @@ void drawSettingsPanel(AppState& state, HeatmapCache& heatmaps) {
   drawScoreSection(state);
   drawHeadsSection(state);
   drawNormalizerSection(state);
-  drawMaskSection(state, heatmaps);
+  drawMaskSection(state, ui);
   drawProjectionSection(state);
   drawOtherSection(state);
   ImGui::End();

@@ -86,7 +86,7 @@ io::HeatmapStyle weightStyle(ColormapKind colormap) {
   style.colormap = colormap;
   style.vmin = 0.0f;  // weights: one fixed range, so frames and files compare
   style.vmax = 1.0f;
-  style.scale = 2;
+  style.resolution = 2;
   return style;
 }
 
@@ -444,10 +444,10 @@ void drawTrainingToolbar(AppState& state, TrainingPanelState& t, const TrainingS
 // loss and accuracy curves with their axes down the left half, the held-out example and
 // its live attention map on the right, the toolbar over the top while the pointer moves.
 // No tooltip (present::tip), the map presented (spotlight, numbers grown, keyboard zoom).
-void drawPresentedTraining(AppState& state, HeatmapCache& heatmaps, TrainingPanelState& t,
+void drawPresentedTraining(AppState& state, UiState& ui, TrainingPanelState& t,
                            const TrainingSnapshot& s, const present::PresentKeys& keys) {
   applyTrainingKeys(state, t, s, keys.keys);
-  present::updateChrome(state, true);
+  present::updateChrome(state, ui, true);
   const ImGuiStyle& style = ImGui::GetStyle();
   // 1 the status line, always shown (the toolbar hides)
   std::string status = std::string(train::toString(s.config.task.kind)) + ", " +
@@ -489,11 +489,11 @@ void drawPresentedTraining(AppState& state, HeatmapCache& heatmaps, TrainingPane
     // (room for the colour bar's lowest tick, half a line under the grid: never cut)
     const ImVec2 room = ImGui::GetContentRegionAvail();
     options.size = ImVec2(room.x, room.y - ImGui::GetTextLineHeight() * 0.6f);
-    heatmapWidget("##training_map", heatmaps, view,
+    heatmapWidget("##training_map", ui.heatmaps, view,
                   s.revision * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(m), options);
   }
   ImGui::EndChild();
-  present::drawChromeWindow(state, [&] { drawTrainingToolbar(state, t, s); });
+  present::drawChromeWindow(ui, [&] { drawTrainingToolbar(state, t, s); });
 }
 
 }  // namespace
@@ -504,22 +504,18 @@ void drawPresentedTraining(AppState& state, HeatmapCache& heatmaps, TrainingPane
 
 TrainingPanelState::TrainingPanelState() : config(defaultConfig()) {}
 
-TrainingPanelState& trainingState(AppState& state) {
-  if (!state.training) {
-    auto created = std::make_shared<TrainingPanelState>();
-    created->trainer = std::make_unique<BackgroundTrainer>();
-    Status ok = created->trainer->reset(created->config, created->stepBudget);
-    (void)ok;  // the default config is valid
-    state.training = created;
-  }
-  return *state.training;
+TrainingPanelState& trainingState(AppState& state, UiState& ui) {
+  if (!ui.training) ui.training = std::make_unique<TrainingPanelState>();
+  TrainingPanelState& t = *ui.training;
+  t.trainer = &ensureTrainer(state, t.config, t.stepBudget);  // (the default config is valid)
+  return t;
 }
 
-void prepareTrainingScreenshot(AppState& state, long long steps) {
+void prepareTrainingScreenshot(AppState& state, UiState& ui, long long steps) {
   for (const PanelInfo& info : panelRegistry()) {  // the Training panel alone
     *panelFlag(state.view, info.id) = std::string_view(info.id) == "training";
   }
-  TrainingPanelState& t = trainingState(state);
+  TrainingPanelState& t = trainingState(state, ui);
   t.trainer->waitIdle();
   if (steps > 0) {
     t.trainer->stepOnce(static_cast<int>(std::min<long long>(steps, 1000000)));
@@ -597,16 +593,17 @@ std::string exportTrainingFrames(const TrainingSnapshot& s, const std::string& f
 // The panel
 // =======================================================================================
 
-void drawTrainingPanel(AppState& state, HeatmapCache& heatmaps) {
+void drawTrainingPanel(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   const bool presenting = state.view.presentation;  // (drawn then only when presented)
   if (!present::beginPage("Training", panelFlag(state.view, "training"), presenting)) return;
-  TrainingPanelState& t = trainingState(state);
+  TrainingPanelState& t = trainingState(state, ui);
   t.snapshot = t.trainer->snapshot();
   const TrainingSnapshot& s = *t.snapshot;
   pollJob(t);
   const float font = ImGui::GetFontSize();
   if (presenting) {
-    drawPresentedTraining(state, heatmaps, t, s, present::takeKeys(state, heatmaps));
+    drawPresentedTraining(state, ui, t, s, present::takeKeys(state, ui));
     ImGui::End();
     return;
   }

@@ -10,6 +10,7 @@
 
 #include "app/session/app_state.h"
 #include "app/session/training_service.h"
+#include "app/ui/panels/ui_state.h"
 #include "core/train/trainer.h"
 
 namespace attn::app {
@@ -22,7 +23,7 @@ struct TrainingPanelState {
   int exampleIndex = 0;                   // held-out example whose attention is shown
   int mapIndex = 0;                       // which of its maps (encoder: layer/head)
   std::string outputFolder = "training";  // where Save and Export write
-  std::unique_ptr<BackgroundTrainer> trainer;
+  BackgroundTrainer* trainer = nullptr;  // the session's (AppState::trainer), set by trainingState()
   std::shared_ptr<const TrainingSnapshot> snapshot;  // read once per frame
   std::future<std::string> job;  // a running save/export; its result is the message
   std::string message;           // the last job's result
@@ -31,13 +32,13 @@ struct TrainingPanelState {
   TrainingPanelState();
 };
 
-// The panel's state, created on first use (with the trainer reset to the default config,
-// paused at step 0).
-TrainingPanelState& trainingState(AppState& state);
+// The panel's state (ui.training), created on first use, pointing at the session's trainer
+// (ensureTrainer: created reset to the panel's default config, paused at step 0).
+TrainingPanelState& trainingState(AppState& state, UiState& ui);
 
 // For `attnscope screenshot --training N`: shows the Training panel and trains N steps of the
 // default configuration before the first frame, so the picture is reproducible.
-void prepareTrainingScreenshot(AppState& state, long long steps);
+void prepareTrainingScreenshot(AppState& state, UiState& ui, long long steps);
 
 // Writes the model (config + parameters as JSON) and the example's current attention maps
 // (CSV and PNG) into `folder`; returns the message to show. Runs on any thread.

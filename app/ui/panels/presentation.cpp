@@ -13,12 +13,12 @@
 
 namespace attn::app::present {
 
-PresentKeys takeKeys(AppState& state, HeatmapCache& heatmaps) {
+PresentKeys takeKeys(const AppState& state, UiState& ui) {
   // The window queues every GLFW press (app/ui/shell/gui_window.cpp): ImGui 1.86 keeps only
   // the key state per frame, so a press and release inside one frame (a clicker, fast taps)
   // would be lost.
   PresentKeys out;
-  out.keys.swap(state.panels.stepKeys);
+  out.keys.swap(ui.scratch.stepKeys);
   const ImGuiIO& io = ImGui::GetIO();
   if (io.WantTextInput || ImGui::IsAnyItemActive()) {
     out.keys.clear();
@@ -28,7 +28,7 @@ PresentKeys takeKeys(AppState& state, HeatmapCache& heatmaps) {
   // back a level only when nothing else wants it.
   if (ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopup)) std::erase(out.keys, StepKey::ShowAll);
   if (const auto esc = std::find(out.keys.begin(), out.keys.end(), StepKey::ShowAll);
-      esc != out.keys.end() && state.view.presentation && clearSpotlights(heatmaps))
+      esc != out.keys.end() && state.view.presentation && clearSpotlights(ui.heatmaps))
     out.keys.erase(esc);
   for (StepKey key : out.keys) {
     if (!state.view.presentation) break;
@@ -59,8 +59,8 @@ const Notice* recentProblem(const AppState& state) {
 
 // The toolbar shows while the pointer moves and for kChromeSeconds after it stops (and while
 // one of its menus is open); outside presentation it always shows.
-void updateChrome(AppState& state, bool presenting) {
-  PanelScratch& p = state.panels;
+void updateChrome(const AppState& state, UiState& ui, bool presenting) {
+  PanelScratch& p = ui.scratch;
   const ImGuiIO& io = ImGui::GetIO();
   const double now = ImGui::GetTime();
   const bool valid = ImGui::IsMousePosValid();
@@ -92,8 +92,8 @@ bool beginPage(const char* name, bool* open, bool presenting) {
   return shown;
 }
 
-void drawChromeWindow(const AppState& state, const std::function<void()>& toolbar) {
-  if (!state.panels.chromeShown) return;
+void drawChromeWindow(const UiState& ui, const std::function<void()>& toolbar) {
+  if (!ui.scratch.chromeShown) return;
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
   ImGui::SetNextWindowSize(ImVec2(viewport->Size.x, 0.0f), ImGuiCond_Always);

@@ -16,6 +16,7 @@
 #include <imgui.h>
 
 #include "app/session/app_state.h"
+#include "app/ui/panels/ui_state.h"
 #include "app/ui/widgets/heatmap_widget.h"
 
 namespace attn::app::present {
@@ -32,20 +33,20 @@ struct PresentKeys {
   KeyZoom zoom;               // + / - / 0 (presentation only)
 };
 
-// Takes the frame's queued keys (state.panels.stepKeys, emptied): none while a text field
+// Takes the frame's queued keys (ui.scratch.stepKeys, emptied): none while a text field
 // has the keyboard or an item is active; Escape is dropped while a popup is open (it closed
-// it, app/ui/shell/key_routing.h); in presentation Escape ends a spotlight of `heatmaps`
+// it, app/ui/shell/key_routing.h); in presentation Escape ends a spotlight of ui.heatmaps
 // first (that press is used up); the zoom keys are counted in presentation. Returns the
 // keys left for the view (zoom keys included: the views ignore them).
-PresentKeys takeKeys(AppState& state, HeatmapCache& heatmaps);
+PresentKeys takeKeys(const AppState& state, UiState& ui);
 
 // A tooltip, but none in presentation (nothing floats over a projected page).
 void tip(bool presenting, const std::string& text);
 
-// Presentation: sets state.panels.chromeShown, true while the pointer moves, for
+// Presentation: sets ui.scratch.chromeShown, true while the pointer moves, for
 // kChromeSeconds after it stops, while a popup is open or a warning of the last
 // kNoticeSeconds stands in the toolbar; always true outside presentation.
-void updateChrome(AppState& state, bool presenting);
+void updateChrome(const AppState& state, UiState& ui, bool presenting);
 
 // The window flags of a presented page (no title bar, not movable or resizable, never in
 // front of its own toolbar), 0 outside presentation.
@@ -57,8 +58,8 @@ ImGuiWindowFlags pageFlags(bool presenting);
 bool beginPage(const char* name, bool* open, bool presenting);
 
 // Presentation: `toolbar` in a window of its own over the top of the page while
-// state.panels.chromeShown (updateChrome); the page under it keeps its place either way.
-void drawChromeWindow(const AppState& state, const std::function<void()>& toolbar);
+// ui.scratch.chromeShown (updateChrome); the page under it keeps its place either way.
+void drawChromeWindow(const UiState& ui, const std::function<void()>& toolbar);
 
 // The end of a presentation toolbar line: the newest warning or error of the last
 // kNoticeSeconds (no toast floats over a page), else `hint` (what the keys do), in the

@@ -20,6 +20,7 @@
 #include "app/ui/shell/files_internal.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/shell/theme.h"
+#include "formats/files.h"
 #include "formats/models/gguf_model.h"
 
 namespace attn::app {
@@ -179,8 +180,7 @@ namespace {
 
 // The lesson's path when it ends in .pdf or .gif (any case), else "" and the reason in `why`.
 std::string lessonPath(const std::string& path, std::string& why) {
-  std::string ext = fs::path(path).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string ext = io::lowerExtension(path);
   if (ext == ".pdf" || ext == ".gif") return path;
   why = fs::path(path).filename().string() + ": a lesson is a .pdf (one page a stage) or a "
         ".gif (one frame a stage)";

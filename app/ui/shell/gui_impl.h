@@ -99,7 +99,8 @@ struct GuiSession::Impl {
   GLFWwindow* window = nullptr;
   bool glfwReady = false, imguiReady = false, backendsReady = false;
   AppState state;
-  std::unique_ptr<HeatmapCache> heatmaps;
+  // The panels' own state (app/ui/panels/ui_state.h): heatmaps on GL textures, scratch, hover.
+  std::unique_ptr<UiState> ui;
   // Computes every new document revision on a worker thread (window mode). Screenshots
   // compute synchronously, so that the picture always shows the finished result.
   std::unique_ptr<ComputeService> compute;
@@ -218,7 +219,7 @@ struct GuiSession::Impl {
     bool changed = model && updateModelAsync(state, *model, now());
     if (mechanism) changed |= updateMechanismAsync(state, *mechanism);
     if (attention) changed |= updateAttentionAsync(state, *attention);
-    return updateAsync(state, *compute, viewsOnScreen(state)) || changed;
+    return updateAsync(state, *compute, viewsOnScreen(*ui)) || changed;
   }
   // Screenshot mode: loads the model and runs the text at once, selects the launch's head
   // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.

@@ -23,10 +23,8 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   //   must fail the same way with or without a display
   // screenshot --workspace: a name of the toolbar's (app/ui/shell/workspaces.h)
   if (!s.launch.workspace.empty() && findWorkspace(s.launch.workspace) == nullptr) {
-    std::string names;
-    for (const WorkspaceInfo& ws : workspaces()) names += std::string(names.empty() ? "" : ", ") + ws.id;
     std::fprintf(stderr, "attnscope: --workspace: unknown workspace '%s'; use one of %s\n",
-                 s.launch.workspace.c_str(), names.c_str());
+                 s.launch.workspace.c_str(), workspaceIds().c_str());
     return 2;
   }
   Impl::LaunchFiles files;
@@ -42,7 +40,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   s.openLaunchDocument(files);
   // 4 each feature's part of the plan
   s.launchImage(files.imageError);
-  if (s.launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, s.launch.trainingSteps);
+  if (s.launch.trainingSteps >= 0) prepareTrainingScreenshot(s.state, *s.ui, s.launch.trainingSteps);
   s.launchAttention(files.attentionPath);
   if (!s.launchModel()) {
     close();
@@ -97,7 +95,8 @@ int GuiSession::Impl::checkLaunchFiles(LaunchFiles& files) {
 }
 
 void GuiSession::Impl::startServices() {
-  heatmaps = std::make_unique<HeatmapCache>(std::make_unique<GlHeatmapTextures>());
+  ui = std::make_unique<UiState>(std::make_unique<GlHeatmapTextures>());
+  HeatmapCache* heatmaps = &ui->heatmaps;
   // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
   // screenshots, which must show every texture of the finished result.
   if (!screenshotMode()) heatmaps->impl().uploadBudgetBytes = std::size_t{32} << 20;
@@ -222,7 +221,7 @@ void GuiSession::Impl::launchView() {
   wasPresenting = launch.presentation;
   // A screenshot shows the page as the class sees it once the pointer has rested: no
   // toolbar (app/ui/panels/panel_pipeline.cpp, kChromeSeconds).
-  if (screenshotMode()) state.panels.pointerMovedAt = -1e9;
+  if (screenshotMode()) ui->scratch.pointerMovedAt = -1e9;
   if (launch.stage >= 0) {
     state.view.pipelineStage = launch.stage;
     state.view.stageFullScreen = launch.presentation;
@@ -241,7 +240,7 @@ void GuiSession::Impl::finishLaunch() {
   files.autosavedView = viewToJson(state.view, state.doc.viewJson, true) +
                         (state.dirty() ? "d" : "c") + state.docPath;
   rebuildFontIfNeeded();
-  if (std::string error = heatmaps->initGpu(); !error.empty()) {
+  if (std::string error = ui->heatmaps.initGpu(); !error.empty()) {
     notify(state, Notice::Kind::Error, "heatmaps cannot be drawn: " + error, now());
     if (screenshotMode()) {
       std::fprintf(stderr, "attnscope: heatmaps cannot be drawn: %s\n", error.c_str());

@@ -4,6 +4,7 @@
 
 #include "app/session/lesson.h"
 #include "app/ui/shell/gui_impl.h"
+#include "formats/files.h"
 #include "render/gif_writer.h"
 #include "render/lesson_pdf.h"
 
@@ -15,11 +16,7 @@ namespace {
 // first, windows that size themselves appear on the second, the layout settles after.
 constexpr int kLessonSettleFrames = 5;
 
-bool endsWithGif(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == ".gif";
-}
+bool endsWithGif(const std::string& path) { return io::lowerExtension(path) == ".gif"; }
 
 }  // namespace
 

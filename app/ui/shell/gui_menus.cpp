@@ -25,7 +25,7 @@ void GuiSession::Impl::handleShortcuts() {
     if (press.key == GLFW_KEY_F12) screenshotRequested = true;
     // Steps for the Pipeline panel, this frame; a text field or a modal dialog keeps its
     // keys, a menu left open is closed by them (app/ui/shell/key_routing.h).
-    routeKeyPress(state, press.key, press.mods);
+    routeKeyPress(*ui, press.key, press.mods);
     if (modal || !(press.mods & GLFW_MOD_CONTROL)) continue;
     const bool shift = press.mods & GLFW_MOD_SHIFT;
     switch (press.key) {
@@ -194,10 +194,11 @@ void GuiSession::Impl::drawViewMenu() {
     ImGui::Separator();
     const bool colormapOpen = ImGui::BeginMenu("Colormap");
     if (colormapOpen) {
-      for (ColormapKind kind : kAllColormaps) {
-        const std::string name(toString(kind));
-        if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == kind))
-          state.view.colormap = kind;
+      for (const ColormapInfo& map : kColormaps) {  // the colormap table (view_options.h)
+        const std::string name(map.name);
+        if (ImGui::MenuItem(name.c_str(), nullptr, state.view.colormap == map.kind))
+          state.view.colormap = map.kind;
+        tooltip(std::string(map.description));
       }
       ImGui::EndMenu();
     }

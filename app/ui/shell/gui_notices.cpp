@@ -201,10 +201,10 @@ void GuiSession::Impl::postComputeNotices() {
   }
   lastWarnings = std::move(warnings);
   // Keep a sticky hover inside the new shape.
-  if (state.hover.active && computed.result && !computed.result->heads.empty()) {
+  if (ui->hover.active && computed.result && !computed.result->heads.empty()) {
     const Matrix& weights = computed.result->heads.front().weights;
-    if (state.hover.row >= weights.rows() || state.hover.col >= weights.cols())
-      state.hover.active = false;
+    if (ui->hover.row >= weights.rows() || ui->hover.col >= weights.cols())
+      ui->hover.active = false;
   }
 }
 

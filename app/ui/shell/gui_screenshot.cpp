@@ -34,7 +34,7 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
   Status written = writePng(image, path);
   if (written && sidecar) {
     written = io::writeFileAtomic(
-        path + ".json", screenshotSidecarJson(heatmaps->impl().records, winWidth, winHeight,
+        path + ".json", screenshotSidecarJson(ui->heatmaps.impl().records, winWidth, winHeight,
                                               fbWidth, fbHeight, state.view.focusedHead));
   }
   if (written && sidecar && !launch.layoutOutPath.empty()) {  // screenshot --layout-out
@@ -43,7 +43,7 @@ void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
         io.Fonts->Fonts.empty() ? 0.f : io.Fonts->Fonts[0]->FontSize * io.FontGlobalScale;
     written = io::writeFileAtomic(
         launch.layoutOutPath,
-        layoutDumpJson(heatmaps->impl().records,
+        layoutDumpJson(ui->heatmaps.impl().records,
                        ImGui::GetDrawData() != nullptr
                            ? drawnTexts(*ImGui::GetDrawData(), *io.Fonts)
                            : std::vector<DrawnText>{},

@@ -214,7 +214,7 @@ void GuiSession::Impl::drawPresentation() {
   ImGui::SetNextWindowPos(viewport->Pos, ImGuiCond_Always);
   ImGui::SetNextWindowSize(viewport->Size, ImGuiCond_Always);
   ImGui::SetNextWindowCollapsed(false, ImGuiCond_Always);  // (a window collapsed before)
-  panel->draw(state, *heatmaps);
+  panel->draw(state, *ui);
   layoutDirty = true;
 }
 
@@ -250,15 +250,15 @@ FrameActivity GuiSession::Impl::activity() const {
   for (const Notice& notice : state.notices)
     if (t - notice.time < kNoticeSeconds + 0.5) a.noticesFading = true;
   // Presentation's toolbar hides by itself kChromeSeconds after the pointer stops.
-  if (state.view.presentation && t - state.panels.pointerMovedAt < kChromeSeconds + 0.5)
+  if (state.view.presentation && t - ui->scratch.pointerMovedAt < kChromeSeconds + 0.5)
     a.noticesFading = true;
   a.pendingInput = !keyPresses.empty() || !droppedPaths.empty() || screenshotRequested ||
                    layoutDirty || files.quitConfirmed;
   a.settleFrames = settleFrames;
   // Views whose workers publish results over time: a live training run, the model view's
   // thumbnails, an image's patch attention. Their results must appear without an event.
-  a.backgroundWork = heatmaps && heatmaps->impl().deferredUploads > 0;
-  a.backgroundWork = a.backgroundWork || (state.training && state.training->snapshot && state.training->snapshot->running) ||
+  a.backgroundWork = ui && ui->heatmaps.impl().deferredUploads > 0;
+  a.backgroundWork = a.backgroundWork || (state.trainer && state.trainer->snapshot()->running) ||
                      (attention && attention->busy()) || state.image.computing() ||
                      (model && model->busy()) || !state.model.loadRequest.empty();
   return a;
@@ -319,7 +319,7 @@ bool GuiSession::frame() {
   s.recompute();  // results for this frame's panels (after an undo, open, ...)
   if (!s.state.view.presentation) s.drawMenuBar();
   // Export file names start with the scenario file's name (else the scenario's name).
-  s.heatmaps->impl().exportPrefix =
+  s.ui->heatmaps.impl().exportPrefix =
       !s.state.docPath.empty()
           ? fileStem(fs::path(s.state.docPath).stem().string())
           : fileStem(s.state.doc.name.empty() ? "attnscope" : s.state.doc.name);
@@ -345,19 +345,19 @@ bool GuiSession::frame() {
   s.drawHelpWindows();
   drawFileUi(s.files, s.state, t);
   if (!s.files.lessonRequest.empty()) s.exportLesson(std::exchange(s.files.lessonRequest, ""));
-  for (std::string& message : s.heatmaps->impl().messages)
+  for (std::string& message : s.ui->heatmaps.impl().messages)
     notify(s.state, Notice::Kind::Info, message, t);
-  s.heatmaps->impl().messages.clear();
+  s.ui->heatmaps.impl().messages.clear();
 
   // 4 close the undo step unless a drag is going on, recompute if the revision changed
   endFrame(s.state, ImGui::IsAnyItemActive());
   // The Pipeline panel was hidden (or shows a compute error): F5 and Escape still enter and
   // leave presentation mode; the steps are dropped.
-  for (StepKey key : s.state.panels.stepKeys) {
+  for (StepKey key : s.ui->scratch.stepKeys) {
     if (key == StepKey::Presentation || (key == StepKey::ShowAll && s.state.view.presentation))
       applyPipelineKeys(s.state.view, {key}, {});
   }
-  s.state.panels.stepKeys.clear();
+  s.ui->scratch.stepKeys.clear();
   if (s.recompute()) {
     s.postComputeNotices();
     s.eventSeen = true;  // a new result: draw it and let the layout settle
@@ -417,7 +417,7 @@ AppState& GuiSession::state() {
   return impl_->state;
 }
 HeatmapCache& GuiSession::heatmaps() {
-  return *impl_->heatmaps;
+  return impl_->ui->heatmaps;
 }
 int GuiSession::exitCode() const {
   return impl_->exitCode;
@@ -451,7 +451,7 @@ void GuiSession::close() {
   s.model.reset();
   s.attention.reset();
   s.compute.reset();   // joins the worker (an attend() in flight finishes first)
-  s.heatmaps.reset();  // GL objects, while the context still exists
+  s.ui.reset();  // GL objects (the heatmaps'), while the context still exists
   if (s.backendsReady) {
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();

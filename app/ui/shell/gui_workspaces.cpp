@@ -47,7 +47,7 @@ void GuiSession::Impl::drawPanels() {
     ImGui::SetNextWindowPos(ImVec2(placed.rect.x, placed.rect.y), ImGuiCond_Always);
     ImGui::SetNextWindowSize(ImVec2(placed.rect.w, placed.rect.h), ImGuiCond_Always);
     ImGui::SetNextWindowCollapsed(false, ImGuiCond_Always);
-    panel->draw(state, *heatmaps);
+    panel->draw(state, *ui);
   }
 }
 

@@ -8,7 +8,7 @@
 
 namespace attn::app {
 
-StepKey routeKeyPress(AppState& state, int glfwKey, int glfwMods) {
+StepKey routeKeyPress(UiState& ui, int glfwKey, int glfwMods) {
   const StepKey step = stepKeyFor(glfwKey, glfwMods);
   if (step == StepKey::None) return StepKey::None;
   // 1 a modal dialog or a text field keeps its keys (Space, arrows, Enter, Escape)
@@ -19,7 +19,7 @@ StepKey routeKeyPress(AppState& state, int glfwKey, int glfwMods) {
     ImGui::ClosePopupsExceptModals();
     if (step == StepKey::ShowAll) return StepKey::None;
   }
-  state.panels.stepKeys.push_back(step);
+  ui.scratch.stepKeys.push_back(step);
   return step;
 }
 

@@ -3,11 +3,12 @@
 // ImGui only (no GLFW calls), so that the rule is tested headless.
 #pragma once
 
-#include "app/session/app_state.h"
+#include "app/session/frame_pacing.h"
+#include "app/ui/panels/ui_state.h"
 
 namespace attn::app {
 
-// Routes one press (GLFW key code and modifier bits) to state.panels.stepKeys, where the
+// Routes one press (GLFW key code and modifier bits) to ui.scratch.stepKeys, where the
 // Pipeline panel applies it this frame:
 //   - a modal dialog (open, save, export, unsaved changes) or a text field with the keyboard
 //     takes it: nothing is queued;
@@ -17,6 +18,6 @@ namespace attn::app {
 //     behind a menu left open.
 // Must be called between ImGui::NewFrame() and the panels. Returns the step queued (None
 // when none).
-StepKey routeKeyPress(AppState& state, int glfwKey, int glfwMods);
+StepKey routeKeyPress(UiState& ui, int glfwKey, int glfwMods);
 
 }  // namespace attn::app

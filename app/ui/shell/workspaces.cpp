@@ -14,29 +14,27 @@ namespace {
 // One entry per workspace. Weights are shares, not pixels: the Teach columns give the
 // pipeline about half the width (as the three fixed columns before them did: 24 and 26
 // font widths of a 1600 px window); the Model workspace gives the Model panel (its Heads tab
-// needs the height) and the Attention panel half the height each, the Model panel most of
-// its row, and the Patching panel a place beside the Attention panel when one is run.
+// needs the height) and the Attention panel half the height each, and the Patching panel a
+// place beside the Attention panel when one is run. (No scenario Heads panel there: its
+// heads are the teaching scenario's, not the model's; the model's are the Model panel's
+// Heads tab.)
 const std::vector<WorkspaceInfo> kWorkspaces = {
-    {"teach", "Teach", "The scenario: inputs and settings, the pipeline, heads, inspector and "
-     "geometry", 1, TileDirection::Columns,
+    {kWorkspaceNames[0], TileDirection::Columns,
      {{0.24f, {{"inputs", 0.5f, true}, {"settings", 0.5f, true}}},
       {0.50f, {{"pipeline", 1.f, true}}},
       {0.26f, {{"heads", 0.34f, true}, {"inspector", 0.36f, true}, {"geometry", 0.30f, true}}}},
      {"inputs", "settings", "pipeline", "heads", "inspector", "geometry"}},
-    {"model", "Model", "A model folder: the Model panel and its heads, the Attention panel "
-     "(and Patching when run)", 2, TileDirection::Rows,
-     {{0.5f, {{"model", 0.74f, true}, {"heads", 0.26f, true}}},
+    {kWorkspaceNames[1], TileDirection::Rows,
+     {{0.5f, {{"model", 1.f, true}}},
       {0.5f, {{"attention", 0.62f, true}, {"patching", 0.38f, false}}}},
      {"model", "patching"}},
-    {"attention", "Attention file", "An opened .npy / .npz attention file in the Attention "
-     "panel", 3, TileDirection::Columns,
+    {kWorkspaceNames[2], TileDirection::Columns,
      {{1.f, {{"attention", 1.f, true}}}},
      {"attention"}},
-    {"image", "Image", "An image's patches attending to each other", 4, TileDirection::Columns,
+    {kWorkspaceNames[3], TileDirection::Columns,
      {{1.f, {{"image", 1.f, true}}}},
      {"image"}},
-    {"training", "Training", "Train a small attention model and watch its attention form", 5,
-     TileDirection::Columns,
+    {kWorkspaceNames[4], TileDirection::Columns,
      {{1.f, {{"training", 1.f, true}}}},
      {"training"}},
 };
@@ -210,6 +208,9 @@ bool dragSplitter(std::vector<float>& weights, const Splitter& splitter, float d
 
 void switchWorkspace(ViewSettings& view, const WorkspaceInfo& ws,
                      std::span<const std::string_view> alsoShow) {
+  // What services opened before the switch is shown first and then, like every panel,
+  // shown or hidden by the switch (the switch is the later word).
+  takeShowRequests(view);
   view.workspace = ws.id;
   for (const PanelInfo& panel : panelRegistry()) {
     bool show = std::find(alsoShow.begin(), alsoShow.end(), std::string_view(panel.id)) !=
@@ -241,6 +242,7 @@ const WorkspaceInfo* workspaceFor(std::span<const std::string_view> unplaced) {
 }
 
 bool followShownPanels(ViewSettings& view) {
+  takeShowRequests(view);  // what services opened: their panels shown (panel_registry.h)
   const WorkspaceInfo& current = currentWorkspace(view);
   std::vector<std::string_view> unplaced;
   for (const PanelInfo& panel : panelRegistry())

@@ -6,7 +6,7 @@
 // kept in ViewSettings::workspaceWeights (and so in the autosave).
 //
 //   Teach           inputs, settings | pipeline | heads, inspector, geometry
-//   Model           model, heads / attention, patching (patching when asked for)
+//   Model           model / attention, patching (patching when asked for)
 //   Attention file  attention
 //   Image           image
 //   Training        training
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "app/session/app_state.h"
+#include "app/session/workspace_names.h"
 
 namespace attn::app {
 
@@ -43,11 +44,9 @@ struct TileGroup {
   std::vector<TileSlot> slots;
 };
 
-struct WorkspaceInfo {
-  const char* id;    // stable key: ViewSettings::workspace, the autosave, screenshot --workspace
-  const char* name;  // toolbar, View menu
-  const char* help;  // their tooltip
-  int digit;         // Ctrl+digit switches to it
+// A workspace: its name (id, title, tooltip, key: the session's table,
+// app/session/workspace_names.h) and its tiles.
+struct WorkspaceInfo : WorkspaceName {
   TileDirection direction;
   std::vector<TileGroup> groups;
   // The panels that, shown while another workspace has no tile for them, lead here (a
@@ -109,7 +108,8 @@ bool dragSplitter(std::vector<float>& weights, const Splitter& splitter, float d
                   float minPx);
 
 // Makes `ws` the current workspace: view.workspace, its panels that show on a switch shown,
-// plus those of `alsoShow` it has tiles for, and every other panel hidden.
+// plus those of `alsoShow` it has tiles for, and every other panel hidden. Pending show
+// requests (ViewSettings::showRequests) are taken first: the switch overrides them.
 void switchWorkspace(ViewSettings& view, const WorkspaceInfo& ws,
                      std::span<const std::string_view> alsoShow = {});
 
@@ -118,9 +118,10 @@ void switchWorkspace(ViewSettings& view, const WorkspaceInfo& ws,
 // Null when `unplaced` is empty.
 const WorkspaceInfo* workspaceFor(std::span<const std::string_view> unplaced);
 
-// Keeps the window's panels tiled: the shown panels that have no tile in the current
-// workspace (a service showed them: showPanel) switch to workspaceFor() them. Returns true
-// when it switched.
+// Keeps the window's panels tiled: first shows the panels of what services opened
+// (takeShowRequests, app/ui/panels/panel_registry.h); then the shown panels that have no
+// tile in the current workspace switch to workspaceFor() them. Returns true when it
+// switched.
 bool followShownPanels(ViewSettings& view);
 
 }  // namespace attn::app

@@ -147,13 +147,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   }
   // 2 upload only when the content or its shape changed, within the frame's byte budget
   //   (a same-shape re-upload past the budget waits for a later frame, showing the old one)
-  io::ColorNormalization normalization;
-  normalization.range = options.vmin || options.vmax ? RangeMode::Fixed : options.range;
-  normalization.scale = options.scale;
-  normalization.vmin = options.vmin;
-  normalization.vmax = options.vmax;
-  normalization.centreZero = options.centreZero;
-  normalization.probability = options.probability;
+  const io::ColorNormalization normalization = io::normalizationOf(options);
   const bool positions = io::needsPositions(normalization);
   // A change of the colour rule re-uploads when positions are (or were) uploaded.
   const bool changed = entry.revision != contentRevision ||
@@ -169,7 +163,7 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
       entry.positions = io::colorPositions(view.values, normalization);
       const io::ValueRange whole = io::normalizationRange(view.values, -1, normalization);
       entry.scaleTicks = normalization.range == RangeMode::Row
-                             ? io::rowRangeTicks(normalization.scale)
+                             ? io::rowRangeTicks(normalization.colorScale)
                              : io::logDecadeTicks(whole);
       entry.scaleRange = whole;
       entry.caption = io::normalizationCaption(normalization, whole);

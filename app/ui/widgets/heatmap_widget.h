@@ -15,19 +15,10 @@
 
 namespace attn::app {
 
-struct HeatmapOptions {
-  ColormapKind colormap = ColormapKind::Viridis;
-  std::optional<float> vmin, vmax;  // fixed colour range (implies RangeMode::Fixed)
-  // What the values are, for RangeMode::Auto (io::rangeRule): probabilities (weights,
-  // attention maps) on a fixed 0..1, signed matrices (centreZero) symmetric about 0.
-  bool centreZero = false;
-  bool probability = false;
-  // Auto (by what the values are), MinMax (the matrix's own min..max), Row (each row spans
-  // the map from its own finite min to its max) or Fixed (vmin / vmax); Log: log10 colours
-  // with a floor (render/color_scale.h). With Row or Log the widget uploads each cell's colour
-  // position instead of its value.
-  RangeMode range = RangeMode::Auto;
-  ColorScaleKind scale = ColorScaleKind::Linear;
+// The colour rule (io::ColorRule: the map, the range mode, the scale, fixed ends, what the
+// values are; the exports' rule too) and how the widget draws. With a Row range or a Log
+// scale the widget uploads each cell's colour position instead of its value.
+struct HeatmapOptions : io::ColorRule {
   bool cellLabels = true;           // numbers in cells large enough to hold them
   bool axisLabels = true;           // token labels along the axes
   bool allLabels = false;           // every token label drawn (presentation, stage alone)

@@ -350,13 +350,7 @@ namespace attn::app {
 
 float colorbarWidthOf(const HeatmapView& view, const HeatmapOptions& options) {
   const float font = ImGui::GetFontSize();
-  io::ColorNormalization normalization;
-  normalization.range = options.vmin || options.vmax ? RangeMode::Fixed : options.range;
-  normalization.scale = options.scale;
-  normalization.vmin = options.vmin;
-  normalization.vmax = options.vmax;
-  normalization.centreZero = options.centreZero;
-  normalization.probability = options.probability;
+  const io::ColorNormalization normalization = io::normalizationOf(options);
   float widestTick = 0;
   if (io::needsPositions(normalization)) {  // (per row, log: their own ticks, at most these)
     widestTick = std::max(ImGui::CalcTextSize("row max").x, ImGui::CalcTextSize("-0.123").x);

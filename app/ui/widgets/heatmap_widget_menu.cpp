@@ -54,20 +54,15 @@ bool drawExportModal(HeatmapCache::Impl& impl, HeatmapCache::Impl::Entry& entry,
   if (ImGui::Button("Export", ImVec2(font * 6, 0)) ||
       (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter)) && !entry.exportPath.empty())) {
     io::HeatmapStyle style;
-    style.colormap = options.colormap;
-    // A file stands alone: always with axis labels and a colour bar (the on-screen widget
-    // may drop them to save space), so the output is `attnscope export` with its defaults
-    // plus the colormap, cell labels, scale and fixed range shown here.
+    // The screen's colour rule as it is (the map, range mode, scale, fixed ends), so the
+    // file colours as the screen does. A file stands alone: always with axis labels and a
+    // colour bar (the on-screen widget may drop them to save space), so the output is
+    // `attnscope export` with its defaults plus that rule, the cell labels and resolution.
+    static_cast<io::ColorRule&>(style) = options;
     style.cellLabels = options.cellLabels;
     style.axisLabels = true;
     style.colorbar = true;
-    style.scale = std::clamp(entry.exportScale, 1, 8);
-    style.centreZero = options.centreZero;
-    style.probability = options.probability;
-    style.vmin = options.vmin;
-    style.vmax = options.vmax;
-    style.range = options.range;  // per row / log: the file colours as the screen does
-    style.colorScale = options.scale;
+    style.resolution = std::clamp(entry.exportScale, 1, 8);
     std::error_code ec;
     const fs::path parent = fs::path(entry.exportPath).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);

@@ -119,7 +119,8 @@ void drawArrayChoice(AppState& state) {
 // The panel
 // =======================================================================================
 
-void drawAttentionPanel(AppState& state, HeatmapCache& heatmaps) {
+void drawAttentionPanel(AppState& state, UiState& ui) {
+  HeatmapCache& heatmaps = ui.heatmaps;
   if (!panel::beginPanel("Attention", panelFlag(state.view, "attention"))) return;
   AttentionView& view = state.attention;
   if (!view.choosePath.empty()) drawArrayChoice(state);
