@@ -47,6 +47,7 @@ Prompts prompts(int n, bool fromStart = false) {
 
 void BM_PatchHeads(benchmark::State& state) {
   const Prompts p = prompts(static_cast<int>(state.range(0)), state.range(1) != 0);
+  gpt2Small();  // the random weights are made before the timed loop
   for (auto _ : state) {
     auto out = activationPatching(gpt2Small(), p.clean, p.corrupt, p.answer, p.wrong, PatchTarget::Heads);
     if (!out) state.SkipWithError(out.error().message().c_str());
@@ -57,6 +58,7 @@ void BM_PatchHeads(benchmark::State& state) {
 
 void BM_PatchResid(benchmark::State& state) {
   const Prompts p = prompts(static_cast<int>(state.range(0)));
+  gpt2Small();
   for (auto _ : state) {
     auto out = activationPatching(gpt2Small(), p.clean, p.corrupt, p.answer, p.wrong, PatchTarget::Resid);
     if (!out) state.SkipWithError(out.error().message().c_str());
@@ -69,6 +71,7 @@ void BM_PatchHeadsWhole(benchmark::State& state) {
   const Prompts p = prompts(static_cast<int>(state.range(0)));
   auto recording = std::make_shared<Hooks>();
   recording->record = true;
+  gpt2Small();
   for (auto _ : state) {
     Expected<Session> clean = runWithHooks(gpt2Small(), p.clean, recording);
     Expected<Session> corrupt = runWithHooks(gpt2Small(), p.corrupt, nullptr);

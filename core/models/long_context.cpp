@@ -10,6 +10,7 @@
 
 #include "core/base/parallel.h"
 #include "core/isa/isa.h"
+#include "core/models/block_steps.h"
 #include "core/models/layers.h"
 
 namespace attn::model {
@@ -346,7 +347,7 @@ Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
   const float scale = c.scoreScale(), softcap = c.attnSoftcap;
   std::vector<float> qkv(static_cast<std::size_t>(n * width));
   Matrix context(n, H * dh);
-  Matrix normed, normed2, fused, hidden, gated, sublayer, cosines, sines;
+  Matrix normed, normed2, hidden, gated, sublayer, cosines, sines;
   auto withoutBias = [](const Linear& lin) {
     Linear out = lin;
     out.bias = Tensor{};
@@ -363,50 +364,9 @@ Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
       normed.resize(m, E);
       for (Eigen::Index r = 0; r < m; ++r) normRow(x.row(r0 + r).data(), E, w.norm1, c.norm, c.normEpsilon, normed.row(r).data());
       Eigen::Map<Matrix> qkvNew(qkv.data() + r0 * width, m, width);
-      switch (c.qkvLayout) {
-        case QkvLayout::FusedBlocks:
-          applyLinear(w.qkv, normed, qkvNew, false, T);
-          break;
-        case QkvLayout::FusedPerHead:  // rows of W are [H, 3, d_h]: regroup as q | k | v
-          fused.resize(m, 3 * H * dh);
-          applyLinear(w.qkv, normed, fused, false, T);
-          for (Eigen::Index h = 0; h < H; ++h) {
-            qkvNew.middleCols(h * dh, dh) = fused.middleCols(3 * h * dh, dh);
-            qkvNew.middleCols(kOffset + h * dh, dh) = fused.middleCols((3 * h + 1) * dh, dh);
-            qkvNew.middleCols(vOffset + h * dh, dh) = fused.middleCols((3 * h + 2) * dh, dh);
-          }
-          break;
-        case QkvLayout::Separate: {
-          const Eigen::Ref<const Matrix> a(normed);
-          Eigen::Ref<Matrix> qCols(qkvNew.middleCols(0, H * dh));
-          Eigen::Ref<Matrix> kCols(qkvNew.middleCols(kOffset, Hkv * dh));
-          Eigen::Ref<Matrix> vCols(qkvNew.middleCols(vOffset, Hkv * dh));
-          const LinearJob jobs[3] = {{&w.q, &a, &qCols}, {&w.k, &a, &kCols}, {&w.v, &a, &vCols}};
-          applyLinears(jobs, T);
-          break;
-        }
-      }
-      std::vector<float> head(static_cast<std::size_t>(dh));
+      projectQkv(w, c, normed, qkvNew, T);
       if (pairs > 0) ropeCosSin(frequencies, r0, m, cosines, sines);
-      for (Eigen::Index r = 0; r < m; ++r) {
-        float* row = qkvNew.row(r).data();
-        for (Eigen::Index h = 0; h < H + Hkv; ++h) {  // q heads, then k heads: contiguous
-          float* v = row + h * dh;
-          if (c.qkPairsInterleaved) {  // GGUF feature 2i + s is feature s·d_h/2 + i
-            std::copy(v, v + dh, head.begin());
-            for (Eigen::Index i = 0; i < dh / 2; ++i) {
-              v[i] = head[static_cast<std::size_t>(2 * i)];
-              v[dh / 2 + i] = head[static_cast<std::size_t>(2 * i + 1)];
-            }
-          }
-          if (c.qkNorm) normRow(v, dh, h < H ? w.qNorm : w.kNorm, NormKind::RmsNorm, c.normEpsilon, v);
-          for (Eigen::Index i = 0; i < pairs; ++i) {
-            const float a = v[i], b = v[i + pairs];
-            v[i] = a * cosines(r, i) - b * sines(r, i);
-            v[i + pairs] = b * cosines(r, i) + a * sines(r, i);
-          }
-        }
-      }
+      prepareQk(w, c, qkvNew, cosines, sines, m, T);
     }
 
     // 5 per query head: the tiled pass (summaries, output, requested tiles)

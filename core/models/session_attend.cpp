@@ -1,9 +1,11 @@
 // Steps 3-5 of a block of the forward pass (transformer.h): q, k and v into the cache, the
-// q/k norms and the rotary embedding, and every query head's causal softmax attention.
+// q/k norms and the rotary embedding (projectQkv, prepareQk: block_steps.h), and every query
+// head's causal softmax attention.
 #include <algorithm>
 
 #include "core/base/parallel.h"
 #include "core/isa/isa.h"
+#include "core/models/block_steps.h"
 #include "core/models/for_rows.h"
 #include "core/models/layers.h"
 #include "core/models/transformer.h"
@@ -21,90 +23,17 @@ void Session::attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed,
   const Eigen::Index H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim();
   const Eigen::Index width = c.qkvWidth();
   const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
-  const Eigen::Index pairs = c.rotaryDims / 2;
   const float scale = c.scoreScale(), softcap = c.attnSoftcap;
 
   // 3 project the new tokens: [q | k | v] (rows x width), straight into the cache for one
   // copy; for several, into a scratch matrix first (the copies' new rows are not adjacent
-  // in the cache: copy b's are b·n1 + n0..)
+  // in the cache: copy b's are b·n1 + n0..); 3b-4 the q/k order, norms and rotation
   cache.qkv.resize(static_cast<std::size_t>(copies * n1 * width));
   Matrix scratch;
   if (copies > 1) scratch.resize(rows, width);
   Eigen::Map<Matrix> qkvNew(copies == 1 ? cache.qkv.data() + n0 * width : scratch.data(), rows, width);
-  switch (c.qkvLayout) {
-    case QkvLayout::FusedBlocks:
-      applyLinear(w.qkv, normed, qkvNew, false, T);
-      break;
-    case QkvLayout::FusedPerHead: {  // rows of W are [H, 3, d_h]: regroup as q | k | v
-      Matrix fused(rows, 3 * H * dh);
-      applyLinear(w.qkv, normed, fused, false, T);
-      for (Eigen::Index h = 0; h < H; ++h) {
-        qkvNew.middleCols(h * dh, dh) = fused.middleCols(3 * h * dh, dh);
-        qkvNew.middleCols(kOffset + h * dh, dh) = fused.middleCols((3 * h + 1) * dh, dh);
-        qkvNew.middleCols(vOffset + h * dh, dh) = fused.middleCols((3 * h + 2) * dh, dh);
-      }
-      break;
-    }
-    case QkvLayout::Separate: {
-      const Eigen::Ref<const Matrix> a(normed);
-      Eigen::Ref<Matrix> qCols(qkvNew.middleCols(0, H * dh));
-      Eigen::Ref<Matrix> kCols(qkvNew.middleCols(kOffset, Hkv * dh));
-      Eigen::Ref<Matrix> vCols(qkvNew.middleCols(vOffset, Hkv * dh));
-      const LinearJob jobs[3] = {{&w.q, &a, &qCols}, {&w.k, &a, &kCols}, {&w.v, &a, &vCols}};
-      applyLinears(jobs, T);  // one hand-over for the three
-      break;
-    }
-  }
-
-  // 3b a llama-architecture GGUF's q and k features back in Hugging Face's order:
-  // GGUF feature 2i + s of a head is feature s·d_h/2 + i (Config::qkPairsInterleaved)
-  if (c.qkPairsInterleaved) {
-    forRows(rows, T, [&](Eigen::Index first, Eigen::Index last) {
-      std::vector<float> head(static_cast<std::size_t>(dh));
-      const Eigen::Index half = dh / 2;
-      for (Eigen::Index r = first; r < last; ++r) {
-        float* row = qkvNew.row(r).data();
-        for (Eigen::Index h = 0; h < H + Hkv; ++h) {
-          float* v = row + h * dh;
-          std::copy(v, v + dh, head.begin());
-          for (Eigen::Index i = 0; i < half; ++i) {
-            v[i] = head[static_cast<std::size_t>(2 * i)];
-            v[half + i] = head[static_cast<std::size_t>(2 * i + 1)];
-          }
-        }
-      }
-    });
-  }
-
-  // 4 q/k norms over each head's d_h (qwen3), then the rotary embedding of every q and k
-  // head, half-split (rotate_half) layout; row r is position n0 + r mod m of its copy
-  if (c.qkNorm) {
-    forRows(rows, T, [&](Eigen::Index first, Eigen::Index last) {
-      for (Eigen::Index r = first; r < last; ++r) {
-        float* row = qkvNew.row(r).data();
-        for (Eigen::Index head = 0; head < H + Hkv; ++head) {
-          const NormWeights& norm = head < H ? w.qNorm : w.kNorm;
-          normRow(row + head * dh, dh, norm, NormKind::RmsNorm, c.normEpsilon, row + head * dh);
-        }
-      }
-    });
-  }
-  if (pairs > 0) {
-    forRows(rows, T, [&](Eigen::Index first, Eigen::Index last) {
-      for (Eigen::Index r = first; r < last; ++r) {
-        float* row = qkvNew.row(r).data();
-        const Eigen::Index p = r % m;
-        for (Eigen::Index head = 0; head < H + Hkv; ++head) {
-          float* v = row + head * dh;  // q heads, then k heads: contiguous
-          for (Eigen::Index i = 0; i < pairs; ++i) {
-            const float a = v[i], b = v[i + pairs];
-            v[i] = a * cosines(p, i) - b * sines(p, i);
-            v[i + pairs] = b * cosines(p, i) + a * sines(p, i);
-          }
-        }
-      }
-    });
-  }
+  projectQkv(w, c, normed, qkvNew, T);
+  prepareQk(w, c, qkvNew, cosines, sines, m, T);
   for (Eigen::Index b = 0; copies > 1 && b < copies; ++b)
     Eigen::Map<Matrix>(cache.qkv.data() + (b * n1 + n0) * width, m, width) = scratch.middleRows(b * m, m);
 
@@ -154,6 +83,65 @@ void Session::attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed,
   };
   SingleThreadedBlas singleThreadedBlas;
   parallelForPooled(static_cast<int>(copies * H), m * n1 >= 256 ? T : 1, attendHead);
+}
+
+void projectQkv(const LayerWeights& w, const Config& c, const Eigen::Ref<const Matrix>& normed,
+                Eigen::Ref<Matrix> qkv, int threads) {
+  const Eigen::Index H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim();
+  const Eigen::Index kOffset = H * dh, vOffset = (H + Hkv) * dh;
+  switch (c.qkvLayout) {
+    case QkvLayout::FusedBlocks:
+      applyLinear(w.qkv, normed, qkv, false, threads);
+      break;
+    case QkvLayout::FusedPerHead: {  // rows of W are [H, 3, d_h]: regroup as q | k | v
+      Matrix fused(normed.rows(), 3 * H * dh);
+      applyLinear(w.qkv, normed, fused, false, threads);
+      for (Eigen::Index h = 0; h < H; ++h) {
+        qkv.middleCols(h * dh, dh) = fused.middleCols(3 * h * dh, dh);
+        qkv.middleCols(kOffset + h * dh, dh) = fused.middleCols((3 * h + 1) * dh, dh);
+        qkv.middleCols(vOffset + h * dh, dh) = fused.middleCols((3 * h + 2) * dh, dh);
+      }
+      break;
+    }
+    case QkvLayout::Separate: {
+      Eigen::Ref<Matrix> qCols(qkv.middleCols(0, H * dh));
+      Eigen::Ref<Matrix> kCols(qkv.middleCols(kOffset, Hkv * dh));
+      Eigen::Ref<Matrix> vCols(qkv.middleCols(vOffset, Hkv * dh));
+      const LinearJob jobs[3] = {{&w.q, &normed, &qCols}, {&w.k, &normed, &kCols}, {&w.v, &normed, &vCols}};
+      applyLinears(jobs, threads);  // one hand-over for the three
+      break;
+    }
+  }
+}
+
+void prepareQk(const LayerWeights& w, const Config& c, Eigen::Ref<Matrix> qkv, const Matrix& cosines,
+               const Matrix& sines, Eigen::Index period, int threads) {
+  const Eigen::Index H = c.nHead, Hkv = c.nHeadKv, dh = c.headDim(), half = dh / 2;
+  const Eigen::Index pairs = c.rotaryDims / 2;
+  if (!c.qkPairsInterleaved && !c.qkNorm && pairs == 0) return;
+  forRows(qkv.rows(), threads, [&](Eigen::Index first, Eigen::Index last) {
+    std::vector<float> head(static_cast<std::size_t>(dh));
+    for (Eigen::Index r = first; r < last; ++r) {
+      float* row = qkv.row(r).data();
+      const Eigen::Index p = r % period;
+      for (Eigen::Index h = 0; h < H + Hkv; ++h) {  // q heads, then k heads: contiguous
+        float* v = row + h * dh;
+        if (c.qkPairsInterleaved) {  // GGUF feature 2i + s of a head is feature s·d_h/2 + i
+          std::copy(v, v + dh, head.begin());
+          for (Eigen::Index i = 0; i < half; ++i) {
+            v[i] = head[static_cast<std::size_t>(2 * i)];
+            v[half + i] = head[static_cast<std::size_t>(2 * i + 1)];
+          }
+        }
+        if (c.qkNorm) normRow(v, dh, h < H ? w.qNorm : w.kNorm, NormKind::RmsNorm, c.normEpsilon, v);
+        for (Eigen::Index i = 0; i < pairs; ++i) {  // half-split (rotate_half) layout
+          const float a = v[i], b = v[i + pairs];
+          v[i] = a * cosines(p, i) - b * sines(p, i);
+          v[i + pairs] = b * cosines(p, i) + a * sines(p, i);
+        }
+      }
+    }
+  });
 }
 
 }  // namespace attn::model

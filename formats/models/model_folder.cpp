@@ -120,8 +120,10 @@ Status loadPlannedWeights(const TensorSource& source, const Family& familyRow,
 
   // 4 the numbers: in place when the source's F32 data (or a BF16 matrix's) is usable, else
   // converted once; a fused tensor's parts are row views of it
+  // (every value checked finite in one pass on all cores after the loop: checkFinite)
   w.fileBytes = source.keepAlive(w.storage);
   std::set<std::string> kept, converted;  // dtype names, for Weights::storedAs
+  std::vector<FiniteCheck> checks;
   for (const TensorWant& want : plan.wants) {
     const TensorSource::Info& info = *source.info(want.name);
     std::int64_t count = 1;
@@ -131,11 +133,7 @@ Status loadPlannedWeights(const TensorSource& source, const Family& familyRow,
     const std::uint16_t* bf16 =
         options.bf16InPlace && want.matrix ? source.bf16InPlace(want.name) : nullptr;
     if (bf16) {
-      if (const std::int64_t bad = firstNonFiniteBf16(bf16, count); bad >= 0) {
-        return Error{source.fileOf(want.name), "",
-                     "tensor " + inQuotes(want.name) + ": element " + std::to_string(bad) +
-                         " is not a finite number"};
-      }
+      checks.push_back({nullptr, bf16, count, source.fileOf(want.name), want.name});
       whole.rows = rows;
       whole.cols = cols;
       whole.bf16 = bf16;
@@ -150,7 +148,7 @@ Status loadPlannedWeights(const TensorSource& source, const Family& familyRow,
       kept.insert(info.dtype);
     } else {
       const std::size_t owned = w.storage.size();
-      Expected<const float*> data = source.floats(want.name, w.storage);
+      Expected<const float*> data = source.floatsCheckedLater(want.name, w.storage, checks);
       if (!data) return data.error();
       (w.storage.size() == owned ? kept : converted).insert(info.dtype);
       whole = model::Tensor{*data, rows, cols};
@@ -159,6 +157,7 @@ Status loadPlannedWeights(const TensorSource& source, const Family& familyRow,
       whole = offsetNorm(whole, config.normWeightOffset, w.storage);
     for (const TensorPart& part : want.parts) *part.target = rowsOf(whole, part.firstRow, part.rows);
   }
+  if (Status finite = checkFinite(checks); !finite) return finite;
   // "F32", "BF16" (matrices in place, the small vectors converted), "F16 as F32", ...
   w.storedAs.clear();
   for (const std::string& name : kept) w.storedAs += (w.storedAs.empty() ? "" : "+") + name;

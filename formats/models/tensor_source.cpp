@@ -35,6 +35,14 @@ Expected<const float*> SafetensorsSource::floats(
   return tensorFloats(*entry, std::string(name), storage);
 }
 
+Expected<const float*> SafetensorsSource::floatsCheckedLater(
+    std::string_view name, std::vector<std::shared_ptr<const void>>& storage,
+    std::vector<FiniteCheck>& checks) const {
+  const Checkpoint::Entry* entry = checkpoint_.find(name);
+  if (!entry) return Error{checkpoint_.path(), "", "tensor " + inQuotes(name) + ": missing"};
+  return tensorFloats(*entry, std::string(name), storage, &checks);
+}
+
 const std::uint16_t* SafetensorsSource::bf16InPlace(std::string_view name) const {
   const Checkpoint::Entry* entry = checkpoint_.find(name);
   return entry ? entry->file->bf16InPlace(*entry->info) : nullptr;

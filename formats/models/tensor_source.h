@@ -16,6 +16,8 @@
 
 namespace attn::io {
 
+struct FiniteCheck;  // formats/models/tensor_binding.h
+
 class TensorSource {
  public:
   struct Info {
@@ -44,6 +46,15 @@ class TensorSource {
   // tensor.
   virtual Expected<const float*> floats(std::string_view name,
                                         std::vector<std::shared_ptr<const void>>& storage) const = 0;
+  // The same, but the finiteness check may be appended to `checks` for one checkFinite() of
+  // every tensor on all cores (tensor_binding.h) instead of a serial pass now; the values
+  // must not be used before that check. A source whose checks are cheap checks at once.
+  virtual Expected<const float*> floatsCheckedLater(std::string_view name,
+                                                    std::vector<std::shared_ptr<const void>>& storage,
+                                                    std::vector<FiniteCheck>& checks) const {
+    (void)checks;
+    return floats(name, storage);
+  }
   // The stored BF16 bits when the tensor is BF16 and usable in place (2-byte aligned), else
   // nullptr (then floats() converts it). Finiteness is the caller's check.
   virtual const std::uint16_t* bf16InPlace(std::string_view name) const = 0;
@@ -68,6 +79,8 @@ class SafetensorsSource final : public TensorSource {
   const Info* info(std::string_view name) const override;
   Expected<const float*> floats(std::string_view name,
                                 std::vector<std::shared_ptr<const void>>& storage) const override;
+  Expected<const float*> floatsCheckedLater(std::string_view name, std::vector<std::shared_ptr<const void>>& storage,
+                                            std::vector<FiniteCheck>& checks) const override;
   const std::uint16_t* bf16InPlace(std::string_view name) const override;
   std::uint64_t keepAlive(std::vector<std::shared_ptr<const void>>& storage) const override;
 
