@@ -8,6 +8,7 @@
 #include "app/cli/cli.h"
 #include "app/cli/cli_analysis.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/progress_line.h"
 #include "core/base/random.h"
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
@@ -155,29 +156,6 @@ without an MLM head, and on a vision transformer (no vocabulary), copying is nan
   for (cli::Option& o : analysis_cli::bosOptions()) command.options.push_back(std::move(o));
   return command;
 }
-
-// "heads: 37/200 prompts, 1.2 s, ETA 5.3 s" on err, at most twice a second and at the end.
-class Progress {
- public:
-  Progress(std::ostream& err, std::size_t total) : err_(err), total_(total), start_(Clock::now()) {}
-  void update(std::size_t done) {
-    const auto now = Clock::now();
-    if (done < total_ && now - last_ < std::chrono::milliseconds(500)) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_ - done) : 0;
-    char line[160];
-    std::snprintf(line, sizeof line, "attnscope heads: %zu/%zu prompts, %.1f s, ETA %.1f s\n", done,
-                  total_, elapsed, eta);
-    err_ << line << std::flush;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::ostream& err_;
-  std::size_t total_;
-  Clock::time_point start_, last_{};
-};
 
 // CIRCUITS.csv: "layer,head,kv_head,qk_sv1..qk_sv8,ov_sv1..ov_sv8,copying", one row per
 // layer and query head (core/models/mechanisms.h), numbers with 9 significant digits.
@@ -473,7 +451,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (longContext || parsed->has("--sink")) provenance.flags["sink_keys"] = r.sinkKeys;
   if (usesLocal) provenance.flags["local_window"] = r.localWindow;
   if (retrieval) provenance.flags["needle_seed"] = std::to_string(r.seed);
-  Progress progress(err, range.last - range.first);
+  cli::ProgressLine progress(err, "attnscope heads:", "prompts");
   model::Session session(model->weights);
   session.setThreads(r.threads);
   for (std::size_t i = range.first; i < range.last; ++i) {
@@ -491,7 +469,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
       if (auto set = session.setTokens(*ids); !set) return fail(err, Error{where, "", set.error().message()});
       model::accumulate(totals, session, options);
     }
-    progress.update(i + 1 - range.first);
+    progress.update(static_cast<double>(i + 1 - range.first), static_cast<double>(range.last - range.first));
   }
   if (Status s = io::writeScorePart(r.outPath, {std::move(totals), std::move(provenance)}); !s)
     return fail(err, s.error());

@@ -16,6 +16,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
+#include "app/cli/progress_line.h"
 #include "app/cli/model_cache.h"
 #include "core/models/alti.h"
 #include "core/models/analysis.h"
@@ -401,21 +402,10 @@ Expected<std::vector<model_cli::ExtraArray>> mechanismArrays(const ModelRequest&
       };
       arrays.push_back(std::move(array));
     } else if (name == "valuezero") {
-      // "attnscope model: value zeroing 37/384 re-runs, 1.2 s, ETA 5.3 s" on stderr, at most
-      // twice a second and at the end (a large model on a long text takes minutes)
-      using Clock = std::chrono::steady_clock;
-      const Clock::time_point start = Clock::now();
-      Clock::time_point last{};
-      auto progress = [&](int done, int total) {
-        const Clock::time_point now = Clock::now();
-        if (done < total && now - last < std::chrono::milliseconds(500)) return;
-        last = now;
-        const double elapsed = std::chrono::duration<double>(now - start).count();
-        char line[160];
-        std::snprintf(line, sizeof line, "attnscope model: value zeroing %d/%d re-runs, %.1f s, ETA %.1f s\n", done,
-                      total, elapsed, elapsed / done * (total - done));
-        err << line << std::flush;
-      };
+      // "attnscope model: value zeroing 37/384 re-runs, 1.2 s, ETA 5.3 s" on stderr (a large
+      // model on a long text takes minutes)
+      cli::ProgressLine line(err, "attnscope model: value zeroing", "re-runs");
+      auto progress = [&](int done, int total) { line.update(done, total); };
       Expected<std::vector<float>> zeroed = model::valueZeroing(weights, ids, 0, progress);
       if (!zeroed) return zeroed.error();
       arrays.push_back({"value_zeroing", {L, n, n}, std::move(zeroed).value(), {}});

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli.h"
+#include "app/cli/progress_line.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "formats/files.h"
@@ -136,21 +137,9 @@ int runSummary(const ModelRequest& request, std::shared_ptr<const model::Weights
                                              std::to_string(c.nHead) + " heads, " + std::to_string(n) + " tokens)",
                                  request.folder));
   }
-  // "attnscope model: summary 12/36 heads, 31.2 s, ETA 62.4 s" on stderr, at most twice a
-  // second and at the end
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point last{};
-  auto progress = [&](int done, int total) {
-    const Clock::time_point now = Clock::now();
-    if (done < total && now - last < std::chrono::milliseconds(500)) return;
-    last = now;
-    const double elapsed = std::chrono::duration<double>(now - start).count();
-    char line[160];
-    std::snprintf(line, sizeof line, "attnscope model: summary %d/%d heads, %.1f s, ETA %.1f s\n", done, total, elapsed,
-                  elapsed / done * (total - done));
-    err << line << std::flush;
-  };
+  // "attnscope model: summary 12/36 heads, 31.2 s, ETA 62.4 s" on stderr
+  cli::ProgressLine progressLine(err, "attnscope model: summary", "heads");
+  auto progress = [&](int done, int total) { progressLine.update(done, total); };
   Expected<model::LongSummary> summary = model::summarizeAttention(weights, ids, options, progress);
   if (!summary) {
     Error error = summary.error();
