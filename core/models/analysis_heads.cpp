@@ -89,44 +89,48 @@ Matrix sinkMass(const AttentionStack& attention) {
 
 Matrix sinkMass(const Session& session) { return sinkMass(attentionStack(session)); }
 
-// Mean over queries of the weight on the sink keys j < K, the local keys |i − j| < W or the
-// distant keys (neither), DetectOptions' K and W; a causal row holds keys 0..i only.
-Matrix windowMass(const AttentionStack& attention, const DetectOptions& options, HeadScoreKind kind) {
+namespace {
+
+// [L, H]: per head, the mean over queries i of rowValue(i, row), row = query i's weights.
+template <class F>
+Matrix meanOverQueries(const AttentionStack& attention, F&& rowValue) {
   Matrix out = Matrix::Zero(attention.layers, attention.heads);
   if (attention.n == 0) return out;
   for (int l = 0; l < attention.layers; ++l) {
     for (int h = 0; h < attention.heads; ++h) {
       double sum = 0;
-      for (int i = 0; i < attention.n; ++i) {
-        const std::span<const float> row = attention.row(l, h, i);
-        for (std::size_t j = 0; j < row.size(); ++j) {
-          const int key = static_cast<int>(j);
-          const bool sink = key < options.sinkKeys, local = std::abs(i - key) < options.localWindow;
-          if ((kind == HeadScoreKind::Sink && sink) || (kind == HeadScoreKind::Local && local) ||
-              (kind == HeadScoreKind::Distant && !sink && !local))
-            sum += row[j];
-        }
-      }
+      for (int i = 0; i < attention.n; ++i) sum += rowValue(i, attention.row(l, h, i));
       out(l, h) = static_cast<float>(sum / attention.n);
     }
   }
   return out;
 }
 
-Matrix attentionEntropy(const AttentionStack& attention) {
-  Matrix out = Matrix::Zero(attention.layers, attention.heads);
-  if (attention.n == 0) return out;
-  for (int l = 0; l < attention.layers; ++l) {
-    for (int h = 0; h < attention.heads; ++h) {
-      double sum = 0;
-      for (int i = 0; i < attention.n; ++i) {
-        for (const float a : attention.row(l, h, i))
-          if (a > 0) sum -= static_cast<double>(a) * std::log(static_cast<double>(a));
-      }
-      out(l, h) = static_cast<float>(sum / attention.n);
+}  // namespace
+
+// Mean over queries of the weight on the sink keys j < K, the local keys |i − j| < W or the
+// distant keys (neither), DetectOptions' K and W; a causal row holds keys 0..i only.
+Matrix windowMass(const AttentionStack& attention, const DetectOptions& options, HeadScoreKind kind) {
+  return meanOverQueries(attention, [&](int i, std::span<const float> row) {
+    double sum = 0;
+    for (std::size_t j = 0; j < row.size(); ++j) {
+      const int key = static_cast<int>(j);
+      const bool sink = key < options.sinkKeys, local = std::abs(i - key) < options.localWindow;
+      if ((kind == HeadScoreKind::Sink && sink) || (kind == HeadScoreKind::Local && local) ||
+          (kind == HeadScoreKind::Distant && !sink && !local))
+        sum += row[j];
     }
-  }
-  return out;
+    return sum;
+  });
+}
+
+Matrix attentionEntropy(const AttentionStack& attention) {
+  return meanOverQueries(attention, [](int, std::span<const float> row) {
+    double sum = 0;
+    for (const float a : row)
+      if (a > 0) sum -= static_cast<double>(a) * std::log(static_cast<double>(a));
+    return sum;
+  });
 }
 
 Matrix attentionEntropy(const Session& session) { return attentionEntropy(attentionStack(session)); }
