@@ -1,6 +1,8 @@
 // ALTI of a decoder run (see alti.h).
 #include "core/models/alti.h"
 
+#include "core/models/analysis.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -28,13 +30,9 @@ Expected<std::vector<float>> altiContributions(std::shared_ptr<const Weights> we
   const Eigen::Index L = c.nLayer, H = c.nHead, dh = c.headDim();
   const auto n = static_cast<Eigen::Index>(ids.size());
   // 1 one recorded pass: the stream entering each block and every head's z
-  auto recordOnly = std::make_shared<Hooks>();
-  recordOnly->record = true;
-  Session run(weights);
-  run.setThreads(threads);
-  if (Status s = run.setHooks(recordOnly); !s) return s.error();
-  if (Expected<int> done = run.setTokens(ids); !done) return done.error();
-  const Recording& recorded = run.recording();
+  Expected<Session> run = runWithHooks(weights, ids, recordingHooks(), threads);
+  if (!run) return run.error();
+  const Recording& recorded = run->recording();
 
   std::vector<float> out(static_cast<std::size_t>(L * n * n), 0.0f);
   for (Eigen::Index l = 0; l < L; ++l) {
@@ -47,9 +45,9 @@ Expected<std::vector<float>> altiContributions(std::shared_ptr<const Weights> we
     // 3 f_h(x_j) (n x E) and a_h (n x n) of every head
     std::vector<Eigen::MatrixXd> transformed, weightsOf;
     for (Eigen::Index h = 0; h < H; ++h) {
-      transformed.push_back(run.value(static_cast<int>(l), static_cast<int>(h)).cast<double>() *
+      transformed.push_back(run->value(static_cast<int>(l), static_cast<int>(h)).cast<double>() *
                             out_.middleRows(h * dh, dh));
-      weightsOf.push_back(run.attention(static_cast<int>(l), static_cast<int>(h)).cast<double>());
+      weightsOf.push_back(run->attention(static_cast<int>(l), static_cast<int>(h)).cast<double>());
     }
     // 4 c[i, j] = max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁), rows divided by their sums
     Eigen::Map<Matrix> result(out.data() + l * n * n, n, n);

@@ -41,12 +41,6 @@ Status checkHead(const Config& c, const HeadId& h) {
                    std::to_string(c.nHead) + " heads"};
 }
 
-std::shared_ptr<const Hooks> recordingHooks() {
-  auto hooks = std::make_shared<Hooks>();
-  hooks->record = true;
-  return hooks;
-}
-
 // m = logit(answer) − logit(wrong) after the last token of a session.
 double logitDifference(const Session& s, int answer, int wrong) {
   return static_cast<double>(s.logits()[answer]) - static_cast<double>(s.logits()[wrong]);
@@ -67,9 +61,16 @@ Prediction predictionOf(const Session& recorded, std::span<const int> ids, int t
 // Runs and predictions
 // =======================================================================================
 
+std::shared_ptr<const Hooks> recordingHooks() {
+  auto hooks = std::make_shared<Hooks>();
+  hooks->record = true;
+  return hooks;
+}
+
 Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
-                               std::shared_ptr<const Hooks> hooks) {
+                               std::shared_ptr<const Hooks> hooks, int threads) {
   Session session(std::move(weights));
+  session.setThreads(threads);
   if (Status s = session.setHooks(std::move(hooks)); !s) return s.error();
   Expected<int> done = session.setTokens(ids);
   if (!done) return done.error();

@@ -27,10 +27,14 @@ struct HeadId {
 // Runs and predictions
 // ---------------------------------------------------------------------------------------
 
-// One pass over `ids` under `hooks` (nullptr: none). Errors as Session::setTokens and
-// Session::setHooks.
+// One pass over `ids` under `hooks` (nullptr: none) on `threads` threads (0: every core, as
+// Session::setThreads). Errors as Session::setTokens and Session::setHooks.
 Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
-                               std::shared_ptr<const Hooks> hooks);
+                               std::shared_ptr<const Hooks> hooks, int threads = 0);
+
+// Hooks that only record (Hooks::record): the stream entering each block, every head's z
+// and the stream after the last block (Session::recording()), nothing changed.
+std::shared_ptr<const Hooks> recordingHooks();
 
 // The logits at every position: n x V = NormF(resid)·W_Uᵀ for resid (n x E), the stream
 // after the last block (Recording::resid[L]).

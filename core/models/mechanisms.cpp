@@ -199,13 +199,9 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
   const Eigen::Index L = c.nLayer, H = c.nHead, dh = c.headDim();
   const auto n = static_cast<Eigen::Index>(ids.size());
   // 1 one recorded pass: resid[l] (the input of block l), z[l], resid[l + 1] (its output)
-  auto recordOnly = std::make_shared<Hooks>();
-  recordOnly->record = true;
-  Session run(weights);
-  run.setThreads(threads);
-  if (Status s = run.setHooks(recordOnly); !s) return s.error();
-  if (Expected<int> done = run.setTokens(ids); !done) return done.error();
-  const Recording& recorded = run.recording();
+  Expected<Session> run = runWithHooks(weights, ids, recordingHooks(), threads);
+  if (!run) return run.error();
+  const Recording& recorded = run->recording();
 
   std::vector<float> out(static_cast<std::size_t>(L * n * n), 0.0f);
   const std::vector<int> placeholders(ids.size(), 0);  // token 0 of the one-token vocabulary
@@ -215,7 +211,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
     const Matrix& clean = recorded.resid[static_cast<std::size_t>(l + 1)];
     const Matrix& z = recorded.z[static_cast<std::size_t>(l)];
     std::vector<Matrix> attention;
-    for (Eigen::Index h = 0; h < H; ++h) attention.push_back(run.attention(static_cast<int>(l), static_cast<int>(h)));
+    for (Eigen::Index h = 0; h < H; ++h) attention.push_back(run->attention(static_cast<int>(l), static_cast<int>(h)));
     float* result = out.data() + l * n * n;
     for (Eigen::Index j = 0; j < n; ++j) {
       if (cancel && cancel->load()) return Error{"", "cancelled", "value zeroing was stopped before it finished"};
@@ -225,7 +221,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
       hooks->record = true;
       for (Eigen::Index p = 0; p < n; ++p) hooks->resid.push_back({0, static_cast<int>(p), input.row(p).transpose()});
       for (Eigen::Index h = 0; h < H; ++h) {
-        const MatrixView values = run.value(static_cast<int>(l), static_cast<int>(h));
+        const MatrixView values = run->value(static_cast<int>(l), static_cast<int>(h));
         Matrix edited = z.middleCols(h * dh, dh) - attention[static_cast<std::size_t>(h)].col(j) * values.row(j);
         hooks->heads.push_back({0, static_cast<int>(h), HeadEdit::Replace, std::move(edited)});
       }

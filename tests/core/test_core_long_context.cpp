@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/random.h"
+#include "tests/support/small_families.h"
 #include "core/models/long_context.h"
 #include "core/models/transformer.h"
 
@@ -24,41 +25,11 @@ using attn::Status;
 using attn::SplitMix64;
 using namespace attn::model;
 
+// The four families of tests/support/small_families.h at 512 positions; gemma2 with a
+// soft-cap of 4 and query_pre_attn_scalar^-½ with a scalar of 2.8.
 Config family(int kind) {
-  Config c;
-  c.nLayer = 3;
-  c.nHead = 4;
-  c.nHeadKv = 4;
-  c.nEmbd = 32;
-  c.nInner = 48;
-  c.nPositions = 512;
-  c.vocabSize = 50;
-  if (kind == 0) return c;  // gpt2
-  c.nHeadKv = kind == 1 ? 2 : 4;
-  c.learnedPositions = false;
-  c.tiedEmbeddings = false;
-  c.rotaryDims = c.nEmbd / c.nHead;
-  if (kind == 2) {  // gpt_neox
-    c.modelType = "gpt_neox";
-    c.qkvLayout = QkvLayout::FusedPerHead;
-    c.parallelResidual = true;
-    c.rotaryDims = 4;
-    return c;
-  }
-  c.modelType = kind == 1 ? "llama" : "gemma2";
-  c.norm = NormKind::RmsNorm;
-  c.activation = kind == 1 ? Activation::Silu : Activation::GeluTanh;
-  c.qkvLayout = QkvLayout::Separate;
-  c.gatedMlp = true;
-  c.qkvBias = c.outBias = c.mlpBias = false;
-  c.layerWindows = {0, 37, 0};
-  if (kind == 3) {
-    c.sandwichNorms = true;
-    c.attnSoftcap = 4;
-    c.queryScale = 0.6f;  // query_pre_attn_scalar^-½ with a scalar of 2.8
-    c.embedScale = 5.65f;
-  }
-  return c;
+  return attn::testing::smallFamily(kind, {.positions = 512, .vocab = 50, .window = 37, .attnSoftcap = 4,
+                                           .finalSoftcap = 0, .queryScale = 0.6f});
 }
 
 // Random weights whose queries and keys are `gain` times larger (a fused q | k | v: all

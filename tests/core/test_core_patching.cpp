@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/random.h"
+#include "tests/support/small_families.h"
 #include "core/models/analysis.h"
 #include "core/models/session_batch.h"
 
@@ -19,41 +20,10 @@ namespace {
 using namespace attn;
 using namespace attn::model;
 
+// The four families of tests/support/small_families.h; gemma2 with both soft-caps.
 Config family(int kind) {
-  Config c;
-  c.nLayer = 3;
-  c.nHead = 4;
-  c.nHeadKv = 4;
-  c.nEmbd = 32;
-  c.nInner = 48;
-  c.nPositions = 32;
-  c.vocabSize = 40;
-  if (kind == 0) return c;  // gpt2
-  c.nHeadKv = kind == 1 ? 2 : 4;
-  c.learnedPositions = false;
-  c.tiedEmbeddings = false;
-  c.rotaryDims = c.nEmbd / c.nHead;
-  if (kind == 2) {  // gpt_neox
-    c.modelType = "gpt_neox";
-    c.qkvLayout = QkvLayout::FusedPerHead;
-    c.parallelResidual = true;
-    c.rotaryDims = 4;
-    return c;
-  }
-  c.modelType = kind == 1 ? "llama" : "gemma2";
-  c.norm = NormKind::RmsNorm;
-  c.activation = kind == 1 ? Activation::Silu : Activation::GeluTanh;
-  c.qkvLayout = QkvLayout::Separate;
-  c.gatedMlp = true;
-  c.qkvBias = c.outBias = c.mlpBias = false;
-  c.layerWindows = {0, 3, 0};
-  if (kind == 3) {
-    c.sandwichNorms = true;
-    c.attnSoftcap = 5;
-    c.finalSoftcap = 3;
-    c.embedScale = 5.65f;
-  }
-  return c;
+  return attn::testing::smallFamily(kind, {.positions = 32, .vocab = 40, .window = 3, .attnSoftcap = 5,
+                                           .finalSoftcap = 3, .queryScale = 0});
 }
 
 // The definition: the corrupt prompt's whole pass with the hooks, m from the full logits.
