@@ -43,6 +43,44 @@ Matrix headMeans(const std::vector<float>& rows, int layers, int heads, int n) {
   return means;
 }
 
+// The strips of every head (see LongSummaryResult): `rows` [L, H, n] into bins of `step`
+// tokens, the mean of each bin (or its largest value with `max`); keys below `skip` left out.
+std::vector<float> binned(const std::vector<float>& rows, int heads, int n, int bins, int step, bool max, int skip = 0) {
+  std::vector<float> out(static_cast<std::size_t>(heads) * static_cast<std::size_t>(bins), 0.0f);
+  for (int h = 0; h < heads; ++h) {
+    const float* row = rows.data() + static_cast<std::size_t>(h) * static_cast<std::size_t>(n);
+    for (int b = 0; b < bins; ++b) {
+      const int a = std::max(b * step, skip), e = std::min(n, (b + 1) * step);
+      double acc = 0;
+      for (int i = a; i < e; ++i) acc = max ? std::max(acc, static_cast<double>(row[i])) : acc + row[i];
+      out[static_cast<std::size_t>(h * bins + b)] = static_cast<float>(max || e <= a ? acc : acc / (e - a));
+    }
+  }
+  return out;
+}
+
+// "#i token" (the label shortened to 12 code points' worth of bytes by the widget itself).
+std::string cellLabel(const ModelRun& run, int i) {
+  const std::size_t at = static_cast<std::size_t>(i);
+  std::string label = "#";  // appended piece by piece (GCC 12's -Wrestrict misfires on a + chain)
+  label.append(std::to_string(i));
+  if (at < run.labels.size()) label.append(" ").append(run.labels[at]);
+  return label;
+}
+
+// The labels of `count` cells of `step` tokens from `first` (one token a cell: cellLabel).
+std::vector<std::string> blockLabels(const ModelRun* run, int first, int end, int step) {
+  std::vector<std::string> labels;
+  for (int a = first; a < end; a += step) {
+    const int b = std::min(end, a + step) - 1;
+    if (step == 1 && run)
+      labels.push_back(cellLabel(*run, a));
+    else
+      labels.push_back(std::to_string(a).append("\xE2\x80\x93").append(std::to_string(b)));
+  }
+  return labels;
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<LongSummaryResult>> computeLongSummary(const io::ModelFolder& model,
@@ -84,6 +122,18 @@ Expected<std::shared_ptr<LongSummaryResult>> computeLongSummary(const io::ModelF
   result->meanLocal = headMeans(s.localMass, s.layers, s.heads, s.n);
   result->meanDistant = headMeans(s.distantMass, s.layers, s.heads, s.n);
   result->meanEntropy = headMeans(s.entropy, s.layers, s.heads, s.n);
+  // 3 the strips
+  const int heads = s.layers * s.heads;
+  result->stripBins = std::min(s.n, kStripBins);
+  result->stripStep = (s.n + result->stripBins - 1) / result->stripBins;
+  result->stripBins = (s.n + result->stripStep - 1) / result->stripStep;
+  const int bins = result->stripBins, step = result->stripStep;
+  result->stripSink = binned(s.sinkMass, heads, s.n, bins, step, false);
+  result->stripLocal = binned(s.localMass, heads, s.n, bins, step, false);
+  result->stripDistant = binned(s.distantMass, heads, s.n, bins, step, false);
+  result->stripEntropy = binned(s.entropy, heads, s.n, bins, step, false);
+  result->stripColSum = binned(s.colSum, heads, s.n, bins, step, true);
+  result->stripColSumNoSink = binned(s.colSum, heads, s.n, bins, step, true, options.sink);
   result->run = std::move(run);
   return result;
 }
@@ -144,6 +194,8 @@ std::optional<LongTile> cutTile(const LongSummaryResult& result, TileView view, 
       tile.weights(r, c) = rowMax.segment(c0, count).maxCoeff();
     }
   }
+  tile.rowLabels = blockLabels(result.run.get(), view.q0, view.q1, tile.rowStep);
+  tile.colLabels = blockLabels(result.run.get(), view.k0, view.k1, tile.colStep);
   tile.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return tile;
 }
@@ -371,6 +423,25 @@ const Matrix& metricGrid(const LongSummaryResult& result, SummaryMetric metric) 
     case SummaryMetric::Entropy: break;
   }
   return result.meanEntropy;
+}
+
+std::span<const float> headStrip(const LongSummaryResult& result, SummaryMetric metric, int layer, int head) {
+  const model::LongSummary& s = result.summary;
+  if (layer < 0 || layer >= s.layers || head < 0 || head >= s.heads) return {};
+  const std::vector<float>& strips = metric == SummaryMetric::Sink     ? result.stripSink
+                                     : metric == SummaryMetric::Local   ? result.stripLocal
+                                     : metric == SummaryMetric::Distant ? result.stripDistant
+                                                                        : result.stripEntropy;
+  const std::size_t bins = static_cast<std::size_t>(result.stripBins);
+  return std::span<const float>(strips.data() + static_cast<std::size_t>(layer * s.heads + head) * bins, bins);
+}
+
+std::span<const float> headColumnTrack(const LongSummaryResult& result, int layer, int head, bool withoutSinks) {
+  const model::LongSummary& s = result.summary;
+  if (layer < 0 || layer >= s.layers || head < 0 || head >= s.heads) return {};
+  const std::vector<float>& track = withoutSinks ? result.stripColSumNoSink : result.stripColSum;
+  const std::size_t bins = static_cast<std::size_t>(result.stripBins);
+  return std::span<const float>(track.data() + static_cast<std::size_t>(layer * s.heads + head) * bins, bins);
 }
 
 }  // namespace attn::app

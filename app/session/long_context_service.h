@@ -60,6 +60,12 @@ struct LongSummaryResult {
   model::LongSummary summary;                      // [L, H, n] arrays (long_context.h)
   // Per head (L x H): the mean over the n queries of sink, local, distant mass and entropy.
   Matrix meanSink, meanLocal, meanDistant, meanEntropy;
+  // The strips of every head, [L, H, bins] (bins = min(n, kStripBins), stripStep tokens a
+  // bin, the last bin shorter): the mean over each bin's queries of sink, local, distant mass
+  // and entropy, and the largest column sum over each bin's keys (a sharp heavy hitter stays
+  // visible); stripColSumNoSink the same without the first `sink` keys.
+  int stripBins = 0, stripStep = 1;
+  std::vector<float> stripSink, stripLocal, stripDistant, stripEntropy, stripColSum, stripColSumNoSink;
   // Per layer: q heads then k heads, n x (H + H_kv)·d_h (after rotary and q/k norms, as
   // onLayerQkv hands them); empty for a layer past kMaxKeptQkBytes.
   std::vector<Matrix> qk;
@@ -67,6 +73,9 @@ struct LongSummaryResult {
   float scale = 1, softcap = 0;      // the model's score scale and soft-cap
   std::vector<model::KeyMask> masks;  // per layer (sliding windows)
 };
+
+// The row strips and the column-sum track are drawn from at most this many bins a head.
+inline constexpr int kStripBins = 1024;
 
 // A block of one head's attention to recompute: rows [q0, q1) x keys [k0, k1).
 struct TileView {
@@ -85,6 +94,7 @@ struct LongTile {
   bool hideSinks = false;
   int rowStep = 1, colStep = 1;  // rows / keys per drawn cell
   Matrix weights;                // ceil((q1 − q0) / rowStep) x ceil((k1 − k0) / colStep)
+  std::vector<std::string> rowLabels, colLabels;  // "#i token" per cell, or "i0–i1" pooled
   std::string error;             // why it could not be cut (a layer past the q/k budget)
   double ms = 0;                 // compute time
 };
@@ -181,5 +191,8 @@ std::span<const float> headRow(const LongSummaryResult& result, SummaryMetric me
 std::span<const float> headColumnSums(const LongSummaryResult& result, int layer, int head);
 // The grid's values for `metric` (L x H).
 const Matrix& metricGrid(const LongSummaryResult& result, SummaryMetric metric);
+// The selected head's strip of `metric` (stripBins values), and its column-sum track.
+std::span<const float> headStrip(const LongSummaryResult& result, SummaryMetric metric, int layer, int head);
+std::span<const float> headColumnTrack(const LongSummaryResult& result, int layer, int head, bool withoutSinks);
 
 }  // namespace attn::app
