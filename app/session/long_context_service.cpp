@@ -9,6 +9,7 @@
 #include "app/session/app_state.h"
 #include "app/session/model_service.h"
 #include "core/base/format.h"
+#include "formats/files.h"
 #include "core/base/parallel.h"
 
 namespace attn::app {
@@ -68,7 +69,7 @@ std::string cellLabel(const ModelRun& run, int i) {
   return label;
 }
 
-// The labels of `count` cells of `step` tokens from `first` (one token a cell: cellLabel).
+// The labels of the cells of `step` tokens from `first` (one token a cell: cellLabel).
 std::vector<std::string> blockLabels(const ModelRun* run, int first, int end, int step) {
   std::vector<std::string> labels;
   for (int a = first; a < end; a += step) {
@@ -76,7 +77,7 @@ std::vector<std::string> blockLabels(const ModelRun* run, int first, int end, in
     if (step == 1 && run)
       labels.push_back(cellLabel(*run, a));
     else
-      labels.push_back(std::to_string(a).append("\xE2\x80\x93").append(std::to_string(b)));
+      labels.push_back(std::to_string(a).append("-").append(std::to_string(b)));  // ASCII (the heatmap axis drew an en dash blank)
   }
   return labels;
 }
@@ -395,6 +396,26 @@ bool updateLongContext(AppState& state, double now, bool async) {
     lc.tileRunning = lc.service->tileBusy();
   }
   return changed;
+}
+
+bool openModelText(AppState& state, const std::string& path, double now) {
+  if (!state.model.model) {
+    notify(state, Notice::Kind::Error,
+           "cannot open " + path + " as the model's text: no decoder model is loaded (Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 first)",
+           now);
+    return false;
+  }
+  Expected<std::string> text = io::readCapped(path, std::size_t{64} << 20);
+  if (!text) {
+    notify(state, Notice::Kind::Error, "cannot open " + text.error().message(), now);
+    return false;
+  }
+  const std::size_t bytes = text->size();
+  state.model.text = std::move(text).value();
+  ++state.model.textRevision;
+  requestShow(state.view, ShowRequest::Model);
+  notify(state, Notice::Kind::Info, "the model's text is now " + path + " (" + countOf(static_cast<long long>(bytes), "byte", "bytes") + ")", now);
+  return true;
 }
 
 std::span<const float> headRow(const LongSummaryResult& result, SummaryMetric metric, int layer, int head) {

@@ -94,7 +94,7 @@ struct LongTile {
   bool hideSinks = false;
   int rowStep = 1, colStep = 1;  // rows / keys per drawn cell
   Matrix weights;                // ceil((q1 − q0) / rowStep) x ceil((k1 − k0) / colStep)
-  std::vector<std::string> rowLabels, colLabels;  // "#i token" per cell, or "i0–i1" pooled
+  std::vector<std::string> rowLabels, colLabels;  // "#i token" per cell, or "i0-i1" pooled
   std::string error;             // why it could not be cut (a layer past the q/k budget)
   double ms = 0;                 // compute time
 };
@@ -184,6 +184,11 @@ class LongContextService {
 // resubmitted when it or the summary changed. Never blocks when async. True when something
 // on screen changed.
 bool updateLongContext(AppState& state, double now, bool async);
+
+// Opens a UTF-8 text file (File ▸ Open… of a .txt) as the Model panel's text, up to 64 MiB;
+// a long one gets the summary view. Errors (the file cannot be read, no decoder model
+// loaded) post a notice naming the file and change nothing. True when the text was set.
+bool openModelText(AppState& state, const std::string& path, double now);
 
 // The panel's helpers on the state (no computation): the selected head's row values of the
 // shown summary (n floats; empty without one) for `metric`, and the column sums.

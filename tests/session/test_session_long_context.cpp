@@ -311,4 +311,28 @@ TEST_F(LongContextTest, CancelKeepsThePreviousSummaryOnScreen) {
   EXPECT_TRUE(lc.status.empty()) << lc.status;
 }
 
+TEST_F(LongContextTest, ATextFileBecomesTheModelsText) {
+  const fs::path file = fs::path(dir_).parent_path() / "session_long_context_text.txt";
+  const std::string text = longText(2000, 6);
+  gpt2test::writeFile(file, text);
+  AppState state;
+  EXPECT_FALSE(openModelText(state, file.string(), 0));  // no model yet
+  ASSERT_FALSE(state.notices.empty());
+  EXPECT_NE(state.notices.back().text.find("no decoder model"), std::string::npos) << state.notices.back().text;
+  loadLong(state, "short");
+  EXPECT_FALSE(state.model.run->longInput);
+  const std::uint64_t revision = state.model.textRevision;
+  const std::string missing = (fs::path(dir_) / "missing.txt").string();
+  EXPECT_FALSE(openModelText(state, missing, 0));
+  EXPECT_NE(state.notices.back().text.find(missing), std::string::npos) << state.notices.back().text;
+  EXPECT_EQ(state.model.text, "short");  // unchanged
+  ASSERT_TRUE(openModelText(state, file.string(), 0));
+  EXPECT_EQ(state.model.text, text);
+  EXPECT_EQ(state.model.textRevision, revision + 1);
+  updateModel(state, 0);
+  ASSERT_TRUE(state.model.run);
+  EXPECT_TRUE(state.model.run->longInput);
+  EXPECT_GT(state.model.run->ids.size(), static_cast<std::size_t>(kLongInputTokens));
+}
+
 }  // namespace
