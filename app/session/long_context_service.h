@@ -14,8 +14,8 @@
 // computes the rest.
 //
 // State apart from work: LongContextState (AppState::model.longContext) holds the panel's
-// choices (the head, the colouring, the visible block, log / hide sinks) and the published
-// results; LongContextService (made on first use, owned by that state, like the Image
+// choices (the head, the colouring, the visible block, hide the sinks; the log colour scale
+// is the app's ViewSettings::logWeights) and the published results; LongContextService (made on first use, owned by that state, like the Image
 // panel's ImageModelService) holds the workers. No ImGui, no GL: tests drive it directly.
 #pragma once
 
@@ -127,7 +127,6 @@ struct LongContextState {
   SummaryMetric metric = SummaryMetric::Sink;
   int layer = 0, head = 0;   // the selected head
   TileView tile;             // the visible block (layer / head follow the selection)
-  bool logScale = false;     // the heatmap on a log colour scale (else a fixed 0..1)
   bool hideSinks = false;    // leave keys 0..sink−1 out of the heatmap
   std::shared_ptr<const LongTile> shown;  // the newest finished tile
   bool tileRunning = false;

@@ -127,7 +127,7 @@ TileView centredOn(const TileView& t, int row, int col, int rows, int cols, int 
   return out;
 }
 
-void drawTileControls(LongContextState& lc, int n) {
+void drawTileControls(AppState& state, LongContextState& lc, int n) {
   const float font = ImGui::GetFontSize();
   TileView& t = lc.tile;
   const int rows = t.q1 - t.q0, cols = t.k1 - t.k0;
@@ -151,9 +151,10 @@ void drawTileControls(LongContextState& lc, int n) {
   ImGui::SameLine();
   if (ImGui::ArrowButton("##down", ImGuiDir_Down)) t = centredOn(t, midRow + rows / 2, midCol, rows, cols, n);
   tooltip("Later queries (half a view)");
-  ImGui::Checkbox("Log colour scale", &lc.logScale);
+  ImGui::Checkbox("Log colour scale", &state.view.logWeights);
   tooltip("log10 of the weights (a floor for 0), so that small weights far from the peaks get colours; "
-          "off: probabilities on a fixed 0\xE2\x80\x93" "1 scale.");
+          "off: probabilities on a fixed 0\xE2\x80\x93" "1 scale. The same setting as View \xE2\x96\xB8 Log "
+          "scale for weights (and a scenario file's \"color_scale\": \"log\").");
   ImGui::SameLine();
   ImGui::Checkbox("Hide the sink columns", &lc.hideSinks);
   tooltip(("Leave keys 0\xE2\x80\x93" + std::to_string(lc.options.sink - 1) +
@@ -191,7 +192,7 @@ void drawTile(AppState& state, UiState& ui, LongContextState& lc, int n) {
     line += " \xC2\xB7 " + formatNumber(tile->ms, 3) + " ms";
   }
   if (lc.tileRunning) line += line.empty() ? "recomputing the block\xE2\x80\xA6" : "  (recomputing\xE2\x80\xA6)";
-  ImGui::TextDisabled("%s", line.c_str());
+  panel::mutedWrapped(line);  // wraps: the block, the pooling and the time are long
   tooltip("a_ij = exp(s_ij \xE2\x88\x92 lse_i) from the layer's kept q and k and the pass's log-sum-exp of "
           "each row: the exact weights, recomputed on a worker for the block in view (the frames never wait).");
   if (!tile) return;
@@ -206,7 +207,7 @@ void drawTile(AppState& state, UiState& ui, LongContextState& lc, int n) {
   options.range = RangeMode::Fixed;  // probabilities on 0..1 (the log scale keeps 1 as its top)
   options.vmin = 0.0f;
   options.vmax = 1.0f;
-  options.colorScale = lc.logScale ? ColorScaleKind::Log : ColorScaleKind::Linear;
+  options.colorScale = state.view.logWeights ? ColorScaleKind::Log : ColorScaleKind::Linear;
   options.tooltip = tile->rowStep == 1 && tile->colStep == 1
                         ? "exact attention weight a_ij (row: query, column: key)"
                         : "the largest exact weight of this block of queries x keys (max-pooled: a peak stays visible)";
@@ -216,7 +217,7 @@ void drawTile(AppState& state, UiState& ui, LongContextState& lc, int n) {
   view.rowAxis = "query";
   view.colAxis = "key";
   view.valueTitle = "weight";
-  const auto revision = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tile)) ^ (lc.logScale ? 1u : 0u);
+  const auto revision = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tile)) ^ (state.view.logWeights ? 1u : 0u);
   const HeatmapInteraction hit = heatmapWidget("##longTile", ui.heatmaps, view, revision, options);
   if (hit.clicked && hit.row >= 0 && hit.col >= 0 && (tile->rowStep > 1 || tile->colStep > 1 || tile->view.q1 - tile->view.q0 > 16)) {
     // Zoom in on the clicked cell: a quarter of the rows and keys, centred there.
@@ -338,7 +339,7 @@ void drawLongContextView(AppState& state, UiState& ui, const ModelRun& run) {
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##longRight", ImVec2(0, 0), false);
-  drawTileControls(lc, s.n);
+  drawTileControls(state, lc, s.n);
   drawTile(state, ui, lc, s.n);
   ImGui::EndChild();
 }
