@@ -89,6 +89,20 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
 constexpr const char* kMechanisms[] = {"norm", "valuezero", "flow", "alti"};
 
 // "norm,flow" -> the names, each known and listed once.
+// --text's "@FILE" (the UTF-8 text of FILE, up to 64 MiB: a long input exceeds the
+// argument-length limit) and "@@TEXT" (the literal text "@TEXT"), replaced in place. The error
+// names the file.
+Status expandTextArgument(std::string& text) {
+  if (text.starts_with("@@")) {
+    text.erase(0, 1);
+  } else if (text.starts_with("@")) {
+    Expected<std::string> content = io::readCapped(text.substr(1), std::size_t{64} << 20);
+    if (!content) return optionError("--text", content.error().problem, text.substr(1));
+    text = std::move(content).value();
+  }
+  return Ok{};
+}
+
 Status parseMechanisms(const std::string& text, std::vector<std::string>& names) {
   names.clear();
   std::size_t start = 0;
@@ -300,13 +314,8 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     return optionError("--bos", "give either --bos or --no-bos, not both");
   }
   request.bosChoice = parsed->has("--bos") ? 1 : parsed->has("--no-bos") ? 0 : -1;
-  if (text && request.text.starts_with("@@")) {
-    request.text.erase(0, 1);
-  } else if (text && request.text.starts_with("@")) {  // --text @FILE
-    Expected<std::string> content = io::readCapped(request.text.substr(1), std::size_t{64} << 20);
-    if (!content) return optionError("--text", content.error().problem, request.text.substr(1));
-    request.text = std::move(content).value();
-  }
+  if (text)  // --text @FILE, @@TEXT
+    if (Status s = expandTextArgument(request.text); !s) return s.error();
   if (parsed->has("--summary") || request.hasTile) {  // the long-context pass (app/cli/cli_model_summary.cpp)
     for (const char* name : {"--mechanisms", "--logits", "--residuals", "--predict", "--image"})
       if (parsed->has(name))
@@ -702,7 +711,10 @@ prediction and the residual-stream norms. A bad folder gives an error notice and
 opens without a model.
 )";
   command.options = {
-      cli::textOption("--text", "TEXT", "the text typed into the Model panel", launch.modelText)};
+      cli::textOption("--text", "TEXT",
+                      "the text typed into the Model panel; @FILE reads it from FILE (UTF-8;\n"
+                      "a long input shows the summary view), @@TEXT is the literal text @TEXT",
+                      launch.modelText)};
   return command;
 }
 
@@ -724,6 +736,7 @@ int runModelWindow(std::span<const std::string> args, std::ostream& out, std::os
     return fail(err, Error{"", "", "'--model' needs one model folder DIR (see attnscope --model --help)"});
   }
   launch.modelFolder = parsed->positional[0];
+  if (Status s = expandTextArgument(launch.modelText); !s) return fail(err, s.error());
   out.flush();
   return openWindow(window, launch, "'--model'", err);
 }
@@ -732,7 +745,10 @@ std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipelin
   return {
       cli::textOption("--model", "DIR", "load the folder and show the Model and Attention panels",
                       launch.modelFolder),
-      cli::textOption("--text", "TEXT", "the text typed into the Model panel", launch.modelText),
+      cli::textOption("--text", "TEXT",
+                      "the text typed into the Model panel; @FILE reads it from FILE (UTF-8;\n"
+                      "a long input shows the summary view), @@TEXT is the literal text @TEXT",
+                      launch.modelText),
       cli::flagOption("--pipeline",
                       "open the selected head (--select L,H) in the pipeline: a new\n"
                       "scenario of its real q, k and v",
@@ -746,6 +762,7 @@ Status checkModelScreenshot(const cli::ParsedArgs& parsed, bool pipeline, GuiLau
     if (pipeline) return optionError("--pipeline", "only applies with --model DIR");
     return Ok{};
   }
+  if (Status s = expandTextArgument(launch.modelText); !s) return s;
   if (pipeline) {
     if (launch.attention.layer < 0) return optionError("--pipeline", "needs --select LAYER,HEAD");
     launch.modelPipeline = true;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "app/session/encoder_service.h"
+#include "app/session/long_context_service.h"
 #include "app/session/pipeline_steps.h"
 #include "core/base/format.h"
 
@@ -57,6 +58,18 @@ std::vector<int> windowTokens(const io::ModelFolder& model, const std::string& t
   return ids;
 }
 
+// run.labels and run.special from run.ids: each token's display form, and whether it is a
+// control token (BOS, EOS, an added special token).
+void labelTokens(const io::ModelFolder& model, ModelRun& run) {
+  run.labels.reserve(run.ids.size());
+  run.special.reserve(run.ids.size());
+  for (int id : run.ids) {
+    run.labels.push_back(model.tokenizer->tokenDisplay(id));
+    run.special.push_back(model.tokenizer->isSpecial(id) || id == model.tokenizer->bosId() ||
+                          id == model.tokenizer->eosId());
+  }
+}
+
 }  // namespace
 
 // =======================================================================================
@@ -85,14 +98,14 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
                  std::to_string(config.nPositions) + " (n_positions): shorten the text";
     return run;
   }
-  const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
-                                       static_cast<std::uint64_t>(config.nHead) *
-                                       static_cast<std::uint64_t>(n * n) * sizeof(float);
-  if (attentionBytes > kMaxLiveAttentionBytes) {
-    run->error = countOf(n, "token", "tokens") + " make an attention tensor of " +
-                 std::to_string(attentionBytes >> 20) + " MiB, above the " +
-                 std::to_string(kMaxLiveAttentionBytes >> 20) +
-                 " MiB the live views hold: shorten the text";
+  // 2b a long input: its tokens only; the summary view computes the rest
+  //    (app/session/long_context_service.h)
+  if (isLongInput(config, n)) {
+    run->longInput = true;
+    run->ids = std::move(ids);
+    labelTokens(model, *run);
+    run->computeMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return run;
   }
   // 3 the forward pass of the tokens after the common prefix
@@ -104,13 +117,7 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
   run->reusedTokens = *reused;
   run->computedTokens = static_cast<int>(n) - *reused;
   run->ids = std::move(ids);
-  run->labels.reserve(run->ids.size());
-  run->special.reserve(run->ids.size());
-  for (int id : run->ids) {
-    run->labels.push_back(model.tokenizer->tokenDisplay(id));
-    run->special.push_back(model.tokenizer->isSpecial(id) || id == model.tokenizer->bosId() ||
-                           id == model.tokenizer->eosId());
-  }
+  labelTokens(model, *run);
   // 4 the analyses asked for (model_analysis.h); with heads ablated the views show the
   //   ablated pass
   std::shared_ptr<const model::Session> shown = session;

@@ -34,8 +34,10 @@ inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
 
 // The one function that runs the model: tokenizes `text`, brings `session` (which must use
 // model.weights) to those tokens with setTokens (reusing its cache), and copies out what the
-// panels show. Never throws for bad input: errors (too many tokens for n_positions, an
-// attention tensor above kMaxLiveAttentionBytes) are in ModelRun::error.
+// panels show. Never throws for bad input: errors (too many tokens for n_positions) are in
+// ModelRun::error. A long input (more than kLongInputTokens, or an attention tensor above
+// kMaxLiveAttentionBytes: app/session/long_context_service.h, isLongInput) is not run: the
+// run holds its tokens only (ModelRun::longInput) and the summary view computes the rest.
 //
 // With `request` asking for analyses (app/session/model_analysis.h, analyseRun): head scores
 // of the clean run, and with heads ablated the ablated pass, which then is what the run

@@ -24,6 +24,8 @@
 
 namespace attn::app {
 
+struct LongContextState;  // the summary view of a long input (app/session/long_context_service.h)
+
 // One next-token candidate as the panel shows it.
 struct PredictedToken {
   int id = 0;
@@ -58,6 +60,9 @@ struct ModelRun {
   int computedTokens = 0;            // tokens computed by this run
   double computeMs = 0;              // forward pass + copies for the views
   std::string error;                 // non-empty: the text cannot be run (why)
+  // A long input (app/session/long_context_service.h, isLongInput): ids, labels and special
+  // only; no session, attention, prediction or norms. The Model panel shows its summary.
+  bool longInput = false;
   // An encoder's run (bert, distilbert, roberta; app/session/encoder_service.h): no session
   // and no next token; the fill-mask prediction of every mask token instead.
   bool encoder = false;
@@ -91,6 +96,8 @@ struct ModelView {
   // What the Attention panel shows of the run: the weights, or a mechanism computed from
   // it (issue 30; app/session/mechanism_service.h).
   MechanismView mechanism;
+  // The summary view of a long input (made by updateLongContext on the first long run).
+  std::shared_ptr<LongContextState> longContext;
 
   // Panel scratch (not saved).
   bool showOpenDialog = false;  // asks the window for its "Open model folder" dialog (the

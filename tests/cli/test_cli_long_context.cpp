@@ -308,6 +308,36 @@ TEST(CliLongContext, TextFromAFile) {
   EXPECT_NE(missing.err.find("--text"), std::string::npos) << missing.err;
 }
 
+// The window's --text @FILE (attnscope --model DIR and screenshot --model DIR): the launch gets
+// the file's text (a long one opens the summary view); a missing file is refused by name.
+TEST(CliLongContext, WindowTextFromAFile) {
+  const modeltest::Spec spec = modeltest::gpt2Spec();
+  const fs::path dir = modeltest::writeFolder("cli_long_context_window", spec, modeltest::makeTensors(spec, 3));
+  const std::string text = std::string(3000, 'a') + " the end\n";
+  gpt2test::writeFile(dir / "long.txt", text);
+  const std::string png = (dir / "shot.png").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"--model", dir.string(), "--text", "@" + (dir / "long.txt").string()},
+      {"screenshot", "--model", dir.string(), "--text", "@" + (dir / "long.txt").string(), "--out", png}};
+  for (const std::vector<std::string>& args : commands) {
+    attn::app::GuiLaunch seen;
+    std::ostringstream out, err;
+    const int code = attn::app::runCli(args, out, err, [&](const attn::app::GuiLaunch& launch) {
+      seen = launch;
+      return 0;
+    });
+    EXPECT_EQ(code, 0) << args[0] << ": " << err.str();
+    EXPECT_EQ(seen.modelFolder, dir.string()) << args[0];
+    EXPECT_EQ(seen.modelText, text) << args[0];
+    std::vector<std::string> missing = args;
+    std::replace(missing.begin(), missing.end(), "@" + (dir / "long.txt").string(), "@" + (dir / "none.txt").string());
+    const CliRun refused = runCliCommand(missing);
+    EXPECT_EQ(refused.code, 2) << args[0];
+    EXPECT_NE(refused.err.find("none.txt"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("--text"), std::string::npos) << refused.err;
+  }
+}
+
 TEST(CliLongContext, BadValuesAreRefusedByName) {
   const Fixture& f = mistral();
   const std::string dir = f.dir.string(), ids = "@" + f.idsFile;

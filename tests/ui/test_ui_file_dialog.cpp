@@ -67,8 +67,9 @@ TEST(FileFilters, MatchByExtensionInAnyCase) {
   EXPECT_TRUE(matchesFilter("a.npz", FileFilter::Attention));
   EXPECT_TRUE(matchesFilter("a.npy", FileFilter::Openable));
   EXPECT_TRUE(matchesFilter("a.png", FileFilter::Image));
-  EXPECT_FALSE(matchesFilter("a.txt", FileFilter::Openable));
-  EXPECT_TRUE(matchesFilter("a.txt", FileFilter::All));
+  EXPECT_TRUE(matchesFilter("a.txt", FileFilter::Openable));  // the Model panel's text
+  EXPECT_FALSE(matchesFilter("a.csv", FileFilter::Openable));
+  EXPECT_TRUE(matchesFilter("a.csv", FileFilter::All));
   EXPECT_EQ(filterPatterns(FileFilter::Attention), (std::vector<std::string>{"*.npy", "*.npz"}));
   EXPECT_TRUE(filterPatterns(FileFilter::All).empty());
 }
@@ -77,14 +78,14 @@ TEST(FileListing, FoldersFirstFilteredAndReadAfresh) {
   const fs::path dir = scratch("listing");
   fs::create_directories(dir / "runs");
   fs::create_directories(dir / ".git");
-  for (const char* name : {"b.json", "a.npz", "c.png", "notes.txt", ".hidden.json"})
+  for (const char* name : {"b.json", "a.npz", "c.png", "notes.txt", "table.csv", ".hidden.json"})
     touch(dir / name);
   EXPECT_EQ(names(listFolder(dir.string(), FileFilter::Openable)),
-            (std::vector<std::string>{"/runs", "a.npz", "b.json", "c.png"}));
+            (std::vector<std::string>{"/runs", "a.npz", "b.json", "c.png", "notes.txt"}));
   EXPECT_EQ(names(listFolder(dir.string(), FileFilter::Scenario)),
             (std::vector<std::string>{"/runs", "b.json"}));
   EXPECT_EQ(names(listFolder(dir.string(), FileFilter::All)),
-            (std::vector<std::string>{"/runs", "a.npz", "b.json", "c.png", "notes.txt"}));
+            (std::vector<std::string>{"/runs", "a.npz", "b.json", "c.png", "notes.txt", "table.csv"}));
   touch(dir / "saved_later.json");
   EXPECT_EQ(names(listFolder(dir.string(), FileFilter::Scenario)),
             (std::vector<std::string>{"/runs", "b.json", "saved_later.json"}));

@@ -3,7 +3,8 @@
 // Attention panel's model grid, head and text views show its attention), the tokens, the
 // run's status, "Open this head in the pipeline", and the residual-stream norm per layer and
 // token as a small heatmap. Right: the next-token prediction, the 10 most probable tokens
-// with their probabilities. The panel only edits state.model; app/session/model_service.h computes.
+// with their probabilities. A long input (app/session/long_context_service.h) shows the
+// summary view instead (app/ui/panels/panel_model_long.cpp). The panel only edits state.model; app/session/model_service.h computes.
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
@@ -16,6 +17,7 @@
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_mechanism.h"
 #include "app/ui/panels/panel_model_analysis.h"
+#include "app/ui/panels/panel_model_long.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "core/base/format.h"
@@ -270,7 +272,9 @@ void drawModelWindow(AppState& state, UiState& ui) {
   tooltip("Type: the model runs on a worker after a short pause in typing, reusing its cache "
           "for the tokens that did not change.");
   const std::shared_ptr<const ModelRun> run = model.run;
-  if (run && run->generation == model.generation) {
+  if (run && run->generation == model.generation && run->longInput) {
+    drawLongContextView(state, ui, *run);  // app/ui/panels/panel_model_long.cpp: the summary view
+  } else if (run && run->generation == model.generation) {
     if (!run->error.empty()) {
       panel::coloredWrapped(panel::errorColor(), run->error);
     } else {
@@ -314,7 +318,10 @@ void drawModelWindow(AppState& state, UiState& ui) {
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##prediction", ImVec2(0, 0), true);
-  if (run && run->generation == model.generation && !drawAblatedPrediction(*run))
+  if (run && run->generation == model.generation && run->longInput)
+    panel::mutedWrapped("A long input: no next-token prediction (the tiled pass computes the attention "
+                        "summaries, not the model's output).");
+  else if (run && run->generation == model.generation && !drawAblatedPrediction(*run))
     drawPrediction(*run);
   if (!model.model->tensorTypes.empty()) drawTensorTypes(model.model->tensorTypes);
   ImGui::EndChild();

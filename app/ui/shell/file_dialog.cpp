@@ -16,6 +16,7 @@
 #include <imgui_stdlib.h>
 
 #include "app/session/attention_service.h"
+#include "app/session/long_context_service.h"
 #include "app/ui/shell/files.h"
 #include "app/ui/shell/files_internal.h"
 #include "app/ui/panels/panel_registry.h"
@@ -230,6 +231,10 @@ void requestOpen(FileUi& ui, AppState& state, const std::string& path, double no
   }
   if (io::isGgufFile(path)) {  // a GGUF model file (llama.cpp): loaded like a model folder
     requestModelFolder(ui, state, path);
+    return;
+  }
+  if (io::lowerExtension(path) == ".txt") {  // the Model panel's text (long: the summary view)
+    openModelText(state, path, now);
     return;
   }
   const PathKind kind = classifyPath(path);

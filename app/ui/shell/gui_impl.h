@@ -29,6 +29,7 @@
 #include "app/session/data_dir.h"
 #include "app/ui/shell/files.h"
 #include "app/session/frame_pacing.h"
+#include "app/session/long_context_service.h"
 #include "app/ui/widgets/gl_texture.h"
 #include "app/ui/shell/gui_session.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
@@ -215,8 +216,10 @@ struct GuiSession::Impl {
   // worker (never blocks). True when a new result was published.
   bool recompute() {
     if (screenshotMode() || !compute)
-      return update(state) | updateModel(state, now()) | updateMechanism(state) | updateAttention(state);
+      return update(state) | updateModel(state, now()) | updateLongContext(state, now(), false) |
+             updateMechanism(state) | updateAttention(state);
     bool changed = model && updateModelAsync(state, *model, now());
+    changed |= updateLongContext(state, now(), true);  // a long input's summary view
     if (mechanism) changed |= updateMechanismAsync(state, *mechanism);
     if (attention) changed |= updateAttentionAsync(state, *attention);
     return updateAsync(state, *compute, viewsOnScreen(*ui)) || changed;

@@ -187,6 +187,26 @@ bool GuiSession::Impl::openModelScreenshot() {
     *panelFlag(state.view, "attention") = false;
   }
   const std::shared_ptr<const ModelRun> run = state.model.run;
+  if (run && run->longInput) {  // the summary view (issue 29): its pass at once; --select L,H its head
+    // No [L, H, n, n] to show: the Model panel takes the Model workspace alone.
+    const std::string_view alone[] = {"model"};
+    switchWorkspace(state.view, *findWorkspace("model"), alone);
+    *panelFlag(state.view, "attention") = false;
+    updateLongContext(state, now(), false);
+    LongContextState* lc = state.model.longContext.get();
+    if (lc && lc->result && launch.attention.layer >= 0) {
+      const model::LongSummary& s = lc->result->summary;
+      if (launch.attention.layer >= s.layers || launch.attention.head < 0 || launch.attention.head >= s.heads) {
+        std::fprintf(stderr, "attnscope: --select %d,%d: the model has %d layers x %d heads\n", launch.attention.layer,
+                     launch.attention.head, s.layers, s.heads);
+        return false;
+      }
+      lc->layer = launch.attention.layer;
+      lc->head = launch.attention.head;
+      updateLongContext(state, now(), false);
+    }
+    return true;
+  }
   if (!run || !run->attention) return true;
   // The run's attention is the Attention panel's file now: --select, --view, --focus ...
   // apply to it as to a .npy / .npz.

@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 
 const char* filterLabel(FileFilter filter) {
   switch (filter) {
-    case FileFilter::Openable: return "All openable (.json, .npy, .npz, images, .gguf)";
+    case FileFilter::Openable: return "All openable (.json, .npy, .npz, images, .gguf, .txt)";
     case FileFilter::Scenario: return "Scenarios (.json)";
     case FileFilter::Attention: return "Attention files (.npy, .npz)";
     case FileFilter::Image: return "Images (.png, .jpg, .bmp, ...)";
@@ -52,6 +52,7 @@ std::vector<std::string> filterPatterns(FileFilter filter) {
       std::vector<std::string> all = {"*.json", "*.npy", "*.npz"};
       all.insert(all.end(), images.begin(), images.end());
       all.push_back("*.gguf");  // a GGUF model file opens in the Model panel
+      all.push_back("*.txt");   // a text file becomes the Model panel's text
       return all;
     }
     case FileFilter::All:
@@ -70,7 +71,7 @@ bool matchesFilter(const std::string& name, FileFilter filter) {
     case FileFilter::Attention: return isAttentionPath(name);
     case FileFilter::Image: return isImagePath(name);
     case FileFilter::Openable:
-      return ext == ".json" || isAttentionPath(name) || isImagePath(name) || ext == ".gguf";
+      return ext == ".json" || isAttentionPath(name) || isImagePath(name) || ext == ".gguf" || ext == ".txt";
   }
   return false;
 }
