@@ -146,10 +146,14 @@ class LongContextService {
   LongContextService(const LongContextService&) = delete;
   LongContextService& operator=(const LongContextService&) = delete;
 
+  // Queues computeLongSummary of run->ids (n tokens) on `model` with `options` (sink, local,
+  // topK); cancels the running pass and replaces a queued one.
   void submitSummary(std::shared_ptr<const io::ModelFolder> model, std::shared_ptr<const ModelRun> run,
                      model::SummaryOptions options);
-  // Raises the running pass's cancel flag (it ends with "cancelled" at the next row block).
+  // Raises the running pass's cancel flag (it ends with "cancelled" at the next row block),
+  // or marks the queued one cancelled before it starts.
   void cancelSummary();
+  // Queues cutTile(*result, view, hideSinks); a newer block cancels it (latest wins).
   void submitTile(std::shared_ptr<const LongSummaryResult> result, TileView view, bool hideSinks);
 
   struct Finished {
@@ -158,6 +162,7 @@ class LongContextService {
     std::string error;
     bool cancelled = false;
   };
+  // The newest finished pass / block not yet taken (never block).
   std::optional<Finished> takeSummary();
   std::shared_ptr<const LongTile> takeTile();
   // The running pass's progress: heads done / total (0 / 0 when none runs).
