@@ -678,10 +678,12 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   if (!choice) return fail(err, choice.error());
   if (const FolderKind kind = folderKind(r.folder); kind != FolderKind::Decoder) {
     // an encoder's MLM head on every hidden state; a vision transformer has no unembedding
-    for (const char* name : {"--scale", "--bos", "--no-bos"})
-      if (kind == FolderKind::Encoder && parsed->has(name))
+    for (const char* name : {"--scale", "--bos", "--no-bos"}) {
+      const bool given = parsed->has(name) && (std::string_view(name) != "--scale" || r.scale != 0);  // own: as is
+      if (kind == FolderKind::Encoder && given)
         return fail(err, optionError(name, "applies to decoders only (an encoder's stream is post-LN and its text "
                                            "gets its tokenizer's specials)", r.folder));
+    }
     return analysis_cli::lensBidirectional({r.folder, r.text, r.outPath, r.top}, kind, out, err);
   }
   Expected<io::ModelFolder> model = loadFolder(r.folder);
