@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Remakes tests/data/torch/*.json.gz, the stored outputs of the PyTorch reference scripts
-# (hf_reference.py, rope_reference.py, analysis_reference.py and encoder_reference.py in
+# (hf_reference.py, rope_reference.py, analysis_reference.py, encoder_reference.py and
+# encoder_analysis_reference.py in
 # tests/formats/) that the tests compare with (tests/support/torch_cache.h). Run it after
 # changing a reference script, a test fixture (model_fixture.h, encoder_fixture.h,
 # vit_fixture.h in tests/support/) or a test's models, ids or jobs: the tests then fail with "reference is stale: run
@@ -30,6 +31,7 @@ TESTS=(
   "test_formats_encoders Encoders.MatchPyTorchReference"
   "test_formats_vit Vit.MatchesPyTorchReference"
   "test_cli_analysis_bidirectional CliAnalysisBidirectional.EncoderAblationEqualsTorchHeadMask:CliAnalysisBidirectional.VitAblationEqualsTorchHeadMask:CliAnalysisBidirectional.HeadScoresOfEncoderAndVitEqualTheReferencePatterns"
+  "test_cli_patching_bidirectional CliPatchingBidirectional.EncoderLensMatchesTorchHiddenStatesThroughTheMlmHead:CliPatchingBidirectional.EncoderPatchingMatchesTorchForwardHooks:CliPatchingBidirectional.VitPatchingMatchesTorchForwardHooks"
 )
 for entry in "${TESTS[@]}"; do
   program=${entry%% *}

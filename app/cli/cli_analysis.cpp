@@ -42,8 +42,8 @@ Expected<io::ModelFolder> loadFolder(const std::string& folder) {
     if (encoder || (type && io::isVisionModelType(*type))) {
       return Error{config.string(), "model_type",
                    "'" + *type + "' is " + (encoder ? "an encoder" : "a vision transformer") +
-                       ": this runs on decoder models only (analyze --ablate and heads take "
-                       "encoders and vision transformers too)"};
+                       ": this runs on decoder models only (analyze --ablate, heads, lens and patch "
+                       "take encoders, and all but lens vision transformers)"};
     }
   }
   Expected<io::ModelFolder> model = cli::loadModelFolderKept(folder);
@@ -393,8 +393,9 @@ int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostrea
 namespace {
 
 struct PatchRequest {
-  std::string folder, clean, corrupt, answer, wrong, outPath, pngPath;
+  std::string folder, clean, corrupt, answer, wrong, outPath, pngPath, cleanImage, corruptImage;
   int what = 0;  // an index into kPatchTargets
+  int position = -1;
 };
 
 // --what's choices, in its order: the name, the target, the heatmap's title part and axes,
@@ -417,10 +418,14 @@ constexpr PatchTargetInfo kPatchTargets[] = {
 cli::Command patchCommand(PatchRequest& r) {
   cli::Command command;
   command.name = "patch";
-  command.column = 22;
+  command.column = 24;
   command.usage = R"(usage: attnscope patch DIR --clean TEXT --corrupt TEXT --answer A --wrong W
                         --what heads|resid|heads-by-position --out P.csv [--png P.png]
                         [--bos | --no-bos]
+       attnscope patch ENCODER_DIR --clean TEXT --corrupt TEXT [--position P]
+                        [--answer A] [--wrong W] --what ... --out P.csv [--png P.png]
+       attnscope patch VIT_DIR --clean-image IMG --corrupt-image IMG [--answer LABEL]
+                        [--wrong LABEL] --what ... --out P.csv [--png P.png]
 
 Activation patching from the clean run into the corrupt run, one site at a time, on the
 model folder DIR. Each cell is the normalised metric
@@ -432,7 +437,14 @@ heads-by-position: one head's z at one position: L·H rows (L0.H0, L0.H1, ...) x
 Each site re-runs the corrupt pass from the patched block (and position) on: what comes
 before it is the corrupt run's already. The two texts must have equal token lengths.
 Prints {"what", "tokens", "bos", "clean_metric", "corrupt_metric", "out", "png"}.
-docs/analyses.md.
+On an encoder folder (bert, distilbert, roberta; the fill-mask metric) m is read from the
+masked-LM logits at the clean text's mask token (or --position P, 0-based with [CLS] at 0);
+on a vision transformer (vit, deit; the label metric) from the label logits of the two
+images. There --answer defaults to the clean input's top prediction and without --wrong
+m = logit(A) alone; a label is its name in id2label or its index. The summary adds
+"model_type", "position" (encoders) and "answer"/"wrong" ({"id", "text" or "label"}).
+Each site of an encoder or ViT re-runs every position from the patched block on (every
+token sees every other). docs/analyses.md.
 )";
   command.options = {
       cli::textOption("--clean", "TEXT", "the clean prompt", r.clean),
@@ -444,6 +456,11 @@ docs/analyses.md.
       cli::textOption("--out", "P.csv", "the matrix as CSV (row and column labels first)", r.outPath),
       cli::textOption("--png", "P.png", "also a labelled heatmap on a diverging map centred on 0",
                       r.pngPath),
+      cli::textOption("--clean-image", "IMG", "a vision transformer's clean image (PNG, JPEG, ...)",
+                      r.cleanImage),
+      cli::textOption("--corrupt-image", "IMG", "its corrupted image", r.corruptImage),
+      cli::intOption("--position", "P", 0, model::kMaxPositions,
+                     "an encoder's metric position (default: the clean text's mask token)", r.position),
   };
   for (cli::Option& o : bosOptions()) command.options.push_back(std::move(o));
   command.notes = "Errors (exit 2) name the option, the file and the problem.\n";
@@ -451,6 +468,45 @@ docs/analyses.md.
 }
 
 }  // namespace
+
+namespace analysis_cli {
+
+model::PatchTarget patchTarget(int what) { return kPatchTargets[what].target; }
+const char* patchTargetName(int what) { return kPatchTargets[what].name; }
+
+Status writePatching(const Matrix& effect, int what, int heads, const std::vector<std::string>& positions,
+                     const std::string& outPath, const std::string& pngPath) {
+  const PatchTargetInfo& info = kPatchTargets[what];
+  std::vector<std::string> rows, cols = positions;
+  if (info.target == model::PatchTarget::Heads) {
+    rows = numbered("L", effect.rows());
+    cols = numbered("H", effect.cols());
+  } else if (info.target == model::PatchTarget::Resid) {
+    rows.push_back("embed");
+    for (Eigen::Index l = 1; l < effect.rows(); ++l) rows.push_back("after L" + std::to_string(l - 1));
+  } else {
+    for (Eigen::Index r = 0; r < effect.rows(); ++r) {
+      std::string name = "L";  // (appended apart: GCC 12's -Wrestrict misfires on "L" + string here)
+      name += std::to_string(r / heads);
+      name += ".H";
+      name += std::to_string(r % heads);
+      rows.push_back(std::move(name));
+    }
+  }
+  if (Status s = cli::writeText(outPath, io::matrixCsv(effect, info.corner, rows, cols)); !s) return s;
+  if (pngPath.empty()) return Ok{};
+  const std::string title = std::string("patching ") + info.title + ": (m_patched - m_corrupt) / (m_clean - m_corrupt)";
+  HeatmapView view(matrixRef(effect), rows, cols, title);
+  view.rowAxis = info.rowAxis;
+  view.colAxis = info.colAxis;
+  view.valueTitle = "normalised metric";
+  io::HeatmapStyle style;
+  style.colormap = ColormapKind::RdBu;
+  style.centreZero = true;
+  return io::exportMatrix(view, style, pngPath);
+}
+
+}  // namespace analysis_cli
 
 cli::CommandInfo patchInfo() {
   PatchRequest r;
@@ -466,8 +522,24 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (parsed->positional.size() != 1)
     return fail(err, Error{"", "", "'patch' needs one model folder DIR (see attnscope patch --help)"});
   r.folder = parsed->positional[0];
-  for (const char* name : {"--clean", "--corrupt", "--answer", "--wrong", "--what", "--out"}) {
+  const FolderKind kind = folderKind(r.folder);
+  // the inputs and the metric each kind needs; what it cannot use is refused by name
+  std::vector<const char*> needed = {"--clean", "--corrupt", "--answer", "--wrong", "--what", "--out"};
+  std::vector<const char*> refused = {"--clean-image", "--corrupt-image", "--position"};
+  if (kind == FolderKind::Encoder) {
+    needed = {"--clean", "--corrupt", "--what", "--out"};
+    refused = {"--clean-image", "--corrupt-image", "--bos", "--no-bos"};
+  } else if (kind == FolderKind::Vision) {
+    needed = {"--clean-image", "--corrupt-image", "--what", "--out"};
+    refused = {"--clean", "--corrupt", "--position", "--bos", "--no-bos"};
+  }
+  for (const char* name : needed)
     if (!parsed->has(name)) return fail(err, optionError(name, "missing"));
+  for (const char* name : refused) {
+    if (!parsed->has(name)) continue;
+    const char* kindName = kind == FolderKind::Decoder ? "a decoder" : kind == FolderKind::Encoder ? "an encoder" : "a vision transformer";
+    return fail(err, optionError(name, std::string("does not apply: this folder is ") + kindName +
+                                           " (see attnscope patch --help)", r.folder));
   }
   Expected<int> choice = bosChoice(*parsed);
   if (!choice) return fail(err, choice.error());
@@ -476,6 +548,23 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
     if (Status s = cli::checkOutputFile("--png", r.pngPath); !s) return fail(err, s.error());
     if (cli::lowerExtension(r.pngPath) != ".png")
       return fail(err, optionError("--png", cli::inQuotes(r.pngPath) + " does not end in .png"));
+  }
+  if (kind != FolderKind::Decoder) {
+    analysis_cli::BidirectionalPatch request;
+    request.folder = r.folder;
+    request.clean = r.clean;
+    request.corrupt = r.corrupt;
+    request.cleanImage = r.cleanImage;
+    request.corruptImage = r.corruptImage;
+    request.answer = r.answer;
+    request.wrong = r.wrong;
+    request.hasAnswer = parsed->has("--answer");
+    request.hasWrong = parsed->has("--wrong");
+    request.outPath = r.outPath;
+    request.pngPath = r.pngPath;
+    request.what = r.what;
+    request.position = r.position;
+    return analysis_cli::patchBidirectional(request, kind, out, err);
   }
   Expected<io::ModelFolder> model = loadFolder(r.folder);
   if (!model) return fail(err, model.error());
@@ -503,36 +592,13 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
     if (e.field == "corrupt") return fail(err, optionError("--corrupt", e.problem));
     return fail(err, inFolder(e, r.folder));
   }
-  const Matrix& effect = patching->effect;
-  std::vector<std::string> rows, cols;
-  if (target == model::PatchTarget::Heads) {
-    rows = numbered("L", effect.rows());
-    cols = numbered("H", effect.cols());
-  } else {
-    if (target == model::PatchTarget::Resid) {
-      rows.push_back("embed");
-      for (Eigen::Index l = 1; l < effect.rows(); ++l) rows.push_back("after L" + std::to_string(l - 1));
-    } else {
-      const int heads = model->weights->config.nHead;
-      for (Eigen::Index r = 0; r < effect.rows(); ++r)
-        rows.push_back("L" + std::to_string(r / heads) + ".H" + std::to_string(r % heads));
-    }
-    for (std::size_t i = 0; i < clean->size(); ++i)
-      cols.push_back(std::to_string(i) + ":" + tokenLabel(*model, (*clean)[i]));
-  }
-  if (Status s = cli::writeText(r.outPath, io::matrixCsv(effect, what.corner, rows, cols)); !s)
+  std::vector<std::string> positions;
+  for (std::size_t i = 0; i < clean->size(); ++i)
+    positions.push_back(std::to_string(i) + ":" + tokenLabel(*model, (*clean)[i]));
+  if (Status s = analysis_cli::writePatching(patching->effect, r.what, model->weights->config.nHead, positions,
+                                             r.outPath, r.pngPath);
+      !s)
     return fail(err, s.error());
-  if (!r.pngPath.empty()) {
-    const std::string title = std::string("patching ") + what.title + ": (m_patched - m_corrupt) / (m_clean - m_corrupt)";
-    HeatmapView view(matrixRef(effect), rows, cols, title);
-    view.rowAxis = what.rowAxis;
-    view.colAxis = what.colAxis;
-    view.valueTitle = "normalised metric";
-    io::HeatmapStyle style;
-    style.colormap = ColormapKind::RdBu;
-    style.centreZero = true;
-    if (Status s = io::exportMatrix(view, style, r.pngPath); !s) return fail(err, s.error());
-  }
   json summary = {{"what", what.name},
                   {"tokens", clean->size()},
                   {"bos", *bos >= 0},
@@ -568,6 +634,12 @@ position, the K most probable tokens of NormF(resid)·W_Uᵀ (the model's own fi
 unembedding; --scale final: TransformerLens's convention). LENS.json: {"bos", "scale",
 "tokens": [{"id", "text"}, ...], "layers": ["embed", "after L0", ...],
 "top": [layer][position][{"id", "text", "probability", "logit"}, ...]}.
+On an encoder with a masked-LM head (bert, distilbert, roberta) each hidden state goes
+through the whole MLM head (transform, activation, its LayerNorm, the decoder tied to the
+word embeddings, the bias) and no other norm: the stream is post-LN, so the last layer is
+the model's own fill-mask prediction. LENS.json then has "model_type" and "head": "mlm"
+instead of "bos" and "scale". A vision transformer (classifier only) or an encoder without
+an MLM head has no unembedding and is refused.
 )";
   command.options = {
       cli::textOption("--text", "TEXT", "the prompt", r.text),
@@ -604,6 +676,16 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
   Expected<int> choice = bosChoice(*parsed);
   if (!choice) return fail(err, choice.error());
+  if (const FolderKind kind = folderKind(r.folder); kind != FolderKind::Decoder) {
+    // an encoder's MLM head on every hidden state; a vision transformer has no unembedding
+    for (const char* name : {"--scale", "--bos", "--no-bos"}) {
+      const bool given = parsed->has(name) && (std::string_view(name) != "--scale" || r.scale != 0);  // own: as is
+      if (kind == FolderKind::Encoder && given)
+        return fail(err, optionError(name, "applies to decoders only (an encoder's stream is post-LN and its text "
+                                           "gets its tokenizer's specials)", r.folder));
+    }
+    return analysis_cli::lensBidirectional({r.folder, r.text, r.outPath, r.top}, kind, out, err);
+  }
   Expected<io::ModelFolder> model = loadFolder(r.folder);
   if (!model) return fail(err, model.error());
   Expected<int> bos = bosToken(*model, *choice);

@@ -95,5 +95,37 @@ struct BidirectionalScores {
 int headsBidirectional(const BidirectionalScores& request, FolderKind kind, std::ostream& out,
                        std::ostream& err);
 
+// `lens` on an encoder with an MLM head (core/models/patching_bidirectional.h: the MLM head
+// on every hidden state) to LENS.json; a vision transformer or an encoder without an MLM
+// head is refused (exit 2). cli_analysis_bidirectional.cpp.
+struct BidirectionalLens {
+  std::string folder, text, outPath;
+  int top = 5;
+};
+int lensBidirectional(const BidirectionalLens& request, FolderKind kind, std::ostream& out, std::ostream& err);
+
+// `patch` on an encoder (two texts of equal token length, the fill-mask metric at the clean
+// text's mask token or `position`) or a vision transformer (two images, the label metric):
+// the effect matrix of target `what` (an index of --what's choices) to outPath (+ pngPath).
+// answer / wrong: token texts or labels (names or indices), used when hasAnswer / hasWrong.
+// cli_analysis_bidirectional.cpp.
+struct BidirectionalPatch {
+  std::string folder, clean, corrupt, cleanImage, corruptImage, answer, wrong, outPath, pngPath;
+  int what = 0;
+  int position = -1;  // -1: the clean text's mask token
+  bool hasAnswer = false, hasWrong = false;
+};
+int patchBidirectional(const BidirectionalPatch& request, FolderKind kind, std::ostream& out, std::ostream& err);
+
+// --what's choices (patch), by index: the target and its name.
+model::PatchTarget patchTarget(int what);
+const char* patchTargetName(int what);
+// Writes patching's effect to outPath as CSV (row and column labels first) and, when pngPath
+// is not empty, as a labelled heatmap on a diverging map centred on 0. Rows: L0.. (heads),
+// embed / after L0.. (resid) or L0.H0.. (heads-by-position, `heads` per layer); columns
+// H0.. (heads) or `positions` (n labels). Errors name the file.
+Status writePatching(const Matrix& effect, int what, int heads, const std::vector<std::string>& positions,
+                     const std::string& outPath, const std::string& pngPath);
+
 }  // namespace analysis_cli
 }  // namespace attn::app

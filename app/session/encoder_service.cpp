@@ -3,7 +3,10 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
+#include "app/session/bidirectional_analysis.h"
+#include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
 #include "core/base/format.h"
 #include "core/models/encoder.h"
@@ -48,11 +51,13 @@ Expected<std::shared_ptr<const io::EncoderFolder>> loadWindowEncoder(const std::
 }
 
 std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const std::string& text,
-                                         std::uint64_t generation, std::uint64_t textRevision) {
+                                         std::uint64_t generation, std::uint64_t textRevision,
+                                         const AnalysisRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   auto run = std::make_shared<ModelRun>();
   run->generation = generation;
   run->textRevision = textRevision;
+  run->analysisRevision = request.revision;  // an error answers the request too
   run->encoder = true;
   const model::EncoderWeights& weights = *encoder.weights;
   const model::EncoderConfig& config = weights.config;
@@ -78,11 +83,35 @@ std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const
                  " MiB the live views hold: shorten the text";
     return run;
   }
-  // 3 the whole pass (bidirectional: every token sees every token)
+  // 3 the whole pass (bidirectional: every token sees every token); with heads ablated
+  //   (the Heads tab) the ablated pass too, which the views then show
   Expected<model::EncoderRun> result = model::runEncoder(weights, encoding.ids);
   if (!result) {
     run->error = result.error().message();
     return run;
+  }
+  auto analysis = std::make_shared<RunAnalysis>();
+  analysis->revision = request.revision;
+  analysis->ids = encoding.ids;
+  analysis->ablation = request.ablation;
+  analysis->detect = request.detect;
+  if (request.scores)  // of the clean run, as `attnscope heads --text`
+    analysis->scores = bidirectionalScores(result->attention, config.nLayer, config.nHead, static_cast<int>(n),
+                                           encoding.ids, request.detect);
+  std::optional<model::EncoderRun> clean;
+  if (analysis->ablating()) {
+    Expected<model::HeadMask> mask = ablationMask(request.ablation, config.nLayer, config.nHead);
+    if (!mask) {
+      run->error = mask.error().message();
+      return run;
+    }
+    Expected<model::EncoderRun> ablated = model::runEncoder(weights, encoding.ids, &*mask);
+    if (!ablated) {
+      run->error = ablated.error().message();
+      return run;
+    }
+    clean = std::move(result).value();
+    result = std::move(ablated);
   }
   run->ids = encoding.ids;
   run->computedTokens = static_cast<int>(n);
@@ -117,8 +146,15 @@ std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const
       for (const model::TokenProbability& t : model::topProbabilities(*logits, kModelPredictions))
         prediction.next.push_back({t.id, tokenizer.tokenDisplay(t.id), t.probability});
       run->masked.push_back(std::move(prediction));
+      if (!clean) continue;
+      // 6 with heads ablated: the ablated top-K beside the clean run's values
+      Expected<Vector> cleanLogits = model::mlmLogits(weights, *clean, i);
+      if (!cleanLogits) continue;
+      analysis->masked.push_back({i, predictionChanges(*cleanLogits, *logits, kModelPredictions,
+                                                       [&](int id) { return tokenizer.tokenDisplay(id); })});
     }
   }
+  if (request.scores || analysis->ablating()) run->analysis = std::move(analysis);
   run->computeMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return run;
 }
@@ -132,6 +168,7 @@ void applyLoadedEncoder(AppState& state, std::shared_ptr<const io::EncoderFolder
   view.loading.clear();
   requestShow(state.view, ShowRequest::Model);
   const model::EncoderConfig& c = view.encoder->weights->config;
+  fitAnalysisToModel(view.analysis, c.nLayer, c.nHead);  // the Heads tab's ablated heads
   std::string text = "loaded encoder " + view.encoder->folder + " (" + c.modelType + "): ";
   text += countOf(c.nLayer, "layer", "layers");
   text += " \xC3\x97 " + countOf(c.nHead, "head", "heads");

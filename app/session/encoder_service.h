@@ -26,10 +26,15 @@ Expected<std::shared_ptr<const io::EncoderFolder>> loadWindowEncoder(const std::
 
 // Runs `text` on the encoder: ids, labels, special-token flags, the attention
 // [L, H, n, n] as an in-memory attention file, the residual-stream norms and the top-10 of
-// every mask token (ModelRun::masked). Errors (more tokens than the model takes, an
-// attention tensor above kMaxLiveAttentionBytes) are in ModelRun::error.
+// every mask token (ModelRun::masked), with the analyses of `request` (the Heads tab,
+// bidirectional_analysis.h): the head scores of the clean run when asked, and with heads
+// ablated the ablated run's attention, norms and fill-mask (what the views show) and, per
+// mask token, its top-10 beside the clean values (RunAnalysis::masked). Errors (more tokens
+// than the model takes, an attention tensor above kMaxLiveAttentionBytes, an ablated head
+// outside the model) are in ModelRun::error.
 std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const std::string& text,
-                                         std::uint64_t generation, std::uint64_t textRevision);
+                                         std::uint64_t generation, std::uint64_t textRevision,
+                                         const AnalysisRequest& request = {});
 
 // Makes `encoder` the loaded model (the decoder, if any, goes): bumps generation, keeps the
 // text, shows the Model and Attention panels, posts a notice.

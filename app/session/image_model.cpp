@@ -5,21 +5,55 @@
 #include <chrono>
 #include <utility>
 
+#include "app/session/bidirectional_analysis.h"
+#include "app/session/model_analysis.h"
 #include "core/models/encoder.h"
 
 namespace attn::app {
 
-ImageModelRun runImageModel(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image) {
+ImageModelRun runImageModel(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image,
+                            const AnalysisRequest& request) {
   ImageModelRun out;
   out.vit = std::move(vit);
   out.image = std::move(image);
+  out.analysisRevision = request.revision;  // an error answers the request too
   if (!out.vit || !out.image) return out;
   const auto start = std::chrono::steady_clock::now();
-  Expected<model::VitRun> run = model::runVit(*out.vit->weights, io::vitPixels(*out.vit, *out.image));
+  const model::VitWeights& weights = *out.vit->weights;
+  const model::VitConfig& c = weights.config;
+  const std::vector<float> pixels = io::vitPixels(*out.vit, *out.image);
+  Expected<model::VitRun> run = model::runVit(weights, pixels);
   if (!run) {
     out.error = run.error().message();
     return out;
   }
+  // The Heads tab (bidirectional_analysis.h): the scores of the clean run (no token ids:
+  // duplicate and induction stay empty), and with heads ablated the ablated run, which the
+  // views then show, and its labels beside the clean ones.
+  auto analysis = std::make_shared<RunAnalysis>();
+  analysis->revision = request.revision;
+  analysis->ablation = request.ablation;
+  analysis->detect = request.detect;
+  if (request.scores)
+    analysis->scores = bidirectionalScores(run->attention, c.nLayer, c.nHead, run->tokens, {}, request.detect);
+  if (analysis->ablating()) {
+    Expected<model::HeadMask> mask = ablationMask(request.ablation, c.nLayer, c.nHead);
+    if (!mask) {
+      out.error = mask.error().message();
+      return out;
+    }
+    Expected<model::VitRun> ablated = model::runVit(weights, pixels, &*mask);
+    if (!ablated) {
+      out.error = ablated.error().message();
+      return out;
+    }
+    if (weights.hasClassifier())
+      analysis->next = predictionChanges(run->logits, ablated->logits, 5, [&](int id) {
+        return weights.labels[static_cast<std::size_t>(id)];
+      });
+    run = std::move(ablated);
+  }
+  if (request.scores || analysis->ablating()) out.analysis = std::move(analysis);
   if (out.vit->weights->hasClassifier()) {
     for (const model::TokenProbability& t : model::topProbabilities(run->logits, 5))
       out.top.push_back({t.id, out.vit->weights->labels[static_cast<std::size_t>(t.id)], t.probability});
@@ -29,9 +63,11 @@ ImageModelRun runImageModel(std::shared_ptr<const io::VitFolder> vit, std::share
   return out;
 }
 
-void ImageModelService::submit(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image) {
-  worker_.submit([this, vit = std::move(vit), image = std::move(image)](const std::atomic<bool>&) {
-    ImageModelRun result = runImageModel(vit, image);
+void ImageModelService::submit(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image,
+                               AnalysisRequest request) {
+  worker_.submit([this, vit = std::move(vit), image = std::move(image), request = std::move(request)](
+                     const std::atomic<bool>&) {
+    ImageModelRun result = runImageModel(vit, image, request);
     std::lock_guard lock(mutex_);
     finished_ = std::move(result);
   });
@@ -61,6 +97,7 @@ Expected<bool> updateImageModel(ImageModelState& state, const std::shared_ptr<co
     state.vit = std::make_shared<const io::VitFolder>(std::move(loaded).value());
     state.active = true;
     state.token = 0;
+    fitAnalysisToModel(state.analysis, state.vit->weights->config.nLayer, state.vit->weights->config.nHead);
     changed = true;
   }
   if (!state.vit) return changed;
@@ -73,16 +110,20 @@ Expected<bool> updateImageModel(ImageModelState& state, const std::shared_ptr<co
       }
     }
   }
-  // 3 the folder or the picture changed: run
-  if (!image || (state.submittedImage == imageId && state.submittedVit == state.vit.get())) return changed;
+  // 3 the folder, the picture or the Heads tab's request changed: run
+  const AnalysisRequest& request = state.analysis.request;
+  if (!image || (state.submittedImage == imageId && state.submittedVit == state.vit.get() &&
+                 state.submittedAnalysis == request.revision))
+    return changed;
   state.submittedImage = imageId;
   state.submittedVit = state.vit.get();
+  state.submittedAnalysis = request.revision;
   if (async) {
     if (!state.service) state.service = std::make_shared<ImageModelService>();
-    state.service->submit(state.vit, image);
+    state.service->submit(state.vit, image, request);
     return changed;
   }
-  state.shown = runImageModel(state.vit, image);
+  state.shown = runImageModel(state.vit, image, request);
   return true;
 }
 

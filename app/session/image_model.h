@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/session/latest_worker.h"
+#include "app/session/model_analysis_types.h"
 #include "core/models/vit.h"
 #include "formats/image.h"
 #include "formats/models/vit_folder.h"
@@ -36,15 +37,25 @@ struct ImageModelRun {
   std::vector<ImageModelLabel> top;           // the 5 most probable labels (none without a classifier)
   std::string error;                          // why it could not run
   double computeMs = 0;
+  // The Heads tab's analyses (app/session/bidirectional_analysis.h): the scores of the clean
+  // run and, with heads ablated, the label changes (RunAnalysis::next). With heads ablated,
+  // `run` and `top` are the ablated run's (what the views show). Null when none was asked.
+  std::uint64_t analysisRevision = 0;  // AnalysisRequest::revision it answers
+  std::shared_ptr<const RunAnalysis> analysis;
 };
 
-// Preprocesses `image` as the folder says and runs the model (thread-safe).
-ImageModelRun runImageModel(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image);
+// Preprocesses `image` as the folder says and runs the model (thread-safe), with the
+// analyses of `request` (the Heads tab: head scores when request.scores; the heads of
+// request.ablation ablated, as ablateVitHeads does). An ablation outside the model is in
+// `error`.
+ImageModelRun runImageModel(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image,
+                            const AnalysisRequest& request = {});
 
 // The worker: latest wins, a finished run is taken once.
 class ImageModelService {
  public:
-  void submit(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image);
+  void submit(std::shared_ptr<const io::VitFolder> vit, std::shared_ptr<const io::Image> image,
+              AnalysisRequest request = {});
   std::optional<ImageModelRun> take();
   bool busy() const { return worker_.busy(); }
   void waitIdle() { worker_.waitIdle(); }
@@ -69,6 +80,11 @@ struct ImageModelState {
   std::optional<ImageModelRun> shown;  // the newest finished run
   std::uint64_t submittedImage = ~0ull;
   const io::VitFolder* submittedVit = nullptr;
+  // The Heads tab (ablation and head scores, as the Model panel's for a decoder; edited
+  // through app/session/model_analysis.h) and the request revision last run.
+  ModelAnalysisState analysis;
+  std::uint64_t submittedAnalysis = ~0ull;
+  bool headsTab = false;  // the panel shows the Heads tab instead of the picture
   std::shared_ptr<ImageModelService> service;  // the window's worker (made on first use)
 };
 

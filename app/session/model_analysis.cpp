@@ -54,12 +54,17 @@ bool toggleAblatedHead(ModelAnalysisState& analysis, model::HeadId head) {
 
 Status setAblatedHeads(ModelAnalysisState& analysis, std::vector<model::HeadId> heads,
                        const model::Config& config) {
+  return setAblatedHeads(analysis, std::move(heads), config.nLayer, config.nHead);
+}
+
+Status setAblatedHeads(ModelAnalysisState& analysis, std::vector<model::HeadId> heads, int layerCount,
+                       int headCount) {
   for (const model::HeadId& h : heads) {
-    if (h.layer < 0 || h.layer >= config.nLayer || h.head < 0 || h.head >= config.nHead) {
+    if (h.layer < 0 || h.layer >= layerCount || h.head < 0 || h.head >= headCount) {
       return Error{"", "ablate",
                    "head " + std::to_string(h.layer) + "." + std::to_string(h.head) +
-                       " is outside the model's " + std::to_string(config.nLayer) +
-                       " layers x " + std::to_string(config.nHead) + " heads"};
+                       " is outside the model's " + std::to_string(layerCount) +
+                       " layers x " + std::to_string(headCount) + " heads"};
     }
   }
   std::sort(heads.begin(), heads.end(), headLess);
@@ -79,9 +84,13 @@ bool clearAblation(ModelAnalysisState& analysis) {
 }
 
 void fitAnalysisToModel(ModelAnalysisState& analysis, const model::Config& config) {
+  fitAnalysisToModel(analysis, config.nLayer, config.nHead);
+}
+
+void fitAnalysisToModel(ModelAnalysisState& analysis, int layers, int headCount) {
   std::vector<model::HeadId>& heads = analysis.request.ablation.heads;
   const auto outside = [&](const model::HeadId& h) {
-    return h.layer >= config.nLayer || h.head >= config.nHead;
+    return h.layer >= layers || h.head >= headCount;
   };
   if (std::any_of(heads.begin(), heads.end(), outside)) {
     heads.erase(std::remove_if(heads.begin(), heads.end(), outside), heads.end());
@@ -381,13 +390,11 @@ bool publishPatching(AppState& state, std::shared_ptr<const PatchingResult> resu
   return true;
 }
 
-Status applyAnalysisStart(AppState& state, const GuiLaunch::ModelAnalysisStart& start) {
-  ModelAnalysisState& analysis = state.model.analysis;
-  if (!state.model.model) return Ok{};
-  const model::Config& config = state.model.model->weights->config;
+Status applyHeadsStart(ModelAnalysisState& analysis, const GuiLaunch::ModelAnalysisStart& start, int layers,
+                       int heads) {
   if (!start.ablate.empty()) {
-    Expected<std::vector<model::HeadId>> heads = parseHeadList(start.ablate);
-    Status set = heads ? setAblatedHeads(analysis, *heads, config) : Status(heads.error());
+    Expected<std::vector<model::HeadId>> list = parseHeadList(start.ablate);
+    Status set = list ? setAblatedHeads(analysis, *list, layers, heads) : Status(list.error());
     if (!set) return Error{"", "", "option '--ablate': " + set.error().problem};
     analysis.showHeadsTab = true;
   }
@@ -398,6 +405,21 @@ Status applyAnalysisStart(AppState& state, const GuiLaunch::ModelAnalysisStart& 
   }
   analysis.order = static_cast<HeadOrder>(std::clamp(start.headOrder, 0, 2));
   analysis.sortGrid = start.sortGrid;
+  return Ok{};
+}
+
+Status applyAnalysisStart(AppState& state, const GuiLaunch::ModelAnalysisStart& start) {
+  ModelAnalysisState& analysis = state.model.analysis;
+  if (state.model.encoder) {  // the Heads tab only: patching an encoder is `attnscope patch`
+    if (start.patch) return Error{"", "", "option '--patch-clean': the Patching panel runs on decoders only"};
+    if (start.headScore == kCopyingScore)
+      return Error{"", "", "option '--head-score': copying reads a decoder's unembedding W_U; an encoder has none"};
+    const model::EncoderConfig& c = state.model.encoder->weights->config;
+    return applyHeadsStart(analysis, start, c.nLayer, c.nHead);
+  }
+  if (!state.model.model) return Ok{};
+  const model::Config& config = state.model.model->weights->config;
+  if (Status s = applyHeadsStart(analysis, start, config.nLayer, config.nHead); !s) return s;
   if (start.patch) {
     PatchingInputs& inputs = analysis.patching.inputs;
     inputs.clean = start.patchClean;

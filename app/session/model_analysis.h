@@ -35,9 +35,13 @@ bool toggleAblatedHead(ModelAnalysisState& analysis, model::HeadId head);
 // outside the model's L x H, naming it.
 Status setAblatedHeads(ModelAnalysisState& analysis, std::vector<model::HeadId> heads,
                        const model::Config& config);
+// The same for a model of layerCount x headCount (an encoder, a vision transformer).
+Status setAblatedHeads(ModelAnalysisState& analysis, std::vector<model::HeadId> heads, int layerCount,
+                       int headCount);
 bool clearAblation(ModelAnalysisState& analysis);
 // A new model was loaded: drops the ablated heads outside its L x H (bumping the revision).
 void fitAnalysisToModel(ModelAnalysisState& analysis, const model::Config& config);
+void fitAnalysisToModel(ModelAnalysisState& analysis, int layers, int heads);
 bool setAblationMode(ModelAnalysisState& analysis, model::AblationMode mode);
 // The score that colours and sorts the heads (index into kAllHeadScores, kCopyingScore for
 // the copying score, -1 = none); the run computes the scores (and the circuits) only while
@@ -111,6 +115,11 @@ void requestPatching(ModelAnalysisState& analysis);
 // heads (checked against its L x H), the score, the order, the patching inputs (requested,
 // and the Patching panel shown). Errors name the option (--ablate).
 Status applyAnalysisStart(AppState& state, const GuiLaunch::ModelAnalysisStart& start);
+// The ablation and score part of a start on `analysis` of a model of layers x heads (the
+// encoder's in the Model panel, applyAnalysisStart; a vision transformer's in the Image
+// panel). Errors name --ablate.
+Status applyHeadsStart(ModelAnalysisState& analysis, const GuiLaunch::ModelAnalysisStart& start, int layers,
+                       int heads);
 
 // The update steps' patching part: synchronous (screenshots, tests) or through the
 // service's worker (the window; never blocks). True when a result was published.

@@ -111,6 +111,13 @@ struct PredictionChange {
   float cleanProbability = 0, cleanLogit = 0;  // clean
 };
 
+// An encoder's mask token in a run with heads ablated: its position and the ablated top-K
+// there with the clean values (app/session/bidirectional_analysis.h).
+struct MaskedChange {
+  int position = 0;
+  std::vector<PredictionChange> next;
+};
+
 struct RunAnalysis {
   std::uint64_t revision = 0;  // AnalysisRequest::revision it answers
   std::shared_ptr<const model::Weights> weights;
@@ -120,6 +127,10 @@ struct RunAnalysis {
   // loss on the text) and the ablated top-K with the clean values beside them.
   model::Prediction clean, ablated;
   std::vector<PredictionChange> next;
+  // An encoder's (app/session/encoder_service.h): `next` stays empty and every mask token
+  // has its ablated top-K here. A vision transformer's labels are in `next` (display = the
+  // label); `clean` and `ablated` stay empty for both.
+  std::vector<MaskedChange> masked;
   // kAllHeadScores of the clean run, L x H each (empty unless asked), with the options used.
   // After them (when the circuits were asked for), one more L x H matrix: the copying score
   // of each head (kCopyingScore, from `circuits`).

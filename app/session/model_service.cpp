@@ -287,14 +287,17 @@ bool updateModel(AppState& state, double now) {
       notify(state, Notice::Kind::Error, "cannot open model " + loaded.error().message(), now);
     }
   }
+  ModelAnalysisState& analysis = view.analysis;
   if (view.encoder &&
-      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
-    changed |= publishModelRun(state, runEncoderText(*view.encoder, view.text, view.generation, view.textRevision));
+      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision ||
+       analysis.submittedRevision != analysis.request.revision)) {
+    changed |= publishModelRun(state, runEncoderText(*view.encoder, view.text, view.generation, view.textRevision,
+                                                     analysis.request));
     state.attention.overview.reset();
     view.submittedGeneration = view.generation;
     view.submittedRevision = view.textRevision;
+    analysis.submittedRevision = analysis.request.revision;
   }
-  ModelAnalysisState& analysis = view.analysis;
   if (view.model &&
       (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision ||
        analysis.submittedRevision != analysis.request.revision)) {
@@ -375,15 +378,17 @@ std::shared_ptr<const PatchingResult> ModelService::takePatching() {
 }
 
 void ModelService::submitEncoderText(std::shared_ptr<const io::EncoderFolder> encoder, std::uint64_t generation,
-                                     std::string text, std::uint64_t textRevision) {
+                                     std::string text, std::uint64_t textRevision, AnalysisRequest request,
+                                     bool immediate) {
   runs_.submit(
-      [this, encoder = std::move(encoder), generation, text = std::move(text), textRevision](const std::atomic<bool>&) {
-        std::shared_ptr<ModelRun> result = runEncoderText(*encoder, text, generation, textRevision);
+      [this, encoder = std::move(encoder), generation, text = std::move(text), textRevision,
+       request = std::move(request)](const std::atomic<bool>&) {
+        std::shared_ptr<ModelRun> result = runEncoderText(*encoder, text, generation, textRevision, request);
         std::lock_guard lock(mutex_);
         finished_ = std::move(result);
         ++runsCompleted_;
       },
-      LatestWorker::Clock::now() + debounce_);
+      immediate ? LatestWorker::Clock::now() : LatestWorker::Clock::now() + debounce_);
 }
 
 std::optional<ModelService::Loaded> ModelService::takeLoad() {
@@ -468,15 +473,17 @@ bool updateModelAsync(AppState& state, ModelService& service, double now) {
       notify(state, Notice::Kind::Error, "cannot open model " + loaded->error.message(), now);
     }
   }
-  if (view.encoder &&
-      (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision)) {
-    service.submitEncoderText(view.encoder, view.generation, view.text, view.textRevision);
-    view.submittedGeneration = view.generation;
-    view.submittedRevision = view.textRevision;
-  }
   ModelAnalysisState& analysis = view.analysis;
   const bool textChanged =
       view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision;
+  if (view.encoder && (textChanged || analysis.submittedRevision != analysis.request.revision)) {
+    // as a decoder's: a new text waits for the debounce, an ablation toggle runs at once
+    service.submitEncoderText(view.encoder, view.generation, view.text, view.textRevision, analysis.request,
+                              /*immediate=*/!textChanged);
+    view.submittedGeneration = view.generation;
+    view.submittedRevision = view.textRevision;
+    analysis.submittedRevision = analysis.request.revision;
+  }
   if (view.model && (textChanged || analysis.submittedRevision != analysis.request.revision)) {
     // A new text waits for the debounce; an ablation toggle or a score runs at once.
     service.submitText(view.model, view.generation, view.text, view.textRevision,

@@ -88,7 +88,8 @@ class ModelService {
                   AnalysisRequest request = {}, bool immediate = false);
   // The same for an encoder (runEncoderText: the whole text each time).
   void submitEncoderText(std::shared_ptr<const io::EncoderFolder> encoder, std::uint64_t generation,
-                         std::string text, std::uint64_t textRevision);
+                         std::string text, std::uint64_t textRevision, AnalysisRequest request = {},
+                         bool immediate = false);
   // Queues an activation patching (the Patching panel; its own worker, latest wins).
   void submitPatching(std::shared_ptr<const io::ModelFolder> model, std::uint64_t generation,
                       PatchingInputs inputs, std::uint64_t revision);

@@ -107,7 +107,7 @@ struct ModelView {
   bool computing() const {
     return (model || encoder) &&
            (!run || run->generation != generation || run->textRevision != textRevision ||
-            (model && run->analysisRevision != analysis.request.revision));
+            run->analysisRevision != analysis.request.revision);
   }
 };
 

@@ -181,6 +181,10 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
         z.setZero();
       }
     }
+    if (o.patchZ && h == o.patchHead) {  // activation patching: z_h from the other run
+      if (o.patchRow >= 0) z.row(o.patchRow) = o.patchZ->row(o.patchRow);
+      else z = *o.patchZ;
+    }
   }
 
   // 4 output projection and residual: post-LN x = LN_1(x + ctx·W_o + b_o); pre-LN x += ...
@@ -316,14 +320,18 @@ Expected<Vector> mlmLogits(const EncoderWeights& W, const EncoderRun& run, int p
     return Error{"", "position", std::to_string(position) + " is outside the " +
                                      std::to_string(run.size()) + " tokens"};
   }
+  return Vector(mlmHeadLogits(W, run.hidden.row(position)).row(0).transpose());
+}
+
+Matrix mlmHeadLogits(const EncoderWeights& W, const Matrix& rows) {
   // 6 h = LN_head(act(x_i·W_t + b_t)); logits = h·W_decᵀ + bias
-  Matrix h(1, W.config.nEmbd);
-  applyLinear(W.mlm.transform, run.hidden.row(position), h, false);
+  Matrix h(rows.rows(), W.config.nEmbd);
+  applyLinear(W.mlm.transform, rows, h, false);
   activateInPlace(h.data(), h.size(), W.config.headActivation);
   Matrix normed;
   applyNorm(h, W.mlm.norm, NormKind::LayerNorm, W.config.normEpsilon, normed);
-  Vector logits = W.mlm.decoder.matrix() * normed.row(0).transpose();
-  logits += W.mlm.bias.vector();
+  Matrix logits = normed * W.mlm.decoder.matrix().transpose();
+  logits.rowwise() += W.mlm.bias.vector().transpose();
   return logits;
 }
 

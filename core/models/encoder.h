@@ -138,6 +138,12 @@ struct BlockOptions {
   // vector (row j of v, every head) is zeroed after the projections, the weights kept as
   // the softmax gave them; -1: none.
   int zeroValueRow = -1;
+  // Activation patching (core/models/patching_bidirectional.h): head `patchHead`'s z
+  // (n x d_h, after any ablation) is replaced by *patchZ (n x d_h, from another run of the
+  // same length): every row, or row `patchRow` only when patchRow >= 0. nullptr: none.
+  const Matrix* patchZ = nullptr;
+  int patchHead = -1;
+  int patchRow = -1;
 };
 
 // One block on x (n x E) in place (steps 2-5 above, or ViT's pre-LN form:
@@ -181,6 +187,11 @@ Expected<EncoderRun> runEncoder(const EncoderWeights& weights, std::span<const i
 // The MLM head's logits (V) at token `position` of `run` (6 above). Errors: no MLM head in
 // the weights (field "mlm head"), a position outside the run.
 Expected<Vector> mlmLogits(const EncoderWeights& weights, const EncoderRun& run, int position);
+
+// The MLM head (6 above) on any rows of the stream: rows (m x E) -> logits (m x V), row i
+// = h_i·W_decᵀ + bias with h_i = LN_head(act_head(rows_i·W_t + b_t)). The weights must
+// have an MLM head (hasMlmHead); mlmLogits() checks it.
+Matrix mlmHeadLogits(const EncoderWeights& weights, const Matrix& rows);
 
 // The top k of the MLM logits: topProbabilities() (core/models/transformer.h).
 

@@ -188,19 +188,23 @@ Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels, c
   }
 
   // 4 the classifier on the final norm of [CLS] (and the distillation token)
-  if (W.hasClassifier()) {
-    Matrix h;
-    applyNorm(x.topRows(first), W.finalNorm, NormKind::LayerNorm, c.normEpsilon, h);
-    Matrix logits(1, W.classifier.out());
-    applyLinear(W.classifier, h.row(0), logits, false);
-    if (!W.distillationClassifier.weight.empty()) {
-      Matrix distilled(1, W.classifier.out());
-      applyLinear(W.distillationClassifier, h.row(1), distilled, false);
-      logits = (logits + distilled) * 0.5f;
-    }
-    run.logits = logits.row(0).transpose();
-  }
+  run.logits = vitLogits(W, x);
   return run;
+}
+
+Vector vitLogits(const VitWeights& W, const Matrix& x) {
+  if (!W.hasClassifier()) return {};
+  const VitConfig& c = W.config;
+  Matrix h;
+  applyNorm(x.topRows(c.prefixTokens()), W.finalNorm, NormKind::LayerNorm, c.normEpsilon, h);
+  Matrix logits(1, W.classifier.out());
+  applyLinear(W.classifier, h.row(0), logits, false);
+  if (!W.distillationClassifier.weight.empty()) {
+    Matrix distilled(1, W.classifier.out());
+    applyLinear(W.distillationClassifier, h.row(1), distilled, false);
+    logits = (logits + distilled) * 0.5f;
+  }
+  return logits.row(0).transpose();
 }
 
 }  // namespace attn::model

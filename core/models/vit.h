@@ -88,6 +88,10 @@ struct VitRun {
 Expected<VitRun> runVit(const VitWeights& weights, const std::vector<float>& pixels,
                         const HeadMask* mask = nullptr);
 
+// The classifier on the stream after the last block (step 4): x (T x E, or at least the
+// prefix rows) -> logits (K). Empty without a classifier.
+Vector vitLogits(const VitWeights& weights, const Matrix& x);
+
 // What one token attends to over the patches (P values, patch r·G + c), as the overlays
 // show it: row `token` (0 = [CLS], 1 = DeiT's [DIST], prefixTokens() + i = patch i) of
 //   layer `layer` (0..L-1), head `head` (0..H-1) or the mean over heads (head = -1), or

@@ -249,29 +249,31 @@ TEST(CliModelVision, HostileFoldersAndPicturesExitTwo) {
   EXPECT_NE(r.err.find("a vision model (vit, deit) runs on a picture: give --image IMG"), std::string::npos) << r.err;
 }
 
-// The analyses refuse an encoder and a vision transformer by their kind (issue 28 point 6:
-// not implemented for them yet), naming config.json's model_type.
-// analyze --ablate and heads run on encoders and ViT (test_cli_analysis_bidirectional.cpp);
-// lens and patch need a decoder's next-token logits and are refused by kind.
-TEST(CliModelEncoders, LensAndPatchRefuseEncodersAndVisionModelsByKind) {
+// lens and patch on encoders and ViT (issue 28 point 6; tests/cli/test_cli_patching_bidirectional.cpp
+// checks their numbers): what a kind cannot do is refused by name. A ViT has no unembedding,
+// so its lens names config.json's model_type; patch asks each kind for its own inputs.
+TEST(CliModelEncoders, LensAndPatchRefuseWhatAKindCannotDo) {
   const enctest::Spec spec;
   const fs::path bert = enctest::writeFolder("analyses_kind", spec, enctest::makeTensors(spec, 8));
   const vittest::Spec vitSpec;
   const fs::path vit = vittest::writeFolder("analyses_kind_vit", vitSpec, vittest::makeTensors(vitSpec, 8));
-  for (const auto& [dir, kind] : {std::pair{bert, std::string("'bert' is an encoder")},
-                                  std::pair{vit, std::string("'vit' is a vision transformer")}}) {
-    for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"patch", dir.string(), "--clean", "a", "--corrupt", "b", "--answer", "a",
-                                   "--wrong", "b", "--what", "heads", "--out", (dir / "p.csv").string()},
-          std::vector<std::string>{"lens", dir.string(), "--text", "a", "--out", (dir / "lens.json").string()}}) {
-      SCOPED_TRACE(args[0] + " " + kind);
-      const CliRun r = runCli(args);
-      EXPECT_EQ(r.code, 2) << r.out;
-      EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
-      EXPECT_NE(r.err.find("field 'model_type': " + kind), std::string::npos) << r.err;
-      EXPECT_NE(r.err.find("runs on decoder models only"), std::string::npos) << r.err;
-    }
-  }
+  CliRun r = runCli({"lens", vit.string(), "--text", "a", "--out", (vit / "lens.json").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("field 'model_type': 'vit' is a vision transformer: it has no unembedding"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(vit / "lens.json"));
+  r = runCli({"patch", vit.string(), "--clean", "a", "--corrupt", "b", "--what", "heads", "--out",
+              (vit / "p.csv").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--clean-image': missing"), std::string::npos) << r.err;
+  r = runCli({"patch", bert.string(), "--clean", "a", "--corrupt", "b", "--answer", "a", "--wrong", "b", "--what",
+              "heads", "--out", (bert / "p.csv").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--clean': has no mask token"), std::string::npos) << r.err;
+  r = runCli({"lens", bert.string(), "--text", "a", "--bos", "--out", (bert / "lens.json").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--bos': applies to decoders only"), std::string::npos) << r.err;
 }
 
 }  // namespace

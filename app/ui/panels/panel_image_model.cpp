@@ -3,18 +3,22 @@
 // with one token's attention over the patches (the model's grid stretched over the picture
 // at its own shape): [CLS] by default, a clicked patch's row otherwise, for one layer and
 // head, the mean over heads or the rollout; the 5 most probable labels beside it; "Attention
-// panel" opens the run's [L, H, T, T] there (model grid, head view, compare). The panel only
-// edits state.image.model; updateImageModel() computes (on its worker in the window).
+// panel" opens the run's [L, H, T, T] there (model grid, head view, compare). A switch shows
+// the Heads tab instead of the picture (ablate heads, colour them by a score: the labels
+// then show the ablated run against the clean one). The panel only edits state.image.model;
+// updateImageModel() computes (on its worker in the window).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include <imgui.h>
 
 #include "app/session/attention_source.h"
 #include "app/session/image_model.h"
 #include "app/ui/panels/panel_common.h"
+#include "app/ui/panels/panel_model_analysis.h"
 #include "app/ui/panels/panels.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/base/format.h"
@@ -215,21 +219,32 @@ bool drawImageModelSource(AppState& state, UiState& ui) {
                 v.image->height, m.rollout ? "rollout" : (m.head < 0 ? "mean of heads" : "one head"), m.shown->computeMs,
                 busy ? " (computing\xE2\x80\xA6)" : "");
   panel::mutedWrapped(line);
-  Expected<Vector> row = imageModelRow(m);
-  if (!row) {
-    panel::coloredWrapped(panel::errorColor(), row.error().message());
-    return true;
-  }
+  // The picture with the row, or the Heads tab (ablate heads, score them; panel_model_heads.cpp)
+  if (std::exchange(m.analysis.showHeadsTab, false)) m.headsTab = true;
+  int tab = m.headsTab ? 1 : 0;
+  ImGui::RadioButton("picture", &tab, 0);
+  tooltip("The picture with the chosen token's attention over the patches.");
+  ImGui::SameLine();
+  ImGui::RadioButton("heads: ablate, score", &tab, 1);
+  tooltip("The layer \xC3\x97 head grid: click a head to ablate it (the labels and every map follow), colour "
+          "the heads by a score of this picture's attention.");
+  m.headsTab = tab == 1;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float font = ImGui::GetFontSize();
   const float labelsW = std::min(font * 16.f, avail.x * 0.35f);
   ImGui::BeginChild("##vitpicture", ImVec2(avail.x - labelsW - ImGui::GetStyle().ItemSpacing.x, avail.y), false,
-                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-  drawPicture(state, heatmaps, *row, c, ImGui::GetContentRegionAvail());
+                    m.headsTab ? 0 : ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  if (m.headsTab) {
+    drawVitHeads(m);
+  } else if (Expected<Vector> row = imageModelRow(m); !row) {
+    panel::coloredWrapped(panel::errorColor(), row.error().message());
+  } else {
+    drawPicture(state, heatmaps, *row, c, ImGui::GetContentRegionAvail());
+  }
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##vitlabels", ImVec2(0, avail.y), true);
-  drawLabels(*m.shown);
+  if (!drawAblatedLabels(*m.shown)) drawLabels(*m.shown);
   ImGui::EndChild();
   return true;
 }

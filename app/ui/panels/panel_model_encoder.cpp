@@ -1,8 +1,10 @@
 // The Model panel for an encoder folder (bert, distilbert, roberta). Left: the text box (the
 // encoder runs on the model worker as you type, the whole text each time; the Attention
 // panel shows its bidirectional attention), the tokens with every mask token marked, the run's
-// status and the residual-stream norms. Right, beside the text: the fill-mask prediction, the
-// 10 most probable tokens at every [MASK] / <mask>. The panel only edits state.model;
+// status and two tabs: the residual-stream norms, and the Heads tab (ablate heads, score them:
+// panel_model_heads.cpp, as a decoder's). Right, beside the text: the fill-mask prediction,
+// the 10 most probable tokens at every [MASK] / <mask> (with heads ablated: against the
+// clean run's). The panel only edits state.model;
 // app/session/encoder_service.h computes.
 #include <imgui.h>
 #include <imgui_stdlib.h>
@@ -14,6 +16,7 @@
 #include "app/session/encoder_service.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_mechanism.h"
+#include "app/ui/panels/panel_model_analysis.h"
 #include "app/ui/panels/panels.h"
 #include "core/base/format.h"
 
@@ -138,14 +141,27 @@ void drawEncoderModel(AppState& state, UiState& ui) {
     }
     drawTokens(*run, [&](std::size_t i) { return isMasked(*run, i); });
     if (run->attention) drawMechanismSelector(state, "model");  // issue 30: what the Attention panel shows
-    drawEncoderNorms(state, heatmaps, *run);
+    // The norms, or the Heads tab: ablate heads and score them (panel_model_heads.cpp)
+    if (ImGui::BeginTabBar("##encoderTabs")) {
+      if (ImGui::BeginTabItem("Residual-stream norm")) {
+        drawEncoderNorms(state, heatmaps, *run);
+        ImGui::EndTabItem();
+      }
+      const ImGuiTabItemFlags headsFlags = takeHeadsTabRequest(state) ? ImGuiTabItemFlags_SetSelected : 0;
+      if (ImGui::BeginTabItem("Heads: ablate, score", nullptr, headsFlags)) {
+        drawEncoderHeads(state, *run);
+        ImGui::EndTabItem();
+      }
+      ImGui::EndTabBar();
+    }
   } else {
     panel::mutedWrapped(model.computing() ? "computing\xE2\x80\xA6" : "Type a text above, e.g. the [MASK] sat on the mat.");
   }
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("##fillMask", ImVec2(0, 0), true);
-  if (run && run->generation == model.generation && run->encoder) drawFillMask(*run, encoder);
+  if (run && run->generation == model.generation && run->encoder && !drawAblatedFillMask(*run))
+    drawFillMask(*run, encoder);
   ImGui::EndChild();
 }
 

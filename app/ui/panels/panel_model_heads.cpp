@@ -1,6 +1,7 @@
-// The Model panel's Heads tab (panel_model_analysis.h): a layer x head grid where a click
-// ablates a head (zero or mean, docs/analyses.md) and the prediction and every attention map
-// downstream follow one compute later; a head score colours the grid and lists the heads in
+// The Heads tab (panel_model_analysis.h) of a decoder or an encoder in the Model panel and of
+// a vision transformer in the Image panel: a layer x head grid where a click ablates a head
+// (zero or mean, docs/analyses.md) and the prediction and every attention map downstream
+// follow one compute later; a head score colours the grid and lists the heads in
 // its order (or the copying score of the head circuits, issue 30), and the head the
 // Attention panel shows gets a card with its QK / OV singular values and copying score.
 // Edits go through app/session/model_analysis.h; the scores, the circuits and the ablated
@@ -10,6 +11,8 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -30,12 +33,21 @@ using panel::tooltip;
 
 const ImU32 kAblatedColor = IM_COL32(230, 60, 60, 255);
 
-// The scores of the picked kind in `run`, or null (none picked, or not computed yet).
-const Matrix* pickedScores(const ModelAnalysisState& analysis, const ModelRun& run) {
-  if (analysis.scoreKind < 0 || !run.analysis) return nullptr;
-  const std::vector<Matrix>& scores = run.analysis->scores;
+// The scores of the picked kind in the tab's run, or null (none picked, not computed yet,
+// or a kind this model has no score of: a ViT's duplicate token and induction).
+const Matrix* pickedScores(const HeadsTab& tab) {
+  const ModelAnalysisState& analysis = tab.analysis;
+  if (analysis.scoreKind < 0 || !tab.result) return nullptr;
+  const std::vector<Matrix>& scores = tab.result->scores;
   if (analysis.scoreKind >= static_cast<int>(scores.size())) return nullptr;
-  return &scores[static_cast<std::size_t>(analysis.scoreKind)];
+  const Matrix& picked = scores[static_cast<std::size_t>(analysis.scoreKind)];
+  return picked.size() > 0 ? &picked : nullptr;
+}
+
+// Whether choice `kind` (0..kHeadScoreChoices − 1) can be computed for the tab's model.
+bool offered(const HeadsTab& tab, int kind) {
+  if (kind == kCopyingScore) return tab.copying;
+  return tab.tokenIds || !model::needsTokenIds(model::kAllHeadScores[kind]);
 }
 
 // The colour range of a score and its map: the detection scores and the sink mass are
@@ -48,17 +60,17 @@ struct ScoreRange {
   // Where `value` falls on the map, 0..1.
   float at(float value) const { return std::clamp((value - low) / (high - low), 0.f, 1.f); }
 };
-ScoreRange scoreRange(int kind, const ModelRun& run) {
+ScoreRange scoreRange(int kind, int tokens) {
   if (kind == kCopyingScore) return {-1.f, 1.f, ColormapKind::RdBu};
   if (model::kAllHeadScores[kind] != model::HeadScoreKind::Entropy) return {};
-  return {0.f, static_cast<float>(std::log(std::max<std::size_t>(2, run.ids.size()))), ColormapKind::Viridis};
+  return {0.f, static_cast<float>(std::log(std::max(2, tokens))), ColormapKind::Viridis};
 }
 
 ImU32 toImColor(io::Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
 
 // The ablation row: mode, the list as text (keyboard: type heads, Enter), Clear.
-void drawAblationControls(AppState& state, const model::Config& config) {
-  ModelAnalysisState& analysis = state.model.analysis;
+void drawAblationControls(const HeadsTab& tab) {
+  ModelAnalysisState& analysis = tab.analysis;
   const float font = ImGui::GetFontSize();
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("Ablate");
@@ -78,7 +90,7 @@ void drawAblationControls(AppState& state, const model::Config& config) {
   if (ImGui::InputTextWithHint("##ablateList", "layer.head, ...", &analysis.ablateText,
                                ImGuiInputTextFlags_EnterReturnsTrue)) {
     Expected<std::vector<model::HeadId>> heads = parseHeadList(analysis.ablateText);
-    Status set = heads ? setAblatedHeads(analysis, *heads, config) : Status(heads.error());
+    Status set = heads ? setAblatedHeads(analysis, *heads, tab.layers, tab.heads) : Status(heads.error());
     analysis.ablateError = set ? std::string() : set.error().message();
   }
   analysis.ablateEditing = ImGui::IsItemActive();
@@ -105,8 +117,8 @@ void drawAblationControls(AppState& state, const model::Config& config) {
 }
 
 // The score row: which score colours the heads, their order, the detection options.
-void drawScoreControls(AppState& state, const ModelRun& run) {
-  ModelAnalysisState& analysis = state.model.analysis;
+void drawScoreControls(const HeadsTab& tab) {
+  ModelAnalysisState& analysis = tab.analysis;
   const float font = ImGui::GetFontSize();
   std::string preview = analysis.scoreKind < 0 ? "none" : scoreChoiceTitle(analysis.scoreKind);
   ImGui::AlignTextToFramePadding();
@@ -116,8 +128,12 @@ void drawScoreControls(AppState& state, const ModelRun& run) {
   if (ImGui::BeginCombo("##score", preview.c_str())) {
     if (ImGui::Selectable("none", analysis.scoreKind < 0)) setScoreKind(analysis, -1);
     for (int k = 0; k < kHeadScoreChoices; ++k) {
-      if (ImGui::Selectable(scoreChoiceTitle(k), analysis.scoreKind == k))
+      if (k == kCopyingScore && !tab.copying) continue;  // a decoder's unembedding only
+      const bool can = offered(tab, k);
+      if (ImGui::Selectable(scoreChoiceTitle(k), analysis.scoreKind == k,
+                            can ? 0 : ImGuiSelectableFlags_Disabled))
         setScoreKind(analysis, k);
+      if (!can) tooltip("Compares token ids: a vision transformer's patches have none.");
     }
     ImGui::EndCombo();
   }
@@ -147,7 +163,9 @@ void drawScoreControls(AppState& state, const ModelRun& run) {
   changed |= ImGui::Checkbox("exclude current", &detect.excludeCurrentToken);
   tooltip("Detection scores ignore each query's own position.");
   if (changed) setDetectOptions(analysis, detect);
-  if (analysis.scoreKind >= 0 && !pickedScores(analysis, run))
+  if (analysis.scoreKind >= 0 && !offered(tab, analysis.scoreKind))
+    ImGui::TextDisabled("%s: not for this model", scoreChoiceTitle(analysis.scoreKind));
+  else if (analysis.scoreKind >= 0 && !pickedScores(tab))
     ImGui::TextDisabled("computing the scores\xE2\x80\xA6");
 }
 
@@ -161,27 +179,24 @@ constexpr float kGridLabelFonts = 2.2f, kGridGap = 2.f;
 
 // The side of a grid cell: as large as `width` x `height` allow for the whole grid (with its
 // header and colour strip), 1.2 to 3 fonts.
-float gridSide(const model::Config& config, float width, float height, bool scores) {
+float gridSide(const HeadsTab& tab, float width, float height, bool scores) {
   const float font = ImGui::GetFontSize();
   const float rows = height - font * (scores ? 4.2f : 1.6f);
   return std::clamp(
-      std::min((width - font * kGridLabelFonts) / static_cast<float>(config.nHead) - kGridGap,
-               rows / static_cast<float>(config.nLayer) - ImGui::GetStyle().ItemSpacing.y),
+      std::min((width - font * kGridLabelFonts) / static_cast<float>(tab.heads) - kGridGap,
+               rows / static_cast<float>(tab.layers) - ImGui::GetStyle().ItemSpacing.y),
       font * 1.2f, font * 3.f);
 }
 
-void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& config, float side) {
-  ModelAnalysisState& analysis = state.model.analysis;
+void drawHeadGrid(const HeadsTab& tab, float side) {
+  ModelAnalysisState& analysis = tab.analysis;
   const float font = ImGui::GetFontSize();
-  const Matrix* scores = pickedScores(analysis, run);
+  const Matrix* scores = pickedScores(tab);
   const bool sorted = analysis.sortGrid && scores && analysis.order != HeadOrder::Index;
   const bool lowFirst = analysis.order == HeadOrder::LowFirst;
   const float labelW = font * kGridLabelFonts, gap = kGridGap;
-  const float width = labelW + static_cast<float>(config.nHead) * (side + gap);
-  const ScoreRange range = scores ? scoreRange(analysis.scoreKind, run) : ScoreRange{};
-  const AttentionView& view = state.attention;
-  const bool showingRun = view.tensor() && view.tensor() == run.attention &&
-                          view.selection.kind == io::AttentionSelection::Kind::Head;
+  const float width = labelW + static_cast<float>(tab.heads) * (side + gap);
+  const ScoreRange range = scores ? scoreRange(analysis.scoreKind, tab.tokens) : ScoreRange{};
   ImDrawList* draw = ImGui::GetWindowDrawList();
   analysis.drawnHeads.clear();
   // The scores' numbers: one precision for the grid that keeps every one within 5 % and
@@ -201,18 +216,18 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
   }
   // Column header: head numbers, or ranks when sorted.
   ImGui::Dummy(ImVec2(labelW - ImGui::GetStyle().ItemSpacing.x, 0));
-  for (int c = 0; c < config.nHead; ++c) {
+  for (int c = 0; c < tab.heads; ++c) {
     ImGui::SameLine(labelW + static_cast<float>(c) * (side + gap));
     ImGui::TextDisabled(sorted ? "%d" : "h%d", sorted ? c + 1 : c);
   }
-  for (int l = 0; l < config.nLayer; ++l) {
+  for (int l = 0; l < tab.layers; ++l) {
     const std::vector<int> order =
         sorted ? rankHeadsOfLayer(*scores, l, lowFirst) : std::vector<int>();
     ImGui::TextDisabled("L%d", l);
-    for (int c = 0; c < config.nHead; ++c) {
+    for (int c = 0; c < tab.heads; ++c) {
       const int h = sorted ? order[static_cast<std::size_t>(c)] : c;
       ImGui::SameLine(labelW + static_cast<float>(c) * (side + gap));
-      ImGui::PushID(l * config.nHead + h);
+      ImGui::PushID(l * tab.heads + h);
       const ImVec2 p = ImGui::GetCursorScreenPos();
       const bool clicked = ImGui::InvisibleButton("##head", ImVec2(side, side));
       analysis.drawnHeads.push_back({l, h, p.x, p.y, side});
@@ -249,7 +264,7 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
         draw->AddLine(p, q, kAblatedColor, t);
         draw->AddLine(ImVec2(q.x, p.y), ImVec2(p.x, q.y), kAblatedColor, t);
       }
-      if (showingRun && view.selection.layer == l && view.selection.head == h)
+      if (tab.shown && tab.shown->layer == l && tab.shown->head == h)
         draw->AddRect(ImVec2(p.x - 1, p.y - 1), ImVec2(q.x + 1, q.y + 1), IM_COL32(250, 200, 40, 255));
       if (hovered) {
         std::string tip = "head " + headName(l, h);
@@ -259,18 +274,11 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
         }
         tip += ablated ? "\nablated: click to restore it" : "\nclick: ablate it";
         tip += " (" + std::string(analysis.request.ablation.mode == model::AblationMode::Zero ? "zero" : "mean") + ")";
-        tip += "\nright-click: show it in the Attention panel";
+        if (tab.show) tip += "\nright-click: " + tab.showWhat;
         tooltip(tip.c_str());
       }
       if (clicked) toggleAblatedHead(analysis, {l, h});
-      if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right) && run.attention &&
-          view.tensor() == run.attention) {
-        io::AttentionSelection next;
-        next.kind = io::AttentionSelection::Kind::Head;
-        next.layer = l;
-        next.head = h;
-        selectAttentionView(state.attention, next);
-      }
+      if (hovered && ImGui::IsMouseClicked(ImGuiMouseButton_Right) && tab.show) tab.show(l, h);
       ImGui::PopID();
     }
   }
@@ -294,9 +302,9 @@ void drawHeadGrid(AppState& state, const ModelRun& run, const model::Config& con
 }
 
 // Every head ranked by the picked score; a click on a row toggles its ablation.
-void drawHeadList(AppState& state, const ModelRun& run) {
-  ModelAnalysisState& analysis = state.model.analysis;
-  const Matrix* scores = pickedScores(analysis, run);
+void drawHeadList(const HeadsTab& tab) {
+  ModelAnalysisState& analysis = tab.analysis;
+  const Matrix* scores = pickedScores(tab);
   if (!scores) {
     panel::mutedWrapped("Pick a score under \"Colour by\" to list the heads in its order.");
     return;
@@ -384,34 +392,93 @@ bool takeHeadsTabRequest(AppState& state) {
   return std::exchange(state.model.analysis.showHeadsTab, false);
 }
 
-void drawModelHeads(AppState& state, const ModelRun& run) {
-  if (!run.session) return;
-  const model::Config& config = run.session->config();
-  ModelAnalysisState& analysis = state.model.analysis;
+void drawHeadsTab(const HeadsTab& tab, const std::function<void()>& card) {
   const float font = ImGui::GetFontSize();
-  drawAblationControls(state, config);
-  drawScoreControls(state, run);
-  drawHeadCard(state, run);
+  drawAblationControls(tab);
+  drawScoreControls(tab);
+  if (card) card();
   // The grid at its own size (as large as the space allows), the list beside it when at
   // least 14 fonts remain, else below it.
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const bool scores = pickedScores(analysis, run) != nullptr;
+  const bool scores = pickedScores(tab) != nullptr;
   const float scrollbar = ImGui::GetStyle().ScrollbarSize;
-  float side = gridSide(config, avail.x - font * 14.f - scrollbar, avail.y, scores);
-  float gridW = font * kGridLabelFonts + static_cast<float>(config.nHead) * (side + kGridGap) + scrollbar;
+  float side = gridSide(tab, avail.x - font * 14.f - scrollbar, avail.y, scores);
+  float gridW = font * kGridLabelFonts + static_cast<float>(tab.heads) * (side + kGridGap) + scrollbar;
   const bool sideBySide = avail.x - gridW >= font * 14.f;
   if (!sideBySide) {
-    side = gridSide(config, avail.x - scrollbar, font * 16.f, scores);
+    side = gridSide(tab, avail.x - scrollbar, font * 16.f, scores);
     gridW = avail.x;
   }
   ImGui::BeginChild("##headGrid", ImVec2(gridW, sideBySide ? 0.f : font * 16.f), false,
                     ImGuiWindowFlags_HorizontalScrollbar);
-  drawHeadGrid(state, run, config, side);
+  drawHeadGrid(tab, side);
   ImGui::EndChild();
   if (sideBySide) ImGui::SameLine();
   ImGui::BeginChild("##headListChild", ImVec2(0, 0), false);
-  drawHeadList(state, run);
+  drawHeadList(tab);
   ImGui::EndChild();
+}
+
+namespace {
+
+// The head the Attention panel shows, when it shows `tensor` (the run's), else nothing; and
+// a right-click that shows a head of it there.
+std::optional<model::HeadId> headShownOf(const AppState& state, const std::shared_ptr<const io::AttentionFile>& tensor) {
+  const AttentionView& view = state.attention;
+  if (!tensor || view.tensor() != tensor || view.selection.kind != io::AttentionSelection::Kind::Head)
+    return std::nullopt;
+  return model::HeadId{view.selection.layer, view.selection.head};
+}
+
+std::function<void(int, int)> showInAttentionOf(AppState& state, const std::shared_ptr<const io::AttentionFile>& tensor) {
+  if (!tensor || state.attention.tensor() != tensor) return {};
+  return [&state](int layer, int head) {
+    io::AttentionSelection next;
+    next.kind = io::AttentionSelection::Kind::Head;
+    next.layer = layer;
+    next.head = head;
+    selectAttentionView(state.attention, next);
+  };
+}
+
+}  // namespace
+
+void drawModelHeads(AppState& state, const ModelRun& run) {
+  if (!run.session) return;
+  const model::Config& config = run.session->config();
+  HeadsTab tab{state.model.analysis, run.analysis.get(), config.nLayer, config.nHead, static_cast<int>(run.ids.size())};
+  tab.shown = headShownOf(state, run.attention);
+  tab.show = showInAttentionOf(state, run.attention);
+  drawHeadsTab(tab, [&] { drawHeadCard(state, run); });
+}
+
+void drawEncoderHeads(AppState& state, const ModelRun& run) {
+  if (!state.model.encoder) return;
+  const model::EncoderConfig& config = state.model.encoder->weights->config;
+  HeadsTab tab{state.model.analysis, run.analysis.get(), config.nLayer, config.nHead, static_cast<int>(run.ids.size())};
+  tab.copying = false;  // no unembedding W_U for W_E·W_OV·W_U
+  tab.shown = headShownOf(state, run.attention);
+  tab.show = showInAttentionOf(state, run.attention);
+  drawHeadsTab(tab);
+}
+
+void drawVitHeads(ImageModelState& image) {
+  if (!image.vit) return;
+  const model::VitConfig& config = image.vit->weights->config;
+  const ImageModelRun* run = image.shown ? &*image.shown : nullptr;
+  HeadsTab tab{image.analysis, run ? run->analysis.get() : nullptr, config.nLayer, config.nHead, config.tokens()};
+  tab.copying = false;
+  tab.tokenIds = false;  // patches: no duplicate-token or induction template
+  if (!image.rollout && image.head >= 0)
+    tab.shown = model::HeadId{image.layer < 0 ? config.nLayer - 1 : image.layer, image.head};
+  tab.showWhat = "show its row on the picture";
+  tab.show = [&image](int layer, int head) {
+    image.layer = layer;
+    image.head = head;
+    image.rollout = false;
+    image.headsTab = false;
+  };
+  drawHeadsTab(tab);
 }
 
 }  // namespace attn::app

@@ -162,10 +162,32 @@ bool GuiSession::Impl::openModelScreenshot() {
   const std::size_t notices = state.notices.size();
   updateModel(state, now());
   if (!state.image.model.loadRequest.empty()) {  // a ViT folder: the Image panel's model source
-    Expected<bool> loaded = updateImageModel(state.image.model, state.image.image, state.image.imageId, false);
+    ImageModelState& image = state.image.model;
+    Expected<bool> loaded = updateImageModel(image, state.image.image, state.image.imageId, false);
     if (!loaded) {
       std::fprintf(stderr, "attnscope: cannot open model %s\n", loaded.error().message().c_str());
       return false;
+    }
+    // the Heads tab's --ablate / --head-score (a ViT's patches have no ids: no dup,
+    // induction; no unembedding: no copying), then the run they ask for
+    if (image.vit) {
+      const int score = launch.modelAnalysis.headScore;
+      if (score == kCopyingScore || (score >= 0 && score < kCopyingScore &&
+                                     model::needsTokenIds(model::kAllHeadScores[score]))) {
+        std::fprintf(stderr, "attnscope: option '--head-score': %s compares token ids or reads W_U; a vision "
+                             "transformer has neither (use prev, sink, entropy)\n",
+                     scoreChoiceTitle(score));
+        return false;
+      }
+      const model::VitConfig& c = image.vit->weights->config;
+      if (Status s = applyHeadsStart(image.analysis, launch.modelAnalysis, c.nLayer, c.nHead); !s) {
+        std::fprintf(stderr, "attnscope: %s\n", s.error().message().c_str());
+        return false;
+      }
+      if (Expected<bool> rerun = updateImageModel(image, state.image.image, state.image.imageId, false); !rerun) {
+        std::fprintf(stderr, "attnscope: %s\n", rerun.error().message().c_str());
+        return false;
+      }
     }
     return true;
   }
