@@ -288,19 +288,32 @@ TEST_F(LongContextTest, CancelKeepsThePreviousSummaryOnScreen) {
   settleLong(state);
   ASSERT_TRUE(state.model.longContext && state.model.longContext->result);
   LongContextState& lc = *state.model.longContext;
+  // A longer text (about 5000 tokens), cancelled as soon as it is asked. The pass takes tens
+  // of milliseconds here, so on a loaded machine it can finish before the Cancel reaches it
+  // (the finished summary is then shown, rightly): another text is tried, up to 5; at least
+  // one Cancel must take effect, and each one that does keeps the previous summary.
+  int cancelled = 0;
+  for (unsigned attempt = 0; attempt < 5 && cancelled == 0; ++attempt) {
+    const std::shared_ptr<const LongSummaryResult> previous = lc.result;
+    attn::testing::typeText(state, longText(5000, 4 + 10 * attempt));
+    attn::testing::settleModel(state, service);
+    ASSERT_TRUE(state.model.run->longInput);
+    updateLongContext(state, 100, true);
+    ASSERT_TRUE(lc.running);
+    lc.cancelRequested = true;  // the panel's Cancel
+    settleLong(state);
+    EXPECT_FALSE(lc.running);
+    if (lc.result != previous) {  // the pass finished first: it is this text's summary
+      ASSERT_TRUE(lc.result);
+      EXPECT_EQ(lc.result->summary.n, static_cast<int>(state.model.run->ids.size()));
+      continue;
+    }
+    ++cancelled;
+    EXPECT_NE(lc.status.find("cancelled"), std::string::npos) << lc.status;
+    EXPECT_NE(lc.status.find("previous"), std::string::npos) << lc.status;
+  }
+  EXPECT_EQ(cancelled, 1) << "no Cancel took effect in 5 texts";
   const std::shared_ptr<const LongSummaryResult> first = lc.result;
-  // A longer text (about 5000 tokens: a pass of seconds), cancelled as soon as it is asked.
-  attn::testing::typeText(state, longText(5000, 4));
-  attn::testing::settleModel(state, service);
-  ASSERT_TRUE(state.model.run->longInput);
-  updateLongContext(state, 100, true);
-  ASSERT_TRUE(lc.running);
-  lc.cancelRequested = true;  // the panel's Cancel
-  settleLong(state);
-  EXPECT_FALSE(lc.running);
-  EXPECT_EQ(lc.result, first);  // the previous summary stays
-  EXPECT_NE(lc.status.find("cancelled"), std::string::npos) << lc.status;
-  EXPECT_NE(lc.status.find("previous"), std::string::npos) << lc.status;
   // Another text runs again (the cancel does not stick).
   attn::testing::typeText(state, longText(1100, 5));
   attn::testing::settleModel(state, service);
