@@ -21,6 +21,7 @@
 #include "app/session/model_service.h"
 #include "core/models/long_context.h"
 #include "tests/support/model_fixture.h"
+#include "tests/support/long_text.h"
 #include "tests/support/model_session.h"
 
 namespace {
@@ -32,23 +33,7 @@ using namespace attn::app;
 constexpr int kWindow = 300;
 constexpr double kFloatTol = 5e-5, kDoubleTol = 1e-4;  // see the first test
 
-// `chars` bytes of lowercase words (deterministic), about one token a byte with the fixture's
-// byte-level tokenizer.
-std::string longText(int chars, unsigned seed) {
-  std::string text;
-  unsigned x = seed;
-  while (static_cast<int>(text.size()) < chars) {
-    x = x * 1103515245u + 12345u;
-    const int len = 2 + static_cast<int>((x >> 16) % 7);
-    for (int i = 0; i < len; ++i) {
-      x = x * 1103515245u + 12345u;
-      text.push_back(static_cast<char>('a' + (x >> 16) % 26));
-    }
-    text.push_back(' ');
-  }
-  text.resize(static_cast<std::size_t>(chars));
-  return text;
-}
+using attn::testing::longText;
 
 class LongContextTest : public ::testing::Test {
  protected:

@@ -20,6 +20,7 @@
 #include "app/ui/panels/panels.h"
 #include "app/ui/shell/drawn_text.h"
 #include "tests/support/model_fixture.h"
+#include "tests/support/long_text.h"
 #include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
@@ -28,22 +29,7 @@ namespace {
 using namespace attn;
 using namespace attn::app;
 
-// `chars` bytes of lowercase words (deterministic): about one token a byte.
-std::string longText(int chars, unsigned seed) {
-  std::string text;
-  unsigned x = seed;
-  while (static_cast<int>(text.size()) < chars) {
-    x = x * 1103515245u + 12345u;
-    const int len = 2 + static_cast<int>((x >> 16) % 7);
-    for (int i = 0; i < len; ++i) {
-      x = x * 1103515245u + 12345u;
-      text.push_back(static_cast<char>('a' + (x >> 16) % 26));
-    }
-    text.push_back(' ');
-  }
-  text.resize(static_cast<std::size_t>(chars));
-  return text;
-}
+using attn::testing::longText;
 
 class LongContextInApp : public testui::HeadlessImGui {
  protected:
