@@ -161,21 +161,19 @@ void drawTileControls(AppState& state, LongContextState& lc, int n) {
            " (the attention sinks) out of the heatmap and the column-sum track's scale, so that "
            "they do not flatten the colours of the other keys.")
               .c_str());
-  ImGui::SetNextItemWidth(font * 11.f);
-  int q0 = t.q0, q1 = t.q1 - 1;
-  if (ImGui::DragIntRange2("queries", &q0, &q1, std::max(1.f, rows / 200.f), 0, n - 1)) {
-    t.q0 = std::clamp(q0, 0, n - 1);
-    t.q1 = std::clamp(q1, t.q0, n - 1) + 1;
-  }
-  tooltip("The first and last query row shown (drag, or double-click to type).");
+  // [first, last) of the rows or the keys as a drag field of the first and last index shown
+  auto rangeField = [&](const char* label, int& first, int& last, int span, const char* help) {
+    ImGui::SetNextItemWidth(font * 11.f);
+    int lo = first, hi = last - 1;
+    if (ImGui::DragIntRange2(label, &lo, &hi, std::max(1.f, span / 200.f), 0, n - 1)) {
+      first = std::clamp(lo, 0, n - 1);
+      last = std::clamp(hi, first, n - 1) + 1;
+    }
+    tooltip(help);
+  };
+  rangeField("queries", t.q0, t.q1, rows, "The first and last query row shown (drag, or double-click to type).");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(font * 11.f);
-  int k0 = t.k0, k1 = t.k1 - 1;
-  if (ImGui::DragIntRange2("keys", &k0, &k1, std::max(1.f, cols / 200.f), 0, n - 1)) {
-    t.k0 = std::clamp(k0, 0, n - 1);
-    t.k1 = std::clamp(k1, t.k0, n - 1) + 1;
-  }
-  tooltip("The first and last key column shown.");
+  rangeField("keys", t.k0, t.k1, cols, "The first and last key column shown.");
 }
 
 void drawTile(AppState& state, UiState& ui, LongContextState& lc, int n) {
