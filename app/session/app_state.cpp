@@ -25,7 +25,7 @@ void trimUndo(History& history) {
 // another attention source only moves the baseline.
 void closeModelStep(AppState& state) {
   History& history = state.history;
-  ModelSnapshot now = takeModelSnapshot(state.model, state.attention);
+  ModelSnapshot now = takeModelSnapshot(state.model, state.attention, state.image.model);
   if (!history.pending && isModelEdit(history.committedModel, now)) {
     history.undo.push_back({history.committed, history.committedId, history.committedModel});
     trimUndo(history);
@@ -59,8 +59,8 @@ void restoreStep(AppState& state, std::deque<Snapshot>& from, std::deque<Snapsho
   }
   state.contentId = step.contentId;
   history.committedId = state.contentId;
-  restoreModelSnapshot(step.model, state.model, state.attention);
-  history.committedModel = takeModelSnapshot(state.model, state.attention);
+  restoreModelSnapshot(step.model, state.model, state.attention, state.image.model);
+  history.committedModel = takeModelSnapshot(state.model, state.attention, state.image.model);
 }
 
 }  // namespace
@@ -200,9 +200,8 @@ namespace {
 // Drops the steps at the back of `steps` that changed only the model state of a model no
 // longer loaded: undoing them would change nothing.
 void dropStaleModelSteps(const AppState& state, std::deque<Snapshot>& steps) {
-  const std::uint64_t generation = takeModelSnapshot(state.model, state.attention).generation;
-  while (!steps.empty() && steps.back().contentId == state.contentId &&
-         steps.back().model.generation != generation)
+  const ModelSnapshot now = takeModelSnapshot(state.model, state.attention, state.image.model);
+  while (!steps.empty() && steps.back().contentId == state.contentId && !belongsToLoaded(steps.back().model, now))
     steps.pop_back();
 }
 
@@ -241,7 +240,7 @@ void loadDocument(AppState& state, Scenario scenario, std::string path) {
   state.contentId = ++state.lastContentId;
   state.history.committed = SharedScenario::share(state.doc, nullptr);
   state.history.committedId = state.contentId;
-  state.history.committedModel = takeModelSnapshot(state.model, state.attention);
+  state.history.committedModel = takeModelSnapshot(state.model, state.attention, state.image.model);
   state.markSaved();
   ++state.documentsLoaded;  // the window lets go of what it pointed at in the old one (hover)
   // Keep the focused head valid for the new document.

@@ -95,6 +95,7 @@ Expected<bool> updateImageModel(ImageModelState& state, const std::shared_ptr<co
     Expected<io::VitFolder> loaded = io::loadVitFolder(folder);
     if (!loaded) return loaded.error();
     state.vit = std::make_shared<const io::VitFolder>(std::move(loaded).value());
+    ++state.generation;
     state.active = true;
     state.token = 0;
     fitAnalysisToModel(state.analysis, state.vit->weights->config.nLayer, state.vit->weights->config.nHead);

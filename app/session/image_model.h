@@ -69,6 +69,7 @@ class ImageModelService {
 struct ImageModelState {
   std::string loadRequest;                  // a ViT folder to load (taken by the update)
   std::shared_ptr<const io::VitFolder> vit;  // null: no ViT loaded
+  std::uint64_t generation = 0;              // counts the ViT folders loaded (the undo history's identity)
   bool active = false;                      // the Image panel shows the model, not the patches
   // What the overlay shows: row `token` (0 = [CLS], 1 = [DIST] for DeiT, prefix + i = patch
   // i) of `layer` (-1 = the last), `head` (-1 = the mean over heads), or the rollout.

@@ -174,3 +174,55 @@ TEST(BidirectionalHeads, VitRunEqualsTheCoreAblationAndHasNoIdScores) {
 }
 
 }  // namespace
+
+namespace {
+
+// The ids of the labels a ViT run shows, best first.
+std::vector<int> topIds(const ImageModelState& m) {
+  std::vector<int> ids;
+  for (const auto& t : m.shown->top) ids.push_back(t.id);
+  return ids;
+}
+
+}  // namespace
+
+// The ViT's Heads tab is in the undo history (issue 32, point 7), as the decoder's is
+// (tests/ui/test_ui_model_undo.cpp): an ablation is one step, undo brings back the clean run
+// and redo the ablated one; a step taken on a ViT that has since been loaded again is
+// dropped, not undone.
+TEST(BidirectionalHeads, VitAblationIsUndoneAndRedone) {
+  AppState state;
+  const vittest::Spec spec;
+  const fs::path dir = vittest::writeFolder("heads_vit_undo", spec, vittest::makeTensors(spec, 6));
+  ASSERT_TRUE(openImage(state.image, attn::testing::writeRampPicture(dir).string()).ok());
+  ImageModelState& m = state.image.model;
+  auto update = [&] { ASSERT_TRUE(updateImageModel(m, state.image.image, state.image.imageId, false).ok()); };
+  m.loadRequest = dir.string();
+  update();
+  endFrame(state, false);  // loading a model moves the baseline, it is no step
+  EXPECT_FALSE(undo(state));
+  ASSERT_TRUE(m.shown && m.shown->run);
+  const std::vector<int> clean = topIds(m);
+  ASSERT_TRUE(setAblatedHeads(m.analysis, {{0, 0}, {1, 2}}, 2, 4));
+  update();
+  endFrame(state, false);  // the ablation: one step
+  ASSERT_TRUE(m.shown->analysis);
+  const std::vector<int> ablated = topIds(m);
+  ASSERT_NE(ablated, clean) << "the fixture's ablation changes the labels";
+
+  ASSERT_TRUE(undo(state));
+  EXPECT_TRUE(m.analysis.request.ablation.heads.empty());
+  update();
+  EXPECT_EQ(topIds(m), clean);
+  ASSERT_TRUE(redo(state));
+  EXPECT_EQ(m.analysis.request.ablation.heads, (std::vector<model::HeadId>{{0, 0}, {1, 2}}));
+  update();
+  EXPECT_EQ(topIds(m), ablated);
+
+  // the same folder loaded again is another model: the step before the ablation is dropped
+  m.loadRequest = dir.string();
+  update();
+  endFrame(state, false);
+  EXPECT_FALSE(undo(state));
+  EXPECT_EQ(m.analysis.request.ablation.heads, (std::vector<model::HeadId>{{0, 0}, {1, 2}}));
+}
