@@ -43,7 +43,12 @@ class LongContextTest : public ::testing::Test {
     spec.slidingWindow = kWindow;
     spec.positions = 8192;
     spec.vocab = 259;  // writeByteLevelTokenizerJson's ids
-    dir_ = modeltest::writeFolder("session_long_context", spec, modeltest::makeTensors(spec, 29)).string();
+    // One folder per test process: ctest runs this suite's tests as parallel processes, each
+    // with its own set-up, so a shared folder was rewritten under a running test (the
+    // filter names the test this process runs).
+    dir_ = modeltest::writeFolder("session_long_context." + std::string(GTEST_FLAG_GET(filter)), spec,
+                                  modeltest::makeTensors(spec, 29))
+               .string();
     modeltest::writeByteLevelTokenizerJson(dir_, true);
   }
 

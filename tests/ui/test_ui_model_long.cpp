@@ -39,7 +39,10 @@ class LongContextInApp : public testui::HeadlessImGui {
     spec.slidingWindow = 300;
     spec.positions = 8192;
     spec.vocab = 259;
-    dir_ = modeltest::writeFolder("ui_long_context", spec, modeltest::makeTensors(spec, 29)).string();
+    // one folder per test process (ctest runs the suite's tests in parallel processes)
+    dir_ = modeltest::writeFolder("ui_long_context." + std::string(GTEST_FLAG_GET(filter)), spec,
+                                  modeltest::makeTensors(spec, 29))
+               .string();
     modeltest::writeByteLevelTokenizerJson(dir_, true);
   }
 
