@@ -108,43 +108,36 @@ int main(int argc, char** argv) {
               n, lc.result->summary.layers, lc.result->summary.heads, lc.result->summary.seconds,
               std::chrono::duration<double>(Clock::now() - passStart).count());
   report("(a) frames while the pass ran", wall, cpu);
-  // (b) the whole view recomputed again and again
-  wall.clear();
-  cpu.clear();
-  int busy = 0, shown = 0;
+  // (b) and (c): frames while the tile worker recomputes the block `place` asks for in frame i
   const app::LongTile* last = lc.shown.get();
-  double tileMs = 0;
-  for (int i = 0; i < frames; ++i) {
-    if (!lc.tileRunning) lc.tile = app::TileView{lc.layer, lc.head, 0, n - (i % 2), 0, n};
-    timeFrame();
-    busy += lc.tileRunning;
-    if (lc.shown.get() != last) {
-      ++shown;
-      tileMs = lc.shown->ms;
+  auto tilePhase = [&](const char* name, const auto& place) {
+    wall.clear();
+    cpu.clear();
+    int busy = 0, shown = 0;
+    double tileMs = 0;
+    for (int i = 0; i < frames; ++i) {
+      place(i);
+      timeFrame();
+      busy += lc.tileRunning;
+      if (lc.shown.get() != last) {
+        ++shown;
+        tileMs = lc.shown->ms;
+      }
+      last = lc.shown.get();
     }
-    last = lc.shown.get();
-  }
-  report("(b) frames while the whole view recomputes", wall, cpu);
-  std::printf("    %d of %d frames with the tile worker busy; %d blocks shown, the last in %.0f ms\n", busy, frames,
-              shown, tileMs);
+    report(name, wall, cpu);
+    std::printf("    %d of %d frames with the tile worker busy; %d blocks shown, the last in %.0f ms\n", busy, frames,
+                shown, tileMs);
+  };
+  // (b) the whole view recomputed again and again
+  tilePhase("(b) frames while the whole view recomputes", [&](int i) {
+    if (!lc.tileRunning) lc.tile = app::TileView{lc.layer, lc.head, 0, n - (i % 2), 0, n};
+  });
   // (c) a 512 x 512 block panned by 64 tokens every frame
-  wall.clear();
-  cpu.clear();
-  busy = shown = 0;
-  for (int i = 0; i < frames; ++i) {
+  tilePhase("(c) frames while a 512 x 512 block pans", [&](int i) {
     const int q0 = std::min(n - 512, n / 2 + 64 * (i % 64));
     lc.tile = app::TileView{lc.layer, lc.head, q0, q0 + 512, q0 - 256, q0 + 256};
-    timeFrame();
-    busy += lc.tileRunning;
-    if (lc.shown.get() != last) {
-      ++shown;
-      tileMs = lc.shown->ms;
-    }
-    last = lc.shown.get();
-  }
-  report("(c) frames while a 512 x 512 block pans", wall, cpu);
-  std::printf("    %d of %d frames with the tile worker busy; %d blocks shown, the last in %.0f ms\n", busy, frames,
-              shown, tileMs);
+  });
   session.close();
   return 0;
 }
