@@ -217,14 +217,39 @@ class Model:
         args += ["--ablate", _heads_arg(heads), "--mode", mode, "--predict", str(int(predict))]
         return json.loads(self._call(args)["out"])
 
-    def patch(self, clean: str, corrupt: str, answer: str, wrong: str, what: str = "heads",
-              bos: Optional[bool] = None) -> Dict[str, Any]:
+    def patch(self, clean: Optional[str] = None, corrupt: Optional[str] = None, answer: Optional[str] = None,
+              wrong: Optional[str] = None, what: str = "heads", bos: Optional[bool] = None,
+              clean_image: Optional[str] = None, corrupt_image: Optional[str] = None,
+              position: Optional[int] = None) -> Dict[str, Any]:
         """`attnscope patch`: what = "heads" ([L, H]), "resid" ([L+1, n]) or
-        "heads-by-position" ([L·H, n]). Returns {"effect": array, "rows": labels, "columns":
-        labels, and patch's JSON fields (clean_metric, corrupt_metric, tokens, bos)}."""
+        "heads-by-position" ([L·H, n]). A decoder takes clean and corrupt texts and both
+        answer and wrong tokens; an encoder the two texts (fill-mask metric at the clean
+        text's mask, or at `position`), answer and wrong optional; a vision transformer
+        clean_image and corrupt_image (paths) instead of texts, answer and wrong as label
+        names or indices, optional. Returns {"effect": array, "rows": labels, "columns":
+        labels, and patch's JSON fields (clean_metric, corrupt_metric, tokens, bos, and for
+        an encoder or ViT model_type, answer, wrong, position)}."""
+        texts = clean is not None or corrupt is not None
+        images = clean_image is not None or corrupt_image is not None
+        if texts == images:
+            raise ValueError("give clean= and corrupt= (texts) or clean_image= and corrupt_image= (images)")
         out = self._file("patch.csv")
-        args = ["patch", self.path, "--clean=" + clean, "--corrupt=" + corrupt, "--answer=" + answer,
-                "--wrong=" + wrong, "--what", what, "--out", out] + _bos_args(bos)
+        if texts:
+            if clean is None or corrupt is None:
+                raise ValueError("give both clean= and corrupt=")
+            args = ["patch", self.path, "--clean=" + clean, "--corrupt=" + corrupt]
+        else:
+            if clean_image is None or corrupt_image is None:
+                raise ValueError("give both clean_image= and corrupt_image=")
+            args = ["patch", self.path, "--clean-image", os.fspath(clean_image),
+                    "--corrupt-image", os.fspath(corrupt_image)]
+        if answer is not None:
+            args.append("--answer=" + str(answer))
+        if wrong is not None:
+            args.append("--wrong=" + str(wrong))
+        if position is not None:
+            args += ["--position", str(int(position))]
+        args += ["--what", what, "--out", out] + _bos_args(bos)
         summary = json.loads(self._call(args)["out"])
         effect, rows, columns = _read_matrix_csv(out)
         os.remove(out)

@@ -20,6 +20,7 @@ import attnscope
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tiny_bert import write_tiny_bert  # noqa: E402
 from tiny_gpt2 import write_tiny_gpt2  # noqa: E402
+from tiny_vit import write_png, write_tiny_vit  # noqa: E402
 
 BIN = os.environ["ATTNSCOPE_BIN"]
 
@@ -130,6 +131,46 @@ class Session(unittest.TestCase):
             self.assertEqual(attnscope.run(self.bert, "the [MASK] sat", predict=2).next, r.next)
             with self.assertRaisesRegex(attnscope.AttnscopeError, "--logits.*decoders only"):
                 bert.run(text="the cat", logits=True)
+
+    def read_csv_matrix(self, path):
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        return np.array([[float(v) for v in r[1:]] for r in rows[1:]])
+
+    def test_patching_an_encoder_and_a_vision_transformer(self):
+        # an encoder: the fill-mask metric at the clean text's mask, answer and wrong optional
+        with attnscope.Model(self.bert) as bert:
+            patched = bert.patch("the [MASK] sat", "a [MASK] sat", what="heads")
+            out = self.path("bert_patch.csv")
+            direct = json.loads(cli("patch", self.bert, "--clean", "the [MASK] sat", "--corrupt", "a [MASK] sat",
+                                    "--what", "heads", "--out", out))
+            np.testing.assert_array_equal(patched["effect"], self.read_csv_matrix(out))
+            self.assertEqual(patched["effect"].shape, (2, 2))
+            self.assertEqual(patched["clean_metric"], direct["clean_metric"])
+            self.assertEqual(patched["model_type"], "bert")
+            resid = bert.patch("the [MASK] sat", "a [MASK] sat", answer="cat", wrong="dog", what="resid")
+            self.assertEqual(resid["effect"].shape, (3, 5))  # L + 1 rows x [CLS] the [MASK] sat [SEP]
+        # a vision transformer: two pictures, the label metric (answer: the clean top label)
+        vit_folder = write_tiny_vit(self.path("vit"))
+        rng = np.random.default_rng(11)
+        clean = write_png(self.path("clean.png"), rng.integers(0, 256, (16, 16, 3)))
+        corrupt = write_png(self.path("corrupt.png"), rng.integers(0, 256, (16, 16, 3)))
+        with attnscope.Model(vit_folder) as vit:
+            for what, shape in (("heads", (2, 2)), ("resid", (3, 5)), ("heads-by-position", (4, 5))):
+                patched = vit.patch(clean_image=clean, corrupt_image=corrupt, wrong="bird", what=what)
+                out = self.path("vit_patch.csv")
+                direct = json.loads(cli("patch", vit_folder, "--clean-image", clean, "--corrupt-image", corrupt,
+                                        "--wrong", "bird", "--what", what, "--out", out))
+                np.testing.assert_array_equal(patched["effect"], self.read_csv_matrix(out))
+                self.assertEqual(patched["effect"].shape, shape)
+                self.assertEqual(patched["answer"], direct["answer"])
+                self.assertEqual(patched["wrong"]["label"], "bird")
+            with self.assertRaisesRegex(ValueError, "clean_image= and corrupt_image="):
+                vit.patch("the cat", "the hat", clean_image=clean, corrupt_image=corrupt)
+            with self.assertRaisesRegex(ValueError, "both clean_image= and corrupt_image="):
+                vit.patch(clean_image=clean)
+            with self.assertRaisesRegex(attnscope.AttnscopeError, "--clean-image.*missing"):
+                vit.patch("the cat", "the hat", what="heads")
 
     def test_errors_raise_with_the_message_and_the_session_goes_on(self):
         with self.assertRaisesRegex(attnscope.AttnscopeError, "token 1 has id 99999, outside the vocabulary"):
