@@ -67,18 +67,29 @@ void report(const char* what, const std::vector<Frame>& frames) {
               what, frames.size(), w.median, w.p90, w.max, c.median, c.max);
   std::printf("%-44s  of which building the UI (the view's work): median %6.2f max %6.2f; render+swap: median %6.2f max %6.2f\n",
               "", u.median, u.max, r.median, r.max);
-  // the three frames with the most UI-building CPU, and what arrived in them
+  // the three frames with the most UI-building CPU, and what arrived in them; then the frames
+  // that took a summary and the costliest that took a tile, when not among them
   std::vector<std::size_t> order(frames.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   const std::size_t worst = std::min<std::size_t>(3, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<long>(worst), order.end(),
                     [&](std::size_t a, std::size_t b) { return frames[a].uiCpu > frames[b].uiCpu; });
-  for (std::size_t k = 0; k < worst; ++k) {
-    const Frame& f = frames[order[k]];
-    std::printf("%-44s  frame %zu: build %6.2f ms, render %6.2f ms CPU, wall %7.2f%s%s\n", "", order[k], f.uiCpu,
+  auto line = [&](std::size_t i) {
+    const Frame& f = frames[i];
+    std::printf("%-44s  frame %zu: build %6.2f ms, render %6.2f ms CPU, wall %7.2f%s%s\n", "", i, f.uiCpu,
                 f.renderCpu, f.wall, f.summaryArrived ? " (the summary arrived)" : "",
                 f.tileArrived ? " (a tile arrived)" : "");
+  };
+  for (std::size_t k = 0; k < worst; ++k) line(order[k]);
+  // the frames that took a summary, and the worst one that took a tile, whatever their rank
+  std::size_t worstTile = frames.size();
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].summaryArrived && std::find(order.begin(), order.begin() + static_cast<long>(worst), i) == order.begin() + static_cast<long>(worst))
+      line(i);
+    if (frames[i].tileArrived && (worstTile == frames.size() || frames[i].uiCpu > frames[worstTile].uiCpu)) worstTile = i;
   }
+  if (worstTile < frames.size() && std::find(order.begin(), order.begin() + static_cast<long>(worst), worstTile) == order.begin() + static_cast<long>(worst))
+    line(worstTile);
 }
 
 }  // namespace
