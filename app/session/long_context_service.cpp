@@ -60,6 +60,13 @@ std::vector<float> binned(const std::vector<float>& rows, int heads, int n, int 
   return out;
 }
 
+// `tile` shared, keeping `of` (the summary it was cut from, which LongTile::of names) alive
+// as long as the tile lives.
+std::shared_ptr<const LongTile> shareTile(std::shared_ptr<const LongSummaryResult> of, LongTile tile) {
+  return std::shared_ptr<const LongTile>(new LongTile(std::move(tile)),
+                                         [of = std::move(of)](const LongTile* t) { delete t; });
+}
+
 // "#i token" (the label shortened to 12 code points' worth of bytes by the widget itself).
 std::string cellLabel(const ModelRun& run, int i) {
   const std::size_t at = static_cast<std::size_t>(i);
@@ -139,6 +146,17 @@ Expected<std::shared_ptr<LongSummaryResult>> computeLongSummary(const io::ModelF
   return result;
 }
 
+io::ColorNormalization tileNormalization(bool log) {
+  io::ColorNormalization rule;
+  rule.probability = true;
+  rule.centreZero = false;
+  rule.range = RangeMode::Fixed;  // probabilities on 0..1 (the log scale keeps 1 as its top)
+  rule.vmin = 0.0f;
+  rule.vmax = 1.0f;
+  rule.colorScale = log ? ColorScaleKind::Log : ColorScaleKind::Linear;
+  return rule;
+}
+
 std::optional<LongTile> cutTile(const LongSummaryResult& result, TileView view, bool hideSinks,
                                 const std::atomic<bool>* cancel) {
   const auto started = std::chrono::steady_clock::now();
@@ -197,6 +215,12 @@ std::optional<LongTile> cutTile(const LongSummaryResult& result, TileView view, 
   }
   tile.rowLabels = blockLabels(result.run.get(), view.q0, view.q1, tile.rowStep);
   tile.colLabels = blockLabels(result.run.get(), view.k0, view.k1, tile.colStep);
+  // 5 what the heatmap widget would compute from every cell when it shows the block
+  const MatrixRef weights = matrixRef(tile.weights);
+  const io::ColorNormalization log = io::normalizationOf(tileNormalization(true));
+  tile.finite = io::finiteRange(weights);
+  tile.logPositions = io::colorPositions(weights, log);
+  tile.logRange = io::normalizationRange(weights, -1, log);
   tile.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return tile;
 }
@@ -256,7 +280,7 @@ void LongContextService::submitTile(std::shared_ptr<const LongSummaryResult> res
   tiles_.submit([this, result = std::move(result), view, hideSinks](const std::atomic<bool>& cancel) {
     std::optional<LongTile> tile = cutTile(*result, view, hideSinks, &cancel);
     if (!tile) return;  // a newer block was asked
-    auto shared = std::shared_ptr<const LongTile>(result, new LongTile(std::move(*tile)));
+    std::shared_ptr<const LongTile> shared = shareTile(result, std::move(*tile));
     std::lock_guard lock(mutex_);
     tile_ = std::move(shared);
   });
@@ -280,6 +304,33 @@ void LongContextService::progress(int& done, int& total) const {
 void LongContextService::waitIdle() {
   summaries_.waitIdle();
   tiles_.waitIdle();
+  releases_.waitIdle();
+}
+
+void LongContextService::retire(std::shared_ptr<const void> garbage) {
+  if (!garbage) return;
+  {
+    std::lock_guard lock(mutex_);
+    retired_.push_back(std::move(garbage));
+  }
+  // The job takes whatever is waiting when it runs; a job replaced before it started holds
+  // nothing, so dropping it frees nothing here.
+  releases_.submit([this](const std::atomic<bool>&) {
+    std::vector<std::shared_ptr<const void>> garbage;
+    {
+      std::lock_guard lock(mutex_);
+      garbage.swap(retired_);
+    }
+    const std::size_t count = garbage.size();
+    garbage.clear();  // the frees, on this thread
+    std::lock_guard lock(mutex_);
+    released_ += count;
+  });
+}
+
+std::uint64_t LongContextService::released() const {
+  std::lock_guard lock(mutex_);
+  return released_;
 }
 
 // =======================================================================================
@@ -288,15 +339,26 @@ void LongContextService::waitIdle() {
 
 namespace {
 
+// Drops the window's reference to `garbage`: on the release worker when there is a service
+// (the window), else here (tests and screenshots, which have no frames to keep smooth).
+template <class T>
+void dropReference(LongContextState& lc, std::shared_ptr<T>& garbage) {
+  if (lc.service)
+    lc.service->retire(std::move(garbage));
+  garbage.reset();
+}
+
 // Makes `result` the summary on screen: the selection clamped to its heads, the visible
-// block reset to the whole matrix when the token count changed.
+// block reset to the whole matrix when the token count changed. The summary it replaces
+// (and the tile cut from it) is freed by the release worker.
 void publishSummary(LongContextState& lc, std::shared_ptr<const LongSummaryResult> result) {
   const model::LongSummary& s = result->summary;
   const bool sameLength = lc.result && lc.result->summary.n == s.n;
   lc.layer = std::clamp(lc.layer, 0, s.layers - 1);
   lc.head = std::clamp(lc.head, 0, s.heads - 1);
   if (!sameLength) lc.tile = TileView{lc.layer, lc.head, 0, s.n, 0, s.n};
-  lc.result = std::move(result);
+  std::shared_ptr<const LongSummaryResult> old = std::exchange(lc.result, std::move(result));
+  dropReference(lc, old);
   lc.tileOf = nullptr;  // the block is asked again of the new summary
 }
 
@@ -366,6 +428,7 @@ bool updateLongContext(AppState& state, double now, bool async) {
         }
         changed = true;
       }
+      dropReference(lc, finished->result);  // a stale pass's summary
     }
   }
   if (!lc.result) return changed;
@@ -382,16 +445,18 @@ bool updateLongContext(AppState& state, double now, bool async) {
       lc.service->submitTile(lc.result, lc.tile, lc.hideSinks);
       lc.tileRunning = true;
     } else if (std::optional<LongTile> tile = cutTile(*lc.result, lc.tile, lc.hideSinks)) {
-      lc.shown = std::shared_ptr<const LongTile>(lc.result, new LongTile(std::move(*tile)));
+      std::shared_ptr<const LongTile> old = std::exchange(lc.shown, shareTile(lc.result, std::move(*tile)));
+      dropReference(lc, old);
       changed = true;
     }
   }
   if (lc.service && lc.tileRunning) {
     if (std::shared_ptr<const LongTile> tile = lc.service->takeTile()) {
       if (tile->of == lc.result.get()) {
-        lc.shown = std::move(tile);
+        std::swap(lc.shown, tile);
         changed = true;
       }
+      dropReference(lc, tile);  // the tile replaced, or a stale one
     }
     lc.tileRunning = lc.service->tileBusy();
   }

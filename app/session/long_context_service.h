@@ -31,6 +31,7 @@
 #include "app/session/latest_worker.h"
 #include "app/session/model_view.h"
 #include "core/models/long_context.h"
+#include "render/color_scale.h"
 
 namespace attn::app {
 
@@ -84,6 +85,11 @@ struct TileView {
   bool operator==(const TileView&) const = default;
 };
 
+// The colour rule of the tile's heatmap: weights on a fixed 0..1 range, log10 (with the floor
+// of io::logColorRange) when `log`. The panel draws with it and the tile worker makes the
+// log colour positions with it, so that the two agree.
+io::ColorNormalization tileNormalization(bool log);
+
 // The exact weights of a TileView, max-pooled to at most kMaxTileSide a side: cell (r, c)
 // is the largest a_ij over rows q0 + r·rowStep ... and keys k0 + c·colStep ... (steps 1 when
 // the block fits). With hideSinks the first `sink` keys are left out of the block
@@ -97,6 +103,15 @@ struct LongTile {
   std::vector<std::string> rowLabels, colLabels;  // "#i token" per cell, or "i0-i1" pooled
   std::string error;             // why it could not be cut (a layer past the q/k budget)
   double ms = 0;                 // compute time
+  // What the heatmap widget would otherwise compute from the weights in the frame that
+  // shows them (O(cells) on the UI thread), made on the worker: the finite range
+  // (io::finiteRange), and for the log colour scale each cell's colour position
+  // (io::colorPositions with tileNormalization(true), the weights' shape) and the scale's
+  // range (io::normalizationRange of the whole block). Both scales are made, so that the
+  // log toggle shows at once.
+  std::optional<io::ValueRange> finite;
+  Matrix logPositions;
+  io::ValueRange logRange;
 };
 
 // Cuts `view` out of `result` exactly (see LongTile); the block is clamped to the tokens.
@@ -138,7 +153,7 @@ struct LongContextState {
 };
 
 // The workers: one for the pass (a new text cancels the running pass), one for the tiles
-// (newest block wins). Results are taken once.
+// (newest block wins), one that frees what the window replaced. Results are taken once.
 class LongContextService {
  public:
   LongContextService() = default;
@@ -169,8 +184,14 @@ class LongContextService {
   void progress(int& done, int& total) const;
   bool summaryBusy() const { return summaries_.busy(); }
   bool tileBusy() const { return tiles_.busy(); }
-  // Blocks until both workers are idle (tests, screenshots; never in a frame).
+  // Blocks until the workers are idle (tests, screenshots; never in a frame).
   void waitIdle();
+  // Frees `garbage` (a replaced summary, hundreds of MB at 32k tokens, or a replaced tile)
+  // on a worker instead of the UI thread, so that the frame that replaces it does not pay
+  // for the free. Null is ignored.
+  void retire(std::shared_ptr<const void> garbage);
+  // How many retired objects the release worker has freed so far (tests).
+  std::uint64_t released() const;
 
  private:
   mutable std::mutex mutex_;
@@ -179,7 +200,9 @@ class LongContextService {
   std::atomic<int> done_{0}, total_{0};
   std::atomic<bool> cancel_{false};  // raised by Cancel and by a newer submit; polled by the pass
   std::uint64_t lastJob_ = 0, cancelledJob_ = 0;  // jobs submitted / cancelled (under mutex_)
-  LatestWorker summaries_, tiles_;  // last: joined before the members their jobs use go
+  std::vector<std::shared_ptr<const void>> retired_;  // waiting for the release worker (under mutex_)
+  std::uint64_t released_ = 0;                         // freed by it (under mutex_)
+  LatestWorker summaries_, tiles_, releases_;  // last: joined before the members their jobs use go
 };
 
 // The window's step for long inputs: a new long run submits its summary (async) or computes

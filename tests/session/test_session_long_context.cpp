@@ -214,6 +214,32 @@ TEST_F(LongContextTest, SummaryEqualsSummarizeAttentionAndTheTileIsExact) {
     }
   EXPECT_LE(worst, kDoubleTol);
   EXPECT_GT(masked, 0);  // the window (300) and the causal edge both cut this block
+  // the widget's work made with the block: the finite range, and the log colour positions,
+  // log10 between the floor max(smallest positive weight, 1e-4) and the fixed top 1
+  float smallest = 1, largest = 0, least = 1;
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 264; ++j) {
+      const float w = zoom->weights(i, j);
+      if (w > 0) smallest = std::min(smallest, w);
+      largest = std::max(largest, w);
+      least = std::min(least, w);
+    }
+  ASSERT_TRUE(zoom->finite);
+  EXPECT_EQ(zoom->finite->lo, least);
+  EXPECT_EQ(zoom->finite->hi, largest);
+  const double floor = std::max(static_cast<double>(smallest), 1e-4);
+  EXPECT_FLOAT_EQ(zoom->logRange.lo, static_cast<float>(floor));
+  EXPECT_FLOAT_EQ(zoom->logRange.hi, 1.0f);
+  ASSERT_EQ(zoom->logPositions.rows(), 64);
+  ASSERT_EQ(zoom->logPositions.cols(), 264);
+  double worstPosition = 0;
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 264; ++j) {
+      const double w = zoom->weights(i, j);
+      const double want = w <= floor ? 0.0 : std::clamp(std::log10(w / floor) / -std::log10(floor), 0.0, 1.0);
+      worstPosition = std::max(worstPosition, std::abs(zoom->logPositions(i, j) - want));
+    }
+  EXPECT_LE(worstPosition, 1e-5);
   // 5 hiding the sinks starts the block at key `sink`
   const std::optional<LongTile> hidden = cutTile(r, TileView{0, 1, 0, 256, 0, 256}, true);
   ASSERT_TRUE(hidden);
@@ -252,7 +278,9 @@ TEST_F(LongContextTest, WorkersGiveTheSynchronousSummaryAndTile) {
   }
   ASSERT_TRUE(lc.shown);
   EXPECT_LE((lc.shown->weights - sync.model.longContext->shown->weights).cwiseAbs().maxCoeff(), 1e-6);
-  // Pan and zoom: the newest block is computed, exactly as cutTile does it.
+  // Pan and zoom: the newest block is computed, exactly as cutTile does it; the block it
+  // replaces is freed (by the release worker), not kept alive with the summary.
+  const std::weak_ptr<const LongTile> firstTile = lc.shown;
   lc.layer = 1;
   lc.head = 2;
   lc.tile = TileView{1, 2, 900, 1000, 800, 1000};
@@ -262,6 +290,9 @@ TEST_F(LongContextTest, WorkersGiveTheSynchronousSummaryAndTile) {
   const std::optional<LongTile> want = cutTile(*lc.result, lc.tile, false);
   ASSERT_TRUE(want);
   EXPECT_LE((lc.shown->weights - want->weights).cwiseAbs().maxCoeff(), 0.0);
+  lc.service->waitIdle();
+  EXPECT_TRUE(firstTile.expired());
+  EXPECT_GE(lc.service->released(), 1u);
   const std::vector<double> reference = referenceBlock(*lc.result, 1, 2, 900, 1000, 800, 1000);
   double worst = 0;
   for (int i = 0; i < 100; ++i)

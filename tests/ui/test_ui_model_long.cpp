@@ -2,12 +2,17 @@
 // headless, on a random mistral checkpoint (GQA, sliding window 300) with a byte-level
 // tokenizer: the view draws the grid, the strips, the column-sum track and the exact tile; a
 // click on a grid cell selects that head (and its tile is recomputed for it); a click on a
-// heatmap cell zooms in; frames stay under 20 ms while the tile worker recomputes a 5000 x
-// 5000 block. The session side is tested in tests/session/test_session_long_context.cpp.
+// heatmap cell zooms in; every frame's UI-thread CPU stays under 20 ms while the pass runs,
+// while the tile worker recomputes a 5000 x 5000 block or pans a 512 x 512 one, and in the
+// frames that receive a summary or a tile. The session side is tested in
+// tests/session/test_session_long_context.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -141,59 +146,124 @@ TEST_F(LongContextInApp, DrawsTheSummaryAndAClickSelectsAHeadOrZoomsIn) {
   EXPECT_TRUE(drew("#700"));  // the first row's label: its position and token
 }
 
-TEST_F(LongContextInApp, FramesStayUnder20MsWhileTheTileRecomputes) {
+// The UI thread's own CPU time in ms (CLOCK_THREAD_CPUTIME_ID). The frame test measures
+// this, not wall time: under ctest -j and the other builds on the machine, a frame's wall
+// time also counts the wait for a core, which says nothing of the view's work; the CPU time
+// of the thread that draws is that work (the update step, the panel, the uploads to the
+// mock textures; no GL here, so no rendering either).
+double threadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+TEST_F(LongContextInApp, EveryFrameCostsUnder20MsOfUiThreadCpuArrivalsIncluded) {
   ModelService service(std::chrono::milliseconds(0));
   AppState state;
   state.model.loadRequest = dir_;
   attn::testing::typeText(state, longText(5000, 2));
   attn::testing::settleModel(state, service);
   ASSERT_TRUE(state.model.run && state.model.run->longInput);
-  // The pass: frames while it runs, until it ends (progress bar and Cancel on screen).
-  std::vector<double> passFrames;
+  // One frame as the window draws it (the update step, then the panel), its UI-thread CPU
+  // time, and what arrived in it: a summary (LongContextState::result changed) or a tile.
+  struct Frame {
+    double ms = 0;
+    bool summary = false, tile = false;
+  };
+  std::vector<Frame> frames;
+  double now = 0;
+  auto step = [&] {
+    const LongContextState* before = state.model.longContext.get();
+    const void* result = before ? before->result.get() : nullptr;
+    const void* shown = before ? before->shown.get() : nullptr;
+    const double c0 = threadCpuMs();
+    updateLongContext(state, now, true);
+    frame(state);
+    Frame f;
+    f.ms = threadCpuMs() - c0;
+    if (const LongContextState* lc = state.model.longContext.get()) {
+      f.summary = lc->result.get() != result;
+      f.tile = lc->shown && lc->shown.get() != shown;
+    }
+    frames.push_back(f);
+    now += 0.005;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the workers get the cores
+  };
+  // Every frame of a phase under 20 ms of CPU (max, not median); the summary's median and max.
+  auto check = [&](const char* phase, int summaries, int tiles) {
+    std::vector<double> ms;
+    int summaryFrames = 0, tileFrames = 0;
+    double arrivalMax = 0;
+    for (const Frame& f : frames) {
+      ms.push_back(f.ms);
+      summaryFrames += f.summary;
+      tileFrames += f.tile;
+      if (f.summary || f.tile) arrivalMax = std::max(arrivalMax, f.ms);
+      EXPECT_LT(f.ms, 20.0) << phase << ": a frame took " << f.ms << " ms of the UI thread's CPU"
+                            << (f.summary ? " (the summary arrived)" : "") << (f.tile ? " (a tile arrived)" : "");
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("%-40s %5zu frames, UI thread CPU median %.2f ms, max %.2f ms; %d with a summary, %d with a tile "
+                "(those: max %.2f ms)\n",
+                phase, ms.size(), ms[ms.size() / 2], ms.back(), summaryFrames, tileFrames, arrivalMax);
+    EXPECT_GE(summaryFrames, summaries) << phase;
+    EXPECT_GE(tileFrames, tiles) << phase;
+    frames.clear();
+  };
+  // 1 the pass, until its summary and first tile are on screen (progress bar and Cancel up)
   bool sawCancel = false;
   for (int i = 0; i < 20000; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    updateLongContext(state, 0.01 * i, true);
-    frame(state);
-    passFrames.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    step();
     if (i == 1) sawCancel = drew("Cancel");
-    if (state.model.longContext && !state.model.longContext->running && state.model.longContext->result) break;
+    const LongContextState* lc = state.model.longContext.get();
+    if (lc && !lc->running && lc->result && lc->shown && !lc->tileRunning) break;
   }
-  ASSERT_TRUE(state.model.longContext && state.model.longContext->result);
+  ASSERT_TRUE(state.model.longContext && state.model.longContext->result && state.model.longContext->shown);
   EXPECT_TRUE(sawCancel);
+  check("the pass, the summary and first tile", 1, 1);
   LongContextState& lc = *state.model.longContext;
   const int n = lc.result->summary.n;
   ASSERT_GT(n, 4500);
-  // Frames while the tile recomputes, paced at 5 ms as a display would: whenever the last
-  // block is on screen, the whole-matrix view moves by one token, so the worker cuts a pooled
-  // n x n block (exactTile over every row) again and again.
-  std::vector<double> frames;
-  int busyFrames = 0, tilesShown = 0;
-  const LongTile* last = lc.shown.get();
-  for (int i = 0; i < 400; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+  // 2 the whole n x n view recomputed again and again (pooled 10 x 10 from every exact
+  //   weight), one token more or less each time the last block is on screen
+  int busy = 0;
+  for (int i = 0; i < 300; ++i) {
     if (!lc.tileRunning) lc.tile = TileView{0, 0, i % 2, n, 0, n - (i % 2)};
-    updateLongContext(state, 100.0 + 0.005 * i, true);
-    busyFrames += lc.tileRunning;
-    frame(state);
-    frames.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    tilesShown += lc.shown.get() != last;
-    last = lc.shown.get();
-    std::this_thread::sleep_until(t0 + std::chrono::milliseconds(5));
+    step();
+    busy += lc.tileRunning;
+  }
+  EXPECT_GT(busy, 100) << "the worker was recomputing during the frames";
+  check("the whole view recomputing", 0, 2);
+  // 3 a 512 x 512 block panned by 64 tokens every frame, on the log colour scale (the
+  //   worker's colour positions are uploaded, the frame makes none)
+  state.view.logWeights = true;
+  for (int i = 0; i < 200; ++i) {
+    const int q0 = std::min(n - 512, n / 2 + 64 * (i % 32));
+    lc.tile = TileView{lc.layer, lc.head, q0, q0 + 512, q0 - 256, q0 + 256};
+    step();
   }
   lc.service->waitIdle();
-  std::sort(frames.begin(), frames.end());
-  const double median = frames[frames.size() / 2], p90 = frames[frames.size() * 9 / 10], worst = frames.back();
-  std::sort(passFrames.begin(), passFrames.end());
-  std::printf("summary view, n = %d: frames while the tile recomputes: median %.2f ms, p90 %.2f ms, max %.2f ms "
-              "(%d of 400 frames with the worker busy, %d tiles shown); while the pass ran: median %.2f ms, "
-              "max %.2f ms over %zu frames\n",
-              n, median, p90, worst, busyFrames, tilesShown, passFrames[passFrames.size() / 2], passFrames.back(),
-              passFrames.size());
-  EXPECT_GT(busyFrames, 100) << "the worker was recomputing during the frames";
-  EXPECT_GT(tilesShown, 0);
-  EXPECT_LT(median, 20.0);
-  EXPECT_LT(p90, 20.0);
+  step();
+  check("a 512 x 512 block panning (log scale)", 0, 10);
+  ASSERT_TRUE(lc.shown);
+  EXPECT_EQ(lc.shown->weights.rows(), 512);
+  // 4 a second text: its summary replaces the one on screen, which the release worker frees
+  std::weak_ptr<const LongSummaryResult> first = lc.result;
+  const std::uint64_t releasedBefore = lc.service->released();
+  attn::testing::typeText(state, longText(3000, 3));
+  attn::testing::settleModel(state, service);
+  ASSERT_TRUE(state.model.run && state.model.run->longInput);
+  for (int i = 0; i < 20000; ++i) {
+    step();
+    if (!lc.running && lc.result.get() != first.lock().get() && lc.shown && lc.shown->of == lc.result.get() &&
+        !lc.tileRunning)
+      break;
+  }
+  ASSERT_NE(lc.result.get(), first.lock().get());
+  check("a second pass replacing the summary", 1, 1);
+  lc.service->waitIdle();
+  EXPECT_TRUE(first.expired()) << "the replaced summary is freed";
+  EXPECT_GT(lc.service->released(), releasedBefore) << "by the release worker";
 }
 
 }  // namespace

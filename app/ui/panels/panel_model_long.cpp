@@ -15,6 +15,7 @@
 
 #include "app/session/long_context_service.h"
 #include "app/ui/panels/panel_common.h"
+#include "app/ui/widgets/heatmap_prepared.h"
 #include "core/base/format.h"
 
 namespace attn::app {
@@ -200,12 +201,16 @@ void drawTile(AppState& state, UiState& ui, LongContextState& lc, int n) {
   }
   if (tile->weights.size() == 0) return;
   HeatmapOptions options = panel::heatmapOptions(state);
-  options.probability = true;
-  options.centreZero = false;
-  options.range = RangeMode::Fixed;  // probabilities on 0..1 (the log scale keeps 1 as its top)
-  options.vmin = 0.0f;
-  options.vmax = 1.0f;
-  options.colorScale = state.view.logWeights ? ColorScaleKind::Log : ColorScaleKind::Linear;
+  // Probabilities on a fixed 0..1 (log10 when asked): the rule the worker made the tile's
+  // colour positions with, so that the widget takes them instead of computing them here.
+  static_cast<io::ColorNormalization&>(options) = tileNormalization(state.view.logWeights);
+  PreparedColors prepared;
+  prepared.normalization = io::normalizationOf(options);
+  prepared.finite = tile->finite;
+  if (state.view.logWeights) {
+    prepared.positions = matrixRef(tile->logPositions);
+    prepared.range = tile->logRange;
+  }
   options.tooltip = tile->rowStep == 1 && tile->colStep == 1
                         ? "exact attention weight a_ij (row: query, column: key)"
                         : "the largest exact weight of this block of queries x keys (max-pooled: a peak stays visible)";
@@ -216,7 +221,7 @@ void drawTile(AppState& state, UiState& ui, LongContextState& lc, int n) {
   view.colAxis = "key";
   view.valueTitle = "weight";
   const auto revision = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(tile)) ^ (state.view.logWeights ? 1u : 0u);
-  const HeatmapInteraction hit = heatmapWidget("##longTile", ui.heatmaps, view, revision, options);
+  const HeatmapInteraction hit = heatmapWidget("##longTile", ui.heatmaps, view, revision, options, prepared);
   if (hit.clicked && hit.row >= 0 && hit.col >= 0 && (tile->rowStep > 1 || tile->colStep > 1 || tile->view.q1 - tile->view.q0 > 16)) {
     // Zoom in on the clicked cell: a quarter of the rows and keys, centred there.
     const int row = tile->view.q0 + hit.row * tile->rowStep + tile->rowStep / 2;

@@ -35,9 +35,12 @@ class GuiSession {
   bool frame();
   // Where the last frame's time went: building the UI on the CPU (events, panels, update,
   // uploads) and rendering (draw data to GL, screenshot, swap; on llvmpipe this is the
-  // software rasteriser).
+  // software rasteriser). uiCpuMs and renderCpuMs are the same two parts in the window
+  // thread's own CPU time (CLOCK_THREAD_CPUTIME_ID: not the wait for a core on a loaded
+  // machine, not llvmpipe's rasteriser threads).
   struct FrameTiming {
     double uiMs = 0, renderMs = 0;
+    double uiCpuMs = 0, renderCpuMs = 0;
   };
   FrameTiming lastFrameTiming() const;
   // Exit code of the loop (0, or 2 when the screenshot could not be written).

@@ -12,6 +12,7 @@
 //   5 render, screenshot if requested (back buffer, before the swap), swap
 //   6 title, autosave, quit handling
 #include <algorithm>
+#include <ctime>
 
 #include <imgui.h>
 #include <imgui_internal.h>  // the caret blink clock (caretClock)
@@ -35,6 +36,13 @@ std::string& lastGlfwError() {
 
 void glfwErrorCallback(int code, const char* description) {
   lastGlfwError() = "GLFW error " + std::to_string(code) + ": " + (description ? description : "");
+}
+
+// The calling thread's CPU time in ms (CLOCK_THREAD_CPUTIME_ID), for FrameTiming.
+double threadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
 }
 
 void dropCallback(GLFWwindow* window, int count, const char** paths) {
@@ -270,6 +278,7 @@ bool GuiSession::frame() {
   if (s.finished) return false;
   using Clock = std::chrono::steady_clock;
   const auto frameStart = Clock::now();
+  const double cpuStart = threadCpuMs();
   // 1 events (blocking while idle, see frame_pacing.h); the font atlas can only change
   //   outside NewFrame/Render
   if (s.waitWhenIdle && mayWaitForEvents(s.activity())) {
@@ -366,6 +375,7 @@ bool GuiSession::frame() {
   // 5 render, screenshot before the swap
   ImGui::Render();
   const auto renderStart = Clock::now();
+  const double cpuRenderStart = threadCpuMs();
   int fbWidth = 0, fbHeight = 0;
   glfwGetFramebufferSize(s.window, &fbWidth, &fbHeight);
   glViewport(0, 0, fbWidth, fbHeight);
@@ -386,6 +396,8 @@ bool GuiSession::frame() {
   glfwSwapBuffers(s.window);
   s.timing.uiMs = std::chrono::duration<double, std::milli>(renderStart - frameStart).count();
   s.timing.renderMs = std::chrono::duration<double, std::milli>(Clock::now() - renderStart).count();
+  s.timing.uiCpuMs = cpuRenderStart - cpuStart;
+  s.timing.renderCpuMs = threadCpuMs() - cpuRenderStart;
 
   // 6 title, recent files, autosave, quit (asking first when there are unsaved changes)
   s.updateTitle();

@@ -21,6 +21,7 @@
 
 #include <imgui.h>
 
+#include "app/ui/widgets/heatmap_prepared.h"
 #include "app/ui/widgets/heatmap_textures.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/ui/widgets/heatmap_widget_parts.h"
@@ -37,11 +38,12 @@ constexpr int kMinPooledSide = 16;
 // Uploads the view's values (with -inf where its `allowed` masks a cell, so that the shader
 // hatches it) and its max-pooled levels of detail (halvings until both sides are at
 // most kMinPooledSide, GL's mip sizes max(1, side / 2)), and keeps its finite range for the
-// auto colour range (once per upload, not per frame).
+// auto colour range (once per upload, not per frame), or takes `finite` when the caller
+// made it ahead (PreparedColors).
 void uploadValues(HeatmapTextures& textures, HeatmapCache::Impl::Entry& entry,
-                  const HeatmapView& view) {
+                  const HeatmapView& view, const std::optional<io::ValueRange>* finite = nullptr) {
   MatrixRef values = view.values;
-  entry.finite = io::finiteRange(values);
+  entry.finite = finite ? *finite : io::finiteRange(values);
   Matrix masked;
   if (view.allowed != nullptr) {
     masked = values.copy();
@@ -113,8 +115,12 @@ std::string HeatmapCache::initGpu() {
 // The widget
 // =======================================================================================
 
-HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const HeatmapView& view,
-                                 std::uint64_t contentRevision, const HeatmapOptions& options) {
+namespace {
+
+// heatmapWidget() with or without PreparedColors (null: none).
+HeatmapInteraction drawHeatmap(const char* id, HeatmapCache& cache, const HeatmapView& view,
+                               std::uint64_t contentRevision, const HeatmapOptions& options,
+                               const PreparedColors* prepared) {
   HeatmapInteraction interaction;
   HeatmapCache::Impl& impl = cache.impl();
   const int frame = ImGui::GetFrameCount();
@@ -149,6 +155,10 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   //   (a same-shape re-upload past the budget waits for a later frame, showing the old one)
   const io::ColorNormalization normalization = io::normalizationOf(options);
   const bool positions = io::needsPositions(normalization);
+  // What the caller made ahead, when it was made for this rule and these values' shape.
+  if (prepared && (prepared->normalization != normalization ||
+                   (positions && (prepared->positions.rows != rows || prepared->positions.cols != cols))))
+    prepared = nullptr;
   // A change of the colour rule re-uploads when positions are (or were) uploaded.
   const bool changed = entry.revision != contentRevision ||
                        (entry.normalization != normalization &&
@@ -160,8 +170,12 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   if (reshaped || (changed && !overBudget)) {
     entry.normalization = normalization;
     if (positions) {
-      entry.positions = io::colorPositions(view.values, normalization);
-      const io::ValueRange whole = io::normalizationRange(view.values, -1, normalization);
+      if (prepared)
+        entry.positions = prepared->positions.map();  // into the last upload's storage when the shape is the same
+      else
+        entry.positions = io::colorPositions(view.values, normalization);
+      const io::ValueRange whole =
+          prepared ? prepared->range : io::normalizationRange(view.values, -1, normalization);
       entry.scaleTicks = normalization.range == RangeMode::Row
                              ? io::rowRangeTicks(normalization.colorScale)
                              : io::logDecadeTicks(whole);
@@ -170,13 +184,14 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
       // The positions, with the view's labels and mask (masked cells hatched as -inf).
       HeatmapView positioned = view;
       positioned.values = matrixRef(entry.positions);
-      uploadValues(*impl.textures, entry, positioned);
-      entry.finite = io::finiteRange(view.values);  // of the values, for the readout
+      const std::optional<io::ValueRange> finite =
+          prepared ? prepared->finite : io::finiteRange(view.values);  // of the values, for the readout
+      uploadValues(*impl.textures, entry, positioned, &finite);
     } else {
       entry.positions = Matrix();
       entry.scaleTicks.clear();
       entry.caption.clear();
-      uploadValues(*impl.textures, entry, view);
+      uploadValues(*impl.textures, entry, view, prepared ? &prepared->finite : nullptr);
     }
     entry.revision = contentRevision;
     entry.labelFont = 0;  // labels may have changed too
@@ -230,6 +245,19 @@ HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const Heat
   ImGui::Dummy(used);
   ImGui::PopID();
   return interaction;
+}
+
+}  // namespace
+
+HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const HeatmapView& view,
+                                 std::uint64_t contentRevision, const HeatmapOptions& options) {
+  return drawHeatmap(id, cache, view, contentRevision, options, nullptr);
+}
+
+HeatmapInteraction heatmapWidget(const char* id, HeatmapCache& cache, const HeatmapView& view,
+                                 std::uint64_t contentRevision, const HeatmapOptions& options,
+                                 const PreparedColors& prepared) {
+  return drawHeatmap(id, cache, view, contentRevision, options, &prepared);
 }
 
 bool clearSpotlights(HeatmapCache& cache) {
