@@ -30,7 +30,7 @@ struct LoadedModel {
   std::shared_ptr<const VitFolder> vision;       // weights, labels, preprocessing (Vision)
 
   const std::string& folder() const;
-  // config.json's model_type ("llama", "bert", "vit", ...; a GGUF file's architecture).
+  // config.json's model_type (llama, bert, vit, ...; a GGUF file's architecture).
   const std::string& modelType() const;
 };
 

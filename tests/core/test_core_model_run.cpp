@@ -3,6 +3,7 @@
 // refused naming the field.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/models/analysis.h"
 #include "core/models/encoder.h"
 #include "core/models/model_run.h"
+#include "core/models/softmax_row.h"
 #include "core/models/vit.h"
 #include "tests/support/small_families.h"
 
@@ -217,6 +219,40 @@ TEST(ModelRun, BadInputIsRefusedNamingTheField) {
   AnyWeights empty;
   empty.kind = ModelKind::Encoder;
   EXPECT_EQ(field(runModel(empty, {kIds, {}})), "model");
+}
+
+// The one softmax every engine's attention row goes through (core/models/softmax_row.h),
+// against softmax in double written out: scale, soft-cap, shift, exp, divide.
+TEST(OneSoftmax, EqualsTheFormulaInDouble) {
+  const std::vector<float> raw = {1.5f, -0.25f, 3.0f, 0.0f, -7.5f, 2.25f, 30.0f, -30.0f};
+  for (float softcap : {0.0f, 5.0f}) {
+    SCOPED_TRACE(softcap);
+    const float scale = 0.35355339f;  // 1/sqrt(8)
+    std::vector<float> row = raw;
+    softmaxScaledRow(row.data(), static_cast<std::ptrdiff_t>(row.size()), scale, softcap);
+    std::vector<double> s(raw.size());
+    double rowMax = -1e300, sum = 0;
+    for (std::size_t j = 0; j < raw.size(); ++j) {
+      s[j] = static_cast<double>(raw[j]) * scale;
+      if (softcap > 0) s[j] = softcap * std::tanh(s[j] / softcap);
+      rowMax = std::max(rowMax, s[j]);
+    }
+    for (double& v : s) sum += (v = std::exp(v - rowMax));
+    double total = 0;
+    for (std::size_t j = 0; j < raw.size(); ++j) {
+      EXPECT_NEAR(row[j], s[j] / sum, 2e-7) << j;
+      total += row[j];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-6);
+  }
+  // a term more than 87 below the maximum is exactly 0 (no denormals); one key is weight 1
+  std::vector<float> far = {0.0f, -100.0f};
+  softmaxScaledRow(far.data(), 2, 1.0f);
+  EXPECT_EQ(far[0], 1.0f);
+  EXPECT_EQ(far[1], 0.0f);
+  std::vector<float> one = {42.0f};
+  softmaxScaledRow(one.data(), 1, 0.5f);
+  EXPECT_EQ(one[0], 1.0f);
 }
 
 }  // namespace
