@@ -576,7 +576,6 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   if (!loaded) return fail(err, loaded.error());
   DriveRequest drive;
   drive.text = request->text;
-  drive.hasText = request->hasText;
   drive.ids = request->ids;
   drive.hasIds = request->hasIds;
   drive.bos = request->bosChoice;

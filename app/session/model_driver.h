@@ -22,9 +22,8 @@ namespace attn::app {
 
 // What to run: a text, token ids, or a picture, as a command line or the window gives them.
 struct DriveRequest {
-  std::string text;
-  bool hasText = false;
-  std::vector<int> ids;
+  std::string text;         // tokenized unless hasIds
+  std::vector<int> ids;     // run as given when hasIds (checked against the vocabulary by the run)
   bool hasIds = false;
   std::shared_ptr<const io::Image> image;  // a vision transformer's input
   // Decoders: 1 put the BOS first (the tokenizer's, else config.json's bos_token_id), 0 do
