@@ -34,25 +34,21 @@ namespace analysis_cli {
 Expected<io::ModelFolder> loadFolder(const std::string& folder) {
   // An encoder or a vision transformer is refused by its kind (the analyses' hooks exist in
   // the decoder engine only), not as an unknown decoder.
-  std::error_code ec;
-  const std::filesystem::path config = std::filesystem::path(folder) / "config.json";
-  if (std::filesystem::is_regular_file(config, ec)) {
-    Expected<std::string> type = io::loadModelType(config.string());
-    const bool encoder = type && io::isEncoderModelType(*type);
-    if (encoder || (type && io::isVisionModelType(*type))) {
-      return Error{config.string(), "model_type",
-                   "'" + *type + "' is " + (encoder ? "an encoder" : "a vision transformer") +
-                       ": this runs on decoder models only (analyze --ablate, heads, lens and patch "
-                       "take encoders, and all but lens vision transformers)"};
-    }
+  if (const io::ModelKind kind = io::modelKindOf(folder); kind != io::ModelKind::Decoder) {
+    const std::string config = (std::filesystem::path(folder) / "config.json").string();
+    Expected<std::string> type = io::loadModelType(config);
+    return Error{config, "model_type",
+                 "'" + (type ? *type : std::string()) + "' is " + io::kindName(kind) +
+                     ": this runs on decoder models only (analyze --ablate, heads, lens and patch "
+                     "take encoders, and all but lens vision transformers)"};
   }
-  Expected<io::ModelFolder> model = cli::loadModelFolderKept(folder);
+  Expected<io::LoadedModel> model = cli::openModelKept(folder, io::ModelKind::Decoder);
   if (!model) {
     Error e = model.error();
     if (e.file.empty()) e.file = folder;
     return e;
   }
-  return model;
+  return *model->decoder;
 }
 
 std::vector<cli::Option> bosOptions() {
@@ -139,8 +135,6 @@ using analysis_cli::singleToken;
 using analysis_cli::tokenize;
 using analysis_cli::tokenLabel;
 using analysis_cli::analyzeBidirectional;
-using analysis_cli::FolderKind;
-using analysis_cli::folderKind;
 
 constexpr int kMaxTop = 1000;
 
@@ -300,7 +294,7 @@ int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostrea
     out << cli::helpText(analyzeCommand(defaults));
     return 0;
   }
-  if (const FolderKind kind = folderKind(r->folder); kind != FolderKind::Decoder) {
+  if (const io::ModelKind kind = io::modelKindOf(r->folder); kind != io::ModelKind::Decoder) {
     // encoders and vision transformers: ablation only (no next token to attribute)
     if (!r->attributionPath.empty())
       return fail(err, optionError("--attribution", "needs a decoder's next-token logits", r->folder));
@@ -522,14 +516,14 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (parsed->positional.size() != 1)
     return fail(err, Error{"", "", "'patch' needs one model folder DIR (see attnscope patch --help)"});
   r.folder = parsed->positional[0];
-  const FolderKind kind = folderKind(r.folder);
+  const io::ModelKind kind = io::modelKindOf(r.folder);
   // the inputs and the metric each kind needs; what it cannot use is refused by name
   std::vector<const char*> needed = {"--clean", "--corrupt", "--answer", "--wrong", "--what", "--out"};
   std::vector<const char*> refused = {"--clean-image", "--corrupt-image", "--position"};
-  if (kind == FolderKind::Encoder) {
+  if (kind == io::ModelKind::Encoder) {
     needed = {"--clean", "--corrupt", "--what", "--out"};
     refused = {"--clean-image", "--corrupt-image", "--bos", "--no-bos"};
-  } else if (kind == FolderKind::Vision) {
+  } else if (kind == io::ModelKind::Vision) {
     needed = {"--clean-image", "--corrupt-image", "--what", "--out"};
     refused = {"--clean", "--corrupt", "--position", "--bos", "--no-bos"};
   }
@@ -537,8 +531,7 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
     if (!parsed->has(name)) return fail(err, optionError(name, "missing"));
   for (const char* name : refused) {
     if (!parsed->has(name)) continue;
-    const char* kindName = kind == FolderKind::Decoder ? "a decoder" : kind == FolderKind::Encoder ? "an encoder" : "a vision transformer";
-    return fail(err, optionError(name, std::string("does not apply: this folder is ") + kindName +
+    return fail(err, optionError(name, std::string("does not apply: this folder is ") + io::kindName(kind) +
                                            " (see attnscope patch --help)", r.folder));
   }
   Expected<int> choice = bosChoice(*parsed);
@@ -549,7 +542,7 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
     if (cli::lowerExtension(r.pngPath) != ".png")
       return fail(err, optionError("--png", cli::inQuotes(r.pngPath) + " does not end in .png"));
   }
-  if (kind != FolderKind::Decoder) {
+  if (kind != io::ModelKind::Decoder) {
     analysis_cli::BidirectionalPatch request;
     request.folder = r.folder;
     request.clean = r.clean;
@@ -676,11 +669,11 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   if (Status s = cli::checkOutputFile("--out", r.outPath); !s) return fail(err, s.error());
   Expected<int> choice = bosChoice(*parsed);
   if (!choice) return fail(err, choice.error());
-  if (const FolderKind kind = folderKind(r.folder); kind != FolderKind::Decoder) {
+  if (const io::ModelKind kind = io::modelKindOf(r.folder); kind != io::ModelKind::Decoder) {
     // an encoder's MLM head on every hidden state; a vision transformer has no unembedding
     for (const char* name : {"--scale", "--bos", "--no-bos"}) {
       const bool given = parsed->has(name) && (std::string_view(name) != "--scale" || r.scale != 0);  // own: as is
-      if (kind == FolderKind::Encoder && given)
+      if (kind == io::ModelKind::Encoder && given)
         return fail(err, optionError(name, "applies to decoders only (an encoder's stream is post-LN and its text "
                                            "gets its tokenizer's specials)", r.folder));
     }

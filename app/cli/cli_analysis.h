@@ -20,6 +20,7 @@
 #include "core/models/analysis.h"
 #include "core/models/transformer.h"
 #include "formats/models/model_folder.h"
+#include "formats/models/open_model.h"
 
 namespace attn::app {
 
@@ -66,11 +67,6 @@ Expected<int> singleToken(const io::ModelFolder& model, const std::string& text,
 // A token's text for JSON: the tokenizer's decoding, or null without a tokenizer.
 std::string tokenLabel(const io::ModelFolder& model, int id);
 
-// The kind of a folder's model, from config.json's model_type (a folder without a readable
-// one counts as a decoder: its loader names the problem).
-enum class FolderKind { Decoder, Encoder, Vision };
-FolderKind folderKind(const std::string& folder);
-
 // `analyze --ablate` on an encoder (the fill-mask top-K at every mask token of `text`) or a
 // vision transformer (the label top-K of `image`), clean and with `heads` ablated together
 // (core/models/analysis_bidirectional.h). Prints {"model_type", "tokens", "mode",
@@ -82,7 +78,7 @@ struct BidirectionalAblation {
   bool mean = false;
   int predict = 10;
 };
-int analyzeBidirectional(const BidirectionalAblation& request, FolderKind kind, std::ostream& out,
+int analyzeBidirectional(const BidirectionalAblation& request, io::ModelKind kind, std::ostream& out,
                          std::ostream& err);
 
 // `heads --text T | --image IMG` on an encoder or a vision transformer: the scores of every
@@ -92,7 +88,7 @@ struct BidirectionalScores {
   std::vector<model::HeadScoreKind> kinds;
   model::DetectOptions options;
 };
-int headsBidirectional(const BidirectionalScores& request, FolderKind kind, std::ostream& out,
+int headsBidirectional(const BidirectionalScores& request, io::ModelKind kind, std::ostream& out,
                        std::ostream& err);
 
 // `lens` on an encoder with an MLM head (core/models/patching_bidirectional.h: the MLM head
@@ -102,7 +98,7 @@ struct BidirectionalLens {
   std::string folder, text, outPath;
   int top = 5;
 };
-int lensBidirectional(const BidirectionalLens& request, FolderKind kind, std::ostream& out, std::ostream& err);
+int lensBidirectional(const BidirectionalLens& request, io::ModelKind kind, std::ostream& out, std::ostream& err);
 
 // `patch` on an encoder (two texts of equal token length, the fill-mask metric at the clean
 // text's mask token or `position`) or a vision transformer (two images, the label metric):
@@ -115,7 +111,7 @@ struct BidirectionalPatch {
   int position = -1;  // -1: the clean text's mask token
   bool hasAnswer = false, hasWrong = false;
 };
-int patchBidirectional(const BidirectionalPatch& request, FolderKind kind, std::ostream& out, std::ostream& err);
+int patchBidirectional(const BidirectionalPatch& request, io::ModelKind kind, std::ostream& out, std::ostream& err);
 
 // --what's choices (patch), by index: the target and its name.
 model::PatchTarget patchTarget(int what);

@@ -24,17 +24,6 @@ using cli::fail;
 using cli::optionError;
 using json = nlohmann::ordered_json;
 
-FolderKind folderKind(const std::string& folder) {
-  std::error_code ec;
-  const std::filesystem::path config = std::filesystem::path(folder) / "config.json";
-  if (!std::filesystem::is_regular_file(config, ec)) return FolderKind::Decoder;  // its loader names the problem
-  Expected<std::string> type = io::loadModelType(config.string());
-  if (!type) return FolderKind::Decoder;
-  if (io::isEncoderModelType(*type)) return FolderKind::Encoder;
-  if (io::isVisionModelType(*type)) return FolderKind::Vision;
-  return FolderKind::Decoder;
-}
-
 namespace {
 
 Error inFolder(Error e, const std::string& folder) {
@@ -52,15 +41,16 @@ struct Input {
   std::vector<float> pixels;
 };
 
-Expected<Input> loadInput(FolderKind kind, const std::string& folder, const std::string& text,
+Expected<Input> loadInput(io::ModelKind kind, const std::string& folder, const std::string& text,
                           const std::string& image, std::ostream& err, std::string_view textOption = "--text",
                           std::string_view imageOption = "--image") {
   Input in;
-  if (kind == FolderKind::Encoder) {
+  if (kind == io::ModelKind::Encoder) {
     if (!image.empty()) return optionError(imageOption, "applies to vision transformers; this folder is an encoder");
     if (text.empty()) return optionError(textOption, "missing (an encoder's input is a text)");
-    Expected<io::EncoderFolder> loaded = cli::loadEncoderFolderKept(folder);
-    if (!loaded) return loaded.error();
+    Expected<io::LoadedModel> model = cli::openModelKept(folder, io::ModelKind::Encoder);
+    if (!model) return model.error();
+    const io::EncoderFolder* loaded = model->encoder.get();
     if (!loaded->tokenizer)
       return optionError(textOption, "needs a tokenizer, and this folder has none attnscope reads (" +
                                        loaded->tokenizerProblem + ")", folder);
@@ -79,8 +69,9 @@ Expected<Input> loadInput(FolderKind kind, const std::string& folder, const std:
   }
   if (!text.empty()) return optionError(textOption, "applies to text models; this folder is a vision transformer (give --image)");
   if (image.empty()) return optionError(imageOption, "missing (a vision transformer's input is an image)");
-  Expected<io::VitFolder> loaded = cli::loadVitFolderKept(folder);
-  if (!loaded) return loaded.error();
+  Expected<io::LoadedModel> model = cli::openModelKept(folder, io::ModelKind::Vision);
+  if (!model) return model.error();
+  const io::VitFolder* loaded = model->vision.get();
   Expected<io::Image> picture = io::loadImage(image);
   if (!picture) return picture.error();
   in.vit = loaded->weights;
@@ -110,14 +101,14 @@ json maskedJson(const Input& in, const std::vector<model::MaskedPrediction>& pre
 
 }  // namespace
 
-int analyzeBidirectional(const BidirectionalAblation& r, FolderKind kind, std::ostream& out, std::ostream& err) {
+int analyzeBidirectional(const BidirectionalAblation& r, io::ModelKind kind, std::ostream& out, std::ostream& err) {
   Expected<Input> in = loadInput(kind, r.folder, r.text, r.image, err);
   if (!in) return fail(err, inFolder(in.error(), r.folder));
   const auto mode = r.mean ? model::AblationMode::Mean : model::AblationMode::Zero;
   json summary = json::object();
   json heads = json::array();
   for (const model::HeadId& h : r.heads) heads.push_back(std::to_string(h.layer) + "." + std::to_string(h.head));
-  if (kind == FolderKind::Encoder) {
+  if (kind == io::ModelKind::Encoder) {
     const int maskId = io::maskTokenId(*in->tokenizer);
     if (maskId < 0) return fail(err, optionError("--text", "the tokenizer has no [MASK] or <mask> token to predict", r.folder));
     auto ablation = model::ablateEncoderHeads(*in->encoder, in->ids, maskId, r.heads, mode, r.predict);
@@ -154,8 +145,8 @@ int analyzeBidirectional(const BidirectionalAblation& r, FolderKind kind, std::o
   return 0;
 }
 
-int headsBidirectional(const BidirectionalScores& r, FolderKind kind, std::ostream& out, std::ostream& err) {
-  if (kind == FolderKind::Vision) {
+int headsBidirectional(const BidirectionalScores& r, io::ModelKind kind, std::ostream& out, std::ostream& err) {
+  if (kind == io::ModelKind::Vision) {
     for (const model::HeadScoreKind k : r.kinds)
       if (model::needsTokenIds(k))
         return fail(err, optionError("--scores", std::string(model::toString(k)) +
@@ -165,7 +156,7 @@ int headsBidirectional(const BidirectionalScores& r, FolderKind kind, std::ostre
   Expected<Input> in = loadInput(kind, r.folder, r.text, r.image, err);
   if (!in) return fail(err, inFolder(in.error(), r.folder));
   model::ScoreTotals totals;
-  if (kind == FolderKind::Encoder) {
+  if (kind == io::ModelKind::Encoder) {
     auto run = model::runEncoder(*in->encoder, in->ids);
     if (!run) return fail(err, inFolder(run.error(), r.folder));
     totals = model::emptyTotals(run->layers, run->heads, r.kinds);
@@ -180,7 +171,7 @@ int headsBidirectional(const BidirectionalScores& r, FolderKind kind, std::ostre
   }
   if (Status s = io::writeFileAtomic(r.outPath, io::scoreTotalsCsv(totals, false)); !s)
     return fail(err, io::withFile(s.error(), r.outPath));
-  out << json{{"out", r.outPath}, {"tokens", totals.count ? (kind == FolderKind::Encoder ? in->ids.size()
+  out << json{{"out", r.outPath}, {"tokens", totals.count ? (kind == io::ModelKind::Encoder ? in->ids.size()
                                                                 : static_cast<std::size_t>(in->vit->config.tokens()))
                                                           : 0}}
              .dump()
@@ -199,7 +190,7 @@ Error noUnembedding(const std::string& folder) {
   const std::string config = (std::filesystem::path(folder) / "config.json").string();
   Expected<std::string> type = io::loadModelType(config);
   std::string problem = "'";  // (appended apart: GCC 12's -Wrestrict misfires on "'" + string)
-  problem += type ? *type : std::string("vit");
+  problem += type ? *type : std::string();
   problem += "' is a vision transformer: it has no unembedding (its classifier reads [CLS] only), "
              "so there is no logit lens; the lens needs a decoder or an encoder with a masked-LM head";
   return Error{config, "model_type", problem};
@@ -245,8 +236,8 @@ Error patchError(Error e, const std::string& folder) {
 
 }  // namespace
 
-int lensBidirectional(const BidirectionalLens& r, FolderKind kind, std::ostream& out, std::ostream& err) {
-  if (kind == FolderKind::Vision) return fail(err, noUnembedding(r.folder));
+int lensBidirectional(const BidirectionalLens& r, io::ModelKind kind, std::ostream& out, std::ostream& err) {
+  if (kind == io::ModelKind::Vision) return fail(err, noUnembedding(r.folder));
   Expected<Input> in = loadInput(kind, r.folder, r.text, "", err);
   if (!in) return fail(err, inFolder(in.error(), r.folder));
   auto lens = model::encoderLens(*in->encoder, in->ids, r.top);
@@ -269,7 +260,7 @@ int lensBidirectional(const BidirectionalLens& r, FolderKind kind, std::ostream&
   return 0;
 }
 
-int patchBidirectional(const BidirectionalPatch& r, FolderKind kind, std::ostream& out, std::ostream& err) {
+int patchBidirectional(const BidirectionalPatch& r, io::ModelKind kind, std::ostream& out, std::ostream& err) {
   model::PatchMetric metric;
   Expected<model::BidirectionalPatching> patching = Error{};
   std::vector<std::string> positions;
@@ -278,7 +269,7 @@ int patchBidirectional(const BidirectionalPatch& r, FolderKind kind, std::ostrea
   std::size_t tokens = 0;
   std::function<json(int)> describe;  // an id of the metric as JSON
   Input clean, corrupt;
-  if (kind == FolderKind::Encoder) {
+  if (kind == io::ModelKind::Encoder) {
     // 1 the two texts, of equal token length; 2 the metric's position and tokens
     Expected<Input> a = loadInput(kind, r.folder, r.clean, "", err, "--clean");
     if (!a) return fail(err, inFolder(a.error(), r.folder));

@@ -191,12 +191,12 @@ Status writeCircuitsOf(const model::Weights& weights, const std::string& path, s
 // The circuits of an encoder (copying through its MLM decoder; NaN without an MLM head) or a
 // ViT (no vocabulary: copying NaN), written as CIRCUITS.csv, with {"circuits", "layers",
 // "heads", "heads_kv", "copying": whether the copying column is defined}.
-Status writeBidirectionalCircuits(const std::string& folder, analysis_cli::FolderKind kind, const std::string& path,
+Status writeBidirectionalCircuits(const std::string& folder, io::ModelKind kind, const std::string& path,
                                   std::ostream& out) {
   std::vector<model::HeadCircuit> circuits;
   int layers = 0, heads = 0;
   bool copying = false;
-  if (kind == analysis_cli::FolderKind::Encoder) {
+  if (kind == io::ModelKind::Encoder) {
     Expected<io::EncoderFolder> encoder = io::loadEncoderFolder(folder);
     if (!encoder) return encoder.error();
     const model::EncoderWeights& w = *encoder->weights;
@@ -219,7 +219,7 @@ Status writeBidirectionalCircuits(const std::string& folder, analysis_cli::Folde
 
 // `heads DIR --circuits CIRCUITS.csv` alone: load, compute, write.
 int writeCircuits(const HeadsRequest& r, std::ostream& out, std::ostream& err) {
-  if (const auto kind = analysis_cli::folderKind(r.folder); kind != analysis_cli::FolderKind::Decoder) {
+  if (const auto kind = io::modelKindOf(r.folder); kind != io::ModelKind::Decoder) {
     if (Status s = writeBidirectionalCircuits(r.folder, kind, r.circuitsPath, out); !s) return fail(err, s.error());
     return 0;
   }
@@ -319,7 +319,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
       return fail(err, optionError("--circuits", cli::inQuotes(r.circuitsPath) + " must end in .csv (a table)"));
     if (Status s = cli::checkOutputFile("--circuits", r.circuitsPath); !s)
       return fail(err, optionError("--circuits", s.error().problem, r.circuitsPath));
-    if (analysis_cli::folderKind(r.folder) != analysis_cli::FolderKind::Decoder && sources > 0)
+    if (io::modelKindOf(r.folder) != io::ModelKind::Decoder && sources > 0)
       return fail(err, optionError("--circuits", "on an encoder or a vision transformer it reads only the weights: "
                                                  "give it alone, without --text or --image",
                                    r.folder));
@@ -352,7 +352,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (!choice) return fail(err, choice.error());
   r.bos = *choice;
   const bool dataset = parsed->has("--prompts");
-  if (const auto kind = analysis_cli::folderKind(r.folder); kind != analysis_cli::FolderKind::Decoder) {
+  if (const auto kind = io::modelKindOf(r.folder); kind != io::ModelKind::Decoder) {
     if (longContext || parsed->has("--sink"))
       return fail(err, optionError(longContext ? "--scores" : "--sink",
                                    "local, distant, retrieval and --sink run on decoders only (the tiled pass and "

@@ -18,6 +18,7 @@
 #include "app/cli/options.h"
 #include "app/cli/progress_line.h"
 #include "app/cli/model_cache.h"
+#include "app/session/model_driver.h"
 #include "core/models/alti.h"
 #include "core/models/analysis.h"
 #include "core/models/mechanisms.h"
@@ -26,6 +27,7 @@
 #include "formats/models/encoder_folder.h"
 #include "formats/models/model_folder.h"
 #include "formats/models/vit_folder.h"
+#include "formats/image.h"
 #include "formats/npy.h"
 #include "formats/npz.h"
 
@@ -529,20 +531,20 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     return 0;
   }
 
-  // 2 the model folder: an encoder or a vision model has its own path; a decoder (or a
-  // folder whose config.json cannot be read, which loadModelFolder reports) goes on here
+  // 2 the model's kind (the family table's): what applies to decoders only is refused
+  //   before anything is loaded
+  const io::ModelKind kind = io::modelKindOf(request->folder);
   {
     std::error_code ec;
     const fs::path config = fs::path(request->folder) / "config.json";
     Expected<std::string> type = fs::is_regular_file(config, ec) ? io::loadModelType(config.string())
                                                                   : Expected<std::string>(std::string());
     // --logits and --residuals read the decoder engine's recorded streams
-    const bool bidirectional = type && (io::isVisionModelType(*type) || io::isEncoderModelType(*type));
+    const bool bidirectional = kind != io::ModelKind::Decoder;
     for (const auto& [asked, name] : {std::pair{request->logits, "--logits"}, std::pair{request->residuals, "--residuals"}}) {
       if (bidirectional && asked)
         return fail(err, optionError(name, std::string("runs on decoders only; this folder's model_type ") +
-                                               cli::inQuotes(*type) + " is " +
-                                               (io::isVisionModelType(*type) ? "a vision transformer" : "an encoder"),
+                                               cli::inQuotes(*type) + " is " + io::kindName(kind),
                                            request->folder));
     }
     if (bidirectional && request->summaryMode())
@@ -550,142 +552,136 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
                                    "runs on decoders only (the tiled pass is the decoder engine's); this folder's "
                                    "model_type " + cli::inQuotes(*type) + " is bidirectional",
                                    request->folder));
-    if (type && io::isVisionModelType(*type)) return model_cli::runVisionModel(*request, out, err);
-    if (!request->imagePath.empty()) {
+    if (kind == io::ModelKind::Vision && request->imagePath.empty()) {
+      return fail(err, optionError(request->hasIds ? "--ids" : "--text",
+                                   "a vision model (" + io::familyNames(io::ModelKind::Vision) +
+                                       ") runs on a picture: give --image IMG",
+                                   request->folder));
+    }
+    if (kind != io::ModelKind::Vision && !request->imagePath.empty()) {
+      std::string vision = io::familyNames(io::ModelKind::Vision);
+      if (const std::size_t comma = vision.rfind(", "); comma != std::string::npos) vision.replace(comma, 2, " or ");
       return fail(err, optionError("--image",
-                                   "needs a vision model (model_type " + io::visionModelTypes() +
-                                       "); this folder's is " +
+                                   "needs a vision model (model_type " + vision + "); this folder's is " +
                                        (type && !type->empty() ? cli::inQuotes(*type) : std::string("unknown")),
                                    request->folder));
     }
-    if (type && io::isEncoderModelType(*type)) return model_cli::runEncoderModel(*request, out, err);
+    if (kind == io::ModelKind::Vision && request->bosChoice != -1)
+      return fail(err, optionError("--bos", "only applies to decoders"));
   }
-  Expected<io::ModelFolder> model = cli::loadModelFolderKept(request->folder);
-  if (!model) return fail(err, model.error());
-  const model::Config& config = model->weights->config;
 
-  // 3 tokens
-  io::Tokenizer::Encoding encoding;
-  if (request->hasIds) {
-    encoding.ids = request->ids;
-  } else if (!model->tokenizer) {
-    return fail(err, optionError("--text",
-                                 "needs a tokenizer, and this " + config.modelType +
-                                     " folder has none attnscope reads (" +
-                                     (model->tokenizerProblem.empty() ? std::string("no tokenizer.json") : model->tokenizerProblem) + "); give --ids I,J,...",
-                                 request->folder));
-  } else {
-    encoding = model->tokenizer->encode(request->text);
+  // 3 load (app/session/model_driver.h: the one driver of the window and the CLI), and
+  //   what the kind's output needs before the input
+  Expected<io::LoadedModel> loaded = cli::openModelKept(request->folder, kind);
+  if (!loaded) return fail(err, loaded.error());
+  DriveRequest drive;
+  drive.text = request->text;
+  drive.ids = request->ids;
+  drive.hasIds = request->hasIds;
+  drive.bos = request->bosChoice;
+  if (kind == io::ModelKind::Vision) {
+    if (Status s = model_cli::checkVisionRequest(*request, *loaded->vision); !s) return fail(err, s.error());
+    Expected<io::Image> image = io::loadImage(request->imagePath);
+    if (!image) return fail(err, image.error());
+    drive.image = std::make_shared<const io::Image>(std::move(image).value());
   }
-  const bool addBos = request->bosChoice == 1 ||
-                      (request->bosChoice == -1 && !request->hasIds && model->tokenizer &&
-                       model->tokenizer->addsBos());
-  if (addBos) {
-    if (model->tokenizer && model->tokenizer->bosId() >= 0) {
-      encoding.ids.insert(encoding.ids.begin(), model->tokenizer->bosId());
-    } else {
-      Expected<int> bos = io::loadBosTokenId((fs::path(request->folder) / "config.json").string());
-      if (!bos) return fail(err, bos.error());
-      encoding.ids.insert(encoding.ids.begin(), *bos);
+
+  // 4 the input: tokens (invalid UTF-8 replaced, with a warning) or the picture's pixels
+  Expected<PreparedInput> prepared = prepareInput(*loaded, drive);
+  if (!prepared) return fail(err, prepared.error());
+  if (!prepared->invalidOffsets.empty()) {
+    err << "attnscope: warning: option '--text': " << prepared->invalidOffsets.size()
+        << (prepared->invalidOffsets.size() == 1 ? " invalid UTF-8 sequence"
+                                                 : " invalid UTF-8 sequences")
+        << " replaced by U+FFFD (first at byte " << prepared->invalidOffsets.front() << ")\n";
+  }
+  const std::vector<int>& ids = prepared->input.ids;
+  const auto n = static_cast<std::uint64_t>(ids.size());
+  if (kind != io::ModelKind::Vision && n == 0) return fail(err, optionError("--text", "is empty (no tokens to run)"));
+
+  // 5 sizes, before any work (and a decoder's tiled pass, which keeps no n x n attention)
+  if (kind == io::ModelKind::Encoder) {
+    if (Status s = model_cli::checkEncoderSizes(*request, loaded->encoder->weights->config, n); !s)
+      return fail(err, s.error());
+  }
+  if (kind == io::ModelKind::Decoder) {
+    const model::Config& config = loaded->decoder->weights->config;
+    if (n > static_cast<std::uint64_t>(config.nPositions)) {
+      return fail(
+          err,
+          optionError("--text", std::to_string(n) + " tokens are more than the model's context of " +
+                                    std::to_string(config.nPositions) + " (n_positions)"));
     }
-    // a --text also gets the EOS a "<s> $A </s>" template puts last
-    if (!request->hasIds && model->tokenizer && model->tokenizer->addsEos())
-      encoding.ids.push_back(model->tokenizer->eosId());
-  }
-  if (!encoding.invalidOffsets.empty()) {
-    err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()
-        << (encoding.invalidOffsets.size() == 1 ? " invalid UTF-8 sequence"
-                                                : " invalid UTF-8 sequences")
-        << " replaced by U+FFFD (first at byte " << encoding.invalidOffsets.front() << ")\n";
-  }
-  const auto n = static_cast<std::uint64_t>(encoding.ids.size());
-  if (n == 0) return fail(err, optionError("--text", "is empty (no tokens to run)"));
-
-  // 4 sizes, before any work
-  if (n > static_cast<std::uint64_t>(config.nPositions)) {
-    return fail(
-        err,
-        optionError("--text", std::to_string(n) + " tokens are more than the model's context of " +
-                                  std::to_string(config.nPositions) + " (n_positions)"));
-  }
-  const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
-                                       static_cast<std::uint64_t>(config.nHead) * n * n * 4;
-  if (request->summaryMode()) {
-    std::vector<std::string> texts;
-    for (int id : encoding.ids)
-      texts.push_back(model->tokenizer ? model->tokenizer->tokenText(id) : "#" + std::to_string(id));
-    return model_cli::runSummary(*request, model->weights, encoding.ids, texts, out, err);
-  }
-  if (!request->outPath.empty() && attentionBytes > kMaxAttentionBytes) {
-    return fail(
-        err, optionError("--text",
-                         std::to_string(n) + " tokens make an attention tensor of " +
-                             std::to_string(attentionBytes >> 20) +
-                             " MiB, above the 2048 MiB an .npz may hold here; use a shorter text"));
+    if (request->summaryMode())
+      return model_cli::runSummary(*request, loaded->decoder->weights, ids, prepared->tokenTexts, out, err);
+    const std::uint64_t attentionBytes = static_cast<std::uint64_t>(config.nLayer) *
+                                         static_cast<std::uint64_t>(config.nHead) * n * n * 4;
+    if (!request->outPath.empty() && attentionBytes > kMaxAttentionBytes) {
+      return fail(
+          err, optionError("--text",
+                           std::to_string(n) + " tokens make an attention tensor of " +
+                               std::to_string(attentionBytes >> 20) +
+                               " MiB, above the 2048 MiB an .npz may hold here; use a shorter text"));
+    }
   }
 
-  // 5 forward
-  Expected<model::Session> session = model::forward(model->weights, encoding.ids);
-  if (!session) {
-    Error error = session.error();
-    if (error.file.empty()) error.file = request->folder;
+  // 6 the run: one pass through model::runModel (a decoder's --logits / --residuals from
+  //   the same recorded pass; its attention streams from the Session's packed triangles)
+  model::RunOptions options;
+  options.logits = request->logits && !request->outPath.empty();
+  options.residuals = request->residuals && !request->outPath.empty();
+  options.attention = false;  // the files read the engine's own run
+  Expected<model::RunOutput> run = runLoaded(*loaded, prepared->input, options);
+  if (!run) {
+    Error error = run.error();
+    if (kind == io::ModelKind::Vision) error.file = request->imagePath;
     return fail(err, error);
   }
 
-  // 6 files: the attention streams from the session's packed triangles into the archive,
-  // one head's n x n block at a time (no [L, H, n, n] tensor in memory)
+  // 7 files and the prediction of the kind
+  switch (kind) {
+    case io::ModelKind::Encoder:
+      return model_cli::writeEncoderOutputs(*request, *loaded->encoder, *run, prepared->tokenTexts, out, err);
+    case io::ModelKind::Vision:
+      return model_cli::writeVisionOutputs(*request, *loaded->vision, *drive.image, *run, prepared->tokenTexts, out,
+                                           err);
+    case io::ModelKind::Decoder: break;
+  }
+  const io::ModelFolder& model = *loaded->decoder;
+  const model::Config& config = model.weights->config;
+  const model::Session& session = *run->session;
   if (!request->outPath.empty()) {
     const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
                                    static_cast<std::int64_t>(n)};
-    std::vector<std::string> texts;
-    for (int id : encoding.ids)
-      texts.push_back(model->tokenizer ? model->tokenizer->tokenText(id) : "#" + std::to_string(id));
-    const model::Session& run = *session;
-    const model_cli::HeadBlock fromTriangles = [&run](int layer, int head, std::span<float> block) {
-      const std::size_t width = static_cast<std::size_t>(run.size());
+    // the attention streams from the session's packed triangles into the archive, one
+    // head's n x n block at a time (no [L, H, n, n] tensor in memory)
+    const model_cli::HeadBlock fromTriangles = [&session](int layer, int head, std::span<float> block) {
+      const std::size_t width = static_cast<std::size_t>(session.size());
       std::fill(block.begin(), block.end(), 0.0f);
       for (std::size_t i = 0; i < width; ++i) {
-        const std::span<const float> row = run.attentionRow(layer, head, static_cast<int>(i));
+        const std::span<const float> row = session.attentionRow(layer, head, static_cast<int>(i));
         std::copy(row.begin(), row.end(), block.begin() + static_cast<std::ptrdiff_t>(i * width));
       }
     };
-    Expected<std::vector<model_cli::ExtraArray>> extra = mechanismArrays(*request, model->weights, run, encoding.ids, err);
+    Expected<std::vector<model_cli::ExtraArray>> extra = mechanismArrays(*request, model.weights, session, ids, err);
     if (!extra) {
       Error error = extra.error();
       if (error.file.empty()) error.file = request->folder;
       return fail(err, error);
     }
-    if (request->logits || request->residuals) {  // one recorded pass: the streams, then NormF·W_Uᵀ
-      Expected<model::Session> recorded = model::runWithHooks(model->weights, encoding.ids, [] {
-        auto hooks = std::make_shared<model::Hooks>();
-        hooks->record = true;
-        return hooks;
-      }());
-      if (!recorded) return fail(err, recorded.error());
-      // the recorded session ends with this block; the streams outlive it (written below)
-      const auto streams = std::make_shared<const std::vector<Matrix>>(recorded->recording().resid);
-      const auto E = static_cast<std::int64_t>(config.nEmbd), count = static_cast<std::int64_t>(n);
-      if (request->logits) {
-        const Matrix logits = model::logitsAt(*model->weights, streams->back());
-        extra->push_back({"logits", {count, logits.cols()}, std::vector<float>(logits.data(), logits.data() + logits.size()), {}});
-      }
-      if (request->residuals) {
-        model_cli::ExtraArray array{"residuals", {static_cast<std::int64_t>(streams->size()), count, E}, {}, {}};
-        array.blocks = [streams](std::int64_t layer, std::span<float> block) {
-          const Matrix& s = (*streams)[static_cast<std::size_t>(layer)];
-          std::copy(s.data(), s.data() + s.size(), block.begin());
-        };
-        extra->push_back(std::move(array));
-      }
+    const auto E = static_cast<std::int64_t>(config.nEmbd), count = static_cast<std::int64_t>(n);
+    if (options.logits) {
+      const Matrix& logits = run->logits;
+      extra->push_back({"logits", {count, logits.cols()}, std::vector<float>(logits.data(), logits.data() + logits.size()), {}});
     }
-    if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, encoding.ids, texts, *extra); !s) {
+    if (options.residuals)
+      extra->push_back({"residuals", {config.nLayer + 1, count, E}, std::move(run->residuals), {}});
+    if (Status s = model_cli::writeAttentionFiles(*request, shape, fromTriangles, ids, prepared->tokenTexts, *extra); !s) {
       return fail(err, s.error());
     }
   }
-
-  // 7 prediction
   if (request->predict > 0) {
-    out << predictionJson(*session, *model, request->predict, addBos);
+    out << predictionJson(session, model, request->predict, prepared->bos);
     out.flush();
   }
   return 0;

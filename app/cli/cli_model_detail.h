@@ -1,5 +1,6 @@
-// What the `model` command's files share (cli_model.cpp parses; cli_model_encoder.cpp runs
-// bert / distilbert / roberta folders, cli_model_vision.cpp vit / deit). Internal to app/cli.
+// What the `model` command's files share (cli_model.cpp parses, loads and runs every kind;
+// cli_model_encoder.cpp writes an encoder's outputs, cli_model_vision.cpp a vision
+// transformer's). Internal to app/cli.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,11 @@
 #include "core/base/types.h"
 #include "core/models/encoder.h"
 #include "core/models/long_context.h"
+#include "core/models/model_run.h"
 #include "core/models/transformer.h"
+#include "formats/image.h"
+#include "formats/models/encoder_folder.h"
+#include "formats/models/vit_folder.h"
 #include "formats/npz.h"
 
 namespace attn::app::model_cli {
@@ -111,9 +116,20 @@ int runSummary(const ModelRequest& request, std::shared_ptr<const model::Weights
 // model and the tokens by model::validateSummaryOptions).
 Expected<model::TileRequest> parseTile(const std::string& text);
 
-// The bert / distilbert / roberta path of `model` after parsing (exit code as cli.h).
-int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err);
-// The vit / deit path.
-int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream& err);
+// What follows the one run of `model` (cli_model.cpp loads, prepares the input and runs
+// every kind through app/session/model_driver.h) for an encoder and a vision transformer.
+// Exit code as cli.h.
+// An encoder's sizes before the run: n tokens within max_position_embeddings ("--ids" /
+// "--text"), the attention within what an .npz may hold when --out is asked.
+Status checkEncoderSizes(const ModelRequest& request, const model::EncoderConfig& config, std::uint64_t n);
+// An encoder's OUT.npz (attention, --mechanisms) and fill-mask prediction at every mask token.
+int writeEncoderOutputs(const ModelRequest& request, const io::EncoderFolder& folder, const model::RunOutput& run,
+                        const std::vector<std::string>& tokenTexts, std::ostream& out, std::ostream& err);
+// A vision transformer's checks before the picture is read: --predict needs a classifier.
+Status checkVisionRequest(const ModelRequest& request, const io::VitFolder& folder);
+// A vision transformer's overlay of the [CLS] row on `image`, OUT.npz and top-K labels.
+int writeVisionOutputs(const ModelRequest& request, const io::VitFolder& folder, const io::Image& image,
+                       const model::RunOutput& run, const std::vector<std::string>& tokenTexts, std::ostream& out,
+                       std::ostream& err);
 
 }  // namespace attn::app::model_cli

@@ -1,10 +1,9 @@
-// The `model` command on an encoder folder (bert, distilbert, roberta):
-//   1 load the folder (config, tokenizer, weights), 2 the input: [CLS] text [SEP] (or the
-//   --ids as given), 3 check the sizes, 4 run the encoder, 5 write OUT.npz and
-//   OUT.tokens.json, 6 print the fill-mask prediction of every mask token.
+// The `model` command on an encoder folder after its one run (cli_model.cpp loads, makes the
+// input [CLS] text [SEP] or takes the --ids as given, and runs it through
+// app/session/model_driver.h): the size checks, OUT.npz and OUT.tokens.json, the fill-mask
+// prediction of every mask token.
 #include <nlohmann/json.hpp>
 
-#include "app/cli/model_cache.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "core/models/encoder.h"
@@ -96,76 +95,39 @@ Expected<std::vector<ExtraArray>> bidirectionalMechanisms(const ModelRequest& re
   return arrays;
 }
 
-int runEncoderModel(const ModelRequest& request, std::ostream& out, std::ostream& err) {
-  if (request.bosChoice != -1) {
-    return fail(err, optionError(request.bosChoice == 1 ? "--bos" : "--no-bos",
-                                 "only applies to decoders (an encoder's text gets its tokenizer's "
-                                 "[CLS] ... [SEP])"));
-  }
-  // 1 the folder
-  Expected<io::EncoderFolder> folder = cli::loadEncoderFolderKept(request.folder);
-  if (!folder) return fail(err, folder.error());
-  const model::EncoderConfig& config = folder->weights->config;
-
-  // 2 the input
-  io::Tokenizer::Encoding encoding;
-  if (request.hasIds) {
-    encoding.ids = request.ids;
-  } else if (!folder->tokenizer) {
-    return fail(err, optionError("--text",
-                                 "needs a tokenizer, and this " + config.modelType + " folder has none attnscope reads (" +
-                                     folder->tokenizerProblem + "); give --ids I,J,...",
-                                 request.folder));
-  } else {
-    encoding = io::encoderInput(*folder->tokenizer, request.text);
-  }
-  if (!encoding.invalidOffsets.empty()) {
-    err << "attnscope: warning: option '--text': " << encoding.invalidOffsets.size()
-        << (encoding.invalidOffsets.size() == 1 ? " invalid UTF-8 sequence" : " invalid UTF-8 sequences")
-        << " replaced by U+FFFD (first at byte " << encoding.invalidOffsets.front() << ")\n";
-  }
-  const auto n = static_cast<std::uint64_t>(encoding.ids.size());
-  if (n == 0) return fail(err, optionError("--text", "is empty (no tokens to run)"));
-
-  // 3 sizes, before any work
+Status checkEncoderSizes(const ModelRequest& request, const model::EncoderConfig& config, std::uint64_t n) {
   if (n > static_cast<std::uint64_t>(config.maxTokens())) {
-    return fail(err, optionError(request.hasIds ? "--ids" : "--text",
-                                 std::to_string(n) + " tokens are more than the model's " +
-                                     std::to_string(config.maxTokens()) + " (max_position_embeddings)"));
+    return optionError(request.hasIds ? "--ids" : "--text",
+                       std::to_string(n) + " tokens are more than the model's " + std::to_string(config.maxTokens()) +
+                           " (max_position_embeddings)");
   }
   const std::uint64_t attentionBytes =
       static_cast<std::uint64_t>(config.nLayer) * static_cast<std::uint64_t>(config.nHead) * n * n * 4;
   if (!request.outPath.empty() && attentionBytes > kMaxAttentionBytes) {
-    return fail(err, optionError("--text", std::to_string(n) + " tokens make an attention tensor of " +
-                                               std::to_string(attentionBytes >> 20) +
-                                               " MiB, above the 2048 MiB an .npz may hold here"));
+    return optionError("--text", std::to_string(n) + " tokens make an attention tensor of " +
+                                     std::to_string(attentionBytes >> 20) + " MiB, above the 2048 MiB an .npz may hold here");
   }
+  return Ok{};
+}
 
-  // 4 forward
-  Expected<model::EncoderRun> run = model::runEncoder(*folder->weights, encoding.ids);
-  if (!run) {
-    Error error = run.error();
-    if (error.file.empty()) error.file = request.folder;
-    return fail(err, error);
-  }
-
-  // 5 files
+int writeEncoderOutputs(const ModelRequest& request, const io::EncoderFolder& folder, const model::RunOutput& run,
+                        const std::vector<std::string>& tokenTexts, std::ostream& out, std::ostream& err) {
+  const model::EncoderConfig& config = folder.weights->config;
+  const model::EncoderRun& engine = *run.encoderRun;
+  const std::int64_t n = run.tokens;
+  // 1 files
   if (!request.outPath.empty()) {
-    const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
-                                   static_cast<std::int64_t>(n)};
-    std::vector<std::string> texts;
-    for (int id : encoding.ids) texts.push_back(tokenText(*folder, id));
+    const std::int64_t shape[4] = {config.nLayer, config.nHead, n, n};
     const model::BlockOptions options{config.nHead, config.normEpsilon, config.activation, false};
     Expected<std::vector<ExtraArray>> extra = bidirectionalMechanisms(
-        request, run->attention, run->qkv, run->resid, folder->weights->layers, options, static_cast<int>(n));
+        request, engine.attention, engine.qkv, engine.resid, folder.weights->layers, options, static_cast<int>(n));
     if (!extra) return fail(err, extra.error());
-    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), encoding.ids, texts, *extra); !s)
+    if (Status s = writeAttentionFiles(request, shape, denseBlocks(engine.attention, shape), run.ids, tokenTexts, *extra); !s)
       return fail(err, s.error());
   }
-
-  // 6 fill-mask
+  // 2 fill-mask
   if (request.predict > 0) {
-    Expected<std::string> json = predictionJson(*folder, *run, request.predict);
+    Expected<std::string> json = predictionJson(folder, engine, request.predict);
     if (!json) return fail(err, json.error());
     out << *json;
     out.flush();

@@ -1,11 +1,10 @@
-// The `model` command on a vision-transformer folder (vit, deit) with --image:
-//   1 load the folder (config, preprocessor_config.json, weights), 2 load the picture (its
-//   size checked from the header first), 3 preprocess and run, 4 write OUT.npz and
-//   OUT.tokens.json, 5 the overlay of the [CLS] row, 6 print the top-K labels.
+// The `model` command on a vision-transformer folder with --image after its one run
+// (cli_model.cpp loads the folder and the picture, and preprocesses and runs it through
+// app/session/model_driver.h): the overlay of the [CLS] row, OUT.npz and OUT.tokens.json,
+// the top-K labels.
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "app/cli/model_cache.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
@@ -20,15 +19,6 @@ namespace {
 
 using cli::fail;
 using cli::optionError;
-
-// The token names of the views' side file: [CLS], [DIST] (deit), then "r,c" per patch.
-std::vector<std::string> tokenNames(const model::VitConfig& c) {
-  std::vector<std::string> names = {"[CLS]"};
-  if (c.distillationToken) names.push_back("[DIST]");
-  for (int r = 0; r < c.grid(); ++r)
-    for (int col = 0; col < c.grid(); ++col) names.push_back(std::to_string(r) + "," + std::to_string(col));
-  return names;
-}
 
 // The [CLS] row over the patches (P values) of --layer / --head: one head, the mean over
 // heads, or the rollout of all layers (from the means over heads). `rollout` tells which.
@@ -71,34 +61,22 @@ std::string labelsJson(const model::VitWeights& w, const model::VitRun& run, int
 
 }  // namespace
 
-int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream& err) {
-  if (request.imagePath.empty()) {
-    return fail(err, optionError(request.hasIds ? "--ids" : "--text",
-                                 "a vision model (vit, deit) runs on a picture: give --image IMG", request.folder));
+Status checkVisionRequest(const ModelRequest& request, const io::VitFolder& folder) {
+  if (request.predict > 0 && !folder.weights->hasClassifier()) {
+    return optionError("--predict", "this " + folder.weights->config.modelType +
+                                        " checkpoint has no classifier (a base model): nothing to predict",
+                       request.folder);
   }
-  if (request.bosChoice != -1) return fail(err, optionError("--bos", "only applies to decoders"));
-  // 1 the folder
-  Expected<io::VitFolder> folder = cli::loadVitFolderKept(request.folder);
-  if (!folder) return fail(err, folder.error());
-  const model::VitWeights& weights = *folder->weights;
+  return Ok{};
+}
+
+int writeVisionOutputs(const ModelRequest& request, const io::VitFolder& folder, const io::Image& picture,
+                       const model::RunOutput& output, const std::vector<std::string>& tokenTexts, std::ostream& out,
+                       std::ostream& err) {
+  const model::VitWeights& weights = *folder.weights;
   const model::VitConfig& config = weights.config;
-  if (request.predict > 0 && !weights.hasClassifier()) {
-    return fail(err, optionError("--predict", "this " + config.modelType +
-                                                  " checkpoint has no classifier (a base model): nothing to predict",
-                                 request.folder));
-  }
-  // 2 the picture
-  Expected<io::Image> image = io::loadImage(request.imagePath);
-  if (!image) return fail(err, image.error());
-
-  // 3 preprocess and run
-  Expected<model::VitRun> run = model::runVit(weights, io::vitPixels(*folder, *image));
-  if (!run) {
-    Error error = run.error();
-    if (error.file.empty()) error.file = request.imagePath;
-    return fail(err, error);
-  }
-
+  const model::VitRun* run = output.vitRun.get();
+  const io::Image* image = &picture;
   // 5 the overlay first: a bad --layer / --head must fail before any file is written
   if (!request.overlayPath.empty()) {
     bool rollout = false;
@@ -137,7 +115,7 @@ int runVisionModel(const ModelRequest& request, std::ostream& out, std::ostream&
     Expected<std::vector<ExtraArray>> extra = bidirectionalMechanisms(request, run->attention, run->qkv, run->resid,
                                                                       weights.layers, options, static_cast<int>(T));
     if (!extra) return fail(err, extra.error());
-    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), {}, tokenNames(config), *extra); !s)
+    if (Status s = writeAttentionFiles(request, shape, denseBlocks(run->attention, shape), {}, tokenTexts, *extra); !s)
       return fail(err, s.error());
   }
 

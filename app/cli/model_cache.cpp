@@ -16,9 +16,7 @@ struct State {
   bool keep = false;
   int hits = 0;
   // path -> (fingerprint, model)
-  std::map<std::string, std::pair<std::string, io::ModelFolder>> decoders;
-  std::map<std::string, std::pair<std::string, io::EncoderFolder>> encoders;
-  std::map<std::string, std::pair<std::string, io::VitFolder>> vits;
+  std::map<std::string, std::pair<std::string, io::LoadedModel>> models;
 };
 
 State& state() {
@@ -48,10 +46,12 @@ std::string fingerprint(const std::string& path) {
   return ec ? std::string() : out;
 }
 
-template <class Folder, class Load>
-Expected<Folder> kept(std::map<std::string, std::pair<std::string, Folder>>& models, const std::string& path,
-                      Load load) {
+}  // namespace
+
+Expected<io::LoadedModel> openModelKept(const std::string& path) {
   State& s = state();
+  auto& models = s.models;
+  auto load = [](const std::string& p) { return io::openModel(p); };
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!s.keep) return load(path);
@@ -66,7 +66,7 @@ Expected<Folder> kept(std::map<std::string, std::pair<std::string, Folder>>& mod
     }
     if (found != models.end()) models.erase(found);  // changed files: drop before loading
   }
-  Expected<Folder> loaded = load(path);
+  Expected<io::LoadedModel> loaded = load(path);
   if (loaded && !print.empty()) {
     std::lock_guard<std::mutex> lock(s.mutex);
     models[path] = {print, *loaded};
@@ -74,7 +74,15 @@ Expected<Folder> kept(std::map<std::string, std::pair<std::string, Folder>>& mod
   return loaded;
 }
 
-}  // namespace
+Expected<io::LoadedModel> openModelKept(const std::string& path, io::ModelKind expected) {
+  Expected<io::LoadedModel> loaded = openModelKept(path);
+  if (loaded && loaded->kind != expected) {
+    return Error{(fs::path(path) / "config.json").string(), "model_type",
+                 "'" + loaded->modelType() + "' is " + io::kindName(loaded->kind) + ", not " +
+                     io::kindName(expected) + " (the file changed while it was read?)"};
+  }
+  return loaded;
+}
 
 void keepLoadedModels(bool keep) {
   State& s = state();
@@ -82,22 +90,8 @@ void keepLoadedModels(bool keep) {
   s.keep = keep;
   s.hits = 0;
   if (!keep) {
-    s.decoders.clear();
-    s.encoders.clear();
-    s.vits.clear();
+    s.models.clear();
   }
-}
-
-Expected<io::ModelFolder> loadModelFolderKept(const std::string& path) {
-  return kept(state().decoders, path, [](const std::string& p) { return io::loadModelFolder(p); });
-}
-
-Expected<io::EncoderFolder> loadEncoderFolderKept(const std::string& path) {
-  return kept(state().encoders, path, [](const std::string& p) { return io::loadEncoderFolder(p); });
-}
-
-Expected<io::VitFolder> loadVitFolderKept(const std::string& path) {
-  return kept(state().vits, path, [](const std::string& p) { return io::loadVitFolder(p); });
 }
 
 int keptModelHits() {

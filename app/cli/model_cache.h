@@ -1,6 +1,6 @@
 // The models a command loads, kept loaded between commands while `attnscope serve` runs (the
 // Python session, python/attnscope's Model). Outside serve every call loads afresh, exactly
-// as io::loadModelFolder / loadEncoderFolder / loadVitFolder do.
+// as io::openModel (formats/models/open_model.h) does, for every kind of model.
 //
 // A kept model is used again only while its files are unchanged: the key is the path as given
 // plus a fingerprint of every file under it (relative name, size and modification time,
@@ -11,20 +11,19 @@
 
 #include <string>
 
-#include "formats/models/encoder_folder.h"
-#include "formats/models/model_folder.h"
-#include "formats/models/vit_folder.h"
+#include "formats/models/open_model.h"
 
 namespace attn::app::cli {
 
 // Turns keeping on or off (off: drops every kept model).
 void keepLoadedModels(bool keep);
 
-// As io::loadModelFolder(path) / loadEncoderFolder / loadVitFolder, from the kept models when
-// keeping is on and the files are unchanged. Errors are the loaders' (never kept).
-Expected<io::ModelFolder> loadModelFolderKept(const std::string& path);
-Expected<io::EncoderFolder> loadEncoderFolderKept(const std::string& path);
-Expected<io::VitFolder> loadVitFolderKept(const std::string& path);
+// As io::openModel(path), from the kept models when keeping is on and the files are
+// unchanged. A caller that routed by io::modelKindOf(path) passes that kind as `expected`:
+// a model of another kind (config.json changed in between) is then an error naming
+// model_type. Errors are the loaders' (never kept).
+Expected<io::LoadedModel> openModelKept(const std::string& path);
+Expected<io::LoadedModel> openModelKept(const std::string& path, io::ModelKind expected);
 
 // How many loads the kept models saved since keeping was turned on (serve's statistics).
 int keptModelHits();

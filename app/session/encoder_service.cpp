@@ -9,28 +9,14 @@
 #include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
 #include "core/base/format.h"
+#include "app/session/model_driver.h"
 #include "core/models/encoder.h"
+#include "core/models/model_run.h"
 #include "formats/models/vit_folder.h"
 
 namespace attn::app {
 
 namespace fs = std::filesystem;
-
-bool isEncoderFolder(const std::string& folder) {
-  std::error_code ec;
-  const fs::path config = fs::path(folder) / "config.json";
-  if (!fs::is_regular_file(config, ec)) return false;
-  Expected<std::string> type = io::loadModelType(config.string());
-  return type && io::isEncoderModelType(*type);
-}
-
-bool isVisionFolder(const std::string& folder) {
-  std::error_code ec;
-  const fs::path config = fs::path(folder) / "config.json";
-  if (!fs::is_regular_file(config, ec)) return false;
-  Expected<std::string> type = io::loadModelType(config.string());
-  return type && io::isVisionModelType(*type);
-}
 
 void routeVisionFolder(AppState& state, const std::string& folder, double now) {
   state.image.model.loadRequest = folder;
@@ -40,14 +26,12 @@ void routeVisionFolder(AppState& state, const std::string& folder, double now) {
 }
 
 Expected<std::shared_ptr<const io::EncoderFolder>> loadWindowEncoder(const std::string& folder) {
-  Expected<io::EncoderFolder> loaded = io::loadEncoderFolder(folder);
+  Expected<io::LoadedModel> loaded = loadTextModel(folder);  // model_driver.h
   if (!loaded) return loaded.error();
-  if (!loaded->tokenizer) {
-    return Error{folder, "",
-                 "no tokenizer the window can read for model_type '" + loaded->weights->config.modelType + "' (" +
-                     loaded->tokenizerProblem + "); run it with attnscope model DIR --ids"};
+  if (!loaded->encoder) {
+    return Error{folder, "model_type", "'" + loaded->modelType() + "' is " + io::kindName(loaded->kind) + ", not an encoder"};
   }
-  return std::shared_ptr<const io::EncoderFolder>(std::make_shared<const io::EncoderFolder>(std::move(loaded).value()));
+  return loaded->encoder;
 }
 
 std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const std::string& text,
@@ -83,9 +67,20 @@ std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const
                  " MiB the live views hold: shorten the text";
     return run;
   }
-  // 3 the whole pass (bidirectional: every token sees every token); with heads ablated
-  //   (the Heads tab) the ablated pass too, which the views then show
-  Expected<model::EncoderRun> result = model::runEncoder(weights, encoding.ids);
+  // 3 the whole pass (bidirectional: every token sees every token) through the one run
+  //   interface (core/models/model_run.h); with heads ablated (the Heads tab) the ablated
+  //   pass too, which the views then show
+  model::AnyWeights any;
+  any.kind = model::ModelKind::Encoder;
+  any.encoder = encoder.weights;
+  model::RunOptions options;
+  options.attention = false;  // the engine's own run's attention goes to the views (moved below)
+  auto pass = [&](const model::RunOptions& o) -> Expected<model::EncoderRun> {
+    Expected<model::RunOutput> out = model::runModel(any, {encoding.ids, {}}, o);
+    if (!out) return out.error();
+    return std::move(*out->encoderRun);  // the engine's run, owned by the output alone
+  };
+  Expected<model::EncoderRun> result = pass(options);
   if (!result) {
     run->error = result.error().message();
     return run;
@@ -105,7 +100,10 @@ std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const
       run->error = mask.error().message();
       return run;
     }
-    Expected<model::EncoderRun> ablated = model::runEncoder(weights, encoding.ids, &*mask);
+    model::RunOptions ablating = options;
+    ablating.ablated = mask->ablated;
+    ablating.ablateMean = mask->mean;
+    Expected<model::EncoderRun> ablated = pass(ablating);
     if (!ablated) {
       run->error = ablated.error().message();
       return run;

@@ -12,11 +12,7 @@
 
 namespace attn::app {
 
-// True when FOLDER/config.json names an encoder model_type (bert, distilbert, roberta).
-bool isEncoderFolder(const std::string& folder);
-
-// True when FOLDER/config.json names a vision transformer (vit, deit).
-bool isVisionFolder(const std::string& folder);
+// (The kind of a folder is the family table's: io::modelKindOf, formats/models/open_model.h.)
 // Hands a vision folder to the Image panel's model source (image_model.h, loaded by its
 // update), shows the Image panel and says so.
 void routeVisionFolder(AppState& state, const std::string& folder, double now);

@@ -8,6 +8,8 @@
 #include "app/session/bidirectional_analysis.h"
 #include "app/session/model_analysis.h"
 #include "core/models/encoder.h"
+#include "core/models/model_run.h"
+#include "formats/models/open_model.h"
 
 namespace attn::app {
 
@@ -22,7 +24,18 @@ ImageModelRun runImageModel(std::shared_ptr<const io::VitFolder> vit, std::share
   const model::VitWeights& weights = *out.vit->weights;
   const model::VitConfig& c = weights.config;
   const std::vector<float> pixels = io::vitPixels(*out.vit, *out.image);
-  Expected<model::VitRun> run = model::runVit(weights, pixels);
+  // through the one run interface (core/models/model_run.h)
+  model::AnyWeights any;
+  any.kind = model::ModelKind::Vision;
+  any.vision = out.vit->weights;
+  model::RunOptions options;
+  options.attention = false;  // the views read the engine's run
+  auto pass = [&](const model::RunOptions& o) -> Expected<model::VitRun> {
+    Expected<model::RunOutput> result = model::runModel(any, {{}, pixels}, o);
+    if (!result) return result.error();
+    return std::move(*result->vitRun);  // the engine's run, owned by the output alone
+  };
+  Expected<model::VitRun> run = pass(options);
   if (!run) {
     out.error = run.error().message();
     return out;
@@ -42,7 +55,10 @@ ImageModelRun runImageModel(std::shared_ptr<const io::VitFolder> vit, std::share
       out.error = mask.error().message();
       return out;
     }
-    Expected<model::VitRun> ablated = model::runVit(weights, pixels, &*mask);
+    model::RunOptions ablating = options;
+    ablating.ablated = mask->ablated;
+    ablating.ablateMean = mask->mean;
+    Expected<model::VitRun> ablated = pass(ablating);
     if (!ablated) {
       out.error = ablated.error().message();
       return out;
@@ -92,9 +108,13 @@ Expected<bool> updateImageModel(ImageModelState& state, const std::shared_ptr<co
   // 1 a requested folder
   if (!state.loadRequest.empty()) {
     const std::string folder = std::exchange(state.loadRequest, std::string());
-    Expected<io::VitFolder> loaded = io::loadVitFolder(folder);
+    Expected<io::LoadedModel> loaded = io::openModel(folder);  // the one opener
     if (!loaded) return loaded.error();
-    state.vit = std::make_shared<const io::VitFolder>(std::move(loaded).value());
+    if (!loaded->vision) {
+      return Error{folder, "model_type",
+                   "'" + loaded->modelType() + "' is " + io::kindName(loaded->kind) + ", not a vision transformer"};
+    }
+    state.vit = loaded->vision;
     ++state.generation;
     state.active = true;
     state.token = 0;

@@ -8,6 +8,8 @@
 #include "app/session/encoder_service.h"
 #include "app/session/long_context_service.h"
 #include "app/session/pipeline_steps.h"
+#include "app/session/model_driver.h"
+#include "formats/models/open_model.h"
 #include "core/base/format.h"
 
 namespace attn::app {
@@ -30,19 +32,6 @@ std::size_t commonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
   std::size_t i = 0;
   while (i < n && a[i] == b[i]) ++i;
   return i;
-}
-
-// A model folder for the window, which runs typed text: its tokenizer is required
-// (tokenizer.json, tokenizer.model or vocab.json + merges.txt; io::loadFolderTokenizer).
-Expected<io::ModelFolder> loadWindowModel(const std::string& folder) {
-  Expected<io::ModelFolder> loaded = io::loadModelFolder(folder);
-  if (loaded && !loaded->tokenizer) {
-    return Error{folder, "",
-                 "no tokenizer the window can read for model_type '" +
-                     loaded->weights->config.modelType + "' (" + loaded->tokenizerProblem +
-                     "); run it with attnscope model DIR --ids"};
-  }
-  return loaded;
 }
 
 // The ids the model runs on: the tokenizer's, with its BOS first and its EOS last when its
@@ -269,22 +258,17 @@ bool updateModel(AppState& state, double now) {
   bool changed = false;
   if (!view.loadRequest.empty()) {
     const std::string folder = std::exchange(view.loadRequest, std::string());
-    if (isVisionFolder(folder)) {  // vit, deit: the Image panel's model source (image_model.h)
+    const io::ModelKind kind = io::modelKindOf(folder);  // the family table's
+    if (kind == io::ModelKind::Vision) {  // the Image panel's model source (image_model.h)
       routeVisionFolder(state, folder, now);
-    } else if (isEncoderFolder(folder)) {  // bert, distilbert, roberta: encoder_service.h
-      Expected<std::shared_ptr<const io::EncoderFolder>> encoder = loadWindowEncoder(folder);
-      if (encoder) {
-        applyLoadedEncoder(state, std::move(encoder).value(), now);
-        changed = true;
-      } else {
-        notify(state, Notice::Kind::Error, "cannot open model " + encoder.error().message(), now);
-      }
-    } else if (Expected<io::ModelFolder> loaded = loadWindowModel(folder); loaded) {
-      applyLoadedModel(state, std::make_shared<const io::ModelFolder>(std::move(loaded).value()),
-                       now);
+    } else if (Expected<io::LoadedModel> loaded = loadTextModel(folder); !loaded) {  // model_driver.h
+      notify(state, Notice::Kind::Error, "cannot open model " + loaded.error().message(), now);
+    } else if (loaded->encoder) {  // encoder_service.h
+      applyLoadedEncoder(state, loaded->encoder, now);
       changed = true;
     } else {
-      notify(state, Notice::Kind::Error, "cannot open model " + loaded.error().message(), now);
+      applyLoadedModel(state, loaded->decoder, now);
+      changed = true;
     }
   }
   ModelAnalysisState& analysis = view.analysis;
@@ -323,16 +307,13 @@ ModelService::ModelService(std::chrono::milliseconds debounce) : debounce_(debou
 void ModelService::submitLoad(std::string folder) {
   loads_.submit([this, folder = std::move(folder)](const std::atomic<bool>&) {
     Loaded loaded{folder, nullptr, nullptr, Error{}};
-    if (isEncoderFolder(folder)) {  // bert, distilbert, roberta: encoder_service.h
-      Expected<std::shared_ptr<const io::EncoderFolder>> encoder = loadWindowEncoder(folder);
-      if (encoder)
-        loaded.encoder = std::move(encoder).value();
-      else
-        loaded.error = encoder.error();
-    } else if (Expected<io::ModelFolder> model = loadWindowModel(folder); model) {
-      loaded.model = std::make_shared<const io::ModelFolder>(std::move(model).value());
-    } else {
+    if (Expected<io::LoadedModel> model = loadTextModel(folder); !model) {  // model_driver.h
       loaded.error = model.error();
+    } else if (model->kind == io::ModelKind::Vision) {  // routed to the Image panel before it gets here
+      loaded.error = Error{folder, "model_type", "'" + model->modelType() + "' is a vision transformer: the Image panel runs it"};
+    } else {
+      loaded.encoder = model->encoder;
+      loaded.model = model->decoder;
     }
     std::lock_guard lock(mutex_);
     loaded_ = std::move(loaded);
@@ -453,7 +434,7 @@ std::shared_ptr<model::Session> ModelService::freeSession(
 bool updateModelAsync(AppState& state, ModelService& service, double now) {
   ModelView& view = state.model;
   bool changed = false;
-  if (!view.loadRequest.empty() && isVisionFolder(view.loadRequest)) {
+  if (!view.loadRequest.empty() && io::modelKindOf(view.loadRequest) == io::ModelKind::Vision) {
     routeVisionFolder(state, std::exchange(view.loadRequest, std::string()), now);
   }
   if (!view.loadRequest.empty()) {

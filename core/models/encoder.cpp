@@ -8,18 +8,15 @@
 
 #include "core/base/random.h"
 #include "core/models/layers.h"
+#include "core/models/softmax_row.h"
 
 namespace attn::model {
 namespace {
 
-// Softmax of every row of s (n x m) in place, the row maximum subtracted first.
-void softmaxRows(Matrix& s) {
-  for (Eigen::Index r = 0; r < s.rows(); ++r) {
-    auto row = s.row(r);
-    const float rowMax = row.maxCoeff();
-    row = (row.array() - rowMax).exp();
-    row /= row.sum();  // one term is exp(0) = 1, so the sum is >= 1
-  }
+// Softmax of every row of the raw scores s (n x m, row-major) times `scale`, in place: the
+// one softmax of every engine (softmax_row.h), as the decoders' attention applies it.
+void softmaxRows(Matrix& s, float scale) {
+  for (Eigen::Index r = 0; r < s.rows(); ++r) softmaxScaledRow(s.row(r).data(), s.cols(), scale);
 }
 
 }  // namespace
@@ -168,8 +165,7 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
     const auto k = qkv.middleCols(E + h * dh, dh);
     const auto v = qkv.middleCols(2 * E + h * dh, dh);
     scores.noalias() = q * k.transpose();
-    scores *= scale;
-    softmaxRows(scores);
+    softmaxRows(scores, scale);
     std::copy(scores.data(), scores.data() + n * n, attention + h * n * n);
     auto z = context.middleCols(h * dh, dh);
     z.noalias() = scores * v;

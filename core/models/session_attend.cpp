@@ -4,10 +4,10 @@
 #include <algorithm>
 
 #include "core/base/parallel.h"
-#include "core/isa/isa.h"
 #include "core/models/block_steps.h"
 #include "core/models/for_rows.h"
 #include "core/models/layers.h"
+#include "core/models/softmax_row.h"
 #include "core/models/transformer.h"
 
 namespace attn::model {
@@ -44,7 +44,6 @@ void Session::attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed,
   if (copies == 1) {
     for (auto& packed : cache.attention) packed.resize(static_cast<std::size_t>(n1 * (n1 + 1) / 2));
   }
-  const kernels::Table& isa = kernels::active();
   const Eigen::Index window = c.windowOf(static_cast<int>(l));
   std::vector<Matrix> scores(static_cast<std::size_t>(T));  // per worker: m x n1
   auto attendHead = [&](int item, int worker) {
@@ -63,16 +62,9 @@ void Session::attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed,
       const Eigen::Index i = n0 + r;  // query position: keys first..i are visible
       const Eigen::Index first = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0;
       float* row = s.row(r).data();
-      // the softmax of the visible keys with core/isa's kernels (the CPU's widest vectors):
-      // scale (and soft-cap), maximum, exp of the shifted scores with their sum (in double;
-      // >= 1 term is exp(0) = 1, so the sum is >= 1), divide
-      const Eigen::Index count = i + 1 - first;
-      Eigen::Map<Eigen::ArrayXf> visible(row + first, count);
-      visible *= scale;
-      if (softcap > 0) visible = (visible / softcap).tanh() * softcap;
-      const float rowMax = isa.rowMax(row + first, count);
-      const double sum = isa.expShiftedRow(row + first, rowMax, count, row + first);
-      isa.divideRow(row + first, count, static_cast<float>(sum));
+      // the softmax of the visible keys: the one softmax of every engine (softmax_row.h:
+      // scale, soft-cap, core/isa's maximum, shifted exp with its sum in double, divide)
+      softmaxScaledRow(row + first, i + 1 - first, scale, softcap);
       std::fill(row, row + first, 0.0f);
       std::fill(row + i + 1, row + n1, 0.0f);
       if (packed) std::copy(row, row + i + 1, packed + i * (i + 1) / 2);

@@ -21,10 +21,8 @@ namespace attn::io {
 // the file's, not a JSON object, a model_type that is not a string.
 Expected<std::string> loadModelType(const std::string& configPath);
 
-// bert, distilbert, roberta.
-bool isEncoderModelType(std::string_view modelType);
-
-// config.json's text -> EncoderConfig. Fields (BERT / RoBERTa names; DistilBERT's in
+// config.json's text -> EncoderConfig, through the family table's encoder row of its
+// model_type (formats/models/families.h). Fields (BERT / RoBERTa names; DistilBERT's in
 // brackets): vocab_size, hidden_size [dim], num_hidden_layers [n_layers],
 // num_attention_heads [n_heads], intermediate_size [hidden_dim], max_position_embeddings,
 // type_vocab_size (default 2; none for DistilBERT), layer_norm_eps (default 1e-12; fixed

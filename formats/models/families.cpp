@@ -14,11 +14,20 @@ extern const Family kQwen3Family;
 extern const Family kGemma2Family;
 extern const Family kPhi3Family;
 extern const Family kGptNeoxFamily;
+extern const Family kBertFamily;
+extern const Family kDistilbertFamily;
+extern const Family kRobertaFamily;
+extern const Family kVitFamily;
+extern const Family kDeitFamily;
 
 std::span<const Family* const> families() {
   static const Family* const kTable[] = {&kGpt2Family,  &kLlamaFamily,  &kMistralFamily,
                                          &kQwen2Family, &kQwen3Family,  &kGemma2Family,
-                                         &kPhi3Family,  &kGptNeoxFamily};
+                                         &kPhi3Family,  &kGptNeoxFamily,
+                                         // encoders
+                                         &kBertFamily, &kDistilbertFamily, &kRobertaFamily,
+                                         // vision transformers
+                                         &kVitFamily, &kDeitFamily};
   return kTable;
 }
 
@@ -26,6 +35,20 @@ const Family* findFamily(std::string_view modelType) {
   for (const Family* family : families())
     if (family->modelType == modelType) return family;
   return nullptr;
+}
+
+const Family* findFamily(std::string_view modelType, ModelKind kind) {
+  const Family* family = findFamily(modelType);
+  return family && family->kind == kind ? family : nullptr;
+}
+
+const char* kindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::Decoder: return "a decoder";
+    case ModelKind::Encoder: return "an encoder";
+    case ModelKind::Vision: return "a vision transformer";
+  }
+  return "a model";
 }
 
 std::string familyNames(ModelKind kind) {

@@ -1,7 +1,9 @@
 // The family table, after llama.cpp's architecture table (LLM_ARCH_NAMES, LLM_TENSOR_NAMES): one row per config.json model_type,
 // each defined in its own file under formats/models/families/ (the config fields it reads
-// and the tensor names of its checkpoints) and listed in families.cpp. The decoder loader
-// (model_config.cpp, model_folder.cpp) and tools/gen_checkpoint go through this table only;
+// and the tensor names of its checkpoints) and listed in families.cpp. Every kind has rows:
+// decoders, encoders and vision transformers. The loaders (model_config.cpp,
+// model_folder.cpp, encoder_folder.cpp, vit_folder.cpp), the one opener
+// (formats/models/open_model.h) and tools/gen_checkpoint go through this table only;
 // docs/models.md ("How to add a family") walks through adding a row.
 #pragma once
 
@@ -13,15 +15,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/models/encoder.h"
+#include "core/models/model_run.h"
 #include "core/models/transformer.h"
+#include "core/models/vit.h"
 #include "formats/models/hf_config.h"
 #include "formats/models/tensor_source.h"
 
 namespace attn::io {
 
 // What a model_type is: a decoder the transformer engine runs, an encoder
-// (core/models/encoder.h) or a vision transformer (core/models/vit.h).
-enum class ModelKind { Decoder, Encoder, Vision };
+// (core/models/encoder.h) or a vision transformer (core/models/vit.h); the one enum of
+// core/models/model_run.h, whose runModel runs every kind.
+using ModelKind = model::ModelKind;
 
 // One part of a checkpoint tensor: rows [firstRow, firstRow + rows) of a [R, C] tensor (a
 // vector's elements when C = 1). A fused tensor (phi3's qkv_proj, gate_up_proj) has several
@@ -69,6 +75,10 @@ struct TensorPlan {
                    std::initializer_list<std::pair<model::Linear*, std::int64_t>> parts);
 };
 
+// The tensor tables of the encoder and vision rows (formats/models/families/bidirectional.h).
+struct EncoderPlan;
+struct VisionPlan;
+
 struct Family {
   std::string_view modelType;  // config.json's model_type
   ModelKind kind = ModelKind::Decoder;
@@ -91,13 +101,34 @@ struct Family {
   // tools/gen_checkpoint writes too. No family requires a tokenizer: a folder without one
   // runs from --ids, and --text names what is missing.
   bool byteLevelVocab = false;
+
+  // Encoders (kind Encoder): reads the family's fields into `out` (out.modelType is set);
+  // the keys every encoder shares (tie_word_embeddings, the heads attnscope does not run)
+  // and ConfigReader::finish are the encoder loader's (encoder_folder.cpp).
+  Status (*readEncoderConfig)(ConfigReader& config, model::EncoderConfig& out) = nullptr;
+  // Encoders: the tensor names, shapes and targets of plan.config (and the MLM head when the
+  // checkpoint has one); sizes plan.weights.layers.
+  void (*planEncoderTensors)(EncoderPlan& plan) = nullptr;
+  // Vision transformers (kind Vision): reads the family's fields into `out` (out.modelType
+  // is set); finish is the vision loader's (vit_folder.cpp).
+  Status (*readVisionConfig)(ConfigReader& config, model::VitConfig& out) = nullptr;
+  // Vision transformers: the tensor names, shapes and targets of plan.config, the classifier
+  // and its labels (config.json's id2label). Errors name config.json's field.
+  Status (*planVisionTensors)(VisionPlan& plan) = nullptr;
+  // The config.json name of a field the engine's validate() names ("num_attention_heads" ->
+  // DistilBERT's "n_heads"); nullptr: the same name.
+  std::string (*configField)(const std::string& field) = nullptr;
 };
 
 // Every row, decoders first, in the order docs/models.md lists them.
 std::span<const Family* const> families();
 // The row of `modelType`, or nullptr.
 const Family* findFamily(std::string_view modelType);
+// The row of `modelType` when it is of kind `kind`, or nullptr.
+const Family* findFamily(std::string_view modelType, ModelKind kind);
 // "gpt2, llama, ..." of one kind (for messages).
 std::string familyNames(ModelKind kind);
+// What a kind is in messages: "a decoder", "an encoder", "a vision transformer".
+const char* kindName(ModelKind kind);
 
 }  // namespace attn::io

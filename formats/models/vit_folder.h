@@ -15,12 +15,8 @@
 
 namespace attn::io {
 
-// vit, deit.
-bool isVisionModelType(std::string_view modelType);
-// "vit or deit", for messages.
-std::string visionModelTypes();
-
-// config.json's text -> VitConfig: hidden_size, num_hidden_layers, num_attention_heads,
+// config.json's text -> VitConfig, through the family table's vision row of its
+// model_type (formats/models/families.h): hidden_size, num_hidden_layers, num_attention_heads,
 // intermediate_size, hidden_act (gelu, gelu_new, relu), layer_norm_eps (default 1e-12),
 // image_size (224), patch_size (16), num_channels (3). Refused, naming the field: a missing
 // or out-of-range size, a patch_size that does not divide image_size, qkv_bias false.

@@ -16,6 +16,7 @@
 #include "app/session/model_service.h"
 #include "app/ui/panels/panels.h"
 #include "core/models/encoder.h"
+#include "formats/models/open_model.h"
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/ui_headless.h"
 
@@ -41,7 +42,7 @@ class EncoderInApp : public testui::HeadlessImGui {
 TEST_F(EncoderInApp, LoadsRunsAndPredictsEveryMask) {
   AppState state;
   const fs::path dir = folder(enctest::Spec{}, "bert");
-  EXPECT_TRUE(isEncoderFolder(dir.string()));
+  EXPECT_EQ(io::modelKindOf(dir.string()), io::ModelKind::Encoder);
   state.model.loadRequest = dir.string();
   state.model.text = "the [MASK] sat on the [MASK].";
   ++state.model.textRevision;

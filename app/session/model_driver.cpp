@@ -1,0 +1,153 @@
+// The one driver of a model run (see model_driver.h).
+#include "app/session/model_driver.h"
+
+#include <filesystem>
+
+#include "formats/models/model_config.h"
+
+namespace attn::app {
+namespace {
+
+// The CLI's form of an option's error (app/cli/cli_common.h): "option '--text': ...".
+Error optionError(std::string_view option, const std::string& problem, const std::string& file = "") {
+  return Error{file, "", "option '" + std::string(option) + "': " + problem};
+}
+
+std::string idText(const io::Tokenizer* tokenizer, int id) {
+  if (tokenizer) return tokenizer->tokenText(id);
+  std::string text = "#";  // (appended apart: GCC 12's -Wrestrict misfires on "#" + string)
+  text += std::to_string(id);
+  return text;
+}
+
+Expected<PreparedInput> decoderInput(const io::ModelFolder& model, const DriveRequest& request) {
+  PreparedInput out;
+  io::Tokenizer::Encoding encoding;
+  if (request.hasIds) {
+    encoding.ids = request.ids;
+  } else if (!model.tokenizer) {
+    return optionError("--text",
+                       "needs a tokenizer, and this " + model.weights->config.modelType +
+                           " folder has none attnscope reads (" +
+                           (model.tokenizerProblem.empty() ? std::string("no tokenizer.json") : model.tokenizerProblem) +
+                           "); give --ids I,J,...",
+                       model.folder);
+  } else {
+    encoding = model.tokenizer->encode(request.text);
+  }
+  out.bos = request.bos == 1 || (request.bos == -1 && !request.hasIds && model.tokenizer && model.tokenizer->addsBos());
+  if (out.bos) {
+    if (model.tokenizer && model.tokenizer->bosId() >= 0) {
+      encoding.ids.insert(encoding.ids.begin(), model.tokenizer->bosId());
+    } else {
+      Expected<int> bos = io::loadBosTokenId((std::filesystem::path(model.folder) / "config.json").string());
+      if (!bos) return bos.error();
+      encoding.ids.insert(encoding.ids.begin(), *bos);
+    }
+    // a text also gets the EOS a "<s> $A </s>" template puts last
+    if (!request.hasIds && model.tokenizer && model.tokenizer->addsEos())
+      encoding.ids.push_back(model.tokenizer->eosId());
+  }
+  out.invalidOffsets = std::move(encoding.invalidOffsets);
+  out.input.ids = std::move(encoding.ids);
+  for (int id : out.input.ids) out.tokenTexts.push_back(idText(model.tokenizer.get(), id));
+  return out;
+}
+
+Expected<PreparedInput> encoderInput(const io::EncoderFolder& model, const DriveRequest& request) {
+  if (request.bos != -1) {
+    return optionError(request.bos == 1 ? "--bos" : "--no-bos",
+                       "only applies to decoders (an encoder's text gets its tokenizer's [CLS] ... [SEP])");
+  }
+  PreparedInput out;
+  io::Tokenizer::Encoding encoding;
+  if (request.hasIds) {
+    encoding.ids = request.ids;
+  } else if (!model.tokenizer) {
+    return optionError("--text",
+                       "needs a tokenizer, and this " + model.weights->config.modelType +
+                           " folder has none attnscope reads (" + model.tokenizerProblem + "); give --ids I,J,...",
+                       model.folder);
+  } else {
+    encoding = io::encoderInput(*model.tokenizer, request.text);
+  }
+  out.invalidOffsets = std::move(encoding.invalidOffsets);
+  out.input.ids = std::move(encoding.ids);
+  for (int id : out.input.ids) out.tokenTexts.push_back(idText(model.tokenizer.get(), id));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> visionTokenNames(const model::VitConfig& c) {
+  std::vector<std::string> names = {"[CLS]"};
+  if (c.distillationToken) names.push_back("[DIST]");
+  for (int r = 0; r < c.grid(); ++r)
+    for (int col = 0; col < c.grid(); ++col) names.push_back(std::to_string(r) + "," + std::to_string(col));
+  return names;
+}
+
+Expected<PreparedInput> prepareInput(const io::LoadedModel& model, const DriveRequest& request) {
+  if (model.kind != model::ModelKind::Vision && request.image) {
+    std::string vision = io::familyNames(io::ModelKind::Vision);
+    if (const std::size_t comma = vision.rfind(", "); comma != std::string::npos) vision.replace(comma, 2, " or ");
+    return optionError("--image",
+                       "needs a vision model (model_type " + vision + "); this folder's is '" + model.modelType() + "'",
+                       model.folder());
+  }
+  switch (model.kind) {
+    case model::ModelKind::Encoder: return encoderInput(*model.encoder, request);
+    case model::ModelKind::Vision: {
+      if (!request.image) {
+        return optionError(request.hasIds ? "--ids" : "--text",
+                           "a vision model (" + io::familyNames(io::ModelKind::Vision) +
+                               ") runs on a picture: give --image IMG",
+                           model.folder());
+      }
+      if (request.bos != -1) return optionError("--bos", "only applies to decoders");
+      PreparedInput out;
+      out.input.pixels = io::vitPixels(*model.vision, *request.image);
+      out.tokenTexts = visionTokenNames(model.vision->weights->config);
+      return out;
+    }
+    case model::ModelKind::Decoder: break;
+  }
+  return decoderInput(*model.decoder, request);
+}
+
+Expected<io::LoadedModel> loadTextModel(const std::string& path) {
+  Expected<io::LoadedModel> loaded = io::openModel(path);
+  if (!loaded) return loaded.error();
+  const io::Tokenizer* tokenizer = loaded->decoder   ? loaded->decoder->tokenizer.get()
+                                   : loaded->encoder ? loaded->encoder->tokenizer.get()
+                                                     : nullptr;
+  if (loaded->kind != model::ModelKind::Vision && !tokenizer) {
+    const std::string& problem = loaded->decoder ? loaded->decoder->tokenizerProblem : loaded->encoder->tokenizerProblem;
+    return Error{path, "",
+                 "no tokenizer the window can read for model_type '" + loaded->modelType() + "' (" + problem +
+                     "); run it with attnscope model DIR --ids"};
+  }
+  return loaded;
+}
+
+model::AnyWeights weightsOf(const io::LoadedModel& model) {
+  model::AnyWeights w;
+  w.kind = model.kind;
+  if (model.decoder) w.decoder = model.decoder->weights;
+  if (model.encoder) w.encoder = model.encoder->weights;
+  if (model.vision) w.vision = model.vision->weights;
+  return w;
+}
+
+Expected<model::RunOutput> runLoaded(const io::LoadedModel& model, const model::RunInput& input,
+                                     const model::RunOptions& options) {
+  Expected<model::RunOutput> out = model::runModel(weightsOf(model), input, options);
+  if (!out) {
+    Error error = out.error();
+    if (error.file.empty()) error.file = model.folder();
+    return error;
+  }
+  return out;
+}
+
+}  // namespace attn::app

@@ -1,0 +1,67 @@
+// The one driver of a model run, for every kind, used by the window's services
+// (model_service.cpp, encoder_service.cpp, image_model.cpp) and the CLI's `model` command
+// (app/cli/cli_model.cpp): 1 load (io::openModel, formats/models/open_model.h), 2 the input
+// of the kind (a decoder's text with its tokenizer's BOS / EOS or ids as given, an encoder's
+// [CLS] text [SEP], a vision transformer's preprocessed picture), 3 the run
+// (model::runModel, core/models/model_run.h). What follows a run (files, predictions, the
+// views) is the caller's. The window keeps its incremental decoder path (a Session whose KV
+// cache follows the typing, model_service.cpp). No ImGui, no GL, no UI types.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/models/model_run.h"
+#include "formats/image.h"
+#include "formats/models/open_model.h"
+
+namespace attn::app {
+
+// What to run: a text, token ids, or a picture, as a command line or the window gives them.
+struct DriveRequest {
+  std::string text;         // tokenized unless hasIds
+  std::vector<int> ids;     // run as given when hasIds (checked against the vocabulary by the run)
+  bool hasIds = false;
+  std::shared_ptr<const io::Image> image;  // a vision transformer's input
+  // Decoders: 1 put the BOS first (the tokenizer's, else config.json's bos_token_id), 0 do
+  // not, -1 as the tokenizer's post-processor does for a text (with a "<s> $A </s>"
+  // template's EOS last), nothing for ids. Other kinds refuse 0 and 1.
+  int bos = -1;
+};
+
+// The model input of a request and what names its tokens.
+struct PreparedInput {
+  model::RunInput input;
+  // One per token: the tokenizer's text of the id ("#ID" without a tokenizer); a vision
+  // transformer's "[CLS]", "[DIST]" (deit), then "r,c" for each patch, row by row.
+  std::vector<std::string> tokenTexts;
+  bool bos = false;                          // a BOS was put first (decoders)
+  std::vector<std::size_t> invalidOffsets;   // byte offsets of the text's invalid UTF-8 (replaced)
+};
+
+// The input of `request` for `model`. Errors name the option as a command line gives it
+// ("--text": no tokenizer to read it, no tokens; "--bos" / "--no-bos" for a model that is
+// not a decoder; "--ids" / "--text" for a vision transformer, which needs a picture;
+// "--image" for a text model) and the folder.
+Expected<PreparedInput> prepareInput(const io::LoadedModel& model, const DriveRequest& request);
+
+// A model for the window, which runs typed text: io::openModel(path), and for a decoder or
+// an encoder a tokenizer it can read (else an error naming the folder, pointing to
+// `attnscope model DIR --ids`). A vision transformer loads as it is (the Image panel runs it).
+Expected<io::LoadedModel> loadTextModel(const std::string& path);
+
+// The loaded model's weights for model::runModel.
+model::AnyWeights weightsOf(const io::LoadedModel& model);
+
+// model::runModel on the loaded model. Errors without a file get the model's folder.
+Expected<model::RunOutput> runLoaded(const io::LoadedModel& model, const model::RunInput& input,
+                                     const model::RunOptions& options = {});
+
+// The token names of a vision transformer's attention rows: "[CLS]", "[DIST]" (deit), then
+// "r,c" per patch.
+std::vector<std::string> visionTokenNames(const model::VitConfig& config);
+
+}  // namespace attn::app

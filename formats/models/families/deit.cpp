@@ -1,0 +1,24 @@
+// DeiT (DeiTForImageClassification(WithTeacher), transformers' modeling_deit): ViT's blocks
+// and names under "deit.", with a distillation token after [CLS]; with a teacher the
+// prediction is the mean of cls_classifier([CLS]) and distillation_classifier([DIST]).
+#include "formats/models/families/bidirectional.h"
+
+namespace attn::io {
+namespace {
+
+Status readConfig(ConfigReader& r, model::VitConfig& out) {
+  out.distillationToken = true;
+  return family::readVitStyle(r, out);
+}
+
+Status planTensors(VisionPlan& plan) { return family::planVitStyle(plan, "deit."); }
+
+}  // namespace
+
+extern const Family kDeitFamily = {.modelType = "deit",
+                                   .kind = ModelKind::Vision,
+                                   .layersField = "num_hidden_layers",
+                                   .readVisionConfig = readConfig,
+                                   .planVisionTensors = planTensors};
+
+}  // namespace attn::io

@@ -1,0 +1,20 @@
+// ViT (ViTForImageClassification, transformers' modeling_vit): pre-LN encoder blocks over
+// [CLS] + the patches, the classifier on [CLS] with config.json's id2label.
+#include "formats/models/families/bidirectional.h"
+
+namespace attn::io {
+namespace {
+
+Status readConfig(ConfigReader& r, model::VitConfig& out) { return family::readVitStyle(r, out); }
+
+Status planTensors(VisionPlan& plan) { return family::planVitStyle(plan, "vit."); }
+
+}  // namespace
+
+extern const Family kVitFamily = {.modelType = "vit",
+                                  .kind = ModelKind::Vision,
+                                  .layersField = "num_hidden_layers",
+                                  .readVisionConfig = readConfig,
+                                  .planVisionTensors = planTensors};
+
+}  // namespace attn::io
