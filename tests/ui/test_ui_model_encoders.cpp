@@ -19,6 +19,7 @@
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_encoders {
 namespace {
 
 namespace fs = std::filesystem;
@@ -103,3 +104,4 @@ TEST_F(EncoderInApp, WithoutTheHeadAttentionStillRuns) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_encoders

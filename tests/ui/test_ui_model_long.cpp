@@ -24,6 +24,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_long {
 namespace {
 
 using namespace attn;
@@ -197,3 +198,4 @@ TEST_F(LongContextInApp, FramesStayUnder20MsWhileTheTileRecomputes) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_long
