@@ -24,14 +24,14 @@ fi
 # Every test that reads a stored entry: test program and GoogleTest filter. A test that
 # starts to use tests/support/torch_cache.h is added here.
 TESTS=(
-  "test_formats_models ModelFamilies.MatchPyTorchReference"
-  "test_formats_model_families NewFamilies.MatchPyTorchReference"
-  "test_formats_rope RopeForward.EveryRopeTypeMatchesPyTorchReference"
-  "test_formats_analysis Analysis.MatchesPyTorchWithForwardHooks:Analysis.LensScaleDatasetMeanAndBosRepeatMatchPyTorch"
-  "test_formats_encoders Encoders.MatchPyTorchReference"
-  "test_formats_vit Vit.MatchesPyTorchReference"
-  "test_cli_analysis_bidirectional CliAnalysisBidirectional.EncoderAblationEqualsTorchHeadMask:CliAnalysisBidirectional.VitAblationEqualsTorchHeadMask:CliAnalysisBidirectional.HeadScoresOfEncoderAndVitEqualTheReferencePatterns"
-  "test_cli_patching_bidirectional CliPatchingBidirectional.EncoderLensMatchesTorchHiddenStatesThroughTheMlmHead:CliPatchingBidirectional.EncoderPatchingMatchesTorchForwardHooks:CliPatchingBidirectional.VitPatchingMatchesTorchForwardHooks"
+  "tests_formats ModelFamilies.MatchPyTorchReference"
+  "tests_formats NewFamilies.MatchPyTorchReference"
+  "tests_formats RopeForward.EveryRopeTypeMatchesPyTorchReference"
+  "tests_formats Analysis.MatchesPyTorchWithForwardHooks:Analysis.LensScaleDatasetMeanAndBosRepeatMatchPyTorch"
+  "tests_formats Encoders.MatchPyTorchReference"
+  "tests_formats Vit.MatchesPyTorchReference"
+  "tests_cli CliAnalysisBidirectional.EncoderAblationEqualsTorchHeadMask:CliAnalysisBidirectional.VitAblationEqualsTorchHeadMask:CliAnalysisBidirectional.HeadScoresOfEncoderAndVitEqualTheReferencePatterns"
+  "tests_cli CliPatchingBidirectional.EncoderLensMatchesTorchHiddenStatesThroughTheMlmHead:CliPatchingBidirectional.EncoderPatchingMatchesTorchForwardHooks:CliPatchingBidirectional.VitPatchingMatchesTorchForwardHooks"
 )
 for entry in "${TESTS[@]}"; do
   program=${entry%% *}

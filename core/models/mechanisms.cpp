@@ -2,17 +2,14 @@
 // mechanisms.h for the definitions and the shapes).
 #include "core/models/mechanisms.h"
 
-#include <Eigen/Eigenvalues>
-#include <Eigen/QR>
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
-#include <complex>
 #include <limits>
 
 #include "core/attention/aggregate.h"
 #include "core/base/parallel.h"
 #include "core/models/analysis.h"
+#include "core/models/head_spectra.h"
 #include "core/models/max_flow.h"
 
 namespace attn::model {
@@ -329,15 +326,7 @@ HeadWeights headWeights(const Weights& weights, int layer, int head) {
   return out;
 }
 
-Eigen::VectorXd productSingularValues(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
-  const Eigen::Index E = a.rows(), k = a.cols();
-  if (E < k) return Eigen::JacobiSVD<Eigen::MatrixXd>(a * b.transpose()).singularValues();
-  // A = Q_a R_a, B = Q_b R_b (Q: E x k orthonormal columns): A·Bᵀ = Q_a (R_a R_bᵀ) Q_bᵀ
-  const Eigen::HouseholderQR<Eigen::MatrixXd> qa(a), qb(b);
-  const Eigen::MatrixXd ra = qa.matrixQR().topRows(k).triangularView<Eigen::Upper>();
-  const Eigen::MatrixXd rb = qb.matrixQR().topRows(k).triangularView<Eigen::Upper>();
-  return Eigen::JacobiSVD<Eigen::MatrixXd>(ra * rb.transpose()).singularValues();
-}
+// productSingularValues: head_spectra.cpp.
 
 namespace {
 
@@ -390,14 +379,7 @@ std::vector<HeadCircuit> headCircuits(const Weights& weights) {
       circuit.ov = topValues(productSingularValues(wv, wo.transpose()));
       // 3 copying: the eigenvalues of W_O^h·(W_U·W_E)·W_V^g (d_h x d_h), the nonzero ones of
       // W_E·W_OV·W_U
-      const Eigen::MatrixXd small = (wo * unembedEmbed) * wv;
-      const Eigen::EigenSolver<Eigen::MatrixXd> solver(small, /*computeEigenvectors=*/false);
-      double sum = 0, absolute = 0;
-      for (const std::complex<double>& lambda : solver.eigenvalues()) {
-        sum += lambda.real();
-        absolute += std::abs(lambda);
-      }
-      circuit.copying = absolute > 0 ? sum / absolute : std::numeric_limits<double>::quiet_NaN();
+      circuit.copying = copyingScore((wo * unembedEmbed) * wv);
       out.push_back(circuit);
     }
   }

@@ -1,12 +1,12 @@
 // Value zeroing and head circuits of bidirectional models (see mechanisms_bidirectional.h).
 #include "core/models/mechanisms_bidirectional.h"
 
-#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
-#include <complex>
 #include <limits>
 #include <string>
+
+#include "core/models/head_spectra.h"
 
 namespace attn::model {
 
@@ -94,15 +94,7 @@ std::vector<HeadCircuit> bidirectionalHeadCircuits(std::span<const EncoderLayerW
       circuit.qk = topValues(productSingularValues(wq, wk));
       circuit.ov = topValues(productSingularValues(wv, wo.transpose()));
       // 4 copying: the eigenvalues of W_O^h·(W_U·W_E)·W_V^h (d_h x d_h)
-      if (vocabulary) {
-        const Eigen::EigenSolver<Eigen::MatrixXd> solver((wo * unembedEmbed) * wv, false);
-        double sum = 0, absolute = 0;
-        for (const std::complex<double>& lambda : solver.eigenvalues()) {
-          sum += lambda.real();
-          absolute += std::abs(lambda);
-        }
-        if (absolute > 0) circuit.copying = sum / absolute;
-      }
+      if (vocabulary) circuit.copying = copyingScore((wo * unembedEmbed) * wv);
       out.push_back(circuit);
     }
   }

@@ -31,6 +31,7 @@ extern char** environ;
 #include "tests/support/test_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_cli {
 namespace {
 
 using attn::testing::readFile;
@@ -773,3 +774,4 @@ TEST(CliHeadless, BinaryRefusesTheWindow) {
 #endif
 
 }  // namespace
+}  // namespace test_cli

@@ -20,6 +20,7 @@
 #include "tests/support/cli_in_process.h"
 #include "tests/support/test_paths.h"
 
+namespace test_cli_analysis {
 namespace {
 
 namespace fs = std::filesystem;
@@ -497,3 +498,4 @@ TEST(CliAnalysis, MeanFromDatasetAndLensScale) {
 }
 
 }  // namespace
+}  // namespace test_cli_analysis

@@ -27,6 +27,7 @@
 #include "tests/support/torch_cache.h"
 #include "tests/support/vit_fixture.h"
 
+namespace test_cli_analysis_bidirectional {
 namespace {
 
 namespace fs = std::filesystem;
@@ -288,3 +289,4 @@ TEST(CliAnalysisBidirectional, RefusalsNameTheOption) {
 }
 
 }  // namespace
+}  // namespace test_cli_analysis_bidirectional

@@ -20,6 +20,7 @@
 
 extern char** environ;
 
+namespace test_cli_attention {
 namespace {
 
 using namespace attn::testfiles;
@@ -363,13 +364,6 @@ TEST(CliAttention, ScreenshotTakesTheOpenOptionsAndChecksRanges) {
 // copy of the file (peak RSS from /usr/bin/time -v; target < 200 MB).
 // =======================================================================================
 
-long peakRssKb(const RunResult& result) {
-  const std::string key = "Maximum resident set size (kbytes): ";
-  const auto at = result.err.find(key);
-  if (at == std::string::npos) return -1;
-  return std::strtol(result.err.c_str() + at + key.size(), nullptr, 10);
-}
-
 TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
   if (!fs::exists("/usr/bin/time")) GTEST_SKIP() << "/usr/bin/time not installed";
   const fs::path dir = freshDir("cli_attn_rss");
@@ -420,3 +414,4 @@ TEST(CliAttention, LargeFloat32FileStaysSmallInMemory) {
 }
 
 }  // namespace
+}  // namespace test_cli_attention

@@ -18,6 +18,7 @@
 #include "tests/support/cli_run.h"
 #include "tests/support/test_paths.h"
 
+namespace test_cli_attention_memory {
 namespace {
 
 using namespace attn::testfiles;
@@ -25,13 +26,6 @@ using attn::testing::RunResult;
 
 constexpr std::int64_t kLayers = 12, kHeads = 12, kTokens = 1024;
 constexpr std::uint64_t kElements = kLayers * kHeads * kTokens * kTokens;
-
-long peakRssKb(const RunResult& result) {
-  const std::string key = "Maximum resident set size (kbytes): ";
-  const auto at = result.err.find(key);
-  if (at == std::string::npos) return -1;
-  return std::strtol(result.err.c_str() + at + key.size(), nullptr, 10);
-}
 
 // Row `row` of an attnscope CSV (the first line is the key labels, each row starts with its
 // label).
@@ -136,3 +130,4 @@ TEST(CliAttentionMemory, StoredNpzRolloutIsReadFromTheMappingAndStaysSmall) {
 }
 
 }  // namespace
+}  // namespace test_cli_attention_memory

@@ -22,6 +22,7 @@
 
 extern char** environ;
 
+namespace test_cli_bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -178,11 +179,13 @@ TEST(Bench, UsageErrorsAreOneLine) {
 }
 
 }  // namespace
+}  // namespace test_cli_bench
 
 // =======================================================================================
 // bench --model
 // =======================================================================================
 
+namespace test_cli_bench {
 namespace {
 
 // The forward pass's floating-point operations, written out for the fixture's shapes.
@@ -208,7 +211,6 @@ double expectedDecodeBytes(const modeltest::Spec& s) {
   return s.layers * (2 * matrices + 4 * (2 * norms + bias)) + 4 * norms + 2 * V * E;
 }
 
-}  // namespace
 
 TEST(BenchModel, TimesEveryFamilyAndPrintsTheFields) {
   for (const modeltest::Spec& spec : {modeltest::gpt2Spec(), modeltest::llamaSpec(),
@@ -289,3 +291,6 @@ TEST(BenchModel, RefusesMoreTokensThanTheContextAndABadFolder) {
   EXPECT_EQ(run.exitCode, 2);
   EXPECT_NE(run.err.find("missing"), std::string::npos) << run.err;
 }
+
+}  // namespace
+}  // namespace test_cli_bench

@@ -17,6 +17,7 @@
 #include "tests/support/test_paths.h"
 
 namespace attn::app {
+namespace test_cli_export_scripts {
 namespace {
 
 namespace fs = std::filesystem;
@@ -139,4 +140,5 @@ TEST(CliExportScripts, HebrewReadsRightToLeft) {
 }
 
 }  // namespace
+}  // namespace test_cli_export_scripts
 }  // namespace attn::app

@@ -17,6 +17,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_cli_gguf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -140,3 +141,4 @@ TEST(CliGguf, RunsATinyLlamaFileFromIdsAndFromAnIdsFile) {
 }
 
 }  // namespace
+}  // namespace test_cli_gguf

@@ -15,6 +15,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_cli_image {
 namespace {
 
 namespace fs = std::filesystem;
@@ -199,3 +200,4 @@ TEST_F(CliImageTest, HelpAndRealBinary) {
 }
 
 }  // namespace
+}  // namespace test_cli_image

@@ -15,6 +15,7 @@
 #include "tests/support/test_paths.h"
 
 namespace attn::app {
+namespace test_cli_lesson {
 namespace {
 
 namespace fs = std::filesystem;
@@ -162,4 +163,5 @@ TEST(CliLesson, GifGoesToTheWindowWithItsPlan) {
 }
 
 }  // namespace
+}  // namespace test_cli_lesson
 }  // namespace attn::app

@@ -23,6 +23,7 @@
 #include "tests/support/cli_in_process.h"
 #include "tests/support/model_fixture.h"
 
+namespace test_cli_long_context {
 namespace {
 
 namespace fs = std::filesystem;
@@ -385,3 +386,4 @@ TEST(CliLongContext, BadValuesAreRefusedByName) {
 }
 
 }  // namespace
+}  // namespace test_cli_long_context

@@ -28,6 +28,7 @@
 #include "tests/support/model_fixture.h"
 #include "tests/support/test_files.h"
 
+namespace test_cli_mechanisms {
 namespace {
 
 namespace fs = std::filesystem;
@@ -489,3 +490,4 @@ TEST(CliMechanisms, CircuitsAlongsideTheHeadScores) {
 }
 
 }  // namespace
+}  // namespace test_cli_mechanisms

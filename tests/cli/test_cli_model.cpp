@@ -19,6 +19,7 @@
 #include "tests/support/cli_in_process.h"
 #include "tests/support/test_paths.h"
 
+namespace test_cli_model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -335,3 +336,4 @@ TEST_F(CliModel, WindowAndScreenshotModelOptions) {
 }
 
 }  // namespace
+}  // namespace test_cli_model

@@ -21,6 +21,7 @@
 #include "tests/support/vit_fixture.h"
 #include "tests/support/cli_in_process.h"
 
+namespace test_cli_model_encoders {
 namespace {
 
 namespace fs = std::filesystem;
@@ -277,3 +278,4 @@ TEST(CliModelEncoders, LensAndPatchRefuseWhatAKindCannotDo) {
 }
 
 }  // namespace
+}  // namespace test_cli_model_encoders

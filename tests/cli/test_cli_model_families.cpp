@@ -16,6 +16,7 @@
 #include "tests/support/model_fixture.h"
 #include "tests/support/cli_in_process.h"
 
+namespace test_cli_model_families {
 namespace {
 
 namespace fs = std::filesystem;
@@ -333,3 +334,4 @@ TEST(CliModelFamilies, HuggingFaceCacheSnapshotWithSymlinks) {
 }
 
 }  // namespace
+}  // namespace test_cli_model_families

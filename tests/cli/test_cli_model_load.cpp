@@ -23,6 +23,7 @@
 
 extern char** environ;
 
+namespace test_cli_model_load {
 namespace {
 
 namespace fs = std::filesystem;
@@ -147,3 +148,4 @@ TEST(ModelLoad, HugeKnownBufferIsIgnoredWithoutBeingRead) {
 }
 
 }  // namespace
+}  // namespace test_cli_model_load

@@ -11,6 +11,7 @@
 #include "tests/support/cli_in_process.h"
 #include "tests/support/model_fixture.h"
 
+namespace test_cli_model_rope {
 namespace {
 
 namespace fs = std::filesystem;
@@ -74,3 +75,4 @@ TEST(CliModelRope, RopeParametersRunsAsTopLevelRopeTheta) {
 }
 
 }  // namespace
+}  // namespace test_cli_model_rope

@@ -12,6 +12,7 @@
 #include "tests/support/test_paths.h"
 
 namespace attn::app {
+namespace test_cli_open {
 namespace {
 
 namespace fs = std::filesystem;
@@ -99,4 +100,5 @@ TEST(CliOpen, HelpIsListed) {
 }
 
 }  // namespace
+}  // namespace test_cli_open
 }  // namespace attn::app

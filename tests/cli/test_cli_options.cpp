@@ -15,6 +15,7 @@
 #include "core/scenario/view_options.h"
 #include "tests/support/cli_in_process.h"
 
+namespace test_cli_options {
 namespace {
 
 using attn::app::cli::CommandInfo;
@@ -251,3 +252,4 @@ TEST(CliOptions, MainHelpComesFromTheCommandTable) {
 }
 
 }  // namespace
+}  // namespace test_cli_options

@@ -27,6 +27,7 @@
 #include "tests/support/torch_cache.h"
 #include "tests/support/vit_fixture.h"
 
+namespace test_cli_patching_bidirectional {
 namespace {
 
 namespace fs = std::filesystem;
@@ -345,3 +346,4 @@ TEST(CliPatchingBidirectional, RefusalsNameTheProblem) {
 }
 
 }  // namespace
+}  // namespace test_cli_patching_bidirectional

@@ -23,6 +23,7 @@ extern char** environ;
 #include "tests/support/cli_run.h"
 #include "tests/support/test_paths.h"
 
+namespace test_cli_train {
 namespace {
 
 using attn::testing::readFile;
@@ -203,3 +204,4 @@ TEST_F(TrainCli, BadOptionsGiveOneLineAndExitCode2) {
 }
 
 }  // namespace
+}  // namespace test_cli_train

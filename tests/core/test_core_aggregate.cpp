@@ -8,6 +8,7 @@
 
 #include "core/attention/aggregate.h"
 
+namespace test_core_aggregate {
 namespace {
 
 using namespace attn;
@@ -281,3 +282,4 @@ TEST(SpecialTokens, DropKeysAndRenormaliseByHand) {
 }
 
 }  // namespace
+}  // namespace test_core_aggregate

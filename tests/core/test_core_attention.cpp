@@ -13,6 +13,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn {
+namespace test_core_attention {
 namespace {
 
 using testing::B;
@@ -1132,4 +1133,5 @@ TEST(BadNumbers, AnOverflowingValueProjectionIsAnErrorNamingValues) {
 }
 
 }  // namespace
+}  // namespace test_core_attention
 }  // namespace attn

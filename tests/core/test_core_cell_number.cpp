@@ -11,6 +11,7 @@
 #include "core/base/cell_number.h"
 
 namespace attn {
+namespace test_core_cell_number {
 namespace {
 
 double readBack(const std::string& text) {
@@ -105,4 +106,5 @@ TEST(CellNumber, OnePrecisionForTheMatrix) {
 }
 
 }  // namespace
+}  // namespace test_core_cell_number
 }  // namespace attn

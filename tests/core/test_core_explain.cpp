@@ -9,6 +9,7 @@
 #include "core/scenario/scenario.h"
 
 namespace attn {
+namespace test_core_explain {
 namespace {
 
 // ---------------------------------------------------------------------------------------
@@ -385,4 +386,5 @@ TEST(PcaProject2d, OnePointInManyDimensions) {
 }
 
 }  // namespace
+}  // namespace test_core_explain
 }  // namespace attn

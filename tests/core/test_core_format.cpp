@@ -8,6 +8,7 @@
 #include "core/base/format.h"
 
 namespace attn {
+namespace test_core_format {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -63,12 +64,14 @@ TEST(FormatNumber, DigitsAreClampedAndFewerDigitsNeverLonger) {
   }
 }
 
-}  // namespace
 TEST(CountOf, SingularOnlyForOne) {
   EXPECT_EQ(countOf(1, "query", "queries"), "1 query");
   EXPECT_EQ(countOf(2, "query", "queries"), "2 queries");
   EXPECT_EQ(countOf(0, "key", "keys"), "0 keys");
   EXPECT_EQ(countOf(-1, "head", "heads"), "-1 heads");
 }
+
+}  // namespace
+}  // namespace test_core_format
 
 }  // namespace attn

@@ -14,6 +14,7 @@
 #include "tests/support/test_paths.h"
 
 namespace attn {
+namespace test_core_formulas {
 namespace {
 
 std::string formulasDoc() {
@@ -85,4 +86,5 @@ TEST(Formulas, ExplanationsUseThem) {
 }
 
 }  // namespace
+}  // namespace test_core_formulas
 }  // namespace attn

@@ -11,6 +11,7 @@
 #include "core/models/transformer.h"
 #include "tests/support/gpt2_fixture.h"
 
+namespace test_core_gpt2 {
 namespace {
 
 using attn::Matrix;
@@ -423,3 +424,4 @@ TEST(Gpt2Weights, ValidateNamesTheTensor) {
 }
 
 }  // namespace
+}  // namespace test_core_gpt2

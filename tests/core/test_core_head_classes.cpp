@@ -12,6 +12,7 @@
 #include "core/models/head_classes.h"
 #include "core/models/long_context.h"
 
+namespace test_core_head_classes {
 namespace {
 
 using attn::Expected;
@@ -190,3 +191,4 @@ TEST(HeadClasses, TiledPassEqualsTheWholePatternOnATinyLlama) {
 }
 
 }  // namespace
+}  // namespace test_core_head_classes

@@ -22,6 +22,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn {
+namespace test_core_isa {
 namespace {
 
 using kernels::Isa;
@@ -649,4 +650,5 @@ TEST(IsaKernels, Bf16LinearMatchesDoubleReference) {
 }
 
 }  // namespace
+}  // namespace test_core_isa
 }  // namespace attn

@@ -16,6 +16,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn {
+namespace test_core_linear {
 namespace {
 
 using testing::bf16Bits;
@@ -102,4 +103,5 @@ TEST(ApplyLinearBf16, EveryPathMatchesTheDoubleProductOfTheWidenedWeights) {
 }
 
 }  // namespace
+}  // namespace test_core_linear
 }  // namespace attn

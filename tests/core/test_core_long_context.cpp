@@ -17,6 +17,7 @@
 #include "core/models/long_context.h"
 #include "core/models/transformer.h"
 
+namespace test_core_long_context {
 namespace {
 
 using attn::Expected;
@@ -278,7 +279,7 @@ TEST(LongContext, CancelStopsThePass) {
 // onLayerQkv hands them over): lse and entropy within 2e-3, masses and top-k weights 1e-4,
 // column sums 1e-3 relative, top-k indices causal, a 192-row tile within 1e-5. ctest runs
 // n = 2048; n = 8192 (about a minute here) runs with
-//   build-test/test_core_long_context --gtest_also_run_disabled_tests --gtest_filter='*8192*'
+//   build-test/tests_core --gtest_also_run_disabled_tests --gtest_filter='*8192*'
 // ---------------------------------------------------------------------------------------
 
 Config smolWidth(int n) {
@@ -384,3 +385,4 @@ TEST(LongContext, SmolLmWidth2048AgainstFloat64) { checkAgainstFloat64(2048); }
 TEST(LongContext, DISABLED_SmolLmWidth8192AgainstFloat64) { checkAgainstFloat64(8192); }
 
 }  // namespace
+}  // namespace test_core_long_context

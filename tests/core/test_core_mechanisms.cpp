@@ -6,6 +6,7 @@
 // The numbers against an independent numpy program: tests/cli/test_cli_mechanisms.cpp.
 #include <gtest/gtest.h>
 
+#include <Eigen/LU>
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
@@ -15,10 +16,12 @@
 #include "core/attention/aggregate.h"
 #include "core/base/random.h"
 #include "core/models/analysis.h"
+#include "core/models/head_spectra.h"
 #include "core/models/layers.h"
 #include "core/models/max_flow.h"
 #include "core/models/mechanisms.h"
 
+namespace test_core_mechanisms {
 namespace {
 
 using attn::Matrix;
@@ -161,6 +164,22 @@ TEST(HeadCircuits, ProductSingularValuesEqualTheFullSvd) {
       EXPECT_NEAR(ours, full[i], 1e-12 * full[0]) << E << "x" << k << " value " << i;
     }
   }
+}
+
+// The copying score Σλ/Σ|λ| on matrices whose eigenvalues are known: diag(1, -1, 2) has
+// 2 / 4; a quarter turn has ±i (real parts 0, |λ| 1 each); a similar matrix S·D·S⁻¹ keeps
+// D's eigenvalues (3, 1, -1: 3 / 5); the zero matrix has no nonzero eigenvalue (NaN).
+TEST(HeadCircuits, CopyingScoreIsTheEigenvaluesSumOverTheirAbsoluteSum) {
+  EXPECT_NEAR(attn::model::copyingScore(Eigen::Vector3d(1, -1, 2).asDiagonal().toDenseMatrix()), 0.5, 1e-12);
+  Eigen::MatrixXd turn(2, 2);
+  turn << 0, -1, 1, 0;
+  EXPECT_NEAR(attn::model::copyingScore(turn), 0.0, 1e-12);
+  Eigen::MatrixXd s(3, 3);
+  s << 2, 1, 0, 0, 1, 3, 1, 0, 1;  // det 5
+  const Eigen::MatrixXd d = Eigen::Vector3d(3, 1, -1).asDiagonal();
+  EXPECT_NEAR(attn::model::copyingScore(s * d * s.inverse()), 0.6, 1e-12);
+  EXPECT_TRUE(std::isnan(attn::model::copyingScore(Eigen::MatrixXd::Zero(3, 3))));
+  EXPECT_TRUE(std::isnan(attn::model::copyingScore(Eigen::MatrixXd(0, 0))));
 }
 
 // A small model of each kind the engine runs differently here.
@@ -355,3 +374,4 @@ TEST(HeadCircuits, HeadWeightsReproduceTheEnginesOwnQKVInEveryLayout) {
 }
 
 }  // namespace
+}  // namespace test_core_mechanisms

@@ -15,6 +15,7 @@
 #include "core/models/analysis.h"
 #include "core/models/session_batch.h"
 
+namespace test_core_patching {
 namespace {
 
 using namespace attn;
@@ -166,3 +167,4 @@ TEST(Patching, BatchCopiesEqualSingleReruns) {
 }
 
 }  // namespace
+}  // namespace test_core_patching

@@ -18,6 +18,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn {
+namespace test_core_quant {
 namespace {
 
 using testing::dequantizeDouble;
@@ -205,4 +206,5 @@ TEST(QuantizedTensor, RowsDenseAndStoredBytes) {
 }
 
 }  // namespace
+}  // namespace test_core_quant
 }  // namespace attn

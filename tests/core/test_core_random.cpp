@@ -6,6 +6,7 @@
 #include "core/base/random.h"
 
 namespace attn {
+namespace test_core_random {
 namespace {
 
 TEST(SplitMix64, MatchesTheReferenceStream) {
@@ -49,4 +50,5 @@ TEST(DeriveSeed, TagsAndIndicesGiveDifferentStreams) {
 }
 
 }  // namespace
+}  // namespace test_core_random
 }  // namespace attn

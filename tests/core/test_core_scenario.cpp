@@ -10,6 +10,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn {
+namespace test_core_scenario {
 namespace {
 
 using testing::M;
@@ -467,4 +468,5 @@ TEST(ScenarioErrors, SelfModeProblemTextNamesInputs) {
 }
 
 }  // namespace
+}  // namespace test_core_scenario
 }  // namespace attn

@@ -7,6 +7,7 @@
 
 #include "core/scenario/scenario_edits.h"
 
+namespace test_core_scenario_edits {
 namespace {
 
 using namespace attn;
@@ -178,3 +179,4 @@ TEST(ScenarioEdits, ASentenceInCrossModeKeepsTheModeAndReplacesOneSide) {
 }
 
 }  // namespace
+}  // namespace test_core_scenario_edits

@@ -11,6 +11,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn {
+namespace test_core_steps {
 namespace {
 
 using testing::M;
@@ -257,4 +258,5 @@ TEST(SeededEmbeddings, DistinctWordsGetDistinctRows) {
 }
 
 }  // namespace
+}  // namespace test_core_steps
 }  // namespace attn

@@ -10,6 +10,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn {
+namespace test_core_validate {
 namespace {
 
 using testing::B;
@@ -354,4 +355,5 @@ TEST_F(Validate, MessageFormat) {
 }
 
 }  // namespace
+}  // namespace test_core_validate
 }  // namespace attn

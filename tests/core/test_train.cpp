@@ -17,6 +17,7 @@
 #include "core/train/tasks.h"
 #include "core/train/trainer.h"
 
+namespace test_train {
 namespace {
 
 using namespace attn;
@@ -480,3 +481,4 @@ TEST(TrainTrainer, TrainToTargetStopsAtTheStepLimit) {
 }
 
 }  // namespace
+}  // namespace test_train

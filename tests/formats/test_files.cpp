@@ -30,6 +30,7 @@
 #include "tests/support/test_files.h"
 
 namespace attn {
+namespace test_files {
 namespace {
 
 namespace fs = std::filesystem;
@@ -513,4 +514,5 @@ TEST(KillTest, TargetIsAlwaysOldOrNewAndOrphansAreCleaned) {
 }
 
 }  // namespace
+}  // namespace test_files
 }  // namespace attn

@@ -27,6 +27,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/torch_cache.h"
 
+namespace test_formats_analysis {
 namespace {
 
 namespace fs = std::filesystem;
@@ -557,3 +558,4 @@ TEST(Dataset, ShardedTotalsMergeToTheUnshardedOnes) {
 }
 
 }  // namespace
+}  // namespace test_formats_analysis

@@ -13,6 +13,7 @@
 #include "tests/support/attention_test_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_formats_attention_file {
 namespace {
 
 using namespace attn;
@@ -737,3 +738,4 @@ TEST(AttentionFileLarge, Float16Model12x12x1024) {
 }
 
 }  // namespace
+}  // namespace test_formats_attention_file

@@ -13,6 +13,7 @@
 #include "formats/attention_file.h"
 #include "tests/support/attention_test_files.h"
 
+namespace test_formats_attention_fortran {
 namespace {
 
 using namespace attn;
@@ -261,3 +262,4 @@ TEST(AttentionFortran, CancelledOverviewStopsAndSaysSo) {
 }
 
 }  // namespace
+}  // namespace test_formats_attention_fortran

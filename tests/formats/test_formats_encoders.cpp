@@ -21,6 +21,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/torch_cache.h"
 
+namespace test_formats_encoders {
 namespace {
 
 namespace fs = std::filesystem;
@@ -265,3 +266,4 @@ TEST(Encoders, RefusesTooManyTokensAndBadIds) {
 }
 
 }  // namespace
+}  // namespace test_formats_encoders

@@ -28,6 +28,7 @@
 #include "tests/support/gguf_writer.h"
 #include "tests/support/test_files.h"
 
+namespace test_formats_gguf {
 namespace {
 
 namespace fs = std::filesystem;
@@ -515,3 +516,4 @@ TEST(GgufModel, UnsupportedArchitecturesTypesAndExtraTensorsAreRefusedByName) {
 }
 
 }  // namespace
+}  // namespace test_formats_gguf

@@ -19,6 +19,7 @@
 #include "tests/support/gguf_writer.h"
 #include "tests/support/gpt2_fixture.h"
 
+namespace test_formats_gguf_families {
 namespace {
 
 namespace fs = std::filesystem;
@@ -233,3 +234,4 @@ TEST(GgufFamilies, Gemma2ScaleOfThe27BShapeAndPhi3WithoutItsWindowAsLlamaCpp) {
 }
 
 }  // namespace
+}  // namespace test_formats_gguf_families

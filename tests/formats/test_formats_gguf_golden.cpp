@@ -21,6 +21,7 @@
 #include "tests/support/gguf_golden_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_formats_gguf_golden {
 namespace {
 
 namespace fs = std::filesystem;
@@ -130,3 +131,4 @@ TEST(GgufGolden, QuantizedMatricesGiveLlamaCppsTopToken) {
 }
 
 }  // namespace
+}  // namespace test_formats_gguf_golden

@@ -16,6 +16,7 @@
 #include "formats/models/model_folder.h"
 #include "formats/safetensors.h"
 
+namespace test_formats_gpt2 {
 namespace {
 
 namespace fs = std::filesystem;
@@ -523,3 +524,4 @@ TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
 }
 
 }  // namespace
+}  // namespace test_formats_gpt2

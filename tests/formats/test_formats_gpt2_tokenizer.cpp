@@ -12,6 +12,7 @@
 #include "tests/support/gpt2_fixture.h"
 #include "formats/tokenizers/gpt2_tokenizer.h"
 
+namespace test_formats_gpt2_tokenizer {
 namespace {
 
 using attn::io::Gpt2Tokenizer;
@@ -378,3 +379,4 @@ TEST(Gpt2TokenizerFiles, ErrorsNameTheFile) {
 }
 
 }  // namespace
+}  // namespace test_formats_gpt2_tokenizer

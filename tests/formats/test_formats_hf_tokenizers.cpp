@@ -22,6 +22,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_formats_hf_tokenizers {
 namespace {
 
 namespace fs = std::filesystem;
@@ -91,3 +92,4 @@ TEST(HfTokenizers, TypedSpecialTokensAreOneToken) {
 }
 
 }  // namespace
+}  // namespace test_formats_hf_tokenizers

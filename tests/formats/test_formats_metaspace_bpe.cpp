@@ -21,6 +21,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_formats_metaspace_bpe {
 namespace {
 
 namespace fs = std::filesystem;
@@ -355,3 +356,4 @@ TEST(MetaspaceBpe, IdsEqualSentencePieceAndTheSecondFormulation_AndTokenizerMode
 }
 
 }  // namespace
+}  // namespace test_formats_metaspace_bpe

@@ -20,6 +20,7 @@
 #include "tests/support/model_fixture.h"
 #include "tests/support/torch_reference.h"
 
+namespace test_formats_model_families {
 namespace {
 
 namespace fs = std::filesystem;
@@ -239,3 +240,4 @@ TEST(NewFamilies, ConfigKeysReadOrRefusedByName) {
 }
 
 }  // namespace
+}  // namespace test_formats_model_families

@@ -28,6 +28,7 @@
 #include "tests/support/model_fixture.h"
 #include "tests/support/torch_reference.h"
 
+namespace test_formats_models {
 namespace {
 
 namespace fs = std::filesystem;
@@ -454,3 +455,4 @@ TEST(ModelFamilies, MatchPyTorchReference) {
 }
 
 }  // namespace
+}  // namespace test_formats_models

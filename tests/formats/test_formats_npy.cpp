@@ -8,6 +8,7 @@
 #include "formats/npy.h"
 #include "tests/support/attention_test_files.h"
 
+namespace test_formats_npy {
 namespace {
 
 using namespace attn;
@@ -331,3 +332,4 @@ TEST(NpyWriter, LongHeaderSwitchesToVersion2) {
 }
 
 }  // namespace
+}  // namespace test_formats_npy

@@ -5,6 +5,7 @@
 #include "formats/npz.h"
 #include "tests/support/attention_test_files.h"
 
+namespace test_formats_npz {
 namespace {
 
 using namespace attn;
@@ -374,3 +375,4 @@ TEST(NpzHostile, NotAZipAtAll) {
 }
 
 }  // namespace
+}  // namespace test_formats_npz

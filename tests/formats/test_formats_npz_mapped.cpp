@@ -13,6 +13,7 @@
 #include "formats/zip_directory.h"
 #include "tests/support/attention_test_files.h"
 
+namespace test_formats_npz_mapped {
 namespace {
 
 using namespace attn;
@@ -272,7 +273,6 @@ TEST(NpzMapped, TheInflateBudgetCountsDeflatedEntriesOnly) {
   }
 }
 
-}  // namespace
 
 // Fuzz-ish: thousands of archives with a few bytes changed (mostly in the headers and the
 // central directory), opened from a FILE so that stored entries take the mapped path. None
@@ -341,3 +341,6 @@ TEST(NpzMappedHostile, MutatedArchivesNeverReadOutsideTheMapping) {
               readMapped);
   EXPECT_GT(readMapped, 0);
 }
+
+}  // namespace
+}  // namespace test_formats_npz_mapped

@@ -26,6 +26,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/test_paths.h"
 
+namespace test_formats_pretokenizers {
 namespace {
 
 namespace fs = std::filesystem;
@@ -165,3 +166,4 @@ TEST(TemplateProcessing, SpecialTokensBeforeAndAfterTheSequence) {
 }
 
 }  // namespace
+}  // namespace test_formats_pretokenizers

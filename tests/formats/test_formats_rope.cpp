@@ -29,6 +29,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/torch_cache.h"
 
+namespace test_formats_rope {
 namespace {
 
 namespace fs = std::filesystem;
@@ -445,3 +446,4 @@ TEST(RopeForward, LengthDependentTypesRecomputeTheCache) {
 }
 
 }  // namespace
+}  // namespace test_formats_rope

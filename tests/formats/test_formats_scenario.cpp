@@ -23,6 +23,7 @@
 #include "tests/support/test_paths.h"
 
 namespace attn {
+namespace test_formats_scenario {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1035,9 +1036,11 @@ TEST(Files, SaveThroughSymlinkReplacesTheTarget) {
 }
 
 }  // namespace
+}  // namespace test_formats_scenario
 }  // namespace attn
 
 namespace attn {
+namespace test_formats_scenario {
 namespace {
 
 // The colour keys of `view` are checked on load (docs/scenarios.md); the rest stays free-form.
@@ -1075,4 +1078,5 @@ TEST(ViewColours, ColourRangeAndScaleAreValidated) {
 }
 
 }  // namespace
+}  // namespace test_formats_scenario
 }  // namespace attn

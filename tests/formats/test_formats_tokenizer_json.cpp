@@ -10,6 +10,7 @@
 #include "formats/tokenizers/gpt2_tokenizer.h"
 #include "tests/support/gpt2_fixture.h"
 
+namespace test_formats_tokenizer_json {
 namespace {
 
 using attn::io::Gpt2Tokenizer;
@@ -252,3 +253,4 @@ TEST(TokenizerJson, ErrorsNameFileAndField) {
 }
 
 }  // namespace
+}  // namespace test_formats_tokenizer_json

@@ -19,6 +19,7 @@
 #include "formats/tokenizers/unicode_normalize.h"
 #include "tests/support/test_paths.h"
 
+namespace test_formats_unicode {
 namespace {
 
 namespace fs = std::filesystem;
@@ -92,3 +93,4 @@ TEST(Unicode, WorkedExamples) {
 }
 
 }  // namespace
+}  // namespace test_formats_unicode

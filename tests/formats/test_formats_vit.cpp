@@ -31,6 +31,7 @@
 #include "tests/support/torch_cache.h"
 #include "tests/support/vit_fixture.h"
 
+namespace test_formats_vit {
 namespace {
 
 namespace fs = std::filesystem;
@@ -273,3 +274,4 @@ TEST(Vit, HostileFoldersNameTheFileAndTheFieldOrTensor) {
 }
 
 }  // namespace
+}  // namespace test_formats_vit

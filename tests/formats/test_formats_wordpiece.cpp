@@ -20,6 +20,7 @@
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/test_paths.h"
 
+namespace test_formats_wordpiece {
 namespace {
 
 namespace fs = std::filesystem;
@@ -170,3 +171,4 @@ TEST(WordPiece, RefusesWhatItDoesNotRead) {
 }
 
 }  // namespace
+}  // namespace test_formats_wordpiece

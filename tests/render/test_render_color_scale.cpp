@@ -14,6 +14,7 @@
 #include "tests/support/test_core_util.h"
 
 namespace attn::io {
+namespace test_render_color_scale {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -256,6 +257,7 @@ TEST(RangeRules, TinyValuesPrintRatherThanVanish) {
 }
 
 }  // namespace
+}  // namespace test_render_color_scale
 }  // namespace attn::io
 
 // =======================================================================================
@@ -263,6 +265,7 @@ TEST(RangeRules, TinyValuesPrintRatherThanVanish) {
 // =======================================================================================
 
 namespace attn::io {
+namespace test_render_color_scale {
 namespace {
 
 TEST(ColormapTable, OneEntryPerMapInEnumOrderWithTheGeneratedOnesFirst) {
@@ -337,4 +340,5 @@ TEST(ColorRule, AStyleTakesTheRuleWholeAndColoursByIt) {
 }
 
 }  // namespace
+}  // namespace test_render_color_scale
 }  // namespace attn::io

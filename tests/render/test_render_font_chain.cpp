@@ -14,6 +14,7 @@
 #include "render/heatmap_render.h"
 
 namespace attn::io {
+namespace test_render_font_chain {
 namespace {
 
 using detail::decodeUtf8;
@@ -173,4 +174,5 @@ TEST(FontChain, SvgNamesTheChainsFamilies) {
 }
 
 }  // namespace
+}  // namespace test_render_font_chain
 }  // namespace attn::io

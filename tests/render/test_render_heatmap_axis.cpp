@@ -18,6 +18,7 @@
 #include "tests/support/test_core_util.h"
 #include "tests/support/test_paths.h"
 
+namespace test_render_heatmap_axis {
 namespace {
 
 namespace fs = std::filesystem;
@@ -403,3 +404,4 @@ TEST(Exports, AMaskedScoreKeepsItsMinusInfinity) {
 }
 
 }  // namespace
+}  // namespace test_render_heatmap_axis

@@ -20,6 +20,7 @@
 #include "tools/sample_images.h"
 #include "tests/support/test_paths.h"
 
+namespace test_render_image {
 namespace {
 
 using namespace attn;
@@ -551,3 +552,4 @@ TEST(CsvTest, NoLabelsFullPrecision) {
 }
 
 }  // namespace
+}  // namespace test_render_image

@@ -29,6 +29,7 @@ static void PrintTo(Rgb c, std::ostream* out) {
   *out << c;
 }
 
+namespace test_render_render {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1124,4 +1125,5 @@ TEST(ColorScaleExport, LogPngAndSvgTicksAtDecades) {
 }
 
 }  // namespace
+}  // namespace test_render_render
 }  // namespace attn::io

@@ -5,6 +5,7 @@
 #include "render/heatmap_render.h"
 #include "render/image_overlay.h"
 
+namespace test_render_stretched_overlay {
 namespace {
 
 using attn::io::Image;
@@ -70,3 +71,4 @@ TEST(StretchedOverlay, Errors) {
 }
 
 }  // namespace
+}  // namespace test_render_stretched_overlay

@@ -26,6 +26,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/vit_fixture.h"
 
+namespace test_session_bidirectional_heads {
 namespace {
 
 namespace fs = std::filesystem;
@@ -174,7 +175,9 @@ TEST(BidirectionalHeads, VitRunEqualsTheCoreAblationAndHasNoIdScores) {
 }
 
 }  // namespace
+}  // namespace test_session_bidirectional_heads
 
+namespace test_session_bidirectional_heads {
 namespace {
 
 // The ids of the labels a ViT run shows, best first.
@@ -184,7 +187,6 @@ std::vector<int> topIds(const ImageModelState& m) {
   return ids;
 }
 
-}  // namespace
 
 // The ViT's Heads tab is in the undo history (issue 32, point 7), as the decoder's is
 // (tests/ui/test_ui_model_undo.cpp): an ablation is one step, undo brings back the clean run
@@ -226,3 +228,6 @@ TEST(BidirectionalHeads, VitAblationIsUndoneAndRedone) {
   EXPECT_FALSE(undo(state));
   EXPECT_EQ(m.analysis.request.ablation.heads, (std::vector<model::HeadId>{{0, 0}, {1, 2}}));
 }
+
+}  // namespace
+}  // namespace test_session_bidirectional_heads

@@ -8,6 +8,7 @@
 #include "formats/scenario_json.h"
 #include "tests/support/test_paths.h"
 
+namespace test_session_compute {
 namespace {
 
 namespace fs = std::filesystem;
@@ -211,7 +212,9 @@ TEST(UpdateAsync, FocusedHeadIsClampedWhenTheResultArrives) {
 }
 
 }  // namespace
+}  // namespace test_session_compute
 
+namespace test_session_compute {
 namespace {
 
 TEST(SharedScenario, RestoreGivesBackTheDocumentAndLeavesTheSourceIntact) {
@@ -269,3 +272,4 @@ TEST(SharedScenario, UndoStepsShareEveryUnchangedMatrix) {
 }
 
 }  // namespace
+}  // namespace test_session_compute

@@ -9,6 +9,7 @@
 #include "tests/support/test_paths.h"
 
 namespace attn::app {
+namespace test_session_data_dir {
 namespace {
 
 namespace fs = std::filesystem;
@@ -64,4 +65,5 @@ TEST(DataDir, ThisTestFindsTheSourceTreesAssetsThroughTheBuildFolder) {
 }
 
 }  // namespace
+}  // namespace test_session_data_dir
 }  // namespace attn::app

@@ -15,6 +15,7 @@
 #include "app/session/model_service.h"
 #include "tests/support/encoder_fixture.h"
 
+namespace test_session_encoder_service {
 namespace {
 
 namespace fs = std::filesystem;
@@ -59,3 +60,4 @@ TEST_F(EncoderServiceTest, TheWorkerLoadsAndRunsAndABrokenFolderKeepsIt) {
 }
 
 }  // namespace
+}  // namespace test_session_encoder_service

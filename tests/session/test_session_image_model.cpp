@@ -19,6 +19,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/vit_fixture.h"
 
+namespace test_session_image_model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -54,3 +55,4 @@ TEST(ImageModelService, TheWorkerRunsAndABadFolderSaysWhy) {
 }
 
 }  // namespace
+}  // namespace test_session_image_model

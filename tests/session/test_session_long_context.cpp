@@ -24,6 +24,7 @@
 #include "tests/support/long_text.h"
 #include "tests/support/model_session.h"
 
+namespace test_session_long_context {
 namespace {
 
 namespace fs = std::filesystem;
@@ -370,3 +371,4 @@ TEST_F(LongContextTest, ATextFileBecomesTheModelsText) {
 }
 
 }  // namespace
+}  // namespace test_session_long_context

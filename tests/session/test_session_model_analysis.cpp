@@ -17,6 +17,7 @@
 #include "tests/support/gpt2_fixture.h"
 #include "tests/support/model_session.h"
 
+namespace test_session_model_analysis {
 namespace {
 
 namespace fs = std::filesystem;
@@ -53,3 +54,4 @@ TEST_F(ModelAnalysisTest, AblationListTypedAndCheckedAgainstTheModel) {
 }
 
 }  // namespace
+}  // namespace test_session_model_analysis

@@ -19,6 +19,7 @@
 #include "tests/support/model_fixture.h"
 #include "tests/support/model_session.h"
 
+namespace test_session_model_families {
 namespace {
 
 namespace fs = std::filesystem;
@@ -68,3 +69,4 @@ TEST_F(FamiliesInSession, GptNeoxPartialRotaryPipelineMatchesTheModel) {
 }
 
 }  // namespace
+}  // namespace test_session_model_families

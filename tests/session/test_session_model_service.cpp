@@ -17,6 +17,7 @@
 #include "tests/support/gpt2_fixture.h"
 #include "tests/support/model_session.h"
 
+namespace test_session_model_service {
 namespace {
 
 namespace fs = std::filesystem;
@@ -152,3 +153,4 @@ TEST_F(ModelServiceTest, BadFolderKeepsTheModelAndNamesFileAndTensor) {
 }
 
 }  // namespace
+}  // namespace test_session_model_service

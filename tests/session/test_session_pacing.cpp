@@ -8,6 +8,7 @@
 #include "app/session/pipeline_steps.h"
 
 namespace attn::app {
+namespace test_session_pacing {
 namespace {
 
 TEST(FramePacing, WaitsOnlyWhenNothingChanges) {
@@ -106,4 +107,5 @@ TEST(StepKeys, FastPressesBetweenTwoFramesAreAllApplied) {
 }
 
 }  // namespace
+}  // namespace test_session_pacing
 }  // namespace attn::app

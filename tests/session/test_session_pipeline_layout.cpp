@@ -4,6 +4,7 @@
 
 #include "app/session/pipeline_layout.h"
 
+namespace test_session_pipeline_layout {
 namespace {
 
 using namespace attn::app;
@@ -213,3 +214,4 @@ TEST(PresentationLayout, APageLeftMostlyEmptyLosesToOneThatIsFilled) {
 }
 
 }  // namespace
+}  // namespace test_session_pipeline_layout

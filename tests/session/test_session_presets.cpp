@@ -16,6 +16,7 @@
 #include "formats/scenario_json.h"
 #include "tests/support/test_paths.h"
 
+namespace test_session_presets {
 namespace {
 
 namespace fs = std::filesystem;
@@ -294,3 +295,4 @@ TEST(Presets, MalformedClaimsNameTheField) {
 }
 
 }  // namespace
+}  // namespace test_session_presets

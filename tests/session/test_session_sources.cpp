@@ -17,6 +17,7 @@
 #include "formats/npz.h"
 #include "tests/support/attention_test_files.h"
 
+namespace test_session_sources {
 namespace {
 
 using namespace attn;
@@ -267,3 +268,4 @@ TEST(ShowSource, KeepsTheSelectionOnlyWhenAsked) {
 }
 
 }  // namespace
+}  // namespace test_session_sources

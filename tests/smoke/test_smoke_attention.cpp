@@ -28,6 +28,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/xvfb_display.h"
 
+namespace test_smoke_attention {
 namespace {
 
 namespace fs = std::filesystem;
@@ -179,3 +180,4 @@ TEST(AttentionWindow, FramesGoOnWhileTheWorkerMakesTheGrid) {
 }
 
 }  // namespace
+}  // namespace test_smoke_attention

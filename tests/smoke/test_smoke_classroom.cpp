@@ -36,6 +36,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/xvfb_display.h"
 
+namespace test_smoke_classroom {
 namespace {
 
 namespace fs = std::filesystem;
@@ -389,3 +390,4 @@ INSTANTIATE_TEST_SUITE_P(Sizes, ClassroomSweep,
                          });
 
 }  // namespace
+}  // namespace test_smoke_classroom

@@ -18,6 +18,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/xvfb_display.h"
 
+namespace test_smoke_lesson {
 namespace {
 
 namespace fs = std::filesystem;
@@ -129,3 +130,4 @@ TEST(LessonGif, OneFrameAStageOfThePresentationView) {
 }
 
 }  // namespace
+}  // namespace test_smoke_lesson

@@ -24,6 +24,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/xvfb_display.h"
 
+namespace test_smoke_model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -251,3 +252,4 @@ TEST(ModelWindow, ScreenshotShowsAMechanism) {
 }
 
 }  // namespace
+}  // namespace test_smoke_model

@@ -22,6 +22,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/xvfb_display.h"
 
+namespace test_smoke_training {
 namespace {
 
 namespace fs = std::filesystem;
@@ -141,3 +142,4 @@ TEST(TrainingScreenshot, TheAntiDiagonalFormsInTheWindow) {
 }
 
 }  // namespace
+}  // namespace test_smoke_training

@@ -17,6 +17,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/xvfb_display.h"
 
+namespace test_smoke_workspaces {
 namespace {
 
 namespace fs = std::filesystem;
@@ -120,3 +121,4 @@ TEST(WorkspaceWindow, EveryWorkspaceTilesAt1280x800) {
 }
 
 }  // namespace
+}  // namespace test_smoke_workspaces

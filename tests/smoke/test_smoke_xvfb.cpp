@@ -31,6 +31,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/xvfb_display.h"
 
+namespace test_smoke_xvfb {
 namespace {
 
 namespace fs = std::filesystem;
@@ -253,3 +254,4 @@ TEST(Screenshot, NoDisplayGivesExitCode3AndOneLine) {
 }
 
 }  // namespace
+}  // namespace test_smoke_xvfb

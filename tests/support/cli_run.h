@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +110,15 @@ inline RunResult runThisTestUnderXvfb() {
     if (run.err.find("xvfb-run: error") == std::string::npos) break;
   }
   return run;
+}
+
+// The peak resident set size in kB that `/usr/bin/time -v` wrote to a run's stderr
+// ("Maximum resident set size (kbytes): N"), or -1 when the line is missing.
+inline long peakRssKb(const RunResult& result) {
+  const std::string key = "Maximum resident set size (kbytes): ";
+  const auto at = result.err.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtol(result.err.c_str() + at + key.size(), nullptr, 10);
 }
 
 }  // namespace attn::testing

@@ -24,6 +24,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_attention {
 namespace {
 
 namespace fs = std::filesystem;
@@ -330,7 +331,6 @@ TEST_F(AttentionPanel, HeadAndTextViewsDraw) {
   for (int i = 0; i < 10; ++i) EXPECT_NEAR(r.row(i).sum(), 1.0, 1e-5);
 }
 
-}  // namespace
 
 // The special-token filter reaches the big heatmap's texture (rows renormalised without the
 // first token), and turning it off uploads the raw values again; the focus tab draws.
@@ -402,3 +402,6 @@ TEST_F(AttentionPanel, CompareLinksTheHoverAcrossTheThreeHeatmaps) {
   frame(state);  // the mouse left: nothing linked
   EXPECT_EQ(state.attention.compare.hoverRow, -1);
 }
+
+}  // namespace
+}  // namespace test_ui_attention

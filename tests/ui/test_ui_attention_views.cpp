@@ -20,6 +20,7 @@
 #include "tests/support/test_paths.h"
 #include "formats/files.h"
 
+namespace test_ui_attention_views {
 namespace {
 
 namespace fs = std::filesystem;
@@ -459,3 +460,4 @@ TEST(AttentionScreenshotOptions, StartSetsTheTabHeadsFilterAndFocus) {
 }
 
 }  // namespace
+}  // namespace test_ui_attention_views

@@ -26,6 +26,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_classroom {
 namespace {
 
 using namespace attn;
@@ -407,3 +408,4 @@ TEST_F(Headless, InspectorStepsNeverSplitANumberWhereImGuiWould) {
 }
 
 }  // namespace
+}  // namespace test_ui_classroom

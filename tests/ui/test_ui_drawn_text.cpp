@@ -11,6 +11,7 @@
 #include "app/ui/shell/drawn_text.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_drawn_text {
 namespace {
 
 using attn::app::DrawnText;
@@ -66,3 +67,4 @@ TEST(DrawnTexts, ReadsBackTheTextsAndBoxesThatWereDrawn) {
 }
 
 }  // namespace
+}  // namespace test_ui_drawn_text

@@ -22,6 +22,7 @@
 #include "tests/support/ui_headless.h"
 
 namespace attn::app {
+namespace test_ui_file_dialog {
 namespace {
 
 namespace fs = std::filesystem;
@@ -412,4 +413,5 @@ TEST_F(FileDialogUi, EveryKindOpensWhenDropped) {
 }
 
 }  // namespace
+}  // namespace test_ui_file_dialog
 }  // namespace attn::app

@@ -25,6 +25,7 @@
 #include "tests/support/test_core_util.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_heatmap_labels {
 namespace {
 
 using namespace attn;
@@ -327,3 +328,4 @@ TEST_F(HeatmapLabels, TheColourBarHasRoundTicks) {
 }
 
 }  // namespace
+}  // namespace test_ui_heatmap_labels

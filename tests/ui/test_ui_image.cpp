@@ -26,6 +26,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_image {
 namespace {
 
 namespace fs = std::filesystem;
@@ -298,3 +299,4 @@ TEST_F(ImagePanel, ExportIsTheCliOverlay) {
 }
 
 }  // namespace
+}  // namespace test_ui_image

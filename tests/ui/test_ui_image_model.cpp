@@ -17,6 +17,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/vit_fixture.h"
 
+namespace test_ui_image_model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -91,3 +92,4 @@ TEST_F(ImageModelInApp, RoutedLoadedRunAndRowsAsTheLibrarySays) {
 }
 
 }  // namespace
+}  // namespace test_ui_image_model

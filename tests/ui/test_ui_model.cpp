@@ -23,6 +23,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -296,3 +297,4 @@ TEST_F(ModelInApp, PanelDrawsTheResidualNormsHeatmap) {
 }
 
 }  // namespace
+}  // namespace test_ui_model

@@ -41,6 +41,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_analysis {
 namespace {
 
 namespace fs = std::filesystem;
@@ -521,3 +522,4 @@ TEST_F(ModelAnalysisInApp, PatchingErrorsAreShownAndKeepThePreviousResult) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_analysis

@@ -20,6 +20,7 @@
 #include "tests/support/encoder_fixture.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_encoders {
 namespace {
 
 namespace fs = std::filesystem;
@@ -104,3 +105,4 @@ TEST_F(EncoderInApp, WithoutTheHeadAttentionStillRuns) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_encoders

@@ -21,6 +21,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_families {
 namespace {
 
 namespace fs = std::filesystem;
@@ -69,3 +70,4 @@ TEST_F(FamiliesInApp, LlamaRunsWithBosAndSpecialTokensAsOneToken) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_families

@@ -22,6 +22,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_gguf {
 namespace {
 
 using namespace attn;
@@ -151,3 +152,4 @@ TEST_F(GgufInApp, ASafetensorsFolderHasNoTable) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_gguf

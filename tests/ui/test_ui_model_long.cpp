@@ -29,6 +29,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_long {
 namespace {
 
 using namespace attn;
@@ -267,3 +268,4 @@ TEST_F(LongContextInApp, EveryFrameCostsUnder20MsOfUiThreadCpuArrivalsIncluded) 
 }
 
 }  // namespace
+}  // namespace test_ui_model_long

@@ -39,6 +39,7 @@
 #include "tests/support/test_files.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_mechanisms {
 namespace {
 
 namespace fs = std::filesystem;
@@ -401,3 +402,4 @@ TEST_F(MechanismsInApp, FileSourcesOfferWeightsAndRolloutOnly) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_mechanisms

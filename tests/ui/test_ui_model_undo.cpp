@@ -27,6 +27,7 @@
 #include "tests/support/model_session.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_model_undo {
 namespace {
 
 namespace fs = std::filesystem;
@@ -259,3 +260,4 @@ TEST_F(ModelUndo, AStepOfAReplacedModelIsDropped) {
 }
 
 }  // namespace
+}  // namespace test_ui_model_undo

@@ -31,6 +31,7 @@
 #include "formats/scenario_json.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_panels {
 namespace {
 
 namespace fs = std::filesystem;
@@ -683,7 +684,9 @@ TEST_F(Headless, SignedMatricesAreDivergingAndCentredWeightsSequential) {
 }
 
 }  // namespace
+}  // namespace test_ui_panels
 
+namespace test_ui_panels {
 namespace {
 
 // Draws two 64 x 64 heatmaps with the given content revision in one headless frame.
@@ -768,7 +771,6 @@ TEST_F(Headless, PerRowAndLogColoursUploadPositions) {
   EXPECT_EQ(mock.uploads.back().top, (std::vector<float>{1, 2, 3, 10, 30, 20}));
 }
 
-}  // namespace
 
 // The Pipeline in a window-sized panel (what it gets in a 1280 x 800 window): when no row
 // layout fits the height at a readable size, the cards wrap into more rows and the strip
@@ -794,3 +796,6 @@ TEST_F(Headless, NarrowPipelineWrapsCardsInsteadOfCuttingThem) {
   }
   EXPECT_EQ(drawn, visibleStages(&*state.computed->result).size());
 }
+
+}  // namespace
+}  // namespace test_ui_panels

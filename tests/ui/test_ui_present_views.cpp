@@ -32,6 +32,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_present_views {
 namespace {
 
 using namespace attn;
@@ -469,3 +470,4 @@ TEST_F(PresentedView, PresentationPresentsTheViewInFront) {
 }
 
 }  // namespace
+}  // namespace test_ui_present_views

@@ -25,6 +25,7 @@
 #include "app/ui/panels/panels.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_presentation {
 namespace {
 
 using namespace attn;
@@ -397,3 +398,4 @@ TEST_F(Presenting, EveryNarrowMatrixOnItsPageDrawsItsNumbers) {
 }
 
 }  // namespace
+}  // namespace test_ui_presentation

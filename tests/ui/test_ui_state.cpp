@@ -31,6 +31,7 @@
 #include "tests/support/ui_headless.h"
 #include "tests/support/test_files.h"
 
+namespace test_ui_state {
 namespace {
 
 namespace fs = std::filesystem;
@@ -961,3 +962,4 @@ INSTANTIATE_TEST_SUITE_P(Presets, PanelsHeadless, ::testing::ValuesIn(allPresets
                          });
 
 }  // namespace
+}  // namespace test_ui_state

@@ -9,6 +9,7 @@
 #include "render/font.h"
 
 namespace attn::app {
+namespace test_ui_theme {
 namespace {
 
 TEST(Contrast, WcagFormulaMatchesKnownValues) {
@@ -61,9 +62,11 @@ TEST(Contrast, AppliedStyleUsesThePalette) {
 }
 
 }  // namespace
+}  // namespace test_ui_theme
 }  // namespace attn::app
 
 namespace attn::app {
+namespace test_ui_theme {
 namespace {
 
 // The window's atlas holds every character of the scenario's labels, from the same font
@@ -102,4 +105,5 @@ TEST(UiFont, TheAtlasHoldsEveryScriptOfTheLabels) {
 }
 
 }  // namespace
+}  // namespace test_ui_theme
 }  // namespace attn::app

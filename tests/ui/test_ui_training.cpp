@@ -24,6 +24,7 @@
 #include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_training {
 namespace {
 
 namespace fs = std::filesystem;
@@ -261,3 +262,4 @@ TEST(TrainingService, StepPauseBudgetAndSnapshots) {
 }
 
 }  // namespace
+}  // namespace test_ui_training

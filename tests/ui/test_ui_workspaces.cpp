@@ -21,6 +21,7 @@
 #include "app/ui/shell/files.h"
 #include "app/ui/shell/workspaces.h"
 
+namespace test_ui_workspaces {
 namespace {
 
 using namespace attn::app;
@@ -357,3 +358,4 @@ TEST(Workspaces, TheWorkspaceAndItsWeightsGoThroughTheViewJson) {
 }
 
 }  // namespace
+}  // namespace test_ui_workspaces
