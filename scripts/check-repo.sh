@@ -7,7 +7,10 @@
 #      file or folder from the repository root, from the citing file's folder, or as the
 #      tail of a tracked path ("models/transformer.h"); a bare file name exists when a
 #      tracked file has that name. Files of other projects that comments cite on purpose
-#      are listed in EXTERNAL below.
+#      are listed in EXTERNAL below;
+#   3. every test file tests/<layer>/test_X.cpp puts its code in `namespace test_X {`: the
+#      test programs compile their files in unity batches (CMakeLists.txt, Tests), where two
+#      files' anonymous-namespace helpers of one name would clash (docs/ci.md, Fourth pass).
 # Prints one line per violation ("FILE:LINE: ...") and exits 1 if there is any.
 # Usage: scripts/check-repo.sh   (from anywhere inside the repository; needs git, python3)
 set -euo pipefail
@@ -128,10 +131,19 @@ for f in files:
             if not exists(m.group(1), f):
                 problems.append(f"{f}:{line}: the comment cites {m.group(1)}, which does not exist")
 
+# 3. A namespace of its own in every test file.
+for f in files:
+    m = re.fullmatch(r"tests/[a-z]+/(test_[A-Za-z0-9_]+)\.cpp", f)
+    if not m:
+        continue
+    with open(f, encoding="utf-8", errors="replace") as fh:
+        if not re.search(r"^namespace " + m.group(1) + r" \{", fh.read(), re.M):
+            problems.append(f"{f}:1: its code is not in `namespace {m.group(1)} {{` (unity batches: docs/ci.md)")
+
 for p in problems:
     print(p)
 if problems:
     print(f"check-repo: {len(problems)} problem(s)", file=sys.stderr)
     sys.exit(1)
-print("check-repo: no source file over 800 lines, every path a comment cites exists")
+print("check-repo: no source file over 800 lines, every path a comment cites exists, every test file in its own namespace")
 PY

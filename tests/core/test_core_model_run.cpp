@@ -16,6 +16,7 @@
 #include "tests/support/small_families.h"
 
 namespace attn::model {
+namespace test_core_model_run {
 namespace {
 
 // The same floats, bit for bit.
@@ -256,4 +257,5 @@ TEST(OneSoftmax, EqualsTheFormulaInDouble) {
 }
 
 }  // namespace
+}  // namespace test_core_model_run
 }  // namespace attn::model

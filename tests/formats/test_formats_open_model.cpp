@@ -14,6 +14,7 @@
 #include "tests/support/vit_fixture.h"
 
 namespace attn::io {
+namespace test_formats_open_model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -121,4 +122,5 @@ TEST(OpenModel, WhatIsNoFamilyGoesToTheDecoderLoaderWhichNamesIt) {
 }
 
 }  // namespace
+}  // namespace test_formats_open_model
 }  // namespace attn::io

@@ -17,6 +17,7 @@
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "tests/support/ui_headless.h"
 
+namespace test_ui_heatmap_prepared {
 namespace {
 
 using namespace attn;
@@ -127,3 +128,4 @@ TEST_F(HeatmapPrepared, WorkerMadePositionsUploadWhatThePlainWidgetUploads) {
 }
 
 }  // namespace
+}  // namespace test_ui_heatmap_prepared
