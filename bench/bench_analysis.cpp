@@ -5,12 +5,12 @@
 // comparison (scripts/bench_patch_torch.py): docs/performance.md, "Activation patching".
 //
 //   BM_PatchHeads        model::activationPatching, heads: L·H sites; the H heads of a block
-//                        re-run the corrupt pass from that block as one batch (SessionBatch)
+//                        re-run the corrupt pass from that block as one batch (DecoderBatch)
 //                        and read two logits each
 //   BM_PatchResid        the same for the residual stream, (L+1)·n sites, each from the patched
 //                        block and position
 //   BM_PatchHeadsWhole   the same L·H sites the way patching ran before: a whole forward pass
-//                        and the whole vocabulary's logits per site (Session::setHooks)
+//                        and the whole vocabulary's logits per site (DecoderRun::setHooks)
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -73,8 +73,8 @@ void BM_PatchHeadsWhole(benchmark::State& state) {
   recording->record = true;
   gpt2Small();
   for (auto _ : state) {
-    Expected<Session> clean = runWithHooks(gpt2Small(), p.clean, recording);
-    Expected<Session> corrupt = runWithHooks(gpt2Small(), p.corrupt, nullptr);
+    Expected<DecoderRun> clean = runWithHooks(gpt2Small(), p.clean, recording);
+    Expected<DecoderRun> corrupt = runWithHooks(gpt2Small(), p.corrupt, nullptr);
     if (!clean || !corrupt) {
       state.SkipWithError("run failed");
       break;

@@ -1,5 +1,5 @@
 // Frame-time harness: the real window (run it under xvfb-run), a 512-token self-attention
-// scenario, and the median time of GuiSession::frame() over N frames for
+// scenario, and the median time of GuiWindow::frame() over N frames for
 //   (a) steady state: nothing changes, so nothing is recomputed or re-uploaded;
 //   (b) an edit every frame: the temperature changes, so attend() runs (on the compute
 //       worker) and every heatmap texture is uploaded again when a result lands;
@@ -25,7 +25,7 @@
 #include "app/session/app_state.h"
 #include "app/session/model_analysis.h"
 #include "app/session/model_service.h"
-#include "app/ui/shell/gui_session.h"
+#include "app/ui/shell/gui_window.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "core/attention/attention.h"
 #include "core/models/gpt2/bpe.h"
@@ -56,13 +56,13 @@ int argOr(int argc, char** argv, int index, int fallback) {
 
 // Opens the 1600x1000 window on `path` (a scenario or an attention file), vsync off, no
 // autosave. Returns 0 or the window's exit code.
-int openWindow(attn::app::GuiSession& session, const std::string& path) {
+int openWindow(attn::app::GuiWindow& session, const std::string& path) {
   attn::app::GuiLaunch launch;
   launch.scenarioPath = path;
   launch.width = 1600;
   launch.height = 1000;
   launch.noAutosave = true;
-  attn::app::GuiSession::Options options;
+  attn::app::GuiWindow::Options options;
   options.vsync = false;
   return session.open(launch, options);
 }
@@ -112,7 +112,7 @@ int attentionBench(int frames) {
       std::fprintf(stderr, "bench_frame: %s\n", written.error().message().c_str());
       return 2;
     }
-    app::GuiSession session;  // an attention file: the Attention panel opens
+    app::GuiWindow session;  // an attention file: the Attention panel opens
     if (int code = openWindow(session, file.string()); code != 0) return code;
     // Warm up until the grid's thumbnails and the head are on screen and uploaded.
     using Clock = std::chrono::steady_clock;
@@ -185,7 +185,7 @@ std::shared_ptr<const attn::io::ModelFolder> benchModel() {
 int ablationBench(int frames, int tokens) {
   using namespace attn;
   using Clock = std::chrono::steady_clock;
-  app::GuiSession session;
+  app::GuiWindow session;
   if (int code = openWindow(session, ""); code != 0) return code;
   app::AppState& state = session.state();
   app::applyLoadedModel(state, benchModel(), 0.0);
@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
   }
 
   // 2 the window
-  app::GuiSession session;
+  app::GuiWindow session;
   if (int code = openWindow(session, file.string()); code != 0) return code;
   for (int i = 0; i < 10; ++i) session.frame();  // warm up: first uploads, font atlas
 
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
     const double cpuStart = threadCpu();
     session.frame();
     threadCpuMs.push_back(threadCpu() - cpuStart);
-    const app::GuiSession::FrameTiming timing = session.lastFrameTiming();
+    const app::GuiWindow::FrameTiming timing = session.lastFrameTiming();
     uiMs.push_back(timing.uiMs);
     renderMs.push_back(timing.renderMs);
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -21,7 +21,7 @@
 
 #include "app/session/app_state.h"
 #include "app/session/long_context_service.h"
-#include "app/ui/shell/gui_session.h"
+#include "app/ui/shell/gui_window.h"
 #include "formats/files.h"
 
 namespace {
@@ -113,9 +113,9 @@ int main(int argc, char** argv) {
   launch.width = 1600;
   launch.height = 1000;
   launch.noAutosave = true;
-  app::GuiSession::Options options;
+  app::GuiWindow::Options options;
   options.vsync = false;
-  app::GuiSession session;
+  app::GuiWindow session;
   if (int code = session.open(launch, options); code != 0) return code;
   app::AppState& state = session.state();
   std::vector<Frame> frames;

@@ -21,7 +21,7 @@
 
 namespace {
 
-using attn::model::Session;
+using attn::model::DecoderRun;
 using attn::model::Weights;
 
 const std::shared_ptr<const Weights>& smallWeights() {
@@ -46,7 +46,7 @@ void BM_Gpt2Forward(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const std::vector<int> ids = tokenIds(n);
   for (auto _ : state) {
-    Session session(smallWeights());
+    DecoderRun session(smallWeights());
     auto reused = session.setTokens(ids);
     benchmark::DoNotOptimize(session.logits().data());
     if (!reused.ok()) state.SkipWithError("forward failed");
@@ -66,7 +66,7 @@ BENCHMARK(BM_Gpt2Forward)
 void BM_Gpt2AppendOne(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const std::vector<int> ids = tokenIds(n + 1);
-  Session session(smallWeights());
+  DecoderRun session(smallWeights());
   if (!session.setTokens(std::span<const int>(ids.data(), static_cast<std::size_t>(n))).ok()) {
     state.SkipWithError("forward failed");
     return;
@@ -90,7 +90,7 @@ BENCHMARK(BM_Gpt2AppendOne)
 // Only the next-token prediction: ln_f, the tied-embedding GEMV (50257 x 768), top 10.
 void BM_Gpt2Prediction(benchmark::State& state) {
   const std::vector<int> ids = tokenIds(8);
-  Session session(smallWeights());
+  DecoderRun session(smallWeights());
   if (!session.setTokens(ids).ok()) return;
   const int last[1] = {ids.back()};
   for (auto _ : state) {

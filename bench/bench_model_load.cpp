@@ -98,7 +98,7 @@ void BM_LoadAndPredictOne(benchmark::State& state) {
       state.SkipWithError(model.error().message().c_str());
       return;
     }
-    Expected<model::Session> session = model::forward(model->weights, ids);
+    Expected<model::DecoderRun> session = model::forward(model->weights, ids);
     if (!session) {
       state.SkipWithError("forward failed");
       return;

@@ -48,7 +48,7 @@ std::string letters(int n) {
 void BM_ModelRunAppendOne(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const io::ModelFolder& model = smallModel();
-  auto session = std::make_shared<model::Session>(model.weights);
+  auto session = std::make_shared<model::DecoderRun>(model.weights);
   const std::string before = letters(n), after = letters(n + 1);
   if (!app::runModel(model, session, before, 0, 0)->error.empty()) {
     state.SkipWithError("run failed");
@@ -75,7 +75,7 @@ BENCHMARK(BM_ModelRunAppendOne)
 void BM_ModelRunCopies(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const io::ModelFolder& model = smallModel();
-  auto session = std::make_shared<model::Session>(model.weights);
+  auto session = std::make_shared<model::DecoderRun>(model.weights);
   const std::string text = letters(n);
   if (!app::runModel(model, session, text, 0, 0)->error.empty()) {
     state.SkipWithError("run failed");
@@ -101,7 +101,7 @@ BENCHMARK(BM_ModelRunCopies)
 void BM_ModelRunAblationToggle(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const io::ModelFolder& model = smallModel();
-  auto session = std::make_shared<model::Session>(model.weights);
+  auto session = std::make_shared<model::DecoderRun>(model.weights);
   const std::string text = letters(n);
   app::AnalysisRequest request;
   request.scores = state.range(1) != 0;

@@ -280,7 +280,7 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   SplitMix64 rng(static_cast<std::uint64_t>(a.seed));
   std::vector<int> ids(static_cast<std::size_t>(a.tokens + a.decode));
   for (int& id : ids) id = static_cast<int>(rng.next() % static_cast<std::uint64_t>(c.vocabSize));
-  model::Session session(folder->weights);
+  model::DecoderRun session(folder->weights);
   session.setThreads(threads);
   const std::span<const int> prompt(ids.data(), static_cast<std::size_t>(a.tokens));
   if (Status s = session.append(prompt.first(1)); !s) {
@@ -349,7 +349,7 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
       err << "attnscope: " << f32.error().message() << '\n';
       return 2;
     }
-    model::Session reference(f32->weights);
+    model::DecoderRun reference(f32->weights);
     reference.setThreads(threads);
     const std::span<const int> all(ids.data(), static_cast<std::size_t>(a.tokens));
     std::vector<double> f32DecodeMs;

@@ -245,7 +245,7 @@ bool asksLongContext(const std::vector<model::HeadScoreKind>& kinds) {
 // the session's whole pattern; retrieval from a second run on the prompt's needle task
 // (core/models/head_classes.h, needle seed deriveSeed(--seed, "needle", promptIndex)).
 Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::shared_ptr<const model::Weights> weights,
-                       model::Session& session, const std::vector<int>& ids, std::uint64_t promptIndex,
+                       model::DecoderRun& session, const std::vector<int>& ids, std::uint64_t promptIndex,
                        const model::DetectOptions& options) {
   const model::Config& c = weights->config;
   const bool tiled = std::all_of(totals.kinds.begin(), totals.kinds.end(), model::tiledHeadScore);
@@ -411,7 +411,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
       ids = model::repeatedRandomTokens(r.repeat, c.vocabSize, r.seed);
       if (*bos >= 0) ids.insert(ids.begin(), *bos);
     }
-    model::Session run(model->weights);
+    model::DecoderRun run(model->weights);
     run.setThreads(r.threads);
     if (longContext) {
       if (Status s = addPromptScores(totals, r, model->weights, run, ids, 0, options); !s)
@@ -452,7 +452,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (usesLocal) provenance.flags["local_window"] = r.localWindow;
   if (retrieval) provenance.flags["needle_seed"] = std::to_string(r.seed);
   cli::ProgressLine progress(err, "attnscope heads:", "prompts");
-  model::Session session(model->weights);
+  model::DecoderRun session(model->weights);
   session.setThreads(r.threads);
   for (std::size_t i = range.first; i < range.last; ++i) {
     const std::string where = r.promptsPath + " line " + std::to_string(prompts[i].line);

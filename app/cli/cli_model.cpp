@@ -372,7 +372,7 @@ nlohmann::json tokenJson(const io::ModelFolder& model, int id) {
 
 // The JSON of --predict: {"model_type", "heads_kv", "tokens": n, "bos": whether a BOS was put
 // first, "next": [{"id", "text", "probability", "logit"}...]}.
-std::string predictionJson(const model::Session& session, const io::ModelFolder& model, int k, bool bos) {
+std::string predictionJson(const model::DecoderRun& session, const io::ModelFolder& model, int k, bool bos) {
   nlohmann::ordered_json next = nlohmann::ordered_json::array();
   for (const model::TokenProbability& t : session.topK(k)) {
     next.push_back({{"id", t.id},
@@ -391,7 +391,7 @@ std::string predictionJson(const model::Session& session, const io::ModelFolder&
 // The --mechanisms arrays of a decoder run, in the order listed (core/models/mechanisms.h).
 Expected<std::vector<model_cli::ExtraArray>> mechanismArrays(const ModelRequest& request,
                                                              std::shared_ptr<const model::Weights> weights,
-                                                             const model::Session& run,
+                                                             const model::DecoderRun& run,
                                                              const std::vector<int>& ids, std::ostream& err) {
   const model::Config& c = run.config();
   const std::int64_t L = c.nLayer, H = c.nHead, n = run.size();
@@ -626,7 +626,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
 
   // 6 the run: one pass through model::runModel (a decoder's --logits / --residuals from
-  //   the same recorded pass; its attention streams from the Session's packed triangles)
+  //   the same recorded pass; its attention streams from the DecoderRun's packed triangles)
   model::RunOptions options;
   options.logits = request->logits && !request->outPath.empty();
   options.residuals = request->residuals && !request->outPath.empty();
@@ -649,7 +649,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
   const io::ModelFolder& model = *loaded->decoder;
   const model::Config& config = model.weights->config;
-  const model::Session& session = *run->session;
+  const model::DecoderRun& session = *run->session;
   if (!request->outPath.empty()) {
     const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
                                    static_cast<std::int64_t>(n)};

@@ -221,7 +221,7 @@ Matrix copyingScores(const std::vector<model::HeadCircuit>& circuits, int layers
 // The worker: one run's analyses
 // =======================================================================================
 
-AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean,
+AnalysedRun analyseRun(const io::ModelFolder& model, const model::DecoderRun& clean,
                        const AnalysisRequest& request, int topK, const RunAnalysis* previous) {
   AnalysedRun out;
   auto analysis = std::make_shared<RunAnalysis>();
@@ -255,12 +255,12 @@ AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean
       out.error = hooks.error().message();
       return out;
     }
-    Expected<model::Session> ablated = model::runWithHooks(model.weights, ids, *hooks);
+    Expected<model::DecoderRun> ablated = model::runWithHooks(model.weights, ids, *hooks);
     if (!ablated) {
       out.error = ablated.error().message();
       return out;
     }
-    out.ablated = std::make_shared<model::Session>(std::move(ablated).value());
+    out.ablated = std::make_shared<model::DecoderRun>(std::move(ablated).value());
     analysis->ablated = model::predictionOf(*out.ablated, ids, topK);
     if (previous && previous->ablating() && previous->weights == model.weights &&
         previous->ids == ids && static_cast<int>(previous->clean.next.size()) == topK) {
@@ -268,7 +268,7 @@ AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean
     } else {
       auto record = std::make_shared<model::Hooks>();
       record->record = true;
-      Expected<model::Session> recorded = model::runWithHooks(model.weights, ids, record);
+      Expected<model::DecoderRun> recorded = model::runWithHooks(model.weights, ids, record);
       if (!recorded) {
         out.error = recorded.error().message();
         return out;

@@ -81,7 +81,7 @@ Matrix copyingScores(const std::vector<model::HeadCircuit>& circuits, int layers
 struct AnalysedRun {
   std::shared_ptr<const RunAnalysis> analysis;
   // With heads ablated: the recorded ablated pass, whose attention the views show.
-  std::shared_ptr<model::Session> ablated;
+  std::shared_ptr<model::DecoderRun> ablated;
   std::string error;
 };
 // The analyses of `request` on the tokens of `clean` (a session after the plain run):
@@ -93,7 +93,7 @@ struct AnalysedRun {
 //     recorded clean pass (taken from `previous` when that has the same weights and ids),
 //     the ablated top-K with the clean values (topK candidates).
 // The same numbers as ablateHeads(weights, ids, heads, mode, topK).
-AnalysedRun analyseRun(const io::ModelFolder& model, const model::Session& clean,
+AnalysedRun analyseRun(const io::ModelFolder& model, const model::DecoderRun& clean,
                        const AnalysisRequest& request, int topK, const RunAnalysis* previous);
 
 // Activation patching of the panel's inputs on `model`: the texts tokenized with the BOS first

@@ -4,7 +4,7 @@
 // of the kind (a decoder's text with its tokenizer's BOS / EOS or ids as given, an encoder's
 // [CLS] text [SEP], a vision transformer's preprocessed picture), 3 the run
 // (model::runModel, core/models/model_run.h). What follows a run (files, predictions, the
-// views) is the caller's. The window keeps its incremental decoder path (a Session whose KV
+// views) is the caller's. The window keeps its incremental decoder path (a DecoderRun whose KV
 // cache follows the typing, model_service.cpp). No ImGui, no GL, no UI types.
 #pragma once
 

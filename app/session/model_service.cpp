@@ -66,7 +66,7 @@ void labelTokens(const io::ModelFolder& model, ModelRun& run) {
 // =======================================================================================
 
 std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
-                                   const std::shared_ptr<model::Session>& session,
+                                   const std::shared_ptr<model::DecoderRun>& session,
                                    const std::string& text, std::uint64_t generation,
                                    std::uint64_t textRevision, const AnalysisRequest& request,
                                    const RunAnalysis* previous) {
@@ -109,7 +109,7 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
   labelTokens(model, *run);
   // 4 the analyses asked for (model_analysis.h); with heads ablated the views show the
   //   ablated pass
-  std::shared_ptr<const model::Session> shown = session;
+  std::shared_ptr<const model::DecoderRun> shown = session;
   if (n > 0 && (request.scores || !request.ablation.heads.empty())) {
     AnalysedRun analysed = analyseRun(model, *session, request, kModelPredictions, previous);
     if (!analysed.error.empty()) {
@@ -285,7 +285,7 @@ bool updateModel(AppState& state, double now) {
   if (view.model &&
       (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision ||
        analysis.submittedRevision != analysis.request.revision)) {
-    auto session = std::make_shared<model::Session>(view.model->weights);
+    auto session = std::make_shared<model::DecoderRun>(view.model->weights);
     const RunAnalysis* previous = view.run ? view.run->analysis.get() : nullptr;
     changed |= publishModelRun(state, runModel(*view.model, session, view.text, view.generation,
                                                view.textRevision, analysis.request, previous));
@@ -330,7 +330,7 @@ void ModelService::submitText(std::shared_ptr<const io::ModelFolder> model,
        request = std::move(request)](const std::atomic<bool>&) {
         io::Tokenizer::Encoding encoding;
         std::vector<int> ids = windowTokens(*model, text, &encoding);
-        std::shared_ptr<model::Session> session = freeSession(model, ids);
+        std::shared_ptr<model::DecoderRun> session = freeSession(model, ids);
         std::shared_ptr<ModelRun> result = runModel(*model, session, text, generation,
                                                     textRevision, request, lastAnalysis_.get());
         session.reset();
@@ -399,13 +399,13 @@ std::uint64_t ModelService::runsCompleted() const {
 
 // A session for `model` that no published run holds, preferring the one whose tokens share
 // the longest prefix with `ids`. The text worker's thread only.
-std::shared_ptr<model::Session> ModelService::freeSession(
+std::shared_ptr<model::DecoderRun> ModelService::freeSession(
     const std::shared_ptr<const io::ModelFolder>& model, const std::vector<int>& ids) {
   if (sessionWeights_ != model->weights) {  // another model: the caches are worthless
     for (auto& s : sessions_) s.reset();
     sessionWeights_ = model->weights;
   }
-  std::shared_ptr<model::Session>* best = nullptr;
+  std::shared_ptr<model::DecoderRun>* best = nullptr;
   std::size_t bestPrefix = 0;
   for (auto& s : sessions_) {
     // use_count() == 1: only this worker holds it, and only this thread could copy it.
@@ -420,10 +420,10 @@ std::shared_ptr<model::Session> ModelService::freeSession(
   if (best) return *best;
   // Both are held (the run on screen and one not yet taken): start a fresh one in the slot
   // of an empty or the first session; the old one lives on in the run that holds it.
-  std::shared_ptr<model::Session>& slot = sessions_[1] && sessions_[0] ? sessions_[0]
+  std::shared_ptr<model::DecoderRun>& slot = sessions_[1] && sessions_[0] ? sessions_[0]
                                          : sessions_[0]               ? sessions_[1]
                                                                       : sessions_[0];
-  slot = std::make_shared<model::Session>(model->weights);
+  slot = std::make_shared<model::DecoderRun>(model->weights);
   return slot;
 }
 

@@ -7,7 +7,7 @@
 //
 // The KV cache: the worker keeps two model::Sessions. A published run holds its session
 // (the Pipeline's "open this head" reads Q, K and V from it), so the worker updates the
-// other one, which Session::setTokens brings up to date from its own common prefix: typing
+// other one, which DecoderRun::setTokens brings up to date from its own common prefix: typing
 // one more character costs the tokens since that session's text (one or two keystrokes),
 // never the whole text again.
 #pragma once
@@ -44,14 +44,14 @@ inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
 // shows (attention, prediction, residual norms, the session); `previous` (may be null)
 // lends its clean prediction when the tokens did not change.
 std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
-                                   const std::shared_ptr<model::Session>& session,
+                                   const std::shared_ptr<model::DecoderRun>& session,
                                    const std::string& text, std::uint64_t generation,
                                    std::uint64_t textRevision,
                                    const AnalysisRequest& request = {},
                                    const RunAnalysis* previous = nullptr);
 
 // A new scenario that holds layer `layer`, head `head` of `run` as raw vectors: queries,
-// keys and values are the head's real q, k and v rows (n x d_h each, Session::query/key/
+// keys and values are the head's real q, k and v rows (n x d_h each, DecoderRun::query/key/
 // value), labelled with the tokens; scaled dot product, causal mask, one head, softmax. Its
 // weights are the model's attention of that head. `modelName` goes into its name. Errors:
 // no session, layer / head out of range.
@@ -112,7 +112,7 @@ class ModelService {
   std::uint64_t runsCompleted() const;
 
  private:
-  std::shared_ptr<model::Session> freeSession(const std::shared_ptr<const io::ModelFolder>& model,
+  std::shared_ptr<model::DecoderRun> freeSession(const std::shared_ptr<const io::ModelFolder>& model,
                                              const std::vector<int>& ids);
 
   mutable std::mutex mutex_;
@@ -124,7 +124,7 @@ class ModelService {
   std::shared_ptr<const RunAnalysis> lastAnalysis_;  // text worker only: the last run's
   // Text worker only: the sessions and the weights they belong to.
   std::shared_ptr<const model::Weights> sessionWeights_;
-  std::shared_ptr<model::Session> sessions_[2];
+  std::shared_ptr<model::DecoderRun> sessions_[2];
   LatestWorker loads_, runs_, patching_;  // last: joined before the members their jobs use go
 };
 

@@ -50,12 +50,12 @@ struct ModelRun {
   std::size_t invalidSequences = 0;  // invalid UTF-8 sequences replaced by U+FFFD
   // The session after the run (Q, K, V of every head; read-only). Null when n == 0 or on
   // error. The worker never changes a session while a published run holds it.
-  std::shared_ptr<const model::Session> session;
+  std::shared_ptr<const model::DecoderRun> session;
   // [layers, heads, n, n] with the labels, for the Attention panel. Null when n == 0 or on
   // error.
   std::shared_ptr<const io::AttentionFile> attention;
   std::vector<PredictedToken> next;  // the 10 most probable next tokens, most probable first
-  Matrix residualNorms;              // (L+1) x n, Session::residualNorms()
+  Matrix residualNorms;              // (L+1) x n, DecoderRun::residualNorms()
   int reusedTokens = 0;              // tokens taken from the KV cache
   int computedTokens = 0;            // tokens computed by this run
   double computeMs = 0;              // forward pass + copies for the views

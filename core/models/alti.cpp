@@ -30,7 +30,7 @@ Expected<std::vector<float>> altiContributions(std::shared_ptr<const Weights> we
   const Eigen::Index L = c.nLayer, H = c.nHead, dh = c.headDim();
   const auto n = static_cast<Eigen::Index>(ids.size());
   // 1 one recorded pass: the stream entering each block and every head's z
-  Expected<Session> run = runWithHooks(weights, ids, recordingHooks(), threads);
+  Expected<DecoderRun> run = runWithHooks(weights, ids, recordingHooks(), threads);
   if (!run) return run.error();
   const Recording& recorded = run->recording();
 

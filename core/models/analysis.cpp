@@ -3,7 +3,7 @@
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
 #include "core/models/layers.h"
-#include "core/models/session_batch.h"
+#include "core/models/decoder_batch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -42,13 +42,13 @@ Status checkHead(const Config& c, const HeadId& h) {
 }
 
 // m = logit(answer) − logit(wrong) after the last token of a session.
-double logitDifference(const Session& s, int answer, int wrong) {
+double logitDifference(const DecoderRun& s, int answer, int wrong) {
   return static_cast<double>(s.logits()[answer]) - static_cast<double>(s.logits()[wrong]);
 }
 
 }  // namespace
 
-Prediction predictionOf(const Session& recorded, std::span<const int> ids, int topK) {
+Prediction predictionOf(const DecoderRun& recorded, std::span<const int> ids, int topK) {
   Prediction p;
   const Matrix logits = logitsAt(recorded.weights(), recorded.recording().resid.back());
   p.logits = logits.row(logits.rows() - 1).transpose();
@@ -67,9 +67,9 @@ std::shared_ptr<const Hooks> recordingHooks() {
   return hooks;
 }
 
-Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+Expected<DecoderRun> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                                std::shared_ptr<const Hooks> hooks, int threads) {
-  Session session(std::move(weights));
+  DecoderRun session(std::move(weights));
   session.setThreads(threads);
   if (Status s = session.setHooks(std::move(hooks)); !s) return s.error();
   Expected<int> done = session.setTokens(ids);
@@ -87,7 +87,7 @@ Matrix unembed(const Weights& weights, const Matrix& normed) {
   head.outByIn = true;
   applyLinear(head, normed, logits, false);
   const float cap = weights.config.finalSoftcap;
-  if (cap > 0) logits = (logits.array() / cap).tanh() * cap;  // as Session's (softcapLogits)
+  if (cap > 0) logits = (logits.array() / cap).tanh() * cap;  // as DecoderRun's (softcapLogits)
   return logits;
 }
 
@@ -158,9 +158,9 @@ Expected<Ablation> ablateHeads(std::shared_ptr<const Weights> weights, std::span
   Expected<std::shared_ptr<const Hooks>> hooks = ablationHooks(c, heads, mode);
   if (!hooks) return hooks.error();
   // 1 the clean run, 2 the ablated run; each records the final stream for all logits
-  Expected<Session> clean = runWithHooks(weights, ids, recordingHooks());
+  Expected<DecoderRun> clean = runWithHooks(weights, ids, recordingHooks());
   if (!clean) return clean.error();
-  Expected<Session> ablated = runWithHooks(weights, ids, *hooks);
+  Expected<DecoderRun> ablated = runWithHooks(weights, ids, *hooks);
   if (!ablated) return ablated.error();
   return Ablation{predictionOf(*clean, ids, topK), predictionOf(*ablated, ids, topK)};
 }
@@ -172,7 +172,7 @@ Expected<std::vector<Eigen::RowVectorXf>> meanHeadOutputs(std::shared_ptr<const 
   const Eigen::Index width = static_cast<Eigen::Index>(c.nHead) * c.headDim();
   std::vector<Eigen::RowVectorXd> sums(static_cast<std::size_t>(c.nLayer), Eigen::RowVectorXd::Zero(width));
   std::int64_t positions = 0;
-  Session session(weights);
+  DecoderRun session(weights);
   if (Status s = session.setHooks(recordingHooks()); !s) return s.error();
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string field = "prompts[" + std::to_string(i) + "]";
@@ -205,9 +205,9 @@ Expected<Ablation> ablateHeadsToMeans(std::shared_ptr<const Weights> weights, st
     const Eigen::RowVectorXf mean = means[static_cast<std::size_t>(h.layer)].segment(h.head * dh, dh);
     hooks->heads.push_back({h.layer, h.head, HeadEdit::Replace, Matrix(mean.replicate(n, 1))});
   }
-  Expected<Session> clean = runWithHooks(weights, ids, recordingHooks());
+  Expected<DecoderRun> clean = runWithHooks(weights, ids, recordingHooks());
   if (!clean) return clean.error();
-  Expected<Session> ablated = runWithHooks(weights, ids, std::move(hooks));
+  Expected<DecoderRun> ablated = runWithHooks(weights, ids, std::move(hooks));
   if (!ablated) return ablated.error();
   return Ablation{predictionOf(*clean, ids, topK), predictionOf(*ablated, ids, topK)};
 }
@@ -233,15 +233,15 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
 
   // 1 the clean run and the corrupt run, recorded (z and the stream entering every block);
   // 2 the corrupt run again without hooks: each site re-runs it from the patched block on
-  Expected<Session> cleanRun = runWithHooks(weights, clean, recordingHooks());
+  Expected<DecoderRun> cleanRun = runWithHooks(weights, clean, recordingHooks());
   if (!cleanRun) return cleanRun.error();
-  Expected<Session> corruptRecorded = runWithHooks(weights, corrupt, recordingHooks());
+  Expected<DecoderRun> corruptRecorded = runWithHooks(weights, corrupt, recordingHooks());
   if (!corruptRecorded) return corruptRecorded.error();
-  Expected<Session> corruptRun = runWithHooks(weights, corrupt, nullptr);
+  Expected<DecoderRun> corruptRun = runWithHooks(weights, corrupt, nullptr);
   if (!corruptRun) return corruptRun.error();
-  // m from single logits (Session::nextLogit), the same way for the clean, corrupt and
+  // m from single logits (DecoderRun::nextLogit), the same way for the clean, corrupt and
   // patched runs
-  auto metric = [&](const Session& s) { return s.nextLogit(answer) - s.nextLogit(wrong); };
+  auto metric = [&](const DecoderRun& s) { return s.nextLogit(answer) - s.nextLogit(wrong); };
   Patching out;
   out.cleanMetric = metric(*cleanRun);
   out.corruptMetric = metric(*corruptRun);
@@ -259,8 +259,8 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
   // 3 per site, the corrupt run re-run from the patched block (and, for the residual
   // stream, from the patched position: earlier positions cannot see it) with the clean
   // activation there; the blocks and positions before it are the corrupt run's already
-  const Session& base = *corruptRun;
-  Session patched = base;  // re-run per site, then restored to `base` where it changed
+  const DecoderRun& base = *corruptRun;
+  DecoderRun patched = base;  // re-run per site, then restored to `base` where it changed
   auto measure = [&](int layer, int first, const Matrix& resid,
                      std::shared_ptr<const Hooks> hooks) -> Expected<double> {
     if (Status s = patched.rerunFrom(layer, first, resid, std::move(hooks)); !s) return s.error();
@@ -269,13 +269,13 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
     return effect == 0 ? 0.0 : effect;  // not -0 when the range is negative
   };
   // Heads (per position or not): the H heads of a block are H copies of the corrupt run,
-  // re-run as one batch (SessionBatch), copy h with head h patched; every head of the block
+  // re-run as one batch (DecoderBatch), copy h with head h patched; every head of the block
   // has a hook (the others keep the corrupt z), so the block's own attention is not
   // recomputed. Positions before the first row where the clean and the corrupt z of the
   // block differ (the prompts' common prefix) are equal in the patched run: the re-run
   // starts there, and a block or position whose z is equal gets the effect 0 exactly.
   const int H = c.nHead;
-  auto batchEffects = [&](SessionBatch& batch, int layer, int first, const Hooks& hooks,
+  auto batchEffects = [&](DecoderBatch& batch, int layer, int first, const Hooks& hooks,
                           auto&& store) -> Status {
     const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(layer)];
     const Eigen::Index m = n - first;
@@ -303,7 +303,7 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
   if (target == PatchTarget::Heads || target == PatchTarget::HeadsByPosition) {
     const bool byPosition = target == PatchTarget::HeadsByPosition;
     out.effect = Matrix::Zero(byPosition ? c.nLayer * H : c.nLayer, byPosition ? n : H);
-    SessionBatch batch(base, H);
+    DecoderBatch batch(base, H);
     for (int l = 0; l < c.nLayer; ++l) {
       int first = 0;
       while (first < n && !rowDiffers(l, first)) ++first;
@@ -358,7 +358,7 @@ Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const
                          int topK, LensScale scale) {
   if (Status s = checkPrompt(weights->config, ids, "text"); !s) return s.error();
   if (topK < 1) return Error{"", "top", "must be at least 1"};
-  Expected<Session> run = runWithHooks(weights, ids, recordingHooks());
+  Expected<DecoderRun> run = runWithHooks(weights, ids, recordingHooks());
   if (!run) return run.error();
   Lens lens;
   const Recording& rec = run->recording();
@@ -384,7 +384,7 @@ Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weig
                  "direct logit attribution is not defined for " + c.modelType +
                      " (norms after each sublayer / soft-capped logits make it non-linear)"};
   }
-  Expected<Session> run = runWithHooks(weights, ids, recordingHooks());
+  Expected<DecoderRun> run = runWithHooks(weights, ids, recordingHooks());
   if (!run) return run.error();
   const Recording& rec = run->recording();
   const Eigen::Index p = static_cast<Eigen::Index>(ids.size()) - 1, dh = c.headDim();

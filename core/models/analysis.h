@@ -28,12 +28,12 @@ struct HeadId {
 // ---------------------------------------------------------------------------------------
 
 // One pass over `ids` under `hooks` (nullptr: none) on `threads` threads (0: every core, as
-// Session::setThreads). Errors as Session::setTokens and Session::setHooks.
-Expected<Session> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
+// DecoderRun::setThreads). Errors as DecoderRun::setTokens and DecoderRun::setHooks.
+Expected<DecoderRun> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                                std::shared_ptr<const Hooks> hooks, int threads = 0);
 
 // Hooks that only record (Hooks::record): the stream entering each block, every head's z
-// and the stream after the last block (Session::recording()), nothing changed.
+// and the stream after the last block (DecoderRun::recording()), nothing changed.
 std::shared_ptr<const Hooks> recordingHooks();
 
 // The logits at every position: n x V = NormF(resid)·W_Uᵀ for resid (n x E), the stream
@@ -57,7 +57,7 @@ struct Prediction {
 // positions): the top-K after the last token, its V logits and textLoss over `ids` (the
 // session's n tokens). The window's ablation (app/session/model_analysis.h) and
 // ablateHeads() both use it.
-Prediction predictionOf(const Session& recorded, std::span<const int> ids, int topK);
+Prediction predictionOf(const DecoderRun& recorded, std::span<const int> ids, int topK);
 
 // ---------------------------------------------------------------------------------------
 // 1 Ablation
@@ -101,7 +101,7 @@ struct Patching {
 
 // Patches from the clean run into the corrupt run, one site at a time: L·H, (L+1)·n or
 // L·H·n sites, each re-running the corrupt pass from the patched block and position only
-// (Session::rerunFrom; what comes before is the corrupt run's already). Errors: the prompts differ in length or are empty, an id outside V, and
+// (DecoderRun::rerunFrom; what comes before is the corrupt run's already). Errors: the prompts differ in length or are empty, an id outside V, and
 // m_clean = m_corrupt (the normalisation divides by it).
 Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
                                       std::span<const int> clean, std::span<const int> corrupt,
@@ -146,7 +146,7 @@ Matrix previousTokenTemplate(int n);
 Matrix duplicateTokenTemplate(std::span<const int> ids);
 Matrix inductionTemplate(std::span<const int> ids);
 
-// The attention patterns of one run of any kind (decoder Session, EncoderRun, VitRun), as
+// The attention patterns of one run of any kind (decoder DecoderRun, EncoderRun, VitRun), as
 // the head scores read them: row(l, h, i) = query i's weights over the keys of head h of
 // layer l (n values, or the first i + 1 where a causal run stores only those).
 struct AttentionStack {
@@ -154,7 +154,7 @@ struct AttentionStack {
   std::function<std::span<const float>(int layer, int head, int query)> row;
 };
 // The patterns of a decoder run (it must outlive the stack).
-AttentionStack attentionStack(const Session& session);
+AttentionStack attentionStack(const DecoderRun& session);
 // The patterns of a contiguous [L, H, n, n] buffer (EncoderRun::attention,
 // VitRun::attention; it must outlive the stack).
 AttentionStack attentionStack(std::span<const float> lhnn, int layers, int heads, int n);
@@ -173,15 +173,15 @@ struct DetectOptions {
 // excluded pattern sums to 0 scores 0.
 Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
                        const DetectOptions& options);
-Matrix detectionScores(const Session& session, const Matrix& detection,
+Matrix detectionScores(const DecoderRun& session, const Matrix& detection,
                        const DetectOptions& options);
 // Attention-sink mass: α0 = mean over queries i of A[i][0], L x H (with
 // DetectOptions::sinkKeys K > 1 through headScore: the mean of Σ_{j<K} A[i][j]).
 Matrix sinkMass(const AttentionStack& attention);
-Matrix sinkMass(const Session& session);
+Matrix sinkMass(const DecoderRun& session);
 // Mean over queries i of the entropy −Σ_j A[i][j]·ln A[i][j] (nats; 0·ln 0 = 0), L x H.
 Matrix attentionEntropy(const AttentionStack& attention);
-Matrix attentionEntropy(const Session& session);
+Matrix attentionEntropy(const DecoderRun& session);
 
 // `length` token ids drawn uniformly from [0, vocab) by SplitMix64(seed), then repeated:
 // 2·length ids.
@@ -228,7 +228,7 @@ bool needsTokenIds(HeadScoreKind kind);
 // entropy.
 Matrix headScore(const AttentionStack& attention, std::span<const int> ids, HeadScoreKind kind,
                  const DetectOptions& options);
-Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options);
+Matrix headScore(const DecoderRun& session, HeadScoreKind kind, const DetectOptions& options);
 
 // Per score and head: the number of prompts, Σ score and Σ score² (in double). Totals of
 // disjoint prompt sets merge by adding, so shards merge to the unsharded totals up to the
@@ -245,7 +245,7 @@ ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds);
 // Adds one prompt: headScore() of every kind of `totals`.
 void accumulate(ScoreTotals& totals, const AttentionStack& attention, std::span<const int> ids,
                 const DetectOptions& options);
-void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options);
+void accumulate(ScoreTotals& totals, const DecoderRun& session, const DetectOptions& options);
 // Adds `part` into `into`. Errors: different L x H or score lists (naming both).
 Status merge(ScoreTotals& into, const ScoreTotals& part);
 // Mean and standard deviation (population, √(Σs²/N − mean²), 0 when negative by rounding)

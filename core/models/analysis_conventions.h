@@ -43,7 +43,7 @@ Expected<Ablation> ablateHeadsToMeans(std::shared_ptr<const Weights> weights,
 // tutorial prepends the BOS to the repeated tokens): n = 2·length + 1 tokens, and the score is
 // the mean of the whole pattern diagonal at offset 1 − length, A[i][i − length + 1] for
 // i = length−1..n−1 (length + 2 entries; length + 1 without a BOS, as there). `threads` as
-// Session::setThreads. Errors: length < 1, n over the context, a BOS outside the vocabulary.
+// DecoderRun::setThreads. Errors: length < 1, n over the context, a BOS outside the vocabulary.
 Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights, int length,
                                          std::uint64_t seed, int bos, int threads);
 

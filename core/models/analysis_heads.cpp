@@ -33,7 +33,7 @@ Matrix inductionTemplate(std::span<const int> ids) {
   return d;
 }
 
-AttentionStack attentionStack(const Session& session) {
+AttentionStack attentionStack(const DecoderRun& session) {
   const Config& c = session.config();
   return {c.nLayer, c.nHead, session.size(),
           [&session](int l, int h, int i) { return session.attentionRow(l, h, i); }};
@@ -70,7 +70,7 @@ Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
   return out;
 }
 
-Matrix detectionScores(const Session& session, const Matrix& detection, const DetectOptions& options) {
+Matrix detectionScores(const DecoderRun& session, const Matrix& detection, const DetectOptions& options) {
   return detectionScores(attentionStack(session), detection, options);
 }
 
@@ -87,7 +87,7 @@ Matrix sinkMass(const AttentionStack& attention) {
   return out;
 }
 
-Matrix sinkMass(const Session& session) { return sinkMass(attentionStack(session)); }
+Matrix sinkMass(const DecoderRun& session) { return sinkMass(attentionStack(session)); }
 
 namespace {
 
@@ -133,7 +133,7 @@ Matrix attentionEntropy(const AttentionStack& attention) {
   });
 }
 
-Matrix attentionEntropy(const Session& session) { return attentionEntropy(attentionStack(session)); }
+Matrix attentionEntropy(const DecoderRun& session) { return attentionEntropy(attentionStack(session)); }
 
 std::vector<int> repeatedRandomTokens(int length, int vocab, std::uint64_t seed) {
   SplitMix64 rng(seed);  // core/base/random.h, the one generator
@@ -165,7 +165,7 @@ Expected<Matrix> repeatedInductionScores(std::shared_ptr<const Weights> weights,
     return Error{"", "bos", "token id " + std::to_string(bos) + " is outside the vocabulary"};
   std::vector<int> ids = repeatedRandomTokens(length, c.vocabSize, seed);
   if (bos >= 0) ids.insert(ids.begin(), bos);
-  Session run(weights);
+  DecoderRun run(weights);
   run.setThreads(threads);
   if (Expected<int> done = run.setTokens(ids); !done) return done.error();
   const int n = static_cast<int>(ids.size());
@@ -225,7 +225,7 @@ Matrix headScore(const AttentionStack& attention, std::span<const int> ids, Head
   return {};
 }
 
-Matrix headScore(const Session& session, HeadScoreKind kind, const DetectOptions& options) {
+Matrix headScore(const DecoderRun& session, HeadScoreKind kind, const DetectOptions& options) {
   return headScore(attentionStack(session), session.tokens(), kind, options);
 }
 
@@ -253,7 +253,7 @@ void accumulate(ScoreTotals& totals, const AttentionStack& attention, std::span<
   ++totals.count;
 }
 
-void accumulate(ScoreTotals& totals, const Session& session, const DetectOptions& options) {
+void accumulate(ScoreTotals& totals, const DecoderRun& session, const DetectOptions& options) {
   accumulate(totals, attentionStack(session), session.tokens(), options);
 }
 

@@ -1,5 +1,5 @@
 // forRows: a row loop on the shared pool, for the forward pass's files (transformer.cpp,
-// session_attend.cpp). Internal to core/models.
+// decoder_attend.cpp). Internal to core/models.
 #pragma once
 
 #include <Eigen/Core>

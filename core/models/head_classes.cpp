@@ -39,7 +39,7 @@ Matrix retrievalScores(const NeedleTask& task, int layers, int heads,
   return out;
 }
 
-Matrix retrievalScores(const NeedleTask& task, const Session& run) {
+Matrix retrievalScores(const NeedleTask& task, const DecoderRun& run) {
   const Config& c = run.config();
   return retrievalScores(task, c.nLayer, c.nHead, [&run](int l, int h, int i) {
     const std::span<const float> row = run.attentionRow(l, h, i);

@@ -48,9 +48,9 @@ NeedleTask needleTask(std::span<const int> haystack, int vocab, std::uint64_t se
 // = the most attended key of query i (ties: the lower position).
 Matrix retrievalScores(const NeedleTask& task, int layers, int heads,
                        const std::function<int(int layer, int head, int query)>& argmaxKey);
-// From a run of task.ids with the whole pattern (Session) or from the tiled pass's top-1
+// From a run of task.ids with the whole pattern (DecoderRun) or from the tiled pass's top-1
 // (LongSummary::topIdx[..., 0], whose ties also go to the lower key).
-Matrix retrievalScores(const NeedleTask& task, const Session& run);
+Matrix retrievalScores(const NeedleTask& task, const DecoderRun& run);
 Matrix retrievalScores(const NeedleTask& task, const LongSummary& summary);
 
 // A head score from the tiled pass's rows (L x H, the mean over queries): Sink (sinkMass),

@@ -296,7 +296,7 @@ Matrix exactTile(const MatrixView& q, const MatrixView& k, std::span<const float
 // The decoder with tiled attention
 // =======================================================================================
 
-// The blocks of transformer.cpp's Session::runBlocks (the same numbered steps, the same
+// The blocks of transformer.cpp's DecoderRun::runBlocks (the same numbered steps, the same
 // building blocks: applyLinear(s), normRow, ropeCosSin), run over the whole sequence at once
 // with the projections and the MLP on row chunks and step 5 replaced by tiledHeadPass.
 // Nothing is cached but the layer being run.

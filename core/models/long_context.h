@@ -73,7 +73,7 @@ struct SummaryOptions {
   std::vector<TileRequest> tiles;  // exact blocks to return (LongSummary::tiles, same order)
   // Called on the caller's thread once per layer, after the layer's q | k | v rows are
   // computed (n x (H + 2·H_kv)·d_h: q heads, k heads, v heads; q and k after the rotary and
-  // the q/k norms, as Session::query / key hold them) and before its attention: what a window
+  // the q/k norms, as DecoderRun::query / key hold them) and before its attention: what a window
   // keeps to recompute tiles later (exactTile), and what the tests' float64 reference reads.
   // Valid during the call only.
   std::function<void(int layer, const MatrixView& qkv)> onLayerQkv;
@@ -105,7 +105,7 @@ Status validateSummaryOptions(const SummaryOptions& options, int layers, int hea
 
 // Runs the decoder on `ids` with the tiled attention and returns every head's summaries
 // (and the requested tiles). Errors: the options (validateSummaryOptions), ids outside the
-// vocabulary or more than n_positions tokens (as Session::setTokens), "cancelled" when
+// vocabulary or more than n_positions tokens (as DecoderRun::setTokens), "cancelled" when
 // *cancel turns true (checked between row blocks). `progress` may be empty.
 Expected<LongSummary> summarizeAttention(std::shared_ptr<const Weights> weights,
                                          std::span<const int> ids, const SummaryOptions& options,

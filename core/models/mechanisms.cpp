@@ -105,7 +105,7 @@ void normalizeRows(float* block, Eigen::Index n) {
 // Norm-weighted attention
 // =======================================================================================
 
-Matrix transformedValueNorms(const Session& session, int layer) {
+Matrix transformedValueNorms(const DecoderRun& session, int layer) {
   const Config& c = session.config();
   const Eigen::Index H = c.nHead, dh = c.headDim(), n = session.size();
   const Eigen::MatrixXd out = inByOut(session.weights().layers[static_cast<std::size_t>(layer)].out);
@@ -120,7 +120,7 @@ Matrix transformedValueNorms(const Session& session, int layer) {
   return norms;
 }
 
-std::vector<float> normWeightedAttention(const Session& session) {
+std::vector<float> normWeightedAttention(const DecoderRun& session) {
   const Config& c = session.config();
   const auto L = static_cast<std::size_t>(c.nLayer), H = static_cast<std::size_t>(c.nHead);
   const auto n = static_cast<std::size_t>(session.size());
@@ -196,7 +196,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
   const Eigen::Index L = c.nLayer, H = c.nHead, dh = c.headDim();
   const auto n = static_cast<Eigen::Index>(ids.size());
   // 1 one recorded pass: resid[l] (the input of block l), z[l], resid[l + 1] (its output)
-  Expected<Session> run = runWithHooks(weights, ids, recordingHooks(), threads);
+  Expected<DecoderRun> run = runWithHooks(weights, ids, recordingHooks(), threads);
   if (!run) return run.error();
   const Recording& recorded = run->recording();
 
@@ -223,7 +223,7 @@ Expected<std::vector<float>> valueZeroing(std::shared_ptr<const Weights> weights
         hooks->heads.push_back({0, static_cast<int>(h), HeadEdit::Replace, std::move(edited)});
       }
       // 3 re-run block l alone; its output is the one-layer model's resid[1]
-      Session zeroed(block);
+      DecoderRun zeroed(block);
       zeroed.setThreads(threads);
       if (Status s = zeroed.setHooks(hooks); !s) return s.error();
       if (Expected<int> done = zeroed.setTokens(placeholders); !done) return done.error();
@@ -280,7 +280,7 @@ Expected<Matrix> attentionFlow(std::span<const Matrix> layerMeans, bool normaliz
   return flow;
 }
 
-Expected<Matrix> attentionFlow(const Session& session, bool normalize, int threads) {
+Expected<Matrix> attentionFlow(const DecoderRun& session, bool normalize, int threads) {
   const Config& c = session.config();
   std::vector<Matrix> means;
   for (int l = 0; l < c.nLayer; ++l) {

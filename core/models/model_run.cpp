@@ -45,9 +45,9 @@ Expected<RunOutput> runDecoder(const std::shared_ptr<const Weights>& weights, co
         if (ablating && options.ablated[static_cast<std::size_t>(l * c.nHead + h)] != 0)
           hooks->heads.push_back({l, h, options.ablateMean ? HeadEdit::Mean : HeadEdit::Zero, {}});
   }
-  Expected<Session> session = runWithHooks(weights, input.ids, hooks, options.threads);
+  Expected<DecoderRun> session = runWithHooks(weights, input.ids, hooks, options.threads);
   if (!session) return session.error();
-  auto shared = std::make_shared<Session>(std::move(session).value());
+  auto shared = std::make_shared<DecoderRun>(std::move(session).value());
   RunOutput out;
   out.kind = ModelKind::Decoder;
   out.ids = input.ids;

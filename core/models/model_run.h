@@ -1,5 +1,5 @@
 // One run interface over the three engines: a decoder (core/models/transformer.h, its
-// Session and KV cache underneath), an encoder (core/models/encoder.h) and a vision
+// DecoderRun and KV cache underneath), an encoder (core/models/encoder.h) and a vision
 // transformer (core/models/vit.h). Ids or pixels in; the tokens, the attention [L, H, n, n],
 // the residual streams, the logits (a decoder's next-token logits at every position, an
 // encoder's MLM head at every position) or the labels' logits (a ViT) out, with heads
@@ -60,10 +60,10 @@ struct RunOptions {
   // Decoders and encoders with an MLM head: keep the logits at every position
   // (RunOutput::logits). A ViT's label logits are always kept.
   bool logits = false;
-  // Decoders: threads of the pass (0: every core; Session::setThreads).
+  // Decoders: threads of the pass (0: every core; DecoderRun::setThreads).
   int threads = 0;
   // Fill RunOutput::attention (a copy). A caller that reads the engine's own run instead (a
-  // decoder Session's packed triangles, an EncoderRun's or VitRun's attention) sets false
+  // decoder DecoderRun's packed triangles, an EncoderRun's or VitRun's attention) sets false
   // and saves the copy.
   bool attention = true;
 };
@@ -83,14 +83,14 @@ struct RunOutput {
   // (logitsAt(recording.resid[L])); an encoder: the MLM head at every position
   // (mlmHeadLogits(run.hidden)). Empty for an encoder without an MLM head.
   Matrix logits;
-  // A decoder: the next-token logits after the last token (V; Session::logits()).
+  // A decoder: the next-token logits after the last token (V; DecoderRun::logits()).
   Vector next;
   // A ViT with a classifier: the labels' logits (K; VitRun::logits).
   Vector labels;
-  // The engine's own run, for what only it has (a decoder's Session with its cache,
+  // The engine's own run, for what only it has (a decoder's DecoderRun with its cache,
   // queries and keys; an encoder's or a ViT's q | k | v per layer): exactly one is set.
   // Owned by this output alone: a caller may move from it.
-  std::shared_ptr<Session> session;
+  std::shared_ptr<DecoderRun> session;
   std::shared_ptr<EncoderRun> encoderRun;
   std::shared_ptr<VitRun> vitRun;
 };

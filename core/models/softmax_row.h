@@ -1,5 +1,5 @@
 // The one softmax of a model's attention row: every engine's scores (the decoders'
-// core/models/session_attend.cpp, the encoder and ViT block of core/models/encoder.cpp) go
+// core/models/decoder_attend.cpp, the encoder and ViT block of core/models/encoder.cpp) go
 // through it, on core/isa's run-time-chosen kernels (the CPU's widest vectors).
 #pragma once
 

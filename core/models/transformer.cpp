@@ -50,16 +50,16 @@ bool replacesEveryHead(const Hooks& hooks, Eigen::Index layer, Eigen::Index head
 }  // namespace
 
 // =======================================================================================
-// Session
+// DecoderRun
 // =======================================================================================
 
-Session::Session(std::shared_ptr<const Weights> weights) : weights_(std::move(weights)) {
+DecoderRun::DecoderRun(std::shared_ptr<const Weights> weights) : weights_(std::move(weights)) {
   layers_.resize(static_cast<std::size_t>(config().nLayer));
   for (LayerCache& cache : layers_)
     cache.attention.resize(static_cast<std::size_t>(config().nHead));
 }
 
-Status Session::checkIds(std::span<const int> ids, std::size_t kept) const {
+Status DecoderRun::checkIds(std::span<const int> ids, std::size_t kept) const {
   const Config& c = config();
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= c.vocabSize) {
@@ -77,7 +77,7 @@ Status Session::checkIds(std::span<const int> ids, std::size_t kept) const {
   return Ok{};
 }
 
-Expected<int> Session::setTokens(std::span<const int> ids) {
+Expected<int> DecoderRun::setTokens(std::span<const int> ids) {
   if (Status s = checkIds(ids, 0); !s) return s.error();
   if (hooks_) {  // interventions depend on every position: recompute the whole sequence
     if (Status s = checkHooks(*hooks_, static_cast<Eigen::Index>(ids.size())); !s)
@@ -96,7 +96,7 @@ Expected<int> Session::setTokens(std::span<const int> ids) {
   return common;
 }
 
-Status Session::append(std::span<const int> ids) {
+Status DecoderRun::append(std::span<const int> ids) {
   if (Status s = checkIds(ids, tokens_.size()); !s) return s;
   if (ids.empty()) return Ok{};
   if (hooks_) {
@@ -111,7 +111,7 @@ Status Session::append(std::span<const int> ids) {
   return Ok{};
 }
 
-void Session::truncate(int n) {
+void DecoderRun::truncate(int n) {
   if (n < 0) n = 0;
   if (n >= size()) return;
   dropAfter(n);
@@ -129,7 +129,7 @@ void Session::truncate(int n) {
 // Hooks
 // =======================================================================================
 
-Status Session::checkHooks(const Hooks& hooks, Eigen::Index n) const {
+Status DecoderRun::checkHooks(const Hooks& hooks, Eigen::Index n) const {
   const Config& c = config();
   for (std::size_t i = 0; i < hooks.heads.size(); ++i) {
     const HeadHook& hook = hooks.heads[i];
@@ -166,7 +166,7 @@ Status Session::checkHooks(const Hooks& hooks, Eigen::Index n) const {
   return Ok{};
 }
 
-Status Session::setHooks(std::shared_ptr<const Hooks> hooks) {
+Status DecoderRun::setHooks(std::shared_ptr<const Hooks> hooks) {
   if (hooks) {
     if (Status s = checkHooks(*hooks, size()); !s) return s;
   }
@@ -182,7 +182,7 @@ Status Session::setHooks(std::shared_ptr<const Hooks> hooks) {
   return Ok{};
 }
 
-Status Session::rerunFrom(int layer, int first, const Matrix& resid,
+Status DecoderRun::rerunFrom(int layer, int first, const Matrix& resid,
                           std::shared_ptr<const Hooks> hooks) {
   const Config& c = config();
   const std::string where = "block " + std::to_string(layer) + " from position " + std::to_string(first);
@@ -221,7 +221,7 @@ Status Session::rerunFrom(int layer, int first, const Matrix& resid,
   return Ok{};
 }
 
-void Session::restoreFrom(const Session& base, int layer, int first) {
+void DecoderRun::restoreFrom(const DecoderRun& base, int layer, int first) {
   const Config& c = config();
   const auto n = static_cast<std::size_t>(size()), from = static_cast<std::size_t>(first);
   const auto w = static_cast<std::size_t>(c.qkvWidth()), E = static_cast<std::size_t>(c.nEmbd);
@@ -250,11 +250,11 @@ void Session::restoreFrom(const Session& base, int layer, int first) {
   logits_ = base.logits_;
 }
 
-double Session::nextLogit(int token) const {
+double DecoderRun::nextLogit(int token) const {
   return logitAt(static_cast<std::size_t>(size() - 1), token);
 }
 
-double Session::logitAt(std::size_t rowIndex, int token) const {
+double DecoderRun::logitAt(std::size_t rowIndex, int token) const {
   const Weights& W = *weights_;
   const Eigen::Index E = W.config.nEmbd;
   Matrix last = Eigen::Map<const Matrix>(finalHidden_.data() + static_cast<Eigen::Index>(rowIndex) * E, 1, E);
@@ -270,7 +270,7 @@ double Session::logitAt(std::size_t rowIndex, int token) const {
 
 // context: copies·m x (H·d_h) of layer `layer`, positions n0..n0+m-1 of each copy (n0 = 0 but
 // in rerunFrom).
-void Session::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& context) const {
+void DecoderRun::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& context) const {
   const Eigen::Index dh = config().headDim();
   for (const HeadHook& hook : hooks_->heads) {
     if (hook.layer != layer) continue;
@@ -295,13 +295,13 @@ void Session::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& contex
 }
 
 // x: n x E, the stream numbered `layer` as ResidHook::layer.
-void Session::applyResidHooks(Eigen::Index layer, Matrix& x) const {
+void DecoderRun::applyResidHooks(Eigen::Index layer, Matrix& x) const {
   for (const ResidHook& hook : hooks_->resid) {
     if (hook.layer == layer && hook.position < x.rows()) x.row(hook.position) = hook.value.transpose();
   }
 }
 
-void Session::dropAfter(int n) {
+void DecoderRun::dropAfter(int n) {
   const Config& c = config();
   const auto count = static_cast<std::size_t>(n);
   tokens_.resize(count);
@@ -313,7 +313,7 @@ void Session::dropAfter(int n) {
   residualNorms_.resize(count * static_cast<std::size_t>(c.nLayer + 1));
 }
 
-int Session::threads() const {
+int DecoderRun::threads() const {
   return threads_ > 0 ? threads_ : availableCores();
 }
 
@@ -321,7 +321,7 @@ int Session::threads() const {
 // runs on the session's threads through the shared pool: the products split their output
 // columns (applyLinear), the attention its heads, the norms their rows; OpenBLAS runs
 // single-threaded inside each part, so the two kinds of threads never compete.
-void Session::compute(std::span<const int> ids) {
+void DecoderRun::compute(std::span<const int> ids) {
   if (ids.empty()) return;
   const Weights& W = *weights_;
   const Config& c = W.config;
@@ -368,7 +368,7 @@ void Session::compute(std::span<const int> ids) {
 // caches hold every earlier position of those blocks. `rerun` (rerunFrom): a block whose
 // every head the hooks replace computes no attention (its cache keeps what it held), and
 // the last block finishes the last position only (finalHidden_ of the others is stale).
-void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x, bool rerun) {
+void DecoderRun::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x, bool rerun) {
   const Weights& W = *weights_;
   const Config& c = W.config;
   const int T = threads();
@@ -416,7 +416,7 @@ void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x, boo
     // 2 a parallel residual also normalises x for the MLP now
     if (c.parallelResidual) normRows(w.norm2, normed2);
 
-    // 3-5 q, k, v into the cache and every head's attention into `context` (session_attend.cpp);
+    // 3-5 q, k, v into the cache and every head's attention into `context` (decoder_attend.cpp);
     // in a re-run, not for a block whose every head the hooks replace (the context is theirs)
     if (!(rerun && hooks_ && replacesEveryHead(*hooks_, l, H))) attendBlock(l, n0, normed, cosines, sines, context);
     if (hooks_) {
@@ -515,7 +515,7 @@ void Session::runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x, boo
     Eigen::Map<Matrix>(finalHidden_.data() + (b * n1 + n0) * E, m, E) = x.middleRows(b * m, m);
 }
 
-void Session::reserveTokens(std::int64_t n) {
+void DecoderRun::reserveTokens(std::int64_t n) {
   if (n <= tokenCapacity_) return;
   // Grow in steps of kTokenStep tokens rather than doubling: the cache holds about
   // L·(width + H·n/2) floats per token, and doubling at 512 tokens would add ~130 MB for
@@ -533,7 +533,7 @@ void Session::reserveTokens(std::int64_t n) {
   tokenCapacity_ = static_cast<std::int64_t>(cap);
 }
 
-void Session::updateLogits() {
+void DecoderRun::updateLogits() {
   if (tokens_.empty()) {
     logits_.resize(0);
     return;
@@ -575,9 +575,9 @@ std::vector<TokenProbability> topProbabilities(const Eigen::Ref<const Vector>& l
   return out;
 }
 
-std::vector<TokenProbability> Session::topK(int k) const { return topProbabilities(logits_, k); }
+std::vector<TokenProbability> DecoderRun::topK(int k) const { return topProbabilities(logits_, k); }
 
-Matrix Session::attention(int layer, int head) const {
+Matrix DecoderRun::attention(int layer, int head) const {
   const Eigen::Index n = size();
   Matrix out = Matrix::Zero(n, n);
   const std::vector<float>& packed =
@@ -589,14 +589,14 @@ Matrix Session::attention(int layer, int head) const {
   return out;
 }
 
-std::span<const float> Session::attentionRow(int layer, int head, int query) const {
+std::span<const float> DecoderRun::attentionRow(int layer, int head, int query) const {
   const std::vector<float>& packed =
       layers_[static_cast<std::size_t>(layer)].attention[static_cast<std::size_t>(head)];
   const auto i = static_cast<std::size_t>(query);
   return {packed.data() + i * (i + 1) / 2, i + 1};
 }
 
-std::vector<float> Session::attentionTensor() const {
+std::vector<float> DecoderRun::attentionTensor() const {
   const auto n = static_cast<std::size_t>(size());
   const auto L = static_cast<std::size_t>(config().nLayer);
   const auto H = static_cast<std::size_t>(config().nHead);
@@ -613,27 +613,27 @@ std::vector<float> Session::attentionTensor() const {
   return out;
 }
 
-MatrixView Session::query(int layer, int head) const {
+MatrixView DecoderRun::query(int layer, int head) const {
   const Config& c = config();
   return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + head * c.headDim(),
                     size(), c.headDim(), Eigen::OuterStride<>(c.qkvWidth()));
 }
 
-MatrixView Session::key(int layer, int head) const {
+MatrixView DecoderRun::key(int layer, int head) const {
   const Config& c = config();
   const Eigen::Index offset = (c.nHead + c.kvHeadOf(head)) * c.headDim();
   return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + offset, size(),
                     c.headDim(), Eigen::OuterStride<>(c.qkvWidth()));
 }
 
-MatrixView Session::value(int layer, int head) const {
+MatrixView DecoderRun::value(int layer, int head) const {
   const Config& c = config();
   const Eigen::Index offset = (c.nHead + c.nHeadKv + c.kvHeadOf(head)) * c.headDim();
   return MatrixView(layers_[static_cast<std::size_t>(layer)].qkv.data() + offset, size(),
                     c.headDim(), Eigen::OuterStride<>(c.qkvWidth()));
 }
 
-Matrix Session::residualNorms() const {
+Matrix DecoderRun::residualNorms() const {
   const Eigen::Index rows = config().nLayer + 1;
   const Eigen::Index n = size();
   Matrix out(rows, n);
@@ -643,8 +643,8 @@ Matrix Session::residualNorms() const {
   return out;
 }
 
-Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids) {
-  Session session(std::move(weights));
+Expected<DecoderRun> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids) {
+  DecoderRun session(std::move(weights));
   Expected<int> done = session.setTokens(ids);
   if (!done) return done.error();
   return session;

@@ -267,7 +267,7 @@ struct TokenProbability {
 
 // The k most probable entries of softmax(logits) (V logits), most probable first (ties:
 // lower id first), with probabilities over all V computed in double. The one top-k of every
-// model (Session::topK, the analyses, the encoders' fill-mask, the ViT classifier).
+// model (DecoderRun::topK, the analyses, the encoders' fill-mask, the ViT classifier).
 std::vector<TokenProbability> topProbabilities(const Eigen::Ref<const Vector>& logits, int k);
 
 // ---------------------------------------------------------------------------------------
@@ -324,12 +324,12 @@ struct Recording {
 //                     (row 0 = the embeddings) and after the last block (row L)
 //   logits(), topK(k) the next-token prediction after the last token
 //
-// Threads: the const members only read, so any number of threads may read one Session while
-// nobody modifies it; setTokens/append/truncate need the Session to themselves. The weights
+// Threads: the const members only read, so any number of threads may read one DecoderRun while
+// nobody modifies it; setTokens/append/truncate need the DecoderRun to themselves. The weights
 // are shared (shared_ptr<const Weights>) and never changed.
-class Session {
+class DecoderRun {
  public:
-  explicit Session(std::shared_ptr<const Weights> weights);
+  explicit DecoderRun(std::shared_ptr<const Weights> weights);
 
   const Config& config() const { return weights_->config; }
   const Weights& weights() const { return *weights_; }
@@ -394,7 +394,7 @@ class Session {
   Status rerunFrom(int layer, int first, const Matrix& resid, std::shared_ptr<const Hooks> hooks);
   // Undoes rerunFrom(layer, first, ...): copies back what it changed from `base`, the
   // session it started as (a copy of this one before the re-run: same weights and tokens).
-  void restoreFrom(const Session& base, int layer, int first);
+  void restoreFrom(const DecoderRun& base, int layer, int first);
   // One logit of the prediction after the last token, NormF(x_last)·lm_head[token] (soft-
   // capped as logits()), without the whole vocabulary's product. 0 <= token < V.
   double nextLogit(int token) const;
@@ -402,7 +402,7 @@ class Session {
   const Recording& recording() const { return recording_; }
 
  private:
-  friend class SessionBatch;  // core/models/session_batch.h: copies of one sequence re-run together
+  friend class DecoderBatch;  // core/models/decoder_batch.h: copies of one sequence re-run together
 
   struct LayerCache {
     std::vector<float> qkv;  // n x qkvWidth, row-major: [q (H·d_h) | k (H_kv·d_h) | v] per token
@@ -417,7 +417,7 @@ class Session {
   void runBlocks(Eigen::Index firstLayer, Eigen::Index n0, Matrix& x, bool rerun = false);
   // Steps 3-5 of block l for positions n0.. of every copy (normed: copies·m x E, Norm1 of the
   // stream; cosines/sines: m x rotaryDims/2): q, k, v into the cache, attention into
-  // `context` (copies·m x H·d_h). core/models/session_attend.cpp.
+  // `context` (copies·m x H·d_h). core/models/decoder_attend.cpp.
   void attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed, const Matrix& cosines,
                    const Matrix& sines, Matrix& context);
   void updateLogits();
@@ -439,14 +439,14 @@ class Session {
   // ropeLengthKey of the length the cached q and k were rotated for (dynamic and longrope
   // frequencies depend on the sequence length: a new key recomputes from token 0).
   std::int64_t ropeKey_ = 0;
-  // Copies of the sequence the caches hold (SessionBatch; 1 for every Session the public
+  // Copies of the sequence the caches hold (DecoderBatch; 1 for every DecoderRun the public
   // API makes): copy b's rows are b·n..(b+1)·n-1 of each layer's qkv and of finalHidden_;
   // a batch keeps no attention weights and no residual norms.
   int copies_ = 1;
 };
 
-// The whole forward pass in one call (a fresh Session). Errors as Session::setTokens.
-Expected<Session> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids);
+// The whole forward pass in one call (a fresh DecoderRun). Errors as DecoderRun::setTokens.
+Expected<DecoderRun> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids);
 
 // applyNorm / normRow (the family's norm): core/models/layers.h.
 // logits (V, or any vector of logits) = cap·tanh(logits / cap) when config.finalSoftcap > 0

@@ -201,7 +201,7 @@ std::vector<std::vector<std::string>> csvRows(const fs::path& path) {
 
 // `heads --prompts --scores sink,local,distant,retrieval`: sharded and merged equals the
 // unsharded run, the PART.json records --sink, --local and the needle seed, and the means
-// equal a Session-based computation of the same definitions (windowMass over the whole
+// equal a DecoderRun-based computation of the same definitions (windowMass over the whole
 // pattern, the needle task's argmax keys) prompt by prompt.
 TEST(CliLongContext, HeadClassesShardMergeAndEqualTheWholePattern) {
   modeltest::Spec spec = modeltest::gpt2Spec();
@@ -253,7 +253,7 @@ TEST(CliLongContext, HeadClassesShardMergeAndEqualTheWholePattern) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("local_window"), std::string::npos) << r.err;
 
-  // the same definitions over each prompt's whole pattern (Session)
+  // the same definitions over each prompt's whole pattern (DecoderRun)
   auto folder = attn::io::loadModelFolder(model);
   ASSERT_TRUE(folder.ok());
   attn::model::DetectOptions o;

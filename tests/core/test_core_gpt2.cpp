@@ -16,7 +16,7 @@ namespace {
 
 using attn::Matrix;
 using attn::model::Config;
-using attn::model::Session;
+using attn::model::DecoderRun;
 using attn::model::Weights;
 
 constexpr double kTolerance = 1e-4;
@@ -75,7 +75,7 @@ std::vector<int> someIds(int n, int vocab, int seed) {
 }
 
 // Every number the session keeps, against the reference.
-void expectMatchesReference(const Session& session, const gpt2test::Reference& ref) {
+void expectMatchesReference(const DecoderRun& session, const gpt2test::Reference& ref) {
   const int n = session.size();
   const Config& c = session.config();
   for (int l = 0; l < c.nLayer; ++l) {
@@ -258,7 +258,7 @@ TEST_F(Gpt2Forward, AppendingOneAtATimeEqualsFullRecompute) {
   const std::vector<int> ids = someIds(17, vocab_.size(), 5);
   auto full = attn::model::forward(weights_, ids);
   ASSERT_TRUE(full.ok());
-  Session incremental(weights_);
+  DecoderRun incremental(weights_);
   for (int i = 0; i < 17; ++i) {
     ASSERT_TRUE(
         incremental.append(std::span<const int>(&ids[static_cast<std::size_t>(i)], 1)).ok());
@@ -282,7 +282,7 @@ TEST_F(Gpt2Forward, SetTokensReusesTheCommonPrefix) {
   std::vector<int> second(first.begin(), first.begin() + 7);
   for (int extra : {3, 99, 150, 4, 8}) second.push_back(extra);
 
-  Session session(weights_);
+  DecoderRun session(weights_);
   auto reused = session.setTokens(first);
   ASSERT_TRUE(reused.ok());
   EXPECT_EQ(*reused, 0);
@@ -325,9 +325,9 @@ TEST_F(Gpt2Forward, SetTokensReusesTheCommonPrefix) {
 TEST_F(Gpt2Forward, TwoSessionsTakingTurnsCatchUpFromTheirOwnPrefix) {
   // The compute worker's pattern: update the session the UI does not hold.
   const std::vector<int> ids = someIds(10, vocab_.size(), 12);
-  Session sessions[2] = {Session(weights_), Session(weights_)};
+  DecoderRun sessions[2] = {DecoderRun(weights_), DecoderRun(weights_)};
   for (int n = 1; n <= 10; ++n) {
-    Session& s = sessions[n % 2];
+    DecoderRun& s = sessions[n % 2];
     const std::vector<int> prefix(ids.begin(), ids.begin() + n);
     auto reused = s.setTokens(prefix);
     ASSERT_TRUE(reused.ok());
@@ -341,7 +341,7 @@ TEST_F(Gpt2Forward, TwoSessionsTakingTurnsCatchUpFromTheirOwnPrefix) {
 
 TEST_F(Gpt2Forward, TruncateThenAppendEqualsFresh) {
   const std::vector<int> ids = someIds(15, vocab_.size(), 6);
-  Session session(weights_);
+  DecoderRun session(weights_);
   ASSERT_TRUE(session.setTokens(ids).ok());
   session.truncate(6);
   std::vector<int> expected(ids.begin(), ids.begin() + 6);
@@ -361,7 +361,7 @@ TEST_F(Gpt2Forward, TruncateThenAppendEqualsFresh) {
 // =======================================================================================
 
 TEST_F(Gpt2Forward, BadIdsAndTooManyTokensLeaveTheSessionUnchanged) {
-  Session session(weights_);
+  DecoderRun session(weights_);
   const std::vector<int> ids = someIds(5, vocab_.size(), 8);
   ASSERT_TRUE(session.setTokens(ids).ok());
   const attn::Vector logits = session.logits();

@@ -1,7 +1,7 @@
 // The long-context head classes (core/models/head_classes.h, analysis.h's windowMass): the
 // sink / local / distant masses of a hand-written pattern, the needle task's layout, the
 // retrieval score of hand-written argmax keys, and on a tiny random llama (GQA, a window)
-// the tiled pass's classes against the whole pattern's (Session) and a plain-loop retrieval.
+// the tiled pass's classes against the whole pattern's (DecoderRun) and a plain-loop retrieval.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -128,7 +128,7 @@ TEST(HeadClasses, TiledPassEqualsTheWholePatternOnATinyLlama) {
   so.topK = 1;
   so.rowBlock = 16;
   so.keyTile = 24;
-  Expected<Session> run = forward(w, haystack);
+  Expected<DecoderRun> run = forward(w, haystack);
   ASSERT_TRUE(run.ok());
   Expected<LongSummary> summary = summarizeAttention(w, haystack, so);
   ASSERT_TRUE(summary.ok());
@@ -150,7 +150,7 @@ TEST(HeadClasses, TiledPassEqualsTheWholePatternOnATinyLlama) {
   // retrieval: the needle run through the tiled pass's top-1, through the session's rows and
   // by a plain loop over the session's attention matrices
   const NeedleTask task = needleTask(haystack, c.vocabSize, 99);
-  Expected<Session> needleRun = forward(w, task.ids);
+  Expected<DecoderRun> needleRun = forward(w, task.ids);
   ASSERT_TRUE(needleRun.ok());
   Expected<LongSummary> needleSummary = summarizeAttention(w, task.ids, so);
   ASSERT_TRUE(needleSummary.ok());

@@ -1,5 +1,5 @@
 // The tiled pass of core/models/long_context.h against the full attention the engine keeps
-// (Session::attention, checked against PyTorch by tests/formats' reference): every summary
+// (DecoderRun::attention, checked against PyTorch by tests/formats' reference): every summary
 // array of every layer and head, on n = 300 tokens of random decoders of four families
 // (gpt2; llama with GQA and per-layer sliding windows; gpt_neox's parallel residual;
 // gemma2 with soft-capping, query_pre_attn_scalar and sandwich norms), with tiles smaller
@@ -68,7 +68,7 @@ TEST(LongContext, EverySummaryEqualsTheFullAttentionOfFourFamilies) {
     SCOPED_TRACE("family " + std::to_string(kind));
     const Config c = family(kind);
     auto w = sharpWeights(c, 290 + static_cast<std::uint64_t>(kind), kind == 0 || kind == 2 ? 12.0f : 25.0f);
-    Expected<Session> full = forward(w, ids);
+    Expected<DecoderRun> full = forward(w, ids);
     ASSERT_TRUE(full.ok());
     SummaryOptions options;
     options.sink = sink;

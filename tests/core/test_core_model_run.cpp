@@ -100,11 +100,11 @@ TEST(ModelRun, DecoderEqualsTheSessionForEveryFamily) {
     EXPECT_EQ(out->tokens, static_cast<int>(kIds.size()));
     EXPECT_EQ(out->ids, kIds);
     // the engine's own: a plain pass, and a recorded one for the streams
-    Expected<Session> plain = forward(w.decoder, kIds);
+    Expected<DecoderRun> plain = forward(w.decoder, kIds);
     ASSERT_TRUE(plain);
     expectSameFloats(out->attention, plain->attentionTensor(), "attention");
     expectSameFloats(out->next, plain->logits(), "next-token logits");
-    Expected<Session> recorded = runWithHooks(w.decoder, kIds, recordingHooks());
+    Expected<DecoderRun> recorded = runWithHooks(w.decoder, kIds, recordingHooks());
     ASSERT_TRUE(recorded);
     expectSameFloats(out->residuals, flat(recorded->recording().resid), "residuals");
     const Matrix logits = logitsAt(*w.decoder, recorded->recording().resid.back());
@@ -130,12 +130,12 @@ TEST(ModelRun, DecoderAblationEqualsTheHooks) {
     auto hooks = std::make_shared<Hooks>();
     const HeadEdit edit = mean ? HeadEdit::Mean : HeadEdit::Zero;
     hooks->heads = {{0, 1, edit, {}}, {2, 2, edit, {}}};
-    Expected<Session> engine = runWithHooks(w.decoder, kIds, hooks);
+    Expected<DecoderRun> engine = runWithHooks(w.decoder, kIds, hooks);
     ASSERT_TRUE(engine);
     expectSameFloats(out->attention, engine->attentionTensor(), "attention");
     expectSameFloats(out->next, engine->logits(), "logits");
     // and it changed the prediction
-    Expected<Session> clean = forward(w.decoder, kIds);
+    Expected<DecoderRun> clean = forward(w.decoder, kIds);
     EXPECT_GT((out->next - clean->logits()).cwiseAbs().maxCoeff(), 1e-4);
   }
 }

@@ -1,6 +1,6 @@
-// Activation patching's fast path (Session::rerunFrom, restoreFrom, nextLogit; core/models/
+// Activation patching's fast path (DecoderRun::rerunFrom, restoreFrom, nextLogit; core/models/
 // analysis.cpp) against the plain definition: one whole forward pass per site with the clean
-// activation put in by a hook (Session::setHooks) and the whole vocabulary's logits. Random
+// activation put in by a hook (DecoderRun::setHooks) and the whole vocabulary's logits. Random
 // weights in four families' shapes (gpt2; llama with GQA, rope and a per-layer sliding window;
 // gpt_neox with a parallel residual; gemma2 with sandwich norms and soft-capping), every
 // site of every target. Tolerance: 2e-4 on the normalised effect (float32 passes computed
@@ -13,7 +13,7 @@
 #include "core/base/random.h"
 #include "tests/support/small_families.h"
 #include "core/models/analysis.h"
-#include "core/models/session_batch.h"
+#include "core/models/decoder_batch.h"
 
 namespace test_core_patching {
 namespace {
@@ -30,7 +30,7 @@ Config family(int kind) {
 // The definition: the corrupt prompt's whole pass with the hooks, m from the full logits.
 double wholePassMetric(std::shared_ptr<const Weights> w, const std::vector<int>& ids, Hooks hooks,
                        int answer, int wrong) {
-  Expected<Session> run = runWithHooks(std::move(w), ids, std::make_shared<const Hooks>(std::move(hooks)));
+  Expected<DecoderRun> run = runWithHooks(std::move(w), ids, std::make_shared<const Hooks>(std::move(hooks)));
   EXPECT_TRUE(run.ok());
   return static_cast<double>(run->logits()[answer]) - run->logits()[wrong];
 }
@@ -49,9 +49,9 @@ TEST(Patching, FastPathEqualsOneWholePassPerSite) {
     auto w = std::make_shared<const Weights>(randomWeights(c, 100 + static_cast<std::uint64_t>(run)));
     auto record = std::make_shared<Hooks>();
     record->record = true;
-    Expected<Session> cleanRun = runWithHooks(w, clean, record);
+    Expected<DecoderRun> cleanRun = runWithHooks(w, clean, record);
     ASSERT_TRUE(cleanRun.ok());
-    Expected<Session> corruptRun = runWithHooks(w, corrupt, record);
+    Expected<DecoderRun> corruptRun = runWithHooks(w, corrupt, record);
     ASSERT_TRUE(corruptRun.ok());
     const Recording& cr = cleanRun->recording();
     const Recording& xr = corruptRun->recording();
@@ -103,7 +103,7 @@ TEST(Patching, FastPathEqualsOneWholePassPerSite) {
 
 TEST(Patching, RerunRefusesWhatItCannotDo) {
   auto w = std::make_shared<const Weights>(randomWeights(family(0), 5));
-  Expected<Session> run = forward(w, std::vector<int>{1, 2, 3, 4});
+  Expected<DecoderRun> run = forward(w, std::vector<int>{1, 2, 3, 4});
   ASSERT_TRUE(run.ok());
   const Matrix stream = Matrix::Zero(2, 32);
   EXPECT_FALSE(run->rerunFrom(4, 0, Matrix::Zero(4, 32), nullptr).ok());  // past the L = 3 blocks' end
@@ -114,7 +114,7 @@ TEST(Patching, RerunRefusesWhatItCannotDo) {
   auto early = std::make_shared<Hooks>();
   early->heads.push_back({0, 0, HeadEdit::Zero, {}});
   EXPECT_FALSE(run->rerunFrom(1, 0, Matrix::Zero(4, 32), early).ok());  // a hook before the block
-  const Session before = *run;
+  const DecoderRun before = *run;
   ASSERT_TRUE(run->rerunFrom(1, 2, stream, nullptr).ok());
   EXPECT_NE(run->nextLogit(5), before.nextLogit(5));
   run->restoreFrom(before, 1, 2);
@@ -122,7 +122,7 @@ TEST(Patching, RerunRefusesWhatItCannotDo) {
   EXPECT_EQ(run->attention(2, 1), before.attention(2, 1));
 }
 
-// SessionBatch: copy b re-run with its own stream and hooks equals Session::rerunFrom on a
+// DecoderBatch: copy b re-run with its own stream and hooks equals DecoderRun::rerunFrom on a
 // copy of the base with the same (1e-5 of the logit); restoreFrom gives the base back.
 TEST(Patching, BatchCopiesEqualSingleReruns) {
   const std::vector<int> ids = {3, 17, 8, 22, 5, 31, 12, 9};
@@ -131,7 +131,7 @@ TEST(Patching, BatchCopiesEqualSingleReruns) {
     SCOPED_TRACE("family " + std::to_string(kind));
     const Config c = family(kind);
     auto w = std::make_shared<const Weights>(randomWeights(c, 300 + static_cast<std::uint64_t>(kind)));
-    Expected<Session> base = forward(w, ids);
+    Expected<DecoderRun> base = forward(w, ids);
     ASSERT_TRUE(base.ok());
     SplitMix64 rng(11);
     auto randomMatrix = [&](Eigen::Index r, Eigen::Index k) {
@@ -144,10 +144,10 @@ TEST(Patching, BatchCopiesEqualSingleReruns) {
     const Matrix z = randomMatrix(copies * n, dh);  // head b of block 2 replaced in copy b
     auto batchHooks = std::make_shared<Hooks>();
     for (int h = 0; h < copies; ++h) batchHooks->heads.push_back({2, h, HeadEdit::Replace, z});
-    SessionBatch batch(*base, copies);
+    DecoderBatch batch(*base, copies);
     ASSERT_TRUE(batch.rerunFrom(layer, first, streams, batchHooks).ok());
     for (int b = 0; b < copies; ++b) {
-      Session one = *base;
+      DecoderRun one = *base;
       auto hooks = std::make_shared<Hooks>();
       for (int h = 0; h < copies; ++h) hooks->heads.push_back({2, h, HeadEdit::Replace, Matrix(z.middleRows(b * n, n))});
       ASSERT_TRUE(one.rerunFrom(layer, first, streams.middleRows(b * m, m), hooks).ok());

@@ -150,7 +150,7 @@ TEST(Hooks, AppendAndTruncateRecomputeUnderTheHooks) {
   ASSERT_TRUE(whole.ok());
   // Appending token by token under a mean ablation equals the whole run (the mean changes
   // with every token, so the cache cannot be reused).
-  Session growing(model().weights);
+  DecoderRun growing(model().weights);
   ASSERT_TRUE(growing.setHooks(hooks).ok());
   for (int id : ids) ASSERT_TRUE(growing.append(std::span<const int>(&id, 1)).ok());
   EXPECT_LT((growing.logits() - whole->logits()).cwiseAbs().maxCoeff(), 1e-5);
@@ -163,7 +163,7 @@ TEST(Hooks, AppendAndTruncateRecomputeUnderTheHooks) {
 }
 
 TEST(Hooks, BadHooksAreErrorsNamingTheHook) {
-  Session session(model().weights);
+  DecoderRun session(model().weights);
   ASSERT_TRUE(session.setTokens(idsOf("abc")).ok());
   auto bad = std::make_shared<Hooks>();
   bad->heads.push_back({2, 0, HeadEdit::Zero, {}});
@@ -490,7 +490,7 @@ TEST(Dataset, ShardedTotalsMergeToTheUnshardedOnes) {
   const DetectOptions options{};
   auto totalsOf = [&](std::size_t first, std::size_t last) {
     ScoreTotals t = emptyTotals(model().weights->config, kinds);
-    Session session(model().weights);
+    DecoderRun session(model().weights);
     for (std::size_t i = first; i < last; ++i) {
       session.clear();  // from scratch, as attnscope heads --prompts
       EXPECT_TRUE(session.setTokens(prompts[i]).ok());

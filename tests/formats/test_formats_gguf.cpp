@@ -298,8 +298,8 @@ Compared compare(const modeltest::Spec& spec, std::uint32_t type, const std::str
   EXPECT_EQ(gguf->weights->config.modelType, spec.modelType);
   EXPECT_EQ(gguf->weights->config.nHeadKv, spec.headsKv);
   const std::vector<int> ids = {5, 77, 200, 13, 13, 299, 0, 150, 42, 7, 256, 31};
-  attn::Expected<attn::model::Session> a = attn::model::forward(gguf->weights, ids);
-  attn::Expected<attn::model::Session> b = attn::model::forward(st->weights, ids);
+  attn::Expected<attn::model::DecoderRun> a = attn::model::forward(gguf->weights, ids);
+  attn::Expected<attn::model::DecoderRun> b = attn::model::forward(st->weights, ids);
   EXPECT_TRUE(a && b);
   if (!a || !b) return out;
   for (int l = 0; l < spec.layers; ++l)
@@ -455,8 +455,8 @@ TEST(GgufModel, Gpt2AndGptNeoxFilesEqualTheirSafetensorsFolders) {
     ASSERT_TRUE(b) << b.error().message();
     EXPECT_EQ(a->weights->config.modelType, spec.modelType == "gpt2" ? "gpt2" : "gptneox");
     const std::vector<int> ids = {3, 14, 15, 52, 6, 5, 35, 8};
-    attn::Expected<attn::model::Session> sa = attn::model::forward(a->weights, ids);
-    attn::Expected<attn::model::Session> sb = attn::model::forward(b->weights, ids);
+    attn::Expected<attn::model::DecoderRun> sa = attn::model::forward(a->weights, ids);
+    attn::Expected<attn::model::DecoderRun> sb = attn::model::forward(b->weights, ids);
     ASSERT_TRUE(sa && sb);
     double worst = 0;
     for (int l = 0; l < spec.layers; ++l)

@@ -169,8 +169,8 @@ TEST(GgufFamilies, Qwen3Gemma2Phi3FilesEqualTheirSafetensorsFolders) {
     EXPECT_EQ(g->weights->config.modelType, c.type);
     EXPECT_EQ(g->weights->config.rotaryDims, s->weights->config.rotaryDims) << c.name;
     EXPECT_EQ(g->weights->config.windowOf(0), s->weights->config.windowOf(0)) << c.name;
-    attn::Expected<attn::model::Session> a = attn::model::forward(g->weights, ids);
-    attn::Expected<attn::model::Session> b = attn::model::forward(s->weights, ids);
+    attn::Expected<attn::model::DecoderRun> a = attn::model::forward(g->weights, ids);
+    attn::Expected<attn::model::DecoderRun> b = attn::model::forward(s->weights, ids);
     ASSERT_TRUE(a && b) << c.name;
     double worst = 0;
     for (int l = 0; l < 3; ++l)

@@ -89,7 +89,7 @@ std::vector<double> probabilities(const std::string& name) {
   EXPECT_TRUE(model) << model.error().message();
   if (!model) return {};
   const std::vector<int> ids = ggufgolden::evaluatedIds();
-  attn::Expected<attn::model::Session> session = attn::model::forward(model->weights, ids);
+  attn::Expected<attn::model::DecoderRun> session = attn::model::forward(model->weights, ids);
   EXPECT_TRUE(session);
   std::vector<double> p(static_cast<std::size_t>(model->weights->config.vocabSize));
   for (const auto& t : session->topK(model->weights->config.vocabSize)) p[static_cast<std::size_t>(t.id)] = t.probability;

@@ -63,7 +63,7 @@ std::vector<int> topIds(const std::vector<double>& logits, int k) {
 }
 
 // Attention within 1e-4 everywhere, top-10 equal, probabilities within 1e-4.
-void expectMatches(const attn::model::Session& session, const modeltest::Reference& ref) {
+void expectMatches(const attn::model::DecoderRun& session, const modeltest::Reference& ref) {
   const auto& c = session.config();
   const int n = session.size();
   ASSERT_EQ(ref.attention.size(), static_cast<std::size_t>(c.nLayer));
@@ -144,7 +144,7 @@ TEST(ModelFamilies, KvCacheEqualsFullRun) {
     const std::vector<int> ids = someIds(c.spec.vocab);
     auto full = attn::model::forward(loaded->weights, ids);
     ASSERT_TRUE(full.ok());
-    attn::model::Session session(loaded->weights);
+    attn::model::DecoderRun session(loaded->weights);
     for (int id : ids) ASSERT_TRUE(session.append(std::span<const int>(&id, 1)).ok());
     std::vector<int> edited = ids;
     edited[15] = (edited[15] + 1) % c.spec.vocab;
@@ -241,7 +241,7 @@ TEST(ModelFamilies, Bf16InPlaceMatchesF32OfTheSameWeights) {
       auto loaded = attn::io::loadModelFolder(dir.string());
       ASSERT_TRUE(loaded.ok()) << loaded.error().message();
       ASSERT_TRUE(loaded->weights->layers[0].up.weight.isBf16());
-      attn::model::Session session(loaded->weights);
+      attn::model::DecoderRun session(loaded->weights);
       for (int id : ids) ASSERT_TRUE(session.append(std::span<const int>(&id, 1)).ok());
       auto full = attn::model::forward(loaded->weights, ids);
       attn::kernels::setActiveIsa(before);

@@ -297,7 +297,7 @@ TorchRun runTorch(const std::vector<std::pair<std::vector<int>, fs::path>>& runs
 }
 
 // Attention within 1e-4, the top-10 ids equal and their probabilities within 1e-4.
-void expectMatches(const attn::model::Session& session, const modeltest::Reference& ref) {
+void expectMatches(const attn::model::DecoderRun& session, const modeltest::Reference& ref) {
   const auto& c = session.config();
   const int n = session.size();
   ASSERT_EQ(ref.attention.size(), static_cast<std::size_t>(c.nLayer));
@@ -425,7 +425,7 @@ TEST(RopeForward, LengthDependentTypesRecomputeTheCache) {
     auto weights = load(writeRopeFolder("rope_cache_" + c.name, c.spec, c.edit));
     ASSERT_TRUE(weights);
     const std::vector<int> ids = manyIds(c.tokens, c.spec.vocab);
-    attn::model::Session session(weights);
+    attn::model::DecoderRun session(weights);
     for (std::size_t i = 0; i < ids.size(); i += 37) {
       const std::size_t end = std::min(ids.size(), i + 37);
       ASSERT_TRUE(session.append(std::span<const int>(ids.data() + i, end - i)).ok());

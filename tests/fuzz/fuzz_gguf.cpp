@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   auto shared = std::make_shared<const attn::model::Weights>(std::move(weights).value());
   const std::vector<int> ids = {0, config->vocabSize - 1};
-  attn::Expected<attn::model::Session> session = attn::model::forward(shared, ids);
+  attn::Expected<attn::model::DecoderRun> session = attn::model::forward(shared, ids);
   if (!session) die("forward pass failed on loaded weights", session.error().message());
   for (int l = 0; l < config->nLayer; ++l)
     for (int h = 0; h < config->nHead; ++h) {

@@ -20,7 +20,7 @@
 #include <stb/stb_image.h>
 
 #include "app/session/attention_service.h"
-#include "app/ui/shell/gui_session.h"
+#include "app/ui/shell/gui_window.h"
 #include "tests/support/attention_test_files.h"
 #include "render/heatmap_render.h"
 #include "tests/support/test_files.h"
@@ -130,7 +130,7 @@ TEST(AttentionScreenshot, HostileFileFailsWithOneLine) {
   EXPECT_FALSE(fs::exists(dir / "bad.png"));
 }
 
-// The real window loop (GuiSession, not screenshot mode): the thumbnails are made on the
+// The real window loop (GuiWindow, not screenshot mode): the thumbnails are made on the
 // worker, so frames go on while they are missing; they arrive for the NEWEST file when a
 // second file is opened meanwhile (the first pass is cancelled). Needs a display: without
 // one, the test runs itself again under xvfb-run.
@@ -150,7 +150,7 @@ TEST(AttentionWindow, FramesGoOnWhileTheWorkerMakesTheGrid) {
   small.shape = {3, 2, 20, 20};
   tf::writeNpyFile(dir / "small.npy", small, tf::attentionPattern());
 
-  attn::app::GuiSession session;
+  attn::app::GuiWindow session;
   attn::app::GuiLaunch launch;
   launch.scenarioPath = (dir / "big.npy").string();
   launch.noAutosave = true;

@@ -1,4 +1,4 @@
-// The GPT-2 model in the real window loop (GuiSession, not screenshot mode) on a small model
+// The GPT-2 model in the real window loop (GuiWindow, not screenshot mode) on a small model
 // in the Hugging Face layout (tests/support/gpt2_fixture.h): --model loads on the worker while
 // frames go on, typing one character per frame never waits for the model, and the run that
 // lands is the one of the final text. Also `attnscope screenshot --model` as a subprocess:
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/ui/shell/gui_session.h"
+#include "app/ui/shell/gui_window.h"
 #include "app/session/model_service.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/gpt2_fixture.h"
@@ -51,7 +51,7 @@ TEST(ModelWindow, TypingNeverWaitsForTheModel) {
     return;
   }
   const fs::path dir = writeModel("smoke_model_window");
-  attn::app::GuiSession session;
+  attn::app::GuiWindow session;
   attn::app::GuiLaunch launch;
   launch.modelFolder = dir.string();
   launch.noAutosave = true;

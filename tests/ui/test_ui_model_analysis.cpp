@@ -153,8 +153,8 @@ TEST_F(ModelAnalysisInApp, ClickingAHeadAblatesItAndTheRunEqualsAblateHeads) {
   Expected<std::shared_ptr<const model::Hooks>> hooks =
       model::ablationHooks(weights(state)->config, heads, model::AblationMode::Mean);
   ASSERT_TRUE(hooks);
-  Expected<model::Session> ablated = model::runWithHooks(weights(state), run->ids, *hooks);
-  Expected<model::Session> clean = model::forward(weights(state), run->ids);
+  Expected<model::DecoderRun> ablated = model::runWithHooks(weights(state), run->ids, *hooks);
+  Expected<model::DecoderRun> clean = model::forward(weights(state), run->ids);
   ASSERT_TRUE(ablated && clean);
   EXPECT_EQ(state.attention.tensor(), run->attention);
   // The Attention panel's source names the intervention and flags the ablated heads (its grid
@@ -208,7 +208,7 @@ TEST_F(ModelAnalysisInApp, HeadScoresEqualTheCoreAndSortLikeIt) {
   // No copying score: its circuits are computed only when "copying" is picked.
   ASSERT_EQ(run->analysis->scores.size(), std::size(model::kAllHeadScores));
   EXPECT_FALSE(run->analysis->circuits);
-  Expected<model::Session> clean = model::forward(weights(state), run->ids);
+  Expected<model::DecoderRun> clean = model::forward(weights(state), run->ids);
   ASSERT_TRUE(clean);
   for (std::size_t k = 0; k < std::size(model::kAllHeadScores); ++k) {
     const Matrix want = model::headScore(*clean, model::kAllHeadScores[k], detect);

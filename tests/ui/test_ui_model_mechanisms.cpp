@@ -124,7 +124,7 @@ TEST_F(MechanismsInApp, EachChoiceShowsTheCoreAndCliArraysOfTheSameRun) {
   const int n = static_cast<int>(ids.size());
   ASSERT_GT(n, 8);
   const std::shared_ptr<const model::Weights> weights = state.model.model->weights;
-  Expected<model::Session> fresh = model::forward(weights, ids);
+  Expected<model::DecoderRun> fresh = model::forward(weights, ids);
   ASSERT_TRUE(fresh);
   const std::vector<float> wantNorm = model::normWeightedAttention(*fresh);
   Expected<std::vector<float>> wantZero = model::valueZeroing(weights, ids);
@@ -255,7 +255,7 @@ TEST_F(MechanismsInApp, NewTextKeepsTheChoiceAndRecomputes) {
   EXPECT_EQ(state.model.mechanism.show, Mechanism::Flow);
   const int n = static_cast<int>(run->ids.size());
   EXPECT_EQ(shapeOf(*after), (std::vector<std::int64_t>{1, 1, n, n}));
-  Expected<model::Session> fresh = model::forward(state.model.model->weights, run->ids);
+  Expected<model::DecoderRun> fresh = model::forward(state.model.model->weights, run->ids);
   ASSERT_TRUE(fresh);
   Expected<Matrix> flow = model::attentionFlow(*fresh, false);
   ASSERT_TRUE(flow);

@@ -141,7 +141,7 @@ TEST_F(ModelUndo, UndoingAnAblationBringsBackTheCleanRunComputedOnTheWorker) {
     EXPECT_NEAR(undone->next[i].probability, clean->next[i].probability, 1e-6f) << "rank " << i;
   }
   EXPECT_LE(attentionDifference(*undone, *clean), 1e-6f);
-  Expected<model::Session> reference = model::forward(state.model.model->weights, undone->ids);
+  Expected<model::DecoderRun> reference = model::forward(state.model.model->weights, undone->ids);
   ASSERT_TRUE(reference) << reference.error().message();
   for (int l = 0; l < 3; ++l)
     for (int h = 0; h < 4; ++h)

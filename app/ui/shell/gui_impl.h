@@ -1,4 +1,4 @@
-// The window's state (GuiSession::Impl) and what its parts share. Private to app/ui/shell:
+// The window's state (GuiWindow::Impl) and what its parts share. Private to app/ui/shell:
 // the window and its loop (gui_window.cpp), the menus and shortcuts (gui_menus.cpp), the
 // notices, log and help windows (gui_notices.cpp), the launch plan (gui_launch.cpp) and
 // the screenshot (gui_screenshot.cpp).
@@ -31,7 +31,7 @@
 #include "app/session/frame_pacing.h"
 #include "app/session/long_context_service.h"
 #include "app/ui/widgets/gl_texture.h"
-#include "app/ui/shell/gui_session.h"
+#include "app/ui/shell/gui_window.h"
 #include "app/ui/widgets/heatmap_widget_impl.h"
 #include "app/session/mechanism_service.h"
 #include "app/session/model_service.h"
@@ -94,7 +94,7 @@ inline constexpr Shortcut kShortcuts[] = {
     {"Click a patch of the image", "Make it the query"},
 };
 
-struct GuiSession::Impl {
+struct GuiWindow::Impl {
   GuiLaunch launch;
   Options options;
   GLFWwindow* window = nullptr;
@@ -135,7 +135,7 @@ struct GuiSession::Impl {
   int exitCode = 0;
   bool screenshotRequested = false;  // F12 / menu
   bool finished = false;
-  GuiSession::FrameTiming timing;
+  GuiWindow::FrameTiming timing;
 
   bool showLog = false, showAbout = false, showShortcuts = false;
   std::string presetBanner;  // path of the preset whose description banner is up ("" = none)

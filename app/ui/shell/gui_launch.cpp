@@ -10,7 +10,7 @@ namespace attn::app {
 namespace fs = std::filesystem;
 
 // Steps, in order: 0-1 the files, 2 the window, 3 the document, 4 each feature's part.
-int GuiSession::open(const GuiLaunch& launch, const Options& options) {
+int GuiWindow::open(const GuiLaunch& launch, const Options& options) {
   Impl& s = *impl_;
   s.launch = launch;
   s.launch.frames = std::max(1, launch.frames);
@@ -51,7 +51,7 @@ int GuiSession::open(const GuiLaunch& launch, const Options& options) {
   return 0;
 }
 
-int GuiSession::Impl::checkLaunchFiles(LaunchFiles& files) {
+int GuiWindow::Impl::checkLaunchFiles(LaunchFiles& files) {
   // The image (the window checks it as the CLI's `image` does).
   if (!launch.imagePath.empty()) {
     Expected<io::Image> image = io::loadImage(launch.imagePath);
@@ -94,7 +94,7 @@ int GuiSession::Impl::checkLaunchFiles(LaunchFiles& files) {
   return 0;
 }
 
-void GuiSession::Impl::startServices() {
+void GuiWindow::Impl::startServices() {
   ui = std::make_unique<UiState>(std::make_unique<GlHeatmapTextures>());
   HeatmapCache* heatmaps = &ui->heatmaps;
   // Spread big re-uploads over frames (about two 2048 x 2048 matrices per frame), except for
@@ -107,7 +107,7 @@ void GuiSession::Impl::startServices() {
   mechanism = std::make_unique<MechanismService>();
 }
 
-void GuiSession::Impl::openLaunchDocument(LaunchFiles& launchFiles) {
+void GuiWindow::Impl::openLaunchDocument(LaunchFiles& launchFiles) {
   files.assetDir = dataDir();
   // The desktop's file dialog (zenity / kdialog) in an interactive window, never in a
   // screenshot run.
@@ -131,7 +131,7 @@ void GuiSession::Impl::openLaunchDocument(LaunchFiles& launchFiles) {
 }
 
 // The image view (computed off the UI thread, except for deterministic screenshots).
-void GuiSession::Impl::launchImage(const std::string& imageError) {
+void GuiWindow::Impl::launchImage(const std::string& imageError) {
   state.image.async = !screenshotMode();
   if (!imageError.empty()) notify(state, Notice::Kind::Error, imageError, now());
   if (launch.imagePath.empty() || !imageError.empty()) return;
@@ -145,12 +145,12 @@ void GuiSession::Impl::launchImage(const std::string& imageError) {
   }
 }
 
-void GuiSession::Impl::launchAttention(const std::string& attentionPath) {
+void GuiWindow::Impl::launchAttention(const std::string& attentionPath) {
   if (!attentionPath.empty() && openAttentionFile(state, attentionPath, now(), launch.attention.open))
     applyAttentionStart(state, launch.attention, now());
 }
 
-bool GuiSession::Impl::launchModel() {
+bool GuiWindow::Impl::launchModel() {
   if (launch.modelFolder.empty()) return true;
   state.model.text = launch.modelText;
   ++state.model.textRevision;
@@ -158,7 +158,7 @@ bool GuiSession::Impl::launchModel() {
   return !screenshotMode() || openModelScreenshot();
 }
 
-bool GuiSession::Impl::openModelScreenshot() {
+bool GuiWindow::Impl::openModelScreenshot() {
   const std::size_t notices = state.notices.size();
   updateModel(state, now());
   if (!state.image.model.loadRequest.empty()) {  // a ViT folder: the Image panel's model source
@@ -251,7 +251,7 @@ bool GuiSession::Impl::openModelScreenshot() {
   return true;
 }
 
-void GuiSession::Impl::launchView() {
+void GuiWindow::Impl::launchView() {
   if (launch.lightTheme) state.view.lightTheme = *launch.lightTheme;
   if (launch.classroomText) state.view.classroomText = *launch.classroomText;
   state.view.presentation = launch.presentation;
@@ -277,7 +277,7 @@ void GuiSession::Impl::launchView() {
   if (launch.dialog == "replace") confirmDialog(files);
 }
 
-void GuiSession::Impl::finishLaunch() {
+void GuiWindow::Impl::finishLaunch() {
   files.autosavedRevision = state.revision;
   files.autosavedView = viewToJson(state.view, state.doc.viewJson, true) +
                         (state.dirty() ? "d" : "c") + state.docPath;

@@ -20,7 +20,7 @@ bool endsWithGif(const std::string& path) { return io::lowerExtension(path) == "
 
 }  // namespace
 
-void GuiSession::Impl::exportLesson(const std::string& path) {
+void GuiWindow::Impl::exportLesson(const std::string& path) {
   const double t = now();
   if (endsWithGif(path)) {
     startLessonCapture(path, 400);
@@ -45,14 +45,14 @@ void GuiSession::Impl::exportLesson(const std::string& path) {
     notify(state, Notice::Kind::Error, written.error().message(), t);
 }
 
-void GuiSession::Impl::startLessonCapture(const std::string& path, int delayCs) {
+void GuiWindow::Impl::startLessonCapture(const std::string& path, int delayCs) {
   lesson = LessonCapture{};
   lesson.path = path;
   lesson.delayCs = delayCs;
   lesson.saved = state.view;
 }
 
-void GuiSession::Impl::lessonBeforeFrame() {
+void GuiWindow::Impl::lessonBeforeFrame() {
   if (!lesson.active()) return;
   eventSeen = true;  // keep drawing while capturing (the window would wait for input)
   if (lesson.stages.empty()) {
@@ -78,7 +78,7 @@ void GuiSession::Impl::lessonBeforeFrame() {
   state.view.pipelineStage = lesson.stages[lesson.next];
 }
 
-void GuiSession::Impl::lessonAfterRender() {
+void GuiWindow::Impl::lessonAfterRender() {
   if (!lesson.active() || lesson.stages.empty()) return;
   if (++lesson.drawn < kLessonSettleFrames) return;
   int width = 0, height = 0;

@@ -13,7 +13,7 @@ using panel::tooltip;
 // Shortcuts
 // =======================================================================================
 
-void GuiSession::Impl::handleShortcuts() {
+void GuiWindow::Impl::handleShortcuts() {
   const ImGuiIO& io = ImGui::GetIO();
   const double t = now();
   std::vector<KeyPress> presses;
@@ -87,7 +87,7 @@ void GuiSession::Impl::handleShortcuts() {
 // The menu bar
 // =======================================================================================
 
-void GuiSession::Impl::drawMenuBar() {
+void GuiWindow::Impl::drawMenuBar() {
   const double t = now();
   if (!ImGui::BeginMainMenuBar()) return;
   drawFileMenu(t);
@@ -100,7 +100,7 @@ void GuiSession::Impl::drawMenuBar() {
   ImGui::EndMainMenuBar();
 }
 
-void GuiSession::Impl::drawFileMenu(double t) {
+void GuiWindow::Impl::drawFileMenu(double t) {
   if (ImGui::BeginMenu("File")) {
     if (ImGui::MenuItem("Open\xE2\x80\xA6", "Ctrl+O")) showOpenDialog(files, state);
     tooltip("Open a scenario (.json), an attention file (.npy, .npz) or an image. You can "
@@ -154,7 +154,7 @@ void GuiSession::Impl::drawFileMenu(double t) {
   }
 }
 
-void GuiSession::Impl::drawModelMenu() {
+void GuiWindow::Impl::drawModelMenu() {
   if (ImGui::BeginMenu("Model")) {
     if (ImGui::MenuItem("Open model folder\xE2\x80\xA6")) {
       *panelFlag(state.view, "model") = true;
@@ -169,7 +169,7 @@ void GuiSession::Impl::drawModelMenu() {
   }
 }
 
-void GuiSession::Impl::drawEditMenu() {
+void GuiWindow::Impl::drawEditMenu() {
   if (ImGui::BeginMenu("Edit")) {
     if (ImGui::MenuItem("Undo", "Ctrl+Z", false,
                         !state.history.undo.empty() || state.history.pending))
@@ -182,7 +182,7 @@ void GuiSession::Impl::drawEditMenu() {
   }
 }
 
-void GuiSession::Impl::drawViewMenu() {
+void GuiWindow::Impl::drawViewMenu() {
   if (ImGui::BeginMenu("View")) {
     for (const PanelInfo& panel : panelRegistry()) {
       ImGui::MenuItem(panel.name, nullptr, panelFlag(state.view, panel.id));
@@ -295,7 +295,7 @@ void GuiSession::Impl::drawViewMenu() {
   }
 }
 
-void GuiSession::Impl::drawHelpMenu() {
+void GuiWindow::Impl::drawHelpMenu() {
   if (ImGui::BeginMenu("Help")) {
     if (ImGui::MenuItem("Shortcuts")) showShortcuts = true;
     tooltip("Keyboard and mouse shortcuts.");
@@ -305,7 +305,7 @@ void GuiSession::Impl::drawHelpMenu() {
 }
 
 // Right side: what is computed and how long it took.
-void GuiSession::Impl::drawMenuStatus() {
+void GuiWindow::Impl::drawMenuStatus() {
   char info[160];
   if (state.computed->result && state.computed->problem) {
     const auto& problem = *state.computed->problem;
@@ -332,7 +332,7 @@ void GuiSession::Impl::drawMenuStatus() {
 // Recent files and the title
 // =======================================================================================
 
-void GuiSession::Impl::loadRecent() {
+void GuiWindow::Impl::loadRecent() {
   if (launch.noAutosave || screenshotMode()) return;
   recentFile = recentFilesPath();
   if (recentFile.empty()) return;
@@ -346,7 +346,7 @@ void GuiSession::Impl::loadRecent() {
 }
 
 // Adds the document and the attention file to the list when they change (once opened).
-void GuiSession::Impl::trackRecent() {
+void GuiWindow::Impl::trackRecent() {
   if (recentFile.empty()) return;
   bool changed = false;
   if (state.docPath != recentDoc) {
@@ -363,7 +363,7 @@ void GuiSession::Impl::trackRecent() {
            "cannot keep the recent-files list: " + saved.error().message(), now());
 }
 
-void GuiSession::Impl::drawRecentMenu() {
+void GuiWindow::Impl::drawRecentMenu() {
   if (!ImGui::BeginMenu("Open Recent", !recent.empty())) {
     tooltip("Scenarios and attention files opened before (none yet).");
     return;
@@ -389,7 +389,7 @@ void GuiSession::Impl::drawRecentMenu() {
   if (!picked.empty()) requestOpen(files, state, picked, now());
 }
 
-void GuiSession::Impl::updateTitle() {
+void GuiWindow::Impl::updateTitle() {
   std::string name = state.doc.name.empty() ? "untitled" : state.doc.name;
   std::string text = "attnscope \xE2\x80\x94 " + name;
   if (!state.docPath.empty()) text += " (" + state.docPath + ")";

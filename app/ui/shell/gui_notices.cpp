@@ -9,7 +9,7 @@ using panel::tooltip;
 using panel::noticeColor;
 using panel::noticePrefix;
 
-void GuiSession::Impl::drawNotices() {
+void GuiWindow::Impl::drawNotices() {
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
   const float font = ImGui::GetFontSize();
   const double t = now();
@@ -88,7 +88,7 @@ void GuiSession::Impl::drawNotices() {
   ImGui::End();
 }
 
-void GuiSession::Impl::drawLog() {
+void GuiWindow::Impl::drawLog() {
   if (!showLog) return;
   const float font = ImGui::GetFontSize();
   ImGui::SetNextWindowSize(ImVec2(font * 40, font * 16), ImGuiCond_FirstUseEver);
@@ -111,7 +111,7 @@ void GuiSession::Impl::drawLog() {
   ImGui::End();
 }
 
-void GuiSession::Impl::drawHelpWindows() {
+void GuiWindow::Impl::drawHelpWindows() {
   const float font = ImGui::GetFontSize();
   // The description of a preset just opened from the menu, until dismissed or another
   // document is opened.
@@ -181,7 +181,7 @@ void GuiSession::Impl::drawHelpWindows() {
   }
 }
 
-void GuiSession::Impl::postComputeNotices() {
+void GuiWindow::Impl::postComputeNotices() {
   const double t = now();
   const Computed& computed = *state.computed;
   if (!computed.error.empty() && computed.error != lastComputeError) {

@@ -23,7 +23,7 @@ std::vector<DrawnPanel> drawnPanels() {
 
 }  // namespace
 
-void GuiSession::Impl::takeScreenshot(const std::string& path, bool sidecar) {
+void GuiWindow::Impl::takeScreenshot(const std::string& path, bool sidecar) {
   int fbWidth = 0, fbHeight = 0, winWidth = 0, winHeight = 0;
   glfwGetFramebufferSize(window, &fbWidth, &fbHeight);
   glfwGetWindowSize(window, &winWidth, &winHeight);

@@ -2,7 +2,7 @@
 // the panels and presentation mode. The menus, notices, launch plan and screenshot live in
 // gui_menus.cpp, gui_notices.cpp, gui_launch.cpp and gui_screenshot.cpp (gui_impl.h).
 //
-// Frame order (GuiSession::frame):
+// Frame order (GuiWindow::frame):
 //   1 poll events, rebuild the font if the presentation size changed
 //   2 ImGui NewFrame, shortcuts, main menu bar
 //   3 the panels (app/ui/panels), tiled by the workspace with splitters between them;
@@ -46,13 +46,13 @@ double threadCpuMs() {
 }
 
 void dropCallback(GLFWwindow* window, int count, const char** paths) {
-  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  auto* impl = static_cast<GuiWindow::Impl*>(glfwGetWindowUserPointer(window));
   if (impl == nullptr || count <= 0) return;
   for (int i = 0; i < count; ++i) impl->droppedPaths.emplace_back(paths[i]);  // openDropped
 }
 
 void keyCallback(GLFWwindow* window, int key, int /*scancode*/, int action, int mods) {
-  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  auto* impl = static_cast<GuiWindow::Impl*>(glfwGetWindowUserPointer(window));
   if (impl == nullptr) return;
   impl->eventSeen = true;
   if (action != GLFW_RELEASE) impl->keyPresses.push_back({key, mods});
@@ -61,7 +61,7 @@ void keyCallback(GLFWwindow* window, int key, int /*scancode*/, int action, int 
 // Any other input or window change: only wakes the loop up (ImGui's callbacks, installed
 // after these, chain to them; the cursor position is polled by the 1.86 backend).
 void markEvent(GLFWwindow* window) {
-  auto* impl = static_cast<GuiSession::Impl*>(glfwGetWindowUserPointer(window));
+  auto* impl = static_cast<GuiWindow::Impl*>(glfwGetWindowUserPointer(window));
   if (impl != nullptr) impl->eventSeen = true;
 }
 void cursorPosCallback(GLFWwindow* window, double, double) { markEvent(window); }
@@ -79,7 +79,7 @@ void refreshCallback(GLFWwindow* window) { markEvent(window); }
 // Setup
 // =======================================================================================
 
-int GuiSession::Impl::openWindow() {
+int GuiWindow::Impl::openWindow() {
   glfwSetErrorCallback(glfwErrorCallback);
   if (!glfwInit()) {
     std::fprintf(stderr, "%s\n", kNoDisplayMessage);
@@ -130,7 +130,7 @@ int GuiSession::Impl::openWindow() {
   return 0;
 }
 
-void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
+void GuiWindow::Impl::loadInitialDocument(const std::string& startupError) {
   const double t = now();
   if (!startupError.empty()) notify(state, Notice::Kind::Error, startupError, t);
   // An explicit file that failed, or none given: the last session (unless the autosave
@@ -160,7 +160,7 @@ void GuiSession::Impl::loadInitialDocument(const std::string& startupError) {
   applyViewJson(state.view, view, false);
 }
 
-void GuiSession::Impl::rebuildFontIfNeeded() {
+void GuiWindow::Impl::rebuildFontIfNeeded() {
   state.view.fontScale = clampFontScale(state.view.fontScale);
   // The text size (Normal / Classroom) x the user's scale, x 1.5 in presentation mode (F5),
   // there grown with the window's height (theme.h: at least 2.8 % of it).
@@ -208,7 +208,7 @@ void GuiSession::Impl::rebuildFontIfNeeded() {
 
 // layoutPanels, drawPanels and drawSplitters: app/ui/shell/gui_workspaces.cpp.
 
-void GuiSession::Impl::drawPresentation() {
+void GuiWindow::Impl::drawPresentation() {
   // One view alone over the whole window (no menu bar): the one in front when presentation
   // began (F5, View > Presentation mode), by the window order of the last normal frame; the
   // workspace's tiles come back when presentation mode ends (layoutPanels places every
@@ -242,7 +242,7 @@ double caretClock() {
 
 }  // namespace
 
-FrameActivity GuiSession::Impl::activity() const {
+FrameActivity GuiWindow::Impl::activity() const {
   FrameActivity a;
   a.screenshot = screenshotMode();
   a.computing = state.computing();
@@ -273,7 +273,7 @@ FrameActivity GuiSession::Impl::activity() const {
 }
 
 
-bool GuiSession::frame() {
+bool GuiWindow::frame() {
   Impl& s = *impl_;
   if (s.finished) return false;
   using Clock = std::chrono::steady_clock;
@@ -416,29 +416,29 @@ bool GuiSession::frame() {
 }
 
 // =======================================================================================
-// Session
+// GuiWindow
 // =======================================================================================
 
-GuiSession::GuiSession() : impl_(std::make_unique<Impl>()) {}
+GuiWindow::GuiWindow() : impl_(std::make_unique<Impl>()) {}
 
-GuiSession::~GuiSession() {
+GuiWindow::~GuiWindow() {
   close();
 }
 
-AppState& GuiSession::state() {
+AppState& GuiWindow::state() {
   return impl_->state;
 }
-HeatmapCache& GuiSession::heatmaps() {
+HeatmapCache& GuiWindow::heatmaps() {
   return impl_->ui->heatmaps;
 }
-int GuiSession::exitCode() const {
+int GuiWindow::exitCode() const {
   return impl_->exitCode;
 }
-GuiSession::FrameTiming GuiSession::lastFrameTiming() const {
+GuiWindow::FrameTiming GuiWindow::lastFrameTiming() const {
   return impl_->timing;
 }
 
-void GuiSession::close() {
+void GuiWindow::close() {
   Impl& s = *impl_;
   // An unanswered recovery question leaves the autosave as it is (asked again next start).
   if (s.imguiReady && !s.files.autosaveFile.empty() && !s.files.recoveryPending) {
@@ -484,8 +484,8 @@ void GuiSession::close() {
 }
 
 int runGui(const GuiLaunch& launch) {
-  GuiSession session;
-  GuiSession::Options options;
+  GuiWindow session;
+  GuiWindow::Options options;
   options.waitWhenIdle = true;
   if (int code = session.open(launch, options); code != 0) return code;
   while (session.frame()) {

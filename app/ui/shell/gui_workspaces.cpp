@@ -23,7 +23,7 @@ float leastTile() { return ImGui::GetFontSize() * 10.f; }
 // Tiles
 // =======================================================================================
 
-void GuiSession::Impl::layoutPanels() {
+void GuiWindow::Impl::layoutPanels() {
   // The room between the menu bar and the status line, tiled by the workspace's weights
   // (frame() has already moved to the workspace of any panel a service showed).
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
@@ -38,7 +38,7 @@ void GuiSession::Impl::layoutPanels() {
   layoutDirty = false;
 }
 
-void GuiSession::Impl::drawPanels() {
+void GuiWindow::Impl::drawPanels() {
   // Every panel on its tile, every frame: the tiles follow the window and the splitters at
   // once, and a panel never moves, resizes or collapses by itself (beginPanel's flags).
   for (const PlacedPanel& placed : tiles.panels) {
@@ -51,7 +51,7 @@ void GuiSession::Impl::drawPanels() {
   }
 }
 
-void GuiSession::Impl::drawSplitters() {
+void GuiWindow::Impl::drawSplitters() {
   const WorkspaceInfo& ws = currentWorkspace(state.view);
   for (std::size_t i = 0; i < tiles.splitters.size(); ++i) {
     const Splitter& s = tiles.splitters[i];
@@ -108,13 +108,13 @@ void GuiSession::Impl::drawSplitters() {
 // Switching
 // =======================================================================================
 
-void GuiSession::Impl::switchTo(const WorkspaceInfo& ws) {
+void GuiWindow::Impl::switchTo(const WorkspaceInfo& ws) {
   if (state.view.workspace == ws.id) return;
   switchWorkspace(state.view, ws);
   layoutDirty = true;
 }
 
-void GuiSession::Impl::drawWorkspaceBar() {
+void GuiWindow::Impl::drawWorkspaceBar() {
   // The toolbar: one tab a workspace, the current one selected, after the menus.
   ImGui::TextDisabled("|");
   const WorkspaceInfo& current = currentWorkspace(state.view);
@@ -126,7 +126,7 @@ void GuiSession::Impl::drawWorkspaceBar() {
   }
 }
 
-void GuiSession::Impl::drawWorkspaceMenu() {
+void GuiWindow::Impl::drawWorkspaceMenu() {
   const bool open = ImGui::BeginMenu("Workspace");
   if (open) {
     const WorkspaceInfo& current = currentWorkspace(state.view);

@@ -12,7 +12,7 @@
 
 namespace attn::model {
 
-void Session::attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed, const Matrix& cosines,
+void DecoderRun::attendBlock(Eigen::Index l, Eigen::Index n0, const Matrix& normed, const Matrix& cosines,
                           const Matrix& sines, Matrix& context) {
   const Weights& W = *weights_;
   const Config& c = W.config;

@@ -12,7 +12,7 @@
 
 namespace attn::app {
 
-class GuiSession {
+class GuiWindow {
  public:
   struct Options {
     bool vsync = true;  // forced off in screenshot mode
@@ -21,10 +21,10 @@ class GuiSession {
     bool waitWhenIdle = false;
   };
 
-  GuiSession();
-  ~GuiSession();
-  GuiSession(const GuiSession&) = delete;
-  GuiSession& operator=(const GuiSession&) = delete;
+  GuiWindow();
+  ~GuiWindow();
+  GuiWindow(const GuiWindow&) = delete;
+  GuiWindow& operator=(const GuiWindow&) = delete;
 
   // Returns 0 when the window is open, else the exit code (2 bad scenario, 3 no display /
   // no OpenGL) after printing one line to stderr.

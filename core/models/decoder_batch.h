@@ -1,4 +1,4 @@
-// SessionBatch: copies of one Session's sequence, re-run together with different
+// DecoderBatch: copies of one DecoderRun's sequence, re-run together with different
 // interventions (activation patching, core/models/analysis.cpp).
 #pragma once
 
@@ -12,19 +12,19 @@ namespace attn::model {
 // block and position, each with its own entering stream and head hooks, as one pass: each
 // block's products run over copies·m rows at once, so the weight matrices are read and
 // packed once per block instead of once per copy (with 55-token prompts a product of 55 rows
-// is mostly packing). Copy b's result equals Session::rerunFrom on a copy of the base with
+// is mostly packing). Copy b's result equals DecoderRun::rerunFrom on a copy of the base with
 // copy b's stream and hooks. A batch keeps no attention weights or residual norms.
-class SessionBatch {
+class DecoderBatch {
  public:
   // B copies of `base` (copies >= 1; the base has no hooks). Its caches are copied B times:
   // about B·L·n·(3E) floats.
-  SessionBatch(const Session& base, int copies);
+  DecoderBatch(const DecoderRun& base, int copies);
 
   int copies() const { return session_.copies_; }
   // Tokens per copy.
   int size() const { return session_.size(); }
 
-  // As Session::rerunFrom, for every copy at once. resid: copies·(n − first) x E, copy b's
+  // As DecoderRun::rerunFrom, for every copy at once. resid: copies·(n − first) x E, copy b's
   // rows b·(n − first)..; Replace values: copies·n x d_h, copy b's rows b·n.. (the positions
   // before `first` are not read). Mean hooks are refused (they would average over copies).
   Status rerunFrom(int layer, int first, const Matrix& resid, std::shared_ptr<const Hooks> hooks) {
@@ -32,12 +32,12 @@ class SessionBatch {
   }
   // Undoes rerunFrom(layer, first, ...) in every copy from `base` (the one-copy session the
   // batch was made from).
-  void restoreFrom(const Session& base, int layer, int first) { session_.restoreFrom(base, layer, first); }
-  // One logit of copy b's prediction after its last token (Session::nextLogit).
+  void restoreFrom(const DecoderRun& base, int layer, int first) { session_.restoreFrom(base, layer, first); }
+  // One logit of copy b's prediction after its last token (DecoderRun::nextLogit).
   double nextLogit(int copy, int token) const;
 
  private:
-  Session session_;
+  DecoderRun session_;
 };
 
 }  // namespace attn::model

@@ -1,12 +1,12 @@
-#include "core/models/session_batch.h"
+#include "core/models/decoder_batch.h"
 
 #include <cassert>
 
 namespace attn::model {
 
-SessionBatch::SessionBatch(const Session& base, int copies) : session_(base.weights_) {
+DecoderBatch::DecoderBatch(const DecoderRun& base, int copies) : session_(base.weights_) {
   assert(copies >= 1 && base.copies_ == 1 && !base.hooks_);
-  Session& s = session_;
+  DecoderRun& s = session_;
   s.tokens_ = base.tokens_;
   s.threads_ = base.threads_;
   s.ropeKey_ = base.ropeKey_;
@@ -26,7 +26,7 @@ SessionBatch::SessionBatch(const Session& base, int copies) : session_(base.weig
   s.logits_ = base.logits_;
 }
 
-double SessionBatch::nextLogit(int copy, int token) const {
+double DecoderBatch::nextLogit(int copy, int token) const {
   const auto n = static_cast<std::size_t>(session_.size());
   return session_.logitAt(static_cast<std::size_t>(copy) * n + n - 1, token);
 }
