@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,13 +18,21 @@
 namespace attn::testing {
 
 // A fresh, empty folder (removed first if it exists): testTmp()/<Suite>.<Test>/<name> while
-// a test runs, testTmp()/<name> otherwise (tests/support/test_paths.h). ctest runs every test in its own
-// process and in parallel (-j), so two tests that build the same fixture folder (a static
-// model folder, say) must never share it: one would remove it while the other reads it.
+// a test runs; outside a test (a suite's SetUpTestSuite, a global set-up)
+// testTmp()/<filter>/<name>, named by this process's --gtest_filter
+// (tests/support/test_paths.h for testTmp). ctest runs every test in its own process and in
+// parallel (-j), each with its own SetUpTestSuite, and names the one test in the filter, so
+// no two processes ever share a folder: one would remove it while the other reads it.
 inline std::filesystem::path freshDir(const std::string& name) {
   std::filesystem::path dir = testTmp();
-  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info())
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
     dir /= std::string(info->test_suite_name()) + "." + info->name();
+  } else {
+    std::string filter = GTEST_FLAG_GET(filter);
+    for (char& c : filter)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+    dir /= "filter_" + filter;
+  }
   dir /= name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
