@@ -99,7 +99,8 @@ const std::vector<CommandEntry>& commandTable() {
        true, headlessRun<runTrain>, trainInfo},
       {"model",
        {"model DIR|FILE.gguf --text TEXT | --ids I,J,... [--out OUT.npz] [--predict K]",
-        "model DIR|FILE.gguf --text T|@FILE | --ids ...|@FILE --summary S.npz [--tile L,H,Q0:Q1,K0:K1 --out T.npy]"},
+        "model DIR|FILE.gguf --text T|@FILE | --ids ...|@FILE --summary S.npz [--tile L,H,Q0:Q1,K0:K1 --out T.npy]",
+        "model VIT_DIR --image IMG [--out OUT.npz] [--predict K] [--overlay OUT.png]"},
        "run a model (a Hugging Face folder of any family, or a GGUF file) on a\n"
        "text: attention of every layer and head as .npz, the next-token\n"
        "prediction as JSON; long texts (8k-32k tokens): per-head summaries\n"
@@ -112,8 +113,9 @@ const std::vector<CommandEntry>& commandTable() {
        "attribution per head (docs/analyses.md)",
        true, headlessRun<runAnalyze>, analyzeInfo},
       {"patch",
-       {"patch MODEL --clean T --corrupt T --answer A --wrong W --what heads|resid|"
-        "heads-by-position --out P.csv [--png P.png]"},
+       {"patch MODEL --clean T --corrupt T --answer A --wrong W [--what heads|resid|"
+        "heads-by-position] --out P.csv [--png P.png]",
+        "patch VIT_DIR --clean-image IMG --corrupt-image IMG --out P.csv"},
        "activation patching from a clean into a corrupted prompt, per head or per\n"
        "layer and position, as CSV and a heatmap",
        true, headlessRun<runPatch>, patchInfo},

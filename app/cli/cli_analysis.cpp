@@ -414,12 +414,12 @@ cli::Command patchCommand(PatchRequest& r) {
   command.name = "patch";
   command.column = 24;
   command.usage = R"(usage: attnscope patch DIR --clean TEXT --corrupt TEXT --answer A --wrong W
-                        --what heads|resid|heads-by-position --out P.csv [--png P.png]
+                        [--what heads|resid|heads-by-position] --out P.csv [--png P.png]
                         [--bos | --no-bos]
        attnscope patch ENCODER_DIR --clean TEXT --corrupt TEXT [--position P]
-                        [--answer A] [--wrong W] --what ... --out P.csv [--png P.png]
+                        [--answer A] [--wrong W] [--what ...] --out P.csv [--png P.png]
        attnscope patch VIT_DIR --clean-image IMG --corrupt-image IMG [--answer LABEL]
-                        [--wrong LABEL] --what ... --out P.csv [--png P.png]
+                        [--wrong LABEL] [--what ...] --out P.csv [--png P.png]
 
 Activation patching from the clean run into the corrupt run, one site at a time, on the
 model folder DIR. Each cell is the normalised metric
@@ -518,13 +518,13 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   r.folder = parsed->positional[0];
   const io::ModelKind kind = io::modelKindOf(r.folder);
   // the inputs and the metric each kind needs; what it cannot use is refused by name
-  std::vector<const char*> needed = {"--clean", "--corrupt", "--answer", "--wrong", "--what", "--out"};
+  std::vector<const char*> needed = {"--clean", "--corrupt", "--answer", "--wrong", "--out"};
   std::vector<const char*> refused = {"--clean-image", "--corrupt-image", "--position"};
   if (kind == io::ModelKind::Encoder) {
-    needed = {"--clean", "--corrupt", "--what", "--out"};
+    needed = {"--clean", "--corrupt", "--out"};
     refused = {"--clean-image", "--corrupt-image", "--bos", "--no-bos"};
   } else if (kind == io::ModelKind::Vision) {
-    needed = {"--clean-image", "--corrupt-image", "--what", "--out"};
+    needed = {"--clean-image", "--corrupt-image", "--out"};
     refused = {"--clean", "--corrupt", "--position", "--bos", "--no-bos"};
   }
   for (const char* name : needed)

@@ -78,7 +78,7 @@ cli::Command headsCommand(HeadsRequest& r) {
        attnscope heads DIR --prompts P.jsonl [--shard K/N] [--scores LIST] --out PART.json
        (each with [--exclude-bos] [--exclude-current-token] [--bos | --no-bos] [--threads T])
        attnscope heads ENCODER_DIR --text TEXT [--scores LIST] --out HEADS.csv
-       attnscope heads VIT_DIR --image IMG [--scores prev,sink,entropy] --out HEADS.csv
+       attnscope heads VIT_DIR --image IMG [--scores LIST] --out HEADS.csv
        attnscope heads DIR|FILE.gguf --circuits OUT.csv  (alone, or with any decoder form above)
 
 Scores every head of the model folder DIR (TransformerLens head_detector definitions, "mul"
@@ -135,8 +135,8 @@ without an MLM head, and on a vision transformer (no vocabulary), copying is nan
                           return Ok{};
                         }),
       cli::customOption("--scores", "LIST",
-                        "comma-separated: prev,dup,induction,sink,entropy (the default),\n"
-                        "local,distant,retrieval",
+                        "comma-separated: prev,dup,induction,sink,entropy (the default;\n"
+                        "a vision transformer's: prev,sink,entropy), local,distant,retrieval",
                         [&r](const std::string& v) { return parseScores(v, r.kinds); }),
       cli::intOption("--sink", "K", 1, 1 << 20, "the sink keys of sink and distant: keys 0..K-1", r.sinkKeys),
       cli::intOption("--local", "W", 1, 1 << 30, "the local window of local and distant, in keys", r.localWindow),
@@ -365,6 +365,11 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
                                      r.folder));
     if (cli::lowerExtension(r.outPath) != ".csv")
       return fail(err, optionError("--out", cli::inQuotes(r.outPath) + " must end in .csv (a table)"));
+    // A vision transformer's default scores are the ones it can have (prev, sink, entropy):
+    // dup and induction compare token ids, which patches do not have. Asked for by name,
+    // they are refused (headsBidirectional).
+    if (kind == io::ModelKind::Vision && !parsed->has("--scores"))
+      std::erase_if(r.kinds, [](model::HeadScoreKind k) { return model::needsTokenIds(k); });
     return analysis_cli::headsBidirectional({r.folder, r.text, r.image, r.outPath, r.kinds,
                                              {r.excludeBos, r.excludeCurrent}},
                                             kind, out, err);

@@ -25,6 +25,7 @@
 #include "core/models/transformer.h"
 #include "formats/files.h"
 #include "formats/models/encoder_folder.h"
+#include "formats/models/families.h"
 #include "formats/models/model_folder.h"
 #include "formats/models/vit_folder.h"
 #include "formats/image.h"
@@ -126,7 +127,7 @@ cli::Command modelCommand(ModelRequest& request) {
   cli::Command command;
   command.name = "model";
   command.column = 21;
-  command.usage = R"(usage: attnscope model DIR|FILE.gguf (--text TEXT|@FILE | --ids I,J,...|@FILE) [--bos | --no-bos]
+  command.usage = std::string(R"(usage: attnscope model DIR|FILE.gguf (--text TEXT|@FILE | --ids I,J,...|@FILE) [--bos | --no-bos]
                          [--out OUT.npz [--mechanisms LIST [--normalize]]] [--predict K]
        attnscope model DIR|FILE.gguf (--text ... | --ids ...) [--summary S.npz [--sink K]
                          [--local W] [--topk K]] [--tile L,H,Q0:Q1,K0:K1 --out T.npy]
@@ -134,16 +135,17 @@ cli::Command modelCommand(ModelRequest& request) {
                          [--overlay OUT.png [--layer L|rollout] [--head H|mean] [--vmax V|max]]
 
 Runs a model on the CPU, offline. DIR is a Hugging Face folder: config.json (model_type
-gpt2, llama, mistral, qwen2 or gpt_neox: a decoder; bert, distilbert or roberta: an
-encoder, whose [MASK] / <mask> tokens get the fill-mask prediction; vit or deit: a vision
-transformer run on --image; every size and option is read from it), model.safetensors or
+)" + io::familyNames(io::ModelKind::Decoder) + R"(: a decoder;
+)" + io::familyNames(io::ModelKind::Encoder) + R"(: an encoder, whose [MASK] / <mask> tokens get
+the fill-mask prediction; )" + io::familyNames(io::ModelKind::Vision) + R"(: a vision transformer run on --image;
+every size and option is read from it), model.safetensors or
 model.safetensors.index.json with its shards (F32, F16 or BF16), and its tokenizer:
 tokenizer.json, else tokenizer.model (SentencePiece), else vocab.txt (WordPiece) or
 vocab.json + merges.txt; a vision model's preprocessor_config.json (see docs/models.md).
 A Hugging Face cache folder works: models--ORG--NAME/snapshots/HASH/. A GGUF file (llama.cpp's
 format: architecture llama, qwen2, gpt2 or gptneox; F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
 Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place of DIR.
-)";
+)");
   command.options = {
       cli::textOption("--text", "TEXT",
                       "the input text (any UTF-8; invalid bytes become U+FFFD, with a warning;\n"

@@ -61,6 +61,11 @@ std::string familyNames(ModelKind kind) {
   return out;
 }
 
+std::string everyFamilyName() {
+  return "decoders " + familyNames(ModelKind::Decoder) + "; encoders " + familyNames(ModelKind::Encoder) +
+         "; vision transformers " + familyNames(ModelKind::Vision);
+}
+
 // =======================================================================================
 // TensorPlan
 // =======================================================================================

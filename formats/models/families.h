@@ -128,6 +128,9 @@ const Family* findFamily(std::string_view modelType);
 const Family* findFamily(std::string_view modelType, ModelKind kind);
 // "gpt2, llama, ..." of one kind (for messages).
 std::string familyNames(ModelKind kind);
+// Every row by kind, for messages and help: "decoders gpt2, llama, ...; encoders bert, ...;
+// vision transformers vit, deit".
+std::string everyFamilyName();
 // What a kind is in messages: "a decoder", "an encoder", "a vision transformer".
 const char* kindName(ModelKind kind);
 

@@ -48,9 +48,12 @@ Expected<model::Config> parseModelConfig(std::string_view text, const std::strin
   // A missing model_type is GPT-2 (old GPT-2 folders have none): the table's first row.
   const Family* family = families().front();
   if (const json* type = reader.find("model_type")) {
-    if (!type->is_string() || !isSupportedModelType(type->get<std::string>())) {
+    if (!type->is_string()) return Error{fileName, "model_type", type->dump() + " is not a string"};
+    if (!isSupportedModelType(type->get<std::string>())) {
+      const Family* other = findFamily(type->get<std::string>());
       return Error{fileName, "model_type",
-                   type->dump() + " is not supported (" + familyNames(ModelKind::Decoder) + ")"};
+                   type->dump() + (other ? std::string(" is ") + kindName(other->kind) + ", not a decoder"
+                                         : " is not supported (" + everyFamilyName() + ")")};
     }
     family = findFamily(type->get<std::string>());
   }

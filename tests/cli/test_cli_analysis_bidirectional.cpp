@@ -250,6 +250,11 @@ TEST(CliAnalysisBidirectional, HeadScoresOfEncoderAndVitEqualTheReferencePattern
                         std::abs(vscores[l][h][2] - want[4])});
     }
   EXPECT_LT(worst, 1e-4);  // entropy ≈ 2.8 nats summed in float32 over 17 rows: ~1e-5 seen
+  // Without --scores a ViT gets the scores it can have: the same three, the same numbers.
+  const std::string dcsv = (vdir / "heads_default.csv").string();
+  r = runCli({"heads", vdir.string(), "--image", picture.string(), "--out", dcsv});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(attn::testing::readFile(dcsv), attn::testing::readFile(vcsv));
 }
 
 TEST(CliAnalysisBidirectional, RefusalsNameTheOption) {

@@ -314,7 +314,11 @@ TEST(ModelErrors, ConfigFieldsAreNamed) {
   };
   const std::vector<ConfigCase> cases = {
       {"unknown_type", modeltest::llamaSpec(), [](json& c) { c["model_type"] = "mamba"; },
-       {"config.json", "field 'model_type'", "mamba"}},
+       {"config.json", "field 'model_type'", "mamba",
+        // every row of the family table, by kind
+        "(decoders gpt2, llama", "qwen3, gemma2, phi3", "; encoders bert, distilbert, roberta; vision transformers vit, deit)"}},
+      {"type_not_string", modeltest::llamaSpec(), [](json& c) { c["model_type"] = 7; },
+       {"field 'model_type': 7 is not a string"}},
       {"rope_unknown", modeltest::llamaSpec(),
        [](json& c) { c["rope_scaling"] = {{"type", "ntk"}, {"factor", 2.0}}; },
        {"field 'rope_scaling.type'", "'ntk' is not a rope type"}},

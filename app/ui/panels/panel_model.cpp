@@ -21,6 +21,7 @@
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"
 #include "core/base/format.h"
+#include "formats/models/families.h"
 
 namespace attn::app {
 
@@ -230,9 +231,11 @@ void drawModelWindow(AppState& state, UiState& ui) {
   if (model.encoder) return drawEncoderModel(state, ui);  // panel_model_encoder.cpp
   const float font = ImGui::GetFontSize();
   if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
-  tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox); also attnscope "
-          "--model DIR. A GGUF file (llama.cpp's, quantized or not): File \xE2\x96\xB8 Open\xE2\x80\xA6 or "
-          "attnscope --model FILE.gguf.");
+  static const std::string kOpenTip =
+      "Load a Hugging Face model folder (" + io::everyFamilyName() + "); also attnscope --model DIR. "
+      "A GGUF file (llama.cpp's, quantized or not): File \xE2\x96\xB8 Open\xE2\x80\xA6 or attnscope "
+      "--model FILE.gguf.";
+  tooltip(kOpenTip);
   ImGui::SameLine();
   if (!model.loading.empty()) {
     static const char* spinner[] = {"|", "/", "-", "\\"};
@@ -242,11 +245,13 @@ void drawModelWindow(AppState& state, UiState& ui) {
   }
   if (!model.model) {
     ImGui::NewLine();
-    panel::mutedWrapped("No model loaded. Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 loads a Hugging "
-                        "Face folder (gpt2, llama, mistral, qwen2, gpt_neox: config.json, "
-                        "safetensors, the tokenizer); File \xE2\x96\xB8 Open\xE2\x80\xA6 opens a GGUF "
-                        "file (llama.cpp's, quantized). Type a text and its attention appears in "
-                        "the Attention panel as you type.");
+    static const std::string kNoModel =
+        "No model loaded. Model \xE2\x96\xB8 Open model folder\xE2\x80\xA6 loads a Hugging Face folder (" +
+        io::everyFamilyName() +
+        ": config.json, safetensors, the tokenizer); File \xE2\x96\xB8 Open\xE2\x80\xA6 opens a GGUF "
+        "file (llama.cpp's, quantized). Type a text and its attention appears in the Attention panel as "
+        "you type.";
+    panel::mutedWrapped(kNoModel);
     return;
   }
   const model::Config& config = model.model->weights->config;

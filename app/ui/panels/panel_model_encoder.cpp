@@ -19,6 +19,7 @@
 #include "app/ui/panels/panel_model_analysis.h"
 #include "app/ui/panels/panels.h"
 #include "core/base/format.h"
+#include "formats/models/families.h"
 
 namespace attn::app {
 
@@ -100,8 +101,9 @@ void drawEncoderModel(AppState& state, UiState& ui) {
   const io::EncoderFolder& encoder = *model.encoder;
   const float font = ImGui::GetFontSize();
   if (ImGui::Button("Open model folder\xE2\x80\xA6")) model.showOpenDialog = true;
-  tooltip("Load a Hugging Face model folder (gpt2, llama, mistral, qwen2, gpt_neox; bert, distilbert, "
-          "roberta); also attnscope --model DIR.");
+  static const std::string kOpenTip =
+      "Load a Hugging Face model folder (" + io::everyFamilyName() + "); also attnscope --model DIR.";
+  tooltip(kOpenTip);
   ImGui::SameLine();
   const model::EncoderConfig& config = encoder.weights->config;
   ImGui::TextUnformatted(encoder.folder.c_str());
