@@ -110,12 +110,12 @@ TEST(ModelWindow, TypingNeverWaitsForTheModel) {
 
 // `attnscope screenshot --model FOLDER ... --out png` under xvfb-run, run from `dir`.
 attn::testing::RunResult attnscopeRunXvfbIn(const std::string& folder, const fs::path& png,
-                                            const fs::path& dir) {
+                                            const fs::path& dir, const std::string& select = "2,1") {
   return attn::testing::runProgram(
       "/usr/bin/xvfb-run",
       attn::testing::xvfbRunArgs("1600x1000x24",
                                  {attn::testing::attnscopeBin(), "screenshot", "--model", folder,
-                                  "--text", "the cat sat on the mat", "--select", "2,1", "--out",
+                                  "--text", "the cat sat on the mat", "--select", select, "--out",
                                   png.string()}),
       dir);
 }
@@ -124,13 +124,13 @@ TEST(ModelWindow, ScreenshotCommand) {
   if (!fs::exists("/usr/bin/xvfb-run")) GTEST_SKIP() << "no /usr/bin/xvfb-run";
   const fs::path dir = writeModel("smoke_model_screenshot");
   const fs::path out = gpt2test::freshDir("smoke_model_screenshot_out");
-  const auto run = [&](const std::string& folder, const fs::path& png) {
+  const auto run = [&](const std::string& folder, const fs::path& png, const std::string& select = "2,1") {
     attn::testing::RunResult result;
     // xvfb-run itself sometimes fails to remove its temporary folder (exit 5, "xvfb-run:
     // error: problem while cleaning up temporary directory") after attnscope has exited:
     // that is the harness, not attnscope, so such a run is repeated (once).
     for (int attempt = 0; attempt < 2; ++attempt) {
-      result = attnscopeRunXvfbIn(folder, png, out);
+      result = attnscopeRunXvfbIn(folder, png, out, select);
       if (result.err.find("xvfb-run: error") == std::string::npos) break;
     }
     return result;
@@ -144,6 +144,13 @@ TEST(ModelWindow, ScreenshotCommand) {
   EXPECT_NE(bad.err.find("missing"), std::string::npos) << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
   EXPECT_FALSE(fs::exists(out / "bad.png"));
+  // a head the model does not have is refused by name, as for an attention file (not clamped)
+  const attn::testing::RunResult outside = run(dir.string(), out / "outside.png", "6,0");
+  EXPECT_EQ(outside.exitCode, 2);
+  EXPECT_NE(outside.err.find("option '--select': 6,0 is out of range: the model has 6 layers x 4 heads"),
+            std::string::npos)
+      << outside.err;
+  EXPECT_FALSE(fs::exists(out / "outside.png"));
 }
 
 // Issue 21 in the window from the command line: the Heads tab with two heads ablated and

@@ -230,6 +230,15 @@ bool GuiWindow::Impl::openModelScreenshot() {
     return true;
   }
   if (!run || !run->attention) return true;
+  // --select names a head of this model: refused (not clamped) when the model has none such,
+  // as `screenshot FILE.npz --select` is (the file's shape is known before the window opens,
+  // a model's only once it is loaded).
+  const io::AttentionFile& attention = *run->attention;
+  if (launch.attention.layer >= attention.layers() || launch.attention.head >= attention.heads()) {
+    std::fprintf(stderr, "attnscope: option '--select': %d,%d is out of range: the model has %d layers x %d heads\n",
+                 launch.attention.layer, launch.attention.head, attention.layers(), attention.heads());
+    return false;
+  }
   // The run's attention is the Attention panel's file now: --select, --view, --focus ...
   // apply to it as to a .npy / .npz.
   applyAttentionStart(state, launch.attention, now());
