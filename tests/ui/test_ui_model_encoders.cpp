@@ -104,5 +104,14 @@ TEST_F(EncoderInApp, WithoutTheHeadAttentionStillRuns) {
   frame(state);
 }
 
+// The residual-stream norm rows carry one naming for every kind (the decoder's and the
+// encoder's Model panel both draw with residualRowLabels): row l >= 1 is the stream entering
+// block l, the last row the output of the last block.
+TEST(ResidualRows, OneNamingForEveryKind) {
+  EXPECT_EQ(residualRowLabels(4), (std::vector<std::string>{"emb", "L1", "L2", "out"}));
+  EXPECT_EQ(residualRowLabels(3), (std::vector<std::string>{"emb", "L1", "out"}));
+  EXPECT_EQ(residualRowLabels(2), (std::vector<std::string>{"emb", "out"}));
+}
+
 }  // namespace
 }  // namespace test_ui_model_encoders

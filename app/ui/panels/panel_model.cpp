@@ -190,13 +190,7 @@ void drawResidualNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& 
           "the input of each later block, then the output of the last block) and token "
           "(columns). A first token with a much larger norm is the usual partner of an "
           "attention sink: many heads put most of their weight on it.");
-  const int rows = static_cast<int>(run.residualNorms.rows());
-  std::vector<std::string> rowLabels;
-  rowLabels.reserve(static_cast<std::size_t>(rows));
-  for (int r = 0; r < rows; ++r) {
-    rowLabels.push_back(r == 0 ? std::string("emb") : r == rows - 1 ? std::string("out")
-                                                                   : panel::indexed("L", r));
-  }
+  const std::vector<std::string> rowLabels = residualRowLabels(static_cast<int>(run.residualNorms.rows()));
   HeatmapOptions options = panel::heatmapOptions(state);
   options.cellLabels = false;
   options.tooltip = "residual-stream norm (rows: layers, columns: tokens)";
@@ -333,5 +327,13 @@ void drawModelWindow(AppState& state, UiState& ui) {
 }
 
 }  // namespace
+
+std::vector<std::string> residualRowLabels(int rows) {
+  std::vector<std::string> labels;
+  labels.reserve(static_cast<std::size_t>(std::max(rows, 0)));
+  for (int r = 0; r < rows; ++r)
+    labels.push_back(r == 0 ? std::string("emb") : r == rows - 1 ? std::string("out") : panel::indexed("L", r));
+  return labels;
+}
 
 }  // namespace attn::app

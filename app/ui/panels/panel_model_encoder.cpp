@@ -77,15 +77,14 @@ void drawFillMask(const ModelRun& run, const io::EncoderFolder& encoder) {
 void drawEncoderNorms(AppState& state, HeatmapCache& heatmaps, const ModelRun& run) {
   if (run.residualNorms.size() == 0) return;
   ImGui::TextUnformatted("Residual-stream norm");
-  tooltip("\xE2\x80\x96x\xE2\x80\x96 after the embedding LayerNorm (row emb) and after each block "
-          "(post-LN: every block ends in a LayerNorm, so the norms stay near \xE2\x88\x9A" "width "
-          "times the norm's weights), per token.");
-  const int rows = static_cast<int>(run.residualNorms.rows());
-  std::vector<std::string> rowLabels;
-  for (int r = 0; r < rows; ++r) rowLabels.push_back(r == 0 ? std::string("emb") : panel::indexed("L", r - 1));
+  tooltip("\xE2\x80\x96x\xE2\x80\x96 per token after the embedding LayerNorm (row emb), entering each "
+          "later block (row Ll: what block l\xE2\x88\x92" "1 wrote), and after the last block (row out), "
+          "as the decoders' rows are named. Post-LN: every block ends in a LayerNorm, so the norms "
+          "stay near \xE2\x88\x9A" "width times the norm's weights.");
+  const std::vector<std::string> rowLabels = residualRowLabels(static_cast<int>(run.residualNorms.rows()));
   HeatmapOptions options = panel::heatmapOptions(state);
   options.cellLabels = false;
-  options.tooltip = "residual-stream norm (rows: embeddings, then after each block; columns: tokens)";
+  options.tooltip = "residual-stream norm (rows: emb, entering each later block, out; columns: tokens)";
   options.size = ImVec2(ImGui::GetContentRegionAvail().x,
                         std::max(ImGui::GetFontSize() * 6.f, ImGui::GetContentRegionAvail().y));
   heatmapWidget("##encoderNorms", heatmaps,

@@ -214,7 +214,11 @@ void drawTile(AppState& state, UiState& ui, LongContextState& lc, int n) {
   options.tooltip = tile->rowStep == 1 && tile->colStep == 1
                         ? "exact attention weight a_ij (row: query, column: key)"
                         : "the largest exact weight of this block of queries x keys (max-pooled: a peak stays visible)";
-  options.size = ImVec2(ImGui::GetContentRegionAvail().x, std::max(ImGui::GetFontSize() * 12.f, ImGui::GetContentRegionAvail().y));
+  // the colour bar's end labels are centred on its ends: leave half a line under the bottom
+  // one (as the Image panel does), or the panel's edge cuts the "0"
+  options.size = ImVec2(ImGui::GetContentRegionAvail().x,
+                        std::max(ImGui::GetFontSize() * 12.f,
+                                 ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeight() * 0.6f));
   const std::string title = "layer " + std::to_string(tile->view.layer) + ", head " + std::to_string(tile->view.head);
   HeatmapView view(matrixRef(tile->weights), tile->rowLabels, tile->colLabels, title);
   view.rowAxis = "query";

@@ -29,6 +29,10 @@ void drawEncoderModel(AppState& state, UiState& ui);
 // A model run's tokens as chips (panel_model.cpp): special tokens on the key colour, and the
 // tokens `masked` says are masks (an encoder's [MASK]) on the query colour.
 void drawTokens(const ModelRun& run, const std::function<bool(std::size_t)>& masked = {});
+// The rows of a residual-stream norm heatmap ((L+1) rows, panel_model.cpp), one naming for
+// every kind: "emb" (the embeddings), "L1" ... "L{L-1}" (the stream entering block l, which
+// is what block l-1 wrote: TransformerLens's resid_pre), "out" (after the last block).
+std::vector<std::string> residualRowLabels(int rows);
 // The Image panel's "model" source once a ViT folder is loaded (panel_image_model.cpp): draws
 // the patches | model switch; true when it drew the model source (the panel ends there).
 bool drawImageModelSource(AppState& state, UiState& ui);

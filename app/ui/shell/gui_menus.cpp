@@ -304,8 +304,11 @@ void GuiWindow::Impl::drawHelpMenu() {
   }
 }
 
-// Right side: what is computed and how long it took.
+// Right side: what is computed and how long it took. The scenario's shape, so only in the
+// Teach workspace, where the scenario is what the panels show (a model's, a file's or an
+// image's shape is in its own panel).
 void GuiWindow::Impl::drawMenuStatus() {
+  if (state.view.workspace != "teach") return;
   char info[160];
   if (state.computed->result && state.computed->problem) {
     const auto& problem = *state.computed->problem;
