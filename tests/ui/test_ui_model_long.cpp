@@ -27,6 +27,7 @@
 #include "tests/support/model_fixture.h"
 #include "tests/support/long_text.h"
 #include "tests/support/model_session.h"
+#include "tests/support/test_paths.h"
 #include "tests/support/ui_headless.h"
 
 namespace test_ui_model_long {
@@ -191,6 +192,11 @@ TEST_F(LongContextInApp, EveryFrameCostsUnder20MsOfUiThreadCpuArrivalsIncluded) 
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the workers get the cores
   };
   // Every frame of a phase under 20 ms of CPU (max, not median); the summary's median and max.
+  // Under AddressSanitizer (the sanitizer stage) every phase still runs and is printed, but
+  // the bounds are measured on the Release build only: the sanitizer's allocator poisons and
+  // quarantines every block the frame allocates or frees, and the slower workers deliver
+  // fewer tiles within a phase's frames.
+  const bool timed = !attn::testing::underAddressSanitizer();
   auto check = [&](const char* phase, int summaries, int tiles) {
     std::vector<double> ms;
     int summaryFrames = 0, tileFrames = 0;
@@ -200,15 +206,19 @@ TEST_F(LongContextInApp, EveryFrameCostsUnder20MsOfUiThreadCpuArrivalsIncluded) 
       summaryFrames += f.summary;
       tileFrames += f.tile;
       if (f.summary || f.tile) arrivalMax = std::max(arrivalMax, f.ms);
-      EXPECT_LT(f.ms, 20.0) << phase << ": a frame took " << f.ms << " ms of the UI thread's CPU"
-                            << (f.summary ? " (the summary arrived)" : "") << (f.tile ? " (a tile arrived)" : "");
+      if (timed) {
+        EXPECT_LT(f.ms, 20.0) << phase << ": a frame took " << f.ms << " ms of the UI thread's CPU"
+                              << (f.summary ? " (the summary arrived)" : "") << (f.tile ? " (a tile arrived)" : "");
+      }
     }
     std::sort(ms.begin(), ms.end());
     std::printf("%-40s %5zu frames, UI thread CPU median %.2f ms, max %.2f ms; %d with a summary, %d with a tile "
                 "(those: max %.2f ms)\n",
                 phase, ms.size(), ms[ms.size() / 2], ms.back(), summaryFrames, tileFrames, arrivalMax);
     EXPECT_GE(summaryFrames, summaries) << phase;
-    EXPECT_GE(tileFrames, tiles) << phase;
+    if (timed) {
+      EXPECT_GE(tileFrames, tiles) << phase;
+    }
     frames.clear();
   };
   // 1 the pass, until its summary and first tile are on screen (progress bar and Cancel up)
@@ -265,6 +275,7 @@ TEST_F(LongContextInApp, EveryFrameCostsUnder20MsOfUiThreadCpuArrivalsIncluded) 
   lc.service->waitIdle();
   EXPECT_TRUE(first.expired()) << "the replaced summary is freed";
   EXPECT_GT(lc.service->released(), releasedBefore) << "by the release worker";
+  if (!timed) GTEST_SKIP() << "every phase ran; the frame bounds are measured without sanitizers";
 }
 
 }  // namespace
