@@ -745,7 +745,7 @@ std::vector<cli::Option> modelAnalysisScreenshotOptions(GuiLaunch& launch) {
       cli::wordOption("--patch-what", "P", "patch target", {"heads", "resid"},
                       "what to patch: {choices}", a.patchWhat),
       cli::wordOption("--show", "M", "show", {"weights", "norm", "valuezero", "flow", "rollout"},
-                      "what the Attention panel shows of the run ({choices}; issue 30)", a.show),
+                      "what the Attention panel shows of the run ({choices}; docs/analyses.md)", a.show),
       cli::flagOption("--normalize", "with --show flow: each row of the flow divided by its sum", a.normalizeFlow),
   };
 }

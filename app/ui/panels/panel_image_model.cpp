@@ -214,9 +214,11 @@ bool drawImageModelSource(AppState& state, UiState& ui) {
     return true;
   }
   char line[256];
-  std::snprintf(line, sizeof line, "%s: %d x %d patches of %d px over %dx%d \xC2\xB7 %s \xC2\xB7 %.0f ms%s",
-                fs::path(v.path).filename().string().c_str(), c.grid(), c.grid(), c.patchSize, v.image->width,
-                v.image->height, m.rollout ? "rollout" : (m.head < 0 ? "mean of heads" : "one head"), m.shown->computeMs,
+  // the patches are the model's (its image_size input: the picture resized, maybe cropped), not the picture's
+  std::snprintf(line, sizeof line,
+                "%s (%dx%d) preprocessed to %dx%d: %d x %d patches of %d px \xC2\xB7 %s \xC2\xB7 %.0f ms%s",
+                fs::path(v.path).filename().string().c_str(), v.image->width, v.image->height, c.imageSize,
+                c.imageSize, c.grid(), c.grid(), c.patchSize, m.rollout ? "rollout" : (m.head < 0 ? "mean of heads" : "one head"), m.shown->computeMs,
                 busy ? " (computing\xE2\x80\xA6)" : "");
   panel::mutedWrapped(line);
   // The picture with the row, or the Heads tab (ablate heads, score them; panel_model_heads.cpp)

@@ -253,8 +253,9 @@ bool GuiWindow::Impl::openModelScreenshot() {
                      fs::path(run->attention->path()).filename().string());
     if (scenario) {
       loadDocument(state, std::move(scenario).value(), "");
-      *panelFlag(state.view, "attention") = false;  // the pipeline in front
-      *panelFlag(state.view, "model") = false;
+      // the pipeline in front: the Teach workspace, where the Pipeline panel is tiled (a
+      // --workspace given too is switched to later, and wins)
+      switchWorkspace(state.view, *findWorkspace("teach"));
     }
   }
   return true;
