@@ -13,6 +13,14 @@ Error optionError(std::string_view option, const std::string& problem, const std
   return Error{file, "", "option '" + std::string(option) + "': " + problem};
 }
 
+// --text on a folder without a tokenizer attnscope reads (`problem`: why, as the loader said).
+Error noTokenizer(const std::string& modelType, const std::string& problem, const std::string& folder) {
+  return optionError("--text",
+                     "needs a tokenizer, and this " + modelType + " folder has none attnscope reads (" +
+                         (problem.empty() ? std::string("no tokenizer.json") : problem) + "); give --ids I,J,...",
+                     folder);
+}
+
 std::string idText(const io::Tokenizer* tokenizer, int id) {
   if (tokenizer) return tokenizer->tokenText(id);
   std::string text = "#";  // (appended apart: GCC 12's -Wrestrict misfires on "#" + string)
@@ -26,12 +34,7 @@ Expected<PreparedInput> decoderInput(const io::ModelFolder& model, const DriveRe
   if (request.hasIds) {
     encoding.ids = request.ids;
   } else if (!model.tokenizer) {
-    return optionError("--text",
-                       "needs a tokenizer, and this " + model.weights->config.modelType +
-                           " folder has none attnscope reads (" +
-                           (model.tokenizerProblem.empty() ? std::string("no tokenizer.json") : model.tokenizerProblem) +
-                           "); give --ids I,J,...",
-                       model.folder);
+    return noTokenizer(model.weights->config.modelType, model.tokenizerProblem, model.folder);
   } else {
     encoding = model.tokenizer->encode(request.text);
   }
@@ -64,10 +67,7 @@ Expected<PreparedInput> encoderInput(const io::EncoderFolder& model, const Drive
   if (request.hasIds) {
     encoding.ids = request.ids;
   } else if (!model.tokenizer) {
-    return optionError("--text",
-                       "needs a tokenizer, and this " + model.weights->config.modelType +
-                           " folder has none attnscope reads (" + model.tokenizerProblem + "); give --ids I,J,...",
-                       model.folder);
+    return noTokenizer(model.weights->config.modelType, model.tokenizerProblem, model.folder);
   } else {
     encoding = io::encoderInput(*model.tokenizer, request.text);
   }
