@@ -80,7 +80,7 @@ Expected<std::vector<int>> parseIds(const std::string& text) {
     auto id = parseIntStrict(item, 0, std::numeric_limits<int>::max());
     if (!id) {
       return Error{"", "", "item " + std::to_string(ids.size() + 1) + " " + cli::inQuotes(item) +
-                               " is not a token id (comma-separated integers >= 0)"};
+                               " is not a token id (comma-separated integers 0.." + std::to_string(std::numeric_limits<int>::max()) + ")"};
     }
     ids.push_back(*id);
     start = comma + 1;

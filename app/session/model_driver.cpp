@@ -21,6 +21,17 @@ Error noTokenizer(const std::string& modelType, const std::string& problem, cons
                      folder);
 }
 
+// --ids given by the user: each in [0, vocab), named by its place in the list (item 1 is the
+// first id given), before any BOS is put in front.
+Status checkGivenIds(const std::vector<int>& ids, int vocab) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= 0 && ids[i] < vocab) continue;
+    return optionError("--ids", "item " + std::to_string(i + 1) + " has id " + std::to_string(ids[i]) +
+                                    ", outside the vocabulary 0.." + std::to_string(vocab - 1));
+  }
+  return Ok{};
+}
+
 std::string idText(const io::Tokenizer* tokenizer, int id) {
   if (tokenizer) return tokenizer->tokenText(id);
   std::string text = "#";  // (appended apart: GCC 12's -Wrestrict misfires on "#" + string)
@@ -32,6 +43,7 @@ Expected<PreparedInput> decoderInput(const io::ModelFolder& model, const DriveRe
   PreparedInput out;
   io::Tokenizer::Encoding encoding;
   if (request.hasIds) {
+    if (Status s = checkGivenIds(request.ids, model.weights->config.vocabSize); !s) return s.error();
     encoding.ids = request.ids;
   } else if (!model.tokenizer) {
     return noTokenizer(model.weights->config.modelType, model.tokenizerProblem, model.folder);
@@ -65,6 +77,7 @@ Expected<PreparedInput> encoderInput(const io::EncoderFolder& model, const Drive
   PreparedInput out;
   io::Tokenizer::Encoding encoding;
   if (request.hasIds) {
+    if (Status s = checkGivenIds(request.ids, model.weights->config.vocabSize); !s) return s.error();
     encoding.ids = request.ids;
   } else if (!model.tokenizer) {
     return noTokenizer(model.weights->config.modelType, model.tokenizerProblem, model.folder);

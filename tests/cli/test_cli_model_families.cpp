@@ -117,7 +117,7 @@ TEST(CliModelFamilies, BosAndIdErrors) {
   expectError({"model", d, "--ids", "7,", "--predict", "1"}, {"option '--ids'", "item 2"});
   expectError({"model", d, "--ids", "7", "--text", "a", "--predict", "1"}, {"not both"});
   expectError({"model", d, "--ids", "7", "--bos", "--no-bos", "--predict", "1"}, {"--bos"});
-  expectError({"model", d, "--ids", "7,61", "--predict", "1"}, {"id 61", "outside the vocabulary"});
+  expectError({"model", d, "--ids", "7,61", "--predict", "1"}, {"option '--ids': item 2 has id 61, outside the vocabulary"});
   expectError({"model", d, "--text", "hi", "--predict", "1"},
               {"option '--text'", "needs a tokenizer", "--ids"});
   json config = json::parse(gpt2test::readFile(dir / "config.json"));

@@ -173,7 +173,7 @@ class Session(unittest.TestCase):
                 vit.patch("the cat", "the hat", what="heads")
 
     def test_errors_raise_with_the_message_and_the_session_goes_on(self):
-        with self.assertRaisesRegex(attnscope.AttnscopeError, "token 1 has id 99999, outside the vocabulary"):
+        with self.assertRaisesRegex(attnscope.AttnscopeError, "option '--ids': item 2 has id 99999, outside the vocabulary"):
             self.model.run(ids=[5, 99999])
         with self.assertRaisesRegex(attnscope.AttnscopeError, "does not run inside serve"):
             self.model._call(["screenshot", "x.json", "--out", "x.png"])
