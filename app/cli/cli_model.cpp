@@ -27,6 +27,7 @@
 #include "formats/models/encoder_folder.h"
 #include "formats/models/families.h"
 #include "formats/models/model_folder.h"
+#include "formats/models/open_model.h"
 #include "formats/models/vit_folder.h"
 #include "formats/image.h"
 #include "formats/npy.h"
@@ -761,6 +762,13 @@ Status checkModelScreenshot(const cli::ParsedArgs& parsed, bool pipeline, GuiLau
     return Ok{};
   }
   if (Status s = expandTextArgument(launch.modelText); !s) return s;
+  // a vision transformer runs on the picture (the positional IMG), never on a text
+  if (io::modelKindOf(launch.modelFolder) == io::ModelKind::Vision) {
+    if (parsed.has("--text"))
+      return optionError("--text", "the model is a vision transformer: it runs on a picture (screenshot IMG --model DIR)");
+    if (parsed.positional.empty())
+      return optionError("--model", "a vision transformer needs a picture: screenshot IMG --model DIR");
+  }
   if (pipeline) {
     if (launch.attention.layer < 0) return optionError("--pipeline", "needs --select LAYER,HEAD");
     launch.modelPipeline = true;

@@ -268,6 +268,15 @@ TEST(CliModelEncoders, LensAndPatchRefuseWhatAKindCannotDo) {
               (vit / "p.csv").string()});
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.err.find("option '--clean-image': missing"), std::string::npos) << r.err;
+  // the window's screenshot: a ViT takes a picture, not a text (refused before any window opens)
+  r = runCli({"screenshot", "--model", vit.string(), "--text", "a", "--out", (vit / "s.png").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--text': the model is a vision transformer: it runs on a picture"), std::string::npos)
+      << r.err;
+  r = runCli({"screenshot", "--model", vit.string(), "--out", (vit / "s.png").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("a vision transformer needs a picture: screenshot IMG --model DIR"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(vit / "s.png"));
   r = runCli({"patch", bert.string(), "--clean", "a", "--corrupt", "b", "--answer", "a", "--wrong", "b", "--what",
               "heads", "--out", (bert / "p.csv").string()});
   EXPECT_EQ(r.code, 2) << r.out;
