@@ -71,8 +71,10 @@ Expected<model::Config> parseModelConfig(std::string_view text, const std::strin
 
 Expected<std::string> readFolderConfig(const std::string& folder) {
   std::error_code ec;
+  if (!std::filesystem::exists(folder, ec))
+    return Error{folder, "", "does not exist (give a Hugging Face model folder or a .gguf file)"};
   if (!std::filesystem::is_directory(folder, ec))
-    return Error{folder, "", "not a folder (expected a Hugging Face model download)"};
+    return Error{folder, "", "not a folder (expected a Hugging Face model download, or a .gguf file)"};
   return readCapped((std::filesystem::path(folder) / "config.json").string(), kMaxModelConfigBytes);
 }
 

@@ -245,7 +245,7 @@ TEST_F(CliModel, UsageErrors) {
   expectError({"model", d, "--text", std::string(40, 'x') + " y z", "--predict", "1"},
               {"option '--text'", "more than the model's context of 24"});
   expectError({"model", "/nonexistent/model", "--text", "hi", "--predict", "1"},
-              {"/nonexistent/model", "not a folder"});
+              {"/nonexistent/model", "does not exist (give a Hugging Face model folder or a .gguf file)"});
 
   const CliRun help = runCliCommand({"model", "--help"});
   EXPECT_EQ(help.code, 0);

@@ -486,7 +486,7 @@ TEST_F(Gpt2Folder, WeightErrorsNameFileAndTensor) {
 
 TEST_F(Gpt2Folder, FolderAndTokenizerErrors) {
   expectMessage(attn::io::loadModelFolder("/nonexistent/gpt2").error(),
-                {"/nonexistent/gpt2", "not a folder"});
+                {"/nonexistent/gpt2", "does not exist"});
 
   fs::path dir = gpt2test::writeModelFolder("gpt2_no_weights", model_, vocab_);
   fs::remove(dir / "model.safetensors");
