@@ -39,17 +39,28 @@ std::string idText(const io::Tokenizer* tokenizer, int id) {
   return text;
 }
 
-Expected<PreparedInput> decoderInput(const io::ModelFolder& model, const DriveRequest& request) {
-  PreparedInput out;
-  io::Tokenizer::Encoding encoding;
+// The ids of a text model's input, before any special token the kind adds: the --ids given
+// (each checked against the vocabulary), or the text through `encode` (the folder's
+// tokenizer; refused when it has none). `Folder`: io::ModelFolder or io::EncoderFolder.
+template <typename Folder, typename Encode>
+Expected<io::Tokenizer::Encoding> givenOrEncoded(const Folder& model, const DriveRequest& request,
+                                                 const Encode& encode) {
   if (request.hasIds) {
     if (Status s = checkGivenIds(request.ids, model.weights->config.vocabSize); !s) return s.error();
+    io::Tokenizer::Encoding encoding;
     encoding.ids = request.ids;
-  } else if (!model.tokenizer) {
-    return noTokenizer(model.weights->config.modelType, model.tokenizerProblem, model.folder);
-  } else {
-    encoding = model.tokenizer->encode(request.text);
+    return encoding;
   }
+  if (!model.tokenizer) return noTokenizer(model.weights->config.modelType, model.tokenizerProblem, model.folder);
+  return encode(request.text);
+}
+
+Expected<PreparedInput> decoderInput(const io::ModelFolder& model, const DriveRequest& request) {
+  PreparedInput out;
+  Expected<io::Tokenizer::Encoding> given =
+      givenOrEncoded(model, request, [&](const std::string& text) { return model.tokenizer->encode(text); });
+  if (!given) return given.error();
+  io::Tokenizer::Encoding encoding = std::move(given).value();
   out.bos = request.bos == 1 || (request.bos == -1 && !request.hasIds && model.tokenizer && model.tokenizer->addsBos());
   if (out.bos) {
     if (model.tokenizer && model.tokenizer->bosId() >= 0) {
@@ -75,15 +86,10 @@ Expected<PreparedInput> encoderInput(const io::EncoderFolder& model, const Drive
                        "only applies to decoders (an encoder's text gets its tokenizer's [CLS] ... [SEP])");
   }
   PreparedInput out;
-  io::Tokenizer::Encoding encoding;
-  if (request.hasIds) {
-    if (Status s = checkGivenIds(request.ids, model.weights->config.vocabSize); !s) return s.error();
-    encoding.ids = request.ids;
-  } else if (!model.tokenizer) {
-    return noTokenizer(model.weights->config.modelType, model.tokenizerProblem, model.folder);
-  } else {
-    encoding = io::encoderInput(*model.tokenizer, request.text);
-  }
+  Expected<io::Tokenizer::Encoding> given = givenOrEncoded(
+      model, request, [&](const std::string& text) { return io::encoderInput(*model.tokenizer, text); });
+  if (!given) return given.error();
+  io::Tokenizer::Encoding encoding = std::move(given).value();
   out.invalidOffsets = std::move(encoding.invalidOffsets);
   out.input.ids = std::move(encoding.ids);
   for (int id : out.input.ids) out.tokenTexts.push_back(idText(model.tokenizer.get(), id));
