@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "formats/models/families/gguf_architecture.h"
+
 namespace attn::io {
 
 // The rows, one per file under formats/models/families/.
@@ -35,6 +37,19 @@ const Family* findFamily(std::string_view modelType) {
   for (const Family* family : families())
     if (family->modelType == modelType) return family;
   return nullptr;
+}
+
+const Family* findGgufFamily(std::string_view architecture) {
+  for (const Family* family : families())
+    if (family->gguf && architecture == family->gguf->name) return family;
+  return nullptr;
+}
+
+std::string ggufArchitectureNames() {
+  std::string out;
+  for (const Family* family : families())
+    if (family->gguf) out += (out.empty() ? "" : ", ") + std::string(family->gguf->name);
+  return out;
 }
 
 const Family* findFamily(std::string_view modelType, ModelKind kind) {

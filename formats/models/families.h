@@ -1,6 +1,7 @@
-// The family table, after llama.cpp's architecture table (LLM_ARCH_NAMES, LLM_TENSOR_NAMES): one row per config.json model_type,
-// each defined in its own file under formats/models/families/ (the config fields it reads
-// and the tensor names of its checkpoints) and listed in families.cpp. Every kind has rows:
+// The family table, after llama.cpp's architecture table (LLM_ARCH_NAMES, LLM_TENSOR_NAMES):
+// one row per config.json model_type, each defined in its own file under
+// formats/models/families/ (the config fields it reads, the tensor names of its
+// checkpoints and, for a decoder llama.cpp runs, its GGUF names) and listed in families.cpp. Every kind has rows:
 // decoders, encoders and vision transformers. The loaders (model_config.cpp,
 // model_folder.cpp, encoder_folder.cpp, vit_folder.cpp), the one opener
 // (formats/models/open_model.h) and tools/gen_checkpoint go through this table only;
@@ -78,6 +79,7 @@ struct TensorPlan {
 // The tensor tables of the encoder and vision rows (formats/models/families/bidirectional.h).
 struct EncoderPlan;
 struct VisionPlan;
+struct GgufArchitecture;
 
 struct Family {
   std::string_view modelType;  // config.json's model_type
@@ -101,6 +103,9 @@ struct Family {
   // tools/gen_checkpoint writes too. No family requires a tokenizer: a folder without one
   // runs from --ids, and --text names what is missing.
   bool byteLevelVocab = false;
+  // Decoders that llama.cpp runs too: the family's GGUF row (general.architecture, keys,
+  // tensor names; formats/models/families/gguf_architecture.h). nullptr: no GGUF files.
+  const GgufArchitecture* gguf = nullptr;
 
   // Encoders (kind Encoder): reads the family's fields into `out` (out.modelType is set);
   // the keys every encoder shares (tie_word_embeddings, the heads attnscope does not run)
@@ -124,6 +129,10 @@ struct Family {
 std::span<const Family* const> families();
 // The row of `modelType`, or nullptr.
 const Family* findFamily(std::string_view modelType);
+// The row whose GGUF general.architecture is `architecture` ("gptneox"), or nullptr.
+const Family* findGgufFamily(std::string_view architecture);
+// "gpt2, llama, ..." : every GGUF general.architecture a row runs (for messages).
+std::string ggufArchitectureNames();
 // The row of `modelType` when it is of kind `kind`, or nullptr.
 const Family* findFamily(std::string_view modelType, ModelKind kind);
 // "gpt2, llama, ..." of one kind (for messages).

@@ -2,8 +2,9 @@
 // `{arch}.*` metadata -> model::Config, the `token_embd` / `blk.N.*` / `output*` tensors ->
 // model::Weights used in place from the mapping (F32, and F16 / BF16 / Q4_0 ... Q6_K
 // matrices as stored, dequantized as they are multiplied), and the file's own tokenizer
-// (tokenizer.ggml.*, formats/tokenizers/gguf_tokenizer.h). This is the ONE file that maps
-// GGUF names onto the engine (docs/models.md, "GGUF files").
+// (tokenizer.ggml.*, formats/tokenizers/gguf_tokenizer.h). The GGUF names of each family are
+// in its family file (Family::gguf); this is the one loader that applies them (docs/models.md,
+// "GGUF files").
 #pragma once
 
 #include <memory>
@@ -19,9 +20,10 @@ namespace attn::io {
 // True when `path` is a regular file named *.gguf or whose first four bytes are "GGUF".
 bool isGgufFile(const std::string& path);
 
-// The Config `file`'s metadata describes. general.architecture llama (and mistral-style
-// files that say llama), qwen2, gpt2 or gptneox; the others (qwen3, gemma2, phi3, ...) are
-// refused by name. Errors name the file and the key.
+// The Config `file`'s metadata describes: general.architecture is one a family row has as its
+// GGUF row (gpt2, llama — mistral-style files say llama too —, qwen2, qwen3, gemma2, phi3,
+// gptneox; io::ggufArchitectureNames()); any other is refused by name. Errors name the file
+// and the key.
 Expected<model::Config> ggufConfig(const GgufFile& file);
 
 // The weights of `config` from `file` (in place; the Weights keep `file` open). Every tensor

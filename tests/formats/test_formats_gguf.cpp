@@ -21,6 +21,8 @@
 #include "core/models/transformer.h"
 #include "formats/gguf.h"
 #include "formats/models/checkpoint.h"
+#include "formats/models/families.h"
+#include "formats/models/families/gguf_architecture.h"
 #include "formats/models/gguf_model.h"
 #include "formats/models/model_folder.h"
 #include "formats/tokenizers/gguf_tokenizer.h"
@@ -502,7 +504,22 @@ TEST(GgufModel, UnsupportedArchitecturesTypesAndExtraTensorsAreRefusedByName) {
   };
   GgufWriter arch;
   arch.string("general.architecture", "mamba");
-  EXPECT_NE(error(arch.finish(), "arch").find("key 'general.architecture': 'mamba' is not run here"), std::string::npos);
+  // the refusal lists every GGUF row of the family table, in the table's order
+  EXPECT_NE(error(arch.finish(), "arch")
+                .find("key 'general.architecture': 'mamba' is not run here (GGUF files of gpt2, llama, qwen2, "
+                      "qwen3, gemma2, phi3, gptneox are)"),
+            std::string::npos);
+  // each GGUF row belongs to one family row, found back by its general.architecture;
+  // mistral has none (its files say llama) and neither do encoders and vision rows
+  for (const attn::io::Family* family : attn::io::families()) {
+    if (!family->gguf) {
+      EXPECT_TRUE(family->modelType == "mistral" || family->kind != attn::io::ModelKind::Decoder)
+          << family->modelType;
+      continue;
+    }
+    EXPECT_EQ(attn::io::findGgufFamily(family->gguf->name), family) << family->gguf->name;
+  }
+  EXPECT_EQ(attn::io::findGgufFamily("gpt_neox"), nullptr);  // the model_type is not the GGUF name
   // an IQ2_XXS matrix: known to the reader, refused by the model by name
   std::string bytes = ggufmodel::build(ggufmodel::tinySpec("llama"), 8, 9).gguf;
   attn::Expected<GgufFile> parsed = attn::io::parseGguf(asBytes(bytes), "x");

@@ -1,4 +1,4 @@
-// The qwen3, gemma2 and phi3 rows of the GGUF table (formats/models/gguf_model.cpp): a file
+// The qwen3, gemma2 and phi3 GGUF rows (Family::gguf, in their family files): a file
 // written here as convert_hf_to_gguf.py writes one (llama.cpp's tensor names from gguf-py's
 // tensor_mapping.py, ggml dims innermost first, Gemma's norm weights stored as 1 + w, the
 // {arch}.* keys) runs as the same weights in a safetensors folder: every layer's and head's

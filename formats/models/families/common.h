@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "formats/models/families.h"
+#include "formats/models/families/gguf_architecture.h"
 
 namespace attn::io::family {
 

@@ -85,9 +85,46 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
   return out;
 }
 
+constexpr GgufName kGgufKeys[] = {{"attn_logit_softcapping", "attn_logit_softcapping"},
+                                  {"final_logit_softcapping", "final_logit_softcapping"},
+                                  {"attention.sliding_window", "sliding_window"}};
+constexpr GgufName kGgufLayer[] = {
+    {"attn_norm", "input_layernorm"},           {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},             {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},        {"post_attention_norm", "post_attention_layernorm"},
+    {"ffn_norm", "pre_feedforward_layernorm"},  {"post_ffw_norm", "post_feedforward_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},              {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"}};
+
+// No key carries query_pre_attn_scalar; llama.cpp's rule: the 46-layer 27B model scales by
+// (E / H)^-1/2, the others by d_h^-1/2 (attention.key_length, else E / H).
+void deriveFromGguf(nlohmann::json& config) {
+  const std::int64_t width = config.value("hidden_size", std::int64_t{0});
+  const std::int64_t heads = std::max<std::int64_t>(1, config.value("num_attention_heads", std::int64_t{1}));
+  const std::int64_t headDim = config.value("head_dim", width / heads);
+  const bool is27b = config.value("num_hidden_layers", std::int64_t{0}) == 46;
+  config["query_pre_attn_scalar"] = static_cast<double>(is27b ? width / heads : headDim);
+}
+
+constexpr GgufArchitecture kGguf = {.name = "gemma2",
+                                    .sizes = kGgufHfSizes,
+                                    .keys = kGgufKeys,
+                                    .globals = kGgufLlamaGlobals,
+                                    .layer = kGgufLayer,
+                                    .rotaryKey = "partial_rotary_factor",
+                                    .attentionBias = "attention_bias",
+                                    .normsPlusOne = true,
+                                    .derive = deriveFromGguf};
+
 }  // namespace
 
-extern const Family kGemma2Family = {"gemma2", ModelKind::Decoder, "num_hidden_layers", readConfig,
-                                     planTensors, writeConfig, family::isRotaryBuffer};
+extern const Family kGemma2Family = {.modelType = "gemma2",
+                                     .kind = ModelKind::Decoder,
+                                     .layersField = "num_hidden_layers",
+                                     .readConfig = readConfig,
+                                     .planTensors = planTensors,
+                                     .writeConfig = writeConfig,
+                                     .isBuffer = family::isRotaryBuffer,
+                                     .gguf = &kGguf};
 
 }  // namespace attn::io

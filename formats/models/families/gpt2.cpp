@@ -85,10 +85,33 @@ bool isBuffer(std::string_view name) {
   return false;
 }
 
+// gpt2's own config.json names; its Conv1D weights, [in, out] in the checkpoint, are stored
+// [out, in] by the converter (formats/models/gguf_model.cpp turns the plan's wants around).
+constexpr GgufName kGgufSizes[] = {{"block_count", "n_layer"},
+                                   {"embedding_length", "n_embd"},
+                                   {"feed_forward_length", "n_inner"},
+                                   {"attention.head_count", "n_head"},
+                                   {"context_length", "n_positions"},
+                                   {"attention.layer_norm_epsilon", "layer_norm_epsilon"}};
+constexpr GgufName kGgufGlobals[] = {
+    {"token_embd", "wte"}, {"position_embd", "wpe"}, {"output_norm", "ln_f"}, {"output", "lm_head"}};
+constexpr GgufName kGgufLayer[] = {{"attn_norm", "ln_1"},        {"attn_qkv", "attn.c_attn"},
+                                   {"attn_output", "attn.c_proj"}, {"ffn_norm", "ln_2"},
+                                   {"ffn_up", "mlp.c_fc"},        {"ffn_down", "mlp.c_proj"}};
+
+constexpr GgufArchitecture kGguf = {
+    .name = "gpt2", .sizes = kGgufSizes, .globals = kGgufGlobals, .layer = kGgufLayer};
+
 }  // namespace
 
-extern const Family kGpt2Family = {"gpt2",      ModelKind::Decoder, "n_layer", readConfig,
-                                   planTensors, writeConfig,        isBuffer,
-                                   /*byteLevelVocab=*/true};
+extern const Family kGpt2Family = {.modelType = "gpt2",
+                                   .kind = ModelKind::Decoder,
+                                   .layersField = "n_layer",
+                                   .readConfig = readConfig,
+                                   .planTensors = planTensors,
+                                   .writeConfig = writeConfig,
+                                   .isBuffer = isBuffer,
+                                   .byteLevelVocab = true,
+                                   .gguf = &kGguf};
 
 }  // namespace attn::io

@@ -80,9 +80,34 @@ bool isBuffer(std::string_view name) {
   return family::isRotaryBuffer(name);
 }
 
+// llama.cpp's "gptneox": query_key_value regrouped by the converter as [q; k; v].
+constexpr GgufName kGgufKeys[] = {{"attention.layer_norm_epsilon", "layer_norm_eps"},
+                                  {"use_parallel_residual", "use_parallel_residual"}};
+constexpr GgufName kGgufGlobals[] = {{"token_embd", "gpt_neox.embed_in"},
+                                     {"output_norm", "gpt_neox.final_layer_norm"},
+                                     {"output", "embed_out"}};
+constexpr GgufName kGgufLayer[] = {{"attn_norm", "input_layernorm"},      {"attn_qkv", "attention.query_key_value"},
+                                   {"attn_output", "attention.dense"},    {"ffn_norm", "post_attention_layernorm"},
+                                   {"ffn_up", "mlp.dense_h_to_4h"},       {"ffn_down", "mlp.dense_4h_to_h"}};
+
+constexpr GgufArchitecture kGguf = {.name = "gptneox",
+                                    .sizes = kGgufHfSizes,
+                                    .keys = kGgufKeys,
+                                    .globals = kGgufGlobals,
+                                    .layer = kGgufLayer,
+                                    .rotaryKey = "rotary_pct",
+                                    .attentionBias = "attention_bias",
+                                    .qkvRegrouped = true};
+
 }  // namespace
 
-extern const Family kGptNeoxFamily = {"gpt_neox", ModelKind::Decoder, "num_hidden_layers",
-                                      readConfig, planTensors, writeConfig, isBuffer};
+extern const Family kGptNeoxFamily = {.modelType = "gpt_neox",
+                                      .kind = ModelKind::Decoder,
+                                      .layersField = "num_hidden_layers",
+                                      .readConfig = readConfig,
+                                      .planTensors = planTensors,
+                                      .writeConfig = writeConfig,
+                                      .isBuffer = isBuffer,
+                                      .gguf = &kGguf};
 
 }  // namespace attn::io

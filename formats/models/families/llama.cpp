@@ -26,9 +26,26 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
   return out;
 }
 
+// llama.cpp's llama rows (mistral-style files say "llama" too): Q and K rows permuted by
+// the converter for ggml's adjacent-pair RoPE.
+constexpr GgufArchitecture kGguf = {.name = "llama",
+                                    .sizes = kGgufHfSizes,
+                                    .globals = kGgufLlamaGlobals,
+                                    .layer = kGgufLlamaLayer,
+                                    .rotaryKey = "partial_rotary_factor",
+                                    .attentionBias = "attention_bias",
+                                    .mlpBias = "mlp_bias",
+                                    .qkPairsInterleaved = true};
+
 }  // namespace
 
-extern const Family kLlamaFamily = {"llama", ModelKind::Decoder, "num_hidden_layers", readConfig,
-                                    planTensors, writeConfig, family::isRotaryBuffer};
+extern const Family kLlamaFamily = {.modelType = "llama",
+                                    .kind = ModelKind::Decoder,
+                                    .layersField = "num_hidden_layers",
+                                    .readConfig = readConfig,
+                                    .planTensors = planTensors,
+                                    .writeConfig = writeConfig,
+                                    .isBuffer = family::isRotaryBuffer,
+                                    .gguf = &kGguf};
 
 }  // namespace attn::io

@@ -26,7 +26,14 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
 
 }  // namespace
 
-extern const Family kMistralFamily = {"mistral", ModelKind::Decoder, "num_hidden_layers",
-                                      readConfig, planTensors, writeConfig, family::isRotaryBuffer};
+// No GGUF row: llama.cpp's converter writes Mistral models as general.architecture "llama"
+// (the llama row reads them).
+extern const Family kMistralFamily = {.modelType = "mistral",
+                                      .kind = ModelKind::Decoder,
+                                      .layersField = "num_hidden_layers",
+                                      .readConfig = readConfig,
+                                      .planTensors = planTensors,
+                                      .writeConfig = writeConfig,
+                                      .isBuffer = family::isRotaryBuffer};
 
 }  // namespace attn::io

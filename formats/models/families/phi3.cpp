@@ -47,9 +47,26 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
   return out;
 }
 
+// (attention.sliding_window is not mapped: llama.cpp runs Phi-3 without it)
+constexpr GgufName kGgufLayer[] = {{"attn_norm", "input_layernorm"},      {"attn_qkv", "self_attn.qkv_proj"},
+                                   {"attn_output", "self_attn.o_proj"},   {"ffn_norm", "post_attention_layernorm"},
+                                   {"ffn_up", "mlp.gate_up_proj"},        {"ffn_down", "mlp.down_proj"}};
+
+constexpr GgufArchitecture kGguf = {.name = "phi3",
+                                    .sizes = kGgufHfSizes,
+                                    .globals = kGgufLlamaGlobals,
+                                    .layer = kGgufLayer,
+                                    .rotaryKey = "partial_rotary_factor"};
+
 }  // namespace
 
-extern const Family kPhi3Family = {"phi3", ModelKind::Decoder, "num_hidden_layers", readConfig,
-                                   planTensors, writeConfig, family::isRotaryBuffer};
+extern const Family kPhi3Family = {.modelType = "phi3",
+                                   .kind = ModelKind::Decoder,
+                                   .layersField = "num_hidden_layers",
+                                   .readConfig = readConfig,
+                                   .planTensors = planTensors,
+                                   .writeConfig = writeConfig,
+                                   .isBuffer = family::isRotaryBuffer,
+                                   .gguf = &kGguf};
 
 }  // namespace attn::io

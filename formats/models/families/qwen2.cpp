@@ -23,9 +23,25 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
   return out;
 }
 
+// No GGUF key says use_sliding_window: llama.cpp runs qwen2 files without a window.
+void deriveFromGguf(nlohmann::json& config) { config["use_sliding_window"] = false; }
+
+constexpr GgufArchitecture kGguf = {.name = "qwen2",
+                                    .sizes = kGgufHfSizes,
+                                    .globals = kGgufLlamaGlobals,
+                                    .layer = kGgufLlamaLayer,
+                                    .rotaryKey = "partial_rotary_factor",
+                                    .derive = deriveFromGguf};
+
 }  // namespace
 
-extern const Family kQwen2Family = {"qwen2", ModelKind::Decoder, "num_hidden_layers", readConfig,
-                                    planTensors, writeConfig, family::isRotaryBuffer};
+extern const Family kQwen2Family = {.modelType = "qwen2",
+                                    .kind = ModelKind::Decoder,
+                                    .layersField = "num_hidden_layers",
+                                    .readConfig = readConfig,
+                                    .planTensors = planTensors,
+                                    .writeConfig = writeConfig,
+                                    .isBuffer = family::isRotaryBuffer,
+                                    .gguf = &kGguf};
 
 }  // namespace attn::io

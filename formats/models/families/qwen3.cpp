@@ -28,9 +28,22 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
   return out;
 }
 
+constexpr GgufArchitecture kGguf = {.name = "qwen3",
+                                    .sizes = kGgufHfSizes,
+                                    .globals = kGgufLlamaGlobals,
+                                    .layer = kGgufLlamaLayer,
+                                    .rotaryKey = "partial_rotary_factor",
+                                    .attentionBias = "attention_bias"};
+
 }  // namespace
 
-extern const Family kQwen3Family = {"qwen3", ModelKind::Decoder, "num_hidden_layers", readConfig,
-                                    planTensors, writeConfig, family::isRotaryBuffer};
+extern const Family kQwen3Family = {.modelType = "qwen3",
+                                    .kind = ModelKind::Decoder,
+                                    .layersField = "num_hidden_layers",
+                                    .readConfig = readConfig,
+                                    .planTensors = planTensors,
+                                    .writeConfig = writeConfig,
+                                    .isBuffer = family::isRotaryBuffer,
+                                    .gguf = &kGguf};
 
 }  // namespace attn::io
