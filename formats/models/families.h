@@ -129,7 +129,7 @@ struct Family {
 std::span<const Family* const> families();
 // The row of `modelType`, or nullptr.
 const Family* findFamily(std::string_view modelType);
-// The row whose GGUF general.architecture is `architecture` ("gptneox"), or nullptr.
+// The row whose GGUF general.architecture is `architecture` (e.g. gptneox), or nullptr.
 const Family* findGgufFamily(std::string_view architecture);
 // "gpt2, llama, ..." : every GGUF general.architecture a row runs (for messages).
 std::string ggufArchitectureNames();

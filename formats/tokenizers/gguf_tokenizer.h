@@ -1,11 +1,11 @@
 // A GGUF file's own tokenizer, from its tokenizer.ggml.* keys, as llama.cpp's
 // llama-vocab.cpp tokenizes (so that ids equal llama.cpp's for the same file):
-//   model "llama"  SentencePiece-style BPE over tokens / scores / token_type (GgufSpmTokenizer):
+//   model llama    SentencePiece-style BPE over tokens / scores / token_type (GgufSpmTokenizer):
 //                  spaces become "▁", a "▁" is put before the text (and after every special
 //                  token) when add_space_prefix (default true), then the adjacent pair whose
 //                  joined text is a token with the highest score merges first (ties: leftmost);
 //                  pieces that are no token become their bytes' <0xNN> tokens.
-//   model "gpt2"   byte-level BPE over tokens / merges (Gpt2Tokenizer::fromParts), with the
+//   model gpt2     byte-level BPE over tokens / merges (Gpt2Tokenizer::fromParts), with the
 //                  pre-tokenizer regex list chosen by tokenizer.ggml.pre (default, gpt-2,
 //                  llama-bpe, qwen2, smollm, deepseek-llm, and llama.cpp's aliases of them).
 // Control (type 3), user-defined (4) and unknown (2) tokens typed in the text are one token

@@ -25,7 +25,7 @@ struct GgufName {
 };
 
 struct GgufArchitecture {
-  const char* name;                      // general.architecture ("llama", "gptneox", ...)
+  const char* name;                      // general.architecture (e.g. llama, gptneox)
   std::span<const GgufName> sizes;       // "{arch}.<gguf>" -> config.json <hf>: the shared sizes
   std::span<const GgufName> keys;        // the same for the family's own keys (may be empty)
   std::span<const GgufName> globals;     // tensors outside the layers: "token_embd" -> "model.embed_tokens"

@@ -26,7 +26,7 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
 
 }  // namespace
 
-// No GGUF row: llama.cpp's converter writes Mistral models as general.architecture "llama"
+// No GGUF row: llama.cpp's converter writes Mistral models as general.architecture llama
 // (the llama row reads them).
 extern const Family kMistralFamily = {.modelType = "mistral",
                                       .kind = ModelKind::Decoder,
