@@ -25,11 +25,11 @@ struct GgufName {
 };
 
 struct GgufArchitecture {
-  const char* name;                      // general.architecture (e.g. llama, gptneox)
-  std::span<const GgufName> sizes;       // "{arch}.<gguf>" -> config.json <hf>: the shared sizes
-  std::span<const GgufName> keys;        // the same for the family's own keys (may be empty)
-  std::span<const GgufName> globals;     // tensors outside the layers: "token_embd" -> "model.embed_tokens"
-  std::span<const GgufName> layer;       // "blk.N.<gguf>" -> the plan's layer prefix + "N.<hf>"
+  const char* name = nullptr;                 // general.architecture (e.g. llama, gptneox)
+  std::span<const GgufName> sizes = {};       // "{arch}.<gguf>" -> config.json <hf>: the shared sizes
+  std::span<const GgufName> keys = {};        // the same for the family's own keys (may be empty)
+  std::span<const GgufName> globals = {};     // tensors outside the layers: "token_embd" -> "model.embed_tokens"
+  std::span<const GgufName> layer = {};       // "blk.N.<gguf>" -> the plan's layer prefix + "N.<hf>"
   // The config.json key that rope.dimension_count / d_h becomes (nullptr: no rotary key).
   const char* rotaryKey = nullptr;
   // The config.json keys set true when blk.0's q (or fused qkv) bias, or ffn_up bias, is
