@@ -63,8 +63,9 @@ install_missing() {
 
 # build DIR [cmake args...]: configure once, then build incrementally.
 # ATTNSCOPE_UNITY_BUILD=ON in the environment makes a new build folder a unity build
-# (CMAKE_UNITY_BUILD: each library compiles its sources in batches of 8); left unset (as
-# test.sh and .ci/run do), each source file is its own translation unit.
+# (CMAKE_UNITY_BUILD: each library compiles its sources in batches of 8), as .ci/run's two
+# builds are (docs/ci.md, "Fifth pass"); left unset (test.sh, run.sh), each source file is
+# its own translation unit, so editing one file recompiles one file.
 build() {
   local dir="$1"; shift
   if [ ! -f "$dir/CMakeCache.txt" ]; then
