@@ -113,9 +113,6 @@ Expected<Explanation> explainCell(const AttentionResult& result, const Problem& 
     case MatrixKind::K:
       return explainProjected(result, problem, 'k', std::max(cell.head, 0), cell.row, cell.col);
     case MatrixKind::V:
-      if (shownModelHead(doc))
-        return "V: the model's values of this head (n x d_h), one row per token, of the same tokens "
-               "as Q and K: what each token passes on when it is attended.";
       return explainProjected(result, problem, 'v', std::max(cell.head, 0), cell.row, cell.col);
     case MatrixKind::Input:
       return explainInputEntry(result, problem, 'x', cell.row, cell.col);
