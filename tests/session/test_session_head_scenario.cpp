@@ -85,6 +85,8 @@ void expectTrueCaptions(const Scenario& s, int layer, int head, const std::vecto
   EXPECT_EQ(contains(header, "Causal: each token sees itself and the tokens before it."), causal) << header;
   EXPECT_EQ(contains(header, "Every token sees every token."), !causal) << header;
   EXPECT_FALSE(contains(header, "Cross-attention")) << header;
+  EXPECT_TRUE(contains(stageDescription(MatrixKind::Q, s), "the model's queries of this head (n x d_h), one row per token"));
+  EXPECT_TRUE(contains(stageDescription(MatrixKind::K, s), "the model's keys of this head (n x d_h), one row per token, of the same tokens as Q"));
   EXPECT_TRUE(contains(stageDescription(MatrixKind::V, s), "the model's values of this head")) << header;
   EXPECT_TRUE(contains(stageDescription(MatrixKind::Input, s), "the same tokens'"));
 }
