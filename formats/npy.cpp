@@ -456,9 +456,9 @@ std::string_view dtypeName(NpyDtype dtype) {
 
 std::string NpyHeader::descr() const {
   const std::size_t size = dtypeSize(dtype);
-  std::string out(1, size == 1 ? '|' : bigEndian ? '>' : '<');
-  out += !isInteger(dtype) ? 'f' : isSigned(dtype) ? 'i' : 'u';
-  return out + std::to_string(size);
+  const char text[] = {size == 1 ? '|' : bigEndian ? '>' : '<', !isInteger(dtype) ? 'f' : isSigned(dtype) ? 'i' : 'u',
+                       static_cast<char>('0' + size)};  // sizes 1, 2, 4, 8: one digit
+  return std::string(text, sizeof text);
 }
 
 std::vector<std::int64_t> NpyHeader::strides() const {
