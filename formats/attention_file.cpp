@@ -78,6 +78,7 @@ ArraySummary summarise(const std::string& name, const NpyHeader& header) {
   summary.descr = header.descr();
   summary.shape = header.shape;
   summary.fortranOrder = header.fortranOrder;
+  summary.integer = isInteger(header.dtype);
   return summary;
 }
 
@@ -378,6 +379,22 @@ Expected<std::vector<ArraySummary>> listArrays(const std::string& path, const Np
   return summarise(*archive);
 }
 
+Expected<std::vector<int>> readIdArray(const std::string& path, const std::string& name,
+                                       const NpzLimits& limits) {
+  std::string problem;
+  const FileKind kind = sniff(path, problem);
+  if (kind == FileKind::Unknown) return Error{path, "", problem};
+  Expected<NpyArray> array = [&]() -> Expected<NpyArray> {
+    if (kind == FileKind::Npy) return openNpy(path);
+    Expected<NpzArchive> archive = NpzArchive::open(path, limits);
+    if (!archive) return archive.error();
+    if (!archive->find(name)) return Error{path, name, "no such array in the archive"};
+    return archive->read(name);
+  }();
+  if (!array) return array.error();
+  return readIds(*array, name);
+}
+
 // =======================================================================================
 // Opening
 // =======================================================================================
@@ -396,6 +413,11 @@ Status AttentionFileBuilder::addSource(AttentionFile& file, const NpyArray& arra
                                        const std::string& name, const AttentionOpenOptions& options,
                                        bool perLayer) {
   const NpyHeader& header = array.header;
+  if (isInteger(header.dtype)) {  // ids or indices (token_ids, topk_idx), never weights
+    return Error{array.file, options.arrayName.empty() ? "" : "array",
+                 "'" + name + "' is " + std::string(dtypeName(header.dtype)) +
+                     " (integers: ids or indices), not attention weights (float16, float32 or float64)"};
+  }
   Expected<std::string> layout =
       chooseLayout(options.layout, header.shape.size(), perLayer, array.file, header.shape);
   if (!layout) return layout.error();
@@ -554,11 +576,11 @@ Expected<AttentionFile> AttentionFileBuilder::open(const std::string& path,
     } else {
       std::vector<std::string> readable;
       for (const ArraySummary& a : file.arrays_) {
-        if (a.unsupported.empty()) readable.push_back(a.name);
+        if (a.weights()) readable.push_back(a.name);
       }
       if (readable.size() > 1 && choices) {
         for (const ArraySummary& a : file.arrays_)
-          if (a.unsupported.empty()) choices->push_back(a);
+          if (a.weights()) choices->push_back(a);
         return file;
       }
       if (readable.size() != 1) {

@@ -84,15 +84,27 @@ struct AttentionShape {
 // One array of a file, as stored (for `attnscope info` and the app's array list).
 struct ArraySummary {
   std::string name;   // .npy: the file name's stem; .npz: the entry name w/o ".npy"
-  std::string descr;  // "<f4", ">f8", ...; "" when unsupported
+  std::string descr;  // "<f4", ">f8", "<i8", ...; "" when unsupported
   std::vector<std::int64_t> shape;
   bool fortranOrder = false;
-  std::string unsupported;  // why this array cannot be read (e.g. an int64 input_ids), or ""
+  std::string unsupported;  // why this array cannot be read (e.g. a bool mask), or ""
+  // An integer array (token ids, indices: an int64 input_ids, attnscope's token_ids and
+  // summary_params, int32 topk_idx): read and described, never taken as attention weights.
+  bool integer = false;
+  // True when the array may hold attention weights (a float array).
+  bool weights() const { return unsupported.empty() && !integer; }
 };
 
 // What a file holds, from the headers alone (nothing inflated but the .npz headers).
 Expected<std::vector<ArraySummary>> listArrays(const std::string& path,
                                                const NpzLimits& limits = {});
+
+// The integer array `name` of an .npz (or the one array of an .npy) as ints: token ids such
+// as the token_ids int64 [n] that `attnscope model --out` writes (formats/npy.h, readIds).
+// Errors name the file ("X.npz:token_ids.npy") and the field `name`: no such array, a float
+// array, an id that does not fit an int.
+Expected<std::vector<int>> readIdArray(const std::string& path, const std::string& name,
+                                       const NpzLimits& limits = {});
 
 struct NonFiniteCount {
   std::uint64_t nan = 0, posInf = 0, negInf = 0;

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 namespace attn::io {
@@ -225,7 +226,7 @@ std::optional<RawHeader> parseDict(std::string_view text, std::string& error) {
 std::optional<std::string> parseDescr(const std::string& descr, NpyDtype& dtype, bool& bigEndian) {
   auto unsupported = [&](std::string_view what) {
     return "unsupported dtype " + quotedHeaderText(descr) + " (" + std::string(what) +
-           "): attnscope reads float16, float32 and float64";
+           "): attnscope reads float16, float32, float64 and integers";
   };
   if (descr.size() < 2) return unsupported("not a dtype");
   const char order = descr[0];
@@ -238,9 +239,22 @@ std::optional<std::string> parseDescr(const std::string& descr, NpyDtype& dtype,
     case 'f':
       break;
     case 'i':
-      return unsupported("signed integer");
-    case 'u':
-      return unsupported("unsigned integer");
+    case 'u': {
+      // ids and indices: 1, 2, 4 or 8 bytes; one byte has no order ('|'), the others need one
+      static constexpr NpyDtype kSigned[] = {NpyDtype::Int8, NpyDtype::Int16, NpyDtype::Int32, NpyDtype::Int64};
+      static constexpr NpyDtype kUnsigned[] = {NpyDtype::UInt8, NpyDtype::UInt16, NpyDtype::UInt32,
+                                               NpyDtype::UInt64};
+      const int index = size == "1" ? 0 : size == "2" ? 1 : size == "4" ? 2 : size == "8" ? 3 : -1;
+      if (index < 0) return unsupported(kind == 'i' ? "unknown signed integer size" : "unknown unsigned integer size");
+      dtype = (kind == 'i' ? kSigned : kUnsigned)[index];
+      if (index == 0) {
+        bigEndian = false;  // one byte: '|', '<', '>' and '=' all mean the same
+        return std::nullopt;
+      }
+      if (order == '|') return unsupported("an integer of more than one byte needs a byte order '<' or '>'");
+      bigEndian = order == '>';
+      return std::nullopt;
+    }
     case 'b':
     case '?':
       return unsupported("bool");
@@ -329,6 +343,52 @@ Word loadWord(const std::byte* p, bool bigEndian) {
   return w;
 }
 
+// One integer element, whatever its width and sign: `value` when negative, else `magnitude`
+// (a uint64 above INT64_MAX does not fit an int64).
+struct IntegerValue {
+  bool negative = false;
+  std::int64_t value = 0;
+  std::uint64_t magnitude = 0;
+};
+
+IntegerValue loadInteger(const std::byte* p, NpyDtype dtype, bool bigEndian) {
+  IntegerValue v;
+  auto set = [&v](std::int64_t signedValue) {
+    v.negative = signedValue < 0;
+    v.value = signedValue;
+    v.magnitude = v.negative ? 0 : static_cast<std::uint64_t>(signedValue);
+  };
+  switch (dtype) {
+    case NpyDtype::Int8:
+      set(static_cast<std::int8_t>(std::to_integer<std::uint8_t>(*p)));
+      break;
+    case NpyDtype::Int16:
+      set(static_cast<std::int16_t>(loadWord<std::uint16_t>(p, bigEndian)));
+      break;
+    case NpyDtype::Int32:
+      set(static_cast<std::int32_t>(loadWord<std::uint32_t>(p, bigEndian)));
+      break;
+    case NpyDtype::Int64:
+      set(static_cast<std::int64_t>(loadWord<std::uint64_t>(p, bigEndian)));
+      break;
+    case NpyDtype::UInt8:
+      v.magnitude = std::to_integer<std::uint8_t>(*p);
+      break;
+    case NpyDtype::UInt16:
+      v.magnitude = loadWord<std::uint16_t>(p, bigEndian);
+      break;
+    case NpyDtype::UInt32:
+      v.magnitude = loadWord<std::uint32_t>(p, bigEndian);
+      break;
+    case NpyDtype::UInt64:
+      v.magnitude = loadWord<std::uint64_t>(p, bigEndian);
+      break;
+    default:
+      break;
+  }
+  return v;
+}
+
 }  // namespace
 
 // =======================================================================================
@@ -337,15 +397,34 @@ Word loadWord(const std::byte* p, bool bigEndian) {
 
 std::size_t dtypeSize(NpyDtype dtype) {
   switch (dtype) {
+    case NpyDtype::Int8:
+    case NpyDtype::UInt8:
+      return 1;
     case NpyDtype::Float16:
+    case NpyDtype::Int16:
+    case NpyDtype::UInt16:
       return 2;
     case NpyDtype::Float32:
+    case NpyDtype::Int32:
+    case NpyDtype::UInt32:
       return 4;
     case NpyDtype::Float64:
+    case NpyDtype::Int64:
+    case NpyDtype::UInt64:
       return 8;
   }
   return 4;
 }
+
+bool isInteger(NpyDtype dtype) {
+  return dtype != NpyDtype::Float16 && dtype != NpyDtype::Float32 && dtype != NpyDtype::Float64;
+}
+
+namespace {
+bool isSigned(NpyDtype dtype) {
+  return dtype == NpyDtype::Int8 || dtype == NpyDtype::Int16 || dtype == NpyDtype::Int32 || dtype == NpyDtype::Int64;
+}
+}  // namespace
 
 std::string_view dtypeName(NpyDtype dtype) {
   switch (dtype) {
@@ -355,13 +434,31 @@ std::string_view dtypeName(NpyDtype dtype) {
       return "float32";
     case NpyDtype::Float64:
       return "float64";
+    case NpyDtype::Int8:
+      return "int8";
+    case NpyDtype::Int16:
+      return "int16";
+    case NpyDtype::Int32:
+      return "int32";
+    case NpyDtype::Int64:
+      return "int64";
+    case NpyDtype::UInt8:
+      return "uint8";
+    case NpyDtype::UInt16:
+      return "uint16";
+    case NpyDtype::UInt32:
+      return "uint32";
+    case NpyDtype::UInt64:
+      return "uint64";
   }
   return "float32";
 }
 
 std::string NpyHeader::descr() const {
-  std::string out = bigEndian ? ">f" : "<f";
-  return out + std::to_string(dtypeSize(dtype));
+  const std::size_t size = dtypeSize(dtype);
+  const char text[] = {size == 1 ? '|' : bigEndian ? '>' : '<', !isInteger(dtype) ? 'f' : isSigned(dtype) ? 'i' : 'u',
+                       static_cast<char>('0' + size)};  // sizes 1, 2, 4, 8: one digit
+  return std::string(text, sizeof text);
 }
 
 std::vector<std::int64_t> NpyHeader::strides() const {
@@ -558,7 +655,40 @@ void convertToFloat(const std::byte* src, NpyDtype dtype, bool bigEndian, std::s
       for (std::size_t i = 0; i < count; ++i, src += step)
         dst[i] = static_cast<float>(std::bit_cast<double>(loadWord<std::uint64_t>(src, bigEndian)));
       break;
+    default:  // the integers
+      for (std::size_t i = 0; i < count; ++i, src += step) {
+        const IntegerValue v = loadInteger(src, dtype, bigEndian);
+        dst[i] = v.negative ? static_cast<float>(v.value) : static_cast<float>(v.magnitude);
+      }
+      break;
   }
+}
+
+Expected<std::vector<int>> readIds(const NpyArray& array, const std::string& field) {
+  const NpyHeader& header = array.header;
+  if (!isInteger(header.dtype)) {
+    return Error{array.file, field, "is " + std::string(dtypeName(header.dtype)) + ", not integer ids"};
+  }
+  if (header.fortranOrder && header.shape.size() > 1) {
+    return Error{array.file, field, "is in Fortran order; ids are read in C order"};
+  }
+  std::vector<int> ids;
+  ids.reserve(static_cast<std::size_t>(header.elementCount));
+  const std::size_t size = dtypeSize(header.dtype);
+  for (std::uint64_t i = 0; i < header.elementCount; ++i) {
+    const IntegerValue v = loadInteger(array.data + i * size, header.dtype, header.bigEndian);
+    const bool fits = v.negative ? v.value >= std::numeric_limits<int>::min()
+                                 : v.magnitude <= static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+    if (!fits) {
+      return Error{array.file, field,
+                   "element " + std::to_string(i) + " is " +
+                       (v.negative ? std::to_string(v.value) : std::to_string(v.magnitude)) +
+                       ", outside an int's " + std::to_string(std::numeric_limits<int>::min()) + ".." +
+                       std::to_string(std::numeric_limits<int>::max())};
+    }
+    ids.push_back(v.negative ? static_cast<int>(v.value) : static_cast<int>(v.magnitude));
+  }
+  return ids;
 }
 
 // =======================================================================================

@@ -7,10 +7,12 @@
 //
 // The header is PARSED, never evaluated: exactly the three keys, each once, in any order;
 // 'descr' a quoted dtype string, 'fortran_order' True or False, 'shape' a tuple of
-// non-negative integers; a trailing comma is allowed, nothing else. Only float16, float32
-// and float64 ('<f2' '>f2' '<f4' '>f4' '<f8' '>f8', '=' meaning little-endian here) are
-// read; integers, bools, complex, objects, strings, structured dtypes are errors that say
-// which dtype it is.
+// non-negative integers; a trailing comma is allowed, nothing else. Read: float16, float32
+// and float64 ('<f2' '>f2' '<f4' '>f4' '<f8' '>f8', '=' meaning little-endian here), the
+// values attention is made of, and the integers ('<i8', '<i4', '|u1', ... signed and
+// unsigned of 1, 2, 4, 8 bytes), which hold ids and indices (attnscope writes token_ids as
+// int64 and the summary's topk_idx as int32; readIds reads them). Bools, complex, objects,
+// strings, structured dtypes are errors that say which dtype it is.
 //
 // Limits (documented in docs/import.md): header length <= kNpyMaxHeaderBytes, at most
 // kNpyMaxDims dimensions, at most kNpyMaxElements elements (checked without overflow), and
@@ -34,12 +36,14 @@ inline constexpr std::size_t kNpyMaxHeaderBytes = 1 << 16;    // 64 KiB of dict 
 inline constexpr std::size_t kNpyMaxDims = 32;                // numpy's own NPY_MAXDIMS
 inline constexpr std::uint64_t kNpyMaxElements = 1ull << 36;  // 64 Gi elements (256 GiB f4)
 
-enum class NpyDtype { Float16, Float32, Float64 };
+enum class NpyDtype { Float16, Float32, Float64, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64 };
 
-// Bytes per element: 2, 4, 8.
+// Bytes per element: 2, 4, 8 for the floats; 1, 2, 4, 8 for the integers.
 std::size_t dtypeSize(NpyDtype dtype);
-// numpy's spelling: "float16", "float32", "float64".
+// numpy's spelling: "float16", "float32", "float64", "int8", ..., "uint64".
 std::string_view dtypeName(NpyDtype dtype);
+// True for the integer dtypes (ids, indices: never attention weights).
+bool isInteger(NpyDtype dtype);
 
 struct NpyHeader {
   int major = 1, minor = 0;  // format version
@@ -51,7 +55,7 @@ struct NpyHeader {
   std::uint64_t elementCount = 0;   // product of shape (1 for a scalar)
   std::uint64_t dataBytes = 0;      // elementCount * dtypeSize(dtype)
 
-  // "<f4", ">f8", ... as numpy writes it.
+  // "<f4", ">f8", "<i8", "|u1", ... as numpy writes it.
   std::string descr() const;
   // Element strides (not bytes) of each dimension for this order: C order has the last
   // dimension contiguous, Fortran order the first.
@@ -61,7 +65,7 @@ struct NpyHeader {
 // Parses the header at the start of `bytes`, which may hold only the start of the file
 // (enough for the header). Does not check that the data is present; openNpy and
 // npyFromBuffer do. Errors name `file` and say what is wrong ("bad magic", "unsupported
-// dtype '<i8' (int64): attnscope reads float16, float32 and float64", ...).
+// dtype '|b1' (bool): attnscope reads float16, float32, float64 and integers", ...).
 Expected<NpyHeader> parseNpyHeader(std::span<const std::byte> bytes, const std::string& file);
 
 // A parsed array whose data stays where it is: in a read-only file mapping (openNpy) or in
@@ -103,10 +107,17 @@ void releasePages(const NpyArray& array, std::uint64_t from, std::uint64_t to,
 void adviseSequential(const NpyArray& array, bool sequential);
 
 // Converts `count` elements of type (dtype, bigEndian), starting at `src` and `srcStride`
-// ELEMENTS apart, to float32 in `dst` (dense). float64 is rounded to nearest; float16 is
-// exact. `src` may be unaligned.
+// ELEMENTS apart, to float32 in `dst` (dense). float64 and integers beyond 2^24 are rounded
+// to nearest; float16 is exact. `src` may be unaligned.
 void convertToFloat(const std::byte* src, NpyDtype dtype, bool bigEndian, std::size_t count,
                     std::int64_t srcStride, float* dst);
+
+// The elements of an integer array as ints, in storage order (C order: row-major; a
+// Fortran-order array of more than one dimension is refused): ids such as the token_ids
+// attnscope writes (int64 [n]). Errors name array.file and `field`: a float array ("is
+// float32, not integer ids"), a Fortran-order array, and a value that does not fit an int
+// ("element 3 is 4294967296, outside an int's -2147483648..2147483647").
+Expected<std::vector<int>> readIds(const NpyArray& array, const std::string& field);
 
 // IEEE binary16 bits -> float (exact; subnormals, inf and NaN kept).
 float halfToFloat(std::uint16_t bits);

@@ -53,8 +53,9 @@ struct NpzArrayInfo {
   NpyHeader header;
   std::uint64_t compressedSize = 0;
   bool deflated = false;
-  // Why the array cannot be read (an unsupported dtype such as an int64 input_ids saved
-  // next to the attention), or "" when it can. Such entries are listed, not fatal.
+  // Why the array cannot be read (an unsupported dtype such as a bool mask or a string
+  // saved next to the attention), or "" when it can. Such entries are listed, not fatal.
+  // Integer arrays (an int64 input_ids, attnscope's token_ids) are read (formats/npy.h).
   std::string unsupported;
   // A numpy string scalar of at most kNpzMaxTextBytes (np.savez(f, layout="lbhqk")): its
   // text as UTF-8 (the entry stays unsupported as an array). Empty otherwise.

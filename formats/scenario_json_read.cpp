@@ -265,6 +265,25 @@ DecoderOutputOptions readDecoderOutput(const Json& value, const std::string& fie
   return decoder;
 }
 
+// "model_head": {"model": "gpt2", "model_type": "gpt2", "layer": 1, "head": 3, "tokens": 7,
+// "causal": true, "rotary": false} (core/scenario/scenario.h, ModelHead). Whether the rows
+// agree with it is checked by readScenario once they are read.
+ModelHead readModelHead(const Json& value, const std::string& field) {
+  if (!value.is_object()) fail(field, "expected an object {model, model_type, layer, head, tokens, ...}, got " + describe(value));
+  checkKeys(value, field, {"model", "model_type", "layer", "head", "tokens", "causal", "rotary"});
+  ModelHead head;
+  if (const Json* v = find(value, "model")) head.model = readString(*v, joinField(field, "model"));
+  if (const Json* v = find(value, "model_type")) head.modelType = readString(*v, joinField(field, "model_type"));
+  for (auto [key, target] : {std::pair<const char*, int*>{"layer", &head.layer}, {"head", &head.head}, {"tokens", &head.tokens}}) {
+    const Json* v = find(value, key);
+    if (!v) fail(joinField(field, key), "missing");
+    *target = readInt(*v, joinField(field, key), key == std::string("tokens") ? 1 : 0, 1 << 20);
+  }
+  if (const Json* v = find(value, "causal")) head.causal = readBool(*v, joinField(field, "causal"));
+  if (const Json* v = find(value, "rotary")) head.rotary = readBool(*v, joinField(field, "rotary"));
+  return head;
+}
+
 // "claims": [{"query": "s1", "argmax_key": "mat"}, {"stage": "weights",
 // "rows_sum_to_one": false}, ...] (core/scenario/scenario.h, Claim). Only the form is
 // checked here; whether the labels exist and the statements hold is the claims test's job.
@@ -389,6 +408,7 @@ Scenario readScenario(const Json& root) {
              "normalizer",
              "decoder_output",
              "claims",
+             "model_head",
              "view"});
 
   Scenario s;
@@ -492,6 +512,17 @@ Scenario readScenario(const Json& root) {
     s.options.decoderOutput = readDecoderOutput(*v, "decoder_output");
   }
   if (const Json* v = find(root, "claims")) s.claims = readClaims(*v, "claims");
+  if (const Json* v = find(root, "model_head")) {
+    // one head's q, k and v rows of the same tokens: cross mode, as many queries as keys
+    s.modelHead = readModelHead(*v, "model_head");
+    if (s.mode != Mode::Cross) fail("model_head", "needs mode \"cross\" (the head's q, k and v rows as queries, keys, values)");
+    const auto tokens = static_cast<Eigen::Index>(s.modelHead->tokens);
+    if (s.queries.rows() != tokens || s.keys.rows() != tokens) {
+      fail("model_head.tokens", std::to_string(tokens) + " tokens, but the file has " +
+                                    std::to_string(s.queries.rows()) + " queries and " +
+                                    std::to_string(s.keys.rows()) + " keys");
+    }
+  }
   if (const Json* v = find(root, "view")) {
     if (!v->is_object()) fail("view", "expected an object, got " + describe(*v));
     checkViewColours(*v);

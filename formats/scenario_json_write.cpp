@@ -193,6 +193,11 @@ std::string scenarioToJson(const Scenario& s) {
   if (!s.name.empty()) doc["name"] = s.name;
   if (!s.description.empty()) doc["description"] = s.description;
   doc["mode"] = std::string(toString(s.mode));
+  if (const ModelHead* head = s.modelHead ? &*s.modelHead : nullptr) {
+    doc["model_head"] = {{"model", head->model}, {"model_type", head->modelType}, {"layer", head->layer},
+                         {"head", head->head},   {"tokens", head->tokens},        {"causal", head->causal},
+                         {"rotary", head->rotary}};
+  }
 
   if (!s.sentence.empty()) doc["sentence"] = s.sentence;
   if (!s.sentence.empty() || s.embeddingDim != Scenario{}.embeddingDim) {

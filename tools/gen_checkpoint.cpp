@@ -5,17 +5,27 @@
 //   build/gen_checkpoint --preset gpt2-small --dtype f32 --out /tmp/gpt2s
 //   build/gen_checkpoint --preset llama-1.1b --dtype bf16 --out /tmp/tinyllama
 //
-// The presets are config.json texts; the one config reader and the family table
-// (formats/models/families.h) turn them into the tensor names and shapes written, and the
-// family's writeConfig writes config.json back. The folder holds config.json,
-// model.safetensors and, for gpt2, a byte-level vocab.json +
-// merges.txt (the 256 byte tokens and one merge; the gpt2 checkpoint carries the attn.bias
-// mask buffers as the published files do, so gpt2-small is 548 MB in F32). Tensors are written one at a time, each
+//   build/gen_checkpoint --preset bert-base --layers 2 --set vocab_size=1000 --out /tmp/bert
+//   build/gen_checkpoint --list      (every preset's config.json, as one JSON object)
+//
+// Every family of the table has presets: decoders, encoders (bert, distilbert, roberta) and
+// vision transformers (vit, deit). The presets are config.json texts (--set KEY=JSON changes
+// one key first, --layers and --positions the layer count and positions); the one config
+// reader and the family table (formats/models/families.h) turn them into the tensor names and
+// shapes written, and the family's config writer (writeConfig, writeBidirectionalConfig)
+// writes config.json back. The folder holds config.json, model.safetensors and, for gpt2, a
+// byte-level vocab.json + merges.txt (the 256 byte tokens and one merge; the gpt2 checkpoint
+// carries the attn.bias mask buffers as the published files do, so gpt2-small is 548 MB in
+// F32); an encoder's checkpoint has its family prefix and MLM head (tied to the word
+// embedding), a vision model's its classifier (num_labels rows, id2label "label 0", ...;
+// DeiT's with its distillation head) and a preprocessor_config.json for its image_size. No
+// tokenizer is written for encoders and vision models: run them from --ids or a picture. Tensors are written one at a time, each
 // generated from its own seed (deriveSeed(seed, name)), so a 1.1B checkpoint never needs more
 // than one tensor in memory. Values: weights uniform with std 0.02 (as Hugging Face's
 // initializer_range), norm weights 1 ± 0.1, biases std 0.02; BF16 / F16 values are the F32
 // values rounded to nearest even, so every dtype of one seed holds the same weights up to
 // that rounding.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -28,8 +38,11 @@
 
 #include "core/base/random.h"
 #include "core/models/gpt2/bpe.h"
+#include "formats/models/encoder_folder.h"
 #include "formats/models/families.h"
+#include "formats/models/families/bidirectional.h"
 #include "formats/models/model_config.h"
+#include "formats/models/vit_folder.h"
 
 namespace {
 
@@ -74,6 +87,30 @@ const std::map<std::string, nlohmann::json>& presets() {
                         {"intermediate_size", 3072},    {"vocab_size", 50304},
                         {"max_position_embeddings", 2048}, {"rotary_pct", 0.25},
                         {"tie_word_embeddings", false}};
+    // encoders (bert-base-uncased, prajjwal1/bert-tiny, distilbert-base-uncased, roberta-base)
+    auto bert = [](const char* type, int layers, int hidden, int heads, int inner, int positions, int vocab) {
+      return nlohmann::json{{"model_type", type},        {"num_hidden_layers", layers},
+                            {"hidden_size", hidden},     {"num_attention_heads", heads},
+                            {"intermediate_size", inner}, {"max_position_embeddings", positions},
+                            {"vocab_size", vocab},       {"hidden_act", "gelu"}};
+    };
+    t["bert-base"] = bert("bert", 12, 768, 12, 3072, 512, 30522);
+    t["bert-tiny"] = bert("bert", 2, 128, 2, 512, 512, 30522);
+    t["roberta-base"] = bert("roberta", 12, 768, 12, 3072, 514, 50265);
+    t["roberta-base"].update({{"type_vocab_size", 1}, {"layer_norm_eps", 1e-5}, {"pad_token_id", 1}});
+    t["distilbert-base"] = {{"model_type", "distilbert"}, {"n_layers", 6},    {"dim", 768},
+                            {"n_heads", 12},              {"hidden_dim", 3072}, {"max_position_embeddings", 512},
+                            {"vocab_size", 30522},        {"activation", "gelu"}};
+    // vision transformers (google/vit-base-patch16-224, facebook/deit-tiny-distilled-patch16-224)
+    auto vit = [](const char* type, int layers, int hidden, int heads, int inner) {
+      return nlohmann::json{{"model_type", type},        {"num_hidden_layers", layers},
+                            {"hidden_size", hidden},     {"num_attention_heads", heads},
+                            {"intermediate_size", inner}, {"image_size", 224},
+                            {"patch_size", 16},          {"num_channels", 3},
+                            {"hidden_act", "gelu"},      {"num_labels", 1000}};
+    };
+    t["vit-base"] = vit("vit", 12, 768, 12, 3072);
+    t["deit-tiny-distilled"] = vit("deit", 12, 192, 3, 768);
     return t;
   }();
   return table;
@@ -134,6 +171,46 @@ struct TensorPlan {
   }
 };
 
+// The tensors an encoder's or a vision row's plan reads (those with a target; the unused
+// ones a published file may carry, a pooler or a tied decoder's copy, are left out): norm
+// weights 1 ± 0.1, everything else std 0.02.
+std::vector<TensorPlan> slotTensors(const attn::io::SlotPlan& plan, const std::vector<const attn::model::Tensor*>& norms) {
+  std::vector<TensorPlan> out;
+  for (const attn::io::TensorSlot& slot : plan.slots) {
+    if (!slot.target) continue;
+    const bool norm = std::find(norms.begin(), norms.end(), slot.target) != norms.end();
+    out.push_back({slot.name, slot.shape, norm ? 0.1f : 0.02f, norm ? 1.0f : 0.0f});
+  }
+  return out;
+}
+
+// An encoder's tensors, as a published checkpoint names them (the family prefix and the MLM
+// head: the plan of a checkpoint that holds every name).
+std::vector<TensorPlan> planTensors(const attn::model::EncoderConfig& config) {
+  const attn::io::Family& family = *attn::io::findFamily(config.modelType);
+  const attn::io::Checkpoint all = attn::io::Checkpoint::everything({config.nEmbd});
+  attn::model::EncoderWeights w;
+  attn::io::EncoderPlan plan(all, config, /*tiedDecoder=*/true, w);
+  family.planEncoderTensors(plan);
+  std::vector<const attn::model::Tensor*> norms = {&w.embedNorm.weight, &w.mlm.norm.weight};
+  for (const auto& layer : w.layers) norms.insert(norms.end(), {&layer.norm1.weight, &layer.norm2.weight});
+  return slotTensors(plan, norms);
+}
+
+// A vision model's tensors with a classifier of `labels.size()` rows (DeiT's teacher heads
+// too); `configJson` holds their id2label.
+attn::Expected<std::vector<TensorPlan>> planTensors(const attn::model::VitConfig& config, const nlohmann::json& configJson,
+                                                    int labels) {
+  const attn::io::Family& family = *attn::io::findFamily(config.modelType);
+  const attn::io::Checkpoint all = attn::io::Checkpoint::everything({labels, config.nEmbd});
+  attn::model::VitWeights w;
+  attn::io::VisionPlan plan(all, config, configJson, "config.json", w);
+  if (attn::Status s = family.planVisionTensors(plan); !s) return s.error();
+  std::vector<const attn::model::Tensor*> norms = {&w.finalNorm.weight};
+  for (const auto& layer : w.layers) norms.insert(norms.end(), {&layer.norm1.weight, &layer.norm2.weight});
+  return slotTensors(plan, norms);
+}
+
 // Every tensor of `config`, in the family table's order: weights std 0.02, norm weights
 // (1 - the norm's offset) ± 0.1 (so that the factor the norm multiplies by is 1 ± 0.1 for
 // Gemma's (1 + w) too), biases std 0.02, position tables std 0.01; for gpt2 the attn.bias
@@ -162,19 +239,91 @@ std::vector<TensorPlan> planTensors(const attn::model::Config& config) {
 int usage() {
   std::fprintf(stderr,
                "usage: gen_checkpoint --preset NAME --out DIR [--dtype f32|bf16|f16] [--layers N]\n"
-               "                      [--positions P] [--seed S]\n"
+               "                      [--positions P] [--seed S] [--set KEY=JSON ...]\n"
+               "       gen_checkpoint --list\n"
                "presets:");
   for (const auto& [name, config] : presets()) std::fprintf(stderr, " %s", name.c_str());
   std::fprintf(stderr, "\n");
   return 2;
 }
 
+// What one preset writes: the tensors, config.json and any other file (name -> text).
+struct Written {
+  std::vector<TensorPlan> tensors;
+  nlohmann::ordered_json config;
+  std::map<std::string, std::string> files;
+  bool byteLevelVocab = false;
+  int layers = 0;
+};
+
+// Reads `configText` through the family table's reader of its kind and plans what to write.
+attn::Expected<Written> planPreset(const nlohmann::json& configText, const std::string& preset) {
+  const std::string where = "preset " + preset;
+  const attn::io::Family* family =
+      configText.contains("model_type") && configText["model_type"].is_string()
+          ? attn::io::findFamily(configText["model_type"].get<std::string>())
+          : nullptr;
+  if (!family) return attn::Error{where, "model_type", "not a family of the table"};
+  Written out;
+  switch (family->kind) {
+    case attn::io::ModelKind::Decoder: {
+      attn::Expected<attn::model::Config> config = attn::io::parseModelConfig(configText.dump(), where);
+      if (!config) return config.error();
+      out.tensors = planTensors(*config);
+      out.config = family->writeConfig(*config);
+      out.byteLevelVocab = family->byteLevelVocab;
+      out.layers = config->nLayer;
+      return out;
+    }
+    case attn::io::ModelKind::Encoder: {
+      attn::Expected<attn::model::EncoderConfig> config = attn::io::parseEncoderConfig(configText.dump(), where);
+      if (!config) return config.error();
+      out.tensors = planTensors(*config);
+      out.config = family->writeBidirectionalConfig(*config);
+      out.layers = config->nLayer;
+      return out;
+    }
+    case attn::io::ModelKind::Vision: {
+      nlohmann::json text = configText;
+      const int labels = text.value("num_labels", 1000);
+      text.erase("num_labels");
+      nlohmann::ordered_json id2label = nlohmann::ordered_json::object();
+      for (int k = 0; k < labels; ++k) id2label[std::to_string(k)] = "label " + std::to_string(k);
+      attn::Expected<attn::model::VitConfig> config = attn::io::parseVitConfig(text.dump(), where);
+      if (!config) return config.error();
+      const nlohmann::json withLabels = {{"id2label", id2label}};
+      attn::Expected<std::vector<TensorPlan>> tensors = planTensors(*config, withLabels, labels);
+      if (!tensors) return tensors.error();
+      out.tensors = std::move(tensors).value();
+      out.config = family->writeBidirectionalConfig(*config);
+      out.config["id2label"] = id2label;
+      out.layers = config->nLayer;
+      // the preprocessing the picture needs: resized to image_size, normalised to [-1, 1]
+      const nlohmann::ordered_json preprocessor = {
+          {"do_resize", true},     {"size", {{"height", config->imageSize}, {"width", config->imageSize}}},
+          {"resample", 2},         {"do_rescale", true},
+          {"rescale_factor", 1.0 / 255.0}, {"do_normalize", true},
+          {"image_mean", {0.5, 0.5, 0.5}}, {"image_std", {0.5, 0.5, 0.5}}};
+      out.files["preprocessor_config.json"] = preprocessor.dump(2) + "\n";
+      return out;
+    }
+  }
+  return attn::Error{where, "model_type", "unknown kind"};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--list") {  // every preset's config.json
+    nlohmann::ordered_json all = nlohmann::ordered_json::object();
+    for (const auto& [name, config] : presets()) all[name] = config;
+    std::printf("%s\n", all.dump(2).c_str());
+    return 0;
+  }
   std::string preset, outDir, dtype = "f32";
   int layers = 0, positions = 0;  // 0: the preset's (--positions: a long-context run, issue 29)
   std::uint64_t seed = 42;
+  std::vector<std::pair<std::string, nlohmann::json>> sets;  // --set KEY=JSON, in order
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
     if (key == "--preset") preset = value;
@@ -183,22 +332,33 @@ int main(int argc, char** argv) {
     else if (key == "--layers") layers = std::atoi(value.c_str());
     else if (key == "--positions") positions = std::atoi(value.c_str());
     else if (key == "--seed") seed = std::strtoull(value.c_str(), nullptr, 10);
-    else return usage();
+    else if (key == "--set") {
+      const std::size_t eq = value.find('=');
+      nlohmann::json parsed = eq == std::string::npos ? nlohmann::json()
+                                                      : nlohmann::json::parse(value.substr(eq + 1), nullptr, false);
+      if (eq == std::string::npos || eq == 0 || parsed.is_discarded()) {
+        std::fprintf(stderr, "gen_checkpoint: --set '%s' is not KEY=JSON (e.g. vocab_size=1000)\n", value.c_str());
+        return 2;
+      }
+      sets.emplace_back(value.substr(0, eq), std::move(parsed));
+    } else return usage();
   }
   if (argc % 2 != 1 || preset.empty() || outDir.empty() || !presets().count(preset) ||
       (dtype != "f32" && dtype != "bf16" && dtype != "f16") || layers < 0 || positions < 0) {
     return usage();
   }
   nlohmann::json configText = presets().at(preset);
-  if (layers > 0) configText[configText.contains("n_layer") ? "n_layer" : "num_hidden_layers"] = layers;
-  if (positions > 0) configText[configText.contains("n_positions") ? "n_positions" : "max_position_embeddings"] = positions;
-  const attn::Expected<attn::model::Config> config =
-      attn::io::parseModelConfig(configText.dump(), "preset " + preset);
-  if (!config) {
-    std::fprintf(stderr, "gen_checkpoint: %s\n", config.error().message().c_str());
+  for (const char* key : {"n_layer", "num_hidden_layers", "n_layers"})
+    if (layers > 0 && configText.contains(key)) configText[key] = layers;
+  for (const char* key : {"n_positions", "max_position_embeddings"})
+    if (positions > 0 && configText.contains(key)) configText[key] = positions;
+  for (const auto& [key, value] : sets) configText[key] = value;
+  attn::Expected<Written> written = planPreset(configText, preset);
+  if (!written) {
+    std::fprintf(stderr, "gen_checkpoint: %s\n", written.error().message().c_str());
     return 2;
   }
-  const std::vector<TensorPlan> plan = planTensors(*config);
+  const std::vector<TensorPlan>& plan = written->tensors;
   const int elementBytes = dtype == "f32" ? 4 : 2;
   const char* dtypeName = dtype == "f32" ? "F32" : dtype == "bf16" ? "BF16" : "F16";
 
@@ -246,10 +406,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // 3 config.json and, for gpt2, a byte-level tokenizer
-  const attn::io::Family& family = *attn::io::findFamily(config->modelType);
-  std::ofstream(dir / "config.json") << family.writeConfig(*config).dump(2) << '\n';
-  if (family.byteLevelVocab) {  // a byte-level vocab.json + merges.txt (gpt2)
+  // 3 config.json, a vision model's preprocessor_config.json and, for gpt2, a byte-level
+  //   tokenizer
+  std::ofstream(dir / "config.json") << written->config.dump(2) << '\n';
+  for (const auto& [name, text] : written->files) std::ofstream(dir / name) << text;
+  if (written->byteLevelVocab) {  // a byte-level vocab.json + merges.txt (gpt2)
     nlohmann::json vocab = nlohmann::json::object();
     for (int b = 0; b < 256; ++b) {
       std::string token;
@@ -261,7 +422,7 @@ int main(int argc, char** argv) {
     std::ofstream(dir / "merges.txt") << "#version: 0.2\n\xC4\xA0 t\n";
   }
   std::printf("gen_checkpoint: wrote %s (%s, %s, %d layers, %.1f MB)\n", outDir.c_str(),
-              preset.c_str(), dtypeName, config->nLayer,
+              preset.c_str(), dtypeName, written->layers,
               static_cast<double>(fs::file_size(dir / "model.safetensors")) / 1e6);
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,9 @@ Command infoCommand(io::AttentionOpenOptions& open, bool& scan) {
 Prints, as JSON, the arrays of an attention file (name, dtype, shape, order) and how
 attnscope reads it: [layers, heads, n_q, n_k], the arrays used, the batch item, whether
 heads are used in place from the file mapping, and where the token labels come from.
+Integer arrays (the token_ids, summary_params and topk_idx attnscope writes, a saved
+input_ids) are listed with "integer": true and never read as attention; token_ids and
+input_ids are read (each id must fit an int) and their range given.
 Shape rules and limits: docs/import.md.
 )";
   command.options = attentionOpenOptions(open);
@@ -276,6 +280,7 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   nlohmann::ordered_json json;
   json["file"] = path;
   json["arrays"] = nlohmann::ordered_json::array();
+  std::optional<std::size_t> tokenIds;  // how many token_ids the file holds
   for (const io::ArraySummary& array : *arrays) {
     nlohmann::ordered_json item;
     item["name"] = array.name;
@@ -285,6 +290,21 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
       item["dtype"] = array.descr;
       item["shape"] = array.shape;
       item["fortran_order"] = array.fortranOrder;
+    }
+    if (array.integer) {
+      // ids or indices (attnscope's token_ids, summary_params, topk_idx; a saved
+      // input_ids): described, never attention. Token ids are read, each checked to fit an
+      // int: their count and range.
+      item["integer"] = true;
+      if (array.name == "token_ids" || array.name == "input_ids") {
+        Expected<std::vector<int>> ids = io::readIdArray(path, array.name, options->limits);
+        if (!ids) return fail(err, ids.error());
+        if (!ids->empty()) {
+          const auto [low, high] = std::minmax_element(ids->begin(), ids->end());
+          item["id_range"] = {*low, *high};
+        }
+        if (array.name == "token_ids") tokenIds = ids->size();
+      }
     }
     json["arrays"].push_back(std::move(item));
   }
@@ -319,6 +339,7 @@ int runInfo(std::span<const std::string> args, std::ostream& out, std::ostream& 
   attention["in_place"] = inPlace;
   attention["tokens"] = file->labelsSource().empty() ? nlohmann::ordered_json(nullptr)
                                                      : nlohmann::ordered_json(file->labelsSource());
+  if (tokenIds) attention["token_ids"] = *tokenIds;  // one per key of a model's own run
   if (scan) {
     // One pass over every head (io::overviewHeads, as the model view does).
     const io::HeadOverview overview = io::overviewHeads(*file);

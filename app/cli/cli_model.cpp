@@ -740,7 +740,7 @@ int runModelWindow(std::span<const std::string> args, std::ostream& out, std::os
   return openWindow(window, launch, "'--model'", err);
 }
 
-std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipeline) {
+std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipeline, std::string& picture) {
   return {
       cli::textOption("--model", "DIR", "load the folder and show the Model and Attention panels",
                       launch.modelFolder),
@@ -748,6 +748,10 @@ std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipelin
                       "the text typed into the Model panel; @FILE reads it from FILE (UTF-8;\n"
                       "a long input shows the summary view), @@TEXT is the literal text @TEXT",
                       launch.modelText),
+      cli::textOption("--image", "PICTURE",
+                      "a vision transformer's input (PNG, JPEG, ...), shown in the Image\n"
+                      "panel; the same as giving PICTURE as IMAGE",
+                      picture),
       cli::flagOption("--pipeline",
                       "open the selected head (--select L,H) in the pipeline: a new\n"
                       "scenario of its real q, k and v",
@@ -758,6 +762,7 @@ std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipelin
 Status checkModelScreenshot(const cli::ParsedArgs& parsed, bool pipeline, GuiLaunch& launch) {
   if (!parsed.has("--model")) {
     if (parsed.has("--text")) return optionError("--text", "only applies with --model DIR");
+    if (parsed.has("--image")) return optionError("--image", "only applies with --model VIT_DIR (a picture alone is the IMAGE positional)");
     if (pipeline) return optionError("--pipeline", "only applies with --model DIR");
     return Ok{};
   }
@@ -766,8 +771,11 @@ Status checkModelScreenshot(const cli::ParsedArgs& parsed, bool pipeline, GuiLau
   if (io::modelKindOf(launch.modelFolder) == io::ModelKind::Vision) {
     if (parsed.has("--text"))
       return optionError("--text", "the model is a vision transformer: it runs on a picture (screenshot IMG --model DIR)");
-    if (parsed.positional.empty())
-      return optionError("--model", "a vision transformer needs a picture: screenshot IMG --model DIR");
+    if (parsed.positional.empty() && !parsed.has("--image"))
+      return optionError("--model", "a vision transformer needs a picture: screenshot IMG --model DIR, or --model DIR --image IMG");
+  } else if (parsed.has("--image")) {
+    return optionError("--image", "is a vision transformer's input; " + launch.modelFolder +
+                                      " is a text model: give it --text");
   }
   if (pipeline) {
     if (launch.attention.layer < 0) return optionError("--pipeline", "needs --select LAYER,HEAD");

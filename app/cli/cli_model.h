@@ -29,11 +29,13 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
 int runModelWindow(std::span<const std::string> args, std::ostream& out, std::ostream& err,
                    const WindowRunner& window);
 
-// `attnscope screenshot --model DIR ...`: --model, --text and --pipeline, declared once,
-// storing into `launch` and `pipeline`.
-std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipeline);
-// After parsing: without --model, --text and --pipeline are refused; --pipeline needs
-// --select L,H. Errors name the option.
+// `attnscope screenshot --model DIR ...`: --model, --text, --image and --pipeline, declared
+// once, storing into `launch`, `pipeline` and `picture` (--image PICTURE, which the caller
+// takes as the IMAGE positional).
+std::vector<cli::Option> modelScreenshotOptions(GuiLaunch& launch, bool& pipeline, std::string& picture);
+// After parsing: without --model, --text, --image and --pipeline are refused; --image on a
+// text model and --text on a vision transformer are refused; --pipeline needs --select L,H.
+// Errors name the option.
 Status checkModelScreenshot(const cli::ParsedArgs& parsed, bool pipeline, GuiLaunch& launch);
 
 }  // namespace attn::app

@@ -31,6 +31,7 @@ struct ScreenshotArgs {
   GuiLaunch launch;
   ImageViewSettings image;
   bool pipeline = false;
+  std::string picture;  // --image PICTURE (a vision transformer's input; the IMAGE positional)
 };
 
 void append(std::vector<Option>& to, std::vector<Option> from) {
@@ -48,10 +49,15 @@ Command screenshotCommand(ScreenshotArgs& args) {
                                    [--frames N] [--training STEPS] [--theme T]
                                    [--presentation] [--stage NAME] [--dialog open|save-as|replace]
                                    [--layout-out FILE.json] [--workspace NAME]
+       attnscope screenshot [SCENARIO] --model DIR --text TEXT --out FILE.png [...]
+       attnscope screenshot --model VIT_DIR --image PICTURE --out FILE.png [...]
 
 Opens the window on the scenario (without reading or writing the autosave), renders N
 frames, saves the window as PNG and exits. An attention file (.npy / .npz) opens in the
-Attention panel over the default scenario. Needs a display; without one use
+Attention panel over the default scenario. A model folder (--model DIR) opens in the
+Model and Attention panels and runs on --text; a vision transformer (vit, deit) runs on a
+picture instead: --model VIT_DIR --image PICTURE (or the PICTURE as IMAGE), shown in the
+Image panel with the model's attention over its patches. Needs a display; without one use
   xvfb-run -a -s '-screen 0 1600x1000x24' attnscope screenshot SCENARIO --out shot.png
 )";
   command.options = {
@@ -151,8 +157,9 @@ Attention panel over the default scenario. Needs a display; without one use
          section("when it is an attention file (.npy / .npz), the Attention panel",
                  attentionScreenshotOptions(launch.attention)));
   append(command.options,
-         section("a model folder (SCENARIO may then be left out)",
-                 modelScreenshotOptions(launch, args.pipeline)));
+         section("a model folder (SCENARIO may then be left out); a vision transformer's\n"
+                 "  (vit, deit) runs on the picture: --model VIT_DIR --image PICTURE",
+                 modelScreenshotOptions(launch, args.pipeline, args.picture)));
   append(command.options,
          section("with --model, the analyses (docs/analyses.md): ablation, head scores, patching",
                  modelAnalysisScreenshotOptions(launch)));
@@ -192,8 +199,12 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   int exitCode = 0;
   std::optional<cli::ParsedArgs> parsed = cli::parseOrAnswer(command, args, out, err, exitCode);
   if (!parsed) return exitCode;
-  // With --model the SCENARIO may be left out (the default one).
-  Expected<std::string> path = parsed->has("--model") && parsed->positional.empty()
+  // With --model the SCENARIO may be left out (the default one); --image PICTURE is the
+  // picture given as an option (a vision transformer's input), in the positional's place.
+  if (parsed->has("--image") && !parsed->positional.empty())
+    return fail(err, optionError("--image", "give the picture once: as IMAGE or as --image PICTURE, not both"));
+  Expected<std::string> path = parsed->has("--image") ? Expected<std::string>(shot.picture)
+                               : parsed->has("--model") && parsed->positional.empty()
                                    ? Expected<std::string>(std::string())
                                    : takeScenarioPath(*parsed);
   if (!path) return fail(err, path.error());

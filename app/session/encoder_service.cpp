@@ -132,6 +132,8 @@ std::shared_ptr<ModelRun> runEncoderText(const io::EncoderFolder& encoder, const
   }
   run->attention = std::make_shared<const io::AttentionFile>(std::move(file).value());
   run->residualNorms = result->residualNorms;
+  run->qkv = std::make_shared<const std::vector<Matrix>>(std::move(result->qkv));  // the pipeline's heads
+  run->modelType = config.modelType;
   // 5 fill-mask at every mask token
   const int maskId = io::maskTokenId(tokenizer);
   if (weights.hasMlmHead && maskId >= 0) {

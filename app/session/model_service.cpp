@@ -142,69 +142,6 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
   return run;
 }
 
-Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
-                                const std::string& modelName) {
-  if (!run.session) return Error{"", "model", "no tokens to take a head from"};
-  const model::Config& config = run.session->config();
-  if (layer < 0 || layer >= config.nLayer) {
-    return Error{"", "layer", "layer " + std::to_string(layer) + " is out of range"};
-  }
-  if (head < 0 || head >= config.nHead) {
-    return Error{"", "head", "head " + std::to_string(head) + " is out of range"};
-  }
-  const int n = run.session->size();
-  const int kvHead = config.kvHeadOf(head);
-  Scenario s;
-  s.name = modelName + " layer " + std::to_string(layer);
-  s.name += " head " + std::to_string(head);
-  // What the rows are, in the family's own terms.
-  std::string rows;
-  if (config.rotaryDims > 0) {
-    rows = std::string(kAfterRotaryNote) + " (RoPE on the first " +
-           std::to_string(config.rotaryDims) + " of " + std::to_string(config.headDim()) +
-           " dimensions, rope_theta " + formatNumber(config.ropeTheta, 6) +
-           "), so their dot products already hold the relative positions";
-  } else {
-    rows = "each row is the token's q, k or v slice of the layer's projection";
-  }
-  if (config.nHeadKv < config.nHead) {
-    rows += "; k and v are KV head " + std::to_string(kvHead) + ", which query heads " +
-            std::to_string(kvHead * (config.nHead / config.nHeadKv)) + "\xE2\x80\x93" +
-            std::to_string((kvHead + 1) * (config.nHead / config.nHeadKv) - 1) +
-            " share (grouped-query attention)";
-  }
-  s.description = "The real queries, keys and values of " + s.name + " (" + config.modelType +
-                  ") on " + countOf(n, "token", "tokens") + ": " + rows +
-                  ". Scaled dot product and a causal mask" +
-                  (config.slidingWindow > 0
-                       ? " limited to the last " + std::to_string(config.slidingWindow) +
-                             " keys (sliding_window)"
-                       : std::string()) +
-                  ": the weights are the model's attention of this head. Edits here are your "
-                  "own experiment; the model is not changed.";
-  s.mode = Mode::Cross;
-  s.queries = Matrix(run.session->query(layer, head));
-  s.keys = Matrix(run.session->key(layer, head));
-  s.values = Matrix(run.session->value(layer, head));
-  s.queryLabels = run.labels;
-  s.keyLabels = run.labels;
-  s.options.score = ScoreKind::ScaledDot;
-  s.options.heads = 1;
-  s.options.temperature = 1;
-  s.projection = ProjectionKind::Identity;
-  s.options.normalizer.kind = NormalizerKind::Softmax;
-  if (config.slidingWindow > 0 && config.slidingWindow < n) {
-    // Mistral's window as a custom mask: query i sees keys i - window < j <= i.
-    s.options.mask.kind = MaskKind::Custom;
-    s.options.mask.custom = BoolMatrix::Constant(n, n, false);
-    for (int i = 0; i < n; ++i)
-      for (int j = std::max(0, i - config.slidingWindow + 1); j <= i; ++j) s.options.mask.custom(i, j) = true;
-  } else {
-    s.options.mask.kind = MaskKind::Causal;
-  }
-  return s;
-}
-
 // =======================================================================================
 // Into the state
 // =======================================================================================

@@ -50,13 +50,7 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
                                    const AnalysisRequest& request = {},
                                    const RunAnalysis* previous = nullptr);
 
-// A new scenario that holds layer `layer`, head `head` of `run` as raw vectors: queries,
-// keys and values are the head's real q, k and v rows (n x d_h each, DecoderRun::query/key/
-// value), labelled with the tokens; scaled dot product, causal mask, one head, softmax. Its
-// weights are the model's attention of that head. `modelName` goes into its name. Errors:
-// no session, layer / head out of range.
-Expected<Scenario> headScenario(const ModelRun& run, int layer, int head,
-                                const std::string& modelName);
+// One head of a run as a scenario for the pipeline: app/session/head_scenario.h.
 
 // Makes `model` the loaded model (after a successful load): bumps generation, keeps the
 // text (it is run again on the new model), shows the Model panel, posts a notice.

@@ -68,6 +68,10 @@ struct ModelRun {
   bool encoder = false;
   bool mlmHead = false;                   // the checkpoint has a masked-language-model head
   std::vector<MaskedPrediction> masked;  // one per mask token, in order
+  // An encoder's q | k | v rows of every layer (L, each n x 3E; the shown pass's) and its
+  // model_type: what "open this head in the pipeline" reads (app/session/head_scenario.h).
+  std::shared_ptr<const std::vector<Matrix>> qkv;
+  std::string modelType;
   // The analyses asked for (ModelView::analysis.request): ablated heads and head scores.
   // With heads ablated, `session`, `attention`, `next` and `residualNorms` are the ablated
   // run's (what the views show). Null when none was asked.

@@ -176,8 +176,37 @@ void applyPipelineKeys(ViewSettings& view, const std::vector<StepKey>& keys,
   }
 }
 
+const ModelHead* shownModelHead(const Scenario& doc) {
+  if (!doc.modelHead || doc.mode != Mode::Cross || doc.projection != ProjectionKind::Identity ||
+      doc.positionalEncoding || doc.values.size() == 0)
+    return nullptr;
+  const auto n = static_cast<Eigen::Index>(doc.modelHead->tokens);
+  if (doc.queries.rows() != n || doc.keys.rows() != n || doc.values.rows() != n) return nullptr;
+  return &*doc.modelHead;
+}
+
 bool rotaryHead(const Scenario& doc) {
+  if (const ModelHead* head = shownModelHead(doc)) return head->rotary;
   return doc.description.find(kAfterRotaryNote) != std::string::npos;
+}
+
+std::string inputsHeader(const Scenario& doc) {
+  if (const ModelHead* head = shownModelHead(doc)) {
+    const std::string n = std::to_string(head->tokens);
+    std::string text = "Self-attention head: layer " + std::to_string(head->layer) + ", head " +
+                       std::to_string(head->head) + " of " + head->model +
+                       (head->modelType.empty() || head->modelType == head->model ? "" : " (" + head->modelType + ")") +
+                       " on " + (head->tokens == 1 ? "1 token" : n + " tokens") +
+                       ". Q, K and V are this head's projections of the same " + n +
+                       " tokens (one row each, query i and key i the same token)";
+    text += head->rotary ? ", q and k after the rotary embedding." : ".";
+    text += head->causal ? " Causal: each token sees itself and the tokens before it."
+                         : " Every token sees every token.";
+    return text;
+  }
+  return doc.mode == Mode::Self
+             ? "Self-attention: one sequence X; queries, keys and values are all computed from X."
+             : "Cross-attention: queries come from one sequence, keys and values from another.";
 }
 
 std::string pipelineHint(const Scenario& doc) {
@@ -191,6 +220,9 @@ std::string pipelineHint(const Scenario& doc) {
 std::string stageDescription(MatrixKind stage, const Scenario& doc) {
   switch (stage) {
     case MatrixKind::Input:
+      if (shownModelHead(doc))
+        return "X: the head's queries as given (n x d_h), one row per token; its keys and values "
+               "(K, V) are the same tokens'.";
       if (doc.mode == Mode::Self)
         return "X: the inputs, one row per token (n x d_in): the one sequence that Q, K and V "
                "are all computed from.";
@@ -204,17 +236,25 @@ std::string stageDescription(MatrixKind stage, const Scenario& doc) {
     case MatrixKind::Wv:
       return "W_v: the value projection (d_in x dv_model), learned: V = X·W_v + b_v.";
     case MatrixKind::Q:
+      if (shownModelHead(doc) && !rotaryHead(doc))
+        return "Q: the model's queries of this head (n x d_h), one row per token: each is the "
+               "token's slice of the layer's query projection.";
       if (rotaryHead(doc))
         return "Q: the model's queries of this head (n_q x d_h) after the rotary embedding: "
                "each row is W_q·x rotated by its position (RoPE), so q_i·k_j depends on i - j.";
       return "Q: the queries of this head (n_q x d_h), what each position is looking for. "
              "Q = X_q·W_q, or the raw queries under identity projection.";
     case MatrixKind::K:
+      if (shownModelHead(doc) && !rotaryHead(doc))
+        return "K: the model's keys of this head (n x d_h), one row per token, of the same tokens as Q.";
       if (rotaryHead(doc))
         return "K: the model's keys (n_k x d_h) after the rotary embedding (RoPE), each rotated "
                "by its own position.";
       return "K: the keys of this head (n_k x d_h), what each position offers to be matched.";
     case MatrixKind::V:
+      if (shownModelHead(doc))
+        return "V: the model's values of this head (n x d_h), one row per token, of the same tokens "
+               "as Q and K: what each token passes on when it is attended.";
       return "V: the values of this head (n_k x dv_h), what each position passes on when it "
              "is attended.";
     case MatrixKind::Scores:

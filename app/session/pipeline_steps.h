@@ -61,11 +61,21 @@ MatrixCell stageAloneCell(const AttentionResult& result, MatrixKind stage, int h
 Expected<Explanation> explainCell(const AttentionResult& result, const Problem& problem,
                                   const MatrixCell& cell);
 
-// What headScenario() (model_service.h) writes into the description of a rotary model's
-// head, and how the pipeline knows its Q and K are after the rotation.
+// What headScenario() (head_scenario.h) writes into the description of a rotary model's
+// head.
 inline constexpr const char* kAfterRotaryNote = "q and k are after the rotary embedding";
-// True for a scenario made from a rotary model's head.
+// True for a scenario made from a rotary model's head (Scenario::modelHead's rotary, or a
+// file written before it whose description carries kAfterRotaryNote).
 bool rotaryHead(const Scenario& doc);
+// The model head `doc` holds (Scenario::modelHead) while its rows still are that: cross mode,
+// identity projection, no positional encoding, `tokens` queries and keys and explicit values;
+// null once an edit changed that (the captions then say what the scenario is now).
+const ModelHead* shownModelHead(const Scenario& doc);
+// The Inputs panel's first line for `doc`: what its mode means, or for a model's head what
+// the rows are ("Self-attention head: layer 1, head 3 of gpt2 (gpt2) on 7 tokens. Q, K and V
+// are this head's projections of the same 7 tokens, ..."). Its statements are checked
+// against the head's numbers (tests/session/test_session_head_scenario.cpp).
+std::string inputsHeader(const Scenario& doc);
 // The line the pipeline shows above its cards for `doc` when no stage is stepped to: a
 // rotary head's note, then the step keys.
 std::string pipelineHint(const Scenario& doc);

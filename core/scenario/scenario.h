@@ -50,9 +50,25 @@ inline Options scenarioOptions() {
   return options;
 }
 
+// Where a scenario's rows come from when it is one self-attention head of a real model
+// (the pipeline's "Open this head", app/session/head_scenario.h): its queries, keys and
+// values (cross mode, identity projection) are that head's q, k and v rows of the SAME
+// `tokens` tokens, so n_q = n_k and query i is the token of key i.
+struct ModelHead {
+  std::string model;      // the model's name (its folder or file)
+  std::string modelType;  // config.json's model_type: gpt2, llama, bert, vit, ...
+  int layer = 0, head = 0;
+  int tokens = 0;       // n: the rows of each of Q, K and V
+  bool causal = false;  // a decoder's: each token sees itself and the tokens before it
+  bool rotary = false;  // q and k are after the rotary embedding (RoPE)
+  bool operator==(const ModelHead&) const = default;
+};
+
 struct Scenario {
   std::string name;         // shown in the title bar and presets menu
   std::string description;  // one paragraph, shown in the UI
+  // Set when the rows are one head of a model (see ModelHead); saved as "model_head".
+  std::optional<ModelHead> modelHead;
 
   Mode mode = Mode::Cross;
   // Self mode: `inputs` is X (n x d), labelled by `inputLabels`. If `sentence` is not empty

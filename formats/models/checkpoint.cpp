@@ -46,8 +46,22 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
 }
 
 const Checkpoint::Entry* Checkpoint::find(std::string_view name) const {
+  if (everythingInfo_) return &everythingEntry_;
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Checkpoint Checkpoint::everything(std::vector<std::int64_t> shape) {
+  Checkpoint out;
+  auto info = std::make_shared<TensorInfo>();
+  info->name = "(any)";
+  info->dtypeName = "F32";
+  info->dtype = DType::F32;
+  info->shape = std::move(shape);
+  out.path_ = "(a planned checkpoint)";
+  out.everythingInfo_ = info;
+  out.everythingEntry_.info = info.get();
+  return out;
 }
 
 Expected<Checkpoint> Checkpoint::open(const std::string& folder) {

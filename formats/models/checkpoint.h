@@ -28,6 +28,11 @@ class Checkpoint {
   // weight_map puts in a shard that does not hold it, a tensor in two shards; plus every
   // SafetensorsFile::open error. Each names the file.
   static Expected<Checkpoint> open(const std::string& folder);
+  // A checkpoint of no file in which every name is present, each a tensor of `shape`
+  // (tools/gen_checkpoint: an encoder's or a ViT's tensor plan then takes the names a
+  // published checkpoint has, with its family prefix, the MLM head, and a classifier of
+  // shape[0] labels). Nothing can be read from it: its entries have no file.
+  static Checkpoint everything(std::vector<std::int64_t> shape);
 
   // The file errors about a missing tensor should name: the single file, or the index.
   const std::string& path() const { return path_; }
@@ -40,6 +45,9 @@ class Checkpoint {
   std::string path_;
   std::vector<std::shared_ptr<const SafetensorsFile>> files_;
   std::map<std::string, Entry, std::less<>> tensors_;
+  // everything(): the one entry every name finds.
+  std::shared_ptr<const TensorInfo> everythingInfo_;
+  Entry everythingEntry_;
 };
 
 // "'name'": a tensor or file name quoted in a message; control characters (bytes below

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -80,6 +81,8 @@ struct TensorPlan {
 struct EncoderPlan;
 struct VisionPlan;
 struct GgufArchitecture;
+// The configuration of an encoder or a vision row.
+using BidirectionalConfig = std::variant<model::EncoderConfig, model::VitConfig>;
 
 struct Family {
   std::string_view modelType;  // config.json's model_type
@@ -123,6 +126,10 @@ struct Family {
   // The config.json name of a field the engine's validate() names ("num_attention_heads" ->
   // DistilBERT's "n_heads"); nullptr: the same name.
   std::string (*configField)(const std::string& field) = nullptr;
+  // Encoders and vision transformers: config.json for configuration `c` (of the row's kind:
+  // an EncoderConfig or a VitConfig; tools/gen_checkpoint): read back by readEncoderConfig /
+  // readVisionConfig, it gives `c`. (Decoders: writeConfig.)
+  nlohmann::ordered_json (*writeBidirectionalConfig)(const BidirectionalConfig& c) = nullptr;
 };
 
 // Every row, decoders first, in the order docs/models.md lists them.

@@ -18,6 +18,16 @@ std::optional<model::Activation> activationByName(std::string_view name) {
   return std::nullopt;
 }
 
+const char* activationName(model::Activation activation) {
+  switch (activation) {
+    case model::Activation::GeluTanh: return "gelu_new";
+    case model::Activation::GeluErf: return "gelu";
+    case model::Activation::Silu: return "silu";
+    case model::Activation::Relu: return "relu";
+  }
+  return "gelu";
+}
+
 const char* activationNames() {
   return "gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, swish, relu";
 }

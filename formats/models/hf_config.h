@@ -23,6 +23,9 @@ namespace attn::io {
 std::optional<model::Activation> activationByName(std::string_view name);
 // "gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, swish, relu" (for messages).
 const char* activationNames();
+// The config.json name of `activation` that activationByName reads back as it (the config
+// writers of tools/gen_checkpoint): gelu_new, gelu, silu, relu.
+const char* activationName(model::Activation activation);
 
 // Keys that never change a forward pass in eval mode: metadata (architectures,
 // torch_dtype, transformers_version, ...), token ids, dropout and initialisation, the

@@ -268,7 +268,7 @@ TEST(CliAttention, HostileFilesAndBadOptions) {
 
   writeFile(dir / "ints.npy", npyBytes({"<i8", false, {2, 2}, 1}, attentionPattern()));
   expectOneLineError(attnscope({"info", (dir / "ints.npy").string()}, dir), "ints.npy",
-                     "unsupported dtype '<i8' (signed integer)");
+                     "'ints' is int64 (integers: ids or indices), not attention weights");
 
   writeFile(dir / "complex.npy", headerFor({"<c8", false, {2, 2}, 1}) + std::string(32, '\0'));
   expectOneLineError(attnscope({"export", (dir / "complex.npy").string(), "--out", out}, dir),

@@ -16,6 +16,7 @@
 #include "app/cli/cli.h"
 #include "tests/support/gpt2_fixture.h"
 #include "formats/attention_file.h"
+#include "tests/support/attention_test_files.h"
 #include "tests/support/cli_in_process.h"
 #include "tests/support/test_paths.h"
 
@@ -172,6 +173,76 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
     for (std::size_t j = 0; j < n; ++j)
       ASSERT_NEAR(head(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)),
                   ref.attention[1][1][i][j], 1e-4);
+}
+
+// `info` describes every array attnscope itself writes: --out's attention and int64
+// token_ids (read, each id checked to fit an int), --summary's float arrays, int32 topk_idx
+// and int64 summary_params; none is "unsupported". An id beyond an int is an error naming
+// the file and the field.
+TEST_F(CliModel, InfoDescribesEveryArrayItWrites) {
+  CliRun r = runCliCommand({"model", dir_.string(), "--text", "the cat sat on the mat", "--out", out("run.npz")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = runCliCommand({"model", dir_.string(), "--text", "the cat sat on the mat", "--summary", out("s.npz")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Npy idsNpy = readNpy(readStoredZip(gpt2test::readFile(out("run.npz")))["token_ids.npy"]);
+  std::vector<std::int64_t> ids(idsNpy.data.size() / 8);
+  std::memcpy(ids.data(), idsNpy.data.data(), idsNpy.data.size());
+  ASSERT_GE(ids.size(), 3u);
+  const auto n = static_cast<std::int64_t>(ids.size());
+
+  CliRun info = runCliCommand({"info", out("run.npz")});
+  ASSERT_EQ(info.code, 0) << info.err;
+  json j = json::parse(info.out);
+  ASSERT_EQ(j["arrays"].size(), 2u);
+  EXPECT_EQ(j["arrays"][0]["name"], "attention");
+  EXPECT_EQ(j["arrays"][0]["dtype"], "<f4");
+  EXPECT_EQ(j["arrays"][0]["shape"], json({2, 2, n, n}));
+  EXPECT_FALSE(j["arrays"][0].contains("integer"));
+  const json& tokenIds = j["arrays"][1];
+  EXPECT_EQ(tokenIds["name"], "token_ids");
+  EXPECT_FALSE(tokenIds.contains("unsupported")) << tokenIds;
+  EXPECT_EQ(tokenIds["dtype"], "<i8");
+  EXPECT_EQ(tokenIds["shape"], json({n}));
+  EXPECT_EQ(tokenIds["integer"], true);
+  EXPECT_EQ(tokenIds["id_range"], json({*std::min_element(ids.begin(), ids.end()), *std::max_element(ids.begin(), ids.end())}));
+  EXPECT_EQ(j["attention"]["shape"], json({2, 2, n, n}));
+  EXPECT_EQ(j["attention"]["arrays_used"], json({"attention"}));
+  EXPECT_EQ(j["attention"]["token_ids"], n);
+
+  info = runCliCommand({"info", out("s.npz")});
+  ASSERT_EQ(info.code, 0) << info.err;
+  j = json::parse(info.out);
+  std::map<std::string, json> byName;
+  for (const json& a : j["arrays"]) {
+    EXPECT_FALSE(a.contains("unsupported")) << a;
+    byName[a["name"].get<std::string>()] = a;
+  }
+  for (const char* name : {"lse", "entropy", "topk_w", "sink_mass", "local_mass", "distant_mass", "col_sum"}) {
+    ASSERT_TRUE(byName.count(name)) << name;
+    EXPECT_EQ(byName[name]["dtype"], "<f4") << name;
+  }
+  EXPECT_EQ(byName["lse"]["shape"], json({2, 2, n}));
+  EXPECT_EQ(byName["topk_idx"]["dtype"], "<i4");
+  EXPECT_EQ(byName["topk_idx"]["integer"], true);
+  EXPECT_EQ(byName["summary_params"]["dtype"], "<i8");
+  EXPECT_EQ(byName["summary_params"]["shape"], json({3}));
+  EXPECT_EQ(byName["summary_params"]["integer"], true);
+  EXPECT_EQ(byName["token_ids"]["id_range"], tokenIds["id_range"]);
+  EXPECT_TRUE(j["attention"].is_null());  // several float arrays: info says how to pick one
+  EXPECT_NE(j["attention_error"].get<std::string>().find("pick one with --array NAME"), std::string::npos);
+
+  // token_ids of an id beyond an int (an independent writer, tests/support/attention_test_files.h)
+  using namespace attn::testfiles;
+  const std::vector<double> big = {5, 1099511627776.0, 7};
+  writeFile(outDir_ / "big.npz",
+            makeZip({{"attention.npy", npyBytes({"<f4", false, {1, 1, 3, 3}, 1}, attentionPattern()), false},
+                     {"token_ids.npy",
+                      npyBytes({"<i8", false, {3}, 1},
+                               [&](const std::vector<std::int64_t>& i) { return big[static_cast<std::size_t>(i[0])]; }),
+                      false}}));
+  expectError({"info", out("big.npz")},
+              {out("big.npz") + ":token_ids.npy: field 'token_ids': element 1 is 1099511627776, outside an int's "
+                                "-2147483648..2147483647"});
 }
 
 TEST_F(CliModel, PredictPrintsTopKAgainstReference) {

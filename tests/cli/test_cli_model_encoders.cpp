@@ -277,6 +277,28 @@ TEST(CliModelEncoders, LensAndPatchRefuseWhatAKindCannotDo) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.err.find("a vision transformer needs a picture: screenshot IMG --model DIR"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(vit / "s.png"));
+  // --image PICTURE is the picture given as an option: once, and for a vision transformer only
+  r = runCli({"screenshot", (vit / "s.png").string(), "--model", vit.string(), "--image", (vit / "s.png").string(),
+              "--out", (vit / "t.png").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--image': give the picture once: as IMAGE or as --image PICTURE, not both"),
+            std::string::npos)
+      << r.err;
+  attn::io::Image picture;
+  picture.width = picture.height = 8;
+  picture.rgb.assign(8 * 8 * 3, 120);
+  ASSERT_TRUE(attn::io::writePng(picture, (vit / "p.png").string()).ok());
+  r = runCli({"screenshot", "--model", bert.string(), "--image", (vit / "p.png").string(), "--out",
+              (vit / "t.png").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--image': is a vision transformer's input; " + bert.string() +
+                       " is a text model: give it --text"),
+            std::string::npos)
+      << r.err;
+  r = runCli({"screenshot", "--image", (vit / "p.png").string(), "--out", (vit / "t.png").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--image': only applies with --model VIT_DIR"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(vit / "t.png"));
   r = runCli({"patch", bert.string(), "--clean", "a", "--corrupt", "b", "--answer", "a", "--wrong", "b", "--what",
               "heads", "--out", (bert / "p.csv").string()});
   EXPECT_EQ(r.code, 2) << r.out;

@@ -110,6 +110,15 @@ TEST(CliOptions, ChoicesComeFromTheEnumTables) {
   EXPECT_NE(screenshotHelp.out.find("(teach, model, attention, image, training)"),
             std::string::npos)
       << screenshotHelp.out;
+  // How a vision transformer is opened: in the usage, the description and the model
+  // section, with the --image option the command table declares.
+  EXPECT_NE(screenshotHelp.out.find("attnscope screenshot --model VIT_DIR --image PICTURE --out FILE.png"),
+            std::string::npos)
+      << screenshotHelp.out;
+  EXPECT_NE(screenshotHelp.out.find("a vision transformer (vit, deit) runs on a\npicture instead: --model VIT_DIR --image PICTURE"),
+            std::string::npos)
+      << screenshotHelp.out;
+  EXPECT_NE(screenshotHelp.out.find("  --image PICTURE"), std::string::npos) << screenshotHelp.out;
   const CliRun exportHelp = run({"export", "--help"});
   EXPECT_NE(exportHelp.out.find("scores | masked_scores | weights | q | k | v | context | "
                                 "concat | output"),

@@ -308,7 +308,8 @@ TEST(AttentionFile, HostileShapes) {
   writeNpyFile(dir / "empty.npy", {"<f4", false, {2, 0, 4}, 1}, attentionPattern());
   EXPECT_NE(errorOf(dir / "empty.npy").find("is empty (n_q = 0)"), std::string::npos);
   writeNpyFile(dir / "ints.npy", {"<i8", false, {2, 2}, 1}, attentionPattern());
-  EXPECT_NE(errorOf(dir / "ints.npy").find("signed integer"), std::string::npos);
+  EXPECT_NE(errorOf(dir / "ints.npy").find("'ints' is int64 (integers: ids or indices), not attention weights"),
+            std::string::npos);
   writeFile(dir / "text.npy", "hello");
   EXPECT_NE(errorOf(dir / "text.npy").find("not an .npy file"), std::string::npos);
   writeFile(dir / "zero.npz", "");
@@ -353,7 +354,10 @@ TEST(AttentionFile, PerLayerNpzWithDeflateAndBatchIsStacked) {
     EXPECT_EQ(file->arraysUsed(),
               (std::vector<std::string>{"layer_0", "layer_1", "layer_2", "layer_3"}));
     EXPECT_EQ(file->arrays().size(), 5u);
-    EXPECT_FALSE(file->arrays()[4].unsupported.empty());
+    EXPECT_TRUE(file->arrays()[4].unsupported.empty());  // int64 input_ids: read, described,
+    EXPECT_TRUE(file->arrays()[4].integer);               // never taken as attention
+    EXPECT_EQ(file->arrays()[4].descr, "<i8");
+    EXPECT_FALSE(file->arrays()[4].weights());
     EXPECT_EQ(
         file->layoutDescription(),
         named("4 arrays layer_0..layer_3 stacked as layers, each [batch, heads, n_q, n_k], batch ",

@@ -207,8 +207,9 @@ TEST(NpyHostile, ShapeProductOverflowAndLimit) {
 }
 
 TEST(NpyHostile, UnsupportedDtypesSayWhatTheyAre) {
-  const std::pair<const char*, const char*> cases[] = {{"<i8", "signed integer"},
-                                                       {"<u2", "unsigned integer"},
+  const std::pair<const char*, const char*> cases[] = {{"<i3", "unknown signed integer size"},
+                                                       {"<u16", "unknown unsigned integer size"},
+                                                       {"|i8", "needs a byte order"},
                                                        {"|b1", "bool"},
                                                        {"<c8", "complex"},
                                                        {"<c16", "complex"},
@@ -301,10 +302,79 @@ TEST(NpyWriter, Int64HeaderAndBytes) {
     std::memcpy(&v, bytes->data() + 128 + 8 * i, 8);
     EXPECT_EQ(v, values[i]);
   }
-  // The reader refuses integers, naming the dtype.
-  auto parsed = parse(*bytes);
-  ASSERT_FALSE(parsed.ok());
-  EXPECT_NE(parsed.error().message().find("signed integer"), std::string::npos);
+  // The reader reads it back: int64 [3]; as ids, 2^40 does not fit an int, named by the
+  // file, the field and the element.
+  auto parsed = parse(*bytes, "run.npz:token_ids.npy");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message();
+  EXPECT_EQ(parsed->header.dtype, io::NpyDtype::Int64);
+  EXPECT_EQ(parsed->header.descr(), "<i8");
+  EXPECT_EQ(parsed->header.shape, shape);
+  EXPECT_EQ(parsed->element(1), -2.0f);
+  auto ids = io::readIds(*parsed, "token_ids");
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.error().message(),
+            "run.npz:token_ids.npy: field 'token_ids': element 2 is 1099511627776, outside an int's "
+            "-2147483648..2147483647");
+}
+
+// Every integer dtype numpy writes is read (ids, indices), in both byte orders, with its
+// sign; as ids each value must fit an int. Values from an independent writer
+// (tests/support/attention_test_files.h).
+TEST(Npy, ReadsIntegerDtypesAsIds) {
+  struct Case {
+    const char* descr;
+    io::NpyDtype dtype;
+    const char* name;
+    std::vector<double> values;
+  };
+  const Case cases[] = {
+      {"|i1", io::NpyDtype::Int8, "int8", {-128, 0, 127}},
+      {"|u1", io::NpyDtype::UInt8, "uint8", {0, 200, 255}},
+      {"<i2", io::NpyDtype::Int16, "int16", {-32768, 5, 32767}},
+      {">u2", io::NpyDtype::UInt16, "uint16", {1, 256, 65535}},
+      {"<i4", io::NpyDtype::Int32, "int32", {-2147483648.0, 7, 2147483647.0}},
+      {">i4", io::NpyDtype::Int32, "int32", {-1, 50256, 3}},
+      {"<u4", io::NpyDtype::UInt32, "uint32", {0, 1, 2147483647.0}},
+      {"<i8", io::NpyDtype::Int64, "int64", {-5, 50256, 2147483647.0}},
+      {">i8", io::NpyDtype::Int64, "int64", {-2147483648.0, 0, 9}},
+      {"<u8", io::NpyDtype::UInt64, "uint64", {0, 30521, 12}},
+  };
+  for (const Case& c : cases) {
+    const std::string bytes = npyBytes({c.descr, false, {3}, 1}, [&](const std::vector<std::int64_t>& i) {
+      return c.values[static_cast<std::size_t>(i[0])];
+    });
+    auto array = parse(bytes, "ids.npy");
+    ASSERT_TRUE(array.ok()) << c.descr << ": " << array.error().message();
+    EXPECT_EQ(array->header.dtype, c.dtype) << c.descr;
+    EXPECT_EQ(io::dtypeName(array->header.dtype), c.name);
+    EXPECT_EQ(array->header.descr(), c.descr);
+    EXPECT_TRUE(io::isInteger(array->header.dtype));
+    auto ids = io::readIds(*array, "token_ids");
+    ASSERT_TRUE(ids.ok()) << c.descr << ": " << ids.error().message();
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ((*ids)[i], static_cast<int>(c.values[i])) << c.descr << " " << i;
+      EXPECT_EQ(array->element(i), static_cast<float>(c.values[i])) << c.descr << " " << i;
+    }
+  }
+  // Beyond an int, both ways; a float array is not ids.
+  const std::pair<const char*, double> outside[] = {{"<i8", -2147483649.0}, {"<u4", 2147483648.0}};
+  for (auto [descr, value] : outside) {
+    auto array = parse(npyBytes({descr, false, {2}, 1}, [&](const std::vector<std::int64_t>& i) {
+      return i[0] == 1 ? value : 0.0;
+    }));
+    ASSERT_TRUE(array.ok()) << array.error().message();
+    auto ids = io::readIds(*array, "token_ids");
+    ASSERT_FALSE(ids.ok()) << descr;
+    EXPECT_NE(ids.error().message().find("t.npy: field 'token_ids': element 1 is " +
+                                         std::to_string(static_cast<long long>(value)) + ", outside an int's"),
+              std::string::npos)
+        << ids.error().message();
+  }
+  auto floats = parse(npyBytes({"<f4", false, {2}, 1}, [](const std::vector<std::int64_t>&) { return 1.0; }));
+  ASSERT_TRUE(floats.ok());
+  auto notIds = io::readIds(*floats, "token_ids");
+  ASSERT_FALSE(notIds.ok());
+  EXPECT_NE(notIds.error().message().find("field 'token_ids': is float32, not integer ids"), std::string::npos);
 }
 
 TEST(NpyWriter, ShapeMustMatchTheValues) {

@@ -78,13 +78,32 @@ TEST(Npz, OpensFromAFile) {
 
 TEST(Npz, UnsupportedDtypeEntriesAreListedNotFatal) {
   auto archive = openBytes(
-      makeZip({{"input_ids.npy", small({5}, "<i8"), false}, {"attn.npy", small({2, 2}), false}}));
+      makeZip({{"mask.npy", headerFor({"|b1", false, {5}, 1}) + std::string(5, '\0'), false}, {"attn.npy", small({2, 2}), false}}));
   ASSERT_TRUE(archive.ok()) << archive.error().message();
   ASSERT_EQ(archive->arrays().size(), 2u);
-  EXPECT_NE(archive->arrays()[0].unsupported.find("signed integer"), std::string::npos);
+  EXPECT_NE(archive->arrays()[0].unsupported.find("bool"), std::string::npos);
+  auto mask = archive->read("mask");
+  ASSERT_FALSE(mask.ok());
+  EXPECT_NE(mask.error().message().find("t.npz:mask.npy"), std::string::npos);
+}
+
+// Integer entries (an int64 input_ids beside the attention) are read: ids with their values.
+TEST(Npz, IntegerEntriesAreRead) {
+  auto archive = openBytes(
+      makeZip({{"input_ids.npy",
+                npyBytes({"<i8", false, {5}, 1}, [](const std::vector<std::int64_t>& i) { return 101.0 * i[0] - 3; }),
+                true},
+               {"attn.npy", small({2, 2}), false}}));
+  ASSERT_TRUE(archive.ok()) << archive.error().message();
+  ASSERT_EQ(archive->arrays().size(), 2u);
+  EXPECT_TRUE(archive->arrays()[0].unsupported.empty());
+  EXPECT_EQ(archive->arrays()[0].header.descr(), "<i8");
   auto ids = archive->read("input_ids");
-  ASSERT_FALSE(ids.ok());
-  EXPECT_NE(ids.error().message().find("t.npz:input_ids.npy"), std::string::npos);
+  ASSERT_TRUE(ids.ok()) << ids.error().message();
+  auto values = io::readIds(*ids, "input_ids");
+  ASSERT_TRUE(values.ok()) << values.error().message();
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ((*values)[static_cast<std::size_t>(i)], 101 * i - 3);
 }
 
 // =======================================================================================

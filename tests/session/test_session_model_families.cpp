@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/session/app_state.h"
+#include "app/session/head_scenario.h"
 #include "app/session/model_service.h"
 #include "app/session/pipeline_steps.h"
 #include "core/scenario/scenario.h"

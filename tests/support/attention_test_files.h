@@ -45,7 +45,7 @@ inline std::uint16_t floatToHalf(float value) {
 }
 
 struct NpySpec {
-  std::string descr = "<f4";  // <f2 >f2 <f4 >f4 <f8 >f8 <i8
+  std::string descr = "<f4";  // <f2 >f2 <f4 >f4 <f8 >f8, integers <i8 >i4 |u1 ...
   bool fortran = false;
   std::vector<std::int64_t> shape;
   int major = 1;
@@ -80,6 +80,8 @@ inline void appendElement(std::string& out, const std::string& descr, double val
   std::uint64_t bits = 0;
   if (kind == 'i') {
     bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(value));
+  } else if (kind == 'u') {
+    bits = static_cast<std::uint64_t>(value);
   } else if (size == 2) {
     bits = floatToHalf(static_cast<float>(value));
   } else if (size == 4) {

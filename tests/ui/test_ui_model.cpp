@@ -15,6 +15,7 @@
 #include "app/session/app_state.h"
 #include "app/session/attention_service.h"
 #include "app/ui/shell/files.h"
+#include "app/session/head_scenario.h"
 #include "app/session/model_service.h"
 #include "app/ui/panels/panel_registry.h"
 #include "app/ui/panels/panels.h"

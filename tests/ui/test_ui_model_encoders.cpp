@@ -6,6 +6,7 @@
 // tests/session/test_session_encoder_service.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 
 #include "app/session/app_state.h"
 #include "app/session/encoder_service.h"
+#include "app/session/head_scenario.h"
+#include "app/ui/shell/drawn_text.h"
 #include "app/session/model_service.h"
 #include "app/ui/panels/panels.h"
 #include "core/models/encoder.h"
@@ -26,6 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace attn;
 using namespace attn::app;
+using attn::app::DrawnText;
+using attn::app::drawnTexts;
 
 class EncoderInApp : public testui::HeadlessImGui {
  protected:
@@ -102,6 +107,44 @@ TEST_F(EncoderInApp, WithoutTheHeadAttentionStillRuns) {
   EXPECT_TRUE(state.model.run->attention);
   frame(state);
   frame(state);
+}
+
+// An encoder's head opens in the pipeline as a model's does (app/session/head_scenario.h):
+// the Model panel has the button once one head is shown, and the Inputs panel then says the
+// rows are that self-attention head's, not "Cross-attention" (the sentence's statements are
+// checked against the numbers in tests/session/test_session_head_scenario.cpp).
+TEST_F(EncoderInApp, OpenThisHeadSaysItIsASelfAttentionHead) {
+  AppState state;
+  state.model.loadRequest = folder(enctest::Spec{}, "bert_head").string();
+  state.model.text = "the [MASK] sat on the mat.";
+  ++state.model.textRevision;
+  ASSERT_TRUE(updateModel(state, 0));
+  const std::shared_ptr<const ModelRun> run = state.model.run;
+  ASSERT_TRUE(run && run->qkv);
+  state.attention.selection.kind = io::AttentionSelection::Kind::Head;
+  state.attention.selection.layer = 1;
+  state.attention.selection.head = 2;
+  frame(state);
+  frame(state);
+  const std::vector<DrawnText> model = drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts);
+  EXPECT_TRUE(std::any_of(model.begin(), model.end(), [](const DrawnText& t) {
+    return t.text.rfind("Open this head in the pipeline (layer 1, head 2)", 0) == 0;
+  }));
+  Expected<Scenario> scenario = headScenario(*run, 1, 2, "bert_head");
+  ASSERT_TRUE(scenario.ok()) << scenario.error().message();
+  loadDocument(state, std::move(scenario).value(), "");
+  update(state);
+  for (int i = 0; i < 2; ++i) {
+    ImGui::NewFrame();
+    place(0, 0, 1600, 500);
+    drawInputsPanel(state, ui_);
+    ImGui::Render();
+  }
+  const std::vector<DrawnText> inputs = drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts);
+  std::string all;
+  for (const DrawnText& t : inputs) all += t.text + "\n";
+  EXPECT_NE(all.find("Self-attention head: layer 1, head 2 of bert_head (bert)"), std::string::npos) << all;
+  EXPECT_EQ(all.find("Cross-attention"), std::string::npos) << all;
 }
 
 // The residual-stream norm rows carry one naming for every kind (the decoder's and the

@@ -13,6 +13,7 @@
 #include <imgui.h>
 
 #include "app/session/app_state.h"
+#include "app/session/head_scenario.h"
 #include "app/session/model_service.h"
 #include "app/session/pipeline_steps.h"
 #include "app/ui/panels/panels.h"

@@ -16,6 +16,7 @@
 #include <imgui.h>
 
 #include "app/session/attention_source.h"
+#include "app/session/head_scenario.h"
 #include "app/session/image_model.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_model_analysis.h"
@@ -204,6 +205,25 @@ bool drawImageModelSource(AppState& state, UiState& ui) {
   ImGui::EndDisabled();
   tooltip("Every token's attention ([L, H, T, T]: [CLS], then the patches row by row) in the Attention panel: "
           "model grid, heatmap, head view, compare.");
+  // One head's real q, k and v in the pipeline (app/session/head_scenario.h), as a text
+  // model's "Open this head in the pipeline".
+  const bool oneHead = haveRun && !m.rollout && m.head >= 0;
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!oneHead);
+  if (ImGui::Button("Open this head in the pipeline") && oneHead) {
+    const int layer = m.layer < 0 ? c.nLayer - 1 : m.layer;
+    Expected<Scenario> scenario =
+        headScenario(headsOf(*m.shown), layer, m.head, fs::path(m.vit->folder).lexically_normal().filename().string());
+    if (scenario)
+      state.model.pipelineRequest = std::move(scenario).value();
+    else
+      notify(state, Notice::Kind::Error, scenario.error().message(), ImGui::GetTime());
+  }
+  ImGui::EndDisabled();
+  tooltip(oneHead ? "A new scenario with this head's real q, k and v rows ([CLS], then the patches) as raw vectors "
+                    "(scaled dot, no mask: every token sees every token): the Pipeline and the Inspector explain "
+                    "every real score. Edits there are your own experiment; the model is not changed."
+                  : "Pick one head (not the mean or the rollout) first.");
   const bool busy = m.service && m.service->busy();
   if (!m.shown || m.shown->image != v.image) {
     panel::mutedWrapped(busy ? "computing\xE2\x80\xA6" : "waiting for the model\xE2\x80\xA6");

@@ -289,10 +289,7 @@ void drawInputsPanel(AppState& state, UiState& ui) {
 
   // Header: what the mode means, reset.
   const bool self = state.doc.mode == Mode::Self;
-  panel::mutedWrapped(self ? "Self-attention: one sequence X; queries, keys and values are "
-                             "all computed from X."
-                           : "Cross-attention: queries come from one sequence, keys and "
-                             "values from another.");
+  panel::mutedWrapped(inputsHeader(state.doc));  // a model's head says what its rows are
   if (ImGui::Button("Reset to preset")) {
     apply(state, resetTo(state.doc, state.preset));
   }

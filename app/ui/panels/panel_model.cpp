@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "app/session/head_scenario.h"
 #include "app/session/model_service.h"
 #include "app/ui/panels/panel_common.h"
 #include "app/ui/panels/panel_mechanism.h"
@@ -139,6 +140,8 @@ std::string kvHeadNote(const model::Config& config, int head) {
          std::to_string(kv * group + group - 1);
 }
 
+}  // namespace
+
 void drawHeadButton(AppState& state, const ModelRun& run) {
   const AttentionView& view = state.attention;
   const bool head = view.tensor() && view.tensor() == run.attention &&
@@ -159,27 +162,29 @@ void drawHeadButton(AppState& state, const ModelRun& run) {
       notify(state, Notice::Kind::Error, scenario.error().message(), ImGui::GetTime());
   }
   ImGui::EndDisabled();
-  const model::Config& config = run.session->config();
+  const model::Config* config = run.session ? &run.session->config() : nullptr;  // a decoder's
   std::string tip =
-      head ? std::string("A new scenario with this head's real q, k and v rows as raw vectors "
-                         "(scaled dot, causal mask): the Pipeline and the Inspector explain every "
-                         "real score. Edits there are your own experiment; the model is not "
-                         "changed.")
+      head ? std::string("A new scenario with this head's real q, k and v rows as raw vectors (scaled dot, ") +
+                 (config ? "causal mask" : "no mask: every token sees every token") +
+                 "): the Pipeline and the Inspector explain every real score. Edits there are your own "
+                 "experiment; the model is not changed."
            : std::string("Pick one head in the Attention panel (click a thumbnail, or choose "
                          "\"One head\") first.");
-  if (config.rotaryDims > 0) {
+  if (config && config->rotaryDims > 0) {
     tip += " This model is rotary (RoPE): q and k are taken after the rotation, so the "
            "positions are inside their dot products.";
   }
   tooltip(tip.c_str());
-  if (head && config.nHeadKv < config.nHead) {
+  if (head && config && config->nHeadKv < config->nHead) {
     ImGui::SameLine();
-    ImGui::TextColored(panel::keyColor(), "%s", kvHeadNote(config, view.selection.head).c_str());
+    ImGui::TextColored(panel::keyColor(), "%s", kvHeadNote(*config, view.selection.head).c_str());
     tooltip("Grouped-query attention: this model has fewer key/value heads than query heads, "
             "and query head h reads KV head h / (H / H_kv). The heads of one group share the "
             "same keys and values and differ only in their queries.");
   }
 }
+
+namespace {
 
 // The L2 norm of the residual stream entering each layer (row 0: the embeddings) and after
 // the last block, per token.

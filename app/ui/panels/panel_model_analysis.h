@@ -15,6 +15,11 @@
 
 namespace attn::app {
 
+// "Open this head in the pipeline" for the head the Attention panel shows of `run` (a
+// decoder's or an encoder's; app/session/head_scenario.h): disabled until one head is
+// picked; the scenario goes to ModelView::pipelineRequest.
+void drawHeadButton(AppState& state, const ModelRun& run);
+
 // What the Heads tab of one model shows and edits, for every kind (decoder, encoder, ViT).
 struct HeadsTab {
   HeadsTab(ModelAnalysisState& analysis, const RunAnalysis* result, int layers, int heads, int tokens)

@@ -141,6 +141,7 @@ void drawEncoderModel(AppState& state, UiState& ui) {
       }
     }
     drawTokens(*run, [&](std::size_t i) { return isMasked(*run, i); });
+    if (run->qkv) drawHeadButton(state, *run);
     if (run->attention) drawMechanismSelector(state, "model");  // issue 30: what the Attention panel shows
     // The norms, or the Heads tab: ablate heads and score them (panel_model_heads.cpp)
     if (ImGui::BeginTabBar("##encoderTabs")) {

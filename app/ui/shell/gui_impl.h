@@ -29,6 +29,7 @@
 #include "app/session/data_dir.h"
 #include "app/ui/shell/files.h"
 #include "app/session/frame_pacing.h"
+#include "app/session/head_scenario.h"
 #include "app/session/long_context_service.h"
 #include "app/ui/widgets/gl_texture.h"
 #include "app/ui/shell/gui_window.h"
@@ -227,6 +228,9 @@ struct GuiWindow::Impl {
   // Screenshot mode: loads the model and runs the text at once, selects the launch's head
   // (and opens it in the pipeline). False (after one line on stderr) for a bad folder.
   bool openModelScreenshot();
+  // --pipeline: layer `layer`, head `head` of the run as the document, the Teach workspace
+  // in front; false (one line on stderr naming the option) when it cannot be opened.
+  bool openHeadPipeline(const HeadRun& heads, int layer, int head, const std::string& modelName);
   void updateTitle();
   void loadRecent();
   void trackRecent();

@@ -188,6 +188,10 @@ bool GuiWindow::Impl::openModelScreenshot() {
         std::fprintf(stderr, "attnscope: %s\n", rerun.error().message().c_str());
         return false;
       }
+      // --pipeline: the --select'ed head of the run on the picture, as for a text model
+      if (launch.modelPipeline && image.shown)
+        return openHeadPipeline(headsOf(*image.shown), launch.attention.layer, launch.attention.head,
+                                fs::path(image.vit->folder).lexically_normal().filename().string());
     }
     return true;
   }
@@ -227,6 +231,8 @@ bool GuiWindow::Impl::openModelScreenshot() {
       lc->head = launch.attention.head;
       updateLongContext(state, now(), false);
     }
+    // --pipeline: refused by name (the summary keeps no q, k and v)
+    if (launch.modelPipeline) return openHeadPipeline(headsOf(*run), launch.attention.layer, launch.attention.head, "");
     return true;
   }
   if (!run || !run->attention) return true;
@@ -246,18 +252,24 @@ bool GuiWindow::Impl::openModelScreenshot() {
   setNormalizeFlow(state, launch.modelAnalysis.normalizeFlow);
   setMechanism(state, static_cast<Mechanism>(launch.modelAnalysis.show));
   updateMechanism(state);
-  if (launch.modelPipeline && run->session) {
+  if (launch.modelPipeline) {
     const io::AttentionSelection& selection = state.attention.selection;
-    Expected<Scenario> scenario =
-        headScenario(*run, selection.layer, selection.head,
-                     fs::path(run->attention->path()).filename().string());
-    if (scenario) {
-      loadDocument(state, std::move(scenario).value(), "");
-      // the pipeline in front: the Teach workspace, where the Pipeline panel is tiled (a
-      // --workspace given too is switched to later, and wins)
-      switchWorkspace(state.view, *findWorkspace("teach"));
-    }
+    return openHeadPipeline(headsOf(*run), selection.layer, selection.head,
+                            fs::path(run->attention->path()).filename().string());
   }
+  return true;
+}
+
+bool GuiWindow::Impl::openHeadPipeline(const HeadRun& heads, int layer, int head, const std::string& modelName) {
+  Expected<Scenario> scenario = headScenario(heads, layer, head, modelName);
+  if (!scenario) {  // refused by name, before the screenshot
+    std::fprintf(stderr, "attnscope: option '--pipeline': %s\n", scenario.error().message().c_str());
+    return false;
+  }
+  loadDocument(state, std::move(scenario).value(), "");
+  // the pipeline in front: the Teach workspace, where the Pipeline panel is tiled (a
+  // --workspace given too is switched to later, and wins)
+  switchWorkspace(state.view, *findWorkspace("teach"));
   return true;
 }
 

@@ -22,6 +22,10 @@ void planTensors(EncoderPlan& plan) {
                       "cls.predictions.decoder.weight", "cls.predictions.bias", "cls.predictions.decoder.bias");
 }
 
+nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
+  return family::writeBertStyle(std::get<model::EncoderConfig>(c));
+}
+
 }  // namespace
 
 extern const Family kBertFamily = {.modelType = "bert",
@@ -29,6 +33,7 @@ extern const Family kBertFamily = {.modelType = "bert",
                                    .layersField = "num_hidden_layers",
                                    .isBuffer = family::isEncoderBuffer,
                                    .readEncoderConfig = readConfig,
-                                   .planEncoderTensors = planTensors};
+                                   .planEncoderTensors = planTensors,
+                                   .writeBidirectionalConfig = writeConfig};
 
 }  // namespace attn::io

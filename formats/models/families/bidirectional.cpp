@@ -111,6 +111,34 @@ void planMlmHead(EncoderPlan& plan, const std::string& transform, const std::str
   }
 }
 
+nlohmann::ordered_json writeBertStyle(const model::EncoderConfig& c) {
+  return {{"model_type", c.modelType},
+          {"num_hidden_layers", c.nLayer},
+          {"num_attention_heads", c.nHead},
+          {"hidden_size", c.nEmbd},
+          {"intermediate_size", c.nInner},
+          {"max_position_embeddings", c.nPositions},
+          {"vocab_size", c.vocabSize},
+          {"type_vocab_size", c.typeVocabSize},
+          {"layer_norm_eps", c.normEpsilon},
+          {"hidden_act", activationName(c.activation)},
+          {"position_embedding_type", "absolute"}};
+}
+
+nlohmann::ordered_json writeVitStyle(const model::VitConfig& c) {
+  return {{"model_type", c.modelType},
+          {"num_hidden_layers", c.nLayer},
+          {"num_attention_heads", c.nHead},
+          {"hidden_size", c.nEmbd},
+          {"intermediate_size", c.nInner},
+          {"image_size", c.imageSize},
+          {"patch_size", c.patchSize},
+          {"num_channels", c.channels},
+          {"hidden_act", activationName(c.activation)},
+          {"layer_norm_eps", c.normEpsilon},
+          {"qkv_bias", true}};
+}
+
 bool isEncoderBuffer(std::string_view name) {
   for (std::string_view suffix : {"embeddings.position_ids", "embeddings.token_type_ids"}) {
     if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) return true;

@@ -99,6 +99,12 @@ Status readVitStyle(ConfigReader& r, model::VitConfig& out);
 // cls_classifier and distillation_classifier) with config.json's id2label.
 Status planVitStyle(VisionPlan& plan, const std::string& prefix);
 
+// config.json of a BERT-style encoder (the names readBertStyle reads; model_type, the sizes,
+// hidden_act, type_vocab_size, layer_norm_eps, position_embedding_type "absolute").
+nlohmann::ordered_json writeBertStyle(const model::EncoderConfig& c);
+// config.json of a ViT-style model (the names readVitStyle reads; qkv_bias true).
+nlohmann::ordered_json writeVitStyle(const model::VitConfig& c);
+
 // Checkpoint buffers of the BERT family (embeddings.position_ids, .token_type_ids).
 bool isEncoderBuffer(std::string_view name);
 

@@ -13,12 +13,17 @@ Status readConfig(ConfigReader& r, model::VitConfig& out) {
 
 Status planTensors(VisionPlan& plan) { return family::planVitStyle(plan, "deit."); }
 
+nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
+  return family::writeVitStyle(std::get<model::VitConfig>(c));  // the distillation token is the row's
+}
+
 }  // namespace
 
 extern const Family kDeitFamily = {.modelType = "deit",
                                    .kind = ModelKind::Vision,
                                    .layersField = "num_hidden_layers",
                                    .readVisionConfig = readConfig,
-                                   .planVisionTensors = planTensors};
+                                   .planVisionTensors = planTensors,
+                                   .writeBidirectionalConfig = writeConfig};
 
 }  // namespace attn::io

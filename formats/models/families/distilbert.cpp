@@ -60,6 +60,14 @@ void planTensors(EncoderPlan& plan) {
                       "");
 }
 
+nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
+  const model::EncoderConfig& e = std::get<model::EncoderConfig>(c);
+  return {{"model_type", e.modelType},       {"n_layers", e.nLayer},
+          {"n_heads", e.nHead},              {"dim", e.nEmbd},
+          {"hidden_dim", e.nInner},          {"max_position_embeddings", e.nPositions},
+          {"vocab_size", e.vocabSize},       {"activation", activationName(e.activation)}};
+}
+
 }  // namespace
 
 extern const Family kDistilbertFamily = {.modelType = "distilbert",
@@ -68,6 +76,7 @@ extern const Family kDistilbertFamily = {.modelType = "distilbert",
                                          .isBuffer = family::isEncoderBuffer,
                                          .readEncoderConfig = readConfig,
                                          .planEncoderTensors = planTensors,
-                                         .configField = configField};
+                                         .configField = configField,
+                                         .writeBidirectionalConfig = writeConfig};
 
 }  // namespace attn::io

@@ -27,6 +27,13 @@ void planTensors(EncoderPlan& plan) {
                       "lm_head.decoder.bias");
 }
 
+nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
+  const model::EncoderConfig& e = std::get<model::EncoderConfig>(c);
+  nlohmann::ordered_json out = family::writeBertStyle(e);
+  out["pad_token_id"] = e.paddingIdx;  // the positions count from pad_token_id + 1
+  return out;
+}
+
 }  // namespace
 
 extern const Family kRobertaFamily = {.modelType = "roberta",
@@ -34,6 +41,7 @@ extern const Family kRobertaFamily = {.modelType = "roberta",
                                       .layersField = "num_hidden_layers",
                                       .isBuffer = family::isEncoderBuffer,
                                       .readEncoderConfig = readConfig,
-                                      .planEncoderTensors = planTensors};
+                                      .planEncoderTensors = planTensors,
+                                      .writeBidirectionalConfig = writeConfig};
 
 }  // namespace attn::io

@@ -9,12 +9,17 @@ Status readConfig(ConfigReader& r, model::VitConfig& out) { return family::readV
 
 Status planTensors(VisionPlan& plan) { return family::planVitStyle(plan, "vit."); }
 
+nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
+  return family::writeVitStyle(std::get<model::VitConfig>(c));
+}
+
 }  // namespace
 
 extern const Family kVitFamily = {.modelType = "vit",
                                   .kind = ModelKind::Vision,
                                   .layersField = "num_hidden_layers",
                                   .readVisionConfig = readConfig,
-                                  .planVisionTensors = planTensors};
+                                  .planVisionTensors = planTensors,
+                                  .writeBidirectionalConfig = writeConfig};
 
 }  // namespace attn::io
