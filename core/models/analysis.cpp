@@ -12,7 +12,6 @@
 #include <string>
 
 namespace attn::model {
-namespace {
 
 Status checkPrompt(const Config& c, std::span<const int> ids, const char* field) {
   if (ids.empty()) return Error{"", field, "the prompt has no tokens"};
@@ -32,6 +31,8 @@ Status checkToken(const Config& c, int id, const char* field) {
                "token id " + std::to_string(id) + " is outside the vocabulary 0.." +
                    std::to_string(c.vocabSize - 1)};
 }
+
+namespace {
 
 Status checkHead(const Config& c, const HeadId& h) {
   if (h.layer >= 0 && h.layer < c.nLayer && h.head >= 0 && h.head < c.nHead) return Ok{};
@@ -91,7 +92,8 @@ Matrix unembed(const Weights& weights, const Matrix& normed) {
   return logits;
 }
 
-// The lens at the final stream's scale (LensScale::Final): n x V.
+}  // namespace
+
 Matrix logitsAtFinalScale(const Weights& weights, const Matrix& resid, const Vector& finalScale) {
   const Config& c = weights.config;
   auto row = [](const Tensor& t) {  // an [E] norm parameter as a row (widened when BF16)
@@ -109,8 +111,6 @@ Matrix logitsAtFinalScale(const Weights& weights, const Matrix& resid, const Vec
   }
   return unembed(weights, normed);
 }
-
-}  // namespace
 
 Matrix logitsAt(const Weights& weights, const Matrix& resid) {
   Matrix normed;

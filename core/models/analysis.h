@@ -27,6 +27,11 @@ struct HeadId {
 // Runs and predictions
 // ---------------------------------------------------------------------------------------
 
+// The checks of a prompt: not empty, every id in [0, V) (errors name `field` and the token's
+// place), and of one token id (`field`: outside the vocabulary).
+Status checkPrompt(const Config& config, std::span<const int> ids, const char* field);
+Status checkToken(const Config& config, int id, const char* field);
+
 // One pass over `ids` under `hooks` (nullptr: none) on `threads` threads (0: every core, as
 // DecoderRun::setThreads). Errors as DecoderRun::setTokens and DecoderRun::setHooks.
 Expected<DecoderRun> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
@@ -97,6 +102,7 @@ enum class PatchTarget {
 struct Patching {
   Matrix effect;  // (m_patched − m_corrupt) / (m_clean − m_corrupt); shape as PatchTarget
   double cleanMetric = 0, corruptMetric = 0;
+  int answer = -1;  // the metric's answer (modelPatching: the clean run's argmax when not given)
 };
 
 // Patches from the clean run into the corrupt run, one site at a time: L·H, (L+1)·n or

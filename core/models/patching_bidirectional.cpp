@@ -99,15 +99,17 @@ Expected<Patching> patchSites(std::span<const EncoderLayerWeights> layers, const
     for (int h = 0; h < H; ++h) {
       const Matrix cleanZ = headZ(clean, l, h, H, E), corruptZ = headZ(corrupt, l, h, H, E);
       BlockOptions first = options;
-      first.patchZ = &cleanZ;
-      first.patchHead = h;
+      const HeadPatch whole{h, -1, &cleanZ};
+      first.patches = std::span<const HeadPatch>(&whole, 1);
       if (!byPosition) {
         if (cleanZ != corruptZ) out.effect(l, h) = static_cast<float>(effectOf(l, -1, first));
         continue;
       }
       for (int p = 0; p < n; ++p) {
         if (cleanZ.row(p) == corruptZ.row(p)) continue;
-        first.patchRow = p;
+        const Matrix row = cleanZ.row(p);
+        const HeadPatch one{h, p, &row};
+        first.patches = std::span<const HeadPatch>(&one, 1);
         out.effect(l * H + h, p) = static_cast<float>(effectOf(l, -1, first));
       }
     }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/models/analysis.h"
+#include "core/models/run_analyses.h"
 #include "core/models/encoder.h"
 #include "core/models/vit.h"
 
@@ -38,15 +39,6 @@ Expected<Lens> encoderLens(const EncoderWeights& weights, std::span<const int> i
 // Activation patching
 // ---------------------------------------------------------------------------------------
 
-// The metric of a bidirectional run: m = logit(answer) − logit(wrong), or logit(answer) alone
-// when wrong < 0. An encoder reads the MLM logits at token `position` (V ids); a vision
-// transformer its label logits (K labels; position unused). answer < 0: the clean run's top
-// prediction there (its argmax).
-struct PatchMetric {
-  int position = 0;
-  int answer = -1;
-  int wrong = -1;
-};
 
 // Patching's effect matrix (shapes as PatchTarget in analysis.h: Heads L x H, Resid
 // (L+1) x n, HeadsByPosition (L·H) x n) with the metric's ends, and the answer used.

@@ -42,7 +42,7 @@ namespace {
 bool replacesEveryHead(const Hooks& hooks, Eigen::Index layer, Eigen::Index heads) {
   std::vector<bool> covered(static_cast<std::size_t>(heads), false);
   for (const HeadHook& h : hooks.heads) {
-    if (h.layer == layer && h.edit != HeadEdit::Mean) covered[static_cast<std::size_t>(h.head)] = true;
+    if (h.layer == layer && h.edit != HeadEdit::Mean && h.position < 0) covered[static_cast<std::size_t>(h.head)] = true;
   }
   return std::find(covered.begin(), covered.end(), false) == covered.end();
 }
@@ -140,12 +140,17 @@ Status DecoderRun::checkHooks(const Hooks& hooks, Eigen::Index n) const {
                        " is outside the model's " + std::to_string(c.nLayer) + " layers x " +
                        std::to_string(c.nHead) + " heads"};
     }
+    // a whole z: n rows (of every copy); one position: one row per copy
+    const Eigen::Index rows = hook.position >= 0 ? copies_ : n;
     if (hook.edit == HeadEdit::Replace &&
-        (hook.values.cols() != c.headDim() || hook.values.rows() < n)) {
+        (hook.values.cols() != c.headDim() || hook.values.rows() < rows || hook.position >= n / copies_)) {
       return Error{"", field,
                    "replacement z is " + std::to_string(hook.values.rows()) + " x " +
                        std::to_string(hook.values.cols()) + ", needs at least " +
-                       std::to_string(n) + " x " + std::to_string(c.headDim())};
+                       std::to_string(rows) + " x " + std::to_string(c.headDim()) +
+                       (hook.position >= 0 ? " for position " + std::to_string(hook.position) + " of " +
+                                                 std::to_string(n / copies_)
+                                           : std::string())};
     }
   }
   for (std::size_t i = 0; i < hooks.resid.size(); ++i) {
@@ -286,6 +291,11 @@ void DecoderRun::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& con
       }
       case HeadEdit::Replace: {  // copy b's rows from values rows b·n + n0.. (n = size())
         const Eigen::Index m = z.rows() / copies_;
+        if (hook.position >= 0) {  // one position: copy b's from values row b, when computed now
+          if (hook.position < n0 || hook.position >= n0 + m) break;
+          for (Eigen::Index b = 0; b < copies_; ++b) z.row(b * m + hook.position - n0) = hook.values.row(b);
+          break;
+        }
         for (Eigen::Index b = 0; b < copies_; ++b)
           z.middleRows(b * m, m) = hook.values.middleRows(b * size() + n0, m);
         break;

@@ -279,12 +279,15 @@ std::vector<TokenProbability> topProbabilities(const Eigen::Ref<const Vector>& l
 //   Zero     z = 0
 //   Mean     every row of z = the mean of z's rows over the prompt's positions, as computed
 //            in this very pass (after any intervention upstream)
-//   Replace  z = `values` (n x d_h, one row per position of the prompt)
+//   Replace  z = `values` (n x d_h, one row per position of the prompt), or with `position`
+//            >= 0 row `position` of z only = `values` (one row per copy of the sequence: 1 x
+//            d_h in a DecoderRun of its own)
 enum class HeadEdit { Zero, Mean, Replace };
 struct HeadHook {
   int layer = 0, head = 0;
   HeadEdit edit = HeadEdit::Zero;
-  Matrix values;  // n x d_h for Replace, else empty
+  Matrix values;      // Replace: n x d_h (or copies x d_h with a position), else empty
+  int position = -1;  // Replace: -1 every position, else that one
 };
 // Sets the residual stream at one position to `value` (E): `layer` 0 is the embeddings'
 // output (what enters block 0), `layer` l >= 1 the stream after block l - 1 (what enters
