@@ -84,7 +84,7 @@ struct AnalysedRun {
   std::shared_ptr<model::DecoderRun> ablated;
   std::string error;
 };
-// The analyses of `request` on the tokens of `clean` (a session after the plain run):
+// The analyses of `request` on the tokens of `clean` (a decoder run after the plain run):
 //   1 head scores: headScore(clean, kind, request.detect) for every kind (when asked),
 //     then, when request.circuits, the circuits (headCircuits of the weights; taken from
 //     `previous` when that has the same weights) and their copying scores as

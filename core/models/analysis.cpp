@@ -42,7 +42,7 @@ Status checkHead(const Config& c, const HeadId& h) {
                    std::to_string(c.nHead) + " heads"};
 }
 
-// m = logit(answer) − logit(wrong) after the last token of a session.
+// m = logit(answer) − logit(wrong) after the last token of a run.
 double logitDifference(const DecoderRun& s, int answer, int wrong) {
   return static_cast<double>(s.logits()[answer]) - static_cast<double>(s.logits()[wrong]);
 }
@@ -70,12 +70,12 @@ std::shared_ptr<const Hooks> recordingHooks() {
 
 Expected<DecoderRun> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                                std::shared_ptr<const Hooks> hooks, int threads) {
-  DecoderRun session(std::move(weights));
-  session.setThreads(threads);
-  if (Status s = session.setHooks(std::move(hooks)); !s) return s.error();
-  Expected<int> done = session.setTokens(ids);
+  DecoderRun run(std::move(weights));
+  run.setThreads(threads);
+  if (Status s = run.setHooks(std::move(hooks)); !s) return s.error();
+  Expected<int> done = run.setTokens(ids);
   if (!done) return done.error();
-  return session;
+  return run;
 }
 
 namespace {
@@ -172,15 +172,15 @@ Expected<std::vector<Eigen::RowVectorXf>> meanHeadOutputs(std::shared_ptr<const 
   const Eigen::Index width = static_cast<Eigen::Index>(c.nHead) * c.headDim();
   std::vector<Eigen::RowVectorXd> sums(static_cast<std::size_t>(c.nLayer), Eigen::RowVectorXd::Zero(width));
   std::int64_t positions = 0;
-  DecoderRun session(weights);
-  if (Status s = session.setHooks(recordingHooks()); !s) return s.error();
+  DecoderRun run(weights);
+  if (Status s = run.setHooks(recordingHooks()); !s) return s.error();
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string field = "prompts[" + std::to_string(i) + "]";
     if (Status s = checkPrompt(c, prompts[i], field.c_str()); !s) return s.error();
-    session.clear();
-    if (Expected<int> done = session.setTokens(prompts[i]); !done) return Error{"", field, done.error().problem};
+    run.clear();
+    if (Expected<int> done = run.setTokens(prompts[i]); !done) return Error{"", field, done.error().problem};
     for (int l = 0; l < c.nLayer; ++l)
-      sums[static_cast<std::size_t>(l)] += session.recording().z[static_cast<std::size_t>(l)].cast<double>().colwise().sum();
+      sums[static_cast<std::size_t>(l)] += run.recording().z[static_cast<std::size_t>(l)].cast<double>().colwise().sum();
     positions += static_cast<std::int64_t>(prompts[i].size());
   }
   std::vector<Eigen::RowVectorXf> means;

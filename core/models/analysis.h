@@ -60,7 +60,7 @@ struct Prediction {
 
 // The prediction of a pass that recorded (Hooks::record, so Recording::resid[L] holds all n
 // positions): the top-K after the last token, its V logits and textLoss over `ids` (the
-// session's n tokens). The window's ablation (app/session/model_analysis.h) and
+// run's n tokens). The window's ablation (app/session/model_analysis.h) and
 // ablateHeads() both use it.
 Prediction predictionOf(const DecoderRun& recorded, std::span<const int> ids, int topK);
 
@@ -160,7 +160,7 @@ struct AttentionStack {
   std::function<std::span<const float>(int layer, int head, int query)> row;
 };
 // The patterns of a decoder run (it must outlive the stack).
-AttentionStack attentionStack(const DecoderRun& session);
+AttentionStack attentionStack(const DecoderRun& run);
 // The patterns of a contiguous [L, H, n, n] buffer (EncoderRun::attention,
 // VitRun::attention; it must outlive the stack).
 AttentionStack attentionStack(std::span<const float> lhnn, int layers, int heads, int n);
@@ -179,15 +179,15 @@ struct DetectOptions {
 // excluded pattern sums to 0 scores 0.
 Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
                        const DetectOptions& options);
-Matrix detectionScores(const DecoderRun& session, const Matrix& detection,
+Matrix detectionScores(const DecoderRun& run, const Matrix& detection,
                        const DetectOptions& options);
 // Attention-sink mass: α0 = mean over queries i of A[i][0], L x H (with
 // DetectOptions::sinkKeys K > 1 through headScore: the mean of Σ_{j<K} A[i][j]).
 Matrix sinkMass(const AttentionStack& attention);
-Matrix sinkMass(const DecoderRun& session);
+Matrix sinkMass(const DecoderRun& run);
 // Mean over queries i of the entropy −Σ_j A[i][j]·ln A[i][j] (nats; 0·ln 0 = 0), L x H.
 Matrix attentionEntropy(const AttentionStack& attention);
-Matrix attentionEntropy(const DecoderRun& session);
+Matrix attentionEntropy(const DecoderRun& run);
 
 // `length` token ids drawn uniformly from [0, vocab) by SplitMix64(seed), then repeated:
 // 2·length ids.
@@ -234,7 +234,7 @@ bool needsTokenIds(HeadScoreKind kind);
 // entropy.
 Matrix headScore(const AttentionStack& attention, std::span<const int> ids, HeadScoreKind kind,
                  const DetectOptions& options);
-Matrix headScore(const DecoderRun& session, HeadScoreKind kind, const DetectOptions& options);
+Matrix headScore(const DecoderRun& run, HeadScoreKind kind, const DetectOptions& options);
 
 // Per score and head: the number of prompts, Σ score and Σ score² (in double). Totals of
 // disjoint prompt sets merge by adding, so shards merge to the unsharded totals up to the
@@ -251,7 +251,7 @@ ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds);
 // Adds one prompt: headScore() of every kind of `totals`.
 void accumulate(ScoreTotals& totals, const AttentionStack& attention, std::span<const int> ids,
                 const DetectOptions& options);
-void accumulate(ScoreTotals& totals, const DecoderRun& session, const DetectOptions& options);
+void accumulate(ScoreTotals& totals, const DecoderRun& run, const DetectOptions& options);
 // Adds `part` into `into`. Errors: different L x H or score lists (naming both).
 Status merge(ScoreTotals& into, const ScoreTotals& part);
 // Mean and standard deviation (population, √(Σs²/N − mean²), 0 when negative by rounding)

@@ -272,6 +272,27 @@ int AnyWeights::width() const {
   return decoder->config.nEmbd;
 }
 
+AnyWeights AnyWeights::of(std::shared_ptr<const Weights> weights) {
+  AnyWeights w;
+  w.kind = ModelKind::Decoder;
+  w.decoder = std::move(weights);
+  return w;
+}
+
+AnyWeights AnyWeights::of(std::shared_ptr<const EncoderWeights> weights) {
+  AnyWeights w;
+  w.kind = ModelKind::Encoder;
+  w.encoder = std::move(weights);
+  return w;
+}
+
+AnyWeights AnyWeights::of(std::shared_ptr<const VitWeights> weights) {
+  AnyWeights w;
+  w.kind = ModelKind::Vision;
+  w.vision = std::move(weights);
+  return w;
+}
+
 Eigen::Map<const Matrix> RunOutput::residual(int layer) const {
   const Eigen::Index size = static_cast<Eigen::Index>(tokens) * width;
   return {residuals.data() + layer * size, tokens, width};

@@ -39,6 +39,11 @@ struct AnyWeights {
   int layers() const;
   int heads() const;  // query heads
   int width() const;  // E
+
+  // The weights of one kind as AnyWeights.
+  static AnyWeights of(std::shared_ptr<const Weights> weights);
+  static AnyWeights of(std::shared_ptr<const EncoderWeights> weights);
+  static AnyWeights of(std::shared_ptr<const VitWeights> weights);
 };
 
 // The input: token ids (decoder, encoder: n ids in [0, V)) or pixels (vision: C x S x S

@@ -193,13 +193,13 @@ Status DecoderRun::rerunFrom(int layer, int first, const Matrix& resid,
   const std::string where = "block " + std::to_string(layer) + " from position " + std::to_string(first);
   if (layer < 0 || layer > c.nLayer || first < 0 || first >= size())
     return Error{"", "rerun", where + " is outside the " + std::to_string(c.nLayer) + " blocks x " +
-                                  std::to_string(size()) + " positions of the session"};
+                                  std::to_string(size()) + " positions of the run"};
   const Eigen::Index rows = static_cast<Eigen::Index>(copies_) * (size() - first);
   if (resid.rows() != rows || resid.cols() != c.nEmbd)
     return Error{"", "rerun", where + ": the stream is " + std::to_string(resid.rows()) + " x " +
                                   std::to_string(resid.cols()) + ", needs " + std::to_string(rows) +
                                   " x " + std::to_string(c.nEmbd)};
-  if (hooks_) return Error{"", "rerun", "the session has hooks: rerunFrom takes its own"};
+  if (hooks_) return Error{"", "rerun", "the run has hooks: rerunFrom takes its own"};
   if (hooks) {
     if (hooks->record || !hooks->resid.empty())
       return Error{"", "rerun", "only head hooks apply to a re-run (no recording, no resid hooks)"};
@@ -230,7 +230,7 @@ void DecoderRun::restoreFrom(const DecoderRun& base, int layer, int first) {
   const Config& c = config();
   const auto n = static_cast<std::size_t>(size()), from = static_cast<std::size_t>(first);
   const auto w = static_cast<std::size_t>(c.qkvWidth()), E = static_cast<std::size_t>(c.nEmbd);
-  // copy b of this session from copy b of `base`, or from its only copy
+  // copy b of this run from copy b of `base`, or from its only copy
   auto source = [&](std::size_t b) { return base.copies_ == copies_ ? b : 0; };
   auto copyRows = [&](const std::vector<float>& src, std::vector<float>& dst, std::size_t width) {
     for (std::size_t b = 0; b < static_cast<std::size_t>(copies_); ++b) {
@@ -328,7 +328,7 @@ int DecoderRun::threads() const {
 }
 
 // One numbered algorithm (the forward pass of transformer.h), hence its length. Every loop
-// runs on the session's threads through the shared pool: the products split their output
+// runs on the DecoderRun's threads through the shared pool: the products split their output
 // columns (applyLinear), the attention its heads, the norms their rows; OpenBLAS runs
 // single-threaded inside each part, so the two kinds of threads never compete.
 void DecoderRun::compute(std::span<const int> ids) {
@@ -654,10 +654,10 @@ Matrix DecoderRun::residualNorms() const {
 }
 
 Expected<DecoderRun> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids) {
-  DecoderRun session(std::move(weights));
-  Expected<int> done = session.setTokens(ids);
+  DecoderRun run(std::move(weights));
+  Expected<int> done = run.setTokens(ids);
   if (!done) return done.error();
-  return session;
+  return run;
 }
 
 }  // namespace attn::model

@@ -256,7 +256,7 @@ void activateInPlace(float* x, Eigen::Index n, Activation activation);
 // The forward pass with a KV cache
 // ---------------------------------------------------------------------------------------
 
-// A read-only view into the session's storage: rows x cols with a row stride.
+// A read-only view into the run's storage: rows x cols with a row stride.
 using MatrixView = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
 
 struct TokenProbability {
@@ -344,7 +344,7 @@ class DecoderRun {
   const std::vector<int>& tokens() const { return tokens_; }
 
   // Makes the sequence equal to `ids`, reusing the cache for the longest common prefix of
-  // `ids` and the current tokens. Returns the number of reused tokens. Errors (the session is
+  // `ids` and the current tokens. Returns the number of reused tokens. Errors (the run is
   // unchanged): an id outside [0, V), more than P tokens.
   Expected<int> setTokens(std::span<const int> ids);
   // Appends `ids` (computes only them). Same errors as setTokens.
@@ -392,11 +392,11 @@ class DecoderRun {
   // a whole pass. logits() is empty afterwards; nextLogit gives single logits (the last block
   // finishes the last position only). A block whose every head a hook replaces computes no
   // attention: its q, k, v and weights keep what they held. Errors (the
-  // session unchanged): out-of-range layer or position, a wrong shape, the session has its
+  // run unchanged): out-of-range layer or position, a wrong shape, the run has its
   // own hooks, a recording or resid hook asked for.
   Status rerunFrom(int layer, int first, const Matrix& resid, std::shared_ptr<const Hooks> hooks);
   // Undoes rerunFrom(layer, first, ...): copies back what it changed from `base`, the
-  // session it started as (a copy of this one before the re-run: same weights and tokens).
+  // run it started as (a copy of this one before the re-run: same weights and tokens).
   void restoreFrom(const DecoderRun& base, int layer, int first);
   // One logit of the prediction after the last token, NormF(x_last)·lm_head[token] (soft-
   // capped as logits()), without the whole vocabulary's product. 0 <= token < V.

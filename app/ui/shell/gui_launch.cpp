@@ -246,7 +246,7 @@ bool GuiWindow::Impl::openModelScreenshot() {
   setNormalizeFlow(state, launch.modelAnalysis.normalizeFlow);
   setMechanism(state, static_cast<Mechanism>(launch.modelAnalysis.show));
   updateMechanism(state);
-  if (launch.modelPipeline && run->session) {
+  if (launch.modelPipeline && run->decoder) {
     const io::AttentionSelection& selection = state.attention.selection;
     Expected<Scenario> scenario =
         headScenario(*run, selection.layer, selection.head,
