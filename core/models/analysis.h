@@ -105,10 +105,11 @@ struct Patching {
   int answer = -1;  // the metric's answer (modelPatching: the clean run's argmax when not given)
 };
 
-// Patches from the clean run into the corrupt run, one site at a time: L·H, (L+1)·n or
-// L·H·n sites, each re-running the corrupt pass from the patched block and position only
-// (DecoderRun::rerunFrom; what comes before is the corrupt run's already). Errors: the prompts differ in length or are empty, an id outside V, and
-// m_clean = m_corrupt (the normalisation divides by it).
+// modelPatching() (core/models/run_analyses.h) on a decoder: patches from the clean run into
+// the corrupt run, one site at a time (L·H, (L+1)·n or L·H·n sites), each re-running the
+// corrupt pass from the patched block and position only, with m = logit(answer) −
+// logit(wrong) after the last token. Errors: the prompts differ in length or are empty, an id
+// outside V, and m_clean = m_corrupt (the normalisation divides by it).
 Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
                                       std::span<const int> clean, std::span<const int> corrupt,
                                       int answer, int wrong, PatchTarget target);
@@ -123,6 +124,7 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
 struct Lens {
   std::vector<std::vector<std::vector<TokenProbability>>> top;  // [L+1][n][K]
 };
+// modelLens() (core/models/run_analyses.h) on a decoder, at the streams' own scale.
 Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                          int topK);
 

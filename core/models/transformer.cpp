@@ -143,7 +143,7 @@ Status DecoderRun::checkHooks(const Hooks& hooks, Eigen::Index n) const {
     // a whole z: n rows (of every copy); one position: one row per copy
     const Eigen::Index rows = hook.position >= 0 ? copies_ : n;
     if (hook.edit == HeadEdit::Replace &&
-        (hook.values.cols() != c.headDim() || hook.values.rows() < rows || hook.position >= n / copies_)) {
+        (hook.values.cols() != c.headDim() || hook.values.rows() < rows || (n > 0 && hook.position >= n / copies_))) {
       return Error{"", field,
                    "replacement z is " + std::to_string(hook.values.rows()) + " x " +
                        std::to_string(hook.values.cols()) + ", needs at least " +

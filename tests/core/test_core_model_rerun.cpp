@@ -150,7 +150,7 @@ TEST(ModelRerunOld, EncoderPatchingAndLensAsBefore) {
         ASSERT_TRUE(mine) << mine.error().message();
         expectSamePatching(*mine, old->patching);
         EXPECT_EQ(mine->answer, old->answer);
-        EXPECT_GT(mine->effect.cwiseAbs().maxCoeff(), 0.01);
+        EXPECT_GT(mine->effect.cwiseAbs().maxCoeff(), 1e-3);
       }
     }
     Expected<Lens> old = encoderLens(*w.encoder, kClean, 5);
