@@ -5,13 +5,13 @@
 // per site; the lens against the unembedding of the recorded streams; refusals by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "core/models/analysis.h"
 #include "core/models/model_run.h"
-#include "core/models/patching_bidirectional.h"
 #include "core/models/run_analyses.h"
 #include "tests/support/small_families.h"
 
@@ -82,101 +82,7 @@ RunInput inputOf(const AnyWeights& w, bool clean) {
   return {clean ? kClean : kCorrupt, {}};
 }
 
-// =======================================================================================
-// The new interface against the functions it replaces: bit for bit
-// =======================================================================================
-
-void expectSamePatching(const Patching& mine, const Patching& theirs) {
-  expectSameFloats(mine.effect, theirs.effect, "effect");
-  EXPECT_EQ(mine.cleanMetric, theirs.cleanMetric);
-  EXPECT_EQ(mine.corruptMetric, theirs.corruptMetric);
-}
-
-void expectSameLens(const Lens& mine, const Lens& theirs) {
-  ASSERT_EQ(mine.top.size(), theirs.top.size());
-  for (std::size_t l = 0; l < mine.top.size(); ++l) {
-    ASSERT_EQ(mine.top[l].size(), theirs.top[l].size());
-    for (std::size_t i = 0; i < mine.top[l].size(); ++i) {
-      ASSERT_EQ(mine.top[l][i].size(), theirs.top[l][i].size());
-      for (std::size_t k = 0; k < mine.top[l][i].size(); ++k) {
-        EXPECT_EQ(mine.top[l][i][k].id, theirs.top[l][i][k].id);
-        EXPECT_EQ(mine.top[l][i][k].probability, theirs.top[l][i][k].probability);
-        EXPECT_EQ(mine.top[l][i][k].logit, theirs.top[l][i][k].logit);
-      }
-    }
-  }
-}
-
 constexpr PatchTarget kTargets[] = {PatchTarget::Heads, PatchTarget::Resid, PatchTarget::HeadsByPosition};
-
-TEST(ModelRerunOld, DecoderPatchingAndLensAsBefore) {
-  for (int family = 0; family < 4; ++family) {
-    SCOPED_TRACE("family " + std::to_string(family));
-    const AnyWeights w = decoderOf(family, 100 + static_cast<std::uint64_t>(family));
-    // the answer and wrong tokens the prompts separate most
-    Expected<DecoderRun> a = forward(w.decoder, kClean), b = forward(w.decoder, kCorrupt);
-    const Vector gap = a->logits() - b->logits();
-    Eigen::Index answer = 0, wrong = 0;
-    gap.maxCoeff(&answer);
-    gap.minCoeff(&wrong);
-    for (PatchTarget target : kTargets) {
-      Expected<Patching> old = activationPatching(w.decoder, kClean, kCorrupt, static_cast<int>(answer),
-                                                  static_cast<int>(wrong), target);
-      ASSERT_TRUE(old) << old.error().message();
-      Expected<Patching> mine = modelPatching(w, {kClean, {}}, {kCorrupt, {}},
-                                              {0, static_cast<int>(answer), static_cast<int>(wrong)}, target);
-      ASSERT_TRUE(mine) << mine.error().message();
-      expectSamePatching(*mine, *old);
-      EXPECT_GT(mine->effect.cwiseAbs().maxCoeff(), 0.01);
-    }
-    for (LensScale scale : {LensScale::Own, LensScale::Final}) {
-      Expected<Lens> old = logitLens(w.decoder, kClean, 4, scale);
-      Expected<Lens> mine = modelLens(w, {kClean, {}}, 4, scale);
-      ASSERT_TRUE(old && mine);
-      expectSameLens(*mine, *old);
-    }
-  }
-}
-
-TEST(ModelRerunOld, EncoderPatchingAndLensAsBefore) {
-  for (bool roberta : {false, true}) {
-    SCOPED_TRACE(roberta);
-    const AnyWeights w = encoderOf(roberta);
-    for (const PatchMetric metric : {PatchMetric{3, -1, -1}, PatchMetric{2, 7, 30}}) {
-      for (PatchTarget target : kTargets) {
-        Expected<BidirectionalPatching> old = encoderPatching(*w.encoder, kClean, kCorrupt, metric, target);
-        ASSERT_TRUE(old) << old.error().message();
-        Expected<Patching> mine = modelPatching(w, {kClean, {}}, {kCorrupt, {}}, metric, target);
-        ASSERT_TRUE(mine) << mine.error().message();
-        expectSamePatching(*mine, old->patching);
-        EXPECT_EQ(mine->answer, old->answer);
-        EXPECT_GT(mine->effect.cwiseAbs().maxCoeff(), 1e-3);
-      }
-    }
-    Expected<Lens> old = encoderLens(*w.encoder, kClean, 5);
-    Expected<Lens> mine = modelLens(w, {kClean, {}}, 5);
-    ASSERT_TRUE(old && mine);
-    expectSameLens(*mine, *old);
-  }
-}
-
-TEST(ModelRerunOld, VitPatchingAsBefore) {
-  for (bool deit : {false, true}) {
-    SCOPED_TRACE(deit);
-    const AnyWeights w = vitOf(deit);
-    const RunInput clean = inputOf(w, true), corrupt = inputOf(w, false);
-    for (const PatchMetric metric : {PatchMetric{0, -1, -1}, PatchMetric{0, 1, 3}}) {
-      for (PatchTarget target : kTargets) {
-        Expected<BidirectionalPatching> old = vitPatching(*w.vision, clean.pixels, corrupt.pixels, metric, target);
-        ASSERT_TRUE(old) << old.error().message();
-        Expected<Patching> mine = modelPatching(w, clean, corrupt, metric, target);
-        ASSERT_TRUE(mine) << mine.error().message();
-        expectSamePatching(*mine, old->patching);
-        EXPECT_EQ(mine->answer, old->answer);
-      }
-    }
-  }
-}
 
 // =======================================================================================
 // A re-run against a whole pass with the same patches
@@ -253,7 +159,9 @@ TEST(ModelRerun, EqualsAWholePassWithThePatches) {
     // the patches change the prediction
     Expected<Vector> plain = readout(w, *corrupt, allLogits(w));
     ASSERT_TRUE(plain);
-    EXPECT_GT((expected.front() - *plain).cwiseAbs().maxCoeff(), 1e-3);
+    float moved = 0;
+    for (const Vector& e : expected) moved = std::max(moved, (e - *plain).cwiseAbs().maxCoeff());
+    EXPECT_GT(moved, 1e-3);
     // a group of variants at once (a decoder's batch of copies): each as alone
     for (int p : {-1, 5}) {
       std::vector<std::vector<Patch>> group;
@@ -266,8 +174,8 @@ TEST(ModelRerun, EqualsAWholePassWithThePatches) {
             << "head " << h << " position " << p;
     }
     // the base's own values change nothing: the base's readout exactly
-    std::vector<Patch> own = {cleanPatch(*corrupt, {SiteKind::HeadZ, 1, 1, -1}), cleanPatch(*corrupt, {SiteKind::Resid, 2, 0, 3})};
-    own.pop_back();
+    const std::vector<Patch> own = {cleanPatch(*corrupt, {SiteKind::HeadZ, 1, 1, -1}),
+                                    cleanPatch(*corrupt, {SiteKind::Resid, 1, 0, 3})};
     Expected<std::vector<Vector>> same = rerun->run(std::span(&own, 1), allLogits(w));
     ASSERT_TRUE(same);
     expectSameFloats(same->front(), *plain, "unchanged variant");
