@@ -159,9 +159,9 @@ TEST(ModelRerun, EqualsAWholePassWithThePatches) {
     // the patches change the prediction
     Expected<Vector> plain = readout(w, *corrupt, allLogits(w));
     ASSERT_TRUE(plain);
-    float moved = 0;
+    float moved = 0;  // at least ten times the tolerance (a random BERT's MLM logits move little)
     for (const Vector& e : expected) moved = std::max(moved, (e - *plain).cwiseAbs().maxCoeff());
-    EXPECT_GT(moved, 1e-3);
+    EXPECT_GT(moved, 2e-4);
     // a group of variants at once (a decoder's batch of copies): each as alone
     for (int p : {-1, 5}) {
       std::vector<std::vector<Patch>> group;
