@@ -12,6 +12,7 @@
 #include "app/session/model_analysis.h"
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
+#include "core/models/run_analyses.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/files.h"
 #include "formats/models/encoder_folder.h"
@@ -579,7 +580,8 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
 
   const PatchTargetInfo& what = kPatchTargets[r.what];
   const model::PatchTarget target = what.target;
-  auto patching = model::activationPatching(model->weights, *clean, *corrupt, *answer, *wrong, target);
+  auto patching = model::modelPatching(model::AnyWeights::of(model->weights), {*clean, {}}, {*corrupt, {}},
+                                       {0, *answer, *wrong}, target);
   if (!patching) {
     Error e = patching.error();
     if (e.field == "corrupt") return fail(err, optionError("--corrupt", e.problem));
@@ -685,7 +687,7 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   if (!bos) return fail(err, bos.error());
   Expected<std::vector<int>> ids = tokenize(*model, r.text, "--text", err, *bos);
   if (!ids) return fail(err, ids.error());
-  auto lens = model::logitLens(model->weights, *ids, r.top,
+  auto lens = model::modelLens(model::AnyWeights::of(model->weights), {*ids, {}}, r.top,
                                r.scale == 0 ? model::LensScale::Own : model::LensScale::Final);
   if (!lens) return fail(err, inFolder(lens.error(), r.folder));
   json tokens = json::array(), layers = json::array(), top = json::array();

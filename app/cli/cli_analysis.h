@@ -91,7 +91,7 @@ struct BidirectionalScores {
 int headsBidirectional(const BidirectionalScores& request, io::ModelKind kind, std::ostream& out,
                        std::ostream& err);
 
-// `lens` on an encoder with an MLM head (core/models/patching_bidirectional.h: the MLM head
+// `lens` on an encoder with an MLM head (core/models/run_analyses.h, modelLens: the MLM head
 // on every hidden state) to LENS.json; a vision transformer or an encoder without an MLM
 // head is refused (exit 2). cli_analysis_bidirectional.cpp.
 struct BidirectionalLens {

@@ -11,7 +11,7 @@
 #include "app/cli/cli_analysis.h"
 #include "app/cli/cli_common.h"
 #include "core/models/analysis_bidirectional.h"
-#include "core/models/patching_bidirectional.h"
+#include "core/models/run_analyses.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/files.h"
 #include "formats/image.h"
@@ -240,7 +240,7 @@ int lensBidirectional(const BidirectionalLens& r, io::ModelKind kind, std::ostre
   if (kind == io::ModelKind::Vision) return fail(err, noUnembedding(r.folder));
   Expected<Input> in = loadInput(kind, r.folder, r.text, "", err);
   if (!in) return fail(err, inFolder(in.error(), r.folder));
-  auto lens = model::encoderLens(*in->encoder, in->ids, r.top);
+  auto lens = model::modelLens(model::AnyWeights::of(in->encoder), {in->ids, {}}, r.top);
   if (!lens) return fail(err, inFolder(lens.error(), r.folder));
   json tokens = json::array(), layers = json::array(), top = json::array();
   for (int id : in->ids) tokens.push_back({{"id", id}, {"text", in->tokenizer->tokenText(id)}});
@@ -262,7 +262,7 @@ int lensBidirectional(const BidirectionalLens& r, io::ModelKind kind, std::ostre
 
 int patchBidirectional(const BidirectionalPatch& r, io::ModelKind kind, std::ostream& out, std::ostream& err) {
   model::PatchMetric metric;
-  Expected<model::BidirectionalPatching> patching = Error{};
+  Expected<model::Patching> patching = Error{};
   std::vector<std::string> positions;
   json summary = json::object();
   int heads = 0;
@@ -308,7 +308,8 @@ int patchBidirectional(const BidirectionalPatch& r, io::ModelKind kind, std::ost
       metric.wrong = *id;
     }
     // 3 every site
-    patching = model::encoderPatching(*clean.encoder, clean.ids, corrupt.ids, metric, patchTarget(r.what));
+    patching = model::modelPatching(model::AnyWeights::of(clean.encoder), {clean.ids, {}}, {corrupt.ids, {}}, metric,
+                                    patchTarget(r.what));
     heads = clean.encoder->config.nHead;
     tokens = clean.ids.size();
     for (std::size_t i = 0; i < clean.ids.size(); ++i)
@@ -338,7 +339,8 @@ int patchBidirectional(const BidirectionalPatch& r, io::ModelKind kind, std::ost
       metric.wrong = *id;
     }
     // 3 every site
-    patching = model::vitPatching(*clean.vit, clean.pixels, corrupt.pixels, metric, patchTarget(r.what));
+    patching = model::modelPatching(model::AnyWeights::of(clean.vit), {{}, clean.pixels}, {{}, corrupt.pixels}, metric,
+                                    patchTarget(r.what));
     heads = clean.vit->config.nHead;
     tokens = static_cast<std::size_t>(clean.vit->config.tokens());
     positions = vitTokenLabels(clean.vit->config);
@@ -349,14 +351,14 @@ int patchBidirectional(const BidirectionalPatch& r, io::ModelKind kind, std::ost
   }
   if (!patching) return fail(err, patchError(patching.error(), r.folder));
   // 4 the files, 5 the summary
-  if (Status s = writePatching(patching->patching.effect, r.what, heads, positions, r.outPath, r.pngPath); !s)
+  if (Status s = writePatching(patching->effect, r.what, heads, positions, r.outPath, r.pngPath); !s)
     return fail(err, s.error());
   summary["what"] = patchTargetName(r.what);
   summary["tokens"] = tokens;
   summary["answer"] = describe(patching->answer);
   summary["wrong"] = metric.wrong >= 0 ? describe(metric.wrong) : json(nullptr);
-  summary["clean_metric"] = patching->patching.cleanMetric;
-  summary["corrupt_metric"] = patching->patching.corruptMetric;
+  summary["clean_metric"] = patching->cleanMetric;
+  summary["corrupt_metric"] = patching->corruptMetric;
   summary["out"] = r.outPath;
   summary["png"] = r.pngPath.empty() ? json(nullptr) : json(r.pngPath);
   out << summary.dump() << "\n";

@@ -280,10 +280,10 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   SplitMix64 rng(static_cast<std::uint64_t>(a.seed));
   std::vector<int> ids(static_cast<std::size_t>(a.tokens + a.decode));
   for (int& id : ids) id = static_cast<int>(rng.next() % static_cast<std::uint64_t>(c.vocabSize));
-  model::DecoderRun session(folder->weights);
-  session.setThreads(threads);
+  model::DecoderRun decoder(folder->weights);
+  decoder.setThreads(threads);
   const std::span<const int> prompt(ids.data(), static_cast<std::size_t>(a.tokens));
-  if (Status s = session.append(prompt.first(1)); !s) {
+  if (Status s = decoder.append(prompt.first(1)); !s) {
     err << "attnscope: " << s.error().message() << '\n';
     return 2;
   }
@@ -294,8 +294,8 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
   // 2 the forward pass of N tokens from an empty cache: untimed runs for half a second
   // (see runBench), then R timed ones
   auto forwardOnce = [&]() -> Status {
-    session.clear();
-    return session.append(prompt);
+    decoder.clear();
+    return decoder.append(prompt);
   };
   constexpr auto kWarmup = std::chrono::milliseconds(500);
   const auto warmupStart = std::chrono::steady_clock::now();
@@ -318,14 +318,14 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
       return 2;
     }
   }
-  const std::vector<model::TokenProbability> top = session.topK(1);
+  const std::vector<model::TokenProbability> top = decoder.topK(1);
 
   // 3 decode: M more tokens, one at a time through the KV cache
   std::vector<double> decodeMs, decodeCpuMs;
   for (int step = 0; step < a.decode; ++step) {
     const double cpuStart = processCpuMs();
     const auto start = std::chrono::steady_clock::now();
-    Status s = session.append(std::span<const int>(ids).subspan(static_cast<std::size_t>(a.tokens + step), 1));
+    Status s = decoder.append(std::span<const int>(ids).subspan(static_cast<std::size_t>(a.tokens + step), 1));
     decodeMs.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     decodeCpuMs.push_back(processCpuMs() - cpuStart);
     if (!s) {
@@ -363,12 +363,12 @@ int runModelBench(const BenchArgs& a, std::ostream& out, std::ostream& err) {
       err << "attnscope: " << s.error().message() << '\n';
       return 2;
     }
-    // the BF16 session holds the same tokens: prompt + decode steps
-    const std::vector<float> mine = session.attentionTensor(), theirs = reference.attentionTensor();
+    // the BF16 decoder holds the same tokens: prompt + decode steps
+    const std::vector<float> mine = decoder.attentionTensor(), theirs = reference.attentionTensor();
     double worst = 0;
     for (std::size_t i = 0; i < mine.size() && i < theirs.size(); ++i)
       worst = std::max(worst, static_cast<double>(std::abs(mine[i] - theirs[i])));
-    const std::vector<model::TokenProbability> mineTop = session.topK(1), theirTop = reference.topK(1);
+    const std::vector<model::TokenProbability> mineTop = decoder.topK(1), theirTop = reference.topK(1);
     against["f32_max_attention_diff"] = worst;
     against["bf16_final_top_id"] = mineTop.empty() ? -1 : mineTop[0].id;
     against["f32_final_top_id"] = theirTop.empty() ? -1 : theirTop[0].id;

@@ -242,10 +242,10 @@ bool asksLongContext(const std::vector<model::HeadScoreKind>& kinds) {
 
 // Adds one prompt's scores to `totals` when a long-context class is asked: every score from
 // the tiled pass (core/models/long_context.h) when all of them can be read there, else from
-// the session's whole pattern; retrieval from a second run on the prompt's needle task
+// the decoder's whole pattern; retrieval from a second run on the prompt's needle task
 // (core/models/head_classes.h, needle seed deriveSeed(--seed, "needle", promptIndex)).
 Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::shared_ptr<const model::Weights> weights,
-                       model::DecoderRun& session, const std::vector<int>& ids, std::uint64_t promptIndex,
+                       model::DecoderRun& decoder, const std::vector<int>& ids, std::uint64_t promptIndex,
                        const model::DetectOptions& options) {
   const model::Config& c = weights->config;
   const bool tiled = std::all_of(totals.kinds.begin(), totals.kinds.end(), model::tiledHeadScore);
@@ -262,10 +262,10 @@ Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::s
     if (!summary) return summary.error();
     for (std::size_t k = 0; k < scores.size(); ++k) scores[k] = model::summaryHeadScore(*summary, totals.kinds[k]);
   } else if (pattern) {
-    session.clear();
-    if (auto set = session.setTokens(ids); !set) return set.error();
+    decoder.clear();
+    if (auto set = decoder.setTokens(ids); !set) return set.error();
     for (std::size_t k = 0; k < scores.size(); ++k)
-      scores[k] = model::headScore(model::attentionStack(session), ids, totals.kinds[k], options);
+      scores[k] = model::headScore(model::attentionStack(decoder), ids, totals.kinds[k], options);
   }
   if (asks(totals.kinds, model::HeadScoreKind::Retrieval)) {
     if (ids.size() + 2 * model::kNeedleLength > static_cast<std::size_t>(c.nPositions))
@@ -279,9 +279,9 @@ Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::s
       if (!summary) return summary.error();
       retrieval = model::retrievalScores(task, *summary);
     } else {
-      session.clear();
-      if (auto set = session.setTokens(task.ids); !set) return set.error();
-      retrieval = model::retrievalScores(task, session);
+      decoder.clear();
+      if (auto set = decoder.setTokens(task.ids); !set) return set.error();
+      retrieval = model::retrievalScores(task, decoder);
     }
     for (std::size_t k = 0; k < scores.size(); ++k)
       if (totals.kinds[k] == model::HeadScoreKind::Retrieval) scores[k] = retrieval;
@@ -457,8 +457,8 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (usesLocal) provenance.flags["local_window"] = r.localWindow;
   if (retrieval) provenance.flags["needle_seed"] = std::to_string(r.seed);
   cli::ProgressLine progress(err, "attnscope heads:", "prompts");
-  model::DecoderRun session(model->weights);
-  session.setThreads(r.threads);
+  model::DecoderRun decoder(model->weights);
+  decoder.setThreads(r.threads);
   for (std::size_t i = range.first; i < range.last; ++i) {
     const std::string where = r.promptsPath + " line " + std::to_string(prompts[i].line);
     auto ids = analysis_cli::tokenize(*model, prompts[i].text, "--prompts", err, *bos);
@@ -467,12 +467,12 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
     // From scratch: reusing the previous prompt's common prefix would make a prompt's
     // float32 numbers depend on its neighbour, and shards would not merge exactly.
     if (longContext) {
-      if (Status s = addPromptScores(totals, r, model->weights, session, *ids, i, options); !s)
+      if (Status s = addPromptScores(totals, r, model->weights, decoder, *ids, i, options); !s)
         return fail(err, Error{where, "", s.error().message()});
     } else {
-      session.clear();
-      if (auto set = session.setTokens(*ids); !set) return fail(err, Error{where, "", set.error().message()});
-      model::accumulate(totals, session, options);
+      decoder.clear();
+      if (auto set = decoder.setTokens(*ids); !set) return fail(err, Error{where, "", set.error().message()});
+      model::accumulate(totals, decoder, options);
     }
     progress.update(static_cast<double>(i + 1 - range.first), static_cast<double>(range.last - range.first));
   }

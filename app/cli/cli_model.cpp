@@ -375,17 +375,17 @@ nlohmann::json tokenJson(const io::ModelFolder& model, int id) {
 
 // The JSON of --predict: {"model_type", "heads_kv", "tokens": n, "bos": whether a BOS was put
 // first, "next": [{"id", "text", "probability", "logit"}...]}.
-std::string predictionJson(const model::DecoderRun& session, const io::ModelFolder& model, int k, bool bos) {
+std::string predictionJson(const model::DecoderRun& decoder, const io::ModelFolder& model, int k, bool bos) {
   nlohmann::ordered_json next = nlohmann::ordered_json::array();
-  for (const model::TokenProbability& t : session.topK(k)) {
+  for (const model::TokenProbability& t : decoder.topK(k)) {
     next.push_back({{"id", t.id},
                     {"text", tokenJson(model, t.id)},
                     {"probability", t.probability},
                     {"logit", t.logit}});
   }
-  nlohmann::ordered_json out = {{"model_type", session.config().modelType},
-                                {"heads_kv", session.config().nHeadKv},
-                                {"tokens", session.size()},
+  nlohmann::ordered_json out = {{"model_type", decoder.config().modelType},
+                                {"heads_kv", decoder.config().nHeadKv},
+                                {"tokens", decoder.size()},
                                 {"bos", bos},
                                 {"next", next}};
   return out.dump() + "\n";
@@ -652,21 +652,21 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
   }
   const io::ModelFolder& model = *loaded->decoder;
   const model::Config& config = model.weights->config;
-  const model::DecoderRun& session = *run->session;
+  const model::DecoderRun& decoder = *run->decoder;
   if (!request->outPath.empty()) {
     const std::int64_t shape[4] = {config.nLayer, config.nHead, static_cast<std::int64_t>(n),
                                    static_cast<std::int64_t>(n)};
-    // the attention streams from the session's packed triangles into the archive, one
+    // the attention streams from the decoder's packed triangles into the archive, one
     // head's n x n block at a time (no [L, H, n, n] tensor in memory)
-    const model_cli::HeadBlock fromTriangles = [&session](int layer, int head, std::span<float> block) {
-      const std::size_t width = static_cast<std::size_t>(session.size());
+    const model_cli::HeadBlock fromTriangles = [&decoder](int layer, int head, std::span<float> block) {
+      const std::size_t width = static_cast<std::size_t>(decoder.size());
       std::fill(block.begin(), block.end(), 0.0f);
       for (std::size_t i = 0; i < width; ++i) {
-        const std::span<const float> row = session.attentionRow(layer, head, static_cast<int>(i));
+        const std::span<const float> row = decoder.attentionRow(layer, head, static_cast<int>(i));
         std::copy(row.begin(), row.end(), block.begin() + static_cast<std::ptrdiff_t>(i * width));
       }
     };
-    Expected<std::vector<model_cli::ExtraArray>> extra = mechanismArrays(*request, model.weights, session, ids, err);
+    Expected<std::vector<model_cli::ExtraArray>> extra = mechanismArrays(*request, model.weights, decoder, ids, err);
     if (!extra) {
       Error error = extra.error();
       if (error.file.empty()) error.file = request->folder;
@@ -684,7 +684,7 @@ int runModelCommand(std::span<const std::string> args, std::ostream& out, std::o
     }
   }
   if (request->predict > 0) {
-    out << predictionJson(session, model, request->predict, prepared->bos);
+    out << predictionJson(decoder, model, request->predict, prepared->bos);
     out.flush();
   }
   return 0;

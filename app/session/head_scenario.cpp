@@ -21,9 +21,9 @@ HeadRun headsOf(const ModelRun& run) {
     if (!heads.qkv || heads.heads <= 0) heads.unavailable = "no tokens to take a head from";
     return heads;
   }
-  heads.decoder = run.session;
-  if (run.session) {
-    heads.modelType = run.session->config().modelType;
+  heads.decoder = run.decoder;
+  if (run.decoder) {
+    heads.modelType = run.decoder->config().modelType;
   } else {
     heads.unavailable = run.longInput ? "a long input is shown as its summary, which keeps no q, k and v; "
                                         "open a head of a shorter text"
@@ -53,15 +53,15 @@ namespace {
 // The decoder's head: q after the rotary embedding, the KV head's k and v, its layer's mask
 // and the score scale; the description in the family's own terms.
 Status decoderHead(const HeadRun& run, int layer, int head, Scenario& s) {
-  const model::DecoderRun& session = *run.decoder;
-  const model::Config& config = session.config();
+  const model::DecoderRun& decoder = *run.decoder;
+  const model::Config& config = decoder.config();
   if (config.attnSoftcap > 0) {
     return Error{"", "head",
                  config.modelType + " soft-caps its scores (cap·tanh(s / cap), attn_logit_softcapping " +
                      formatNumber(config.attnSoftcap, 6) +
                      "): a scenario's scores have no cap, so its weights would not be the model's"};
   }
-  const int n = session.size();
+  const int n = decoder.size();
   const int kvHead = config.kvHeadOf(head);
   const int window = config.windowOf(layer);
   std::string rows;
@@ -83,9 +83,9 @@ Status decoderHead(const HeadRun& run, int layer, int head, Scenario& s) {
                               : std::string()) +
                   ": the weights are the model's attention of this head. Edits here are your own experiment; "
                   "the model is not changed.";
-  s.queries = Matrix(session.query(layer, head));
-  s.keys = Matrix(session.key(layer, head));
-  s.values = Matrix(session.value(layer, head));
+  s.queries = Matrix(decoder.query(layer, head));
+  s.keys = Matrix(decoder.key(layer, head));
+  s.values = Matrix(decoder.value(layer, head));
   // Scaled dot divides by √d_h; a model whose scale is another (gemma2's
   // query_pre_attn_scalar^-½) keeps it through T: (q·k / √d_h) / T = scale · q·k.
   if (config.queryScale > 0) {

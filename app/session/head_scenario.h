@@ -22,7 +22,7 @@ struct HeadRun {
   model::ModelKind kind = model::ModelKind::Decoder;
   std::string modelType;            // config.json's model_type (gpt2, bert, vit, ...)
   std::vector<std::string> labels;  // the n tokens (a ViT: [CLS], [DIST], "r,c" patches)
-  // A decoder: its session (query / key / value of every head, after the rotary embedding;
+  // A decoder: its DecoderRun (query / key / value of every head, after the rotary embedding;
   // the configuration: grouped-query heads, sliding windows, the score scale).
   std::shared_ptr<const model::DecoderRun> decoder;
   // An encoder or a ViT: the q | k | v rows of every layer (L, each n x 3E), H heads of
@@ -33,7 +33,7 @@ struct HeadRun {
   std::string unavailable;
 };
 
-// The heads of a text model's run (a decoder's session, an encoder's qkv).
+// The heads of a text model's run (a decoder's DecoderRun, an encoder's qkv).
 HeadRun headsOf(const ModelRun& run);
 // The heads of a vision transformer's run on a picture.
 HeadRun headsOf(const ImageModelRun& run);

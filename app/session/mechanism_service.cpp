@@ -175,7 +175,7 @@ struct MechanismArrays {
   io::AttentionShape shape;
 };
 
-// The three of a decoder run (its session: the ablated pass when heads are ablated).
+// The three of a decoder run (its DecoderRun: the ablated pass when heads are ablated).
 Expected<MechanismArrays> decoderMechanism(const MechanismInputs& in, const std::function<void(int, int)>& progress,
                                     const std::atomic<bool>* cancel) {
   const ModelRun& run = *in.run;
@@ -184,7 +184,7 @@ Expected<MechanismArrays> decoderMechanism(const MechanismInputs& in, const std:
   MechanismArrays out;
   switch (in.mechanism) {
     case Mechanism::NormWeighted:
-      out.values = model::normWeightedAttention(*run.session);
+      out.values = model::normWeightedAttention(*run.decoder);
       out.shape = {c.nLayer, c.nHead, n, n};
       break;
     case Mechanism::ValueZeroing: {
@@ -195,7 +195,7 @@ Expected<MechanismArrays> decoderMechanism(const MechanismInputs& in, const std:
       break;
     }
     default: {
-      Expected<Matrix> flow = model::attentionFlow(*run.session, in.normalize);
+      Expected<Matrix> flow = model::attentionFlow(*run.decoder, in.normalize);
       if (!flow) return flow.error();
       out.values.assign(flow->data(), flow->data() + flow->size());
       out.shape = {1, 1, n, n};
@@ -287,7 +287,7 @@ std::shared_ptr<const MechanismResult> computeMechanism(const MechanismInputs& i
     return result;
   }
   Expected<MechanismArrays> computed = Error{"", "model", "no model"};
-  if (in.model && run.session)
+  if (in.model && run.decoder)
     computed = decoderMechanism(in, progress, cancel);
   else if (in.encoder && run.encoder)
     computed = encoderMechanism(in, progress, cancel);

@@ -46,13 +46,13 @@ Mechanism shownMechanism(const AppState& state);
 struct MechanismInputs {
   Mechanism mechanism = Mechanism::NormWeighted;
   bool normalize = false;
-  std::shared_ptr<const ModelRun> run;                // its ids, labels, session, attention
+  std::shared_ptr<const ModelRun> run;                // its ids, labels, decoder, attention
   std::shared_ptr<const io::ModelFolder> model;       // a decoder run's model, else null
   std::shared_ptr<const io::EncoderFolder> encoder;   // an encoder run's model, else null
 };
 
 // Computes inputs.mechanism of inputs.run:
-//   norm-weighted  decoder: normWeightedAttention(session); encoder: of a re-run of its ids
+//   norm-weighted  decoder: normWeightedAttention(decoder); encoder: of a re-run of its ids
 //                  (runEncoder keeps q, k, v): [L, H, n, n];
 //   value zeroing  decoder: valueZeroing(weights, ids); encoder: bidirectionalValueZeroing of
 //                  the re-run's recorded streams: [L, 1, n, n];

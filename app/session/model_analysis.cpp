@@ -12,6 +12,7 @@
 #include "app/session/app_state.h"
 #include "app/session/model_service.h"
 #include "core/base/format.h"
+#include "core/models/run_analyses.h"
 
 namespace attn::app {
 
@@ -352,8 +353,9 @@ std::shared_ptr<const PatchingResult> runPatching(const io::ModelFolder& model,
   result->answerText = tokenizer.tokenDisplay(*answer);
   result->wrongText = tokenizer.tokenDisplay(*wrong);
   // 3 the core's patching
-  Expected<model::Patching> patching = model::activationPatching(
-      model.weights, result->cleanIds, result->corruptIds, *answer, *wrong, inputs.target);
+  Expected<model::Patching> patching =
+      model::modelPatching(model::AnyWeights::of(model.weights), {result->cleanIds, {}}, {result->corruptIds, {}},
+                           {0, *answer, *wrong}, inputs.target);
   if (!patching) return fail(patching.error());
   result->effect = std::move(patching->effect);
   result->cleanMetric = patching->cleanMetric;

@@ -3,8 +3,8 @@
 // ModelView::analysis through the edit functions below and never compute; the model
 // service's worker (app/session/model_service.h) runs analyseRun() with each model run and
 // runPatching() on its own LatestWorker. Both call the core functions of
-// core/models/analysis.h (ablationHooks + predictionOf as ablateHeads does, headScore,
-// activationPatching). No ImGui, no GL.
+// core/models/analysis.h (ablationHooks + predictionOf as ablateHeads does, headScore) and
+// core/models/run_analyses.h (modelPatching). No ImGui, no GL.
 #pragma once
 
 #include <iterator>
@@ -84,7 +84,7 @@ struct AnalysedRun {
   std::shared_ptr<model::DecoderRun> ablated;
   std::string error;
 };
-// The analyses of `request` on the tokens of `clean` (a session after the plain run):
+// The analyses of `request` on the tokens of `clean` (a decoder run after the plain run):
 //   1 head scores: headScore(clean, kind, request.detect) for every kind (when asked),
 //     then, when request.circuits, the circuits (headCircuits of the weights; taken from
 //     `previous` when that has the same weights) and their copying scores as
@@ -98,7 +98,7 @@ AnalysedRun analyseRun(const io::ModelFolder& model, const model::DecoderRun& cl
 
 // Activation patching of the panel's inputs on `model`: the texts tokenized with the BOS first
 // when the tokenizer's post-processor adds one (as `attnscope patch`), the answer and wrong texts one token each, then
-// activationPatching(). Never throws: problems (an empty prompt, an answer that is not one
+// modelPatching(). Never throws: problems (an empty prompt, an answer that is not one
 // token, unequal token lengths, equal metrics) are in PatchingResult::error, naming the field.
 std::shared_ptr<const PatchingResult> runPatching(const io::ModelFolder& model,
                                                   const PatchingInputs& inputs,

@@ -66,7 +66,7 @@ void labelTokens(const io::ModelFolder& model, ModelRun& run) {
 // =======================================================================================
 
 std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
-                                   const std::shared_ptr<model::DecoderRun>& session,
+                                   const std::shared_ptr<model::DecoderRun>& decoder,
                                    const std::string& text, std::uint64_t generation,
                                    std::uint64_t textRevision, const AnalysisRequest& request,
                                    const RunAnalysis* previous) {
@@ -98,7 +98,7 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
     return run;
   }
   // 3 the forward pass of the tokens after the common prefix
-  Expected<int> reused = session->setTokens(ids);
+  Expected<int> reused = decoder->setTokens(ids);
   if (!reused) {
     run->error = reused.error().message();
     return run;
@@ -109,9 +109,9 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
   labelTokens(model, *run);
   // 4 the analyses asked for (model_analysis.h); with heads ablated the views show the
   //   ablated pass
-  std::shared_ptr<const model::DecoderRun> shown = session;
+  std::shared_ptr<const model::DecoderRun> shown = decoder;
   if (n > 0 && (request.scores || !request.ablation.heads.empty())) {
-    AnalysedRun analysed = analyseRun(model, *session, request, kModelPredictions, previous);
+    AnalysedRun analysed = analyseRun(model, *decoder, request, kModelPredictions, previous);
     if (!analysed.error.empty()) {
       run->error = analysed.error;
       return run;
@@ -132,7 +132,7 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
       return run;
     }
     run->attention = std::make_shared<const io::AttentionFile>(std::move(file).value());
-    run->session = shown;
+    run->decoder = shown;
     for (const model::TokenProbability& t : shown->topK(kModelPredictions))
       run->next.push_back({t.id, model.tokenizer->tokenDisplay(t.id), t.probability});
     run->residualNorms = shown->residualNorms();
@@ -222,9 +222,9 @@ bool updateModel(AppState& state, double now) {
   if (view.model &&
       (view.submittedGeneration != view.generation || view.submittedRevision != view.textRevision ||
        analysis.submittedRevision != analysis.request.revision)) {
-    auto session = std::make_shared<model::DecoderRun>(view.model->weights);
+    auto decoder = std::make_shared<model::DecoderRun>(view.model->weights);
     const RunAnalysis* previous = view.run ? view.run->analysis.get() : nullptr;
-    changed |= publishModelRun(state, runModel(*view.model, session, view.text, view.generation,
+    changed |= publishModelRun(state, runModel(*view.model, decoder, view.text, view.generation,
                                                view.textRevision, analysis.request, previous));
     state.attention.overview.reset();  // made again at once by updateAttention
     view.submittedGeneration = view.generation;
@@ -267,10 +267,10 @@ void ModelService::submitText(std::shared_ptr<const io::ModelFolder> model,
        request = std::move(request)](const std::atomic<bool>&) {
         io::Tokenizer::Encoding encoding;
         std::vector<int> ids = windowTokens(*model, text, &encoding);
-        std::shared_ptr<model::DecoderRun> session = freeSession(model, ids);
-        std::shared_ptr<ModelRun> result = runModel(*model, session, text, generation,
+        std::shared_ptr<model::DecoderRun> decoder = freeDecoder(model, ids);
+        std::shared_ptr<ModelRun> result = runModel(*model, decoder, text, generation,
                                                     textRevision, request, lastAnalysis_.get());
-        session.reset();
+        decoder.reset();
         if (result->analysis) lastAnalysis_ = result->analysis;
         std::lock_guard lock(mutex_);
         finished_ = std::move(result);  // an untaken older run is dropped: latest wins
@@ -334,17 +334,17 @@ std::uint64_t ModelService::runsCompleted() const {
   return runsCompleted_;
 }
 
-// A session for `model` that no published run holds, preferring the one whose tokens share
+// A decoder for `model` that no published run holds, preferring the one whose tokens share
 // the longest prefix with `ids`. The text worker's thread only.
-std::shared_ptr<model::DecoderRun> ModelService::freeSession(
+std::shared_ptr<model::DecoderRun> ModelService::freeDecoder(
     const std::shared_ptr<const io::ModelFolder>& model, const std::vector<int>& ids) {
   if (sessionWeights_ != model->weights) {  // another model: the caches are worthless
-    for (auto& s : sessions_) s.reset();
+    for (auto& s : decoders_) s.reset();
     sessionWeights_ = model->weights;
   }
   std::shared_ptr<model::DecoderRun>* best = nullptr;
   std::size_t bestPrefix = 0;
-  for (auto& s : sessions_) {
+  for (auto& s : decoders_) {
     // use_count() == 1: only this worker holds it, and only this thread could copy it.
     if (s && s.use_count() == 1) {
       const std::size_t prefix = commonPrefix(s->tokens(), ids);
@@ -356,10 +356,10 @@ std::shared_ptr<model::DecoderRun> ModelService::freeSession(
   }
   if (best) return *best;
   // Both are held (the run on screen and one not yet taken): start a fresh one in the slot
-  // of an empty or the first session; the old one lives on in the run that holds it.
-  std::shared_ptr<model::DecoderRun>& slot = sessions_[1] && sessions_[0] ? sessions_[0]
-                                         : sessions_[0]               ? sessions_[1]
-                                                                      : sessions_[0];
+  // of an empty or the first decoder; the old one lives on in the run that holds it.
+  std::shared_ptr<model::DecoderRun>& slot = decoders_[1] && decoders_[0] ? decoders_[0]
+                                         : decoders_[0]               ? decoders_[1]
+                                                                      : decoders_[0];
   slot = std::make_shared<model::DecoderRun>(model->weights);
   return slot;
 }

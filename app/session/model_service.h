@@ -5,10 +5,10 @@
 // older request of either kind is dropped (latest wins). Results are immutable
 // shared_ptr<const T>; the UI never waits. No ImGui, no GL: tests drive it directly.
 //
-// The KV cache: the worker keeps two model::Sessions. A published run holds its session
+// The KV cache: the worker keeps two model::DecoderRuns. A published run holds its decoder
 // (the Pipeline's "open this head" reads Q, K and V from it), so the worker updates the
 // other one, which DecoderRun::setTokens brings up to date from its own common prefix: typing
-// one more character costs the tokens since that session's text (one or two keystrokes),
+// one more character costs the tokens since that decoder's text (one or two keystrokes),
 // never the whole text again.
 #pragma once
 
@@ -32,7 +32,7 @@ inline constexpr int kModelPredictions = 10;
 // its full 1024 tokens is 576 MiB; larger models must use a shorter text).
 inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
 
-// The one function that runs the model: tokenizes `text`, brings `session` (which must use
+// The one function that runs the model: tokenizes `text`, brings `decoder` (which must use
 // model.weights) to those tokens with setTokens (reusing its cache), and copies out what the
 // panels show. Never throws for bad input: errors (too many tokens for n_positions) are in
 // ModelRun::error. A long input (more than kLongInputTokens, or an attention tensor above
@@ -41,10 +41,10 @@ inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
 //
 // With `request` asking for analyses (app/session/model_analysis.h, analyseRun): head scores
 // of the clean run, and with heads ablated the ablated pass, which then is what the run
-// shows (attention, prediction, residual norms, the session); `previous` (may be null)
+// shows (attention, prediction, residual norms, the decoder); `previous` (may be null)
 // lends its clean prediction when the tokens did not change.
 std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
-                                   const std::shared_ptr<model::DecoderRun>& session,
+                                   const std::shared_ptr<model::DecoderRun>& decoder,
                                    const std::string& text, std::uint64_t generation,
                                    std::uint64_t textRevision,
                                    const AnalysisRequest& request = {},
@@ -106,7 +106,7 @@ class ModelService {
   std::uint64_t runsCompleted() const;
 
  private:
-  std::shared_ptr<model::DecoderRun> freeSession(const std::shared_ptr<const io::ModelFolder>& model,
+  std::shared_ptr<model::DecoderRun> freeDecoder(const std::shared_ptr<const io::ModelFolder>& model,
                                              const std::vector<int>& ids);
 
   mutable std::mutex mutex_;
@@ -118,7 +118,7 @@ class ModelService {
   std::shared_ptr<const RunAnalysis> lastAnalysis_;  // text worker only: the last run's
   // Text worker only: the sessions and the weights they belong to.
   std::shared_ptr<const model::Weights> sessionWeights_;
-  std::shared_ptr<model::DecoderRun> sessions_[2];
+  std::shared_ptr<model::DecoderRun> decoders_[2];
   LatestWorker loads_, runs_, patching_;  // last: joined before the members their jobs use go
 };
 

@@ -48,9 +48,9 @@ struct ModelRun {
   std::vector<std::string> labels;  // display form of each token, n entries
   std::vector<bool> special;        // n entries: a control token (BOS, EOS, added special)
   std::size_t invalidSequences = 0;  // invalid UTF-8 sequences replaced by U+FFFD
-  // The session after the run (Q, K, V of every head; read-only). Null when n == 0 or on
-  // error. The worker never changes a session while a published run holds it.
-  std::shared_ptr<const model::DecoderRun> session;
+  // The decoder after the run (Q, K, V of every head; read-only). Null when n == 0 or on
+  // error. The worker never changes a decoder while a published run holds it.
+  std::shared_ptr<const model::DecoderRun> decoder;
   // [layers, heads, n, n] with the labels, for the Attention panel. Null when n == 0 or on
   // error.
   std::shared_ptr<const io::AttentionFile> attention;
@@ -61,9 +61,9 @@ struct ModelRun {
   double computeMs = 0;              // forward pass + copies for the views
   std::string error;                 // non-empty: the text cannot be run (why)
   // A long input (app/session/long_context_service.h, isLongInput): ids, labels and special
-  // only; no session, attention, prediction or norms. The Model panel shows its summary.
+  // only; no decoder, attention, prediction or norms. The Model panel shows its summary.
   bool longInput = false;
-  // An encoder's run (bert, distilbert, roberta; app/session/encoder_service.h): no session
+  // An encoder's run (bert, distilbert, roberta; app/session/encoder_service.h): no decoder
   // and no next token; the fill-mask prediction of every mask token instead.
   bool encoder = false;
   bool mlmHead = false;                   // the checkpoint has a masked-language-model head
@@ -73,7 +73,7 @@ struct ModelRun {
   std::shared_ptr<const std::vector<Matrix>> qkv;
   std::string modelType;
   // The analyses asked for (ModelView::analysis.request): ablated heads and head scores.
-  // With heads ablated, `session`, `attention`, `next` and `residualNorms` are the ablated
+  // With heads ablated, `decoder`, `attention`, `next` and `residualNorms` are the ablated
   // run's (what the views show). Null when none was asked.
   std::uint64_t analysisRevision = 0;  // AnalysisRequest::revision it answers
   std::shared_ptr<const RunAnalysis> analysis;

@@ -3,7 +3,7 @@
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
 #include "core/models/layers.h"
-#include "core/models/decoder_batch.h"
+#include "core/models/run_analyses.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,6 @@
 #include <string>
 
 namespace attn::model {
-namespace {
 
 Status checkPrompt(const Config& c, std::span<const int> ids, const char* field) {
   if (ids.empty()) return Error{"", field, "the prompt has no tokens"};
@@ -33,6 +32,8 @@ Status checkToken(const Config& c, int id, const char* field) {
                    std::to_string(c.vocabSize - 1)};
 }
 
+namespace {
+
 Status checkHead(const Config& c, const HeadId& h) {
   if (h.layer >= 0 && h.layer < c.nLayer && h.head >= 0 && h.head < c.nHead) return Ok{};
   return Error{"", "heads",
@@ -41,7 +42,7 @@ Status checkHead(const Config& c, const HeadId& h) {
                    std::to_string(c.nHead) + " heads"};
 }
 
-// m = logit(answer) − logit(wrong) after the last token of a session.
+// m = logit(answer) − logit(wrong) after the last token of a run.
 double logitDifference(const DecoderRun& s, int answer, int wrong) {
   return static_cast<double>(s.logits()[answer]) - static_cast<double>(s.logits()[wrong]);
 }
@@ -69,12 +70,12 @@ std::shared_ptr<const Hooks> recordingHooks() {
 
 Expected<DecoderRun> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                                std::shared_ptr<const Hooks> hooks, int threads) {
-  DecoderRun session(std::move(weights));
-  session.setThreads(threads);
-  if (Status s = session.setHooks(std::move(hooks)); !s) return s.error();
-  Expected<int> done = session.setTokens(ids);
+  DecoderRun run(std::move(weights));
+  run.setThreads(threads);
+  if (Status s = run.setHooks(std::move(hooks)); !s) return s.error();
+  Expected<int> done = run.setTokens(ids);
   if (!done) return done.error();
-  return session;
+  return run;
 }
 
 namespace {
@@ -91,7 +92,8 @@ Matrix unembed(const Weights& weights, const Matrix& normed) {
   return logits;
 }
 
-// The lens at the final stream's scale (LensScale::Final): n x V.
+}  // namespace
+
 Matrix logitsAtFinalScale(const Weights& weights, const Matrix& resid, const Vector& finalScale) {
   const Config& c = weights.config;
   auto row = [](const Tensor& t) {  // an [E] norm parameter as a row (widened when BF16)
@@ -109,8 +111,6 @@ Matrix logitsAtFinalScale(const Weights& weights, const Matrix& resid, const Vec
   }
   return unembed(weights, normed);
 }
-
-}  // namespace
 
 Matrix logitsAt(const Weights& weights, const Matrix& resid) {
   Matrix normed;
@@ -172,15 +172,15 @@ Expected<std::vector<Eigen::RowVectorXf>> meanHeadOutputs(std::shared_ptr<const 
   const Eigen::Index width = static_cast<Eigen::Index>(c.nHead) * c.headDim();
   std::vector<Eigen::RowVectorXd> sums(static_cast<std::size_t>(c.nLayer), Eigen::RowVectorXd::Zero(width));
   std::int64_t positions = 0;
-  DecoderRun session(weights);
-  if (Status s = session.setHooks(recordingHooks()); !s) return s.error();
+  DecoderRun run(weights);
+  if (Status s = run.setHooks(recordingHooks()); !s) return s.error();
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     const std::string field = "prompts[" + std::to_string(i) + "]";
     if (Status s = checkPrompt(c, prompts[i], field.c_str()); !s) return s.error();
-    session.clear();
-    if (Expected<int> done = session.setTokens(prompts[i]); !done) return Error{"", field, done.error().problem};
+    run.clear();
+    if (Expected<int> done = run.setTokens(prompts[i]); !done) return Error{"", field, done.error().problem};
     for (int l = 0; l < c.nLayer; ++l)
-      sums[static_cast<std::size_t>(l)] += session.recording().z[static_cast<std::size_t>(l)].cast<double>().colwise().sum();
+      sums[static_cast<std::size_t>(l)] += run.recording().z[static_cast<std::size_t>(l)].cast<double>().colwise().sum();
     positions += static_cast<std::int64_t>(prompts[i].size());
   }
   std::vector<Eigen::RowVectorXf> means;
@@ -219,130 +219,8 @@ Expected<Ablation> ablateHeadsToMeans(std::shared_ptr<const Weights> weights, st
 Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
                                       std::span<const int> clean, std::span<const int> corrupt,
                                       int answer, int wrong, PatchTarget target) {
-  const Config& c = weights->config;
-  if (Status s = checkPrompt(c, clean, "clean"); !s) return s.error();
-  if (Status s = checkPrompt(c, corrupt, "corrupt"); !s) return s.error();
-  if (clean.size() != corrupt.size()) {
-    return Error{"", "corrupt",
-                 "the clean prompt has " + std::to_string(clean.size()) +
-                     " tokens and the corrupt one " + std::to_string(corrupt.size()) +
-                     ": patching needs equal token lengths"};
-  }
-  if (Status s = checkToken(c, answer, "answer"); !s) return s.error();
-  if (Status s = checkToken(c, wrong, "wrong"); !s) return s.error();
-
-  // 1 the clean run and the corrupt run, recorded (z and the stream entering every block);
-  // 2 the corrupt run again without hooks: each site re-runs it from the patched block on
-  Expected<DecoderRun> cleanRun = runWithHooks(weights, clean, recordingHooks());
-  if (!cleanRun) return cleanRun.error();
-  Expected<DecoderRun> corruptRecorded = runWithHooks(weights, corrupt, recordingHooks());
-  if (!corruptRecorded) return corruptRecorded.error();
-  Expected<DecoderRun> corruptRun = runWithHooks(weights, corrupt, nullptr);
-  if (!corruptRun) return corruptRun.error();
-  // m from single logits (DecoderRun::nextLogit), the same way for the clean, corrupt and
-  // patched runs
-  auto metric = [&](const DecoderRun& s) { return s.nextLogit(answer) - s.nextLogit(wrong); };
-  Patching out;
-  out.cleanMetric = metric(*cleanRun);
-  out.corruptMetric = metric(*corruptRun);
-  const double range = out.cleanMetric - out.corruptMetric;
-  if (range == 0 || !std::isfinite(range)) {
-    return Error{"", "corrupt",
-                 "the clean and corrupt prompts give the same logit difference (" +
-                     std::to_string(out.cleanMetric) + "): the normalised metric is undefined"};
-  }
-  const Recording& rec = cleanRun->recording();
-  const Recording& corruptRec = corruptRecorded->recording();
-  const Eigen::Index dh = c.headDim();
-  const auto n = static_cast<int>(clean.size());
-
-  // 3 per site, the corrupt run re-run from the patched block (and, for the residual
-  // stream, from the patched position: earlier positions cannot see it) with the clean
-  // activation there; the blocks and positions before it are the corrupt run's already
-  const DecoderRun& base = *corruptRun;
-  DecoderRun patched = base;  // re-run per site, then restored to `base` where it changed
-  auto measure = [&](int layer, int first, const Matrix& resid,
-                     std::shared_ptr<const Hooks> hooks) -> Expected<double> {
-    if (Status s = patched.rerunFrom(layer, first, resid, std::move(hooks)); !s) return s.error();
-    const double effect = (metric(patched) - out.corruptMetric) / range;
-    patched.restoreFrom(base, layer, first);
-    return effect == 0 ? 0.0 : effect;  // not -0 when the range is negative
-  };
-  // Heads (per position or not): the H heads of a block are H copies of the corrupt run,
-  // re-run as one batch (DecoderBatch), copy h with head h patched; every head of the block
-  // has a hook (the others keep the corrupt z), so the block's own attention is not
-  // recomputed. Positions before the first row where the clean and the corrupt z of the
-  // block differ (the prompts' common prefix) are equal in the patched run: the re-run
-  // starts there, and a block or position whose z is equal gets the effect 0 exactly.
-  const int H = c.nHead;
-  auto batchEffects = [&](DecoderBatch& batch, int layer, int first, const Hooks& hooks,
-                          auto&& store) -> Status {
-    const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(layer)];
-    const Eigen::Index m = n - first;
-    Matrix resid(H * m, c.nEmbd);
-    for (int b = 0; b < H; ++b) resid.middleRows(b * m, m) = entering.bottomRows(m);
-    if (Status s = batch.rerunFrom(layer, first, resid, std::make_shared<Hooks>(hooks)); !s) return s;
-    for (int h = 0; h < H; ++h) {
-      const double effect = (batch.nextLogit(h, answer) - batch.nextLogit(h, wrong) - out.corruptMetric) / range;
-      store(h, effect == 0 ? 0.0 : effect);  // not -0 when the range is negative
-    }
-    batch.restoreFrom(base, layer, first);
-    return Ok{};
-  };
-  // Replace hooks for every head of block l: the corrupt z in every copy (H·n x d_h each)
-  auto corruptHooks = [&](int l) {
-    Hooks hooks;
-    const Matrix& z = corruptRec.z[static_cast<std::size_t>(l)];
-    for (int h = 0; h < H; ++h)
-      hooks.heads.push_back({l, h, HeadEdit::Replace, Matrix(z.middleCols(h * dh, dh).replicate(H, 1))});
-    return hooks;
-  };
-  auto rowDiffers = [&](int l, int p) {
-    return rec.z[static_cast<std::size_t>(l)].row(p) != corruptRec.z[static_cast<std::size_t>(l)].row(p);
-  };
-  if (target == PatchTarget::Heads || target == PatchTarget::HeadsByPosition) {
-    const bool byPosition = target == PatchTarget::HeadsByPosition;
-    out.effect = Matrix::Zero(byPosition ? c.nLayer * H : c.nLayer, byPosition ? n : H);
-    DecoderBatch batch(base, H);
-    for (int l = 0; l < c.nLayer; ++l) {
-      int first = 0;
-      while (first < n && !rowDiffers(l, first)) ++first;
-      if (first == n) continue;  // the clean z of this block is the corrupt one: no effect
-      Hooks hooks = corruptHooks(l);
-      const Matrix& z = rec.z[static_cast<std::size_t>(l)];
-      if (!byPosition) {
-        for (int h = 0; h < H; ++h)  // copy h: head h's clean z at every position
-          hooks.heads[static_cast<std::size_t>(h)].values.middleRows(h * n, n) = z.middleCols(h * dh, dh);
-        if (Status s = batchEffects(batch, l, first, hooks, [&](int h, double e) { out.effect(l, h) = static_cast<float>(e); }); !s)
-          return s.error();
-        continue;
-      }
-      for (int p = first; p < n; ++p) {
-        if (!rowDiffers(l, p)) continue;
-        for (int h = 0; h < H; ++h)  // copy h: head h's clean z at position p only
-          hooks.heads[static_cast<std::size_t>(h)].values.row(h * n + p) = z.row(p).segment(h * dh, dh);
-        if (Status s = batchEffects(batch, l, p, hooks, [&](int h, double e) { out.effect(l * H + h, p) = static_cast<float>(e); }); !s)
-          return s.error();
-        for (int h = 0; h < H; ++h)  // back to the corrupt z for the next position
-          hooks.heads[static_cast<std::size_t>(h)].values.row(h * n + p) =
-              corruptRec.z[static_cast<std::size_t>(l)].row(p).segment(h * dh, dh);
-      }
-    }
-  } else {
-    out.effect = Matrix::Zero(c.nLayer + 1, n);
-    for (int l = 0; l <= c.nLayer; ++l) {
-      const Matrix& entering = corruptRec.resid[static_cast<std::size_t>(l)];
-      for (int p = 0; p < n; ++p) {
-        if (rec.resid[static_cast<std::size_t>(l)].row(p) == entering.row(p)) continue;  // no change: 0
-        Matrix resid = entering.bottomRows(n - p);
-        resid.row(0) = rec.resid[static_cast<std::size_t>(l)].row(p);
-        Expected<double> e = measure(l, p, resid, nullptr);
-        if (!e) return e.error();
-        out.effect(l, p) = static_cast<float>(*e);
-      }
-    }
-  }
-  return out;
+  const std::vector<int> a(clean.begin(), clean.end()), b(corrupt.begin(), corrupt.end());
+  return modelPatching(AnyWeights::of(std::move(weights)), {a, {}}, {b, {}}, {0, answer, wrong}, target);
 }
 
 // =======================================================================================
@@ -356,21 +234,7 @@ Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const
 
 Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                          int topK, LensScale scale) {
-  if (Status s = checkPrompt(weights->config, ids, "text"); !s) return s.error();
-  if (topK < 1) return Error{"", "top", "must be at least 1"};
-  Expected<DecoderRun> run = runWithHooks(weights, ids, recordingHooks());
-  if (!run) return run.error();
-  Lens lens;
-  const Recording& rec = run->recording();
-  for (const Matrix& resid : rec.resid) {
-    const Matrix logits = scale == LensScale::Own ? logitsAt(*weights, resid)  // n x V
-                                                  : logitsAtFinalScale(*weights, resid, rec.finalScale);
-    std::vector<std::vector<TokenProbability>> layer;
-    for (Eigen::Index i = 0; i < logits.rows(); ++i)
-      layer.push_back(topProbabilities(logits.row(i).transpose(), topK));
-    lens.top.push_back(std::move(layer));
-  }
-  return lens;
+  return modelLens(AnyWeights::of(std::move(weights)), {std::vector<int>(ids.begin(), ids.end()), {}}, topK, scale);
 }
 
 Expected<Attribution> directLogitAttribution(std::shared_ptr<const Weights> weights,

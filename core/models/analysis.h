@@ -27,6 +27,11 @@ struct HeadId {
 // Runs and predictions
 // ---------------------------------------------------------------------------------------
 
+// The checks of a prompt: not empty, every id in [0, V) (errors name `field` and the token's
+// place), and of one token id (`field`: outside the vocabulary).
+Status checkPrompt(const Config& config, std::span<const int> ids, const char* field);
+Status checkToken(const Config& config, int id, const char* field);
+
 // One pass over `ids` under `hooks` (nullptr: none) on `threads` threads (0: every core, as
 // DecoderRun::setThreads). Errors as DecoderRun::setTokens and DecoderRun::setHooks.
 Expected<DecoderRun> runWithHooks(std::shared_ptr<const Weights> weights, std::span<const int> ids,
@@ -55,7 +60,7 @@ struct Prediction {
 
 // The prediction of a pass that recorded (Hooks::record, so Recording::resid[L] holds all n
 // positions): the top-K after the last token, its V logits and textLoss over `ids` (the
-// session's n tokens). The window's ablation (app/session/model_analysis.h) and
+// run's n tokens). The window's ablation (app/session/model_analysis.h) and
 // ablateHeads() both use it.
 Prediction predictionOf(const DecoderRun& recorded, std::span<const int> ids, int topK);
 
@@ -97,12 +102,14 @@ enum class PatchTarget {
 struct Patching {
   Matrix effect;  // (m_patched − m_corrupt) / (m_clean − m_corrupt); shape as PatchTarget
   double cleanMetric = 0, corruptMetric = 0;
+  int answer = -1;  // the metric's answer (modelPatching: the clean run's argmax when not given)
 };
 
-// Patches from the clean run into the corrupt run, one site at a time: L·H, (L+1)·n or
-// L·H·n sites, each re-running the corrupt pass from the patched block and position only
-// (DecoderRun::rerunFrom; what comes before is the corrupt run's already). Errors: the prompts differ in length or are empty, an id outside V, and
-// m_clean = m_corrupt (the normalisation divides by it).
+// modelPatching() (core/models/run_analyses.h) on a decoder: patches from the clean run into
+// the corrupt run, one site at a time (L·H, (L+1)·n or L·H·n sites), each re-running the
+// corrupt pass from the patched block and position only, with m = logit(answer) −
+// logit(wrong) after the last token. Errors: the prompts differ in length or are empty, an id
+// outside V, and m_clean = m_corrupt (the normalisation divides by it).
 Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
                                       std::span<const int> clean, std::span<const int> corrupt,
                                       int answer, int wrong, PatchTarget target);
@@ -117,6 +124,7 @@ Expected<Patching> activationPatching(std::shared_ptr<const Weights> weights,
 struct Lens {
   std::vector<std::vector<std::vector<TokenProbability>>> top;  // [L+1][n][K]
 };
+// modelLens() (core/models/run_analyses.h) on a decoder, at the streams' own scale.
 Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                          int topK);
 
@@ -154,7 +162,7 @@ struct AttentionStack {
   std::function<std::span<const float>(int layer, int head, int query)> row;
 };
 // The patterns of a decoder run (it must outlive the stack).
-AttentionStack attentionStack(const DecoderRun& session);
+AttentionStack attentionStack(const DecoderRun& run);
 // The patterns of a contiguous [L, H, n, n] buffer (EncoderRun::attention,
 // VitRun::attention; it must outlive the stack).
 AttentionStack attentionStack(std::span<const float> lhnn, int layers, int heads, int n);
@@ -173,15 +181,15 @@ struct DetectOptions {
 // excluded pattern sums to 0 scores 0.
 Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
                        const DetectOptions& options);
-Matrix detectionScores(const DecoderRun& session, const Matrix& detection,
+Matrix detectionScores(const DecoderRun& run, const Matrix& detection,
                        const DetectOptions& options);
 // Attention-sink mass: α0 = mean over queries i of A[i][0], L x H (with
 // DetectOptions::sinkKeys K > 1 through headScore: the mean of Σ_{j<K} A[i][j]).
 Matrix sinkMass(const AttentionStack& attention);
-Matrix sinkMass(const DecoderRun& session);
+Matrix sinkMass(const DecoderRun& run);
 // Mean over queries i of the entropy −Σ_j A[i][j]·ln A[i][j] (nats; 0·ln 0 = 0), L x H.
 Matrix attentionEntropy(const AttentionStack& attention);
-Matrix attentionEntropy(const DecoderRun& session);
+Matrix attentionEntropy(const DecoderRun& run);
 
 // `length` token ids drawn uniformly from [0, vocab) by SplitMix64(seed), then repeated:
 // 2·length ids.
@@ -228,7 +236,7 @@ bool needsTokenIds(HeadScoreKind kind);
 // entropy.
 Matrix headScore(const AttentionStack& attention, std::span<const int> ids, HeadScoreKind kind,
                  const DetectOptions& options);
-Matrix headScore(const DecoderRun& session, HeadScoreKind kind, const DetectOptions& options);
+Matrix headScore(const DecoderRun& run, HeadScoreKind kind, const DetectOptions& options);
 
 // Per score and head: the number of prompts, Σ score and Σ score² (in double). Totals of
 // disjoint prompt sets merge by adding, so shards merge to the unsharded totals up to the
@@ -245,7 +253,7 @@ ScoreTotals emptyTotals(const Config& config, std::vector<HeadScoreKind> kinds);
 // Adds one prompt: headScore() of every kind of `totals`.
 void accumulate(ScoreTotals& totals, const AttentionStack& attention, std::span<const int> ids,
                 const DetectOptions& options);
-void accumulate(ScoreTotals& totals, const DecoderRun& session, const DetectOptions& options);
+void accumulate(ScoreTotals& totals, const DecoderRun& run, const DetectOptions& options);
 // Adds `part` into `into`. Errors: different L x H or score lists (naming both).
 Status merge(ScoreTotals& into, const ScoreTotals& part);
 // Mean and standard deviation (population, √(Σs²/N − mean²), 0 when negative by rounding)

@@ -21,6 +21,9 @@ namespace attn::model {
 //          RMSNorm, with s_p the final norm's scale of x_L at p (ln_final.hook_scale) for
 //          every l. Row L is the same under both.
 enum class LensScale { Own, Final };
+// The lens at the final stream's scale: n x V logits of the stream `resid` (n x E) with the
+// final norm's divisors `finalScale` (n, Recording::finalScale) in place of its own.
+Matrix logitsAtFinalScale(const Weights& weights, const Matrix& resid, const Vector& finalScale);
 // logitLens() with the scale chosen; shapes and errors as there.
 Expected<Lens> logitLens(std::shared_ptr<const Weights> weights, std::span<const int> ids, int topK,
                          LensScale scale);

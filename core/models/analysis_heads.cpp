@@ -33,10 +33,10 @@ Matrix inductionTemplate(std::span<const int> ids) {
   return d;
 }
 
-AttentionStack attentionStack(const DecoderRun& session) {
-  const Config& c = session.config();
-  return {c.nLayer, c.nHead, session.size(),
-          [&session](int l, int h, int i) { return session.attentionRow(l, h, i); }};
+AttentionStack attentionStack(const DecoderRun& run) {
+  const Config& c = run.config();
+  return {c.nLayer, c.nHead, run.size(),
+          [&run](int l, int h, int i) { return run.attentionRow(l, h, i); }};
 }
 
 AttentionStack attentionStack(std::span<const float> lhnn, int layers, int heads, int n) {
@@ -70,8 +70,8 @@ Matrix detectionScores(const AttentionStack& attention, const Matrix& detection,
   return out;
 }
 
-Matrix detectionScores(const DecoderRun& session, const Matrix& detection, const DetectOptions& options) {
-  return detectionScores(attentionStack(session), detection, options);
+Matrix detectionScores(const DecoderRun& run, const Matrix& detection, const DetectOptions& options) {
+  return detectionScores(attentionStack(run), detection, options);
 }
 
 Matrix sinkMass(const AttentionStack& attention) {
@@ -87,7 +87,7 @@ Matrix sinkMass(const AttentionStack& attention) {
   return out;
 }
 
-Matrix sinkMass(const DecoderRun& session) { return sinkMass(attentionStack(session)); }
+Matrix sinkMass(const DecoderRun& run) { return sinkMass(attentionStack(run)); }
 
 namespace {
 
@@ -133,7 +133,7 @@ Matrix attentionEntropy(const AttentionStack& attention) {
   });
 }
 
-Matrix attentionEntropy(const DecoderRun& session) { return attentionEntropy(attentionStack(session)); }
+Matrix attentionEntropy(const DecoderRun& run) { return attentionEntropy(attentionStack(run)); }
 
 std::vector<int> repeatedRandomTokens(int length, int vocab, std::uint64_t seed) {
   SplitMix64 rng(seed);  // core/base/random.h, the one generator
@@ -225,8 +225,8 @@ Matrix headScore(const AttentionStack& attention, std::span<const int> ids, Head
   return {};
 }
 
-Matrix headScore(const DecoderRun& session, HeadScoreKind kind, const DetectOptions& options) {
-  return headScore(attentionStack(session), session.tokens(), kind, options);
+Matrix headScore(const DecoderRun& run, HeadScoreKind kind, const DetectOptions& options) {
+  return headScore(attentionStack(run), run.tokens(), kind, options);
 }
 
 ScoreTotals emptyTotals(int layers, int heads, std::vector<HeadScoreKind> kinds) {
@@ -253,8 +253,8 @@ void accumulate(ScoreTotals& totals, const AttentionStack& attention, std::span<
   ++totals.count;
 }
 
-void accumulate(ScoreTotals& totals, const DecoderRun& session, const DetectOptions& options) {
-  accumulate(totals, attentionStack(session), session.tokens(), options);
+void accumulate(ScoreTotals& totals, const DecoderRun& run, const DetectOptions& options) {
+  accumulate(totals, attentionStack(run), run.tokens(), options);
 }
 
 Status merge(ScoreTotals& into, const ScoreTotals& part) {

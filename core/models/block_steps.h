@@ -1,4 +1,4 @@
-// Steps 3 and 4 of a block of the forward pass (transformer.h), shared by the session's
+// Steps 3 and 4 of a block of the forward pass (transformer.h), shared by the decoder run's
 // blocks (decoder_attend.cpp) and the tiled long-context pass (long_context.cpp). Internal
 // to core/models.
 #pragma once

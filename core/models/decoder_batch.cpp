@@ -4,9 +4,9 @@
 
 namespace attn::model {
 
-DecoderBatch::DecoderBatch(const DecoderRun& base, int copies) : session_(base.weights_) {
+DecoderBatch::DecoderBatch(const DecoderRun& base, int copies) : run_(base.weights_) {
   assert(copies >= 1 && base.copies_ == 1 && !base.hooks_);
-  DecoderRun& s = session_;
+  DecoderRun& s = run_;
   s.tokens_ = base.tokens_;
   s.threads_ = base.threads_;
   s.ropeKey_ = base.ropeKey_;
@@ -27,8 +27,8 @@ DecoderBatch::DecoderBatch(const DecoderRun& base, int copies) : session_(base.w
 }
 
 double DecoderBatch::nextLogit(int copy, int token) const {
-  const auto n = static_cast<std::size_t>(session_.size());
-  return session_.logitAt(static_cast<std::size_t>(copy) * n + n - 1, token);
+  const auto n = static_cast<std::size_t>(run_.size());
+  return run_.logitAt(static_cast<std::size_t>(copy) * n + n - 1, token);
 }
 
 }  // namespace attn::model

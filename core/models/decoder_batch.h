@@ -20,24 +20,24 @@ class DecoderBatch {
   // about B·L·n·(3E) floats.
   DecoderBatch(const DecoderRun& base, int copies);
 
-  int copies() const { return session_.copies_; }
+  int copies() const { return run_.copies_; }
   // Tokens per copy.
-  int size() const { return session_.size(); }
+  int size() const { return run_.size(); }
 
   // As DecoderRun::rerunFrom, for every copy at once. resid: copies·(n − first) x E, copy b's
   // rows b·(n − first)..; Replace values: copies·n x d_h, copy b's rows b·n.. (the positions
   // before `first` are not read). Mean hooks are refused (they would average over copies).
   Status rerunFrom(int layer, int first, const Matrix& resid, std::shared_ptr<const Hooks> hooks) {
-    return session_.rerunFrom(layer, first, resid, std::move(hooks));
+    return run_.rerunFrom(layer, first, resid, std::move(hooks));
   }
-  // Undoes rerunFrom(layer, first, ...) in every copy from `base` (the one-copy session the
+  // Undoes rerunFrom(layer, first, ...) in every copy from `base` (the one-copy run the
   // batch was made from).
-  void restoreFrom(const DecoderRun& base, int layer, int first) { session_.restoreFrom(base, layer, first); }
+  void restoreFrom(const DecoderRun& base, int layer, int first) { run_.restoreFrom(base, layer, first); }
   // One logit of copy b's prediction after its last token (DecoderRun::nextLogit).
   double nextLogit(int copy, int token) const;
 
  private:
-  DecoderRun session_;
+  DecoderRun run_;
 };
 
 }  // namespace attn::model

@@ -141,7 +141,7 @@ EncoderWeights randomEncoderWeights(const EncoderConfig& c, std::uint64_t seed) 
 // =======================================================================================
 
 void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o, float* attention,
-                  Matrix* qkvOut) {
+                  Matrix* qkvOut, Matrix* zOut) {
   const Eigen::Index n = x.rows(), E = x.cols(), H = o.heads, dh = E / H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
 
@@ -177,11 +177,13 @@ void encoderBlock(Matrix& x, const EncoderLayerWeights& w, const BlockOptions& o
         z.setZero();
       }
     }
-    if (o.patchZ && h == o.patchHead) {  // activation patching: z_h from the other run
-      if (o.patchRow >= 0) z.row(o.patchRow) = o.patchZ->row(o.patchRow);
-      else z = *o.patchZ;
+    for (const HeadPatch& patch : o.patches) {  // activation patching: z_h from another run
+      if (patch.head != h) continue;
+      if (patch.row >= 0) z.row(patch.row) = patch.values->row(0);
+      else z = *patch.values;
     }
   }
+  if (zOut) *zOut = context;
 
   // 4 output projection and residual: post-LN x = LN_1(x + ctx·W_o + b_o); pre-LN x += ...
   if (o.preNorm) {
@@ -292,13 +294,15 @@ Expected<EncoderRun> runEncoder(const EncoderWeights& W, std::span<const int> id
   // 2-5 the blocks
   run.attention.assign(static_cast<std::size_t>(L * c.nHead * n * n), 0.0f);
   run.qkv.resize(static_cast<std::size_t>(L));
+  run.z.resize(static_cast<std::size_t>(L));
   run.residualNorms.resize(L + 1, n);
   run.residualNorms.row(0) = x.rowwise().norm().transpose();
   run.resid.push_back(x);
   const BlockOptions options{c.nHead, c.normEpsilon, c.activation, false};
   for (Eigen::Index l = 0; l < L; ++l) {
     encoderBlock(x, W.layers[static_cast<std::size_t>(l)], withAblation(options, mask, static_cast<int>(l)),
-                 run.attention.data() + l * c.nHead * n * n, &run.qkv[static_cast<std::size_t>(l)]);
+                 run.attention.data() + l * c.nHead * n * n, &run.qkv[static_cast<std::size_t>(l)],
+                 &run.z[static_cast<std::size_t>(l)]);
     run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
     run.resid.push_back(x);
   }

@@ -125,6 +125,15 @@ struct HeadMask {
   }
 };
 
+// One head's z (n x d_h, its weights times its values, before the output projection)
+// replaced in a bidirectional block: z = *values (n x d_h) when row < 0, else only z's row
+// `row` = values' row 0 (1 x d_h). The values must outlive the block.
+struct HeadPatch {
+  int head = 0;
+  int row = -1;
+  const Matrix* values = nullptr;
+};
+
 // Options of one bidirectional block (shared with core/models/vit.h).
 struct BlockOptions {
   int heads = 12;
@@ -138,21 +147,19 @@ struct BlockOptions {
   // vector (row j of v, every head) is zeroed after the projections, the weights kept as
   // the softmax gave them; -1: none.
   int zeroValueRow = -1;
-  // Activation patching (core/models/patching_bidirectional.h): head `patchHead`'s z
-  // (n x d_h, after any ablation) is replaced by *patchZ (n x d_h, from another run of the
-  // same length): every row, or row `patchRow` only when patchRow >= 0. nullptr: none.
-  const Matrix* patchZ = nullptr;
-  int patchHead = -1;
-  int patchRow = -1;
+  // Activation patching (the patches of core/models/model_run.h): each puts other values
+  // into one head's z after any ablation (HeadPatch). Empty: none.
+  std::span<const HeadPatch> patches = {};
 };
 
 // One block on x (n x E) in place (steps 2-5 above, or ViT's pre-LN form:
 //   x = x + O(attention(LN_1(x)));  x = x + down(act(up(LN_2(x))))).
 // Writes the weights of every head to attention[h·n·n + i·n + j] (H x n x n, row i = query
 // i over all keys) and the projected rows to qkv (n x 3E: q | k | v, head h = columns
-// [h·d_h, (h+1)·d_h) of each third) when qkv is not null.
+// [h·d_h, (h+1)·d_h) of each third) when qkv is not null, and every head's z after the
+// ablations and patches (n x E, head h = columns [h·d_h, (h+1)·d_h)) when z is not null.
 void encoderBlock(Matrix& x, const EncoderLayerWeights& layer, const BlockOptions& options,
-                  float* attention, Matrix* qkv);
+                  float* attention, Matrix* qkv, Matrix* z = nullptr);
 
 // Errors (field "heads") when `mask` is neither null, empty nor L·H flags.
 Status checkHeadMask(const HeadMask* mask, int layers, int heads);
@@ -169,6 +176,7 @@ struct EncoderRun {
   Matrix hidden;                 // n x E, the last block's output
   Matrix residualNorms;          // (L+1) x n: ‖x‖ entering each block, and after the last
   std::vector<Matrix> resid;     // L+1, each n x E: x entering each block, then the last output
+  std::vector<Matrix> z;         // L, each n x E: every head's z after any ablation (encoderBlock)
 
   int size() const { return static_cast<int>(ids.size()); }
   // The n x n weights of one layer and head (a copy).

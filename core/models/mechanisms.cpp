@@ -105,14 +105,14 @@ void normalizeRows(float* block, Eigen::Index n) {
 // Norm-weighted attention
 // =======================================================================================
 
-Matrix transformedValueNorms(const DecoderRun& session, int layer) {
-  const Config& c = session.config();
-  const Eigen::Index H = c.nHead, dh = c.headDim(), n = session.size();
-  const Eigen::MatrixXd out = inByOut(session.weights().layers[static_cast<std::size_t>(layer)].out);
+Matrix transformedValueNorms(const DecoderRun& run, int layer) {
+  const Config& c = run.config();
+  const Eigen::Index H = c.nHead, dh = c.headDim(), n = run.size();
+  const Eigen::MatrixXd out = inByOut(run.weights().layers[static_cast<std::size_t>(layer)].out);
   Matrix norms(H, n);
   for (Eigen::Index h = 0; h < H; ++h) {
     // 1 the values of KV head g as the engine computed them: Norm1(x_j)·W_V^g + b_V^g (n x d_h)
-    const Eigen::MatrixXd values = session.value(layer, static_cast<int>(h)).cast<double>();
+    const Eigen::MatrixXd values = run.value(layer, static_cast<int>(h)).cast<double>();
     // 2 through the head's slice of the output projection: f_h(x_j) (n x E), no output bias
     const Eigen::MatrixXd transformed = values * out.middleRows(h * dh, dh);
     norms.row(h) = transformed.rowwise().norm().transpose().cast<float>();
@@ -120,19 +120,19 @@ Matrix transformedValueNorms(const DecoderRun& session, int layer) {
   return norms;
 }
 
-std::vector<float> normWeightedAttention(const DecoderRun& session) {
-  const Config& c = session.config();
+std::vector<float> normWeightedAttention(const DecoderRun& run) {
+  const Config& c = run.config();
   const auto L = static_cast<std::size_t>(c.nLayer), H = static_cast<std::size_t>(c.nHead);
-  const auto n = static_cast<std::size_t>(session.size());
+  const auto n = static_cast<std::size_t>(run.size());
   std::vector<float> out(L * H * n * n, 0.0f);
   for (std::size_t l = 0; l < L; ++l) {
-    const Matrix norms = transformedValueNorms(session, static_cast<int>(l));
+    const Matrix norms = transformedValueNorms(run, static_cast<int>(l));
     for (std::size_t h = 0; h < H; ++h) {
       float* block = out.data() + (l * H + h) * n * n;
       for (std::size_t i = 0; i < n; ++i) {
         // 3 N[i, j] = a[i, j]·‖f_h(x_j)‖ over the visible keys 0..i
         const std::span<const float> row =
-            session.attentionRow(static_cast<int>(l), static_cast<int>(h), static_cast<int>(i));
+            run.attentionRow(static_cast<int>(l), static_cast<int>(h), static_cast<int>(i));
         for (std::size_t j = 0; j < row.size(); ++j)
           block[i * n + j] = row[j] * norms(static_cast<Eigen::Index>(h), static_cast<Eigen::Index>(j));
       }
@@ -280,12 +280,12 @@ Expected<Matrix> attentionFlow(std::span<const Matrix> layerMeans, bool normaliz
   return flow;
 }
 
-Expected<Matrix> attentionFlow(const DecoderRun& session, bool normalize, int threads) {
-  const Config& c = session.config();
+Expected<Matrix> attentionFlow(const DecoderRun& run, bool normalize, int threads) {
+  const Config& c = run.config();
   std::vector<Matrix> means;
   for (int l = 0; l < c.nLayer; ++l) {
-    Matrix sum = Matrix::Zero(session.size(), session.size());
-    for (int h = 0; h < c.nHead; ++h) sum += session.attention(l, h);
+    Matrix sum = Matrix::Zero(run.size(), run.size());
+    for (int h = 0; h < c.nHead; ++h) sum += run.attention(l, h);
     means.push_back(sum / static_cast<float>(c.nHead));
   }
   return attentionFlow(means, normalize, threads);

@@ -30,10 +30,10 @@ namespace attn::model {
 // engine computed it (DecoderRun::value: the layer's own pre-attention norm, bias included)
 // times rows h·d_h..(h+1)·d_h of the output projection (d_h x E; no output bias).
 // Returns [L, H, n, n] float32 (zeros above the diagonal and outside a sliding window).
-std::vector<float> normWeightedAttention(const DecoderRun& session);
+std::vector<float> normWeightedAttention(const DecoderRun& run);
 
 // The norms ‖f_h(x_j)‖ of one layer: H x n (row h, column j).
-Matrix transformedValueNorms(const DecoderRun& session, int layer);
+Matrix transformedValueNorms(const DecoderRun& run, int layer);
 
 // The same for a bidirectional run (an encoder's EncoderRun or a ViT's VitRun, whose blocks
 // are core/models/encoder.h's): attention [L, H, n, n] (full rows), qkv L matrices n x 3E
@@ -93,7 +93,7 @@ std::shared_ptr<const Weights> singleLayerModel(std::shared_ptr<const Weights> w
 // shared out over `threads` threads (0 = every core), each with its own copy of the graph.
 Expected<Matrix> attentionFlow(std::span<const Matrix> layerMeans, bool normalize, int threads = 0);
 // The same for a decoder run (its attention averaged over the H query heads of each layer).
-Expected<Matrix> attentionFlow(const DecoderRun& session, bool normalize, int threads = 0);
+Expected<Matrix> attentionFlow(const DecoderRun& run, bool normalize, int threads = 0);
 // The same for a contiguous [L, H, n, n] tensor (EncoderRun::attention, VitRun::attention).
 Expected<Matrix> attentionFlow(std::span<const float> lhnn, int layers, int heads, int n, bool normalize,
                                int threads = 0);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/base/types.h"
@@ -38,6 +39,11 @@ struct AnyWeights {
   int layers() const;
   int heads() const;  // query heads
   int width() const;  // E
+
+  // The weights of one kind as AnyWeights.
+  static AnyWeights of(std::shared_ptr<const Weights> weights);
+  static AnyWeights of(std::shared_ptr<const EncoderWeights> weights);
+  static AnyWeights of(std::shared_ptr<const VitWeights> weights);
 };
 
 // The input: token ids (decoder, encoder: n ids in [0, V)) or pixels (vision: C x S x S
@@ -45,6 +51,33 @@ struct AnyWeights {
 struct RunInput {
   std::vector<int> ids;
   std::vector<float> pixels;
+};
+
+// ---------------------------------------------------------------------------------------
+// Hooks: where a run can be patched, and what a patch puts there
+// ---------------------------------------------------------------------------------------
+
+// A place in a run (TransformerLens's hook names in brackets):
+//   HeadZ  head `head`'s z of block `layer` (0..L-1), the head's weights times its values
+//          before the output projection [blocks.{l}.attn.hook_z]: every position
+//          (position = -1) or one (position >= 0)
+//   Resid  row `position` of the residual stream numbered `layer` (0..L: 0 = the stream
+//          entering block 0, l = the stream after block l - 1; RunOutput::residuals'
+//          numbering) [blocks.{l}.hook_resid_pre, blocks.{L-1}.hook_resid_post for L]
+enum class SiteKind { HeadZ, Resid };
+struct Site {
+  SiteKind kind = SiteKind::HeadZ;
+  int layer = 0;
+  int head = 0;       // HeadZ only
+  int position = -1;  // HeadZ: -1 every position; Resid: the row (>= 0)
+};
+
+// Puts `values` at `site`: HeadZ at every position n x d_h, HeadZ at one position 1 x d_h,
+// Resid 1 x E. The values of another run of the same length (siteValues) make an activation
+// patch; any values are accepted.
+struct Patch {
+  Site site;
+  Matrix values;
 };
 
 struct RunOptions {
@@ -66,6 +99,17 @@ struct RunOptions {
   // decoder DecoderRun's packed triangles, an EncoderRun's or VitRun's attention) sets false
   // and saves the copy.
   bool attention = true;
+  // Patches put into this pass (after the ablations of the same head; every later block
+  // and position sees them). Errors name "patches[i]" (a site outside the model or the
+  // tokens, values of the wrong shape).
+  std::vector<Patch> patches;
+  // Keep every head's z (RunOutput::z): what a patch from this run reads (siteValues).
+  bool z = false;
+  // Keep what ModelRerun starts from: z and the residual streams, and for a decoder a plain
+  // pass (no hooks) whose KV cache the re-runs continue (a second pass when z or the streams
+  // are recorded: RunOutput::decoder is then the plain one, RunOutput::next its logits).
+  // Refused with ablations or patches (field "rerunnable").
+  bool rerunnable = false;
 };
 
 struct RunOutput {
@@ -77,8 +121,16 @@ struct RunOutput {
   // RunOptions::attention is false.
   std::vector<float> attention;
   // When asked: [L + 1, n, E] row-major, the stream entering each block, then the stream
-  // after the last one (TransformerLens's hook_resid_pre / the last hook_resid_post).
+  // after the last one (TransformerLens's hook_resid_pre / the last hook_resid_post), after
+  // the patches.
   std::vector<float> residuals;
+  // When asked (RunOptions::z): [L, n, H·d_h] row-major, every head's z after the ablations
+  // and patches, head h = columns [h·d_h, (h+1)·d_h).
+  std::vector<float> z;
+  int headDim = 0;  // d_h
+  // A decoder with residuals: the final norm's divisor at each position of the last stream
+  // (n; Recording::finalScale), what the logit lens at the final scale reads.
+  Vector finalScale;
   // When asked: n x V. A decoder: row i = the next-token logits after token i
   // (logitsAt(recording.resid[L])); an encoder: the MLM head at every position
   // (mlmHeadLogits(run.hidden)). Empty for an encoder without an MLM head.
@@ -90,15 +142,72 @@ struct RunOutput {
   // The engine's own run, for what only it has (a decoder's DecoderRun with its cache,
   // queries and keys; an encoder's or a ViT's q | k | v per layer): exactly one is set.
   // Owned by this output alone: a caller may move from it.
-  std::shared_ptr<DecoderRun> session;
+  std::shared_ptr<DecoderRun> decoder;
   std::shared_ptr<EncoderRun> encoderRun;
   std::shared_ptr<VitRun> vitRun;
+
+  // Views into residuals and z (which must have been asked for): stream l (n x E) and block
+  // l's z (n x H·d_h).
+  Eigen::Map<const Matrix> residual(int layer) const;
+  Eigen::Map<const Matrix> headZ(int layer) const;
 };
 
 // Runs `model` on `input` with `options`. Errors name the field: "pixels" (a picture given
 // to a text model, or ids / wrong-sized pixels to a ViT), "ids" (no ids for a text model),
 // "tokens" (an id outside [0, V), too many tokens: the engine's), "heads" (an ablation of
-// other than L·H flags).
+// other than L·H flags), "patches[i]", "rerunnable".
 Expected<RunOutput> runModel(const AnyWeights& model, const RunInput& input, const RunOptions& options = {});
+
+// The values at `site` in `run` (which recorded z for a HeadZ site, residuals for a Resid
+// site), shaped as Patch::values. Errors (field "site"): not recorded, or outside the run.
+Expected<Matrix> siteValues(const RunOutput& run, const Site& site);
+
+// ---------------------------------------------------------------------------------------
+// Re-runs: a run continued with patches from the first patched block on
+// ---------------------------------------------------------------------------------------
+
+// What a re-run reads: the logits of `entries` (empty: all) of one prediction. A decoder:
+// the next-token prediction after the last token (position -1 or n - 1; DecoderRun::
+// nextLogit, one logit at a time); an encoder: its MLM head at token `position`; a ViT: its
+// labels (position -1).
+struct Readout {
+  int position = -1;
+  std::vector<int> entries;
+};
+
+// The readout of a run. Errors: no MLM head ("mlm head"), no classifier ("classifier"), a
+// position outside the run or not the decoder's last ("position"), an entry outside the
+// logits ("entries"), a decoder run made with hooks but not rerunnable ("readout": its
+// single logits come from a plain pass).
+Expected<Vector> readout(const AnyWeights& model, const RunOutput& run, const Readout& what);
+
+// Re-runs one base run (RunOptions::rerunnable) with patches, each variant (a list of
+// patches) from its first patched block on, for a fraction of a whole pass: a decoder from
+// the first changed position too, through its KV cache (DecoderRun::rerunFrom), the head
+// variants of one call together as one batch of copies (DecoderBatch) when each patches heads
+// of one and the same block; an encoder or a ViT from the stream entering the block. The
+// result of a variant is what runModel with the same patches would read (up to float
+// rounding: tests/core/test_core_model_rerun.cpp). A variant whose patches put the base's own
+// values changes nothing and reads the base's readout, unless it is re-run in a batch. A
+// variant's Resid patches must be at its first patched layer. Keeps its scratch (a copy of
+// the decoder's cache, a batch) between calls; the model and the base must outlive it.
+class ModelRerun {
+ public:
+  // Errors: the base was not rerunnable, or is of another kind than the model ("base").
+  static Expected<ModelRerun> of(const AnyWeights& model, const RunOutput& base);
+  ModelRerun(ModelRerun&&) noexcept;
+  ModelRerun& operator=(ModelRerun&&) noexcept;
+  ~ModelRerun();
+
+  // Per variant, the readout `what` of the base with the variant's patches. Errors:
+  // "variants[i]" (a site or values as runModel's patches, a Resid patch after the variant's
+  // first layer), and readout's.
+  Expected<std::vector<Vector>> run(std::span<const std::vector<Patch>> variants, const Readout& what);
+
+ private:
+  struct State;
+  explicit ModelRerun(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace attn::model

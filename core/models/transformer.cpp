@@ -42,7 +42,7 @@ namespace {
 bool replacesEveryHead(const Hooks& hooks, Eigen::Index layer, Eigen::Index heads) {
   std::vector<bool> covered(static_cast<std::size_t>(heads), false);
   for (const HeadHook& h : hooks.heads) {
-    if (h.layer == layer && h.edit != HeadEdit::Mean) covered[static_cast<std::size_t>(h.head)] = true;
+    if (h.layer == layer && h.edit != HeadEdit::Mean && h.position < 0) covered[static_cast<std::size_t>(h.head)] = true;
   }
   return std::find(covered.begin(), covered.end(), false) == covered.end();
 }
@@ -140,12 +140,17 @@ Status DecoderRun::checkHooks(const Hooks& hooks, Eigen::Index n) const {
                        " is outside the model's " + std::to_string(c.nLayer) + " layers x " +
                        std::to_string(c.nHead) + " heads"};
     }
+    // a whole z: n rows (of every copy); one position: one row per copy
+    const Eigen::Index rows = hook.position >= 0 ? copies_ : n;
     if (hook.edit == HeadEdit::Replace &&
-        (hook.values.cols() != c.headDim() || hook.values.rows() < n)) {
+        (hook.values.cols() != c.headDim() || hook.values.rows() < rows || (n > 0 && hook.position >= n / copies_))) {
       return Error{"", field,
                    "replacement z is " + std::to_string(hook.values.rows()) + " x " +
                        std::to_string(hook.values.cols()) + ", needs at least " +
-                       std::to_string(n) + " x " + std::to_string(c.headDim())};
+                       std::to_string(rows) + " x " + std::to_string(c.headDim()) +
+                       (hook.position >= 0 ? " for position " + std::to_string(hook.position) + " of " +
+                                                 std::to_string(n / copies_)
+                                           : std::string())};
     }
   }
   for (std::size_t i = 0; i < hooks.resid.size(); ++i) {
@@ -188,13 +193,13 @@ Status DecoderRun::rerunFrom(int layer, int first, const Matrix& resid,
   const std::string where = "block " + std::to_string(layer) + " from position " + std::to_string(first);
   if (layer < 0 || layer > c.nLayer || first < 0 || first >= size())
     return Error{"", "rerun", where + " is outside the " + std::to_string(c.nLayer) + " blocks x " +
-                                  std::to_string(size()) + " positions of the session"};
+                                  std::to_string(size()) + " positions of the run"};
   const Eigen::Index rows = static_cast<Eigen::Index>(copies_) * (size() - first);
   if (resid.rows() != rows || resid.cols() != c.nEmbd)
     return Error{"", "rerun", where + ": the stream is " + std::to_string(resid.rows()) + " x " +
                                   std::to_string(resid.cols()) + ", needs " + std::to_string(rows) +
                                   " x " + std::to_string(c.nEmbd)};
-  if (hooks_) return Error{"", "rerun", "the session has hooks: rerunFrom takes its own"};
+  if (hooks_) return Error{"", "rerun", "the run has hooks: rerunFrom takes its own"};
   if (hooks) {
     if (hooks->record || !hooks->resid.empty())
       return Error{"", "rerun", "only head hooks apply to a re-run (no recording, no resid hooks)"};
@@ -225,7 +230,7 @@ void DecoderRun::restoreFrom(const DecoderRun& base, int layer, int first) {
   const Config& c = config();
   const auto n = static_cast<std::size_t>(size()), from = static_cast<std::size_t>(first);
   const auto w = static_cast<std::size_t>(c.qkvWidth()), E = static_cast<std::size_t>(c.nEmbd);
-  // copy b of this session from copy b of `base`, or from its only copy
+  // copy b of this run from copy b of `base`, or from its only copy
   auto source = [&](std::size_t b) { return base.copies_ == copies_ ? b : 0; };
   auto copyRows = [&](const std::vector<float>& src, std::vector<float>& dst, std::size_t width) {
     for (std::size_t b = 0; b < static_cast<std::size_t>(copies_); ++b) {
@@ -286,6 +291,11 @@ void DecoderRun::applyHeadHooks(Eigen::Index layer, Eigen::Index n0, Matrix& con
       }
       case HeadEdit::Replace: {  // copy b's rows from values rows b·n + n0.. (n = size())
         const Eigen::Index m = z.rows() / copies_;
+        if (hook.position >= 0) {  // one position: copy b's from values row b, when computed now
+          if (hook.position < n0 || hook.position >= n0 + m) break;
+          for (Eigen::Index b = 0; b < copies_; ++b) z.row(b * m + hook.position - n0) = hook.values.row(b);
+          break;
+        }
         for (Eigen::Index b = 0; b < copies_; ++b)
           z.middleRows(b * m, m) = hook.values.middleRows(b * size() + n0, m);
         break;
@@ -318,7 +328,7 @@ int DecoderRun::threads() const {
 }
 
 // One numbered algorithm (the forward pass of transformer.h), hence its length. Every loop
-// runs on the session's threads through the shared pool: the products split their output
+// runs on the DecoderRun's threads through the shared pool: the products split their output
 // columns (applyLinear), the attention its heads, the norms their rows; OpenBLAS runs
 // single-threaded inside each part, so the two kinds of threads never compete.
 void DecoderRun::compute(std::span<const int> ids) {
@@ -644,10 +654,10 @@ Matrix DecoderRun::residualNorms() const {
 }
 
 Expected<DecoderRun> forward(std::shared_ptr<const Weights> weights, std::span<const int> ids) {
-  DecoderRun session(std::move(weights));
-  Expected<int> done = session.setTokens(ids);
+  DecoderRun run(std::move(weights));
+  Expected<int> done = run.setTokens(ids);
   if (!done) return done.error();
-  return session;
+  return run;
 }
 
 }  // namespace attn::model

@@ -256,7 +256,7 @@ void activateInPlace(float* x, Eigen::Index n, Activation activation);
 // The forward pass with a KV cache
 // ---------------------------------------------------------------------------------------
 
-// A read-only view into the session's storage: rows x cols with a row stride.
+// A read-only view into the run's storage: rows x cols with a row stride.
 using MatrixView = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
 
 struct TokenProbability {
@@ -279,12 +279,15 @@ std::vector<TokenProbability> topProbabilities(const Eigen::Ref<const Vector>& l
 //   Zero     z = 0
 //   Mean     every row of z = the mean of z's rows over the prompt's positions, as computed
 //            in this very pass (after any intervention upstream)
-//   Replace  z = `values` (n x d_h, one row per position of the prompt)
+//   Replace  z = `values` (n x d_h, one row per position of the prompt), or with `position`
+//            >= 0 row `position` of z only = `values` (one row per copy of the sequence: 1 x
+//            d_h in a DecoderRun of its own)
 enum class HeadEdit { Zero, Mean, Replace };
 struct HeadHook {
   int layer = 0, head = 0;
   HeadEdit edit = HeadEdit::Zero;
-  Matrix values;  // n x d_h for Replace, else empty
+  Matrix values;      // Replace: n x d_h (or copies x d_h with a position), else empty
+  int position = -1;  // Replace: -1 every position, else that one
 };
 // Sets the residual stream at one position to `value` (E): `layer` 0 is the embeddings'
 // output (what enters block 0), `layer` l >= 1 the stream after block l - 1 (what enters
@@ -341,7 +344,7 @@ class DecoderRun {
   const std::vector<int>& tokens() const { return tokens_; }
 
   // Makes the sequence equal to `ids`, reusing the cache for the longest common prefix of
-  // `ids` and the current tokens. Returns the number of reused tokens. Errors (the session is
+  // `ids` and the current tokens. Returns the number of reused tokens. Errors (the run is
   // unchanged): an id outside [0, V), more than P tokens.
   Expected<int> setTokens(std::span<const int> ids);
   // Appends `ids` (computes only them). Same errors as setTokens.
@@ -389,11 +392,11 @@ class DecoderRun {
   // a whole pass. logits() is empty afterwards; nextLogit gives single logits (the last block
   // finishes the last position only). A block whose every head a hook replaces computes no
   // attention: its q, k, v and weights keep what they held. Errors (the
-  // session unchanged): out-of-range layer or position, a wrong shape, the session has its
+  // run unchanged): out-of-range layer or position, a wrong shape, the run has its
   // own hooks, a recording or resid hook asked for.
   Status rerunFrom(int layer, int first, const Matrix& resid, std::shared_ptr<const Hooks> hooks);
   // Undoes rerunFrom(layer, first, ...): copies back what it changed from `base`, the
-  // session it started as (a copy of this one before the re-run: same weights and tokens).
+  // run it started as (a copy of this one before the re-run: same weights and tokens).
   void restoreFrom(const DecoderRun& base, int layer, int first);
   // One logit of the prediction after the last token, NormF(x_last)·lm_head[token] (soft-
   // capped as logits()), without the whole vocabulary's product. 0 <= token < V.

@@ -175,6 +175,7 @@ Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels, c
   // 3 the blocks, pre-LN
   run.attention.assign(static_cast<std::size_t>(L * c.nHead * T * T), 0.0f);
   run.qkv.resize(static_cast<std::size_t>(L));
+  run.z.resize(static_cast<std::size_t>(L));
   run.residualNorms.resize(L + 1, T);
   run.residualNorms.row(0) = x.rowwise().norm().transpose();
   run.resid.push_back(x);
@@ -182,7 +183,7 @@ Expected<VitRun> runVit(const VitWeights& W, const std::vector<float>& pixels, c
   for (Eigen::Index l = 0; l < L; ++l) {
     encoderBlock(x, W.layers[static_cast<std::size_t>(l)], withAblation(options, mask, static_cast<int>(l)),
                  run.attention.data() + l * c.nHead * T * T,
-                 &run.qkv[static_cast<std::size_t>(l)]);
+                 &run.qkv[static_cast<std::size_t>(l)], &run.z[static_cast<std::size_t>(l)]);
     run.residualNorms.row(l + 1) = x.rowwise().norm().transpose();
     run.resid.push_back(x);
   }

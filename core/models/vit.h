@@ -77,6 +77,7 @@ struct VitRun {
   std::vector<Matrix> qkv;       // L, each T x 3E (q | k | v)
   Matrix residualNorms;          // (L+1) x T
   std::vector<Matrix> resid;     // L+1, each T x E: x entering each block, then the last output
+  std::vector<Matrix> z;         // L, each T x E: every head's z after any ablation (encoderBlock)
   Vector logits;                 // K, empty without a classifier
 
   Matrix attentionMatrix(int layer, int head) const;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent PyTorch reference for the logit lens and activation patching on encoders and
-vision transformers (core/models/patching_bidirectional.h), for the tests.
+vision transformers (core/models/run_analyses.h), for the tests.
 
 Usage: encoder_analysis_reference.py JOBS.json  ->  one JSON array on stdout, one result per job.
 JOBS.json: {"folder": DIR, "jobs": [{"kind": ..., ...}, ...]} with kinds

@@ -101,7 +101,7 @@ TEST(HeadScenario, ADecoderHeadSaysWhatItIs) {
     for (int head : {0, 1}) {
       Expected<Scenario> s = headScenario(run, layer, head, "tiny");
       ASSERT_TRUE(s.ok()) << s.error().message();
-      expectTrueCaptions(*s, layer, head, run.labels, run.session->attention(layer, head), true, "gpt2");
+      expectTrueCaptions(*s, layer, head, run.labels, run.decoder->attention(layer, head), true, "gpt2");
       EXPECT_FALSE(s->modelHead->rotary);
       EXPECT_TRUE(contains(stageDescription(MatrixKind::Q, *s), "the model's queries of this head"));
     }

@@ -126,7 +126,7 @@ TEST_F(LongContextTest, SummaryEqualsSummarizeAttentionAndTheTileIsExact) {
   const std::shared_ptr<const ModelRun> run = state.model.run;
   ASSERT_TRUE(run->longInput);
   EXPECT_FALSE(run->attention);  // no [L, H, n, n]
-  EXPECT_FALSE(run->session);
+  EXPECT_FALSE(run->decoder);
   const int n = static_cast<int>(run->ids.size());
   ASSERT_GT(n, kLongInputTokens);
   ASSERT_EQ(run->labels.size(), run->ids.size());

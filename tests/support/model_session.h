@@ -158,11 +158,11 @@ class TinyGpt2Fixture {
     attn::testing::expectMatchesReference(folder_.model, run, 1e-4);
   }
   // Loads folder_ and runs `text` synchronously (as a screenshot does); fails unless a
-  // decoder model with a run and its session came of it.
+  // decoder model with a run and its decoder came of it.
   void load(app::AppState& state, const std::string& text) const {
     loadModel(state, folder_.dir, text);
     ASSERT_TRUE(state.model.model);
-    ASSERT_TRUE(state.model.run && state.model.run->session);
+    ASSERT_TRUE(state.model.run && state.model.run->decoder);
   }
   static std::shared_ptr<const model::Weights> weights(const app::AppState& state) {
     return state.model.model->weights;
@@ -204,7 +204,7 @@ class FamilyFixture {
   // (app::headScenario) computing the same weights, within 1e-4.
   void expectHeadsAndPipeline(const modeltest::Spec& spec, const app::ModelRun& run) const {
     constexpr double kTolerance = 1e-4;
-    ASSERT_TRUE(run.attention && run.session);
+    ASSERT_TRUE(run.attention && run.decoder);
     const modeltest::Reference ref = modeltest::referenceForward(spec, tensors_, run.ids);
     const int n = static_cast<int>(run.ids.size());
     for (int l = 0; l < spec.layers; ++l) {

@@ -179,7 +179,7 @@ TEST_F(ModelInApp, AttentionPanelShowsTheLiveHeadAndKeepsTheSelectionWhileTyping
     }
   }
   ASSERT_TRUE(state.attention.shown);
-  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->session->attention(2, 1));
+  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->decoder->attention(2, 1));
   EXPECT_EQ(state.attention.shown->selected.view.colLabels, state.model.run->labels);
   // One more word: the panel shows the same head of the new run.
   type(state, "the cat sat on the mat and");
@@ -188,7 +188,7 @@ TEST_F(ModelInApp, AttentionPanelShowsTheLiveHeadAndKeepsTheSelectionWhileTyping
   EXPECT_EQ(state.attention.selection.layer, 2);
   EXPECT_EQ(state.attention.selection.head, 1);
   ASSERT_TRUE(state.attention.shown);
-  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->session->attention(2, 1));
+  EXPECT_EQ(state.attention.shown->selected.view.values, state.model.run->decoder->attention(2, 1));
   EXPECT_GT(state.attention.shown->selected.view.values.rows(), 6);
 }
 
@@ -202,7 +202,7 @@ TEST_F(ModelInApp, OpenHeadInPipelineGivesTheModelsWeights) {
   type(state, "the cat sat on the mat and they're here");
   updateModel(state, 0);
   const std::shared_ptr<const ModelRun> run = state.model.run;
-  ASSERT_TRUE(run && run->session);
+  ASSERT_TRUE(run && run->decoder);
   const gpt2test::Reference ref = gpt2test::referenceForward(model_, run->ids);
   const int n = static_cast<int>(run->ids.size());
   for (int l = 0; l < 3; ++l) {
@@ -220,7 +220,7 @@ TEST_F(ModelInApp, OpenHeadInPipelineGivesTheModelsWeights) {
       ASSERT_TRUE(result.ok()) << result.error().message();
       ASSERT_EQ(result->heads.size(), 1u);
       const Matrix& weights = result->heads[0].weights;
-      const Matrix model = run->session->attention(l, h);
+      const Matrix model = run->decoder->attention(l, h);
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j) {
           ASSERT_NEAR(weights(i, j), model(i, j), kTolerance) << l << "/" << h;
@@ -256,7 +256,7 @@ TEST_F(ModelInApp, OpenHeadInPipelineGivesTheModelsWeights) {
   EXPECT_FALSE(state.dirty());
   update(state);
   ASSERT_TRUE(state.computed->result);
-  const Matrix model = run->session->attention(1, 1);
+  const Matrix model = run->decoder->attention(1, 1);
   EXPECT_LT((state.computed->result->heads[0].weights - model).cwiseAbs().maxCoeff(), kTolerance);
   // The model is not changed.
   EXPECT_EQ(state.model.run, run);

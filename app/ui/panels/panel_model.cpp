@@ -162,7 +162,7 @@ void drawHeadButton(AppState& state, const ModelRun& run) {
       notify(state, Notice::Kind::Error, scenario.error().message(), ImGui::GetTime());
   }
   ImGui::EndDisabled();
-  const model::Config* config = run.session ? &run.session->config() : nullptr;  // a decoder's
+  const model::Config* config = run.decoder ? &run.decoder->config() : nullptr;  // a decoder's
   std::string tip =
       head ? std::string("A new scenario with this head's real q, k and v rows as raw vectors (scaled dot, ") +
                  (config ? "causal mask" : "no mask: every token sees every token") +
@@ -297,7 +297,7 @@ void drawModelWindow(AppState& state, UiState& ui) {
       }
     }
     drawTokens(*run);
-    if (run->session) {
+    if (run->decoder) {
       drawHeadButton(state, *run);
       // What the Attention panel shows of this run (issue 30): weights, a mechanism, rollout.
       if (run->attention) drawMechanismSelector(state, "model");

@@ -444,8 +444,8 @@ std::function<void(int, int)> showInAttentionOf(AppState& state, const std::shar
 }  // namespace
 
 void drawModelHeads(AppState& state, const ModelRun& run) {
-  if (!run.session) return;
-  const model::Config& config = run.session->config();
+  if (!run.decoder) return;
+  const model::Config& config = run.decoder->config();
   HeadsTab tab{state.model.analysis, run.analysis.get(), config.nLayer, config.nHead, static_cast<int>(run.ids.size())};
   tab.shown = headShownOf(state, run.attention);
   tab.show = showInAttentionOf(state, run.attention);

@@ -1,7 +1,7 @@
 // The Patching panel (issue 21, docs/analyses.md "2 Activation patching"): a clean and a
 // corrupted prompt, the answer and the wrong token, heads or the residual stream; Run hands
 // them to the model service's patching worker (app/session/model_analysis.h, runPatching →
-// activationPatching) and the normalised metric comes back as a diverging heatmap (RdBu
+// modelPatching) and the normalised metric comes back as a diverging heatmap (RdBu
 // centred at 0, as `attnscope patch --png`). An error (unequal token lengths, an answer that
 // is not one token) is shown above the previous result, which stays.
 #include <imgui.h>
