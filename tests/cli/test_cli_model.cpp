@@ -182,7 +182,7 @@ TEST_F(CliModel, WritesAttentionTokenIdsAndTokensFile) {
 TEST_F(CliModel, InfoDescribesEveryArrayItWrites) {
   CliRun r = runCliCommand({"model", dir_.string(), "--text", "the cat sat on the mat", "--out", out("run.npz")});
   ASSERT_EQ(r.code, 0) << r.err;
-  r = runCliCommand({"model", dir_.string(), "--text", "the cat sat on the mat", "--summary", out("s.npz")});
+  r = runCliCommand({"model", dir_.string(), "--text", "the cat sat on the mat", "--summary", out("s.npz"), "--topk", "3"});
   ASSERT_EQ(r.code, 0) << r.err;
   const Npy idsNpy = readNpy(readStoredZip(gpt2test::readFile(out("run.npz")))["token_ids.npy"]);
   std::vector<std::int64_t> ids(idsNpy.data.size() / 8);
@@ -198,7 +198,7 @@ TEST_F(CliModel, InfoDescribesEveryArrayItWrites) {
   EXPECT_EQ(j["arrays"][0]["dtype"], "<f4");
   EXPECT_EQ(j["arrays"][0]["shape"], json({2, 2, n, n}));
   EXPECT_FALSE(j["arrays"][0].contains("integer"));
-  const json& tokenIds = j["arrays"][1];
+  const json tokenIds = j["arrays"][1];  // a copy: j is read again below
   EXPECT_EQ(tokenIds["name"], "token_ids");
   EXPECT_FALSE(tokenIds.contains("unsupported")) << tokenIds;
   EXPECT_EQ(tokenIds["dtype"], "<i8");

@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <chrono>
-#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -253,39 +251,6 @@ TEST(Screenshot, NoDisplayGivesExitCode3AndOneLine) {
   EXPECT_NE(log.find("no display available"), std::string::npos) << log;
   EXPECT_NE(log.find("xvfb-run"), std::string::npos) << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
-}
-
-// Two runs on one display number back to back (a test's second screenshot): the second
-// waits until the first run's server has gone (its lock and socket), however long that
-// takes under load, and not for a stale lock of a process that no longer runs.
-TEST(XvfbDisplay, ASecondRunWaitsForTheFirstServerToGo) {
-  const int n = attn::testing::xvfbDisplayNumber();  // this process's own number
-  const std::string lock = "/tmp/.X" + std::to_string(n) + "-lock";
-  // a live server's lock (this process's pid), removed 300 ms later by "the server"
-  { std::ofstream(lock) << std::string(10 - std::to_string(getpid()).size(), ' ') << getpid() << '\n'; }
-  const pid_t remover = fork();
-  if (remover == 0) {
-    usleep(300000);
-    std::remove(lock.c_str());
-    _exit(0);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  attn::testing::waitForDisplayFree(n, 30);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  int status = 0;
-  waitpid(remover, &status, 0);
-  EXPECT_FALSE(fs::exists(lock));
-  EXPECT_GE(waited, 0.25);
-  EXPECT_LT(waited, 10.0);
-  // a stale lock: its process is gone, so the display is free at once
-  const pid_t gone = fork();
-  if (gone == 0) _exit(0);
-  waitpid(gone, &status, 0);
-  { std::ofstream(lock) << std::string(10 - std::to_string(gone).size(), ' ') << gone << '\n'; }
-  const auto again = std::chrono::steady_clock::now();
-  attn::testing::waitForDisplayFree(n, 30);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - again).count(), 1.0);
-  std::remove(lock.c_str());
 }
 
 }  // namespace
