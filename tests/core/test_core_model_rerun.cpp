@@ -35,35 +35,9 @@ AnyWeights decoderOf(int family, std::uint64_t seed = 7) {
   return w;
 }
 
-AnyWeights encoderOf(bool roberta, std::uint64_t seed = 11) {
-  EncoderConfig c;
-  c.nLayer = 2;
-  c.nHead = 4;
-  c.nEmbd = 32;
-  c.nInner = 48;
-  c.nPositions = 24;
-  c.vocabSize = 50;
-  if (roberta) c.paddingIdx = 1;
-  AnyWeights w;
-  w.kind = ModelKind::Encoder;
-  w.encoder = std::make_shared<const EncoderWeights>(randomEncoderWeights(c, seed));
-  return w;
-}
+AnyWeights encoderOf(bool roberta, std::uint64_t seed = 11) { return testing::smallEncoder(roberta, seed); }
 
-AnyWeights vitOf(bool deit) {
-  VitConfig c;
-  c.nLayer = 2;
-  c.nHead = 4;
-  c.nEmbd = 32;
-  c.nInner = 48;
-  c.imageSize = 16;
-  c.patchSize = 4;
-  c.distillationToken = deit;
-  AnyWeights w;
-  w.kind = ModelKind::Vision;
-  w.vision = std::make_shared<const VitWeights>(randomVitWeights(c, 5, 13));
-  return w;
-}
+AnyWeights vitOf(bool deit) { return testing::smallVit(deit); }
 
 std::vector<float> pixels(const VitConfig& c, int seed) {
   std::vector<float> p(static_cast<std::size_t>(c.channels * c.imageSize * c.imageSize));

@@ -39,38 +39,9 @@ AnyWeights decoderOf(int family) {
   return w;
 }
 
-AnyWeights encoderOf(bool roberta = false) {
-  EncoderConfig c;
-  c.nLayer = 2;
-  c.nHead = 4;
-  c.nEmbd = 32;
-  c.nInner = 48;
-  c.nPositions = 24;
-  c.vocabSize = 50;
-  if (roberta) c.paddingIdx = 1;
-  AnyWeights w;
-  w.kind = ModelKind::Encoder;
-  w.encoder = std::make_shared<const EncoderWeights>(randomEncoderWeights(c, 11));
-  return w;
-}
+AnyWeights encoderOf(bool roberta = false) { return testing::smallEncoder(roberta); }
 
-VitConfig smallVit() {
-  VitConfig c;
-  c.nLayer = 2;
-  c.nHead = 4;
-  c.nEmbd = 32;
-  c.nInner = 48;
-  c.imageSize = 16;
-  c.patchSize = 4;
-  return c;
-}
-
-AnyWeights vitOf() {
-  AnyWeights w;
-  w.kind = ModelKind::Vision;
-  w.vision = std::make_shared<const VitWeights>(randomVitWeights(smallVit(), 5, 13));
-  return w;
-}
+AnyWeights vitOf() { return testing::smallVit(); }
 
 std::vector<float> pixels(const VitConfig& c) {
   std::vector<float> p(static_cast<std::size_t>(c.channels * c.imageSize * c.imageSize));

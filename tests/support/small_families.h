@@ -1,7 +1,13 @@
 // Small random-weight decoder configurations of four families, for the core tests that run
-// every family's block layout (tests/core/test_core_long_context.cpp, test_core_patching.cpp).
+// every family's block layout (tests/core/test_core_long_context.cpp, test_core_patching.cpp),
+// and the small encoder and vision transformer the run-interface tests put beside them
+// (tests/core/test_core_model_run.cpp, test_core_model_rerun.cpp).
 #pragma once
 
+#include <cstdint>
+#include <memory>
+
+#include "core/models/model_run.h"
 #include "core/models/transformer.h"
 
 namespace attn::testing {
@@ -59,6 +65,45 @@ inline model::Config smallFamily(int kind, const SmallFamilyOptions& o = {}) {
     c.embedScale = 5.65f;
   }
   return c;
+}
+
+// A 2-layer, 4-head, 32-wide encoder (MLP 48, 24 positions, vocabulary 50) with random
+// weights of `seed`; RoBERTa's padding offset (padding id 1) when `roberta`.
+inline model::AnyWeights smallEncoder(bool roberta, std::uint64_t seed = 11) {
+  model::EncoderConfig c;
+  c.nLayer = 2;
+  c.nHead = 4;
+  c.nEmbd = 32;
+  c.nInner = 48;
+  c.nPositions = 24;
+  c.vocabSize = 50;
+  if (roberta) c.paddingIdx = 1;
+  model::AnyWeights w;
+  w.kind = model::ModelKind::Encoder;
+  w.encoder = std::make_shared<const model::EncoderWeights>(model::randomEncoderWeights(c, seed));
+  return w;
+}
+
+// A 2-layer, 4-head, 32-wide vision transformer (MLP 48) over 16 x 16 pictures in 4 x 4
+// patches, with DeiT's distillation token when `deit`.
+inline model::VitConfig smallVitConfig(bool deit = false) {
+  model::VitConfig c;
+  c.nLayer = 2;
+  c.nHead = 4;
+  c.nEmbd = 32;
+  c.nInner = 48;
+  c.imageSize = 16;
+  c.patchSize = 4;
+  c.distillationToken = deit;
+  return c;
+}
+
+// smallVitConfig(deit) with random weights (5 labels, seed 13).
+inline model::AnyWeights smallVit(bool deit = false) {
+  model::AnyWeights w;
+  w.kind = model::ModelKind::Vision;
+  w.vision = std::make_shared<const model::VitWeights>(model::randomVitWeights(smallVitConfig(deit), 5, 13));
+  return w;
 }
 
 }  // namespace attn::testing
