@@ -147,7 +147,12 @@ bool settingsControls(TrainingPanelState& t) {
       changed = true;
     }
     std::string formulaList = "The similarity of decoder query and encoder key, the core's formulas:";
-    for (ScoreKind kind : kinds) formulaList += "\n" + std::string(formulas::score(kind));
+    for (ScoreKind kind : kinds) {
+      // appended piece by piece: GCC 12 misreads `"\n" + std::string(...)` here under a
+      // unity build's inlining (-Wrestrict, a false positive; formats/claims_json.cpp too)
+      formulaList += '\n';
+      formulaList += formulas::score(kind);
+    }
     tooltip(formulaList);
   }
   if (c.model.kind == train::ModelKind::Encoder) {
