@@ -158,15 +158,30 @@ model::AnyWeights weightsOf(const io::LoadedModel& model) {
   return w;
 }
 
-Expected<model::RunOutput> runLoaded(const io::LoadedModel& model, const model::RunInput& input,
-                                     const model::RunOptions& options) {
-  Expected<model::RunOutput> out = model::runModel(weightsOf(model), input, options);
+namespace {
+
+// model::runModel with the folder in the errors that name no file.
+Expected<model::RunOutput> runInFolder(const model::AnyWeights& weights, const std::string& folder,
+                                       const model::RunInput& input, const model::RunOptions& options) {
+  Expected<model::RunOutput> out = model::runModel(weights, input, options);
   if (!out) {
     Error error = out.error();
-    if (error.file.empty()) error.file = model.folder();
+    if (error.file.empty()) error.file = folder;
     return error;
   }
   return out;
+}
+
+}  // namespace
+
+Expected<model::RunOutput> runLoaded(const io::LoadedModel& model, const model::RunInput& input,
+                                     const model::RunOptions& options) {
+  return runInFolder(weightsOf(model), model.folder(), input, options);
+}
+
+Expected<model::RunOutput> runLoaded(const io::ModelFolder& model, const model::RunInput& input,
+                                     const model::RunOptions& options) {
+  return runInFolder(model::AnyWeights::of(model.weights), model.folder, input, options);
 }
 
 }  // namespace attn::app

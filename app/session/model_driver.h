@@ -4,8 +4,11 @@
 // of the kind (a decoder's text with its tokenizer's BOS / EOS or ids as given, an encoder's
 // [CLS] text [SEP], a vision transformer's preprocessed picture), 3 the run
 // (model::runModel, core/models/model_run.h). What follows a run (files, predictions, the
-// views) is the caller's. The window keeps its incremental decoder path (a DecoderRun whose KV
-// cache follows the typing, model_service.cpp). No ImGui, no GL, no UI types.
+// views) is the caller's. The window's typing runs through it too: its decoder runs are
+// continued from their KV cache (runLoaded with RunOptions::decoder, model_service.cpp),
+// on the window's own tokens (windowTokens there: a BOS only before a non-empty text).
+// The CLI's analysis commands open their models the same way (app/cli/model_cache.h) and
+// call model::runModel themselves. No ImGui, no GL, no UI types.
 #pragma once
 
 #include <cstddef>
@@ -58,6 +61,11 @@ model::AnyWeights weightsOf(const io::LoadedModel& model);
 
 // model::runModel on the loaded model. Errors without a file get the model's folder.
 Expected<model::RunOutput> runLoaded(const io::LoadedModel& model, const model::RunInput& input,
+                                     const model::RunOptions& options = {});
+// The same on a decoder folder (what the window's Model panel holds). With options.decoder
+// (a run of model.weights) the pass continues that run from its KV cache: the window's typing
+// computes only the tokens after the common prefix (RunOutput::reusedTokens).
+Expected<model::RunOutput> runLoaded(const io::ModelFolder& model, const model::RunInput& input,
                                      const model::RunOptions& options = {});
 
 // The token names of a vision transformer's attention rows: "[CLS]", "[DIST]" (deit), then

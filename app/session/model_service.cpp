@@ -97,14 +97,22 @@ std::shared_ptr<ModelRun> runModel(const io::ModelFolder& model,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return run;
   }
-  // 3 the forward pass of the tokens after the common prefix
-  Expected<int> reused = decoder->setTokens(ids);
-  if (!reused) {
-    run->error = reused.error().message();
-    return run;
+  // 3 the forward pass of the tokens after the common prefix: the run interface continues
+  //   `decoder` from its KV cache (model_driver.h, runLoaded with RunOptions::decoder); the
+  //   views read the decoder itself (step 5), so no copy of the attention. An empty text
+  //   runs nothing.
+  if (n > 0) {
+    model::RunOptions options;
+    options.decoder = decoder;
+    options.attention = false;
+    Expected<model::RunOutput> pass = runLoaded(model, {ids, {}}, options);
+    if (!pass) {
+      run->error = pass.error().message();
+      return run;
+    }
+    run->reusedTokens = pass->reusedTokens;
+    run->computedTokens = pass->tokens - pass->reusedTokens;
   }
-  run->reusedTokens = *reused;
-  run->computedTokens = static_cast<int>(n) - *reused;
   run->ids = std::move(ids);
   labelTokens(model, *run);
   // 4 the analyses asked for (model_analysis.h); with heads ablated the views show the

@@ -7,9 +7,10 @@
 //
 // The KV cache: the worker keeps two model::DecoderRuns. A published run holds its decoder
 // (the Pipeline's "open this head" reads Q, K and V from it), so the worker updates the
-// other one, which DecoderRun::setTokens brings up to date from its own common prefix: typing
-// one more character costs the tokens since that decoder's text (one or two keystrokes),
-// never the whole text again.
+// other one, which the run interface continues from its own common prefix
+// (model::RunOptions::decoder, through app/session/model_driver.h's runLoaded): typing one
+// more character costs the tokens since that decoder's text (one or two keystrokes), never
+// the whole text again.
 #pragma once
 
 #include <chrono>
@@ -33,8 +34,10 @@ inline constexpr int kModelPredictions = 10;
 inline constexpr std::uint64_t kMaxLiveAttentionBytes = std::uint64_t{1} << 30;
 
 // The one function that runs the model: tokenizes `text`, brings `decoder` (which must use
-// model.weights) to those tokens with setTokens (reusing its cache), and copies out what the
-// panels show. Never throws for bad input: errors (too many tokens for n_positions) are in
+// model.weights) to those tokens through the run interface (runLoaded with
+// model::RunOptions::decoder: only the tokens after its common prefix are computed), and
+// copies out what the panels show. An empty text runs nothing (the decoder keeps its
+// tokens). Never throws for bad input: errors (too many tokens for n_positions) are in
 // ModelRun::error. A long input (more than kLongInputTokens, or an attention tensor above
 // kMaxLiveAttentionBytes: app/session/long_context_service.h, isLongInput) is not run: the
 // run holds its tokens only (ModelRun::longInput) and the summary view computes the rest.

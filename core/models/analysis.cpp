@@ -50,8 +50,11 @@ double logitDifference(const DecoderRun& s, int answer, int wrong) {
 }  // namespace
 
 Prediction predictionOf(const DecoderRun& recorded, std::span<const int> ids, int topK) {
+  return predictionOf(logitsAt(recorded.weights(), recorded.recording().resid.back()), ids, topK);
+}
+
+Prediction predictionOf(const Matrix& logits, std::span<const int> ids, int topK) {
   Prediction p;
-  const Matrix logits = logitsAt(recorded.weights(), recorded.recording().resid.back());
   p.logits = logits.row(logits.rows() - 1).transpose();
   p.next = topProbabilities(p.logits, topK);
   p.loss = textLoss(logits, ids);

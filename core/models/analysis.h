@@ -63,6 +63,9 @@ struct Prediction {
 // run's n tokens). The window's ablation (app/session/model_analysis.h) and
 // ablateHeads() both use it.
 Prediction predictionOf(const DecoderRun& recorded, std::span<const int> ids, int topK);
+// The same from the logits at every position (n x V, rows in the order of `ids`; a
+// RunOutput::logits of model::runModel, core/models/model_run.h).
+Prediction predictionOf(const Matrix& logits, std::span<const int> ids, int topK);
 
 // ---------------------------------------------------------------------------------------
 // 1 Ablation

@@ -38,6 +38,32 @@ Status checkRerunnable(const RunOptions& options) {
   return Ok{};
 }
 
+// A decoder run handed in to continue (RunOptions::decoder): a plain pass of the same weights
+// only. Errors name "decoder" and the other field.
+Status checkContinued(const RunOptions& options, const Weights& weights) {
+  if (!options.decoder) return Ok{};
+  const auto refuse = [](const std::string& field, const std::string& what) {
+    return Error{"", "decoder", "a continued run is a plain pass (its cache reused), and '" + field + "' asks for " + what};
+  };
+  if (std::any_of(options.ablated.begin(), options.ablated.end(), [](std::uint8_t f) { return f != 0; }))
+    return refuse("ablated", "heads ablated");
+  if (!options.patches.empty()) return refuse("patches", "patches");
+  if (options.residuals) return refuse("residuals", "the recorded residual streams");
+  if (options.logits) return refuse("logits", "the recorded logits at every position");
+  if (options.z) return refuse("z", "every head's recorded z");
+  if (options.rerunnable) return refuse("rerunnable", "a recorded base for re-runs");
+  if (options.decoder->hooks())
+    return Error{"", "decoder", "the run to continue has hooks of its own (each pass recomputes every token)"};
+  if (&options.decoder->weights() != &weights) return Error{"", "decoder", "the run to continue is of other weights"};
+  return Ok{};
+}
+
+// A continued decoder run, refused for a model of another kind.
+Status refuseContinued(const RunOptions& options, const char* kind) {
+  if (!options.decoder) return Ok{};
+  return Error{"", "decoder", std::string("only a decoder's run is continued, and this model is ") + kind};
+}
+
 Expected<RunOutput> runDecoder(const std::shared_ptr<const Weights>& weights, const RunInput& input,
                                const RunOptions& options) {
   const Config& c = weights->config;
@@ -45,6 +71,7 @@ Expected<RunOutput> runDecoder(const std::shared_ptr<const Weights>& weights, co
   if (input.ids.empty()) return Error{"", "ids", "no token ids to run"};
   if (Status s = checkMask(options.ablated, c.nLayer, c.nHead); !s) return s.error();
   if (Status s = checkRerunnable(options); !s) return s.error();
+  if (Status s = checkContinued(options, *weights); !s) return s.error();
   const RunShape shape{c.nLayer, c.nHead, c.headDim(), c.nEmbd, static_cast<int>(input.ids.size())};
   if (Status s = checkPatches(options.patches, shape, "patches"); !s) return s.error();
   std::shared_ptr<Hooks> hooks;
@@ -65,10 +92,19 @@ Expected<RunOutput> runDecoder(const std::shared_ptr<const Weights>& weights, co
         hooks->heads.push_back({p.site.layer, p.site.head, HeadEdit::Replace, p.values, p.site.position});
     }
   }
-  Expected<DecoderRun> run = runWithHooks(weights, input.ids, hooks, options.threads);
-  if (!run) return run.error();
-  auto shared = std::make_shared<DecoderRun>(std::move(run).value());
   RunOutput out;
+  std::shared_ptr<DecoderRun> shared;
+  if (options.decoder) {  // the tokens after the common prefix only (a plain pass: no hooks)
+    options.decoder->setThreads(options.threads);
+    Expected<int> reused = options.decoder->setTokens(input.ids);
+    if (!reused) return reused.error();
+    out.reusedTokens = *reused;
+    shared = options.decoder;
+  } else {
+    Expected<DecoderRun> run = runWithHooks(weights, input.ids, hooks, options.threads);
+    if (!run) return run.error();
+    shared = std::make_shared<DecoderRun>(std::move(run).value());
+  }
   out.kind = ModelKind::Decoder;
   out.ids = input.ids;
   out.layers = c.nLayer;
@@ -111,6 +147,7 @@ void patchBidirectional(EngineRun& run, const BidirectionalStack& stack, const s
 Expected<RunOutput> runText(const std::shared_ptr<const EncoderWeights>& weights, const RunInput& input,
                             const RunOptions& options) {
   const EncoderConfig& c = weights->config;
+  if (Status s = refuseContinued(options, "an encoder"); !s) return s.error();
   if (!input.pixels.empty()) return Error{"", "pixels", "an encoder runs on token ids, not on a picture"};
   if (input.ids.empty()) return Error{"", "ids", "no token ids to run"};
   if (Status s = checkMask(options.ablated, c.nLayer, c.nHead); !s) return s.error();
@@ -142,6 +179,7 @@ Expected<RunOutput> runText(const std::shared_ptr<const EncoderWeights>& weights
 Expected<RunOutput> runVision(const std::shared_ptr<const VitWeights>& weights, const RunInput& input,
                               const RunOptions& options) {
   const VitConfig& c = weights->config;
+  if (Status s = refuseContinued(options, "a vision transformer"); !s) return s.error();
   if (!input.ids.empty()) return Error{"", "pixels", "a vision transformer runs on a picture's pixels, not on token ids"};
   if (Status s = checkMask(options.ablated, c.nLayer, c.nHead); !s) return s.error();
   if (Status s = checkRerunnable(options); !s) return s.error();

@@ -5,8 +5,9 @@
 // encoder's MLM head at every position) or the labels' logits (a ViT) out, with heads
 // ablated (zero or mean) when asked. The numbers are the engine's own: this calls each
 // engine exactly as its own callers do (tests/core/test_core_model_run.cpp compares them
-// bit for bit). What the CLI's `model` command and the window's services run
-// (app/session/model_driver.h).
+// bit for bit). What the CLI's commands and the window's services run
+// (app/session/model_driver.h), the window's typing too: a decoder run handed in
+// (RunOptions::decoder) is continued from its KV cache instead of a fresh pass.
 //
 // Shapes: L layers, H heads (query heads for a decoder), n tokens (a ViT: T = [CLS]
 // (+ [DIST]) + the patches), E width, V vocabulary, K labels.
@@ -110,6 +111,16 @@ struct RunOptions {
   // are recorded: RunOutput::decoder is then the plain one, RunOutput::next its logits).
   // Refused with ablations or patches (field "rerunnable").
   bool rerunnable = false;
+  // Decoders: a run of the same weights to continue instead of a fresh pass (the window's KV
+  // cache while the user types, app/session/model_service.h). DecoderRun::setTokens brings it
+  // to the input's ids from the longest common prefix of its tokens and them, computing only
+  // the tokens after that prefix (RunOutput::reusedTokens says how many it kept); it then is
+  // RunOutput::decoder, the same object, with setThreads(threads) applied. A plain pass
+  // only, since a recorded or hooked pass recomputes every token: refused (field "decoder",
+  // naming the other field) with heads ablated ("ablated"), patches, residuals, logits, z or
+  // rerunnable, and for a run that has hooks of its own, that belongs to other weights, or a
+  // model that is not a decoder. On error its tokens and cache are as before (setTokens').
+  std::shared_ptr<DecoderRun> decoder;
 };
 
 struct RunOutput {
@@ -139,9 +150,13 @@ struct RunOutput {
   Vector next;
   // A ViT with a classifier: the labels' logits (K; VitRun::logits).
   Vector labels;
+  // A decoder continued from RunOptions::decoder: how many of the `tokens` its KV cache kept
+  // (the common prefix); tokens − reusedTokens were computed. 0 for a fresh pass.
+  int reusedTokens = 0;
   // The engine's own run, for what only it has (a decoder's DecoderRun with its cache,
   // queries and keys; an encoder's or a ViT's q | k | v per layer): exactly one is set.
-  // Owned by this output alone: a caller may move from it.
+  // Owned by this output alone (a caller may move from it), except a decoder continued from
+  // RunOptions::decoder, which is that caller's object.
   std::shared_ptr<DecoderRun> decoder;
   std::shared_ptr<EncoderRun> encoderRun;
   std::shared_ptr<VitRun> vitRun;
@@ -155,7 +170,7 @@ struct RunOutput {
 // Runs `model` on `input` with `options`. Errors name the field: "pixels" (a picture given
 // to a text model, or ids / wrong-sized pixels to a ViT), "ids" (no ids for a text model),
 // "tokens" (an id outside [0, V), too many tokens: the engine's), "heads" (an ablation of
-// other than L·H flags), "patches[i]", "rerunnable".
+// other than L·H flags), "patches[i]", "rerunnable", "decoder".
 Expected<RunOutput> runModel(const AnyWeights& model, const RunInput& input, const RunOptions& options = {});
 
 // The values at `site` in `run` (which recorded z for a HeadZ site, residuals for a Resid

@@ -1,6 +1,7 @@
 // The one run interface (core/models/model_run.h): for each kind its output is the engine's
-// own run, bit for bit (the same code path), with and without ablated heads; bad input is
-// refused naming the field.
+// own run, bit for bit (the same code path), with and without ablated heads; a decoder run
+// handed in is continued from its cache (a fresh pass's numbers, only the new tokens
+// computed), for a plain pass only; bad input is refused naming the field.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -109,6 +110,94 @@ TEST(ModelRun, DecoderAblationEqualsTheHooks) {
     Expected<DecoderRun> clean = forward(w.decoder, kIds);
     EXPECT_GT((out->next - clean->logits()).cwiseAbs().maxCoeff(), 1e-4);
   }
+}
+
+// A decoder run handed in (RunOptions::decoder) is continued from its KV cache: only the
+// tokens after the common prefix are computed, and the numbers are a fresh pass's.
+TEST(ModelRun, ContinuedDecoderComputesOnlyTheNewTokens) {
+  for (int family = 0; family < 4; ++family) {
+    SCOPED_TRACE(family);
+    const AnyWeights w = decoderOf(family);
+    auto decoder = std::make_shared<DecoderRun>(w.decoder);
+    RunOptions options;
+    options.decoder = decoder;
+    // typing: the first four ids, then all seven, then a different fourth one
+    const std::vector<std::vector<int>> texts = {{3, 17, 5, 0}, kIds, {3, 17, 5, 9, 29}};
+    const int reused[] = {0, 4, 3};
+    for (std::size_t step = 0; step < texts.size(); ++step) {
+      Expected<RunOutput> out = runModel(w, {texts[step], {}}, options);
+      ASSERT_TRUE(out) << out.error().message();
+      EXPECT_EQ(out->decoder, decoder) << "the caller's run, continued";
+      EXPECT_EQ(out->reusedTokens, reused[step]) << step;
+      EXPECT_EQ(out->tokens, static_cast<int>(texts[step].size()));
+      EXPECT_EQ(decoder->tokens(), texts[step]);
+      Expected<DecoderRun> fresh = forward(w.decoder, texts[step]);
+      ASSERT_TRUE(fresh);
+      const std::vector<float> want = fresh->attentionTensor();
+      ASSERT_EQ(out->attention.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(out->attention[i], want[i], 1e-6) << step << " " << i;
+      EXPECT_LE((out->next - fresh->logits()).cwiseAbs().maxCoeff(), 1e-5) << step;
+    }
+    // a fresh pass reuses nothing
+    Expected<RunOutput> plain = runModel(w, {kIds, {}});
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->reusedTokens, 0);
+    EXPECT_NE(plain->decoder, decoder);
+  }
+}
+
+TEST(ModelRun, ContinuedDecoderOnlyForAPlainPassOfItsWeights) {
+  const AnyWeights w = decoderOf(0), other = decoderOf(0), encoder = encoderOf(), vit = vitOf();
+  auto decoder = std::make_shared<DecoderRun>(w.decoder);
+  ASSERT_TRUE(decoder->setTokens(std::vector<int>{3, 17}));
+  auto refusal = [&](const AnyWeights& model, const RunInput& input, RunOptions options) {
+    options.decoder = decoder;
+    Expected<RunOutput> out = runModel(model, input, options);
+    if (out) return std::string("(ran)");
+    EXPECT_EQ(out.error().field, "decoder") << out.error().message();
+    return out.error().problem;
+  };
+  auto contains = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  // each option that needs a recorded or hooked pass, named
+  RunOptions ablated;
+  ablated.ablated = someHeads(3, 4);
+  EXPECT_TRUE(contains(refusal(w, {kIds, {}}, ablated), "'ablated'"));
+  RunOptions patched;
+  patched.patches = {{Site{SiteKind::Resid, 1, 0, 0}, Matrix::Zero(1, 32)}};
+  EXPECT_TRUE(contains(refusal(w, {kIds, {}}, patched), "'patches'"));
+  for (const char* name : {"residuals", "logits", "z", "rerunnable"}) {
+    RunOptions options;
+    const std::string field = name;
+    options.residuals = field == "residuals";
+    options.logits = field == "logits";
+    options.z = field == "z";
+    options.rerunnable = field == "rerunnable";
+    EXPECT_TRUE(contains(refusal(w, {kIds, {}}, options), "'" + field + "'")) << field;
+  }
+  // the ablation flags all 0 are no ablation: allowed
+  RunOptions none;
+  none.ablated.assign(12, 0);
+  none.decoder = decoder;
+  EXPECT_TRUE(runModel(w, {{3, 17, 5}, {}}, none));
+  // other weights (the same numbers, another object), another kind
+  EXPECT_TRUE(contains(refusal(other, {kIds, {}}, {}), "other weights"));
+  EXPECT_TRUE(contains(refusal(encoder, {kIds, {}}, {}), "an encoder"));
+  EXPECT_TRUE(contains(refusal(vit, {{}, pixels(vit.vision->config)}, {}), "a vision transformer"));
+  // a run with hooks of its own
+  const std::vector<int> before = decoder->tokens();
+  ASSERT_TRUE(decoder->setHooks(recordingHooks()));
+  EXPECT_TRUE(contains(refusal(w, {kIds, {}}, {}), "hooks"));
+  ASSERT_TRUE(decoder->setHooks(nullptr));
+  // a refusal leaves the run as it was; so does an id outside the vocabulary (the engine's)
+  EXPECT_EQ(decoder->tokens(), before);
+  RunOptions options;
+  options.decoder = decoder;
+  Expected<RunOutput> bad = runModel(w, {{3, 17, 40}, {}}, options);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().field, "tokens");
+  EXPECT_EQ(decoder->tokens(), before);
 }
 
 TEST(ModelRun, EncoderEqualsRunEncoderWithAndWithoutAMask) {
