@@ -11,7 +11,9 @@
 
 #include "app/session/app_state.h"
 #include "app/session/model_service.h"
+#include "app/session/model_driver.h"
 #include "core/base/format.h"
+#include "core/models/analysis_bidirectional.h"
 #include "core/models/run_analyses.h"
 
 namespace attn::app {
@@ -248,33 +250,42 @@ AnalysedRun analyseRun(const io::ModelFolder& model, const model::DecoderRun& cl
     const model::Config& config = model.weights->config;
     analysis->scores.push_back(copyingScores(*analysis->circuits, config.nLayer, config.nHead));
   }
-  // 2 ablation: the ablated pass (recorded) and the clean prediction beside it
+  // 2 ablation through the run interface (model_driver.h, runLoaded: model::runModel with
+  //   RunOptions::ablated / ablateMean): the ablated pass with the logits at every position
+  //   (the prediction and the loss), and the clean prediction beside it
   if (!request.ablation.heads.empty() && !ids.empty()) {
-    Expected<std::shared_ptr<const model::Hooks>> hooks =
-        model::ablationHooks(model.weights->config, request.ablation.heads, request.ablation.mode);
-    if (!hooks) {
-      out.error = hooks.error().message();
+    const model::Config& config = model.weights->config;
+    Expected<model::HeadMask> mask =
+        model::headMask(config.nLayer, config.nHead, request.ablation.heads, request.ablation.mode);
+    if (!mask) {
+      out.error = mask.error().message();
       return out;
     }
-    Expected<model::DecoderRun> ablated = model::runWithHooks(model.weights, ids, *hooks);
+    model::RunOptions options;
+    options.ablated = std::move(mask->ablated);
+    options.ablateMean = mask->mean;
+    options.logits = true;
+    options.attention = false;  // the views read the ablated decoder itself
+    Expected<model::RunOutput> ablated = runLoaded(model, {ids, {}}, options);
     if (!ablated) {
       out.error = ablated.error().message();
       return out;
     }
-    out.ablated = std::make_shared<model::DecoderRun>(std::move(ablated).value());
-    analysis->ablated = model::predictionOf(*out.ablated, ids, topK);
+    out.ablated = std::move(ablated->decoder);
+    analysis->ablated = model::predictionOf(ablated->logits, ids, topK);
     if (previous && previous->ablating() && previous->weights == model.weights &&
         previous->ids == ids && static_cast<int>(previous->clean.next.size()) == topK) {
       analysis->clean = previous->clean;  // the text did not change: the clean pass neither
     } else {
-      auto record = std::make_shared<model::Hooks>();
-      record->record = true;
-      Expected<model::DecoderRun> recorded = model::runWithHooks(model.weights, ids, record);
+      model::RunOptions plain;
+      plain.logits = true;
+      plain.attention = false;
+      Expected<model::RunOutput> recorded = runLoaded(model, {ids, {}}, plain);
       if (!recorded) {
         out.error = recorded.error().message();
         return out;
       }
-      analysis->clean = model::predictionOf(*recorded, ids, topK);
+      analysis->clean = model::predictionOf(recorded->logits, ids, topK);
     }
     for (const model::TokenProbability& t : analysis->ablated.next) {
       PredictionChange change;

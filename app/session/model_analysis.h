@@ -2,9 +2,11 @@
 // view's head ablation and head scores, and the Patching panel. The panels edit
 // ModelView::analysis through the edit functions below and never compute; the model
 // service's worker (app/session/model_service.h) runs analyseRun() with each model run and
-// runPatching() on its own LatestWorker. Both call the core functions of
-// core/models/analysis.h (ablationHooks + predictionOf as ablateHeads does, headScore) and
-// core/models/run_analyses.h (modelPatching). No ImGui, no GL.
+// runPatching() on its own LatestWorker. Both go through the run interface
+// (core/models/model_run.h, by app/session/model_driver.h's runLoaded: heads ablated with
+// RunOptions::ablated, then predictionOf as ablateHeads has it) and the core's analyses
+// (core/models/analysis.h's headScore, core/models/run_analyses.h's modelPatching). No
+// ImGui, no GL.
 #pragma once
 
 #include <iterator>
@@ -89,10 +91,11 @@ struct AnalysedRun {
 //     then, when request.circuits, the circuits (headCircuits of the weights; taken from
 //     `previous` when that has the same weights) and their copying scores as
 //     scores[kCopyingScore];
-//   2 ablation: the ablated pass under ablationHooks(), predictionOf() of it and of a
-//     recorded clean pass (taken from `previous` when that has the same weights and ids),
-//     the ablated top-K with the clean values (topK candidates).
-// The same numbers as ablateHeads(weights, ids, heads, mode, topK).
+//   2 ablation: the ablated pass (model::runModel with RunOptions::ablated / ablateMean and
+//     the logits at every position), predictionOf() of it and of a clean pass with its
+//     logits (taken from `previous` when that has the same weights and ids), the ablated
+//     top-K with the clean values (topK candidates).
+// The same numbers as ablateHeads(weights, ids, heads, mode, topK), byte for byte.
 AnalysedRun analyseRun(const io::ModelFolder& model, const model::DecoderRun& clean,
                        const AnalysisRequest& request, int topK, const RunAnalysis* previous);
 
