@@ -155,27 +155,17 @@ int headsBidirectional(const BidirectionalScores& r, io::ModelKind kind, std::os
   }
   Expected<Input> in = loadInput(kind, r.folder, r.text, r.image, err);
   if (!in) return fail(err, inFolder(in.error(), r.folder));
-  model::ScoreTotals totals;
-  if (kind == io::ModelKind::Encoder) {
-    auto run = model::runEncoder(*in->encoder, in->ids);
-    if (!run) return fail(err, inFolder(run.error(), r.folder));
-    totals = model::emptyTotals(run->layers, run->heads, r.kinds);
-    model::accumulate(totals, model::attentionStack(run->attention, run->layers, run->heads, run->size()), in->ids,
-                      r.options);
-  } else {
-    auto run = model::runVit(*in->vit, in->pixels);
-    if (!run) return fail(err, inFolder(run.error(), r.folder));
-    totals = model::emptyTotals(run->layers, run->heads, r.kinds);
-    model::accumulate(totals, model::attentionStack(run->attention, run->layers, run->heads, run->tokens), {},
-                      r.options);
-  }
+  // one pass through the run interface (core/models/model_run.h): the attention [L, H, n, n]
+  const bool encoder = kind == io::ModelKind::Encoder;
+  const model::AnyWeights weights = encoder ? model::AnyWeights::of(in->encoder) : model::AnyWeights::of(in->vit);
+  Expected<model::RunOutput> run = model::runModel(weights, {in->ids, in->pixels});
+  if (!run) return fail(err, inFolder(run.error(), r.folder));
+  model::ScoreTotals totals = model::emptyTotals(run->layers, run->heads, r.kinds);
+  model::accumulate(totals, model::attentionStack(run->attention, run->layers, run->heads, run->tokens), run->ids,
+                    r.options);
   if (Status s = io::writeFileAtomic(r.outPath, io::scoreTotalsCsv(totals, false)); !s)
     return fail(err, io::withFile(s.error(), r.outPath));
-  out << json{{"out", r.outPath}, {"tokens", totals.count ? (kind == io::ModelKind::Encoder ? in->ids.size()
-                                                                : static_cast<std::size_t>(in->vit->config.tokens()))
-                                                          : 0}}
-             .dump()
-      << "\n";
+  out << json{{"out", r.outPath}, {"tokens", run->tokens}}.dump() << "\n";
   return 0;
 }
 

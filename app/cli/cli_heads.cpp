@@ -1,5 +1,8 @@
 // `heads` and `merge` (cli_analysis.h): head scores on a text, on a random sequence repeated
 // twice, or summed over a prompts file (one shard of it), and the exact merge of shards.
+// Every kind is opened with cli::openModelKept (app/cli/model_cache.h) and run through the
+// run interface (model::runModel, core/models/model_run.h); a decoder's scores read the
+// attention rows of its RunOutput::decoder, the engine's own run.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,9 +18,9 @@
 #include "core/models/head_classes.h"
 #include "core/models/mechanisms.h"
 #include "core/models/mechanisms_bidirectional.h"
-#include "formats/models/encoder_folder.h"
-#include "formats/models/vit_folder.h"
+#include "app/cli/model_cache.h"
 #include "app/session/version.h"
+#include "core/models/model_run.h"
 #include "formats/analysis/analysis_files.h"
 #include "formats/analysis/provenance.h"
 #include "formats/files.h"
@@ -196,20 +199,19 @@ Status writeBidirectionalCircuits(const std::string& folder, io::ModelKind kind,
   std::vector<model::HeadCircuit> circuits;
   int layers = 0, heads = 0;
   bool copying = false;
+  Expected<io::LoadedModel> loaded = cli::openModelKept(folder, kind);
+  if (!loaded) return loaded.error();
   if (kind == io::ModelKind::Encoder) {
-    Expected<io::EncoderFolder> encoder = io::loadEncoderFolder(folder);
-    if (!encoder) return encoder.error();
-    const model::EncoderWeights& w = *encoder->weights;
+    const model::EncoderWeights& w = *loaded->encoder->weights;
     layers = w.config.nLayer;
     heads = w.config.nHead;
     copying = w.hasMlmHead;
     circuits = model::bidirectionalHeadCircuits(w.layers, heads, &w.wordEmbed, copying ? &w.mlm.decoder : nullptr);
   } else {
-    Expected<io::VitFolder> vit = io::loadVitFolder(folder);
-    if (!vit) return vit.error();
-    layers = vit->weights->config.nLayer;
-    heads = vit->weights->config.nHead;
-    circuits = model::bidirectionalHeadCircuits(vit->weights->layers, heads, nullptr, nullptr);
+    const model::VitWeights& w = *loaded->vision->weights;
+    layers = w.config.nLayer;
+    heads = w.config.nHead;
+    circuits = model::bidirectionalHeadCircuits(w.layers, heads, nullptr, nullptr);
   }
   if (Status s = cli::writeText(path, circuitsCsv(circuits)); !s) return s;
   out << json{{"circuits", path}, {"layers", layers}, {"heads", heads}, {"heads_kv", heads}, {"copying", copying}}.dump()
@@ -240,13 +242,26 @@ bool asksLongContext(const std::vector<model::HeadScoreKind>& kinds) {
                      [&](model::HeadScoreKind k) { return asks(kinds, k); });
 }
 
+// One plain pass of the decoder over `ids` (model::runModel, from scratch: a prompt's numbers
+// never depend on the one before, so shards merge exactly) on `threads` threads: its
+// DecoderRun, whose attention rows the scores read. Errors name no file (the caller's).
+Expected<std::shared_ptr<model::DecoderRun>> decoderPass(const io::ModelFolder& model, const std::vector<int>& ids,
+                                                         int threads) {
+  model::RunOptions options;
+  options.threads = threads;
+  options.attention = false;  // read from the engine's packed rows instead
+  Expected<model::RunOutput> run = model::runModel(model::AnyWeights::of(model.weights), {ids, {}}, options);
+  if (!run) return run.error();
+  return std::move(run->decoder);
+}
+
 // Adds one prompt's scores to `totals` when a long-context class is asked: every score from
 // the tiled pass (core/models/long_context.h) when all of them can be read there, else from
 // the decoder's whole pattern; retrieval from a second run on the prompt's needle task
 // (core/models/head_classes.h, needle seed deriveSeed(--seed, "needle", promptIndex)).
-Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::shared_ptr<const model::Weights> weights,
-                       model::DecoderRun& decoder, const std::vector<int>& ids, std::uint64_t promptIndex,
-                       const model::DetectOptions& options) {
+Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, const io::ModelFolder& model,
+                       const std::vector<int>& ids, std::uint64_t promptIndex, const model::DetectOptions& options) {
+  const std::shared_ptr<const model::Weights>& weights = model.weights;
   const model::Config& c = weights->config;
   const bool tiled = std::all_of(totals.kinds.begin(), totals.kinds.end(), model::tiledHeadScore);
   model::SummaryOptions summaryOptions;
@@ -262,10 +277,10 @@ Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::s
     if (!summary) return summary.error();
     for (std::size_t k = 0; k < scores.size(); ++k) scores[k] = model::summaryHeadScore(*summary, totals.kinds[k]);
   } else if (pattern) {
-    decoder.clear();
-    if (auto set = decoder.setTokens(ids); !set) return set.error();
+    Expected<std::shared_ptr<model::DecoderRun>> decoder = decoderPass(model, ids, r.threads);
+    if (!decoder) return decoder.error();
     for (std::size_t k = 0; k < scores.size(); ++k)
-      scores[k] = model::headScore(model::attentionStack(decoder), ids, totals.kinds[k], options);
+      scores[k] = model::headScore(model::attentionStack(**decoder), ids, totals.kinds[k], options);
   }
   if (asks(totals.kinds, model::HeadScoreKind::Retrieval)) {
     if (ids.size() + 2 * model::kNeedleLength > static_cast<std::size_t>(c.nPositions))
@@ -279,9 +294,9 @@ Status addPromptScores(model::ScoreTotals& totals, const HeadsRequest& r, std::s
       if (!summary) return summary.error();
       retrieval = model::retrievalScores(task, *summary);
     } else {
-      decoder.clear();
-      if (auto set = decoder.setTokens(task.ids); !set) return set.error();
-      retrieval = model::retrievalScores(task, decoder);
+      Expected<std::shared_ptr<model::DecoderRun>> decoder = decoderPass(model, task.ids, r.threads);
+      if (!decoder) return decoder.error();
+      retrieval = model::retrievalScores(task, **decoder);
     }
     for (std::size_t k = 0; k < scores.size(); ++k)
       if (totals.kinds[k] == model::HeadScoreKind::Retrieval) scores[k] = retrieval;
@@ -416,14 +431,13 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
       ids = model::repeatedRandomTokens(r.repeat, c.vocabSize, r.seed);
       if (*bos >= 0) ids.insert(ids.begin(), *bos);
     }
-    model::DecoderRun run(model->weights);
-    run.setThreads(r.threads);
     if (longContext) {
-      if (Status s = addPromptScores(totals, r, model->weights, run, ids, 0, options); !s)
+      if (Status s = addPromptScores(totals, r, *model, ids, 0, options); !s)
         return fail(err, Error{r.folder, "", s.error().message()});
     } else {
-      if (auto done = run.setTokens(ids); !done) return fail(err, Error{r.folder, "", done.error().message()});
-      model::accumulate(totals, run, options);
+      Expected<std::shared_ptr<model::DecoderRun>> run = decoderPass(*model, ids, r.threads);
+      if (!run) return fail(err, Error{r.folder, "", run.error().message()});
+      model::accumulate(totals, **run, options);
     }
     if (parsed->has("--repeat-random")) {  // induction: the diagonal at offset 1 - N
       for (std::size_t k = 0; k < r.kinds.size(); ++k) {
@@ -457,22 +471,20 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (usesLocal) provenance.flags["local_window"] = r.localWindow;
   if (retrieval) provenance.flags["needle_seed"] = std::to_string(r.seed);
   cli::ProgressLine progress(err, "attnscope heads:", "prompts");
-  model::DecoderRun decoder(model->weights);
-  decoder.setThreads(r.threads);
   for (std::size_t i = range.first; i < range.last; ++i) {
     const std::string where = r.promptsPath + " line " + std::to_string(prompts[i].line);
     auto ids = analysis_cli::tokenize(*model, prompts[i].text, "--prompts", err, *bos);
     if (!ids) return fail(err, Error{r.promptsPath, "line " + std::to_string(prompts[i].line) + ": text",
                                      ids.error().problem});
-    // From scratch: reusing the previous prompt's common prefix would make a prompt's
-    // float32 numbers depend on its neighbour, and shards would not merge exactly.
+    // From scratch (decoderPass): reusing the previous prompt's common prefix would make a
+    // prompt's float32 numbers depend on its neighbour, and shards would not merge exactly.
     if (longContext) {
-      if (Status s = addPromptScores(totals, r, model->weights, decoder, *ids, i, options); !s)
+      if (Status s = addPromptScores(totals, r, *model, *ids, i, options); !s)
         return fail(err, Error{where, "", s.error().message()});
     } else {
-      decoder.clear();
-      if (auto set = decoder.setTokens(*ids); !set) return fail(err, Error{where, "", set.error().message()});
-      model::accumulate(totals, decoder, options);
+      Expected<std::shared_ptr<model::DecoderRun>> run = decoderPass(*model, *ids, r.threads);
+      if (!run) return fail(err, Error{where, "", run.error().message()});
+      model::accumulate(totals, **run, options);
     }
     progress.update(static_cast<double>(i + 1 - range.first), static_cast<double>(range.last - range.first));
   }
