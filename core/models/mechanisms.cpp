@@ -11,17 +11,40 @@
 #include "core/models/analysis.h"
 #include "core/models/head_spectra.h"
 #include "core/models/max_flow.h"
+#include "core/models/mechanisms_detail.h"
 
 namespace attn::model {
-namespace {
 
-// A Linear's weight in double as it maps row vectors: in x out, whatever its storage
-// ([in, out] Conv1D or [out, in] nn.Linear; BF16 and quantized tensors widened).
+namespace detail {
+
 Eigen::MatrixXd inByOut(const Linear& lin) {
   const Matrix stored = lin.weight.dense();
   if (lin.outByIn) return stored.transpose().cast<double>();
   return stored.cast<double>();
 }
+
+double cosineDistance(const Eigen::Ref<const Eigen::RowVectorXf>& a,
+                      const Eigen::Ref<const Eigen::RowVectorXf>& b) {
+  const Eigen::RowVectorXd x = a.cast<double>(), y = b.cast<double>();
+  const double norms = x.norm() * y.norm();
+  if (!(norms > 0)) return 0;
+  return std::max(0.0, 1.0 - x.dot(y) / norms);
+}
+
+std::array<double, kCircuitSingularValues> topValues(const Eigen::VectorXd& values) {
+  std::array<double, kCircuitSingularValues> out{};
+  for (Eigen::Index i = 0; i < std::min<Eigen::Index>(values.size(), kCircuitSingularValues); ++i)
+    out[static_cast<std::size_t>(i)] = values[i];
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::cosineDistance;
+using detail::inByOut;
+using detail::topValues;
 
 // A Linear's bias in double (`width` zeros when it has none).
 Eigen::RowVectorXd biasOf(const Linear& lin, Eigen::Index width) {
@@ -78,16 +101,6 @@ LayerProjections layerProjections(const Config& c, const LayerWeights& w) {
   }
   p.out = inByOut(w.out);
   return p;
-}
-
-// 1 − cos(a, b) in double, at least 0 (a cosine a rounding above 1 gives −1e-16, not a
-// negative share); 0 when either vector is zero.
-double cosineDistance(const Eigen::Ref<const Eigen::RowVectorXf>& a,
-                      const Eigen::Ref<const Eigen::RowVectorXf>& b) {
-  const Eigen::RowVectorXd x = a.cast<double>(), y = b.cast<double>();
-  const double norms = x.norm() * y.norm();
-  if (!(norms > 0)) return 0;
-  return std::max(0.0, 1.0 - x.dot(y) / norms);
 }
 
 // Divides each row of the n x n block at `block` by its sum (rows summing to 0 stay 0).
@@ -349,14 +362,6 @@ Eigen::MatrixXd unembedTimesEmbed(const Weights& weights) {
     product.noalias() += unembedBlock.transpose() * embedBlock;
   }
   return product;
-}
-
-// The first kCircuitSingularValues of `values` (decreasing), zeros past its length.
-std::array<double, kCircuitSingularValues> topValues(const Eigen::VectorXd& values) {
-  std::array<double, kCircuitSingularValues> out{};
-  for (Eigen::Index i = 0; i < std::min<Eigen::Index>(values.size(), kCircuitSingularValues); ++i)
-    out[static_cast<std::size_t>(i)] = values[i];
-  return out;
 }
 
 }  // namespace

@@ -7,34 +7,9 @@
 #include <string>
 
 #include "core/models/head_spectra.h"
+#include "core/models/mechanisms_detail.h"
 
 namespace attn::model {
-
-namespace {
-
-// 1 − cos(a, b) in double, at least 0; 0 when either vector is zero (as mechanisms.cpp).
-double cosineDistance(const Eigen::Ref<const Eigen::RowVectorXf>& a, const Eigen::Ref<const Eigen::RowVectorXf>& b) {
-  const Eigen::RowVectorXd x = a.cast<double>(), y = b.cast<double>();
-  const double norms = x.norm() * y.norm();
-  if (!(norms > 0)) return 0;
-  return std::max(0.0, 1.0 - x.dot(y) / norms);
-}
-
-// A Linear's weight in double as it maps row vectors: in x out.
-Eigen::MatrixXd inByOut(const Linear& lin) {
-  const Matrix stored = lin.weight.dense();
-  if (lin.outByIn) return stored.transpose().cast<double>();
-  return stored.cast<double>();
-}
-
-std::array<double, kCircuitSingularValues> topValues(const Eigen::VectorXd& values) {
-  std::array<double, kCircuitSingularValues> out{};
-  for (Eigen::Index i = 0; i < std::min<Eigen::Index>(values.size(), kCircuitSingularValues); ++i)
-    out[static_cast<std::size_t>(i)] = values[i];
-  return out;
-}
-
-}  // namespace
 
 Expected<std::vector<float>> bidirectionalValueZeroing(std::span<const Matrix> resid,
                                                        std::span<const EncoderLayerWeights> layers,
@@ -62,7 +37,7 @@ Expected<std::vector<float>> bidirectionalValueZeroing(std::span<const Matrix> r
       Matrix x = resid[static_cast<std::size_t>(l)];
       encoderBlock(x, layers[static_cast<std::size_t>(l)], zeroed, scratch.data(), nullptr);
       // 2 Z[l, i, j] for every query i
-      for (Eigen::Index i = 0; i < n; ++i) result(i, j) = static_cast<float>(cosineDistance(clean.row(i), x.row(i)));
+      for (Eigen::Index i = 0; i < n; ++i) result(i, j) = static_cast<float>(detail::cosineDistance(clean.row(i), x.row(i)));
       if (progress) progress(static_cast<int>(l * n + j + 1), static_cast<int>(L * n));
     }
     // 3 each row divided by its sum
@@ -84,15 +59,15 @@ std::vector<HeadCircuit> bidirectionalHeadCircuits(std::span<const EncoderLayerW
   if (vocabulary) unembedEmbed = unembed->dense().cast<double>().transpose() * embed->dense().cast<double>();
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const EncoderLayerWeights& w = layers[l];
-    const Eigen::MatrixXd q = inByOut(w.q), k = inByOut(w.k), v = inByOut(w.v), o = inByOut(w.out);
+    const Eigen::MatrixXd q = detail::inByOut(w.q), k = detail::inByOut(w.k), v = detail::inByOut(w.v), o = detail::inByOut(w.out);
     const Eigen::Index dh = q.cols() / heads;
     for (int h = 0; h < heads; ++h) {
       HeadCircuit circuit{static_cast<int>(l), h, h, {}, {}, std::numeric_limits<double>::quiet_NaN()};
       const Eigen::MatrixXd wq = q.middleCols(h * dh, dh), wk = k.middleCols(h * dh, dh);
       const Eigen::MatrixXd wv = v.middleCols(h * dh, dh), wo = o.middleRows(h * dh, dh);
       // 2 QK: W_Q^h·W_K^hᵀ; 3 OV: W_V^h·W_O^h
-      circuit.qk = topValues(productSingularValues(wq, wk));
-      circuit.ov = topValues(productSingularValues(wv, wo.transpose()));
+      circuit.qk = detail::topValues(productSingularValues(wq, wk));
+      circuit.ov = detail::topValues(productSingularValues(wv, wo.transpose()));
       // 4 copying: the eigenvalues of W_O^h·(W_U·W_E)·W_V^h (d_h x d_h)
       if (vocabulary) circuit.copying = copyingScore((wo * unembedEmbed) * wv);
       out.push_back(circuit);

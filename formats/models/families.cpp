@@ -7,29 +7,31 @@
 
 namespace attn::io {
 
-// The rows, one per file under formats/models/families/.
-extern const Family kGpt2Family;
-extern const Family kLlamaFamily;
-extern const Family kMistralFamily;
-extern const Family kQwen2Family;
-extern const Family kQwen3Family;
-extern const Family kGemma2Family;
-extern const Family kPhi3Family;
-extern const Family kGptNeoxFamily;
-extern const Family kBertFamily;
-extern const Family kDistilbertFamily;
-extern const Family kRobertaFamily;
-extern const Family kVitFamily;
-extern const Family kDeitFamily;
+// The rows, one per file under formats/models/families/, each in a namespace of its own
+// (<file>_family: a unity batch compiles several family files as one unit).
+namespace gpt2_family { extern const Family kFamily; }
+namespace llama_family { extern const Family kFamily; }
+namespace mistral_family { extern const Family kFamily; }
+namespace qwen2_family { extern const Family kFamily; }
+namespace qwen3_family { extern const Family kFamily; }
+namespace gemma2_family { extern const Family kFamily; }
+namespace phi3_family { extern const Family kFamily; }
+namespace gpt_neox_family { extern const Family kFamily; }
+namespace bert_family { extern const Family kFamily; }
+namespace distilbert_family { extern const Family kFamily; }
+namespace roberta_family { extern const Family kFamily; }
+namespace vit_family { extern const Family kFamily; }
+namespace deit_family { extern const Family kFamily; }
 
 std::span<const Family* const> families() {
-  static const Family* const kTable[] = {&kGpt2Family,  &kLlamaFamily,  &kMistralFamily,
-                                         &kQwen2Family, &kQwen3Family,  &kGemma2Family,
-                                         &kPhi3Family,  &kGptNeoxFamily,
-                                         // encoders
-                                         &kBertFamily, &kDistilbertFamily, &kRobertaFamily,
-                                         // vision transformers
-                                         &kVitFamily, &kDeitFamily};
+  static const Family* const kTable[] = {
+      &gpt2_family::kFamily,  &llama_family::kFamily,  &mistral_family::kFamily,
+      &qwen2_family::kFamily, &qwen3_family::kFamily,  &gemma2_family::kFamily,
+      &phi3_family::kFamily,  &gpt_neox_family::kFamily,
+      // encoders
+      &bert_family::kFamily,  &distilbert_family::kFamily, &roberta_family::kFamily,
+      // vision transformers
+      &vit_family::kFamily,   &deit_family::kFamily};
   return kTable;
 }
 

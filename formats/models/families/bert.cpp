@@ -4,7 +4,7 @@
 // checked and not run.
 #include "formats/models/families/bidirectional.h"
 
-namespace attn::io {
+namespace attn::io::bert_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::EncoderConfig& out) { return family::readBertStyle(r, out); }
@@ -28,12 +28,13 @@ nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
 
 }  // namespace
 
-extern const Family kBertFamily = {.modelType = "bert",
-                                   .kind = ModelKind::Encoder,
-                                   .layersField = "num_hidden_layers",
-                                   .isBuffer = family::isEncoderBuffer,
-                                   .readEncoderConfig = readConfig,
-                                   .planEncoderTensors = planTensors,
-                                   .writeBidirectionalConfig = writeConfig};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "bert",
+                               .kind = ModelKind::Encoder,
+                               .layersField = "num_hidden_layers",
+                               .isBuffer = family::isEncoderBuffer,
+                               .readEncoderConfig = readConfig,
+                               .planEncoderTensors = planTensors,
+                               .writeBidirectionalConfig = writeConfig};
 
-}  // namespace attn::io
+}  // namespace attn::io::bert_family

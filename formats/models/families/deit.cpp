@@ -3,7 +3,7 @@
 // prediction is the mean of cls_classifier([CLS]) and distillation_classifier([DIST]).
 #include "formats/models/families/bidirectional.h"
 
-namespace attn::io {
+namespace attn::io::deit_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::VitConfig& out) {
@@ -19,11 +19,12 @@ nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
 
 }  // namespace
 
-extern const Family kDeitFamily = {.modelType = "deit",
-                                   .kind = ModelKind::Vision,
-                                   .layersField = "num_hidden_layers",
-                                   .readVisionConfig = readConfig,
-                                   .planVisionTensors = planTensors,
-                                   .writeBidirectionalConfig = writeConfig};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "deit",
+                               .kind = ModelKind::Vision,
+                               .layersField = "num_hidden_layers",
+                               .readVisionConfig = readConfig,
+                               .planVisionTensors = planTensors,
+                               .writeBidirectionalConfig = writeConfig};
 
-}  // namespace attn::io
+}  // namespace attn::io::deit_family

@@ -7,7 +7,7 @@
 
 #include "formats/models/families/bidirectional.h"
 
-namespace attn::io {
+namespace attn::io::distilbert_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::EncoderConfig& out) {
@@ -70,13 +70,14 @@ nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
 
 }  // namespace
 
-extern const Family kDistilbertFamily = {.modelType = "distilbert",
-                                         .kind = ModelKind::Encoder,
-                                         .layersField = "n_layers",
-                                         .isBuffer = family::isEncoderBuffer,
-                                         .readEncoderConfig = readConfig,
-                                         .planEncoderTensors = planTensors,
-                                         .configField = configField,
-                                         .writeBidirectionalConfig = writeConfig};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "distilbert",
+                               .kind = ModelKind::Encoder,
+                               .layersField = "n_layers",
+                               .isBuffer = family::isEncoderBuffer,
+                               .readEncoderConfig = readConfig,
+                               .planEncoderTensors = planTensors,
+                               .configField = configField,
+                               .writeBidirectionalConfig = writeConfig};
 
-}  // namespace attn::io
+}  // namespace attn::io::distilbert_family

@@ -9,7 +9,7 @@
 
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::gemma2_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -118,13 +118,14 @@ constexpr GgufArchitecture kGguf = {.name = "gemma2",
 
 }  // namespace
 
-extern const Family kGemma2Family = {.modelType = "gemma2",
-                                     .kind = ModelKind::Decoder,
-                                     .layersField = "num_hidden_layers",
-                                     .readConfig = readConfig,
-                                     .planTensors = planTensors,
-                                     .writeConfig = writeConfig,
-                                     .isBuffer = family::isRotaryBuffer,
-                                     .gguf = &kGguf};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "gemma2",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "num_hidden_layers",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = family::isRotaryBuffer,
+                               .gguf = &kGguf};
 
-}  // namespace attn::io
+}  // namespace attn::io::gemma2_family

@@ -2,7 +2,7 @@
 // output columns are q | k | v, Conv1D weights stored [in, out], GELU (tanh), tied head.
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::gpt2_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -104,14 +104,15 @@ constexpr GgufArchitecture kGguf = {
 
 }  // namespace
 
-extern const Family kGpt2Family = {.modelType = "gpt2",
-                                   .kind = ModelKind::Decoder,
-                                   .layersField = "n_layer",
-                                   .readConfig = readConfig,
-                                   .planTensors = planTensors,
-                                   .writeConfig = writeConfig,
-                                   .isBuffer = isBuffer,
-                                   .byteLevelVocab = true,
-                                   .gguf = &kGguf};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "gpt2",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "n_layer",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = isBuffer,
+                               .byteLevelVocab = true,
+                               .gguf = &kGguf};
 
-}  // namespace attn::io
+}  // namespace attn::io::gpt2_family

@@ -3,7 +3,7 @@
 // by the engine, QkvLayout::FusedPerHead), rotary on the first rotary_pct of each head.
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::gpt_neox_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -101,13 +101,14 @@ constexpr GgufArchitecture kGguf = {.name = "gptneox",
 
 }  // namespace
 
-extern const Family kGptNeoxFamily = {.modelType = "gpt_neox",
-                                      .kind = ModelKind::Decoder,
-                                      .layersField = "num_hidden_layers",
-                                      .readConfig = readConfig,
-                                      .planTensors = planTensors,
-                                      .writeConfig = writeConfig,
-                                      .isBuffer = isBuffer,
-                                      .gguf = &kGguf};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "gpt_neox",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "num_hidden_layers",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = isBuffer,
+                               .gguf = &kGguf};
 
-}  // namespace attn::io
+}  // namespace attn::io::gpt_neox_family

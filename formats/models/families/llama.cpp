@@ -2,7 +2,7 @@
 // attention_bias, MLP biases with mlp_bias.
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::llama_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -39,13 +39,14 @@ constexpr GgufArchitecture kGguf = {.name = "llama",
 
 }  // namespace
 
-extern const Family kLlamaFamily = {.modelType = "llama",
-                                    .kind = ModelKind::Decoder,
-                                    .layersField = "num_hidden_layers",
-                                    .readConfig = readConfig,
-                                    .planTensors = planTensors,
-                                    .writeConfig = writeConfig,
-                                    .isBuffer = family::isRotaryBuffer,
-                                    .gguf = &kGguf};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "llama",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "num_hidden_layers",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = family::isRotaryBuffer,
+                               .gguf = &kGguf};
 
-}  // namespace attn::io
+}  // namespace attn::io::llama_family

@@ -2,7 +2,7 @@
 // every layer (sliding_window; null = none): query i sees keys j with i - window < j <= i.
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::mistral_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -28,12 +28,13 @@ nlohmann::ordered_json writeConfig(const model::Config& c) {
 
 // No GGUF row: llama.cpp's converter writes Mistral models as general.architecture llama
 // (the llama row reads them).
-extern const Family kMistralFamily = {.modelType = "mistral",
-                                      .kind = ModelKind::Decoder,
-                                      .layersField = "num_hidden_layers",
-                                      .readConfig = readConfig,
-                                      .planTensors = planTensors,
-                                      .writeConfig = writeConfig,
-                                      .isBuffer = family::isRotaryBuffer};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "mistral",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "num_hidden_layers",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = family::isRotaryBuffer};
 
-}  // namespace attn::io
+}  // namespace attn::io::mistral_family

@@ -5,7 +5,7 @@
 // null = none); untied lm_head.
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::phi3_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -60,13 +60,14 @@ constexpr GgufArchitecture kGguf = {.name = "phi3",
 
 }  // namespace
 
-extern const Family kPhi3Family = {.modelType = "phi3",
-                                   .kind = ModelKind::Decoder,
-                                   .layersField = "num_hidden_layers",
-                                   .readConfig = readConfig,
-                                   .planTensors = planTensors,
-                                   .writeConfig = writeConfig,
-                                   .isBuffer = family::isRotaryBuffer,
-                                   .gguf = &kGguf};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "phi3",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "num_hidden_layers",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = family::isRotaryBuffer,
+                               .gguf = &kGguf};
 
-}  // namespace attn::io
+}  // namespace attn::io::phi3_family

@@ -2,7 +2,7 @@
 // none). use_sliding_window must be false.
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::qwen2_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -35,13 +35,14 @@ constexpr GgufArchitecture kGguf = {.name = "qwen2",
 
 }  // namespace
 
-extern const Family kQwen2Family = {.modelType = "qwen2",
-                                    .kind = ModelKind::Decoder,
-                                    .layersField = "num_hidden_layers",
-                                    .readConfig = readConfig,
-                                    .planTensors = planTensors,
-                                    .writeConfig = writeConfig,
-                                    .isBuffer = family::isRotaryBuffer,
-                                    .gguf = &kGguf};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "qwen2",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "num_hidden_layers",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = family::isRotaryBuffer,
+                               .gguf = &kGguf};
 
-}  // namespace attn::io
+}  // namespace attn::io::qwen2_family

@@ -4,7 +4,7 @@
 // use_sliding_window must be false.
 #include "formats/models/families/common.h"
 
-namespace attn::io {
+namespace attn::io::qwen3_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::Config& out) {
@@ -37,13 +37,14 @@ constexpr GgufArchitecture kGguf = {.name = "qwen3",
 
 }  // namespace
 
-extern const Family kQwen3Family = {.modelType = "qwen3",
-                                    .kind = ModelKind::Decoder,
-                                    .layersField = "num_hidden_layers",
-                                    .readConfig = readConfig,
-                                    .planTensors = planTensors,
-                                    .writeConfig = writeConfig,
-                                    .isBuffer = family::isRotaryBuffer,
-                                    .gguf = &kGguf};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "qwen3",
+                               .kind = ModelKind::Decoder,
+                               .layersField = "num_hidden_layers",
+                               .readConfig = readConfig,
+                               .planTensors = planTensors,
+                               .writeConfig = writeConfig,
+                               .isBuffer = family::isRotaryBuffer,
+                               .gguf = &kGguf};
 
-}  // namespace attn::io
+}  // namespace attn::io::qwen3_family

@@ -4,7 +4,7 @@
 // the erf GELU.
 #include "formats/models/families/bidirectional.h"
 
-namespace attn::io {
+namespace attn::io::roberta_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::EncoderConfig& out) {
@@ -36,12 +36,13 @@ nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
 
 }  // namespace
 
-extern const Family kRobertaFamily = {.modelType = "roberta",
-                                      .kind = ModelKind::Encoder,
-                                      .layersField = "num_hidden_layers",
-                                      .isBuffer = family::isEncoderBuffer,
-                                      .readEncoderConfig = readConfig,
-                                      .planEncoderTensors = planTensors,
-                                      .writeBidirectionalConfig = writeConfig};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "roberta",
+                               .kind = ModelKind::Encoder,
+                               .layersField = "num_hidden_layers",
+                               .isBuffer = family::isEncoderBuffer,
+                               .readEncoderConfig = readConfig,
+                               .planEncoderTensors = planTensors,
+                               .writeBidirectionalConfig = writeConfig};
 
-}  // namespace attn::io
+}  // namespace attn::io::roberta_family

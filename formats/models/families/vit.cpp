@@ -2,7 +2,7 @@
 // [CLS] + the patches, the classifier on [CLS] with config.json's id2label.
 #include "formats/models/families/bidirectional.h"
 
-namespace attn::io {
+namespace attn::io::vit_family {
 namespace {
 
 Status readConfig(ConfigReader& r, model::VitConfig& out) { return family::readVitStyle(r, out); }
@@ -15,11 +15,12 @@ nlohmann::ordered_json writeConfig(const BidirectionalConfig& c) {
 
 }  // namespace
 
-extern const Family kVitFamily = {.modelType = "vit",
-                                  .kind = ModelKind::Vision,
-                                  .layersField = "num_hidden_layers",
-                                  .readVisionConfig = readConfig,
-                                  .planVisionTensors = planTensors,
-                                  .writeBidirectionalConfig = writeConfig};
+// This family's row of the table (formats/models/families.cpp).
+extern const Family kFamily = {.modelType = "vit",
+                               .kind = ModelKind::Vision,
+                               .layersField = "num_hidden_layers",
+                               .readVisionConfig = readConfig,
+                               .planVisionTensors = planTensors,
+                               .writeBidirectionalConfig = writeConfig};
 
-}  // namespace attn::io
+}  // namespace attn::io::vit_family
