@@ -10,6 +10,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/model_cache.h"
 #include "app/session/model_analysis.h"
+#include "app/session/model_driver.h"
 #include "core/models/analysis.h"
 #include "core/models/analysis_conventions.h"
 #include "core/models/run_analyses.h"
@@ -57,9 +58,10 @@ std::vector<cli::Option> bosOptions() {
       cli::customOption("--bos", "",
                         "put the BOS token first: the tokenizer's, else config.json's\n"
                         "bos_token_id (default: as the tokenizer's post-processor does, as\n"
-                        "`model --text`: <s> for Llama, none for GPT-2)",
+                        "`model --text`: <s> for Llama, none for GPT-2, and its EOS last for a\n"
+                        "\"<s> $A </s>\" template)",
                         nullptr),
-      cli::customOption("--no-bos", "", "do not put it first", nullptr),
+      cli::customOption("--no-bos", "", "do not put it first (nor the template's EOS last)", nullptr),
   };
 }
 
@@ -69,21 +71,10 @@ Expected<int> bosChoice(const cli::ParsedArgs& parsed) {
   return parsed.has("--bos") ? 1 : parsed.has("--no-bos") ? 0 : -1;
 }
 
-Expected<int> bosToken(const io::ModelFolder& model, int choice) {
-  if (choice == 0) return -1;
-  if (choice == -1) return model.tokenizer && model.tokenizer->addsBos() ? model.tokenizer->bosId() : -1;
-  if (model.tokenizer && model.tokenizer->bosId() >= 0) return model.tokenizer->bosId();
-  Expected<int> bos = io::loadBosTokenId((std::filesystem::path(model.folder) / "config.json").string());
-  if (!bos) return bos.error();
-  if (*bos >= model.weights->config.vocabSize)
-    return Error{(std::filesystem::path(model.folder) / "config.json").string(), "bos_token_id",
-                 std::to_string(*bos) + " is outside the vocabulary 0.." +
-                     std::to_string(model.weights->config.vocabSize - 1)};
-  return *bos;
-}
+Expected<int> bosToken(const io::ModelFolder& model, int choice) { return app::decoderBos(model, choice); }
 
 Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::string& text,
-                                    std::string_view option, std::ostream& err, int bos) {
+                                    std::string_view option, std::ostream& err, int choice) {
   const model::Config& c = model.weights->config;
   if (!model.tokenizer) {
     return optionError(option, "needs a tokenizer, and this " + c.modelType +
@@ -92,21 +83,29 @@ Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::str
                                                                    : model.tokenizerProblem) +
                                    ")");
   }
-  io::Gpt2Tokenizer::Encoding encoding = model.tokenizer->encode(text);
-  if (!encoding.invalidOffsets.empty()) {
-    err << "attnscope: warning: option '" << option << "': " << encoding.invalidOffsets.size()
+  app::DriveRequest request;
+  request.text = text;
+  request.bos = choice;
+  Expected<app::PreparedInput> prepared = app::prepareDecoderInput(model, request);
+  if (!prepared) return prepared.error();
+  if (!prepared->invalidOffsets.empty()) {
+    err << "attnscope: warning: option '" << option << "': " << prepared->invalidOffsets.size()
         << " invalid UTF-8 sequence(s) replaced by U+FFFD (first at byte "
-        << encoding.invalidOffsets.front() << ")\n";
+        << prepared->invalidOffsets.front() << ")\n";
   }
-  if (encoding.ids.empty()) return optionError(option, "is empty (no tokens to run)");
-  if (bos >= 0) encoding.ids.insert(encoding.ids.begin(), bos);
-  if (encoding.ids.size() > static_cast<std::size_t>(c.nPositions)) {
-    return optionError(option, std::to_string(encoding.ids.size()) + " tokens" +
-                                   (bos >= 0 ? " (with the BOS)" : "") +
+  std::vector<int>& ids = prepared->input.ids;
+  const std::size_t specials = (prepared->bos ? 1u : 0u) + (prepared->eos ? 1u : 0u);
+  if (ids.size() <= specials) return optionError(option, "is empty (no tokens to run)");
+  if (ids.size() > static_cast<std::size_t>(c.nPositions)) {
+    const char* with = prepared->bos && prepared->eos ? " (with the BOS and EOS)"
+                       : prepared->bos                ? " (with the BOS)"
+                       : prepared->eos                ? " (with the EOS)"
+                                                      : "";
+    return optionError(option, std::to_string(ids.size()) + " tokens" + with +
                                    " are more than the model's context of " +
                                    std::to_string(c.nPositions) + " (n_positions)");
   }
-  return encoding.ids;
+  return std::move(ids);
 }
 
 Expected<int> singleToken(const io::ModelFolder& model, const std::string& text,
@@ -314,7 +313,7 @@ int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostrea
   if (!model) return fail(err, model.error());
   Expected<int> bos = bosToken(*model, r->bos);
   if (!bos) return fail(err, bos.error());
-  Expected<std::vector<int>> ids = tokenize(*model, r->text, "--text", err, *bos);
+  Expected<std::vector<int>> ids = tokenize(*model, r->text, "--text", err, r->bos);
   if (!ids) return fail(err, ids.error());
   json summary = json::object();
   summary["tokens"] = ids->size();
@@ -330,7 +329,7 @@ int runAnalyze(std::span<const std::string> args, std::ostream& out, std::ostrea
       if (!lines) return fail(err, lines.error());
       std::vector<std::vector<int>> prompts;
       for (const io::PromptLine& line : *lines) {
-        auto promptIds = tokenize(*model, line.text, "--mean-from", err, *bos);
+        auto promptIds = tokenize(*model, line.text, "--mean-from", err, r->bos);
         if (!promptIds)
           return fail(err, Error{r->meanFrom, "line " + std::to_string(line.line) + ": text", promptIds.error().problem});
         prompts.push_back(std::move(promptIds).value());
@@ -564,9 +563,9 @@ int runPatch(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (!model) return fail(err, model.error());
   Expected<int> bos = bosToken(*model, *choice);
   if (!bos) return fail(err, bos.error());
-  Expected<std::vector<int>> clean = tokenize(*model, r.clean, "--clean", err, *bos);
+  Expected<std::vector<int>> clean = tokenize(*model, r.clean, "--clean", err, *choice);
   if (!clean) return fail(err, clean.error());
-  Expected<std::vector<int>> corrupt = tokenize(*model, r.corrupt, "--corrupt", err, *bos);
+  Expected<std::vector<int>> corrupt = tokenize(*model, r.corrupt, "--corrupt", err, *choice);
   if (!corrupt) return fail(err, corrupt.error());
   if (clean->size() != corrupt->size()) {
     return fail(err, optionError("--corrupt", "is " + std::to_string(corrupt->size()) +
@@ -685,7 +684,7 @@ int runLens(std::span<const std::string> args, std::ostream& out, std::ostream& 
   if (!model) return fail(err, model.error());
   Expected<int> bos = bosToken(*model, *choice);
   if (!bos) return fail(err, bos.error());
-  Expected<std::vector<int>> ids = tokenize(*model, r.text, "--text", err, *bos);
+  Expected<std::vector<int>> ids = tokenize(*model, r.text, "--text", err, *choice);
   if (!ids) return fail(err, ids.error());
   auto lens = model::modelLens(model::AnyWeights::of(model->weights), {*ids, {}}, r.top,
                                r.scale == 0 ? model::LensScale::Own : model::LensScale::Final);

@@ -56,11 +56,14 @@ Expected<int> bosChoice(const cli::ParsedArgs& parsed);
 // --no-bos none; neither: the tokenizer's BOS when its post-processor adds one
 // (Tokenizer::addsBos(): <s> for Llama's templates), else none.
 Expected<int> bosToken(const io::ModelFolder& model, int choice);
-// TEXT as token ids through the folder's tokenizer, with `bos` first when >= 0. Errors name
-// `option`: no tokenizer, an empty text, more tokens than the context. Invalid UTF-8 is
-// replaced, with a warning on err.
+// TEXT as token ids through the folder's tokenizer, by the driver's one rule for a decoder's
+// text (app/session/model_driver.h, prepareDecoderInput): the BOS first as `choice` says
+// (bosChoice: 1, 0, -1) and, but for --no-bos, the EOS last when the tokenizer's template
+// puts one after $A.
+// Errors name `option`: no tokenizer, an empty text, more tokens than the context. Invalid
+// UTF-8 is replaced, with a warning on err.
 Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::string& text,
-                                    std::string_view option, std::ostream& err, int bos);
+                                    std::string_view option, std::ostream& err, int choice);
 // TEXT that must be exactly one token (an answer): errors name `option` and the count.
 Expected<int> singleToken(const io::ModelFolder& model, const std::string& text,
                           std::string_view option);

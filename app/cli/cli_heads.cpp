@@ -418,7 +418,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   if (!dataset) {
     std::vector<int> ids;
     if (parsed->has("--text")) {
-      auto tokens = analysis_cli::tokenize(*model, r.text, "--text", err, *bos);
+      auto tokens = analysis_cli::tokenize(*model, r.text, "--text", err, r.bos);
       if (!tokens) return fail(err, tokens.error());
       ids = std::move(tokens).value();
     } else {
@@ -473,7 +473,7 @@ int runHeads(std::span<const std::string> args, std::ostream& out, std::ostream&
   cli::ProgressLine progress(err, "attnscope heads:", "prompts");
   for (std::size_t i = range.first; i < range.last; ++i) {
     const std::string where = r.promptsPath + " line " + std::to_string(prompts[i].line);
-    auto ids = analysis_cli::tokenize(*model, prompts[i].text, "--prompts", err, *bos);
+    auto ids = analysis_cli::tokenize(*model, prompts[i].text, "--prompts", err, r.bos);
     if (!ids) return fail(err, Error{r.promptsPath, "line " + std::to_string(prompts[i].line) + ": text",
                                      ids.error().problem});
     // From scratch (decoderPass): reusing the previous prompt's common prefix would make a

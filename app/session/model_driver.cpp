@@ -55,31 +55,6 @@ Expected<io::Tokenizer::Encoding> givenOrEncoded(const Folder& model, const Driv
   return encode(request.text);
 }
 
-Expected<PreparedInput> decoderInput(const io::ModelFolder& model, const DriveRequest& request) {
-  PreparedInput out;
-  Expected<io::Tokenizer::Encoding> given =
-      givenOrEncoded(model, request, [&](const std::string& text) { return model.tokenizer->encode(text); });
-  if (!given) return given.error();
-  io::Tokenizer::Encoding encoding = std::move(given).value();
-  out.bos = request.bos == 1 || (request.bos == -1 && !request.hasIds && model.tokenizer && model.tokenizer->addsBos());
-  if (out.bos) {
-    if (model.tokenizer && model.tokenizer->bosId() >= 0) {
-      encoding.ids.insert(encoding.ids.begin(), model.tokenizer->bosId());
-    } else {
-      Expected<int> bos = io::loadBosTokenId((std::filesystem::path(model.folder) / "config.json").string());
-      if (!bos) return bos.error();
-      encoding.ids.insert(encoding.ids.begin(), *bos);
-    }
-    // a text also gets the EOS a "<s> $A </s>" template puts last
-    if (!request.hasIds && model.tokenizer && model.tokenizer->addsEos())
-      encoding.ids.push_back(model.tokenizer->eosId());
-  }
-  out.invalidOffsets = std::move(encoding.invalidOffsets);
-  out.input.ids = std::move(encoding.ids);
-  for (int id : out.input.ids) out.tokenTexts.push_back(idText(model.tokenizer.get(), id));
-  return out;
-}
-
 Expected<PreparedInput> encoderInput(const io::EncoderFolder& model, const DriveRequest& request) {
   if (request.bos != -1) {
     return optionError(request.bos == 1 ? "--bos" : "--no-bos",
@@ -97,6 +72,44 @@ Expected<PreparedInput> encoderInput(const io::EncoderFolder& model, const Drive
 }
 
 }  // namespace
+
+Expected<int> decoderBos(const io::ModelFolder& model, int choice) {
+  if (choice == 0) return -1;
+  if (choice == -1) return model.tokenizer && model.tokenizer->addsBos() ? model.tokenizer->bosId() : -1;
+  if (model.tokenizer && model.tokenizer->bosId() >= 0) return model.tokenizer->bosId();
+  const std::string config = (std::filesystem::path(model.folder) / "config.json").string();
+  Expected<int> bos = io::loadBosTokenId(config);
+  if (!bos) return bos.error();
+  if (*bos < 0 || *bos >= model.weights->config.vocabSize)
+    return Error{config, "bos_token_id",
+                 std::to_string(*bos) + " is outside the vocabulary 0.." +
+                     std::to_string(model.weights->config.vocabSize - 1)};
+  return *bos;
+}
+
+Expected<PreparedInput> prepareDecoderInput(const io::ModelFolder& model, const DriveRequest& request) {
+  PreparedInput out;
+  Expected<io::Tokenizer::Encoding> given =
+      givenOrEncoded(model, request, [&](const std::string& text) { return model.tokenizer->encode(text); });
+  if (!given) return given.error();
+  io::Tokenizer::Encoding encoding = std::move(given).value();
+  // ids given get a BOS only when asked (--bos); a text as decoderBos says
+  Expected<int> bos = decoderBos(model, request.hasIds && request.bos == -1 ? 0 : request.bos);
+  if (!bos) return bos.error();
+  if (*bos >= 0) {
+    encoding.ids.insert(encoding.ids.begin(), *bos);
+    out.bos = true;
+  }
+  // a text also gets the EOS its template puts last ("<s> $A </s>"), unless --no-bos
+  if (!request.hasIds && request.bos != 0 && model.tokenizer && model.tokenizer->addsEos()) {
+    encoding.ids.push_back(model.tokenizer->eosId());
+    out.eos = true;
+  }
+  out.invalidOffsets = std::move(encoding.invalidOffsets);
+  out.input.ids = std::move(encoding.ids);
+  for (int id : out.input.ids) out.tokenTexts.push_back(idText(model.tokenizer.get(), id));
+  return out;
+}
 
 std::vector<std::string> visionTokenNames(const model::VitConfig& c) {
   std::vector<std::string> names = {"[CLS]"};
@@ -131,7 +144,7 @@ Expected<PreparedInput> prepareInput(const io::LoadedModel& model, const DriveRe
     }
     case model::ModelKind::Decoder: break;
   }
-  return decoderInput(*model.decoder, request);
+  return prepareDecoderInput(*model.decoder, request);
 }
 
 Expected<io::LoadedModel> loadTextModel(const std::string& path) {

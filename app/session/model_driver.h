@@ -42,6 +42,7 @@ struct PreparedInput {
   // transformer's "[CLS]", "[DIST]" (deit), then "r,c" for each patch, row by row.
   std::vector<std::string> tokenTexts;
   bool bos = false;                          // a BOS was put first (decoders)
+  bool eos = false;                          // the template's EOS was put last (decoders)
   std::vector<std::size_t> invalidOffsets;   // byte offsets of the text's invalid UTF-8 (replaced)
 };
 
@@ -50,6 +51,20 @@ struct PreparedInput {
 // not a decoder; "--ids" / "--text" for a vision transformer, which needs a picture;
 // "--image" for a text model) and the folder.
 Expected<PreparedInput> prepareInput(const io::LoadedModel& model, const DriveRequest& request);
+
+// A decoder's BOS for `choice` (DriveRequest::bos): 1 the tokenizer's BOS, else config.json's
+// bos_token_id (checked against the vocabulary); 0 none; -1 the tokenizer's when its template
+// puts one first (Tokenizer::addsBos(): <s> for Llama's templates), else none. Returns the id,
+// or -1 for none. Errors name config.json and bos_token_id.
+Expected<int> decoderBos(const io::ModelFolder& model, int choice);
+
+// A decoder's input, the one rule for every place that runs a decoder on a text (the window's
+// typing, model_service.cpp; the `model` command through prepareInput; the analysis
+// commands, app/cli/cli_analysis.h tokenize): the text's tokens with decoderBos(request.bos)
+// first and, unless request.bos = 0 (--no-bos), the EOS last when the tokenizer's template
+// puts one after $A ("<s> $A </s>"); ids given run as given, with the BOS only for
+// request.bos = 1. Errors as prepareInput's.
+Expected<PreparedInput> prepareDecoderInput(const io::ModelFolder& model, const DriveRequest& request);
 
 // A model for the window, which runs typed text: io::openModel(path), and for a decoder or
 // an encoder a tokenizer it can read (else an error naming the folder, pointing to

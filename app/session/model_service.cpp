@@ -34,17 +34,20 @@ std::size_t commonPrefix(const std::vector<int>& a, const std::vector<int>& b) {
   return i;
 }
 
-// The ids the model runs on: the tokenizer's, with its BOS first and its EOS last when its
-// post-processor puts them there (Llama's <s>; a "<s> $A </s>" template), as the CLI's default.
+// The window's ids of `text`: the driver's one rule for a decoder's text
+// (prepareDecoderInput: the BOS and EOS its tokenizer's template puts around it), and none
+// for a text without tokens (an empty text runs nothing). `encoding` gets the invalid UTF-8
+// offsets. The window's model has a tokenizer (loadTextModel).
 std::vector<int> windowTokens(const io::ModelFolder& model, const std::string& text,
                               io::Tokenizer::Encoding* encoding) {
-  *encoding = model.tokenizer->encode(text);
-  std::vector<int> ids;
-  if (model.tokenizer->addsBos() && !encoding->ids.empty()) ids.push_back(model.tokenizer->bosId());
-  ids.insert(ids.end(), encoding->ids.begin(), encoding->ids.end());
-  // and its EOS last when the template puts one after $A ("<s> $A </s>")
-  if (model.tokenizer->addsEos() && !encoding->ids.empty()) ids.push_back(model.tokenizer->eosId());
-  return ids;
+  DriveRequest request;
+  request.text = text;
+  Expected<PreparedInput> prepared = prepareDecoderInput(model, request);
+  if (!prepared) return {};
+  encoding->invalidOffsets = prepared->invalidOffsets;
+  const std::size_t specials = (prepared->bos ? 1u : 0u) + (prepared->eos ? 1u : 0u);
+  if (prepared->input.ids.size() <= specials) return {};
+  return std::move(prepared->input.ids);
 }
 
 // run.labels and run.special from run.ids: each token's display form, and whether it is a
