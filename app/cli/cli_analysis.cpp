@@ -94,8 +94,7 @@ Expected<std::vector<int>> tokenize(const io::ModelFolder& model, const std::str
         << prepared->invalidOffsets.front() << ")\n";
   }
   std::vector<int>& ids = prepared->input.ids;
-  const std::size_t specials = (prepared->bos ? 1u : 0u) + (prepared->eos ? 1u : 0u);
-  if (ids.size() <= specials) return optionError(option, "is empty (no tokens to run)");
+  if (prepared->textTokens() == 0) return optionError(option, "is empty (no tokens to run)");
   if (ids.size() > static_cast<std::size_t>(c.nPositions)) {
     const char* with = prepared->bos && prepared->eos ? " (with the BOS and EOS)"
                        : prepared->bos                ? " (with the BOS)"

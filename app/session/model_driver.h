@@ -43,6 +43,8 @@ struct PreparedInput {
   std::vector<std::string> tokenTexts;
   bool bos = false;                          // a BOS was put first (decoders)
   bool eos = false;                          // the template's EOS was put last (decoders)
+  // How many of input.ids are the text's own (not the BOS or EOS put around it).
+  std::size_t textTokens() const { return input.ids.size() - (bos ? 1u : 0u) - (eos ? 1u : 0u); }
   std::vector<std::size_t> invalidOffsets;   // byte offsets of the text's invalid UTF-8 (replaced)
 };
 

@@ -45,8 +45,7 @@ std::vector<int> windowTokens(const io::ModelFolder& model, const std::string& t
   Expected<PreparedInput> prepared = prepareDecoderInput(model, request);
   if (!prepared) return {};
   encoding->invalidOffsets = prepared->invalidOffsets;
-  const std::size_t specials = (prepared->bos ? 1u : 0u) + (prepared->eos ? 1u : 0u);
-  if (prepared->input.ids.size() <= specials) return {};
+  if (prepared->textTokens() == 0) return {};
   return std::move(prepared->input.ids);
 }
 
