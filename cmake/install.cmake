@@ -26,6 +26,7 @@ file(MAKE_DIRECTORY ${ATTNSCOPE_GENERATED_DIR})
 
 # The icon, drawn by the project: SVG and a 256 px PNG from the same shapes.
 add_executable(gen_icon tools/gen_icon.cpp)
+attnscope_app_opt(gen_icon)
 target_link_libraries(gen_icon PRIVATE attnscope_render)
 add_custom_command(
   OUTPUT ${ATTNSCOPE_GENERATED_DIR}/attnscope.svg ${ATTNSCOPE_GENERATED_DIR}/attnscope.png
@@ -59,6 +60,7 @@ install(TARGETS attnscope RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The man page and the bash completion, from the CLI's option declarations and help texts
 # (tools/gen_cli_docs.cpp links the headless CLI), so they say what --help says.
 add_executable(gen_cli_docs tools/gen_cli_docs.cpp)
+attnscope_app_opt(gen_cli_docs)
 target_link_libraries(gen_cli_docs PRIVATE attnscope_cli)
 add_custom_command(
   OUTPUT ${ATTNSCOPE_GENERATED_DIR}/attnscope.1 ${ATTNSCOPE_GENERATED_DIR}/attnscope.bash
