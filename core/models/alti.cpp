@@ -2,23 +2,13 @@
 #include "core/models/alti.h"
 
 #include "core/models/analysis.h"
+#include "core/models/mechanisms_detail.h"
 
 #include <algorithm>
 #include <cmath>
 
 
 namespace attn::model {
-
-namespace {
-
-// A Linear's weight in double as it maps row vectors: in x out (as mechanisms.cpp).
-Eigen::MatrixXd inByOut(const Linear& lin) {
-  const Matrix stored = lin.weight.dense();
-  if (lin.outByIn) return stored.transpose().cast<double>();
-  return stored.cast<double>();
-}
-
-}  // namespace
 
 Expected<std::vector<float>> altiContributions(std::shared_ptr<const Weights> weights, std::span<const int> ids,
                                                int threads) {
@@ -37,7 +27,7 @@ Expected<std::vector<float>> altiContributions(std::shared_ptr<const Weights> we
   std::vector<float> out(static_cast<std::size_t>(L * n * n), 0.0f);
   for (Eigen::Index l = 0; l < L; ++l) {
     const LayerWeights& layer = weights->layers[static_cast<std::size_t>(l)];
-    const Eigen::MatrixXd out_ = inByOut(layer.out);  // (H·d_h) x E
+    const Eigen::MatrixXd out_ = detail::inByOut(layer.out);  // (H·d_h) x E
     const Eigen::MatrixXd x = recorded.resid[static_cast<std::size_t>(l)].cast<double>();
     // 2 y = x + z·W_O + b_O: the stream after the attention sublayer
     Eigen::MatrixXd y = x + recorded.z[static_cast<std::size_t>(l)].cast<double>() * out_;

@@ -1,5 +1,6 @@
-// The small pieces of arithmetic that the decoder's mechanisms (mechanisms.cpp) and the
-// bidirectional models' (mechanisms_bidirectional.cpp) share; defined in mechanisms.cpp.
+// The small pieces of arithmetic that the decoder's mechanisms (mechanisms.cpp), the
+// bidirectional models' (mechanisms_bidirectional.cpp) and ALTI (alti.cpp) share; defined in
+// mechanisms.cpp.
 // Not part of the mechanisms' interface (core/models/mechanisms.h).
 #pragma once
 
