@@ -21,15 +21,6 @@ namespace {
 
 constexpr std::uintmax_t kMaxTokensFileBytes = 64u << 20;
 
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
-}
-
 std::string dimName(char letter) {
   switch (letter) {
     case 'b':

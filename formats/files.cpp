@@ -39,10 +39,6 @@ constexpr std::string_view kTemporaryTag = ".attnscope-tmp-";
 // A temporary's name holds the target's name; keep it well inside NAME_MAX (255).
 constexpr std::size_t kMaxNameInTemporary = 160;
 
-std::string systemMessage(int error) {
-  return std::generic_category().message(error);
-}
-
 Error fileError(const std::string& path, const std::string& problem) {
   return Error{path, "", problem};
 }
@@ -438,6 +434,10 @@ Expected<std::string> readCapped(const std::string& path, std::size_t maxBytes) 
   std::string out = std::move(text).str();
   if (out.size() > maxBytes) return Error{path, "", "grew past the size limit while reading"};
   return out;
+}
+
+std::string systemMessage(int error) {
+  return std::generic_category().message(error);
 }
 
 Error withFile(Error error, const std::string& path) {

@@ -98,6 +98,9 @@ Expected<std::string> readCapped(const std::string& path, std::size_t maxBytes);
 // `if (error.file.empty()) error.file = path`.
 Error withFile(Error error, const std::string& path);
 
+// The system's text for an errno value ("No such file or directory"), for messages.
+std::string systemMessage(int error);
+
 // The file name's extension in lower case, with its dot: "a/B.PNG" -> ".png", "x" -> "".
 // How a path picks its format (heatmap exports, grids, overlays).
 std::string lowerExtension(const std::string& path);

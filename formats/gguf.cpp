@@ -20,7 +20,7 @@
 namespace attn::io {
 namespace {
 
-constexpr std::uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
+constexpr std::uint32_t kGgufMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr std::uint64_t kHeaderBytes = 24;    // magic, version, two u64 counts
 
 // Bytes of one scalar item; 0 for String and Array.
@@ -94,7 +94,7 @@ class Parser {
     }
     std::uint32_t magic = 0;
     cursor_.read(magic);
-    if (magic != kMagic) return Error{name_, "", "not a GGUF file (its first 4 bytes are not 'GGUF')"};
+    if (magic != kGgufMagic) return Error{name_, "", "not a GGUF file (its first 4 bytes are not 'GGUF')"};
     cursor_.read(version);
     if (version == 1) {
       return fail("version", "1, the 2023 format with 32-bit counts, is not supported "

@@ -16,7 +16,7 @@
 namespace attn::io {
 namespace {
 
-constexpr unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+constexpr unsigned char kNpyMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
 Error headerError(const std::string& file, std::string field, std::string problem) {
   return Error{file, std::move(field), std::move(problem)};
@@ -480,7 +480,7 @@ std::vector<std::int64_t> NpyHeader::strides() const {
 
 Expected<NpyHeader> parseNpyHeader(std::span<const std::byte> bytes, const std::string& file) {
   // 1 magic and version
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), kNpyMagic, sizeof kNpyMagic) != 0) {
     return headerError(file, "", "not an .npy file (bad magic; expected \\x93NUMPY)");
   }
   NpyHeader header;
@@ -728,7 +728,7 @@ Expected<std::string> npyHeaderFor(std::string_view descr, std::span<const std::
   dict.append(padded - total, ' ');
   dict += '\n';
   std::string out;
-  out.append(reinterpret_cast<const char*>(kMagic), sizeof kMagic);
+  out.append(reinterpret_cast<const char*>(kNpyMagic), sizeof kNpyMagic);
   out += static_cast<char>(prefix == 10 ? 1 : 2);
   out += '\0';
   for (std::size_t i = 0; i < prefix - 8; ++i)

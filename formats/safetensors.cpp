@@ -2,6 +2,8 @@
 // rely on it.
 #include "formats/safetensors.h"
 
+#include "core/base/format.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -108,12 +110,7 @@ std::int64_t TensorInfo::elementCount() const {
 }
 
 std::string TensorInfo::shapeText() const {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
+  return attn::shapeText(shape);
 }
 
 // =======================================================================================

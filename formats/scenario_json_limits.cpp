@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/scenario/view_options.h"
+#include "formats/files.h"
 #include "formats/scenario_json_detail.h"
 
 namespace attn::io {
@@ -560,14 +561,6 @@ ParsedDom parseDom(std::string_view json) {
 // ---------------------------------------------------------------------------------------
 // Stage 1: the file's size before reading, and the one way errors leave (with the file)
 // ---------------------------------------------------------------------------------------
-
-namespace {
-
-std::string systemMessage(int error) {
-  return std::generic_category().message(error);
-}
-
-}  // namespace
 
 namespace scenario_detail {
 

@@ -24,7 +24,7 @@
 namespace attn::app {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // answers list their keys as written: id first
 
 cli::Command serveCommand() {
   cli::Command command;

@@ -202,7 +202,10 @@ int runScreenshot(std::span<const std::string> args, std::ostream& out, std::ost
   // With --model the SCENARIO may be left out (the default one); --image PICTURE is the
   // picture given as an option (a vision transformer's input), in the positional's place.
   if (parsed->has("--image") && !parsed->positional.empty())
-    return fail(err, optionError("--image", "give the picture once: as IMAGE or as --image PICTURE, not both"));
+    return fail(err, optionError("--image", inQuotes(parsed->positional.front()) +
+                                                " is given besides --image PICTURE: give the picture once, as IMAGE "
+                                                "or as --image PICTURE, not both (a flag such as --pipeline takes "
+                                                "no value)"));
   Expected<std::string> path = parsed->has("--image") ? Expected<std::string>(shot.picture)
                                : parsed->has("--model") && parsed->positional.empty()
                                    ? Expected<std::string>(std::string())

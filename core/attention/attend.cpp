@@ -304,7 +304,7 @@ Status attend(const Inputs& inputs, const Options& options, AttentionResult& out
   }
 
   auto overflow = [](const char* field, const std::string& what) {
-    return makeError(field, what + " overflows float32; scale the numbers down");
+    return fieldError(field, what + " overflows float32; scale the numbers down");
   };
 
   // 1. Project: head h takes column block h of each projection.

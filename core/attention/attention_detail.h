@@ -26,8 +26,6 @@ constexpr Scalar kMaxFinite = std::numeric_limits<Scalar>::max();
 // "3 x 4": a shape for messages.
 std::string shapeOf(Index rows, Index cols);
 std::string shapeOf(const Matrix& m);
-// Error{"", field, problem}: the core names fields; callers fill in the file.
-Error makeError(std::string field, std::string problem);
 // True when every entry of x (n) / of m is finite (the ISA kernel).
 bool isAllFinite(const Scalar* x, Index n);
 bool isAllFinite(const Matrix& m);

@@ -56,10 +56,6 @@ std::string shownQuotient(double num, double sum) {
   return a + " / " + b + " = " + wText;
 }
 
-Error fieldError(const std::string& field, const std::string& problem) {
-  return Error{"", field, problem};
-}
-
 Status checkHead(const AttentionResult& result, int head, bool allowMean) {
   const int heads = static_cast<int>(result.heads.size());
   if (heads == 0) return fieldError("head", "the result has no heads");

@@ -38,22 +38,22 @@ Expected<Projections> projectionsFromPyTorch(const Matrix& inProjWeight, const V
                                              const Vector& outProjBias) {
   const Index rows = inProjWeight.rows(), e = inProjWeight.cols();
   if (e < 1 || rows != 3 * e)
-    return makeError("in_proj_weight", "is " + shapeOf(inProjWeight) +
+    return fieldError("in_proj_weight", "is " + shapeOf(inProjWeight) +
                                            ", expected 3E x E (Q, K and V blocks stacked)");
   if (e > Limits::kMaxWidth)
-    return makeError("in_proj_weight", "E = " + std::to_string(e) + " exceeds the limit of " +
+    return fieldError("in_proj_weight", "E = " + std::to_string(e) + " exceeds the limit of " +
                                            std::to_string(Limits::kMaxWidth));
   if (auto error = checkFinite(inProjWeight, "in_proj_weight")) return *error;
   if (inProjBias.size() != 0 && inProjBias.size() != 3 * e)
-    return makeError("in_proj_bias", "has " + std::to_string(inProjBias.size()) +
+    return fieldError("in_proj_bias", "has " + std::to_string(inProjBias.size()) +
                                          " entries, expected 3E = " + std::to_string(3 * e));
   if (auto error = checkFinite(inProjBias, "in_proj_bias")) return *error;
   if (outProjWeight.rows() != e || outProjWeight.cols() != e)
-    return makeError("out_proj_weight",
+    return fieldError("out_proj_weight",
                      "is " + shapeOf(outProjWeight) + ", expected E x E = " + shapeOf(e, e));
   if (auto error = checkFinite(outProjWeight, "out_proj_weight")) return *error;
   if (outProjBias.size() != 0 && outProjBias.size() != e)
-    return makeError("out_proj_bias", "has " + std::to_string(outProjBias.size()) +
+    return fieldError("out_proj_bias", "has " + std::to_string(outProjBias.size()) +
                                           " entries, expected E = " + std::to_string(e));
   if (auto error = checkFinite(outProjBias, "out_proj_bias")) return *error;
 
@@ -77,13 +77,13 @@ Expected<BlockedQkv> blockedFromInterleavedQkv(const Matrix& weight, const Vecto
                                                int heads) {
   const Index rows = weight.rows(), e = weight.cols();
   if (e < 1 || rows != 3 * e)
-    return makeError("in_proj_weight", "is " + shapeOf(weight) +
+    return fieldError("in_proj_weight", "is " + shapeOf(weight) +
                                            ", expected 3E x E (one qkv_proj Linear, E -> 3E)");
   if (bias.size() != 0 && bias.size() != 3 * e)
-    return makeError("in_proj_bias", "has " + std::to_string(bias.size()) +
+    return fieldError("in_proj_bias", "has " + std::to_string(bias.size()) +
                                          " entries, expected 3E = " + std::to_string(3 * e));
   if (heads < 1 || e % heads != 0)
-    return makeError("heads", std::to_string(heads) + " heads do not divide E = " +
+    return fieldError("heads", std::to_string(heads) + " heads do not divide E = " +
                                   std::to_string(e) +
                                   " (qkv_interleaved splits each head's 3·d_h outputs)");
   const Index dH = e / heads;

@@ -32,10 +32,6 @@ std::string shapeOf(const Matrix& m) {
   return shapeOf(m.rows(), m.cols());
 }
 
-Error makeError(std::string field, std::string problem) {
-  return Error{"", std::move(field), std::move(problem)};
-}
-
 // Shortest readable form of a number for messages ("0.5", "1e-30", "nan").
 std::string messageNumber(double x) {
   char buffer[32];
@@ -64,7 +60,7 @@ std::optional<Error> checkFinite(const Matrix& m, const std::string& field) {
   for (Index r = 0; r < m.rows(); ++r)
     for (Index c = 0; c < m.cols(); ++c)
       if (!std::isfinite(m(r, c)))
-        return makeError(field + "[" + std::to_string(r) + "][" + std::to_string(c) + "]",
+        return fieldError(field + "[" + std::to_string(r) + "][" + std::to_string(c) + "]",
                          "is not a finite number (" + nonFiniteName(m(r, c)) + ")");
   return std::nullopt;
 }
@@ -73,7 +69,7 @@ std::optional<Error> checkFinite(const Vector& v, const std::string& field) {
   if (v.allFinite()) return std::nullopt;
   for (Index i = 0; i < v.size(); ++i)
     if (!std::isfinite(v(i)))
-      return makeError(field + "[" + std::to_string(i) + "]",
+      return fieldError(field + "[" + std::to_string(i) + "]",
                        "is not a finite number (" + nonFiniteName(v(i)) + ")");
   return std::nullopt;
 }
@@ -120,7 +116,7 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
                          const char* expected) -> std::optional<Error> {
     if (m.size() == 0) return std::nullopt;
     if (m.rows() != rows || m.cols() != cols)
-      return makeError(prefix + name, "is " + shapeOf(m) + ", expected " + shapeOf(rows, cols) +
+      return fieldError(prefix + name, "is " + shapeOf(m) + ", expected " + shapeOf(rows, cols) +
                                           " (" + expected + ")");
     return checkFinite(m, prefix + name);
   };
@@ -128,13 +124,13 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
                          const char* expected) -> std::optional<Error> {
     if (v.size() == 0) return std::nullopt;
     if (v.size() != size)
-      return makeError(prefix + name, "has " + std::to_string(v.size()) + " entries, expected " +
+      return fieldError(prefix + name, "has " + std::to_string(v.size()) + " entries, expected " +
                                           std::to_string(size) + " (" + expected + ")");
     return checkFinite(v, prefix + name);
   };
   const int dHidden = scoreHiddenWidth(kind, p, dH, hidden);
   if ((kind == ScoreKind::Additive || kind == ScoreKind::Mlp) && dHidden > Limits::kMaxWidth)
-    return makeError(prefix + (kind == ScoreKind::Additive ? "additive_wq" : "mlp_hidden_w"),
+    return fieldError(prefix + (kind == ScoreKind::Additive ? "additive_wq" : "mlp_hidden_w"),
                      "hidden width " + std::to_string(dHidden) + " exceeds the limit of " +
                          std::to_string(Limits::kMaxWidth));
   std::optional<Error> error;
@@ -158,7 +154,7 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
       if ((error = vectorField(p.mlpHiddenBias, "mlp_hidden_bias", dHidden, "d_m"))) break;
       if ((error = vectorField(p.mlpOutW, "mlp_out_w", dHidden, "d_m"))) break;
       if (!std::isfinite(p.mlpOutBias))
-        error = makeError(prefix + "mlp_out_bias",
+        error = fieldError(prefix + "mlp_out_bias",
                           "is not a finite number (" + nonFiniteName(p.mlpOutBias) + ")");
       break;
   }
@@ -181,7 +177,7 @@ Status validateMask(const MaskOptions& mask, int nQ, int nK) {
       break;
     case MaskKind::Padding:
       if (static_cast<int>(mask.keyValid.size()) != nK)
-        return makeError(
+        return fieldError(
             "mask.key_valid",
             "has " + countOf(static_cast<long long>(mask.keyValid.size()), "entry", "entries") +
                 " but there " + (nK == 1 ? "is " : "are ") + countOf(nK, "key", "keys"));
@@ -189,16 +185,16 @@ Status validateMask(const MaskOptions& mask, int nQ, int nK) {
     case MaskKind::Local:
     case MaskKind::LocalGaussian:
       if (mask.window < 0)
-        return makeError("mask.window",
+        return fieldError("mask.window",
                          "must be 0 or more (got " + std::to_string(mask.window) + ")");
       if (mask.center == MaskOptions::Center::Fixed && (mask.position < 0 || mask.position >= nK))
-        return makeError("mask.position", "is " + std::to_string(mask.position) +
+        return fieldError("mask.position", "is " + std::to_string(mask.position) +
                                               " but the keys are numbered 0 to " +
                                               std::to_string(nK - 1));
       break;
     case MaskKind::Custom:
       if (mask.custom.rows() != nQ || mask.custom.cols() != nK)
-        return makeError("mask.matrix", "is " + shapeOf(mask.custom.rows(), mask.custom.cols()) +
+        return fieldError("mask.matrix", "is " + shapeOf(mask.custom.rows(), mask.custom.cols()) +
                                             " but there " + (nQ == 1 ? "is " : "are ") +
                                             countOf(nQ, "query", "queries") + " and " +
                                             countOf(nK, "key", "keys") + " (expected " +
@@ -213,16 +209,16 @@ Status validateMask(const MaskOptions& mask, int nQ, int nK) {
 Status validateScoreOptions(const Options& options, int dH) {
   // Normaliser.
   if (options.normalizer.kind == NormalizerKind::TopK && options.normalizer.topK < 1)
-    return makeError("normalizer.top_k",
+    return fieldError("normalizer.top_k",
                      "must be at least 1 (got " + std::to_string(options.normalizer.topK) + ")");
 
   // Score parameters, per head.
   if (options.scoreHidden < 0 || options.scoreHidden > Limits::kMaxWidth)
-    return makeError("score_hidden", "must be between 0 (= d_h) and " +
+    return fieldError("score_hidden", "must be between 0 (= d_h) and " +
                                          std::to_string(Limits::kMaxWidth) + " (got " +
                                          std::to_string(options.scoreHidden) + ")");
   if (static_cast<int>(options.scoreParams.size()) > options.heads)
-    return makeError(
+    return fieldError(
         "score_params",
         "has " + countOf(static_cast<long long>(options.scoreParams.size()), "entry", "entries") +
             " but there " + (options.heads == 1 ? "is" : "are") + " only " +
@@ -240,12 +236,12 @@ Status validateDecoderOutput(const DecoderOutputOptions& decoder, long long dOut
   if (!decoder.enabled || decoder.wc.size() == 0) return Ok{};
   const Matrix& wc = decoder.wc;
   if (wc.rows() != dOut + dQIn)
-    return makeError("decoder_output.wc",
+    return fieldError("decoder_output.wc",
                      "has " + std::to_string(wc.rows()) +
                          " rows, expected d_out + d_q = " + std::to_string(dOut) + " + " +
                          std::to_string(dQIn) + " = " + std::to_string(dOut + dQIn));
   if (wc.cols() > Limits::kMaxWidth)
-    return makeError("decoder_output.wc", "is " + std::to_string(wc.cols()) +
+    return fieldError("decoder_output.wc", "is " + std::to_string(wc.cols()) +
                                               " wide, more than the limit of " +
                                               std::to_string(Limits::kMaxWidth));
   if (auto e = checkFinite(wc, "decoder_output.wc")) return *e;
@@ -264,17 +260,17 @@ Status validate(const Inputs& inputs, const Options& options) {
       {&queries, "queries"}, {&keys, "keys"}, {&values, "values"}};
   for (const auto& [m, name] : named) {
     if (m->rows() == 0 || m->cols() == 0)
-      return makeError(name, "is empty (" + shapeOf(*m) +
+      return fieldError(name, "is empty (" + shapeOf(*m) +
                                  "); at least one row of at least one number is needed");
     if (m->rows() > Limits::kMaxTokens)
-      return makeError(name, "has " + std::to_string(m->rows()) + " rows, more than the limit of " +
+      return fieldError(name, "has " + std::to_string(m->rows()) + " rows, more than the limit of " +
                                  std::to_string(Limits::kMaxTokens) + " tokens");
     if (m->cols() > Limits::kMaxWidth)
-      return makeError(name, "is " + std::to_string(m->cols()) + " wide, more than the limit of " +
+      return fieldError(name, "is " + std::to_string(m->cols()) + " wide, more than the limit of " +
                                  std::to_string(Limits::kMaxWidth));
   }
   if (values.rows() != keys.rows())
-    return makeError("values", "has " + countOf(values.rows(), "row", "rows") + " but there " +
+    return fieldError("values", "has " + countOf(values.rows(), "row", "rows") + " but there " +
                                    (keys.rows() == 1 ? "is " : "are ") +
                                    countOf(keys.rows(), "key", "keys") + " (one value per key)");
   for (const auto& [m, name] : named)
@@ -287,12 +283,12 @@ Status validate(const Inputs& inputs, const Options& options) {
   // Heads and temperature.
   const int heads = options.heads;
   if (heads < 1)
-    return makeError("heads", "must be at least 1 (got " + std::to_string(heads) + ")");
+    return fieldError("heads", "must be at least 1 (got " + std::to_string(heads) + ")");
   if (heads > Limits::kMaxHeads)
-    return makeError("heads", std::to_string(heads) + " heads exceed the limit of " +
+    return fieldError("heads", std::to_string(heads) + " heads exceed the limit of " +
                                   std::to_string(Limits::kMaxHeads));
   if (!std::isfinite(options.temperature) || !(options.temperature > 0))
-    return makeError("temperature", "must be a finite number above 0 (got " +
+    return fieldError("temperature", "must be a finite number above 0 (got " +
                                         messageNumber(options.temperature) + ")");
 
   // Projections: shapes chain X (n x d_in)·W (d_in x d_model) and concat·W_o.
@@ -300,27 +296,27 @@ Status validate(const Inputs& inputs, const Options& options) {
   int dModel = dQIn, dvModel = dVIn, dOut = dVIn;
   if (p.identity) {
     if (dKIn != dQIn)
-      return makeError("keys", "are " + std::to_string(dKIn) + " wide but the queries are " +
+      return fieldError("keys", "are " + std::to_string(dKIn) + " wide but the queries are " +
                                    std::to_string(dQIn) +
                                    " wide; without projections they must be the same width");
   } else {
     auto checkWeight = [&](const Matrix& w, const char* field, int inWidth,
                            const char* input) -> std::optional<Error> {
       if (w.size() == 0)
-        return makeError(field,
+        return fieldError(field,
                          std::string("is missing (explicit projections need wq, wk and wv)"));
       if (w.rows() != inWidth)
-        return makeError(field, "has " + std::to_string(w.rows()) + " rows but the " + input +
+        return fieldError(field, "has " + std::to_string(w.rows()) + " rows but the " + input +
                                     " are " + std::to_string(inWidth) + " wide");
       if (w.cols() > Limits::kMaxWidth)
-        return makeError(field, "is " + std::to_string(w.cols()) +
+        return fieldError(field, "is " + std::to_string(w.cols()) +
                                     " wide, more than the limit of " +
                                     std::to_string(Limits::kMaxWidth));
       return checkFinite(w, field);
     };
     auto checkBias = [&](const Vector& b, const char* field, Index width) -> std::optional<Error> {
       if (b.size() != 0 && b.size() != width)
-        return makeError(field, "has " + std::to_string(b.size()) + " entries, expected " +
+        return fieldError(field, "has " + std::to_string(b.size()) + " entries, expected " +
                                     std::to_string(width) + " (or none)");
       return checkFinite(b, field);
     };
@@ -328,7 +324,7 @@ Status validate(const Inputs& inputs, const Options& options) {
     if (auto e = checkWeight(p.wk, "projections.wk", dKIn, "keys")) return *e;
     if (auto e = checkWeight(p.wv, "projections.wv", dVIn, "values")) return *e;
     if (p.wk.cols() != p.wq.cols())
-      return makeError("projections.wk", "projects to width " + std::to_string(p.wk.cols()) +
+      return fieldError("projections.wk", "projects to width " + std::to_string(p.wk.cols()) +
                                              " but wq projects to " + std::to_string(p.wq.cols()) +
                                              "; queries and keys must end up the same width");
     if (auto e = checkBias(p.bq, "projections.bq", p.wq.cols())) return *e;
@@ -339,25 +335,25 @@ Status validate(const Inputs& inputs, const Options& options) {
     dOut = dvModel;
     if (p.wo.size() != 0) {
       if (p.wo.rows() != dvModel)
-        return makeError("projections.wo", "has " + std::to_string(p.wo.rows()) +
+        return fieldError("projections.wo", "has " + std::to_string(p.wo.rows()) +
                                                " rows but the concatenated heads are " +
                                                std::to_string(dvModel) + " wide");
       if (p.wo.cols() > Limits::kMaxWidth)
-        return makeError("projections.wo", "is " + std::to_string(p.wo.cols()) +
+        return fieldError("projections.wo", "is " + std::to_string(p.wo.cols()) +
                                                " wide, more than the limit of " +
                                                std::to_string(Limits::kMaxWidth));
       if (auto e = checkFinite(p.wo, "projections.wo")) return *e;
       dOut = static_cast<int>(p.wo.cols());
       if (auto e = checkBias(p.bo, "projections.bo", p.wo.cols())) return *e;
     } else if (p.bo.size() != 0) {
-      return makeError("projections.bo", "is given but there is no output projection wo");
+      return fieldError("projections.bo", "is given but there is no output projection wo");
     }
   }
 
   // The heads split d_model and dv_model into equal column blocks.
   if (dModel % heads != 0 || dvModel % heads != 0) {
     const bool model = dModel % heads != 0;
-    return makeError("heads", std::to_string(heads) + " heads do not divide the " +
+    return fieldError("heads", std::to_string(heads) + " heads do not divide the " +
                                   (model ? "model width " : "value width ") +
                                   std::to_string(model ? dModel : dvModel) + " (choose " +
                                   joinChoices(headChoices(dModel, dvModel)) + ")");
@@ -433,14 +429,14 @@ long long attentionWork(const WorkShape& w) {
 Status checkWork(const WorkShape& w) {
   const long long cells = w.heads * w.nQ * w.nK;
   if (cells > Limits::kMaxCells)
-    return makeError("queries",
+    return fieldError("queries",
                      std::to_string(w.heads) + " heads x " + std::to_string(w.nQ) + " queries x " +
                          std::to_string(w.nK) + " keys = " + std::to_string(cells) +
                          " cells, more than the limit of " + std::to_string(Limits::kMaxCells) +
                          " (2^25)");
   const long long work = attentionWork(w);
   if (work > Limits::kMaxWork)
-    return makeError("queries", "computing this needs about " +
+    return fieldError("queries", "computing this needs about " +
                                     messageNumber(static_cast<double>(work)) +
                                     " multiply-adds, more than the limit of " +
                                     std::to_string(Limits::kMaxWork) +

@@ -50,6 +50,15 @@ std::string formatNumber(double value, int digits) {
   return trimZeros(buffer);
 }
 
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
 std::string countOf(long long count, std::string_view singular, std::string_view plural) {
   std::string out = std::to_string(count);
   out += ' ';

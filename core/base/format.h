@@ -5,8 +5,10 @@
 // loaded back exactly.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn {
 
@@ -27,6 +29,9 @@ inline constexpr int kTooltipDigits = 6;
 // Asking for fewer digits gives a string that is never longer (for finite values), so a
 // caller whose text does not fit can retry with digits - 1 down to 1.
 std::string formatNumber(double value, int digits = kExplainDigits);
+
+// "[768, 2304]": a tensor's shape in a message.
+std::string shapeText(const std::vector<std::int64_t>& shape);
 
 // "1 query", "2 queries", "0 keys": `count` and the noun in the singular when count == 1,
 // else the plural (given, since English plurals are irregular: "query" / "queries").

@@ -36,6 +36,12 @@ struct Error {
   }
 };
 
+// Error{"", field, problem}: an error found by core, which names the field; whoever read the
+// value from a file fills in `file`.
+inline Error fieldError(std::string field, std::string problem) {
+  return Error{"", std::move(field), std::move(problem)};
+}
+
 // Either a value or an Error. Deliberately tiny: ok(), value(), error().
 template <class T>
 class Expected {

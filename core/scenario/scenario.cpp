@@ -15,10 +15,6 @@ namespace attn {
 
 namespace {
 
-Error makeError(std::string field, std::string problem) {
-  return Error{"", std::move(field), std::move(problem)};
-}
-
 std::vector<std::string> defaultLabels(const char* prefix, Eigen::Index n) {
   std::vector<std::string> labels;
   labels.reserve(static_cast<std::size_t>(n));
@@ -145,24 +141,24 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     std::vector<std::string> labels;
     if (!scenario.sentence.empty()) {
       if (scenario.embeddingDim < 1 || scenario.embeddingDim > Limits::kMaxWidth)
-        return makeError("embedding_dim", "must be between 1 and " +
+        return fieldError("embedding_dim", "must be between 1 and " +
                                               std::to_string(Limits::kMaxWidth) + " (got " +
                                               std::to_string(scenario.embeddingDim) + ")");
       labels = tokenize(scenario.sentence);
-      if (labels.empty()) return makeError("sentence", "has no words");
+      if (labels.empty()) return fieldError("sentence", "has no words");
       const long long n = static_cast<long long>(labels.size()), d = scenario.embeddingDim;
       if (Status affordable = checkScenarioWork(scenario, n, n, d, d, d); !affordable)
         return toScenarioError(affordable.error(), scenario);
       x = seededEmbeddings(labels, scenario.embeddingDim, scenario.options.seed);
     } else {
       if (scenario.inputs.rows() == 0 || scenario.inputs.cols() == 0)
-        return makeError("inputs",
+        return fieldError("inputs",
                          "is empty; self attention needs at least one row (or a "
                          "sentence)");
       x = scenario.inputs;
       if (!scenario.inputLabels.empty() &&
           static_cast<Eigen::Index>(scenario.inputLabels.size()) != x.rows())
-        return makeError("labels", "has " +
+        return fieldError("labels", "has " +
                                        countOf(static_cast<long long>(scenario.inputLabels.size()),
                                                "label", "labels") +
                                        " but there " + (x.rows() == 1 ? "is " : "are ") +
@@ -179,26 +175,26 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     inputs.values = std::move(x);
   } else {
     if (scenario.queries.rows() == 0 || scenario.queries.cols() == 0)
-      return makeError("queries", "is empty; cross attention needs at least one query");
+      return fieldError("queries", "is empty; cross attention needs at least one query");
     if (scenario.keys.rows() == 0 || scenario.keys.cols() == 0)
-      return makeError("keys", "is empty; cross attention needs at least one key");
+      return fieldError("keys", "is empty; cross attention needs at least one key");
     inputs.queries = scenario.queries;
     inputs.keys = scenario.keys;
     inputs.values = scenario.values.size() == 0 ? scenario.keys : scenario.values;
     if (inputs.values.rows() != inputs.keys.rows())
-      return makeError("values", "has " + countOf(inputs.values.rows(), "row", "rows") +
+      return fieldError("values", "has " + countOf(inputs.values.rows(), "row", "rows") +
                                      " but there " + (inputs.keys.rows() == 1 ? "is " : "are ") +
                                      countOf(inputs.keys.rows(), "key", "keys") +
                                      " (one value per key)");
     const auto nQ = inputs.queries.rows(), nK = inputs.keys.rows();
     if (!scenario.queryLabels.empty() &&
         static_cast<Eigen::Index>(scenario.queryLabels.size()) != nQ)
-      return makeError(
+      return fieldError(
           "query_labels",
           "has " + countOf(static_cast<long long>(scenario.queryLabels.size()), "label", "labels") +
               " but there " + (nQ == 1 ? "is " : "are ") + countOf(nQ, "query", "queries"));
     if (!scenario.keyLabels.empty() && static_cast<Eigen::Index>(scenario.keyLabels.size()) != nK)
-      return makeError(
+      return fieldError(
           "key_labels",
           "has " + countOf(static_cast<long long>(scenario.keyLabels.size()), "label", "labels") +
               " but there " + (nK == 1 ? "is " : "are ") + countOf(nK, "key", "keys"));
@@ -239,7 +235,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       break;
     case ProjectionKind::Xavier: {
       if (scenario.modelWidth < 0 || scenario.modelWidth > Limits::kMaxWidth)
-        return makeError("model_width", "must be between 0 (= the input width) and " +
+        return fieldError("model_width", "must be between 0 (= the input width) and " +
                                             std::to_string(Limits::kMaxWidth) + " (got " +
                                             std::to_string(scenario.modelWidth) + ")");
       if (dQIn > Limits::kMaxWidth || dKIn > Limits::kMaxWidth || dVIn > Limits::kMaxWidth)
@@ -260,7 +256,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
       const bool interleaved = scenario.projection == ProjectionKind::QkvInterleaved;
       if (interleaved) {
         if (scenario.options.heads < 1 || scenario.options.heads > Limits::kMaxHeads)
-          return makeError("heads", "must be between 1 and " +
+          return fieldError("heads", "must be between 1 and " +
                                         std::to_string(Limits::kMaxHeads) + " (got " +
                                         std::to_string(scenario.options.heads) + ")");
         auto blocked = blockedFromInterleavedQkv(scenario.inProjWeight, scenario.inProjBias,
@@ -282,7 +278,7 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
           const std::string input = scenario.mode == Mode::Self
                                         ? (scenario.sentence.empty() ? "inputs" : "sentence")
                                         : name;
-          return makeError("in_proj_weight", "has E = " + std::to_string(e) + " but the " + input +
+          return fieldError("in_proj_weight", "has E = " + std::to_string(e) + " but the " + input +
                                                  " are " + std::to_string(width) +
                                                  " wide (nn.MultiheadAttention needs E-wide "
                                                  "queries, keys and values)");

@@ -36,15 +36,6 @@ std::string inQuotes(std::string_view text) {
   return out;
 }
 
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ", ";
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
-
 const Checkpoint::Entry* Checkpoint::find(std::string_view name) const {
   if (everythingInfo_) return &everythingEntry_;
   auto it = tensors_.find(name);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/format.h"
 #include "formats/safetensors.h"
 
 namespace attn::io {
@@ -53,7 +54,6 @@ class Checkpoint {
 // "'name'": a tensor or file name quoted in a message; control characters (bytes below
 // 0x20, 0x7F) written as \xNN, so that a name from a hostile file keeps the message one line.
 std::string inQuotes(std::string_view text);
-// "[768, 2304]": a tensor's shape in a message.
-std::string shapeText(const std::vector<std::int64_t>& shape);
+// shapeText ("[768, 2304]") is core/base/format.h's.
 
 }  // namespace attn::io

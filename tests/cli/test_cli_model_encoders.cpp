@@ -281,9 +281,17 @@ TEST(CliModelEncoders, LensAndPatchRefuseWhatAKindCannotDo) {
   r = runCli({"screenshot", (vit / "s.png").string(), "--model", vit.string(), "--image", (vit / "s.png").string(),
               "--out", (vit / "t.png").string()});
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.err.find("option '--image': give the picture once: as IMAGE or as --image PICTURE, not both"),
+  EXPECT_NE(r.err.find("option '--image': '" + (vit / "s.png").string() +
+                       "' is given besides --image PICTURE: give the picture once, as IMAGE or as --image "
+                       "PICTURE, not both"),
             std::string::npos)
       << r.err;
+  // a value after a flag is a stray argument, named as such
+  r = runCli({"screenshot", "--model", vit.string(), "--image", (vit / "s.png").string(), "--pipeline", "1,2",
+              "--out", (vit / "t.png").string()});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("option '--image': '1,2' is given besides --image PICTURE"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a flag such as --pipeline takes no value"), std::string::npos) << r.err;
   attn::io::Image picture;
   picture.width = picture.height = 8;
   picture.rgb.assign(8 * 8 * 3, 120);

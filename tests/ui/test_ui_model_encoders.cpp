@@ -141,6 +141,30 @@ TEST_F(EncoderInApp, OpenThisHeadSaysItIsASelfAttentionHead) {
   for (const DrawnText& t : inputs) all += t.text + "\n";
   EXPECT_NE(all.find("Self-attention head: layer 1, head 2 of bert_head (bert)"), std::string::npos) << all;
   EXPECT_EQ(all.find("Cross-attention"), std::string::npos) << all;
+
+  // The Settings panel says the same: no self / cross radio for a model's head (its rows
+  // are given as Q, K and V, cross mode internally), until an edit makes the scenario the
+  // user's own (its tooltip: a projection chosen, positional encoding added).
+  const auto settingsText = [&] {
+    for (int i = 0; i < 2; ++i) {
+      ImGui::NewFrame();
+      place(0, 0, 800, 900);
+      drawSettingsPanel(state, ui_);
+      ImGui::Render();
+    }
+    std::string text;
+    for (const DrawnText& t : drawnTexts(*ImGui::GetDrawData(), *ImGui::GetIO().Fonts)) text += t.text + "\n";
+    return text;
+  };
+  const std::string settings = settingsText();
+  EXPECT_NE(settings.find("self-attention head (layer 1, head 2)"), std::string::npos) << settings;
+  EXPECT_EQ(settings.find("cross\n"), std::string::npos) << settings;
+  state.doc.positionalEncoding = true;
+  update(state);
+  const std::string edited = settingsText();
+  EXPECT_EQ(edited.find("self-attention head"), std::string::npos) << edited;
+  EXPECT_NE(edited.find("cross\n"), std::string::npos) << edited;
+  EXPECT_NE(edited.find("self\n"), std::string::npos) << edited;
 }
 
 // The residual-stream norm rows carry one naming for every kind (the decoder's and the

@@ -464,15 +464,26 @@ void drawSettingsPanel(AppState& state, UiState& ui) {
   if (!state.computed->error.empty()) {
     panel::coloredWrapped(panel::errorColor(), "Cannot compute: " + state.computed->error);
   }
-  int mode = state.doc.mode == Mode::Self ? 0 : 1;
-  bool modeChanged = ImGui::RadioButton("self", &mode, 0);
-  tooltip("Self-attention: one sequence X; Q = X·W_q, K = X·W_k, V = X·W_v. Every token "
-          "attends to every token of the same sequence.");
-  ImGui::SameLine();
-  modeChanged |= ImGui::RadioButton("cross", &mode, 1);
-  tooltip("Cross-attention: queries from one sequence (e.g. a decoder state), keys and values "
-          "from another (e.g. the encoder's annotations).");
-  if (modeChanged) apply(state, setMode(state.doc, mode == 0 ? Mode::Self : Mode::Cross));
+  if (const ModelHead* head = shownModelHead(state.doc)) {
+    // A model's head is self-attention, though its rows are given as Q, K and V (cross mode
+    // with the identity projection, core/scenario/scenario.h): no "cross" radio for it.
+    ImGui::TextUnformatted(("self-attention head (layer " + std::to_string(head->layer) + ", head " +
+                            std::to_string(head->head) + ")").c_str());
+    tooltip("One head of a model: Q, K and V are the head's own q, k and v rows of the same "
+            "tokens, taken as they are (no further projection). Choosing a projection, adding "
+            "positional encoding or adding or removing a row makes it a scenario of your own, "
+            "and the self / cross choice returns.");
+  } else {
+    int mode = state.doc.mode == Mode::Self ? 0 : 1;
+    bool modeChanged = ImGui::RadioButton("self", &mode, 0);
+    tooltip("Self-attention: one sequence X; Q = X·W_q, K = X·W_k, V = X·W_v. Every token "
+            "attends to every token of the same sequence.");
+    ImGui::SameLine();
+    modeChanged |= ImGui::RadioButton("cross", &mode, 1);
+    tooltip("Cross-attention: queries from one sequence (e.g. a decoder state), keys and values "
+            "from another (e.g. the encoder's annotations).");
+    if (modeChanged) apply(state, setMode(state.doc, mode == 0 ? Mode::Self : Mode::Cross));
+  }
   ImGui::SameLine();
   panel::mutedWrapped("n_q = " + std::to_string(queryCount(state.doc)) +
                       ", n_k = " + std::to_string(keyCount(state.doc)));
