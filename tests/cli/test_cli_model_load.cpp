@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,15 @@ void writeWithSparseTensor(const fs::path& dir, const gpt2test::TinyModel& model
 // 6 and 10 GiB tensors the tests place in the file.
 double peakBudgetMiB() { return attn::testing::underAddressSanitizer() ? 400.0 : 150.0; }
 
+// This test process's own peak resident set (VmHWM of /proc/self/status), MiB.
+double ownPeakMiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
 struct Measured {
   int exitCode = -1;
   double seconds = 0, peakMiB = 0;
@@ -73,8 +84,7 @@ struct Measured {
 };
 
 // Runs the attnscope binary; wall time, and the child's peak RSS from wait4 (ru_maxrss: an
-// upper bound, since Linux carries the parent's peak over exec, and this test process is
-// small).
+// upper bound, since Linux carries the parent's peak over exec; see expectPeakWithinBudget).
 Measured runMeasured(const std::vector<std::string>& args, const fs::path& dir) {
   const std::string errPath = (dir / "stderr.txt").string();
   posix_spawn_file_actions_t actions;
@@ -107,6 +117,22 @@ Measured runMeasured(const std::vector<std::string>& args, const fs::path& dir) 
   return m;
 }
 
+// The child's peak against the budget, where ru_maxrss can show it: the child's ru_maxrss
+// starts at this process's own peak, so it bounds the child only while that peak is below
+// the budget, as when ctest runs each test in a process of its own (the Release stage). In a
+// GoogleTest shard (.ci/run's sanitizer stage: a program runs many tests, and ASan's
+// quarantine keeps freed memory resident) it may not be; then the time bound alone guards
+// against reading the tensor, and the test says so.
+void expectPeakWithinBudget(const Measured& m) {
+  const double own = ownPeakMiB();
+  if (own >= peakBudgetMiB()) {
+    std::cout << "[ not measured ] the child's peak RSS: this test process's own peak (" << own
+              << " MiB) is above the " << peakBudgetMiB() << " MiB budget\n";
+    return;
+  }
+  EXPECT_LT(m.peakMiB, peakBudgetMiB());
+}
+
 struct Folder {
   fs::path dir;
   gpt2test::TinyModel model;
@@ -132,7 +158,7 @@ TEST(ModelLoad, UnusedSixGigabyteTensorIsRefusedFromTheHeader) {
             std::string::npos)
       << m.err;
   EXPECT_LT(m.seconds, 1.0);
-  EXPECT_LT(m.peakMiB, peakBudgetMiB());
+  expectPeakWithinBudget(m);
 }
 
 // A 10 GiB attn.masked_bias buffer (a GPT-2 buffer the family table knows as harmless):
@@ -144,7 +170,7 @@ TEST(ModelLoad, HugeKnownBufferIsIgnoredWithoutBeingRead) {
       runMeasured({"model", f.dir.string(), "--ids", "1,2", "--predict", "1"}, f.dir);
   EXPECT_EQ(m.exitCode, 0) << m.err;
   EXPECT_LT(m.seconds, 1.0);
-  EXPECT_LT(m.peakMiB, peakBudgetMiB());
+  expectPeakWithinBudget(m);
 }
 
 }  // namespace
