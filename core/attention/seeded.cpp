@@ -50,7 +50,7 @@ Expected<Projections> projectionsFromPyTorch(const Matrix& inProjWeight, const V
   if (auto error = checkFinite(inProjBias, "in_proj_bias")) return *error;
   if (outProjWeight.rows() != e || outProjWeight.cols() != e)
     return fieldError("out_proj_weight",
-                     "is " + shapeOf(outProjWeight) + ", expected E x E = " + shapeOf(e, e));
+                      "is " + shapeOf(outProjWeight) + ", expected E x E = " + shapeOf(e, e));
   if (auto error = checkFinite(outProjWeight, "out_proj_weight")) return *error;
   if (outProjBias.size() != 0 && outProjBias.size() != e)
     return fieldError("out_proj_bias", "has " + std::to_string(outProjBias.size()) +

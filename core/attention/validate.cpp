@@ -61,7 +61,7 @@ std::optional<Error> checkFinite(const Matrix& m, const std::string& field) {
     for (Index c = 0; c < m.cols(); ++c)
       if (!std::isfinite(m(r, c)))
         return fieldError(field + "[" + std::to_string(r) + "][" + std::to_string(c) + "]",
-                         "is not a finite number (" + nonFiniteName(m(r, c)) + ")");
+                          "is not a finite number (" + nonFiniteName(m(r, c)) + ")");
   return std::nullopt;
 }
 
@@ -70,7 +70,7 @@ std::optional<Error> checkFinite(const Vector& v, const std::string& field) {
   for (Index i = 0; i < v.size(); ++i)
     if (!std::isfinite(v(i)))
       return fieldError(field + "[" + std::to_string(i) + "]",
-                       "is not a finite number (" + nonFiniteName(v(i)) + ")");
+                        "is not a finite number (" + nonFiniteName(v(i)) + ")");
   return std::nullopt;
 }
 
@@ -131,7 +131,7 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
   const int dHidden = scoreHiddenWidth(kind, p, dH, hidden);
   if ((kind == ScoreKind::Additive || kind == ScoreKind::Mlp) && dHidden > Limits::kMaxWidth)
     return fieldError(prefix + (kind == ScoreKind::Additive ? "additive_wq" : "mlp_hidden_w"),
-                     "hidden width " + std::to_string(dHidden) + " exceeds the limit of " +
+                      "hidden width " + std::to_string(dHidden) + " exceeds the limit of " +
                          std::to_string(Limits::kMaxWidth));
   std::optional<Error> error;
   switch (kind) {
@@ -155,7 +155,7 @@ std::optional<Error> validateScoreParams(ScoreKind kind, const ScoreParams& p, i
       if ((error = vectorField(p.mlpOutW, "mlp_out_w", dHidden, "d_m"))) break;
       if (!std::isfinite(p.mlpOutBias))
         error = fieldError(prefix + "mlp_out_bias",
-                          "is not a finite number (" + nonFiniteName(p.mlpOutBias) + ")");
+                           "is not a finite number (" + nonFiniteName(p.mlpOutBias) + ")");
       break;
   }
   return error;
@@ -186,7 +186,7 @@ Status validateMask(const MaskOptions& mask, int nQ, int nK) {
     case MaskKind::LocalGaussian:
       if (mask.window < 0)
         return fieldError("mask.window",
-                         "must be 0 or more (got " + std::to_string(mask.window) + ")");
+                          "must be 0 or more (got " + std::to_string(mask.window) + ")");
       if (mask.center == MaskOptions::Center::Fixed && (mask.position < 0 || mask.position >= nK))
         return fieldError("mask.position", "is " + std::to_string(mask.position) +
                                               " but the keys are numbered 0 to " +
@@ -210,7 +210,7 @@ Status validateScoreOptions(const Options& options, int dH) {
   // Normaliser.
   if (options.normalizer.kind == NormalizerKind::TopK && options.normalizer.topK < 1)
     return fieldError("normalizer.top_k",
-                     "must be at least 1 (got " + std::to_string(options.normalizer.topK) + ")");
+                      "must be at least 1 (got " + std::to_string(options.normalizer.topK) + ")");
 
   // Score parameters, per head.
   if (options.scoreHidden < 0 || options.scoreHidden > Limits::kMaxWidth)
@@ -237,7 +237,7 @@ Status validateDecoderOutput(const DecoderOutputOptions& decoder, long long dOut
   const Matrix& wc = decoder.wc;
   if (wc.rows() != dOut + dQIn)
     return fieldError("decoder_output.wc",
-                     "has " + std::to_string(wc.rows()) +
+                      "has " + std::to_string(wc.rows()) +
                          " rows, expected d_out + d_q = " + std::to_string(dOut) + " + " +
                          std::to_string(dQIn) + " = " + std::to_string(dOut + dQIn));
   if (wc.cols() > Limits::kMaxWidth)
@@ -304,7 +304,7 @@ Status validate(const Inputs& inputs, const Options& options) {
                            const char* input) -> std::optional<Error> {
       if (w.size() == 0)
         return fieldError(field,
-                         std::string("is missing (explicit projections need wq, wk and wv)"));
+                          std::string("is missing (explicit projections need wq, wk and wv)"));
       if (w.rows() != inWidth)
         return fieldError(field, "has " + std::to_string(w.rows()) + " rows but the " + input +
                                     " are " + std::to_string(inWidth) + " wide");
@@ -430,7 +430,7 @@ Status checkWork(const WorkShape& w) {
   const long long cells = w.heads * w.nQ * w.nK;
   if (cells > Limits::kMaxCells)
     return fieldError("queries",
-                     std::to_string(w.heads) + " heads x " + std::to_string(w.nQ) + " queries x " +
+                      std::to_string(w.heads) + " heads x " + std::to_string(w.nQ) + " queries x " +
                          std::to_string(w.nK) + " keys = " + std::to_string(cells) +
                          " cells, more than the limit of " + std::to_string(Limits::kMaxCells) +
                          " (2^25)");

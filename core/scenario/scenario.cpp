@@ -153,8 +153,8 @@ Expected<Problem> buildProblem(const Scenario& scenario) {
     } else {
       if (scenario.inputs.rows() == 0 || scenario.inputs.cols() == 0)
         return fieldError("inputs",
-                         "is empty; self attention needs at least one row (or a "
-                         "sentence)");
+                          "is empty; self attention needs at least one row (or a "
+                          "sentence)");
       x = scenario.inputs;
       if (!scenario.inputLabels.empty() &&
           static_cast<Eigen::Index>(scenario.inputLabels.size()) != x.rows())
