@@ -57,9 +57,9 @@ std::vector<cli::Option> bosOptions() {
   return {
       cli::customOption("--bos", "",
                         "put the BOS token first: the tokenizer's, else config.json's\n"
-                        "bos_token_id (default: as the tokenizer's post-processor does, as\n"
-                        "`model --text`: <s> for Llama, none for GPT-2, and its EOS last for a\n"
-                        "\"<s> $A </s>\" template)",
+                        "bos_token_id (default for a text: as the tokenizer's post-processor\n"
+                        "does, <s> for Llama, none for GPT-2, and its EOS last for a\n"
+                        "\"<s> $A </s>\" template; for --ids: none)",
                         nullptr),
       cli::customOption("--no-bos", "", "do not put it first (nor the template's EOS last)", nullptr),
   };

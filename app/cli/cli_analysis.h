@@ -46,8 +46,8 @@ namespace analysis_cli {
 
 // The model folder of an analysis command: loaded, with the folder named in its errors.
 Expected<io::ModelFolder> loadFolder(const std::string& folder);
-// --bos and --no-bos, declared once for analyze, patch, lens and heads (the same rule as
-// `model --text`).
+// --bos and --no-bos, declared once for model, analyze, patch, lens and heads (one rule:
+// app/session/model_driver.h, prepareDecoderInput).
 std::vector<cli::Option> bosOptions();
 // After parsing: 1 (--bos), 0 (--no-bos) or -1 (neither). Errors: both given.
 Expected<int> bosChoice(const cli::ParsedArgs& parsed);

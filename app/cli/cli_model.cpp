@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "app/cli/cli.h"
+#include "app/cli/cli_analysis.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/cli_model_detail.h"
 #include "app/cli/options.h"
@@ -164,12 +165,6 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                           request.hasIds = true;
                           return Ok{};
                         }),
-      cli::flagOption("--bos",
-                      "put the BOS token first: the tokenizer's, else config.json's bos_token_id\n"
-                      "(default for --text: as the tokenizer's post-processor does, e.g. <s> for\n"
-                      "Llama, and its EOS last for a \"<s> $A </s>\" template; for --ids: not)",
-                      request.bos),
-      cli::customOption("--no-bos", "", "do not put it first (nor the template's EOS last)", nullptr),
       // Checked after parsing (checkOutputPath: .npz, the folder).
       cli::customOption("--out", "OUT.npz",
                         "write the arrays\n"
@@ -270,6 +265,11 @@ Q8_0, Q2_K to Q6_K tensors used in place; its own tokenizer.ggml) works in place
                       "compare; rollout: its maximum); 'max' = the row's own maximum",
                       request.vmax),
   };
+  // --bos and --no-bos after --ids: declared once for every command that runs a decoder's text
+  const std::vector<cli::Option> bos = analysis_cli::bosOptions();
+  const auto ids = std::find_if(command.options.begin(), command.options.end(),
+                                [](const cli::Option& o) { return o.name == "--ids"; });
+  command.options.insert(ids == command.options.end() ? ids : ids + 1, bos.begin(), bos.end());
   command.notes = R"(At least one of --out, --predict, --summary and --tile (or --overlay with --image) is needed. The text
 may have at most n_positions tokens (1024 for GPT-2; 512 for BERT). Errors (exit 2) name the file and the tensor or field: a missing
 tensor, a wrong shape, an unsupported dtype, offsets outside the file, a header too big.
@@ -315,10 +315,9 @@ Expected<ModelRequest> parseModelArgs(std::span<const std::string> args) {
     }
     if (Status s = cli::checkOutputFile("--overlay", request.overlayPath); !s) return s.error();
   }
-  if (parsed->has("--bos") && parsed->has("--no-bos")) {
-    return optionError("--bos", "give either --bos or --no-bos, not both");
-  }
-  request.bosChoice = parsed->has("--bos") ? 1 : parsed->has("--no-bos") ? 0 : -1;
+  Expected<int> bos = analysis_cli::bosChoice(*parsed);
+  if (!bos) return bos.error();
+  request.bosChoice = *bos;
   if (text)  // --text @FILE, @@TEXT
     if (Status s = expandTextArgument(request.text); !s) return s.error();
   if (parsed->has("--summary") || request.hasTile) {  // the long-context pass (app/cli/cli_model_summary.cpp)
@@ -484,10 +483,10 @@ Status model_cli::writeAttentionFiles(const ModelRequest& request, const std::in
       if (!array.blocks)
         return write({reinterpret_cast<const char*>(array.values.data()), array.values.size() * 4});
       const std::int64_t leading = array.shape.empty() ? 1 : array.shape[0];
-      std::vector<float> block(static_cast<std::size_t>(leading > 0 ? count / leading : 0));
+      std::vector<float> slice(static_cast<std::size_t>(leading > 0 ? count / leading : 0));
       for (std::int64_t index = 0; index < leading; ++index) {
-        array.blocks(index, block);
-        if (Status s = write({reinterpret_cast<const char*>(block.data()), block.size() * 4}); !s) return s;
+        array.blocks(index, slice);
+        if (Status s = write({reinterpret_cast<const char*>(slice.data()), slice.size() * 4}); !s) return s;
       }
       return Ok{};
     };

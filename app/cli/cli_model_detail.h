@@ -34,7 +34,6 @@ struct ModelRequest {
   std::vector<int> ids;    // --ids: run these instead of tokenizing --text
   bool hasIds = false;
   bool hasText = false;
-  bool bos = false;        // --bos given
   // 1 --bos, 0 --no-bos, -1 neither: a --text gets the BOS its tokenizer's post-processor
   // puts first (Tokenizer::addsBos()); --ids are run as given.
   int bosChoice = -1;
